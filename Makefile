@@ -1,0 +1,38 @@
+# Quick start: `make demo` and `make test`. Everything else is optional.
+RIDGELINE := build/dev/apps/ridgeline/ridgeline
+
+.PHONY: all deps configure build test demo bench asan fuzz clean
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset dev >/dev/null
+
+build: configure
+	@cmake --build --preset dev
+
+test: build
+	@ctest --preset dev
+
+demo: build
+	@bash scripts/demo.sh $(RIDGELINE)
+
+bench: deps
+	@cmake --preset release >/dev/null
+	@cmake --build --preset release --target ridgeline_bench
+	@build/release/bench/ridgeline_bench
+
+asan: deps
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan
+	@ctest --preset asan
+
+fuzz: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz
+	@bash scripts/run-fuzz.sh build/fuzz/fuzz 20000
+
+clean:
+	rm -rf build

@@ -1,0 +1,288 @@
+// `ridgeline op KIND ...` and `ridgeline threshold KIND ... --solve VAR`.
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/analysis/threshold.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/report/json.hpp"
+#include "ridgeline/report/text.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+using analysis::OpKind;
+
+struct OpFlags {
+  HardwareFlags hw;
+  bool json = false;
+  std::string m = "1", k = "1", n = "1", batch = "1", tile, shape, tokens, hidden;
+  std::string inputs = "1", outputs = "1", flops_per_element = "1", head_dim = "128";
+  std::string q_len = "1", kv_len, heads = "1", kv_heads, bytes, flops = "0", unit = "matrix";
+  std::string shard, algo = "ring", impl = "flash", solve;
+  std::string dtype = "bf16", a_dtype, b_dtype, out_dtype, compute_dtype, kv_dtype;
+  bool causal = false, per_sample_weights = false;
+};
+
+bool is_collective(OpKind k) {
+  return k == OpKind::allreduce || k == OpKind::allgather || k == OpKind::reducescatter || k == OpKind::alltoall ||
+         k == OpKind::sendrecv;
+}
+bool is_rows(OpKind k) {
+  return k == OpKind::elementwise || k == OpKind::reduction || k == OpKind::rmsnorm || k == OpKind::layernorm ||
+         k == OpKind::rope || k == OpKind::softmax || k == OpKind::swiglu || k == OpKind::embedding;
+}
+
+void add_flags(CLI::App* app, OpKind kind, OpFlags& f, bool solving) {
+  // Under `threshold`, the solved dimension needs no value, so no dimension is required.
+  auto req = [solving](CLI::Option* o) { return solving ? o : o->required(); };
+  add_hardware_flags(app, f.hw);
+  app->add_flag("--json", f.json, "JSON on stdout");
+  app->add_option("--dtype", f.dtype, "element dtype")->capture_default_str();
+  switch (kind) {
+    case OpKind::custom:
+      app->add_option("--flops", f.flops, "FLOPs");
+      app->add_option("--bytes", f.bytes, "main-memory bytes");
+      app->add_option("--unit", f.unit, "matrix or vector")->capture_default_str();
+      break;
+    case OpKind::dot:
+      req(app->add_option("--n", f.n, "vector length"));
+      app->add_option("--compute-dtype", f.compute_dtype, "vector-unit dtype (default fp32)");
+      break;
+    case OpKind::matmul:
+      req(app->add_option("--m", f.m, "rows of X (tokens / batch)"));
+      req(app->add_option("--k", f.k, "contraction dimension"));
+      req(app->add_option("--n", f.n, "columns of W"));
+      app->add_option("--a-dtype", f.a_dtype, "dtype of X (default --dtype)");
+      app->add_option("--b-dtype", f.b_dtype, "dtype of W (default --dtype)");
+      app->add_option("--out-dtype", f.out_dtype, "dtype of the output (default the X dtype)");
+      app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default from the operands)");
+      app->add_option("--batch", f.batch, "independent matmuls")->capture_default_str();
+      app->add_flag("--per-sample-weights", f.per_sample_weights, "a different W per batch element");
+      app->add_option("--shard", f.shard, "split over --chips along m, n or k (k all-reduces partial sums)");
+      app->add_option("--algo", f.algo, "all-reduce algorithm for --shard k: ring, tree, direct")->capture_default_str();
+      app->add_option("--tile", f.tile, "tile sizes bm,bk,bn: operands re-read once per tile row/column");
+      break;
+    case OpKind::attention:
+      app->add_option("--batch", f.batch, "sequences")->capture_default_str();
+      app->add_option("--q-len", f.q_len, "queries per sequence")->capture_default_str();
+      app->add_option("--kv-len", f.kv_len, "keys per sequence (default --q-len)");
+      req(app->add_option("--heads", f.heads, "query heads"));
+      app->add_option("--kv-heads", f.kv_heads, "key/value heads (default --heads)");
+      app->add_option("--head-dim", f.head_dim, "head dimension")->capture_default_str();
+      app->add_flag("--causal", f.causal, "causal mask (flash skips masked blocks)");
+      app->add_option("--impl", f.impl, "flash or naive (scores materialised)")->capture_default_str();
+      app->add_option("--kv-dtype", f.kv_dtype, "dtype of K and V (default --dtype)");
+      app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default --dtype)");
+      break;
+    default:
+      if (is_collective(kind)) {
+        app->add_option("--bytes", f.bytes, "buffer size (per chip; the gathered output for allgather)")->required();
+        app->add_option("--algo", f.algo, "ring, tree or direct")->capture_default_str();
+      } else if (kind == OpKind::elementwise || kind == OpKind::reduction) {
+        app->add_option("--shape", f.shape, "ROWS,COLS (tokens,hidden)");
+        app->add_option("--tokens", f.tokens, "rows");
+        app->add_option("--hidden", f.hidden, "columns");
+        app->add_option("--compute-dtype", f.compute_dtype, "vector-unit dtype (default fp32)");
+        if (kind == OpKind::elementwise) {
+          app->add_option("--inputs", f.inputs, "input tensors")->capture_default_str();
+          app->add_option("--outputs", f.outputs, "output tensors")->capture_default_str();
+          app->add_option("--flops-per-element", f.flops_per_element, "FLOPs per output element")->capture_default_str();
+        }
+      } else {
+        req(app->add_option("--tokens", f.tokens, "tokens (rows)"));
+        req(app->add_option("--hidden", f.hidden, "hidden width (columns)"));
+        app->add_option("--compute-dtype", f.compute_dtype, "vector-unit dtype (default fp32)");
+        if (kind == OpKind::rope) app->add_option("--head-dim", f.head_dim, "head dimension")->capture_default_str();
+      }
+      break;
+  }
+}
+
+std::optional<DType> opt_dtype(const std::string& s, std::string_view flag) {
+  if (s.empty()) return std::nullopt;
+  return parse_dtype_or_throw(s, flag);
+}
+
+analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
+  analysis::OpConfig op;
+  op.kind = kind;
+  op.dtype = parse_dtype_or_throw(f.dtype, "--dtype");
+  op.a_dtype = opt_dtype(f.a_dtype, "--a-dtype");
+  op.b_dtype = opt_dtype(f.b_dtype, "--b-dtype");
+  op.out_dtype = opt_dtype(f.out_dtype, "--out-dtype");
+  op.compute_dtype = opt_dtype(f.compute_dtype, "--compute-dtype");
+  op.kv_dtype = opt_dtype(f.kv_dtype, "--kv-dtype");
+  op.chips = chips;
+  switch (kind) {
+    case OpKind::custom:
+      op.flops = parse_number(f.flops, "--flops");
+      op.bytes = f.bytes.empty() ? 0 : parse_quantity(f.bytes, Quantity::bytes, "--bytes", true);
+      if (f.unit == "matrix") op.unit = hw::Unit::matrix;
+      else if (f.unit == "vector") op.unit = hw::Unit::vector;
+      else throw InputError(fmt::format("--unit: '{}' is not a unit: expected matrix or vector", f.unit));
+      break;
+    case OpKind::dot: op.n = parse_positive_int(f.n, "--n"); break;
+    case OpKind::matmul: {
+      op.m = parse_positive_int(f.m, "--m");
+      op.k = parse_positive_int(f.k, "--k");
+      op.n = parse_positive_int(f.n, "--n");
+      op.batch = parse_positive_int(f.batch, "--batch");
+      op.per_sample_weights = f.per_sample_weights;
+      if (!f.shard.empty()) {
+        if (f.shard == "m") op.shard = analysis::Shard::m;
+        else if (f.shard == "n") op.shard = analysis::Shard::n;
+        else if (f.shard == "k") op.shard = analysis::Shard::k;
+        else throw InputError(fmt::format("--shard: '{}' is not a dimension: expected m, n or k", f.shard));
+      }
+      if (!f.tile.empty()) {
+        auto c1 = f.tile.find(','), c2 = f.tile.rfind(',');
+        if (c1 == std::string::npos || c1 == c2) throw InputError(fmt::format("--tile: '{}' is not BM,BK,BN", f.tile));
+        op.tile_m = parse_positive_int(f.tile.substr(0, c1), "--tile (bm)");
+        op.tile_k = parse_positive_int(f.tile.substr(c1 + 1, c2 - c1 - 1), "--tile (bk)");
+        op.tile_n = parse_positive_int(f.tile.substr(c2 + 1), "--tile (bn)");
+      }
+      break;
+    }
+    case OpKind::attention:
+      op.batch = parse_positive_int(f.batch, "--batch");
+      op.q_len = parse_positive_int(f.q_len, "--q-len");
+      op.kv_len = f.kv_len.empty() ? op.q_len : parse_positive_int(f.kv_len, "--kv-len");
+      op.heads = parse_positive_int(f.heads, "--heads");
+      op.kv_heads = f.kv_heads.empty() ? op.heads : parse_positive_int(f.kv_heads, "--kv-heads");
+      op.head_dim = parse_positive_int(f.head_dim, "--head-dim");
+      op.causal = f.causal;
+      if (f.impl == "flash") op.impl = ops::AttentionImpl::flash;
+      else if (f.impl == "naive") op.impl = ops::AttentionImpl::naive;
+      else throw InputError(fmt::format("--impl: '{}' is not an implementation: expected flash or naive", f.impl));
+      break;
+    default:
+      if (is_collective(kind)) {
+        op.bytes = parse_quantity(f.bytes, Quantity::bytes, "--bytes", true);
+      } else if (is_rows(kind)) {
+        std::string tokens = f.tokens, hidden = f.hidden;
+        if (!f.shape.empty()) {
+          auto c = f.shape.find(',');
+          if (c == std::string::npos) throw InputError(fmt::format("--shape: '{}' is not ROWS,COLS", f.shape));
+          tokens = f.shape.substr(0, c);
+          hidden = f.shape.substr(c + 1);
+        }
+        if (tokens.empty() || hidden.empty()) throw InputError("--shape: required (or --tokens and --hidden)");
+        op.rows = parse_positive_int(tokens, f.shape.empty() ? "--tokens" : "--shape");
+        op.cols = parse_positive_int(hidden, f.shape.empty() ? "--hidden" : "--shape");
+        if (kind == OpKind::elementwise) {
+          op.inputs = static_cast<std::int64_t>(parse_number(f.inputs, "--inputs"));
+          op.outputs = static_cast<std::int64_t>(parse_number(f.outputs, "--outputs"));
+          op.flops_per_element = parse_number(f.flops_per_element, "--flops-per-element");
+        }
+        if (kind == OpKind::rope) op.head_dim = parse_positive_int(f.head_dim, "--head-dim");
+      }
+      break;
+  }
+  if (kind == OpKind::matmul || is_collective(kind)) {
+    auto a = comm::parse_algo(f.algo);
+    if (!a) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f.algo));
+    op.algo = *a;
+  }
+  analysis::validate(op);
+  return op;
+}
+
+constexpr OpKind kKinds[] = {OpKind::matmul,    OpKind::dot,       OpKind::elementwise, OpKind::reduction,
+                             OpKind::rmsnorm,   OpKind::layernorm, OpKind::rope,        OpKind::softmax,
+                             OpKind::swiglu,    OpKind::attention, OpKind::embedding,   OpKind::allreduce,
+                             OpKind::allgather, OpKind::reducescatter, OpKind::alltoall, OpKind::sendrecv,
+                             OpKind::custom};
+
+std::string kind_help(OpKind k) {
+  switch (k) {
+    case OpKind::matmul: return "X[m,k]·W[k,n] with per-operand dtypes, batched, tiled or sharded";
+    case OpKind::dot: return "dot product of two vectors (vector unit)";
+    case OpKind::elementwise: return "I inputs -> O outputs, F FLOPs per element";
+    case OpKind::reduction: return "sum over the last dimension";
+    case OpKind::attention: return "scaled dot-product attention (flash or naive, causal, GQA)";
+    case OpKind::embedding: return "embedding lookup of --tokens rows of width --hidden";
+    case OpKind::custom: return "any FLOPs and bytes";
+    case OpKind::allreduce:
+    case OpKind::allgather:
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+    case OpKind::sendrecv: return "collective over --chips (ring, tree, direct)";
+    default: return std::string(analysis::name(k)) + " of a (tokens, hidden) activation";
+  }
+}
+
+}  // namespace
+
+std::string op_kind_names() {
+  std::string s;
+  for (OpKind k : kKinds) s += (s.empty() ? "" : ", ") + std::string(analysis::name(k));
+  return s;
+}
+
+void register_op(CLI::App& root, std::vector<Command>& commands) {
+  auto* op = root.add_subcommand("op", "one operation on one chip (or sharded): FLOPs, bytes, times, bound");
+  op->require_subcommand(1);
+  auto* th = root.add_subcommand("threshold", "the value of a dimension at which an op becomes compute-bound");
+  th->require_subcommand(1);
+  for (OpKind kind : kKinds) {
+    std::string kname(analysis::name(kind));
+    {
+      auto f = std::make_shared<OpFlags>();
+      auto* sub = op->add_subcommand(kname, kind_help(kind));
+      add_flags(sub, kind, *f, false);
+      commands.push_back({sub, [f, kind] {
+                            int chips = f->hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
+                            analysis::OpConfig cfg = build_config(kind, *f, chips);
+                            hw::System sys = load_system(f->hw);
+                            ops::Cost cost = analysis::op_cost(cfg, sys);
+                            ops::check_supported(cost, sys.chip);
+                            ops::Estimate e = ops::estimate(cost, sys.chip);
+                            emit(f->json, report::estimate_json(cfg, sys, cost, e), report::estimate_text(cfg, sys, cost, e));
+                          }});
+    }
+    if (kind == OpKind::custom || is_collective(kind)) continue;
+    {
+      auto f = std::make_shared<OpFlags>();
+      auto* sub = th->add_subcommand(kname, kind_help(kind));
+      add_flags(sub, kind, *f, true);
+      sub->add_option("--solve", f->solve, "dimension to solve for (m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads, head-dim)")
+          ->required();
+      commands.push_back({sub, [f, kind] {
+                            auto var = analysis::parse_solve_var(f->solve);
+                            if (!var) {
+                              throw InputError(fmt::format("--solve: '{}' is not a dimension: expected m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads or head-dim", f->solve));
+                            }
+                            if (!analysis::applies(*var, kind)) {
+                              throw InputError(fmt::format("--solve: '{}' is not a dimension of {}", f->solve, analysis::name(kind)));
+                            }
+                            OpFlags g = *f;
+                            // The solved dimension needs no value; give it one that validates.
+                            if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
+                            if (is_rows(kind) && g.tokens.empty() && g.shape.empty() && *var == analysis::SolveVar::tokens) g.tokens = "1";
+                            if (is_rows(kind) && g.hidden.empty() && g.shape.empty() && *var == analysis::SolveVar::hidden) g.hidden = "1";
+                            int chips = g.hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(g.hw.chips, "--chips"));
+                            analysis::OpConfig cfg;
+                            try {
+                              cfg = build_config(kind, g, chips);
+                            } catch (const InputError&) {
+                              // The solved dimension may be too small to validate (e.g. a shard); the solver searches valid values.
+                              OpFlags h = g;
+                              if (*var == analysis::SolveVar::k) h.k = "1048576";
+                              if (*var == analysis::SolveVar::m) h.m = "1048576";
+                              if (*var == analysis::SolveVar::n) h.n = "1048576";
+                              cfg = build_config(kind, h, chips);
+                            }
+                            hw::System sys = load_system(g.hw);
+                            ops::check_supported(analysis::op_cost(cfg, sys), sys.chip);
+                            auto r = analysis::solve_threshold(cfg, sys, *var);
+                            emit(f->json, report::threshold_json(cfg, sys, *var, r), report::threshold_text(cfg, sys, *var, r));
+                          }});
+    }
+  }
+}
+
+}  // namespace ridgeline::cli

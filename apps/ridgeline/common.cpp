@@ -1,0 +1,58 @@
+#include "common.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+
+namespace ridgeline::cli {
+
+void add_hardware_flags(CLI::App* app, HardwareFlags& f) {
+  app->add_option("--hw", f.hw, "catalog name (see `ridgeline hw list`) or a hardware .yaml file")->capture_default_str();
+  app->add_option("--peak", f.peaks, "override a dense matrix peak, DTYPE=RATE (e.g. int8=3.94e14), repeatable");
+  app->add_option("--mem-bw", f.mem_bw, "override main-memory bandwidth (e.g. 8.1e11 or '4.8 TB/s')");
+  app->add_option("--link-bw", f.link_bw, "override the per-direction bandwidth of the communication link");
+  app->add_option("--chips", f.chips, "number of chips");
+}
+
+hw::System load_system(const HardwareFlags& f) {
+  hw::ChipSpec chip = io::resolve_chip(f.hw);
+  hw::HardwareOverrides o;
+  for (const auto& p : f.peaks) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos) throw InputError(fmt::format("--peak: '{}' is not DTYPE=RATE (e.g. bf16=989e12)", p));
+    DType t = parse_dtype_or_throw(p.substr(0, eq), "--peak");
+    double r = parse_quantity(p.substr(eq + 1), Quantity::flop_rate, "--peak", true);
+    if (!(r > 0)) throw InputError(fmt::format("--peak: '{}' must be greater than zero", p));
+    o.matrix_peaks.emplace_back(t, r);
+  }
+  if (!f.mem_bw.empty()) {
+    double v = parse_quantity(f.mem_bw, Quantity::bandwidth, "--mem-bw", true);
+    if (!(v > 0)) throw InputError(fmt::format("--mem-bw: '{}' must be greater than zero", f.mem_bw));
+    o.mem_bandwidth_Bps = v;
+  }
+  if (!f.link_bw.empty()) {
+    double v = parse_quantity(f.link_bw, Quantity::bandwidth, "--link-bw", true);
+    if (!(v > 0)) throw InputError(fmt::format("--link-bw: '{}' must be greater than zero", f.link_bw));
+    o.link_bandwidth_Bps = v;
+  }
+  if (!f.chips.empty()) {
+    long long n = parse_positive_int(f.chips, "--chips");
+    if (n > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", n));
+    o.chips = static_cast<int>(n);
+  }
+  return hw::make_system(std::move(chip), o);
+}
+
+void emit(bool json, const nlohmann::json& j, const std::string& text) {
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,38 @@
+#pragma once
+// Shared pieces of the CLI: hardware flags, output, error handling.
+#include <CLI/CLI.hpp>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ridgeline/hw/overrides.hpp"
+
+namespace ridgeline::cli {
+
+/// --hw, --peak, --mem-bw, --link-bw, --chips as given on the command line.
+struct HardwareFlags {
+  std::string hw = "h100-sxm";
+  std::vector<std::string> peaks;
+  std::string mem_bw, link_bw, chips;
+};
+
+void add_hardware_flags(CLI::App* app, HardwareFlags& f);
+/// Loads the chip and applies the overrides; throws InputError naming the flag.
+hw::System load_system(const HardwareFlags& f);
+
+/// Prints `j` (with --json) or `text` to stdout.
+void emit(bool json, const nlohmann::json& j, const std::string& text);
+
+/// Registers a command: `run` is called after parsing.
+struct Command {
+  CLI::App* app;
+  std::function<void()> run;
+};
+
+void register_hw(CLI::App& root, std::vector<Command>& commands);
+void register_op(CLI::App& root, std::vector<Command>& commands);
+/// "matmul, dot, ..." for error messages.
+std::string op_kind_names();
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,77 @@
+// ridgeline: where does the time go, and what bounds it?
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "common.hpp"
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/core/error.hpp"
+
+namespace {
+
+constexpr const char* kOverview = R"(ridgeline — where does the time go, and what bounds it?
+
+Predicts the time of an operation from first principles (FLOPs over compute rate,
+bytes over memory bandwidth, bytes over link bandwidth), names the bound, and gives
+lower (perfect overlap), upper (no overlap) and realistic times.
+
+Commands
+  hw list | hw show NAME       the hardware catalog: peaks, memory, links, ridge points
+  op KIND ...                  one operation: FLOPs, bytes, intensity, times, bound
+  threshold KIND ... --solve V the value of V at which the op becomes compute-bound
+
+Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
+  $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
+    intensity 227.6 FLOPs/byte vs ridge 206.1 -> compute-bound
+  $ ridgeline threshold matmul --k 4096 --n 4096 --hw h200 --solve m
+    compute-bound for m >= 230 tokens
+
+Every command takes --json. `ridgeline COMMAND --help` lists the flags.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 1) {
+    std::cout << kOverview;
+    return 0;
+  }
+  // An unknown op kind deserves a better message than CLI11's "a subcommand is required".
+  if (argc >= 3 && (std::string_view(argv[1]) == "op" || std::string_view(argv[1]) == "threshold") && argv[2][0] != '-' &&
+      !ridgeline::analysis::parse_op_kind(argv[2])) {
+    std::cerr << "ridgeline: error: " << argv[1] << ": unknown op kind '" << argv[2] << "': expected one of "
+              << ridgeline::cli::op_kind_names() << "\n";
+    return 2;
+  }
+  CLI::App app{"ridgeline: roofline analysis of large-model workloads", "ridgeline"};
+  app.require_subcommand(1);
+  std::vector<ridgeline::cli::Command> commands;
+  ridgeline::cli::register_hw(app, commands);
+  ridgeline::cli::register_op(app, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "ridgeline: error: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    for (auto& c : commands) {
+      if (c.app->parsed()) {
+        c.run();
+        return 0;
+      }
+    }
+    std::cerr << "ridgeline: error: no command given: run `ridgeline` for an overview\n";
+    return 2;
+  } catch (const ridgeline::InputError& e) {
+    std::cerr << "ridgeline: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ridgeline: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+// Speed of the evaluation path: one op's cost and estimate, one threshold solve.
+// Allocations are counted with a replaced global operator new and reported as a counter.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/analysis/threshold.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/ops/estimate.hpp"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+using namespace ridgeline;
+
+hw::System h100() {
+  hw::System s;
+  s.chip = io::catalog_chip("h100-sxm");
+  s.chips_per_node = s.chip.chips_per_node;
+  return s;
+}
+
+void BM_MatmulEstimate(benchmark::State& state) {
+  const hw::System sys = h100();
+  analysis::OpConfig op{.kind = analysis::OpKind::matmul, .m = 256, .k = 4096, .n = 4096};
+  long before = g_allocations.load();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(op);
+    ops::Estimate e = ops::estimate(analysis::op_cost(op, sys), sys.chip);
+    benchmark::DoNotOptimize(e);
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_MatmulEstimate);
+
+void BM_AttentionEstimate(benchmark::State& state) {
+  const hw::System sys = h100();
+  analysis::OpConfig op{.kind = analysis::OpKind::attention, .batch = 8, .heads = 64, .causal = true};
+  op.q_len = 4096;
+  op.kv_len = 4096;
+  op.kv_heads = 8;
+  long before = g_allocations.load();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(op);
+    ops::Estimate e = ops::estimate(analysis::op_cost(op, sys), sys.chip);
+    benchmark::DoNotOptimize(e);
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_AttentionEstimate);
+
+void BM_ThresholdSolve(benchmark::State& state) {
+  const hw::System sys = h100();
+  analysis::OpConfig op{.kind = analysis::OpKind::matmul, .m = 1, .k = 4096, .n = 4096};
+  for (auto _ : state) {
+    auto r = analysis::solve_threshold(op, sys, analysis::SolveVar::m);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_ThresholdSolve);
+
+}  // namespace

@@ -1,0 +1,12 @@
+# Every dependency comes from a Debian package through find_package; nothing is downloaded.
+find_package(fmt REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(CLI11 REQUIRED)
+if(RIDGELINE_ENABLE_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(rapidcheck REQUIRED)
+endif()
+if(RIDGELINE_ENABLE_BENCH)
+  find_package(benchmark REQUIRED)
+endif()

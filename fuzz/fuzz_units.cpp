@@ -1,0 +1,27 @@
+// Any bytes given to the unit and integer parsers either parse or raise InputError.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  for (auto kind : {ridgeline::Quantity::flop_rate, ridgeline::Quantity::bandwidth, ridgeline::Quantity::bytes,
+                    ridgeline::Quantity::time, ridgeline::Quantity::count}) {
+    for (bool bare : {false, true}) {
+      try {
+        double v = ridgeline::parse_quantity(text, kind, "fuzz", bare);
+        if (!(v >= 0) || v != v) __builtin_trap();  // never negative, never NaN
+        (void)ridgeline::format_quantity(v, kind);
+      } catch (const ridgeline::InputError&) {
+      }
+    }
+  }
+  try {
+    (void)ridgeline::parse_positive_int(text, "fuzz");
+  } catch (const ridgeline::InputError&) {
+  }
+  return 0;
+}

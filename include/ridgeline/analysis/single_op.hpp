@@ -1,0 +1,62 @@
+#pragma once
+/// One operation as a user describes it (the `op` and `threshold` commands): its kind,
+/// shape and dtypes, on one chip or sharded over several.
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "ridgeline/comm/collective.hpp"
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/ops/attention.hpp"
+#include "ridgeline/ops/cost.hpp"
+
+namespace ridgeline::analysis {
+
+enum class OpKind : std::uint8_t {
+  custom, dot, matmul, elementwise, reduction, rmsnorm, layernorm, rope, softmax, swiglu,
+  attention, embedding, allreduce, allgather, reducescatter, alltoall, sendrecv
+};
+std::string_view name(OpKind k) noexcept;
+std::optional<OpKind> parse_op_kind(std::string_view s) noexcept;
+
+/// How a matmul is split over `chips`: rows of X (m), columns of W (n), or the
+/// contraction (k, partial sums all-reduced).
+enum class Shard : std::uint8_t { none, m, n, k };
+
+/// A user's description of one op. Dimensions are integers (validated to fit int64 in
+/// every product the model forms); only the fields of `kind` are read.
+struct OpConfig {
+  OpKind kind = OpKind::matmul;
+  std::int64_t m = 1, k = 1, n = 1;     ///< matmul X[m,k]·W[k,n]; dot uses n
+  std::int64_t batch = 1;               ///< matmul batch / attention batch
+  bool per_sample_weights = false;
+  std::int64_t tile_m = 0, tile_k = 0, tile_n = 0;
+  std::int64_t rows = 1, cols = 1;      ///< tokens x hidden for pointwise ops
+  std::int64_t inputs = 1, outputs = 1;
+  double flops_per_element = 1;
+  std::int64_t head_dim = 128;          ///< rope and attention
+  std::int64_t q_len = 1, kv_len = 1, heads = 1, kv_heads = 0;  ///< kv_heads 0: = heads
+  bool causal = false;
+  ops::AttentionImpl impl = ops::AttentionImpl::flash;
+  double bytes = 0;                     ///< collectives and custom
+  double flops = 0;                     ///< custom
+  hw::Unit unit = hw::Unit::matrix;     ///< custom
+  std::int64_t chips = 1;               ///< collectives: group size; matmul: shard count
+  Shard shard = Shard::none;
+  comm::Algo algo = comm::Algo::ring;
+  DType dtype = DType::bf16;
+  std::optional<DType> a_dtype{}, b_dtype{}, out_dtype{}, compute_dtype{}, kv_dtype{};
+};
+
+/// Throws InputError naming the flag of the first bad field: non-positive sizes,
+/// products that overflow 64 bits, options that do not apply.
+void validate(const OpConfig& op);
+
+/// The dtype the op's main FLOPs run in (after defaults).
+DType effective_compute_dtype(const OpConfig& op) noexcept;
+
+/// The op's Cost on one chip of `sys` (the busiest chip when sharded). Does not validate.
+ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept;
+
+}  // namespace ridgeline::analysis

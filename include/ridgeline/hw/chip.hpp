@@ -1,0 +1,110 @@
+#pragma once
+/// One accelerator or CPU, as read from a hardware file: peaks, memory hierarchy, links.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "ridgeline/core/dtype.hpp"
+
+namespace ridgeline::hw {
+
+/// Which unit executes FLOPs: the matrix unit (tensor cores, MXU, AMX/FMA for CPUs) or
+/// the vector unit (CUDA cores, TPU VPU) that runs elementwise work, reductions, softmax.
+enum class Unit : std::uint8_t { matrix, vector };
+inline constexpr int kUnitCount = 2;
+
+/// One level of the memory hierarchy. Level 0 is main memory (HBM, DRAM); higher
+/// indices are closer to the compute units (L2, SMEM / L3, L2, L1).
+struct MemoryLevelSpec {
+  std::string name;
+  double bandwidth_Bps = 0;  ///< sustained peak bandwidth of the level, bytes/s
+  double capacity_bytes = 0; ///< bytes
+};
+
+/// Where a link reaches.
+enum class LinkScope : std::uint8_t { node, network, host };
+
+/// One kind of link leaving the chip (NVLink, ICI, PCIe, InfiniBand ...).
+struct LinkSpec {
+  std::string name;
+  LinkScope scope = LinkScope::node;
+  double bandwidth_Bps = 0;  ///< per direction, per physical link, bytes/s
+  int count = 1;             ///< physical links of this kind per chip
+  double latency_s = 0;      ///< per message hop, seconds
+  /// Per-direction bandwidth of all `count` links together: what a collective can use.
+  double chip_bandwidth_Bps() const noexcept { return bandwidth_Bps * count; }
+};
+
+/// Achievable fraction of each peak in ordinary use; kept apart from the peaks and only
+/// applied to the "realistic" figure, never to the bounds.
+struct EfficiencySpec {
+  double matrix = 1;
+  double vector = 1;
+  double memory = 1;
+  double link = 1;
+};
+
+inline constexpr int kMaxMemoryLevels = 4;
+inline constexpr int kMaxLinks = 4;
+
+/// A chip as specified by its hardware file. Peaks are dense; 0 means the unit does not
+/// support that dtype.
+struct ChipSpec {
+  std::string name;          ///< catalog key, e.g. "h100-sxm"
+  std::string display_name;  ///< e.g. "NVIDIA H100 SXM5 80GB"
+  std::string vendor;        ///< e.g. "nvidia"
+  std::string kind;          ///< "gpu", "tpu" or "cpu"
+  std::array<double, kDTypeCount> matrix_flops_per_s{};  ///< dense peak per dtype, FLOP/s
+  std::array<double, kDTypeCount> vector_flops_per_s{};  ///< vector-unit peak per dtype, FLOP/s
+  double sparse_factor = 1;  ///< speed-up of 2:4 structured sparsity on the matrix unit (labelled, never applied silently)
+  std::vector<MemoryLevelSpec> memory;  ///< [0] is main memory
+  std::vector<LinkSpec> links;
+  double launch_overhead_s = 0;  ///< host cost of one kernel launch, seconds
+  EfficiencySpec efficiency;
+  int chips_per_node = 1;        ///< chips joined by the `node` links
+  std::vector<std::string> sources;
+  std::string provenance;  ///< "catalog", a file path, or a measurement note
+
+  /// Peak of `unit` for `t`, FLOP/s (0 when unsupported).
+  double peak(Unit unit, DType t) const noexcept {
+    return unit == Unit::matrix ? matrix_flops_per_s[index(t)] : vector_flops_per_s[index(t)];
+  }
+  /// Main-memory bandwidth, bytes/s.
+  double main_bandwidth_Bps() const noexcept { return memory.empty() ? 0 : memory[0].bandwidth_Bps; }
+  /// Main-memory capacity, bytes.
+  double main_capacity_bytes() const noexcept { return memory.empty() ? 0 : memory[0].capacity_bytes; }
+  /// Dense matrix peak over main-memory bandwidth, FLOPs/byte (0 when unsupported).
+  double ridge_flops_per_byte(DType t) const noexcept {
+    double bw = main_bandwidth_Bps();
+    return bw > 0 ? matrix_flops_per_s[index(t)] / bw : 0;
+  }
+  /// Index of the first link with `scope`, or -1.
+  int link_index(LinkScope scope) const noexcept {
+    for (size_t i = 0; i < links.size(); ++i) {
+      if (links[i].scope == scope) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
+/// Name of a unit ("matrix" / "vector").
+std::string_view name(Unit u) noexcept;
+/// Name of a link scope ("node" / "network" / "host").
+std::string_view name(LinkScope s) noexcept;
+
+/// Chips working together: `chips` copies of one chip, `chips_per_node` to a node.
+struct System {
+  ChipSpec chip;
+  int chips = 1;
+  int chips_per_node = 1;
+  /// Link a collective over `group` chips crosses: the node link when the group fits in
+  /// a node, else the network link (falling back to the node link when there is none).
+  int comm_link(int group) const noexcept {
+    int node = chip.link_index(LinkScope::node);
+    int net = chip.link_index(LinkScope::network);
+    if (group <= chips_per_node || net < 0) return node >= 0 ? node : net;
+    return net;
+  }
+};
+
+}  // namespace ridgeline::hw

@@ -1,0 +1,36 @@
+#pragma once
+/// Reading hardware files (data/hardware/<vendor>/<sku>.yaml) and the built-in catalog.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::io {
+
+/// Parses the text of a hardware file; `source` names it in errors. Unknown keys,
+/// missing keys, unit-less or non-positive figures throw InputError with the key path.
+hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source);
+
+/// Reads and parses a hardware file from disk.
+hw::ChipSpec load_chip_file(const std::string& path);
+
+/// One catalog entry for `hw list`.
+struct CatalogEntry {
+  std::string name;
+  std::string vendor;
+  std::string kind;
+  std::string display_name;
+};
+
+/// Every chip in the built-in catalog, sorted by name.
+std::vector<CatalogEntry> catalog();
+
+/// A catalog chip by name (case-insensitive); throws InputError listing the names.
+hw::ChipSpec catalog_chip(std::string_view name);
+
+/// `--hw` resolution: a path ending in .yaml/.yml (or containing '/') is read as a
+/// file, anything else is a catalog name.
+hw::ChipSpec resolve_chip(std::string_view hw);
+
+}  // namespace ridgeline::io

@@ -1,0 +1,52 @@
+#pragma once
+/// A Cost on a chip: the time of each resource, the bounds, what binds.
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/ops/cost.hpp"
+
+namespace ridgeline::ops {
+
+/// The resource whose time is largest.
+enum class Bound : std::uint8_t { compute, memory, comm, launch };
+std::string_view name(Bound b) noexcept;
+
+/// Times in seconds; see docs/cost-model.md#estimate for every formula.
+struct Estimate {
+  double t_matrix_s = 0;  ///< matrix-unit FLOPs over their dense peaks
+  double t_vector_s = 0;  ///< vector-unit FLOPs over their peaks
+  double t_math_s = 0;    ///< max(t_matrix, t_vector): the two units can run concurrently
+  std::array<double, hw::kMaxMemoryLevels> t_memory_level_s{};  ///< bytes / bandwidth, per level
+  double t_memory_s = 0;  ///< the slowest level
+  int memory_level = 0;   ///< index of that level
+  std::array<double, hw::kMaxLinks> t_link_s{};  ///< bytes / bandwidth + steps * latency, per link
+  double t_comm_s = 0;    ///< the slowest link
+  int link = -1;          ///< index of that link (-1 without communication)
+  double t_launch_s = 0;  ///< launches * launch overhead
+  double t_lower_s = 0;   ///< max of math, memory, comm, launch: perfect overlap
+  double t_upper_s = 0;   ///< t_matrix + t_vector + t_memory + t_comm + t_launch: no overlap
+  double t_realistic_s = 0;  ///< lower bound with each peak scaled by the chip's efficiency factors
+  Bound bound = Bound::compute;
+  hw::Unit compute_unit = hw::Unit::matrix;  ///< unit with most FLOPs
+  DType compute_dtype = DType::bf16;         ///< dtype with most FLOPs on that unit
+  double flops = 0;                          ///< all FLOPs
+  double main_bytes = 0;                     ///< main-memory bytes
+  double intensity_flops_per_byte = 0;       ///< flops / main_bytes (0 without bytes)
+  double ridge_flops_per_byte = 0;           ///< peak(compute unit, dtype) / main bandwidth
+  double peak_flops_per_s = 0;               ///< peak of compute unit and dtype
+  double attained_flops_per_s = 0;           ///< flops / t_lower
+  double fraction_of_peak = 0;               ///< attained / peak
+  bool supported = true;                     ///< false when a dtype has FLOPs but no peak
+};
+
+/// Evaluates `c` on `chip`. Never allocates, never throws; FLOPs in a dtype the chip
+/// lacks give infinite time and `supported = false` (check_supported names them).
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept;
+
+/// Throws InputError naming the first (unit, dtype) with FLOPs but no peak on `chip`,
+/// or a link index the chip lacks.
+void check_supported(const Cost& c, const hw::ChipSpec& chip);
+
+}  // namespace ridgeline::ops

@@ -1,0 +1,37 @@
+#pragma once
+/// Dot products and matrix multiplications with per-operand dtypes (docs/cost-model.md#matmul).
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/ops/cost.hpp"
+
+namespace ridgeline::ops {
+
+/// x·y for x, y in `t`[n], result in `t`; runs on the vector unit in `compute`.
+struct DotShape {
+  double n = 1;
+  DType dtype = DType::bf16;
+  DType compute = DType::fp32;
+};
+/// FLOPs n multiplies + (n-1) adds; bytes 2·n·s + s (one result written).
+Cost dot_cost(const DotShape& s) noexcept;
+
+/// X[batch, m, k] · W[k, n] -> Y[batch, m, n], or W[batch, k, n] with per-sample weights.
+struct MatmulShape {
+  double m = 1, k = 1, n = 1;
+  double batch = 1;
+  bool per_sample_weights = false;
+  DType a = DType::bf16;        ///< X (activations)
+  DType b = DType::bf16;        ///< W (weights)
+  DType out = DType::bf16;      ///< Y
+  DType compute = DType::bf16;  ///< matrix-unit dtype the FLOPs run in
+  double tile_m = 0, tile_k = 0, tile_n = 0;  ///< 0: ideal reuse (each operand read once)
+};
+
+/// The dtype a matmul runs in when not given: the operands' dtype when they agree,
+/// else the wider one (int8 weights with bf16 activations compute in bf16).
+DType default_compute_dtype(DType a, DType b) noexcept;
+
+/// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
+/// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given.
+Cost matmul_cost(const MatmulShape& s) noexcept;
+
+}  // namespace ridgeline::ops

@@ -1,0 +1,34 @@
+#pragma once
+/// Memory-bound operators on (rows, cols) tensors: elementwise, reductions, norms, RoPE,
+/// softmax, SwiGLU, embedding lookup. FLOP counts per element are in docs/cost-model.md.
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/ops/cost.hpp"
+
+namespace ridgeline::ops {
+
+/// A (rows, cols) activation in `dtype`, with vector math in `compute`.
+struct RowsShape {
+  double rows = 1;  ///< tokens
+  double cols = 1;  ///< hidden width
+  DType dtype = DType::bf16;
+  DType compute = DType::fp32;
+};
+
+/// `inputs` tensors in, `outputs` out, `flops_per_element` each.
+Cost elementwise_cost(const RowsShape& s, double inputs, double outputs, double flops_per_element) noexcept;
+/// Sum over cols: (rows, cols) -> (rows).
+Cost reduction_cost(const RowsShape& s) noexcept;
+/// y = x / rms(x) · gamma, gamma[cols] in `dtype`.
+Cost rmsnorm_cost(const RowsShape& s) noexcept;
+/// y = (x - mean) / std · gamma + beta.
+Cost layernorm_cost(const RowsShape& s) noexcept;
+/// Rotary embedding of x[rows, cols] with cos/sin tables [rows, head_dim / 2].
+Cost rope_cost(const RowsShape& s, double head_dim) noexcept;
+/// Softmax over cols.
+Cost softmax_cost(const RowsShape& s) noexcept;
+/// silu(gate) · up on the intermediate width `cols`: two inputs, one output.
+Cost swiglu_cost(const RowsShape& s) noexcept;
+/// Gather of `rows` token rows of width `cols` from a table; ids are int64.
+Cost embedding_cost(const RowsShape& s) noexcept;
+
+}  // namespace ridgeline::ops

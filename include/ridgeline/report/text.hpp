@@ -1,0 +1,23 @@
+#pragma once
+/// Terminal back-end: human-readable tables.
+#include <string>
+#include <vector>
+
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/analysis/threshold.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/ops/estimate.hpp"
+
+namespace ridgeline::report {
+
+std::string catalog_text(const std::vector<io::CatalogEntry>& entries);
+std::string chip_text(const hw::ChipSpec& chip);
+/// One line naming the op and its shape, e.g. "matmul X[256,4096]·W[4096,4096] bf16".
+std::string op_title(const analysis::OpConfig& op);
+std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost,
+                          const ops::Estimate& e);
+std::string threshold_text(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
+                           const analysis::ThresholdResult& r);
+
+}  // namespace ridgeline::report

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ridgeline needs to build and test, only those missing.
+# Idempotent; talks to no network other than Debian's package registry.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build g++ make          # build
+  libcli11-dev                        # command-line parsing (CLI11)
+  nlohmann-json3-dev                  # JSON output and config.json reading
+  libyaml-cpp-dev                     # hardware files
+  libfmt-dev                          # formatting of tables and numbers
+  libgtest-dev libgmock-dev           # unit and CLI tests
+  librapidcheck-dev                   # property tests
+  libbenchmark-dev                    # bench/
+  clang libclang-rt-14-dev            # libFuzzer targets in fuzz/
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 2
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

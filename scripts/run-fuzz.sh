@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs each fuzz target for a fixed number of inputs with a fixed seed (deterministic),
+# starting from a copy of the checked-in corpus. Usage: run-fuzz.sh BUILD_DIR RUNS
+set -euo pipefail
+dir=$1
+runs=${2:-20000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+for t in units hardware_file; do
+  work=$(mktemp -d)
+  cp "$root/fuzz/corpus/$t/"* "$work/"
+  echo "fuzz_$t: $runs runs"
+  "$dir/fuzz_$t" -seed=1 -runs="$runs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 "$work" 2>&1 | tail -n 2
+  rm -rf "$work"
+done

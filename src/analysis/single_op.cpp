@@ -1,0 +1,240 @@
+#include "ridgeline/analysis/single_op.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <limits>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/ops/matmul.hpp"
+#include "ridgeline/ops/pointwise.hpp"
+
+namespace ridgeline::analysis {
+
+namespace {
+constexpr std::array<std::string_view, 17> kKindNames = {
+    "custom", "dot",  "matmul", "elementwise", "reduction", "rmsnorm",   "layernorm", "rope",    "softmax",
+    "swiglu", "attention", "embedding", "allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"};
+
+using i64 = std::int64_t;
+
+// Multiplies positive factors, throwing InputError naming `what` on 64-bit overflow.
+i64 checked_product(std::initializer_list<i64> factors, std::string_view what) {
+  i64 p = 1;
+  for (i64 f : factors) {
+    if (__builtin_mul_overflow(p, f, &p)) {
+      throw InputError(fmt::format("{}: the product of the dimensions overflows 64-bit integers: use smaller sizes", what));
+    }
+  }
+  return p;
+}
+
+void positive(i64 v, std::string_view flag) {
+  if (v <= 0) throw InputError(fmt::format("{}: {} is not positive: expected an integer >= 1", flag, v));
+}
+
+double ceil_div(i64 a, i64 b) { return static_cast<double>((a + b - 1) / b); }
+
+}  // namespace
+
+std::string_view name(OpKind k) noexcept { return kKindNames[static_cast<int>(k)]; }
+
+std::optional<OpKind> parse_op_kind(std::string_view s) noexcept {
+  for (size_t i = 0; i < kKindNames.size(); ++i) {
+    if (kKindNames[i] == s) return static_cast<OpKind>(i);
+  }
+  return std::nullopt;
+}
+
+void validate(const OpConfig& op) {
+  positive(op.chips, "--chips");
+  if (op.chips > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", op.chips));
+  switch (op.kind) {
+    case OpKind::custom:
+      if (!(op.flops >= 0) || !(op.bytes >= 0) || op.flops + op.bytes <= 0) {
+        throw InputError("--flops/--bytes: expected non-negative values, not both zero");
+      }
+      break;
+    case OpKind::dot:
+      positive(op.n, "--n");
+      checked_product({op.n, 2}, "--n");
+      break;
+    case OpKind::matmul: {
+      positive(op.m, "--m");
+      positive(op.k, "--k");
+      positive(op.n, "--n");
+      positive(op.batch, "--batch");
+      checked_product({op.batch, op.m, op.k, op.n, 2}, "--m/--k/--n/--batch");
+      if (op.tile_m < 0 || op.tile_k < 0 || op.tile_n < 0) throw InputError("--tile: expected positive tile sizes");
+      if (op.shard != Shard::none && op.chips < 2) {
+        throw InputError("--shard: a sharded matmul needs --chips 2 or more");
+      }
+      if (op.shard == Shard::none && op.chips > 1) {
+        throw InputError(fmt::format("--chips: {} chips given for a matmul without --shard m|n|k", op.chips));
+      }
+      i64 dim = op.shard == Shard::m ? op.m : op.shard == Shard::n ? op.n : op.shard == Shard::k ? op.k : op.chips;
+      if (op.shard != Shard::none && dim < op.chips) {
+        throw InputError(fmt::format("--chips: {} chips cannot split a dimension of {}", op.chips, dim));
+      }
+      break;
+    }
+    case OpKind::elementwise:
+      if (op.inputs < 0 || op.outputs < 0 || op.inputs + op.outputs == 0) {
+        throw InputError("--inputs/--outputs: expected non-negative counts, not both zero");
+      }
+      if (!(op.flops_per_element >= 0)) throw InputError("--flops-per-element: expected a value >= 0");
+      [[fallthrough]];
+    case OpKind::reduction:
+    case OpKind::rmsnorm:
+    case OpKind::layernorm:
+    case OpKind::softmax:
+    case OpKind::swiglu:
+    case OpKind::embedding:
+    case OpKind::rope:
+      positive(op.rows, "--tokens");
+      positive(op.cols, "--hidden");
+      checked_product({op.rows, op.cols, 16}, "--tokens/--hidden");
+      if (op.kind == OpKind::rope) {
+        positive(op.head_dim, "--head-dim");
+        if (op.head_dim % 2 != 0 || op.cols % op.head_dim != 0) {
+          throw InputError(fmt::format("--head-dim: {} must be even and divide --hidden {}", op.head_dim, op.cols));
+        }
+      }
+      break;
+    case OpKind::attention: {
+      positive(op.batch, "--batch");
+      positive(op.q_len, "--q-len");
+      positive(op.kv_len, "--kv-len");
+      positive(op.heads, "--heads");
+      positive(op.head_dim, "--head-dim");
+      i64 g = op.kv_heads == 0 ? op.heads : op.kv_heads;
+      positive(g, "--kv-heads");
+      if (op.heads % g != 0) {
+        throw InputError(fmt::format("--kv-heads: {} does not divide --heads {}", g, op.heads));
+      }
+      if (op.causal && op.q_len > op.kv_len) {
+        throw InputError(fmt::format("--q-len: {} queries exceed --kv-len {} under a causal mask", op.q_len, op.kv_len));
+      }
+      checked_product({op.batch, op.heads, op.q_len, op.kv_len, op.head_dim, 8}, "--batch/--heads/--q-len/--kv-len/--head-dim");
+      break;
+    }
+    case OpKind::allreduce:
+    case OpKind::allgather:
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+    case OpKind::sendrecv:
+      if (!(op.bytes > 0) || op.bytes > 1e18) throw InputError("--bytes: expected a size in (0, 1e18] bytes");
+      if (op.kind != OpKind::sendrecv && op.chips < 2) throw InputError("--chips: a collective needs 2 or more chips");
+      if (op.kind == OpKind::alltoall && op.algo == comm::Algo::tree) {
+        throw InputError("--algo: tree is not an all-to-all algorithm: expected ring or direct");
+      }
+      break;
+  }
+}
+
+DType effective_compute_dtype(const OpConfig& op) noexcept {
+  if (op.compute_dtype) return *op.compute_dtype;
+  switch (op.kind) {
+    case OpKind::matmul:
+      return ops::default_compute_dtype(op.a_dtype.value_or(op.dtype), op.b_dtype.value_or(op.dtype));
+    case OpKind::attention:
+      return op.dtype;
+    case OpKind::custom:
+      return op.dtype;
+    default:
+      return DType::fp32;  // vector math of pointwise ops and reductions accumulates in fp32
+  }
+}
+
+ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
+  const DType compute = effective_compute_dtype(op);
+  auto rows = [&] {
+    return ops::RowsShape{static_cast<double>(op.rows), static_cast<double>(op.cols), op.dtype, compute};
+  };
+  auto collective = [&](comm::Collective kind) {
+    comm::CollectiveShape s;
+    s.kind = kind;
+    s.algo = op.algo;
+    s.bytes = op.bytes;
+    s.chips = static_cast<double>(kind == comm::Collective::send_recv ? std::max<i64>(op.chips, 2) : op.chips);
+    s.dtype = op.dtype;
+    s.link = std::max(0, sys.comm_link(static_cast<int>(op.chips)));
+    return comm::collective_cost(s);
+  };
+  switch (op.kind) {
+    case OpKind::custom: {
+      ops::Cost c;
+      c.add_flops(op.unit, compute, op.flops);
+      c.add_main_bytes(op.bytes);
+      c.launches = 1;
+      return c;
+    }
+    case OpKind::dot:
+      return ops::dot_cost({static_cast<double>(op.n), op.dtype, op.compute_dtype.value_or(DType::fp32)});
+    case OpKind::matmul: {
+      ops::MatmulShape s;
+      s.m = static_cast<double>(op.m);
+      s.k = static_cast<double>(op.k);
+      s.n = static_cast<double>(op.n);
+      s.batch = static_cast<double>(op.batch);
+      s.per_sample_weights = op.per_sample_weights;
+      s.a = op.a_dtype.value_or(op.dtype);
+      s.b = op.b_dtype.value_or(op.dtype);
+      s.out = op.out_dtype.value_or(s.a);
+      s.compute = compute;
+      s.tile_m = static_cast<double>(op.tile_m);
+      s.tile_k = static_cast<double>(op.tile_k);
+      s.tile_n = static_cast<double>(op.tile_n);
+      // The busiest chip of a sharded matmul holds the ceiling share of the split dimension.
+      if (op.shard == Shard::m) s.m = ceil_div(op.m, op.chips);
+      if (op.shard == Shard::n) s.n = ceil_div(op.n, op.chips);
+      if (op.shard == Shard::k) s.k = ceil_div(op.k, op.chips);
+      ops::Cost c = ops::matmul_cost(s);
+      if (op.shard == Shard::k) {
+        // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
+        comm::CollectiveShape ar;
+        ar.kind = comm::Collective::all_reduce;
+        ar.algo = op.algo;
+        ar.bytes = s.batch * s.m * s.n * bytes(s.out);
+        ar.chips = static_cast<double>(op.chips);
+        ar.dtype = s.out;
+        ar.link = std::max(0, sys.comm_link(static_cast<int>(op.chips)));
+        c += comm::collective_cost(ar);
+      }
+      return c;
+    }
+    case OpKind::elementwise:
+      return ops::elementwise_cost(rows(), static_cast<double>(op.inputs), static_cast<double>(op.outputs),
+                                   op.flops_per_element);
+    case OpKind::reduction: return ops::reduction_cost(rows());
+    case OpKind::rmsnorm: return ops::rmsnorm_cost(rows());
+    case OpKind::layernorm: return ops::layernorm_cost(rows());
+    case OpKind::rope: return ops::rope_cost(rows(), static_cast<double>(op.head_dim));
+    case OpKind::softmax: return ops::softmax_cost(rows());
+    case OpKind::swiglu: return ops::swiglu_cost(rows());
+    case OpKind::embedding: return ops::embedding_cost(rows());
+    case OpKind::attention: {
+      ops::AttentionShape s;
+      s.batch = static_cast<double>(op.batch);
+      s.q_len = static_cast<double>(op.q_len);
+      s.kv_len = static_cast<double>(op.kv_len);
+      s.heads = static_cast<double>(op.heads);
+      s.kv_heads = static_cast<double>(op.kv_heads == 0 ? op.heads : op.kv_heads);
+      s.head_dim = static_cast<double>(op.head_dim);
+      s.causal = op.causal;
+      s.impl = op.impl;
+      s.dtype = op.dtype;
+      s.kv_dtype = op.kv_dtype.value_or(op.dtype);
+      s.compute = compute;
+      return ops::attention_cost(s);
+    }
+    case OpKind::allreduce: return collective(comm::Collective::all_reduce);
+    case OpKind::allgather: return collective(comm::Collective::all_gather);
+    case OpKind::reducescatter: return collective(comm::Collective::reduce_scatter);
+    case OpKind::alltoall: return collective(comm::Collective::all_to_all);
+    case OpKind::sendrecv: return collective(comm::Collective::send_recv);
+  }
+  return {};
+}
+
+}  // namespace ridgeline::analysis

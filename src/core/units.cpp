@@ -1,0 +1,219 @@
+#include "ridgeline/core/units.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "ridgeline/core/error.hpp"
+
+namespace ridgeline {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
+
+// Decimal SI prefix at the front of `unit`; returns its factor and strips it.
+std::optional<double> take_decimal_prefix(std::string_view& unit) {
+  if (unit.empty()) return 1.0;
+  static constexpr std::array<std::pair<char, double>, 7> k = {
+      {{'k', 1e3}, {'K', 1e3}, {'M', 1e6}, {'G', 1e9}, {'T', 1e12}, {'P', 1e15}, {'E', 1e18}}};
+  for (auto [c, f] : k) {
+    if (unit.front() == c) {
+      unit.remove_prefix(1);
+      return f;
+    }
+  }
+  return 1.0;
+}
+
+// Binary prefix "Ki", "Mi", ... at the front; returns its factor and strips it.
+std::optional<double> take_binary_prefix(std::string_view& unit) {
+  if (unit.size() < 2 || unit[1] != 'i') return std::nullopt;
+  static constexpr std::array<std::pair<char, int>, 6> k = {
+      {{'K', 10}, {'M', 20}, {'G', 30}, {'T', 40}, {'P', 50}, {'E', 60}}};
+  for (auto [c, e] : k) {
+    if (unit[0] == c) {
+      unit.remove_prefix(2);
+      return std::ldexp(1.0, e);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view expected_units(Quantity kind) {
+  switch (kind) {
+    case Quantity::flop_rate: return "a rate such as '989 TFLOPS', '394 TOPS' or '1.97e14 FLOP/s'";
+    case Quantity::bandwidth: return "a bandwidth such as '3.35 TB/s', '450 GB/s', '400 Gb/s' or '64 GiB/s'";
+    case Quantity::bytes: return "a size such as '80 GB', '80 GiB', '50 MiB' or '2048 B'";
+    case Quantity::time: return "a time such as '2 us', '1.5 ms', '10 ns' or '0.2 s'";
+    case Quantity::count: return "a plain number";
+  }
+  return "a value";
+}
+
+// Factor converting one `unit` to base units of `kind`, or nullopt when unknown.
+std::optional<double> unit_factor(std::string_view unit, Quantity kind) {
+  switch (kind) {
+    case Quantity::flop_rate: {
+      double f = *take_decimal_prefix(unit);
+      for (auto body : {"FLOPS", "FLOP/s", "FLOPs/s", "OPS", "OP/s", "OPs/s"}) {
+        if (iequals(unit, body)) return f;
+      }
+      return std::nullopt;
+    }
+    case Quantity::bandwidth: {
+      std::string_view u = unit;
+      if (auto bf = take_binary_prefix(u)) {
+        if (u == "B/s" || u == "Bps") return *bf;
+        return std::nullopt;
+      }
+      double f = *take_decimal_prefix(unit);
+      if (unit == "B/s" || unit == "Bps") return f;
+      if (unit == "b/s" || unit == "bps" || unit == "bit/s") return f / 8.0;
+      return std::nullopt;
+    }
+    case Quantity::bytes: {
+      std::string_view u = unit;
+      if (auto bf = take_binary_prefix(u)) {
+        if (u == "B") return *bf;
+        return std::nullopt;
+      }
+      if (unit == "bytes" || unit == "byte") return 1.0;
+      double f = *take_decimal_prefix(unit);
+      if (unit == "B") return f;
+      return std::nullopt;
+    }
+    case Quantity::time: {
+      if (unit == "s") return 1.0;
+      if (unit == "ms") return 1e-3;
+      if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") return 1e-6;
+      if (unit == "ns") return 1e-9;
+      return std::nullopt;
+    }
+    case Quantity::count: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+double parse_number(std::string_view text, std::string_view where) {
+  std::string_view t = trim(text);
+  double v = 0;
+  const char* first = t.data();
+  const char* last = t.data() + t.size();
+  if (!t.empty() && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (t.empty() || ec != std::errc() || ptr != last || !std::isfinite(v)) {
+    throw InputError(fmt::format("{}: '{}' is not a finite number", where, text));
+  }
+  return v;
+}
+
+double parse_quantity(std::string_view text, Quantity kind, std::string_view where, bool allow_bare) {
+  std::string_view t = trim(text);
+  double v = 0;
+  const char* first = t.data();
+  const char* last = t.data() + t.size();
+  if (!t.empty() && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
+  if (t.empty() || ec != std::errc() || ptr == first) {
+    throw InputError(fmt::format("{}: '{}' does not start with a number: expected {}", where, text,
+                                 expected_units(kind)));
+  }
+  if (!std::isfinite(v)) {
+    throw InputError(fmt::format("{}: '{}' is not finite: expected {}", where, text, expected_units(kind)));
+  }
+  if (v < 0) {
+    throw InputError(fmt::format("{}: '{}' is negative: expected {}", where, text, expected_units(kind)));
+  }
+  std::string_view unit = trim(std::string_view(ptr, static_cast<size_t>(last - ptr)));
+  if (unit.empty()) {
+    if (allow_bare || kind == Quantity::count) return v;
+    throw InputError(fmt::format("{}: '{}' has no unit: expected {}", where, text, expected_units(kind)));
+  }
+  auto f = unit_factor(unit, kind);
+  if (!f) {
+    throw InputError(fmt::format("{}: unknown unit '{}' in '{}': expected {}", where, unit, text,
+                                 expected_units(kind)));
+  }
+  double r = v * *f;
+  if (!std::isfinite(r)) {
+    throw InputError(fmt::format("{}: '{}' overflows: expected {}", where, text, expected_units(kind)));
+  }
+  return r;
+}
+
+long long parse_positive_int(std::string_view text, std::string_view where) {
+  std::string_view t = trim(text);
+  long long v = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (!t.empty() && ec == std::errc() && ptr == t.data() + t.size()) {
+    if (v <= 0) throw InputError(fmt::format("{}: {} is not positive: expected an integer >= 1", where, text));
+    return v;
+  }
+  // Scientific notation for round numbers ("1e6") is accepted when exact.
+  double d = 0;
+  auto [p2, e2] = std::from_chars(t.data(), t.data() + t.size(), d, std::chars_format::general);
+  if (t.empty() || e2 != std::errc() || p2 != t.data() + t.size() || !std::isfinite(d) ||
+      d != std::floor(d) || d > 9.007199254740992e15) {
+    throw InputError(fmt::format("{}: '{}' is not an integer: expected an integer >= 1", where, text));
+  }
+  if (d < 1) throw InputError(fmt::format("{}: {} is not positive: expected an integer >= 1", where, text));
+  return static_cast<long long>(d);
+}
+
+std::string format_si(double value) {
+  if (value == 0) return "0 ";
+  if (!std::isfinite(value)) return fmt::format("{}", value);
+  static constexpr std::array<std::pair<double, const char*>, 11> k = {{{1e18, "E"},
+                                                                         {1e15, "P"},
+                                                                         {1e12, "T"},
+                                                                         {1e9, "G"},
+                                                                         {1e6, "M"},
+                                                                         {1e3, "k"},
+                                                                         {1, ""},
+                                                                         {1e-3, "m"},
+                                                                         {1e-6, "u"},
+                                                                         {1e-9, "n"},
+                                                                         {1e-12, "p"}}};
+  double a = std::fabs(value);
+  for (auto [f, p] : k) {
+    if (a >= f * 0.9995) return fmt::format("{:.4g} {}", value / f, p);
+  }
+  return fmt::format("{:.4g} ", value);
+}
+
+std::string format_quantity(double value, Quantity kind) {
+  std::string s = format_si(value);
+  switch (kind) {
+    case Quantity::flop_rate: return s + "FLOP/s";
+    case Quantity::bandwidth: return s + "B/s";
+    case Quantity::bytes: return s + "B";
+    case Quantity::time: return s + "s";
+    case Quantity::count:
+      if (!s.empty() && s.back() == ' ') s.pop_back();
+      return s;
+  }
+  return s;
+}
+
+}  // namespace ridgeline

@@ -1,0 +1,301 @@
+#include "ridgeline/io/hardware_file.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/embedded.hpp"
+
+namespace ridgeline::io {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+constexpr size_t kMaxFileBytes = 1 << 20;
+constexpr int kMaxNesting = 16;
+
+// yaml-cpp recurses per nesting level; refuse pathological nesting before it sees the text.
+void check_nesting(std::string_view text, std::string_view source) {
+  int depth = 0;
+  size_t indent_levels = 0;
+  bool line_start = true;
+  size_t indent = 0;
+  for (char c : text) {
+    if (c == '\n') {
+      line_start = true;
+      indent = 0;
+      continue;
+    }
+    if (line_start) {
+      if (c == ' ' || c == '-') {
+        ++indent;
+        continue;
+      }
+      line_start = false;
+      indent_levels = std::max(indent_levels, indent);
+    }
+    if (c == '[' || c == '{') {
+      if (++depth > kMaxNesting) {
+        throw InputError(fmt::format("{}: nesting deeper than {} levels: not a hardware file", source, kMaxNesting));
+      }
+    } else if (c == ']' || c == '}') {
+      depth = std::max(0, depth - 1);
+    }
+  }
+  if (indent_levels > 2 * kMaxNesting + 16) {
+    throw InputError(fmt::format("{}: indentation deeper than {} columns: not a hardware file", source,
+                                 2 * kMaxNesting + 16));
+  }
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& why) const {
+    throw InputError(fmt::format("{}: {}: {}", source_, path, why));
+  }
+
+  // Checks that `node` is a map whose keys are all in `allowed`, without duplicates.
+  void check_map(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed) {
+    if (!node.IsMap()) fail(path.empty() ? "(top level)" : path, "expected a mapping of keys to values");
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      std::string key = scalar(kv.first, path + "(key)");
+      std::string full = path.empty() ? key : path + "." + key;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(full, fmt::format("unknown key: expected one of {}", list));
+      }
+      if (!seen.insert(key).second) fail(full, "duplicate key");
+    }
+  }
+
+  std::string scalar(const YAML::Node& node, const std::string& path) const {
+    if (!node.IsDefined() || node.IsNull()) fail(path, "missing value");
+    if (!node.IsScalar()) fail(path, "expected a single value, not a list or mapping");
+    return node.Scalar();
+  }
+
+  YAML::Node required(const YAML::Node& map, std::string_view key, const std::string& path) const {
+    YAML::Node n = map[std::string(key)];
+    std::string full = path.empty() ? std::string(key) : path + "." + std::string(key);
+    if (!n.IsDefined() || n.IsNull()) fail(full, "required key is missing");
+    return n;
+  }
+
+  double quantity(const YAML::Node& node, Quantity kind, const std::string& path, bool positive) const {
+    std::string text = scalar(node, path);
+    double v = parse_quantity(text, kind, fmt::format("{}: {}", source_, path), false);
+    if (positive && !(v > 0)) fail(path, fmt::format("'{}' must be greater than zero", text));
+    return v;
+  }
+
+  double fraction(const YAML::Node& node, const std::string& path) const {
+    std::string text = scalar(node, path);
+    double v = parse_number(text, fmt::format("{}: {}", source_, path));
+    if (!(v > 0 && v <= 1)) fail(path, fmt::format("'{}' must be a fraction in (0, 1]", text));
+    return v;
+  }
+
+  long long integer(const YAML::Node& node, const std::string& path) const {
+    return parse_positive_int(scalar(node, path), fmt::format("{}: {}", source_, path));
+  }
+
+ private:
+  std::string source_;
+};
+
+void read_peaks(Reader& r, const YAML::Node& node, const std::string& path, std::array<double, kDTypeCount>& out) {
+  if (!node.IsMap()) r.fail(path, "expected a mapping of dtype to rate, e.g. 'bf16: 989.4 TFLOPS'");
+  std::set<std::string> seen;
+  for (const auto& kv : node) {
+    std::string key = r.scalar(kv.first, path + "(key)");
+    std::string full = path + "." + key;
+    auto t = parse_dtype(key);
+    if (!t || key == "fp8") r.fail(full, fmt::format("unknown dtype: expected one of {}", dtype_names()));
+    if (!seen.insert(key).second) r.fail(full, "duplicate key");
+    out[index(*t)] = r.quantity(kv.second, Quantity::flop_rate, full, true);
+  }
+}
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+  });
+}
+
+}  // namespace
+
+hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
+  if (text.size() > kMaxFileBytes) {
+    throw InputError(fmt::format("{}: file is {} bytes: expected a hardware file under 1 MiB", source, text.size()));
+  }
+  check_nesting(text, source);
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    throw InputError(fmt::format("{}: line {}, column {}: malformed YAML: {}", source, e.mark.line + 1,
+                                 e.mark.column + 1, e.msg));
+  }
+  Reader r(source);
+  r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
+                         "vector_peak", "sparse_factor", "memory", "links", "launch_overhead",
+                         "chips_per_node", "efficiency", "sources", "notes", "measured"});
+  hw::ChipSpec c;
+  long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
+  if (version != kSchemaVersion) {
+    r.fail("schema_version", fmt::format("{} is not supported: expected {}", version, kSchemaVersion));
+  }
+  c.name = r.scalar(r.required(root, "name", ""), "name");
+  if (!valid_name(c.name)) r.fail("name", fmt::format("'{}' must be 1-64 characters of a-z, 0-9, '-', '.', '_'", c.name));
+  c.display_name = root["display_name"] ? r.scalar(root["display_name"], "display_name") : c.name;
+  c.vendor = r.scalar(r.required(root, "vendor", ""), "vendor");
+  c.kind = r.scalar(r.required(root, "kind", ""), "kind");
+  if (c.kind != "gpu" && c.kind != "tpu" && c.kind != "cpu") {
+    r.fail("kind", fmt::format("'{}' is not a chip kind: expected gpu, tpu or cpu", c.kind));
+  }
+  read_peaks(r, r.required(root, "matrix_peak", ""), "matrix_peak", c.matrix_flops_per_s);
+  if (std::none_of(c.matrix_flops_per_s.begin(), c.matrix_flops_per_s.end(), [](double v) { return v > 0; })) {
+    r.fail("matrix_peak", "at least one dtype is required");
+  }
+  read_peaks(r, r.required(root, "vector_peak", ""), "vector_peak", c.vector_flops_per_s);
+  if (root["sparse_factor"]) {
+    std::string s = r.scalar(root["sparse_factor"], "sparse_factor");
+    c.sparse_factor = parse_number(s, fmt::format("{}: sparse_factor", source));
+    if (!(c.sparse_factor >= 1 && c.sparse_factor <= 16)) r.fail("sparse_factor", fmt::format("'{}' must be in [1, 16]", s));
+  }
+
+  YAML::Node mem = r.required(root, "memory", "");
+  if (!mem.IsSequence() || mem.size() == 0) r.fail("memory", "expected a list of levels, main memory first");
+  if (mem.size() > static_cast<size_t>(hw::kMaxMemoryLevels)) {
+    r.fail("memory", fmt::format("{} levels: at most {} are supported", mem.size(), hw::kMaxMemoryLevels));
+  }
+  for (size_t i = 0; i < mem.size(); ++i) {
+    std::string p = fmt::format("memory[{}]", i);
+    r.check_map(mem[i], p, {"name", "bandwidth", "capacity"});
+    hw::MemoryLevelSpec m;
+    m.name = r.scalar(r.required(mem[i], "name", p), p + ".name");
+    m.bandwidth_Bps = r.quantity(r.required(mem[i], "bandwidth", p), Quantity::bandwidth, p + ".bandwidth", true);
+    m.capacity_bytes = r.quantity(r.required(mem[i], "capacity", p), Quantity::bytes, p + ".capacity", true);
+    c.memory.push_back(std::move(m));
+  }
+
+  if (root["links"]) {
+    YAML::Node links = root["links"];
+    if (!links.IsSequence()) r.fail("links", "expected a list of links");
+    if (links.size() > static_cast<size_t>(hw::kMaxLinks)) {
+      r.fail("links", fmt::format("{} links: at most {} are supported", links.size(), hw::kMaxLinks));
+    }
+    for (size_t i = 0; i < links.size(); ++i) {
+      std::string p = fmt::format("links[{}]", i);
+      r.check_map(links[i], p, {"name", "scope", "bandwidth", "count", "latency"});
+      hw::LinkSpec l;
+      l.name = r.scalar(r.required(links[i], "name", p), p + ".name");
+      std::string scope = r.scalar(r.required(links[i], "scope", p), p + ".scope");
+      if (scope == "node") l.scope = hw::LinkScope::node;
+      else if (scope == "network") l.scope = hw::LinkScope::network;
+      else if (scope == "host") l.scope = hw::LinkScope::host;
+      else r.fail(p + ".scope", fmt::format("'{}' is not a scope: expected node, network or host", scope));
+      l.bandwidth_Bps = r.quantity(r.required(links[i], "bandwidth", p), Quantity::bandwidth, p + ".bandwidth", true);
+      long long n = r.integer(r.required(links[i], "count", p), p + ".count");
+      if (n > 1024) r.fail(p + ".count", fmt::format("{} links: expected at most 1024", n));
+      l.count = static_cast<int>(n);
+      l.latency_s = r.quantity(r.required(links[i], "latency", p), Quantity::time, p + ".latency", false);
+      c.links.push_back(std::move(l));
+    }
+  }
+  c.launch_overhead_s = r.quantity(r.required(root, "launch_overhead", ""), Quantity::time, "launch_overhead", false);
+  if (root["chips_per_node"]) {
+    long long n = r.integer(root["chips_per_node"], "chips_per_node");
+    if (n > 1 << 20) r.fail("chips_per_node", fmt::format("{}: expected at most 1048576", n));
+    c.chips_per_node = static_cast<int>(n);
+  }
+  if (root["efficiency"]) {
+    YAML::Node e = root["efficiency"];
+    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link"});
+    if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
+    if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
+    if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");
+    if (e["link"]) c.efficiency.link = r.fraction(e["link"], "efficiency.link");
+  }
+  if (root["sources"]) {
+    YAML::Node s = root["sources"];
+    if (!s.IsSequence()) r.fail("sources", "expected a list of strings");
+    for (size_t i = 0; i < s.size(); ++i) c.sources.push_back(r.scalar(s[i], fmt::format("sources[{}]", i)));
+  }
+  if (root["notes"]) (void)r.scalar(root["notes"], "notes");
+  if (root["measured"] && !root["measured"].IsMap()) r.fail("measured", "expected a mapping");
+  c.provenance = std::string(source);
+  return c;
+}
+
+hw::ChipSpec load_chip_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open hardware file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_chip_yaml(ss.str(), path);
+}
+
+namespace {
+bool is_hardware(const EmbeddedFile& f) { return f.path.rfind("hardware/", 0) == 0; }
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return r;
+}
+}  // namespace
+
+std::vector<CatalogEntry> catalog() {
+  std::vector<CatalogEntry> out;
+  for (const auto& f : embedded_files()) {
+    if (!is_hardware(f)) continue;
+    hw::ChipSpec c = parse_chip_yaml(f.text, f.path);
+    out.push_back({c.name, c.vendor, c.kind, c.display_name});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+hw::ChipSpec catalog_chip(std::string_view name) {
+  std::string want = lower(name);
+  for (const auto& f : embedded_files()) {
+    if (!is_hardware(f)) continue;
+    // File names are the catalog names: hardware/<vendor>/<name>.yaml.
+    std::string_view p = f.path;
+    auto slash = p.rfind('/');
+    auto stem = p.substr(slash + 1, p.size() - slash - 1 - 5);
+    if (stem == want) {
+      hw::ChipSpec c = parse_chip_yaml(f.text, f.path);
+      c.provenance = "catalog:" + std::string(f.path);
+      return c;
+    }
+  }
+  std::string names;
+  for (const auto& e : catalog()) names += (names.empty() ? "" : ", ") + e.name;
+  throw InputError(fmt::format("--hw: unknown hardware '{}': expected a catalog name ({}) or a .yaml file", name, names));
+}
+
+hw::ChipSpec resolve_chip(std::string_view hw) {
+  auto ends_with = [&](std::string_view suf) {
+    return hw.size() >= suf.size() && hw.substr(hw.size() - suf.size()) == suf;
+  };
+  if (ends_with(".yaml") || ends_with(".yml") || hw.find('/') != std::string_view::npos) {
+    return load_chip_file(std::string(hw));
+  }
+  return catalog_chip(hw);
+}
+
+}  // namespace ridgeline::io

@@ -1,0 +1,200 @@
+#include "ridgeline/report/json.hpp"
+
+#include <string>
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+namespace {
+json number_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json dtype_map(const std::array<double, kDTypeCount>& rates) {
+  json j = json::object();
+  for (DType t : kAllDTypes) {
+    if (rates[index(t)] > 0) j[std::string(name(t))] = rates[index(t)];
+  }
+  return j;
+}
+}  // namespace
+
+json catalog_json(const std::vector<io::CatalogEntry>& entries) {
+  json a = json::array();
+  for (const auto& e : entries) {
+    a.push_back({{"name", e.name}, {"vendor", e.vendor}, {"kind", e.kind}, {"display_name", e.display_name}});
+  }
+  return a;
+}
+
+json chip_json(const hw::ChipSpec& c) {
+  json j;
+  j["name"] = c.name;
+  j["display_name"] = c.display_name;
+  j["vendor"] = c.vendor;
+  j["kind"] = c.kind;
+  j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
+  j["sparse_factor"] = c.sparse_factor;
+  std::array<double, kDTypeCount> sparse{};
+  for (int i = 0; i < kDTypeCount; ++i) sparse[i] = c.sparse_factor > 1 ? c.matrix_flops_per_s[i] * c.sparse_factor : 0;
+  j["sparse_peak_flops_per_s"] = dtype_map(sparse);
+  j["vector_flops_per_s"] = dtype_map(c.vector_flops_per_s);
+  j["memory"] = json::array();
+  for (const auto& m : c.memory) {
+    j["memory"].push_back({{"name", m.name}, {"bandwidth_Bps", m.bandwidth_Bps}, {"capacity_bytes", m.capacity_bytes}});
+  }
+  j["links"] = json::array();
+  for (const auto& l : c.links) {
+    j["links"].push_back({{"name", l.name},
+                          {"scope", std::string(hw::name(l.scope))},
+                          {"bandwidth_Bps", l.chip_bandwidth_Bps()},
+                          {"link_bandwidth_Bps", l.bandwidth_Bps},
+                          {"count", l.count},
+                          {"latency_s", l.latency_s}});
+  }
+  std::array<double, kDTypeCount> ridge{};
+  for (DType t : kAllDTypes) ridge[index(t)] = c.ridge_flops_per_byte(t);
+  j["ridge_flops_per_byte"] = dtype_map(ridge);
+  for (DType t : kAllDTypes) sparse[index(t)] = sparse[index(t)] > 0 ? ridge[index(t)] * c.sparse_factor : 0;
+  j["sparse_ridge_flops_per_byte"] = dtype_map(sparse);
+  j["launch_overhead_s"] = c.launch_overhead_s;
+  j["chips_per_node"] = c.chips_per_node;
+  j["efficiency"] = {{"matrix", c.efficiency.matrix},
+                     {"vector", c.efficiency.vector},
+                     {"memory", c.efficiency.memory},
+                     {"link", c.efficiency.link}};
+  j["sources"] = c.sources;
+  j["provenance"] = c.provenance;
+  return j;
+}
+
+json op_config_json(const analysis::OpConfig& op) {
+  using analysis::OpKind;
+  json j;
+  j["kind"] = std::string(analysis::name(op.kind));
+  j["dtype"] = std::string(name(op.dtype));
+  j["compute_dtype"] = std::string(name(analysis::effective_compute_dtype(op)));
+  switch (op.kind) {
+    case OpKind::custom:
+      j["flops"] = op.flops;
+      j["bytes"] = op.bytes;
+      j["unit"] = std::string(hw::name(op.unit));
+      break;
+    case OpKind::dot: j["n"] = op.n; break;
+    case OpKind::matmul:
+      j["m"] = op.m;
+      j["k"] = op.k;
+      j["n"] = op.n;
+      j["batch"] = op.batch;
+      j["per_sample_weights"] = op.per_sample_weights;
+      j["a_dtype"] = std::string(name(op.a_dtype.value_or(op.dtype)));
+      j["b_dtype"] = std::string(name(op.b_dtype.value_or(op.dtype)));
+      j["out_dtype"] = std::string(name(op.out_dtype.value_or(op.a_dtype.value_or(op.dtype))));
+      if (op.tile_m > 0) j["tile"] = {op.tile_m, op.tile_k, op.tile_n};
+      if (op.shard != analysis::Shard::none) {
+        j["shard"] = op.shard == analysis::Shard::m ? "m" : op.shard == analysis::Shard::n ? "n" : "k";
+        j["chips"] = op.chips;
+        j["algo"] = std::string(comm::name(op.algo));
+      }
+      break;
+    case OpKind::attention:
+      j["batch"] = op.batch;
+      j["q_len"] = op.q_len;
+      j["kv_len"] = op.kv_len;
+      j["heads"] = op.heads;
+      j["kv_heads"] = op.kv_heads == 0 ? op.heads : op.kv_heads;
+      j["head_dim"] = op.head_dim;
+      j["causal"] = op.causal;
+      j["impl"] = op.impl == ops::AttentionImpl::flash ? "flash" : "naive";
+      j["kv_dtype"] = std::string(name(op.kv_dtype.value_or(op.dtype)));
+      break;
+    case OpKind::allreduce:
+    case OpKind::allgather:
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+    case OpKind::sendrecv:
+      j["bytes"] = op.bytes;
+      j["chips"] = op.chips;
+      j["algo"] = std::string(comm::name(op.algo));
+      break;
+    default:
+      j["tokens"] = op.rows;
+      j["hidden"] = op.cols;
+      if (op.kind == OpKind::elementwise) {
+        j["inputs"] = op.inputs;
+        j["outputs"] = op.outputs;
+        j["flops_per_element"] = op.flops_per_element;
+      }
+      if (op.kind == OpKind::rope) j["head_dim"] = op.head_dim;
+      break;
+  }
+  return j;
+}
+
+json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e) {
+  const auto& chip = sys.chip;
+  json j;
+  j["op"] = op_config_json(op);
+  j["hw"] = chip.name;
+  j["chips"] = sys.chips;
+  j["flops"] = e.flops;
+  j["bytes"] = e.main_bytes;
+  json by_unit = json::object();
+  for (int u = 0; u < hw::kUnitCount; ++u) by_unit[std::string(hw::name(static_cast<hw::Unit>(u)))] = dtype_map(cost.flops[u]);
+  j["flops_by_unit"] = by_unit;
+  j["memory"] = json::array();
+  for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
+    if (cost.bytes[l] <= 0) continue;
+    int li = std::min<int>(l, static_cast<int>(chip.memory.size()) - 1);
+    j["memory"].push_back({{"name", chip.memory[li].name}, {"bytes", cost.bytes[l]}, {"t_s", e.t_memory_level_s[l]}});
+  }
+  j["comm"] = json::array();
+  for (int l = 0; l < hw::kMaxLinks; ++l) {
+    if (cost.link_bytes[l] <= 0 && cost.link_steps[l] <= 0) continue;
+    std::string lname = l < static_cast<int>(chip.links.size()) ? chip.links[l].name : "missing";
+    j["comm"].push_back({{"link", lname}, {"bytes", cost.link_bytes[l]}, {"steps", cost.link_steps[l]}, {"t_s", number_or_null(e.t_link_s[l])}});
+  }
+  j["launches"] = cost.launches;
+  j["intensity_flops_per_byte"] = e.main_bytes > 0 ? json(e.intensity_flops_per_byte) : json(nullptr);
+  j["ridge_flops_per_byte"] = e.flops > 0 ? json(e.ridge_flops_per_byte) : json(nullptr);
+  j["compute_unit"] = std::string(hw::name(e.compute_unit));
+  j["compute_dtype"] = std::string(name(e.compute_dtype));
+  j["peak_flops_per_s"] = e.peak_flops_per_s;
+  j["t_matrix_s"] = number_or_null(e.t_matrix_s);
+  j["t_vector_s"] = number_or_null(e.t_vector_s);
+  j["t_math_s"] = number_or_null(e.t_math_s);
+  j["t_memory_s"] = e.t_memory_s;
+  j["memory_level"] = chip.memory.empty() ? json(nullptr) : json(chip.memory[e.memory_level].name);
+  j["t_comm_s"] = number_or_null(e.t_comm_s);
+  j["link"] = (e.link >= 0 && e.link < static_cast<int>(chip.links.size())) ? json(chip.links[e.link].name) : json(nullptr);
+  j["t_launch_s"] = e.t_launch_s;
+  j["t_lower_s"] = number_or_null(e.t_lower_s);
+  j["t_upper_s"] = number_or_null(e.t_upper_s);
+  j["t_realistic_s"] = number_or_null(e.t_realistic_s);
+  j["bound"] = std::string(name(e.bound));
+  j["attained_flops_per_s"] = e.attained_flops_per_s;
+  j["fraction_of_peak"] = e.fraction_of_peak;
+  return j;
+}
+
+json threshold_json(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
+                    const analysis::ThresholdResult& r) {
+  std::string v(analysis::name(var));
+  for (char& c : v) {
+    if (c == '-') c = '_';
+  }
+  json j;
+  j["op"] = op_config_json(op);
+  j["hw"] = sys.chip.name;
+  j["chips"] = sys.chips;
+  j["solve"] = v;
+  j["critical_" + v] = r.found ? json(r.critical) : json(nullptr);
+  j["critical_" + v + "_min_int"] = r.found ? json(r.critical_int) : json(nullptr);
+  j["compute_bound_always"] = r.always;
+  j["bound_below"] = std::string(ops::name(r.bound_below));
+  j["searched_max"] = r.searched_max;
+  if (!r.found) j["intensity_at_searched_max_flops_per_byte"] = r.asymptotic_intensity;
+  j["ridge_flops_per_byte"] = sys.chip.ridge_flops_per_byte(analysis::effective_compute_dtype(op));
+  return j;
+}
+
+}  // namespace ridgeline::report

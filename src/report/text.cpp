@@ -1,0 +1,145 @@
+#include "ridgeline/report/text.hpp"
+
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+
+namespace ridgeline::report {
+
+namespace {
+std::string t(double s) { return std::isfinite(s) ? format_quantity(s, Quantity::time) : "n/a"; }
+std::string rate(double v) { return format_quantity(v, Quantity::flop_rate); }
+std::string bw(double v) { return format_quantity(v, Quantity::bandwidth); }
+std::string size(double v) { return format_quantity(v, Quantity::bytes); }
+std::string dt(std::optional<DType> d, DType fallback) { return std::string(name(d.value_or(fallback))); }
+}  // namespace
+
+std::string catalog_text(const std::vector<io::CatalogEntry>& entries) {
+  std::string out = fmt::format("{:<12} {:<8} {:<5} {}\n", "name", "vendor", "kind", "chip");
+  for (const auto& e : entries) out += fmt::format("{:<12} {:<8} {:<5} {}\n", e.name, e.vendor, e.kind, e.display_name);
+  return out;
+}
+
+std::string chip_text(const hw::ChipSpec& c) {
+  std::string out = fmt::format("{} ({}, {} {})\n", c.display_name, c.name, c.vendor, c.kind);
+  out += "\nmatrix unit, dense peak            ridge vs " + (c.memory.empty() ? std::string("memory") : c.memory[0].name) + "\n";
+  for (DType d : kAllDTypes) {
+    double p = c.matrix_flops_per_s[index(d)];
+    if (p <= 0) continue;
+    out += fmt::format("  {:<9} {:>18}   {:>8.1f} FLOPs/byte", name(d), rate(p), c.ridge_flops_per_byte(d));
+    if (c.sparse_factor > 1) {
+      out += fmt::format("   (2:4 sparse: {}, ridge {:.1f})", rate(p * c.sparse_factor), c.ridge_flops_per_byte(d) * c.sparse_factor);
+    }
+    out += "\n";
+  }
+  out += "vector unit\n";
+  for (DType d : kAllDTypes) {
+    double p = c.vector_flops_per_s[index(d)];
+    if (p > 0) out += fmt::format("  {:<9} {:>18}\n", name(d), rate(p));
+  }
+  out += "memory (main first)\n";
+  for (const auto& m : c.memory) out += fmt::format("  {:<9} {:>14}  {:>10}\n", m.name, bw(m.bandwidth_Bps), size(m.capacity_bytes));
+  if (!c.links.empty()) out += "links (per direction, per chip)\n";
+  for (const auto& l : c.links) {
+    out += fmt::format("  {:<16} {:>12}  = {} x {}, latency {}, scope {}\n", l.name, bw(l.chip_bandwidth_Bps()), l.count,
+                       bw(l.bandwidth_Bps), t(l.latency_s), hw::name(l.scope));
+  }
+  out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
+  out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
+                     c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
+  if (!c.sources.empty()) out += "sources\n";
+  for (const auto& s : c.sources) out += "  - " + s + "\n";
+  return out;
+}
+
+std::string op_title(const analysis::OpConfig& op) {
+  using analysis::OpKind;
+  std::string k(analysis::name(op.kind));
+  switch (op.kind) {
+    case OpKind::custom: return fmt::format("custom: {:.4g} FLOPs ({} unit) and {:.4g} bytes", op.flops, hw::name(op.unit), op.bytes);
+    case OpKind::dot: return fmt::format("dot {}[{}]·{}[{}]", name(op.dtype), op.n, name(op.dtype), op.n);
+    case OpKind::matmul: {
+      std::string a = dt(op.a_dtype, op.dtype), b = dt(op.b_dtype, op.dtype), o = dt(op.out_dtype, op.a_dtype.value_or(op.dtype));
+      std::string s;
+      if (op.batch > 1 && op.per_sample_weights) {
+        s = fmt::format("matmul {}[{},{},{}]·{}[{},{},{}] -> {}[{},{},{}]", a, op.batch, op.m, op.k, b, op.batch, op.k, op.n, o, op.batch, op.m, op.n);
+      } else if (op.batch > 1) {
+        s = fmt::format("matmul {}[{},{},{}]·{}[{},{}] -> {}[{},{},{}]", a, op.batch, op.m, op.k, b, op.k, op.n, o, op.batch, op.m, op.n);
+      } else {
+        s = fmt::format("matmul {}[{},{}]·{}[{},{}] -> {}[{},{}]", a, op.m, op.k, b, op.k, op.n, o, op.m, op.n);
+      }
+      s += fmt::format(", {} compute", name(analysis::effective_compute_dtype(op)));
+      if (op.shard != analysis::Shard::none) {
+        s += fmt::format(", split on {} over {} chips", op.shard == analysis::Shard::m ? "m" : op.shard == analysis::Shard::n ? "n" : "k",
+                         op.chips);
+      }
+      return s;
+    }
+    case OpKind::attention:
+      return fmt::format("{} attention{}: batch {}, {} queries x {} keys, {} heads ({} kv), head dim {}, {}",
+                         op.impl == ops::AttentionImpl::flash ? "flash" : "naive", op.causal ? " (causal)" : "", op.batch,
+                         op.q_len, op.kv_len, op.heads, op.kv_heads == 0 ? op.heads : op.kv_heads, op.head_dim, name(op.dtype));
+    case OpKind::allreduce:
+    case OpKind::allgather:
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+    case OpKind::sendrecv:
+      return fmt::format("{} of {} over {} chips ({})", k, size(op.bytes), op.chips, comm::name(op.algo));
+    default: return fmt::format("{} {}[{},{}]", k, name(op.dtype), op.rows, op.cols);
+  }
+}
+
+std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e) {
+  const auto& c = sys.chip;
+  std::string out = fmt::format("{}\non {} ({})\n\n", op_title(op), c.display_name, c.name);
+  out += fmt::format("  FLOPs       {:>14}  ({} unit, {})\n", format_si(e.flops), hw::name(e.compute_unit), name(e.compute_dtype));
+  for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
+    if (cost.bytes[l] <= 0) continue;
+    int li = std::min<int>(l, static_cast<int>(c.memory.size()) - 1);
+    out += fmt::format("  bytes       {:>14}  ({})\n", size(cost.bytes[l]), c.memory[li].name);
+  }
+  for (int l = 0; l < hw::kMaxLinks; ++l) {
+    if (cost.link_bytes[l] <= 0) continue;
+    out += fmt::format("  on the wire {:>14}  per chip per direction over {}, {} steps\n", size(cost.link_bytes[l]),
+                       l < static_cast<int>(c.links.size()) ? c.links[l].name : "?", cost.link_steps[l]);
+  }
+  if (e.flops > 0 && e.main_bytes > 0) {
+    out += fmt::format("  intensity   {:>14.4g}  FLOPs/byte (ridge {:.4g} for {} {})\n", e.intensity_flops_per_byte,
+                       e.ridge_flops_per_byte, hw::name(e.compute_unit), name(e.compute_dtype));
+  }
+  out += "\n";
+  out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", t(e.t_math_s), t(e.t_matrix_s), t(e.t_vector_s));
+  out += fmt::format("  t_memory    {:>14}{}\n", t(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
+  if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
+  out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
+  out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
+  out += fmt::format("  upper bound {:>14}  (no overlap)\n", t(e.t_upper_s));
+  out += fmt::format("  realistic   {:>14}  (peaks x efficiency: matrix {:.2f}, memory {:.2f})\n", t(e.t_realistic_s),
+                     c.efficiency.matrix, c.efficiency.memory);
+  out += fmt::format("\n  bound: {}", name(e.bound));
+  if (e.flops > 0) {
+    out += fmt::format(", attains {} = {:.1f}% of the {} {} peak", rate(e.attained_flops_per_s), 100 * e.fraction_of_peak,
+                       hw::name(e.compute_unit), name(e.compute_dtype));
+  }
+  out += "\n";
+  return out;
+}
+
+std::string threshold_text(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
+                           const analysis::ThresholdResult& r) {
+  std::string v(analysis::name(var));
+  std::string out = fmt::format("{}\non {} ({})\n\n", op_title(op), sys.chip.display_name, sys.chip.name);
+  if (r.always) {
+    out += fmt::format("  compute-bound already at {} = {}\n", v, r.critical_int);
+  } else if (r.found) {
+    out += fmt::format("  compute-bound for {} >= {} (crossing at {} = {:.2f}; {}-bound below)\n", v, r.critical_int, v,
+                       r.critical, ops::name(r.bound_below));
+  } else {
+    out += fmt::format("  never compute-bound: still {}-bound at {} = {} (intensity {:.4g} FLOPs/byte vs ridge {:.4g})\n",
+                       ops::name(r.bound_below), v, r.searched_max, r.asymptotic_intensity,
+                       sys.chip.ridge_flops_per_byte(analysis::effective_compute_dtype(op)));
+  }
+  return out;
+}
+
+}  // namespace ridgeline::report

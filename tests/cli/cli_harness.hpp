@@ -1,0 +1,20 @@
+#pragma once
+// Runs the ridgeline binary and captures stdout, stderr and the exit status.
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace ridgeline::testing {
+
+struct RunResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `ridgeline <args>` (args are passed to /bin/sh, so quote as in a shell).
+RunResult run(const std::string& args);
+
+/// Runs with --json appended, expects exit 0 and returns the parsed document.
+nlohmann::json run_json(const std::string& args);
+
+}  // namespace ridgeline::testing

@@ -1,0 +1,68 @@
+// Bad input: exit status 2 and one line naming the flag or file and key.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+void expect_bad(const std::string& args, const std::string& mentions) {
+  RunResult r = run(args);
+  EXPECT_EQ(r.status, 2) << "ridgeline " << args << "\n" << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
+}
+
+std::string write_tmp(const std::string& name, const std::string& text) {
+  std::string path = std::string(RIDGELINE_TMP_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ErrorsCli, Flags) {
+  expect_bad("op matmul --m 0 --k 1 --n 1", "--m");
+  expect_bad("op matmul --m -5 --k 1 --n 1", "--m");
+  expect_bad("op matmul --m nan --k 1 --n 1", "--m");
+  expect_bad("op matmul --m 2.5 --k 1 --n 1", "--m");
+  expect_bad("op matmul --m 1e9 --k 1e9 --n 1e9", "overflows 64-bit");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --dtype bf17", "--dtype");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --hw h300", "h300");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --mem-bw 0", "--mem-bw");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --mem-bw nan", "--mem-bw");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --mem-bw '3 parsecs'", "--mem-bw");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --peak bf16", "--peak");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --peak bf16=-3", "--peak");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --dtype fp4 --hw h100-sxm", "fp4");
+  expect_bad("op matmul --m 1 --k 1", "--n");
+  expect_bad("op matmul --m 4 --k 4 --n 4 --chips 2", "--shard");
+  expect_bad("op allreduce --bytes 1e6 --chips 1", "--chips");
+  expect_bad("op allreduce --bytes -1 --chips 2", "--bytes");
+  expect_bad("op alltoall --bytes 1e6 --chips 4 --algo tree", "--algo");
+  expect_bad("op attention --heads 32 --kv-heads 5", "--kv-heads");
+  expect_bad("op attention --heads 32 --q-len 10 --kv-len 5 --causal", "--q-len");
+  expect_bad("op flop --m 1", "flop");
+  expect_bad("threshold matmul --k 4096 --n 4096 --solve zz", "--solve");
+  expect_bad("threshold softmax --hidden 4096 --solve kv-len", "--solve");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --chips 0", "--chips");
+}
+
+TEST(ErrorsCli, HardwareFiles) {
+  expect_bad("hw show /nonexistent/chip.yaml", "/nonexistent/chip.yaml");
+  std::string malformed = write_tmp("malformed.yaml", "schema_version: 1\nname: [oops\n");
+  expect_bad("hw show " + malformed, "malformed YAML");
+  std::string unknown = write_tmp("unknown.yaml", "schema_version: 1\nname: x\nflux_capacitor: 1.21 GW\n");
+  expect_bad("hw show " + unknown, "flux_capacitor");
+  std::string unitless = write_tmp("unitless.yaml",
+                                   "schema_version: 1\nname: x\nvendor: v\nkind: gpu\nmatrix_peak: {bf16: 1 TFLOPS}\n"
+                                   "vector_peak: {}\nmemory:\n  - {name: HBM, bandwidth: 3.35, capacity: 1 GB}\n"
+                                   "launch_overhead: 1 us\n");
+  expect_bad("hw show " + unitless, "memory[0].bandwidth");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --hw " + unitless, "memory[0].bandwidth");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

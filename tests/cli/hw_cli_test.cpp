@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(HwCli, ListHasNameVendorKind) {
+  auto j = run_json("hw list");
+  ASSERT_TRUE(j.is_array());
+  EXPECT_GE(j.size(), 13u);
+  for (const auto& e : j) {
+    EXPECT_TRUE(e.contains("name") && e.contains("vendor") && e.contains("kind")) << e;
+  }
+}
+
+TEST(HwCli, ShowHasTheContractKeys) {
+  auto j = run_json("hw show H100-SXM");
+  for (const char* k : {"name", "peak_flops_per_s", "sparse_factor", "vector_flops_per_s", "memory", "links",
+                        "ridge_flops_per_byte"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_DOUBLE_EQ(j["peak_flops_per_s"]["bf16"].get<double>(), 989.4e12);
+  EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 3.35e12);
+  EXPECT_DOUBLE_EQ(j["memory"][0]["capacity_bytes"].get<double>(), 80e9);
+  // NVLink4: 18 links x 25 GB/s = 450 GB/s per direction.
+  EXPECT_DOUBLE_EQ(j["links"][0]["bandwidth_Bps"].get<double>(), 450e9);
+}
+
+TEST(HwCli, OverridesApply) {
+  auto j = run_json("hw show tpu-v5e --mem-bw 8.1e11 --peak int8=3.94e14");
+  EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 8.1e11);
+  // int8 ridge 3.94e14 / 8.1e11 = 486.4 (seed 003 Q1).
+  EXPECT_NEAR(j["ridge_flops_per_byte"]["int8"].get<double>(), 3.94e14 / 8.1e11, 1e-9);
+}
+
+TEST(HwCli, UserFileWorksEverywhere) {
+  std::string path = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/toy_chip.yaml";
+  auto j = run_json("hw show " + path);
+  EXPECT_EQ(j["name"], "toy-accelerator");
+  auto op = run_json("op matmul --m 100 --k 100 --n 100 --hw " + path);
+  // 2*100^3 FLOPs at 100 TFLOP/s = 20 ns; 6e4 bytes at 1 TB/s = 60 ns; launch 1 us.
+  EXPECT_DOUBLE_EQ(op["t_math_s"].get<double>(), 2e6 / 100e12);
+  EXPECT_DOUBLE_EQ(op["t_memory_s"].get<double>(), 6e4 / 1e12);
+  EXPECT_EQ(op["bound"], "launch");
+}
+
+TEST(HwCli, NoArgumentsPrintsAnOverviewWithAnExample) {
+  RunResult r = run("");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("ridgeline op matmul"), std::string::npos);
+  EXPECT_NE(r.out.find("threshold"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

@@ -1,0 +1,64 @@
+#include <gtest/gtest.h>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(OpCli, MatmulHasTheContractKeys) {
+  auto j = run_json("op matmul --m 256 --k 4096 --n 4096 --hw h200");
+  for (const char* k : {"flops", "bytes", "intensity_flops_per_byte", "ridge_flops_per_byte", "t_math_s", "t_memory_s",
+                        "t_comm_s", "t_lower_s", "t_upper_s", "bound", "attained_flops_per_s", "t_realistic_s"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["flops"].get<double>(), 2.0 * 256 * 4096 * 4096);
+  EXPECT_EQ(j["bytes"].get<double>(), 4.0 * 256 * 4096 + 2.0 * 4096 * 4096);
+  EXPECT_EQ(j["bound"], "compute");
+  // Realistic: t_math / 0.8 = 2*256*4096^2 / 989.4e12 / 0.8 (H200 matrix efficiency).
+  EXPECT_NEAR(j["t_realistic_s"].get<double>(), 2.0 * 256 * 4096 * 4096 / 989.4e12 / 0.8, 1e-15);
+}
+
+TEST(OpCli, HumanOutputNamesTheBound) {
+  RunResult r = run("op rmsnorm --tokens 4096 --hidden 4096 --hw h200");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("bound: memory"), std::string::npos) << r.out;
+}
+
+TEST(OpCli, Collectives) {
+  // 1 GB ring all-reduce over 8 H100s on NVLink: 2*7/8 GB = 1.75e9 bytes at 450 GB/s
+  // plus 14 steps x 1 us.
+  auto j = run_json("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm");
+  EXPECT_EQ(j["bound"], "comm");
+  EXPECT_EQ(j["link"], "NVLink4");
+  EXPECT_NEAR(j["t_comm_s"].get<double>(), 1.75e9 / 450e9 + 14e-6, 1e-12);
+  // 16 chips leave the node: the InfiniBand link, 400 Gb/s = 50 GB/s per direction.
+  auto ib = run_json("op allreduce --bytes '1 GB' --chips 16 --hw h100-sxm");
+  EXPECT_EQ(ib["link"], "InfiniBand NDR");
+  EXPECT_NEAR(ib["t_comm_s"].get<double>(), 2 * 15.0 / 16 * 1e9 / 50e9 + 30 * 5e-6, 1e-12);
+}
+
+TEST(OpCli, EveryKindRuns) {
+  for (const char* args : {"op dot --n 1000", "op elementwise --shape 4096,4096 --inputs 2 --outputs 1",
+                           "op reduction --shape 4096,4096", "op layernorm --tokens 8 --hidden 64",
+                           "op rope --tokens 8 --hidden 256 --head-dim 128", "op softmax --tokens 8 --hidden 64",
+                           "op swiglu --tokens 8 --hidden 64", "op embedding --tokens 8 --hidden 64",
+                           "op attention --heads 8 --q-len 128 --causal --impl naive",
+                           "op allgather --bytes 1e6 --chips 4", "op reducescatter --bytes 1e6 --chips 4 --algo tree",
+                           "op alltoall --bytes 1e6 --chips 4 --algo direct", "op sendrecv --bytes 1e6",
+                           "op custom --flops 1e9 --bytes 1e6", "op matmul --m 64 --k 64 --n 64 --tile 32,32,32",
+                           "op matmul --m 64 --k 64 --n 64 --shard n --chips 4"}) {
+    auto j = run_json(args);
+    EXPECT_GT(j["t_lower_s"].get<double>(), 0) << args;
+    EXPECT_LE(j["t_lower_s"].get<double>(), j["t_upper_s"].get<double>()) << args;
+  }
+}
+
+TEST(OpCli, ThresholdJson) {
+  auto j = run_json("threshold matmul --k 4096 --n 4096 --hw h200 --solve m");
+  EXPECT_TRUE(j.contains("critical_m"));
+  auto never = run_json("threshold attention --heads 32 --kv-heads 8 --q-len 1 --kv-len 8 --hw h100-sxm --solve kv-len");
+  EXPECT_TRUE(never["critical_kv_len"].is_null());  // decode intensity tends to heads/kv_heads = 4
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

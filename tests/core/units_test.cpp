@@ -1,0 +1,80 @@
+#include "ridgeline/core/units.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ridgeline/core/error.hpp"
+
+namespace ridgeline {
+namespace {
+
+double q(const char* s, Quantity k, bool bare = false) { return parse_quantity(s, k, "test", bare); }
+
+TEST(Units, ParsesTheIssueExamples) {
+  EXPECT_DOUBLE_EQ(q("4.8 TB/s", Quantity::bandwidth), 4.8e12);
+  EXPECT_DOUBLE_EQ(q("989 TFLOPS", Quantity::flop_rate), 989e12);
+  EXPECT_DOUBLE_EQ(q("141 GB", Quantity::bytes), 141e9);
+  EXPECT_DOUBLE_EQ(q("80 GiB", Quantity::bytes), 80.0 * 1024 * 1024 * 1024);  // GB != GiB
+  EXPECT_DOUBLE_EQ(q("450 GB/s", Quantity::bandwidth), 450e9);
+  EXPECT_DOUBLE_EQ(q("2 us", Quantity::time), 2e-6);
+}
+
+TEST(Units, OtherSpellings) {
+  EXPECT_DOUBLE_EQ(q("394 TOPS", Quantity::flop_rate), 394e12);
+  EXPECT_DOUBLE_EQ(q("1.97e14 FLOP/s", Quantity::flop_rate), 1.97e14);
+  EXPECT_DOUBLE_EQ(q("2.25 PFLOPS", Quantity::flop_rate), 2.25e15);
+  EXPECT_DOUBLE_EQ(q("400 Gb/s", Quantity::bandwidth), 50e9);  // bits: 400/8 GB/s
+  EXPECT_DOUBLE_EQ(q("64 GiB/s", Quantity::bandwidth), 64.0 * (1ull << 30));
+  EXPECT_DOUBLE_EQ(q("50 MiB", Quantity::bytes), 50.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(q("3ms", Quantity::time), 3e-3);
+  EXPECT_DOUBLE_EQ(q("10 ns", Quantity::time), 1e-8);
+  EXPECT_DOUBLE_EQ(q("0 s", Quantity::time), 0.0);
+  EXPECT_DOUBLE_EQ(q("989e12", Quantity::flop_rate, true), 989e12);  // bare allowed on flags
+}
+
+TEST(Units, Rejects) {
+  EXPECT_THROW(q("3.35", Quantity::bandwidth), InputError);          // unit required in files
+  EXPECT_THROW(q("3.35 TB", Quantity::bandwidth), InputError);       // a size is not a bandwidth
+  EXPECT_THROW(q("3.35 TB/s", Quantity::bytes), InputError);
+  EXPECT_THROW(q("12 parsecs", Quantity::time), InputError);
+  EXPECT_THROW(q("nan TB/s", Quantity::bandwidth), InputError);
+  EXPECT_THROW(q("inf GB", Quantity::bytes), InputError);
+  EXPECT_THROW(q("-1 GB", Quantity::bytes), InputError);
+  EXPECT_THROW(q("", Quantity::bytes), InputError);
+  EXPECT_THROW(q("GB", Quantity::bytes), InputError);
+  EXPECT_THROW(q("1e308 EB", Quantity::bytes), InputError);  // overflows to infinity
+}
+
+TEST(Units, ErrorNamesWhereAndWhat) {
+  try {
+    parse_quantity("3.35", Quantity::bandwidth, "h.yaml: memory[0].bandwidth", false);
+    FAIL();
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("h.yaml: memory[0].bandwidth"), std::string::npos) << m;
+    EXPECT_NE(m.find("no unit"), std::string::npos) << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos);  // one line
+  }
+}
+
+TEST(Units, PositiveIntegers) {
+  EXPECT_EQ(parse_positive_int("4096", "--k"), 4096);
+  EXPECT_EQ(parse_positive_int("1e6", "--k"), 1000000);
+  EXPECT_THROW(parse_positive_int("0", "--k"), InputError);
+  EXPECT_THROW(parse_positive_int("-3", "--k"), InputError);
+  EXPECT_THROW(parse_positive_int("2.5", "--k"), InputError);
+  EXPECT_THROW(parse_positive_int("nan", "--k"), InputError);
+  EXPECT_THROW(parse_positive_int("99999999999999999999", "--k"), InputError);
+}
+
+TEST(Units, FormatsWithPrefixes) {
+  EXPECT_EQ(format_quantity(989.4e12, Quantity::flop_rate), "989.4 TFLOP/s");
+  EXPECT_EQ(format_quantity(3.35e12, Quantity::bandwidth), "3.35 TB/s");
+  EXPECT_EQ(format_quantity(80e9, Quantity::bytes), "80 GB");
+  EXPECT_EQ(format_quantity(1.0107e-3, Quantity::time), "1.011 ms");
+  EXPECT_EQ(format_quantity(0, Quantity::time), "0 s");
+}
+
+}  // namespace
+}  // namespace ridgeline

@@ -1,0 +1,124 @@
+#include "ridgeline/io/hardware_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "ridgeline/core/error.hpp"
+
+namespace ridgeline::io {
+namespace {
+
+constexpr const char* kMinimal = R"(schema_version: 1
+name: toy
+vendor: test
+kind: gpu
+matrix_peak: {bf16: 100 TFLOPS}
+vector_peak: {fp32: 10 TFLOPS}
+memory:
+  - {name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}
+launch_overhead: 2 us
+)";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_chip_yaml(text, "toy.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HardwareFile, ParsesAMinimalFile) {
+  hw::ChipSpec c = parse_chip_yaml(kMinimal, "toy.yaml");
+  EXPECT_EQ(c.name, "toy");
+  EXPECT_DOUBLE_EQ(c.peak(hw::Unit::matrix, DType::bf16), 100e12);
+  EXPECT_DOUBLE_EQ(c.peak(hw::Unit::vector, DType::fp32), 10e12);
+  EXPECT_DOUBLE_EQ(c.main_bandwidth_Bps(), 1e12);
+  EXPECT_DOUBLE_EQ(c.main_capacity_bytes(), 16e9);
+  EXPECT_DOUBLE_EQ(c.launch_overhead_s, 2e-6);
+  EXPECT_DOUBLE_EQ(c.ridge_flops_per_byte(DType::bf16), 100.0);  // 100e12 / 1e12
+  EXPECT_EQ(c.sparse_factor, 1.0);
+  EXPECT_TRUE(c.links.empty());
+}
+
+TEST(HardwareFile, ErrorsNameTheKeyPath) {
+  std::string base = kMinimal;
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = base;
+    s.replace(s.find(from), from.size(), to);
+    return s;
+  };
+  EXPECT_NE(error_of(base + "colour: red\n").find("colour: unknown key"), std::string::npos);
+  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 1")).find("memory[0].bandwidth"), std::string::npos);
+  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 0 TB/s")).find("greater than zero"), std::string::npos);
+  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: nan TB/s")).find("memory[0].bandwidth"), std::string::npos);
+  EXPECT_NE(error_of(with("bf16: 100 TFLOPS", "bf17: 100 TFLOPS")).find("matrix_peak.bf17"), std::string::npos);
+  EXPECT_NE(error_of(with("kind: gpu", "kind: fpga")).find("kind"), std::string::npos);
+  EXPECT_NE(error_of(with("schema_version: 1", "schema_version: 2")).find("schema_version"), std::string::npos);
+  EXPECT_NE(error_of(with("launch_overhead: 2 us\n", "")).find("launch_overhead: required"), std::string::npos);
+  EXPECT_NE(error_of(with("{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}", "{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB, speed: 3}"))
+                .find("memory[0].speed"),
+            std::string::npos);
+  EXPECT_NE(error_of("memory: [unclosed").find("malformed YAML"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("expected a mapping"), std::string::npos);
+  EXPECT_NE(error_of(std::string(100, '[')).find("nesting"), std::string::npos);
+  EXPECT_NE(error_of(base + "name: again\n").find("duplicate key"), std::string::npos);
+}
+
+TEST(HardwareFile, EveryErrorIsOneLineNamingTheFile) {
+  for (const char* bad : {"", "schema_version: 1", "a: [1, {b: ]", "\t\t", "name: x\nname: y"}) {
+    std::string e = error_of(bad);
+    EXPECT_EQ(e.rfind("toy.yaml", 0), 0u) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST(Catalog, HasTheRequiredChipsWithSources) {
+  auto entries = catalog();
+  for (const char* need : {"a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h200", "b200", "l40s", "mi300x", "tpu-v4",
+                           "tpu-v5e", "tpu-v5p", "tpu-v6e"}) {
+    bool found = false;
+    for (const auto& e : entries) found |= e.name == need;
+    EXPECT_TRUE(found) << need;
+  }
+  bool cpu = false;
+  for (const auto& e : entries) {
+    hw::ChipSpec c = catalog_chip(e.name);
+    EXPECT_FALSE(c.sources.empty()) << e.name;
+    EXPECT_GT(c.main_bandwidth_Bps(), 0) << e.name;
+    EXPECT_GT(c.peak(hw::Unit::vector, DType::fp32), 0) << e.name << " needs an fp32 vector rate for pointwise ops";
+    cpu |= c.kind == "cpu";
+  }
+  EXPECT_TRUE(cpu);
+}
+
+TEST(Catalog, NamesAreCaseInsensitiveAndUnknownNamesListTheCatalog) {
+  EXPECT_EQ(catalog_chip("H100-SXM").name, "h100-sxm");
+  try {
+    catalog_chip("h300");
+    FAIL();
+  } catch (const InputError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("h300"), std::string::npos);
+    EXPECT_NE(m.find("tpu-v5e"), std::string::npos);
+  }
+}
+
+TEST(Catalog, DenseAndSparsePeaksAreKeptApart) {
+  // H200 datasheet: 1979 TFLOPS bf16 "with sparsity"; the catalog stores dense 989.4.
+  hw::ChipSpec h200 = catalog_chip("h200");
+  EXPECT_DOUBLE_EQ(h200.peak(hw::Unit::matrix, DType::bf16), 989.4e12);
+  EXPECT_DOUBLE_EQ(h200.sparse_factor, 2.0);
+}
+
+TEST(Catalog, FileOnDiskLoadsLikeTheEmbeddedCopy) {
+  hw::ChipSpec a = load_chip_file(std::string(RIDGELINE_SOURCE_DIR) + "/data/hardware/nvidia/h200.yaml");
+  hw::ChipSpec b = catalog_chip("h200");
+  EXPECT_EQ(a.matrix_flops_per_s, b.matrix_flops_per_s);
+  EXPECT_EQ(a.main_bandwidth_Bps(), b.main_bandwidth_Bps());
+  EXPECT_THROW(load_chip_file("/nonexistent/chip.yaml"), InputError);
+}
+
+}  // namespace
+}  // namespace ridgeline::io

@@ -1,0 +1,103 @@
+#include "ridgeline/ops/estimate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ridgeline/core/error.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline::ops {
+namespace {
+
+using testing::toy_chip;
+
+TEST(Estimate, ComputeBoundOp) {
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e12);  // 1e12 / 100e12 = 10 ms
+  c.add_main_bytes(1e9);                             // 1e9 / 1e12 = 1 ms
+  c.launches = 1;                                    // 2 us
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_DOUBLE_EQ(e.t_matrix_s, 10e-3);
+  EXPECT_DOUBLE_EQ(e.t_math_s, 10e-3);
+  EXPECT_DOUBLE_EQ(e.t_memory_s, 1e-3);
+  EXPECT_DOUBLE_EQ(e.t_launch_s, 2e-6);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 10e-3);
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 10e-3 + 1e-3 + 2e-6);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, 10e-3 / 0.8);  // the matrix term still dominates at 80%
+  EXPECT_EQ(e.bound, Bound::compute);
+  EXPECT_DOUBLE_EQ(e.intensity_flops_per_byte, 1000.0);  // 1e12 / 1e9
+  EXPECT_DOUBLE_EQ(e.ridge_flops_per_byte, 100.0);       // 100e12 / 1e12
+  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 100e12);
+  EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
+}
+
+TEST(Estimate, MemoryBoundOpAndRealisticUsesMemoryEfficiency) {
+  Cost c;
+  c.add_flops(hw::Unit::vector, DType::fp32, 1e9);  // 1e9 / 10e12 = 0.1 ms
+  c.add_main_bytes(1e9);                            // 1 ms
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_EQ(e.bound, Bound::memory);
+  EXPECT_EQ(e.compute_unit, hw::Unit::vector);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 1e-3);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, 1e-3 / 0.9);
+  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 1e12);  // 1e9 FLOPs in 1 ms
+  EXPECT_DOUBLE_EQ(e.fraction_of_peak, 0.1);       // of the 10e12 vector peak
+}
+
+TEST(Estimate, MatrixAndVectorOverlapInTheLowerBoundOnly) {
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e11);  // 1 ms
+  c.add_flops(hw::Unit::vector, DType::fp32, 5e9);   // 0.5 ms
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_DOUBLE_EQ(e.t_math_s, 1e-3);
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 1.5e-3);
+}
+
+TEST(Estimate, CommUsesAllLinksOfItsKindAndLatencySteps) {
+  Cost c;
+  c.link_bytes[0] = 1e8;  // over 2 x 50 GB/s = 100 GB/s: 1 ms
+  c.link_steps[0] = 4;    // 4 x 1 us
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_DOUBLE_EQ(e.t_comm_s, 1e-3 + 4e-6);
+  EXPECT_EQ(e.bound, Bound::comm);
+  EXPECT_EQ(e.link, 0);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, (1e-3 + 4e-6) / 0.75);
+}
+
+TEST(Estimate, LaunchBoundWhenKernelsAreTiny) {
+  Cost c;
+  c.add_main_bytes(1e3);  // 1 ns
+  c.launches = 3;         // 6 us
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_EQ(e.bound, Bound::launch);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 6e-6);
+}
+
+TEST(Estimate, UnsupportedDtypeIsInfiniteAndNamedByCheck) {
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::fp4, 1e9);
+  Estimate e = estimate(c, toy_chip());
+  EXPECT_FALSE(e.supported);
+  EXPECT_TRUE(std::isinf(e.t_lower_s));
+  try {
+    check_supported(c, toy_chip());
+    FAIL();
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("fp4"), std::string::npos);
+  }
+}
+
+TEST(Cost, AddsAndScales) {
+  Cost a;
+  a.add_flops(hw::Unit::matrix, DType::bf16, 2);
+  a.add_main_bytes(3);
+  a.launches = 1;
+  Cost b = a + a * 2.0;
+  EXPECT_EQ(b.total_flops(), 6);
+  EXPECT_EQ(b.main_bytes(), 9);
+  EXPECT_EQ(b.launches, 3);
+}
+
+}  // namespace
+}  // namespace ridgeline::ops

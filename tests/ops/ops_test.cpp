@@ -1,0 +1,153 @@
+// Every op's FLOPs and bytes, derived by hand in the comments.
+#include <gtest/gtest.h>
+
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/ops/attention.hpp"
+#include "ridgeline/ops/matmul.hpp"
+#include "ridgeline/ops/pointwise.hpp"
+
+namespace ridgeline::ops {
+namespace {
+
+double matrix(const Cost& c, DType t) { return c.flops[0][index(t)]; }
+double vector(const Cost& c, DType t) { return c.flops[1][index(t)]; }
+
+TEST(Matmul, Bf16ProjectionOfSeed000) {
+  // (s,h)x(h,h), s = 256, h = 4096: FLOPs 2sh^2; bytes 2sh + 2h^2 + 2sh = 4sh + 2h^2.
+  MatmulShape s{.m = 256, .k = 4096, .n = 4096};
+  Cost c = matmul_cost(s);
+  EXPECT_EQ(matrix(c, DType::bf16), 2.0 * 256 * 4096 * 4096);     // 8589934592
+  EXPECT_EQ(c.main_bytes(), 4.0 * 256 * 4096 + 2.0 * 4096 * 4096); // 37748736
+  // intensity sh/(2s+h) = 256*4096/4608 = 227.56
+  EXPECT_NEAR(c.total_flops() / c.main_bytes(), 256.0 * 4096 / (2 * 256 + 4096), 1e-9);
+  EXPECT_EQ(c.launches, 1);
+}
+
+TEST(Matmul, DtypesPerOperand) {
+  // int8 x int8 -> int8: BD + DF + BF bytes, int8 compute (seed 003 Q1).
+  Cost q = matmul_cost({.m = 8, .k = 64, .n = 32, .a = DType::int8, .b = DType::int8, .out = DType::int8, .compute = DType::int8});
+  EXPECT_EQ(q.main_bytes(), 8 * 64 + 64 * 32 + 8 * 32);  // 512 + 2048 + 256
+  EXPECT_EQ(matrix(q, DType::int8), 2.0 * 8 * 64 * 32);
+  // bf16 activations, int8 weights, bf16 out: 2BD + DF + 2BF (seed 003 Q2).
+  Cost w8 = matmul_cost({.m = 8, .k = 64, .n = 32, .a = DType::bf16, .b = DType::int8, .out = DType::bf16, .compute = DType::bf16});
+  EXPECT_EQ(w8.main_bytes(), 2 * 8 * 64 + 64 * 32 + 2 * 8 * 32);
+  // int4 weights are half a byte each: 64*32/2 = 1024.
+  Cost w4 = matmul_cost({.m = 8, .k = 64, .n = 32, .a = DType::bf16, .b = DType::int4, .out = DType::bf16, .compute = DType::bf16});
+  EXPECT_EQ(w4.main_bytes(), 2 * 8 * 64 + 1024 + 2 * 8 * 32);
+}
+
+TEST(Matmul, DefaultComputeDtype) {
+  EXPECT_EQ(default_compute_dtype(DType::int8, DType::int8), DType::int8);
+  EXPECT_EQ(default_compute_dtype(DType::bf16, DType::int8), DType::bf16);  // dequantised
+  EXPECT_EQ(default_compute_dtype(DType::bf16, DType::int4), DType::bf16);
+  EXPECT_EQ(default_compute_dtype(DType::int8, DType::bf16), DType::bf16);
+  EXPECT_EQ(default_compute_dtype(DType::fp32, DType::bf16), DType::fp32);
+}
+
+TEST(Matmul, PerSampleWeights) {
+  // int8[B,D] x int8[B,D,F] -> int8[B,F] (seed 003 Q4): BD + BDF + BF bytes, 2BDF FLOPs.
+  const double B = 16, D = 4096, F = 4096;
+  Cost c = matmul_cost({.m = 1, .k = D, .n = F, .batch = B, .per_sample_weights = true, .a = DType::int8,
+                        .b = DType::int8, .out = DType::int8, .compute = DType::int8});
+  EXPECT_EQ(c.main_bytes(), B * D + B * D * F + B * F);
+  // intensity 2DF/(D + DF + F) = 2*4096^2/(8192 + 4096^2) = 1.99902
+  EXPECT_NEAR(c.total_flops() / c.main_bytes(), 2 * D * F / (D + D * F + F), 1e-12);
+}
+
+TEST(Matmul, TilesAddReReads) {
+  // m=k=n=1024, tiles bm=128, bk=64, bn=256, bf16: X read ceil(1024/256) = 4 times,
+  // W read ceil(1024/128) = 8 times, Y written once: 2*1024^2*(4 + 8 + 1) = 27262976.
+  Cost c = matmul_cost({.m = 1024, .k = 1024, .n = 1024, .tile_m = 128, .tile_k = 64, .tile_n = 256});
+  EXPECT_EQ(c.main_bytes(), 2.0 * 1024 * 1024 * 13);
+  // Without the output term the intensity is bm*bn/(bm+bn) = 128*256/384 (seed 003 footnote).
+  double no_out = c.main_bytes() - 2.0 * 1024 * 1024;
+  EXPECT_NEAR(c.total_flops() / no_out, 128.0 * 256 / 384, 1e-9);
+}
+
+TEST(Dot, SeedCounts) {
+  // n multiplies + n-1 adds; 2n inputs of 2 bytes and one 2-byte result.
+  Cost c = dot_cost({.n = 1000, .dtype = DType::bf16});
+  EXPECT_EQ(vector(c, DType::fp32), 1999);
+  EXPECT_EQ(c.main_bytes(), 4002);
+}
+
+TEST(Pointwise, HandCounts) {
+  RowsShape s{.rows = 4, .cols = 8};  // bf16, 32 elements
+  Cost ew = elementwise_cost({.rows = 10, .cols = 100}, 2, 1, 1);
+  EXPECT_EQ(ew.total_flops(), 1000);
+  EXPECT_EQ(ew.main_bytes(), 3 * 1000 * 2);
+  Cost red = reduction_cost({.rows = 10, .cols = 100});
+  EXPECT_EQ(red.total_flops(), 10 * 99);
+  EXPECT_EQ(red.main_bytes(), (1000 + 10) * 2);
+  Cost rms = rmsnorm_cost(s);
+  EXPECT_EQ(rms.total_flops(), 4 * (4 * 8 + 2));        // 136
+  EXPECT_EQ(rms.main_bytes(), (2 * 32 + 8) * 2);        // x in, y out, gamma: 144
+  Cost ln = layernorm_cost(s);
+  EXPECT_EQ(ln.total_flops(), 4 * (7 * 8 + 2));         // 232
+  EXPECT_EQ(ln.main_bytes(), (2 * 32 + 2 * 8) * 2);     // + gamma and beta: 160
+  Cost sm = softmax_cost(s);
+  EXPECT_EQ(sm.total_flops(), 4 * (5 * 8 - 2));         // 152
+  EXPECT_EQ(sm.main_bytes(), 2 * 32 * 2);
+  Cost sw = swiglu_cost(s);
+  EXPECT_EQ(sw.total_flops(), 6 * 32);
+  EXPECT_EQ(sw.main_bytes(), 3 * 32 * 2);               // gate, up in; out
+  Cost emb = embedding_cost(s);
+  EXPECT_EQ(emb.total_flops(), 0);
+  EXPECT_EQ(emb.main_bytes(), 4 * 8 + 2 * 32 * 2);      // int64 ids + rows read + written
+  // RoPE on (4, 256) with head_dim 128: cos and sin tables (4, 64) each.
+  Cost rope = rope_cost({.rows = 4, .cols = 256}, 128);
+  EXPECT_EQ(rope.total_flops(), 3 * 4 * 256);
+  EXPECT_EQ(rope.main_bytes(), (2 * 1024 + 2 * 4 * 64) * 2);
+}
+
+TEST(Attention, FlashGqa) {
+  // batch 2, 1024 x 1024, 16 heads over 4 kv heads, d = 64, bf16, not causal.
+  AttentionShape s{.batch = 2, .q_len = 1024, .kv_len = 1024, .heads = 16, .kv_heads = 4, .head_dim = 64};
+  Cost c = attention_cost(s);
+  const double pairs = 1024.0 * 1024;
+  EXPECT_EQ(matrix(c, DType::bf16), 4 * 2 * 16 * pairs * 64);            // QK^T + PV
+  EXPECT_EQ(vector(c, DType::fp32), 2 * 16 * (5 * pairs + 1024 * 64));   // softmax + normalise
+  // Q and O: 2*16*1024*64*2 bytes each; K and V: 2*4*1024*64*2 each.
+  EXPECT_EQ(c.main_bytes(), 2 * 4194304.0 + 2 * 1048576.0);
+  EXPECT_EQ(c.launches, 1);
+}
+
+TEST(Attention, CausalPairs) {
+  AttentionShape s{.q_len = 1024, .kv_len = 1024, .causal = true};
+  EXPECT_EQ(attention_pairs(s), 1024.0 * 1025 / 2);  // the lower triangle with its diagonal
+  s.q_len = 1;
+  s.kv_len = 1000;
+  EXPECT_EQ(attention_pairs(s), 1000);  // a decode step sees the whole cache
+  s.q_len = 100;                        // 100 new tokens after 900 cached
+  EXPECT_EQ(attention_pairs(s), 100.0 * 900 + 100.0 * 101 / 2);
+  s.impl = AttentionImpl::naive;        // naive computes the full rectangle, then masks
+  EXPECT_EQ(attention_pairs(s), 100.0 * 1000);
+}
+
+TEST(Attention, NaiveMaterialisesScoresAndExpandsKv) {
+  AttentionShape s{.batch = 2, .q_len = 1024, .kv_len = 1024, .heads = 16, .kv_heads = 4, .head_dim = 64,
+                   .impl = AttentionImpl::naive};
+  Cost c = attention_cost(s);
+  const double q = 4194304, kv = 2097152, expanded = 2.0 * 2 * 16 * 1024 * 64 * 2, scores = 2.0 * 16 * 1024 * 1024 * 2;
+  // Q, O; repeat_kv reads K,V and writes them expanded; QK^T and PV read expanded K,V;
+  // scores written, read and rewritten by softmax, read by PV.
+  EXPECT_EQ(c.main_bytes(), 2 * q + kv + expanded + expanded + 4 * scores);
+  EXPECT_EQ(c.launches, 5);
+}
+
+TEST(ShardedMatmul, SplitOnKAllReducesPartialSums) {
+  // Seed 003: X[B,D]·Y[D,F] split on D over 2 chips; each computes BDF FLOPs... per chip
+  // 2*B*(D/2)*F, and sends its bf16 partial sum, 2BF bytes (ring all-reduce over 2).
+  analysis::OpConfig op{.kind = analysis::OpKind::matmul, .m = 128, .k = 8192, .n = 256, .chips = 2,
+                        .shard = analysis::Shard::k};
+  hw::System sys;
+  sys.chip.links = {{"ICI", hw::LinkScope::node, 45e9, 1, 1e-6}};
+  sys.chips_per_node = 8;
+  Cost c = analysis::op_cost(op, sys);
+  EXPECT_EQ(matrix(c, DType::bf16), 2.0 * 128 * 4096 * 256);
+  EXPECT_EQ(c.link_bytes[0], 2.0 * 128 * 256);
+  EXPECT_EQ(c.link_steps[0], 2);  // reduce-scatter step + all-gather step
+}
+
+}  // namespace
+}  // namespace ridgeline::ops

@@ -1,0 +1,31 @@
+#pragma once
+// A chip with round numbers so expected values can be derived by hand.
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::testing {
+
+inline hw::ChipSpec toy_chip() {
+  hw::ChipSpec c;
+  c.name = "toy";
+  c.kind = "gpu";
+  c.matrix_flops_per_s[index(DType::bf16)] = 100e12;
+  c.matrix_flops_per_s[index(DType::int8)] = 200e12;
+  c.matrix_flops_per_s[index(DType::fp8_e4m3)] = 200e12;
+  c.vector_flops_per_s[index(DType::fp32)] = 10e12;
+  c.memory = {{"HBM", 1e12, 16e9}};
+  c.links = {{"NVL", hw::LinkScope::node, 50e9, 2, 1e-6}, {"IB", hw::LinkScope::network, 25e9, 1, 5e-6}};
+  c.launch_overhead_s = 2e-6;
+  c.efficiency = {0.8, 0.5, 0.9, 0.75};
+  c.chips_per_node = 8;
+  return c;
+}
+
+inline hw::System toy_system(int chips = 1) {
+  hw::System s;
+  s.chip = toy_chip();
+  s.chips = chips;
+  s.chips_per_node = 8;
+  return s;
+}
+
+}  // namespace ridgeline::testing
