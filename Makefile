@@ -32,7 +32,7 @@ asan: deps
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz
-	@bash scripts/run-fuzz.sh build/fuzz/fuzz 20000
+	@bash scripts/run-fuzz.sh build/fuzz/fuzz 100000
 
 clean:
 	rm -rf build
