@@ -127,7 +127,9 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   double bw = chip.main_bandwidth_Bps();
   e.ridge_flops_per_byte = bw > 0 ? e.peak_flops_per_s / bw : 0;
   e.attained_flops_per_s = e.t_lower_s > 0 ? e.flops / e.t_lower_s : 0;
-  e.fraction_of_peak = e.peak_flops_per_s > 0 ? e.attained_flops_per_s / e.peak_flops_per_s : 0;
+  // The fraction of peak compares like with like: the FLOPs of the compute unit's dtype
+  // against that unit's peak (softmax FLOPs on the vector unit do not fill tensor cores).
+  e.fraction_of_peak = (e.peak_flops_per_s > 0 && e.t_lower_s > 0) ? most / e.t_lower_s / e.peak_flops_per_s : 0;
   e.supported = ok;
   return e;
 }

@@ -92,7 +92,11 @@ std::string op_title(const analysis::OpConfig& op) {
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e) {
   const auto& c = sys.chip;
   std::string out = fmt::format("{}\non {} ({})\n\n", op_title(op), c.display_name, c.name);
-  out += fmt::format("  FLOPs       {:>14}  ({} unit, {})\n", format_si(e.flops), hw::name(e.compute_unit), name(e.compute_dtype));
+  if (e.flops > 0) {
+    out += fmt::format("  FLOPs       {:>14}  (mostly {} unit, {})\n", format_si(e.flops), hw::name(e.compute_unit), name(e.compute_dtype));
+  } else {
+    out += fmt::format("  FLOPs       {:>14}\n", "0");
+  }
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
     if (cost.bytes[l] <= 0) continue;
     int li = std::min<int>(l, static_cast<int>(c.memory.size()) - 1);
@@ -114,8 +118,8 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
   out += fmt::format("  upper bound {:>14}  (no overlap)\n", t(e.t_upper_s));
-  out += fmt::format("  realistic   {:>14}  (peaks x efficiency: matrix {:.2f}, memory {:.2f})\n", t(e.t_realistic_s),
-                     c.efficiency.matrix, c.efficiency.memory);
+  out += fmt::format("  realistic   {:>14}  (each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f})\n",
+                     t(e.t_realistic_s), c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
   out += fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {
     out += fmt::format(", attains {} = {:.1f}% of the {} {} peak", rate(e.attained_flops_per_s), 100 * e.fraction_of_peak,

@@ -52,6 +52,9 @@ TEST(Estimate, MatrixAndVectorOverlapInTheLowerBoundOnly) {
   Estimate e = estimate(c, toy_chip());
   EXPECT_DOUBLE_EQ(e.t_math_s, 1e-3);
   EXPECT_DOUBLE_EQ(e.t_upper_s, 1.5e-3);
+  // Attained counts every FLOP (1.05e11 in 1 ms); the fraction of peak only the matrix ones.
+  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 1.05e14);
+  EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
 }
 
 TEST(Estimate, CommUsesAllLinksOfItsKindAndLatencySteps) {

@@ -37,7 +37,7 @@ struct Estimate {
   double ridge_flops_per_byte = 0;           ///< peak(compute unit, dtype) / main bandwidth
   double peak_flops_per_s = 0;               ///< peak of compute unit and dtype
   double attained_flops_per_s = 0;           ///< flops / t_lower
-  double fraction_of_peak = 0;               ///< attained / peak
+  double fraction_of_peak = 0;               ///< FLOPs of the compute unit and dtype / t_lower / their peak
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
 };
 
