@@ -20,48 +20,49 @@ std::string_view name(Bound b) noexcept {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-double unit_time(const Cost& c, const hw::ChipSpec& chip, hw::Unit u, bool& ok) noexcept {
-  double t = 0;
-  const auto& row = c.flops[static_cast<int>(u)];
-  for (int d = 0; d < kDTypeCount; ++d) {
-    if (row[d] <= 0) continue;
-    double peak = chip.peak(u, static_cast<DType>(d));
-    if (peak > 0) {
-      t += row[d] / peak;
-    } else {
-      ok = false;
-      t = kInf;
-    }
-  }
-  return t;
-}
-
-struct Parts {
-  double math, memory, comm, launch;
-};
-
 }  // namespace
 
 Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   Estimate e;
   bool ok = true;
-  e.t_matrix_s = unit_time(c, chip, hw::Unit::matrix, ok);
-  e.t_vector_s = unit_time(c, chip, hw::Unit::vector, ok);
+  // One pass over the FLOP table: time per unit, and the (unit, dtype) with most FLOPs.
+  double unit_t[hw::kUnitCount] = {0, 0};
+  double unit_f[hw::kUnitCount] = {0, 0};
+  int best_unit = 0, best_dtype = index(DType::bf16);
+  double most = 0;
+  for (int u = 0; u < hw::kUnitCount; ++u) {
+    const auto& row = c.flops[u];
+    const auto& peaks = u == 0 ? chip.matrix_flops_per_s : chip.vector_flops_per_s;
+    for (int d = 0; d < kDTypeCount; ++d) {
+      const double f = row[d];
+      if (f <= 0) continue;
+      unit_f[u] += f;
+      if (peaks[d] > 0) {
+        unit_t[u] += f / peaks[d];
+      } else {
+        ok = false;
+        unit_t[u] = kInf;
+      }
+      if (f > most) {
+        most = f;
+        best_unit = u;
+        best_dtype = d;
+      }
+    }
+  }
+  e.t_matrix_s = unit_t[0];
+  e.t_vector_s = unit_t[1];
   e.t_math_s = e.t_matrix_s > e.t_vector_s ? e.t_matrix_s : e.t_vector_s;
 
   const int levels = static_cast<int>(chip.memory.size());
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    if (c.bytes[l] <= 0) continue;
-    if (l < levels) {
-      e.t_memory_level_s[l] = c.bytes[l] / chip.memory[l].bandwidth_Bps;
-    } else {
-      // Traffic at a level this chip does not describe is charged to its innermost level.
-      e.t_memory_level_s[l] = c.bytes[l] / chip.memory[levels - 1].bandwidth_Bps;
-    }
+    if (c.bytes[l] <= 0 || levels == 0) continue;
+    // Traffic at a level this chip does not describe is charged to its innermost level.
+    const int li = l < levels ? l : levels - 1;
+    e.t_memory_level_s[l] = c.bytes[l] / chip.memory[li].bandwidth_Bps;
     if (e.t_memory_level_s[l] > e.t_memory_s) {
       e.t_memory_s = e.t_memory_level_s[l];
-      e.memory_level = l < levels ? l : levels - 1;
+      e.memory_level = li;
     }
   }
 
@@ -108,23 +109,13 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   e.t_realistic_s = real;
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
-  double mf = c.unit_flops(hw::Unit::matrix), vf = c.unit_flops(hw::Unit::vector);
-  e.compute_unit = (vf > mf) ? hw::Unit::vector : hw::Unit::matrix;
-  const auto& row = c.flops[static_cast<int>(e.compute_unit)];
-  int best = index(DType::bf16);
-  double most = -1;
-  for (int d = 0; d < kDTypeCount; ++d) {
-    if (row[d] > most) {
-      most = row[d];
-      best = d;
-    }
-  }
-  e.compute_dtype = static_cast<DType>(best);
-  e.flops = mf + vf;
+  e.compute_unit = static_cast<hw::Unit>(best_unit);
+  e.compute_dtype = static_cast<DType>(best_dtype);
+  e.flops = unit_f[0] + unit_f[1];
   e.main_bytes = c.bytes[0];
   e.intensity_flops_per_byte = e.main_bytes > 0 ? e.flops / e.main_bytes : 0;
   e.peak_flops_per_s = chip.peak(e.compute_unit, e.compute_dtype);
-  double bw = chip.main_bandwidth_Bps();
+  const double bw = chip.main_bandwidth_Bps();
   e.ridge_flops_per_byte = bw > 0 ? e.peak_flops_per_s / bw : 0;
   e.attained_flops_per_s = e.t_lower_s > 0 ? e.flops / e.t_lower_s : 0;
   // The fraction of peak compares like with like: the FLOPs of the compute unit's dtype
