@@ -137,5 +137,32 @@ TEST(Seeds, TeraFlopTimes) {
   EXPECT_NEAR(num(v6e, "t_math_s"), 1.1e-3, 0.015e-3);  // the seed rounds the peak to 9.1e14
 }
 
+// 9. Seed 004's H200 table and its operation intensities.
+TEST(Seeds, H200TableOfSeed004) {
+  auto hw = run_json("hw show h200");
+  EXPECT_DOUBLE_EQ(hw["sparse_peak_flops_per_s"]["bf16"].get<double>(), 2 * 989.4e12);     // its "1,979"
+  EXPECT_DOUBLE_EQ(hw["sparse_peak_flops_per_s"]["fp8_e4m3"].get<double>(), 2 * 1978.9e12); // its "3,958"
+  EXPECT_DOUBLE_EQ(hw["links"][0]["bandwidth_Bps"].get<double>(), 450e9);  // 900 GB/s bidirectional
+  EXPECT_DOUBLE_EQ(hw["links"][2]["bandwidth_Bps"].get<double>(), 64e9);   // PCIe 5 x16, ~128 bidirectional
+  // "GEMM (large) ~1000+": a 4096^3 bf16 GEMM has intensity 2n^3/(3·2n^2) = n/3 = 1365.3.
+  auto gemm = run_json("op matmul --m 4096 --k 4096 --n 4096 --hw h200");
+  EXPECT_NEAR(num(gemm, "intensity_flops_per_byte"), 4096.0 / 3, 1e-9);
+  EXPECT_EQ(gemm["bound"], "compute");
+  // "Attention (small batch) ~10": one decode step of 64 query heads over 8 KV heads and a
+  // 4096-token cache: 4·64·4096·128 FLOPs over K,V (2·8·4096·128·2 B) + q, o (2·64·128·2 B)
+  // = 134217728 / 16809984 = 7.98.
+  // (batch 8: one sequence reads 16.8 MB, 3.5 us, less than the 5 us launch.)
+  auto attn = run_json("op attention --batch 8 --q-len 1 --kv-len 4096 --heads 64 --kv-heads 8 --head-dim 128 --causal --hw h200");
+  const double flops = 4.0 * 64 * 4096 * 128 + 64 * (5.0 * 4096 + 128);  // + softmax on the vector unit
+  EXPECT_NEAR(num(attn, "intensity_flops_per_byte"), flops / (2.0 * 8 * 4096 * 128 * 2 + 2.0 * 64 * 128 * 2), 1e-9);
+  EXPECT_EQ(attn["bound"], "memory");
+  // "Element-wise ops ~1-4": 1 to 4 FLOPs per byte needs 4 to 16 FLOPs per bf16 element in
+  // and out (a GELU with 8: 8/4 = 2); a plain bf16 add is 1/6.
+  auto gelu = run_json("op elementwise --shape 4096,4096 --inputs 1 --outputs 1 --flops-per-element 8 --hw h200");
+  EXPECT_NEAR(num(gelu, "intensity_flops_per_byte"), 2.0, 1e-12);
+  auto add = run_json("op elementwise --shape 4096,4096 --inputs 2 --outputs 1 --flops-per-element 1 --hw h200");
+  EXPECT_NEAR(num(add, "intensity_flops_per_byte"), 1.0 / 6, 1e-12);
+}
+
 }  // namespace
 }  // namespace ridgeline::testing
