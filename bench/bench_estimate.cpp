@@ -34,34 +34,29 @@ hw::System h100() {
   return s;
 }
 
-void BM_MatmulEstimate(benchmark::State& state) {
+// Times cost + estimate of `op` on an H100 and reports allocations per evaluation.
+void run_estimate(benchmark::State& state, const analysis::OpConfig& op) {
   const hw::System sys = h100();
-  analysis::OpConfig op{.kind = analysis::OpKind::matmul, .m = 256, .k = 4096, .n = 4096};
   long before = g_allocations.load();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(op);
+    benchmark::DoNotOptimize(&op);
     ops::Estimate e = ops::estimate(analysis::op_cost(op, sys), sys.chip);
     benchmark::DoNotOptimize(e);
   }
   state.counters["allocs_per_iter"] =
       benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
 }
+
+void BM_MatmulEstimate(benchmark::State& state) {
+  run_estimate(state, {.kind = analysis::OpKind::matmul, .m = 256, .k = 4096, .n = 4096});
+}
 BENCHMARK(BM_MatmulEstimate);
 
 void BM_AttentionEstimate(benchmark::State& state) {
-  const hw::System sys = h100();
   analysis::OpConfig op{.kind = analysis::OpKind::attention, .batch = 8, .heads = 64, .causal = true};
-  op.q_len = 4096;
-  op.kv_len = 4096;
+  op.q_len = op.kv_len = 4096;
   op.kv_heads = 8;
-  long before = g_allocations.load();
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(op);
-    ops::Estimate e = ops::estimate(analysis::op_cost(op, sys), sys.chip);
-    benchmark::DoNotOptimize(e);
-  }
-  state.counters["allocs_per_iter"] =
-      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+  run_estimate(state, op);
 }
 BENCHMARK(BM_AttentionEstimate);
 

@@ -27,14 +27,8 @@ struct OpFlags {
   bool causal = false, per_sample_weights = false;
 };
 
-bool is_collective(OpKind k) {
-  return k == OpKind::allreduce || k == OpKind::allgather || k == OpKind::reducescatter || k == OpKind::alltoall ||
-         k == OpKind::sendrecv;
-}
-bool is_rows(OpKind k) {
-  return k == OpKind::elementwise || k == OpKind::reduction || k == OpKind::rmsnorm || k == OpKind::layernorm ||
-         k == OpKind::rope || k == OpKind::softmax || k == OpKind::swiglu || k == OpKind::embedding;
-}
+using analysis::is_collective;
+bool is_rows(OpKind k) { return analysis::is_pointwise(k); }
 
 void add_flags(CLI::App* app, OpKind kind, OpFlags& f, bool solving) {
   // Under `threshold`, the solved dimension needs no value, so no dimension is required.

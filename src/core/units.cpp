@@ -113,29 +113,43 @@ std::optional<double> unit_factor(std::string_view unit, Quantity kind) {
   return std::nullopt;
 }
 
+// The number at the front of `t` (an optional '+' allowed): its value, where it ends,
+// and whether one was found.
+struct Leading {
+  double value = 0;
+  const char* end = nullptr;
+  bool ok = false;
+};
+
+Leading leading_number(std::string_view t) {
+  Leading r;
+  const char* first = t.data();
+  const char* last = t.data() + t.size();
+  if (!t.empty() && *first == '+') ++first;
+  auto [ptr, ec] = std::from_chars(first, last, r.value, std::chars_format::general);
+  r.end = ptr;
+  r.ok = !t.empty() && ec == std::errc() && ptr != first;
+  return r;
+}
+
 }  // namespace
 
 double parse_number(std::string_view text, std::string_view where) {
   std::string_view t = trim(text);
-  double v = 0;
-  const char* first = t.data();
-  const char* last = t.data() + t.size();
-  if (!t.empty() && *first == '+') ++first;
-  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
-  if (t.empty() || ec != std::errc() || ptr != last || !std::isfinite(v)) {
+  Leading n = leading_number(t);
+  if (!n.ok || n.end != t.data() + t.size() || !std::isfinite(n.value)) {
     throw InputError(fmt::format("{}: '{}' is not a finite number", where, text));
   }
-  return v;
+  return n.value;
 }
 
 double parse_quantity(std::string_view text, Quantity kind, std::string_view where, bool allow_bare) {
   std::string_view t = trim(text);
-  double v = 0;
-  const char* first = t.data();
+  Leading n = leading_number(t);
+  const double v = n.value;
+  const char* ptr = n.end;
   const char* last = t.data() + t.size();
-  if (!t.empty() && *first == '+') ++first;
-  auto [ptr, ec] = std::from_chars(first, last, v, std::chars_format::general);
-  if (t.empty() || ec != std::errc() || ptr == first) {
+  if (!n.ok) {
     throw InputError(fmt::format("{}: '{}' does not start with a number: expected {}", where, text,
                                  expected_units(kind)));
   }

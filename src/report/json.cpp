@@ -107,16 +107,13 @@ json op_config_json(const analysis::OpConfig& op) {
       j["impl"] = op.impl == ops::AttentionImpl::flash ? "flash" : "naive";
       j["kv_dtype"] = std::string(name(op.kv_dtype.value_or(op.dtype)));
       break;
-    case OpKind::allreduce:
-    case OpKind::allgather:
-    case OpKind::reducescatter:
-    case OpKind::alltoall:
-    case OpKind::sendrecv:
-      j["bytes"] = op.bytes;
-      j["chips"] = op.chips;
-      j["algo"] = std::string(comm::name(op.algo));
-      break;
     default:
+      if (analysis::is_collective(op.kind)) {
+        j["bytes"] = op.bytes;
+        j["chips"] = op.chips;
+        j["algo"] = std::string(comm::name(op.algo));
+        break;
+      }
       j["tokens"] = op.rows;
       j["hidden"] = op.cols;
       if (op.kind == OpKind::elementwise) {

@@ -79,13 +79,11 @@ std::string op_title(const analysis::OpConfig& op) {
       return fmt::format("{} attention{}: batch {}, {} queries x {} keys, {} heads ({} kv), head dim {}, {}",
                          op.impl == ops::AttentionImpl::flash ? "flash" : "naive", op.causal ? " (causal)" : "", op.batch,
                          op.q_len, op.kv_len, op.heads, op.kv_heads == 0 ? op.heads : op.kv_heads, op.head_dim, name(op.dtype));
-    case OpKind::allreduce:
-    case OpKind::allgather:
-    case OpKind::reducescatter:
-    case OpKind::alltoall:
-    case OpKind::sendrecv:
-      return fmt::format("{} of {} over {} chips ({})", k, size(op.bytes), op.chips, comm::name(op.algo));
-    default: return fmt::format("{} {}[{},{}]", k, name(op.dtype), op.rows, op.cols);
+    default:
+      if (analysis::is_collective(op.kind)) {
+        return fmt::format("{} of {} over {} chips ({})", k, size(op.bytes), op.chips, comm::name(op.algo));
+      }
+      return fmt::format("{} {}[{},{}]", k, name(op.dtype), op.rows, op.cols);
   }
 }
 

@@ -18,6 +18,12 @@ enum class OpKind : std::uint8_t {
   attention, embedding, allreduce, allgather, reducescatter, alltoall, sendrecv
 };
 std::string_view name(OpKind k) noexcept;
+/// True for allreduce, allgather, reducescatter, alltoall, sendrecv.
+constexpr bool is_collective(OpKind k) noexcept { return k >= OpKind::allreduce; }
+/// True for the ops on a (tokens, hidden) activation: elementwise ... embedding.
+constexpr bool is_pointwise(OpKind k) noexcept {
+  return (k >= OpKind::elementwise && k <= OpKind::swiglu) || k == OpKind::embedding;
+}
 std::optional<OpKind> parse_op_kind(std::string_view s) noexcept;
 
 /// How a matmul is split over `chips`: rows of X (m), columns of W (n), or the
