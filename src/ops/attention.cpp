@@ -1,25 +1,52 @@
 #include "ridgeline/ops/attention.hpp"
 
+#include <algorithm>
+
 namespace ridgeline::ops {
 
+namespace {
+// Sum of min(x, w) for x = a..b (a <= b).
+double sum_min(double a, double b, double w) noexcept {
+  if (b <= w) return (a + b) * (b - a + 1) / 2;
+  if (a >= w) return w * (b - a + 1);
+  return (a + w) * (w - a + 1) / 2 + w * (b - w);
+}
+}  // namespace
+
 double attention_pairs(const AttentionShape& s) noexcept {
-  if (!s.causal || s.impl == AttentionImpl::naive) return s.q_len * s.kv_len;
+  if (s.impl == AttentionImpl::naive) return s.q_len * s.kv_len;
+  if (s.window > 0) {
+    // Query at 0-based position p sees min(p + 1, W) keys; the queries are the last q_len.
+    return sum_min(s.kv_len - s.q_len + 1, s.kv_len, s.window);
+  }
+  if (!s.causal) return s.q_len * s.kv_len;
   // Query i (0-based among the last q_len positions) sees kv_len - q_len + i + 1 keys.
   return s.q_len * (s.kv_len - s.q_len) + s.q_len * (s.q_len + 1) / 2;
+}
+
+double attention_keys_read(const AttentionShape& s) noexcept {
+  if (s.window > 0 && s.impl == AttentionImpl::flash) {
+    // The earliest query needs keys from (kv_len - q_len + 1 - W) on.
+    return std::min(s.kv_len, s.window + s.q_len - 1);
+  }
+  return s.kv_len;
 }
 
 Cost attention_cost(const AttentionShape& s) noexcept {
   Cost c;
   const double pairs = attention_pairs(s);
   const double bh = s.batch * s.heads;
-  // QK^T and PV: 2·d FLOPs per pair each.
-  c.add_flops(hw::Unit::matrix, s.compute, 4 * bh * pairs * s.head_dim);
+  const double dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
+  // QK^T: 2·d_qk FLOPs per pair; PV: 2·d_v.
+  c.add_flops(hw::Unit::matrix, s.compute, 2 * bh * pairs * (s.head_dim + dv));
   // Softmax per score: scale, max, subtract, exp, sum (5); normalise each output (1).
-  c.add_flops(hw::Unit::vector, s.vector, bh * (5 * pairs + s.q_len * s.head_dim));
+  c.add_flops(hw::Unit::vector, s.vector, bh * (5 * pairs + s.q_len * dv));
 
   const double q_bytes = bh * s.q_len * s.head_dim * bytes(s.dtype);
-  const double o_bytes = q_bytes;
-  const double kv_bytes = 2 * s.batch * s.kv_heads * s.kv_len * s.head_dim * bytes(s.kv_dtype);
+  const double o_bytes = bh * s.q_len * dv * bytes(s.dtype);
+  const double keys = attention_keys_read(s);
+  const double kv_bytes = s.latent_kv ? s.batch * keys * s.head_dim * bytes(s.kv_dtype)
+                                      : s.batch * s.kv_heads * keys * (s.head_dim + dv) * bytes(s.kv_dtype);
   if (s.impl == AttentionImpl::flash) {
     c.add_main_bytes(q_bytes + kv_bytes + o_bytes);
     c.launches = 1;
@@ -30,7 +57,7 @@ Cost attention_cost(const AttentionShape& s) noexcept {
   double kv_read = kv_bytes;
   double launches = 3;
   if (s.kv_heads < s.heads) {
-    double expanded = 2 * s.batch * s.heads * s.kv_len * s.head_dim * bytes(s.kv_dtype);
+    double expanded = s.batch * s.heads * s.kv_len * (s.head_dim + dv) * bytes(s.kv_dtype);
     c.add_main_bytes(kv_bytes + expanded);  // the copy: read grouped, write expanded
     kv_read = expanded;
     launches += 2;

@@ -1,0 +1,56 @@
+#pragma once
+/// Ordered op instances with tags and repeat counts; identical layers are built once and
+/// multiplied (docs/models.md#graph). Fixed capacity: building never allocates.
+#include <array>
+#include <cstdint>
+
+#include "ridgeline/ops/cost.hpp"
+
+namespace ridgeline::model {
+
+/// What an op is, for grouping results.
+enum class OpClass : std::uint8_t { gemm, attention, norm, elementwise, embedding, comm };
+std::string_view name(OpClass c) noexcept;
+
+/// Which part of the model an op belongs to.
+enum class Block : std::uint8_t { embedding, attention, mlp, moe, head };
+std::string_view name(Block b) noexcept;
+
+struct GraphOp {
+  const char* name = "";   ///< e.g. "q_proj" (static storage)
+  OpClass cls = OpClass::gemm;
+  Block block = Block::attention;
+  int group = 0;           ///< index into Graph::groups
+  ops::Cost cost;          ///< one instance on one chip
+  double params = 0;       ///< parameters stored by this op, whole model (not per chip)
+  double active_params = 0;  ///< parameters one token's forward pass uses
+  double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
+};
+
+/// A run of identical layers (or the model's head/tail, repeat 1).
+struct LayerGroup {
+  const char* name = "";
+  double repeat = 1;
+};
+
+struct Graph {
+  static constexpr int kMaxOps = 96;
+  static constexpr int kMaxGroups = 8;
+  std::array<GraphOp, kMaxOps> ops{};
+  std::array<LayerGroup, kMaxGroups> groups{};
+  int op_count = 0;
+  int group_count = 0;
+  bool overflow = false;  ///< set if an add did not fit (a bug: the capacity is sized for every model)
+
+  void clear() noexcept { op_count = group_count = 0, overflow = false; }
+  /// Starts a group; later ops belong to it.
+  int begin_group(const char* name, double repeat) noexcept;
+  /// Appends an op to the current group; returns it (a scratch op on overflow).
+  GraphOp& add(const char* name, OpClass cls, Block block, const ops::Cost& cost) noexcept;
+  /// Repeats of op i (its group's repeat).
+  double repeat(int i) const noexcept { return groups[ops[i].group].repeat; }
+  /// Sum of cost x repeat over all ops.
+  ops::Cost total() const noexcept;
+};
+
+}  // namespace ridgeline::model

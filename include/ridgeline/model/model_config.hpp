@@ -1,0 +1,90 @@
+#pragma once
+/// A transformer as described by its Hugging Face config.json (docs/models.md).
+#include <cstdint>
+#include <string>
+
+#include "ridgeline/core/dtype.hpp"
+
+namespace ridgeline::model {
+
+/// The MLP of a dense layer or an expert.
+enum class MlpKind : std::uint8_t {
+  gated_silu,  ///< SwiGLU: down(silu(gate(x)) * up(x)) — llama, mistral, qwen, deepseek, gpt-oss
+  gated_gelu,  ///< GeGLU: down(gelu(gate(x)) * up(x)) — gemma
+  gelu,        ///< fc -> gelu -> proj, no gate — GPT-2 / GPT-3
+};
+enum class NormKind : std::uint8_t { rmsnorm, layernorm };
+enum class PositionKind : std::uint8_t { rope, learned };
+
+/// Mixture of experts (zero experts: dense).
+struct MoeSpec {
+  std::int64_t experts = 0;            ///< routed experts per MoE layer
+  std::int64_t experts_per_token = 0;  ///< top-k
+  std::int64_t shared_experts = 0;     ///< always-on experts
+  std::int64_t shared_intermediate = 0;  ///< width of the shared experts together (default shared_experts x intermediate)
+  std::int64_t intermediate = 0;       ///< width of one expert's MLP
+  std::int64_t first_dense_layers = 0; ///< leading layers with a dense MLP (deepseek first_k_dense_replace)
+  std::int64_t layer_freq = 1;         ///< every layer_freq-th layer after those is MoE
+  bool router_bias = false;            ///< router has a bias (gpt-oss) or a correction bias (deepseek v3)
+  bool expert_bias = false;            ///< expert projections have biases (gpt-oss)
+};
+
+/// Multi-head latent attention (deepseek v2/v3); kv_lora_rank 0: standard attention.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0;  ///< 0: q projected directly
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
+
+/// Weights stored in a block-scaled low-precision format by the checkpoint.
+struct QuantSpec {
+  bool experts_only = false;   ///< only the routed experts are quantised (gpt-oss mxfp4)
+  DType dtype = DType::bf16;   ///< element format
+  double scale_bits_per_weight = 0;  ///< e.g. mxfp4: an 8-bit scale per 32 weights = 0.25
+};
+
+struct ModelConfig {
+  std::string name;        ///< bundled name or the file path
+  std::string model_type;  ///< as in config.json
+  std::int64_t hidden = 0;
+  std::int64_t layers = 0;
+  std::int64_t heads = 0;
+  std::int64_t kv_heads = 0;
+  std::int64_t head_dim = 0;
+  std::int64_t intermediate = 0;  ///< dense MLP width
+  std::int64_t vocab = 0;
+  std::int64_t max_positions = 0;
+  bool tie_embeddings = false;
+  bool qkv_bias = false;
+  bool o_bias = false;
+  bool mlp_bias = false;
+  bool qk_norm = false;          ///< per-head RMSNorm on q and k (qwen3, gemma3)
+  bool attention_sinks = false;  ///< one learned logit per head (gpt-oss)
+  MlpKind mlp = MlpKind::gated_silu;
+  NormKind norm = NormKind::rmsnorm;
+  PositionKind positions = PositionKind::rope;
+  std::int64_t sliding_window = 0;  ///< 0: every layer attends to the whole context
+  std::int64_t sliding_layers = 0;  ///< layers that use the window
+  MoeSpec moe;
+  MlaSpec mla;
+  DType weight_dtype = DType::bf16;  ///< the checkpoint's torch_dtype
+  bool quantized = false;
+  QuantSpec quant;
+  std::int64_t mtp_layers = 0;  ///< multi-token-prediction layers (deepseek v3), not run in inference
+
+  bool is_moe() const noexcept { return moe.experts > 0; }
+  bool is_mla() const noexcept { return mla.kv_lora_rank > 0; }
+  /// Whether layer `i` (0-based) has a MoE MLP.
+  bool moe_layer(std::int64_t i) const noexcept {
+    return is_moe() && i >= moe.first_dense_layers && (i - moe.first_dense_layers) % moe.layer_freq == 0;
+  }
+  std::int64_t moe_layer_count() const noexcept {
+    std::int64_t n = 0;
+    for (std::int64_t i = 0; i < layers; ++i) n += moe_layer(i) ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace ridgeline::model

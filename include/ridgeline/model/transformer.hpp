@@ -1,0 +1,67 @@
+#pragma once
+/// The op graph of one forward pass of a transformer (docs/models.md), its parameter
+/// counts, and its memory on one chip.
+#include <cstdint>
+#include <optional>
+
+#include "ridgeline/comm/collective.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/ops/attention.hpp"
+
+namespace ridgeline::model {
+
+/// Dtypes of a run; unset fields take the defaults documented per field.
+struct Precision {
+  std::optional<DType> weight;    ///< default: the checkpoint's (quantised modules keep their format)
+  DType activation = DType::bf16;
+  std::optional<DType> kv_cache;  ///< default: activation
+  std::optional<DType> compute;   ///< default: from the weight and activation dtypes
+};
+
+/// How one forward pass is run.
+struct ForwardConfig {
+  Precision precision;
+  std::int64_t tp = 1;  ///< tensor parallelism: heads, MLP width and vocab split over tp chips
+  std::int64_t ep = 1;  ///< expert parallelism: experts split over ep groups of tp chips, attention data-parallel across them
+  ops::AttentionImpl attention = ops::AttentionImpl::flash;
+  comm::Algo algo = comm::Algo::ring;
+};
+
+/// One forward pass: `batch` sequences, each `q_len` new tokens attending to `kv_len`
+/// positions (prefill: q_len = kv_len = prompt; decode: q_len = 1).
+struct PassShape {
+  double batch = 1;
+  double q_len = 1;
+  double kv_len = 1;
+};
+
+/// Throws InputError naming the flag when the plan does not fit the model (tp not
+/// dividing the heads, ep not dividing the experts, ...).
+void validate(const ModelConfig& m, const ForwardConfig& f);
+
+/// Builds the graph of one forward pass on one chip of `sys`: embedding group, one group
+/// per distinct layer kind (dense/MoE x full/sliding attention) with its layer count, head.
+void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
+                   Graph& g) noexcept;
+
+/// Parameter counts from the graph (tp = 1). `active` counts the weights one token
+/// multiplies (routed experts: top-k only), without the input embedding table;
+/// `active_with_embedding` adds it.
+struct ParamCount {
+  double total = 0;
+  double active = 0;
+  double active_with_embedding = 0;
+  double embedding = 0;
+};
+ParamCount count_params(const ModelConfig& m) noexcept;
+
+/// Bytes of KV cache per token of context on one chip, summed over layers (sliding
+/// layers counted at full rate; see kv_cache_bytes).
+double kv_bytes_per_token(const ModelConfig& m, const ForwardConfig& f) noexcept;
+/// KV cache on one chip for `batch` sequences of `context` tokens (sliding layers keep
+/// at most their window).
+double kv_cache_bytes(const ModelConfig& m, const ForwardConfig& f, double batch, double context) noexcept;
+
+}  // namespace ridgeline::model

@@ -1,0 +1,286 @@
+#include "ridgeline/io/model_file.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/embedded.hpp"
+
+namespace ridgeline::io {
+
+namespace {
+
+using nlohmann::json;
+using i64 = std::int64_t;
+constexpr size_t kMaxFileBytes = 4 << 20;
+constexpr i64 kMaxDim = i64{1} << 24;  // 16.7M: no real dimension comes near
+
+class Reader {
+ public:
+  Reader(const json& j, std::string_view source) : j_(j), source_(source) {}
+
+  [[noreturn]] void fail(std::string_view key, const std::string& why) const {
+    throw InputError(fmt::format("{}: {}: {}", source_, key, why));
+  }
+  bool has(std::string_view key) const { return j_.contains(key) && !j_.at(std::string(key)).is_null(); }
+
+  // The first present key of `keys`, as a positive integer.
+  std::optional<i64> integer(std::initializer_list<std::string_view> keys, i64 max = kMaxDim) const {
+    for (auto k : keys) {
+      if (!has(k)) continue;
+      const json& v = j_.at(std::string(k));
+      double d = 0;
+      if (v.is_number_integer() || v.is_number_unsigned()) {
+        d = v.get<double>();
+      } else if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<i64>(v.get<double>()))) {
+        d = v.get<double>();
+      } else {
+        fail(k, fmt::format("expected a positive integer, got {}", v.dump()));
+      }
+      if (!(d >= 0) || d > static_cast<double>(max)) fail(k, fmt::format("{} is out of range: expected 0 to {}", v.dump(), max));
+      return static_cast<i64>(d);
+    }
+    return std::nullopt;
+  }
+  i64 required(std::initializer_list<std::string_view> keys) const {
+    auto v = integer(keys);
+    if (!v) fail(*keys.begin(), "required key is missing");
+    if (*v <= 0) fail(*keys.begin(), "must be at least 1");
+    return *v;
+  }
+  bool boolean(std::string_view key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(std::string(key));
+    if (!v.is_boolean()) fail(key, fmt::format("expected true or false, got {}", v.dump()));
+    return v.get<bool>();
+  }
+  std::string string(std::string_view key, std::string fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(std::string(key));
+    if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", v.dump()));
+    return v.get<std::string>();
+  }
+  const json& at(std::string_view key) const { return j_.at(std::string(key)); }
+
+ private:
+  const json& j_;
+  std::string source_;
+};
+
+DType torch_dtype(const Reader& r) {
+  std::string t = r.string("torch_dtype", r.string("dtype", "bfloat16"));
+  if (t == "bfloat16") return DType::bf16;
+  if (t == "float16") return DType::fp16;
+  if (t == "float32") return DType::fp32;
+  r.fail("torch_dtype", fmt::format("'{}' is not supported: expected bfloat16, float16 or float32", t));
+}
+
+void read_quantization(const Reader& r, model::ModelConfig& m) {
+  if (!r.has("quantization_config")) return;
+  const json& q = r.at("quantization_config");
+  if (!q.is_object()) r.fail("quantization_config", "expected an object");
+  std::string method = q.value("quant_method", std::string());
+  if (method == "mxfp4") {
+    // OCP microscaling: 4-bit elements, one 8-bit shared exponent per 32.
+    m.quantized = true;
+    m.quant = {true, DType::fp4, 8.0 / 32};
+  } else if (method == "fp8") {
+    m.quantized = true;
+    m.quant = {false, DType::fp8_e4m3, 0};
+    if (q.contains("fmt") && q["fmt"].is_string() && q["fmt"] == "e5m2") m.quant.dtype = DType::fp8_e5m2;
+    // One fp32 scale per weight block (deepseek: 128 x 128).
+    if (q.contains("weight_block_size") && q["weight_block_size"].is_array() && q["weight_block_size"].size() == 2 &&
+        q["weight_block_size"][0].is_number_integer() && q["weight_block_size"][1].is_number_integer()) {
+      double b = q["weight_block_size"][0].get<double>() * q["weight_block_size"][1].get<double>();
+      if (b > 0) m.quant.scale_bits_per_weight = 32.0 / b;
+    }
+  }
+  // Other methods (gptq, awq, bitsandbytes ...) are left to --weight-dtype.
+}
+
+model::ModelConfig parse(const json& j, std::string_view source) {
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
+  Reader r(j, source);
+  model::ModelConfig m;
+  m.name = std::string(source);
+  m.model_type = r.string("model_type", "unknown");
+  const std::string& t = m.model_type;
+  const bool gpt2 = t == "gpt2" || r.has("n_embd");
+
+  m.hidden = r.required({"hidden_size", "n_embd", "d_model"});
+  m.layers = r.required({"num_hidden_layers", "n_layer", "num_layers"});
+  m.heads = r.required({"num_attention_heads", "n_head"});
+  m.kv_heads = r.integer({"num_key_value_heads"}).value_or(m.heads);
+  if (m.kv_heads <= 0) r.fail("num_key_value_heads", "must be at least 1");
+  if (m.heads % m.kv_heads != 0) {
+    r.fail("num_key_value_heads", fmt::format("{} does not divide num_attention_heads {}", m.kv_heads, m.heads));
+  }
+  m.vocab = r.required({"vocab_size"});
+  m.max_positions = r.integer({"max_position_embeddings", "n_positions", "n_ctx"}).value_or(0);
+  if (auto hd = r.integer({"head_dim"}); hd && *hd > 0) {
+    m.head_dim = *hd;
+  } else {
+    if (m.hidden % m.heads != 0) {
+      r.fail("num_attention_heads", fmt::format("{} does not divide the hidden size {} and no head_dim is given", m.heads, m.hidden));
+    }
+    m.head_dim = m.hidden / m.heads;
+  }
+
+  if (gpt2) {
+    m.mlp = model::MlpKind::gelu;
+    m.norm = model::NormKind::layernorm;
+    m.positions = model::PositionKind::learned;
+    m.intermediate = r.integer({"n_inner"}).value_or(0);
+    if (m.intermediate == 0) m.intermediate = 4 * m.hidden;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.tie_embeddings = r.boolean("tie_word_embeddings", true);
+    if (m.max_positions == 0) r.fail("n_positions", "required key is missing (learned positions need a table size)");
+  } else {
+    const bool moe_only = r.has("num_local_experts") || r.has("n_routed_experts") || r.has("num_experts");
+    auto inter = r.integer({"intermediate_size"});
+    if (!inter && !moe_only) r.fail("intermediate_size", "required key is missing");
+    m.intermediate = inter.value_or(0);
+    std::string act = r.string("hidden_activation", r.string("hidden_act", "silu"));
+    if (act == "silu" || act == "swish") m.mlp = model::MlpKind::gated_silu;
+    else if (act.rfind("gelu", 0) == 0) m.mlp = model::MlpKind::gated_gelu;
+    else r.fail("hidden_act", fmt::format("'{}' is not supported: expected silu or gelu", act));
+    const bool gemma = t.rfind("gemma", 0) == 0;
+    m.tie_embeddings = r.boolean("tie_word_embeddings", gemma);
+    m.qkv_bias = r.boolean("attention_bias", t == "qwen2" || t == "qwen2_moe");
+    m.o_bias = r.boolean("attention_bias", false);
+    m.mlp_bias = r.boolean("mlp_bias", false);
+    m.qk_norm = t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text";
+    m.attention_sinks = t == "gpt_oss";
+  }
+
+  // Sliding-window attention: which layers use it.
+  auto window = r.integer({"sliding_window"}, i64{1} << 40);
+  bool use_window = window && *window > 0 && r.boolean("use_sliding_window", true);
+  if (use_window && m.max_positions > 0 && *window >= m.max_positions) use_window = false;
+  if (use_window) {
+    m.sliding_window = *window;
+    if (r.has("layer_types") && r.at("layer_types").is_array()) {
+      for (const auto& lt : r.at("layer_types")) m.sliding_layers += (lt.is_string() && lt == "sliding_attention") ? 1 : 0;
+    } else if (t == "gemma2") {
+      m.sliding_layers = m.layers / 2;
+    } else if (auto pattern = r.integer({"sliding_window_pattern"}); pattern && *pattern > 0) {
+      m.sliding_layers = m.layers - m.layers / *pattern;
+    } else if (t == "qwen2" || t == "qwen3") {
+      m.sliding_layers = m.layers - r.integer({"max_window_layers"}).value_or(m.layers);
+    } else {
+      m.sliding_layers = m.layers;
+    }
+    if (m.sliding_layers <= 0) m.sliding_window = m.sliding_layers = 0;
+  }
+
+  // Mixture of experts.
+  m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts"}).value_or(0);
+  if (m.moe.experts > 0) {
+    m.moe.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0);
+    if (m.moe.experts_per_token <= 0) r.fail("num_experts_per_tok", "required for a mixture of experts");
+    if (m.moe.experts_per_token > m.moe.experts) {
+      r.fail("num_experts_per_tok", fmt::format("{} exceeds the {} experts", m.moe.experts_per_token, m.moe.experts));
+    }
+    m.moe.intermediate = r.integer({"moe_intermediate_size"}).value_or(m.intermediate);
+    if (m.moe.intermediate <= 0) r.fail("moe_intermediate_size", "required for a mixture of experts");
+    m.moe.shared_experts = r.integer({"n_shared_experts"}).value_or(0);
+    m.moe.shared_intermediate = r.integer({"shared_expert_intermediate_size"}).value_or(m.moe.shared_experts * m.moe.intermediate);
+    if (m.moe.shared_intermediate > 0 && m.moe.shared_experts == 0) m.moe.shared_experts = 1;
+    m.moe.first_dense_layers = r.integer({"first_k_dense_replace"}).value_or(0);
+    m.moe.layer_freq = std::max<i64>(1, r.integer({"moe_layer_freq", "decoder_sparse_step"}).value_or(1));
+    if (m.moe.first_dense_layers > 0 && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
+    m.moe.router_bias = t == "gpt_oss" || t == "deepseek_v3";
+    m.moe.expert_bias = t == "gpt_oss";
+  }
+
+  // Multi-head latent attention.
+  m.mla.kv_lora_rank = r.integer({"kv_lora_rank"}).value_or(0);
+  if (m.mla.kv_lora_rank > 0) {
+    m.mla.q_lora_rank = r.integer({"q_lora_rank"}).value_or(0);
+    m.mla.qk_rope_head_dim = r.required({"qk_rope_head_dim"});
+    m.mla.qk_nope_head_dim = r.required({"qk_nope_head_dim"});
+    m.mla.v_head_dim = r.required({"v_head_dim"});
+    m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
+  }
+  m.mtp_layers = r.integer({"num_nextn_predict_layers"}).value_or(0);
+  m.weight_dtype = torch_dtype(r);
+  read_quantization(r, m);
+  return m;
+}
+
+bool is_model(const EmbeddedFile& f) { return f.path.rfind("models/", 0) == 0; }
+
+std::string stem_of(std::string_view path) {
+  auto slash = path.rfind('/');
+  std::string_view s = path.substr(slash + 1);
+  return std::string(s.substr(0, s.rfind('.')));
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return r;
+}
+
+}  // namespace
+
+model::ModelConfig parse_model_config(std::string_view text, std::string_view source) {
+  if (text.size() > kMaxFileBytes) {
+    throw InputError(fmt::format("{}: file is {} bytes: expected a config.json under 4 MiB", source, text.size()));
+  }
+  json j;
+  try {
+    j = json::parse(text, nullptr, true, false);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}: expected a Hugging Face config.json", source, e.byte));
+  }
+  try {
+    return parse(j, source);
+  } catch (const json::exception& e) {
+    // A value of an unexpected type deep inside (e.g. in quantization_config).
+    throw InputError(fmt::format("{}: unexpected value: {}", source, e.what()));
+  }
+}
+
+model::ModelConfig load_model_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open model config", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_model_config(ss.str(), path);
+}
+
+std::vector<std::string> bundled_model_names() {
+  std::vector<std::string> names;
+  for (const auto& f : embedded_files()) {
+    if (is_model(f)) names.push_back(stem_of(f.path));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+model::ModelConfig bundled_model(std::string_view name) {
+  std::string want = lower(name);
+  for (const auto& f : embedded_files()) {
+    if (is_model(f) && stem_of(f.path) == want) {
+      model::ModelConfig m = parse_model_config(f.text, f.path);
+      m.name = want;
+      return m;
+    }
+  }
+  std::string names;
+  for (const auto& n : bundled_model_names()) names += (names.empty() ? "" : ", ") + n;
+  throw InputError(fmt::format("--model: unknown model '{}': expected a bundled name ({}) or a config.json path", name, names));
+}
+
+model::ModelConfig resolve_model(std::string_view model) {
+  const bool file = (model.size() > 5 && model.substr(model.size() - 5) == ".json") || model.find('/') != std::string_view::npos;
+  return file ? load_model_file(std::string(model)) : bundled_model(model);
+}
+
+}  // namespace ridgeline::io

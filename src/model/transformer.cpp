@@ -1,0 +1,407 @@
+#include "ridgeline/model/transformer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/ops/matmul.hpp"
+#include "ridgeline/ops/pointwise.hpp"
+
+namespace ridgeline::model {
+
+namespace {
+
+using ops::Cost;
+
+// Everything one forward pass on one chip needs, resolved once.
+struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
+  const ModelConfig& m;
+  const ForwardConfig& f;
+  const hw::System& sys;
+  Graph& g;
+  double batch;   // sequences on this chip
+  double q_len;
+  double kv_len;
+  double tokens;  // batch * q_len
+  double tp, ep;
+  double heads, kv_heads;  // per chip
+  DType act, kv, dense_w, expert_w, compute_dense, compute_expert;
+  double dense_scale_bits, expert_scale_bits;  // block-scale overhead per weight
+  int tp_link;
+  int ep_link;
+};
+
+double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
+
+// A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
+// (for totals), `active` the per-token count, `bias` the output width that has a bias.
+GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, double n, double params, double active,
+              bool bias, bool expert = false) {
+  const DType w = expert ? c.expert_w : c.dense_w;
+  const double scale = expert ? c.expert_scale_bits : c.dense_scale_bits;
+  ops::MatmulShape s;
+  s.m = m_rows;
+  s.k = k;
+  s.n = n;
+  s.a = c.act;
+  s.b = w;
+  s.out = c.act;
+  s.compute = expert ? c.compute_expert : c.compute_dense;
+  Cost cost = ops::matmul_cost(s);
+  cost.add_main_bytes(k * n * scale / 8);
+  double bias_params = 0;
+  if (bias) {
+    // Added in the GEMM's epilogue: read n bias values, one add per output.
+    cost.add_main_bytes(n * bytes(c.act));
+    cost.add_flops(hw::Unit::vector, DType::fp32, m_rows * n);
+    bias_params = params / k;
+  }
+  GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
+  op.params = params + bias_params;
+  op.active_params = active + (bias ? active / k : 0);
+  op.weight_bytes = k * n * wbytes(w, scale) + (bias ? n * bytes(c.act) : 0);
+  return op;
+}
+
+GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params) {
+  ops::RowsShape s{rows, cols, c.act, DType::fp32};
+  Cost cost = c.m.norm == NormKind::rmsnorm ? ops::rmsnorm_cost(s) : ops::layernorm_cost(s);
+  GraphOp& op = c.g.add(name, OpClass::norm, block, cost);
+  const double per = c.m.norm == NormKind::rmsnorm ? 1 : 2;  // gamma (and beta)
+  op.params = op.active_params = per * params;
+  op.weight_bytes = per * cols * bytes(c.act);
+  return op;
+}
+
+void elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {
+  c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
+}
+
+void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, double chips, int link,
+                comm::Algo algo) {
+  if (chips <= 1) return;
+  comm::CollectiveShape s{kind, algo, bytes_, chips, c.act, link};
+  c.g.add(name, OpClass::comm, block, comm::collective_cost(s));
+}
+
+void tp_allreduce(Ctx& c, const char* name, Block block) {
+  collective(c, name, block, comm::Collective::all_reduce, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
+}
+
+void attention_block(Ctx& c, double window) {
+  const ModelConfig& m = c.m;
+  const double h = static_cast<double>(m.hidden), H = static_cast<double>(m.heads), T = c.tokens;
+  const double hd = static_cast<double>(m.head_dim);
+  norm(c, "input_norm", Block::attention, T, h, h);
+  ops::AttentionShape a;
+  a.batch = c.batch;
+  a.q_len = c.q_len;
+  a.kv_len = c.kv_len;
+  a.causal = true;
+  a.window = window;
+  a.impl = c.f.attention;
+  a.dtype = c.act;
+  a.kv_dtype = c.kv;
+  a.compute = c.compute_dense;
+  double o_in = 0;
+  if (m.is_mla()) {
+    const auto& la = m.mla;
+    const double qk = static_cast<double>(la.qk_nope_head_dim + la.qk_rope_head_dim);
+    const double rope = static_cast<double>(la.qk_rope_head_dim), nope = static_cast<double>(la.qk_nope_head_dim);
+    const double lora = static_cast<double>(la.kv_lora_rank), v = static_cast<double>(la.v_head_dim);
+    if (la.q_lora_rank > 0) {
+      const double ql = static_cast<double>(la.q_lora_rank);
+      gemm(c, "q_a_proj", Block::attention, T, h, ql, h * ql, h * ql, false);
+      norm(c, "q_a_norm", Block::attention, T, ql, ql);
+      gemm(c, "q_b_proj", Block::attention, T, ql, c.heads * qk, ql * H * qk, ql * H * qk, false);
+    } else {
+      gemm(c, "q_proj", Block::attention, T, h, c.heads * qk, h * H * qk, h * H * qk, false);
+    }
+    gemm(c, "kv_a_proj", Block::attention, T, h, lora + rope, h * (lora + rope), h * (lora + rope), false);
+    norm(c, "kv_a_norm", Block::attention, T, lora, lora);
+    c.g.add("rope", OpClass::elementwise, Block::attention,
+            ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
+    elementwise(c, "kv_cache_write", Block::attention, T, lora + rope, 1, 1, 0);
+    if (c.q_len > 1) {
+      // Prefill: decompress K and V of every position for all local heads, then MHA.
+      gemm(c, "kv_b_proj", Block::attention, c.batch * c.kv_len, lora, c.heads * (nope + v), lora * H * (nope + v),
+           lora * H * (nope + v), false);
+      a.heads = a.kv_heads = c.heads;
+      a.head_dim = qk;
+      a.v_head_dim = v;
+      c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+    } else {
+      // Decode with the up-projections absorbed: queries move into the latent space,
+      // attention runs MQA-like over the cached latent, outputs move back.
+      GraphOp& uk = gemm(c, "q_absorb", Block::attention, T * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
+      uk.cost.bytes[0] += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
+      uk.weight_bytes *= c.heads;
+      a.heads = c.heads;
+      a.kv_heads = 1;
+      a.head_dim = lora + rope;
+      a.v_head_dim = lora;
+      a.latent_kv = true;
+      c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+      GraphOp& uv = gemm(c, "v_absorb", Block::attention, T * c.heads, lora, v, H * lora * v, H * lora * v, false);
+      uv.cost.bytes[0] += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
+      uv.weight_bytes *= c.heads;
+    }
+    o_in = c.heads * v;
+    gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);
+  } else {
+    const double KV = static_cast<double>(m.kv_heads);
+    gemm(c, "q_proj", Block::attention, T, h, c.heads * hd, h * H * hd, h * H * hd, m.qkv_bias);
+    gemm(c, "k_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
+    gemm(c, "v_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
+    if (m.qk_norm) {
+      norm(c, "q_norm", Block::attention, T * c.heads, hd, hd);
+      norm(c, "k_norm", Block::attention, T * c.kv_heads, hd, hd);
+    }
+    if (m.positions == PositionKind::rope) {
+      c.g.add("rope", OpClass::elementwise, Block::attention,
+              ops::rope_cost({T, (c.heads + c.kv_heads) * hd, c.act, DType::fp32}, hd));
+    }
+    // K and V of the new tokens are written into the cache (in the KV dtype).
+    Cost write;
+    write.add_main_bytes(T * 2 * c.kv_heads * hd * (bytes(c.act) + bytes(c.kv)));
+    write.launches = 1;
+    c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);
+    a.heads = c.heads;
+    a.kv_heads = c.kv_heads;
+    a.head_dim = hd;
+    GraphOp& att = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+    if (m.attention_sinks) att.params = att.active_params = H;  // one logit per head
+    att.weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
+    o_in = c.heads * hd;
+    gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
+  }
+  tp_allreduce(c, "attn_allreduce", Block::attention);
+  elementwise(c, "attn_residual", Block::attention, T, h, 2, 1, 1);
+}
+
+// A dense MLP of width `width` (whole model) split over tp.
+void dense_mlp(Ctx& c, Block block, double width, const char* gate, const char* up, const char* act, const char* down) {
+  const ModelConfig& m = c.m;
+  const double h = static_cast<double>(m.hidden), T = c.tokens, w = width / c.tp;
+  if (m.mlp == MlpKind::gelu) {
+    gemm(c, up, block, T, h, w, h * width, h * width, m.mlp_bias);
+    // tanh-approximated GELU: x^3 (2), scale and add (2), scale (1), tanh (1), add (1), two products (2) ~ 8.
+    elementwise(c, act, block, T, w, 1, 1, 8);
+    gemm(c, down, block, T, w, h, width * h, width * h, m.mlp_bias);
+    return;
+  }
+  gemm(c, gate, block, T, h, w, h * width, h * width, m.mlp_bias);
+  gemm(c, up, block, T, h, w, h * width, h * width, m.mlp_bias);
+  c.g.add(act, OpClass::elementwise, block, ops::swiglu_cost({T, w, c.act, DType::fp32}));
+  gemm(c, down, block, T, w, h, width * h, width * h, m.mlp_bias);
+}
+
+void moe_mlp(Ctx& c) {
+  const ModelConfig& m = c.m;
+  const auto& moe = m.moe;
+  const double h = static_cast<double>(m.hidden), T = c.tokens;
+  const double E = static_cast<double>(moe.experts), k = static_cast<double>(moe.experts_per_token);
+  const double I = static_cast<double>(moe.intermediate), Il = I / c.tp;
+  GraphOp& router = gemm(c, "router", Block::moe, T, h, E, h * E, h * E, false);
+  if (moe.router_bias) {
+    router.params += E;
+    router.active_params += E;
+  }
+  c.g.add("router_topk", OpClass::elementwise, Block::moe, ops::softmax_cost({T, E, c.act, DType::fp32}));
+  // Tokens leave for the chips holding their experts (expert parallelism) and come back.
+  const double routed = T * k;  // token-expert pairs from this chip
+  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep, c.ep_link,
+             comm::Algo::direct);
+  // Balanced routing: this chip's E/ep experts receive routed pairs in expectation; an
+  // expert's weights are read if at least one of the T·ep tokens of the group picks it:
+  // E·(1 - (1 - k/E)^(T·ep)) experts of the group are touched.
+  const double local_experts = E / c.ep;
+  const double group_tokens = T * c.ep;
+  const double touched = local_experts * (1 - std::pow(1 - k / E, group_tokens));
+  const double pairs = routed;  // pairs processed on this chip (balanced: T·ep·k/ep)
+  const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
+  auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
+                          bool bias) {
+    GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
+    // Weights: the touched experts only, each its own matrix (grouped GEMM).
+    const double wb = wbytes(c.expert_w, c.expert_scale_bits);
+    op.cost.bytes[0] += (touched - 1) * per_expert_local * wb;
+    op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
+    if (bias) {
+      op.params = E * per_expert_params + E * nn * c.tp;
+      op.active_params = k * per_expert_params + k * nn * c.tp;
+    }
+  };
+  experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias);
+  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32}));
+  experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
+  collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep, c.ep_link,
+             comm::Algo::direct);
+  // Weighted sum of each token's k expert outputs.
+  elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
+  if (moe.shared_experts > 0) {
+    dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
+              "shared_down");
+  }
+}
+
+void layer(Ctx& c, bool moe, double window) {
+  attention_block(c, window);
+  const double h = static_cast<double>(c.m.hidden);
+  norm(c, "post_attention_norm", Block::mlp, c.tokens, h, h);
+  if (moe) {
+    moe_mlp(c);
+  } else {
+    dense_mlp(c, Block::mlp, static_cast<double>(c.m.intermediate), "gate_proj", "up_proj",
+              c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
+  }
+  tp_allreduce(c, "mlp_allreduce", moe ? Block::moe : Block::mlp);
+  elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, c.tokens, h, 2, 1, 1);
+}
+
+}  // namespace
+
+void validate(const ModelConfig& m, const ForwardConfig& f) {
+  if (f.tp < 1 || f.tp > 4096) throw InputError(fmt::format("--tp: {} is out of range: expected 1 to 4096", f.tp));
+  if (f.ep < 1 || f.ep > 4096) throw InputError(fmt::format("--ep: {} is out of range: expected 1 to 4096", f.ep));
+  if (m.heads % f.tp != 0) {
+    throw InputError(fmt::format("--tp: {} does not divide the {} attention heads of {}", f.tp, m.heads, m.name));
+  }
+  if (!m.is_mla() && m.kv_heads % f.tp != 0 && f.tp % m.kv_heads != 0) {
+    throw InputError(fmt::format("--tp: {} and the {} KV heads of {} do not divide one another", f.tp, m.kv_heads, m.name));
+  }
+  const std::int64_t width = m.is_moe() ? m.moe.intermediate : m.intermediate;
+  if (width % f.tp != 0) {
+    throw InputError(fmt::format("--tp: {} does not divide the MLP width {} of {}", f.tp, width, m.name));
+  }
+  if (f.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
+  if (m.is_moe() && m.moe.experts % f.ep != 0) {
+    throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
+  }
+}
+
+void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
+                   Graph& g) noexcept {
+  g.clear();
+  const DType act = f.precision.activation;
+  DType dense_w = m.weight_dtype, expert_w = m.weight_dtype;
+  double dense_scale = 0, expert_scale = 0;
+  if (m.quantized) {
+    expert_w = m.quant.dtype;
+    expert_scale = m.quant.scale_bits_per_weight;
+    if (!m.quant.experts_only) {
+      dense_w = m.quant.dtype;
+      dense_scale = m.quant.scale_bits_per_weight;
+    }
+  }
+  if (f.precision.weight) {
+    dense_w = expert_w = *f.precision.weight;
+    dense_scale = expert_scale = 0;
+  }
+  // Activations keep the run's dtype even when the checkpoint stores fp16.
+  const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
+  Ctx c{m, f, sys, g, shape.batch / ep, shape.q_len, shape.kv_len, shape.batch / ep * shape.q_len, tp, ep,
+        static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
+        f.precision.kv_cache.value_or(act), dense_w, expert_w,
+        f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
+        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale,
+        std::max(0, sys.comm_link(static_cast<int>(f.tp))), std::max(0, sys.comm_link(static_cast<int>(f.tp * f.ep)))};
+  const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
+  // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
+  // fp8, gpt-oss mxfp4) leave them unconverted.
+  const DType table_w = f.precision.weight.value_or(m.weight_dtype);
+
+  g.begin_group("embedding", 1);
+  {
+    GraphOp& e = g.add("embedding", OpClass::embedding, Block::embedding,
+                       ops::embedding_cost({c.tokens, h, act, DType::fp32}));
+    e.params = V * h;
+    e.weight_bytes = V / tp * h * bytes(table_w);
+    // Vocab-parallel embedding: each chip holds V/tp rows and the partial rows are all-reduced.
+    tp_allreduce(c, "embedding_allreduce", Block::embedding);
+    if (m.positions == PositionKind::learned) {
+      GraphOp& p = g.add("position_embedding", OpClass::embedding, Block::embedding,
+                         ops::elementwise_cost({c.tokens, h, act, DType::fp32}, 2, 1, 1));
+      p.params = static_cast<double>(m.max_positions) * h;
+      p.active_params = 0;
+      p.weight_bytes = p.params * bytes(table_w);
+    }
+  }
+
+  // Layer kinds: dense or MoE MLP x full or sliding-window attention.
+  const double L = static_cast<double>(m.layers);
+  const double moe_layers = static_cast<double>(m.moe_layer_count());
+  const double dense_layers = L - moe_layers;
+  const double sliding = static_cast<double>(m.sliding_layers);
+  const double window = static_cast<double>(m.sliding_window);
+  // Sliding layers are spread over dense and MoE layers in proportion (exact when all
+  // layers share an MLP kind, as in every bundled model).
+  const double dense_sliding = L > 0 ? std::round(sliding * dense_layers / L) : 0;
+  const double moe_sliding = sliding - dense_sliding;
+  struct Kind {
+    const char* name;
+    double count;
+    bool moe;
+    double window;
+  };
+  const Kind kinds[] = {{"dense layers", dense_layers - dense_sliding, false, 0},
+                        {"dense layers (sliding window)", dense_sliding, false, window},
+                        {"moe layers", moe_layers - moe_sliding, true, 0},
+                        {"moe layers (sliding window)", moe_sliding, true, window}};
+  for (const Kind& k : kinds) {
+    if (k.count <= 0) continue;
+    g.begin_group(k.name, k.count);
+    layer(c, k.moe, k.window);
+  }
+
+  g.begin_group("head", 1);
+  // Logits only for the last position of each sequence.
+  norm(c, "final_norm", Block::head, c.batch, h, h);
+  c.dense_w = table_w;
+  c.dense_scale_bits = 0;
+  c.compute_dense = f.precision.compute.value_or(ops::default_compute_dtype(act, table_w));
+  GraphOp& head = gemm(c, "lm_head", Block::head, c.batch, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
+  if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
+  collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, c.batch * V * bytes(act), tp, c.tp_link,
+             f.algo);
+}
+
+ParamCount count_params(const ModelConfig& m) noexcept {
+  Graph g;
+  ForwardConfig f;
+  hw::System sys;
+  build_forward(m, f, sys, {1, 1, 1}, g);
+  ParamCount p;
+  for (int i = 0; i < g.op_count; ++i) {
+    const GraphOp& op = g.ops[i];
+    const double r = g.repeat(i);
+    p.total += op.params * r;
+    p.active += op.active_params * r;
+    if (op.cls == OpClass::embedding) p.embedding += op.params * r;
+  }
+  p.active_with_embedding = p.active + static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  return p;
+}
+
+double kv_bytes_per_token(const ModelConfig& m, const ForwardConfig& f) noexcept {
+  const DType kv = f.precision.kv_cache.value_or(f.precision.activation);
+  const double L = static_cast<double>(m.layers);
+  if (m.is_mla()) {
+    // The latent is shared by all heads, so every tensor-parallel chip holds all of it.
+    return L * static_cast<double>(m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * bytes(kv);
+  }
+  const double kvh = std::max(1.0, static_cast<double>(m.kv_heads) / static_cast<double>(f.tp));
+  return L * 2 * kvh * static_cast<double>(m.head_dim) * bytes(kv);
+}
+
+double kv_cache_bytes(const ModelConfig& m, const ForwardConfig& f, double batch, double context) noexcept {
+  const double per_layer = kv_bytes_per_token(m, f) / static_cast<double>(m.layers);
+  const double sliding = static_cast<double>(m.sliding_layers);
+  const double full = static_cast<double>(m.layers) - sliding;
+  const double window_ctx = m.sliding_window > 0 ? std::min(context, static_cast<double>(m.sliding_window)) : context;
+  return batch / static_cast<double>(f.ep) * per_layer * (full * context + sliding * window_ctx);
+}
+
+}  // namespace ridgeline::model

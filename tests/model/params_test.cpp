@@ -1,0 +1,76 @@
+// Parameter counts from the graph against the published totals (within 1%), and a few
+// derived by hand exactly.
+#include <gtest/gtest.h>
+
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/transformer.hpp"
+
+namespace ridgeline::model {
+namespace {
+
+struct Published {
+  const char* name;
+  double total;
+  const char* source;
+};
+
+// Sources: Hugging Face safetensors totals (Llama 2 less the 2048 stored inv_freq values
+// per ... counted as PyTorch parameters), model cards, papers.
+constexpr Published kPublished[] = {
+    {"llama-2-7b", 6738415616, "PyTorch parameter count of meta-llama/Llama-2-7b-hf"},
+    {"llama-2-13b", 13015864320, "meta-llama/Llama-2-13b-hf"},
+    {"llama-2-70b", 68976648192, "meta-llama/Llama-2-70b-hf"},
+    {"llama-3.1-8b", 8030261248, "meta-llama/Llama-3.1-8B safetensors total"},
+    {"llama-3.1-70b", 70553706496, "meta-llama/Llama-3.1-70B safetensors total"},
+    {"llama-3.1-405b", 405853388800, "meta-llama/Llama-3.1-405B safetensors total"},
+    {"mistral-7b", 7241732096, "Mistral-7B-v0.1 parameter count"},
+    {"mixtral-8x7b", 46702792704, "Mixtral-8x7B safetensors total"},
+    {"qwen2.5-7b", 7615616512, "Qwen2.5-7B (model card 7.61B)"},
+    {"qwen2.5-72b", 72706203648, "Qwen2.5-72B (model card 72.7B)"},
+    {"deepseek-v3", 671e9, "DeepSeek-V3 README: 671B main model (685B with the 14B MTP module)"},
+    {"gpt-oss-120b", 116829156672, "gpt-oss-120b parameter count (model card: 117B)"},
+    {"gpt3-175b", 175.0e9, "Brown et al. 2020, Table 2.1: 175.0B"},
+};
+
+TEST(Params, EveryBundledModelMatchesItsPublishedTotal) {
+  ASSERT_EQ(io::bundled_model_names().size(), std::size(kPublished));
+  for (const auto& p : kPublished) {
+    ParamCount c = count_params(io::bundled_model(p.name));
+    EXPECT_NEAR(c.total / p.total, 1.0, 0.01) << p.name << ": " << c.total << " vs " << p.total << " (" << p.source << ")";
+  }
+}
+
+TEST(Params, Llama2_7bExactly) {
+  // Embeddings 32000·4096 twice (untied); per layer 4·4096² (q,k,v,o) + 3·4096·11008 (MLP)
+  // + 2·4096 (norms); final norm 4096: 262144000 + 32·202383360 + 4096.
+  EXPECT_EQ(count_params(io::bundled_model("llama-2-7b")).total, 6738415616.0);
+}
+
+TEST(Params, Qwen25_7bCountsTheQkvBiases) {
+  // Per layer: q 3584² + 3584 bias, k and v 3584·512 + 512 each, o 3584², MLP 3·3584·18944,
+  // norms 2·3584 = 233057792; ·28 + embeddings 2·152064·3584 + final norm 3584.
+  EXPECT_EQ(count_params(io::bundled_model("qwen2.5-7b")).total, 28 * 233057792.0 + 2 * 152064.0 * 3584 + 3584);
+}
+
+TEST(Params, MoeActiveParameters) {
+  // Mixtral: Mistral's "12.9B active" counts both embedding tables: per layer attention
+  // 41943040 + 2 of 8 experts (2·176160768) + router 32768 + norms 8192; ·32 + 2·131072000.
+  ParamCount mixtral = count_params(io::bundled_model("mixtral-8x7b"));
+  EXPECT_EQ(mixtral.active_with_embedding, 32 * (41943040.0 + 2 * 176160768 + 32768 + 8192) + 2 * 131072000.0 + 4096);
+  EXPECT_NEAR(mixtral.active_with_embedding / 12.9e9, 1.0, 0.01);
+  // gpt-oss-120b: the model card's 5.1B active excludes the input embedding (4.55B in the
+  // layers + 0.58B unembedding).
+  EXPECT_NEAR(count_params(io::bundled_model("gpt-oss-120b")).active / 5.1e9, 1.0, 0.01);
+  // DeepSeek-V3: "37B activated", a figure rounded to the billion: [36.5, 37.5).
+  ParamCount ds = count_params(io::bundled_model("deepseek-v3"));
+  EXPECT_GE(ds.active, 36.5e9);
+  EXPECT_LT(ds.active, 37.5e9);
+}
+
+TEST(Params, DenseModelsAreAllActive) {
+  ParamCount c = count_params(io::bundled_model("llama-3.1-8b"));
+  EXPECT_EQ(c.active + c.embedding, c.total);  // untied: the LM head is active, the table is not
+}
+
+}  // namespace
+}  // namespace ridgeline::model
