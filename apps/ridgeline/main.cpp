@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   std::vector<ridgeline::cli::Command> commands;
   ridgeline::cli::register_hw(app, commands);
   ridgeline::cli::register_op(app, commands);
+  ridgeline::cli::register_infer(app, commands);
+  ridgeline::cli::register_block(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

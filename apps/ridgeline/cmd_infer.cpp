@@ -1,0 +1,146 @@
+// `ridgeline models` and `ridgeline infer`.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/report/inference.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+struct InferFlags {
+  HardwareFlags hw;
+  bool json = false, cuda_graphs = false, all_ops = false;
+  std::string model = "llama-3.1-8b", tp, ep = "1", batch = "1", prompt = "128", gen = "128";
+  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "ring";
+};
+
+std::int64_t int_flag(const std::string& s, const char* flag) { return parse_positive_int(s, flag); }
+
+}  // namespace
+
+void register_infer(CLI::App& root, std::vector<Command>& commands) {
+  auto* models = root.add_subcommand("models", "the bundled models with their parameter counts");
+  auto models_json = std::make_shared<bool>(false);
+  models->add_flag("--json", *models_json, "JSON on stdout");
+  commands.push_back({models, [models_json] {
+                        std::vector<report::ModelRow> rows;
+                        for (const auto& n : io::bundled_model_names()) {
+                          model::ModelConfig m = io::bundled_model(n);
+                          rows.push_back({m, model::count_params(m)});
+                        }
+                        emit(*models_json, report::models_json(rows), report::models_text(rows));
+                      }});
+
+  auto f = std::make_shared<InferFlags>();
+  auto* infer = root.add_subcommand("infer", "serving a model: TTFT, TPOT, throughput, memory, what bounds each op");
+  add_hardware_flags(infer, f->hw);
+  infer->add_flag("--json", f->json, "JSON on stdout");
+  infer->add_option("--model", f->model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
+  infer->add_option("--tp", f->tp, "tensor-parallel degree (default --chips / --ep)");
+  infer->add_option("--ep", f->ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
+  infer->add_option("--batch", f->batch, "sequences served together")->capture_default_str();
+  infer->add_option("--prompt", f->prompt, "prompt tokens per sequence")->capture_default_str();
+  infer->add_option("--gen", f->gen, "generated tokens per sequence")->capture_default_str();
+  infer->add_option("--weight-dtype", f->weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
+  infer->add_option("--kv-dtype", f->kv_dtype, "KV cache (default --act-dtype)");
+  infer->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
+  infer->add_option("--compute-dtype", f->compute_dtype, "matrix-unit dtype (default from weights and activations)");
+  infer->add_option("--attention", f->attention, "flash or naive")->capture_default_str();
+  infer->add_option("--algo", f->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  infer->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
+  infer->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
+  commands.push_back({infer, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::InferenceConfig cfg;
+                        auto& fw = cfg.forward;
+                        fw.ep = int_flag(f->ep, "--ep");
+                        std::int64_t chips = f->hw.chips.empty() ? 0 : int_flag(f->hw.chips, "--chips");
+                        if (!f->tp.empty()) {
+                          fw.tp = int_flag(f->tp, "--tp");
+                        } else if (chips > 0) {
+                          if (chips % fw.ep != 0) throw InputError(fmt::format("--chips: {} is not a multiple of --ep {}", chips, fw.ep));
+                          fw.tp = chips / fw.ep;
+                        }
+                        if (chips > 0 && chips != fw.tp * fw.ep) {
+                          throw InputError(fmt::format("--chips: {} is not --tp {} x --ep {}", chips, fw.tp, fw.ep));
+                        }
+                        cfg.batch = int_flag(f->batch, "--batch");
+                        cfg.prompt = int_flag(f->prompt, "--prompt");
+                        cfg.gen = int_flag(f->gen, "--gen");
+                        auto& p = fw.precision;
+                        p.activation = parse_dtype_or_throw(f->act_dtype, "--act-dtype");
+                        if (!f->weight_dtype.empty()) p.weight = parse_dtype_or_throw(f->weight_dtype, "--weight-dtype");
+                        if (!f->kv_dtype.empty()) p.kv_cache = parse_dtype_or_throw(f->kv_dtype, "--kv-dtype");
+                        if (!f->compute_dtype.empty()) p.compute = parse_dtype_or_throw(f->compute_dtype, "--compute-dtype");
+                        if (f->attention == "flash") fw.attention = ops::AttentionImpl::flash;
+                        else if (f->attention == "naive") fw.attention = ops::AttentionImpl::naive;
+                        else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f->attention));
+                        auto algo = comm::parse_algo(f->algo);
+                        if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f->algo));
+                        fw.algo = *algo;
+                        cfg.cuda_graphs = f->cuda_graphs;
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        auto r = std::make_unique<analysis::InferenceResult>();
+                        analysis::infer(m, sys, cfg, *r);
+                        // Every kernel's dtype must exist on the chip.
+                        for (int i = 0; i < r->prefill_graph.op_count; ++i) ops::check_supported(r->prefill_graph.ops[i].cost, sys.chip);
+                        emit(f->json, report::inference_json(m, sys, cfg, *r), report::inference_text(m, sys, cfg, *r, f->all_ops));
+                      }});
+}
+
+void register_block(CLI::App& root, std::vector<Command>& commands) {
+  struct BlockFlags {
+    HardwareFlags hw;
+    bool json = false;
+    std::string seq = "4096", hidden = "4096", intermediate, heads = "32", kv_heads, cp = "8", shapes = "exact", model, dtype = "bf16";
+  };
+  auto f = std::make_shared<BlockFlags>();
+  auto* b = root.add_subcommand("block", "one transformer block in units of one (s,h)x(h,h) GEMM (seed 000)");
+  add_hardware_flags(b, f->hw);
+  b->add_flag("--json", f->json, "JSON on stdout");
+  b->add_option("--seq", f->seq, "tokens s of the (s,h) activation")->capture_default_str();
+  b->add_option("--hidden", f->hidden, "hidden size h")->capture_default_str();
+  b->add_option("--intermediate", f->intermediate, "MLP width (default 8/3 h)");
+  b->add_option("--heads", f->heads, "attention heads")->capture_default_str();
+  b->add_option("--kv-heads", f->kv_heads, "key/value heads (default --heads)");
+  b->add_option("--cp", f->cp, "context-parallel group of the all-to-alls")->capture_default_str();
+  b->add_option("--shapes", f->shapes, "seed (every memory-bound op on (s,h), as seed 000) or exact")->capture_default_str();
+  b->add_option("--model", f->model, "take h, the MLP width and the heads from a model");
+  b->add_option("--dtype", f->dtype, "dtype")->capture_default_str();
+  commands.push_back({b, [f] {
+                        analysis::BlockConfig cfg;
+                        cfg.seq = int_flag(f->seq, "--seq");
+                        cfg.cp = int_flag(f->cp, "--cp");
+                        cfg.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        if (f->shapes == "seed") cfg.seed_shapes = true;
+                        else if (f->shapes != "exact") throw InputError(fmt::format("--shapes: '{}' is not seed or exact", f->shapes));
+                        if (!f->model.empty()) {
+                          model::ModelConfig m = io::resolve_model(f->model);
+                          cfg.hidden = m.hidden;
+                          cfg.intermediate = static_cast<double>(m.intermediate);
+                          cfg.heads = m.heads;
+                          cfg.kv_heads = m.kv_heads;
+                        } else {
+                          cfg.hidden = int_flag(f->hidden, "--hidden");
+                          cfg.heads = int_flag(f->heads, "--heads");
+                          cfg.kv_heads = f->kv_heads.empty() ? cfg.heads : int_flag(f->kv_heads, "--kv-heads");
+                          if (!f->intermediate.empty()) cfg.intermediate = static_cast<double>(int_flag(f->intermediate, "--intermediate"));
+                        }
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        analysis::BlockResult r = analysis::block(cfg, sys);
+                        emit(f->json, report::block_json(cfg, sys, r), report::block_text(cfg, sys, r));
+                      }});
+}
+
+}  // namespace ridgeline::cli

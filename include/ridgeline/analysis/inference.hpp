@@ -1,0 +1,95 @@
+#pragma once
+/// Serving a model: prefill (TTFT), decode (TPOT at the start and end of generation),
+/// end-to-end latency, throughput, memory and fit, the largest batch, the critical
+/// batch, launch overhead and CUDA graphs, and seed 001's closed-form estimate
+/// (docs/inference.md). Evaluation does not allocate.
+#include <array>
+#include <cstdint>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/transformer.hpp"
+#include "ridgeline/ops/estimate.hpp"
+
+namespace ridgeline::analysis {
+
+struct InferenceConfig {
+  model::ForwardConfig forward;
+  std::int64_t batch = 1;    ///< sequences served together (static batching)
+  std::int64_t prompt = 128; ///< prompt tokens per sequence
+  std::int64_t gen = 128;    ///< generated tokens per sequence (the first comes from prefill)
+  bool cuda_graphs = false;  ///< decode steps replayed as one graph: one launch per step
+};
+
+/// Times of one forward pass (or their sum over decode steps), seconds.
+struct PhaseTimes {
+  double t_lower_s = 0;      ///< each kernel at max(math, memory, comm, launch), kernels in sequence
+  double t_upper_s = 0;      ///< each kernel at the sum of its parts
+  double t_realistic_s = 0;  ///< each kernel at its efficiency-scaled max
+  double flops = 0;
+  double bytes = 0;          ///< main memory
+  double comm_bytes = 0;     ///< per chip, all links
+  double launches = 0;
+  std::array<double, 4> lower_by_bound_s{};  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
+  std::array<double, 6> lower_by_class_s{};  ///< t_lower split by op class (model::OpClass order)
+  ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
+};
+
+/// One op of a graph with its estimate (one instance) and repeat count.
+struct OpRow {
+  int op = 0;  ///< index into the graph
+  ops::Estimate e;
+};
+
+struct InferenceMemory {
+  double weights_bytes = 0;
+  double kv_cache_bytes = 0;      ///< at prompt + gen tokens
+  double kv_bytes_per_token = 0;  ///< per token of one sequence, all layers, this chip
+  double activations_bytes = 0;   ///< peak live activations of a prefill layer
+  double total_bytes = 0;
+  double capacity_bytes = 0;
+  bool fits = false;
+};
+
+/// Seed 001: t_mem = memory / bandwidth, t_compute = 2·B·P / peak,
+/// T_network = 4(N-1)·B·D·S·L / link bandwidth, for one decode step.
+struct QuickEstimate {
+  double t_memory_s = 0;
+  double t_compute_s = 0;
+  double t_network_s = 0;
+  double t_lower_s = 0;  ///< max of the three
+  double t_upper_s = 0;  ///< their sum
+};
+
+struct InferenceResult {
+  PhaseTimes prefill;
+  PhaseTimes decode_first;  ///< the first decode step (context prompt + 1)
+  PhaseTimes decode_last;   ///< the last (context prompt + gen - 1)
+  PhaseTimes decode_total;  ///< all gen - 1 decode steps, summed exactly
+  double ttft_s = 0;        ///< realistic prefill
+  double tpot_s = 0;        ///< realistic decode time per token, averaged over the generation
+  double e2e_s = 0;         ///< ttft + all decode steps (realistic)
+  double e2e_lower_s = 0, e2e_upper_s = 0;
+  double throughput_tokens_per_s = 0;  ///< (prompt + gen)·batch / e2e
+  double output_tokens_per_s = 0;      ///< gen·batch / e2e
+  double chips = 1;
+  InferenceMemory memory;
+  std::int64_t max_batch = 0;  ///< largest batch whose weights, KV cache and activations fit
+  double params = 0, active_params = 0;
+  double critical_batch = 0;   ///< decode batch at which the dense GEMMs turn compute-bound (0: never)
+  double launch_overhead_s = 0;       ///< per kernel
+  double decode_launch_s = 0;         ///< launch time of one decode step without CUDA graphs
+  double cuda_graphs_gain_s = 0;      ///< realistic decode step time saved by CUDA graphs
+  QuickEstimate quick;
+  model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
+  std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};
+};
+
+/// Validates the plan (InputError naming the flag) and evaluates it into `out`.
+void infer(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);
+
+/// Throws InputError naming the flag for impossible inputs.
+void validate(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg);
+
+}  // namespace ridgeline::analysis

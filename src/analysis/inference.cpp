@@ -1,0 +1,331 @@
+#include "ridgeline/analysis/inference.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/analysis/threshold.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/ops/matmul.hpp"
+
+namespace ridgeline::analysis {
+
+namespace {
+
+using model::Graph;
+
+// The five parts of one kernel's time whose max (or efficiency-scaled max, or sum) is its time.
+struct Parts {
+  double matrix, vector, memory, comm, launch;
+};
+
+Parts parts_of(const ops::Estimate& e) { return {e.t_matrix_s, e.t_vector_s, e.t_memory_s, e.t_comm_s, e.t_launch_s}; }
+
+double lower_of(const Parts& p) { return std::max({p.matrix, p.vector, p.memory, p.comm, p.launch}); }
+double upper_of(const Parts& p) { return p.matrix + p.vector + p.memory + p.comm + p.launch; }
+double realistic_of(const Parts& p, const hw::EfficiencySpec& eff) {
+  return std::max({p.matrix / eff.matrix, p.vector / eff.vector, p.memory / eff.memory, p.comm / eff.link, p.launch});
+}
+
+// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for lines given at j = 0 (a) and j = n-1 (z):
+// exact, by splitting [0, n-1] where the upper envelope changes line.
+double sum_max_affine(const double* a, const double* z, int count, double n) {
+  if (n <= 0) return 0;
+  if (n == 1) return *std::max_element(a, a + count);
+  double slope[5];
+  for (int i = 0; i < count; ++i) slope[i] = (z[i] - a[i]) / (n - 1);
+  // Breakpoints: pairwise crossings inside (0, n-1).
+  double cuts[12];
+  int nc = 0;
+  for (int i = 0; i < count; ++i) {
+    for (int k = i + 1; k < count; ++k) {
+      const double ds = slope[i] - slope[k];
+      if (ds == 0) continue;
+      const double x = (a[k] - a[i]) / ds;
+      if (x > 0 && x < n - 1) cuts[nc++] = x;
+    }
+  }
+  for (int i = 1; i < nc; ++i) {  // insertion sort: at most 10 cuts
+    for (int k = i; k > 0 && cuts[k - 1] > cuts[k]; --k) std::swap(cuts[k - 1], cuts[k]);
+  }
+  double total = 0, start = 0;  // integer j from `start` on
+  for (int c = 0; c <= nc; ++c) {
+    const double end = c < nc ? std::floor(cuts[c]) : n - 1;  // last integer of this piece
+    if (end < start) continue;
+    const double mid = (start + end) / 2;
+    int best = 0;
+    for (int i = 1; i < count; ++i) {
+      if (a[i] + slope[i] * mid > a[best] + slope[best] * mid) best = i;
+    }
+    const double cnt = end - start + 1;
+    total += cnt * a[best] + slope[best] * (start + end) * cnt / 2;
+    start = end + 1;
+  }
+  return total;
+}
+
+void add_kernel(PhaseTimes& t, const ops::Estimate& e, const ops::Cost& c, double repeat, const hw::EfficiencySpec& eff,
+                model::OpClass cls) {
+  t.lower_by_class_s[static_cast<int>(cls)] += repeat * e.t_lower_s;
+  const Parts p = parts_of(e);
+  t.t_lower_s += repeat * lower_of(p);
+  t.t_upper_s += repeat * upper_of(p);
+  t.t_realistic_s += repeat * realistic_of(p, eff);
+  t.flops += repeat * e.flops;
+  t.bytes += repeat * e.main_bytes;
+  t.comm_bytes += repeat * c.total_link_bytes();
+  t.launches += repeat * c.launches;
+  t.lower_by_bound_s[static_cast<int>(e.bound)] += repeat * e.t_lower_s;
+}
+
+void finish(PhaseTimes& t) {
+  int best = 0;
+  for (int b = 1; b < 4; ++b) {
+    if (t.lower_by_bound_s[b] > t.lower_by_bound_s[best]) best = b;
+  }
+  t.bound = static_cast<ops::Bound>(best);
+}
+
+// Evaluates `g` on the chip into rows and phase times; `graphs` drops per-kernel launches
+// and adds one launch for the whole pass (CUDA graphs).
+void evaluate(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<OpRow, Graph::kMaxOps>& rows,
+              PhaseTimes& t) {
+  t = {};
+  for (int i = 0; i < g.op_count; ++i) {
+    ops::Cost c = g.ops[i].cost;
+    if (graphs) c.launches = 0;
+    rows[i].op = i;
+    rows[i].e = ops::estimate(c, chip);
+    add_kernel(t, rows[i].e, c, g.repeat(i), chip.efficiency, g.ops[i].cls);
+  }
+  if (graphs) {
+    t.t_lower_s += chip.launch_overhead_s;
+    t.t_upper_s += chip.launch_overhead_s;
+    t.t_realistic_s += chip.launch_overhead_s;
+    t.launches += 1;
+    t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += chip.launch_overhead_s;
+  }
+  finish(t);
+}
+
+// Exact sum of decode-step times for contexts kv0 .. kv1 (n steps), from the graphs at the
+// two ends (every part is affine in the context within a segment).
+void sum_steps(const Graph& g0, const Graph& g1, const hw::ChipSpec& chip, bool graphs, double n, PhaseTimes& t) {
+  const auto& eff = chip.efficiency;
+  for (int i = 0; i < g0.op_count; ++i) {
+    ops::Cost c0 = g0.ops[i].cost, c1 = g1.ops[i].cost;
+    if (graphs) c0.launches = c1.launches = 0;
+    const ops::Estimate e0 = ops::estimate(c0, chip), e1 = ops::estimate(c1, chip);
+    const Parts p0 = parts_of(e0), p1 = parts_of(e1);
+    const double r = g0.repeat(i);
+    const double a[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
+    const double z[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
+    const double lower = sum_max_affine(a, z, 5, n);
+    const double as[5] = {p0.matrix / eff.matrix, p0.vector / eff.vector, p0.memory / eff.memory, p0.comm / eff.link, p0.launch};
+    const double zs[5] = {p1.matrix / eff.matrix, p1.vector / eff.vector, p1.memory / eff.memory, p1.comm / eff.link, p1.launch};
+    t.t_lower_s += r * lower;
+    t.t_realistic_s += r * sum_max_affine(as, zs, 5, n);
+    t.t_upper_s += r * n * (upper_of(p0) + upper_of(p1)) / 2;
+    t.flops += r * n * (e0.flops + e1.flops) / 2;
+    t.bytes += r * n * (e0.main_bytes + e1.main_bytes) / 2;
+    t.comm_bytes += r * n * (c0.total_link_bytes() + c1.total_link_bytes()) / 2;
+    t.launches += r * n * c0.launches;
+    // Attribute each kernel's summed time to its bound at the midpoint of the range.
+    t.lower_by_bound_s[static_cast<int>(e1.t_lower_s >= e0.t_lower_s ? e1.bound : e0.bound)] += r * lower;
+    t.lower_by_class_s[static_cast<int>(g0.ops[i].cls)] += r * lower;
+  }
+  if (graphs) {
+    t.t_lower_s += n * chip.launch_overhead_s;
+    t.t_upper_s += n * chip.launch_overhead_s;
+    t.t_realistic_s += n * chip.launch_overhead_s;
+    t.launches += n;
+    t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += n * chip.launch_overhead_s;
+  }
+}
+
+void add_phase(PhaseTimes& into, const PhaseTimes& t) {
+  into.t_lower_s += t.t_lower_s;
+  into.t_upper_s += t.t_upper_s;
+  into.t_realistic_s += t.t_realistic_s;
+  into.flops += t.flops;
+  into.bytes += t.bytes;
+  into.comm_bytes += t.comm_bytes;
+  into.launches += t.launches;
+  for (int b = 0; b < 4; ++b) into.lower_by_bound_s[b] += t.lower_by_bound_s[b];
+  for (int b = 0; b < 6; ++b) into.lower_by_class_s[b] += t.lower_by_class_s[b];
+}
+
+double weight_bytes(const Graph& g) {
+  double w = 0;
+  for (int i = 0; i < g.op_count; ++i) w += g.ops[i].weight_bytes * g.repeat(i);
+  return w;
+}
+
+// Peak live activations during one prefill layer on one chip, per sequence of `tokens`.
+double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) {
+  const double s = bytes(f.precision.activation);
+  const double tp = static_cast<double>(f.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double kvh = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
+  const double attn = m.is_mla() ? heads * static_cast<double>(m.head_dim + m.mla.qk_nope_head_dim + m.mla.v_head_dim)
+                                 : (heads + 2 * kvh) * static_cast<double>(m.head_dim);
+  double mlp = 2 * static_cast<double>(m.intermediate) / tp;
+  if (m.is_moe()) {
+    mlp = std::max(mlp, 2 * static_cast<double>(m.moe.experts_per_token * m.moe.intermediate) / tp);
+  }
+  // Residual stream and normalised input, plus the widest intermediate.
+  double act = tokens * (2 * h + std::max(attn, mlp)) * s;
+  if (f.attention == ops::AttentionImpl::naive) act += seqs * heads * (tokens / seqs) * (tokens / seqs) * s;
+  // fp32 logits of the last position of each sequence.
+  act += seqs * static_cast<double>(m.vocab) / tp * 4;
+  return act;
+}
+
+}  // namespace
+
+void validate(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg) {
+  model::validate(m, cfg.forward);
+  auto positive = [](std::int64_t v, const char* flag, std::int64_t max) {
+    if (v < 1 || v > max) throw InputError(fmt::format("{}: {} is out of range: expected 1 to {}", flag, v, max));
+  };
+  positive(cfg.batch, "--batch", std::int64_t{1} << 24);
+  positive(cfg.prompt, "--prompt", std::int64_t{1} << 26);
+  positive(cfg.gen, "--gen", std::int64_t{1} << 26);
+  if (cfg.batch % cfg.forward.ep != 0) {
+    throw InputError(fmt::format("--batch: {} sequences do not split over --ep {} (attention is data-parallel across EP groups)",
+                                 cfg.batch, cfg.forward.ep));
+  }
+  if (sys.chip.main_bandwidth_Bps() <= 0) throw InputError(fmt::format("--hw {}: no main memory", sys.chip.name));
+  if ((cfg.forward.tp > 1 || cfg.forward.ep > 1) && sys.chip.links.empty()) {
+    throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
+  }
+}
+
+void infer(const model::ModelConfig& m, const hw::System& sys_in, const InferenceConfig& cfg, InferenceResult& out) {
+  validate(m, sys_in, cfg);
+  hw::System sys = sys_in;
+  sys.chips = static_cast<int>(cfg.forward.tp * cfg.forward.ep);
+  const hw::ChipSpec& chip = sys.chip;
+  const auto& f = cfg.forward;
+  const double B = static_cast<double>(cfg.batch), P = static_cast<double>(cfg.prompt);
+  const double G = static_cast<double>(cfg.gen);
+  out.chips = static_cast<double>(sys.chips);
+
+  // Prefill: every prompt token, causal over the prompt.
+  model::build_forward(m, f, sys, {B, P, P}, out.prefill_graph);
+  evaluate(out.prefill_graph, chip, false, out.prefill_ops, out.prefill);
+
+  // Decode: gen - 1 steps; step i (1-based) attends to prompt + i positions.
+  const double steps = G - 1;
+  out.decode_total = {};
+  if (steps >= 1) {
+    Graph first;
+    model::build_forward(m, f, sys, {B, 1, P + 1}, first);
+    std::array<OpRow, Graph::kMaxOps> scratch;
+    evaluate(first, chip, cfg.cuda_graphs, scratch, out.decode_first);
+    model::build_forward(m, f, sys, {B, 1, P + steps}, out.decode_graph);
+    evaluate(out.decode_graph, chip, cfg.cuda_graphs, out.decode_ops, out.decode_last);
+    // Sliding windows put a kink at context = window: sum the two straight pieces apart.
+    const double w = static_cast<double>(m.sliding_window);
+    if (w > P + 1 && w < P + steps) {
+      Graph at_w, after_w;
+      const double n1 = w - P;  // steps with context P+1 .. w
+      model::build_forward(m, f, sys, {B, 1, w}, at_w);
+      PhaseTimes a, b;
+      sum_steps(first, at_w, chip, cfg.cuda_graphs, n1, a);
+      model::build_forward(m, f, sys, {B, 1, w + 1}, after_w);
+      sum_steps(after_w, out.decode_graph, chip, cfg.cuda_graphs, steps - n1, b);
+      add_phase(out.decode_total, a);
+      add_phase(out.decode_total, b);
+    } else {
+      sum_steps(first, out.decode_graph, chip, cfg.cuda_graphs, steps, out.decode_total);
+    }
+    finish(out.decode_total);
+  } else {
+    out.decode_first = out.decode_last = {};
+    out.decode_graph.clear();
+  }
+
+  out.ttft_s = out.prefill.t_realistic_s;
+  out.e2e_s = out.prefill.t_realistic_s + out.decode_total.t_realistic_s;
+  out.e2e_lower_s = out.prefill.t_lower_s + out.decode_total.t_lower_s;
+  out.e2e_upper_s = out.prefill.t_upper_s + out.decode_total.t_upper_s;
+  out.tpot_s = steps >= 1 ? out.decode_total.t_realistic_s / steps : 0;
+  out.throughput_tokens_per_s = out.e2e_s > 0 ? B * (P + G) / out.e2e_s : 0;
+  out.output_tokens_per_s = out.e2e_s > 0 ? B * G / out.e2e_s : 0;
+
+  // Memory on one chip.
+  auto& mem = out.memory;
+  mem.weights_bytes = weight_bytes(out.prefill_graph);
+  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
+  mem.kv_cache_bytes = model::kv_cache_bytes(m, f, B, P + G);
+  const double seqs = B / static_cast<double>(f.ep);
+  mem.activations_bytes = activation_bytes(m, f, seqs, seqs * P);
+  mem.total_bytes = mem.weights_bytes + mem.kv_cache_bytes + mem.activations_bytes;
+  mem.capacity_bytes = chip.main_capacity_bytes();
+  mem.fits = mem.total_bytes <= mem.capacity_bytes;
+  // Largest batch: weights fixed, KV cache and activations grow with the batch (per EP group of sequences).
+  const double per_seq = model::kv_cache_bytes(m, f, static_cast<double>(f.ep), P + G) +
+                         activation_bytes(m, f, 1, P);
+  const double room = mem.capacity_bytes - mem.weights_bytes;
+  out.max_batch = room > 0 ? static_cast<std::int64_t>(std::floor(room / per_seq)) * f.ep : 0;
+
+  model::ParamCount pc = model::count_params(m);
+  out.params = pc.total;
+  out.active_params = pc.active;
+
+  // Critical batch: a decode GEMM X[batch, hidden]·W[hidden, width/tp] in these dtypes turns
+  // compute-bound (seed 003). A MoE expert sees batch·k/E of the tokens.
+  {
+    OpConfig op;
+    op.kind = OpKind::matmul;
+    op.k = m.hidden;
+    const std::int64_t width = m.is_moe() ? m.moe.intermediate : m.intermediate;
+    op.n = std::max<std::int64_t>(1, width / f.tp);
+    op.a_dtype = f.precision.activation;
+    DType w = f.precision.weight.value_or(m.quantized ? m.quant.dtype : m.weight_dtype);
+    op.b_dtype = w;
+    op.out_dtype = f.precision.activation;
+    if (f.precision.compute) op.compute_dtype = f.precision.compute;
+    hw::System one = sys;
+    one.chip.launch_overhead_s = 0;  // the roofline crossing, not the launch floor
+    ThresholdResult r = solve_threshold(op, one, SolveVar::m);
+    double crit = r.found ? r.critical : 0;
+    if (m.is_moe() && crit > 0) crit *= static_cast<double>(m.moe.experts) / static_cast<double>(m.moe.experts_per_token);
+    out.critical_batch = crit;
+  }
+
+  // Launch overhead of one decode step, and what CUDA graphs save.
+  out.launch_overhead_s = chip.launch_overhead_s;
+  if (steps >= 1) {
+    out.decode_launch_s = out.decode_last.launches * chip.launch_overhead_s;
+    PhaseTimes with, without;
+    std::array<OpRow, Graph::kMaxOps> scratch;
+    evaluate(out.decode_graph, chip, true, scratch, with);
+    evaluate(out.decode_graph, chip, false, scratch, without);
+    out.cuda_graphs_gain_s = without.t_realistic_s - with.t_realistic_s;
+  }
+
+  // Seed 001's closed form for one decode step.
+  {
+    auto& q = out.quick;
+    const double N = out.chips;
+    q.t_memory_s = mem.total_bytes / chip.main_bandwidth_Bps();
+    DType cd = f.precision.compute.value_or(
+        ops::default_compute_dtype(f.precision.activation, f.precision.weight.value_or(m.weight_dtype)));
+    const double peak = chip.peak(hw::Unit::matrix, cd) * N;
+    q.t_compute_s = peak > 0 ? 2 * B * pc.active / peak : 0;
+    // 4 all-gathers per layer of the (B, D) activation; per chip of the N.
+    const int link = std::max(0, sys.comm_link(sys.chips));
+    const double bw = chip.links.empty() ? 0 : chip.links[link].chip_bandwidth_Bps();
+    q.t_network_s = (N > 1 && bw > 0) ? 4 * (N - 1) * B * static_cast<double>(m.hidden) * bytes(f.precision.activation) *
+                                            static_cast<double>(m.layers) / bw
+                                      : 0;
+    q.t_lower_s = std::max({q.t_memory_s, q.t_compute_s, q.t_network_s});
+    q.t_upper_s = q.t_memory_s + q.t_compute_s + q.t_network_s;
+  }
+}
+
+}  // namespace ridgeline::analysis

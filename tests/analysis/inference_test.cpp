@@ -1,0 +1,177 @@
+// Inference analysis: hand-derived expectations on bundled models and catalog chips.
+#include "ridgeline/analysis/inference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "ridgeline/analysis/block.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
+
+namespace ridgeline::analysis {
+namespace {
+
+hw::System chip(const char* name) {
+  hw::System s;
+  s.chip = io::catalog_chip(name);
+  s.chips_per_node = s.chip.chips_per_node;
+  return s;
+}
+
+std::unique_ptr<InferenceResult> run(const char* model, const char* hw, InferenceConfig cfg) {
+  auto r = std::make_unique<InferenceResult>();
+  infer(io::bundled_model(model), chip(hw), cfg, *r);
+  return r;
+}
+
+TEST(Inference, SevenBDecodeAtBatchOneIsWeightBytesOverBandwidth) {
+  // Llama-2-7B in fp16: 6738415616 x 2 bytes = 13.48 GB, of which a decode step reads all
+  // but the embedding table (one row of 32000 x 4096): 13.21 GB, 3.945 ms at 3.35 TB/s.
+  // With CUDA graphs the launch floor is gone; the KV cache (<= 255 tokens, 0.13 GB) and
+  // activations add about 1%.
+  InferenceConfig cfg;
+  cfg.cuda_graphs = true;
+  auto r = run("llama-2-7b", "h100-sxm", cfg);
+  const double weights = 6738415616.0 * 2;
+  EXPECT_DOUBLE_EQ(r->memory.weights_bytes, weights);
+  EXPECT_EQ(r->decode_last.bound, ops::Bound::memory);
+  const double streamed = weights - 32000.0 * 4096 * 2;
+  EXPECT_NEAR(r->decode_last.t_lower_s / (streamed / 3.35e12), 1.0, 0.03);
+  EXPECT_GE(r->decode_last.t_lower_s, streamed / 3.35e12);  // never faster than streaming the weights
+}
+
+TEST(Inference, PrefillAt2048TokensIsComputeBound) {
+  // 2 FLOPs per weight per token: 2·2048·6.6e9 / 989.4e12 = 27.5 ms of GEMMs, plus attention.
+  InferenceConfig cfg;
+  cfg.prompt = 2048;
+  auto r = run("llama-2-7b", "h100-sxm", cfg);
+  EXPECT_EQ(r->prefill.bound, ops::Bound::compute);
+  const double gemm = 2 * 2048 * (6738415616.0 - 2 * 131072000) / 989.4e12;
+  EXPECT_GT(r->prefill.t_lower_s, gemm);
+  EXPECT_LT(r->prefill.t_lower_s, 1.3 * gemm);
+}
+
+TEST(Inference, TensorParallelHalvesWeightsAndAddsAllReduces) {
+  InferenceConfig one, two;
+  two.forward.tp = 2;
+  auto a = run("llama-3.1-8b", "h100-sxm", one);
+  auto b = run("llama-3.1-8b", "h100-sxm", two);
+  // Norm weights are replicated: (2 per layer x 32 + final) x 4096 x 2 bytes; everything else halves.
+  const double norms = (2 * 32 + 1) * 4096.0 * 2;
+  EXPECT_DOUBLE_EQ(b->memory.weights_bytes, (a->memory.weights_bytes - norms) / 2 + norms);
+  // A decode step at batch 1: two all-reduces per layer plus the embedding's, of 4096 x 2
+  // bytes (a two-chip ring sends N), and the all-gather of the 128256 bf16 logits (half).
+  EXPECT_DOUBLE_EQ(a->decode_last.comm_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(b->decode_last.comm_bytes, 65 * 8192.0 + 128256.0);
+}
+
+TEST(Inference, QuickMethodOfSeed001) {
+  InferenceConfig cfg;
+  cfg.forward.tp = 2;
+  cfg.batch = 4;
+  auto r = run("llama-2-7b", "h100-sxm", cfg);
+  // T_network = 4(N-1)·B·D·S·L / NetBW = 4·1·4·4096·2·32 / 450e9.
+  EXPECT_DOUBLE_EQ(r->quick.t_network_s, 4.0 * 4 * 4096 * 2 * 32 / 450e9);
+  // t_compute = 2·B·P / compute over both chips.
+  EXPECT_DOUBLE_EQ(r->quick.t_compute_s, 2.0 * 4 * r->active_params / (2 * 989.4e12));
+  EXPECT_DOUBLE_EQ(r->quick.t_memory_s, r->memory.total_bytes / 3.35e12);
+}
+
+TEST(Inference, FitAndLargestBatch) {
+  InferenceConfig cfg;
+  auto one = run("llama-3.1-70b", "h100-sxm", cfg);
+  EXPECT_FALSE(one->memory.fits);  // 141 GB of bf16 weights on 80 GB
+  EXPECT_EQ(one->max_batch, 0);
+  cfg.forward.tp = 4;
+  auto four = run("llama-3.1-70b", "h100-sxm", cfg);
+  EXPECT_TRUE(four->memory.fits);
+  // The largest batch leaves no room for one more sequence.
+  const double per_seq_kv = four->memory.kv_bytes_per_token * 256;  // prompt 128 + gen 128
+  EXPECT_GT(four->max_batch, 0);
+  EXPECT_LT(four->memory.weights_bytes + static_cast<double>(four->max_batch) * per_seq_kv, 80e9);
+  EXPECT_GT(four->memory.weights_bytes + static_cast<double>(four->max_batch + 1) * (per_seq_kv + 1e9), 80e9 - 1e9);
+}
+
+TEST(Inference, KvCacheBytes) {
+  // Llama-3.1-8B: 32 layers x 2 (K, V) x 8 heads x 128 x 2 bytes = 131072 bytes per token.
+  InferenceConfig cfg;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  EXPECT_DOUBLE_EQ(r->memory.kv_bytes_per_token, 131072.0);
+  EXPECT_DOUBLE_EQ(r->memory.kv_cache_bytes, 131072.0 * 256);
+  // DeepSeek-V3's MLA caches the 512-wide latent and the 64-wide RoPE key: 61 x 576 x 2.
+  auto ds = run("deepseek-v3", "h200", [] {
+    InferenceConfig c;
+    c.forward.tp = 8;
+    return c;
+  }());
+  EXPECT_DOUBLE_EQ(ds->memory.kv_bytes_per_token, 61 * 576 * 2.0);
+  // fp8 KV halves it.
+  cfg.forward.precision.kv_cache = DType::fp8_e4m3;
+  EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "h100-sxm", cfg)->memory.kv_bytes_per_token, 65536.0);
+}
+
+TEST(Inference, DecodeSumIsExactAcrossTheSlidingWindow) {
+  // Mistral-7B's 4096-token window: 100 steps from context 4050 cross it. The summed decode
+  // equals the steps evaluated one by one (a one-step run at each context).
+  InferenceConfig cfg;
+  cfg.prompt = 4050;
+  cfg.gen = 101;
+  cfg.batch = 64;
+  auto whole = run("mistral-7b", "h100-sxm", cfg);
+  double lower = 0, realistic = 0, upper = 0;
+  for (int i = 0; i < 100; ++i) {
+    InferenceConfig step = cfg;
+    step.prompt = 4050 + i;
+    step.gen = 2;
+    auto r = run("mistral-7b", "h100-sxm", step);
+    lower += r->decode_total.t_lower_s;
+    realistic += r->decode_total.t_realistic_s;
+    upper += r->decode_total.t_upper_s;
+  }
+  EXPECT_NEAR(whole->decode_total.t_lower_s / lower, 1.0, 1e-9);
+  EXPECT_NEAR(whole->decode_total.t_realistic_s / realistic, 1.0, 1e-9);
+  EXPECT_NEAR(whole->decode_total.t_upper_s / upper, 1.0, 1e-9);
+}
+
+TEST(Inference, MoeDecodeReadsOnlyTheExpertsItTouches) {
+  // Mixtral at batch 1: 2 of 8 experts per layer are read: 2 x 3 x 4096 x 14336 x 2 bytes.
+  InferenceConfig cfg;
+  cfg.cuda_graphs = true;
+  auto r = run("mixtral-8x7b", "h100-sxm", cfg);
+  double expert_bytes = 0;
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    const auto& op = r->decode_graph.ops[i];
+    if (std::string(op.name).rfind("experts_", 0) == 0 && op.cls == model::OpClass::gemm) {
+      expert_bytes += r->decode_ops[i].e.main_bytes;  // one layer
+    }
+  }
+  const double weights = 2 * 3 * 4096.0 * 14336 * 2;
+  EXPECT_NEAR(expert_bytes / weights, 1.0, 0.001);  // plus 2 routed tokens' activations
+}
+
+TEST(Inference, BadPlansAreClearErrors) {
+  InferenceConfig cfg;
+  cfg.forward.tp = 3;
+  EXPECT_THROW(run("llama-3.1-8b", "h100-sxm", cfg), InputError);  // 32 heads
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 2;
+  EXPECT_THROW(run("llama-3.1-8b", "h100-sxm", cfg), InputError);  // not MoE
+  cfg.forward.ep = 3;
+  EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);  // 8 experts
+}
+
+TEST(Block, SeedShapesReproduceSeed000) {
+  BlockConfig cfg;
+  cfg.seed_shapes = true;
+  BlockResult r = block(cfg, chip("h200"));
+  const double R = 989.4 / 4.8, h = 4096;
+  EXPECT_NEAR(r.units_by_part[0], 12.0, 1e-9);             // 4 + 3 x 8/3
+  EXPECT_NEAR(r.units_by_part[1], 2 * 4096 / h, 1e-9);     // 2s/h
+  EXPECT_NEAR(r.units_by_part[2], 19 * R / h, 1e-9);       // 9.5 (s,h) read+write passes: 19R/h = 0.956
+  EXPECT_NEAR(r.units_by_part[3], 4 * 989.4e12 / (450e9 * h), 1e-9);  // 4 x 2sh/450e9 over 2sh²/989.4e12 = 2.147
+}
+
+}  // namespace
+}  // namespace ridgeline::analysis
