@@ -4,9 +4,12 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 
+#include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/io/model_file.hpp"
 #include "ridgeline/analysis/threshold.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/ops/estimate.hpp"
@@ -69,5 +72,43 @@ void BM_ThresholdSolve(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ThresholdSolve);
+
+// One full inference evaluation of Llama-3.1-70B on 4 H100s: prefill at 2048 tokens and
+// every decode step of 256 (summed exactly), memory and fit.
+void BM_Infer70B(benchmark::State& state) {
+  const hw::System sys = h100();
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::InferenceConfig cfg;
+  cfg.forward.tp = 4;
+  cfg.batch = 16;
+  cfg.prompt = 2048;
+  cfg.gen = 256;
+  auto r = std::make_unique<analysis::InferenceResult>();
+  long before = g_allocations.load();
+  for (auto _ : state) {
+    analysis::infer_core(m, sys, cfg, *r);
+    benchmark::DoNotOptimize(r->e2e_s);
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_Infer70B);
+
+// The same with everything the CLI reports: parameter counts, critical batch, CUDA graphs.
+void BM_Infer70BFull(benchmark::State& state) {
+  const hw::System sys = h100();
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::InferenceConfig cfg;
+  cfg.forward.tp = 4;
+  cfg.batch = 16;
+  cfg.prompt = 2048;
+  cfg.gen = 256;
+  auto r = std::make_unique<analysis::InferenceResult>();
+  for (auto _ : state) {
+    analysis::infer(m, sys, cfg, *r);
+    benchmark::DoNotOptimize(r->e2e_s);
+  }
+}
+BENCHMARK(BM_Infer70BFull);
 
 }  // namespace

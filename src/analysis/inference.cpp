@@ -109,14 +109,16 @@ void evaluate(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<
   finish(t);
 }
 
-// Exact sum of decode-step times for contexts kv0 .. kv1 (n steps), from the graphs at the
-// two ends (every part is affine in the context within a segment).
-void sum_steps(const Graph& g0, const Graph& g1, const hw::ChipSpec& chip, bool graphs, double n, PhaseTimes& t) {
+// Exact sum of decode-step times for n steps whose ends are the evaluated graphs (g0, r0)
+// and (g1, r1): every part of every kernel is affine in the context within a segment.
+void sum_steps(const Graph& g0, const std::array<OpRow, Graph::kMaxOps>& r0, const Graph& g1,
+               const std::array<OpRow, Graph::kMaxOps>& r1, const hw::ChipSpec& chip, bool graphs, double n, PhaseTimes& t) {
   const auto& eff = chip.efficiency;
   for (int i = 0; i < g0.op_count; ++i) {
-    ops::Cost c0 = g0.ops[i].cost, c1 = g1.ops[i].cost;
-    if (graphs) c0.launches = c1.launches = 0;
-    const ops::Estimate e0 = ops::estimate(c0, chip), e1 = ops::estimate(c1, chip);
+    const ops::Estimate& e0 = r0[i].e;
+    const ops::Estimate& e1 = r1[i].e;
+    const ops::Cost& c0 = g0.ops[i].cost;
+    const ops::Cost& c1 = g1.ops[i].cost;
     const Parts p0 = parts_of(e0), p1 = parts_of(e1);
     const double r = g0.repeat(i);
     const double a[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
@@ -130,8 +132,8 @@ void sum_steps(const Graph& g0, const Graph& g1, const hw::ChipSpec& chip, bool 
     t.flops += r * n * (e0.flops + e1.flops) / 2;
     t.bytes += r * n * (e0.main_bytes + e1.main_bytes) / 2;
     t.comm_bytes += r * n * (c0.total_link_bytes() + c1.total_link_bytes()) / 2;
-    t.launches += r * n * c0.launches;
-    // Attribute each kernel's summed time to its bound at the midpoint of the range.
+    t.launches += r * n * (graphs ? 0 : c0.launches);
+    // Attribute each kernel's summed time to its bound at the longer end of the range.
     t.lower_by_bound_s[static_cast<int>(e1.t_lower_s >= e0.t_lower_s ? e1.bound : e0.bound)] += r * lower;
     t.lower_by_class_s[static_cast<int>(g0.ops[i].cls)] += r * lower;
   }
@@ -205,13 +207,16 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const Inferenc
 
 void infer(const model::ModelConfig& m, const hw::System& sys_in, const InferenceConfig& cfg, InferenceResult& out) {
   validate(m, sys_in, cfg);
-  hw::System sys = sys_in;
-  sys.chips = static_cast<int>(cfg.forward.tp * cfg.forward.ep);
+  infer_core(m, sys_in, cfg, out);
+  infer_details(m, sys_in, cfg, out);
+}
+
+void infer_core(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out) noexcept {
   const hw::ChipSpec& chip = sys.chip;
   const auto& f = cfg.forward;
   const double B = static_cast<double>(cfg.batch), P = static_cast<double>(cfg.prompt);
   const double G = static_cast<double>(cfg.gen);
-  out.chips = static_cast<double>(sys.chips);
+  out.chips = static_cast<double>(f.tp * f.ep);
 
   // Prefill: every prompt token, causal over the prompt.
   model::build_forward(m, f, sys, {B, P, P}, out.prefill_graph);
@@ -221,26 +226,29 @@ void infer(const model::ModelConfig& m, const hw::System& sys_in, const Inferenc
   const double steps = G - 1;
   out.decode_total = {};
   if (steps >= 1) {
-    Graph first;
+    Graph& first = out.scratch_graph[0];
+    auto& first_ops = out.scratch_ops[0];
     model::build_forward(m, f, sys, {B, 1, P + 1}, first);
-    std::array<OpRow, Graph::kMaxOps> scratch;
-    evaluate(first, chip, cfg.cuda_graphs, scratch, out.decode_first);
+    evaluate(first, chip, cfg.cuda_graphs, first_ops, out.decode_first);
     model::build_forward(m, f, sys, {B, 1, P + steps}, out.decode_graph);
     evaluate(out.decode_graph, chip, cfg.cuda_graphs, out.decode_ops, out.decode_last);
     // Sliding windows put a kink at context = window: sum the two straight pieces apart.
     const double w = static_cast<double>(m.sliding_window);
     if (w > P + 1 && w < P + steps) {
-      Graph at_w, after_w;
+      Graph& at_w = out.scratch_graph[1];
+      Graph& after_w = out.scratch_graph[2];
+      PhaseTimes a, b, ignored;
       const double n1 = w - P;  // steps with context P+1 .. w
       model::build_forward(m, f, sys, {B, 1, w}, at_w);
-      PhaseTimes a, b;
-      sum_steps(first, at_w, chip, cfg.cuda_graphs, n1, a);
+      evaluate(at_w, chip, cfg.cuda_graphs, out.scratch_ops[1], ignored);
       model::build_forward(m, f, sys, {B, 1, w + 1}, after_w);
-      sum_steps(after_w, out.decode_graph, chip, cfg.cuda_graphs, steps - n1, b);
+      evaluate(after_w, chip, cfg.cuda_graphs, out.scratch_ops[2], ignored);
+      sum_steps(first, first_ops, at_w, out.scratch_ops[1], chip, cfg.cuda_graphs, n1, a);
+      sum_steps(after_w, out.scratch_ops[2], out.decode_graph, out.decode_ops, chip, cfg.cuda_graphs, steps - n1, b);
       add_phase(out.decode_total, a);
       add_phase(out.decode_total, b);
     } else {
-      sum_steps(first, out.decode_graph, chip, cfg.cuda_graphs, steps, out.decode_total);
+      sum_steps(first, first_ops, out.decode_graph, out.decode_ops, chip, cfg.cuda_graphs, steps, out.decode_total);
     }
     finish(out.decode_total);
   } else {
@@ -272,6 +280,14 @@ void infer(const model::ModelConfig& m, const hw::System& sys_in, const Inferenc
   const double room = mem.capacity_bytes - mem.weights_bytes;
   out.max_batch = room > 0 ? static_cast<std::int64_t>(std::floor(room / per_seq)) * f.ep : 0;
 
+}
+
+void infer_details(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out) {
+  const hw::ChipSpec& chip = sys.chip;
+  const auto& f = cfg.forward;
+  const double B = static_cast<double>(cfg.batch);
+  const double steps = static_cast<double>(cfg.gen - 1);
+  const auto& mem = out.memory;
   model::ParamCount pc = model::count_params(m);
   out.params = pc.total;
   out.active_params = pc.active;
@@ -302,9 +318,8 @@ void infer(const model::ModelConfig& m, const hw::System& sys_in, const Inferenc
   if (steps >= 1) {
     out.decode_launch_s = out.decode_last.launches * chip.launch_overhead_s;
     PhaseTimes with, without;
-    std::array<OpRow, Graph::kMaxOps> scratch;
-    evaluate(out.decode_graph, chip, true, scratch, with);
-    evaluate(out.decode_graph, chip, false, scratch, without);
+    evaluate(out.decode_graph, chip, true, out.scratch_ops[0], with);
+    evaluate(out.decode_graph, chip, false, out.scratch_ops[0], without);
     out.cuda_graphs_gain_s = without.t_realistic_s - with.t_realistic_s;
   }
 
@@ -318,7 +333,7 @@ void infer(const model::ModelConfig& m, const hw::System& sys_in, const Inferenc
     const double peak = chip.peak(hw::Unit::matrix, cd) * N;
     q.t_compute_s = peak > 0 ? 2 * B * pc.active / peak : 0;
     // 4 all-gathers per layer of the (B, D) activation; per chip of the N.
-    const int link = std::max(0, sys.comm_link(sys.chips));
+    const int link = std::max(0, sys.comm_link(static_cast<int>(N)));
     const double bw = chip.links.empty() ? 0 : chip.links[link].chip_bandwidth_Bps();
     q.t_network_s = (N > 1 && bw > 0) ? 4 * (N - 1) * B * static_cast<double>(m.hidden) * bytes(f.precision.activation) *
                                             static_cast<double>(m.layers) / bw

@@ -84,10 +84,20 @@ struct InferenceResult {
   QuickEstimate quick;
   model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
   std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};
+  // Scratch reused between evaluations (so evaluating never allocates or clears large buffers).
+  model::Graph scratch_graph[3];
+  std::array<OpRow, model::Graph::kMaxOps> scratch_ops[3]{};
 };
 
 /// Validates the plan (InputError naming the flag) and evaluates it into `out`.
 void infer(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);
+
+/// The evaluation path: prefill, decode, latencies, throughput, memory, max batch.
+/// Assumes a validated plan; never allocates, never throws.
+void infer_core(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out) noexcept;
+/// What `infer` adds for the report: parameter counts, critical batch, CUDA-graph gain,
+/// seed 001's quick estimate. Needs infer_core's result.
+void infer_details(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);
 
 /// Throws InputError naming the flag for impossible inputs.
 void validate(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg);
