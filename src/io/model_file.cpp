@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -37,8 +38,8 @@ class Reader {
       double d = 0;
       if (v.is_number_integer() || v.is_number_unsigned()) {
         d = v.get<double>();
-      } else if (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<i64>(v.get<double>()))) {
-        d = v.get<double>();
+      } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::floor(v.get<double>()) == v.get<double>()) {
+        d = v.get<double>();  // 4096.0; the range check below bounds it before any cast
       } else {
         fail(k, fmt::format("expected a positive integer, got {}", v.dump()));
       }
@@ -114,6 +115,7 @@ model::ModelConfig parse(const json& j, std::string_view source) {
 
   m.hidden = r.required({"hidden_size", "n_embd", "d_model"});
   m.layers = r.required({"num_hidden_layers", "n_layer", "num_layers"});
+  if (m.layers > 65536) r.fail("num_hidden_layers", fmt::format("{} layers: expected at most 65536", m.layers));
   m.heads = r.required({"num_attention_heads", "n_head"});
   m.kv_heads = r.integer({"num_key_value_heads"}).value_or(m.heads);
   if (m.kv_heads <= 0) r.fail("num_key_value_heads", "must be at least 1");
@@ -180,6 +182,7 @@ model::ModelConfig parse(const json& j, std::string_view source) {
 
   // Mixture of experts.
   m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts"}).value_or(0);
+  if (m.moe.experts > 65536) r.fail("num_local_experts", fmt::format("{} experts: expected at most 65536", m.moe.experts));
   if (m.moe.experts > 0) {
     m.moe.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0);
     if (m.moe.experts_per_token <= 0) r.fail("num_experts_per_tok", "required for a mixture of experts");
@@ -238,6 +241,9 @@ model::ModelConfig parse_model_config(std::string_view text, std::string_view so
     j = json::parse(text, nullptr, true, false);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}: expected a Hugging Face config.json", source, e.byte));
+  } catch (const json::exception& e) {
+    // e.g. a number too large for a double
+    throw InputError(fmt::format("{}: unreadable JSON: {}", source, e.what()));
   }
   try {
     return parse(j, source);

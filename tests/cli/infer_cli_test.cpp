@@ -1,0 +1,91 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(InferCli, ContractKeys) {
+  auto j = run_json("infer --model llama-3.1-8b --hw h100-sxm --batch 4 --prompt 512 --gen 64");
+  for (const char* k : {"prefill", "decode", "ttft_s", "tpot_s", "throughput_tokens_per_s", "output_tokens_per_s", "memory",
+                        "max_batch", "params", "active_params", "ops"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  for (const char* k : {"weights_bytes", "kv_cache_bytes", "activations_bytes", "total_bytes", "fits"}) {
+    EXPECT_TRUE(j["memory"].contains(k)) << k;
+  }
+  for (const char* phase : {"prefill", "decode"}) {
+    EXPECT_LE(j[phase]["t_lower_s"].get<double>(), j[phase]["t_upper_s"].get<double>()) << phase;
+  }
+  EXPECT_DOUBLE_EQ(j["ttft_s"].get<double>(), j["prefill"]["t_realistic_s"].get<double>());
+  EXPECT_DOUBLE_EQ(j["tpot_s"].get<double>(), j["decode"]["t_realistic_s"].get<double>());
+  // Static batching: 4 x 64 generated tokens over the end-to-end time.
+  EXPECT_NEAR(j["output_tokens_per_s"].get<double>(), 4 * 64 / j["e2e_latency_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(j["params"].get<double>(), 8030261248.0, 1.0);
+  EXPECT_GT(j["ops"].size(), 20u);
+}
+
+TEST(InferCli, ChipsSetTensorParallelism) {
+  auto j = run_json("infer --model llama-3.1-70b --hw h100-sxm --chips 4");
+  EXPECT_EQ(j["tp"], 4);
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  auto one = run_json("infer --model llama-3.1-70b --hw h100-sxm");
+  EXPECT_FALSE(one["memory"]["fits"].get<bool>());
+}
+
+TEST(InferCli, UserConfigJson) {
+  // A config.json of an unknown model_type with the standard fields works.
+  std::string path = std::string(RIDGELINE_TMP_DIR) + "/tiny_config.json";
+  std::ofstream(path) << R"({"model_type": "my_llama", "hidden_size": 256, "intermediate_size": 1024,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})";
+  auto j = run_json("infer --model " + path + " --hw h100-sxm");
+  // 2 x (4·256² + 3·256·1024 + 2·256) + 2·1000·256 + 256 = 2 x 1049088 + 512256.
+  EXPECT_DOUBLE_EQ(j["params"].get<double>(), 2 * 1049088.0 + 512256);
+}
+
+TEST(InferCli, BadInput) {
+  for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"infer --model llama-3.1-8b --tp 3", "--tp"},
+           {"infer --model llama-9-1b", "llama-9-1b"},
+           {"infer --model llama-3.1-8b --batch 0", "--batch"},
+           {"infer --model llama-3.1-8b --kv-dtype fp7", "--kv-dtype"},
+           {"infer --model llama-3.1-8b --ep 2", "--ep"},
+           {"infer --model llama-3.1-8b --chips 4 --tp 2", "--chips"},
+           {"infer --model /nonexistent/config.json", "/nonexistent/config.json"},
+           {"infer --model llama-3.1-8b --weight-dtype fp4 --compute-dtype fp4 --hw h100-sxm", "fp4"}}) {
+    RunResult r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
+  std::string bad = std::string(RIDGELINE_TMP_DIR) + "/bad_config.json";
+  std::ofstream(bad) << R"({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 2, "vocab_size": 10})";
+  RunResult r = run("infer --model " + bad);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("num_attention_heads"), std::string::npos) << r.err;
+}
+
+TEST(ModelsCli, ListsTheBundledModels) {
+  auto j = run_json("models");
+  ASSERT_EQ(j.size(), 13u);
+  for (const auto& m : j) EXPECT_GT(m["params"].get<double>(), 1e9) << m;
+}
+
+TEST(BlockCli, SeedAndExactShapes) {
+  auto seed = run_json("block --hw h200 --hidden 4096 --seq 4096 --cp 8 --shapes seed");
+  // Seed 000 at h = 4096 on the H200: 12 GEMM units, 2s/h = 2, memory-bound ops 19R/h = 0.956
+  // (the seed's 3914/h = 0.95), four all-to-alls 4·989.4e12/(450e9·h) = 2.147 (the seed's 2.1).
+  EXPECT_NEAR(seed["units_by_part"]["gemm"].get<double>(), 12, 1e-9);
+  EXPECT_NEAR(seed["units_by_part"]["attention"].get<double>(), 2, 1e-9);
+  EXPECT_NEAR(seed["units_by_part"]["memory"].get<double>(), 0.95, 0.01);
+  EXPECT_NEAR(seed["units_by_part"]["comm"].get<double>(), 2.1, 0.05);
+  auto exact = run_json("block --hw h200 --model llama-2-7b --seq 4096 --cp 8");
+  // Causal attention halves the seed's 2s/h: (s+1)/h.
+  EXPECT_NEAR(exact["units_by_part"]["attention"].get<double>(), 4097.0 / 4096, 1e-3);
+  EXPECT_GT(exact["units_by_part"]["memory"].get<double>(), seed["units_by_part"]["memory"].get<double>());
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
