@@ -19,6 +19,9 @@ Commands
   hw list | hw show NAME       the hardware catalog: peaks, memory, links, ridge points
   op KIND ...                  one operation: FLOPs, bytes, intensity, times, bound
   threshold KIND ... --solve V the value of V at which the op becomes compute-bound
+  models                       the bundled models (Hugging Face configs) and their parameters
+  infer --model M ...          serving a model: TTFT, TPOT, throughput, memory, per-op bounds
+  block ...                    one transformer block in units of one (s,h)x(h,h) GEMM
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
