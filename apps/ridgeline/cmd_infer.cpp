@@ -16,7 +16,8 @@ namespace {
 
 struct InferFlags {
   HardwareFlags hw;
-  bool json = false, cuda_graphs = false, all_ops = false;
+  bool json = false, cuda_graphs = false, all_ops = false, sequence_parallel = false;
+  std::string method = "detailed";
   std::string model = "llama-3.1-8b", tp, ep = "1", batch = "1", prompt = "128", gen = "128";
   std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "ring";
 };
@@ -56,6 +57,8 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
   infer->add_option("--algo", f->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
   infer->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
   infer->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
+  infer->add_flag("--sequence-parallel", f->sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
+  infer->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
   commands.push_back({infer, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::InferenceConfig cfg;
@@ -86,6 +89,10 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f->algo));
                         fw.algo = *algo;
                         cfg.cuda_graphs = f->cuda_graphs;
+                        fw.sequence_parallel = f->sequence_parallel;
+                        if (f->method != "detailed" && f->method != "quick") {
+                          throw InputError(fmt::format("--method: '{}' is not a method: expected detailed or quick", f->method));
+                        }
                         HardwareFlags hwf = f->hw;
                         hwf.chips.clear();
                         hw::System sys = load_system(hwf);
@@ -93,7 +100,9 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         analysis::infer(m, sys, cfg, *r);
                         // Every kernel's dtype must exist on the chip.
                         for (int i = 0; i < r->prefill_graph.op_count; ++i) ops::check_supported(r->prefill_graph.ops[i].cost, sys.chip);
-                        emit(f->json, report::inference_json(m, sys, cfg, *r), report::inference_text(m, sys, cfg, *r, f->all_ops));
+                        std::string text = report::inference_text(m, sys, cfg, *r, f->all_ops);
+                        if (f->method == "quick") text = report::quick_text(cfg, *r) + "\n" + text;
+                        emit(f->json, report::inference_json(m, sys, cfg, *r), text);
                       }});
 }
 

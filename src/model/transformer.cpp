@@ -90,11 +90,32 @@ void tp_allreduce(Ctx& c, const char* name, Block block) {
   collective(c, name, block, comm::Collective::all_reduce, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
 }
 
+// Tokens of the ops outside the tensor-parallel region (norms, residuals).
+double outer_tokens(const Ctx& c) { return c.f.sequence_parallel ? c.tokens / c.tp : c.tokens; }
+
+// Entering the tensor-parallel region: with sequence parallelism, gather the sequence.
+void tp_enter(Ctx& c, const char* name, Block block) {
+  if (!c.f.sequence_parallel) return;
+  collective(c, name, block, comm::Collective::all_gather, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp,
+             c.tp_link, c.f.algo);
+}
+
+// Leaving it: all-reduce the partial sums, or reduce-scatter them over the sequence.
+void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name, Block block) {
+  if (!c.f.sequence_parallel) {
+    tp_allreduce(c, allreduce_name, block);
+    return;
+  }
+  collective(c, reducescatter_name, block, comm::Collective::reduce_scatter,
+             c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
+}
+
 void attention_block(Ctx& c, double window) {
   const ModelConfig& m = c.m;
   const double h = static_cast<double>(m.hidden), H = static_cast<double>(m.heads), T = c.tokens;
   const double hd = static_cast<double>(m.head_dim);
-  norm(c, "input_norm", Block::attention, T, h, h);
+  norm(c, "input_norm", Block::attention, outer_tokens(c), h, h);
+  tp_enter(c, "attn_allgather", Block::attention);
   ops::AttentionShape a;
   a.batch = c.batch;
   a.q_len = c.q_len;
@@ -177,8 +198,8 @@ void attention_block(Ctx& c, double window) {
     o_in = c.heads * hd;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
-  tp_allreduce(c, "attn_allreduce", Block::attention);
-  elementwise(c, "attn_residual", Block::attention, T, h, 2, 1, 1);
+  tp_exit(c, "attn_allreduce", "attn_reducescatter", Block::attention);
+  elementwise(c, "attn_residual", Block::attention, outer_tokens(c), h, 2, 1, 1);
 }
 
 // A dense MLP of width `width` (whole model) split over tp.
@@ -250,15 +271,16 @@ void moe_mlp(Ctx& c) {
 void layer(Ctx& c, bool moe, double window) {
   attention_block(c, window);
   const double h = static_cast<double>(c.m.hidden);
-  norm(c, "post_attention_norm", Block::mlp, c.tokens, h, h);
+  norm(c, "post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+  tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   if (moe) {
     moe_mlp(c);
   } else {
     dense_mlp(c, Block::mlp, static_cast<double>(c.m.intermediate), "gate_proj", "up_proj",
               c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
   }
-  tp_allreduce(c, "mlp_allreduce", moe ? Block::moe : Block::mlp);
-  elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, c.tokens, h, 2, 1, 1);
+  tp_exit(c, "mlp_allreduce", "mlp_reducescatter", moe ? Block::moe : Block::mlp);
+  elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h, 2, 1, 1);
 }
 
 }  // namespace

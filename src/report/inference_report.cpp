@@ -230,6 +230,22 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   return out;
 }
 
+std::string quick_text(const analysis::InferenceConfig& cfg, const analysis::InferenceResult& r) {
+  std::string out = "seed 001's closed form, one decode step:\n";
+  out += fmt::format("  t_mem     = memory / bandwidth          {}\n", t(r.quick.t_memory_s));
+  out += fmt::format("  t_compute = 2·B·P_active / peak          {}\n", t(r.quick.t_compute_s));
+  out += fmt::format("  T_network = 4(N-1)·B·D·S·L / link        {}\n", t(r.quick.t_network_s));
+  out += fmt::format("  TPOT      = {} .. {} (max .. sum)\n", t(r.quick.t_lower_s), t(r.quick.t_upper_s));
+  if (cfg.gen > 1) {
+    out += fmt::format("detailed TPOT: {} .. {} (lower .. upper), {} realistic; the detailed model reads what each\n",
+                       t(r.decode_total.t_lower_s / static_cast<double>(cfg.gen - 1)),
+                       t(r.decode_total.t_upper_s / static_cast<double>(cfg.gen - 1)), t(r.tpot_s));
+    out += "kernel reads (not the whole memory), charges kernels shorter than a launch at the launch\n";
+    out += "overhead, and counts the tensor-parallel all-reduces instead of 4 all-gathers per layer.\n";
+  }
+  return out;
+}
+
 namespace {
 constexpr const char* kParts[4] = {"gemm", "attention", "memory", "comm"};
 }

@@ -67,6 +67,29 @@ TEST(Inference, TensorParallelHalvesWeightsAndAddsAllReduces) {
   EXPECT_DOUBLE_EQ(b->decode_last.comm_bytes, 65 * 8192.0 + 128256.0);
 }
 
+TEST(Inference, SequenceParallelismMovesTheSameBytesAndSplitsTheNorms) {
+  // An all-reduce sends 2(P-1)/P·N per chip; its all-gather + reduce-scatter replacement
+  // sends (P-1)/P·N twice: the same. Norms and residuals then see T/tp tokens.
+  InferenceConfig plain, sp;
+  plain.forward.tp = sp.forward.tp = 4;
+  sp.forward.sequence_parallel = true;
+  plain.prompt = sp.prompt = 1024;
+  auto a = run("llama-3.1-8b", "h100-sxm", plain);
+  auto b = run("llama-3.1-8b", "h100-sxm", sp);
+  EXPECT_DOUBLE_EQ(a->prefill.comm_bytes, b->prefill.comm_bytes);
+  double norm_a = 0, norm_b = 0;
+  for (int i = 0; i < a->prefill_graph.op_count; ++i) {
+    if (a->prefill_graph.ops[i].cls == model::OpClass::norm) norm_a += a->prefill_ops[i].e.main_bytes;
+  }
+  for (int i = 0; i < b->prefill_graph.op_count; ++i) {
+    if (b->prefill_graph.ops[i].cls == model::OpClass::norm) norm_b += b->prefill_ops[i].e.main_bytes;
+  }
+  // The layer's two norms read and write 1024 x 4096 x 2 bytes and read their 4096 x 2-byte
+  // weights; the final norm sees one row (the last position of the one sequence).
+  EXPECT_DOUBLE_EQ(norm_a, 2 * (2 * 1024 * 4096 * 2.0 + 8192) + (2 * 4096 * 2.0 + 8192));
+  EXPECT_DOUBLE_EQ(norm_b, 2 * (2 * 256 * 4096 * 2.0 + 8192) + (2 * 4096 * 2.0 + 8192));  // 1024/4 rows
+}
+
 TEST(Inference, QuickMethodOfSeed001) {
   InferenceConfig cfg;
   cfg.forward.tp = 2;

@@ -27,6 +27,9 @@ struct ForwardConfig {
   std::int64_t ep = 1;  ///< expert parallelism: experts split over ep groups of tp chips, attention data-parallel across them
   ops::AttentionImpl attention = ops::AttentionImpl::flash;
   comm::Algo algo = comm::Algo::ring;
+  /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
+  /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.
+  bool sequence_parallel = false;
 };
 
 /// One forward pass: `batch` sequences, each `q_len` new tokens attending to `kv_len`

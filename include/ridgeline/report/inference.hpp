@@ -25,6 +25,9 @@ nlohmann::json inference_json(const model::ModelConfig& m, const hw::System& sys
 std::string inference_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg,
                            const analysis::InferenceResult& r, bool all_ops);
 
+/// Seed 001's closed form for one decode step, beside the detailed TPOT, with the reasons they differ.
+std::string quick_text(const analysis::InferenceConfig& cfg, const analysis::InferenceResult& r);
+
 nlohmann::json block_json(const analysis::BlockConfig& cfg, const hw::System& sys, const analysis::BlockResult& r);
 std::string block_text(const analysis::BlockConfig& cfg, const hw::System& sys, const analysis::BlockResult& r);
 
