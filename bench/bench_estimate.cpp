@@ -94,6 +94,20 @@ void BM_Infer70B(benchmark::State& state) {
 }
 BENCHMARK(BM_Infer70B);
 
+// Building one decode graph of Llama-3.1-70B (no estimates).
+void BM_BuildDecodeGraph70B(benchmark::State& state) {
+  const hw::System sys = h100();
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  model::ForwardConfig f;
+  f.tp = 4;
+  auto g = std::make_unique<model::Graph>();
+  for (auto _ : state) {
+    model::build_forward(m, f, sys, {16, 1, 2048}, *g);
+    benchmark::DoNotOptimize(g->op_count);
+  }
+}
+BENCHMARK(BM_BuildDecodeGraph70B);
+
 // The same with everything the CLI reports: parameter counts, critical batch, CUDA graphs.
 void BM_Infer70BFull(benchmark::State& state) {
   const hw::System sys = h100();

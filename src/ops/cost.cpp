@@ -12,6 +12,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
     link_steps[l] += o.link_steps[l];
   }
   launches += o.launches;
+  flop_mask |= o.flop_mask;
   return *this;
 }
 

@@ -30,24 +30,23 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   double unit_f[hw::kUnitCount] = {0, 0};
   int best_unit = 0, best_dtype = index(DType::bf16);
   double most = 0;
-  for (int u = 0; u < hw::kUnitCount; ++u) {
-    const auto& row = c.flops[u];
-    const auto& peaks = u == 0 ? chip.matrix_flops_per_s : chip.vector_flops_per_s;
-    for (int d = 0; d < kDTypeCount; ++d) {
-      const double f = row[d];
-      if (f <= 0) continue;
-      unit_f[u] += f;
-      if (peaks[d] > 0) {
-        unit_t[u] += f / peaks[d];
-      } else {
-        ok = false;
-        unit_t[u] = kInf;
-      }
-      if (f > most) {
-        most = f;
-        best_unit = u;
-        best_dtype = d;
-      }
+  for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
+    const int bit = __builtin_ctz(mask);
+    const int u = bit / kDTypeCount, d = bit % kDTypeCount;
+    const double f = c.flops[u][d];
+    if (f <= 0) continue;
+    const double peak = u == 0 ? chip.matrix_flops_per_s[d] : chip.vector_flops_per_s[d];
+    unit_f[u] += f;
+    if (peak > 0) {
+      unit_t[u] += f / peak;
+    } else {
+      ok = false;
+      unit_t[u] = kInf;
+    }
+    if (f > most) {
+      most = f;
+      best_unit = u;
+      best_dtype = d;
     }
   }
   e.t_matrix_s = unit_t[0];

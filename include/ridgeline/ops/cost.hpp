@@ -2,6 +2,7 @@
 /// What an operation needs: FLOPs per (unit, dtype), bytes per memory level, bytes and
 /// latency steps per link, kernel launches. Additive; fixed size, never allocates.
 #include <array>
+#include <cstdint>
 
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -19,8 +20,14 @@ struct Cost {
   std::array<double, hw::kMaxLinks> link_steps{};
   /// Kernel launches.
   double launches = 0;
+  /// Bit (unit·kDTypeCount + dtype) set for every FLOP entry that add_flops has touched,
+  /// so evaluation visits only those.
+  std::uint32_t flop_mask = 0;
 
-  void add_flops(hw::Unit u, DType t, double f) noexcept { flops[static_cast<int>(u)][index(t)] += f; }
+  void add_flops(hw::Unit u, DType t, double f) noexcept {
+    flops[static_cast<int>(u)][index(t)] += f;
+    flop_mask |= 1u << (static_cast<int>(u) * kDTypeCount + index(t));
+  }
   /// Adds `b` bytes of main-memory traffic.
   void add_main_bytes(double b) noexcept { bytes[0] += b; }
 

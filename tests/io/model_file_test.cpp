@@ -1,0 +1,93 @@
+#include "ridgeline/io/model_file.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/model/transformer.hpp"
+
+namespace ridgeline::io {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_model_config(text, "config.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ModelFile, Gemma2SlidesEveryOtherLayerAndTiesEmbeddings) {
+  auto m = parse_model_config(R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "vocab_size": 256000, "max_position_embeddings": 8192, "sliding_window": 4096,
+    "hidden_activation": "gelu_pytorch_tanh"})", "gemma2.json");
+  EXPECT_EQ(m.head_dim, 256);
+  EXPECT_EQ(m.mlp, model::MlpKind::gated_gelu);
+  EXPECT_TRUE(m.tie_embeddings);
+  EXPECT_EQ(m.sliding_window, 4096);
+  EXPECT_EQ(m.sliding_layers, 13);
+}
+
+TEST(ModelFile, Qwen3HasQkNorm) {
+  auto m = parse_model_config(R"({"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+    "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+    "vocab_size": 151936, "tie_word_embeddings": true})", "qwen3.json");
+  EXPECT_TRUE(m.qk_norm);
+  // Per layer: q 1024·2048, k and v 1024·1024 each, o 2048·1024, MLP 3·1024·3072, norms
+  // 2·1024, q/k norms 2·128; tied embeddings 151936·1024; final norm 1024.
+  const double layer = 1024.0 * 2048 * 2 + 1024.0 * 1024 * 2 + 3 * 1024.0 * 3072 + 2048 + 256;
+  EXPECT_EQ(model::count_params(m).total, 28 * layer + 151936.0 * 1024 + 1024);
+}
+
+TEST(ModelFile, QwenMoeSharedExpertWidth) {
+  auto m = parse_model_config(R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+    "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
+    "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_attention_heads": 16, "vocab_size": 151936})",
+                              "qwen_moe.json");
+  EXPECT_EQ(m.moe.experts, 60);
+  EXPECT_EQ(m.moe.shared_intermediate, 5632);
+  EXPECT_EQ(m.moe.shared_experts, 1);
+  EXPECT_EQ(m.moe_layer_count(), 24);
+}
+
+TEST(ModelFile, Gpt2Style) {
+  auto m = parse_model_config(R"({"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+    "n_inner": null, "vocab_size": 50257, "n_positions": 1024})", "gpt2.json");
+  EXPECT_EQ(m.intermediate, 3072);
+  EXPECT_EQ(m.positions, model::PositionKind::learned);
+  // GPT-2 small: 124,439,808 parameters (the Hugging Face model's count).
+  EXPECT_EQ(model::count_params(m).total, 124439808.0);
+}
+
+TEST(ModelFile, ErrorsNameTheKey) {
+  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8})")
+                .find("num_attention_heads: required"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": "big", "num_hidden_layers": 2})").find("hidden_size"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3,
+    "vocab_size": 10, "intermediate_size": 8})").find("num_key_value_heads"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": -2})").find("num_hidden_layers"), std::string::npos);
+  EXPECT_NE(error_of("{not json").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": 1e400})").find("config.json"), std::string::npos);
+  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10,
+    "num_local_experts": 8, "intermediate_size": 8})").find("num_experts_per_tok"), std::string::npos);
+}
+
+TEST(ModelFile, CheckpointFormats) {
+  auto ds = bundled_model("deepseek-v3");
+  EXPECT_TRUE(ds.quantized);
+  EXPECT_FALSE(ds.quant.experts_only);
+  EXPECT_EQ(ds.quant.dtype, DType::fp8_e4m3);
+  EXPECT_DOUBLE_EQ(ds.quant.scale_bits_per_weight, 32.0 / (128 * 128));
+  auto oss = bundled_model("gpt-oss-120b");
+  EXPECT_TRUE(oss.quant.experts_only);
+  EXPECT_EQ(oss.quant.dtype, DType::fp4);
+  EXPECT_DOUBLE_EQ(oss.quant.scale_bits_per_weight, 0.25);  // one 8-bit scale per 32
+  EXPECT_EQ(oss.sliding_layers, 18);
+  EXPECT_EQ(bundled_model("llama-2-7b").weight_dtype, DType::fp16);
+}
+
+}  // namespace
+}  // namespace ridgeline::io
