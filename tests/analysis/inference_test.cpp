@@ -42,6 +42,50 @@ TEST(Inference, SevenBDecodeAtBatchOneIsWeightBytesOverBandwidth) {
   EXPECT_GE(r->decode_last.t_lower_s, streamed / 3.35e12);  // never faster than streaming the weights
 }
 
+TEST(Inference, EveryOpOfOneLlamaLayerByHand) {
+  // Llama-2-7B prefill of one 128-token prompt: T = 128, h = 4096, 32 heads of 128 (MHA),
+  // I = 11008, fp16 weights and bf16 activations (2 bytes each), flash attention.
+  InferenceConfig cfg;
+  auto r = run("llama-2-7b", "h100-sxm", cfg);
+  const auto& g = r->prefill_graph;
+  struct Expect {
+    const char* name;
+    double flops, bytes;
+  };
+  const double T = 128, h = 4096, I = 11008, pairs = 128.0 * 129 / 2;
+  const Expect expect[] = {
+      {"input_norm", T * (4 * h + 2), (2 * T * h + h) * 2},
+      {"q_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
+      {"k_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
+      {"v_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
+      // q and k, 64 heads of 128: 3 FLOPs per element; x in and out, cos and sin (T, 64).
+      {"rope", 3 * T * 8192, (2 * T * 8192 + 2 * T * 64) * 2},
+      // New K and V read in bf16 and written to the bf16 cache.
+      {"kv_cache_write", 0, T * 2 * h * (2 + 2)},
+      // QK^T and PV over the causal pairs, softmax on the vector unit; Q, K, V, O once.
+      {"attention", 4 * 32 * pairs * 128 + 32 * (5 * pairs + T * 128), 4 * T * h * 2},
+      {"o_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
+      {"attn_residual", T * h, 3 * T * h * 2},
+      {"post_attention_norm", T * (4 * h + 2), (2 * T * h + h) * 2},
+      {"gate_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I)},
+      {"up_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I)},
+      {"silu_mul", 6 * T * I, 3 * T * I * 2},
+      {"down_proj", 2 * T * I * h, 2 * (T * I + I * h + T * h)},
+      {"mlp_residual", T * h, 3 * T * h * 2},
+  };
+  int found = 0;
+  for (int i = 0; i < g.op_count; ++i) {
+    if (std::string(g.groups[g.ops[i].group].name) != "dense layers") continue;
+    ASSERT_LT(found, static_cast<int>(std::size(expect)));
+    const Expect& x = expect[found++];
+    EXPECT_STREQ(g.ops[i].name, x.name);
+    EXPECT_DOUBLE_EQ(r->prefill_ops[i].e.flops, x.flops) << x.name;
+    EXPECT_DOUBLE_EQ(r->prefill_ops[i].e.main_bytes, x.bytes) << x.name;
+    EXPECT_EQ(g.repeat(i), 32) << x.name;
+  }
+  EXPECT_EQ(found, static_cast<int>(std::size(expect)));
+}
+
 TEST(Inference, PrefillAt2048TokensIsComputeBound) {
   // 2 FLOPs per weight per token: 2·2048·6.6e9 / 989.4e12 = 27.5 ms of GEMMs, plus attention.
   InferenceConfig cfg;
