@@ -33,6 +33,11 @@ double realistic_of(const Parts& p, const hw::EfficiencySpec& eff) {
 double sum_max_affine(const double* a, const double* z, int count, double n) {
   if (n <= 0) return 0;
   if (n == 1) return *std::max_element(a, a + count);
+  // The max of affine functions is convex: a line that is the maximum at both ends is the
+  // maximum in between (the usual case: one resource binds over the whole range).
+  const int i0 = static_cast<int>(std::max_element(a, a + count) - a);
+  const int i1 = static_cast<int>(std::max_element(z, z + count) - z);
+  if (i0 == i1) return n * (a[i0] + z[i0]) / 2;
   double slope[5];
   for (int i = 0; i < count; ++i) slope[i] = (z[i] - a[i]) / (n - 1);
   // Breakpoints: pairwise crossings inside (0, n-1).
