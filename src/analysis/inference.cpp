@@ -15,18 +15,7 @@ namespace {
 
 using model::Graph;
 
-// The five parts of one kernel's time whose max (or efficiency-scaled max, or sum) is its time.
-struct Parts {
-  double matrix, vector, memory, comm, launch;
-};
-
-Parts parts_of(const ops::Estimate& e) { return {e.t_matrix_s, e.t_vector_s, e.t_memory_s, e.t_comm_s, e.t_launch_s}; }
-
-double lower_of(const Parts& p) { return std::max({p.matrix, p.vector, p.memory, p.comm, p.launch}); }
-double upper_of(const Parts& p) { return p.matrix + p.vector + p.memory + p.comm + p.launch; }
-double realistic_of(const Parts& p, const hw::EfficiencySpec& eff) {
-  return std::max({p.matrix / eff.matrix, p.vector / eff.vector, p.memory / eff.memory, p.comm / eff.link, p.launch});
-}
+using Times = std::array<OpTimes, Graph::kMaxOps>;
 
 // Sum over j = 0..n-1 of max_i(a_i + b_i·j) for lines given at j = 0 (a) and j = n-1 (z):
 // exact, by splitting [0, n-1] where the upper envelope changes line.
@@ -70,21 +59,42 @@ double sum_max_affine(const double* a, const double* z, int count, double n) {
   return total;
 }
 
-void add_kernel(PhaseTimes& t, const ops::Estimate& e, const ops::Cost& c, double repeat, const hw::EfficiencySpec& eff,
-                model::OpClass cls) {
-  t.lower_by_class_s[static_cast<int>(cls)] += repeat * e.t_lower_s;
-  const Parts p = parts_of(e);
-  t.t_lower_s += repeat * lower_of(p);
-  t.t_upper_s += repeat * upper_of(p);
-  t.t_realistic_s += repeat * realistic_of(p, eff);
-  t.flops += repeat * e.flops;
-  t.bytes += repeat * e.main_bytes;
-  t.comm_bytes += repeat * c.total_link_bytes();
-  t.launches += repeat * c.launches;
-  t.lower_by_bound_s[static_cast<int>(e.bound)] += repeat * e.t_lower_s;
+OpTimes op_times(const ops::Cost& c, const hw::ChipSpec& chip, bool graphs) noexcept {
+  OpTimes o;
+  o.parts = ops::time_parts(c, chip);
+  if (graphs) o.parts.launch = 0;
+  o.flops = c.total_flops();
+  o.bytes = c.bytes[0];
+  o.link_bytes = c.total_link_bytes();
+  o.launches = graphs ? 0 : c.launches;
+  return o;
 }
 
-void finish(PhaseTimes& t) {
+void accumulate(PhaseTimes& t, const OpTimes& o, double r, const hw::EfficiencySpec& eff, model::OpClass cls) noexcept {
+  const double lower = o.parts.lower();
+  t.t_lower_s += r * lower;
+  t.t_upper_s += r * o.parts.upper();
+  t.t_realistic_s += r * o.parts.realistic(eff);
+  t.flops += r * o.flops;
+  t.bytes += r * o.bytes;
+  t.comm_bytes += r * o.link_bytes;
+  t.launches += r * o.launches;
+  t.lower_by_bound_s[static_cast<int>(o.parts.bound())] += r * lower;
+  t.lower_by_class_s[static_cast<int>(cls)] += r * lower;
+}
+
+// One launch for the whole pass when it is replayed as a CUDA graph.
+void graph_launches(PhaseTimes& t, const hw::ChipSpec& chip, bool graphs, double passes) noexcept {
+  if (!graphs) return;
+  const double l = passes * chip.launch_overhead_s;
+  t.t_lower_s += l;
+  t.t_upper_s += l;
+  t.t_realistic_s += l;
+  t.launches += passes;
+  t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += l;
+}
+
+void finish(PhaseTimes& t) noexcept {
   int best = 0;
   for (int b = 1; b < 4; ++b) {
     if (t.lower_by_bound_s[b] > t.lower_by_bound_s[best]) best = b;
@@ -92,66 +102,64 @@ void finish(PhaseTimes& t) {
   t.bound = static_cast<ops::Bound>(best);
 }
 
-// Evaluates `g` on the chip into rows and phase times; `graphs` drops per-kernel launches
-// and adds one launch for the whole pass (CUDA graphs).
-void evaluate(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<OpRow, Graph::kMaxOps>& rows,
-              PhaseTimes& t) {
+// Evaluates every op of `g` on the chip.
+void evaluate(const Graph& g, const hw::ChipSpec& chip, bool graphs, Times& times, PhaseTimes& t) noexcept {
   t = {};
   for (int i = 0; i < g.op_count; ++i) {
-    ops::Cost c = g.ops[i].cost;
-    if (graphs) c.launches = 0;
-    rows[i].op = i;
-    rows[i].e = ops::estimate(c, chip);
-    add_kernel(t, rows[i].e, c, g.repeat(i), chip.efficiency, g.ops[i].cls);
+    times[i] = op_times(g.ops[i].cost, chip, graphs);
+    accumulate(t, times[i], g.repeat(i), chip.efficiency, g.ops[i].cls);
   }
-  if (graphs) {
-    t.t_lower_s += chip.launch_overhead_s;
-    t.t_upper_s += chip.launch_overhead_s;
-    t.t_realistic_s += chip.launch_overhead_s;
-    t.launches += 1;
-    t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += chip.launch_overhead_s;
-  }
+  graph_launches(t, chip, graphs, 1);
   finish(t);
 }
 
-// Exact sum of decode-step times for n steps whose ends are the evaluated graphs (g0, r0)
-// and (g1, r1): every part of every kernel is affine in the context within a segment.
-void sum_steps(const Graph& g0, const std::array<OpRow, Graph::kMaxOps>& r0, const Graph& g1,
-               const std::array<OpRow, Graph::kMaxOps>& r1, const hw::ChipSpec& chip, bool graphs, double n, PhaseTimes& t) {
-  const auto& eff = chip.efficiency;
-  for (int i = 0; i < g0.op_count; ++i) {
-    const ops::Estimate& e0 = r0[i].e;
-    const ops::Estimate& e1 = r1[i].e;
-    const ops::Cost& c0 = g0.ops[i].cost;
-    const ops::Cost& c1 = g1.ops[i].cost;
-    const Parts p0 = parts_of(e0), p1 = parts_of(e1);
-    const double r = g0.repeat(i);
-    const double a[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
-    const double z[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
-    const double lower = sum_max_affine(a, z, 5, n);
-    const double as[5] = {p0.matrix / eff.matrix, p0.vector / eff.vector, p0.memory / eff.memory, p0.comm / eff.link, p0.launch};
-    const double zs[5] = {p1.matrix / eff.matrix, p1.vector / eff.vector, p1.memory / eff.memory, p1.comm / eff.link, p1.launch};
-    t.t_lower_s += r * lower;
-    t.t_realistic_s += r * sum_max_affine(as, zs, 5, n);
-    t.t_upper_s += r * n * (upper_of(p0) + upper_of(p1)) / 2;
-    t.flops += r * n * (e0.flops + e1.flops) / 2;
-    t.bytes += r * n * (e0.main_bytes + e1.main_bytes) / 2;
-    t.comm_bytes += r * n * (c0.total_link_bytes() + c1.total_link_bytes()) / 2;
-    t.launches += r * n * (graphs ? 0 : c0.launches);
-    // Attribute each kernel's summed time to its bound at the longer end of the range.
-    t.lower_by_bound_s[static_cast<int>(e1.t_lower_s >= e0.t_lower_s ? e1.bound : e0.bound)] += r * lower;
-    t.lower_by_class_s[static_cast<int>(g0.ops[i].cls)] += r * lower;
+// The ops of `g` (evaluated as `at`) at context `kv`: attention re-costed, the rest as they are.
+void retarget(const Graph& g, const Times& at, double kv, const hw::ChipSpec& chip, bool graphs, Times& out,
+              PhaseTimes& t) noexcept {
+  t = {};
+  for (int i = 0; i < g.op_count; ++i) {
+    if (g.ops[i].kv_dependent) {
+      ops::AttentionShape a = g.ops[i].attention;
+      a.kv_len = kv;
+      out[i] = op_times(ops::attention_cost(a), chip, graphs);
+    } else {
+      out[i] = at[i];
+    }
+    accumulate(t, out[i], g.repeat(i), chip.efficiency, g.ops[i].cls);
   }
-  if (graphs) {
-    t.t_lower_s += n * chip.launch_overhead_s;
-    t.t_upper_s += n * chip.launch_overhead_s;
-    t.t_realistic_s += n * chip.launch_overhead_s;
-    t.launches += n;
-    t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += n * chip.launch_overhead_s;
-  }
+  graph_launches(t, chip, graphs, 1);
+  finish(t);
 }
 
-void add_phase(PhaseTimes& into, const PhaseTimes& t) {
+// Exact sum of n decode steps whose first and last are `a` and `z`: every part of every
+// kernel is affine in the context within a segment.
+void sum_steps(const Graph& g, const Times& a, const Times& z, const hw::ChipSpec& chip, bool graphs, double n,
+               PhaseTimes& t) noexcept {
+  const auto& eff = chip.efficiency;
+  for (int i = 0; i < g.op_count; ++i) {
+    const ops::TimeParts& p0 = a[i].parts;
+    const ops::TimeParts& p1 = z[i].parts;
+    const double r = g.repeat(i);
+    const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
+    const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
+    const double lower = sum_max_affine(l0, l1, 5, n);
+    const double s0[5] = {p0.matrix / eff.matrix, p0.vector / eff.vector, p0.memory / eff.memory, p0.comm / eff.link, p0.launch};
+    const double s1[5] = {p1.matrix / eff.matrix, p1.vector / eff.vector, p1.memory / eff.memory, p1.comm / eff.link, p1.launch};
+    t.t_lower_s += r * lower;
+    t.t_realistic_s += r * sum_max_affine(s0, s1, 5, n);
+    t.t_upper_s += r * n * (p0.upper() + p1.upper()) / 2;
+    t.flops += r * n * (a[i].flops + z[i].flops) / 2;
+    t.bytes += r * n * (a[i].bytes + z[i].bytes) / 2;
+    t.comm_bytes += r * n * (a[i].link_bytes + z[i].link_bytes) / 2;
+    t.launches += r * n * a[i].launches;
+    // Attribute each kernel's summed time to its bound at the longer end of the range.
+    t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
+    t.lower_by_class_s[static_cast<int>(g.ops[i].cls)] += r * lower;
+  }
+  graph_launches(t, chip, graphs, n);
+}
+
+void add_phase(PhaseTimes& into, const PhaseTimes& t) noexcept {
   into.t_lower_s += t.t_lower_s;
   into.t_upper_s += t.t_upper_s;
   into.t_realistic_s += t.t_realistic_s;
@@ -161,6 +169,16 @@ void add_phase(PhaseTimes& into, const PhaseTimes& t) {
   into.launches += t.launches;
   for (int b = 0; b < 4; ++b) into.lower_by_bound_s[b] += t.lower_by_bound_s[b];
   for (int b = 0; b < 6; ++b) into.lower_by_class_s[b] += t.lower_by_class_s[b];
+}
+
+// Full estimates of every op, for the report's tables.
+void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<OpRow, Graph::kMaxOps>& rows) {
+  for (int i = 0; i < g.op_count; ++i) {
+    ops::Cost c = g.ops[i].cost;
+    if (graphs) c.launches = 0;
+    rows[i].op = i;
+    rows[i].e = ops::estimate(c, chip);
+  }
 }
 
 double weight_bytes(const Graph& g) {
@@ -225,35 +243,30 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
 
   // Prefill: every prompt token, causal over the prompt.
   model::build_forward(m, f, sys, {B, P, P}, out.prefill_graph);
-  evaluate(out.prefill_graph, chip, false, out.prefill_ops, out.prefill);
+  evaluate(out.prefill_graph, chip, false, out.prefill_times, out.prefill);
 
-  // Decode: gen - 1 steps; step i (1-based) attends to prompt + i positions.
+  // Decode: gen - 1 steps; step i (1-based) attends to prompt + i positions. The graph is
+  // built once, at the last step; other contexts re-cost only the attention ops.
   const double steps = G - 1;
   out.decode_total = {};
   if (steps >= 1) {
-    Graph& first = out.scratch_graph[0];
-    auto& first_ops = out.scratch_ops[0];
-    model::build_forward(m, f, sys, {B, 1, P + 1}, first);
-    evaluate(first, chip, cfg.cuda_graphs, first_ops, out.decode_first);
+    const Graph& g = out.decode_graph;
     model::build_forward(m, f, sys, {B, 1, P + steps}, out.decode_graph);
-    evaluate(out.decode_graph, chip, cfg.cuda_graphs, out.decode_ops, out.decode_last);
+    evaluate(g, chip, cfg.cuda_graphs, out.decode_times, out.decode_last);
+    retarget(g, out.decode_times, P + 1, chip, cfg.cuda_graphs, out.first_times, out.decode_first);
     // Sliding windows put a kink at context = window: sum the two straight pieces apart.
     const double w = static_cast<double>(m.sliding_window);
     if (w > P + 1 && w < P + steps) {
-      Graph& at_w = out.scratch_graph[1];
-      Graph& after_w = out.scratch_graph[2];
       PhaseTimes a, b, ignored;
       const double n1 = w - P;  // steps with context P+1 .. w
-      model::build_forward(m, f, sys, {B, 1, w}, at_w);
-      evaluate(at_w, chip, cfg.cuda_graphs, out.scratch_ops[1], ignored);
-      model::build_forward(m, f, sys, {B, 1, w + 1}, after_w);
-      evaluate(after_w, chip, cfg.cuda_graphs, out.scratch_ops[2], ignored);
-      sum_steps(first, first_ops, at_w, out.scratch_ops[1], chip, cfg.cuda_graphs, n1, a);
-      sum_steps(after_w, out.scratch_ops[2], out.decode_graph, out.decode_ops, chip, cfg.cuda_graphs, steps - n1, b);
+      retarget(g, out.decode_times, w, chip, cfg.cuda_graphs, out.window_times[0], ignored);
+      retarget(g, out.decode_times, w + 1, chip, cfg.cuda_graphs, out.window_times[1], ignored);
+      sum_steps(g, out.first_times, out.window_times[0], chip, cfg.cuda_graphs, n1, a);
+      sum_steps(g, out.window_times[1], out.decode_times, chip, cfg.cuda_graphs, steps - n1, b);
       add_phase(out.decode_total, a);
       add_phase(out.decode_total, b);
     } else {
-      sum_steps(first, first_ops, out.decode_graph, out.decode_ops, chip, cfg.cuda_graphs, steps, out.decode_total);
+      sum_steps(g, out.first_times, out.decode_times, chip, cfg.cuda_graphs, steps, out.decode_total);
     }
     finish(out.decode_total);
   } else {
@@ -293,6 +306,8 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
   const double B = static_cast<double>(cfg.batch);
   const double steps = static_cast<double>(cfg.gen - 1);
   const auto& mem = out.memory;
+  fill_rows(out.prefill_graph, chip, false, out.prefill_ops);
+  fill_rows(out.decode_graph, chip, cfg.cuda_graphs, out.decode_ops);
   model::ParamCount pc = model::count_params(m);
   out.params = pc.total;
   out.active_params = pc.active;
@@ -323,8 +338,8 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
   if (steps >= 1) {
     out.decode_launch_s = out.decode_last.launches * chip.launch_overhead_s;
     PhaseTimes with, without;
-    evaluate(out.decode_graph, chip, true, out.scratch_ops[0], with);
-    evaluate(out.decode_graph, chip, false, out.scratch_ops[0], without);
+    evaluate(out.decode_graph, chip, true, out.window_times[0], with);
+    evaluate(out.decode_graph, chip, false, out.window_times[0], without);
     out.cuda_graphs_gain_s = without.t_realistic_s - with.t_realistic_s;
   }
 

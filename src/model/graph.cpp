@@ -49,6 +49,7 @@ GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const ops::Co
   op.params = 0;
   op.active_params = 0;
   op.weight_bytes = 0;
+  op.kv_dependent = false;
   return op;
 }
 

@@ -110,6 +110,13 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
              c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
 }
 
+GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a) {
+  GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+  op.kv_dependent = true;
+  op.attention = a;
+  return op;
+}
+
 void attention_block(Ctx& c, double window) {
   const ModelConfig& m = c.m;
   const double h = static_cast<double>(m.hidden), H = static_cast<double>(m.heads), T = c.tokens;
@@ -152,7 +159,7 @@ void attention_block(Ctx& c, double window) {
       a.heads = a.kv_heads = c.heads;
       a.head_dim = qk;
       a.v_head_dim = v;
-      c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+      attention_op(c, a);
     } else {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
@@ -164,7 +171,7 @@ void attention_block(Ctx& c, double window) {
       a.head_dim = lora + rope;
       a.v_head_dim = lora;
       a.latent_kv = true;
-      c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+      attention_op(c, a);
       GraphOp& uv = gemm(c, "v_absorb", Block::attention, T * c.heads, lora, v, H * lora * v, H * lora * v, false);
       uv.cost.bytes[0] += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
       uv.weight_bytes *= c.heads;
@@ -192,7 +199,7 @@ void attention_block(Ctx& c, double window) {
     a.heads = c.heads;
     a.kv_heads = c.kv_heads;
     a.head_dim = hd;
-    GraphOp& att = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+    GraphOp& att = attention_op(c, a);
     if (m.attention_sinks) att.params = att.active_params = H;  // one logit per head
     att.weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
     o_in = c.heads * hd;

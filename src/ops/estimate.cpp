@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "ridgeline/core/error.hpp"
@@ -20,97 +21,140 @@ std::string_view name(Bound b) noexcept {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-}  // namespace
 
-Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
-  Estimate e;
-  bool ok = true;
-  // One pass over the FLOP table: time per unit, and the (unit, dtype) with most FLOPs.
-  double unit_t[hw::kUnitCount] = {0, 0};
-  double unit_f[hw::kUnitCount] = {0, 0};
-  int best_unit = 0, best_dtype = index(DType::bf16);
+// Time of each unit's FLOPs, and optionally which (unit, dtype) carries the most.
+struct FlopScan {
+  double t[hw::kUnitCount] = {0, 0};
+  double f[hw::kUnitCount] = {0, 0};
   double most = 0;
+  int unit = 0;
+  int dtype = index(DType::bf16);
+};
+
+FlopScan scan_flops(const Cost& c, const hw::ChipSpec& chip) noexcept {
+  FlopScan s;
   for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
     const int bit = __builtin_ctz(mask);
     const int u = bit / kDTypeCount, d = bit % kDTypeCount;
     const double f = c.flops[u][d];
     if (f <= 0) continue;
     const double peak = u == 0 ? chip.matrix_flops_per_s[d] : chip.vector_flops_per_s[d];
-    unit_f[u] += f;
-    if (peak > 0) {
-      unit_t[u] += f / peak;
-    } else {
-      ok = false;
-      unit_t[u] = kInf;
-    }
-    if (f > most) {
-      most = f;
-      best_unit = u;
-      best_dtype = d;
+    s.f[u] += f;
+    s.t[u] = peak > 0 ? s.t[u] + f / peak : kInf;
+    if (f > s.most) {
+      s.most = f;
+      s.unit = u;
+      s.dtype = d;
     }
   }
-  e.t_matrix_s = unit_t[0];
-  e.t_vector_s = unit_t[1];
-  e.t_math_s = e.t_matrix_s > e.t_vector_s ? e.t_matrix_s : e.t_vector_s;
+  return s;
+}
 
+// Slowest memory level: its time and index. Traffic at a level the chip does not describe
+// is charged to its innermost level.
+double memory_time(const Cost& c, const hw::ChipSpec& chip, double* per_level, int* level) noexcept {
   const int levels = static_cast<int>(chip.memory.size());
+  double worst = 0;
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
     if (c.bytes[l] <= 0 || levels == 0) continue;
-    // Traffic at a level this chip does not describe is charged to its innermost level.
     const int li = l < levels ? l : levels - 1;
-    e.t_memory_level_s[l] = c.bytes[l] / chip.memory[li].bandwidth_Bps;
-    if (e.t_memory_level_s[l] > e.t_memory_s) {
-      e.t_memory_s = e.t_memory_level_s[l];
-      e.memory_level = li;
+    const double t = c.bytes[l] / chip.memory[li].bandwidth_Bps;
+    if (per_level) per_level[l] = t;
+    if (t > worst) {
+      worst = t;
+      if (level) *level = li;
     }
   }
+  return worst;
+}
 
+// Slowest link: bytes over all its physical links plus latency steps.
+double comm_time(const Cost& c, const hw::ChipSpec& chip, double* per_link, int* link) noexcept {
   const int nlinks = static_cast<int>(chip.links.size());
+  double worst = 0;
+  bool any = false;
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     if (c.link_bytes[l] <= 0 && c.link_steps[l] <= 0) continue;
-    if (l >= nlinks) {
-      ok = false;
-      e.t_link_s[l] = kInf;
-    } else {
-      const auto& link = chip.links[l];
-      e.t_link_s[l] = c.link_bytes[l] / link.chip_bandwidth_Bps() + c.link_steps[l] * link.latency_s;
+    double t = kInf;
+    if (l < nlinks) {
+      const auto& k = chip.links[l];
+      t = c.link_bytes[l] / k.chip_bandwidth_Bps() + c.link_steps[l] * k.latency_s;
     }
-    if (e.link < 0 || e.t_link_s[l] > e.t_comm_s) {
-      e.t_comm_s = e.t_link_s[l];
-      e.link = l;
+    if (per_link) per_link[l] = t;
+    if (!any || t > worst) {
+      worst = t;
+      any = true;
+      if (link) *link = l;
     }
   }
+  return worst;
+}
+
+}  // namespace
+
+double TimeParts::lower() const noexcept {
+  double m = matrix > vector ? matrix : vector;
+  if (memory > m) m = memory;
+  if (comm > m) m = comm;
+  if (launch > m) m = launch;
+  return m;
+}
+
+double TimeParts::realistic(const hw::EfficiencySpec& eff) const noexcept {
+  double r = matrix / eff.matrix;
+  if (vector / eff.vector > r) r = vector / eff.vector;
+  if (memory / eff.memory > r) r = memory / eff.memory;
+  if (comm / eff.link > r) r = comm / eff.link;
+  if (launch > r) r = launch;
+  return r;
+}
+
+Bound TimeParts::bound() const noexcept {
+  // The largest part; ties go to compute, then memory, then comm.
+  double best = matrix > vector ? matrix : vector;
+  Bound b = Bound::compute;
+  if (memory > best) {
+    best = memory;
+    b = Bound::memory;
+  }
+  if (comm > best) {
+    best = comm;
+    b = Bound::comm;
+  }
+  if (launch > best) b = Bound::launch;
+  return b;
+}
+
+TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept {
+  const FlopScan f = scan_flops(c, chip);
+  TimeParts p;
+  p.matrix = f.t[0];
+  p.vector = f.t[1];
+  p.memory = memory_time(c, chip, nullptr, nullptr);
+  p.comm = comm_time(c, chip, nullptr, nullptr);
+  p.launch = c.launches * chip.launch_overhead_s;
+  return p;
+}
+
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
+  Estimate e;
+  const FlopScan f = scan_flops(c, chip);
+  e.t_matrix_s = f.t[0];
+  e.t_vector_s = f.t[1];
+  e.t_math_s = e.t_matrix_s > e.t_vector_s ? e.t_matrix_s : e.t_vector_s;
+  e.t_memory_s = memory_time(c, chip, e.t_memory_level_s.data(), &e.memory_level);
+  e.t_comm_s = comm_time(c, chip, e.t_link_s.data(), &e.link);
   e.t_launch_s = c.launches * chip.launch_overhead_s;
-
-  // Bound: the largest part; ties go to compute, then memory, then comm.
-  e.t_lower_s = e.t_math_s;
-  e.bound = Bound::compute;
-  if (e.t_memory_s > e.t_lower_s) {
-    e.t_lower_s = e.t_memory_s;
-    e.bound = Bound::memory;
-  }
-  if (e.t_comm_s > e.t_lower_s) {
-    e.t_lower_s = e.t_comm_s;
-    e.bound = Bound::comm;
-  }
-  if (e.t_launch_s > e.t_lower_s) {
-    e.t_lower_s = e.t_launch_s;
-    e.bound = Bound::launch;
-  }
-  e.t_upper_s = e.t_matrix_s + e.t_vector_s + e.t_memory_s + e.t_comm_s + e.t_launch_s;
-
-  const auto& eff = chip.efficiency;
-  double real = e.t_matrix_s / eff.matrix;
-  if (e.t_vector_s / eff.vector > real) real = e.t_vector_s / eff.vector;
-  if (e.t_memory_s / eff.memory > real) real = e.t_memory_s / eff.memory;
-  if (e.t_comm_s / eff.link > real) real = e.t_comm_s / eff.link;
-  if (e.t_launch_s > real) real = e.t_launch_s;
-  e.t_realistic_s = real;
+  const TimeParts p{e.t_matrix_s, e.t_vector_s, e.t_memory_s, e.t_comm_s, e.t_launch_s};
+  e.t_lower_s = p.lower();
+  e.t_upper_s = p.upper();
+  e.t_realistic_s = p.realistic(chip.efficiency);
+  e.bound = p.bound();
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
-  e.compute_unit = static_cast<hw::Unit>(best_unit);
-  e.compute_dtype = static_cast<DType>(best_dtype);
-  e.flops = unit_f[0] + unit_f[1];
+  e.compute_unit = static_cast<hw::Unit>(f.unit);
+  e.compute_dtype = static_cast<DType>(f.dtype);
+  e.flops = f.f[0] + f.f[1];
   e.main_bytes = c.bytes[0];
   e.intensity_flops_per_byte = e.main_bytes > 0 ? e.flops / e.main_bytes : 0;
   e.peak_flops_per_s = chip.peak(e.compute_unit, e.compute_dtype);
@@ -119,8 +163,8 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   e.attained_flops_per_s = e.t_lower_s > 0 ? e.flops / e.t_lower_s : 0;
   // The fraction of peak compares like with like: the FLOPs of the compute unit's dtype
   // against that unit's peak (softmax FLOPs on the vector unit do not fill tensor cores).
-  e.fraction_of_peak = (e.peak_flops_per_s > 0 && e.t_lower_s > 0) ? most / e.t_lower_s / e.peak_flops_per_s : 0;
-  e.supported = ok;
+  e.fraction_of_peak = (e.peak_flops_per_s > 0 && e.t_lower_s > 0) ? f.most / e.t_lower_s / e.peak_flops_per_s : 0;
+  e.supported = std::isfinite(e.t_math_s) && std::isfinite(e.t_comm_s);
   return e;
 }
 

@@ -36,6 +36,15 @@ struct PhaseTimes {
   ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
 };
 
+/// One op's time parts and totals (one instance): the lean record of the evaluation path.
+struct OpTimes {
+  ops::TimeParts parts;
+  double flops = 0;
+  double bytes = 0;       ///< main memory
+  double link_bytes = 0;  ///< all links
+  double launches = 0;
+};
+
 /// One op of a graph with its estimate (one instance) and repeat count.
 struct OpRow {
   int op = 0;  ///< index into the graph
@@ -84,9 +93,8 @@ struct InferenceResult {
   QuickEstimate quick;
   model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
   std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};
-  // Scratch reused between evaluations (so evaluating never allocates or clears large buffers).
-  model::Graph scratch_graph[3];
-  std::array<OpRow, model::Graph::kMaxOps> scratch_ops[3]{};
+  // Evaluation records, reused between evaluations (evaluating never allocates).
+  std::array<OpTimes, model::Graph::kMaxOps> prefill_times{}, decode_times{}, first_times{}, window_times[2]{};
 };
 
 /// Validates the plan (InputError naming the flag) and evaluates it into `out`.

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "ridgeline/ops/attention.hpp"
 #include "ridgeline/ops/cost.hpp"
 
 namespace ridgeline::model {
@@ -25,6 +26,8 @@ struct GraphOp {
   double params = 0;       ///< parameters stored by this op, whole model (not per chip)
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
+  bool kv_dependent = false; ///< the cost depends on the context length: an attention op
+  ops::AttentionShape attention{};  ///< its shape, to re-cost it at another context
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).

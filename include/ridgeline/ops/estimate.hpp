@@ -41,6 +41,23 @@ struct Estimate {
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
 };
 
+/// The five times whose max, sum and efficiency-scaled max make an op's lower, upper and
+/// realistic time, in seconds: the lean core of `estimate` for hot loops.
+struct TimeParts {
+  double matrix = 0;  ///< t_matrix
+  double vector = 0;  ///< t_vector
+  double memory = 0;  ///< slowest memory level
+  double comm = 0;    ///< slowest link
+  double launch = 0;  ///< launches x overhead
+  double lower() const noexcept;
+  double upper() const noexcept { return matrix + vector + memory + comm + launch; }
+  double realistic(const hw::EfficiencySpec& eff) const noexcept;
+  Bound bound() const noexcept;
+};
+
+/// The time parts of `c` on `chip` (infinite for a dtype or link the chip lacks).
+TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
+
 /// Evaluates `c` on `chip`. Never allocates, never throws; FLOPs in a dtype the chip
 /// lacks give infinite time and `supported = false` (check_supported names them).
 Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept;
