@@ -9,6 +9,7 @@
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/analysis/training.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/analysis/threshold.hpp"
 #include "ridgeline/io/hardware_file.hpp"
@@ -107,6 +108,32 @@ void BM_BuildDecodeGraph70B(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BuildDecodeGraph70B);
+
+// One training-step evaluation of a 70B plan: 64 H100s, TP 8, PP 4, DP 2, interleaved,
+// ZeRO-1, sequence parallelism, selective recomputation.
+void BM_Train70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::TrainConfig cfg;
+  cfg.gpus = 64;
+  cfg.tp = 8;
+  cfg.pp = 4;
+  cfg.vpp = 2;
+  cfg.zero = 1;
+  cfg.sequence_parallel = true;
+  cfg.recompute = analysis::Recompute::selective;
+  cfg.seq = 8192;
+  cfg.global_batch = 64;
+  const hw::System sys = analysis::training_system(h100(), cfg);
+  auto r = std::make_unique<analysis::TrainResult>();
+  long before = g_allocations.load();
+  for (auto _ : state) {
+    analysis::train_core(m, sys, cfg, *r);
+    benchmark::DoNotOptimize(r->step_time_s);
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_Train70B);
 
 // The same with everything the CLI reports: parameter counts, critical batch, CUDA graphs.
 void BM_Infer70BFull(benchmark::State& state) {

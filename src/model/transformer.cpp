@@ -387,14 +387,24 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
 
   g.begin_group("head", 1);
   // Logits only for the last position of each sequence.
-  norm(c, "final_norm", Block::head, c.batch, h, h);
+  // Inference needs logits for the last position of each sequence; training for every token.
+  const double rows = f.training ? c.tokens : c.batch;
+  norm(c, "final_norm", Block::head, f.training && f.sequence_parallel ? rows / tp : rows, h, h);
+  if (f.training) tp_enter(c, "head_allgather", Block::head);
   c.dense_w = table_w;
   c.dense_scale_bits = 0;
   c.compute_dense = f.precision.compute.value_or(ops::default_compute_dtype(act, table_w));
-  GraphOp& head = gemm(c, "lm_head", Block::head, c.batch, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
+  GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
-  collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, c.batch * V * bytes(act), tp, c.tp_link,
-             f.algo);
+  if (f.training) {
+    // Vocab-parallel cross-entropy: a softmax over V/tp in fp32 per token, with the max and
+    // the sum all-reduced over tp (two scalars per token, fp32).
+    c.g.add("cross_entropy", OpClass::elementwise, Block::head, ops::softmax_cost({rows, V / tp, act, DType::fp32}));
+    collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, tp, c.tp_link, f.algo);
+  } else {
+    collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), tp, c.tp_link,
+               f.algo);
+  }
 }
 
 ParamCount count_params(const ModelConfig& m) noexcept {

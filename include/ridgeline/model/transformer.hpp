@@ -30,6 +30,9 @@ struct ForwardConfig {
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
   /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.
   bool sequence_parallel = false;
+  /// Training: logits for every token and the cross-entropy loss (vocab-parallel, fp32),
+  /// instead of logits for the last position of each sequence.
+  bool training = false;
 };
 
 /// One forward pass: `batch` sequences, each `q_len` new tokens attending to `kv_len`

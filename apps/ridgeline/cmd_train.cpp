@@ -1,0 +1,91 @@
+// `ridgeline train`: one training step.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/analysis/training.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/report/training.hpp"
+
+namespace ridgeline::cli {
+
+void register_train(CLI::App& root, std::vector<Command>& commands) {
+  struct Flags {
+    HardwareFlags hw;
+    bool json = false, fsdp = false, sp = false, dropout = false;
+    std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
+    std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
+    std::string attention = "flash", node_link_bw, margin = "0.05";
+  };
+  auto f = std::make_shared<Flags>();
+  auto* t = root.add_subcommand("train", "one training step: step time, MFU/HFU, communication, memory per GPU");
+  add_hardware_flags(t, f->hw);
+  t->add_flag("--json", f->json, "JSON on stdout");
+  t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  t->add_option("--gpus", f->gpus, "GPUs")->capture_default_str();
+  t->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the chip file's)");
+  t->add_option("--tp", f->tp, "tensor parallelism")->capture_default_str();
+  t->add_option("--pp", f->pp, "pipeline stages")->capture_default_str();
+  t->add_option("--dp", f->dp, "data parallelism (default gpus / (tp·pp·cp))");
+  t->add_option("--cp", f->cp, "context parallelism")->capture_default_str();
+  t->add_option("--ep", f->ep, "expert parallelism (within data parallelism)")->capture_default_str();
+  t->add_option("--vpp", f->vpp, "virtual stages per GPU (interleaved 1F1B)")->capture_default_str();
+  t->add_option("--zero", f->zero, "ZeRO stage 0-3")->capture_default_str();
+  t->add_flag("--fsdp", f->fsdp, "fully sharded data parallelism (ZeRO-3)");
+  t->add_flag("--sequence-parallel", f->sp, "sequence parallelism with tp");
+  t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
+  t->add_option("--micro-batch", f->micro_batch, "sequences per micro-batch")->capture_default_str();
+  t->add_option("--global-batch", f->global_batch, "sequences per step (default dp x micro-batch)");
+  t->add_option("--recompute", f->recompute, "none, selective or full")->capture_default_str();
+  t->add_option("--dtype", f->dtype, "GEMM dtype: bf16 or fp8")->capture_default_str();
+  t->add_option("--attention", f->attention, "flash or naive (scores materialised)")->capture_default_str();
+  t->add_option("--node-link-bw", f->node_link_bw, "per-GPU network bandwidth between nodes, per direction");
+  t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction")->capture_default_str();
+  t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
+  commands.push_back({t, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::TrainConfig c;
+                        auto i = [](const std::string& v, const char* flag) { return parse_positive_int(v, flag); };
+                        c.gpus = i(f->gpus, "--gpus");
+                        if (!f->gpus_per_node.empty()) c.gpus_per_node = i(f->gpus_per_node, "--gpus-per-node");
+                        c.tp = i(f->tp, "--tp");
+                        c.pp = i(f->pp, "--pp");
+                        if (!f->dp.empty()) c.dp = i(f->dp, "--dp");
+                        c.cp = i(f->cp, "--cp");
+                        c.ep = i(f->ep, "--ep");
+                        c.vpp = i(f->vpp, "--vpp");
+                        c.zero = static_cast<int>(parse_number(f->zero, "--zero"));
+                        if (f->fsdp) c.zero = 3;
+                        c.sequence_parallel = f->sp;
+                        c.seq = i(f->seq, "--seq");
+                        c.micro_batch = i(f->micro_batch, "--micro-batch");
+                        if (!f->global_batch.empty()) c.global_batch = i(f->global_batch, "--global-batch");
+                        if (f->recompute == "none") c.recompute = analysis::Recompute::none;
+                        else if (f->recompute == "selective") c.recompute = analysis::Recompute::selective;
+                        else if (f->recompute == "full") c.recompute = analysis::Recompute::full;
+                        else throw InputError(fmt::format("--recompute: '{}' is not none, selective or full", f->recompute));
+                        c.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        if (f->attention == "flash") c.attention = ops::AttentionImpl::flash;
+                        else if (f->attention == "naive") c.attention = ops::AttentionImpl::naive;
+                        else throw InputError(fmt::format("--attention: '{}' is not flash or naive", f->attention));
+                        if (!f->node_link_bw.empty()) {
+                          double v = parse_quantity(f->node_link_bw, Quantity::bandwidth, "--node-link-bw", true);
+                          if (!(v > 0)) throw InputError("--node-link-bw: must be greater than zero");
+                          c.network_bandwidth_Bps = v;
+                        }
+                        c.memory_margin = parse_number(f->margin, "--memory-margin");
+                        if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
+                        c.dropout = f->dropout;
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        auto r = std::make_unique<analysis::TrainResult>();
+                        analysis::train(m, sys, c, *r);
+                        emit(f->json, report::training_json(m, sys, c, *r), report::training_text(m, sys, c, *r));
+                      }});
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,101 @@
+#pragma once
+/// One training step: data, tensor, pipeline and expert parallelism, ZeRO/FSDP,
+/// recomputation, memory per GPU, step time, MFU and HFU (docs/training.md).
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/model/model_config.hpp"
+
+namespace ridgeline::analysis {
+
+enum class Recompute : std::uint8_t { none, selective, full };
+std::string_view name(Recompute r) noexcept;
+
+struct TrainConfig {
+  std::int64_t gpus = 8;
+  std::int64_t gpus_per_node = 0;  ///< 0: the chip file's chips_per_node
+  std::int64_t tp = 1, pp = 1, cp = 1, ep = 1;
+  std::int64_t dp = 0;             ///< 0: gpus / (tp·pp·cp)
+  std::int64_t vpp = 1;            ///< virtual pipeline stages per GPU (interleaved 1F1B)
+  int zero = 0;                    ///< ZeRO stage 0-3 (FSDP = 3)
+  bool sequence_parallel = false;
+  std::int64_t seq = 2048;
+  std::int64_t micro_batch = 1;    ///< sequences per micro-batch per replica
+  std::int64_t global_batch = 0;   ///< sequences per step; 0: dp x micro_batch
+  Recompute recompute = Recompute::none;
+  DType dtype = DType::bf16;       ///< GEMM dtype (fp8: GEMMs at the fp8 peak)
+  ops::AttentionImpl attention = ops::AttentionImpl::flash;
+  DType grad_reduce_dtype = DType::fp32;  ///< gradients are accumulated and reduced in fp32 (Megatron's main_grad)
+  bool dropout = false;            ///< dropout masks kept for backward (GPT-3-era runs)
+  double memory_margin = 0.05;     ///< allocator fragmentation, as a fraction of the total
+  std::optional<double> network_bandwidth_Bps;  ///< per GPU per direction between nodes (default: the chip file's network link)
+};
+
+struct TrainMemory {
+  double params_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;
+  double activations_bytes = 0;
+  double margin_bytes = 0;
+  double total_bytes = 0;
+  double capacity_bytes = 0;
+  bool fits = false;
+  double activation_bytes_per_layer = 0;  ///< one micro-batch, one layer, this GPU
+  double in_flight_micro_batches = 0;     ///< activations of how many micro-batches the first stage holds
+};
+
+/// Per-step times of one part of the step, seconds.
+struct StepPart {
+  double lower_s = 0, upper_s = 0, realistic_s = 0;
+};
+
+struct TrainResult {
+  double step_time_s = 0;        ///< realistic
+  double step_time_lower_s = 0;
+  double step_time_upper_s = 0;
+  double tokens_per_s = 0;
+  double model_flops_per_step = 0;     ///< 3 x forward FLOPs of the matrix unit, no recomputation
+  double hardware_flops_per_step = 0;  ///< what runs, recomputation and flash backward included
+  double mfu = 0;                      ///< model FLOPs / (step time x GPUs x dense peak)
+  double hfu = 0;
+  std::int64_t dp = 1;
+  std::int64_t micro_batches = 1;      ///< per replica per step
+  StepPart forward;                    ///< one micro-batch, slowest stage (TP communication included)
+  StepPart backward;                   ///< one micro-batch, with recomputation
+  StepPart pipeline;                   ///< all micro-batches through the pipeline, bubble included
+  StepPart bubble;
+  StepPart p2p;                        ///< pipeline sends per micro-batch (exposed)
+  StepPart dp_comm;                    ///< gradient reduction (+ parameter gathers) per step, whole
+  StepPart exposed_dp_comm;            ///< the part not hidden behind backward / forward
+  StepPart optimizer;
+  double tp_comm_s = 0;                ///< tensor-parallel communication per step (lower bound; on the critical path)
+  double exposed_comm_s = 0;           ///< realistic: TP + PP + exposed DP communication
+  std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
+  double params_per_gpu = 0;
+  TrainMemory memory;
+  model::Graph graph;                  ///< forward of one micro-batch on one GPU, every layer
+  std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
+};
+
+/// Throws InputError naming the flag and the numbers for a plan that cannot run.
+void validate(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg);
+
+/// Validates and evaluates one training step.
+void train(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out);
+
+/// The system a plan runs on: --gpus-per-node and the network bandwidth override applied.
+hw::System training_system(const hw::System& sys, const TrainConfig& cfg);
+
+/// The evaluation path on a prepared system (training_system) and a validated plan:
+/// never allocates, never throws.
+void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept;
+
+/// Activation bytes one layer keeps for backward, per micro-batch on one GPU (the
+/// Korthikanti et al. accounting generalised to GQA and gated MLPs).
+double layer_activation_bytes(const model::ModelConfig& m, const TrainConfig& cfg) noexcept;
+
+}  // namespace ridgeline::analysis

@@ -1,0 +1,393 @@
+#include "ridgeline/analysis/training.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/comm/collective.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/model/transformer.hpp"
+
+namespace ridgeline::analysis {
+
+namespace {
+
+using model::Graph;
+using model::OpClass;
+
+// Backward of an op relative to its forward (docs/training.md#backward): a GEMM computes
+// the input gradient and the weight gradient (2x); FlashAttention's backward recomputes the
+// scores (2.5x the forward FLOPs); memory-bound ops read the saved input and the incoming
+// gradient and write the outgoing one (2x); a collective repeats on the gradient (1x).
+double backward_factor(OpClass c, ops::AttentionImpl impl) {
+  switch (c) {
+    case OpClass::gemm: return 2;
+    case OpClass::attention: return impl == ops::AttentionImpl::flash ? 2.5 : 2;
+    case OpClass::norm:
+    case OpClass::elementwise: return 2;
+    case OpClass::embedding: return 1;
+    case OpClass::comm: return 1;
+  }
+  return 2;
+}
+
+bool in_layer(const Graph& g, int i) {
+  const char* n = g.groups[g.ops[i].group].name;
+  return std::string_view(n) != "embedding" && std::string_view(n) != "head";
+}
+
+// Ops recomputed in backward: full -> the whole layer; selective -> attention and the
+// memory-bound ops (cheap to recompute, expensive to keep).
+bool recomputed(const Graph& g, int i, Recompute r) {
+  if (r == Recompute::none || !in_layer(g, i)) return false;
+  if (r == Recompute::full) return true;
+  const OpClass c = g.ops[i].cls;
+  return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
+}
+
+StepPart part_of(const ops::TimeParts& p, const hw::EfficiencySpec& eff, double k) {
+  return {k * p.lower(), k * p.upper(), k * p.realistic(eff)};
+}
+void add(StepPart& a, const StepPart& b, double k = 1) {
+  a.lower_s += k * b.lower_s;
+  a.upper_s += k * b.upper_s;
+  a.realistic_s += k * b.realistic_s;
+}
+StepPart scaled(const StepPart& a, double k) { return {a.lower_s * k, a.upper_s * k, a.realistic_s * k}; }
+StepPart exposed(const StepPart& comm, const StepPart& window) {
+  return {std::max(0.0, comm.lower_s - window.lower_s), std::max(0.0, comm.upper_s - window.lower_s),
+          std::max(0.0, comm.realistic_s - window.realistic_s)};
+}
+
+// A collective's time on `chip` over link `link`: parts as an op.
+StepPart collective_time(comm::Collective kind, double bytes_, double chips, int link, const hw::ChipSpec& chip) {
+  if (chips <= 1 || bytes_ <= 0) return {};
+  ops::Cost c = comm::collective_cost({kind, comm::Algo::ring, bytes_, chips, DType::bf16, link});
+  return part_of(ops::time_parts(c, chip), chip.efficiency, 1);
+}
+
+// Link a group of `size` GPUs with `stride` between members crosses.
+int group_link(const hw::System& sys, std::int64_t size, std::int64_t stride) {
+  if (size <= 1) return 0;
+  const int node = sys.chip.link_index(hw::LinkScope::node);
+  const int net = sys.chip.link_index(hw::LinkScope::network);
+  const bool inside = size * stride <= sys.chips_per_node;
+  if (inside || net < 0) return std::max(0, node >= 0 ? node : net);
+  return net;
+}
+
+}  // namespace
+
+std::string_view name(Recompute r) noexcept {
+  switch (r) {
+    case Recompute::none: return "none";
+    case Recompute::selective: return "selective";
+    case Recompute::full: return "full";
+  }
+  return "none";
+}
+
+double layer_activation_bytes(const model::ModelConfig& m, const TrainConfig& cfg) noexcept {
+  const double s = static_cast<double>(cfg.seq) / static_cast<double>(cfg.cp);
+  const double b = static_cast<double>(cfg.micro_batch);
+  const double h = static_cast<double>(m.hidden), t = static_cast<double>(cfg.tp);
+  const double a = static_cast<double>(m.heads);
+  const double kvw = static_cast<double>(m.kv_heads * m.head_dim), qw = static_cast<double>(m.heads * m.head_dim);
+  const double I = static_cast<double>(m.is_moe() ? m.moe.intermediate * m.moe.experts_per_token : m.intermediate);
+  const double sb = s * b;
+  // 16-bit activations, 2 bytes. Outside the tensor-parallel region (replicated unless
+  // sequence parallelism splits them): the two norms' inputs, the QKV input, the MLP input,
+  // and with dropout the two 1-byte masks.
+  double outside = 2 * sb * h * 4 + (cfg.dropout ? 2 * sb * h : 0);
+  // Inside (split over tp): Q, K, V, the attention output (o_proj input), and the MLP's
+  // intermediate tensors: gate, up and the down-projection input (gated), or the GELU
+  // input and output (GPT).
+  const double mlp = m.mlp == model::MlpKind::gelu ? 2 * 2 * sb * I : 3 * 2 * sb * I;
+  double inside = 2 * sb * (qw + 2 * kvw) + 2 * sb * qw + mlp;
+  // The attention core: the s x s softmax output (and dropout mask and output) under naive
+  // attention; FlashAttention keeps the fp32 log-sum-exp per row instead.
+  double core = cfg.attention == ops::AttentionImpl::naive ? (cfg.dropout ? 5 : 2) * a * s * s * b : 4 * a * sb;
+  if (cfg.recompute == Recompute::selective) core = 0;
+  if (cfg.recompute == Recompute::full) {
+    // Only the layer's input is kept; everything else is rebuilt in backward.
+    return 2 * sb * h / (cfg.sequence_parallel ? t : 1);
+  }
+  if (cfg.sequence_parallel) outside /= t;
+  return outside + (inside + core) / t;
+}
+
+void validate(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg) {
+  auto range = [](std::int64_t v, const char* flag, std::int64_t lo, std::int64_t hi) {
+    if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range: expected {} to {}", flag, v, lo, hi));
+  };
+  range(cfg.gpus, "--gpus", 1, std::int64_t{1} << 24);
+  range(cfg.tp, "--tp", 1, 4096);
+  range(cfg.pp, "--pp", 1, 4096);
+  range(cfg.cp, "--cp", 1, 4096);
+  range(cfg.ep, "--ep", 1, 4096);
+  range(cfg.vpp, "--vpp", 1, 1024);
+  range(cfg.seq, "--seq", 1, std::int64_t{1} << 24);
+  range(cfg.micro_batch, "--micro-batch", 1, std::int64_t{1} << 20);
+  if (cfg.zero < 0 || cfg.zero > 3) throw InputError(fmt::format("--zero: {} is not a ZeRO stage: expected 0, 1, 2 or 3", cfg.zero));
+  if (cfg.cp > 1) throw InputError("--cp: context parallelism is not modelled yet: use --cp 1");
+  const std::int64_t model_par = cfg.tp * cfg.pp * cfg.cp;
+  const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / model_par;
+  if (dp < 1 || model_par * dp != cfg.gpus) {
+    throw InputError(fmt::format("--gpus: tp {} x pp {} x cp {} x dp {} = {} is not {} GPUs", cfg.tp, cfg.pp, cfg.cp, dp,
+                                 model_par * dp, cfg.gpus));
+  }
+  if (m.layers % (cfg.pp * cfg.vpp) != 0) {
+    throw InputError(fmt::format("--pp/--vpp: {} layers do not split into pp {} x vpp {} = {} equal stages", m.layers,
+                                 cfg.pp, cfg.vpp, cfg.pp * cfg.vpp));
+  }
+  if (cfg.vpp > 1 && cfg.pp == 1) throw InputError("--vpp: interleaving needs --pp 2 or more");
+  const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
+  if (gb % (dp * cfg.micro_batch) != 0) {
+    throw InputError(fmt::format("--global-batch: {} sequences do not split into dp {} x micro-batch {} = {}", gb, dp,
+                                 cfg.micro_batch, dp * cfg.micro_batch));
+  }
+  if (cfg.vpp > 1 && (gb / (dp * cfg.micro_batch)) % cfg.pp != 0) {
+    throw InputError(fmt::format("--vpp: the interleaved schedule needs the {} micro-batches to be a multiple of pp {}",
+                                 gb / (dp * cfg.micro_batch), cfg.pp));
+  }
+  if (cfg.ep > 1 && dp % cfg.ep != 0) {
+    throw InputError(fmt::format("--ep: {} does not divide the data-parallel degree {}", cfg.ep, dp));
+  }
+  if (cfg.sequence_parallel && cfg.seq % cfg.tp != 0) {
+    throw InputError(fmt::format("--sequence-parallel: --seq {} is not divisible by tp {}", cfg.seq, cfg.tp));
+  }
+  model::ForwardConfig f;
+  f.tp = cfg.tp;
+  f.ep = cfg.ep;
+  model::validate(m, f);
+  if (cfg.tp * cfg.cp > 1 && sys.chip.links.empty()) {
+    throw InputError(fmt::format("--tp: {} has no link between chips: pass --link-bw", sys.chip.name));
+  }
+  if (sys.chip.peak(hw::Unit::matrix, cfg.dtype) <= 0) {
+    throw InputError(fmt::format("--dtype: {} has no {} matrix rate", sys.chip.name, name(cfg.dtype)));
+  }
+}
+
+hw::System training_system(const hw::System& sys_in, const TrainConfig& cfg) {
+  hw::System sys = sys_in;
+  if (cfg.gpus_per_node > 0) sys.chips_per_node = static_cast<int>(cfg.gpus_per_node);
+  if (cfg.network_bandwidth_Bps) {
+    const int net = sys.chip.link_index(hw::LinkScope::network);
+    if (net >= 0) {
+      sys.chip.links[net].bandwidth_Bps = *cfg.network_bandwidth_Bps;
+      sys.chip.links[net].count = 1;
+    } else if (sys.chip.links.size() < static_cast<size_t>(hw::kMaxLinks)) {
+      sys.chip.links.push_back({"network", hw::LinkScope::network, *cfg.network_bandwidth_Bps, 1, 5e-6});
+    }
+  }
+  return sys;
+}
+
+void train(const model::ModelConfig& m, const hw::System& sys_in, const TrainConfig& cfg, TrainResult& out) {
+  validate(m, sys_in, cfg);
+  train_core(m, training_system(sys_in, cfg), cfg, out);
+}
+
+void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept {
+  const hw::ChipSpec& chip = sys.chip;
+  const auto& eff = chip.efficiency;
+  const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
+  const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
+  const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
+  const double mbs = static_cast<double>(gb / (dp * cfg.micro_batch));
+  out.dp = dp;
+  out.micro_batches = static_cast<std::int64_t>(mbs);
+
+  // The forward of one micro-batch on one GPU, every layer (repeat counts), training head.
+  model::ForwardConfig f;
+  f.tp = cfg.tp;
+  f.ep = cfg.ep;
+  f.attention = cfg.attention;
+  f.sequence_parallel = cfg.sequence_parallel;
+  f.training = true;
+  f.precision.activation = DType::bf16;
+  f.precision.weight = DType::bf16;
+  f.precision.compute = cfg.dtype;
+  const double b = static_cast<double>(cfg.micro_batch * cfg.ep), s = static_cast<double>(cfg.seq);
+  model::build_forward(m, f, sys, {b, s, s}, out.graph);
+  const Graph& g = out.graph;
+
+  // Per op: forward and backward (with recomputation) times; stage sums.
+  StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;
+  double fwd_matrix_flops = 0, hw_matrix_flops = 0, tp_comm_lower = 0;
+  out.time_by_kind_s = {};
+  double params_layers = 0, params_embed = 0, params_head = 0;  // on this GPU, whole model's layers
+  for (int i = 0; i < g.op_count; ++i) {
+    const auto& op = g.ops[i];
+    const double r = g.repeat(i);
+    const double k = backward_factor(op.cls, cfg.attention);
+    ops::Cost bwd = op.cost * k;
+    out.fwd[i] = {ops::time_parts(op.cost, chip), op.cost.total_flops(), op.cost.bytes[0], op.cost.total_link_bytes(),
+                  op.cost.launches};
+    out.bwd[i] = {ops::time_parts(bwd, chip), bwd.total_flops(), bwd.bytes[0], bwd.total_link_bytes(), bwd.launches};
+    StepPart pf = part_of(out.fwd[i].parts, eff, 1);
+    StepPart pb = part_of(out.bwd[i].parts, eff, 1);
+    const bool again = recomputed(g, i, cfg.recompute);
+    if (again) add(pb, pf);  // the forward runs again inside backward
+    const double mf = op.cost.unit_flops(hw::Unit::matrix);
+    fwd_matrix_flops += r * mf;
+    hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
+    const std::string_view grp = g.groups[op.group].name;
+    // This GPU runs its stage's share of the layers: L/pp of them.
+    const double share = (grp == "embedding" || grp == "head") ? 1 : 1 / pp;
+    const double per_mb_lower = r * share * (pf.lower_s + pb.lower_s);
+    out.time_by_kind_s[static_cast<int>(op.cls)] += per_mb_lower;  // per micro-batch for now
+    if (op.cls == OpClass::comm) tp_comm_lower += per_mb_lower;
+    // Weight parameters this GPU holds for this op (bf16 weights: bytes / 2).
+    const double p = op.weight_bytes / 2 * r;
+    if (grp == "embedding") {
+      add(f_embed, pf, r);
+      add(b_embed, pb, r);
+      params_embed += p;
+    } else if (grp == "head") {
+      add(f_head, pf, r);
+      add(b_head, pb, r);
+      params_head += p;
+    } else {
+      add(f_layers, pf, r);
+      add(b_layers, pb, r);
+      params_layers += p;
+    }
+  }
+  // The slowest pipeline stage holds L/pp layers and the embedding (first) or the head (last).
+  StepPart f_first = scaled(f_layers, 1 / pp), b_first = scaled(b_layers, 1 / pp);
+  StepPart f_last = f_first, b_last = b_first;
+  add(f_first, f_embed);
+  add(b_first, b_embed);
+  add(f_last, f_head);
+  add(b_last, b_head);
+  if (pp == 1) {
+    add(f_first, f_head);
+    add(b_first, b_head);
+    f_last = f_first;
+    b_last = b_first;
+  }
+  const bool last_slower = f_last.realistic_s + b_last.realistic_s > f_first.realistic_s + b_first.realistic_s;
+  out.forward = last_slower ? f_last : f_first;
+  out.backward = last_slower ? b_last : b_first;
+  double params_gpu = params_layers / pp + (pp == 1 ? params_embed + params_head : std::max(params_embed, params_head));
+  if (m.tie_embeddings && pp > 1) params_gpu = params_layers / pp + params_embed;  // both ends hold the table
+  out.params_per_gpu = params_gpu;
+
+  // Pipeline sends: the (micro-batch x seq, h) activation forward and its gradient back, at
+  // every stage boundary a micro-batch crosses (vpp per GPU when interleaved).
+  out.p2p = {};
+  if (cfg.pp > 1) {
+    const double act = b / static_cast<double>(cfg.ep) * s * static_cast<double>(m.hidden) * 2 /
+                       (cfg.sequence_parallel ? tp : 1);
+    const int link = group_link(sys, cfg.pp, cfg.tp * cfg.cp * dp);
+    StepPart one = collective_time(comm::Collective::send_recv, act, 2, link, chip);
+    out.p2p = scaled(one, 2 * vpp);
+  }
+
+  // 1F1B: every micro-batch's forward and backward, plus (pp-1)/vpp of them as the bubble.
+  StepPart per_mb = out.forward;
+  add(per_mb, out.backward);
+  add(per_mb, out.p2p);
+  out.bubble = scaled(per_mb, (pp - 1) / vpp);
+  out.pipeline = scaled(per_mb, mbs);
+  add(out.pipeline, out.bubble);
+
+  // Data parallelism: gradients reduced once per step (after the last micro-batch's
+  // backward, bucketed and overlapped with it); ZeRO-1/2 gather the updated bf16
+  // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
+  // micro-batch's forward and backward and reduce-scatters gradients each time.
+  const double dpd = static_cast<double>(dp);
+  const int dp_link = group_link(sys, dp, cfg.tp * cfg.cp);
+  const double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
+  const double param_bytes = params_gpu * 2;
+  out.dp_comm = {};
+  out.exposed_dp_comm = {};
+  if (dp > 1) {
+    if (cfg.zero == 0) {
+      StepPart ar = collective_time(comm::Collective::all_reduce, grad_bytes, dpd, dp_link, chip);
+      out.dp_comm = ar;
+      // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
+      const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
+      StepPart hidden_after = exposed(ar, out.backward);
+      StepPart last = scaled(ar, 1 / buckets);
+      out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
+                             std::max(hidden_after.realistic_s, last.realistic_s)};
+    } else {
+      StepPart rs = collective_time(comm::Collective::reduce_scatter, grad_bytes, dpd, dp_link, chip);
+      StepPart ag = collective_time(comm::Collective::all_gather, param_bytes, dpd, dp_link, chip);
+      if (cfg.zero <= 2) {
+        out.dp_comm = rs;
+        add(out.dp_comm, ag);
+        out.exposed_dp_comm = exposed(rs, out.backward);
+        add(out.exposed_dp_comm, exposed(ag, out.forward));
+      } else {
+        // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
+        StepPart rs16 = collective_time(comm::Collective::reduce_scatter, param_bytes, dpd, dp_link, chip);
+        StepPart fwd_ag = ag, bwd = ag;
+        add(bwd, rs16);
+        out.dp_comm = scaled(ag, 2 * mbs);
+        add(out.dp_comm, scaled(rs16, mbs));
+        out.exposed_dp_comm = scaled(exposed(fwd_ag, out.forward), mbs);
+        add(out.exposed_dp_comm, scaled(exposed(bwd, out.backward), mbs));
+      }
+    }
+  }
+
+  // Adam: per parameter this GPU updates, read the fp32 master weight, both moments and the
+  // fp32 gradient, write the three back and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes;
+  // about 12 FLOPs (moments, bias corrections, square root, update).
+  const double opt_params = cfg.zero >= 1 ? params_gpu / dpd : params_gpu;
+  ops::Cost adam;
+  adam.add_main_bytes(30 * opt_params);
+  adam.add_flops(hw::Unit::vector, DType::fp32, 12 * opt_params);
+  adam.launches = 1;
+  out.optimizer = part_of(ops::time_parts(adam, chip), eff, 1);
+
+  StepPart step = out.pipeline;
+  add(step, out.exposed_dp_comm);
+  add(step, out.optimizer);
+  out.step_time_s = step.realistic_s;
+  out.step_time_lower_s = step.lower_s;
+  out.step_time_upper_s = step.upper_s;
+  for (double& k : out.time_by_kind_s) k *= mbs;
+  out.tp_comm_s = tp_comm_lower * mbs;
+  out.exposed_comm_s = out.tp_comm_s + (out.p2p.realistic_s * (mbs + (pp - 1) / vpp)) + out.exposed_dp_comm.realistic_s;
+
+  // FLOPs: per micro-batch this GPU does 1/tp of every layer's matrix work (the graph
+  // counts every layer); the step runs gb / micro_batch micro-batches across all replicas.
+  const double micro_batches_total = static_cast<double>(gb) / static_cast<double>(cfg.micro_batch);
+  out.model_flops_per_step = 3 * fwd_matrix_flops * tp * micro_batches_total;
+  out.hardware_flops_per_step = hw_matrix_flops * tp * micro_batches_total;
+  out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
+  const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
+  out.mfu = out.model_flops_per_step / (out.step_time_s * peak);
+  out.hfu = out.hardware_flops_per_step / (out.step_time_s * peak);
+
+  // Memory on the first stage's GPU (it holds the most micro-batches in flight).
+  auto& mem = out.memory;
+  const double stage_params = params_layers / pp + params_embed + (pp == 1 ? params_head : 0);
+  mem.params_bytes = stage_params * 2 / (cfg.zero >= 3 ? dpd : 1);
+  mem.grads_bytes = stage_params * bytes(cfg.grad_reduce_dtype) / (cfg.zero >= 2 ? dpd : 1);
+  mem.optimizer_bytes = stage_params * 12 / (cfg.zero >= 1 ? dpd : 1);
+  mem.activation_bytes_per_layer = layer_activation_bytes(m, cfg);
+  // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
+  // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
+  const double layers_stage = static_cast<double>(m.layers) / pp;
+  double in_flight = std::min(mbs, pp);
+  if (cfg.vpp > 1) in_flight *= 1 + (pp - 1) / (pp * vpp);
+  mem.in_flight_micro_batches = in_flight;
+  mem.activations_bytes = mem.activation_bytes_per_layer * layers_stage * in_flight;
+  // The embedding output of each in-flight micro-batch; on a single stage the fp32 logits too.
+  const double sb = s * static_cast<double>(cfg.micro_batch);
+  mem.activations_bytes += in_flight * sb * static_cast<double>(m.hidden) * 2 / (cfg.sequence_parallel ? tp : 1);
+  if (pp == 1) mem.activations_bytes += sb * static_cast<double>(m.vocab) / tp * 4;
+  const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.activations_bytes;
+  mem.margin_bytes = subtotal * cfg.memory_margin;
+  mem.total_bytes = subtotal + mem.margin_bytes;
+  mem.capacity_bytes = chip.main_capacity_bytes();
+  mem.fits = mem.total_bytes <= mem.capacity_bytes;
+}
+
+}  // namespace ridgeline::analysis

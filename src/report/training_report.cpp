@@ -1,0 +1,113 @@
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/training.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+namespace {
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+std::string size(double b) { return format_quantity(b, Quantity::bytes); }
+json part(const analysis::StepPart& p) {
+  return {{"t_lower_s", p.lower_s}, {"t_upper_s", p.upper_s}, {"t_realistic_s", p.realistic_s}};
+}
+constexpr const char* kFlopConvention =
+    "model FLOPs = 3 x the forward pass's matrix-unit FLOPs (GEMMs and attention, causal pairs only), without "
+    "recomputation; hardware FLOPs add recomputed forwards and FlashAttention's 2.5x backward";
+}  // namespace
+
+json training_json(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainConfig& c,
+                   const analysis::TrainResult& r) {
+  json j;
+  j["model"] = m.name;
+  j["hw"] = sys.chip.name;
+  j["gpus"] = c.gpus;
+  j["tp"] = c.tp;
+  j["pp"] = c.pp;
+  j["dp"] = r.dp;
+  j["cp"] = c.cp;
+  j["ep"] = c.ep;
+  j["vpp"] = c.vpp;
+  j["zero"] = c.zero;
+  j["sequence_parallel"] = c.sequence_parallel;
+  j["seq"] = c.seq;
+  j["micro_batch"] = c.micro_batch;
+  j["global_batch"] = c.global_batch > 0 ? c.global_batch : r.dp * c.micro_batch;
+  j["micro_batches"] = r.micro_batches;
+  j["recompute"] = std::string(analysis::name(c.recompute));
+  j["dtype"] = std::string(name(c.dtype));
+  j["step_time_s"] = r.step_time_s;
+  j["step_time_lower_s"] = r.step_time_lower_s;
+  j["step_time_upper_s"] = r.step_time_upper_s;
+  j["tokens_per_s"] = r.tokens_per_s;
+  j["model_flops_per_step"] = r.model_flops_per_step;
+  j["hardware_flops_per_step"] = r.hardware_flops_per_step;
+  j["model_flops_per_s_per_gpu"] = r.model_flops_per_step / r.step_time_s / static_cast<double>(c.gpus);
+  j["hardware_flops_per_s_per_gpu"] = r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus);
+  j["mfu"] = r.mfu;
+  j["hfu"] = r.hfu;
+  j["flop_convention"] = kFlopConvention;
+  j["exposed_comm_s"] = r.exposed_comm_s;
+  j["bubble_s"] = r.bubble.realistic_s;
+  j["tp_comm_s"] = r.tp_comm_s;
+  j["params_per_gpu"] = r.params_per_gpu;
+  const auto& mem = r.memory;
+  j["memory_per_gpu"] = {{"params_bytes", mem.params_bytes},
+                         {"grads_bytes", mem.grads_bytes},
+                         {"optimizer_bytes", mem.optimizer_bytes},
+                         {"activations_bytes", mem.activations_bytes},
+                         {"activation_bytes_per_layer", mem.activation_bytes_per_layer},
+                         {"in_flight_micro_batches", mem.in_flight_micro_batches},
+                         {"margin_bytes", mem.margin_bytes},
+                         {"total_bytes", mem.total_bytes},
+                         {"capacity_bytes", mem.capacity_bytes},
+                         {"fits", mem.fits}};
+  j["breakdown"] = json::array({
+      {{"name", "forward"}, {"per", "micro_batch"}, {"times", part(r.forward)}},
+      {{"name", "backward"}, {"per", "micro_batch"}, {"times", part(r.backward)}},
+      {{"name", "pipeline_p2p"}, {"per", "micro_batch"}, {"times", part(r.p2p)}},
+      {{"name", "pipeline"}, {"per", "step"}, {"times", part(r.pipeline)}},
+      {{"name", "bubble"}, {"per", "step"}, {"times", part(r.bubble)}},
+      {{"name", "dp_comm"}, {"per", "step"}, {"times", part(r.dp_comm)}},
+      {{"name", "dp_comm_exposed"}, {"per", "step"}, {"times", part(r.exposed_dp_comm)}},
+      {{"name", "optimizer"}, {"per", "step"}, {"times", part(r.optimizer)}},
+  });
+  json kinds = json::object();
+  for (int k = 0; k < 6; ++k) kinds[std::string(model::name(static_cast<model::OpClass>(k)))] = r.time_by_kind_s[k];
+  j["time_by_kind_s"] = kinds;
+  return j;
+}
+
+std::string training_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainConfig& c,
+                          const analysis::TrainResult& r) {
+  std::string out = fmt::format("{} on {} x {}: tp {} pp {} dp {} ep {}{}{}, ZeRO {}, seq {}, micro-batch {}, {} micro-batches, recompute {}\n\n",
+                                m.name, c.gpus, sys.chip.display_name, c.tp, c.pp, r.dp, c.ep,
+                                c.vpp > 1 ? fmt::format(" vpp {}", c.vpp) : "", c.sequence_parallel ? " +SP" : "", c.zero,
+                                c.seq, c.micro_batch, r.micro_batches, analysis::name(c.recompute));
+  out += fmt::format("step time     {} realistic ({} .. {})\n", t(r.step_time_s), t(r.step_time_lower_s), t(r.step_time_upper_s));
+  out += fmt::format("throughput    {:.0f} tokens/s, {:.1f} TFLOP/s per GPU of model FLOPs ({:.1f} of hardware FLOPs)\n",
+                     r.tokens_per_s, r.model_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12,
+                     r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12);
+  out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({})\n\n", 100 * r.mfu, 100 * r.hfu, kFlopConvention);
+  out += fmt::format("  forward  / micro-batch   {:>10}\n", t(r.forward.realistic_s));
+  out += fmt::format("  backward / micro-batch   {:>10}   (recompute {})\n", t(r.backward.realistic_s), analysis::name(c.recompute));
+  if (c.pp > 1) out += fmt::format("  pipeline sends / mb      {:>10}\n", t(r.p2p.realistic_s));
+  out += fmt::format("  pipeline (all mbs)       {:>10}   bubble {}\n", t(r.pipeline.realistic_s), t(r.bubble.realistic_s));
+  out += fmt::format("  data-parallel comm       {:>10}   exposed {}\n", t(r.dp_comm.realistic_s), t(r.exposed_dp_comm.realistic_s));
+  out += fmt::format("  optimizer (Adam)         {:>10}\n", t(r.optimizer.realistic_s));
+  out += fmt::format("  tensor-parallel comm     {:>10}   (on the critical path, lower bound)\n", t(r.tp_comm_s));
+  out += "\ncompute by kind (lower bound, per step):";
+  for (int k = 0; k < 6; ++k) {
+    if (r.time_by_kind_s[k] > 0) out += fmt::format("  {} {}", model::name(static_cast<model::OpClass>(k)), t(r.time_by_kind_s[k]));
+  }
+  const auto& mem = r.memory;
+  out += fmt::format("\n\nmemory per GPU (first stage): params {}, grads {}, optimizer {}, activations {} ({} x {} layers x {:.2f} micro-batches), margin {}\n",
+                     size(mem.params_bytes), size(mem.grads_bytes), size(mem.optimizer_bytes), size(mem.activations_bytes),
+                     size(mem.activation_bytes_per_layer), m.layers / c.pp, mem.in_flight_micro_batches, size(mem.margin_bytes));
+  out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
+  return out;
+}
+
+}  // namespace ridgeline::report

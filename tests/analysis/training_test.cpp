@@ -1,0 +1,160 @@
+// Training: hand-derived values for every term.
+#include "ridgeline/analysis/training.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
+
+namespace ridgeline::analysis {
+namespace {
+
+hw::System chip(const char* name) {
+  hw::System s;
+  s.chip = io::catalog_chip(name);
+  s.chips_per_node = s.chip.chips_per_node;
+  return s;
+}
+
+std::unique_ptr<TrainResult> run(const model::ModelConfig& m, const char* hw, const TrainConfig& cfg) {
+  auto r = std::make_unique<TrainResult>();
+  train(m, chip(hw), cfg, *r);
+  return r;
+}
+
+// A GPT-style model (4h GELU MLP, MHA, LayerNorm) of the sizes Korthikanti et al. use.
+model::ModelConfig gpt(std::int64_t h, std::int64_t heads, std::int64_t layers) {
+  return io::parse_model_config(fmt::format(R"({{"model_type": "gpt2", "n_embd": {}, "n_head": {}, "n_layer": {},
+    "vocab_size": 51200, "n_positions": 2048}})", h, heads, layers), "gpt.json");
+}
+
+TEST(Training, KorthikantiActivationMemory) {
+  // Korthikanti et al. 2022: per layer s·b·h·(34 + 5·a·s/h) bytes with 16-bit activations and
+  // dropout; with tensor parallelism t: s·b·h·(10 + 24/t + 5·a·s/(h·t)); with sequence
+  // parallelism s·b·h·(34/t + 5·a·s/(h·t)); selective recomputation drops the 5·a·s/h term;
+  // full recomputation keeps 2·s·b·h.
+  const auto m = gpt(12288, 96, 96);
+  TrainConfig c;
+  c.seq = 2048;
+  c.micro_batch = 1;
+  c.dropout = true;
+  c.attention = ops::AttentionImpl::naive;
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * (34 + 5 * a * s / h));
+  c.tp = 8;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)));
+  c.sequence_parallel = true;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * (34 / t + 5 * a * s / (h * t)));
+  c.recompute = Recompute::selective;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * 34 / t);
+  c.recompute = Recompute::full;
+  c.sequence_parallel = false;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), 2 * s * b * h);
+  // FlashAttention keeps the fp32 log-sum-exp instead of the s x s scores (and no dropout here).
+  c.recompute = Recompute::none;
+  c.dropout = false;
+  c.attention = ops::AttentionImpl::flash;
+  c.tp = 1;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * 32 + 4 * a * s * b);
+}
+
+TEST(Training, ZeroStagesShardStatesOverDataParallelism) {
+  // Llama-2-7B on 8 GPUs, dp 8: P = 6738415616 bf16 parameters on every GPU; bf16 weights
+  // (2 B), fp32 gradients (4 B), Adam's fp32 master weights and two moments (12 B).
+  const auto m = io::bundled_model("llama-2-7b");
+  const double P = 6738415616.0;
+  TrainConfig c;
+  c.gpus = 8;
+  c.seq = 1024;
+  for (int zero = 0; zero <= 3; ++zero) {
+    c.zero = zero;
+    auto r = run(m, "h100-sxm", c);
+    EXPECT_DOUBLE_EQ(r->memory.params_bytes, 2 * P / (zero >= 3 ? 8 : 1)) << zero;
+    EXPECT_DOUBLE_EQ(r->memory.grads_bytes, 4 * P / (zero >= 2 ? 8 : 1)) << zero;
+    EXPECT_DOUBLE_EQ(r->memory.optimizer_bytes, 12 * P / (zero >= 1 ? 8 : 1)) << zero;
+  }
+}
+
+TEST(Training, PipelineBubble) {
+  // 1F1B: the step runs m micro-batches plus (p - 1)/v of them as the bubble.
+  const auto m = io::bundled_model("llama-2-13b");
+  TrainConfig c;
+  c.gpus = 16;
+  c.tp = 2;
+  c.pp = 4;
+  c.global_batch = 32;  // dp 2 -> 16 micro-batches
+  for (std::int64_t vpp : {1, 2}) {
+    c.vpp = vpp;
+    auto r = run(m, "h100-sxm", c);
+    const double per_mb = r->forward.realistic_s + r->backward.realistic_s + r->p2p.realistic_s;
+    EXPECT_EQ(r->micro_batches, 16);
+    EXPECT_NEAR(r->bubble.realistic_s, 3.0 / static_cast<double>(vpp) * per_mb, 1e-12);
+    EXPECT_NEAR(r->pipeline.realistic_s, (16 + 3.0 / static_cast<double>(vpp)) * per_mb, 1e-12);
+  }
+}
+
+TEST(Training, ModelFlopsAreThreeForwardPasses) {
+  // Llama-2-7B, 8 sequences of 2048: forward GEMMs 2 FLOPs per weight per token (the
+  // embedding table is a lookup, the 65 norms no GEMM), attention 4·d per causal pair per
+  // head per layer; model FLOPs = 3x.
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.seq = 2048;
+  auto r = run(m, "h100-sxm", c);
+  const double tokens = 8 * 2048.0;
+  const double gemm_weights = 6738415616.0 - 32000.0 * 4096 - 65 * 4096.0;
+  const double attention = 32 * 4 * 32 * 128 * (2048.0 * 2049 / 2) * 8;
+  EXPECT_NEAR(r->model_flops_per_step / (3 * (2 * tokens * gemm_weights + attention)), 1.0, 1e-12);
+  EXPECT_NEAR(r->mfu, r->model_flops_per_step / (r->step_time_s * 8 * 989.4e12), 1e-12);
+  // No recomputation: hardware FLOPs add only FlashAttention's extra half forward in backward.
+  EXPECT_NEAR(r->hardware_flops_per_step - r->model_flops_per_step, 0.5 * 3 * attention / 3, 1e-3 * attention);
+}
+
+TEST(Training, DataParallelOverlap) {
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.seq = 4096;
+  c.micro_batch = 4;
+  // ZeRO-1: the gradient reduce-scatter hides behind a long backward, the parameter
+  // all-gather behind the next forward: nothing exposed.
+  c.zero = 1;
+  auto z1 = run(m, "h100-sxm", c);
+  EXPECT_GT(z1->dp_comm.realistic_s, 0);
+  EXPECT_LT(z1->dp_comm.realistic_s, z1->backward.realistic_s);
+  EXPECT_DOUBLE_EQ(z1->exposed_dp_comm.realistic_s, 0);
+  // Plain DDP: the last 25 MB bucket of fp32 gradients runs after backward ends.
+  c.zero = 0;
+  auto z0 = run(m, "h100-sxm", c);
+  const double buckets = std::ceil(6738415616.0 * 4 / 25e6);
+  EXPECT_NEAR(z0->exposed_dp_comm.realistic_s, z0->dp_comm.realistic_s / buckets, 1e-15);
+}
+
+TEST(Training, BadPlans) {
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.tp = 3;
+  EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // 8 / 3
+  c.tp = 1;
+  c.pp = 3;
+  c.gpus = 9;
+  EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // 32 layers / 3
+  c.pp = 1;
+  c.gpus = 8;
+  c.global_batch = 12;
+  EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // 12 over dp 8
+  c.global_batch = 0;
+  c.ep = 2;
+  EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // not MoE
+}
+
+}  // namespace
+}  // namespace ridgeline::analysis
