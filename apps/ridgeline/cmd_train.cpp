@@ -15,7 +15,7 @@ namespace ridgeline::cli {
 void register_train(CLI::App& root, std::vector<Command>& commands) {
   struct Flags {
     HardwareFlags hw;
-    bool json = false, fsdp = false, sp = false, dropout = false;
+    bool json = false, fsdp = false, sp = false, dropout = false, uneven = false;
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
     std::string attention = "flash", node_link_bw, margin = "0.05";
@@ -45,6 +45,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   t->add_option("--node-link-bw", f->node_link_bw, "per-GPU network bandwidth between nodes, per direction");
   t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction")->capture_default_str();
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
+  t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp (the slowest stage holds the ceiling)");
   commands.push_back({t, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::TrainConfig c;
@@ -79,6 +80,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
                         c.memory_margin = parse_number(f->margin, "--memory-margin");
                         if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
                         c.dropout = f->dropout;
+                        c.uneven_stages = f->uneven;
                         HardwareFlags hwf = f->hw;
                         hwf.chips.clear();
                         hw::System sys = load_system(hwf);

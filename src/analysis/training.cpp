@@ -137,11 +137,14 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
     throw InputError(fmt::format("--gpus: tp {} x pp {} x cp {} x dp {} = {} is not {} GPUs", cfg.tp, cfg.pp, cfg.cp, dp,
                                  model_par * dp, cfg.gpus));
   }
-  if (m.layers % (cfg.pp * cfg.vpp) != 0) {
-    throw InputError(fmt::format("--pp/--vpp: {} layers do not split into pp {} x vpp {} = {} equal stages", m.layers,
-                                 cfg.pp, cfg.vpp, cfg.pp * cfg.vpp));
+  if (!cfg.uneven_stages && m.layers % (cfg.pp * cfg.vpp) != 0) {
+    throw InputError(fmt::format("--pp/--vpp: {} layers do not split into pp {} x vpp {} = {} equal stages (--uneven-stages allows it)",
+                                 m.layers, cfg.pp, cfg.vpp, cfg.pp * cfg.vpp));
   }
   if (cfg.vpp > 1 && cfg.pp == 1) throw InputError("--vpp: interleaving needs --pp 2 or more");
+  if (m.layers < cfg.pp * cfg.vpp) {
+    throw InputError(fmt::format("--pp/--vpp: {} layers cannot fill pp {} x vpp {} stages", m.layers, cfg.pp, cfg.vpp));
+  }
   const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
   if (gb % (dp * cfg.micro_batch) != 0) {
     throw InputError(fmt::format("--global-batch: {} sequences do not split into dp {} x micro-batch {} = {}", gb, dp,
@@ -193,6 +196,10 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const hw::ChipSpec& chip = sys.chip;
   const auto& eff = chip.efficiency;
   const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
+  // Layers on the slowest stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
+  const double L = static_cast<double>(m.layers);
+  const double stage_layers = std::ceil(L / (pp * vpp)) * vpp;
+  const double stage_share = stage_layers / L;
   const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
   const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
   const double mbs = static_cast<double>(gb / (dp * cfg.micro_batch));
@@ -235,7 +242,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
     const std::string_view grp = g.groups[op.group].name;
     // This GPU runs its stage's share of the layers: L/pp of them.
-    const double share = (grp == "embedding" || grp == "head") ? 1 : 1 / pp;
+    const double share = (grp == "embedding" || grp == "head") ? 1 : stage_share;
     const double per_mb_lower = r * share * (pf.lower_s + pb.lower_s);
     out.time_by_kind_s[static_cast<int>(op.cls)] += per_mb_lower;  // per micro-batch for now
     if (op.cls == OpClass::comm) tp_comm_lower += per_mb_lower;
@@ -256,7 +263,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     }
   }
   // The slowest pipeline stage holds L/pp layers and the embedding (first) or the head (last).
-  StepPart f_first = scaled(f_layers, 1 / pp), b_first = scaled(b_layers, 1 / pp);
+  StepPart f_first = scaled(f_layers, stage_share), b_first = scaled(b_layers, stage_share);
   StepPart f_last = f_first, b_last = b_first;
   add(f_first, f_embed);
   add(b_first, b_embed);
@@ -271,8 +278,8 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const bool last_slower = f_last.realistic_s + b_last.realistic_s > f_first.realistic_s + b_first.realistic_s;
   out.forward = last_slower ? f_last : f_first;
   out.backward = last_slower ? b_last : b_first;
-  double params_gpu = params_layers / pp + (pp == 1 ? params_embed + params_head : std::max(params_embed, params_head));
-  if (m.tie_embeddings && pp > 1) params_gpu = params_layers / pp + params_embed;  // both ends hold the table
+  double params_gpu = params_layers * stage_share + (pp == 1 ? params_embed + params_head : std::max(params_embed, params_head));
+  if (m.tie_embeddings && pp > 1) params_gpu = params_layers * stage_share + params_embed;  // both ends hold the table
   out.params_per_gpu = params_gpu;
 
   // Pipeline sends: the (micro-batch x seq, h) activation forward and its gradient back, at
@@ -367,14 +374,14 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
 
   // Memory on the first stage's GPU (it holds the most micro-batches in flight).
   auto& mem = out.memory;
-  const double stage_params = params_layers / pp + params_embed + (pp == 1 ? params_head : 0);
+  const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
   mem.params_bytes = stage_params * 2 / (cfg.zero >= 3 ? dpd : 1);
   mem.grads_bytes = stage_params * bytes(cfg.grad_reduce_dtype) / (cfg.zero >= 2 ? dpd : 1);
   mem.optimizer_bytes = stage_params * 12 / (cfg.zero >= 1 ? dpd : 1);
   mem.activation_bytes_per_layer = layer_activation_bytes(m, cfg);
   // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
   // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
-  const double layers_stage = static_cast<double>(m.layers) / pp;
+  const double layers_stage = stage_layers;
   double in_flight = std::min(mbs, pp);
   if (cfg.vpp > 1) in_flight *= 1 + (pp - 1) / (pp * vpp);
   mem.in_flight_micro_batches = in_flight;

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/training.hpp"
 
@@ -105,7 +107,7 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   const auto& mem = r.memory;
   out += fmt::format("\n\nmemory per GPU (first stage): params {}, grads {}, optimizer {}, activations {} ({} x {} layers x {:.2f} micro-batches), margin {}\n",
                      size(mem.params_bytes), size(mem.grads_bytes), size(mem.optimizer_bytes), size(mem.activations_bytes),
-                     size(mem.activation_bytes_per_layer), m.layers / c.pp, mem.in_flight_micro_batches, size(mem.margin_bytes));
+                     size(mem.activation_bytes_per_layer), std::ceil(static_cast<double>(m.layers) / static_cast<double>(c.pp * c.vpp)) * static_cast<double>(c.vpp), mem.in_flight_micro_batches, size(mem.margin_bytes));
   out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
   return out;
 }

@@ -21,6 +21,7 @@ struct TrainConfig {
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1;
   std::int64_t dp = 0;             ///< 0: gpus / (tp·pp·cp)
   std::int64_t vpp = 1;            ///< virtual pipeline stages per GPU (interleaved 1F1B)
+  bool uneven_stages = false;      ///< allow layers not divisible by pp·vpp: the slowest stage holds the ceiling (Llama 3 405B's 126 layers on 16 stages)
   int zero = 0;                    ///< ZeRO stage 0-3 (FSDP = 3)
   bool sequence_parallel = false;
   std::int64_t seq = 2048;
