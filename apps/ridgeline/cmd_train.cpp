@@ -12,16 +12,16 @@
 
 namespace ridgeline::cli {
 
-void register_train(CLI::App& root, std::vector<Command>& commands) {
-  struct Flags {
+namespace {
+struct Flags {
     HardwareFlags hw;
     bool json = false, fsdp = false, sp = false, dropout = false, uneven = false;
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
-    std::string attention = "flash", node_link_bw, margin = "0.05";
-  };
-  auto f = std::make_shared<Flags>();
-  auto* t = root.add_subcommand("train", "one training step: step time, MFU/HFU, communication, memory per GPU");
+    std::string attention = "flash", node_link_bw, margin = "0.05", budget;
+};
+
+void add_train_flags(CLI::App* t, Flags* f) {
   add_hardware_flags(t, f->hw);
   t->add_flag("--json", f->json, "JSON on stdout");
   t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
@@ -46,8 +46,9 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction")->capture_default_str();
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp (the slowest stage holds the ceiling)");
-  commands.push_back({t, [f] {
-                        model::ModelConfig m = io::resolve_model(f->model);
+}
+
+analysis::TrainConfig train_config(const Flags* f) {
                         analysis::TrainConfig c;
                         auto i = [](const std::string& v, const char* flag) { return parse_positive_int(v, flag); };
                         c.gpus = i(f->gpus, "--gpus");
@@ -81,12 +82,39 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
                         if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
                         c.dropout = f->dropout;
                         c.uneven_stages = f->uneven;
+                        return c;
+}
+}  // namespace
+
+void register_train(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<Flags>();
+  auto* t = root.add_subcommand("train", "one training step: step time, MFU/HFU, communication, memory per GPU");
+  add_train_flags(t, f.get());
+  commands.push_back({t, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::TrainConfig c = train_config(f.get());
                         HardwareFlags hwf = f->hw;
                         hwf.chips.clear();
                         hw::System sys = load_system(hwf);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
                         emit(f->json, report::training_json(m, sys, c, *r), report::training_text(m, sys, c, *r));
+                      }});
+
+  auto g = std::make_shared<Flags>();
+  auto* rc = root.add_subcommand("recompute", "plan activation recomputation and offload per tensor under a memory budget");
+  add_train_flags(rc, g.get());
+  rc->add_option("--budget", g->budget, "activation memory per layer per micro-batch (default: what the GPU has left)");
+  commands.push_back({rc, [g] {
+                        model::ModelConfig m = io::resolve_model(g->model);
+                        analysis::TrainConfig c = train_config(g.get());
+                        HardwareFlags hwf = g->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        std::optional<double> budget;
+                        if (!g->budget.empty()) budget = parse_quantity(g->budget, Quantity::bytes, "--budget", true);
+                        analysis::RecomputeResult r = analysis::plan_recompute(m, sys, c, budget);
+                        emit(g->json, report::recompute_json(r), report::recompute_text(m, r));
                       }});
 }
 

@@ -151,7 +151,7 @@ void attention_block(Ctx& c, double window) {
     norm(c, "kv_a_norm", Block::attention, T, lora, lora);
     c.g.add("rope", OpClass::elementwise, Block::attention,
             ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
-    elementwise(c, "kv_cache_write", Block::attention, T, lora + rope, 1, 1, 0);
+    if (!c.f.training) elementwise(c, "kv_cache_write", Block::attention, T, lora + rope, 1, 1, 0);
     if (c.q_len > 1) {
       // Prefill: decompress K and V of every position for all local heads, then MHA.
       gemm(c, "kv_b_proj", Block::attention, c.batch * c.kv_len, lora, c.heads * (nope + v), lora * H * (nope + v),
@@ -195,7 +195,7 @@ void attention_block(Ctx& c, double window) {
     Cost write;
     write.add_main_bytes(T * 2 * c.kv_heads * hd * (bytes(c.act) + bytes(c.kv)));
     write.launches = 1;
-    c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);
+    if (!c.f.training) c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);  // no cache in training
     a.heads = c.heads;
     a.kv_heads = c.kv_heads;
     a.head_dim = hd;

@@ -112,4 +112,73 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   return out;
 }
 
+namespace {
+json plan_json(const analysis::RecomputeResult& r, const analysis::RecomputePlan& p) {
+  json actions = json::object();
+  for (int i = 0; i < r.count; ++i) actions[r.tensors[i].name] = std::string(analysis::name(p.action[i]));
+  return {{"actions", actions},
+          {"memory_bytes", p.memory_bytes},
+          {"recompute_s", p.recompute_s},
+          {"offload_exposed_s", p.offload_exposed_s},
+          {"added_s", p.added_s},
+          {"fits", p.feasible}};
+}
+}  // namespace
+
+json recompute_json(const analysis::RecomputeResult& r) {
+  json j;
+  j["budget_bytes_per_layer"] = r.budget_bytes;
+  j["layers_in_memory"] = r.layers_in_memory;
+  j["layer_input_bytes"] = r.layer_input_bytes;
+  j["t_layer_forward_s"] = r.t_layer_forward_s;
+  j["t_layer_backward_s"] = r.t_layer_backward_s;
+  j["host_link_Bps"] = r.host_link_Bps;
+  j["plans_evaluated"] = r.plans_evaluated;
+  j["tensors"] = json::array();
+  for (int i = 0; i < r.count; ++i) {
+    const auto& t = r.tensors[i];
+    j["tensors"].push_back({{"name", t.name},
+                            {"producers", t.producers},
+                            {"bytes", t.bytes},
+                            {"recompute_s", t.recompute_s},
+                            {"recompute_s_per_byte", t.recompute_s / t.bytes},
+                            {"offload_s", t.offload_s},
+                            {"memory_bound", t.memory_bound},
+                            {"repeats_collective", t.has_comm},
+                            {"action", std::string(analysis::name(r.best.action[i]))}});
+  }
+  json order = json::array();
+  for (int i = 0; i < r.count; ++i) order.push_back(r.tensors[r.by_cost_per_byte[i]].name);
+  j["cheapest_to_recompute_per_byte"] = order;
+  j["plan"] = plan_json(r, r.best);
+  j["none"] = plan_json(r, r.none);
+  j["selective"] = plan_json(r, r.selective);
+  j["full"] = plan_json(r, r.full);
+  return j;
+}
+
+std::string recompute_text(const model::ModelConfig& m, const analysis::RecomputeResult& r) {
+  std::string out = fmt::format("{}: activations of one layer, one micro-batch, one GPU; budget {} per layer ({} layer-micro-batches in memory)\n",
+                                m.name, size(r.budget_bytes), r.layers_in_memory);
+  out += fmt::format("layer forward {}, backward {}; host link {} per direction; {} plans evaluated (exact)\n\n",
+                     t(r.t_layer_forward_s), t(r.t_layer_backward_s), format_quantity(r.host_link_Bps, Quantity::bandwidth),
+                     r.plans_evaluated);
+  out += fmt::format("  {:<18} {:>10} {:>12} {:>14} {:>11}  {}\n", "tensor", "bytes", "recompute", "per MB", "offload", "choice");
+  for (int i = 0; i < r.count; ++i) {
+    const auto& x = r.tensors[i];
+    out += fmt::format("  {:<18} {:>10} {:>12} {:>14} {:>11}  {}\n", x.name, size(x.bytes), t(x.recompute_s),
+                       t(x.recompute_s / x.bytes * 1e6), t(x.offload_s), analysis::name(r.best.action[i]));
+  }
+  auto row = [&](const char* label, const analysis::RecomputePlan& p) {
+    out += fmt::format("  {:<10} memory {:>10}  added {:>10} (recompute {}, exposed offload {}){}\n", label, size(p.memory_bytes),
+                       t(p.added_s), t(p.recompute_s), t(p.offload_exposed_s), p.feasible ? "" : "  over budget");
+  };
+  out += "\n";
+  row("planned", r.best);
+  row("none", r.none);
+  row("selective", r.selective);
+  row("full", r.full);
+  return out;
+}
+
 }  // namespace ridgeline::report
