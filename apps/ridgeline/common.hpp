@@ -35,6 +35,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands);
 void register_infer(CLI::App& root, std::vector<Command>& commands);
 void register_block(CLI::App& root, std::vector<Command>& commands);
 void register_train(CLI::App& root, std::vector<Command>& commands);
+void register_fuse(CLI::App& root, std::vector<Command>& commands);
 /// "matmul, dot, ..." for error messages.
 std::string op_kind_names();
 

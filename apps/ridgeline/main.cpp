@@ -23,6 +23,8 @@ Commands
   infer --model M ...          serving a model: TTFT, TPOT, throughput, memory, per-op bounds
   block ...                    one transformer block in units of one (s,h)x(h,h) GEMM
   train --model M --gpus N ... one training step: step time, MFU, communication, memory
+  recompute ...                what to keep, recompute or offload per activation, under a budget
+  fuse --model M ...           what fusion, GEMM epilogues and CUDA graphs save
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   ridgeline::cli::register_infer(app, commands);
   ridgeline::cli::register_block(app, commands);
   ridgeline::cli::register_train(app, commands);
+  ridgeline::cli::register_fuse(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,30 @@
+#include <gtest/gtest.h>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(FuseCli, CandidatesAndCudaGraphs) {
+  auto j = run_json("fuse --model llama-3.1-8b --hw h100-sxm --buckets 128,256,512 --lengths 1..512");
+  EXPECT_GE(j["candidates"].size(), 6u);
+  EXPECT_GT(j["saved_per_pass_s"].get<double>(), 0);
+  // A decode step launches every kernel of the graph: 15 per layer x 32 + head and embedding.
+  EXPECT_GT(j["cuda_graphs"]["decode_step_launches"].get<double>(), 32 * 14);
+  EXPECT_GT(j["cuda_graphs"]["saved_per_step_s"].get<double>(), 0);
+  // 1..512 over 128/256/512: (128·128 + 256·128 + 512·256)/512 = 352 padded for 256.5.
+  EXPECT_DOUBLE_EQ(j["buckets"]["mean_padded"].get<double>(), 352.0);
+}
+
+TEST(RecomputeCli, PlanAndPresets) {
+  auto j = run_json("recompute --model llama-2-7b --hw h200 --gpus 8 --tp 8 --seq 8192 --global-batch 64 --budget 100MB");
+  EXPECT_TRUE(j["plan"]["fits"].get<bool>());
+  EXPECT_LE(j["plan"]["memory_bytes"].get<double>(), 100e6);
+  EXPECT_LE(j["plan"]["added_s"].get<double>(), j["full"]["added_s"].get<double>());
+  EXPECT_EQ(j["tensors"].size(), 9u);
+  RunResult bad = run("recompute --model deepseek-v3 --hw h200 --gpus 8 --tp 8");
+  EXPECT_EQ(bad.status, 2);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
