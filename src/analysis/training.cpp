@@ -130,7 +130,6 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
   range(cfg.seq, "--seq", 1, std::int64_t{1} << 24);
   range(cfg.micro_batch, "--micro-batch", 1, std::int64_t{1} << 20);
   if (cfg.zero < 0 || cfg.zero > 3) throw InputError(fmt::format("--zero: {} is not a ZeRO stage: expected 0, 1, 2 or 3", cfg.zero));
-  if (cfg.cp > 1) throw InputError("--cp: context parallelism is not modelled yet: use --cp 1");
   const std::int64_t model_par = cfg.tp * cfg.pp * cfg.cp;
   const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / model_par;
   if (dp < 1 || model_par * dp != cfg.gpus) {
@@ -160,9 +159,12 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
   if (cfg.sequence_parallel && cfg.seq % cfg.tp != 0) {
     throw InputError(fmt::format("--sequence-parallel: --seq {} is not divisible by tp {}", cfg.seq, cfg.tp));
   }
+  if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: --seq {} is not divisible by cp {}", cfg.seq, cfg.cp));
   model::ForwardConfig f;
   f.tp = cfg.tp;
   f.ep = cfg.ep;
+  f.cp = cfg.cp;
+  f.cp_ring = cfg.cp_ring;
   model::validate(m, f);
   if (cfg.tp * cfg.cp > 1 && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp: {} has no link between chips: pass --link-bw", sys.chip.name));
@@ -212,6 +214,8 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   f.ep = cfg.ep;
   f.attention = cfg.attention;
   f.sequence_parallel = cfg.sequence_parallel;
+  f.cp = cfg.cp;
+  f.cp_ring = cfg.cp_ring;
   f.training = true;
   f.precision.activation = DType::bf16;
   f.precision.weight = DType::bf16;
@@ -286,7 +290,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // every stage boundary a micro-batch crosses (vpp per GPU when interleaved).
   out.p2p = {};
   if (cfg.pp > 1) {
-    const double act = b / static_cast<double>(cfg.ep) * s * static_cast<double>(m.hidden) * 2 /
+    const double act = b / static_cast<double>(cfg.ep) * s / static_cast<double>(cfg.cp) * static_cast<double>(m.hidden) * 2 /
                        (cfg.sequence_parallel ? tp : 1);
     const int link = group_link(sys, cfg.pp, cfg.tp * cfg.cp * dp);
     StepPart one = collective_time(comm::Collective::send_recv, act, 2, link, chip);
@@ -365,8 +369,10 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // FLOPs: per micro-batch this GPU does 1/tp of every layer's matrix work (the graph
   // counts every layer); the step runs gb / micro_batch micro-batches across all replicas.
   const double micro_batches_total = static_cast<double>(gb) / static_cast<double>(cfg.micro_batch);
-  out.model_flops_per_step = 3 * fwd_matrix_flops * tp * micro_batches_total;
-  out.hardware_flops_per_step = hw_matrix_flops * tp * micro_batches_total;
+  // With context parallelism cp GPUs share each micro-batch as well.
+  const double cpd = static_cast<double>(cfg.cp);
+  out.model_flops_per_step = 3 * fwd_matrix_flops * tp * cpd * micro_batches_total;
+  out.hardware_flops_per_step = hw_matrix_flops * tp * cpd * micro_batches_total;
   out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
   const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
   out.mfu = out.model_flops_per_step / (out.step_time_s * peak);
@@ -387,7 +393,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   mem.in_flight_micro_batches = in_flight;
   mem.activations_bytes = mem.activation_bytes_per_layer * layers_stage * in_flight;
   // The embedding output of each in-flight micro-batch; on a single stage the fp32 logits too.
-  const double sb = s * static_cast<double>(cfg.micro_batch);
+  const double sb = s / static_cast<double>(cfg.cp) * static_cast<double>(cfg.micro_batch);
   mem.activations_bytes += in_flight * sb * static_cast<double>(m.hidden) * 2 / (cfg.sequence_parallel ? tp : 1);
   if (pp == 1) mem.activations_bytes += sb * static_cast<double>(m.vocab) / tp * 4;
   const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.activations_bytes;

@@ -31,6 +31,7 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
   double dense_scale_bits, expert_scale_bits;  // block-scale overhead per weight
   int tp_link;
   int ep_link;
+  int cp_link = 0;
 };
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
@@ -199,9 +200,28 @@ void attention_block(Ctx& c, double window) {
     a.heads = c.heads;
     a.kv_heads = c.kv_heads;
     a.head_dim = hd;
+    const double cp = static_cast<double>(c.f.cp);
+    if (cp > 1) {
+      // Balanced causal work: every chip computes 1/cp of the sequence's query-key pairs,
+      // expressed as heads/cp over the whole sequence.
+      a.q_len = c.q_len;
+      a.heads = c.heads / cp;
+      if (c.f.cp_ring) {
+        collective(c, "cp_ring_kv", Block::attention, comm::Collective::all_gather, cp * T * 2 * c.kv_heads * hd * bytes(c.act),
+                   cp, c.cp_link, comm::Algo::ring);
+      } else {
+        a.kv_heads = std::max(1.0, c.kv_heads / cp);
+        collective(c, "cp_alltoall_qkv", Block::attention, comm::Collective::all_to_all,
+                   T * (c.heads + 2 * c.kv_heads) * hd * bytes(c.act), cp, c.cp_link, comm::Algo::direct);
+      }
+    }
     GraphOp& att = attention_op(c, a);
     if (m.attention_sinks) att.params = att.active_params = H;  // one logit per head
     att.weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
+    if (c.f.cp > 1 && !c.f.cp_ring) {
+      collective(c, "cp_alltoall_out", Block::attention, comm::Collective::all_to_all, T * c.heads * hd * bytes(c.act),
+                 static_cast<double>(c.f.cp), c.cp_link, comm::Algo::direct);
+    }
     o_in = c.heads * hd;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
@@ -306,6 +326,10 @@ void validate(const ModelConfig& m, const ForwardConfig& f) {
     throw InputError(fmt::format("--tp: {} does not divide the MLP width {} of {}", f.tp, width, m.name));
   }
   if (f.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
+  if (f.cp > 1 && m.is_mla()) throw InputError(fmt::format("--cp: context parallelism is not modelled for MLA ({})", m.name));
+  if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) {
+    throw InputError(fmt::format("--cp: Ulysses needs tp {} x cp {} to divide the {} heads (or --cp-algo ring)", f.tp, f.cp, m.heads));
+  }
   if (m.is_moe() && m.moe.experts % f.ep != 0) {
     throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
   }
@@ -331,12 +355,19 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
   // Activations keep the run's dtype even when the checkpoint stores fp16.
   const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
-  Ctx c{m, f, sys, g, shape.batch / ep, shape.q_len, shape.kv_len, shape.batch / ep * shape.q_len, tp, ep,
+  Ctx c{m, f, sys, g, shape.batch / ep, shape.q_len, shape.kv_len,
+        shape.batch / ep * shape.q_len / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
         f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
         f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale,
         std::max(0, sys.comm_link(static_cast<int>(f.tp))), std::max(0, sys.comm_link(static_cast<int>(f.tp * f.ep)))};
+  // The context-parallel group sits tp apart.
+  {
+    const int node = sys.chip.link_index(hw::LinkScope::node), net = sys.chip.link_index(hw::LinkScope::network);
+    const bool inside = f.cp * f.tp <= sys.chips_per_node;
+    c.cp_link = std::max(0, (inside || net < 0) ? (node >= 0 ? node : net) : net);
+  }
   const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
   // fp8, gpt-oss mxfp4) leave them unconverted.

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
@@ -135,6 +136,31 @@ TEST(Training, DataParallelOverlap) {
   auto z0 = run(m, "h100-sxm", c);
   const double buckets = std::ceil(6738415616.0 * 4 / 25e6);
   EXPECT_NEAR(z0->exposed_dp_comm.realistic_s, z0->dp_comm.realistic_s / buckets, 1e-15);
+}
+
+TEST(Training, ContextParallelismSharesTheSameWork) {
+  // The same step on 4 GPUs (tp 4) or 16 (tp 4, cp 4): the model FLOPs are the same work.
+  const auto m = io::bundled_model("llama-3.1-8b");
+  TrainConfig a, b;
+  a.gpus = 4;
+  a.tp = 4;
+  a.seq = b.seq = 16384;
+  a.global_batch = b.global_batch = 1;
+  b.gpus = 16;
+  b.tp = 4;
+  b.cp = 4;
+  auto ra = run(m, "h100-sxm", a);
+  auto rb = run(m, "h100-sxm", b);
+  EXPECT_NEAR(rb->model_flops_per_step / ra->model_flops_per_step, 1.0, 1e-12);
+  // Ulysses: Q, K, V (8 + 2 + 2 heads of 128 per tp rank) and the output (8 heads) exchanged
+  // by all-to-all over 4 GPUs: (3/4) of the 4096-token shard's bytes each.
+  double a2a = 0;
+  for (int i = 0; i < rb->graph.op_count; ++i) {
+    const std::string n = rb->graph.ops[i].name;
+    if (n.rfind("cp_alltoall", 0) == 0) a2a += rb->graph.ops[i].cost.total_link_bytes();
+  }
+  EXPECT_DOUBLE_EQ(a2a, 0.75 * 4096 * (12 + 8) * 128 * 2.0);
+  EXPECT_LT(rb->step_time_s, ra->step_time_s);
 }
 
 TEST(Training, BadPlans) {

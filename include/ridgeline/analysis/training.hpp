@@ -19,6 +19,7 @@ struct TrainConfig {
   std::int64_t gpus = 8;
   std::int64_t gpus_per_node = 0;  ///< 0: the chip file's chips_per_node
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1;
+  bool cp_ring = false;            ///< ring attention instead of Ulysses all-to-all
   std::int64_t dp = 0;             ///< 0: gpus / (tp·pp·cp)
   std::int64_t vpp = 1;            ///< virtual pipeline stages per GPU (interleaved 1F1B)
   bool uneven_stages = false;      ///< allow layers not divisible by pp·vpp: the slowest stage holds the ceiling (Llama 3 405B's 126 layers on 16 stages)

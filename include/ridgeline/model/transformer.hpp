@@ -30,6 +30,11 @@ struct ForwardConfig {
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
   /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.
   bool sequence_parallel = false;
+  /// Context parallelism: each of cp chips holds 1/cp of every sequence. Ulysses exchanges
+  /// Q, K, V and the output by all-to-all so that attention runs on heads/cp over the whole
+  /// sequence; ring attention passes K and V blocks around the ring.
+  std::int64_t cp = 1;
+  bool cp_ring = false;
   /// Training: logits for every token and the cross-entropy loss (vocab-parallel, fp32),
   /// instead of logits for the last position of each sequence.
   bool training = false;
