@@ -18,7 +18,7 @@ struct Flags {
     bool json = false, fsdp = false, sp = false, dropout = false, uneven = false;
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
-    std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses";
+    std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression;
 };
 
 void add_train_flags(CLI::App* t, Flags* f) {
@@ -46,6 +46,7 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_option("--node-link-bw", f->node_link_bw, "per-GPU network bandwidth between nodes, per direction");
   t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction")->capture_default_str();
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
+  t->add_option("--grad-compression", f->compression, "powersgd:RANK (low-rank gradient all-reduce)");
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp (the slowest stage holds the ceiling)");
 }
 
@@ -85,6 +86,12 @@ analysis::TrainConfig train_config(const Flags* f) {
                         if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
                         c.dropout = f->dropout;
                         c.uneven_stages = f->uneven;
+                        if (!f->compression.empty()) {
+                          if (f->compression.rfind("powersgd:", 0) != 0) {
+                            throw InputError(fmt::format("--grad-compression: '{}' is not powersgd:RANK", f->compression));
+                          }
+                          c.powersgd_rank = parse_positive_int(f->compression.substr(9), "--grad-compression");
+                        }
                         return c;
 }
 }  // namespace

@@ -32,6 +32,10 @@ double backward_factor(OpClass c, ops::AttentionImpl impl) {
   return 2;
 }
 
+std::string_view grp_of(const Graph& g, int i) { return g.groups[g.ops[i].group].name; }
+
+bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
+
 bool in_layer(const Graph& g, int i) {
   const char* n = g.groups[g.ops[i].group].name;
   return std::string_view(n) != "embedding" && std::string_view(n) != "head";
@@ -227,21 +231,51 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // Per op: forward and backward (with recomputation) times; stage sums.
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;
   double fwd_matrix_flops = 0, hw_matrix_flops = 0, tp_comm_lower = 0;
+  out.fp8_cast_bytes = 0;
+  double matrix_weights = 0, compressed_weights = 0, powersgd_flops = 0;  // on this GPU, every layer
   out.time_by_kind_s = {};
   double params_layers = 0, params_embed = 0, params_head = 0;  // on this GPU, whole model's layers
   for (int i = 0; i < g.op_count; ++i) {
     const auto& op = g.ops[i];
     const double r = g.repeat(i);
     const double k = backward_factor(op.cls, cfg.attention);
+    const ops::Cost& fwd_cost = op.cost;
     ops::Cost bwd = op.cost * k;
-    out.fwd[i] = {ops::time_parts(op.cost, chip), op.cost.total_flops(), op.cost.bytes[0], op.cost.total_link_bytes(),
-                  op.cost.launches};
+    ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
+    if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
+      // bf16 -> fp8 casts (read 2 bytes, write 1 per element), fused with their transposes as
+      // Transformer Engine does: the GEMM input and the weight shard (once per micro-batch)
+      // in forward, the incoming gradient in backward.
+      const double fwd_cast = 3 * (op.gemm_m * op.gemm_k + op.gemm_k * op.gemm_n);
+      const double bwd_cast = 3 * op.gemm_m * op.gemm_n;
+      cast_f.add_main_bytes(fwd_cast);
+      cast_f.launches = 1;
+      cast_b.add_main_bytes(bwd_cast);
+      cast_b.launches = 1;
+      out.fp8_cast_bytes += (fwd_cast + bwd_cast) * r;
+    }
+    out.fwd[i] = {ops::time_parts(fwd_cost, chip), fwd_cost.total_flops(), fwd_cost.bytes[0], fwd_cost.total_link_bytes(),
+                  fwd_cost.launches};
     out.bwd[i] = {ops::time_parts(bwd, chip), bwd.total_flops(), bwd.bytes[0], bwd.total_link_bytes(), bwd.launches};
     StepPart pf = part_of(out.fwd[i].parts, eff, 1);
     StepPart pb = part_of(out.bwd[i].parts, eff, 1);
+    if (cast_f.launches > 0) {
+      add(pf, part_of(ops::time_parts(cast_f, chip), eff, 1));
+      add(pb, part_of(ops::time_parts(cast_b, chip), eff, 1));
+    }
     const bool again = recomputed(g, i, cfg.recompute);
     if (again) add(pb, pf);  // the forward runs again inside backward
     const double mf = op.cost.unit_flops(hw::Unit::matrix);
+    if (op.cls == OpClass::gemm && op.weight_bytes > 0) {
+      const double share = (grp_of(g, i) == "embedding" || grp_of(g, i) == "head") ? 1.0 : 1.0 / pp;
+      matrix_weights += op.gemm_k * op.gemm_n * r * share;
+      if (cfg.powersgd_rank > 0) {
+        const double rank = static_cast<double>(cfg.powersgd_rank);
+        // PowerSGD: P = M·Q and Q = Mᵀ·P (2·k·n·r FLOPs each) and the factors instead of M.
+        compressed_weights += (op.gemm_k + op.gemm_n) * rank * r * share;
+        powersgd_flops += 4 * op.gemm_k * op.gemm_n * rank * r * share;
+      }
+    }
     fwd_matrix_flops += r * mf;
     hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
     const std::string_view grp = g.groups[op.group].name;
@@ -311,7 +345,21 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // micro-batch's forward and backward and reduce-scatters gradients each time.
   const double dpd = static_cast<double>(dp);
   const int dp_link = group_link(sys, dp, cfg.tp * cfg.cp);
-  const double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
+  double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
+  out.grad_bytes_uncompressed = grad_bytes;
+  out.compression = {};
+  if (cfg.powersgd_rank > 0) {
+    // Matrices travel as their rank-r factors (fp32); vectors (norms, biases) as they are.
+    grad_bytes = (params_gpu - matrix_weights + compressed_weights) * 4;
+    ops::Cost c;
+    const DType fp = chip.peak(hw::Unit::matrix, DType::fp32) > 0 ? DType::fp32 : DType::tf32;
+    c.add_flops(hw::Unit::matrix, fp, powersgd_flops);
+    // Error feedback: read the gradient and the residual, write the new residual (fp32).
+    c.add_main_bytes(3 * 4 * matrix_weights);
+    c.launches = 4;
+    out.compression = part_of(ops::time_parts(c, chip), eff, 1);
+  }
+  out.grad_bytes = grad_bytes;
   const double param_bytes = params_gpu * 2;
   out.dp_comm = {};
   out.exposed_dp_comm = {};
@@ -358,6 +406,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
 
   StepPart step = out.pipeline;
   add(step, out.exposed_dp_comm);
+  add(step, out.compression);
   add(step, out.optimizer);
   out.step_time_s = step.realistic_s;
   out.step_time_lower_s = step.lower_s;

@@ -60,6 +60,9 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
     bias_params = params / k;
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
+  op.gemm_m = m_rows;
+  op.gemm_k = k;
+  op.gemm_n = n;
   op.params = params + bias_params;
   op.active_params = active + (bias ? active / k : 0);
   op.weight_bytes = k * n * wbytes(w, scale) + (bias ? n * bytes(c.act) : 0);

@@ -55,6 +55,10 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["bubble_s"] = r.bubble.realistic_s;
   j["tp_comm_s"] = r.tp_comm_s;
   j["params_per_gpu"] = r.params_per_gpu;
+  j["grad_bytes"] = r.grad_bytes;
+  j["grad_bytes_uncompressed"] = r.grad_bytes_uncompressed;
+  j["compression"] = part(r.compression);
+  j["fp8_cast_bytes_per_micro_batch"] = r.fp8_cast_bytes;
   const auto& mem = r.memory;
   j["memory_per_gpu"] = {{"params_bytes", mem.params_bytes},
                          {"grads_bytes", mem.grads_bytes},
@@ -99,6 +103,10 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += fmt::format("  pipeline (all mbs)       {:>10}   bubble {}\n", t(r.pipeline.realistic_s), t(r.bubble.realistic_s));
   out += fmt::format("  data-parallel comm       {:>10}   exposed {}\n", t(r.dp_comm.realistic_s), t(r.exposed_dp_comm.realistic_s));
   out += fmt::format("  optimizer (Adam)         {:>10}\n", t(r.optimizer.realistic_s));
+  if (c.powersgd_rank > 0) {
+    out += fmt::format("  PowerSGD rank {:<4}       {:>10}   gradients {} instead of {}\n", c.powersgd_rank, t(r.compression.realistic_s),
+                       size(r.grad_bytes), size(r.grad_bytes_uncompressed));
+  }
   out += fmt::format("  tensor-parallel comm     {:>10}   (on the critical path, lower bound)\n", t(r.tp_comm_s));
   out += "\ncompute by kind (lower bound, per step):";
   for (int k = 0; k < 6; ++k) {

@@ -163,6 +163,40 @@ TEST(Training, ContextParallelismSharesTheSameWork) {
   EXPECT_LT(rb->step_time_s, ra->step_time_s);
 }
 
+TEST(Training, PowerSgdAndFp8) {
+  const auto m = io::bundled_model("llama-2-7b");
+  // GEMM weights (k x n) of Llama-2-7B: per layer 4 of 4096², 2 of 4096x11008, 1 of
+  // 11008x4096; the LM head 4096x32000.
+  const double MW = 32 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008) + 4096.0 * 32000;
+  TrainConfig c;
+  c.gpus = 64;
+  c.seq = 4096;
+  c.global_batch = 64;
+  c.powersgd_rank = 32;
+  auto r = run(m, "a100-80gb", c);
+  // Each matrix travels as its rank-32 factors (k + n)·32, in fp32; the rest (embedding
+  // table, norms) uncompressed.
+  const double factors = 32 * 32 * (4 * 8192.0 + 3 * (4096 + 11008.0)) + 32 * (4096 + 32000.0);
+  EXPECT_DOUBLE_EQ(r->grad_bytes_uncompressed, 6738415616.0 * 4);
+  EXPECT_DOUBLE_EQ(r->grad_bytes, (6738415616.0 - MW + factors) * 4);
+  EXPECT_GT(r->compression.realistic_s, 0);
+
+  // fp8 GEMMs: casts of each GEMM's input and weight in forward (3 bytes per element: read
+  // bf16, write fp8) and of its output gradient in backward; T = 4096 tokens.
+  TrainConfig f;
+  f.gpus = 8;
+  f.seq = 4096;
+  auto bf16 = run(m, "h100-sxm", f);
+  f.dtype = DType::fp8_e4m3;
+  auto fp8 = run(m, "h100-sxm", f);
+  const double T = 4096;
+  auto cast = [&](double k, double n) { return 3 * (T * k + k * n) + 3 * T * n; };
+  EXPECT_DOUBLE_EQ(fp8->fp8_cast_bytes,
+                   32 * (4 * cast(4096, 4096) + 2 * cast(4096, 11008) + cast(11008, 4096)) + cast(4096, 32000));
+  EXPECT_LT(fp8->step_time_s, bf16->step_time_s);
+  EXPECT_GT(fp8->step_time_s, bf16->step_time_s / 2);  // not the 2x of the peaks: casts, attention, memory-bound ops
+}
+
 TEST(Training, BadPlans) {
   const auto m = io::bundled_model("llama-2-7b");
   TrainConfig c;

@@ -34,6 +34,7 @@ struct TrainConfig {
   DType grad_reduce_dtype = DType::fp32;  ///< gradients are accumulated and reduced in fp32 (Megatron's main_grad)
   bool dropout = false;            ///< dropout masks kept for backward (GPT-3-era runs)
   double memory_margin = 0.05;     ///< allocator fragmentation, as a fraction of the total
+  std::int64_t powersgd_rank = 0;  ///< PowerSGD gradient compression rank (0: off)
   std::optional<double> network_bandwidth_Bps;  ///< per GPU per direction between nodes (default: the chip file's network link)
 };
 
@@ -75,6 +76,10 @@ struct TrainResult {
   StepPart exposed_dp_comm;            ///< the part not hidden behind backward / forward
   StepPart optimizer;
   double tp_comm_s = 0;                ///< tensor-parallel communication per step (lower bound; on the critical path)
+  double grad_bytes = 0;               ///< gradient bytes this GPU reduces per step (after compression)
+  double grad_bytes_uncompressed = 0;
+  StepPart compression;                ///< PowerSGD's extra GEMMs and error feedback per step
+  double fp8_cast_bytes = 0;           ///< per micro-batch: bf16 -> fp8 casts of GEMM inputs and weights
   double exposed_comm_s = 0;           ///< realistic: TP + PP + exposed DP communication
   std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
   double params_per_gpu = 0;

@@ -26,6 +26,7 @@ struct GraphOp {
   double params = 0;       ///< parameters stored by this op, whole model (not per chip)
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
+  double gemm_m = 0, gemm_k = 0, gemm_n = 0;  ///< a GEMM's shape on this chip (tokens x k -> n)
   bool kv_dependent = false; ///< the cost depends on the context length: an attention op
   ops::AttentionShape attention{};  ///< its shape, to re-cost it at another context
 };
