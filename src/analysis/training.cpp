@@ -32,13 +32,11 @@ double backward_factor(OpClass c, ops::AttentionImpl impl) {
   return 2;
 }
 
-std::string_view grp_of(const Graph& g, int i) { return g.groups[g.ops[i].group].name; }
-
 bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
 
 bool in_layer(const Graph& g, int i) {
-  const char* n = g.groups[g.ops[i].group].name;
-  return std::string_view(n) != "embedding" && std::string_view(n) != "head";
+  const model::Block b = g.ops[i].block;
+  return b != model::Block::embedding && b != model::Block::head;
 }
 
 // Ops recomputed in backward: full -> the whole layer; selective -> attention and the
@@ -240,7 +238,6 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     const double r = g.repeat(i);
     const double k = backward_factor(op.cls, cfg.attention);
     const ops::Cost& fwd_cost = op.cost;
-    ops::Cost bwd = op.cost * k;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
       // bf16 -> fp8 casts (read 2 bytes, write 1 per element), fused with their transposes as
@@ -256,7 +253,14 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     }
     out.fwd[i] = {ops::time_parts(fwd_cost, chip), fwd_cost.total_flops(), fwd_cost.bytes[0], fwd_cost.total_link_bytes(),
                   fwd_cost.launches};
-    out.bwd[i] = {ops::time_parts(bwd, chip), bwd.total_flops(), bwd.bytes[0], bwd.total_link_bytes(), bwd.launches};
+    // The backward is the forward's cost scaled by k in every count, so every part of its
+    // time scales by k too (bytes over bandwidth, latency steps, launches alike).
+    const ops::TimeParts& fp = out.fwd[i].parts;
+    out.bwd[i] = {{fp.matrix * k, fp.vector * k, fp.memory * k, fp.comm * k, fp.launch * k},
+                  out.fwd[i].flops * k,
+                  out.fwd[i].bytes * k,
+                  out.fwd[i].link_bytes * k,
+                  out.fwd[i].launches * k};
     StepPart pf = part_of(out.fwd[i].parts, eff, 1);
     StepPart pb = part_of(out.bwd[i].parts, eff, 1);
     if (cast_f.launches > 0) {
@@ -267,7 +271,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     if (again) add(pb, pf);  // the forward runs again inside backward
     const double mf = op.cost.unit_flops(hw::Unit::matrix);
     if (op.cls == OpClass::gemm && op.weight_bytes > 0) {
-      const double share = (grp_of(g, i) == "embedding" || grp_of(g, i) == "head") ? 1.0 : 1.0 / pp;
+      const double share = in_layer(g, i) ? stage_share : 1.0;
       matrix_weights += op.gemm_k * op.gemm_n * r * share;
       if (cfg.powersgd_rank > 0) {
         const double rank = static_cast<double>(cfg.powersgd_rank);
@@ -278,19 +282,18 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     }
     fwd_matrix_flops += r * mf;
     hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
-    const std::string_view grp = g.groups[op.group].name;
     // This GPU runs its stage's share of the layers: L/pp of them.
-    const double share = (grp == "embedding" || grp == "head") ? 1 : stage_share;
+    const double share = in_layer(g, i) ? stage_share : 1;
     const double per_mb_lower = r * share * (pf.lower_s + pb.lower_s);
     out.time_by_kind_s[static_cast<int>(op.cls)] += per_mb_lower;  // per micro-batch for now
     if (op.cls == OpClass::comm) tp_comm_lower += per_mb_lower;
     // Weight parameters this GPU holds for this op (bf16 weights: bytes / 2).
     const double p = op.weight_bytes / 2 * r;
-    if (grp == "embedding") {
+    if (op.block == model::Block::embedding) {
       add(f_embed, pf, r);
       add(b_embed, pb, r);
       params_embed += p;
-    } else if (grp == "head") {
+    } else if (op.block == model::Block::head) {
       add(f_head, pf, r);
       add(b_head, pb, r);
       params_head += p;

@@ -50,13 +50,12 @@ double wire_bytes(const CollectiveShape& s) noexcept {
 double latency_steps(const CollectiveShape& s) noexcept {
   const double p = s.chips;
   if (p <= 1) return 0;
-  const double log_p = std::ceil(std::log2(p));
   switch (s.kind) {
     case Collective::all_reduce:
-      return s.algo == Algo::ring ? 2 * (p - 1) : s.algo == Algo::tree ? 2 * log_p : 2;
+      return s.algo == Algo::ring ? 2 * (p - 1) : s.algo == Algo::tree ? 2 * std::ceil(std::log2(p)) : 2;
     case Collective::all_gather:
     case Collective::reduce_scatter:
-      return s.algo == Algo::ring ? p - 1 : s.algo == Algo::tree ? log_p : 1;
+      return s.algo == Algo::ring ? p - 1 : s.algo == Algo::tree ? std::ceil(std::log2(p)) : 1;
     case Collective::all_to_all: return s.algo == Algo::ring ? p - 1 : 1;
     case Collective::send_recv: return 1;
   }
