@@ -118,8 +118,8 @@ void retarget(const Graph& g, const Times& at, double kv, const hw::ChipSpec& ch
               PhaseTimes& t) noexcept {
   t = {};
   for (int i = 0; i < g.op_count; ++i) {
-    if (g.ops[i].kv_dependent) {
-      ops::AttentionShape a = g.ops[i].attention;
+    if (g.ops[i].attention >= 0) {
+      ops::AttentionShape a = g.attention[g.ops[i].attention];
       a.kv_len = kv;
       out[i] = op_times(ops::attention_cost(a), chip, graphs);
     } else {

@@ -49,7 +49,7 @@ GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const ops::Co
   op.params = 0;
   op.active_params = 0;
   op.weight_bytes = 0;
-  op.kv_dependent = false;
+  op.attention = -1;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   return op;
 }

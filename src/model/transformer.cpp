@@ -116,8 +116,12 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
 
 GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a) {
   GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
-  op.kv_dependent = true;
-  op.attention = a;
+  if (c.g.attention_count < model::Graph::kMaxAttention) {
+    op.attention = static_cast<std::int8_t>(c.g.attention_count);
+    c.g.attention[c.g.attention_count++] = a;
+  } else {
+    c.g.overflow = true;
+  }
   return op;
 }
 

@@ -27,8 +27,7 @@ struct GraphOp {
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
   double gemm_m = 0, gemm_k = 0, gemm_n = 0;  ///< a GEMM's shape on this chip (tokens x k -> n)
-  bool kv_dependent = false; ///< the cost depends on the context length: an attention op
-  ops::AttentionShape attention{};  ///< its shape, to re-cost it at another context
+  std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).
@@ -42,11 +41,14 @@ struct Graph {
   static constexpr int kMaxGroups = 8;
   std::array<GraphOp, kMaxOps> ops{};
   std::array<LayerGroup, kMaxGroups> groups{};
+  static constexpr int kMaxAttention = 8;
+  std::array<ops::AttentionShape, kMaxAttention> attention{};  ///< shapes of the attention ops
+  int attention_count = 0;
   int op_count = 0;
   int group_count = 0;
   bool overflow = false;  ///< set if an add did not fit (a bug: the capacity is sized for every model)
 
-  void clear() noexcept { op_count = group_count = 0, overflow = false; }
+  void clear() noexcept { op_count = group_count = attention_count = 0, overflow = false; }
   /// Starts a group; later ops belong to it.
   int begin_group(const char* name, double repeat) noexcept;
   /// Appends an op to the current group; returns it (a scratch op on overflow).
