@@ -36,6 +36,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands);
 void register_block(CLI::App& root, std::vector<Command>& commands);
 void register_train(CLI::App& root, std::vector<Command>& commands);
 void register_fuse(CLI::App& root, std::vector<Command>& commands);
+void register_profile(CLI::App& root, std::vector<Command>& commands);
 /// "matmul, dot, ..." for error messages.
 std::string op_kind_names();
 

@@ -25,6 +25,7 @@ Commands
   train --model M --gpus N ... one training step: step time, MFU, communication, memory
   recompute ...                what to keep, recompute or offload per activation, under a budget
   fuse --model M ...           what fusion, GEMM epilogues and CUDA graphs save
+  profile FILE --hw H          captured kernels (Nsight Compute CSV, CSV) on the roofline
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   ridgeline::cli::register_block(app, commands);
   ridgeline::cli::register_train(app, commands);
   ridgeline::cli::register_fuse(app, commands);
+  ridgeline::cli::register_profile(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

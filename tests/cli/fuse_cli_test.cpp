@@ -28,3 +28,22 @@ TEST(RecomputeCli, PlanAndPresets) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(ProfileCli, FixtureJson) {
+  const std::string fixture = std::string(RIDGELINE_SOURCE_DIR) + "/../shared/fixtures/ncu/copy_blocked.csv";
+  auto j = run_json("profile " + fixture + " --hw t4");
+  for (const char* k : {"total_kernel_time_s", "kernels"}) EXPECT_TRUE(j.contains(k)) << k;
+  ASSERT_EQ(j["kernels"].size(), 1u);
+  for (const char* k : {"name", "count", "time_s", "flops", "bytes", "intensity_flops_per_byte", "bound", "fraction_of_roof"}) {
+    EXPECT_TRUE(j["kernels"][0].contains(k)) << k;
+  }
+  EXPECT_DOUBLE_EQ(j["total_kernel_time_s"].get<double>(), 21058944e-9);
+  RunResult bad = run("profile /nonexistent.csv --hw t4");
+  EXPECT_EQ(bad.status, 2);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

@@ -1,0 +1,36 @@
+// `ridgeline profile FILE`: captured kernels on the chip's roofline.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/io/profile_file.hpp"
+#include "ridgeline/report/profile.hpp"
+
+namespace ridgeline::cli {
+
+void register_profile(CLI::App& root, std::vector<Command>& commands) {
+  struct Flags {
+    HardwareFlags hw;
+    bool json = false;
+    std::string file, format, dtype = "bf16";
+  };
+  auto f = std::make_shared<Flags>();
+  auto* c = root.add_subcommand("profile", "place captured kernels (Nsight Compute CSV, generic CSV) on the roofline");
+  add_hardware_flags(c, f->hw);
+  c->add_flag("--json", f->json, "JSON on stdout");
+  c->add_option("file", f->file, "profile file")->required();
+  c->add_option("--format", f->format, "ncu or csv (default: detected)");
+  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs")->capture_default_str();
+  commands.push_back({c, [f] {
+                        profile::Profile p = io::load_profile(f->file, f->format);
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");
+                        profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
+                        emit(f->json, report::profile_json(p, a), report::profile_text(p, a, sys.chip));
+                      }});
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,26 @@
+// Any bytes given to the profile importers either import or raise InputError; an imported
+// profile always analyses.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/profile_file.hpp"
+#include "ridgeline/profile/analysis.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  ridgeline::hw::ChipSpec chip;
+  chip.matrix_flops_per_s[ridgeline::index(ridgeline::DType::bf16)] = 1e15;
+  chip.vector_flops_per_s[ridgeline::index(ridgeline::DType::fp32)] = 1e14;
+  chip.memory = {{"HBM", 3e12, 80e9}};
+  for (int which = 0; which < 2; ++which) {
+    try {
+      auto p = which == 0 ? ridgeline::io::parse_ncu_csv(text, "fuzz.csv") : ridgeline::io::parse_generic_csv(text, "fuzz.csv");
+      auto a = ridgeline::profile::analyze(p, chip, ridgeline::DType::bf16);
+      if (!(a.total_kernel_time_s >= 0)) __builtin_trap();
+    } catch (const ridgeline::InputError&) {
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,22 @@
+#pragma once
+/// Importers of captured profiles: Nsight Compute CSV (details and raw pages) and a
+/// generic CSV (name, duration, flops, bytes[, count]).
+#include <string>
+#include <string_view>
+
+#include "ridgeline/profile/kernel.hpp"
+
+namespace ridgeline::io {
+
+/// Nsight Compute `--csv --page details` or `--page raw` output. Throws InputError when the
+/// text is not such a CSV; kernels missing metrics are kept and listed in `warnings`.
+profile::Profile parse_ncu_csv(std::string_view text, std::string_view source);
+
+/// A CSV with a header naming `name`, `duration` (seconds, or with a unit suffix in the
+/// header such as `duration_us`), `flops`, `bytes` and optionally `count`.
+profile::Profile parse_generic_csv(std::string_view text, std::string_view source);
+
+/// Reads `path` and picks the importer: `format` "ncu" or "csv", or "" to detect it.
+profile::Profile load_profile(const std::string& path, std::string_view format);
+
+}  // namespace ridgeline::io

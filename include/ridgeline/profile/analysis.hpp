@@ -1,0 +1,47 @@
+#pragma once
+/// Captured kernels on a chip's roofline: per kernel (aggregated by name) time, intensity,
+/// attained rates, bound, fraction of the applicable roof, and the time it would take at
+/// the roof (docs/profiles.md).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/profile/kernel.hpp"
+
+namespace ridgeline::profile {
+
+struct KernelSummary {
+  std::string name;
+  double count = 0;
+  double time_s = 0;         ///< total over the kernel's calls
+  double flops = 0;
+  double bytes = 0;          ///< DRAM
+  double intensity_flops_per_byte = 0;
+  double attained_flops_per_s = 0;
+  double attained_Bps = 0;
+  double roof_flops_per_s = 0;  ///< min(peak, bandwidth x intensity) for its unit and dtype
+  double fraction_of_roof = 0;  ///< attained / roof (bandwidth fraction for kernels without FLOPs)
+  double t_at_roof_s = 0;       ///< max(flops / peak, bytes / bandwidth)
+  double gap_s = 0;             ///< time_s - t_at_roof_s: what reaching the roof would save
+  ops::Bound bound = ops::Bound::memory;
+  hw::Unit unit = hw::Unit::vector;
+  DType dtype = DType::fp32;
+  bool above_roof = false;      ///< faster than the roofline allows: the byte or FLOP counts (or the chip) are wrong
+  bool has_flops = false, has_bytes = false;
+};
+
+struct ProfileAnalysis {
+  std::vector<KernelSummary> kernels;  ///< largest gap first
+  double total_kernel_time_s = 0;
+  double total_launches = 0;
+  std::array<double, 4> time_by_bound_s{};
+  std::string chip;
+};
+
+/// Places every kernel of `p` on `chip`'s roofline; `tensor_dtype` names the matrix-unit
+/// dtype for tensor-core FLOPs (and for generic CSV FLOPs).
+ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor_dtype);
+
+}  // namespace ridgeline::profile

@@ -1,0 +1,34 @@
+#pragma once
+/// A kernel launch as a profiler measured it, and what the importers produce.
+#include <string>
+#include <vector>
+
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::profile {
+
+/// One measured launch. FLOPs are split by where they ran; bytes by memory level.
+struct KernelLaunch {
+  std::string name;
+  double duration_s = 0;
+  double flops_fp64 = 0, flops_fp32 = 0, flops_fp16 = 0;  ///< from SASS instruction counters (FMA = 2)
+  double flops_tensor = 0;   ///< tensor-core FLOPs where the profile has them
+  double dram_bytes = 0;     ///< main memory
+  double l2_bytes = 0;
+  double l1_bytes = 0;
+  bool has_flops = false;    ///< some FLOP counter was present
+  bool has_bytes = false;    ///< a DRAM byte count (or throughput) was present
+  bool flops_estimated = false;
+  double count = 1;          ///< launches this record stands for
+};
+
+/// Where a profile came from and what it lacked.
+struct Profile {
+  std::string source;
+  std::string format;
+  std::vector<KernelLaunch> launches;
+  std::vector<std::string> warnings;  ///< e.g. kernels without FLOP counters
+};
+
+}  // namespace ridgeline::profile

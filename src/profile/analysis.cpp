@@ -1,0 +1,88 @@
+#include "ridgeline/profile/analysis.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace ridgeline::profile {
+
+ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor_dtype) {
+  // Aggregate by kernel name, in order of first appearance.
+  std::vector<KernelLaunch> agg;
+  std::map<std::string, size_t> index;
+  for (const auto& k : p.launches) {
+    auto [it, fresh] = index.try_emplace(k.name, agg.size());
+    if (fresh) {
+      agg.push_back(k);
+      agg.back().duration_s *= k.count;
+      continue;
+    }
+    KernelLaunch& a = agg[it->second];
+    a.count += k.count;
+    a.duration_s += k.duration_s * k.count;
+    a.flops_fp64 += k.flops_fp64 * k.count;
+    a.flops_fp32 += k.flops_fp32 * k.count;
+    a.flops_fp16 += k.flops_fp16 * k.count;
+    a.flops_tensor += k.flops_tensor * k.count;
+    a.dram_bytes += k.dram_bytes * k.count;
+    a.has_flops |= k.has_flops;
+    a.has_bytes |= k.has_bytes;
+  }
+  ProfileAnalysis r;
+  r.chip = chip.name;
+  const double bw = chip.main_bandwidth_Bps();
+  for (const auto& a : agg) {
+    KernelSummary s;
+    s.name = a.name;
+    s.count = a.count;
+    s.time_s = a.duration_s;
+    s.bytes = a.dram_bytes;
+    s.has_flops = a.has_flops;
+    s.has_bytes = a.has_bytes;
+    // The roof belongs to where most FLOPs ran: tensor cores at the given dtype, or the
+    // vector unit in fp64 / fp32 / fp16.
+    struct Part {
+      double flops;
+      hw::Unit unit;
+      DType dtype;
+    };
+    const Part parts[] = {{a.flops_tensor, hw::Unit::matrix, tensor_dtype},
+                          {a.flops_fp64, hw::Unit::vector, DType::fp64},
+                          {a.flops_fp32, hw::Unit::vector, DType::fp32},
+                          {a.flops_fp16, hw::Unit::vector, DType::fp16}};
+    double t_math = 0;
+    const Part* main = &parts[2];
+    for (const auto& pt : parts) {
+      s.flops += pt.flops;
+      if (pt.flops > main->flops) main = &pt;
+      const double peak = chip.peak(pt.unit, pt.dtype);
+      if (pt.flops > 0 && peak > 0) t_math += pt.flops / peak;
+    }
+    s.unit = main->unit;
+    s.dtype = main->dtype;
+    const double peak = chip.peak(s.unit, s.dtype);
+    const double t_mem = bw > 0 ? s.bytes / bw : 0;
+    s.t_at_roof_s = std::max(t_math, t_mem);
+    s.intensity_flops_per_byte = s.bytes > 0 ? s.flops / s.bytes : 0;
+    s.attained_flops_per_s = s.time_s > 0 ? s.flops / s.time_s : 0;
+    s.attained_Bps = s.time_s > 0 ? s.bytes / s.time_s : 0;
+    s.bound = t_math >= t_mem ? ops::Bound::compute : ops::Bound::memory;
+    if (s.flops > 0 && peak > 0) {
+      s.roof_flops_per_s = s.bytes > 0 ? std::min(peak, bw * s.intensity_flops_per_byte) : peak;
+      s.fraction_of_roof = s.attained_flops_per_s / s.roof_flops_per_s;
+    } else if (bw > 0) {
+      // No FLOPs: the roof is the memory bandwidth.
+      s.fraction_of_roof = s.attained_Bps / bw;
+    }
+    s.gap_s = s.time_s - s.t_at_roof_s;
+    // Beyond the noise of a profile (1%), faster than the roof means the model is wrong.
+    s.above_roof = s.time_s > 0 && s.time_s < 0.99 * s.t_at_roof_s;
+    r.total_kernel_time_s += s.time_s;
+    r.total_launches += s.count;
+    r.time_by_bound_s[static_cast<int>(s.bound)] += s.time_s;
+    r.kernels.push_back(std::move(s));
+  }
+  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
+  return r;
+}
+
+}  // namespace ridgeline::profile

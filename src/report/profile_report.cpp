@@ -1,0 +1,63 @@
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/profile.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) {
+  json j;
+  j["source"] = p.source;
+  j["format"] = p.format;
+  j["hw"] = a.chip;
+  j["total_kernel_time_s"] = a.total_kernel_time_s;
+  j["launches"] = a.total_launches;
+  j["time_by_bound_s"] = {{"compute", a.time_by_bound_s[0]}, {"memory", a.time_by_bound_s[1]}};
+  j["kernels"] = json::array();
+  for (const auto& k : a.kernels) {
+    j["kernels"].push_back({{"name", k.name},
+                            {"count", k.count},
+                            {"time_s", k.time_s},
+                            {"share", a.total_kernel_time_s > 0 ? k.time_s / a.total_kernel_time_s : 0.0},
+                            {"flops", k.flops},
+                            {"bytes", k.bytes},
+                            {"intensity_flops_per_byte", k.bytes > 0 ? json(k.intensity_flops_per_byte) : json(nullptr)},
+                            {"attained_flops_per_s", k.attained_flops_per_s},
+                            {"attained_Bps", k.attained_Bps},
+                            {"roof_flops_per_s", k.roof_flops_per_s},
+                            {"bound", std::string(ops::name(k.bound))},
+                            {"unit", std::string(hw::name(k.unit))},
+                            {"dtype", std::string(name(k.dtype))},
+                            {"fraction_of_roof", k.fraction_of_roof},
+                            {"t_at_roof_s", k.t_at_roof_s},
+                            {"gap_s", k.gap_s},
+                            {"above_roof", k.above_roof},
+                            {"has_flops", k.has_flops},
+                            {"has_bytes", k.has_bytes}});
+  }
+  j["warnings"] = p.warnings;
+  return j;
+}
+
+std::string profile_text(const profile::Profile& p, const profile::ProfileAnalysis& a, const hw::ChipSpec& chip) {
+  auto t = [](double s) { return format_quantity(s, Quantity::time); };
+  std::string out = fmt::format("{} ({}) on {}: {:.0f} launches, {} of kernel time ({} memory-bound, {} compute-bound)\n\n",
+                                p.source, p.format, chip.display_name, a.total_launches, t(a.total_kernel_time_s),
+                                t(a.time_by_bound_s[1]), t(a.time_by_bound_s[0]));
+  out += fmt::format("  {:<40} {:>5} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", "kernel", "calls", "time", "share",
+                     "FLOP/B", "FLOP/s", "B/s", "bound", "of roof", "gap");
+  for (const auto& k : a.kernels) {
+    std::string n = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
+    out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9.3g} {:>12} {:>12} {:>7} {:>6.1f}% {:>10}{}\n", n, k.count, t(k.time_s),
+                       100 * k.time_s / a.total_kernel_time_s, k.intensity_flops_per_byte,
+                       format_quantity(k.attained_flops_per_s, Quantity::flop_rate),
+                       format_quantity(k.attained_Bps, Quantity::bandwidth), ops::name(k.bound), 100 * k.fraction_of_roof,
+                       t(k.gap_s), k.above_roof ? "  ABOVE THE ROOF: counts or chip wrong" : "");
+  }
+  for (const auto& w : p.warnings) out += "  note: " + w + "\n";
+  return out;
+}
+
+}  // namespace ridgeline::report
