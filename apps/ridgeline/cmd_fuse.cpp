@@ -36,6 +36,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
   c->add_option("--buckets", f->buckets, "CUDA-graph buckets, e.g. 128,256,512,1024,2048,4096");
   c->add_option("--lengths", f->lengths, "sequence lengths, uniform MIN..MAX (with --buckets)");
   commands.push_back({c, [f] {
+                        if (!f->hw.chips.empty()) throw InputError("--chips: fuse analyses one chip; --tp sets tensor parallelism");
                         model::ModelConfig m = io::resolve_model(f->model);
                         HardwareFlags hwf = f->hw;
                         hwf.chips.clear();
@@ -51,6 +52,8 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                         ic.forward.tp = cfg.tp;
                         ic.batch = parse_positive_int(f->batch, "--batch");
                         ic.prompt = parse_positive_int(f->context, "--context");
+                        if (ic.prompt > (std::int64_t{1} << 26)) throw InputError(fmt::format("--context: {} is out of range: expected 1 to 67108864", ic.prompt));
+                        if (ic.batch > (std::int64_t{1} << 24)) throw InputError(fmt::format("--batch: {} is out of range: expected 1 to 16777216", ic.batch));
                         ic.gen = 2;
                         auto ir = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, ic, *ir);

@@ -70,6 +70,10 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         } else if (chips > 0) {
                           if (chips % fw.ep != 0) throw InputError(fmt::format("--chips: {} is not a multiple of --ep {}", chips, fw.ep));
                           fw.tp = chips / fw.ep;
+                          if (fw.tp > 4096 || m.heads % fw.tp != 0) {
+                            throw InputError(fmt::format("--chips: {} chips as tensor parallelism {} do not divide the {} heads of {}: set --tp and --ep",
+                                                         chips, fw.tp, m.heads, m.name));
+                          }
                         }
                         if (chips > 0 && chips != fw.tp * fw.ep) {
                           throw InputError(fmt::format("--chips: {} is not --tp {} x --ep {}", chips, fw.tp, fw.ep));
@@ -77,6 +81,10 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         cfg.batch = int_flag(f->batch, "--batch");
                         cfg.prompt = int_flag(f->prompt, "--prompt");
                         cfg.gen = int_flag(f->gen, "--gen");
+                        if (m.max_positions > 0 && cfg.prompt + cfg.gen > m.max_positions) {
+                          throw InputError(fmt::format("--prompt/--gen: {} + {} tokens exceed the {} positions of {} (max_position_embeddings)",
+                                                       cfg.prompt, cfg.gen, m.max_positions, m.name));
+                        }
                         auto& p = fw.precision;
                         p.activation = parse_dtype_or_throw(f->act_dtype, "--act-dtype");
                         if (!f->weight_dtype.empty()) p.weight = parse_dtype_or_throw(f->weight_dtype, "--weight-dtype");
@@ -126,6 +134,7 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
   b->add_option("--model", f->model, "take h, the MLP width and the heads from a model");
   b->add_option("--dtype", f->dtype, "dtype")->capture_default_str();
   commands.push_back({b, [f] {
+                        if (!f->hw.chips.empty()) throw InputError("--chips: block models one block on one chip; --cp sets the all-to-all group");
                         analysis::BlockConfig cfg;
                         cfg.seq = int_flag(f->seq, "--seq");
                         cfg.cp = int_flag(f->cp, "--cp");

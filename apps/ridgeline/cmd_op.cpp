@@ -229,7 +229,9 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
       auto* sub = op->add_subcommand(kname, kind_help(kind));
       add_flags(sub, kind, *f, false);
       commands.push_back({sub, [f, kind] {
-                            int chips = f->hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
+                            // Send/recv is between two chips unless told otherwise.
+                            const int fallback = kind == OpKind::sendrecv ? 2 : 1;
+                            int chips = f->hw.chips.empty() ? fallback : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
                             analysis::OpConfig cfg = build_config(kind, *f, chips);
                             hw::System sys = load_system(f->hw);
                             ops::Cost cost = analysis::op_cost(cfg, sys);
@@ -245,7 +247,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
       add_flags(sub, kind, *f, true);
       sub->add_option("--solve", f->solve, "dimension to solve for (m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads, head-dim)")
           ->required();
-      commands.push_back({sub, [f, kind] {
+      commands.push_back({sub, [f, kind, sub] {
                             auto var = analysis::parse_solve_var(f->solve);
                             if (!var) {
                               throw InputError(fmt::format("--solve: '{}' is not a dimension: expected m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads or head-dim", f->solve));
@@ -253,23 +255,47 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             if (!analysis::applies(*var, kind)) {
                               throw InputError(fmt::format("--solve: '{}' is not a dimension of {}", f->solve, analysis::name(kind)));
                             }
-                            OpFlags g = *f;
-                            // The solved dimension needs no value; give it one that validates.
-                            if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
-                            if (is_rows(kind) && g.tokens.empty() && g.shape.empty() && *var == analysis::SolveVar::tokens) g.tokens = "1";
-                            if (is_rows(kind) && g.hidden.empty() && g.shape.empty() && *var == analysis::SolveVar::hidden) g.hidden = "1";
-                            int chips = g.hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(g.hw.chips, "--chips"));
-                            analysis::OpConfig cfg;
-                            try {
-                              cfg = build_config(kind, g, chips);
-                            } catch (const InputError&) {
-                              // The solved dimension may be too small to validate (e.g. a shard); the solver searches valid values.
-                              OpFlags h = g;
-                              if (*var == analysis::SolveVar::k) h.k = "1048576";
-                              if (*var == analysis::SolveVar::m) h.m = "1048576";
-                              if (*var == analysis::SolveVar::n) h.n = "1048576";
-                              cfg = build_config(kind, h, chips);
+                            using V = analysis::SolveVar;
+                            // Every dimension but the solved one must be given, as for `op`.
+                            auto need = [&](const char* flag, V v) {
+                              if (sub->count(flag) == 0 && *var != v) {
+                                throw InputError(fmt::format("{}: required (only the solved dimension, --solve {}, may be left out)", flag, f->solve));
+                              }
+                            };
+                            if (kind == OpKind::matmul) {
+                              need("--m", V::m);
+                              need("--k", V::k);
+                              need("--n", V::n);
+                            } else if (kind == OpKind::dot) {
+                              need("--n", V::n);
+                            } else if (kind == OpKind::attention) {
+                              need("--heads", V::heads);
+                            } else if (is_rows(kind) && f->shape.empty()) {
+                              need("--tokens", V::tokens);
+                              need("--hidden", V::hidden);
                             }
+                            // Queries without a given context attend to themselves, as in `op`: solve both.
+                            if (kind == OpKind::attention && *var == V::q_len && sub->count("--kv-len") == 0) var = V::seq;
+                            OpFlags g = *f;
+                            // The solved dimension needs no value; give it one that validates (the
+                            // solver then searches from the smallest valid value).
+                            const std::string chips_text = g.hw.chips.empty() ? "1" : g.hw.chips;
+                            switch (*var) {
+                              case V::m: g.m = chips_text; break;
+                              case V::k: g.k = chips_text; break;
+                              case V::n: g.n = kind == OpKind::matmul ? chips_text : "1"; break;
+                              case V::batch: g.batch = "1"; break;
+                              case V::tokens: g.tokens = "1"; break;
+                              case V::hidden: g.hidden = kind == OpKind::rope ? g.head_dim : "1"; break;
+                              case V::q_len: g.q_len = "1"; break;
+                              case V::kv_len: g.kv_len = g.q_len; break;
+                              case V::seq: g.q_len = g.kv_len = "1"; break;
+                              case V::heads: g.heads = g.kv_heads.empty() ? "1" : g.kv_heads; break;
+                              case V::head_dim: g.head_dim = "2"; break;
+                            }
+                            if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
+                            int chips = g.hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(g.hw.chips, "--chips"));
+                            analysis::OpConfig cfg = build_config(kind, g, chips);
                             hw::System sys = load_system(g.hw);
                             ops::check_supported(analysis::op_cost(cfg, sys), sys.chip);
                             auto r = analysis::solve_threshold(cfg, sys, *var);

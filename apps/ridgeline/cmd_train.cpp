@@ -51,6 +51,7 @@ void add_train_flags(CLI::App* t, Flags* f) {
 }
 
 analysis::TrainConfig train_config(const Flags* f) {
+                        if (!f->hw.chips.empty()) throw InputError("--chips: training takes --gpus");
                         analysis::TrainConfig c;
                         auto i = [](const std::string& v, const char* flag) { return parse_positive_int(v, flag); };
                         c.gpus = i(f->gpus, "--gpus");
@@ -91,6 +92,7 @@ analysis::TrainConfig train_config(const Flags* f) {
                             throw InputError(fmt::format("--grad-compression: '{}' is not powersgd:RANK", f->compression));
                           }
                           c.powersgd_rank = parse_positive_int(f->compression.substr(9), "--grad-compression");
+                          if (c.powersgd_rank > 4096) throw InputError(fmt::format("--grad-compression: rank {} is above 4096", c.powersgd_rank));
                         }
                         return c;
 }

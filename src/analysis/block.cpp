@@ -35,6 +35,13 @@ BlockResult block(const BlockConfig& cfg, const hw::System& sys) {
   if (cfg.hidden % cfg.heads != 0) throw InputError(fmt::format("--heads: {} does not divide --hidden {}", cfg.heads, cfg.hidden));
   if (cfg.heads % cfg.kv_heads != 0) throw InputError(fmt::format("--kv-heads: {} does not divide --heads {}", cfg.kv_heads, cfg.heads));
   if (cfg.cp > 1 && sys.chip.links.empty()) throw InputError(fmt::format("--cp: {} has no link: pass --link-bw", sys.chip.name));
+  if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: {} does not divide --seq {}", cfg.cp, cfg.seq));
+  if (sys.chip.peak(hw::Unit::matrix, cfg.dtype) <= 0) {
+    throw InputError(fmt::format("--dtype: {} has no {} matrix rate", sys.chip.name, name(cfg.dtype)));
+  }
+  if (sys.chip.peak(hw::Unit::vector, DType::fp32) <= 0) {
+    throw InputError(fmt::format("--hw: {} has no fp32 vector rate for the softmax and the memory-bound ops", sys.chip.name));
+  }
 
   const hw::ChipSpec& chip = sys.chip;
   // The chip's launch overhead is left out: the seed compares kernels' own times.

@@ -114,7 +114,14 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
     const double fixed = (mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes) * (1 + cfg.memory_margin);
     const double left = mem.capacity_bytes - fixed;
     r.budget_bytes = left / static_cast<double>(std::max<std::int64_t>(1, r.layers_in_memory)) - r.layer_input_bytes;
+    if (!(r.budget_bytes > 0)) {
+      throw InputError(fmt::format(
+          "--budget: parameters, gradients and optimizer states ({:.3g} GB with the margin) leave no room for activations in "
+          "{:.3g} GB: shard more (--tp, --pp, --zero) or give --budget",
+          fixed / 1e9, mem.capacity_bytes / 1e9));
+    }
   }
+  if (!(r.budget_bytes > 0)) throw InputError(fmt::format("--budget: {} bytes: expected more than zero", r.budget_bytes));
 
   // Every combination of actions (3^n, n <= 9): exact.
   auto evaluate = [&](const std::array<TensorAction, RecomputePlan::kMax>& act) {

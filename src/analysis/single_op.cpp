@@ -49,10 +49,14 @@ std::optional<OpKind> parse_op_kind(std::string_view s) noexcept {
 void validate(const OpConfig& op) {
   positive(op.chips, "--chips");
   if (op.chips > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", op.chips));
+  const bool multi = op.kind == OpKind::matmul || is_collective(op.kind);
+  if (!multi && op.chips > 1) {
+    throw InputError(fmt::format("--chips: {} runs on one chip (only matmul with --shard and the collectives take --chips)", name(op.kind)));
+  }
   switch (op.kind) {
     case OpKind::custom:
-      if (!(op.flops >= 0) || !(op.bytes >= 0) || op.flops + op.bytes <= 0) {
-        throw InputError("--flops/--bytes: expected non-negative values, not both zero");
+      if (!(op.flops >= 0 && op.flops <= 1e30) || !(op.bytes >= 0) || op.flops + op.bytes <= 0) {
+        throw InputError(fmt::format("--flops/--bytes: {:g} and {:g}: expected values in 0 to 1e30, not both zero", op.flops, op.bytes));
       }
       break;
     case OpKind::dot:
@@ -82,7 +86,12 @@ void validate(const OpConfig& op) {
       if (op.inputs < 0 || op.outputs < 0 || op.inputs + op.outputs == 0) {
         throw InputError("--inputs/--outputs: expected non-negative counts, not both zero");
       }
-      if (!(op.flops_per_element >= 0)) throw InputError("--flops-per-element: expected a value >= 0");
+      if (!(op.flops_per_element >= 0 && op.flops_per_element <= 1e6)) {
+        throw InputError(fmt::format("--flops-per-element: {} is outside 0 to 1e6", op.flops_per_element));
+      }
+      if (op.inputs > 1024 || op.outputs > 1024) {
+        throw InputError(fmt::format("--inputs/--outputs: {} and {}: expected at most 1024 tensors", op.inputs, op.outputs));
+      }
       [[fallthrough]];
     case OpKind::reduction:
     case OpKind::rmsnorm:
@@ -124,7 +133,7 @@ void validate(const OpConfig& op) {
     case OpKind::alltoall:
     case OpKind::sendrecv:
       if (!(op.bytes > 0) || op.bytes > 1e18) throw InputError("--bytes: expected a size in (0, 1e18] bytes");
-      if (op.kind != OpKind::sendrecv && op.chips < 2) throw InputError("--chips: a collective needs 2 or more chips");
+      if (op.chips < 2) throw InputError(fmt::format("--chips: {} chip: a collective needs 2 or more", op.chips));
       if (op.kind == OpKind::alltoall && op.algo == comm::Algo::tree) {
         throw InputError("--algo: tree is not an all-to-all algorithm: expected ring or direct");
       }

@@ -109,6 +109,7 @@ ThresholdResult solve_threshold(const OpConfig& op, const hw::System& sys, Solve
       plo = p;
     }
   }
+  r.ridge_flops_per_byte = plo.e.ridge_flops_per_byte;
   if (plo.compute) {
     r.found = r.always = true;
     r.critical = static_cast<double>(lo);
@@ -132,8 +133,10 @@ ThresholdResult solve_threshold(const OpConfig& op, const hw::System& sys, Solve
   }
   r.searched_max = hi;
   r.bound_below = plo.e.bound;
+  r.ridge_flops_per_byte = plo.e.ridge_flops_per_byte;
   if (!phi.compute) {
     r.asymptotic_intensity = last_valid.e.intensity_flops_per_byte;
+    r.bound_at_max = last_valid.e.bound;
     return r;
   }
   // Bisection: lo is not compute-bound, hi is.

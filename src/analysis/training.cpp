@@ -49,7 +49,7 @@ bool recomputed(const Graph& g, int i, Recompute r) {
 }
 
 StepPart part_of(const ops::TimeParts& p, const hw::EfficiencySpec& eff, double k) {
-  return {k * p.lower(), k * p.upper(), k * p.realistic(eff)};
+  return {k * p.lower(), k * p.upper(eff), k * p.realistic(eff)};
 }
 void add(StepPart& a, const StepPart& b, double k = 1) {
   a.lower_s += k * b.lower_s;

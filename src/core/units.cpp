@@ -132,6 +132,23 @@ Leading leading_number(std::string_view t) {
   return r;
 }
 
+// Values outside these ranges are typos (a missing unit, a wrong exponent) and would turn
+// later arithmetic into infinities or denormals.
+double check_range(double v, Quantity kind, std::string_view text, std::string_view where) {
+  double lo = 0, hi = 0;
+  switch (kind) {
+    case Quantity::flop_rate: lo = 1e3, hi = 1e21; break;
+    case Quantity::bandwidth: lo = 1e3, hi = 1e18; break;
+    case Quantity::bytes: lo = 0, hi = 1e21; break;
+    case Quantity::time: lo = 0, hi = 3600; break;
+    case Quantity::count: return v;
+  }
+  if (v != 0 && (v < lo || v > hi)) {
+    throw InputError(fmt::format("{}: '{}' is outside the plausible range {:g} to {:g} (base units)", where, text, lo, hi));
+  }
+  return v;
+}
+
 }  // namespace
 
 double parse_number(std::string_view text, std::string_view where) {
@@ -161,7 +178,7 @@ double parse_quantity(std::string_view text, Quantity kind, std::string_view whe
   }
   std::string_view unit = trim(std::string_view(ptr, static_cast<size_t>(last - ptr)));
   if (unit.empty()) {
-    if (allow_bare || kind == Quantity::count) return v;
+    if (allow_bare || kind == Quantity::count) return check_range(v, kind, text, where);
     throw InputError(fmt::format("{}: '{}' has no unit: expected {}", where, text, expected_units(kind)));
   }
   auto f = unit_factor(unit, kind);
@@ -173,7 +190,7 @@ double parse_quantity(std::string_view text, Quantity kind, std::string_view whe
   if (!std::isfinite(r)) {
     throw InputError(fmt::format("{}: '{}' overflows: expected {}", where, text, expected_units(kind)));
   }
-  return r;
+  return check_range(r, kind, text, where);
 }
 
 long long parse_positive_int(std::string_view text, std::string_view where) {

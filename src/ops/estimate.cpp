@@ -147,7 +147,8 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   e.t_launch_s = c.launches * chip.launch_overhead_s;
   const TimeParts p{e.t_matrix_s, e.t_vector_s, e.t_memory_s, e.t_comm_s, e.t_launch_s};
   e.t_lower_s = p.lower();
-  e.t_upper_s = p.upper();
+  e.t_upper_s = p.upper(chip.efficiency);
+  e.t_sum_at_peak_s = p.sum_at_peak();
   e.t_realistic_s = p.realistic(chip.efficiency);
   e.bound = p.bound();
 
@@ -160,10 +161,13 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   e.peak_flops_per_s = chip.peak(e.compute_unit, e.compute_dtype);
   const double bw = chip.main_bandwidth_Bps();
   e.ridge_flops_per_byte = bw > 0 ? e.peak_flops_per_s / bw : 0;
-  e.attained_flops_per_s = e.t_lower_s > 0 ? e.flops / e.t_lower_s : 0;
-  // The fraction of peak compares like with like: the FLOPs of the compute unit's dtype
-  // against that unit's peak (softmax FLOPs on the vector unit do not fill tensor cores).
-  e.fraction_of_peak = (e.peak_flops_per_s > 0 && e.t_lower_s > 0) ? f.most / e.t_lower_s / e.peak_flops_per_s : 0;
+  // Attained rate and fraction of peak compare like with like: the FLOPs of the compute
+  // unit's dtype against that unit's peak (softmax FLOPs on the vector unit, running beside
+  // the tensor cores, do not count against them).
+  e.attained_flops_per_s = e.t_lower_s > 0 ? f.most / e.t_lower_s : 0;
+  e.attained_total_flops_per_s = e.t_lower_s > 0 ? e.flops / e.t_lower_s : 0;
+  e.fraction_of_peak = e.peak_flops_per_s > 0 ? e.attained_flops_per_s / e.peak_flops_per_s : 0;
+  if (e.fraction_of_peak > 1 && e.fraction_of_peak < 1 + 1e-9) e.fraction_of_peak = 1;  // rounding
   e.supported = std::isfinite(e.t_math_s) && std::isfinite(e.t_comm_s);
   return e;
 }

@@ -35,7 +35,12 @@ json chip_json(const hw::ChipSpec& c) {
   j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
   j["sparse_factor"] = c.sparse_factor;
   std::array<double, kDTypeCount> sparse{};
-  for (int i = 0; i < kDTypeCount; ++i) sparse[i] = c.sparse_factor > 1 ? c.matrix_flops_per_s[i] * c.sparse_factor : 0;
+  // 2:4 structured sparsity exists for tf32, 16-bit, 8-bit and 4-bit formats, not fp64/fp32.
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const DType d = static_cast<DType>(i);
+    const bool sparse_ok = d != DType::fp64 && d != DType::fp32;
+    sparse[i] = c.sparse_factor > 1 && sparse_ok ? c.matrix_flops_per_s[i] * c.sparse_factor : 0;
+  }
   j["sparse_peak_flops_per_s"] = dtype_map(sparse);
   j["vector_flops_per_s"] = dtype_map(c.vector_flops_per_s);
   j["memory"] = json::array();
@@ -166,9 +171,11 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["t_launch_s"] = e.t_launch_s;
   j["t_lower_s"] = number_or_null(e.t_lower_s);
   j["t_upper_s"] = number_or_null(e.t_upper_s);
+  j["t_sum_at_peak_s"] = number_or_null(e.t_sum_at_peak_s);
   j["t_realistic_s"] = number_or_null(e.t_realistic_s);
   j["bound"] = std::string(name(e.bound));
   j["attained_flops_per_s"] = e.attained_flops_per_s;
+  j["attained_total_flops_per_s"] = e.attained_total_flops_per_s;
   j["fraction_of_peak"] = e.fraction_of_peak;
   return j;
 }
@@ -181,6 +188,15 @@ json threshold_json(const analysis::OpConfig& op, const hw::System& sys, analysi
   }
   json j;
   j["op"] = op_config_json(op);
+  // The solved dimension has no given value.
+  if (var == analysis::SolveVar::seq) {
+    j["op"].erase("q_len");
+    j["op"].erase("kv_len");
+  } else if (var == analysis::SolveVar::tokens || var == analysis::SolveVar::hidden) {
+    j["op"].erase(var == analysis::SolveVar::tokens ? "tokens" : "hidden");
+  } else {
+    j["op"].erase(v);
+  }
   j["hw"] = sys.chip.name;
   j["chips"] = sys.chips;
   j["solve"] = v;
@@ -190,7 +206,8 @@ json threshold_json(const analysis::OpConfig& op, const hw::System& sys, analysi
   j["bound_below"] = std::string(ops::name(r.bound_below));
   j["searched_max"] = r.searched_max;
   if (!r.found) j["intensity_at_searched_max_flops_per_byte"] = r.asymptotic_intensity;
-  j["ridge_flops_per_byte"] = sys.chip.ridge_flops_per_byte(analysis::effective_compute_dtype(op));
+  j["ridge_flops_per_byte"] = r.ridge_flops_per_byte;
+  if (!r.found) j["bound_at_searched_max"] = std::string(ops::name(r.bound_at_max));
   return j;
 }
 

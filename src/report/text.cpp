@@ -27,7 +27,7 @@ std::string chip_text(const hw::ChipSpec& c) {
     double p = c.matrix_flops_per_s[index(d)];
     if (p <= 0) continue;
     out += fmt::format("  {:<9} {:>18}   {:>8.1f} FLOPs/byte", name(d), rate(p), c.ridge_flops_per_byte(d));
-    if (c.sparse_factor > 1) {
+    if (c.sparse_factor > 1 && d != DType::fp64 && d != DType::fp32) {
       out += fmt::format("   (2:4 sparse: {}, ridge {:.1f})", rate(p * c.sparse_factor), c.ridge_flops_per_byte(d) * c.sparse_factor);
     }
     out += "\n";
@@ -115,9 +115,9 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
-  out += fmt::format("  upper bound {:>14}  (no overlap)\n", t(e.t_upper_s));
-  out += fmt::format("  realistic   {:>14}  (each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f})\n",
+  out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f})\n",
                      t(e.t_realistic_s), c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
+  out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
   out += fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {
     out += fmt::format(", attains {} = {:.1f}% of the {} {} peak", rate(e.attained_flops_per_s), 100 * e.fraction_of_peak,
@@ -138,8 +138,7 @@ std::string threshold_text(const analysis::OpConfig& op, const hw::System& sys, 
                        r.critical, ops::name(r.bound_below));
   } else {
     out += fmt::format("  never compute-bound: still {}-bound at {} = {} (intensity {:.4g} FLOPs/byte vs ridge {:.4g})\n",
-                       ops::name(r.bound_below), v, r.searched_max, r.asymptotic_intensity,
-                       sys.chip.ridge_flops_per_byte(analysis::effective_compute_dtype(op)));
+                       ops::name(r.bound_at_max), v, r.searched_max, r.asymptotic_intensity, r.ridge_flops_per_byte);
   }
   return out;
 }

@@ -66,3 +66,30 @@ TEST(ErrorsCli, HardwareFiles) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+// Regressions from an adversarial review: each must be a clear error, not a number.
+TEST(ErrorsCli, ReviewFindings) {
+  expect_bad("block --hw a100-40gb --dtype fp8", "--dtype");
+  expect_bad("block --cp 3", "--cp");
+  expect_bad("block --chips 64", "--chips");
+  expect_bad("fuse --chips 0", "--chips");
+  expect_bad("train --chips 4", "--chips");
+  expect_bad("op rmsnorm --tokens 8 --hidden 64 --chips 8", "--chips");
+  expect_bad("op sendrecv --bytes 1e9 --chips 1", "--chips");
+  expect_bad("op elementwise --shape 4,4 --flops-per-element 1e308", "--flops-per-element");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --mem-bw 1e-320", "--mem-bw");
+  expect_bad("hw show h200 --mem-bw 1e-320", "--mem-bw");
+  expect_bad("train --gpus 16 --node-link-bw 1e-300", "--node-link-bw");
+  expect_bad("infer --chips 3", "--chips");
+  expect_bad("fuse --context 1e9", "--context");
+  expect_bad("threshold matmul --k 4096 --hw h200 --solve m", "--n");
+  expect_bad("recompute --model llama-3.1-70b --hw h100-sxm --gpus 8", "--budget");
+  expect_bad("train --gpus 8 --grad-compression powersgd:1e9", "--grad-compression");
+  expect_bad("infer --model gpt3-175b --prompt 2048 --gen 128", "--prompt/--gen");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

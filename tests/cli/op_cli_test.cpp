@@ -62,3 +62,34 @@ TEST(OpCli, ThresholdJson) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(OpCli, ConsistencyFromReview) {
+  // Attention runs softmax on the vector unit beside the tensor cores: the attained tensor
+  // rate never exceeds the tensor peak.
+  auto a = run_json("op attention --heads 32 --q-len 4096 --hw h100-sxm");
+  EXPECT_LE(a["attained_flops_per_s"].get<double>(), a["peak_flops_per_s"].get<double>() * (1 + 1e-12));
+  EXPECT_LE(a["fraction_of_peak"].get<double>(), 1.0);
+  // lower <= realistic <= upper, for a memory-bound and a compute-bound matmul.
+  for (const char* args : {"op matmul --m 1 --k 8192 --n 8192", "op matmul --m 1e4 --k 1e4 --n 1e4"}) {
+    auto j = run_json(args);
+    EXPECT_LE(j["t_lower_s"].get<double>(), j["t_realistic_s"].get<double>()) << args;
+    EXPECT_LE(j["t_realistic_s"].get<double>(), j["t_upper_s"].get<double>()) << args;
+  }
+  auto inf = run_json("infer --model llama-3.1-70b --hw h100-sxm --chips 4 --batch 16 --prompt 2048 --gen 256");
+  for (const char* phase : {"prefill", "decode"}) {
+    EXPECT_LE(inf[phase]["t_realistic_s"].get<double>(), inf[phase]["t_upper_s"].get<double>() * (1 + 1e-12)) << phase;
+  }
+  // CUDA graphs never cost time.
+  EXPECT_GE(run_json("infer --batch 4096")["launch"]["cuda_graphs_gain_per_step_s"].get<double>(), 0);
+  // Solving for the query length of self-attention solves the sequence.
+  auto t = run_json("threshold attention --heads 32 --solve q-len --hw h100-sxm");
+  EXPECT_FALSE(t["critical_seq"].is_null());
+  // No sparse fp64.
+  EXPECT_FALSE(run_json("hw show h100-sxm")["sparse_peak_flops_per_s"].contains("fp64"));
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

@@ -44,6 +44,10 @@ TEST(Units, Rejects) {
   EXPECT_THROW(q("", Quantity::bytes), InputError);
   EXPECT_THROW(q("GB", Quantity::bytes), InputError);
   EXPECT_THROW(q("1e308 EB", Quantity::bytes), InputError);  // overflows to infinity
+  EXPECT_THROW(q("1e-320", Quantity::bandwidth, true), InputError);  // a denormal bandwidth
+  EXPECT_THROW(q("1e30 TFLOPS", Quantity::flop_rate), InputError);
+  EXPECT_THROW(q("2 hours", Quantity::time), InputError);
+  EXPECT_THROW(q("5000 s", Quantity::time), InputError);
 }
 
 TEST(Units, ErrorNamesWhereAndWhat) {

@@ -23,7 +23,8 @@ TEST(Estimate, ComputeBoundOp) {
   EXPECT_DOUBLE_EQ(e.t_memory_s, 1e-3);
   EXPECT_DOUBLE_EQ(e.t_launch_s, 2e-6);
   EXPECT_DOUBLE_EQ(e.t_lower_s, 10e-3);
-  EXPECT_DOUBLE_EQ(e.t_upper_s, 10e-3 + 1e-3 + 2e-6);
+  EXPECT_DOUBLE_EQ(e.t_sum_at_peak_s, 10e-3 + 1e-3 + 2e-6);          // seed 003's upper bound
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 10e-3 / 0.8 + 1e-3 / 0.9 + 2e-6);  // no overlap at achievable rates
   EXPECT_DOUBLE_EQ(e.t_realistic_s, 10e-3 / 0.8);  // the matrix term still dominates at 80%
   EXPECT_EQ(e.bound, Bound::compute);
   EXPECT_DOUBLE_EQ(e.intensity_flops_per_byte, 1000.0);  // 1e12 / 1e9
@@ -51,9 +52,11 @@ TEST(Estimate, MatrixAndVectorOverlapInTheLowerBoundOnly) {
   c.add_flops(hw::Unit::vector, DType::fp32, 5e9);   // 0.5 ms
   Estimate e = estimate(c, toy_chip());
   EXPECT_DOUBLE_EQ(e.t_math_s, 1e-3);
-  EXPECT_DOUBLE_EQ(e.t_upper_s, 1.5e-3);
-  // Attained counts every FLOP (1.05e11 in 1 ms); the fraction of peak only the matrix ones.
-  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 1.05e14);
+  EXPECT_DOUBLE_EQ(e.t_sum_at_peak_s, 1.5e-3);
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 1e-3 / 0.8 + 0.5e-3 / 0.5);
+  // The attained rate is the matrix unit's (1e11 in 1 ms); all FLOPs together 1.05e11 in 1 ms.
+  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 1e14);
+  EXPECT_DOUBLE_EQ(e.attained_total_flops_per_s, 1.05e14);
   EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
 }
 

@@ -27,6 +27,8 @@ RC_GTEST_PROP(Roofline, LowerNeverExceedsUpperOrRealistic, ()) {
   Estimate e = estimate(c, testing::toy_chip());
   RC_ASSERT(e.t_lower_s <= e.t_upper_s);
   RC_ASSERT(e.t_lower_s <= e.t_realistic_s);  // efficiencies are <= 1
+  RC_ASSERT(e.t_realistic_s <= e.t_upper_s * (1 + 1e-12));
+  RC_ASSERT(e.t_lower_s <= e.t_sum_at_peak_s);
   RC_ASSERT(e.fraction_of_peak <= 1.0 + 1e-12);  // nothing runs above its roof
 }
 

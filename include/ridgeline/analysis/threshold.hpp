@@ -28,6 +28,8 @@ struct ThresholdResult {
   std::int64_t searched_max = 0;  ///< largest value examined
   ops::Bound bound_below = ops::Bound::memory;  ///< what binds below the threshold
   double asymptotic_intensity = 0;  ///< intensity at `searched_max` (FLOPs/byte), to show why it never crosses
+  ops::Bound bound_at_max = ops::Bound::memory;  ///< what binds at `searched_max` when it never crosses
+  double ridge_flops_per_byte = 0;  ///< the ridge of the op's compute unit and dtype
 };
 
 /// Smallest value of `v` at which `op` on `sys` is compute-bound (t_math >= memory,

@@ -26,8 +26,9 @@ struct Estimate {
   int link = -1;          ///< index of that link (-1 without communication)
   double t_launch_s = 0;  ///< launches * launch overhead
   double t_lower_s = 0;   ///< max of math, memory, comm, launch: perfect overlap
-  double t_upper_s = 0;   ///< t_matrix + t_vector + t_memory + t_comm + t_launch: no overlap
-  double t_realistic_s = 0;  ///< lower bound with each peak scaled by the chip's efficiency factors
+  double t_upper_s = 0;   ///< no overlap at the achievable rates: each part over its efficiency, summed
+  double t_sum_at_peak_s = 0;  ///< t_matrix + t_vector + t_memory + t_comm + t_launch (seed 003's upper bound, at peak)
+  double t_realistic_s = 0;  ///< overlap at the achievable rates: max of each part over its efficiency
   Bound bound = Bound::compute;
   hw::Unit compute_unit = hw::Unit::matrix;  ///< unit with most FLOPs
   DType compute_dtype = DType::bf16;         ///< dtype with most FLOPs on that unit
@@ -36,7 +37,8 @@ struct Estimate {
   double intensity_flops_per_byte = 0;       ///< flops / main_bytes (0 without bytes)
   double ridge_flops_per_byte = 0;           ///< peak(compute unit, dtype) / main bandwidth
   double peak_flops_per_s = 0;               ///< peak of compute unit and dtype
-  double attained_flops_per_s = 0;           ///< flops / t_lower
+  double attained_flops_per_s = 0;           ///< FLOPs of the compute unit and dtype / t_lower (what that roof bounds)
+  double attained_total_flops_per_s = 0;     ///< all FLOPs / t_lower (matrix and vector units together)
   double fraction_of_peak = 0;               ///< FLOPs of the compute unit and dtype / t_lower / their peak
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
 };
@@ -50,7 +52,13 @@ struct TimeParts {
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
   double lower() const noexcept;
-  double upper() const noexcept { return matrix + vector + memory + comm + launch; }
+  /// No overlap at the achievable rates: each part over its efficiency, summed. Always at
+  /// least realistic(), which overlaps the same parts.
+  double upper(const hw::EfficiencySpec& eff) const noexcept {
+    return matrix / eff.matrix + vector / eff.vector + memory / eff.memory + comm / eff.link + launch;
+  }
+  /// Seed 003's upper bound: the parts at their peaks, summed.
+  double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
   double realistic(const hw::EfficiencySpec& eff) const noexcept;
   Bound bound() const noexcept;
 };
