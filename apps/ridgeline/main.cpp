@@ -1,7 +1,10 @@
 // ridgeline: where does the time go, and what bounds it?
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
+#include <iterator>
+#include <string_view>
 
 #include "common.hpp"
 #include "ridgeline/analysis/single_op.hpp"
@@ -43,7 +46,21 @@ int main(int argc, char** argv) {
     std::cout << kOverview;
     return 0;
   }
-  // An unknown op kind deserves a better message than CLI11's "a subcommand is required".
+  // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
+  static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
+                                                   "recompute", "fuse", "profile", "--help", "-h"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
+    std::cerr << "ridgeline: error: unknown command '" << argv[1]
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse or profile\n";
+    return 2;
+  }
+  if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
+    auto k = ridgeline::analysis::parse_op_kind(argv[2]);
+    if (k && (ridgeline::analysis::is_collective(*k) || *k == ridgeline::analysis::OpKind::custom)) {
+      std::cerr << "ridgeline: error: threshold: " << argv[2] << " has no dimension to solve for (it has no FLOPs to become compute-bound)\n";
+      return 2;
+    }
+  }
   if (argc >= 3 && (std::string_view(argv[1]) == "op" || std::string_view(argv[1]) == "threshold") && argv[2][0] != '-' &&
       !ridgeline::analysis::parse_op_kind(argv[2])) {
     std::cerr << "ridgeline: error: " << argv[1] << ": unknown op kind '" << argv[2] << "': expected one of "

@@ -119,6 +119,7 @@ struct Leading {
   double value = 0;
   const char* end = nullptr;
   bool ok = false;
+  bool out_of_range = false;  // a number too large or too small for a double
 };
 
 Leading leading_number(std::string_view t) {
@@ -129,6 +130,7 @@ Leading leading_number(std::string_view t) {
   auto [ptr, ec] = std::from_chars(first, last, r.value, std::chars_format::general);
   r.end = ptr;
   r.ok = !t.empty() && ec == std::errc() && ptr != first;
+  r.out_of_range = ec == std::errc::result_out_of_range;
   return r;
 }
 
@@ -166,6 +168,9 @@ double parse_quantity(std::string_view text, Quantity kind, std::string_view whe
   const double v = n.value;
   const char* ptr = n.end;
   const char* last = t.data() + t.size();
+  if (!n.ok && n.out_of_range) {
+    throw InputError(fmt::format("{}: '{}' is out of range: expected {}", where, text, expected_units(kind)));
+  }
   if (!n.ok) {
     throw InputError(fmt::format("{}: '{}' does not start with a number: expected {}", where, text,
                                  expected_units(kind)));
@@ -204,8 +209,10 @@ long long parse_positive_int(std::string_view text, std::string_view where) {
   // Scientific notation for round numbers ("1e6") is accepted when exact.
   double d = 0;
   auto [p2, e2] = std::from_chars(t.data(), t.data() + t.size(), d, std::chars_format::general);
-  if (t.empty() || e2 != std::errc() || p2 != t.data() + t.size() || !std::isfinite(d) ||
-      d != std::floor(d) || d > 9.007199254740992e15) {
+  if (!t.empty() && e2 == std::errc() && p2 == t.data() + t.size() && std::isfinite(d) && d > 9.007199254740992e15) {
+    throw InputError(fmt::format("{}: '{}' is too large: expected an integer from 1 to 9e15", where, text));
+  }
+  if (t.empty() || e2 != std::errc() || p2 != t.data() + t.size() || !std::isfinite(d) || d != std::floor(d)) {
     throw InputError(fmt::format("{}: '{}' is not an integer: expected an integer >= 1", where, text));
   }
   if (d < 1) throw InputError(fmt::format("{}: {} is not positive: expected an integer >= 1", where, text));

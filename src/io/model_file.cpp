@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -254,6 +255,10 @@ model::ModelConfig parse_model_config(std::string_view text, std::string_view so
 }
 
 model::ModelConfig load_model_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(fmt::format("{}: not a regular file: expected a config.json", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open model config", path));
   std::ostringstream ss;
@@ -285,7 +290,9 @@ model::ModelConfig bundled_model(std::string_view name) {
 }
 
 model::ModelConfig resolve_model(std::string_view model) {
-  const bool file = (model.size() > 5 && model.substr(model.size() - 5) == ".json") || model.find('/') != std::string_view::npos;
+  std::error_code ec;
+  const bool file = (model.size() > 5 && model.substr(model.size() - 5) == ".json") || model.find('/') != std::string_view::npos ||
+                    std::filesystem::exists(std::string(model), ec);
   return file ? load_model_file(std::string(model)) : bundled_model(model);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -240,6 +241,10 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
 }
 
 profile::Profile load_profile(const std::string& path, std::string_view format) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(fmt::format("{}: not a regular file: expected a profile", path));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open profile", path));
   std::ostringstream ss;
