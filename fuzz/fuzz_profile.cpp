@@ -14,9 +14,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   chip.matrix_flops_per_s[ridgeline::index(ridgeline::DType::bf16)] = 1e15;
   chip.vector_flops_per_s[ridgeline::index(ridgeline::DType::fp32)] = 1e14;
   chip.memory = {{"HBM", 3e12, 80e9}};
-  for (int which = 0; which < 2; ++which) {
+  for (int which = 0; which < 3; ++which) {
     try {
-      auto p = which == 0 ? ridgeline::io::parse_ncu_csv(text, "fuzz.csv") : ridgeline::io::parse_generic_csv(text, "fuzz.csv");
+      auto p = which == 0   ? ridgeline::io::parse_ncu_csv(text, "fuzz.csv")
+               : which == 1 ? ridgeline::io::parse_generic_csv(text, "fuzz.csv")
+                            : ridgeline::io::parse_torch_trace(text, "fuzz.json");
       auto a = ridgeline::profile::analyze(p, chip, ridgeline::DType::bf16);
       if (!(a.total_kernel_time_s >= 0)) __builtin_trap();
     } catch (const ridgeline::InputError&) {

@@ -8,6 +8,7 @@ PACKAGES=(
   libcli11-dev                        # command-line parsing (CLI11)
   nlohmann-json3-dev                  # JSON output and config.json reading
   libyaml-cpp-dev                     # hardware files
+  zlib1g-dev                          # gzipped PyTorch profiler traces
   libfmt-dev                          # formatting of tables and numbers
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests

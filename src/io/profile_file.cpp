@@ -251,10 +251,16 @@ profile::Profile load_profile(const std::string& path, std::string_view format) 
   ss << in.rdbuf();
   const std::string text = ss.str();
   std::string_view f = format;
-  if (f.empty()) f = text.find("Kernel Name") != std::string::npos ? "ncu" : "csv";
+  if (f.empty()) {
+    const bool gz = text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    const bool json = first != std::string::npos && (text[first] == '{' || text[first] == '[');
+    f = gz || json ? "torch" : text.find("Kernel Name") != std::string::npos ? "ncu" : "csv";
+  }
   if (f == "ncu") return parse_ncu_csv(text, path);
   if (f == "csv") return parse_generic_csv(text, path);
-  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu or csv", format));
+  if (f == "torch") return parse_torch_trace(text, path);
+  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu, csv or torch", format));
 }
 
 }  // namespace ridgeline::io

@@ -37,6 +37,10 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
                             {"has_flops", k.has_flops},
                             {"has_bytes", k.has_bytes}});
   }
+  if (p.span_s > 0) {
+    j["timeline"] = {{"span_s", p.span_s}, {"idle_s", p.idle_s}, {"idle_gaps", p.idle_gaps},
+                     {"busy_fraction", (p.span_s - p.idle_s) / p.span_s}};
+  }
   j["warnings"] = p.warnings;
   return j;
 }
@@ -55,6 +59,10 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
                        format_quantity(k.attained_flops_per_s, Quantity::flop_rate),
                        format_quantity(k.attained_Bps, Quantity::bandwidth), ops::name(k.bound), 100 * k.fraction_of_roof,
                        t(k.gap_s), k.above_roof ? "  ABOVE THE ROOF: counts or chip wrong" : "");
+  }
+  if (p.span_s > 0) {
+    out += fmt::format("\n  timeline: {} from the first kernel to the last, {} idle in {:.0f} gaps over 1 us ({:.1f}% busy)\n",
+                       t(p.span_s), t(p.idle_s), p.idle_gaps, 100 * (p.span_s - p.idle_s) / p.span_s);
   }
   for (const auto& w : p.warnings) out += "  note: " + w + "\n";
   return out;

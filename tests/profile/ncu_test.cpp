@@ -99,3 +99,66 @@ TEST(GenericCsv, UnitsInTheHeader) {
 
 }  // namespace
 }  // namespace ridgeline
+
+namespace ridgeline {
+namespace {
+
+const std::string kTorch = std::string(RIDGELINE_SOURCE_DIR) + "/../shared/fixtures/torch/";
+
+// Expected values were read off the files with Python's gzip and json modules, summing
+// the kernel events' "dur" (microseconds) and the CUPTI counters as described.
+TEST(TorchTrace, KernelEventsAndTimeline) {
+  if (!std::filesystem::exists(kTorch)) GTEST_SKIP() << "no ../shared/fixtures beside the checkout";
+  auto p = io::load_profile(kTorch + "benchmark_result_493459_1694039959_trace.json.gz", "");
+  EXPECT_EQ(p.format, "torch");
+  EXPECT_EQ(p.launches.size(), 79u);
+  double total = 0;
+  for (const auto& k : p.launches) total += k.duration_s;
+  EXPECT_NEAR(total, 10728e-6, 1e-12);  // sum of "dur" over the 79 kernels
+  // Sorted by start, the GPU waited 15,946,964 us between kernels (58 gaps over 1 us) in a
+  // 15,957,634 us span: the benchmark mostly waits on the host.
+  EXPECT_NEAR(p.idle_s, 15946964e-6, 1e-6);
+  EXPECT_EQ(p.idle_gaps, 58);
+  EXPECT_NEAR(p.span_s, 15957634e-6, 1e-6);
+  auto a = profile::analyze(p, io::catalog_chip("a100-40gb"), DType::bf16);
+  EXPECT_EQ(a.kernels.size(), 16u);
+  EXPECT_NEAR(a.total_kernel_time_s, 10728e-6, 1e-12);
+}
+
+TEST(TorchTrace, CuptiCountersAndSmallTraces) {
+  if (!std::filesystem::exists(kTorch)) GTEST_SKIP() << "no ../shared/fixtures beside the checkout";
+  // 77 profiler ranges; fadd + fmul + 2 ffma = 79,679,454,712 fp32 FLOPs, hadd + hmul + 2 hfma
+  // = 551,583,744 fp16 FLOPs, no fp64.
+  auto c = io::load_profile(kTorch + "benchmark_result_924719_1679055439_trace.json.gz", "torch");
+  EXPECT_EQ(c.launches.size(), 77u);
+  double f32 = 0, f16 = 0, f64 = 0;
+  for (const auto& k : c.launches) {
+    f32 += k.flops_fp32;
+    f16 += k.flops_fp16;
+    f64 += k.flops_fp64;
+  }
+  EXPECT_DOUBLE_EQ(f32, 79679454712.0);
+  EXPECT_DOUBLE_EQ(f16, 551583744.0);
+  EXPECT_DOUBLE_EQ(f64, 0);
+  auto t = io::load_profile(kTorch + "triton_example.json.gz", "");
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].name, "triton_poi_fused_add_cos_sin_0");
+  EXPECT_DOUBLE_EQ(t.launches[0].duration_s, 1.76e-6);
+  auto amd = io::load_profile(kTorch + "mi250_minitoy_train_ROCm6_2_kineto.json.gz", "");
+  EXPECT_EQ(amd.launches.size(), 14u);
+}
+
+TEST(TorchTrace, BadInput) {
+  EXPECT_THROW(io::parse_torch_trace("{", "t.json"), InputError);
+  EXPECT_THROW(io::parse_torch_trace("{\"traceEvents\": 3}", "t.json"), InputError);
+  EXPECT_THROW(io::parse_torch_trace("{\"traceEvents\": []}", "t.json"), InputError);  // no kernels
+  EXPECT_THROW(io::parse_torch_trace(std::string("\x1f\x8b\x08\x00garbage", 11), "t.json.gz"), InputError);
+  // Inductor's counts are used when present.
+  auto p = io::parse_torch_trace(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "triton_mm", "ts": 0, "dur": 10,
+      "args": {"kernel_flop": 2e9, "kernel_num_gb": 0.004, "device": 0}}]})", "t.json");
+  EXPECT_DOUBLE_EQ(p.launches[0].flops_tensor, 2e9);
+  EXPECT_DOUBLE_EQ(p.launches[0].dram_bytes, 4e6);
+}
+
+}  // namespace
+}  // namespace ridgeline

@@ -16,7 +16,12 @@ profile::Profile parse_ncu_csv(std::string_view text, std::string_view source);
 /// header such as `duration_us`), `flops`, `bytes` and optionally `count`.
 profile::Profile parse_generic_csv(std::string_view text, std::string_view source);
 
-/// Reads `path` and picks the importer: `format` "ncu" or "csv", or "" to detect it.
+/// A PyTorch profiler / Kineto Chrome trace (JSON, optionally gzipped): kernel events, with
+/// FLOPs from CUPTI counters, Inductor's kernel_flop / kernel_num_gb, or the CPU op's
+/// `flops` (with_flops); the timeline's idle gaps. Throws InputError for malformed input.
+profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source);
+
+/// Reads `path` and picks the importer: `format` "ncu", "csv" or "torch", or "" to detect it.
 profile::Profile load_profile(const std::string& path, std::string_view format);
 
 }  // namespace ridgeline::io

@@ -29,6 +29,10 @@ struct Profile {
   std::string format;
   std::vector<KernelLaunch> launches;
   std::vector<std::string> warnings;  ///< e.g. kernels without FLOP counters
+  // Timeline (traces only): the first kernel's start to the last one's end, per device summed.
+  double span_s = 0;
+  double idle_s = 0;      ///< gaps between consecutive kernels of a device: the GPU waited
+  double idle_gaps = 0;   ///< how many gaps over 1 us
 };
 
 }  // namespace ridgeline::profile
