@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
@@ -26,41 +27,30 @@ std::int64_t int_flag(const std::string& s, const char* flag) { return parse_pos
 
 }  // namespace
 
-void register_infer(CLI::App& root, std::vector<Command>& commands) {
-  auto* models = root.add_subcommand("models", "the bundled models with their parameter counts");
-  auto models_json = std::make_shared<bool>(false);
-  models->add_flag("--json", *models_json, "JSON on stdout");
-  commands.push_back({models, [models_json] {
-                        std::vector<report::ModelRow> rows;
-                        for (const auto& n : io::bundled_model_names()) {
-                          model::ModelConfig m = io::bundled_model(n);
-                          rows.push_back({m, model::count_params(m)});
-                        }
-                        emit(*models_json, report::models_json(rows), report::models_text(rows));
-                      }});
+namespace {
 
-  auto f = std::make_shared<InferFlags>();
-  auto* infer = root.add_subcommand("infer", "serving a model: TTFT, TPOT, throughput, memory, what bounds each op");
-  add_hardware_flags(infer, f->hw);
-  infer->add_flag("--json", f->json, "JSON on stdout");
-  infer->add_option("--model", f->model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
-  infer->add_option("--tp", f->tp, "tensor-parallel degree (default --chips / --ep)");
-  infer->add_option("--ep", f->ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
-  infer->add_option("--batch", f->batch, "sequences served together")->capture_default_str();
-  infer->add_option("--prompt", f->prompt, "prompt tokens per sequence")->capture_default_str();
-  infer->add_option("--gen", f->gen, "generated tokens per sequence")->capture_default_str();
-  infer->add_option("--weight-dtype", f->weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
-  infer->add_option("--kv-dtype", f->kv_dtype, "KV cache (default --act-dtype)");
-  infer->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
-  infer->add_option("--compute-dtype", f->compute_dtype, "matrix-unit dtype (default from weights and activations)");
-  infer->add_option("--attention", f->attention, "flash or naive")->capture_default_str();
-  infer->add_option("--algo", f->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
-  infer->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
-  infer->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
-  infer->add_flag("--sequence-parallel", f->sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
-  infer->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
-  commands.push_back({infer, [f] {
-                        model::ModelConfig m = io::resolve_model(f->model);
+void add_infer_flags(CLI::App* app, InferFlags* f) {
+  add_hardware_flags(app, f->hw);
+  app->add_flag("--json", f->json, "JSON on stdout");
+  app->add_option("--model", f->model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
+  app->add_option("--tp", f->tp, "tensor-parallel degree (default --chips / --ep)");
+  app->add_option("--ep", f->ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
+  app->add_option("--batch", f->batch, "sequences served together")->capture_default_str();
+  app->add_option("--prompt", f->prompt, "prompt tokens per sequence")->capture_default_str();
+  app->add_option("--gen", f->gen, "generated tokens per sequence")->capture_default_str();
+  app->add_option("--weight-dtype", f->weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
+  app->add_option("--kv-dtype", f->kv_dtype, "KV cache (default --act-dtype)");
+  app->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
+  app->add_option("--compute-dtype", f->compute_dtype, "matrix-unit dtype (default from weights and activations)");
+  app->add_option("--attention", f->attention, "flash or naive")->capture_default_str();
+  app->add_option("--algo", f->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  app->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
+  app->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
+  app->add_flag("--sequence-parallel", f->sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
+  app->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
+}
+
+analysis::InferenceConfig infer_config(const InferFlags* f, const model::ModelConfig& m) {
                         analysis::InferenceConfig cfg;
                         auto& fw = cfg.forward;
                         fw.ep = int_flag(f->ep, "--ep");
@@ -101,6 +91,30 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         if (f->method != "detailed" && f->method != "quick") {
                           throw InputError(fmt::format("--method: '{}' is not a method: expected detailed or quick", f->method));
                         }
+                        return cfg;
+}
+
+}  // namespace
+
+void register_infer(CLI::App& root, std::vector<Command>& commands) {
+  auto* models = root.add_subcommand("models", "the bundled models with their parameter counts");
+  auto models_json = std::make_shared<bool>(false);
+  models->add_flag("--json", *models_json, "JSON on stdout");
+  commands.push_back({models, [models_json] {
+                        std::vector<report::ModelRow> rows;
+                        for (const auto& n : io::bundled_model_names()) {
+                          model::ModelConfig m = io::bundled_model(n);
+                          rows.push_back({m, model::count_params(m)});
+                        }
+                        emit(*models_json, report::models_json(rows), report::models_text(rows));
+                      }});
+
+  auto f = std::make_shared<InferFlags>();
+  auto* infer = root.add_subcommand("infer", "serving a model: TTFT, TPOT, throughput, memory, what bounds each op");
+  add_infer_flags(infer, f.get());
+  commands.push_back({infer, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         HardwareFlags hwf = f->hw;
                         hwf.chips.clear();
                         hw::System sys = load_system(hwf);
@@ -111,6 +125,22 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         std::string text = report::inference_text(m, sys, cfg, *r, f->all_ops);
                         if (f->method == "quick") text = report::quick_text(cfg, *r) + "\n" + text;
                         emit(f->json, report::inference_json(m, sys, cfg, *r), text);
+                      }});
+}
+
+void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
+  auto f = std::make_shared<InferFlags>();
+  auto* a = advise->add_subcommand("infer", "advice on a serving plan (the infer flags)");
+  add_infer_flags(a, f.get());
+  commands.push_back({a, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::InferenceConfig cfg = infer_config(f.get(), m);
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        auto r = std::make_unique<analysis::InferenceResult>();
+                        analysis::infer(m, sys, cfg, *r);
+                        emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r));
                       }});
 }
 

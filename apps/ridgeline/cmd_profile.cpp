@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/report/profile.hpp"
 
@@ -30,6 +31,29 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
                         DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");
                         profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
                         emit(f->json, report::profile_json(p, a), report::profile_text(p, a, sys.chip));
+                      }});
+}
+
+void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
+  struct Flags {
+    HardwareFlags hw;
+    bool json = false;
+    std::string file, format, dtype = "bf16";
+  };
+  auto f = std::make_shared<Flags>();
+  auto* a = advise->add_subcommand("profile", "advice on a captured profile");
+  add_hardware_flags(a, f->hw);
+  a->add_flag("--json", f->json, "JSON on stdout");
+  a->add_option("file", f->file, "profile file")->required();
+  a->add_option("--format", f->format, "ncu, csv or torch (default: detected)");
+  a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs")->capture_default_str();
+  commands.push_back({a, [f] {
+                        profile::Profile p = io::load_profile(f->file, f->format);
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        profile::ProfileAnalysis an = profile::analyze(p, sys.chip, parse_dtype_or_throw(f->dtype, "--tensor-dtype"));
+                        emit_advice(f->json, analysis::advise_profile(p, an, sys.chip));
                       }});
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
@@ -127,6 +128,22 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->budget.empty()) budget = parse_quantity(g->budget, Quantity::bytes, "--budget", true);
                         analysis::RecomputeResult r = analysis::plan_recompute(m, sys, c, budget);
                         emit(g->json, report::recompute_json(r), report::recompute_text(m, r));
+                      }});
+}
+
+void register_advise_train(CLI::App* advise, std::vector<Command>& commands) {
+  auto f = std::make_shared<Flags>();
+  auto* a = advise->add_subcommand("train", "advice on a training plan (the train flags)");
+  add_train_flags(a, f.get());
+  commands.push_back({a, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::TrainConfig c = train_config(f.get());
+                        HardwareFlags hwf = f->hw;
+                        hwf.chips.clear();
+                        hw::System sys = load_system(hwf);
+                        auto r = std::make_unique<analysis::TrainResult>();
+                        analysis::train(m, sys, c, *r);
+                        emit_advice(f->json, analysis::advise_training(m, analysis::training_system(sys, c), c, *r));
                       }});
 }
 

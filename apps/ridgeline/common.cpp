@@ -55,4 +55,17 @@ void emit(bool json, const nlohmann::json& j, const std::string& text) {
   }
 }
 
+void emit_advice(bool json, const std::vector<analysis::Advice>& advice) {
+  nlohmann::json j = nlohmann::json::array();
+  std::string text;
+  for (const auto& a : advice) {
+    j.push_back({{"rule", a.rule}, {"trigger", a.trigger}, {"gain_s", a.gain_s}, {"per", a.scope}, {"fix", a.fix}, {"source", a.source}});
+    text += fmt::format("* {}  {}\n  because {}\n  fix: {}\n  ({})\n\n", a.rule,
+                        a.gain_s > 0 ? fmt::format("saves ~{} per {}", format_quantity(a.gain_s, Quantity::time), a.scope) : std::string(),
+                        a.trigger, a.fix, a.source);
+  }
+  if (advice.empty()) text = "no rule fired: nothing stands out in these numbers\n";
+  emit(json, nlohmann::json{{"advice", j}}, text);
+}
+
 }  // namespace ridgeline::cli

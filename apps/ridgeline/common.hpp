@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
 
 namespace ridgeline::cli {
@@ -24,6 +25,9 @@ hw::System load_system(const HardwareFlags& f);
 /// Prints `j` (with --json) or `text` to stdout.
 void emit(bool json, const nlohmann::json& j, const std::string& text);
 
+/// Prints advice (largest gain first) as a table or JSON.
+void emit_advice(bool json, const std::vector<analysis::Advice>& advice);
+
 /// Registers a command: `run` is called after parsing.
 struct Command {
   CLI::App* app;
@@ -37,6 +41,9 @@ void register_block(CLI::App& root, std::vector<Command>& commands);
 void register_train(CLI::App& root, std::vector<Command>& commands);
 void register_fuse(CLI::App& root, std::vector<Command>& commands);
 void register_profile(CLI::App& root, std::vector<Command>& commands);
+void register_advise_infer(CLI::App* advise, std::vector<Command>& commands);
+void register_advise_train(CLI::App* advise, std::vector<Command>& commands);
+void register_advise_profile(CLI::App* advise, std::vector<Command>& commands);
 /// "matmul, dot, ..." for error messages.
 std::string op_kind_names();
 

@@ -1,0 +1,98 @@
+#include "ridgeline/analysis/advice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/io/profile_file.hpp"
+
+namespace ridgeline::analysis {
+namespace {
+
+hw::System chip(const char* name) {
+  hw::System s;
+  s.chip = io::catalog_chip(name);
+  s.chips_per_node = s.chip.chips_per_node;
+  return s;
+}
+
+bool fired(const std::vector<Advice>& v, const std::string& rule) {
+  for (const auto& a : v) {
+    if (a.rule == rule) return true;
+  }
+  return false;
+}
+
+TEST(Advice, InferenceRulesAndTheirGains) {
+  const auto m = io::bundled_model("llama-3.1-8b");
+  InferenceConfig c;
+  c.batch = 4;
+  c.prompt = 1024;
+  c.gen = 256;
+  auto r = std::make_unique<InferenceResult>();
+  infer(m, chip("h100-sxm"), c, *r);
+  auto advice = advise_inference(m, chip("h100-sxm"), c, *r);
+  EXPECT_TRUE(fired(advice, "cuda-graphs"));
+  EXPECT_TRUE(fired(advice, "batch-below-critical"));
+  EXPECT_TRUE(fired(advice, "quantize-weights"));
+  for (size_t i = 1; i < advice.size(); ++i) EXPECT_GE(advice[i - 1].gain_s, advice[i].gain_s);  // ranked
+  // The CUDA-graph gain is the per-step saving over the 255 decode steps.
+  for (const auto& a : advice) {
+    if (a.rule == "cuda-graphs") {
+      EXPECT_DOUBLE_EQ(a.gain_s, r->cuda_graphs_gain_s * 255);
+    }
+  }
+  // With CUDA graphs on, that rule no longer fires.
+  c.cuda_graphs = true;
+  infer(m, chip("h100-sxm"), c, *r);
+  EXPECT_FALSE(fired(advise_inference(m, chip("h100-sxm"), c, *r), "cuda-graphs"));
+}
+
+TEST(Advice, TrainingDataParallelCommunication) {
+  // Llama-2-7B on 64 A100s, one sequence per replica: the fp32 gradient all-reduce over
+  // 200 Gb/s HDR dominates the step (seed 004: all-reduce > 30% of the step).
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 64;
+  c.seq = 4096;
+  c.global_batch = 64;
+  auto r = std::make_unique<TrainResult>();
+  train(m, chip("a100-80gb"), c, *r);
+  auto advice = advise_training(m, chip("a100-80gb"), c, *r);
+  ASSERT_FALSE(advice.empty());
+  EXPECT_EQ(advice[0].rule, "dp-comm");
+  EXPECT_DOUBLE_EQ(advice[0].gain_s, r->exposed_dp_comm.realistic_s);
+}
+
+TEST(Advice, ProfileIdleAndTinyKernels) {
+  profile::Profile p;
+  p.span_s = 1;
+  p.idle_s = 0.5;
+  for (int i = 0; i < 20; ++i) {
+    profile::KernelLaunch k;
+    k.name = "tiny";
+    k.duration_s = 1e-6;
+    k.dram_bytes = 1e3;
+    k.has_bytes = true;
+    p.launches.push_back(k);
+  }
+  const auto h100 = io::catalog_chip("h100-sxm");
+  auto a = profile::analyze(p, h100, DType::bf16);
+  auto advice = advise_profile(p, a, h100);
+  EXPECT_TRUE(fired(advice, "gpu-idle"));
+  EXPECT_TRUE(fired(advice, "tiny-kernels"));
+  for (const auto& x : advice) {
+    // 20 launches of 5 us against 20 us of kernels: 80 us a CUDA graph could save.
+    if (x.rule == "tiny-kernels") {
+      EXPECT_NEAR(x.gain_s, 20 * 5e-6 - 20e-6, 1e-15);
+    }
+    if (x.rule == "gpu-idle") {
+      EXPECT_DOUBLE_EQ(x.gain_s, 0.5);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::analysis
