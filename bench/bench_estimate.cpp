@@ -74,16 +74,21 @@ void BM_ThresholdSolve(benchmark::State& state) {
 }
 BENCHMARK(BM_ThresholdSolve);
 
-// One full inference evaluation of Llama-3.1-70B on 4 H100s: prefill at 2048 tokens and
-// every decode step of 256 (summed exactly), memory and fit.
-void BM_Infer70B(benchmark::State& state) {
-  const hw::System sys = h100();
-  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+// Llama-3.1-70B on 4 H100s: prefill at 2048 tokens and every decode step of 256 (summed exactly).
+analysis::InferenceConfig infer70b() {
   analysis::InferenceConfig cfg;
   cfg.forward.tp = 4;
   cfg.batch = 16;
   cfg.prompt = 2048;
   cfg.gen = 256;
+  return cfg;
+}
+
+// One full inference evaluation (the allocation-free core): phases, memory and fit.
+void BM_Infer70B(benchmark::State& state) {
+  const hw::System sys = h100();
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const analysis::InferenceConfig cfg = infer70b();
   auto r = std::make_unique<analysis::InferenceResult>();
   long before = g_allocations.load();
   for (auto _ : state) {
@@ -139,11 +144,7 @@ BENCHMARK(BM_Train70B);
 void BM_Infer70BFull(benchmark::State& state) {
   const hw::System sys = h100();
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
-  analysis::InferenceConfig cfg;
-  cfg.forward.tp = 4;
-  cfg.batch = 16;
-  cfg.prompt = 2048;
-  cfg.gen = 256;
+  const analysis::InferenceConfig cfg = infer70b();
   auto r = std::make_unique<analysis::InferenceResult>();
   for (auto _ : state) {
     analysis::infer(m, sys, cfg, *r);

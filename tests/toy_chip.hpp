@@ -1,6 +1,7 @@
 #pragma once
 // A chip with round numbers so expected values can be derived by hand.
 #include "ridgeline/hw/chip.hpp"
+#include "ridgeline/io/hardware_file.hpp"
 
 namespace ridgeline::testing {
 
@@ -25,6 +26,14 @@ inline hw::System toy_system(int chips = 1) {
   s.chip = toy_chip();
   s.chips = chips;
   s.chips_per_node = 8;
+  return s;
+}
+
+/// A catalog chip as a system, with the chip file's node size.
+inline hw::System catalog_system(const char* name) {
+  hw::System s;
+  s.chip = io::catalog_chip(name);
+  s.chips_per_node = s.chip.chips_per_node;
   return s;
 }
 

@@ -38,9 +38,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({c, [f] {
                         if (!f->hw.chips.empty()) throw InputError("--chips: fuse analyses one chip; --tp sets tensor parallelism");
                         model::ModelConfig m = io::resolve_model(f->model);
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         analysis::FusionConfig cfg;
                         cfg.tokens = parse_positive_int(f->tokens, "--tokens");
                         cfg.tp = parse_positive_int(f->tp, "--tp");

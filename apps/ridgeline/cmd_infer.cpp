@@ -115,9 +115,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({infer, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
                         // Every kernel's dtype must exist on the chip.
@@ -135,9 +133,7 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
   commands.push_back({a, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
                         emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r));
@@ -183,9 +179,7 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
                           cfg.kv_heads = f->kv_heads.empty() ? cfg.heads : int_flag(f->kv_heads, "--kv-heads");
                           if (!f->intermediate.empty()) cfg.intermediate = static_cast<double>(int_flag(f->intermediate, "--intermediate"));
                         }
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         analysis::BlockResult r = analysis::block(cfg, sys);
                         emit(f->json, report::block_json(cfg, sys, r), report::block_text(cfg, sys, r));
                       }});

@@ -25,9 +25,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs")->capture_default_str();
   commands.push_back({c, [f] {
                         profile::Profile p = io::load_profile(f->file, f->format);
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");
                         profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
                         emit(f->json, report::profile_json(p, a), report::profile_text(p, a, sys.chip));
@@ -49,9 +47,7 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs")->capture_default_str();
   commands.push_back({a, [f] {
                         profile::Profile p = io::load_profile(f->file, f->format);
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         profile::ProfileAnalysis an = profile::analyze(p, sys.chip, parse_dtype_or_throw(f->dtype, "--tensor-dtype"));
                         emit_advice(f->json, analysis::advise_profile(p, an, sys.chip));
                       }});

@@ -106,9 +106,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({t, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::TrainConfig c = train_config(f.get());
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
                         emit(f->json, report::training_json(m, sys, c, *r), report::training_text(m, sys, c, *r));
@@ -121,9 +119,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({rc, [g] {
                         model::ModelConfig m = io::resolve_model(g->model);
                         analysis::TrainConfig c = train_config(g.get());
-                        HardwareFlags hwf = g->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(g->hw);
                         std::optional<double> budget;
                         if (!g->budget.empty()) budget = parse_quantity(g->budget, Quantity::bytes, "--budget", true);
                         analysis::RecomputeResult r = analysis::plan_recompute(m, sys, c, budget);
@@ -138,9 +134,7 @@ void register_advise_train(CLI::App* advise, std::vector<Command>& commands) {
   commands.push_back({a, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::TrainConfig c = train_config(f.get());
-                        HardwareFlags hwf = f->hw;
-                        hwf.chips.clear();
-                        hw::System sys = load_system(hwf);
+                        hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
                         emit_advice(f->json, analysis::advise_training(m, analysis::training_system(sys, c), c, *r));

@@ -47,6 +47,12 @@ hw::System load_system(const HardwareFlags& f) {
   return hw::make_system(std::move(chip), o);
 }
 
+hw::System load_chip_system(const HardwareFlags& f) {
+  HardwareFlags g = f;
+  g.chips.clear();
+  return load_system(g);
+}
+
 void emit(bool json, const nlohmann::json& j, const std::string& text) {
   if (json) {
     std::cout << j.dump(2) << "\n";

@@ -22,6 +22,9 @@ void add_hardware_flags(CLI::App* app, HardwareFlags& f);
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);
 
+/// load_system for commands that take their chip count from their own flags (--tp, --gpus).
+hw::System load_chip_system(const HardwareFlags& f);
+
 /// Prints `j` (with --json) or `text` to stdout.
 void emit(bool json, const nlohmann::json& j, const std::string& text);
 

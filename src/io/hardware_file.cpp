@@ -242,15 +242,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
 }
 
 hw::ChipSpec load_chip_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(fmt::format("{}: not a regular file: expected a hardware .yaml file", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open hardware file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_chip_yaml(ss.str(), path);
+  return parse_chip_yaml(read_text_file(path, "a hardware .yaml file"), path);
 }
 
 namespace {

@@ -255,15 +255,7 @@ model::ModelConfig parse_model_config(std::string_view text, std::string_view so
 }
 
 model::ModelConfig load_model_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(fmt::format("{}: not a regular file: expected a config.json", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open model config", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_model_config(ss.str(), path);
+  return parse_model_config(read_text_file(path, "a Hugging Face config.json"), path);
 }
 
 std::vector<std::string> bundled_model_names() {

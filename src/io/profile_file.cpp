@@ -13,6 +13,7 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/csv.hpp"
+#include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
 
@@ -241,15 +242,7 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
 }
 
 profile::Profile load_profile(const std::string& path, std::string_view format) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(fmt::format("{}: not a regular file: expected a profile", path));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open profile", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_text_file(path, "a profile (Nsight Compute CSV, PyTorch trace or CSV)");
   std::string_view f = format;
   if (f.empty()) {
     const bool gz = text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f && static_cast<unsigned char>(text[1]) == 0x8b;

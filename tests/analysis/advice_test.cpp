@@ -5,18 +5,14 @@
 #include <memory>
 
 #include "ridgeline/io/hardware_file.hpp"
+#include "toy_chip.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/profile_file.hpp"
 
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) {
-  hw::System s;
-  s.chip = io::catalog_chip(name);
-  s.chips_per_node = s.chip.chips_per_node;
-  return s;
-}
+hw::System chip(const char* name) { return testing::catalog_system(name); }
 
 bool fired(const std::vector<Advice>& v, const std::string& rule) {
   for (const auto& a : v) {

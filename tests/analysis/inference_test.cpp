@@ -8,17 +8,13 @@
 #include "ridgeline/analysis/block.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "toy_chip.hpp"
 #include "ridgeline/io/model_file.hpp"
 
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) {
-  hw::System s;
-  s.chip = io::catalog_chip(name);
-  s.chips_per_node = s.chip.chips_per_node;
-  return s;
-}
+hw::System chip(const char* name) { return testing::catalog_system(name); }
 
 std::unique_ptr<InferenceResult> run(const char* model, const char* hw, InferenceConfig cfg) {
   auto r = std::make_unique<InferenceResult>();

@@ -11,17 +11,13 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "toy_chip.hpp"
 #include "ridgeline/io/model_file.hpp"
 
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) {
-  hw::System s;
-  s.chip = io::catalog_chip(name);
-  s.chips_per_node = s.chip.chips_per_node;
-  return s;
-}
+hw::System chip(const char* name) { return testing::catalog_system(name); }
 
 std::unique_ptr<TrainResult> run(const model::ModelConfig& m, const char* hw, const TrainConfig& cfg) {
   auto r = std::make_unique<TrainResult>();
