@@ -11,3 +11,5 @@ say op attention --batch 1 --q-len 8192 --heads 32 --kv-heads 8 --head-dim 128 -
 say op alltoall --bytes 33554432 --chips 8 --algo direct --hw h200
 say block --hw h200 --seq 4096 --cp 8 --shapes seed
 say infer --model llama-3.1-70b --hw h200 --chips 2 --batch 8 --prompt 2048 --gen 256
+mkdir -p build/demo
+say plot roofline --hw h200,tpu-v5e --out build/demo/roofline.svg

@@ -1,0 +1,134 @@
+// `ridgeline plot roofline` and `ridgeline plot sweep`: SVG charts.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/csv.hpp"
+#include "ridgeline/io/embedded.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/profile_file.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/profile/analysis.hpp"
+#include "ridgeline/report/svg.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(sep, pos);
+    if (c == std::string::npos) c = s.size();
+    out.push_back(s.substr(pos, c - pos));
+    pos = c + 1;
+  }
+  return out;
+}
+}  // namespace
+
+void register_plot(CLI::App& root, std::vector<Command>& commands) {
+  auto* plot = root.add_subcommand("plot", "SVG charts: rooflines with points, sweeps");
+  plot->require_subcommand(1);
+
+  struct RoofFlags {
+    std::string hw = "h100-sxm", dtype = "bf16", points, profile, out;
+    bool json = false;
+  };
+  auto f = std::make_shared<RoofFlags>();
+  auto* r = plot->add_subcommand("roofline", "the roofline of one or more chips, with points");
+  r->add_option("--hw", f->hw, "chips, comma-separated (catalog names or .yaml files)")->capture_default_str();
+  r->add_option("--dtype", f->dtype, "matrix-unit dtype of the ceilings")->capture_default_str();
+  r->add_option("--points", f->points, "CSV of points: name,intensity,flops_per_s");
+  r->add_option("--profile", f->profile, "place a profile's kernels (Nsight Compute CSV, PyTorch trace, CSV)");
+  r->add_option("--out", f->out, "SVG file to write")->required();
+  r->add_flag("--json", f->json, "print {\"out\": path, \"points\": n} as JSON");
+  commands.push_back({r, [f] {
+                        std::vector<hw::ChipSpec> chips;
+                        for (const auto& name : split(f->hw, ',')) chips.push_back(io::resolve_chip(name));
+                        const DType dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        std::vector<report::ChartPoint> points;
+                        if (!f->points.empty()) {
+                          auto rows = io::parse_csv(io::read_text_file(f->points, "a CSV of name,intensity,flops_per_s"), f->points);
+                          for (size_t i = 0; i < rows.size(); ++i) {
+                            if (rows[i].size() < 3) throw InputError(fmt::format("{}: line {}: expected name,intensity,flops_per_s", f->points, i + 1));
+                            if (i == 0 && rows[i][1] == "intensity") continue;  // header
+                            const std::string where = fmt::format("{}: line {}", f->points, i + 1);
+                            points.push_back({rows[i][0], parse_number(rows[i][1], where), parse_number(rows[i][2], where)});
+                          }
+                        }
+                        if (!f->profile.empty()) {
+                          profile::Profile p = io::load_profile(f->profile, "");
+                          profile::ProfileAnalysis a = profile::analyze(p, chips.front(), dtype);
+                          for (const auto& k : a.kernels) points.push_back({k.name, k.intensity_flops_per_byte, k.attained_flops_per_s});
+                        }
+                        std::string title = "Roofline";
+                        for (const auto& c : chips) title += " · " + c.display_name;
+                        report::write_file_atomically(f->out, report::roofline_svg(chips, dtype, points, title));
+                        emit(f->json, nlohmann::json{{"out", f->out}, {"points", points.size()}}, "wrote " + f->out + "\n");
+                      }});
+
+  struct SweepFlags {
+    HardwareFlags hw;
+    std::string out, series = "4096x4096", a_dtype = "bf16", b_dtype, from = "1", to = "512";
+    bool json = false;
+  };
+  auto g = std::make_shared<SweepFlags>();
+  auto* s = plot->add_subcommand("sweep", "attained FLOP/s of a matmul against its batch m (seed 003 Q3)");
+  add_hardware_flags(s, g->hw);
+  s->add_option("--series", g->series, "KxN[,KxN...]: the weight shapes, one curve each")->capture_default_str();
+  s->add_option("--a-dtype", g->a_dtype, "activation dtype")->capture_default_str();
+  s->add_option("--b-dtype", g->b_dtype, "weight dtype (default --a-dtype)");
+  s->add_option("--from", g->from, "smallest m")->capture_default_str();
+  s->add_option("--to", g->to, "largest m")->capture_default_str();
+  s->add_option("--out", g->out, "SVG file to write")->required();
+  s->add_flag("--json", g->json, "print the curves as JSON");
+  commands.push_back({s, [g] {
+                        hw::System sys = load_chip_system(g->hw);
+                        const auto lo = parse_positive_int(g->from, "--from"), hi = parse_positive_int(g->to, "--to");
+                        if (hi < lo || hi > 1'000'000) throw InputError(fmt::format("--to: {} must be in --from {} .. 1000000", hi, lo));
+                        std::vector<report::Series> curves;
+                        nlohmann::json j = nlohmann::json::array();
+                        for (const auto& shape : split(g->series, ',')) {
+                          auto x = shape.find('x');
+                          if (x == std::string::npos) throw InputError(fmt::format("--series: '{}' is not KxN", shape));
+                          analysis::OpConfig op;
+                          op.kind = analysis::OpKind::matmul;
+                          op.k = parse_positive_int(shape.substr(0, x), "--series");
+                          op.n = parse_positive_int(shape.substr(x + 1), "--series");
+                          op.a_dtype = parse_dtype_or_throw(g->a_dtype, "--a-dtype");
+                          op.b_dtype = g->b_dtype.empty() ? *op.a_dtype : parse_dtype_or_throw(g->b_dtype, "--b-dtype");
+                          report::Series se;
+                          se.label = fmt::format("D={} F={}", op.k, op.n);
+                          // At most ~600 points, evenly spaced in m (seed 003 plots m = 1..511).
+                          const double steps = std::min(600.0, static_cast<double>(hi - lo + 1));
+                          std::int64_t last = 0;
+                          for (int i = 0; i < static_cast<int>(steps); ++i) {
+                            const double t = steps > 1 ? i / (steps - 1) : 0;
+                            const auto m = static_cast<std::int64_t>(std::llround(static_cast<double>(lo) * (1 - t) + static_cast<double>(hi) * t));
+                            if (m == last) continue;
+                            last = m;
+                            op.m = m;
+                            analysis::validate(op);
+                            hw::ChipSpec c = sys.chip;
+                            c.launch_overhead_s = 0;  // the roofline, not the launch floor
+                            ops::Cost cost = analysis::op_cost(op, sys);
+                            ops::check_supported(cost, c);
+                            ops::Estimate e = ops::estimate(cost, c);
+                            se.x.push_back(static_cast<double>(m));
+                            se.y.push_back(e.attained_flops_per_s);
+                          }
+                          j.push_back({{"label", se.label}, {"m", se.x}, {"attained_flops_per_s", se.y}});
+                          curves.push_back(std::move(se));
+                        }
+                        report::write_file_atomically(g->out, report::sweep_svg(curves, "batch m (tokens)", "attained FLOP/s",
+                                                                                fmt::format("matmul on {}", sys.chip.display_name), false, false));
+                        emit(g->json, nlohmann::json{{"out", g->out}, {"series", j}}, "wrote " + g->out + "\n");
+                      }});
+}
+
+}  // namespace ridgeline::cli

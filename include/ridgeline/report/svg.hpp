@@ -1,0 +1,36 @@
+#pragma once
+/// SVG charts: rooflines of one or more chips with points on them, and sweeps.
+#include <string>
+#include <vector>
+
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::report {
+
+/// A point on a roofline chart.
+struct ChartPoint {
+  std::string label;
+  double intensity_flops_per_byte = 0;
+  double flops_per_s = 0;
+};
+
+/// One curve of a sweep chart.
+struct Series {
+  std::string label;
+  std::vector<double> x, y;
+};
+
+/// Log-log roofline: per chip the matrix ceiling at `dtype`, the fp32 vector ceiling, one
+/// slanted roof per memory level, the main-memory ridge point marked; points labelled.
+std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, const std::vector<ChartPoint>& points,
+                         const std::string& title);
+
+/// A sweep: y against x for several series.
+std::string sweep_svg(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label,
+                      const std::string& title, bool log_x, bool log_y);
+
+/// Writes `text` to `path` atomically (temp file + rename); throws InputError naming the path.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace ridgeline::report

@@ -1,0 +1,221 @@
+#include "ridgeline/report/svg.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+
+namespace ridgeline::report {
+
+namespace {
+
+constexpr double kW = 920, kH = 600, kL = 110, kR = 200, kT = 50, kB = 70;  // canvas and margins
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+struct Axis {
+  double lo, hi;  // data range
+  bool log;
+  double a, b;    // pixel range
+  double map(double v) const {
+    const double f = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
+    return a + f * (b - a);
+  }
+};
+
+std::string header(const std::string& title) {
+  return fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n<text x=\"{}\" y=\"28\" font-size=\"16\" "
+      "text-anchor=\"middle\">{}</text>\n",
+      kW, kH, kW, kH, (kL + kW - kR) / 2, esc(title));
+}
+
+// Decade grid lines and labels on a log axis (or 5 even ticks on a linear one).
+std::string axes(const Axis& x, const Axis& y, const std::string& xl, const std::string& yl, bool y_rate) {
+  std::string s = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kL, kT,
+                              kW - kL - kR, kH - kT - kB);
+  auto ticks = [](const Axis& ax) {
+    std::vector<double> t;
+    if (ax.log) {
+      for (double e = std::floor(std::log10(ax.lo)); e <= std::ceil(std::log10(ax.hi)); ++e) {
+        const double v = std::pow(10.0, e);
+        if (v >= ax.lo * 0.999 && v <= ax.hi * 1.001) t.push_back(v);
+      }
+    } else {
+      // Steps of 1, 2 or 5 times a power of ten, about five of them.
+      const double raw = (ax.hi - ax.lo) / 5;
+      const double p10 = std::pow(10.0, std::floor(std::log10(raw)));
+      const double step = raw / p10 < 1.5 ? p10 : raw / p10 < 3.5 ? 2 * p10 : raw / p10 < 7.5 ? 5 * p10 : 10 * p10;
+      for (double v = std::ceil(ax.lo / step) * step; v <= ax.hi * 1.0001; v += step) t.push_back(v);
+    }
+    return t;
+  };
+  for (double v : ticks(x)) {
+    const double px = x.map(v);
+    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\" stroke=\"#ddd\"/>\n", px, kT, px, kH - kB);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", px, kH - kB + 18, esc(format_si(v)));
+  }
+  for (double v : ticks(y)) {
+    const double py = y.map(v);
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kL, py, kW - kR, py);
+    std::string label = y_rate ? format_quantity(v, Quantity::flop_rate) : format_si(v);
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 6, py + 4, esc(label));
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", (kL + kW - kR) / 2, kH - 20, esc(xl));
+  s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n", (kT + kH - kB) / 2,
+                   (kT + kH - kB) / 2, esc(yl));
+  return s;
+}
+
+}  // namespace
+
+std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, const std::vector<ChartPoint>& points,
+                         const std::string& title) {
+  // Ranges: intensity from 1/100 to 10x the largest ridge (and every point); rate from the
+  // smallest slanted roof at the left edge to 2x the highest peak.
+  double xmax = 1e3, ymax = 1e9, ymin = 1e30, xmin = 1e-2;
+  for (const auto& c : chips) {
+    xmax = std::max(xmax, 10 * std::max(c.ridge_flops_per_byte(dtype), 1.0));
+    ymax = std::max(ymax, 2 * c.peak(hw::Unit::matrix, dtype));
+    for (const auto& m : c.memory) ymin = std::min(ymin, m.bandwidth_Bps * xmin);
+  }
+  for (const auto& p : points) {
+    if (p.intensity_flops_per_byte > 0) {
+      xmin = std::min(xmin, p.intensity_flops_per_byte / 2);
+      xmax = std::max(xmax, p.intensity_flops_per_byte * 2);
+    }
+    if (p.flops_per_s > 0) {
+      ymin = std::min(ymin, p.flops_per_s / 2);
+      ymax = std::max(ymax, p.flops_per_s * 2);
+    }
+  }
+  ymin = std::pow(10.0, std::floor(std::log10(std::max(ymin, 1.0))));
+  xmin = std::pow(10.0, std::floor(std::log10(xmin)));
+  xmax = std::pow(10.0, std::ceil(std::log10(xmax)));
+  ymax = std::pow(10.0, std::ceil(std::log10(ymax)));
+  Axis x{xmin, xmax, true, kL, kW - kR}, y{ymin, ymax, true, kH - kB, kT};
+  std::string s = header(title) + axes(x, y, "arithmetic intensity (FLOPs/byte)", "attainable FLOP/s", true);
+  s += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n<g clip-path=\"url(#plot)\">\n",
+                   kL, kT, kW - kL - kR, kH - kT - kB);
+  std::string legend;
+  for (size_t ci = 0; ci < chips.size(); ++ci) {
+    const auto& c = chips[ci];
+    const char* col = kColors[ci % 8];
+    const double peak = c.peak(hw::Unit::matrix, dtype);
+    for (size_t li = 0; li < c.memory.size(); ++li) {
+      const double bw = c.memory[li].bandwidth_Bps;
+      // The slanted roof up to where it meets the matrix ceiling.
+      const double x_end = peak > 0 ? std::min(xmax, peak / bw) : xmax;
+      s += fmt::format("<line class=\"roof\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
+                       x.map(xmin), y.map(bw * xmin), x.map(x_end), y.map(bw * x_end), col, li == 0 ? 2 : 1,
+                       li == 0 ? "" : " stroke-dasharray=\"6 3\"");
+    }
+    if (peak > 0) {
+      const double ridge = c.ridge_flops_per_byte(dtype);
+      s += fmt::format("<line class=\"ceiling\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                       x.map(std::max(ridge, xmin)), y.map(peak), x.map(xmax), y.map(peak), col);
+      s += fmt::format("<circle class=\"ridge\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.map(ridge), y.map(peak), col);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">ridge {:.4g}</text>\n", x.map(ridge) + 6, y.map(peak) + 16, col, ridge);
+    }
+    const double vec = c.peak(hw::Unit::vector, DType::fp32);
+    if (vec > 0) {
+      s += fmt::format("<line class=\"vector\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-dasharray=\"2 3\"/>\n",
+                       x.map(std::max(xmin, vec / c.main_bandwidth_Bps())), y.map(vec), x.map(xmax), y.map(vec), col);
+    }
+    legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{} ({} {})</text>\n",
+                          kW - kR + 12, kT + 10 + 34 * static_cast<double>(ci), col, kW - kR + 30, kT + 14 + 34 * static_cast<double>(ci), esc(c.name), name(dtype),
+                          esc(format_quantity(peak, Quantity::flop_rate)));
+    legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, kT + 28 + 34 * static_cast<double>(ci),
+                          esc(c.memory.empty() ? "" : c.memory[0].name),
+                          esc(format_quantity(c.main_bandwidth_Bps(), Quantity::bandwidth)));
+  }
+  // Points, labels nudged down when they would overlap the previous one.
+  std::vector<std::pair<double, double>> placed;
+  for (const auto& p : points) {
+    if (!(p.intensity_flops_per_byte > 0) || !(p.flops_per_s > 0)) continue;
+    const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
+    double ly = py - 6;
+    for (const auto& [qx, qy] : placed) {
+      if (std::abs(qx - px) < 80 && std::abs(qy - ly) < 12) ly = qy + 13;
+    }
+    placed.emplace_back(px, ly);
+    s += fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"black\"><title>{}: {:.4g} FLOPs/byte, {}</title></circle>\n",
+                     px, py, esc(p.label), p.intensity_flops_per_byte, esc(format_quantity(p.flops_per_s, Quantity::flop_rate)));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", px + 6, ly,
+                     esc(p.label.size() > 32 ? p.label.substr(0, 29) + "..." : p.label));
+  }
+  s += "</g>\n" + legend + "</svg>\n";
+  return s;
+}
+
+std::string sweep_svg(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label,
+                      const std::string& title, bool log_x, bool log_y) {
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const auto& se : series) {
+    for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+      xmin = std::min(xmin, se.x[i]);
+      xmax = std::max(xmax, se.x[i]);
+      ymin = std::min(ymin, se.y[i]);
+      ymax = std::max(ymax, se.y[i]);
+    }
+  }
+  if (!(xmax > 0)) throw InputError("plot: no points to draw");
+  xmin = log_x ? std::max(xmin, 1e-12) : 0;
+  if (log_y) ymin = std::max(ymin, 1e-30);
+  else ymin = 0;
+  if (xmax <= xmin) xmax = xmin * 10 + 1;
+  if (ymax <= ymin) ymax = ymin + 1;
+  Axis x{xmin, xmax, log_x, kL, kW - kR}, y{ymin, ymax * 1.05, log_y, kH - kB, kT};
+  std::string s = header(title) + axes(x, y, x_label, y_label, true);
+  std::string legend;
+  for (size_t si = 0; si < series.size(); ++si) {
+    const auto& se = series[si];
+    std::string d;
+    for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
+      d += fmt::format("{}{:.1f},{:.1f}", i == 0 ? "M" : " L", x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)));
+    }
+    s += fmt::format("<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", d, kColors[si % 8]);
+    legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+                          kW - kR + 12, kT + 10 + 20 * static_cast<double>(si), kColors[si % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(si), esc(se.label));
+  }
+  return s + legend + "</svg>\n";
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(fmt::format("--out: {}: cannot write here", path));
+    out << text;
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(fmt::format("--out: {}: writing failed", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("--out: {}: cannot replace the file", path));
+  }
+}
+
+}  // namespace ridgeline::report

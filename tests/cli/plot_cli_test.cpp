@@ -1,0 +1,71 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(PlotCli, RooflineWithPoints) {
+  const std::string dir = RIDGELINE_TMP_DIR;
+  std::ofstream(dir + "/points.csv") << "name,intensity,flops_per_s\ngemm,227.6,9e14\nrmsnorm,1,4.8e12\n";
+  auto j = run_json("plot roofline --hw h200,tpu-v5e --points " + dir + "/points.csv --out " + dir + "/roof.svg");
+  EXPECT_EQ(j["points"], 2);
+  const std::string svg = slurp(dir + "/roof.svg");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"point\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"ridge\""), 2u);       // one ridge point per chip
+  EXPECT_EQ(count(svg, "class=\"ceiling\""), 2u);
+  EXPECT_NE(svg.find("ridge 206.1"), std::string::npos);  // H200: 989.4 / 4.8
+  EXPECT_FALSE(std::filesystem::exists(dir + "/roof.svg.tmp"));  // written atomically
+}
+
+TEST(PlotCli, SweepOfSeed003Q3) {
+  // int8 weights, bf16 activations on a TPU v5e at 8.2e11 B/s: D = F = 4096 reaches the
+  // 1.97e14 peak from m = 137 (critical 136.09), D = F = 1024 from m = 227 (226.31).
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/sweep.svg";
+  auto j = run_json("plot sweep --hw tpu-v5e --mem-bw 8.2e11 --series 4096x4096,1024x1024 --a-dtype bf16 --b-dtype int8 --from 1 "
+                    "--to 511 --out " + out);
+  ASSERT_EQ(j["series"].size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    const auto& m = j["series"][s]["m"];
+    const auto& y = j["series"][s]["attained_flops_per_s"];
+    const int critical = s == 0 ? 137 : 227;
+    for (size_t i = 0; i < m.size(); ++i) {
+      const int mi = m[i].get<int>();
+      if (mi >= critical) {
+        EXPECT_NEAR(y[i].get<double>(), 1.97e14, 1e3) << mi;
+      }
+      if (mi < critical - 1) {
+        EXPECT_LT(y[i].get<double>(), 1.97e14 * 0.999) << mi;
+      }
+    }
+  }
+  EXPECT_EQ(count(slurp(out), "class=\"series\""), 2u);
+}
+
+TEST(PlotCli, BadOutput) {
+  RunResult r = run("plot roofline --hw h200 --out /nonexistent/dir/roof.svg");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
