@@ -1,0 +1,81 @@
+// `ridgeline measure`: this machine's roofline, as a chip file.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/measure/host.hpp"
+#include "ridgeline/report/json.hpp"
+#include "ridgeline/report/svg.hpp"
+#include "ridgeline/report/text.hpp"
+
+namespace ridgeline::cli {
+
+void register_measure(CLI::App& root, std::vector<Command>& commands) {
+  struct Flags {
+    bool json = false, full = false, quick = false;
+    std::string out, threads, max_ws;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* m = root.add_subcommand("measure", "measure this machine's compute ceilings and bandwidths into a chip file");
+  m->add_flag("--json", f->json, "print the measured chip (hw show form) and the sweep as JSON");
+  m->add_flag("--full", f->full, "repeat more and sweep finer (a few minutes); default --quick (~20 s)");
+  m->add_flag("--quick", f->quick, "the default: about 20 seconds");
+  m->add_option("--out", f->out, "write the chip file here (use it anywhere as --hw FILE)");
+  m->add_option("--threads", f->threads, "threads for the all-core figures (default: every CPU)");
+  m->add_option("--max-working-set", f->max_ws, "cap the bandwidth sweep (e.g. 64MiB)");
+  commands.push_back({m, [f] {
+                        measure::MeasureConfig cfg;
+                        if (f->quick && f->full) throw InputError("--quick/--full: choose one");
+                        cfg.quick = !f->full;
+                        if (!f->threads.empty()) {
+                          const auto t = parse_positive_int(f->threads, "--threads");
+                          if (t > 4096) throw InputError(fmt::format("--threads: {} is above 4096", t));
+                          cfg.threads = static_cast<int>(t);
+                        }
+                        if (!f->max_ws.empty()) {
+                          cfg.max_working_set_bytes = parse_quantity(f->max_ws, Quantity::bytes, "--max-working-set", true);
+                          if (cfg.max_working_set_bytes < 64 * 1024) throw InputError("--max-working-set: expected at least 64 KiB");
+                        }
+                        if (isatty(STDERR_FILENO)) std::cerr << "measuring (" << (cfg.quick ? "quick" : "full") << ") ...\n";
+                        measure::MeasureResult r = measure::measure_host(cfg);
+                        r.command = std::string("ridgeline measure") + (cfg.quick ? "" : " --full");
+                        hw::ChipSpec chip = measure::to_chip(r);
+                        const std::string yaml = measure::chip_yaml(chip, r);
+                        // What is written must load back through the same reader as every chip file.
+                        hw::ChipSpec back = io::parse_chip_yaml(yaml, "measured chip");
+                        if (!f->out.empty()) report::write_file_atomically(f->out, yaml);
+                        nlohmann::json j = report::chip_json(back);
+                        j["measured"] = {{"seconds", r.seconds}, {"isa", nlohmann::json::object()}};
+                        for (const auto& p : r.peaks) {
+                          j["measured"]["isa"][std::string(name(p.dtype))] = p.isa;
+                          j["measured"]["one_core_flops_per_s"][std::string(name(p.dtype))] = p.one_core.value;
+                        }
+                        j["sweep"] = nlohmann::json::array();
+                        for (const auto& b : r.sweep) {
+                          j["sweep"].push_back({{"working_set_bytes", b.working_set_bytes},
+                                                {"read_Bps", b.read.value},
+                                                {"write_Bps", b.write.value},
+                                                {"copy_Bps", b.copy.value},
+                                                {"triad_Bps", b.triad.value}});
+                        }
+                        std::string text = report::chip_text(back);
+                        text += "\none core: ";
+                        for (const auto& p : r.peaks) text += fmt::format("{} {}  ", name(p.dtype), format_quantity(p.one_core.value, Quantity::flop_rate));
+                        text += "\nbandwidth sweep, one core (read / write / copy / triad, loads + stores counted, no write-allocate):\n";
+                        for (const auto& b : r.sweep) {
+                          text += fmt::format("  {:>10}  {:>12} {:>12} {:>12} {:>12}\n", format_quantity(b.working_set_bytes, Quantity::bytes),
+                                              format_quantity(b.read.value, Quantity::bandwidth), format_quantity(b.write.value, Quantity::bandwidth),
+                                              format_quantity(b.copy.value, Quantity::bandwidth), format_quantity(b.triad.value, Quantity::bandwidth));
+                        }
+                        text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
+                        emit(f->json, j, text);
+                      }});
+}
+
+}  // namespace ridgeline::cli

@@ -1,0 +1,74 @@
+#pragma once
+/// Measuring the machine ridgeline runs on: its CPU, compute ceilings per dtype and
+/// bandwidth per memory level, into a chip file (docs/measure.md).
+#include <string>
+#include <vector>
+
+#include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::measure {
+
+struct CacheLevel {
+  int level = 0;
+  double size_bytes = 0;
+  int shared_cpus = 1;  ///< logical CPUs sharing one instance
+};
+
+struct HostInfo {
+  std::string model;
+  int cpus = 1;          ///< logical CPUs online
+  double mhz = 0;        ///< as /proc/cpuinfo reports it (0 when unknown)
+  bool avx2 = false, fma = false, avx512f = false, avx512_bf16 = false, avx512_vnni = false, amx = false;
+  std::vector<CacheLevel> caches;  ///< data and unified caches, innermost first
+};
+
+/// Reads /proc/cpuinfo and /sys/devices/system/cpu/cpu0/cache (Linux).
+HostInfo detect_host();
+
+/// One measured figure: median of the repetitions and the spread (max/min - 1).
+struct Sample {
+  double value = 0;
+  double spread = 0;
+  int repetitions = 0;
+};
+
+struct PeakResult {
+  DType dtype = DType::fp32;
+  const char* isa = "";   ///< the instruction set the kernel used
+  Sample one_core;        ///< FLOP/s (OP/s for int8)
+  Sample all_cores;
+};
+
+struct BandwidthPoint {
+  double working_set_bytes = 0;
+  Sample read, write, copy, triad;  ///< bytes/s counted as the kernel's loads + stores (no write-allocate)
+  int cache = -1;  ///< all-core points: the cache (index into HostInfo::caches) this size sits in; -1 past them
+};
+
+struct MeasureConfig {
+  bool quick = true;        ///< ~20 s; the full mode repeats more and sweeps finer
+  int threads = 0;          ///< 0: every online CPU
+  double max_working_set_bytes = 0;  ///< cap on the sweep (0: 2x the last cache in quick mode, 4x in full, at least 64 MiB)
+};
+
+struct MeasureResult {
+  HostInfo host;
+  std::vector<PeakResult> peaks;
+  std::vector<BandwidthPoint> sweep;        ///< one core, small to past the last cache
+  std::vector<BandwidthPoint> sweep_all;    ///< all cores, a few sizes per level
+  double seconds = 0;
+  std::string command;
+};
+
+/// Runs the microbenchmarks. Pins threads to CPUs where it can.
+MeasureResult measure_host(const MeasureConfig& cfg);
+
+/// The measured chip: peaks (all cores), vector = matrix units for a CPU, one memory level
+/// per cache plateau (read bandwidth, all cores) and DRAM.
+hw::ChipSpec to_chip(const MeasureResult& r);
+
+/// The chip file text (the catalog's schema, with a `measured:` block).
+std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r);
+
+}  // namespace ridgeline::measure

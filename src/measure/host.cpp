@@ -1,0 +1,502 @@
+#include "ridgeline/measure/host.hpp"
+
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+namespace ridgeline::measure {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+double parse_size(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  if (s.empty()) return 0;
+  double mult = 1;
+  if (s.back() == 'K') mult = 1024;
+  else if (s.back() == 'M') mult = 1024.0 * 1024;
+  else if (s.back() == 'G') mult = 1024.0 * 1024 * 1024;
+  if (mult > 1) s.pop_back();
+  return std::atof(s.c_str()) * mult;
+}
+
+int count_cpus(const std::string& list) {
+  // "0-1,4,6-7"
+  int n = 0;
+  std::stringstream ss(list);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    auto dash = part.find('-');
+    if (dash == std::string::npos) {
+      if (!part.empty() && part != "\n") ++n;
+    } else {
+      n += std::atoi(part.substr(dash + 1).c_str()) - std::atoi(part.substr(0, dash).c_str()) + 1;
+    }
+  }
+  return std::max(1, n);
+}
+
+void pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+Sample summarize(std::vector<double> v) {
+  Sample s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.value = v[v.size() / 2];
+  s.spread = v.front() > 0 ? v.back() / v.front() - 1 : 0;
+  s.repetitions = static_cast<int>(v.size());
+  return s;
+}
+
+// ---- compute kernels: independent accumulators, long enough to hide FMA latency --------
+
+constexpr int kAcc = 12;  // accumulators: latency 4 x 2 ports, with margin
+
+__attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
+  __m512d acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_pd(1.0 + i * 1e-9);
+  const __m512d a = _mm512_set1_pd(0.999999999), b = _mm512_set1_pd(1e-9);
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_pd(acc[i], a, b);
+  }
+  __m512d s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm512_add_pd(s, acc[i]);
+  return _mm512_reduce_add_pd(s);
+}
+
+__attribute__((target("avx512f"))) double fma_f32_avx512(long iters) {
+  __m512 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(1.0f + static_cast<float>(i) * 1e-6f);
+  const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512bf16,avx512f"))) double dot_bf16_avx512(long iters) {
+  __m512 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm512_add_ps(s, acc[i]);
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512vnni,avx512f"))) double dot_int8_avx512(long iters) {
+  __m512i acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_si512();
+  const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
+  }
+  __m512i s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm512_add_epi32(s, acc[i]);
+  return static_cast<double>(_mm512_reduce_add_epi32(s));
+}
+
+__attribute__((target("avx2,fma"))) double fma_f64_avx2(long iters) {
+  __m256d acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_pd(1.0 + i * 1e-9);
+  const __m256d a = _mm256_set1_pd(0.999999999), b = _mm256_set1_pd(1e-9);
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_pd(acc[i], a, b);
+  }
+  double out[4];
+  __m256d s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm256_add_pd(s, acc[i]);
+  _mm256_storeu_pd(out, s);
+  return out[0] + out[1] + out[2] + out[3];
+}
+
+__attribute__((target("avx2,fma"))) double fma_f32_avx2(long iters) {
+  __m256 acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-6f);
+  const __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
+  for (long it = 0; it < iters; ++it) {
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
+  float out[8];
+  __m256 s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm256_add_ps(s, acc[i]);
+  _mm256_storeu_ps(out, s);
+  return out[0] + out[1] + out[2] + out[3] + out[4] + out[5] + out[6] + out[7];
+}
+
+struct Kernel {
+  DType dtype;
+  const char* isa;
+  double (*run)(long);
+  double flops_per_iter;  // kAcc instructions x lanes x 2
+};
+
+std::atomic<double> g_sink{0};
+
+// Runs `k` on `threads` pinned threads for about `seconds`; returns FLOP/s.
+double run_peak(const Kernel& k, int threads, double seconds) {
+  // Calibrate iterations on one thread.
+  long iters = 1 << 14;
+  for (;;) {
+    auto t0 = Clock::now();
+    g_sink = g_sink + k.run(iters);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (dt > seconds / 4 || iters > (1L << 36)) {
+      iters = static_cast<long>(static_cast<double>(iters) * seconds / std::max(dt, 1e-9));
+      break;
+    }
+    iters *= 4;
+  }
+  std::vector<std::thread> pool;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<double> times(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      pin(t);
+      ready++;
+      while (!go.load()) {
+      }
+      auto t0 = Clock::now();
+      const double r = k.run(iters);
+      times[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
+      g_sink = g_sink + r;
+    });
+  }
+  while (ready.load() < threads) {
+  }
+  go = true;
+  for (auto& th : pool) th.join();
+  const double slowest = *std::max_element(times.begin(), times.end());
+  return static_cast<double>(threads) * static_cast<double>(iters) * k.flops_per_iter / slowest;
+}
+
+// ---- bandwidth kernels ----------------------------------------------------------------
+
+__attribute__((target("avx512f"))) double read_avx512(const double* a, size_t n) {
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    s0 = _mm512_add_pd(s0, _mm512_load_pd(a + i));
+    s1 = _mm512_add_pd(s1, _mm512_load_pd(a + i + 8));
+    s2 = _mm512_add_pd(s2, _mm512_load_pd(a + i + 16));
+    s3 = _mm512_add_pd(s3, _mm512_load_pd(a + i + 24));
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+}
+__attribute__((target("avx512f"))) void write_avx512(double* a, size_t n, double v) {
+  const __m512d x = _mm512_set1_pd(v);
+  for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(a + i, x);
+}
+__attribute__((target("avx512f"))) void copy_avx512(double* d, const double* s, size_t n) {
+  for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(d + i, _mm512_load_pd(s + i));
+}
+__attribute__((target("avx512f"))) void triad_avx512(double* a, const double* b, const double* c, size_t n, double k) {
+  const __m512d kk = _mm512_set1_pd(k);
+  for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(a + i, _mm512_fmadd_pd(kk, _mm512_load_pd(c + i), _mm512_load_pd(b + i)));
+}
+
+double read_plain(const double* a, size_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (size_t i = 0; i + 4 <= n; i += 4) {
+    s0 += a[i];
+    s1 += a[i + 1];
+    s2 += a[i + 2];
+    s3 += a[i + 3];
+  }
+  return s0 + s1 + s2 + s3;
+}
+void write_plain(double* a, size_t n, double v) { std::fill(a, a + n, v); }
+void copy_plain(double* d, const double* s, size_t n) { std::memcpy(d, s, n * sizeof(double)); }
+void triad_plain(double* a, const double* b, const double* c, size_t n, double k) {
+  for (size_t i = 0; i < n; ++i) a[i] = b[i] + k * c[i];
+}
+
+struct AlignedFree {
+  void operator()(double* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<double, AlignedFree>;
+Buffer alloc(size_t n) {
+  void* p = std::aligned_alloc(64, std::max<size_t>(64, (n * sizeof(double) + 63) / 64 * 64));
+  auto* d = static_cast<double*>(p);
+  for (size_t i = 0; i < n; ++i) d[i] = 1.0;
+  return Buffer(d);
+}
+
+// Each thread's arrays, kept across the sweep (allocating and faulting in hundreds of MB
+// for every point would cost more than the measurement), grown as the sizes grow.
+struct Arena {
+  Buffer a, b, c;
+  size_t n = 0;
+  void ensure(size_t want) {
+    if (want <= n) return;
+    a = alloc(want);
+    b = alloc(want);
+    c = alloc(want);
+    n = want;
+  }
+};
+
+// Bytes/s of `op` (0 read, 1 write, 2 copy, 3 triad) over a working set of `bytes`, on
+// `threads` threads each with its own arrays; median of `reps`.
+Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::vector<Arena>& arenas) {
+  const int arrays = op == 0 || op == 1 ? 1 : op == 2 ? 2 : 3;
+  const size_t n = std::max<size_t>(64, static_cast<size_t>(bytes / arrays / sizeof(double)) / 32 * 32);
+  const double moved = static_cast<double>(n) * sizeof(double) * arrays;  // loads + stores, no write-allocate
+  // Repeat the pass so one timing lasts at least ~2 ms.
+  const int passes = std::max(1, static_cast<int>(2e-3 * 20e9 / std::max(moved, 1.0)));
+  if (arenas.size() < static_cast<size_t>(threads)) arenas.resize(static_cast<size_t>(threads));
+  std::vector<double> rates;
+  for (int r = 0; r < reps; ++r) {
+    std::vector<std::thread> pool;
+    std::vector<double> times(static_cast<size_t>(threads));
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        pin(t);
+        Arena& ar = arenas[static_cast<size_t>(t)];
+        ar.ensure(n);  // first touch on the thread's own CPU
+        double* a = ar.a.get();
+        double* b = ar.b.get();
+        double* c = ar.c.get();
+        double sink = 0;
+        // Warm the caches (and the TLB) once.
+        sink += avx512 ? read_avx512(a, n) : read_plain(a, n);
+        ready++;
+        while (!go.load()) {
+        }
+        auto t0 = Clock::now();
+        for (int p = 0; p < passes; ++p) {
+          switch (op) {
+            case 0: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
+            case 1: avx512 ? write_avx512(a, n, p) : write_plain(a, n, p); break;
+            case 2: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
+            default: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001);
+          }
+        }
+        times[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
+        sink += a[n / 2];
+        g_sink = g_sink + sink;
+      });
+    }
+    while (ready.load() < threads) {
+    }
+    go = true;
+    for (auto& th : pool) th.join();
+    const double slowest = *std::max_element(times.begin(), times.end());
+    rates.push_back(moved * passes * threads / slowest);
+  }
+  return summarize(rates);
+}
+
+}  // namespace
+
+HostInfo detect_host() {
+  HostInfo h;
+  const std::string cpuinfo = read_file("/proc/cpuinfo");
+  auto field = [&](const std::string& key) {
+    auto p = cpuinfo.find(key);
+    if (p == std::string::npos) return std::string();
+    auto colon = cpuinfo.find(':', p);
+    auto nl = cpuinfo.find('\n', p);
+    if (colon == std::string::npos || colon > nl) return std::string();
+    std::string v = cpuinfo.substr(colon + 1, nl - colon - 1);
+    while (!v.empty() && v.front() == ' ') v.erase(v.begin());
+    return v;
+  };
+  h.model = field("model name");
+  if (h.model.empty()) h.model = "unknown CPU";
+  h.mhz = std::atof(field("cpu MHz").c_str());
+  const std::string flags = " " + field("flags") + " ";
+  auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
+  h.avx2 = has("avx2");
+  h.fma = has("fma");
+  h.avx512f = has("avx512f");
+  h.avx512_bf16 = has("avx512_bf16");
+  h.avx512_vnni = has("avx512_vnni");
+  h.amx = has("amx_tile");
+  h.cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    const std::string type = read_file(dir + "type");
+    if (type.empty()) break;
+    if (type.rfind("Instruction", 0) == 0) continue;
+    CacheLevel c;
+    c.level = std::atoi(read_file(dir + "level").c_str());
+    c.size_bytes = parse_size(read_file(dir + "size"));
+    c.shared_cpus = count_cpus(read_file(dir + "shared_cpu_list"));
+    if (c.size_bytes > 0) h.caches.push_back(c);
+  }
+  return h;
+}
+
+MeasureResult measure_host(const MeasureConfig& cfg) {
+  const auto t0 = Clock::now();
+  MeasureResult r;
+  r.host = detect_host();
+  const HostInfo& h = r.host;
+  const int all = cfg.threads > 0 ? cfg.threads : h.cpus;
+  const double seconds = cfg.quick ? 0.15 : 0.6;
+  const int reps = cfg.quick ? 3 : 7;
+  std::vector<Kernel> kernels;
+  if (h.avx512f) {
+    kernels.push_back({DType::fp64, "avx512f", fma_f64_avx512, kAcc * 8 * 2.0});
+    kernels.push_back({DType::fp32, "avx512f", fma_f32_avx512, kAcc * 16 * 2.0});
+    if (h.avx512_bf16) kernels.push_back({DType::bf16, "avx512_bf16 (vdpbf16ps)", dot_bf16_avx512, kAcc * 32 * 2.0});
+    if (h.avx512_vnni) kernels.push_back({DType::int8, "avx512_vnni (vpdpbusd)", dot_int8_avx512, kAcc * 64 * 2.0});
+  } else if (h.avx2 && h.fma) {
+    kernels.push_back({DType::fp64, "avx2+fma", fma_f64_avx2, kAcc * 4 * 2.0});
+    kernels.push_back({DType::fp32, "avx2+fma", fma_f32_avx2, kAcc * 8 * 2.0});
+  }
+  for (const auto& k : kernels) {
+    PeakResult p;
+    p.dtype = k.dtype;
+    p.isa = k.isa;
+    std::vector<double> one, many;
+    for (int i = 0; i < reps; ++i) {
+      one.push_back(run_peak(k, 1, seconds / reps));
+      many.push_back(run_peak(k, all, seconds / reps));
+    }
+    p.one_core = summarize(one);
+    p.all_cores = summarize(many);
+    r.peaks.push_back(p);
+  }
+  std::vector<Arena> arenas;
+  // Working sets from 16 KiB to 4x the last cache (at least 256 MiB), per core.
+  double last = 0;
+  for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
+  double top = std::max((cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024);
+  if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes);
+  const double step = cfg.quick ? 2.0 : std::sqrt(2.0);
+  for (double ws = 16 * 1024; ws <= top * 1.0001; ws *= step) {
+    BandwidthPoint b;
+    b.working_set_bytes = ws;
+    const int rr = ws > 64e6 ? std::max(1, reps / 2) : reps;
+    b.read = bandwidth(0, ws, 1, rr, h.avx512f, arenas);
+    b.write = bandwidth(1, ws, 1, rr, h.avx512f, arenas);
+    b.copy = bandwidth(2, ws, 1, rr, h.avx512f, arenas);
+    b.triad = bandwidth(3, ws, 1, rr, h.avx512f, arenas);
+    r.sweep.push_back(b);
+  }
+  // All cores: one size inside each cache level (per core share) and one far past the last.
+  std::vector<std::pair<double, int>> sizes;
+  for (size_t ci = 0; ci < h.caches.size(); ++ci) {
+    const auto& c = h.caches[ci];
+    const double ws = c.size_bytes / std::max(1, c.shared_cpus) / 2;
+    if (ws < top) sizes.emplace_back(ws, static_cast<int>(ci));
+  }
+  sizes.emplace_back(top, -1);
+  for (auto [ws, ci] : sizes) {
+    BandwidthPoint b;
+    b.working_set_bytes = ws;
+    b.cache = ci;
+    const int rr = ws > 64e6 ? std::max(1, reps / 2) : reps;
+    b.read = bandwidth(0, ws, all, rr, h.avx512f, arenas);
+    b.triad = bandwidth(3, ws, all, rr, h.avx512f, arenas);
+    r.sweep_all.push_back(b);
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return r;
+}
+
+hw::ChipSpec to_chip(const MeasureResult& r) {
+  hw::ChipSpec c;
+  c.name = "host";
+  c.display_name = r.host.model + fmt::format(" ({} CPUs, measured)", r.host.cpus);
+  c.vendor = "host";
+  c.kind = "cpu";
+  for (const auto& p : r.peaks) {
+    c.matrix_flops_per_s[index(p.dtype)] = p.all_cores.value;
+    c.vector_flops_per_s[index(p.dtype)] = p.all_cores.value;
+  }
+  // Main memory: the all-core read bandwidth past the last cache; inner levels: the
+  // all-core read bandwidth inside each cache, outermost first.
+  const auto& all = r.sweep_all;
+  if (!all.empty()) c.memory.push_back({all.back().cache < 0 ? "DRAM" : "memory", all.back().read.value, 0});
+  for (int i = static_cast<int>(all.size()) - 2; i >= 0 && c.memory.size() < static_cast<size_t>(hw::kMaxMemoryLevels); --i) {
+    const auto& p = all[static_cast<size_t>(i)];
+    if (p.cache < 0) continue;
+    const auto& cache = r.host.caches[static_cast<size_t>(p.cache)];
+    c.memory.push_back({fmt::format("L{}", cache.level), p.read.value,
+                        cache.size_bytes * static_cast<double>(r.host.cpus) / std::max(1, cache.shared_cpus)});
+  }
+  // DRAM capacity from /proc/meminfo.
+  {
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    double kb = 0;
+    std::string unit;
+    while (in >> key >> kb >> unit) {
+      if (key == "MemTotal:") {
+        if (!c.memory.empty()) c.memory[0].capacity_bytes = kb * 1024;
+        break;
+      }
+    }
+    if (!c.memory.empty() && c.memory[0].capacity_bytes <= 0) c.memory[0].capacity_bytes = 1e9;
+  }
+  c.launch_overhead_s = 0;
+  c.chips_per_node = 1;
+  c.efficiency = {1, 1, 1, 1};  // measured figures are already achieved rates
+  c.sources = {"measured on this host by `ridgeline measure`"};
+  return c;
+}
+
+std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
+  std::string y = "schema_version: 1\nname: host\n";
+  y += fmt::format("display_name: \"{}\"\nvendor: host\nkind: cpu\n", c.display_name);
+  auto rates = [&](const std::array<double, kDTypeCount>& a) {
+    std::string s;
+    for (DType d : kAllDTypes) {
+      if (a[index(d)] > 0) s += fmt::format("  {}: {:.6g} GFLOPS\n", name(d), a[index(d)] / 1e9);
+    }
+    return s.empty() ? std::string("  {}\n") : s;
+  };
+  y += "matrix_peak:\n" + rates(c.matrix_flops_per_s);
+  y += "vector_peak:\n" + rates(c.vector_flops_per_s);
+  y += "memory:\n";
+  for (const auto& m : c.memory) {
+    y += fmt::format("  - {{name: {}, bandwidth: {:.6g} GB/s, capacity: {:.6g} MB}}\n", m.name, m.bandwidth_Bps / 1e9,
+                     m.capacity_bytes / 1e6);
+  }
+  y += "launch_overhead: 0 s\nchips_per_node: 1\nefficiency: {matrix: 1, vector: 1, memory: 1, link: 1}\n";
+  y += "sources:\n  - \"measured on this host by ridgeline measure (medians; bandwidths count loads + stores, not write-allocate)\"\n";
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  y += fmt::format("measured:\n  date: \"{}\"\n  command: \"{}\"\n  seconds: {:.1f}\n", date, r.command, r.seconds);
+  for (const auto& p : r.peaks) {
+    y += fmt::format("  {}_isa: \"{}\"\n  {}_spread: {:.3f}\n", name(p.dtype), p.isa, name(p.dtype), p.all_cores.spread);
+  }
+  return y;
+}
+
+}  // namespace ridgeline::measure
