@@ -145,6 +145,7 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
     HardwareFlags hw;
     bool json = false;
     std::string seq = "4096", hidden = "4096", intermediate, heads = "32", kv_heads, cp = "8", shapes = "exact", model, dtype = "bf16";
+    std::string hidden_given;  // shape flags given explicitly, for the conflict check with --model
   };
   auto f = std::make_shared<BlockFlags>();
   auto* b = root.add_subcommand("block", "one transformer block in units of one (s,h)x(h,h) GEMM (seed 000)");
@@ -159,7 +160,10 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
   b->add_option("--shapes", f->shapes, "seed (every memory-bound op on (s,h), as seed 000) or exact")->capture_default_str();
   b->add_option("--model", f->model, "take h, the MLP width and the heads from a model");
   b->add_option("--dtype", f->dtype, "dtype")->capture_default_str();
-  commands.push_back({b, [f] {
+  commands.push_back({b, [f, b] {
+                        for (const char* flag : {"--hidden", "--intermediate", "--heads", "--kv-heads"}) {
+                          if (b->count(flag) > 0) f->hidden_given += (f->hidden_given.empty() ? "" : ", ") + std::string(flag);
+                        }
                         if (!f->hw.chips.empty()) throw InputError("--chips: block models one block on one chip; --cp sets the all-to-all group");
                         analysis::BlockConfig cfg;
                         cfg.seq = int_flag(f->seq, "--seq");
@@ -168,6 +172,9 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
                         if (f->shapes == "seed") cfg.seed_shapes = true;
                         else if (f->shapes != "exact") throw InputError(fmt::format("--shapes: '{}' is not seed or exact", f->shapes));
                         if (!f->model.empty()) {
+                          if (!f->hidden_given.empty()) {
+                            throw InputError(fmt::format("--model: {} sets the shapes: leave out {}", f->model, f->hidden_given));
+                          }
                           model::ModelConfig m = io::resolve_model(f->model);
                           cfg.hidden = m.hidden;
                           cfg.intermediate = static_cast<double>(m.intermediate);

@@ -159,12 +159,17 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
       } else if (is_rows(kind)) {
         std::string tokens = f.tokens, hidden = f.hidden;
         if (!f.shape.empty()) {
+          if (!f.tokens.empty() || !f.hidden.empty()) {
+            throw InputError(fmt::format("--shape: {} given with --tokens/--hidden: give one or the other", f.shape));
+          }
           auto c = f.shape.find(',');
           if (c == std::string::npos) throw InputError(fmt::format("--shape: '{}' is not ROWS,COLS", f.shape));
           tokens = f.shape.substr(0, c);
           hidden = f.shape.substr(c + 1);
         }
-        if (tokens.empty() || hidden.empty()) throw InputError("--shape: required (or --tokens and --hidden)");
+        if (tokens.empty() || hidden.empty()) {
+          throw InputError(fmt::format("--shape: '{}' needs ROWS,COLS (or give --tokens and --hidden)", f.shape));
+        }
         op.rows = parse_positive_int(tokens, f.shape.empty() ? "--tokens" : "--shape");
         op.cols = parse_positive_int(hidden, f.shape.empty() ? "--hidden" : "--shape");
         if (kind == OpKind::elementwise) {
@@ -273,6 +278,16 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             } else if (is_rows(kind) && f->shape.empty()) {
                               need("--tokens", V::tokens);
                               need("--hidden", V::hidden);
+                            }
+                            // A value given for the solved dimension would be silently ignored.
+                            static constexpr std::pair<V, const char*> kFlag[] = {
+                                {V::m, "--m"},         {V::k, "--k"},           {V::n, "--n"},           {V::batch, "--batch"},
+                                {V::tokens, "--tokens"}, {V::hidden, "--hidden"}, {V::q_len, "--q-len"}, {V::kv_len, "--kv-len"},
+                                {V::heads, "--heads"}, {V::head_dim, "--head-dim"}};
+                            for (auto [v, flag] : kFlag) {
+                              if (v == *var && sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0) {
+                                throw InputError(fmt::format("{}: given, but --solve {} solves for it: leave it out", flag, f->solve));
+                              }
                             }
                             // Queries without a given context attend to themselves, as in `op`: solve both.
                             if (kind == OpKind::attention && *var == V::q_len && sub->count("--kv-len") == 0) var = V::seq;

@@ -93,3 +93,15 @@ TEST(ErrorsCli, ReviewFindings) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(ErrorsCli, ConflictingFlags) {
+  expect_bad("op elementwise --shape 4096,4096 --tokens 5", "--shape");
+  expect_bad("threshold matmul --m 5 --k 4096 --n 4096 --solve m", "--m");
+  expect_bad("block --model llama-3.1-8b --hidden 8192", "--model");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

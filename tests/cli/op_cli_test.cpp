@@ -56,7 +56,7 @@ TEST(OpCli, EveryKindRuns) {
 TEST(OpCli, ThresholdJson) {
   auto j = run_json("threshold matmul --k 4096 --n 4096 --hw h200 --solve m");
   EXPECT_TRUE(j.contains("critical_m"));
-  auto never = run_json("threshold attention --heads 32 --kv-heads 8 --q-len 1 --kv-len 8 --hw h100-sxm --solve kv-len");
+  auto never = run_json("threshold attention --heads 32 --kv-heads 8 --q-len 1 --hw h100-sxm --solve kv-len");
   EXPECT_TRUE(never["critical_kv_len"].is_null());  // decode intensity tends to heads/kv_heads = 4
 }
 
