@@ -31,9 +31,13 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 }  // namespace
 
+void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands);
+
 void register_plot(CLI::App& root, std::vector<Command>& commands) {
   auto* plot = root.add_subcommand("plot", "SVG charts: rooflines with points, sweeps");
   plot->require_subcommand(1);
+
+  register_plot_breakdown(plot, commands);
 
   struct RoofFlags {
     std::string hw = "h100-sxm", dtype = "bf16", points, profile, out;
@@ -68,7 +72,7 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                         }
                         std::string title = "Roofline";
                         for (const auto& c : chips) title += " · " + c.display_name;
-                        report::write_file_atomically(f->out, report::roofline_svg(chips, dtype, points, title));
+                        report::write_chart(f->out, report::roofline_svg(chips, dtype, points, title));
                         emit(f->json, nlohmann::json{{"out", f->out}, {"points", points.size()}}, "wrote " + f->out + "\n");
                       }});
 
@@ -125,9 +129,54 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                           j.push_back({{"label", se.label}, {"m", se.x}, {"attained_flops_per_s", se.y}});
                           curves.push_back(std::move(se));
                         }
-                        report::write_file_atomically(g->out, report::sweep_svg(curves, "batch m (tokens)", "attained FLOP/s",
+                        report::write_chart(g->out, report::sweep_svg(curves, "batch m (tokens)", "attained FLOP/s",
                                                                                 fmt::format("matmul on {}", sys.chip.display_name), false, false));
                         emit(g->json, nlohmann::json{{"out", g->out}, {"series", j}}, "wrote " + g->out + "\n");
+                      }});
+}
+
+void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
+  struct Flags {
+    std::string input, out;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* b = plot->add_subcommand("breakdown", "time by op kind per phase, from `infer --json` or `train --json` output");
+  b->add_option("file", f->input, "a JSON file written by `ridgeline infer --json` or `ridgeline train --json`")->required();
+  b->add_option("--out", f->out, "SVG (or PNG) file to write")->required();
+  b->add_flag("--json", f->json, "print the bars as JSON");
+  commands.push_back({b, [f] {
+                        const std::string text = io::read_text_file(f->input, "the JSON of `ridgeline infer --json` or `train --json`");
+                        nlohmann::json j;
+                        try {
+                          j = nlohmann::json::parse(text);
+                        } catch (const nlohmann::json::exception&) {
+                          throw InputError(fmt::format("{}: not JSON: expected the output of `ridgeline infer --json` or `train --json`", f->input));
+                        }
+                        std::vector<report::Bar> bars;
+                        auto bar = [&](const std::string& label, const nlohmann::json& kinds, double scale) {
+                          report::Bar br;
+                          br.label = label;
+                          for (const auto& [k, v] : kinds.items()) {
+                            if (v.is_number()) br.segments.emplace_back(k, v.get<double>() * scale);
+                          }
+                          bars.push_back(std::move(br));
+                        };
+                        std::string title;
+                        if (j.is_object() && j.contains("prefill") && j.contains("decode") && j["prefill"].contains("time_by_kind_s")) {
+                          title = fmt::format("{} on {}: time by op kind (lower bound)", j.value("model", ""), j.value("hw", ""));
+                          bar("prefill", j["prefill"]["time_by_kind_s"], 1);
+                          const double steps = j["decode"].value("steps", 0.0);
+                          if (steps > 0) bar("decode (per step)", j["decode"]["total"]["time_by_kind_s"], 1 / steps);
+                        } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
+                          title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", j.value("model", ""), j.value("hw", ""));
+                          bar("step", j["time_by_kind_s"], 1);
+                        } else {
+                          throw InputError(fmt::format("{}: no time_by_kind_s: expected the output of `ridgeline infer --json` or `train --json`", f->input));
+                        }
+                        report::write_chart(f->out, report::stacked_bars_svg(bars, "time", title));
+                        nlohmann::json out = {{"out", f->out}, {"bars", bars.size()}};
+                        emit(f->json, out, "wrote " + f->out + "\n");
                       }});
 }
 

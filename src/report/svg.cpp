@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "ridgeline/core/error.hpp"
@@ -198,6 +199,75 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
                           kW - kR + 12, kT + 10 + 20 * static_cast<double>(si), kColors[si % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(si), esc(se.label));
   }
   return s + legend + "</svg>\n";
+}
+
+std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title) {
+  double ymax = 0;
+  std::vector<std::string> keys;  // segment names in first-seen order: one colour each
+  for (const auto& b : bars) {
+    double total = 0;
+    for (const auto& [k, v] : b.segments) {
+      total += std::max(0.0, v);
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+    ymax = std::max(ymax, total);
+  }
+  if (!(ymax > 0)) throw InputError("plot: nothing to draw (all values are zero)");
+  Axis x{0, std::max<double>(1, static_cast<double>(bars.size())), false, kL, kW - kR};
+  Axis y{0, ymax * 1.05, false, kH - kB, kT};
+  std::string s = header(title);
+  // y axis only: the x positions are categories.
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kL, kT, kW - kL - kR,
+                   kH - kT - kB);
+  const double raw = ymax / 5, p10 = std::pow(10.0, std::floor(std::log10(raw)));
+  const double step = raw / p10 < 1.5 ? p10 : raw / p10 < 3.5 ? 2 * p10 : raw / p10 < 7.5 ? 5 * p10 : 10 * p10;
+  for (double v = 0; v <= ymax * 1.05; v += step) {
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kL, y.map(v), kW - kR, y.map(v));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 6, y.map(v) + 4,
+                     esc(format_quantity(v, Quantity::time)));
+  }
+  s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n", (kT + kH - kB) / 2,
+                   (kT + kH - kB) / 2, esc(y_label));
+  const double slot = (kW - kL - kR) / std::max<double>(1, static_cast<double>(bars.size()));
+  for (size_t bi = 0; bi < bars.size(); ++bi) {
+    const double x0 = kL + slot * static_cast<double>(bi) + slot * 0.2, w = slot * 0.6;
+    double base = 0;
+    for (const auto& [k, v] : bars[bi].segments) {
+      if (!(v > 0)) continue;
+      const size_t ki = static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin());
+      const double top = y.map(base + v), bottom = y.map(base);
+      s += fmt::format("<rect class=\"segment\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
+                       x0, top, w, bottom - top, kColors[ki % 8], esc(k), esc(format_quantity(v, Quantity::time)));
+      base += v;
+    }
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x0 + w / 2, kH - kB + 18, esc(bars[bi].label));
+  }
+  for (size_t ki = 0; ki < keys.size(); ++ki) {
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", kW - kR + 12,
+                     kT + 4 + 20 * static_cast<double>(ki), kColors[ki % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(ki), esc(keys[ki]));
+  }
+  (void)x;
+  return s + "</svg>\n";
+}
+
+void write_chart(const std::string& path, const std::string& svg) {
+  const bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
+  if (!png) {
+    write_file_atomically(path, svg);
+    return;
+  }
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
+    throw InputError(fmt::format("--out: {}: PNG needs rsvg-convert (Debian package librsvg2-bin); write .svg instead", path));
+  }
+  const std::string svg_tmp = path + ".svg.tmp", png_tmp = path + ".tmp";
+  write_file_atomically(svg_tmp, svg);
+  const std::string cmd = fmt::format("rsvg-convert -o '{}' '{}'", png_tmp, svg_tmp);
+  const bool ok = path.find('\'') == std::string::npos && std::system(cmd.c_str()) == 0;
+  std::remove(svg_tmp.c_str());
+  if (!ok || std::rename(png_tmp.c_str(), path.c_str()) != 0) {
+    std::remove(png_tmp.c_str());
+    throw InputError(fmt::format("--out: {}: rsvg-convert could not write the PNG", path));
+  }
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {

@@ -69,3 +69,38 @@ TEST(PlotCli, BadOutput) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(PlotCli, BreakdownFromInferAndTrainJson) {
+  const std::string dir = RIDGELINE_TMP_DIR;
+  RunResult inf = run("infer --model llama-3.1-8b --hw h100-sxm --batch 8 --prompt 512 --gen 64 --json");
+  ASSERT_EQ(inf.status, 0);
+  std::ofstream(dir + "/inf.json") << inf.out;
+  auto j = run_json("plot breakdown " + dir + "/inf.json --out " + dir + "/bd.svg");
+  EXPECT_EQ(j["bars"], 2);  // prefill and one decode step
+  const std::string svg = slurp(dir + "/bd.svg");
+  EXPECT_GE(count(svg, "class=\"segment\""), 8u);  // gemm, attention, norm, elementwise, ... in each bar
+  RunResult tr = run("train --model llama-2-7b --hw h100-sxm --gpus 8 --seq 2048 --json");
+  ASSERT_EQ(tr.status, 0);
+  std::ofstream(dir + "/tr.json") << tr.out;
+  EXPECT_EQ(run_json("plot breakdown " + dir + "/tr.json --out " + dir + "/bt.svg")["bars"], 1);
+  std::ofstream(dir + "/bad.json") << "{\"x\": 1}";
+  EXPECT_EQ(run("plot breakdown " + dir + "/bad.json --out " + dir + "/x.svg").status, 2);
+}
+
+TEST(PlotCli, PngNeedsTheConverter) {
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/roof.png";
+  RunResult r = run("plot roofline --hw h200 --out " + out);
+  if (std::system("command -v rsvg-convert >/dev/null 2>&1") == 0) {
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(slurp(out).substr(1, 3), "PNG");
+  } else {
+    EXPECT_EQ(r.status, 2);
+    EXPECT_NE(r.err.find("rsvg-convert"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

@@ -30,6 +30,19 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
 std::string sweep_svg(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label,
                       const std::string& title, bool log_x, bool log_y);
 
+/// One bar of a stacked-bar chart: named segments.
+struct Bar {
+  std::string label;
+  std::vector<std::pair<std::string, double>> segments;
+};
+
+/// Stacked bars (e.g. time by op kind per phase), values in `unit`-formatted ticks.
+std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title);
+
+/// Writes a chart: SVG as is, or PNG through rsvg-convert when `path` ends in .png (an
+/// InputError when the converter is missing). Atomic either way.
+void write_chart(const std::string& path, const std::string& svg);
+
 /// Writes `text` to `path` atomically (temp file + rename); throws InputError naming the path.
 void write_file_atomically(const std::string& path, const std::string& text);
 
