@@ -1,7 +1,7 @@
 # Quick start: `make demo` and `make test`. Everything else is optional.
 RIDGELINE := build/dev/apps/ridgeline/ridgeline
 
-.PHONY: all deps configure build test demo bench asan fuzz clean
+.PHONY: all deps configure build test demo bench asan fuzz install-check clean
 all: build
 
 deps:
@@ -33,6 +33,9 @@ fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz
 	@bash scripts/run-fuzz.sh build/fuzz/fuzz 100000
+
+install-check: build
+	@bash scripts/check-install.sh
 
 clean:
 	rm -rf build

@@ -89,7 +89,9 @@ void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std
     auto it = ms.find(std::string(id));
     if (it == ms.end()) return std::nullopt;
     auto f = ncu_unit(it->second.unit);
-    if (!f) return std::nullopt;
+    // Durations, byte counts and instruction counts are never negative: a negative value
+    // is a damaged file, and the metric counts as missing.
+    if (!f || !(it->second.value >= 0)) return std::nullopt;
     return it->second.value * *f;
   };
   k.duration_s = get("gpu__time_duration.sum").value_or(get("Duration").value_or(0));
@@ -103,7 +105,7 @@ void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std
   } else {
     for (const char* id : {"dram__bytes.sum.per_second", "Memory Throughput"}) {
       auto it = ms.find(id);
-      if (it != ms.end() && is_rate(it->second.unit)) {
+      if (it != ms.end() && is_rate(it->second.unit) && it->second.value >= 0) {
         k.dram_bytes = it->second.value * ncu_unit(it->second.unit).value_or(0) * k.duration_s;
         k.has_bytes = true;
         break;

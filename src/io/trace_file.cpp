@@ -105,7 +105,7 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
     if (a.is_object()) {
       // CUPTI range-profiler counters (sm__ or smsp__ prefixes): add and mul one, fma two.
       for (const auto& [key, val] : a.items()) {
-        if (!val.is_number()) continue;
+        if (!val.is_number() || !(val.get<double>() >= 0)) continue;
         const auto pos = key.find("sass_thread_inst_executed_op_");
         if (pos == std::string::npos || key.size() < pos + 33) continue;
         const std::string op = key.substr(pos + 29, 4);  // e.g. "ffma", "dadd", "hmul"

@@ -78,6 +78,24 @@ TEST(Ncu, RawPageWithCountersUnitsAndToolLines) {
   EXPECT_EQ(k.bound, ops::Bound::memory);
 }
 
+TEST(Ncu, NegativeMetricsCountAsMissing) {
+  // A damaged page (found by fuzz_profile): a negative duration and negative bytes. Neither
+  // can be measured, so both count as missing; the other launch's 10 us and 1 MB remain.
+  const char* raw =
+      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes.sum\"\n"
+      "\"\",\"\",\"usecond\",\"Mbyte\"\n"
+      "\"0\",\"k\",\"-5\",\"-1\"\n"
+      "\"1\",\"k\",\"10\",\"1\"\n";
+  profile::Profile p = io::parse_ncu_csv(raw, "neg.csv");
+  ASSERT_EQ(p.launches.size(), 2u);
+  EXPECT_EQ(p.launches[0].duration_s, 0.0);
+  EXPECT_FALSE(p.launches[0].has_bytes);
+  profile::ProfileAnalysis a = profile::analyze(p, io::catalog_chip("a100-40gb"), DType::bf16);
+  ASSERT_EQ(a.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.kernels[0].time_s, 10e-6);
+  EXPECT_DOUBLE_EQ(a.kernels[0].bytes, 1e6);
+}
+
 TEST(Ncu, BadFiles) {
   EXPECT_THROW(io::parse_ncu_csv("", "e.csv"), InputError);
   EXPECT_THROW(io::parse_ncu_csv("a,b,c\n1,2,3\n", "e.csv"), InputError);                      // no Kernel Name
