@@ -1,7 +1,9 @@
 // `ridgeline plot roofline` and `ridgeline plot sweep`: SVG charts.
 #include <fmt/format.h>
 
+#include <array>
 #include <memory>
+#include <span>
 
 #include "common.hpp"
 #include "ridgeline/analysis/single_op.hpp"
@@ -32,12 +34,14 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }  // namespace
 
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands);
+void register_plot_memory(CLI::App* plot, std::vector<Command>& commands);
 
 void register_plot(CLI::App& root, std::vector<Command>& commands) {
   auto* plot = root.add_subcommand("plot", "SVG charts: rooflines with points, sweeps");
   plot->require_subcommand(1);
 
   register_plot_breakdown(plot, commands);
+  register_plot_memory(plot, commands);
 
   struct RoofFlags {
     std::string hw = "h100-sxm", dtype = "bf16", points, profile, out;
@@ -135,6 +139,18 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                       }});
 }
 
+namespace {
+// The output of `infer --json` or `train --json`, read back for a chart.
+nlohmann::json read_result_json(const std::string& path) {
+  const std::string text = io::read_text_file(path, "the JSON of `ridgeline infer --json` or `train --json`");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(fmt::format("{}: not JSON: expected the output of `ridgeline infer --json` or `train --json`", path));
+  }
+}
+}  // namespace
+
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
   struct Flags {
     std::string input, out;
@@ -146,13 +162,7 @@ void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
   b->add_option("--out", f->out, "SVG (or PNG) file to write")->required();
   b->add_flag("--json", f->json, "print the bars as JSON");
   commands.push_back({b, [f] {
-                        const std::string text = io::read_text_file(f->input, "the JSON of `ridgeline infer --json` or `train --json`");
-                        nlohmann::json j;
-                        try {
-                          j = nlohmann::json::parse(text);
-                        } catch (const nlohmann::json::exception&) {
-                          throw InputError(fmt::format("{}: not JSON: expected the output of `ridgeline infer --json` or `train --json`", f->input));
-                        }
+                        const nlohmann::json j = read_result_json(f->input);
                         std::vector<report::Bar> bars;
                         auto bar = [&](const std::string& label, const nlohmann::json& kinds, double scale) {
                           report::Bar br;
@@ -177,6 +187,55 @@ void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
                         report::write_chart(f->out, report::stacked_bars_svg(bars, "time", title));
                         nlohmann::json out = {{"out", f->out}, {"bars", bars.size()}};
                         emit(f->json, out, "wrote " + f->out + "\n");
+                      }});
+}
+
+void register_plot_memory(CLI::App* plot, std::vector<Command>& commands) {
+  struct Flags {
+    std::string input, out;
+    bool json = false;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* b = plot->add_subcommand("memory", "memory on one chip by kind against its capacity, from `infer --json` or `train --json` output");
+  b->add_option("file", f->input, "a JSON file written by `ridgeline infer --json` or `ridgeline train --json`")->required();
+  b->add_option("--out", f->out, "SVG (or PNG) file to write")->required();
+  b->add_flag("--json", f->json, "print the bar as JSON");
+  commands.push_back({b, [f] {
+                        const nlohmann::json j = read_result_json(f->input);
+                        // Infer: weights, KV cache, activations. Train: Korthikanti's parts.
+                        static constexpr std::array<const char*, 3> kInfer = {"weights_bytes", "kv_cache_bytes", "activations_bytes"};
+                        static constexpr std::array<const char*, 5> kTrain = {"params_bytes", "grads_bytes", "optimizer_bytes",
+                                                                              "activations_bytes", "margin_bytes"};
+                        const char* key = nullptr;
+                        std::span<const char* const> parts;
+                        if (j.is_object() && j.contains("memory") && j["memory"].is_object()) {
+                          key = "memory";
+                          parts = kInfer;
+                        } else if (j.is_object() && j.contains("memory_per_gpu") && j["memory_per_gpu"].is_object()) {
+                          key = "memory_per_gpu";
+                          parts = kTrain;
+                        } else {
+                          throw InputError(fmt::format("{}: no memory or memory_per_gpu: expected the output of `ridgeline infer --json` or `train --json`", f->input));
+                        }
+                        const nlohmann::json& m = j[key];
+                        report::Bar bar;
+                        bar.label = "one chip";
+                        nlohmann::json seg = nlohmann::json::object();
+                        for (const char* p : parts) {
+                          if (!m.contains(p) || !m[p].is_number()) {
+                            throw InputError(fmt::format("{}: {}.{} is missing or not a number", f->input, key, p));
+                          }
+                          const double v = m[p].get<double>();
+                          std::string name(p);
+                          name.resize(name.size() - 6);  // drop "_bytes"
+                          bar.segments.emplace_back(name, v);
+                          seg[name + "_bytes"] = v;
+                        }
+                        const double cap = m.value("capacity_bytes", 0.0);
+                        const std::string title = fmt::format("{} on {}: memory on one chip{}", j.value("model", ""), j.value("hw", ""),
+                                                              m.value("fits", true) ? "" : " (does not fit)");
+                        report::write_chart(f->out, report::stacked_bars_svg({bar}, "bytes", title, Quantity::bytes, cap, "capacity"));
+                        emit(f->json, nlohmann::json{{"out", f->out}, {"segments", seg}, {"capacity_bytes", cap}}, "wrote " + f->out + "\n");
                       }});
 }
 

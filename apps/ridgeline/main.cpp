@@ -30,7 +30,7 @@ Commands
   fuse --model M ...           what fusion, GEMM epilogues and CUDA graphs save
   profile FILE --hw H          captured kernels (Nsight Compute CSV, PyTorch traces, CSV) on the roofline
   advise profile|infer|train   ranked advice with the estimated gain of each fix
-  plot roofline|sweep|breakdown  SVG (or PNG) charts
+  plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
   measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200

@@ -201,7 +201,8 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
   return s + legend + "</svg>\n";
 }
 
-std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title) {
+std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title, Quantity q,
+                             double limit, const std::string& limit_label) {
   double ymax = 0;
   std::vector<std::string> keys;  // segment names in first-seen order: one colour each
   for (const auto& b : bars) {
@@ -213,6 +214,7 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
     ymax = std::max(ymax, total);
   }
   if (!(ymax > 0)) throw InputError("plot: nothing to draw (all values are zero)");
+  if (limit > 0) ymax = std::max(ymax, limit);
   Axis x{0, std::max<double>(1, static_cast<double>(bars.size())), false, kL, kW - kR};
   Axis y{0, ymax * 1.05, false, kH - kB, kT};
   std::string s = header(title);
@@ -224,7 +226,7 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
   for (double v = 0; v <= ymax * 1.05; v += step) {
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>\n", kL, y.map(v), kW - kR, y.map(v));
     s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n", kL - 6, y.map(v) + 4,
-                     esc(format_quantity(v, Quantity::time)));
+                     esc(format_quantity(v, q)));
   }
   s += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n", (kT + kH - kB) / 2,
                    (kT + kH - kB) / 2, esc(y_label));
@@ -237,10 +239,17 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
       const size_t ki = static_cast<size_t>(std::find(keys.begin(), keys.end(), k) - keys.begin());
       const double top = y.map(base + v), bottom = y.map(base);
       s += fmt::format("<rect class=\"segment\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {}</title></rect>\n",
-                       x0, top, w, bottom - top, kColors[ki % 8], esc(k), esc(format_quantity(v, Quantity::time)));
+                       x0, top, w, bottom - top, kColors[ki % 8], esc(k), esc(format_quantity(v, q)));
       base += v;
     }
     s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x0 + w / 2, kH - kB + 18, esc(bars[bi].label));
+  }
+  // Over the bars, so that a bar above the limit shows where it crosses.
+  if (limit > 0) {
+    s += fmt::format("<line class=\"limit\" x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#c00\" stroke-dasharray=\"6 4\"/>\n", kL,
+                     y.map(limit), kW - kR, y.map(limit));
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#c00\">{} {}</text>\n", kW - kR - 4, y.map(limit) - 4,
+                     esc(limit_label), esc(format_quantity(limit, q)));
   }
   for (size_t ki = 0; ki < keys.size(); ++ki) {
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n", kW - kR + 12,

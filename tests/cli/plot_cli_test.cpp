@@ -90,6 +90,36 @@ TEST(PlotCli, BreakdownFromInferAndTrainJson) {
   EXPECT_EQ(run("plot breakdown " + dir + "/bad.json --out " + dir + "/x.svg").status, 2);
 }
 
+TEST(PlotCli, MemoryFromInferAndTrainJson) {
+  const std::string dir = RIDGELINE_TMP_DIR;
+  RunResult inf = run("infer --model llama-3.1-8b --hw h100-sxm --batch 8 --prompt 512 --gen 64 --json");
+  ASSERT_EQ(inf.status, 0);
+  std::ofstream(dir + "/mem_inf.json") << inf.out;
+  auto j = run_json("plot memory " + dir + "/mem_inf.json --out " + dir + "/mem.svg");
+  // KV cache: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B (bf16) = 131072 B per token,
+  // x 8 sequences x (512 + 64) positions = 603979776 B. Capacity: 80 GB.
+  EXPECT_DOUBLE_EQ(j["segments"]["kv_cache_bytes"].get<double>(), 603979776.0);
+  EXPECT_DOUBLE_EQ(j["capacity_bytes"].get<double>(), 80e9);
+  EXPECT_EQ(j["segments"].size(), 3u);
+  const std::string svg = slurp(dir + "/mem.svg");
+  EXPECT_EQ(count(svg, "class=\"segment\""), 3u);
+  EXPECT_EQ(count(svg, "class=\"limit\""), 1u);
+  RunResult tr = run("train --model llama-2-7b --hw h100-sxm --gpus 8 --seq 2048 --json");
+  ASSERT_EQ(tr.status, 0);
+  std::ofstream(dir + "/mem_tr.json") << tr.out;
+  auto t = run_json("plot memory " + dir + "/mem_tr.json --out " + dir + "/mem_tr.svg");
+  // The five parts of the training footprint, nothing left out: they add up to the total.
+  const auto total = nlohmann::json::parse(tr.out)["memory_per_gpu"]["total_bytes"].get<double>();
+  double sum = 0;
+  for (const auto& [k, v] : t["segments"].items()) sum += v.get<double>();
+  EXPECT_EQ(t["segments"].size(), 5u);
+  EXPECT_NEAR(sum, total, 1e-9 * total);
+  std::ofstream(dir + "/mem_bad.json") << "{\"memory\": {\"weights_bytes\": \"lots\"}}";
+  RunResult bad = run("plot memory " + dir + "/mem_bad.json --out " + dir + "/x.svg");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("memory.weights_bytes"), std::string::npos) << bad.err;
+}
+
 TEST(PlotCli, PngNeedsTheConverter) {
   const std::string out = std::string(RIDGELINE_TMP_DIR) + "/roof.png";
   RunResult r = run("plot roofline --hw h200 --out " + out);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ridgeline/core/dtype.hpp"
+#include "ridgeline/core/units.hpp"
 #include "ridgeline/hw/chip.hpp"
 
 namespace ridgeline::report {
@@ -36,8 +37,10 @@ struct Bar {
   std::vector<std::pair<std::string, double>> segments;
 };
 
-/// Stacked bars (e.g. time by op kind per phase), values in `unit`-formatted ticks.
-std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title);
+/// Stacked bars (e.g. time by op kind per phase, memory by kind), ticks formatted as `q`.
+/// A `limit` above 0 draws a dashed horizontal line labelled `limit_label` (e.g. capacity).
+std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title,
+                             Quantity q = Quantity::time, double limit = 0, const std::string& limit_label = "");
 
 /// Writes a chart: SVG as is, or PNG through rsvg-convert when `path` ends in .png (an
 /// InputError when the converter is missing). Atomic either way.
