@@ -20,6 +20,7 @@ lower (perfect overlap), upper (no overlap) and realistic times.
 
 Commands
   hw list | hw show NAME       the hardware catalog: peaks, memory, links, ridge points
+  hw import-ert FILE ...       a chip file from the Empirical Roofline Toolkit's roofline.json
   op KIND ...                  one operation: FLOPs, bytes, intensity, times, bound
   threshold KIND ... --solve V the value of V at which the op becomes compute-bound
   models                       the bundled models (Hugging Face configs) and their parameters

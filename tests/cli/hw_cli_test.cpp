@@ -52,5 +52,28 @@ TEST(HwCli, NoArgumentsPrintsAnOverviewWithAnExample) {
   EXPECT_NE(r.out.find("threshold"), std::string::npos);
 }
 
+TEST(HwCli, ImportErtWritesAChipFileUsableAsHw) {
+  const std::string src = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json";
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/ert.yaml";
+  RunResult missing = run("hw import-ert " + src + " --capacity DRAM=256GB --out " + out);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("no capacity for L1, L2, L3"), std::string::npos) << missing.err;
+  auto j = run_json("hw import-ert " + src + " --capacity DRAM=256GB --capacity L1=1.5MiB --capacity L2=48MiB " +
+                    "--capacity L3=64MiB --name lab-node --out " + out);
+  EXPECT_EQ(j["out"], out);
+  EXPECT_EQ(j["name"], "lab-node");
+  // On it, 1 GFLOP of fp64 and 8 GB: 8e9 / 90.5e9 B/s = 88.4 ms of DRAM against
+  // 1e9 / 320.25e9 FLOP/s = 3.1 ms of math, so memory-bound.
+  auto op = run_json("op custom --flops 1e9 --bytes 8e9 --dtype fp64 --unit vector --hw " + out);
+  EXPECT_DOUBLE_EQ(op["t_memory_s"].get<double>(), 8e9 / 90.5e9);
+  EXPECT_DOUBLE_EQ(op["t_math_s"].get<double>(), 1e9 / 320.25e9);
+  EXPECT_EQ(op["bound"], "memory");
+  auto show = run_json("hw show " + out);
+  EXPECT_EQ(show["name"], "lab-node");
+  RunResult bad = run("hw import-ert " + src + " --capacity DRAM --out " + out);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--capacity"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace ridgeline::testing
