@@ -125,9 +125,10 @@ std::string ert_chip_yaml(std::string_view text, std::string_view source, const 
       missing += (missing.empty() ? "" : ", ") + levels[i].first;
     }
   }
-  for (const auto& [n, v] : o.capacities) {
-    if (std::none_of(levels.begin(), levels.end(), [&](const auto& l) { return upper(l.first) == upper(n); })) {
-      throw InputError(fmt::format("--capacity: {} is not a level of {}: expected one of its empirical.gbytes names", n, source));
+  for (const auto& cap : o.capacities) {
+    const std::string n = upper(cap.first);
+    if (std::none_of(levels.begin(), levels.end(), [&n](const auto& l) { return upper(l.first) == n; })) {
+      throw InputError(fmt::format("--capacity: {} is not a level of {}: expected one of its empirical.gbytes names", cap.first, source));
     }
   }
   if (!missing.empty()) {
