@@ -251,11 +251,18 @@ profile::Profile load_profile(const std::string& path, std::string_view format) 
     const size_t first = text.find_first_not_of(" \t\r\n");
     const bool json = first != std::string::npos && (text[first] == '{' || text[first] == '[');
     f = gz || json ? "torch" : text.find("Kernel Name") != std::string::npos ? "ncu" : "csv";
+    // An ERT roofline.json: ceilings, not kernels.
+    if (json && text.find("\"empirical\"") != std::string::npos && text.find("\"gbytes\"") != std::string::npos) f = "ert";
+  }
+  if (f == "ert") {
+    throw InputError(fmt::format("{}: an ERT roofline.json holds a machine's ceilings, not kernels: make it a chip file with "
+                                 "`ridgeline hw import-ert {} --capacity LEVEL=SIZE ... --out chip.yaml` and pass --hw chip.yaml",
+                                 path, path));
   }
   if (f == "ncu") return parse_ncu_csv(text, path);
   if (f == "csv") return parse_generic_csv(text, path);
   if (f == "torch") return parse_torch_trace(text, path);
-  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu, csv or torch", format));
+  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu, csv, torch (or ert, which `hw import-ert` reads)", format));
 }
 
 }  // namespace ridgeline::io

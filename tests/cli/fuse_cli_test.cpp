@@ -48,5 +48,12 @@ TEST(ProfileCli, FixtureJson) {
   EXPECT_EQ(bad.status, 2);
 }
 
+TEST(ProfileCli, ErtFileIsPointedToHwImport) {
+  // An ERT roofline.json is ceilings, not kernels: the error points at `hw import-ert`.
+  RunResult ert = run("profile " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --hw t4");
+  EXPECT_EQ(ert.status, 2);
+  EXPECT_NE(ert.err.find("hw import-ert"), std::string::npos) << ert.err;
+}
+
 }  // namespace
 }  // namespace ridgeline::testing
