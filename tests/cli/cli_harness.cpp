@@ -10,14 +10,12 @@
 
 namespace ridgeline::testing {
 
-namespace {
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
-}  // namespace
 
 RunResult run(const std::string& args) {
   static int counter = 0;

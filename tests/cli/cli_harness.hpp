@@ -17,4 +17,7 @@ RunResult run(const std::string& args);
 /// Runs with --json appended, expects exit 0 and returns the parsed document.
 nlohmann::json run_json(const std::string& args);
 
+/// The whole contents of a file (empty when it cannot be read).
+std::string slurp(const std::string& path);
+
 }  // namespace ridgeline::testing
