@@ -197,18 +197,16 @@ void train(const model::ModelConfig& m, const hw::System& sys_in, const TrainCon
 }
 
 void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept {
+  TrainShape shape;
+  train_shape(m, sys, cfg, out, shape);
+  train_step(m, sys, cfg, shape, out);
+}
+
+void train_shape(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out,
+                 TrainShape& sh) noexcept {
   const hw::ChipSpec& chip = sys.chip;
   const auto& eff = chip.efficiency;
-  const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
-  // Layers on the slowest stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
-  const double L = static_cast<double>(m.layers);
-  const double stage_layers = std::ceil(L / (pp * vpp)) * vpp;
-  const double stage_share = stage_layers / L;
-  const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
-  const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
-  const double mbs = static_cast<double>(gb / (dp * cfg.micro_batch));
-  out.dp = dp;
-  out.micro_batches = static_cast<std::int64_t>(mbs);
+  sh = TrainShape{};
 
   // The forward of one micro-batch on one GPU, every layer (repeat counts), training head.
   model::ForwardConfig f;
@@ -226,13 +224,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   model::build_forward(m, f, sys, {b, s, s}, out.graph);
   const Graph& g = out.graph;
 
-  // Per op: forward and backward (with recomputation) times; stage sums.
-  StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;
-  double fwd_matrix_flops = 0, hw_matrix_flops = 0, tp_comm_lower = 0;
-  out.fp8_cast_bytes = 0;
-  double matrix_weights = 0, compressed_weights = 0, powersgd_flops = 0;  // on this GPU, every layer
-  out.time_by_kind_s = {};
-  double params_layers = 0, params_embed = 0, params_head = 0;  // on this GPU, whole model's layers
+  // Per op: forward and backward (with recomputation) times, summed per part of the model.
   for (int i = 0; i < g.op_count; ++i) {
     const auto& op = g.ops[i];
     const double r = g.repeat(i);
@@ -249,7 +241,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
       cast_f.launches = 1;
       cast_b.add_main_bytes(bwd_cast);
       cast_b.launches = 1;
-      out.fp8_cast_bytes += (fwd_cast + bwd_cast) * r;
+      sh.fp8_cast_bytes += (fwd_cast + bwd_cast) * r;
     }
     out.fwd[i] = {ops::time_parts(fwd_cost, chip), fwd_cost.total_flops(), fwd_cost.bytes[0], fwd_cost.total_link_bytes(),
                   fwd_cost.launches};
@@ -270,41 +262,65 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
     const bool again = recomputed(g, i, cfg.recompute);
     if (again) add(pb, pf);  // the forward runs again inside backward
     const double mf = op.cost.unit_flops(hw::Unit::matrix);
+    const bool layer = in_layer(g, i);
     if (op.cls == OpClass::gemm && op.weight_bytes > 0) {
-      const double share = in_layer(g, i) ? stage_share : 1.0;
-      matrix_weights += op.gemm_k * op.gemm_n * r * share;
+      (layer ? sh.matrix_weights_layers : sh.matrix_weights_other) += op.gemm_k * op.gemm_n * r;
       if (cfg.powersgd_rank > 0) {
         const double rank = static_cast<double>(cfg.powersgd_rank);
         // PowerSGD: P = M·Q and Q = Mᵀ·P (2·k·n·r FLOPs each) and the factors instead of M.
-        compressed_weights += (op.gemm_k + op.gemm_n) * rank * r * share;
-        powersgd_flops += 4 * op.gemm_k * op.gemm_n * rank * r * share;
+        (layer ? sh.compressed_layers : sh.compressed_other) += (op.gemm_k + op.gemm_n) * rank * r;
+        (layer ? sh.powersgd_flops_layers : sh.powersgd_flops_other) += 4 * op.gemm_k * op.gemm_n * rank * r;
       }
     }
-    fwd_matrix_flops += r * mf;
-    hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
-    // This GPU runs its stage's share of the layers: L/pp of them.
-    const double share = in_layer(g, i) ? stage_share : 1;
-    const double per_mb_lower = r * share * (pf.lower_s + pb.lower_s);
-    out.time_by_kind_s[static_cast<int>(op.cls)] += per_mb_lower;  // per micro-batch for now
-    if (op.cls == OpClass::comm) tp_comm_lower += per_mb_lower;
+    sh.fwd_matrix_flops += r * mf;
+    sh.hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
+    const double per_mb_lower = r * (pf.lower_s + pb.lower_s);
+    (layer ? sh.kind_layers_s : sh.kind_other_s)[static_cast<int>(op.cls)] += per_mb_lower;
+    if (op.cls == OpClass::comm) (layer ? sh.tp_comm_layers_s : sh.tp_comm_other_s) += per_mb_lower;
     // Weight parameters this GPU holds for this op (bf16 weights: bytes / 2).
     const double p = op.weight_bytes / 2 * r;
     if (op.block == model::Block::embedding) {
-      add(f_embed, pf, r);
-      add(b_embed, pb, r);
-      params_embed += p;
+      add(sh.f_embed, pf, r);
+      add(sh.b_embed, pb, r);
+      sh.params_embed += p;
     } else if (op.block == model::Block::head) {
-      add(f_head, pf, r);
-      add(b_head, pb, r);
-      params_head += p;
+      add(sh.f_head, pf, r);
+      add(sh.b_head, pb, r);
+      sh.params_head += p;
     } else {
-      add(f_layers, pf, r);
-      add(b_layers, pb, r);
-      params_layers += p;
+      add(sh.f_layers, pf, r);
+      add(sh.b_layers, pb, r);
+      sh.params_layers += p;
     }
   }
+}
+
+void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, const TrainShape& sh,
+                TrainStep& out) noexcept {
+  const hw::ChipSpec& chip = sys.chip;
+  const auto& eff = chip.efficiency;
+  const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
+  // Layers on the slowest stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
+  const double L = static_cast<double>(m.layers);
+  const double stage_layers = std::ceil(L / (pp * vpp)) * vpp;
+  const double stage_share = stage_layers / L;
+  const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
+  const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
+  const double mbs = static_cast<double>(gb / (dp * cfg.micro_batch));
+  const double b = static_cast<double>(cfg.micro_batch * cfg.ep), s = static_cast<double>(cfg.seq);
+  out.dp = dp;
+  out.micro_batches = static_cast<std::int64_t>(mbs);
+  out.fp8_cast_bytes = sh.fp8_cast_bytes;
+  // This GPU runs its stage's share of the layers.
+  const double matrix_weights = sh.matrix_weights_layers * stage_share + sh.matrix_weights_other;
+  const double compressed_weights = sh.compressed_layers * stage_share + sh.compressed_other;
+  const double powersgd_flops = sh.powersgd_flops_layers * stage_share + sh.powersgd_flops_other;
+  for (int k = 0; k < 6; ++k) out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + sh.kind_other_s[k]) * mbs;
+  const double params_layers = sh.params_layers, params_embed = sh.params_embed, params_head = sh.params_head;
+  const StepPart &f_embed = sh.f_embed, &b_embed = sh.b_embed, &f_head = sh.f_head, &b_head = sh.b_head;
+
   // The slowest pipeline stage holds L/pp layers and the embedding (first) or the head (last).
-  StepPart f_first = scaled(f_layers, stage_share), b_first = scaled(b_layers, stage_share);
+  StepPart f_first = scaled(sh.f_layers, stage_share), b_first = scaled(sh.b_layers, stage_share);
   StepPart f_last = f_first, b_last = b_first;
   add(f_first, f_embed);
   add(b_first, b_embed);
@@ -414,8 +430,7 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.step_time_s = step.realistic_s;
   out.step_time_lower_s = step.lower_s;
   out.step_time_upper_s = step.upper_s;
-  for (double& k : out.time_by_kind_s) k *= mbs;
-  out.tp_comm_s = tp_comm_lower * mbs;
+  out.tp_comm_s = (sh.tp_comm_layers_s * stage_share + sh.tp_comm_other_s) * mbs;
   out.exposed_comm_s = out.tp_comm_s + (out.p2p.realistic_s * (mbs + (pp - 1) / vpp)) + out.exposed_dp_comm.realistic_s;
 
   // FLOPs: per micro-batch this GPU does 1/tp of every layer's matrix work (the graph
@@ -423,8 +438,8 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double micro_batches_total = static_cast<double>(gb) / static_cast<double>(cfg.micro_batch);
   // With context parallelism cp GPUs share each micro-batch as well.
   const double cpd = static_cast<double>(cfg.cp);
-  out.model_flops_per_step = 3 * fwd_matrix_flops * tp * cpd * micro_batches_total;
-  out.hardware_flops_per_step = hw_matrix_flops * tp * cpd * micro_batches_total;
+  out.model_flops_per_step = 3 * sh.fwd_matrix_flops * tp * cpd * micro_batches_total;
+  out.hardware_flops_per_step = sh.hw_matrix_flops * tp * cpd * micro_batches_total;
   out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
   const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
   out.mfu = out.model_flops_per_step / (out.step_time_s * peak);

@@ -56,7 +56,27 @@ struct StepPart {
   double lower_s = 0, upper_s = 0, realistic_s = 0;
 };
 
-struct TrainResult {
+/// Sums over the forward graph of one micro-batch on one GPU (every layer, whole model:
+/// not yet scaled to a pipeline stage). They depend only on the plan's *shape*: tp, cp and
+/// its algorithm, ep, sequence parallelism, micro-batch, sequence, recomputation, dtype,
+/// attention, dropout and PowerSGD rank; not on pp, vpp, dp, ZeRO or the global batch.
+/// `train_core` is train_shape followed by train_step, and the plan search computes each
+/// shape once and combines it with every pipeline/data-parallel split
+/// (docs/search.md#speed).
+struct TrainShape {
+  StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch
+  double fwd_matrix_flops = 0, hw_matrix_flops = 0;
+  double fp8_cast_bytes = 0;                                  ///< per micro-batch, every layer
+  double matrix_weights_layers = 0, matrix_weights_other = 0;  ///< GEMM weight elements on this GPU
+  double compressed_layers = 0, compressed_other = 0;          ///< PowerSGD factor elements
+  double powersgd_flops_layers = 0, powersgd_flops_other = 0;
+  std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound compute by op class, per micro-batch
+  double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
+  double params_layers = 0, params_embed = 0, params_head = 0;  ///< on this GPU (tp-split), all layers
+};
+
+/// The step's numbers: everything `train --json` reports (TrainResult adds the graph).
+struct TrainStep {
   double step_time_s = 0;        ///< realistic
   double step_time_lower_s = 0;
   double step_time_upper_s = 0;
@@ -84,6 +104,9 @@ struct TrainResult {
   std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
   double params_per_gpu = 0;
   TrainMemory memory;
+};
+
+struct TrainResult : TrainStep {
   model::Graph graph;                  ///< forward of one micro-batch on one GPU, every layer
   std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
 };
@@ -100,6 +123,16 @@ hw::System training_system(const hw::System& sys, const TrainConfig& cfg);
 /// The evaluation path on a prepared system (training_system) and a validated plan:
 /// never allocates, never throws.
 void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept;
+
+/// The shape part of train_core: builds the forward graph into `out.graph` (scratch) and
+/// sums it. Never allocates, never throws.
+void train_shape(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& scratch,
+                 TrainShape& shape) noexcept;
+
+/// The plan part of train_core: pipeline, data parallelism, optimizer, memory, MFU from a
+/// shape computed for the same shape fields of `cfg`. Never allocates, never throws.
+void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, const TrainShape& shape,
+                TrainStep& out) noexcept;
 
 /// Activation bytes one layer keeps for backward, per micro-batch on one GPU (the
 /// Korthikanti et al. accounting generalised to GQA and gated MLPs).
