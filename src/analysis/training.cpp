@@ -81,6 +81,25 @@ int group_link(const hw::System& sys, std::int64_t size, std::int64_t stride) {
 
 }  // namespace
 
+std::string_view name(Reject r) noexcept {
+  switch (r) {
+    case Reject::tp_across_nodes: return "tp_across_nodes";
+    case Reject::tp_model: return "tp_model";
+    case Reject::cp_model: return "cp_model";
+    case Reject::ep_model: return "ep_model";
+    case Reject::stages: return "stages";
+    case Reject::global_batch: return "global_batch";
+    case Reject::interleave: return "interleave";
+    case Reject::sequence_parallel: return "sequence_parallel";
+    case Reject::dtype: return "dtype";
+    case Reject::memory: return "memory";
+    case Reject::ttft: return "ttft";
+    case Reject::tpot: return "tpot";
+    case Reject::count: break;
+  }
+  return "none";
+}
+
 std::string_view name(Recompute r) noexcept {
   switch (r) {
     case Recompute::none: return "none";
@@ -119,6 +138,36 @@ double layer_activation_bytes(const model::ModelConfig& m, const TrainConfig& cf
   return outside + (inside + core) / t;
 }
 
+Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept {
+  model::ForwardConfig f;
+  f.tp = cfg.tp;
+  f.ep = cfg.ep;
+  f.cp = cfg.cp;
+  f.cp_ring = cfg.cp_ring;
+  switch (model::check(m, f)) {
+    case model::LayoutFault::none: break;
+    case model::LayoutFault::tp_range:
+    case model::LayoutFault::tp_heads:
+    case model::LayoutFault::tp_kv_heads:
+    case model::LayoutFault::tp_width: return Reject::tp_model;
+    case model::LayoutFault::cp_mla:
+    case model::LayoutFault::cp_ulysses: return Reject::cp_model;
+    case model::LayoutFault::ep_range:
+    case model::LayoutFault::ep_dense:
+    case model::LayoutFault::ep_experts: return Reject::ep_model;
+  }
+  if (cfg.seq % cfg.cp != 0) return Reject::cp_model;
+  const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
+  if (cfg.ep > 1 && dp % cfg.ep != 0) return Reject::ep_model;
+  const std::int64_t stages = cfg.pp * cfg.vpp;
+  if ((cfg.vpp > 1 && cfg.pp == 1) || m.layers < stages || (!cfg.uneven_stages && m.layers % stages != 0)) return Reject::stages;
+  const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
+  if (gb % (dp * cfg.micro_batch) != 0) return Reject::global_batch;
+  if (cfg.vpp > 1 && (gb / (dp * cfg.micro_batch)) % cfg.pp != 0) return Reject::interleave;
+  if (cfg.sequence_parallel && cfg.seq % cfg.tp != 0) return Reject::sequence_parallel;
+  return Reject::count;
+}
+
 void validate(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg) {
   auto range = [](std::int64_t v, const char* flag, std::int64_t lo, std::int64_t hi) {
     if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range: expected {} to {}", flag, v, lo, hi));
@@ -138,36 +187,37 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
     throw InputError(fmt::format("--gpus: tp {} x pp {} x cp {} x dp {} = {} is not {} GPUs", cfg.tp, cfg.pp, cfg.cp, dp,
                                  model_par * dp, cfg.gpus));
   }
-  if (!cfg.uneven_stages && m.layers % (cfg.pp * cfg.vpp) != 0) {
-    throw InputError(fmt::format("--pp/--vpp: {} layers do not split into pp {} x vpp {} = {} equal stages (--uneven-stages allows it)",
-                                 m.layers, cfg.pp, cfg.vpp, cfg.pp * cfg.vpp));
-  }
-  if (cfg.vpp > 1 && cfg.pp == 1) throw InputError("--vpp: interleaving needs --pp 2 or more");
-  if (m.layers < cfg.pp * cfg.vpp) {
-    throw InputError(fmt::format("--pp/--vpp: {} layers cannot fill pp {} x vpp {} stages", m.layers, cfg.pp, cfg.vpp));
-  }
   const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;
-  if (gb % (dp * cfg.micro_batch) != 0) {
-    throw InputError(fmt::format("--global-batch: {} sequences do not split into dp {} x micro-batch {} = {}", gb, dp,
-                                 cfg.micro_batch, dp * cfg.micro_batch));
+  switch (plan_fault(m, cfg)) {
+    case Reject::tp_model:
+    case Reject::cp_model:
+    case Reject::ep_model: {
+      model::ForwardConfig f;
+      f.tp = cfg.tp;
+      f.ep = cfg.ep;
+      f.cp = cfg.cp;
+      f.cp_ring = cfg.cp_ring;
+      model::validate(m, f);
+      if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: --seq {} is not divisible by cp {}", cfg.seq, cfg.cp));
+      throw InputError(fmt::format("--ep: {} does not divide the data-parallel degree {}", cfg.ep, dp));
+    }
+    case Reject::stages:
+      if (cfg.vpp > 1 && cfg.pp == 1) throw InputError("--vpp: interleaving needs --pp 2 or more");
+      if (m.layers < cfg.pp * cfg.vpp) {
+        throw InputError(fmt::format("--pp/--vpp: {} layers cannot fill pp {} x vpp {} stages", m.layers, cfg.pp, cfg.vpp));
+      }
+      throw InputError(fmt::format("--pp/--vpp: {} layers do not split into pp {} x vpp {} = {} equal stages (--uneven-stages allows it)",
+                                   m.layers, cfg.pp, cfg.vpp, cfg.pp * cfg.vpp));
+    case Reject::global_batch:
+      throw InputError(fmt::format("--global-batch: {} sequences do not split into dp {} x micro-batch {} = {}", gb, dp,
+                                   cfg.micro_batch, dp * cfg.micro_batch));
+    case Reject::interleave:
+      throw InputError(fmt::format("--vpp: the interleaved schedule needs the {} micro-batches to be a multiple of pp {}",
+                                   gb / (dp * cfg.micro_batch), cfg.pp));
+    case Reject::sequence_parallel:
+      throw InputError(fmt::format("--sequence-parallel: --seq {} is not divisible by tp {}", cfg.seq, cfg.tp));
+    default: break;
   }
-  if (cfg.vpp > 1 && (gb / (dp * cfg.micro_batch)) % cfg.pp != 0) {
-    throw InputError(fmt::format("--vpp: the interleaved schedule needs the {} micro-batches to be a multiple of pp {}",
-                                 gb / (dp * cfg.micro_batch), cfg.pp));
-  }
-  if (cfg.ep > 1 && dp % cfg.ep != 0) {
-    throw InputError(fmt::format("--ep: {} does not divide the data-parallel degree {}", cfg.ep, dp));
-  }
-  if (cfg.sequence_parallel && cfg.seq % cfg.tp != 0) {
-    throw InputError(fmt::format("--sequence-parallel: --seq {} is not divisible by tp {}", cfg.seq, cfg.tp));
-  }
-  if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: --seq {} is not divisible by cp {}", cfg.seq, cfg.cp));
-  model::ForwardConfig f;
-  f.tp = cfg.tp;
-  f.ep = cfg.ep;
-  f.cp = cfg.cp;
-  f.cp_ring = cfg.cp_ring;
-  model::validate(m, f);
   if (cfg.tp * cfg.cp > 1 && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp: {} has no link between chips: pass --link-bw", sys.chip.name));
   }

@@ -319,26 +319,38 @@ void layer(Ctx& c, bool moe, double window) {
 
 }  // namespace
 
-void validate(const ModelConfig& m, const ForwardConfig& f) {
-  if (f.tp < 1 || f.tp > 4096) throw InputError(fmt::format("--tp: {} is out of range: expected 1 to 4096", f.tp));
-  if (f.ep < 1 || f.ep > 4096) throw InputError(fmt::format("--ep: {} is out of range: expected 1 to 4096", f.ep));
-  if (m.heads % f.tp != 0) {
-    throw InputError(fmt::format("--tp: {} does not divide the {} attention heads of {}", f.tp, m.heads, m.name));
-  }
-  if (!m.is_mla() && m.kv_heads % f.tp != 0 && f.tp % m.kv_heads != 0) {
-    throw InputError(fmt::format("--tp: {} and the {} KV heads of {} do not divide one another", f.tp, m.kv_heads, m.name));
-  }
+LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
+  if (f.tp < 1 || f.tp > 4096) return LayoutFault::tp_range;
+  if (f.ep < 1 || f.ep > 4096) return LayoutFault::ep_range;
+  if (m.heads % f.tp != 0) return LayoutFault::tp_heads;
+  if (!m.is_mla() && m.kv_heads % f.tp != 0 && f.tp % m.kv_heads != 0) return LayoutFault::tp_kv_heads;
   const std::int64_t width = m.is_moe() ? m.moe.intermediate : m.intermediate;
-  if (width % f.tp != 0) {
-    throw InputError(fmt::format("--tp: {} does not divide the MLP width {} of {}", f.tp, width, m.name));
-  }
-  if (f.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
-  if (f.cp > 1 && m.is_mla()) throw InputError(fmt::format("--cp: context parallelism is not modelled for MLA ({})", m.name));
-  if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) {
-    throw InputError(fmt::format("--cp: Ulysses needs tp {} x cp {} to divide the {} heads (or --cp-algo ring)", f.tp, f.cp, m.heads));
-  }
-  if (m.is_moe() && m.moe.experts % f.ep != 0) {
-    throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
+  if (width % f.tp != 0) return LayoutFault::tp_width;
+  if (f.ep > 1 && !m.is_moe()) return LayoutFault::ep_dense;
+  if (f.cp > 1 && m.is_mla()) return LayoutFault::cp_mla;
+  if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) return LayoutFault::cp_ulysses;
+  if (m.is_moe() && m.moe.experts % f.ep != 0) return LayoutFault::ep_experts;
+  return LayoutFault::none;
+}
+
+void validate(const ModelConfig& m, const ForwardConfig& f) {
+  switch (check(m, f)) {
+    case LayoutFault::none: return;
+    case LayoutFault::tp_range: throw InputError(fmt::format("--tp: {} is out of range: expected 1 to 4096", f.tp));
+    case LayoutFault::ep_range: throw InputError(fmt::format("--ep: {} is out of range: expected 1 to 4096", f.ep));
+    case LayoutFault::tp_heads:
+      throw InputError(fmt::format("--tp: {} does not divide the {} attention heads of {}", f.tp, m.heads, m.name));
+    case LayoutFault::tp_kv_heads:
+      throw InputError(fmt::format("--tp: {} and the {} KV heads of {} do not divide one another", f.tp, m.kv_heads, m.name));
+    case LayoutFault::tp_width:
+      throw InputError(fmt::format("--tp: {} does not divide the MLP width {} of {}", f.tp,
+                                   m.is_moe() ? m.moe.intermediate : m.intermediate, m.name));
+    case LayoutFault::ep_dense: throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
+    case LayoutFault::cp_mla: throw InputError(fmt::format("--cp: context parallelism is not modelled for MLA ({})", m.name));
+    case LayoutFault::cp_ulysses:
+      throw InputError(fmt::format("--cp: Ulysses needs tp {} x cp {} to divide the {} heads (or --cp-algo ring)", f.tp, f.cp, m.heads));
+    case LayoutFault::ep_experts:
+      throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
   }
 }
 

@@ -172,7 +172,20 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   return e;
 }
 
+bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept {
+  for (int u = 0; u < hw::kUnitCount; ++u) {
+    for (int d = 0; d < kDTypeCount; ++d) {
+      if (c.flops[u][d] > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) return false;
+    }
+  }
+  for (int l = static_cast<int>(chip.links.size()); l < hw::kMaxLinks; ++l) {
+    if (c.link_bytes[l] > 0 || c.link_steps[l] > 0) return false;
+  }
+  return true;
+}
+
 void check_supported(const Cost& c, const hw::ChipSpec& chip) {
+  if (supported(c, chip)) return;
   for (int u = 0; u < hw::kUnitCount; ++u) {
     for (int d = 0; d < kDTypeCount; ++d) {
       if (c.flops[u][d] > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) {

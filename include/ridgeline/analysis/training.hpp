@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -110,6 +111,30 @@ struct TrainResult : TrainStep {
   model::Graph graph;                  ///< forward of one micro-batch on one GPU, every layer
   std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
 };
+
+/// Why a plan was not feasible. Order is the order the rules are checked in.
+enum class Reject : std::uint8_t {
+  tp_across_nodes,  ///< tensor parallelism wider than a node (--tp-across-nodes allows it)
+  tp_model,         ///< tp does not divide the heads, KV heads or MLP width
+  cp_model,         ///< --seq not divisible by cp, Ulysses heads, MLA
+  ep_model,         ///< ep does not divide the experts or the data-parallel degree
+  stages,           ///< layers do not split into pp x vpp stages
+  global_batch,     ///< global batch not a multiple of dp x micro-batch
+  interleave,       ///< interleaving needs the micro-batches to be a multiple of pp
+  sequence_parallel,  ///< --seq not divisible by tp
+  dtype,            ///< the chip has no matrix rate (or no memory) for the plan's dtype
+  memory,           ///< does not fit (with the headroom)
+  ttft,             ///< serving: time to first token above --ttft-max
+  tpot,             ///< serving: time per output token above --tpot-max
+  count
+};
+std::string_view name(Reject r) noexcept;
+constexpr int kRejectCount = static_cast<int>(Reject::count);
+
+/// The first rule a plan breaks, Reject::count if none: the layout (model::check), the
+/// sequence, ep within dp, stages, global batch, interleaving, sequence parallelism.
+/// validate without ranges, chip checks or messages; never throws.
+Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept;
 
 /// Throws InputError naming the flag and the numbers for a plan that cannot run.
 void validate(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg);

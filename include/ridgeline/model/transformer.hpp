@@ -48,6 +48,13 @@ struct PassShape {
   double kv_len = 1;
 };
 
+/// What stops a parallel layout from fitting a model.
+enum class LayoutFault : std::uint8_t {
+  none, tp_range, ep_range, tp_heads, tp_kv_heads, tp_width, ep_dense, cp_mla, cp_ulysses, ep_experts
+};
+/// The first LayoutFault of `f` on `m` (validate without the message). Never throws.
+LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept;
+
 /// Throws InputError naming the flag when the plan does not fit the model (tp not
 /// dividing the heads, ep not dividing the experts, ...).
 void validate(const ModelConfig& m, const ForwardConfig& f);

@@ -70,6 +70,8 @@ TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
 /// lacks give infinite time and `supported = false` (check_supported names them).
 Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept;
 
+/// Whether every dtype and link `c` uses exists on `chip` (check_supported without the message).
+bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept;
 /// Throws InputError naming the first (unit, dtype) with FLOPs but no peak on `chip`,
 /// or a link index the chip lacks.
 void check_supported(const Cost& c, const hw::ChipSpec& chip);
