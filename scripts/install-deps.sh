@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev                  # JSON output and config.json reading
   libyaml-cpp-dev                     # hardware files
   zlib1g-dev                          # gzipped PyTorch profiler traces
+  libtbb-dev                          # parallel plan search (oneTBB)
   libfmt-dev                          # formatting of tables and numbers
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests

@@ -46,6 +46,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands);
 void register_profile(CLI::App& root, std::vector<Command>& commands);
 void register_plot(CLI::App& root, std::vector<Command>& commands);
 void register_measure(CLI::App& root, std::vector<Command>& commands);
+void register_search(CLI::App& root, std::vector<Command>& commands);
 void register_advise_infer(CLI::App* advise, std::vector<Command>& commands);
 void register_advise_train(CLI::App* advise, std::vector<Command>& commands);
 void register_advise_profile(CLI::App* advise, std::vector<Command>& commands);

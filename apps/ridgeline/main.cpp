@@ -33,6 +33,7 @@ Commands
   advise profile|infer|train   ranked advice with the estimated gain of each fix
   plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
   measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
+  search train|infer ...       every plan: the fastest that fits and the Pareto front
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
@@ -52,10 +53,10 @@ int main(int argc, char** argv) {
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
-                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "--help", "-h"};
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
     std::cerr << "ridgeline: error: unknown command '" << argv[1]
-              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot or measure\n";
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure or search\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
   ridgeline::cli::register_profile(app, commands);
   ridgeline::cli::register_plot(app, commands);
   ridgeline::cli::register_measure(app, commands);
+  ridgeline::cli::register_search(app, commands);
   auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
   advise->require_subcommand(1);
   ridgeline::cli::register_advise_profile(advise, commands);

@@ -194,7 +194,12 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
       d += fmt::format("{}{:.1f},{:.1f}", i == 0 ? "M" : " L", x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)));
     }
-    s += fmt::format("<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", d, kColors[si % 8]);
+    if (se.line) s += fmt::format("<path class=\"series\" d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", d, kColors[si % 8]);
+    for (size_t i = 0; se.markers && i < se.x.size() && i < se.y.size(); ++i) {
+      s += fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
+                       x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)), kColors[si % 8],
+                       esc(i < se.labels.size() ? se.labels[i] : se.label));
+    }
     legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                           kW - kR + 12, kT + 10 + 20 * static_cast<double>(si), kColors[si % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(si), esc(se.label));
   }

@@ -30,6 +30,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["pp"] = c.pp;
   j["dp"] = r.dp;
   j["cp"] = c.cp;
+  j["cp_algo"] = c.cp_ring ? "ring" : "ulysses";
   j["ep"] = c.ep;
   j["vpp"] = c.vpp;
   j["zero"] = c.zero;

@@ -20,6 +20,9 @@ struct ChartPoint {
 struct Series {
   std::string label;
   std::vector<double> x, y;
+  bool line = true;                 ///< join the points
+  bool markers = false;             ///< a circle per point (class "point", hover title from `labels`)
+  std::vector<std::string> labels;  ///< per point, optional
 };
 
 /// Log-log roofline: per chip the matrix ceiling at `dtype`, the fp32 vector ceiling, one

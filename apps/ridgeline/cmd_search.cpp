@@ -1,0 +1,329 @@
+// `ridgeline search train|infer`: the fastest plan that fits, and the trade-off curve.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/analysis/search.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/report/inference.hpp"
+#include "ridgeline/report/search.hpp"
+#include "ridgeline/report/svg.hpp"
+#include "ridgeline/report/training.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_sigint(int) { g_stop.store(true); }
+
+// Ctrl-C during a search stops it; the best plans found so far are still printed.
+class SigintScope {
+ public:
+  SigintScope() { previous_ = std::signal(SIGINT, on_sigint); }
+  ~SigintScope() { std::signal(SIGINT, previous_); }
+  SigintScope(const SigintScope&) = delete;
+  SigintScope& operator=(const SigintScope&) = delete;
+
+ private:
+  void (*previous_)(int) = SIG_DFL;
+};
+
+// A progress bar on stderr when it is a terminal: plans, plans/s, best so far, ETA.
+analysis::SearchControl control(const std::string& threads, const char* unit, double scale) {
+  analysis::SearchControl c;
+  c.stop = &g_stop;
+  if (!threads.empty()) c.threads = static_cast<int>(parse_positive_int(threads, "--threads"));
+  if (c.threads > 1024) throw InputError(fmt::format("--threads: {} is above 1024", c.threads));
+  if (isatty(STDERR_FILENO) != 0) {
+    auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+    c.progress = [start, unit, scale](std::uint64_t done, std::uint64_t total, double best) {
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+      const double frac = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 0;
+      const int w = 30, filled = static_cast<int>(frac * w);
+      const double rate = el > 0 ? static_cast<double>(done) / el : 0;
+      std::string bar(static_cast<size_t>(filled), '#');
+      bar.resize(w, '.');
+      std::string b = std::isfinite(best) ? fmt::format("{:.4g} {}", best * scale, unit) : "-";
+      std::fprintf(stderr, "\r[%s] %3.0f%%  %llu plans  %.3g plans/s  best %s  ETA %.1f s   ", bar.c_str(), 100 * frac,
+                   static_cast<unsigned long long>(done), rate, b.c_str(), rate > 0 ? static_cast<double>(total - std::min(total, done)) / rate : 0.0);
+      if (done >= total) std::fprintf(stderr, "\n");
+      std::fflush(stderr);
+    };
+  }
+  return c;
+}
+
+std::vector<DType> dtype_list(const std::string& v, const char* flag) {
+  std::vector<DType> out;
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    const size_t comma = std::min(v.find(',', pos), v.size());
+    const std::string item = v.substr(pos, comma - pos);
+    if (item.empty()) throw InputError(fmt::format("{}: '{}' has an empty item: expected dtypes separated by commas", flag, v));
+    const DType d = parse_dtype_or_throw(item, flag);
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::optional<std::int64_t> opt_int(const std::string& v, const char* flag) {
+  if (v.empty()) return std::nullopt;
+  return parse_positive_int(v, flag);
+}
+
+void finish(bool interrupted) {
+  if (!interrupted) return;
+  std::fflush(stdout);
+  std::cout.flush();
+  std::fprintf(stderr, "ridgeline: search interrupted: the plans shown are the best of those evaluated\n");
+  std::exit(130);
+}
+
+}  // namespace
+
+void register_search(CLI::App& root, std::vector<Command>& commands) {
+  auto* search = root.add_subcommand("search", "the fastest plan that fits, and the Pareto front (train or infer)");
+  search->require_subcommand(1);
+
+  struct TrainFlags {
+    HardwareFlags hw;
+    bool json = false, fsdp = false, sp = false, dropout = false, uneven = false, across = false;
+    std::string model = "llama-3.1-8b", gpus, gpus_per_node, seq = "2048", global_batch, dtype = "bf16", attention = "flash";
+    std::string node_link_bw, margin = "0.05", headroom = "0", objective = "step_time", top = "5", threads, plot;
+    std::string tp, pp, cp, cp_algo, ep, vpp, micro_batch, zero, recompute;
+    std::string tp_max, pp_max, cp_max, vpp_max, micro_batch_max;
+  };
+  auto f = std::make_shared<TrainFlags>();
+  auto* t = search->add_subcommand("train", "every training plan: TP, PP, CP, EP, VPP, micro-batch, recomputation, ZeRO, SP");
+  add_hardware_flags(t, f->hw);
+  t->add_flag("--json", f->json, "JSON on stdout");
+  t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  t->add_option("--gpus", f->gpus, "GPUs")->required();
+  t->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the chip file's)");
+  t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
+  t->add_option("--global-batch", f->global_batch, "sequences per step")->required();
+  t->add_option("--dtype", f->dtype, "GEMM dtype: bf16 or fp8")->capture_default_str();
+  t->add_option("--attention", f->attention, "flash or naive")->capture_default_str();
+  t->add_option("--node-link-bw", f->node_link_bw, "per-GPU network bandwidth between nodes, per direction");
+  t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction (as train)")->capture_default_str();
+  t->add_option("--memory-headroom", f->headroom, "keep this fraction of each GPU's memory free")->capture_default_str();
+  t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
+  t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp");
+  t->add_flag("--tp-across-nodes", f->across, "allow tensor parallelism wider than a node");
+  for (auto [name, var, what] : {std::tuple{"--tp", &f->tp, "fix tensor parallelism"}, {"--pp", &f->pp, "fix pipeline stages"},
+                                 {"--cp", &f->cp, "fix context parallelism"}, {"--ep", &f->ep, "fix expert parallelism"},
+                                 {"--vpp", &f->vpp, "fix virtual stages"}, {"--micro-batch", &f->micro_batch, "fix the micro-batch"},
+                                 {"--zero", &f->zero, "fix the ZeRO stage"}, {"--recompute", &f->recompute, "fix: none, selective or full"},
+                                 {"--cp-algo", &f->cp_algo, "fix: ulysses or ring"}, {"--tp-max", &f->tp_max, "largest tp (default: a node)"},
+                                 {"--pp-max", &f->pp_max, "largest pp"}, {"--cp-max", &f->cp_max, "largest cp"},
+                                 {"--vpp-max", &f->vpp_max, "largest vpp"}, {"--micro-batch-max", &f->micro_batch_max, "largest micro-batch"}}) {
+    t->add_option(name, *var, what);
+  }
+  t->add_flag("--fsdp", f->fsdp, "fix ZeRO-3 (FSDP)");
+  t->add_flag("--sequence-parallel", f->sp, "fix sequence parallelism on (default: both)");
+  t->add_option("--objective", f->objective, "step_time, mfu or tokens_per_s")->capture_default_str();
+  t->add_option("--top", f->top, "plans to list")->capture_default_str();
+  t->add_option("--threads", f->threads, "worker threads (default: all cores)");
+  t->add_option("--plot", f->plot, "write the Pareto front as a chart (.svg or .png)");
+  commands.push_back({t, [f] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        hw::System sys = load_chip_system(f->hw);
+                        if (!f->hw.chips.empty()) throw InputError("--chips: training takes --gpus");
+                        analysis::TrainSearchSpace s;
+                        auto& b = s.base;
+                        b.gpus = parse_positive_int(f->gpus, "--gpus");
+                        if (!f->gpus_per_node.empty()) b.gpus_per_node = parse_positive_int(f->gpus_per_node, "--gpus-per-node");
+                        b.seq = parse_positive_int(f->seq, "--seq");
+                        b.global_batch = parse_positive_int(f->global_batch, "--global-batch");
+                        b.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        if (f->attention == "naive") b.attention = ops::AttentionImpl::naive;
+                        else if (f->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", f->attention));
+                        if (!f->node_link_bw.empty()) {
+                          const double v = parse_quantity(f->node_link_bw, Quantity::bandwidth, "--node-link-bw", true);
+                          if (!(v > 0)) throw InputError("--node-link-bw: must be greater than zero");
+                          b.network_bandwidth_Bps = v;
+                        }
+                        b.memory_margin = parse_number(f->margin, "--memory-margin");
+                        if (!(b.memory_margin >= 0 && b.memory_margin <= 1)) throw InputError("--memory-margin: expected a fraction in [0, 1]");
+                        b.dropout = f->dropout;
+                        b.uneven_stages = f->uneven;
+                        s.memory_headroom = parse_number(f->headroom, "--memory-headroom");
+                        s.tp_across_nodes = f->across;
+                        s.tp = opt_int(f->tp, "--tp");
+                        s.pp = opt_int(f->pp, "--pp");
+                        s.cp = opt_int(f->cp, "--cp");
+                        s.ep = opt_int(f->ep, "--ep");
+                        s.vpp = opt_int(f->vpp, "--vpp");
+                        s.micro_batch = opt_int(f->micro_batch, "--micro-batch");
+                        if (!f->zero.empty()) s.zero = static_cast<int>(parse_number(f->zero, "--zero"));
+                        if (f->fsdp) s.zero = 3;
+                        if (!f->recompute.empty()) {
+                          if (f->recompute == "none") s.recompute = analysis::Recompute::none;
+                          else if (f->recompute == "selective") s.recompute = analysis::Recompute::selective;
+                          else if (f->recompute == "full") s.recompute = analysis::Recompute::full;
+                          else throw InputError(fmt::format("--recompute: '{}' is not none, selective or full", f->recompute));
+                        }
+                        if (!f->cp_algo.empty()) {
+                          if (f->cp_algo != "ring" && f->cp_algo != "ulysses") throw InputError(fmt::format("--cp-algo: '{}' is not ulysses or ring", f->cp_algo));
+                          s.cp_ring = f->cp_algo == "ring";
+                        }
+                        if (f->sp) s.sequence_parallel = true;
+                        auto max = [](const std::string& v, const char* flag) { return v.empty() ? 0 : parse_positive_int(v, flag); };
+                        s.tp_max = max(f->tp_max, "--tp-max");
+                        s.pp_max = max(f->pp_max, "--pp-max");
+                        s.cp_max = max(f->cp_max, "--cp-max");
+                        s.vpp_max = max(f->vpp_max, "--vpp-max");
+                        s.micro_batch_max = max(f->micro_batch_max, "--micro-batch-max");
+                        if (f->objective == "step_time") s.objective = analysis::TrainObjective::step_time;
+                        else if (f->objective == "mfu") s.objective = analysis::TrainObjective::mfu;
+                        else if (f->objective == "tokens_per_s") s.objective = analysis::TrainObjective::tokens_per_s;
+                        else throw InputError(fmt::format("--objective: '{}' is not step_time, mfu or tokens_per_s", f->objective));
+                        s.top = static_cast<int>(parse_number(f->top, "--top"));
+                        const double scale = s.objective == analysis::TrainObjective::step_time ? 1 : -1;
+                        const char* unit = s.objective == analysis::TrainObjective::step_time ? "s"
+                                           : s.objective == analysis::TrainObjective::mfu ? "MFU" : "tokens/s";
+                        analysis::SearchControl c = control(f->threads, unit, scale);
+                        analysis::TrainSearchResult r;
+                        {
+                          SigintScope scope;
+                          r = analysis::search_train(m, sys, s, c);
+                        }
+                        if (!f->plot.empty() && !r.pareto.empty()) report::write_chart(f->plot, report::train_pareto_svg(m, sys, r));
+                        if (f->json) {
+                          // Each plan as `train --json` gives it: the same code, the same numbers.
+                          auto plans = [&](const std::vector<analysis::TrainPlan>& v) {
+                            nlohmann::json a = nlohmann::json::array();
+                            auto tr = std::make_unique<analysis::TrainResult>();
+                            for (const auto& p : v) {
+                              const analysis::TrainConfig cfg = analysis::train_config(s.base, p);
+                              analysis::train(m, sys, cfg, *tr);
+                              a.push_back(report::training_json(m, sys, cfg, *tr));
+                            }
+                            return a;
+                          };
+                          nlohmann::json j = report::search_stats_json(r.stats);
+                          j["model"] = m.name;
+                          j["hw"] = sys.chip.name;
+                          j["gpus"] = s.base.gpus;
+                          j["seq"] = s.base.seq;
+                          j["global_batch"] = s.base.global_batch;
+                          j["objective"] = f->objective;
+                          j["best"] = plans(r.best);
+                          j["pareto"] = plans(r.pareto);
+                          emit(true, j, "");
+                        } else {
+                          emit(false, {}, report::train_search_text(m, sys, s, r));
+                        }
+                        finish(r.stats.interrupted);
+                      }});
+
+  struct InferFlags {
+    HardwareFlags hw;
+    bool json = false, cuda_graphs = false;
+    std::string model = "llama-3.1-8b", chips_max = "8", prompt = "128", gen = "128", tp, ep, batch_max;
+    std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", attention = "flash", algo = "ring";
+    std::string ttft_max, tpot_max, objective = "tokens_per_s_per_chip", top = "5", threads, plot;
+  };
+  auto g = std::make_shared<InferFlags>();
+  auto* i = search->add_subcommand("infer", "every serving plan: chips, TP, EP, batch, weight and KV dtypes");
+  add_hardware_flags(i, g->hw);
+  i->add_flag("--json", g->json, "JSON on stdout");
+  i->add_option("--model", g->model, "bundled model or config.json")->capture_default_str();
+  i->add_option("--chips-max", g->chips_max, "most chips per replica (tp x ep)")->capture_default_str();
+  i->add_option("--prompt", g->prompt, "prompt tokens per sequence")->capture_default_str();
+  i->add_option("--gen", g->gen, "generated tokens per sequence")->capture_default_str();
+  i->add_option("--tp", g->tp, "fix tensor parallelism");
+  i->add_option("--ep", g->ep, "fix expert parallelism");
+  i->add_option("--batch-max", g->batch_max, "largest batch (default: the largest that fits)");
+  i->add_option("--weight-dtypes", g->weight_dtypes, "weight dtypes to try, comma-separated (default: the checkpoint's and fp8)");
+  i->add_option("--kv-dtypes", g->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype and fp8)");
+  i->add_option("--act-dtype", g->act_dtype, "activations")->capture_default_str();
+  i->add_option("--attention", g->attention, "flash or naive")->capture_default_str();
+  i->add_option("--algo", g->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  i->add_flag("--cuda-graphs", g->cuda_graphs, "decode steps replayed as graphs");
+  i->add_option("--ttft-max", g->ttft_max, "latest acceptable time to first token (e.g. 500ms)");
+  i->add_option("--tpot-max", g->tpot_max, "slowest acceptable time per output token (e.g. 50ms)");
+  i->add_option("--objective", g->objective, "tokens_per_s_per_chip or latency")->capture_default_str();
+  i->add_option("--top", g->top, "plans to list")->capture_default_str();
+  i->add_option("--threads", g->threads, "worker threads (default: all cores)");
+  i->add_option("--plot", g->plot, "write the Pareto front as a chart (.svg or .png)");
+  commands.push_back({i, [g] {
+                        model::ModelConfig m = io::resolve_model(g->model);
+                        hw::System sys = load_chip_system(g->hw);
+                        if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
+                        analysis::InferSearchSpace s;
+                        s.chips_max = parse_positive_int(g->chips_max, "--chips-max");
+                        s.base.prompt = parse_positive_int(g->prompt, "--prompt");
+                        s.base.gen = parse_positive_int(g->gen, "--gen");
+                        s.tp = opt_int(g->tp, "--tp");
+                        s.ep = opt_int(g->ep, "--ep");
+                        if (!g->batch_max.empty()) s.batch_max = parse_positive_int(g->batch_max, "--batch-max");
+                        auto& fw = s.base.forward;
+                        fw.precision.activation = parse_dtype_or_throw(g->act_dtype, "--act-dtype");
+                        if (g->attention == "naive") fw.attention = ops::AttentionImpl::naive;
+                        else if (g->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", g->attention));
+                        auto algo = comm::parse_algo(g->algo);
+                        if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", g->algo));
+                        fw.algo = *algo;
+                        s.base.cuda_graphs = g->cuda_graphs;
+                        // Default precisions: the checkpoint's weights (and fp8 unless it is fp8 already), the
+                        // activation dtype for the KV cache and fp8.
+                        const DType fp8 = DType::fp8_e4m3;
+                        s.weight_dtypes = g->weight_dtypes.empty() ? std::vector<DType>{m.quantized ? m.quant.dtype : m.weight_dtype, fp8}
+                                                                   : dtype_list(g->weight_dtypes, "--weight-dtypes");
+                        if (g->weight_dtypes.empty() && m.quantized) s.weight_dtypes.clear();  // the checkpoint's own mix
+                        s.kv_dtypes = g->kv_dtypes.empty() ? std::vector<DType>{fw.precision.activation, fp8} : dtype_list(g->kv_dtypes, "--kv-dtypes");
+                        if (s.kv_dtypes.size() == 2 && s.kv_dtypes[0] == s.kv_dtypes[1]) s.kv_dtypes.pop_back();
+                        if (s.weight_dtypes.size() == 2 && s.weight_dtypes[0] == s.weight_dtypes[1]) s.weight_dtypes.pop_back();
+                        if (!g->ttft_max.empty()) s.ttft_max_s = parse_quantity(g->ttft_max, Quantity::time, "--ttft-max", true);
+                        if (!g->tpot_max.empty()) s.tpot_max_s = parse_quantity(g->tpot_max, Quantity::time, "--tpot-max", true);
+                        if (g->objective == "tokens_per_s_per_chip") s.objective = analysis::InferObjective::tokens_per_s_per_chip;
+                        else if (g->objective == "latency") s.objective = analysis::InferObjective::latency;
+                        else throw InputError(fmt::format("--objective: '{}' is not tokens_per_s_per_chip or latency", g->objective));
+                        s.top = static_cast<int>(parse_number(g->top, "--top"));
+                        const bool lat = s.objective == analysis::InferObjective::latency;
+                        analysis::SearchControl c = control(g->threads, lat ? "s" : "tokens/s/chip", lat ? 1 : -1);
+                        analysis::InferSearchResult r;
+                        {
+                          SigintScope scope;
+                          r = analysis::search_infer(m, sys, s, c);
+                        }
+                        if (!g->plot.empty() && !r.pareto.empty()) report::write_chart(g->plot, report::infer_pareto_svg(m, sys, r));
+                        if (g->json) {
+                          auto plans = [&](const std::vector<analysis::InferPlan>& v) {
+                            nlohmann::json a = nlohmann::json::array();
+                            auto ir = std::make_unique<analysis::InferenceResult>();
+                            for (const auto& p : v) {
+                              const analysis::InferenceConfig cfg = analysis::infer_config(s.base, p);
+                              analysis::infer(m, sys, cfg, *ir);
+                              a.push_back(report::inference_json(m, sys, cfg, *ir));
+                            }
+                            return a;
+                          };
+                          nlohmann::json j = report::search_stats_json(r.stats);
+                          j["model"] = m.name;
+                          j["hw"] = sys.chip.name;
+                          j["chips_max"] = s.chips_max;
+                          j["prompt"] = s.base.prompt;
+                          j["gen"] = s.base.gen;
+                          j["objective"] = g->objective;
+                          j["best"] = plans(r.best);
+                          j["pareto"] = plans(r.pareto);
+                          emit(true, j, "");
+                        } else {
+                          emit(false, {}, report::infer_search_text(m, sys, s, r));
+                        }
+                        finish(r.stats.interrupted);
+                      }});
+}
+
+}  // namespace ridgeline::cli

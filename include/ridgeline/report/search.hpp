@@ -1,0 +1,28 @@
+#pragma once
+/// Back-ends for `search train` and `search infer`: JSON and terminal tables. Each plan
+/// arrives already evaluated by `train` / `infer` (its JSON object); the report only lays
+/// them out.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ridgeline/analysis/search.hpp"
+
+namespace ridgeline::report {
+
+/// `evaluated`, `feasible`, `rejected` {reason: count}, `shapes`, `elapsed_s`, `plans_per_s`, `interrupted`.
+nlohmann::json search_stats_json(const analysis::SearchStats& s);
+/// One line: "N plans (F feasible, S shapes) in T: R plans/s; rejected: reason n, ...".
+std::string search_stats_text(const analysis::SearchStats& s);
+
+std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
+                              const analysis::TrainSearchResult& r);
+std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchSpace& space,
+                              const analysis::InferSearchResult& r);
+
+/// The Pareto front as a chart: tokens/s against memory per GPU (training) or output
+/// tokens/s per chip against TPOT (serving), with the top plans marked.
+std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchResult& r);
+std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchResult& r);
+
+}  // namespace ridgeline::report

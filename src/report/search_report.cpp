@@ -1,0 +1,146 @@
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/search.hpp"
+#include "ridgeline/report/svg.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+namespace {
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+std::string size(double b) { return format_quantity(b, Quantity::bytes); }
+std::string count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f}G", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);
+  if (n >= 1e4) return fmt::format("{:.1f}k", n / 1e3);
+  return fmt::format("{:.0f}", n);
+}
+
+std::string plan_label(const analysis::TrainPlan& p) {
+  std::string s = fmt::format("tp{} pp{} dp{}", p.tp, p.pp, p.dp);
+  if (p.cp > 1) s += fmt::format(" cp{}{}", p.cp, p.cp_ring ? "(ring)" : "");
+  if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
+  if (p.vpp > 1) s += fmt::format(" vpp{}", p.vpp);
+  s += fmt::format(" mb{} {}{} z{}", p.micro_batch, analysis::name(p.recompute), p.sequence_parallel ? " +sp" : "", p.zero);
+  return s;
+}
+
+std::string dtype_label(const std::optional<DType>& d, const char* dflt) { return d ? std::string(name(*d)) : std::string(dflt); }
+
+std::string plan_label(const analysis::InferPlan& p) {
+  std::string s = fmt::format("{} chips: tp{}", p.chips, p.tp);
+  if (p.ep > 1) s += fmt::format(" ep{}", p.ep);
+  s += fmt::format(" batch {} w {} kv {}", p.batch, dtype_label(p.weight_dtype, "ckpt"), dtype_label(p.kv_dtype, "act"));
+  return s;
+}
+
+std::string train_table(const std::vector<analysis::TrainPlan>& plans) {
+  std::string s = fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12} {:>6} {:>10}\n", "tp", "pp",
+                              "dp", "cp", "ep", "vpp", "mb", "zero", "recompute", "sp", "cpr", "step", "tokens/s", "MFU", "memory");
+  for (const auto& p : plans) {
+    s += fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12.0f} {:>5.1f}% {:>10}\n", p.tp, p.pp, p.dp, p.cp,
+                     p.ep, p.vpp, p.micro_batch, p.zero, analysis::name(p.recompute), p.sequence_parallel ? "y" : "-",
+                     p.cp > 1 ? (p.cp_ring ? "rng" : "uly") : "-", t(p.step_time_s), p.tokens_per_s, 100 * p.mfu, size(p.memory_bytes));
+  }
+  return s;
+}
+
+std::string infer_table(const std::vector<analysis::InferPlan>& plans) {
+  std::string s = fmt::format("  {:>5} {:>3} {:>3} {:>6} {:>9} {:>9} {:>11} {:>11} {:>11} {:>14} {:>10}\n", "chips", "tp", "ep", "batch",
+                              "weights", "kv", "TTFT", "TPOT", "end-to-end", "tok/s/chip", "memory");
+  for (const auto& p : plans) {
+    s += fmt::format("  {:>5} {:>3} {:>3} {:>6} {:>9} {:>9} {:>11} {:>11} {:>11} {:>14.1f} {:>10}\n", p.chips, p.tp, p.ep, p.batch,
+                     dtype_label(p.weight_dtype, "ckpt"), dtype_label(p.kv_dtype, "act"), t(p.ttft_s), t(p.tpot_s), t(p.e2e_s),
+                     p.tokens_per_s_per_chip, size(p.memory_bytes));
+  }
+  return s;
+}
+}  // namespace
+
+json search_stats_json(const analysis::SearchStats& s) {
+  json rejected = json::object();
+  for (int r = 0; r < analysis::kRejectCount; ++r) {
+    if (s.rejected[r] > 0) rejected[std::string(analysis::name(static_cast<analysis::Reject>(r)))] = s.rejected[r];
+  }
+  return {{"evaluated", s.evaluated}, {"feasible", s.feasible},       {"rejected", rejected},
+          {"shapes", s.shapes},       {"elapsed_s", s.elapsed_s},     {"plans_per_s", s.plans_per_s()},
+          {"interrupted", s.interrupted}};
+}
+
+std::string search_stats_text(const analysis::SearchStats& s) {
+  std::string out = fmt::format("{} plans ({} feasible, {} distinct shapes evaluated) in {}: {} plans/s", count(static_cast<double>(s.evaluated)),
+                                count(static_cast<double>(s.feasible)), s.shapes, t(s.elapsed_s), count(s.plans_per_s()));
+  std::string why;
+  for (int r = 0; r < analysis::kRejectCount; ++r) {
+    if (s.rejected[r] == 0) continue;
+    why += fmt::format("{}{} {}", why.empty() ? "" : ", ", analysis::name(static_cast<analysis::Reject>(r)), count(static_cast<double>(s.rejected[r])));
+  }
+  if (!why.empty()) out += "\n  rejected: " + why;
+  if (s.interrupted) out += "\n  INTERRUPTED: the results cover only the plans evaluated before Ctrl-C";
+  return out + "\n";
+}
+
+std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
+                              const analysis::TrainSearchResult& r) {
+  const auto& b = space.base;
+  std::string s = fmt::format("{} on {} x {}, seq {}, global batch {}, {}\n", m.name, b.gpus, sys.chip.display_name, b.seq,
+                              b.global_batch, name(b.dtype));
+  s += search_stats_text(r.stats);
+  if (r.best.empty()) return s + "\nno feasible plan: every plan broke a rule above (relax a constraint, add GPUs or memory)\n";
+  const char* obj = space.objective == analysis::TrainObjective::step_time ? "step time"
+                    : space.objective == analysis::TrainObjective::mfu     ? "MFU"
+                                                                             : "tokens/s";
+  s += fmt::format("\nbest {} by {}:\n", r.best.size(), obj) + train_table(r.best);
+  s += fmt::format("\nPareto front, tokens/s against memory per GPU ({} plans):\n", r.pareto.size()) + train_table(r.pareto);
+  return s;
+}
+
+std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchSpace& space,
+                              const analysis::InferSearchResult& r) {
+  std::string s = fmt::format("{} on up to {} x {}, prompt {}, gen {}{}{}\n", m.name, space.chips_max, sys.chip.display_name, space.base.prompt,
+                              space.base.gen, space.ttft_max_s ? ", TTFT <= " + t(*space.ttft_max_s) : "",
+                              space.tpot_max_s ? ", TPOT <= " + t(*space.tpot_max_s) : "");
+  s += search_stats_text(r.stats);
+  if (r.best.empty()) return s + "\nno feasible plan: every plan broke a rule above (relax a latency target, allow more chips or lower precision)\n";
+  s += fmt::format("\nbest {} by {}:\n", r.best.size(),
+                   space.objective == analysis::InferObjective::latency ? "end-to-end latency" : "output tokens/s per chip") +
+       infer_table(r.best);
+  s += fmt::format("\nPareto front, output tokens/s per chip against TPOT ({} plans):\n", r.pareto.size()) + infer_table(r.pareto);
+  return s;
+}
+
+std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchResult& r) {
+  Series front{"Pareto front", {}, {}, true, true, {}}, best{"best plans", {}, {}, false, true, {}};
+  for (const auto& p : r.pareto) {
+    front.x.push_back(p.memory_bytes / (1024.0 * 1024 * 1024));
+    front.y.push_back(p.tokens_per_s);
+    front.labels.push_back(fmt::format("{}: {:.0f} tokens/s, {}", plan_label(p), p.tokens_per_s, size(p.memory_bytes)));
+  }
+  for (const auto& p : r.best) {
+    best.x.push_back(p.memory_bytes / (1024.0 * 1024 * 1024));
+    best.y.push_back(p.tokens_per_s);
+    best.labels.push_back(fmt::format("{}: {:.0f} tokens/s, {}", plan_label(p), p.tokens_per_s, size(p.memory_bytes)));
+  }
+  return sweep_svg({front, best}, "memory per GPU (GiB)", "tokens/s", fmt::format("{} on {}: training plans", m.name, sys.chip.display_name),
+                   false, false);
+}
+
+std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchResult& r) {
+  Series front{"Pareto front", {}, {}, true, true, {}}, best{"best plans", {}, {}, false, true, {}};
+  for (const auto& p : r.pareto) {
+    front.x.push_back(p.tpot_s * 1e3);
+    front.y.push_back(p.tokens_per_s_per_chip);
+    front.labels.push_back(fmt::format("{}: {:.1f} tokens/s/chip, TPOT {}", plan_label(p), p.tokens_per_s_per_chip, t(p.tpot_s)));
+  }
+  for (const auto& p : r.best) {
+    best.x.push_back(p.tpot_s * 1e3);
+    best.y.push_back(p.tokens_per_s_per_chip);
+    best.labels.push_back(fmt::format("{}: {:.1f} tokens/s/chip, TPOT {}", plan_label(p), p.tokens_per_s_per_chip, t(p.tpot_s)));
+  }
+  return sweep_svg({front, best}, "TPOT (ms)", "output tokens/s per chip", fmt::format("{} on {}: serving plans", m.name, sys.chip.display_name),
+                   false, false);
+}
+
+}  // namespace ridgeline::report
