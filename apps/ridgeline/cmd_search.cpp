@@ -305,7 +305,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                             for (const auto& p : v) {
                               const analysis::InferenceConfig cfg = analysis::infer_config(s.base, p);
                               analysis::infer(m, sys, cfg, *ir);
-                              a.push_back(report::inference_json(m, sys, cfg, *ir));
+                              nlohmann::json pj = report::inference_json(m, sys, cfg, *ir);
+                              pj.erase("ops");  // the per-op table: `infer --json` with these flags gives it
+                              a.push_back(std::move(pj));
                             }
                             return a;
                           };

@@ -36,6 +36,19 @@ std::string plan_label(const analysis::InferPlan& p) {
   return s;
 }
 
+// At most `n` plans of a front, evenly spaced, both ends kept.
+template <class Plan>
+std::vector<Plan> thin(const std::vector<Plan>& v, size_t n) {
+  if (v.size() <= n) return v;
+  std::vector<Plan> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(v[i * (v.size() - 1) / (n - 1)]);
+  return out;
+}
+constexpr size_t kFrontRows = 12;
+std::string thinned(size_t total) {
+  return total > kFrontRows ? fmt::format(", {} shown evenly spaced; --json lists all", kFrontRows) : "";
+}
+
 std::string train_table(const std::vector<analysis::TrainPlan>& plans) {
   std::string s = fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12} {:>6} {:>10}\n", "tp", "pp",
                               "dp", "cp", "ep", "vpp", "mb", "zero", "recompute", "sp", "cpr", "step", "tokens/s", "MFU", "memory");
@@ -93,7 +106,8 @@ std::string train_search_text(const model::ModelConfig& m, const hw::System& sys
                     : space.objective == analysis::TrainObjective::mfu     ? "MFU"
                                                                              : "tokens/s";
   s += fmt::format("\nbest {} by {}:\n", r.best.size(), obj) + train_table(r.best);
-  s += fmt::format("\nPareto front, tokens/s against memory per GPU ({} plans):\n", r.pareto.size()) + train_table(r.pareto);
+  s += fmt::format("\nPareto front, tokens/s against memory per GPU ({} plans{}):\n", r.pareto.size(), thinned(r.pareto.size())) +
+       train_table(thin(r.pareto, kFrontRows));
   return s;
 }
 
@@ -107,7 +121,8 @@ std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys
   s += fmt::format("\nbest {} by {}:\n", r.best.size(),
                    space.objective == analysis::InferObjective::latency ? "end-to-end latency" : "output tokens/s per chip") +
        infer_table(r.best);
-  s += fmt::format("\nPareto front, output tokens/s per chip against TPOT ({} plans):\n", r.pareto.size()) + infer_table(r.pareto);
+  s += fmt::format("\nPareto front, output tokens/s per chip against TPOT ({} plans{}):\n", r.pareto.size(), thinned(r.pareto.size())) +
+       infer_table(thin(r.pareto, kFrontRows));
   return s;
 }
 

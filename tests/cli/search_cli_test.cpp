@@ -1,0 +1,110 @@
+// `ridgeline search`: the JSON contract, each plan equal to `train`/`infer` with its
+// settings, the Pareto chart, and bad input.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+void expect_bad(const std::string& args, const std::string& mentions) {
+  RunResult r = run(args);
+  EXPECT_EQ(r.status, 2) << "ridgeline " << args << "\n" << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
+}
+
+std::string flags_of(const nlohmann::json& p) {
+  std::string s = " --tp " + std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --cp " +
+                  std::to_string(p["cp"].get<int>()) + " --cp-algo " + p["cp_algo"].get<std::string>() + " --ep " +
+                  std::to_string(p["ep"].get<int>()) + " --vpp " + std::to_string(p["vpp"].get<int>()) + " --micro-batch " +
+                  std::to_string(p["micro_batch"].get<int>()) + " --zero " + std::to_string(p["zero"].get<int>()) +
+                  " --recompute " + p["recompute"].get<std::string>();
+  if (p["sequence_parallel"].get<bool>()) s += " --sequence-parallel";
+  return s;
+}
+
+TEST(SearchCli, TrainJsonPlansAreWhatTrainGives) {
+  const std::string common = " --model llama-3.1-8b --hw h100-sxm --gpus 16 --seq 4096 --global-batch 32";
+  auto j = run_json("search train" + common + " --top 3");
+  for (const char* k : {"evaluated", "feasible", "rejected", "elapsed_s", "plans_per_s", "best", "pareto", "interrupted"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  ASSERT_EQ(j["best"].size(), 3u);
+  EXPECT_GT(j["evaluated"].get<double>(), j["feasible"].get<double>());
+  std::uint64_t sum = j["feasible"].get<std::uint64_t>();
+  for (auto& [k, v] : j["rejected"].items()) sum += v.get<std::uint64_t>();
+  EXPECT_EQ(sum, j["evaluated"].get<std::uint64_t>());
+  // The best plan and one from the middle of the front, replayed through `train`: every
+  // number identical (JSON doubles round-trip exactly).
+  const auto& front = j["pareto"];
+  ASSERT_FALSE(front.empty());
+  const nlohmann::json picks = {j["best"][0], front[front.size() / 2]};
+  for (const auto& plan : picks) {
+    const nlohmann::json* p = &plan;
+    auto t = run_json("train" + common + flags_of(*p));
+    for (const char* k : {"step_time_s", "step_time_lower_s", "step_time_upper_s", "tokens_per_s", "mfu", "hfu", "exposed_comm_s", "bubble_s"}) {
+      EXPECT_EQ((*p)[k].get<double>(), t[k].get<double>()) << k << flags_of(*p);
+    }
+    EXPECT_EQ((*p)["memory_per_gpu"]["total_bytes"].get<double>(), t["memory_per_gpu"]["total_bytes"].get<double>());
+    EXPECT_EQ((*p)["dp"], t["dp"]);
+  }
+  // Best first; the front by memory ascending with tokens/s rising.
+  EXPECT_LE(j["best"][0]["step_time_s"].get<double>(), j["best"][1]["step_time_s"].get<double>());
+  for (size_t i = 1; i < front.size(); ++i) {
+    EXPECT_LT(front[i - 1]["memory_per_gpu"]["total_bytes"].get<double>(), front[i]["memory_per_gpu"]["total_bytes"].get<double>());
+    EXPECT_LT(front[i - 1]["tokens_per_s"].get<double>(), front[i]["tokens_per_s"].get<double>());
+  }
+}
+
+TEST(SearchCli, InferJsonAndParetoChart) {
+  const std::string svg = std::string(RIDGELINE_TMP_DIR) + "/search_infer_pareto.svg";
+  std::remove(svg.c_str());
+  auto j = run_json("search infer --model llama-3.1-8b --hw h100-sxm --chips-max 2 --prompt 256 --gen 32 --batch-max 16 --top 2 --plot " + svg);
+  ASSERT_EQ(j["best"].size(), 2u);
+  const auto& b = j["best"][0];
+  for (const char* k : {"chips", "tp", "ep", "batch", "weight_dtype", "kv_dtype", "ttft_s", "tpot_s", "output_tokens_per_s_per_chip"}) {
+    EXPECT_TRUE(b.contains(k)) << k;
+  }
+  auto i = run_json("infer --model llama-3.1-8b --hw h100-sxm --prompt 256 --gen 32 --tp " + std::to_string(b["tp"].get<int>()) +
+                    " --batch " + std::to_string(b["batch"].get<int>()) + " --weight-dtype " + b["weight_dtype"].get<std::string>() +
+                    " --kv-dtype " + b["kv_dtype"].get<std::string>());
+  EXPECT_EQ(b["tpot_s"].get<double>(), i["tpot_s"].get<double>());
+  EXPECT_EQ(b["ttft_s"].get<double>(), i["ttft_s"].get<double>());
+  const std::string text = slurp(svg);
+  ASSERT_FALSE(text.empty());
+  // One circle per front plan and one per best plan.
+  size_t circles = 0;
+  for (size_t p = text.find("class=\"point\""); p != std::string::npos; p = text.find("class=\"point\"", p + 1)) ++circles;
+  EXPECT_EQ(circles, j["pareto"].size() + j["best"].size());
+}
+
+TEST(SearchCli, TextAndNoFeasiblePlan) {
+  RunResult r = run("search train --model llama-3.1-405b --hw a100-40gb --gpus 8 --global-batch 8");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("no feasible plan"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory"), std::string::npos) << r.out;
+  r = run("search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --global-batch 16");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
+}
+
+TEST(SearchCli, BadInput) {
+  expect_bad("search train --model llama-3.1-8b --gpus 0 --global-batch 8", "--gpus");
+  expect_bad("search train --model llama-3.1-8b --gpus 4294967296 --global-batch 8", "--gpus");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 0", "--global-batch");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 8 --objective speed", "--objective");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 8 --memory-headroom 1.5", "--memory-headroom");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 8 --recompute some", "--recompute");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 8 --ep 2", "--ep");
+  expect_bad("search infer --model llama-3.1-8b --chips-max 0", "--chips-max");
+  expect_bad("search infer --model llama-3.1-8b --weight-dtypes bf16,,fp8", "--weight-dtypes");
+  expect_bad("search infer --model llama-3.1-8b --kv-dtypes bf17", "--kv-dtypes");
+  expect_bad("search infer --model llama-3.1-8b --tpot-max -1ms", "--tpot-max");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
