@@ -8,6 +8,7 @@
 #include <new>
 
 #include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/analysis/search.hpp"
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/io/model_file.hpp"
@@ -152,5 +153,52 @@ void BM_Infer70BFull(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Infer70BFull);
+
+// Plan search (issue 8's target: >= 10 million plans/s on this 2-core machine). A 70B
+// training search on 1024 H100 (every dimension free) and a serving search for the same
+// model on up to 8 chips; plans/s counts every plan considered (feasible or rejected).
+void BM_SearchTrain70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::TrainSearchSpace s;
+  s.base.gpus = 1024;
+  s.base.seq = 8192;
+  s.base.global_batch = 1024;
+  analysis::SearchControl c;
+  c.threads = static_cast<int>(state.range(0));
+  std::uint64_t plans = 0, timed = 0;
+  for (auto _ : state) {
+    auto r = analysis::search_train(m, h100(), s, c);
+    plans += r.stats.evaluated;
+    timed += r.stats.timed;
+    benchmark::DoNotOptimize(r.best);
+  }
+  state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
+  state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchTrain70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SearchInfer70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::InferSearchSpace s;
+  s.chips_max = 8;
+  s.base.prompt = 1024;
+  s.base.gen = 256;
+  s.weight_dtypes = {DType::bf16, DType::fp8_e4m3};
+  s.kv_dtypes = {DType::bf16, DType::fp8_e4m3};
+  analysis::SearchControl c;
+  c.threads = static_cast<int>(state.range(0));
+  std::uint64_t plans = 0, timed = 0;
+  for (auto _ : state) {
+    auto r = analysis::search_infer(m, h100(), s, c);
+    plans += r.stats.evaluated;
+    timed += r.stats.timed;
+    benchmark::DoNotOptimize(r.best);
+  }
+  state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
+  state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchInfer70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -43,7 +43,8 @@ std::vector<T> fixed_or(const std::optional<T>& v, std::vector<T> all) {
   return all;
 }
 
-// The best K plans by `better`, and the Pareto front of (x up, y down). Each thread keeps
+// The best K plans by `better` (the objective, then less memory, then enumeration order),
+// and the Pareto front of (x up, y down). Each thread keeps
 // one; they merge at the end. Ties break on the enumeration order, so the result does not
 // depend on how the work was split between threads.
 template <class Plan, class Better, class X, class Y>
@@ -291,7 +292,8 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
   const TrainObjective objective = space.objective;
   auto better = [objective](const TrainPlan& a, const TrainPlan& b) {
     const double ka = train_key(objective, a), kb = train_key(objective, b);
-    return ka != kb ? ka < kb : a.order < b.order;
+    if (ka != kb) return ka < kb;
+    return a.memory_bytes != b.memory_bytes ? a.memory_bytes < b.memory_bytes : a.order < b.order;
   };
   auto x = [](const TrainPlan& p) { return p.tokens_per_s; };
   auto y = [](const TrainPlan& p) { return p.memory_bytes; };
@@ -347,6 +349,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
                 ++L.stats.shapes;
               }
               train_step(m, sys, cfg, L.shape, L.step);
+              ++L.stats.timed;
               if (L.step.memory.total_bytes > capacity) r = Reject::memory;
             }
             if (r != Reject::count) {
@@ -376,6 +379,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
     out.stats.evaluated += L.stats.evaluated;
     out.stats.feasible += L.stats.feasible;
     out.stats.shapes += L.stats.shapes;
+    out.stats.timed += L.stats.timed;
     for (int r = 0; r < kRejectCount; ++r) out.stats.rejected[r] += L.stats.rejected[r];
     if (L.coll) all->merge(*L.coll);
   }
@@ -450,7 +454,8 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
   const InferObjective objective = space.objective;
   auto better = [objective](const InferPlan& a, const InferPlan& b) {
     const double ka = infer_key(objective, a), kb = infer_key(objective, b);
-    return ka != kb ? ka < kb : a.order < b.order;
+    if (ka != kb) return ka < kb;
+    return a.memory_bytes != b.memory_bytes ? a.memory_bytes < b.memory_bytes : a.order < b.order;
   };
   auto x = [](const InferPlan& p) { return p.tokens_per_s_per_chip; };
   auto y = [](const InferPlan& p) { return p.tpot_s; };
@@ -518,6 +523,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
           cfg.batch = b;
           infer_core(m, sys, cfg, *L.r);
         }
+        ++L.stats.timed;
         const InferenceResult& r = *L.r;
         Reject why = Reject::count;
         if (!r.memory.fits) why = Reject::memory;
@@ -553,6 +559,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
     out.stats.evaluated += L.stats.evaluated;
     out.stats.feasible += L.stats.feasible;
     out.stats.shapes += L.stats.shapes;
+    out.stats.timed += L.stats.timed;
     for (int r = 0; r < kRejectCount; ++r) out.stats.rejected[r] += L.stats.rejected[r];
     if (L.coll) all->merge(*L.coll);
   }

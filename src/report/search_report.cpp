@@ -78,13 +78,14 @@ json search_stats_json(const analysis::SearchStats& s) {
     if (s.rejected[r] > 0) rejected[std::string(analysis::name(static_cast<analysis::Reject>(r)))] = s.rejected[r];
   }
   return {{"evaluated", s.evaluated}, {"feasible", s.feasible},       {"rejected", rejected},
-          {"shapes", s.shapes},       {"elapsed_s", s.elapsed_s},     {"plans_per_s", s.plans_per_s()},
+          {"timed", s.timed}, {"shapes", s.shapes},       {"elapsed_s", s.elapsed_s},     {"plans_per_s", s.plans_per_s()},
           {"interrupted", s.interrupted}};
 }
 
 std::string search_stats_text(const analysis::SearchStats& s) {
-  std::string out = fmt::format("{} plans ({} feasible, {} distinct shapes evaluated) in {}: {} plans/s", count(static_cast<double>(s.evaluated)),
-                                count(static_cast<double>(s.feasible)), s.shapes, t(s.elapsed_s), count(s.plans_per_s()));
+  std::string out = fmt::format("{} plans ({} feasible; {} timed, {} distinct graphs) in {}: {} plans/s", count(static_cast<double>(s.evaluated)),
+                                count(static_cast<double>(s.feasible)), count(static_cast<double>(s.timed)), s.shapes, t(s.elapsed_s),
+                                count(s.plans_per_s()));
   std::string why;
   for (int r = 0; r < analysis::kRejectCount; ++r) {
     if (s.rejected[r] == 0) continue;
@@ -139,7 +140,7 @@ std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys,
     best.labels.push_back(fmt::format("{}: {:.0f} tokens/s, {}", plan_label(p), p.tokens_per_s, size(p.memory_bytes)));
   }
   return sweep_svg({front, best}, "memory per GPU (GiB)", "tokens/s", fmt::format("{} on {}: training plans", m.name, sys.chip.display_name),
-                   false, false);
+                   false, false, {false, false});
 }
 
 std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchResult& r) {
@@ -155,7 +156,7 @@ std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys,
     best.labels.push_back(fmt::format("{}: {:.1f} tokens/s/chip, TPOT {}", plan_label(p), p.tokens_per_s_per_chip, t(p.tpot_s)));
   }
   return sweep_svg({front, best}, "TPOT (ms)", "output tokens/s per chip", fmt::format("{} on {}: serving plans", m.name, sys.chip.display_name),
-                   false, false);
+                   false, false, {false, false});
 }
 
 }  // namespace ridgeline::report

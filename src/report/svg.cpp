@@ -169,7 +169,7 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
 }
 
 std::string sweep_svg(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label,
-                      const std::string& title, bool log_x, bool log_y) {
+                      const std::string& title, bool log_x, bool log_y, const SweepOptions& options) {
   double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
   for (const auto& se : series) {
     for (size_t i = 0; i < se.x.size() && i < se.y.size(); ++i) {
@@ -180,13 +180,27 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
     }
   }
   if (!(xmax > 0)) throw InputError("plot: no points to draw");
-  xmin = log_x ? std::max(xmin, 1e-12) : 0;
-  if (log_y) ymin = std::max(ymin, 1e-30);
-  else ymin = 0;
+  if (log_x) {
+    xmin = std::max(xmin, 1e-12);
+  } else if (options.from_zero) {
+    xmin = 0;
+  } else {
+    const double pad = 0.05 * std::max(xmax - xmin, 0.01 * std::abs(xmax));
+    xmin = std::max(0.0, xmin - pad);
+    xmax += pad;
+  }
+  if (log_y) {
+    ymin = std::max(ymin, 1e-30);
+  } else if (options.from_zero) {
+    ymin = 0;
+  } else {
+    const double pad = 0.05 * std::max(ymax - ymin, 0.01 * std::abs(ymax));
+    ymin = std::max(0.0, ymin - pad);
+  }
   if (xmax <= xmin) xmax = xmin * 10 + 1;
   if (ymax <= ymin) ymax = ymin + 1;
   Axis x{xmin, xmax, log_x, kL, kW - kR}, y{ymin, ymax * 1.05, log_y, kH - kB, kT};
-  std::string s = header(title) + axes(x, y, x_label, y_label, true);
+  std::string s = header(title) + axes(x, y, x_label, y_label, options.y_flop_rate);
   std::string legend;
   for (size_t si = 0; si < series.size(); ++si) {
     const auto& se = series[si];

@@ -30,7 +30,7 @@ std::string flags_of(const nlohmann::json& p) {
 TEST(SearchCli, TrainJsonPlansAreWhatTrainGives) {
   const std::string common = " --model llama-3.1-8b --hw h100-sxm --gpus 16 --seq 4096 --global-batch 32";
   auto j = run_json("search train" + common + " --top 3");
-  for (const char* k : {"evaluated", "feasible", "rejected", "elapsed_s", "plans_per_s", "best", "pareto", "interrupted"}) {
+  for (const char* k : {"evaluated", "feasible", "timed", "rejected", "elapsed_s", "plans_per_s", "best", "pareto", "interrupted"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   ASSERT_EQ(j["best"].size(), 3u);

@@ -54,6 +54,7 @@ struct SearchStats {
   std::uint64_t evaluated = 0;  ///< plans considered: feasible + rejected
   std::uint64_t feasible = 0;
   std::array<std::uint64_t, kRejectCount> rejected{};
+  std::uint64_t timed = 0;      ///< plans whose times were computed (passed every rule before memory and latency)
   std::uint64_t shapes = 0;     ///< distinct per-graph evaluations (training) or graphs built
   double elapsed_s = 0;
   bool interrupted = false;

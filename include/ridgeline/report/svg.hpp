@@ -30,9 +30,15 @@ struct Series {
 std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, const std::vector<ChartPoint>& points,
                          const std::string& title);
 
+/// How a sweep chart labels and ranges its axes.
+struct SweepOptions {
+  bool y_flop_rate = true;  ///< y ticks as FLOP/s (else plain SI numbers)
+  bool from_zero = true;    ///< linear axes start at 0 (else at the data, padded 5%)
+};
+
 /// A sweep: y against x for several series.
 std::string sweep_svg(const std::vector<Series>& series, const std::string& x_label, const std::string& y_label,
-                      const std::string& title, bool log_x, bool log_y);
+                      const std::string& title, bool log_x, bool log_y, const SweepOptions& options = {});
 
 /// One bar of a stacked-bar chart: named segments.
 struct Bar {
