@@ -13,3 +13,4 @@ say block --hw h200 --seq 4096 --cp 8 --shapes seed
 say infer --model llama-3.1-70b --hw h200 --chips 2 --batch 8 --prompt 2048 --gen 256
 mkdir -p build/demo
 say plot roofline --hw h200,tpu-v5e --out build/demo/roofline.svg
+say search train --model llama-3.1-70b --hw h200 --gpus 64 --seq 8192 --global-batch 128 --top 3 --plot build/demo/train-pareto.svg
