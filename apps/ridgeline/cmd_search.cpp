@@ -82,10 +82,9 @@ std::optional<std::int64_t> opt_int(const std::string& v, const char* flag) {
 
 void finish(bool interrupted) {
   if (!interrupted) return;
-  std::fflush(stdout);
-  std::cout.flush();
+  out_stream()->flush();
   std::fprintf(stderr, "ridgeline: search interrupted: the plans shown are the best of those evaluated\n");
-  std::exit(130);
+  exit_status() = 130;
 }
 
 }  // namespace

@@ -55,9 +55,9 @@ hw::System load_chip_system(const HardwareFlags& f) {
 
 void emit(bool json, const nlohmann::json& j, const std::string& text) {
   if (json) {
-    std::cout << j.dump(2) << "\n";
+    *out_stream() << j.dump(2) << "\n";
   } else {
-    std::cout << text;
+    *out_stream() << text;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,16 @@ hw::System load_system(const HardwareFlags& f);
 /// load_system for commands that take their chip count from their own flags (--tp, --gpus).
 hw::System load_chip_system(const HardwareFlags& f);
 
-/// Prints `j` (with --json) or `text` to stdout.
+/// Runs the command line `argv` (argv[0] is the program name): output to `out`, errors to
+/// `err` as one line; returns the exit status (0, 2 for bad input, 1 for an internal error,
+/// 130 for an interrupted search).
+int run(int argc, char** argv, std::ostream& out, std::ostream& err);
+/// Where commands print (std::cout unless run() was given another stream).
+std::ostream*& out_stream();
+/// The status a command asks run() to return after it printed its output (default 0).
+int& exit_status();
+
+/// Prints `j` (with --json) or `text` to the output stream.
 void emit(bool json, const nlohmann::json& j, const std::string& text);
 
 /// Prints advice (largest gain first) as a table or JSON.

@@ -1,0 +1,139 @@
+// The command line as a function: parse, run one command, report errors (main.cpp and
+// the Python module both call it).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+#include <iterator>
+#include <string_view>
+
+#include "common.hpp"
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/core/error.hpp"
+
+namespace {
+
+constexpr const char* kOverview = R"(ridgeline — where does the time go, and what bounds it?
+
+Predicts the time of an operation from first principles (FLOPs over compute rate,
+bytes over memory bandwidth, bytes over link bandwidth), names the bound, and gives
+lower (perfect overlap), upper (no overlap) and realistic times.
+
+Commands
+  hw list | hw show NAME       the hardware catalog: peaks, memory, links, ridge points
+  hw import-ert FILE ...       a chip file from the Empirical Roofline Toolkit's roofline.json
+  op KIND ...                  one operation: FLOPs, bytes, intensity, times, bound
+  threshold KIND ... --solve V the value of V at which the op becomes compute-bound
+  models                       the bundled models (Hugging Face configs) and their parameters
+  infer --model M ...          serving a model: TTFT, TPOT, throughput, memory, per-op bounds
+  block ...                    one transformer block in units of one (s,h)x(h,h) GEMM
+  train --model M --gpus N ... one training step: step time, MFU, communication, memory
+  recompute ...                what to keep, recompute or offload per activation, under a budget
+  fuse --model M ...           what fusion, GEMM epilogues and CUDA graphs save
+  profile FILE --hw H          captured kernels (Nsight Compute CSV, PyTorch traces, CSV) on the roofline
+  advise profile|infer|train   ranked advice with the estimated gain of each fix
+  plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
+  measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
+  search train|infer ...       every plan: the fastest that fits and the Pareto front
+
+Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
+  $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
+    intensity 227.6 FLOPs/byte vs ridge 206.1 -> compute-bound
+  $ ridgeline threshold matmul --k 4096 --n 4096 --hw h200 --solve m
+    compute-bound for m >= 230 tokens
+
+Every command takes --json. `ridgeline COMMAND --help` lists the flags.
+)";
+
+}  // namespace
+
+namespace ridgeline::cli {
+
+std::ostream*& out_stream() {
+  static std::ostream* s = &std::cout;
+  return s;
+}
+
+int& exit_status() {
+  static int status = 0;
+  return status;
+}
+
+int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  out_stream() = &out;
+  exit_status() = 0;
+  struct Restore {
+    ~Restore() { out_stream() = &std::cout; }
+  } restore;
+  if (argc == 1) {
+    out << kOverview;
+    return 0;
+  }
+  // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
+  static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "--help", "-h"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
+    err << "ridgeline: error: unknown command '" << argv[1]
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure or search\n";
+    return 2;
+  }
+  if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
+    auto k = ridgeline::analysis::parse_op_kind(argv[2]);
+    if (k && (ridgeline::analysis::is_collective(*k) || *k == ridgeline::analysis::OpKind::custom)) {
+      err << "ridgeline: error: threshold: " << argv[2] << " has no dimension to solve for (it has no FLOPs to become compute-bound)\n";
+      return 2;
+    }
+  }
+  if (argc >= 3 && (std::string_view(argv[1]) == "op" || std::string_view(argv[1]) == "threshold") && argv[2][0] != '-' &&
+      !ridgeline::analysis::parse_op_kind(argv[2])) {
+    err << "ridgeline: error: " << argv[1] << ": unknown op kind '" << argv[2] << "': expected one of "
+              << ridgeline::cli::op_kind_names() << "\n";
+    return 2;
+  }
+  CLI::App app{"ridgeline: roofline analysis of large-model workloads", "ridgeline"};
+  app.require_subcommand(1);
+  std::vector<Command> commands;
+  register_hw(app, commands);
+  register_op(app, commands);
+  register_infer(app, commands);
+  register_block(app, commands);
+  register_train(app, commands);
+  register_fuse(app, commands);
+  register_profile(app, commands);
+  register_plot(app, commands);
+  register_measure(app, commands);
+  register_search(app, commands);
+  auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
+  advise->require_subcommand(1);
+  register_advise_profile(advise, commands);
+  register_advise_infer(advise, commands);
+  register_advise_train(advise, commands);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e, out, err);
+  } catch (const CLI::ParseError& e) {
+    err << "ridgeline: error: " << e.what() << "\n";
+    return 2;
+  }
+  try {
+    for (auto& c : commands) {
+      if (c.app->parsed()) {
+        c.run();
+        return exit_status();
+      }
+    }
+    err << "ridgeline: error: no command given: run `ridgeline` for an overview\n";
+    return 2;
+  } catch (const ridgeline::InputError& e) {
+    err << "ridgeline: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "ridgeline: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace ridgeline::cli
