@@ -10,6 +10,8 @@ PACKAGES=(
   libyaml-cpp-dev                     # hardware files
   zlib1g-dev                          # gzipped PyTorch profiler traces
   libtbb-dev                          # parallel plan search (oneTBB)
+  pybind11-dev python3-dev            # the Python module
+  python3-pytest python3-venv         # Python tests, and `pip install .` into a venv (make install-check)
   libfmt-dev                          # formatting of tables and numbers
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests

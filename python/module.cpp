@@ -1,0 +1,36 @@
+// The Python extension `ridgeline._ridgeline`: the command line as a function. Every
+// Python function of the package is one `run` of the CLI with --json (python/ridgeline).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+std::tuple<int, std::string, std::string> run(const std::vector<std::string>& args) {
+  std::vector<std::string> owned;
+  owned.reserve(args.size() + 1);
+  owned.emplace_back("ridgeline");
+  owned.insert(owned.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  argv.reserve(owned.size());
+  for (auto& a : owned) argv.push_back(a.data());
+  std::ostringstream out, err;
+  const int status = ridgeline::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {status, out.str(), err.str()};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_ridgeline, m) {
+  m.doc() = "ridgeline's command line as a function (use the functions of the ridgeline package)";
+  m.def("run", &run, py::arg("args"),
+        "Runs `ridgeline ARGS...`; returns (exit status, stdout, stderr).");
+}

@@ -1,0 +1,144 @@
+"""ridgeline from Python: where does the time go, and what bounds it?
+
+One rule makes the API predictable: each command of the ``ridgeline`` command line is a
+function of the same name, its flags are keyword arguments (dashes become underscores),
+and it returns what ``--json`` prints, as dicts and lists::
+
+    import ridgeline
+    ridgeline.infer(model="llama-3.1-8b", hw="h100-sxm", batch=1, prompt=128, gen=16)["ttft_s"]
+    ridgeline.op("matmul", m=256, k=4096, n=4096, dtype="bf16", hw="h200")["bound"]
+    ridgeline.search("train", model="llama-3.1-70b", hw="h100-sxm", gpus=64, global_batch=64)["best"][0]
+
+Commands with a subcommand or a file take it first (``op("matmul", ...)``,
+``hw("show", "h200")``, ``profile("run.csv", hw="t4")``, ``search("infer", ...)``).
+``True`` passes a flag, ``False`` and ``None`` leave it out, a list becomes a
+comma-separated value (``weight_dtypes=["bf16", "fp8"]``) or, for ``peak`` and
+``capacity``, one flag per item. Bad input raises ``ValueError`` with the command line's
+one-line message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Iterable, List, Optional
+
+from . import _ridgeline
+
+__all__ = [
+    "RidgelineError", "advise", "block", "fuse", "hw", "infer", "measure", "models", "op", "plot", "profile",
+    "recompute", "run", "search", "threshold", "train",
+]
+
+_REPEATED = {"peak", "capacity"}
+
+
+class RidgelineError(RuntimeError):
+    """An internal error of ridgeline (exit status 1): a bug, never bad input."""
+
+
+def _flags(kwargs: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            if key in _REPEATED:
+                for v in value:
+                    out += [flag, str(v)]
+            else:
+                out += [flag, ",".join(str(v) for v in value)]
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def run(*args: str) -> Any:
+    """Runs ``ridgeline ARGS... --json`` and returns the parsed document."""
+    status, out, err = _ridgeline.run([str(a) for a in args] + ["--json"])
+    message = err.strip().splitlines()[0] if err.strip() else ""
+    for prefix in ("ridgeline: error: ", "ridgeline: internal error: "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+    if status == 2:
+        raise ValueError(message)
+    if status not in (0, 130):
+        raise RidgelineError(message or f"ridgeline exited with status {status}")
+    return json.loads(out)
+
+
+def _command(words: Iterable[str], kwargs: Dict[str, Any]) -> Any:
+    return run(*words, *_flags(kwargs))
+
+
+def hw(action: str = "list", name: Optional[str] = None, **kwargs: Any) -> Any:
+    """``ridgeline hw list``, ``hw show NAME``, ``hw import-ert FILE``."""
+    words = [action.replace("_", "-")] + ([name] if name is not None else [])
+    return _command(["hw", *words], kwargs)
+
+
+def op(kind: str, **kwargs: Any) -> Any:
+    """``ridgeline op KIND``: FLOPs, bytes, intensity, lower/upper/realistic times, bound."""
+    return _command(["op", kind], kwargs)
+
+
+def threshold(kind: str, **kwargs: Any) -> Any:
+    """``ridgeline threshold KIND --solve V``: where the op turns compute-bound."""
+    return _command(["threshold", kind], kwargs)
+
+
+def models(**kwargs: Any) -> Any:
+    """``ridgeline models``: the bundled models and their parameter counts."""
+    return _command(["models"], kwargs)
+
+
+def infer(**kwargs: Any) -> Any:
+    """``ridgeline infer``: TTFT, TPOT, throughput, memory and per-op bounds of serving."""
+    return _command(["infer"], kwargs)
+
+
+def block(**kwargs: Any) -> Any:
+    """``ridgeline block``: one transformer block in units of one (s,h)x(h,h) GEMM."""
+    return _command(["block"], kwargs)
+
+
+def train(**kwargs: Any) -> Any:
+    """``ridgeline train``: one training step (step time, MFU/HFU, communication, memory)."""
+    return _command(["train"], kwargs)
+
+
+def recompute(**kwargs: Any) -> Any:
+    """``ridgeline recompute``: keep, recompute or offload per activation under a budget."""
+    return _command(["recompute"], kwargs)
+
+
+def fuse(**kwargs: Any) -> Any:
+    """``ridgeline fuse``: what fusion, GEMM epilogues and CUDA graphs save."""
+    return _command(["fuse"], kwargs)
+
+
+def profile(file: str, **kwargs: Any) -> Any:
+    """``ridgeline profile FILE``: captured kernels on the roofline."""
+    return _command(["profile", str(file)], kwargs)
+
+
+def advise(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
+    """``ridgeline advise profile FILE | infer | train``: ranked advice with gains."""
+    return _command(["advise", kind] + ([str(file)] if file is not None else []), kwargs)
+
+
+def plot(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
+    """``ridgeline plot roofline|sweep|breakdown|memory``: writes the chart to ``out``."""
+    return _command(["plot", kind] + ([str(file)] if file is not None else []), kwargs)
+
+
+def measure(**kwargs: Any) -> Any:
+    """``ridgeline measure``: this machine's ceilings and bandwidths (``quick=True`` in seconds)."""
+    return _command(["measure"], kwargs)
+
+
+def search(kind: str, **kwargs: Any) -> Any:
+    """``ridgeline search train|infer``: the best plans and the Pareto front."""
+    return _command(["search", kind], kwargs)

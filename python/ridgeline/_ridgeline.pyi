@@ -1,0 +1,3 @@
+from typing import List, Tuple
+
+def run(args: List[str]) -> Tuple[int, str, str]: ...

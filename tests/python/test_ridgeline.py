@@ -1,0 +1,72 @@
+"""The Python module: each command a function of the same name returning what --json prints."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import ridgeline
+
+BIN = os.environ.get("RIDGELINE_BIN", "ridgeline")
+
+
+def cli_json(*args):
+    return json.loads(subprocess.run([BIN, *args, "--json"], check=True, capture_output=True, text=True).stdout)
+
+
+def test_matmul_counts_by_hand():
+    r = ridgeline.op("matmul", m=256, k=4096, n=4096, dtype="bf16", hw="h200")
+    # 2·m·k·n FLOPs; bytes: A 256·4096 + B 4096·4096 + C 256·4096 bf16 elements, 2 bytes each:
+    # 2·(1048576 + 16777216 + 1048576) = 37748736.
+    assert r["flops"] == 2 * 256 * 4096 * 4096
+    assert r["bytes"] == 37748736
+    assert r["bound"] == "compute"
+
+
+def test_same_document_as_the_command_line():
+    kw = dict(model="llama-3.1-8b", hw="h100-sxm", batch=1, prompt=128, gen=16)
+    assert ridgeline.infer(**kw) == cli_json("infer", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--batch", "1",
+                                             "--prompt", "128", "--gen", "16")
+
+
+def test_underscores_become_dashes_and_true_is_a_flag():
+    r = ridgeline.train(model="llama-3.1-8b", hw="h100-sxm", gpus=8, tp=2, global_batch=16, sequence_parallel=True,
+                        micro_batch=2)
+    assert r["global_batch"] == 16
+    assert r["sequence_parallel"] is True
+    assert r["dp"] == 4  # 8 GPUs / tp 2
+    assert r["micro_batches"] == 2  # 16 sequences / (dp 4 x micro-batch 2)
+
+
+def test_lists_join_with_commas_or_repeat():
+    r = ridgeline.search("infer", model="llama-3.1-8b", hw="h100-sxm", chips_max=1, batch_max=2, prompt=64, gen=8,
+                         weight_dtypes=["bf16"], kv_dtypes=["bf16", "fp8"], top=10)
+    # 1 chip, 1 weight dtype, 2 KV dtypes, batches 1 and 2: 4 plans.
+    assert r["evaluated"] == 4
+    assert {p["kv_dtype"] for p in r["best"]} == {"bf16", "fp8_e4m3"}
+    # --peak is repeated, one flag per item: both overrides land.
+    chip = ridgeline.hw("show", "h200", peak=["bf16=1e15", "fp8=2e15"])
+    assert chip["peak_flops_per_s"]["bf16"] == 1e15
+    assert chip["peak_flops_per_s"]["fp8_e4m3"] == 2e15
+
+
+def test_bad_input_is_a_value_error_with_the_cli_message():
+    with pytest.raises(ValueError, match="--m: 0 is not positive"):
+        ridgeline.op("matmul", m=0, k=1, n=1)
+    with pytest.raises(ValueError, match="unknown hardware 'h300'"):
+        ridgeline.infer(model="llama-3.1-8b", hw="h300")
+    with pytest.raises(ValueError, match="--gpus"):
+        ridgeline.search("train", model="llama-3.1-8b", gpus=0, global_batch=8)
+
+
+def test_hardware_catalog_and_models():
+    assert "h100-sxm" in [c["name"] for c in ridgeline.hw("list")]
+    assert ridgeline.hw("show", "h200")["name"] == "h200"
+    assert "llama-3.1-70b" in [m["name"] for m in ridgeline.models()]
+
+
+def test_typed_package():
+    pkg = os.path.dirname(ridgeline.__file__)
+    assert os.path.exists(os.path.join(pkg, "py.typed"))
+    assert os.path.exists(os.path.join(pkg, "_ridgeline.pyi"))
