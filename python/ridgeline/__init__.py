@@ -25,7 +25,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from . import _ridgeline
 
 __all__ = [
-    "RidgelineError", "advise", "block", "fuse", "hw", "infer", "measure", "models", "op", "plot", "profile",
+    "RidgelineError", "advise", "block", "fuse", "hw", "infer", "main", "measure", "models", "op", "plot", "profile",
     "recompute", "run", "search", "threshold", "train",
 ]
 
@@ -142,3 +142,13 @@ def measure(**kwargs: Any) -> Any:
 def search(kind: str, **kwargs: Any) -> Any:
     """``ridgeline search train|infer``: the best plans and the Pareto front."""
     return _command(["search", kind], kwargs)
+
+
+def main() -> None:
+    """The ``ridgeline`` console script of a pip install: the command line itself."""
+    import sys
+
+    status, out, err = _ridgeline.run(sys.argv[1:])
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    raise SystemExit(status)
