@@ -12,6 +12,7 @@ PACKAGES=(
   libtbb-dev                          # parallel plan search (oneTBB)
   pybind11-dev python3-dev            # the Python module
   python3-pytest python3-venv         # Python tests, and `pip install .` into a venv (make install-check)
+  chromium                            # the HTML report's test in a real (headless) browser
   libfmt-dev                          # formatting of tables and numbers
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests

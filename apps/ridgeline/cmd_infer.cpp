@@ -9,7 +9,9 @@
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/report/html.hpp"
 #include "ridgeline/report/inference.hpp"
+#include "ridgeline/report/svg.hpp"
 
 namespace ridgeline::cli {
 
@@ -123,6 +125,27 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         std::string text = report::inference_text(m, sys, cfg, *r, f->all_ops);
                         if (f->method == "quick") text = report::quick_text(cfg, *r) + "\n" + text;
                         emit(f->json, report::inference_json(m, sys, cfg, *r), text);
+                      }});
+}
+
+void register_report_infer(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<InferFlags>();
+  auto out = std::make_shared<std::string>();
+  auto* r = root.add_subcommand("report", "one self-contained HTML page: inputs, headline, charts, sortable op tables (--train: a training step)");
+  add_infer_flags(r, f.get());
+  r->add_option("--out", *out, "HTML file to write")->required();
+  r->add_flag("--train")->description("a training step instead (takes the train flags)");
+  commands.push_back({r, [f, out] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::InferenceConfig cfg = infer_config(f.get(), m);
+                        hw::System sys = load_chip_system(f->hw);
+                        auto res = std::make_unique<analysis::InferenceResult>();
+                        analysis::infer(m, sys, cfg, *res);
+                        for (int i = 0; i < res->prefill_graph.op_count; ++i) ops::check_supported(res->prefill_graph.ops[i].cost, sys.chip);
+                        const nlohmann::json j = report::inference_json(m, sys, cfg, *res);
+                        const std::string html = report::html_report(j, sys.chip);
+                        report::write_file_atomically(*out, html);
+                        emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}, {"ops", j["ops"].size()}}, "wrote " + *out + "\n");
                       }});
 }
 

@@ -15,6 +15,7 @@
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/ops/estimate.hpp"
 #include "ridgeline/profile/analysis.hpp"
+#include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/svg.hpp"
 
 namespace ridgeline::cli {
@@ -163,29 +164,9 @@ void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
   b->add_flag("--json", f->json, "print the bars as JSON");
   commands.push_back({b, [f] {
                         const nlohmann::json j = read_result_json(f->input);
-                        std::vector<report::Bar> bars;
-                        auto bar = [&](const std::string& label, const nlohmann::json& kinds, double scale) {
-                          report::Bar br;
-                          br.label = label;
-                          for (const auto& [k, v] : kinds.items()) {
-                            if (v.is_number()) br.segments.emplace_back(k, v.get<double>() * scale);
-                          }
-                          bars.push_back(std::move(br));
-                        };
-                        std::string title;
-                        if (j.is_object() && j.contains("prefill") && j.contains("decode") && j["prefill"].contains("time_by_kind_s")) {
-                          title = fmt::format("{} on {}: time by op kind (lower bound)", j.value("model", ""), j.value("hw", ""));
-                          bar("prefill", j["prefill"]["time_by_kind_s"], 1);
-                          const double steps = j["decode"].value("steps", 0.0);
-                          if (steps > 0) bar("decode (per step)", j["decode"]["total"]["time_by_kind_s"], 1 / steps);
-                        } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
-                          title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", j.value("model", ""), j.value("hw", ""));
-                          bar("step", j["time_by_kind_s"], 1);
-                        } else {
-                          throw InputError(fmt::format("{}: no time_by_kind_s: expected the output of `ridgeline infer --json` or `train --json`", f->input));
-                        }
-                        report::write_chart(f->out, report::stacked_bars_svg(bars, "time", title));
-                        nlohmann::json out = {{"out", f->out}, {"bars", bars.size()}};
+                        size_t bars = 0;
+                        report::write_chart(f->out, report::breakdown_svg(j, f->input, &bars));
+                        nlohmann::json out = {{"out", f->out}, {"bars", bars}};
                         emit(f->json, out, "wrote " + f->out + "\n");
                       }});
 }
@@ -202,39 +183,10 @@ void register_plot_memory(CLI::App* plot, std::vector<Command>& commands) {
   b->add_flag("--json", f->json, "print the bar as JSON");
   commands.push_back({b, [f] {
                         const nlohmann::json j = read_result_json(f->input);
-                        // Infer: weights, KV cache, activations. Train: Korthikanti's parts.
-                        static constexpr std::array<const char*, 3> kInfer = {"weights_bytes", "kv_cache_bytes", "activations_bytes"};
-                        static constexpr std::array<const char*, 5> kTrain = {"params_bytes", "grads_bytes", "optimizer_bytes",
-                                                                              "activations_bytes", "margin_bytes"};
-                        const char* key = nullptr;
-                        std::span<const char* const> parts;
-                        if (j.is_object() && j.contains("memory") && j["memory"].is_object()) {
-                          key = "memory";
-                          parts = kInfer;
-                        } else if (j.is_object() && j.contains("memory_per_gpu") && j["memory_per_gpu"].is_object()) {
-                          key = "memory_per_gpu";
-                          parts = kTrain;
-                        } else {
-                          throw InputError(fmt::format("{}: no memory or memory_per_gpu: expected the output of `ridgeline infer --json` or `train --json`", f->input));
-                        }
-                        const nlohmann::json& m = j[key];
-                        report::Bar bar;
-                        bar.label = "one chip";
-                        nlohmann::json seg = nlohmann::json::object();
-                        for (const char* p : parts) {
-                          if (!m.contains(p) || !m[p].is_number()) {
-                            throw InputError(fmt::format("{}: {}.{} is missing or not a number", f->input, key, p));
-                          }
-                          const double v = m[p].get<double>();
-                          std::string name(p);
-                          name.resize(name.size() - 6);  // drop "_bytes"
-                          bar.segments.emplace_back(name, v);
-                          seg[name + "_bytes"] = v;
-                        }
-                        const double cap = m.value("capacity_bytes", 0.0);
-                        const std::string title = fmt::format("{} on {}: memory on one chip{}", j.value("model", ""), j.value("hw", ""),
-                                                              m.value("fits", true) ? "" : " (does not fit)");
-                        report::write_chart(f->out, report::stacked_bars_svg({bar}, "bytes", title, Quantity::bytes, cap, "capacity"));
+                        nlohmann::json seg;
+                        report::write_chart(f->out, report::memory_svg(j, f->input, &seg));
+                        const nlohmann::json& mem = j.contains("memory") ? j["memory"] : j["memory_per_gpu"];
+                        const double cap = mem.contains("capacity_bytes") && mem["capacity_bytes"].is_number() ? mem["capacity_bytes"].get<double>() : 0.0;
                         emit(f->json, nlohmann::json{{"out", f->out}, {"segments", seg}, {"capacity_bytes", cap}}, "wrote " + f->out + "\n");
                       }});
 }

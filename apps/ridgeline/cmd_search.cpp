@@ -205,7 +205,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                             for (const auto& p : v) {
                               const analysis::TrainConfig cfg = analysis::train_config(s.base, p);
                               analysis::train(m, sys, cfg, *tr);
-                              a.push_back(report::training_json(m, sys, cfg, *tr));
+                              nlohmann::json pj = report::training_json(m, sys, cfg, *tr);
+                              pj.erase("ops");  // the per-op table: `train --json` with these flags gives it
+                              a.push_back(std::move(pj));
                             }
                             return a;
                           };

@@ -9,6 +9,8 @@
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/report/html.hpp"
+#include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/training.hpp"
 
 namespace ridgeline::cli {
@@ -124,6 +126,27 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->budget.empty()) budget = parse_quantity(g->budget, Quantity::bytes, "--budget", true);
                         analysis::RecomputeResult r = analysis::plan_recompute(m, sys, c, budget);
                         emit(g->json, report::recompute_json(r), report::recompute_text(m, r));
+                      }});
+}
+
+void register_report_train(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<Flags>();
+  auto out = std::make_shared<std::string>();
+  // `ridgeline report --train ...` arrives here (run() renames it): hidden from the command list.
+  auto* r = root.add_subcommand("report-train", "");
+  r->group("");
+  add_train_flags(r, f.get());
+  r->add_option("--out", *out, "HTML file to write")->required();
+  commands.push_back({r, [f, out] {
+                        model::ModelConfig m = io::resolve_model(f->model);
+                        analysis::TrainConfig c = train_config(f.get());
+                        hw::System sys = load_chip_system(f->hw);
+                        auto res = std::make_unique<analysis::TrainResult>();
+                        analysis::train(m, sys, c, *res);
+                        const nlohmann::json j = report::training_json(m, sys, c, *res);
+                        const std::string html = report::html_report(j, analysis::training_system(sys, c).chip);
+                        report::write_file_atomically(*out, html);
+                        emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}, {"ops", j["ops"].size()}}, "wrote " + *out + "\n");
                       }});
 }
 

@@ -35,6 +35,7 @@ Commands
   plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
   measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
   search train|infer ...       every plan: the fastest that fits and the Pareto front
+  report --out F.html ...      one self-contained HTML page of an infer (or --train) analysis
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200
@@ -71,10 +72,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
-                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "--help", "-h"};
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
     err << "ridgeline: error: unknown command '" << argv[1]
-              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure or search\n";
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, search or report\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
@@ -90,6 +91,22 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
               << ridgeline::cli::op_kind_names() << "\n";
     return 2;
   }
+  // `report --train ...` takes the train flags: it is the hidden command report-train.
+  std::vector<char*> rewritten;
+  if (argc >= 2 && std::string_view(argv[1]) == "report") {
+    bool train = false;
+    for (int i = 2; i < argc; ++i) train = train || std::string_view(argv[i]) == "--train";
+    if (train) {
+      static char name[] = "report-train";
+      rewritten.push_back(argv[0]);
+      rewritten.push_back(name);
+      for (int i = 2; i < argc; ++i) {
+        if (std::string_view(argv[i]) != "--train") rewritten.push_back(argv[i]);
+      }
+      argc = static_cast<int>(rewritten.size());
+      argv = rewritten.data();
+    }
+  }
   CLI::App app{"ridgeline: roofline analysis of large-model workloads", "ridgeline"};
   app.require_subcommand(1);
   std::vector<Command> commands;
@@ -103,6 +120,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_plot(app, commands);
   register_measure(app, commands);
   register_search(app, commands);
+  register_report_infer(app, commands);
+  register_report_train(app, commands);
   auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
   advise->require_subcommand(1);
   register_advise_profile(advise, commands);

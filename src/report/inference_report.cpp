@@ -49,6 +49,7 @@ json ops_json(const char* phase, const model::Graph& g, const std::array<analysi
                    {"comm_bytes", op.cost.total_link_bytes()},
                    {"intensity_flops_per_byte", e.main_bytes > 0 ? json(e.intensity_flops_per_byte) : json(nullptr)},
                    {"bound", std::string(ops::name(e.bound))},
+                   {"attained_flops_per_s", e.attained_total_flops_per_s},
                    {"t_lower_s", e.t_lower_s},
                    {"t_total_lower_s", e.t_lower_s * rep},
                    {"share", phase_lower > 0 ? e.t_lower_s * rep / phase_lower : 0.0}});

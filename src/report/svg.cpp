@@ -142,10 +142,13 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
       s += fmt::format("<line class=\"vector\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-dasharray=\"2 3\"/>\n",
                        x.map(std::max(xmin, vec / c.main_bandwidth_Bps())), y.map(vec), x.map(xmax), y.map(vec), col);
     }
-    legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{} ({} {})</text>\n",
-                          kW - kR + 12, kT + 10 + 34 * static_cast<double>(ci), col, kW - kR + 30, kT + 14 + 34 * static_cast<double>(ci), esc(c.name), name(dtype),
+    // Three lines per chip (name; matrix peak; main memory), to fit the right margin.
+    const double ly = kT + 10 + 50 * static_cast<double>(ci);
+    legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+                          kW - kR + 12, ly, col, kW - kR + 30, ly + 4, esc(c.name));
+    legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, ly + 18, name(dtype),
                           esc(format_quantity(peak, Quantity::flop_rate)));
-    legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, kT + 28 + 34 * static_cast<double>(ci),
+    legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, ly + 32,
                           esc(c.memory.empty() ? "" : c.memory[0].name),
                           esc(format_quantity(c.main_bandwidth_Bps(), Quantity::bandwidth)));
   }

@@ -84,6 +84,30 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   json kinds = json::object();
   for (int k = 0; k < 6; ++k) kinds[std::string(model::name(static_cast<model::OpClass>(k)))] = r.time_by_kind_s[k];
   j["time_by_kind_s"] = kinds;
+  // Every op of one micro-batch's forward on one GPU (all layers, repeat counts), with its
+  // backward (recomputation not included: it is the forward again).
+  json ops = json::array();
+  const auto& g = r.graph;
+  for (int i = 0; i < g.op_count; ++i) {
+    const auto& op = g.ops[i];
+    const auto& f = r.fwd[i];
+    const auto& b = r.bwd[i];
+    const double fl = f.parts.lower();
+    ops.push_back({{"name", op.name},
+                   {"group", g.groups[op.group].name},
+                   {"repeat", g.repeat(i)},
+                   {"kind", std::string(model::name(op.cls))},
+                   {"block", std::string(model::name(op.block))},
+                   {"flops", f.flops},
+                   {"bytes", f.bytes},
+                   {"comm_bytes", f.link_bytes},
+                   {"intensity_flops_per_byte", f.bytes > 0 ? json(f.flops / f.bytes) : json(nullptr)},
+                   {"bound", std::string(ops::name(f.parts.bound()))},
+                   {"attained_flops_per_s", fl > 0 ? f.flops / fl : 0.0},
+                   {"t_forward_lower_s", fl},
+                   {"t_backward_lower_s", b.parts.lower()}});
+  }
+  j["ops"] = ops;
   return j;
 }
 

@@ -1,0 +1,16 @@
+#pragma once
+/// `ridgeline report`: one self-contained HTML page (no network at view time) of a result
+/// document — inputs, headline numbers, charts with hover details, sortable per-op tables.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::report {
+
+/// The page for `infer --json` or `train --json` output on `chip`. Opened with the URL
+/// fragment #selftest, the page checks itself (console errors, chart sizes and points, a
+/// table sort) and writes the verdict as JSON into <pre id="selftest"> (docs/charts.md).
+std::string html_report(const nlohmann::json& result, const hw::ChipSpec& chip);
+
+}  // namespace ridgeline::report

@@ -1,0 +1,22 @@
+#pragma once
+/// Charts drawn from a result document (`infer --json` or `train --json`): used by
+/// `plot breakdown|memory` and by the HTML report, so both draw the same thing.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ridgeline/hw/chip.hpp"
+
+namespace ridgeline::report {
+
+/// Time by op kind per phase (prefill, decode per step; or a training step), stacked.
+/// `where` names the document in errors. `bars` receives the bar count.
+std::string breakdown_svg(const nlohmann::json& result, const std::string& where, size_t* bars = nullptr);
+
+/// Memory on one chip by kind against its capacity. `segments` receives {kind_bytes: value}.
+std::string memory_svg(const nlohmann::json& result, const std::string& where, nlohmann::json* segments = nullptr);
+
+/// The chip's roofline with every op of the document that has FLOPs and time as a point
+/// (infer: prefill and decode ops; train: forward ops). `points` receives the count.
+std::string ops_roofline_svg(const nlohmann::json& result, const hw::ChipSpec& chip, size_t* points = nullptr);
+
+}  // namespace ridgeline::report

@@ -1,0 +1,238 @@
+#include "ridgeline/report/html.hpp"
+
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/result_charts.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+
+double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+
+std::string text(const json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_null()) return "-";
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  if (v.is_number()) return fmt::format("{:g}", v.get<double>());
+  return v.dump();
+}
+
+std::string kv_table(const json& j, std::initializer_list<const char*> keys) {
+  std::string s = "<table class=\"kv\">\n";
+  for (const char* k : keys) {
+    if (j.contains(k)) s += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", esc(k), esc(text(j[k])));
+  }
+  return s + "</table>\n";
+}
+
+struct Card {
+  std::string label, value, note;
+};
+
+std::string cards(const std::vector<Card>& cs) {
+  std::string s = "<div class=\"cards\">\n";
+  for (const auto& c : cs) {
+    s += fmt::format("<div class=\"card\"><div class=\"label\">{}</div><div class=\"value\">{}</div><div class=\"note\">{}</div></div>\n",
+                     esc(c.label), esc(c.value), esc(c.note));
+  }
+  return s + "</div>\n";
+}
+
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+std::string b(double v) { return format_quantity(v, Quantity::bytes); }
+
+// A sortable table: columns with a kind (text or a Quantity), rows of JSON values.
+struct Column {
+  const char* title;
+  const char* key;
+  enum Kind { text, time, bytes, flops, number } kind;
+};
+
+std::string cell(const json& v, Column::Kind k) {
+  if (k == Column::text || !v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
+  const double x = v.get<double>();
+  std::string shown;
+  switch (k) {
+    case Column::time: shown = t(x); break;
+    case Column::bytes: shown = b(x); break;
+    case Column::flops: shown = format_si(x); break;
+    default: shown = fmt::format("{:.4g}", x);
+  }
+  return fmt::format("<td data-v=\"{:.17g}\">{}</td>", x, esc(shown));
+}
+
+std::string table(const char* id, const std::vector<Column>& cols, const std::vector<const json*>& rows) {
+  std::string s = fmt::format("<table class=\"sortable ops\" id=\"{}\">\n<thead><tr>", id);
+  for (const auto& c : cols) {
+    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\">{}</th>", c.kind == Column::text ? "text" : "num", esc(c.title));
+  }
+  s += "</tr></thead>\n<tbody>\n";
+  for (const json* r : rows) {
+    s += "<tr>";
+    for (const auto& c : cols) s += cell(r->contains(c.key) ? (*r)[c.key] : json(nullptr), c.kind);
+    s += "</tr>\n";
+  }
+  return s + "</tbody></table>\n";
+}
+
+constexpr const char* kStyle = R"(
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 13px; }
+table.kv th { text-align: left; padding: 2px 12px 2px 0; font-weight: normal; color: #555; }
+table.ops th, table.ops td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; }
+table.ops th { cursor: pointer; user-select: none; background: #f4f4f4; position: sticky; top: 0; }
+table.ops th[aria-sort="ascending"]::after { content: " \25B2"; }
+table.ops th[aria-sort="descending"]::after { content: " \25BC"; }
+table.ops td:first-child, table.ops td:nth-child(2) { text-align: left; }
+.cards { display: flex; flex-wrap: wrap; gap: 12px; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 150px; }
+.card .label { color: #666; font-size: 12px; } .card .value { font-size: 20px; } .card .note { color: #888; font-size: 11px; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+circle.point:hover { stroke: #000; stroke-width: 2; }
+footer { margin-top: 3em; color: #888; font-size: 12px; }
+)";
+
+// Sorting, and the self-test run with #selftest (console errors, charts, a sort).
+constexpr const char* kScript = R"(
+(function () {
+  var errors = [];
+  window.addEventListener('error', function (e) { errors.push(String(e.message || e)); });
+  var origError = console.error;
+  console.error = function () { errors.push(Array.prototype.join.call(arguments, ' ')); origError.apply(console, arguments); };
+  function key(td, num) { return num ? parseFloat(td.getAttribute('data-v')) : td.textContent; }
+  function sortBy(th) {
+    var table = th.closest('table'), body = table.tBodies[0], idx = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var num = th.getAttribute('data-type') === 'num';
+    var asc = th.getAttribute('aria-sort') !== 'ascending';
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a.cells[idx], num), y = key(b.cells[idx], num);
+      if (num) { x = isNaN(x) ? -Infinity : x; y = isNaN(y) ? -Infinity : y; }
+      return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    Array.prototype.forEach.call(th.parentNode.children, function (h) { h.removeAttribute('aria-sort'); });
+    th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
+  }
+  document.querySelectorAll('table.sortable th').forEach(function (th) {
+    th.addEventListener('click', function () { sortBy(th); });
+    th.addEventListener('keydown', function (e) { if (e.key === 'Enter') sortBy(th); });
+  });
+  function selftest() {
+    var out = { errors: errors, charts: [], sort: null };
+    document.querySelectorAll('figure svg').forEach(function (svg) {
+      var r = svg.getBoundingClientRect();
+      out.charts.push({ id: svg.parentNode.id, width: r.width, height: r.height,
+                        points: svg.querySelectorAll('circle.point').length, elements: svg.querySelectorAll('*').length });
+    });
+    var th = document.querySelector('table.sortable th[data-type="num"]');
+    if (th) {
+      var idx = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var values = function () {
+        return Array.prototype.map.call(th.closest('table').tBodies[0].rows, function (r) {
+          var v = parseFloat(r.cells[idx].getAttribute('data-v')); return isNaN(v) ? -Infinity : v; });
+      };
+      var sorted = function (v, dir) { for (var i = 1; i < v.length; ++i) if ((v[i] - v[i - 1]) * dir < 0) return false; return true; };
+      th.click();
+      var up = values();
+      th.click();
+      var down = values();
+      out.sort = { table: th.closest('table').id, column: th.textContent, rows: up.length,
+                   ascending: sorted(up, 1), descending: sorted(down, -1), distinct: up.length > 1 && up[0] !== up[up.length - 1] };
+    }
+    document.getElementById('selftest').textContent = JSON.stringify(out);
+    document.title = 'selftest done';
+  }
+  if (location.hash === '#selftest') window.addEventListener('load', function () { setTimeout(selftest, 0); });
+})();
+)";
+
+}  // namespace
+
+std::string html_report(const json& j, const hw::ChipSpec& chip) {
+  const bool train = j.contains("step_time_s");
+  const std::string model = j.value("model", "");
+  const std::string title = train ? fmt::format("{} training on {} x {}", model, text(j.value("gpus", json(1))), chip.display_name)
+                                  : fmt::format("{} serving on {} x {}", model, text(j.value("chips", json(1))), chip.display_name);
+  std::string s = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  s += fmt::format("<title>ridgeline: {}</title>\n<style>{}</style>\n</head><body>\n", esc(title), kStyle);
+  s += fmt::format("<h1>{}</h1>\n", esc(title));
+  s += "<section id=\"inputs\"><h2>Inputs</h2>\n";
+  if (train) {
+    s += kv_table(j, {"model", "hw", "gpus", "tp", "pp", "dp", "cp", "cp_algo", "ep", "vpp", "zero", "sequence_parallel", "seq",
+                      "micro_batch", "global_batch", "micro_batches", "recompute", "dtype"});
+  } else {
+    s += kv_table(j, {"model", "hw", "chips", "tp", "ep", "batch", "prompt", "gen", "weight_dtype", "act_dtype", "kv_dtype",
+                      "attention", "cuda_graphs"});
+  }
+  s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
+  if (train) {
+    const json& mem = j.contains("memory_per_gpu") ? j["memory_per_gpu"] : json::object();
+    s += cards({{"step time", t(num(j, "step_time_s")), fmt::format("{} .. {}", t(num(j, "step_time_lower_s")), t(num(j, "step_time_upper_s")))},
+                {"tokens/s", fmt::format("{:.0f}", num(j, "tokens_per_s")), "whole job"},
+                {"MFU", fmt::format("{:.1f}%", 100 * num(j, "mfu")), fmt::format("HFU {:.1f}%", 100 * num(j, "hfu"))},
+                {"exposed communication", t(num(j, "exposed_comm_s")), fmt::format("bubble {}", t(num(j, "bubble_s")))},
+                {"memory per GPU", b(num(mem, "total_bytes")),
+                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), mem.value("fits", false) ? "fits" : "DOES NOT FIT")}});
+  } else {
+    const json& mem = j.contains("memory") ? j["memory"] : json::object();
+    const json prefill = j.contains("prefill") ? j["prefill"] : json::object();
+    s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound", prefill.value("bound", "?"))},
+                {"TPOT", t(num(j, "tpot_s")), "mean over the generation"},
+                {"end to end", t(num(j, "e2e_latency_s")), fmt::format("{} .. {}", t(num(j, "e2e_latency_lower_s")), t(num(j, "e2e_latency_upper_s")))},
+                {"output tokens/s per chip", fmt::format("{:.1f}", num(j, "output_tokens_per_s_per_chip")), "generated tokens"},
+                {"memory per chip", b(num(mem, "total_bytes")),
+                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), mem.value("fits", false) ? "fits" : "DOES NOT FIT")},
+                {"largest batch", text(j.value("max_batch", json(nullptr))), "that fits"}});
+  }
+  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n<p>Hover a point for the op, its layer group and repeat count.</p>\n";
+  s += "<figure id=\"chart-roofline\">" + ops_roofline_svg(j, chip) + "</figure>\n";
+  s += "<figure id=\"chart-breakdown\">" + breakdown_svg(j, "the report") + "</figure>\n";
+  s += "<figure id=\"chart-memory\">" + memory_svg(j, "the report") + "</figure>\n</section>\n";
+  std::vector<const json*> rows;
+  if (j.contains("ops") && j["ops"].is_array()) {
+    for (const auto& op : j["ops"]) rows.push_back(&op);
+  }
+  s += "<section id=\"ops\"><h2>Every op</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
+  if (train) {
+    s += table("ops-table", {{"op", "name", Column::text}, {"group", "group", Column::text}, {"repeat", "repeat", Column::number},
+                             {"kind", "kind", Column::text}, {"FLOPs", "flops", Column::flops}, {"bytes", "bytes", Column::bytes},
+                             {"FLOPs/byte", "intensity_flops_per_byte", Column::number}, {"bound", "bound", Column::text},
+                             {"forward", "t_forward_lower_s", Column::time}, {"backward", "t_backward_lower_s", Column::time}},
+               rows);
+  } else {
+    s += table("ops-table", {{"op", "name", Column::text}, {"phase", "phase", Column::text}, {"group", "group", Column::text},
+                             {"repeat", "repeat", Column::number}, {"kind", "kind", Column::text}, {"FLOPs", "flops", Column::flops},
+                             {"bytes", "bytes", Column::bytes}, {"FLOPs/byte", "intensity_flops_per_byte", Column::number},
+                             {"bound", "bound", Column::text}, {"time", "t_lower_s", Column::time},
+                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::number}},
+               rows);
+  }
+  s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
+  s += "<footer>Made by ridgeline from first principles: FLOPs over compute rates, bytes over bandwidths. Times per op are lower bounds "
+       "(perfect overlap of its parts); see docs/cost-model.md.</footer>\n";
+  s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
+  return s;
+}
+
+}  // namespace ridgeline::report

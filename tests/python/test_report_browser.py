@@ -1,0 +1,95 @@
+"""`ridgeline report` in a real browser: headless Chromium (Debian's, installed by
+scripts/install-deps.sh) loads the page with #selftest; the page reports its console
+errors, the size and points of each chart, and a column sort it clicked; a screenshot is
+saved under the build's artifacts/ directory."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+BIN = os.environ.get("RIDGELINE_BIN", "ridgeline")
+ARTIFACTS = os.environ.get("RIDGELINE_ARTIFACTS", tempfile.gettempdir())
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+if CHROMIUM is None and os.environ.get("RIDGELINE_SKIP_BROWSER") == "1":
+    pytest.skip("RIDGELINE_SKIP_BROWSER=1 and no chromium", allow_module_level=True)
+
+
+def ridgeline(*args):
+    r = subprocess.run([BIN, *args], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def chromium(*args, profile):
+    assert CHROMIUM, "chromium is missing: scripts/install-deps.sh installs it (RIDGELINE_SKIP_BROWSER=1 skips)"
+    cmd = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+           f"--user-data-dir={profile}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def check_in_browser(html_path, expected_points, expected_rows, name, tmp_path):
+    page = "file://" + os.path.abspath(html_path)
+    r = chromium("--virtual-time-budget=5000", "--dump-dom", page + "#selftest", profile=tmp_path / "profile")
+    m = re.search(r'<pre id="selftest"[^>]*>(.*?)</pre>', r.stdout, re.S)
+    assert m and m.group(1), "the self-test did not run: " + r.stdout[-500:] + r.stderr[-2000:]
+    verdict = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">"))
+    assert verdict["errors"] == []
+    charts = {c["id"]: c for c in verdict["charts"]}
+    assert set(charts) == {"chart-roofline", "chart-breakdown", "chart-memory"}
+    for c in charts.values():
+        assert c["width"] > 100 and c["height"] > 100, c
+        assert c["elements"] > 10, c
+    assert charts["chart-roofline"]["points"] == expected_points
+    s = verdict["sort"]
+    assert s["rows"] == expected_rows
+    assert s["ascending"] and s["descending"] and s["distinct"], s
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = os.path.join(ARTIFACTS, f"report-{name}.png")
+    chromium("--hide-scrollbars", "--window-size=1200,2000", f"--screenshot={shot}", page, profile=tmp_path / "profile2")
+    assert os.path.getsize(shot) > 10000
+
+
+def roofline_points(doc):
+    # The ops the roofline can place: FLOPs, bytes and a time.
+    return sum(1 for op in doc["ops"] if op["flops"] > 0 and op["bytes"] > 0 and op["attained_flops_per_s"] > 0)
+
+
+def self_contained(html):
+    # Nothing fetched at view time: no external scripts, styles, images or fonts.
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', html)
+    assert "<link" not in html and "@import" not in html
+
+
+def test_serving_report(tmp_path):
+    flags = ["--model", "llama-3.1-8b", "--hw", "h100-sxm", "--batch", "8", "--prompt", "1024", "--gen", "128"]
+    out = tmp_path / "serve.html"
+    ridgeline("report", *flags, "--out", str(out))
+    doc = json.loads(ridgeline("infer", *flags, "--json"))
+    html = out.read_text()
+    self_contained(html)
+    assert roofline_points(doc) > 10
+    check_in_browser(out, roofline_points(doc), len(doc["ops"]), "serve", tmp_path)
+
+
+def test_training_report(tmp_path):
+    flags = ["--model", "llama-3.1-70b", "--hw", "h100-sxm", "--gpus", "64", "--tp", "8", "--pp", "4", "--global-batch", "64",
+             "--sequence-parallel", "--recompute", "selective"]
+    out = tmp_path / "train.html"
+    ridgeline("report", "--train", *flags, "--out", str(out))
+    doc = json.loads(ridgeline("train", *flags, "--json"))
+    self_contained(out.read_text())
+    check_in_browser(out, roofline_points(doc), len(doc["ops"]), "train", tmp_path)
+
+
+def test_report_bad_input():
+    r = subprocess.run([BIN, "report", "--model", "llama-3.1-8b", "--batch", "0", "--out", "x.html"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--batch" in r.stderr
+    r = subprocess.run([BIN, "report", "--train", "--model", "llama-3.1-8b", "--gpus", "3", "--tp", "2", "--out", "x.html"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--gpus" in r.stderr
