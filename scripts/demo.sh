@@ -11,6 +11,13 @@ say op attention --batch 1 --q-len 8192 --heads 32 --kv-heads 8 --head-dim 128 -
 say op alltoall --bytes 33554432 --chips 8 --algo direct --hw h200
 say block --hw h200 --seq 4096 --cp 8 --shapes seed
 say infer --model llama-3.1-70b --hw h200 --chips 2 --batch 8 --prompt 2048 --gen 256
-mkdir -p build/demo
-say plot roofline --hw h200,tpu-v5e --out build/demo/roofline.svg
-say search train --model llama-3.1-70b --hw h200 --gpus 64 --seq 8192 --global-batch 128 --top 3 --plot build/demo/train-pareto.svg
+# The charts the README shows are drawn here, into docs/img.
+mkdir -p build/demo docs/img
+say plot roofline --hw h200,tpu-v5e --out docs/img/roofline-h200-tpu-v5e.svg
+say search train --model gpt3-175b --hw a100-80gb --gpus 64 --seq 2048 --global-batch 64 --top 3 \
+    --plot docs/img/search-train-gpt3.svg
+say search infer --model llama-3.1-70b --hw h100-sxm --chips-max 8 --prompt 1024 --gen 256 --ttft-max 2s --tpot-max 50ms \
+    --top 3 --plot docs/img/search-infer-llama70b.svg
+say report --model llama-3.1-8b --hw h200 --batch 8 --prompt 2048 --gen 256 --out build/demo/report.html
+echo
+echo "charts: docs/img/*.svg; report: build/demo/report.html (open it in a browser)"

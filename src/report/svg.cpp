@@ -99,15 +99,17 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
     ymax = std::max(ymax, 2 * c.peak(hw::Unit::matrix, dtype));
     for (const auto& m : c.memory) ymin = std::min(ymin, m.bandwidth_Bps * xmin);
   }
+  // A point needs a positive, finite intensity and rate to sit on log axes; others are left out.
+  auto drawable = [](const ChartPoint& p) {
+    return p.intensity_flops_per_byte > 0 && std::isfinite(p.intensity_flops_per_byte) && p.flops_per_s > 0 &&
+           std::isfinite(p.flops_per_s);
+  };
   for (const auto& p : points) {
-    if (p.intensity_flops_per_byte > 0) {
-      xmin = std::min(xmin, p.intensity_flops_per_byte / 2);
-      xmax = std::max(xmax, p.intensity_flops_per_byte * 2);
-    }
-    if (p.flops_per_s > 0) {
-      ymin = std::min(ymin, p.flops_per_s / 2);
-      ymax = std::max(ymax, p.flops_per_s * 2);
-    }
+    if (!drawable(p)) continue;
+    xmin = std::min(xmin, p.intensity_flops_per_byte / 2);
+    xmax = std::max(xmax, p.intensity_flops_per_byte * 2);
+    ymin = std::min(ymin, p.flops_per_s / 2);
+    ymax = std::max(ymax, p.flops_per_s * 2);
   }
   ymin = std::pow(10.0, std::floor(std::log10(std::max(ymin, 1.0))));
   xmin = std::pow(10.0, std::floor(std::log10(xmin)));
@@ -155,7 +157,7 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
   // Points, labels nudged down when they would overlap the previous one.
   std::vector<std::pair<double, double>> placed;
   for (const auto& p : points) {
-    if (!(p.intensity_flops_per_byte > 0) || !(p.flops_per_s > 0)) continue;
+    if (!drawable(p)) continue;
     const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
     double ly = py - 6;
     for (const auto& [qx, qy] : placed) {

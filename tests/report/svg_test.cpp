@@ -1,0 +1,76 @@
+// Golden structure of the roofline SVG: ceilings, roofs, ridge and points at the pixel
+// coordinates derived by hand from the axis rules, escaping, and bad points.
+#include "ridgeline/report/svg.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <regex>
+#include <string>
+
+#include "toy_chip.hpp"
+
+namespace ridgeline::report {
+namespace {
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The toy chip: bf16 matrix peak 1e14 FLOP/s, fp32 vector 1e13, HBM 1e12 B/s: ridge 100.
+// Axes (log-log): intensity from 1e-2 to max(1e3, 10 x ridge) = 1e3, five decades over
+// pixels 110..720; rate from HBM x 1e-2 = 1e10 to 2 x peak = 2e14 rounded up to 1e15, five
+// decades over pixels 530..50. So x(I) = 110 + (log10 I + 2) / 5 x 610 and
+// y(F) = 530 - (log10 F - 10) / 5 x 480.
+TEST(Svg, RooflineGeometryByHand) {
+  const hw::ChipSpec chip = testing::toy_chip();
+  // On the HBM roof at I = 1: 1e12 FLOP/s -> x = 110 + 2/5 x 610 = 354, y = 530 - 2/5 x 480 = 338.
+  const std::string svg = roofline_svg({chip}, DType::bf16, {{"on the roof", 1, 1e12}}, "t");
+  // Ridge at (100, 1e14): x = 110 + 4/5 x 610 = 598, y = 530 - 4/5 x 480 = 146.
+  EXPECT_NE(svg.find("<circle class=\"ridge\" cx=\"598.0\" cy=\"146.0\""), std::string::npos) << svg;
+  // The HBM roof from (1e-2, 1e10) = (110, 530) to the ridge.
+  EXPECT_NE(svg.find("<line class=\"roof\" x1=\"110.0\" y1=\"530.0\" x2=\"598.0\" y2=\"146.0\""), std::string::npos);
+  // The matrix ceiling from the ridge to the right edge (1e3 -> 720) at y = 146.
+  EXPECT_NE(svg.find("<line class=\"ceiling\" x1=\"598.0\" y1=\"146.0\" x2=\"720.0\" y2=\"146.0\""), std::string::npos);
+  // The fp32 vector ceiling 1e13 from its own ridge at I = 10 (x = 476) at y = 530 - 3/5 x 480 = 242.
+  EXPECT_NE(svg.find("<line class=\"vector\" x1=\"476.0\" y1=\"242.0\" x2=\"720.0\" y2=\"242.0\""), std::string::npos);
+  EXPECT_NE(svg.find("<circle class=\"point\" cx=\"354.0\" cy=\"338.0\""), std::string::npos);
+  // Axis labels: decades 1e-2 .. 1e3 on x.
+  EXPECT_NE(svg.find(">10 m<"), std::string::npos);
+  EXPECT_NE(svg.find(">1 k<"), std::string::npos);
+  EXPECT_NE(svg.find("arithmetic intensity (FLOPs/byte)"), std::string::npos);
+}
+
+TEST(Svg, MarkupIsEscapedAndBadPointsAreLeftOut) {
+  const hw::ChipSpec chip = testing::toy_chip();
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::string svg = roofline_svg({chip}, DType::bf16,
+                                       {{"<b>&\"x\"", 1, 1e12}, {"nan", nan, 1e12}, {"inf", inf, 1e12}, {"zero", 0, 1e12},
+                                        {"no rate", 1, 0}, {"inf rate", 1, inf}},
+                                       "a <title> & more");
+  EXPECT_EQ(count(svg, "class=\"point\""), 1u);
+  EXPECT_NE(svg.find("&lt;b&gt;&amp;&quot;x&quot;"), std::string::npos);
+  EXPECT_EQ(svg.find("<b>"), std::string::npos);
+  EXPECT_NE(svg.find("a &lt;title&gt; &amp; more"), std::string::npos);
+  // The axes are those of the chip alone: no NaN or infinite coordinate anywhere.
+  EXPECT_EQ(svg.find("nan"), std::string::npos);
+  EXPECT_EQ(svg.find("\"inf"), std::string::npos);
+  EXPECT_EQ(svg.find("\"-inf"), std::string::npos);
+  EXPECT_NE(svg.find("<circle class=\"ridge\" cx=\"598.0\" cy=\"146.0\""), std::string::npos);
+}
+
+TEST(Svg, ManyPointsStayWellFormed) {
+  const hw::ChipSpec chip = testing::toy_chip();
+  std::vector<ChartPoint> pts;
+  for (int i = 0; i < 5000; ++i) pts.push_back({"op" + std::to_string(i), std::pow(10.0, -1 + 4.0 * i / 5000), 1e11 + 1e9 * i});
+  const std::string svg = roofline_svg({chip}, DType::bf16, pts, "many");
+  EXPECT_EQ(count(svg, "class=\"point\""), 5000u);
+  EXPECT_EQ(count(svg, "<svg"), 1u);
+  EXPECT_EQ(count(svg, "</svg>"), 1u);
+}
+
+}  // namespace
+}  // namespace ridgeline::report
