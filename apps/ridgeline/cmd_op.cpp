@@ -1,6 +1,8 @@
 // `ridgeline op KIND ...` and `ridgeline threshold KIND ... --solve VAR`.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "common.hpp"
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/analysis/threshold.hpp"
@@ -8,6 +10,7 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/ops/estimate.hpp"
 #include "ridgeline/report/json.hpp"
+#include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
 
 namespace ridgeline::cli {
@@ -22,7 +25,7 @@ struct OpFlags {
   std::string m = "1", k = "1", n = "1", batch = "1", tile, shape, tokens, hidden;
   std::string inputs = "1", outputs = "1", flops_per_element = "1", head_dim = "128";
   std::string q_len = "1", kv_len, heads = "1", kv_heads, bytes, flops = "0", unit = "matrix";
-  std::string shard, algo = "ring", impl = "flash", solve;
+  std::string shard, algo = "ring", impl = "flash", solve, sweep, plot;
   std::string dtype = "bf16", a_dtype, b_dtype, out_dtype, compute_dtype, kv_dtype;
   bool causal = false, per_sample_weights = false;
 };
@@ -222,6 +225,69 @@ std::string op_kind_names() {
   return s;
 }
 
+// `op KIND ... --sweep DIM=FROM..TO [--plot F.svg]`: the op at every value of one dimension
+// when there are at most 600, else at 600 values (geometrically spaced when the range spans
+// two decades or more, where the chart's x axis is logarithmic too).
+void run_sweep(OpKind kind, const OpFlags& f, analysis::OpConfig cfg, const hw::System& sys) {
+  const auto eq = f.sweep.find('='), dots = f.sweep.find("..");
+  if (eq == std::string::npos || dots == std::string::npos || dots < eq) {
+    throw InputError(fmt::format("--sweep: '{}' is not DIM=FROM..TO (e.g. m=1..4096)", f.sweep));
+  }
+  const std::string dim = f.sweep.substr(0, eq);
+  auto var = analysis::parse_solve_var(dim);
+  if (!var) throw InputError(fmt::format("--sweep: '{}' is not a dimension: expected m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads or head-dim", dim));
+  if (!analysis::applies(*var, kind)) throw InputError(fmt::format("--sweep: '{}' is not a dimension of {}", dim, analysis::name(kind)));
+  const auto lo = parse_positive_int(f.sweep.substr(eq + 1, dots - eq - 1), "--sweep");
+  const auto hi = parse_positive_int(f.sweep.substr(dots + 2), "--sweep");
+  if (hi < lo || hi > (std::int64_t{1} << 40)) throw InputError(fmt::format("--sweep: {}..{} is not a range FROM <= TO <= 2^40", lo, hi));
+  const bool log_axis = hi >= 100 * lo;
+  const bool geometric = log_axis && hi - lo + 1 > 600;
+  const int steps = static_cast<int>(std::min<std::int64_t>(600, hi - lo + 1));
+  hw::ChipSpec chip = sys.chip;
+  chip.launch_overhead_s = 0;  // the roofline, not the launch floor
+  std::vector<double> xs, ys, ts;
+  std::vector<std::string> bounds;
+  std::int64_t last = 0;
+  for (int i = 0; i < steps; ++i) {
+    const double t = steps > 1 ? static_cast<double>(i) / (steps - 1) : 0;
+    const double v = geometric ? static_cast<double>(lo) * std::pow(static_cast<double>(hi) / static_cast<double>(lo), t)
+                               : static_cast<double>(lo) + t * static_cast<double>(hi - lo);
+    const auto value = static_cast<std::int64_t>(std::llround(v));
+    if (value == last) continue;
+    last = value;
+    analysis::set_dim(cfg, *var, value);
+    analysis::validate(cfg);
+    ops::Cost cost = analysis::op_cost(cfg, sys);
+    ops::check_supported(cost, chip);
+    const ops::Estimate e = ops::estimate(cost, chip);
+    xs.push_back(static_cast<double>(value));
+    ys.push_back(e.attained_flops_per_s);
+    ts.push_back(e.t_lower_s);
+    bounds.emplace_back(ops::name(e.bound));
+  }
+  const std::string dname(analysis::name(*var));
+  if (!f.plot.empty()) {
+    report::Series se{std::string(analysis::name(kind)), xs, ys, true, false, {}};
+    report::write_chart(f.plot, report::sweep_svg({se}, dname, "attained FLOP/s (launch overhead left out)",
+                                                  fmt::format("{} on {}: {} from {} to {}", analysis::name(kind), sys.chip.display_name, dname, lo, hi),
+                                                  log_axis, false));
+  }
+  std::string text = fmt::format("{} on {}, {} from {} to {} (launch overhead left out)\n\n{:>12} {:>16} {:>12}  {}\n", analysis::name(kind),
+                                 sys.chip.display_name, dname, lo, hi, dname, "attained", "time", "bound");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    // The ends and every change of bound.
+    if (i == 0 || i + 1 == xs.size() || bounds[i] != bounds[i - 1]) {
+      text += fmt::format("{:>12} {:>16} {:>12}  {}\n", static_cast<std::int64_t>(xs[i]), format_quantity(ys[i], Quantity::flop_rate),
+                          format_quantity(ts[i], Quantity::time), bounds[i]);
+    }
+  }
+  if (!f.plot.empty()) text += "wrote " + f.plot + "\n";
+  nlohmann::json j = {{"op", std::string(analysis::name(kind))}, {"hw", sys.chip.name}, {"dimension", dname}, {"values", xs},
+                      {"attained_flops_per_s", ys}, {"t_lower_s", ts}, {"bound", bounds}};
+  if (!f.plot.empty()) j["out"] = f.plot;
+  emit(f.json, j, text);
+}
+
 void register_op(CLI::App& root, std::vector<Command>& commands) {
   auto* op = root.add_subcommand("op", "one operation on one chip (or sharded): FLOPs, bytes, times, bound");
   op->require_subcommand(1);
@@ -233,12 +299,22 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
       auto f = std::make_shared<OpFlags>();
       auto* sub = op->add_subcommand(kname, kind_help(kind));
       add_flags(sub, kind, *f, false);
+      const bool sweepable = kind != OpKind::custom && !is_collective(kind);
+      if (sweepable) {
+        sub->add_option("--sweep", f->sweep, "DIM=FROM..TO: the op over a range of one dimension (m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads, head-dim)");
+        sub->add_option("--plot", f->plot, "with --sweep: attained FLOP/s against the dimension (.svg or .png)");
+      }
       commands.push_back({sub, [f, kind] {
                             // Send/recv is between two chips unless told otherwise.
                             const int fallback = kind == OpKind::sendrecv ? 2 : 1;
                             int chips = f->hw.chips.empty() ? fallback : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
                             analysis::OpConfig cfg = build_config(kind, *f, chips);
                             hw::System sys = load_system(f->hw);
+                            if (!f->plot.empty() && f->sweep.empty()) throw InputError("--plot: draws a --sweep: give --sweep DIM=FROM..TO");
+                            if (!f->sweep.empty()) {
+                              run_sweep(kind, *f, cfg, sys);
+                              return;
+                            }
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
                             ops::Estimate e = ops::estimate(cost, sys.chip);

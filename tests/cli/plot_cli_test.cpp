@@ -127,3 +127,40 @@ TEST(PlotCli, PngNeedsTheConverter) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(PlotCli, OpSweepOverAnyDimension) {
+  // bf16 (m,4096)x(4096,4096) on an H200: intensity m·4096/(2m + 4096) FLOPs/byte passes the
+  // ridge 989.4e12 / 4.8e12 = 206.125 at m = 844288 / 3683.75 = 229.19: compute-bound from 230.
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/op_sweep.svg";
+  auto j = run_json("op matmul --k 4096 --n 4096 --m 1 --sweep m=1..512 --hw h200 --plot " + out);
+  ASSERT_EQ(j["values"].size(), 512u);  // every m: 512 values are fewer than 600
+  int first_compute = 0;
+  for (size_t i = 0; i < j["values"].size(); ++i) {
+    if (j["bound"][i] == "compute") {
+      first_compute = j["values"][i].get<int>();
+      break;
+    }
+  }
+  EXPECT_EQ(first_compute, 230);
+  EXPECT_EQ(count(slurp(out), "class=\"series\""), 1u);
+  // Attention over the context: 128 .. 131072 spans three decades: 600 geometric values.
+  auto a = run_json("op attention --heads 32 --kv-heads 8 --q-len 1 --sweep kv-len=128..131072 --hw h100-sxm");
+  ASSERT_EQ(a["values"].size(), 600u);
+  EXPECT_EQ(a["values"][0].get<double>(), 128);
+  EXPECT_EQ(a["values"][599].get<double>(), 131072);
+  for (size_t i = 1; i < 600; ++i) EXPECT_GT(a["values"][i].get<double>(), a["values"][i - 1].get<double>());
+}
+
+TEST(PlotCli, OpSweepBadInput) {
+  for (const char* bad : {"--sweep m=5..1", "--sweep x=1..2", "--sweep m=1-2", "--sweep heads=1..2", "--plot a.svg"}) {
+    RunResult r = run(std::string("op matmul --k 8 --n 8 --m 1 ") + bad);
+    EXPECT_EQ(r.status, 2) << bad << r.err;
+    EXPECT_NE(r.err.find(std::string(bad).substr(0, 6)), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
