@@ -21,6 +21,18 @@
 namespace ridgeline::cli {
 
 namespace {
+// The output of `infer --json` or `train --json`, read back for a chart.
+nlohmann::json read_result_json(const std::string& path) {
+  const std::string text = io::read_text_file(path, "the JSON of `ridgeline infer --json` or `train --json`");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(fmt::format("{}: not JSON: expected the output of `ridgeline infer --json` or `train --json`", path));
+  }
+}
+}  // namespace
+
+namespace {
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t pos = 0;
@@ -45,13 +57,14 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
   register_plot_memory(plot, commands);
 
   struct RoofFlags {
-    std::string hw = "h100-sxm", dtype = "bf16", points, profile, out;
+    std::string hw = "h100-sxm", dtype = "bf16", points, profile, from, out;
     bool json = false;
   };
   auto f = std::make_shared<RoofFlags>();
   auto* r = plot->add_subcommand("roofline", "the roofline of one or more chips, with points");
   r->add_option("--hw", f->hw, "chips, comma-separated (catalog names or .yaml files)")->capture_default_str();
-  r->add_option("--dtype", f->dtype, "matrix-unit dtype of the ceilings")->capture_default_str();
+  r->add_option("--dtype", f->dtype, "matrix-unit dtypes of the ceilings, comma-separated (the first is drawn in full)")->capture_default_str();
+  r->add_option("--from", f->from, "place the ops of a result: `infer --json`, `train --json` or `op --json` output");
   r->add_option("--points", f->points, "CSV of points: name,intensity,flops_per_s");
   r->add_option("--profile", f->profile, "place a profile's kernels (Nsight Compute CSV, PyTorch trace, CSV)");
   r->add_option("--out", f->out, "SVG file to write")->required();
@@ -59,7 +72,10 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({r, [f] {
                         std::vector<hw::ChipSpec> chips;
                         for (const auto& name : split(f->hw, ',')) chips.push_back(io::resolve_chip(name));
-                        const DType dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        std::vector<DType> dtypes;
+                        for (const auto& d : split(f->dtype, ',')) dtypes.push_back(parse_dtype_or_throw(d, "--dtype"));
+                        if (dtypes.empty()) throw InputError("--dtype: empty: expected dtypes such as bf16,fp8");
+                        const DType dtype = dtypes.front();
                         std::vector<report::ChartPoint> points;
                         if (!f->points.empty()) {
                           auto rows = io::parse_csv(io::read_text_file(f->points, "a CSV of name,intensity,flops_per_s"), f->points);
@@ -75,9 +91,20 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                           profile::ProfileAnalysis a = profile::analyze(p, chips.front(), dtype);
                           for (const auto& k : a.kernels) points.push_back({k.name, k.intensity_flops_per_byte, k.attained_flops_per_s});
                         }
+                        if (!f->from.empty()) {
+                          const nlohmann::json j = read_result_json(f->from);
+                          if (j.is_object() && j.contains("ops") && j["ops"].is_array()) {
+                            for (const auto& p : report::result_points(j)) points.push_back(p);
+                          } else if (j.is_object() && j.contains("intensity_flops_per_byte") && j.contains("attained_flops_per_s")) {
+                            const std::string label = j.contains("op") && j["op"].is_object() ? j["op"].value("kind", "op") : "op";
+                            points.push_back({label, j["intensity_flops_per_byte"].get<double>(), j["attained_flops_per_s"].get<double>()});
+                          } else {
+                            throw InputError(fmt::format("{}: no ops: expected the output of `ridgeline infer --json`, `train --json` or `op --json`", f->from));
+                          }
+                        }
                         std::string title = "Roofline";
                         for (const auto& c : chips) title += " · " + c.display_name;
-                        report::write_chart(f->out, report::roofline_svg(chips, dtype, points, title));
+                        report::write_chart(f->out, report::roofline_svg(chips, dtypes, points, title));
                         emit(f->json, nlohmann::json{{"out", f->out}, {"points", points.size()}}, "wrote " + f->out + "\n");
                       }});
 
@@ -140,17 +167,6 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                       }});
 }
 
-namespace {
-// The output of `infer --json` or `train --json`, read back for a chart.
-nlohmann::json read_result_json(const std::string& path) {
-  const std::string text = io::read_text_file(path, "the JSON of `ridgeline infer --json` or `train --json`");
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    throw InputError(fmt::format("{}: not JSON: expected the output of `ridgeline infer --json` or `train --json`", path));
-  }
-}
-}  // namespace
 
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands) {
   struct Flags {

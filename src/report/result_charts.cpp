@@ -76,7 +76,7 @@ std::string memory_svg(const json& j, const std::string& where, json* segments) 
   return stacked_bars_svg({bar}, "bytes", title, Quantity::bytes, cap, "capacity");
 }
 
-std::string ops_roofline_svg(const json& j, const hw::ChipSpec& chip, size_t* count) {
+std::vector<ChartPoint> result_points(const json& j) {
   std::vector<ChartPoint> points;
   const bool train = j.contains("step_time_s");
   if (j.contains("ops") && j["ops"].is_array()) {
@@ -88,6 +88,12 @@ std::string ops_roofline_svg(const json& j, const hw::ChipSpec& chip, size_t* co
                         flops / bytes, rate});
     }
   }
+  return points;
+}
+
+std::string ops_roofline_svg(const json& j, const hw::ChipSpec& chip, size_t* count) {
+  const std::vector<ChartPoint> points = result_points(j);
+  const bool train = j.contains("step_time_s");
   DType dtype = DType::bf16;
   if (auto d = parse_dtype(j.value(train ? "dtype" : "act_dtype", std::string("bf16")))) dtype = *d;
   if (chip.peak(hw::Unit::matrix, dtype) <= 0) dtype = DType::bf16;

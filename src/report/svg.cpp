@@ -91,12 +91,20 @@ std::string axes(const Axis& x, const Axis& y, const std::string& xl, const std:
 
 std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, const std::vector<ChartPoint>& points,
                          const std::string& title) {
+  return roofline_svg(chips, std::vector<DType>{dtype}, points, title);
+}
+
+std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vector<DType>& dtypes,
+                         const std::vector<ChartPoint>& points, const std::string& title) {
+  const DType dtype = dtypes.empty() ? DType::bf16 : dtypes.front();
   // Ranges: intensity from 1/100 to 10x the largest ridge (and every point); rate from the
   // smallest slanted roof at the left edge to 2x the highest peak.
   double xmax = 1e3, ymax = 1e9, ymin = 1e30, xmin = 1e-2;
   for (const auto& c : chips) {
-    xmax = std::max(xmax, 10 * std::max(c.ridge_flops_per_byte(dtype), 1.0));
-    ymax = std::max(ymax, 2 * c.peak(hw::Unit::matrix, dtype));
+    for (DType d : dtypes) {
+      xmax = std::max(xmax, 10 * std::max(c.ridge_flops_per_byte(d), 1.0));
+      ymax = std::max(ymax, 2 * c.peak(hw::Unit::matrix, d));
+    }
     for (const auto& m : c.memory) ymin = std::min(ymin, m.bandwidth_Bps * xmin);
   }
   // A point needs a positive, finite intensity and rate to sit on log axes; others are left out.
@@ -124,10 +132,12 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
     const auto& c = chips[ci];
     const char* col = kColors[ci % 8];
     const double peak = c.peak(hw::Unit::matrix, dtype);
+    double top = peak;  // the highest ceiling drawn: the slanted roofs run up to it
+    for (DType d : dtypes) top = std::max(top, c.peak(hw::Unit::matrix, d));
     for (size_t li = 0; li < c.memory.size(); ++li) {
       const double bw = c.memory[li].bandwidth_Bps;
-      // The slanted roof up to where it meets the matrix ceiling.
-      const double x_end = peak > 0 ? std::min(xmax, peak / bw) : xmax;
+      // The slanted roof up to where it meets the (highest) matrix ceiling.
+      const double x_end = top > 0 ? std::min(xmax, top / bw) : xmax;
       s += fmt::format("<line class=\"roof\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
                        x.map(xmin), y.map(bw * xmin), x.map(x_end), y.map(bw * x_end), col, li == 0 ? 2 : 1,
                        li == 0 ? "" : " stroke-dasharray=\"6 3\"");
@@ -138,6 +148,24 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, co
                        x.map(std::max(ridge, xmin)), y.map(peak), x.map(xmax), y.map(peak), col);
       s += fmt::format("<circle class=\"ridge\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.map(ridge), y.map(peak), col);
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">ridge {:.4g}</text>\n", x.map(ridge) + 6, y.map(peak) + 16, col, ridge);
+    }
+    // Further matrix dtypes: their own ceilings, thinner, labelled at the right edge (one
+    // line for dtypes with the same peak, e.g. fp8 and int8 on Hopper).
+    for (size_t di = 1; di < dtypes.size(); ++di) {
+      const double p = c.peak(hw::Unit::matrix, dtypes[di]);
+      if (!(p > 0) || p == peak) continue;
+      bool drawn = false;
+      for (size_t dj = 1; dj < di; ++dj) drawn = drawn || c.peak(hw::Unit::matrix, dtypes[dj]) == p;
+      if (drawn) continue;
+      std::string names(name(dtypes[di]));
+      for (size_t dj = di + 1; dj < dtypes.size(); ++dj) {
+        if (c.peak(hw::Unit::matrix, dtypes[dj]) == p) names += fmt::format(", {}", name(dtypes[dj]));
+      }
+      const double r = p / c.main_bandwidth_Bps();
+      s += fmt::format("<line class=\"ceiling dtype\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"1\" stroke-dasharray=\"8 3\"/>\n",
+                       x.map(std::max(r, xmin)), y.map(p), x.map(xmax), y.map(p), col);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\" text-anchor=\"end\">{} {}</text>\n", x.map(xmax) - 4, y.map(p) - 4, col,
+                       names, esc(format_quantity(p, Quantity::flop_rate)));
     }
     const double vec = c.peak(hw::Unit::vector, DType::fp32);
     if (vec > 0) {

@@ -164,3 +164,39 @@ TEST(PlotCli, OpSweepBadInput) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+TEST(PlotCli, RooflineCeilingPerDtypeAndPointsFromResults) {
+  const std::string dir = RIDGELINE_TMP_DIR;
+  // H100 SXM: bf16 989.4 TFLOP/s dense; fp8 and int8 both 1979 TFLOP/s: one extra ceiling,
+  // labelled with both dtypes.
+  run_json("plot roofline --hw h100-sxm --dtype bf16,fp8,int8 --out " + dir + "/dtypes.svg");
+  const std::string svg = slurp(dir + "/dtypes.svg");
+  EXPECT_EQ(count(svg, "class=\"ceiling dtype\""), 1u);
+  EXPECT_NE(svg.find("fp8_e4m3, int8 1.979 PFLOP/s"), std::string::npos);
+  // The ops of an infer document: every op with FLOPs, bytes and a time.
+  const std::string doc = dir + "/infer_points.json";
+  RunResult r = run("infer --model llama-3.1-8b --hw h100-sxm --batch 4 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ofstream(doc) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  size_t expected = 0;
+  for (const auto& op : j["ops"]) {
+    expected += op["flops"].get<double>() > 0 && op["bytes"].get<double>() > 0 && op["attained_flops_per_s"].get<double>() > 0;
+  }
+  ASSERT_GT(expected, 10u);
+  auto p = run_json("plot roofline --hw h100-sxm --from " + doc + " --out " + dir + "/from.svg");
+  EXPECT_EQ(p["points"].get<size_t>(), expected);
+  EXPECT_EQ(count(slurp(dir + "/from.svg"), "class=\"point\""), expected);
+  // One op's document: one point.
+  r = run("op matmul --m 256 --k 4096 --n 4096 --hw h200 --json");
+  ASSERT_EQ(r.status, 0);
+  std::ofstream(dir + "/one_op.json") << r.out;
+  EXPECT_EQ(run_json("plot roofline --hw h200 --from " + dir + "/one_op.json --out " + dir + "/one.svg")["points"], 1);
+  EXPECT_EQ(run("plot roofline --hw h200 --from " + dir + "/dtypes.svg --out " + dir + "/x.svg").status, 2);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

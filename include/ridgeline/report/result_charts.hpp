@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ridgeline/hw/chip.hpp"
+#include "ridgeline/report/svg.hpp"
 
 namespace ridgeline::report {
 
@@ -14,6 +15,9 @@ std::string breakdown_svg(const nlohmann::json& result, const std::string& where
 
 /// Memory on one chip by kind against its capacity. `segments` receives {kind_bytes: value}.
 std::string memory_svg(const nlohmann::json& result, const std::string& where, nlohmann::json* segments = nullptr);
+
+/// The ops of a result document with FLOPs, bytes and a time, as roofline points.
+std::vector<ChartPoint> result_points(const nlohmann::json& result);
 
 /// The chip's roofline with every op of the document that has FLOPs and time as a point
 /// (infer: prefill and decode ops; train: forward ops). `points` receives the count.

@@ -29,6 +29,10 @@ struct Series {
 /// slanted roof per memory level, the main-memory ridge point marked; points labelled.
 std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, DType dtype, const std::vector<ChartPoint>& points,
                          const std::string& title);
+/// The same with a matrix ceiling per dtype: the first is drawn in full (ridge marked), the
+/// others as thinner dashed ceilings labelled with dtype and peak (`plot roofline --dtype bf16,fp8`).
+std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vector<DType>& dtypes,
+                         const std::vector<ChartPoint>& points, const std::string& title);
 
 /// How a sweep chart labels and ranges its axes.
 struct SweepOptions {
