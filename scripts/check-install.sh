@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install build/dev --prefix "$prefix/install" >/dev/null
+test -f "$prefix/install/share/ridgeline/hardware/nvidia/h200.yaml"
+test -f "$prefix/install/share/ridgeline/models/llama/llama-3.1-8b.json"
 cmake -S tests/install -B "$prefix/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix/install" >/dev/null
 cmake --build "$prefix/build" >/dev/null
 "$prefix/build/consumer"

@@ -326,6 +326,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     sh.hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
     const double per_mb_lower = r * (pf.lower_s + pb.lower_s);
     (layer ? sh.kind_layers_s : sh.kind_other_s)[static_cast<int>(op.cls)] += per_mb_lower;
+    (layer ? sh.fwd_kind_layers_s : sh.fwd_kind_other_s)[static_cast<int>(op.cls)] += r * pf.lower_s;
     if (op.cls == OpClass::comm) (layer ? sh.tp_comm_layers_s : sh.tp_comm_other_s) += per_mb_lower;
     // Weight parameters this GPU holds for this op (bf16 weights: bytes / 2).
     const double p = op.weight_bytes / 2 * r;
@@ -365,7 +366,11 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double matrix_weights = sh.matrix_weights_layers * stage_share + sh.matrix_weights_other;
   const double compressed_weights = sh.compressed_layers * stage_share + sh.compressed_other;
   const double powersgd_flops = sh.powersgd_flops_layers * stage_share + sh.powersgd_flops_other;
-  for (int k = 0; k < 6; ++k) out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + sh.kind_other_s[k]) * mbs;
+  for (int k = 0; k < 6; ++k) {
+    out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + sh.kind_other_s[k]) * mbs;
+    out.forward_time_by_kind_s[k] = (sh.fwd_kind_layers_s[k] * stage_share + sh.fwd_kind_other_s[k]) * mbs;
+    out.backward_time_by_kind_s[k] = out.time_by_kind_s[k] - out.forward_time_by_kind_s[k];
+  }
   const double params_layers = sh.params_layers, params_embed = sh.params_embed, params_head = sh.params_head;
   const StepPart &f_embed = sh.f_embed, &b_embed = sh.b_embed, &f_head = sh.f_head, &b_head = sh.b_head;
 

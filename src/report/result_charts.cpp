@@ -33,7 +33,12 @@ std::string breakdown_svg(const json& j, const std::string& where, size_t* count
     }
   } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
     title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", j.value("model", ""), j.value("hw", ""));
-    bar("step", j["time_by_kind_s"], 1);
+    if (j.contains("forward_time_by_kind_s") && j.contains("backward_time_by_kind_s")) {
+      bar("forward", j["forward_time_by_kind_s"], 1);
+      bar("backward (+ recompute)", j["backward_time_by_kind_s"], 1);
+    } else {
+      bar("step", j["time_by_kind_s"], 1);
+    }
   } else {
     throw InputError(fmt::format("{}: no time_by_kind_s: expected the output of `ridgeline infer --json` or `train --json`", where));
   }

@@ -81,9 +81,16 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
       {{"name", "dp_comm_exposed"}, {"per", "step"}, {"times", part(r.exposed_dp_comm)}},
       {{"name", "optimizer"}, {"per", "step"}, {"times", part(r.optimizer)}},
   });
-  json kinds = json::object();
-  for (int k = 0; k < 6; ++k) kinds[std::string(model::name(static_cast<model::OpClass>(k)))] = r.time_by_kind_s[k];
+  json kinds = json::object(), fwd = json::object(), bwd = json::object();
+  for (int k = 0; k < 6; ++k) {
+    const std::string n(model::name(static_cast<model::OpClass>(k)));
+    kinds[n] = r.time_by_kind_s[k];
+    fwd[n] = r.forward_time_by_kind_s[k];
+    bwd[n] = r.backward_time_by_kind_s[k];
+  }
   j["time_by_kind_s"] = kinds;
+  j["forward_time_by_kind_s"] = fwd;
+  j["backward_time_by_kind_s"] = bwd;
   // Every op of one micro-batch's forward on one GPU (all layers, repeat counts), with its
   // backward (recomputation not included: it is the forward again).
   json ops = json::array();

@@ -78,7 +78,22 @@ TEST(PlotCli, BreakdownFromInferAndTrainJson) {
   RunResult tr = run("train --model llama-2-7b --hw h100-sxm --gpus 8 --seq 2048 --json");
   ASSERT_EQ(tr.status, 0);
   std::ofstream(dir + "/tr.json") << tr.out;
-  EXPECT_EQ(run_json("plot breakdown " + dir + "/tr.json --out " + dir + "/bt.svg")["bars"], 1);
+  EXPECT_EQ(run_json("plot breakdown " + dir + "/tr.json --out " + dir + "/bt.svg")["bars"], 2);  // forward, backward
+  // Without recomputation a GEMM's backward is twice its forward (input and weight
+  // gradients); full recomputation runs each layer's forward once more inside backward: 3x,
+  // except the LM head's GEMM, outside the layers (one micro-batch here: dp 8 x 1 = the batch).
+  const auto t = nlohmann::json::parse(tr.out);
+  EXPECT_NEAR(t["backward_time_by_kind_s"]["gemm"].get<double>(), 2 * t["forward_time_by_kind_s"]["gemm"].get<double>(),
+              1e-9 * t["forward_time_by_kind_s"]["gemm"].get<double>());
+  const auto full = run_json("train --model llama-2-7b --hw h100-sxm --gpus 8 --seq 2048 --recompute full");
+  ASSERT_EQ(full["micro_batches"], 1);
+  double head = 0;
+  for (const auto& op : full["ops"]) {
+    if (op["block"] == "head" && op["kind"] == "gemm") head += op["t_forward_lower_s"].get<double>() * op["repeat"].get<double>();
+  }
+  EXPECT_GT(head, 0);
+  const double fwd = full["forward_time_by_kind_s"]["gemm"].get<double>();
+  EXPECT_NEAR(full["backward_time_by_kind_s"]["gemm"].get<double>(), 3 * fwd - head, 1e-9 * fwd);
   std::ofstream(dir + "/bad.json") << "{\"x\": 1}";
   EXPECT_EQ(run("plot breakdown " + dir + "/bad.json --out " + dir + "/x.svg").status, 2);
 }

@@ -71,7 +71,8 @@ struct TrainShape {
   double matrix_weights_layers = 0, matrix_weights_other = 0;  ///< GEMM weight elements on this GPU
   double compressed_layers = 0, compressed_other = 0;          ///< PowerSGD factor elements
   double powersgd_flops_layers = 0, powersgd_flops_other = 0;
-  std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound compute by op class, per micro-batch
+  std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound forward + backward by op class, per micro-batch
+  std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_other_s{};  ///< the forward part of those
   double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
   double params_layers = 0, params_embed = 0, params_head = 0;  ///< on this GPU (tp-split), all layers
 };
@@ -103,6 +104,8 @@ struct TrainStep {
   double fp8_cast_bytes = 0;           ///< per micro-batch: bf16 -> fp8 casts of GEMM inputs and weights
   double exposed_comm_s = 0;           ///< realistic: TP + PP + exposed DP communication
   std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
+  std::array<double, 6> forward_time_by_kind_s{};   ///< the forward part of time_by_kind_s
+  std::array<double, 6> backward_time_by_kind_s{};  ///< the backward part (recomputed forwards included)
   double params_per_gpu = 0;
   TrainMemory memory;
 };
