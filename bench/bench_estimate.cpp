@@ -6,9 +6,11 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/analysis/search.hpp"
+#include "ridgeline/measure/kernels.hpp"
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/io/model_file.hpp"
@@ -200,5 +202,37 @@ void BM_SearchInfer70B(benchmark::State& state) {
   state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SearchInfer70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The kernels `ridgeline validate` times, the same functions, one thread, at a working set
+// given in KiB: bytes/s counts the op model's bytes (loads + stores, no write-allocate).
+void BM_KernelTriad(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0)) * 1024 / 12;
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  for (auto _ : state) {
+    measure::triad(a.data(), b.data(), c.data(), 1.5f, 0, n);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 12 * n));
+}
+BENCHMARK(BM_KernelTriad)->Arg(256)->Arg(65536);
+
+void BM_KernelDot(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0)) * 1024 / 8;
+  std::vector<float> x(n, 1.0f), y(n, 0.5f);
+  for (auto _ : state) benchmark::DoNotOptimize(measure::dot(x.data(), y.data(), 0, n));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 8 * n));
+}
+BENCHMARK(BM_KernelDot)->Arg(256)->Arg(65536);
+
+void BM_KernelSwiglu(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0)) * 1024 / 12;
+  std::vector<float> g(n, 0.5f), u(n, 1.0f), y(n);
+  for (auto _ : state) {
+    measure::swiglu(g.data(), u.data(), y.data(), 0, n);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 12 * n));
+}
+BENCHMARK(BM_KernelSwiglu)->Arg(256)->Arg(65536);
 
 }  // namespace

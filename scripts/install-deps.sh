@@ -10,6 +10,7 @@ PACKAGES=(
   libyaml-cpp-dev                     # hardware files
   zlib1g-dev                          # gzipped PyTorch profiler traces
   libtbb-dev                          # parallel plan search (oneTBB)
+  libopenblas-dev pkg-config          # validate's GEMMs (OpenBLAS, found through pkg-config)
   pybind11-dev python3-dev            # the Python module
   python3-pytest python3-venv         # Python tests, and `pip install .` into a venv (make install-check)
   chromium                            # the HTML report's test in a real (headless) browser

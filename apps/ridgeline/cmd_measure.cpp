@@ -13,6 +13,9 @@
 #include "ridgeline/report/json.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
+#include "ridgeline/report/validation.hpp"
+#include "ridgeline/analysis/validation.hpp"
+#include "ridgeline/io/hardware_file.hpp"
 
 namespace ridgeline::cli {
 
@@ -75,6 +78,46 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         }
                         text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
                         emit(f->json, j, text);
+                      }});
+}
+
+void register_validate(CLI::App& root, std::vector<Command>& commands) {
+  struct Flags {
+    bool json = false, full = false, quick = false;
+    std::string hw, threads;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* v = root.add_subcommand("validate", "time real kernels on this machine beside ridgeline's predictions from its measured ceilings");
+  v->add_option("--hw", f->hw, "this machine's chip file (from `ridgeline measure --out`); default: measure quickly first");
+  v->add_flag("--json", f->json, "JSON on stdout");
+  v->add_flag("--full", f->full, "more repetitions and larger GEMMs");
+  v->add_flag("--quick", f->quick, "the default: fewer repetitions (CI)");
+  v->add_option("--threads", f->threads, "threads (default: every CPU)");
+  commands.push_back({v, [f] {
+                        if (f->quick && f->full) throw InputError("--quick/--full: choose one");
+                        analysis::ValidationConfig cfg;
+                        cfg.quick = !f->full;
+                        if (!f->threads.empty()) {
+                          const auto t = parse_positive_int(f->threads, "--threads");
+                          if (t > 4096) throw InputError(fmt::format("--threads: {} is above 4096", t));
+                          cfg.threads = static_cast<int>(t);
+                        }
+                        hw::ChipSpec chip;
+                        if (!f->hw.empty()) {
+                          chip = io::resolve_chip(f->hw);
+                          if (chip.kind != "cpu") {
+                            throw InputError(fmt::format("--hw {}: a {} chip file: validate times kernels on this CPU, so it needs this "
+                                                         "machine's ceilings (ridgeline measure --out host.yaml)", f->hw, chip.kind));
+                          }
+                        } else {
+                          if (isatty(STDERR_FILENO)) std::cerr << "measuring this machine (quick) ...\n";
+                          measure::MeasureConfig mc;
+                          mc.threads = cfg.threads;
+                          chip = measure::to_chip(measure::measure_host(mc));
+                        }
+                        if (isatty(STDERR_FILENO)) std::cerr << "timing kernels ...\n";
+                        const analysis::ValidationResult r = analysis::validate_kernels(chip, cfg);
+                        emit(f->json, report::validation_json(chip, r), report::validation_text(chip, r));
                       }});
 }
 

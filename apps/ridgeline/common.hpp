@@ -56,6 +56,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands);
 void register_profile(CLI::App& root, std::vector<Command>& commands);
 void register_plot(CLI::App& root, std::vector<Command>& commands);
 void register_measure(CLI::App& root, std::vector<Command>& commands);
+void register_validate(CLI::App& root, std::vector<Command>& commands);
 void register_search(CLI::App& root, std::vector<Command>& commands);
 void register_report_infer(CLI::App& root, std::vector<Command>& commands);
 void register_report_train(CLI::App& root, std::vector<Command>& commands);

@@ -34,6 +34,7 @@ Commands
   advise profile|infer|train   ranked advice with the estimated gain of each fix
   plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
   measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
+  validate [--hw host.yaml]    real kernels timed here beside ridgeline's predictions
   search train|infer ...       every plan: the fastest that fits and the Pareto front
   report --out F.html ...      one self-contained HTML page of an infer (or --train) analysis
 
@@ -72,10 +73,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
-                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "--help", "-h"};
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
     err << "ridgeline: error: unknown command '" << argv[1]
-              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, search or report\n";
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, validate, search or report\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
@@ -119,6 +120,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_profile(app, commands);
   register_plot(app, commands);
   register_measure(app, commands);
+  register_validate(app, commands);
   register_search(app, commands);
   register_report_infer(app, commands);
   register_report_train(app, commands);

@@ -18,6 +18,23 @@
 
 namespace ridgeline::measure {
 
+void pin(int cpu) noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+Sample summarize(std::vector<double> v) {
+  Sample s;
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  s.value = v[v.size() / 2];
+  s.spread = v.front() > 0 ? v.back() / v.front() - 1 : 0;
+  s.repetitions = static_cast<int>(v.size());
+  return s;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -54,23 +71,6 @@ int count_cpus(const std::string& list) {
     }
   }
   return std::max(1, n);
-}
-
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
-Sample summarize(std::vector<double> v) {
-  Sample s;
-  if (v.empty()) return s;
-  std::sort(v.begin(), v.end());
-  s.value = v[v.size() / 2];
-  s.spread = v.front() > 0 ? v.back() / v.front() - 1 : 0;
-  s.repetitions = static_cast<int>(v.size());
-  return s;
 }
 
 // ---- compute kernels: independent accumulators, long enough to hide FMA latency --------

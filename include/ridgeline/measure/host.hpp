@@ -33,6 +33,11 @@ struct Sample {
   int repetitions = 0;
 };
 
+/// Pins the calling thread to one logical CPU (best effort; Linux).
+void pin(int cpu) noexcept;
+/// Median and spread (max/min - 1) of repeated measurements.
+Sample summarize(std::vector<double> v);
+
 struct PeakResult {
   DType dtype = DType::fp32;
   const char* isa = "";   ///< the instruction set the kernel used

@@ -1,0 +1,51 @@
+#pragma once
+/// `ridgeline validate`: real kernels timed on this machine beside ridgeline's prediction
+/// from the machine's measured ceilings, at the memory level each working set fits in (a
+/// cache-aware roofline). docs/measure.md#validate.
+#include <string>
+#include <vector>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/ops/estimate.hpp"
+
+namespace ridgeline::analysis {
+
+struct ValidationConfig {
+  bool quick = true;  ///< fewer repetitions and sizes (CI); full: more repetitions, larger GEMMs
+  int threads = 0;    ///< 0: every online CPU
+};
+
+struct KernelCheck {
+  std::string name;   ///< e.g. "triad (DRAM)", "sgemm 512"
+  std::string group;  ///< stream, norm, fusion, gemm, attention
+  double working_set_bytes = 0;
+  std::string level;  ///< the memory level the prediction reads from
+  ops::Bound bound = ops::Bound::memory;
+  double flops = 0;
+  double model_bytes = 0;           ///< bytes of ridgeline's op model (no write-allocate)
+  double write_allocate_bytes = 0;  ///< lines written without being read first: read for ownership on a CPU
+  double predicted_s = 0;           ///< lower bound: max(FLOPs / peak, (model + write-allocate bytes) / level bandwidth)
+  double measured_s = 0;            ///< median
+  double spread = 0;                ///< max/min - 1 over the repetitions
+  int repetitions = 0;
+  double ratio = 0;                 ///< measured / predicted: >= 1 under the roof
+  bool above_roof = false;          ///< faster than the roof by more than the noise: a model error
+  bool checked = false;             ///< the output matched a double-precision reference
+  double max_rel_error = 0;
+};
+
+struct ValidationResult {
+  std::vector<KernelCheck> kernels;
+  double median_ratio_memory = 0, worst_ratio_memory = 0;    ///< memory-bound kernels
+  double median_ratio_compute = 0, worst_ratio_compute = 0;  ///< compute-bound kernels
+  int threads = 1;
+  bool blas = false;  ///< OpenBLAS present (GEMMs and attention ran)
+  double seconds = 0;
+  std::vector<std::string> notes;
+};
+
+/// Runs every kernel on `chip`'s host (the chip file must describe this machine, e.g. from
+/// `ridgeline measure`). Throws InputError when the chip has no fp32 rate or no memory level.
+ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConfig& cfg);
+
+}  // namespace ridgeline::analysis

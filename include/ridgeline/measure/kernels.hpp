@@ -1,0 +1,54 @@
+#pragma once
+/// The kernels `ridgeline validate` times on this machine (and bench/ benchmarks): fp32
+/// streams, norms, softmax, SwiGLU and an elementwise chain, each fused and unfused where
+/// seed 000 predicts a saving, plus OpenBLAS GEMMs. Each kernel works on a slice
+/// [begin, end) of its rows or elements so that threads can share it (docs/measure.md).
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "ridgeline/measure/host.hpp"
+
+namespace ridgeline::measure {
+
+// Streams (n elements).
+double dot(const float* x, const float* y, std::size_t begin, std::size_t end) noexcept;
+void axpy(float a, const float* x, float* y, std::size_t begin, std::size_t end) noexcept;
+void triad(float* a, const float* b, const float* c, float s, std::size_t begin, std::size_t end) noexcept;
+/// y = ((x·a + b)·c + d): four FLOPs per element in one pass.
+void chain_fused(const float* x, float* y, std::size_t begin, std::size_t end) noexcept;
+/// The same as four passes, each reading and writing a whole array: t = x·a; t = t + b; ...
+void chain_step(int step, const float* in, float* out, std::size_t begin, std::size_t end) noexcept;
+
+// Rows (rows x cols, row-major); [begin, end) are rows.
+void rmsnorm(const float* x, const float* w, float* y, std::size_t cols, std::size_t begin, std::size_t end) noexcept;
+/// y = rmsnorm(x)·w·g in one pass (RMSNorm fused with the following multiply).
+void rmsnorm_mul(const float* x, const float* w, const float* g, float* y, std::size_t cols, std::size_t begin,
+                 std::size_t end) noexcept;
+void softmax(const float* x, float* y, std::size_t cols, std::size_t begin, std::size_t end) noexcept;
+
+// Elementwise pairs (n elements).
+void mul(const float* a, const float* b, float* y, std::size_t begin, std::size_t end) noexcept;
+void silu(const float* g, float* y, std::size_t begin, std::size_t end) noexcept;
+/// y = silu(g)·u in one pass (SwiGLU's activation fused with its multiply).
+void swiglu(const float* g, const float* u, float* y, std::size_t begin, std::size_t end) noexcept;
+
+/// Whether OpenBLAS was found at build time (GEMMs and attention need it).
+bool have_blas() noexcept;
+/// C = A·B, row-major, m x k times k x n, OpenBLAS on `threads` threads (false without OpenBLAS).
+bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
+bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int threads) noexcept;
+/// C = A·Bᵀ (scores Q·Kᵀ), row-major.
+bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
+
+/// Times `body(thread, threads)` run by `threads` pinned threads at once: the median and
+/// spread over `reps` timings of the slowest thread, each timing `passes` calls. Warms up
+/// with one untimed call per thread.
+Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body);
+
+/// [begin, end) of `n` items for thread t of T.
+inline std::size_t slice_begin(std::size_t n, int t, int threads) noexcept {
+  return n * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
+}
+
+}  // namespace ridgeline::measure

@@ -1,0 +1,181 @@
+#include "ridgeline/measure/kernels.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#ifdef RIDGELINE_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace ridgeline::measure {
+
+// The loops are plain C++ compiled at -O3 (see src/CMakeLists.txt), cloned for AVX-512,
+// AVX2 and baseline x86-64 and picked at load time: the compiler's vectorisation of the
+// obvious loop, as a framework's own elementwise kernels would be.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define RIDGELINE_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RIDGELINE_CLONES
+#endif
+
+RIDGELINE_CLONES double dot(const float* x, const float* y, std::size_t begin, std::size_t end) noexcept {
+  // A vector of partial sums (OpenMP SIMD reduction, -fopenmp-simd: no runtime), as any
+  // BLAS sdot does; the reordering is the usual one.
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::size_t i = begin; i < end; ++i) s += x[i] * y[i];
+  return s;
+}
+
+RIDGELINE_CLONES void axpy(float a, const float* __restrict x, float* __restrict y, std::size_t begin, std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) y[i] += a * x[i];
+}
+
+RIDGELINE_CLONES void triad(float* __restrict a, const float* __restrict b, const float* __restrict c, float s, std::size_t begin,
+                            std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) a[i] = b[i] + s * c[i];
+}
+
+namespace {
+constexpr float kA = 1.0001f, kB = 0.5f, kC = 0.9999f, kD = -0.25f;
+}
+
+RIDGELINE_CLONES void chain_fused(const float* __restrict x, float* __restrict y, std::size_t begin, std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) y[i] = (x[i] * kA + kB) * kC + kD;
+}
+
+RIDGELINE_CLONES void chain_step(int step, const float* __restrict in, float* __restrict out, std::size_t begin,
+                                 std::size_t end) noexcept {
+  switch (step) {
+    case 0: for (std::size_t i = begin; i < end; ++i) out[i] = in[i] * kA; break;
+    case 1: for (std::size_t i = begin; i < end; ++i) out[i] = in[i] + kB; break;
+    case 2: for (std::size_t i = begin; i < end; ++i) out[i] = in[i] * kC; break;
+    default: for (std::size_t i = begin; i < end; ++i) out[i] = in[i] + kD; break;
+  }
+}
+
+namespace {
+RIDGELINE_CLONES float sum_squares(const float* x, std::size_t n) noexcept {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (std::size_t i = 0; i < n; ++i) s += x[i] * x[i];
+  return s;
+}
+}  // namespace
+
+RIDGELINE_CLONES void rmsnorm(const float* __restrict x, const float* __restrict w, float* __restrict y, std::size_t cols,
+                              std::size_t begin, std::size_t end) noexcept {
+  for (std::size_t r = begin; r < end; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    const float inv = 1.0f / std::sqrt(sum_squares(xr, cols) / static_cast<float>(cols) + 1e-6f);
+    for (std::size_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c];
+  }
+}
+
+RIDGELINE_CLONES void rmsnorm_mul(const float* __restrict x, const float* __restrict w, const float* __restrict g, float* __restrict y,
+                                  std::size_t cols, std::size_t begin, std::size_t end) noexcept {
+  for (std::size_t r = begin; r < end; ++r) {
+    const float* xr = x + r * cols;
+    const float* gr = g + r * cols;
+    float* yr = y + r * cols;
+    const float inv = 1.0f / std::sqrt(sum_squares(xr, cols) / static_cast<float>(cols) + 1e-6f);
+    for (std::size_t c = 0; c < cols; ++c) yr[c] = xr[c] * inv * w[c] * gr[c];
+  }
+}
+
+RIDGELINE_CLONES void softmax(const float* __restrict x, float* __restrict y, std::size_t cols, std::size_t begin,
+                              std::size_t end) noexcept {
+  for (std::size_t r = begin; r < end; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float m = xr[0];
+#pragma omp simd reduction(max : m)
+    for (std::size_t c = 1; c < cols; ++c) m = std::max(m, xr[c]);
+    float s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::size_t c = 0; c < cols; ++c) {
+      yr[c] = std::exp(xr[c] - m);
+      s += yr[c];
+    }
+    const float inv = 1.0f / s;
+    for (std::size_t c = 0; c < cols; ++c) yr[c] *= inv;
+  }
+}
+
+RIDGELINE_CLONES void mul(const float* __restrict a, const float* __restrict b, float* __restrict y, std::size_t begin,
+                          std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) y[i] = a[i] * b[i];
+}
+
+RIDGELINE_CLONES void silu(const float* __restrict g, float* __restrict y, std::size_t begin, std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i]));
+}
+
+RIDGELINE_CLONES void swiglu(const float* __restrict g, const float* __restrict u, float* __restrict y, std::size_t begin,
+                             std::size_t end) noexcept {
+  for (std::size_t i = begin; i < end; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+#ifdef RIDGELINE_HAVE_OPENBLAS
+bool have_blas() noexcept { return true; }
+bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept {
+  openblas_set_num_threads(threads);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+  return true;
+}
+bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int threads) noexcept {
+  openblas_set_num_threads(threads);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+  return true;
+}
+bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept {
+  openblas_set_num_threads(threads);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+  return true;
+}
+#else
+bool have_blas() noexcept { return false; }
+bool sgemm(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
+bool dgemm(int, int, int, const double*, const double*, double*, int) noexcept { return false; }
+bool sgemm_nt(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
+#endif
+
+Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body) {
+  using Clock = std::chrono::steady_clock;
+  threads = std::max(1, threads);
+  std::vector<double> per_call;
+  for (int r = 0; r <= reps; ++r) {  // r = 0: warm-up, untimed
+    std::vector<double> times(static_cast<std::size_t>(threads));
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    auto work = [&](int t) {
+      if (threads > 1) pin(t);
+      ready++;
+      while (!go.load()) {
+      }
+      const auto t0 = Clock::now();
+      for (int p = 0; p < (r == 0 ? 1 : passes); ++p) body(t, threads);
+      times[static_cast<std::size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    if (threads == 1) {
+      go = true;
+      work(0);
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+      while (ready.load() < threads) {
+      }
+      go = true;
+      for (auto& th : pool) th.join();
+    }
+    if (r > 0) per_call.push_back(*std::max_element(times.begin(), times.end()) / passes);
+  }
+  return summarize(per_call);
+}
+
+}  // namespace ridgeline::measure

@@ -1,0 +1,77 @@
+// `ridgeline validate`: real kernels on this machine, predictions from a chip file with
+// round numbers, so the predictions (not the timings, which vary) are derived by hand.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+const nlohmann::json* find(const nlohmann::json& ops, const std::string& name) {
+  for (const auto& op : ops) {
+    if (op["name"] == name) return &op;
+  }
+  return nullptr;
+}
+
+TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
+  const std::string hw = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/validate-host.yaml";
+  auto j = run_json("validate --quick --threads 2 --hw " + hw);
+  const auto& ops = j["ops"];
+  ASSERT_GE(ops.size(), 14u);
+  for (const auto& op : ops) {
+    // Poisoned outputs (NaN) and random inputs: every kernel matched its double-precision reference.
+    EXPECT_TRUE(op["checked"].get<bool>()) << op["name"] << " error " << op["max_rel_error"];
+    EXPECT_GT(op["measured_s"].get<double>(), 0) << op["name"];
+    EXPECT_GT(op["predicted_s"].get<double>(), 0) << op["name"];
+    EXPECT_DOUBLE_EQ(op["ratio"].get<double>(), op["measured_s"].get<double>() / op["predicted_s"].get<double>());
+  }
+  // Working sets: main memory is twice the outermost cache, at least 64 MiB: 67108864 bytes.
+  // triad a = b + s·c on n = floor(67108864 / 12) = 5592405 floats: the op model moves
+  // 12n = 67108860 bytes; a is written without being read: 4n = 22369620 bytes of
+  // write-allocate. At 10 GB/s: (67108860 + 22369620) / 1e10 = 8.947848 ms, above the
+  // 2n / 1e11 = 0.11 ms of arithmetic: memory-bound.
+  const auto* triad = find(ops, "triad (DRAM)");
+  ASSERT_NE(triad, nullptr);
+  EXPECT_EQ((*triad)["level"], "DRAM");
+  EXPECT_EQ((*triad)["bound"], "memory");
+  EXPECT_DOUBLE_EQ((*triad)["model_bytes"].get<double>(), 67108860);
+  EXPECT_DOUBLE_EQ((*triad)["write_allocate_bytes"].get<double>(), 22369620);
+  EXPECT_NEAR((*triad)["predicted_s"].get<double>(), 8.947848e-3, 1e-12);
+  // In cache: a quarter of the innermost cache of 1 MiB or more (L2, 1 MiB): 262144 bytes,
+  // n = 21845 floats, 16n = 349520 bytes at L2's 200 GB/s = 1.7476 us.
+  const auto* tc = find(ops, "triad (cache)");
+  ASSERT_NE(tc, nullptr);
+  EXPECT_EQ((*tc)["level"], "L2");
+  EXPECT_NEAR((*tc)["predicted_s"].get<double>(), 349520 / 200e9, 1e-15);
+  // sgemm 512: 2·512³ = 268435456 FLOPs at 100 GFLOP/s = 2.68435456 ms; its 3 MiB of
+  // operands sit in L3 (8 MiB; L2 is 1 MiB) at 50 GB/s: 63 us. Compute-bound.
+  if (j["blas"].get<bool>()) {
+    const auto* g = find(ops, "sgemm 512");
+    ASSERT_NE(g, nullptr);
+    EXPECT_EQ((*g)["level"], "L3");
+    EXPECT_EQ((*g)["bound"], "compute");
+    EXPECT_NEAR((*g)["predicted_s"].get<double>(), 2.68435456e-3, 1e-12);
+  }
+  // Fusion: the fused RMSNorm -> mul moves two tensors' worth of bytes less than the unfused.
+  const auto* un = find(ops, "rmsnorm -> mul, unfused (DRAM)");
+  const auto* fu = find(ops, "rmsnorm -> mul, fused (DRAM)");
+  ASSERT_TRUE(un && fu);
+  EXPECT_LT((*fu)["predicted_s"].get<double>(), (*un)["predicted_s"].get<double>());
+  ASSERT_TRUE(j["summary"]["memory"].contains("median_ratio"));
+}
+
+TEST(ValidateCli, BadInput) {
+  RunResult r = run("validate --hw h100-sxm");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("measure"), std::string::npos) << r.err;
+  r = run("validate --threads 0 --hw h100-sxm");
+  EXPECT_EQ(r.status, 2);
+  r = run("validate --quick --full");
+  EXPECT_EQ(r.status, 2);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
