@@ -36,11 +36,7 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         measure::MeasureConfig cfg;
                         if (f->quick && f->full) throw InputError("--quick/--full: choose one");
                         cfg.quick = !f->full;
-                        if (!f->threads.empty()) {
-                          const auto t = parse_positive_int(f->threads, "--threads");
-                          if (t > 4096) throw InputError(fmt::format("--threads: {} is above 4096", t));
-                          cfg.threads = static_cast<int>(t);
-                        }
+                        cfg.threads = parse_threads(f->threads);
                         if (!f->max_ws.empty()) {
                           cfg.max_working_set_bytes = parse_quantity(f->max_ws, Quantity::bytes, "--max-working-set", true);
                           if (cfg.max_working_set_bytes < 64 * 1024) throw InputError("--max-working-set: expected at least 64 KiB");
@@ -97,11 +93,7 @@ void register_validate(CLI::App& root, std::vector<Command>& commands) {
                         if (f->quick && f->full) throw InputError("--quick/--full: choose one");
                         analysis::ValidationConfig cfg;
                         cfg.quick = !f->full;
-                        if (!f->threads.empty()) {
-                          const auto t = parse_positive_int(f->threads, "--threads");
-                          if (t > 4096) throw InputError(fmt::format("--threads: {} is above 4096", t));
-                          cfg.threads = static_cast<int>(t);
-                        }
+                        cfg.threads = parse_threads(f->threads);
                         hw::ChipSpec chip;
                         if (!f->hw.empty()) {
                           chip = io::resolve_chip(f->hw);

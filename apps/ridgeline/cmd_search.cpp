@@ -40,8 +40,7 @@ class SigintScope {
 analysis::SearchControl control(const std::string& threads, const char* unit, double scale) {
   analysis::SearchControl c;
   c.stop = &g_stop;
-  if (!threads.empty()) c.threads = static_cast<int>(parse_positive_int(threads, "--threads"));
-  if (c.threads > 1024) throw InputError(fmt::format("--threads: {} is above 1024", c.threads));
+  c.threads = parse_threads(threads);
   if (isatty(STDERR_FILENO) != 0) {
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
     c.progress = [start, unit, scale](std::uint64_t done, std::uint64_t total, double best) {

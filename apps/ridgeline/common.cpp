@@ -53,6 +53,13 @@ hw::System load_chip_system(const HardwareFlags& f) {
   return load_system(g);
 }
 
+int parse_threads(const std::string& value) {
+  if (value.empty()) return 0;
+  const auto t = parse_positive_int(value, "--threads");
+  if (t > 4096) throw InputError(fmt::format("--threads: {} is above 4096", t));
+  return static_cast<int>(t);
+}
+
 void emit(bool json, const nlohmann::json& j, const std::string& text) {
   if (json) {
     *out_stream() << j.dump(2) << "\n";

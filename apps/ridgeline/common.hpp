@@ -35,6 +35,9 @@ std::ostream*& out_stream();
 /// The status a command asks run() to return after it printed its output (default 0).
 int& exit_status();
 
+/// --threads: 0 when not given, else 1 to 4096 (InputError naming the flag otherwise).
+int parse_threads(const std::string& value);
+
 /// Prints `j` (with --json) or `text` to the output stream.
 void emit(bool json, const nlohmann::json& j, const std::string& text);
 

@@ -158,6 +158,20 @@ void run_parallel(const SearchControl& c, std::size_t n, F&& body) {
   }
 }
 
+// Adds every thread's counts into `stats` and its plans into `all` (then ordered).
+template <class Locals, class Coll>
+void gather(Locals& locals, Coll& all, SearchStats& stats) {
+  for (auto& L : locals) {
+    stats.evaluated += L.stats.evaluated;
+    stats.feasible += L.stats.feasible;
+    stats.shapes += L.stats.shapes;
+    stats.timed += L.stats.timed;
+    for (int r = 0; r < kRejectCount; ++r) stats.rejected[r] += L.stats.rejected[r];
+    if (L.coll) all.merge(*L.coll);
+  }
+  all.finish();
+}
+
 double train_key(TrainObjective o, const TrainPlan& p) {
   switch (o) {
     case TrainObjective::step_time: return p.step_time_s;
@@ -373,19 +387,10 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
   }
 
   TrainSearchResult out;
-  std::optional<Coll> all;
-  all.emplace(better, x, y, static_cast<std::size_t>(space.top));
-  for (Local& L : locals) {
-    out.stats.evaluated += L.stats.evaluated;
-    out.stats.feasible += L.stats.feasible;
-    out.stats.shapes += L.stats.shapes;
-    out.stats.timed += L.stats.timed;
-    for (int r = 0; r < kRejectCount; ++r) out.stats.rejected[r] += L.stats.rejected[r];
-    if (L.coll) all->merge(*L.coll);
-  }
-  all->finish();
-  out.best = std::move(all->top);
-  out.pareto = std::move(all->front);
+  Coll all(better, x, y, static_cast<std::size_t>(space.top));
+  gather(locals, all, out.stats);
+  out.best = std::move(all.top);
+  out.pareto = std::move(all.front);
   out.stats.interrupted = interrupted;
   out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;
@@ -553,19 +558,10 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
     });
   }
   InferSearchResult out;
-  std::optional<Coll> all;
-  all.emplace(better, x, y, static_cast<std::size_t>(space.top));
-  for (Local& L : locals) {
-    out.stats.evaluated += L.stats.evaluated;
-    out.stats.feasible += L.stats.feasible;
-    out.stats.shapes += L.stats.shapes;
-    out.stats.timed += L.stats.timed;
-    for (int r = 0; r < kRejectCount; ++r) out.stats.rejected[r] += L.stats.rejected[r];
-    if (L.coll) all->merge(*L.coll);
-  }
-  all->finish();
-  out.best = std::move(all->top);
-  out.pareto = std::move(all->front);
+  Coll all(better, x, y, static_cast<std::size_t>(space.top));
+  gather(locals, all, out.stats);
+  out.best = std::move(all.top);
+  out.pareto = std::move(all.front);
   out.stats.interrupted = interrupted;
   out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   return out;

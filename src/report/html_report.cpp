@@ -4,6 +4,7 @@
 
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/result_charts.hpp"
+#include "ridgeline/report/svg.hpp"
 
 namespace ridgeline::report {
 
@@ -11,19 +12,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+std::string esc(const std::string& s) { return escape_markup(s); }
 
 double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
 

@@ -13,12 +13,7 @@
 
 namespace ridgeline::report {
 
-namespace {
-
-constexpr double kW = 920, kH = 600, kL = 110, kR = 200, kT = 50, kB = 70;  // canvas and margins
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
-
-std::string esc(const std::string& s) {
+std::string escape_markup(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -31,6 +26,13 @@ std::string esc(const std::string& s) {
   }
   return o;
 }
+
+namespace {
+
+constexpr double kW = 920, kH = 600, kL = 110, kR = 200, kT = 50, kB = 70;  // canvas and margins
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+std::string esc(const std::string& s) { return escape_markup(s); }
 
 struct Axis {
   double lo, hi;  // data range

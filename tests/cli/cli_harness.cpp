@@ -17,6 +17,15 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+void expect_bad(const std::string& args, const std::string& mentions) {
+  RunResult r = run(args);
+  EXPECT_EQ(r.status, 2) << "ridgeline " << args << "\n" << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
+}
+
 RunResult run(const std::string& args) {
   static int counter = 0;
   std::string base = std::string(RIDGELINE_TMP_DIR) + "/run_" + std::to_string(getpid()) + "_" + std::to_string(counter++);

@@ -8,14 +8,6 @@
 namespace ridgeline::testing {
 namespace {
 
-void expect_bad(const std::string& args, const std::string& mentions) {
-  RunResult r = run(args);
-  EXPECT_EQ(r.status, 2) << "ridgeline " << args << "\n" << r.out << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
-}
 
 std::string write_tmp(const std::string& name, const std::string& text) {
   std::string path = std::string(RIDGELINE_TMP_DIR) + "/" + name;

@@ -9,13 +9,6 @@
 namespace ridgeline::testing {
 namespace {
 
-void expect_bad(const std::string& args, const std::string& mentions) {
-  RunResult r = run(args);
-  EXPECT_EQ(r.status, 2) << "ridgeline " << args << "\n" << r.out << r.err;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
-  EXPECT_NE(r.err.find(mentions), std::string::npos) << "expected '" << mentions << "' in: " << r.err;
-}
 
 std::string flags_of(const nlohmann::json& p) {
   std::string s = " --tp " + std::to_string(p["tp"].get<int>()) + " --pp " + std::to_string(p["pp"].get<int>()) + " --cp " +

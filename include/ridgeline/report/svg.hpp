@@ -9,6 +9,9 @@
 
 namespace ridgeline::report {
 
+/// `s` with &, <, > and " escaped for XML/HTML text and attributes.
+std::string escape_markup(const std::string& s);
+
 /// A point on a roofline chart.
 struct ChartPoint {
   std::string label;
