@@ -158,18 +158,32 @@ void run_parallel(const SearchControl& c, std::size_t n, F&& body) {
   }
 }
 
-// Adds every thread's counts into `stats` and its plans into `all` (then ordered).
-template <class Locals, class Coll>
-void gather(Locals& locals, Coll& all, SearchStats& stats) {
+// A task's plans counted, the progress and the best-so-far updated.
+void end_task(SearchStats& stats, std::uint64_t count, std::atomic<std::uint64_t>& done, std::atomic<double>& best,
+              double local_best) {
+  stats.evaluated += count;
+  done.fetch_add(count, std::memory_order_relaxed);
+  lower_to(best, local_best);
+}
+
+// Every thread's counts and plans merged into the result (plans ordered, front sorted).
+template <class Result, class Locals, class Coll>
+Result collect(Locals& locals, Coll all, bool interrupted, Clock::time_point t0) {
+  Result out;
   for (auto& L : locals) {
-    stats.evaluated += L.stats.evaluated;
-    stats.feasible += L.stats.feasible;
-    stats.shapes += L.stats.shapes;
-    stats.timed += L.stats.timed;
-    for (int r = 0; r < kRejectCount; ++r) stats.rejected[r] += L.stats.rejected[r];
+    out.stats.evaluated += L.stats.evaluated;
+    out.stats.feasible += L.stats.feasible;
+    out.stats.shapes += L.stats.shapes;
+    out.stats.timed += L.stats.timed;
+    for (int r = 0; r < kRejectCount; ++r) out.stats.rejected[r] += L.stats.rejected[r];
     if (L.coll) all.merge(*L.coll);
   }
   all.finish();
+  out.best = std::move(all.top);
+  out.pareto = std::move(all.front);
+  out.stats.interrupted = interrupted;
+  out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
 }
 
 double train_key(TrainObjective o, const TrainPlan& p) {
@@ -380,20 +394,11 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
           }
         }
       }
-      L.stats.evaluated += count;
-      done.fetch_add(count, std::memory_order_relaxed);
-      lower_to(best, local_best);
+      end_task(L.stats, count, done, best, local_best);
     });
   }
 
-  TrainSearchResult out;
-  Coll all(better, x, y, static_cast<std::size_t>(space.top));
-  gather(locals, all, out.stats);
-  out.best = std::move(all.top);
-  out.pareto = std::move(all.front);
-  out.stats.interrupted = interrupted;
-  out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return out;
+  return collect<TrainSearchResult>(locals, Coll(better, x, y, static_cast<std::size_t>(space.top)), interrupted, t0);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -552,19 +557,10 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
           break;
         }
       }
-      L.stats.evaluated += count;
-      done.fetch_add(count, std::memory_order_relaxed);
-      lower_to(best, local_best);
+      end_task(L.stats, count, done, best, local_best);
     });
   }
-  InferSearchResult out;
-  Coll all(better, x, y, static_cast<std::size_t>(space.top));
-  gather(locals, all, out.stats);
-  out.best = std::move(all.top);
-  out.pareto = std::move(all.front);
-  out.stats.interrupted = interrupted;
-  out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
-  return out;
+  return collect<InferSearchResult>(locals, Coll(better, x, y, static_cast<std::size_t>(space.top)), interrupted, t0);
 }
 
 }  // namespace ridgeline::analysis
