@@ -14,7 +14,7 @@ namespace {
 
 std::string esc(const std::string& s) { return escape_markup(s); }
 
-double num(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0; }
+double num(const json& j, const char* key) { return json_number(j, key); }
 
 std::string text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -160,9 +160,9 @@ constexpr const char* kScript = R"(
 
 std::string html_report(const json& j, const hw::ChipSpec& chip) {
   const bool train = j.contains("step_time_s");
-  const std::string model = j.value("model", "");
-  const std::string title = train ? fmt::format("{} training on {} x {}", model, text(j.value("gpus", json(1))), chip.display_name)
-                                  : fmt::format("{} serving on {} x {}", model, text(j.value("chips", json(1))), chip.display_name);
+  const std::string model = json_string(j, "model");
+  const std::string title = train ? fmt::format("{} training on {} x {}", model, json_number(j, "gpus", 1), chip.display_name)
+                                  : fmt::format("{} serving on {} x {}", model, json_number(j, "chips", 1), chip.display_name);
   std::string s = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   s += fmt::format("<title>ridgeline: {}</title>\n<style>{}</style>\n</head><body>\n", esc(title), kStyle);
   s += fmt::format("<h1>{}</h1>\n", esc(title));
@@ -182,17 +182,17 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                 {"MFU", fmt::format("{:.1f}%", 100 * num(j, "mfu")), fmt::format("HFU {:.1f}%", 100 * num(j, "hfu"))},
                 {"exposed communication", t(num(j, "exposed_comm_s")), fmt::format("bubble {}", t(num(j, "bubble_s")))},
                 {"memory per GPU", b(num(mem, "total_bytes")),
-                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), mem.value("fits", false) ? "fits" : "DOES NOT FIT")}});
+                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")}});
   } else {
     const json& mem = j.contains("memory") ? j["memory"] : json::object();
     const json prefill = j.contains("prefill") ? j["prefill"] : json::object();
-    s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound", prefill.value("bound", "?"))},
+    s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound", json_string(prefill, "bound", "?"))},
                 {"TPOT", t(num(j, "tpot_s")), "mean over the generation"},
                 {"end to end", t(num(j, "e2e_latency_s")), fmt::format("{} .. {}", t(num(j, "e2e_latency_lower_s")), t(num(j, "e2e_latency_upper_s")))},
                 {"output tokens/s per chip", fmt::format("{:.1f}", num(j, "output_tokens_per_s_per_chip")), "generated tokens"},
                 {"memory per chip", b(num(mem, "total_bytes")),
-                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), mem.value("fits", false) ? "fits" : "DOES NOT FIT")},
-                {"largest batch", text(j.value("max_batch", json(nullptr))), "that fits"}});
+                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")},
+                {"largest batch", text(j.contains("max_batch") ? j["max_batch"] : json(nullptr)), "that fits"}});
   }
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n<p>Hover a point for the op, its layer group and repeat count.</p>\n";
   s += "<figure id=\"chart-roofline\">" + ops_roofline_svg(j, chip) + "</figure>\n";

@@ -12,9 +12,26 @@ namespace ridgeline::report {
 
 using nlohmann::json;
 
+double json_number(const json& j, const char* key, double fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : fallback;
+}
+std::string json_string(const json& j, const char* key, const std::string& fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+bool json_bool(const json& j, const char* key, bool fallback) {
+  if (!j.is_object()) return fallback;
+  auto it = j.find(key);
+  return it != j.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
 std::string breakdown_svg(const json& j, const std::string& where, size_t* count) {
   std::vector<Bar> bars;
   auto bar = [&](const std::string& label, const json& kinds, double scale) {
+    if (!kinds.is_object()) throw InputError(fmt::format("{}: time_by_kind_s is not an object of times by op kind", where));
     Bar br;
     br.label = label;
     for (const auto& [k, v] : kinds.items()) {
@@ -25,14 +42,14 @@ std::string breakdown_svg(const json& j, const std::string& where, size_t* count
   std::string title;
   if (j.is_object() && j.contains("prefill") && j.contains("decode") && j["prefill"].is_object() &&
       j["prefill"].contains("time_by_kind_s")) {
-    title = fmt::format("{} on {}: time by op kind (lower bound)", j.value("model", ""), j.value("hw", ""));
+    title = fmt::format("{} on {}: time by op kind (lower bound)", json_string(j, "model"), json_string(j, "hw"));
     bar("prefill", j["prefill"]["time_by_kind_s"], 1);
-    const double steps = j["decode"].is_object() ? j["decode"].value("steps", 0.0) : 0.0;
-    if (steps > 0 && j["decode"].contains("total") && j["decode"]["total"].contains("time_by_kind_s")) {
+    const double steps = json_number(j["decode"], "steps");
+    if (steps > 0 && j["decode"].contains("total") && j["decode"]["total"].is_object() && j["decode"]["total"].contains("time_by_kind_s")) {
       bar("decode (per step)", j["decode"]["total"]["time_by_kind_s"], 1 / steps);
     }
   } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
-    title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", j.value("model", ""), j.value("hw", ""));
+    title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", json_string(j, "model"), json_string(j, "hw"));
     if (j.contains("forward_time_by_kind_s") && j.contains("backward_time_by_kind_s")) {
       bar("forward", j["forward_time_by_kind_s"], 1);
       bar("backward (+ recompute)", j["backward_time_by_kind_s"], 1);
@@ -76,7 +93,7 @@ std::string memory_svg(const json& j, const std::string& where, json* segments) 
   }
   const double cap = m.contains("capacity_bytes") && m["capacity_bytes"].is_number() ? m["capacity_bytes"].get<double>() : 0.0;
   const bool fits = !m.contains("fits") || !m["fits"].is_boolean() || m["fits"].get<bool>();
-  const std::string title = fmt::format("{} on {}: memory on one chip{}", j.value("model", ""), j.value("hw", ""), fits ? "" : " (does not fit)");
+  const std::string title = fmt::format("{} on {}: memory on one chip{}", json_string(j, "model"), json_string(j, "hw"), fits ? "" : " (does not fit)");
   if (segments != nullptr) *segments = seg;
   return stacked_bars_svg({bar}, "bytes", title, Quantity::bytes, cap, "capacity");
 }
@@ -86,10 +103,10 @@ std::vector<ChartPoint> result_points(const json& j) {
   const bool train = j.contains("step_time_s");
   if (j.contains("ops") && j["ops"].is_array()) {
     for (const auto& op : j["ops"]) {
-      const double flops = op.value("flops", 0.0), bytes = op.value("bytes", 0.0), rate = op.value("attained_flops_per_s", 0.0);
+      const double flops = json_number(op, "flops"), bytes = json_number(op, "bytes"), rate = json_number(op, "attained_flops_per_s");
       if (!(flops > 0 && bytes > 0 && rate > 0)) continue;
-      const std::string phase = train ? "forward" : op.value("phase", "");
-      points.push_back({fmt::format("{}: {} ({}, x{:g})", phase, op.value("name", ""), op.value("group", ""), op.value("repeat", 1.0)),
+      const std::string phase = train ? "forward" : json_string(op, "phase");
+      points.push_back({fmt::format("{}: {} ({}, x{:g})", phase, json_string(op, "name"), json_string(op, "group"), json_number(op, "repeat", 1)),
                         flops / bytes, rate});
     }
   }
@@ -100,10 +117,10 @@ std::string ops_roofline_svg(const json& j, const hw::ChipSpec& chip, size_t* co
   const std::vector<ChartPoint> points = result_points(j);
   const bool train = j.contains("step_time_s");
   DType dtype = DType::bf16;
-  if (auto d = parse_dtype(j.value(train ? "dtype" : "act_dtype", std::string("bf16")))) dtype = *d;
+  if (auto d = parse_dtype(json_string(j, train ? "dtype" : "act_dtype", "bf16"))) dtype = *d;
   if (chip.peak(hw::Unit::matrix, dtype) <= 0) dtype = DType::bf16;
   if (count != nullptr) *count = points.size();
-  return roofline_svg({chip}, dtype, points, fmt::format("{} on {}: every op on the roofline", j.value("model", ""), chip.display_name));
+  return roofline_svg({chip}, dtype, points, fmt::format("{} on {}: every op on the roofline", json_string(j, "model"), chip.display_name));
 }
 
 }  // namespace ridgeline::report

@@ -9,6 +9,12 @@
 
 namespace ridgeline::report {
 
+/// Typed reads of a result document that never throw: the value when `j` is an object
+/// holding `key` with that type, `fallback` otherwise (result files come from users).
+double json_number(const nlohmann::json& j, const char* key, double fallback = 0);
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+bool json_bool(const nlohmann::json& j, const char* key, bool fallback);
+
 /// Time by op kind per phase (prefill, decode per step; or a training step), stacked.
 /// `where` names the document in errors. `bars` receives the bar count.
 std::string breakdown_svg(const nlohmann::json& result, const std::string& where, size_t* bars = nullptr);
