@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/profile/shapes.hpp"
 #include "ridgeline/io/profile_file.hpp"
 
 namespace ridgeline::io {
@@ -74,16 +75,46 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
   profile::Profile p;
   p.source = std::string(source);
   p.format = "torch";
-  // CPU ops by External id, for the FLOPs `with_flops` records on them.
-  std::map<double, double> op_flops;
+  // CPU ops by External id: the FLOPs `with_flops` records on them, and the shapes
+  // `record_shapes` records, for the kernels they launch.
+  struct CpuOp {
+    std::string name;
+    double flops = -1;
+    std::vector<std::vector<double>> dims;
+    std::vector<std::string> types;
+  };
+  std::map<double, CpuOp> cpu_ops;
   for (const auto& e : *events) {
     if (!e.is_object() || e.value("cat", json()).is_null()) continue;
     if (e["cat"] != "cpu_op") continue;
     const json& a = e.value("args", json::object());
     if (!a.is_object()) continue;
-    const double id = num(a, "External id"), f = num(a, "flops");
-    if (id >= 0 && f >= 0) op_flops[id] = f;
+    const double id = num(a, "External id");
+    if (id < 0) continue;
+    CpuOp op;
+    const json name = e.value("name", json());
+    if (name.is_string()) op.name = name.get<std::string>();
+    op.flops = num(a, "flops");
+    const json dims = a.value("Input Dims", json());
+    const json types = a.value("Input type", json());
+    if (dims.is_array() && types.is_array()) {
+      bool ok = true;
+      for (const auto& d : dims) {
+        std::vector<double> v;
+        if (d.is_array()) {
+          for (const auto& x : d) {
+            if (x.is_number()) v.push_back(x.get<double>());
+            else ok = false;  // nested lists (TensorList): no single shape
+          }
+        }
+        op.dims.push_back(std::move(v));
+      }
+      for (const auto& t : types) op.types.push_back(t.is_string() ? t.get<std::string>() : std::string());
+      if (!ok) op.dims.clear();
+    }
+    cpu_ops[id] = std::move(op);
   }
+  std::vector<double> launch_ids;  // each launch's External id (-1: none)
   struct Span {
     double device, ts, dur;
   };
@@ -125,21 +156,57 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
         k.dram_bytes = gb * 1e9;
         k.has_bytes = true;
       }
-      if (!k.has_flops) {
-        const double id = num(a, "External id");
-        auto it = op_flops.find(id);
-        if (id >= 0 && it != op_flops.end()) {
-          k.flops_tensor = it->second;  // the whole op's FLOPs, on its kernel
-          k.has_flops = true;
-        }
-      }
+      const double id = num(a, "External id");
+      launch_ids.resize(p.launches.size(), -1);
+      launch_ids.push_back(id);
       const double dev = num(a, "device");
       const double ts = num(e, "ts");
       if (ts >= 0 && c != "cuda_profiler_range") spans.push_back({dev, ts, dur});
     }
+    p.launches.push_back(std::move(k));
+    launch_ids.resize(p.launches.size(), -1);
+  }
+  // An op's FLOPs (recorded with with_flops, or estimated from its shapes) go to the longest
+  // kernel it launched, so that an op of several kernels (addmm: bias copy + GEMM) counts
+  // them once.
+  std::map<double, size_t> longest;
+  for (size_t i = 0; i < p.launches.size(); ++i) {
+    const double id = launch_ids[i];
+    if (id < 0 || !cpu_ops.count(id)) continue;
+    auto [it, fresh] = longest.emplace(id, i);
+    if (!fresh && p.launches[i].duration_s > p.launches[it->second].duration_s) it->second = i;
+  }
+  size_t estimated = 0;
+  for (const auto& [id, i] : longest) {
+    profile::KernelLaunch& k = p.launches[i];
+    const CpuOp& op = cpu_ops[id];
+    k.op = op.name;
+    if (k.has_flops) continue;
+    if (op.flops >= 0) {
+      k.flops_tensor = op.flops;
+      k.has_flops = true;
+      continue;
+    }
+    const profile::AtenEstimate est = profile::estimate_aten(op.name, op.dims, op.types);
+    if (!est.ok) continue;
+    if (est.matrix) k.flops_tensor = est.flops;
+    else if (est.dtype == DType::fp64) k.flops_fp64 = est.flops;
+    else k.flops_fp32 = est.flops;
+    k.has_flops = true;
+    k.flops_estimated = true;
+    if (!k.has_bytes) {
+      k.dram_bytes = est.bytes;
+      k.has_bytes = true;
+    }
+    ++estimated;
+  }
+  for (const auto& k : p.launches) {
     without_flops += k.has_flops ? 0 : 1;
     without_bytes += k.has_bytes ? 0 : 1;
-    p.launches.push_back(std::move(k));
+  }
+  if (estimated) {
+    p.warnings.push_back(fmt::format("{} of {} kernels have FLOPs and bytes estimated from their aten op's shapes (record_shapes)",
+                                     estimated, p.launches.size()));
   }
   if (p.launches.empty()) throw InputError(fmt::format("{}: the trace has no GPU kernel events (\"cat\": \"kernel\")", source));
   if (without_flops) p.warnings.push_back(fmt::format("{} of {} kernels have no FLOP count (profile with with_flops, CUPTI counters or Inductor)", without_flops, p.launches.size()));

@@ -26,6 +26,8 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     a.dram_bytes += k.dram_bytes * k.count;
     a.has_flops |= k.has_flops;
     a.has_bytes |= k.has_bytes;
+    a.flops_estimated |= k.flops_estimated;
+    if (a.op.empty()) a.op = k.op;
   }
   ProfileAnalysis r;
   r.chip = chip.name;
@@ -38,6 +40,8 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     s.bytes = a.dram_bytes;
     s.has_flops = a.has_flops;
     s.has_bytes = a.has_bytes;
+    s.estimated = a.flops_estimated;
+    s.op = a.op;
     // The roof belongs to where most FLOPs ran: tensor cores at the given dtype, or the
     // vector unit in fp64 / fp32 / fp16.
     struct Part {

@@ -35,7 +35,9 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
                             {"gap_s", k.gap_s},
                             {"above_roof", k.above_roof},
                             {"has_flops", k.has_flops},
-                            {"has_bytes", k.has_bytes}});
+                            {"has_bytes", k.has_bytes},
+                            {"estimated", k.estimated},
+                            {"op", k.op}});
   }
   if (p.span_s > 0) {
     j["timeline"] = {{"span_s", p.span_s}, {"idle_s", p.idle_s}, {"idle_gaps", p.idle_gaps},

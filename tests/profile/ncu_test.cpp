@@ -164,6 +164,53 @@ TEST(TorchTrace, CuptiCountersAndSmallTraces) {
   EXPECT_DOUBLE_EQ(t.launches[0].duration_s, 1.76e-6);
   auto amd = io::load_profile(kTorch + "mi250_minitoy_train_ROCm6_2_kineto.json.gz", "");
   EXPECT_EQ(amd.launches.size(), 14u);
+  // It recorded shapes: the backward's aten::mm [128,5]x[5,128] fp32 gets 2·128·5·128 =
+  // 163840 FLOPs and (640 + 640 + 16384)·4 = 70656 bytes.
+  bool found = false;
+  for (const auto& k : amd.launches) {
+    if (k.op != "aten::mm") continue;
+    found = true;
+    EXPECT_TRUE(k.flops_estimated);
+    EXPECT_DOUBLE_EQ(k.flops_tensor, 163840);
+    EXPECT_DOUBLE_EQ(k.dram_bytes, 70656);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(TorchTrace, EstimatesFromRecordedShapes) {
+  // A hand-written trace with record_shapes: an addmm launching a bias copy (2 us) and a GEMM
+  // (10 us), and an in-place add. bf16 addmm(bias[256], x[64,512], w[512,256]): 2·64·512·256
+  // = 16777216 FLOPs on the matrix unit, bytes 2·(64·512 + 512·256 + 64·256) + 2·256 =
+  // 2·(32768 + 131072 + 16384) + 512 = 360960, all on the longer kernel (the GEMM), none on
+  // the copy. add_(a[1024,1024], b[1024,1024]) in fp32: 1048576 FLOPs, 3·1048576·4 = 12582912
+  // bytes. An op without a model (aten::foo) leaves its kernel without counts.
+  auto p = io::parse_torch_trace(R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 0, "dur": 20,
+       "args": {"External id": 7, "Input Dims": [[256], [64, 512], [512, 256], [], []],
+                "Input type": ["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::add_", "ts": 30, "dur": 5,
+       "args": {"External id": 8, "Input Dims": [[1024, 1024], [1024, 1024], []], "Input type": ["float", "float", "Scalar"]}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::foo", "ts": 40, "dur": 5,
+       "args": {"External id": 9, "Input Dims": [[4]], "Input type": ["float"]}},
+      {"ph": "X", "cat": "kernel", "name": "copy_bias", "ts": 1, "dur": 2, "args": {"External id": 7, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 4, "dur": 10, "args": {"External id": 7, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "add", "ts": 31, "dur": 3, "args": {"External id": 8, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "foo", "ts": 41, "dur": 3, "args": {"External id": 9, "device": 0}}]})", "t.json");
+  ASSERT_EQ(p.launches.size(), 4u);
+  const auto& copy = p.launches[0];
+  const auto& gemm = p.launches[1];
+  const auto& add = p.launches[2];
+  EXPECT_FALSE(copy.has_flops);
+  EXPECT_TRUE(gemm.flops_estimated);
+  EXPECT_DOUBLE_EQ(gemm.flops_tensor, 16777216);
+  EXPECT_DOUBLE_EQ(gemm.dram_bytes, 360960);
+  EXPECT_EQ(gemm.op, "aten::addmm");
+  EXPECT_DOUBLE_EQ(add.flops_fp32, 1048576);
+  EXPECT_DOUBLE_EQ(add.dram_bytes, 12582912);
+  EXPECT_FALSE(p.launches[3].has_flops);
+  EXPECT_EQ(p.launches[3].op, "aten::foo");
+  auto a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
+  for (const auto& k : a.kernels) EXPECT_EQ(k.estimated, k.name == "gemm" || k.name == "add") << k.name;
 }
 
 TEST(TorchTrace, BadInput) {

@@ -30,6 +30,8 @@ struct KernelSummary {
   DType dtype = DType::fp32;
   bool above_roof = false;      ///< faster than the roofline allows: the byte or FLOP counts (or the chip) are wrong
   bool has_flops = false, has_bytes = false;
+  bool estimated = false;  ///< FLOPs and bytes from the launching aten op's shapes, not from counters
+  std::string op;          ///< the CPU op that launched it (traces)
 };
 
 struct ProfileAnalysis {

@@ -19,7 +19,8 @@ struct KernelLaunch {
   double l1_bytes = 0;
   bool has_flops = false;    ///< some FLOP counter was present
   bool has_bytes = false;    ///< a DRAM byte count (or throughput) was present
-  bool flops_estimated = false;
+  bool flops_estimated = false;  ///< FLOPs and bytes estimated from the launching aten op's shapes
+  std::string op;               ///< the CPU op that launched it (traces), e.g. "aten::addmm"
   double count = 1;          ///< launches this record stands for
 };
 
