@@ -55,9 +55,11 @@ AtenEstimate estimate_aten(const std::string& op, const std::vector<std::vector<
       if (!(x >= 0 && x < 1e12)) return {};
     }
   }
+  // `batch` > 1: both operands batched (bmm), each batch its own right-hand matrix.
   auto gemm = [&](double batch, double m, double k, double n, double extra_bytes) {
     ops::MatmulShape s;
     s.batch = batch, s.m = m, s.k = k, s.n = n;
+    s.per_sample_weights = batch > 1;
     s.a = s.b = s.out = *t;
     ops::Cost c = ops::matmul_cost(s);
     c.bytes[0] += extra_bytes;

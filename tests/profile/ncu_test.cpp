@@ -209,6 +209,14 @@ TEST(TorchTrace, EstimatesFromRecordedShapes) {
   EXPECT_DOUBLE_EQ(add.dram_bytes, 12582912);
   EXPECT_FALSE(p.launches[3].has_flops);
   EXPECT_EQ(p.launches[3].op, "aten::foo");
+  // bmm fp16 [2,3,8]·[2,8,4]: both operands batched: 2·2·3·8·4 = 384 FLOPs,
+  // 2·(3·8 + 8·4 + 3·4)·2 = 272 bytes.
+  auto b = io::parse_torch_trace(R"({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::bmm", "ts": 0, "dur": 5,
+       "args": {"External id": 1, "Input Dims": [[2, 3, 8], [2, 8, 4]], "Input type": ["c10::Half", "c10::Half"]}},
+      {"ph": "X", "cat": "kernel", "name": "bmm", "ts": 1, "dur": 3, "args": {"External id": 1, "device": 0}}]})", "b.json");
+  EXPECT_DOUBLE_EQ(b.launches[0].flops_tensor, 384);
+  EXPECT_DOUBLE_EQ(b.launches[0].dram_bytes, 272);
   auto a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
   for (const auto& k : a.kernels) EXPECT_EQ(k.estimated, k.name == "gemm" || k.name == "add") << k.name;
 }
