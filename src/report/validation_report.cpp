@@ -17,6 +17,8 @@ json validation_json(const hw::ChipSpec& chip, const analysis::ValidationResult&
                    {"level", k.level},
                    {"flops", k.flops},
                    {"model_bytes", k.model_bytes},
+                   {"bytes", k.model_bytes + k.write_allocate_bytes},
+                   {"attained_flops_per_s", k.measured_s > 0 ? k.flops / k.measured_s : 0.0},
                    {"write_allocate_bytes", k.write_allocate_bytes},
                    {"predicted_s", k.predicted_s},
                    {"measured_s", k.measured_s},

@@ -2,6 +2,7 @@
 // round numbers, so the predictions (not the timings, which vary) are derived by hand.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "cli/cli_harness.hpp"
@@ -61,6 +62,13 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   ASSERT_TRUE(un && fu);
   EXPECT_LT((*fu)["predicted_s"].get<double>(), (*un)["predicted_s"].get<double>());
   ASSERT_TRUE(j["summary"]["memory"].contains("median_ratio"));
+  // The measured kernels on the chip's roofline: every kernel with FLOPs is a point.
+  const std::string doc = std::string(RIDGELINE_TMP_DIR) + "/validate.json";
+  std::ofstream(doc) << j.dump();
+  size_t with_flops = 0;
+  for (const auto& op : ops) with_flops += op["flops"].get<double>() > 0;
+  auto p = run_json("plot roofline --hw " + hw + " --dtype fp32 --from " + doc + " --out " + std::string(RIDGELINE_TMP_DIR) + "/validate.svg");
+  EXPECT_EQ(p["points"].get<size_t>(), with_flops);
 }
 
 TEST(ValidateCli, BadInput) {
