@@ -71,10 +71,13 @@ struct Runner {
   bool quick;
   ValidationResult& out;
 
-  // Predicts `cost` at the level `ws` fits in (write-allocate bytes added there), times
-  // `body`, and records the kernel.
-  void record(const std::string& name, const char* group, double ws, ops::Cost cost, double wa_bytes, double max_err,
-              const std::function<void(int, int)>& body, int body_threads) {
+  // Runs `body` once on `body_threads` threads and measures its output with `check` (the
+  // largest relative error against a reference), predicts `cost` at the level `ws` fits in
+  // (write-allocate bytes added there), times `body`, and records the kernel.
+  void record(const std::string& name, const char* group, double ws, ops::Cost cost, double wa_bytes,
+              const std::function<void(int, int)>& body, int body_threads, const std::function<double()>& check) {
+    measure::time_parallel(body_threads, 0, 1, body);
+    const double max_err = check();
     KernelCheck k;
     k.name = name;
     k.group = group;
@@ -131,15 +134,17 @@ struct Runner {
       for (std::size_t i = 0; i < n2; ++i) ref += static_cast<double>(x[i]) * y[i];
       std::vector<double> part(static_cast<std::size_t>(threads), kNaN);
       auto body = [&](int t, int T) { part[static_cast<std::size_t>(t)] = measure::dot(x.data(), y.data(), slice_begin(n2, t, T), slice_begin(n2, t + 1, T)); };
-      measure::time_parallel(threads, 0, 1, body);
-      double got = 0;
-      for (double p : part) got += p;
+      auto check = [&] {
+        double got = 0;
+        for (double p : part) got += p;
+        return rel_err(got, ref);
+      };
       OpConfig op;
       op.kind = OpKind::dot;
       op.n = static_cast<std::int64_t>(n2);
       op.dtype = DType::fp32;
       op.compute_dtype = DType::fp32;
-      record("dot (" + where + ")", "stream", 2 * b2, cost(op), 0, rel_err(got, ref), body, threads);
+      record("dot (" + where + ")", "stream", 2 * b2, cost(op), 0, body, threads, check);
     }
     {
       std::vector<float> x(n2), y(n2), y0;
@@ -147,10 +152,9 @@ struct Runner {
       y0 = y;
       const float a = 0.75f;
       auto body = [&](int t, int T) { measure::axpy(a, x.data(), y.data(), slice_begin(n2, t, T), slice_begin(n2, t + 1, T)); };
-      measure::time_parallel(threads, 0, 1, body);  // one call: y = y0 + a·x
-      const double err = check_sampled(n2, [&](std::size_t i) { return rel_err(y[i], y0[i] + static_cast<double>(a) * x[i]); });
+      auto check = [&] { return check_sampled(n2, [&](std::size_t i) { return rel_err(y[i], y0[i] + static_cast<double>(a) * x[i]); }); };
       // y is read before it is written: no write-allocate.
-      record("axpy (" + where + ")", "stream", 2 * b2, cost(rows_op(OpKind::elementwise, 1, n2, 2, 1, 2)), 0, err, body, threads);
+      record("axpy (" + where + ")", "stream", 2 * b2, cost(rows_op(OpKind::elementwise, 1, n2, 2, 1, 2)), 0, body, threads, check);
     }
     {
       std::vector<float> a(n3), b(n3), c(n3);
@@ -158,9 +162,8 @@ struct Runner {
       poison(a);
       const float s = 1.25f;
       auto body = [&](int t, int T) { measure::triad(a.data(), b.data(), c.data(), s, slice_begin(n3, t, T), slice_begin(n3, t + 1, T)); };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_sampled(n3, [&](std::size_t i) { return rel_err(a[i], b[i] + static_cast<double>(s) * c[i]); });
-      record("triad (" + where + ")", "stream", 3 * b3, cost(rows_op(OpKind::elementwise, 1, n3, 2, 1, 2)), b3, err, body, threads);
+      auto check = [&] { return check_sampled(n3, [&](std::size_t i) { return rel_err(a[i], b[i] + static_cast<double>(s) * c[i]); }); };
+      record("triad (" + where + ")", "stream", 3 * b3, cost(rows_op(OpKind::elementwise, 1, n3, 2, 1, 2)), b3, body, threads, check);
     }
   }
 
@@ -189,25 +192,26 @@ struct Runner {
     {
       poison(y);
       auto body = [&](int t, int T) { auto [b, e] = row_slices(t, T); measure::rmsnorm(x.data(), w.data(), y.data(), cols, b, e); };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_rows([&](std::size_t r, std::size_t c) { return x[r * cols + c] * norm_ref(r) * w[c]; });
-      record("rmsnorm (DRAM)", "norm", 2 * nb, norm, nb, err, body, threads);
+      auto check = [&] { return check_rows([&](std::size_t r, std::size_t c) { return x[r * cols + c] * norm_ref(r) * w[c]; }); };
+      record("rmsnorm (DRAM)", "norm", 2 * nb, norm, nb, body, threads, check);
     }
     {
       poison(y);
       auto body = [&](int t, int T) { auto [b, e] = row_slices(t, T); measure::softmax(x.data(), y.data(), cols, b, e); };
-      measure::time_parallel(threads, 0, 1, body);
       auto soft = [&](std::size_t r, std::size_t c) {
         double m = 0, s = 0;
         for (std::size_t k = 0; k < cols; ++k) m = std::max(m, static_cast<double>(x[r * cols + k]));
         for (std::size_t k = 0; k < cols; ++k) s += std::exp(x[r * cols + k] - m);
         return std::exp(x[r * cols + c] - m) / s;
       };
-      double worst = 0;
-      for (std::size_t r : {std::size_t{0}, rows - 1}) {
-        for (std::size_t c = 0; c < cols; c += 97) worst = std::max(worst, rel_err(y[r * cols + c], soft(r, c)));
-      }
-      record("softmax (DRAM)", "norm", 2 * nb, cost(rows_op(OpKind::softmax, rows, cols)), nb, worst, body, threads);
+      auto check = [&] {
+        double worst = 0;
+        for (std::size_t r : {std::size_t{0}, rows - 1}) {
+          for (std::size_t c = 0; c < cols; c += 97) worst = std::max(worst, rel_err(y[r * cols + c], soft(r, c)));
+        }
+        return worst;
+      };
+      record("softmax (DRAM)", "norm", 2 * nb, cost(rows_op(OpKind::softmax, rows, cols)), nb, body, threads, check);
     }
     // RMSNorm -> mul: unfused writes the normalised tensor and reads it back.
     auto want_nm = [&](std::size_t r, std::size_t c) { return x[r * cols + c] * norm_ref(r) * w[c] * g[r * cols + c]; };
@@ -218,17 +222,15 @@ struct Runner {
         measure::rmsnorm(x.data(), w.data(), tmp.data(), cols, b, e);
         measure::mul(tmp.data(), g.data(), y.data(), b * cols, e * cols);
       };
-      measure::time_parallel(threads, 0, 1, body);
-      record("rmsnorm -> mul, unfused (DRAM)", "fusion", 4 * nb, norm + mul, 2 * nb, check_rows(want_nm), body, threads);
+      record("rmsnorm -> mul, unfused (DRAM)", "fusion", 4 * nb, norm + mul, 2 * nb, body, threads, [&] { return check_rows(want_nm); });
     }
     {
       poison(y);
       auto body = [&](int t, int T) { auto [b, e] = row_slices(t, T); measure::rmsnorm_mul(x.data(), w.data(), g.data(), y.data(), cols, b, e); };
-      measure::time_parallel(threads, 0, 1, body);
       // Fused: the sum of the two ops without the intermediate's write and read.
       ops::Cost fused = norm + mul;
       fused.bytes[0] -= 2 * nb;
-      record("rmsnorm -> mul, fused (DRAM)", "fusion", 3 * nb, fused, nb, check_rows(want_nm), body, threads);
+      record("rmsnorm -> mul, fused (DRAM)", "fusion", 3 * nb, fused, nb, body, threads, [&] { return check_rows(want_nm); });
     }
     // SiLU -> mul (SwiGLU's activation): ridgeline's SwiGLU counts 6 FLOPs per element,
     // 5 of them SiLU's.
@@ -244,16 +246,14 @@ struct Runner {
         measure::silu(x.data(), tmp.data(), b, e);
         measure::mul(tmp.data(), g.data(), y.data(), b, e);
       };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_sw(i)); });
-      record("silu -> mul, unfused (DRAM)", "fusion", 4 * nb, silu + mul, 2 * nb, err, body, threads);
+      auto check = [&] { return check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_sw(i)); }); };
+      record("silu -> mul, unfused (DRAM)", "fusion", 4 * nb, silu + mul, 2 * nb, body, threads, check);
     }
     {
       poison(y);
       auto body = [&](int t, int T) { measure::swiglu(x.data(), g.data(), y.data(), slice_begin(n, t, T), slice_begin(n, t + 1, T)); };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_sw(i)); });
-      record("silu -> mul, fused = swiglu (DRAM)", "fusion", 3 * nb, cost(rows_op(OpKind::swiglu, rows, cols)), nb, err, body, threads);
+      auto check = [&] { return check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_sw(i)); }); };
+      record("silu -> mul, fused = swiglu (DRAM)", "fusion", 3 * nb, cost(rows_op(OpKind::swiglu, rows, cols)), nb, body, threads, check);
     }
     // An elementwise chain of four ops: four passes through memory, or one.
     auto want_ch = [&](std::size_t i) { return (static_cast<double>(x[i]) * 1.0001 + 0.5) * 0.9999 - 0.25; };
@@ -266,17 +266,15 @@ struct Runner {
         measure::chain_step(2, y.data(), tmp.data(), b, e);
         measure::chain_step(3, tmp.data(), y.data(), b, e);
       };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_ch(i)); });
+      auto check = [&] { return check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_ch(i)); }); };
       const ops::Cost step = cost(rows_op(OpKind::elementwise, rows, cols, 1, 1, 1));
-      record("elementwise chain x4, unfused (DRAM)", "fusion", 3 * nb, step * 4, 4 * nb, err, body, threads);
+      record("elementwise chain x4, unfused (DRAM)", "fusion", 3 * nb, step * 4, 4 * nb, body, threads, check);
     }
     {
       poison(y);
       auto body = [&](int t, int T) { measure::chain_fused(x.data(), y.data(), slice_begin(n, t, T), slice_begin(n, t + 1, T)); };
-      measure::time_parallel(threads, 0, 1, body);
-      const double err = check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_ch(i)); });
-      record("elementwise chain x4, fused (DRAM)", "fusion", 2 * nb, cost(rows_op(OpKind::elementwise, rows, cols, 1, 1, 4)), nb, err, body, threads);
+      auto check = [&] { return check_sampled(n, [&](std::size_t i) { return rel_err(y[i], want_ch(i)); }); };
+      record("elementwise chain x4, fused (DRAM)", "fusion", 2 * nb, cost(rows_op(OpKind::elementwise, rows, cols, 1, 1, 4)), nb, body, threads, check);
     }
   }
 
@@ -293,14 +291,16 @@ struct Runner {
         measure::dgemm(n, n, n, a.data(), b.data(), c.data(), threads);
       }
     };
-    run();
-    double worst = 0;
-    for (int s = 0; s < 64; ++s) {
-      const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
-      double want = 0;
-      for (int k = 0; k < n; ++k) want += static_cast<double>(a[static_cast<std::size_t>(i) * n + k]) * b[static_cast<std::size_t>(k) * n + j];
-      worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
-    }
+    auto check = [&] {
+      double worst = 0;
+      for (int s = 0; s < 64; ++s) {
+        const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
+        double want = 0;
+        for (int k = 0; k < n; ++k) want += static_cast<double>(a[static_cast<std::size_t>(i) * n + k]) * b[static_cast<std::size_t>(k) * n + j];
+        worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
+      }
+      return worst;
+    };
     OpConfig op;
     op.kind = OpKind::matmul;
     op.m = op.k = op.n = n;
@@ -308,7 +308,7 @@ struct Runner {
     op.compute_dtype = dt;
     const double ws = 3.0 * n * n * sizeof(T);
     // OpenBLAS threads itself: one caller.
-    record(fmt::format("{} {}", dt == DType::fp32 ? "sgemm" : "dgemm", n), "gemm", ws, cost(op), 0, worst, [&](int, int) { run(); }, 1);
+    record(fmt::format("{} {}", dt == DType::fp32 ? "sgemm" : "dgemm", n), "gemm", ws, cost(op), 0, [&](int, int) { run(); }, 1, check);
   }
 
   // ---- a small naive attention: S = Q·Kᵀ, P = softmax(S), O = P·V per head ----------
@@ -327,27 +327,29 @@ struct Runner {
         measure::sgemm(S, D, S, p.data(), v.data() + off, o.data() + off, threads);
       }
     };
-    run();
-    // Reference: one row of one head in double.
-    double worst = 0;
-    for (int h : {0, H - 1}) {
-      const std::size_t off = static_cast<std::size_t>(h) * S * D;
-      const int r = S / 3;
-      std::vector<double> sc(static_cast<std::size_t>(S));
-      double m = -1e300, sum = 0;
-      for (int j = 0; j < S; ++j) {
-        double d = 0;
-        for (int c = 0; c < D; ++c) d += static_cast<double>(q[off + static_cast<std::size_t>(r) * D + c]) * k[off + static_cast<std::size_t>(j) * D + c];
-        sc[static_cast<std::size_t>(j)] = d;
-        m = std::max(m, d);
+    // Reference: one row of two heads in double.
+    auto check = [&] {
+      double worst = 0;
+      for (int h : {0, H - 1}) {
+        const std::size_t off = static_cast<std::size_t>(h) * S * D;
+        const int r = S / 3;
+        std::vector<double> sc(static_cast<std::size_t>(S));
+        double m = -1e300, sum = 0;
+        for (int j = 0; j < S; ++j) {
+          double d = 0;
+          for (int c = 0; c < D; ++c) d += static_cast<double>(q[off + static_cast<std::size_t>(r) * D + c]) * k[off + static_cast<std::size_t>(j) * D + c];
+          sc[static_cast<std::size_t>(j)] = d;
+          m = std::max(m, d);
+        }
+        for (double& x : sc) sum += (x = std::exp(x - m));
+        for (int c = 0; c < D; ++c) {
+          double want = 0;
+          for (int j = 0; j < S; ++j) want += sc[static_cast<std::size_t>(j)] / sum * v[off + static_cast<std::size_t>(j) * D + c];
+          worst = std::max(worst, rel_err(o[off + static_cast<std::size_t>(r) * D + c], want));
+        }
       }
-      for (double& x : sc) sum += (x = std::exp(x - m));
-      for (int c = 0; c < D; ++c) {
-        double want = 0;
-        for (int j = 0; j < S; ++j) want += sc[static_cast<std::size_t>(j)] / sum * v[off + static_cast<std::size_t>(j) * D + c];
-        worst = std::max(worst, rel_err(o[off + static_cast<std::size_t>(r) * D + c], want));
-      }
-    }
+      return worst;
+    };
     ops::AttentionShape a;
     a.batch = 1;
     a.q_len = a.kv_len = S;
@@ -358,8 +360,8 @@ struct Runner {
     a.kv_dtype = DType::fp32;
     a.compute = DType::fp32;
     const double ws = 4.0 * static_cast<double>(qsz) * 4 + 2.0 * static_cast<double>(s.size()) * 4;
-    record(fmt::format("naive attention {}x{}x{}x{}", H, S, S, D), "attention", ws, ops::attention_cost(a), 0, worst,
-           [&](int, int) { run(); }, 1);
+    record(fmt::format("naive attention {}x{}x{}x{}", H, S, S, D), "attention", ws, ops::attention_cost(a), 0,
+           [&](int, int) { run(); }, 1, check);
   }
 };
 
