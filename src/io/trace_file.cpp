@@ -133,6 +133,7 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
     k.name = name.is_string() ? name.get<std::string>() : std::string("(unnamed)");
     k.duration_s = dur * 1e-6;  // Chrome traces count microseconds
     const json a = e.value("args", json::object());
+    double id = -1;  // the launching CPU op's External id
     if (a.is_object()) {
       // CUPTI range-profiler counters (sm__ or smsp__ prefixes): add and mul one, fma two.
       for (const auto& [key, val] : a.items()) {
@@ -156,15 +157,13 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
         k.dram_bytes = gb * 1e9;
         k.has_bytes = true;
       }
-      const double id = num(a, "External id");
-      launch_ids.resize(p.launches.size(), -1);
-      launch_ids.push_back(id);
+      id = num(a, "External id");
       const double dev = num(a, "device");
       const double ts = num(e, "ts");
       if (ts >= 0 && c != "cuda_profiler_range") spans.push_back({dev, ts, dur});
     }
     p.launches.push_back(std::move(k));
-    launch_ids.resize(p.launches.size(), -1);
+    launch_ids.push_back(id);
   }
   // An op's FLOPs (recorded with with_flops, or estimated from its shapes) go to the longest
   // kernel it launched, so that an op of several kernels (addmm: bias copy + GEMM) counts
