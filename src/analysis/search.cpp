@@ -186,6 +186,16 @@ Result collect(Locals& locals, Coll all, bool interrupted, Clock::time_point t0)
   return out;
 }
 
+// Best first: the objective's key (lower is better), then less memory, then enumeration order.
+template <class Plan, class Key>
+auto ranking(Key key) {
+  return [key](const Plan& a, const Plan& b) {
+    const double ka = key(a), kb = key(b);
+    if (ka != kb) return ka < kb;
+    return a.memory_bytes != b.memory_bytes ? a.memory_bytes < b.memory_bytes : a.order < b.order;
+  };
+}
+
 double train_key(TrainObjective o, const TrainPlan& p) {
   switch (o) {
     case TrainObjective::step_time: return p.step_time_s;
@@ -318,11 +328,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
 
   const double capacity = sys.chip.main_capacity_bytes() * (1 - space.memory_headroom);
   const TrainObjective objective = space.objective;
-  auto better = [objective](const TrainPlan& a, const TrainPlan& b) {
-    const double ka = train_key(objective, a), kb = train_key(objective, b);
-    if (ka != kb) return ka < kb;
-    return a.memory_bytes != b.memory_bytes ? a.memory_bytes < b.memory_bytes : a.order < b.order;
-  };
+  const auto better = ranking<TrainPlan>([objective](const TrainPlan& p) { return train_key(objective, p); });
   auto x = [](const TrainPlan& p) { return p.tokens_per_s; };
   auto y = [](const TrainPlan& p) { return p.memory_bytes; };
   using Coll = Collector<TrainPlan, decltype(better), decltype(x), decltype(y)>;
@@ -462,11 +468,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
     }
   }
   const InferObjective objective = space.objective;
-  auto better = [objective](const InferPlan& a, const InferPlan& b) {
-    const double ka = infer_key(objective, a), kb = infer_key(objective, b);
-    if (ka != kb) return ka < kb;
-    return a.memory_bytes != b.memory_bytes ? a.memory_bytes < b.memory_bytes : a.order < b.order;
-  };
+  const auto better = ranking<InferPlan>([objective](const InferPlan& p) { return infer_key(objective, p); });
   auto x = [](const InferPlan& p) { return p.tokens_per_s_per_chip; };
   auto y = [](const InferPlan& p) { return p.tpot_s; };
   using Coll = Collector<InferPlan, decltype(better), decltype(x), decltype(y)>;
