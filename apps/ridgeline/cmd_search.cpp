@@ -275,15 +275,14 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", g->algo));
                         fw.algo = *algo;
                         s.base.cuda_graphs = g->cuda_graphs;
-                        // Default precisions: the checkpoint's weights (and fp8 unless it is fp8 already), the
-                        // activation dtype for the KV cache and fp8.
-                        const DType fp8 = DType::fp8_e4m3;
-                        s.weight_dtypes = g->weight_dtypes.empty() ? std::vector<DType>{m.quantized ? m.quant.dtype : m.weight_dtype, fp8}
-                                                                   : dtype_list(g->weight_dtypes, "--weight-dtypes");
-                        if (g->weight_dtypes.empty() && m.quantized) s.weight_dtypes.clear();  // the checkpoint's own mix
-                        s.kv_dtypes = g->kv_dtypes.empty() ? std::vector<DType>{fw.precision.activation, fp8} : dtype_list(g->kv_dtypes, "--kv-dtypes");
-                        if (s.kv_dtypes.size() == 2 && s.kv_dtypes[0] == s.kv_dtypes[1]) s.kv_dtypes.pop_back();
-                        if (s.weight_dtypes.size() == 2 && s.weight_dtypes[0] == s.weight_dtypes[1]) s.weight_dtypes.pop_back();
+                        // Default precisions: the checkpoint's weights and fp8 (a quantised checkpoint: its own
+                        // mix only, an empty list), the activation dtype for the KV cache and fp8.
+                        auto and_fp8 = [](DType d) {
+                          return d == DType::fp8_e4m3 ? std::vector<DType>{d} : std::vector<DType>{d, DType::fp8_e4m3};
+                        };
+                        if (!g->weight_dtypes.empty()) s.weight_dtypes = dtype_list(g->weight_dtypes, "--weight-dtypes");
+                        else if (!m.quantized) s.weight_dtypes = and_fp8(m.weight_dtype);
+                        s.kv_dtypes = g->kv_dtypes.empty() ? and_fp8(fw.precision.activation) : dtype_list(g->kv_dtypes, "--kv-dtypes");
                         if (!g->ttft_max.empty()) s.ttft_max_s = parse_quantity(g->ttft_max, Quantity::time, "--ttft-max", true);
                         if (!g->tpot_max.empty()) s.tpot_max_s = parse_quantity(g->tpot_max, Quantity::time, "--tpot-max", true);
                         if (g->objective == "tokens_per_s_per_chip") s.objective = analysis::InferObjective::tokens_per_s_per_chip;
