@@ -159,6 +159,21 @@ BENCHMARK(BM_Infer70BFull);
 // Plan search (issue 8's target: >= 10 million plans/s on this 2-core machine). A 70B
 // training search on 1024 H100 (every dimension free) and a serving search for the same
 // model on up to 8 chips; plans/s counts every plan considered (feasible or rejected).
+// Runs `search` per iteration; counts plans considered and plans timed, per second.
+template <class Search>
+void run_search(benchmark::State& state, Search search) {
+  std::uint64_t plans = 0, timed = 0;
+  for (auto _ : state) {
+    auto r = search();
+    plans += r.stats.evaluated;
+    timed += r.stats.timed;
+    benchmark::DoNotOptimize(r.best);
+  }
+  state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
+  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
+  state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
+}
+
 void BM_SearchTrain70B(benchmark::State& state) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   analysis::TrainSearchSpace s;
@@ -167,16 +182,7 @@ void BM_SearchTrain70B(benchmark::State& state) {
   s.base.global_batch = 1024;
   analysis::SearchControl c;
   c.threads = static_cast<int>(state.range(0));
-  std::uint64_t plans = 0, timed = 0;
-  for (auto _ : state) {
-    auto r = analysis::search_train(m, h100(), s, c);
-    plans += r.stats.evaluated;
-    timed += r.stats.timed;
-    benchmark::DoNotOptimize(r.best);
-  }
-  state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
-  state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
+  run_search(state, [&] { return analysis::search_train(m, h100(), s, c); });
 }
 BENCHMARK(BM_SearchTrain70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -190,16 +196,7 @@ void BM_SearchInfer70B(benchmark::State& state) {
   s.kv_dtypes = {DType::bf16, DType::fp8_e4m3};
   analysis::SearchControl c;
   c.threads = static_cast<int>(state.range(0));
-  std::uint64_t plans = 0, timed = 0;
-  for (auto _ : state) {
-    auto r = analysis::search_infer(m, h100(), s, c);
-    plans += r.stats.evaluated;
-    timed += r.stats.timed;
-    benchmark::DoNotOptimize(r.best);
-  }
-  state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
-  state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
-  state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
+  run_search(state, [&] { return analysis::search_infer(m, h100(), s, c); });
 }
 BENCHMARK(BM_SearchInfer70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
