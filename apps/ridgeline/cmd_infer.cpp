@@ -121,7 +121,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
                         // Every kernel's dtype must exist on the chip.
-                        for (int i = 0; i < r->prefill_graph.op_count; ++i) ops::check_supported(r->prefill_graph.ops[i].cost, sys.chip);
+                        for (int i = 0; i < r->prefill_graph.op_count; ++i) ops::check_supported(r->prefill_graph.ops[i].cost.expand(), sys.chip);
                         std::string text = report::inference_text(m, sys, cfg, *r, f->all_ops);
                         if (f->method == "quick") text = report::quick_text(cfg, *r) + "\n" + text;
                         emit(f->json, report::inference_json(m, sys, cfg, *r), text);
@@ -141,7 +141,7 @@ void register_report_infer(CLI::App& root, std::vector<Command>& commands) {
                         hw::System sys = load_chip_system(f->hw);
                         auto res = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *res);
-                        for (int i = 0; i < res->prefill_graph.op_count; ++i) ops::check_supported(res->prefill_graph.ops[i].cost, sys.chip);
+                        for (int i = 0; i < res->prefill_graph.op_count; ++i) ops::check_supported(res->prefill_graph.ops[i].cost.expand(), sys.chip);
                         const nlohmann::json j = report::inference_json(m, sys, cfg, *res);
                         const std::string html = report::html_report(j, sys.chip);
                         report::write_file_atomically(*out, html);

@@ -15,7 +15,6 @@ namespace {
 
 using model::Graph;
 
-using Times = std::array<OpTimes, Graph::kMaxOps>;
 
 // Sum over j = 0..n-1 of max_i(a_i + b_i·j) for lines given at j = 0 (a) and j = n-1 (z):
 // exact, by splitting [0, n-1] where the upper envelope changes line.
@@ -59,35 +58,40 @@ double sum_max_affine(const double* a, const double* z, int count, double n) {
   return total;
 }
 
-OpTimes op_times(const ops::Cost& c, const hw::ChipSpec& chip, bool graphs) noexcept {
+double main_bytes(const ops::Cost& c) { return c.bytes[0]; }
+double main_bytes(const ops::OpCost& c) { return c.main_bytes; }
+
+template <class C>
+[[gnu::always_inline]] inline OpTimes op_times(const C& c, const ops::Rates& rates, bool graphs) noexcept {
   OpTimes o;
-  o.parts = ops::time_parts(c, chip);
+  o.parts = ops::time_parts(c, rates);
   if (graphs) o.parts.launch = 0;
   o.flops = c.total_flops();
-  o.bytes = c.bytes[0];
+  o.bytes = main_bytes(c);
   o.link_bytes = c.total_link_bytes();
   o.launches = graphs ? 0 : c.launches;
   return o;
 }
 
-void accumulate(PhaseTimes& t, const OpTimes& o, double r, const hw::EfficiencySpec& eff, model::OpClass cls) noexcept {
+[[gnu::always_inline]] inline void accumulate(PhaseTimes& t, const OpTimes& o, double r, const ops::Rates& rates, model::OpClass cls) noexcept {
   const double lower = o.parts.lower();
   t.t_lower_s += r * lower;
-  t.t_upper_s += r * o.parts.upper(eff);
-  t.t_realistic_s += r * o.parts.realistic(eff);
+  t.t_upper_s += r * o.parts.upper(rates);
+  t.t_realistic_s += r * o.parts.realistic(rates);
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
   t.comm_bytes += r * o.link_bytes;
   t.launches += r * o.launches;
-  t.lower_by_bound_s[static_cast<int>(o.parts.bound())] += r * lower;
-  t.lower_by_class_s[static_cast<int>(cls)] += r * lower;
+  const int b = static_cast<int>(o.parts.bound()), k = static_cast<int>(cls);
+  t.lower_by_bound_s[b] += r * lower;
+  t.lower_by_class_s[k] += r * lower;
 }
 
 // A pass replayed as a CUDA graph costs one launch, which the host issues while the GPU
 // runs the previous pass: the pass takes at least the launch, otherwise its kernels' time.
-void graph_launches(PhaseTimes& t, const hw::ChipSpec& chip, bool graphs, double passes) noexcept {
+void graph_launches(PhaseTimes& t, const ops::Rates& rates, bool graphs, double passes) noexcept {
   if (!graphs) return;
-  const double l = passes * chip.launch_overhead_s;
+  const double l = passes * rates.launch_s;
   if (l > t.t_lower_s) t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += l - t.t_lower_s;
   t.t_lower_s = std::max(t.t_lower_s, l);
   t.t_upper_s = std::max(t.t_upper_s, l);
@@ -103,79 +107,105 @@ void finish(PhaseTimes& t) noexcept {
   t.bound = static_cast<ops::Bound>(best);
 }
 
-// Evaluates every op of `g` on the chip.
-void evaluate(const Graph& g, const hw::ChipSpec& chip, bool graphs, Times& times, PhaseTimes& t) noexcept {
-  t = {};
-  for (int i = 0; i < g.op_count; ++i) {
-    times[i] = op_times(g.ops[i].cost, chip, graphs);
-    accumulate(t, times[i], g.repeat(i), chip.efficiency, g.ops[i].cls);
-  }
-  graph_launches(t, chip, graphs, 1);
-  finish(t);
+// Evaluates every op of `g` on the chip (sums kept in a local: the loop does not go
+// through the result's memory).
+void evaluate(const Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept {
+  PhaseTimes acc;
+  for (int i = 0; i < g.op_count; ++i) accumulate(acc, op_times(g.ops[i].cost, rates, graphs), g.repeat(i), rates, g.ops[i].cls);
+  graph_launches(acc, rates, graphs, 1);
+  finish(acc);
+  t = acc;
 }
 
-// The ops of `g` (evaluated as `at`) at context `kv`: attention re-costed, the rest as they are.
-void retarget(const Graph& g, const Times& at, double kv, const hw::ChipSpec& chip, bool graphs, Times& out,
-              PhaseTimes& t) noexcept {
-  t = {};
-  for (int i = 0; i < g.op_count; ++i) {
-    if (g.ops[i].attention >= 0) {
-      ops::AttentionShape a = g.attention[g.ops[i].attention];
-      a.kv_len = kv;
-      out[i] = op_times(ops::attention_cost(a), chip, graphs);
-    } else {
-      out[i] = at[i];
-    }
-    accumulate(t, out[i], g.repeat(i), chip.efficiency, g.ops[i].cls);
-  }
-  graph_launches(t, chip, graphs, 1);
-  finish(t);
+// Attention op i of `g` re-costed at context `kv`.
+OpTimes attention_at(const Graph& g, int i, double kv, const ops::Rates& rates, bool graphs) noexcept {
+  ops::AttentionShape a = g.attention[g.ops[i].attention];
+  a.kv_len = kv;
+  return op_times(ops::attention_cost(a), rates, graphs);
 }
 
-// Exact sum of n decode steps whose first and last are `a` and `z`: every part of every
-// kernel is affine in the context within a segment.
-void sum_steps(const Graph& g, const Times& a, const Times& z, const hw::ChipSpec& chip, bool graphs, double n,
+// Exact sum of n decode steps of op i whose first and last are `a` and `z`: every part is
+// affine in the context between them.
+void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const ops::Rates& rates, double n,
                PhaseTimes& t) noexcept {
-  const auto& eff = chip.efficiency;
-  for (int i = 0; i < g.op_count; ++i) {
-    const ops::TimeParts& p0 = a[i].parts;
-    const ops::TimeParts& p1 = z[i].parts;
-    const double r = g.repeat(i);
-    const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
-    const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
-    const double lower = sum_max_affine(l0, l1, 5, n);
-    const double s0[5] = {p0.matrix / eff.matrix, p0.vector / eff.vector, p0.memory / eff.memory, p0.comm / eff.link, p0.launch};
-    const double s1[5] = {p1.matrix / eff.matrix, p1.vector / eff.vector, p1.memory / eff.memory, p1.comm / eff.link, p1.launch};
-    t.t_lower_s += r * lower;
-    t.t_realistic_s += r * sum_max_affine(s0, s1, 5, n);
-    t.t_upper_s += r * n * (p0.upper(eff) + p1.upper(eff)) / 2;
-    t.flops += r * n * (a[i].flops + z[i].flops) / 2;
-    t.bytes += r * n * (a[i].bytes + z[i].bytes) / 2;
-    t.comm_bytes += r * n * (a[i].link_bytes + z[i].link_bytes) / 2;
-    t.launches += r * n * a[i].launches;
-    // Attribute each kernel's summed time to its bound at the longer end of the range.
-    t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
-    t.lower_by_class_s[static_cast<int>(g.ops[i].cls)] += r * lower;
-  }
-  graph_launches(t, chip, graphs, n);
+  const ops::TimeParts& p0 = a.parts;
+  const ops::TimeParts& p1 = z.parts;
+  const double r = g.repeat(i);
+  const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
+  const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
+  const double lower = sum_max_affine(l0, l1, 5, n);
+  const double s0[5] = {p0.matrix * rates.inv_eff_matrix, p0.vector * rates.inv_eff_vector,
+                        p0.memory * rates.inv_eff_memory, p0.comm * rates.inv_eff_link, p0.launch};
+  const double s1[5] = {p1.matrix * rates.inv_eff_matrix, p1.vector * rates.inv_eff_vector,
+                        p1.memory * rates.inv_eff_memory, p1.comm * rates.inv_eff_link, p1.launch};
+  t.t_lower_s += r * lower;
+  t.t_realistic_s += r * sum_max_affine(s0, s1, 5, n);
+  t.t_upper_s += r * n * (p0.upper(rates) + p1.upper(rates)) / 2;
+  t.flops += r * n * (a.flops + z.flops) / 2;
+  t.bytes += r * n * (a.bytes + z.bytes) / 2;
+  t.comm_bytes += r * n * (a.link_bytes + z.link_bytes) / 2;
+  t.launches += r * n * a.launches;
+  // Attribute the op's summed time to its bound at the longer end of the range.
+  t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
+  t.lower_by_class_s[static_cast<int>(g.ops[i].cls)] += r * lower;
 }
 
-void add_phase(PhaseTimes& into, const PhaseTimes& t) noexcept {
-  into.t_lower_s += t.t_lower_s;
-  into.t_upper_s += t.t_upper_s;
-  into.t_realistic_s += t.t_realistic_s;
-  into.flops += t.flops;
-  into.bytes += t.bytes;
-  into.comm_bytes += t.comm_bytes;
-  into.launches += t.launches;
-  for (int b = 0; b < 4; ++b) into.lower_by_bound_s[b] += t.lower_by_bound_s[b];
-  for (int b = 0; b < 6; ++b) into.lower_by_class_s[b] += t.lower_by_class_s[b];
+void add_phase(PhaseTimes& into, const PhaseTimes& t, double k = 1) noexcept {
+  into.t_lower_s += k * t.t_lower_s;
+  into.t_upper_s += k * t.t_upper_s;
+  into.t_realistic_s += k * t.t_realistic_s;
+  into.flops += k * t.flops;
+  into.bytes += k * t.bytes;
+  into.comm_bytes += k * t.comm_bytes;
+  into.launches += k * t.launches;
+  for (int b = 0; b < 4; ++b) into.lower_by_bound_s[b] += k * t.lower_by_bound_s[b];
+  for (int b = 0; b < 6; ++b) into.lower_by_class_s[b] += k * t.lower_by_class_s[b];
+}
+
+// Every decode step of `g` (built at the last step's context P + steps): the first and
+// last steps, and all `steps` summed exactly. Only attention depends on the context: the
+// other ops cost the same at every step, so they are evaluated once and multiplied.
+void decode_phase(const Graph& g, const ops::Rates& rates, bool graphs, double P, double steps, double window,
+                  InferenceResult& out) noexcept {
+  PhaseTimes fixed, last_att, first_att, total_att;
+  for (int i = 0; i < g.op_count; ++i) {
+    const OpTimes last = op_times(g.ops[i].cost, rates, graphs);
+    if (g.ops[i].attention < 0) {
+      accumulate(fixed, last, g.repeat(i), rates, g.ops[i].cls);
+      continue;
+    }
+    accumulate(last_att, last, g.repeat(i), rates, g.ops[i].cls);
+    const OpTimes first = attention_at(g, i, P + 1, rates, graphs);
+    accumulate(first_att, first, g.repeat(i), rates, g.ops[i].cls);
+    // A sliding window puts a kink at context = window: sum the two straight pieces apart.
+    if (window > P + 1 && window < P + steps) {
+      const double n1 = window - P;  // steps with context P+1 .. window
+      const OpTimes at_w = attention_at(g, i, window, rates, graphs);
+      const OpTimes after_w = attention_at(g, i, window + 1, rates, graphs);
+      sum_steps(g, i, first, at_w, rates, n1, total_att);
+      sum_steps(g, i, after_w, last, rates, steps - n1, total_att);
+    } else {
+      sum_steps(g, i, first, last, rates, steps, total_att);
+    }
+  }
+  out.decode_last = fixed;
+  add_phase(out.decode_last, last_att);
+  out.decode_first = fixed;
+  add_phase(out.decode_first, first_att);
+  out.decode_total = total_att;
+  add_phase(out.decode_total, fixed, steps);
+  graph_launches(out.decode_last, rates, graphs, 1);
+  graph_launches(out.decode_first, rates, graphs, 1);
+  graph_launches(out.decode_total, rates, graphs, steps);
+  finish(out.decode_last);
+  finish(out.decode_first);
+  finish(out.decode_total);
 }
 
 // Full estimates of every op, for the report's tables.
 void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<OpRow, Graph::kMaxOps>& rows) {
   for (int i = 0; i < g.op_count; ++i) {
-    ops::Cost c = g.ops[i].cost;
+    ops::Cost c = g.ops[i].cost.expand();
     if (graphs) c.launches = 0;
     rows[i].op = i;
     rows[i].e = ops::estimate(c, chip);
@@ -242,36 +272,19 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
   const double G = static_cast<double>(cfg.gen);
   out.chips = static_cast<double>(f.tp * f.ep);
 
+  const ops::Rates rates(chip);
   // Prefill: every prompt token, causal over the prompt.
   model::build_forward(m, f, sys, {B, P, P}, out.prefill_graph);
-  evaluate(out.prefill_graph, chip, false, out.prefill_times, out.prefill);
+  evaluate(out.prefill_graph, rates, false, out.prefill);
 
   // Decode: gen - 1 steps; step i (1-based) attends to prompt + i positions. The graph is
   // built once, at the last step; other contexts re-cost only the attention ops.
   const double steps = G - 1;
-  out.decode_total = {};
   if (steps >= 1) {
-    const Graph& g = out.decode_graph;
     model::build_forward(m, f, sys, {B, 1, P + steps}, out.decode_graph);
-    evaluate(g, chip, cfg.cuda_graphs, out.decode_times, out.decode_last);
-    retarget(g, out.decode_times, P + 1, chip, cfg.cuda_graphs, out.first_times, out.decode_first);
-    // Sliding windows put a kink at context = window: sum the two straight pieces apart.
-    const double w = static_cast<double>(m.sliding_window);
-    if (w > P + 1 && w < P + steps) {
-      PhaseTimes a, b, ignored;
-      const double n1 = w - P;  // steps with context P+1 .. w
-      retarget(g, out.decode_times, w, chip, cfg.cuda_graphs, out.window_times[0], ignored);
-      retarget(g, out.decode_times, w + 1, chip, cfg.cuda_graphs, out.window_times[1], ignored);
-      sum_steps(g, out.first_times, out.window_times[0], chip, cfg.cuda_graphs, n1, a);
-      sum_steps(g, out.window_times[1], out.decode_times, chip, cfg.cuda_graphs, steps - n1, b);
-      add_phase(out.decode_total, a);
-      add_phase(out.decode_total, b);
-    } else {
-      sum_steps(g, out.first_times, out.decode_times, chip, cfg.cuda_graphs, steps, out.decode_total);
-    }
-    finish(out.decode_total);
+    decode_phase(out.decode_graph, rates, cfg.cuda_graphs, P, steps, static_cast<double>(m.sliding_window), out);
   } else {
-    out.decode_first = out.decode_last = {};
+    out.decode_first = out.decode_last = out.decode_total = {};
     out.decode_graph.clear();
   }
 
@@ -339,8 +352,9 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
   if (steps >= 1) {
     out.decode_launch_s = out.decode_last.launches * chip.launch_overhead_s;
     PhaseTimes with, without;
-    evaluate(out.decode_graph, chip, true, out.window_times[0], with);
-    evaluate(out.decode_graph, chip, false, out.window_times[0], without);
+    const ops::Rates rates(chip);
+    evaluate(out.decode_graph, rates, true, with);
+    evaluate(out.decode_graph, rates, false, without);
     out.cuda_graphs_gain_s = without.t_realistic_s - with.t_realistic_s;
   }
 

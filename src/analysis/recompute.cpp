@@ -33,6 +33,7 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
   const hw::System sys = training_system(sys_in, cfg);
   const hw::ChipSpec& chip = sys.chip;
   const model::Graph& g = tr->graph;
+  const ops::Rates rates(chip);
 
   RecomputeResult r;
   const double tp = static_cast<double>(cfg.tp);
@@ -50,7 +51,7 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
       if (g.ops[i].group != 1) continue;  // group 0 is the embedding
       for (auto n : names) {
         if (n == g.ops[i].name) {
-          t += tr->fwd[i].parts.realistic(chip.efficiency);
+          t += tr->fwd[i].parts.realistic(rates);
           if (g.ops[i].cls == model::OpClass::comm && comm) *comm = true;
         }
       }
@@ -96,8 +97,8 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
   const double layers = static_cast<double>(m.layers);
   for (int i = 0; i < g.op_count; ++i) {
     if (g.ops[i].group != 1) continue;
-    r.t_layer_forward_s += tr->fwd[i].parts.realistic(chip.efficiency);
-    r.t_layer_backward_s += tr->bwd[i].parts.realistic(chip.efficiency);
+    r.t_layer_forward_s += tr->fwd[i].parts.realistic(rates);
+    r.t_layer_backward_s += tr->bwd[i].parts.realistic(rates);
   }
   const int host = chip.link_index(hw::LinkScope::host);
   r.host_link_Bps = host >= 0 ? chip.links[host].chip_bandwidth_Bps() * chip.efficiency.link : 0;

@@ -517,7 +517,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
       infer_core(m, sys, cfg, *L.r);
       ++L.stats.shapes;
       bool ok = true;
-      for (int i = 0; i < L.r->prefill_graph.op_count && ok; ++i) ok = ops::supported(L.r->prefill_graph.ops[i].cost, sys.chip);
+      for (int i = 0; i < L.r->prefill_graph.op_count && ok; ++i) ok = ops::supported(L.r->prefill_graph.ops[i].cost.expand(), sys.chip);
       if (!ok) {
         reject(Reject::dtype);
         return;

@@ -48,8 +48,8 @@ bool recomputed(const Graph& g, int i, Recompute r) {
   return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
 }
 
-StepPart part_of(const ops::TimeParts& p, const hw::EfficiencySpec& eff, double k) {
-  return {k * p.lower(), k * p.upper(eff), k * p.realistic(eff)};
+StepPart part_of(const ops::TimeParts& p, const ops::Rates& r) {
+  return {p.lower(), p.upper(r), p.realistic(r)};
 }
 void add(StepPart& a, const StepPart& b, double k = 1) {
   a.lower_s += k * b.lower_s;
@@ -63,10 +63,10 @@ StepPart exposed(const StepPart& comm, const StepPart& window) {
 }
 
 // A collective's time on `chip` over link `link`: parts as an op.
-StepPart collective_time(comm::Collective kind, double bytes_, double chips, int link, const hw::ChipSpec& chip) {
+StepPart collective_time(comm::Collective kind, double bytes_, double chips, int link, const ops::Rates& r) {
   if (chips <= 1 || bytes_ <= 0) return {};
   ops::Cost c = comm::collective_cost({kind, comm::Algo::ring, bytes_, chips, DType::bf16, link});
-  return part_of(ops::time_parts(c, chip), chip.efficiency, 1);
+  return part_of(ops::time_parts(c, r), r);
 }
 
 // Link a group of `size` GPUs with `stride` between members crosses.
@@ -255,8 +255,9 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
 void train_shape(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out,
                  TrainShape& sh) noexcept {
   const hw::ChipSpec& chip = sys.chip;
-  const auto& eff = chip.efficiency;
   sh = TrainShape{};
+  sh.rates = ops::Rates(chip);
+  const ops::Rates& rates = sh.rates;
 
   // The forward of one micro-batch on one GPU, every layer (repeat counts), training head.
   model::ForwardConfig f;
@@ -279,7 +280,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     const auto& op = g.ops[i];
     const double r = g.repeat(i);
     const double k = backward_factor(op.cls, cfg.attention);
-    const ops::Cost& fwd_cost = op.cost;
+    const ops::OpCost& fwd_cost = op.cost;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
       // bf16 -> fp8 casts (read 2 bytes, write 1 per element), fused with their transposes as
@@ -293,7 +294,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       cast_b.launches = 1;
       sh.fp8_cast_bytes += (fwd_cast + bwd_cast) * r;
     }
-    out.fwd[i] = {ops::time_parts(fwd_cost, chip), fwd_cost.total_flops(), fwd_cost.bytes[0], fwd_cost.total_link_bytes(),
+    out.fwd[i] = {ops::time_parts(fwd_cost, rates), fwd_cost.total_flops(), fwd_cost.main_bytes, fwd_cost.total_link_bytes(),
                   fwd_cost.launches};
     // The backward is the forward's cost scaled by k in every count, so every part of its
     // time scales by k too (bytes over bandwidth, latency steps, launches alike).
@@ -303,15 +304,15 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
                   out.fwd[i].bytes * k,
                   out.fwd[i].link_bytes * k,
                   out.fwd[i].launches * k};
-    StepPart pf = part_of(out.fwd[i].parts, eff, 1);
-    StepPart pb = part_of(out.bwd[i].parts, eff, 1);
+    StepPart pf = part_of(out.fwd[i].parts, rates);
+    StepPart pb = part_of(out.bwd[i].parts, rates);
     if (cast_f.launches > 0) {
-      add(pf, part_of(ops::time_parts(cast_f, chip), eff, 1));
-      add(pb, part_of(ops::time_parts(cast_b, chip), eff, 1));
+      add(pf, part_of(ops::time_parts(cast_f, rates), rates));
+      add(pb, part_of(ops::time_parts(cast_b, rates), rates));
     }
     const bool again = recomputed(g, i, cfg.recompute);
     if (again) add(pb, pf);  // the forward runs again inside backward
-    const double mf = op.cost.unit_flops(hw::Unit::matrix);
+    const double mf = op.cost.matrix_flops;
     const bool layer = in_layer(g, i);
     if (op.cls == OpClass::gemm && op.weight_bytes > 0) {
       (layer ? sh.matrix_weights_layers : sh.matrix_weights_other) += op.gemm_k * op.gemm_n * r;
@@ -349,7 +350,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
 void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, const TrainShape& sh,
                 TrainStep& out) noexcept {
   const hw::ChipSpec& chip = sys.chip;
-  const auto& eff = chip.efficiency;
+  const ops::Rates& rates = sh.rates;
   const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
   // Layers on the slowest stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
   const double L = static_cast<double>(m.layers);
@@ -401,7 +402,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     const double act = b / static_cast<double>(cfg.ep) * s / static_cast<double>(cfg.cp) * static_cast<double>(m.hidden) * 2 /
                        (cfg.sequence_parallel ? tp : 1);
     const int link = group_link(sys, cfg.pp, cfg.tp * cfg.cp * dp);
-    StepPart one = collective_time(comm::Collective::send_recv, act, 2, link, chip);
+    StepPart one = collective_time(comm::Collective::send_recv, act, 2, link, rates);
     out.p2p = scaled(one, 2 * vpp);
   }
 
@@ -431,7 +432,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     // Error feedback: read the gradient and the residual, write the new residual (fp32).
     c.add_main_bytes(3 * 4 * matrix_weights);
     c.launches = 4;
-    out.compression = part_of(ops::time_parts(c, chip), eff, 1);
+    out.compression = part_of(ops::time_parts(c, rates), rates);
   }
   out.grad_bytes = grad_bytes;
   const double param_bytes = params_gpu * 2;
@@ -439,7 +440,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.exposed_dp_comm = {};
   if (dp > 1) {
     if (cfg.zero == 0) {
-      StepPart ar = collective_time(comm::Collective::all_reduce, grad_bytes, dpd, dp_link, chip);
+      StepPart ar = collective_time(comm::Collective::all_reduce, grad_bytes, dpd, dp_link, rates);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
       const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
@@ -448,8 +449,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
                              std::max(hidden_after.realistic_s, last.realistic_s)};
     } else {
-      StepPart rs = collective_time(comm::Collective::reduce_scatter, grad_bytes, dpd, dp_link, chip);
-      StepPart ag = collective_time(comm::Collective::all_gather, param_bytes, dpd, dp_link, chip);
+      StepPart rs = collective_time(comm::Collective::reduce_scatter, grad_bytes, dpd, dp_link, rates);
+      StepPart ag = collective_time(comm::Collective::all_gather, param_bytes, dpd, dp_link, rates);
       if (cfg.zero <= 2) {
         out.dp_comm = rs;
         add(out.dp_comm, ag);
@@ -457,7 +458,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
         add(out.exposed_dp_comm, exposed(ag, out.forward));
       } else {
         // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
-        StepPart rs16 = collective_time(comm::Collective::reduce_scatter, param_bytes, dpd, dp_link, chip);
+        StepPart rs16 = collective_time(comm::Collective::reduce_scatter, param_bytes, dpd, dp_link, rates);
         StepPart fwd_ag = ag, bwd = ag;
         add(bwd, rs16);
         out.dp_comm = scaled(ag, 2 * mbs);
@@ -476,7 +477,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   adam.add_main_bytes(30 * opt_params);
   adam.add_flops(hw::Unit::vector, DType::fp32, 12 * opt_params);
   adam.launches = 1;
-  out.optimizer = part_of(ops::time_parts(adam, chip), eff, 1);
+  out.optimizer = part_of(ops::time_parts(adam, rates), rates);
 
   StepPart step = out.pipeline;
   add(step, out.exposed_dp_comm);

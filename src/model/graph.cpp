@@ -34,30 +34,4 @@ int Graph::begin_group(const char* group_name, double rep) noexcept {
   return group_count++;
 }
 
-GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const ops::Cost& cost) noexcept {
-  static thread_local GraphOp scratch;
-  if (op_count >= kMaxOps || group_count == 0) {
-    overflow = true;
-    return scratch;
-  }
-  GraphOp& op = ops[op_count++];
-  op.name = op_name;
-  op.cls = cls;
-  op.block = block;
-  op.group = group_count - 1;
-  op.cost = cost;
-  op.params = 0;
-  op.active_params = 0;
-  op.weight_bytes = 0;
-  op.attention = -1;
-  op.gemm_m = op.gemm_k = op.gemm_n = 0;
-  return op;
-}
-
-ops::Cost Graph::total() const noexcept {
-  ops::Cost t;
-  for (int i = 0; i < op_count; ++i) t += ops[i].cost * repeat(i);
-  return t;
-}
-
 }  // namespace ridgeline::model

@@ -172,7 +172,7 @@ void attention_block(Ctx& c, double window) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
       GraphOp& uk = gemm(c, "q_absorb", Block::attention, T * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
-      uk.cost.bytes[0] += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
+      uk.cost.main_bytes += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
       uk.weight_bytes *= c.heads;
       a.heads = c.heads;
       a.kv_heads = 1;
@@ -181,7 +181,7 @@ void attention_block(Ctx& c, double window) {
       a.latent_kv = true;
       attention_op(c, a);
       GraphOp& uv = gemm(c, "v_absorb", Block::attention, T * c.heads, lora, v, H * lora * v, H * lora * v, false);
-      uv.cost.bytes[0] += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
+      uv.cost.main_bytes += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
       uv.weight_bytes *= c.heads;
     }
     o_in = c.heads * v;
@@ -282,7 +282,7 @@ void moe_mlp(Ctx& c) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
-    op.cost.bytes[0] += (touched - 1) * per_expert_local * wb;
+    op.cost.main_bytes += (touched - 1) * per_expert_local * wb;
     op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       op.params = E * per_expert_params + E * nn * c.tp;

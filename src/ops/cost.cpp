@@ -3,8 +3,10 @@
 namespace ridgeline::ops {
 
 Cost& Cost::operator+=(const Cost& o) noexcept {
-  for (int u = 0; u < hw::kUnitCount; ++u) {
-    for (int t = 0; t < kDTypeCount; ++t) flops[u][t] += o.flops[u][t];
+  for (std::uint32_t mask = o.flop_mask; mask != 0; mask &= mask - 1) {
+    const int bit = __builtin_ctz(mask);
+    add_flops(static_cast<hw::Unit>(bit / kDTypeCount), static_cast<DType>(bit % kDTypeCount),
+              o.flops_[bit / kDTypeCount][bit % kDTypeCount]);
   }
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) bytes[l] += o.bytes[l];
   for (int l = 0; l < hw::kMaxLinks; ++l) {
@@ -12,19 +14,32 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
     link_steps[l] += o.link_steps[l];
   }
   launches += o.launches;
-  flop_mask |= o.flop_mask;
   return *this;
 }
 
 Cost& Cost::operator*=(double k) noexcept {
-  for (auto& row : flops) {
-    for (double& f : row) f *= k;
+  for (std::uint32_t mask = flop_mask; mask != 0; mask &= mask - 1) {
+    const int bit = __builtin_ctz(mask);
+    flops_[bit / kDTypeCount][bit % kDTypeCount] *= k;
   }
   for (double& b : bytes) b *= k;
   for (double& b : link_bytes) b *= k;
   for (double& s : link_steps) s *= k;
   launches *= k;
   return *this;
+}
+
+Cost OpCost::expand() const noexcept {
+  Cost c;
+  if (matrix_flops != 0) c.add_flops(hw::Unit::matrix, matrix_dtype, matrix_flops);
+  if (vector_flops != 0) c.add_flops(hw::Unit::vector, vector_dtype, vector_flops);
+  c.bytes[0] = main_bytes;
+  if (link >= 0) {
+    c.link_bytes[link] = link_bytes;
+    c.link_steps[link] = link_steps;
+  }
+  c.launches = launches;
+  return c;
 }
 
 }  // namespace ridgeline::ops

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,25 +23,22 @@ std::string_view name(Bound b) noexcept {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Time of each unit's FLOPs, and optionally which (unit, dtype) carries the most.
+// FLOPs of each unit, and which (unit, dtype) carries the most: what names the roof.
 struct FlopScan {
-  double t[hw::kUnitCount] = {0, 0};
   double f[hw::kUnitCount] = {0, 0};
   double most = 0;
   int unit = 0;
   int dtype = index(DType::bf16);
 };
 
-FlopScan scan_flops(const Cost& c, const hw::ChipSpec& chip) noexcept {
+FlopScan scan_flops(const Cost& c) noexcept {
   FlopScan s;
   for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
     const int bit = __builtin_ctz(mask);
     const int u = bit / kDTypeCount, d = bit % kDTypeCount;
-    const double f = c.flops[u][d];
+    const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
     if (f <= 0) continue;
-    const double peak = u == 0 ? chip.matrix_flops_per_s[d] : chip.vector_flops_per_s[d];
     s.f[u] += f;
-    s.t[u] = peak > 0 ? s.t[u] + f / peak : kInf;
     if (f > s.most) {
       s.most = f;
       s.unit = u;
@@ -50,106 +48,89 @@ FlopScan scan_flops(const Cost& c, const hw::ChipSpec& chip) noexcept {
   return s;
 }
 
-// Slowest memory level: its time and index. Traffic at a level the chip does not describe
-// is charged to its innermost level.
-double memory_time(const Cost& c, const hw::ChipSpec& chip, double* per_level, int* level) noexcept {
-  const int levels = static_cast<int>(chip.memory.size());
-  double worst = 0;
+// Each memory level's time; returns the Cost level of the slowest.
+int memory_levels(const Cost& c, const Rates& r, double* per_level) noexcept {
+  int level = 0;
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    if (c.bytes[l] <= 0 || levels == 0) continue;
-    const int li = l < levels ? l : levels - 1;
-    const double t = c.bytes[l] / chip.memory[li].bandwidth_Bps;
-    if (per_level) per_level[l] = t;
-    if (t > worst) {
-      worst = t;
-      if (level) *level = li;
-    }
+    per_level[l] = c.bytes[l] > 0 ? c.bytes[l] * r.s_per_byte[l] : 0;
+    if (per_level[l] > per_level[level]) level = l;
   }
-  return worst;
+  return level;
 }
 
-// Slowest link: bytes over all its physical links plus latency steps.
-double comm_time(const Cost& c, const hw::ChipSpec& chip, double* per_link, int* link) noexcept {
-  const int nlinks = static_cast<int>(chip.links.size());
-  double worst = 0;
-  bool any = false;
+// Each link's time; returns the slowest link with traffic, or -1.
+int link_times(const Cost& c, const Rates& r, double* per_link) noexcept {
+  int link = -1;
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     if (c.link_bytes[l] <= 0 && c.link_steps[l] <= 0) continue;
-    double t = kInf;
-    if (l < nlinks) {
-      const auto& k = chip.links[l];
-      t = c.link_bytes[l] / k.chip_bandwidth_Bps() + c.link_steps[l] * k.latency_s;
-    }
-    if (per_link) per_link[l] = t;
-    if (!any || t > worst) {
-      worst = t;
-      any = true;
-      if (link) *link = l;
-    }
+    per_link[l] = c.link_bytes[l] * r.s_per_link_byte[l] + c.link_steps[l] * r.link_latency_s[l];
+    if (link < 0 || per_link[l] > per_link[link]) link = l;
   }
-  return worst;
+  return link;
 }
 
 }  // namespace
 
-double TimeParts::lower() const noexcept {
-  double m = matrix > vector ? matrix : vector;
-  if (memory > m) m = memory;
-  if (comm > m) m = comm;
-  if (launch > m) m = launch;
-  return m;
-}
-
-double TimeParts::realistic(const hw::EfficiencySpec& eff) const noexcept {
-  double r = matrix / eff.matrix;
-  if (vector / eff.vector > r) r = vector / eff.vector;
-  if (memory / eff.memory > r) r = memory / eff.memory;
-  if (comm / eff.link > r) r = comm / eff.link;
-  if (launch > r) r = launch;
-  return r;
-}
-
-Bound TimeParts::bound() const noexcept {
-  // The largest part; ties go to compute, then memory, then comm.
-  double best = matrix > vector ? matrix : vector;
-  Bound b = Bound::compute;
-  if (memory > best) {
-    best = memory;
-    b = Bound::memory;
+Rates::Rates(const hw::ChipSpec& chip) noexcept {
+  for (int d = 0; d < kDTypeCount; ++d) {
+    s_per_flop[0][d] = chip.matrix_flops_per_s[d] > 0 ? 1 / chip.matrix_flops_per_s[d] : kInf;
+    s_per_flop[1][d] = chip.vector_flops_per_s[d] > 0 ? 1 / chip.vector_flops_per_s[d] : kInf;
   }
-  if (comm > best) {
-    best = comm;
-    b = Bound::comm;
+  const int levels = static_cast<int>(chip.memory.size());
+  for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
+    s_per_byte[l] = levels == 0 ? 0 : 1 / chip.memory[l < levels ? l : levels - 1].bandwidth_Bps;
   }
-  if (launch > best) b = Bound::launch;
-  return b;
+  links = static_cast<int>(std::min<std::size_t>(chip.links.size(), hw::kMaxLinks));
+  for (int l = 0; l < hw::kMaxLinks; ++l) {
+    s_per_link_byte[l] = l < links ? 1 / chip.links[l].chip_bandwidth_Bps() : kInf;
+    link_latency_s[l] = l < links ? chip.links[l].latency_s : kInf;
+  }
+  launch_s = chip.launch_overhead_s;
+  inv_eff_matrix = 1 / chip.efficiency.matrix;
+  inv_eff_vector = 1 / chip.efficiency.vector;
+  inv_eff_memory = 1 / chip.efficiency.memory;
+  inv_eff_link = 1 / chip.efficiency.link;
 }
 
-TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept {
-  const FlopScan f = scan_flops(c, chip);
-  TimeParts p;
-  p.matrix = f.t[0];
-  p.vector = f.t[1];
-  p.memory = memory_time(c, chip, nullptr, nullptr);
-  p.comm = comm_time(c, chip, nullptr, nullptr);
-  p.launch = c.launches * chip.launch_overhead_s;
-  return p;
+// Branch-lean: this runs for every op of every evaluation. A part with no traffic is 0
+// even where its rate is infinite (a dtype or link the chip lacks).
+TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
+  double t[hw::kUnitCount] = {0, 0};
+  for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
+    const int bit = __builtin_ctz(mask);
+    const int u = bit / kDTypeCount, d = bit % kDTypeCount;
+    const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
+    t[u] += f > 0 ? f * r.s_per_flop[u][d] : 0;
+  }
+  double memory = 0, comm = 0;
+  for (int l = 0; l < hw::kMaxMemoryLevels; ++l) memory = std::max(memory, c.bytes[l] * r.s_per_byte[l]);
+  for (int l = 0; l < hw::kMaxLinks; ++l) {
+    const double b = c.link_bytes[l], steps = c.link_steps[l];
+    comm = std::max(comm, (b > 0 ? b * r.s_per_link_byte[l] : 0) + (steps > 0 ? steps * r.link_latency_s[l] : 0));
+  }
+  return {t[0], t[1], memory, comm, c.launches * r.launch_s};
 }
+
+TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept { return time_parts(c, Rates(chip)); }
 
 Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   Estimate e;
-  const FlopScan f = scan_flops(c, chip);
-  e.t_matrix_s = f.t[0];
-  e.t_vector_s = f.t[1];
-  e.t_math_s = e.t_matrix_s > e.t_vector_s ? e.t_matrix_s : e.t_vector_s;
-  e.t_memory_s = memory_time(c, chip, e.t_memory_level_s.data(), &e.memory_level);
-  e.t_comm_s = comm_time(c, chip, e.t_link_s.data(), &e.link);
-  e.t_launch_s = c.launches * chip.launch_overhead_s;
-  const TimeParts p{e.t_matrix_s, e.t_vector_s, e.t_memory_s, e.t_comm_s, e.t_launch_s};
+  const Rates r(chip);
+  const TimeParts p = time_parts(c, r);
+  const FlopScan f = scan_flops(c);
+  e.t_matrix_s = p.matrix;
+  e.t_vector_s = p.vector;
+  e.t_math_s = std::max(p.matrix, p.vector);
+  e.t_memory_s = p.memory;
+  e.memory_level = std::min(memory_levels(c, r, e.t_memory_level_s.data()),
+                            std::max(0, static_cast<int>(chip.memory.size()) - 1));
+  e.t_comm_s = p.comm;
+  e.link = link_times(c, r, e.t_link_s.data());
+  e.t_launch_s = p.launch;
   e.t_lower_s = p.lower();
-  e.t_upper_s = p.upper(chip.efficiency);
+  e.t_upper_s = p.upper(r);
   e.t_sum_at_peak_s = p.sum_at_peak();
-  e.t_realistic_s = p.realistic(chip.efficiency);
+  e.t_realistic_s = p.realistic(r);
   e.bound = p.bound();
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
@@ -175,7 +156,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
 bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept {
   for (int u = 0; u < hw::kUnitCount; ++u) {
     for (int d = 0; d < kDTypeCount; ++d) {
-      if (c.flops[u][d] > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) return false;
+      if (c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d)) > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) return false;
     }
   }
   for (int l = static_cast<int>(chip.links.size()); l < hw::kMaxLinks; ++l) {
@@ -188,7 +169,7 @@ void check_supported(const Cost& c, const hw::ChipSpec& chip) {
   if (supported(c, chip)) return;
   for (int u = 0; u < hw::kUnitCount; ++u) {
     for (int d = 0; d < kDTypeCount; ++d) {
-      if (c.flops[u][d] > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) {
+      if (c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d)) > 0 && chip.peak(static_cast<hw::Unit>(u), static_cast<DType>(d)) <= 0) {
         throw InputError(fmt::format("--hw {}: the {} unit has no {} rate: choose another dtype or add '{}: RATE' under {}_peak",
                                      chip.name, name(static_cast<hw::Unit>(u)), name(static_cast<DType>(d)),
                                      name(static_cast<DType>(d)), name(static_cast<hw::Unit>(u))));

@@ -141,7 +141,11 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["flops"] = e.flops;
   j["bytes"] = e.main_bytes;
   json by_unit = json::object();
-  for (int u = 0; u < hw::kUnitCount; ++u) by_unit[std::string(hw::name(static_cast<hw::Unit>(u)))] = dtype_map(cost.flops[u]);
+  for (int u = 0; u < hw::kUnitCount; ++u) {
+    std::array<double, kDTypeCount> flops{};
+    for (DType t : kAllDTypes) flops[index(t)] = cost.flops(static_cast<hw::Unit>(u), t);
+    by_unit[std::string(hw::name(static_cast<hw::Unit>(u)))] = dtype_map(flops);
+  }
   j["flops_by_unit"] = by_unit;
   j["memory"] = json::array();
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {

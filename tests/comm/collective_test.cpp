@@ -21,7 +21,7 @@ TEST(Collective, RingAllReduce) {
   // operand of each reduction (3/4 x 1e6).
   EXPECT_DOUBLE_EQ(c.main_bytes(), 3.75e6);
   // (P-1)/P * N / 2 bytes = 375000 additions, in fp32.
-  EXPECT_DOUBLE_EQ(c.flops[1][index(DType::fp32)], 375000);
+  EXPECT_DOUBLE_EQ(c.flops(hw::Unit::vector, DType::fp32), 375000);
 }
 
 TEST(Collective, GatherScatterAllToAllSendRecv) {

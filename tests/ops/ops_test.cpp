@@ -9,8 +9,8 @@
 namespace ridgeline::ops {
 namespace {
 
-double matrix(const Cost& c, DType t) { return c.flops[0][index(t)]; }
-double vector(const Cost& c, DType t) { return c.flops[1][index(t)]; }
+double matrix(const Cost& c, DType t) { return c.flops(hw::Unit::matrix, t); }
+double vector(const Cost& c, DType t) { return c.flops(hw::Unit::vector, t); }
 
 TEST(Matmul, Bf16ProjectionOfSeed000) {
   // (s,h)x(h,h), s = 256, h = 4096: FLOPs 2sh^2; bytes 2sh + 2h^2 + 2sh = 4sh + 2h^2.

@@ -31,9 +31,16 @@ struct PhaseTimes {
   double bytes = 0;          ///< main memory
   double comm_bytes = 0;     ///< per chip, all links
   double launches = 0;
-  std::array<double, 4> lower_by_bound_s{};  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
-  std::array<double, 6> lower_by_class_s{};  ///< t_lower split by op class (model::OpClass order)
+  std::array<double, 4> lower_by_bound_s;  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
+  std::array<double, 6> lower_by_class_s;  ///< t_lower split by op class (model::OpClass order)
   ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
+
+  // Zeroed element by element: compilers turn a whole-object memset of this size into
+  // `rep stos`, whose start-up cost showed in every evaluation.
+  PhaseTimes() noexcept {
+    for (double& t : lower_by_bound_s) t = 0;
+    for (double& t : lower_by_class_s) t = 0;
+  }
 };
 
 /// One op's time parts and totals (one instance): the lean record of the evaluation path.
@@ -92,9 +99,7 @@ struct InferenceResult {
   double cuda_graphs_gain_s = 0;      ///< realistic decode step time saved by CUDA graphs
   QuickEstimate quick;
   model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
-  std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};
-  // Evaluation records, reused between evaluations (evaluating never allocates).
-  std::array<OpTimes, model::Graph::kMaxOps> prefill_times{}, decode_times{}, first_times{}, window_times[2]{};
+  std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};  ///< filled by infer_details
 };
 
 /// Validates the plan (InputError naming the flag) and evaluates it into `out`.

@@ -65,6 +65,7 @@ struct StepPart {
 /// shape once and combines it with every pipeline/data-parallel split
 /// (docs/search.md#speed).
 struct TrainShape {
+  ops::Rates rates;  ///< the system's chip, as train_step's collectives and optimizer need it
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch
   double fwd_matrix_flops = 0, hw_matrix_flops = 0;
   double fp8_cast_bytes = 0;                                  ///< per micro-batch, every layer

@@ -22,7 +22,7 @@ struct GraphOp {
   OpClass cls = OpClass::gemm;
   Block block = Block::attention;
   int group = 0;           ///< index into Graph::groups
-  ops::Cost cost;          ///< one instance on one chip
+  ops::OpCost cost;        ///< one instance on one chip
   double params = 0;       ///< parameters stored by this op, whole model (not per chip)
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
@@ -46,7 +46,8 @@ struct Graph {
   int attention_count = 0;
   int op_count = 0;
   int group_count = 0;
-  bool overflow = false;  ///< set if an add did not fit (a bug: the capacity is sized for every model)
+  bool overflow = false;  ///< set if an add did not fit, or its cost was not an OpCost (a bug: sized for every model)
+  GraphOp spare;          ///< what add returns on overflow
 
   void clear() noexcept { op_count = group_count = attention_count = 0, overflow = false; }
   /// Starts a group; later ops belong to it.
@@ -55,8 +56,25 @@ struct Graph {
   GraphOp& add(const char* name, OpClass cls, Block block, const ops::Cost& cost) noexcept;
   /// Repeats of op i (its group's repeat).
   double repeat(int i) const noexcept { return groups[ops[i].group].repeat; }
-  /// Sum of cost x repeat over all ops.
-  ops::Cost total() const noexcept;
 };
+
+// Inline: called for every op of every graph built.
+inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const ops::Cost& cost) noexcept {
+  if (op_count >= kMaxOps || group_count == 0 || !ops::OpCost::compact(cost, ops[op_count].cost)) {
+    overflow = true;
+    return spare;
+  }
+  GraphOp& op = ops[op_count++];
+  op.name = op_name;
+  op.cls = cls;
+  op.block = block;
+  op.group = group_count - 1;
+  op.params = 0;
+  op.active_params = 0;
+  op.weight_bytes = 0;
+  op.attention = -1;
+  op.gemm_m = op.gemm_k = op.gemm_n = 0;
+  return op;
+}
 
 }  // namespace ridgeline::model

@@ -2,6 +2,7 @@
 /// What an operation needs: FLOPs per (unit, dtype), bytes per memory level, bytes and
 /// latency steps per link, kernel launches. Additive; fixed size, never allocates.
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "ridgeline/core/dtype.hpp"
@@ -9,9 +10,8 @@
 
 namespace ridgeline::ops {
 
-struct Cost {
-  /// FLOPs by executing unit and dtype.
-  std::array<std::array<double, kDTypeCount>, hw::kUnitCount> flops{};
+class Cost {
+ public:
   /// Bytes moved at each memory level; [0] is main memory (HBM / DRAM).
   std::array<double, hw::kMaxMemoryLevels> bytes{};
   /// Bytes each chip sends over each link (indexed like ChipSpec::links), per direction.
@@ -20,25 +20,54 @@ struct Cost {
   std::array<double, hw::kMaxLinks> link_steps{};
   /// Kernel launches.
   double launches = 0;
-  /// Bit (unit·kDTypeCount + dtype) set for every FLOP entry that add_flops has touched,
-  /// so evaluation visits only those.
+  /// Bit (unit·kDTypeCount + dtype) set for every (unit, dtype) that has FLOPs entered, so
+  /// evaluation visits only those.
   std::uint32_t flop_mask = 0;
 
+  // A Cost is built for every op of every graph. Its FLOP table (20 entries) is neither
+  // zeroed nor copied whole: an entry is valid only where flop_mask has its bit. (Zeroing it
+  // and copying whole objects, compiled to `rep stos` / `rep movs`, was a third of a graph build.)
+  Cost() noexcept {}  // NOLINT(modernize-use-equals-default): must not zero flops_
+  Cost(const Cost& o) noexcept
+      : bytes(o.bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), flop_mask(o.flop_mask) {
+    copy_flops(o);
+  }
+  Cost& operator=(const Cost& o) noexcept {
+    bytes = o.bytes;
+    link_bytes = o.link_bytes;
+    link_steps = o.link_steps;
+    launches = o.launches;
+    flop_mask = o.flop_mask;
+    copy_flops(o);
+    return *this;
+  }
+
+  /// FLOPs of unit `u` in dtype `t`.
+  double flops(hw::Unit u, DType t) const noexcept {
+    const int bit = static_cast<int>(u) * kDTypeCount + index(t);
+    return (flop_mask >> bit) & 1u ? flops_[static_cast<int>(u)][index(t)] : 0;
+  }
+  /// Adds `f` FLOPs of unit `u` in dtype `t`.
   void add_flops(hw::Unit u, DType t, double f) noexcept {
-    flops[static_cast<int>(u)][index(t)] += f;
-    flop_mask |= 1u << (static_cast<int>(u) * kDTypeCount + index(t));
+    const std::uint32_t b = 1u << (static_cast<int>(u) * kDTypeCount + index(t));
+    double& e = flops_[static_cast<int>(u)][index(t)];
+    if (flop_mask & b) {
+      e += f;
+    } else {
+      e = f;
+      flop_mask |= b;
+    }
   }
   /// Adds `b` bytes of main-memory traffic.
   void add_main_bytes(double b) noexcept { bytes[0] += b; }
 
-  /// FLOPs of one unit, all dtypes.
+  /// FLOPs of one unit, all dtypes (only the entries add_flops touched are visited).
   double unit_flops(hw::Unit u) const noexcept {
-    double s = 0;
-    for (double f : flops[static_cast<int>(u)]) s += f;
-    return s;
+    const std::uint32_t row = ((1u << kDTypeCount) - 1) << (static_cast<int>(u) * kDTypeCount);
+    return masked_sum(flop_mask & row);
   }
   /// All FLOPs.
-  double total_flops() const noexcept { return unit_flops(hw::Unit::matrix) + unit_flops(hw::Unit::vector); }
+  double total_flops() const noexcept { return masked_sum(flop_mask); }
   /// Main-memory bytes.
   double main_bytes() const noexcept { return bytes[0]; }
   /// Bytes over all links.
@@ -53,6 +82,81 @@ struct Cost {
   Cost& operator*=(double k) noexcept;
   friend Cost operator+(Cost a, const Cost& b) noexcept { return a += b; }
   friend Cost operator*(Cost a, double k) noexcept { return a *= k; }
+
+ private:
+  void copy_flops(const Cost& o) noexcept {
+    for (std::uint32_t mask = o.flop_mask; mask != 0; mask &= mask - 1) {
+      const int bit = __builtin_ctz(mask);
+      flops_[bit / kDTypeCount][bit % kDTypeCount] = o.flops_[bit / kDTypeCount][bit % kDTypeCount];
+    }
+  }
+  double masked_sum(std::uint32_t mask) const noexcept {
+    double s = 0;
+    for (; mask != 0; mask &= mask - 1) {
+      const int bit = __builtin_ctz(mask);
+      s += flops_[bit / kDTypeCount][bit % kDTypeCount];
+    }
+    return s;
+  }
+  /// FLOPs by unit and dtype: an entry is valid only where flop_mask has its bit.
+  std::array<std::array<double, kDTypeCount>, hw::kUnitCount> flops_;
 };
+
+/// One operation's Cost in the compact form an op graph keeps: FLOPs in at most one dtype
+/// per unit, bytes of main memory only, traffic over at most one link. Every op the model
+/// builder makes has this form (Graph::add flags any other as an overflow). A graph is
+/// evaluated for every plan: at a fifth of a Cost's size its ops stay in the L1 cache.
+struct OpCost {
+  double matrix_flops = 0;  ///< on the matrix unit, in matrix_dtype
+  double vector_flops = 0;  ///< on the vector unit, in vector_dtype
+  double main_bytes = 0;
+  double link_bytes = 0;    ///< per chip per direction over `link`
+  double link_steps = 0;
+  double launches = 0;
+  DType matrix_dtype = DType::bf16;
+  DType vector_dtype = DType::fp32;
+  std::int8_t link = -1;    ///< link index (ChipSpec::links), -1 without communication
+
+  /// Writes `c` in compact form into `out`; false (out unspecified) when `c` does not have it.
+  static bool compact(const Cost& c, OpCost& out) noexcept;
+  /// The full Cost (for estimates and reports).
+  Cost expand() const noexcept;
+  double total_flops() const noexcept { return matrix_flops + vector_flops; }
+  double total_link_bytes() const noexcept { return link_bytes; }
+};
+
+// Without branches on the values (bitwise | and selects): this runs for every op built.
+inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
+  static_assert(hw::kMaxMemoryLevels == 4 && hw::kUnitCount == 2);
+  constexpr std::uint32_t kRow = (1u << kDTypeCount) - 1;
+  const std::uint32_t m = c.flop_mask & kRow, v = (c.flop_mask >> kDTypeCount) & kRow;
+  const int md = m != 0 ? __builtin_ctz(m) : index(DType::bf16);
+  const int vd = v != 0 ? __builtin_ctz(v) : index(DType::fp32);
+  o.matrix_dtype = static_cast<DType>(md);
+  o.vector_dtype = static_cast<DType>(vd);
+  o.matrix_flops = c.flops(hw::Unit::matrix, o.matrix_dtype);
+  o.vector_flops = c.flops(hw::Unit::vector, o.vector_dtype);
+  o.main_bytes = c.bytes[0];
+  o.launches = c.launches;
+  // Most ops cross no link: one test of the summed magnitudes skips the scan.
+  const double any_link = std::fabs(c.link_bytes[0]) + std::fabs(c.link_bytes[1]) + std::fabs(c.link_bytes[2]) +
+                          std::fabs(c.link_bytes[3]) + std::fabs(c.link_steps[0]) + std::fabs(c.link_steps[1]) +
+                          std::fabs(c.link_steps[2]) + std::fabs(c.link_steps[3]);
+  static_assert(hw::kMaxLinks == 4);
+  int links = 0, link = 0;
+  if (any_link != 0) {
+    for (int l = 0; l < hw::kMaxLinks; ++l) {
+      const bool used = (c.link_bytes[l] != 0) | (c.link_steps[l] != 0);
+      links += used;
+      link = used ? l : link;
+    }
+  }
+  o.link = static_cast<std::int8_t>(links > 0 ? link : -1);
+  o.link_bytes = links > 0 ? c.link_bytes[link] : 0;
+  o.link_steps = links > 0 ? c.link_steps[link] : 0;
+  const bool two_dtypes = ((m & (m - 1)) | (v & (v - 1))) != 0;
+  const bool cache_levels = std::fabs(c.bytes[1]) + std::fabs(c.bytes[2]) + std::fabs(c.bytes[3]) != 0;
+  return !two_dtypes & !cache_levels & (links <= 1);
+}
 
 }  // namespace ridgeline::ops

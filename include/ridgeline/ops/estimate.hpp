@@ -43,6 +43,26 @@ struct Estimate {
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
 };
 
+/// A chip's rates as reciprocals, computed once per evaluation so that hot loops multiply
+/// instead of divide (a division costs several times a multiplication; an inference
+/// evaluation would otherwise do a thousand of them).
+struct Rates {
+  /// Seconds per FLOP of each unit and dtype; infinite where the unit lacks the dtype.
+  std::array<std::array<double, kDTypeCount>, hw::kUnitCount> s_per_flop{};
+  /// Seconds per byte at each Cost memory level; a level the chip does not describe is
+  /// charged to its innermost level; 0 when the chip has no memory at all.
+  std::array<double, hw::kMaxMemoryLevels> s_per_byte{};
+  /// Seconds per byte over each link (all its physical links), and per message step.
+  std::array<double, hw::kMaxLinks> s_per_link_byte{}, link_latency_s{};
+  int links = 0;          ///< links the chip has; traffic on any other is infinitely slow
+  double launch_s = 0;    ///< per kernel launch
+  /// 1 / achievable fraction of each peak (hw::EfficiencySpec), for the realistic time.
+  double inv_eff_matrix = 1, inv_eff_vector = 1, inv_eff_memory = 1, inv_eff_link = 1;
+
+  Rates() = default;  ///< all zero: assign a chip's before use
+  explicit Rates(const hw::ChipSpec& chip) noexcept;
+};
+
 /// The five times whose max, sum and efficiency-scaled max make an op's lower, upper and
 /// realistic time, in seconds: the lean core of `estimate` for hot loops.
 struct TimeParts {
@@ -51,19 +71,64 @@ struct TimeParts {
   double memory = 0;  ///< slowest memory level
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
-  double lower() const noexcept;
+  double lower() const noexcept {
+    double m = matrix > vector ? matrix : vector;
+    if (memory > m) m = memory;
+    if (comm > m) m = comm;
+    if (launch > m) m = launch;
+    return m;
+  }
   /// No overlap at the achievable rates: each part over its efficiency, summed. Always at
   /// least realistic(), which overlaps the same parts.
-  double upper(const hw::EfficiencySpec& eff) const noexcept {
-    return matrix / eff.matrix + vector / eff.vector + memory / eff.memory + comm / eff.link + launch;
+  double upper(const Rates& r) const noexcept {
+    return matrix * r.inv_eff_matrix + vector * r.inv_eff_vector + memory * r.inv_eff_memory + comm * r.inv_eff_link +
+           launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
-  double realistic(const hw::EfficiencySpec& eff) const noexcept;
-  Bound bound() const noexcept;
+  /// Overlap at the achievable rates: the largest part over its efficiency.
+  double realistic(const Rates& r) const noexcept {
+    double m = matrix * r.inv_eff_matrix;
+    const double v = vector * r.inv_eff_vector, b = memory * r.inv_eff_memory, c = comm * r.inv_eff_link;
+    if (v > m) m = v;
+    if (b > m) m = b;
+    if (c > m) m = c;
+    if (launch > m) m = launch;
+    return m;
+  }
+  /// The largest part; ties go to compute, then memory, then comm.
+  Bound bound() const noexcept {
+    double best = matrix > vector ? matrix : vector;
+    Bound b = Bound::compute;
+    if (memory > best) best = memory, b = Bound::memory;
+    if (comm > best) best = comm, b = Bound::comm;
+    if (launch > best) b = Bound::launch;
+    return b;
+  }
+  TimeParts& operator*=(double k) noexcept {
+    matrix *= k, vector *= k, memory *= k, comm *= k, launch *= k;
+    return *this;
+  }
 };
 
-/// The time parts of `c` on `chip` (infinite for a dtype or link the chip lacks).
+/// The time parts of `c` at `rates` (infinite for a dtype or link the chip lacks).
+TimeParts time_parts(const Cost& c, const Rates& rates) noexcept;
+/// The time parts of an op graph's compact cost: the same as time_parts(c.expand(), rates).
+/// Inline: returned through memory, the parts would be reloaded by wider loads than they
+/// were stored with, a store-forwarding stall per op that cost a third of an evaluation.
+inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
+  const auto u = [](double f, double s_per) { return f > 0 ? f * s_per : 0; };
+  TimeParts p;
+  p.matrix = u(c.matrix_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
+  p.vector = u(c.vector_flops, r.s_per_flop[1][index(c.vector_dtype)]);
+  p.memory = c.main_bytes > 0 ? c.main_bytes * r.s_per_byte[0] : 0;
+  if (c.link >= 0 && c.link < hw::kMaxLinks) {
+    p.comm = u(c.link_bytes, r.s_per_link_byte[c.link]) + u(c.link_steps, r.link_latency_s[c.link]);
+  }
+  p.launch = c.launches * r.launch_s;
+  return p;
+}
+/// The same on `chip` (computes its Rates: for one-off use, not hot loops).
 TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
 
 /// Evaluates `c` on `chip`. Never allocates, never throws; FLOPs in a dtype the chip

@@ -1,5 +1,7 @@
 #pragma once
 /// Dot products and matrix multiplications with per-operand dtypes (docs/cost-model.md#matmul).
+#include <cmath>
+
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/ops/cost.hpp"
 
@@ -32,6 +34,21 @@ DType default_compute_dtype(DType a, DType b) noexcept;
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
 /// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given.
-Cost matmul_cost(const MatmulShape& s) noexcept;
+/// Inline: the model builder makes one per GEMM of every graph.
+inline Cost matmul_cost(const MatmulShape& s) noexcept {
+  Cost c;
+  c.add_flops(hw::Unit::matrix, s.compute, 2 * s.batch * s.m * s.k * s.n);
+  double x_reads = s.tile_n > 0 ? std::ceil(s.n / s.tile_n) : 1;
+  double w_reads = s.tile_m > 0 ? std::ceil(s.m / s.tile_m) : 1;
+  double x = s.batch * s.m * s.k * bytes(s.a);
+  double w = (s.per_sample_weights ? s.batch : 1) * s.k * s.n * bytes(s.b);
+  // Shared weights tiled across a batch are re-read for every sample's row tiles.
+  if (!s.per_sample_weights && s.tile_m > 0) w *= s.batch;
+  double y = s.batch * s.m * s.n * bytes(s.out);
+  c.add_main_bytes(x * x_reads + w * w_reads + y);
+  c.launches = 1;
+  return c;
+}
+
 
 }  // namespace ridgeline::ops
