@@ -163,12 +163,15 @@ BENCHMARK(BM_Infer70BFull);
 template <class Search>
 void run_search(benchmark::State& state, Search search) {
   std::uint64_t plans = 0, timed = 0;
+  std::size_t front = 0;
   for (auto _ : state) {
     auto r = search();
     plans += r.stats.evaluated;
     timed += r.stats.timed;
+    front = r.pareto.size();
     benchmark::DoNotOptimize(r.best);
   }
+  state.counters["pareto"] = static_cast<double>(front);
   state.counters["plans"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kAvgIterations);
   state.counters["plans_per_s"] = benchmark::Counter(static_cast<double>(plans), benchmark::Counter::kIsRate);
   state.counters["timed_per_s"] = benchmark::Counter(static_cast<double>(timed), benchmark::Counter::kIsRate);
@@ -182,7 +185,8 @@ void BM_SearchTrain70B(benchmark::State& state) {
   s.base.global_batch = 1024;
   analysis::SearchControl c;
   c.threads = static_cast<int>(state.range(0));
-  run_search(state, [&] { return analysis::search_train(m, h100(), s, c); });
+  const hw::System sys = h100();
+  run_search(state, [&] { return analysis::search_train(m, sys, s, c); });
 }
 BENCHMARK(BM_SearchTrain70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -196,9 +200,27 @@ void BM_SearchInfer70B(benchmark::State& state) {
   s.kv_dtypes = {DType::bf16, DType::fp8_e4m3};
   analysis::SearchControl c;
   c.threads = static_cast<int>(state.range(0));
-  run_search(state, [&] { return analysis::search_infer(m, h100(), s, c); });
+  const hw::System sys = h100();
+  run_search(state, [&] { return analysis::search_infer(m, sys, s, c); });
 }
 BENCHMARK(BM_SearchInfer70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A serving search as wide as the flags allow for one model: up to 64 H100 (eight nodes,
+// tensor parallelism across them), four weight and two KV dtypes, every batch that fits.
+void BM_SearchInfer70BWide(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  analysis::InferSearchSpace s;
+  s.chips_max = 64;
+  s.base.prompt = 1024;
+  s.base.gen = 256;
+  s.weight_dtypes = {DType::bf16, DType::fp8_e4m3, DType::int8, DType::int4};
+  s.kv_dtypes = {DType::bf16, DType::fp8_e4m3};
+  analysis::SearchControl c;
+  c.threads = static_cast<int>(state.range(0));
+  const hw::System sys = h100();
+  run_search(state, [&] { return analysis::search_infer(m, sys, s, c); });
+}
+BENCHMARK(BM_SearchInfer70BWide)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The kernels `ridgeline validate` times, the same functions, one thread, at a working set
 // given in KiB: bytes/s counts the op model's bytes (loads + stores, no write-allocate).

@@ -117,6 +117,12 @@ void evaluate(const Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& 
   t = acc;
 }
 
+// The parts whose max is the realistic time: each over its efficiency (TimeParts::realistic).
+std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r) noexcept {
+  return {p.matrix * r.inv_eff_matrix, p.vector * r.inv_eff_vector, p.memory * r.inv_eff_memory, p.comm * r.inv_eff_link,
+          p.launch};
+}
+
 // Attention op i of `g` re-costed at context `kv`.
 OpTimes attention_at(const Graph& g, int i, double kv, const ops::Rates& rates, bool graphs) noexcept {
   ops::AttentionShape a = g.attention[g.ops[i].attention];
@@ -134,12 +140,9 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
   const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
   const double lower = sum_max_affine(l0, l1, 5, n);
-  const double s0[5] = {p0.matrix * rates.inv_eff_matrix, p0.vector * rates.inv_eff_vector,
-                        p0.memory * rates.inv_eff_memory, p0.comm * rates.inv_eff_link, p0.launch};
-  const double s1[5] = {p1.matrix * rates.inv_eff_matrix, p1.vector * rates.inv_eff_vector,
-                        p1.memory * rates.inv_eff_memory, p1.comm * rates.inv_eff_link, p1.launch};
+  const std::array<double, 5> s0 = realistic_parts(p0, rates), s1 = realistic_parts(p1, rates);
   t.t_lower_s += r * lower;
-  t.t_realistic_s += r * sum_max_affine(s0, s1, 5, n);
+  t.t_realistic_s += r * sum_max_affine(s0.data(), s1.data(), 5, n);
   t.t_upper_s += r * n * (p0.upper(rates) + p1.upper(rates)) / 2;
   t.flops += r * n * (a.flops + z.flops) / 2;
   t.bytes += r * n * (a.bytes + z.bytes) / 2;
@@ -239,7 +242,224 @@ double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig&
   return act;
 }
 
+// Memory on one chip at batch B into `mem`; returns the largest batch that fits.
+std::int64_t serving_memory(const model::ModelConfig& m, const model::ForwardConfig& f, const hw::ChipSpec& chip,
+                            double weights, double B, double P, double G, InferenceMemory& mem) noexcept {
+  mem.weights_bytes = weights;
+  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
+  mem.kv_cache_bytes = model::kv_cache_bytes(m, f, B, P + G);
+  const double seqs = B / static_cast<double>(f.ep);
+  mem.activations_bytes = activation_bytes(m, f, seqs, seqs * P);
+  mem.total_bytes = mem.weights_bytes + mem.kv_cache_bytes + mem.activations_bytes;
+  mem.capacity_bytes = chip.main_capacity_bytes();
+  mem.fits = mem.total_bytes <= mem.capacity_bytes;
+  // Largest batch: weights fixed, KV cache and activations grow with the batch (per EP group of sequences).
+  const double per_seq = model::kv_cache_bytes(m, f, static_cast<double>(f.ep), P + G) + activation_bytes(m, f, 1, P);
+  const double room = mem.capacity_bytes - mem.weights_bytes;
+  return room > 0 ? static_cast<std::int64_t>(std::floor(room / per_seq)) * f.ep : 0;
+}
+
+// --- The serving curve -------------------------------------------------------------------
+
+// The line through an op's realistic parts at batches B1 and B2 (x1, x2); for a MoE expert
+// GEMM the touched experts' weight reads are taken out first (they are not affine in B).
+ServingCurve::Line fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2, double B1, double B2,
+                            const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept {
+  ServingCurve::Line l;
+  l.rep = rep;
+  l.mem_per_expert = op1.expert_bytes * r.s_per_byte[0] * r.inv_eff_memory;
+  std::array<double, 5> y1 = x1, y2 = x2;
+  y1[2] -= op1.touched * l.mem_per_expert;
+  y2[2] -= op2.touched * l.mem_per_expert;
+  for (int i = 0; i < 5; ++i) {
+    l.b[i] = (y2[i] - y1[i]) / (B2 - B1);
+    l.a[i] = y1[i] - B1 * l.b[i];
+  }
+  return l;
+}
+
+ServingCurve::Line fit_op(const Graph& g1, const Graph& g2, int i, double B1, double B2, const ops::Rates& r,
+                          bool graphs) noexcept {
+  const OpTimes o1 = op_times(g1.ops[i].cost, r, graphs), o2 = op_times(g2.ops[i].cost, r, graphs);
+  return fit_line(realistic_parts(o1.parts, r), realistic_parts(o2.parts, r), B1, B2, g1.ops[i], g2.ops[i], r,
+                  g1.repeat(i));
+}
+
+ServingCurve::Line fit_attention(const Graph& g1, const Graph& g2, int i, double kv, double B1, double B2,
+                                 const ops::Rates& r, bool graphs) noexcept {
+  const OpTimes o1 = attention_at(g1, i, kv, r, graphs), o2 = attention_at(g2, i, kv, r, graphs);
+  return fit_line(realistic_parts(o1.parts, r), realistic_parts(o2.parts, r), B1, B2, g1.ops[i], g2.ops[i], r,
+                  g1.repeat(i));
+}
+
+std::array<double, 5> parts_at(const ServingCurve::Line& l, double B, double touched) noexcept {
+  std::array<double, 5> x;
+  for (int i = 0; i < 5; ++i) x[i] = l.a[i] + B * l.b[i];
+  x[2] += touched * l.mem_per_expert;
+  return x;
+}
+
+double realistic_at(const ServingCurve::Line& l, double B, double touched) noexcept {
+  const std::array<double, 5> x = parts_at(l, B, touched);
+  return std::max({x[0], x[1], x[2], x[3], x[4]});
+}
+
+// Builds the envelope of Σ rep·max_i(a_i + b_i·B) for B >= lo over `lines` (none kept apart).
+// Each op's max starts on its highest line at lo (ties: the steeper) and moves, at each
+// crossing, to the steeper line crossed first; every move is an event that changes the
+// sum's intercept and slope. Events are sorted and accumulated into pieces.
+void build_envelope(const ServingCurve::Line* lines, int n, double lo, ServingCurve::Envelope& env) noexcept {
+  struct Event {
+    double x, da, ds;
+  };
+  std::array<Event, ServingCurve::Envelope::kMaxPieces> events;
+  int ne = 0;
+  double A = 0, S = 0;
+  for (int k = 0; k < n; ++k) {
+    const ServingCurve::Line& l = lines[k];
+    int cur = 0;
+    for (int i = 1; i < 5; ++i) {
+      const double vi = l.a[i] + l.b[i] * lo, vc = l.a[cur] + l.b[cur] * lo;
+      if (vi > vc || (vi == vc && l.b[i] > l.b[cur])) cur = i;
+    }
+    A += l.rep * l.a[cur];
+    S += l.rep * l.b[cur];
+    double x = lo;
+    for (int moves = 0; moves < 4; ++moves) {
+      int next = -1;
+      double best = 0;
+      for (int j = 0; j < 5; ++j) {
+        if (!(l.b[j] > l.b[cur])) continue;
+        const double xj = std::max(x, (l.a[cur] - l.a[j]) / (l.b[j] - l.b[cur]));
+        if (next < 0 || xj < best || (xj == best && l.b[j] > l.b[next])) next = j, best = xj;
+      }
+      if (next < 0) break;
+      events[ne++] = {best, l.rep * (l.a[next] - l.a[cur]), l.rep * (l.b[next] - l.b[cur])};
+      cur = next;
+      x = best;
+    }
+  }
+  std::sort(events.begin(), events.begin() + ne, [](const Event& p, const Event& q) { return p.x < q.x; });
+  env.count = 0;
+  env.x[0] = lo;
+  env.a[0] = A;
+  env.s[0] = S;
+  env.count = 1;
+  for (int e = 0; e < ne; ++e) {
+    A += events[e].da;
+    S += events[e].ds;
+    if (events[e].x > env.x[env.count - 1]) ++env.count;  // a new piece (events at one x share it)
+    env.x[env.count - 1] = events[e].x;
+    env.a[env.count - 1] = A;
+    env.s[env.count - 1] = S;
+  }
+}
+
 }  // namespace
+
+void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
+                           ServingCurve& c) noexcept {
+  const auto& f = cfg.forward;
+  const ops::Rates rates(sys.chip);
+  const double ep = static_cast<double>(f.ep), P = static_cast<double>(cfg.prompt), G = static_cast<double>(cfg.gen);
+  const double B1 = ep, B2 = 2 * ep;
+  c.prompt = P;
+  c.gen = G;
+  c.steps = G - 1;
+  c.ep = ep;
+  c.moe = m.is_moe();
+  c.model = &m;
+  c.cuda_graphs = cfg.cuda_graphs;
+  c.launch_s = rates.launch_s;
+  c.chips = static_cast<double>(f.tp * f.ep);
+  c.capacity_bytes = sys.chip.main_capacity_bytes();
+
+  Graph& p1 = c.prefill_graph;
+  Graph& p2 = c.scratch_prefill;
+  model::build_forward(m, f, sys, {B1, P, P}, p1);
+  model::build_forward(m, f, sys, {B2, P, P}, p2);
+  // Ops with lines go into the envelope; MoE expert GEMMs (not affine in B) are kept apart.
+  std::array<ServingCurve::Line, Graph::kMaxOps> lines;
+  int nl = 0;
+  c.prefill_count = 0;
+  for (int i = 0; i < p1.op_count; ++i) {
+    const ServingCurve::Line l = fit_op(p1, p2, i, B1, B2, rates, false);
+    (l.mem_per_expert != 0 ? c.prefill[c.prefill_count++] : lines[nl++]) = l;
+  }
+  build_envelope(lines.data(), nl, B1, c.prefill_sum);
+
+  InferenceMemory mem1, mem2;
+  const double w = weight_bytes(p1);
+  c.max_batch = serving_memory(m, f, sys.chip, w, B1, P, G, mem1);
+  serving_memory(m, f, sys.chip, w, B2, P, G, mem2);
+  c.memory1 = (mem2.total_bytes - mem1.total_bytes) / (B2 - B1);
+  c.memory0 = mem1.total_bytes - B1 * c.memory1;
+
+  c.fixed_count = c.attention_count = 0;
+  c.fixed_sum.count = 0;
+  if (c.steps < 1) return;
+  Graph& d1 = c.decode_graph;
+  Graph& d2 = c.scratch_decode;
+  model::build_forward(m, f, sys, {B1, 1, P + c.steps}, d1);
+  model::build_forward(m, f, sys, {B2, 1, P + c.steps}, d2);
+  const double window = static_cast<double>(m.sliding_window);
+  nl = 0;
+  for (int i = 0; i < d1.op_count; ++i) {
+    if (d1.ops[i].attention < 0) {
+      const ServingCurve::Line l = fit_op(d1, d2, i, B1, B2, rates, cfg.cuda_graphs);
+      (l.mem_per_expert != 0 ? c.fixed[c.fixed_count++] : lines[nl++]) = l;
+      continue;
+    }
+    // The pieces decode_phase sums (split at a sliding window inside the range).
+    auto piece = [&](double from, double to, double n) {
+      ServingCurve::Piece& pc = c.attention[c.attention_count++];
+      pc.first = fit_attention(d1, d2, i, from, B1, B2, rates, cfg.cuda_graphs);
+      pc.last = fit_attention(d1, d2, i, to, B1, B2, rates, cfg.cuda_graphs);
+      pc.steps = n;
+    };
+    if (window > P + 1 && window < P + c.steps) {
+      piece(P + 1, window, window - P);
+      piece(window + 1, P + c.steps, c.steps - (window - P));
+    } else {
+      piece(P + 1, P + c.steps, c.steps);
+    }
+  }
+  build_envelope(lines.data(), nl, B1, c.fixed_sum);
+}
+
+double ServingCurve::Envelope::at(double B) const noexcept {
+  if (count == 0) return 0;
+  // The last piece starting at or before B (the first for B below the range).
+  const int k = std::max(0, static_cast<int>(std::upper_bound(x.begin(), x.begin() + count, B) - x.begin()) - 1);
+  return a[k] + s[k] * B;
+}
+
+ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
+  ServingPoint out;
+  const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep, B * c.prompt) : 0;
+  double ttft = c.prefill_sum.at(B);
+  for (int i = 0; i < c.prefill_count; ++i) ttft += c.prefill[i].rep * realistic_at(c.prefill[i], B, touched_prefill);
+  double decode = 0;
+  if (c.steps >= 1) {
+    const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep, B) : 0;
+    double step = c.fixed_sum.at(B);
+    for (int i = 0; i < c.fixed_count; ++i) step += c.fixed[i].rep * realistic_at(c.fixed[i], B, touched_decode);
+    for (int i = 0; i < c.attention_count; ++i) {
+      const ServingCurve::Piece& pc = c.attention[i];
+      const std::array<double, 5> a = parts_at(pc.first, B, 0), z = parts_at(pc.last, B, 0);
+      decode += pc.first.rep * sum_max_affine(a.data(), z.data(), 5, pc.steps);
+    }
+    decode += c.steps * step;
+    if (c.cuda_graphs) decode = std::max(decode, c.steps * c.launch_s);
+  }
+  out.ttft_s = ttft;
+  out.e2e_s = ttft + decode;
+  out.tpot_s = c.steps >= 1 ? decode / c.steps : 0;
+  out.output_tokens_per_s = out.e2e_s > 0 ? B * c.gen / out.e2e_s : 0;
+  out.memory_bytes = c.memory0 + B * c.memory1;
+  out.fits = out.memory_bytes <= c.capacity_bytes;
+  return out;
+}
 
 void validate(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg) {
   model::validate(m, cfg.forward);
@@ -296,21 +516,7 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
   out.throughput_tokens_per_s = out.e2e_s > 0 ? B * (P + G) / out.e2e_s : 0;
   out.output_tokens_per_s = out.e2e_s > 0 ? B * G / out.e2e_s : 0;
 
-  // Memory on one chip.
-  auto& mem = out.memory;
-  mem.weights_bytes = weight_bytes(out.prefill_graph);
-  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
-  mem.kv_cache_bytes = model::kv_cache_bytes(m, f, B, P + G);
-  const double seqs = B / static_cast<double>(f.ep);
-  mem.activations_bytes = activation_bytes(m, f, seqs, seqs * P);
-  mem.total_bytes = mem.weights_bytes + mem.kv_cache_bytes + mem.activations_bytes;
-  mem.capacity_bytes = chip.main_capacity_bytes();
-  mem.fits = mem.total_bytes <= mem.capacity_bytes;
-  // Largest batch: weights fixed, KV cache and activations grow with the batch (per EP group of sequences).
-  const double per_seq = model::kv_cache_bytes(m, f, static_cast<double>(f.ep), P + G) +
-                         activation_bytes(m, f, 1, P);
-  const double room = mem.capacity_bytes - mem.weights_bytes;
-  out.max_batch = room > 0 ? static_cast<std::int64_t>(std::floor(room / per_seq)) * f.ep : 0;
+  out.max_batch = serving_memory(m, f, chip, weight_bytes(out.prefill_graph), B, P, G, out.memory);
 
 }
 

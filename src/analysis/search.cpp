@@ -4,6 +4,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -63,16 +64,26 @@ struct Collector {
     const double ax = x(a), bx = x(b), ay = y(a), by = y(b);
     return ax >= bx && ay <= by && (ax > bx || ay < by || a.order < b.order);
   }
+  // The front is kept sorted by y ascending; no member dominates another, so y and x both
+  // strictly increase along it. A plan is dominated only by its predecessor (the largest x
+  // at a smaller y) or by a member at its own y; it dominates a run of members starting at
+  // its position (x not above its own). O(log n) to find, a short move to insert.
+  void add_front(const Plan& p) {
+    const double px = x(p), py = y(p);
+    auto at = std::lower_bound(front.begin(), front.end(), py, [&](const Plan& f, double v) { return y(f) < v; });
+    if (at != front.begin() && x(*std::prev(at)) >= px) return;
+    if (at != front.end() && dominates(*at, p)) return;
+    auto end = at;
+    while (end != front.end() && dominates(p, *end)) ++end;
+    at = front.erase(at, end);
+    front.insert(at, p);
+  }
   void add(const Plan& p) {
     if (k > 0 && (top.size() < k || better(p, top.back()))) {
       if (top.size() == k) top.pop_back();
       top.insert(std::upper_bound(top.begin(), top.end(), p, better), p);
     }
-    for (const Plan& f : front) {
-      if (dominates(f, p)) return;
-    }
-    std::erase_if(front, [&](const Plan& f) { return dominates(p, f); });
-    front.push_back(p);
+    add_front(p);
   }
   void merge(const Collector& o) {
     for (const Plan& p : o.top) {
@@ -81,13 +92,7 @@ struct Collector {
         top.insert(std::upper_bound(top.begin(), top.end(), p, better), p);
       }
     }
-    for (const Plan& p : o.front) {
-      bool dominated = false;
-      for (const Plan& f : front) dominated = dominated || dominates(f, p);
-      if (dominated) continue;
-      std::erase_if(front, [&](const Plan& f) { return dominates(p, f); });
-      front.push_back(p);
-    }
+    for (const Plan& p : o.front) add_front(p);
   }
   void finish() {
     std::sort(front.begin(), front.end(), [&](const Plan& a, const Plan& b) {
@@ -146,9 +151,15 @@ bool stopped(const SearchControl& c) { return c.stop != nullptr && c.stop->load(
 template <class F>
 void run_parallel(const SearchControl& c, std::size_t n, F&& body) {
   auto work = [&] {
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1), [&](const tbb::blocked_range<std::size_t>& r) {
-      for (std::size_t i = r.begin(); i != r.end(); ++i) body(i);
-    });
+    // One task per item: items differ in cost by orders of magnitude (a rejected serving group
+    // is one check, a feasible one thousands of batches), which the automatic partitioner's
+    // few large chunks balanced poorly.
+    tbb::parallel_for(
+        tbb::blocked_range<std::size_t>(0, n, 1),
+        [&](const tbb::blocked_range<std::size_t>& r) {
+          for (std::size_t i = r.begin(); i != r.end(); ++i) body(i);
+        },
+        tbb::simple_partitioner());
   };
   if (c.threads > 0) {
     tbb::task_arena arena(c.threads);
@@ -473,7 +484,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
   auto y = [](const InferPlan& p) { return p.tpot_s; };
   using Coll = Collector<InferPlan, decltype(better), decltype(x), decltype(y)>;
   struct Local {
-    std::unique_ptr<InferenceResult> r = std::make_unique<InferenceResult>();
+    std::unique_ptr<ServingCurve> curve = std::make_unique<ServingCurve>();
     SearchStats stats;
     std::optional<Coll> coll;
   };
@@ -512,18 +523,21 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         case model::LayoutFault::ep_range: reject(Reject::ep_model); return;
         default: reject(Reject::tp_model); return;
       }
+      // The group's curve: every batch's latencies from lines fitted once (ServingCurve).
       p.batch = g.ep;
-      InferenceConfig cfg = infer_config(space.base, p);
-      infer_core(m, sys, cfg, *L.r);
+      const InferenceConfig cfg = infer_config(space.base, p);
+      prepare_serving_curve(m, sys, cfg, *L.curve);
       ++L.stats.shapes;
       bool ok = true;
-      for (int i = 0; i < L.r->prefill_graph.op_count && ok; ++i) ok = ops::supported(L.r->prefill_graph.ops[i].cost.expand(), sys.chip);
+      for (int i = 0; i < L.curve->prefill_graph.op_count && ok; ++i) {
+        ok = ops::supported(L.curve->prefill_graph.ops[i].cost.expand(), sys.chip);
+      }
       if (!ok) {
         reject(Reject::dtype);
         return;
       }
       // Every batch that splits over the EP groups, up to --batch-max or the largest that fits.
-      const std::int64_t fit = L.r->max_batch;
+      const std::int64_t fit = L.curve->max_batch;
       const std::int64_t top_batch = space.batch_max > 0 ? space.batch_max : std::max<std::int64_t>(fit, g.ep);
       std::uint64_t count = 0, inner = 0;
       double local_best = std::numeric_limits<double>::infinity();
@@ -531,14 +545,10 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         p.batch = b;
         p.order = (static_cast<std::uint64_t>(gi) << 24) | inner++;
         ++count;
-        if (b != g.ep) {
-          cfg.batch = b;
-          infer_core(m, sys, cfg, *L.r);
-        }
         ++L.stats.timed;
-        const InferenceResult& r = *L.r;
+        const ServingPoint r = serving_at(*L.curve, static_cast<double>(b));
         Reject why = Reject::count;
-        if (!r.memory.fits) why = Reject::memory;
+        if (!r.fits) why = Reject::memory;
         else if (space.ttft_max_s && r.ttft_s > *space.ttft_max_s) why = Reject::ttft;
         else if (space.tpot_max_s && r.tpot_s > *space.tpot_max_s) why = Reject::tpot;
         if (why != Reject::count) {
@@ -550,11 +560,11 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         p.tpot_s = r.tpot_s;
         p.e2e_s = r.e2e_s;
         p.output_tokens_per_s = r.output_tokens_per_s;
-        p.tokens_per_s_per_chip = r.output_tokens_per_s / r.chips;
-        p.memory_bytes = r.memory.total_bytes;
+        p.tokens_per_s_per_chip = r.output_tokens_per_s / L.curve->chips;
+        p.memory_bytes = r.memory_bytes;
         local_best = std::min(local_best, infer_key(objective, p));
         L.coll->add(p);
-        if (stopped(control)) {
+        if ((count & 1023) == 0 && stopped(control)) {
           interrupted = true;
           break;
         }
@@ -562,7 +572,41 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
       end_task(L.stats, count, done, best, local_best);
     });
   }
-  return collect<InferSearchResult>(locals, Coll(better, x, y, static_cast<std::size_t>(space.top)), interrupted, t0);
+  InferSearchResult out =
+      collect<InferSearchResult>(locals, Coll(better, x, y, static_cast<std::size_t>(space.top)), interrupted, t0);
+  // The plans returned carry infer_core's numbers (the curve's agree to rounding; a plan the
+  // rounding put on the wrong side of a limit is dropped), ranked again on them.
+  tbb::enumerable_thread_specific<std::unique_ptr<InferenceResult>> scratch;
+  auto exact = [&](std::vector<InferPlan>& plans) {
+    std::vector<char> keep(plans.size(), 1);
+    run_parallel(control, plans.size(), [&](std::size_t i) {
+      auto& r = scratch.local();
+      if (!r) r = std::make_unique<InferenceResult>();
+      InferPlan& p = plans[i];
+      infer_core(m, sys, infer_config(space.base, p), *r);
+      p.ttft_s = r->ttft_s;
+      p.tpot_s = r->tpot_s;
+      p.e2e_s = r->e2e_s;
+      p.output_tokens_per_s = r->output_tokens_per_s;
+      p.tokens_per_s_per_chip = r->output_tokens_per_s / r->chips;
+      p.memory_bytes = r->memory.total_bytes;
+      keep[i] = r->memory.fits && !(space.ttft_max_s && p.ttft_s > *space.ttft_max_s) &&
+                !(space.tpot_max_s && p.tpot_s > *space.tpot_max_s);
+    });
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      if (keep[i]) plans[n++] = plans[i];
+    }
+    plans.resize(n);
+  };
+  exact(out.best);
+  exact(out.pareto);
+  out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::stable_sort(out.best.begin(), out.best.end(), better);
+  std::stable_sort(out.pareto.begin(), out.pareto.end(), [&](const InferPlan& a, const InferPlan& b) {
+    return y(a) != y(b) ? y(a) < y(b) : a.order < b.order;
+  });
+  return out;
 }
 
 }  // namespace ridgeline::analysis

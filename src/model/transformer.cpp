@@ -273,8 +273,7 @@ void moe_mlp(Ctx& c) {
   // expert's weights are read if at least one of the T·ep tokens of the group picks it:
   // E·(1 - (1 - k/E)^(T·ep)) experts of the group are touched.
   const double local_experts = E / c.ep;
-  const double group_tokens = T * c.ep;
-  const double touched = local_experts * (1 - std::pow(1 - k / E, group_tokens));
+  const double touched = touched_experts(m, c.ep, T * c.ep);
   const double pairs = routed;  // pairs processed on this chip (balanced: T·ep·k/ep)
   const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
@@ -283,6 +282,8 @@ void moe_mlp(Ctx& c) {
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
     op.cost.main_bytes += (touched - 1) * per_expert_local * wb;
+    op.expert_bytes = per_expert_local * wb;
+    op.touched = touched;
     op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       op.params = E * per_expert_params + E * nn * c.tp;
@@ -318,6 +319,11 @@ void layer(Ctx& c, bool moe, double window) {
 }
 
 }  // namespace
+
+double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept {
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
+  return E / ep * (1 - std::pow(1 - k / E, group_tokens));
+}
 
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
   if (f.tp < 1 || f.tp > 4096) return LayoutFault::tp_range;

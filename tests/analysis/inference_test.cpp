@@ -225,6 +225,52 @@ TEST(Inference, BadPlansAreClearErrors) {
   EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);  // 8 experts
 }
 
+// The serving curve is infer_core with every op's time parts as lines in the batch: at
+// any batch it must give infer_core's numbers to rounding. Covered: dense with TP, CUDA
+// graphs, MoE with EP (touched experts are not affine), sliding windows (two decode
+// pieces) with attention sinks, MLA, a single generated token (no decode).
+TEST(Inference, ServingCurveEqualsInferAtEveryBatch) {
+  struct Case {
+    const char* model;
+    const char* hw;
+    std::int64_t tp, ep, prompt, gen;
+    bool graphs;
+  };
+  const Case cases[] = {{"llama-3.1-70b", "h100-sxm", 4, 1, 2048, 256, false},
+                        {"llama-2-7b", "a100-80gb", 1, 1, 100, 300, true},
+                        {"mixtral-8x7b", "h100-sxm", 2, 2, 512, 64, false},
+                        {"gpt-oss-120b", "h100-sxm", 2, 1, 64, 400, false},
+                        {"deepseek-v3", "h200", 8, 1, 1000, 50, false},
+                        {"qwen2.5-7b", "h100-sxm", 1, 1, 700, 1, false}};
+  for (const Case& k : cases) {
+    const model::ModelConfig m = io::bundled_model(k.model);
+    const hw::System sys = chip(k.hw);
+    InferenceConfig cfg;
+    cfg.forward.tp = k.tp;
+    cfg.forward.ep = k.ep;
+    cfg.prompt = k.prompt;
+    cfg.gen = k.gen;
+    cfg.cuda_graphs = k.graphs;
+    auto curve = std::make_unique<ServingCurve>();
+    prepare_serving_curve(m, sys, cfg, *curve);
+    for (std::int64_t b : {1, 2, 3, 7, 16, 61, 256, 1000}) {
+      cfg.batch = b * k.ep;
+      auto r = std::make_unique<InferenceResult>();
+      infer_core(m, sys, cfg, *r);
+      const ServingPoint p = serving_at(*curve, static_cast<double>(cfg.batch));
+      const auto near = [&](double got, double want, const char* what) {
+        EXPECT_NEAR(got, want, 1e-12 * std::abs(want)) << k.model << " batch " << cfg.batch << " " << what;
+      };
+      near(p.ttft_s, r->ttft_s, "ttft");
+      near(p.tpot_s, r->tpot_s, "tpot");
+      near(p.e2e_s, r->e2e_s, "e2e");
+      near(p.output_tokens_per_s, r->output_tokens_per_s, "output tokens/s");
+      near(p.memory_bytes, r->memory.total_bytes, "memory");
+      EXPECT_EQ(curve->max_batch, r->max_batch) << k.model;
+    }
+  }
+}
+
 TEST(Block, SeedShapesReproduceSeed000) {
   BlockConfig cfg;
   cfg.seed_shapes = true;

@@ -102,6 +102,69 @@ struct InferenceResult {
   std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};  ///< filled by infer_details
 };
 
+/// A serving plan's latencies and memory as functions of the batch B, for the plan search
+/// (docs/search.md#serving-speed). With the model, chips, dtypes, prompt and generation
+/// fixed, every count of every op is affine in B (tokens, sequences, KV positions all scale
+/// with it; weights, launches and latency steps do not), except the weights a MoE layer
+/// reads, which follow the experts touched (model::touched_experts). So each op's realistic
+/// time parts are lines in B, fitted from graphs built at two batches; an evaluation at any
+/// B costs a few multiply-adds per op instead of two graph builds. Better still, a sum over
+/// ops of the max of each op's lines is a convex piecewise-linear function of B: its pieces
+/// are found once, and an evaluation is one binary search and one multiply-add (MoE expert
+/// GEMMs and decode attention, not piecewise linear in B, stay per op). The values equal
+/// infer_core's to rounding (tests check 1e-12); the search re-evaluates the plans it returns
+/// with infer_core, so what it reports is exact.
+struct ServingCurve {
+  /// One op's five realistic time parts (matrix, vector, memory, comm, launch, each over its
+  /// efficiency) as a + b·B, plus the memory time per touched expert for MoE expert GEMMs.
+  struct Line {
+    std::array<double, 5> a{}, b{};
+    double mem_per_expert = 0;
+    double rep = 1;  ///< repeat count (layers)
+  };
+  /// One straight piece of an attention op's decode steps: its first and last step, and how many.
+  struct Piece {
+    Line first, last;
+    double steps = 0;
+  };
+  /// Σ rep·max(lines) over a set of ops, as pieces a + s·B starting at x (ascending).
+  struct Envelope {
+    static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1;  ///< a max of 5 lines bends at most 4 times
+    std::array<double, kMaxPieces> x{}, a{}, s{};
+    int count = 0;
+    double at(double B) const noexcept;
+  };
+  Envelope prefill_sum, fixed_sum;  ///< the prefill ops, and the decode ops that cost the same at every step
+  std::array<Line, model::Graph::kMaxOps> prefill{}, fixed{};  ///< of those, the ones kept apart (MoE expert GEMMs)
+  std::array<Piece, 2 * model::Graph::kMaxAttention> attention{};  ///< decode attention, one or two pieces per op
+  int prefill_count = 0, fixed_count = 0, attention_count = 0;
+  double prompt = 0, gen = 0, steps = 0;  ///< P, G, G - 1
+  double ep = 1;
+  bool moe = false;
+  bool cuda_graphs = false;
+  double launch_s = 0;
+  double memory0 = 0, memory1 = 0;  ///< bytes per chip: memory0 + memory1·B
+  double capacity_bytes = 0;
+  std::int64_t max_batch = 0;
+  double chips = 1;
+  const model::ModelConfig* model = nullptr;
+  model::Graph prefill_graph, decode_graph;  ///< at the first of the two batches (for checks: dtypes the chip lacks)
+  model::Graph scratch_prefill, scratch_decode;  ///< at the second
+};
+
+/// What the search needs at one batch (the InferenceResult fields of the same names).
+struct ServingPoint {
+  double ttft_s = 0, tpot_s = 0, e2e_s = 0, output_tokens_per_s = 0, memory_bytes = 0;
+  bool fits = false;
+};
+
+/// Fits `curve` for `cfg` (its batch is ignored) from graphs at batches ep and 2·ep, built
+/// into the curve. Assumes a validated plan; never allocates.
+void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
+                           ServingCurve& curve) noexcept;
+/// The plan of `curve` at `batch` sequences (a multiple of ep).
+ServingPoint serving_at(const ServingCurve& curve, double batch) noexcept;
+
 /// Validates the plan (InputError naming the flag) and evaluates it into `out`.
 void infer(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);
 

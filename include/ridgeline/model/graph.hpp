@@ -27,6 +27,8 @@ struct GraphOp {
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
   double gemm_m = 0, gemm_k = 0, gemm_n = 0;  ///< a GEMM's shape on this chip (tokens x k -> n)
+  double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
+  double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
 };
 
@@ -74,6 +76,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.weight_bytes = 0;
   op.attention = -1;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
+  op.expert_bytes = op.touched = 0;
   return op;
 }
 

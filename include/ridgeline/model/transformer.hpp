@@ -64,6 +64,11 @@ void validate(const ModelConfig& m, const ForwardConfig& f);
 void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
                    Graph& g) noexcept;
 
+/// Experts of one EP group's E/ep whose weights a MoE layer reads when the group's
+/// `group_tokens` tokens each pick k of the E experts, routing balanced and independent:
+/// E/ep·(1 - (1 - k/E)^group_tokens).
+double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
+
 /// Parameter counts from the graph (tp = 1). `active` counts the weights one token
 /// multiplies (routed experts: top-k only), without the input embedding table;
 /// `active_with_embedding` adds it.
