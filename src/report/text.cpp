@@ -11,7 +11,7 @@ std::string t(double s) { return std::isfinite(s) ? format_quantity(s, Quantity:
 std::string rate(double v) { return format_quantity(v, Quantity::flop_rate); }
 std::string bw(double v) { return format_quantity(v, Quantity::bandwidth); }
 std::string size(double v) { return format_quantity(v, Quantity::bytes); }
-std::string dt(std::optional<DType> d, DType fallback) { return std::string(name(d.value_or(fallback))); }
+std::string dt(const std::optional<DType>& d, DType fallback) { return std::string(d.has_value() ? name(*d) : name(fallback)); }
 }  // namespace
 
 std::string catalog_text(const std::vector<io::CatalogEntry>& entries) {
