@@ -330,7 +330,7 @@ void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfi
     }
     ops::Cost cost = analysis::op_cost(cfg, sys);
     ops::check_supported(cost, chip);
-    const ops::Estimate e = ops::estimate(cost, chip);
+    const ops::Estimate e = ops::estimate(cost, chip, analysis::kernel_class(cfg.kind));
     xs.push_back(static_cast<double>(value));
     ys.push_back(e.attained_flops_per_s);
     ts.push_back(e.t_lower_s);
@@ -399,7 +399,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             hw::System sys = load_system(f->hw);
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
-                            ops::Estimate e = ops::estimate(cost, sys.chip);
+                            ops::Estimate e = ops::estimate(cost, sys.chip, analysis::kernel_class(cfg.kind));
                             emit(f->json, report::estimate_json(cfg, sys, cost, e), report::estimate_text(cfg, sys, cost, e));
                           }});
     }

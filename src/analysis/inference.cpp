@@ -76,15 +76,15 @@ template <class C>
 [[gnu::always_inline]] inline void accumulate(PhaseTimes& t, const OpTimes& o, double r, const ops::Rates& rates, model::OpClass cls) noexcept {
   const double lower = o.parts.lower();
   t.t_lower_s += r * lower;
-  t.t_upper_s += r * o.parts.upper(rates);
-  t.t_realistic_s += r * o.parts.realistic(rates);
+  const hw::KernelClass k = model::kernel_class(cls);
+  t.t_upper_s += r * o.parts.upper(rates, k);
+  t.t_realistic_s += r * o.parts.realistic(rates, k);
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
   t.comm_bytes += r * o.link_bytes;
   t.launches += r * o.launches;
-  const int b = static_cast<int>(o.parts.bound()), k = static_cast<int>(cls);
-  t.lower_by_bound_s[b] += r * lower;
-  t.lower_by_class_s[k] += r * lower;
+  t.lower_by_bound_s[static_cast<int>(o.parts.bound())] += r * lower;
+  t.lower_by_class_s[static_cast<int>(cls)] += r * lower;
 }
 
 // A pass replayed as a CUDA graph costs one launch, which the host issues while the GPU
@@ -117,10 +117,12 @@ void evaluate(const Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& 
   t = acc;
 }
 
-// The parts whose max is the realistic time: each over its efficiency (TimeParts::realistic).
-std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r) noexcept {
-  return {p.matrix * r.inv_eff_matrix, p.vector * r.inv_eff_vector, p.memory * r.inv_eff_memory, p.comm * r.inv_eff_link,
-          p.launch};
+// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
+// plus each part over its efficiency, and the launch.
+std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
+  const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
+  return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
+          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * a.inv_link, p.launch};
 }
 
 // Attention op i of `g` re-costed at context `kv`.
@@ -140,10 +142,11 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
   const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
   const double lower = sum_max_affine(l0, l1, 5, n);
-  const std::array<double, 5> s0 = realistic_parts(p0, rates), s1 = realistic_parts(p1, rates);
+  const hw::KernelClass k = model::kernel_class(g.ops[i].cls);
+  const std::array<double, 5> s0 = realistic_parts(p0, rates, k), s1 = realistic_parts(p1, rates, k);
   t.t_lower_s += r * lower;
   t.t_realistic_s += r * sum_max_affine(s0.data(), s1.data(), 5, n);
-  t.t_upper_s += r * n * (p0.upper(rates) + p1.upper(rates)) / 2;
+  t.t_upper_s += r * n * (p0.upper(rates, k) + p1.upper(rates, k)) / 2;
   t.flops += r * n * (a.flops + z.flops) / 2;
   t.bytes += r * n * (a.bytes + z.bytes) / 2;
   t.comm_bytes += r * n * (a.link_bytes + z.link_bytes) / 2;
@@ -211,7 +214,7 @@ void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array
     ops::Cost c = g.ops[i].cost.expand();
     if (graphs) c.launches = 0;
     rows[i].op = i;
-    rows[i].e = ops::estimate(c, chip);
+    rows[i].e = ops::estimate(c, chip, model::kernel_class(g.ops[i].cls));
   }
 }
 
@@ -267,7 +270,8 @@ ServingCurve::Line fit_line(const std::array<double, 5>& x1, const std::array<do
                             const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept {
   ServingCurve::Line l;
   l.rep = rep;
-  l.mem_per_expert = op1.expert_bytes * r.s_per_byte[0] * r.inv_eff_memory;
+  l.mem_per_expert =
+      op1.expert_bytes * r.s_per_byte[0] * r.achievable[static_cast<int>(model::kernel_class(op1.cls))].inv_memory;
   std::array<double, 5> y1 = x1, y2 = x2;
   y1[2] -= op1.touched * l.mem_per_expert;
   y2[2] -= op2.touched * l.mem_per_expert;
@@ -281,14 +285,16 @@ ServingCurve::Line fit_line(const std::array<double, 5>& x1, const std::array<do
 ServingCurve::Line fit_op(const Graph& g1, const Graph& g2, int i, double B1, double B2, const ops::Rates& r,
                           bool graphs) noexcept {
   const OpTimes o1 = op_times(g1.ops[i].cost, r, graphs), o2 = op_times(g2.ops[i].cost, r, graphs);
-  return fit_line(realistic_parts(o1.parts, r), realistic_parts(o2.parts, r), B1, B2, g1.ops[i], g2.ops[i], r,
+  const hw::KernelClass k = model::kernel_class(g1.ops[i].cls);
+  return fit_line(realistic_parts(o1.parts, r, k), realistic_parts(o2.parts, r, k), B1, B2, g1.ops[i], g2.ops[i], r,
                   g1.repeat(i));
 }
 
 ServingCurve::Line fit_attention(const Graph& g1, const Graph& g2, int i, double kv, double B1, double B2,
                                  const ops::Rates& r, bool graphs) noexcept {
   const OpTimes o1 = attention_at(g1, i, kv, r, graphs), o2 = attention_at(g2, i, kv, r, graphs);
-  return fit_line(realistic_parts(o1.parts, r), realistic_parts(o2.parts, r), B1, B2, g1.ops[i], g2.ops[i], r,
+  const hw::KernelClass k = model::kernel_class(g1.ops[i].cls);
+  return fit_line(realistic_parts(o1.parts, r, k), realistic_parts(o2.parts, r, k), B1, B2, g1.ops[i], g2.ops[i], r,
                   g1.repeat(i));
 }
 

@@ -51,7 +51,7 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
       if (g.ops[i].group != 1) continue;  // group 0 is the embedding
       for (auto n : names) {
         if (n == g.ops[i].name) {
-          t += tr->fwd[i].parts.realistic(rates);
+          t += tr->fwd[i].parts.realistic(rates, model::kernel_class(g.ops[i].cls));
           if (g.ops[i].cls == model::OpClass::comm && comm) *comm = true;
         }
       }
@@ -97,8 +97,9 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
   const double layers = static_cast<double>(m.layers);
   for (int i = 0; i < g.op_count; ++i) {
     if (g.ops[i].group != 1) continue;
-    r.t_layer_forward_s += tr->fwd[i].parts.realistic(rates);
-    r.t_layer_backward_s += tr->bwd[i].parts.realistic(rates);
+    const hw::KernelClass k = model::kernel_class(g.ops[i].cls);
+    r.t_layer_forward_s += tr->fwd[i].parts.realistic(rates, k);
+    r.t_layer_backward_s += tr->bwd[i].parts.realistic(rates, k);
   }
   const int host = chip.link_index(hw::LinkScope::host);
   r.host_link_Bps = host >= 0 ? chip.links[host].chip_bandwidth_Bps() * chip.efficiency.link : 0;

@@ -48,8 +48,8 @@ bool recomputed(const Graph& g, int i, Recompute r) {
   return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
 }
 
-StepPart part_of(const ops::TimeParts& p, const ops::Rates& r) {
-  return {p.lower(), p.upper(r), p.realistic(r)};
+StepPart part_of(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) {
+  return {p.lower(), p.upper(r, k), p.realistic(r, k)};
 }
 void add(StepPart& a, const StepPart& b, double k = 1) {
   a.lower_s += k * b.lower_s;
@@ -66,7 +66,7 @@ StepPart exposed(const StepPart& comm, const StepPart& window) {
 StepPart collective_time(comm::Collective kind, double bytes_, double chips, int link, const ops::Rates& r) {
   if (chips <= 1 || bytes_ <= 0) return {};
   ops::Cost c = comm::collective_cost({kind, comm::Algo::ring, bytes_, chips, DType::bf16, link});
-  return part_of(ops::time_parts(c, r), r);
+  return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective);
 }
 
 // Link a group of `size` GPUs with `stride` between members crosses.
@@ -304,11 +304,12 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
                   out.fwd[i].bytes * k,
                   out.fwd[i].link_bytes * k,
                   out.fwd[i].launches * k};
-    StepPart pf = part_of(out.fwd[i].parts, rates);
-    StepPart pb = part_of(out.bwd[i].parts, rates);
+    const hw::KernelClass kc = model::kernel_class(op.cls);
+    StepPart pf = part_of(out.fwd[i].parts, rates, kc);
+    StepPart pb = part_of(out.bwd[i].parts, rates, kc);
     if (cast_f.launches > 0) {
-      add(pf, part_of(ops::time_parts(cast_f, rates), rates));
-      add(pb, part_of(ops::time_parts(cast_b, rates), rates));
+      add(pf, part_of(ops::time_parts(cast_f, rates), rates, hw::KernelClass::pointwise));
+      add(pb, part_of(ops::time_parts(cast_b, rates), rates, hw::KernelClass::pointwise));
     }
     const bool again = recomputed(g, i, cfg.recompute);
     if (again) add(pb, pf);  // the forward runs again inside backward
@@ -432,7 +433,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     // Error feedback: read the gradient and the residual, write the new residual (fp32).
     c.add_main_bytes(3 * 4 * matrix_weights);
     c.launches = 4;
-    out.compression = part_of(ops::time_parts(c, rates), rates);
+    out.compression = part_of(ops::time_parts(c, rates), rates, hw::KernelClass::gemm);
   }
   out.grad_bytes = grad_bytes;
   const double param_bytes = params_gpu * 2;
@@ -477,7 +478,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   adam.add_main_bytes(30 * opt_params);
   adam.add_flops(hw::Unit::vector, DType::fp32, 12 * opt_params);
   adam.launches = 1;
-  out.optimizer = part_of(ops::time_parts(adam, rates), rates);
+  out.optimizer = part_of(ops::time_parts(adam, rates), rates, hw::KernelClass::pointwise);
 
   StepPart step = out.pipeline;
   add(step, out.exposed_dp_comm);

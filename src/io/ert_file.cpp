@@ -87,16 +87,6 @@ bool ert_gpu(const json& root) {
   return (v.is_boolean() && v.get<bool>()) || (v.is_string() && upper(v.get<std::string>()) == "TRUE");
 }
 
-// YAML double-quoted string.
-std::string yaml_quoted(std::string_view s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) r += c;
-  }
-  return r + "\"";
-}
-
 }  // namespace
 
 std::string ert_chip_yaml(std::string_view text, std::string_view source, const ErtImportOptions& o) {
@@ -141,28 +131,25 @@ std::string ert_chip_yaml(std::string_view text, std::string_view source, const 
     auto& p = peak[index(precision_of(label))];
     p = std::max(p, gflops * 1e9);
   }
-  std::string rates;
-  for (DType d : kAllDTypes) {
-    if (peak[index(d)] > 0) rates += fmt::format("  {}: {:.10g} GFLOPS\n", name(d), peak[index(d)] / 1e9);
-  }
-  const bool gpu = ert_gpu(root);
-  std::string y = "schema_version: 1\n";
-  y += fmt::format("name: {}\ndisplay_name: {}\nvendor: ert\nkind: {}\n", chip_name(root, o),
-                   yaml_quoted(fmt::format("ERT ceilings from {}", source)), gpu ? "gpu" : "cpu");
+  hw::ChipSpec c;
+  c.name = chip_name(root, o);
+  c.display_name = fmt::format("ERT ceilings from {}", source);
+  c.vendor = "ert";
+  c.kind = ert_gpu(root) ? "gpu" : "cpu";
   // ERT times FMA loops on the cores (CUDA cores on a GPU, never tensor cores): the same
   // figure serves both units, and a GPU's matrix peak wants a --peak override.
-  y += "matrix_peak:\n" + rates + "vector_peak:\n" + rates;
-  y += "memory:\n";
+  c.matrix_flops_per_s = c.vector_flops_per_s = peak;
   for (size_t k = 0; k < levels.size(); ++k) {
     // Main memory (ERT's last, slowest level) first, then the caches outermost first.
     const size_t i = levels.size() - 1 - k;
-    y += fmt::format("  - {{name: {}, bandwidth: {:.10g} GB/s, capacity: {:.0f} B}}\n", yaml_quoted(levels[i].first), levels[i].second,
-                     capacity[i]);
+    c.memory.push_back({levels[i].first, levels[i].second * 1e9, capacity[i]});
   }
-  y += "launch_overhead: 0 s\nchips_per_node: 1\nefficiency: {matrix: 1, vector: 1, memory: 1, link: 1}\n";
-  y += fmt::format("sources:\n  - {}\n", yaml_quoted(fmt::format("Empirical Roofline Toolkit measurement: {} (empirical.gflops, empirical.gbytes)", source)));
-  y += "notes: \"ERT measures neither launch overhead (0 here) nor tensor-core peaks (the FMA-core rate here)\"\n";
-  y += fmt::format("measured:\n  tool: ERT\n  file: {}\n", yaml_quoted(source));
+  c.launch_overhead_s = 0;
+  c.chips_per_node = 1;
+  c.efficiency = {1, 1, 1, 1};  // measured ceilings are achieved rates
+  c.sources = {fmt::format("Empirical Roofline Toolkit measurement: {} (empirical.gflops, empirical.gbytes)", source)};
+  const std::string y = chip_yaml(c, "ERT measures neither launch overhead (0 here) nor tensor-core peaks (the FMA-core rate here)",
+                                  fmt::format("measured:\n  tool: ERT\n  file: {}\n", yaml_quoted(source)));
   (void)parse_chip_yaml(y, source);  // what is written always loads
   return y;
 }

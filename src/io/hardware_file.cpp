@@ -152,7 +152,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
                          "vector_peak", "sparse_factor", "memory", "links", "launch_overhead",
-                         "chips_per_node", "efficiency", "sources", "notes", "measured"});
+                         "chips_per_node", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
   if (version != kSchemaVersion) {
@@ -224,11 +224,28 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
-    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link"});
+    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "gemm", "attention", "pointwise", "collective"});
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
     if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");
     if (e["link"]) c.efficiency.link = r.fraction(e["link"], "efficiency.link");
+    // Per kernel class: fractions that refine the chip-wide ones, and a fixed time per kernel.
+    for (int k = 1; k < hw::kKernelClassCount; ++k) {
+      const std::string key(hw::name(static_cast<hw::KernelClass>(k)));
+      if (!e[key]) continue;
+      const std::string p = "efficiency." + key;
+      YAML::Node n = e[key];
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead"});
+      hw::ClassEfficiency& ce = c.efficiency.kernel[k];
+      if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
+      if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
+      if (n["memory"]) ce.memory = r.fraction(n["memory"], p + ".memory");
+      if (n["link"]) ce.link = r.fraction(n["link"], p + ".link");
+      if (n["overhead"]) {
+        ce.overhead_s = r.quantity(n["overhead"], Quantity::time, p + ".overhead", false);
+        if (ce.overhead_s > 1) r.fail(p + ".overhead", fmt::format("{} s per kernel: expected at most 1 s", ce.overhead_s));
+      }
+    }
   }
   if (root["sources"]) {
     YAML::Node s = root["sources"];
@@ -237,8 +254,66 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   if (root["notes"]) (void)r.scalar(root["notes"], "notes");
   if (root["measured"] && !root["measured"].IsMap()) r.fail("measured", "expected a mapping");
+  if (root["calibrated"] && !root["calibrated"].IsMap()) r.fail("calibrated", "expected a mapping");
   c.provenance = std::string(source);
   return c;
+}
+
+std::string yaml_quoted(std::string_view s) {
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) r += c;
+  }
+  return r + "\"";
+}
+
+std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string_view provenance) {
+  std::string y = fmt::format("schema_version: {}\nname: {}\ndisplay_name: {}\nvendor: {}\nkind: {}\n", kSchemaVersion, c.name,
+                              yaml_quoted(c.display_name), yaml_quoted(c.vendor), c.kind);
+  auto peaks = [](const std::array<double, kDTypeCount>& a) {
+    std::string s;
+    for (DType d : kAllDTypes) {
+      if (a[index(d)] > 0) s += fmt::format("  {}: {:.17g} FLOP/s\n", name(d), a[index(d)]);
+    }
+    return s.empty() ? std::string(" {}\n") : "\n" + s;
+  };
+  y += "matrix_peak:" + peaks(c.matrix_flops_per_s);
+  if (c.sparse_factor != 1) y += fmt::format("sparse_factor: {:.17g}\n", c.sparse_factor);
+  y += "vector_peak:" + peaks(c.vector_flops_per_s);
+  y += "memory:\n";
+  for (const auto& m : c.memory) {
+    y += fmt::format("  - {{name: {}, bandwidth: {:.17g} B/s, capacity: {:.17g} B}}\n", yaml_quoted(m.name), m.bandwidth_Bps,
+                     m.capacity_bytes);
+  }
+  if (!c.links.empty()) {
+    y += "links:\n";
+    for (const auto& l : c.links) {
+      y += fmt::format("  - {{name: {}, scope: {}, bandwidth: {:.17g} B/s, count: {}, latency: {:.17g} s}}\n",
+                       yaml_quoted(l.name), hw::name(l.scope), l.bandwidth_Bps, l.count, l.latency_s);
+    }
+  }
+  y += fmt::format("launch_overhead: {:.17g} s\nchips_per_node: {}\n", c.launch_overhead_s, c.chips_per_node);
+  const hw::EfficiencySpec& e = c.efficiency;
+  y += fmt::format("efficiency:\n  matrix: {:.17g}\n  vector: {:.17g}\n  memory: {:.17g}\n  link: {:.17g}\n", e.matrix,
+                   e.vector, e.memory, e.link);
+  for (int k = 1; k < hw::kKernelClassCount; ++k) {
+    const hw::ClassEfficiency& ce = e.kernel[k];
+    if (ce == hw::ClassEfficiency{}) continue;
+    std::string fields;
+    for (auto [key, v] : {std::pair{"matrix", ce.matrix}, {"vector", ce.vector}, {"memory", ce.memory}, {"link", ce.link}}) {
+      if (v > 0) fields += fmt::format("{}{}: {:.17g}", fields.empty() ? "" : ", ", key, v);
+    }
+    if (ce.overhead_s > 0) fields += fmt::format("{}overhead: {:.17g} s", fields.empty() ? "" : ", ", ce.overhead_s);
+    y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
+  }
+  if (!c.sources.empty()) {
+    y += "sources:\n";
+    for (const auto& src : c.sources) y += "  - " + yaml_quoted(src) + "\n";
+  }
+  if (!notes.empty()) y += "notes: " + yaml_quoted(notes) + "\n";
+  y += provenance;
+  return y;
 }
 
 hw::ChipSpec load_chip_file(const std::string& path) {

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <thread>
 
+#include "ridgeline/io/hardware_file.hpp"
+
 namespace ridgeline::measure {
 
 void pin(int cpu) noexcept {
@@ -471,32 +473,19 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
 }
 
 std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
-  std::string y = "schema_version: 1\nname: host\n";
-  y += fmt::format("display_name: \"{}\"\nvendor: host\nkind: cpu\n", c.display_name);
-  auto rates = [&](const std::array<double, kDTypeCount>& a) {
-    std::string s;
-    for (DType d : kAllDTypes) {
-      if (a[index(d)] > 0) s += fmt::format("  {}: {:.6g} GFLOPS\n", name(d), a[index(d)] / 1e9);
-    }
-    return s.empty() ? std::string("  {}\n") : s;
-  };
-  y += "matrix_peak:\n" + rates(c.matrix_flops_per_s);
-  y += "vector_peak:\n" + rates(c.vector_flops_per_s);
-  y += "memory:\n";
-  for (const auto& m : c.memory) {
-    y += fmt::format("  - {{name: {}, bandwidth: {:.6g} GB/s, capacity: {:.6g} MB}}\n", m.name, m.bandwidth_Bps / 1e9,
-                     m.capacity_bytes / 1e6);
-  }
-  y += "launch_overhead: 0 s\nchips_per_node: 1\nefficiency: {matrix: 1, vector: 1, memory: 1, link: 1}\n";
-  y += "sources:\n  - \"measured on this host by ridgeline measure (medians; bandwidths count loads + stores, not write-allocate)\"\n";
+  hw::ChipSpec out = c;
+  out.name = "host";
+  out.vendor = "host";
+  out.kind = "cpu";
+  out.sources = {"measured on this host by ridgeline measure (medians; bandwidths count loads + stores, not write-allocate)"};
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  y += fmt::format("measured:\n  date: \"{}\"\n  command: \"{}\"\n  seconds: {:.1f}\n", date, r.command, r.seconds);
+  std::string m = fmt::format("measured:\n  date: \"{}\"\n  command: {}\n  seconds: {:.1f}\n", date, io::yaml_quoted(r.command), r.seconds);
   for (const auto& p : r.peaks) {
-    y += fmt::format("  {}_isa: \"{}\"\n  {}_spread: {:.3f}\n", name(p.dtype), p.isa, name(p.dtype), p.all_cores.spread);
+    m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }
-  return y;
+  return io::chip_yaml(out, "", m);
 }
 
 }  // namespace ridgeline::measure

@@ -86,10 +86,16 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     link_latency_s[l] = l < links ? chip.links[l].latency_s : kInf;
   }
   launch_s = chip.launch_overhead_s;
-  inv_eff_matrix = 1 / chip.efficiency.matrix;
-  inv_eff_vector = 1 / chip.efficiency.vector;
-  inv_eff_memory = 1 / chip.efficiency.memory;
-  inv_eff_link = 1 / chip.efficiency.link;
+  const hw::EfficiencySpec& e = chip.efficiency;
+  for (int k = 0; k < hw::kKernelClassCount; ++k) {
+    const hw::ClassEfficiency& c = e.kernel[k];
+    const bool own = k != static_cast<int>(hw::KernelClass::other);
+    achievable[k].inv_matrix = 1 / (own && c.matrix > 0 ? c.matrix : e.matrix);
+    achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);
+    achievable[k].inv_memory = 1 / (own && c.memory > 0 ? c.memory : e.memory);
+    achievable[k].inv_link = 1 / (own && c.link > 0 ? c.link : e.link);
+    achievable[k].overhead_s = own ? c.overhead_s : 0;
+  }
 }
 
 // Branch-lean: this runs for every op of every evaluation. A part with no traffic is 0
@@ -113,7 +119,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
 
 TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept { return time_parts(c, Rates(chip)); }
 
-Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) noexcept {
   Estimate e;
   const Rates r(chip);
   const TimeParts p = time_parts(c, r);
@@ -128,9 +134,9 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept {
   e.link = link_times(c, r, e.t_link_s.data());
   e.t_launch_s = p.launch;
   e.t_lower_s = p.lower();
-  e.t_upper_s = p.upper(r);
+  e.t_upper_s = p.upper(r, k);
   e.t_sum_at_peak_s = p.sum_at_peak();
-  e.t_realistic_s = p.realistic(r);
+  e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
 
   // The unit and dtype that carry the most FLOPs name the compute roof.

@@ -67,6 +67,18 @@ json chip_json(const hw::ChipSpec& c) {
                      {"vector", c.efficiency.vector},
                      {"memory", c.efficiency.memory},
                      {"link", c.efficiency.link}};
+  // Per kernel class, the fractions in effect (the class's own or the chip-wide) and the
+  // fixed time per kernel.
+  for (int k = 1; k < hw::kKernelClassCount; ++k) {
+    const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
+    auto pick = [](double own, double chip) { return own > 0 ? own : chip; };
+    j["efficiency"][std::string(hw::name(static_cast<hw::KernelClass>(k)))] = {
+        {"matrix", pick(ce.matrix, c.efficiency.matrix)},
+        {"vector", pick(ce.vector, c.efficiency.vector)},
+        {"memory", pick(ce.memory, c.efficiency.memory)},
+        {"link", pick(ce.link, c.efficiency.link)},
+        {"overhead_s", ce.overhead_s}};
+  }
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;
   return j;

@@ -47,6 +47,15 @@ std::string chip_text(const hw::ChipSpec& c) {
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
                      c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
+  for (int k = 1; k < hw::kKernelClassCount; ++k) {
+    const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
+    if (ce == hw::ClassEfficiency{}) continue;
+    std::string parts;
+    for (auto [unit, v] : {std::pair{"matrix", ce.matrix}, {"vector", ce.vector}, {"memory", ce.memory}, {"link", ce.link}}) {
+      if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
+    }
+    out += fmt::format("  {:<13} {}+{} per kernel\n", hw::name(static_cast<hw::KernelClass>(k)), parts, t(ce.overhead_s));
+  }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";
   return out;

@@ -235,16 +235,26 @@ TEST(Inference, ServingCurveEqualsInferAtEveryBatch) {
     const char* hw;
     std::int64_t tp, ep, prompt, gen;
     bool graphs;
+    bool classes = false;  // per-kernel-class efficiencies and fixed times on the chip
   };
   const Case cases[] = {{"llama-3.1-70b", "h100-sxm", 4, 1, 2048, 256, false},
                         {"llama-2-7b", "a100-80gb", 1, 1, 100, 300, true},
                         {"mixtral-8x7b", "h100-sxm", 2, 2, 512, 64, false},
                         {"gpt-oss-120b", "h100-sxm", 2, 1, 64, 400, false},
                         {"deepseek-v3", "h200", 8, 1, 1000, 50, false},
-                        {"qwen2.5-7b", "h100-sxm", 1, 1, 700, 1, false}};
+                        {"qwen2.5-7b", "h100-sxm", 1, 1, 700, 1, false},
+                        {"llama-3.1-8b", "h100-sxm", 2, 1, 300, 200, false, true},
+                        {"mixtral-8x7b", "h100-sxm", 1, 2, 128, 100, true, true}};
   for (const Case& k : cases) {
     const model::ModelConfig m = io::bundled_model(k.model);
-    const hw::System sys = chip(k.hw);
+    hw::System sys = chip(k.hw);
+    if (k.classes) {
+      auto& e = sys.chip.efficiency.kernel;
+      e[static_cast<int>(hw::KernelClass::gemm)] = {0.7, 0, 0.85, 0, 4e-6};
+      e[static_cast<int>(hw::KernelClass::attention)] = {0.5, 0.6, 0.8, 0, 6e-6};
+      e[static_cast<int>(hw::KernelClass::pointwise)] = {0, 0, 0.75, 0, 2e-6};
+      e[static_cast<int>(hw::KernelClass::collective)] = {0, 0, 0, 0.6, 15e-6};
+    }
     InferenceConfig cfg;
     cfg.forward.tp = k.tp;
     cfg.forward.ep = k.ep;

@@ -42,6 +42,67 @@ TEST(HardwareFile, ParsesAMinimalFile) {
   EXPECT_TRUE(c.links.empty());
 }
 
+// chip_yaml writes what parse_chip_yaml reads back to the same chip: every catalog chip,
+// and one with per-class efficiencies.
+TEST(HardwareFile, ChipYamlRoundTrips) {
+  auto same = [](const hw::ChipSpec& a, const hw::ChipSpec& b) {
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.display_name, b.display_name);
+    EXPECT_EQ(a.vendor, b.vendor);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.matrix_flops_per_s, b.matrix_flops_per_s);
+    EXPECT_EQ(a.vector_flops_per_s, b.vector_flops_per_s);
+    EXPECT_EQ(a.sparse_factor, b.sparse_factor);
+    ASSERT_EQ(a.memory.size(), b.memory.size());
+    for (size_t i = 0; i < a.memory.size(); ++i) {
+      EXPECT_EQ(a.memory[i].name, b.memory[i].name);
+      EXPECT_EQ(a.memory[i].bandwidth_Bps, b.memory[i].bandwidth_Bps);
+      EXPECT_EQ(a.memory[i].capacity_bytes, b.memory[i].capacity_bytes);
+    }
+    ASSERT_EQ(a.links.size(), b.links.size());
+    for (size_t i = 0; i < a.links.size(); ++i) {
+      EXPECT_EQ(a.links[i].name, b.links[i].name);
+      EXPECT_EQ(a.links[i].scope, b.links[i].scope);
+      EXPECT_EQ(a.links[i].bandwidth_Bps, b.links[i].bandwidth_Bps);
+      EXPECT_EQ(a.links[i].count, b.links[i].count);
+      EXPECT_EQ(a.links[i].latency_s, b.links[i].latency_s);
+    }
+    EXPECT_EQ(a.launch_overhead_s, b.launch_overhead_s);
+    EXPECT_EQ(a.chips_per_node, b.chips_per_node);
+    EXPECT_EQ(a.efficiency.matrix, b.efficiency.matrix);
+    EXPECT_EQ(a.efficiency.memory, b.efficiency.memory);
+    EXPECT_EQ(a.efficiency.kernel, b.efficiency.kernel);
+    EXPECT_EQ(a.sources, b.sources);
+  };
+  for (const auto& e : catalog()) {
+    const hw::ChipSpec c = catalog_chip(e.name);
+    same(c, parse_chip_yaml(chip_yaml(c, "a note", "measured:\n  tool: test\n"), "back.yaml"));
+  }
+  hw::ChipSpec c = parse_chip_yaml(kMinimal, "toy.yaml");
+  c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)] = {0.7, 0, 0.85, 0, 3.5e-6};
+  c.efficiency.kernel[static_cast<int>(hw::KernelClass::collective)] = {0, 0, 0, 0.6, 1e-5};
+  c.display_name = "quote \" and backslash \\";
+  const hw::ChipSpec back = parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml");
+  same(c, back);
+  EXPECT_DOUBLE_EQ(back.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].overhead_s, 3.5e-6);
+}
+
+TEST(HardwareFile, KernelClassEfficiencies) {
+  const std::string text = std::string(kMinimal) +
+                           "efficiency:\n  matrix: 0.8\n  gemm: {matrix: 0.7, overhead: 4 us}\n  collective: {link: 0.5}\n";
+  const hw::ChipSpec c = parse_chip_yaml(text, "toy.yaml");
+  EXPECT_DOUBLE_EQ(c.efficiency.matrix, 0.8);
+  EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matrix, 0.7);
+  EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].overhead_s, 4e-6);
+  EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::collective)].link, 0.5);
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 1.5}}\n").find("efficiency.gemm.matrix"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {speed: 1}}\n").find("efficiency.gemm"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {overhead: 4}}\n").find("efficiency.gemm.overhead"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
+}
+
 TEST(HardwareFile, ErrorsNameTheKeyPath) {
   std::string base = kMinimal;
   auto with = [&](const std::string& from, const std::string& to) {

@@ -33,6 +33,34 @@ TEST(Estimate, ComputeBoundOp) {
   EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
 }
 
+// A kernel class's efficiencies refine the chip-wide ones for realistic and upper only;
+// the fixed time per kernel adds to the largest part (and to the sum).
+TEST(Estimate, KernelClassEfficiencyAndOverhead) {
+  hw::ChipSpec chip = toy_chip();
+  auto& gemm = chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)];
+  gemm.matrix = 0.5;
+  gemm.overhead_s = 20e-6;
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e12);  // 10 ms at peak
+  c.add_main_bytes(1e9);                             // 1 ms
+  c.launches = 1;                                    // 2 us
+  const Estimate g = estimate(c, chip, hw::KernelClass::gemm);
+  EXPECT_DOUBLE_EQ(g.t_lower_s, 10e-3);                                     // bounds stay pure roofline
+  EXPECT_DOUBLE_EQ(g.t_realistic_s, 20e-6 + 10e-3 / 0.5);                  // overhead + matrix at 50%
+  EXPECT_DOUBLE_EQ(g.t_upper_s, 20e-6 + 10e-3 / 0.5 + 1e-3 / 0.9 + 2e-6);  // memory keeps the chip-wide 0.9
+  // Any other class keeps the chip-wide figures and no fixed time.
+  const Estimate a = estimate(c, chip, hw::KernelClass::attention);
+  EXPECT_DOUBLE_EQ(a.t_realistic_s, 10e-3 / 0.8);
+  // A launch longer than the kernel on the chip is the realistic time.
+  Cost tiny;
+  tiny.add_main_bytes(1e3);  // 1 ns
+  tiny.launches = 1;         // 2 us
+  gemm.overhead_s = 1e-6;
+  EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 2e-6);
+  gemm.overhead_s = 3e-6;
+  EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 3e-6 + 1e-9 / 0.9);
+}
+
 TEST(Estimate, MemoryBoundOpAndRealisticUsesMemoryEfficiency) {
   Cost c;
   c.add_flops(hw::Unit::vector, DType::fp32, 1e9);  // 1e9 / 10e12 = 0.1 ms

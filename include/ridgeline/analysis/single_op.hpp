@@ -20,6 +20,17 @@ enum class OpKind : std::uint8_t {
 std::string_view name(OpKind k) noexcept;
 /// True for allreduce, allgather, reducescatter, alltoall, sendrecv.
 constexpr bool is_collective(OpKind k) noexcept { return k >= OpKind::allreduce; }
+/// The kernel class whose efficiencies an op of kind `k` uses (custom and dot: other).
+constexpr hw::KernelClass kernel_class(OpKind k) noexcept {
+  if (is_collective(k)) return hw::KernelClass::collective;
+  switch (k) {
+    case OpKind::matmul: return hw::KernelClass::gemm;
+    case OpKind::attention: return hw::KernelClass::attention;
+    case OpKind::custom:
+    case OpKind::dot: return hw::KernelClass::other;
+    default: return hw::KernelClass::pointwise;
+  }
+}
 /// True for the ops on a (tokens, hidden) activation: elementwise ... embedding.
 constexpr bool is_pointwise(OpKind k) noexcept {
   return (k >= OpKind::elementwise && k <= OpKind::swiglu) || k == OpKind::embedding;

@@ -35,6 +35,22 @@ struct LinkSpec {
   double chip_bandwidth_Bps() const noexcept { return bandwidth_Bps * count; }
 };
 
+/// What kind of kernel an op is, for per-class efficiencies (docs/cost-model.md#efficiency).
+enum class KernelClass : std::uint8_t { other, gemm, attention, pointwise, collective };
+inline constexpr int kKernelClassCount = 5;
+/// "other", "gemm", "attention", "pointwise", "collective".
+std::string_view name(KernelClass k) noexcept;
+
+/// What one class of kernels achieves: a fraction of each peak (0: the chip-wide figure)
+/// and a fixed time per kernel on the chip (ramp-up, tail wave, synchronisation). A kernel
+/// of the class takes overhead + max(part / fraction): with the fixed time, achieved
+/// efficiency grows with the kernel's size, as measured kernels do.
+struct ClassEfficiency {
+  double matrix = 0, vector = 0, memory = 0, link = 0;
+  double overhead_s = 0;
+  bool operator==(const ClassEfficiency&) const = default;
+};
+
 /// Achievable fraction of each peak in ordinary use; kept apart from the peaks and only
 /// applied to the "realistic" figure, never to the bounds.
 struct EfficiencySpec {
@@ -42,6 +58,9 @@ struct EfficiencySpec {
   double vector = 1;
   double memory = 1;
   double link = 1;
+  /// Per kernel class (index KernelClass; `other` is unused): measured or published figures
+  /// that refine the chip-wide ones.
+  std::array<ClassEfficiency, kKernelClassCount> kernel{};
 };
 
 inline constexpr int kMaxMemoryLevels = 4;

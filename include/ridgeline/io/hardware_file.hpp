@@ -12,6 +12,14 @@ namespace ridgeline::io {
 /// missing keys, unit-less or non-positive figures throw InputError with the key path.
 hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source);
 
+/// `c` as a hardware file (the catalog's schema) that parse_chip_yaml reads back to the same
+/// ChipSpec (figures in base units, 17 significant digits). `notes` (may be empty) and
+/// `provenance` — a YAML block such as "measured:\n  date: ...\n" — are appended as given.
+std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string_view provenance);
+
+/// `s` as a double-quoted YAML scalar (quotes and backslashes escaped, control characters dropped).
+std::string yaml_quoted(std::string_view s);
+
 /// Reads and parses a hardware file from disk.
 hw::ChipSpec load_chip_file(const std::string& path);
 

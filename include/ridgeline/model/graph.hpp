@@ -12,6 +12,19 @@ namespace ridgeline::model {
 /// What an op is, for grouping results.
 enum class OpClass : std::uint8_t { gemm, attention, norm, elementwise, embedding, comm };
 std::string_view name(OpClass c) noexcept;
+/// The kernel class whose efficiencies an op class uses: norms, elementwise ops and
+/// embedding lookups are pointwise, communication is a collective.
+constexpr hw::KernelClass kernel_class(OpClass c) noexcept {
+  switch (c) {
+    case OpClass::gemm: return hw::KernelClass::gemm;
+    case OpClass::attention: return hw::KernelClass::attention;
+    case OpClass::norm:
+    case OpClass::elementwise:
+    case OpClass::embedding: return hw::KernelClass::pointwise;
+    case OpClass::comm: return hw::KernelClass::collective;
+  }
+  return hw::KernelClass::other;
+}
 
 /// Which part of the model an op belongs to.
 enum class Block : std::uint8_t { embedding, attention, mlp, moe, head };

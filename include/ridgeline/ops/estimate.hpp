@@ -56,8 +56,14 @@ struct Rates {
   std::array<double, hw::kMaxLinks> s_per_link_byte{}, link_latency_s{};
   int links = 0;          ///< links the chip has; traffic on any other is infinitely slow
   double launch_s = 0;    ///< per kernel launch
-  /// 1 / achievable fraction of each peak (hw::EfficiencySpec), for the realistic time.
-  double inv_eff_matrix = 1, inv_eff_vector = 1, inv_eff_memory = 1, inv_eff_link = 1;
+  /// A kernel class's achievable rates for the realistic time: 1 / fraction of each peak
+  /// (hw::EfficiencySpec, the class's figure where the chip file gives one) and its fixed
+  /// time per kernel.
+  struct Achievable {
+    double inv_matrix = 1, inv_vector = 1, inv_memory = 1, inv_link = 1;
+    double overhead_s = 0;
+  };
+  std::array<Achievable, hw::kKernelClassCount> achievable{};
 
   Rates() = default;  ///< all zero: assign a chip's before use
   explicit Rates(const hw::ChipSpec& chip) noexcept;
@@ -78,23 +84,26 @@ struct TimeParts {
     if (launch > m) m = launch;
     return m;
   }
-  /// No overlap at the achievable rates: each part over its efficiency, summed. Always at
-  /// least realistic(), which overlaps the same parts.
-  double upper(const Rates& r) const noexcept {
-    return matrix * r.inv_eff_matrix + vector * r.inv_eff_vector + memory * r.inv_eff_memory + comm * r.inv_eff_link +
+  /// No overlap at the achievable rates: the class's fixed time and each part over its
+  /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
+  double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
+    const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
+    return a.overhead_s + matrix * a.inv_matrix + vector * a.inv_vector + memory * a.inv_memory + comm * a.inv_link +
            launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
-  /// Overlap at the achievable rates: the largest part over its efficiency.
-  double realistic(const Rates& r) const noexcept {
-    double m = matrix * r.inv_eff_matrix;
-    const double v = vector * r.inv_eff_vector, b = memory * r.inv_eff_memory, c = comm * r.inv_eff_link;
+  /// Overlap at the achievable rates: the class's fixed time plus the largest part over its
+  /// efficiency, or the launch when the host is slower.
+  double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
+    const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
+    double m = matrix * a.inv_matrix;
+    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm * a.inv_link;
     if (v > m) m = v;
     if (b > m) m = b;
     if (c > m) m = c;
-    if (launch > m) m = launch;
-    return m;
+    m += a.overhead_s;
+    return launch > m ? launch : m;
   }
   /// The largest part; ties go to compute, then memory, then comm.
   Bound bound() const noexcept {
@@ -131,9 +140,10 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
 /// The same on `chip` (computes its Rates: for one-off use, not hot loops).
 TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
 
-/// Evaluates `c` on `chip`. Never allocates, never throws; FLOPs in a dtype the chip
-/// lacks give infinite time and `supported = false` (check_supported names them).
-Estimate estimate(const Cost& c, const hw::ChipSpec& chip) noexcept;
+/// Evaluates `c` on `chip` as a kernel of class `k` (its realistic and upper times use the
+/// class's efficiencies). Never allocates, never throws; FLOPs in a dtype the chip lacks
+/// give infinite time and `supported = false` (check_supported names them).
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k = hw::KernelClass::other) noexcept;
 
 /// Whether every dtype and link `c` uses exists on `chip` (check_supported without the message).
 bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept;
