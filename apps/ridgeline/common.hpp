@@ -61,6 +61,7 @@ void register_plot(CLI::App& root, std::vector<Command>& commands);
 void register_measure(CLI::App& root, std::vector<Command>& commands);
 void register_validate(CLI::App& root, std::vector<Command>& commands);
 void register_search(CLI::App& root, std::vector<Command>& commands);
+void register_calibrate(CLI::App& root, std::vector<Command>& commands);
 void register_report_infer(CLI::App& root, std::vector<Command>& commands);
 void register_report_train(CLI::App& root, std::vector<Command>& commands);
 void register_advise_infer(CLI::App* advise, std::vector<Command>& commands);

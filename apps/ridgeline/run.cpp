@@ -35,6 +35,7 @@ Commands
   plot roofline|sweep|breakdown|memory  SVG (or PNG) charts
   measure [--out host.yaml]    this machine's roofline, as a chip file usable as --hw
   validate [--hw host.yaml]    real kernels timed here beside ridgeline's predictions
+  calibrate FILE --hw H        efficiencies per kernel class fitted from a profile or validate run
   search train|infer ...       every plan: the fastest that fits and the Pareto front
   report --out F.html ...      one self-contained HTML page of an infer (or --train) analysis
 
@@ -73,10 +74,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
-                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "--help", "-h"};
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "calibrate", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
     err << "ridgeline: error: unknown command '" << argv[1]
-              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, validate, search or report\n";
+              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, validate, calibrate, search or report\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
@@ -122,6 +123,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_measure(app, commands);
   register_validate(app, commands);
   register_search(app, commands);
+  register_calibrate(app, commands);
   register_report_infer(app, commands);
   register_report_train(app, commands);
   auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");

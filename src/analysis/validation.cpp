@@ -93,6 +93,8 @@ struct Runner {
     k.flops = e.flops;
     k.bound = e.bound;
     k.predicted_s = e.t_lower_s;
+    k.compute_s = e.t_math_s;
+    k.memory_s = k.model_bytes / chip.memory[static_cast<std::size_t>(level)].bandwidth_Bps;
     k.checked = max_err <= (group == std::string("gemm") || group == std::string("attention") ? 1e-3 : 1e-4);
     k.max_rel_error = max_err;
     // Each timing lasts about 5 ms (quick) or 20 ms (full), judged from the prediction.

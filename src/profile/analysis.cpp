@@ -12,8 +12,11 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
   for (const auto& k : p.launches) {
     auto [it, fresh] = index.try_emplace(k.name, agg.size());
     if (fresh) {
-      agg.push_back(k);
-      agg.back().duration_s *= k.count;
+      // A record stands for `count` launches of these per-launch figures: totals over them.
+      KernelLaunch& a = agg.emplace_back(k);
+      for (double* v : {&a.duration_s, &a.flops_fp64, &a.flops_fp32, &a.flops_fp16, &a.flops_tensor, &a.dram_bytes, &a.l2_bytes, &a.l1_bytes}) {
+        *v *= k.count;
+      }
       continue;
     }
     KernelLaunch& a = agg[it->second];
@@ -66,6 +69,8 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     const double peak = chip.peak(s.unit, s.dtype);
     const double t_mem = bw > 0 ? s.bytes / bw : 0;
     s.t_at_roof_s = std::max(t_math, t_mem);
+    s.t_math_s = t_math;
+    s.t_memory_s = t_mem;
     s.intensity_flops_per_byte = s.bytes > 0 ? s.flops / s.bytes : 0;
     s.attained_flops_per_s = s.time_s > 0 ? s.flops / s.time_s : 0;
     s.attained_Bps = s.time_s > 0 ? s.bytes / s.time_s : 0;

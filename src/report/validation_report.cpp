@@ -21,6 +21,8 @@ json validation_json(const hw::ChipSpec& chip, const analysis::ValidationResult&
                    {"attained_flops_per_s", k.measured_s > 0 ? k.flops / k.measured_s : 0.0},
                    {"write_allocate_bytes", k.write_allocate_bytes},
                    {"predicted_s", k.predicted_s},
+                   {"compute_s", k.compute_s},
+                   {"memory_s", k.memory_s},
                    {"measured_s", k.measured_s},
                    {"spread", k.spread},
                    {"repetitions", k.repetitions},

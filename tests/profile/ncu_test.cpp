@@ -113,6 +113,11 @@ TEST(GenericCsv, UnitsInTheHeader) {
   // On an H100 at bf16: 3 x 2e12 FLOPs at 989.4 TFLOP/s need 6.064 ms, done in 300 us: above the roof.
   auto a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
   EXPECT_TRUE(a.kernels[0].above_roof);
+  // The record stands for 3 launches of these per-launch figures: the totals are 3x each.
+  EXPECT_DOUBLE_EQ(a.kernels[0].time_s, 300e-6);
+  EXPECT_DOUBLE_EQ(a.kernels[0].flops, 6e12);
+  EXPECT_DOUBLE_EQ(a.kernels[0].bytes, 3e9);
+  EXPECT_DOUBLE_EQ(a.kernels[0].t_math_s, 6e12 / 989.4e12);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ struct KernelCheck {
   double model_bytes = 0;           ///< bytes of ridgeline's op model (no write-allocate)
   double write_allocate_bytes = 0;  ///< lines written without being read first: read for ownership on a CPU
   double predicted_s = 0;           ///< lower bound: max(FLOPs / peak, (model + write-allocate bytes) / level bandwidth)
+  double compute_s = 0;             ///< FLOPs / peak (the prediction's math part)
+  double memory_s = 0;              ///< model bytes / level bandwidth: the memory part without write-allocate (for calibrate)
   double measured_s = 0;            ///< median
   double spread = 0;                ///< max/min - 1 over the repetitions
   int repetitions = 0;

@@ -1,0 +1,272 @@
+#include "ridgeline/analysis/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "ridgeline/core/error.hpp"
+
+namespace ridgeline::analysis {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return r;
+}
+
+bool has_any(const std::string& s, std::initializer_list<std::string_view> words) {
+  return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return s.find(w) != std::string::npos; });
+}
+
+// The model's parameters: overhead, 1/f_compute, 1/f_memory. `fixed[i]` holds parameter i at
+// value[i]; the others are solved for. Returns false when the normal equations are singular.
+struct Params {
+  std::array<double, 3> value{0, 1, 1};
+  std::array<bool, 3> fixed{false, false, false};
+};
+
+// Weighted least squares on relative error: minimise sum ((t - o - u_c x_c - u_m x_m) / t)^2,
+// where each sample contributes only its binding part.
+bool solve(const std::vector<const CalibrationSample*>& s, const std::vector<bool>& compute, Params& p) {
+  std::array<int, 3> free{};
+  int n = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!p.fixed[i]) free[n++] = i;
+  }
+  if (n == 0) return true;
+  double a[3][4] = {};
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const double t = s[k]->time_s;
+    const double row[3] = {1, compute[k] ? s[k]->compute_s : 0, compute[k] ? 0 : s[k]->memory_s};
+    double rhs = t;
+    for (int i = 0; i < 3; ++i) {
+      if (p.fixed[i]) rhs -= row[i] * p.value[i];
+    }
+    const double w = 1 / (t * t);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) a[i][j] += w * row[free[i]] * row[free[j]];
+      a[i][n] += w * row[free[i]] * rhs;
+    }
+  }
+  // Gaussian elimination with partial pivoting; a pivot tiny against its row's scale is singular.
+  for (int c = 0; c < n; ++c) {
+    int piv = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
+    }
+    double scale = 0;
+    for (int j = 0; j < n; ++j) scale = std::max(scale, std::abs(a[piv][j]));
+    if (!(scale > 0) || std::abs(a[piv][c]) < 1e-12 * scale) return false;
+    for (int j = 0; j <= n; ++j) std::swap(a[c][j], a[piv][j]);
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j <= n; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int i = 0; i < n; ++i) p.value[free[i]] = a[i][n] / a[i][i];
+  return std::all_of(p.value.begin(), p.value.end(), [](double v) { return std::isfinite(v); });
+}
+
+void fit_class(std::vector<CalibrationSample*>& mine, ClassFit& fit) {
+  std::vector<const CalibrationSample*> s(mine.begin(), mine.end());
+  fit.samples = static_cast<int>(s.size());
+  if (s.size() < 2) {
+    fit.notes.push_back(fmt::format("{} kernel{}: at least 2 are needed", s.size(), s.size() == 1 ? "" : "s"));
+    return;
+  }
+  std::vector<bool> compute(s.size());
+  for (std::size_t k = 0; k < s.size(); ++k) compute[k] = s[k]->compute_s >= s[k]->memory_s;
+  Params p;
+  bool ok = false, settled = false;
+  bool held_overhead = false, held_compute = false, held_memory = false;
+  for (int iter = 0; iter < 20 && !settled; ++iter) {
+    const bool any_c = std::find(compute.begin(), compute.end(), true) != compute.end();
+    const bool any_m = std::find(compute.begin(), compute.end(), false) != compute.end();
+    p.fixed = {false, !any_c, !any_m};
+    ok = solve(s, compute, p);
+    if (!ok && !p.fixed[0]) {
+      // Too few distinct kernels for an intercept: the fixed time is taken as zero.
+      p.fixed[0] = true;
+      p.value[0] = 0;
+      held_overhead = true;
+      ok = solve(s, compute, p);
+    }
+    if (!ok) break;
+    // Limits: no negative fixed time, no fraction above 1 (faster than the peak). Each
+    // parameter past its limit is held there and the rest fitted again.
+    for (int round = 0; round < 3; ++round) {
+      bool changed = false;
+      if (p.value[0] < 0 && !p.fixed[0]) p.fixed[0] = true, p.value[0] = 0, held_overhead = changed = true;
+      if (any_c && p.value[1] < 1 && !p.fixed[1]) p.fixed[1] = true, p.value[1] = 1, held_compute = changed = true;
+      if (any_m && p.value[2] < 1 && !p.fixed[2]) p.fixed[2] = true, p.value[2] = 1, held_memory = changed = true;
+      if (!changed) break;
+      ok = solve(s, compute, p);
+      if (!ok) break;
+    }
+    if (!ok) break;
+    // Which part binds at the fitted rates (a part without an estimate keeps its kernels).
+    settled = true;
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (!any_c || !any_m) break;
+      const bool c = p.value[1] * s[k]->compute_s >= p.value[2] * s[k]->memory_s;
+      if (c != compute[k]) compute[k] = c, settled = false;
+    }
+  }
+  if (!ok) {
+    fit.notes.push_back("the kernels do not determine a fit (too few distinct sizes)");
+    return;
+  }
+  if (!settled) fit.notes.push_back("which part binds did not settle in 20 rounds; the last fit is kept");
+  if (held_overhead) fit.notes.push_back("fixed time held at 0 (the fit wanted none or a negative one)");
+  if (held_compute) fit.notes.push_back("compute fraction held at 1: kernels ran faster than the peak (FLOP counts or the chip's peak are off)");
+  if (held_memory) fit.notes.push_back("memory fraction held at 1: kernels ran faster than the bandwidth (byte counts or the chip's bandwidth are off)");
+  fit.fitted = true;
+  fit.efficiency.overhead_s = p.value[0];
+  int matrix = 0, vector = 0;
+  double sum2 = 0;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    CalibrationSample& x = *mine[k];
+    x.used = true;
+    x.compute_bound = compute[k];
+    // A part no kernel is bound by keeps 1/f = 1 (the peak): it cannot bind above the fitted one.
+    x.predicted_s = p.value[0] + std::max(x.compute_s * p.value[1], x.memory_s * p.value[2]);
+    x.residual = x.predicted_s / x.time_s - 1;
+    sum2 += x.residual * x.residual;
+    fit.max_residual = std::max(fit.max_residual, std::abs(x.residual));
+    if (compute[k]) {
+      ++fit.compute_samples;
+      (x.unit == hw::Unit::matrix ? matrix : vector) += 1;
+    } else {
+      ++fit.memory_samples;
+    }
+  }
+  fit.rms_residual = std::sqrt(sum2 / static_cast<double>(s.size()));
+  // A fixed time above most kernels' measured time says their counts explain little of it.
+  std::vector<double> times;
+  for (const auto* x : s) times.push_back(x->time_s);
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  if (p.value[0] > 0.5 * times[times.size() / 2]) {
+    fit.notes.push_back("the fixed time is over half the median kernel's time: the kernels' FLOPs and bytes explain little of it (counts missing?)");
+  }
+  fit.compute_unit = vector > matrix ? hw::Unit::vector : hw::Unit::matrix;
+  if (fit.compute_samples > 0) (fit.compute_unit == hw::Unit::matrix ? fit.efficiency.matrix : fit.efficiency.vector) = 1 / p.value[1];
+  if (fit.memory_samples > 0) fit.efficiency.memory = 1 / p.value[2];
+}
+
+}  // namespace
+
+hw::KernelClass classify_kernel(std::string_view name, std::string_view op) {
+  const std::string n = lower(name), o = lower(op);
+  if (has_any(n, {"nccl", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
+                  "alltoall", "all_to_all", "sendrecv"}) ||
+      has_any(o, {"c10d::", "nccl"})) {
+    return hw::KernelClass::collective;
+  }
+  if (has_any(n, {"flash", "fmha", "attention", "attn", "sdpa", "mha_"}) ||
+      has_any(o, {"scaled_dot_product", "flash_attention", "efficient_attention"})) {
+    return hw::KernelClass::attention;
+  }
+  if (has_any(n, {"gemm", "cutlass", "xmma", "cublas", "matmul", "wgmma", "hmma", "_mma", "cijk_", "gemv"}) ||
+      o == "aten::mm" || o == "aten::addmm" || o == "aten::bmm" || o == "aten::baddbmm" || o == "aten::linear" ||
+      o == "aten::matmul") {
+    return hw::KernelClass::gemm;
+  }
+  return hw::KernelClass::pointwise;
+}
+
+std::vector<CalibrationSample> samples_from_profile(const profile::ProfileAnalysis& a, int& skipped) {
+  std::vector<CalibrationSample> out;
+  for (const auto& k : a.kernels) {
+    if (!(k.time_s > 0) || !(k.count > 0) || !(k.t_math_s > 0 || k.t_memory_s > 0)) {
+      ++skipped;
+      continue;
+    }
+    CalibrationSample s;
+    s.name = k.name;
+    s.cls = classify_kernel(k.name, k.op);
+    s.calls = k.count;
+    s.time_s = k.time_s / k.count;
+    s.compute_s = k.t_math_s / k.count;
+    s.memory_s = k.t_memory_s / k.count;
+    s.unit = k.unit;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<CalibrationSample> samples_from_validation(std::string_view text, std::string_view source, int& skipped) {
+  using nlohmann::json;
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception&) {
+    throw InputError(fmt::format("{}: not JSON: expected the output of ridgeline validate --json", source));
+  }
+  if (!root.is_object() || !root.contains("ops") || !root["ops"].is_array()) {
+    throw InputError(fmt::format("{}: no 'ops' list: expected the output of ridgeline validate --json", source));
+  }
+  auto number = [](const json& o, const char* key) {
+    return o.contains(key) && o[key].is_number() ? o[key].get<double>() : 0.0;
+  };
+  std::vector<CalibrationSample> out;
+  for (const json& o : root["ops"]) {
+    if (!o.is_object()) continue;
+    CalibrationSample s;
+    s.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "";
+    const std::string group = o.contains("group") && o["group"].is_string() ? o["group"].get<std::string>() : "";
+    s.cls = group == "gemm"        ? hw::KernelClass::gemm
+            : group == "attention" ? hw::KernelClass::attention
+                                   : hw::KernelClass::pointwise;
+    s.time_s = number(o, "measured_s");
+    s.compute_s = number(o, "compute_s");
+    s.memory_s = number(o, "memory_s");
+    s.unit = hw::Unit::matrix;  // validate predicts GEMMs and attention on the matrix unit
+    if (s.cls == hw::KernelClass::pointwise) s.unit = hw::Unit::vector;
+    if (!(s.time_s > 0) || !std::isfinite(s.time_s) || !(s.compute_s >= 0 && s.memory_s >= 0) ||
+        !std::isfinite(s.compute_s + s.memory_s) || !(s.compute_s > 0 || s.memory_s > 0)) {
+      ++skipped;
+      continue;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+CalibrationResult calibrate(std::vector<CalibrationSample> samples, int skipped) {
+  CalibrationResult r;
+  r.samples = std::move(samples);
+  r.skipped = skipped;
+  for (int c = 1; c < hw::kKernelClassCount; ++c) {
+    const auto cls = static_cast<hw::KernelClass>(c);
+    std::vector<CalibrationSample*> mine;
+    for (auto& s : r.samples) {
+      if (s.cls == cls) mine.push_back(&s);
+    }
+    ClassFit& fit = r.fits[c];
+    if (cls == hw::KernelClass::collective) {
+      fit.samples = static_cast<int>(mine.size());
+      if (!mine.empty()) fit.notes.push_back("not fitted: a profile records no message sizes");
+      continue;
+    }
+    if (mine.empty()) continue;
+    fit_class(mine, fit);
+  }
+  if (r.skipped > 0) r.notes.push_back(fmt::format("{} kernel(s) without a time or without FLOPs and bytes were left out", r.skipped));
+  return r;
+}
+
+hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& r) {
+  hw::ChipSpec c = base;
+  for (int k = 1; k < hw::kKernelClassCount; ++k) {
+    if (r.fits[k].fitted) c.efficiency.kernel[k] = r.fits[k].efficiency;
+  }
+  return c;
+}
+
+}  // namespace ridgeline::analysis
