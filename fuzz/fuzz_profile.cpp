@@ -1,9 +1,10 @@
 // Any bytes given to the profile importers either import or raise InputError; an imported
-// profile always analyses.
+// profile always analyses and calibrates.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
+#include "ridgeline/analysis/calibration.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/profile/analysis.hpp"
@@ -21,6 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                             : ridgeline::io::parse_torch_trace(text, "fuzz.json");
       auto a = ridgeline::profile::analyze(p, chip, ridgeline::DType::bf16);
       if (!(a.total_kernel_time_s >= 0)) __builtin_trap();
+      int skipped = 0;
+      auto r = ridgeline::analysis::calibrate(ridgeline::analysis::samples_from_profile(a, skipped), skipped);
+      for (const auto& f : r.fits) {
+        if (f.fitted && !(f.efficiency.overhead_s >= 0 && f.efficiency.matrix <= 1 && f.efficiency.memory <= 1)) __builtin_trap();
+      }
     } catch (const ridgeline::InputError&) {
     }
   }
