@@ -1,6 +1,10 @@
 // Speed of the evaluation path: one op's cost and estimate, one threshold solve.
 // Allocations are counted with a replaced global operator new and reported as a counter.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +18,7 @@
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/analysis/threshold.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/ops/estimate.hpp"
@@ -221,6 +226,77 @@ void BM_SearchInfer70BWide(benchmark::State& state) {
   run_search(state, [&] { return analysis::search_infer(m, sys, s, c); });
 }
 BENCHMARK(BM_SearchInfer70BWide)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Streaming a PyTorch/Kineto trace (issue: >= 300 MB/s, memory that does not hold the file):
+// a synthetic trace of `MB` megabytes written once to a temporary file, in pieces, with the
+// events a real one has — CPU ops with their shapes, runtime calls, kernels with their
+// launch arguments — read by the same function `ridgeline profile` uses.
+std::string synthetic_trace(int megabytes) {
+  const std::string path = fmt::format("/tmp/ridgeline_bench_trace_{}mb.json", megabytes);
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    std::fseek(f, 0, SEEK_END);
+    const long size = std::ftell(f);
+    std::fclose(f);
+    if (size >= static_cast<long>(megabytes) * 1000000) return path;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::string chunk = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85031714816}],
+"traceEvents": [
+)";
+  const char* kernels[] = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+                           "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)",
+                           "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>, false, true, false, false, true, true, false>(Flash_fwd_params)"};
+  const char* ops[] = {"aten::mm", "aten::add", "aten::_flash_attention_forward"};
+  long long written = 0;
+  double ts = 1e6;
+  for (long long i = 0; written < static_cast<long long>(megabytes) * 1000000; ++i) {
+    const int k = static_cast<int>(i % 3);
+    chunk += fmt::format(
+        R"({{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 4242, "tid": 4242, "ts": {:.3f}, "dur": 21.5, "args": {{"External id": {}, "Record function id": 0, "Input Dims": [[8, 4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"], "Input Strides": [[16777216, 4096, 1], [1, 4096]], "Sequence number": {}, "Fwd thread id": 0}}}},
+{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242, "tid": 4242, "ts": {:.3f}, "dur": 4.25, "args": {{"External id": {}, "cbid": 211, "correlation": {}}}}},
+{{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {:.3f}, "dur": {:.3f}, "args": {{"External id": {}, "queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": {}, "registers per thread": 168, "shared memory": 213248, "blocks per SM": 0.9, "warps per SM": 3.6, "grid": [132, 1, 1], "block": [384, 1, 1], "est. achieved occupancy %": 6}}}},
+)",
+        ops[k], ts, i, i, ts + 5, i, i, kernels[k], ts + 10, 100.0 + k, i, i);
+    ts += 150;
+    if (chunk.size() > (1 << 20)) {
+      written += static_cast<long long>(std::fwrite(chunk.data(), 1, chunk.size(), f));
+      chunk.clear();
+    }
+  }
+  chunk += R"({"ph": "i", "cat": "user", "name": "end", "ts": 0, "s": "g"}
+], "traceName": "synthetic"}
+)";
+  std::fwrite(chunk.data(), 1, chunk.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+long max_rss_kb() {
+  struct rusage u {};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+void BM_StreamTrace(benchmark::State& state) {
+  const std::string path = synthetic_trace(static_cast<int>(state.range(0)));
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::fseek(f, 0, SEEK_END);
+  const double bytes = static_cast<double>(std::ftell(f));
+  std::fclose(f);
+  const long before = max_rss_kb();
+  std::size_t kernels = 0;
+  for (auto _ : state) {
+    auto p = io::read_torch_trace(path);
+    kernels = p.launches.size();
+    benchmark::DoNotOptimize(p.launches.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes * static_cast<double>(state.iterations())));
+  state.counters["kernels"] = static_cast<double>(kernels);
+  state.counters["trace_MB"] = bytes / 1e6;
+  // Growth of the peak resident set while reading (the file text is never held).
+  state.counters["rss_growth_MB"] = static_cast<double>(max_rss_kb() - before) / 1e3;
+}
+BENCHMARK(BM_StreamTrace)->Arg(100)->Arg(400)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 // The kernels `ridgeline validate` times, the same functions, one thread, at a working set
 // given in KiB: bytes/s counts the op model's bytes (loads + stores, no write-allocate).

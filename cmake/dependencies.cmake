@@ -5,6 +5,7 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(TBB REQUIRED)
+find_package(simdjson REQUIRED)
 # OpenBLAS (optional): `validate` times its GEMMs; without it they are skipped with a note.
 find_package(PkgConfig)
 if(PkgConfig_FOUND)

@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev                  # JSON output and config.json reading
   libyaml-cpp-dev                     # hardware files
   zlib1g-dev                          # gzipped PyTorch profiler traces
+  libsimdjson-dev                     # streaming PyTorch trace reader (simdjson per event)
   libtbb-dev                          # parallel plan search (oneTBB)
   libopenblas-dev pkg-config          # validate's GEMMs (OpenBLAS, found through pkg-config)
   pybind11-dev python3-dev            # the Python module

@@ -1,5 +1,8 @@
 // Profile import: the shared Nsight Compute fixture, synthetic pages, the CSV reader.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include <filesystem>
 
@@ -224,6 +227,50 @@ TEST(TorchTrace, EstimatesFromRecordedShapes) {
   EXPECT_DOUBLE_EQ(b.launches[0].dram_bytes, 272);
   auto a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
   for (const auto& k : a.kernels) EXPECT_EQ(k.estimated, k.name == "gemm" || k.name == "add") << k.name;
+}
+
+// The trace is read one event at a time through a 1 MiB sliding buffer: names with escaped
+// quotes, backslash runs and braces, an event larger than the buffer, events straddling
+// refills, members before and after "traceEvents", non-object elements and a top-level
+// array all read as a whole-document parse would; a file reads as its bytes do.
+TEST(TorchTrace, StreamingReadsWhatADocumentParseReads) {
+  std::string trace = R"({"schemaVersion": 1, "deviceProperties": [{"name": "{not \"an\" event}"}], "traceEvents": [7, "x", )";
+  const std::string big(1536 * 1024, 'a');  // one arg of 1.5 MiB: the buffer must grow
+  const std::vector<std::string> names = {R"(k\"{[\\)", R"(tail\\)", "plain"};
+  const std::vector<std::string> decoded = {"k\"{[\\", "tail\\", "plain"};
+  double total_us = 0;
+  int n = 0;
+  for (int i = 0; i < 30000; ++i) {  // about 3 MB: refills land inside events and strings
+    const int k = i % 3;
+    const double dur = 1 + i % 7;
+    trace += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "{}", "ts": {}, "dur": {}, "args": {{"device": 0, "note": "}}]\\"}}}}, )",
+                         names[k], 10 * i, dur);
+    total_us += dur;
+    ++n;
+    if (i == 12345) trace += R"({"ph": "X", "cat": "cpu_op", "name": "big", "ts": 0, "dur": 1, "args": {"pad": ")" + big + R"("}}, )";
+  }
+  trace += R"({"ph": "i", "cat": "user", "name": "last"}], "traceName": "t", "trailing": {"a": [1, 2]}})";
+  const profile::Profile p = io::parse_torch_trace(trace, "t.json");
+  ASSERT_EQ(p.launches.size(), static_cast<std::size_t>(n));
+  double sum = 0;
+  for (std::size_t i = 0; i < p.launches.size(); ++i) {
+    EXPECT_EQ(p.launches[i].name, decoded[i % 3]) << i;
+    sum += p.launches[i].duration_s;
+  }
+  EXPECT_NEAR(sum, total_us * 1e-6, 1e-9);
+  // The same bytes from a file, and as a top-level array of events.
+  const std::string path = ::testing::TempDir() + "stream_trace.json";
+  { std::ofstream(path, std::ios::binary) << trace; }
+  const profile::Profile f = io::read_torch_trace(path);
+  ASSERT_EQ(f.launches.size(), p.launches.size());
+  EXPECT_EQ(f.launches.back().name, p.launches.back().name);
+  const profile::Profile a = io::parse_torch_trace(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 2}])", "a.json");
+  ASSERT_EQ(a.launches.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.launches[0].duration_s, 2e-6);
+  // Truncation anywhere is an error, never a partial result without one.
+  for (std::size_t cut : {trace.size() / 3, trace.size() / 2 + 1, trace.size() - 40}) {
+    EXPECT_THROW(io::parse_torch_trace(std::string_view(trace).substr(0, cut), "cut.json"), InputError) << cut;
+  }
 }
 
 TEST(TorchTrace, BadInput) {

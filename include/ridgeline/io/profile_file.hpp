@@ -19,7 +19,12 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
 /// A PyTorch profiler / Kineto Chrome trace (JSON, optionally gzipped): kernel events, with
 /// FLOPs from CUPTI counters, Inductor's kernel_flop / kernel_num_gb, or the CPU op's
 /// `flops` (with_flops); the timeline's idle gaps. Throws InputError for malformed input.
+/// The events are read one at a time (simdjson per event): memory holds what is kept of
+/// the kernels and CPU ops, never the text.
 profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source);
+
+/// The same, streamed from a file (gzip inflated on the fly): the file is never held whole.
+profile::Profile read_torch_trace(const std::string& path);
 
 /// Reads `path` and picks the importer: `format` "ncu", "csv" or "torch", or "" to detect it.
 profile::Profile load_profile(const std::string& path, std::string_view format);
