@@ -40,36 +40,35 @@ void register_hw(CLI::App& root, std::vector<Command>& commands) {
                         emit(*json_show, report::chip_json(sys.chip), report::chip_text(sys.chip));
                       }});
 
-  struct ErtFlags {
-    std::string input, out, name;
-    std::vector<std::string> capacities;
-    bool json = false;
-  };
-  auto ert = std::make_shared<ErtFlags>();
+  auto ert = std::make_shared<ErtImport>();
   auto* imp = hw->add_subcommand("import-ert", "a chip file from the Empirical Roofline Toolkit's roofline.json");
   imp->add_option("file", ert->input, "roofline.json written by ERT")->required();
-  imp->add_option("--capacity", ert->capacities, "LEVEL=SIZE for every ERT level (e.g. DRAM=256GB L1=48KiB), repeatable");
-  imp->add_option("--name", ert->name, "chip name (default: ert-<hostname>)");
-  imp->add_option("--out", ert->out, "the .yaml chip file to write")->required();
-  imp->add_flag("--json", ert->json, "JSON on stdout");
-  commands.push_back({imp, [ert] {
-                        io::ErtImportOptions o;
-                        o.name = ert->name;
-                        for (const auto& c : ert->capacities) {
-                          const auto eq = c.find('=');
-                          if (eq == std::string::npos || eq == 0) {
-                            throw InputError(fmt::format("--capacity: '{}' is not LEVEL=SIZE (e.g. DRAM=256GB)", c));
-                          }
-                          o.capacities.emplace_back(c.substr(0, eq),
-                                                    parse_quantity(c.substr(eq + 1), Quantity::bytes, "--capacity " + c, false));
-                        }
-                        const std::string yaml = io::ert_chip_yaml(io::read_text_file(ert->input, "an ERT roofline.json"), ert->input, o);
-                        report::write_file_atomically(ert->out, yaml);
-                        const hw::ChipSpec chip = io::parse_chip_yaml(yaml, ert->out);
-                        nlohmann::json j = report::chip_json(chip);
-                        j["out"] = ert->out;
-                        emit(ert->json, j, "wrote " + ert->out + "\n\n" + report::chip_text(chip));
-                      }});
+  add_ert_flags(imp, *ert);
+  imp->get_option("--out")->required();
+  commands.push_back({imp, [ert] { import_ert(*ert); }});
+}
+
+void add_ert_flags(CLI::App* app, ErtImport& f) {
+  app->add_option("--capacity", f.capacities, "LEVEL=SIZE for every ERT level (e.g. DRAM=256GB L1=48KiB), repeatable");
+  app->add_option("--name", f.name, "chip name (default: ert-<hostname>)");
+  app->add_option("--out", f.out, "the .yaml chip file to write");
+  app->add_flag("--json", f.json, "JSON on stdout");
+}
+
+void import_ert(const ErtImport& ert) {
+  io::ErtImportOptions o;
+  o.name = ert.name;
+  for (const auto& c : ert.capacities) {
+    const auto eq = c.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--capacity: '{}' is not LEVEL=SIZE (e.g. DRAM=256GB)", c));
+    o.capacities.emplace_back(c.substr(0, eq), parse_quantity(c.substr(eq + 1), Quantity::bytes, "--capacity " + c, false));
+  }
+  const std::string yaml = io::ert_chip_yaml(io::read_text_file(ert.input, "an ERT roofline.json"), ert.input, o);
+  const hw::ChipSpec chip = io::parse_chip_yaml(yaml, ert.out.empty() ? ert.input : ert.out);
+  if (!ert.out.empty()) report::write_file_atomically(ert.out, yaml);
+  nlohmann::json j = report::chip_json(chip);
+  if (!ert.out.empty()) j["out"] = ert.out;
+  emit(ert.json, j, (ert.out.empty() ? std::string() : "wrote " + ert.out + "\n\n") + report::chip_text(chip));
 }
 
 }  // namespace ridgeline::cli

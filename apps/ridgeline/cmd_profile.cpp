@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "ridgeline/core/error.hpp"
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/report/profile.hpp"
@@ -15,15 +16,30 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
     HardwareFlags hw;
     bool json = false;
     std::string file, format, dtype = "bf16";
+    ErtImport ert;
   };
   auto f = std::make_shared<Flags>();
-  auto* c = root.add_subcommand("profile", "place captured kernels (Nsight Compute CSV, generic CSV) on the roofline");
+  auto* c = root.add_subcommand("profile",
+                                "place captured kernels (Nsight Compute CSV, PyTorch trace, generic CSV) on the roofline; "
+                                "an ERT roofline.json becomes a chip file");
   add_hardware_flags(c, f->hw);
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "profile file")->required();
-  c->add_option("--format", f->format, "ncu or csv (default: detected)");
+  c->add_option("--format", f->format, "ncu, torch, csv or ert (default: detected)");
   c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs")->capture_default_str();
+  c->add_option("--capacity", f->ert.capacities, "ERT: LEVEL=SIZE for every level (ERT measures no sizes), repeatable");
+  c->add_option("--name", f->ert.name, "ERT: chip name (default: ert-<hostname>)");
+  c->add_option("--out", f->ert.out, "ERT: the .yaml chip file to write");
   commands.push_back({c, [f] {
+                        if (f->format == "ert" || (f->format.empty() && io::detect_profile_format(f->file) == "ert")) {
+                          f->ert.input = f->file;
+                          f->ert.json = f->json;
+                          import_ert(f->ert);
+                          return;
+                        }
+                        if (!f->ert.out.empty() || !f->ert.capacities.empty() || !f->ert.name.empty()) {
+                          throw InputError("--capacity/--name/--out: only for an ERT roofline.json (--format ert)");
+                        }
                         profile::Profile p = io::load_profile(f->file, f->format);
                         hw::System sys = load_chip_system(f->hw);
                         DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");

@@ -44,6 +44,17 @@ void emit(bool json, const nlohmann::json& j, const std::string& text);
 /// Prints advice (largest gain first) as a table or JSON.
 void emit_advice(bool json, const std::vector<analysis::Advice>& advice);
 
+/// An ERT roofline.json made a chip file (`hw import-ert`, `profile --format ert`).
+struct ErtImport {
+  std::string input, out, name;
+  std::vector<std::string> capacities;
+  bool json = false;
+};
+/// --capacity, --name, --out and --json for an ERT import.
+void add_ert_flags(CLI::App* app, ErtImport& f);
+/// Reads the ERT file, prints the chip (and writes it with --out).
+void import_ert(const ErtImport& f);
+
 /// Registers a command: `run` is called after parsing.
 struct Command {
   CLI::App* app;

@@ -245,25 +245,27 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
   return p;
 }
 
+std::string detect_profile_format(const std::string& path) {
+  // From the first 64 KiB: a trace can be hundreds of MB, and is streamed.
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::string head(1 << 16, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  const bool gz = head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b;
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  const bool json = first != std::string::npos && (head[first] == '{' || head[first] == '[');
+  // An ERT roofline.json: ceilings, not kernels.
+  if (json && head.find("\"empirical\"") != std::string::npos && head.find("\"gbytes\"") != std::string::npos) return "ert";
+  return gz || json ? "torch" : head.find("Kernel Name") != std::string::npos ? "ncu" : "csv";
+}
+
 profile::Profile load_profile(const std::string& path, std::string_view format) {
-  std::string_view f = format;
-  if (f.empty()) {
-    // Detected from the first 64 KiB: a trace can be hundreds of MB, and is streamed.
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    std::string head(1 << 16, '\0');
-    in.read(head.data(), static_cast<std::streamsize>(head.size()));
-    head.resize(static_cast<std::size_t>(in.gcount()));
-    const bool gz = head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b;
-    const size_t first = head.find_first_not_of(" \t\r\n");
-    const bool json = first != std::string::npos && (head[first] == '{' || head[first] == '[');
-    f = gz || json ? "torch" : head.find("Kernel Name") != std::string::npos ? "ncu" : "csv";
-    // An ERT roofline.json: ceilings, not kernels.
-    if (json && head.find("\"empirical\"") != std::string::npos && head.find("\"gbytes\"") != std::string::npos) f = "ert";
-  }
+  const std::string detected = format.empty() ? detect_profile_format(path) : std::string();
+  const std::string_view f = format.empty() ? std::string_view(detected) : format;
   if (f == "ert") {
     throw InputError(fmt::format("{}: an ERT roofline.json holds a machine's ceilings, not kernels: make it a chip file with "
-                                 "`ridgeline hw import-ert {} --capacity LEVEL=SIZE ... --out chip.yaml` and pass --hw chip.yaml",
+                                 "`ridgeline profile {} --format ert --capacity LEVEL=SIZE ... --out chip.yaml` and pass --hw chip.yaml",
                                  path, path));
   }
   if (f == "torch") return read_torch_trace(path);
@@ -271,7 +273,7 @@ profile::Profile load_profile(const std::string& path, std::string_view format) 
     const std::string text = read_text_file(path, "a profile (Nsight Compute CSV, PyTorch trace or CSV)");
     return f == "ncu" ? parse_ncu_csv(text, path) : parse_generic_csv(text, path);
   }
-  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu, csv, torch (or ert, which `hw import-ert` reads)", format));
+  throw InputError(fmt::format("--format: '{}' is not a format this build reads: expected ncu, csv, torch or ert", format));
 }
 
 }  // namespace ridgeline::io

@@ -48,11 +48,26 @@ TEST(ProfileCli, FixtureJson) {
   EXPECT_EQ(bad.status, 2);
 }
 
-TEST(ProfileCli, ErtFileIsPointedToHwImport) {
-  // An ERT roofline.json is ceilings, not kernels: the error points at `hw import-ert`.
-  RunResult ert = run("profile " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --hw t4");
-  EXPECT_EQ(ert.status, 2);
-  EXPECT_NE(ert.err.find("hw import-ert"), std::string::npos) << ert.err;
+TEST(ProfileCli, ErtFileBecomesAChipFile) {
+  // An ERT roofline.json is ceilings, not kernels: `profile` makes it a chip file as
+  // `hw import-ert` does (the same code), detected or with --format ert. ERT measures no
+  // sizes, so every level needs --capacity.
+  const std::string src = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json";
+  const std::string caps = " --capacity DRAM=256GB --capacity L1=1.5MiB --capacity L2=48MiB --capacity L3=64MiB";
+  RunResult missing = run("profile " + src);
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("--capacity"), std::string::npos) << missing.err;
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/ert-profile.yaml";
+  auto j = run_json("profile " + src + caps + " --name from-profile --out " + out);
+  EXPECT_EQ(j["name"], "from-profile");
+  EXPECT_EQ(j["out"], out);
+  EXPECT_EQ(run_json("hw show " + out)["name"], "from-profile");
+  auto same = run_json("profile " + src + " --format ert" + caps + " --name from-profile");  // printed, not written
+  EXPECT_EQ(same["memory"], j["memory"]);
+  // The ERT flags are for ERT files only.
+  RunResult wrong = run("profile " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --format csv --hw t4");
+  EXPECT_EQ(wrong.status, 2);
+  expect_bad("profile " + src + " --format torch --out x.yaml --hw t4", "--format ert");
 }
 
 }  // namespace

@@ -26,7 +26,12 @@ profile::Profile parse_torch_trace(std::string_view bytes, std::string_view sour
 /// The same, streamed from a file (gzip inflated on the fly): the file is never held whole.
 profile::Profile read_torch_trace(const std::string& path);
 
+/// "torch", "ncu", "csv" or "ert" (an ERT roofline.json: ceilings, not kernels), judged from
+/// the first 64 KiB of the file.
+std::string detect_profile_format(const std::string& path);
+
 /// Reads `path` and picks the importer: `format` "ncu", "csv" or "torch", or "" to detect it.
+/// An ERT file is an InputError pointing at `profile --format ert`.
 profile::Profile load_profile(const std::string& path, std::string_view format);
 
 }  // namespace ridgeline::io
