@@ -82,9 +82,9 @@ json search_stats_json(const analysis::SearchStats& s) {
           {"interrupted", s.interrupted}};
 }
 
-std::string search_stats_text(const analysis::SearchStats& s) {
-  std::string out = fmt::format("{} plans ({} feasible; {} timed, {} distinct graphs) in {}: {} plans/s", count(static_cast<double>(s.evaluated)),
-                                count(static_cast<double>(s.feasible)), count(static_cast<double>(s.timed)), s.shapes, t(s.elapsed_s),
+std::string search_stats_text(const analysis::SearchStats& s, std::string_view shapes) {
+  std::string out = fmt::format("{} plans ({} feasible; {} timed, {} {}) in {}: {} plans/s", count(static_cast<double>(s.evaluated)),
+                                count(static_cast<double>(s.feasible)), count(static_cast<double>(s.timed)), s.shapes, shapes, t(s.elapsed_s),
                                 count(s.plans_per_s()));
   std::string why;
   for (int r = 0; r < analysis::kRejectCount; ++r) {
@@ -101,7 +101,7 @@ std::string train_search_text(const model::ModelConfig& m, const hw::System& sys
   const auto& b = space.base;
   std::string s = fmt::format("{} on {} x {}, seq {}, global batch {}, {}\n", m.name, b.gpus, sys.chip.display_name, b.seq,
                               b.global_batch, name(b.dtype));
-  s += search_stats_text(r.stats);
+  s += search_stats_text(r.stats, "distinct graphs");
   if (r.best.empty()) return s + "\nno feasible plan: every plan broke a rule above (relax a constraint, add GPUs or memory)\n";
   const char* obj = space.objective == analysis::TrainObjective::step_time ? "step time"
                     : space.objective == analysis::TrainObjective::mfu     ? "MFU"
@@ -117,7 +117,7 @@ std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys
   std::string s = fmt::format("{} on up to {} x {}, prompt {}, gen {}{}{}\n", m.name, space.chips_max, sys.chip.display_name, space.base.prompt,
                               space.base.gen, space.ttft_max_s ? ", TTFT <= " + t(*space.ttft_max_s) : "",
                               space.tpot_max_s ? ", TPOT <= " + t(*space.tpot_max_s) : "");
-  s += search_stats_text(r.stats);
+  s += search_stats_text(r.stats, "serving curves");
   if (r.best.empty()) return s + "\nno feasible plan: every plan broke a rule above (relax a latency target, allow more chips or lower precision)\n";
   s += fmt::format("\nbest {} by {}:\n", r.best.size(),
                    space.objective == analysis::InferObjective::latency ? "end-to-end latency" : "output tokens/s per chip") +

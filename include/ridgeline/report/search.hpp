@@ -12,8 +12,9 @@ namespace ridgeline::report {
 
 /// `evaluated`, `feasible`, `rejected` {reason: count}, `shapes`, `elapsed_s`, `plans_per_s`, `interrupted`.
 nlohmann::json search_stats_json(const analysis::SearchStats& s);
-/// One line: "N plans (F feasible, S shapes) in T: R plans/s; rejected: reason n, ...".
-std::string search_stats_text(const analysis::SearchStats& s);
+/// "N plans (F feasible; T timed, S <shapes>) in T: R plans/s" and the rejections by reason;
+/// `shapes` names what SearchStats::shapes counts ("distinct graphs", "serving curves").
+std::string search_stats_text(const analysis::SearchStats& s, std::string_view shapes);
 
 std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
                               const analysis::TrainSearchResult& r);
