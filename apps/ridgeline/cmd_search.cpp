@@ -120,7 +120,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   for (auto [name, var, what] : {std::tuple{"--tp", &f->tp, "fix tensor parallelism"}, {"--pp", &f->pp, "fix pipeline stages"},
                                  {"--cp", &f->cp, "fix context parallelism"}, {"--ep", &f->ep, "fix expert parallelism"},
                                  {"--vpp", &f->vpp, "fix virtual stages"}, {"--micro-batch", &f->micro_batch, "fix the micro-batch"},
-                                 {"--zero", &f->zero, "fix the ZeRO stage"}, {"--recompute", &f->recompute, "fix: none, selective or full"},
+                                 {"--zero", &f->zero, "fix the ZeRO stage"}, {"--recompute", &f->recompute, "fix: none, selective, full or auto"},
                                  {"--cp-algo", &f->cp_algo, "fix: ulysses or ring"}, {"--tp-max", &f->tp_max, "largest tp (default: a node)"},
                                  {"--pp-max", &f->pp_max, "largest pp"}, {"--cp-max", &f->cp_max, "largest cp"},
                                  {"--vpp-max", &f->vpp_max, "largest vpp"}, {"--micro-batch-max", &f->micro_batch_max, "largest micro-batch"}}) {
@@ -168,7 +168,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           if (f->recompute == "none") s.recompute = analysis::Recompute::none;
                           else if (f->recompute == "selective") s.recompute = analysis::Recompute::selective;
                           else if (f->recompute == "full") s.recompute = analysis::Recompute::full;
-                          else throw InputError(fmt::format("--recompute: '{}' is not none, selective or full", f->recompute));
+                          else if (f->recompute == "auto") s.recompute = analysis::Recompute::automatic;
+                          else throw InputError(fmt::format("--recompute: '{}' is not none, selective, full or auto", f->recompute));
                         }
                         if (!f->cp_algo.empty()) {
                           if (f->cp_algo != "ring" && f->cp_algo != "ulysses") throw InputError(fmt::format("--cp-algo: '{}' is not ulysses or ring", f->cp_algo));

@@ -18,10 +18,10 @@ namespace ridgeline::cli {
 namespace {
 struct Flags {
     HardwareFlags hw;
-    bool json = false, fsdp = false, sp = false, dropout = false, uneven = false;
+    bool json = false, fsdp = false, sp = false, dropout = false, uneven = false, offload = false;
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
-    std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression;
+    std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression, headroom;
 };
 
 void add_train_flags(CLI::App* t, Flags* f) {
@@ -43,11 +43,14 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
   t->add_option("--micro-batch", f->micro_batch, "sequences per micro-batch")->capture_default_str();
   t->add_option("--global-batch", f->global_batch, "sequences per step (default dp x micro-batch)");
-  t->add_option("--recompute", f->recompute, "none, selective or full")->capture_default_str();
+  t->add_option("--recompute", f->recompute, "none, selective, full or auto (the planner's choice per activation under the memory)")
+      ->capture_default_str();
+  t->add_flag("--offload", f->offload, "with --recompute auto: activations may also go to host memory and back");
   t->add_option("--dtype", f->dtype, "GEMM dtype: bf16 or fp8")->capture_default_str();
   t->add_option("--attention", f->attention, "flash or naive (scores materialised)")->capture_default_str();
   t->add_option("--node-link-bw", f->node_link_bw, "per-GPU network bandwidth between nodes, per direction");
   t->add_option("--memory-margin", f->margin, "allocator fragmentation margin, a fraction")->capture_default_str();
+  t->add_option("--memory-headroom", f->headroom, "with --recompute auto: a fraction of memory to leave free (as search's flag)");
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
   t->add_option("--grad-compression", f->compression, "powersgd:RANK (low-rank gradient all-reduce)");
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp (the slowest stage holds the ceiling)");
@@ -76,7 +79,9 @@ analysis::TrainConfig train_config(const Flags* f) {
                         if (f->recompute == "none") c.recompute = analysis::Recompute::none;
                         else if (f->recompute == "selective") c.recompute = analysis::Recompute::selective;
                         else if (f->recompute == "full") c.recompute = analysis::Recompute::full;
-                        else throw InputError(fmt::format("--recompute: '{}' is not none, selective or full", f->recompute));
+                        else if (f->recompute == "auto") c.recompute = analysis::Recompute::automatic;
+                        else throw InputError(fmt::format("--recompute: '{}' is not none, selective, full or auto", f->recompute));
+                        c.offload = f->offload;
                         c.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
                         if (f->attention == "flash") c.attention = ops::AttentionImpl::flash;
                         else if (f->attention == "naive") c.attention = ops::AttentionImpl::naive;
@@ -88,6 +93,7 @@ analysis::TrainConfig train_config(const Flags* f) {
                         }
                         c.memory_margin = parse_number(f->margin, "--memory-margin");
                         if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
+                        if (!f->headroom.empty()) c.memory_headroom = parse_number(f->headroom, "--memory-headroom");
                         c.dropout = f->dropout;
                         c.uneven_stages = f->uneven;
                         if (!f->compression.empty()) {

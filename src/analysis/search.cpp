@@ -268,6 +268,9 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainSea
     if (v < 0) throw InputError(fmt::format("{}: {} is negative", flag, v));
   }
   if (s.ep && *s.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
+  if (s.recompute == Recompute::automatic && *recompute_planner_gap(m) != '\0') {
+    throw InputError(fmt::format("--recompute: auto plans dense models with standard attention; {} is {}", m.name, recompute_planner_gap(m)));
+  }
   if (b.gpus > 1 && sys.chip.links.empty()) {
     throw InputError(fmt::format("--gpus: {} has no link between chips: pass --link-bw", sys.chip.name));
   }
@@ -280,7 +283,9 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
                                const SearchControl& control) {
   validate(m, sys_in, space);
   const auto t0 = Clock::now();
-  const TrainConfig& base = space.base;
+  // --recompute auto plans against the memory the search leaves usable.
+  TrainConfig base = space.base;
+  base.memory_headroom = space.memory_headroom;
   const hw::System sys = training_system(sys_in, base);
   const std::int64_t gpus = base.gpus, gb = base.global_batch;
   const std::int64_t node = std::max<std::int64_t>(1, sys.chips_per_node);
@@ -295,7 +300,10 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
   std::vector<std::int64_t> eps{1};
   if (m.is_moe()) eps = fixed_or(space.ep, divisors(gpus, std::min<std::int64_t>(gpus, m.moe.experts)));
   else if (space.ep) eps = {*space.ep};
-  const auto rcs = fixed_or(space.recompute, {Recompute::none, Recompute::selective, Recompute::full});
+  // The planner's per-activation choice (auto) where it covers the model.
+  std::vector<Recompute> all_rc = {Recompute::none, Recompute::selective, Recompute::full};
+  if (*recompute_planner_gap(m) == '\0') all_rc.push_back(Recompute::automatic);
+  const auto rcs = fixed_or(space.recompute, all_rc);
   const auto zeros = fixed_or(space.zero, {0, 1, 2, 3});
 
   // Shapes: the dimensions train_shape depends on. Each is summed once per search.

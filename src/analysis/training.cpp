@@ -42,7 +42,8 @@ bool in_layer(const Graph& g, int i) {
 // Ops recomputed in backward: full -> the whole layer; selective -> attention and the
 // memory-bound ops (cheap to recompute, expensive to keep).
 bool recomputed(const Graph& g, int i, Recompute r) {
-  if (r == Recompute::none || !in_layer(g, i)) return false;
+  // Under auto, the plan's tensors are recomputed (train_step adds them); none here.
+  if (r == Recompute::none || r == Recompute::automatic || !in_layer(g, i)) return false;
   if (r == Recompute::full) return true;
   const OpClass c = g.ops[i].cls;
   return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
@@ -105,6 +106,7 @@ std::string_view name(Recompute r) noexcept {
     case Recompute::none: return "none";
     case Recompute::selective: return "selective";
     case Recompute::full: return "full";
+    case Recompute::automatic: return "auto";
   }
   return "none";
 }
@@ -217,6 +219,17 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
     case Reject::sequence_parallel:
       throw InputError(fmt::format("--sequence-parallel: --seq {} is not divisible by tp {}", cfg.seq, cfg.tp));
     default: break;
+  }
+  if (cfg.offload && cfg.recompute != Recompute::automatic) {
+    throw InputError(fmt::format("--offload: the planner decides what to offload: needs --recompute auto, not {}", name(cfg.recompute)));
+  }
+  if (cfg.recompute == Recompute::automatic) {
+    if (const char* gap = recompute_planner_gap(m); *gap != '\0') {
+      throw InputError(fmt::format("--recompute: auto plans dense models with standard attention; {} is {}", m.name, gap));
+    }
+  }
+  if (!(cfg.memory_headroom >= 0 && cfg.memory_headroom < 1)) {
+    throw InputError(fmt::format("--memory-headroom: {} is not a fraction in [0, 1)", cfg.memory_headroom));
   }
   if (cfg.tp * cfg.cp > 1 && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp: {} has no link between chips: pass --link-bw", sys.chip.name));
@@ -346,6 +359,14 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       sh.params_layers += p;
     }
   }
+  if (cfg.recompute == Recompute::automatic) {
+    // Every keep/recompute(/offload) choice of the layer's saved activations; train_step
+    // picks the fastest that fits its plan's memory.
+    layer_tensors(m, cfg, g, out.fwd, out.bwd, rates, chip, out.tensors);
+    build_frontier(out.tensors, cfg.offload, out.frontier);
+    sh.tensors = &out.tensors;
+    sh.frontier = &out.frontier;
+  }
 }
 
 void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, const TrainShape& sh,
@@ -376,8 +397,44 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double params_layers = sh.params_layers, params_embed = sh.params_embed, params_head = sh.params_head;
   const StepPart &f_embed = sh.f_embed, &b_embed = sh.b_embed, &f_head = sh.f_head, &b_head = sh.b_head;
 
+  // Memory on the first stage's GPU (it holds the most micro-batches in flight): what does
+  // not depend on the activations kept per layer.
+  auto& mem = out.memory;
+  const double dpd = static_cast<double>(dp);
+  const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
+  mem.params_bytes = stage_params * 2 / (cfg.zero >= 3 ? dpd : 1);
+  mem.grads_bytes = stage_params * bytes(cfg.grad_reduce_dtype) / (cfg.zero >= 2 ? dpd : 1);
+  mem.optimizer_bytes = stage_params * 12 / (cfg.zero >= 1 ? dpd : 1);
+  // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
+  // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
+  double in_flight = std::min(mbs, pp);
+  if (cfg.vpp > 1) in_flight *= 1 + (pp - 1) / (pp * vpp);
+  mem.in_flight_micro_batches = in_flight;
+  // The embedding output of each in-flight micro-batch; on a single stage the fp32 logits too.
+  const double sb = s / static_cast<double>(cfg.cp) * static_cast<double>(cfg.micro_batch);
+  double other_activations = in_flight * sb * static_cast<double>(m.hidden) * 2 / (cfg.sequence_parallel ? tp : 1);
+  if (pp == 1) other_activations += sb * static_cast<double>(m.vocab) / tp * 4;
+  mem.capacity_bytes = chip.main_capacity_bytes();
+  // --recompute auto: the fastest choice whose kept tensors let the whole fit in the chip's
+  // memory (less the headroom), margin included.
+  const RecomputeChoice* choice = nullptr;
+  if (cfg.recompute == Recompute::automatic && sh.frontier != nullptr && sh.tensors != nullptr) {
+    const double room = mem.capacity_bytes * (1 - cfg.memory_headroom) / (1 + cfg.memory_margin) - mem.params_bytes -
+                        mem.grads_bytes - mem.optimizer_bytes - other_activations;
+    out.activation_budget_bytes = room / (stage_layers * in_flight) - sh.tensors->layer_input_bytes - sh.tensors->fixed_bytes;
+    choice = &sh.frontier->best_within(out.activation_budget_bytes);
+    out.recompute_choice = *choice;
+    // Its recomputed forwards and exposed offloads run in every layer's backward.
+    for (int k = 0; k < 6; ++k) {
+      const double add_k = choice->kind_s[k] * stage_layers * mbs;
+      out.time_by_kind_s[k] += add_k;
+      out.backward_time_by_kind_s[k] += add_k;
+    }
+  }
+
   // The slowest pipeline stage holds L/pp layers and the embedding (first) or the head (last).
   StepPart f_first = scaled(sh.f_layers, stage_share), b_first = scaled(sh.b_layers, stage_share);
+  if (choice) add(b_first, choice->added, stage_layers);
   StepPart f_last = f_first, b_last = b_first;
   add(f_first, f_embed);
   add(b_first, b_embed);
@@ -419,7 +476,6 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // backward, bucketed and overlapped with it); ZeRO-1/2 gather the updated bf16
   // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
   // micro-batch's forward and backward and reduce-scatters gradients each time.
-  const double dpd = static_cast<double>(dp);
   const int dp_link = group_link(sys, dp, cfg.tp * cfg.cp);
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
@@ -487,7 +543,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.step_time_s = step.realistic_s;
   out.step_time_lower_s = step.lower_s;
   out.step_time_upper_s = step.upper_s;
-  out.tp_comm_s = (sh.tp_comm_layers_s * stage_share + sh.tp_comm_other_s) * mbs;
+  out.tp_comm_s = (sh.tp_comm_layers_s * stage_share + sh.tp_comm_other_s + (choice ? choice->comm_s * stage_layers : 0)) * mbs;
   out.exposed_comm_s = out.tp_comm_s + (out.p2p.realistic_s * (mbs + (pp - 1) / vpp)) + out.exposed_dp_comm.realistic_s;
 
   // FLOPs: per micro-batch this GPU does 1/tp of every layer's matrix work (the graph
@@ -496,34 +552,20 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // With context parallelism cp GPUs share each micro-batch as well.
   const double cpd = static_cast<double>(cfg.cp);
   out.model_flops_per_step = 3 * sh.fwd_matrix_flops * tp * cpd * micro_batches_total;
-  out.hardware_flops_per_step = sh.hw_matrix_flops * tp * cpd * micro_batches_total;
+  out.hardware_flops_per_step = (sh.hw_matrix_flops + (choice ? choice->matrix_flops * L : 0)) * tp * cpd * micro_batches_total;
   out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
   const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
   out.mfu = out.model_flops_per_step / (out.step_time_s * peak);
   out.hfu = out.hardware_flops_per_step / (out.step_time_s * peak);
 
-  // Memory on the first stage's GPU (it holds the most micro-batches in flight).
-  auto& mem = out.memory;
-  const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
-  mem.params_bytes = stage_params * 2 / (cfg.zero >= 3 ? dpd : 1);
-  mem.grads_bytes = stage_params * bytes(cfg.grad_reduce_dtype) / (cfg.zero >= 2 ? dpd : 1);
-  mem.optimizer_bytes = stage_params * 12 / (cfg.zero >= 1 ? dpd : 1);
-  mem.activation_bytes_per_layer = layer_activation_bytes(m, cfg);
-  // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
-  // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
-  const double layers_stage = stage_layers;
-  double in_flight = std::min(mbs, pp);
-  if (cfg.vpp > 1) in_flight *= 1 + (pp - 1) / (pp * vpp);
-  mem.in_flight_micro_batches = in_flight;
-  mem.activations_bytes = mem.activation_bytes_per_layer * layers_stage * in_flight;
-  // The embedding output of each in-flight micro-batch; on a single stage the fp32 logits too.
-  const double sb = s / static_cast<double>(cfg.cp) * static_cast<double>(cfg.micro_batch);
-  mem.activations_bytes += in_flight * sb * static_cast<double>(m.hidden) * 2 / (cfg.sequence_parallel ? tp : 1);
-  if (pp == 1) mem.activations_bytes += sb * static_cast<double>(m.vocab) / tp * 4;
+  // Activations: per layer per micro-batch (Korthikanti et al., or the auto choice's kept
+  // tensors), times the stage's layers and the micro-batches in flight.
+  mem.activation_bytes_per_layer =
+      choice ? sh.tensors->layer_input_bytes + sh.tensors->fixed_bytes + choice->kept_bytes : layer_activation_bytes(m, cfg);
+  mem.activations_bytes = mem.activation_bytes_per_layer * stage_layers * in_flight + other_activations;
   const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.activations_bytes;
   mem.margin_bytes = subtotal * cfg.memory_margin;
   mem.total_bytes = subtotal + mem.margin_bytes;
-  mem.capacity_bytes = chip.main_capacity_bytes();
   mem.fits = mem.total_bytes <= mem.capacity_bytes;
 }
 

@@ -149,6 +149,21 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
                      size(mem.params_bytes), size(mem.grads_bytes), size(mem.optimizer_bytes), size(mem.activations_bytes),
                      size(mem.activation_bytes_per_layer), std::ceil(static_cast<double>(m.layers) / static_cast<double>(c.pp * c.vpp)) * static_cast<double>(c.vpp), mem.in_flight_micro_batches, size(mem.margin_bytes));
   out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
+  if (c.recompute == analysis::Recompute::automatic) {
+    const analysis::RecomputeChoice& ch = r.recompute_choice;
+    std::string keep, again, off;
+    for (int i = 0; i < r.tensors.count; ++i) {
+      std::string& list = ch.action[i] == analysis::TensorAction::keep ? keep : ch.action[i] == analysis::TensorAction::recompute ? again : off;
+      list += (list.empty() ? "" : ", ") + std::string(r.tensors.tensors[i].name);
+    }
+    out += fmt::format("\nrecompute auto{} ({} choices, {} on the front): per layer and micro-batch, {} of activations kept of a {} budget, "
+                       "backward +{}\n",
+                       c.offload ? " with offload" : "", r.frontier.evaluated, r.frontier.count, size(ch.kept_bytes),
+                       size(std::max(0.0, r.activation_budget_bytes)), t(ch.added.realistic_s));
+    out += fmt::format("  keep       {}\n  recompute  {}\n", keep.empty() ? "-" : keep, again.empty() ? "-" : again);
+    if (c.offload) out += fmt::format("  offload    {}\n", off.empty() ? "-" : off);
+    if (ch.kept_bytes > r.activation_budget_bytes) out += "  no choice fits: the smallest is shown\n";
+  }
   return out;
 }
 

@@ -83,7 +83,7 @@ Brute brute_force(const model::ModelConfig& m, const hw::System& sys, const Trai
         for (int ring = 0; ring <= (cp > 1 ? 1 : 0); ++ring) {
           for (int sp = 0; sp <= (tp > 1 ? 1 : 0); ++sp) {
             for (std::int64_t mb : mbs) {
-              for (int rc = 0; rc < 3; ++rc) {
+              for (int rc = 0; rc < 4; ++rc) {  // none, selective, full, auto
                 for (std::int64_t vpp : pp > 1 ? vpps : std::vector<std::int64_t>{1}) {
                   for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
                     TrainPlan p;

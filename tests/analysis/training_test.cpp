@@ -193,6 +193,89 @@ TEST(Training, PowerSgdAndFp8) {
   EXPECT_GT(fp8->step_time_s, bf16->step_time_s / 2);  // not the 2x of the peaks: casts, attention, memory-bound ops
 }
 
+// --recompute auto: the tensor-by-tensor accounting equals Korthikanti et al.'s when all is
+// kept (flash and naive attention, with and without dropout and sequence parallelism), so
+// with room to spare auto is `none` exactly.
+TEST(Training, AutoRecomputeKeepsEverythingWhenItFits) {
+  const auto m = gpt(4096, 32, 8);
+  for (bool naive : {false, true}) {
+    for (bool dropout : {false, true}) {
+      for (bool sp : {false, true}) {
+        TrainConfig c;
+        c.gpus = 8;
+        c.tp = 4;
+        c.seq = 1024;
+        c.micro_batch = 1;
+        c.global_batch = 4;
+        c.attention = naive ? ops::AttentionImpl::naive : ops::AttentionImpl::flash;
+        c.dropout = dropout;
+        c.sequence_parallel = sp;
+        auto none = run(m, "h100-sxm", c);
+        c.recompute = Recompute::automatic;
+        auto autor = run(m, "h100-sxm", c);
+        const std::string where = fmt::format("naive {} dropout {} sp {}", naive, dropout, sp);
+        EXPECT_NEAR(autor->memory.activation_bytes_per_layer, none->memory.activation_bytes_per_layer,
+                    1e-12 * none->memory.activation_bytes_per_layer) << where;
+        for (int i = 0; i < autor->tensors.count; ++i) EXPECT_EQ(autor->recompute_choice.action[i], TensorAction::keep) << where;
+        EXPECT_DOUBLE_EQ(autor->step_time_s, none->step_time_s) << where;
+        EXPECT_DOUBLE_EQ(autor->hardware_flops_per_step, none->hardware_flops_per_step) << where;
+      }
+    }
+  }
+}
+
+// Under a budget the choice is the exact best: every keep/recompute combination of the
+// layer's tensors, priced one by one, finds no faster one within the budget.
+TEST(Training, AutoRecomputeIsTheExactBestUnderTheBudget) {
+  const auto m = io::bundled_model("llama-3.1-70b");
+  TrainConfig c;
+  c.gpus = 64;
+  c.tp = 8;
+  c.pp = 4;
+  c.seq = 8192;
+  c.global_batch = 64;
+  c.recompute = Recompute::automatic;
+  auto r = run(m, "h100-sxm", c);
+  const LayerTensors& t = r->tensors;
+  ASSERT_EQ(t.count, 9);
+  EXPECT_EQ(r->frontier.evaluated, 512);  // 2^9 without --offload
+  for (double budget : {0.0, 50e6, 150e6, 250e6, r->activation_budget_bytes, 1e12}) {
+    const RecomputeChoice& got = r->frontier.best_within(budget);
+    double best = 1e30;
+    double smallest = 1e30;
+    for (int code = 0; code < 512; ++code) {
+      std::array<TensorAction, LayerTensors::kMax> a{};
+      for (int i = 0; i < 9; ++i) a[i] = (code >> i) & 1 ? TensorAction::recompute : TensorAction::keep;
+      const RecomputeChoice x = evaluate_choice(t, a);
+      smallest = std::min(smallest, x.kept_bytes);
+      if (x.kept_bytes <= budget) best = std::min(best, x.added.realistic_s);
+    }
+    if (best < 1e30) {
+      EXPECT_LE(got.kept_bytes, budget);
+      EXPECT_DOUBLE_EQ(got.added.realistic_s, best) << budget;
+    } else {
+      EXPECT_DOUBLE_EQ(got.kept_bytes, smallest);  // nothing fits: the smallest
+    }
+  }
+  // 79 GB of an H100's 80: the plan fits where none and selective do not, faster than full.
+  EXPECT_TRUE(r->memory.fits);
+  EXPECT_LE(r->memory.total_bytes, 80e9);
+  c.recompute = Recompute::full;
+  auto full = run(m, "h100-sxm", c);
+  c.recompute = Recompute::none;
+  auto none = run(m, "h100-sxm", c);
+  EXPECT_FALSE(none->memory.fits);
+  EXPECT_LT(r->step_time_s, full->step_time_s);
+  EXPECT_GT(r->step_time_s, none->step_time_s);
+  // With offload the choices are 3^9 and the result is at least as fast.
+  c.recompute = Recompute::automatic;
+  c.offload = true;
+  auto off = run(m, "h100-sxm", c);
+  EXPECT_EQ(off->frontier.evaluated, 19683);
+  EXPECT_LE(off->step_time_s, r->step_time_s);
+  EXPECT_TRUE(off->memory.fits);
+}
+
 TEST(Training, BadPlans) {
   const auto m = io::bundled_model("llama-2-7b");
   TrainConfig c;
@@ -210,6 +293,14 @@ TEST(Training, BadPlans) {
   c.global_batch = 0;
   c.ep = 2;
   EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // not MoE
+  c.ep = 1;
+  c.offload = true;
+  EXPECT_THROW(run(m, "h100-sxm", c), InputError);  // --offload without --recompute auto
+  c.offload = false;
+  c.recompute = Recompute::automatic;
+  c.gpus = 16;
+  c.ep = 8;
+  EXPECT_THROW(run(io::bundled_model("mixtral-8x7b"), "h100-sxm", c), InputError);  // auto does not plan MoE layers
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 #pragma once
 /// The recomputation planner: for every activation a layer saves for backward, keep it,
 /// recompute it, or offload it to host memory; the exact best choice under a memory budget
-/// (docs/training.md#recomputation-planner).
+/// (docs/training.md#recomputation-planner). `train --recompute auto` applies the same
+/// choices (training.hpp: LayerTensors, RecomputeFrontier).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -10,22 +11,8 @@
 
 namespace ridgeline::analysis {
 
-enum class TensorAction : std::uint8_t { keep, recompute, offload };
-std::string_view name(TensorAction a) noexcept;
-
-/// One activation a layer keeps for its backward, per micro-batch on one GPU.
-struct SavedTensor {
-  const char* name = "";
-  const char* producers = "";  ///< the forward ops that rebuild it
-  double bytes = 0;
-  double recompute_s = 0;      ///< realistic forward time of its producers
-  double offload_s = 0;        ///< bytes over the host link, one way
-  bool memory_bound = false;   ///< produced by memory-bound ops only
-  bool has_comm = false;       ///< rebuilding it repeats a collective
-};
-
 struct RecomputePlan {
-  static constexpr int kMax = 12;
+  static constexpr int kMax = LayerTensors::kMax;
   std::array<TensorAction, kMax> action{};
   double memory_bytes = 0;       ///< kept activations, per layer per micro-batch
   double recompute_s = 0;        ///< per layer per micro-batch
@@ -48,10 +35,11 @@ struct RecomputeResult {
   std::array<int, RecomputePlan::kMax> by_cost_per_byte{};  ///< tensor indices, cheapest to rebuild per byte first
 };
 
-/// Plans recomputation for `cfg` (whose own `recompute` is ignored). The budget is the
-/// memory left per layer per in-flight micro-batch after parameters, gradients, optimizer
-/// states and the margin, unless `budget_bytes` is given. Throws InputError for plans the
-/// planner does not cover (MLA, MoE).
+/// Plans recomputation for `cfg` (whose own `recompute` is ignored), offloads allowed. The
+/// budget is what `train --recompute auto` computes — the memory left per layer per
+/// in-flight micro-batch after parameters, gradients, optimizer states, the other
+/// activations and the margin — unless `budget_bytes` is given. Throws InputError for
+/// models the planner does not cover (MLA, MoE, layers of two kinds).
 RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg,
                                std::optional<double> budget_bytes);
 

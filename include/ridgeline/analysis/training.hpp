@@ -13,7 +13,10 @@
 
 namespace ridgeline::analysis {
 
-enum class Recompute : std::uint8_t { none, selective, full };
+/// What backward recomputes: nothing, the attention core and memory-bound ops (Megatron's
+/// selective), every layer from its input (full), or the planner's choice per saved
+/// activation under the plan's memory budget (auto; docs/training.md#recomputation).
+enum class Recompute : std::uint8_t { none, selective, full, automatic };
 std::string_view name(Recompute r) noexcept;
 
 struct TrainConfig {
@@ -34,7 +37,9 @@ struct TrainConfig {
   ops::AttentionImpl attention = ops::AttentionImpl::flash;
   DType grad_reduce_dtype = DType::fp32;  ///< gradients are accumulated and reduced in fp32 (Megatron's main_grad)
   bool dropout = false;            ///< dropout masks kept for backward (GPT-3-era runs)
+  bool offload = false;            ///< with --recompute auto: activations may also go to host memory and back
   double memory_margin = 0.05;     ///< allocator fragmentation, as a fraction of the total
+  double memory_headroom = 0;      ///< a fraction of the GPU's memory --recompute auto leaves free (the search's --memory-headroom)
   std::int64_t powersgd_rank = 0;  ///< PowerSGD gradient compression rank (0: off)
   std::optional<double> network_bandwidth_Bps;  ///< per GPU per direction between nodes (default: the chip file's network link)
 };
@@ -57,6 +62,80 @@ struct StepPart {
   double lower_s = 0, upper_s = 0, realistic_s = 0;
 };
 
+/// What becomes of one saved activation.
+enum class TensorAction : std::uint8_t { keep, recompute, offload };
+std::string_view name(TensorAction a) noexcept;
+
+/// One activation a layer keeps for its backward, per micro-batch on one GPU, and what
+/// rebuilding or moving it costs.
+struct SavedTensor {
+  const char* name = "";
+  const char* producers = "";  ///< the forward ops that rebuild it
+  double bytes = 0;
+  StepPart recompute;          ///< forward time of its producers (lower, upper, realistic)
+  double recompute_s = 0;      ///< = recompute.realistic_s
+  double matrix_flops = 0;     ///< of its producers
+  std::array<double, 6> kind_s{};  ///< lower-bound time of its producers by op class
+  double comm_s = 0;           ///< lower-bound time of the collectives among them
+  double offload_s = 0;        ///< bytes over the host link at its achievable rate, one way
+  double offload_peak_s = 0;   ///< the same at the link's peak
+  bool memory_bound = false;   ///< produced by memory-bound ops only
+  bool has_comm = false;       ///< rebuilding it repeats a collective
+};
+
+/// The activations of one layer (docs/training.md#activations): the Korthikanti et al.
+/// accounting, tensor by tensor, with their producers' times from the forward graph.
+struct LayerTensors {
+  static constexpr int kMax = 9;  ///< a dense layer saves 9 (8 with a GELU MLP)
+  std::array<SavedTensor, kMax> tensors{};
+  int count = 0;
+  double layer_input_bytes = 0;  ///< always kept: the checkpoint every recomputation starts from
+  double fixed_bytes = 0;        ///< kept whatever the plan (dropout masks)
+  StepPart layer_forward, layer_backward;  ///< one layer, one micro-batch: the windows offloads hide in
+  double host_link_Bps = 0, host_link_peak_Bps = 0;
+  /// Why the planner cannot cover this model or layout ("" when it can).
+  const char* uncovered = "";
+};
+
+/// One choice for every saved activation of a layer, and what it costs per layer per micro-batch.
+struct RecomputeChoice {
+  std::array<TensorAction, LayerTensors::kMax> action{};
+  double kept_bytes = 0;       ///< the tensors kept (beyond the layer input and fixed bytes)
+  StepPart added;              ///< backward time added: recomputed forwards + offload not hidden
+  double recompute_s = 0;      ///< realistic
+  double offload_exposed_s = 0;  ///< realistic
+  double matrix_flops = 0;     ///< recomputed
+  std::array<double, 6> kind_s{};  ///< recomputed, lower bound, by op class
+  double comm_s = 0;           ///< recomputed collectives, lower bound
+  int changes = 0;             ///< tensors not kept
+};
+
+/// The choices no other beats in both kept bytes and added time: kept bytes ascending,
+/// added (realistic) time strictly descending.
+struct RecomputeFrontier {
+  static constexpr int kMax = 512;  ///< kept sets of 9 tensors: at most 2^9 distinct byte counts
+  std::array<RecomputeChoice, kMax> plans;
+  int count = 0;
+  std::int64_t evaluated = 0;  ///< choices considered: 2^n, or 3^n with offload
+  /// The fastest choice whose kept bytes fit `budget`; the smallest if none does.
+  const RecomputeChoice& best_within(double budget) const noexcept;
+};
+
+/// Why the planner does not cover `m` (MoE, MLA, layers of two kinds), or "" when it does.
+const char* recompute_planner_gap(const model::ModelConfig& m) noexcept;
+
+using OpTimesArray = std::array<OpTimes, model::Graph::kMaxOps>;
+/// The saved activations of one layer of `g` (the forward graph train_shape builds), with
+/// the forward and backward times of its ops. Never throws; `out.uncovered` says when the
+/// model is outside what the planner models.
+void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const model::Graph& g, const OpTimesArray& fwd,
+                   const OpTimesArray& bwd, const ops::Rates& rates, const hw::ChipSpec& chip, LayerTensors& out) noexcept;
+/// The cost of one choice.
+RecomputeChoice evaluate_choice(const LayerTensors& t, const std::array<TensorAction, LayerTensors::kMax>& action) noexcept;
+/// Every keep/recompute combination (with `offload`, keep/recompute/offload): 2^n or 3^n,
+/// exact; their front in `f`. Never allocates.
+void build_frontier(const LayerTensors& t, bool offload, RecomputeFrontier& f) noexcept;
+
 /// Sums over the forward graph of one micro-batch on one GPU (every layer, whole model:
 /// not yet scaled to a pipeline stage). They depend only on the plan's *shape*: tp, cp and
 /// its algorithm, ep, sequence parallelism, micro-batch, sequence, recomputation, dtype,
@@ -66,6 +145,8 @@ struct StepPart {
 /// (docs/search.md#speed).
 struct TrainShape {
   ops::Rates rates;  ///< the system's chip, as train_step's collectives and optimizer need it
+  const LayerTensors* tensors = nullptr;       ///< with --recompute auto (in the scratch TrainResult)
+  const RecomputeFrontier* frontier = nullptr; ///< with --recompute auto
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch
   double fwd_matrix_flops = 0, hw_matrix_flops = 0;
   double fp8_cast_bytes = 0;                                  ///< per micro-batch, every layer
@@ -109,11 +190,15 @@ struct TrainStep {
   std::array<double, 6> backward_time_by_kind_s{};  ///< the backward part (recomputed forwards included)
   double params_per_gpu = 0;
   TrainMemory memory;
+  RecomputeChoice recompute_choice;    ///< --recompute auto: the planner's choice for this plan's budget
+  double activation_budget_bytes = 0;  ///< --recompute auto: what a layer's kept tensors may take, per micro-batch
 };
 
 struct TrainResult : TrainStep {
   model::Graph graph;                  ///< forward of one micro-batch on one GPU, every layer
   std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
+  LayerTensors tensors;                ///< --recompute auto
+  RecomputeFrontier frontier;          ///< --recompute auto
 };
 
 /// Why a plan was not feasible. Order is the order the rules are checked in.
