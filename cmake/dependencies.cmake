@@ -10,6 +10,8 @@ find_package(simdjson REQUIRED)
 find_package(PkgConfig)
 if(PkgConfig_FOUND)
   pkg_check_modules(OPENBLAS IMPORTED_TARGET openblas)
+  # hwloc (optional): `measure` reads the cache topology from it (else from sysfs).
+  pkg_check_modules(HWLOC IMPORTED_TARGET hwloc)
 endif()
 if(RIDGELINE_ENABLE_TESTS)
   find_package(GTest REQUIRED)

@@ -12,6 +12,8 @@ PACKAGES=(
   libsimdjson-dev                     # streaming PyTorch trace reader (simdjson per event)
   libtbb-dev                          # parallel plan search (oneTBB)
   libopenblas-dev pkg-config          # validate's GEMMs (OpenBLAS, found through pkg-config)
+  libhwloc-dev                        # measure: the host's cache topology (hwloc)
+  likwid                              # measure --compare likwid: likwid-bench's kernels beside ridgeline's
   pybind11-dev python3-dev            # the Python module
   python3-pytest python3-venv         # Python tests, and `pip install .` into a venv (make install-check)
   chromium                            # the HTML report's test in a real (headless) browser

@@ -55,6 +55,17 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                           j["measured"]["isa"][std::string(name(p.dtype))] = p.isa;
                           j["measured"]["one_core_flops_per_s"][std::string(name(p.dtype))] = p.one_core.value;
                         }
+                        {
+                          const measure::HostInfo& h = r.host;
+                          nlohmann::json caches = nlohmann::json::array();
+                          for (const auto& c : h.caches) {
+                            caches.push_back({{"level", c.level}, {"size_bytes", c.size_bytes}, {"shared_cpus", c.shared_cpus}});
+                          }
+                          j["host"] = {{"model", h.model}, {"cpus", h.cpus}, {"cores", h.cores}, {"packages", h.packages},
+                                       {"numa_nodes", h.numa_nodes}, {"mhz", h.mhz}, {"caches", caches}, {"topology", h.topology},
+                                       {"isa", {{"avx2", h.avx2}, {"fma", h.fma}, {"avx512f", h.avx512f}, {"avx512_bf16", h.avx512_bf16},
+                                                {"avx512_vnni", h.avx512_vnni}, {"amx", h.amx}}}};
+                        }
                         j["sweep"] = nlohmann::json::array();
                         for (const auto& b : r.sweep) {
                           j["sweep"].push_back({{"working_set_bytes", b.working_set_bytes},
@@ -63,7 +74,14 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                                 {"copy_Bps", b.copy.value},
                                                 {"triad_Bps", b.triad.value}});
                         }
-                        std::string text = report::chip_text(back);
+                        std::string text = fmt::format("{}: {} CPUs{}{}, caches from {}:", r.host.model, r.host.cpus,
+                                                       r.host.cores > 0 ? fmt::format(", {} cores", r.host.cores) : "",
+                                                       r.host.numa_nodes > 0 ? fmt::format(", {} NUMA node(s)", r.host.numa_nodes) : "",
+                                                       r.host.topology);
+                        for (const auto& c : r.host.caches) {
+                          text += fmt::format(" L{} {} (shared by {})", c.level, format_quantity(c.size_bytes, Quantity::bytes), c.shared_cpus);
+                        }
+                        text += "\n\n" + report::chip_text(back);
                         text += "\none core: ";
                         for (const auto& p : r.peaks) text += fmt::format("{} {}  ", name(p.dtype), format_quantity(p.one_core.value, Quantity::flop_rate));
                         text += "\nbandwidth sweep, one core (read / write / copy / triad, loads + stores counted, no write-allocate):\n";

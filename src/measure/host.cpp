@@ -16,6 +16,10 @@
 #include <sstream>
 #include <thread>
 
+#ifdef RIDGELINE_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
 #include "ridgeline/io/hardware_file.hpp"
 
 namespace ridgeline::measure {
@@ -347,6 +351,31 @@ HostInfo detect_host() {
   h.avx512_vnni = has("avx512_vnni");
   h.amx = has("amx_tile");
   h.cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+#ifdef RIDGELINE_HAVE_HWLOC
+  // The topology from hwloc: caches with their sizes and how many CPUs share each, cores,
+  // packages and NUMA nodes, whatever the kernel's sysfs layout.
+  hwloc_topology_t topo = nullptr;
+  if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
+    h.topology = "hwloc";
+    h.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+    h.packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+    h.numa_nodes = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+    const hwloc_obj_type_t levels[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE, HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE};
+    for (int l = 0; l < 5; ++l) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(topo, levels[l], 0);
+      if (obj == nullptr || obj->attr == nullptr) continue;
+      if (obj->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
+      CacheLevel c;
+      c.level = static_cast<int>(obj->attr->cache.depth);
+      c.size_bytes = static_cast<double>(obj->attr->cache.size);
+      c.shared_cpus = std::max(1, hwloc_bitmap_weight(obj->cpuset));
+      if (c.size_bytes > 0) h.caches.push_back(c);
+    }
+  }
+  if (topo != nullptr) hwloc_topology_destroy(topo);
+  if (!h.caches.empty()) return h;
+#endif
+  h.topology = "sysfs";
   for (int i = 0; i < 8; ++i) {
     const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
     const std::string type = read_file(dir + "type");

@@ -2,6 +2,9 @@
 // speed is never asserted in tests).
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "cli/cli_harness.hpp"
 
 namespace ridgeline::testing {
@@ -21,6 +24,28 @@ TEST(MeasureCli, WritesAChipFileThatLoadsEverywhere) {
   EXPECT_EQ(show["name"], "host");
   auto op = run_json("op dot --n 1e6 --dtype fp32 --hw " + out);
   EXPECT_GT(op["t_lower_s"].get<double>(), 0);
+
+  // The host: CPUs, the cache topology (hwloc, or sysfs without it), innermost first.
+  const auto& h = j["host"];
+  EXPECT_GE(h["cpus"].get<int>(), 1);
+  EXPECT_TRUE(h["topology"] == "hwloc" || h["topology"] == "sysfs") << h["topology"];
+  ASSERT_GE(h["caches"].size(), 1u);
+  for (std::size_t i = 1; i < h["caches"].size(); ++i) {
+    EXPECT_GT(h["caches"][i]["level"].get<int>(), h["caches"][i - 1]["level"].get<int>());
+    EXPECT_GE(h["caches"][i]["size_bytes"].get<double>(), h["caches"][i - 1]["size_bytes"].get<double>());
+  }
+  // Peaks below a bound no x86 core reaches: per CPU, the widest vector the ISA has (16
+  // fp32 lanes with AVX-512, else 8) times 2 FLOPs per FMA times 2 FMA units times 6 GHz;
+  // fp64 half of it, bf16 pairs twice and int8 quads four times (vdpbf16ps, vpdpbusd).
+  const double lanes32 = h["isa"]["avx512f"].get<bool>() ? 16 : 8;
+  const double per_fp32 = lanes32 * 2 * 2 * 6e9;
+  const double cpus = h["cpus"].get<double>();
+  const std::map<std::string, double> bound = {
+      {"fp64", cpus * per_fp32 / 2}, {"fp32", cpus * per_fp32}, {"bf16", cpus * per_fp32 * 2}, {"int8", cpus * per_fp32 * 4}};
+  for (const auto& [dtype, rate] : j["peak_flops_per_s"].items()) {
+    ASSERT_TRUE(bound.count(dtype)) << dtype;
+    EXPECT_LT(rate.get<double>(), bound.at(dtype)) << dtype;
+  }
 }
 
 TEST(MeasureCli, BadFlags) {

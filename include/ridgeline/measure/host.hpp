@@ -21,9 +21,12 @@ struct HostInfo {
   double mhz = 0;        ///< as /proc/cpuinfo reports it (0 when unknown)
   bool avx2 = false, fma = false, avx512f = false, avx512_bf16 = false, avx512_vnni = false, amx = false;
   std::vector<CacheLevel> caches;  ///< data and unified caches, innermost first
+  int cores = 0, packages = 0, numa_nodes = 0;  ///< physical cores, sockets, NUMA nodes (0: unknown)
+  std::string topology;  ///< where the caches came from: "hwloc" or "sysfs"
 };
 
-/// Reads /proc/cpuinfo and /sys/devices/system/cpu/cpu0/cache (Linux).
+/// Reads /proc/cpuinfo (model, ISA, clock) and the cache topology from hwloc (sysfs when
+/// hwloc is not built in or finds no caches).
 HostInfo detect_host();
 
 /// One measured figure: median of the repetitions and the spread (max/min - 1).
