@@ -10,6 +10,7 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/measure/host.hpp"
+#include "ridgeline/measure/likwid.hpp"
 #include "ridgeline/report/json.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
@@ -22,7 +23,7 @@ namespace ridgeline::cli {
 void register_measure(CLI::App& root, std::vector<Command>& commands) {
   struct Flags {
     bool json = false, full = false, quick = false;
-    std::string out, threads, max_ws;
+    std::string out, threads, max_ws, compare;
   };
   auto f = std::make_shared<Flags>();
   auto* m = root.add_subcommand("measure", "measure this machine's compute ceilings and bandwidths into a chip file");
@@ -32,9 +33,16 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
   m->add_option("--out", f->out, "write the chip file here (use it anywhere as --hw FILE)");
   m->add_option("--threads", f->threads, "threads for the all-core figures (default: every CPU)");
   m->add_option("--max-working-set", f->max_ws, "cap the bandwidth sweep (e.g. 64MiB)");
+  m->add_option("--compare", f->compare, "likwid: run likwid-bench's matching kernels and print ridgeline / likwid per ceiling");
   commands.push_back({m, [f] {
                         measure::MeasureConfig cfg;
                         if (f->quick && f->full) throw InputError("--quick/--full: choose one");
+                        if (!f->compare.empty() && f->compare != "likwid") {
+                          throw InputError(fmt::format("--compare: '{}' is not a tool ridgeline compares with: expected likwid", f->compare));
+                        }
+                        if (!f->compare.empty() && !measure::likwid_available()) {
+                          throw InputError("--compare likwid: likwid-bench is not installed (Debian package `likwid`)");
+                        }
                         cfg.quick = !f->full;
                         cfg.threads = parse_threads(f->threads);
                         if (!f->max_ws.empty()) {
@@ -91,6 +99,23 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                               format_quantity(b.copy.value, Quantity::bandwidth), format_quantity(b.triad.value, Quantity::bandwidth));
                         }
                         text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
+                        if (!f->compare.empty()) {
+                          const int threads = cfg.threads > 0 ? cfg.threads : r.host.cpus;
+                          if (isatty(STDERR_FILENO)) std::cerr << "running likwid-bench ...\n";
+                          const measure::LikwidComparison c = measure::compare_likwid(r, threads, cfg.quick ? 0.3 : 1.0);
+                          nlohmann::json rows = nlohmann::json::array();
+                          text += fmt::format("\nagainst likwid-bench ({}), same machine, same threads:\n", c.version);
+                          text += fmt::format("  {:<28} {:>14} {:>14} {:>7}  {}\n", "ceiling", "ridgeline", "likwid-bench", "ratio", "likwid kernel");
+                          for (const auto& row : c.rows) {
+                            const Quantity q = row.bandwidth ? Quantity::bandwidth : Quantity::flop_rate;
+                            rows.push_back({{"ceiling", row.ceiling}, {"likwid_kernel", row.likwid_kernel}, {"ridgeline", row.ridgeline},
+                                            {"likwid", row.likwid}, {"ratio", row.ratio}, {"unit", row.bandwidth ? "B/s" : "FLOP/s"}});
+                            text += fmt::format("  {:<28} {:>14} {:>14} {:>7.3f}  {}\n", row.ceiling, format_quantity(row.ridgeline, q),
+                                                format_quantity(row.likwid, q), row.ratio, row.likwid_kernel);
+                          }
+                          for (const auto& n : c.notes) text += "  note: " + n + "\n";
+                          j["compare"] = {{"tool", "likwid-bench"}, {"version", c.version}, {"rows", rows}, {"notes", c.notes}};
+                        }
                         emit(f->json, j, text);
                       }});
 }

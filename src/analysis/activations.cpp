@@ -2,6 +2,7 @@
 // offloading them (docs/training.md#recomputation): shared by `train --recompute auto`, the
 // plan search and `ridgeline recompute`.
 #include <algorithm>
+#include <array>
 #include <string_view>
 
 #include "ridgeline/analysis/training.hpp"
@@ -70,7 +71,7 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
 
   struct Item {
     const char* name;
-    std::initializer_list<std::string_view> ops;
+    std::array<std::string_view, 4> ops;  // the producer ops' names ("" past the last)
     const char* text;
     double bytes;
     bool memory_bound;
@@ -80,18 +81,17 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
   // FlashAttention keeps its output and the fp32 log-sum-exp per row; naive attention the
   // s x s softmax output (and with dropout its mask and output).
   const double core = cfg.attention == ops::AttentionImpl::naive ? (cfg.dropout ? 5 : 2) * a * s * s * b / tp : 4 * T * heads;
-  const std::initializer_list<std::string_view> qk_ops = {"q_proj", "k_proj", "rope"};
-  const std::initializer_list<std::string_view> res_ops = {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"};
   const Item items[] = {
       {"attn_norm_out", {"input_norm"}, "input_norm", 2 * T * h / (cfg.sequence_parallel ? tp : 1), true},
-      {"q_k_rotated", qk_ops, "q_proj, k_proj, rope", 2 * T * (heads + kvh) * hd, false},
+      {"q_k_rotated", {"q_proj", "k_proj", "rope"}, "q_proj, k_proj, rope", 2 * T * (heads + kvh) * hd, false},
       {"v", {"v_proj"}, "v_proj", 2 * T * kvh * hd, false},
       {"attn_out", {"attention"}, "attention", 2 * T * heads * hd + core, false},
-      {"attn_residual_out", res_ops, "o_proj, all-reduce, residual add", 2 * outside * h, false},
+      {"attn_residual_out", {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"},
+       "o_proj, all-reduce, residual add", 2 * outside * h, false},
       {"mlp_norm_out", {"post_attention_norm"}, "post_attention_norm", 2 * outside * h, true},
       {"gate_out", {"gate_proj"}, "gate_proj", 2 * T * I, false},
       {"up_out", {"up_proj"}, "up_proj", 2 * T * I, false},
-      {"act_out", gelu ? std::initializer_list<std::string_view>{"gelu"} : std::initializer_list<std::string_view>{"silu_mul", "gelu_mul"},
+      {"act_out", gelu ? std::array<std::string_view, 4>{"gelu"} : std::array<std::string_view, 4>{"silu_mul", "gelu_mul"},
        gelu ? "gelu" : "silu_mul", 2 * T * I, true},
   };
   for (const Item& it : items) {
@@ -104,7 +104,8 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
     t.memory_bound = it.memory_bound;
     for (int i = 0; i < g.op_count; ++i) {
       if (g.ops[i].group != group) continue;
-      if (std::find(it.ops.begin(), it.ops.end(), std::string_view(g.ops[i].name)) == it.ops.end()) continue;
+      const std::string_view op_name(g.ops[i].name);
+      if (op_name.empty() || std::find(it.ops.begin(), it.ops.end(), op_name) == it.ops.end()) continue;
       const hw::KernelClass k = model::kernel_class(g.ops[i].cls);
       const ops::TimeParts& p = fwd[i].parts;
       const double lower = p.lower();
