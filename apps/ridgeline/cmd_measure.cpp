@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -49,7 +50,17 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                           cfg.max_working_set_bytes = parse_quantity(f->max_ws, Quantity::bytes, "--max-working-set", true);
                           if (cfg.max_working_set_bytes < 64 * 1024) throw InputError("--max-working-set: expected at least 64 KiB");
                         }
-                        if (isatty(STDERR_FILENO)) std::cerr << "measuring (" << (cfg.quick ? "quick" : "full") << ") ...\n";
+                        if (isatty(STDERR_FILENO) != 0) {
+                          // A progress bar on a terminal; nothing otherwise.
+                          cfg.progress = [](int done, int total, const std::string& what) {
+                            const int w = 30, filled = total > 0 ? w * done / total : w;
+                            std::string bar(static_cast<size_t>(filled), '#');
+                            bar.resize(w, '.');
+                            std::fprintf(stderr, "\r[%s] %d/%d  %-32s", bar.c_str(), done, total, what.c_str());
+                            if (done >= total) std::fprintf(stderr, "\n");
+                            std::fflush(stderr);
+                          };
+                        }
                         measure::MeasureResult r = measure::measure_host(cfg);
                         r.command = std::string("ridgeline measure") + (cfg.quick ? "" : " --full");
                         hw::ChipSpec chip = measure::to_chip(r);
@@ -74,13 +85,33 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                        {"isa", {{"avx2", h.avx2}, {"fma", h.fma}, {"avx512f", h.avx512f}, {"avx512_bf16", h.avx512_bf16},
                                                 {"avx512_vnni", h.avx512_vnni}, {"amx", h.amx}}}};
                         }
+                        auto point_json = [](const measure::BandwidthPoint& b) {
+                          nlohmann::json p = {{"working_set_bytes", b.working_set_bytes}, {"read_Bps", b.read.value}};
+                          if (b.write.repetitions > 0) p["write_Bps"] = b.write.value;
+                          if (b.copy.repetitions > 0) p["copy_Bps"] = b.copy.value;
+                          p["triad_Bps"] = b.triad.value;
+                          if (b.write_nt.repetitions > 0) p["write_nt_Bps"] = b.write_nt.value;
+                          if (b.copy_nt.repetitions > 0) p["copy_nt_Bps"] = b.copy_nt.value;
+                          return p;
+                        };
+                        auto level_name = [&](int cache) {
+                          return cache < 0 ? std::string("DRAM") : fmt::format("L{}", r.host.caches[static_cast<size_t>(cache)].level);
+                        };
                         j["sweep"] = nlohmann::json::array();
-                        for (const auto& b : r.sweep) {
-                          j["sweep"].push_back({{"working_set_bytes", b.working_set_bytes},
-                                                {"read_Bps", b.read.value},
-                                                {"write_Bps", b.write.value},
-                                                {"copy_Bps", b.copy.value},
-                                                {"triad_Bps", b.triad.value}});
+                        for (const auto& b : r.sweep) j["sweep"].push_back(point_json(b));
+                        j["sweep_all_cores"] = nlohmann::json::array();
+                        for (const auto& b : r.sweep_all) {
+                          auto p = point_json(b);
+                          p["level"] = level_name(b.cache);
+                          j["sweep_all_cores"].push_back(p);
+                        }
+                        j["plateaus"] = nlohmann::json::array();
+                        for (const auto& p : r.plateaus) {
+                          nlohmann::json q = {{"level", level_name(p.cache)}, {"from_bytes", p.from_bytes}, {"to_bytes", p.to_bytes},
+                                              {"points", p.points}, {"read_Bps", p.read.value}, {"spread", p.read.spread}};
+                          if (p.cache >= 0) q["cache_bytes"] = r.host.caches[static_cast<size_t>(p.cache)].size_bytes;
+                          if (p.edge_bytes > 0) q["edge_bytes"] = p.edge_bytes;
+                          j["plateaus"].push_back(q);
                         }
                         std::string text = fmt::format("{}: {} CPUs{}{}, caches from {}:", r.host.model, r.host.cpus,
                                                        r.host.cores > 0 ? fmt::format(", {} cores", r.host.cores) : "",
@@ -92,11 +123,36 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         text += "\n\n" + report::chip_text(back);
                         text += "\none core: ";
                         for (const auto& p : r.peaks) text += fmt::format("{} {}  ", name(p.dtype), format_quantity(p.one_core.value, Quantity::flop_rate));
-                        text += "\nbandwidth sweep, one core (read / write / copy / triad, loads + stores counted, no write-allocate):\n";
+                        text += "\nbandwidth sweep, one core (loads + stores counted, no write-allocate; nt: non-temporal stores):\n";
+                        text += fmt::format("  {:>10}  {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "set", "read", "write", "copy", "triad",
+                                            "nt write", "nt copy");
+                        auto bw = [](const measure::Sample& x) {
+                          return x.repetitions > 0 ? format_quantity(x.value, Quantity::bandwidth) : std::string("-");
+                        };
                         for (const auto& b : r.sweep) {
-                          text += fmt::format("  {:>10}  {:>12} {:>12} {:>12} {:>12}\n", format_quantity(b.working_set_bytes, Quantity::bytes),
-                                              format_quantity(b.read.value, Quantity::bandwidth), format_quantity(b.write.value, Quantity::bandwidth),
-                                              format_quantity(b.copy.value, Quantity::bandwidth), format_quantity(b.triad.value, Quantity::bandwidth));
+                          text += fmt::format("  {:>10}  {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}\n",
+                                              format_quantity(b.working_set_bytes, Quantity::bytes), bw(b.read), bw(b.write), bw(b.copy),
+                                              bw(b.triad), bw(b.write_nt), bw(b.copy_nt));
+                        }
+                        text += "plateaus (one core, read):\n";
+                        for (const auto& p : r.plateaus) {
+                          text += fmt::format("  {:<5} {:>12} over {} .. {} ({} point{}, spread {:.0f}%)", level_name(p.cache),
+                                              format_quantity(p.read.value, Quantity::bandwidth), format_quantity(p.from_bytes, Quantity::bytes),
+                                              format_quantity(p.to_bytes, Quantity::bytes), p.points, p.points == 1 ? "" : "s", 100 * p.read.spread);
+                          if (p.edge_bytes > 0) {
+                            text += fmt::format(", falls at {}", format_quantity(p.edge_bytes, Quantity::bytes));
+                            if (p.cache >= 0) {
+                              text += fmt::format(" (cache {})", format_quantity(r.host.caches[static_cast<size_t>(p.cache)].size_bytes, Quantity::bytes));
+                            }
+                          }
+                          text += "\n";
+                        }
+                        text += fmt::format("all cores ({}):\n", cfg.threads > 0 ? cfg.threads : r.host.cpus);
+                        for (const auto& b : r.sweep_all) {
+                          text += fmt::format("  {:<5} {:>10}/core  read {}  copy {}  triad {}", level_name(b.cache),
+                                              format_quantity(b.working_set_bytes, Quantity::bytes), bw(b.read), bw(b.copy), bw(b.triad));
+                          if (b.write_nt.repetitions > 0) text += fmt::format("  nt write {}  nt copy {}", bw(b.write_nt), bw(b.copy_nt));
+                          text += "\n";
                         }
                         text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
                         if (!f->compare.empty()) {

@@ -81,13 +81,17 @@ int count_cpus(const std::string& list) {
 
 // ---- compute kernels: independent accumulators, long enough to hide FMA latency --------
 
-constexpr int kAcc = 12;  // accumulators: latency 4 x 2 ports, with margin
+// Accumulators: latency 4 x 2 ports, with margin. The inner loop must be unrolled for them
+// to live in registers (at -O2 GCC would otherwise keep the array in memory and the loop
+// would run at the store-forwarding latency, a third of the peak): hence the pragmas.
+constexpr int kAcc = 12;
 
 __attribute__((target("avx512f"))) double fma_f64_avx512(long iters) {
   __m512d acc[kAcc];
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_pd(1.0 + i * 1e-9);
   const __m512d a = _mm512_set1_pd(0.999999999), b = _mm512_set1_pd(1e-9);
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_pd(acc[i], a, b);
   }
   __m512d s = acc[0];
@@ -100,6 +104,7 @@ __attribute__((target("avx512f"))) double fma_f32_avx512(long iters) {
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(1.0f + static_cast<float>(i) * 1e-6f);
   const __m512 a = _mm512_set1_ps(0.9999999f), b = _mm512_set1_ps(1e-7f);
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
   __m512 s = acc[0];
@@ -112,6 +117,7 @@ __attribute__((target("avx512bf16,avx512f"))) double dot_bf16_avx512(long iters)
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_ps();
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, a);
   }
   __m512 s = acc[0];
@@ -124,6 +130,7 @@ __attribute__((target("avx512vnni,avx512f"))) double dot_int8_avx512(long iters)
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_si512();
   const __m512i a = _mm512_set1_epi8(1), b = _mm512_set1_epi8(1);
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], a, b);
   }
   __m512i s = acc[0];
@@ -136,6 +143,7 @@ __attribute__((target("avx2,fma"))) double fma_f64_avx2(long iters) {
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_pd(1.0 + i * 1e-9);
   const __m256d a = _mm256_set1_pd(0.999999999), b = _mm256_set1_pd(1e-9);
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_pd(acc[i], a, b);
   }
   double out[4];
@@ -150,6 +158,7 @@ __attribute__((target("avx2,fma"))) double fma_f32_avx2(long iters) {
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_ps(1.0f + static_cast<float>(i) * 1e-6f);
   const __m256 a = _mm256_set1_ps(0.9999999f), b = _mm256_set1_ps(1e-7f);
   for (long it = 0; it < iters; ++it) {
+#pragma GCC unroll 16
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
   }
   float out[8];
@@ -207,38 +216,71 @@ double run_peak(const Kernel& k, int threads, double seconds) {
 }
 
 // ---- bandwidth kernels ----------------------------------------------------------------
+// Unrolled 8 deep (n is a multiple of 64 doubles) so that the loop's own increment, compare
+// and branch do not share the cycle with the loads and stores.
 
+// Eight independent sums: two 64-byte loads per cycle need 2 × the add latency (3–4
+// cycles) sums in flight, so that the adds never limit the loads in L1.
 __attribute__((target("avx512f"))) double read_avx512(const double* a, size_t n) {
-  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
-  for (size_t i = 0; i + 32 <= n; i += 32) {
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
     s0 = _mm512_add_pd(s0, _mm512_load_pd(a + i));
     s1 = _mm512_add_pd(s1, _mm512_load_pd(a + i + 8));
     s2 = _mm512_add_pd(s2, _mm512_load_pd(a + i + 16));
     s3 = _mm512_add_pd(s3, _mm512_load_pd(a + i + 24));
+    s4 = _mm512_add_pd(s4, _mm512_load_pd(a + i + 32));
+    s5 = _mm512_add_pd(s5, _mm512_load_pd(a + i + 40));
+    s6 = _mm512_add_pd(s6, _mm512_load_pd(a + i + 48));
+    s7 = _mm512_add_pd(s7, _mm512_load_pd(a + i + 56));
   }
-  return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+  const __m512d s = _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)),
+                                  _mm512_add_pd(_mm512_add_pd(s4, s5), _mm512_add_pd(s6, s7)));
+  return _mm512_reduce_add_pd(s);
 }
 __attribute__((target("avx512f"))) void write_avx512(double* a, size_t n, double v) {
   const __m512d x = _mm512_set1_pd(v);
+#pragma GCC unroll 8
   for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(a + i, x);
 }
 __attribute__((target("avx512f"))) void copy_avx512(double* d, const double* s, size_t n) {
+#pragma GCC unroll 8
   for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(d + i, _mm512_load_pd(s + i));
 }
 __attribute__((target("avx512f"))) void triad_avx512(double* a, const double* b, const double* c, size_t n, double k) {
   const __m512d kk = _mm512_set1_pd(k);
+#pragma GCC unroll 8
   for (size_t i = 0; i + 8 <= n; i += 8) _mm512_store_pd(a + i, _mm512_fmadd_pd(kk, _mm512_load_pd(c + i), _mm512_load_pd(b + i)));
 }
 
+// Non-temporal stores: the line goes to memory through the write-combining buffers
+// without being read first (no write-allocate) and without displacing the caches.
+__attribute__((target("avx512f"))) void write_nt_avx512(double* a, size_t n, double v) {
+  const __m512d x = _mm512_set1_pd(v);
+#pragma GCC unroll 8
+  for (size_t i = 0; i + 8 <= n; i += 8) _mm512_stream_pd(a + i, x);
+  _mm_sfence();
+}
+__attribute__((target("avx512f"))) void copy_nt_avx512(double* d, const double* s, size_t n) {
+#pragma GCC unroll 8
+  for (size_t i = 0; i + 8 <= n; i += 8) _mm512_stream_pd(d + i, _mm512_load_pd(s + i));
+  _mm_sfence();
+}
+void write_nt_plain(double* a, size_t n, double v) {
+  const __m128d x = _mm_set1_pd(v);
+  for (size_t i = 0; i + 2 <= n; i += 2) _mm_stream_pd(a + i, x);
+  _mm_sfence();
+}
+void copy_nt_plain(double* d, const double* s, size_t n) {
+  for (size_t i = 0; i + 2 <= n; i += 2) _mm_stream_pd(d + i, _mm_load_pd(s + i));
+  _mm_sfence();
+}
+
 double read_plain(const double* a, size_t n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  for (size_t i = 0; i + 4 <= n; i += 4) {
-    s0 += a[i];
-    s1 += a[i + 1];
-    s2 += a[i + 2];
-    s3 += a[i + 3];
+  double s[8] = {};
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) s[k] += a[i + static_cast<size_t>(k)];
   }
-  return s0 + s1 + s2 + s3;
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 void write_plain(double* a, size_t n, double v) { std::fill(a, a + n, v); }
 void copy_plain(double* d, const double* s, size_t n) { std::memcpy(d, s, n * sizeof(double)); }
@@ -271,17 +313,20 @@ struct Arena {
   }
 };
 
-// Bytes/s of `op` (0 read, 1 write, 2 copy, 3 triad) over a working set of `bytes`, on
-// `threads` threads each with its own arrays; median of `reps`.
+// Bytes/s of `op` (0 read, 1 write, 2 copy, 3 triad, 4 write and 5 copy with non-temporal
+// stores) over a working set of `bytes`, on `threads` threads each with its own arrays;
+// median of `reps`.
 Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::vector<Arena>& arenas) {
-  const int arrays = op == 0 || op == 1 ? 1 : op == 2 ? 2 : 3;
-  const size_t n = std::max<size_t>(64, static_cast<size_t>(bytes / arrays / sizeof(double)) / 32 * 32);
+  const int arrays = op == 0 || op == 1 || op == 4 ? 1 : op == 2 || op == 5 ? 2 : 3;
+  const size_t n = std::max<size_t>(64, static_cast<size_t>(bytes / arrays / sizeof(double)) / 64 * 64);
   const double moved = static_cast<double>(n) * sizeof(double) * arrays;  // loads + stores, no write-allocate
-  // Repeat the pass so one timing lasts at least ~2 ms.
-  const int passes = std::max(1, static_cast<int>(2e-3 * 20e9 / std::max(moved, 1.0)));
   if (arenas.size() < static_cast<size_t>(threads)) arenas.resize(static_cast<size_t>(threads));
+  // One timing repeats the pass so that it lasts at least ~5 ms: a first, discarded timing
+  // of a guessed count (at 20 GB/s) sets the count from the rate it reached (not needed
+  // past 500 MB, where one pass lasts 5 ms up to 100 GB/s).
+  int passes = std::max(1, static_cast<int>(5e-3 * 20e9 / std::max(moved, 1.0)));
   std::vector<double> rates;
-  for (int r = 0; r < reps; ++r) {
+  for (int r = moved >= 5e8 ? 0 : -1; r < reps; ++r) {
     std::vector<std::thread> pool;
     std::vector<double> times(static_cast<size_t>(threads));
     std::atomic<int> ready{0};
@@ -306,6 +351,8 @@ Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::
             case 0: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
             case 1: avx512 ? write_avx512(a, n, p) : write_plain(a, n, p); break;
             case 2: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
+            case 4: avx512 ? write_nt_avx512(a, n, p) : write_nt_plain(a, n, p); break;
+            case 5: avx512 ? copy_nt_avx512(a, b, n) : copy_nt_plain(a, b, n); break;
             default: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001);
           }
         }
@@ -319,7 +366,11 @@ Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::
     go = true;
     for (auto& th : pool) th.join();
     const double slowest = *std::max_element(times.begin(), times.end());
-    rates.push_back(moved * passes * threads / slowest);
+    if (r < 0) {
+      passes = std::clamp(static_cast<int>(std::ceil(passes * 5e-3 / std::max(slowest, 1e-9))), 1, 1 << 20);
+    } else {
+      rates.push_back(moved * passes * threads / slowest);
+    }
   }
   return summarize(rates);
 }
@@ -390,6 +441,54 @@ HostInfo detect_host() {
   return h;
 }
 
+std::vector<Plateau> find_plateaus(const std::vector<BandwidthPoint>& sweep, const std::vector<CacheLevel>& caches) {
+  std::vector<Plateau> out;
+  const int levels = static_cast<int>(caches.size()) + 1;  // the caches, then main memory
+  for (int l = 0; l < levels; ++l) {
+    const bool memory = l == levels - 1;
+    // One core can fill a whole cache instance, shared or not.
+    const double below = l == 0 ? 0 : caches[static_cast<size_t>(l - 1)].size_bytes;
+    const double cap = memory ? INFINITY : caches[static_cast<size_t>(l)].size_bytes;
+    auto pick = [&](double lo, double hi) {
+      std::vector<const BandwidthPoint*> pts;
+      for (const auto& b : sweep) {
+        if (b.working_set_bytes >= lo && b.working_set_bytes <= hi && b.read.repetitions > 0) pts.push_back(&b);
+      }
+      return pts;
+    };
+    auto pts = memory ? pick(2 * below, INFINITY) : pick(1.5 * below, 0.75 * cap);
+    if (pts.empty()) pts = pick(below * (1 + 1e-9), cap);
+    if (pts.empty()) continue;
+    Plateau p;
+    p.cache = memory ? -1 : l;
+    p.from_bytes = pts.front()->working_set_bytes;
+    p.to_bytes = pts.back()->working_set_bytes;
+    p.points = static_cast<int>(pts.size());
+    std::vector<double> v;
+    for (const auto* b : pts) v.push_back(b->read.value);
+    p.read = summarize(v);
+    out.push_back(p);
+  }
+  // The edges: where read crosses the geometric mean of two neighbouring plateaus, between
+  // the last point of the first and the first point of the second.
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    const double hi = out[i].read.value, lo = out[i + 1].read.value;
+    if (!(hi > lo && lo > 0)) continue;
+    const double mid = std::sqrt(hi * lo);
+    for (size_t k = 0; k + 1 < sweep.size(); ++k) {
+      const auto& x = sweep[k];
+      const auto& y = sweep[k + 1];
+      if (x.working_set_bytes < out[i].to_bytes || y.working_set_bytes > out[i + 1].from_bytes) continue;
+      if (x.read.value >= mid && y.read.value < mid) {
+        const double f = std::log(x.read.value / mid) / std::log(x.read.value / y.read.value);
+        out[i].edge_bytes = x.working_set_bytes * std::pow(y.working_set_bytes / x.working_set_bytes, f);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 MeasureResult measure_host(const MeasureConfig& cfg) {
   const auto t0 = Clock::now();
   MeasureResult r;
@@ -408,6 +507,31 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
     kernels.push_back({DType::fp64, "avx2+fma", fma_f64_avx2, kAcc * 4 * 2.0});
     kernels.push_back({DType::fp32, "avx2+fma", fma_f32_avx2, kAcc * 8 * 2.0});
   }
+  // The steps, counted first so that the progress callback knows the total.
+  std::vector<Arena> arenas;
+  // Working sets from 16 KiB to 4x the last cache (at least 256 MiB), per core.
+  double last = 0;
+  for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
+  double top = std::max((cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024);
+  if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes);
+  const double step = cfg.quick ? 2.0 : std::sqrt(2.0);
+  std::vector<double> one_sizes;
+  for (double ws = 16 * 1024; ws <= top * 1.0001; ws *= step) one_sizes.push_back(ws);
+  // All cores: one size inside each cache level (per core share) and one far past the last.
+  std::vector<std::pair<double, int>> sizes;
+  for (size_t ci = 0; ci < h.caches.size(); ++ci) {
+    const auto& c = h.caches[ci];
+    const double ws = c.size_bytes / std::max(1, c.shared_cpus) / 2;
+    if (ws < top) sizes.emplace_back(ws, static_cast<int>(ci));
+  }
+  sizes.emplace_back(top, -1);
+  const int total = static_cast<int>(kernels.size() + one_sizes.size() + sizes.size());
+  int done = 0;
+  auto progress = [&](const std::string& what) {
+    ++done;
+    if (cfg.progress) cfg.progress(done, total, what);
+  };
+
   for (const auto& k : kernels) {
     PeakResult p;
     p.dtype = k.dtype;
@@ -420,41 +544,41 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
     p.one_core = summarize(one);
     p.all_cores = summarize(many);
     r.peaks.push_back(p);
+    progress(fmt::format("{} peak", name(k.dtype)));
   }
-  std::vector<Arena> arenas;
-  // Working sets from 16 KiB to 4x the last cache (at least 256 MiB), per core.
-  double last = 0;
-  for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
-  double top = std::max((cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024);
-  if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes);
-  const double step = cfg.quick ? 2.0 : std::sqrt(2.0);
-  for (double ws = 16 * 1024; ws <= top * 1.0001; ws *= step) {
+  // Non-temporal stores apply past the caches: from half the last one.
+  const double nt_from = last / 2;
+  for (double ws : one_sizes) {
     BandwidthPoint b;
     b.working_set_bytes = ws;
-    const int rr = ws > 64e6 ? std::max(1, reps / 2) : reps;
+    const int rr = ws > 64e6 ? std::min(reps, 3) : reps;  // at least 3: a spread to report
     b.read = bandwidth(0, ws, 1, rr, h.avx512f, arenas);
     b.write = bandwidth(1, ws, 1, rr, h.avx512f, arenas);
     b.copy = bandwidth(2, ws, 1, rr, h.avx512f, arenas);
     b.triad = bandwidth(3, ws, 1, rr, h.avx512f, arenas);
+    if (ws >= nt_from) {
+      b.write_nt = bandwidth(4, ws, 1, rr, h.avx512f, arenas);
+      b.copy_nt = bandwidth(5, ws, 1, rr, h.avx512f, arenas);
+    }
     r.sweep.push_back(b);
+    progress(fmt::format("one core, {:.0f} KiB", ws / 1024));
   }
-  // All cores: one size inside each cache level (per core share) and one far past the last.
-  std::vector<std::pair<double, int>> sizes;
-  for (size_t ci = 0; ci < h.caches.size(); ++ci) {
-    const auto& c = h.caches[ci];
-    const double ws = c.size_bytes / std::max(1, c.shared_cpus) / 2;
-    if (ws < top) sizes.emplace_back(ws, static_cast<int>(ci));
-  }
-  sizes.emplace_back(top, -1);
   for (auto [ws, ci] : sizes) {
     BandwidthPoint b;
     b.working_set_bytes = ws;
     b.cache = ci;
-    const int rr = ws > 64e6 ? std::max(1, reps / 2) : reps;
+    const int rr = ws > 64e6 ? std::min(reps, 3) : reps;  // at least 3: a spread to report
     b.read = bandwidth(0, ws, all, rr, h.avx512f, arenas);
+    b.copy = bandwidth(2, ws, all, rr, h.avx512f, arenas);
     b.triad = bandwidth(3, ws, all, rr, h.avx512f, arenas);
+    if (ci < 0) {
+      b.write_nt = bandwidth(4, ws, all, rr, h.avx512f, arenas);
+      b.copy_nt = bandwidth(5, ws, all, rr, h.avx512f, arenas);
+    }
     r.sweep_all.push_back(b);
+    progress(fmt::format("{} cores, {:.0f} KiB each", all, ws / 1024));
   }
+  r.plateaus = find_plateaus(r.sweep, h.caches);
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -469,15 +593,21 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
     c.matrix_flops_per_s[index(p.dtype)] = p.all_cores.value;
     c.vector_flops_per_s[index(p.dtype)] = p.all_cores.value;
   }
-  // Main memory: the all-core read bandwidth past the last cache; inner levels: the
-  // all-core read bandwidth inside each cache, outermost first.
+  // Each level's roof is the best all-core rate any stream kernel reached there (read, copy,
+  // triad and, past the caches, the non-temporal ones), as the Empirical Roofline Toolkit
+  // takes its ceilings: a read-only stream does not always saturate a level that mixed
+  // loads and stores do. Main memory first (past the last cache), then the caches,
+  // outermost first.
   const auto& all = r.sweep_all;
-  if (!all.empty()) c.memory.push_back({all.back().cache < 0 ? "DRAM" : "memory", all.back().read.value, 0});
+  auto roof = [](const BandwidthPoint& b) {
+    return std::max({b.read.value, b.copy.value, b.triad.value, b.write_nt.value, b.copy_nt.value});
+  };
+  if (!all.empty()) c.memory.push_back({all.back().cache < 0 ? "DRAM" : "memory", roof(all.back()), 0});
   for (int i = static_cast<int>(all.size()) - 2; i >= 0 && c.memory.size() < static_cast<size_t>(hw::kMaxMemoryLevels); --i) {
     const auto& p = all[static_cast<size_t>(i)];
     if (p.cache < 0) continue;
     const auto& cache = r.host.caches[static_cast<size_t>(p.cache)];
-    c.memory.push_back({fmt::format("L{}", cache.level), p.read.value,
+    c.memory.push_back({fmt::format("L{}", cache.level), roof(p),
                         cache.size_bytes * static_cast<double>(r.host.cpus) / std::max(1, cache.shared_cpus)});
   }
   // DRAM capacity from /proc/meminfo.
@@ -506,7 +636,7 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   out.name = "host";
   out.vendor = "host";
   out.kind = "cpu";
-  out.sources = {"measured on this host by ridgeline measure (medians; bandwidths count loads + stores, not write-allocate)"};
+  out.sources = {"measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores, not write-allocate)"};
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

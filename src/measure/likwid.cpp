@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -31,17 +32,29 @@ std::string workgroup(double bytes, int threads) {
   return fmt::format("N:{}kB:{}", std::max<long long>(1, std::llround(bytes / 1000)), threads);
 }
 
+// likwid-bench's peakflops kernels count 30 FLOPs per element of their stream per iteration
+// (its report: 60e9 FLOPs for 2e6 iterations over 1000 doubles).
+constexpr double kPeakFlopsPerElement = 30;
+
 }  // namespace
 
-std::optional<double> likwid_value(const std::string& report, const std::string& key) {
-  const auto p = report.find(key);
+std::optional<double> likwid_field(const std::string& report, const std::string& key) {
+  // The key must start a line ("Time:" must not match "Runtime:").
+  std::size_t p = 0;
+  while ((p = report.find(key, p)) != std::string::npos && p > 0 && report[p - 1] != '\n') ++p;
   if (p == std::string::npos) return std::nullopt;
   const char* start = report.c_str() + p + key.size();
   char* end = nullptr;
   const double v = std::strtod(start, &end);
   if (end == start || !std::isfinite(v) || v < 0) return std::nullopt;
+  return v;
+}
+
+std::optional<double> likwid_value(const std::string& report, const std::string& key) {
   // likwid reports MByte/s and MFlops/s: 1e6 bytes and FLOPs.
-  return v * 1e6;
+  const auto v = likwid_field(report, key);
+  if (!v) return std::nullopt;
+  return *v * 1e6;
 }
 
 bool likwid_available() { return run("command -v likwid-bench").second == 0; }
@@ -58,17 +71,37 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
   const std::string fma = h.avx512f ? "avx512_fma" : h.avx2 && h.fma ? "avx_fma" : "sse";
   const std::string vec = h.avx512f ? "avx512" : h.avx2 ? "avx" : "sse";
   const double l1 = h.caches.empty() ? 32e3 : h.caches.front().size_bytes;
-  auto bench = [&](const std::string& test, const std::string& wg, const char* key) -> double {
-    const std::string cmd = fmt::format("likwid-bench -t {} -w {} -s {:.2f}", test, wg, seconds);
-    auto [out, status] = run(cmd);
-    if (status != 0) throw InputError(fmt::format("--compare likwid: `{}` failed: {}", cmd, out.substr(0, out.find('\n'))));
-    const auto v = likwid_value(out, key);
-    if (!v) c.notes.push_back(fmt::format("`{}` printed no {}", cmd, key));
-    return v.value_or(0);
+  // likwid-bench's own calibration (-s) does not lengthen short runs on every machine (on
+  // this project's VMs it settles on 10 iterations, a microsecond, and reports noise), so
+  // the iteration count is set with -i: start small, read the reported time, scale until a
+  // run lasts at least `seconds`.
+  // The first count is guessed from ridgeline's own rate for the ceiling, `per_iteration`
+  // being the bytes (or FLOPs) one thread moves (or computes) in one likwid iteration, so that
+  // one run usually suffices (likwid-bench spends about a second starting up).
+  auto bench = [&](const std::string& test, const std::string& wg, const char* key, double ours_per_thread,
+                   double per_iteration) -> double {
+    long long iters = std::max<long long>(10, std::llround(seconds * ours_per_thread / std::max(per_iteration, 1.0)));
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      const std::string cmd = fmt::format("likwid-bench -t {} -w {} -i {}", test, wg, iters);
+      auto [out, status] = run(cmd);
+      if (status != 0) throw InputError(fmt::format("--compare likwid: `{}` failed: {}", cmd, out.substr(0, out.find('\n'))));
+      const auto t = likwid_field(out, "Time:");
+      const auto v = likwid_value(out, key);
+      if (!t || !v) {
+        c.notes.push_back(fmt::format("`{}` printed no {}", cmd, t ? key : "Time:"));
+        return 0;
+      }
+      if (*t >= 0.5 * seconds || attempt == 5) return *v;
+      // Aim 20% past the target so the next run is long enough even if this one was noisy.
+      const double scale = std::clamp(1.2 * seconds / std::max(*t, 1e-7), 2.0, 1e5);
+      iters = static_cast<long long>(std::ceil(static_cast<double>(iters) * scale));
+    }
+    return 0;
   };
   auto add = [&](std::string ceiling, std::string kernel, double ours, double theirs, bool bw) {
     c.rows.push_back({std::move(ceiling), std::move(kernel), ours, theirs, theirs > 0 ? ours / theirs : 0, bw});
   };
+  const std::string who = fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
   // FMA peaks in L1: a quarter of each thread's L1 (likwid's peakflops kernels load one stream).
   const std::string peak_wg = workgroup(l1 / 4 * threads, threads);
   for (const auto& p : r.peaks) {
@@ -76,18 +109,29 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     if (p.dtype == DType::fp64) test = "peakflops_" + fma;
     else if (p.dtype == DType::fp32) test = "peakflops_sp_" + fma;
     else continue;  // likwid has no bf16 or int8 peak kernels
-    add(fmt::format("{} peak, {} threads", name(p.dtype), threads), test + " -w " + peak_wg, p.all_cores.value,
-        bench(test, peak_wg, "MFlops/s:"), false);
+    add(fmt::format("{} peak, {}", name(p.dtype), who), test + " -w " + peak_wg, p.all_cores.value,
+        bench(test, peak_wg, "MFlops/s:", p.all_cores.value / threads, kPeakFlopsPerElement * (l1 / 4) / bytes(p.dtype)),
+        false);
   }
-  // Bandwidth at the all-core working sets: read <-> load, triad <-> stream (a = b + s·c: two
-  // loads and a store per element, bytes counted alike, no write-allocate).
+  // Bandwidth at the all-core working sets, kernel for kernel: read <-> load (one load
+  // stream), copy <-> copy (a = b), triad <-> stream (a = b + s·c: two loads and a store per
+  // element). Both count the bytes the kernel loads and stores, without write-allocate.
   for (const auto& b : r.sweep_all) {
-    const std::string where = b.cache >= 0 ? fmt::format("L{}", h.caches[static_cast<std::size_t>(b.cache)].level) : "DRAM";
+    // The level the per-thread working set fits in (its share of a shared cache).
+    std::string where = "DRAM";
+    for (const auto& cache : h.caches) {
+      if (b.working_set_bytes <= cache.size_bytes / std::max(1, cache.shared_cpus)) {
+        where = fmt::format("L{}", cache.level);
+        break;
+      }
+    }
     const std::string wg = workgroup(b.working_set_bytes * threads, threads);
-    add(fmt::format("{} read, {} threads", where, threads), "load_" + vec + " -w " + wg, b.read.value,
-        bench("load_" + vec, wg, "MByte/s:"), true);
-    add(fmt::format("{} triad, {} threads", where, threads), "stream_" + vec + " -w " + wg, b.triad.value,
-        bench("stream_" + vec, wg, "MByte/s:"), true);
+    const std::pair<const char*, const char*> kernels[] = {{"read", "load_"}, {"copy", "copy_"}, {"triad", "stream_"}};
+    for (const auto& [ours, theirs] : kernels) {
+      const double v = std::string(ours) == "read" ? b.read.value : std::string(ours) == "copy" ? b.copy.value : b.triad.value;
+      add(fmt::format("{} {}, {}", where, ours, who), theirs + vec + " -w " + wg, v,
+          bench(theirs + vec, wg, "MByte/s:", v / threads, b.working_set_bytes), true);
+    }
   }
   return c;
 }

@@ -2,6 +2,7 @@
 // speed is never asserted in tests).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -48,11 +49,38 @@ TEST(MeasureCli, WritesAChipFileThatLoadsEverywhere) {
   }
 }
 
+// likwid-bench's kernels beside ridgeline's (only where Debian's likwid is installed, as
+// it is by scripts/install-deps.sh). The ratios vary with the machine: only their
+// presence and sign are checked, and that every ceiling measured has its row.
+TEST(MeasureCli, CompareLikwid) {
+  if (std::system("command -v likwid-bench > /dev/null 2>&1") != 0) GTEST_SKIP() << "likwid-bench not installed";
+  auto j = run_json("measure --quick --threads 1 --max-working-set 64KiB --compare likwid");
+  ASSERT_TRUE(j.contains("compare")) << j.dump();
+  EXPECT_EQ(j["compare"]["tool"], "likwid-bench");
+  const auto& rows = j["compare"]["rows"];
+  // fp64 and fp32 peaks, then read, copy and triad at each all-core working set (one in
+  // each cache level below 64 KiB and one at 64 KiB).
+  ASSERT_GE(j["sweep_all_cores"].size(), 1u);
+  ASSERT_EQ(rows.size(), 2 + 3 * j["sweep_all_cores"].size()) << rows.dump();
+  EXPECT_EQ(rows[0]["ceiling"], "fp64 peak, 1 thread");
+  EXPECT_EQ(rows[1]["ceiling"], "fp32 peak, 1 thread");
+  EXPECT_EQ(rows[0]["unit"], "FLOP/s");
+  EXPECT_NE(rows.back()["ceiling"].get<std::string>().find("triad, 1 thread"), std::string::npos) << rows.back();
+  for (const auto& r : rows) {
+    EXPECT_GT(r["likwid"].get<double>(), 0) << r;
+    EXPECT_DOUBLE_EQ(r["ratio"].get<double>(), r["ridgeline"].get<double>() / r["likwid"].get<double>()) << r;
+  }
+  EXPECT_EQ(rows.back()["unit"], "B/s");
+}
+
 TEST(MeasureCli, BadFlags) {
   RunResult r = run("measure --threads 0");
   EXPECT_EQ(r.status, 2);
   r = run("measure --max-working-set 1KiB");
   EXPECT_EQ(r.status, 2);
+  r = run("measure --compare stream");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("expected likwid"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 /// `ridgeline validate`: real kernels timed on this machine beside ridgeline's prediction
 /// from the machine's measured ceilings, at the memory level each working set fits in (a
-/// cache-aware roofline). docs/measure.md#validate.
+/// cache-aware roofline). docs/measurement.md#validate.
 #include <string>
 #include <vector>
 

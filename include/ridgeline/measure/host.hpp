@@ -1,6 +1,7 @@
 #pragma once
 /// Measuring the machine ridgeline runs on: its CPU, compute ceilings per dtype and
-/// bandwidth per memory level, into a chip file (docs/measure.md).
+/// bandwidth per memory level, into a chip file (docs/measurement.md).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,13 +52,40 @@ struct PeakResult {
 struct BandwidthPoint {
   double working_set_bytes = 0;
   Sample read, write, copy, triad;  ///< bytes/s counted as the kernel's loads + stores (no write-allocate)
+  /// Write and copy with non-temporal stores (bypassing the caches, so no write-allocate
+  /// read): measured only where they apply, working sets past half the last cache
+  /// (repetitions 0 elsewhere).
+  Sample write_nt, copy_nt;
   int cache = -1;  ///< all-core points: the cache (index into HostInfo::caches) this size sits in; -1 past them
 };
+
+/// A level's plateau found in the one-core read sweep.
+struct Plateau {
+  int cache = -1;             ///< index into HostInfo::caches; -1 for main memory
+  double from_bytes = 0;      ///< the working sets taken as the plateau: [from, to]
+  double to_bytes = 0;
+  int points = 0;
+  Sample read;                ///< median read bandwidth over the points; spread = max/min - 1 across them
+  /// Where the read bandwidth falls from this plateau to the next one (the working set at
+  /// which it crosses their geometric mean, interpolated in log-log between the two sweep
+  /// points around it); 0 when the sweep shows no such fall (last level, or no drop).
+  double edge_bytes = 0;
+};
+
+/// The plateau of each memory level in a one-core sweep (sorted by working set). A level's
+/// points are those well inside it — from 1.5× the previous level's capacity to 0.75× its
+/// own (main memory: from 2× the last cache) — or, when none are, every point inside it;
+/// a level with no point at all gets no plateau. The caches' sizes say where to look; the
+/// edges say where the bandwidth actually falls, to set beside them.
+std::vector<Plateau> find_plateaus(const std::vector<BandwidthPoint>& sweep, const std::vector<CacheLevel>& caches);
 
 struct MeasureConfig {
   bool quick = true;        ///< ~20 s; the full mode repeats more and sweeps finer
   int threads = 0;          ///< 0: every online CPU
   double max_working_set_bytes = 0;  ///< cap on the sweep (0: 2x the last cache in quick mode, 4x in full, at least 64 MiB)
+  /// Called after each measurement step with the steps done, their total and what the
+  /// step measured (the CLI draws a progress bar from it on a terminal).
+  std::function<void(int done, int total, const std::string& what)> progress;
 };
 
 struct MeasureResult {
@@ -65,6 +93,7 @@ struct MeasureResult {
   std::vector<PeakResult> peaks;
   std::vector<BandwidthPoint> sweep;        ///< one core, small to past the last cache
   std::vector<BandwidthPoint> sweep_all;    ///< all cores, a few sizes per level
+  std::vector<Plateau> plateaus;            ///< find_plateaus(sweep, host.caches)
   double seconds = 0;
   std::string command;
 };
@@ -73,7 +102,7 @@ struct MeasureResult {
 MeasureResult measure_host(const MeasureConfig& cfg);
 
 /// The measured chip: peaks (all cores), vector = matrix units for a CPU, one memory level
-/// per cache plateau (read bandwidth, all cores) and DRAM.
+/// per cache and DRAM, each the best all-core rate of the stream kernels there.
 hw::ChipSpec to_chip(const MeasureResult& r);
 
 /// The chip file text (the catalog's schema, with a `measured:` block).

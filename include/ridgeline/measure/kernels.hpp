@@ -2,7 +2,7 @@
 /// The kernels `ridgeline validate` times on this machine (and bench/ benchmarks): fp32
 /// streams, norms, softmax, SwiGLU and an elementwise chain, each fused and unfused where
 /// seed 000 predicts a saving, plus OpenBLAS GEMMs. Each kernel works on a slice
-/// [begin, end) of its rows or elements so that threads can share it (docs/measure.md).
+/// [begin, end) of its rows or elements so that threads can share it (docs/measurement.md).
 #include <cstddef>
 #include <functional>
 #include <string>

@@ -1,0 +1,72 @@
+// Finding each memory level's plateau and edge in a one-core bandwidth sweep.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ridgeline/measure/host.hpp"
+
+namespace ridgeline::measure {
+namespace {
+
+BandwidthPoint point(double ws, double read) {
+  BandwidthPoint b;
+  b.working_set_bytes = ws;
+  b.read = {read, 0, 3};
+  return b;
+}
+
+// A staircase: 16 KiB .. 64 MiB doubling; 200 GB/s up to 32 KiB, 100 up to 1 MiB, 50 up to
+// 32 MiB, 20 past it. Caches: L1 48 KiB, L2 1 MiB, L3 32 MiB shared by 2 (one core can
+// still fill all of it).
+TEST(Plateaus, Staircase) {
+  std::vector<BandwidthPoint> sweep;
+  for (double ws = 16 * 1024.0; ws <= 64 * 1048576.0; ws *= 2) {
+    sweep.push_back(point(ws, ws <= 32 * 1024 ? 200e9 : ws <= 1048576 ? 100e9 : ws <= 32 * 1048576.0 ? 50e9 : 20e9));
+  }
+  const std::vector<CacheLevel> caches = {{1, 48 * 1024.0, 1}, {2, 1048576.0, 1}, {3, 32 * 1048576.0, 2}};
+  const auto p = find_plateaus(sweep, caches);
+  ASSERT_EQ(p.size(), 4u);
+  // L1: points in [0, 0.75 × 48 KiB = 36 KiB]: 16 and 32 KiB.
+  EXPECT_EQ(p[0].cache, 0);
+  EXPECT_EQ(p[0].from_bytes, 16 * 1024.0);
+  EXPECT_EQ(p[0].to_bytes, 32 * 1024.0);
+  EXPECT_EQ(p[0].points, 2);
+  EXPECT_EQ(p[0].read.value, 200e9);
+  // L2: [1.5 × 48 KiB = 72 KiB, 768 KiB]: 128, 256, 512 KiB.
+  EXPECT_EQ(p[1].from_bytes, 128 * 1024.0);
+  EXPECT_EQ(p[1].to_bytes, 512 * 1024.0);
+  EXPECT_EQ(p[1].read.value, 100e9);
+  // L3: [1.5 MiB, 24 MiB]: 2 .. 16 MiB, four points.
+  EXPECT_EQ(p[2].points, 4);
+  EXPECT_EQ(p[2].read.value, 50e9);
+  // Main memory: from 2 × 32 MiB: the 64 MiB point.
+  EXPECT_EQ(p[3].cache, -1);
+  EXPECT_EQ(p[3].from_bytes, 64 * 1048576.0);
+  EXPECT_EQ(p[3].read.value, 20e9);
+  // Edges at the geometric means. L1 -> L2: sqrt(200 × 100) = 141.42 crossed between
+  // 32 KiB (200) and 64 KiB (100): log(200/141.42) / log(200/100) = 1/2 of the doubling,
+  // 32 KiB × 2^0.5 = 46341 bytes. L2 -> L3 likewise: 1 MiB × 2^0.5. L3 -> DRAM: sqrt(50 ×
+  // 20) = 31.62 between 32 MiB (50) and 64 MiB (20): f = log(50/31.62) / log(50/20) = 1/2
+  // again (the geometric mean is halfway in log), 32 MiB × 2^0.5.
+  EXPECT_NEAR(p[0].edge_bytes, 32 * 1024.0 * std::sqrt(2.0), 1e-6);
+  EXPECT_NEAR(p[1].edge_bytes, 1048576.0 * std::sqrt(2.0), 1e-3);
+  EXPECT_NEAR(p[2].edge_bytes, 32 * 1048576.0 * std::sqrt(2.0), 1e-2);
+  EXPECT_EQ(p[3].edge_bytes, 0);  // the last level has no edge
+}
+
+// A sweep with no fall between two levels (the data say the cache boundary is invisible)
+// gets no edge; a level without points inside it gets no plateau.
+TEST(Plateaus, FlatAndMissing) {
+  std::vector<BandwidthPoint> sweep = {point(16 * 1024.0, 100e9), point(64 * 1024.0, 100e9), point(256 * 1024.0, 100e9)};
+  const std::vector<CacheLevel> caches = {{1, 32 * 1024.0, 1}, {2, 1048576.0, 1}};
+  const auto p = find_plateaus(sweep, caches);
+  ASSERT_EQ(p.size(), 2u);  // L1 and L2; nothing reaches main memory (2 MiB and up)
+  EXPECT_EQ(p[0].cache, 0);
+  EXPECT_EQ(p[1].cache, 1);
+  EXPECT_EQ(p[1].points, 2);  // 64 and 256 KiB in [48 KiB, 768 KiB]
+  EXPECT_EQ(p[0].edge_bytes, 0);
+  EXPECT_EQ(p[1].edge_bytes, 0);
+}
+
+}  // namespace
+}  // namespace ridgeline::measure
