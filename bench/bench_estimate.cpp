@@ -14,6 +14,7 @@
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/analysis/search.hpp"
+#include "ridgeline/measure/host.hpp"
 #include "ridgeline/measure/kernels.hpp"
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/analysis/training.hpp"
@@ -329,5 +330,27 @@ void BM_KernelSwiglu(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * 12 * n));
 }
 BENCHMARK(BM_KernelSwiglu)->Arg(256)->Arg(65536);
+
+// The kernels `ridgeline measure` takes its ceilings from, the same code (peak_rate and
+// stream_rate run measure_host's FMA and stream kernels): each iteration is one
+// measurement, its result a counter.
+void BM_MeasurePeak(benchmark::State& state) {
+  static const measure::HostInfo host = measure::detect_host();
+  const DType dtype = state.range(0) == 64 ? DType::fp64 : DType::fp32;
+  double rate = 0;
+  for (auto _ : state) rate = measure::peak_rate(host, dtype, 1, 0.05);
+  state.counters["GFLOP/s"] = rate / 1e9;
+  if (rate == 0) state.SkipWithError("no FMA kernel for this dtype on this CPU");
+}
+BENCHMARK(BM_MeasurePeak)->Arg(64)->Arg(32)->Iterations(3)->Unit(benchmark::kMillisecond);
+
+void BM_MeasureTriad(benchmark::State& state) {
+  static const measure::HostInfo host = measure::detect_host();
+  measure::Sample bw;
+  for (auto _ : state) bw = measure::stream_rate(host, measure::Stream::triad, static_cast<double>(state.range(0)) * 1024, 1, 3);
+  state.counters["GB/s"] = bw.value / 1e9;
+  state.counters["spread"] = bw.spread;
+}
+BENCHMARK(BM_MeasureTriad)->Arg(32)->Arg(65536)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -375,7 +375,34 @@ Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::
   return summarize(rates);
 }
 
+// The widest FMA (and dot-product) kernels the CPU has, one per dtype.
+std::vector<Kernel> peak_kernels(const HostInfo& h) {
+  std::vector<Kernel> kernels;
+  if (h.avx512f) {
+    kernels.push_back({DType::fp64, "avx512f", fma_f64_avx512, kAcc * 8 * 2.0});
+    kernels.push_back({DType::fp32, "avx512f", fma_f32_avx512, kAcc * 16 * 2.0});
+    if (h.avx512_bf16) kernels.push_back({DType::bf16, "avx512_bf16 (vdpbf16ps)", dot_bf16_avx512, kAcc * 32 * 2.0});
+    if (h.avx512_vnni) kernels.push_back({DType::int8, "avx512_vnni (vpdpbusd)", dot_int8_avx512, kAcc * 64 * 2.0});
+  } else if (h.avx2 && h.fma) {
+    kernels.push_back({DType::fp64, "avx2+fma", fma_f64_avx2, kAcc * 4 * 2.0});
+    kernels.push_back({DType::fp32, "avx2+fma", fma_f32_avx2, kAcc * 8 * 2.0});
+  }
+  return kernels;
+}
+
 }  // namespace
+
+double peak_rate(const HostInfo& h, DType dtype, int threads, double seconds) {
+  for (const Kernel& k : peak_kernels(h)) {
+    if (k.dtype == dtype) return run_peak(k, std::max(1, threads), seconds);
+  }
+  return 0;
+}
+
+Sample stream_rate(const HostInfo& h, Stream kernel, double bytes, int threads, int reps) {
+  std::vector<Arena> arenas;
+  return bandwidth(static_cast<int>(kernel), bytes, std::max(1, threads), std::max(1, reps), h.avx512f, arenas);
+}
 
 HostInfo detect_host() {
   HostInfo h;
@@ -497,16 +524,7 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   const int all = cfg.threads > 0 ? cfg.threads : h.cpus;
   const double seconds = cfg.quick ? 0.15 : 0.6;
   const int reps = cfg.quick ? 3 : 7;
-  std::vector<Kernel> kernels;
-  if (h.avx512f) {
-    kernels.push_back({DType::fp64, "avx512f", fma_f64_avx512, kAcc * 8 * 2.0});
-    kernels.push_back({DType::fp32, "avx512f", fma_f32_avx512, kAcc * 16 * 2.0});
-    if (h.avx512_bf16) kernels.push_back({DType::bf16, "avx512_bf16 (vdpbf16ps)", dot_bf16_avx512, kAcc * 32 * 2.0});
-    if (h.avx512_vnni) kernels.push_back({DType::int8, "avx512_vnni (vpdpbusd)", dot_int8_avx512, kAcc * 64 * 2.0});
-  } else if (h.avx2 && h.fma) {
-    kernels.push_back({DType::fp64, "avx2+fma", fma_f64_avx2, kAcc * 4 * 2.0});
-    kernels.push_back({DType::fp32, "avx2+fma", fma_f32_avx2, kAcc * 8 * 2.0});
-  }
+  const std::vector<Kernel> kernels = peak_kernels(h);
   // The steps, counted first so that the progress callback knows the total.
   std::vector<Arena> arenas;
   // Working sets from 16 KiB to 4x the last cache (at least 256 MiB), per core.

@@ -59,6 +59,19 @@ struct BandwidthPoint {
   int cache = -1;  ///< all-core points: the cache (index into HostInfo::caches) this size sits in; -1 past them
 };
 
+/// The stream kernels of the bandwidth sweep (the order is the kernels' own numbering).
+enum class Stream { read, write, copy, triad, write_nt, copy_nt };
+
+/// FLOP/s of the FMA (or dot-product) kernel `measure` uses for `dtype`, on `threads`
+/// pinned threads for about `seconds`; 0 when the CPU has no such kernel. The same code as
+/// `measure_host`'s peaks (bench/ times it through this).
+double peak_rate(const HostInfo& h, DType dtype, int threads, double seconds);
+
+/// Bytes/s (the kernel's loads + stores) of one stream kernel over `bytes` of arrays per
+/// thread on `threads` pinned threads: median and spread of `reps` timings of ~5 ms each.
+/// The same code as `measure_host`'s sweep.
+Sample stream_rate(const HostInfo& h, Stream kernel, double bytes, int threads, int reps);
+
 /// A level's plateau found in the one-core read sweep.
 struct Plateau {
   int cache = -1;             ///< index into HostInfo::caches; -1 for main memory
