@@ -28,10 +28,6 @@ RecomputePlan as_plan(const RecomputeChoice& c, double budget) {
 
 RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sys_in, const TrainConfig& cfg_in,
                                std::optional<double> budget_bytes) {
-  if (const char* gap = recompute_planner_gap(m); *gap != '\0') {
-    throw InputError(fmt::format("--model: the recomputation planner covers dense models with standard attention; {} is {}",
-                                 m.name, gap));
-  }
   TrainConfig cfg = cfg_in;
   cfg.recompute = Recompute::automatic;
   cfg.offload = true;
@@ -64,7 +60,10 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
 
   // The front of every keep/recompute/offload combination (3^n, exact): the fastest that fits.
   r.best = as_plan(tr->frontier.best_within(r.budget_bytes), r.budget_bytes);
-  r.plans_evaluated = tr->frontier.evaluated;
+  r.combinations = tr->frontier.combinations;
+  r.priced = tr->frontier.priced;
+  r.kinds = lt.kinds;
+  r.kind_count = lt.kind_count;
   std::array<TensorAction, LayerTensors::kMax> none{}, sel{}, full{};
   for (int i = 0; i < r.count; ++i) {
     full[i] = TensorAction::recompute;

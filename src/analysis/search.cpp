@@ -268,9 +268,6 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainSea
     if (v < 0) throw InputError(fmt::format("{}: {} is negative", flag, v));
   }
   if (s.ep && *s.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
-  if (s.recompute == Recompute::automatic && *recompute_planner_gap(m) != '\0') {
-    throw InputError(fmt::format("--recompute: auto plans dense models with standard attention; {} is {}", m.name, recompute_planner_gap(m)));
-  }
   if (b.gpus > 1 && sys.chip.links.empty()) {
     throw InputError(fmt::format("--gpus: {} has no link between chips: pass --link-bw", sys.chip.name));
   }
@@ -300,9 +297,8 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
   std::vector<std::int64_t> eps{1};
   if (m.is_moe()) eps = fixed_or(space.ep, divisors(gpus, std::min<std::int64_t>(gpus, m.moe.experts)));
   else if (space.ep) eps = {*space.ep};
-  // The planner's per-activation choice (auto) where it covers the model.
-  std::vector<Recompute> all_rc = {Recompute::none, Recompute::selective, Recompute::full};
-  if (*recompute_planner_gap(m) == '\0') all_rc.push_back(Recompute::automatic);
+  // The planner's per-activation choice (auto) beside the fixed policies.
+  const std::vector<Recompute> all_rc = {Recompute::none, Recompute::selective, Recompute::full, Recompute::automatic};
   const auto rcs = fixed_or(space.recompute, all_rc);
   const auto zeros = fixed_or(space.zero, {0, 1, 2, 3});
 

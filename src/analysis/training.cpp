@@ -223,11 +223,6 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
   if (cfg.offload && cfg.recompute != Recompute::automatic) {
     throw InputError(fmt::format("--offload: the planner decides what to offload: needs --recompute auto, not {}", name(cfg.recompute)));
   }
-  if (cfg.recompute == Recompute::automatic) {
-    if (const char* gap = recompute_planner_gap(m); *gap != '\0') {
-      throw InputError(fmt::format("--recompute: auto plans dense models with standard attention; {} is {}", m.name, gap));
-    }
-  }
   if (!(cfg.memory_headroom >= 0 && cfg.memory_headroom < 1)) {
     throw InputError(fmt::format("--memory-headroom: {} is not a fraction in [0, 1)", cfg.memory_headroom));
   }
@@ -359,12 +354,14 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       sh.params_layers += p;
     }
   }
-  if (cfg.recompute == Recompute::automatic) {
-    // Every keep/recompute(/offload) choice of the layer's saved activations; train_step
-    // picks the fastest that fits its plan's memory.
-    layer_tensors(m, cfg, g, out.fwd, out.bwd, rates, chip, out.tensors);
+  // The activations each kind of layer saves (their bytes set the memory); under --recompute
+  // auto, their producers' times and the front of every keep/recompute(/offload) choice, from
+  // which train_step picks the fastest that fits its plan's memory.
+  const bool planned = cfg.recompute == Recompute::automatic;
+  layer_tensors(m, cfg, g, out.fwd, out.bwd, rates, chip, planned, out.tensors);
+  sh.tensors = &out.tensors;
+  if (planned) {
     build_frontier(out.tensors, cfg.offload, out.frontier);
-    sh.tensors = &out.tensors;
     sh.frontier = &out.frontier;
   }
 }
@@ -560,8 +557,17 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
 
   // Activations: per layer per micro-batch (Korthikanti et al., or the auto choice's kept
   // tensors), times the stage's layers and the micro-batches in flight.
-  mem.activation_bytes_per_layer =
-      choice ? sh.tensors->layer_input_bytes + sh.tensors->fixed_bytes + choice->kept_bytes : layer_activation_bytes(m, cfg);
+  const LayerTensors& lt = *sh.tensors;
+  switch (cfg.recompute) {
+    case Recompute::none: mem.activation_bytes_per_layer = lt.layer_input_bytes + lt.fixed_bytes + lt.saved_bytes; break;
+    case Recompute::selective:  // the attention core is rebuilt in backward
+      mem.activation_bytes_per_layer = lt.layer_input_bytes + lt.fixed_bytes + lt.saved_bytes - lt.core_bytes;
+      break;
+    case Recompute::full: mem.activation_bytes_per_layer = lt.layer_input_bytes; break;  // only the layer's input
+    case Recompute::automatic:
+      mem.activation_bytes_per_layer = lt.layer_input_bytes + lt.fixed_bytes + (choice ? choice->kept_bytes : lt.saved_bytes);
+      break;
+  }
   mem.activations_bytes = mem.activation_bytes_per_layer * stage_layers * in_flight + other_activations;
   const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.activations_bytes;
   mem.margin_bytes = subtotal * cfg.memory_margin;

@@ -15,6 +15,12 @@ std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 json part(const analysis::StepPart& p) {
   return {{"t_lower_s", p.lower_s}, {"t_upper_s", p.upper_s}, {"t_realistic_s", p.realistic_s}};
 }
+// A tensor's name; with several kinds of layer, prefixed by its kind's ("moe layers/attn_out").
+std::string tensor_label(const analysis::LayerTensors& lt, int i) {
+  const analysis::SavedTensor& x = lt.tensors[i];
+  if (lt.kind_count <= 1) return x.name;
+  return fmt::format("{}/{}", lt.kinds[x.kind].name, x.name);
+}
 constexpr const char* kFlopConvention =
     "model FLOPs = 3 x the forward pass's matrix-unit FLOPs (GEMMs and attention, causal pairs only), without "
     "recomputation; hardware FLOPs add recomputed forwards and FlashAttention's 2.5x backward";
@@ -71,6 +77,21 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
                          {"total_bytes", mem.total_bytes},
                          {"capacity_bytes", mem.capacity_bytes},
                          {"fits", mem.fits}};
+  if (c.recompute == analysis::Recompute::automatic) {
+    // The planner's choice: per layer and micro-batch, averaged over the kinds of layer.
+    const analysis::RecomputeChoice& ch = r.recompute_choice;
+    json actions = json::object();
+    for (int i = 0; i < r.tensors.count; ++i) actions[tensor_label(r.tensors, i)] = std::string(analysis::name(ch.action[i]));
+    j["recompute_plan"] = {{"budget_bytes_per_layer", r.activation_budget_bytes},
+                           {"kept_bytes_per_layer", ch.kept_bytes},
+                           {"added_backward_s_per_layer", ch.added.realistic_s},
+                           {"recompute_s_per_layer", ch.recompute_s},
+                           {"offload_exposed_s_per_layer", ch.offload_exposed_s},
+                           {"fits_budget", ch.kept_bytes <= r.activation_budget_bytes},
+                           {"front_size", r.frontier.count},
+                           {"combinations", r.frontier.combinations},
+                           {"actions", actions}};
+  }
   j["breakdown"] = json::array({
       {{"name", "forward"}, {"per", "micro_batch"}, {"times", part(r.forward)}},
       {{"name", "backward"}, {"per", "micro_batch"}, {"times", part(r.backward)}},
@@ -151,26 +172,37 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
   if (c.recompute == analysis::Recompute::automatic) {
     const analysis::RecomputeChoice& ch = r.recompute_choice;
-    std::string keep, again, off;
-    for (int i = 0; i < r.tensors.count; ++i) {
-      std::string& list = ch.action[i] == analysis::TensorAction::keep ? keep : ch.action[i] == analysis::TensorAction::recompute ? again : off;
-      list += (list.empty() ? "" : ", ") + std::string(r.tensors.tensors[i].name);
-    }
-    out += fmt::format("\nrecompute auto{} ({} choices, {} on the front): per layer and micro-batch, {} of activations kept of a {} budget, "
-                       "backward +{}\n",
-                       c.offload ? " with offload" : "", r.frontier.evaluated, r.frontier.count, size(ch.kept_bytes),
+    out += fmt::format("\nrecompute auto{} ({:.3g} choices covered exactly, {} on the front): per layer and micro-batch{}, {} of "
+                       "activations kept of a {} budget, backward +{}\n",
+                       c.offload ? " with offload" : "", r.frontier.combinations, r.frontier.count,
+                       r.tensors.kind_count > 1 ? " (averaged over the kinds of layer)" : "", size(ch.kept_bytes),
                        size(std::max(0.0, r.activation_budget_bytes)), t(ch.added.realistic_s));
-    out += fmt::format("  keep       {}\n  recompute  {}\n", keep.empty() ? "-" : keep, again.empty() ? "-" : again);
-    if (c.offload) out += fmt::format("  offload    {}\n", off.empty() ? "-" : off);
+    const bool kinds = r.tensors.kind_count > 1;
+    for (int k = 0; k < r.tensors.kind_count; ++k) {
+      const analysis::LayerKind& kind = r.tensors.kinds[k];
+      std::string keep, again, off;
+      for (int i = kind.first; i < kind.first + kind.count; ++i) {
+        std::string& list = ch.action[i] == analysis::TensorAction::keep ? keep : ch.action[i] == analysis::TensorAction::recompute ? again : off;
+        list += (list.empty() ? "" : ", ") + std::string(r.tensors.tensors[i].name);
+      }
+      const char* pad = kinds ? "    " : "  ";
+      if (kinds) out += fmt::format("  {} x {}:\n", kind.layers, kind.name);
+      out += fmt::format("{}keep       {}\n{}recompute  {}\n", pad, keep.empty() ? "-" : keep, pad, again.empty() ? "-" : again);
+      if (c.offload) out += fmt::format("{}offload    {}\n", pad, off.empty() ? "-" : off);
+    }
     if (ch.kept_bytes > r.activation_budget_bytes) out += "  no choice fits: the smallest is shown\n";
   }
   return out;
 }
 
 namespace {
+std::string tensor_label(const analysis::RecomputeResult& r, int i) {
+  if (r.kind_count <= 1) return r.tensors[i].name;
+  return fmt::format("{}/{}", r.kinds[r.tensors[i].kind].name, r.tensors[i].name);
+}
 json plan_json(const analysis::RecomputeResult& r, const analysis::RecomputePlan& p) {
   json actions = json::object();
-  for (int i = 0; i < r.count; ++i) actions[r.tensors[i].name] = std::string(analysis::name(p.action[i]));
+  for (int i = 0; i < r.count; ++i) actions[tensor_label(r, i)] = std::string(analysis::name(p.action[i]));
   return {{"actions", actions},
           {"memory_bytes", p.memory_bytes},
           {"recompute_s", p.recompute_s},
@@ -188,11 +220,22 @@ json recompute_json(const analysis::RecomputeResult& r) {
   j["t_layer_forward_s"] = r.t_layer_forward_s;
   j["t_layer_backward_s"] = r.t_layer_backward_s;
   j["host_link_Bps"] = r.host_link_Bps;
-  j["plans_evaluated"] = r.plans_evaluated;
+  j["combinations"] = r.combinations;
+  j["partial_choices_priced"] = r.priced;
+  j["kinds"] = json::array();
+  for (int k = 0; k < r.kind_count; ++k) {
+    const auto& kind = r.kinds[k];
+    j["kinds"].push_back({{"name", kind.name},
+                          {"layers", kind.layers},
+                          {"saved_bytes", kind.saved_bytes},
+                          {"t_layer_forward_s", kind.layer_forward.realistic_s},
+                          {"t_layer_backward_s", kind.layer_backward.realistic_s}});
+  }
   j["tensors"] = json::array();
   for (int i = 0; i < r.count; ++i) {
     const auto& t = r.tensors[i];
     j["tensors"].push_back({{"name", t.name},
+                            {"kind", r.kinds[t.kind].name},
                             {"producers", t.producers},
                             {"bytes", t.bytes},
                             {"recompute_s", t.recompute_s},
@@ -203,7 +246,7 @@ json recompute_json(const analysis::RecomputeResult& r) {
                             {"action", std::string(analysis::name(r.best.action[i]))}});
   }
   json order = json::array();
-  for (int i = 0; i < r.count; ++i) order.push_back(r.tensors[r.by_cost_per_byte[i]].name);
+  for (int i = 0; i < r.count; ++i) order.push_back(tensor_label(r, r.by_cost_per_byte[i]));
   j["cheapest_to_recompute_per_byte"] = order;
   j["plan"] = plan_json(r, r.best);
   j["none"] = plan_json(r, r.none);
@@ -215,14 +258,26 @@ json recompute_json(const analysis::RecomputeResult& r) {
 std::string recompute_text(const model::ModelConfig& m, const analysis::RecomputeResult& r) {
   std::string out = fmt::format("{}: activations of one layer, one micro-batch, one GPU; budget {} per layer ({} layer-micro-batches in memory)\n",
                                 m.name, size(r.budget_bytes), r.layers_in_memory);
-  out += fmt::format("layer forward {}, backward {}; host link {} per direction; {} plans evaluated (exact)\n\n",
+  out += fmt::format("layer forward {}, backward {}; host link {} per direction; {:.3g} choices covered exactly ({} partial "
+                     "choices priced)\n",
                      t(r.t_layer_forward_s), t(r.t_layer_backward_s), format_quantity(r.host_link_Bps, Quantity::bandwidth),
-                     r.plans_evaluated);
-  out += fmt::format("  {:<18} {:>10} {:>12} {:>14} {:>11}  {}\n", "tensor", "bytes", "recompute", "per MB", "offload", "choice");
-  for (int i = 0; i < r.count; ++i) {
-    const auto& x = r.tensors[i];
-    out += fmt::format("  {:<18} {:>10} {:>12} {:>14} {:>11}  {}\n", x.name, size(x.bytes), t(x.recompute_s),
-                       t(x.recompute_s / x.bytes * 1e6), t(x.offload_s), analysis::name(r.best.action[i]));
+                     r.combinations, r.priced);
+  if (r.kind_count > 1) {
+    out += "per-layer figures are averages over the kinds of layer, weighted by their layer counts:";
+    for (int k = 0; k < r.kind_count; ++k) {
+      out += fmt::format("{} {} x {} (forward {})", k ? "," : "", r.kinds[k].layers, r.kinds[k].name, t(r.kinds[k].layer_forward.realistic_s));
+    }
+    out += "\n";
+  }
+  for (int k = 0; k < r.kind_count; ++k) {
+    const int w = r.kind_count > 1 ? 30 : 20;
+    out += fmt::format("\n  {:<{}} {:>10} {:>12} {:>14} {:>11}  {}\n", r.kind_count > 1 ? r.kinds[k].name : "tensor", w, "bytes",
+                       "recompute", "per MB", "offload", "choice");
+    for (int i = r.kinds[k].first; i < r.kinds[k].first + r.kinds[k].count; ++i) {
+      const auto& x = r.tensors[i];
+      out += fmt::format("  {:<{}} {:>10} {:>12} {:>14} {:>11}  {}\n", x.name, w, size(x.bytes), t(x.recompute_s),
+                         t(x.recompute_s / x.bytes * 1e6), t(x.offload_s), analysis::name(r.best.action[i]));
+    }
   }
   auto row = [&](const char* label, const analysis::RecomputePlan& p) {
     out += fmt::format("  {:<10} memory {:>10}  added {:>10} (recompute {}, exposed offload {}){}\n", label, size(p.memory_bytes),

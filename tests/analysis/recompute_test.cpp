@@ -38,7 +38,7 @@ int find(const RecomputeResult& r, const std::string& name) {
 TEST(Recompute, SeedHierarchyFromCostPerByte) {
   auto r = plan_recompute(io::bundled_model("llama-2-7b"), h200(), plan(), std::nullopt);
   ASSERT_EQ(r.count, 9);
-  EXPECT_EQ(r.plans_evaluated, 19683);  // 3^9: every combination, exact
+  EXPECT_EQ(r.combinations, 19683);  // 3^9: every combination, exact
   // Cheapest to rebuild per byte: the memory-bound ops' outputs (norms, SiLU·mul).
   for (int k = 0; k < 3; ++k) EXPECT_TRUE(r.tensors[r.by_cost_per_byte[k]].memory_bound) << r.tensors[r.by_cost_per_byte[k]].name;
   // Dearest: FlashAttention's output.
@@ -72,11 +72,53 @@ TEST(Recompute, ChoicesUnderShrinkingBudgets) {
   }
 }
 
-TEST(Recompute, RefusesWhatItDoesNotCover) {
+// Seed 000: "all-to-all selectively". DeepSeek-V3 (MLA; 3 dense and 58 MoE layers) on H200,
+// 400 MB per layer: the tokens an expert-parallel all-to-all brought (`dispatched`) are
+// rebuilt by repeating it. Across nodes (tp 8 x ep 4 = 32 GPUs, 400 Gb/s per GPU) that is
+// the dearest byte of the layer, and the plan moves it to host memory behind the layer's
+// compute; inside a node (tp 2 x ep 4 = 8 GPUs on NVLink) it is cheaper per byte than the
+// GEMM outputs and FlashAttention's output, and the plan recomputes it.
+TEST(Recompute, AllToAllRecomputedSelectively) {
+  const auto m = io::bundled_model("deepseek-v3");
   TrainConfig c = plan();
-  c.gpus = 64;
-  c.ep = 8;
-  EXPECT_THROW(plan_recompute(io::bundled_model("mixtral-8x7b"), h200(), c, std::nullopt), InputError);
+  c.gpus = 256;
+  c.seq = 4096;
+  c.ep = 4;
+  auto per_byte = [](const RecomputeResult& r, int i) { return r.tensors[i].recompute_s / r.tensors[i].bytes; };
+  auto moe = [](const RecomputeResult& r, const std::string& name) {
+    for (int i = r.kinds[1].first; i < r.kinds[1].first + r.kinds[1].count; ++i) {
+      if (r.tensors[i].name == name) return i;
+    }
+    return -1;
+  };
+  c.tp = 8;
+  c.global_batch = 32;
+  auto across = plan_recompute(m, h200(), c, 400e6);
+  ASSERT_EQ(across.kind_count, 2);
+  EXPECT_EQ(across.kinds[0].layers, 3);
+  EXPECT_EQ(across.kinds[1].layers, 58);
+  const int d = moe(across, "dispatched");
+  ASSERT_GE(d, 0);
+  EXPECT_TRUE(across.tensors[d].has_comm);
+  // The two all-to-all outputs are the dearest per byte.
+  EXPECT_STREQ(across.tensors[across.by_cost_per_byte[across.count - 1]].producers, "experts_down, ep_combine");
+  EXPECT_EQ(across.by_cost_per_byte[across.count - 2], d);
+  EXPECT_EQ(across.best.action[d], TensorAction::offload);
+  EXPECT_TRUE(across.best.feasible);
+  EXPECT_EQ(across.best.offload_exposed_s, 0);
+  EXPECT_LE(across.best.added_s, across.full.added_s);
+
+  c.tp = 2;
+  c.global_batch = 128;
+  auto inside = plan_recompute(m, h200(), c, 400e6);
+  const int di = moe(inside, "dispatched");
+  ASSERT_GE(di, 0);
+  for (const char* dearer : {"attn_out", "experts_gate_up_out", "q_a_out", "shared_gate_out"}) {
+    EXPECT_LT(per_byte(inside, di), per_byte(inside, moe(inside, dearer))) << dearer;
+  }
+  EXPECT_EQ(inside.best.action[di], TensorAction::recompute);
+  EXPECT_TRUE(inside.best.feasible);
+  EXPECT_LE(inside.best.added_s, inside.full.added_s);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -71,6 +72,7 @@ std::string_view name(TensorAction a) noexcept;
 struct SavedTensor {
   const char* name = "";
   const char* producers = "";  ///< the forward ops that rebuild it
+  int kind = 0;                ///< the kind of layer it belongs to (LayerTensors::kinds)
   double bytes = 0;
   StepPart recompute;          ///< forward time of its producers (lower, upper, realistic)
   double recompute_s = 0;      ///< = recompute.realistic_s
@@ -83,21 +85,42 @@ struct SavedTensor {
   bool has_comm = false;       ///< rebuilding it repeats a collective
 };
 
-/// The activations of one layer (docs/training.md#activations): the Korthikanti et al.
-/// accounting, tensor by tensor, with their producers' times from the forward graph.
-struct LayerTensors {
-  static constexpr int kMax = 9;  ///< a dense layer saves 9 (8 with a GELU MLP)
-  std::array<SavedTensor, kMax> tensors{};
-  int count = 0;
-  double layer_input_bytes = 0;  ///< always kept: the checkpoint every recomputation starts from
-  double fixed_bytes = 0;        ///< kept whatever the plan (dropout masks)
-  StepPart layer_forward, layer_backward;  ///< one layer, one micro-batch: the windows offloads hide in
-  double host_link_Bps = 0, host_link_peak_Bps = 0;
-  /// Why the planner cannot cover this model or layout ("" when it can).
-  const char* uncovered = "";
+/// One kind of layer: a run of identical layers of the graph (dense or MoE, full or
+/// sliding-window attention).
+struct LayerKind {
+  const char* name = "";   ///< the graph group's name ("dense layers", "moe layers", ...)
+  int group = -1;          ///< its group in the forward graph
+  double layers = 0;       ///< layers of this kind in the model
+  double share = 0;        ///< layers / all layers: its weight in per-layer averages
+  int first = 0, count = 0;  ///< its tensors: LayerTensors::tensors[first, first + count)
+  double saved_bytes = 0;  ///< all its tensors (nothing recomputed)
+  double core_bytes = 0;   ///< the attention core inside attn_out (what selective recomputation drops)
+  StepPart layer_forward, layer_backward;  ///< one layer, one micro-batch: the windows its offloads hide in
 };
 
-/// One choice for every saved activation of a layer, and what it costs per layer per micro-batch.
+/// The activations each kind of layer keeps for backward (docs/training.md#activations): the
+/// Korthikanti et al. accounting tensor by tensor, extended to MLA and MoE layers, with their
+/// producers' times from the forward graph. Per-layer figures are averages over the kinds,
+/// weighted by their layer counts.
+struct LayerTensors {
+  static constexpr int kMaxKinds = 4;    ///< dense or MoE, full or sliding-window attention
+  static constexpr int kMaxPerKind = 20; ///< an MLA + MoE layer with shared experts saves 18
+  static constexpr int kMax = kMaxKinds * kMaxPerKind;
+  std::array<SavedTensor, kMax> tensors{};
+  int count = 0;
+  std::array<LayerKind, kMaxKinds> kinds{};
+  int kind_count = 0;
+  bool timed = false;            ///< producers' times filled (--recompute auto); bytes always
+  double layer_input_bytes = 0;  ///< always kept: the checkpoint every recomputation starts from
+  double fixed_bytes = 0;        ///< kept whatever the plan (dropout masks)
+  double saved_bytes = 0;        ///< every tensor kept, averaged over the kinds
+  double core_bytes = 0;         ///< the attention cores among them, averaged
+  StepPart layer_forward, layer_backward;  ///< averaged over the kinds
+  double host_link_Bps = 0, host_link_peak_Bps = 0;
+};
+
+/// One choice for every saved activation of every kind of layer, and what it costs per layer
+/// per micro-batch (averaged over the kinds).
 struct RecomputeChoice {
   std::array<TensorAction, LayerTensors::kMax> action{};
   double kept_bytes = 0;       ///< the tensors kept (beyond the layer input and fixed bytes)
@@ -113,27 +136,26 @@ struct RecomputeChoice {
 /// The choices no other beats in both kept bytes and added time: kept bytes ascending,
 /// added (realistic) time strictly descending.
 struct RecomputeFrontier {
-  static constexpr int kMax = 512;  ///< kept sets of 9 tensors: at most 2^9 distinct byte counts
-  std::array<RecomputeChoice, kMax> plans;
+  std::vector<RecomputeChoice> plans;  ///< capacity kept across builds: no allocation once warm
   int count = 0;
-  std::int64_t evaluated = 0;  ///< choices considered: 2^n, or 3^n with offload
+  double combinations = 0;     ///< choices covered exactly: the product over kinds of 2^n (3^n with offload)
+  std::int64_t priced = 0;     ///< partial choices the dynamic programme priced to cover them
   /// The fastest choice whose kept bytes fit `budget`; the smallest if none does.
   const RecomputeChoice& best_within(double budget) const noexcept;
 };
 
-/// Why the planner does not cover `m` (MoE, MLA, layers of two kinds), or "" when it does.
-const char* recompute_planner_gap(const model::ModelConfig& m) noexcept;
-
 using OpTimesArray = std::array<OpTimes, model::Graph::kMaxOps>;
-/// The saved activations of one layer of `g` (the forward graph train_shape builds), with
-/// the forward and backward times of its ops. Never throws; `out.uncovered` says when the
-/// model is outside what the planner models.
+/// The saved activations of every kind of layer of `g` (the forward graph train_shape
+/// builds); with `timed`, the forward and backward times of their producers too. Never throws.
 void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const model::Graph& g, const OpTimesArray& fwd,
-                   const OpTimesArray& bwd, const ops::Rates& rates, const hw::ChipSpec& chip, LayerTensors& out) noexcept;
+                   const OpTimesArray& bwd, const ops::Rates& rates, const hw::ChipSpec& chip, bool timed,
+                   LayerTensors& out) noexcept;
 /// The cost of one choice.
 RecomputeChoice evaluate_choice(const LayerTensors& t, const std::array<TensorAction, LayerTensors::kMax>& action) noexcept;
-/// Every keep/recompute combination (with `offload`, keep/recompute/offload): 2^n or 3^n,
-/// exact; their front in `f`. Never allocates.
+/// The exact front of every keep/recompute choice (with `offload`, keep/recompute/offload)
+/// of every tensor: a dynamic programme over each kind's tensors that drops only dominated
+/// partial choices, then the kinds' fronts combined by their layer counts
+/// (docs/training.md#recomputation-planner). Allocates only to grow its per-thread scratch.
 void build_frontier(const LayerTensors& t, bool offload, RecomputeFrontier& f) noexcept;
 
 /// Sums over the forward graph of one micro-batch on one GPU (every layer, whole model:
