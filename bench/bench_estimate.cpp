@@ -149,6 +149,31 @@ void BM_Train70B(benchmark::State& state) {
 }
 BENCHMARK(BM_Train70B);
 
+// The recomputation planner's exact front for DeepSeek-V3 (MLA; 3 dense and 58 MoE layers,
+// 13 and 18 saved tensors): every keep/recompute/offload choice, 3^31 of them, covered by the
+// dynamic programme once per plan shape (train_shape). Arg: 0 keep/recompute, 1 with offload.
+void BM_RecomputeFrontDeepSeekV3(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  analysis::TrainConfig cfg;
+  cfg.gpus = 256;
+  cfg.tp = 8;
+  cfg.ep = 4;
+  cfg.seq = 4096;
+  cfg.global_batch = 32;
+  cfg.recompute = analysis::Recompute::automatic;
+  cfg.offload = state.range(0) != 0;
+  const hw::System sys = analysis::training_system(h100(), cfg);
+  auto r = std::make_unique<analysis::TrainResult>();
+  analysis::train(m, sys, cfg, *r);
+  for (auto _ : state) {
+    analysis::build_frontier(r->tensors, cfg.offload, r->frontier);
+    benchmark::DoNotOptimize(r->frontier.count);
+  }
+  state.counters["front"] = r->frontier.count;
+  state.counters["priced"] = static_cast<double>(r->frontier.priced);
+}
+BENCHMARK(BM_RecomputeFrontDeepSeekV3)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 // The same with everything the CLI reports: parameter counts, critical batch, CUDA graphs.
 void BM_Infer70BFull(benchmark::State& state) {
   const hw::System sys = h100();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -156,7 +157,8 @@ bool lex_less(double r1, int c1, double r2, int c2) noexcept { return r1 < r2 ||
 struct Scratch {
   std::vector<State> cur, next;
   std::vector<double> offs;
-  std::vector<std::pair<double, int>> fenwick;
+  std::vector<std::pair<double, int>> fenwick;  // prefix minimum of (rc, changes) over offload ranks
+  std::vector<double> above;                    // the same of rc + 2 off over reversed ranks
   std::vector<Point> front, merged, pairs;
 };
 
@@ -169,7 +171,8 @@ Scratch& scratch() {
 // time, changes): what is left is exactly what can still lead to a best choice, since the
 // remaining tensors add the same to both and the exposed offload grows with the offloaded
 // time. Sort by (kept, off, rc, changes); a state is beaten by an earlier one with no more
-// offload and no worse (rc, changes): a prefix minimum over offload ranks (Fenwick tree).
+// offload and no worse (rc, changes): a prefix minimum over offload ranks (Fenwick tree);
+// or with more offload and less rc + 2 off (a suffix minimum).
 void prune(std::vector<State>& in, std::vector<State>& out, bool offload, Scratch& sc) {
   std::sort(in.begin(), in.end(), [](const State& x, const State& y) {
     if (x.kept != y.kept) return x.kept < y.kept;
@@ -196,6 +199,7 @@ void prune(std::vector<State>& in, std::vector<State>& out, bool offload, Scratc
   sc.offs.erase(std::unique(sc.offs.begin(), sc.offs.end()), sc.offs.end());
   const int n = static_cast<int>(sc.offs.size());
   sc.fenwick.assign(static_cast<size_t>(n) + 1, {1e300, 1 << 30});
+  sc.above.assign(static_cast<size_t>(n) + 1, 1e300);
   for (const State& st : in) {
     const int rank = static_cast<int>(std::lower_bound(sc.offs.begin(), sc.offs.end(), st.off) - sc.offs.begin()) + 1;
     std::pair<double, int> best{1e300, 1 << 30};
@@ -203,10 +207,17 @@ void prune(std::vector<State>& in, std::vector<State>& out, bool offload, Scratc
       if (lex_less(sc.fenwick[i].first, sc.fenwick[i].second, best.first, best.second)) best = sc.fenwick[i];
     }
     if (!lex_less(st.rc, st.changes, best.first, best.second)) continue;  // beaten or equalled
+    // A state that offloads more also beats this one if its extra offload, exposed at worst
+    // on both trips (the exposed time grows at most twice as fast as the offloaded time),
+    // costs less than the recomputation it saves: min(rc + 2 off) over higher offload ranks.
+    double above = 1e300;
+    for (int i = n - rank; i > 0; i -= i & -i) above = std::min(above, sc.above[i]);
+    if (above < st.rc + 2 * st.off) continue;
     out.push_back(st);
     for (int i = rank; i <= n; i += i & -i) {
       if (lex_less(st.rc, st.changes, sc.fenwick[i].first, sc.fenwick[i].second)) sc.fenwick[i] = {st.rc, st.changes};
     }
+    for (int i = n - rank + 1; i <= n; i += i & -i) sc.above[i] = std::min(sc.above[i], st.rc + 2 * st.off);
   }
 }
 
@@ -223,6 +234,37 @@ void front_of(std::vector<Point>& in, std::vector<Point>& out) {
     if (!out.empty() && !lex_less(p.added, p.changes, out.back().added, out.back().changes)) continue;
     out.push_back(p);
   }
+}
+
+// Bounding: every completion of a state keeps at least what it keeps and adds at least its
+// recompute time and exposed offload so far. Three completions of each state (keep,
+// recompute or offload every remaining tensor) are whole choices; a state whose bound a
+// whole choice keeping no more beats outright can only lead to dominated choices, and goes.
+void bound(const LayerTensors& t, const LayerKind& kind, int from, bool offload, Scratch& sc) {
+  double rest_bytes = 0, rest_rc = 0, rest_off = 0;
+  for (int n = from; n < kind.count; ++n) {
+    const SavedTensor& x = t.tensors[kind.first + n];
+    rest_bytes += x.bytes;
+    rest_rc += x.recompute_s;
+    rest_off += x.offload_s;
+  }
+  const double F = kind.layer_forward.realistic_s, B = kind.layer_backward.realistic_s;
+  sc.pairs.clear();
+  for (const State& st : sc.cur) {
+    const double lb = st.rc + exposed(st.off, F, B);
+    sc.pairs.push_back(Point{st.kept + rest_bytes, lb, 0, {}});
+    sc.pairs.push_back(Point{st.kept, lb + rest_rc, 0, {}});
+    if (offload) sc.pairs.push_back(Point{st.kept, st.rc + exposed(st.off + rest_off, F, B), 0, {}});
+  }
+  front_of(sc.pairs, sc.front);
+  size_t w = 0;
+  for (const State& st : sc.cur) {
+    // The fastest whole choice keeping no more than this state already does.
+    const auto it = std::upper_bound(sc.front.begin(), sc.front.end(), st.kept, [](double k, const Point& p) { return k < p.kept; });
+    if (it != sc.front.begin() && std::prev(it)->added < st.rc + exposed(st.off, F, B)) continue;
+    sc.cur[w++] = st;
+  }
+  sc.cur.resize(w);
 }
 
 }  // namespace
@@ -247,14 +289,13 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
   // The kinds of layer: the graph's groups that hold attention.
   double all_layers = 0;
   std::array<Items, LayerTensors::kMaxKinds> items;
+  std::array<bool, model::Graph::kMaxGroups> attention{}, moe{};
+  for (int i = 0; i < g.op_count; ++i) {
+    attention[g.ops[i].group] = attention[g.ops[i].group] || g.ops[i].block == model::Block::attention;
+    moe[g.ops[i].group] = moe[g.ops[i].group] || g.ops[i].block == model::Block::moe;
+  }
   for (int gi = 0; gi < g.group_count && out.kind_count < LayerTensors::kMaxKinds; ++gi) {
-    bool attention = false, moe = false;
-    for (int i = 0; i < g.op_count; ++i) {
-      if (g.ops[i].group != gi) continue;
-      attention = attention || g.ops[i].block == model::Block::attention;
-      moe = moe || g.ops[i].block == model::Block::moe;
-    }
-    if (!attention) continue;
+    if (!attention[gi]) continue;
     LayerKind& k = out.kinds[out.kind_count];
     k = LayerKind{};
     k.name = g.groups[gi].name;
@@ -264,7 +305,7 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
     all_layers += k.layers;
     Items& kind_items = items[out.kind_count];
     kind_items.count = 0;
-    layer_items(m, cfg, g, gi, moe, kind_items, k.core_bytes);
+    layer_items(m, cfg, g, gi, moe[gi], kind_items, k.core_bytes);
     for (int n = 0; n < kind_items.count; ++n) {
       const Item& it = kind_items.at[n];
       SavedTensor& t = out.tensors[out.count++];
@@ -401,6 +442,7 @@ void build_frontier(const LayerTensors& t, bool offload, RecomputeFrontier& f) n
       }
       f.priced += static_cast<std::int64_t>(sc.next.size());
       prune(sc.next, sc.cur, offload, sc);
+      if (n + 1 < kind.count) bound(t, kind, n + 1, offload, sc);
     }
     sc.pairs.clear();
     for (const State& st : sc.cur) {

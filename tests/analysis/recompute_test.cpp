@@ -58,7 +58,13 @@ TEST(Recompute, ChoicesUnderShrinkingBudgets) {
     // Attention is never recomputed while anything cheaper can give way.
     EXPECT_NE(r.best.action[find(r, "attn_out")], TensorAction::recompute) << mb;
     // The memory-bound outputs give way first: at least one is recomputed.
-    EXPECT_EQ(r.best.action[find(r, "attn_norm_out")], TensorAction::recompute) << mb;
+    // (The two norms' outputs cost the same to keep, rebuild and move: which of them is
+    // recomputed and which offloaded is a tie.)
+    int memory_bound_recomputed = 0;
+    for (const char* n : {"attn_norm_out", "mlp_norm_out", "act_out"}) {
+      memory_bound_recomputed += r.best.action[find(r, n)] == TensorAction::recompute;
+    }
+    EXPECT_GE(memory_bound_recomputed, 1) << mb;
     // The plan beats the fixed policies that fit.
     if (r.selective.feasible) {
       EXPECT_LE(r.best.added_s, r.selective.added_s) << mb;
