@@ -146,7 +146,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   int links = 0, link = 0;
   if (any_link != 0) {
     for (int l = 0; l < hw::kMaxLinks; ++l) {
-      const bool used = (c.link_bytes[l] != 0) | (c.link_steps[l] != 0);
+      const bool used = (static_cast<int>(c.link_bytes[l] != 0) | static_cast<int>(c.link_steps[l] != 0)) != 0;
       links += used;
       link = used ? l : link;
     }
@@ -156,7 +156,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   o.link_steps = links > 0 ? c.link_steps[link] : 0;
   const bool two_dtypes = ((m & (m - 1)) | (v & (v - 1))) != 0;
   const bool cache_levels = std::fabs(c.bytes[1]) + std::fabs(c.bytes[2]) + std::fabs(c.bytes[3]) != 0;
-  return !two_dtypes & !cache_levels & (links <= 1);
+  return (static_cast<int>(!two_dtypes) & static_cast<int>(!cache_levels) & static_cast<int>(links <= 1)) != 0;
 }
 
 }  // namespace ridgeline::ops
