@@ -53,11 +53,11 @@ std::string b(double v) { return format_quantity(v, Quantity::bytes); }
 struct Column {
   const char* title;
   const char* key;
-  enum Kind { text, time, bytes, flops, number } kind;
+  enum Kind { label, time, bytes, flops, number } kind;  // label: shown as text
 };
 
 std::string cell(const json& v, Column::Kind k) {
-  if (k == Column::text || !v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
+  if (k == Column::label || !v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
   const double x = v.get<double>();
   std::string shown;
   switch (k) {
@@ -72,7 +72,7 @@ std::string cell(const json& v, Column::Kind k) {
 std::string table(const char* id, const std::vector<Column>& cols, const std::vector<const json*>& rows) {
   std::string s = fmt::format("<table class=\"sortable ops\" id=\"{}\">\n<thead><tr>", id);
   for (const auto& c : cols) {
-    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\">{}</th>", c.kind == Column::text ? "text" : "num", esc(c.title));
+    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\">{}</th>", c.kind == Column::label ? "text" : "num", esc(c.title));
   }
   s += "</tr></thead>\n<tbody>\n";
   for (const json* r : rows) {
@@ -204,16 +204,16 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
   }
   s += "<section id=\"ops\"><h2>Every op</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
   if (train) {
-    s += table("ops-table", {{"op", "name", Column::text}, {"group", "group", Column::text}, {"repeat", "repeat", Column::number},
-                             {"kind", "kind", Column::text}, {"FLOPs", "flops", Column::flops}, {"bytes", "bytes", Column::bytes},
-                             {"FLOPs/byte", "intensity_flops_per_byte", Column::number}, {"bound", "bound", Column::text},
+    s += table("ops-table", {{"op", "name", Column::label}, {"group", "group", Column::label}, {"repeat", "repeat", Column::number},
+                             {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops}, {"bytes", "bytes", Column::bytes},
+                             {"FLOPs/byte", "intensity_flops_per_byte", Column::number}, {"bound", "bound", Column::label},
                              {"forward", "t_forward_lower_s", Column::time}, {"backward", "t_backward_lower_s", Column::time}},
                rows);
   } else {
-    s += table("ops-table", {{"op", "name", Column::text}, {"phase", "phase", Column::text}, {"group", "group", Column::text},
-                             {"repeat", "repeat", Column::number}, {"kind", "kind", Column::text}, {"FLOPs", "flops", Column::flops},
+    s += table("ops-table", {{"op", "name", Column::label}, {"phase", "phase", Column::label}, {"group", "group", Column::label},
+                             {"repeat", "repeat", Column::number}, {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops},
                              {"bytes", "bytes", Column::bytes}, {"FLOPs/byte", "intensity_flops_per_byte", Column::number},
-                             {"bound", "bound", Column::text}, {"time", "t_lower_s", Column::time},
+                             {"bound", "bound", Column::label}, {"time", "t_lower_s", Column::time},
                              {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::number}},
                rows);
   }
