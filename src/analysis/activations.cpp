@@ -274,7 +274,6 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
                    LayerTensors& out) noexcept {
   out.count = 0;
   out.kind_count = 0;
-  out.timed = timed;
   out.saved_bytes = out.core_bytes = 0;
   out.layer_forward = out.layer_backward = {};
   const int host = chip.link_index(hw::LinkScope::host);
@@ -335,21 +334,11 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
     for (int i = 0; i < g.op_count; ++i) {
       if (g.ops[i].group != kind.group) continue;
       const hw::KernelClass kc = model::kernel_class(g.ops[i].cls);
-      const ops::TimeParts& f = fwd[i].parts;
-      const ops::TimeParts& w = bwd[i].parts;
-      kind.layer_forward.lower_s += f.lower();
-      kind.layer_forward.upper_s += f.upper(rates, kc);
-      kind.layer_forward.realistic_s += f.realistic(rates, kc);
-      kind.layer_backward.lower_s += w.lower();
-      kind.layer_backward.upper_s += w.upper(rates, kc);
-      kind.layer_backward.realistic_s += w.realistic(rates, kc);
+      add(kind.layer_forward, part_of(fwd[i].parts, rates, kc));
+      add(kind.layer_backward, part_of(bwd[i].parts, rates, kc));
     }
-    for (StepPart* p : {&out.layer_forward, &out.layer_backward}) {
-      const StepPart& q = p == &out.layer_forward ? kind.layer_forward : kind.layer_backward;
-      p->lower_s += kind.share * q.lower_s;
-      p->upper_s += kind.share * q.upper_s;
-      p->realistic_s += kind.share * q.realistic_s;
-    }
+    add(out.layer_forward, kind.layer_forward, kind.share);
+    add(out.layer_backward, kind.layer_backward, kind.share);
     // Each tensor's producers: re-running them rebuilds it.
     for (int n = 0; n < kind.count; ++n) {
       SavedTensor& t = out.tensors[kind.first + n];
@@ -358,12 +347,9 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
         if (g.ops[i].group != kind.group) continue;
         const std::string_view op_name(g.ops[i].name);
         if (op_name.empty() || std::find(it.ops.begin(), it.ops.end(), op_name) == it.ops.end()) continue;
-        const hw::KernelClass kc = model::kernel_class(g.ops[i].cls);
-        const ops::TimeParts& p = fwd[i].parts;
-        const double lower = p.lower();
-        t.recompute.lower_s += lower;
-        t.recompute.upper_s += p.upper(rates, kc);
-        t.recompute.realistic_s += p.realistic(rates, kc);
+        const StepPart p = part_of(fwd[i].parts, rates, model::kernel_class(g.ops[i].cls));
+        const double lower = p.lower_s;
+        add(t.recompute, p);
         t.matrix_flops += g.ops[i].cost.matrix_flops;
         t.kind_s[static_cast<int>(g.ops[i].cls)] += lower;
         if (g.ops[i].cls == model::OpClass::comm) {
@@ -390,9 +376,7 @@ RecomputeChoice evaluate_choice(const LayerTensors& t, const std::array<TensorAc
       switch (action[i]) {
         case TensorAction::keep: c.kept_bytes += w * x.bytes; break;
         case TensorAction::recompute:
-          c.added.lower_s += w * x.recompute.lower_s;
-          c.added.upper_s += w * x.recompute.upper_s;
-          c.added.realistic_s += w * x.recompute.realistic_s;
+          add(c.added, x.recompute, w);
           c.recompute_s += w * x.recompute_s;
           c.matrix_flops += w * x.matrix_flops;
           for (int j = 0; j < 6; ++j) c.kind_s[j] += w * x.kind_s[j];

@@ -49,14 +49,6 @@ bool recomputed(const Graph& g, int i, Recompute r) {
   return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
 }
 
-StepPart part_of(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) {
-  return {p.lower(), p.upper(r, k), p.realistic(r, k)};
-}
-void add(StepPart& a, const StepPart& b, double k = 1) {
-  a.lower_s += k * b.lower_s;
-  a.upper_s += k * b.upper_s;
-  a.realistic_s += k * b.realistic_s;
-}
 StepPart scaled(const StepPart& a, double k) { return {a.lower_s * k, a.upper_s * k, a.realistic_s * k}; }
 StepPart exposed(const StepPart& comm, const StepPart& window) {
   return {std::max(0.0, comm.lower_s - window.lower_s), std::max(0.0, comm.upper_s - window.lower_s),

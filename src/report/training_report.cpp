@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 
 #include "ridgeline/core/units.hpp"
@@ -16,10 +17,10 @@ json part(const analysis::StepPart& p) {
   return {{"t_lower_s", p.lower_s}, {"t_upper_s", p.upper_s}, {"t_realistic_s", p.realistic_s}};
 }
 // A tensor's name; with several kinds of layer, prefixed by its kind's ("moe layers/attn_out").
-std::string tensor_label(const analysis::LayerTensors& lt, int i) {
-  const analysis::SavedTensor& x = lt.tensors[i];
-  if (lt.kind_count <= 1) return x.name;
-  return fmt::format("{}/{}", lt.kinds[x.kind].name, x.name);
+std::string tensor_label(const std::array<analysis::SavedTensor, analysis::LayerTensors::kMax>& tensors,
+                         const std::array<analysis::LayerKind, analysis::LayerTensors::kMaxKinds>& kinds, int kind_count, int i) {
+  if (kind_count <= 1) return tensors[i].name;
+  return fmt::format("{}/{}", kinds[tensors[i].kind].name, tensors[i].name);
 }
 constexpr const char* kFlopConvention =
     "model FLOPs = 3 x the forward pass's matrix-unit FLOPs (GEMMs and attention, causal pairs only), without "
@@ -81,7 +82,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
     // The planner's choice: per layer and micro-batch, averaged over the kinds of layer.
     const analysis::RecomputeChoice& ch = r.recompute_choice;
     json actions = json::object();
-    for (int i = 0; i < r.tensors.count; ++i) actions[tensor_label(r.tensors, i)] = std::string(analysis::name(ch.action[i]));
+    for (int i = 0; i < r.tensors.count; ++i) actions[tensor_label(r.tensors.tensors, r.tensors.kinds, r.tensors.kind_count, i)] = std::string(analysis::name(ch.action[i]));
     j["recompute_plan"] = {{"budget_bytes_per_layer", r.activation_budget_bytes},
                            {"kept_bytes_per_layer", ch.kept_bytes},
                            {"added_backward_s_per_layer", ch.added.realistic_s},
@@ -196,13 +197,9 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
 }
 
 namespace {
-std::string tensor_label(const analysis::RecomputeResult& r, int i) {
-  if (r.kind_count <= 1) return r.tensors[i].name;
-  return fmt::format("{}/{}", r.kinds[r.tensors[i].kind].name, r.tensors[i].name);
-}
 json plan_json(const analysis::RecomputeResult& r, const analysis::RecomputePlan& p) {
   json actions = json::object();
-  for (int i = 0; i < r.count; ++i) actions[tensor_label(r, i)] = std::string(analysis::name(p.action[i]));
+  for (int i = 0; i < r.count; ++i) actions[tensor_label(r.tensors, r.kinds, r.kind_count, i)] = std::string(analysis::name(p.action[i]));
   return {{"actions", actions},
           {"memory_bytes", p.memory_bytes},
           {"recompute_s", p.recompute_s},
@@ -246,7 +243,7 @@ json recompute_json(const analysis::RecomputeResult& r) {
                             {"action", std::string(analysis::name(r.best.action[i]))}});
   }
   json order = json::array();
-  for (int i = 0; i < r.count; ++i) order.push_back(tensor_label(r, r.by_cost_per_byte[i]));
+  for (int i = 0; i < r.count; ++i) order.push_back(tensor_label(r.tensors, r.kinds, r.kind_count, r.by_cost_per_byte[i]));
   j["cheapest_to_recompute_per_byte"] = order;
   j["plan"] = plan_json(r, r.best);
   j["none"] = plan_json(r, r.none);

@@ -62,6 +62,16 @@ struct TrainMemory {
 struct StepPart {
   double lower_s = 0, upper_s = 0, realistic_s = 0;
 };
+/// An op's time parts as (lower, upper, realistic) seconds.
+inline StepPart part_of(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
+  return {p.lower(), p.upper(r, k), p.realistic(r, k)};
+}
+/// a += k·b, each bound.
+inline void add(StepPart& a, const StepPart& b, double k = 1) noexcept {
+  a.lower_s += k * b.lower_s;
+  a.upper_s += k * b.upper_s;
+  a.realistic_s += k * b.realistic_s;
+}
 
 /// What becomes of one saved activation.
 enum class TensorAction : std::uint8_t { keep, recompute, offload };
@@ -110,7 +120,6 @@ struct LayerTensors {
   int count = 0;
   std::array<LayerKind, kMaxKinds> kinds{};
   int kind_count = 0;
-  bool timed = false;            ///< producers' times filled (--recompute auto); bytes always
   double layer_input_bytes = 0;  ///< always kept: the checkpoint every recomputation starts from
   double fixed_bytes = 0;        ///< kept whatever the plan (dropout masks)
   double saved_bytes = 0;        ///< every tensor kept, averaged over the kinds
