@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -74,6 +75,7 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                           j["measured"]["isa"][std::string(name(p.dtype))] = p.isa;
                           j["measured"]["one_core_flops_per_s"][std::string(name(p.dtype))] = p.one_core.value;
                         }
+                        if (std::isfinite(r.write_allocate_witness)) j["measured"]["write_allocate_witness"] = r.write_allocate_witness;
                         {
                           const measure::HostInfo& h = r.host;
                           nlohmann::json caches = nlohmann::json::array();
@@ -153,6 +155,13 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                               format_quantity(b.working_set_bytes, Quantity::bytes), bw(b.read), bw(b.copy), bw(b.triad));
                           if (b.write_nt.repetitions > 0) text += fmt::format("  nt write {}  nt copy {}", bw(b.write_nt), bw(b.copy_nt));
                           text += "\n";
+                        }
+                        text += r.write_allocate ? "write-allocate: assumed (x86 write-back memory); the chip's memory roofs (top) count a plain store's line read past L1\n"
+                                                 : "write-allocate: none assumed\n";
+                        if (std::isfinite(r.write_allocate_witness)) {
+                          text += fmt::format("  witness, main memory on all cores: 2 x (nt copy / copy - 1) = {:.2f} lines read per line stored "
+                                              "(1 if stores allocate and memory moves every mix at one rate; not used to decide)\n",
+                                              r.write_allocate_witness);
                         }
                         text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
                         if (!f->compare.empty()) {

@@ -151,7 +151,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
-                         "vector_peak", "sparse_factor", "memory", "links", "launch_overhead",
+                         "vector_peak", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
                          "chips_per_node", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
@@ -175,6 +175,12 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     std::string s = r.scalar(root["sparse_factor"], "sparse_factor");
     c.sparse_factor = parse_number(s, fmt::format("{}: sparse_factor", source));
     if (!(c.sparse_factor >= 1 && c.sparse_factor <= 16)) r.fail("sparse_factor", fmt::format("'{}' must be in [1, 16]", s));
+  }
+  if (root["write_allocate"]) {
+    const std::string s = r.scalar(root["write_allocate"], "write_allocate");
+    if (s == "true") c.write_allocate = true;
+    else if (s == "false") c.write_allocate = false;
+    else r.fail("write_allocate", fmt::format("'{}' must be true or false", s));
   }
 
   YAML::Node mem = r.required(root, "memory", "");
@@ -281,6 +287,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   y += "matrix_peak:" + peaks(c.matrix_flops_per_s);
   if (c.sparse_factor != 1) y += fmt::format("sparse_factor: {:.17g}\n", c.sparse_factor);
   y += "vector_peak:" + peaks(c.vector_flops_per_s);
+  if (c.write_allocate) y += "write_allocate: true\n";
   y += "memory:\n";
   for (const auto& m : c.memory) {
     y += fmt::format("  - {{name: {}, bandwidth: {:.17g} B/s, capacity: {:.17g} B}}\n", yaml_quoted(m.name), m.bandwidth_Bps,

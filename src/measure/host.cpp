@@ -527,14 +527,19 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   const std::vector<Kernel> kernels = peak_kernels(h);
   // The steps, counted first so that the progress callback knows the total.
   std::vector<Arena> arenas;
-  // Working sets from 16 KiB to 4x the last cache (at least 256 MiB), per core.
+  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB). Not less: a
+  // last-level cache that does not evict in strict LRU order (AMD's victim L3) keeps part
+  // of a stream twice its size, which then reads faster than main memory. All cores: the
+  // same past the last cache in full mode, 2x per core in quick mode (with two or more
+  // cores sharing it, still 4x the cache in all).
   double last = 0;
   for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
+  double one_top = std::max(4 * last, 64.0 * 1024 * 1024);
   double top = std::max((cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024);
-  if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes);
+  if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes), one_top = std::min(one_top, cfg.max_working_set_bytes);
   const double step = cfg.quick ? 2.0 : std::sqrt(2.0);
   std::vector<double> one_sizes;
-  for (double ws = 16 * 1024; ws <= top * 1.0001; ws *= step) one_sizes.push_back(ws);
+  for (double ws = 16 * 1024; ws <= one_top * 1.0001; ws *= step) one_sizes.push_back(ws);
   // All cores: one size inside each cache level (per core share) and one far past the last.
   std::vector<std::pair<double, int>> sizes;
   for (size_t ci = 0; ci < h.caches.size(); ++ci) {
@@ -597,6 +602,10 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
     progress(fmt::format("{} cores, {:.0f} KiB each", all, ws / 1024));
   }
   r.plateaus = find_plateaus(r.sweep, h.caches);
+  if (!r.sweep_all.empty()) {
+    const BandwidthPoint& d = r.sweep_all.back();
+    if (d.cache < 0 && d.copy.value > 0 && d.copy_nt.value > 0) r.write_allocate_witness = 2 * (d.copy_nt.value / d.copy.value - 1);
+  }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
 }
@@ -614,11 +623,16 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   // Each level's roof is the best all-core rate any stream kernel reached there (read, copy,
   // triad and, past the caches, the non-temporal ones), as the Empirical Roofline Toolkit
   // takes its ceilings: a read-only stream does not always saturate a level that mixed
-  // loads and stores do. Main memory first (past the last cache), then the caches,
-  // outermost first.
+  // loads and stores do. Counted as traffic: where plain stores allocate, copy's store
+  // also reads its line (3 bytes moved per 2 counted) and so does triad's (4 per 3), at
+  // every level but L1 (cache 0), where the line is already present. Main memory first
+  // (past the last cache), then the caches, outermost first.
+  c.write_allocate = r.write_allocate;
   const auto& all = r.sweep_all;
-  auto roof = [](const BandwidthPoint& b) {
-    return std::max({b.read.value, b.copy.value, b.triad.value, b.write_nt.value, b.copy_nt.value});
+  auto roof = [&](const BandwidthPoint& b) {
+    const bool allocates = r.write_allocate && b.cache != 0;
+    const double copy = b.copy.value * (allocates ? 1.5 : 1), triad = b.triad.value * (allocates ? 4.0 / 3 : 1);
+    return std::max({b.read.value, copy, triad, b.write_nt.value, b.copy_nt.value});
   };
   if (!all.empty()) c.memory.push_back({all.back().cache < 0 ? "DRAM" : "memory", roof(all.back()), 0});
   for (int i = static_cast<int>(all.size()) - 2; i >= 0 && c.memory.size() < static_cast<size_t>(hw::kMaxMemoryLevels); --i) {
@@ -654,7 +668,10 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   out.name = "host";
   out.vendor = "host";
   out.kind = "cpu";
-  out.sources = {"measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores, not write-allocate)"};
+  out.sources = {c.write_allocate
+                     ? "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores and, past L1, the line a plain store reads first)"
+                     : "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores)",
+                 "write_allocate: x86 write-back memory allocates a line on a store miss (Intel SDM vol. 3A, 'Methods of Caching Available', WB; AMD64 APM vol. 2, 'Memory Types', WB)"};
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -662,6 +679,7 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   for (const auto& p : r.peaks) {
     m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }
+  if (std::isfinite(r.write_allocate_witness)) m += fmt::format("  write_allocate_witness: {:.3f}\n", r.write_allocate_witness);
   return io::chip_yaml(out, "", m);
 }
 

@@ -34,6 +34,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["kind"] = c.kind;
   j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
   j["sparse_factor"] = c.sparse_factor;
+  j["write_allocate"] = c.write_allocate;
   std::array<double, kDTypeCount> sparse{};
   // 2:4 structured sparsity exists for tf32, 16-bit, 8-bit and 4-bit formats, not fp64/fp32.
   for (int i = 0; i < kDTypeCount; ++i) {

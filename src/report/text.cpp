@@ -39,6 +39,7 @@ std::string chip_text(const hw::ChipSpec& c) {
   }
   out += "memory (main first)\n";
   for (const auto& m : c.memory) out += fmt::format("  {:<9} {:>14}  {:>10}\n", m.name, bw(m.bandwidth_Bps), size(m.capacity_bytes));
+  if (c.write_allocate) out += "  stores allocate: a plain store's line is read first past L1 (write_allocate)\n";
   if (!c.links.empty()) out += "links (per direction, per chip)\n";
   for (const auto& l : c.links) {
     out += fmt::format("  {:<16} {:>12}  = {} x {}, latency {}, scope {}\n", l.name, bw(l.chip_bandwidth_Bps()), l.count,

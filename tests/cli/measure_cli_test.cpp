@@ -23,6 +23,7 @@ TEST(MeasureCli, WritesAChipFileThatLoadsEverywhere) {
   // The file is a chip file like any other: hw show and op accept it.
   auto show = run_json("hw show " + out);
   EXPECT_EQ(show["name"], "host");
+  EXPECT_TRUE(show["write_allocate"].get<bool>());  // x86 write-back memory
   auto op = run_json("op dot --n 1e6 --dtype fp32 --hw " + out);
   EXPECT_GT(op["t_lower_s"].get<double>(), 0);
 

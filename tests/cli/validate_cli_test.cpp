@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "cli/cli_harness.hpp"
@@ -29,11 +30,13 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
     EXPECT_GT(op["predicted_s"].get<double>(), 0) << op["name"];
     EXPECT_DOUBLE_EQ(op["ratio"].get<double>(), op["measured_s"].get<double>() / op["predicted_s"].get<double>());
   }
-  // Working sets: main memory is twice the outermost cache, at least 64 MiB: 67108864 bytes.
-  // triad a = b + s·c on n = floor(67108864 / 12) = 5592405 floats: the op model moves
-  // 12n = 67108860 bytes; a is written without being read: 4n = 22369620 bytes of
-  // write-allocate. At 10 GB/s: (67108860 + 22369620) / 1e10 = 8.947848 ms, above the
-  // 2n / 1e11 = 0.11 ms of arithmetic: memory-bound.
+  // Working sets: main memory is four times the outermost cache (8 MiB), at least 64 MiB:
+  // 67108864 bytes. triad a = b + s·c on n = floor(67108864 / 12) = 5592405 floats: the op
+  // model moves 12n = 67108860 bytes; a is written without being read and the chip's stores
+  // allocate: 4n = 22369620 bytes of write-allocate. At 10 GB/s:
+  // (67108860 + 22369620) / 1e10 = 8.947848 ms, above the 2n / 1e11 = 0.11 ms of
+  // arithmetic: memory-bound.
+  EXPECT_TRUE(j["write_allocate"].get<bool>());
   const auto* triad = find(ops, "triad (DRAM)");
   ASSERT_NE(triad, nullptr);
   EXPECT_EQ((*triad)["level"], "DRAM");
@@ -42,7 +45,8 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   EXPECT_DOUBLE_EQ((*triad)["write_allocate_bytes"].get<double>(), 22369620);
   EXPECT_NEAR((*triad)["predicted_s"].get<double>(), 8.947848e-3, 1e-12);
   // In cache: a quarter of the innermost cache of 1 MiB or more (L2, 1 MiB): 262144 bytes,
-  // n = 21845 floats, 16n = 349520 bytes at L2's 200 GB/s = 1.7476 us.
+  // n = 21845 floats, 16n = 349520 bytes at L2's 200 GB/s = 1.7476 us (a's lines come from
+  // L2 into L1 before they are written: write-allocate counted in L2 too).
   const auto* tc = find(ops, "triad (cache)");
   ASSERT_NE(tc, nullptr);
   EXPECT_EQ((*tc)["level"], "L2");
@@ -69,6 +73,24 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   for (const auto& op : ops) with_flops += op["flops"].get<double>() > 0;
   auto p = run_json("plot roofline --hw " + hw + " --dtype fp32 --from " + doc + " --out " + std::string(RIDGELINE_TMP_DIR) + "/validate.svg");
   EXPECT_EQ(p["points"].get<size_t>(), with_flops);
+}
+
+// The same chip without write_allocate: stores move only their own bytes. Triad (DRAM)
+// predicts 12n = 67108860 bytes at 10 GB/s = 6.710886 ms, no write-allocate bytes.
+TEST(ValidateCli, StoresThatDoNotAllocateCountNoReadForOwnership) {
+  std::ifstream in(std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/validate-host.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "write_allocate: true\n";
+  ASSERT_NE(text.find(key), std::string::npos);
+  text.erase(text.find(key), key.size());
+  const std::string hw = std::string(RIDGELINE_TMP_DIR) + "/validate-no-wa.yaml";
+  std::ofstream(hw) << text;
+  auto j = run_json("validate --quick --threads 1 --hw " + hw);
+  EXPECT_FALSE(j["write_allocate"].get<bool>());
+  for (const auto& op : j["ops"]) EXPECT_EQ(op["write_allocate_bytes"].get<double>(), 0) << op["name"];
+  const auto* triad = find(j["ops"], "triad (DRAM)");
+  ASSERT_NE(triad, nullptr);
+  EXPECT_NEAR((*triad)["predicted_s"].get<double>(), 6.710886e-3, 1e-12);
 }
 
 TEST(ValidateCli, BadInput) {

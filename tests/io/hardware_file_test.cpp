@@ -39,7 +39,19 @@ TEST(HardwareFile, ParsesAMinimalFile) {
   EXPECT_DOUBLE_EQ(c.launch_overhead_s, 2e-6);
   EXPECT_DOUBLE_EQ(c.ridge_flops_per_byte(DType::bf16), 100.0);  // 100e12 / 1e12
   EXPECT_EQ(c.sparse_factor, 1.0);
+  EXPECT_FALSE(c.write_allocate);  // a GPU writes whole sectors: no read for ownership
   EXPECT_TRUE(c.links.empty());
+}
+
+// write_allocate: true or false, nothing else; the CPU in the catalog allocates.
+TEST(HardwareFile, WriteAllocate) {
+  EXPECT_TRUE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: true\n", "toy.yaml").write_allocate);
+  EXPECT_FALSE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: false\n", "toy.yaml").write_allocate);
+  EXPECT_NE(error_of(std::string(kMinimal) + "write_allocate: yes\n").find("write_allocate: 'yes' must be true or false"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "write_allocate: [true]\n").find("write_allocate"), std::string::npos);
+  EXPECT_TRUE(catalog_chip("epyc-9654").write_allocate);
+  EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
 
 // chip_yaml writes what parse_chip_yaml reads back to the same chip: every catalog chip,
@@ -53,6 +65,7 @@ TEST(HardwareFile, ChipYamlRoundTrips) {
     EXPECT_EQ(a.matrix_flops_per_s, b.matrix_flops_per_s);
     EXPECT_EQ(a.vector_flops_per_s, b.vector_flops_per_s);
     EXPECT_EQ(a.sparse_factor, b.sparse_factor);
+    EXPECT_EQ(a.write_allocate, b.write_allocate);
     ASSERT_EQ(a.memory.size(), b.memory.size());
     for (size_t i = 0; i < a.memory.size(); ++i) {
       EXPECT_EQ(a.memory[i].name, b.memory[i].name);

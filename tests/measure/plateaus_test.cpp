@@ -70,3 +70,49 @@ TEST(Plateaus, FlatAndMissing) {
 
 }  // namespace
 }  // namespace ridgeline::measure
+
+namespace ridgeline::measure {
+namespace {
+
+// The chip's roofs: the best all-core stream at each level, counted as traffic. With stores
+// that allocate, copy moves 3 bytes per 2 it copies and triad 4 per 3, except in L1.
+// Rates in GB/s, by hand:
+//   L1 (cache 0): read 500, copy 700, triad 600 -> 700 (no read for ownership in L1)
+//   L2 (cache 1): read 400, copy 350 x 1.5 = 525, triad 360 x 4/3 = 480 -> 525
+//   DRAM:         read 30, copy 36 x 1.5 = 54, triad 39 x 4/3 = 52, nt write 40, nt copy 50 -> 54
+// Without write-allocate: L1 700, L2 400, DRAM 50 (the non-temporal copy).
+TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
+  MeasureResult r;
+  r.host.model = "test CPU";
+  r.host.cpus = 2;
+  r.host.caches = {{1, 48 * 1024.0, 1}, {2, 1048576.0, 1}};
+  auto pt = [](int cache, double read, double copy, double triad, double nt_write, double nt_copy) {
+    BandwidthPoint b;
+    b.cache = cache;
+    b.read = {read * 1e9, 0, 3};
+    b.copy = {copy * 1e9, 0, 3};
+    b.triad = {triad * 1e9, 0, 3};
+    if (nt_write > 0) b.write_nt = {nt_write * 1e9, 0, 3}, b.copy_nt = {nt_copy * 1e9, 0, 3};
+    return b;
+  };
+  r.sweep_all = {pt(0, 500, 700, 600, 0, 0), pt(1, 400, 350, 360, 0, 0), pt(-1, 30, 36, 39, 40, 50)};
+  r.write_allocate = true;
+  hw::ChipSpec c = to_chip(r);
+  ASSERT_EQ(c.memory.size(), 3u);
+  EXPECT_TRUE(c.write_allocate);
+  EXPECT_EQ(c.memory[0].name, "DRAM");
+  EXPECT_NEAR(c.memory[0].bandwidth_Bps, 54e9, 1e-3);
+  EXPECT_EQ(c.memory[1].name, "L2");
+  EXPECT_NEAR(c.memory[1].bandwidth_Bps, 525e9, 1e-3);
+  EXPECT_EQ(c.memory[2].name, "L1");
+  EXPECT_NEAR(c.memory[2].bandwidth_Bps, 700e9, 1e-3);
+  r.write_allocate = false;
+  c = to_chip(r);
+  EXPECT_FALSE(c.write_allocate);
+  EXPECT_NEAR(c.memory[0].bandwidth_Bps, 50e9, 1e-3);
+  EXPECT_NEAR(c.memory[1].bandwidth_Bps, 400e9, 1e-3);
+  EXPECT_NEAR(c.memory[2].bandwidth_Bps, 700e9, 1e-3);
+}
+
+}  // namespace
+}  // namespace ridgeline::measure

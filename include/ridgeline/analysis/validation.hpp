@@ -23,7 +23,7 @@ struct KernelCheck {
   ops::Bound bound = ops::Bound::memory;
   double flops = 0;
   double model_bytes = 0;           ///< bytes of ridgeline's op model (no write-allocate)
-  double write_allocate_bytes = 0;  ///< lines written without being read first: read for ownership on a CPU
+  double write_allocate_bytes = 0;  ///< read for ownership of lines stored without being read first (chips whose stores allocate; 0 in the innermost level)
   double predicted_s = 0;           ///< lower bound: max(FLOPs / peak, (model + write-allocate bytes) / level bandwidth)
   double compute_s = 0;             ///< FLOPs / peak (the prediction's math part)
   double memory_s = 0;              ///< model bytes / level bandwidth: the memory part without write-allocate (for calibrate)
@@ -42,6 +42,7 @@ struct ValidationResult {
   double median_ratio_compute = 0, worst_ratio_compute = 0;  ///< compute-bound kernels
   int threads = 1;
   bool blas = false;  ///< OpenBLAS present (GEMMs and attention ran)
+  bool write_allocate = false;  ///< the chip's stores allocate: write-allocate bytes counted
   double seconds = 0;
   std::vector<std::string> notes;
 };

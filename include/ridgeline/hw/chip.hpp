@@ -76,6 +76,10 @@ struct ChipSpec {
   std::array<double, kDTypeCount> matrix_flops_per_s{};  ///< dense peak per dtype, FLOP/s
   std::array<double, kDTypeCount> vector_flops_per_s{};  ///< vector-unit peak per dtype, FLOP/s
   double sparse_factor = 1;  ///< speed-up of 2:4 structured sparsity on the matrix unit (labelled, never applied silently)
+  /// A plain store whose line is not in L1 first reads the line (read for ownership): a
+  /// store of N bytes to data resident in a level past L1 moves 2N there. True for x86
+  /// write-back memory; GPUs write whole sectors without reading them.
+  bool write_allocate = false;
   std::vector<MemoryLevelSpec> memory;  ///< [0] is main memory
   std::vector<LinkSpec> links;
   double launch_overhead_s = 0;  ///< host cost of one kernel launch, seconds

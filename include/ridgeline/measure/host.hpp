@@ -2,6 +2,7 @@
 /// Measuring the machine ridgeline runs on: its CPU, compute ceilings per dtype and
 /// bandwidth per memory level, into a chip file (docs/measurement.md).
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -95,7 +96,7 @@ std::vector<Plateau> find_plateaus(const std::vector<BandwidthPoint>& sweep, con
 struct MeasureConfig {
   bool quick = true;        ///< ~20 s; the full mode repeats more and sweeps finer
   int threads = 0;          ///< 0: every online CPU
-  double max_working_set_bytes = 0;  ///< cap on the sweep (0: 2x the last cache in quick mode, 4x in full, at least 64 MiB)
+  double max_working_set_bytes = 0;  ///< cap on the sweeps (0: one core to 4x the last cache; all cores 2x per core in quick mode, 4x in full; at least 64 MiB)
   /// Called after each measurement step with the steps done, their total and what the
   /// step measured (the CLI draws a progress bar from it on a terminal).
   std::function<void(int done, int total, const std::string& what)> progress;
@@ -107,6 +108,15 @@ struct MeasureResult {
   std::vector<BandwidthPoint> sweep;        ///< one core, small to past the last cache
   std::vector<BandwidthPoint> sweep_all;    ///< all cores, a few sizes per level
   std::vector<Plateau> plateaus;            ///< find_plateaus(sweep, host.caches)
+  /// Whether plain stores allocate (read the line first) past L1: true on
+  /// x86, whose write-back memory allocates on a store miss (Intel SDM vol. 3A, AMD APM
+  /// vol. 2). Not measured: without hardware counters no timing separates it cleanly
+  /// (docs/measurement.md), so `witness` is reported beside it, not used to decide it.
+  bool write_allocate = true;
+  /// What the all-core main-memory copy pair suggests: 2 × (copy_nt / copy − 1), the extra
+  /// read one plain store seems to cost, in lines — about 1 if stores allocate and main
+  /// memory moves mixed traffic at one rate, about 0 if they do not; NaN when not measured.
+  double write_allocate_witness = std::numeric_limits<double>::quiet_NaN();
   double seconds = 0;
   std::string command;
 };
@@ -115,7 +125,9 @@ struct MeasureResult {
 MeasureResult measure_host(const MeasureConfig& cfg);
 
 /// The measured chip: peaks (all cores), vector = matrix units for a CPU, one memory level
-/// per cache and DRAM, each the best all-core rate of the stream kernels there.
+/// per cache and DRAM, each the best all-core rate of the stream kernels there, counted as
+/// traffic: with `write_allocate`, a plain store's read for ownership is counted at every
+/// level but L1 (copy moves 3 bytes per 2 it copies, triad 4 per 3).
 hw::ChipSpec to_chip(const MeasureResult& r);
 
 /// The chip file text (the catalog's schema, with a `measured:` block).
