@@ -397,9 +397,9 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   sys.chips = 1;
   Runner run{sys.chip, sys, out.threads, cfg.quick, out};
   // Working sets: well inside the innermost cache with room (a quarter of its total), and
-  // four times the outermost cache (at least 64 MiB, at most 1 GiB): main memory. Not
-  // less: a last-level cache that does not evict in strict LRU order (AMD's victim L3)
-  // keeps part of a stream of twice its size, which then runs faster than main memory.
+  // four times the outermost cache (at least 64 MiB, at most 1 GiB) touched by each
+  // kernel: main memory. Not less: with 22 MB tensors (twice a 32 MiB L3 over three), the
+  // unfused chain's intermediate stayed in the L3 between its passes.
   double inner = 256 * 1024, outer = 0;
   for (std::size_t l = 1; l < chip.memory.size(); ++l) {
     outer = std::max(outer, chip.memory[l].capacity_bytes);

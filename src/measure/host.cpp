@@ -527,11 +527,9 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   const std::vector<Kernel> kernels = peak_kernels(h);
   // The steps, counted first so that the progress callback knows the total.
   std::vector<Arena> arenas;
-  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB). Not less: a
-  // last-level cache that does not evict in strict LRU order (AMD's victim L3) keeps part
-  // of a stream twice its size, which then reads faster than main memory. All cores: the
-  // same past the last cache in full mode, 2x per core in quick mode (with two or more
-  // cores sharing it, still 4x the cache in all).
+  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB), so that main
+  // memory's plateau has two points past 2x and a spread. All cores: the same in full
+  // mode, 2x per core in quick mode (with two or more cores sharing it, 4x it in all).
   double last = 0;
   for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
   double one_top = std::max(4 * last, 64.0 * 1024 * 1024);
