@@ -527,9 +527,10 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   const std::vector<Kernel> kernels = peak_kernels(h);
   // The steps, counted first so that the progress callback knows the total.
   std::vector<Arena> arenas;
-  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB), so that main
-  // memory's plateau has two points past 2x and a spread. All cores: the same in full
-  // mode, 2x per core in quick mode (with two or more cores sharing it, 4x it in all).
+  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB): main
+  // memory's plateau, from 2x, gets one or two points (with a spread) in quick mode. All
+  // cores: the same in full mode, 2x per core in quick mode (with two or more cores
+  // sharing it, 4x it or more in all).
   double last = 0;
   for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
   double one_top = std::max(4 * last, 64.0 * 1024 * 1024);
@@ -602,7 +603,7 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   r.plateaus = find_plateaus(r.sweep, h.caches);
   if (!r.sweep_all.empty()) {
     const BandwidthPoint& d = r.sweep_all.back();
-    if (d.cache < 0 && d.copy.value > 0 && d.copy_nt.value > 0) r.write_allocate_witness = 2 * (d.copy_nt.value / d.copy.value - 1);
+    if (d.working_set_bytes >= 2 * last && d.copy.value > 0 && d.copy_nt.value > 0) r.write_allocate_witness = 2 * (d.copy_nt.value / d.copy.value - 1);
   }
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return r;
@@ -623,12 +624,14 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   // takes its ceilings: a read-only stream does not always saturate a level that mixed
   // loads and stores do. Counted as traffic: where plain stores allocate, copy's store
   // also reads its line (3 bytes moved per 2 counted) and so does triad's (4 per 3), at
-  // every level but L1 (cache 0), where the line is already present. Main memory first
+  // every level but L1 (named so in the file: validate keys on the name), where the line
+  // is already present. Main memory first
   // (past the last cache), then the caches, outermost first.
   c.write_allocate = r.write_allocate;
   const auto& all = r.sweep_all;
   auto roof = [&](const BandwidthPoint& b) {
-    const bool allocates = r.write_allocate && b.cache != 0;
+    const bool l1 = b.cache >= 0 && r.host.caches[static_cast<size_t>(b.cache)].level == 1;
+    const bool allocates = r.write_allocate && !l1;
     const double copy = b.copy.value * (allocates ? 1.5 : 1), triad = b.triad.value * (allocates ? 4.0 / 3 : 1);
     return std::max({b.read.value, copy, triad, b.write_nt.value, b.copy_nt.value});
   };
@@ -668,8 +671,11 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   out.kind = "cpu";
   out.sources = {c.write_allocate
                      ? "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores and, past L1, the line a plain store reads first)"
-                     : "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores)",
-                 "write_allocate: x86 write-back memory allocates a line on a store miss (Intel SDM vol. 3A, 'Methods of Caching Available', WB; AMD64 APM vol. 2, 'Memory Types', WB)"};
+                     : "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores)"};
+  if (c.write_allocate) {
+    out.sources.push_back(
+        "write_allocate: x86 write-back memory allocates a line on a store miss (Intel SDM vol. 3A, 'Methods of Caching Available', WB; AMD64 APM vol. 2, 'Memory Types', WB)");
+  }
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));

@@ -16,7 +16,7 @@ TEST(HwCli, ListHasNameVendorKind) {
 
 TEST(HwCli, ShowHasTheContractKeys) {
   auto j = run_json("hw show H100-SXM");
-  for (const char* k : {"name", "peak_flops_per_s", "sparse_factor", "vector_flops_per_s", "memory", "links",
+  for (const char* k : {"name", "peak_flops_per_s", "sparse_factor", "write_allocate", "vector_flops_per_s", "memory", "links",
                         "ridge_flops_per_byte"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }

@@ -44,15 +44,16 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   EXPECT_DOUBLE_EQ((*triad)["model_bytes"].get<double>(), 67108860);
   EXPECT_DOUBLE_EQ((*triad)["write_allocate_bytes"].get<double>(), 22369620);
   EXPECT_NEAR((*triad)["predicted_s"].get<double>(), 8.947848e-3, 1e-12);
-  // In cache: a quarter of the innermost cache of 1 MiB or more (L2, 1 MiB): 262144 bytes,
-  // n = 21845 floats, 16n = 349520 bytes at L2's 200 GB/s = 1.7476 us (a's lines come from
-  // L2 into L1 before they are written: write-allocate counted in L2 too).
+  // In cache: a quarter of the innermost cache of 1 MiB or more (L1, 1 MiB): 262144 bytes,
+  // n = 21845 floats, 12n = 262140 bytes at L1's 400 GB/s = 655.35 ns, and no
+  // write-allocate: the stores are done in L1, where a's lines already are.
   const auto* tc = find(ops, "triad (cache)");
   ASSERT_NE(tc, nullptr);
-  EXPECT_EQ((*tc)["level"], "L2");
-  EXPECT_NEAR((*tc)["predicted_s"].get<double>(), 349520 / 200e9, 1e-15);
+  EXPECT_EQ((*tc)["level"], "L1");
+  EXPECT_EQ((*tc)["write_allocate_bytes"].get<double>(), 0);
+  EXPECT_NEAR((*tc)["predicted_s"].get<double>(), 262140 / 400e9, 1e-15);
   // sgemm 512: 2·512³ = 268435456 FLOPs at 100 GFLOP/s = 2.68435456 ms; its 3 MiB of
-  // operands sit in L3 (8 MiB; L2 is 1 MiB) at 50 GB/s: 63 us. Compute-bound.
+  // operands sit in L3 (8 MiB; L2 is 2 MiB) at 50 GB/s: 63 us. Compute-bound.
   if (j["blas"].get<bool>()) {
     const auto* g = find(ops, "sgemm 512");
     ASSERT_NE(g, nullptr);

@@ -79,8 +79,9 @@ namespace {
 // Rates in GB/s, by hand:
 //   L1 (cache 0): read 500, copy 700, triad 600 -> 700 (no read for ownership in L1)
 //   L2 (cache 1): read 400, copy 350 x 1.5 = 525, triad 360 x 4/3 = 480 -> 525
-//   DRAM:         read 30, copy 36 x 1.5 = 54, triad 39 x 4/3 = 52, nt write 40, nt copy 50 -> 54
-// Without write-allocate: L1 700, L2 400, DRAM 50 (the non-temporal copy).
+//   DRAM:         read 30, copy 30 x 1.5 = 45, triad 42 x 4/3 = 56, nt write 40, nt copy 50 -> 56
+// Without write-allocate: L1 700, L2 400, DRAM 50 (the non-temporal copy). A host that
+// reports no L1 (its first cache is L2) gets the factor on that first cache: 525.
 TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
   MeasureResult r;
   r.host.model = "test CPU";
@@ -95,13 +96,13 @@ TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
     if (nt_write > 0) b.write_nt = {nt_write * 1e9, 0, 3}, b.copy_nt = {nt_copy * 1e9, 0, 3};
     return b;
   };
-  r.sweep_all = {pt(0, 500, 700, 600, 0, 0), pt(1, 400, 350, 360, 0, 0), pt(-1, 30, 36, 39, 40, 50)};
+  r.sweep_all = {pt(0, 500, 700, 600, 0, 0), pt(1, 400, 350, 360, 0, 0), pt(-1, 30, 30, 42, 40, 50)};
   r.write_allocate = true;
   hw::ChipSpec c = to_chip(r);
   ASSERT_EQ(c.memory.size(), 3u);
   EXPECT_TRUE(c.write_allocate);
   EXPECT_EQ(c.memory[0].name, "DRAM");
-  EXPECT_NEAR(c.memory[0].bandwidth_Bps, 54e9, 1e-3);
+  EXPECT_NEAR(c.memory[0].bandwidth_Bps, 56e9, 1e-3);
   EXPECT_EQ(c.memory[1].name, "L2");
   EXPECT_NEAR(c.memory[1].bandwidth_Bps, 525e9, 1e-3);
   EXPECT_EQ(c.memory[2].name, "L1");
@@ -112,6 +113,13 @@ TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
   EXPECT_NEAR(c.memory[0].bandwidth_Bps, 50e9, 1e-3);
   EXPECT_NEAR(c.memory[1].bandwidth_Bps, 400e9, 1e-3);
   EXPECT_NEAR(c.memory[2].bandwidth_Bps, 700e9, 1e-3);
+  r.write_allocate = true;
+  r.host.caches = {{2, 1048576.0, 1}, {3, 32 * 1048576.0, 2}};
+  r.sweep_all = {pt(0, 400, 350, 360, 0, 0), pt(-1, 30, 30, 42, 40, 50)};
+  c = to_chip(r);
+  ASSERT_EQ(c.memory.size(), 2u);
+  EXPECT_EQ(c.memory[1].name, "L2");
+  EXPECT_NEAR(c.memory[1].bandwidth_Bps, 525e9, 1e-3);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ struct KernelCheck {
   ops::Bound bound = ops::Bound::memory;
   double flops = 0;
   double model_bytes = 0;           ///< bytes of ridgeline's op model (no write-allocate)
-  double write_allocate_bytes = 0;  ///< read for ownership of lines stored without being read first (chips whose stores allocate; 0 in the innermost level)
+  double write_allocate_bytes = 0;  ///< read for ownership of lines stored without being read first (chips whose stores allocate; 0 in L1)
   double predicted_s = 0;           ///< lower bound: max(FLOPs / peak, (model + write-allocate bytes) / level bandwidth)
   double compute_s = 0;             ///< FLOPs / peak (the prediction's math part)
   double memory_s = 0;              ///< model bytes / level bandwidth: the memory part without write-allocate (for calibrate)
