@@ -390,7 +390,6 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   ValidationResult out;
   out.threads = cfg.threads > 0 ? cfg.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   out.blas = measure::have_blas();
-  out.write_allocate = chip.write_allocate;
   hw::System sys;
   sys.chip = chip;
   sys.chip.launch_overhead_s = 0;

@@ -669,9 +669,9 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   out.name = "host";
   out.vendor = "host";
   out.kind = "cpu";
-  out.sources = {c.write_allocate
-                     ? "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores and, past L1, the line a plain store reads first)"
-                     : "measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and non-temporal streams on all cores; bandwidths count loads + stores)"};
+  out.sources = {fmt::format("measured on this host by ridgeline measure (medians; each memory level the best of the read, copy, triad and "
+                             "non-temporal streams on all cores; bandwidths count loads + stores{})",
+                             c.write_allocate ? " and, past L1, the line a plain store reads first" : "")};
   if (c.write_allocate) {
     out.sources.push_back(
         "write_allocate: x86 write-back memory allocates a line on a store miss (Intel SDM vol. 3A, 'Methods of Caching Available', WB; AMD64 APM vol. 2, 'Memory Types', WB)");

@@ -35,7 +35,7 @@ json validation_json(const hw::ChipSpec& chip, const analysis::ValidationResult&
   return {{"hw", chip.name},
           {"threads", r.threads},
           {"blas", r.blas},
-          {"write_allocate", r.write_allocate},
+          {"write_allocate", chip.write_allocate},
           {"seconds", r.seconds},
           {"ops", ops},
           {"summary",
@@ -48,7 +48,7 @@ std::string validation_text(const hw::ChipSpec& chip, const analysis::Validation
   std::string s = fmt::format("{} on {} threads: measured / predicted (>= 1 under the roof; predicted from this chip's ceilings at the "
                               "memory level each working set fits in, {})\n\n",
                               chip.display_name, r.threads,
-                              r.write_allocate ? "write-allocate counted past L1" : "no write-allocate: the chip file's stores do not allocate");
+                              chip.write_allocate ? "write-allocate counted past L1" : "no write-allocate: the chip file's stores do not allocate");
   s += fmt::format("  {:<36} {:>10} {:>6} {:>8} {:>11} {:>11} {:>7} {:>7}  {}\n", "kernel", "set", "level", "bound", "predicted",
                    "measured", "ratio", "spread", "check");
   for (const auto& k : r.kernels) {

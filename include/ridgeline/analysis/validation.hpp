@@ -42,7 +42,6 @@ struct ValidationResult {
   double median_ratio_compute = 0, worst_ratio_compute = 0;  ///< compute-bound kernels
   int threads = 1;
   bool blas = false;  ///< OpenBLAS present (GEMMs and attention ran)
-  bool write_allocate = false;  ///< the chip's stores allocate: write-allocate bytes counted
   double seconds = 0;
   std::vector<std::string> notes;
 };
