@@ -167,14 +167,22 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         if (!f->compare.empty()) {
                           const int threads = cfg.threads > 0 ? cfg.threads : r.host.cpus;
                           if (isatty(STDERR_FILENO)) std::cerr << "running likwid-bench ...\n";
-                          const measure::LikwidComparison c = measure::compare_likwid(r, threads, cfg.quick ? 0.3 : 1.0);
+                          // Quick: one round per ceiling; full: three, each ridgeline then likwid-bench back to back.
+                          const int rounds = cfg.quick ? 1 : 3;
+                          const measure::LikwidComparison c = measure::compare_likwid(r, threads, cfg.quick ? 0.3 : 1.0, rounds);
                           nlohmann::json rows = nlohmann::json::array();
-                          text += fmt::format("\nagainst likwid-bench ({}), same machine, same threads:\n", c.version);
+                          text += fmt::format("\nagainst likwid-bench ({}), same machine, same threads; each row {}:\n", c.version,
+                                              rounds == 1 ? "ridgeline's kernel timed again, then likwid-bench's"
+                                                          : fmt::format("the median of {} rounds of ridgeline's kernel timed again, then likwid-bench's",
+                                                                        rounds));
                           text += fmt::format("  {:<28} {:>14} {:>14} {:>7}  {}\n", "ceiling", "ridgeline", "likwid-bench", "ratio", "likwid kernel");
                           for (const auto& row : c.rows) {
                             const Quantity q = row.bandwidth ? Quantity::bandwidth : Quantity::flop_rate;
+                            nlohmann::json each = nlohmann::json::array();
+                            for (const auto& x : row.rounds) each.push_back({{"ridgeline", x.ridgeline}, {"likwid", x.likwid}});
                             rows.push_back({{"ceiling", row.ceiling}, {"likwid_kernel", row.likwid_kernel}, {"ridgeline", row.ridgeline},
-                                            {"likwid", row.likwid}, {"ratio", row.ratio}, {"unit", row.bandwidth ? "B/s" : "FLOP/s"}});
+                                            {"likwid", row.likwid}, {"ratio", row.ratio}, {"unit", row.bandwidth ? "B/s" : "FLOP/s"},
+                                            {"rounds", each}});
                             text += fmt::format("  {:<28} {:>14} {:>14} {:>7.3f}  {}\n", row.ceiling, format_quantity(row.ridgeline, q),
                                                 format_quantity(row.likwid, q), row.ratio, row.likwid_kernel);
                           }

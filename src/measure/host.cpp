@@ -21,6 +21,7 @@
 #endif
 
 #include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/measure/kernels.hpp"
 
 namespace ridgeline::measure {
 
@@ -300,79 +301,74 @@ Buffer alloc(size_t n) {
 }
 
 // Each thread's arrays, kept across the sweep (allocating and faulting in hundreds of MB
-// for every point would cost more than the measurement), grown as the sizes grow.
+// for every point would cost more than the measurement), grown as the sizes grow. One block
+// holds a, b and c, each 17 lines (1088 bytes) past the end of the one before: the arrays'
+// i-th elements never share their offset within a 4 KiB page (n is a multiple of 512 bytes
+// and 1088 is not), so a load of b[i] is never taken for a store to a[i] by the 4 KiB
+// address aliasing of the load/store unit.
 struct Arena {
-  Buffer a, b, c;
+  Buffer block;
+  double *a = nullptr, *b = nullptr, *c = nullptr;
   size_t n = 0;
   void ensure(size_t want) {
     if (want <= n) return;
-    a = alloc(want);
-    b = alloc(want);
-    c = alloc(want);
+    constexpr size_t pad = 1088 / sizeof(double);
+    block = alloc(3 * (want + pad));
+    a = block.get();
+    b = a + want + pad;
+    c = b + want + pad;
     n = want;
   }
 };
 
 // Bytes/s of `op` (0 read, 1 write, 2 copy, 3 triad, 4 write and 5 copy with non-temporal
 // stores) over a working set of `bytes`, on `threads` threads each with its own arrays;
-// median of `reps`.
+// median of `reps` timings of about 5 ms (time_parallel: one team, pinned, warmed up, each
+// timing from a barrier).
 Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::vector<Arena>& arenas) {
   const int arrays = op == 0 || op == 1 || op == 4 ? 1 : op == 2 || op == 5 ? 2 : 3;
   const size_t n = std::max<size_t>(64, static_cast<size_t>(bytes / arrays / sizeof(double)) / 64 * 64);
   const double moved = static_cast<double>(n) * sizeof(double) * arrays;  // loads + stores, no write-allocate
   if (arenas.size() < static_cast<size_t>(threads)) arenas.resize(static_cast<size_t>(threads));
-  // One timing repeats the pass so that it lasts at least ~5 ms: a first, discarded timing
-  // of a guessed count (at 20 GB/s) sets the count from the rate it reached (not needed
-  // past 500 MB, where one pass lasts 5 ms up to 100 GB/s).
-  int passes = std::max(1, static_cast<int>(5e-3 * 20e9 / std::max(moved, 1.0)));
-  std::vector<double> rates;
-  for (int r = moved >= 5e8 ? 0 : -1; r < reps; ++r) {
-    std::vector<std::thread> pool;
-    std::vector<double> times(static_cast<size_t>(threads));
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        pin(t);
-        Arena& ar = arenas[static_cast<size_t>(t)];
-        ar.ensure(n);  // first touch on the thread's own CPU
-        double* a = ar.a.get();
-        double* b = ar.b.get();
-        double* c = ar.c.get();
-        double sink = 0;
-        // Warm the caches (and the TLB) once.
-        sink += avx512 ? read_avx512(a, n) : read_plain(a, n);
-        ready++;
-        while (!go.load()) {
-        }
-        auto t0 = Clock::now();
-        for (int p = 0; p < passes; ++p) {
-          switch (op) {
-            case 0: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
-            case 1: avx512 ? write_avx512(a, n, p) : write_plain(a, n, p); break;
-            case 2: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
-            case 4: avx512 ? write_nt_avx512(a, n, p) : write_nt_plain(a, n, p); break;
-            case 5: avx512 ? copy_nt_avx512(a, b, n) : copy_nt_plain(a, b, n); break;
-            default: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001);
-          }
-        }
-        times[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
-        sink += a[n / 2];
-        g_sink = g_sink + sink;
-      });
+  // One call makes `inner` passes, at least 1 MiB moved (a few µs in L1), so that the call
+  // around them costs nothing measurable beside a pass of ~30 ns over an L1-sized set.
+  const int inner = std::max(1, static_cast<int>(std::ceil(1048576.0 / moved)));
+  // Per thread (a line each): the sum the reads return, and the passes made, whose count + 1
+  // is the value the writes store: a different one each pass, never zero (on the development
+  // VM, non-temporal stores of zeros ran at 2x the rate of any other value: 84-100 GB/s
+  // against 40-45 on two cores; docs/measurement.md).
+  std::vector<double> sinks(static_cast<size_t>(threads) * 8), calls(static_cast<size_t>(threads) * 8);
+  auto body = [&](int t, int) {
+    Arena& ar = arenas[static_cast<size_t>(t)];
+    ar.ensure(n);  // first touch on the thread's own CPU (the warm-up call)
+    double* a = ar.a;
+    double* b = ar.b;
+    double* c = ar.c;
+    double sink = 0;
+    for (int p = 0; p < inner; ++p) {
+      const double v = ++calls[static_cast<size_t>(t) * 8];
+      switch (op) {
+        case 0: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
+        case 1: avx512 ? write_avx512(a, n, v) : write_plain(a, n, v); break;
+        case 2: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
+        case 4: avx512 ? write_nt_avx512(a, n, v) : write_nt_plain(a, n, v); break;
+        case 5: avx512 ? copy_nt_avx512(a, b, n) : copy_nt_plain(a, b, n); break;
+        default: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001);
+      }
     }
-    while (ready.load() < threads) {
-    }
-    go = true;
-    for (auto& th : pool) th.join();
-    const double slowest = *std::max_element(times.begin(), times.end());
-    if (r < 0) {
-      passes = std::clamp(static_cast<int>(std::ceil(passes * 5e-3 / std::max(slowest, 1e-9))), 1, 1 << 20);
-    } else {
-      rates.push_back(moved * passes * threads / slowest);
-    }
-  }
-  return summarize(rates);
+    sinks[static_cast<size_t>(t) * 8] += sink + a[n / 2];
+  };
+  // A first count guessed at 20 GB/s, set from the first (discarded) timing; past 500 MB one
+  // pass lasts 5 ms up to 100 GB/s and needs no calibration.
+  const double per_call = moved * inner;
+  const int passes = std::max(1, static_cast<int>(5e-3 * 20e9 / per_call));
+  const Sample t = time_parallel(threads, reps, passes, body, per_call >= 5e8 ? 0 : 5e-3);
+  double sink = 0;
+  for (double x : sinks) sink += x;
+  g_sink = g_sink + sink;
+  Sample rate = t;
+  rate.value = t.value > 0 ? per_call * threads / t.value : 0;
+  return rate;
 }
 
 // The widest FMA (and dot-product) kernels the CPU has, one per dtype.

@@ -167,36 +167,71 @@ bool dgemm(int, int, int, const double*, const double*, double*, int) noexcept {
 bool sgemm_nt(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
 #endif
 
-Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body) {
+namespace {
+// A barrier the team's threads spin on (they are pinned one per CPU, and the caller sleeps in
+// join): no futex wake-up between a release and the start of a timing. Past a few thousand
+// spins it yields, should there be more threads than CPUs.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(int n) : n_(n) {}
+  void wait() noexcept {
+    const unsigned g = generation_.load(std::memory_order_acquire);
+    if (waiting_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+      waiting_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation_.load(std::memory_order_acquire) == g; ++spins) {
+      if (spins > 4096) {
+        std::this_thread::yield();
+      } else {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+      }
+    }
+  }
+
+ private:
+  std::atomic<int> waiting_{0};
+  std::atomic<unsigned> generation_{0};
+  const int n_;
+};
+}  // namespace
+
+Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body, double calibrate_s) {
   using Clock = std::chrono::steady_clock;
   threads = std::max(1, threads);
+  // One team for all the timings: the threads are created, pinned and warmed once, and each
+  // timing starts at a barrier. (A fresh team per timing ran its first ~1 ms measurably
+  // slower: 30% on the first of ~10 passes over 8 MB of L3 per thread on two cores, which
+  // cost 5 ms timings 5-25%; docs/measurement.md.)
+  SpinBarrier barrier(threads);
+  std::vector<double> times(static_cast<std::size_t>(threads));
   std::vector<double> per_call;
-  for (int r = 0; r <= reps; ++r) {  // r = 0: warm-up, untimed
-    std::vector<double> times(static_cast<std::size_t>(threads));
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    auto work = [&](int t) {
-      if (threads > 1) pin(t);
-      ready++;
-      while (!go.load()) {
-      }
+  auto work = [&](int t) {
+    pin(t);
+    body(t, threads);  // warm-up, untimed: first touch on this CPU, the caches, the TLB
+    int n = std::max(1, passes);
+    for (int r = calibrate_s > 0 ? -1 : 0; r < reps; ++r) {
+      barrier.wait();
       const auto t0 = Clock::now();
-      for (int p = 0; p < (r == 0 ? 1 : passes); ++p) body(t, threads);
+      for (int p = 0; p < n; ++p) body(t, threads);
       times[static_cast<std::size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
-    };
-    if (threads == 1) {
-      go = true;
-      work(0);
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-      while (ready.load() < threads) {
+      barrier.wait();
+      // Every thread reads the same times (none is written again before the next barrier).
+      const double slowest = *std::max_element(times.begin(), times.end());
+      if (r < 0) {
+        n = static_cast<int>(std::clamp(std::ceil(n * calibrate_s / std::max(slowest, 1e-9)), 1.0, 1e6));
+      } else if (t == 0) {
+        per_call.push_back(slowest / n);
       }
-      go = true;
-      for (auto& th : pool) th.join();
     }
-    if (r > 0) per_call.push_back(*std::max_element(times.begin(), times.end()) / passes);
-  }
+  };
+  std::vector<std::thread> team;
+  team.reserve(static_cast<std::size_t>(threads));
+  for (int t = 0; t < threads; ++t) team.emplace_back(work, t);
+  for (auto& th : team) th.join();
   return summarize(per_call);
 }
 

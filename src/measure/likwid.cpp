@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "ridgeline/core/error.hpp"
 
@@ -59,7 +60,8 @@ std::optional<double> likwid_value(const std::string& report, const std::string&
 
 bool likwid_available() { return run("command -v likwid-bench").second == 0; }
 
-LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seconds) {
+LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seconds, int rounds) {
+  rounds = std::max(1, rounds);
   if (!likwid_available()) {
     throw InputError("--compare likwid: likwid-bench is not installed (Debian package `likwid`)");
   }
@@ -98,8 +100,25 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     }
     return 0;
   };
-  auto add = [&](std::string ceiling, std::string kernel, double ours, double theirs, bool bw) {
-    c.rows.push_back({std::move(ceiling), std::move(kernel), ours, theirs, theirs > 0 ? ours / theirs : 0, bw});
+  // `ours()` times ridgeline's kernel now; `theirs(ours)` runs likwid-bench, its first
+  // iteration count guessed from that rate.
+  auto add = [&](std::string ceiling, std::string kernel, bool bw, const std::function<double()>& ours,
+                 const std::function<double(double)>& theirs) {
+    CeilingComparison row{std::move(ceiling), std::move(kernel), 0, 0, 0, bw, {}};
+    std::vector<double> o, t, q;
+    for (int i = 0; i < rounds; ++i) {
+      ComparisonRound round;
+      round.ridgeline = ours();
+      round.likwid = theirs(round.ridgeline);
+      row.rounds.push_back(round);
+      o.push_back(round.ridgeline);
+      t.push_back(round.likwid);
+      if (round.likwid > 0) q.push_back(round.ridgeline / round.likwid);
+    }
+    row.ridgeline = summarize(o).value;
+    row.likwid = summarize(t).value;
+    row.ratio = summarize(q).value;
+    c.rows.push_back(std::move(row));
   };
   const std::string who = fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
   // FMA peaks in L1: a quarter of each thread's L1 (likwid's peakflops kernels load one stream).
@@ -109,9 +128,9 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     if (p.dtype == DType::fp64) test = "peakflops_" + fma;
     else if (p.dtype == DType::fp32) test = "peakflops_sp_" + fma;
     else continue;  // likwid has no bf16 or int8 peak kernels
-    add(fmt::format("{} peak, {}", name(p.dtype), who), test + " -w " + peak_wg, p.all_cores.value,
-        bench(test, peak_wg, "MFlops/s:", p.all_cores.value / threads, kPeakFlopsPerElement * (l1 / 4) / bytes(p.dtype)),
-        false);
+    const DType dtype = p.dtype;
+    add(fmt::format("{} peak, {}", name(dtype), who), test + " -w " + peak_wg, false, [&] { return peak_rate(h, dtype, threads, seconds); },
+        [&](double ours) { return bench(test, peak_wg, "MFlops/s:", ours / threads, kPeakFlopsPerElement * (l1 / 4) / bytes(dtype)); });
   }
   // Bandwidth at the all-core working sets, kernel for kernel: read <-> load (one load
   // stream), copy <-> copy (a = b), triad <-> stream (a = b + s·c: two loads and a store per
@@ -126,11 +145,16 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
       }
     }
     const std::string wg = workgroup(b.working_set_bytes * threads, threads);
-    const std::pair<const char*, const char*> kernels[] = {{"read", "load_"}, {"copy", "copy_"}, {"triad", "stream_"}};
-    for (const auto& [ours, theirs] : kernels) {
-      const double v = std::string(ours) == "read" ? b.read.value : std::string(ours) == "copy" ? b.copy.value : b.triad.value;
-      add(fmt::format("{} {}, {}", where, ours, who), theirs + vec + " -w " + wg, v,
-          bench(theirs + vec, wg, "MByte/s:", v / threads, b.working_set_bytes), true);
+    struct Pair {
+      const char* ours;
+      Stream kernel;
+      const char* theirs;
+    };
+    for (const Pair& k : {Pair{"read", Stream::read, "load_"}, Pair{"copy", Stream::copy, "copy_"}, Pair{"triad", Stream::triad, "stream_"}}) {
+      const std::string test = k.theirs + vec;
+      add(fmt::format("{} {}, {}", where, k.ours, who), test + " -w " + wg, true,
+          [&] { return stream_rate(h, k.kernel, b.working_set_bytes, threads, 5).value; },
+          [&](double ours) { return bench(test, wg, "MByte/s:", ours / threads, b.working_set_bytes); });
     }
   }
   return c;

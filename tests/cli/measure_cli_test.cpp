@@ -67,8 +67,14 @@ TEST(MeasureCli, CompareLikwid) {
   EXPECT_EQ(rows[1]["ceiling"], "fp32 peak, 1 thread");
   EXPECT_EQ(rows[0]["unit"], "FLOP/s");
   EXPECT_NE(rows.back()["ceiling"].get<std::string>().find("triad, 1 thread"), std::string::npos) << rows.back();
+  // Quick: one round per row (ridgeline's kernel timed again, then likwid-bench's), so the
+  // medians are that round's figures and the ratio is theirs.
   for (const auto& r : rows) {
     EXPECT_GT(r["likwid"].get<double>(), 0) << r;
+    ASSERT_EQ(r["rounds"].size(), 1u) << r;
+    EXPECT_EQ(r["rounds"][0]["ridgeline"], r["ridgeline"]) << r;
+    EXPECT_EQ(r["rounds"][0]["likwid"], r["likwid"]) << r;
+    EXPECT_GT(r["ridgeline"].get<double>(), 0) << r;
     EXPECT_DOUBLE_EQ(r["ratio"].get<double>(), r["ridgeline"].get<double>() / r["likwid"].get<double>()) << r;
   }
   EXPECT_EQ(rows.back()["unit"], "B/s");

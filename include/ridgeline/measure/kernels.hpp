@@ -41,10 +41,13 @@ bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int
 /// C = A·Bᵀ (scores Q·Kᵀ), row-major.
 bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
 
-/// Times `body(thread, threads)` run by `threads` pinned threads at once: the median and
-/// spread over `reps` timings of the slowest thread, each timing `passes` calls. Warms up
-/// with one untimed call per thread.
-Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body);
+/// Times `body(thread, threads)` run by `threads` threads at once, thread t pinned to CPU t:
+/// the median and spread of the slowest thread's seconds per call over `reps` timings of
+/// `passes` calls each. One team of threads does the whole job: one untimed call per thread
+/// warms up, and every timing starts at a barrier. With `calibrate_s` > 0 a first, discarded
+/// timing of `passes` calls sets the count so that a timing lasts about `calibrate_s`.
+Sample time_parallel(int threads, int reps, int passes, const std::function<void(int, int)>& body,
+                     double calibrate_s = 0);
 
 /// [begin, end) of `n` items for thread t of T.
 inline std::size_t slice_begin(std::size_t n, int t, int threads) noexcept {
