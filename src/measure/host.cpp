@@ -400,6 +400,18 @@ Sample stream_rate(const HostInfo& h, Stream kernel, double bytes, int threads, 
   return bandwidth(static_cast<int>(kernel), bytes, std::max(1, threads), std::max(1, reps), h.avx512f, arenas);
 }
 
+int instances_used(const CacheLevel& c, int threads) {
+  threads = std::max(1, threads);
+  if (c.instance_of_cpu.size() >= static_cast<size_t>(threads)) {
+    std::vector<int> seen(c.instance_of_cpu.begin(), c.instance_of_cpu.begin() + threads);
+    std::sort(seen.begin(), seen.end());
+    const bool known = seen.front() >= 0;
+    if (known) return static_cast<int>(std::unique(seen.begin(), seen.end()) - seen.begin());
+  }
+  const int shared = std::max(1, c.shared_cpus);
+  return (threads + shared - 1) / shared;
+}
+
 HostInfo detect_host() {
   HostInfo h;
   const std::string cpuinfo = read_file("/proc/cpuinfo");
@@ -443,6 +455,17 @@ HostInfo detect_host() {
       c.level = static_cast<int>(obj->attr->cache.depth);
       c.size_bytes = static_cast<double>(obj->attr->cache.size);
       c.shared_cpus = std::max(1, hwloc_bitmap_weight(obj->cpuset));
+      // Which instance each CPU (by OS index, as pin() takes it) uses.
+      const int instances = hwloc_get_nbobjs_by_type(topo, levels[l]);
+      for (int k = 0; k < instances; ++k) {
+        hwloc_obj_t inst = hwloc_get_obj_by_type(topo, levels[l], static_cast<unsigned>(k));
+        if (inst == nullptr || inst->cpuset == nullptr) continue;
+        for (int cpu = hwloc_bitmap_first(inst->cpuset); cpu >= 0 && cpu < (1 << 16); cpu = hwloc_bitmap_next(inst->cpuset, cpu)) {
+          const auto at = static_cast<size_t>(cpu);
+          if (c.instance_of_cpu.size() <= at) c.instance_of_cpu.resize(at + 1, -1);
+          c.instance_of_cpu[at] = k;
+        }
+      }
       if (c.size_bytes > 0) h.caches.push_back(c);
     }
   }
@@ -459,6 +482,12 @@ HostInfo detect_host() {
     c.level = std::atoi(read_file(dir + "level").c_str());
     c.size_bytes = parse_size(read_file(dir + "size"));
     c.shared_cpus = count_cpus(read_file(dir + "shared_cpu_list"));
+    // Each CPU's instance, named by the first CPU of its shared_cpu_list.
+    for (int cpu = 0; cpu < h.cpus; ++cpu) {
+      const std::string list = read_file(fmt::format("/sys/devices/system/cpu/cpu{}/cache/index{}/shared_cpu_list", cpu, i));
+      if (list.empty()) break;
+      c.instance_of_cpu.push_back(std::atoi(list.c_str()));
+    }
     if (c.size_bytes > 0) h.caches.push_back(c);
   }
   return h;
@@ -518,6 +547,7 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   r.host = detect_host();
   const HostInfo& h = r.host;
   const int all = cfg.threads > 0 ? cfg.threads : h.cpus;
+  r.threads = all;
   const double seconds = cfg.quick ? 0.15 : 0.6;
   const int reps = cfg.quick ? 3 : 7;
   const std::vector<Kernel> kernels = peak_kernels(h);
@@ -624,6 +654,7 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   // is already present. Main memory first
   // (past the last cache), then the caches, outermost first.
   c.write_allocate = r.write_allocate;
+  const int threads = r.threads > 0 ? r.threads : r.host.cpus;
   const auto& all = r.sweep_all;
   auto roof = [&](const BandwidthPoint& b) {
     const bool l1 = b.cache >= 0 && r.host.caches[static_cast<size_t>(b.cache)].level == 1;
@@ -636,8 +667,7 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
     const auto& p = all[static_cast<size_t>(i)];
     if (p.cache < 0) continue;
     const auto& cache = r.host.caches[static_cast<size_t>(p.cache)];
-    c.memory.push_back({fmt::format("L{}", cache.level), roof(p),
-                        cache.size_bytes * static_cast<double>(r.host.cpus) / std::max(1, cache.shared_cpus)});
+    c.memory.push_back({fmt::format("L{}", cache.level), roof(p), cache.size_bytes * instances_used(cache, threads)});
   }
   // DRAM capacity from /proc/meminfo.
   {
@@ -675,7 +705,8 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::string m = fmt::format("measured:\n  date: \"{}\"\n  command: {}\n  seconds: {:.1f}\n", date, io::yaml_quoted(r.command), r.seconds);
+  std::string m = fmt::format("measured:\n  date: \"{}\"\n  command: {}\n  seconds: {:.1f}\n  threads: {}\n", date, io::yaml_quoted(r.command),
+                              r.seconds, r.threads > 0 ? r.threads : r.host.cpus);
   for (const auto& p : r.peaks) {
     m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }

@@ -23,7 +23,7 @@ TEST(Plateaus, Staircase) {
   for (double ws = 16 * 1024.0; ws <= 64 * 1048576.0; ws *= 2) {
     sweep.push_back(point(ws, ws <= 32 * 1024 ? 200e9 : ws <= 1048576 ? 100e9 : ws <= 32 * 1048576.0 ? 50e9 : 20e9));
   }
-  const std::vector<CacheLevel> caches = {{1, 48 * 1024.0, 1}, {2, 1048576.0, 1}, {3, 32 * 1048576.0, 2}};
+  const std::vector<CacheLevel> caches = {{1, 48 * 1024.0, 1, {}}, {2, 1048576.0, 1, {}}, {3, 32 * 1048576.0, 2, {}}};
   const auto p = find_plateaus(sweep, caches);
   ASSERT_EQ(p.size(), 4u);
   // L1: points in [0, 0.75 × 48 KiB = 36 KiB]: 16 and 32 KiB.
@@ -58,7 +58,7 @@ TEST(Plateaus, Staircase) {
 // gets no edge; a level without points inside it gets no plateau.
 TEST(Plateaus, FlatAndMissing) {
   std::vector<BandwidthPoint> sweep = {point(16 * 1024.0, 100e9), point(64 * 1024.0, 100e9), point(256 * 1024.0, 100e9)};
-  const std::vector<CacheLevel> caches = {{1, 32 * 1024.0, 1}, {2, 1048576.0, 1}};
+  const std::vector<CacheLevel> caches = {{1, 32 * 1024.0, 1, {}}, {2, 1048576.0, 1, {}}};
   const auto p = find_plateaus(sweep, caches);
   ASSERT_EQ(p.size(), 2u);  // L1 and L2; nothing reaches main memory (2 MiB and up)
   EXPECT_EQ(p[0].cache, 0);
@@ -86,7 +86,7 @@ TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
   MeasureResult r;
   r.host.model = "test CPU";
   r.host.cpus = 2;
-  r.host.caches = {{1, 48 * 1024.0, 1}, {2, 1048576.0, 1}};
+  r.host.caches = {{1, 48 * 1024.0, 1, {}}, {2, 1048576.0, 1, {}}};
   auto pt = [](int cache, double read, double copy, double triad, double nt_write, double nt_copy) {
     BandwidthPoint b;
     b.cache = cache;
@@ -114,12 +114,60 @@ TEST(ToChip, RoofsCountTheReadForOwnershipPastL1) {
   EXPECT_NEAR(c.memory[1].bandwidth_Bps, 400e9, 1e-3);
   EXPECT_NEAR(c.memory[2].bandwidth_Bps, 700e9, 1e-3);
   r.write_allocate = true;
-  r.host.caches = {{2, 1048576.0, 1}, {3, 32 * 1048576.0, 2}};
+  r.host.caches = {{2, 1048576.0, 1, {}}, {3, 32 * 1048576.0, 2, {}}};
   r.sweep_all = {pt(0, 400, 350, 360, 0, 0), pt(-1, 30, 30, 42, 40, 50)};
   c = to_chip(r);
   ASSERT_EQ(c.memory.size(), 2u);
   EXPECT_EQ(c.memory[1].name, "L2");
   EXPECT_NEAR(c.memory[1].bandwidth_Bps, 525e9, 1e-3);
+}
+
+// A cache level's capacity is what the measuring threads had. A host of 8 CPUs, 4 cores
+// with 2 SMT siblings each numbered (i, i + 4) as Linux does on Intel: L2 1 MiB per core
+// (CPUs 0 and 4 share instance 0, ...), L3 32 MiB per 4 cores... here two L3 instances of
+// 2 cores each (CPUs 0, 1, 4, 5 on instance 0; 2, 3, 6, 7 on instance 1).
+//   threads 1: L2 1 instance, L3 1          -> 1 MiB, 32 MiB
+//   threads 2 (CPUs 0, 1): L2 2, L3 1       -> 2 MiB, 32 MiB
+//   threads 4 (CPUs 0-3): L2 4, L3 2        -> 4 MiB, 64 MiB
+//   threads 8: L2 4 (siblings share), L3 2  -> 4 MiB, 64 MiB
+// Without the map, threads / shared_cpus rounded up: threads 3 -> L2 ceil(3/2) = 2, L3
+// ceil(3/4) = 1.
+TEST(ToChip, CapacityIsWhatTheMeasuringThreadsHad) {
+  const CacheLevel l2{2, 1048576.0, 2, {0, 1, 2, 3, 0, 1, 2, 3}};
+  const CacheLevel l3{3, 32 * 1048576.0, 4, {0, 0, 1, 1, 0, 0, 1, 1}};
+  EXPECT_EQ(instances_used(l2, 1), 1);
+  EXPECT_EQ(instances_used(l3, 1), 1);
+  EXPECT_EQ(instances_used(l2, 2), 2);
+  EXPECT_EQ(instances_used(l3, 2), 1);
+  EXPECT_EQ(instances_used(l2, 4), 4);
+  EXPECT_EQ(instances_used(l3, 4), 2);
+  EXPECT_EQ(instances_used(l2, 8), 4);
+  EXPECT_EQ(instances_used(l3, 8), 2);
+  EXPECT_EQ(instances_used(CacheLevel{2, 1048576.0, 2, {}}, 3), 2);
+  EXPECT_EQ(instances_used(CacheLevel{3, 32 * 1048576.0, 4, {}}, 3), 1);
+
+  MeasureResult r;
+  r.host.cpus = 8;
+  r.host.caches = {l2, l3};
+  BandwidthPoint b;
+  b.read = {100e9, 0, 3};
+  b.cache = 0;
+  BandwidthPoint c3 = b;
+  c3.cache = 1;
+  BandwidthPoint mem = b;
+  mem.cache = -1;
+  r.sweep_all = {b, c3, mem};
+  r.threads = 2;
+  hw::ChipSpec chip = to_chip(r);
+  ASSERT_EQ(chip.memory.size(), 3u);
+  EXPECT_EQ(chip.memory[1].name, "L3");
+  EXPECT_DOUBLE_EQ(chip.memory[1].capacity_bytes, 32 * 1048576.0);
+  EXPECT_EQ(chip.memory[2].name, "L2");
+  EXPECT_DOUBLE_EQ(chip.memory[2].capacity_bytes, 2 * 1048576.0);
+  r.threads = 0;  // unset: all 8 CPUs
+  chip = to_chip(r);
+  EXPECT_DOUBLE_EQ(chip.memory[1].capacity_bytes, 64 * 1048576.0);
+  EXPECT_DOUBLE_EQ(chip.memory[2].capacity_bytes, 4 * 1048576.0);
 }
 
 }  // namespace

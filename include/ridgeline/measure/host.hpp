@@ -15,7 +15,16 @@ struct CacheLevel {
   int level = 0;
   double size_bytes = 0;
   int shared_cpus = 1;  ///< logical CPUs sharing one instance
+  /// For logical CPU i, the instance of this cache it uses (from hwloc or sysfs); empty
+  /// when unknown.
+  std::vector<int> instance_of_cpu;
 };
+
+/// The instances of `c` that threads pinned to CPUs 0 .. threads-1 use between them (as
+/// `measure` pins them): the distinct instances of those CPUs, or, when the map is not
+/// known, threads / shared_cpus rounded up. The capacity those threads have at that level
+/// is this many times the cache's size.
+int instances_used(const CacheLevel& c, int threads);
 
 struct HostInfo {
   std::string model;
@@ -117,6 +126,7 @@ struct MeasureResult {
   /// read one plain store seems to cost, in lines — about 1 if stores allocate and main
   /// memory moves mixed traffic at one rate, about 0 if they do not; NaN when not measured.
   double write_allocate_witness = std::numeric_limits<double>::quiet_NaN();
+  int threads = 0;  ///< threads of the all-core measurements (pinned to CPUs 0 .. threads-1); 0: host.cpus
   double seconds = 0;
   std::string command;
 };
@@ -127,7 +137,8 @@ MeasureResult measure_host(const MeasureConfig& cfg);
 /// The measured chip: peaks (all cores), vector = matrix units for a CPU, one memory level
 /// per cache and DRAM, each the best all-core rate of the stream kernels there, counted as
 /// traffic: with `write_allocate`, a plain store's read for ownership is counted at every
-/// level but L1 (copy moves 3 bytes per 2 it copies, triad 4 per 3).
+/// level but L1 (copy moves 3 bytes per 2 it copies, triad 4 per 3). A cache level's
+/// capacity is what the measuring threads had: its size times instances_used(threads).
 hw::ChipSpec to_chip(const MeasureResult& r);
 
 /// The chip file text (the catalog's schema, with a `measured:` block).
