@@ -2,6 +2,7 @@
 /// Measuring the machine ridgeline runs on: its CPU, compute ceilings per dtype and
 /// bandwidth per memory level, into a chip file (docs/measurement.md).
 #include <functional>
+#include <memory>
 #include <limits>
 #include <string>
 #include <vector>
@@ -54,7 +55,7 @@ Sample summarize(std::vector<double> v);
 
 struct PeakResult {
   DType dtype = DType::fp32;
-  const char* isa = "";   ///< the instruction set the kernel used
+  std::string isa;  ///< the instruction set the kernel used
   Sample one_core;        ///< FLOP/s (OP/s for int8)
   Sample all_cores;
 };
@@ -74,13 +75,64 @@ enum class Stream { read, write, copy, triad, write_nt, copy_nt };
 
 /// FLOP/s of the FMA (or dot-product) kernel `measure` uses for `dtype`, on `threads`
 /// pinned threads for about `seconds`; 0 when the CPU has no such kernel. The same code as
-/// `measure_host`'s peaks (bench/ times it through this).
+/// `measure_host`'s peaks (bench/ times it through this): CpuDevice(h).peak_rate.
 double peak_rate(const HostInfo& h, DType dtype, int threads, double seconds);
 
 /// Bytes/s (the kernel's loads + stores) of one stream kernel over `bytes` of arrays per
 /// thread on `threads` pinned threads: median and spread of `reps` timings of ~5 ms each.
-/// The same code as `measure_host`'s sweep.
+/// The same code as `measure_host`'s sweep: CpuDevice(h).stream_rate, with fresh arrays.
 Sample stream_rate(const HostInfo& h, Stream kernel, double bytes, int threads, int reps);
+
+/// A peak kernel a device can time: the dtype and the instructions it uses.
+struct PeakKernel {
+  DType dtype = DType::fp32;
+  std::string isa;
+};
+
+/// What `measure_device` needs from the thing it measures: a description (model, workers,
+/// caches), its peak kernels, and two timed primitives. The sweep, the plateaus and the
+/// witness are built on these alone, so a back-end for another device (a GPU through
+/// CUDA: SMs for workers, its L2 and HBM for levels, its tensor-core kernels for peaks)
+/// is one more implementation of this interface, with no change to the sweep.
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// The device: model, workers (`cpus`), ISA flags, caches innermost first.
+  virtual const HostInfo& info() const = 0;
+  /// The dtypes whose peak this device times, widest instructions first found.
+  virtual std::vector<PeakKernel> peak_kernels() const = 0;
+  /// FLOP/s of `dtype`'s peak kernel on `workers` workers for about `seconds`; 0 if none.
+  virtual double peak_rate(DType dtype, int workers, double seconds) = 0;
+  /// Bytes/s (the kernel's loads + stores) of `kernel` over `bytes` per worker on
+  /// `workers` workers: median and spread of `reps` timings.
+  virtual Sample stream_rate(Stream kernel, double bytes, int workers, int reps) = 0;
+  /// Whether a plain store reads its line first past the innermost cache (the rule for
+  /// this kind of device; MeasureResult::write_allocate).
+  virtual bool stores_allocate() const = 0;
+};
+
+/// This CPU: the FMA/dot-product kernels and the stream kernels above, threads pinned one
+/// per CPU. Keeps each thread's arrays from one stream_rate call to the next (a sweep would
+/// otherwise fault in hundreds of MB per point), grown as the sizes grow.
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(HostInfo h);
+  ~CpuDevice() override;
+  CpuDevice(const CpuDevice&) = delete;
+  CpuDevice& operator=(const CpuDevice&) = delete;
+  const HostInfo& info() const override { return host_; }
+  std::vector<PeakKernel> peak_kernels() const override;
+  double peak_rate(DType dtype, int workers, double seconds) override;
+  Sample stream_rate(Stream kernel, double bytes, int workers, int reps) override;
+  /// x86 write-back memory allocates a line on a store miss (Intel SDM vol. 3A, AMD APM
+  /// vol. 2): true on x86-64.
+  bool stores_allocate() const override;
+
+ private:
+  struct Arrays;
+  HostInfo host_;
+  std::unique_ptr<Arrays> arrays_;
+};
 
 /// A level's plateau found in the one-core read sweep.
 struct Plateau {
@@ -131,7 +183,12 @@ struct MeasureResult {
   std::string command;
 };
 
-/// Runs the microbenchmarks. Pins threads to CPUs where it can.
+/// Measures `device`: its peaks on one worker and on all (`cfg.threads`, else every one),
+/// a one-worker bandwidth sweep from 16 KiB to past the last cache, an all-worker point in
+/// each cache level and past the last, the plateaus and the write-allocate witness.
+MeasureResult measure_device(Device& device, const MeasureConfig& cfg);
+
+/// measure_device on this CPU (CpuDevice(detect_host())). Pins threads to CPUs where it can.
 MeasureResult measure_host(const MeasureConfig& cfg);
 
 /// The measured chip: peaks (all cores), vector = matrix units for a CPU, one memory level
