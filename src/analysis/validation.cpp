@@ -395,6 +395,11 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   sys.chip.launch_overhead_s = 0;
   sys.chips = 1;
   Runner run{sys.chip, sys, out.threads, cfg.quick, out};
+  if (chip.measured_threads > 0 && chip.measured_threads != out.threads) {
+    out.notes.push_back(fmt::format("the ceilings were measured on {} thread{} (the chip's measured.threads) and the kernels run on {}: "
+                                    "the roofs are not these threads' rates, so the ratios compare unlike things (measure again with --threads {})",
+                                    chip.measured_threads, chip.measured_threads == 1 ? "" : "s", out.threads, out.threads));
+  }
   // Working sets: well inside the innermost cache with room (a quarter of its total), and
   // four times the outermost cache (at least 64 MiB, at most 1 GiB) touched by each
   // kernel: main memory. Not less: with 22 MB tensors (twice a 32 MiB L3 over three), the

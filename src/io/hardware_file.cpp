@@ -260,6 +260,11 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   if (root["notes"]) (void)r.scalar(root["notes"], "notes");
   if (root["measured"] && !root["measured"].IsMap()) r.fail("measured", "expected a mapping");
+  if (root["measured"] && root["measured"]["threads"]) {
+    const long long n = r.integer(root["measured"]["threads"], "measured.threads");
+    if (n > 1 << 20) r.fail("measured.threads", fmt::format("{}: expected at most 1048576", n));
+    c.measured_threads = static_cast<int>(n);
+  }
   if (root["calibrated"] && !root["calibrated"].IsMap()) r.fail("calibrated", "expected a mapping");
   c.provenance = std::string(source);
   return c;

@@ -686,6 +686,7 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   // (past the last cache), then the caches, outermost first.
   c.write_allocate = r.write_allocate;
   const int threads = r.threads > 0 ? r.threads : r.host.cpus;
+  c.measured_threads = threads;
   const auto& all = r.sweep_all;
   auto roof = [&](const BandwidthPoint& b) {
     const bool l1 = b.cache >= 0 && r.host.caches[static_cast<size_t>(b.cache)].level == 1;
@@ -737,7 +738,7 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string m = fmt::format("measured:\n  date: \"{}\"\n  command: {}\n  seconds: {:.1f}\n  threads: {}\n", date, io::yaml_quoted(r.command),
-                              r.seconds, r.threads > 0 ? r.threads : r.host.cpus);
+                              r.seconds, c.measured_threads > 0 ? c.measured_threads : r.host.cpus);
   for (const auto& p : r.peaks) {
     m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }

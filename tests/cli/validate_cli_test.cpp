@@ -23,6 +23,8 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   auto j = run_json("validate --quick --threads 2 --hw " + hw);
   const auto& ops = j["ops"];
   ASSERT_GE(ops.size(), 14u);
+  // No measured.threads in this file: nothing to warn about.
+  for (const auto& n : j["notes"]) EXPECT_EQ(n.get<std::string>().find("measured on"), std::string::npos) << n;
   for (const auto& op : ops) {
     // Poisoned outputs (NaN) and random inputs: every kernel matched its double-precision reference.
     EXPECT_TRUE(op["checked"].get<bool>()) << op["name"] << " error " << op["max_rel_error"];
@@ -84,10 +86,15 @@ TEST(ValidateCli, StoresThatDoNotAllocateCountNoReadForOwnership) {
   const std::string key = "write_allocate: true\n";
   ASSERT_NE(text.find(key), std::string::npos);
   text.erase(text.find(key), key.size());
+  // Also says the ceilings were measured on 2 threads while the kernels run on 1.
+  text += "measured:\n  threads: 2\n";
   const std::string hw = std::string(RIDGELINE_TMP_DIR) + "/validate-no-wa.yaml";
   std::ofstream(hw) << text;
   auto j = run_json("validate --quick --threads 1 --hw " + hw);
   EXPECT_FALSE(j["write_allocate"].get<bool>());
+  bool warned = false;
+  for (const auto& n : j["notes"]) warned |= n.get<std::string>().find("measured on 2 threads") != std::string::npos;
+  EXPECT_TRUE(warned) << j["notes"];
   for (const auto& op : j["ops"]) EXPECT_EQ(op["write_allocate_bytes"].get<double>(), 0) << op["name"];
   const auto* triad = find(j["ops"], "triad (DRAM)");
   ASSERT_NE(triad, nullptr);

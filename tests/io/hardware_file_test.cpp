@@ -54,6 +54,16 @@ TEST(HardwareFile, WriteAllocate) {
   EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
 
+// `measured.threads` (written by `ridgeline measure`): the threads the ceilings were
+// measured with; absent in the catalog (0); a whole number >= 1 or a one-line error.
+TEST(HardwareFile, MeasuredThreads) {
+  EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "measured:\n  threads: 3\n  date: \"x\"\n", "toy.yaml").measured_threads, 3);
+  EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "measured:\n  date: \"x\"\n", "toy.yaml").measured_threads, 0);
+  EXPECT_EQ(catalog_chip("epyc-9654").measured_threads, 0);
+  EXPECT_NE(error_of(std::string(kMinimal) + "measured:\n  threads: two\n").find("measured.threads"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "measured:\n  threads: 0\n").find("measured.threads"), std::string::npos);
+}
+
 // chip_yaml writes what parse_chip_yaml reads back to the same chip: every catalog chip,
 // and one with per-class efficiencies.
 TEST(HardwareFile, ChipYamlRoundTrips) {

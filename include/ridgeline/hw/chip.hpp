@@ -87,6 +87,9 @@ struct ChipSpec {
   int chips_per_node = 1;        ///< chips joined by the `node` links
   std::vector<std::string> sources;
   std::string provenance;  ///< "catalog", a file path, or a measurement note
+  /// Threads the ceilings were measured with (`measured.threads` of a chip file written by
+  /// `ridgeline measure`); 0 when not recorded (catalog figures are whole-chip rates).
+  int measured_threads = 0;
 
   /// Peak of `unit` for `t`, FLOP/s (0 when unsupported).
   double peak(Unit unit, DType t) const noexcept {
