@@ -149,7 +149,7 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                           }
                           text += "\n";
                         }
-                        text += fmt::format("all cores ({}):\n", cfg.threads > 0 ? cfg.threads : r.host.cpus);
+                        text += fmt::format("all cores ({}):\n", r.all_threads());
                         for (const auto& b : r.sweep_all) {
                           text += fmt::format("  {:<5} {:>10}/core  read {}  copy {}  triad {}", level_name(b.cache),
                                               format_quantity(b.working_set_bytes, Quantity::bytes), bw(b.read), bw(b.copy), bw(b.triad));
@@ -165,7 +165,7 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         }
                         text += fmt::format("measured in {:.1f} s{}\n", r.seconds, f->out.empty() ? "" : "; wrote " + f->out);
                         if (!f->compare.empty()) {
-                          const int threads = cfg.threads > 0 ? cfg.threads : r.host.cpus;
+                          const int threads = r.all_threads();
                           if (isatty(STDERR_FILENO)) std::cerr << "running likwid-bench ...\n";
                           // Quick: one round per ceiling; full: three, each ridgeline then likwid-bench back to back.
                           const int rounds = cfg.quick ? 1 : 3;

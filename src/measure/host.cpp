@@ -321,12 +321,14 @@ struct Arena {
   }
 };
 
-// Bytes/s of `op` (0 read, 1 write, 2 copy, 3 triad, 4 write and 5 copy with non-temporal
-// stores) over a working set of `bytes`, on `threads` threads each with its own arrays;
+// Bytes/s of `op` (write_nt and copy_nt: with non-temporal stores) over a working set of
+// `bytes`, on `threads` threads each with its own arrays;
 // median of `reps` timings of about 5 ms (time_parallel: one team, pinned, warmed up, each
 // timing from a barrier).
-Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::vector<Arena>& arenas) {
-  const int arrays = op == 0 || op == 1 || op == 4 ? 1 : op == 2 || op == 5 ? 2 : 3;
+Sample bandwidth(Stream op, double bytes, int threads, int reps, bool avx512, std::vector<Arena>& arenas) {
+  const int arrays = op == Stream::read || op == Stream::write || op == Stream::write_nt ? 1
+                     : op == Stream::copy || op == Stream::copy_nt                       ? 2
+                                                                                         : 3;
   const size_t n = std::max<size_t>(64, static_cast<size_t>(bytes / arrays / sizeof(double)) / 64 * 64);
   const double moved = static_cast<double>(n) * sizeof(double) * arrays;  // loads + stores, no write-allocate
   if (arenas.size() < static_cast<size_t>(threads)) arenas.resize(static_cast<size_t>(threads));
@@ -348,12 +350,12 @@ Sample bandwidth(int op, double bytes, int threads, int reps, bool avx512, std::
     for (int p = 0; p < inner; ++p) {
       const double v = ++calls[static_cast<size_t>(t) * 8];
       switch (op) {
-        case 0: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
-        case 1: avx512 ? write_avx512(a, n, v) : write_plain(a, n, v); break;
-        case 2: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
-        case 4: avx512 ? write_nt_avx512(a, n, v) : write_nt_plain(a, n, v); break;
-        case 5: avx512 ? copy_nt_avx512(a, b, n) : copy_nt_plain(a, b, n); break;
-        default: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001);
+        case Stream::read: sink += avx512 ? read_avx512(a, n) : read_plain(a, n); break;
+        case Stream::write: avx512 ? write_avx512(a, n, v) : write_plain(a, n, v); break;
+        case Stream::copy: avx512 ? copy_avx512(a, b, n) : copy_plain(a, b, n); break;
+        case Stream::write_nt: avx512 ? write_nt_avx512(a, n, v) : write_nt_plain(a, n, v); break;
+        case Stream::copy_nt: avx512 ? copy_nt_avx512(a, b, n) : copy_nt_plain(a, b, n); break;
+        case Stream::triad: avx512 ? triad_avx512(a, b, c, n, 1.0001) : triad_plain(a, b, c, n, 1.0001); break;
       }
     }
     sinks[static_cast<size_t>(t) * 8] += sink + a[n / 2];
@@ -409,7 +411,7 @@ double CpuDevice::peak_rate(DType dtype, int workers, double seconds) {
 }
 
 Sample CpuDevice::stream_rate(Stream kernel, double bytes, int workers, int reps) {
-  return bandwidth(static_cast<int>(kernel), bytes, std::max(1, workers), std::max(1, reps), host_.avx512f, arrays_->arenas);
+  return bandwidth(kernel, bytes, std::max(1, workers), std::max(1, reps), host_.avx512f, arrays_->arenas);
 }
 
 bool CpuDevice::stores_allocate() const {
@@ -685,7 +687,7 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   // is already present. Main memory first
   // (past the last cache), then the caches, outermost first.
   c.write_allocate = r.write_allocate;
-  const int threads = r.threads > 0 ? r.threads : r.host.cpus;
+  const int threads = r.all_threads();
   c.measured_threads = threads;
   const auto& all = r.sweep_all;
   auto roof = [&](const BandwidthPoint& b) {
@@ -738,7 +740,7 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::string m = fmt::format("measured:\n  date: \"{}\"\n  command: {}\n  seconds: {:.1f}\n  threads: {}\n", date, io::yaml_quoted(r.command),
-                              r.seconds, c.measured_threads > 0 ? c.measured_threads : r.host.cpus);
+                              r.seconds, r.all_threads());
   for (const auto& p : r.peaks) {
     m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }

@@ -121,6 +121,9 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     c.rows.push_back(std::move(row));
   };
   const std::string who = fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
+  // One device for every round: its threads' arrays are allocated and faulted in once, not
+  // again before each of ridgeline's timings.
+  CpuDevice device(h);
   // FMA peaks in L1: a quarter of each thread's L1 (likwid's peakflops kernels load one stream).
   const std::string peak_wg = workgroup(l1 / 4 * threads, threads);
   for (const auto& p : r.peaks) {
@@ -129,7 +132,7 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     else if (p.dtype == DType::fp32) test = "peakflops_sp_" + fma;
     else continue;  // likwid has no bf16 or int8 peak kernels
     const DType dtype = p.dtype;
-    add(fmt::format("{} peak, {}", name(dtype), who), test + " -w " + peak_wg, false, [&] { return peak_rate(h, dtype, threads, seconds); },
+    add(fmt::format("{} peak, {}", name(dtype), who), test + " -w " + peak_wg, false, [&] { return device.peak_rate(dtype, threads, seconds); },
         [&](double ours) { return bench(test, peak_wg, "MFlops/s:", ours / threads, kPeakFlopsPerElement * (l1 / 4) / bytes(dtype)); });
   }
   // Bandwidth at the all-core working sets, kernel for kernel: read <-> load (one load
@@ -153,7 +156,7 @@ LikwidComparison compare_likwid(const MeasureResult& r, int threads, double seco
     for (const Pair& k : {Pair{"read", Stream::read, "load_"}, Pair{"copy", Stream::copy, "copy_"}, Pair{"triad", Stream::triad, "stream_"}}) {
       const std::string test = k.theirs + vec;
       add(fmt::format("{} {}, {}", where, k.ours, who), test + " -w " + wg, true,
-          [&] { return stream_rate(h, k.kernel, b.working_set_bytes, threads, 5).value; },
+          [&] { return device.stream_rate(k.kernel, b.working_set_bytes, threads, 5).value; },
           [&](double ours) { return bench(test, wg, "MByte/s:", ours / threads, b.working_set_bytes); });
     }
   }

@@ -70,7 +70,7 @@ struct BandwidthPoint {
   int cache = -1;  ///< all-core points: the cache (index into HostInfo::caches) this size sits in; -1 past them
 };
 
-/// The stream kernels of the bandwidth sweep (the order is the kernels' own numbering).
+/// The stream kernels of the bandwidth sweep (write_nt, copy_nt: non-temporal stores).
 enum class Stream { read, write, copy, triad, write_nt, copy_nt };
 
 /// FLOP/s of the FMA (or dot-product) kernel `measure` uses for `dtype`, on `threads`
@@ -181,6 +181,9 @@ struct MeasureResult {
   int threads = 0;  ///< threads of the all-core measurements (pinned to CPUs 0 .. threads-1); 0: host.cpus
   double seconds = 0;
   std::string command;
+
+  /// The all-core measurements' threads: `threads`, or every CPU when unset.
+  int all_threads() const noexcept { return threads > 0 ? threads : host.cpus; }
 };
 
 /// Measures `device`: its peaks on one worker and on all (`cfg.threads`, else every one),
