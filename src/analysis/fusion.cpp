@@ -10,10 +10,12 @@ namespace ridgeline::analysis {
 
 namespace {
 
-// A kernel that moves `bytes` and does `flops` vector FLOPs (fp32).
-ops::Cost kernel(double bytes_, double flops) {
+// A kernel that moves `bytes` and does `flops` vector FLOPs (fp32); `stored` of the bytes
+// are its output, stored to lines it has not read.
+ops::Cost kernel(double bytes_, double stored, double flops) {
   ops::Cost c;
-  c.add_main_bytes(bytes_);
+  c.add_main_bytes(bytes_ - stored);
+  c.add_main_stores(stored);
   c.add_flops(hw::Unit::vector, DType::fp32, flops);
   c.launches = 1;
   return c;
@@ -44,13 +46,15 @@ FusionResult analyze_fusion(const model::ModelConfig& m, const hw::ChipSpec& chi
     c.kind = kind;
     c.per_layer = per_layer;
     for (const auto& k : unfused) {
-      c.unfused_bytes += k.bytes[0];
+      const ops::Estimate e = ops::estimate(k, chip);
+      c.unfused_bytes += e.main_bytes;
       c.unfused_launches += k.launches;
-      c.t_unfused_s += ops::estimate(k, chip).t_lower_s;
+      c.t_unfused_s += e.t_lower_s;
     }
-    c.fused_bytes = fused.bytes[0];
+    const ops::Estimate e = ops::estimate(fused, chip);
+    c.fused_bytes = e.main_bytes;
     c.fused_launches = fused.launches;
-    c.t_fused_s = ops::estimate(fused, chip).t_lower_s;
+    c.t_fused_s = e.t_lower_s;
     c.saved_per_pass_s = (c.t_unfused_s - c.t_fused_s) * per_layer * r.layers;
     c.note = note;
     c.alternative = alternative;
@@ -63,38 +67,41 @@ FusionResult analyze_fusion(const model::ModelConfig& m, const hw::ChipSpec& chi
 
   // RMSNorm as eager PyTorch runs it: x.pow(2) -> mean -> + eps, rsqrt -> x * rstd -> * weight.
   add("rmsnorm", "pow, mean, rsqrt, mul, mul", FusionKind::vertical, 2,
-      {kernel(2 * Th, T * h), kernel(Th + T * 4, T * h), kernel(2 * T * 4, 2 * T), kernel(2 * Th + T * 4, T * h),
-       kernel(2 * Th + h * s, T * h)},
-      kernel(2 * Th + h * s, 4 * T * h + 2 * T), "one pass: read x and the weight, write y");
+      {kernel(2 * Th, Th, T * h), kernel(Th + T * 4, T * 4, T * h), kernel(2 * T * 4, T * 4, 2 * T), kernel(2 * Th + T * 4, Th, T * h),
+       kernel(2 * Th + h * s, Th, T * h)},
+      kernel(2 * Th + h * s, Th, 4 * T * h + 2 * T), "one pass: read x and the weight, write y");
   // The residual add feeding the next norm: add (2 in, 1 out) then the fused norm (1 in, 1 out).
-  add("residual_add+rmsnorm", "add, rmsnorm", FusionKind::vertical, 2, {kernel(3 * Th, T * h), kernel(2 * Th + h * s, 4 * T * h)},
-      kernel(4 * Th + h * s, 5 * T * h), "read x and the residual once, write the new residual and the normed output");
+  add("residual_add+rmsnorm", "add, rmsnorm", FusionKind::vertical, 2, {kernel(3 * Th, Th, T * h), kernel(2 * Th + h * s, Th, 4 * T * h)},
+      kernel(4 * Th + h * s, 2 * Th, 5 * T * h), "read x and the residual once, write the new residual and the normed output");
   // RoPE in eager PyTorch: q*cos, rotate_half(q) (slice, negate, concatenate), *sin, add.
   const double tq = T * qk * s, tables = 2 * T * hd / 2 * s;
   add("rope", "mul cos, rotate_half, mul sin, add", FusionKind::vertical, 1,
-      {kernel(2 * tq + tables / 2, T * qk), kernel(2 * tq, T * qk / 2), kernel(2 * tq + tables / 2, T * qk), kernel(3 * tq, T * qk)},
-      kernel(2 * tq + tables, 3 * T * qk), "rotate q and k in registers");
+      {kernel(2 * tq + tables / 2, tq, T * qk), kernel(2 * tq, tq, T * qk / 2), kernel(2 * tq + tables / 2, tq, T * qk),
+       kernel(3 * tq, tq, T * qk)},
+      kernel(2 * tq + tables, tq, 3 * T * qk), "rotate q and k in registers");
   // SwiGLU: SiLU then the multiply (seed 000 counts them apart).
   if (m.mlp != model::MlpKind::gelu) {
-    add("silu*mul", "silu, mul", FusionKind::vertical, 1, {kernel(2 * TI, 4 * T * I), kernel(3 * TI, T * I)}, kernel(3 * TI, 6 * T * I),
+    add("silu*mul", "silu, mul", FusionKind::vertical, 1, {kernel(2 * TI, TI, 4 * T * I), kernel(3 * TI, TI, T * I)},
+        kernel(3 * TI, TI, 6 * T * I),
         "read gate and up, write the product");
   }
   if (cfg.dit) {
     // DiT AdaLN: LayerNorm then modulate x·(1 + scale) + shift (per-sample vectors).
-    add("layernorm+modulate", "layernorm, modulate", FusionKind::vertical, 2, {kernel(2 * Th + 2 * h * s, 7 * T * h), kernel(2 * Th, 2 * T * h)},
-        kernel(2 * Th + 2 * h * s, 9 * T * h), "normalise and modulate in one pass");
-    add("gate*y+residual", "mul, add", FusionKind::vertical, 2, {kernel(2 * Th, T * h), kernel(3 * Th, T * h)}, kernel(3 * Th, 2 * T * h),
+    add("layernorm+modulate", "layernorm, modulate", FusionKind::vertical, 2, {kernel(2 * Th + 2 * h * s, Th, 7 * T * h), kernel(2 * Th, Th, 2 * T * h)},
+        kernel(2 * Th + 2 * h * s, Th, 9 * T * h), "normalise and modulate in one pass");
+    add("gate*y+residual", "mul, add", FusionKind::vertical, 2, {kernel(2 * Th, Th, T * h), kernel(3 * Th, Th, T * h)},
+        kernel(3 * Th, Th, 2 * T * h),
         "x + gate·y in one pass");
   }
   // Epilogues: work a separate kernel does on the GEMM's output Y[T, n] while it is still in
   // registers. addmm's accumulator (C = beta·C + A·B) takes the bias OR the residual, not both.
   const double Tn = T * h * s;  // the projections back to h (o_proj, down_proj)
-  add("gemm+bias(addmm)", "gemm, bias add", FusionKind::epilogue, 2, {kernel(2 * Tn + h * s, T * h)}, kernel(h * s, 0),
+  add("gemm+bias(addmm)", "gemm, bias add", FusionKind::epilogue, 2, {kernel(2 * Tn + h * s, Tn, T * h)}, kernel(h * s, 0, 0),
       "torch.addmm: the bias in the accumulator; the residual then needs its own kernel", true);
-  add("gemm+residual(addmm)", "gemm, residual add", FusionKind::epilogue, 2, {kernel(3 * Tn, T * h)}, kernel(Tn, 0),
+  add("gemm+residual(addmm)", "gemm, residual add", FusionKind::epilogue, 2, {kernel(3 * Tn, Tn, T * h)}, kernel(Tn, 0, 0),
       "torch.addmm with the residual as C: the bias must then be folded elsewhere", true);
   add("gemm+bias+act+residual", "gemm, bias, activation, residual add", FusionKind::epilogue, 2,
-      {kernel(2 * Tn + h * s, T * h), kernel(2 * Tn, 8 * T * h), kernel(3 * Tn, T * h)}, kernel(Tn + h * s, 10 * T * h),
+      {kernel(2 * Tn + h * s, Tn, T * h), kernel(2 * Tn, Tn, 8 * T * h), kernel(3 * Tn, Tn, T * h)}, kernel(Tn + h * s, 0, 10 * T * h),
       "a custom epilogue (CUTLASS, Triton, Inductor): only the residual is read");
   return r;
 }

@@ -58,16 +58,13 @@ double sum_max_affine(const double* a, const double* z, int count, double n) {
   return total;
 }
 
-double main_bytes(const ops::Cost& c) { return c.bytes[0]; }
-double main_bytes(const ops::OpCost& c) { return c.main_bytes; }
-
 template <class C>
 [[gnu::always_inline]] inline OpTimes op_times(const C& c, const ops::Rates& rates, bool graphs) noexcept {
   OpTimes o;
   o.parts = ops::time_parts(c, rates);
   if (graphs) o.parts.launch = 0;
   o.flops = c.total_flops();
-  o.bytes = main_bytes(c);
+  o.bytes = ops::main_traffic(c, rates);
   o.link_bytes = c.total_link_bytes();
   o.launches = graphs ? 0 : c.launches;
   return o;

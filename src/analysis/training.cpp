@@ -286,15 +286,17 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       // bf16 -> fp8 casts (read 2 bytes, write 1 per element), fused with their transposes as
       // Transformer Engine does: the GEMM input and the weight shard (once per micro-batch)
       // in forward, the incoming gradient in backward.
-      const double fwd_cast = 3 * (op.gemm_m * op.gemm_k + op.gemm_k * op.gemm_n);
-      const double bwd_cast = 3 * op.gemm_m * op.gemm_n;
-      cast_f.add_main_bytes(fwd_cast);
+      const double fwd_elems = op.gemm_m * op.gemm_k + op.gemm_k * op.gemm_n, bwd_elems = op.gemm_m * op.gemm_n;
+      const double fwd_cast = 3 * fwd_elems, bwd_cast = 3 * bwd_elems;
+      cast_f.add_main_bytes(2 * fwd_elems);
+      cast_f.add_main_stores(fwd_elems);
       cast_f.launches = 1;
-      cast_b.add_main_bytes(bwd_cast);
+      cast_b.add_main_bytes(2 * bwd_elems);
+      cast_b.add_main_stores(bwd_elems);
       cast_b.launches = 1;
       sh.fp8_cast_bytes += (fwd_cast + bwd_cast) * r;
     }
-    out.fwd[i] = {ops::time_parts(fwd_cost, rates), fwd_cost.total_flops(), fwd_cost.main_bytes, fwd_cost.total_link_bytes(),
+    out.fwd[i] = {ops::time_parts(fwd_cost, rates), fwd_cost.total_flops(), ops::main_traffic(fwd_cost, rates), fwd_cost.total_link_bytes(),
                   fwd_cost.launches};
     // The backward is the forward's cost scaled by k in every count, so every part of its
     // time scales by k too (bytes over bandwidth, latency steps, launches alike).
@@ -475,7 +477,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     ops::Cost c;
     const DType fp = chip.peak(hw::Unit::matrix, DType::fp32) > 0 ? DType::fp32 : DType::tf32;
     c.add_flops(hw::Unit::matrix, fp, powersgd_flops);
-    // Error feedback: read the gradient and the residual, write the new residual (fp32).
+    // Error feedback: read the gradient and the residual, write the new residual (fp32) in
+    // place of the old.
     c.add_main_bytes(3 * 4 * matrix_weights);
     c.launches = 4;
     out.compression = part_of(ops::time_parts(c, rates), rates, hw::KernelClass::gemm);
@@ -517,10 +520,12 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
 
   // Adam: per parameter this GPU updates, read the fp32 master weight, both moments and the
   // fp32 gradient, write the three back and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes;
-  // about 12 FLOPs (moments, bias corrections, square root, update).
+  // about 12 FLOPs (moments, bias corrections, square root, update). The three are updated
+  // in place; the bf16 copy's 2 bytes are stored to lines not read.
   const double opt_params = cfg.zero >= 1 ? params_gpu / dpd : params_gpu;
   ops::Cost adam;
-  adam.add_main_bytes(30 * opt_params);
+  adam.add_main_bytes(28 * opt_params);
+  adam.add_main_stores(2 * opt_params);
   adam.add_flops(hw::Unit::vector, DType::fp32, 12 * opt_params);
   adam.launches = 1;
   out.optimizer = part_of(ops::time_parts(adam, rates), rates, hw::KernelClass::pointwise);

@@ -76,6 +76,8 @@ struct Runner {
   // times `body`, and records the kernel. `stored_bytes` are written by plain stores to
   // lines not read first: where the chip's stores allocate they read those lines too, at
   // every level but L1 (where the stores are done: an L1-resident line is already there).
+  // They are the timed kernel's own (axpy updates y in place, where the model's elementwise
+  // op writes a new tensor), so they replace the cost's main_store_bytes.
   void record(const std::string& name, const char* group, double ws, ops::Cost cost, double stored_bytes,
               const std::function<void(int, int)>& body, int body_threads, const std::function<double()>& check) {
     measure::time_parallel(body_threads, 0, 1, body);
@@ -91,6 +93,7 @@ struct Runner {
     k.model_bytes = cost.bytes[0];
     k.write_allocate_bytes = wa_bytes;
     cost.bytes[0] = 0;
+    cost.main_store_bytes = 0;
     cost.bytes[level] = k.model_bytes + wa_bytes;
     cost.launches = 0;
     const ops::Estimate e = ops::estimate(cost, chip);

@@ -70,8 +70,8 @@ ops::Cost collective_cost(const CollectiveShape& s) noexcept {
   const double wire = wire_bytes(s);
   c.link_bytes[s.link] = wire;
   c.link_steps[s.link] = latency_steps(s);
-  // Everything sent is read from memory and everything received is written to it.
-  double mem = 2 * wire;
+  // Everything sent is read from memory and everything received is stored to a buffer.
+  double mem = wire;
   if (s.kind == Collective::all_reduce || s.kind == Collective::reduce_scatter) {
     // Each received chunk is added to the local one: (P-1)/P·N elements, local operand read.
     const double reduced = (s.chips - 1) / s.chips * s.bytes;
@@ -79,6 +79,7 @@ ops::Cost collective_cost(const CollectiveShape& s) noexcept {
     c.add_flops(hw::Unit::vector, DType::fp32, reduced / bytes(s.dtype));
   }
   c.add_main_bytes(mem);
+  c.add_main_stores(wire);
   c.launches = 1;
   return c;
 }

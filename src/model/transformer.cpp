@@ -201,7 +201,8 @@ void attention_block(Ctx& c, double window) {
     }
     // K and V of the new tokens are written into the cache (in the KV dtype).
     Cost write;
-    write.add_main_bytes(T * 2 * c.kv_heads * hd * (bytes(c.act) + bytes(c.kv)));
+    write.add_main_bytes(T * 2 * c.kv_heads * hd * bytes(c.act));
+    write.add_main_stores(T * 2 * c.kv_heads * hd * bytes(c.kv));
     write.launches = 1;
     if (!c.f.training) c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);  // no cache in training
     a.heads = c.heads;

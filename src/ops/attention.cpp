@@ -48,22 +48,26 @@ Cost attention_cost(const AttentionShape& s) noexcept {
   const double kv_bytes = s.latent_kv ? s.batch * keys * s.head_dim * bytes(s.kv_dtype)
                                       : s.batch * s.kv_heads * keys * (s.head_dim + dv) * bytes(s.kv_dtype);
   if (s.impl == AttentionImpl::flash) {
-    c.add_main_bytes(q_bytes + kv_bytes + o_bytes);
+    c.add_main_bytes(q_bytes + kv_bytes);
+    c.add_main_stores(o_bytes);
     c.launches = 1;
     return c;
   }
   // Naive (eager): K/V expanded to all heads when grouped (repeat_kv), the score matrix
-  // written by QK^T, read and rewritten by softmax (scale and mask fused), read by PV.
+  // written by QK^T, read and rewritten in place by softmax (scale and mask fused), read by
+  // PV: four passes, of which the first stores to lines not read.
   double kv_read = kv_bytes;
   double launches = 3;
   if (s.kv_heads < s.heads) {
     double expanded = s.batch * s.heads * s.kv_len * (s.head_dim + dv) * bytes(s.kv_dtype);
-    c.add_main_bytes(kv_bytes + expanded);  // the copy: read grouped, write expanded
+    c.add_main_bytes(kv_bytes);  // the copy: read grouped, write expanded
+    c.add_main_stores(expanded);
     kv_read = expanded;
     launches += 2;
   }
   const double scores = bh * s.q_len * s.kv_len * bytes(s.dtype);
-  c.add_main_bytes(q_bytes + kv_read + o_bytes + 4 * scores);
+  c.add_main_bytes(q_bytes + kv_read + 3 * scores);
+  c.add_main_stores(scores + o_bytes);
   c.launches = launches;
   return c;
 }

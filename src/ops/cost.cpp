@@ -9,6 +9,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
               o.flops_[bit / kDTypeCount][bit % kDTypeCount]);
   }
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) bytes[l] += o.bytes[l];
+  main_store_bytes += o.main_store_bytes;
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     link_bytes[l] += o.link_bytes[l];
     link_steps[l] += o.link_steps[l];
@@ -23,6 +24,7 @@ Cost& Cost::operator*=(double k) noexcept {
     flops_[bit / kDTypeCount][bit % kDTypeCount] *= k;
   }
   for (double& b : bytes) b *= k;
+  main_store_bytes *= k;
   for (double& b : link_bytes) b *= k;
   for (double& s : link_steps) s *= k;
   launches *= k;
@@ -34,6 +36,7 @@ Cost OpCost::expand() const noexcept {
   if (matrix_flops != 0) c.add_flops(hw::Unit::matrix, matrix_dtype, matrix_flops);
   if (vector_flops != 0) c.add_flops(hw::Unit::vector, vector_dtype, vector_flops);
   c.bytes[0] = main_bytes;
+  c.main_store_bytes = main_store_bytes;
   if (link >= 0) {
     c.link_bytes[link] = link_bytes;
     c.link_steps[link] = link_steps;

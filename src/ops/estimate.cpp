@@ -52,7 +52,8 @@ FlopScan scan_flops(const Cost& c) noexcept {
 int memory_levels(const Cost& c, const Rates& r, double* per_level) noexcept {
   int level = 0;
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    per_level[l] = c.bytes[l] > 0 ? c.bytes[l] * r.s_per_byte[l] : 0;
+    const double b = l == 0 ? main_traffic(c, r) : c.bytes[l];
+    per_level[l] = b > 0 ? b * r.s_per_byte[l] : 0;
     if (per_level[l] > per_level[level]) level = l;
   }
   return level;
@@ -85,6 +86,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     s_per_link_byte[l] = l < links ? 1 / chip.links[l].chip_bandwidth_Bps() : kInf;
     link_latency_s[l] = l < links ? chip.links[l].latency_s : kInf;
   }
+  store_reads = chip.write_allocate ? 1 : 0;
   launch_s = chip.launch_overhead_s;
   const hw::EfficiencySpec& e = chip.efficiency;
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
@@ -108,8 +110,8 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
     const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
     t[u] += f > 0 ? f * r.s_per_flop[u][d] : 0;
   }
-  double memory = 0, comm = 0;
-  for (int l = 0; l < hw::kMaxMemoryLevels; ++l) memory = std::max(memory, c.bytes[l] * r.s_per_byte[l]);
+  double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0;
+  for (int l = 1; l < hw::kMaxMemoryLevels; ++l) memory = std::max(memory, c.bytes[l] * r.s_per_byte[l]);
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     const double b = c.link_bytes[l], steps = c.link_steps[l];
     comm = std::max(comm, (b > 0 ? b * r.s_per_link_byte[l] : 0) + (steps > 0 ? steps * r.link_latency_s[l] : 0));
@@ -143,7 +145,8 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   e.compute_unit = static_cast<hw::Unit>(f.unit);
   e.compute_dtype = static_cast<DType>(f.dtype);
   e.flops = f.f[0] + f.f[1];
-  e.main_bytes = c.bytes[0];
+  e.main_bytes = main_traffic(c, r);
+  e.write_allocate_bytes = r.store_reads * c.main_store_bytes;
   e.intensity_flops_per_byte = e.main_bytes > 0 ? e.flops / e.main_bytes : 0;
   e.peak_flops_per_s = chip.peak(e.compute_unit, e.compute_dtype);
   const double bw = chip.main_bandwidth_Bps();

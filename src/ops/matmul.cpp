@@ -7,7 +7,8 @@ namespace ridgeline::ops {
 Cost dot_cost(const DotShape& s) noexcept {
   Cost c;
   c.add_flops(hw::Unit::vector, s.compute, 2 * s.n - 1);
-  c.add_main_bytes(2 * s.n * bytes(s.dtype) + bytes(s.dtype));
+  c.add_main_bytes(2 * s.n * bytes(s.dtype));
+  c.add_main_stores(bytes(s.dtype));
   c.launches = 1;
   return c;
 }

@@ -3,10 +3,12 @@
 namespace ridgeline::ops {
 
 namespace {
-Cost vector_op(const RowsShape& s, double flops, double main_bytes) noexcept {
+// `loaded` bytes read, `stored` bytes written to a new output.
+Cost vector_op(const RowsShape& s, double flops, double loaded, double stored) noexcept {
   Cost c;
   c.add_flops(hw::Unit::vector, s.compute, flops);
-  c.add_main_bytes(main_bytes);
+  c.add_main_bytes(loaded);
+  c.add_main_stores(stored);
   c.launches = 1;
   return c;
 }
@@ -14,50 +16,53 @@ Cost vector_op(const RowsShape& s, double flops, double main_bytes) noexcept {
 
 Cost elementwise_cost(const RowsShape& s, double inputs, double outputs, double flops_per_element) noexcept {
   double e = s.rows * s.cols;
-  return vector_op(s, flops_per_element * e, (inputs + outputs) * e * bytes(s.dtype));
+  return vector_op(s, flops_per_element * e, inputs * e * bytes(s.dtype), outputs * e * bytes(s.dtype));
 }
 
 Cost reduction_cost(const RowsShape& s) noexcept {
-  return vector_op(s, s.rows * (s.cols - 1), (s.rows * s.cols + s.rows) * bytes(s.dtype));
+  return vector_op(s, s.rows * (s.cols - 1), s.rows * s.cols * bytes(s.dtype), s.rows * bytes(s.dtype));
 }
 
 Cost rmsnorm_cost(const RowsShape& s) noexcept {
   // Per row: h squares, h-1 adds, 1 divide, 1 add (eps), 1 rsqrt, h scales, h gamma products.
   double flops = s.rows * (4 * s.cols + 2);
-  double b = (2 * s.rows * s.cols + s.cols) * bytes(s.dtype);
-  return vector_op(s, flops, b);
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, out + s.cols * bytes(s.dtype), out);
 }
 
 Cost layernorm_cost(const RowsShape& s) noexcept {
   // Per row: mean (h-1 adds, 1 div), variance (h subs, h squares, h-1 adds, 1 div),
   // eps + rsqrt (2), normalise (h subs, h muls), affine (h muls, h adds) = 7h + 2.
   double flops = s.rows * (7 * s.cols + 2);
-  double b = (2 * s.rows * s.cols + 2 * s.cols) * bytes(s.dtype);
-  return vector_op(s, flops, b);
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, out + 2 * s.cols * bytes(s.dtype), out);
 }
 
 Cost rope_cost(const RowsShape& s, double head_dim) noexcept {
   // Each pair (x1, x2) -> (x1 c - x2 s, x2 c + x1 s): 4 muls + 2 adds per 2 elements.
   double flops = 3 * s.rows * s.cols;
-  double b = (2 * s.rows * s.cols + 2 * s.rows * (head_dim / 2)) * bytes(s.dtype);
-  return vector_op(s, flops, b);
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, out + 2 * s.rows * (head_dim / 2) * bytes(s.dtype), out);
 }
 
 Cost softmax_cost(const RowsShape& s) noexcept {
   // Per row: max (h-1), subtract (h), exp (h), sum (h-1), divide (h).
   double flops = s.rows * (5 * s.cols - 2);
-  return vector_op(s, flops, 2 * s.rows * s.cols * bytes(s.dtype));
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, out, out);
 }
 
 Cost swiglu_cost(const RowsShape& s) noexcept {
   // sigmoid(g) = 1 / (1 + exp(-g)): negate, exp, add, divide (4); silu = g·sigmoid (1); · up (1).
   double flops = 6 * s.rows * s.cols;
-  return vector_op(s, flops, 3 * s.rows * s.cols * bytes(s.dtype));
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, 2 * out, out);
 }
 
 Cost embedding_cost(const RowsShape& s) noexcept {
   constexpr double kIdBytes = 8;  // torch.long token ids
-  return vector_op(s, 0, s.rows * kIdBytes + 2 * s.rows * s.cols * bytes(s.dtype));
+  const double out = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, 0, s.rows * kIdBytes + out, out);
 }
 
 }  // namespace ridgeline::ops

@@ -46,6 +46,7 @@ json ops_json(const char* phase, const model::Graph& g, const std::array<analysi
                    {"block", std::string(model::name(op.block))},
                    {"flops", e.flops},
                    {"bytes", e.main_bytes},
+                   {"write_allocate_bytes", e.write_allocate_bytes},
                    {"comm_bytes", op.cost.total_link_bytes()},
                    {"intensity_flops_per_byte", e.main_bytes > 0 ? json(e.intensity_flops_per_byte) : json(nullptr)},
                    {"bound", std::string(ops::name(e.bound))},
@@ -103,6 +104,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   json j;
   j["model"] = m.name;
   j["hw"] = sys.chip.name;
+  j["write_allocate"] = sys.chip.write_allocate;
   j["chips"] = r.chips;
   j["tp"] = cfg.forward.tp;
   j["ep"] = cfg.forward.ep;
@@ -199,6 +201,9 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   }
   out += fmt::format("quick (seed 001) per decode step: memory {}, compute {}, network {} -> {} .. {}\n", t(r.quick.t_memory_s),
                      t(r.quick.t_compute_s), t(r.quick.t_network_s), t(r.quick.t_lower_s), t(r.quick.t_upper_s));
+  if (sys.chip.write_allocate) {
+    out += "stores      allocate on this chip (write_allocate): an op's bytes count the line each store to a new tensor reads first\n";
+  }
 
   auto table = [&](const char* title, const model::Graph& g, const std::array<analysis::OpRow, model::Graph::kMaxOps>& rows,
                    const analysis::PhaseTimes& p) {

@@ -153,6 +153,8 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["chips"] = sys.chips;
   j["flops"] = e.flops;
   j["bytes"] = e.main_bytes;
+  j["stored_bytes"] = cost.main_store_bytes;
+  j["write_allocate_bytes"] = e.write_allocate_bytes;
   json by_unit = json::object();
   for (int u = 0; u < hw::kUnitCount; ++u) {
     std::array<double, kDTypeCount> flops{};
@@ -162,9 +164,10 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["flops_by_unit"] = by_unit;
   j["memory"] = json::array();
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    if (cost.bytes[l] <= 0) continue;
+    const double b = l == 0 ? e.main_bytes : cost.bytes[l];
+    if (b <= 0) continue;
     int li = std::min<int>(l, static_cast<int>(chip.memory.size()) - 1);
-    j["memory"].push_back({{"name", chip.memory[li].name}, {"bytes", cost.bytes[l]}, {"t_s", e.t_memory_level_s[l]}});
+    j["memory"].push_back({{"name", chip.memory[li].name}, {"bytes", b}, {"t_s", e.t_memory_level_s[l]}});
   }
   j["comm"] = json::array();
   for (int l = 0; l < hw::kMaxLinks; ++l) {

@@ -106,9 +106,14 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
     out += fmt::format("  FLOPs       {:>14}\n", "0");
   }
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    if (cost.bytes[l] <= 0) continue;
+    const double b = l == 0 ? e.main_bytes : cost.bytes[l];
+    if (b <= 0) continue;
     int li = std::min<int>(l, static_cast<int>(c.memory.size()) - 1);
-    out += fmt::format("  bytes       {:>14}  ({})\n", size(cost.bytes[l]), c.memory[li].name);
+    out += fmt::format("  bytes       {:>14}  ({}", size(b), c.memory[li].name);
+    if (l == 0 && e.write_allocate_bytes > 0) {
+      out += fmt::format("; {} of them lines read before stores, as the chip's stores allocate", size(e.write_allocate_bytes));
+    }
+    out += ")\n";
   }
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     if (cost.link_bytes[l] <= 0) continue;

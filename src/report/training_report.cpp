@@ -32,6 +32,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   json j;
   j["model"] = m.name;
   j["hw"] = sys.chip.name;
+  j["write_allocate"] = sys.chip.write_allocate;
   j["gpus"] = c.gpus;
   j["tp"] = c.tp;
   j["pp"] = c.pp;
@@ -162,6 +163,9 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
                        size(r.grad_bytes), size(r.grad_bytes_uncompressed));
   }
   out += fmt::format("  tensor-parallel comm     {:>10}   (on the critical path, lower bound)\n", t(r.tp_comm_s));
+  if (sys.chip.write_allocate) {
+    out += "  stores allocate on this chip (write_allocate): op bytes count the line each store to a new tensor reads first\n";
+  }
   out += "\ncompute by kind (lower bound, per step):";
   for (int k = 0; k < 6; ++k) {
     if (r.time_by_kind_s[k] > 0) out += fmt::format("  {} {}", model::name(static_cast<model::OpClass>(k)), t(r.time_by_kind_s[k]));

@@ -41,33 +41,39 @@ TEST(Inference, SevenBDecodeAtBatchOneIsWeightBytesOverBandwidth) {
 TEST(Inference, EveryOpOfOneLlamaLayerByHand) {
   // Llama-2-7B prefill of one 128-token prompt: T = 128, h = 4096, 32 heads of 128 (MHA),
   // I = 11008, fp16 weights and bf16 activations (2 bytes each), flash attention.
+  // `stored`: the bytes written to a new tensor (every op's output), which a chip whose
+  // stores allocate reads first.
   InferenceConfig cfg;
   auto r = run("llama-2-7b", "h100-sxm", cfg);
+  hw::System wa_sys = chip("h100-sxm");
+  wa_sys.chip.write_allocate = true;  // as if its stores allocated, like a CPU's
+  auto wa = std::make_unique<InferenceResult>();
+  infer(io::bundled_model("llama-2-7b"), wa_sys, cfg, *wa);
   const auto& g = r->prefill_graph;
   struct Expect {
     const char* name;
-    double flops, bytes;
+    double flops, bytes, stored;
   };
   const double T = 128, h = 4096, I = 11008, pairs = 128.0 * 129 / 2;
   const Expect expect[] = {
-      {"input_norm", T * (4 * h + 2), (2 * T * h + h) * 2},
-      {"q_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
-      {"k_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
-      {"v_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
+      {"input_norm", T * (4 * h + 2), (2 * T * h + h) * 2, T * h * 2},
+      {"q_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h), T * h * 2},
+      {"k_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h), T * h * 2},
+      {"v_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h), T * h * 2},
       // q and k, 64 heads of 128: 3 FLOPs per element; x in and out, cos and sin (T, 64).
-      {"rope", 3 * T * 8192, (2 * T * 8192 + 2 * T * 64) * 2},
+      {"rope", 3 * T * 8192, (2 * T * 8192 + 2 * T * 64) * 2, T * 8192 * 2},
       // New K and V read in bf16 and written to the bf16 cache.
-      {"kv_cache_write", 0, T * 2 * h * (2 + 2)},
+      {"kv_cache_write", 0, T * 2 * h * (2 + 2), T * 2 * h * 2},
       // QK^T and PV over the causal pairs, softmax on the vector unit; Q, K, V, O once.
-      {"attention", 4 * 32 * pairs * 128 + 32 * (5 * pairs + T * 128), 4 * T * h * 2},
-      {"o_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h)},
-      {"attn_residual", T * h, 3 * T * h * 2},
-      {"post_attention_norm", T * (4 * h + 2), (2 * T * h + h) * 2},
-      {"gate_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I)},
-      {"up_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I)},
-      {"silu_mul", 6 * T * I, 3 * T * I * 2},
-      {"down_proj", 2 * T * I * h, 2 * (T * I + I * h + T * h)},
-      {"mlp_residual", T * h, 3 * T * h * 2},
+      {"attention", 4 * 32 * pairs * 128 + 32 * (5 * pairs + T * 128), 4 * T * h * 2, T * h * 2},
+      {"o_proj", 2 * T * h * h, 2 * (T * h + h * h + T * h), T * h * 2},
+      {"attn_residual", T * h, 3 * T * h * 2, T * h * 2},
+      {"post_attention_norm", T * (4 * h + 2), (2 * T * h + h) * 2, T * h * 2},
+      {"gate_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I), T * I * 2},
+      {"up_proj", 2 * T * h * I, 2 * (T * h + h * I + T * I), T * I * 2},
+      {"silu_mul", 6 * T * I, 3 * T * I * 2, T * I * 2},
+      {"down_proj", 2 * T * I * h, 2 * (T * I + I * h + T * h), T * h * 2},
+      {"mlp_residual", T * h, 3 * T * h * 2, T * h * 2},
   };
   int found = 0;
   for (int i = 0; i < g.op_count; ++i) {
@@ -77,9 +83,18 @@ TEST(Inference, EveryOpOfOneLlamaLayerByHand) {
     EXPECT_STREQ(g.ops[i].name, x.name);
     EXPECT_DOUBLE_EQ(r->prefill_ops[i].e.flops, x.flops) << x.name;
     EXPECT_DOUBLE_EQ(r->prefill_ops[i].e.main_bytes, x.bytes) << x.name;
+    EXPECT_EQ(r->prefill_ops[i].e.write_allocate_bytes, 0) << x.name;
+    EXPECT_DOUBLE_EQ(g.ops[i].cost.main_store_bytes, x.stored) << x.name;
+    // Where stores allocate, each stored line is read too: at 3.35 TB/s.
+    EXPECT_DOUBLE_EQ(wa->prefill_ops[i].e.main_bytes, x.bytes + x.stored) << x.name;
+    EXPECT_DOUBLE_EQ(wa->prefill_ops[i].e.write_allocate_bytes, x.stored) << x.name;
+    EXPECT_DOUBLE_EQ(wa->prefill_ops[i].e.t_memory_s, (x.bytes + x.stored) / 3.35e12) << x.name;
     EXPECT_EQ(g.repeat(i), 32) << x.name;
   }
   EXPECT_EQ(found, static_cast<int>(std::size(expect)));
+  // The phase totals carry the same bytes: more on the allocating chip, never less time.
+  EXPECT_GT(wa->prefill.bytes, r->prefill.bytes);
+  EXPECT_GT(wa->prefill.t_lower_s, r->prefill.t_lower_s);
 }
 
 TEST(Inference, PrefillAt2048TokensIsComputeBound) {

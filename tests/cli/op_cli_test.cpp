@@ -18,6 +18,23 @@ TEST(OpCli, MatmulHasTheContractKeys) {
   EXPECT_NEAR(j["t_realistic_s"].get<double>(), 2.0 * 256 * 4096 * 4096 / 989.4e12 / 0.8, 1e-15);
 }
 
+// The EPYC 9654's file says its stores allocate (x86 write-back memory): c = a + b over
+// 4096 x 4096 bf16 reads a and b (2 x 33554432 bytes), stores c (33554432) and reads c's
+// lines first (33554432 more): 134217728 bytes over 460.8 GB/s. An H200 moves 100663296.
+TEST(OpCli, StoresReadTheirLinesFirstWhereTheChipSaysSo) {
+  auto j = run_json("op elementwise --shape 4096,4096 --inputs 2 --outputs 1 --hw epyc-9654");
+  EXPECT_EQ(j["bytes"].get<double>(), 134217728.0);
+  EXPECT_EQ(j["stored_bytes"].get<double>(), 33554432.0);
+  EXPECT_EQ(j["write_allocate_bytes"].get<double>(), 33554432.0);
+  EXPECT_NEAR(j["t_memory_s"].get<double>(), 134217728.0 / 460.8e9, 1e-15);
+  EXPECT_EQ(j["memory"][0]["bytes"].get<double>(), 134217728.0);
+  auto gpu = run_json("op elementwise --shape 4096,4096 --inputs 2 --outputs 1 --hw h200");
+  EXPECT_EQ(gpu["bytes"].get<double>(), 100663296.0);
+  EXPECT_EQ(gpu["write_allocate_bytes"].get<double>(), 0);
+  RunResult r = run("op elementwise --shape 4096,4096 --inputs 2 --outputs 1 --hw epyc-9654");
+  EXPECT_NE(r.out.find("lines read before stores"), std::string::npos) << r.out;
+}
+
 TEST(OpCli, HumanOutputNamesTheBound) {
   RunResult r = run("op rmsnorm --tokens 4096 --hidden 4096 --hw h200");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -126,11 +126,47 @@ TEST(Cost, AddsAndScales) {
   Cost a;
   a.add_flops(hw::Unit::matrix, DType::bf16, 2);
   a.add_main_bytes(3);
+  a.add_main_stores(1);
   a.launches = 1;
   Cost b = a + a * 2.0;
   EXPECT_EQ(b.total_flops(), 6);
-  EXPECT_EQ(b.main_bytes(), 9);
+  EXPECT_EQ(b.main_bytes(), 12);       // (3 + 1) x 3
+  EXPECT_EQ(b.main_store_bytes, 3);    // 1 x 3
   EXPECT_EQ(b.launches, 3);
+  Cost copy;
+  copy = b;
+  EXPECT_EQ(copy.main_store_bytes, 3);
+}
+
+// Where a chip's stores allocate, every byte stored to a line not read first is read too:
+// main-memory time is (loads + 2 x stores) / bandwidth; elsewhere (loads + stores) / bandwidth.
+TEST(Estimate, WriteAllocateReadsTheStoredLines) {
+  Cost c;
+  c.add_flops(hw::Unit::vector, DType::fp32, 1e9);  // 0.1 ms on 10e12
+  c.add_main_bytes(2e9);                            // two inputs read
+  c.add_main_stores(1e9);                           // one output stored
+  hw::ChipSpec chip = toy_chip();                   // 1e12 B/s
+  const Estimate plain = estimate(c, chip);
+  EXPECT_DOUBLE_EQ(plain.t_memory_s, 3e-3);         // 3e9 / 1e12
+  EXPECT_DOUBLE_EQ(plain.main_bytes, 3e9);
+  EXPECT_EQ(plain.write_allocate_bytes, 0);
+  chip.write_allocate = true;
+  const Estimate wa = estimate(c, chip);
+  EXPECT_DOUBLE_EQ(wa.t_memory_s, 4e-3);            // (2e9 + 1e9 + 1e9) / 1e12
+  EXPECT_DOUBLE_EQ(wa.t_memory_level_s[0], 4e-3);
+  EXPECT_DOUBLE_EQ(wa.t_lower_s, 4e-3);
+  EXPECT_DOUBLE_EQ(wa.main_bytes, 4e9);
+  EXPECT_DOUBLE_EQ(wa.write_allocate_bytes, 1e9);
+  EXPECT_DOUBLE_EQ(wa.intensity_flops_per_byte, 0.25);  // 1e9 FLOPs / 4e9 bytes moved
+  // The compact form an op graph keeps carries the stores and prices them the same.
+  OpCost o;
+  ASSERT_TRUE(OpCost::compact(c, o));
+  EXPECT_EQ(o.main_store_bytes, 1e9);
+  const Rates r(chip);
+  EXPECT_DOUBLE_EQ(time_parts(o, r).memory, 4e-3);
+  EXPECT_DOUBLE_EQ(main_traffic(o, r), 4e9);
+  EXPECT_EQ(o.expand().main_store_bytes, 1e9);
+  EXPECT_DOUBLE_EQ(time_parts(o.expand(), r).memory, 4e-3);
 }
 
 }  // namespace

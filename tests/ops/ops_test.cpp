@@ -20,6 +20,7 @@ TEST(Matmul, Bf16ProjectionOfSeed000) {
   EXPECT_EQ(c.main_bytes(), 4.0 * 256 * 4096 + 2.0 * 4096 * 4096); // 37748736
   // intensity sh/(2s+h) = 256*4096/4608 = 227.56
   EXPECT_NEAR(c.total_flops() / c.main_bytes(), 256.0 * 4096 / (2 * 256 + 4096), 1e-9);
+  EXPECT_EQ(c.main_store_bytes, 2.0 * 256 * 4096);  // Y is stored: 2097152
   EXPECT_EQ(c.launches, 1);
 }
 
@@ -69,6 +70,7 @@ TEST(Dot, SeedCounts) {
   Cost c = dot_cost({.n = 1000, .dtype = DType::bf16});
   EXPECT_EQ(vector(c, DType::fp32), 1999);
   EXPECT_EQ(c.main_bytes(), 4002);
+  EXPECT_EQ(c.main_store_bytes, 2);  // the result
 }
 
 TEST(Pointwise, HandCounts) {
@@ -98,6 +100,15 @@ TEST(Pointwise, HandCounts) {
   Cost rope = rope_cost({.rows = 4, .cols = 256}, 128);
   EXPECT_EQ(rope.total_flops(), 3 * 4 * 256);
   EXPECT_EQ(rope.main_bytes(), (2 * 1024 + 2 * 4 * 64) * 2);
+  // Stored: each op's output tensor, a new one (2 bytes per element).
+  EXPECT_EQ(ew.main_store_bytes, 1000 * 2);  // one output of 10 x 100
+  EXPECT_EQ(red.main_store_bytes, 10 * 2);   // one value per row
+  EXPECT_EQ(rms.main_store_bytes, 32 * 2);   // y, not gamma
+  EXPECT_EQ(ln.main_store_bytes, 32 * 2);
+  EXPECT_EQ(sm.main_store_bytes, 32 * 2);
+  EXPECT_EQ(sw.main_store_bytes, 32 * 2);    // the product, not gate or up
+  EXPECT_EQ(emb.main_store_bytes, 32 * 2);   // the gathered rows
+  EXPECT_EQ(rope.main_store_bytes, 1024 * 2);
 }
 
 TEST(Attention, FlashGqa) {
@@ -109,6 +120,7 @@ TEST(Attention, FlashGqa) {
   EXPECT_EQ(vector(c, DType::fp32), 2 * 16 * (5 * pairs + 1024 * 64));   // softmax + normalise
   // Q and O: 2*16*1024*64*2 bytes each; K and V: 2*4*1024*64*2 each.
   EXPECT_EQ(c.main_bytes(), 2 * 4194304.0 + 2 * 1048576.0);
+  EXPECT_EQ(c.main_store_bytes, 4194304.0);  // O only
   EXPECT_EQ(c.launches, 1);
 }
 
@@ -132,6 +144,9 @@ TEST(Attention, NaiveMaterialisesScoresAndExpandsKv) {
   // Q, O; repeat_kv reads K,V and writes them expanded; QK^T and PV read expanded K,V;
   // scores written, read and rewritten by softmax, read by PV.
   EXPECT_EQ(c.main_bytes(), 2 * q + kv + expanded + expanded + 4 * scores);
+  // Stored to lines not read: the expanded K,V, the scores once (softmax rewrites them in
+  // place), O.
+  EXPECT_EQ(c.main_store_bytes, expanded + scores + q);
   EXPECT_EQ(c.launches, 5);
 }
 

@@ -16,6 +16,7 @@ Cost random_cost() {
   c.add_flops(hw::Unit::matrix, DType::bf16, *rc::gen::inRange(0, 1 << 30));
   c.add_flops(hw::Unit::vector, DType::fp32, *rc::gen::inRange(0, 1 << 24));
   c.add_main_bytes(*rc::gen::inRange(0, 1 << 30));
+  c.add_main_stores(*rc::gen::inRange(0, 1 << 28));
   c.link_bytes[0] = *rc::gen::inRange(0, 1 << 20);
   c.link_steps[0] = *rc::gen::inRange(0, 16);
   c.launches = *rc::gen::inRange(0, 4);
@@ -43,6 +44,23 @@ RC_GTEST_PROP(Roofline, MoreFlopsOrBytesNeverFaster, ()) {
   RC_ASSERT(b.t_lower_s >= a.t_lower_s);
   RC_ASSERT(b.t_upper_s >= a.t_upper_s);
   RC_ASSERT(b.t_realistic_s >= a.t_realistic_s);
+}
+
+// A chip whose stores allocate moves each stored byte twice: never faster, and the bytes
+// it reports are the others' plus exactly the stored ones; the compact form agrees.
+RC_GTEST_PROP(Roofline, WriteAllocateAddsTheStoredBytesOnce, ()) {
+  Cost c = random_cost();
+  auto chip = testing::toy_chip();
+  Estimate plain = estimate(c, chip);
+  chip.write_allocate = true;
+  Estimate wa = estimate(c, chip);
+  RC_ASSERT(wa.t_lower_s >= plain.t_lower_s);
+  RC_ASSERT(wa.t_memory_s >= plain.t_memory_s);
+  RC_ASSERT(wa.main_bytes == plain.main_bytes + c.main_store_bytes);
+  RC_ASSERT(wa.write_allocate_bytes == c.main_store_bytes);
+  OpCost o;
+  RC_ASSERT(OpCost::compact(c, o));
+  RC_ASSERT(time_parts(o, Rates(chip)).memory == time_parts(c, Rates(chip)).memory);
 }
 
 RC_GTEST_PROP(Roofline, IntensityInvariantUnderScaling, ()) {

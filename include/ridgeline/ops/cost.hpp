@@ -14,6 +14,11 @@ class Cost {
  public:
   /// Bytes moved at each memory level; [0] is main memory (HBM / DRAM).
   std::array<double, hw::kMaxMemoryLevels> bytes{};
+  /// Of bytes[0], those stored to lines the op has not read (a new output, not an in-place
+  /// update). On a chip whose plain stores allocate (ChipSpec::write_allocate: x86 write-back
+  /// memory) each such line is read before it is written, so these bytes move once more;
+  /// estimates add them there (docs/cost-model.md#write-allocate).
+  double main_store_bytes = 0;
   /// Bytes each chip sends over each link (indexed like ChipSpec::links), per direction.
   std::array<double, hw::kMaxLinks> link_bytes{};
   /// Sequential message steps over each link; each costs the link's latency.
@@ -29,11 +34,12 @@ class Cost {
   // and copying whole objects, compiled to `rep stos` / `rep movs`, was a third of a graph build.)
   Cost() noexcept {}  // NOLINT(modernize-use-equals-default): must not zero flops_
   Cost(const Cost& o) noexcept
-      : bytes(o.bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), flop_mask(o.flop_mask) {
+      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), flop_mask(o.flop_mask) {
     copy_flops(o);
   }
   Cost& operator=(const Cost& o) noexcept {
     bytes = o.bytes;
+    main_store_bytes = o.main_store_bytes;
     link_bytes = o.link_bytes;
     link_steps = o.link_steps;
     launches = o.launches;
@@ -58,8 +64,15 @@ class Cost {
       flop_mask |= b;
     }
   }
-  /// Adds `b` bytes of main-memory traffic.
+  /// Adds `b` bytes of main-memory traffic that allocates nothing: loads, and stores back to
+  /// lines the op has read (in-place updates).
   void add_main_bytes(double b) noexcept { bytes[0] += b; }
+  /// Adds `b` bytes stored to main memory in lines the op has not read (new outputs): traffic
+  /// like add_main_bytes, and counted in main_store_bytes for chips whose stores allocate.
+  void add_main_stores(double b) noexcept {
+    bytes[0] += b;
+    main_store_bytes += b;
+  }
 
   /// FLOPs of one unit, all dtypes (only the entries add_flops touched are visited).
   double unit_flops(hw::Unit u) const noexcept {
@@ -103,13 +116,14 @@ class Cost {
 };
 
 /// One operation's Cost in the compact form an op graph keeps: FLOPs in at most one dtype
-/// per unit, bytes of main memory only, traffic over at most one link. Every op the model
+/// per unit, bytes of main memory only (with the stored ones), traffic over at most one link. Every op the model
 /// builder makes has this form (Graph::add flags any other as an overflow). A graph is
 /// evaluated for every plan: at a fifth of a Cost's size its ops stay in the L1 cache.
 struct OpCost {
   double matrix_flops = 0;  ///< on the matrix unit, in matrix_dtype
   double vector_flops = 0;  ///< on the vector unit, in vector_dtype
   double main_bytes = 0;
+  double main_store_bytes = 0;  ///< of main_bytes, stored to lines not read (Cost::main_store_bytes)
   double link_bytes = 0;    ///< per chip per direction over `link`
   double link_steps = 0;
   double launches = 0;
@@ -137,6 +151,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   o.matrix_flops = c.flops(hw::Unit::matrix, o.matrix_dtype);
   o.vector_flops = c.flops(hw::Unit::vector, o.vector_dtype);
   o.main_bytes = c.bytes[0];
+  o.main_store_bytes = c.main_store_bytes;
   o.launches = c.launches;
   // Most ops cross no link: one test of the summed magnitudes skips the scan.
   const double any_link = std::fabs(c.link_bytes[0]) + std::fabs(c.link_bytes[1]) + std::fabs(c.link_bytes[2]) +

@@ -33,7 +33,8 @@ struct Estimate {
   hw::Unit compute_unit = hw::Unit::matrix;  ///< unit with most FLOPs
   DType compute_dtype = DType::bf16;         ///< dtype with most FLOPs on that unit
   double flops = 0;                          ///< all FLOPs
-  double main_bytes = 0;                     ///< main-memory bytes
+  double main_bytes = 0;                     ///< main-memory bytes moved (with write_allocate_bytes)
+  double write_allocate_bytes = 0;           ///< of main_bytes, lines read for ownership before stores (chips whose stores allocate)
   double intensity_flops_per_byte = 0;       ///< flops / main_bytes (0 without bytes)
   double ridge_flops_per_byte = 0;           ///< peak(compute unit, dtype) / main bandwidth
   double peak_flops_per_s = 0;               ///< peak of compute unit and dtype
@@ -54,6 +55,9 @@ struct Rates {
   std::array<double, hw::kMaxMemoryLevels> s_per_byte{};
   /// Seconds per byte over each link (all its physical links), and per message step.
   std::array<double, hw::kMaxLinks> s_per_link_byte{}, link_latency_s{};
+  /// 1 where a store to a line not read first reads the line (ChipSpec::write_allocate), else 0:
+  /// main-memory traffic is bytes + store_reads x stored bytes.
+  double store_reads = 0;
   int links = 0;          ///< links the chip has; traffic on any other is infinitely slow
   double launch_s = 0;    ///< per kernel launch
   /// A kernel class's achievable rates for the realistic time: 1 / fraction of each peak
@@ -120,6 +124,11 @@ struct TimeParts {
   }
 };
 
+/// Bytes moved at main memory: the op's bytes and, where stores allocate, the lines its
+/// stores read first.
+inline double main_traffic(const Cost& c, const Rates& r) noexcept { return c.bytes[0] + r.store_reads * c.main_store_bytes; }
+inline double main_traffic(const OpCost& c, const Rates& r) noexcept { return c.main_bytes + r.store_reads * c.main_store_bytes; }
+
 /// The time parts of `c` at `rates` (infinite for a dtype or link the chip lacks).
 TimeParts time_parts(const Cost& c, const Rates& rates) noexcept;
 /// The time parts of an op graph's compact cost: the same as time_parts(c.expand(), rates).
@@ -130,7 +139,8 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   TimeParts p;
   p.matrix = u(c.matrix_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
   p.vector = u(c.vector_flops, r.s_per_flop[1][index(c.vector_dtype)]);
-  p.memory = c.main_bytes > 0 ? c.main_bytes * r.s_per_byte[0] : 0;
+  const double main = main_traffic(c, r);
+  p.memory = main > 0 ? main * r.s_per_byte[0] : 0;
   if (c.link >= 0 && c.link < hw::kMaxLinks) {
     p.comm = u(c.link_bytes, r.s_per_link_byte[c.link]) + u(c.link_steps, r.link_latency_s[c.link]);
   }

@@ -13,7 +13,7 @@ struct DotShape {
   DType dtype = DType::bf16;
   DType compute = DType::fp32;
 };
-/// FLOPs n multiplies + (n-1) adds; bytes 2·n·s + s (one result written).
+/// FLOPs n multiplies + (n-1) adds; bytes 2·n·s + s (one result stored).
 Cost dot_cost(const DotShape& s) noexcept;
 
 /// X[batch, m, k] · W[k, n] -> Y[batch, m, n], or W[batch, k, n] with per-sample weights.
@@ -33,7 +33,8 @@ struct MatmulShape {
 DType default_compute_dtype(DType a, DType b) noexcept;
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
-/// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given.
+/// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given; Y is
+/// stored (Cost::main_store_bytes).
 /// Inline: the model builder makes one per GEMM of every graph.
 inline Cost matmul_cost(const MatmulShape& s) noexcept {
   Cost c;
@@ -45,7 +46,8 @@ inline Cost matmul_cost(const MatmulShape& s) noexcept {
   // Shared weights tiled across a batch are re-read for every sample's row tiles.
   if (!s.per_sample_weights && s.tile_m > 0) w *= s.batch;
   double y = s.batch * s.m * s.n * bytes(s.out);
-  c.add_main_bytes(x * x_reads + w * w_reads + y);
+  c.add_main_bytes(x * x_reads + w * w_reads);
+  c.add_main_stores(y);
   c.launches = 1;
   return c;
 }

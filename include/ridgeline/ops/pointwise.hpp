@@ -1,6 +1,7 @@
 #pragma once
 /// Memory-bound operators on (rows, cols) tensors: elementwise, reductions, norms, RoPE,
 /// softmax, SwiGLU, embedding lookup. FLOP counts per element are in docs/cost-model.md.
+/// Each output is a new tensor: its bytes are stores (Cost::main_store_bytes).
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/ops/cost.hpp"
 
