@@ -251,6 +251,7 @@ TEST(Inference, ServingCurveEqualsInferAtEveryBatch) {
     std::int64_t tp, ep, prompt, gen;
     bool graphs;
     bool classes = false;  // per-kernel-class efficiencies and fixed times on the chip
+    bool allocate = false;  // the chip's stores allocate (write_allocate)
   };
   const Case cases[] = {{"llama-3.1-70b", "h100-sxm", 4, 1, 2048, 256, false},
                         {"llama-2-7b", "a100-80gb", 1, 1, 100, 300, true},
@@ -259,10 +260,13 @@ TEST(Inference, ServingCurveEqualsInferAtEveryBatch) {
                         {"deepseek-v3", "h200", 8, 1, 1000, 50, false},
                         {"qwen2.5-7b", "h100-sxm", 1, 1, 700, 1, false},
                         {"llama-3.1-8b", "h100-sxm", 2, 1, 300, 200, false, true},
-                        {"mixtral-8x7b", "h100-sxm", 1, 2, 128, 100, true, true}};
+                        {"mixtral-8x7b", "h100-sxm", 1, 2, 128, 100, true, true},
+                        {"llama-3.1-8b", "h100-sxm", 1, 1, 500, 100, false, false, true},
+                        {"mixtral-8x7b", "h100-sxm", 2, 2, 256, 80, false, true, true}};
   for (const Case& k : cases) {
     const model::ModelConfig m = io::bundled_model(k.model);
     hw::System sys = chip(k.hw);
+    sys.chip.write_allocate = k.allocate;
     if (k.classes) {
       auto& e = sys.chip.efficiency.kernel;
       e[static_cast<int>(hw::KernelClass::gemm)] = {0.7, 0, 0.85, 0, 4e-6};
