@@ -97,8 +97,9 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                         text += fmt::format("  vertical fusions and the full epilogue together save {} and {:.0f} launches per pass\n",
                                             t(r.saved_per_pass_s), r.launches_saved_per_pass);
                         text += fmt::format("  a decode step (batch {}, context {}) launches {:.0f} kernels, {} of launch overhead;\n"
-                                            "  CUDA graphs turn them into one launch and save {} of a {} step\n",
+                                            "  {} them into one launch and save {} of a {} step\n",
                                             ic.batch, ic.prompt, ir->decode_last.launches, t(ir->decode_launch_s),
+                                            sys.chip.kind == "gpu" ? "CUDA graphs turn" : "replaying the step as one captured graph would turn",
                                             t(ir->cuda_graphs_gain_s), t(ir->decode_last.t_realistic_s));
                         if (!f->buckets.empty()) {
                           std::vector<std::int64_t> buckets;

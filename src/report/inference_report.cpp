@@ -195,8 +195,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
     out += "decode GEMMs never turn compute-bound in these dtypes\n";
   }
   if (cfg.gen > 1) {
-    out += fmt::format("launches    {} kernels per decode step x {} = {}; CUDA graphs save {} per step{}\n",
-                       r.decode_last.launches, t(r.launch_overhead_s), t(r.decode_launch_s), t(r.cuda_graphs_gain_s),
+    // CUDA graphs are a GPU's; elsewhere the same saving is a step replayed as one captured graph.
+    out += fmt::format("launches    {} kernels per decode step x {} = {}; {} {} per step{}\n",
+                       r.decode_last.launches, t(r.launch_overhead_s), t(r.decode_launch_s),
+                       sys.chip.kind == "gpu" ? "CUDA graphs save" : "one captured graph per step (--cuda-graphs) would save", t(r.cuda_graphs_gain_s),
                        cfg.cuda_graphs ? " (on)" : "");
   }
   out += fmt::format("quick (seed 001) per decode step: memory {}, compute {}, network {} -> {} .. {}\n", t(r.quick.t_memory_s),
