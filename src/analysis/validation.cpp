@@ -321,6 +321,39 @@ struct Runner {
     record(fmt::format("{} {}", dt == DType::fp32 ? "sgemm" : "dgemm", n), "gemm", ws, cost(op), 0, [&](int, int) { run(); }, 1, check);
   }
 
+  // ---- bf16 GEMM (cblas_sbgemm): bf16 operands, fp32 accumulation and output -------------
+  void sbgemm(int n) {
+    const std::size_t sz = static_cast<std::size_t>(n) * n;
+    std::vector<float> af(sz), bf(sz), c(sz);
+    fill(af, 15), fill(bf, 16);
+    poison(c);
+    std::vector<std::uint16_t> a(sz), b(sz);
+    // The reference multiplies the rounded operands: what the kernel was given.
+    for (std::size_t i = 0; i < sz; ++i) {
+      a[i] = measure::to_bf16(af[i]), af[i] = measure::from_bf16(a[i]);
+      b[i] = measure::to_bf16(bf[i]), bf[i] = measure::from_bf16(b[i]);
+    }
+    auto check = [&] {
+      double worst = 0;
+      for (int s = 0; s < 64; ++s) {
+        const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
+        double want = 0;
+        for (int k = 0; k < n; ++k) want += static_cast<double>(af[static_cast<std::size_t>(i) * n + k]) * bf[static_cast<std::size_t>(k) * n + j];
+        worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
+      }
+      return worst;
+    };
+    OpConfig op;
+    op.kind = OpKind::matmul;
+    op.m = op.k = op.n = n;
+    op.dtype = DType::bf16;
+    op.out_dtype = DType::fp32;
+    op.compute_dtype = DType::bf16;
+    const double ws = 2.0 * n * n * 2 + 4.0 * n * n;  // A, B in bf16, C in fp32
+    record(fmt::format("sbgemm {}", n), "gemm", ws, cost(op), 0,
+           [&](int, int) { measure::sbgemm(n, n, n, a.data(), b.data(), c.data(), threads); }, 1, check);
+  }
+
   // ---- a small naive attention: S = Q·Kᵀ, P = softmax(S), O = P·V per head ----------
   void attention() {
     const int H = 8, S = 256, D = 64;
@@ -420,6 +453,15 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     for (int n : cfg.quick ? std::vector<int>{128, 512, 1024} : std::vector<int>{128, 512, 2048}) run.gemm<float>(n, DType::fp32);
     if (chip.peak(hw::Unit::matrix, DType::fp64) > 0) {
       for (int n : cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 1024}) run.gemm<double>(n, DType::fp64);
+    }
+    // bf16 through OpenBLAS where it has cblas_sbgemm and the chip a bf16 rate to set it against.
+    out.sbgemm = measure::have_sbgemm() && chip.peak(hw::Unit::matrix, DType::bf16) > 0;
+    if (out.sbgemm) {
+      for (int n : cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 2048}) run.sbgemm(n);
+    } else if (!measure::have_sbgemm()) {
+      out.notes.push_back("sbgemm skipped: the OpenBLAS loaded has no cblas_sbgemm (only builds with BUILD_BFLOAT16=1 have it; Debian's does not)");
+    } else {
+      out.notes.push_back(fmt::format("sbgemm skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
     }
     run.attention();
   } else {

@@ -11,6 +11,7 @@
 
 #ifdef RIDGELINE_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 namespace ridgeline::measure {
@@ -160,12 +161,36 @@ bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
   return true;
 }
+namespace {
+// Looked up once; null where the OpenBLAS loaded was built without bf16.
+decltype(&::cblas_sbgemm) find_sbgemm() noexcept {
+  static const auto fn = reinterpret_cast<decltype(&::cblas_sbgemm)>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+  return fn;
+}
+}  // namespace
+bool have_sbgemm() noexcept { return find_sbgemm() != nullptr; }
+bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept {
+  const auto fn = find_sbgemm();
+  if (fn == nullptr) return false;
+  openblas_set_num_threads(threads);
+  fn(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+  return true;
+}
 #else
+bool have_sbgemm() noexcept { return false; }
+bool sbgemm(int, int, int, const std::uint16_t*, const std::uint16_t*, float*, int) noexcept { return false; }
 bool have_blas() noexcept { return false; }
 bool sgemm(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
 bool dgemm(int, int, int, const double*, const double*, double*, int) noexcept { return false; }
 bool sgemm_nt(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
 #endif
+
+std::uint16_t to_bf16(float x) noexcept {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((u >> 16) | 0x40);  // quiet NaN
+  return static_cast<std::uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float from_bf16(std::uint16_t b) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
 namespace {
 // A barrier the team's threads spin on (they are pinned one per CPU, and the caller sleeps in

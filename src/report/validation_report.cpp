@@ -35,6 +35,7 @@ json validation_json(const hw::ChipSpec& chip, const analysis::ValidationResult&
   return {{"hw", chip.name},
           {"threads", r.threads},
           {"blas", r.blas},
+          {"sbgemm", r.sbgemm},
           {"write_allocate", chip.write_allocate},
           {"seconds", r.seconds},
           {"ops", ops},

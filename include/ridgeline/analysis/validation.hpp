@@ -42,6 +42,7 @@ struct ValidationResult {
   double median_ratio_compute = 0, worst_ratio_compute = 0;  ///< compute-bound kernels
   int threads = 1;
   bool blas = false;  ///< OpenBLAS present (GEMMs and attention ran)
+  bool sbgemm = false;  ///< bf16 GEMMs ran (cblas_sbgemm present, the chip has a bf16 matrix rate)
   double seconds = 0;
   std::vector<std::string> notes;
 };

@@ -4,6 +4,7 @@
 /// seed 000 predicts a saving, plus OpenBLAS GEMMs. Each kernel works on a slice
 /// [begin, end) of its rows or elements so that threads can share it (docs/measurement.md).
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -40,6 +41,16 @@ bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int th
 bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int threads) noexcept;
 /// C = A·Bᵀ (scores Q·Kᵀ), row-major.
 bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
+/// Whether the OpenBLAS loaded has cblas_sbgemm: it exists only when OpenBLAS was built
+/// with BUILD_BFLOAT16 (Debian's is not; its header declares it all the same), so it is
+/// looked up at run time, never linked.
+bool have_sbgemm() noexcept;
+/// C (fp32) = A·B with A and B in bf16 (the upper half of an fp32's bits), row-major,
+/// through cblas_sbgemm on `threads` threads; false where have_sbgemm() is.
+bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept;
+/// fp32 -> bf16 rounded to nearest, ties to even (NaN kept a NaN); bf16 -> fp32 exactly.
+std::uint16_t to_bf16(float x) noexcept;
+float from_bf16(std::uint16_t b) noexcept;
 
 /// Times `body(thread, threads)` run by `threads` threads at once, thread t pinned to CPU t:
 /// the median and spread of the slowest thread's seconds per call over `reps` timings of
