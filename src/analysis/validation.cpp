@@ -64,6 +64,20 @@ int level_for(const hw::ChipSpec& chip, double ws) {
   return 0;
 }
 
+// Largest relative error of 64 spread entries of C = A·B (n x n, row-major) against sums
+// in double precision.
+template <class T, class U>
+double check_gemm(int n, const std::vector<T>& a, const std::vector<T>& b, const std::vector<U>& c) {
+  double worst = 0;
+  for (int s = 0; s < 64; ++s) {
+    const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
+    double want = 0;
+    for (int k = 0; k < n; ++k) want += static_cast<double>(a[static_cast<std::size_t>(i) * n + k]) * b[static_cast<std::size_t>(k) * n + j];
+    worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
+  }
+  return worst;
+}
+
 struct Runner {
   const hw::ChipSpec& chip;
   hw::System sys;
@@ -301,16 +315,7 @@ struct Runner {
         measure::dgemm(n, n, n, a.data(), b.data(), c.data(), threads);
       }
     };
-    auto check = [&] {
-      double worst = 0;
-      for (int s = 0; s < 64; ++s) {
-        const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
-        double want = 0;
-        for (int k = 0; k < n; ++k) want += static_cast<double>(a[static_cast<std::size_t>(i) * n + k]) * b[static_cast<std::size_t>(k) * n + j];
-        worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
-      }
-      return worst;
-    };
+    auto check = [&] { return check_gemm(n, a, b, c); };
     OpConfig op;
     op.kind = OpKind::matmul;
     op.m = op.k = op.n = n;
@@ -333,16 +338,7 @@ struct Runner {
       a[i] = measure::to_bf16(af[i]), af[i] = measure::from_bf16(a[i]);
       b[i] = measure::to_bf16(bf[i]), bf[i] = measure::from_bf16(b[i]);
     }
-    auto check = [&] {
-      double worst = 0;
-      for (int s = 0; s < 64; ++s) {
-        const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
-        double want = 0;
-        for (int k = 0; k < n; ++k) want += static_cast<double>(af[static_cast<std::size_t>(i) * n + k]) * bf[static_cast<std::size_t>(k) * n + j];
-        worst = std::max(worst, rel_err(c[static_cast<std::size_t>(i) * n + j], want));
-      }
-      return worst;
-    };
+    auto check = [&] { return check_gemm(n, af, bf, c); };
     OpConfig op;
     op.kind = OpKind::matmul;
     op.m = op.k = op.n = n;
