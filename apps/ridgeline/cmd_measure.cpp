@@ -197,6 +197,7 @@ void register_validate(CLI::App& root, std::vector<Command>& commands) {
   struct Flags {
     bool json = false, full = false, quick = false;
     std::string hw, threads;
+    std::vector<std::string> only;
   };
   auto f = std::make_shared<Flags>();
   auto* v = root.add_subcommand("validate", "time real kernels on this machine beside ridgeline's predictions from its measured ceilings");
@@ -205,11 +206,15 @@ void register_validate(CLI::App& root, std::vector<Command>& commands) {
   v->add_flag("--full", f->full, "more repetitions and larger GEMMs");
   v->add_flag("--quick", f->quick, "the default: fewer repetitions (CI)");
   v->add_option("--threads", f->threads, "threads (default: every CPU)");
+  v->add_option("--only", f->only, "kernel groups to time, comma-separated: stream, norm, fusion, gemm, attention (default: all)")
+      ->delimiter(',');
   commands.push_back({v, [f] {
                         if (f->quick && f->full) throw InputError("--quick/--full: choose one");
                         analysis::ValidationConfig cfg;
                         cfg.quick = !f->full;
                         cfg.threads = parse_threads(f->threads);
+                        cfg.groups = f->only;
+                        analysis::check_groups(cfg.groups);  // before measuring, not after
                         hw::ChipSpec chip;
                         if (!f->hw.empty()) {
                           chip = io::resolve_chip(f->hw);

@@ -83,7 +83,12 @@ struct Runner {
   hw::System sys;
   int threads;
   bool quick;
+  const std::vector<std::string>& groups;  ///< empty: every group
   ValidationResult& out;
+
+  bool wanted(std::string_view group) const {
+    return groups.empty() || std::find(groups.begin(), groups.end(), group) != groups.end();
+  }
 
   // Runs `body` once on `body_threads` threads and measures its output with `check` (the
   // largest relative error against a reference), predicts `cost` at the level `ws` fits in,
@@ -94,6 +99,7 @@ struct Runner {
   // op writes a new tensor), so they replace the cost's main_store_bytes.
   void record(const std::string& name, const char* group, double ws, ops::Cost cost, double stored_bytes,
               const std::function<void(int, int)>& body, int body_threads, const std::function<double()>& check) {
+    if (!wanted(group)) return;
     measure::time_parallel(body_threads, 0, 1, body);
     const double max_err = check();
     KernelCheck k;
@@ -412,6 +418,14 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+void check_groups(const std::vector<std::string>& groups) {
+  for (const std::string& g : groups) {
+    if (g != "stream" && g != "norm" && g != "fusion" && g != "gemm" && g != "attention") {
+      throw InputError(fmt::format("--only: '{}' is not a kernel group: expected stream, norm, fusion, gemm or attention", g));
+    }
+  }
+}
+
 ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConfig& cfg) {
   if (chip.peak(hw::Unit::matrix, DType::fp32) <= 0 && chip.peak(hw::Unit::vector, DType::fp32) <= 0) {
     throw InputError(fmt::format("--hw {}: no fp32 rate: validate needs the host's measured ceilings (ridgeline measure --out host.yaml)",
@@ -426,7 +440,8 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   sys.chip = chip;
   sys.chip.launch_overhead_s = 0;
   sys.chips = 1;
-  Runner run{sys.chip, sys, out.threads, cfg.quick, out};
+  check_groups(cfg.groups);
+  Runner run{sys.chip, sys, out.threads, cfg.quick, cfg.groups, out};
   if (chip.measured_threads > 0 && chip.measured_threads != out.threads) {
     out.notes.push_back(fmt::format("the ceilings were measured on {} thread{} (the chip's measured.threads) and the kernels run on {}: "
                                     "the roofs are not these threads' rates, so the ratios compare unlike things (measure again with --threads {})",
@@ -442,10 +457,12 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     if (chip.memory[l].capacity_bytes >= 1e6) inner = chip.memory[l].capacity_bytes / 4;
   }
   const double dram = std::clamp(4 * outer, 64.0 * (1 << 20), static_cast<double>(1ULL << 30));
-  if (chip.memory.size() > 1) run.streams(inner, "cache");
-  run.streams(dram, "DRAM");
-  run.rows_and_fusions(dram);
-  if (out.blas) {
+  if (run.wanted("stream")) {
+    if (chip.memory.size() > 1) run.streams(inner, "cache");
+    run.streams(dram, "DRAM");
+  }
+  if (run.wanted("norm") || run.wanted("fusion")) run.rows_and_fusions(dram);
+  if (out.blas && run.wanted("gemm")) {
     for (int n : cfg.quick ? std::vector<int>{128, 512, 1024} : std::vector<int>{128, 512, 2048}) run.gemm<float>(n, DType::fp32);
     if (chip.peak(hw::Unit::matrix, DType::fp64) > 0) {
       for (int n : cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 1024}) run.gemm<double>(n, DType::fp64);
@@ -459,8 +476,9 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     } else {
       out.notes.push_back(fmt::format("sbgemm skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
     }
-    run.attention();
-  } else {
+  }
+  if (out.blas && run.wanted("attention")) run.attention();
+  if (!out.blas && (run.wanted("gemm") || run.wanted("attention"))) {
     out.notes.push_back("OpenBLAS was not found at build time: GEMMs and attention skipped (install libopenblas-dev and rebuild)");
   }
   std::vector<double> mem, comp;

@@ -117,6 +117,17 @@ TEST(ValidateCli, BadInput) {
   EXPECT_EQ(r.status, 2);
   r = run("validate --quick --full");
   EXPECT_EQ(r.status, 2);
+  // A misspelt group is named before anything is measured or timed.
+  expect_bad("validate --only stream,gemms", "--only: 'gemms' is not a kernel group");
+}
+
+// --only stream: dot, axpy and triad, in cache and in DRAM, and nothing else.
+TEST(ValidateCli, OnlyTheGroupsAskedFor) {
+  const std::string hw = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/validate-host.yaml";
+  auto j = run_json("validate --quick --threads 1 --only stream --hw " + hw);
+  ASSERT_EQ(j["ops"].size(), 6u);
+  for (const auto& op : j["ops"]) EXPECT_EQ(op["group"], "stream") << op["name"];
+  EXPECT_FALSE(j["sbgemm"].get<bool>());
 }
 
 }  // namespace

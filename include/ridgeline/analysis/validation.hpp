@@ -13,6 +13,9 @@ namespace ridgeline::analysis {
 struct ValidationConfig {
   bool quick = true;  ///< fewer repetitions and sizes (CI); full: more repetitions, larger GEMMs
   int threads = 0;    ///< 0: every online CPU
+  /// Kernel groups to run (stream, norm, fusion, gemm, attention); empty: all. Another name
+  /// is an InputError naming `--only`.
+  std::vector<std::string> groups;
 };
 
 struct KernelCheck {
@@ -46,6 +49,9 @@ struct ValidationResult {
   double seconds = 0;
   std::vector<std::string> notes;
 };
+
+/// Throws InputError (naming `--only`) for a name that is not a kernel group.
+void check_groups(const std::vector<std::string>& groups);
 
 /// Runs every kernel on `chip`'s host (the chip file must describe this machine, e.g. from
 /// `ridgeline measure`). Throws InputError when the chip has no fp32 rate or no memory level.
