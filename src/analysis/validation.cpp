@@ -257,9 +257,11 @@ struct Runner {
     {
       poison(y);
       auto body = [&](int t, int T) { auto [b, e] = row_slices(t, T); measure::rmsnorm_mul(x.data(), w.data(), g.data(), y.data(), cols, b, e); };
-      // Fused: the sum of the two ops without the intermediate's write and read.
+      // Fused: the sum of the two ops without the intermediate's write and read (and so
+      // without its store).
       ops::Cost fused = norm + mul;
       fused.bytes[0] -= 2 * nb;
+      fused.main_store_bytes -= nb;
       record("rmsnorm -> mul, fused (DRAM)", "fusion", 3 * nb, fused, nb, body, threads, [&] { return check_rows(want_nm); });
     }
     // SiLU -> mul (SwiGLU's activation): ridgeline's SwiGLU counts 6 FLOPs per element,

@@ -2,6 +2,7 @@
 
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/inference.hpp"
+#include "ridgeline/report/text.hpp"
 
 namespace ridgeline::report {
 
@@ -204,7 +205,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   out += fmt::format("quick (seed 001) per decode step: memory {}, compute {}, network {} -> {} .. {}\n", t(r.quick.t_memory_s),
                      t(r.quick.t_compute_s), t(r.quick.t_network_s), t(r.quick.t_lower_s), t(r.quick.t_upper_s));
   if (sys.chip.write_allocate) {
-    out += "stores      allocate on this chip (write_allocate): an op's bytes count the line each store to a new tensor reads first\n";
+    out += fmt::format("stores      {}\n", kStoresAllocate);
   }
 
   auto table = [&](const char* title, const model::Graph& g, const std::array<analysis::OpRow, model::Graph::kMaxOps>& rows,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ridgeline/core/units.hpp"
+#include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
 
 namespace ridgeline::report {
@@ -164,7 +165,7 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   }
   out += fmt::format("  tensor-parallel comm     {:>10}   (on the critical path, lower bound)\n", t(r.tp_comm_s));
   if (sys.chip.write_allocate) {
-    out += "  stores allocate on this chip (write_allocate): op bytes count the line each store to a new tensor reads first\n";
+    out += fmt::format("  stores {}\n", kStoresAllocate);
   }
   out += "\ncompute by kind (lower bound, per step):";
   for (int k = 0; k < 6; ++k) {

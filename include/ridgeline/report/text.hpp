@@ -11,6 +11,10 @@
 
 namespace ridgeline::report {
 
+/// What `infer` and `train` say after "stores" on a chip whose stores allocate.
+inline constexpr const char* kStoresAllocate =
+    "allocate on this chip (write_allocate): op bytes count the line each store to a new tensor reads first";
+
 std::string catalog_text(const std::vector<io::CatalogEntry>& entries);
 std::string chip_text(const hw::ChipSpec& chip);
 /// One line naming the op and its shape, e.g. "matmul X[256,4096]·W[4096,4096] bf16".
