@@ -12,6 +12,7 @@ PACKAGES=(
   libsimdjson-dev                     # streaming PyTorch trace reader (simdjson per event)
   libtbb-dev                          # parallel plan search (oneTBB)
   libopenblas-dev pkg-config          # validate's GEMMs (OpenBLAS, found through pkg-config)
+  libdnnl-dev                         # validate's bf16 matmul and int8 GEMM (oneDNN, loaded at run time)
   libhwloc-dev                        # measure: the host's cache topology (hwloc)
   likwid                              # measure --compare likwid: likwid-bench's kernels beside ridgeline's
   pybind11-dev python3-dev            # the Python module

@@ -36,6 +36,15 @@ void fill(std::vector<double>& v, std::uint64_t seed) {
   fill(f, seed);
   std::copy(f.begin(), f.end(), v.begin());
 }
+// Integers in [lo, hi], from the same stream.
+template <class T>
+void fill_ints(std::vector<T>& v, std::uint64_t seed, int lo, int hi) {
+  std::vector<float> f(v.size());
+  fill(f, seed);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<T>(std::min(hi, lo + static_cast<int>((f[i] - 0.5f) * static_cast<float>(hi - lo + 1))));
+  }
+}
 template <class T>
 void poison(std::vector<T>& v) {
   std::fill(v.begin(), v.end(), std::numeric_limits<T>::quiet_NaN());
@@ -66,8 +75,8 @@ int level_for(const hw::ChipSpec& chip, double ws) {
 
 // Largest relative error of 64 spread entries of C = A·B (n x n, row-major) against sums
 // in double precision.
-template <class T, class U>
-double check_gemm(int n, const std::vector<T>& a, const std::vector<T>& b, const std::vector<U>& c) {
+template <class TA, class TB, class U>
+double check_gemm(int n, const std::vector<TA>& a, const std::vector<TB>& b, const std::vector<U>& c) {
   double worst = 0;
   for (int s = 0; s < 64; ++s) {
     const int i = (s * 7919) % n, j = (s * 104729 + 13) % n;
@@ -334,8 +343,10 @@ struct Runner {
     record(fmt::format("{} {}", dt == DType::fp32 ? "sgemm" : "dgemm", n), "gemm", ws, cost(op), 0, [&](int, int) { run(); }, 1, check);
   }
 
-  // ---- bf16 GEMM (cblas_sbgemm): bf16 operands, fp32 accumulation and output -------------
-  void sbgemm(int n) {
+  // ---- bf16 GEMMs: bf16 operands, fp32 accumulation and output --------------------------
+  // Through OpenBLAS's cblas_sbgemm and through oneDNN's matmul, each where it is here: two
+  // libraries' kernels, two rows.
+  void bf16_gemm(int n, bool onednn) {
     const std::size_t sz = static_cast<std::size_t>(n) * n;
     std::vector<float> af(sz), bf(sz), c(sz);
     fill(af, 15), fill(bf, 16);
@@ -354,8 +365,41 @@ struct Runner {
     op.out_dtype = DType::fp32;
     op.compute_dtype = DType::bf16;
     const double ws = 2.0 * n * n * 2 + 4.0 * n * n;  // A, B in bf16, C in fp32
-    record(fmt::format("sbgemm {}", n), "gemm", ws, cost(op), 0,
-           [&](int, int) { measure::sbgemm(n, n, n, a.data(), b.data(), c.data(), threads); }, 1, check);
+    if (!onednn) {
+      record(fmt::format("sbgemm {}", n), "gemm", ws, cost(op), 0,
+             [&](int, int) { measure::sbgemm(n, n, n, a.data(), b.data(), c.data(), threads); }, 1, check);
+      return;
+    }
+    measure::OnednnBf16Matmul mm(n, n, n, a.data(), b.data(), c.data(), threads);
+    if (!mm.ok()) {
+      out.notes.push_back(fmt::format("bf16 matmul {} skipped: {}", n, mm.impl()));
+      return;
+    }
+    if (out.onednn_bf16_impl.empty()) out.onednn_bf16_impl = mm.impl();
+    record(fmt::format("bf16 matmul {} (oneDNN)", n), "gemm", ws, cost(op), 0, [&](int, int) { mm.run(); }, 1, check);
+  }
+
+  // ---- int8 GEMM through oneDNN: u8 · s8 -> s32 ------------------------------------------
+  void int8_gemm(int n) {
+    const std::size_t sz = static_cast<std::size_t>(n) * n;
+    std::vector<std::uint8_t> a(sz);
+    std::vector<std::int8_t> b(sz);
+    std::vector<std::int32_t> c(sz);
+    // Small enough that no instruction's pairwise sums saturate (vpmaddubsw, where there is
+    // no VNNI, adds two u8·s8 products in 16 bits: 2·63·64 = 8064), so the sums are exact.
+    fill_ints(a, 17, 0, 63), fill_ints(b, 18, -64, 63);
+    std::fill(c.begin(), c.end(), std::numeric_limits<std::int32_t>::min());  // no sum reaches it: n·63·64 < 2^31
+    // Integer sums: exact or wrong.
+    auto check = [&] { return check_gemm(n, a, b, c) == 0 ? 0.0 : std::numeric_limits<double>::infinity(); };
+    OpConfig op;
+    op.kind = OpKind::matmul;
+    op.m = op.k = op.n = n;
+    op.dtype = DType::int8;
+    op.out_dtype = DType::fp32;  // int32: the same four bytes (no int32 dtype in the model)
+    op.compute_dtype = DType::int8;
+    const double ws = 2.0 * n * n + 4.0 * n * n;  // A, B in 8 bits, C in 32
+    record(fmt::format("int8 gemm {} (oneDNN)", n), "gemm", ws, cost(op), 0,
+           [&](int, int) { measure::onednn_gemm_u8s8s32(n, n, n, a.data(), b.data(), c.data(), threads); }, 1, check);
   }
 
   // ---- a small naive attention: S = Q·Kᵀ, P = softmax(S), O = P·V per head ----------
@@ -464,24 +508,55 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     run.streams(dram, "DRAM");
   }
   if (run.wanted("norm") || run.wanted("fusion")) run.rows_and_fusions(dram);
+  out.blas_config = measure::blas_config();
   if (out.blas && run.wanted("gemm")) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    // The fp32/fp64 roofs are the widest FMAs' (measure's peaks run AVX-512 where it is);
+    // an OpenBLAS that picked narrower kernels cannot reach them where the FMA units issue
+    // either width at one rate. Said, not corrected: validate times what the user runs.
+    const int bits = measure::blas_vector_bits();
+    if (__builtin_cpu_supports("avx512f") && bits > 0 && bits < 512) {
+      out.notes.push_back(fmt::format("OpenBLAS chose {}-bit kernels on this AVX-512 CPU ({}): sgemm and dgemm are set against "
+                                      "AVX-512 peaks; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels",
+                                      bits, out.blas_config));
+    }
+#endif
     for (int n : cfg.quick ? std::vector<int>{128, 512, 1024} : std::vector<int>{128, 512, 2048}) run.gemm<float>(n, DType::fp32);
     if (chip.peak(hw::Unit::matrix, DType::fp64) > 0) {
       for (int n : cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 1024}) run.gemm<double>(n, DType::fp64);
     }
-    // bf16 through OpenBLAS where it has cblas_sbgemm and the chip a bf16 rate to set it against.
-    out.sbgemm = measure::have_sbgemm() && chip.peak(hw::Unit::matrix, DType::bf16) > 0;
+  }
+  if (run.wanted("gemm")) {
+    const std::vector<int> sizes = cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 2048};
+    const measure::OnednnInfo& dnn = measure::onednn();
+    out.onednn = dnn.what;
+    // bf16 and int8 only against a rate the chip file has for them.
+    const bool bf16_rate = chip.peak(hw::Unit::matrix, DType::bf16) > 0, int8_rate = chip.peak(hw::Unit::matrix, DType::int8) > 0;
+    out.sbgemm = measure::have_sbgemm() && bf16_rate;
     if (out.sbgemm) {
-      for (int n : cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 2048}) run.sbgemm(n);
-    } else if (!measure::have_sbgemm()) {
-      out.notes.push_back("sbgemm skipped: the OpenBLAS loaded has no cblas_sbgemm (only builds with BUILD_BFLOAT16=1 have it; Debian's does not)");
-    } else {
-      out.notes.push_back(fmt::format("sbgemm skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
+      for (int n : sizes) run.bf16_gemm(n, false);
     }
+    if (dnn.loaded && bf16_rate) {
+      for (int n : sizes) run.bf16_gemm(n, true);
+    }
+    if (dnn.loaded && int8_rate) {
+      for (int n : sizes) run.int8_gemm(n);
+    }
+    if (!measure::have_sbgemm()) {
+      out.notes.push_back("sbgemm skipped: the OpenBLAS loaded has no cblas_sbgemm (only builds with BUILD_BFLOAT16=1 have it; Debian's does not)");
+    }
+    if (!dnn.loaded) out.notes.push_back(fmt::format("bf16 matmul and int8 gemm skipped: {}", dnn.what));
+    if (!bf16_rate && (measure::have_sbgemm() || dnn.loaded)) {
+      out.notes.push_back(fmt::format("bf16 GEMMs skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
+    }
+    if (!int8_rate && dnn.loaded) {
+      out.notes.push_back(fmt::format("int8 gemm skipped: --hw {} has no int8 matrix rate (measure records one where the CPU has VNNI)", chip.name));
+    }
+    if (!out.onednn_bf16_impl.empty()) out.notes.push_back(fmt::format("bf16 matmul: {}, implementation {}", dnn.what, out.onednn_bf16_impl));
   }
   if (out.blas && run.wanted("attention")) run.attention();
   if (!out.blas && (run.wanted("gemm") || run.wanted("attention"))) {
-    out.notes.push_back("OpenBLAS was not found at build time: GEMMs and attention skipped (install libopenblas-dev and rebuild)");
+    out.notes.push_back("OpenBLAS was not found at build time: sgemm, dgemm and attention skipped (install libopenblas-dev and rebuild)");
   }
   std::vector<double> mem, comp;
   for (const auto& k : out.kernels) (k.bound == ops::Bound::compute ? comp : mem).push_back(k.ratio);

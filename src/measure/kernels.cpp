@@ -4,6 +4,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <thread>
@@ -146,6 +147,22 @@ RIDGELINE_CLONES void swiglu(const float* __restrict g, const float* __restrict 
 
 #ifdef RIDGELINE_HAVE_OPENBLAS
 bool have_blas() noexcept { return true; }
+std::string blas_config() { return openblas_get_config(); }
+int blas_vector_bits() {
+  // OpenBLAS's x86 core names (driver/others/dynamic.c), compared without case.
+  std::string core = openblas_get_corename();
+  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"}) {
+    if (core == c) return 512;
+  }
+  for (const char* c : {"sandybridge", "haswell", "zen", "bulldozer", "piledriver", "steamroller", "excavator"}) {
+    if (core == c) return 256;
+  }
+  for (const char* c : {"prescott", "core2", "penryn", "dunnington", "nehalem", "athlon", "opteron", "barcelona", "nano", "bobcat"}) {
+    if (core == c) return 128;
+  }
+  return 0;
+}
 bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept {
   openblas_set_num_threads(threads);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
@@ -180,6 +197,8 @@ bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b,
 bool have_sbgemm() noexcept { return false; }
 bool sbgemm(int, int, int, const std::uint16_t*, const std::uint16_t*, float*, int) noexcept { return false; }
 bool have_blas() noexcept { return false; }
+std::string blas_config() { return {}; }
+int blas_vector_bits() { return 0; }
 bool sgemm(int, int, int, const float*, const float*, float*, int) noexcept { return false; }
 bool dgemm(int, int, int, const double*, const double*, double*, int) noexcept { return false; }
 bool sgemm_nt(int, int, int, const float*, const float*, float*, int) noexcept { return false; }

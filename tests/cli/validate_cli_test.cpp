@@ -63,13 +63,41 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
     EXPECT_EQ((*g)["bound"], "compute");
     EXPECT_NEAR((*g)["predicted_s"].get<double>(), 2.68435456e-3, 1e-12);
   }
-  // bf16 GEMMs need cblas_sbgemm (absent from Debian's OpenBLAS) and a bf16 rate (absent
-  // from this file): skipped, with a note saying which.
+  // OpenBLAS's bf16 GEMM needs cblas_sbgemm, absent from Debian's OpenBLAS: skipped, with a
+  // note saying so.
   EXPECT_FALSE(j["sbgemm"].get<bool>());
   if (j["blas"].get<bool>()) {
     bool said = false;
     for (const auto& n : j["notes"]) said |= n.get<std::string>().rfind("sbgemm skipped: ", 0) == 0;
     EXPECT_TRUE(said) << j["notes"];
+  }
+  // oneDNN's bf16 matmul and int8 GEMM (scripts/install-deps.sh installs it; only a build
+  // without its headers goes without), against this file's 200 GFLOP/s bf16 and 400 GOP/s
+  // int8. bf16 matmul 512: 268435456 FLOPs / 200e9 = 1.34217728 ms; A, B in bf16 and C in
+  // fp32 are 2·524288 + 1048576 = 2 MiB, held by the 2 MiB L2. bf16 matmul 128: 4194304
+  // FLOPs = 20.97152 us, 131072 bytes in L1. int8 gemm 512: 268435456 / 400e9 = 671.08864
+  // us; 2·262144 + 1048576 = 1572864 bytes in L2. int8 gemm 128: 10.48576 us, 98304 bytes
+  // in L1. All compute-bound (2 MiB at 200 GB/s is 10.5 us).
+  const std::string dnn = j["onednn"].get<std::string>();
+  if (dnn.rfind("oneDNN not built in", 0) != 0) {
+    EXPECT_EQ(dnn.rfind("oneDNN 2.", 0), 0u) << dnn;
+    EXPECT_FALSE(j["onednn_bf16_impl"].get<std::string>().empty());
+    const struct {
+      const char* name;
+      const char* level;
+      double bytes, seconds;
+    } want[] = {{"bf16 matmul 512 (oneDNN)", "L2", 2097152, 1.34217728e-3},
+                {"bf16 matmul 128 (oneDNN)", "L1", 131072, 20.97152e-6},
+                {"int8 gemm 512 (oneDNN)", "L2", 1572864, 671.08864e-6},
+                {"int8 gemm 128 (oneDNN)", "L1", 98304, 10.48576e-6}};
+    for (const auto& w : want) {
+      const auto* g = find(ops, w.name);
+      ASSERT_NE(g, nullptr) << w.name;
+      EXPECT_EQ((*g)["level"], w.level) << w.name;
+      EXPECT_EQ((*g)["bound"], "compute") << w.name;
+      EXPECT_DOUBLE_EQ((*g)["model_bytes"].get<double>(), w.bytes) << w.name;
+      EXPECT_NEAR((*g)["predicted_s"].get<double>(), w.seconds, 1e-15) << w.name;
+    }
   }
   // Fusion: the fused RMSNorm -> mul moves two tensors' worth of bytes less than the unfused.
   const auto* un = find(ops, "rmsnorm -> mul, unfused (DRAM)");

@@ -45,7 +45,10 @@ struct ValidationResult {
   double median_ratio_compute = 0, worst_ratio_compute = 0;  ///< compute-bound kernels
   int threads = 1;
   bool blas = false;  ///< OpenBLAS present (GEMMs and attention ran)
-  bool sbgemm = false;  ///< bf16 GEMMs ran (cblas_sbgemm present, the chip has a bf16 matrix rate)
+  std::string blas_config;  ///< openblas_get_config(): the version and the kernels it chose for this CPU
+  bool sbgemm = false;  ///< OpenBLAS's bf16 GEMMs ran (cblas_sbgemm present, the chip has a bf16 matrix rate)
+  std::string onednn;   ///< the oneDNN loaded for the bf16 matmul and int8 GEMM ("oneDNN 2.6.3 (OpenMP)"), or why none was
+  std::string onednn_bf16_impl;  ///< the implementation oneDNN chose for the bf16 matmuls (e.g. brg:avx512_core_bf16)
   double seconds = 0;
   std::vector<std::string> notes;
 };

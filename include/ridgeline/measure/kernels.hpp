@@ -36,6 +36,13 @@ void swiglu(const float* g, const float* u, float* y, std::size_t begin, std::si
 
 /// Whether OpenBLAS was found at build time (GEMMs and attention need it).
 bool have_blas() noexcept;
+/// The OpenBLAS build and the kernels it chose for this CPU (openblas_get_config(), e.g.
+/// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"); empty without.
+std::string blas_config();
+/// Width in bits of the vectors of the kernels OpenBLAS chose (openblas_get_corename()):
+/// 512 for SkylakeX, Cooperlake and SapphireRapids; 256 for the AVX and AVX2 cores
+/// (Sandybridge, Haswell, Zen, Bulldozer to Excavator); 128 for the SSE ones; 0 unknown.
+int blas_vector_bits();
 /// C = A·B, row-major, m x k times k x n, OpenBLAS on `threads` threads (false without OpenBLAS).
 bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
 bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int threads) noexcept;
@@ -48,6 +55,44 @@ bool have_sbgemm() noexcept;
 /// C (fp32) = A·B with A and B in bf16 (the upper half of an fp32's bits), row-major,
 /// through cblas_sbgemm on `threads` threads; false where have_sbgemm() is.
 bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept;
+
+/// oneDNN (Debian libdnnl2), loaded at run time (dlopen of libdnnl.so.2) the first time it
+/// is asked for: a second library for the GEMMs OpenBLAS cannot do here, a bf16 matmul and
+/// an int8 (u8·s8 -> s32) GEMM. Before loading it, OMP_PROC_BIND=close and
+/// OMP_PLACES=threads are set unless the environment says otherwise: its OpenMP threads are
+/// created by the caller, which time_parallel pins to one CPU, and unbound they would all
+/// inherit that CPU (75 against 2000 GOP/s on the development VM).
+struct OnednnInfo {
+  bool loaded = false;
+  std::string what;  ///< "oneDNN 2.6.3 (OpenMP)", or why it is not there
+};
+const OnednnInfo& onednn() noexcept;
+
+/// C (fp32) = A·B, A and B bf16 (row-major m x k, k x n), through oneDNN's matmul primitive,
+/// set up once for these buffers and run on `threads` threads by run().
+class OnednnBf16Matmul {
+ public:
+  OnednnBf16Matmul(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept;
+  ~OnednnBf16Matmul();
+  OnednnBf16Matmul(const OnednnBf16Matmul&) = delete;
+  OnednnBf16Matmul& operator=(const OnednnBf16Matmul&) = delete;
+  bool ok() const noexcept { return ok_; }
+  /// The implementation oneDNN chose (e.g. "brg:avx512_core_bf16"), or why there is none.
+  const std::string& impl() const noexcept { return impl_; }
+  bool run() noexcept;
+
+ private:
+  struct State;
+  State* s_ = nullptr;
+  bool ok_ = false;
+  std::string impl_;
+  int threads_ = 1;
+};
+
+/// C (int32) = A·B with A unsigned and B signed 8-bit, row-major, through oneDNN's
+/// dnnl_gemm_u8s8s32 on `threads` threads; false without oneDNN or on its error.
+bool onednn_gemm_u8s8s32(int m, int n, int k, const std::uint8_t* a, const std::int8_t* b, std::int32_t* c, int threads) noexcept;
+
 /// fp32 -> bf16 rounded to nearest, ties to even (NaN kept a NaN); bf16 -> fp32 exactly.
 std::uint16_t to_bf16(float x) noexcept;
 float from_bf16(std::uint16_t b) noexcept;

@@ -1,0 +1,199 @@
+// oneDNN for the GEMMs OpenBLAS cannot do here: loaded at run time, so that a build or a
+// machine without it loses two kernels of `validate`, nothing else. Only its version 2 C API
+// (Debian bookworm's libdnnl 2.6): version 3 changed the descriptor calls.
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "ridgeline/measure/kernels.hpp"
+
+#if __has_include(<oneapi/dnnl/dnnl.h>) && __has_include(<dlfcn.h>)
+#include <dlfcn.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#if DNNL_VERSION_MAJOR == 2
+#define RIDGELINE_ONEDNN 1
+#endif
+#endif
+
+namespace ridgeline::measure {
+
+#ifdef RIDGELINE_ONEDNN
+namespace {
+
+// The entry points used, looked up in the loaded library.
+struct Api {
+  OnednnInfo info;
+  decltype(&::dnnl_memory_desc_init_by_tag) memory_desc_init_by_tag = nullptr;
+  decltype(&::dnnl_matmul_desc_init) matmul_desc_init = nullptr;
+  decltype(&::dnnl_primitive_desc_create) primitive_desc_create = nullptr;
+  decltype(&::dnnl_primitive_desc_query) primitive_desc_query = nullptr;
+  decltype(&::dnnl_primitive_desc_destroy) primitive_desc_destroy = nullptr;
+  decltype(&::dnnl_primitive_create) primitive_create = nullptr;
+  decltype(&::dnnl_primitive_destroy) primitive_destroy = nullptr;
+  decltype(&::dnnl_memory_create) memory_create = nullptr;
+  decltype(&::dnnl_memory_destroy) memory_destroy = nullptr;
+  decltype(&::dnnl_primitive_execute) primitive_execute = nullptr;
+  decltype(&::dnnl_stream_wait) stream_wait = nullptr;
+  decltype(&::dnnl_gemm_u8s8s32) gemm_u8s8s32 = nullptr;
+  void (*omp_set_num_threads)(int) = nullptr;
+  dnnl_engine_t engine = nullptr;  // one CPU engine and stream for the process: never destroyed
+  dnnl_stream_t stream = nullptr;
+};
+
+template <class F>
+bool find(void* lib, const char* name, F& fn, std::string& missing) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  if (fn == nullptr && missing.empty()) missing = name;
+  return fn != nullptr;
+}
+
+Api load() {
+  Api api;
+  const std::string soname = fmt::format("libdnnl.so.{}", DNNL_VERSION_MAJOR);
+  // Bind the OpenMP threads before libgomp reads its environment (it does once, when loaded).
+  const bool gomp_loaded = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+  setenv("OMP_PROC_BIND", "close", 0);
+  setenv("OMP_PLACES", "threads", 0);
+  void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* err = dlerror();
+    api.info.what = fmt::format("oneDNN not loaded: {} (Debian: libdnnl2)", err != nullptr ? err : soname.c_str());
+    return api;
+  }
+  std::string missing;
+  decltype(&::dnnl_version) version = nullptr;
+  decltype(&::dnnl_engine_create) engine_create = nullptr;
+  decltype(&::dnnl_stream_create) stream_create = nullptr;
+  find(lib, "dnnl_version", version, missing);
+  find(lib, "dnnl_engine_create", engine_create, missing);
+  find(lib, "dnnl_stream_create", stream_create, missing);
+  find(lib, "dnnl_memory_desc_init_by_tag", api.memory_desc_init_by_tag, missing);
+  find(lib, "dnnl_matmul_desc_init", api.matmul_desc_init, missing);
+  find(lib, "dnnl_primitive_desc_create", api.primitive_desc_create, missing);
+  find(lib, "dnnl_primitive_desc_query", api.primitive_desc_query, missing);
+  find(lib, "dnnl_primitive_desc_destroy", api.primitive_desc_destroy, missing);
+  find(lib, "dnnl_primitive_create", api.primitive_create, missing);
+  find(lib, "dnnl_primitive_destroy", api.primitive_destroy, missing);
+  find(lib, "dnnl_memory_create", api.memory_create, missing);
+  find(lib, "dnnl_memory_destroy", api.memory_destroy, missing);
+  find(lib, "dnnl_primitive_execute", api.primitive_execute, missing);
+  find(lib, "dnnl_stream_wait", api.stream_wait, missing);
+  find(lib, "dnnl_gemm_u8s8s32", api.gemm_u8s8s32, missing);
+  if (!missing.empty()) {
+    api.info.what = fmt::format("oneDNN not usable: {} has no {}", soname, missing);
+    return api;
+  }
+  const dnnl_version_t* v = version();
+  if (v->major != DNNL_VERSION_MAJOR) {
+    api.info.what = fmt::format("oneDNN not usable: {} is version {}.{}, built against {}", soname, v->major, v->minor, DNNL_VERSION_MAJOR);
+    return api;
+  }
+  // A sequential build has no OpenMP: its thread count is one, as it says.
+  api.omp_set_num_threads = reinterpret_cast<void (*)(int)>(dlsym(lib, "omp_set_num_threads"));
+  if (engine_create(&api.engine, dnnl_cpu, 0) != dnnl_success ||
+      stream_create(&api.stream, api.engine, dnnl_stream_default_flags) != dnnl_success) {
+    api.info.what = fmt::format("oneDNN not usable: {} could not create a CPU engine", soname);
+    return api;
+  }
+  const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential" : "threaded";
+  api.info.loaded = true;
+  api.info.what = fmt::format("oneDNN {}.{}.{} ({}{})", v->major, v->minor, v->patch, runtime,
+                              gomp_loaded ? "; libgomp was loaded before it, so its threads are bound as the environment said" : "");
+  return api;
+}
+
+const Api& api() noexcept {
+  static const Api a = load();
+  return a;
+}
+
+void set_threads(const Api& a, int threads) noexcept {
+  if (a.omp_set_num_threads != nullptr) a.omp_set_num_threads(threads);
+}
+
+}  // namespace
+
+const OnednnInfo& onednn() noexcept { return api().info; }
+
+struct OnednnBf16Matmul::State {
+  dnnl_primitive_desc_t pd = nullptr;
+  dnnl_primitive_t prim = nullptr;
+  dnnl_memory_t a = nullptr, b = nullptr, c = nullptr;
+};
+
+OnednnBf16Matmul::OnednnBf16Matmul(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept
+    : threads_(threads) {
+  const Api& x = api();
+  if (!x.info.loaded) {
+    impl_ = x.info.what;
+    return;
+  }
+  set_threads(x, threads);  // the primitive is laid out for the threads it will have
+  s_ = new State;
+  const dnnl_dims_t da = {m, k}, db = {k, n}, dc = {m, n};
+  dnnl_memory_desc_t ma, mb, mc;
+  dnnl_matmul_desc_t op;
+  // The operands as they are in memory (plain row-major): any reordering oneDNN does is
+  // part of each run, as a framework's call would be.
+  if (x.memory_desc_init_by_tag(&ma, 2, da, dnnl_bf16, dnnl_ab) != dnnl_success ||
+      x.memory_desc_init_by_tag(&mb, 2, db, dnnl_bf16, dnnl_ab) != dnnl_success ||
+      x.memory_desc_init_by_tag(&mc, 2, dc, dnnl_f32, dnnl_ab) != dnnl_success ||
+      x.matmul_desc_init(&op, &ma, &mb, nullptr, &mc) != dnnl_success ||
+      x.primitive_desc_create(&s_->pd, &op, nullptr, x.engine, nullptr) != dnnl_success ||
+      x.primitive_create(&s_->prim, s_->pd) != dnnl_success ||
+      x.memory_create(&s_->a, &ma, x.engine, const_cast<std::uint16_t*>(a)) != dnnl_success ||
+      x.memory_create(&s_->b, &mb, x.engine, const_cast<std::uint16_t*>(b)) != dnnl_success ||
+      x.memory_create(&s_->c, &mc, x.engine, c) != dnnl_success) {
+    impl_ = fmt::format("oneDNN has no bf16 matmul {}x{}x{} on this CPU", m, n, k);
+    return;
+  }
+  const char* name = nullptr;
+  x.primitive_desc_query(s_->pd, dnnl_query_impl_info_str, 0, &name);
+  impl_ = name != nullptr ? name : "?";
+  ok_ = true;
+}
+
+OnednnBf16Matmul::~OnednnBf16Matmul() {
+  if (s_ == nullptr) return;
+  const Api& x = api();
+  if (s_->a != nullptr) x.memory_destroy(s_->a);
+  if (s_->b != nullptr) x.memory_destroy(s_->b);
+  if (s_->c != nullptr) x.memory_destroy(s_->c);
+  if (s_->prim != nullptr) x.primitive_destroy(s_->prim);
+  if (s_->pd != nullptr) x.primitive_desc_destroy(s_->pd);
+  delete s_;
+}
+
+bool OnednnBf16Matmul::run() noexcept {
+  if (!ok_) return false;
+  const Api& x = api();
+  set_threads(x, threads_);
+  const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s_->a}, {DNNL_ARG_WEIGHTS, s_->b}, {DNNL_ARG_DST, s_->c}};
+  return x.primitive_execute(s_->prim, x.stream, 3, args) == dnnl_success && x.stream_wait(x.stream) == dnnl_success;
+}
+
+bool onednn_gemm_u8s8s32(int m, int n, int k, const std::uint8_t* a, const std::int8_t* b, std::int32_t* c, int threads) noexcept {
+  const Api& x = api();
+  if (!x.info.loaded) return false;
+  set_threads(x, threads);
+  const std::int32_t co = 0;
+  return x.gemm_u8s8s32('N', 'N', 'F', m, n, k, 1.0f, a, k, 0, b, n, 0, 0.0f, c, n, &co) == dnnl_success;
+}
+
+#else
+
+const OnednnInfo& onednn() noexcept {
+  static const OnednnInfo info{false, "oneDNN not built in: its version 2 headers (Debian libdnnl-dev) were not found at build time"};
+  return info;
+}
+struct OnednnBf16Matmul::State {};
+OnednnBf16Matmul::OnednnBf16Matmul(int, int, int, const std::uint16_t*, const std::uint16_t*, float*, int) noexcept
+    : impl_(onednn().what) {}
+OnednnBf16Matmul::~OnednnBf16Matmul() = default;
+bool OnednnBf16Matmul::run() noexcept { return false; }
+bool onednn_gemm_u8s8s32(int, int, int, const std::uint8_t*, const std::int8_t*, std::int32_t*, int) noexcept { return false; }
+
+#endif
+
+}  // namespace ridgeline::measure
