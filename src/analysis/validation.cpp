@@ -552,7 +552,14 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     if (!int8_rate && dnn.loaded) {
       out.notes.push_back(fmt::format("int8 gemm skipped: --hw {} has no int8 matrix rate (measure records one where the CPU has VNNI)", chip.name));
     }
-    if (!out.onednn_bf16_impl.empty()) out.notes.push_back(fmt::format("bf16 matmul: {}, implementation {}", dnn.what, out.onednn_bf16_impl));
+    if (!out.onednn_bf16_impl.empty()) {
+      out.notes.push_back(fmt::format("bf16 matmul: {}, implementation {}", dnn.what, out.onednn_bf16_impl));
+      // measure times vdpbf16ps, not AMX's tiles: a roof the AMX kernel is not under.
+      if (out.onednn_bf16_impl.find("amx") != std::string::npos) {
+        out.notes.push_back("oneDNN's bf16 matmul ran on AMX tiles, and the bf16 roof is measure's vdpbf16ps peak: "
+                            "its ratios set an AMX kernel against a vector roof (measure does not time AMX yet)");
+      }
+    }
   }
   if (out.blas && run.wanted("attention")) run.attention();
   if (!out.blas && (run.wanted("gemm") || run.wanted("attention"))) {
