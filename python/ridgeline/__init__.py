@@ -25,8 +25,8 @@ from typing import Any, Dict, Iterable, List, Optional
 from . import _ridgeline
 
 __all__ = [
-    "RidgelineError", "advise", "block", "fuse", "hw", "infer", "main", "measure", "models", "op", "plot", "profile",
-    "recompute", "run", "search", "threshold", "train",
+    "RidgelineError", "advise", "block", "calibrate", "fuse", "hw", "infer", "main", "measure", "models", "op", "plot",
+    "profile", "recompute", "report", "run", "search", "threshold", "train", "validate",
 ]
 
 _REPEATED = {"peak", "capacity"}
@@ -137,6 +137,21 @@ def plot(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
 def measure(**kwargs: Any) -> Any:
     """``ridgeline measure``: this machine's ceilings and bandwidths (``quick=True`` in seconds)."""
     return _command(["measure"], kwargs)
+
+
+def validate(**kwargs: Any) -> Any:
+    """``ridgeline validate``: real kernels timed here beside their predictions (``only=["gemm"]``, ``hw="host.yaml"``)."""
+    return _command(["validate"], kwargs)
+
+
+def calibrate(file: str, **kwargs: Any) -> Any:
+    """``ridgeline calibrate FILE``: each kernel class's achievable fraction from a profile or ``validate`` output."""
+    return _command(["calibrate", str(file)], kwargs)
+
+
+def report(**kwargs: Any) -> Any:
+    """``ridgeline report``: one self-contained HTML page (``out="report.html"``); returns what ``--json`` prints."""
+    return _command(["report"], kwargs)
 
 
 def search(kind: str, **kwargs: Any) -> Any:

@@ -70,3 +70,29 @@ def test_typed_package():
     pkg = os.path.dirname(ridgeline.__file__)
     assert os.path.exists(os.path.join(pkg, "py.typed"))
     assert os.path.exists(os.path.join(pkg, "_ridgeline.pyi"))
+
+
+def test_every_command_is_a_function():
+    # The subcommands `ridgeline --help` lists, each a function of the module.
+    text = subprocess.run([BIN, "--help"], check=True, capture_output=True, text=True).stdout
+    listed = text.split("Subcommands:", 1)[1].splitlines()
+    commands = [line.split()[0] for line in listed if line.startswith("  ") and line.split()]
+    assert "validate" in commands and "infer" in commands
+    missing = [c for c in commands if not callable(getattr(ridgeline, c, None))]
+    assert missing == []
+    assert set(commands) <= set(ridgeline.__all__)
+
+
+def test_validate_predicts_what_the_command_line_does():
+    # Only the streams on one thread against the round-number chip of the CLI tests: the
+    # timings differ between runs, the predictions (from the chip file) do not. Triad in
+    # DRAM: 67108860 model bytes + 22369620 write-allocate bytes at 10 GB/s = 8.947848 ms
+    # (derived in tests/cli/validate_cli_test.cpp).
+    hw = os.path.join(os.path.dirname(__file__), "..", "data", "validate-host.yaml")
+    r = ridgeline.validate(hw=hw, only=["stream"], threads=1, quick=True)
+    c = cli_json("validate", "--hw", hw, "--only", "stream", "--threads", "1", "--quick")
+    assert [k["name"] for k in r["ops"]] == [k["name"] for k in c["ops"]]
+    assert [k["predicted_s"] for k in r["ops"]] == [k["predicted_s"] for k in c["ops"]]
+    triad = next(k for k in r["ops"] if k["name"] == "triad (DRAM)")
+    assert triad["predicted_s"] == pytest.approx(8.947848e-3, rel=1e-12)
+    assert all(k["checked"] for k in r["ops"])
