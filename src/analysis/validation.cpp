@@ -160,6 +160,16 @@ struct Runner {
     return op;
   }
   ops::Cost cost(const OpConfig& op) const { return op_cost(op, sys); }
+  // C (n x n, `out`) = A·B, A and B `in`, computed at `in`'s matrix rate.
+  static OpConfig square_matmul(int n, DType in, DType out) {
+    OpConfig op;
+    op.kind = OpKind::matmul;
+    op.m = op.k = op.n = n;
+    op.dtype = in;
+    op.out_dtype = out;
+    op.compute_dtype = in;
+    return op;
+  }
 
   // ---- streams: dot, axpy, triad at a working set `ws` in bytes ----------------------
   void streams(double ws, const std::string& where) {
@@ -333,11 +343,7 @@ struct Runner {
       }
     };
     auto check = [&] { return check_gemm(n, a, b, c); };
-    OpConfig op;
-    op.kind = OpKind::matmul;
-    op.m = op.k = op.n = n;
-    op.dtype = dt;
-    op.compute_dtype = dt;
+    const OpConfig op = square_matmul(n, dt, dt);
     const double ws = 3.0 * n * n * sizeof(T);
     // OpenBLAS threads itself: one caller.
     record(fmt::format("{} {}", dt == DType::fp32 ? "sgemm" : "dgemm", n), "gemm", ws, cost(op), 0, [&](int, int) { run(); }, 1, check);
@@ -358,12 +364,7 @@ struct Runner {
       b[i] = measure::to_bf16(bf[i]), bf[i] = measure::from_bf16(b[i]);
     }
     auto check = [&] { return check_gemm(n, af, bf, c); };
-    OpConfig op;
-    op.kind = OpKind::matmul;
-    op.m = op.k = op.n = n;
-    op.dtype = DType::bf16;
-    op.out_dtype = DType::fp32;
-    op.compute_dtype = DType::bf16;
+    const OpConfig op = square_matmul(n, DType::bf16, DType::fp32);
     const double ws = 2.0 * n * n * 2 + 4.0 * n * n;  // A, B in bf16, C in fp32
     if (!onednn) {
       record(fmt::format("sbgemm {}", n), "gemm", ws, cost(op), 0,
@@ -375,7 +376,10 @@ struct Runner {
       out.notes.push_back(fmt::format("bf16 matmul {} skipped: {}", n, mm.impl()));
       return;
     }
-    if (out.onednn_bf16_impl.empty()) out.onednn_bf16_impl = mm.impl();
+    // Every implementation oneDNN chose, once each (it may change with the size).
+    if (out.onednn_bf16_impl.find(mm.impl()) == std::string::npos) {
+      out.onednn_bf16_impl += (out.onednn_bf16_impl.empty() ? "" : ", ") + mm.impl();
+    }
     record(fmt::format("bf16 matmul {} (oneDNN)", n), "gemm", ws, cost(op), 0, [&](int, int) { mm.run(); }, 1, check);
   }
 
@@ -391,12 +395,8 @@ struct Runner {
     std::fill(c.begin(), c.end(), std::numeric_limits<std::int32_t>::min());  // no sum reaches it: n·63·64 < 2^31
     // Integer sums: exact or wrong.
     auto check = [&] { return check_gemm(n, a, b, c) == 0 ? 0.0 : std::numeric_limits<double>::infinity(); };
-    OpConfig op;
-    op.kind = OpKind::matmul;
-    op.m = op.k = op.n = n;
-    op.dtype = DType::int8;
-    op.out_dtype = DType::fp32;  // int32: the same four bytes (no int32 dtype in the model)
-    op.compute_dtype = DType::int8;
+    // int32 C: the same four bytes as fp32 (the model has no int32 dtype).
+    const OpConfig op = square_matmul(n, DType::int8, DType::fp32);
     const double ws = 2.0 * n * n + 4.0 * n * n;  // A, B in 8 bits, C in 32
     record(fmt::format("int8 gemm {} (oneDNN)", n), "gemm", ws, cost(op), 0,
            [&](int, int) { measure::onednn_gemm_u8s8s32(n, n, n, a.data(), b.data(), c.data(), threads); }, 1, check);
@@ -516,9 +516,13 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
     // either width at one rate. Said, not corrected: validate times what the user runs.
     const int bits = measure::blas_vector_bits();
     if (__builtin_cpu_supports("avx512f") && bits > 0 && bits < 512) {
-      out.notes.push_back(fmt::format("OpenBLAS chose {}-bit kernels on this AVX-512 CPU ({}): sgemm and dgemm are set against "
-                                      "AVX-512 peaks; OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels",
-                                      bits, out.blas_config));
+      const bool dynamic = out.blas_config.find("DYNAMIC_ARCH") != std::string::npos;
+      const int times = 512 / bits;
+      out.notes.push_back(fmt::format("OpenBLAS chose {}-bit kernels on this CPU, which has AVX-512 ({}): where a 512-bit FMA does "
+                                      "{}x a {}-bit one's work per cycle, sgemm and dgemm reach at most 1/{} of peaks measured with "
+                                      "AVX-512{}",
+                                      bits, out.blas_config, times, bits, times,
+                                      dynamic ? " (OPENBLAS_CORETYPE=SkylakeX selects its AVX-512 kernels)" : ""));
     }
 #endif
     for (int n : cfg.quick ? std::vector<int>{128, 512, 1024} : std::vector<int>{128, 512, 2048}) run.gemm<float>(n, DType::fp32);
@@ -528,32 +532,37 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   }
   if (run.wanted("gemm")) {
     const std::vector<int> sizes = cfg.quick ? std::vector<int>{128, 512} : std::vector<int>{128, 512, 2048};
-    const measure::OnednnInfo& dnn = measure::onednn();
-    out.onednn = dnn.what;
-    // bf16 and int8 only against a rate the chip file has for them.
+    // bf16 and int8 only against a rate the chip file has for them; oneDNN is loaded only then.
     const bool bf16_rate = chip.peak(hw::Unit::matrix, DType::bf16) > 0, int8_rate = chip.peak(hw::Unit::matrix, DType::int8) > 0;
+    if (!bf16_rate) {
+      out.notes.push_back(fmt::format("bf16 GEMMs skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
+    }
+    if (!int8_rate) {
+      out.notes.push_back(fmt::format("int8 gemm skipped: --hw {} has no int8 matrix rate (measure records one where the CPU has VNNI)", chip.name));
+    }
     out.sbgemm = measure::have_sbgemm() && bf16_rate;
     if (out.sbgemm) {
       for (int n : sizes) run.bf16_gemm(n, false);
-    }
-    if (dnn.loaded && bf16_rate) {
-      for (int n : sizes) run.bf16_gemm(n, true);
-    }
-    if (dnn.loaded && int8_rate) {
-      for (int n : sizes) run.int8_gemm(n);
-    }
-    if (!measure::have_sbgemm()) {
+    } else if (out.blas && bf16_rate) {
       out.notes.push_back("sbgemm skipped: the OpenBLAS loaded has no cblas_sbgemm (only builds with BUILD_BFLOAT16=1 have it; Debian's does not)");
     }
-    if (!dnn.loaded) out.notes.push_back(fmt::format("bf16 matmul and int8 gemm skipped: {}", dnn.what));
-    if (!bf16_rate && (measure::have_sbgemm() || dnn.loaded)) {
-      out.notes.push_back(fmt::format("bf16 GEMMs skipped: --hw {} has no bf16 matrix rate (measure records one where the CPU has vdpbf16ps)", chip.name));
-    }
-    if (!int8_rate && dnn.loaded) {
-      out.notes.push_back(fmt::format("int8 gemm skipped: --hw {} has no int8 matrix rate (measure records one where the CPU has VNNI)", chip.name));
+    if (bf16_rate || int8_rate) {
+      const measure::OnednnInfo& dnn = measure::onednn();
+      out.onednn = dnn.what;
+      if (!dnn.loaded) {
+        out.notes.push_back(fmt::format("oneDNN's {} skipped: {}", bf16_rate && int8_rate ? "bf16 matmul and int8 gemm" : bf16_rate ? "bf16 matmul" : "int8 gemm",
+                                        dnn.what));
+      } else {
+        if (bf16_rate) {
+          for (int n : sizes) run.bf16_gemm(n, true);
+        }
+        if (int8_rate) {
+          for (int n : sizes) run.int8_gemm(n);
+        }
+      }
     }
     if (!out.onednn_bf16_impl.empty()) {
-      out.notes.push_back(fmt::format("bf16 matmul: {}, implementation {}", dnn.what, out.onednn_bf16_impl));
+      out.notes.push_back(fmt::format("bf16 matmul: {}, implementation {}", out.onednn, out.onednn_bf16_impl));
       // measure times vdpbf16ps, not AMX's tiles: a roof the AMX kernel is not under.
       if (out.onednn_bf16_impl.find("amx") != std::string::npos) {
         out.notes.push_back("oneDNN's bf16 matmul ran on AMX tiles, and the bf16 roof is measure's vdpbf16ps peak: "

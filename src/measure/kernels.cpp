@@ -149,7 +149,8 @@ RIDGELINE_CLONES void swiglu(const float* __restrict g, const float* __restrict 
 bool have_blas() noexcept { return true; }
 std::string blas_config() { return openblas_get_config(); }
 int blas_vector_bits() {
-  // OpenBLAS's x86 core names (driver/others/dynamic.c), compared without case.
+  // OpenBLAS's x86 core names (driver/others/dynamic.c's corename[]; a build for one target
+  // names it in capitals), compared without case. "Unknown" and "GENERIC" stay 0.
   std::string core = openblas_get_corename();
   for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"}) {
@@ -158,7 +159,8 @@ int blas_vector_bits() {
   for (const char* c : {"sandybridge", "haswell", "zen", "bulldozer", "piledriver", "steamroller", "excavator"}) {
     if (core == c) return 256;
   }
-  for (const char* c : {"prescott", "core2", "penryn", "dunnington", "nehalem", "athlon", "opteron", "barcelona", "nano", "bobcat"}) {
+  for (const char* c : {"katmai", "coppermine", "northwood", "prescott", "banias", "atom", "core2", "penryn", "dunnington", "nehalem",
+                        "athlon", "opteron", "opteron(sse3)", "barcelona", "nano", "bobcat"}) {
     if (core == c) return 128;
   }
   return 0;

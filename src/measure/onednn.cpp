@@ -7,8 +7,10 @@
 
 #include "ridgeline/measure/kernels.hpp"
 
-#if __has_include(<oneapi/dnnl/dnnl.h>) && __has_include(<dlfcn.h>)
+#if __has_include(<oneapi/dnnl/dnnl.h>) && __has_include(<dlfcn.h>) && __has_include(<pthread.h>)
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <oneapi/dnnl/dnnl.h>
 #if DNNL_VERSION_MAJOR == 2
@@ -37,8 +39,14 @@ struct Api {
   decltype(&::dnnl_stream_wait) stream_wait = nullptr;
   decltype(&::dnnl_gemm_u8s8s32) gemm_u8s8s32 = nullptr;
   void (*omp_set_num_threads)(int) = nullptr;
-  dnnl_engine_t engine = nullptr;  // one CPU engine and stream for the process: never destroyed
+  // One CPU engine and stream for the process, never destroyed: run() calls are serial.
+  dnnl_engine_t engine = nullptr;
   dnnl_stream_t stream = nullptr;
+  // Whether libgomp binds the workers itself (it was loaded here, with OMP_PROC_BIND set, or
+  // the user set it). Otherwise a calling thread's first call runs with `cpus`, the CPUs the
+  // loading thread had, so that the workers it creates do not inherit its pin.
+  bool bound = false;
+  cpu_set_t cpus{};
 };
 
 template <class F>
@@ -51,11 +59,21 @@ bool find(void* lib, const char* name, F& fn, std::string& missing) {
 Api load() {
   Api api;
   const std::string soname = fmt::format("libdnnl.so.{}", DNNL_VERSION_MAJOR);
-  // Bind the OpenMP threads before libgomp reads its environment (it does once, when loaded).
+  // Bind the OpenMP threads before libgomp reads its environment (it does once, when it is
+  // loaded, and then binds the loading thread to the first place). The loading thread gets
+  // its CPUs back, and the variables set here are taken out again: the process and its
+  // children see neither.
   const bool gomp_loaded = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
-  setenv("OMP_PROC_BIND", "close", 0);
-  setenv("OMP_PLACES", "threads", 0);
+  const bool user_bind = std::getenv("OMP_PROC_BIND") != nullptr, user_places = std::getenv("OMP_PLACES") != nullptr;
+  const bool have_cpus = pthread_getaffinity_np(pthread_self(), sizeof api.cpus, &api.cpus) == 0;
+  if (!user_bind) setenv("OMP_PROC_BIND", "close", 1);
+  if (!user_places) setenv("OMP_PLACES", "threads", 1);
   void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof api.cpus, &api.cpus);
+  if (!user_bind) unsetenv("OMP_PROC_BIND");
+  if (!user_places) unsetenv("OMP_PLACES");
+  api.bound = !gomp_loaded || user_bind;
+  if (!have_cpus) api.bound = true;  // nothing to widen to: leave libgomp as it is
   if (lib == nullptr) {
     const char* err = dlerror();
     api.info.what = fmt::format("oneDNN not loaded: {} (Debian: libdnnl2)", err != nullptr ? err : soname.c_str());
@@ -99,7 +117,7 @@ Api load() {
   const char* runtime = v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential" : "threaded";
   api.info.loaded = true;
   api.info.what = fmt::format("oneDNN {}.{}.{} ({}{})", v->major, v->minor, v->patch, runtime,
-                              gomp_loaded ? "; libgomp was loaded before it, so its threads are bound as the environment said" : "");
+                              api.bound ? "" : "; libgomp was loaded before it: its workers are not bound, only kept off the caller's pin");
   return api;
 }
 
@@ -111,6 +129,29 @@ const Api& api() noexcept {
 void set_threads(const Api& a, int threads) noexcept {
   if (a.omp_set_num_threads != nullptr) a.omp_set_num_threads(threads);
 }
+
+// Where libgomp does not bind its workers, a thread's first call (which creates them: each
+// calling thread has its own) runs with the loading thread's CPUs, and the caller's own
+// pin is put back after it: the workers inherit the wide set, not the pin.
+class FirstCallUnpinned {
+ public:
+  explicit FirstCallUnpinned(const Api& a) noexcept {
+    thread_local bool done = false;
+    if (a.bound || done) return;
+    done = true;
+    active_ = pthread_getaffinity_np(pthread_self(), sizeof saved_, &saved_) == 0 &&
+              pthread_setaffinity_np(pthread_self(), sizeof a.cpus, &a.cpus) == 0;
+  }
+  ~FirstCallUnpinned() {
+    if (active_) pthread_setaffinity_np(pthread_self(), sizeof saved_, &saved_);
+  }
+  FirstCallUnpinned(const FirstCallUnpinned&) = delete;
+  FirstCallUnpinned& operator=(const FirstCallUnpinned&) = delete;
+
+ private:
+  cpu_set_t saved_{};
+  bool active_ = false;
+};
 
 }  // namespace
 
@@ -169,6 +210,7 @@ bool OnednnBf16Matmul::run() noexcept {
   if (!ok_) return false;
   const Api& x = api();
   set_threads(x, threads_);
+  const FirstCallUnpinned unpinned(x);
   const dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, s_->a}, {DNNL_ARG_WEIGHTS, s_->b}, {DNNL_ARG_DST, s_->c}};
   return x.primitive_execute(s_->prim, x.stream, 3, args) == dnnl_success && x.stream_wait(x.stream) == dnnl_success;
 }
@@ -177,6 +219,7 @@ bool onednn_gemm_u8s8s32(int m, int n, int k, const std::uint8_t* a, const std::
   const Api& x = api();
   if (!x.info.loaded) return false;
   set_threads(x, threads);
+  const FirstCallUnpinned unpinned(x);
   const std::int32_t co = 0;
   return x.gemm_u8s8s32('N', 'N', 'F', m, n, k, 1.0f, a, k, 0, b, n, 0, 0.0f, c, n, &co) == dnnl_success;
 }
@@ -184,7 +227,13 @@ bool onednn_gemm_u8s8s32(int m, int n, int k, const std::uint8_t* a, const std::
 #else
 
 const OnednnInfo& onednn() noexcept {
-  static const OnednnInfo info{false, "oneDNN not built in: its version 2 headers (Debian libdnnl-dev) were not found at build time"};
+#if defined(DNNL_VERSION_MAJOR)
+  static const OnednnInfo info{false, fmt::format("oneDNN not built in: its headers at build time were version {}, and ridgeline "
+                                                  "uses the version 2 C API",
+                                                  DNNL_VERSION_MAJOR)};
+#else
+  static const OnednnInfo info{false, "oneDNN not built in: its headers (Debian libdnnl-dev) were not found at build time"};
+#endif
   return info;
 }
 struct OnednnBf16Matmul::State {};

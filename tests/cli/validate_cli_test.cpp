@@ -78,10 +78,17 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
   // FLOPs = 20.97152 us, 131072 bytes in L1. int8 gemm 512: 268435456 / 400e9 = 671.08864
   // us; 2·262144 + 1048576 = 1572864 bytes in L2. int8 gemm 128: 10.48576 us, 98304 bytes
   // in L1. All compute-bound (2 MiB at 200 GB/s is 10.5 us).
+  // oneDNN 2.6 has no bf16 matmul without AVX-512 (avx512_core): then a note says so for
+  // each size, and only the int8 rows are there.
   const std::string dnn = j["onednn"].get<std::string>();
   if (dnn.rfind("oneDNN not built in", 0) != 0) {
     EXPECT_EQ(dnn.rfind("oneDNN 2.", 0), 0u) << dnn;
-    EXPECT_FALSE(j["onednn_bf16_impl"].get<std::string>().empty());
+    const bool bf16 = !j["onednn_bf16_impl"].get<std::string>().empty();
+    if (!bf16) {
+      bool said = false;
+      for (const auto& n : j["notes"]) said |= n.get<std::string>().rfind("bf16 matmul 512 skipped: ", 0) == 0;
+      EXPECT_TRUE(said) << j["notes"];
+    }
     const struct {
       const char* name;
       const char* level;
@@ -91,6 +98,7 @@ TEST(ValidateCli, PredictionsByHandAndEveryOutputChecked) {
                 {"int8 gemm 512 (oneDNN)", "L2", 1572864, 671.08864e-6},
                 {"int8 gemm 128 (oneDNN)", "L1", 98304, 10.48576e-6}};
     for (const auto& w : want) {
+      if (!bf16 && std::string(w.name).rfind("bf16", 0) == 0) continue;
       const auto* g = find(ops, w.name);
       ASSERT_NE(g, nullptr) << w.name;
       EXPECT_EQ((*g)["level"], w.level) << w.name;

@@ -41,7 +41,8 @@ bool have_blas() noexcept;
 std::string blas_config();
 /// Width in bits of the vectors of the kernels OpenBLAS chose (openblas_get_corename()):
 /// 512 for SkylakeX, Cooperlake and SapphireRapids; 256 for the AVX and AVX2 cores
-/// (Sandybridge, Haswell, Zen, Bulldozer to Excavator); 128 for the SSE ones; 0 unknown.
+/// (Sandybridge, Haswell, Zen, Bulldozer to Excavator); 128 for the SSE ones (Katmai to
+/// Bobcat); 0 for Unknown, GENERIC and non-x86 names.
 int blas_vector_bits();
 /// C = A·B, row-major, m x k times k x n, OpenBLAS on `threads` threads (false without OpenBLAS).
 bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept;
@@ -58,10 +59,14 @@ bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b,
 
 /// oneDNN (Debian libdnnl2), loaded at run time (dlopen of libdnnl.so.2) the first time it
 /// is asked for: a second library for the GEMMs OpenBLAS cannot do here, a bf16 matmul and
-/// an int8 (u8·s8 -> s32) GEMM. Before loading it, OMP_PROC_BIND=close and
-/// OMP_PLACES=threads are set unless the environment says otherwise: its OpenMP threads are
-/// created by the caller, which time_parallel pins to one CPU, and unbound they would all
-/// inherit that CPU (75 against 2000 GOP/s on the development VM).
+/// an int8 (u8·s8 -> s32) GEMM. Its OpenMP workers are created by the thread that calls it,
+/// which time_parallel pins to one CPU; unbound, they would all inherit that CPU (75 against
+/// 2000 GOP/s for a 1024-cube int8 GEMM on the development VM). So libgomp is loaded with
+/// OMP_PROC_BIND=close and OMP_PLACES=threads unless the environment sets them (and both are
+/// unset again after, and the loading thread's CPUs, which libgomp pins, given back); where
+/// libgomp was loaded before (a Python process with numpy, an OpenMP OpenBLAS) and cannot be
+/// told, a thread's first call runs with every CPU of the process so that its workers are
+/// not created pinned. Calls are serial: one oneDNN stream serves the process.
 struct OnednnInfo {
   bool loaded = false;
   std::string what;  ///< "oneDNN 2.6.3 (OpenMP)", or why it is not there
