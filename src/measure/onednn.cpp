@@ -23,21 +23,19 @@ namespace ridgeline::measure {
 #ifdef RIDGELINE_ONEDNN
 namespace {
 
+// The entry points used after loading, each named once: a member of Api (`dnnl_X` as `X`)
+// and a dlsym in load().
+#define RIDGELINE_DNNL_ENTRY_POINTS(X)                                                                      \
+  X(memory_desc_init_by_tag) X(matmul_desc_init) X(primitive_desc_create) X(primitive_desc_query)           \
+  X(primitive_desc_destroy) X(primitive_create) X(primitive_destroy) X(memory_create) X(memory_destroy)    \
+  X(primitive_execute) X(stream_wait) X(gemm_u8s8s32)
+#define RIDGELINE_DNNL_MEMBER(name) decltype(&::dnnl_##name) name = nullptr;
+
 // The entry points used, looked up in the loaded library.
 struct Api {
   OnednnInfo info;
-  decltype(&::dnnl_memory_desc_init_by_tag) memory_desc_init_by_tag = nullptr;
-  decltype(&::dnnl_matmul_desc_init) matmul_desc_init = nullptr;
-  decltype(&::dnnl_primitive_desc_create) primitive_desc_create = nullptr;
-  decltype(&::dnnl_primitive_desc_query) primitive_desc_query = nullptr;
-  decltype(&::dnnl_primitive_desc_destroy) primitive_desc_destroy = nullptr;
-  decltype(&::dnnl_primitive_create) primitive_create = nullptr;
-  decltype(&::dnnl_primitive_destroy) primitive_destroy = nullptr;
-  decltype(&::dnnl_memory_create) memory_create = nullptr;
-  decltype(&::dnnl_memory_destroy) memory_destroy = nullptr;
-  decltype(&::dnnl_primitive_execute) primitive_execute = nullptr;
-  decltype(&::dnnl_stream_wait) stream_wait = nullptr;
-  decltype(&::dnnl_gemm_u8s8s32) gemm_u8s8s32 = nullptr;
+  RIDGELINE_DNNL_ENTRY_POINTS(RIDGELINE_DNNL_MEMBER)
+#undef RIDGELINE_DNNL_MEMBER
   void (*omp_set_num_threads)(int) = nullptr;
   // One CPU engine and stream for the process, never destroyed: run() calls are serial.
   dnnl_engine_t engine = nullptr;
@@ -49,11 +47,11 @@ struct Api {
   cpu_set_t cpus{};
 };
 
+// Looks `name` up in `lib`; the first name not found goes into `missing`.
 template <class F>
-bool find(void* lib, const char* name, F& fn, std::string& missing) {
+void find(void* lib, const char* name, F& fn, std::string& missing) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
   if (fn == nullptr && missing.empty()) missing = name;
-  return fn != nullptr;
 }
 
 Api load() {
@@ -72,8 +70,7 @@ Api load() {
   if (have_cpus) pthread_setaffinity_np(pthread_self(), sizeof api.cpus, &api.cpus);
   if (!user_bind) unsetenv("OMP_PROC_BIND");
   if (!user_places) unsetenv("OMP_PLACES");
-  api.bound = !gomp_loaded || user_bind;
-  if (!have_cpus) api.bound = true;  // nothing to widen to: leave libgomp as it is
+  api.bound = !gomp_loaded || user_bind || !have_cpus;  // without the CPUs there is nothing to widen to
   if (lib == nullptr) {
     const char* err = dlerror();
     api.info.what = fmt::format("oneDNN not loaded: {} (Debian: libdnnl2)", err != nullptr ? err : soname.c_str());
@@ -86,18 +83,9 @@ Api load() {
   find(lib, "dnnl_version", version, missing);
   find(lib, "dnnl_engine_create", engine_create, missing);
   find(lib, "dnnl_stream_create", stream_create, missing);
-  find(lib, "dnnl_memory_desc_init_by_tag", api.memory_desc_init_by_tag, missing);
-  find(lib, "dnnl_matmul_desc_init", api.matmul_desc_init, missing);
-  find(lib, "dnnl_primitive_desc_create", api.primitive_desc_create, missing);
-  find(lib, "dnnl_primitive_desc_query", api.primitive_desc_query, missing);
-  find(lib, "dnnl_primitive_desc_destroy", api.primitive_desc_destroy, missing);
-  find(lib, "dnnl_primitive_create", api.primitive_create, missing);
-  find(lib, "dnnl_primitive_destroy", api.primitive_destroy, missing);
-  find(lib, "dnnl_memory_create", api.memory_create, missing);
-  find(lib, "dnnl_memory_destroy", api.memory_destroy, missing);
-  find(lib, "dnnl_primitive_execute", api.primitive_execute, missing);
-  find(lib, "dnnl_stream_wait", api.stream_wait, missing);
-  find(lib, "dnnl_gemm_u8s8s32", api.gemm_u8s8s32, missing);
+#define RIDGELINE_DNNL_FIND(name) find(lib, "dnnl_" #name, api.name, missing);
+  RIDGELINE_DNNL_ENTRY_POINTS(RIDGELINE_DNNL_FIND)
+#undef RIDGELINE_DNNL_FIND
   if (!missing.empty()) {
     api.info.what = fmt::format("oneDNN not usable: {} has no {}", soname, missing);
     return api;

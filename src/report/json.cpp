@@ -164,7 +164,7 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["flops_by_unit"] = by_unit;
   j["memory"] = json::array();
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    const double b = l == 0 ? e.main_bytes : cost.bytes[l];
+    const double b = ops::level_bytes(cost, e, l);
     if (b <= 0) continue;
     int li = std::min<int>(l, static_cast<int>(chip.memory.size()) - 1);
     j["memory"].push_back({{"name", chip.memory[li].name}, {"bytes", b}, {"t_s", e.t_memory_level_s[l]}});

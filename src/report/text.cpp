@@ -106,7 +106,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
     out += fmt::format("  FLOPs       {:>14}\n", "0");
   }
   for (int l = 0; l < hw::kMaxMemoryLevels; ++l) {
-    const double b = l == 0 ? e.main_bytes : cost.bytes[l];
+    const double b = ops::level_bytes(cost, e, l);
     if (b <= 0) continue;
     int li = std::min<int>(l, static_cast<int>(c.memory.size()) - 1);
     out += fmt::format("  bytes       {:>14}  ({}", size(b), c.memory[li].name);

@@ -129,6 +129,10 @@ struct TimeParts {
 inline double main_traffic(const Cost& c, const Rates& r) noexcept { return c.bytes[0] + r.store_reads * c.main_store_bytes; }
 inline double main_traffic(const OpCost& c, const Rates& r) noexcept { return c.main_bytes + r.store_reads * c.main_store_bytes; }
 
+/// Bytes `c` moves at memory level `l`, as its estimate `e` counts them: main memory's with
+/// the lines its stores read first (e.main_bytes), the other levels' as the cost has them.
+inline double level_bytes(const Cost& c, const Estimate& e, int l) noexcept { return l == 0 ? e.main_bytes : c.bytes[l]; }
+
 /// The time parts of `c` at `rates` (infinite for a dtype or link the chip lacks).
 TimeParts time_parts(const Cost& c, const Rates& rates) noexcept;
 /// The time parts of an op graph's compact cost: the same as time_parts(c.expand(), rates).
