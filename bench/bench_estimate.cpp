@@ -24,9 +24,13 @@
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/ops/estimate.hpp"
 
+#include "allocations.hpp"
+
 namespace {
 std::atomic<long> g_allocations{0};
 }  // namespace
+
+long ridgeline::bench::allocations() noexcept { return g_allocations.load(); }
 
 void* operator new(std::size_t n) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);

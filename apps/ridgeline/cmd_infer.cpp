@@ -19,10 +19,10 @@ namespace {
 
 struct InferFlags {
   HardwareFlags hw;
-  bool json = false, cuda_graphs = false, all_ops = false, sequence_parallel = false;
+  ForwardFlags fw;
+  bool json = false, cuda_graphs = false, all_ops = false;
   std::string method = "detailed";
-  std::string model = "llama-3.1-8b", tp, ep = "1", batch = "1", prompt = "128", gen = "128";
-  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "ring";
+  std::string batch = "1", prompt = "128", gen = "128";
 };
 
 std::int64_t int_flag(const std::string& s, const char* flag) { return parse_positive_int(s, flag); }
@@ -34,66 +34,30 @@ namespace {
 void add_infer_flags(CLI::App* app, InferFlags* f) {
   add_hardware_flags(app, f->hw);
   app->add_flag("--json", f->json, "JSON on stdout");
-  app->add_option("--model", f->model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
-  app->add_option("--tp", f->tp, "tensor-parallel degree (default --chips / --ep)");
-  app->add_option("--ep", f->ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
+  add_forward_flags(app, f->fw);
   app->add_option("--batch", f->batch, "sequences served together")->capture_default_str();
   app->add_option("--prompt", f->prompt, "prompt tokens per sequence")->capture_default_str();
   app->add_option("--gen", f->gen, "generated tokens per sequence")->capture_default_str();
-  app->add_option("--weight-dtype", f->weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
-  app->add_option("--kv-dtype", f->kv_dtype, "KV cache (default --act-dtype)");
-  app->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
-  app->add_option("--compute-dtype", f->compute_dtype, "matrix-unit dtype (default from weights and activations)");
-  app->add_option("--attention", f->attention, "flash or naive")->capture_default_str();
-  app->add_option("--algo", f->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
   app->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
   app->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
-  app->add_flag("--sequence-parallel", f->sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
   app->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
 }
 
 analysis::InferenceConfig infer_config(const InferFlags* f, const model::ModelConfig& m) {
-                        analysis::InferenceConfig cfg;
-                        auto& fw = cfg.forward;
-                        fw.ep = int_flag(f->ep, "--ep");
-                        std::int64_t chips = f->hw.chips.empty() ? 0 : int_flag(f->hw.chips, "--chips");
-                        if (!f->tp.empty()) {
-                          fw.tp = int_flag(f->tp, "--tp");
-                        } else if (chips > 0) {
-                          if (chips % fw.ep != 0) throw InputError(fmt::format("--chips: {} is not a multiple of --ep {}", chips, fw.ep));
-                          fw.tp = chips / fw.ep;
-                          if (fw.tp > 4096 || m.heads % fw.tp != 0) {
-                            throw InputError(fmt::format("--chips: {} chips as tensor parallelism {} do not divide the {} heads of {}: set --tp and --ep",
-                                                         chips, fw.tp, m.heads, m.name));
-                          }
-                        }
-                        if (chips > 0 && chips != fw.tp * fw.ep) {
-                          throw InputError(fmt::format("--chips: {} is not --tp {} x --ep {}", chips, fw.tp, fw.ep));
-                        }
-                        cfg.batch = int_flag(f->batch, "--batch");
-                        cfg.prompt = int_flag(f->prompt, "--prompt");
-                        cfg.gen = int_flag(f->gen, "--gen");
-                        if (m.max_positions > 0 && cfg.prompt + cfg.gen > m.max_positions) {
-                          throw InputError(fmt::format("--prompt/--gen: {} + {} tokens exceed the {} positions of {} (max_position_embeddings)",
-                                                       cfg.prompt, cfg.gen, m.max_positions, m.name));
-                        }
-                        auto& p = fw.precision;
-                        p.activation = parse_dtype_or_throw(f->act_dtype, "--act-dtype");
-                        if (!f->weight_dtype.empty()) p.weight = parse_dtype_or_throw(f->weight_dtype, "--weight-dtype");
-                        if (!f->kv_dtype.empty()) p.kv_cache = parse_dtype_or_throw(f->kv_dtype, "--kv-dtype");
-                        if (!f->compute_dtype.empty()) p.compute = parse_dtype_or_throw(f->compute_dtype, "--compute-dtype");
-                        if (f->attention == "flash") fw.attention = ops::AttentionImpl::flash;
-                        else if (f->attention == "naive") fw.attention = ops::AttentionImpl::naive;
-                        else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f->attention));
-                        auto algo = comm::parse_algo(f->algo);
-                        if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f->algo));
-                        fw.algo = *algo;
-                        cfg.cuda_graphs = f->cuda_graphs;
-                        fw.sequence_parallel = f->sequence_parallel;
-                        if (f->method != "detailed" && f->method != "quick") {
-                          throw InputError(fmt::format("--method: '{}' is not a method: expected detailed or quick", f->method));
-                        }
-                        return cfg;
+  analysis::InferenceConfig cfg;
+  cfg.forward = forward_config(f->fw, f->hw, m);
+  cfg.batch = int_flag(f->batch, "--batch");
+  cfg.prompt = int_flag(f->prompt, "--prompt");
+  cfg.gen = int_flag(f->gen, "--gen");
+  if (m.max_positions > 0 && cfg.prompt + cfg.gen > m.max_positions) {
+    throw InputError(fmt::format("--prompt/--gen: {} + {} tokens exceed the {} positions of {} (max_position_embeddings)",
+                                 cfg.prompt, cfg.gen, m.max_positions, m.name));
+  }
+  cfg.cuda_graphs = f->cuda_graphs;
+  if (f->method != "detailed" && f->method != "quick") {
+    throw InputError(fmt::format("--method: '{}' is not a method: expected detailed or quick", f->method));
+  }
+  return cfg;
 }
 
 }  // namespace
@@ -115,7 +79,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
   auto* infer = root.add_subcommand("infer", "serving a model: TTFT, TPOT, throughput, memory, what bounds each op");
   add_infer_flags(infer, f.get());
   commands.push_back({infer, [f] {
-                        model::ModelConfig m = io::resolve_model(f->model);
+                        model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();
@@ -136,7 +100,7 @@ void register_report_infer(CLI::App& root, std::vector<Command>& commands) {
   r->add_option("--out", *out, "HTML file to write")->required();
   r->add_flag("--train")->description("a training step instead (takes the train flags)");
   commands.push_back({r, [f, out] {
-                        model::ModelConfig m = io::resolve_model(f->model);
+                        model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto res = std::make_unique<analysis::InferenceResult>();
@@ -154,7 +118,7 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
   auto* a = advise->add_subcommand("infer", "advice on a serving plan (the infer flags)");
   add_infer_flags(a, f.get());
   commands.push_back({a, [f] {
-                        model::ModelConfig m = io::resolve_model(f->model);
+                        model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();

@@ -47,6 +47,51 @@ hw::System load_system(const HardwareFlags& f) {
   return hw::make_system(std::move(chip), o);
 }
 
+void add_forward_flags(CLI::App* app, ForwardFlags& f) {
+  app->add_option("--model", f.model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
+  app->add_option("--tp", f.tp, "tensor-parallel degree (default --chips / --ep)");
+  app->add_option("--ep", f.ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
+  app->add_option("--weight-dtype", f.weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
+  app->add_option("--kv-dtype", f.kv_dtype, "KV cache (default --act-dtype)");
+  app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
+  app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default from weights and activations)");
+  app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
+  app->add_option("--algo", f.algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
+}
+
+model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m) {
+  model::ForwardConfig fw;
+  fw.ep = parse_positive_int(f.ep, "--ep");
+  const std::int64_t chips = hw.chips.empty() ? 0 : parse_positive_int(hw.chips, "--chips");
+  if (!f.tp.empty()) {
+    fw.tp = parse_positive_int(f.tp, "--tp");
+  } else if (chips > 0) {
+    if (chips % fw.ep != 0) throw InputError(fmt::format("--chips: {} is not a multiple of --ep {}", chips, fw.ep));
+    fw.tp = chips / fw.ep;
+    if (fw.tp > 4096 || m.heads % fw.tp != 0) {
+      throw InputError(fmt::format("--chips: {} chips as tensor parallelism {} do not divide the {} heads of {}: set --tp and --ep",
+                                   chips, fw.tp, m.heads, m.name));
+    }
+  }
+  if (chips > 0 && chips != fw.tp * fw.ep) {
+    throw InputError(fmt::format("--chips: {} is not --tp {} x --ep {}", chips, fw.tp, fw.ep));
+  }
+  auto& p = fw.precision;
+  p.activation = parse_dtype_or_throw(f.act_dtype, "--act-dtype");
+  if (!f.weight_dtype.empty()) p.weight = parse_dtype_or_throw(f.weight_dtype, "--weight-dtype");
+  if (!f.kv_dtype.empty()) p.kv_cache = parse_dtype_or_throw(f.kv_dtype, "--kv-dtype");
+  if (!f.compute_dtype.empty()) p.compute = parse_dtype_or_throw(f.compute_dtype, "--compute-dtype");
+  if (f.attention == "flash") fw.attention = ops::AttentionImpl::flash;
+  else if (f.attention == "naive") fw.attention = ops::AttentionImpl::naive;
+  else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
+  auto algo = comm::parse_algo(f.algo);
+  if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f.algo));
+  fw.algo = *algo;
+  fw.sequence_parallel = f.sequence_parallel;
+  return fw;
+}
+
 hw::System load_chip_system(const HardwareFlags& f) {
   HardwareFlags g = f;
   g.chips.clear();

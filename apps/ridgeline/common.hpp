@@ -9,6 +9,7 @@
 
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
+#include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::cli {
 
@@ -20,6 +21,17 @@ struct HardwareFlags {
 };
 
 void add_hardware_flags(CLI::App* app, HardwareFlags& f);
+
+/// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
+struct ForwardFlags {
+  std::string model = "llama-3.1-8b", tp, ep = "1";
+  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "ring";
+  bool sequence_parallel = false;
+};
+void add_forward_flags(CLI::App* app, ForwardFlags& f);
+/// The forward pass of `m` as the flags ask (tp from --chips / --ep when --tp is not given);
+/// InputError naming the flag.
+model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m);
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);
 
@@ -64,6 +76,7 @@ struct Command {
 void register_hw(CLI::App& root, std::vector<Command>& commands);
 void register_op(CLI::App& root, std::vector<Command>& commands);
 void register_infer(CLI::App& root, std::vector<Command>& commands);
+void register_serve(CLI::App& root, std::vector<Command>& commands);
 void register_block(CLI::App& root, std::vector<Command>& commands);
 void register_train(CLI::App& root, std::vector<Command>& commands);
 void register_fuse(CLI::App& root, std::vector<Command>& commands);

@@ -26,6 +26,7 @@ Commands
   threshold KIND ... --solve V the value of V at which the op becomes compute-bound
   models                       the bundled models (Hugging Face configs) and their parameters
   infer --model M ...          serving a model: TTFT, TPOT, throughput, memory, per-op bounds
+  serve --model M --qps R ...  serving under load: continuous batching, TTFT/TPOT percentiles, goodput
   block ...                    one transformer block in units of one (s,h)x(h,h) GEMM
   train --model M --gpus N ... one training step: step time, MFU, communication, memory
   recompute ...                what to keep, recompute or offload per activation, under a budget
@@ -74,10 +75,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
-                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "calibrate", "--help", "-h"};
+                                                   "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "calibrate", "serve", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
     err << "ridgeline: error: unknown command '" << argv[1]
-              << "': expected hw, op, threshold, models, infer, block, train, recompute, fuse, profile, advise, plot, measure, validate, calibrate, search or report\n";
+              << "': expected hw, op, threshold, models, infer, serve, block, train, recompute, fuse, profile, advise, plot, measure, validate, calibrate, search or report\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
@@ -115,6 +116,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_hw(app, commands);
   register_op(app, commands);
   register_infer(app, commands);
+  register_serve(app, commands);
   register_block(app, commands);
   register_train(app, commands);
   register_fuse(app, commands);

@@ -26,7 +26,7 @@ from . import _ridgeline
 
 __all__ = [
     "RidgelineError", "advise", "block", "calibrate", "fuse", "hw", "infer", "main", "measure", "models", "op", "plot",
-    "profile", "recompute", "report", "run", "search", "threshold", "train", "validate",
+    "profile", "recompute", "report", "run", "search", "serve", "threshold", "train", "validate",
 ]
 
 _REPEATED = {"peak", "capacity"}
@@ -97,6 +97,19 @@ def models(**kwargs: Any) -> Any:
 def infer(**kwargs: Any) -> Any:
     """``ridgeline infer``: TTFT, TPOT, throughput, memory and per-op bounds of serving."""
     return _command(["infer"], kwargs)
+
+
+def serve(per_request: Optional[bool] = None, **kwargs: Any) -> Any:
+    """``ridgeline serve``: a request-level simulation of a continuous-batching engine.
+
+    Returns the summary (``ttft_s``, ``tpot_s``, ``e2e_s`` ... as ``--json`` prints it) and,
+    unless ``qps`` is a list (a sweep) or ``per_request=False``, every request's times as
+    columns under ``"requests"``: ``pandas.DataFrame(result["requests"])`` is one row per
+    request (``id``, ``arrival_s``, ``queue_s``, ``ttft_s``, ``tpot_s``, ``e2e_s``, tokens).
+    """
+    if per_request is None:
+        per_request = not isinstance(kwargs.get("qps"), (list, tuple))
+    return _command(["serve"], {**kwargs, "per_request": per_request})
 
 
 def block(**kwargs: Any) -> Any:

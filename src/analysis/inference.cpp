@@ -16,112 +16,6 @@ namespace {
 using model::Graph;
 
 
-// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for lines given at j = 0 (a) and j = n-1 (z):
-// exact, by splitting [0, n-1] where the upper envelope changes line.
-double sum_max_affine(const double* a, const double* z, int count, double n) {
-  if (n <= 0) return 0;
-  if (n == 1) return *std::max_element(a, a + count);
-  // The max of affine functions is convex: a line that is the maximum at both ends is the
-  // maximum in between (the usual case: one resource binds over the whole range).
-  const int i0 = static_cast<int>(std::max_element(a, a + count) - a);
-  const int i1 = static_cast<int>(std::max_element(z, z + count) - z);
-  if (i0 == i1) return n * (a[i0] + z[i0]) / 2;
-  double slope[5];
-  for (int i = 0; i < count; ++i) slope[i] = (z[i] - a[i]) / (n - 1);
-  // Breakpoints: pairwise crossings inside (0, n-1).
-  double cuts[12];
-  int nc = 0;
-  for (int i = 0; i < count; ++i) {
-    for (int k = i + 1; k < count; ++k) {
-      const double ds = slope[i] - slope[k];
-      if (ds == 0) continue;
-      const double x = (a[k] - a[i]) / ds;
-      if (x > 0 && x < n - 1) cuts[nc++] = x;
-    }
-  }
-  for (int i = 1; i < nc; ++i) {  // insertion sort: at most 10 cuts
-    for (int k = i; k > 0 && cuts[k - 1] > cuts[k]; --k) std::swap(cuts[k - 1], cuts[k]);
-  }
-  double total = 0, start = 0;  // integer j from `start` on
-  for (int c = 0; c <= nc; ++c) {
-    const double end = c < nc ? std::floor(cuts[c]) : n - 1;  // last integer of this piece
-    if (end < start) continue;
-    const double mid = (start + end) / 2;
-    int best = 0;
-    for (int i = 1; i < count; ++i) {
-      if (a[i] + slope[i] * mid > a[best] + slope[best] * mid) best = i;
-    }
-    const double cnt = end - start + 1;
-    total += cnt * a[best] + slope[best] * (start + end) * cnt / 2;
-    start = end + 1;
-  }
-  return total;
-}
-
-template <class C>
-[[gnu::always_inline]] inline OpTimes op_times(const C& c, const ops::Rates& rates, bool graphs) noexcept {
-  OpTimes o;
-  o.parts = ops::time_parts(c, rates);
-  if (graphs) o.parts.launch = 0;
-  o.flops = c.total_flops();
-  o.bytes = ops::main_traffic(c, rates);
-  o.link_bytes = c.total_link_bytes();
-  o.launches = graphs ? 0 : c.launches;
-  return o;
-}
-
-[[gnu::always_inline]] inline void accumulate(PhaseTimes& t, const OpTimes& o, double r, const ops::Rates& rates, model::OpClass cls) noexcept {
-  const double lower = o.parts.lower();
-  t.t_lower_s += r * lower;
-  const hw::KernelClass k = model::kernel_class(cls);
-  t.t_upper_s += r * o.parts.upper(rates, k);
-  t.t_realistic_s += r * o.parts.realistic(rates, k);
-  t.flops += r * o.flops;
-  t.bytes += r * o.bytes;
-  t.comm_bytes += r * o.link_bytes;
-  t.launches += r * o.launches;
-  t.lower_by_bound_s[static_cast<int>(o.parts.bound())] += r * lower;
-  t.lower_by_class_s[static_cast<int>(cls)] += r * lower;
-}
-
-// A pass replayed as a CUDA graph costs one launch, which the host issues while the GPU
-// runs the previous pass: the pass takes at least the launch, otherwise its kernels' time.
-void graph_launches(PhaseTimes& t, const ops::Rates& rates, bool graphs, double passes) noexcept {
-  if (!graphs) return;
-  const double l = passes * rates.launch_s;
-  if (l > t.t_lower_s) t.lower_by_bound_s[static_cast<int>(ops::Bound::launch)] += l - t.t_lower_s;
-  t.t_lower_s = std::max(t.t_lower_s, l);
-  t.t_upper_s = std::max(t.t_upper_s, l);
-  t.t_realistic_s = std::max(t.t_realistic_s, l);
-  t.launches += passes;
-}
-
-void finish(PhaseTimes& t) noexcept {
-  int best = 0;
-  for (int b = 1; b < 4; ++b) {
-    if (t.lower_by_bound_s[b] > t.lower_by_bound_s[best]) best = b;
-  }
-  t.bound = static_cast<ops::Bound>(best);
-}
-
-// Evaluates every op of `g` on the chip (sums kept in a local: the loop does not go
-// through the result's memory).
-void evaluate(const Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept {
-  PhaseTimes acc;
-  for (int i = 0; i < g.op_count; ++i) accumulate(acc, op_times(g.ops[i].cost, rates, graphs), g.repeat(i), rates, g.ops[i].cls);
-  graph_launches(acc, rates, graphs, 1);
-  finish(acc);
-  t = acc;
-}
-
-// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
-// plus each part over its efficiency, and the launch.
-std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
-  const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
-          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * a.inv_link, p.launch};
-}
-
 // Attention op i of `g` re-costed at context `kv`.
 OpTimes attention_at(const Graph& g, int i, double kv, const ops::Rates& rates, bool graphs) noexcept {
   ops::AttentionShape a = g.attention[g.ops[i].attention];
@@ -215,33 +109,6 @@ void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array
   }
 }
 
-double weight_bytes(const Graph& g) {
-  double w = 0;
-  for (int i = 0; i < g.op_count; ++i) w += g.ops[i].weight_bytes * g.repeat(i);
-  return w;
-}
-
-// Peak live activations during one prefill layer on one chip, per sequence of `tokens`.
-double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) {
-  const double s = bytes(f.precision.activation);
-  const double tp = static_cast<double>(f.tp);
-  const double h = static_cast<double>(m.hidden);
-  const double heads = static_cast<double>(m.heads) / tp;
-  const double kvh = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
-  const double attn = m.is_mla() ? heads * static_cast<double>(m.head_dim + m.mla.qk_nope_head_dim + m.mla.v_head_dim)
-                                 : (heads + 2 * kvh) * static_cast<double>(m.head_dim);
-  double mlp = 2 * static_cast<double>(m.intermediate) / tp;
-  if (m.is_moe()) {
-    mlp = std::max(mlp, 2 * static_cast<double>(m.moe.experts_per_token * m.moe.intermediate) / tp);
-  }
-  // Residual stream and normalised input, plus the widest intermediate.
-  double act = tokens * (2 * h + std::max(attn, mlp)) * s;
-  if (f.attention == ops::AttentionImpl::naive) act += seqs * heads * (tokens / seqs) * (tokens / seqs) * s;
-  // fp32 logits of the last position of each sequence.
-  act += seqs * static_cast<double>(m.vocab) / tp * 4;
-  return act;
-}
-
 // Memory on one chip at batch B into `mem`; returns the largest batch that fits.
 std::int64_t serving_memory(const model::ModelConfig& m, const model::ForwardConfig& f, const hw::ChipSpec& chip,
                             double weights, double B, double P, double G, InferenceMemory& mem) noexcept {
@@ -261,24 +128,6 @@ std::int64_t serving_memory(const model::ModelConfig& m, const model::ForwardCon
 
 // --- The serving curve -------------------------------------------------------------------
 
-// The line through an op's realistic parts at batches B1 and B2 (x1, x2); for a MoE expert
-// GEMM the touched experts' weight reads are taken out first (they are not affine in B).
-ServingCurve::Line fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2, double B1, double B2,
-                            const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept {
-  ServingCurve::Line l;
-  l.rep = rep;
-  l.mem_per_expert =
-      op1.expert_bytes * r.s_per_byte[0] * r.achievable[static_cast<int>(model::kernel_class(op1.cls))].inv_memory;
-  std::array<double, 5> y1 = x1, y2 = x2;
-  y1[2] -= op1.touched * l.mem_per_expert;
-  y2[2] -= op2.touched * l.mem_per_expert;
-  for (int i = 0; i < 5; ++i) {
-    l.b[i] = (y2[i] - y1[i]) / (B2 - B1);
-    l.a[i] = y1[i] - B1 * l.b[i];
-  }
-  return l;
-}
-
 ServingCurve::Line fit_op(const Graph& g1, const Graph& g2, int i, double B1, double B2, const ops::Rates& r,
                           bool graphs) noexcept {
   const OpTimes o1 = op_times(g1.ops[i].cost, r, graphs), o2 = op_times(g2.ops[i].cost, r, graphs);
@@ -295,70 +144,33 @@ ServingCurve::Line fit_attention(const Graph& g1, const Graph& g2, int i, double
                   g1.repeat(i));
 }
 
-std::array<double, 5> parts_at(const ServingCurve::Line& l, double B, double touched) noexcept {
-  std::array<double, 5> x;
-  for (int i = 0; i < 5; ++i) x[i] = l.a[i] + B * l.b[i];
-  x[2] += touched * l.mem_per_expert;
-  return x;
-}
-
-double realistic_at(const ServingCurve::Line& l, double B, double touched) noexcept {
-  const std::array<double, 5> x = parts_at(l, B, touched);
-  return std::max({x[0], x[1], x[2], x[3], x[4]});
-}
-
-// Builds the envelope of Σ rep·max_i(a_i + b_i·B) for B >= lo over `lines` (none kept apart).
-// Each op's max starts on its highest line at lo (ties: the steeper) and moves, at each
-// crossing, to the steeper line crossed first; every move is an event that changes the
-// sum's intercept and slope. Events are sorted and accumulated into pieces.
-void build_envelope(const ServingCurve::Line* lines, int n, double lo, ServingCurve::Envelope& env) noexcept {
-  struct Event {
-    double x, da, ds;
-  };
-  std::array<Event, ServingCurve::Envelope::kMaxPieces> events;
-  int ne = 0;
-  double A = 0, S = 0;
-  for (int k = 0; k < n; ++k) {
-    const ServingCurve::Line& l = lines[k];
-    int cur = 0;
-    for (int i = 1; i < 5; ++i) {
-      const double vi = l.a[i] + l.b[i] * lo, vc = l.a[cur] + l.b[cur] * lo;
-      if (vi > vc || (vi == vc && l.b[i] > l.b[cur])) cur = i;
-    }
-    A += l.rep * l.a[cur];
-    S += l.rep * l.b[cur];
-    double x = lo;
-    for (int moves = 0; moves < 4; ++moves) {
-      int next = -1;
-      double best = 0;
-      for (int j = 0; j < 5; ++j) {
-        if (!(l.b[j] > l.b[cur])) continue;
-        const double xj = std::max(x, (l.a[cur] - l.a[j]) / (l.b[j] - l.b[cur]));
-        if (next < 0 || xj < best || (xj == best && l.b[j] > l.b[next])) next = j, best = xj;
-      }
-      if (next < 0) break;
-      events[ne++] = {best, l.rep * (l.a[next] - l.a[cur]), l.rep * (l.b[next] - l.b[cur])};
-      cur = next;
-      x = best;
-    }
-  }
-  std::sort(events.begin(), events.begin() + ne, [](const Event& p, const Event& q) { return p.x < q.x; });
-  env.count = 0;
-  env.x[0] = lo;
-  env.a[0] = A;
-  env.s[0] = S;
-  env.count = 1;
-  for (int e = 0; e < ne; ++e) {
-    A += events[e].da;
-    S += events[e].ds;
-    if (events[e].x > env.x[env.count - 1]) ++env.count;  // a new piece (events at one x share it)
-    env.x[env.count - 1] = events[e].x;
-    env.a[env.count - 1] = A;
-    env.s[env.count - 1] = S;
-  }
-}
-
 }  // namespace
+
+double weight_bytes(const Graph& g) noexcept {
+  double w = 0;
+  for (int i = 0; i < g.op_count; ++i) w += g.ops[i].weight_bytes * g.repeat(i);
+  return w;
+}
+
+double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) noexcept {
+  const double s = bytes(f.precision.activation);
+  const double tp = static_cast<double>(f.tp);
+  const double h = static_cast<double>(m.hidden);
+  const double heads = static_cast<double>(m.heads) / tp;
+  const double kvh = std::max(1.0, static_cast<double>(m.kv_heads) / tp);
+  const double attn = m.is_mla() ? heads * static_cast<double>(m.head_dim + m.mla.qk_nope_head_dim + m.mla.v_head_dim)
+                                 : (heads + 2 * kvh) * static_cast<double>(m.head_dim);
+  double mlp = 2 * static_cast<double>(m.intermediate) / tp;
+  if (m.is_moe()) {
+    mlp = std::max(mlp, 2 * static_cast<double>(m.moe.experts_per_token * m.moe.intermediate) / tp);
+  }
+  // Residual stream and normalised input, plus the widest intermediate.
+  double act = tokens * (2 * h + std::max(attn, mlp)) * s;
+  if (f.attention == ops::AttentionImpl::naive) act += seqs * heads * (tokens / seqs) * (tokens / seqs) * s;
+  // fp32 logits of the last position of each sequence.
+  act += seqs * static_cast<double>(m.vocab) / tp * 4;
+  return act;
+}
 
 void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
                            ServingCurve& c) noexcept {
@@ -428,13 +240,6 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
     }
   }
   build_envelope(lines.data(), nl, B1, c.fixed_sum);
-}
-
-double ServingCurve::Envelope::at(double B) const noexcept {
-  if (count == 0) return 0;
-  // The last piece starting at or before B (the first for B below the range).
-  const int k = std::max(0, static_cast<int>(std::upper_bound(x.begin(), x.begin() + count, B) - x.begin()) - 1);
-  return a[k] + s[k] * B;
 }
 
 ServingPoint serving_at(const ServingCurve& c, double B) noexcept {

@@ -32,6 +32,7 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
   int tp_link;
   int ep_link;
   int cp_link = 0;
+  const StepMix* mix = nullptr;  // an engine step's mix of prefill chunks and decode tokens
 };
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
@@ -114,8 +115,9 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
              c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
 }
 
-GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a) {
-  GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a));
+GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::AttentionCounts& n, Scale scale) {
+  GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a, n));
+  op.scale = scale;
   if (c.g.attention_count < model::Graph::kMaxAttention) {
     op.attention = static_cast<std::int8_t>(c.g.attention_count);
     c.g.attention[c.g.attention_count++] = a;
@@ -123,6 +125,38 @@ GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a) {
     c.g.overflow = true;
   }
   return op;
+}
+
+// One chip's share (1/ep: attention is data-parallel across EP groups) of a step's counts.
+ops::AttentionCounts per_chip(ops::AttentionCounts n, double ep) {
+  n.seqs /= ep, n.queries /= ep, n.pairs /= ep, n.keys /= ep, n.scores /= ep, n.positions /= ep;
+  return n;
+}
+
+// The attention kernels of a pass: the shape's own counts, or a step's prefill chunks and
+// decode tokens (one kernel or two, StepMix::fused_attention). `prefill` / `decode` select
+// the kinds to emit (MLA runs them on different paths). Returns the first op made, or null.
+GraphOp* attention_ops(Ctx& c, const ops::AttentionShape& a, bool prefill, bool decode) {
+  if (c.mix == nullptr) {
+    return &attention_op(c, a, ops::attention_counts(a), c.q_len > 1 ? Scale::prefill_attention : Scale::decode_attention);
+  }
+  const bool win = a.window > 0;
+  const ops::AttentionCounts p = per_chip(win ? c.mix->prefill_window : c.mix->prefill_full, c.ep);
+  const ops::AttentionCounts d = per_chip(win ? c.mix->decode_window : c.mix->decode_full, c.ep);
+  const bool has_p = prefill && c.mix->prefill_seqs > 0, has_d = decode && c.mix->decode_seqs > 0;
+  if (c.mix->fused_attention && prefill && decode) {
+    if (!has_p && !has_d) return nullptr;
+    ops::AttentionCounts both = p;
+    both += d;
+    return &attention_op(c, a, both, Scale::fused_attention);
+  }
+  GraphOp* first = nullptr;
+  if (has_p) first = &attention_op(c, a, p, Scale::prefill_attention);
+  if (has_d) {
+    GraphOp* op = &attention_op(c, a, d, Scale::decode_attention);
+    if (first == nullptr) first = op;
+  }
+  return first;
 }
 
 void attention_block(Ctx& c, double window) {
@@ -160,29 +194,39 @@ void attention_block(Ctx& c, double window) {
     c.g.add("rope", OpClass::elementwise, Block::attention,
             ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
     if (!c.f.training) elementwise(c, "kv_cache_write", Block::attention, T, lora + rope, 1, 1, 0);
-    if (c.q_len > 1) {
+    const bool prefill = c.mix != nullptr ? c.mix->prefill_seqs > 0 : c.q_len > 1;
+    const bool decode = c.mix != nullptr ? c.mix->decode_seqs > 0 : c.q_len <= 1;
+    if (prefill) {
       // Prefill: decompress K and V of every position for all local heads, then MHA.
-      gemm(c, "kv_b_proj", Block::attention, c.batch * c.kv_len, lora, c.heads * (nope + v), lora * H * (nope + v),
-           lora * H * (nope + v), false);
-      a.heads = a.kv_heads = c.heads;
-      a.head_dim = qk;
-      a.v_head_dim = v;
-      attention_op(c, a);
-    } else {
+      const double positions = c.mix != nullptr ? c.mix->prefill_positions / c.ep : c.batch * c.kv_len;
+      gemm(c, "kv_b_proj", Block::attention, positions, lora, c.heads * (nope + v), lora * H * (nope + v),
+           lora * H * (nope + v), false)
+          .scale = Scale::prefill_positions;
+      ops::AttentionShape mha = a;
+      mha.heads = mha.kv_heads = c.heads;
+      mha.head_dim = qk;
+      mha.v_head_dim = v;
+      attention_ops(c, mha, true, false);
+    }
+    if (decode) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
-      GraphOp& uk = gemm(c, "q_absorb", Block::attention, T * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
+      const double dt = c.mix != nullptr ? c.mix->decode_seqs / c.ep : T;
+      GraphOp& uk = gemm(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
       uk.cost.main_bytes += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
       uk.weight_bytes *= c.heads;
-      a.heads = c.heads;
-      a.kv_heads = 1;
-      a.head_dim = lora + rope;
-      a.v_head_dim = lora;
-      a.latent_kv = true;
-      attention_op(c, a);
-      GraphOp& uv = gemm(c, "v_absorb", Block::attention, T * c.heads, lora, v, H * lora * v, H * lora * v, false);
+      uk.scale = Scale::decode_tokens;
+      ops::AttentionShape lat = a;
+      lat.heads = c.heads;
+      lat.kv_heads = 1;
+      lat.head_dim = lora + rope;
+      lat.v_head_dim = lora;
+      lat.latent_kv = true;
+      attention_ops(c, lat, false, true);
+      GraphOp& uv = gemm(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v, false);
       uv.cost.main_bytes += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
       uv.weight_bytes *= c.heads;
+      uv.scale = Scale::decode_tokens;
     }
     o_in = c.heads * v;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);
@@ -223,9 +267,11 @@ void attention_block(Ctx& c, double window) {
                    T * (c.heads + 2 * c.kv_heads) * hd * bytes(c.act), cp, c.cp_link, comm::Algo::direct);
       }
     }
-    GraphOp& att = attention_op(c, a);
-    if (m.attention_sinks) att.params = att.active_params = H;  // one logit per head
-    att.weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
+    GraphOp* att = attention_ops(c, a, true, true);
+    if (att != nullptr) {
+      if (m.attention_sinks) att->params = att->active_params = H;  // one logit per head
+      att->weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
+    }
     if (c.f.cp > 1 && !c.f.cp_ring) {
       collective(c, "cp_alltoall_out", Block::attention, comm::Collective::all_to_all, T * c.heads * hd * bytes(c.act),
                  static_cast<double>(c.f.cp), c.cp_link, comm::Algo::direct);
@@ -321,6 +367,30 @@ void layer(Ctx& c, bool moe, double window) {
 
 }  // namespace
 
+void StepMix::add_decode(double kv, double window) noexcept {
+  ops::AttentionShape a;
+  a.q_len = 1;
+  a.kv_len = kv;
+  a.causal = true;
+  decode_seqs += 1;
+  decode_full += ops::attention_counts(a);
+  a.window = window;
+  decode_window += ops::attention_counts(a);
+}
+
+void StepMix::add_prefill(double q, double kv, double window) noexcept {
+  ops::AttentionShape a;
+  a.q_len = q;
+  a.kv_len = kv;
+  a.causal = true;
+  prefill_seqs += 1;
+  prefill_tokens += q;
+  prefill_positions += kv;
+  prefill_full += ops::attention_counts(a);
+  a.window = window;
+  prefill_window += ops::attention_counts(a);
+}
+
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
   return E / ep * (1 - std::pow(1 - k / E, group_tokens));
@@ -381,13 +451,17 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
   // Activations keep the run's dtype even when the checkpoint stores fp16.
   const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
-  Ctx c{m, f, sys, g, shape.batch / ep, shape.q_len, shape.kv_len,
-        shape.batch / ep * shape.q_len / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
+  // A step mix: its sequences are the rows of the head, its tokens those of every other op.
+  const double seqs = shape.mix != nullptr ? shape.mix->seqs() : shape.batch;
+  const double pass_tokens = shape.mix != nullptr ? shape.mix->tokens() : shape.batch * shape.q_len;
+  Ctx c{m, f, sys, g, seqs / ep, shape.q_len, shape.kv_len,
+        pass_tokens / ep / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
         f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
         f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale,
         std::max(0, sys.comm_link(static_cast<int>(f.tp))), std::max(0, sys.comm_link(static_cast<int>(f.tp * f.ep)))};
+  c.mix = shape.mix;
   // The context-parallel group sits tp apart.
   {
     const int node = sys.chip.link_index(hw::LinkScope::node), net = sys.chip.link_index(hw::LinkScope::network);
@@ -443,6 +517,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
 
   g.begin_group("head", 1);
+  const int head_start = g.op_count;
   // Logits only for the last position of each sequence.
   // Inference needs logits for the last position of each sequence; training for every token.
   const double rows = f.training ? c.tokens : c.batch;
@@ -461,6 +536,8 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), tp, c.tp_link,
                f.algo);
+    // Logits of the last positions: the head scales with the sequences, not the tokens.
+    for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
   }
 }
 

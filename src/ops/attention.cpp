@@ -32,21 +32,29 @@ double attention_keys_read(const AttentionShape& s) noexcept {
   return s.kv_len;
 }
 
-Cost attention_cost(const AttentionShape& s) noexcept {
+AttentionCounts attention_counts(const AttentionShape& s) noexcept {
+  AttentionCounts n;
+  n.seqs = s.batch;
+  n.queries = s.batch * s.q_len;
+  n.pairs = s.batch * attention_pairs(s);
+  n.keys = s.batch * attention_keys_read(s);
+  n.scores = s.batch * s.q_len * s.kv_len;
+  n.positions = s.batch * s.kv_len;
+  return n;
+}
+
+Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept {
   Cost c;
-  const double pairs = attention_pairs(s);
-  const double bh = s.batch * s.heads;
   const double dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
   // QK^T: 2·d_qk FLOPs per pair; PV: 2·d_v.
-  c.add_flops(hw::Unit::matrix, s.compute, 2 * bh * pairs * (s.head_dim + dv));
+  c.add_flops(hw::Unit::matrix, s.compute, 2 * s.heads * n.pairs * (s.head_dim + dv));
   // Softmax per score: scale, max, subtract, exp, sum (5); normalise each output (1).
-  c.add_flops(hw::Unit::vector, s.vector, bh * (5 * pairs + s.q_len * dv));
+  c.add_flops(hw::Unit::vector, s.vector, s.heads * (5 * n.pairs + n.queries * dv));
 
-  const double q_bytes = bh * s.q_len * s.head_dim * bytes(s.dtype);
-  const double o_bytes = bh * s.q_len * dv * bytes(s.dtype);
-  const double keys = attention_keys_read(s);
-  const double kv_bytes = s.latent_kv ? s.batch * keys * s.head_dim * bytes(s.kv_dtype)
-                                      : s.batch * s.kv_heads * keys * (s.head_dim + dv) * bytes(s.kv_dtype);
+  const double q_bytes = s.heads * n.queries * s.head_dim * bytes(s.dtype);
+  const double o_bytes = s.heads * n.queries * dv * bytes(s.dtype);
+  const double kv_bytes = s.latent_kv ? n.keys * s.head_dim * bytes(s.kv_dtype)
+                                      : s.kv_heads * n.keys * (s.head_dim + dv) * bytes(s.kv_dtype);
   if (s.impl == AttentionImpl::flash) {
     c.add_main_bytes(q_bytes + kv_bytes);
     c.add_main_stores(o_bytes);
@@ -59,17 +67,19 @@ Cost attention_cost(const AttentionShape& s) noexcept {
   double kv_read = kv_bytes;
   double launches = 3;
   if (s.kv_heads < s.heads) {
-    double expanded = s.batch * s.heads * s.kv_len * (s.head_dim + dv) * bytes(s.kv_dtype);
+    const double expanded = s.heads * n.positions * (s.head_dim + dv) * bytes(s.kv_dtype);
     c.add_main_bytes(kv_bytes);  // the copy: read grouped, write expanded
     c.add_main_stores(expanded);
     kv_read = expanded;
     launches += 2;
   }
-  const double scores = bh * s.q_len * s.kv_len * bytes(s.dtype);
+  const double scores = s.heads * n.scores * bytes(s.dtype);
   c.add_main_bytes(q_bytes + kv_read + 3 * scores);
   c.add_main_stores(scores + o_bytes);
   c.launches = launches;
   return c;
 }
+
+Cost attention_cost(const AttentionShape& s) noexcept { return attention_cost(s, attention_counts(s)); }
 
 }  // namespace ridgeline::ops

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 
+#include "ridgeline/analysis/op_lines.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/model/model_config.hpp"
@@ -20,36 +21,6 @@ struct InferenceConfig {
   std::int64_t prompt = 128; ///< prompt tokens per sequence
   std::int64_t gen = 128;    ///< generated tokens per sequence (the first comes from prefill)
   bool cuda_graphs = false;  ///< decode steps replayed as one graph: one launch per step
-};
-
-/// Times of one forward pass (or their sum over decode steps), seconds.
-struct PhaseTimes {
-  double t_lower_s = 0;      ///< each kernel at max(math, memory, comm, launch), kernels in sequence
-  double t_upper_s = 0;      ///< each kernel at the sum of its parts
-  double t_realistic_s = 0;  ///< each kernel at its efficiency-scaled max
-  double flops = 0;
-  double bytes = 0;          ///< main memory
-  double comm_bytes = 0;     ///< per chip, all links
-  double launches = 0;
-  std::array<double, 4> lower_by_bound_s;  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
-  std::array<double, 6> lower_by_class_s;  ///< t_lower split by op class (model::OpClass order)
-  ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
-
-  // Zeroed element by element: compilers turn a whole-object memset of this size into
-  // `rep stos`, whose start-up cost showed in every evaluation.
-  PhaseTimes() noexcept {
-    for (double& t : lower_by_bound_s) t = 0;
-    for (double& t : lower_by_class_s) t = 0;
-  }
-};
-
-/// One op's time parts and totals (one instance): the lean record of the evaluation path.
-struct OpTimes {
-  ops::TimeParts parts;
-  double flops = 0;
-  double bytes = 0;       ///< main memory
-  double link_bytes = 0;  ///< all links
-  double launches = 0;
 };
 
 /// One op of a graph with its estimate (one instance) and repeat count.
@@ -117,23 +88,14 @@ struct InferenceResult {
 struct ServingCurve {
   /// One op's five realistic time parts (matrix, vector, memory, comm, launch, each over its
   /// efficiency) as a + b·B, plus the memory time per touched expert for MoE expert GEMMs.
-  struct Line {
-    std::array<double, 5> a{}, b{};
-    double mem_per_expert = 0;
-    double rep = 1;  ///< repeat count (layers)
-  };
+  using Line = OpLine;
   /// One straight piece of an attention op's decode steps: its first and last step, and how many.
   struct Piece {
     Line first, last;
     double steps = 0;
   };
   /// Σ rep·max(lines) over a set of ops, as pieces a + s·B starting at x (ascending).
-  struct Envelope {
-    static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1;  ///< a max of 5 lines bends at most 4 times
-    std::array<double, kMaxPieces> x{}, a{}, s{};
-    int count = 0;
-    double at(double B) const noexcept;
-  };
+  using Envelope = analysis::Envelope;
   Envelope prefill_sum, fixed_sum;  ///< the prefill ops, and the decode ops that cost the same at every step
   std::array<Line, model::Graph::kMaxOps> prefill{}, fixed{};  ///< of those, the ones kept apart (MoE expert GEMMs)
   std::array<Piece, 2 * model::Graph::kMaxAttention> attention{};  ///< decode attention, one or two pieces per op
@@ -164,6 +126,12 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
                            ServingCurve& curve) noexcept;
 /// The plan of `curve` at `batch` sequences (a multiple of ep).
 ServingPoint serving_at(const ServingCurve& curve, double batch) noexcept;
+
+/// Bytes of weights the ops of `g` store on one chip.
+double weight_bytes(const model::Graph& g) noexcept;
+/// Peak live activations on one chip during one prefill layer of `seqs` sequences holding
+/// `tokens` tokens in all (docs/inference.md#memory-and-fit).
+double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) noexcept;
 
 /// Validates the plan (InputError naming the flag) and evaluates it into `out`.
 void infer(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);

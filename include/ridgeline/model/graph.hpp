@@ -30,6 +30,12 @@ constexpr hw::KernelClass kernel_class(OpClass c) noexcept {
 enum class Block : std::uint8_t { embedding, attention, mlp, moe, head };
 std::string_view name(Block b) noexcept;
 
+/// The quantity an op's cost is affine in, within one pass (docs/serving.md#step-model):
+/// the tokens of the pass, its sequences (the head's last positions), the context positions
+/// of its prefill chunks (MLA's decompression), its decode tokens (MLA's absorbed
+/// projections), or attention counts (prefill chunks, decode tokens, or both in one kernel).
+enum class Scale : std::uint8_t { tokens, seqs, prefill_positions, decode_tokens, prefill_attention, decode_attention, fused_attention };
+
 struct GraphOp {
   const char* name = "";   ///< e.g. "q_proj" (static storage)
   OpClass cls = OpClass::gemm;
@@ -43,6 +49,7 @@ struct GraphOp {
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
+  Scale scale = Scale::tokens;  ///< what its cost is affine in
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).
@@ -88,6 +95,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.active_params = 0;
   op.weight_bytes = 0;
   op.attention = -1;
+  op.scale = Scale::tokens;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.expert_bytes = op.touched = 0;
   return op;

@@ -40,12 +40,39 @@ struct ForwardConfig {
   bool training = false;
 };
 
+/// One engine step of continuous batching: decode sequences (one token each, attending to
+/// their whole context) and prefill chunks (q new tokens after the context already cached),
+/// as the sums over the whole batch (all EP groups) that its graph needs
+/// (docs/serving.md#step-model). Attention is flash.
+struct StepMix {
+  double decode_seqs = 0;    ///< sequences computing one token
+  double prefill_seqs = 0;   ///< sequences computing a prefill chunk
+  double prefill_tokens = 0; ///< Σ chunk tokens
+  double prefill_positions = 0;  ///< Σ context after the chunk (MLA decompresses K and V of every position)
+  /// Attention counts of the decode sequences and of the prefill chunks, on full-attention
+  /// layers and on sliding-window layers.
+  ops::AttentionCounts decode_full, decode_window, prefill_full, prefill_window;
+  /// One attention kernel for both kinds (a varlen kernel, as vLLM's FlashAttention backend
+  /// runs) rather than one for the prefill chunks and one for the decode tokens. MLA always
+  /// runs two (decode absorbs the up-projections, prefill decompresses K and V).
+  bool fused_attention = false;
+
+  /// Adds a decode sequence whose context, with the token computed now, is `kv`.
+  void add_decode(double kv, double window) noexcept;
+  /// Adds a prefill chunk of `q` tokens ending at context `kv` (kv - q already cached).
+  void add_prefill(double q, double kv, double window) noexcept;
+  double tokens() const noexcept { return decode_seqs + prefill_tokens; }
+  double seqs() const noexcept { return decode_seqs + prefill_seqs; }
+};
+
 /// One forward pass: `batch` sequences, each `q_len` new tokens attending to `kv_len`
-/// positions (prefill: q_len = kv_len = prompt; decode: q_len = 1).
+/// positions (prefill: q_len = kv_len = prompt; decode: q_len = 1); or, with `mix`, one
+/// engine step mixing prefill chunks and decode tokens (batch, q_len and kv_len unused).
 struct PassShape {
   double batch = 1;
   double q_len = 1;
   double kv_len = 1;
+  const StepMix* mix = nullptr;
 };
 
 /// What stops a parallel layout from fitting a model.

@@ -33,6 +33,30 @@ double attention_pairs(const AttentionShape& s) noexcept;
 /// Keys each sequence reads from memory: kv_len, or at most the window for a single query.
 double attention_keys_read(const AttentionShape& s) noexcept;
 
+/// What an attention kernel does, as sums over the sequences it serves: every count is
+/// additive, so a kernel over sequences of different lengths (an engine step mixing prefill
+/// chunks and decode tokens) costs attention_cost(shape, sum of each sequence's counts).
+struct AttentionCounts {
+  double seqs = 0;       ///< sequences
+  double queries = 0;    ///< query positions (q_len per sequence)
+  double pairs = 0;      ///< query-key pairs computed (attention_pairs per sequence)
+  double keys = 0;       ///< keys read from memory (attention_keys_read per sequence)
+  double scores = 0;     ///< q_len·kv_len per sequence (naive: the materialised score matrix)
+  double positions = 0;  ///< kv_len per sequence (naive: K and V expanded to every head)
+  AttentionCounts& operator+=(const AttentionCounts& o) noexcept {
+    seqs += o.seqs, queries += o.queries, pairs += o.pairs, keys += o.keys, scores += o.scores, positions += o.positions;
+    return *this;
+  }
+};
+
+/// The counts of `s` (its batch of sequences, each q_len queries over kv_len keys).
+AttentionCounts attention_counts(const AttentionShape& s) noexcept;
+
+/// One kernel over `n` (the per-sequence fields of `s` — batch, q_len, kv_len — unused): heads,
+/// dims, dtypes and implementation from `s`.
+Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept;
+
+/// attention_cost(s, attention_counts(s)).
 Cost attention_cost(const AttentionShape& s) noexcept;
 
 }  // namespace ridgeline::ops

@@ -1,0 +1,232 @@
+// `ridgeline serve`: the request-level serving simulation (../shared/CLI.md#serve).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "common.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/io/request_trace.hpp"
+#include "ridgeline/report/serving.hpp"
+#include "ridgeline/serving/simulator.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+struct ServeFlags {
+  HardwareFlags hw;
+  ForwardFlags fw;
+  bool json = false, cuda_graphs = false, eager = false, per_request = false;
+  std::string engine = "vllm";
+  std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
+  std::string preemption, step_overhead, mixed_chunk;
+  std::string qps, arrival = "poisson", concurrency, trace;
+  std::string prompt = "1024", gen = "256", requests = "1000", warmup = "0", seed = "1";
+  std::string prefix_groups, prefix_tokens;
+  std::string replicas = "1", router = "round-robin", slo, requests_out, horizon;
+};
+
+bool on_off(const std::string& v, const char* flag) {
+  if (v == "on") return true;
+  if (v == "off") return false;
+  throw InputError(fmt::format("{}: '{}' is not on or off", flag, v));
+}
+
+std::int64_t int_flag(const std::string& v, const char* flag) { return parse_positive_int(v, flag); }
+
+std::int64_t count_flag(const std::string& v, const char* flag) {
+  if (v == "0") return 0;
+  return parse_positive_int(v, flag);
+}
+
+// "2h", "30min" or a time with its unit.
+double horizon_s(const std::string& v) {
+  auto ends = [&](const std::string& suffix) { return v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0; };
+  if (ends("min")) return parse_number(v.substr(0, v.size() - 3), "--horizon") * 60;
+  if (ends("h")) return parse_number(v.substr(0, v.size() - 1), "--horizon") * 3600;
+  return parse_quantity(v, Quantity::time, "--horizon", false);
+}
+
+// A comma-separated list of rates (a sweep when there are several).
+std::vector<double> rates(const std::string& v) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', pos), v.size());
+    out.push_back(parse_number(v.substr(pos, comma - pos), "--qps"));
+    pos = comma + 1;
+  }
+  if (out.size() > 64) throw InputError(fmt::format("--qps: {} rates; at most 64 in one sweep", out.size()));
+  return out;
+}
+
+serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys) {
+  serving::ServeConfig cfg;
+  cfg.forward = forward_config(f.fw, f.hw, m);
+  const auto kind = serving::parse_engine(f.engine);
+  if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
+  serving::EngineConfig& e = cfg.engine = serving::engine_preset(*kind, sys.chip, cfg.forward.tp);
+  if (!f.max_num_seqs.empty()) e.max_num_seqs = int_flag(f.max_num_seqs, "--max-num-seqs");
+  if (!f.max_batched_tokens.empty()) e.max_batched_tokens = int_flag(f.max_batched_tokens, "--max-batched-tokens");
+  if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");
+  if (!f.kv_block.empty()) e.kv_block = int_flag(f.kv_block, "--kv-block");
+  if (!f.kv_blocks.empty()) e.kv_blocks_override = int_flag(f.kv_blocks, "--kv-blocks");
+  if (!f.kv_memory_fraction.empty()) e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
+  if (!f.prefix_caching.empty()) e.prefix_caching = on_off(f.prefix_caching, "--prefix-caching");
+  if (!f.mixed_chunk.empty()) e.mixed_chunk = on_off(f.mixed_chunk, "--mixed-chunk");
+  if (!f.preemption.empty()) {
+    if (f.preemption == "recompute") e.preemption = serving::Preemption::recompute;
+    else if (f.preemption == "swap") e.preemption = serving::Preemption::swap;
+    else throw InputError(fmt::format("--preemption: '{}' is not recompute or swap", f.preemption));
+  }
+  if (!f.step_overhead.empty()) {
+    e.step_overhead_s = parse_quantity(f.step_overhead, Quantity::time, "--step-overhead", false);
+    e.per_request_overhead_s = 0;
+  }
+  if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
+  if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
+  if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
+
+  serving::WorkloadSpec& w = cfg.workload;
+  const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
+  if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
+  if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
+  w.prompt = serving::parse_length(f.prompt, "--prompt");
+  w.gen = serving::parse_length(f.gen, "--gen");
+  w.requests = int_flag(f.requests, "--requests");
+  w.warmup = count_flag(f.warmup, "--warmup-requests");
+  w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
+  if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
+  if (!f.prefix_tokens.empty()) w.prefix_tokens = count_flag(f.prefix_tokens, "--prefix-tokens");
+  if (!f.concurrency.empty()) {
+    w.arrival = serving::Arrival::closed;
+    w.concurrency = int_flag(f.concurrency, "--concurrency");
+  } else if (!f.trace.empty()) {
+    w.arrival = serving::Arrival::trace;
+    w.trace = io::read_request_trace(f.trace);
+    if (f.requests == "1000") w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
+    if (!f.qps.empty()) {
+      // The trace's lengths with new arrivals at this rate.
+      const std::vector<double> r = rates(f.qps);
+      if (r.size() != 1) throw InputError("--qps: one rate with --trace");
+      w.qps = r[0];
+      serving::parse_arrival(f.arrival, w);
+      serving::Rng rng(w.seed * 7 + 5);
+      double clock = 0;
+      for (std::size_t i = 0; i < w.trace.size(); ++i) {
+        if (i > 0) clock += (w.arrival == serving::Arrival::constant ? 1.0 : rng.exponential()) / w.qps;
+        w.trace[i].arrival_s = clock;
+      }
+      w.arrival = serving::Arrival::trace;
+    }
+  } else {
+    serving::parse_arrival(f.arrival, w);
+  }
+  cfg.replicas = int_flag(f.replicas, "--replicas");
+  const auto router = serving::parse_router(f.router);
+  if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", f.router));
+  cfg.router = *router;
+  if (!f.slo.empty()) cfg.slo = serving::parse_slo(f.slo);
+  if (!f.horizon.empty()) cfg.horizon_s = horizon_s(f.horizon);
+  return cfg;
+}
+
+// A progress bar on stderr when it is a terminal and the run is long.
+std::function<void(double)> progress_bar() {
+  if (isatty(STDERR_FILENO) == 0) return {};
+  const auto start = std::chrono::steady_clock::now();
+  return [start](double frac) {
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (el < 0.5) return;
+    const int w = 30, filled = static_cast<int>(std::min(1.0, frac) * w);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.resize(w, '.');
+    std::fprintf(stderr, "\r[%s] %3.0f%%  ETA %.1f s   ", bar.c_str(), 100 * frac, frac > 0 ? el * (1 - frac) / frac : 0.0);
+    if (frac >= 1) std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+  };
+}
+
+}  // namespace
+
+void register_serve(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<ServeFlags>();
+  auto* s = root.add_subcommand("serve", "request-level serving simulation: continuous batching, TTFT/TPOT percentiles under load");
+  add_hardware_flags(s, f->hw);
+  add_forward_flags(s, f->fw);
+  s->add_flag("--json", f->json, "JSON on stdout");
+  s->add_option("--engine", f->engine, "vllm, sglang, trtllm or static (each a preset of the knobs below)")->capture_default_str();
+  s->add_option("--max-num-seqs", f->max_num_seqs, "running requests at most (engine default)");
+  s->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens of one step (engine default)");
+  s->add_option("--chunked-prefill", f->chunked_prefill, "on or off (engine default)");
+  s->add_option("--kv-block", f->kv_block, "tokens per KV cache block (engine default)");
+  s->add_option("--kv-blocks", f->kv_blocks, "KV cache blocks per replica instead of what memory leaves (vLLM num_gpu_blocks_override)");
+  s->add_option("--kv-memory-fraction", f->kv_memory_fraction, "fraction of memory for the engine / the cache (engine default)");
+  s->add_option("--prefix-caching", f->prefix_caching, "on or off (engine default)");
+  s->add_option("--mixed-chunk", f->mixed_chunk, "sglang: decodes ride in prefill steps, on or off");
+  s->add_option("--preemption", f->preemption, "recompute or swap (to host memory)");
+  s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
+  s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
+  s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
+  s->add_option("--qps", f->qps, "open loop: requests per second (several, comma-separated: a sweep)");
+  s->add_option("--arrival", f->arrival, "poisson, constant or gamma:CV")->capture_default_str();
+  s->add_option("--concurrency", f->concurrency, "closed loop: clients each sending a request when the last ends");
+  s->add_option("--trace", f->trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
+  s->add_option("--prompt", f->prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA")->capture_default_str();
+  s->add_option("--gen", f->gen, "output tokens, as --prompt")->capture_default_str();
+  s->add_option("--requests", f->requests, "requests to send")->capture_default_str();
+  s->add_option("--warmup-requests", f->warmup, "first requests served but left out of the statistics")->capture_default_str();
+  s->add_option("--seed", f->seed, "random seed")->capture_default_str();
+  s->add_option("--prefix-groups", f->prefix_groups, "requests spread over this many groups sharing a prefix");
+  s->add_option("--prefix-tokens", f->prefix_tokens, "tokens of the prefix a group shares");
+  s->add_option("--replicas", f->replicas, "identical engine instances behind a router")->capture_default_str();
+  s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
+  s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");
+  s->add_option("--requests-out", f->requests_out, "every request's times to FILE.csv or FILE.jsonl");
+  s->add_flag("--per-request", f->per_request, "--json: add every request's times as columns (`requests`)");
+  s->add_option("--horizon", f->horizon, "stop at this simulated time, e.g. '600 s' or 2h");
+  commands.push_back({s, [f] {
+                        const model::ModelConfig m = io::resolve_model(f->fw.model);
+                        const hw::System sys = load_chip_system(f->hw);
+                        serving::ServeConfig cfg = serve_config(*f, m, sys);
+                        const std::vector<double> sweep = f->qps.empty() || !f->trace.empty() ? std::vector<double>{} : rates(f->qps);
+                        if (sweep.size() > 1) {
+                          if (!f->requests_out.empty() || f->per_request) {
+                            throw InputError("--requests-out/--per-request: one rate at a time, not a --qps sweep");
+                          }
+                          std::vector<serving::ServingResult> runs;
+                          nlohmann::json arr = nlohmann::json::array();
+                          for (const double q : sweep) {
+                            cfg.workload.qps = q;
+                            runs.push_back(serving::simulate(m, sys, cfg));
+                            arr.push_back(report::serving_json(m, sys, cfg, runs.back()));
+                          }
+                          emit(f->json, nlohmann::json{{"sweep", arr}}, report::serving_sweep_text(sweep, runs));
+                          return;
+                        }
+                        if (sweep.size() == 1) cfg.workload.qps = sweep[0];
+                        std::unique_ptr<report::RequestWriter> writer;
+                        if (!f->requests_out.empty()) writer = std::make_unique<report::RequestWriter>(f->requests_out);
+                        report::RequestColumns columns;
+                        serving::RequestSink sink;
+                        if (writer || f->per_request) {
+                          sink = [&](const serving::RequestRecord& r) {
+                            if (writer) writer->write(r);
+                            if (f->per_request) columns.add(r);
+                          };
+                        }
+                        const serving::ServingResult r = serving::simulate(m, sys, cfg, sink, progress_bar());
+                        if (writer) writer->commit();
+                        nlohmann::json j = report::serving_json(m, sys, cfg, r);
+                        if (f->per_request) j["requests"] = columns.json();
+                        emit(f->json, j, report::serving_text(m, sys, cfg, r));
+                      }});
+}
+
+}  // namespace ridgeline::cli

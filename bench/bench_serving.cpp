@@ -1,0 +1,59 @@
+// Speed of the serving path: one engine step priced by the step model.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "allocations.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/serving/step_model.hpp"
+
+namespace {
+
+using namespace ridgeline;
+
+hw::System h100() {
+  hw::System s;
+  s.chip = io::catalog_chip("h100-sxm");
+  s.chips_per_node = s.chip.chips_per_node;
+  return s;
+}
+
+// Llama 3.1 70B at TP 4 on H100: a step of 128 decode tokens at contexts 1000..2270 and one
+// 512-token prefill chunk after 1024 cached, split attention kernels, piecewise graphs.
+void BM_StepTime70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = h100();
+  model::ForwardConfig f;
+  f.tp = 4;
+  auto step = std::make_unique<serving::StepModel>();
+  step->prepare(m, sys, f);
+  model::StepMix mix;
+  for (int i = 0; i < 128; ++i) mix.add_decode(1000 + 10 * i, 0);
+  mix.add_prefill(512, 1536, 0);
+  const long before = bench::allocations();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(&mix);
+    double t = step->time(mix, serving::GraphMode::piecewise);
+    benchmark::DoNotOptimize(t);
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(bench::allocations() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_StepTime70B);
+
+// Preparing the step model of that plan (two step graphs, lines and envelopes).
+void BM_StepPrepare70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = h100();
+  model::ForwardConfig f;
+  f.tp = 4;
+  auto step = std::make_unique<serving::StepModel>();
+  for (auto _ : state) {
+    step->prepare(m, sys, f);
+    benchmark::DoNotOptimize(step.get());
+  }
+}
+BENCHMARK(BM_StepPrepare70B)->Unit(benchmark::kMicrosecond);
+
+}  // namespace

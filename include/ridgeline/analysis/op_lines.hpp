@@ -1,0 +1,131 @@
+#pragma once
+/// The evaluation path's building blocks, shared by inference, the plan search and the
+/// serving step model (docs/search.md#serving-speed, docs/serving.md#step-model): an op's
+/// time parts on a chip, sums of them over a graph, and an op's realistic parts as lines in
+/// one quantity (tokens, sequences, batch) with the convex envelope of their sum.
+#include <array>
+
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/ops/estimate.hpp"
+
+namespace ridgeline::analysis {
+
+/// One op's time parts and totals (one instance): the lean record of the evaluation path.
+struct OpTimes {
+  ops::TimeParts parts;
+  double flops = 0;
+  double bytes = 0;       ///< main memory
+  double link_bytes = 0;  ///< all links
+  double launches = 0;
+};
+
+/// Times of one forward pass (or their sum over decode steps), seconds.
+struct PhaseTimes {
+  double t_lower_s = 0;      ///< each kernel at max(math, memory, comm, launch), kernels in sequence
+  double t_upper_s = 0;      ///< each kernel at the sum of its parts
+  double t_realistic_s = 0;  ///< each kernel at its efficiency-scaled max
+  double flops = 0;
+  double bytes = 0;          ///< main memory
+  double comm_bytes = 0;     ///< per chip, all links
+  double launches = 0;
+  std::array<double, 4> lower_by_bound_s;  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
+  std::array<double, 6> lower_by_class_s;  ///< t_lower split by op class (model::OpClass order)
+  ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
+
+  // Zeroed element by element: compilers turn a whole-object memset of this size into
+  // `rep stos`, whose start-up cost showed in every evaluation.
+  PhaseTimes() noexcept {
+    for (double& t : lower_by_bound_s) t = 0;
+    for (double& t : lower_by_class_s) t = 0;
+  }
+};
+
+/// The time parts and totals of `c` (an ops::Cost or ops::OpCost); `graphs`: launched inside
+/// a captured graph, so the kernel pays no launch of its own.
+template <class C>
+[[gnu::always_inline]] inline OpTimes op_times(const C& c, const ops::Rates& rates, bool graphs) noexcept {
+  OpTimes o;
+  o.parts = ops::time_parts(c, rates);
+  if (graphs) o.parts.launch = 0;
+  o.flops = c.total_flops();
+  o.bytes = ops::main_traffic(c, rates);
+  o.link_bytes = c.total_link_bytes();
+  o.launches = graphs ? 0 : c.launches;
+  return o;
+}
+
+/// Adds `r` instances of an op of class `cls` to `t`.
+[[gnu::always_inline]] inline void accumulate(PhaseTimes& t, const OpTimes& o, double r, const ops::Rates& rates,
+                                              model::OpClass cls) noexcept {
+  const double lower = o.parts.lower();
+  t.t_lower_s += r * lower;
+  const hw::KernelClass k = model::kernel_class(cls);
+  t.t_upper_s += r * o.parts.upper(rates, k);
+  t.t_realistic_s += r * o.parts.realistic(rates, k);
+  t.flops += r * o.flops;
+  t.bytes += r * o.bytes;
+  t.comm_bytes += r * o.link_bytes;
+  t.launches += r * o.launches;
+  t.lower_by_bound_s[static_cast<int>(o.parts.bound())] += r * lower;
+  t.lower_by_class_s[static_cast<int>(cls)] += r * lower;
+}
+
+/// `passes` passes replayed as captured graphs cost one launch each, which the host issues
+/// while the device runs the previous pass: the passes take at least those launches.
+void graph_launches(PhaseTimes& t, const ops::Rates& rates, bool graphs, double passes) noexcept;
+/// Sets t.bound to the bound holding the most time.
+void finish(PhaseTimes& t) noexcept;
+/// Every op of `g` on the chip, kernels one after another (`graphs`: one launch for the pass).
+void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept;
+
+/// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
+/// plus each part over its efficiency (matrix, vector, memory, comm), and the launch.
+inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
+  const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
+  return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
+          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * a.inv_link, p.launch};
+}
+
+/// One op's five realistic parts as a + b·x in a quantity x it is affine in, plus the memory
+/// time per touched expert for MoE expert GEMMs (whose weight reads are not affine).
+struct OpLine {
+  std::array<double, 5> a{}, b{};
+  double mem_per_expert = 0;
+  double rep = 1;  ///< repeat count (layers)
+};
+
+/// Σ rep·max(lines) over a set of ops, as pieces a + s·x starting at x (ascending).
+struct Envelope {
+  static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1;  ///< a max of 5 lines bends at most 4 times
+  std::array<double, kMaxPieces> x{}, a{}, s{};
+  int count = 0;
+  double at(double v) const noexcept;
+};
+
+/// The line through an op's realistic parts p1 at x1 and p2 at x2 (op1, op2: the op in the two
+/// graphs, for its touched experts), repeated `rep` times.
+OpLine fit_line(const std::array<double, 5>& p1, const std::array<double, 5>& p2, double x1, double x2,
+                const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept;
+/// The envelope of Σ rep·max_i(a_i + b_i·x) for x >= lo over `lines` (none with touched experts).
+void build_envelope(const OpLine* lines, int n, double lo, Envelope& env) noexcept;
+
+/// A line's parts at x with `touched` experts.
+inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched) noexcept {
+  std::array<double, 5> p;
+  for (int i = 0; i < 5; ++i) p[i] = l.a[i] + x * l.b[i];
+  p[2] += touched * l.mem_per_expert;
+  return p;
+}
+/// A line's realistic time (one instance) at x with `touched` experts.
+inline double realistic_at(const OpLine& l, double x, double touched) noexcept {
+  const std::array<double, 5> p = parts_at(l, x, touched);
+  double m = p[0];
+  for (int i = 1; i < 5; ++i) m = p[i] > m ? p[i] : m;
+  return m;
+}
+
+/// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for `count` (at most 5) lines given at j = 0 (a)
+/// and j = n-1 (z): exact, split where the maximum changes line.
+double sum_max_affine(const double* a, const double* z, int count, double n) noexcept;
+
+}  // namespace ridgeline::analysis

@@ -1,0 +1,56 @@
+#pragma once
+/// Reports of `serve`: the summary as text and JSON (keys of ../shared/CLI.md), per-request
+/// rows as CSV or JSON lines streamed to a file written atomically.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/serving/simulator.hpp"
+
+namespace ridgeline::report {
+
+/// `serve --json`.
+nlohmann::json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
+                            const serving::ServingResult& r);
+/// `serve` as text.
+std::string serving_text(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
+                         const serving::ServingResult& r);
+/// A `--qps` sweep: one row per rate (throughput against latency).
+std::string serving_sweep_text(const std::vector<double>& qps, const std::vector<serving::ServingResult>& runs);
+
+/// One request as a JSON object (the CSV columns as keys).
+nlohmann::json request_json(const serving::RequestRecord& r);
+
+/// Per-request rows streamed to PATH (.csv or .jsonl) through PATH.tmp, renamed on commit():
+/// a failed run leaves the old file as it was.
+class RequestWriter {
+ public:
+  /// InputError naming --requests-out for an extension other than .csv / .jsonl or a file
+  /// that cannot be written.
+  explicit RequestWriter(std::string path);
+  ~RequestWriter();
+  RequestWriter(const RequestWriter&) = delete;
+  RequestWriter& operator=(const RequestWriter&) = delete;
+  void write(const serving::RequestRecord& r);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+  bool csv_ = true;
+};
+
+/// Column arrays of per-request records (pandas-ready): {"id": [...], "ttft_s": [...], ...}.
+class RequestColumns {
+ public:
+  void add(const serving::RequestRecord& r);
+  nlohmann::json json() const;
+
+ private:
+  std::vector<serving::RequestRecord> rows_;
+};
+
+}  // namespace ridgeline::report

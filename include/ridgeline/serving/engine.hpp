@@ -1,0 +1,88 @@
+#pragma once
+/// A serving engine's scheduler as documented knobs (docs/serving.md#engines): presets for
+/// vLLM (V1), SGLang and TensorRT-LLM whose defaults come from each engine's own code and
+/// documentation, and `static`, which serves batches the way `infer` models them. Every knob
+/// can be overridden.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/serving/step_model.hpp"
+
+namespace ridgeline::serving {
+
+enum class EngineKind : std::uint8_t { vllm, sglang, trtllm, static_batch };
+std::string_view name(EngineKind k) noexcept;
+/// "vllm", "sglang", "trtllm" or "static"; nullopt otherwise.
+std::optional<EngineKind> parse_engine(std::string_view s) noexcept;
+
+/// What a step holds and in which order the scheduler fills it.
+enum class StepPolicy : std::uint8_t {
+  running_first,     ///< vLLM: running requests (decodes, then an unfinished chunk), then waiting ones, in one mixed step
+  prefill_first,     ///< SGLang: a prefill step whenever new requests can be admitted, else a decode step
+  generation_first,  ///< TensorRT-LLM: generation tokens, then context requests, in one mixed step
+  static_batch       ///< a batch prefilled together, decoded until its last request ends, then the next
+};
+
+/// What must be free to admit a request.
+enum class Admission : std::uint8_t {
+  step_blocks,    ///< vLLM: the blocks of this step's chunk (nothing kept for the output)
+  ratio_reserve,  ///< SGLang: the prompt and the whole output, with running requests charged a decaying share of theirs
+  completion      ///< TensorRT-LLM (GUARANTEED_NO_EVICT), static: the blocks to completion, for every admitted request
+};
+
+/// What happens when a running request needs a block and none is free.
+enum class Preemption : std::uint8_t {
+  recompute,  ///< its blocks are freed; later it prefills its prompt and outputs again
+  swap        ///< its blocks are copied to host memory over the host link, and back when resumed
+};
+
+/// How the KV cache is sized from the chip's memory C, the weights W, the activations A of
+/// one step at the token budget, and what the engine reserves R (docs/serving.md#memory).
+enum class MemoryRule : std::uint8_t {
+  profiled,  ///< vLLM gpu_memory_utilization f: f·C - W - A - R (a profiling step measures A)
+  static_fraction,  ///< SGLang mem_fraction_static f: f·C - W - R (A lives in the 1 - f left over)
+  of_free    ///< TensorRT-LLM free_gpu_memory_fraction f: f·(C - W - A - R)
+};
+
+struct EngineConfig {
+  EngineKind kind = EngineKind::vllm;
+  StepPolicy policy = StepPolicy::running_first;
+  Admission admission = Admission::step_blocks;
+  Preemption preemption = Preemption::recompute;
+  MemoryRule memory_rule = MemoryRule::profiled;
+  std::int64_t max_batched_tokens = 8192;  ///< token budget of one step (vLLM max_num_batched_tokens, SGLang chunked_prefill_size, TRT max_num_tokens)
+  std::int64_t max_num_seqs = 1024;        ///< running requests at most (0: SGLang's rule from the cache size)
+  std::int64_t max_prefill_tokens = 0;     ///< SGLang: tokens of new requests in one prefill step (0: the step budget)
+  bool chunked_prefill = true;             ///< a prompt longer than the budget left is split over steps
+  bool mixed_chunk = false;                ///< SGLang --enable-mixed-chunk: decodes ride in the prefill step
+  std::int64_t kv_block = 16;              ///< tokens per KV block (page)
+  double kv_memory_fraction = 0.9;         ///< see MemoryRule
+  double reserved_bytes = 0;               ///< memory neither weights, activations nor cache (CUDA context, NCCL, graph pool), per chip
+  std::int64_t kv_blocks_override = 0;     ///< cache blocks per replica instead of the memory's (vLLM num_gpu_blocks_override; 0: computed)
+  bool prefix_caching = true;
+  bool partial_reuse = false;              ///< a partly filled last prefix block is reused too (TensorRT-LLM)
+  bool fused_attention = false;            ///< one attention kernel for prefill and decode tokens (vLLM FlashAttention varlen)
+  GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
+  GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
+  std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
+  double step_overhead_s = 0;              ///< host time per step (schedule, prepare inputs, sample, detokenize)
+  double per_request_overhead_s = 0;       ///< host time per request in the step
+  bool overlap_scheduling = false;         ///< the host prepares step n+1 while the device runs step n
+  // SGLang admission (Admission::ratio_reserve).
+  double new_token_ratio_init = 0.7, new_token_ratio_min = 0.098;
+  double new_token_ratio_decay_steps = 600;
+  std::int64_t reserve_clip_tokens = 4096;  ///< output tokens reserved at most per request
+  std::int64_t retract_steps = 20;          ///< decode steps of room kept after a retraction
+  std::string sources;                      ///< where the preset's figures come from
+};
+
+/// The preset of `kind` for a chip at tensor parallelism `tp` (some defaults depend on them).
+EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64_t tp = 1);
+
+/// Throws InputError naming the flag for knobs no engine could run with.
+void validate(const EngineConfig& e);
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,129 @@
+#pragma once
+/// The request-level serving simulator (docs/serving.md#simulator): requests arrive, a router
+/// sends each to one of R identical engine replicas, each replica's scheduler builds steps of
+/// decode tokens and prefill chunks under its token budget, sequence limit and paged KV
+/// cache, and the step model prices every step. Event-driven (step ends and arrivals only),
+/// integer picoseconds of simulated time, memory proportional to the requests in the system;
+/// finished requests are streamed to a sink and folded into distributions.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/transformer.hpp"
+#include "ridgeline/serving/engine.hpp"
+#include "ridgeline/serving/metrics.hpp"
+#include "ridgeline/serving/workload.hpp"
+
+namespace ridgeline::serving {
+
+/// How the router picks a replica for a new request.
+enum class Router : std::uint8_t {
+  round_robin,   ///< in turn
+  least_loaded,  ///< fewest tokens still to compute (prompts to prefill and outputs to generate)
+  prefix         ///< a prefix group always to the same replica (its cache), others least-loaded
+};
+std::string_view name(Router r) noexcept;
+std::optional<Router> parse_router(std::string_view s) noexcept;
+
+/// Targets on each request's latencies, seconds (0: none); a request meeting all of them
+/// counts towards goodput, and the run meets the SLO when the percentile of each is within.
+struct Slo {
+  double ttft_s = 0, tpot_s = 0, e2e_s = 0;
+  double ttft_q = 0.99, tpot_q = 0.99, e2e_q = 0.99;  ///< which percentile each target is on
+  bool any() const noexcept { return ttft_s > 0 || tpot_s > 0 || e2e_s > 0; }
+};
+/// Parses "ttft_p99=1s,tpot_p99=50ms,e2e_p90=20s" (also ttft_mean, p50..p99); InputError naming --slo.
+Slo parse_slo(std::string_view s);
+
+struct ServeConfig {
+  model::ForwardConfig forward;
+  EngineConfig engine;
+  WorkloadSpec workload;
+  std::int64_t replicas = 1;
+  Router router = Router::round_robin;
+  Slo slo;
+  double horizon_s = 0;          ///< stop at this simulated time (0: when every request is served)
+  bool find_max_rate = true;     ///< open loop, unsustainable: search the largest sustainable rate
+  int timeline_points = 256;     ///< at most this many points of running / waiting / KV over time
+};
+
+/// One request's life, streamed to the sink as it ends.
+struct RequestRecord {
+  std::int64_t id = 0;             ///< order of sending
+  std::int32_t replica = 0;
+  double arrival_s = 0;
+  double queue_s = 0;              ///< arrival to its first scheduled step
+  double ttft_s = 0;               ///< arrival to its first output token
+  double tpot_s = 0;               ///< mean time between its output tokens (0 with one token)
+  double e2e_s = 0;                ///< arrival to its last token
+  std::int64_t input = 0, output = 0;
+  std::int64_t cached_tokens = 0;  ///< prompt tokens found in the prefix cache
+  std::int32_t preemptions = 0;
+  bool warmup = false;             ///< left out of the statistics
+  bool rejected = false;           ///< can never fit (prompt + output beyond the cache or the model's context)
+};
+using RequestSink = std::function<void(const RequestRecord&)>;
+
+/// State of the fleet at one time (time-averaged over the interval the point stands for).
+struct TimePoint {
+  double t_s = 0;
+  double running = 0, waiting = 0;  ///< requests, summed over replicas
+  double kv_used = 0;               ///< fraction of the KV blocks held by requests, mean over replicas
+  double tokens_per_s = 0;          ///< output tokens per second over the interval
+};
+
+/// Memory of one chip of a replica.
+struct ServeMemory {
+  double capacity_bytes = 0, weights_bytes = 0, activations_bytes = 0, reserved_bytes = 0, kv_bytes = 0;
+  double kv_bytes_per_token = 0;
+  std::int64_t kv_blocks = 0;  ///< per replica
+  std::int64_t kv_tokens = 0;  ///< kv_blocks x block
+};
+
+struct ServingResult {
+  Summary ttft, tpot, itl, e2e, queue;
+  double requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
+  double gpus = 0;
+  double goodput_requests_per_s = 0;  ///< requests meeting every SLO target, per second
+  double slo_attainment = 0;          ///< fraction of measured requests meeting every target
+  bool slo_met = false;               ///< every target's percentile within it
+  bool sustainable = true;            ///< the waiting queue stays bounded (docs/serving.md#sustainable)
+  double max_sustainable_qps = 0;     ///< when not sustainable: the largest rate found sustainable (0: not searched)
+  double offered_qps = 0;             ///< open loop: measured requests over their arrival span
+  std::int64_t preemptions = 0;
+  double generated_tokens = 0;        ///< output tokens emitted, warm-up requests included
+  double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
+  double kv_utilisation_mean = 0, kv_utilisation_max = 0;
+  std::int64_t simulated_requests = 0, measured_requests = 0, rejected = 0, unfinished = 0;
+  double makespan_s = 0;              ///< simulated time from the first arrival to the last event
+  double measured_span_s = 0;         ///< first measured arrival to last measured finish (the throughput window)
+  double steps = 0, mixed_steps = 0, decode_steps = 0, prefill_steps = 0;
+  double mean_step_s = 0, mean_decode_batch = 0;
+  double mean_in_system = 0;          ///< time average of requests in the system (Little's law: throughput x mean e2e)
+  double mean_running = 0, mean_waiting = 0;
+  bool horizon_reached = false;
+  ServeMemory memory;
+  EngineConfig engine;                ///< the engine as it ran (limits the preset leaves to the cache size resolved)
+  std::vector<TimePoint> timeline;
+  double wall_s = 0;
+};
+
+/// Throws InputError naming the flag for a configuration that cannot run (the model plan,
+/// the engine's knobs, the workload, memory that leaves no room for a cache block).
+void validate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg);
+
+/// Memory of one chip under `cfg` (weights, the activations of one budgeted step, what the
+/// engine reserves, and the KV cache of what is left).
+ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg);
+
+/// Runs the simulation (validate first); `sink`, when set, receives every request as it ends.
+/// `progress`, when set, is called now and then with the fraction of requests finished.
+ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg,
+                       const RequestSink& sink = {}, const std::function<void(double)>& progress = {});
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,76 @@
+#pragma once
+/// The engine step model: the time of one iteration of a continuous-batching engine whose
+/// batch mixes decode sequences (each with its own context) and prefill chunks (each with
+/// the context already cached), from the same op graph, costs and efficiencies as `infer`
+/// (docs/serving.md#step-model). Prepared once per (model, chip, plan); an evaluation is a
+/// few binary searches and multiply-adds over the batch's sums (model::StepMix), exact
+/// against building the step's graph op by op, and never allocates.
+#include <array>
+#include <cstdint>
+
+#include "ridgeline/analysis/op_lines.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/transformer.hpp"
+
+namespace ridgeline::serving {
+
+/// How a step's kernels are launched.
+enum class GraphMode : std::uint8_t {
+  eager,     ///< every kernel launched by the host: each takes at least the launch overhead
+  graph,     ///< the step replayed as one captured graph: one launch for the step
+  piecewise  ///< captured pieces between eagerly launched attention kernels (vLLM's piecewise CUDA graphs)
+};
+std::string_view name(GraphMode g) noexcept;
+
+class StepModel {
+ public:
+  /// Fits the model for `m` on `sys` run as `f` (tp, ep, dtypes). Assumes a validated plan
+  /// (model::validate, cp = 1, flash attention); never allocates.
+  void prepare(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f) noexcept;
+
+  /// Realistic time of one step, seconds: every kernel at its efficiency-scaled max, one
+  /// after another (docs/cost-model.md#estimate). `mix` must hold at least one sequence.
+  double time(const model::StepMix& mix, GraphMode mode) const noexcept;
+
+  /// Host launch overhead of one kernel on the chip, seconds.
+  double launch_s() const noexcept { return launch_s_; }
+
+ private:
+  static constexpr int kMaxAttention = model::Graph::kMaxAttention;
+  // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
+  // efficiencies) per unit of each count (AttentionCounts order), and the kernel's fixed parts.
+  struct AttentionLine {
+    std::array<std::array<double, 6>, 4> per_count{};
+    double overhead_s = 0;  // the class's fixed time
+    double launch_s = 0;    // launched eagerly
+    double rep = 1;
+    bool decode = false;    // decode tokens' kernel (else prefill chunks')
+    bool window = false;    // on sliding-window layers
+  };
+  struct Variant {  // the non-attention ops, launched eagerly or inside a graph
+    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens;
+    std::array<analysis::OpLine, model::Graph::kMaxOps> experts{};  // MoE expert GEMMs (tokens, touched experts)
+    int expert_count = 0;
+  };
+  static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
+
+  Variant eager_, graph_;
+  std::array<AttentionLine, kMaxAttention> attention_{};
+  int attention_count_ = 0;
+  const model::ModelConfig* model_ = nullptr;
+  double ep_ = 1;
+  double launch_s_ = 0;
+  bool moe_ = false;
+  bool mla_ = false;
+  model::Graph g1_, g2_;  // scratch for prepare
+};
+
+/// The same step built op by op (model::build_forward with the mix) and evaluated kernel by
+/// kernel: the reference the step model is tested against, with the bounds and the split by
+/// bound and op class for reports. `g` receives the step's graph.
+void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept;
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,107 @@
+#pragma once
+/// Requests and the workloads that make them (docs/serving.md#workloads): arrivals (open
+/// loop at a rate: Poisson, gamma-bursty or evenly spaced; closed loop: a fixed number of
+/// clients; or a trace) composed with length distributions and shared-prefix groups.
+/// Seeded and deterministic: the same spec and seed give the same requests on every machine
+/// (the generator and every distribution are written out here, not left to the standard
+/// library's unspecified algorithms).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ridgeline::serving {
+
+/// One request as a client sends it.
+struct Request {
+  double arrival_s = 0;        ///< when it is sent, seconds from the start
+  std::int64_t input = 1;      ///< prompt tokens
+  std::int64_t output = 1;     ///< tokens to generate (benchmark clients fix it: ignore_eos)
+  std::int32_t prefix_group = -1;  ///< requests of a group share their first prefix_tokens (-1: none)
+  std::int64_t prefix_tokens = 0;
+};
+
+/// A token-length distribution: fixed, uniform integers [a, b], normal (mean, sd), lognormal
+/// (mean of the distribution, sigma of its log), or the empirical lengths of a trace.
+struct LengthDist {
+  enum class Kind : std::uint8_t { fixed, uniform, normal, lognormal, empirical };
+  Kind kind = Kind::fixed;
+  double a = 128, b = 0;             ///< fixed: a; uniform: [a, b]; normal: mean a, sd b; lognormal: mean a, sigma b
+  std::vector<std::int64_t> values;  ///< empirical: drawn uniformly
+  std::string text;                  ///< as given, for reports
+};
+
+/// Parses "N", "uniform:A,B", "normal:MEAN,SD", "lognormal:MEAN,SIGMA"; InputError naming `flag`.
+LengthDist parse_length(std::string_view s, const char* flag);
+
+/// How requests arrive.
+enum class Arrival : std::uint8_t {
+  poisson,   ///< exponential gaps at the rate
+  gamma,     ///< gamma gaps with a coefficient of variation (bursty for CV > 1)
+  constant,  ///< evenly spaced
+  closed,    ///< `concurrency` clients, each sending its next request when the last finishes
+  trace      ///< timestamps and lengths read from a file
+};
+
+struct WorkloadSpec {
+  Arrival arrival = Arrival::poisson;
+  double qps = 1;           ///< open loop: mean requests per second
+  double cv = 1;            ///< gamma: coefficient of variation of the gaps
+  std::int64_t concurrency = 1;  ///< closed loop: clients
+  LengthDist prompt, gen;   ///< lengths of synthetic requests
+  std::int64_t requests = 1000;  ///< requests to send (a trace: at most its rows)
+  std::int64_t warmup = 0;  ///< the first requests, served but left out of every statistic
+  std::uint64_t seed = 1;
+  std::int64_t prefix_groups = 0;  ///< synthetic: requests spread uniformly over this many groups
+  std::int64_t prefix_tokens = 0;  ///< sharing their first prefix_tokens (at most the prompt)
+  std::vector<Request> trace;      ///< arrival == trace: the requests (sorted by arrival)
+};
+
+/// Parses "poisson", "constant", "gamma:CV" into spec.arrival / spec.cv; InputError naming --arrival.
+void parse_arrival(std::string_view s, WorkloadSpec& spec);
+
+/// Throws InputError naming the flag for a spec that cannot make requests.
+void validate(const WorkloadSpec& spec);
+
+/// A counter-based generator (SplitMix64): a 64-bit state advanced by a fixed odd constant and
+/// mixed, so streams are reproducible everywhere.
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed) noexcept : state_(seed) {}
+  std::uint64_t next() noexcept {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in (0, 1): never 0, so its log is finite.
+  double uniform() noexcept { return (static_cast<double>(next() >> 11) + 0.5) * 0x1.0p-53; }
+  double normal() noexcept;                ///< standard normal (Box-Muller, both values used)
+  double exponential() noexcept;           ///< mean 1
+  double gamma(double shape) noexcept;     ///< mean `shape`, scale 1 (Marsaglia-Tsang)
+
+ private:
+  std::uint64_t state_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+/// Draws the requests of a spec one at a time; arrivals and lengths come from independent
+/// streams, so changing the rate keeps every request's lengths. Closed-loop arrivals are set
+/// by the simulator (when a client's previous request ends): here they are 0.
+class RequestSource {
+ public:
+  explicit RequestSource(const WorkloadSpec& spec);
+  /// The next request, or false when all were drawn.
+  bool next(Request& r) noexcept;
+  std::int64_t total() const noexcept { return total_; }
+
+ private:
+  std::int64_t length(const LengthDist& d, Rng& rng) noexcept;
+  const WorkloadSpec& spec_;
+  Rng arrivals_, lengths_, groups_;
+  double clock_s_ = 0;
+  std::int64_t drawn_ = 0, total_ = 0;
+};
+
+}  // namespace ridgeline::serving

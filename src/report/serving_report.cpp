@@ -1,0 +1,280 @@
+// `serve` reports: text, JSON, per-request rows.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/serving.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+using serving::ServingResult;
+
+namespace {
+
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+std::string size(double b) { return format_quantity(b, Quantity::bytes); }
+
+json summary_json(const serving::Summary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"min", s.min}, {"max", s.max},
+          {"count", s.count}};
+}
+
+std::string arrival_text(const serving::WorkloadSpec& w) {
+  switch (w.arrival) {
+    case serving::Arrival::poisson: return fmt::format("Poisson arrivals at {:g} req/s", w.qps);
+    case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
+    case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
+    case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
+    case serving::Arrival::trace: return fmt::format("a trace of {} requests", w.trace.size());
+  }
+  return "";
+}
+
+std::string graphs_text(const serving::EngineConfig& e) {
+  if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
+  std::string s = fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
+                              e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
+  if (e.mixed_graphs == serving::GraphMode::piecewise) s += ", other steps piecewise graphs";
+  return s;
+}
+
+json engine_json(const serving::EngineConfig& e) {
+  return {{"name", std::string(serving::name(e.kind))},
+          {"max_batched_tokens", e.max_batched_tokens},
+          {"max_num_seqs", e.max_num_seqs},
+          {"max_prefill_tokens", e.max_prefill_tokens},
+          {"chunked_prefill", e.chunked_prefill},
+          {"mixed_chunk", e.mixed_chunk},
+          {"kv_block", e.kv_block},
+          {"kv_memory_fraction", e.kv_memory_fraction},
+          {"prefix_caching", e.prefix_caching},
+          {"fused_attention", e.fused_attention},
+          {"decode_graphs", std::string(serving::name(e.decode_graphs))},
+          {"mixed_graphs", std::string(serving::name(e.mixed_graphs))},
+          {"graph_max_batch", e.graph_max_batch},
+          {"step_overhead_s", e.step_overhead_s},
+          {"per_request_overhead_s", e.per_request_overhead_s},
+          {"overlap_scheduling", e.overlap_scheduling},
+          {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
+          {"sources", e.sources}};
+}
+
+}  // namespace
+
+json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const ServingResult& r) {
+  json j;
+  j["model"] = m.name;
+  j["hw"] = sys.chip.name;
+  j["tp"] = cfg.forward.tp;
+  j["ep"] = cfg.forward.ep;
+  j["replicas"] = cfg.replicas;
+  j["router"] = std::string(serving::name(cfg.router));
+  j["engine"] = engine_json(r.engine);
+  const serving::WorkloadSpec& w = cfg.workload;
+  j["workload"] = {{"arrival", arrival_text(w)},
+                   {"qps", w.arrival == serving::Arrival::closed || w.arrival == serving::Arrival::trace ? json(nullptr) : json(w.qps)},
+                   {"concurrency", w.arrival == serving::Arrival::closed ? json(w.concurrency) : json(nullptr)},
+                   {"prompt", w.prompt.text},
+                   {"gen", w.gen.text},
+                   {"requests", w.requests},
+                   {"warmup_requests", w.warmup},
+                   {"seed", w.seed},
+                   {"prefix_groups", w.prefix_groups},
+                   {"prefix_tokens", w.prefix_tokens}};
+  j["ttft_s"] = summary_json(r.ttft);
+  j["tpot_s"] = summary_json(r.tpot);
+  j["itl_s"] = summary_json(r.itl);
+  j["e2e_s"] = summary_json(r.e2e);
+  j["queue_s"] = summary_json(r.queue);
+  j["requests_per_s"] = r.requests_per_s;
+  j["input_tokens_per_s"] = r.input_tokens_per_s;
+  j["output_tokens_per_s"] = r.output_tokens_per_s;
+  j["output_tokens_per_s_per_gpu"] = r.output_tokens_per_s_per_gpu;
+  j["gpus"] = r.gpus;
+  if (cfg.slo.any()) {
+    j["goodput_requests_per_s"] = r.goodput_requests_per_s;
+    j["slo_attainment"] = r.slo_attainment;
+    j["slo_met"] = r.slo_met;
+  }
+  j["sustainable"] = r.sustainable;
+  if (!r.sustainable) j["max_sustainable_qps"] = r.max_sustainable_qps > 0 ? json(r.max_sustainable_qps) : json(nullptr);
+  j["preemptions"] = r.preemptions;
+  j["prefix_hit_rate"] = r.prefix_hit_rate;
+  j["kv_utilisation"] = {{"mean", r.kv_utilisation_mean}, {"max", r.kv_utilisation_max}};
+  j["simulated_requests"] = r.simulated_requests;
+  j["measured_requests"] = r.measured_requests;
+  j["rejected_requests"] = r.rejected;
+  j["unfinished_requests"] = r.unfinished;
+  j["horizon_reached"] = r.horizon_reached;
+  j["makespan_s"] = r.makespan_s;
+  j["measured_span_s"] = r.measured_span_s;
+  j["steps"] = {{"total", r.steps}, {"decode", r.decode_steps}, {"prefill", r.prefill_steps}, {"mixed", r.mixed_steps},
+                {"mean_s", r.mean_step_s}, {"mean_decode_batch", r.mean_decode_batch}};
+  j["mean_in_system"] = r.mean_in_system;
+  j["mean_running"] = r.mean_running;
+  j["mean_waiting"] = r.mean_waiting;
+  const serving::ServeMemory& mem = r.memory;
+  j["memory"] = {{"capacity_bytes", mem.capacity_bytes}, {"weights_bytes", mem.weights_bytes},
+                 {"activations_bytes", mem.activations_bytes}, {"reserved_bytes", mem.reserved_bytes},
+                 {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token},
+                 {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
+  json tl = json::array();
+  for (const serving::TimePoint& p : r.timeline) {
+    tl.push_back({{"t_s", p.t_s}, {"running", p.running}, {"waiting", p.waiting}, {"kv_used", p.kv_used},
+                  {"output_tokens_per_s", p.tokens_per_s}});
+  }
+  j["timeline"] = tl;
+  j["wall_s"] = r.wall_s;
+  j["simulated_requests_per_s"] = r.wall_s > 0 ? static_cast<double>(r.simulated_requests) / r.wall_s : 0;
+  return j;
+}
+
+std::string serving_text(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
+                         const ServingResult& r) {
+  const serving::EngineConfig& e = r.engine;
+  const serving::WorkloadSpec& w = cfg.workload;
+  const std::int64_t chips = cfg.forward.tp * cfg.forward.ep;
+  std::string s = fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips,
+                              sys.chip.display_name.empty() ? sys.chip.name : sys.chip.display_name, cfg.forward.tp,
+                              cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", serving::name(e.kind));
+  s += fmt::format("workload: {}, prompt {}, gen {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), w.prompt.text,
+                   w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
+                   w.warmup, w.seed);
+  if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
+  s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
+                   e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
+                   e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
+  s += fmt::format("        host {} + {}/request per step{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
+                   e.overlap_scheduling ? ", overlapped with the device" : ", between device steps");
+  const serving::ServeMemory& mem = r.memory;
+  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per replica)\n\n",
+                   size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks);
+
+  s += fmt::format("{:<8}{:>12}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p95", "p99");
+  auto row = [&](const char* name, const serving::Summary& d) {
+    s += fmt::format("{:<8}{:>12}{:>12}{:>12}{:>12}{:>12}\n", name, t(d.mean), t(d.p50), t(d.p90), t(d.p95), t(d.p99));
+  };
+  row("TTFT", r.ttft);
+  row("TPOT", r.tpot);
+  row("ITL", r.itl);
+  row("E2E", r.e2e);
+  row("queue", r.queue);
+  s += fmt::format("\nthroughput: {:.4g} req/s, {:.4g} input tok/s, {:.4g} output tok/s ({:.4g} per GPU, {} GPUs)\n",
+                   r.requests_per_s, r.input_tokens_per_s, r.output_tokens_per_s, r.output_tokens_per_s_per_gpu, r.gpus);
+  if (cfg.slo.any()) {
+    s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
+                     r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
+  }
+  s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
+                   t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
+  s += fmt::format("KV cache: {:.1f}% used on average, {:.1f}% at most; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
+                   100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
+  s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system\n", r.mean_running, r.mean_waiting,
+                   r.mean_in_system);
+  if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit (context or KV cache)\n", r.rejected);
+  if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
+  if (r.sustainable) {
+    s += "sustainable: yes (the queue stays bounded)\n";
+  } else if (r.max_sustainable_qps > 0) {
+    s += fmt::format("sustainable: NO, the queue grows; the largest sustainable rate found is {:.4g} req/s\n", r.max_sustainable_qps);
+  } else {
+    s += "sustainable: NO, the queue grows\n";
+  }
+  s += fmt::format("simulated {} requests in {} ({:.3g} requests/s)\n", r.simulated_requests, t(r.wall_s),
+                   r.wall_s > 0 ? static_cast<double>(r.simulated_requests) / r.wall_s : 0);
+  return s;
+}
+
+std::string serving_sweep_text(const std::vector<double>& qps, const std::vector<ServingResult>& runs) {
+  std::string s = fmt::format("{:>10}{:>12}{:>12}{:>12}{:>12}{:>14}{:>13}\n", "qps", "req/s", "out tok/s", "TTFT p99",
+                              "TPOT p99", "E2E mean", "sustainable");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const ServingResult& r = runs[i];
+    s += fmt::format("{:>10.4g}{:>12.4g}{:>12.4g}{:>12}{:>12}{:>14}{:>13}\n", qps[i], r.requests_per_s, r.output_tokens_per_s,
+                     t(r.ttft.p99), t(r.tpot.p99), t(r.e2e.mean), r.sustainable ? "yes" : "no");
+  }
+  return s;
+}
+
+json request_json(const serving::RequestRecord& r) {
+  return {{"id", r.id},           {"replica", r.replica},        {"arrival_s", r.arrival_s}, {"queue_s", r.queue_s},
+          {"ttft_s", r.ttft_s},   {"tpot_s", r.tpot_s},          {"e2e_s", r.e2e_s},         {"input_tokens", r.input},
+          {"output_tokens", r.output}, {"cached_tokens", r.cached_tokens}, {"preemptions", r.preemptions},
+          {"warmup", r.warmup},   {"rejected", r.rejected}};
+}
+
+RequestWriter::RequestWriter(std::string path) : path_(std::move(path)) {
+  const auto ends = [&](const char* ext) {
+    const std::string e(ext);
+    return path_.size() >= e.size() && path_.compare(path_.size() - e.size(), e.size(), e) == 0;
+  };
+  if (ends(".csv")) csv_ = true;
+  else if (ends(".jsonl")) csv_ = false;
+  else throw InputError(fmt::format("--requests-out: '{}' needs the extension .csv or .jsonl", path_));
+  tmp_ = path_ + ".tmp";
+  f_ = std::fopen(tmp_.c_str(), "wb");
+  if (f_ == nullptr) throw InputError(fmt::format("--requests-out: {}: cannot write here", path_));
+  if (csv_) {
+    std::fputs("id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected\n", f_);
+  }
+}
+
+RequestWriter::~RequestWriter() {
+  if (f_ != nullptr) {
+    std::fclose(f_);
+    std::remove(tmp_.c_str());
+  }
+}
+
+void RequestWriter::write(const serving::RequestRecord& r) {
+  if (f_ == nullptr) return;
+  if (csv_) {
+    fmt::print(f_, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s,
+               r.tpot_s, r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0);
+  } else {
+    const std::string line = request_json(r).dump() + "\n";
+    std::fputs(line.c_str(), f_);
+  }
+}
+
+void RequestWriter::commit() {
+  if (f_ == nullptr) return;
+  const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
+  std::fclose(f_);
+  f_ = nullptr;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::remove(tmp_.c_str());
+    throw InputError(fmt::format("--requests-out: {}: writing failed", path_));
+  }
+}
+
+void RequestColumns::add(const serving::RequestRecord& r) { rows_.push_back(r); }
+
+json RequestColumns::json() const {
+  nlohmann::json j;
+  auto col = [&](const char* key, auto get) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : rows_) a.push_back(get(r));
+    j[key] = std::move(a);
+  };
+  using R = serving::RequestRecord;
+  col("id", [](const R& r) { return r.id; });
+  col("replica", [](const R& r) { return r.replica; });
+  col("arrival_s", [](const R& r) { return r.arrival_s; });
+  col("queue_s", [](const R& r) { return r.queue_s; });
+  col("ttft_s", [](const R& r) { return r.ttft_s; });
+  col("tpot_s", [](const R& r) { return r.tpot_s; });
+  col("e2e_s", [](const R& r) { return r.e2e_s; });
+  col("input_tokens", [](const R& r) { return r.input; });
+  col("output_tokens", [](const R& r) { return r.output; });
+  col("cached_tokens", [](const R& r) { return r.cached_tokens; });
+  col("preemptions", [](const R& r) { return r.preemptions; });
+  col("warmup", [](const R& r) { return r.warmup; });
+  col("rejected", [](const R& r) { return r.rejected; });
+  return j;
+}
+
+}  // namespace ridgeline::report

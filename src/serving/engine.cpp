@@ -1,0 +1,227 @@
+// Engine presets: each default with the engine code or document it comes from
+// (docs/serving.md#engines has the table).
+#include "ridgeline/serving/engine.hpp"
+
+#include <fmt/format.h>
+
+#include "ridgeline/core/error.hpp"
+
+namespace ridgeline::serving {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMiB = 1024.0 * 1024;
+
+// Host time per step of a Python engine loop, measured on vLLM V1: schedule() ~0.2 ms,
+// _update_states ~0.18 ms and _prepare_inputs ~0.05 ms (vllm-project/vllm PR #42131, B200),
+// and update_from_output 0.142 ms at 128 running requests, 0.287 ms at 256 (PR #46112): about
+// 1.1 us per request.
+constexpr double kPythonStepS = 0.4e-3;
+constexpr double kPythonPerRequestS = 1.1e-6;
+
+bool is_a100(const hw::ChipSpec& chip) {
+  return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
+}
+
+EngineConfig vllm(const hw::ChipSpec& chip) {
+  EngineConfig e;
+  e.kind = EngineKind::vllm;
+  e.policy = StepPolicy::running_first;
+  e.admission = Admission::step_blocks;
+  e.preemption = Preemption::recompute;
+  e.memory_rule = MemoryRule::profiled;
+  const double mem = chip.main_capacity_bytes();
+  // vllm/engine/arg_utils.py (_set_default_args), `vllm serve`: GPUs of 70 GiB or more other
+  // than the A100 get 8192 tokens and 1024 sequences, others 2048 and 256; TPUs 1024 (v6e),
+  // 512 (v5e), 256 (v5p) tokens per chip.
+  const bool big = chip.kind == "gpu" && mem >= 70 * kGiB && !is_a100(chip);
+  e.max_batched_tokens = big ? 8192 : 2048;
+  e.max_num_seqs = big ? 1024 : 256;
+  if (chip.kind == "tpu") {
+    e.max_batched_tokens = chip.name.find("v6e") != std::string::npos   ? 1024
+                           : chip.name.find("v5e") != std::string::npos ? 512
+                                                                        : 256;
+    e.max_num_seqs = std::min<std::int64_t>(256, e.max_batched_tokens);
+  }
+  e.chunked_prefill = true;  // always on in V1 for generative models
+  e.kv_block = 16;           // CacheConfig.DEFAULT_BLOCK_SIZE
+  e.kv_memory_fraction = 0.9;  // gpu_memory_utilization (0.92 from v0.21, with CUDA graphs profiled)
+  e.reserved_bytes = 0;      // the CUDA context and graph pool live in the 1 - f left over
+  e.prefix_caching = true;   // automatic prefix caching, on by default in V1
+  e.fused_attention = true;  // FlashAttention backend: one varlen kernel for the whole batch
+  e.decode_graphs = GraphMode::graph;       // cudagraph_mode FULL_AND_PIECEWISE: full graphs for decode-only steps
+  e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise
+  e.graph_max_batch = 512;   // largest captured batch
+  e.step_overhead_s = kPythonStepS;
+  e.per_request_overhead_s = kPythonPerRequestS;
+  e.overlap_scheduling = false;  // async scheduling is off by default before v0.14
+  e.sources =
+      "vLLM V1 (0.9-0.13): vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
+      "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
+      "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
+      "(prefix hits in whole blocks, the last token recomputed); host time per step from PR #42131 and #46112";
+  return e;
+}
+
+// SGLang's cuda_graph_max_bs and chunked_prefill_size by GPU memory and TP
+// (python/sglang/srt/server_args.py, _handle_gpu_memory_settings).
+struct SglangMemory {
+  std::int64_t chunk, graph_bs;
+};
+SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
+  const double gb = mem_bytes / 1e9;
+  if (gb < 20) return {2048, 8};
+  if (gb < 35) return {2048, tp < 4 ? 24 : 80};
+  if (gb < 60) return {4096, tp < 4 ? 32 : 160};
+  if (gb < 160) return {8192, tp < 4 ? 256 : 512};
+  return {16384, 512};
+}
+
+EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
+  EngineConfig e;
+  e.kind = EngineKind::sglang;
+  e.policy = StepPolicy::prefill_first;
+  e.admission = Admission::ratio_reserve;
+  e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
+  e.memory_rule = MemoryRule::static_fraction;
+  const double mem = chip.main_capacity_bytes();
+  const SglangMemory s = sglang_memory(mem, tp);
+  e.max_batched_tokens = s.chunk;  // chunked_prefill_size
+  e.max_prefill_tokens = 16384;    // max_prefill_tokens
+  e.max_num_seqs = 0;              // max_running_requests: from the cache size (resolved by the simulator)
+  e.chunked_prefill = true;
+  e.mixed_chunk = false;           // --enable-mixed-chunk is off by default
+  e.kv_block = 1;                  // page_size 1: the radix cache works token by token
+  // mem_fraction_static = (mem - reserved) / mem, reserved in MB: 512 + 1.5 x chunk + 2 x
+  // cuda_graph_max_bs + tp / 8 x 1024, at least 10 GB on GPUs of more than 60 GB.
+  const double mem_mb = mem / kMiB;
+  double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
+                       2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
+  if (mem / 1e9 > 60) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
+  e.kv_memory_fraction = mem_mb > reserved_mb ? (mem_mb - reserved_mb) / mem_mb : 0.88;
+  e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
+  e.fused_attention = false;
+  e.decode_graphs = GraphMode::graph;
+  e.mixed_graphs = GraphMode::eager;
+  e.graph_max_batch = s.graph_bs;
+  // No SGLang host figure is published; its Python loop is taken to cost what vLLM's does,
+  // hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
+  e.step_overhead_s = kPythonStepS;
+  e.per_request_overhead_s = kPythonPerRequestS;
+  e.overlap_scheduling = true;
+  e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
+  e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+  e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
+  e.reserve_clip_tokens = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
+  e.retract_steps = 20;          // SGLANG_RETRACT_DECODE_STEPS
+  e.sources =
+      "SGLang (2025-2026 main): python/sglang/srt/server_args.py _handle_gpu_memory_settings (chunked_prefill_size, "
+      "cuda_graph_max_bs, mem_fraction_static), managers/scheduler.py get_next_batch_to_run (prefill first), "
+      "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
+      "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped";
+  return e;
+}
+
+EngineConfig trtllm(const hw::ChipSpec&) {
+  EngineConfig e;
+  e.kind = EngineKind::trtllm;
+  e.policy = StepPolicy::generation_first;
+  e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
+  e.preemption = Preemption::recompute;  // never needed: nothing is admitted without its blocks to completion
+  e.memory_rule = MemoryRule::of_free;
+  e.max_batched_tokens = 8192;  // max_num_tokens
+  e.max_num_seqs = 2048;        // max_batch_size
+  e.chunked_prefill = false;    // enable_chunked_prefill
+  e.kv_block = 32;              // tokens_per_block
+  e.kv_memory_fraction = 0.9;   // free_gpu_memory_fraction, of the memory left after a profiling run
+  e.prefix_caching = true;      // enable_block_reuse
+  e.partial_reuse = true;       // enable_partial_reuse
+  e.fused_attention = false;    // context FMHA and generation (XQA) kernels apart
+  e.decode_graphs = GraphMode::graph;
+  e.mixed_graphs = GraphMode::eager;
+  e.graph_max_batch = 2048;
+  // Host work that shows as device idle every iteration even with the overlap scheduler:
+  // ~580 us (NVIDIA/TensorRT-LLM issue #13957, Llama-3.1-8B FP8 on B200, concurrency 64).
+  e.step_overhead_s = 0.58e-3;
+  e.per_request_overhead_s = 0;
+  e.overlap_scheduling = false;
+  e.sources =
+      "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
+      "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off), KvCacheConfig (tokens_per_block 32, "
+      "free_gpu_memory_fraction 0.9, block and partial reuse), batch_manager/capacityScheduler.cpp "
+      "(GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); exposed host time from issue #13957";
+  return e;
+}
+
+EngineConfig static_batch(const hw::ChipSpec&) {
+  EngineConfig e;
+  e.kind = EngineKind::static_batch;
+  e.policy = StepPolicy::static_batch;
+  e.admission = Admission::completion;
+  e.memory_rule = MemoryRule::profiled;
+  e.max_batched_tokens = 8192;  // the activations the memory keeps room for; the batch ignores the budget
+  e.max_num_seqs = 256;
+  e.chunked_prefill = false;
+  e.kv_block = 16;
+  e.kv_memory_fraction = 1.0;
+  e.prefix_caching = false;
+  e.decode_graphs = GraphMode::eager;  // --cuda-graphs, as for infer
+  e.mixed_graphs = GraphMode::eager;
+  e.graph_max_batch = INT64_MAX / 4;
+  e.sources = "static batching as `ridgeline infer` models it: no host time, prompts prefilled together";
+  return e;
+}
+
+}  // namespace
+
+std::string_view name(EngineKind k) noexcept {
+  switch (k) {
+    case EngineKind::vllm: return "vllm";
+    case EngineKind::sglang: return "sglang";
+    case EngineKind::trtllm: return "trtllm";
+    case EngineKind::static_batch: return "static";
+  }
+  return "?";
+}
+
+std::optional<EngineKind> parse_engine(std::string_view s) noexcept {
+  if (s == "vllm") return EngineKind::vllm;
+  if (s == "sglang") return EngineKind::sglang;
+  if (s == "trtllm" || s == "tensorrt-llm") return EngineKind::trtllm;
+  if (s == "static") return EngineKind::static_batch;
+  return std::nullopt;
+}
+
+EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64_t tp) {
+  switch (kind) {
+    case EngineKind::vllm: return vllm(chip);
+    case EngineKind::sglang: return sglang(chip, tp);
+    case EngineKind::trtllm: return trtllm(chip);
+    case EngineKind::static_batch: return static_batch(chip);
+  }
+  return vllm(chip);
+}
+
+void validate(const EngineConfig& e) {
+  auto range = [](std::int64_t v, std::int64_t lo, std::int64_t hi, const char* flag) {
+    if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range: expected {} to {}", flag, v, lo, hi));
+  };
+  range(e.max_batched_tokens, 1, std::int64_t{1} << 24, "--max-batched-tokens");
+  if (e.max_num_seqs != 0) range(e.max_num_seqs, 1, std::int64_t{1} << 20, "--max-num-seqs");
+  range(e.kv_block, 1, 4096, "--kv-block");
+  if (e.kv_blocks_override != 0) range(e.kv_blocks_override, 1, std::int64_t{1} << 40, "--kv-blocks");
+  if (!(e.kv_memory_fraction > 0 && e.kv_memory_fraction <= 1)) {
+    throw InputError(fmt::format("--kv-memory-fraction: {} is out of range: expected more than 0 and at most 1", e.kv_memory_fraction));
+  }
+  // Every running sequence computes a token each step, within the budget.
+  if (e.policy != StepPolicy::static_batch && e.policy != StepPolicy::prefill_first && e.max_num_seqs > e.max_batched_tokens) {
+    throw InputError(fmt::format("--max-num-seqs: {} sequences cannot each compute a token within --max-batched-tokens {}",
+                                 e.max_num_seqs, e.max_batched_tokens));
+  }
+  if (!(e.step_overhead_s >= 0 && e.step_overhead_s < 10)) {
+    throw InputError(fmt::format("--step-overhead: {} s is out of range: expected 0 to 10 s", e.step_overhead_s));
+  }
+}
+
+}  // namespace ridgeline::serving

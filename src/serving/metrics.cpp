@@ -1,0 +1,110 @@
+// Latency distributions: exact samples, folded into a log-spaced histogram past a limit.
+#include "ridgeline/serving/metrics.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ridgeline::serving {
+
+namespace {
+constexpr int kSub = 1024;      // buckets per factor of two
+constexpr int kMinExp = -40;    // 2^-40 s (~1 ps) and below share bucket 0
+constexpr int kMaxExp = 30;     // up to 2^30 s
+constexpr int kBuckets = (kMaxExp - kMinExp) * kSub + 1;
+}  // namespace
+
+int Distribution::bucket(double v) noexcept {
+  if (!(v > 0)) return 0;
+  int e = 0;
+  const double m = std::frexp(v, &e);  // v = m·2^e, m in [0.5, 1)
+  if (e <= kMinExp) return 0;
+  if (e > kMaxExp) return kBuckets - 1;
+  const int sub = std::min(kSub - 1, static_cast<int>((m - 0.5) * 2 * kSub));
+  return 1 + (e - kMinExp - 1) * kSub + sub;
+}
+
+double Distribution::bucket_value(int b) noexcept {
+  if (b <= 0) return 0;
+  const int e = (b - 1) / kSub + kMinExp + 1, sub = (b - 1) % kSub;
+  // The bucket's middle: m in [0.5 + sub/2048, 0.5 + (sub + 1)/2048).
+  return std::ldexp(0.5 + (sub + 0.5) / (2.0 * kSub), e);
+}
+
+void Distribution::add(double v, double weight) {
+  if (!(weight > 0)) return;
+  v = std::max(v, 0.0);
+  if (count_ == 0) min_ = max_ = v;
+  min_ = std::min(min_, v);
+  max_ = std::max(max_, v);
+  count_ += weight;
+  sum_ += v * weight;
+  if (!folded_) {
+    // Consecutive equal values (every token of a decode step) share one entry.
+    if (!exact_.empty() && exact_.back().first == v) {
+      exact_.back().second += weight;
+      return;
+    }
+    if (!exact_.empty() && v < exact_.back().first) sorted_ = false;
+    exact_.emplace_back(v, weight);
+    if (exact_.size() > kExactLimit) fold();
+    return;
+  }
+  hist_[static_cast<std::size_t>(bucket(v))] += weight;
+}
+
+void Distribution::fold() {
+  hist_.assign(kBuckets, 0);
+  for (const auto& [v, w] : exact_) hist_[static_cast<std::size_t>(bucket(v))] += w;
+  exact_.clear();
+  exact_.shrink_to_fit();
+  folded_ = true;
+}
+
+double Distribution::quantile(double q) const {
+  if (count_ <= 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  if (!folded_) {
+    if (!sorted_) {
+      std::sort(exact_.begin(), exact_.end());
+      sorted_ = true;
+    }
+    // Linear between order statistics: rank q·(n - 1) over the n samples (weights count as
+    // repeated samples).
+    const double rank = q * (count_ - 1);
+    double below = 0;  // samples before the current entry
+    for (std::size_t i = 0; i < exact_.size(); ++i) {
+      const double w = exact_[i].second;
+      if (rank <= below + w - 1 || i + 1 == exact_.size()) return exact_[i].first;
+      if (rank < below + w) {
+        // Between the entry's last copy and the next entry.
+        const double frac = rank - (below + w - 1);
+        return exact_[i].first + frac * (exact_[i + 1].first - exact_[i].first);
+      }
+      below += w;
+    }
+    return exact_.back().first;
+  }
+  const double target = q * count_;
+  double seen = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    seen += hist_[static_cast<std::size_t>(b)];
+    if (seen >= target && hist_[static_cast<std::size_t>(b)] > 0) return std::clamp(bucket_value(b), min_, max_);
+  }
+  return max_;
+}
+
+Summary Distribution::summary() const {
+  Summary s;
+  s.count = count_;
+  if (count_ <= 0) return s;
+  s.mean = mean();
+  s.min = min_;
+  s.max = max_;
+  s.p50 = quantile(0.5);
+  s.p90 = quantile(0.9);
+  s.p95 = quantile(0.95);
+  s.p99 = quantile(0.99);
+  return s;
+}
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,160 @@
+#pragma once
+// One engine replica's state (private to the simulator): its requests, its paged KV cache
+// with the prefix cache, and the running decode sequences kept as sums so that a step costs
+// O(1) however many sequences decode (docs/serving.md#simulator).
+#include <cstdint>
+#include <deque>
+#include <queue>
+#include <vector>
+
+#include "ridgeline/model/transformer.hpp"
+#include "ridgeline/serving/engine.hpp"
+
+namespace ridgeline::serving::detail {
+
+using Ps = std::int64_t;  // simulated time, picoseconds
+inline constexpr double kPsPerS = 1e12;
+inline Ps to_ps(double s) { return static_cast<Ps>(s * kPsPerS + 0.5); }
+inline double to_s(Ps t) { return static_cast<double>(t) / kPsPerS; }
+
+enum class Phase : std::uint8_t { waiting, prefill, decode, swapped, done };
+
+// A request in the system (a pool slot, reused once it ends).
+struct Req {
+  std::int64_t id = 0;
+  Ps arrival = 0, admitted = -1, first_token = -1, last_token = -1;
+  std::int64_t input = 0, output = 0;
+  std::int32_t group = -1;
+  std::int64_t prefix_tokens = 0;
+  // Tokens whose KV must be in the cache to emit the next token: the prompt, and on a
+  // recompute after preemption the prompt and the tokens emitted so far.
+  std::int64_t target = 0;
+  std::int64_t computed = 0;  // prefill: tokens in the cache
+  std::int64_t blocks = 0;    // prefill / swapped: blocks of its own it holds
+  std::int64_t shared = 0;    // blocks of its group's cached prefix it references
+  std::int64_t emitted = 0;   // output tokens so far
+  std::int64_t cached = 0;    // prompt tokens found in the prefix cache at its first admission
+  std::int64_t commit = 0;    // Admission::completion: blocks committed to it
+  // Decode: at decode step d it computes the token after c0 + (d - d0) cached ones.
+  std::int64_t d0 = 0, c0 = 0, e0 = 0;
+  bool above_window = false;
+  std::int32_t prev = -1, next = -1;  // running list, in admission order
+  std::int32_t replica = 0, preemptions = 0;
+  std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
+  Phase phase = Phase::waiting;
+  bool warmup = false;
+};
+
+// A request's next event in decode-step units, for the lazy heaps (stale when version differs).
+struct DecodeEvent {
+  std::int64_t step;
+  std::int32_t req;
+  std::uint32_t version;
+  bool operator>(const DecodeEvent& o) const noexcept { return step != o.step ? step > o.step : req > o.req; }
+};
+using EventHeap = std::priority_queue<DecodeEvent, std::vector<DecodeEvent>, std::greater<>>;
+
+// A prefix group's cached blocks: referenced by running requests, or free but still cached
+// (evicted least recently freed first, from the end of the prefix).
+struct Group {
+  std::int64_t cached = 0;  // blocks of its prefix in the cache
+  std::int64_t refs = 0;    // running requests referencing them
+  std::int64_t segment = -1;  // its segment in the free queue while refs == 0 and cached > 0
+};
+
+// What a step runs: the decode sequences (all of them, or none) and prefill chunks.
+struct StepPlan {
+  bool decode = false;
+  std::vector<std::pair<std::int32_t, std::int64_t>> chunks;  // (request, tokens)
+  model::StepMix mix;
+  double extra_s = 0;  // swaps to and from the host
+  std::int64_t preempted = 0;
+  void clear() {
+    decode = false;
+    chunks.clear();
+    mix = model::StepMix{};
+    extra_s = 0;
+    preempted = 0;
+  }
+};
+
+class Replica {
+ public:
+  Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index);
+
+  // --- requests ------------------------------------------------------------------------
+  std::deque<std::int32_t> waiting;
+  std::int64_t running_count = 0;
+  std::int32_t head = -1, tail = -1;  // running list
+  std::vector<std::int32_t> prefilling;  // running requests in their prefill, in admission order
+  void push_running(std::int32_t r);
+  void remove_running(std::int32_t r);
+
+  // --- decode sums ---------------------------------------------------------------------
+  std::int64_t dstep = 0;  // decode steps run so far: the next one has this index
+  std::int64_t n_decode = 0;
+  std::int64_t n_warm_decode = 0;  // of which warm-up requests (left out of the statistics)
+  std::vector<std::int32_t> new_decoders;  // joined since the last decode step (their inter-token gap is their own)
+  void join_decode(std::int32_t r);
+  void leave_decode(std::int32_t r);
+  // Sums for the next decode step (index dstep): moves sequences past the window first.
+  void add_decodes(model::StepMix& mix);
+  std::int64_t decode_blocks_needed() const;     // sequences whose blocks are full before step dstep
+  std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
+  std::int64_t emitted_before(const Req& q) const { return q.e0 + (dstep - q.d0); }
+  EventHeap finishes;  // the decode step at which a sequence emits its last token
+
+  // --- KV cache ------------------------------------------------------------------------
+  std::vector<Group> groups;  // prefix groups, as cached on this replica (grown as requests of new groups arrive)
+  std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
+  std::int64_t committed = 0;                      // Admission::completion
+  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }
+  std::int64_t block() const { return block_; }
+  // Takes n free blocks (evicting cached prefixes, least recently freed first); n <= free_blocks.
+  void take_blocks(std::int64_t n);
+  // Gives n blocks back (no prefix cached in them).
+  void give_blocks(std::int64_t n);
+  // Prompt tokens of `q` found in the cache (its group's prefix) and the blocks that holds.
+  std::int64_t prefix_hit(const Req& q, bool partial_reuse) const;
+  // References the cached prefix blocks of q's group (taking them off the free queue); q's
+  // `hit` tokens lie in the first of them.
+  void ref_prefix(Req& q, std::int64_t hit);
+  // Drops q's reference; unreferenced prefixes join the free queue, still cached.
+  void unref_prefix(Req& q);
+  // q has computed its group's prefix: its first blocks become the group's cached prefix.
+  void publish_prefix(Req& q);
+  // Frees every block q holds (own and its prefix reference).
+  void release(Req& q);
+
+  // --- SGLang admission ------------------------------------------------------------------
+  double new_token_ratio = 0.7;
+  std::int64_t remaining_output_sum() const;  // Σ output still to emit over running requests
+
+  // --- step in flight ------------------------------------------------------------------
+  StepPlan plan;
+  Ps now = 0;  // when the step being planned starts
+  bool busy = false, start_pending = false;
+  Ps busy_until = 0, last_decode_end = -1;
+  std::int32_t index = 0;
+  std::int64_t outstanding_tokens = 0;  // router: prompt tokens to prefill + outputs to emit
+
+  std::vector<Req>& pool;
+  const EngineConfig& engine;
+
+ private:
+  struct Segment {
+    std::int32_t group;  // -1: blocks without a cached prefix
+    std::int64_t count;
+  };
+  std::deque<Segment> free_queue_;  // least recently freed first
+  std::int64_t segments_popped_ = 0;  // index of free_queue_.front() in push order
+  std::int64_t block_;
+  double window_;
+  // Decode sums: Σ (c0 - d0) over all decode sequences and over those still inside the window.
+  std::int64_t s_all_ = 0, s_below_ = 0, n_below_ = 0;
+  std::int64_t out_all_ = 0;  // Σ (output - e0 + d0): remaining outputs are out_all_ - n_decode·dstep
+  std::vector<std::int64_t> phase_;  // decode sequences by (d0 - c0) mod block
+  EventHeap crossings_;              // the decode step from which a sequence's context exceeds the window
+};
+
+}  // namespace ridgeline::serving::detail

@@ -1,0 +1,123 @@
+// The moves every scheduler makes: admit, chunk, decode, preempt, swap back in.
+#include "scheduler.hpp"
+
+#include <algorithm>
+
+namespace ridgeline::serving::detail {
+
+Scheduler::Admit Scheduler::probe(const Replica& r, const Req& q) const {
+  Admit a;
+  a.hit = r.prefix_hit(q, ctx_.partial_reuse);
+  a.free_after = r.free_blocks;
+  if (a.hit > 0) {
+    const Group& g = r.groups[static_cast<std::size_t>(q.group)];
+    a.prefix_blocks = std::min(g.cached, r.blocks_for(a.hit));
+    if (g.refs == 0) a.free_after -= g.cached;  // referencing them takes them off the free queue
+  }
+  return a;
+}
+
+void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t chunk) {
+  Req& q = ctx_.pool[qi];
+  r.waiting.pop_front();
+  q.phase = Phase::prefill;
+  q.computed = a.hit;
+  q.blocks = 0;
+  if (q.admitted < 0) {
+    q.admitted = r.now;
+    q.cached = a.hit;
+  }
+  if (a.hit > 0) r.ref_prefix(q, a.hit);
+  r.push_running(qi);
+  r.prefilling.push_back(qi);
+  if (chunk > 0) schedule_chunk(r, qi, chunk);
+}
+
+std::int64_t Scheduler::chunk_blocks(const Replica& r, const Req& q, std::int64_t chunk) const {
+  return std::max<std::int64_t>(0, r.blocks_for(q.computed + chunk) - q.shared - q.blocks);
+}
+
+void Scheduler::schedule_chunk(Replica& r, std::int32_t qi, std::int64_t chunk) {
+  Req& q = ctx_.pool[qi];
+  const std::int64_t n = chunk_blocks(r, q, chunk);
+  r.take_blocks(n);
+  q.blocks += n;
+  r.plan.chunks.emplace_back(qi, chunk);
+}
+
+void Scheduler::schedule_decodes(Replica& r) {
+  if (r.n_decode == 0) return;
+  r.take_blocks(r.decode_blocks_needed());
+  r.plan.decode = true;
+}
+
+void Scheduler::preempt(Replica& r, std::int32_t qi) {
+  Req& q = ctx_.pool[qi];
+  ++q.preemptions;
+  ++ctx_.preemptions;
+  ++r.plan.preempted;
+  const bool decoding = q.phase == Phase::decode;
+  if (decoding) {
+    // Its last token came at the end of the last decode step it took part in.
+    if (q.d0 < r.dstep) q.last_token = r.last_decode_end;
+    q.computed = q.c0 + (r.dstep - q.d0);
+    q.emitted = r.emitted_before(q);
+  }
+  r.remove_running(qi);
+  if (decoding && ctx_.engine.preemption == Preemption::swap) {
+    // Its KV (own blocks and a private copy of its prefix) goes to host memory.
+    const std::int64_t own = r.decode_blocks(q), total = own + q.shared;
+    r.leave_decode(qi);
+    r.give_blocks(own);
+    r.unref_prefix(q);
+    q.blocks = total;
+    q.phase = Phase::swapped;
+    r.plan.extra_s += static_cast<double>(total) * ctx_.swap_s_per_block;
+  } else {
+    if (decoding) r.leave_decode(qi);
+    r.release(q);
+    q.phase = Phase::waiting;
+    q.computed = 0;
+    q.target = q.input + q.emitted;  // the prompt and every token emitted so far
+  }
+  r.committed -= q.commit;
+  q.commit = 0;
+  r.waiting.push_front(qi);
+}
+
+bool Scheduler::swap_in(Replica& r, std::int32_t qi) {
+  Req& q = ctx_.pool[qi];
+  // Its blocks come back, and one more when they are full (the token it computes now).
+  const std::int64_t need = q.blocks + (q.computed % r.block() == 0 ? 1 : 0);
+  if (r.free_blocks < need) return false;
+  r.waiting.pop_front();
+  r.take_blocks(need);
+  r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;
+  q.blocks = 0;
+  r.push_running(qi);
+  r.join_decode(qi);
+  r.plan.decode = true;
+  return true;
+}
+
+void Scheduler::finish_plan(Replica& r) {
+  StepPlan& p = r.plan;
+  if (p.decode) r.add_decodes(p.mix);
+  for (const auto& [qi, chunk] : p.chunks) {
+    const Req& q = ctx_.pool[qi];
+    p.mix.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
+  }
+  p.mix.fused_attention = ctx_.engine.fused_attention;
+}
+
+std::unique_ptr<Scheduler> make_scheduler(SimContext& ctx) {
+  switch (ctx.engine.kind) {
+    case EngineKind::vllm: return make_vllm_scheduler(ctx);
+    case EngineKind::sglang: return make_sglang_scheduler(ctx);
+    case EngineKind::trtllm: return make_trtllm_scheduler(ctx);
+    case EngineKind::static_batch: return make_static_scheduler(ctx);
+  }
+  return make_vllm_scheduler(ctx);
+}
+
+}  // namespace ridgeline::serving::detail

@@ -1,0 +1,120 @@
+// SGLang scheduler: prefill first. Whenever new requests can be admitted (or a chunked one
+// continues) the step is a prefill ("extend") step of their chunks, under the chunk budget
+// (chunked_prefill_size) and the prefill token limit; otherwise it is a decode step of every
+// running request. A request is admitted when the cache holds its prompt and its whole
+// output (clipped at 4096) beside a decaying share (new_token_ratio) of what the running
+// requests still have to generate. A decode step that finds the cache full retracts running
+// requests, fewest output tokens first, until 20 steps of room are free, and raises the ratio
+// (python/sglang/srt/managers/scheduler.py, schedule_policy.py; docs/serving.md#sglang).
+#include <algorithm>
+#include <vector>
+
+#include "scheduler.hpp"
+
+namespace ridgeline::serving::detail {
+
+namespace {
+
+class SglangScheduler final : public Scheduler {
+ public:
+  using Scheduler::Scheduler;
+
+  void plan(Replica& r) override {
+    r.plan.clear();
+    if (plan_prefill(r)) {
+      if (ctx_.engine.mixed_chunk && r.n_decode > 0 && r.free_blocks >= r.decode_blocks_needed()) schedule_decodes(r);
+      finish_plan(r);
+      return;
+    }
+    if (r.n_decode > 0) {
+      retract_if_full(r);
+      schedule_decodes(r);
+      // The ratio decays after every decode step that did not retract.
+      if (r.plan.preempted == 0) {
+        const EngineConfig& e = ctx_.engine;
+        const double decay = (e.new_token_ratio_init - e.new_token_ratio_min) / e.new_token_ratio_decay_steps;
+        r.new_token_ratio = std::max(r.new_token_ratio - decay, e.new_token_ratio_min);
+      }
+    }
+    finish_plan(r);
+  }
+
+ private:
+  bool plan_prefill(Replica& r) {
+    const EngineConfig& e = ctx_.engine;
+    std::int64_t chunk_left = e.chunked_prefill ? e.max_batched_tokens : INT64_MAX / 4;
+    std::int64_t input_left = e.max_prefill_tokens > 0 ? e.max_prefill_tokens : e.max_batched_tokens;
+    if (e.mixed_chunk) chunk_left -= r.n_decode;
+    // The chunked request goes first.
+    for (std::size_t i = 0; i < r.prefilling.size() && chunk_left > 0; ++i) {
+      const std::int32_t qi = r.prefilling[i];
+      const Req& q = ctx_.pool[qi];
+      const std::int64_t chunk = std::min(q.target - q.computed, chunk_left);
+      if (chunk_blocks(r, q, chunk) > r.free_blocks) break;
+      schedule_chunk(r, qi, chunk);
+      chunk_left -= chunk;
+      input_left -= chunk;
+    }
+    const std::int64_t block = r.block();
+    while (!r.waiting.empty() && chunk_left > 0 && input_left > 0 && r.running_count < e.max_num_seqs) {
+      const std::int32_t qi = r.waiting.front();
+      Req& q = ctx_.pool[qi];
+      const Admit a = probe(r, q);
+      const std::int64_t extend = q.target - a.hit;
+      const bool chunked = extend > chunk_left;
+      if (chunked && !e.chunked_prefill) break;
+      const std::int64_t chunk = std::min(extend, chunk_left);
+      // Room: free (and evictable) cache less the share kept for running requests' outputs.
+      const double kept = r.new_token_ratio * static_cast<double>(r.remaining_output_sum());
+      const std::int64_t reserve = chunked ? 0 : std::min(q.output - q.emitted, e.reserve_clip_tokens);
+      const double need = static_cast<double>(r.blocks_for(a.hit + chunk) - a.prefix_blocks) +
+                          static_cast<double>((reserve + block - 1) / block);
+      if (need >= static_cast<double>(a.free_after) - kept / static_cast<double>(block)) break;
+      admit(r, qi, a, chunk);
+      chunk_left -= chunk;
+      input_left -= chunk;
+      if (chunked) break;  // one chunked request at a time
+    }
+    return !r.plan.chunks.empty();
+  }
+
+  // Before a decode step: if the cache cannot take this step's tokens, retract requests —
+  // fewest output tokens first, then longest prompt — until retract_steps steps fit.
+  void retract_if_full(Replica& r) {
+    if (r.decode_blocks_needed() <= r.free_blocks) return;
+    const EngineConfig& e = ctx_.engine;
+    std::vector<std::int32_t> order;
+    for (std::int32_t qi = r.head; qi >= 0; qi = ctx_.pool[qi].next) {
+      if (ctx_.pool[qi].phase == Phase::decode) order.push_back(qi);
+    }
+    std::sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+      const Req &x = ctx_.pool[a], &y = ctx_.pool[b];
+      const std::int64_t ox = r.emitted_before(x), oy = r.emitted_before(y);
+      return ox != oy ? ox > oy : x.input < y.input;  // retracted from the back
+    });
+    const auto short_of_room = [&] {
+      return r.free_blocks < r.decode_blocks_needed() || r.free_blocks < r.n_decode * e.retract_steps / r.block();
+    };
+    while (!order.empty() && r.n_decode > 1 && short_of_room()) {
+      preempt(r, order.back());
+      order.pop_back();
+    }
+    // The last decoding request always fits alone (checked on arrival): a chunked prefill
+    // still holding blocks makes way for it.
+    while (r.free_blocks < r.decode_blocks_needed() && !r.prefilling.empty()) preempt(r, r.prefilling.back());
+    // The ratio after a retraction: what the remaining requests decoded and will decode.
+    double decoded = 0, total = 0;
+    for (std::int32_t qi = r.head; qi >= 0; qi = ctx_.pool[qi].next) {
+      const Req& q = ctx_.pool[qi];
+      decoded += static_cast<double>(q.phase == Phase::decode ? r.emitted_before(q) : q.emitted);
+      total += static_cast<double>(q.output);
+    }
+    r.new_token_ratio = std::min(1.0, (decoded + static_cast<double>(e.retract_steps) * static_cast<double>(r.n_decode)) / (total + 1));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_sglang_scheduler(SimContext& ctx) { return std::make_unique<SglangScheduler>(ctx); }
+
+}  // namespace ridgeline::serving::detail

@@ -1,0 +1,83 @@
+// vLLM (V1) scheduler: one mixed step per iteration. Running requests first, in admission
+// order — every decode sequence one token, then an unfinished prefill its next chunk — then
+// waiting requests while the token budget and max_num_seqs allow, each admitted if the
+// blocks of its first chunk are free (nothing is kept for its output). When a running
+// request needs a block and none is free, the most recently admitted request is preempted
+// (its blocks freed, back to the front of the queue) until the rest fit, and no new request
+// is admitted in that step (vllm/v1/core/sched/scheduler.py; docs/serving.md#vllm).
+#include <algorithm>
+
+#include "scheduler.hpp"
+
+namespace ridgeline::serving::detail {
+
+namespace {
+
+class VllmScheduler final : public Scheduler {
+ public:
+  using Scheduler::Scheduler;
+
+  void plan(Replica& r) override {
+    r.plan.clear();
+    const EngineConfig& e = ctx_.engine;
+    std::int64_t left = e.max_batched_tokens - r.n_decode;
+    // What the running requests need: a block for every decode sequence whose blocks are
+    // full, and the blocks of each unfinished prefill's next chunk.
+    auto running_need = [&](std::int64_t budget) {
+      std::int64_t need = r.n_decode > 0 ? r.decode_blocks_needed() : 0;
+      for (const std::int32_t qi : r.prefilling) {
+        const Req& q = ctx_.pool[qi];
+        const std::int64_t chunk = std::min(q.target - q.computed, budget);
+        if (chunk <= 0) break;
+        need += chunk_blocks(r, q, chunk);
+        budget -= chunk;
+      }
+      return need;
+    };
+    bool preempted = false;
+    while (r.running_count > 0 && running_need(left) > r.free_blocks) {
+      preempt(r, r.tail);
+      preempted = true;
+      left = e.max_batched_tokens - r.n_decode;
+    }
+    schedule_decodes(r);
+    // Copy: scheduling a chunk never changes the prefilling list.
+    for (std::size_t i = 0; i < r.prefilling.size() && left > 0; ++i) {
+      const std::int32_t qi = r.prefilling[i];
+      const Req& q = ctx_.pool[qi];
+      const std::int64_t chunk = std::min(q.target - q.computed, left);
+      schedule_chunk(r, qi, chunk);
+      left -= chunk;
+    }
+    if (!preempted) admit_waiting(r, left);
+    finish_plan(r);
+  }
+
+ private:
+  void admit_waiting(Replica& r, std::int64_t left) {
+    const EngineConfig& e = ctx_.engine;
+    while (!r.waiting.empty() && left > 0 && r.running_count < e.max_num_seqs) {
+      const std::int32_t qi = r.waiting.front();
+      Req& q = ctx_.pool[qi];
+      if (q.phase == Phase::swapped) {
+        if (!swap_in(r, qi)) break;
+        --left;
+        continue;
+      }
+      const Admit a = probe(r, q);
+      const std::int64_t tokens = q.target - a.hit;
+      if (!e.chunked_prefill && tokens > left) break;
+      const std::int64_t chunk = std::min(tokens, left);
+      const std::int64_t own = std::max<std::int64_t>(0, r.blocks_for(a.hit + chunk) - a.prefix_blocks);
+      if (own > a.free_after) break;  // first come, first served: nothing overtakes it
+      admit(r, qi, a, chunk);
+      left -= chunk;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_vllm_scheduler(SimContext& ctx) { return std::make_unique<VllmScheduler>(ctx); }
+
+}  // namespace ridgeline::serving::detail

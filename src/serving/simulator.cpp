@@ -1,0 +1,699 @@
+// The serving simulator: arrivals, routing, replica steps, statistics (docs/serving.md#simulator).
+#include "ridgeline/serving/simulator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <queue>
+#include <stdexcept>
+
+#include "replica.hpp"
+#include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "scheduler.hpp"
+
+namespace ridgeline::serving {
+
+using detail::Phase;
+using detail::Ps;
+using detail::Replica;
+using detail::Req;
+using detail::to_ps;
+using detail::to_s;
+
+std::string_view name(Router r) noexcept {
+  switch (r) {
+    case Router::round_robin: return "round-robin";
+    case Router::least_loaded: return "least-loaded";
+    case Router::prefix: return "prefix";
+  }
+  return "?";
+}
+
+std::optional<Router> parse_router(std::string_view s) noexcept {
+  if (s == "round-robin") return Router::round_robin;
+  if (s == "least-loaded") return Router::least_loaded;
+  if (s == "prefix") return Router::prefix;
+  return std::nullopt;
+}
+
+Slo parse_slo(std::string_view s) {
+  Slo slo;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    const std::size_t end = std::min(s.find(',', start), s.size());
+    const std::string_view item = s.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw InputError(fmt::format("--slo: '{}' is not METRIC=TIME, as in ttft_p99=1s,tpot_p99=50ms", item));
+    }
+    const std::string_view key = item.substr(0, eq);
+    const std::size_t us = key.find('_');
+    const std::string_view metric = key.substr(0, us), stat = us == std::string_view::npos ? "" : key.substr(us + 1);
+    double q = 0;
+    if (stat == "p50") q = 0.5;
+    else if (stat == "p90") q = 0.9;
+    else if (stat == "p95") q = 0.95;
+    else if (stat == "p99") q = 0.99;
+    else if (stat == "mean") q = -1;  // the mean
+    else throw InputError(fmt::format("--slo: '{}' needs a statistic: p50, p90, p95, p99 or mean, as in ttft_p99", key));
+    const double v = parse_quantity(item.substr(eq + 1), Quantity::time, fmt::format("--slo {}", key), false);
+    if (!(v > 0)) throw InputError(fmt::format("--slo {}: '{}' must be a positive time", key, item.substr(eq + 1)));
+    if (metric == "ttft") slo.ttft_s = v, slo.ttft_q = q;
+    else if (metric == "tpot") slo.tpot_s = v, slo.tpot_q = q;
+    else if (metric == "e2e") slo.e2e_s = v, slo.e2e_q = q;
+    else throw InputError(fmt::format("--slo: '{}' is not a metric: expected ttft, tpot or e2e", metric));
+  }
+  if (!slo.any()) throw InputError(fmt::format("--slo: '{}' sets no target", s));
+  return slo;
+}
+
+namespace {
+
+constexpr Ps kNever = INT64_MAX;
+
+// The engine as it will run: the SGLang sequence limit resolved from the cache size.
+EngineConfig resolved_engine(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem) {
+  EngineConfig e = cfg.engine;
+  if (e.max_num_seqs == 0) {
+    // SGLang max_running_requests: clamp(tokens / context_len x 512, 2048, 4096), at most tokens / 2.
+    const double tokens = static_cast<double>(mem.kv_tokens);
+    const double context = m.max_positions > 0 ? static_cast<double>(m.max_positions) : 32768;
+    const double reqs = std::clamp(std::floor(tokens / context * 512), 2048.0, 4096.0);
+    e.max_num_seqs = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(reqs, std::floor(tokens / 2))));
+  }
+  return e;
+}
+
+// Integrals over time of what the statistics average.
+struct Integrals {
+  double in_system = 0, running = 0, waiting = 0, kv_used = 0;
+};
+
+// Running / waiting / KV / tokens over time in at most 2·points buckets: when they fill up,
+// neighbours merge and the bucket width doubles.
+class Timeline {
+ public:
+  explicit Timeline(int points) : max_(std::max(2, points)) {}
+  void add(Ps t0, Ps t1, double running, double waiting, double kv) {
+    if (t1 <= t0 || max_ <= 0) return;
+    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
+    while (t1 > static_cast<Ps>(2 * max_) * width_) grow();
+    while (t0 < t1) {
+      const std::size_t b = static_cast<std::size_t>(t0 / width_);
+      if (b >= buckets_.size()) buckets_.resize(b + 1);
+      const Ps end = std::min<Ps>(t1, static_cast<Ps>(b + 1) * width_);
+      const double dt = to_s(end - t0);
+      Bucket& k = buckets_[b];
+      k.running += running * dt, k.waiting += waiting * dt, k.kv += kv * dt, k.covered += dt;
+      t0 = end;
+    }
+  }
+  void tokens(Ps t, double n) {
+    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
+    std::size_t b = static_cast<std::size_t>(t / width_);
+    while (b >= static_cast<std::size_t>(2 * max_)) grow(), b = static_cast<std::size_t>(t / width_);
+    if (b >= buckets_.size()) buckets_.resize(b + 1);
+    buckets_[b].tokens += n;
+  }
+  std::vector<TimePoint> points() const {
+    std::vector<TimePoint> out;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const Bucket& k = buckets_[b];
+      const double w = to_s(width_);
+      TimePoint p;
+      p.t_s = (static_cast<double>(b) + 0.5) * w;
+      if (k.covered > 0) p.running = k.running / k.covered, p.waiting = k.waiting / k.covered, p.kv_used = k.kv / k.covered;
+      p.tokens_per_s = k.tokens / w;
+      out.push_back(p);
+    }
+    return out;
+  }
+
+ private:
+  struct Bucket {
+    double running = 0, waiting = 0, kv = 0, covered = 0, tokens = 0;
+  };
+  void grow() {
+    std::vector<Bucket> merged((buckets_.size() + 1) / 2);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& m = merged[b / 2];
+      const Bucket& k = buckets_[b];
+      m.running += k.running, m.waiting += k.waiting, m.kv += k.kv, m.covered += k.covered, m.tokens += k.tokens;
+    }
+    buckets_ = std::move(merged);
+    width_ *= 2;
+  }
+  int max_;
+  Ps width_ = 0;
+  std::vector<Bucket> buckets_;
+};
+
+class Simulation {
+ public:
+  Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
+             const RequestSink& sink, const std::function<void(double)>& progress)
+      : m_(m), cfg_(cfg), engine_(resolved_engine(m, cfg, mem)), mem_(mem), sink_(sink), progress_(progress),
+        ctx_{pool_, engine_}, source_(cfg.workload), timeline_(cfg.timeline_points) {
+    step_ = std::make_unique<StepModel>();
+    step_->prepare(m, sys, cfg.forward);
+    ctx_.window = static_cast<double>(m.sliding_window);
+    ctx_.partial_reuse = engine_.partial_reuse;
+    const int host = sys.chip.link_index(hw::LinkScope::host);
+    const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine_.kv_block);
+    if (host >= 0) ctx_.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
+    scheduler_ = detail::make_scheduler(ctx_);
+    replicas_.reserve(static_cast<std::size_t>(cfg.replicas));
+    for (std::int64_t i = 0; i < cfg.replicas; ++i) {
+      replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i));
+    }
+    total_ = source_.total();
+    measured_total_ = total_ - std::min(total_, cfg.workload.warmup);
+    horizon_ = cfg.horizon_s > 0 ? to_ps(cfg.horizon_s) : kNever;
+  }
+
+  ServingResult run() {
+    const auto wall0 = std::chrono::steady_clock::now();
+    closed_ = cfg_.workload.arrival == Arrival::closed;
+    if (closed_) {
+      for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(0);
+    }
+    draw_next();
+    for (;;) {
+      const Ps ta = next_arrival_time();
+      const Ps ts = steps_.empty() ? kNever : steps_.top().first;
+      const Ps t = std::min(ta, ts);
+      if (t == kNever) break;
+      if (t > horizon_) {
+        result_.horizon_reached = true;
+        break;
+      }
+      advance(t);
+      // Every event at t first (steps ending, requests arriving — a closed loop's next ones
+      // among them), then the next steps: requests arriving together are scheduled together.
+      for (bool more = true; more;) {
+        more = false;
+        while (!steps_.empty() && steps_.top().first == t) {
+          const std::int32_t ri = steps_.top().second;
+          steps_.pop();
+          finish_step(replicas_[static_cast<std::size_t>(ri)], t);
+          more = true;
+        }
+        while (next_arrival_time() == t) {
+          arrive(t);
+          more = true;
+        }
+      }
+      for (const std::int32_t ri : to_start_) {
+        Replica& r = replicas_[static_cast<std::size_t>(ri)];
+        r.start_pending = false;
+        if (!r.busy) start_step(r, t);
+      }
+      to_start_.clear();
+    }
+    summarise();
+    result_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return std::move(result_);
+  }
+
+ private:
+  // --- arrivals ------------------------------------------------------------------------
+  void draw_next() {
+    if (closed_) {
+      // Closed loop: lengths from the source, arrival when a client is free.
+      has_next_ = false;
+      return;
+    }
+    has_next_ = source_.next(next_);
+  }
+  Ps next_arrival_time() const {
+    if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.front();
+    return has_next_ ? to_ps(next_.arrival_s) : kNever;
+  }
+
+  void arrive(Ps t) {
+    Request r;
+    if (closed_) {
+      pending_.pop_front();
+      source_.next(r);
+    } else {
+      r = next_;
+      draw_next();
+    }
+    const std::int64_t id = sent_++;
+    const std::int32_t qi = alloc_slot();
+    Req& q = pool_[qi];
+    q = Req{};
+    q.id = id;
+    q.arrival = t;
+    q.input = r.input;
+    q.output = r.output;
+    q.group = r.prefix_group;
+    q.prefix_tokens = std::min(r.prefix_tokens, r.input);
+    q.target = r.input;
+    q.warmup = id < cfg_.workload.warmup;
+    ++in_system_;
+    // The quarter of the measured arrivals now coming in (sustainability).
+    const std::int64_t k = measured_total_ > 0 ? (id - cfg_.workload.warmup) * 4 / measured_total_ : 0;
+    quarter_ = id < cfg_.workload.warmup ? -1 : static_cast<int>(std::min<std::int64_t>(k, 3));
+    if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
+    // A request that can never be served: beyond the model's positions, or a cache alone.
+    const std::int64_t blocks = (q.input + q.output + engine_.kv_block - 1) / engine_.kv_block;
+    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || blocks > mem_.kv_blocks) {
+      reject(qi, t);
+      return;
+    }
+    Replica& rep = route(q);
+    q.replica = rep.index;
+    if (q.group >= 0 && static_cast<std::size_t>(q.group) >= rep.groups.size()) rep.groups.resize(static_cast<std::size_t>(q.group) + 1);
+    rep.waiting.push_back(qi);
+    rep.outstanding_tokens += q.input + q.output;
+    mark(rep);
+  }
+
+  void mark(Replica& r) {
+    if (r.busy || r.start_pending) return;
+    r.start_pending = true;
+    to_start_.push_back(r.index);
+  }
+
+  Replica& route(const Req& q) {
+    const std::size_t n = replicas_.size();
+    if (n == 1) return replicas_[0];
+    if (cfg_.router == Router::round_robin) return replicas_[rr_++ % n];
+    if (cfg_.router == Router::prefix && q.group >= 0) {
+      // The group's replica: its prefix is cached there.
+      std::uint64_t h = static_cast<std::uint64_t>(q.group) * 0x9e3779b97f4a7c15ull;
+      h ^= h >> 29;
+      return replicas_[static_cast<std::size_t>(h % n)];
+    }
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i) {
+      if (replicas_[i].outstanding_tokens < replicas_[best].outstanding_tokens) best = i;
+    }
+    return replicas_[best];
+  }
+
+  std::int32_t alloc_slot() {
+    if (!free_slots_.empty()) {
+      const std::int32_t s = free_slots_.back();
+      free_slots_.pop_back();
+      return s;
+    }
+    pool_.emplace_back();
+    return static_cast<std::int32_t>(pool_.size() - 1);
+  }
+
+  // --- steps ---------------------------------------------------------------------------
+  void start_step(Replica& r, Ps t) {
+    r.now = t;
+    scheduler_->plan(r);
+    // An empty replica that cannot admit the request at the head of its queue never will
+    // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.
+    while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && !r.waiting.empty()) {
+      const std::int32_t qi = r.waiting.front();
+      r.waiting.pop_front();
+      r.outstanding_tokens -= pool_[qi].input + pool_[qi].output;
+      reject(qi, t);
+      scheduler_->plan(r);
+    }
+    const detail::StepPlan& p = r.plan;
+    if (!p.decode && p.chunks.empty()) {
+      r.busy = false;
+      return;
+    }
+    // Waiting requests that were admitted leave the queue count.
+    const double mix_seqs = p.mix.seqs();
+    const bool prefill = !p.chunks.empty();
+    GraphMode mode = engine_.mixed_graphs;
+    if (!prefill) mode = p.mix.decode_seqs <= static_cast<double>(engine_.graph_max_batch) ? engine_.decode_graphs : engine_.mixed_graphs;
+    const double device = step_->time(p.mix, mode) + p.extra_s;
+    const double host = engine_.step_overhead_s + engine_.per_request_overhead_s * mix_seqs;
+    const double period = engine_.overlap_scheduling ? std::max(device, host) : device + host;
+    r.busy = true;
+    r.busy_until = t + std::max<Ps>(1, to_ps(period));
+    steps_.push({r.busy_until, r.index});
+    ++result_.steps;
+    step_time_sum_ += period;
+    if (prefill && p.decode) ++result_.mixed_steps;
+    else if (prefill) ++result_.prefill_steps;
+    else ++result_.decode_steps;
+    if (p.decode) decode_batch_sum_ += p.mix.decode_seqs;
+  }
+
+  void finish_step(Replica& r, Ps t) {
+    const detail::StepPlan& p = r.plan;
+    if (p.decode) {
+      // Inter-token latency: the sequences of the last decode step waited since its end,
+      // the ones that joined since then since their own last token.
+      const double joined = static_cast<double>(r.new_decoders.size());
+      double warm_new = 0;
+      for (const std::int32_t qi : r.new_decoders) {
+        const Req& q = pool_[qi];
+        if (q.warmup) {
+          ++warm_new;
+          continue;
+        }
+        itl_.add(to_s(t - q.last_token));
+      }
+      const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
+      if (old > 0 && r.last_decode_end >= 0) itl_.add(to_s(t - r.last_decode_end), old);
+      r.new_decoders.clear();
+      const std::int64_t d = r.dstep++;
+      r.last_decode_end = t;
+      r.outstanding_tokens -= r.n_decode;
+      timeline_.tokens(t, static_cast<double>(r.n_decode));
+      output_tokens_all_ += static_cast<double>(r.n_decode);
+      while (!r.finishes.empty() && r.finishes.top().step <= d) {
+        const detail::DecodeEvent ev = r.finishes.top();
+        r.finishes.pop();
+        Req& q = pool_[ev.req];
+        if (ev.version != q.version || q.phase != Phase::decode) continue;
+        q.emitted = q.output;
+        q.last_token = t;
+        r.leave_decode(ev.req);
+        complete(r, ev.req, t);
+      }
+    }
+    for (const auto& [qi, chunk] : p.chunks) {
+      Req& q = pool_[qi];
+      q.computed += chunk;
+      r.outstanding_tokens -= chunk;
+      if (q.group >= 0 && q.computed >= q.prefix_tokens) r.publish_prefix(q);
+      if (q.computed < q.target) continue;
+      // The chunk that completes the prompt gives the next token.
+      ++q.emitted;
+      --r.outstanding_tokens;
+      timeline_.tokens(t, 1);
+      output_tokens_all_ += 1;
+      if (q.first_token < 0) {
+        q.first_token = t;
+      } else if (!q.warmup) {
+        itl_.add(to_s(t - q.last_token));  // a token after a preemption waited since its last one
+      }
+      q.last_token = t;
+      if (q.emitted >= q.output) {
+        complete(r, qi, t);
+        continue;
+      }
+      r.prefilling.erase(std::find(r.prefilling.begin(), r.prefilling.end(), qi));
+      r.join_decode(qi);
+    }
+    r.busy = false;
+    mark(r);
+  }
+
+  // A request leaves (its last token at t): blocks freed, statistics, the sink, the next
+  // request of its client in a closed loop.
+  void complete(Replica& r, std::int32_t qi, Ps t) {
+    Req& q = pool_[qi];
+    r.release(q);
+    r.committed -= q.commit;
+    q.commit = 0;
+    r.remove_running(qi);
+    q.phase = Phase::done;
+    RequestRecord rec;
+    rec.id = q.id;
+    rec.replica = q.replica;
+    rec.arrival_s = to_s(q.arrival);
+    rec.queue_s = to_s(q.admitted - q.arrival);
+    rec.ttft_s = to_s(q.first_token - q.arrival);
+    rec.e2e_s = to_s(t - q.arrival);
+    rec.tpot_s = q.output > 1 ? to_s(t - q.first_token) / static_cast<double>(q.output - 1) : 0;
+    rec.input = q.input;
+    rec.output = q.output;
+    rec.cached_tokens = q.cached;
+    rec.preemptions = q.preemptions;
+    rec.warmup = q.warmup;
+    record(rec, t);
+    free_slots_.push_back(qi);
+  }
+
+  void reject(std::int32_t qi, Ps t) {
+    const Req& q = pool_[qi];
+    RequestRecord rec;
+    rec.id = q.id;
+    rec.arrival_s = to_s(q.arrival);
+    rec.input = q.input;
+    rec.output = q.output;
+    rec.warmup = q.warmup;
+    rec.rejected = true;
+    ++result_.rejected;
+    record(rec, t);
+    free_slots_.push_back(qi);
+  }
+
+  void record(const RequestRecord& rec, Ps t) {
+    --in_system_;
+    ++finished_;
+    if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t);
+    if (sink_) sink_(rec);
+    if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
+    if (rec.rejected) return;
+    all_e2e_sum_ += rec.e2e_s;
+    ++all_served_;
+    if (rec.warmup) return;
+    ++measured_;
+    ttft_.add(rec.ttft_s);
+    if (rec.output > 1) tpot_.add(rec.tpot_s);
+    e2e_.add(rec.e2e_s);
+    queue_.add(rec.queue_s);
+    input_tokens_ += static_cast<double>(rec.input);
+    output_tokens_ += static_cast<double>(rec.output);
+    cached_tokens_ += static_cast<double>(rec.cached_tokens);
+    first_measured_arrival_ = std::min(first_measured_arrival_, rec.arrival_s);
+    last_measured_end_ = std::max(last_measured_end_, rec.arrival_s + rec.e2e_s);
+    const Slo& s = cfg_.slo;
+    if (s.any() && (s.ttft_s <= 0 || rec.ttft_s <= s.ttft_s) && (s.tpot_s <= 0 || rec.output <= 1 || rec.tpot_s <= s.tpot_s) &&
+        (s.e2e_s <= 0 || rec.e2e_s <= s.e2e_s)) {
+      ++good_;
+    }
+  }
+
+  // Time-weighted state from the last event to t.
+  void advance(Ps t) {
+    if (t <= clock_) return;
+    const double dt = to_s(t - clock_);
+    double running = 0, waiting = 0, kv = 0;
+    for (const Replica& r : replicas_) {
+      running += static_cast<double>(r.running_count);
+      waiting += static_cast<double>(r.waiting.size());
+      kv += r.total_blocks > 0 ? static_cast<double>(r.total_blocks - r.free_blocks) / static_cast<double>(r.total_blocks) : 0;
+    }
+    kv /= static_cast<double>(replicas_.size());
+    integrals_.in_system += static_cast<double>(in_system_) * dt;
+    integrals_.running += running * dt;
+    integrals_.waiting += waiting * dt;
+    integrals_.kv_used += kv * dt;
+    if (quarter_ >= 0 && quarter_ < 4) {
+      quarter_waiting_[static_cast<std::size_t>(quarter_)] += waiting * dt;
+      quarter_time_[static_cast<std::size_t>(quarter_)] += dt;
+    }
+    kv_max_ = std::max(kv_max_, kv);
+    timeline_.add(clock_, t, running, waiting, kv);
+    clock_ = t;
+  }
+
+  void summarise() {
+    ServingResult& r = result_;
+    // Every block comes back when every request has ended: a leak is a bug, not a result.
+    if (finished_ == total_) {
+      for (const Replica& rep : replicas_) {
+        if (rep.free_blocks != rep.total_blocks || rep.running_count != 0 || rep.committed != 0) {
+          throw std::logic_error(fmt::format("serve: replica {} ended with {} of {} KV blocks free, {} running, {} committed",
+                                             rep.index, rep.free_blocks, rep.total_blocks, rep.running_count, rep.committed));
+        }
+      }
+    }
+    r.ttft = ttft_.summary();
+    r.tpot = tpot_.summary();
+    r.itl = itl_.summary();
+    r.e2e = e2e_.summary();
+    r.queue = queue_.summary();
+    r.gpus = static_cast<double>(cfg_.replicas * cfg_.forward.tp * cfg_.forward.ep);
+    r.simulated_requests = finished_;
+    r.measured_requests = measured_;
+    r.unfinished = total_ - finished_;
+    r.preemptions = ctx_.preemptions;
+    r.generated_tokens = output_tokens_all_;
+    r.makespan_s = to_s(clock_);
+    r.measured_span_s = measured_ > 0 ? last_measured_end_ - first_measured_arrival_ : 0;
+    const double span = r.measured_span_s;
+    if (span > 0) {
+      r.requests_per_s = static_cast<double>(measured_) / span;
+      r.input_tokens_per_s = input_tokens_ / span;
+      r.output_tokens_per_s = output_tokens_ / span;
+      r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
+      r.goodput_requests_per_s = static_cast<double>(good_) / span;
+    }
+    r.slo_attainment = measured_ > 0 ? static_cast<double>(good_) / static_cast<double>(measured_) : 0;
+    const Slo& s = cfg_.slo;
+    auto within = [](const Distribution& d, double target, double q) { return target <= 0 || (q < 0 ? d.mean() : d.quantile(q)) <= target; };
+    r.slo_met = s.any() && measured_ > 0 && within(ttft_, s.ttft_s, s.ttft_q) && within(tpot_, s.tpot_s, s.tpot_q) &&
+                within(e2e_, s.e2e_s, s.e2e_q);
+    r.prefix_hit_rate = input_tokens_ > 0 ? cached_tokens_ / input_tokens_ : 0;
+    const double T = to_s(clock_);
+    if (T > 0) {
+      r.mean_in_system = integrals_.in_system / T;
+      r.mean_running = integrals_.running / T;
+      r.mean_waiting = integrals_.waiting / T;
+      r.kv_utilisation_mean = integrals_.kv_used / T;
+    }
+    r.kv_utilisation_max = kv_max_;
+    r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
+    const double dsteps = r.decode_steps + r.mixed_steps;
+    r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
+    r.memory = mem_;
+    r.engine = engine_;
+    r.timeline = timeline_.points();
+    r.offered_qps = 0;
+    if (!closed_ && measured_total_ > 1) {
+      r.offered_qps = cfg_.workload.arrival == Arrival::trace ? 0 : cfg_.workload.qps;
+    }
+    r.sustainable = sustainable();
+  }
+
+  // The waiting queue stays bounded: over the second and the last quarter of the measured
+  // arrivals, the mean number of requests waiting does not grow by more than half plus a
+  // margin of 2% of a quarter's arrivals (docs/serving.md#sustainable).
+  bool sustainable() const {
+    if (result_.unfinished > 0) return false;
+    if (closed_) return true;
+    if (quarter_time_[1] <= 0 || quarter_time_[3] <= 0) return true;
+    const double l2 = quarter_waiting_[1] / quarter_time_[1], l4 = quarter_waiting_[3] / quarter_time_[3];
+    return l4 <= 1.5 * l2 + 4 + 0.02 * static_cast<double>(measured_total_) / 4;
+  }
+
+  const model::ModelConfig& m_;
+  const ServeConfig& cfg_;
+  EngineConfig engine_;
+  ServeMemory mem_;
+  const RequestSink& sink_;
+  const std::function<void(double)>& progress_;
+  std::vector<Req> pool_;
+  std::vector<std::int32_t> free_slots_;
+  detail::SimContext ctx_;
+  std::unique_ptr<StepModel> step_;
+  std::unique_ptr<detail::Scheduler> scheduler_;
+  std::vector<Replica> replicas_;
+  RequestSource source_;
+  Request next_;
+  bool has_next_ = false, closed_ = false;
+  std::deque<Ps> pending_;  // closed loop: when each free client sends
+  std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> steps_;
+  std::size_t rr_ = 0;
+  std::vector<std::int32_t> to_start_;  // replicas to start a step once every event at this time is in
+  std::int64_t total_ = 0, measured_total_ = 0, sent_ = 0, finished_ = 0, measured_ = 0, all_served_ = 0, good_ = 0;
+  std::int64_t in_system_ = 0;
+  Ps clock_ = 0, horizon_ = kNever;
+  Distribution ttft_, tpot_, itl_, e2e_, queue_;
+  double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
+  double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
+  double step_time_sum_ = 0, decode_batch_sum_ = 0, kv_max_ = 0;
+  int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
+  std::array<double, 4> quarter_waiting_{}, quarter_time_{};
+  Integrals integrals_;
+  Timeline timeline_;
+  ServingResult result_;
+};
+
+}  // namespace
+
+ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg) {
+  const model::ForwardConfig& f = cfg.forward;
+  const EngineConfig& e = cfg.engine;
+  ServeMemory mem;
+  auto g = std::make_unique<model::Graph>();
+  model::build_forward(m, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
+  mem.capacity_bytes = sys.chip.main_capacity_bytes();
+  mem.weights_bytes = analysis::weight_bytes(*g);
+  // The activations of the largest step: the token budget over as many sequences as may run.
+  const double ep = static_cast<double>(f.ep);
+  const double budget = static_cast<double>(e.max_batched_tokens);
+  const double seqs = e.max_num_seqs > 0 ? std::min(static_cast<double>(e.max_num_seqs), budget) : budget;
+  mem.activations_bytes = analysis::activation_bytes(m, f, std::max(1.0, seqs / ep), std::max(1.0, budget / ep));
+  mem.reserved_bytes = e.reserved_bytes;
+  const double C = mem.capacity_bytes, W = mem.weights_bytes, A = mem.activations_bytes, R = mem.reserved_bytes;
+  switch (e.memory_rule) {
+    case MemoryRule::profiled: mem.kv_bytes = e.kv_memory_fraction * C - W - A - R; break;
+    case MemoryRule::static_fraction: mem.kv_bytes = e.kv_memory_fraction * C - W - R; break;
+    case MemoryRule::of_free: mem.kv_bytes = e.kv_memory_fraction * (C - W - A - R); break;
+  }
+  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
+  const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(e.kv_block);
+  // Each EP group holds the cache of its own sequences.
+  const double blocks = mem.kv_bytes > 0 && block_bytes > 0 ? std::floor(mem.kv_bytes / block_bytes) * ep : 0;
+  mem.kv_blocks = e.kv_blocks_override > 0 ? e.kv_blocks_override : static_cast<std::int64_t>(std::min(blocks, 1e15));
+  mem.kv_tokens = mem.kv_blocks * e.kv_block;
+  return mem;
+}
+
+void validate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg) {
+  const model::ForwardConfig& f = cfg.forward;
+  model::validate(m, f);
+  if (f.cp != 1) throw InputError("--cp: serving engines do not split a request's sequence over chips");
+  if (f.attention != ops::AttentionImpl::flash) throw InputError("--attention: serving engines run flash (paged) attention kernels");
+  if (f.training) throw InputError("serve: a training pass cannot be served");
+  validate(cfg.engine);
+  validate(cfg.workload);
+  if (cfg.replicas < 1 || cfg.replicas > 4096) {
+    throw InputError(fmt::format("--replicas: {} is out of range: expected 1 to 4096", cfg.replicas));
+  }
+  if (sys.chip.main_bandwidth_Bps() <= 0) throw InputError(fmt::format("--hw {}: no main memory", sys.chip.name));
+  if ((f.tp > 1 || f.ep > 1) && sys.chip.links.empty()) {
+    throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
+  }
+  if (cfg.engine.preemption == Preemption::swap && sys.chip.link_index(hw::LinkScope::host) < 0) {
+    throw InputError(fmt::format("--preemption: swap needs a host link and {} has none", sys.chip.name));
+  }
+  if (!(cfg.horizon_s >= 0 && cfg.horizon_s <= 1e7)) {
+    throw InputError(fmt::format("--horizon: {} s is out of range: expected 0 to 1e7 s", cfg.horizon_s));
+  }
+  const ServeMemory mem = serve_memory(m, sys, cfg);
+  if (mem.kv_blocks < 1) {
+    throw InputError(fmt::format(
+        "--hw {}: {} x {} leaves no room for the KV cache: weights {}, activations of a {}-token step {}, reserved {} "
+        "within {} of {} (try more --tp, lower --weight-dtype, or a smaller --max-batched-tokens)",
+        sys.chip.name, f.tp * f.ep, sys.chip.name, format_quantity(mem.weights_bytes, Quantity::bytes), cfg.engine.max_batched_tokens,
+        format_quantity(mem.activations_bytes, Quantity::bytes), format_quantity(mem.reserved_bytes, Quantity::bytes),
+        cfg.engine.kv_memory_fraction, format_quantity(mem.capacity_bytes, Quantity::bytes)));
+  }
+}
+
+ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const RequestSink& sink,
+                       const std::function<void(double)>& progress) {
+  validate(m, sys, cfg);
+  const ServeMemory mem = serve_memory(m, sys, cfg);
+  ServingResult result;
+  {
+    auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, sink, progress);
+    result = sim->run();
+  }
+  const bool open = cfg.workload.arrival == Arrival::poisson || cfg.workload.arrival == Arrival::gamma ||
+                    cfg.workload.arrival == Arrival::constant;
+  if (!result.sustainable && open && cfg.find_max_rate) {
+    // Bisection on the rate, with the same requests (same seed): the largest rate found
+    // sustainable, to within 1/256 of the offered one.
+    ServeConfig probe = cfg;
+    probe.find_max_rate = false;
+    probe.timeline_points = 2;
+    double lo = 0, hi = cfg.workload.qps;
+    for (int i = 0; i < 8; ++i) {
+      const double mid = (lo + hi) / 2;
+      probe.workload.qps = mid;
+      auto sim = std::make_unique<Simulation>(m, sys, probe, mem, RequestSink{}, std::function<void(double)>{});
+      (sim->run().sustainable ? lo : hi) = mid;
+    }
+    result.max_sustainable_qps = lo;
+  }
+  return result;
+}
+
+}  // namespace ridgeline::serving

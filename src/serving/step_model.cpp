@@ -1,0 +1,192 @@
+// The engine step model (docs/serving.md#step-model).
+#include "ridgeline/serving/step_model.hpp"
+
+#include <algorithm>
+
+#include "ridgeline/ops/attention.hpp"
+
+namespace ridgeline::serving {
+
+namespace {
+
+using model::Graph;
+using model::Scale;
+
+// A mix whose every quantity doubles from `k` = 1 to 2: per chip 8k decode tokens at context
+// 200 and 8k prefill chunks of 64 tokens after 64 cached, so that each op's own quantity
+// (tokens, sequences, prefill positions, decode tokens) differs between the two fits and is
+// large enough that the fitted slopes carry no visible rounding.
+model::StepMix fit_mix(double ep, double k, double window) {
+  model::StepMix mix;
+  for (int i = 0; i < 8; ++i) {
+    mix.add_decode(200, window);
+    mix.add_prefill(64, 128, window);
+  }
+  const double s = ep * k;
+  mix.decode_seqs *= s, mix.prefill_seqs *= s, mix.prefill_tokens *= s, mix.prefill_positions *= s;
+  for (ops::AttentionCounts* n : {&mix.decode_full, &mix.decode_window, &mix.prefill_full, &mix.prefill_window}) {
+    n->seqs *= s, n->queries *= s, n->pairs *= s, n->keys *= s, n->scores *= s, n->positions *= s;
+  }
+  return mix;
+}
+
+// The quantity per chip that op scale `s` is affine in.
+double quantity(Scale s, const model::StepMix& mix, double ep) {
+  switch (s) {
+    case Scale::tokens: return mix.tokens() / ep;
+    case Scale::seqs: return mix.seqs() / ep;
+    case Scale::prefill_positions: return mix.prefill_positions / ep;
+    case Scale::decode_tokens: return mix.decode_seqs / ep;
+    default: return 0;
+  }
+}
+
+bool is_attention(Scale s) {
+  return s == Scale::prefill_attention || s == Scale::decode_attention || s == Scale::fused_attention;
+}
+
+}  // namespace
+
+std::string_view name(GraphMode g) noexcept {
+  switch (g) {
+    case GraphMode::eager: return "eager";
+    case GraphMode::graph: return "graph";
+    case GraphMode::piecewise: return "piecewise";
+  }
+  return "?";
+}
+
+void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f) noexcept {
+  const ops::Rates rates(sys.chip);
+  model_ = &m;
+  ep_ = static_cast<double>(f.ep);
+  launch_s_ = rates.launch_s;
+  moe_ = m.is_moe();
+  mla_ = m.is_mla();
+  const double window = static_cast<double>(m.sliding_window);
+  const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
+  model::build_forward(m, f, sys, {1, 1, 1, &m1}, g1_);
+  model::build_forward(m, f, sys, {1, 1, 1, &m2}, g2_);
+
+  // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
+  for (const bool graphs : {false, true}) {
+    Variant& v = graphs ? graph_ : eager_;
+    std::array<analysis::OpLine, Graph::kMaxOps> lines[4];
+    int counts[4] = {0, 0, 0, 0};
+    v.expert_count = 0;
+    for (int i = 0; i < g1_.op_count; ++i) {
+      const model::GraphOp& op1 = g1_.ops[i];
+      if (is_attention(op1.scale)) continue;
+      const model::GraphOp& op2 = g2_.ops[i];
+      const hw::KernelClass k = model::kernel_class(op1.cls);
+      const auto p1 = analysis::realistic_parts(analysis::op_times(op1.cost, rates, graphs).parts, rates, k);
+      const auto p2 = analysis::realistic_parts(analysis::op_times(op2.cost, rates, graphs).parts, rates, k);
+      const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
+      const analysis::OpLine l = analysis::fit_line(p1, p2, x1, x2, op1, op2, rates, g1_.repeat(i));
+      if (l.mem_per_expert != 0) {
+        v.experts[v.expert_count++] = l;  // tokens-scaled, with the touched experts kept apart
+        continue;
+      }
+      const int q = static_cast<int>(op1.scale);  // tokens, seqs, prefill_positions, decode_tokens
+      lines[q][counts[q]++] = l;
+    }
+    analysis::build_envelope(lines[0].data(), counts[0], 0, v.tokens);
+    analysis::build_envelope(lines[1].data(), counts[1], 0, v.seqs);
+    analysis::build_envelope(lines[2].data(), counts[2], 0, v.prefill_positions);
+    analysis::build_envelope(lines[3].data(), counts[3], 0, v.decode_tokens);
+  }
+
+  // Attention kernels: linear in their counts (ops::attention_cost), so the realistic parts
+  // per unit of each count are the parts of a kernel with that count alone, less the fixed time.
+  attention_count_ = 0;
+  const hw::KernelClass k = hw::KernelClass::attention;
+  const double overhead = rates.achievable[static_cast<int>(k)].overhead_s;
+  for (int i = 0; i < g1_.op_count && attention_count_ < kMaxAttention; ++i) {
+    const model::GraphOp& op = g1_.ops[i];
+    if (!is_attention(op.scale) || op.attention < 0) continue;
+    const ops::AttentionShape& shape = g1_.attention[op.attention];
+    AttentionLine& l = attention_[attention_count_++];
+    l.rep = g1_.repeat(i);
+    l.decode = op.scale == Scale::decode_attention;
+    l.window = shape.window > 0;
+    l.overhead_s = overhead;
+    for (int c = 0; c < 6; ++c) {
+      ops::AttentionCounts unit;
+      double* field[6] = {&unit.seqs, &unit.queries, &unit.pairs, &unit.keys, &unit.scores, &unit.positions};
+      *field[c] = 1;
+      const ops::Cost cost = ops::attention_cost(shape, unit);
+      const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, k);
+      for (int part = 0; part < 4; ++part) l.per_count[part][c] = p[part] - overhead;
+      l.launch_s = p[4];
+    }
+  }
+}
+
+double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
+  const double c[6] = {n.seqs, n.queries, n.pairs, n.keys, n.scores, n.positions};
+  double best = 0;
+  for (int part = 0; part < 4; ++part) {
+    const auto& w = l.per_count[part];
+    const double v = w[0] * c[0] + w[1] * c[1] + w[2] * c[2] + w[3] * c[3] + w[4] * c[4] + w[5] * c[5];
+    best = v > best ? v : best;
+  }
+  best += l.overhead_s;
+  const double launch = eager ? l.launch_s : 0;
+  return launch > best ? launch : best;
+}
+
+double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept {
+  const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
+  const double T = mix.tokens() / ep_;
+  double t = v.tokens.at(T) + v.seqs.at(mix.seqs() / ep_);
+  if (v.expert_count > 0) {
+    const double touched = model::touched_experts(*model_, ep_, T * ep_);
+    for (int i = 0; i < v.expert_count; ++i) t += v.experts[i].rep * analysis::realistic_at(v.experts[i], T, touched);
+  }
+  const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
+  if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
+  if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_seqs / ep_);
+
+  // Attention: the chip's share of each kind's counts, on the kernels of the step.
+  const double inv_ep = 1 / ep_;
+  auto share = [inv_ep](const ops::AttentionCounts& n) {
+    ops::AttentionCounts s = n;
+    s.seqs *= inv_ep, s.queries *= inv_ep, s.pairs *= inv_ep, s.keys *= inv_ep, s.scores *= inv_ep, s.positions *= inv_ep;
+    return s;
+  };
+  const bool eager_attention = mode != GraphMode::graph;
+  const bool fused = mix.fused_attention && !mla_;
+  for (int i = 0; i < attention_count_; ++i) {
+    const AttentionLine& l = attention_[i];
+    if (fused) {
+      // One kernel over both kinds: the prefill kernel's line (the same shape) with all counts.
+      if (l.decode || !(prefill || decode)) continue;
+      ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
+      n += l.window ? mix.decode_window : mix.decode_full;
+      t += l.rep * attention_time(l, share(n), eager_attention);
+      continue;
+    }
+    if (l.decode ? !decode : !prefill) continue;
+    const ops::AttentionCounts& n = l.decode ? (l.window ? mix.decode_window : mix.decode_full)
+                                             : (l.window ? mix.prefill_window : mix.prefill_full);
+    t += l.rep * attention_time(l, share(n), eager_attention);
+  }
+  if (mode != GraphMode::eager) t = std::max(t, launch_s_);
+  return t;
+}
+
+void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept {
+  const ops::Rates rates(sys.chip);
+  model::build_forward(m, f, sys, {1, 1, 1, &mix}, g);
+  analysis::PhaseTimes t;
+  for (int i = 0; i < g.op_count; ++i) {
+    const bool in_graph = mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(g.ops[i].scale));
+    analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph), g.repeat(i), rates, g.ops[i].cls);
+  }
+  analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
+  analysis::finish(t);
+  out = t;
+}
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,205 @@
+// Workloads: arrival processes and length distributions, drawn from written-out generators.
+#include "ridgeline/serving/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+
+namespace ridgeline::serving {
+
+namespace {
+
+constexpr std::int64_t kMaxTokens = std::int64_t{1} << 26;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+// "A,B" after a distribution's name: two numbers.
+std::pair<double, double> two_numbers(std::string_view args, std::string_view s, const char* flag) {
+  const auto comma = args.find(',');
+  if (comma == std::string_view::npos) {
+    throw InputError(fmt::format("{}: '{}' needs two numbers after the colon, as in uniform:100,200", flag, s));
+  }
+  const std::string where = fmt::format("{} '{}'", flag, s);
+  return {parse_number(args.substr(0, comma), where), parse_number(args.substr(comma + 1), where)};
+}
+
+}  // namespace
+
+LengthDist parse_length(std::string_view s, const char* flag) {
+  LengthDist d;
+  d.text = std::string(s);
+  const auto colon = s.find(':');
+  if (colon == std::string_view::npos) {
+    d.kind = LengthDist::Kind::fixed;
+    d.a = static_cast<double>(parse_positive_int(s, flag));
+    if (d.a > static_cast<double>(kMaxTokens)) {
+      throw InputError(fmt::format("{}: {} tokens is out of range: expected 1 to {}", flag, s, kMaxTokens));
+    }
+    return d;
+  }
+  const std::string_view kind = s.substr(0, colon);
+  const auto [a, b] = two_numbers(s.substr(colon + 1), s, flag);
+  const double max = static_cast<double>(kMaxTokens);
+  if (kind == "uniform") {
+    d.kind = LengthDist::Kind::uniform;
+    if (!(a >= 1 && b >= a && b <= max) || a != std::floor(a) || b != std::floor(b)) {
+      throw InputError(fmt::format("{}: '{}' needs whole numbers 1 <= A <= B <= {}", flag, s, kMaxTokens));
+    }
+  } else if (kind == "normal") {
+    d.kind = LengthDist::Kind::normal;
+    if (!(a >= 1 && a <= max && b >= 0 && b <= max)) {
+      throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a standard deviation of 0 or more", flag, s, kMaxTokens));
+    }
+  } else if (kind == "lognormal") {
+    d.kind = LengthDist::Kind::lognormal;
+    if (!(a >= 1 && a <= max && b >= 0 && b <= 4)) {
+      throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a sigma of 0 to 4", flag, s, kMaxTokens));
+    }
+  } else {
+    throw InputError(fmt::format("{}: '{}' is not a length: expected N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA", flag, s));
+  }
+  d.a = a;
+  d.b = b;
+  return d;
+}
+
+void parse_arrival(std::string_view s, WorkloadSpec& spec) {
+  if (s == "poisson") {
+    spec.arrival = Arrival::poisson;
+  } else if (s == "constant") {
+    spec.arrival = Arrival::constant;
+  } else if (s.substr(0, 6) == "gamma:") {
+    spec.arrival = Arrival::gamma;
+    spec.cv = parse_number(s.substr(6), "--arrival gamma:CV");
+    if (!(spec.cv > 0.01 && spec.cv <= 100)) {
+      throw InputError(fmt::format("--arrival: '{}' needs a coefficient of variation above 0.01 and at most 100", s));
+    }
+  } else {
+    throw InputError(fmt::format("--arrival: '{}' is not an arrival process: expected poisson, constant or gamma:CV", s));
+  }
+}
+
+void validate(const WorkloadSpec& w) {
+  const bool open = w.arrival == Arrival::poisson || w.arrival == Arrival::gamma || w.arrival == Arrival::constant;
+  if (open && !(w.qps > 0 && w.qps <= 1e7)) {
+    throw InputError(fmt::format("--qps: {} is out of range: expected more than 0 and at most 1e7 requests per second", w.qps));
+  }
+  if (w.arrival == Arrival::closed && (w.concurrency < 1 || w.concurrency > (std::int64_t{1} << 24))) {
+    throw InputError(fmt::format("--concurrency: {} is out of range: expected 1 to {}", w.concurrency, std::int64_t{1} << 24));
+  }
+  if (w.requests < 1 || w.requests > (std::int64_t{1} << 34)) {
+    throw InputError(fmt::format("--requests: {} is out of range: expected 1 to {}", w.requests, std::int64_t{1} << 34));
+  }
+  if (w.warmup < 0 || w.warmup >= w.requests) {
+    throw InputError(fmt::format("--warmup-requests: {} leaves no request to measure out of --requests {}", w.warmup, w.requests));
+  }
+  if (w.prefix_groups < 0 || w.prefix_groups > (std::int64_t{1} << 24)) {
+    throw InputError(fmt::format("--prefix-groups: {} is out of range: expected 0 to {}", w.prefix_groups, std::int64_t{1} << 24));
+  }
+  if (w.prefix_tokens < 0 || w.prefix_tokens > kMaxTokens) {
+    throw InputError(fmt::format("--prefix-tokens: {} is out of range: expected 0 to {}", w.prefix_tokens, kMaxTokens));
+  }
+  if ((w.prefix_groups > 0) != (w.prefix_tokens > 0) && w.arrival != Arrival::trace) {
+    throw InputError("--prefix-groups/--prefix-tokens: give both (requests of a group share their first prefix tokens)");
+  }
+  if (w.arrival == Arrival::trace && w.trace.empty()) throw InputError("--trace: the file has no requests");
+}
+
+double Rng::normal() noexcept {
+  if (has_spare_) {
+    has_spare_ = false;
+    return spare_;
+  }
+  const double r = std::sqrt(-2 * std::log(uniform())), t = kTwoPi * uniform();
+  spare_ = r * std::sin(t);
+  has_spare_ = true;
+  return r * std::cos(t);
+}
+
+double Rng::exponential() noexcept { return -std::log(uniform()); }
+
+double Rng::gamma(double shape) noexcept {
+  // Marsaglia and Tsang (2000); shapes below 1 through Gamma(shape + 1)·U^(1/shape).
+  if (shape < 1) return gamma(shape + 1) * std::pow(uniform(), 1 / shape);
+  const double d = shape - 1.0 / 3, c = 1 / std::sqrt(9 * d);
+  for (;;) {
+    double x = 0, v = 0;
+    do {
+      x = normal();
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const double u = uniform();
+    if (u < 1 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1 - v + std::log(v))) return d * v;
+  }
+}
+
+RequestSource::RequestSource(const WorkloadSpec& spec)
+    : spec_(spec), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3) {
+  total_ = spec.arrival == Arrival::trace ? std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()))
+                                          : spec.requests;
+}
+
+std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
+  double v = d.a;
+  switch (d.kind) {
+    case LengthDist::Kind::fixed: break;
+    case LengthDist::Kind::uniform:
+      v = d.a + std::floor(rng.uniform() * (d.b - d.a + 1));
+      break;
+    case LengthDist::Kind::normal: v = std::round(d.a + d.b * rng.normal()); break;
+    case LengthDist::Kind::lognormal: {
+      // `a` is the distribution's mean: mu = ln(a) - sigma^2 / 2.
+      const double mu = std::log(d.a) - d.b * d.b / 2;
+      v = std::round(std::exp(mu + d.b * rng.normal()));
+      break;
+    }
+    case LengthDist::Kind::empirical:
+      v = d.values.empty() ? 1
+                           : static_cast<double>(d.values[static_cast<std::size_t>(
+                                 std::min<double>(rng.uniform() * static_cast<double>(d.values.size()),
+                                                  static_cast<double>(d.values.size() - 1)))]);
+      break;
+  }
+  return static_cast<std::int64_t>(std::clamp(v, 1.0, static_cast<double>(kMaxTokens)));
+}
+
+bool RequestSource::next(Request& r) noexcept {
+  if (drawn_ >= total_) return false;
+  const std::int64_t i = drawn_++;
+  if (spec_.arrival == Arrival::trace) {
+    r = spec_.trace[static_cast<std::size_t>(i)];
+    return true;
+  }
+  // The first request at 0, each next one a gap later.
+  if (i > 0) {
+    switch (spec_.arrival) {
+      case Arrival::poisson: clock_s_ += arrivals_.exponential() / spec_.qps; break;
+      case Arrival::gamma: {
+        // Gaps of mean 1/qps and coefficient of variation cv: shape 1/cv^2, scale cv^2/qps.
+        const double shape = 1 / (spec_.cv * spec_.cv);
+        clock_s_ += arrivals_.gamma(shape) / (shape * spec_.qps);
+        break;
+      }
+      case Arrival::constant: clock_s_ = static_cast<double>(i) / spec_.qps; break;
+      default: break;  // closed loop: the simulator sets it
+    }
+  }
+  r.arrival_s = clock_s_;
+  r.input = length(spec_.prompt, lengths_);
+  r.output = length(spec_.gen, lengths_);
+  r.prefix_group = -1;
+  r.prefix_tokens = 0;
+  if (spec_.prefix_groups > 0) {
+    r.prefix_group = static_cast<std::int32_t>(std::min<double>(groups_.uniform() * static_cast<double>(spec_.prefix_groups),
+                                                                static_cast<double>(spec_.prefix_groups - 1)));
+    r.prefix_tokens = std::min(spec_.prefix_tokens, r.input);
+  }
+  return true;
+}
+
+}  // namespace ridgeline::serving

@@ -1,0 +1,190 @@
+// The engine step model: exact against the step's graph built op by op, equal to `infer`
+// for uniform batches, and hand-derived compositions.
+#include "ridgeline/serving/step_model.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <memory>
+
+#include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline::serving {
+namespace {
+
+constexpr double kExact = 1e-9;  // relative: the same sums in another order, lines fitted once
+
+struct Plan {
+  const char* model;
+  const char* hw;
+  int tp, ep;
+};
+
+// Dense GQA, TP across a node, MoE with EP, MLA + MoE, sliding windows + sinks + mxfp4
+// experts, a sliding window on every layer.
+const Plan kPlans[] = {{"llama-3.1-8b", "h100-sxm", 1, 1},   {"llama-3.1-70b", "h100-sxm", 4, 1},
+                       {"mixtral-8x7b", "h100-sxm", 2, 2},   {"deepseek-v3", "h200", 8, 1},
+                       {"gpt-oss-120b", "h100-sxm", 2, 1},   {"mistral-7b", "a100-80gb", 1, 1}};
+
+struct Fixture {
+  model::ModelConfig m;
+  hw::System sys;
+  model::ForwardConfig f;
+  std::unique_ptr<StepModel> step = std::make_unique<StepModel>();
+  std::unique_ptr<model::Graph> g = std::make_unique<model::Graph>();
+};
+
+std::unique_ptr<Fixture> fixture(const Plan& p) {
+  auto fx = std::make_unique<Fixture>();
+  fx->m = io::bundled_model(p.model);
+  fx->sys = testing::catalog_system(p.hw);
+  fx->f.tp = p.tp;
+  fx->f.ep = p.ep;
+  fx->step->prepare(fx->m, fx->sys, fx->f);
+  return fx;
+}
+
+double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
+  analysis::PhaseTimes t;
+  step_reference(fx.m, fx.sys, fx.f, mix, mode, *fx.g, t);
+  return t.t_realistic_s;
+}
+
+RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
+  const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
+  auto fx = fixture(p);
+  const double window = static_cast<double>(fx->m.sliding_window);
+  model::StepMix mix;
+  mix.fused_attention = *rc::gen::arbitrary<bool>();
+  const int decodes = *rc::gen::inRange(0, 300);
+  for (int i = 0; i < decodes; ++i) mix.add_decode(*rc::gen::inRange(1, 20000), window);
+  const int chunks = *rc::gen::inRange(decodes == 0 ? 1 : 0, 4);
+  for (int i = 0; i < chunks; ++i) {
+    const double q = *rc::gen::inRange(1, 4096);
+    mix.add_prefill(q, q + *rc::gen::inRange(0, 8000), window);
+  }
+  for (const GraphMode mode : {GraphMode::eager, GraphMode::graph, GraphMode::piecewise}) {
+    const double ref = reference(*fx, mix, mode);
+    RC_ASSERT(fx->g->overflow == false);
+    RC_ASSERT(std::abs(fx->step->time(mix, mode) / ref - 1) < kExact);
+  }
+}
+
+TEST(StepModel, UniformStepsEqualInfer) {
+  // A step of B prompts of P tokens is infer's prefill (eager); a step of B decode tokens at
+  // context P + 1 is its first decode step and at P + G - 1 its last (graphs as --cuda-graphs).
+  for (const Plan& p : kPlans) {
+    auto fx = fixture(p);
+    for (const bool graphs : {false, true}) {
+      analysis::InferenceConfig cfg;
+      cfg.forward = fx->f;
+      cfg.batch = 8 * p.ep;
+      cfg.prompt = 1000;
+      cfg.gen = 300;
+      cfg.cuda_graphs = graphs;
+      auto r = std::make_unique<analysis::InferenceResult>();
+      analysis::infer_core(fx->m, fx->sys, cfg, *r);
+      const double window = static_cast<double>(fx->m.sliding_window);
+      model::StepMix prefill, first, last;
+      for (int i = 0; i < cfg.batch; ++i) {
+        prefill.add_prefill(1000, 1000, window);
+        first.add_decode(1001, window);
+        last.add_decode(1299, window);
+      }
+      const GraphMode decode_mode = graphs ? GraphMode::graph : GraphMode::eager;
+      EXPECT_NEAR(fx->step->time(prefill, GraphMode::eager) / r->prefill.t_realistic_s, 1, kExact) << p.model;
+      EXPECT_NEAR(fx->step->time(first, decode_mode) / r->decode_first.t_realistic_s, 1, kExact) << p.model;
+      EXPECT_NEAR(fx->step->time(last, decode_mode) / r->decode_last.t_realistic_s, 1, kExact) << p.model;
+    }
+  }
+}
+
+TEST(StepModel, DecodeAttentionByHand) {
+  // Llama-3.1-8B on the toy chip (1 TB/s, 100 TFLOP/s bf16, fp32 vector 10 TFLOP/s): a
+  // decode token at context L reads 8 KV heads x 128 x (K + V) x 2 bytes = 4096 bytes per
+  // position per layer, reads Q (32 heads x 128 x 2 bytes = 8192) and writes O (8192). Its
+  // math: QK^T and PV, 2·32·L·(128 + 128) FLOPs; softmax 32·(5L + 128) on the vector unit.
+  // Decode attention is linear in the context, so two tokens at 500 and 1500 cost what two
+  // at 1000 do, and the kernel of two tokens at 1000 moves 2·(1000·4096 + 16384) bytes.
+  hw::System sys = testing::toy_system();
+  model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  model::ForwardConfig f;
+  StepModel step;
+  step.prepare(m, sys, f);
+  model::StepMix a, b;
+  a.add_decode(500, 0);
+  a.add_decode(1500, 0);
+  b.add_decode(1000, 0);
+  b.add_decode(1000, 0);
+  EXPECT_NEAR(step.time(a, GraphMode::graph) / step.time(b, GraphMode::graph), 1, kExact);
+
+  // The attention kernel alone, from the reference graph: one kernel at 2 tokens x 1000.
+  auto g = std::make_unique<model::Graph>();
+  analysis::PhaseTimes t;
+  step_reference(m, sys, f, b, GraphMode::graph, *g, t);
+  int found = 0;
+  for (int i = 0; i < g->op_count; ++i) {
+    if (g->ops[i].cls != model::OpClass::attention) continue;
+    ++found;
+    const ops::TimeParts parts = ops::time_parts(g->ops[i].cost, ops::Rates(sys.chip));
+    const double bytes = 2 * (1000.0 * 4096 + 2 * 32 * 128 * 2);
+    EXPECT_NEAR(parts.memory, bytes / 1e12, 1e-15);
+    EXPECT_NEAR(parts.matrix, 2 * 4 * 32 * 128 * 1000.0 / 100e12, 1e-18);
+    EXPECT_NEAR(parts.vector, 2 * 32 * (5 * 1000.0 + 128) / 10e12, 1e-18);
+  }
+  EXPECT_EQ(found, 1);  // one kernel for the step's decode tokens, on the one kind of layer
+}
+
+TEST(StepModel, MixedStepIsOneGraphWithBothKindsOfAttention) {
+  // A mixed step runs the GEMMs once over decode and prefill tokens together: 100 decode
+  // tokens + a 400-token chunk cost less than a 100-token decode step plus a 400-token
+  // prefill step (the weights are read once), and more than either. Split attention runs two
+  // kernels on every layer, fused one.
+  auto fx = fixture(kPlans[1]);  // llama-3.1-70b, tp 4
+  model::StepMix mixed, decode, prefill;
+  for (int i = 0; i < 100; ++i) {
+    mixed.add_decode(2000, 0);
+    decode.add_decode(2000, 0);
+  }
+  mixed.add_prefill(400, 1400, 0);
+  prefill.add_prefill(400, 1400, 0);
+  const double tm = fx->step->time(mixed, GraphMode::eager);
+  const double td = fx->step->time(decode, GraphMode::eager), tp = fx->step->time(prefill, GraphMode::eager);
+  EXPECT_LT(tm, td + tp);
+  EXPECT_GT(tm, std::max(td, tp));
+  int split = 0, fused = 0;
+  analysis::PhaseTimes t;
+  step_reference(fx->m, fx->sys, fx->f, mixed, GraphMode::eager, *fx->g, t);
+  for (int i = 0; i < fx->g->op_count; ++i) split += fx->g->ops[i].cls == model::OpClass::attention;
+  mixed.fused_attention = true;
+  step_reference(fx->m, fx->sys, fx->f, mixed, GraphMode::eager, *fx->g, t);
+  for (int i = 0; i < fx->g->op_count; ++i) fused += fx->g->ops[i].cls == model::OpClass::attention;
+  EXPECT_EQ(split, 2);
+  EXPECT_EQ(fused, 1);
+}
+
+TEST(StepModel, CountsOfAChunkAfterCachedContext) {
+  // A chunk of 3 tokens at positions 5, 6, 7 (5 cached): causal pairs 6 + 7 + 8 = 21; keys 8.
+  // With a window of 4 each query sees 4 keys (12 pairs), and the keys read start at the
+  // first query's window: positions 2..7, min(kv, W + q - 1) = 6.
+  model::StepMix mix;
+  mix.add_prefill(3, 8, 4);
+  EXPECT_EQ(mix.prefill_full.pairs, 21);
+  EXPECT_EQ(mix.prefill_full.keys, 8);
+  EXPECT_EQ(mix.prefill_window.pairs, 12);
+  EXPECT_EQ(mix.prefill_window.keys, 6);
+  EXPECT_EQ(mix.prefill_tokens, 3);
+  EXPECT_EQ(mix.prefill_positions, 8);
+  // A decode token at context 10 with a window of 4: 4 pairs, 4 keys; without: 10 and 10.
+  mix.add_decode(10, 4);
+  EXPECT_EQ(mix.decode_full.pairs, 10);
+  EXPECT_EQ(mix.decode_window.keys, 4);
+  EXPECT_EQ(mix.tokens(), 4);
+  EXPECT_EQ(mix.seqs(), 2);
+}
+
+}  // namespace
+}  // namespace ridgeline::serving
