@@ -31,7 +31,7 @@ asan: deps
 
 fuzz: deps
 	@cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result
+	@cmake --build --preset fuzz --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result fuzz_serving
 	@bash scripts/run-fuzz.sh build/fuzz/fuzz 100000
 
 install-check: build

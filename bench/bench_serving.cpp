@@ -6,6 +6,7 @@
 #include "allocations.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/serving/simulator.hpp"
 #include "ridgeline/serving/step_model.hpp"
 
 namespace {
@@ -55,5 +56,29 @@ void BM_StepPrepare70B(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_StepPrepare70B)->Unit(benchmark::kMicrosecond);
+
+// A million requests of Llama 3.1 70B at TP 4 on H100 through vLLM's scheduler: Poisson
+// arrivals at 8 requests/s (the largest sustainable rate is about 11), prompts and outputs
+// lognormal around 1000 and 250 tokens. Counter: simulated requests per second of wall time.
+void BM_Serve70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = h100();
+  serving::ServeConfig cfg;
+  cfg.forward.tp = 4;
+  cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
+  cfg.workload.qps = 8;
+  cfg.workload.requests = state.range(0);
+  cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
+  cfg.workload.gen = serving::parse_length("lognormal:250,0.6", "--gen");
+  cfg.find_max_rate = false;
+  double requests = 0;
+  for (auto _ : state) {
+    const serving::ServingResult r = serving::simulate(m, sys, cfg);
+    requests += static_cast<double>(r.simulated_requests);
+    benchmark::DoNotOptimize(r.ttft.p99);
+  }
+  state.counters["requests_per_s"] = benchmark::Counter(requests, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Serve70B)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

@@ -5,7 +5,7 @@ set -euo pipefail
 dir=$1
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
-for t in units hardware_file model_config profile result; do
+for t in units hardware_file model_config profile result serving; do
   work=$(mktemp -d)
   cp "$root/fuzz/corpus/$t/"* "$work/"
   echo "fuzz_$t: $runs runs"

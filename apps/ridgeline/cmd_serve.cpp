@@ -128,7 +128,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   } else {
     serving::parse_arrival(f.arrival, w);
   }
-  cfg.replicas = int_flag(f.replicas, "--replicas");
+  cfg.replicas = f.replicas == "auto" ? 1 : int_flag(f.replicas, "--replicas");
   const auto router = serving::parse_router(f.router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", f.router));
   cfg.router = *router;
@@ -185,7 +185,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
   s->add_option("--seed", f->seed, "random seed")->capture_default_str();
   s->add_option("--prefix-groups", f->prefix_groups, "requests spread over this many groups sharing a prefix");
   s->add_option("--prefix-tokens", f->prefix_tokens, "tokens of the prefix a group shares");
-  s->add_option("--replicas", f->replicas, "identical engine instances behind a router")->capture_default_str();
+  s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");
   s->add_option("--requests-out", f->requests_out, "every request's times to FILE.csv or FILE.jsonl");
@@ -211,6 +211,17 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           return;
                         }
                         if (sweep.size() == 1) cfg.workload.qps = sweep[0];
+                        if (f->replicas == "auto") {
+                          if (!f->requests_out.empty() || f->per_request) {
+                            throw InputError("--requests-out/--per-request: run the count --replicas auto finds");
+                          }
+                          const serving::ReplicaSearch found = serving::fewest_replicas(m, sys, cfg);
+                          cfg.replicas = found.replicas > 0 ? found.replicas : found.tried.back().first;
+                          nlohmann::json j = report::serving_json(m, sys, cfg, found.result);
+                          j["replicas_search"] = report::replica_search_json(found);
+                          emit(f->json, j, report::replica_search_text(found, cfg) + report::serving_text(m, sys, cfg, found.result));
+                          return;
+                        }
                         std::unique_ptr<report::RequestWriter> writer;
                         if (!f->requests_out.empty()) writer = std::make_unique<report::RequestWriter>(f->requests_out);
                         report::RequestColumns columns;

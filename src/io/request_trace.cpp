@@ -115,8 +115,8 @@ void finish(std::vector<serving::Request>& out, std::string_view source) {
       throw InputError(fmt::format("{}: row {}: its timestamp is earlier than the row before: expected requests in time order",
                                    source, i + 2));
     }
-    out[i].arrival_s -= t0;
   }
+  for (serving::Request& r : out) r.arrival_s -= t0;
 }
 
 std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string_view source) {

@@ -199,6 +199,22 @@ std::string serving_sweep_text(const std::vector<double>& qps, const std::vector
   return s;
 }
 
+json replica_search_json(const serving::ReplicaSearch& s) {
+  json tried = json::array();
+  for (const auto& [n, met] : s.tried) tried.push_back({{"replicas", n}, {"met", met}});
+  return {{"replicas", s.replicas > 0 ? json(s.replicas) : json(nullptr)}, {"tried", tried}};
+}
+
+std::string replica_search_text(const serving::ReplicaSearch& s, const serving::ServeConfig& cfg) {
+  std::string tried;
+  for (const auto& [n, met] : s.tried) tried += fmt::format("{}{} {}", tried.empty() ? "" : ", ", n, met ? "met" : "not met");
+  const std::int64_t per = cfg.forward.tp * cfg.forward.ep;
+  if (s.replicas == 0) {
+    return fmt::format("no count of replicas up to {} meets the SLO (tried {}); the largest is shown\n\n", s.tried.back().first, tried);
+  }
+  return fmt::format("fewest replicas meeting the SLO: {} ({} chips; tried {})\n\n", s.replicas, s.replicas * per, tried);
+}
+
 json request_json(const serving::RequestRecord& r) {
   return {{"id", r.id},           {"replica", r.replica},        {"arrival_s", r.arrival_s}, {"queue_s", r.queue_s},
           {"ttft_s", r.ttft_s},   {"tpot_s", r.tpot_s},          {"e2e_s", r.e2e_s},         {"input_tokens", r.input},

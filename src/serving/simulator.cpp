@@ -696,4 +696,44 @@ ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const
   return result;
 }
 
+ReplicaSearch fewest_replicas(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg,
+                              std::int64_t max_replicas) {
+  if (!cfg.slo.any()) throw InputError("--replicas auto: give the targets to meet with --slo");
+  ReplicaSearch out;
+  ServeConfig c = cfg;
+  c.find_max_rate = false;
+  auto run = [&](std::int64_t n, ServingResult* keep) {
+    c.replicas = n;
+    ServingResult r = simulate(m, sys, c);
+    const bool met = r.slo_met && r.sustainable;
+    out.tried.emplace_back(n, met);
+    if (keep != nullptr) *keep = std::move(r);
+    return met;
+  };
+  // Doubling: the first count that meets the targets, and the last that did not.
+  std::int64_t lo = 0, hi = 1;
+  ServingResult best;
+  while (!run(hi, &best)) {
+    if (hi >= max_replicas) {
+      out.result = std::move(best);
+      return out;
+    }
+    lo = hi;
+    hi = std::min(2 * hi, max_replicas);
+  }
+  while (hi - lo > 1) {
+    const std::int64_t mid = (lo + hi) / 2;
+    ServingResult r;
+    if (run(mid, &r)) {
+      hi = mid;
+      best = std::move(r);
+    } else {
+      lo = mid;
+    }
+  }
+  out.replicas = hi;
+  out.result = std::move(best);
+  return out;
+}
+
 }  // namespace ridgeline::serving

@@ -21,6 +21,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
 /// A `--qps` sweep: one row per rate (throughput against latency).
 std::string serving_sweep_text(const std::vector<double>& qps, const std::vector<serving::ServingResult>& runs);
 
+/// `--replicas auto`: the count found and every count tried.
+nlohmann::json replica_search_json(const serving::ReplicaSearch& s);
+std::string replica_search_text(const serving::ReplicaSearch& s, const serving::ServeConfig& cfg);
+
 /// One request as a JSON object (the CSV columns as keys).
 nlohmann::json request_json(const serving::RequestRecord& r);
 

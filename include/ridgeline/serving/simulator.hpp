@@ -126,4 +126,15 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
 ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg,
                        const RequestSink& sink = {}, const std::function<void(double)>& progress = {});
 
+/// The fewest replicas meeting every SLO target of `cfg` (which must have one) with a
+/// sustainable load: counts doubled from 1 until one meets them, then bisected; each count a
+/// full simulation of the same requests.
+struct ReplicaSearch {
+  std::int64_t replicas = 0;  ///< 0: not even `max_replicas` meet the targets
+  ServingResult result;       ///< the run at `replicas` (at max_replicas when none meets them)
+  std::vector<std::pair<std::int64_t, bool>> tried;  ///< (replicas, met) in the order tried
+};
+ReplicaSearch fewest_replicas(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg,
+                              std::int64_t max_replicas = 1024);
+
 }  // namespace ridgeline::serving

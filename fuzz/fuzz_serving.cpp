@@ -1,0 +1,100 @@
+// Any bytes given to `serve`'s parsers (a request trace as CSV or JSON lines, a length
+// distribution, an SLO, an arrival process) parse or raise InputError; any small engine
+// configuration the bytes pick runs to the end with every request served or rejected, every
+// block given back (the simulator checks that itself) and no KV overcommitment.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/io/request_trace.hpp"
+#include "ridgeline/serving/simulator.hpp"
+
+namespace {
+
+using namespace ridgeline;
+
+void parsers(std::string_view text) {
+  for (const bool jsonl : {false, true}) {
+    try {
+      const auto t = io::parse_request_trace(text, "fuzz", jsonl);
+      for (std::size_t i = 0; i < t.size(); ++i) {
+        if (!(t[i].arrival_s >= 0) || t[i].input < 1 || t[i].output < 1 || t[i].prefix_tokens > t[i].input) __builtin_trap();
+        if (i > 0 && t[i].arrival_s < t[i - 1].arrival_s) __builtin_trap();
+      }
+    } catch (const InputError&) {
+    }
+  }
+  try {
+    const serving::LengthDist d = serving::parse_length(text, "fuzz");
+    if (!(d.a >= 1)) __builtin_trap();
+  } catch (const InputError&) {
+  }
+  try {
+    const serving::Slo s = serving::parse_slo(text);
+    if (!s.any()) __builtin_trap();
+  } catch (const InputError&) {
+  }
+  try {
+    serving::WorkloadSpec w;
+    serving::parse_arrival(text, w);
+  } catch (const InputError&) {
+  }
+}
+
+// A small run whose knobs come from the bytes.
+void simulation(const std::uint8_t* d, std::size_t n) {
+  if (n < 12) return;
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  hw::System sys;
+  sys.chip = io::catalog_chip("h100-sxm");
+  sys.chips_per_node = 8;
+  serving::ServeConfig cfg;
+  const auto kinds = {serving::EngineKind::vllm, serving::EngineKind::sglang, serving::EngineKind::trtllm,
+                      serving::EngineKind::static_batch};
+  cfg.engine = serving::engine_preset(kinds.begin()[d[0] % 4], sys.chip);
+  serving::EngineConfig& e = cfg.engine;
+  e.max_batched_tokens = 16 + 16 * static_cast<std::int64_t>(d[1]);
+  e.max_num_seqs = std::min<std::int64_t>(e.max_batched_tokens, 1 + d[2] % 64);
+  e.chunked_prefill = (d[3] & 1) != 0;
+  e.prefix_caching = (d[3] & 2) != 0;
+  e.preemption = (d[3] & 4) != 0 ? serving::Preemption::swap : serving::Preemption::recompute;
+  e.mixed_chunk = (d[3] & 8) != 0;
+  e.kv_block = e.kind == serving::EngineKind::sglang ? 1 : 1 + d[4] % 32;
+  e.kv_blocks_override = (1 + d[5]) * 64 / e.kv_block;
+  serving::WorkloadSpec& w = cfg.workload;
+  w.requests = 1 + d[6] % 12;
+  w.seed = d[7];
+  w.prompt.kind = serving::LengthDist::Kind::uniform;
+  w.prompt.a = 1, w.prompt.b = 1 + 8.0 * d[8];
+  w.gen.kind = serving::LengthDist::Kind::uniform;
+  w.gen.a = 1, w.gen.b = 1 + d[9];
+  if (d[10] % 3 == 0) {
+    w.arrival = serving::Arrival::closed;
+    w.concurrency = 1 + d[10] % 16;
+  } else {
+    w.qps = 1 + d[10];
+  }
+  if (d[11] % 2 == 0) {
+    w.prefix_groups = 1 + d[11] % 3;
+    w.prefix_tokens = 1 + 4 * d[11];
+  }
+  cfg.replicas = 1 + d[11] % 3;
+  cfg.find_max_rate = false;
+  try {
+    const serving::ServingResult r = serving::simulate(m, sys, cfg);
+    if (r.unfinished != 0 || r.kv_utilisation_max > 1 || r.simulated_requests != w.requests) __builtin_trap();
+  } catch (const InputError&) {
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  parsers(text);
+  if (size > 0 && data[0] == '!') simulation(data + 1, size - 1);
+  return 0;
+}

@@ -1,0 +1,136 @@
+// `ridgeline serve` from the command line: the contract's keys, files, sweeps, bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+const std::string kSmall = "serve --model llama-3.1-8b --hw h100-sxm --prompt 512 --gen 64";
+
+TEST(ServeCli, ContractKeys) {
+  const auto j = run_json(kSmall + " --qps 5 --requests 200 --slo ttft_p99=1s,tpot_p99=50ms");
+  for (const char* k : {"ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s"}) {
+    for (const char* s : {"mean", "p50", "p90", "p95", "p99"}) EXPECT_TRUE(j[k].contains(s)) << k << " " << s;
+  }
+  for (const char* k : {"requests_per_s", "input_tokens_per_s", "output_tokens_per_s", "output_tokens_per_s_per_gpu", "gpus",
+                        "goodput_requests_per_s", "sustainable", "preemptions", "prefix_hit_rate", "kv_utilisation",
+                        "simulated_requests", "wall_s"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_TRUE(j["kv_utilisation"].contains("mean") && j["kv_utilisation"].contains("max"));
+  EXPECT_EQ(j["simulated_requests"], 200);
+  EXPECT_EQ(j["gpus"], 1);
+  // Every request's 64 tokens over the measured span.
+  EXPECT_NEAR(j["output_tokens_per_s"].get<double>() / j["requests_per_s"].get<double>(), 64, 1e-9);
+  EXPECT_TRUE(j["sustainable"].get<bool>());
+}
+
+TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {
+  // One client: no queueing, and TTFT is the same for every request (same prompt, alone).
+  const auto j = run_json(kSmall + " --concurrency 1 --requests 5");
+  EXPECT_DOUBLE_EQ(j["queue_s"]["max"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["ttft_s"]["min"].get<double>(), j["ttft_s"]["max"].get<double>());
+  EXPECT_EQ(j["steps"]["total"], 5 * 64);  // a prefill step and 63 decode steps each
+}
+
+TEST(ServeCli, RequestsOutCsvAndJsonl) {
+  const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
+  const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";
+  ASSERT_EQ(run(kSmall + " --qps 5 --requests 20 --requests-out " + csv).status, 0);
+  ASSERT_EQ(run(kSmall + " --qps 5 --requests 20 --requests-out " + jsonl).status, 0);
+  std::ifstream in(csv);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header.substr(0, 31), "id,replica,arrival_s,queue_s,tt");
+  int rows = 0;
+  while (std::getline(in, line)) ++rows;
+  EXPECT_EQ(rows, 20);
+  std::ifstream jin(jsonl);
+  rows = 0;
+  while (std::getline(jin, line)) {
+    EXPECT_EQ(nlohmann::json::parse(line)["output_tokens"], 64);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 20);
+}
+
+TEST(ServeCli, PerRequestColumns) {
+  const auto j = run_json(kSmall + " --qps 5 --requests 30 --per-request");
+  ASSERT_TRUE(j.contains("requests"));
+  EXPECT_EQ(j["requests"]["ttft_s"].size(), 30u);
+  EXPECT_EQ(j["requests"]["id"].size(), 30u);
+}
+
+TEST(ServeCli, QpsSweepIsOneRunPerRate) {
+  const auto j = run_json(kSmall + " --qps 1,4,16 --requests 200");
+  ASSERT_EQ(j["sweep"].size(), 3u);
+  EXPECT_LE(j["sweep"][0]["e2e_s"]["mean"].get<double>(), j["sweep"][2]["e2e_s"]["mean"].get<double>());
+}
+
+TEST(ServeCli, TraceCsvAndAzure) {
+  const std::string ours = std::string(RIDGELINE_TMP_DIR) + "/trace.csv";
+  std::ofstream(ours) << "timestamp_s,input_tokens,output_tokens\n0,100,10\n0.5,200,20\n1.5,300,30\n";
+  auto j = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + ours);
+  EXPECT_EQ(j["simulated_requests"], 3);
+  // 10 + 20 + 30 tokens.
+  EXPECT_NEAR(j["output_tokens_per_s"].get<double>() * j["measured_span_s"].get<double>(), 60, 1e-6);
+  const std::string azure = std::string(RIDGELINE_TMP_DIR) + "/azure.csv";
+  std::ofstream(azure) << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                          "2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.9951690,396,109\n";
+  j = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + azure + " --per-request");
+  EXPECT_NEAR(j["requests"]["arrival_s"][1].get<double>(), 50.995169 - 46.68059, 1e-6);
+}
+
+TEST(ServeCli, ReplicasAutoFindsTheFewestMeetingTheSlo) {
+  const auto j = run_json(
+      "serve --model llama-3.1-8b --hw h100-sxm --concurrency 64 --requests 400 --prompt 1000 --gen 200 "
+      "--slo tpot_p99=12ms --replicas auto");
+  const int n = j["replicas_search"]["replicas"].get<int>();
+  ASSERT_GE(n, 1);
+  EXPECT_EQ(j["replicas"], n);
+  for (const auto& t : j["replicas_search"]["tried"]) {
+    // Fewer replicas than the answer never met the target, the answer did.
+    EXPECT_EQ(t["met"].get<bool>(), t["replicas"].get<int>() >= n) << t.dump();
+  }
+}
+
+TEST(ServeCli, BadInput) {
+  const std::string trace = std::string(RIDGELINE_TMP_DIR) + "/bad_trace.csv";
+  std::ofstream(trace) << "timestamp_s,input_tokens\n0,100\n";
+  const std::string unsorted = std::string(RIDGELINE_TMP_DIR) + "/unsorted_trace.csv";
+  std::ofstream(unsorted) << "timestamp_s,input_tokens,output_tokens\n1,100,10\n0.5,100,10\n";
+  const std::string negative = std::string(RIDGELINE_TMP_DIR) + "/negative_trace.csv";
+  std::ofstream(negative) << "timestamp_s,input_tokens,output_tokens\n0,100,10\n1,-5,10\n";
+  for (auto [args, mention] : std::initializer_list<std::pair<std::string, std::string>>{
+           {kSmall, "--qps"},
+           {kSmall + " --qps 0", "--qps"},
+           {kSmall + " --qps -3", "--qps"},
+           {kSmall + " --concurrency 0", "--concurrency"},
+           {kSmall + " --qps 1 --prompt normal:5", "--prompt"},
+           {kSmall + " --qps 1 --gen lognormal:abc,1", "--gen"},
+           {kSmall + " --qps 1 --arrival gamma:0", "--arrival"},
+           {kSmall + " --qps 1 --slo ttft_p99=1", "--slo"},
+           {kSmall + " --qps 1 --slo latency_p99=1s", "--slo"},
+           {kSmall + " --qps 1 --engine tgi", "--engine"},
+           {kSmall + " --qps 1 --chunked-prefill maybe", "--chunked-prefill"},
+           {kSmall + " --qps 1 --max-num-seqs 100000", "--max-num-seqs"},
+           {kSmall + " --qps 1 --requests-out out.txt", "--requests-out"},
+           {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},
+           {kSmall + " --qps 1 --replicas 0", "--replicas"},
+           {kSmall + " --qps 1 --replicas auto", "--slo"},
+           {kSmall + " --qps 1 --horizon 5", "--horizon"},
+           {kSmall + " --qps 1 --router random", "--router"},
+           {"serve --model llama-3.1-70b --hw h100-sxm --qps 1", "KV cache"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + trace, "output_tokens"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "row 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "row 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace /nonexistent.csv", "/nonexistent.csv"}}) {
+    expect_bad(args, mention);
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
