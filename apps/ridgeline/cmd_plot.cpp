@@ -48,6 +48,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands);
 void register_plot_memory(CLI::App* plot, std::vector<Command>& commands);
+void register_plot_serving(CLI::App* plot, std::vector<Command>& commands);
 
 void register_plot(CLI::App& root, std::vector<Command>& commands) {
   auto* plot = root.add_subcommand("plot", "SVG charts: rooflines with points, sweeps");
@@ -55,6 +56,7 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
 
   register_plot_breakdown(plot, commands);
   register_plot_memory(plot, commands);
+  register_plot_serving(plot, commands);
 
   struct RoofFlags {
     std::string hw = "h100-sxm", dtype = "bf16", points, profile, from, out;
@@ -205,6 +207,39 @@ void register_plot_memory(CLI::App* plot, std::vector<Command>& commands) {
                         const double cap = mem.contains("capacity_bytes") && mem["capacity_bytes"].is_number() ? mem["capacity_bytes"].get<double>() : 0.0;
                         emit(f->json, nlohmann::json{{"out", f->out}, {"segments", seg}, {"capacity_bytes", cap}}, "wrote " + f->out + "\n");
                       }});
+}
+
+// Charts of a `serve --json` document: latency CDFs, requests and KV cache over time, and
+// (from a --qps sweep) throughput against latency.
+void register_plot_serving(CLI::App* plot, std::vector<Command>& commands) {
+  struct Chart {
+    const char* name;
+    const char* help;
+    std::string (*draw)(const nlohmann::json&, const std::string&);
+  };
+  static const Chart charts[] = {
+      {"latency", "CDFs of TTFT, TPOT, ITL and E2E, from `serve --json` output",
+       [](const nlohmann::json& j, const std::string& w) { return report::serving_latency_svg(j, w); }},
+      {"timeline", "running and waiting requests over time, from `serve --json` output", &report::serving_timeline_svg},
+      {"kv", "KV cache used over time, from `serve --json` output", &report::serving_kv_svg},
+      {"throughput", "p99 TTFT and TPOT against output tokens/s per GPU, from `serve --qps A,B,... --json` output",
+       [](const nlohmann::json& j, const std::string& w) { return report::serving_throughput_svg(j, w); }}};
+  for (const Chart& c : charts) {
+    struct Flags {
+      std::string input, out;
+      bool json = false;
+    };
+    auto f = std::make_shared<Flags>();
+    auto* b = plot->add_subcommand(c.name, c.help);
+    b->add_option("file", f->input, "a JSON file written by `ridgeline serve --json`")->required();
+    b->add_option("--out", f->out, "SVG (or PNG) file to write")->required();
+    b->add_flag("--json", f->json, "print what was written as JSON");
+    commands.push_back({b, [f, draw = c.draw] {
+                          const nlohmann::json j = read_result_json(f->input);
+                          report::write_chart(f->out, draw(j, f->input));
+                          emit(f->json, nlohmann::json{{"out", f->out}}, "wrote " + f->out + "\n");
+                        }});
+  }
 }
 
 }  // namespace ridgeline::cli

@@ -12,7 +12,10 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
+#include "ridgeline/report/html.hpp"
+#include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/serving.hpp"
+#include "ridgeline/report/svg.hpp"
 #include "ridgeline/serving/simulator.hpp"
 
 namespace ridgeline::cli {
@@ -29,7 +32,7 @@ struct ServeFlags {
   std::string qps, arrival = "poisson", concurrency, trace;
   std::string prompt = "1024", gen = "256", requests = "1000", warmup = "0", seed = "1";
   std::string prefix_groups, prefix_tokens;
-  std::string replicas = "1", router = "round-robin", slo, requests_out, horizon;
+  std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
 bool on_off(const std::string& v, const char* flag) {
@@ -155,9 +158,7 @@ std::function<void(double)> progress_bar() {
 
 }  // namespace
 
-void register_serve(CLI::App& root, std::vector<Command>& commands) {
-  auto f = std::make_shared<ServeFlags>();
-  auto* s = root.add_subcommand("serve", "request-level serving simulation: continuous batching, TTFT/TPOT percentiles under load");
+void add_serve_flags(CLI::App* s, ServeFlags* f) {
   add_hardware_flags(s, f->hw);
   add_forward_flags(s, f->fw);
   s->add_flag("--json", f->json, "JSON on stdout");
@@ -191,6 +192,13 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
   s->add_option("--requests-out", f->requests_out, "every request's times to FILE.csv or FILE.jsonl");
   s->add_flag("--per-request", f->per_request, "--json: add every request's times as columns (`requests`)");
   s->add_option("--horizon", f->horizon, "stop at this simulated time, e.g. '600 s' or 2h");
+  s->add_option("--plot", f->plot, "chart (.svg or .png): latency CDFs, or throughput against latency for a --qps sweep");
+}
+
+void register_serve(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<ServeFlags>();
+  auto* s = root.add_subcommand("serve", "request-level serving simulation: continuous batching, TTFT/TPOT percentiles under load");
+  add_serve_flags(s, f.get());
   commands.push_back({s, [f] {
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
@@ -207,7 +215,9 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                             runs.push_back(serving::simulate(m, sys, cfg));
                             arr.push_back(report::serving_json(m, sys, cfg, runs.back()));
                           }
-                          emit(f->json, nlohmann::json{{"sweep", arr}}, report::serving_sweep_text(sweep, runs));
+                          const nlohmann::json doc{{"sweep", arr}};
+                          if (!f->plot.empty()) report::write_chart(f->plot, report::serving_throughput_svg(doc, "the sweep"));
+                          emit(f->json, doc, report::serving_sweep_text(sweep, runs));
                           return;
                         }
                         if (sweep.size() == 1) cfg.workload.qps = sweep[0];
@@ -236,7 +246,31 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (writer) writer->commit();
                         nlohmann::json j = report::serving_json(m, sys, cfg, r);
                         if (f->per_request) j["requests"] = columns.json();
+                        if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"));
                         emit(f->json, j, report::serving_text(m, sys, cfg, r));
+                      }});
+}
+
+void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
+  auto f = std::make_shared<ServeFlags>();
+  auto out = std::make_shared<std::string>();
+  // `ridgeline report --serve ...` arrives here (run() renames it): hidden from the command list.
+  auto* r = root.add_subcommand("report-serve", "");
+  r->group("");
+  add_serve_flags(r, f.get());
+  r->add_option("--out", *out, "HTML file to write")->required();
+  commands.push_back({r, [f, out] {
+                        const model::ModelConfig m = io::resolve_model(f->fw.model);
+                        const hw::System sys = load_chip_system(f->hw);
+                        serving::ServeConfig cfg = serve_config(*f, m, sys);
+                        const std::vector<double> q = f->qps.empty() || !f->trace.empty() ? std::vector<double>{} : rates(f->qps);
+                        if (q.size() > 1) throw InputError("--qps: one rate for a report");
+                        if (q.size() == 1) cfg.workload.qps = q[0];
+                        if (f->replicas == "auto") throw InputError("--replicas: a report takes a count");
+                        const serving::ServingResult res = serving::simulate(m, sys, cfg);
+                        const std::string html = report::html_serving_report(report::serving_json(m, sys, cfg, res));
+                        report::write_file_atomically(*out, html);
+                        emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}}, "wrote " + *out + "\n");
                       }});
 }
 

@@ -94,17 +94,26 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
               << ridgeline::cli::op_kind_names() << "\n";
     return 2;
   }
-  // `report --train ...` takes the train flags: it is the hidden command report-train.
+  // `report --train ...` takes the train flags: it is the hidden command report-train;
+  // `report --serve ...` the serve flags, report-serve.
   std::vector<char*> rewritten;
   if (argc >= 2 && std::string_view(argv[1]) == "report") {
-    bool train = false;
-    for (int i = 2; i < argc; ++i) train = train || std::string_view(argv[i]) == "--train";
-    if (train) {
-      static char name[] = "report-train";
+    bool train = false, serve = false;
+    for (int i = 2; i < argc; ++i) {
+      train = train || std::string_view(argv[i]) == "--train";
+      serve = serve || std::string_view(argv[i]) == "--serve";
+    }
+    if (train && serve) {
+      err << "ridgeline: error: report: --train and --serve are different pages: choose one\n";
+      return 2;
+    }
+    if (train || serve) {
+      static char train_name[] = "report-train";
+      static char serve_name[] = "report-serve";
       rewritten.push_back(argv[0]);
-      rewritten.push_back(name);
+      rewritten.push_back(train ? train_name : serve_name);
       for (int i = 2; i < argc; ++i) {
-        if (std::string_view(argv[i]) != "--train") rewritten.push_back(argv[i]);
+        if (std::string_view(argv[i]) != "--train" && std::string_view(argv[i]) != "--serve") rewritten.push_back(argv[i]);
       }
       argc = static_cast<int>(rewritten.size());
       argv = rewritten.data();
@@ -128,6 +137,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_calibrate(app, commands);
   register_report_infer(app, commands);
   register_report_train(app, commands);
+  register_report_serve(app, commands);
   auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
   advise->require_subcommand(1);
   register_advise_profile(advise, commands);

@@ -224,4 +224,60 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
   return s;
 }
 
+std::string html_serving_report(const json& j) {
+  const json engine = j.contains("engine") && j["engine"].is_object() ? j["engine"] : json::object();
+  const json workload = j.contains("workload") && j["workload"].is_object() ? j["workload"] : json::object();
+  const double replicas = json_number(j, "replicas", 1);
+  const std::string title = fmt::format("{} served by {} on {} replica{} of {} x {}", json_string(j, "model"), json_string(engine, "name", "?"),
+                                        replicas, replicas == 1 ? "" : "s", num(j, "tp") * json_number(j, "ep", 1), json_string(j, "hw"));
+  std::string s = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  s += fmt::format("<title>ridgeline: {}</title>\n<style>{}</style>\n</head><body>\n", esc(title), kStyle);
+  s += fmt::format("<h1>{}</h1>\n", esc(title));
+  s += "<section id=\"inputs\"><h2>Inputs</h2>\n";
+  s += kv_table(j, {"model", "hw", "tp", "ep", "replicas", "router"});
+  s += kv_table(workload, {"arrival", "qps", "concurrency", "prompt", "gen", "requests", "warmup_requests", "seed", "prefix_groups",
+                           "prefix_tokens"});
+  s += kv_table(engine, {"name", "max_batched_tokens", "max_num_seqs", "chunked_prefill", "kv_block", "kv_memory_fraction",
+                         "prefix_caching", "decode_graphs", "mixed_graphs", "step_overhead_s", "per_request_overhead_s",
+                         "overlap_scheduling", "preemption", "sources"});
+  auto stat = [&](const char* key, const char* q) {
+    return j.contains(key) && j[key].is_object() ? json_number(j[key], q) : 0.0;
+  };
+  const json kv = j.contains("kv_utilisation") ? j["kv_utilisation"] : json::object();
+  s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
+  s += cards({{"TTFT p50 / p99", fmt::format("{} / {}", t(stat("ttft_s", "p50")), t(stat("ttft_s", "p99"))), "arrival to first token"},
+              {"TPOT p50 / p99", fmt::format("{} / {}", t(stat("tpot_s", "p50")), t(stat("tpot_s", "p99"))), "per request, mean between its tokens"},
+              {"output tokens/s", fmt::format("{:.4g}", num(j, "output_tokens_per_s")),
+               fmt::format("{:.4g} per GPU, {:.4g} req/s", num(j, "output_tokens_per_s_per_gpu"), num(j, "requests_per_s"))},
+              {"sustainable", json_bool(j, "sustainable", true) ? "yes" : "NO",
+               json_bool(j, "sustainable", true) ? "the queue stays bounded"
+                                                 : fmt::format("largest sustainable rate {}", text(j.contains("max_sustainable_qps") ? j["max_sustainable_qps"] : json(nullptr)))},
+              {"KV cache used", fmt::format("{:.1f}%", 100 * json_number(kv, "mean")), fmt::format("at most {:.1f}%; {} preemptions", 100 * json_number(kv, "max"), num(j, "preemptions"))},
+              {"goodput", j.contains("goodput_requests_per_s") ? fmt::format("{:.4g} req/s", num(j, "goodput_requests_per_s")) : "-",
+               j.contains("slo_met") ? (json_bool(j, "slo_met", false) ? "SLO met" : "SLO not met") : "no --slo given"}});
+  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
+  s += "<figure id=\"chart-latency\">" + serving_latency_svg(j, "the report") + "</figure>\n";
+  s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(j, "the report") + "</figure>\n";
+  s += "<figure id=\"chart-kv\">" + serving_kv_svg(j, "the report") + "</figure>\n</section>\n";
+  // The percentile table: one row per metric.
+  std::vector<json> rows;
+  for (const auto& [key, name] : {std::pair{"ttft_s", "TTFT"}, {"tpot_s", "TPOT"}, {"itl_s", "ITL"}, {"e2e_s", "E2E"}, {"queue_s", "queue"}}) {
+    if (!j.contains(key) || !j[key].is_object()) continue;
+    json r = j[key];
+    r["metric"] = name;
+    rows.push_back(r);
+  }
+  std::vector<const json*> ptrs;
+  for (const json& r : rows) ptrs.push_back(&r);
+  s += "<section id=\"latency\"><h2>Latencies</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
+  s += table("latency-table", {{"metric", "metric", Column::label}, {"mean", "mean", Column::time}, {"p50", "p50", Column::time},
+                               {"p90", "p90", Column::time}, {"p95", "p95", Column::time}, {"p99", "p99", Column::time},
+                               {"max", "max", Column::time}, {"samples", "count", Column::number}},
+             ptrs);
+  s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
+  s += "<footer>Made by ridgeline: a request-level simulation whose every step is priced from first principles (docs/serving.md).</footer>\n";
+  s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
+  return s;
+}
+
 }  // namespace ridgeline::report

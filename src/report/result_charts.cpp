@@ -123,4 +123,101 @@ std::string ops_roofline_svg(const json& j, const hw::ChipSpec& chip, size_t* co
   return roofline_svg({chip}, dtype, points, fmt::format("{} on {}: every op on the roofline", json_string(j, "model"), chip.display_name));
 }
 
+namespace {
+
+// An array of numbers at `key` of `j` (InputError naming `where` otherwise).
+std::vector<double> numbers(const json& j, const char* key, const std::string& where) {
+  std::vector<double> out;
+  const auto it = j.is_object() ? j.find(key) : j.end();
+  if (it == j.end() || !it->is_array()) throw InputError(fmt::format("{}: no '{}' array: expected the output of `ridgeline serve --json`", where, key));
+  for (const auto& v : *it) {
+    if (!v.is_number()) throw InputError(fmt::format("{}: '{}' holds a non-number", where, key));
+    out.push_back(v.get<double>());
+  }
+  return out;
+}
+
+std::string serving_title(const json& j, const std::string& what) {
+  return fmt::format("{} · {} on {} (tp {}) · {} engine", what, json_string(j, "model"), json_string(j, "hw"),
+                     json_number(j, "tp", 1), j.contains("engine") ? json_string(j["engine"], "name") : std::string("?"));
+}
+
+}  // namespace
+
+std::string serving_latency_svg(const json& j, const std::string& where, size_t* count) {
+  if (!j.is_object() || !j.contains("cdf")) throw InputError(fmt::format("{}: no 'cdf': expected the output of `ridgeline serve --json`", where));
+  const json& cdf = j["cdf"];
+  const std::vector<double> q = numbers(cdf, "q", where);
+  std::vector<Series> series;
+  for (const auto& [key, label] : {std::pair{"ttft_s", "TTFT"}, {"tpot_s", "TPOT"}, {"itl_s", "ITL"}, {"e2e_s", "E2E"}}) {
+    const std::vector<double> v = numbers(cdf, key, where);
+    Series se;
+    se.label = label;
+    for (std::size_t i = 0; i < v.size() && i < q.size(); ++i) {
+      if (v[i] <= 0) continue;  // no such latency (one-token requests have no TPOT)
+      se.x.push_back(v[i] * 1e3);
+      se.y.push_back(100 * q[i]);
+    }
+    if (!se.x.empty()) series.push_back(std::move(se));
+  }
+  if (count != nullptr) *count = series.size();
+  SweepOptions o;
+  o.y_flop_rate = false;
+  return sweep_svg(series, "latency (ms)", "requests (tokens for ITL) at most, %", serving_title(j, "Latency CDF"), true, false, o);
+}
+
+std::string serving_timeline_svg(const json& j, const std::string& where) {
+  const auto it = j.is_object() ? j.find("timeline") : j.end();
+  if (it == j.end() || !it->is_array() || it->empty()) {
+    throw InputError(fmt::format("{}: no 'timeline': expected the output of `ridgeline serve --json`", where));
+  }
+  Series running, waiting;
+  running.label = "running";
+  waiting.label = "waiting";
+  for (const auto& p : *it) {
+    const double t = json_number(p, "t_s");
+    running.x.push_back(t), running.y.push_back(json_number(p, "running"));
+    waiting.x.push_back(t), waiting.y.push_back(json_number(p, "waiting"));
+  }
+  SweepOptions o;
+  o.y_flop_rate = false;
+  return sweep_svg({running, waiting}, "simulated time (s)", "requests (all replicas)", serving_title(j, "Requests over time"), false, false, o);
+}
+
+std::string serving_kv_svg(const json& j, const std::string& where) {
+  const auto it = j.is_object() ? j.find("timeline") : j.end();
+  if (it == j.end() || !it->is_array() || it->empty()) {
+    throw InputError(fmt::format("{}: no 'timeline': expected the output of `ridgeline serve --json`", where));
+  }
+  Series kv;
+  kv.label = "KV cache used (%)";
+  for (const auto& p : *it) kv.x.push_back(json_number(p, "t_s")), kv.y.push_back(100 * json_number(p, "kv_used"));
+  SweepOptions o;
+  o.y_flop_rate = false;
+  return sweep_svg({kv}, "simulated time (s)", "KV cache blocks held (%, mean over replicas)", serving_title(j, "KV cache over time"),
+                   false, false, o);
+}
+
+std::string serving_throughput_svg(const json& sweep, const std::string& where, size_t* count) {
+  const json& runs = sweep.is_object() && sweep.contains("sweep") ? sweep["sweep"] : sweep;
+  if (!runs.is_array() || runs.empty()) throw InputError(fmt::format("{}: no 'sweep': expected the output of `ridgeline serve --qps A,B,... --json`", where));
+  Series ttft, tpot;
+  ttft.label = "TTFT p99";
+  tpot.label = "TPOT p99";
+  ttft.markers = tpot.markers = true;
+  for (const auto& r : runs) {
+    const double x = json_number(r, "output_tokens_per_s_per_gpu");
+    const double qps = r.contains("workload") ? json_number(r["workload"], "qps") : 0;
+    const std::string label = fmt::format("{:g} req/s: {:.4g} output tok/s per GPU{}", qps, x, json_bool(r, "sustainable", true) ? "" : " (not sustainable)");
+    if (r.contains("ttft_s")) ttft.x.push_back(x), ttft.y.push_back(json_number(r["ttft_s"], "p99") * 1e3), ttft.labels.push_back(label);
+    if (r.contains("tpot_s")) tpot.x.push_back(x), tpot.y.push_back(json_number(r["tpot_s"], "p99") * 1e3), tpot.labels.push_back(label);
+  }
+  if (count != nullptr) *count = ttft.x.size();
+  SweepOptions o;
+  o.y_flop_rate = false;
+  o.from_zero = false;
+  return sweep_svg({ttft, tpot}, "output tokens/s per GPU", "latency (ms)", serving_title(runs[0], "Throughput against latency"), false,
+                   true, o);
+}
+
 }  // namespace ridgeline::report

@@ -89,6 +89,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["itl_s"] = summary_json(r.itl);
   j["e2e_s"] = summary_json(r.e2e);
   j["queue_s"] = summary_json(r.queue);
+  j["cdf"] = {{"q", r.cdf.q}, {"ttft_s", r.cdf.ttft_s}, {"tpot_s", r.cdf.tpot_s}, {"itl_s", r.cdf.itl_s}, {"e2e_s", r.cdf.e2e_s}};
   j["requests_per_s"] = r.requests_per_s;
   j["input_tokens_per_s"] = r.input_tokens_per_s;
   j["output_tokens_per_s"] = r.output_tokens_per_s;

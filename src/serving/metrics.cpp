@@ -93,6 +93,36 @@ double Distribution::quantile(double q) const {
   return max_;
 }
 
+std::vector<double> Distribution::quantiles(const std::vector<double>& qs) const {
+  std::vector<double> out;
+  out.reserve(qs.size());
+  if (folded_) {
+    for (const double q : qs) out.push_back(quantile(q));
+    return out;
+  }
+  if (count_ <= 0) return std::vector<double>(qs.size(), 0);
+  if (!sorted_) {
+    std::sort(exact_.begin(), exact_.end());
+    sorted_ = true;
+  }
+  // The walk of quantile(), resumed from where the last q left it.
+  std::size_t i = 0;
+  double below = 0;
+  for (double q : qs) {
+    q = std::clamp(q, 0.0, 1.0);
+    const double rank = q * (count_ - 1);
+    while (i + 1 < exact_.size() && rank >= below + exact_[i].second) below += exact_[i++].second;
+    const double w = exact_[i].second;
+    if (rank <= below + w - 1 || i + 1 == exact_.size()) {
+      out.push_back(exact_[i].first);
+    } else {
+      const double frac = rank - (below + w - 1);
+      out.push_back(exact_[i].first + frac * (exact_[i + 1].first - exact_[i].first));
+    }
+  }
+  return out;
+}
+
 Summary Distribution::summary() const {
   Summary s;
   s.count = count_;

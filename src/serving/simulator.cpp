@@ -517,6 +517,11 @@ class Simulation {
     r.itl = itl_.summary();
     r.e2e = e2e_.summary();
     r.queue = queue_.summary();
+    for (int i = 0; i <= 100; ++i) r.cdf.q.push_back(i / 100.0);
+    r.cdf.ttft_s = ttft_.quantiles(r.cdf.q);
+    r.cdf.tpot_s = tpot_.quantiles(r.cdf.q);
+    r.cdf.itl_s = itl_.quantiles(r.cdf.q);
+    r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
     r.gpus = static_cast<double>(cfg_.replicas * cfg_.forward.tp * cfg_.forward.ep);
     r.simulated_requests = finished_;
     r.measured_requests = measured_;

@@ -96,3 +96,22 @@ def test_validate_predicts_what_the_command_line_does():
     triad = next(k for k in r["ops"] if k["name"] == "triad (DRAM)")
     assert triad["predicted_s"] == pytest.approx(8.947848e-3, rel=1e-12)
     assert all(k["checked"] for k in r["ops"])
+
+
+def test_serve_returns_the_summary_and_per_request_columns():
+    # The summary the command line prints, and one column entry per request (pandas-ready:
+    # every column the same length).
+    kw = dict(model="llama-3.1-8b", hw="h100-sxm", qps=5, requests=40, prompt="uniform:100,300", gen=32, seed=3)
+    r = ridgeline.serve(**kw)
+    c = cli_json("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--qps", "5", "--requests", "40",
+                 "--prompt", "uniform:100,300", "--gen", "32", "--seed", "3")
+    assert r["ttft_s"] == c["ttft_s"] and r["e2e_s"] == c["e2e_s"]
+    cols = r["requests"]
+    assert {len(v) for v in cols.values()} == {40}
+    assert sorted(cols["id"]) == list(range(40))
+    assert all(o == 32 for o in cols["output_tokens"])
+    assert all(100 <= i <= 300 for i in cols["input_tokens"])
+    assert all(q <= t <= e for q, t, e in zip(cols["queue_s"], cols["ttft_s"], cols["e2e_s"]))
+    # A sweep is one summary per rate, without columns.
+    s = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=[1, 4], requests=20)
+    assert len(s["sweep"]) == 2 and "requests" not in s["sweep"][0]

@@ -131,6 +131,10 @@ TEST(Distribution, PercentilesAsNumpyComputesThem) {
   w.add(10, 1);
   EXPECT_DOUBLE_EQ(w.quantile(0.5), 1);
   EXPECT_DOUBLE_EQ(w.quantile(0.9), 7.3);
+  // In one pass, the same values.
+  const std::vector<double> qs = {0, 0.5, 0.9, 1};
+  const std::vector<double> expect = {1, 1, 7.3, 10};
+  EXPECT_EQ(w.quantiles(qs), expect);
 }
 
 TEST(Distribution, FoldedPercentilesWithinABucket) {

@@ -13,4 +13,8 @@ namespace ridgeline::report {
 /// table sort) and writes the verdict as JSON into <pre id="selftest"> (docs/charts.md).
 std::string html_report(const nlohmann::json& result, const hw::ChipSpec& chip);
 
+/// The page for `serve --json` output: inputs (engine knobs, workload), headline latencies
+/// and throughput, latency CDFs, requests and KV cache over time, the percentile table.
+std::string html_serving_report(const nlohmann::json& result);
+
 }  // namespace ridgeline::report

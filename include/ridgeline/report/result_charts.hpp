@@ -29,4 +29,18 @@ std::vector<ChartPoint> result_points(const nlohmann::json& result);
 /// (infer: prefill and decode ops; train: forward ops). `points` receives the count.
 std::string ops_roofline_svg(const nlohmann::json& result, const hw::ChipSpec& chip, size_t* points = nullptr);
 
+/// `serve --json`: the CDFs of TTFT, TPOT, ITL and E2E (milliseconds, log axis).
+/// `series` receives the curve count.
+std::string serving_latency_svg(const nlohmann::json& result, const std::string& where, size_t* series = nullptr);
+
+/// `serve --json`: running and waiting requests over simulated time.
+std::string serving_timeline_svg(const nlohmann::json& result, const std::string& where);
+
+/// `serve --json`: the KV cache used (percent) and output tokens per second over simulated time.
+std::string serving_kv_svg(const nlohmann::json& result, const std::string& where);
+
+/// `serve --qps A,B,... --json` (a sweep): p99 TTFT and TPOT against output tokens/s per GPU,
+/// one point per rate. `points` receives the point count.
+std::string serving_throughput_svg(const nlohmann::json& sweep, const std::string& where, size_t* points = nullptr);
+
 }  // namespace ridgeline::report

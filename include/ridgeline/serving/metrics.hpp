@@ -23,6 +23,8 @@ class Distribution {
   /// The value at quantile q in [0, 1]: linear between the ranks of exact samples (numpy's
   /// default, as benchmark clients compute it), a bucket's middle once folded.
   double quantile(double q) const;
+  /// quantile(q) for each of `qs` (ascending), in one pass.
+  std::vector<double> quantiles(const std::vector<double>& qs) const;
   Summary summary() const;
   double count() const noexcept { return count_; }
   double mean() const noexcept { return count_ > 0 ? sum_ / count_ : 0; }

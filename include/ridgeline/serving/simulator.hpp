@@ -85,8 +85,14 @@ struct ServeMemory {
   std::int64_t kv_tokens = 0;  ///< kv_blocks x block
 };
 
+/// Latency distributions as quantiles at q = 0, 0.01, ..., 1 (for CDF charts).
+struct ServingCdf {
+  std::vector<double> q, ttft_s, tpot_s, itl_s, e2e_s;
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
+  ServingCdf cdf;
   double requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
   double gpus = 0;
   double goodput_requests_per_s = 0;  ///< requests meeting every SLO target, per second
