@@ -18,6 +18,14 @@ say search train --model gpt3-175b --hw a100-80gb --gpus 64 --seq 2048 --global-
     --plot docs/img/search-train-gpt3.svg
 say search infer --model llama-3.1-70b --hw h100-sxm --chips-max 8 --prompt 1024 --gen 256 --ttft-max 2s --tpot-max 50ms \
     --top 3 --plot docs/img/search-infer-llama70b.svg
+say serve --model llama-3.1-70b --hw h100-sxm --tp 4 --concurrency 200 --requests 2000 --warmup-requests 200 \
+    --prompt lognormal:1000,0.6 --gen lognormal:250,0.6 --slo ttft_p99=1s,tpot_p99=33ms --replicas auto
+say serve --model llama-3.1-70b --hw h100-sxm --tp 4 --qps 2,4,6,8,10,11,12 --requests 2000 \
+    --prompt lognormal:1000,0.6 --gen lognormal:250,0.6 --plot docs/img/serve-throughput-llama70b.svg
+"$rl" serve --model llama-3.1-70b --hw h100-sxm --tp 4 --qps 10 --requests 3000 --prompt lognormal:1000,0.6 \
+    --gen lognormal:250,0.6 --plot docs/img/serve-latency-llama70b.svg --json > build/demo/serve.json
+say plot timeline build/demo/serve.json --out docs/img/serve-timeline-llama70b.svg
 say report --model llama-3.1-8b --hw h200 --batch 8 --prompt 2048 --gen 256 --out build/demo/report.html
+say report --serve --model llama-3.1-8b --hw h100-sxm --qps 8 --requests 2000 --out build/demo/serve.html
 echo
-echo "charts: docs/img/*.svg; report: build/demo/report.html (open it in a browser)"
+echo "charts: docs/img/*.svg; reports: build/demo/report.html, build/demo/serve.html (open them in a browser)"

@@ -130,10 +130,8 @@ Summary Distribution::summary() const {
   s.mean = mean();
   s.min = min_;
   s.max = max_;
-  s.p50 = quantile(0.5);
-  s.p90 = quantile(0.9);
-  s.p95 = quantile(0.95);
-  s.p99 = quantile(0.99);
+  const std::vector<double> q = quantiles({0.5, 0.9, 0.95, 0.99});
+  s.p50 = q[0], s.p90 = q[1], s.p95 = q[2], s.p99 = q[3];
   return s;
 }
 

@@ -580,8 +580,8 @@ class Simulation {
   const ServeConfig& cfg_;
   EngineConfig engine_;
   ServeMemory mem_;
-  const RequestSink& sink_;
-  const std::function<void(double)>& progress_;
+  RequestSink sink_;  // copies: a caller's temporaries end with the constructor
+  std::function<void(double)> progress_;
   std::vector<Req> pool_;
   std::vector<std::int32_t> free_slots_;
   detail::SimContext ctx_;

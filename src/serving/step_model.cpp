@@ -109,6 +109,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     l.rep = g1_.repeat(i);
     l.decode = op.scale == Scale::decode_attention;
     l.window = shape.window > 0;
+    l.naive = shape.impl == ops::AttentionImpl::naive;
     l.overhead_s = overhead;
     for (int c = 0; c < 6; ++c) {
       ops::AttentionCounts unit;
@@ -116,18 +117,18 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       *field[c] = 1;
       const ops::Cost cost = ops::attention_cost(shape, unit);
       const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, k);
-      for (int part = 0; part < 4; ++part) l.per_count[part][c] = p[part] - overhead;
+      for (int part = 0; part < 4; ++part) l.per_count[part][c] = (p[part] - overhead) / ep_;
       l.launch_s = p[4];
     }
   }
 }
 
 double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
-  const double c[6] = {n.seqs, n.queries, n.pairs, n.keys, n.scores, n.positions};
   double best = 0;
   for (int part = 0; part < 4; ++part) {
     const auto& w = l.per_count[part];
-    const double v = w[0] * c[0] + w[1] * c[1] + w[2] * c[2] + w[3] * c[3] + w[4] * c[4] + w[5] * c[5];
+    double v = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
+    if (l.naive) v += w[4] * n.scores + w[5] * n.positions;
     best = v > best ? v : best;
   }
   best += l.overhead_s;
@@ -147,13 +148,7 @@ double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_seqs / ep_);
 
-  // Attention: the chip's share of each kind's counts, on the kernels of the step.
-  const double inv_ep = 1 / ep_;
-  auto share = [inv_ep](const ops::AttentionCounts& n) {
-    ops::AttentionCounts s = n;
-    s.seqs *= inv_ep, s.queries *= inv_ep, s.pairs *= inv_ep, s.keys *= inv_ep, s.scores *= inv_ep, s.positions *= inv_ep;
-    return s;
-  };
+  // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;
   const bool fused = mix.fused_attention && !mla_;
   for (int i = 0; i < attention_count_; ++i) {
@@ -163,13 +158,13 @@ double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept
       if (l.decode || !(prefill || decode)) continue;
       ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
       n += l.window ? mix.decode_window : mix.decode_full;
-      t += l.rep * attention_time(l, share(n), eager_attention);
+      t += l.rep * attention_time(l, n, eager_attention);
       continue;
     }
     if (l.decode ? !decode : !prefill) continue;
     const ops::AttentionCounts& n = l.decode ? (l.window ? mix.decode_window : mix.decode_full)
                                              : (l.window ? mix.prefill_window : mix.prefill_full);
-    t += l.rep * attention_time(l, share(n), eager_attention);
+    t += l.rep * attention_time(l, n, eager_attention);
   }
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   return t;

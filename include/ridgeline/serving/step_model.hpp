@@ -40,9 +40,11 @@ class StepModel {
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
-  // efficiencies) per unit of each count (AttentionCounts order), and the kernel's fixed parts.
+  // efficiencies) per unit of each count of the whole step (AttentionCounts order, the chip's
+  // 1/ep share folded in), and the kernel's fixed parts.
   struct AttentionLine {
     std::array<std::array<double, 6>, 4> per_count{};
+    bool naive = false;     // scores and positions count (flash kernels cost neither)
     double overhead_s = 0;  // the class's fixed time
     double launch_s = 0;    // launched eagerly
     double rep = 1;
