@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "common.hpp"
@@ -69,6 +70,17 @@ std::vector<double> rates(const std::string& v) {
   return out;
 }
 
+// A length distribution, or `empirical:FILE`: the prompt (or output) lengths of a trace's rows,
+// drawn uniformly.
+serving::LengthDist length_flag(const std::string& v, const char* flag, bool prompt) {
+  if (v.rfind("empirical:", 0) != 0) return serving::parse_length(v, flag);
+  serving::LengthDist d;
+  d.kind = serving::LengthDist::Kind::empirical;
+  d.text = v;
+  for (const serving::Request& r : io::read_request_trace(v.substr(10))) d.values.push_back(prompt ? r.input : r.output);
+  return d;
+}
+
 serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys) {
   serving::ServeConfig cfg;
   cfg.forward = forward_config(f.fw, f.hw, m);
@@ -100,8 +112,8 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
   if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
   if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
-  w.prompt = serving::parse_length(f.prompt, "--prompt");
-  w.gen = serving::parse_length(f.gen, "--gen");
+  w.prompt = length_flag(f.prompt, "--prompt", true);
+  w.gen = length_flag(f.gen, "--gen", false);
   w.requests = int_flag(f.requests, "--requests");
   w.warmup = count_flag(f.warmup, "--warmup-requests");
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
@@ -179,7 +191,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--arrival", f->arrival, "poisson, constant or gamma:CV")->capture_default_str();
   s->add_option("--concurrency", f->concurrency, "closed loop: clients each sending a request when the last ends");
   s->add_option("--trace", f->trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
-  s->add_option("--prompt", f->prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA")->capture_default_str();
+  s->add_option("--prompt", f->prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
   s->add_option("--gen", f->gen, "output tokens, as --prompt")->capture_default_str();
   s->add_option("--requests", f->requests, "requests to send")->capture_default_str();
   s->add_option("--warmup-requests", f->warmup, "first requests served but left out of the statistics")->capture_default_str();
@@ -233,7 +245,13 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           return;
                         }
                         std::unique_ptr<report::RequestWriter> writer;
-                        if (!f->requests_out.empty()) writer = std::make_unique<report::RequestWriter>(f->requests_out);
+                        if (!f->requests_out.empty()) {
+                          std::error_code ec;
+                          if (!f->trace.empty() && std::filesystem::equivalent(f->trace, f->requests_out, ec)) {
+                            throw InputError(fmt::format("--requests-out: {} is the --trace file: it would be overwritten", f->requests_out));
+                          }
+                          writer = std::make_unique<report::RequestWriter>(f->requests_out);
+                        }
                         report::RequestColumns columns;
                         serving::RequestSink sink;
                         if (writer || f->per_request) {

@@ -90,8 +90,8 @@ void validate(const WorkloadSpec& w) {
   if (w.arrival == Arrival::closed && (w.concurrency < 1 || w.concurrency > (std::int64_t{1} << 24))) {
     throw InputError(fmt::format("--concurrency: {} is out of range: expected 1 to {}", w.concurrency, std::int64_t{1} << 24));
   }
-  if (w.requests < 1 || w.requests > (std::int64_t{1} << 34)) {
-    throw InputError(fmt::format("--requests: {} is out of range: expected 1 to {}", w.requests, std::int64_t{1} << 34));
+  if (w.requests < 1 || w.requests > (std::int64_t{1} << 27)) {
+    throw InputError(fmt::format("--requests: {} is out of range: expected 1 to {}", w.requests, std::int64_t{1} << 27));
   }
   if (w.warmup < 0 || w.warmup >= w.requests) {
     throw InputError(fmt::format("--warmup-requests: {} leaves no request to measure out of --requests {}", w.warmup, w.requests));

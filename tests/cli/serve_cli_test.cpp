@@ -84,6 +84,16 @@ TEST(ServeCli, TraceCsvAndAzure) {
   EXPECT_NEAR(j["requests"]["arrival_s"][1].get<double>(), 50.995169 - 46.68059, 1e-6);
 }
 
+TEST(ServeCli, EmpiricalLengthsFromATrace) {
+  // Every prompt drawn from the trace's input lengths {100, 300}, every output from {7, 9}.
+  const std::string t = std::string(RIDGELINE_TMP_DIR) + "/lengths.csv";
+  std::ofstream(t) << "timestamp_s,input_tokens,output_tokens\n0,100,7\n1,300,9\n";
+  const auto j = run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 5 --requests 50 --per-request --prompt empirical:" + t +
+                          " --gen empirical:" + t);
+  for (const auto& v : j["requests"]["input_tokens"]) EXPECT_TRUE(v == 100 || v == 300) << v;
+  for (const auto& v : j["requests"]["output_tokens"]) EXPECT_TRUE(v == 7 || v == 9) << v;
+}
+
 TEST(ServeCli, ReplicasAutoFindsTheFewestMeetingTheSlo) {
   const auto j = run_json(
       "serve --model llama-3.1-8b --hw h100-sxm --concurrency 64 --requests 400 --prompt 1000 --gen 200 "
@@ -102,6 +112,8 @@ TEST(ServeCli, BadInput) {
   std::ofstream(trace) << "timestamp_s,input_tokens\n0,100\n";
   const std::string unsorted = std::string(RIDGELINE_TMP_DIR) + "/unsorted_trace.csv";
   std::ofstream(unsorted) << "timestamp_s,input_tokens,output_tokens\n1,100,10\n0.5,100,10\n";
+  const std::string good = std::string(RIDGELINE_TMP_DIR) + "/good_trace.csv";
+  std::ofstream(good) << "timestamp_s,input_tokens,output_tokens\n0,100,10\n";
   const std::string negative = std::string(RIDGELINE_TMP_DIR) + "/negative_trace.csv";
   std::ofstream(negative) << "timestamp_s,input_tokens,output_tokens\n0,100,10\n1,-5,10\n";
   for (auto [args, mention] : std::initializer_list<std::pair<std::string, std::string>>{
@@ -127,7 +139,9 @@ TEST(ServeCli, BadInput) {
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + trace, "output_tokens"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "row 3"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "row 3"},
-           {"serve --model llama-3.1-8b --hw h100-sxm --trace /nonexistent.csv", "/nonexistent.csv"}}) {
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace /nonexistent.csv", "/nonexistent.csv"},
+           {kSmall + " --qps 1 --requests 1000000000", "--requests"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + good + " --requests-out " + good, "--requests-out"}}) {
     expect_bad(args, mention);
   }
 }
