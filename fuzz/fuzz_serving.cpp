@@ -63,14 +63,14 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   e.preemption = (d[3] & 4) != 0 ? serving::Preemption::swap : serving::Preemption::recompute;
   e.mixed_chunk = (d[3] & 8) != 0;
   e.kv_block = e.kind == serving::EngineKind::sglang ? 1 : 1 + d[4] % 32;
-  e.kv_blocks_override = (1 + d[5]) * 64 / e.kv_block;
+  e.kv_blocks_override = (1 + d[5] % 64) * 16 / e.kv_block;
   serving::WorkloadSpec& w = cfg.workload;
-  w.requests = 1 + d[6] % 12;
+  w.requests = 1 + d[6] % 4;
   w.seed = d[7];
   w.prompt.kind = serving::LengthDist::Kind::uniform;
-  w.prompt.a = 1, w.prompt.b = 1 + 8.0 * d[8];
+  w.prompt.a = 1, w.prompt.b = 1 + 2.0 * d[8];
   w.gen.kind = serving::LengthDist::Kind::uniform;
-  w.gen.a = 1, w.gen.b = 1 + d[9];
+  w.gen.a = 1, w.gen.b = 1 + d[9] % 32;
   if (d[10] % 3 == 0) {
     w.arrival = serving::Arrival::closed;
     w.concurrency = 1 + d[10] % 16;
