@@ -71,13 +71,17 @@ void BM_Serve70B(benchmark::State& state) {
   cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
   cfg.workload.gen = serving::parse_length("lognormal:250,0.6", "--gen");
   cfg.find_max_rate = false;
-  double requests = 0;
+  double requests = 0, steps = 0;
+  const long before = bench::allocations();
   for (auto _ : state) {
     const serving::ServingResult r = serving::simulate(m, sys, cfg);
     requests += static_cast<double>(r.simulated_requests);
+    steps += r.steps;
     benchmark::DoNotOptimize(r.ttft.p99);
   }
   state.counters["requests_per_s"] = benchmark::Counter(requests, benchmark::Counter::kIsRate);
+  state.counters["steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
+  state.counters["allocs_per_request"] = static_cast<double>(bench::allocations() - before) / requests;
 }
 BENCHMARK(BM_Serve70B)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
