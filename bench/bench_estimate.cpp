@@ -44,12 +44,7 @@ namespace {
 
 using namespace ridgeline;
 
-hw::System h100() {
-  hw::System s;
-  s.chip = io::catalog_chip("h100-sxm");
-  s.chips_per_node = s.chip.chips_per_node;
-  return s;
-}
+using bench::h100;
 
 // Times cost + estimate of `op` on an H100 and reports allocations per evaluation.
 void run_estimate(benchmark::State& state, const analysis::OpConfig& op) {

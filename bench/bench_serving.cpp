@@ -13,22 +13,22 @@ namespace {
 
 using namespace ridgeline;
 
-hw::System h100() {
-  hw::System s;
-  s.chip = io::catalog_chip("h100-sxm");
-  s.chips_per_node = s.chip.chips_per_node;
-  return s;
-}
+using bench::h100;
 
-// Llama 3.1 70B at TP 4 on H100: a step of 128 decode tokens at contexts 1000..2270 and one
-// 512-token prefill chunk after 1024 cached, split attention kernels, piecewise graphs.
-void BM_StepTime70B(benchmark::State& state) {
-  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
-  const hw::System sys = h100();
+// The step model of Llama 3.1 70B at TP 4 on H100.
+std::unique_ptr<serving::StepModel> step_70b() {
   model::ForwardConfig f;
   f.tp = 4;
   auto step = std::make_unique<serving::StepModel>();
-  step->prepare(m, sys, f);
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  step->prepare(m, h100(), f);
+  return step;
+}
+
+// A step of 128 decode tokens at contexts 1000..2270 and one 512-token prefill chunk after
+// 1024 cached, split attention kernels, piecewise graphs.
+void BM_StepTime70B(benchmark::State& state) {
+  const auto step = step_70b();
   model::StepMix mix;
   for (int i = 0; i < 128; ++i) mix.add_decode(1000 + 10 * i, 0);
   mix.add_prefill(512, 1536, 0);
@@ -45,15 +45,7 @@ BENCHMARK(BM_StepTime70B);
 
 // Preparing the step model of that plan (two step graphs, lines and envelopes).
 void BM_StepPrepare70B(benchmark::State& state) {
-  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
-  const hw::System sys = h100();
-  model::ForwardConfig f;
-  f.tp = 4;
-  auto step = std::make_unique<serving::StepModel>();
-  for (auto _ : state) {
-    step->prepare(m, sys, f);
-    benchmark::DoNotOptimize(step.get());
-  }
+  for (auto _ : state) benchmark::DoNotOptimize(step_70b().get());
 }
 BENCHMARK(BM_StepPrepare70B)->Unit(benchmark::kMicrosecond);
 

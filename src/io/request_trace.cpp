@@ -106,6 +106,20 @@ double date_time(std::string_view v, const Where& w, std::string_view column) {
   return static_cast<double>(days_from_civil(*y, *mo, *d)) * 86400 + *h * 3600.0 + *mi * 60.0 + *s + frac;
 }
 
+// Calls fn(line, row) for each non-blank line of `text` (rows counted from 1, blank ones too).
+template <class Fn>
+void for_each_line(std::string_view text, Fn&& fn) {
+  std::size_t row = 0, pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    ++row;
+    if (!trim(line).empty()) fn(line, row);
+  }
+}
+
 // Times relative to the first request; they must not go back.
 void finish(std::vector<serving::Request>& out, std::string_view source) {
   if (out.empty()) throw InputError(fmt::format("{}: no requests", source));
@@ -133,14 +147,7 @@ std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string
   };
   int ts = -1, in = -1, outc = -1, group = -1, prefix = -1;
   bool azure = false;
-  std::size_t row = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++row;
-    if (trim(line).empty()) continue;
+  for_each_line(text, [&](std::string_view line, std::size_t row) {
     split(line);
     if (ts < 0) {
       for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -158,7 +165,7 @@ std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string
                                      "(or the Azure trace's TIMESTAMP, ContextTokens, GeneratedTokens); found '{}'",
                                      source, shown(line)));
       }
-      continue;
+      return;
     }
     if (out.size() >= kMaxRows) throw InputError(fmt::format("{}: more than {} requests", source, kMaxRows));
     const Where w{source, row};
@@ -176,7 +183,7 @@ std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string
     if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", fields[static_cast<std::size_t>(prefix)], "at most input_tokens");
     if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
     out.push_back(r);
-  }
+  });
   if (ts < 0) throw InputError(fmt::format("{}: empty: expected a header row and one row per request", source));
   finish(out, source);
   return out;
@@ -184,14 +191,7 @@ std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string
 
 std::vector<serving::Request> parse_jsonl_trace(std::string_view text, std::string_view source) {
   std::vector<serving::Request> out;
-  std::size_t row = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++row;
-    if (trim(line).empty()) continue;
+  for_each_line(text, [&](std::string_view line, std::size_t row) {
     if (out.size() >= kMaxRows) throw InputError(fmt::format("{}: more than {} requests", source, kMaxRows));
     const Where w{source, row};
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
@@ -217,7 +217,7 @@ std::vector<serving::Request> parse_jsonl_trace(std::string_view text, std::stri
       if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
     }
     out.push_back(r);
-  }
+  });
   finish(out, source);
   return out;
 }
