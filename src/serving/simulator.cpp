@@ -266,7 +266,12 @@ class Simulation {
     if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
     // A request that can never be served: beyond the model's positions, or a cache alone.
     const std::int64_t blocks = (q.input + q.output + engine_.kv_block - 1) / engine_.kv_block;
-    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || blocks > mem_.kv_blocks) {
+    // A whole prompt must fit one step's budget when prompts are not chunked (TensorRT-LLM's
+    // max_input_len <= max_num_tokens; vLLM without chunked prefill).
+    const bool whole = !engine_.chunked_prefill && (engine_.policy == StepPolicy::running_first ||
+                                                    engine_.policy == StepPolicy::generation_first);
+    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || blocks > mem_.kv_blocks ||
+        (whole && q.input > engine_.max_batched_tokens)) {
       reject(qi, t);
       return;
     }

@@ -328,6 +328,13 @@ TEST(Simulator, RequestsThatCanNeverFitAreRejectedAndCounted) {
   EXPECT_EQ(r.rejected, 1);
   EXPECT_EQ(r.measured_requests, 2);
   EXPECT_EQ(r.unfinished, 0);
+  // TensorRT-LLM does not chunk prompts: one longer than its 8192-token step never runs.
+  cfg.engine = engine_preset(EngineKind::trtllm, sys.chip);
+  cfg.workload.trace = {{0, 9000, 10, -1, 0}, {0.1, 8192, 10, -1, 0}};
+  cfg.workload.requests = 2;
+  const ServingResult t = simulate(m, sys, cfg);
+  EXPECT_EQ(t.rejected, 1);
+  EXPECT_EQ(t.measured_requests, 1);
 }
 
 }  // namespace
