@@ -80,6 +80,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                                                      {"t_unfused_s", x.t_unfused_s},
                                                      {"t_fused_s", x.t_fused_s},
                                                      {"saved_per_pass_s", x.saved_per_pass_s},
+                                                     {"saved_in_graph_per_pass_s", x.saved_in_graph_per_pass_s},
                                                      {"note", x.note},
                                                      {"alternative", x.alternative}});
                           text += fmt::format("  {:<24} {:>5} {:>11} {:>11} {:>4} -> {:<2} {:>11} {:>11} {:>12}\n", x.name, kind,
@@ -87,6 +88,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                                               t(x.t_unfused_s), t(x.t_fused_s), t(x.saved_per_pass_s));
                         }
                         j["saved_per_pass_s"] = r.saved_per_pass_s;
+                        j["saved_in_graph_per_pass_s"] = r.saved_in_graph_per_pass_s;
                         j["launches_saved_per_pass"] = r.launches_saved_per_pass;
                         j["cuda_graphs"] = {{"decode_step_launches", ir->decode_last.launches},
                                             {"launch_overhead_s", ir->launch_overhead_s},
@@ -96,6 +98,11 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                         text += fmt::format("\n  (alt: torch.addmm takes the bias or the residual into its accumulator, not both)\n");
                         text += fmt::format("  vertical fusions and the full epilogue together save {} and {:.0f} launches per pass\n",
                                             t(r.saved_per_pass_s), r.launches_saved_per_pass);
+                        if (sys.chip.efficiency.overhead_s > 0 || r.saved_in_graph_per_pass_s > 0) {
+                          text += fmt::format("  inside a CUDA graph (no launches) they still save {} per pass: the bytes fused away and "
+                                              "{:.0f} kernel boundaries of {} (realistic times)\n",
+                                              t(r.saved_in_graph_per_pass_s), r.launches_saved_per_pass, t(sys.chip.efficiency.overhead_s));
+                        }
                         text += fmt::format("  a decode step (batch {}, context {}) launches {:.0f} kernels, {} of launch overhead;\n"
                                             "  {} them into one launch and save {} of a {} step\n",
                                             ic.batch, ic.prompt, ir->decode_last.launches, t(ir->decode_launch_s),

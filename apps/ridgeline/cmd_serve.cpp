@@ -87,6 +87,8 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   const auto kind = serving::parse_engine(f.engine);
   if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
   serving::EngineConfig& e = cfg.engine = serving::engine_preset(*kind, sys.chip, cfg.forward.tp);
+  if (!f.fw.algo.empty()) e.collective_algo = cfg.forward.algo;  // --algo given: the engine's collectives too
+  if (!f.fw.kernels.empty()) e.merged_kernels = cfg.forward.merged_kernels;
   if (!f.max_num_seqs.empty()) e.max_num_seqs = int_flag(f.max_num_seqs, "--max-num-seqs");
   if (!f.max_batched_tokens.empty()) e.max_batched_tokens = int_flag(f.max_batched_tokens, "--max-batched-tokens");
   if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");

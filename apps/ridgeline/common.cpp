@@ -56,8 +56,11 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
   app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default from weights and activations)");
   app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
-  app->add_option("--algo", f.algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  app->add_option("--algo", f.algo, "collective algorithm: ring, tree, direct (default ring; serve's engines: direct)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
+  app->add_option("--kernels", f.kernels,
+                  "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
+                  "engines: merged)");
 }
 
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m) {
@@ -85,10 +88,14 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   if (f.attention == "flash") fw.attention = ops::AttentionImpl::flash;
   else if (f.attention == "naive") fw.attention = ops::AttentionImpl::naive;
   else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
-  auto algo = comm::parse_algo(f.algo);
+  auto algo = comm::parse_algo(f.algo.empty() ? "ring" : f.algo);
   if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f.algo));
   fw.algo = *algo;
   fw.sequence_parallel = f.sequence_parallel;
+  if (f.kernels == "merged") fw.merged_kernels = true;
+  else if (!f.kernels.empty() && f.kernels != "unfused") {
+    throw InputError(fmt::format("--kernels: '{}' is not unfused or merged", f.kernels));
+  }
   return fw;
 }
 

@@ -25,7 +25,8 @@ void add_hardware_flags(CLI::App* app, HardwareFlags& f);
 /// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
 struct ForwardFlags {
   std::string model = "llama-3.1-8b", tp, ep = "1";
-  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "ring";
+  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": ring
+  std::string kernels;  // "": unfused
   bool sequence_parallel = false;
 };
 void add_forward_flags(CLI::App* app, ForwardFlags& f);

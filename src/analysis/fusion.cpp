@@ -21,6 +21,15 @@ ops::Cost kernel(double bytes_, double stored, double flops) {
   return c;
 }
 
+// A kernel's realistic time replayed in a CUDA graph: no launch, its boundary if it is a
+// kernel of its own (an epilogue runs inside its GEMM's).
+double in_graph(const ops::Cost& c, const ops::Rates& rates) {
+  ops::TimeParts p = ops::time_parts(c, rates);
+  p.launch = 0;
+  const double t = p.realistic(rates, hw::KernelClass::pointwise);
+  return c.launches > 0 ? t : t - rates.achievable[static_cast<int>(hw::KernelClass::pointwise)].overhead_s;
+}
+
 }  // namespace
 
 FusionResult analyze_fusion(const model::ModelConfig& m, const hw::ChipSpec& chip, const FusionConfig& cfg) {
@@ -30,6 +39,7 @@ FusionResult analyze_fusion(const model::ModelConfig& m, const hw::ChipSpec& chi
   if (cfg.tp < 1 || m.heads % cfg.tp != 0) throw InputError(fmt::format("--tp: {} does not divide the {} heads", cfg.tp, m.heads));
   FusionResult r;
   r.layers = static_cast<double>(m.layers);
+  const ops::Rates rates(chip);
   const double T = static_cast<double>(cfg.tokens), h = static_cast<double>(m.hidden), s = 2;  // bf16 activations
   const double I = static_cast<double>(m.is_moe() ? m.moe.intermediate : m.intermediate) / static_cast<double>(cfg.tp);
   const double hd = static_cast<double>(m.head_dim);
@@ -45,21 +55,25 @@ FusionResult analyze_fusion(const model::ModelConfig& m, const hw::ChipSpec& chi
     c.chain = chain;
     c.kind = kind;
     c.per_layer = per_layer;
+    double graph_unfused = 0;
     for (const auto& k : unfused) {
       const ops::Estimate e = ops::estimate(k, chip);
       c.unfused_bytes += e.main_bytes;
       c.unfused_launches += k.launches;
       c.t_unfused_s += e.t_lower_s;
+      graph_unfused += in_graph(k, rates);
     }
     const ops::Estimate e = ops::estimate(fused, chip);
     c.fused_bytes = e.main_bytes;
     c.fused_launches = fused.launches;
     c.t_fused_s = e.t_lower_s;
     c.saved_per_pass_s = (c.t_unfused_s - c.t_fused_s) * per_layer * r.layers;
+    c.saved_in_graph_per_pass_s = (graph_unfused - in_graph(fused, rates)) * per_layer * r.layers;
     c.note = note;
     c.alternative = alternative;
     if (!alternative) {
       r.saved_per_pass_s += c.saved_per_pass_s;
+      r.saved_in_graph_per_pass_s += c.saved_in_graph_per_pass_s;
       r.launches_saved_per_pass += (c.unfused_launches - c.fused_launches) * per_layer * r.layers;
     }
     r.candidates.push_back(c);

@@ -42,6 +42,11 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   t.bytes += r * n * (a.bytes + z.bytes) / 2;
   t.comm_bytes += r * n * (a.link_bytes + z.link_bytes) / 2;
   t.launches += r * n * a.launches;
+  if (p1.launch < p1.realistic(rates, k)) {  // not held up by its launch (attention's only changing parts are its bytes and FLOPs)
+    const ops::Rates::Achievable& ach = rates.achievable[static_cast<int>(k)];
+    t.kernel_fixed_s += r * n * ach.overhead_s;
+    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2 * ach.inv_link;
+  }
   // Attribute the op's summed time to its bound at the longer end of the range.
   t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
   t.lower_by_class_s[static_cast<int>(g.ops[i].cls)] += r * lower;
@@ -55,6 +60,8 @@ void add_phase(PhaseTimes& into, const PhaseTimes& t, double k = 1) noexcept {
   into.bytes += k * t.bytes;
   into.comm_bytes += k * t.comm_bytes;
   into.launches += k * t.launches;
+  into.kernel_fixed_s += k * t.kernel_fixed_s;
+  into.link_latency_s += k * t.link_latency_s;
   for (int b = 0; b < 4; ++b) into.lower_by_bound_s[b] += k * t.lower_by_bound_s[b];
   for (int b = 0; b < 6; ++b) into.lower_by_class_s[b] += k * t.lower_by_class_s[b];
 }

@@ -553,8 +553,10 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         const ServingPoint r = serving_at(*L.curve, static_cast<double>(b));
         Reject why = Reject::count;
         if (!r.fits) why = Reject::memory;
-        else if (space.ttft_max_s && r.ttft_s > *space.ttft_max_s) why = Reject::ttft;
-        else if (space.tpot_max_s && r.tpot_s > *space.tpot_max_s) why = Reject::tpot;
+        // The curve agrees with infer_core to rounding: a plan at a limit is kept here (1e-9
+        // of slack) and judged on its exact figures below.
+        else if (space.ttft_max_s && r.ttft_s > *space.ttft_max_s * (1 + 1e-9)) why = Reject::ttft;
+        else if (space.tpot_max_s && r.tpot_s > *space.tpot_max_s * (1 + 1e-9)) why = Reject::tpot;
         if (why != Reject::count) {
           ++L.stats.rejected[static_cast<int>(why)];
           continue;

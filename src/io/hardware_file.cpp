@@ -230,11 +230,17 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
-    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "gemm", "attention", "pointwise", "collective"});
+    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "overhead", "gemm", "attention", "pointwise", "collective"});
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
     if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");
     if (e["link"]) c.efficiency.link = r.fraction(e["link"], "efficiency.link");
+    if (e["overhead"]) {
+      c.efficiency.overhead_s = r.quantity(e["overhead"], Quantity::time, "efficiency.overhead", false);
+      if (c.efficiency.overhead_s > 1e-3) {
+        r.fail("efficiency.overhead", fmt::format("{} s per kernel: expected at most 1 ms", c.efficiency.overhead_s));
+      }
+    }
     // Per kernel class: fractions that refine the chip-wide ones, and a fixed time per kernel.
     for (int k = 1; k < hw::kKernelClassCount; ++k) {
       const std::string key(hw::name(static_cast<hw::KernelClass>(k)));
@@ -309,6 +315,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   const hw::EfficiencySpec& e = c.efficiency;
   y += fmt::format("efficiency:\n  matrix: {:.17g}\n  vector: {:.17g}\n  memory: {:.17g}\n  link: {:.17g}\n", e.matrix,
                    e.vector, e.memory, e.link);
+  if (e.overhead_s > 0) y += fmt::format("  overhead: {:.17g} s\n", e.overhead_s);
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = e.kernel[k];
     if (ce == hw::ClassEfficiency{}) continue;

@@ -80,6 +80,21 @@ GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, d
   return op;
 }
 
+// A norm that first adds the residual it follows (merged kernels): it also reads the
+// residual and writes the sum back, one add per element.
+GraphOp& residual_norm(Ctx& c, const char* name, const char* fused_name, Block block, double rows, double cols, double params) {
+  if (!c.f.merged_kernels) return norm(c, name, block, rows, cols, params);
+  GraphOp& op = norm(c, fused_name, block, rows, cols, params);
+  ops::Cost extra;
+  extra.add_main_bytes(rows * cols * bytes(c.act));
+  extra.add_main_stores(rows * cols * bytes(c.act));
+  extra.add_flops(hw::Unit::vector, DType::fp32, rows * cols);
+  op.cost.main_bytes += extra.bytes[0];
+  op.cost.main_store_bytes += extra.main_store_bytes;
+  op.cost.vector_flops += rows * cols;
+  return op;
+}
+
 void elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {
   c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
 }
@@ -163,7 +178,7 @@ void attention_block(Ctx& c, double window) {
   const ModelConfig& m = c.m;
   const double h = static_cast<double>(m.hidden), H = static_cast<double>(m.heads), T = c.tokens;
   const double hd = static_cast<double>(m.head_dim);
-  norm(c, "input_norm", Block::attention, outer_tokens(c), h, h);
+  residual_norm(c, "input_norm", "add_input_norm", Block::attention, outer_tokens(c), h, h);
   tp_enter(c, "attn_allgather", Block::attention);
   ops::AttentionShape a;
   a.batch = c.batch;
@@ -232,9 +247,14 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);
   } else {
     const double KV = static_cast<double>(m.kv_heads);
-    gemm(c, "q_proj", Block::attention, T, h, c.heads * hd, h * H * hd, h * H * hd, m.qkv_bias);
-    gemm(c, "k_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
-    gemm(c, "v_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
+    if (c.f.merged_kernels) {
+      const double qkv = (H + 2 * KV) * hd;
+      gemm(c, "qkv_proj", Block::attention, T, h, (c.heads + 2 * c.kv_heads) * hd, h * qkv, h * qkv, m.qkv_bias);
+    } else {
+      gemm(c, "q_proj", Block::attention, T, h, c.heads * hd, h * H * hd, h * H * hd, m.qkv_bias);
+      gemm(c, "k_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
+      gemm(c, "v_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
+    }
     if (m.qk_norm) {
       norm(c, "q_norm", Block::attention, T * c.heads, hd, hd);
       norm(c, "k_norm", Block::attention, T * c.kv_heads, hd, hd);
@@ -280,7 +300,7 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
   tp_exit(c, "attn_allreduce", "attn_reducescatter", Block::attention);
-  elementwise(c, "attn_residual", Block::attention, outer_tokens(c), h, 2, 1, 1);
+  if (!c.f.merged_kernels) elementwise(c, "attn_residual", Block::attention, outer_tokens(c), h, 2, 1, 1);
 }
 
 // A dense MLP of width `width` (whole model) split over tp.
@@ -294,8 +314,12 @@ void dense_mlp(Ctx& c, Block block, double width, const char* gate, const char* 
     gemm(c, down, block, T, w, h, width * h, width * h, m.mlp_bias);
     return;
   }
-  gemm(c, gate, block, T, h, w, h * width, h * width, m.mlp_bias);
-  gemm(c, up, block, T, h, w, h * width, h * width, m.mlp_bias);
+  if (c.f.merged_kernels) {
+    gemm(c, "gate_up_proj", block, T, h, 2 * w, 2 * h * width, 2 * h * width, m.mlp_bias);
+  } else {
+    gemm(c, gate, block, T, h, w, h * width, h * width, m.mlp_bias);
+    gemm(c, up, block, T, h, w, h * width, h * width, m.mlp_bias);
+  }
   c.g.add(act, OpClass::elementwise, block, ops::swiglu_cost({T, w, c.act, DType::fp32}));
   gemm(c, down, block, T, w, h, width * h, width * h, m.mlp_bias);
 }
@@ -353,7 +377,7 @@ void moe_mlp(Ctx& c) {
 void layer(Ctx& c, bool moe, double window) {
   attention_block(c, window);
   const double h = static_cast<double>(c.m.hidden);
-  norm(c, "post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+  residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
   tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   if (moe) {
     moe_mlp(c);
@@ -362,7 +386,7 @@ void layer(Ctx& c, bool moe, double window) {
               c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
   }
   tp_exit(c, "mlp_allreduce", "mlp_reducescatter", moe ? Block::moe : Block::mlp);
-  elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h, 2, 1, 1);
+  if (!c.f.merged_kernels) elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h, 2, 1, 1);
 }
 
 }  // namespace
@@ -521,7 +545,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   // Logits only for the last position of each sequence.
   // Inference needs logits for the last position of each sequence; training for every token.
   const double rows = f.training ? c.tokens : c.batch;
-  norm(c, "final_norm", Block::head, f.training && f.sequence_parallel ? rows / tp : rows, h, h);
+  // Merged kernels: the last residual add is inside the final norm, over every token.
+  GraphOp& final_norm = f.merged_kernels ? residual_norm(c, "final_norm", "add_final_norm", Block::head, outer_tokens(c), h, h)
+                                         : norm(c, "final_norm", Block::head, f.training && f.sequence_parallel ? rows / tp : rows, h, h);
   if (f.training) tp_enter(c, "head_allgather", Block::head);
   c.dense_w = table_w;
   c.dense_scale_bits = 0;
@@ -538,6 +564,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
                f.algo);
     // Logits of the last positions: the head scales with the sequences, not the tokens.
     for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
+    if (f.merged_kernels) final_norm.scale = Scale::tokens;
   }
 }
 

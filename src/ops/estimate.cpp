@@ -96,8 +96,19 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);
     achievable[k].inv_memory = 1 / (own && c.memory > 0 ? c.memory : e.memory);
     achievable[k].inv_link = 1 / (own && c.link > 0 ? c.link : e.link);
-    achievable[k].overhead_s = own ? c.overhead_s : 0;
+    achievable[k].overhead_s = own && c.overhead_s > 0 ? c.overhead_s : e.overhead_s;
   }
+}
+
+double latency_part(const Cost& c, const Rates& r) noexcept {
+  // The slowest link's latency steps, as time_parts picks the slowest link for comm.
+  double best = 0, lat = 0;
+  for (int l = 0; l < hw::kMaxLinks; ++l) {
+    if (c.link_bytes[l] == 0 && c.link_steps[l] == 0) continue;
+    const double t = c.link_bytes[l] * r.s_per_link_byte[l] + c.link_steps[l] * r.link_latency_s[l];
+    if (t > best) best = t, lat = c.link_steps[l] * r.link_latency_s[l];
+  }
+  return lat;
 }
 
 // Branch-lean: this runs for every op of every evaluation. A part with no traffic is 0

@@ -25,6 +25,8 @@ json phase_json(const analysis::PhaseTimes& p) {
   j["bytes"] = p.bytes;
   j["comm_bytes"] = p.comm_bytes;
   j["launches"] = p.launches;
+  j["kernel_fixed_s"] = p.kernel_fixed_s;
+  j["link_latency_s"] = p.link_latency_s;
   json by_bound = json::object(), by_kind = json::object();
   for (int b = 0; b < 4; ++b) by_bound[kBounds[b]] = p.lower_by_bound_s[b];
   for (int c = 0; c < 6; ++c) by_kind[std::string(model::name(static_cast<model::OpClass>(c)))] = p.lower_by_class_s[c];
@@ -201,6 +203,13 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                        r.decode_last.launches, t(r.launch_overhead_s), t(r.decode_launch_s),
                        sys.chip.kind == "gpu" ? "CUDA graphs save" : "one captured graph per step (--cuda-graphs) would save", t(r.cuda_graphs_gain_s),
                        cfg.cuda_graphs ? " (on)" : "");
+  }
+  if (cfg.gen > 1 && (r.decode_total.kernel_fixed_s > 0 || r.decode_total.link_latency_s > 0)) {
+    // What a step costs whatever its bytes and FLOPs: kernel boundaries and collective latency.
+    const double n = static_cast<double>(cfg.gen - 1), step = r.decode_total.t_realistic_s / n;
+    const double fixed = r.decode_total.kernel_fixed_s / n, lat = r.decode_total.link_latency_s / n;
+    out += fmt::format("floor       of a {} decode step: kernel boundaries {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
+                       t(step), t(fixed), 100 * fixed / step, t(lat), 100 * lat / step);
   }
   out += fmt::format("quick (seed 001) per decode step: memory {}, compute {}, network {} -> {} .. {}\n", t(r.quick.t_memory_s),
                      t(r.quick.t_compute_s), t(r.quick.t_network_s), t(r.quick.t_lower_s), t(r.quick.t_upper_s));

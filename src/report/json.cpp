@@ -67,7 +67,8 @@ json chip_json(const hw::ChipSpec& c) {
   j["efficiency"] = {{"matrix", c.efficiency.matrix},
                      {"vector", c.efficiency.vector},
                      {"memory", c.efficiency.memory},
-                     {"link", c.efficiency.link}};
+                     {"link", c.efficiency.link},
+                     {"overhead_s", c.efficiency.overhead_s}};
   // Per kernel class, the fractions in effect (the class's own or the chip-wide) and the
   // fixed time per kernel.
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
@@ -78,7 +79,7 @@ json chip_json(const hw::ChipSpec& c) {
         {"vector", pick(ce.vector, c.efficiency.vector)},
         {"memory", pick(ce.memory, c.efficiency.memory)},
         {"link", pick(ce.link, c.efficiency.link)},
-        {"overhead_s", ce.overhead_s}};
+        {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)}};
   }
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;

@@ -59,6 +59,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"overlap_scheduling", e.overlap_scheduling},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
+          {"collective_algo", std::string(comm::name(e.collective_algo))},
+          {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"sources", e.sources}};
 }
 
@@ -114,6 +116,11 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["measured_span_s"] = r.measured_span_s;
   j["steps"] = {{"total", r.steps}, {"decode", r.decode_steps}, {"prefill", r.prefill_steps}, {"mixed", r.mixed_steps},
                 {"mean_s", r.mean_step_s}, {"mean_decode_batch", r.mean_decode_batch}};
+  const serving::DecodeStepComposition& d = r.decode_step;
+  j["decode_step"] = {{"sequences", d.sequences},           {"context", d.context},
+                      {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
+                      {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
+                      {"host_s", d.host_s}};
   j["mean_in_system"] = r.mean_in_system;
   j["mean_running"] = r.mean_running;
   j["mean_waiting"] = r.mean_waiting;
@@ -171,6 +178,13 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
+  if (r.decode_step.device_s > 0) {
+    const serving::DecodeStepComposition& d = r.decode_step;
+    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernel boundaries {} "
+                     "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
+                     d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
+                     t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+  }
   s += fmt::format("KV cache: {:.1f}% used on average, {:.1f}% at most; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
   s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system\n", r.mean_running, r.mean_waiting,

@@ -48,6 +48,10 @@ std::string chip_text(const hw::ChipSpec& c) {
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
                      c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
+  if (c.efficiency.overhead_s > 0) {
+    out += fmt::format("kernel boundary {} per kernel on the device, inside a CUDA graph too (realistic figures only)\n",
+                       t(c.efficiency.overhead_s));
+  }
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
     if (ce == hw::ClassEfficiency{}) continue;

@@ -60,7 +60,8 @@ EngineConfig vllm(const hw::ChipSpec& chip) {
       "vLLM V1 (0.9-0.13): vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
-      "(prefix hits in whole blocks, the last token recomputed); host time per step from PR #42131 and #46112";
+      "(prefix hits in whole blocks, the last token recomputed), csrc/custom_all_reduce.cuh (one- and two-shot all-reduce "
+      "over NVLink); host time per step from PR #42131 and #46112";
   return e;
 }
 
@@ -169,6 +170,8 @@ EngineConfig static_batch(const hw::ChipSpec&) {
   e.decode_graphs = GraphMode::eager;  // --cuda-graphs, as for infer
   e.mixed_graphs = GraphMode::eager;
   e.graph_max_batch = INT64_MAX / 4;
+  e.collective_algo = comm::Algo::ring;  // as `infer`
+  e.merged_kernels = false;
   e.sources = "static batching as `ridgeline infer` models it: no host time, prompts prefilled together";
   return e;
 }

@@ -160,10 +160,13 @@ class Simulation {
  public:
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
              const RequestSink& sink, const std::function<void(double)>& progress)
-      : m_(m), cfg_(cfg), engine_(resolved_engine(m, cfg, mem)), mem_(mem), sink_(sink), progress_(progress),
+      : m_(m), sys_(sys), cfg_(cfg), engine_(resolved_engine(m, cfg, mem)), mem_(mem), sink_(sink), progress_(progress),
         ctx_{pool_, engine_}, source_(cfg.workload), timeline_(cfg.timeline_points) {
     step_ = std::make_unique<StepModel>();
-    step_->prepare(m, sys, cfg.forward);
+    model::ForwardConfig f = cfg.forward;
+    f.algo = engine_.collective_algo;  // the engine's own all-reduce and kernels
+    f.merged_kernels = engine_.merged_kernels;
+    step_->prepare(m, sys, f);
     ctx_.window = static_cast<double>(m.sliding_window);
     ctx_.partial_reuse = engine_.partial_reuse;
     const int host = sys.chip.link_index(hw::LinkScope::host);
@@ -350,7 +353,7 @@ class Simulation {
     if (prefill && p.decode) ++result_.mixed_steps;
     else if (prefill) ++result_.prefill_steps;
     else ++result_.decode_steps;
-    if (p.decode) decode_batch_sum_ += p.mix.decode_seqs;
+    if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
   }
 
   void finish_step(Replica& r, Ps t) {
@@ -560,6 +563,7 @@ class Simulation {
     r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
     const double dsteps = r.decode_steps + r.mixed_steps;
     r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
+    if (decode_batch_sum_ > 0) compose_decode_step(r);
     r.memory = mem_;
     r.engine = engine_;
     r.timeline = timeline_.points();
@@ -568,6 +572,28 @@ class Simulation {
       r.offered_qps = cfg_.workload.arrival == Arrival::trace ? 0 : cfg_.workload.qps;
     }
     r.sustainable = sustainable();
+  }
+
+  // A decode step of the mean batch at the mean context, built op by op (step_reference).
+  void compose_decode_step(ServingResult& r) const {
+    DecodeStepComposition& d = r.decode_step;
+    d.sequences = std::max(1.0, std::round(r.mean_decode_batch));
+    d.context = std::max(1.0, std::round(decode_context_sum_ / decode_batch_sum_));
+    model::StepMix mix;
+    for (double i = 0; i < d.sequences; ++i) mix.add_decode(d.context, ctx_.window);
+    mix.fused_attention = engine_.fused_attention;
+    const GraphMode mode = d.sequences <= static_cast<double>(engine_.graph_max_batch) ? engine_.decode_graphs : engine_.mixed_graphs;
+    model::ForwardConfig f = cfg_.forward;
+    f.algo = engine_.collective_algo;
+    f.merged_kernels = engine_.merged_kernels;
+    auto g = std::make_unique<model::Graph>();
+    analysis::PhaseTimes t;
+    step_reference(m_, sys_, f, mix, mode, *g, t);
+    d.device_s = t.t_realistic_s;
+    d.kernel_fixed_s = t.kernel_fixed_s;
+    d.link_latency_s = t.link_latency_s;
+    for (int i = 0; i < g->op_count; ++i) d.kernels += g->repeat(i) * g->ops[i].cost.launches;
+    d.host_s = engine_.step_overhead_s + engine_.per_request_overhead_s * d.sequences;
   }
 
   // The waiting queue stays bounded: over the second and the last quarter of the measured
@@ -582,6 +608,7 @@ class Simulation {
   }
 
   const model::ModelConfig& m_;
+  const hw::System& sys_;
   const ServeConfig& cfg_;
   EngineConfig engine_;
   ServeMemory mem_;
@@ -606,7 +633,7 @@ class Simulation {
   Distribution ttft_, tpot_, itl_, e2e_, queue_;
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
-  double step_time_sum_ = 0, decode_batch_sum_ = 0, kv_max_ = 0;
+  double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
   int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
   std::array<double, 4> quarter_waiting_{}, quarter_time_{};
   Integrals integrals_;

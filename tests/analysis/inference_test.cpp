@@ -313,3 +313,55 @@ TEST(Block, SeedShapesReproduceSeed000) {
 
 }  // namespace
 }  // namespace ridgeline::analysis
+
+namespace ridgeline::analysis {
+namespace {
+
+TEST(Inference, DecodeStepFloorByHand) {
+  // Llama-3.1-8B on one H100 with CUDA graphs: a decode step runs 15 kernels per layer
+  // (input norm, q, k, v, RoPE, KV write, attention, o, residual, post-attention norm, gate,
+  // up, SiLU-mul, down, residual) x 32 layers, the embedding, the final norm and the LM head:
+  // 483 kernels, each paying the H100's 1.3 us kernel boundary (hardware file,
+  // efficiency.overhead): 627.9 us a step, whatever the batch. No collective on one chip.
+  InferenceConfig cfg;
+  cfg.cuda_graphs = true;
+  cfg.batch = 8;
+  cfg.prompt = 32;
+  cfg.gen = 16;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  EXPECT_NEAR(r->decode_last.kernel_fixed_s, 483 * 1.3e-6, 1e-12);
+  EXPECT_NEAR(r->decode_total.kernel_fixed_s, 15 * 483 * 1.3e-6, 1e-11);
+  EXPECT_EQ(r->decode_last.link_latency_s, 0);
+  // Llama-3.1-70B at TP 4: 2 ring all-reduces per layer x 80 and the embedding's, each
+  // 2(4 - 1) = 6 NVLink hops of 1 us at the link efficiency 0.8 (7.5 us), and the logits
+  // all-gather's 3 hops (3.75 us): 161 x 7.5 + 3.75 = 1211.25 us of latency per step.
+  cfg.forward.tp = 4;
+  cfg.batch = 1;
+  r = run("llama-3.1-70b", "h100-sxm", cfg);
+  EXPECT_NEAR(r->decode_last.link_latency_s, 161 * 7.5e-6 + 3.75e-6, 1e-12);
+  // The floor is a share of the step, never more than it.
+  EXPECT_LT(r->decode_last.kernel_fixed_s + r->decode_last.link_latency_s, r->decode_last.t_realistic_s);
+}
+
+TEST(Inference, KernelBoundaryAddsToEveryKernelInAGraph) {
+  // On the toy chip (no boundary) a decode step with graphs takes T; with a 2 us boundary it
+  // takes T + 2 us x its kernels, the bounds unchanged (they are pure roofline).
+  InferenceConfig cfg;
+  cfg.cuda_graphs = true;
+  cfg.batch = 4;
+  cfg.prompt = 64;
+  cfg.gen = 4;
+  const auto m = io::bundled_model("llama-2-7b");
+  hw::System sys = testing::toy_system();
+  auto a = std::make_unique<InferenceResult>(), b = std::make_unique<InferenceResult>();
+  infer(m, sys, cfg, *a);
+  sys.chip.efficiency.overhead_s = 2e-6;
+  infer(m, sys, cfg, *b);
+  // Llama-2-7B: 15 kernels per layer x 32 + embedding, final norm, LM head = 483.
+  EXPECT_NEAR(b->decode_last.t_realistic_s - a->decode_last.t_realistic_s, 483 * 2e-6, 1e-12);
+  EXPECT_EQ(b->decode_last.t_lower_s, a->decode_last.t_lower_s);
+  EXPECT_NEAR(b->decode_last.kernel_fixed_s, 483 * 2e-6, 1e-12);
+}
+
+}  // namespace
+}  // namespace ridgeline::analysis

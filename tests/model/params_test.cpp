@@ -2,6 +2,9 @@
 // derived by hand exactly.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <memory>
+
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/transformer.hpp"
 
@@ -70,6 +73,42 @@ TEST(Params, MoeActiveParameters) {
 TEST(Params, DenseModelsAreAllActive) {
   ParamCount c = count_params(io::bundled_model("llama-3.1-8b"));
   EXPECT_EQ(c.active + c.embedding, c.total);  // untied: the LM head is active, the table is not
+}
+
+}  // namespace
+}  // namespace ridgeline::model
+
+namespace ridgeline::model {
+namespace {
+
+TEST(Graph, MergedKernelsHaveTheSameWeightsFewerKernelsAndBytes) {
+  // Llama-3.1-8B decoding one token. Unfused, a layer runs 15 kernels; merged, 10: add+norm,
+  // qkv, RoPE, KV write, attention, o, add+norm, gate-up, SiLU-mul, down (q, k, v and gate,
+  // up as one GEMM each; both residual adds inside the norm that follows, the last layer's
+  // inside the final norm). The weights are the same.
+  const ModelConfig m = io::bundled_model("llama-3.1-8b");
+  hw::System sys;
+  ForwardConfig f;
+  auto plain = std::make_unique<Graph>(), merged = std::make_unique<Graph>();
+  build_forward(m, f, sys, {1, 1, 100}, *plain);
+  f.merged_kernels = true;
+  build_forward(m, f, sys, {1, 1, 100}, *merged);
+  auto kernels = [](const Graph& g) {
+    double k = 0, w = 0, b = 0;
+    for (int i = 0; i < g.op_count; ++i) k += g.repeat(i) * g.ops[i].cost.launches, w += g.repeat(i) * g.ops[i].weight_bytes,
+                                           b += g.repeat(i) * g.ops[i].cost.main_bytes;
+    return std::array<double, 3>{k, w, b};
+  };
+  const auto p = kernels(*plain), q = kernels(*merged);
+  EXPECT_EQ(p[0], 15 * 32 + 3);
+  EXPECT_EQ(q[0], 10 * 32 + 3);
+  EXPECT_EQ(p[1], q[1]);
+  // Bytes: an add on its own reads two tensors and writes one (3·4096·2 = 24576 bytes); inside
+  // a norm it adds one read and one write (2·4096·2 = 16384): two adds per layer, and the
+  // final norm gains one. The merged GEMMs read their input once instead of three times (q,
+  // k, v) and twice (gate, up): 3·4096·2 = 24576 bytes less per layer.
+  // 32·(2·24576 - 2·16384 + 24576) - 16384 = 1294336 bytes less.
+  EXPECT_NEAR(p[2] - q[2], 32 * (2 * 24576.0 - 2 * 16384.0 + 24576.0) - 16384.0, 1e-3);
 }
 
 }  // namespace

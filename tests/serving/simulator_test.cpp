@@ -63,7 +63,9 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   cfg.workload.requests = 3;
   const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  step.prepare(m, sys, cfg.forward);
+  model::ForwardConfig f = cfg.forward;  // one chip: no all-reduce, whichever the engine runs
+  f.merged_kernels = true;               // vLLM's kernels: QKV and gate-up merged, residuals in the norms
+  step.prepare(m, sys, f);
   const double host = 0.4e-3 + 1.1e-6;
   const double ttft = lone_prefill_s(step, 1000);
   double decode = 0;
@@ -89,7 +91,9 @@ TEST(Simulator, LoneRequestsAtAVanishingRateSeeOnlyTheirOwnPrefill) {
   cfg.workload.requests = 5;
   const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  step.prepare(m, sys, cfg.forward);
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
   const double ttft = lone_prefill_s(step, 1000);
   EXPECT_NEAR(r.ttft.min, ttft, 200 * kPs);
   EXPECT_NEAR(r.ttft.max, ttft, 200 * kPs);

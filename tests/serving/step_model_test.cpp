@@ -37,12 +37,13 @@ struct Fixture {
   std::unique_ptr<model::Graph> g = std::make_unique<model::Graph>();
 };
 
-std::unique_ptr<Fixture> fixture(const Plan& p) {
+std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
   fx->f.tp = p.tp;
   fx->f.ep = p.ep;
+  fx->f.merged_kernels = merged;
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -55,7 +56,7 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
-  auto fx = fixture(p);
+  auto fx = fixture(p, *rc::gen::arbitrary<bool>());
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -75,9 +76,11 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
 
 TEST(StepModel, UniformStepsEqualInfer) {
   // A step of B prompts of P tokens is infer's prefill (eager); a step of B decode tokens at
-  // context P + 1 is its first decode step and at P + G - 1 its last (graphs as --cuda-graphs).
+  // context P + 1 is its first decode step and at P + G - 1 its last (graphs as --cuda-graphs),
+  // with the engines' merged kernels or without.
   for (const Plan& p : kPlans) {
-    auto fx = fixture(p);
+    for (const bool merged : {false, true}) {
+    auto fx = fixture(p, merged);
     for (const bool graphs : {false, true}) {
       analysis::InferenceConfig cfg;
       cfg.forward = fx->f;
@@ -98,6 +101,7 @@ TEST(StepModel, UniformStepsEqualInfer) {
       EXPECT_NEAR(fx->step->time(prefill, GraphMode::eager) / r->prefill.t_realistic_s, 1, kExact) << p.model;
       EXPECT_NEAR(fx->step->time(first, decode_mode) / r->decode_first.t_realistic_s, 1, kExact) << p.model;
       EXPECT_NEAR(fx->step->time(last, decode_mode) / r->decode_last.t_realistic_s, 1, kExact) << p.model;
+    }
     }
   }
 }

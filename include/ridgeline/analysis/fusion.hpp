@@ -25,6 +25,9 @@ struct FusionCandidate {
   double t_unfused_s = 0;          ///< lower bound, one occurrence (launch included)
   double t_fused_s = 0;
   double saved_per_pass_s = 0;     ///< x per_layer x layers
+  /// The same inside a CUDA graph (no launches), at the realistic times: what is left is the
+  /// bytes fused away and the kernel boundaries removed (hw::EfficiencySpec::overhead_s).
+  double saved_in_graph_per_pass_s = 0;
   const char* note = "";
   bool alternative = false;        ///< one of several ways to fuse the same ops (addmm's either-or); not added to the totals
 };
@@ -45,6 +48,7 @@ struct FusionResult {
   std::vector<FusionCandidate> candidates;
   double layers = 0;
   double saved_per_pass_s = 0;
+  double saved_in_graph_per_pass_s = 0;  ///< inside a CUDA graph (FusionCandidate's)
   double launches_saved_per_pass = 0;
 };
 

@@ -17,6 +17,7 @@ struct OpTimes {
   double bytes = 0;       ///< main memory
   double link_bytes = 0;  ///< all links
   double launches = 0;
+  double latency_s = 0;   ///< of parts.comm: the link's latency steps
 };
 
 /// Times of one forward pass (or their sum over decode steps), seconds.
@@ -28,6 +29,10 @@ struct PhaseTimes {
   double bytes = 0;          ///< main memory
   double comm_bytes = 0;     ///< per chip, all links
   double launches = 0;
+  /// Of t_realistic_s: what kernels cost beyond their roofline parts (each kernel's fixed
+  /// time, hw::EfficiencySpec::overhead_s), and the latency steps of collectives (over the
+  /// link efficiency): the step's floor and latency rather than its bandwidth or compute.
+  double kernel_fixed_s = 0, link_latency_s = 0;
   std::array<double, 4> lower_by_bound_s;  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)
   std::array<double, 6> lower_by_class_s;  ///< t_lower split by op class (model::OpClass order)
   ops::Bound bound = ops::Bound::compute;    ///< the bound holding the most time
@@ -51,6 +56,7 @@ template <class C>
   o.bytes = ops::main_traffic(c, rates);
   o.link_bytes = c.total_link_bytes();
   o.launches = graphs ? 0 : c.launches;
+  o.latency_s = ops::latency_part(c, rates);
   return o;
 }
 
@@ -61,7 +67,14 @@ template <class C>
   t.t_lower_s += r * lower;
   const hw::KernelClass k = model::kernel_class(cls);
   t.t_upper_s += r * o.parts.upper(rates, k);
-  t.t_realistic_s += r * o.parts.realistic(rates, k);
+  const double realistic = o.parts.realistic(rates, k);
+  t.t_realistic_s += r * realistic;
+  // A kernel the host's launch holds up (eager, shorter than its launch) has no floor of its own.
+  if (o.parts.launch < realistic) {
+    const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
+    t.kernel_fixed_s += r * a.overhead_s;
+    t.link_latency_s += r * o.latency_s * a.inv_link;
+  }
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
   t.comm_bytes += r * o.link_bytes;

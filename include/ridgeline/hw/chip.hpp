@@ -58,6 +58,11 @@ struct EfficiencySpec {
   double vector = 1;
   double memory = 1;
   double link = 1;
+  /// Device time every kernel costs beyond its roofline parts, seconds: the boundary between
+  /// two kernels (one grid drains, the next is dispatched and ramps up), paid inside a CUDA
+  /// graph too. Distinct from launch_overhead_s, the host's cost of issuing a kernel, which
+  /// graphs remove. A class's own `overhead_s` replaces it (docs/cost-model.md#efficiency).
+  double overhead_s = 0;
   /// Per kernel class (index KernelClass; `other` is unused): measured or published figures
   /// that refine the chip-wide ones.
   std::array<ClassEfficiency, kKernelClassCount> kernel{};

@@ -38,6 +38,11 @@ struct ForwardConfig {
   /// Training: logits for every token and the cross-entropy loss (vocab-parallel, fp32),
   /// instead of logits for the last position of each sequence.
   bool training = false;
+  /// The kernels serving engines run (vLLM, SGLang, TensorRT-LLM): q, k and v as one GEMM,
+  /// gate and up as one, and each residual add inside the norm that follows it (fused
+  /// add + RMSNorm; the final norm over every token). Same weights, fewer kernels and bytes
+  /// (docs/models.md#engine-kernels).
+  bool merged_kernels = false;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

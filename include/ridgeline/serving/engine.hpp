@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "ridgeline/comm/collective.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/serving/step_model.hpp"
 
@@ -65,6 +66,14 @@ struct EngineConfig {
   bool prefix_caching = true;
   bool partial_reuse = false;              ///< a partly filled last prefix block is reused too (TensorRT-LLM)
   bool fused_attention = false;            ///< one attention kernel for prefill and decode tokens (vLLM FlashAttention varlen)
+  /// The tensor-parallel all-reduce: engines run their own (vLLM's and SGLang's custom
+  /// all-reduce, TensorRT-LLM's AUTO strategy): peers' buffers read directly over NVLink in one
+  /// or two shots, `direct`: 2 latency steps for 2(P-1)/P of the bytes, not a ring's 2(P-1).
+  comm::Algo collective_algo = comm::Algo::direct;
+  /// The engine's kernels: QKV and gate-up GEMMs merged, residual adds fused into the norms
+  /// (vLLM QKVParallelLinear, MergedColumnParallelLinear, fused_add_rms_norm; SGLang and
+  /// TensorRT-LLM alike). model::ForwardConfig::merged_kernels.
+  bool merged_kernels = true;
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch

@@ -90,8 +90,20 @@ struct ServingCdf {
   std::vector<double> q, ttft_s, tpot_s, itl_s, e2e_s;
 };
 
+/// A decode step of the run's mean batch at its mean context, priced op by op: how much of
+/// it is the kernels' floor and the collectives' latency rather than bandwidth or compute.
+struct DecodeStepComposition {
+  double sequences = 0, context = 0;  ///< the mean decode batch and its mean context
+  double device_s = 0;                ///< realistic device time of the step
+  double kernel_fixed_s = 0;          ///< of it: kernel boundaries (analysis::PhaseTimes)
+  double link_latency_s = 0;          ///< of it: collective latency steps
+  double kernels = 0;                 ///< kernels the step runs
+  double host_s = 0;                  ///< the engine's host time for such a step
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
+  DecodeStepComposition decode_step;
   ServingCdf cdf;
   double requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
   double gpus = 0;
