@@ -172,7 +172,7 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                       "micro_batch", "global_batch", "micro_batches", "recompute", "dtype"});
   } else {
     s += kv_table(j, {"model", "hw", "chips", "tp", "ep", "batch", "prompt", "gen", "weight_dtype", "act_dtype", "kv_dtype",
-                      "attention", "cuda_graphs"});
+                      "attention", "cuda_graphs", "kernels", "algo"});
   }
   s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
   if (train) {
@@ -186,13 +186,17 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
   } else {
     const json& mem = j.contains("memory") ? j["memory"] : json::object();
     const json prefill = j.contains("prefill") ? j["prefill"] : json::object();
+    const json decode = j.contains("decode") ? j["decode"] : json::object();
     s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound", json_string(prefill, "bound", "?"))},
                 {"TPOT", t(num(j, "tpot_s")), "mean over the generation"},
                 {"end to end", t(num(j, "e2e_latency_s")), fmt::format("{} .. {}", t(num(j, "e2e_latency_lower_s")), t(num(j, "e2e_latency_upper_s")))},
                 {"output tokens/s per chip", fmt::format("{:.1f}", num(j, "output_tokens_per_s_per_chip")), "generated tokens"},
                 {"memory per chip", b(num(mem, "total_bytes")),
                  fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")},
-                {"largest batch", text(j.contains("max_batch") ? j["max_batch"] : json(nullptr)), "that fits"}});
+                {"largest batch", text(j.contains("max_batch") ? j["max_batch"] : json(nullptr)), "that fits"},
+                {"decode floor", t(json_number(decode, "kernel_fixed_s") + json_number(decode, "link_latency_s")),
+                 fmt::format("of a step: kernel boundaries {}, collective latency {}", t(json_number(decode, "kernel_fixed_s")),
+                             t(json_number(decode, "link_latency_s")))}});
   }
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n<p>Hover a point for the op, its layer group and repeat count.</p>\n";
   s += "<figure id=\"chart-roofline\">" + ops_roofline_svg(j, chip) + "</figure>\n";
@@ -254,7 +258,12 @@ std::string html_serving_report(const json& j) {
                                                  : fmt::format("largest sustainable rate {}", text(j.contains("max_sustainable_qps") ? j["max_sustainable_qps"] : json(nullptr)))},
               {"KV cache used", fmt::format("{:.1f}%", 100 * json_number(kv, "mean")), fmt::format("at most {:.1f}%; {} preemptions", 100 * json_number(kv, "max"), num(j, "preemptions"))},
               {"goodput", j.contains("goodput_requests_per_s") ? fmt::format("{:.4g} req/s", num(j, "goodput_requests_per_s")) : "-",
-               j.contains("slo_met") ? (json_bool(j, "slo_met", false) ? "SLO met" : "SLO not met") : "no --slo given"}});
+               j.contains("slo_met") ? (json_bool(j, "slo_met", false) ? "SLO met" : "SLO not met") : "no --slo given"},
+              {"mean decode step", t(json_number(j.contains("decode_step") ? j["decode_step"] : json::object(), "device_s")),
+               j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernel boundaries {}, collective latency {}",
+                                                       json_number(j["decode_step"], "sequences"), t(json_number(j["decode_step"], "kernel_fixed_s")),
+                                                       t(json_number(j["decode_step"], "link_latency_s")))
+                                         : ""}});
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
   s += "<figure id=\"chart-latency\">" + serving_latency_svg(j, "the report") + "</figure>\n";
   s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(j, "the report") + "</figure>\n";

@@ -120,6 +120,8 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["kv_dtype"] = dtype_or(p.kv_cache, name(p.activation));
   j["attention"] = cfg.forward.attention == ops::AttentionImpl::flash ? "flash" : "naive";
   j["cuda_graphs"] = cfg.cuda_graphs;
+  j["kernels"] = cfg.forward.merged_kernels ? "merged" : "unfused";
+  j["algo"] = std::string(comm::name(cfg.forward.algo));
   j["prefill"] = phase_json(r.prefill);
   json d;
   const double steps = static_cast<double>(cfg.gen - 1);
@@ -130,6 +132,8 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   d["t_lower_s"] = steps > 0 ? r.decode_total.t_lower_s / steps : 0;
   d["t_upper_s"] = steps > 0 ? r.decode_total.t_upper_s / steps : 0;
   d["t_realistic_s"] = r.tpot_s;
+  d["kernel_fixed_s"] = steps > 0 ? r.decode_total.kernel_fixed_s / steps : 0;  // per step
+  d["link_latency_s"] = steps > 0 ? r.decode_total.link_latency_s / steps : 0;
   d["bound"] = std::string(ops::name(r.decode_total.bound));
   j["decode"] = d;
   j["ttft_s"] = r.ttft_s;

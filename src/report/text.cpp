@@ -134,8 +134,9 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
-  out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f})\n",
-                     t(e.t_realistic_s), c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
+  out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{})\n",
+                     t(e.t_realistic_s), c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link,
+                     c.efficiency.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(c.efficiency.overhead_s)) : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
   out += fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {
