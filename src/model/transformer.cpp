@@ -85,12 +85,9 @@ GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, d
 GraphOp& residual_norm(Ctx& c, const char* name, const char* fused_name, Block block, double rows, double cols, double params) {
   if (!c.f.merged_kernels) return norm(c, name, block, rows, cols, params);
   GraphOp& op = norm(c, fused_name, block, rows, cols, params);
-  ops::Cost extra;
-  extra.add_main_bytes(rows * cols * bytes(c.act));
-  extra.add_main_stores(rows * cols * bytes(c.act));
-  extra.add_flops(hw::Unit::vector, DType::fp32, rows * cols);
-  op.cost.main_bytes += extra.bytes[0];
-  op.cost.main_store_bytes += extra.main_store_bytes;
+  const double residual = rows * cols * bytes(c.act);
+  op.cost.main_bytes += 2 * residual;  // read it, and store the sum
+  op.cost.main_store_bytes += residual;
   op.cost.vector_flops += rows * cols;
   return op;
 }
