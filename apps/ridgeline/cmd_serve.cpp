@@ -31,7 +31,7 @@ struct ServeFlags {
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
   std::string preemption, step_overhead, mixed_chunk;
   std::string qps, arrival = "poisson", concurrency, trace;
-  std::string prompt = "1024", gen = "256", requests = "1000", warmup = "0", seed = "1";
+  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
   std::string prefix_groups, prefix_tokens;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
@@ -116,7 +116,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
   w.prompt = length_flag(f.prompt, "--prompt", true);
   w.gen = length_flag(f.gen, "--gen", false);
-  w.requests = int_flag(f.requests, "--requests");
+  w.requests = f.requests.empty() ? 1000 : int_flag(f.requests, "--requests");
   w.warmup = count_flag(f.warmup, "--warmup-requests");
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
   if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
@@ -127,7 +127,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   } else if (!f.trace.empty()) {
     w.arrival = serving::Arrival::trace;
     w.trace = io::read_request_trace(f.trace);
-    if (f.requests == "1000") w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
+    if (f.requests.empty()) w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
     if (!f.qps.empty()) {
       // The trace's lengths with new arrivals at this rate.
       const std::vector<double> r = rates(f.qps);
@@ -136,8 +136,14 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
       serving::parse_arrival(f.arrival, w);
       serving::Rng rng(w.seed * 7 + 5);
       double clock = 0;
+      const double shape = 1 / (w.cv * w.cv);
       for (std::size_t i = 0; i < w.trace.size(); ++i) {
-        if (i > 0) clock += (w.arrival == serving::Arrival::constant ? 1.0 : rng.exponential()) / w.qps;
+        if (i > 0) {
+          clock += (w.arrival == serving::Arrival::constant ? 1.0
+                    : w.arrival == serving::Arrival::gamma  ? rng.gamma(shape) / shape
+                                                            : rng.exponential()) /
+                   w.qps;
+        }
         w.trace[i].arrival_s = clock;
       }
       w.arrival = serving::Arrival::trace;
@@ -195,7 +201,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--trace", f->trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
   s->add_option("--prompt", f->prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
   s->add_option("--gen", f->gen, "output tokens, as --prompt")->capture_default_str();
-  s->add_option("--requests", f->requests, "requests to send")->capture_default_str();
+  s->add_option("--requests", f->requests, "requests to send (default 1000; with --trace, all its rows)");
   s->add_option("--warmup-requests", f->warmup, "first requests served but left out of the statistics")->capture_default_str();
   s->add_option("--seed", f->seed, "random seed")->capture_default_str();
   s->add_option("--prefix-groups", f->prefix_groups, "requests spread over this many groups sharing a prefix");
@@ -219,6 +225,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         serving::ServeConfig cfg = serve_config(*f, m, sys);
                         const std::vector<double> sweep = f->qps.empty() || !f->trace.empty() ? std::vector<double>{} : rates(f->qps);
                         if (sweep.size() > 1) {
+                          if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
                           if (!f->requests_out.empty() || f->per_request) {
                             throw InputError("--requests-out/--per-request: one rate at a time, not a --qps sweep");
                           }

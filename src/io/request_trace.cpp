@@ -9,6 +9,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_map>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/embedded.hpp"
@@ -53,6 +54,17 @@ std::int64_t tokens(std::string_view v, const Where& w, std::string_view column,
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
   if (ec != std::errc() || end != v.data() + v.size() || n < min || n > kMaxTokens) {
     fail(w, column, v, fmt::format("a whole number of tokens from {} to {}", min, kMaxTokens));
+  }
+  return n;
+}
+
+// A prefix group id: 0 to 2^20 (a replica keeps one entry per id up to the largest).
+std::int64_t group_id(std::string_view v, const Where& w) {
+  v = trim(v);
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || end != v.data() + v.size() || n < 0 || n > (std::int64_t{1} << 20)) {
+    fail(w, "prefix_group", v, "a group number from 0 to 1048576");
   }
   return n;
 }
@@ -120,9 +132,25 @@ void for_each_line(std::string_view text, Fn&& fn) {
   }
 }
 
-// Times relative to the first request; they must not go back.
+// Times relative to the first request; they must not go back. A prefix group shares one
+// prefix length, shorter than each of its prompts.
 void finish(std::vector<serving::Request>& out, std::string_view source) {
   if (out.empty()) throw InputError(fmt::format("{}: no requests", source));
+  std::unordered_map<std::int32_t, std::pair<std::int64_t, std::size_t>> groups;  // prefix tokens, first row
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const serving::Request& r = out[i];
+    if (r.prefix_group < 0) continue;
+    if (r.prefix_tokens >= r.input) {
+      throw InputError(fmt::format("{}: row {}: prefix_tokens {} of {} input tokens: expected fewer (the last prompt token is "
+                                   "always computed)",
+                                   source, i + 2, r.prefix_tokens, r.input));
+    }
+    const auto [it, fresh] = groups.try_emplace(r.prefix_group, r.prefix_tokens, i + 2);
+    if (!fresh && it->second.first != r.prefix_tokens) {
+      throw InputError(fmt::format("{}: row {}: prefix_group {} shares {} tokens at row {}, {} here: expected one prefix length per group",
+                                   source, i + 2, r.prefix_group, it->second.first, it->second.second, r.prefix_tokens));
+    }
+  }
   const double t0 = out.front().arrival_s;
   for (std::size_t i = 0; i < out.size(); ++i) {
     if (i > 0 && out[i].arrival_s < out[i - 1].arrival_s) {
@@ -178,7 +206,7 @@ std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string
                         : seconds(fields[static_cast<std::size_t>(ts)], w, "timestamp_s");
     r.input = tokens(fields[static_cast<std::size_t>(in)], w, azure ? "ContextTokens" : "input_tokens", 1);
     r.output = tokens(fields[static_cast<std::size_t>(outc)], w, azure ? "GeneratedTokens" : "output_tokens", 1);
-    if (group >= 0) r.prefix_group = static_cast<std::int32_t>(tokens(fields[static_cast<std::size_t>(group)], w, "prefix_group", 0));
+    if (group >= 0) r.prefix_group = static_cast<std::int32_t>(group_id(fields[static_cast<std::size_t>(group)], w));
     if (prefix >= 0) r.prefix_tokens = tokens(fields[static_cast<std::size_t>(prefix)], w, "prefix_tokens", 0);
     if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", fields[static_cast<std::size_t>(prefix)], "at most input_tokens");
     if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
@@ -210,7 +238,7 @@ std::vector<serving::Request> parse_jsonl_trace(std::string_view text, std::stri
     r.arrival_s = seconds(*field("timestamp_s", true), w, "timestamp_s");
     r.input = tokens(*field("input_tokens", true), w, "input_tokens", 1);
     r.output = tokens(*field("output_tokens", true), w, "output_tokens", 1);
-    if (const auto g = field("prefix_group", false)) r.prefix_group = static_cast<std::int32_t>(tokens(*g, w, "prefix_group", 0));
+    if (const auto g = field("prefix_group", false)) r.prefix_group = static_cast<std::int32_t>(group_id(*g, w));
     if (const auto p = field("prefix_tokens", false)) {
       r.prefix_tokens = tokens(*p, w, "prefix_tokens", 0);
       if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", *p, "at most input_tokens");

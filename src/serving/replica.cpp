@@ -1,7 +1,10 @@
 // One engine replica's state: running list, decode sums, paged KV cache with prefixes.
 #include "replica.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <stdexcept>
 
 namespace ridgeline::serving::detail {
 
@@ -123,6 +126,9 @@ std::int64_t Replica::remaining_output_sum() const {
 // --- KV cache ------------------------------------------------------------------------------
 
 void Replica::take_blocks(std::int64_t n) {
+  if (n > free_blocks) {
+    throw std::logic_error(fmt::format("serve: replica {} takes {} KV blocks with {} free", index, n, free_blocks));
+  }
   free_blocks -= n;
   while (n > 0 && !free_queue_.empty()) {
     Segment& s = free_queue_.front();
@@ -193,16 +199,23 @@ void Replica::unref_prefix(Req& q) {
 }
 
 void Replica::publish_prefix(Req& q) {
-  if (q.group < 0 || !engine.prefix_caching || q.shared > 0) return;
+  if (q.group < 0 || !engine.prefix_caching) return;
   Group& g = groups[static_cast<std::size_t>(q.group)];
   const std::int64_t full = q.prefix_tokens / block_;
-  if (full <= 0 || g.cached > 0) return;  // nothing to cache, or another request's copy is cached
-  // The request's first `full` blocks now hold the group's prefix (it references them).
-  g.cached = full;
-  g.refs = 1;
-  g.segment = -1;
-  q.shared = full;
-  if (q.phase == Phase::prefill || q.phase == Phase::swapped) q.blocks -= full;
+  if (full <= 0) return;
+  if (q.shared == 0 && g.cached == 0) {
+    // The request's first `full` blocks now hold the group's prefix (it references them).
+    g.cached = full;
+    g.refs = 1;
+    g.segment = -1;
+    q.shared = full;
+    if (q.phase == Phase::prefill || q.phase == Phase::swapped) q.blocks -= full;
+  } else if (q.shared > 0 && q.shared < full && g.refs == 1 && g.cached == q.shared) {
+    // It found the prefix partly evicted and computed the rest: the group's cache grows back.
+    if (q.phase == Phase::prefill || q.phase == Phase::swapped) q.blocks -= full - q.shared;
+    g.cached = full;
+    q.shared = full;
+  }
 }
 
 void Replica::release(Req& q) {

@@ -45,6 +45,12 @@ struct Req {
   bool warmup = false;
 };
 
+// Tokens q still has to compute or emit (the router's load): the rest of its prompt (or
+// recompute) and its outputs. Not for a decoding request (its computed count is implicit).
+inline std::int64_t remaining_tokens(const Req& q) {
+  return (q.target - q.computed) + (q.output - q.emitted);
+}
+
 // A request's next event in decode-step units, for the lazy heaps (stale when version differs).
 struct DecodeEvent {
   std::int64_t step;

@@ -27,6 +27,7 @@ void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t 
     q.admitted = r.now;
     q.cached = a.hit;
   }
+  r.outstanding_tokens -= a.hit;  // found cached: nothing to compute
   if (a.hit > 0) r.ref_prefix(q, a.hit);
   r.push_running(qi);
   r.prefilling.push_back(qi);
@@ -63,6 +64,8 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
     q.computed = q.c0 + (r.dstep - q.d0);
     q.emitted = r.emitted_before(q);
   }
+  // The router's load: a recompute adds its prompt and outputs again.
+  const std::int64_t before = decoding ? q.output - q.emitted : remaining_tokens(q);
   r.remove_running(qi);
   if (decoding && ctx_.engine.preemption == Preemption::swap) {
     // Its KV (own blocks and a private copy of its prefix) goes to host memory.
@@ -79,6 +82,7 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
     q.phase = Phase::waiting;
     q.computed = 0;
     q.target = q.input + q.emitted;  // the prompt and every token emitted so far
+    r.outstanding_tokens += remaining_tokens(q) - before;
   }
   r.committed -= q.commit;
   q.commit = 0;

@@ -78,6 +78,9 @@ Slo parse_slo(std::string_view s) {
 namespace {
 
 constexpr Ps kNever = INT64_MAX;
+// Simulated time is int64 picoseconds (9.2e6 s at most): runs stay well inside it, so that
+// the timeline's doubling bucket widths never overflow either.
+constexpr double kMaxSimulated_s = 4e6;
 
 // The engine as it will run: the SGLang sequence limit resolved from the cache size.
 EngineConfig resolved_engine(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem) {
@@ -253,7 +256,10 @@ class Simulation {
     const std::int64_t id = sent_++;
     const std::int32_t qi = alloc_slot();
     Req& q = pool_[qi];
+    // A slot's version only grows: heap entries of its earlier occupants stay stale.
+    const std::uint32_t version = q.version + 1;
     q = Req{};
+    q.version = version;
     q.id = id;
     q.arrival = t;
     q.input = r.input;
@@ -271,10 +277,12 @@ class Simulation {
     const std::int64_t blocks = (q.input + q.output + engine_.kv_block - 1) / engine_.kv_block;
     // A whole prompt must fit one step's budget when prompts are not chunked (TensorRT-LLM's
     // max_input_len <= max_num_tokens; vLLM without chunked prefill).
+    // vLLM may preempt it, and then recomputes its prompt and outputs in one chunk too.
     const bool whole = !engine_.chunked_prefill && (engine_.policy == StepPolicy::running_first ||
                                                     engine_.policy == StepPolicy::generation_first);
+    const std::int64_t whole_tokens = engine_.policy == StepPolicy::running_first ? q.input + q.output : q.input;
     if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || blocks > mem_.kv_blocks ||
-        (whole && q.input > engine_.max_batched_tokens)) {
+        (whole && whole_tokens > engine_.max_batched_tokens)) {
       reject(qi, t);
       return;
     }
@@ -328,12 +336,16 @@ class Simulation {
     while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && !r.waiting.empty()) {
       const std::int32_t qi = r.waiting.front();
       r.waiting.pop_front();
-      r.outstanding_tokens -= pool_[qi].input + pool_[qi].output;
+      r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
       reject(qi, t);
       scheduler_->plan(r);
     }
     const detail::StepPlan& p = r.plan;
     if (!p.decode && p.chunks.empty()) {
+      // Running requests always have a next step: a replica that stops with them is a bug.
+      if (r.running_count > 0) {
+        throw std::logic_error(fmt::format("serve: replica {} has {} running requests and no step to run", r.index, r.running_count));
+      }
       r.busy = false;
       return;
     }
@@ -690,8 +702,23 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   if (cfg.engine.preemption == Preemption::swap && sys.chip.link_index(hw::LinkScope::host) < 0) {
     throw InputError(fmt::format("--preemption: swap needs a host link and {} has none", sys.chip.name));
   }
-  if (!(cfg.horizon_s >= 0 && cfg.horizon_s <= 1e7)) {
-    throw InputError(fmt::format("--horizon: {} s is out of range: expected 0 to 1e7 s", cfg.horizon_s));
+  if (!(cfg.horizon_s >= 0 && cfg.horizon_s <= kMaxSimulated_s)) {
+    throw InputError(fmt::format("--horizon: {} s is out of range: expected 0 to {:g} s (46 days)", cfg.horizon_s, kMaxSimulated_s));
+  }
+  const WorkloadSpec& w = cfg.workload;
+  const bool open = w.arrival == Arrival::poisson || w.arrival == Arrival::gamma || w.arrival == Arrival::constant;
+  if (open && static_cast<double>(w.requests) / w.qps > kMaxSimulated_s / 2) {
+    throw InputError(fmt::format("--qps: {} requests at {:g} per second arrive over {:.3g} s: expected at most {:g} s (23 days); "
+                                 "raise --qps or lower --requests",
+                                 w.requests, w.qps, static_cast<double>(w.requests) / w.qps, kMaxSimulated_s / 2));
+  }
+  if (w.arrival == Arrival::trace && !w.trace.empty() && w.trace.back().arrival_s > kMaxSimulated_s / 2) {
+    throw InputError(fmt::format("--trace: its requests span {:.3g} s: expected at most {:g} s (23 days)", w.trace.back().arrival_s,
+                                 kMaxSimulated_s / 2));
+  }
+  if (cfg.engine.preemption == Preemption::swap && cfg.engine.policy != StepPolicy::running_first) {
+    throw InputError(fmt::format("--preemption: swap is vLLM's (V0) mode; {} {}", name(cfg.engine.kind),
+                                 cfg.engine.policy == StepPolicy::prefill_first ? "retracts and recomputes" : "never preempts"));
   }
   const ServeMemory mem = serve_memory(m, sys, cfg);
   if (mem.kv_blocks < 1) {

@@ -197,7 +197,9 @@ bool RequestSource::next(Request& r) noexcept {
   if (spec_.prefix_groups > 0) {
     r.prefix_group = static_cast<std::int32_t>(std::min<double>(groups_.uniform() * static_cast<double>(spec_.prefix_groups),
                                                                 static_cast<double>(spec_.prefix_groups - 1)));
-    r.prefix_tokens = std::min(spec_.prefix_tokens, r.input);
+    // Every request of a group holds the whole shared prefix and at least one token of its own.
+    r.prefix_tokens = spec_.prefix_tokens;
+    r.input = std::max(r.input, spec_.prefix_tokens + 1);
   }
   return true;
 }

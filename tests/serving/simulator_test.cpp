@@ -81,6 +81,24 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   EXPECT_TRUE(r.sustainable);
 }
 
+TEST(Simulator, ARequestInAReusedSlotKeepsItsOwnContext) {
+  // Mistral-7B attends over a 4096-token window. One client, 120 requests of 100 + 50
+  // tokens: each request takes the pool slot the last one left, and 49 decode steps. The
+  // first request's window crossing (decode step 4096 - 100 = 3996 after it started) must
+  // not fall on the request that holds its slot then (request 82): every request decodes at
+  // contexts 101..149, so every TPOT is the same.
+  const model::ModelConfig m = io::bundled_model("mistral-7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::vllm, sys);
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 120;
+  cfg.workload.prompt.a = 100;
+  cfg.workload.gen.a = 50;
+  const ServingResult r = simulate(m, sys, cfg);
+  EXPECT_NEAR(r.tpot.max / r.tpot.min, 1, 1e-9);
+}
+
 TEST(Simulator, LoneRequestsAtAVanishingRateSeeOnlyTheirOwnPrefill) {
   // QPS -> 0: requests 1000 s apart never meet; TTFT is a lone prefill however many come.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");

@@ -90,7 +90,7 @@ TEST(Workload, LognormalHasItsMeanAndLengthsKeepUnderRateChanges) {
   EXPECT_NEAR(sum / static_cast<double>(a.size()), 500, 5);
 }
 
-TEST(Workload, PrefixGroupsAreSpreadAndClampedToThePrompt) {
+TEST(Workload, PrefixGroupsAreSpreadAndHoldTheWholePrefix) {
   WorkloadSpec w;
   w.requests = 1000;
   w.prompt = parse_length("uniform:50,150", "--prompt");
@@ -101,7 +101,9 @@ TEST(Workload, PrefixGroupsAreSpreadAndClampedToThePrompt) {
     ASSERT_GE(r.prefix_group, 0);
     ASSERT_LT(r.prefix_group, 3);
     ++counts[r.prefix_group];
-    EXPECT_EQ(r.prefix_tokens, std::min<std::int64_t>(100, r.input));
+    // Every request of a group shares the 100 tokens and has at least one of its own.
+    EXPECT_EQ(r.prefix_tokens, 100);
+    EXPECT_GE(r.input, 101);
   }
   for (const int c : counts) EXPECT_GT(c, 250);
 }
@@ -190,6 +192,9 @@ TEST(Trace, BadRowsNameTheirRowColumnAndValue) {
       {"timestamp_s,input_tokens,output_tokens\n0,1.5,1\n", "input_tokens '1.5'"},
       {"timestamp_s,input_tokens,output_tokens\n2,1,1\n1,1,1\n", "row 3"},
       {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,10,1,0,20\n", "prefix_tokens"},
+      {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,10,1,0,10\n", "fewer"},
+      {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,100,1,3,64\n1,100,1,3,32\n", "row 3: prefix_group 3"},
+      {"timestamp_s,input_tokens,output_tokens,prefix_group\n0,100,1,99999999\n", "prefix_group"},
       {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 00:00:00,1,1\n", "TIMESTAMP"},
       {"timestamp_s,input_tokens,output_tokens\n", "no requests"},
       {"", "empty"},
