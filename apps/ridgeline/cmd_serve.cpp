@@ -30,9 +30,7 @@ struct ServeFlags {
   std::string engine = "vllm";
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
   std::string preemption, step_overhead, mixed_chunk;
-  std::string qps, arrival = "poisson", concurrency, trace;
-  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
-  std::string prefix_groups, prefix_tokens;
+  WorkloadFlags load;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -44,41 +42,12 @@ bool on_off(const std::string& v, const char* flag) {
 
 std::int64_t int_flag(const std::string& v, const char* flag) { return parse_positive_int(v, flag); }
 
-std::int64_t count_flag(const std::string& v, const char* flag) {
-  if (v == "0") return 0;
-  return parse_positive_int(v, flag);
-}
-
 // "2h", "30min" or a time with its unit.
 double horizon_s(const std::string& v) {
   auto ends = [&](const std::string& suffix) { return v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0; };
   if (ends("min")) return parse_number(v.substr(0, v.size() - 3), "--horizon") * 60;
   if (ends("h")) return parse_number(v.substr(0, v.size() - 1), "--horizon") * 3600;
   return parse_quantity(v, Quantity::time, "--horizon", false);
-}
-
-// A comma-separated list of rates (a sweep when there are several).
-std::vector<double> rates(const std::string& v) {
-  std::vector<double> out;
-  std::size_t pos = 0;
-  while (pos <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', pos), v.size());
-    out.push_back(parse_number(v.substr(pos, comma - pos), "--qps"));
-    pos = comma + 1;
-  }
-  if (out.size() > 64) throw InputError(fmt::format("--qps: {} rates; at most 64 in one sweep", out.size()));
-  return out;
-}
-
-// A length distribution, or `empirical:FILE`: the prompt (or output) lengths of a trace's rows,
-// drawn uniformly.
-serving::LengthDist length_flag(const std::string& v, const char* flag, bool prompt) {
-  if (v.rfind("empirical:", 0) != 0) return serving::parse_length(v, flag);
-  serving::LengthDist d;
-  d.kind = serving::LengthDist::Kind::empirical;
-  d.text = v;
-  for (const serving::Request& r : io::read_request_trace(v.substr(10))) d.values.push_back(prompt ? r.input : r.output);
-  return d;
 }
 
 serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys) {
@@ -110,47 +79,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
 
-  serving::WorkloadSpec& w = cfg.workload;
-  const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
-  if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
-  if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
-  w.prompt = length_flag(f.prompt, "--prompt", true);
-  w.gen = length_flag(f.gen, "--gen", false);
-  w.requests = f.requests.empty() ? 1000 : int_flag(f.requests, "--requests");
-  w.warmup = count_flag(f.warmup, "--warmup-requests");
-  w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
-  if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
-  if (!f.prefix_tokens.empty()) w.prefix_tokens = count_flag(f.prefix_tokens, "--prefix-tokens");
-  if (!f.concurrency.empty()) {
-    w.arrival = serving::Arrival::closed;
-    w.concurrency = int_flag(f.concurrency, "--concurrency");
-  } else if (!f.trace.empty()) {
-    w.arrival = serving::Arrival::trace;
-    w.trace = io::read_request_trace(f.trace);
-    if (f.requests.empty()) w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
-    if (!f.qps.empty()) {
-      // The trace's lengths with new arrivals at this rate.
-      const std::vector<double> r = rates(f.qps);
-      if (r.size() != 1) throw InputError("--qps: one rate with --trace");
-      w.qps = r[0];
-      serving::parse_arrival(f.arrival, w);
-      serving::Rng rng(w.seed * 7 + 5);
-      double clock = 0;
-      const double shape = 1 / (w.cv * w.cv);
-      for (std::size_t i = 0; i < w.trace.size(); ++i) {
-        if (i > 0) {
-          clock += (w.arrival == serving::Arrival::constant ? 1.0
-                    : w.arrival == serving::Arrival::gamma  ? rng.gamma(shape) / shape
-                                                            : rng.exponential()) /
-                   w.qps;
-        }
-        w.trace[i].arrival_s = clock;
-      }
-      w.arrival = serving::Arrival::trace;
-    }
-  } else {
-    serving::parse_arrival(f.arrival, w);
-  }
+  cfg.workload = workload_spec(f.load);
   cfg.replicas = f.replicas == "auto" ? 1 : int_flag(f.replicas, "--replicas");
   const auto router = serving::parse_router(f.router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", f.router));
@@ -195,17 +124,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
-  s->add_option("--qps", f->qps, "open loop: requests per second (several, comma-separated: a sweep)");
-  s->add_option("--arrival", f->arrival, "poisson, constant or gamma:CV")->capture_default_str();
-  s->add_option("--concurrency", f->concurrency, "closed loop: clients each sending a request when the last ends");
-  s->add_option("--trace", f->trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
-  s->add_option("--prompt", f->prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
-  s->add_option("--gen", f->gen, "output tokens, as --prompt")->capture_default_str();
-  s->add_option("--requests", f->requests, "requests to send (default 1000; with --trace, all its rows)");
-  s->add_option("--warmup-requests", f->warmup, "first requests served but left out of the statistics")->capture_default_str();
-  s->add_option("--seed", f->seed, "random seed")->capture_default_str();
-  s->add_option("--prefix-groups", f->prefix_groups, "requests spread over this many groups sharing a prefix");
-  s->add_option("--prefix-tokens", f->prefix_tokens, "tokens of the prefix a group shares");
+  add_workload_flags(s, f->load);
   s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");
@@ -223,7 +142,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         serving::ServeConfig cfg = serve_config(*f, m, sys);
-                        const std::vector<double> sweep = f->qps.empty() || !f->trace.empty() ? std::vector<double>{} : rates(f->qps);
+                        const std::vector<double> sweep = f->load.qps.empty() || !f->load.trace.empty() ? std::vector<double>{} : qps_rates(f->load.qps);
                         if (sweep.size() > 1) {
                           if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
                           if (!f->requests_out.empty() || f->per_request) {
@@ -256,7 +175,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         std::unique_ptr<report::RequestWriter> writer;
                         if (!f->requests_out.empty()) {
                           std::error_code ec;
-                          if (!f->trace.empty() && std::filesystem::equivalent(f->trace, f->requests_out, ec)) {
+                          if (!f->load.trace.empty() && std::filesystem::equivalent(f->load.trace, f->requests_out, ec)) {
                             throw InputError(fmt::format("--requests-out: {} is the --trace file: it would be overwritten", f->requests_out));
                           }
                           writer = std::make_unique<report::RequestWriter>(f->requests_out);
@@ -290,7 +209,7 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         serving::ServeConfig cfg = serve_config(*f, m, sys);
-                        const std::vector<double> q = f->qps.empty() || !f->trace.empty() ? std::vector<double>{} : rates(f->qps);
+                        const std::vector<double> q = f->load.qps.empty() || !f->load.trace.empty() ? std::vector<double>{} : qps_rates(f->load.qps);
                         if (q.size() > 1) throw InputError("--qps: one rate for a report");
                         if (q.size() == 1) cfg.workload.qps = q[0];
                         if (f->replicas == "auto") throw InputError("--replicas: a report takes a count");

@@ -10,6 +10,7 @@
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
 #include "ridgeline/model/transformer.hpp"
+#include "ridgeline/serving/workload.hpp"
 
 namespace ridgeline::cli {
 
@@ -33,6 +34,18 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f);
 /// The forward pass of `m` as the flags ask (tp from --chips / --ep when --tp is not given);
 /// InputError naming the flag.
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m);
+/// The load and lengths of a serving workload as given (serve, search serve).
+struct WorkloadFlags {
+  std::string qps, arrival = "poisson", concurrency, trace;
+  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
+  std::string prefix_groups, prefix_tokens;
+};
+void add_workload_flags(CLI::App* app, WorkloadFlags& f);
+/// The rates of a comma-separated --qps (a sweep when there are several, at most 64).
+std::vector<double> qps_rates(const std::string& v);
+/// The workload the flags give (open loop: at the first --qps rate); InputError naming the flag.
+serving::WorkloadSpec workload_spec(const WorkloadFlags& f);
+
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);
 

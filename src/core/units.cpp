@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -252,6 +253,34 @@ std::string format_quantity(double value, Quantity kind) {
       return s;
   }
   return s;
+}
+
+double parse_usd_per_hour(std::string_view s, std::string_view what) {
+  const std::size_t slash = s.find('/');
+  if (slash == std::string_view::npos) {
+    throw InputError(fmt::format("{}: '{}' has no time unit: expected a price per hour, as in 2.5/h", what, s));
+  }
+  std::string_view amount = trim(s.substr(0, slash));
+  const std::string_view per = trim(s.substr(slash + 1));
+  double hours = 0;
+  if (per == "h" || per == "hr" || per == "hour") hours = 1;
+  else if (per == "day") hours = 24;
+  else if (per == "month") hours = 730;  // 8760 h / 12
+  else throw InputError(fmt::format("{}: '{}' is not a time unit: expected /h, /hour, /day or /month", what, per));
+  if (!amount.empty() && amount.front() == '$') amount = trim(amount.substr(1));
+  if (amount.size() > 3) {
+    const std::string_view cur = amount.substr(amount.size() - 3);
+    const bool letters = std::all_of(cur.begin(), cur.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); });
+    if (letters) {
+      if (cur != "USD" && cur != "usd") {
+        throw InputError(fmt::format("{}: '{}' is priced in {}: prices are in USD (ridgeline holds no exchange rates)", what, s, cur));
+      }
+      amount = trim(amount.substr(0, amount.size() - 3));
+    }
+  }
+  const double v = parse_number(amount, what);
+  if (!(v > 0) || !std::isfinite(v) || v > 1e9) throw InputError(fmt::format("{}: '{}' must be a positive price", what, s));
+  return v / hours;
 }
 
 }  // namespace ridgeline

@@ -152,7 +152,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
                          "vector_peak", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
-                         "chips_per_node", "efficiency", "sources", "notes", "measured", "calibrated"});
+                         "chips_per_node", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
   if (version != kSchemaVersion) {
@@ -227,6 +227,9 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     long long n = r.integer(root["chips_per_node"], "chips_per_node");
     if (n > 1 << 20) r.fail("chips_per_node", fmt::format("{}: expected at most 1048576", n));
     c.chips_per_node = static_cast<int>(n);
+  }
+  if (root["price_per_hour"]) {
+    c.usd_per_hour = parse_usd_per_hour(r.scalar(root["price_per_hour"], "price_per_hour"), fmt::format("{}: price_per_hour", source));
   }
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
@@ -312,6 +315,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     }
   }
   y += fmt::format("launch_overhead: {:.17g} s\nchips_per_node: {}\n", c.launch_overhead_s, c.chips_per_node);
+  if (c.usd_per_hour > 0) y += fmt::format("price_per_hour: {:.17g} USD/h\n", c.usd_per_hour);
   const hw::EfficiencySpec& e = c.efficiency;
   y += fmt::format("efficiency:\n  matrix: {:.17g}\n  vector: {:.17g}\n  memory: {:.17g}\n  link: {:.17g}\n", e.matrix,
                    e.vector, e.memory, e.link);

@@ -17,22 +17,6 @@ namespace {
 std::string t(double s) { return format_quantity(s, Quantity::time); }
 std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 
-json summary_json(const serving::Summary& s) {
-  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"min", s.min}, {"max", s.max},
-          {"count", s.count}};
-}
-
-std::string arrival_text(const serving::WorkloadSpec& w) {
-  switch (w.arrival) {
-    case serving::Arrival::poisson: return fmt::format("Poisson arrivals at {:g} req/s", w.qps);
-    case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
-    case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
-    case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
-    case serving::Arrival::trace: return fmt::format("a trace of {} requests", w.trace.size());
-  }
-  return "";
-}
-
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   std::string s = fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
@@ -65,6 +49,22 @@ json engine_json(const serving::EngineConfig& e) {
 }
 
 }  // namespace
+
+json summary_json(const serving::Summary& s) {
+  return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"min", s.min}, {"max", s.max},
+          {"count", s.count}};
+}
+
+std::string arrival_text(const serving::WorkloadSpec& w) {
+  switch (w.arrival) {
+    case serving::Arrival::poisson: return fmt::format("Poisson arrivals at {:g} req/s", w.qps);
+    case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
+    case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
+    case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
+    case serving::Arrival::trace: return fmt::format("a trace of {} requests", w.trace.size());
+  }
+  return "";
+}
 
 json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const ServingResult& r) {
   json j;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ridgeline/core/units.hpp"
 
 namespace ridgeline::report {
@@ -13,6 +15,16 @@ std::string bw(double v) { return format_quantity(v, Quantity::bandwidth); }
 std::string size(double v) { return format_quantity(v, Quantity::bytes); }
 std::string dt(const std::optional<DType>& d, DType fallback) { return std::string(d.has_value() ? name(*d) : name(fallback)); }
 }  // namespace
+
+std::string shell_word(std::string_view word) {
+  const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || std::string_view("_-+=.,:/@%").find(c) != std::string_view::npos;
+  });
+  if (safe) return std::string(word);
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 
 std::string catalog_text(const std::vector<io::CatalogEntry>& entries) {
   std::string out = fmt::format("{:<12} {:<8} {:<5} {}\n", "name", "vendor", "kind", "chip");

@@ -201,6 +201,7 @@ class Simulation {
         result_.horizon_reached = true;
         break;
       }
+      if (slo_missed_) break;
       advance(t);
       // Every event at t first (steps ending, requests arriving — a closed loop's next ones
       // among them), then the next steps: requests arriving together are scheduled together.
@@ -491,10 +492,30 @@ class Simulation {
     first_measured_arrival_ = std::min(first_measured_arrival_, rec.arrival_s);
     last_measured_end_ = std::max(last_measured_end_, rec.arrival_s + rec.e2e_s);
     const Slo& s = cfg_.slo;
-    if (s.any() && (s.ttft_s <= 0 || rec.ttft_s <= s.ttft_s) && (s.tpot_s <= 0 || rec.output <= 1 || rec.tpot_s <= s.tpot_s) &&
-        (s.e2e_s <= 0 || rec.e2e_s <= s.e2e_s)) {
-      ++good_;
+    if (!s.any()) return;
+    const bool ttft_ok = s.ttft_s <= 0 || rec.ttft_s <= s.ttft_s, tpot_ok = s.tpot_s <= 0 || rec.output <= 1 || rec.tpot_s <= s.tpot_s;
+    const bool e2e_ok = s.e2e_s <= 0 || rec.e2e_s <= s.e2e_s;
+    if (ttft_ok && tpot_ok && e2e_ok) ++good_;
+    if (cfg_.stop_when_slo_missed) {
+      over_[0] += ttft_ok ? 0 : 1, over_[1] += tpot_ok ? 0 : 1, over_[2] += e2e_ok ? 0 : 1;
+      slo_missed_ = slo_missed_ || missed(s.ttft_s, s.ttft_q, over_[0], ttft_) || missed(s.tpot_s, s.tpot_q, over_[1], tpot_) ||
+                    missed(s.e2e_s, s.e2e_q, over_[2], e2e_);
     }
+  }
+
+  // Whether a target can no longer be met, whatever the requests still to come do. At most
+  // N = measured_total_ samples end in the distribution (rejected ones and single-token
+  // outputs are left out). The q-quantile of n samples lies between the sorted values of
+  // indices floor(q(n-1)) and the next: once v >= n - floor(q(n-1)) samples exceed the target,
+  // the value at that index does too. n - floor(q(n-1)) only grows with n, so v reaching it
+  // at n = N settles every n <= N. Only while samples are kept exactly (a folded histogram
+  // reports a bucket's middle). A mean target: the sum so far over N already exceeds it.
+  bool missed(double target, double q, std::int64_t over, const Distribution& d) const {
+    if (target <= 0) return false;
+    const double n = static_cast<double>(measured_total_);
+    if (q < 0) return d.mean() * d.count() > target * n;
+    if (!d.exact() || measured_total_ > static_cast<std::int64_t>(Distribution::kExactLimit)) return false;
+    return static_cast<double>(over) >= n - std::floor(q * (n - 1));
   }
 
   // Time-weighted state from the last event to t.
@@ -584,6 +605,8 @@ class Simulation {
       r.offered_qps = cfg_.workload.arrival == Arrival::trace ? 0 : cfg_.workload.qps;
     }
     r.sustainable = sustainable();
+    r.stopped_slo_missed = slo_missed_;
+    if (slo_missed_) r.slo_met = false;
   }
 
   // A decode step of the mean batch at the mean context, built op by op (step_reference).
@@ -646,6 +669,8 @@ class Simulation {
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
   double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
+  std::array<std::int64_t, 3> over_{};  // measured requests beyond the TTFT, TPOT and E2E targets
+  bool slo_missed_ = false;
   int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
   std::array<double, 4> quarter_waiting_{}, quarter_time_{};
   Integrals integrals_;

@@ -28,4 +28,9 @@ double parse_number(std::string_view text, std::string_view where);
 /// Parses a positive integer that fits in int64; throws InputError naming `where`.
 long long parse_positive_int(std::string_view text, std::string_view where);
 
+/// Parses a price per hour in US dollars: "2.5/h", "2.5 USD/h", "$2.5/hour", "60/day",
+/// "1800/month" (730 h). Throws InputError naming `where` for a price without a time unit,
+/// in another currency (no exchange rates are held), or not positive.
+double parse_usd_per_hour(std::string_view text, std::string_view where);
+
 }  // namespace ridgeline

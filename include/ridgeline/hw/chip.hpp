@@ -90,6 +90,7 @@ struct ChipSpec {
   double launch_overhead_s = 0;  ///< host cost of one kernel launch, seconds
   EfficiencySpec efficiency;
   int chips_per_node = 1;        ///< chips joined by the `node` links
+  double usd_per_hour = 0;       ///< a price per chip-hour (`price_per_hour`, its source and date in `sources`); 0: none
   std::vector<std::string> sources;
   std::string provenance;  ///< "catalog", a file path, or a measurement note
   /// Threads the ceilings were measured with (`measured.threads` of a chip file written by

@@ -12,6 +12,11 @@
 
 namespace ridgeline::report {
 
+/// A latency distribution: {mean, p50, p90, p95, p99, min, max, count}.
+nlohmann::json summary_json(const serving::Summary& s);
+/// "Poisson arrivals at 4 req/s", "64 concurrent clients (closed loop)", ...
+std::string arrival_text(const serving::WorkloadSpec& w);
+
 /// `serve --json`.
 nlohmann::json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
                             const serving::ServingResult& r);

@@ -1,6 +1,7 @@
 #pragma once
 /// Terminal back-end: human-readable tables.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/analysis/single_op.hpp"
@@ -14,6 +15,10 @@ namespace ridgeline::report {
 /// What `infer` and `train` say after "stores" on a chip whose stores allocate.
 inline constexpr const char* kStoresAllocate =
     "allocate on this chip (write_allocate): op bytes count the line each store to a new tensor reads first";
+
+/// `word` as one word of a POSIX shell command: as is when it has only safe characters,
+/// else single-quoted (a quote inside as '\'').
+std::string shell_word(std::string_view word);
 
 std::string catalog_text(const std::vector<io::CatalogEntry>& entries);
 std::string chip_text(const hw::ChipSpec& chip);

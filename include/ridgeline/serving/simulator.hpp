@@ -50,6 +50,10 @@ struct ServeConfig {
   double horizon_s = 0;          ///< stop at this simulated time (0: when every request is served)
   bool find_max_rate = true;     ///< open loop, unsustainable: search the largest sustainable rate
   int timeline_points = 256;     ///< at most this many points of running / waiting / KV over time
+  /// Stop as soon as the SLO can no longer be met: more measured requests beyond a target than
+  /// its percentile allows (or a mean target already exceeded), whatever the rest do. A run
+  /// that meets the SLO is never stopped, so its numbers are those of a run without it.
+  bool stop_when_slo_missed = false;
 };
 
 /// One request's life, streamed to the sink as it ends.
@@ -125,6 +129,7 @@ struct ServingResult {
   double mean_in_system = 0;          ///< time average of requests in the system (Little's law: throughput x mean e2e)
   double mean_running = 0, mean_waiting = 0;
   bool horizon_reached = false;
+  bool stopped_slo_missed = false;    ///< stopped early (ServeConfig::stop_when_slo_missed): the statistics are partial
   ServeMemory memory;
   EngineConfig engine;                ///< the engine as it ran (limits the preset leaves to the cache size resolved)
   std::vector<TimePoint> timeline;

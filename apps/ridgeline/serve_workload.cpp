@@ -1,0 +1,103 @@
+// The serving workload's flags, shared by `serve` and `search serve` (../shared/CLI.md#serve).
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/io/request_trace.hpp"
+
+namespace ridgeline::cli {
+
+namespace {
+
+// A length distribution, or `empirical:FILE`: the prompt (or output) lengths of a trace's rows,
+// drawn uniformly.
+serving::LengthDist length_flag(const std::string& v, const char* flag, bool prompt) {
+  if (v.rfind("empirical:", 0) != 0) return serving::parse_length(v, flag);
+  serving::LengthDist d;
+  d.kind = serving::LengthDist::Kind::empirical;
+  d.text = v;
+  for (const serving::Request& r : io::read_request_trace(v.substr(10))) d.values.push_back(prompt ? r.input : r.output);
+  return d;
+}
+
+std::int64_t count_flag(const std::string& v, const char* flag) {
+  if (v == "0") return 0;
+  return parse_positive_int(v, flag);
+}
+
+}  // namespace
+
+void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
+  s->add_option("--qps", f.qps, "open loop: requests per second (several, comma-separated: a sweep)");
+  s->add_option("--arrival", f.arrival, "poisson, constant or gamma:CV")->capture_default_str();
+  s->add_option("--concurrency", f.concurrency, "closed loop: clients each sending a request when the last ends");
+  s->add_option("--trace", f.trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
+  s->add_option("--prompt", f.prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
+  s->add_option("--gen", f.gen, "output tokens, as --prompt")->capture_default_str();
+  s->add_option("--requests", f.requests, "requests to send (default 1000; with --trace, all its rows)");
+  s->add_option("--warmup-requests", f.warmup, "first requests served but left out of the statistics")->capture_default_str();
+  s->add_option("--seed", f.seed, "random seed")->capture_default_str();
+  s->add_option("--prefix-groups", f.prefix_groups, "requests spread over this many groups sharing a prefix");
+  s->add_option("--prefix-tokens", f.prefix_tokens, "tokens of the prefix a group shares");
+}
+
+std::vector<double> qps_rates(const std::string& v) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (pos <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', pos), v.size());
+    out.push_back(parse_number(v.substr(pos, comma - pos), "--qps"));
+    pos = comma + 1;
+  }
+  if (out.size() > 64) throw InputError(fmt::format("--qps: {} rates; at most 64 in one sweep", out.size()));
+  return out;
+}
+
+serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
+  serving::WorkloadSpec w;
+  const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
+  if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
+  if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
+  w.prompt = length_flag(f.prompt, "--prompt", true);
+  w.gen = length_flag(f.gen, "--gen", false);
+  w.requests = f.requests.empty() ? 1000 : parse_positive_int(f.requests, "--requests");
+  w.warmup = count_flag(f.warmup, "--warmup-requests");
+  w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
+  if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
+  if (!f.prefix_tokens.empty()) w.prefix_tokens = count_flag(f.prefix_tokens, "--prefix-tokens");
+  if (!f.concurrency.empty()) {
+    w.arrival = serving::Arrival::closed;
+    w.concurrency = parse_positive_int(f.concurrency, "--concurrency");
+  } else if (!f.trace.empty()) {
+    w.arrival = serving::Arrival::trace;
+    w.trace = io::read_request_trace(f.trace);
+    if (f.requests.empty()) w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
+    if (!f.qps.empty()) {
+      // The trace's lengths with new arrivals at this rate.
+      const std::vector<double> r = qps_rates(f.qps);
+      if (r.size() != 1) throw InputError("--qps: one rate with --trace");
+      w.qps = r[0];
+      serving::parse_arrival(f.arrival, w);
+      serving::Rng rng(w.seed * 7 + 5);
+      double clock = 0;
+      const double shape = 1 / (w.cv * w.cv);
+      for (std::size_t i = 0; i < w.trace.size(); ++i) {
+        if (i > 0) {
+          clock += (w.arrival == serving::Arrival::constant ? 1.0
+                    : w.arrival == serving::Arrival::gamma  ? rng.gamma(shape) / shape
+                                                            : rng.exponential()) /
+                   w.qps;
+        }
+        w.trace[i].arrival_s = clock;
+      }
+      w.arrival = serving::Arrival::trace;
+    }
+  } else {
+    serving::parse_arrival(f.arrival, w);
+    w.qps = qps_rates(f.qps)[0];
+  }
+  return w;
+}
+
+}  // namespace ridgeline::cli

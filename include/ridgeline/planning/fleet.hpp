@@ -1,0 +1,113 @@
+#pragma once
+/// Capacity planning (docs/serving.md#capacity-planning): for a model, a workload and its
+/// SLOs, every deployment of the space — chip, tensor and expert parallelism, weight and KV
+/// dtypes, engine and its knobs — is given the fewest replicas that serve the load within
+/// the SLOs, each count a simulation of the same requests (serving::simulate); the result is
+/// the cheapest fleet, every feasible deployment with its cost, and the Pareto front of
+/// output tokens/s per GPU against tokens/s per user. Deployments no count of replicas can
+/// help (the plan does not fit, a latency floor above the target) are rejected before any
+/// simulation, by reason.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ridgeline/analysis/search.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/serving/simulator.hpp"
+
+namespace ridgeline::planning {
+
+/// A chip the search may deploy, with its price.
+struct ChipChoice {
+  hw::System sys;           ///< one chip's system (chips per node from its file)
+  std::string arg;          ///< how the user named it (--hw): a catalog name or a file
+  double usd_per_hour = 0;  ///< per chip (0: no price)
+  std::string price_source; ///< where the price comes from ("--price", the chip file's)
+};
+
+/// The search space. `base` carries what every deployment shares: the workload, the SLOs,
+/// the router, the activation dtype; its engine kind is the one used when `engines` is empty.
+struct FleetSpace {
+  serving::ServeConfig base;
+  std::vector<ChipChoice> chips;
+  std::vector<serving::EngineKind> engines;       ///< empty: base.engine.kind
+  std::vector<std::int64_t> tp;                   ///< empty: 1, 2, 4, 8 up to a node
+  std::vector<std::int64_t> ep;                   ///< empty: 1 (a dense model) or 1 and every power of two with tp x ep up to a node (MoE)
+  std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's
+  std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's
+  std::vector<std::int64_t> max_num_seqs;         ///< empty: the preset's and the powers of two from 16 below it
+  std::vector<std::int64_t> max_batched_tokens;   ///< empty: the preset's
+  std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
+  bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
+  int top = 10;                                   ///< feasible deployments kept, cheapest first
+};
+
+/// Why a deployment was rejected.
+enum class Reject : std::uint8_t {
+  layout,      ///< tp / ep do not divide the model's heads, experts or widths
+  dtype,       ///< the chip has no rate for a dtype the plan computes in
+  memory,      ///< no room for a KV cache block after weights and activations
+  too_long,    ///< some request cannot fit its cache or the model's positions
+  ttft_floor,  ///< even alone on the replica, too many prompts prefill beyond the TTFT target
+  tpot_floor,  ///< a decode step of one sequence alone is beyond the TPOT target
+  fleet_size,  ///< more than max_gpus would be needed
+  count
+};
+std::string_view name(Reject r) noexcept;
+
+/// One deployment: what differs between them, and how its fleet serves the load.
+struct Deployment {
+  std::size_t chip = 0;  ///< index in FleetSpace::chips
+  serving::EngineKind engine = serving::EngineKind::vllm;
+  std::int64_t tp = 1, ep = 1, replicas = 0;
+  std::optional<DType> weight_dtype, kv_dtype;
+  std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
+  double gpus = 0, usd_per_hour = 0;
+  serving::Summary ttft, tpot, e2e;
+  double output_tokens_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
+  double output_tokens_per_s_per_user = 0;  ///< 1 / mean TPOT: the speed a user reads at
+  double usd_per_million_output_tokens = 0, usd_per_million_tokens = 0;  ///< the fleet's hour over its tokens (0: no price)
+  double slo_attainment = 0, kv_utilisation_mean = 0, mean_decode_batch = 0;
+  double max_qps = 0;         ///< open loop: the largest rate the fleet serves within the SLOs, to 1/32 (0: not searched)
+  double floor_ttft_s = 0, floor_tpot_s = 0;  ///< the latency floors checked before simulating
+  std::int64_t simulations = 0;  ///< runs this deployment took
+  std::uint64_t order = 0;       ///< enumeration order: breaks ties
+};
+
+/// A deployment that was rejected before any fleet met the SLOs, closest to meeting them.
+struct Closest {
+  Deployment deployment;
+  Reject reason = Reject::count;
+  std::string binding;  ///< which target binds: "ttft", "tpot" or "" (memory, fleet size)
+  double value_s = 0, target_s = 0;  ///< the floor (or the fleet's percentile) and the target
+};
+
+struct FleetSearchResult {
+  std::optional<Deployment> best;   ///< cheapest (or fewest GPUs) meeting the SLOs
+  std::vector<Deployment> feasible; ///< cheapest first, at most FleetSpace::top
+  std::vector<Deployment> pareto;   ///< output tokens/s per GPU against per user, by per-user speed ascending
+  std::optional<Closest> closest;   ///< when nothing is feasible
+  std::uint64_t evaluated = 0, feasible_count = 0;
+  std::array<std::uint64_t, static_cast<int>(Reject::count)> rejected{};
+  std::int64_t simulations = 0;
+  double simulated_requests = 0;
+  bool priced = false;  ///< every chip has a price: ranked by cost, else by GPUs
+  double elapsed_s = 0;
+  bool interrupted = false;
+};
+
+/// The configuration `serve` runs for a deployment: `base` with its plan, engine and replicas.
+serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d);
+
+/// Throws InputError naming the flag for a space no search can run (no chips, a price on
+/// some chips only, limits out of range, a workload that cannot make requests).
+void validate(const model::ModelConfig& m, const FleetSpace& space);
+
+/// Runs the search; `control` gives threads, a stop flag and progress (deployments done).
+FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& space, const analysis::SearchControl& control = {});
+
+}  // namespace ridgeline::planning

@@ -1,0 +1,533 @@
+// The capacity planner (docs/serving.md#capacity-planning).
+#include "ridgeline/planning/fleet.hpp"
+
+#include <fmt/format.h>
+#include <tbb/enumerable_thread_specific.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "../analysis/search_pool.hpp"
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/serving/step_model.hpp"
+
+namespace ridgeline::planning {
+
+std::string_view name(Reject r) noexcept {
+  switch (r) {
+    case Reject::layout: return "layout";
+    case Reject::dtype: return "dtype";
+    case Reject::memory: return "memory";
+    case Reject::too_long: return "too_long";
+    case Reject::ttft_floor: return "ttft_floor";
+    case Reject::tpot_floor: return "tpot_floor";
+    case Reject::fleet_size: return "fleet_size";
+    case Reject::count: break;
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using serving::GraphMode;
+using serving::ServeConfig;
+using serving::ServingResult;
+
+// One point of the space before it is evaluated.
+struct Candidate {
+  std::size_t chip = 0;
+  serving::EngineKind engine = serving::EngineKind::vllm;
+  std::int64_t tp = 1, ep = 1;
+  std::optional<DType> w, kv;
+  std::int64_t seqs = 0, budget = 0;
+};
+
+// What became of a candidate.
+struct Outcome {
+  Reject reason = Reject::count;  // count: feasible
+  Deployment d;
+  std::string binding;
+  double value_s = 0, target_s = 0;
+  bool evaluated = false;
+};
+
+double stat(const serving::Summary& s, double q) {
+  if (q < 0) return s.mean;
+  if (q <= 0.5) return s.p50;
+  if (q <= 0.9) return s.p90;
+  if (q <= 0.95) return s.p95;
+  return s.p99;
+}
+
+// The target furthest beyond (or least within) its value in a run: its name, value, target.
+void binding_target(const serving::Slo& slo, const ServingResult& r, Outcome& o) {
+  double worst = -1;
+  auto consider = [&](const char* name, double target, double q, const serving::Summary& s) {
+    if (target <= 0) return;
+    const double v = stat(s, q);
+    if (v / target > worst) worst = v / target, o.binding = name, o.value_s = v, o.target_s = target;
+  };
+  consider("ttft", slo.ttft_s, slo.ttft_q, r.ttft);
+  consider("tpot", slo.tpot_s, slo.tpot_q, r.tpot);
+  consider("e2e", slo.e2e_s, slo.e2e_q, r.e2e);
+}
+
+bool open_loop(const serving::WorkloadSpec& w) {
+  return w.arrival == serving::Arrival::poisson || w.arrival == serving::Arrival::gamma || w.arrival == serving::Arrival::constant;
+}
+
+class Evaluator {
+ public:
+  Evaluator(const model::ModelConfig& m, const FleetSpace& s, const std::vector<serving::Request>& requests)
+      : m_(m), s_(s), requests_(requests) {}
+
+  Outcome run(const Candidate& c, std::uint64_t order) {
+    Outcome o;
+    o.evaluated = true;
+    Deployment& d = o.d;
+    d.chip = c.chip;
+    d.engine = c.engine;
+    d.tp = c.tp;
+    d.ep = c.ep;
+    d.weight_dtype = c.w;
+    d.kv_dtype = c.kv;
+    d.max_num_seqs = c.seqs;
+    d.max_batched_tokens = c.budget;
+    d.replicas = 1;
+    d.order = order;
+    const hw::System& sys = s_.chips[c.chip].sys;
+    ServeConfig cfg = serve_config(s_, d);
+    model::ForwardConfig f = cfg.forward;
+    f.algo = cfg.engine.collective_algo;
+    f.merged_kernels = cfg.engine.merged_kernels;
+    if (model::check(m_, f) != model::LayoutFault::none) return reject(o, Reject::layout);
+    model::build_forward(m_, f, sys, {static_cast<double>(f.ep), 1, 1}, *graph_);
+    for (int i = 0; i < graph_->op_count; ++i) {
+      if (!ops::supported(graph_->ops[i].cost.expand(), sys.chip)) return reject(o, Reject::dtype);
+    }
+    const serving::ServeMemory mem = serving::serve_memory(m_, sys, cfg);
+    if (mem.kv_blocks < 1) return reject(o, Reject::memory);
+    try {
+      serving::validate(m_, sys, cfg);
+    } catch (const InputError&) {
+      return reject(o, Reject::layout);
+    }
+    step_.prepare(m_, sys, f);
+    const serving::EngineConfig& e = cfg.engine;
+    const serving::Slo& slo = cfg.slo;
+    // Floors: what no number of replicas changes.
+    d.floor_tpot_s = tpot_floor(e);
+    if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
+    d.floor_ttft_s = ttft_floor(e, slo.ttft_q);
+    if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
+
+    // The fewest replicas: from an estimate of one replica's capacity, galloping to a count
+    // that meets the SLOs and one that does not, then bisecting.
+    const std::int64_t per = c.tp * c.ep;
+    const std::int64_t max_r = std::max<std::int64_t>(0, s_.max_gpus / per);
+    if (max_r < 1) return reject(o, Reject::fleet_size);
+    ServingResult met_run, last;
+    std::int64_t lo = 0, hi = 0;
+    bool too_long = false;
+    // Simulates r replicas into `last`; a run that meets the SLOs becomes `met_run`.
+    auto attempt = [&](std::int64_t r) {
+      cfg.replicas = r;
+      last = simulate(sys, cfg, true);
+      ++d.simulations;
+      if (last.rejected > 0) too_long = true;
+      if (!met(slo, last)) return false;
+      hi = r;
+      met_run = std::move(last);
+      return true;
+    };
+    const std::int64_t r0 = std::clamp<std::int64_t>(estimate_replicas(cfg, mem), 1, max_r);
+    if (attempt(r0)) {
+      for (std::int64_t step = 1; hi - 1 > lo; step *= 2) {
+        const std::int64_t k = std::max(lo + 1, hi - step);
+        if (!attempt(k)) lo = k;
+        if (lo == k || too_long) break;
+      }
+    } else {
+      lo = r0;
+      for (std::int64_t step = 1; hi == 0 && !too_long && lo < max_r; step *= 2) {
+        const std::int64_t k = std::min(max_r, lo + step);
+        if (!attempt(k)) lo = k;
+      }
+    }
+    if (too_long) return reject(o, Reject::too_long);
+    if (hi == 0) {
+      // The largest fleet tried, run to the end: how far its percentiles are from the targets.
+      cfg.replicas = lo;
+      binding_target(slo, simulate(sys, cfg, false), o);
+      ++d.simulations;
+      d.replicas = lo;
+      return reject(o, Reject::fleet_size);
+    }
+    while (hi - lo > 1 && !too_long) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (!attempt(mid)) lo = mid;
+    }
+    if (too_long) return reject(o, Reject::too_long);
+    d.replicas = hi;
+    fill(d, met_run);
+    if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, hi);
+    return o;
+  }
+
+  std::int64_t simulations() const noexcept { return simulations_; }
+  double simulated_requests() const noexcept { return simulated_requests_; }
+
+ private:
+  static Outcome reject(Outcome& o, Reject r) {
+    o.reason = r;
+    return o;
+  }
+  static Outcome floor(Outcome& o, Reject r, const char* binding, double v, double target) {
+    o.binding = binding;
+    o.value_s = v;
+    o.target_s = target;
+    return reject(o, r);
+  }
+
+  static bool met(const serving::Slo& slo, const ServingResult& r) {
+    return (!slo.any() || r.slo_met) && r.sustainable && r.rejected == 0 && r.unfinished == 0 && !r.horizon_reached;
+  }
+
+  ServingResult simulate(const hw::System& sys, ServeConfig cfg, bool stop_early) {
+    cfg.find_max_rate = false;
+    cfg.stop_when_slo_missed = stop_early;
+    cfg.timeline_points = 2;
+    ServingResult r = serving::simulate(m_, sys, cfg);
+    ++simulations_;
+    simulated_requests_ += static_cast<double>(r.simulated_requests);
+    return r;
+  }
+
+  double host(const serving::EngineConfig& e, double seqs) const { return e.step_overhead_s + e.per_request_overhead_s * seqs; }
+  double period(const serving::EngineConfig& e, double device, double seqs) const {
+    const double h = host(e, seqs);
+    return e.overlap_scheduling ? std::max(device, h) : device + h;
+  }
+  GraphMode decode_mode(const serving::EngineConfig& e, double seqs) const {
+    return seqs <= static_cast<double>(e.graph_max_batch) ? e.decode_graphs : e.mixed_graphs;
+  }
+
+  // A decode step of one sequence at the shortest context any request decodes at: every gap
+  // between two output tokens is at least one such step.
+  double tpot_floor(const serving::EngineConfig& e) const {
+    double shortest = std::numeric_limits<double>::infinity();
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      if (requests_[i].output > 1) shortest = std::min(shortest, static_cast<double>(requests_[i].input));
+    }
+    if (!std::isfinite(shortest)) return 0;
+    model::StepMix mix;
+    mix.fused_attention = e.fused_attention;
+    mix.add_decode(shortest + 1, static_cast<double>(m_.sliding_window));
+    return period(e, step_.time(mix, decode_mode(e, 1)), 1);
+  }
+
+  // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
+  // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
+  // shared prefixes (a cached prefix is not prefilled).
+  double ttft_floor(const serving::EngineConfig& e, double q) const {
+    if (s_.base.workload.prefix_groups > 0) return 0;
+    serving::Distribution dist;
+    const double window = static_cast<double>(m_.sliding_window);
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      const serving::Request& rq = requests_[i];
+      if (rq.prefix_group >= 0 && rq.prefix_tokens > 0) return 0;
+      const double prompt = static_cast<double>(rq.input);
+      const double chunk = e.chunked_prefill ? static_cast<double>(e.max_batched_tokens) : prompt;
+      double t = 0;
+      for (double done = 0; done < prompt;) {
+        const double c = std::min(chunk, prompt - done);
+        model::StepMix mix;
+        mix.fused_attention = e.fused_attention;
+        mix.add_prefill(c, done + c, window);
+        t += period(e, step_.time(mix, e.mixed_graphs), 1);
+        done += c;
+      }
+      dist.add(t);
+    }
+    return q < 0 ? dist.mean() : dist.quantile(q);
+  }
+
+  std::size_t warmup() const noexcept {
+    return static_cast<std::size_t>(std::min<std::int64_t>(s_.base.workload.warmup, static_cast<std::int64_t>(requests_.size())));
+  }
+
+  // Replicas the load needs if each ran at the capacity of its fullest batch: the decode
+  // batch as large as the sequence limit and the cache allow at the mean context, prompts
+  // prefilled at the whole budget. A starting point for the search, not a bound.
+  std::int64_t estimate_replicas(const ServeConfig& cfg, const serving::ServeMemory& mem) const {
+    const serving::EngineConfig& e = cfg.engine;
+    double prompt = 0, gen = 0, n = 0;
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      prompt += static_cast<double>(requests_[i].input), gen += static_cast<double>(requests_[i].output), ++n;
+    }
+    if (n <= 0) return 1;
+    prompt /= n, gen /= n;
+    const double seqs_limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
+    const double batch = std::max(1.0, std::floor(std::min(seqs_limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
+    const serving::WorkloadSpec& w = cfg.workload;
+    if (w.arrival == serving::Arrival::closed) return static_cast<std::int64_t>(std::ceil(static_cast<double>(w.concurrency) / batch));
+    const double window = static_cast<double>(m_.sliding_window);
+    model::StepMix dec;
+    dec.fused_attention = e.fused_attention;
+    for (double i = 0; i < batch; ++i) dec.add_decode(prompt + gen / 2, window);
+    const double t_token = period(e, step_.time(dec, decode_mode(e, batch)), batch) / batch;
+    const double chunk = std::max(1.0, std::min(static_cast<double>(e.max_batched_tokens), std::round(prompt)));
+    model::StepMix pre;
+    pre.fused_attention = e.fused_attention;
+    pre.add_prefill(chunk, chunk, window);
+    const double t_prompt_token = period(e, step_.time(pre, e.mixed_graphs), 1) / chunk;
+    const double per_request = prompt * t_prompt_token + gen * t_token;
+    double rate = w.qps;
+    if (w.arrival == serving::Arrival::trace && requests_.size() > 1) {
+      const double span = requests_.back().arrival_s - requests_.front().arrival_s;
+      rate = span > 0 ? static_cast<double>(requests_.size() - 1) / span : 1e9;
+    }
+    const double r = std::ceil(rate * per_request);
+    return r > 1e9 ? std::int64_t{1000000000} : static_cast<std::int64_t>(std::max(1.0, r));
+  }
+
+  // The largest rate `replicas` serve within the SLOs: galloping up from the workload's rate
+  // (met), then five halvings of the bracket (to 1/32 of it). With R > 1 replicas the first
+  // guess is the rate at which R - 1 failed, scaled to R.
+  double max_rate(const hw::System& sys, ServeConfig cfg, std::int64_t replicas) {
+    cfg.replicas = replicas;
+    const double base = cfg.workload.qps;
+    auto ok = [&](double qps) {
+      cfg.workload.qps = qps;
+      const std::int64_t requests = cfg.workload.requests;
+      if (static_cast<double>(requests) / qps > 2e6) return false;  // beyond the simulator's span
+      return met(cfg.slo, simulate(sys, cfg, true));
+    };
+    double lo = base, hi = replicas > 1 ? base * static_cast<double>(replicas) / static_cast<double>(replicas - 1) : 2 * base;
+    for (int i = 0; i < 8 && ok(hi); ++i) lo = hi, hi *= 2;
+    for (int i = 0; i < 5; ++i) {
+      const double mid = (lo + hi) / 2;
+      (ok(mid) ? lo : hi) = mid;
+    }
+    return lo;
+  }
+
+  void fill(Deployment& d, const ServingResult& r) const {
+    const ChipChoice& chip = s_.chips[d.chip];
+    d.gpus = r.gpus;
+    d.usd_per_hour = chip.usd_per_hour * r.gpus;
+    d.ttft = r.ttft;
+    d.tpot = r.tpot;
+    d.e2e = r.e2e;
+    d.output_tokens_per_s = r.output_tokens_per_s;
+    d.input_tokens_per_s = r.input_tokens_per_s;
+    d.output_tokens_per_s_per_gpu = r.output_tokens_per_s_per_gpu;
+    d.output_tokens_per_s_per_user = r.tpot.mean > 0 ? 1 / r.tpot.mean : 0;
+    if (d.usd_per_hour > 0 && r.output_tokens_per_s > 0) {
+      d.usd_per_million_output_tokens = d.usd_per_hour / 3600 / r.output_tokens_per_s * 1e6;
+      d.usd_per_million_tokens = d.usd_per_hour / 3600 / (r.output_tokens_per_s + r.input_tokens_per_s) * 1e6;
+    }
+    d.slo_attainment = r.slo_attainment;
+    d.kv_utilisation_mean = r.kv_utilisation_mean;
+    d.mean_decode_batch = r.mean_decode_batch;
+  }
+
+  const model::ModelConfig& m_;
+  const FleetSpace& s_;
+  const std::vector<serving::Request>& requests_;
+  serving::StepModel step_;
+  std::unique_ptr<model::Graph> graph_ = std::make_unique<model::Graph>();
+  std::int64_t simulations_ = 0;
+  double simulated_requests_ = 0;
+};
+
+std::vector<std::int64_t> powers_of_two_up_to(std::int64_t max) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t v = 1; v <= max && v <= 4096; v *= 2) out.push_back(v);
+  return out;
+}
+
+std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& s) {
+  std::vector<Candidate> out;
+  std::vector<serving::EngineKind> engines = s.engines;
+  if (engines.empty()) engines.push_back(s.base.engine.kind);
+  std::vector<std::optional<DType>> ws = s.weight_dtypes, kvs = s.kv_dtypes;
+  if (ws.empty()) ws.push_back(s.base.forward.precision.weight);
+  if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
+  for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
+    const hw::System& sys = s.chips[ci].sys;
+    const std::int64_t node = std::max(1, sys.chips_per_node);
+    const std::vector<std::int64_t> tps = s.tp.empty() ? powers_of_two_up_to(std::min<std::int64_t>(node, 8)) : s.tp;
+    for (const std::int64_t tp : tps) {
+      std::vector<std::int64_t> eps = s.ep;
+      if (eps.empty()) eps = m.is_moe() ? powers_of_two_up_to(node / tp) : std::vector<std::int64_t>{1};
+      if (eps.empty()) eps.push_back(1);
+      for (const std::int64_t ep : eps) {
+        for (const serving::EngineKind kind : engines) {
+          const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
+          std::vector<std::int64_t> budgets = s.max_batched_tokens;
+          if (budgets.empty()) budgets.push_back(preset.max_batched_tokens);
+          std::vector<std::int64_t> seqs = s.max_num_seqs;
+          if (seqs.empty()) {
+            seqs.push_back(preset.max_num_seqs);
+            for (std::int64_t v = 512; v >= 16; v /= 2) {
+              if (preset.max_num_seqs == 0 || v < preset.max_num_seqs) seqs.push_back(v);
+            }
+          }
+          for (const auto& w : ws) {
+            for (const auto& kv : kvs) {
+              for (const std::int64_t b : budgets) {
+                for (const std::int64_t q : seqs) out.push_back({ci, kind, tp, ep, w, kv, q, b});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) {
+  ServeConfig c = space.base;
+  c.forward.tp = d.tp;
+  c.forward.ep = d.ep;
+  c.forward.precision.weight = d.weight_dtype;
+  c.forward.precision.kv_cache = d.kv_dtype;
+  c.engine = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
+  c.engine.max_num_seqs = d.max_num_seqs;
+  c.engine.max_batched_tokens = d.max_batched_tokens;
+  c.replicas = d.replicas;
+  return c;
+}
+
+void validate(const model::ModelConfig& m, const FleetSpace& s) {
+  (void)m;
+  if (s.chips.empty()) throw InputError("--hw: no chip to deploy");
+  std::size_t priced = 0;
+  for (const ChipChoice& c : s.chips) priced += c.usd_per_hour > 0 ? 1 : 0;
+  if (priced > 0 && priced < s.chips.size()) {
+    for (const ChipChoice& c : s.chips) {
+      if (c.usd_per_hour <= 0) {
+        throw InputError(fmt::format("--price: {} has no price while other chips have one: price every chip or none", c.sys.chip.name));
+      }
+    }
+  }
+  if (s.max_gpus < 1 || s.max_gpus > 1000000) throw InputError(fmt::format("--max-gpus: {} is out of range: expected 1 to 1000000", s.max_gpus));
+  if (s.top < 1 || s.top > 10000) throw InputError(fmt::format("--top: {} is out of range: expected 1 to 10000", s.top));
+  for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}}) {
+    for (const std::int64_t v : *list) {
+      if (v < 1 || v > 4096) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, v));
+    }
+  }
+  for (const std::int64_t v : s.max_num_seqs) {
+    if (v < 1 || v > (std::int64_t{1} << 20)) throw InputError(fmt::format("--max-num-seqs: {} is out of range: expected 1 to 2^20", v));
+  }
+  for (const std::int64_t v : s.max_batched_tokens) {
+    if (v < 1 || v > (std::int64_t{1} << 24)) throw InputError(fmt::format("--max-batched-tokens: {} is out of range: expected 1 to 2^24", v));
+  }
+  serving::validate(s.base.workload);
+  if (s.base.replicas != 1) throw InputError("--replicas: the search chooses the replicas");
+}
+
+FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& space, const analysis::SearchControl& control) {
+  validate(m, space);
+  const auto t0 = Clock::now();
+  FleetSearchResult out;
+  out.priced = std::all_of(space.chips.begin(), space.chips.end(), [](const ChipChoice& c) { return c.usd_per_hour > 0; });
+  // The requests every deployment serves (the simulator draws the same ones from the seed).
+  std::vector<serving::Request> requests;
+  {
+    serving::RequestSource src(space.base.workload);
+    serving::Request r;
+    while (src.next(r)) requests.push_back(r);
+  }
+  const std::vector<Candidate> cands = enumerate(m, space);
+  std::vector<Outcome> outcomes(cands.size());
+  tbb::enumerable_thread_specific<std::unique_ptr<Evaluator>> evaluators;
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<double> best{std::numeric_limits<double>::infinity()};
+  std::atomic<bool> interrupted{false};
+  const bool priced = out.priced;
+  {
+    analysis::detail::Progress progress(control, done, cands.size(), best);
+    analysis::detail::run_parallel(control, cands.size(), [&](std::size_t i) {
+      if (analysis::detail::stopped(control)) {
+        interrupted = true;
+        return;
+      }
+      auto& ev = evaluators.local();
+      if (!ev) ev = std::make_unique<Evaluator>(m, space, requests);
+      outcomes[i] = ev->run(cands[i], i);
+      const Outcome& o = outcomes[i];
+      if (o.reason == Reject::count) analysis::detail::lower_to(best, priced ? o.d.usd_per_hour : o.d.gpus);
+      done.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+  for (auto& ev : evaluators) {
+    if (!ev) continue;
+    out.simulations += ev->simulations();
+    out.simulated_requests += ev->simulated_requests();
+  }
+  std::vector<Deployment> feasible;
+  for (const Outcome& o : outcomes) {
+    if (!o.evaluated) continue;
+    ++out.evaluated;
+    if (o.reason != Reject::count) {
+      ++out.rejected[static_cast<int>(o.reason)];
+      // Closest: the smallest overshoot of a target among those rejected on latency.
+      if (!o.binding.empty() && o.target_s > 0) {
+        const double over = o.value_s / o.target_s;
+        if (!out.closest || over < out.closest->value_s / out.closest->target_s ||
+            (over == out.closest->value_s / out.closest->target_s && o.d.order < out.closest->deployment.order)) {
+          out.closest = Closest{o.d, o.reason, o.binding, o.value_s, o.target_s};
+        }
+      }
+      continue;
+    }
+    feasible.push_back(o.d);
+  }
+  out.feasible_count = feasible.size();
+  auto key = [priced](const Deployment& d) { return priced ? d.usd_per_hour : d.gpus; };
+  std::sort(feasible.begin(), feasible.end(), [&](const Deployment& a, const Deployment& b) {
+    if (key(a) != key(b)) return key(a) < key(b);
+    if (a.output_tokens_per_s_per_user != b.output_tokens_per_s_per_user) return a.output_tokens_per_s_per_user > b.output_tokens_per_s_per_user;
+    return a.order < b.order;
+  });
+  if (!feasible.empty()) {
+    out.best = feasible.front();
+    out.closest.reset();
+  }
+  // Pareto: no other deployment both faster per GPU and per user.
+  std::vector<Deployment> byx = feasible;
+  std::sort(byx.begin(), byx.end(), [](const Deployment& a, const Deployment& b) {
+    if (a.output_tokens_per_s_per_gpu != b.output_tokens_per_s_per_gpu) return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
+    if (a.output_tokens_per_s_per_user != b.output_tokens_per_s_per_user) return a.output_tokens_per_s_per_user > b.output_tokens_per_s_per_user;
+    return a.order < b.order;
+  });
+  double best_user = -1;
+  for (const Deployment& d : byx) {
+    if (d.output_tokens_per_s_per_user > best_user) {
+      out.pareto.push_back(d);
+      best_user = d.output_tokens_per_s_per_user;
+    }
+  }
+  std::reverse(out.pareto.begin(), out.pareto.end());
+  if (feasible.size() > static_cast<std::size_t>(space.top)) feasible.resize(static_cast<std::size_t>(space.top));
+  out.feasible = std::move(feasible);
+  out.interrupted = interrupted;
+  out.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace ridgeline::planning

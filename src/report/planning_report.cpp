@@ -1,0 +1,208 @@
+// `search serve` reports: JSON, text, the Pareto chart.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/report/planning.hpp"
+#include "ridgeline/report/serving.hpp"
+#include "ridgeline/report/svg.hpp"
+#include "ridgeline/report/text.hpp"
+
+namespace ridgeline::report {
+
+using nlohmann::json;
+using planning::Deployment;
+
+namespace {
+
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+
+std::string dtype_or(const std::optional<DType>& d, const char* fallback) { return d ? std::string(name(*d)) : fallback; }
+
+std::string seqs_text(std::int64_t n) { return n > 0 ? fmt::format("{}", n) : "auto"; }
+
+std::string usd(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v); }
+
+// "3 x h100-sxm tp 4" and the engine's knobs.
+std::string label(const planning::FleetSpace& s, const Deployment& d) {
+  std::string l = fmt::format("{} x {} tp {}", d.replicas, s.chips[d.chip].sys.chip.name, d.tp);
+  if (d.ep > 1) l += fmt::format(" ep {}", d.ep);
+  l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
+  if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
+  if (d.kv_dtype) l += fmt::format(", {} KV", name(*d.kv_dtype));
+  return l;
+}
+
+std::string slo_text(const serving::Slo& s) {
+  std::string out;
+  auto add = [&](const char* metric, double target, double q) {
+    if (target <= 0) return;
+    const std::string stat = q < 0 ? "mean" : fmt::format("p{:.0f}", q * 100);
+    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", metric, stat, t(target));
+  };
+  add("ttft", s.ttft_s, s.ttft_q);
+  add("tpot", s.tpot_s, s.tpot_q);
+  add("e2e", s.e2e_s, s.e2e_q);
+  return out.empty() ? "none (sustainable load only)" : out;
+}
+
+json deployment_json(const planning::FleetSpace& s, const Deployment& d, const std::string& prefix) {
+  json j{{"hw", s.chips[d.chip].sys.chip.name},
+         {"tp", d.tp},
+         {"ep", d.ep},
+         {"replicas", d.replicas},
+         {"disagg", nullptr},
+         {"engine", std::string(serving::name(d.engine))},
+         {"weight_dtype", d.weight_dtype ? json(std::string(name(*d.weight_dtype))) : json(nullptr)},
+         {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
+         {"max_num_seqs", d.max_num_seqs},
+         {"max_batched_tokens", d.max_batched_tokens},
+         {"gpus", d.gpus},
+         {"usd_per_hour", d.usd_per_hour},
+         {"usd_per_million_output_tokens", d.usd_per_million_output_tokens},
+         {"usd_per_million_tokens", d.usd_per_million_tokens},
+         {"ttft_s", summary_json(d.ttft)},
+         {"tpot_s", summary_json(d.tpot)},
+         {"e2e_s", summary_json(d.e2e)},
+         {"output_tokens_per_s", d.output_tokens_per_s},
+         {"input_tokens_per_s", d.input_tokens_per_s},
+         {"output_tokens_per_s_per_gpu", d.output_tokens_per_s_per_gpu},
+         {"output_tokens_per_s_per_user", d.output_tokens_per_s_per_user},
+         {"slo_attainment", d.slo_attainment},
+         {"kv_utilisation_mean", d.kv_utilisation_mean},
+         {"mean_decode_batch", d.mean_decode_batch},
+         {"max_qps", d.max_qps > 0 ? json(d.max_qps) : json(nullptr)},
+         {"floor_ttft_s", d.floor_ttft_s},
+         {"floor_tpot_s", d.floor_tpot_s},
+         {"simulations", d.simulations}};
+  if (!prefix.empty()) j["command"] = prefix + " " + deployment_flags(s, d);
+  return j;
+}
+
+std::string closest_text(const planning::FleetSpace& s, const planning::Closest& c) {
+  const Deployment& d = c.deployment;
+  const std::string what = c.reason == planning::Reject::fleet_size
+                               ? fmt::format("with {} replicas ({} GPUs, the most --max-gpus allows) its {} is {}", d.replicas,
+                                             d.replicas * d.tp * d.ep, c.binding, t(c.value_s))
+                               : fmt::format("its {} floor ({}) is {}", c.binding,
+                                             c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
+                                             t(c.value_s));
+  return fmt::format("closest: {} x {} tp {}{}, {}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, d.tp,
+                     d.ep > 1 ? fmt::format(" ep {}", d.ep) : "", serving::name(d.engine), what, t(c.target_s));
+}
+
+}  // namespace
+
+std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d) {
+  const planning::ChipChoice& c = s.chips[d.chip];
+  std::string f = fmt::format("--hw {} --tp {}", shell_word(c.arg.empty() ? c.sys.chip.name : c.arg), d.tp);
+  if (d.ep > 1) f += fmt::format(" --ep {}", d.ep);
+  if (d.weight_dtype) f += fmt::format(" --weight-dtype {}", name(*d.weight_dtype));
+  if (d.kv_dtype) f += fmt::format(" --kv-dtype {}", name(*d.kv_dtype));
+  f += fmt::format(" --engine {}", serving::name(d.engine));
+  if (d.max_num_seqs > 0) f += fmt::format(" --max-num-seqs {}", d.max_num_seqs);
+  f += fmt::format(" --max-batched-tokens {} --replicas {}", d.max_batched_tokens, d.replicas);
+  return f;
+}
+
+json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
+                       const std::string& prefix) {
+  json rejected = json::object();
+  for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
+    if (r.rejected[static_cast<std::size_t>(i)] > 0) rejected[std::string(name(static_cast<planning::Reject>(i)))] = r.rejected[static_cast<std::size_t>(i)];
+  }
+  json feasible = json::array(), pareto = json::array();
+  for (const Deployment& d : r.feasible) feasible.push_back(deployment_json(space, d, prefix));
+  for (const Deployment& d : r.pareto) pareto.push_back(deployment_json(space, d, prefix));
+  json j{{"model", m.name},
+         {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
+         {"feasible", feasible},
+         {"pareto", pareto},
+         {"ranked_by", r.priced ? "usd_per_hour" : "gpus"},
+         {"evaluated", r.evaluated},
+         {"feasible_count", r.feasible_count},
+         {"rejected", rejected},
+         {"simulations", r.simulations},
+         {"simulated_requests", r.simulated_requests},
+         {"elapsed_s", r.elapsed_s},
+         {"interrupted", r.interrupted}};
+  if (r.closest) {
+    const planning::Closest& c = *r.closest;
+    json cj = deployment_json(space, c.deployment, "");
+    cj["reason"] = std::string(name(c.reason));
+    cj["binding"] = c.binding;
+    cj["value_s"] = c.value_s;
+    cj["target_s"] = c.target_s;
+    j["closest"] = cj;
+  } else {
+    j["closest"] = nullptr;
+  }
+  return j;
+}
+
+std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
+                              const std::string& prefix) {
+  const serving::WorkloadSpec& w = space.base.workload;
+  std::string s = fmt::format("{}: {}, prompt {}, gen {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), w.prompt.text,
+                              w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
+                              slo_text(space.base.slo));
+  s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
+                   r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,
+                   r.elapsed_s > 0 ? r.simulated_requests / r.elapsed_s : 0);
+  std::string rej;
+  for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
+    const auto n = r.rejected[static_cast<std::size_t>(i)];
+    if (n > 0) rej += fmt::format("{}{} {}", rej.empty() ? "" : ", ", name(static_cast<planning::Reject>(i)), n);
+  }
+  if (!rej.empty()) s += "rejected: " + rej + "\n";
+  if (!r.best) {
+    s += "\nno feasible deployment meets the SLOs\n";
+    if (r.closest) s += closest_text(space, *r.closest);
+    return s;
+  }
+  const Deployment& b = *r.best;
+  s += fmt::format("\nbest ({}): {} = {} GPUs", r.priced ? "cheapest" : "fewest GPUs", label(space, b), b.gpus);
+  if (b.usd_per_hour > 0) s += fmt::format(", ${}/h, ${} per million output tokens", usd(b.usd_per_hour), usd(b.usd_per_million_output_tokens));
+  s += fmt::format("\n  TTFT p99 {}, TPOT p99 {}; {:.4g} output tok/s ({:.4g} per GPU, {:.4g} per user)", t(b.ttft.p99), t(b.tpot.p99),
+                   b.output_tokens_per_s, b.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_user);
+  if (b.max_qps > 0) s += fmt::format("; within the SLO up to {:.4g} req/s", b.max_qps);
+  s += "\n";
+  if (!prefix.empty()) s += "  " + prefix + " " + deployment_flags(space, b) + "\n";
+
+  auto table = [&](const std::vector<Deployment>& v) {
+    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>6}{:>7}{:>8}{:>6}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
+                     "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99", "tok/s/G", "tok/s/u",
+                     "max qps");
+    for (const Deployment& d : v) {
+      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>6}{:>7}{:>8}{:>6}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
+                       space.chips[d.chip].sys.chip.name, d.tp, d.ep, serving::name(d.engine), seqs_text(d.max_num_seqs),
+                       d.max_batched_tokens, dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.replicas, d.gpus,
+                       d.usd_per_hour > 0 ? usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? usd(d.usd_per_million_output_tokens) : "-",
+                       t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
+                       d.max_qps > 0 ? fmt::format("{:.4g}", d.max_qps) : "-");
+    }
+  };
+  s += fmt::format("\n{} feasible deployments, {} first:\n", r.feasible.size(), r.priced ? "cheapest" : "fewest GPUs");
+  table(r.feasible);
+  s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
+  table(r.pareto);
+  return s;
+}
+
+std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
+  Series front{"Pareto front", {}, {}, true, true, {}}, others{"feasible", {}, {}, false, true, {}}, best{"best", {}, {}, false, true, {}};
+  auto add = [&](Series& se, const Deployment& d) {
+    se.x.push_back(d.output_tokens_per_s_per_user);
+    se.y.push_back(d.output_tokens_per_s_per_gpu);
+    se.labels.push_back(fmt::format("{}: {:.4g} tok/s/GPU, {:.4g} tok/s/user, TTFT p99 {}, TPOT p99 {}", label(space, d),
+                                    d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user, t(d.ttft.p99), t(d.tpot.p99)));
+  };
+  for (const Deployment& d : r.pareto) add(front, d);
+  for (const Deployment& d : r.feasible) add(others, d);
+  if (r.best) add(best, *r.best);
+  return sweep_svg({front, others, best}, "output tokens/s per user", "output tokens/s per GPU",
+                   fmt::format("{}: serving deployments ({})", m.name, arrival_text(space.base.workload)), false, false, {false, false});
+}
+
+}  // namespace ridgeline::report
