@@ -508,7 +508,8 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     out.best = feasible.front();
     out.closest.reset();
   }
-  // Pareto: no other deployment both faster per GPU and per user.
+  // Pareto: no other deployment both faster per GPU and per user. Walking down the per-GPU
+  // speed, each point kept is faster per user than every one before: ascending per user.
   std::vector<Deployment> byx = feasible;
   std::sort(byx.begin(), byx.end(), [](const Deployment& a, const Deployment& b) {
     if (a.output_tokens_per_s_per_gpu != b.output_tokens_per_s_per_gpu) return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
@@ -522,7 +523,6 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
       best_user = d.output_tokens_per_s_per_user;
     }
   }
-  std::reverse(out.pareto.begin(), out.pareto.end());
   if (feasible.size() > static_cast<std::size_t>(space.top)) feasible.resize(static_cast<std::size_t>(space.top));
   out.feasible = std::move(feasible);
   out.interrupted = interrupted;

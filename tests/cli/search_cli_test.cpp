@@ -101,3 +101,91 @@ TEST(SearchCli, BadInput) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+const std::string kServe = "search serve --model llama-3.1-8b --qps 20 --requests 400 --slo ttft_p99=1s,tpot_p99=50ms";
+
+TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
+  // Each deployment carries the `serve` command that runs it: the best one, run by `serve`,
+  // gives the same numbers to the last bit (the same requests from the same seed).
+  auto j = run_json(kServe + " --hw h100-sxm,a100-80gb --tp 1,2 --price h100-sxm=3.78/h --price 'a100-80gb=$1800/month'");
+  for (const char* k : {"best", "pareto", "feasible", "evaluated", "rejected", "elapsed_s", "simulations", "ranked_by", "closest"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["ranked_by"], "usd_per_hour");
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object());
+  for (const char* k : {"hw", "tp", "ep", "replicas", "disagg", "engine", "weight_dtype", "kv_dtype", "gpus", "usd_per_hour", "ttft_s",
+                        "tpot_s", "output_tokens_per_s_per_gpu", "output_tokens_per_s_per_user", "max_qps", "command"}) {
+    EXPECT_TRUE(b.contains(k)) << k;
+  }
+  EXPECT_TRUE(b["disagg"].is_null());
+  // $1800 a month is 1800 / 730 $/h, $3.78/h the H100's; a fleet costs its GPUs' hours.
+  const double price = b["hw"] == "h100-sxm" ? 3.78 : 1800.0 / 730;
+  EXPECT_NEAR(b["usd_per_hour"].get<double>(), price * b["gpus"].get<double>(), 1e-12);
+  std::string command = b["command"];
+  ASSERT_EQ(command.rfind("ridgeline serve ", 0), 0u) << command;
+  auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  EXPECT_EQ(s["output_tokens_per_s"], b["output_tokens_per_s"]);
+  EXPECT_EQ(s["gpus"], b["gpus"]);
+  EXPECT_EQ(s["slo_attainment"], b["slo_attainment"]);
+  // The Pareto front: each point faster per user than the one before and slower per GPU.
+  const auto& p = j["pareto"];
+  ASSERT_GE(p.size(), 1u);
+  for (std::size_t i = 1; i < p.size(); ++i) {
+    EXPECT_GT(p[i]["output_tokens_per_s_per_user"].get<double>(), p[i - 1]["output_tokens_per_s_per_user"].get<double>());
+    EXPECT_LT(p[i]["output_tokens_per_s_per_gpu"].get<double>(), p[i - 1]["output_tokens_per_s_per_gpu"].get<double>());
+  }
+}
+
+TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {
+  // 1 ms per output token is below any decode step of an 8B model on one node of H100s: no
+  // deployment is simulated, the closest is named with its floor.
+  auto r = run(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo tpot_p99=1ms");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("no feasible deployment"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("closest:"), std::string::npos) << r.out;
+  auto j = run_json(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo tpot_p99=1ms");
+  EXPECT_TRUE(j["best"].is_null());
+  EXPECT_EQ(j["simulations"], 0);
+  EXPECT_EQ(j["closest"]["binding"], "tpot");
+  EXPECT_GT(j["rejected"]["tpot_floor"].get<int>(), 0);
+}
+
+TEST(SearchServeCli, ParetoChart) {
+  const std::string svg = std::string(RIDGELINE_TMP_DIR) + "/fleet_pareto.svg";
+  auto r = run(kServe + " --hw h100-sxm --tp 1,2,4 --plot " + svg);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string body = slurp(svg);
+  EXPECT_NE(body.find("<svg"), std::string::npos);
+  EXPECT_NE(body.find("output tokens/s per GPU"), std::string::npos);
+}
+
+TEST(SearchServeCli, BadInput) {
+  for (auto [args, mention] : std::initializer_list<std::pair<std::string, std::string>>{
+           {kServe + " --hw h100-sxm,nope", "nope"},
+           {kServe + " --hw h100-sxm, ", "--hw"},
+           {kServe + " --hw h100-sxm --price h100-sxm=2.5", "time unit"},
+           {kServe + " --hw h100-sxm --price h100-sxm=2.5EUR/h", "USD"},
+           {kServe + " --hw h100-sxm --price h100-sxm=-1/h", "positive"},
+           {kServe + " --hw h100-sxm --price b200=2/h", "b200"},
+           {kServe + " --hw h100-sxm --price h100-sxm", "CHIP=USD/h"},
+           {kServe + " --hw h100-sxm,a100-80gb --price h100-sxm=2/h", "a100-80gb"},
+           {kServe + " --hw h100-sxm --qps 5,6", "--qps"},
+           {kServe + " --hw h100-sxm --tp 0", "--tp"},
+           {kServe + " --hw h100-sxm --engine tgi", "--engine"},
+           {kServe + " --hw h100-sxm --max-gpus 0", "--max-gpus"},
+           {kServe + " --hw h100-sxm --max-rate maybe", "--max-rate"},
+           {kServe + " --hw h100-sxm --chips 8", "--chips"},
+           {kServe + " --hw h100-sxm --weight-dtype int3", "--weight-dtype"},
+       }) {
+    SCOPED_TRACE(args);
+    expect_bad(args, mention);
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

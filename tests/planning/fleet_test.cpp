@@ -1,0 +1,339 @@
+// The capacity planner: the fewest replicas against brute force, replicas against one replica
+// at a share of the rate, latency floors derived by hand, cost and ranking, the early stop
+// on a missed SLO never changing a run that meets it, bad spaces.
+#include "ridgeline/planning/fleet.hpp"
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/serving/step_model.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline::planning {
+namespace {
+
+using serving::Arrival;
+using serving::ServeConfig;
+using serving::ServingResult;
+
+ChipChoice chip(const char* name, double usd_per_hour = 0) {
+  ChipChoice c;
+  c.sys = testing::catalog_system(name);
+  c.arg = name;
+  c.usd_per_hour = usd_per_hour;
+  return c;
+}
+
+// Llama-3.1-8B, Poisson at `qps`, fixed 1000-token prompts and 100-token outputs.
+FleetSpace space(double qps, std::int64_t requests) {
+  FleetSpace s;
+  serving::WorkloadSpec& w = s.base.workload;
+  w.arrival = Arrival::poisson;
+  w.qps = qps;
+  w.requests = requests;
+  w.prompt.a = 1000;
+  w.prompt.text = "1000";
+  w.gen.a = 100;
+  w.gen.text = "100";
+  s.base.engine.kind = serving::EngineKind::vllm;
+  return s;
+}
+
+// What the planner counts as serving the load: every measured request served, the load
+// sustainable, the SLO met.
+bool met(const ServeConfig& cfg, const ServingResult& r) {
+  return (!cfg.slo.any() || r.slo_met) && r.sustainable && r.rejected == 0 && r.unfinished == 0 && !r.horizon_reached;
+}
+
+ServingResult run(const model::ModelConfig& m, const hw::System& sys, ServeConfig cfg) {
+  cfg.find_max_rate = false;
+  return serving::simulate(m, sys, cfg);
+}
+
+TEST(Fleet, ReplicasRoundRobinAtConstantRateAreOneReplicaAtItsShare) {
+  // Constant arrivals every 1/λ, dealt round-robin to R replicas: replica k receives requests
+  // k, k + R, k + 2R ..., every R/λ, which is one replica at λ/R shifted by k/λ. With equal
+  // lengths every replica serves its requests exactly as the lone replica does, so the R x N
+  // latencies are R copies of the lone replica's N: same mean, min and max.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  const double lambda = 24;
+  for (const std::int64_t R : {2, 3}) {
+    FleetSpace s = space(lambda, 200 * R);
+    s.base.workload.arrival = Arrival::constant;
+    Deployment d;
+    d.tp = 1;
+    d.replicas = R;
+    d.max_num_seqs = 256;
+    d.max_batched_tokens = 8192;
+    s.chips = {chip("h100-sxm")};
+    ServeConfig many = serve_config(s, d);
+    ServeConfig one = many;
+    one.replicas = 1;
+    one.workload.qps = lambda / static_cast<double>(R);
+    one.workload.requests = 200;
+    const ServingResult a = run(m, sys, many), b = run(m, sys, one);
+    EXPECT_EQ(a.measured_requests, R * b.measured_requests);
+    EXPECT_EQ(a.steps, static_cast<double>(R) * b.steps);
+    EXPECT_NEAR(a.ttft.mean, b.ttft.mean, 1e-9 * b.ttft.mean);
+    EXPECT_NEAR(a.tpot.mean, b.tpot.mean, 1e-9 * b.tpot.mean);
+    EXPECT_NEAR(a.e2e.mean, b.e2e.mean, 1e-9 * b.e2e.mean);
+    EXPECT_NEAR(a.ttft.max, b.ttft.max, 1e-12);
+    EXPECT_NEAR(a.ttft.min, b.ttft.min, 1e-12);
+    EXPECT_NEAR(a.e2e.max, b.e2e.max, 1e-12);
+    EXPECT_EQ(a.gpus, static_cast<double>(R));
+  }
+}
+
+TEST(Fleet, FewestReplicasAgreeWithBruteForce) {
+  // A small space, every deployment simulated at 1, 2, ... replicas to the first count that
+  // meets the SLO: the planner's count for each deployment, and its best (fewest GPUs), must
+  // be those.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(30, 300);
+  s.chips = {chip("h100-sxm"), chip("a100-80gb")};
+  s.tp = {1, 2};
+  s.max_num_seqs = {32, 256};
+  s.max_rate = false;
+  s.base.slo.ttft_s = 0.4;
+  s.base.slo.tpot_s = 0.03;
+  analysis::SearchControl control;
+  control.threads = 2;
+  const FleetSearchResult r = search_fleet(m, s, control);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.evaluated, 2u * 2u * 2u);
+  double fewest = 1e30;
+  std::size_t checked = 0;
+  for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
+    for (const std::int64_t tp : s.tp) {
+      for (const std::int64_t seqs : s.max_num_seqs) {
+        Deployment d;
+        d.chip = ci;
+        d.tp = tp;
+        d.max_num_seqs = seqs;
+        d.max_batched_tokens = serving::engine_preset(serving::EngineKind::vllm, s.chips[ci].sys.chip, tp).max_batched_tokens;
+        std::int64_t first = 0;
+        for (std::int64_t rep = 1; rep <= 32 && first == 0; ++rep) {
+          d.replicas = rep;
+          if (met(serve_config(s, d), run(m, s.chips[ci].sys, serve_config(s, d)))) first = rep;
+        }
+        ASSERT_GT(first, 0) << "no count up to 32 serves " << s.chips[ci].sys.chip.name << " tp " << tp;
+        fewest = std::min(fewest, static_cast<double>(first * tp));
+        for (const Deployment& f : r.feasible) {
+          if (f.chip == ci && f.tp == tp && f.max_num_seqs == seqs) {
+            EXPECT_EQ(f.replicas, first) << s.chips[ci].sys.chip.name << " tp " << tp << " seqs " << seqs;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, r.feasible.size());
+  EXPECT_EQ(r.feasible.size(), 8u);
+  // The load needs more than one replica somewhere, or the search would not be tested.
+  EXPECT_TRUE(std::any_of(r.feasible.begin(), r.feasible.end(), [](const Deployment& f) { return f.replicas > 1; }));
+  EXPECT_EQ(r.best->gpus, fewest);
+  // The A100 needs more GPUs for the same load than the H100 (2 TB/s against 3.35 TB/s).
+  EXPECT_EQ(s.chips[r.best->chip].sys.chip.name, "h100-sxm");
+}
+
+TEST(Fleet, PricesRankByCostNotByGpus) {
+  // At $10/h an H100 costs more than three A100s at $1/h: priced, the cheapest fleet is the
+  // A100s'; unpriced, the fewest GPUs are the H100s'. Its cost is the price times its GPUs,
+  // and its cost per million output tokens is that hour over the tokens of an hour.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(30, 300);
+  s.chips = {chip("h100-sxm", 10), chip("a100-80gb", 1)};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.base.slo.ttft_s = 0.4;
+  s.base.slo.tpot_s = 0.03;
+  const FleetSearchResult priced = search_fleet(m, s);
+  ASSERT_TRUE(priced.best);
+  EXPECT_TRUE(priced.priced);
+  EXPECT_EQ(s.chips[priced.best->chip].sys.chip.name, "a100-80gb");
+  const Deployment& b = *priced.best;
+  EXPECT_DOUBLE_EQ(b.usd_per_hour, 1.0 * b.gpus);
+  const ServingResult again = run(m, s.chips[b.chip].sys, serve_config(s, b));
+  EXPECT_DOUBLE_EQ(b.output_tokens_per_s, again.output_tokens_per_s);
+  EXPECT_NEAR(b.usd_per_million_output_tokens, b.gpus * 1.0 / 3600 / again.output_tokens_per_s * 1e6, 1e-12);
+  EXPECT_NEAR(b.usd_per_million_tokens, b.gpus * 1.0 / 3600 / (again.output_tokens_per_s + again.input_tokens_per_s) * 1e6, 1e-12);
+  s.chips[0].usd_per_hour = s.chips[1].usd_per_hour = 0;
+  const FleetSearchResult unpriced = search_fleet(m, s);
+  ASSERT_TRUE(unpriced.best);
+  EXPECT_FALSE(unpriced.priced);
+  EXPECT_EQ(s.chips[unpriced.best->chip].sys.chip.name, "h100-sxm");
+  EXPECT_LT(unpriced.best->gpus, b.gpus);
+}
+
+TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
+  // A TPOT target below one sequence's decode step at the shortest context it decodes at
+  // (prompt 1000 + 1): no fleet helps. The floor is that step (one CUDA graph) and vLLM's
+  // host time for one request, which overlaps the device (async scheduling): the larger.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(10, 100);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.base.slo.tpot_s = 1e-3;
+  const FleetSearchResult r = search_fleet(m, s);
+  EXPECT_FALSE(r.best);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
+  EXPECT_EQ(r.simulations, 0);
+  ASSERT_TRUE(r.closest);
+  EXPECT_EQ(r.closest->binding, "tpot");
+  Deployment d;
+  d.tp = 1;
+  d.max_num_seqs = 256;
+  d.max_batched_tokens = 8192;
+  const ServeConfig cfg = serve_config(s, d);
+  model::ForwardConfig f = cfg.forward;
+  f.algo = cfg.engine.collective_algo;
+  f.merged_kernels = cfg.engine.merged_kernels;
+  serving::StepModel step;
+  step.prepare(m, s.chips[0].sys, f);
+  model::StepMix one;
+  one.fused_attention = cfg.engine.fused_attention;
+  one.add_decode(1001, 0);
+  const double device = step.time(one, cfg.engine.decode_graphs);
+  const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
+  const double floor = cfg.engine.overlap_scheduling ? std::max(device, host) : device + host;
+  // 16 GB of bf16 weights over 3.35 TB/s: at least 4.8 ms.
+  EXPECT_GT(floor, 16.06e9 / 3.35e12);
+  EXPECT_NEAR(r.closest->value_s, floor, 1e-15);
+  EXPECT_EQ(r.closest->target_s, 1e-3);
+}
+
+TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
+  // Fixed 1000-token prompts: every request's TTFT is at least one 1000-token prefill step
+  // (piecewise graphs) plus the host's time for one request; a TTFT target below it rejects.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(10, 100);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.base.slo.ttft_s = 1e-3;
+  const FleetSearchResult r = search_fleet(m, s);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::ttft_floor)], 1u);
+  ASSERT_TRUE(r.closest);
+  EXPECT_EQ(r.closest->binding, "ttft");
+  Deployment d;
+  d.tp = 1;
+  d.max_num_seqs = 256;
+  d.max_batched_tokens = 8192;
+  const ServeConfig cfg = serve_config(s, d);
+  model::ForwardConfig f = cfg.forward;
+  f.algo = cfg.engine.collective_algo;
+  f.merged_kernels = cfg.engine.merged_kernels;
+  serving::StepModel step;
+  step.prepare(m, s.chips[0].sys, f);
+  model::StepMix pre;
+  pre.fused_attention = cfg.engine.fused_attention;
+  pre.add_prefill(1000, 1000, 0);
+  const double device = step.time(pre, cfg.engine.mixed_graphs);
+  const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
+  EXPECT_NEAR(r.closest->value_s, cfg.engine.overlap_scheduling ? std::max(device, host) : device + host, 1e-15);
+}
+
+TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {
+  // The largest rate is bracketed to 1/32 of the bracket it galloped to, at most 1/32 of the
+  // rate: the fleet meets the SLO at it and not at 10% more.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(10, 400);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.base.slo.ttft_s = 0.3;
+  s.base.slo.tpot_s = 0.03;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  const Deployment& b = *r.best;
+  ASSERT_GT(b.max_qps, 10);
+  ServeConfig cfg = serve_config(s, b);
+  cfg.workload.qps = b.max_qps;
+  EXPECT_TRUE(met(cfg, run(m, s.chips[0].sys, cfg)));
+  cfg.workload.qps = b.max_qps * 1.1;
+  EXPECT_FALSE(met(cfg, run(m, s.chips[0].sys, cfg)));
+}
+
+RC_GTEST_PROP(Fleet, EarlyStopNeverChangesARunThatMeetsTheSlo, ()) {
+  // Stopping once the SLO cannot be met: a run that meets it runs to the end with the same
+  // numbers; a run that stopped would have missed it.
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 1);
+  cfg.workload.arrival = *rc::gen::element(Arrival::poisson, Arrival::constant);
+  cfg.workload.qps = *rc::gen::inRange(5, 60);
+  cfg.workload.requests = *rc::gen::inRange(50, 300);
+  cfg.workload.seed = *rc::gen::inRange(1, 1000);
+  cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
+  cfg.workload.gen.a = *rc::gen::inRange(2, 300);
+  cfg.slo.ttft_s = *rc::gen::element(0.05, 0.2, 1.0);
+  cfg.slo.tpot_s = *rc::gen::element(0.0, 0.01, 0.03);
+  cfg.slo.ttft_q = *rc::gen::element(0.5, 0.9, 0.99, -1.0);
+  const ServingResult full = run(m, sys, cfg);
+  cfg.stop_when_slo_missed = true;
+  const ServingResult early = run(m, sys, cfg);
+  RC_ASSERT(!full.stopped_slo_missed);
+  if (full.slo_met) {
+    RC_ASSERT(!early.stopped_slo_missed);
+    RC_ASSERT(early.slo_met);
+    RC_ASSERT(early.steps == full.steps);
+    RC_ASSERT(early.ttft.p99 == full.ttft.p99);
+    RC_ASSERT(early.tpot.mean == full.tpot.mean);
+    RC_ASSERT(early.output_tokens_per_s == full.output_tokens_per_s);
+  }
+  if (early.stopped_slo_missed) RC_ASSERT(!full.slo_met);
+  RC_TAG(full.slo_met ? "met" : early.stopped_slo_missed ? "missed, stopped early" : "missed at the end");
+}
+
+TEST(Fleet, BadSpaces) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(10, 100);
+  EXPECT_THROW(validate(m, s), InputError);  // no chip
+  s.chips = {chip("h100-sxm", 2.5), chip("a100-80gb")};
+  try {
+    validate(m, s);
+    ADD_FAILURE() << "a price on some chips only";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a100-80gb"), std::string::npos) << e.what();
+  }
+  s.chips[1].usd_per_hour = 1;
+  s.max_gpus = 0;
+  EXPECT_THROW(validate(m, s), InputError);
+  s.max_gpus = 8;
+  s.tp = {0};
+  EXPECT_THROW(validate(m, s), InputError);
+  s.tp = {1};
+  s.base.replicas = 2;
+  EXPECT_THROW(validate(m, s), InputError);
+  s.base.replicas = 1;
+  EXPECT_NO_THROW(validate(m, s));
+}
+
+TEST(Fleet, FleetLargerThanAllowedIsRejected) {
+  // 200 req/s of 1000-token prompts on one H100 at a time, at most 2 GPUs: no fleet within the
+  // limit serves it; the closest is the largest fleet tried, with its binding percentile.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(200, 400);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_gpus = 2;
+  s.max_rate = false;
+  s.base.slo.ttft_s = 0.3;
+  const FleetSearchResult r = search_fleet(m, s);
+  EXPECT_FALSE(r.best);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::fleet_size)], 1u);
+  ASSERT_TRUE(r.closest);
+  EXPECT_EQ(r.closest->deployment.replicas, 2);
+  EXPECT_GT(r.closest->value_s, r.closest->target_s);
+}
+
+}  // namespace
+}  // namespace ridgeline::planning
