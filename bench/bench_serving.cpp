@@ -6,6 +6,7 @@
 #include "allocations.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/planning/fleet.hpp"
 #include "ridgeline/serving/simulator.hpp"
 #include "ridgeline/serving/step_model.hpp"
 
@@ -76,5 +77,56 @@ void BM_Serve70B(benchmark::State& state) {
   state.counters["allocs_per_request"] = static_cast<double>(bench::allocations() - before) / requests;
 }
 BENCHMARK(BM_Serve70B)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The capacity planner over a space of Llama 3.1 70B deployments: five chips (A100 80GB,
+// H100, H200, B200, MI300X), TP 1 to 8, bf16 or fp8 weights and KV cache, vLLM, SGLang and
+// TensorRT-LLM, the engine's sequence limit and six below it: 5 x 4 x 2 x 2 x 3 x 7 = 1680
+// deployments, 10^4 requests each (Poisson at 20 req/s, lognormal 1000 / 250 tokens),
+// P99 TTFT 1 s and TPOT 50 ms, each feasible one's largest rate too. Counters: deployments
+// per second (those rejected before simulating included), deployments simulated, runs and
+// simulated requests per second.
+void BM_SearchServe70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  planning::FleetSpace s;
+  for (const char* name : {"a100-80gb", "h100-sxm", "h200", "b200", "mi300x"}) {
+    planning::ChipChoice c;
+    c.sys.chip = io::catalog_chip(name);
+    c.sys.chips_per_node = c.sys.chip.chips_per_node;
+    c.arg = name;
+    s.chips.push_back(std::move(c));
+  }
+  s.tp = {1, 2, 4, 8};
+  s.weight_dtypes = {DType::bf16, DType::fp8_e4m3};
+  s.kv_dtypes = {DType::bf16, DType::fp8_e4m3};
+  s.engines = {serving::EngineKind::vllm, serving::EngineKind::sglang, serving::EngineKind::trtllm};
+  s.max_rate = state.range(1) != 0;
+  serving::WorkloadSpec& w = s.base.workload;
+  w.qps = 20;
+  w.requests = state.range(0);
+  w.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
+  w.gen = serving::parse_length("lognormal:250,0.6", "--gen");
+  s.base.slo.ttft_s = 1;
+  s.base.slo.tpot_s = 0.05;
+  analysis::SearchControl control;
+  control.threads = 2;
+  double evaluated = 0, simulated = 0, runs = 0, requests = 0;
+  for (auto _ : state) {
+    const planning::FleetSearchResult r = planning::search_fleet(m, s, control);
+    evaluated += static_cast<double>(r.evaluated);
+    for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
+      const auto why = static_cast<planning::Reject>(i);
+      if (why == planning::Reject::fleet_size || why == planning::Reject::too_long) simulated += static_cast<double>(r.rejected[static_cast<std::size_t>(i)]);
+    }
+    simulated += static_cast<double>(r.feasible_count);
+    runs += static_cast<double>(r.simulations);
+    requests += r.simulated_requests;
+    benchmark::DoNotOptimize(r.best);
+  }
+  state.counters["deployments_per_s"] = benchmark::Counter(evaluated, benchmark::Counter::kIsRate);
+  state.counters["simulated_deployments"] = benchmark::Counter(simulated, benchmark::Counter::kAvgIterations);
+  state.counters["runs"] = benchmark::Counter(runs, benchmark::Counter::kAvgIterations);
+  state.counters["requests_per_s"] = benchmark::Counter(requests, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SearchServe70B)->Args({10000, 0})->Args({10000, 1})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 }  // namespace

@@ -23,5 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)ridgeline::parse_positive_int(text, "fuzz");
   } catch (const ridgeline::InputError&) {
   }
+  try {
+    const double usd = ridgeline::parse_usd_per_hour(text, "fuzz");
+    if (!(usd > 0) || usd > 1e9) __builtin_trap();  // a positive, bounded price
+  } catch (const ridgeline::InputError&) {
+  }
   return 0;
 }

@@ -64,6 +64,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["sparse_ridge_flops_per_byte"] = dtype_map(sparse);
   j["launch_overhead_s"] = c.launch_overhead_s;
   j["chips_per_node"] = c.chips_per_node;
+  j["usd_per_hour"] = c.usd_per_hour > 0 ? nlohmann::json(c.usd_per_hour) : nlohmann::json(nullptr);
   j["efficiency"] = {{"matrix", c.efficiency.matrix},
                      {"vector", c.efficiency.vector},
                      {"memory", c.efficiency.memory},

@@ -58,6 +58,7 @@ std::string chip_text(const hw::ChipSpec& c) {
                        bw(l.bandwidth_Bps), t(l.latency_s), hw::name(l.scope));
   }
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
+  if (c.usd_per_hour > 0) out += fmt::format("price           ${:.4g} per chip-hour\n", c.usd_per_hour);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
                      c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
   if (c.efficiency.overhead_s > 0) {

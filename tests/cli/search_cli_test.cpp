@@ -2,6 +2,7 @@
 // settings, the Pareto chart, and bad input.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 
 #include "cli/cli_harness.hpp"
@@ -139,6 +140,20 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
     EXPECT_GT(p[i]["output_tokens_per_s_per_user"].get<double>(), p[i - 1]["output_tokens_per_s_per_user"].get<double>());
     EXPECT_LT(p[i]["output_tokens_per_s_per_gpu"].get<double>(), p[i - 1]["output_tokens_per_s_per_gpu"].get<double>());
   }
+}
+
+TEST(SearchServeCli, PriceFromAChipFile) {
+  // A chip file with price_per_hour ranks by cost without --price; the command names the file.
+  const std::string file = std::string(RIDGELINE_TMP_DIR) + "/priced_h100.yaml";
+  std::ofstream(file) << slurp(std::string(RIDGELINE_SOURCE_DIR) + "/data/hardware/nvidia/h100-sxm.yaml") << "price_per_hour: 2.69/h\n";
+  auto j = run_json(kServe + " --hw " + file + " --tp 1");
+  EXPECT_EQ(j["ranked_by"], "usd_per_hour");
+  ASSERT_TRUE(j["best"].is_object());
+  EXPECT_NEAR(j["best"]["usd_per_hour"].get<double>(), 2.69 * j["best"]["gpus"].get<double>(), 1e-12);
+  EXPECT_NE(j["best"]["command"].get<std::string>().find("--hw " + file), std::string::npos);
+  // --price overrides the file's.
+  auto k = run_json(kServe + " --hw " + file + " --tp 1 --price h100-sxm=1/h");
+  EXPECT_NEAR(k["best"]["usd_per_hour"].get<double>(), 1.0 * k["best"]["gpus"].get<double>(), 1e-12);
 }
 
 TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {

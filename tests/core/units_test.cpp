@@ -72,6 +72,17 @@ TEST(Units, PositiveIntegers) {
   EXPECT_THROW(parse_positive_int("99999999999999999999", "--k"), InputError);
 }
 
+TEST(Units, PricesPerHour) {
+  EXPECT_DOUBLE_EQ(parse_usd_per_hour("2.5/h", "--price"), 2.5);
+  EXPECT_DOUBLE_EQ(parse_usd_per_hour("$2.5 / hour", "--price"), 2.5);
+  EXPECT_DOUBLE_EQ(parse_usd_per_hour("2.5 USD/hr", "--price"), 2.5);
+  EXPECT_DOUBLE_EQ(parse_usd_per_hour("60/day", "--price"), 2.5);      // 60 / 24
+  EXPECT_DOUBLE_EQ(parse_usd_per_hour("1825/month", "--price"), 2.5);  // a month is 8760 h / 12 = 730 h
+  for (const char* bad : {"2.5", "2.5/min", "2.5 EUR/h", "-1/h", "0/h", "inf/h", "abc/h", "/h"}) {
+    EXPECT_THROW(parse_usd_per_hour(bad, "--price"), InputError) << bad;
+  }
+}
+
 TEST(Units, FormatsWithPrefixes) {
   EXPECT_EQ(format_quantity(989.4e12, Quantity::flop_rate), "989.4 TFLOP/s");
   EXPECT_EQ(format_quantity(3.35e12, Quantity::bandwidth), "3.35 TB/s");

@@ -54,6 +54,19 @@ TEST(HardwareFile, WriteAllocate) {
   EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
 
+// price_per_hour: USD per chip-hour, written back by chip_yaml; none in the catalog.
+TEST(HardwareFile, PricePerHour) {
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(std::string(kMinimal) + "price_per_hour: 2.69/h\n", "toy.yaml").usd_per_hour, 2.69);
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(std::string(kMinimal) + "price_per_hour: $1825/month\n", "toy.yaml").usd_per_hour, 2.5);
+  hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "price_per_hour: 2.69 USD/h\n", "toy.yaml");
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").usd_per_hour, 2.69);
+  EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").usd_per_hour, 0);
+  EXPECT_EQ(catalog_chip("h100-sxm").usd_per_hour, 0);
+  const std::string e = error_of(std::string(kMinimal) + "price_per_hour: 2.69\n");
+  EXPECT_NE(e.find("toy.yaml: price_per_hour"), std::string::npos) << e;
+  EXPECT_NE(error_of(std::string(kMinimal) + "price_per_hour: 2 EUR/h\n").find("USD"), std::string::npos);
+}
+
 // `measured.threads` (written by `ridgeline measure`): the threads the ceilings were
 // measured with; absent in the catalog (0); a whole number >= 1 or a one-line error.
 TEST(HardwareFile, MeasuredThreads) {
