@@ -205,6 +205,7 @@ class Evaluator {
     cfg.find_max_rate = false;
     cfg.stop_when_slo_missed = stop_early;
     cfg.timeline_points = 2;
+    cfg.lean = true;
     ServingResult r = serving::simulate(m_, sys, cfg);
     ++simulations_;
     simulated_requests_ += static_cast<double>(r.simulated_requests);

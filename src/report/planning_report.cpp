@@ -170,20 +170,34 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += "\n";
   if (!prefix.empty()) s += "  " + prefix + " " + deployment_flags(space, b) + "\n";
 
+  // Deployments that differ only in their sequence limit and ran the same are one row, with
+  // the range of limits ("64-1024").
+  auto same_run = [](const Deployment& a, const Deployment& o) {
+    return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
+           a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
+           a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
+  };
   auto table = [&](const std::vector<Deployment>& v) {
-    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>6}{:>7}{:>8}{:>6}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
+    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
                      "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99", "tok/s/G", "tok/s/u",
                      "max qps");
-    for (const Deployment& d : v) {
-      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>6}{:>7}{:>8}{:>6}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
-                       space.chips[d.chip].sys.chip.name, d.tp, d.ep, serving::name(d.engine), seqs_text(d.max_num_seqs),
-                       d.max_batched_tokens, dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.replicas, d.gpus,
+    for (std::size_t i = 0; i < v.size();) {
+      const Deployment& d = v[i];
+      std::int64_t lo = d.max_num_seqs, hi = d.max_num_seqs;
+      std::size_t j = i + 1;
+      for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, v[j].max_num_seqs), hi = std::max(hi, v[j].max_num_seqs);
+      const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
+      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
+                       space.chips[d.chip].sys.chip.name, d.tp, d.ep, serving::name(d.engine), seqs, d.max_batched_tokens,
+                       dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.replicas, d.gpus,
                        d.usd_per_hour > 0 ? usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
                        d.max_qps > 0 ? fmt::format("{:.4g}", d.max_qps) : "-");
+      i = j;
     }
   };
-  s += fmt::format("\n{} feasible deployments, {} first:\n", r.feasible.size(), r.priced ? "cheapest" : "fewest GPUs");
+  s += fmt::format("\n{} first, {} of {} feasible (--top); those differing only in their sequence limit on one row:\n",
+                   r.priced ? "cheapest" : "fewest GPUs", r.feasible.size(), r.feasible_count);
   table(r.feasible);
   s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
   table(r.pareto);

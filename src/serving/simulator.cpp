@@ -180,6 +180,9 @@ class Simulation {
     for (std::int64_t i = 0; i < cfg.replicas; ++i) {
       replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i));
     }
+    snapshots_.resize(replicas_.size());
+    touched_flag_.assign(replicas_.size(), 0);
+    touched_.reserve(replicas_.size());
     total_ = source_.total();
     measured_total_ = total_ - std::min(total_, cfg.workload.warmup);
     horizon_ = cfg.horizon_s > 0 ? to_ps(cfg.horizon_s) : kNever;
@@ -292,6 +295,7 @@ class Simulation {
     if (q.group >= 0 && static_cast<std::size_t>(q.group) >= rep.groups.size()) rep.groups.resize(static_cast<std::size_t>(q.group) + 1);
     rep.waiting.push_back(qi);
     rep.outstanding_tokens += q.input + q.output;
+    touch(rep);
     mark(rep);
   }
 
@@ -330,6 +334,7 @@ class Simulation {
 
   // --- steps ---------------------------------------------------------------------------
   void start_step(Replica& r, Ps t) {
+    touch(r);
     r.now = t;
     scheduler_->plan(r);
     // An empty replica that cannot admit the request at the head of its queue never will
@@ -370,6 +375,7 @@ class Simulation {
   }
 
   void finish_step(Replica& r, Ps t) {
+    touch(r);
     const detail::StepPlan& p = r.plan;
     if (p.decode) {
       // Inter-token latency: the sequences of the last decode step waited since its end,
@@ -382,10 +388,10 @@ class Simulation {
           ++warm_new;
           continue;
         }
-        itl_.add(to_s(t - q.last_token));
+        if (!cfg_.lean) itl_.add(to_s(t - q.last_token));
       }
       const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
-      if (old > 0 && r.last_decode_end >= 0) itl_.add(to_s(t - r.last_decode_end), old);
+      if (old > 0 && r.last_decode_end >= 0 && !cfg_.lean) itl_.add(to_s(t - r.last_decode_end), old);
       r.new_decoders.clear();
       const std::int64_t d = r.dstep++;
       r.last_decode_end = t;
@@ -416,7 +422,7 @@ class Simulation {
       output_tokens_all_ += 1;
       if (q.first_token < 0) {
         q.first_token = t;
-      } else if (!q.warmup) {
+      } else if (!q.warmup && !cfg_.lean) {
         itl_.add(to_s(t - q.last_token));  // a token after a preemption waited since its last one
       }
       q.last_token = t;
@@ -518,17 +524,36 @@ class Simulation {
     return static_cast<double>(over) >= n - std::floor(q * (n - 1));
   }
 
-  // Time-weighted state from the last event to t.
+  // A replica whose running, waiting or KV state may have changed since the last advance.
+  void touch(const Replica& r) {
+    const auto i = static_cast<std::size_t>(r.index);
+    if (touched_flag_[i]) return;
+    touched_flag_[i] = 1;
+    touched_.push_back(r.index);
+  }
+
+  // Time-weighted state from the last event to t. The sums over replicas are kept up to date
+  // from the replicas touched since the last advance (whole numbers: exact), so an event
+  // costs the replicas it changed, not all of them.
   void advance(Ps t) {
+    for (const std::int32_t i : touched_) {
+      const Replica& r = replicas_[static_cast<std::size_t>(i)];
+      Snapshot& sn = snapshots_[static_cast<std::size_t>(i)];
+      const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size()), r.total_blocks - r.free_blocks};
+      sum_.running += now.running - sn.running;
+      sum_.waiting += now.waiting - sn.waiting;
+      sum_.used += now.used - sn.used;
+      sn = now;
+      touched_flag_[static_cast<std::size_t>(i)] = 0;
+    }
+    touched_.clear();
     if (t <= clock_) return;
     const double dt = to_s(t - clock_);
-    double running = 0, waiting = 0, kv = 0;
-    for (const Replica& r : replicas_) {
-      running += static_cast<double>(r.running_count);
-      waiting += static_cast<double>(r.waiting.size());
-      kv += r.total_blocks > 0 ? static_cast<double>(r.total_blocks - r.free_blocks) / static_cast<double>(r.total_blocks) : 0;
-    }
-    kv /= static_cast<double>(replicas_.size());
+    const double running = static_cast<double>(sum_.running), waiting = static_cast<double>(sum_.waiting);
+    // Every replica has the same cache: the mean of their used fractions is the used total
+    // over all their blocks.
+    const double blocks = static_cast<double>(mem_.kv_blocks) * static_cast<double>(replicas_.size());
+    const double kv = blocks > 0 ? static_cast<double>(sum_.used) / blocks : 0;
     integrals_.in_system += static_cast<double>(in_system_) * dt;
     integrals_.running += running * dt;
     integrals_.waiting += waiting * dt;
@@ -555,14 +580,16 @@ class Simulation {
     }
     r.ttft = ttft_.summary();
     r.tpot = tpot_.summary();
-    r.itl = itl_.summary();
     r.e2e = e2e_.summary();
-    r.queue = queue_.summary();
-    for (int i = 0; i <= 100; ++i) r.cdf.q.push_back(i / 100.0);
-    r.cdf.ttft_s = ttft_.quantiles(r.cdf.q);
-    r.cdf.tpot_s = tpot_.quantiles(r.cdf.q);
-    r.cdf.itl_s = itl_.quantiles(r.cdf.q);
-    r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
+    if (!cfg_.lean) {
+      r.itl = itl_.summary();
+      r.queue = queue_.summary();
+      for (int i = 0; i <= 100; ++i) r.cdf.q.push_back(i / 100.0);
+      r.cdf.ttft_s = ttft_.quantiles(r.cdf.q);
+      r.cdf.tpot_s = tpot_.quantiles(r.cdf.q);
+      r.cdf.itl_s = itl_.quantiles(r.cdf.q);
+      r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
+    }
     r.gpus = static_cast<double>(cfg_.replicas * cfg_.forward.tp * cfg_.forward.ep);
     r.simulated_requests = finished_;
     r.measured_requests = measured_;
@@ -596,7 +623,7 @@ class Simulation {
     r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
     const double dsteps = r.decode_steps + r.mixed_steps;
     r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
-    if (decode_batch_sum_ > 0) compose_decode_step(r);
+    if (decode_batch_sum_ > 0 && !cfg_.lean) compose_decode_step(r);
     r.memory = mem_;
     r.engine = engine_;
     r.timeline = timeline_.points();
@@ -669,6 +696,13 @@ class Simulation {
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
   double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
+  struct Snapshot {
+    std::int64_t running = 0, waiting = 0, used = 0;  // used: KV blocks taken
+  };
+  std::vector<Snapshot> snapshots_;  // each replica's state as last summed
+  Snapshot sum_;                     // over the replicas
+  std::vector<char> touched_flag_;
+  std::vector<std::int32_t> touched_;
   std::array<std::int64_t, 3> over_{};  // measured requests beyond the TTFT, TPOT and E2E targets
   bool slo_missed_ = false;
   int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)

@@ -252,6 +252,8 @@ RC_GTEST_PROP(Simulator, LittlesLaw, ()) {
   RC_PRE(r.rejected == 0);
   const double lambda = static_cast<double>(r.simulated_requests) / r.makespan_s;
   RC_ASSERT(std::abs(r.mean_in_system / (lambda * r.e2e.mean) - 1) < 0.01);
+  // A request in the system is running or waiting (vLLM's swapped ones wait too), on some replica.
+  RC_ASSERT(std::abs(r.mean_running + r.mean_waiting - r.mean_in_system) <= 1e-9 * r.mean_in_system);
 }
 
 TEST(Simulator, SameSeedSameResultOtherSeedOther) {

@@ -54,6 +54,9 @@ struct ServeConfig {
   /// its percentile allows (or a mean target already exceeded), whatever the rest do. A run
   /// that meets the SLO is never stopped, so its numbers are those of a run without it.
   bool stop_when_slo_missed = false;
+  /// Only what a capacity search reads (TTFT, TPOT, E2E, throughput, the SLO, sustainability,
+  /// KV use): no inter-token or queue latencies, no CDFs, no decode-step composition.
+  bool lean = false;
 };
 
 /// One request's life, streamed to the sink as it ends.
