@@ -26,6 +26,10 @@ say serve --model llama-3.1-70b --hw h100-sxm --tp 4 --qps 2,4,6,8,10,11,12 --re
     --gen lognormal:250,0.6 --plot docs/img/serve-latency-llama70b.svg --json > build/demo/serve.json
 say plot timeline build/demo/serve.json --out docs/img/serve-timeline-llama70b.svg
 say report --model llama-3.1-8b --hw h200 --batch 8 --prompt 2048 --gen 256 --out build/demo/report.html
+say search serve --model llama-3.1-70b --hw a100-80gb,h100-sxm,h200,b200 --weight-dtype bf16,fp8 --qps 10 \
+    --prompt lognormal:1000,0.6 --gen lognormal:250,0.6 --requests 2000 --slo ttft_p99=1s,tpot_p99=50ms \
+    --price a100-80gb=2.45/h --price h100-sxm=4.76/h --price h200=6.35/h --price b200=10.57/h \
+    --top 8 --plot docs/img/search-serve-llama70b.svg
 say report --serve --model llama-3.1-8b --hw h100-sxm --qps 8 --requests 2000 --out build/demo/serve.html
 echo
 echo "charts: docs/img/*.svg; reports: build/demo/report.html, build/demo/serve.html (open them in a browser)"

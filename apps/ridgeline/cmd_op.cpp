@@ -338,7 +338,7 @@ void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfi
   }
   const std::string dname(analysis::name(*var));
   if (!f.plot.empty()) {
-    report::Series se{std::string(analysis::name(kind)), xs, ys, true, false, {}};
+    report::Series se{std::string(analysis::name(kind)), xs, ys, true, false, {}, {}};
     report::write_chart(f.plot, report::sweep_svg({se}, dname, "attained FLOP/s (launch overhead left out)",
                                                   fmt::format("{} on {}: {} from {} to {}", analysis::name(kind), sys.chip.display_name, dname, lo, hi),
                                                   log_axis, false));

@@ -524,7 +524,6 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
       best_user = d.output_tokens_per_s_per_user;
     }
   }
-  if (feasible.size() > static_cast<std::size_t>(space.top)) feasible.resize(static_cast<std::size_t>(space.top));
   out.feasible = std::move(feasible);
   out.interrupted = interrupted;
   out.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -34,6 +34,8 @@ std::string label(const planning::FleetSpace& s, const Deployment& d) {
   return l;
 }
 
+std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return s.chips[d.chip].sys.chip.name; }
+
 std::string slo_text(const serving::Slo& s) {
   std::string out;
   auto add = [&](const char* metric, double target, double q) {
@@ -113,7 +115,9 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
     if (r.rejected[static_cast<std::size_t>(i)] > 0) rejected[std::string(name(static_cast<planning::Reject>(i)))] = r.rejected[static_cast<std::size_t>(i)];
   }
   json feasible = json::array(), pareto = json::array();
-  for (const Deployment& d : r.feasible) feasible.push_back(deployment_json(space, d, prefix));
+  for (std::size_t i = 0; i < r.feasible.size() && i < static_cast<std::size_t>(space.top); ++i) {
+    feasible.push_back(deployment_json(space, r.feasible[i], prefix));
+  }
   for (const Deployment& d : r.pareto) pareto.push_back(deployment_json(space, d, prefix));
   json j{{"model", m.name},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
@@ -197,22 +201,28 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     }
   };
   s += fmt::format("\n{} first, {} of {} feasible (--top); those differing only in their sequence limit on one row:\n",
-                   r.priced ? "cheapest" : "fewest GPUs", r.feasible.size(), r.feasible_count);
-  table(r.feasible);
+                   r.priced ? "cheapest" : "fewest GPUs", std::min<std::size_t>(r.feasible.size(), static_cast<std::size_t>(space.top)), r.feasible_count);
+  table(std::vector<Deployment>(r.feasible.begin(), r.feasible.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(r.feasible.size(), static_cast<std::size_t>(space.top)))));
   s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
   table(r.pareto);
   return s;
 }
 
 std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
-  Series front{"Pareto front", {}, {}, true, true, {}}, others{"feasible", {}, {}, false, true, {}}, best{"best", {}, {}, false, true, {}};
+  Series front{"Pareto front", {}, {}, true, true, {}, {}}, others{"feasible", {}, {}, false, true, {}, {}}, best{"best", {}, {}, false, true, {}, {}};
   auto add = [&](Series& se, const Deployment& d) {
     se.x.push_back(d.output_tokens_per_s_per_user);
     se.y.push_back(d.output_tokens_per_s_per_gpu);
     se.labels.push_back(fmt::format("{}: {:.4g} tok/s/GPU, {:.4g} tok/s/user, TTFT p99 {}, TPOT p99 {}", label(space, d),
                                     d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user, t(d.ttft.p99), t(d.tpot.p99)));
   };
-  for (const Deployment& d : r.pareto) add(front, d);
+  for (const Deployment& d : r.pareto) {
+    add(front, d);
+    std::string tag = fmt::format("{}x{} tp{}", d.replicas, s_chip(space, d), d.tp);
+    if (d.ep > 1) tag += fmt::format(" ep{}", d.ep);
+    if (d.weight_dtype) tag += fmt::format(" {}", name(*d.weight_dtype));
+    front.tags.push_back(tag);
+  }
   for (const Deployment& d : r.feasible) add(others, d);
   if (r.best) add(best, *r.best);
   return sweep_svg({front, others, best}, "output tokens/s per user", "output tokens/s per GPU",

@@ -128,7 +128,7 @@ std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys
 }
 
 std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchResult& r) {
-  Series front{"Pareto front", {}, {}, true, true, {}}, best{"best plans", {}, {}, false, true, {}};
+  Series front{"Pareto front", {}, {}, true, true, {}, {}}, best{"best plans", {}, {}, false, true, {}, {}};
   for (const auto& p : r.pareto) {
     front.x.push_back(p.memory_bytes / (1024.0 * 1024 * 1024));
     front.y.push_back(p.tokens_per_s);
@@ -144,7 +144,7 @@ std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys,
 }
 
 std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchResult& r) {
-  Series front{"Pareto front", {}, {}, true, true, {}}, best{"best plans", {}, {}, false, true, {}};
+  Series front{"Pareto front", {}, {}, true, true, {}, {}}, best{"best plans", {}, {}, false, true, {}, {}};
   for (const auto& p : r.pareto) {
     front.x.push_back(p.tpot_s * 1e3);
     front.y.push_back(p.tokens_per_s_per_chip);

@@ -248,6 +248,10 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
       s += fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
                        x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)), kColors[si % 8],
                        esc(i < se.labels.size() ? se.labels[i] : se.label));
+      if (i < se.tags.size() && !se.tags[i].empty()) {
+        s += fmt::format("<text class=\"tag\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\">{}</text>\n", x.map(std::max(se.x[i], xmin)) + 6,
+                         y.map(std::max(se.y[i], ymin)) - 6, esc(se.tags[i]));
+      }
     }
     legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                           kW - kR + 12, kT + 10 + 20 * static_cast<double>(si), kColors[si % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(si), esc(se.label));

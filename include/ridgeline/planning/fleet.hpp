@@ -88,7 +88,7 @@ struct Closest {
 
 struct FleetSearchResult {
   std::optional<Deployment> best;   ///< cheapest (or fewest GPUs) meeting the SLOs
-  std::vector<Deployment> feasible; ///< cheapest first, at most FleetSpace::top
+  std::vector<Deployment> feasible; ///< every one, cheapest first (reports list FleetSpace::top)
   std::vector<Deployment> pareto;   ///< output tokens/s per GPU against per user, by per-user speed ascending
   std::optional<Closest> closest;   ///< when nothing is feasible
   std::uint64_t evaluated = 0, feasible_count = 0;

@@ -26,6 +26,7 @@ struct Series {
   bool line = true;                 ///< join the points
   bool markers = false;             ///< a circle per point (class "point", hover title from `labels`)
   std::vector<std::string> labels;  ///< per point, optional
+  std::vector<std::string> tags;    ///< per point, optional: short text drawn beside the marker
 };
 
 /// Log-log roofline: per chip the matrix ceiling at `dtype`, the fp32 vector ceiling, one
