@@ -29,7 +29,7 @@ __all__ = [
     "profile", "recompute", "report", "run", "search", "serve", "threshold", "train", "validate",
 ]
 
-_REPEATED = {"peak", "capacity"}
+_REPEATED = {"peak", "capacity", "price"}
 
 
 class RidgelineError(RuntimeError):
@@ -44,6 +44,9 @@ def _flags(kwargs: Dict[str, Any]) -> List[str]:
             continue
         if value is True:
             out.append(flag)
+        elif isinstance(value, dict):  # price={"h100-sxm": "2.5/h"}: one flag per entry
+            for k, v in value.items():
+                out += [flag, f"{k}={v}"]
         elif isinstance(value, (list, tuple)):
             if key in _REPEATED:
                 for v in value:

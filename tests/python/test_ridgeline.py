@@ -115,3 +115,16 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # A sweep is one summary per rate, without columns.
     s = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=[1, 4], requests=20)
     assert len(s["sweep"]) == 2 and "requests" not in s["sweep"][0]
+
+
+def test_search_serve_with_prices_as_a_dict():
+    # `search serve` from Python: prices as a dict (one --price per chip), lists as commas; the
+    # best fleet costs its GPUs at its chip's price.
+    prices = {"h100-sxm": "4.76/h", "a100-80gb": "2.45/h"}
+    r = ridgeline.search("serve", model="llama-3.1-8b", hw="h100-sxm,a100-80gb", tp=[1, 2], qps=20, requests=300,
+                         slo="ttft_p99=1s,tpot_p99=50ms", price=prices)
+    assert r["ranked_by"] == "usd_per_hour"
+    best = r["best"]
+    assert abs(best["usd_per_hour"] - float(prices[best["hw"]][:-2]) * best["gpus"]) < 1e-9
+    with pytest.raises(ValueError, match="--price"):
+        ridgeline.search("serve", model="llama-3.1-8b", hw="h100-sxm", qps=20, price={"h100-sxm": "2.5"})
