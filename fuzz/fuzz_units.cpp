@@ -1,9 +1,11 @@
 // Any bytes given to the unit and integer parsers either parse or raise InputError.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -28,5 +30,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!(usd > 0) || usd > 1e9) __builtin_trap();  // a positive, bounded price
   } catch (const ridgeline::InputError&) {
   }
+  // Whatever the bytes, what leaves ridgeline is UTF-8, and valid text is left as it is.
+  const std::string clean = ridgeline::valid_utf8(text);
+  if (!ridgeline::is_valid_utf8(clean) || ridgeline::valid_utf8(clean) != clean) __builtin_trap();
+  if (ridgeline::is_valid_utf8(text) && clean != text) __builtin_trap();
+  const std::string line = ridgeline::one_line(text);
+  if (line.find('\n') != std::string::npos || !ridgeline::is_valid_utf8(line)) __builtin_trap();
   return 0;
 }

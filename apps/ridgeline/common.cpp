@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 
@@ -114,9 +115,9 @@ int parse_threads(const std::string& value) {
 
 void emit(bool json, const nlohmann::json& j, const std::string& text) {
   if (json) {
-    *out_stream() << j.dump(2) << "\n";
+    *out_stream() << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
-    *out_stream() << text;
+    *out_stream() << valid_utf8(text);
   }
 }
 

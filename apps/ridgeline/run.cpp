@@ -10,6 +10,7 @@
 #include "common.hpp"
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 
 namespace {
 
@@ -77,20 +78,20 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",
                                                    "recompute", "fuse", "profile", "advise", "plot", "measure", "search", "report", "validate", "calibrate", "serve", "--help", "-h"};
   if (std::find(std::begin(kCommands), std::end(kCommands), std::string_view(argv[1])) == std::end(kCommands)) {
-    err << "ridgeline: error: unknown command '" << argv[1]
+    err << "ridgeline: error: unknown command '" << ridgeline::one_line(argv[1])
               << "': expected hw, op, threshold, models, infer, serve, block, train, recompute, fuse, profile, advise, plot, measure, validate, calibrate, search or report\n";
     return 2;
   }
   if (argc >= 3 && std::string_view(argv[1]) == "threshold") {
     auto k = ridgeline::analysis::parse_op_kind(argv[2]);
     if (k && (ridgeline::analysis::is_collective(*k) || *k == ridgeline::analysis::OpKind::custom)) {
-      err << "ridgeline: error: threshold: " << argv[2] << " has no dimension to solve for (it has no FLOPs to become compute-bound)\n";
+      err << "ridgeline: error: threshold: " << ridgeline::one_line(argv[2]) << " has no dimension to solve for (it has no FLOPs to become compute-bound)\n";
       return 2;
     }
   }
   if (argc >= 3 && (std::string_view(argv[1]) == "op" || std::string_view(argv[1]) == "threshold") && argv[2][0] != '-' &&
       !ridgeline::analysis::parse_op_kind(argv[2])) {
-    err << "ridgeline: error: " << argv[1] << ": unknown op kind '" << argv[2] << "': expected one of "
+    err << "ridgeline: error: " << argv[1] << ": unknown op kind '" << ridgeline::one_line(argv[2]) << "': expected one of "
               << ridgeline::cli::op_kind_names() << "\n";
     return 2;
   }
@@ -150,7 +151,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "ridgeline: error: " << e.what() << "\n";
+    err << "ridgeline: error: " << ridgeline::one_line(e.what()) << "\n";
     return 2;
   }
   try {
@@ -163,10 +164,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "ridgeline: error: no command given: run `ridgeline` for an overview\n";
     return 2;
   } catch (const ridgeline::InputError& e) {
-    err << "ridgeline: error: " << e.what() << "\n";
+    err << "ridgeline: error: " << ridgeline::one_line(e.what()) << "\n";
     return 2;
   } catch (const std::exception& e) {
-    err << "ridgeline: internal error: " << e.what() << "\n";
+    err << "ridgeline: internal error: " << ridgeline::one_line(e.what()) << "\n";
     return 1;
   }
 }

@@ -22,7 +22,7 @@ std::string text(const json& v) {
   if (v.is_null()) return "-";
   if (v.is_number_integer()) return std::to_string(v.get<long long>());
   if (v.is_number()) return fmt::format("{:g}", v.get<double>());
-  return v.dump();
+  return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string kv_table(const json& j, std::initializer_list<const char*> keys) {

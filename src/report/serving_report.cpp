@@ -266,7 +266,7 @@ void RequestWriter::write(const serving::RequestRecord& r) {
     fmt::print(f_, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s,
                r.tpot_s, r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0);
   } else {
-    const std::string line = request_json(r).dump() + "\n";
+    const std::string line = request_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     std::fputs(line.c_str(), f_);
   }
 }

@@ -9,19 +9,23 @@
 #include <fstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 
 namespace ridgeline::report {
 
 std::string escape_markup(const std::string& s) {
   std::string o;
-  for (char c : s) {
+  for (char c : valid_utf8(s)) {
     switch (c) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
-      default: o += c;
+      default:
+        // XML 1.0 has no other control characters: U+FFFD in their place.
+        if ((static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F) o += "\xEF\xBF\xBD";
+        else o += c;
     }
   }
   return o;
@@ -342,7 +346,7 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(fmt::format("--out: {}: cannot write here", path));
-    out << text;
+    out << valid_utf8(text);
     out.close();
     if (!out) {
       std::remove(tmp.c_str());

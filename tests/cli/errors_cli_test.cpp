@@ -1,6 +1,9 @@
 // Bad input: exit status 2 and one line naming the flag or file and key.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <fstream>
 
 #include "cli/cli_harness.hpp"
@@ -93,6 +96,67 @@ TEST(ErrorsCli, ConflictingFlags) {
   expect_bad("op elementwise --shape 4096,4096 --tokens 5", "--shape");
   expect_bad("threshold matmul --m 5 --k 4096 --n 4096 --solve m", "--m");
   expect_bad("block --model llama-3.1-8b --hidden 8192", "--model");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+std::string tmp(const std::string& name) { return std::string(RIDGELINE_TMP_DIR) + "/" + name; }
+
+// Bytes that are not UTF-8 in a chip's name, a kernel's name or a path reach JSON, SVG and
+// text as U+FFFD: never an internal error (exit 1) or a raw byte in a document.
+TEST(ReliabilityCli, NonUtf8BytesAreReplacedNotAnInternalError) {
+  std::string chip = slurp(std::string(RIDGELINE_SOURCE_DIR) + "/data/hardware/nvidia/h100-sxm.yaml");
+  const std::size_t at = chip.find("display_name:");
+  ASSERT_NE(at, std::string::npos);
+  chip.replace(at, chip.find('\n', at) - at, "display_name: bad \xff name");
+  std::ofstream(tmp("non_utf8_chip.yaml"), std::ios::binary) << chip;
+  auto j = run_json("hw show " + tmp("non_utf8_chip.yaml"));  // parsing checks the document is UTF-8
+  EXPECT_EQ(j["display_name"], "bad " + kReplacement + " name");
+
+  std::ofstream(tmp("non_utf8_kernels.csv"), std::ios::binary) << "name,duration_us,flops,bytes,count\nco\xffpy_kernel,10,1e6,4e8,2\n";
+  auto p = run_json("profile " + tmp("non_utf8_kernels.csv") + " --hw t4");
+  EXPECT_NE(p.dump().find("co\xEF\xBF\xBD"), std::string::npos);
+  run_json("advise profile " + tmp("non_utf8_kernels.csv") + " --hw t4");
+  const std::string svg = tmp("non_utf8_roofline.svg");
+  auto r = run("plot roofline --profile " + tmp("non_utf8_kernels.csv") + " --hw t4 --out " + svg);
+  EXPECT_EQ(r.status, 0) << r.err;
+  const std::string body = slurp(svg);
+  EXPECT_EQ(body.find('\xff'), std::string::npos);
+  EXPECT_NE(body.find(kReplacement), std::string::npos);
+
+  // A model file under a directory whose name is not UTF-8 (printf writes the byte 0xff).
+  const std::string dir = tmp("non_utf8_dir_");
+  ASSERT_EQ(std::system(("mkdir -p \"" + dir + "$(printf '\\377')\" && cp " + std::string(RIDGELINE_SOURCE_DIR) +
+                         "/tests/data/models/megatron-145b.json \"" + dir + "$(printf '\\377')/\"").c_str()),
+            0);
+  run_json("infer --hw h100-sxm --tp 8 --model \"" + dir + "$(printf '\\377')/megatron-145b.json\"");
+}
+
+// A result that cannot be written is an error (exit 1, saying why), not exit 0.
+TEST(ReliabilityCli, StdoutWriteErrorsFail) {
+  // The harness redirects stdout itself: these run the binary directly.
+  auto status_and_err = [](const std::string& redirect) {
+    const std::string err = tmp("stdout_error.err");
+    const int rc = std::system((std::string(RIDGELINE_BIN) + " hw show h200 --json " + redirect + " 2>" + err).c_str());
+    return std::pair{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(err)};
+  };
+  for (const char* redirect : {">/dev/full", ">&-"}) {
+    const auto [status, err] = status_and_err(redirect);
+    EXPECT_EQ(status, 1) << redirect;
+    EXPECT_NE(err.find("stdout"), std::string::npos) << redirect << ": " << err;
+  }
+}
+
+// A control character in a value is escaped in the message: one line, always.
+TEST(ReliabilityCli, MessagesStayOneLine) {
+  expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");
+  expect_bad("op \"$(printf 'mat\\tmul')\"", "mat\\tmul");
 }
 
 }  // namespace
