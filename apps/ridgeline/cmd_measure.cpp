@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/measure/host.hpp"
@@ -45,6 +46,8 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                         if (!f->compare.empty() && !measure::likwid_available()) {
                           throw InputError("--compare likwid: likwid-bench is not installed (Debian package `likwid`)");
                         }
+                        // Before a minute of measuring: where the result goes must take it.
+                        if (!f->out.empty()) check_output_path(f->out, "--out");
                         cfg.quick = !f->full;
                         cfg.threads = parse_threads(f->threads);
                         if (!f->max_ws.empty()) {

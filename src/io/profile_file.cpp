@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/io/csv.hpp"
 #include "ridgeline/io/embedded.hpp"
 
@@ -249,6 +250,7 @@ std::string detect_profile_format(const std::string& path) {
   // From the first 64 KiB: a trace can be hundreds of MB, and is streamed.
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  note_input(path);
   std::string head(1 << 16, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
@@ -16,6 +17,7 @@ std::string read_text_file(const std::string& path, std::string_view what) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open: expected {}", path, what));
+  note_input(path);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

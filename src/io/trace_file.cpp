@@ -10,6 +10,7 @@
 #include <map>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/profile/shapes.hpp"
 #include "ridgeline/io/profile_file.hpp"
 
@@ -47,6 +48,7 @@ class FileSource : public Source {
  public:
   explicit FileSource(const std::string& path) : f_(std::fopen(path.c_str(), "rb")) {
     if (!f_) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    note_input(path);
   }
   ~FileSource() override { std::fclose(f_); }
   FileSource(const FileSource&) = delete;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/serving.hpp"
 
@@ -245,6 +246,7 @@ RequestWriter::RequestWriter(std::string path) : path_(std::move(path)) {
   if (ends(".csv")) csv_ = true;
   else if (ends(".jsonl")) csv_ = false;
   else throw InputError(fmt::format("--requests-out: '{}' needs the extension .csv or .jsonl", path_));
+  check_output_path(path_, "--requests-out");
   tmp_ = path_ + ".tmp";
   f_ = std::fopen(tmp_.c_str(), "wb");
   if (f_ == nullptr) throw InputError(fmt::format("--requests-out: {}: cannot write here", path_));

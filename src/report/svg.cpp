@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 
@@ -322,6 +323,7 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
 }
 
 void write_chart(const std::string& path, const std::string& svg) {
+  check_output_path(path, "--out");
   const bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
   if (!png) {
     write_file_atomically(path, svg);
@@ -342,6 +344,7 @@ void write_chart(const std::string& path, const std::string& svg) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  check_output_path(path, "--out");
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -153,6 +153,44 @@ TEST(ReliabilityCli, StdoutWriteErrorsFail) {
   }
 }
 
+// An output that is also an input (the same inode, however spelt) is refused before anything
+// is written, and the input is left as it was.
+TEST(ReliabilityCli, OutputNeverOverwritesAnInput) {
+  const std::string d = std::string(RIDGELINE_TMP_DIR) + "/";
+  const std::string src = std::string(RIDGELINE_SOURCE_DIR);
+  auto copy = [&](const std::string& from, const std::string& to) {
+    std::ofstream(d + to, std::ios::binary) << slurp(from);
+    return d + to;
+  };
+  const std::string ert = copy(src + "/tests/data/ert/roofline.json", "clobber_ert.json");
+  const std::string chip = copy(src + "/data/hardware/nvidia/h100-sxm.yaml", "clobber_chip.yaml");
+  const std::string cfg = copy(src + "/tests/data/models/megatron-145b.json", "clobber_cfg.json");
+  std::ofstream(d + "clobber_profile.csv") << "name,duration,flops,bytes,count\ngemm,0.0013,9.894e11,3.35e8,3\nadd,2e-5,0,3.35e7,2\n";
+  std::ofstream(d + "clobber_points.csv") << "name,intensity,flops_per_s\nk,10,1e12\n";
+  const std::string infer_json = d + "clobber_infer.json";
+  std::ofstream(infer_json) << run("infer --model llama-3.1-8b --hw h100-sxm --json").out;
+  for (const std::string& args : {
+           "hw import-ert " + ert + " --capacity DRAM=256GB --capacity L1=1MiB --capacity L2=8MiB --capacity L3=32MiB --out " + ert,
+           "calibrate " + d + "clobber_profile.csv --hw h100-sxm --out " + d + "clobber_profile.csv",
+           "plot roofline --hw " + chip + " --out " + chip,
+           "plot roofline --hw h100-sxm --points " + d + "clobber_points.csv --out " + d + "./clobber_points.csv",
+           "plot memory " + infer_json + " --out " + infer_json,
+           "report --model " + cfg + " --hw h100-sxm --tp 8 --out " + cfg,
+       }) {
+    SCOPED_TRACE(args);
+    const std::string input = args.substr(args.rfind(' ') + 1);
+    const std::string before = slurp(input);
+    expect_bad(args, "refusing to overwrite");
+    EXPECT_EQ(slurp(input), before);
+  }
+}
+
+// `measure` checks where its result goes before measuring for a minute.
+TEST(ReliabilityCli, MeasureChecksItsOutputFirst) {
+  expect_bad("measure --out /nonexistent/dir/host.yaml", "does not exist");
+  expect_bad("measure --out " + std::string(RIDGELINE_TMP_DIR), "is a directory");
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");
