@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #ifdef RIDGELINE_HAVE_OPENBLAS
@@ -146,12 +147,55 @@ RIDGELINE_CLONES void swiglu(const float* __restrict g, const float* __restrict 
 }
 
 #ifdef RIDGELINE_HAVE_OPENBLAS
-bool have_blas() noexcept { return true; }
-std::string blas_config() { return openblas_get_config(); }
+namespace {
+// OpenBLAS is opened on first use, not linked: its start spawns a thread per core and maps
+// buffers, which every command would pay (and which hangs under a small address-space
+// limit) though only `validate` and `measure` run a GEMM. Null members: not found.
+struct OpenBlas {
+  decltype(&::openblas_get_config) get_config = nullptr;
+  decltype(&::openblas_get_corename) get_corename = nullptr;
+  decltype(&::openblas_set_num_threads) set_num_threads = nullptr;
+  decltype(&::cblas_sgemm) sgemm = nullptr;
+  decltype(&::cblas_dgemm) dgemm = nullptr;
+  decltype(&::cblas_sbgemm) sbgemm = nullptr;  // only in builds with BUILD_BFLOAT16=1
+  bool ok() const noexcept { return get_config && get_corename && set_num_threads && sgemm && dgemm; }
+};
+
+const OpenBlas& openblas() noexcept {
+  static const OpenBlas api = [] {
+    OpenBlas a;
+    void* lib = nullptr;
+    for (const char* so : {"libopenblas.so.0", "libopenblas.so"}) {
+      if ((lib = dlopen(so, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    auto find = [&](auto& fn, const char* name) {
+      if (lib != nullptr) fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+    };
+    find(a.get_config, "openblas_get_config");
+    find(a.get_corename, "openblas_get_corename");
+    find(a.set_num_threads, "openblas_set_num_threads");
+    find(a.sgemm, "cblas_sgemm");
+    find(a.dgemm, "cblas_dgemm");
+    // The process's own first (a test binary exports one), then the library's.
+    a.sbgemm = reinterpret_cast<decltype(&::cblas_sbgemm)>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
+    if (a.sbgemm == nullptr) find(a.sbgemm, "cblas_sbgemm");
+    return a;
+  }();
+  return api;
+}
+
+void set_threads(int threads) noexcept {
+  if (openblas().set_num_threads != nullptr) openblas().set_num_threads(threads);
+}
+}  // namespace
+
+bool have_blas() noexcept { return openblas().ok(); }
+std::string blas_config() { return have_blas() ? openblas().get_config() : std::string(); }
 int blas_vector_bits() {
+  if (!have_blas()) return 0;
   // OpenBLAS's x86 core names (driver/others/dynamic.c's corename[]; a build for one target
   // names it in capitals), compared without case. "Unknown" and "GENERIC" stay 0.
-  std::string core = openblas_get_corename();
+  std::string core = openblas().get_corename();
   for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"}) {
     if (core == c) return 512;
@@ -166,32 +210,28 @@ int blas_vector_bits() {
   return 0;
 }
 bool sgemm(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept {
-  openblas_set_num_threads(threads);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+  if (!have_blas()) return false;
+  set_threads(threads);
+  openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
   return true;
 }
 bool dgemm(int m, int n, int k, const double* a, const double* b, double* c, int threads) noexcept {
-  openblas_set_num_threads(threads);
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
+  if (!have_blas()) return false;
+  set_threads(threads);
+  openblas().dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, 0.0, c, n);
   return true;
 }
 bool sgemm_nt(int m, int n, int k, const float* a, const float* b, float* c, int threads) noexcept {
-  openblas_set_num_threads(threads);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
+  if (!have_blas()) return false;
+  set_threads(threads);
+  openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a, k, b, k, 0.0f, c, n);
   return true;
 }
-namespace {
-// Looked up once; null where the OpenBLAS loaded was built without bf16.
-decltype(&::cblas_sbgemm) find_sbgemm() noexcept {
-  static const auto fn = reinterpret_cast<decltype(&::cblas_sbgemm)>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
-  return fn;
-}
-}  // namespace
-bool have_sbgemm() noexcept { return find_sbgemm() != nullptr; }
+bool have_sbgemm() noexcept { return openblas().sbgemm != nullptr; }
 bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b, float* c, int threads) noexcept {
-  const auto fn = find_sbgemm();
+  const auto fn = openblas().sbgemm;
   if (fn == nullptr) return false;
-  openblas_set_num_threads(threads);
+  set_threads(threads);
   fn(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
   return true;
 }

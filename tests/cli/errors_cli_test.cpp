@@ -191,6 +191,25 @@ TEST(ReliabilityCli, MeasureChecksItsOutputFirst) {
   expect_bad("measure --out " + std::string(RIDGELINE_TMP_DIR), "is a directory");
 }
 
+// Under a small address-space limit, commands that run no GEMM finish: OpenBLAS (whose start
+// maps buffers and spawns a thread per core) is opened only when a GEMM is timed.
+TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space";
+#endif
+  const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/small_limit.csv";
+  std::ofstream(csv) << "name,duration_us,flops,bytes\ngemm,100,2e12,1e9\n";
+  for (const std::string& cmd : {std::string("hw list"), "profile " + csv + " --hw h100-sxm",
+                                 std::string("search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 8 --threads 1")}) {
+    SCOPED_TRACE(cmd);
+    // timeout: a hang fails the test rather than the suite; 150 MB of address space (what the adversarial run used).
+    const std::string out = tmp("small_limit.out"), err = tmp("small_limit.err");
+    const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) + " " + cmd + " >" + out + " 2>" + err).c_str());
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
+    EXPECT_FALSE(slurp(out).empty());
+  }
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");
