@@ -56,6 +56,31 @@ void check_nesting(std::string_view text, std::string_view source) {
   }
 }
 
+// Aliases make a small file a large document (20,000 aliases of a 60,000-character string:
+// 1.2 GB): the document as expanded must stay within the file limit too, and within
+// 100,000 nodes and the nesting limit (an alias of an enclosing node would never end).
+void check_expanded_size(const YAML::Node& root, std::string_view source) {
+  std::size_t bytes = 0, nodes = 0;
+  auto fail = [&] {
+    throw InputError(fmt::format("{}: its aliases expand it beyond {} bytes or 100000 nodes: not a hardware file", source, kMaxFileBytes));
+  };
+  auto walk = [&](auto&& self, const YAML::Node& n, int depth) -> void {
+    if (++nodes > 100000 || depth > 2 * kMaxNesting) fail();
+    if (n.IsScalar()) {
+      bytes += n.Scalar().size();
+      if (bytes > kMaxFileBytes) fail();
+    } else if (n.IsSequence()) {
+      for (const YAML::Node& c : n) self(self, c, depth + 1);
+    } else if (n.IsMap()) {
+      for (const auto& kv : n) {
+        self(self, kv.first, depth + 1);
+        self(self, kv.second, depth + 1);
+      }
+    }
+  };
+  walk(walk, root, 0);
+}
+
 class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
@@ -149,6 +174,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     throw InputError(fmt::format("{}: line {}, column {}: malformed YAML: {}", source, e.mark.line + 1,
                                  e.mark.column + 1, e.msg));
   }
+  check_expanded_size(root, source);
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
                          "vector_peak", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",

@@ -54,6 +54,20 @@ TEST(HardwareFile, WriteAllocate) {
   EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
 
+// Aliases cannot make a small file a large document: a 60,000-character string and 20,000
+// aliases of it in `sources` (a 141 kB file expanding to 1.2 GB) is refused, in one line.
+TEST(HardwareFile, AliasAmplificationIsRefused) {
+  std::string text = std::string(kMinimal) + "notes: &big \"" + std::string(60000, 'x') + "\"\nsources:\n";
+  for (int i = 0; i < 20000; ++i) text += "  - *big\n";
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find("aliases expand it"), std::string::npos) << e.substr(0, 200);
+  EXPECT_EQ(e.find('\n'), std::string::npos);
+  // A self-referencing alias (yaml-cpp makes it a cycle) ends too.
+  EXPECT_FALSE(error_of(std::string(kMinimal) + "sources: &s [a, *s]\n").empty());
+  // An alias or two within the limits is fine.
+  EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "notes: &n \"same\"\nsources: [*n, *n]\n", "toy.yaml").sources.size(), 2u);
+}
+
 // price_per_hour: USD per chip-hour, written back by chip_yaml; none in the catalog.
 TEST(HardwareFile, PricePerHour) {
   EXPECT_DOUBLE_EQ(parse_chip_yaml(std::string(kMinimal) + "price_per_hour: 2.69/h\n", "toy.yaml").usd_per_hour, 2.69);
