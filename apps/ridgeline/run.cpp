@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <new>
 #include <iterator>
 #include <string_view>
 
@@ -165,6 +166,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   } catch (const ridgeline::InputError& e) {
     err << "ridgeline: error: " << ridgeline::one_line(e.what()) << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    err << "ridgeline: error: out of memory: the input or the search is too large for this machine's memory (or its address-space limit)\n";
     return 2;
   } catch (const std::exception& e) {
     err << "ridgeline: internal error: " << ridgeline::one_line(e.what()) << "\n";

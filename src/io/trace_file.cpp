@@ -18,7 +18,7 @@ namespace ridgeline::io {
 
 namespace {
 
-constexpr std::uint64_t kMaxInflated = std::uint64_t{64} << 30;  // 64 GiB: a guard against decompression bombs
+constexpr std::uint64_t kMaxInflated = std::uint64_t{2} << 30;  // 2 GiB (docs/profiles.md): a guard against decompression bombs
 constexpr std::size_t kMaxEvent = std::size_t{256} << 20;        // one event's JSON text
 
 // A source of bytes, read in chunks.
@@ -85,7 +85,7 @@ class GzipSource : public Source {
     }
     const std::size_t out = n - z_.avail_out;
     total_ += out;
-    if (total_ > kMaxInflated) throw InputError(fmt::format("{}: decompresses to more than 64 GiB", source_));
+    if (total_ > kMaxInflated) throw InputError(fmt::format("{}: decompresses to more than 2 GiB, the limit for a gzipped trace (docs/profiles.md)", source_));
     return out;
   }
 

@@ -208,6 +208,14 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
     EXPECT_FALSE(slurp(out).empty());
   }
+  // An allocation that fails is a clean error (exit 2, one line), never an abort: three
+  // million concurrent clients do not fit 150 MB.
+  const std::string err = tmp("small_limit_oom.err");
+  const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) +
+                              " serve --model llama-3.1-8b --hw h100-sxm --concurrency 3000000 --requests 3000000 --prompt 10 --gen 2"
+                              " >/dev/null 2>" + err).c_str());
+  EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 2);
+  EXPECT_NE(slurp(err).find("out of memory"), std::string::npos) << slurp(err);
 }
 
 // A control character in a value is escaped in the message: one line, always.
