@@ -80,7 +80,7 @@ BENCHMARK(BM_Serve70B)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond)-
 
 // The capacity planner over a space of Llama 3.1 70B deployments: five chips (A100 80GB,
 // H100, H200, B200, MI300X), TP 1 to 8, bf16 or fp8 weights and KV cache, vLLM, SGLang and
-// TensorRT-LLM, the engine's sequence limit and six below it: 5 x 4 x 2 x 2 x 3 x 7 = 1680
+// TensorRT-LLM, the engine's sequence limit and those from 512 down to 16 below it: 1648
 // deployments, 10^4 requests each (Poisson at 20 req/s, lognormal 1000 / 250 tokens),
 // P99 TTFT 1 s and TPOT 50 ms, each feasible one's largest rate too. Counters: deployments
 // per second (those rejected before simulating included), deployments simulated, runs and
