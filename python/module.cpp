@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common.hpp"
+#include "ridgeline/core/text.hpp"
 
 namespace py = pybind11;
 
@@ -22,6 +23,13 @@ std::tuple<int, std::string, std::string> run(const std::vector<std::string>& ar
   std::vector<char*> argv;
   argv.reserve(owned.size());
   for (auto& a : owned) argv.push_back(a.data());
+  // A NUL would cut the argument short where C reads it ("h200\0/etc/passwd" runs as h200).
+  for (std::size_t i = 1; i < owned.size(); ++i) {
+    if (owned[i].find('\0') != std::string::npos) {
+      return {2, "", "ridgeline: error: argument " + std::to_string(i) + " ('" + ridgeline::one_line(owned[i].substr(0, owned[i].find('\0'))) +
+                         "\\0...') contains a NUL character: no argument can\n"};
+    }
+  }
   std::ostringstream out, err;
   const int status = ridgeline::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
   return {status, out.str(), err.str()};

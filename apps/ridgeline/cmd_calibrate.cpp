@@ -7,6 +7,7 @@
 #include "common.hpp"
 #include "ridgeline/analysis/calibration.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/io/embedded.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/profile_file.hpp"
@@ -81,6 +82,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
                           }
                           const std::string yaml = io::chip_yaml(chip, "", report::calibration_provenance(r, f->file, "ridgeline calibrate " + f->file));
                           (void)io::parse_chip_yaml(yaml, f->out);  // what is written loads (a bad --name fails here, before writing)
+                          check_extension(f->out, "--out", {".yaml", ".yml"});
                           report::write_file_atomically(f->out, yaml);
                           j["out"] = f->out;
                           text += fmt::format("\nwrote {} ({}): --hw {} uses these efficiencies\n", f->out, chip.name, f->out);

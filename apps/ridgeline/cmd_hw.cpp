@@ -3,6 +3,7 @@
 
 #include "common.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/embedded.hpp"
 #include "ridgeline/io/ert_file.hpp"
@@ -65,7 +66,10 @@ void import_ert(const ErtImport& ert) {
   }
   const std::string yaml = io::ert_chip_yaml(io::read_text_file(ert.input, "an ERT roofline.json"), ert.input, o);
   const hw::ChipSpec chip = io::parse_chip_yaml(yaml, ert.out.empty() ? ert.input : ert.out);
-  if (!ert.out.empty()) report::write_file_atomically(ert.out, yaml);
+  if (!ert.out.empty()) {
+    check_extension(ert.out, "--out", {".yaml", ".yml"});
+    report::write_file_atomically(ert.out, yaml);
+  }
   nlohmann::json j = report::chip_json(chip);
   if (!ert.out.empty()) j["out"] = ert.out;
   emit(ert.json, j, (ert.out.empty() ? std::string() : "wrote " + ert.out + "\n\n") + report::chip_text(chip));

@@ -7,6 +7,7 @@
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/report/html.hpp"
@@ -108,6 +109,7 @@ void register_report_infer(CLI::App& root, std::vector<Command>& commands) {
                         for (int i = 0; i < res->prefill_graph.op_count; ++i) ops::check_supported(res->prefill_graph.ops[i].cost.expand(), sys.chip);
                         const nlohmann::json j = report::inference_json(m, sys, cfg, *res);
                         const std::string html = report::html_report(j, sys.chip);
+                        check_extension(*out, "--out", {".html", ".htm"});
                         report::write_file_atomically(*out, html);
                         emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}, {"ops", j["ops"].size()}}, "wrote " + *out + "\n");
                       }});

@@ -47,7 +47,10 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                           throw InputError("--compare likwid: likwid-bench is not installed (Debian package `likwid`)");
                         }
                         // Before a minute of measuring: where the result goes must take it.
-                        if (!f->out.empty()) check_output_path(f->out, "--out");
+                        if (!f->out.empty()) {
+                          check_extension(f->out, "--out", {".yaml", ".yml"});
+                          check_output_path(f->out, "--out");
+                        }
                         cfg.quick = !f->full;
                         cfg.threads = parse_threads(f->threads);
                         if (!f->max_ws.empty()) {

@@ -341,7 +341,8 @@ void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfi
     report::Series se{std::string(analysis::name(kind)), xs, ys, true, false, {}, {}};
     report::write_chart(f.plot, report::sweep_svg({se}, dname, "attained FLOP/s (launch overhead left out)",
                                                   fmt::format("{} on {}: {} from {} to {}", analysis::name(kind), sys.chip.display_name, dname, lo, hi),
-                                                  log_axis, false));
+                                                  log_axis, false),
+                        "--plot");
   }
   std::string text = fmt::format("{} on {}, {} from {} to {} (launch overhead left out)\n\n{:>12} {:>16} {:>12}  {}\n", analysis::name(kind),
                                  sys.chip.display_name, dname, lo, hi, dname, "attained", "time", "bound");

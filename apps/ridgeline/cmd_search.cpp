@@ -199,7 +199,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           SigintScope scope;
                           r = analysis::search_train(m, sys, s, c);
                         }
-                        if (!f->plot.empty() && !r.pareto.empty()) report::write_chart(f->plot, report::train_pareto_svg(m, sys, r));
+                        if (!f->plot.empty() && !r.pareto.empty()) report::write_chart(f->plot, report::train_pareto_svg(m, sys, r), "--plot");
                         if (f->json) {
                           // Each plan as `train --json` gives it: the same code, the same numbers.
                           auto plans = [&](const std::vector<analysis::TrainPlan>& v) {
@@ -300,7 +300,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           SigintScope scope;
                           r = analysis::search_infer(m, sys, s, c);
                         }
-                        if (!g->plot.empty() && !r.pareto.empty()) report::write_chart(g->plot, report::infer_pareto_svg(m, sys, r));
+                        if (!g->plot.empty() && !r.pareto.empty()) report::write_chart(g->plot, report::infer_pareto_svg(m, sys, r), "--plot");
                         if (g->json) {
                           auto plans = [&](const std::vector<analysis::InferPlan>& v) {
                             nlohmann::json a = nlohmann::json::array();
@@ -467,7 +467,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           SigintScope scope;
                           r = planning::search_fleet(m, s, c);
                         }
-                        if (!v->plot.empty() && !r.pareto.empty()) report::write_chart(v->plot, report::fleet_pareto_svg(m, s, r));
+                        if (!v->plot.empty() && !r.pareto.empty()) report::write_chart(v->plot, report::fleet_pareto_svg(m, s, r), "--plot");
                         emit(v->json, v->json ? report::fleet_search_json(m, s, r, prefix) : nlohmann::json{},
                              v->json ? "" : report::fleet_search_text(m, s, r, prefix));
                         finish(r.interrupted);

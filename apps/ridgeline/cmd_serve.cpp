@@ -10,6 +10,7 @@
 
 #include "common.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
@@ -156,7 +157,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                             arr.push_back(report::serving_json(m, sys, cfg, runs.back()));
                           }
                           const nlohmann::json doc{{"sweep", arr}};
-                          if (!f->plot.empty()) report::write_chart(f->plot, report::serving_throughput_svg(doc, "the sweep"));
+                          if (!f->plot.empty()) report::write_chart(f->plot, report::serving_throughput_svg(doc, "the sweep"), "--plot");
                           emit(f->json, doc, report::serving_sweep_text(sweep, runs));
                           return;
                         }
@@ -192,7 +193,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (writer) writer->commit();
                         nlohmann::json j = report::serving_json(m, sys, cfg, r);
                         if (f->per_request) j["requests"] = columns.json();
-                        if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"));
+                        if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"), "--plot");
                         emit(f->json, j, report::serving_text(m, sys, cfg, r));
                       }});
 }
@@ -215,6 +216,7 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (f->replicas == "auto") throw InputError("--replicas: a report takes a count");
                         const serving::ServingResult res = serving::simulate(m, sys, cfg);
                         const std::string html = report::html_serving_report(report::serving_json(m, sys, cfg, res));
+                        check_extension(*out, "--out", {".html", ".htm"});
                         report::write_file_atomically(*out, html);
                         emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}}, "wrote " + *out + "\n");
                       }});

@@ -7,6 +7,7 @@
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/report/html.hpp"
@@ -151,6 +152,7 @@ void register_report_train(CLI::App& root, std::vector<Command>& commands) {
                         analysis::train(m, sys, c, *res);
                         const nlohmann::json j = report::training_json(m, sys, c, *res);
                         const std::string html = report::html_report(j, analysis::training_system(sys, c).chip);
+                        check_extension(*out, "--out", {".html", ".htm"});
                         report::write_file_atomically(*out, html);
                         emit(f->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}, {"ops", j["ops"].size()}}, "wrote " + *out + "\n");
                       }});

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <filesystem>
 #include <mutex>
 #include <utility>
@@ -61,6 +62,17 @@ void check_output_path(const std::string& path, std::string_view flag) {
   if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
     throw InputError(fmt::format("{}: {}: the directory {} does not exist", flag, path, parent.string()));
   }
+}
+
+void check_extension(const std::string& path, std::string_view flag, std::initializer_list<std::string_view> extensions) {
+  std::string lower = path;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string list;
+  for (const std::string_view e : extensions) {
+    if (lower.size() > e.size() && lower.compare(lower.size() - e.size(), e.size(), e) == 0) return;
+    list += list.empty() ? std::string(e) : " or " + std::string(e);
+  }
+  throw InputError(fmt::format("{}: '{}' needs the extension {}: the format follows the name", flag, path, list));
 }
 
 }  // namespace ridgeline

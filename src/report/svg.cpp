@@ -322,8 +322,9 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
   return s + "</svg>\n";
 }
 
-void write_chart(const std::string& path, const std::string& svg) {
-  check_output_path(path, "--out");
+void write_chart(const std::string& path, const std::string& svg, std::string_view flag) {
+  check_extension(path, flag, {".svg", ".png"});
+  check_output_path(path, flag);
   const bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
   if (!png) {
     write_file_atomically(path, svg);

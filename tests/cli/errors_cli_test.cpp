@@ -156,24 +156,26 @@ TEST(ReliabilityCli, StdoutWriteErrorsFail) {
 // An output that is also an input (the same inode, however spelt) is refused before anything
 // is written, and the input is left as it was.
 TEST(ReliabilityCli, OutputNeverOverwritesAnInput) {
+  // Each input is named with the extension its output needs, so that only the inode check
+  // stands between the command and the input.
   const std::string d = std::string(RIDGELINE_TMP_DIR) + "/";
   const std::string src = std::string(RIDGELINE_SOURCE_DIR);
   auto copy = [&](const std::string& from, const std::string& to) {
     std::ofstream(d + to, std::ios::binary) << slurp(from);
     return d + to;
   };
-  const std::string ert = copy(src + "/tests/data/ert/roofline.json", "clobber_ert.json");
-  const std::string chip = copy(src + "/data/hardware/nvidia/h100-sxm.yaml", "clobber_chip.yaml");
-  const std::string cfg = copy(src + "/tests/data/models/megatron-145b.json", "clobber_cfg.json");
-  std::ofstream(d + "clobber_profile.csv") << "name,duration,flops,bytes,count\ngemm,0.0013,9.894e11,3.35e8,3\nadd,2e-5,0,3.35e7,2\n";
-  std::ofstream(d + "clobber_points.csv") << "name,intensity,flops_per_s\nk,10,1e12\n";
-  const std::string infer_json = d + "clobber_infer.json";
+  const std::string ert = copy(src + "/tests/data/ert/roofline.json", "clobber_ert.yaml");
+  const std::string chip = copy(src + "/data/hardware/nvidia/h100-sxm.yaml", "clobber_chip.svg");
+  const std::string cfg = copy(src + "/tests/data/models/megatron-145b.json", "clobber_cfg.html");
+  std::ofstream(d + "clobber_profile.yaml") << "name,duration,flops,bytes,count\ngemm,0.0013,9.894e11,3.35e8,3\nadd,2e-5,0,3.35e7,2\n";
+  std::ofstream(d + "clobber_points.svg") << "name,intensity,flops_per_s\nk,10,1e12\n";
+  const std::string infer_json = d + "clobber_infer.svg";
   std::ofstream(infer_json) << run("infer --model llama-3.1-8b --hw h100-sxm --json").out;
   for (const std::string& args : {
            "hw import-ert " + ert + " --capacity DRAM=256GB --capacity L1=1MiB --capacity L2=8MiB --capacity L3=32MiB --out " + ert,
-           "calibrate " + d + "clobber_profile.csv --hw h100-sxm --out " + d + "clobber_profile.csv",
+           "calibrate " + d + "clobber_profile.yaml --hw h100-sxm --out " + d + "clobber_profile.yaml",
            "plot roofline --hw " + chip + " --out " + chip,
-           "plot roofline --hw h100-sxm --points " + d + "clobber_points.csv --out " + d + "./clobber_points.csv",
+           "plot roofline --hw h100-sxm --points " + d + "clobber_points.svg --out " + d + "./clobber_points.svg",
            "plot memory " + infer_json + " --out " + infer_json,
            "report --model " + cfg + " --hw h100-sxm --tp 8 --out " + cfg,
        }) {
@@ -185,10 +187,23 @@ TEST(ReliabilityCli, OutputNeverOverwritesAnInput) {
   }
 }
 
+// The format written follows the file's name, or the command refuses it.
+TEST(ReliabilityCli, OutputFormatFollowsTheExtension) {
+  const std::string d = std::string(RIDGELINE_TMP_DIR) + "/";
+  expect_bad("plot roofline --hw h200 --out " + d + "r.pdf", ".svg or .png");
+  expect_bad("op matmul --k 64 --n 64 --sweep m=1..64 --plot " + d + "x.txt", "--plot");
+  expect_bad("report --model llama-3.1-8b --hw h100-sxm --out " + d + "x.svg", ".html");
+  expect_bad("measure --out " + d + "host.txt", ".yaml");
+  auto ok = run("plot roofline --hw h200 --out " + d + "R.SVG");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
 // `measure` checks where its result goes before measuring for a minute.
 TEST(ReliabilityCli, MeasureChecksItsOutputFirst) {
   expect_bad("measure --out /nonexistent/dir/host.yaml", "does not exist");
-  expect_bad("measure --out " + std::string(RIDGELINE_TMP_DIR), "is a directory");
+  const std::string dir = std::string(RIDGELINE_TMP_DIR) + "/measure_dir.yaml";
+  ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
+  expect_bad("measure --out " + dir, "is a directory");
 }
 
 // Under a small address-space limit, commands that run no GEMM finish: OpenBLAS (whose start

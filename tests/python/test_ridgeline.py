@@ -128,3 +128,11 @@ def test_search_serve_with_prices_as_a_dict():
     assert abs(best["usd_per_hour"] - float(prices[best["hw"]][:-2]) * best["gpus"]) < 1e-9
     with pytest.raises(ValueError, match="--price"):
         ridgeline.search("serve", model="llama-3.1-8b", hw="h100-sxm", qps=20, price={"h100-sxm": "2.5"})
+
+
+def test_nul_in_an_argument_is_refused():
+    # A NUL would cut the argument where C reads it: m="25\x006" would run as 25.
+    with pytest.raises(ValueError, match="NUL"):
+        ridgeline.op("matmul", m="25\x006", k=4, n=4)
+    with pytest.raises(ValueError, match="NUL"):
+        ridgeline.hw("show", "h200\x00/etc/passwd")

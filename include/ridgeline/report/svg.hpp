@@ -61,7 +61,7 @@ std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_
 
 /// Writes a chart: SVG as is, or PNG through rsvg-convert when `path` ends in .png (an
 /// InputError when the converter is missing). Atomic either way.
-void write_chart(const std::string& path, const std::string& svg);
+void write_chart(const std::string& path, const std::string& svg, std::string_view flag = "--out");
 
 /// Writes `text` to `path` atomically (temp file + rename); throws InputError naming the path.
 void write_file_atomically(const std::string& path, const std::string& text);
