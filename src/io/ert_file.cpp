@@ -29,11 +29,21 @@ std::string upper(std::string_view s) {
 
 // ERT's kernels run in double precision unless built with ERT_PRECISION; later versions
 // put the precision in the label ("FP32 GFLOPs").
-DType precision_of(std::string_view label) {
+// A label naming any other precision ("FP7 GFLOPs", "BF16 GFLOPs", "INT8 GOPs") is an
+// error, never an fp64 peak.
+DType precision_of(std::string_view label, std::string_view source) {
   const std::string u = upper(label);
   if (u.find("FP16") != std::string::npos || u.find("HALF") != std::string::npos) return DType::fp16;
   if (u.find("FP32") != std::string::npos || u.find("SINGLE") != std::string::npos || u.find("SP ") != std::string::npos) {
     return DType::fp32;
+  }
+  if (u.find("FP64") != std::string::npos || u.find("DOUBLE") != std::string::npos || u.find("DP ") != std::string::npos) return DType::fp64;
+  for (const char* other : {"FP", "BF", "TF32", "INT", "E4M3", "E5M2"}) {
+    if (u.find(other) != std::string::npos) {
+      throw InputError(fmt::format("{}: empirical.gflops: '{}' names a precision ERT does not measure: expected FP64, FP32, FP16 or no "
+                                   "precision (ERT's default, FP64)",
+                                   source, label));
+    }
   }
   return DType::fp64;
 }
@@ -103,6 +113,13 @@ std::string ert_chip_yaml(std::string_view text, std::string_view source, const 
     throw InputError(fmt::format("{}: empirical.gbytes.data has {} levels: at most {} are supported", source, levels.size(),
                                  hw::kMaxMemoryLevels));
   }
+  for (size_t i = 0; i < levels.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (upper(levels[i].first) == upper(levels[j].first)) {
+        throw InputError(fmt::format("{}: empirical.gbytes.data names the level {} twice: expected one rate per level", source, levels[i].first));
+      }
+    }
+  }
   // Every level needs its capacity; name the missing ones together.
   std::vector<double> capacity(levels.size(), 0);
   std::string missing, first_missing;
@@ -128,7 +145,7 @@ std::string ert_chip_yaml(std::string_view text, std::string_view source, const 
   // The best rate per precision (ERT may list one per kernel).
   std::array<double, kDTypeCount> peak{};
   for (const auto& [label, gflops] : flops) {
-    auto& p = peak[index(precision_of(label))];
+    auto& p = peak[index(precision_of(label, source))];
     p = std::max(p, gflops * 1e9);
   }
   hw::ChipSpec c;

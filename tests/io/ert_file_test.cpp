@@ -90,6 +90,11 @@ TEST(Ert, BadInput) {
   io::ErtImportOptions bad_name = dram;
   bad_name.name = "Not A Name";
   expect_error(ert(R"([["GFLOPs", 3]])", R"([["DRAM", 1]])"), bad_name, "name");
+  // A precision ERT does not measure is an error, not an fp64 peak; a level named twice too
+  // (the duplicate would have become main memory).
+  expect_error(ert(R"([["FP7 GFLOPs", 3]])", R"([["DRAM", 1]])"), dram, "'FP7 GFLOPs' names a precision");
+  expect_error(ert(R"([["BF16 GFLOPs", 3]])", R"([["DRAM", 1]])"), dram, "BF16");
+  expect_error(ert(R"([["GFLOPs", 3]])", R"([["DRAM", 2], ["DRAM", 1]])"), dram, "names the level DRAM twice");
 }
 
 }  // namespace
