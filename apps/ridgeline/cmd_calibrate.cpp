@@ -34,7 +34,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
   struct Flags {
     HardwareFlags hw;
     bool json = false;
-    std::string file, format, dtype = "bf16", out, name;
+    std::string file, format, dtype, out, name;
   };
   auto f = std::make_shared<Flags>();
   auto* c = root.add_subcommand("calibrate",
@@ -44,7 +44,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "a profile (Nsight Compute CSV, PyTorch trace, generic CSV) or `validate --json` output")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or validate (default: detected)");
-  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs")->capture_default_str();
+  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, or fp16 without bf16)");
   c->add_option("--out", f->out, "write the calibrated chip file here (use it anywhere as --hw FILE)");
   c->add_option("--name", f->name, "name of the calibrated chip (default: <chip>-calibrated)");
   commands.push_back({c, [f] {
@@ -53,7 +53,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
                           throw InputError(fmt::format("--format: '{}' is not ncu, torch, csv or validate", f->format));
                         }
                         hw::System sys = load_chip_system(f->hw);
-                        const DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");
+                        const DType t = tensor_dtype(f->dtype, sys.chip);
                         int skipped = 0;
                         std::vector<analysis::CalibrationSample> samples;
                         const bool validation = f->format == "validate" || (f->format.empty() && looks_like_validation(f->file));

@@ -15,7 +15,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   struct Flags {
     HardwareFlags hw;
     bool json = false;
-    std::string file, format, dtype = "bf16";
+    std::string file, format, dtype;
     ErtImport ert;
   };
   auto f = std::make_shared<Flags>();
@@ -26,7 +26,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "profile file")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or ert (default: detected)");
-  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs")->capture_default_str();
+  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, or fp16 without bf16)");
   c->add_option("--capacity", f->ert.capacities, "ERT: LEVEL=SIZE for every level (ERT measures no sizes), repeatable");
   c->add_option("--name", f->ert.name, "ERT: chip name (default: ert-<hostname>)");
   c->add_option("--out", f->ert.out, "ERT: the .yaml chip file to write");
@@ -42,7 +42,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
                         }
                         profile::Profile p = io::load_profile(f->file, f->format);
                         hw::System sys = load_chip_system(f->hw);
-                        DType t = parse_dtype_or_throw(f->dtype, "--tensor-dtype");
+                        DType t = tensor_dtype(f->dtype, sys.chip);
                         profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
                         emit(f->json, report::profile_json(p, a), report::profile_text(p, a, sys.chip));
                       }});
@@ -52,7 +52,7 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   struct Flags {
     HardwareFlags hw;
     bool json = false;
-    std::string file, format, dtype = "bf16";
+    std::string file, format, dtype;
   };
   auto f = std::make_shared<Flags>();
   auto* a = advise->add_subcommand("profile", "advice on a captured profile");
@@ -60,11 +60,11 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   a->add_flag("--json", f->json, "JSON on stdout");
   a->add_option("file", f->file, "profile file")->required();
   a->add_option("--format", f->format, "ncu, csv or torch (default: detected)");
-  a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs")->capture_default_str();
+  a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs (default: bf16, or fp16 without bf16)");
   commands.push_back({a, [f] {
                         profile::Profile p = io::load_profile(f->file, f->format);
                         hw::System sys = load_chip_system(f->hw);
-                        profile::ProfileAnalysis an = profile::analyze(p, sys.chip, parse_dtype_or_throw(f->dtype, "--tensor-dtype"));
+                        profile::ProfileAnalysis an = profile::analyze(p, sys.chip, tensor_dtype(f->dtype, sys.chip));
                         emit_advice(f->json, analysis::advise_profile(p, an, sys.chip));
                       }});
 }

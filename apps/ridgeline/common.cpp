@@ -106,6 +106,22 @@ hw::System load_chip_system(const HardwareFlags& f) {
   return load_system(g);
 }
 
+DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip) {
+  if (value.empty()) {
+    // The 16-bit type the chip's matrix unit runs: bf16, or fp16 (T4, V100).
+    for (const DType d : {DType::bf16, DType::fp16}) {
+      if (chip.peak(hw::Unit::matrix, d) > 0) return d;
+    }
+  }
+  const DType t = parse_dtype_or_throw(value.empty() ? "bf16" : value, "--tensor-dtype");
+  if (chip.peak(hw::Unit::matrix, t) > 0) return t;
+  std::string have;
+  for (const DType d : kAllDTypes) {
+    if (chip.peak(hw::Unit::matrix, d) > 0) have += (have.empty() ? "" : ", ") + std::string(name(d));
+  }
+  throw InputError(fmt::format("--tensor-dtype: {} has no matrix rate on {}: expected one of {}", value, chip.name, have.empty() ? "none" : have));
+}
+
 int parse_threads(const std::string& value) {
   if (value.empty()) return 0;
   const auto t = parse_positive_int(value, "--threads");

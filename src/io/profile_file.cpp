@@ -86,8 +86,19 @@ struct Metric {
   double value = 0;
 };
 
+// The metrics a kernel's place on the roofline rests on: when present, they must be valid.
+constexpr std::string_view kKeyMetrics[] = {"gpu__time_duration.sum", "Duration", "dram__bytes.sum", "dram__bytes_read.sum",
+                                            "dram__bytes_write.sum", "dram__bytes.sum.per_second", "Memory Throughput"};
+bool key_metric(std::string_view m) { return std::find(std::begin(kKeyMetrics), std::end(kKeyMetrics), m) != std::end(kKeyMetrics); }
+
 // Fills a launch from its metrics (names as ncu prints them: metric ids or display names).
-void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std::vector<std::string>& warnings) {
+void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std::vector<std::string>& warnings, std::string_view source) {
+  const std::string where = fmt::format("{}: kernel '{}'", source, k.name);
+  for (const auto& [m, v] : ms) {
+    if (!key_metric(m)) continue;
+    if (!ncu_unit(v.unit)) throw InputError(fmt::format("{}: {}: unit '{}' is not an Nsight Compute unit", where, m, v.unit));
+    if (!(v.value >= 0)) throw InputError(fmt::format("{}: {} {}: expected a value not below 0", where, m, v.value));
+  }
   auto get = [&](std::string_view id) -> std::optional<double> {
     auto it = ms.find(std::string(id));
     if (it == ms.end()) return std::nullopt;
@@ -98,6 +109,7 @@ void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std
     return it->second.value * *f;
   };
   k.duration_s = get("gpu__time_duration.sum").value_or(get("Duration").value_or(0));
+  if (ms.count("gpu__time_duration.sum") > 0 || ms.count("Duration") > 0) check_launch_duration(k.duration_s, where);
   // Bytes: the DRAM counter, its read/write halves, or the DRAM throughput x duration.
   if (auto b = get("dram__bytes.sum")) {
     k.dram_bytes = *b;
@@ -140,6 +152,21 @@ void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std
 
 }  // namespace
 
+void check_launch_duration(double s, std::string_view where) {
+  if (!std::isfinite(s) || !(s > 0) || s > 1e6) {
+    throw InputError(fmt::format("{}: duration {} s: expected a finite time above 0 and at most 10^6 s", where, s));
+  }
+}
+
+void check_launch_amount(double v, std::string_view what, std::string_view where) {
+  if (!std::isfinite(v) || v < 0 || v > 1e24) throw InputError(fmt::format("{}: {} {}: expected a finite number, 0 to 10^24", where, what, v));
+}
+
+double check_launch_count(double v, std::string_view where) {
+  if (!(v >= 1) || v != std::floor(v) || v > 1e12) throw InputError(fmt::format("{}: count {}: expected a whole number of launches, at least 1", where, v));
+  return v;
+}
+
 profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
   if (raw.size() > kMaxFileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
   const std::string text = without_tool_lines(raw);
@@ -171,13 +198,16 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
       }
       if (row[mname].empty()) continue;
       auto v = number(row[mval]);
+      if (!v && key_metric(row[mname])) {
+        throw InputError(fmt::format("{}: kernel '{}': {} '{}' is not a number", source, row[kname], row[mname], row[mval]));
+      }
       if (!v) continue;  // text-valued metrics (cache configuration, ...)
       it->second.second[row[mname]] = {munit >= 0 && munit < static_cast<int>(row.size()) ? row[munit] : "", *v};
     }
     for (const auto& key : order) {
       profile::KernelLaunch k;
       k.name = launches[key].first;
-      fill(k, launches[key].second, p.warnings);
+      fill(k, launches[key].second, p.warnings, source);
       p.launches.push_back(std::move(k));
     }
   } else {
@@ -190,11 +220,15 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
       if (static_cast<int>(row.size()) <= kname) continue;
       std::map<std::string, Metric> ms;
       for (size_t c = 0; c < row.size() && c < header.size(); ++c) {
-        if (auto v = number(row[c])) ms[header[c]] = {c < units.size() ? units[c] : "", *v};
+        if (auto v = number(row[c])) {
+          ms[header[c]] = {c < units.size() ? units[c] : "", *v};
+        } else if (key_metric(header[c]) && !row[c].empty()) {
+          throw InputError(fmt::format("{}: kernel '{}': {} '{}' is not a number", source, row[kname], header[c], row[c]));
+        }
       }
       profile::KernelLaunch k;
       k.name = row[kname];
-      fill(k, ms, p.warnings);
+      fill(k, ms, p.warnings, source);
       p.launches.push_back(std::move(k));
     }
   }
@@ -235,11 +269,15 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
     profile::KernelLaunch k;
     if (name >= static_cast<int>(row.size())) throw InputError(fmt::format("{}: line {}: no name column", source, r + 1));
     k.name = row[name];
+    const std::string where = fmt::format("{}: line {}", source, r + 1);
     k.duration_s = cell(dur, "duration") * dur_factor;
+    check_launch_duration(k.duration_s, where);
     k.flops_tensor = cell(flops, "flops");  // the roof is the matrix unit at --dtype
     k.dram_bytes = cell(bytes_, "bytes");
+    check_launch_amount(k.flops_tensor, "flops", where);
+    check_launch_amount(k.dram_bytes, "bytes", where);
     k.has_flops = k.has_bytes = true;
-    if (count >= 0) k.count = std::max(1.0, cell(count, "count"));
+    if (count >= 0) k.count = check_launch_count(cell(count, "count"), where);
     p.launches.push_back(std::move(k));
   }
   if (p.launches.empty()) throw InputError(fmt::format("{}: a header and no rows", source));

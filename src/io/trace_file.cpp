@@ -388,13 +388,17 @@ void cpu_op(const object& e, Collected& out) {
   out.cpu_ops[id] = std::move(op);
 }
 
-void kernel(const object& e, std::string_view cat, Collected& out) {
-  const double dur = num(e, "dur");
-  if (dur < 0) return;
+void kernel(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
   profile::KernelLaunch k;
   std::string_view name;
   k.name = e["name"].get_string().get(name) == simdjson::SUCCESS ? std::string(name) : std::string("(unnamed)");
-  k.duration_s = dur * 1e-6;  // Chrome traces count microseconds
+  const std::string where = fmt::format("{}: event {} (kernel '{}')", source, n, k.name);
+  element d;
+  if (e["dur"].get(d) != simdjson::SUCCESS) return;  // no duration: an instant, not a kernel to place
+  double dur = -1;
+  if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where));
+  check_launch_duration(dur * 1e-6, where);  // Chrome traces count microseconds
+  k.duration_s = dur * 1e-6;
   double id = -1;  // the launching CPU op's External id
   object a;
   if (e["args"].get_object().get(a) == simdjson::SUCCESS) {
@@ -426,6 +430,8 @@ void kernel(const object& e, std::string_view cat, Collected& out) {
     id = num(a, "External id");
     const double dev = num(a, "device");
     const double ts = num(e, "ts");
+    // A timestamp past 10^18 us (30,000 years) is a damaged file, not a time.
+    if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where, ts));
     if (ts >= 0 && cat != "cuda_profiler_range") out.spans.push_back({dev, ts, dur});
   }
   out.p.launches.push_back(std::move(k));
@@ -450,7 +456,7 @@ void collect(Source& src, std::string_view source, Collected& out) {
     if (cat == "cpu_op") {
       cpu_op(e, out);
     } else if ((cat == "kernel" || cat == "Kernel" || cat == "cuda_profiler_range") && str(e, "ph") == "X") {
-      kernel(e, cat, out);
+      kernel(e, cat, out, source, n);
     }
   }
 }

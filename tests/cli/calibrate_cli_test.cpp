@@ -70,8 +70,10 @@ TEST(CalibrateCli, BadInput) {
   expect_bad("calibrate " + csv + " --hw h100-sxm --format xyz", "--format");
   expect_bad("calibrate " + csv + " --hw h100-sxm --out " + ::testing::TempDir() + "x.yaml --name 'Bad Name'", "name");
   const std::string empty = ::testing::TempDir() + "calibrate_empty.csv";
-  std::ofstream(empty) << "name,duration,flops,bytes\nk,0,0,0\n";
+  std::ofstream(empty) << "name,duration,flops,bytes\nk,1e-6,0,0\n";  // neither FLOPs nor bytes: no sample
   expect_bad("calibrate " + empty + " --hw h100-sxm", "nothing to calibrate");
+  std::ofstream(empty) << "name,duration,flops,bytes\nk,0,0,0\n";
+  expect_bad("calibrate " + empty + " --hw h100-sxm", "duration 0 s");
   const std::string notjson = ::testing::TempDir() + "calibrate_bad.json";
   std::ofstream(notjson) << "{\"ops\": [{\"name\": \"x\", \"measured_s\": ";
   expect_bad("calibrate " + notjson + " --hw h100-sxm --format validate", "calibrate_bad.json");

@@ -233,6 +233,15 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
   EXPECT_NE(slurp(err).find("out of memory"), std::string::npos) << slurp(err);
 }
 
+// A profile's tensor FLOPs under a roof the chip does not have is refused.
+TEST(ReliabilityCli, TensorDtypeTheChipLacks) {
+  const std::string csv = tmp("tensor_dtype.csv");
+  std::ofstream(csv) << "name,duration_us,flops,bytes\nk,10,1e9,1e6\n";
+  expect_bad("profile " + csv + " --hw h100-sxm --tensor-dtype fp4", "fp4 has no matrix rate on h100-sxm");
+  expect_bad("advise profile " + csv + " --hw h100-sxm --tensor-dtype fp4", "--tensor-dtype");
+  expect_bad("calibrate " + csv + " --hw a100-80gb --tensor-dtype fp8", "--tensor-dtype");
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");

@@ -81,22 +81,66 @@ TEST(Ncu, RawPageWithCountersUnitsAndToolLines) {
   EXPECT_EQ(k.bound, ops::Bound::memory);
 }
 
-TEST(Ncu, NegativeMetricsCountAsMissing) {
-  // A damaged page (found by fuzz_profile): a negative duration and negative bytes. Neither
-  // can be measured, so both count as missing; the other launch's 10 us and 1 MB remain.
-  const char* raw =
-      "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes.sum\"\n"
-      "\"\",\"\",\"usecond\",\"Mbyte\"\n"
-      "\"0\",\"k\",\"-5\",\"-1\"\n"
-      "\"1\",\"k\",\"10\",\"1\"\n";
-  profile::Profile p = io::parse_ncu_csv(raw, "neg.csv");
-  ASSERT_EQ(p.launches.size(), 2u);
-  EXPECT_EQ(p.launches[0].duration_s, 0.0);
-  EXPECT_FALSE(p.launches[0].has_bytes);
-  profile::ProfileAnalysis a = profile::analyze(p, io::catalog_chip("a100-40gb"), DType::bf16);
-  ASSERT_EQ(a.kernels.size(), 1u);
-  EXPECT_DOUBLE_EQ(a.kernels[0].time_s, 10e-6);
-  EXPECT_DOUBLE_EQ(a.kernels[0].bytes, 1e6);
+TEST(Ncu, DamagedKeyMetricsAreErrorsNotZeros) {
+  // A damaged page (found by fuzz_profile and an adversarial run): a duration or a byte
+  // count that is negative, zero, not a number, too large to be a time, or in a unit
+  // Nsight Compute does not print is an error naming the kernel and the metric, as the CSV
+  // importer's are; a good page still reads.
+  auto page = [](const std::string& dur, const std::string& unit, const std::string& bytes) {
+    return "\"ID\",\"Kernel Name\",\"gpu__time_duration.sum\",\"dram__bytes.sum\"\n\"\",\"\",\"" + unit + "\",\"Mbyte\"\n"
+           "\"0\",\"k\",\"" + dur + "\",\"" + bytes + "\"\n";
+  };
+  auto error = [](const std::string& raw) {
+    try {
+      io::parse_ncu_csv(raw, "neg.csv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  for (const char* dur : {"0", "-5", "nan", "fast", "1e300", "1e400"}) {
+    const std::string e = error(page(dur, "usecond", "1"));
+    EXPECT_NE(e.find("neg.csv: kernel 'k'"), std::string::npos) << dur << ": " << e;
+  }
+  EXPECT_NE(error(page("10", "parsec", "1")).find("unit 'parsec'"), std::string::npos);
+  EXPECT_NE(error(page("10", "usecond", "-196")).find("dram__bytes.sum"), std::string::npos);
+  profile::Profile p = io::parse_ncu_csv(page("10", "usecond", "1"), "ok.csv");
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_DOUBLE_EQ(p.launches[0].duration_s, 10e-6);
+  EXPECT_DOUBLE_EQ(p.launches[0].dram_bytes, 1e6);
+}
+
+TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
+  // A kernel event with a negative, non-numeric or absurd duration, or a timestamp of 1e300,
+  // is an error naming the event; one without "dur" is an instant, skipped as before.
+  for (const char* ev : {R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": -3})",
+                         R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": "abc"})",
+                         R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 1e300})",
+                         R"({"ph": "X", "cat": "kernel", "name": "k", "ts": 1e300, "dur": 2, "args": {"device": 0}})"}) {
+    try {
+      io::parse_torch_trace(std::string("[") + ev + "]", "d.json");
+      ADD_FAILURE() << ev;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("d.json: event 1 (kernel 'k')"), std::string::npos) << e.what();
+    }
+  }
+  const profile::Profile ok = io::parse_torch_trace(
+      R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 0}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 2}])", "ok.json");
+  ASSERT_EQ(ok.launches.size(), 1u);
+  EXPECT_DOUBLE_EQ(ok.launches[0].duration_s, 2e-6);
+}
+
+TEST(ProfileCsv, DurationsCountsAndAmountsAreChecked) {
+  // The CSV importer: a zero duration (attained rate infinite, gap negative), a count of 0 or
+  // 2.5, an infinite FLOP count are errors naming the line.
+  for (const char* row : {"k,0,1e12,1e6,1", "k,1e-3,1e12,1e6,0", "k,1e-3,1e12,1e6,2.5", "k,1e-3,1e400,1e6,1", "k,2e6,1,1,1"}) {
+    try {
+      io::parse_generic_csv(std::string("name,duration,flops,bytes,count\n") + row + "\n", "g.csv");
+      ADD_FAILURE() << row;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("g.csv: line 2"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Ncu, BadFiles) {

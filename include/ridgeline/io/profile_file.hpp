@@ -8,6 +8,14 @@
 
 namespace ridgeline::io {
 
+/// The checks every importer applies to a kernel launch (Nsight Compute, PyTorch trace,
+/// CSV): a duration finite, above zero and at most 10^6 s; FLOPs and bytes finite and not
+/// negative; a launch count a whole number >= 1. Throws InputError starting with `where`
+/// (file and row, event or kernel).
+void check_launch_duration(double seconds, std::string_view where);
+void check_launch_amount(double v, std::string_view what, std::string_view where);
+double check_launch_count(double v, std::string_view where);
+
 /// Nsight Compute `--csv --page details` or `--page raw` output. Throws InputError when the
 /// text is not such a CSV; kernels missing metrics are kept and listed in `warnings`.
 profile::Profile parse_ncu_csv(std::string_view text, std::string_view source);
