@@ -96,13 +96,33 @@ void read_quantization(const Reader& r, model::ModelConfig& m) {
     m.quant = {false, DType::fp8_e4m3, 0};
     if (q.contains("fmt") && q["fmt"].is_string() && q["fmt"] == "e5m2") m.quant.dtype = DType::fp8_e5m2;
     // One fp32 scale per weight block (deepseek: 128 x 128).
-    if (q.contains("weight_block_size") && q["weight_block_size"].is_array() && q["weight_block_size"].size() == 2 &&
-        q["weight_block_size"][0].is_number_integer() && q["weight_block_size"][1].is_number_integer()) {
-      double b = q["weight_block_size"][0].get<double>() * q["weight_block_size"][1].get<double>();
-      if (b > 0) m.quant.scale_bits_per_weight = 32.0 / b;
+    if (q.contains("weight_block_size")) {
+      const json& wb = q["weight_block_size"];
+      const bool ok = wb.is_array() && wb.size() == 2 && wb[0].is_number_integer() && wb[1].is_number_integer() &&
+                      wb[0].get<double>() >= 1 && wb[1].get<double>() >= 1 && wb[0].get<double>() <= 65536 && wb[1].get<double>() <= 65536;
+      if (!ok) r.fail("quantization_config.weight_block_size", fmt::format("{}: expected two positive integers", wb.dump()));
+      m.quant.scale_bits_per_weight = 32.0 / (wb[0].get<double>() * wb[1].get<double>());
     }
+  } else if (method == "gptq" || method == "awq") {
+    // Group-quantised integer weights (AutoGPTQ, AutoAWQ): `bits` per weight and, per group of
+    // `group_size` input rows of a column, an fp16 scale and a zero point of `bits` bits
+    // (stored packed even for symmetric GPTQ). group_size -1: one group per column, whose
+    // scale is negligible against the column's weights.
+    const std::string where = "quantization_config";
+    const json bits = q.value("bits", json(4)), group = q.value("group_size", q.value("q_group_size", json(128)));
+    if (!bits.is_number_integer() || (bits.get<long long>() != 4 && bits.get<long long>() != 8)) {
+      r.fail(where + ".bits", fmt::format("{}: expected 4 or 8 for {}", bits.dump(), method));
+    }
+    if (!group.is_number_integer() || (group.get<long long>() < 1 && group.get<long long>() != -1) || group.get<long long>() > 65536) {
+      r.fail(where + ".group_size", fmt::format("{}: expected a positive group size or -1", group.dump()));
+    }
+    const double b = static_cast<double>(bits.get<long long>()), g = static_cast<double>(group.get<long long>());
+    m.quantized = true;
+    m.quant = {false, b == 4 ? DType::int4 : DType::int8, g > 0 ? (16 + b) / g : 0};
+  } else {
+    r.fail("quantization_config.quant_method", fmt::format("'{}' is not supported: expected fp8, mxfp4, gptq or awq (or leave "
+                                                           "quantization_config out and give --weight-dtype)", method));
   }
-  // Other methods (gptq, awq, bitsandbytes ...) are left to --weight-dtype.
 }
 
 model::ModelConfig parse(const json& j, std::string_view source) {
@@ -125,6 +145,10 @@ model::ModelConfig parse(const json& j, std::string_view source) {
   }
   m.vocab = r.required({"vocab_size"});
   m.max_positions = r.integer({"max_position_embeddings", "n_positions", "n_ctx"}).value_or(0);
+  // Present and 0 would switch the context check off: not a context length.
+  if (m.max_positions == 0 && (r.has("max_position_embeddings") || r.has("n_positions") || r.has("n_ctx"))) {
+    r.fail("max_position_embeddings", "0 tokens: expected the model's context length (or leave the key out)");
+  }
   if (auto hd = r.integer({"head_dim"}); hd && *hd > 0) {
     m.head_dim = *hd;
   } else {
@@ -147,6 +171,7 @@ model::ModelConfig parse(const json& j, std::string_view source) {
     const bool moe_only = r.has("num_local_experts") || r.has("n_routed_experts") || r.has("num_experts");
     auto inter = r.integer({"intermediate_size"});
     if (!inter && !moe_only) r.fail("intermediate_size", "required key is missing");
+    if (inter && *inter == 0 && !moe_only) r.fail("intermediate_size", "0: a dense model's MLP needs a width");
     m.intermediate = inter.value_or(0);
     std::string act = r.string("hidden_activation", r.string("hidden_act", "silu"));
     if (act == "silu" || act == "swish") m.mlp = model::MlpKind::gated_silu;
@@ -168,6 +193,9 @@ model::ModelConfig parse(const json& j, std::string_view source) {
   if (use_window) {
     m.sliding_window = *window;
     if (r.has("layer_types") && r.at("layer_types").is_array()) {
+      if (static_cast<i64>(r.at("layer_types").size()) != m.layers) {
+        r.fail("layer_types", fmt::format("{} entries for {} layers: expected one per layer", r.at("layer_types").size(), m.layers));
+      }
       for (const auto& lt : r.at("layer_types")) m.sliding_layers += (lt.is_string() && lt == "sliding_attention") ? 1 : 0;
     } else if (t == "gemma2") {
       m.sliding_layers = m.layers / 2;
@@ -184,6 +212,9 @@ model::ModelConfig parse(const json& j, std::string_view source) {
   // Mixture of experts.
   m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts"}).value_or(0);
   if (m.moe.experts > 65536) r.fail("num_local_experts", fmt::format("{} experts: expected at most 65536", m.moe.experts));
+  if (m.moe.experts == 0 && r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0) > 0) {
+    r.fail("num_local_experts", "0 experts but num_experts_per_tok routes tokens to some: expected at least 1 (or leave both out)");
+  }
   if (m.moe.experts > 0) {
     m.moe.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0);
     if (m.moe.experts_per_token <= 0) r.fail("num_experts_per_tok", "required for a mixture of experts");
@@ -196,7 +227,12 @@ model::ModelConfig parse(const json& j, std::string_view source) {
     m.moe.shared_intermediate = r.integer({"shared_expert_intermediate_size"}).value_or(m.moe.shared_experts * m.moe.intermediate);
     if (m.moe.shared_intermediate > 0 && m.moe.shared_experts == 0) m.moe.shared_experts = 1;
     m.moe.first_dense_layers = r.integer({"first_k_dense_replace"}).value_or(0);
-    m.moe.layer_freq = std::max<i64>(1, r.integer({"moe_layer_freq", "decoder_sparse_step"}).value_or(1));
+    if (m.moe.first_dense_layers > m.layers) {
+      r.fail("first_k_dense_replace", fmt::format("{} dense layers of {}: expected at most the layers", m.moe.first_dense_layers, m.layers));
+    }
+    const i64 freq = r.integer({"moe_layer_freq", "decoder_sparse_step"}).value_or(1);
+    if (freq == 0) r.fail("moe_layer_freq", "0: expected an expert layer every N >= 1 layers");
+    m.moe.layer_freq = freq;
     if (m.moe.first_dense_layers > 0 && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
     m.moe.router_bias = t == "gpt_oss" || t == "deepseek_v3";
     m.moe.expert_bias = t == "gpt_oss";
@@ -204,6 +240,9 @@ model::ModelConfig parse(const json& j, std::string_view source) {
 
   // Multi-head latent attention.
   m.mla.kv_lora_rank = r.integer({"kv_lora_rank"}).value_or(0);
+  if (r.has("kv_lora_rank") && m.mla.kv_lora_rank == 0) {
+    r.fail("kv_lora_rank", "0: a latent attention needs a rank (null or no key: standard attention)");
+  }
   if (m.mla.kv_lora_rank > 0) {
     m.mla.q_lora_rank = r.integer({"q_lora_rank"}).value_or(0);
     m.mla.qk_rope_head_dim = r.required({"qk_rope_head_dim"});

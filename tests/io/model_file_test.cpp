@@ -89,5 +89,41 @@ TEST(ModelFile, CheckpointFormats) {
   EXPECT_EQ(bundled_model("llama-2-7b").weight_dtype, DType::fp16);
 }
 
+// Values that used to change the model silently (an adversarial run) name their key.
+TEST(ModelFile, NonsenseValuesAreErrors) {
+  const std::string base = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 10)";
+  auto err = [&](const std::string& extra) { return error_of("{" + base + ", " + extra + "}"); };
+  EXPECT_NE(err(R"("intermediate_size": 8, "num_local_experts": 0, "num_experts_per_tok": 2)").find("num_local_experts"), std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 0)").find("intermediate_size"), std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "kv_lora_rank": 0)").find("kv_lora_rank"), std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "max_position_embeddings": 0)").find("max_position_embeddings"), std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "sliding_window": 2, "layer_types": ["sliding_attention"])").find("layer_types: 1 entries for 4"),
+            std::string::npos);
+  const std::string moe = R"("intermediate_size": 8, "num_local_experts": 4, "num_experts_per_tok": 2, )";
+  EXPECT_NE(err(moe + R"("first_k_dense_replace": 1000)").find("first_k_dense_replace"), std::string::npos);
+  EXPECT_NE(err(moe + R"("moe_layer_freq": 0)").find("moe_layer_freq"), std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]})")
+                .find("weight_block_size"),
+            std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "bitsandbytes"})").find("'bitsandbytes' is not supported"),
+            std::string::npos);
+  EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "gptq", "bits": 3})").find("bits"), std::string::npos);
+}
+
+// GPTQ and AWQ checkpoints: int4 (or int8) weights and, per group of 128 input rows of a
+// column, an fp16 scale and a 4-bit zero point: (16 + 4) / 128 bits more per weight.
+TEST(ModelFile, GroupQuantisedCheckpoints) {
+  const std::string base = R"({"hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8, )";
+  const model::ModelConfig g = parse_model_config(base + R"("quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}})", "g.json");
+  EXPECT_TRUE(g.quantized);
+  EXPECT_EQ(g.quant.dtype, DType::int4);
+  EXPECT_DOUBLE_EQ(g.quant.scale_bits_per_weight, 20.0 / 128);
+  const model::ModelConfig a = parse_model_config(base + R"("quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 64}})", "a.json");
+  EXPECT_DOUBLE_EQ(a.quant.scale_bits_per_weight, 20.0 / 64);
+  const model::ModelConfig c = parse_model_config(base + R"("quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": -1}})", "c.json");
+  EXPECT_EQ(c.quant.dtype, DType::int8);
+  EXPECT_EQ(c.quant.scale_bits_per_weight, 0);
+}
+
 }  // namespace
 }  // namespace ridgeline::io
