@@ -108,6 +108,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
                                             ic.batch, ic.prompt, ir->decode_last.launches, t(ir->decode_launch_s),
                                             sys.chip.kind == "gpu" ? "CUDA graphs turn" : "replaying the step as one captured graph would turn",
                                             t(ir->cuda_graphs_gain_s), t(ir->decode_last.t_realistic_s));
+                        if (f->buckets.empty() && !f->lengths.empty()) throw InputError("--lengths: only with --buckets (the lengths fall into them)");
                         if (!f->buckets.empty()) {
                           std::vector<std::int64_t> buckets;
                           size_t pos = 0;

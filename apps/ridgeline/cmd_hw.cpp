@@ -62,6 +62,9 @@ void import_ert(const ErtImport& ert) {
   for (const auto& c : ert.capacities) {
     const auto eq = c.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError(fmt::format("--capacity: '{}' is not LEVEL=SIZE (e.g. DRAM=256GB)", c));
+    for (const auto& seen : o.capacities) {
+      if (seen.first == c.substr(0, eq)) throw InputError(fmt::format("--capacity: {} is given twice: give each level once", seen.first));
+    }
     o.capacities.emplace_back(c.substr(0, eq), parse_quantity(c.substr(eq + 1), Quantity::bytes, "--capacity " + c, false));
   }
   const std::string yaml = io::ert_chip_yaml(io::read_text_file(ert.input, "an ERT roofline.json"), ert.input, o);

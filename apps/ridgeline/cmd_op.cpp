@@ -17,6 +17,13 @@ namespace ridgeline::cli {
 
 namespace {
 
+// --bytes: a whole number of bytes ("1.5" or "0.5 B" is not a buffer).
+double whole_bytes(const std::string& v) {
+  const double b = parse_quantity(v, Quantity::bytes, "--bytes", true);
+  if (b != std::floor(b)) throw InputError(fmt::format("--bytes: '{}' is {} bytes: expected a whole number", v, b));
+  return b;
+}
+
 using analysis::OpKind;
 
 struct OpFlags {
@@ -119,7 +126,7 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
   switch (kind) {
     case OpKind::custom:
       op.flops = parse_number(f.flops, "--flops");
-      op.bytes = f.bytes.empty() ? 0 : parse_quantity(f.bytes, Quantity::bytes, "--bytes", true);
+      op.bytes = f.bytes.empty() ? 0 : whole_bytes(f.bytes);
       if (f.unit == "matrix") op.unit = hw::Unit::matrix;
       else if (f.unit == "vector") op.unit = hw::Unit::vector;
       else throw InputError(fmt::format("--unit: '{}' is not a unit: expected matrix or vector", f.unit));
@@ -136,6 +143,10 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
         else if (f.shard == "n") op.shard = analysis::Shard::n;
         else if (f.shard == "k") op.shard = analysis::Shard::k;
         else throw InputError(fmt::format("--shard: '{}' is not a dimension: expected m, n or k", f.shard));
+        const std::int64_t dim = op.shard == analysis::Shard::m ? op.m : op.shard == analysis::Shard::n ? op.n : op.k;
+        if (chips > 1 && dim % chips != 0) {
+          throw InputError(fmt::format("--shard {}: {} does not divide over {} chips: expected a multiple of --chips", f.shard, dim, chips));
+        }
       }
       if (!f.tile.empty()) {
         auto c1 = f.tile.find(','), c2 = f.tile.rfind(',');
@@ -160,7 +171,7 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
       break;
     default:
       if (is_collective(kind)) {
-        op.bytes = parse_quantity(f.bytes, Quantity::bytes, "--bytes", true);
+        op.bytes = whole_bytes(f.bytes);
       } else if (is_rows(kind)) {
         std::string tokens = f.tokens, hidden = f.hidden;
         if (!f.shape.empty()) {

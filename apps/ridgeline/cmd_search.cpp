@@ -166,6 +166,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         s.vpp = opt_int(f->vpp, "--vpp");
                         s.micro_batch = opt_int(f->micro_batch, "--micro-batch");
                         if (!f->zero.empty()) s.zero = static_cast<int>(parse_number(f->zero, "--zero"));
+                        if (f->fsdp && s.zero && *s.zero != 3) {
+                          throw InputError(fmt::format("--fsdp --zero {}: FSDP is ZeRO stage 3: give one of them", *s.zero));
+                        }
                         if (f->fsdp) s.zero = 3;
                         if (!f->recompute.empty()) {
                           if (f->recompute == "none") s.recompute = analysis::Recompute::none;

@@ -57,7 +57,7 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp (the slowest stage holds the ceiling)");
 }
 
-analysis::TrainConfig train_config(const Flags* f) {
+analysis::TrainConfig train_config(const Flags* f, const model::ModelConfig& m) {
                         if (!f->hw.chips.empty()) throw InputError("--chips: training takes --gpus");
                         analysis::TrainConfig c;
                         auto i = [](const std::string& v, const char* flag) { return parse_positive_int(v, flag); };
@@ -72,9 +72,16 @@ analysis::TrainConfig train_config(const Flags* f) {
                         c.ep = i(f->ep, "--ep");
                         c.vpp = i(f->vpp, "--vpp");
                         c.zero = static_cast<int>(parse_number(f->zero, "--zero"));
+                        if (f->fsdp && f->zero != "0" && f->zero != "3") {
+                          throw InputError(fmt::format("--fsdp --zero {}: FSDP is ZeRO stage 3: give one of them", f->zero));
+                        }
                         if (f->fsdp) c.zero = 3;
                         c.sequence_parallel = f->sp;
                         c.seq = i(f->seq, "--seq");
+                        if (m.max_positions > 0 && c.seq > m.max_positions) {
+                          throw InputError(fmt::format("--seq: {} tokens exceed the {} positions of {} (max_position_embeddings)", c.seq,
+                                                       m.max_positions, m.name));
+                        }
                         c.micro_batch = i(f->micro_batch, "--micro-batch");
                         if (!f->global_batch.empty()) c.global_batch = i(f->global_batch, "--global-batch");
                         if (f->recompute == "none") c.recompute = analysis::Recompute::none;
@@ -84,6 +91,9 @@ analysis::TrainConfig train_config(const Flags* f) {
                         else throw InputError(fmt::format("--recompute: '{}' is not none, selective, full or auto", f->recompute));
                         c.offload = f->offload;
                         c.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
+                        if (c.dtype != DType::bf16 && c.dtype != DType::fp8_e4m3 && c.dtype != DType::fp8_e5m2) {
+                          throw InputError(fmt::format("--dtype: {} is not a training GEMM dtype: expected bf16 or fp8", f->dtype));
+                        }
                         if (f->attention == "flash") c.attention = ops::AttentionImpl::flash;
                         else if (f->attention == "naive") c.attention = ops::AttentionImpl::naive;
                         else throw InputError(fmt::format("--attention: '{}' is not flash or naive", f->attention));
@@ -94,7 +104,12 @@ analysis::TrainConfig train_config(const Flags* f) {
                         }
                         c.memory_margin = parse_number(f->margin, "--memory-margin");
                         if (c.memory_margin < 0 || c.memory_margin > 1) throw InputError("--memory-margin: expected a fraction in [0, 1]");
-                        if (!f->headroom.empty()) c.memory_headroom = parse_number(f->headroom, "--memory-headroom");
+                        if (!f->headroom.empty()) {
+                          if (c.recompute != analysis::Recompute::automatic) {
+                            throw InputError("--memory-headroom: only with --recompute auto (the planner's choice under the memory), as --offload");
+                          }
+                          c.memory_headroom = parse_number(f->headroom, "--memory-headroom");
+                        }
                         c.dropout = f->dropout;
                         c.uneven_stages = f->uneven;
                         if (!f->compression.empty()) {
@@ -114,7 +129,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   add_train_flags(t, f.get());
   commands.push_back({t, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
-                        analysis::TrainConfig c = train_config(f.get());
+                        analysis::TrainConfig c = train_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
@@ -126,8 +141,11 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   add_train_flags(rc, g.get());
   rc->add_option("--budget", g->budget, "activation memory per layer per micro-batch (default: what the GPU has left)");
   commands.push_back({rc, [g] {
+                        if (g->recompute != "none") {
+                          throw InputError(fmt::format("--recompute {}: `recompute` chooses per tensor itself; the flag is train's", g->recompute));
+                        }
                         model::ModelConfig m = io::resolve_model(g->model);
-                        analysis::TrainConfig c = train_config(g.get());
+                        analysis::TrainConfig c = train_config(g.get(), m);
                         hw::System sys = load_chip_system(g->hw);
                         std::optional<double> budget;
                         if (!g->budget.empty()) budget = parse_quantity(g->budget, Quantity::bytes, "--budget", true);
@@ -146,7 +164,7 @@ void register_report_train(CLI::App& root, std::vector<Command>& commands) {
   r->add_option("--out", *out, "HTML file to write")->required();
   commands.push_back({r, [f, out] {
                         model::ModelConfig m = io::resolve_model(f->model);
-                        analysis::TrainConfig c = train_config(f.get());
+                        analysis::TrainConfig c = train_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto res = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *res);
@@ -164,7 +182,7 @@ void register_advise_train(CLI::App* advise, std::vector<Command>& commands) {
   add_train_flags(a, f.get());
   commands.push_back({a, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
-                        analysis::TrainConfig c = train_config(f.get());
+                        analysis::TrainConfig c = train_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);

@@ -28,6 +28,9 @@ hw::System load_system(const HardwareFlags& f) {
     DType t = parse_dtype_or_throw(p.substr(0, eq), "--peak");
     double r = parse_quantity(p.substr(eq + 1), Quantity::flop_rate, "--peak", true);
     if (!(r > 0)) throw InputError(fmt::format("--peak: '{}' must be greater than zero", p));
+    for (const auto& [seen, rate] : o.matrix_peaks) {
+      if (seen == t) throw InputError(fmt::format("--peak: {} is given twice ({} and {}): give each dtype once", name(t), rate, r));
+    }
     o.matrix_peaks.emplace_back(t, r);
   }
   if (!f.mem_bw.empty()) {

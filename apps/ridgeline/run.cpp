@@ -155,6 +155,19 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     err << "ridgeline: error: " << ridgeline::one_line(e.what()) << "\n";
     return 2;
   }
+  // An empty value ('--mem-bw ""') is not an absent one: say so rather than use the default.
+  for (auto& c : commands) {
+    if (!c.app->parsed()) continue;
+    for (const CLI::Option* o : c.app->get_options()) {
+      if (o->count() == 0 || o->get_expected_min() == 0) continue;  // not given, or a flag
+      for (const std::string& v : o->results()) {
+        if (v.empty()) {
+          err << "ridgeline: error: " << (o->get_name().empty() ? "an argument" : o->get_name()) << ": an empty value: give one or leave the flag out\n";
+          return 2;
+        }
+      }
+    }
+  }
   try {
     for (auto& c : commands) {
       if (c.app->parsed()) {

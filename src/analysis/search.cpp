@@ -8,6 +8,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -177,13 +178,16 @@ TrainConfig train_config(const TrainConfig& base, const TrainPlan& p) noexcept {
 
 void validate(const model::ModelConfig& m, const hw::System& sys, const TrainSearchSpace& s) {
   const TrainConfig& b = s.base;
-  if (b.gpus < 1 || b.gpus > (std::int64_t{1} << 31)) {
-    throw InputError(fmt::format("--gpus: {} is out of range: expected 1 to 2^31", b.gpus));
+  if (b.gpus < 1 || b.gpus > (std::int64_t{1} << 24)) {
+    throw InputError(fmt::format("--gpus: {} is out of range: expected 1 to 2^24 (as train)", b.gpus));
   }
   if (b.global_batch < 1 || b.global_batch > (std::int64_t{1} << 31)) {
     throw InputError(fmt::format("--global-batch: {} is out of range: expected 1 to 2^31 sequences", b.global_batch));
   }
   if (b.seq < 1 || b.seq > (std::int64_t{1} << 24)) throw InputError(fmt::format("--seq: {} is out of range: expected 1 to 2^24", b.seq));
+  if (m.max_positions > 0 && b.seq > m.max_positions) {
+    throw InputError(fmt::format("--seq: {} tokens exceed the {} positions of {} (max_position_embeddings)", b.seq, m.max_positions, m.name));
+  }
   if (!(s.memory_headroom >= 0 && s.memory_headroom < 1)) {
     throw InputError(fmt::format("--memory-headroom: {} is not a fraction in [0, 1)", s.memory_headroom));
   }
@@ -203,6 +207,19 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainSea
   for (auto [v, flag] : {std::pair{s.tp_max, "--tp-max"}, {s.pp_max, "--pp-max"}, {s.cp_max, "--cp-max"},
                          {s.vpp_max, "--vpp-max"}, {s.micro_batch_max, "--micro-batch-max"}}) {
     if (v < 0) throw InputError(fmt::format("{}: {} is negative", flag, v));
+  }
+  std::int64_t fixed_product = 1;
+  for (auto [v, flag] : {std::pair{s.tp, "--tp"}, {s.pp, "--pp"}, {s.cp, "--cp"}}) {
+    if (!v) continue;
+    if (b.gpus % *v != 0) throw InputError(fmt::format("{}: {} does not divide the {} GPUs: no plan has it", flag, *v, b.gpus));
+    fixed_product *= *v;
+  }
+  if (b.gpus % fixed_product != 0) {
+    throw InputError(fmt::format("--tp/--pp/--cp: their product {} does not divide the {} GPUs: no plan has them", fixed_product, b.gpus));
+  }
+  for (auto [fixed, max, flag] : {std::tuple{s.tp, s.tp_max, "--tp"}, {s.pp, s.pp_max, "--pp"}, {s.cp, s.cp_max, "--cp"},
+                                  {s.vpp, s.vpp_max, "--vpp"}, {s.micro_batch, s.micro_batch_max, "--micro-batch"}}) {
+    if (fixed && max > 0 && *fixed > max) throw InputError(fmt::format("{} {} is above {}-max {}: give one or the other", flag, *fixed, flag, max));
   }
   if (s.ep && *s.ep > 1 && !m.is_moe()) throw InputError(fmt::format("--ep: {} is not a mixture of experts", m.name));
   if (b.gpus > 1 && sys.chip.links.empty()) {

@@ -242,6 +242,35 @@ TEST(ReliabilityCli, TensorDtypeTheChipLacks) {
   expect_bad("calibrate " + csv + " --hw a100-80gb --tensor-dtype fp8", "--tensor-dtype");
 }
 
+// Flags that used to be ignored, silently changed or half-checked (an adversarial run).
+TEST(ReliabilityCli, FlagsThatWereIgnoredOrBent) {
+  const std::string t = "train --model llama-3.1-8b --hw h100-sxm --gpus 8 --global-batch 8";
+  const std::string s = "search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 8";
+  for (auto [args, mention] : std::initializer_list<std::pair<std::string, std::string>>{
+           {t + " --seq 1000000", "131072 positions"},
+           {t + " --dtype int8", "bf16 or fp8"},
+           {t + " --fsdp --zero 1", "FSDP is ZeRO stage 3"},
+           {t + " --memory-headroom 0.1", "--recompute auto"},
+           {"recompute --model llama-3.1-8b --hw h200 --gpus 8 --tp 8 --recompute full", "--recompute full"},
+           {s + " --tp 8 --tp-max 2", "--tp-max 2"},
+           {s + " --tp 3", "--tp: 3 does not divide the 8 GPUs"},
+           {s + " --fsdp --zero 1", "FSDP"},
+           {"search train --model llama-3.1-8b --hw h100-sxm --gpus 1000000000 --seq 4096 --global-batch 8", "2^24"},
+           {"op allreduce --bytes 1.5 --chips 2", "whole number"},
+           {"op allreduce --bytes '0.5 B' --chips 2", "whole number"},
+           {"op matmul --shard k --m 8 --n 8 --k 4097 --chips 3", "4097 does not divide over 3 chips"},
+           {"op matmul --m 1 --k 1 --n 1 --mem-bw ''", "--mem-bw: an empty value"},
+           {"search infer --model llama-3.1-8b --weight-dtypes ''", "--weight-dtypes: an empty value"},
+           {"op matmul --m 1 --k 1 --n 1 --peak bf16=1e15 --peak bf16=2e15", "bf16 is given twice"},
+           {"fuse --model llama-3.1-8b --hw h100-sxm --lengths 1..1024", "--lengths: only with --buckets"},
+           {"hw import-ert " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --capacity DRAM=1GB --capacity DRAM=2GB",
+            "DRAM is given twice"},
+       }) {
+    SCOPED_TRACE(args);
+    expect_bad(args, mention);
+  }
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");

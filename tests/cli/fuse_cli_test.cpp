@@ -19,7 +19,7 @@ TEST(FuseCli, CandidatesAndCudaGraphs) {
 }
 
 TEST(RecomputeCli, PlanAndPresets) {
-  auto j = run_json("recompute --model llama-2-7b --hw h200 --gpus 8 --tp 8 --seq 8192 --global-batch 64 --budget 100MB");
+  auto j = run_json("recompute --model llama-3.1-8b --hw h200 --gpus 8 --tp 8 --seq 8192 --global-batch 64 --budget 100MB");
   EXPECT_TRUE(j["plan"]["fits"].get<bool>());
   EXPECT_LE(j["plan"]["memory_bytes"].get<double>(), 100e6);
   EXPECT_LE(j["plan"]["added_s"].get<double>(), j["full"]["added_s"].get<double>());
