@@ -263,7 +263,7 @@ TEST(ReliabilityCli, FlagsThatWereIgnoredOrBent) {
            {"search infer --model llama-3.1-8b --weight-dtypes ''", "--weight-dtypes: an empty value"},
            {"op matmul --m 1 --k 1 --n 1 --peak bf16=1e15 --peak bf16=2e15", "bf16 is given twice"},
            {"fuse --model llama-3.1-8b --hw h100-sxm --lengths 1..1024", "--lengths: only with --buckets"},
-           {"hw import-ert " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --capacity DRAM=1GB --capacity DRAM=2GB",
+           {"hw import-ert " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json --capacity DRAM=1GB --capacity DRAM=2GB --out " + std::string(RIDGELINE_TMP_DIR) + "/twice.yaml",
             "DRAM is given twice"},
        }) {
     SCOPED_TRACE(args);
