@@ -65,7 +65,9 @@ void import_ert(const ErtImport& ert) {
     for (const auto& seen : o.capacities) {
       if (seen.first == c.substr(0, eq)) throw InputError(fmt::format("--capacity: {} is given twice: give each level once", seen.first));
     }
-    o.capacities.emplace_back(c.substr(0, eq), parse_quantity(c.substr(eq + 1), Quantity::bytes, "--capacity " + c, false));
+    const double size = parse_quantity(c.substr(eq + 1), Quantity::bytes, "--capacity " + c, false);
+    if (!(size > 0)) throw InputError(fmt::format("--capacity {}: a level of {} bytes: expected a size greater than zero", c, size));
+    o.capacities.emplace_back(c.substr(0, eq), size);
   }
   const std::string yaml = io::ert_chip_yaml(io::read_text_file(ert.input, "an ERT roofline.json"), ert.input, o);
   const hw::ChipSpec chip = io::parse_chip_yaml(yaml, ert.out.empty() ? ert.input : ert.out);

@@ -179,7 +179,7 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
             throw InputError(fmt::format("--shape: {} given with --tokens/--hidden: give one or the other", f.shape));
           }
           auto c = f.shape.find(',');
-          if (c == std::string::npos) throw InputError(fmt::format("--shape: '{}' is not ROWS,COLS", f.shape));
+          if (c == std::string::npos || f.shape.find(',', c + 1) != std::string::npos) throw InputError(fmt::format("--shape: '{}' is not ROWS,COLS (two numbers)", f.shape));
           tokens = f.shape.substr(0, c);
           hidden = f.shape.substr(c + 1);
         }
@@ -390,7 +390,9 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
       commands.push_back({sub, [f, kind, sub] {
                             // Send/recv is between two chips unless told otherwise.
                             const int fallback = kind == OpKind::sendrecv ? 2 : 1;
-                            int chips = f->hw.chips.empty() ? fallback : static_cast<int>(parse_positive_int(f->hw.chips, "--chips"));
+                            const long long n = f->hw.chips.empty() ? fallback : parse_positive_int(f->hw.chips, "--chips");
+                            if (n > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", n));
+                            int chips = static_cast<int>(n);
                             if (!f->plot.empty() && f->sweep.empty()) throw InputError("--plot: draws a --sweep: give --sweep DIM=FROM..TO");
                             if (!f->sweep.empty()) {
                               Sweep sw = parse_sweep(f->sweep, kind);

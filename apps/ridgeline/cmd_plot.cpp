@@ -1,6 +1,8 @@
 // `ridgeline plot roofline` and `ridgeline plot sweep`: SVG charts.
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <array>
 #include <memory>
 #include <span>
@@ -59,13 +61,13 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
   register_plot_serving(plot, commands);
 
   struct RoofFlags {
-    std::string hw = "h100-sxm", dtype = "bf16", points, profile, from, out;
+    std::string hw = "h100-sxm", dtype, points, profile, from, out;
     bool json = false;
   };
   auto f = std::make_shared<RoofFlags>();
   auto* r = plot->add_subcommand("roofline", "the roofline of one or more chips, with points");
   r->add_option("--hw", f->hw, "chips, comma-separated (catalog names or .yaml files)")->capture_default_str();
-  r->add_option("--dtype", f->dtype, "matrix-unit dtypes of the ceilings, comma-separated (the first is drawn in full)")->capture_default_str();
+  r->add_option("--dtype", f->dtype, "matrix-unit dtypes of the ceilings, comma-separated (the first is drawn in full; default bf16, or fp16 where no chip has bf16)");
   r->add_option("--from", f->from, "place the ops of a result: `infer --json`, `train --json` or `op --json` output");
   r->add_option("--points", f->points, "CSV of points: name,intensity,flops_per_s");
   r->add_option("--profile", f->profile, "place a profile's kernels (Nsight Compute CSV, PyTorch trace, CSV)");
@@ -75,9 +77,19 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                         std::vector<hw::ChipSpec> chips;
                         for (const auto& name : split(f->hw, ',')) chips.push_back(io::resolve_chip(name));
                         std::vector<DType> dtypes;
-                        for (const auto& d : split(f->dtype, ',')) dtypes.push_back(parse_dtype_or_throw(d, "--dtype"));
+                        std::string dtype_flag = f->dtype;
+                        if (dtype_flag.empty()) {
+                          const bool bf16 = std::any_of(chips.begin(), chips.end(), [](const hw::ChipSpec& c) { return c.peak(hw::Unit::matrix, DType::bf16) > 0; });
+                          dtype_flag = bf16 ? "bf16" : "fp16";
+                        }
+                        for (const auto& d : split(dtype_flag, ',')) dtypes.push_back(parse_dtype_or_throw(d, "--dtype"));
                         if (dtypes.empty()) throw InputError("--dtype: empty: expected dtypes such as bf16,fp8");
                         const DType dtype = dtypes.front();
+                        // A ceiling no chip has would draw nothing: say so.
+                        for (const DType d : dtypes) {
+                          const bool any = std::any_of(chips.begin(), chips.end(), [d](const hw::ChipSpec& c) { return c.peak(hw::Unit::matrix, d) > 0; });
+                          if (!any) throw InputError(fmt::format("--dtype: {} has no matrix rate on {}: no ceiling to draw", name(d), f->hw));
+                        }
                         std::vector<report::ChartPoint> points;
                         if (!f->points.empty()) {
                           auto rows = io::parse_csv(io::read_text_file(f->points, "a CSV of name,intensity,flops_per_s"), f->points);
@@ -202,9 +214,13 @@ void register_plot_memory(CLI::App* plot, std::vector<Command>& commands) {
   commands.push_back({b, [f] {
                         const nlohmann::json j = read_result_json(f->input);
                         nlohmann::json seg;
-                        report::write_chart(f->out, report::memory_svg(j, f->input, &seg));
+                        const std::string svg = report::memory_svg(j, f->input, &seg);
                         const nlohmann::json& mem = j.contains("memory") ? j["memory"] : j["memory_per_gpu"];
                         const double cap = mem.contains("capacity_bytes") && mem["capacity_bytes"].is_number() ? mem["capacity_bytes"].get<double>() : 0.0;
+                        if (!(cap > 0) || !std::isfinite(cap)) {
+                          throw InputError(fmt::format("{}: capacity_bytes {}: expected the chip's memory, a size above zero", f->input, cap));
+                        }
+                        report::write_chart(f->out, svg);
                         emit(f->json, nlohmann::json{{"out", f->out}, {"segments", seg}, {"capacity_bytes", cap}}, "wrote " + f->out + "\n");
                       }});
 }

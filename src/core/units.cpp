@@ -205,6 +205,7 @@ long long parse_positive_int(std::string_view text, std::string_view where) {
   auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
   if (!t.empty() && ec == std::errc() && ptr == t.data() + t.size()) {
     if (v <= 0) throw InputError(fmt::format("{}: {} is not positive: expected an integer >= 1", where, text));
+    if (v > 9007199254740992LL) throw InputError(fmt::format("{}: '{}' is too large: expected an integer from 1 to 9e15", where, text));
     return v;
   }
   // Scientific notation for round numbers ("1e6") is accepted when exact.

@@ -271,6 +271,23 @@ TEST(ReliabilityCli, FlagsThatWereIgnoredOrBent) {
   }
 }
 
+// Outputs that were drawn empty, and messages that named the wrong thing.
+TEST(ReliabilityCli, NothingToDrawAndRightMessages) {
+  const std::string d = std::string(RIDGELINE_TMP_DIR) + "/";
+  expect_bad("plot roofline --dtype fp4 --hw h200 --out " + d + "fp4.svg", "fp4 has no matrix rate on h200");
+  std::string doc = run("infer --model llama-3.1-8b --hw h100-sxm --json").out;
+  const std::size_t at = doc.find("\"capacity_bytes\":");
+  ASSERT_NE(at, std::string::npos);
+  doc.replace(at, doc.find(',', at) - at, "\"capacity_bytes\": 0");
+  std::ofstream(d + "zero_capacity.json") << doc;
+  expect_bad("plot memory " + d + "zero_capacity.json --out " + d + "zero.svg", "capacity_bytes 0");
+  expect_bad("op matmul --m 1 --k 1 --n 1 --chips 9223372036854775807", "too large");
+  expect_bad("op elementwise --shape 2,3,4 --hw h100-sxm", "'2,3,4' is not ROWS,COLS");
+  expect_bad("hw import-ert " + std::string(RIDGELINE_SOURCE_DIR) +
+                 "/tests/data/ert/roofline.json --capacity DRAM=0GB --capacity L1=1MB --capacity L2=1MB --capacity L3=1MB --out " + d + "z.yaml",
+             "DRAM=0GB: a level of 0 bytes");
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");
