@@ -7,6 +7,7 @@
 #include <new>
 #include <iterator>
 #include <string_view>
+#include <vector>
 
 #include "common.hpp"
 #include "ridgeline/analysis/single_op.hpp"
@@ -54,6 +55,81 @@ Every command takes --json. `ridgeline COMMAND --help` lists the flags.
 }  // namespace
 
 namespace ridgeline::cli {
+
+namespace {
+
+// Edit distance, for "did you mean".
+std::size_t distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The deepest subcommand the parse reached.
+const CLI::App* deepest(const CLI::App& app) {
+  for (const CLI::App* s : app.get_subcommands()) return deepest(*s);
+  return &app;
+}
+
+std::string command_path(const CLI::App* a) {
+  std::string p;
+  for (; a != nullptr && a->get_parent() != nullptr; a = a->get_parent()) p = a->get_name() + (p.empty() ? "" : " " + p);
+  return p.empty() ? "ridgeline" : p;
+}
+
+// CLI11's messages in ridgeline's form: which flag, what was wrong, what to do.
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
+  const CLI::App* at = deepest(app);
+  const std::string cmd = command_path(at);
+  const std::string what = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    // "The following arguments were not expected: 8 --gpus": name the flag and the nearest one.
+    const std::vector<std::string> rest = at->remaining();
+    std::string flag;
+    for (const std::string& x : rest) {
+      if (x.rfind("--", 0) == 0 && flag.empty()) flag = x.substr(0, x.find('='));
+    }
+    if (flag.empty()) return fmt::format("{}: '{}' was not expected here (a value without its flag?)", cmd, rest.empty() ? what : rest.front());
+    std::string best;
+    std::size_t best_d = 4;  // suggest only what is close
+    // The same thing under another name in this command (inference counts chips, training GPUs).
+    static constexpr std::pair<std::string_view, std::string_view> kSynonyms[] = {
+        {"gpus", "chips"}, {"chips", "gpus"}, {"dtype", "weight-dtype"}, {"seq", "prompt"}, {"batch", "concurrency"}};
+    for (const auto& [from, to] : kSynonyms) {
+      if (flag.substr(2) == from && at->get_option_no_throw("--" + std::string(to)) != nullptr) best = "--" + std::string(to), best_d = 0;
+    }
+    for (const CLI::Option* o : at->get_options()) {
+      for (const std::string& n : o->get_lnames()) {
+        const std::size_t d = distance(flag.substr(2), n);
+        if (d < best_d) best_d = d, best = "--" + n;  // a synonym (0) stays
+      }
+    }
+    return fmt::format("{}: not a flag of `{}`{}", flag, cmd,
+                       best.empty() ? fmt::format(" (`ridgeline {} --help` lists them)", cmd) : fmt::format(": did you mean {}?", best));
+  }
+  const std::string name = what.substr(0, what.find(':'));
+  if (what.find("At Most 1 required but received") != std::string::npos) return fmt::format("{}: given more than once: give it once", name);
+  if (what == "A subcommand is required") {
+    std::string names;
+    for (const CLI::App* s : at->get_subcommands([](const CLI::App* x) { return !x->get_group().empty(); })) {
+      names += (names.empty() ? "" : ", ") + s->get_name();
+    }
+    return fmt::format("{}: a subcommand is required: expected one of {}", cmd, names);
+  }
+  if (what.find("required TEXT missing") != std::string::npos) return fmt::format("{}: a value is required after the flag", name);
+  return what;
+}
+
+}  // namespace
 
 std::ostream*& out_stream() {
   static std::ostream* s = &std::cout;
@@ -152,7 +228,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e, out, err);
   } catch (const CLI::ParseError& e) {
-    err << "ridgeline: error: " << ridgeline::one_line(e.what()) << "\n";
+    err << "ridgeline: error: " << ridgeline::one_line(parse_error_message(app, e)) << "\n";
     return 2;
   }
   // An empty value ('--mem-bw ""') is not an absent one: say so rather than use the default.

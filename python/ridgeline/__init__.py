@@ -69,6 +69,8 @@ def run(*args: str) -> Any:
         raise ValueError(message)
     if status not in (0, 130):
         raise RidgelineError(message or f"ridgeline exited with status {status}")
+    if "--help" in args or "-h" in args:
+        return out  # help is text, not a document
     return json.loads(out)
 
 

@@ -288,6 +288,15 @@ TEST(ReliabilityCli, NothingToDrawAndRightMessages) {
              "DRAM=0GB: a level of 0 bytes");
 }
 
+// CLI11's own messages in ridgeline's form, with the flag a user most likely meant.
+TEST(ReliabilityCli, ParseErrorsNameTheFlagAndSuggest) {
+  expect_bad("infer --gpus 8", "--gpus: not a flag of `infer`: did you mean --chips?");
+  expect_bad("infer --bach 8", "did you mean --batch?");
+  expect_bad("op matmul --m 1 --m 2 --k 1 --n 1", "--m: given more than once");
+  expect_bad("search", "search: a subcommand is required: expected one of train, infer, serve");
+  expect_bad("infer --batch", "--batch: a value is required");
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");

@@ -136,3 +136,10 @@ def test_nul_in_an_argument_is_refused():
         ridgeline.op("matmul", m="25\x006", k=4, n=4)
     with pytest.raises(ValueError, match="NUL"):
         ridgeline.hw("show", "h200\x00/etc/passwd")
+
+
+def test_help_is_text_and_a_flag_without_value_says_so():
+    assert "Usage" in ridgeline.run("infer", "--help") or "usage" in ridgeline.run("infer", "--help").lower()
+    # m=True passes a bare --m: the command line says which value it could not place.
+    with pytest.raises(ValueError, match="op matmul: '4' was not expected here"):
+        ridgeline.op("matmul", m=True, k=4, n=4)
