@@ -167,6 +167,14 @@ double check_launch_count(double v, std::string_view where) {
   return v;
 }
 
+void check_launch_capacity(std::size_t held, std::string_view source, std::size_t cap) {
+  if (held >= cap) {
+    throw InputError(fmt::format("{}: more than {} kernel launches: ridgeline keeps each one (about 300 bytes); profile a shorter "
+                                 "window or fewer iterations",
+                                 source, cap));
+  }
+}
+
 profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
   if (raw.size() > kMaxFileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
   const std::string text = without_tool_lines(raw);
@@ -208,6 +216,7 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
       profile::KernelLaunch k;
       k.name = launches[key].first;
       fill(k, launches[key].second, p.warnings, source);
+      check_launch_capacity(p.launches.size(), source);
       p.launches.push_back(std::move(k));
     }
   } else {
@@ -229,6 +238,7 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
       profile::KernelLaunch k;
       k.name = row[kname];
       fill(k, ms, p.warnings, source);
+      check_launch_capacity(p.launches.size(), source);
       p.launches.push_back(std::move(k));
     }
   }
@@ -236,7 +246,7 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
   return p;
 }
 
-profile::Profile parse_generic_csv(std::string_view text, std::string_view source) {
+profile::Profile parse_generic_csv(std::string_view text, std::string_view source, std::size_t max_launches) {
   if (text.size() > kMaxFileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
   auto rows = parse_csv(text, source);
   if (rows.empty()) throw InputError(fmt::format("{}: empty: expected a header name,duration,flops,bytes[,count]", source));
@@ -278,6 +288,7 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
     check_launch_amount(k.dram_bytes, "bytes", where);
     k.has_flops = k.has_bytes = true;
     if (count >= 0) k.count = check_launch_count(cell(count, "count"), where);
+    check_launch_capacity(p.launches.size(), source, max_launches);
     p.launches.push_back(std::move(k));
   }
   if (p.launches.empty()) throw InputError(fmt::format("{}: a header and no rows", source));

@@ -351,7 +351,8 @@ struct Collected {
   std::vector<Span> spans;
 };
 
-void cpu_op(const object& e, Collected& out) {
+void cpu_op(const object& e, Collected& out, std::string_view source) {
+  check_launch_capacity(out.cpu_ops.size(), source);
   object a;
   if (e["args"].get_object().get(a) != simdjson::SUCCESS) return;
   const double id = num(a, "External id");
@@ -434,6 +435,7 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
     if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where, ts));
     if (ts >= 0 && cat != "cuda_profiler_range") out.spans.push_back({dev, ts, dur});
   }
+  check_launch_capacity(out.p.launches.size(), source);
   out.p.launches.push_back(std::move(k));
   out.launch_ids.push_back(id);
 }
@@ -454,7 +456,7 @@ void collect(Source& src, std::string_view source, Collected& out) {
     if (doc.get_object().get(e) != simdjson::SUCCESS) continue;
     const std::string_view cat = str(e, "cat");
     if (cat == "cpu_op") {
-      cpu_op(e, out);
+      cpu_op(e, out, source);
     } else if ((cat == "kernel" || cat == "Kernel" || cat == "cuda_profiler_range") && str(e, "ph") == "X") {
       kernel(e, cat, out, source, n);
     }

@@ -130,6 +130,21 @@ TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
   EXPECT_DOUBLE_EQ(ok.launches[0].duration_s, 2e-6);
 }
 
+TEST(ProfileCsv, LaunchesAreBounded) {
+  // Every importer keeps each launch: past the cap (4 million; 2 here) it stops with an error
+  // naming the file instead of growing until the allocation fails.
+  EXPECT_NO_THROW(io::check_launch_capacity(io::kMaxLaunches - 1, "t.json"));
+  EXPECT_THROW(io::check_launch_capacity(io::kMaxLaunches, "t.json"), InputError);
+  const std::string three = "name,duration,flops,bytes\na,1e-3,1,1\nb,1e-3,1,1\nc,1e-3,1,1\n";
+  EXPECT_EQ(io::parse_generic_csv(three, "g.csv", 3).launches.size(), 3u);
+  try {
+    io::parse_generic_csv(three, "g.csv", 2);
+    ADD_FAILURE() << "no cap";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("g.csv: more than 2 kernel launches"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProfileCsv, DurationsCountsAndAmountsAreChecked) {
   // The CSV importer: a zero duration (attained rate infinite, gap negative), a count of 0 or
   // 2.5, an infinite FLOP count are errors naming the line.

@@ -15,6 +15,11 @@ namespace ridgeline::io {
 void check_launch_duration(double seconds, std::string_view where);
 void check_launch_amount(double v, std::string_view what, std::string_view where);
 double check_launch_count(double v, std::string_view where);
+/// The most kernel launches (or CPU ops) a profile may hold: each is kept (about 300 bytes
+/// with its name), so this bounds an import to ~1.5 GB whatever the file.
+inline constexpr std::size_t kMaxLaunches = 4'000'000;
+/// Throws InputError naming `source` when `held` records reach `cap`.
+void check_launch_capacity(std::size_t held, std::string_view source, std::size_t cap = kMaxLaunches);
 
 /// Nsight Compute `--csv --page details` or `--page raw` output. Throws InputError when the
 /// text is not such a CSV; kernels missing metrics are kept and listed in `warnings`.
@@ -22,7 +27,7 @@ profile::Profile parse_ncu_csv(std::string_view text, std::string_view source);
 
 /// A CSV with a header naming `name`, `duration` (seconds, or with a unit suffix in the
 /// header such as `duration_us`), `flops`, `bytes` and optionally `count`.
-profile::Profile parse_generic_csv(std::string_view text, std::string_view source);
+profile::Profile parse_generic_csv(std::string_view text, std::string_view source, std::size_t max_launches = kMaxLaunches);
 
 /// A PyTorch profiler / Kineto Chrome trace (JSON, optionally gzipped): kernel events, with
 /// FLOPs from CUPTI counters, Inductor's kernel_flop / kernel_num_gb, or the CPU op's
