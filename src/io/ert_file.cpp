@@ -63,6 +63,8 @@ std::vector<std::pair<std::string, double>> pairs(const json& root, const char* 
     }
     const double v = row[1].get<double>();
     if (!(v > 0) || !std::isfinite(v)) throw InputError(fmt::format("{}: {} must be a positive number", where, row.dump()));
+    // ERT reports GB/s and GFLOP/s: 10^9 of them (10^18 per second) is beyond any machine.
+    if (v > 1e9) throw InputError(fmt::format("{}: {} is beyond any machine: expected {} under 10^9", where, row.dump(), key));
     out.emplace_back(row[0].get<std::string>(), v);
   }
   if (out.empty()) throw InputError(fmt::format("{} is empty: ERT measured nothing", where));

@@ -349,6 +349,7 @@ struct Collected {
   std::map<double, CpuOp> cpu_ops;
   std::vector<double> launch_ids;  // each launch's External id (-1: none)
   std::vector<Span> spans;
+  std::size_t without_dur = 0;  // kernel events with no "dur": instants, or a damaged trace
 };
 
 void cpu_op(const object& e, Collected& out, std::string_view source) {
@@ -395,7 +396,10 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
   k.name = e["name"].get_string().get(name) == simdjson::SUCCESS ? std::string(name) : std::string("(unnamed)");
   const std::string where = fmt::format("{}: event {} (kernel '{}')", source, n, k.name);
   element d;
-  if (e["dur"].get(d) != simdjson::SUCCESS) return;  // no duration: an instant, not a kernel to place
+  if (e["dur"].get(d) != simdjson::SUCCESS) {  // no duration: an instant, not a kernel to place
+    ++out.without_dur;
+    return;
+  }
   double dur = -1;
   if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where));
   check_launch_duration(dur * 1e-6, where);  // Chrome traces count microseconds
@@ -513,6 +517,10 @@ profile::Profile finish(Collected& c, std::string_view source) {
   if (estimated) {
     p.warnings.push_back(fmt::format("{} of {} kernels have FLOPs and bytes estimated from their aten op's shapes (record_shapes)",
                                      estimated, p.launches.size()));
+  }
+  if (p.launches.empty() && c.without_dur > 0) {
+    throw InputError(fmt::format("{}: its {} GPU kernel events have no \"dur\" (a duration in microseconds): nothing to place", source,
+                                 c.without_dur));
   }
   if (p.launches.empty()) throw InputError(fmt::format("{}: the trace has no GPU kernel events (\"cat\": \"kernel\")", source));
   if (without_flops) p.warnings.push_back(fmt::format("{} of {} kernels have no FLOP count (profile with with_flops, CUPTI counters or Inductor)", without_flops, p.launches.size()));

@@ -95,6 +95,8 @@ TEST(Ert, BadInput) {
   expect_error(ert(R"([["FP7 GFLOPs", 3]])", R"([["DRAM", 1]])"), dram, "'FP7 GFLOPs' names a precision");
   expect_error(ert(R"([["BF16 GFLOPs", 3]])", R"([["DRAM", 1]])"), dram, "BF16");
   expect_error(ert(R"([["GFLOPs", 3]])", R"([["DRAM", 2], ["DRAM", 1]])"), dram, "names the level DRAM twice");
+  // A rate past any machine is named where ERT put it, not under a key of the YAML written.
+  expect_error(ert(R"([["GFLOPs", 3]])", R"([["DRAM", 1e308]])"), dram, "empirical.gbytes.data");
 }
 
 }  // namespace

@@ -128,6 +128,13 @@ TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
       R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 0}, {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 2}])", "ok.json");
   ASSERT_EQ(ok.launches.size(), 1u);
   EXPECT_DOUBLE_EQ(ok.launches[0].duration_s, 2e-6);
+  // Only events without "dur": said so, rather than "no kernel events".
+  try {
+    io::parse_torch_trace(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 5}])", "nodur.json");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its 1 GPU kernel events have no \"dur\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProfileCsv, LaunchesAreBounded) {
