@@ -572,7 +572,7 @@ ValidationResult validate_kernels(const hw::ChipSpec& chip, const ValidationConf
   }
   if (out.blas && run.wanted("attention")) run.attention();
   if (!out.blas && (run.wanted("gemm") || run.wanted("attention"))) {
-    out.notes.push_back("OpenBLAS was not found (its headers at build time, libopenblas.so.0 at run time): sgemm, dgemm and attention skipped (install libopenblas-dev)");
+    out.notes.push_back(measure::blas_missing_reason() + ": sgemm, dgemm and attention skipped");
   }
   std::vector<double> mem, comp;
   for (const auto& k : out.kernels) (k.bound == ops::Bound::compute ? comp : mem).push_back(k.ratio);

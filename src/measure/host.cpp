@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <new>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -295,6 +296,7 @@ struct AlignedFree {
 using Buffer = std::unique_ptr<double, AlignedFree>;
 Buffer alloc(size_t n) {
   void* p = std::aligned_alloc(64, std::max<size_t>(64, (n * sizeof(double) + 63) / 64 * 64));
+  if (p == nullptr) throw std::bad_alloc();  // the caller's team stops and rethrows it (time_parallel)
   auto* d = static_cast<double*>(p);
   for (size_t i = 0; i < n; ++i) d[i] = 1.0;
   return Buffer(d);

@@ -1,12 +1,22 @@
 #include "ridgeline/measure/kernels.hpp"
 
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <limits>
+#include <cstdio>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -161,13 +171,40 @@ struct OpenBlas {
   bool ok() const noexcept { return get_config && get_corename && set_num_threads && sgemm && dgemm; }
 };
 
+std::string& missing_reason() {
+  static std::string why;
+  return why;
+}
+
+// Address space left under RLIMIT_AS, bytes (infinite: no limit).
+double address_space_left() noexcept {
+  struct rlimit rl {};
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return std::numeric_limits<double>::infinity();
+  double used = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    unsigned long pages = 0;
+    if (std::fscanf(f, "%lu", &pages) == 1) used = static_cast<double>(pages) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    std::fclose(f);
+  }
+  return static_cast<double>(rl.rlim_cur) - used;
+}
+
 const OpenBlas& openblas() noexcept {
   static const OpenBlas api = [] {
     OpenBlas a;
     void* lib = nullptr;
+    // OpenBLAS maps a 128 MiB buffer per thread as it starts, and its threads wait forever
+    // when the map fails: under a tight address-space limit it is not started at all.
+    const double need = 128.0 * (1 << 20) * static_cast<double>(std::max(1u, std::thread::hardware_concurrency()) + 1);
+    if (address_space_left() < need) {
+      missing_reason() = fmt::format("OpenBLAS not started: the address-space limit leaves {:.0f} MiB, under the {:.0f} MiB its threads map",
+                                     address_space_left() / (1 << 20), need / (1 << 20));
+      return a;
+    }
     for (const char* so : {"libopenblas.so.0", "libopenblas.so"}) {
       if ((lib = dlopen(so, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
     }
+    if (lib == nullptr) missing_reason() = "OpenBLAS was not found at run time (libopenblas.so.0; install libopenblas0)";
     auto find = [&](auto& fn, const char* name) {
       if (lib != nullptr) fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
     };
@@ -190,6 +227,10 @@ void set_threads(int threads) noexcept {
 }  // namespace
 
 bool have_blas() noexcept { return openblas().ok(); }
+std::string blas_missing_reason() {
+  if (have_blas()) return {};
+  return missing_reason().empty() ? "OpenBLAS lacks a function ridgeline calls (cblas_sgemm, cblas_dgemm, openblas_set_num_threads)" : missing_reason();
+}
 std::string blas_config() { return have_blas() ? openblas().get_config() : std::string(); }
 int blas_vector_bits() {
   if (!have_blas()) return 0;
@@ -236,6 +277,7 @@ bool sbgemm(int m, int n, int k, const std::uint16_t* a, const std::uint16_t* b,
   return true;
 }
 #else
+std::string blas_missing_reason() { return "OpenBLAS's headers were not found at build time (install libopenblas-dev and rebuild)"; }
 bool have_sbgemm() noexcept { return false; }
 bool sbgemm(int, int, int, const std::uint16_t*, const std::uint16_t*, float*, int) noexcept { return false; }
 bool have_blas() noexcept { return false; }
@@ -295,9 +337,22 @@ Sample time_parallel(int threads, int reps, int passes, const std::function<void
   SpinBarrier barrier(threads);
   std::vector<double> times(static_cast<std::size_t>(threads));
   std::vector<double> per_call;
+  // A warm-up that throws (an allocation under a memory limit) stops the whole team after
+  // the barrier, and the main thread rethrows it: no thread waits for one that left.
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
   auto work = [&](int t) {
     pin(t);
-    body(t, threads);  // warm-up, untimed: first touch on this CPU, the caches, the TLB
+    try {
+      body(t, threads);  // warm-up, untimed: first touch on this CPU, the caches, the TLB
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      failed = true;
+    }
+    barrier.wait();
+    if (failed) return;
     int n = std::max(1, passes);
     for (int r = calibrate_s > 0 ? -1 : 0; r < reps; ++r) {
       barrier.wait();
@@ -318,6 +373,7 @@ Sample time_parallel(int threads, int reps, int passes, const std::function<void
   team.reserve(static_cast<std::size_t>(threads));
   for (int t = 0; t < threads; ++t) team.emplace_back(work, t);
   for (auto& th : team) th.join();
+  if (error) std::rethrow_exception(error);
   return summarize(per_call);
 }
 

@@ -34,8 +34,12 @@ void silu(const float* g, float* y, std::size_t begin, std::size_t end) noexcept
 /// y = silu(g)·u in one pass (SwiGLU's activation fused with its multiply).
 void swiglu(const float* g, const float* u, float* y, std::size_t begin, std::size_t end) noexcept;
 
-/// Whether OpenBLAS was found at build time (GEMMs and attention need it).
+/// Whether OpenBLAS is here (its headers at build time, the library at run time; GEMMs and
+/// attention need it). Opening it is deferred to the first call.
 bool have_blas() noexcept;
+/// Why have_blas() is false: not built with it, the library missing, or an address-space
+/// limit too small for the buffers its threads map (where it would hang rather than fail).
+std::string blas_missing_reason();
 /// The OpenBLAS build and the kernels it chose for this CPU (openblas_get_config(), e.g.
 /// "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"); empty without.
 std::string blas_config();
