@@ -15,7 +15,7 @@
 namespace ridgeline {
 namespace {
 
-const std::string kFixture = std::string(RIDGELINE_SOURCE_DIR) + "/../shared/fixtures/ncu/copy_blocked.csv";
+const std::string kFixture = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/ncu/copy_blocked.csv";
 
 TEST(Csv, QuotesCommasAndLineEnds) {
   auto rows = io::parse_csv("a,\"b,c\",\"say \"\"hi\"\"\"\r\n1,2,3\n\n\"multi\nline\",x,\n", "t.csv");
@@ -29,7 +29,6 @@ TEST(Csv, QuotesCommasAndLineEnds) {
 }
 
 TEST(Ncu, SharedFixtureOnT4) {
-  if (!std::filesystem::exists(kFixture)) GTEST_SKIP() << "no ../shared/fixtures beside the checkout";
   profile::Profile p = io::load_profile(kFixture, "");
   EXPECT_EQ(p.format, "ncu-details");
   ASSERT_EQ(p.launches.size(), 1u);
@@ -195,12 +194,11 @@ TEST(GenericCsv, UnitsInTheHeader) {
 namespace ridgeline {
 namespace {
 
-const std::string kTorch = std::string(RIDGELINE_SOURCE_DIR) + "/../shared/fixtures/torch/";
+const std::string kTorch = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/torch/";
 
 // Expected values were read off the files with Python's gzip and json modules, summing
 // the kernel events' "dur" (microseconds) and the CUPTI counters as described.
 TEST(TorchTrace, KernelEventsAndTimeline) {
-  if (!std::filesystem::exists(kTorch)) GTEST_SKIP() << "no ../shared/fixtures beside the checkout";
   auto p = io::load_profile(kTorch + "benchmark_result_493459_1694039959_trace.json.gz", "");
   EXPECT_EQ(p.format, "torch");
   EXPECT_EQ(p.launches.size(), 79u);
@@ -218,7 +216,6 @@ TEST(TorchTrace, KernelEventsAndTimeline) {
 }
 
 TEST(TorchTrace, CuptiCountersAndSmallTraces) {
-  if (!std::filesystem::exists(kTorch)) GTEST_SKIP() << "no ../shared/fixtures beside the checkout";
   // 77 profiler ranges; fadd + fmul + 2 ffma = 79,679,454,712 fp32 FLOPs, hadd + hmul + 2 hfma
   // = 551,583,744 fp16 FLOPs, no fp64.
   auto c = io::load_profile(kTorch + "benchmark_result_924719_1679055439_trace.json.gz", "torch");
