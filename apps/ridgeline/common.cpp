@@ -6,6 +6,7 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/text.hpp"
+#include "ridgeline/report/json.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 
@@ -134,7 +135,9 @@ int parse_threads(const std::string& value) {
 
 void emit(bool json, const nlohmann::json& j, const std::string& text) {
   if (json) {
-    *out_stream() << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    nlohmann::json out = j;
+    report::integral_numbers(out);
+    *out_stream() << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     *out_stream() << valid_utf8(text);
   }

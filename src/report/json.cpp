@@ -1,8 +1,20 @@
 #include "ridgeline/report/json.hpp"
 
+#include <cmath>
+#include <cstdint>
+
 #include <string>
 
 namespace ridgeline::report {
+
+void integral_numbers(nlohmann::json& j) {
+  if (j.is_number_float()) {
+    const double v = j.get<double>();
+    if (std::isfinite(v) && v == std::trunc(v) && std::abs(v) <= 9007199254740992.0) j = static_cast<std::int64_t>(v);
+  } else if (j.is_structured()) {
+    for (auto& e : j) integral_numbers(e);
+  }
+}
 
 using nlohmann::json;
 

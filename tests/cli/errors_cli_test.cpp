@@ -309,6 +309,17 @@ TEST(ReliabilityCli, ParseErrorsNameTheFlagAndSuggest) {
   expect_bad("infer --batch", "--batch: a value is required");
 }
 
+// Counts are integers in JSON ("chips": 4, not 4.0); fractions stay fractions.
+TEST(ReliabilityCli, JsonCountsAreIntegers) {
+  auto j = run_json("infer --model llama-3.1-8b --hw h100-sxm --chips 4");
+  EXPECT_TRUE(j["chips"].is_number_integer()) << j["chips"];
+  EXPECT_EQ(j["chips"].get<int>(), 4);
+  EXPECT_TRUE(j["ttft_s"].is_number_float());
+  auto s = run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 5 --requests 50");
+  EXPECT_TRUE(s["gpus"].is_number_integer());
+  EXPECT_TRUE(s["ttft_s"]["count"].is_number_integer());
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");

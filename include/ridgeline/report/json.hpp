@@ -11,6 +11,10 @@
 namespace ridgeline::report {
 
 /// `hw list`: [{name, vendor, kind, display_name}].
+/// Whole numbers kept as doubles (counts of chips, launches, requests) written as integers:
+/// `"chips": 4`, not `4.0`. Finite values within ±2^53 only; the document is changed in place.
+void integral_numbers(nlohmann::json& j);
+
 nlohmann::json catalog_json(const std::vector<io::CatalogEntry>& entries);
 /// `hw show`: the chip in the CLI.md form.
 nlohmann::json chip_json(const hw::ChipSpec& chip);
