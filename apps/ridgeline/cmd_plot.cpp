@@ -103,7 +103,9 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                         if (!f->profile.empty()) {
                           profile::Profile p = io::load_profile(f->profile, "");
                           profile::ProfileAnalysis a = profile::analyze(p, chips.front(), dtype);
-                          for (const auto& k : a.kernels) points.push_back({k.name, k.intensity_flops_per_byte, k.attained_flops_per_s});
+                          for (const auto& k : a.kernels) {
+                            if (!k.unknown) points.push_back({k.name, k.intensity_flops_per_byte, k.attained_flops_per_s});  // unknown: no place
+                          }
                         }
                         if (!f->from.empty()) {
                           const nlohmann::json j = read_result_json(f->from);

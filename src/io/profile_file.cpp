@@ -169,7 +169,7 @@ double check_launch_count(double v, std::string_view where) {
 
 void check_launch_capacity(std::size_t held, std::string_view source, std::size_t cap) {
   if (held >= cap) {
-    throw InputError(fmt::format("{}: more than {} kernel launches: ridgeline keeps each one (about 300 bytes); profile a shorter "
+    throw InputError(fmt::format("{}: more than {} kernel launches: ridgeline keeps each one (about 0.6 KB); profile a shorter "
                                  "window or fewer iterations",
                                  source, cap));
   }

@@ -85,9 +85,13 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     s.gap_s = s.time_s - s.t_at_roof_s;
     // Beyond the noise of a profile (1%), faster than the roof means the model is wrong.
     s.above_roof = s.time_s > 0 && s.time_s < 0.99 * s.t_at_roof_s;
+    // Nothing counted: the kernel's work is unknown, so is its bound and what a roof would save.
+    s.unknown = !(s.has_flops && s.flops > 0) && !(s.has_bytes && s.bytes > 0);
+    if (s.unknown) s.gap_s = s.fraction_of_roof = s.t_at_roof_s = 0;
     r.total_kernel_time_s += s.time_s;
     r.total_launches += s.count;
-    r.time_by_bound_s[static_cast<int>(s.bound)] += s.time_s;
+    if (s.unknown) r.unknown_time_s += s.time_s;
+    else r.time_by_bound_s[static_cast<int>(s.bound)] += s.time_s;
     r.kernels.push_back(std::move(s));
   }
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });

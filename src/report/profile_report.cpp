@@ -14,7 +14,7 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
   j["hw"] = a.chip;
   j["total_kernel_time_s"] = a.total_kernel_time_s;
   j["launches"] = a.total_launches;
-  j["time_by_bound_s"] = {{"compute", a.time_by_bound_s[0]}, {"memory", a.time_by_bound_s[1]}};
+  j["time_by_bound_s"] = {{"compute", a.time_by_bound_s[0]}, {"memory", a.time_by_bound_s[1]}, {"unknown", a.unknown_time_s}};
   j["kernels"] = json::array();
   for (const auto& k : a.kernels) {
     j["kernels"].push_back({{"name", k.name},
@@ -27,10 +27,10 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
                             {"attained_flops_per_s", k.attained_flops_per_s},
                             {"attained_Bps", k.attained_Bps},
                             {"roof_flops_per_s", k.roof_flops_per_s},
-                            {"bound", std::string(ops::name(k.bound))},
+                            {"bound", k.unknown ? std::string("unknown") : std::string(ops::name(k.bound))},
                             {"unit", std::string(hw::name(k.unit))},
                             {"dtype", std::string(name(k.dtype))},
-                            {"fraction_of_roof", k.fraction_of_roof},
+                            {"fraction_of_roof", k.unknown ? json(nullptr) : json(k.fraction_of_roof)},
                             {"t_at_roof_s", k.t_at_roof_s},
                             {"gap_s", k.gap_s},
                             {"above_roof", k.above_roof},
@@ -49,13 +49,19 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
 
 std::string profile_text(const profile::Profile& p, const profile::ProfileAnalysis& a, const hw::ChipSpec& chip) {
   auto t = [](double s) { return format_quantity(s, Quantity::time); };
-  std::string out = fmt::format("{} ({}) on {}: {:.0f} launches, {} of kernel time ({} memory-bound, {} compute-bound)\n\n",
+  std::string out = fmt::format("{} ({}) on {}: {:.0f} launches, {} of kernel time ({} memory-bound, {} compute-bound{})\n\n",
                                 p.source, p.format, chip.display_name, a.total_launches, t(a.total_kernel_time_s),
-                                t(a.time_by_bound_s[1]), t(a.time_by_bound_s[0]));
+                                t(a.time_by_bound_s[1]), t(a.time_by_bound_s[0]),
+                                a.unknown_time_s > 0 ? fmt::format(", {} unknown: no FLOP or byte counts", t(a.unknown_time_s)) : "");
   out += fmt::format("  {:<40} {:>5} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", "kernel", "calls", "time", "share",
                      "FLOP/B", "FLOP/s", "B/s", "bound", "of roof", "gap");
   for (const auto& k : a.kernels) {
     std::string n = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
+    if (k.unknown) {
+      out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", n, k.count, t(k.time_s),
+                         100 * k.time_s / a.total_kernel_time_s, "-", "-", "-", "unknown", "-", "-");
+      continue;
+    }
     out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9.3g} {:>12} {:>12} {:>7} {:>6.1f}% {:>10}{}\n", n, k.count, t(k.time_s),
                        100 * k.time_s / a.total_kernel_time_s, k.intensity_flops_per_byte,
                        format_quantity(k.attained_flops_per_s, Quantity::flop_rate),

@@ -320,6 +320,28 @@ TEST(ReliabilityCli, JsonCountsAreIntegers) {
   EXPECT_TRUE(s["ttft_s"]["count"].is_number_integer());
 }
 
+// A kernel without FLOP or byte counts is unknown: no bound, no share of the bound totals,
+// no gap (it was "compute-bound, 0.0% of roof" with its whole time as the gap).
+TEST(ReliabilityCli, ProfileKernelsWithoutCountsAreUnknown) {
+  const std::string csv = tmp("unknown_kernel.csv");
+  // gemm: 2e12 FLOPs, 1e9 bytes in 5 ms; empty: nothing counted in 1 ms.
+  std::ofstream(csv) << "name,duration,flops,bytes\ngemm,5e-3,2e12,1e9\nempty,1e-3,0,0\n";
+  auto j = run_json("profile " + csv + " --hw h100-sxm");
+  EXPECT_DOUBLE_EQ(j["time_by_bound_s"]["unknown"].get<double>(), 1e-3);
+  EXPECT_DOUBLE_EQ(j["time_by_bound_s"]["compute"].get<double>() + j["time_by_bound_s"]["memory"].get<double>(), 5e-3);
+  bool seen = false;
+  for (const auto& k : j["kernels"]) {
+    if (k["name"] != "empty") continue;
+    seen = true;
+    EXPECT_EQ(k["bound"], "unknown");
+    EXPECT_TRUE(k["fraction_of_roof"].is_null());
+    EXPECT_EQ(k["gap_s"].get<double>(), 0);
+  }
+  EXPECT_TRUE(seen);
+  auto text = run("profile " + csv + " --hw h100-sxm");
+  EXPECT_NE(text.out.find("1 ms unknown: no FLOP or byte counts"), std::string::npos) << text.out;
+}
+
 // A control character in a value is escaped in the message: one line, always.
 TEST(ReliabilityCli, MessagesStayOneLine) {
   expect_bad("hw show \"$(printf 'h200\\nsecond')\"", "h200\\nsecond");

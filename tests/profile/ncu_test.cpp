@@ -137,7 +137,7 @@ TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
 }
 
 TEST(ProfileCsv, LaunchesAreBounded) {
-  // Every importer keeps each launch: past the cap (4 million; 2 here) it stops with an error
+  // Every importer keeps each launch: past the cap (2 million; 2 here) it stops with an error
   // naming the file instead of growing until the allocation fails.
   EXPECT_NO_THROW(io::check_launch_capacity(io::kMaxLaunches - 1, "t.json"));
   EXPECT_THROW(io::check_launch_capacity(io::kMaxLaunches, "t.json"), InputError);

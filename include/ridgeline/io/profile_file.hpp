@@ -15,9 +15,9 @@ namespace ridgeline::io {
 void check_launch_duration(double seconds, std::string_view where);
 void check_launch_amount(double v, std::string_view what, std::string_view where);
 double check_launch_count(double v, std::string_view where);
-/// The most kernel launches (or CPU ops) a profile may hold: each is kept (about 300 bytes
-/// with its name), so this bounds an import to ~1.5 GB whatever the file.
-inline constexpr std::size_t kMaxLaunches = 4'000'000;
+/// The most kernel launches (or CPU ops) a profile may hold: each is kept (about 0.6 KB
+/// with its name, docs/profiles.md), so this bounds an import to ~1.2 GB each whatever the file.
+inline constexpr std::size_t kMaxLaunches = 2'000'000;
 /// Throws InputError naming `source` when `held` records reach `cap`.
 void check_launch_capacity(std::size_t held, std::string_view source, std::size_t cap = kMaxLaunches);
 

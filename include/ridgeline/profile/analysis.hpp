@@ -32,6 +32,7 @@ struct KernelSummary {
   DType dtype = DType::fp32;
   bool above_roof = false;      ///< faster than the roofline allows: the byte or FLOP counts (or the chip) are wrong
   bool has_flops = false, has_bytes = false;
+  bool unknown = false;    ///< neither FLOPs nor bytes counted: no place on the roofline, no bound, no gap
   bool estimated = false;  ///< FLOPs and bytes from the launching aten op's shapes, not from counters
   std::string op;          ///< the CPU op that launched it (traces)
 };
@@ -40,7 +41,8 @@ struct ProfileAnalysis {
   std::vector<KernelSummary> kernels;  ///< largest gap first
   double total_kernel_time_s = 0;
   double total_launches = 0;
-  std::array<double, 4> time_by_bound_s{};
+  std::array<double, 4> time_by_bound_s{};  ///< of the kernels with a bound (unknown ones left out)
+  double unknown_time_s = 0;                ///< kernels without FLOP or byte counts
   std::string chip;
 };
 
