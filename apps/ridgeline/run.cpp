@@ -98,7 +98,17 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
     for (const std::string& x : rest) {
       if (x.rfind("--", 0) == 0 && flag.empty()) flag = x.substr(0, x.find('='));
     }
-    if (flag.empty()) return fmt::format("{}: '{}' was not expected here (a value without its flag?)", cmd, rest.empty() ? what : rest.front());
+    if (flag.empty()) {
+      // A flag given without its value takes the next flag as one ("--m --k 4": --m took "--k", 4 is left over).
+      for (const CLI::Option* o : at->get_options()) {
+        for (const std::string& v : o->results()) {
+          if (o->count() > 0 && o->get_expected_min() > 0 && v.rfind("--", 0) == 0) {
+            return fmt::format("{}: took '{}' as its value: give {} a value (e.g. {} 8)", o->get_name(), v, o->get_name(), o->get_name());
+          }
+        }
+      }
+      return fmt::format("{}: '{}' was not expected here (a value without its flag?)", cmd, rest.empty() ? what : rest.front());
+    }
     std::string best;
     std::size_t best_d = 4;  // suggest only what is close
     // The same thing under another name in this command (inference counts chips, training GPUs).

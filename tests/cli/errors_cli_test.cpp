@@ -307,6 +307,7 @@ TEST(ReliabilityCli, ParseErrorsNameTheFlagAndSuggest) {
   expect_bad("op matmul --m 1 --m 2 --k 1 --n 1", "--m: given more than once");
   expect_bad("search", "search: a subcommand is required: expected one of train, infer, serve");
   expect_bad("infer --batch", "--batch: a value is required");
+  expect_bad("op matmul --m --k 4 --n 4", "--m: took '--k' as its value");
 }
 
 // Counts are integers in JSON ("chips": 4, not 4.0); fractions stay fractions.
