@@ -68,7 +68,10 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     s.dtype = main->dtype;
     const double peak = chip.peak(s.unit, s.dtype);
     const double t_mem = bw > 0 ? s.bytes / bw : 0;
-    s.t_at_roof_s = std::max(t_math, t_mem);
+    // Every launch pays the kernel boundary too (docs/cost-model.md#kernel-boundaries): no
+    // kernel, however small, gets below it, so no gap claims it.
+    s.t_floor_s = s.count * chip.efficiency.overhead_s;
+    s.t_at_roof_s = s.t_floor_s + std::max(t_math, t_mem);
     s.t_math_s = t_math;
     s.t_memory_s = t_mem;
     s.intensity_flops_per_byte = s.bytes > 0 ? s.flops / s.bytes : 0;
@@ -87,7 +90,7 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     s.above_roof = s.time_s > 0 && s.time_s < 0.99 * s.t_at_roof_s;
     // Nothing counted: the kernel's work is unknown, so is its bound and what a roof would save.
     s.unknown = !(s.has_flops && s.flops > 0) && !(s.has_bytes && s.bytes > 0);
-    if (s.unknown) s.gap_s = s.fraction_of_roof = s.t_at_roof_s = 0;
+    if (s.unknown) s.gap_s = s.fraction_of_roof = s.t_at_roof_s = s.t_floor_s = 0;
     r.total_kernel_time_s += s.time_s;
     r.total_launches += s.count;
     if (s.unknown) r.unknown_time_s += s.time_s;

@@ -32,6 +32,7 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
                             {"dtype", std::string(name(k.dtype))},
                             {"fraction_of_roof", k.unknown ? json(nullptr) : json(k.fraction_of_roof)},
                             {"t_at_roof_s", k.t_at_roof_s},
+                            {"t_floor_s", k.t_floor_s},
                             {"gap_s", k.gap_s},
                             {"above_roof", k.above_roof},
                             {"has_flops", k.has_flops},

@@ -136,6 +136,25 @@ TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
   }
 }
 
+TEST(ProfileAnalysis, TheRoofIncludesTheKernelBoundary) {
+  // A 17.6 us GEMM of 2 MFLOP and 100 kB on an H100 (bf16 989.4 TFLOP/s, 3.35 TB/s, a 1.3 us
+  // kernel boundary): at the roof it would take 1.3 us + max(2.02 ns, 29.85 ns) = 1.32985 us,
+  // so reaching it saves 16.27015 us, not the 17.57 us a roof without the boundary claims.
+  profile::Profile p;
+  profile::KernelLaunch k;
+  k.name = "gemm";
+  k.duration_s = 17.6e-6;
+  k.flops_tensor = 2e6;
+  k.dram_bytes = 1e5;
+  k.has_flops = k.has_bytes = true;
+  p.launches.push_back(k);
+  const profile::ProfileAnalysis a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
+  ASSERT_EQ(a.kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.kernels[0].t_floor_s, 1.3e-6);
+  EXPECT_NEAR(a.kernels[0].t_at_roof_s, 1.3e-6 + 1e5 / 3.35e12, 1e-15);
+  EXPECT_NEAR(a.kernels[0].gap_s, 17.6e-6 - 1.3e-6 - 1e5 / 3.35e12, 1e-15);
+}
+
 TEST(ProfileCsv, LaunchesAreBounded) {
   // Every importer keeps each launch: past the cap (2 million; 2 here) it stops with an error
   // naming the file instead of growing until the allocation fails.

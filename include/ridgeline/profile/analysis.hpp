@@ -23,7 +23,8 @@ struct KernelSummary {
   double attained_Bps = 0;
   double roof_flops_per_s = 0;  ///< min(peak, bandwidth x intensity) for its unit and dtype
   double fraction_of_roof = 0;  ///< attained / roof (bandwidth fraction for kernels without FLOPs)
-  double t_at_roof_s = 0;       ///< max(flops / peak, bytes / bandwidth)
+  double t_at_roof_s = 0;       ///< calls x the kernel boundary (efficiency.overhead) + max(flops / peak, bytes / bandwidth)
+  double t_floor_s = 0;         ///< calls x the kernel boundary: what no kernel avoids
   double t_math_s = 0;          ///< FLOPs over the peaks of the units and dtypes they ran in (total over calls)
   double t_memory_s = 0;        ///< DRAM bytes over the main-memory bandwidth (total over calls)
   double gap_s = 0;             ///< time_s - t_at_roof_s: what reaching the roof would save
