@@ -1,6 +1,8 @@
 // `ridgeline calibrate FILE`: per-kernel-class efficiencies fitted from measured kernels.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <fstream>
 #include <memory>
 
@@ -71,6 +73,15 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
                         nlohmann::json j = report::calibration_json(r, sys.chip, f->file);
                         std::string text = report::calibration_text(r, sys.chip, f->file);
                         if (!f->out.empty()) {
+                          // A chip file needs at least one fit that held; say why none did.
+                          if (std::none_of(r.fits.begin(), r.fits.end(), [](const analysis::ClassFit& fit) { return fit.fitted; })) {
+                            std::string why;
+                            for (int k = 1; k < hw::kKernelClassCount && why.empty(); ++k) {
+                              if (!r.fits[k].notes.empty()) why = fmt::format("{}: {}", hw::name(static_cast<hw::KernelClass>(k)), r.fits[k].notes.back());
+                            }
+                            throw InputError(fmt::format("--out: no kernel class could be fitted from {}, nothing written ({})", f->file,
+                                                         why.empty() ? "too few kernels" : why));
+                          }
                           hw::ChipSpec chip = analysis::calibrated_chip(sys.chip, r);
                           chip.name = f->name.empty() ? (sys.chip.name + "-calibrated").substr(0, 64) : f->name;
                           chip.display_name = sys.chip.display_name + " (calibrated)";

@@ -157,6 +157,22 @@ void fit_class(std::vector<CalibrationSample*>& mine, ClassFit& fit) {
   fit.compute_unit = vector > matrix ? hw::Unit::vector : hw::Unit::matrix;
   if (fit.compute_samples > 0) (fit.compute_unit == hw::Unit::matrix ? fit.efficiency.matrix : fit.efficiency.vector) = 1 / p.value[1];
   if (fit.memory_samples > 0) fit.efficiency.memory = 1 / p.value[2];
+  // What kernels achieve is a fraction of a peak between kMinFraction and 1: a fit below it
+  // says the counts are wrong (bytes or FLOPs missing), not that the chip is that slow; a fit
+  // whose kernels scatter (rms residual over 50%) says they do not follow one line. Neither
+  // is kept, and calibrate writes no chip file from it.
+  for (auto [name, v] : {std::pair{"compute", fit.compute_samples > 0 ? 1 / p.value[1] : 1.0}, {"memory", fit.memory_samples > 0 ? 1 / p.value[2] : 1.0}}) {
+    if (v < kMinFraction) {
+      fit.fitted = false;
+      fit.notes.push_back(fmt::format("{} fraction {:.3g} is below {}, outside what kernels achieve: the FLOP or byte counts are missing "
+                                      "or wrong; not used", name, v, kMinFraction));
+    }
+  }
+  if (fit.rms_residual > 0.5) {
+    fit.fitted = false;
+    fit.notes.push_back(fmt::format("contradictory kernels: rms residual {:.0f}% (they do not follow one fixed time plus a rate); not used",
+                                    100 * fit.rms_residual));
+  }
 }
 
 }  // namespace

@@ -167,7 +167,9 @@ TEST(ReliabilityCli, OutputNeverOverwritesAnInput) {
   const std::string ert = copy(src + "/tests/data/ert/roofline.json", "clobber_ert.yaml");
   const std::string chip = copy(src + "/data/hardware/nvidia/h100-sxm.yaml", "clobber_chip.svg");
   const std::string cfg = copy(src + "/tests/data/models/megatron-145b.json", "clobber_cfg.html");
-  std::ofstream(d + "clobber_profile.yaml") << "name,duration,flops,bytes,count\ngemm,0.0013,9.894e11,3.35e8,3\nadd,2e-5,0,3.35e7,2\n";
+  // Two GEMMs on one line (5 us + k ms / 0.8 for 989.4e9 k FLOPs): a fit that holds.
+  std::ofstream(d + "clobber_profile.yaml") << "name,duration,flops,bytes,count\nsm90_gemm_1,0.001255,9.894e11,3.35e8,3\n"
+                                               "sm90_gemm_4,0.005005,3.9576e12,3.35e8,3\n";
   std::ofstream(d + "clobber_points.svg") << "name,intensity,flops_per_s\nk,10,1e12\n";
   const std::string infer_json = d + "clobber_infer.svg";
   std::ofstream(infer_json) << run("infer --model llama-3.1-8b --hw h100-sxm --json").out;
@@ -243,6 +245,18 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
   const int m = std::system(("ulimit -v 250000; timeout 120 " + std::string(RIDGELINE_BIN) + " validate --only gemm >/dev/null 2>" + err).c_str());
   const int ms = WIFEXITED(m) ? WEXITSTATUS(m) : -1;
   EXPECT_TRUE(ms == 0 || (ms == 2 && slurp(err).find("out of memory") != std::string::npos)) << ms << ": " << slurp(err);
+}
+
+// calibrate keeps a fit only within physical fractions and consistent kernels, and writes no
+// chip file without one: pointwise kernels at 0.2% of the bandwidth are miscounted, not slow.
+TEST(ReliabilityCli, CalibrateRefusesUnphysicalFits) {
+  const std::string csv = tmp("unphysical.csv");
+  // 3.35e7 k bytes (10 k us at 3.35 TB/s) measured at 2 us + 10 k us / 0.002.
+  std::ofstream(csv) << "name,duration,flops,bytes,count\nelementwise_1,0.005002,0,3.35e7,2\nelementwise_10,0.050002,0,3.35e8,2\n"
+                        "elementwise_100,0.500002,0,3.35e9,2\n";
+  auto j = run_json("calibrate " + csv + " --hw h100-sxm");
+  EXPECT_NE(j.dump().find("memory fraction 0.002 is below 0.05"), std::string::npos) << j.dump();
+  expect_bad("calibrate " + csv + " --hw h100-sxm --out " + tmp("unphysical.yaml"), "no kernel class could be fitted");
 }
 
 // A profile's tensor FLOPs under a roof the chip does not have is refused.

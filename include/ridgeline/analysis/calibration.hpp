@@ -30,6 +30,9 @@ struct CalibrationSample {
 };
 
 /// One class's fit.
+/// The smallest fraction of a peak a fit may give (5%): below it the counts are wrong.
+inline constexpr double kMinFraction = 0.05;
+
 struct ClassFit {
   bool fitted = false;
   int samples = 0, compute_samples = 0, memory_samples = 0;
