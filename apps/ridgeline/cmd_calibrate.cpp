@@ -46,7 +46,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "a profile (Nsight Compute CSV, PyTorch trace, generic CSV) or `validate --json` output")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or validate (default: detected)");
-  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, or fp16 without bf16)");
+  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, else fp16, fp32 or fp64, the first the chip has)");
   c->add_option("--out", f->out, "write the calibrated chip file here (use it anywhere as --hw FILE)");
   c->add_option("--name", f->name, "name of the calibrated chip (default: <chip>-calibrated)");
   commands.push_back({c, [f] {

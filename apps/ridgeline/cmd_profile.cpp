@@ -26,7 +26,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "profile file")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or ert (default: detected)");
-  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, or fp16 without bf16)");
+  c->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core (and generic CSV) FLOPs (default: bf16, else fp16, fp32 or fp64, the first the chip has)");
   c->add_option("--capacity", f->ert.capacities, "ERT: LEVEL=SIZE for every level (ERT measures no sizes), repeatable");
   c->add_option("--name", f->ert.name, "ERT: chip name (default: ert-<hostname>)");
   c->add_option("--out", f->ert.out, "ERT: the .yaml chip file to write");
@@ -60,7 +60,7 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   a->add_flag("--json", f->json, "JSON on stdout");
   a->add_option("file", f->file, "profile file")->required();
   a->add_option("--format", f->format, "ncu, csv or torch (default: detected)");
-  a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs (default: bf16, or fp16 without bf16)");
+  a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs (default: bf16, else fp16, fp32 or fp64, the first the chip has)");
   commands.push_back({a, [f] {
                         profile::Profile p = io::load_profile(f->file, f->format);
                         hw::System sys = load_chip_system(f->hw);

@@ -112,8 +112,9 @@ hw::System load_chip_system(const HardwareFlags& f) {
 
 DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip) {
   if (value.empty()) {
-    // The 16-bit type the chip's matrix unit runs: bf16, or fp16 (T4, V100).
-    for (const DType d : {DType::bf16, DType::fp16}) {
+    // The narrowest float the chip's matrix unit runs: bf16, or fp16 (T4, V100), or fp32 /
+    // fp64 (a CPU measured without bf16).
+    for (const DType d : {DType::bf16, DType::fp16, DType::fp32, DType::fp64}) {
       if (chip.peak(hw::Unit::matrix, d) > 0) return d;
     }
   }

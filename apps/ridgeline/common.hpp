@@ -63,7 +63,7 @@ int& exit_status();
 
 /// --threads: 0 when not given, else 1 to 4096 (InputError naming the flag otherwise).
 /// --tensor-dtype: a dtype the chip's matrix unit runs (a profile's tensor FLOPs are placed
-/// under that roof; "": bf16, or fp16 on a chip without bf16); InputError naming the flag, the
+/// under that roof; "": bf16, else fp16, fp32 or fp64, the first the chip has); InputError naming the flag, the
 /// chip and the dtypes it has.
 DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip);
 int parse_threads(const std::string& value);
