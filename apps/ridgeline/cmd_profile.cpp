@@ -1,9 +1,12 @@
 // `ridgeline profile FILE`: captured kernels on the chip's roofline.
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include <memory>
 
 #include "common.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/io/profile_file.hpp"
@@ -30,7 +33,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   c->add_option("--capacity", f->ert.capacities, "ERT: LEVEL=SIZE for every level (ERT measures no sizes), repeatable");
   c->add_option("--name", f->ert.name, "ERT: chip name (default: ert-<hostname>)");
   c->add_option("--out", f->ert.out, "ERT: the .yaml chip file to write");
-  commands.push_back({c, [f] {
+  commands.push_back({c, [f, c] {
                         if (f->format == "ert" || (f->format.empty() && io::detect_profile_format(f->file) == "ert")) {
                           f->ert.input = f->file;
                           f->ert.json = f->json;
@@ -41,10 +44,16 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
                           throw InputError("--capacity/--name/--out: only for an ERT roofline.json (--format ert)");
                         }
                         profile::Profile p = io::load_profile(f->file, f->format);
-                        hw::System sys = load_chip_system(f->hw);
+                        std::string warning;
+                        hw::System sys = profile_system(f->hw, c->get_option("--hw")->count() > 0, p, warning);
                         DType t = tensor_dtype(f->dtype, sys.chip);
                         profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
-                        emit(f->json, report::profile_json(p, a), report::profile_text(p, a, sys.chip));
+                        nlohmann::json j = report::profile_json(p, a);
+                        if (!warning.empty()) {
+                          std::cerr << "ridgeline: warning: " << one_line(warning) << "\n";
+                          j["hw_warning"] = warning;
+                        }
+                        emit(f->json, j, report::profile_text(p, a, sys.chip));
                       }});
 }
 
@@ -61,9 +70,11 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   a->add_option("file", f->file, "profile file")->required();
   a->add_option("--format", f->format, "ncu, csv or torch (default: detected)");
   a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs (default: bf16, else fp16, fp32 or fp64, the first the chip has)");
-  commands.push_back({a, [f] {
+  commands.push_back({a, [f, a] {
                         profile::Profile p = io::load_profile(f->file, f->format);
-                        hw::System sys = load_chip_system(f->hw);
+                        std::string warning;
+                        hw::System sys = profile_system(f->hw, a->get_option("--hw")->count() > 0, p, warning);
+                        if (!warning.empty()) std::cerr << "ridgeline: warning: " << one_line(warning) << "\n";
                         profile::ProfileAnalysis an = profile::analyze(p, sys.chip, tensor_dtype(f->dtype, sys.chip));
                         emit_advice(f->json, analysis::advise_profile(p, an, sys.chip));
                       }});

@@ -127,6 +127,21 @@ DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip) {
   throw InputError(fmt::format("--tensor-dtype: {} has no matrix rate on {}: expected one of {}", value, chip.name, have.empty() ? "none" : have));
 }
 
+hw::System profile_system(const HardwareFlags& f, bool hw_given, const profile::Profile& p, std::string& warning) {
+  const std::string traced = p.device_name.empty() ? "" : io::catalog_name_for_device(p.device_name, p.device_memory_bytes);
+  HardwareFlags g = f;
+  if (!hw_given && !traced.empty()) {
+    g.hw = traced;
+  } else if (!hw_given && !p.device_name.empty()) {
+    warning = fmt::format("the trace ran on {}, which the catalog does not have: analysed as {} (pass --hw)", p.device_name, f.hw);
+  }
+  hw::System sys = load_chip_system(g);
+  if (hw_given && !traced.empty() && traced != sys.chip.name) {
+    warning = fmt::format("--hw {} but the trace ran on {} ({})", f.hw, p.device_name, traced);
+  }
+  return sys;
+}
+
 int parse_threads(const std::string& value) {
   if (value.empty()) return 0;
   const auto t = parse_positive_int(value, "--threads");

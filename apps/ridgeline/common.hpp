@@ -66,6 +66,10 @@ int& exit_status();
 /// under that roof; "": bf16, else fp16, fp32 or fp64, the first the chip has); InputError naming the flag, the
 /// chip and the dtypes it has.
 DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip);
+/// The chip a profile is analysed on: --hw when given (`warning` says so when the trace ran
+/// on another), else the trace's own device when the catalog has it, else --hw's default
+/// (`warning` says the trace's device is not in the catalog).
+hw::System profile_system(const HardwareFlags& f, bool hw_given, const profile::Profile& p, std::string& warning);
 int parse_threads(const std::string& value);
 
 /// Prints `j` (with --json) or `text` to the output stream.

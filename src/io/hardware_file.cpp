@@ -162,6 +162,20 @@ bool valid_name(const std::string& s) {
 
 }  // namespace
 
+std::string catalog_name_for_device(std::string_view device, double memory_bytes) {
+  std::string d(device);
+  for (char& c : d) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto has = [&](const char* s) { return d.find(s) != std::string::npos; };
+  if (has("A100")) return memory_bytes > 60e9 ? "a100-80gb" : "a100-40gb";
+  if (has("H100")) return has("PCIE") ? "h100-pcie" : "h100-sxm";
+  if (has("H200")) return "h200";
+  if (has("B200")) return "b200";
+  if (has("L40S")) return "l40s";
+  if (has("TESLA T4") || has(" T4")) return "t4";
+  if (has("MI300X")) return "mi300x";
+  return "";
+}
+
 hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   if (text.size() > kMaxFileBytes) {
     throw InputError(fmt::format("{}: file is {} bytes: expected a hardware file under 1 MiB", source, text.size()));

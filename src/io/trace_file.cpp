@@ -109,6 +109,9 @@ class EventReader {
     cap_ = buf_.size() - simdjson::SIMDJSON_PADDING;
   }
 
+  /// The top-level "deviceProperties" (Kineto's GPUs) as JSON text, when it came before the events.
+  const std::string& device_properties() const noexcept { return device_properties_; }
+
   /// The next object of the array as JSON text (valid until the next call; readable for
   /// SIMDJSON_PADDING bytes past its end), or false after the last.
   bool next(std::string_view& event) {
@@ -289,7 +292,8 @@ class EventReader {
       if (d != '"') fail("malformed JSON: expected a member name");
       mark_ = pos_;
       skip_string();
-      const bool events = std::string_view(buf_.data() + mark_, pos_ - mark_) == "\"traceEvents\"";
+      const std::string_view member(buf_.data() + mark_, pos_ - mark_);
+      const bool events = member == "\"traceEvents\"", devices = member == "\"deviceProperties\"";
       mark_ = kNone;
       skip_ws();
       if (peek() != ':') fail("malformed JSON: expected ':' after a member name");
@@ -300,6 +304,14 @@ class EventReader {
         ++pos_;
         return;
       }
+      if (devices) {
+        // Kept (Kineto writes it before the events): which GPUs the trace ran on.
+        mark_ = pos_;
+        skip_value();
+        if (pos_ - mark_ <= (std::size_t{1} << 20)) device_properties_.assign(buf_.data() + mark_, pos_ - mark_);
+        mark_ = kNone;
+        continue;
+      }
       skip_value();
     }
   }
@@ -307,6 +319,7 @@ class EventReader {
   Source& src_;
   std::string source_;
   std::string buf_;
+  std::string device_properties_;  // the top-level "deviceProperties" value before the events, as JSON
   std::size_t cap_ = 0, pos_ = 0, end_ = 0, mark_ = kNone;
   std::uint64_t consumed_ = 0;
   std::size_t count_ = 0;
@@ -463,6 +476,22 @@ void collect(Source& src, std::string_view source, Collected& out) {
       cpu_op(e, out, source);
     } else if ((cat == "kernel" || cat == "Kernel" || cat == "cuda_profiler_range") && str(e, "ph") == "X") {
       kernel(e, cat, out, source, n);
+    }
+  }
+  // The first GPU's name and memory: which chip the trace ran on.
+  if (!events.device_properties().empty()) {
+    element devs;
+    const std::string& d = events.device_properties();
+    simdjson::padded_string padded(d);
+    simdjson::dom::array arr;
+    if (parser.parse(padded).get(devs) == simdjson::SUCCESS && devs.get_array().get(arr) == simdjson::SUCCESS) {
+      for (element dev : arr) {
+        object o;
+        if (dev.get_object().get(o) != simdjson::SUCCESS) continue;
+        out.p.device_name = std::string(str(o, "name"));
+        out.p.device_memory_bytes = std::max(0.0, num(o, "totalGlobalMem"));
+        break;
+      }
     }
   }
 }

@@ -259,6 +259,26 @@ TEST(ReliabilityCli, CalibrateRefusesUnphysicalFits) {
   expect_bad("calibrate " + csv + " --hw h100-sxm --out " + tmp("unphysical.yaml"), "no kernel class could be fitted");
 }
 
+// A trace says which GPU it ran on (Kineto's deviceProperties): without --hw that chip is
+// used when the catalog has it; a different --hw, or a device the catalog lacks, is warned
+// about on stderr and in the JSON.
+TEST(ReliabilityCli, ProfileTakesTheChipFromTheTrace) {
+  const std::string torch = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/torch/";
+  // HolisticTraceAnalysis's trace: 'NVIDIA A100-PG509-200' with 42.3 GB: an A100 40GB.
+  const std::string a100 = torch + "benchmark_result_493459_1694039959_trace.json.gz";
+  auto j = run_json("profile " + a100);
+  EXPECT_EQ(j["hw"], "a100-40gb");
+  EXPECT_FALSE(j.contains("hw_warning"));
+  auto r = run("profile " + a100 + " --hw h100-sxm --json");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.err.find("warning: --hw h100-sxm but the trace ran on NVIDIA A100-PG509-200 (a100-40gb)"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["hw"], "h100-sxm");
+  auto amd = run("profile " + torch + "mi250_minitoy_train_ROCm6_2_kineto.json.gz --json");
+  EXPECT_EQ(amd.status, 0);
+  EXPECT_NE(amd.err.find("which the catalog does not have"), std::string::npos) << amd.err;
+  EXPECT_TRUE(nlohmann::json::parse(amd.out).contains("hw_warning"));
+}
+
 // A profile's tensor FLOPs under a roof the chip does not have is refused.
 TEST(ReliabilityCli, TensorDtypeTheChipLacks) {
   const std::string csv = tmp("tensor_dtype.csv");

@@ -8,6 +8,10 @@
 
 namespace ridgeline::io {
 
+/// The catalog chip a profiler's device name stands for ("NVIDIA A100-SXM4-80GB" with its
+/// memory: a100-80gb; "NVIDIA H100 PCIe": h100-pcie), or "" when the catalog has none.
+std::string catalog_name_for_device(std::string_view device, double memory_bytes);
+
 /// Parses the text of a hardware file; `source` names it in errors. Unknown keys,
 /// missing keys, unit-less or non-positive figures throw InputError with the key path.
 hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source);

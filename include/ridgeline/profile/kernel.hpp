@@ -34,6 +34,9 @@ struct Profile {
   double span_s = 0;
   double idle_s = 0;      ///< gaps between consecutive kernels of a device: the GPU waited
   double idle_gaps = 0;   ///< how many gaps over 1 us
+  // The device the profile ran on, where it says (a Kineto trace's deviceProperties).
+  std::string device_name;         ///< e.g. "NVIDIA A100-SXM4-80GB" ("": not said)
+  double device_memory_bytes = 0;  ///< its totalGlobalMem
 };
 
 }  // namespace ridgeline::profile
