@@ -7,6 +7,35 @@ namespace ridgeline::report {
 
 using nlohmann::json;
 
+namespace {
+
+// A kernel's name for a table column: without the return type, template arguments and
+// parameter list that make C++ kernels read alike ("void at::native::(anonymous
+// namespace)::elementwise_kernel<128, 2, ...>(int, ...)" is "at::native::(anon)::elementwise_kernel"),
+// and past `width` its end, where the name is. JSON keeps the whole name.
+std::string short_kernel_name(const std::string& full, std::size_t width) {
+  std::string n = full.rfind("void ", 0) == 0 ? full.substr(5) : full;
+  std::string out;
+  int angle = 0;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const char c = n[i];
+    if (n.compare(i, 21, "(anonymous namespace)") == 0) {
+      if (angle == 0) out += "(anon)";
+      i += 20;
+      continue;
+    }
+    if (c == '(' && angle == 0) break;  // the parameter list: the name has ended
+    if (c == '<') ++angle;
+    else if (c == '>' && angle > 0) --angle;
+    else if (angle == 0) out += c;
+  }
+  if (out.empty()) out = full;
+  if (out.size() <= width) return out;
+  return "..." + out.substr(out.size() - (width - 3));
+}
+
+}  // namespace
+
 json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) {
   json j;
   j["source"] = p.source;
@@ -57,7 +86,7 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
   out += fmt::format("  {:<40} {:>5} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", "kernel", "calls", "time", "share",
                      "FLOP/B", "FLOP/s", "B/s", "bound", "of roof", "gap");
   for (const auto& k : a.kernels) {
-    std::string n = k.name.size() > 40 ? k.name.substr(0, 37) + "..." : k.name;
+    const std::string n = short_kernel_name(k.name, 40);
     if (k.unknown) {
       out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", n, k.count, t(k.time_s),
                          100 * k.time_s / a.total_kernel_time_s, "-", "-", "-", "unknown", "-", "-");

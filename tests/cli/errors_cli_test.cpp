@@ -277,6 +277,12 @@ TEST(ReliabilityCli, ProfileTakesTheChipFromTheTrace) {
   EXPECT_EQ(amd.status, 0);
   EXPECT_NE(amd.err.find("which the catalog does not have"), std::string::npos) << amd.err;
   EXPECT_TRUE(nlohmann::json::parse(amd.out).contains("hw_warning"));
+  // Text names without return types, template arguments and parameters (they read alike
+  // otherwise); JSON keeps the whole name.
+  auto text = run("profile " + a100);
+  EXPECT_NE(text.out.find("  at::native::elementwise_kernel "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("void at::native::"), std::string::npos);
+  EXPECT_NE(j.dump().find("void at::native::elementwise_kernel<128, 2,"), std::string::npos);
 }
 
 // A profile's tensor FLOPs under a roof the chip does not have is refused.
