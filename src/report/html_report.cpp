@@ -53,7 +53,7 @@ std::string b(double v) { return format_quantity(v, Quantity::bytes); }
 struct Column {
   const char* title;
   const char* key;
-  enum Kind { label, time, bytes, flops, number } kind;  // label: shown as text
+  enum Kind { label, time, bytes, flops, number, percent } kind;  // label: shown as text; percent: a fraction shown as 5.5%
 };
 
 std::string cell(const json& v, Column::Kind k) {
@@ -64,6 +64,7 @@ std::string cell(const json& v, Column::Kind k) {
     case Column::time: shown = t(x); break;
     case Column::bytes: shown = b(x); break;
     case Column::flops: shown = format_si(x); break;
+    case Column::percent: shown = fmt::format("{:.1f}%", 100 * x); break;
     default: shown = fmt::format("{:.4g}", x);
   }
   return fmt::format("<td data-v=\"{:.17g}\">{}</td>", x, esc(shown));
@@ -218,7 +219,7 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                              {"repeat", "repeat", Column::number}, {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops},
                              {"bytes", "bytes", Column::bytes}, {"FLOPs/byte", "intensity_flops_per_byte", Column::number},
                              {"bound", "bound", Column::label}, {"time", "t_lower_s", Column::time},
-                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::number}},
+                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent}},
                rows);
   }
   s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";

@@ -76,6 +76,9 @@ def test_serving_report(tmp_path):
     html = out.read_text()
     self_contained(html)
     assert roofline_points(doc) > 10
+    # Shares as the command line shows them: 5.6%, not 0.0558 (the raw fraction stays in data-v for sorting).
+    share = max(op["share"] for op in doc["ops"])
+    assert re.search(r'<td data-v="[0-9.e-]+">%.1f%%</td>' % (100 * share), html)
     check_in_browser(out, roofline_points(doc), len(doc["ops"]), "serve", tmp_path)
 
 
