@@ -37,7 +37,6 @@ std::string_view name(Reject r) noexcept {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using serving::GraphMode;
 using serving::ServeConfig;
 using serving::ServingResult;
 
@@ -105,9 +104,7 @@ class Evaluator {
     d.order = order;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
-    model::ForwardConfig f = cfg.forward;
-    f.algo = cfg.engine.collective_algo;
-    f.merged_kernels = cfg.engine.merged_kernels;
+    const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine);
     if (model::check(m_, f) != model::LayoutFault::none) return reject(o, Reject::layout);
     model::build_forward(m_, f, sys, {static_cast<double>(f.ep), 1, 1}, *graph_);
     for (int i = 0; i < graph_->op_count; ++i) {
@@ -212,15 +209,6 @@ class Evaluator {
     return r;
   }
 
-  double host(const serving::EngineConfig& e, double seqs) const { return e.step_overhead_s + e.per_request_overhead_s * seqs; }
-  double period(const serving::EngineConfig& e, double device, double seqs) const {
-    const double h = host(e, seqs);
-    return e.overlap_scheduling ? std::max(device, h) : device + h;
-  }
-  GraphMode decode_mode(const serving::EngineConfig& e, double seqs) const {
-    return seqs <= static_cast<double>(e.graph_max_batch) ? e.decode_graphs : e.mixed_graphs;
-  }
-
   // A decode step of one sequence at the shortest context any request decodes at: every gap
   // between two output tokens is at least one such step.
   double tpot_floor(const serving::EngineConfig& e) const {
@@ -232,7 +220,7 @@ class Evaluator {
     model::StepMix mix;
     mix.fused_attention = e.fused_attention;
     mix.add_decode(shortest + 1, static_cast<double>(m_.sliding_window));
-    return period(e, step_.time(mix, decode_mode(e, 1)), 1);
+    return serving::step_period(e, step_.time(mix, serving::decode_step_graphs(e, 1)), 1);
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
@@ -253,7 +241,7 @@ class Evaluator {
         model::StepMix mix;
         mix.fused_attention = e.fused_attention;
         mix.add_prefill(c, done + c, window);
-        t += period(e, step_.time(mix, e.mixed_graphs), 1);
+        t += serving::step_period(e, step_.time(mix, e.mixed_graphs), 1);
         done += c;
       }
       dist.add(t);
@@ -284,12 +272,12 @@ class Evaluator {
     model::StepMix dec;
     dec.fused_attention = e.fused_attention;
     for (double i = 0; i < batch; ++i) dec.add_decode(prompt + gen / 2, window);
-    const double t_token = period(e, step_.time(dec, decode_mode(e, batch)), batch) / batch;
+    const double t_token = serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, batch)), batch) / batch;
     const double chunk = std::max(1.0, std::min(static_cast<double>(e.max_batched_tokens), std::round(prompt)));
     model::StepMix pre;
     pre.fused_attention = e.fused_attention;
     pre.add_prefill(chunk, chunk, window);
-    const double t_prompt_token = period(e, step_.time(pre, e.mixed_graphs), 1) / chunk;
+    const double t_prompt_token = serving::step_period(e, step_.time(pre, e.mixed_graphs), 1) / chunk;
     const double per_request = prompt * t_prompt_token + gen * t_token;
     double rate = w.qps;
     if (w.arrival == serving::Arrival::trace && requests_.size() > 1) {

@@ -2,6 +2,8 @@
 // (docs/serving.md#engines has the table).
 #include "ridgeline/serving/engine.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ridgeline/core/error.hpp"
@@ -225,6 +227,21 @@ void validate(const EngineConfig& e) {
   if (!(e.step_overhead_s >= 0 && e.step_overhead_s < 10)) {
     throw InputError(fmt::format("--step-overhead: {} s is out of range: expected 0 to 10 s", e.step_overhead_s));
   }
+}
+
+model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept {
+  f.algo = e.collective_algo;
+  f.merged_kernels = e.merged_kernels;
+  return f;
+}
+
+GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
+  return seqs <= static_cast<double>(e.graph_max_batch) ? e.decode_graphs : e.mixed_graphs;
+}
+
+double step_period(const EngineConfig& e, double device_s, double seqs) noexcept {
+  const double host = e.step_overhead_s + e.per_request_overhead_s * seqs;
+  return e.overlap_scheduling ? std::max(device_s, host) : device_s + host;
 }
 
 }  // namespace ridgeline::serving

@@ -166,10 +166,7 @@ class Simulation {
       : m_(m), sys_(sys), cfg_(cfg), engine_(resolved_engine(m, cfg, mem)), mem_(mem), sink_(sink), progress_(progress),
         ctx_{pool_, engine_}, source_(cfg.workload), timeline_(cfg.timeline_points) {
     step_ = std::make_unique<StepModel>();
-    model::ForwardConfig f = cfg.forward;
-    f.algo = engine_.collective_algo;  // the engine's own all-reduce and kernels
-    f.merged_kernels = engine_.merged_kernels;
-    step_->prepare(m, sys, f);
+    step_->prepare(m, sys, engine_forward(cfg.forward, engine_));
     ctx_.window = static_cast<double>(m.sliding_window);
     ctx_.partial_reuse = engine_.partial_reuse;
     const int host = sys.chip.link_index(hw::LinkScope::host);
@@ -358,11 +355,8 @@ class Simulation {
     // Waiting requests that were admitted leave the queue count.
     const double mix_seqs = p.mix.seqs();
     const bool prefill = !p.chunks.empty();
-    GraphMode mode = engine_.mixed_graphs;
-    if (!prefill) mode = p.mix.decode_seqs <= static_cast<double>(engine_.graph_max_batch) ? engine_.decode_graphs : engine_.mixed_graphs;
-    const double device = step_->time(p.mix, mode) + p.extra_s;
-    const double host = engine_.step_overhead_s + engine_.per_request_overhead_s * mix_seqs;
-    const double period = engine_.overlap_scheduling ? std::max(device, host) : device + host;
+    const GraphMode mode = prefill ? engine_.mixed_graphs : decode_step_graphs(engine_, p.mix.decode_seqs);
+    const double period = step_period(engine_, step_->time(p.mix, mode) + p.extra_s, mix_seqs);
     r.busy = true;
     r.busy_until = t + std::max<Ps>(1, to_ps(period));
     steps_.push({r.busy_until, r.index});
@@ -644,13 +638,9 @@ class Simulation {
     model::StepMix mix;
     for (double i = 0; i < d.sequences; ++i) mix.add_decode(d.context, ctx_.window);
     mix.fused_attention = engine_.fused_attention;
-    const GraphMode mode = d.sequences <= static_cast<double>(engine_.graph_max_batch) ? engine_.decode_graphs : engine_.mixed_graphs;
-    model::ForwardConfig f = cfg_.forward;
-    f.algo = engine_.collective_algo;
-    f.merged_kernels = engine_.merged_kernels;
     auto g = std::make_unique<model::Graph>();
     analysis::PhaseTimes t;
-    step_reference(m_, sys_, f, mix, mode, *g, t);
+    step_reference(m_, sys_, engine_forward(cfg_.forward, engine_), mix, decode_step_graphs(engine_, d.sequences), *g, t);
     d.device_s = t.t_realistic_s;
     d.kernel_fixed_s = t.kernel_fixed_s;
     d.link_latency_s = t.link_latency_s;

@@ -170,6 +170,23 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   EXPECT_LT(unpriced.best->gpus, b.gpus);
 }
 
+// One step of `mix` alone on the space's first chip at TP 1 with vLLM's preset (256
+// sequences, 8192 tokens), as the engine runs it: its kernels and all-reduce, the step
+// model's device time, and the host's time for one request, hidden or added.
+double lone_step_s(const model::ModelConfig& m, const FleetSpace& s, model::StepMix mix, bool decode) {
+  Deployment d;
+  d.tp = 1;
+  d.max_num_seqs = 256;
+  d.max_batched_tokens = 8192;
+  const ServeConfig cfg = serve_config(s, d);
+  serving::StepModel step;
+  step.prepare(m, s.chips[0].sys, serving::engine_forward(cfg.forward, cfg.engine));
+  mix.fused_attention = cfg.engine.fused_attention;
+  const double device = step.time(mix, decode ? cfg.engine.decode_graphs : cfg.engine.mixed_graphs);
+  const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
+  return cfg.engine.overlap_scheduling ? std::max(device, host) : device + host;
+}
+
 TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
   // A TPOT target below one sequence's decode step at the shortest context it decodes at
   // (prompt 1000 + 1): no fleet helps. The floor is that step (one CUDA graph) and vLLM's
@@ -186,22 +203,9 @@ TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
   EXPECT_EQ(r.simulations, 0);
   ASSERT_TRUE(r.closest);
   EXPECT_EQ(r.closest->binding, "tpot");
-  Deployment d;
-  d.tp = 1;
-  d.max_num_seqs = 256;
-  d.max_batched_tokens = 8192;
-  const ServeConfig cfg = serve_config(s, d);
-  model::ForwardConfig f = cfg.forward;
-  f.algo = cfg.engine.collective_algo;
-  f.merged_kernels = cfg.engine.merged_kernels;
-  serving::StepModel step;
-  step.prepare(m, s.chips[0].sys, f);
   model::StepMix one;
-  one.fused_attention = cfg.engine.fused_attention;
   one.add_decode(1001, 0);
-  const double device = step.time(one, cfg.engine.decode_graphs);
-  const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
-  const double floor = cfg.engine.overlap_scheduling ? std::max(device, host) : device + host;
+  const double floor = lone_step_s(m, s, one, true);
   // 16 GB of bf16 weights over 3.35 TB/s: at least 4.8 ms.
   EXPECT_GT(floor, 16.06e9 / 3.35e12);
   EXPECT_NEAR(r.closest->value_s, floor, 1e-15);
@@ -221,22 +225,9 @@ TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::ttft_floor)], 1u);
   ASSERT_TRUE(r.closest);
   EXPECT_EQ(r.closest->binding, "ttft");
-  Deployment d;
-  d.tp = 1;
-  d.max_num_seqs = 256;
-  d.max_batched_tokens = 8192;
-  const ServeConfig cfg = serve_config(s, d);
-  model::ForwardConfig f = cfg.forward;
-  f.algo = cfg.engine.collective_algo;
-  f.merged_kernels = cfg.engine.merged_kernels;
-  serving::StepModel step;
-  step.prepare(m, s.chips[0].sys, f);
   model::StepMix pre;
-  pre.fused_attention = cfg.engine.fused_attention;
   pre.add_prefill(1000, 1000, 0);
-  const double device = step.time(pre, cfg.engine.mixed_graphs);
-  const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
-  EXPECT_NEAR(r.closest->value_s, cfg.engine.overlap_scheduling ? std::max(device, host) : device + host, 1e-15);
+  EXPECT_NEAR(r.closest->value_s, lone_step_s(m, s, pre, false), 1e-15);
 }
 
 TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {

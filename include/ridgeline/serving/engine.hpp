@@ -94,4 +94,13 @@ EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64
 /// Throws InputError naming the flag for knobs no engine could run with.
 void validate(const EngineConfig& e);
 
+/// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
+model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
+/// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
+/// captured batch, else as a mixed step.
+GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
+/// One engine iteration from its device time: the host's time per step and per sequence
+/// hidden behind the device (overlapped scheduling) or added to it.
+double step_period(const EngineConfig& e, double device_s, double seqs) noexcept;
+
 }  // namespace ridgeline::serving
