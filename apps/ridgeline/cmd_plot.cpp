@@ -35,17 +35,6 @@ nlohmann::json read_result_json(const std::string& path) {
 }  // namespace
 
 namespace {
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t c = s.find(sep, pos);
-    if (c == std::string::npos) c = s.size();
-    out.push_back(s.substr(pos, c - pos));
-    pos = c + 1;
-  }
-  return out;
-}
 }  // namespace
 
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands);
@@ -75,14 +64,14 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
   r->add_flag("--json", f->json, "print {\"out\": path, \"points\": n} as JSON");
   commands.push_back({r, [f] {
                         std::vector<hw::ChipSpec> chips;
-                        for (const auto& name : split(f->hw, ',')) chips.push_back(io::resolve_chip(name));
+                        for (const auto& name : split_list(f->hw)) chips.push_back(io::resolve_chip(name));
                         std::vector<DType> dtypes;
                         std::string dtype_flag = f->dtype;
                         if (dtype_flag.empty()) {
                           const bool bf16 = std::any_of(chips.begin(), chips.end(), [](const hw::ChipSpec& c) { return c.peak(hw::Unit::matrix, DType::bf16) > 0; });
                           dtype_flag = bf16 ? "bf16" : "fp16";
                         }
-                        for (const auto& d : split(dtype_flag, ',')) dtypes.push_back(parse_dtype_or_throw(d, "--dtype"));
+                        for (const auto& d : split_list(dtype_flag)) dtypes.push_back(parse_dtype_or_throw(d, "--dtype"));
                         if (dtypes.empty()) throw InputError("--dtype: empty: expected dtypes such as bf16,fp8");
                         const DType dtype = dtypes.front();
                         // A ceiling no chip has would draw nothing: say so.
@@ -145,7 +134,7 @@ void register_plot(CLI::App& root, std::vector<Command>& commands) {
                         if (hi < lo || hi > 1'000'000) throw InputError(fmt::format("--to: {} must be in --from {} .. 1000000", hi, lo));
                         std::vector<report::Series> curves;
                         nlohmann::json j = nlohmann::json::array();
-                        for (const auto& shape : split(g->series, ',')) {
+                        for (const auto& shape : split_list(g->series)) {
                           auto x = shape.find('x');
                           if (x == std::string::npos) throw InputError(fmt::format("--series: '{}' is not KxN", shape));
                           analysis::OpConfig op;

@@ -65,14 +65,10 @@ analysis::SearchControl control(const std::string& threads, const char* unit, do
 
 std::vector<DType> dtype_list(const std::string& v, const char* flag) {
   std::vector<DType> out;
-  size_t pos = 0;
-  while (pos <= v.size()) {
-    const size_t comma = std::min(v.find(',', pos), v.size());
-    const std::string item = v.substr(pos, comma - pos);
+  for (const std::string& item : split_list(v)) {
     if (item.empty()) throw InputError(fmt::format("{}: '{}' has an empty item: expected dtypes separated by commas", flag, v));
     const DType d = parse_dtype_or_throw(item, flag);
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
-    pos = comma + 1;
   }
   return out;
 }
@@ -370,12 +366,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         planning::FleetSpace s;
                         // Chips, each with its price.
                         std::vector<std::string> names;
-                        for (std::size_t pos = 0; pos <= v->hw.hw.size();) {
-                          const std::size_t comma = std::min(v->hw.hw.find(',', pos), v->hw.hw.size());
-                          const std::string item = v->hw.hw.substr(pos, comma - pos);
+                        for (const std::string& item : split_list(v->hw.hw)) {
                           if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", v->hw.hw));
                           if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
-                          pos = comma + 1;
                         }
                         if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 in one search", names.size()));
                         for (const std::string& n : names) {
@@ -411,11 +404,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         auto ints = [](const std::string& list, const char* flag) {
                           std::vector<std::int64_t> out;
                           if (list.empty()) return out;
-                          for (std::size_t pos = 0; pos <= list.size();) {
-                            const std::size_t comma = std::min(list.find(',', pos), list.size());
-                            const std::int64_t x = parse_positive_int(list.substr(pos, comma - pos), flag);
+                          for (const std::string& item : split_list(list)) {
+                            const std::int64_t x = parse_positive_int(item, flag);
                             if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
-                            pos = comma + 1;
                           }
                           if (out.size() > 64) throw InputError(fmt::format("{}: {} values; at most 64", flag, out.size()));
                           return out;
@@ -430,13 +421,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!v->kv_dtypes.empty()) {
                           for (DType d : dtype_list(v->kv_dtypes, "--kv-dtype")) s.kv_dtypes.emplace_back(d);
                         }
-                        for (std::size_t pos = 0; pos <= v->engines.size();) {
-                          const std::size_t comma = std::min(v->engines.find(',', pos), v->engines.size());
-                          const std::string item = v->engines.substr(pos, comma - pos);
+                        for (const std::string& item : split_list(v->engines)) {
                           const auto kind = serving::parse_engine(item);
                           if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", item));
                           if (std::find(s.engines.begin(), s.engines.end(), *kind) == s.engines.end()) s.engines.push_back(*kind);
-                          pos = comma + 1;
                         }
                         b.engine.kind = s.engines.front();
                         s.max_gpus = parse_positive_int(v->max_gpus, "--max-gpus");

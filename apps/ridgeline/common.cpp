@@ -142,6 +142,16 @@ hw::System profile_system(const HardwareFlags& f, bool hw_given, const profile::
   return sys;
 }
 
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  for (std::size_t pos = 0; pos <= s.size();) {
+    const std::size_t c = std::min(s.find(sep, pos), s.size());
+    out.push_back(s.substr(pos, c - pos));
+    pos = c + 1;
+  }
+  return out;
+}
+
 int parse_threads(const std::string& value) {
   if (value.empty()) return 0;
   const auto t = parse_positive_int(value, "--threads");

@@ -70,6 +70,9 @@ DType tensor_dtype(const std::string& value, const hw::ChipSpec& chip);
 /// on another), else the trace's own device when the catalog has it, else --hw's default
 /// (`warning` says the trace's device is not in the catalog).
 hw::System profile_system(const HardwareFlags& f, bool hw_given, const profile::Profile& p, std::string& warning);
+/// The items of a separated list, empty ones kept ("a,,b" is "a", "", "b"): each caller
+/// says what an empty item means.
+std::vector<std::string> split_list(const std::string& s, char sep = ',');
 int parse_threads(const std::string& value);
 
 /// Prints `j` (with --json) or `text` to the output stream.

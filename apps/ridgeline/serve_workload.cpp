@@ -44,12 +44,7 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
 
 std::vector<double> qps_rates(const std::string& v) {
   std::vector<double> out;
-  std::size_t pos = 0;
-  while (pos <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', pos), v.size());
-    out.push_back(parse_number(v.substr(pos, comma - pos), "--qps"));
-    pos = comma + 1;
-  }
+  for (const std::string& item : split_list(v)) out.push_back(parse_number(item, "--qps"));
   if (out.size() > 64) throw InputError(fmt::format("--qps: {} rates; at most 64 in one sweep", out.size()));
   return out;
 }
