@@ -34,9 +34,6 @@ nlohmann::json read_result_json(const std::string& path) {
 }
 }  // namespace
 
-namespace {
-}  // namespace
-
 void register_plot_breakdown(CLI::App* plot, std::vector<Command>& commands);
 void register_plot_memory(CLI::App* plot, std::vector<Command>& commands);
 void register_plot_serving(CLI::App* plot, std::vector<Command>& commands);

@@ -159,11 +159,10 @@ int parse_threads(const std::string& value) {
   return static_cast<int>(t);
 }
 
-void emit(bool json, const nlohmann::json& j, const std::string& text) {
+void emit(bool json, nlohmann::json j, const std::string& text) {
   if (json) {
-    nlohmann::json out = j;
-    report::integral_numbers(out);
-    *out_stream() << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    report::integral_numbers(j);  // the caller's document is ours (moved in, or copied once)
+    *out_stream() << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     *out_stream() << valid_utf8(text);
   }

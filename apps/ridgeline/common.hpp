@@ -76,7 +76,7 @@ std::vector<std::string> split_list(const std::string& s, char sep = ',');
 int parse_threads(const std::string& value);
 
 /// Prints `j` (with --json) or `text` to the output stream.
-void emit(bool json, const nlohmann::json& j, const std::string& text);
+void emit(bool json, nlohmann::json j, const std::string& text);
 
 /// Prints advice (largest gain first) as a table or JSON.
 void emit_advice(bool json, const std::vector<analysis::Advice>& advice);
