@@ -32,7 +32,7 @@ struct OpFlags {
   std::string m = "1", k = "1", n = "1", batch = "1", tile, shape, tokens, hidden;
   std::string inputs = "1", outputs = "1", flops_per_element = "1", head_dim = "128";
   std::string q_len = "1", kv_len, heads = "1", kv_heads, bytes, flops = "0", unit = "matrix";
-  std::string shard, algo = "ring", impl = "flash", solve, sweep, plot;
+  std::string shard, algo = "auto", impl = "flash", solve, sweep, plot;
   std::string dtype = "bf16", a_dtype, b_dtype, out_dtype, compute_dtype, kv_dtype;
   bool causal = false, per_sample_weights = false;
 };
@@ -69,7 +69,7 @@ void add_flags(CLI::App* app, OpKind kind, OpFlags& f, bool solving) {
       app->add_option("--batch", f.batch, "independent matmuls")->capture_default_str();
       app->add_flag("--per-sample-weights", f.per_sample_weights, "a different W per batch element");
       app->add_option("--shard", f.shard, "split over --chips along m, n or k (k all-reduces partial sums)");
-      app->add_option("--algo", f.algo, "all-reduce algorithm for --shard k: ring, tree, direct")->capture_default_str();
+      app->add_option("--algo", f.algo, "all-reduce algorithm for --shard k: auto, ring, tree, direct, nvls")->capture_default_str();
       app->add_option("--tile", f.tile, "tile sizes bm,bk,bn: operands re-read once per tile row/column");
       break;
     case OpKind::attention:
@@ -87,7 +87,7 @@ void add_flags(CLI::App* app, OpKind kind, OpFlags& f, bool solving) {
     default:
       if (is_collective(kind)) {
         app->add_option("--bytes", f.bytes, "buffer size (per chip; the gathered output for allgather)")->required();
-        app->add_option("--algo", f.algo, "ring, tree or direct")->capture_default_str();
+        app->add_option("--algo", f.algo, "auto (the fastest for the size, as NCCL's tuner), ring, tree, direct or nvls")->capture_default_str();
       } else if (kind == OpKind::elementwise || kind == OpKind::reduction) {
         app->add_option("--shape", f.shape, "ROWS,COLS (tokens,hidden)");
         app->add_option("--tokens", f.tokens, "rows");
@@ -198,9 +198,7 @@ analysis::OpConfig build_config(OpKind kind, const OpFlags& f, int chips) {
       break;
   }
   if (kind == OpKind::matmul || is_collective(kind)) {
-    auto a = comm::parse_algo(f.algo);
-    if (!a) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f.algo));
-    op.algo = *a;
+    op.algo = comm::algo_flag(f.algo);
   }
   analysis::validate(op);
   return op;
@@ -414,6 +412,12 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
                             ops::Estimate e = ops::estimate(cost, sys.chip, analysis::kernel_class(cfg.kind));
+                            if (is_collective(kind)) {
+                              comm::check_algo(sys, cfg.algo, analysis::collective_kind(kind), static_cast<double>(cfg.chips));
+                              const comm::Priced pr = analysis::op_collective(cfg, sys);
+                              emit(f->json, report::estimate_json(cfg, sys, cost, e, &pr), report::estimate_text(cfg, sys, cost, e, &pr));
+                              return;
+                            }
                             emit(f->json, report::estimate_json(cfg, sys, cost, e), report::estimate_text(cfg, sys, cost, e));
                           }});
     }

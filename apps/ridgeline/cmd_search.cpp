@@ -233,7 +233,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     HardwareFlags hw;
     bool json = false, cuda_graphs = false;
     std::string model = "llama-3.1-8b", chips_max = "8", prompt = "128", gen = "128", tp, ep, batch_max;
-    std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", attention = "flash", algo = "ring";
+    std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", attention = "flash", algo = "auto";
     std::string ttft_max, tpot_max, objective = "tokens_per_s_per_chip", top = "5", threads, plot;
   };
   auto g = std::make_shared<InferFlags>();
@@ -251,7 +251,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--kv-dtypes", g->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype and fp8)");
   i->add_option("--act-dtype", g->act_dtype, "activations")->capture_default_str();
   i->add_option("--attention", g->attention, "flash or naive")->capture_default_str();
-  i->add_option("--algo", g->algo, "all-reduce algorithm: ring, tree, direct")->capture_default_str();
+  i->add_option("--algo", g->algo, "collective algorithm: auto, ring, tree, direct, nvls")->capture_default_str();
   i->add_flag("--cuda-graphs", g->cuda_graphs, "decode steps replayed as graphs");
   i->add_option("--ttft-max", g->ttft_max, "latest acceptable time to first token (e.g. 500ms)");
   i->add_option("--tpot-max", g->tpot_max, "slowest acceptable time per output token (e.g. 50ms)");
@@ -274,9 +274,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         fw.precision.activation = parse_dtype_or_throw(g->act_dtype, "--act-dtype");
                         if (g->attention == "naive") fw.attention = ops::AttentionImpl::naive;
                         else if (g->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", g->attention));
-                        auto algo = comm::parse_algo(g->algo);
-                        if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", g->algo));
-                        fw.algo = *algo;
+                        fw.algo = comm::algo_flag(g->algo);
                         s.base.cuda_graphs = g->cuda_graphs;
                         // Default precisions: the checkpoint's weights and fp8 (a quantised checkpoint: its own
                         // mix only, an empty list), the activation dtype for the KV cache and fp8.

@@ -18,6 +18,7 @@ void add_hardware_flags(CLI::App* app, HardwareFlags& f) {
   app->add_option("--mem-bw", f.mem_bw, "override main-memory bandwidth (e.g. 8.1e11 or '4.8 TB/s')");
   app->add_option("--link-bw", f.link_bw, "override the per-direction bandwidth of the communication link");
   app->add_option("--chips", f.chips, "number of chips");
+  app->add_option("--slice", f.slice, "a TPU slice's shape, AxB or AxBxC (default: the most cubic shape of --chips)");
 }
 
 hw::System load_system(const HardwareFlags& f) {
@@ -49,7 +50,33 @@ hw::System load_system(const HardwareFlags& f) {
     if (n > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", n));
     o.chips = static_cast<int>(n);
   }
-  return hw::make_system(std::move(chip), o);
+  hw::System sys = hw::make_system(std::move(chip), o);
+  if (!f.slice.empty()) {
+    const hw::TopologySpec& t = sys.chip.topology;
+    if (t.fabric != hw::Fabric::torus) {
+      throw InputError(fmt::format("--slice: {} is not a torus ({} fabric): --slice is for TPU slices", sys.chip.name, hw::name(t.fabric)));
+    }
+    const std::vector<std::string> parts = split_list(f.slice, 'x');
+    if (parts.empty() || static_cast<int>(parts.size()) > t.torus_dims) {
+      throw InputError(fmt::format("--slice: '{}' is not a shape of at most {} axes: expected AxB{}", f.slice, t.torus_dims, t.torus_dims == 3 ? "xC" : ""));
+    }
+    long long product = 1;
+    for (std::size_t a = 0; a < parts.size(); ++a) {
+      const long long n = parse_positive_int(parts[a], "--slice");
+      if (n > 4096) throw InputError(fmt::format("--slice: axis of {} chips: expected at most 4096", n));
+      sys.slice[a] = static_cast<int>(n);
+      product *= n;
+    }
+    for (std::size_t a = parts.size(); a < 3; ++a) sys.slice[a] = 1;
+    if (t.max_slice > 0 && product > t.max_slice) {
+      throw InputError(fmt::format("--slice: {} is {} chips, more than a {} pod's {}", f.slice, product, sys.chip.name, t.max_slice));
+    }
+    if (f.chips.empty()) sys.chips = static_cast<int>(product);
+    if (sys.chips % product != 0) {
+      throw InputError(fmt::format("--slice: {} is {} chips, which do not divide --chips {}: give the shape of one slice", f.slice, product, sys.chips));
+    }
+  }
+  return sys;
 }
 
 void add_forward_flags(CLI::App* app, ForwardFlags& f) {
@@ -61,7 +88,7 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
   app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default from weights and activations)");
   app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
-  app->add_option("--algo", f.algo, "collective algorithm: ring, tree, direct (default ring; serve's engines: direct)");
+  app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
@@ -93,9 +120,7 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   if (f.attention == "flash") fw.attention = ops::AttentionImpl::flash;
   else if (f.attention == "naive") fw.attention = ops::AttentionImpl::naive;
   else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
-  auto algo = comm::parse_algo(f.algo.empty() ? "ring" : f.algo);
-  if (!algo) throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected ring, tree or direct", f.algo));
-  fw.algo = *algo;
+  fw.algo = comm::algo_flag(f.algo);
   fw.sequence_parallel = f.sequence_parallel;
   if (f.kernels == "merged") fw.merged_kernels = true;
   else if (!f.kernels.empty() && f.kernels != "unfused") {

@@ -18,7 +18,7 @@ namespace ridgeline::cli {
 struct HardwareFlags {
   std::string hw = "h100-sxm";
   std::vector<std::string> peaks;
-  std::string mem_bw, link_bw, chips;
+  std::string mem_bw, link_bw, chips, slice;
 };
 
 void add_hardware_flags(CLI::App* app, HardwareFlags& f);
@@ -26,7 +26,7 @@ void add_hardware_flags(CLI::App* app, HardwareFlags& f);
 /// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
 struct ForwardFlags {
   std::string model = "llama-3.1-8b", tp, ep = "1";
-  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": ring
+  std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": auto
   std::string kernels;  // "": unfused
   bool sequence_parallel = false;
 };

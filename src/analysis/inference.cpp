@@ -45,7 +45,7 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   if (p1.launch < p1.realistic(rates, k)) {  // not held up by its launch (attention's only changing parts are its bytes and FLOPs)
     const ops::Rates::Achievable& ach = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * n * ach.overhead_s;
-    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2 * ach.inv_link;
+    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2 * p1.inv_comm(ach);
   }
   // Attribute the op's summed time to its bound at the longer end of the range.
   t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;

@@ -135,7 +135,10 @@ void validate(const OpConfig& op) {
       if (!(op.bytes > 0) || op.bytes > 1e18) throw InputError("--bytes: expected a size in (0, 1e18] bytes");
       if (op.chips < 2) throw InputError(fmt::format("--chips: {} chip: a collective needs 2 or more", op.chips));
       if (op.kind == OpKind::alltoall && op.algo == comm::Algo::tree) {
-        throw InputError("--algo: tree is not an all-to-all algorithm: expected ring or direct");
+        throw InputError("--algo: tree is not an all-to-all algorithm: expected auto, ring or direct");
+      }
+      if (op.algo == comm::Algo::nvls && op.kind != OpKind::allreduce) {
+        throw InputError(fmt::format("--algo: nvls runs all-reduces only, not {}", name(op.kind)));
       }
       break;
   }
@@ -155,21 +158,29 @@ DType effective_compute_dtype(const OpConfig& op) noexcept {
   }
 }
 
+comm::Collective collective_kind(OpKind k) noexcept {
+  switch (k) {
+    case OpKind::allgather: return comm::Collective::all_gather;
+    case OpKind::reducescatter: return comm::Collective::reduce_scatter;
+    case OpKind::alltoall: return comm::Collective::all_to_all;
+    case OpKind::sendrecv: return comm::Collective::send_recv;
+    default: return comm::Collective::all_reduce;
+  }
+}
+
+comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept {
+  const comm::Collective kind = collective_kind(op.kind);
+  // A send/recv is between two chips; any other collective spans --chips, contiguous ranks.
+  const double chips = static_cast<double>(kind == comm::Collective::send_recv ? std::max<i64>(op.chips, 2) : op.chips);
+  return comm::price(sys, comm::place(sys, chips), kind, op.bytes, op.dtype, op.algo);
+}
+
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
   const DType compute = effective_compute_dtype(op);
   auto rows = [&] {
     return ops::RowsShape{static_cast<double>(op.rows), static_cast<double>(op.cols), op.dtype, compute};
   };
-  auto collective = [&](comm::Collective kind) {
-    comm::CollectiveShape s;
-    s.kind = kind;
-    s.algo = op.algo;
-    s.bytes = op.bytes;
-    s.chips = static_cast<double>(kind == comm::Collective::send_recv ? std::max<i64>(op.chips, 2) : op.chips);
-    s.dtype = op.dtype;
-    s.link = std::max(0, sys.comm_link(static_cast<int>(op.chips)));
-    return comm::collective_cost(s);
-  };
+  auto collective = [&](comm::Collective) { return op_collective(op, sys).cost; };
   switch (op.kind) {
     case OpKind::custom: {
       ops::Cost c;
@@ -201,14 +212,8 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
       ops::Cost c = ops::matmul_cost(s);
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
-        comm::CollectiveShape ar;
-        ar.kind = comm::Collective::all_reduce;
-        ar.algo = op.algo;
-        ar.bytes = s.batch * s.m * s.n * bytes(s.out);
-        ar.chips = static_cast<double>(op.chips);
-        ar.dtype = s.out;
-        ar.link = std::max(0, sys.comm_link(static_cast<int>(op.chips)));
-        c += comm::collective_cost(ar);
+        c += comm::price(sys, comm::place(sys, static_cast<double>(op.chips)), comm::Collective::all_reduce,
+                         s.batch * s.m * s.n * bytes(s.out), s.out, op.algo).cost;
       }
       return c;
     }

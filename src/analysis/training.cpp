@@ -55,21 +55,13 @@ StepPart exposed(const StepPart& comm, const StepPart& window) {
           std::max(0.0, comm.realistic_s - window.realistic_s)};
 }
 
-// A collective's time on `chip` over link `link`: parts as an op.
-StepPart collective_time(comm::Collective kind, double bytes_, double chips, int link, const ops::Rates& r) {
-  if (chips <= 1 || bytes_ <= 0) return {};
-  ops::Cost c = comm::collective_cost({kind, comm::Algo::ring, bytes_, chips, DType::bf16, link});
+// A collective's time over a group placed at `g` (comm::price, the algorithm NCCL's tuner
+// would pick): parts as an op.
+StepPart collective_time(const hw::System& sys, comm::Collective kind, double bytes_, const comm::Placement& g,
+                         const ops::Rates& r) {
+  if (g.size <= 1 || bytes_ <= 0) return {};
+  const ops::Cost c = comm::price(sys, g, kind, bytes_, DType::bf16, comm::Algo::automatic).cost;
   return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective);
-}
-
-// Link a group of `size` GPUs with `stride` between members crosses.
-int group_link(const hw::System& sys, std::int64_t size, std::int64_t stride) {
-  if (size <= 1) return 0;
-  const int node = sys.chip.link_index(hw::LinkScope::node);
-  const int net = sys.chip.link_index(hw::LinkScope::network);
-  const bool inside = size * stride <= sys.chips_per_node;
-  if (inside || net < 0) return std::max(0, node >= 0 ? node : net);
-  return net;
 }
 
 }  // namespace
@@ -450,8 +442,9 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   if (cfg.pp > 1) {
     const double act = b / static_cast<double>(cfg.ep) * s / static_cast<double>(cfg.cp) * static_cast<double>(m.hidden) * 2 /
                        (cfg.sequence_parallel ? tp : 1);
-    const int link = group_link(sys, cfg.pp, cfg.tp * cfg.cp * dp);
-    StepPart one = collective_time(comm::Collective::send_recv, act, 2, link, rates);
+    // Neighbouring stages sit tp·cp·dp ranks apart.
+    const comm::Placement pair = comm::place(sys, 2, static_cast<double>(cfg.tp * cfg.cp * dp));
+    StepPart one = collective_time(sys, comm::Collective::send_recv, act, pair, rates);
     out.p2p = scaled(one, 2 * vpp);
   }
 
@@ -467,7 +460,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // backward, bucketed and overlapped with it); ZeRO-1/2 gather the updated bf16
   // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
   // micro-batch's forward and backward and reduce-scatters gradients each time.
-  const int dp_link = group_link(sys, dp, cfg.tp * cfg.cp);
+  const comm::Placement dp_group = comm::place(sys, dpd, static_cast<double>(cfg.tp * cfg.cp));
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
   out.compression = {};
@@ -489,7 +482,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.exposed_dp_comm = {};
   if (dp > 1) {
     if (cfg.zero == 0) {
-      StepPart ar = collective_time(comm::Collective::all_reduce, grad_bytes, dpd, dp_link, rates);
+      StepPart ar = collective_time(sys, comm::Collective::all_reduce, grad_bytes, dp_group, rates);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
       const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
@@ -498,8 +491,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
                              std::max(hidden_after.realistic_s, last.realistic_s)};
     } else {
-      StepPart rs = collective_time(comm::Collective::reduce_scatter, grad_bytes, dpd, dp_link, rates);
-      StepPart ag = collective_time(comm::Collective::all_gather, param_bytes, dpd, dp_link, rates);
+      StepPart rs = collective_time(sys, comm::Collective::reduce_scatter, grad_bytes, dp_group, rates);
+      StepPart ag = collective_time(sys, comm::Collective::all_gather, param_bytes, dp_group, rates);
       if (cfg.zero <= 2) {
         out.dp_comm = rs;
         add(out.dp_comm, ag);
@@ -507,7 +500,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
         add(out.exposed_dp_comm, exposed(ag, out.forward));
       } else {
         // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
-        StepPart rs16 = collective_time(comm::Collective::reduce_scatter, param_bytes, dpd, dp_link, rates);
+        StepPart rs16 = collective_time(sys, comm::Collective::reduce_scatter, param_bytes, dp_group, rates);
         StepPart fwd_ag = ag, bwd = ag;
         add(bwd, rs16);
         out.dp_comm = scaled(ag, 2 * mbs);

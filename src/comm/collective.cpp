@@ -1,6 +1,11 @@
 #include "ridgeline/comm/collective.hpp"
 
+#include <algorithm>
 #include <cmath>
+
+#include <fmt/format.h>
+
+#include "ridgeline/core/error.hpp"
 
 namespace ridgeline::comm {
 
@@ -20,6 +25,8 @@ std::string_view name(Algo a) noexcept {
     case Algo::ring: return "ring";
     case Algo::tree: return "tree";
     case Algo::direct: return "direct";
+    case Algo::nvls: return "nvls";
+    case Algo::automatic: return "auto";
   }
   return "ring";
 }
@@ -28,7 +35,30 @@ std::optional<Algo> parse_algo(std::string_view s) noexcept {
   if (s == "ring") return Algo::ring;
   if (s == "tree") return Algo::tree;
   if (s == "direct") return Algo::direct;
+  if (s == "nvls") return Algo::nvls;
+  if (s == "auto") return Algo::automatic;
   return std::nullopt;
+}
+
+Algo algo_flag(std::string_view text) {
+  if (text.empty()) return Algo::automatic;
+  if (auto a = parse_algo(text)) return *a;
+  throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected auto, ring, tree, direct or nvls", text));
+}
+
+void check_algo(const hw::System& sys, Algo algo, Collective kind, double chips) {
+  if (algo == Algo::tree && kind == Collective::all_to_all) {
+    throw InputError("--algo: tree is not an all-to-all algorithm: expected auto, ring or direct");
+  }
+  if (algo != Algo::nvls) return;
+  const hw::TopologySpec& t = sys.chip.topology;
+  if (kind != Collective::all_reduce) throw InputError(fmt::format("--algo: nvls runs all-reduces only, not {}", name(kind)));
+  if (t.fabric != hw::Fabric::switched || !t.in_switch_reduction) {
+    throw InputError(fmt::format("--algo: nvls needs switches that reduce, and {}'s topology has none (in_switch_reduction)", sys.chip.name));
+  }
+  if (chips > sys.domain()) {
+    throw InputError(fmt::format("--algo: nvls reduces inside one NVLink domain of {} chips, not {}", sys.domain(), chips));
+  }
 }
 
 double wire_bytes(const CollectiveShape& s) noexcept {
@@ -82,6 +112,280 @@ ops::Cost collective_cost(const CollectiveShape& s) noexcept {
   c.add_main_stores(wire);
   c.launches = 1;
   return c;
+}
+
+}  // namespace ridgeline::comm
+
+namespace ridgeline::comm {
+namespace {
+
+// One link kind as a collective sees it: peak bandwidth of all its links, per-hop latency,
+// the fraction collectives reach.
+struct LinkRate {
+  int index = -1;
+  double bw = 0, lat = 0, eff = 1;
+  int count = 1;
+};
+
+LinkRate link_rate(const hw::ChipSpec& chip, hw::LinkScope scope) noexcept {
+  LinkRate r;
+  r.index = chip.link_index(scope);
+  if (r.index < 0) return r;
+  const hw::LinkSpec& l = chip.links[static_cast<std::size_t>(r.index)];
+  r.bw = l.chip_bandwidth_Bps();
+  r.lat = l.latency_s;
+  r.count = l.count > 0 ? l.count : 1;
+  const double cls = chip.efficiency.kernel[static_cast<int>(hw::KernelClass::collective)].link;
+  r.eff = l.efficiency > 0 ? l.efficiency : cls > 0 ? cls : chip.efficiency.link > 0 ? chip.efficiency.link : 1;
+  return r;
+}
+
+// One algorithm's traffic per chip per direction: over the scale-up links (of which
+// `lanes` are busy) and over the network, and its sequential message steps on each.
+struct Traffic {
+  Algo algo = Algo::ring;
+  double up = 0, lanes = 1, net = 0;
+  double up_steps = 0, net_steps = 0;
+  bool in_switch = false;
+};
+
+double log2_ceil(double x) noexcept { return x <= 1 ? 0 : std::ceil(std::log2(x)); }
+
+// The bus factor of the ring (nccl-tests): wire bytes per buffer byte.
+double ring_factor(Collective kind, double p) noexcept {
+  return wire_bytes({kind, Algo::ring, 1.0, p, DType::bf16, 0});
+}
+
+// Scale-up links a group keeps busy: every link reaches the switch; on a full mesh one
+// link (bundle) per peer, a ring using the edge-disjoint Hamiltonian cycles of the
+// complete graph in both directions (2⌊(g−1)/2⌋ of g−1 peers); on a torus the links
+// along the axes the group spans, both directions where the axis wraps around.
+double lanes(const hw::System& sys, const Placement& p, double g, Algo algo, Collective kind, int count) noexcept {
+  const hw::TopologySpec& t = sys.chip.topology;
+  double n = count;
+  switch (t.fabric) {
+    case hw::Fabric::switched: n = count; break;
+    case hw::Fabric::mesh: {
+      const int dom = sys.domain();
+      const double per_peer = t.links_per_peer > 0 ? t.links_per_peer : std::max(1.0, std::floor(count / std::max(1.0, dom - 1.0)));
+      if (kind == Collective::send_recv || g <= 2) {
+        n = per_peer;
+      } else if (algo == Algo::direct) {
+        n = (g - 1) * per_peer;
+      } else {
+        n = 2 * std::floor((g - 1) / 2) * per_peer;
+      }
+      break;
+    }
+    case hw::Fabric::torus: {
+      const int dims = t.torus_dims == 2 ? 2 : 3;
+      const double per_dir = std::max(1.0, std::floor(count / (2.0 * dims)));
+      n = 0;
+      for (int a = 0; a < 3; ++a) {
+        if (p.extent[a] > 1) n += (p.wrap[a] ? 2 : 1) * per_dir;
+      }
+      if (kind == Collective::send_recv) n = per_dir;
+      if (n <= 0) n = per_dir;
+      break;
+    }
+  }
+  return std::clamp(n, 1.0, static_cast<double>(count));
+}
+
+// Mean hops from a chip to every member along one torus axis of e members.
+double mean_hops(int e, bool wrap) noexcept {
+  if (e <= 1) return 0;
+  double s = 0;
+  for (int d = 0; d < e; ++d) s += wrap ? std::min(d, e - d) : 0;
+  if (wrap) return s / e;
+  // A line: mean |i − j| over all pairs (i, j) = (e² − 1) / (3e).
+  return (static_cast<double>(e) * e - 1) / (3.0 * e);
+}
+
+Traffic traffic(const hw::System& sys, const Placement& p, Collective kind, double n_bytes, Algo algo, bool across,
+                int up_count) noexcept {
+  const hw::TopologySpec& topo = sys.chip.topology;
+  const double P = p.size;
+  const double g = across ? std::max(1.0, p.per_domain) : P;
+  const double m = across ? P / g : 1;
+  Traffic t;
+  t.algo = algo;
+  const bool torus = topo.fabric == hw::Fabric::torus;
+  int axis_steps = 0;  // a torus ring's steps: the axes one after another
+  for (int a = 0; a < 3; ++a) axis_steps += p.extent[a] - 1;
+  if (!across) {
+    const CollectiveShape s{kind, algo == Algo::nvls ? Algo::direct : algo, n_bytes, P, DType::bf16, 0};
+    t.up = wire_bytes(s);
+    t.up_steps = latency_steps(s);
+    if (algo == Algo::nvls) {
+      // Each chip sends its buffer into the switch once (multimem reduce) and receives the
+      // reduced result once (multicast store), plus its 1/P share each way.
+      t.up = n_bytes * (P + 1) / P;
+      t.up_steps = 2;
+      t.in_switch = true;
+    } else if (torus && algo == Algo::ring && kind != Collective::all_to_all && kind != Collective::send_recv) {
+      t.up_steps = (kind == Collective::all_reduce ? 2 : 1) * std::max(1, axis_steps);
+    } else if (torus && kind == Collective::all_to_all && algo == Algo::direct) {
+      // Every byte travels its hops: N/P to each member, mean hops summed over the axes.
+      double hops = 0;
+      for (int a = 0; a < 3; ++a) hops += mean_hops(p.extent[a], p.wrap[a]);
+      t.up = n_bytes * std::max(hops, (P - 1) / P);
+      t.up_steps = std::max(1, axis_steps);
+    }
+    t.lanes = lanes(sys, p, P, algo, kind, up_count);
+    return t;
+  }
+  // Across domains: the network carries what leaves each domain, shared by the g members'
+  // network links (one NIC per chip, rail-optimised); the scale-up links carry the rest.
+  const double f = ring_factor(kind, P);
+  switch (kind) {
+    case Collective::send_recv:
+      t.net = n_bytes;
+      t.net_steps = 1;
+      t.algo = Algo::direct;
+      break;
+    case Collective::all_to_all:
+      if (algo == Algo::ring) {
+        const double w = n_bytes * (P - 1) / 2;
+        t.net = w / g, t.up = w * (g - 1) / g;
+        t.net_steps = m - 1, t.up_steps = (P - 1) - (m - 1);
+      } else {
+        t.algo = Algo::direct;
+        t.net = n_bytes * (P - g) / P, t.up = n_bytes * (g - 1) / P;
+        t.net_steps = 1;
+      }
+      break;
+    default: {
+      const double phases = kind == Collective::all_reduce ? 2 : 1;
+      if (algo == Algo::tree && kind == Collective::all_reduce) {
+        // NCCL's tree: a chain through the domain, a double binary tree across domains. A
+        // node sends each byte up one tree and down the other (NCCL's tuner: algorithm
+        // bandwidth = bus bandwidth x 0.5), shared by the g members' network links.
+        t.net = 2 * n_bytes / g;
+        t.up = 2 * n_bytes * (g - 1) / g;
+        t.up_steps = 2 * (g - 1), t.net_steps = 2 * log2_ceil(m);
+      } else if (algo == Algo::direct) {
+        t.net = phases * n_bytes * (P - g) / P, t.up = phases * n_bytes * (g - 1) / P;
+        t.net_steps = phases;
+      } else {
+        t.algo = Algo::ring;
+        const double w = f * n_bytes;
+        t.net = w / g, t.up = w * (g - 1) / g;
+        const double steps = phases * (P - 1), inter = phases * (m - 1);
+        t.net_steps = inter, t.up_steps = steps - inter;
+      }
+    }
+  }
+  t.lanes = lanes(sys, p, g, t.algo, kind, up_count);
+  return t;
+}
+
+}  // namespace
+
+Placement place(const hw::System& sys, double size, double stride) noexcept {
+  Placement p;
+  p.size = std::max(1.0, size);
+  stride = std::max(1.0, stride);
+  const hw::TopologySpec& t = sys.chip.topology;
+  if (t.fabric == hw::Fabric::torus) {
+    const std::array<int, 3> d = sys.torus_slice();
+    double s = stride, n = p.size, inside = 1;
+    for (int a = 0; a < 3; ++a) {
+      const int len = d[a];
+      if (len <= 1 || n <= 1) continue;
+      if (s >= len) {
+        s /= len;
+        continue;
+      }
+      const int e = static_cast<int>(std::min(n, std::max(1.0, std::floor(len / s))));
+      p.extent[a] = e;
+      p.wrap[a] = s == 1 && e == len && t.wrap_multiple > 0 && len % t.wrap_multiple == 0;
+      n /= e;
+      inside *= e;
+      s = 1;
+    }
+    p.per_domain = inside;
+    return p;
+  }
+  const double dom = std::max(1, sys.domain());
+  p.per_domain = stride >= dom ? 1 : std::min(p.size, std::max(1.0, std::floor(dom / stride)));
+  return p;
+}
+
+Priced price(const hw::System& sys, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
+  Priced out;
+  if (p.size <= 1 || bytes_ <= 0) {
+    out.algo = algo == Algo::automatic ? Algo::ring : algo;
+    return out;
+  }
+  const hw::ChipSpec& chip = sys.chip;
+  LinkRate up = link_rate(chip, hw::LinkScope::node);
+  const LinkRate net = link_rate(chip, hw::LinkScope::network);
+  if (up.index < 0) up = net;  // a chip with only a network link uses it for everything
+  const bool across = p.per_domain < p.size && net.index >= 0 && up.index != net.index;
+  const bool nvls_ok = chip.topology.fabric == hw::Fabric::switched && chip.topology.in_switch_reduction &&
+                       kind == Collective::all_reduce && !across;
+  const double red_eff = chip.topology.reduction_efficiency > 0 ? chip.topology.reduction_efficiency : up.eff;
+
+  // Candidates: the one asked for, or what NCCL's tuner weighs for this collective.
+  Algo cand[3];
+  int n = 0;
+  if (algo != Algo::automatic) {
+    cand[n++] = algo == Algo::nvls && !nvls_ok ? Algo::ring : algo;
+  } else if (kind == Collective::all_to_all || kind == Collective::send_recv) {
+    cand[n++] = Algo::direct;
+  } else {
+    cand[n++] = Algo::ring;
+    if (kind == Collective::all_reduce && across) cand[n++] = Algo::tree;
+    if (nvls_ok) cand[n++] = Algo::nvls;
+  }
+  Traffic best;
+  double best_t = 0;
+  for (int i = 0; i < n; ++i) {
+    const Traffic t = traffic(sys, p, kind, bytes_, cand[i], across, up.count);
+    const double up_eff = t.in_switch ? red_eff : up.eff;
+    const double up_eq = t.up * up.count / t.lanes;  // spread over the busy lanes only
+    const double bw_t = std::max(up.bw > 0 ? up_eq / (up.bw * up_eff) : 0, net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0);
+    const double lat = t.up_steps * up.lat + t.net_steps * net.lat;
+    const double total = bw_t + lat;
+    if (i == 0 || total < best_t) best = t, best_t = total;
+  }
+  const Traffic& t = best;
+  out.algo = t.algo;
+  out.up_bytes = t.up;
+  out.net_bytes = t.net;
+  out.lanes = t.lanes;
+  out.latency_s = t.up_steps * up.lat + t.net_steps * net.lat;
+  out.time_s = best_t;
+  // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
+  const double up_eq = t.up * up.count / t.lanes;
+  const double up_eff = t.in_switch ? red_eff : up.eff;
+  const double t_up = up.bw > 0 ? up_eq / (up.bw * up_eff) : 0;
+  const double t_net = net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0;
+  const bool on_net = across && t_net > t_up;
+  const LinkRate& b = on_net ? net : up;
+  out.link = b.index;
+  ops::Cost& c = out.cost;
+  if (b.index >= 0 && b.index < hw::kMaxLinks) {
+    c.link_bytes[b.index] = on_net ? t.net : up_eq;
+    // The other link's steps in this link's latency (exact when there are none).
+    const double other = on_net ? t.up_steps * up.lat : t.net_steps * net.lat;
+    c.link_steps[b.index] = (on_net ? t.net_steps : t.up_steps) + (other > 0 && b.lat > 0 ? other / b.lat : 0);
+  }
+  c.in_switch = t.in_switch && !on_net;
+  // Memory: everything sent is read and everything received is stored; a reduction on the
+  // chip also reads its local operand and adds in fp32 (the switch adds for NVLS).
+  const double sent = t.up + t.net;
+  double mem = sent;
+  if (!t.in_switch && (kind == Collective::all_reduce || kind == Collective::reduce_scatter)) {
+    const double reduced = (p.size - 1) / p.size * bytes_;
+    mem += reduced;
+    c.add_flops(hw::Unit::vector, DType::fp32, reduced / bytes(dtype));
+  }
+  c.add_main_bytes(mem);
+  c.add_main_stores(sent);
+  c.launches = 1;
+  return out;
 }
 
 }  // namespace ridgeline::comm

@@ -24,4 +24,52 @@ std::string_view name(LinkScope s) noexcept {
   return "node";
 }
 
+std::string_view name(Fabric f) noexcept {
+  switch (f) {
+    case Fabric::switched: return "switched";
+    case Fabric::mesh: return "mesh";
+    case Fabric::torus: return "torus";
+  }
+  return "switched";
+}
+
+std::array<int, 3> System::torus_slice() const noexcept {
+  if (slice[0] > 0) return slice;
+  const TopologySpec& t = chip.topology;
+  const int axes = t.torus_dims == 2 ? 2 : 3;
+  int n = chips < 1 ? 1 : chips;
+  if (t.max_slice > 0 && n > t.max_slice) n = t.max_slice;
+  // The most cubic shape: peel the smallest factor >= the axes' root off for each axis,
+  // the largest axis last (x <= y <= z), as Cloud TPU names slices (2x2x4, 4x4x8).
+  std::array<int, 3> d{1, 1, 1};
+  int rest = n;
+  for (int a = 0; a < axes; ++a) {
+    const int left = axes - a;
+    if (left == 1) {
+      d[a] = rest;
+      break;
+    }
+    int best = 1;
+    for (int f = 1; static_cast<long long>(f) * f <= rest; ++f) {
+      if (rest % f != 0) continue;
+      // The largest factor not above rest^(1/left).
+      long long p = 1;
+      for (int i = 0; i < left; ++i) p *= f;
+      if (p <= rest) best = f;
+    }
+    d[a] = best;
+    rest /= best;
+  }
+  return d;
+}
+
+int System::domain() const noexcept {
+  const TopologySpec& t = chip.topology;
+  if (t.fabric == Fabric::torus) {
+    const auto d = torus_slice();
+    return d[0] * d[1] * d[2];
+  }
+  return t.domain > 0 ? t.domain : chips_per_node;
+}
+
 }  // namespace ridgeline::hw

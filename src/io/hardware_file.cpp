@@ -18,7 +18,9 @@ namespace ridgeline::io {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// 2 adds `topology` and a link's `efficiency`; version 1 files are still read (their
+// topology is the default: one switched domain of chips_per_node).
+constexpr int kSchemaVersion = 2;
 constexpr size_t kMaxFileBytes = 1 << 20;
 constexpr int kMaxNesting = 16;
 
@@ -153,6 +155,47 @@ void read_peaks(Reader& r, const YAML::Node& node, const std::string& path, std:
   }
 }
 
+// `topology: {fabric: switched|mesh|torus, domain: N, in_switch_reduction: bool,
+// reduction_efficiency: F, links_per_peer: N, torus_dims: 2|3, max_slice: N, wrap_multiple: N}`.
+void read_topology(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
+  if (!node.IsMap()) r.fail("topology", "expected a mapping");
+  r.check_map(node, "topology", {"fabric", "domain", "in_switch_reduction", "reduction_efficiency", "links_per_peer",
+                                 "torus_dims", "max_slice", "wrap_multiple"});
+  hw::TopologySpec& t = c.topology;
+  const std::string fabric = r.scalar(r.required(node, "fabric", "topology"), "topology.fabric");
+  if (fabric == "switched") t.fabric = hw::Fabric::switched;
+  else if (fabric == "mesh") t.fabric = hw::Fabric::mesh;
+  else if (fabric == "torus") t.fabric = hw::Fabric::torus;
+  else r.fail("topology.fabric", fmt::format("'{}': expected switched, mesh or torus", fabric));
+  auto count = [&](const char* key, long long hi) {
+    const std::string path = std::string("topology.") + key;
+    const long long n = r.integer(node[key], path);
+    if (n > hi) r.fail(path, fmt::format("{}: expected at most {}", n, hi));
+    return static_cast<int>(n);
+  };
+  if (node["domain"]) t.domain = count("domain", 1 << 20);
+  if (node["links_per_peer"]) t.links_per_peer = count("links_per_peer", 1024);
+  if (node["max_slice"]) t.max_slice = count("max_slice", 1 << 20);
+  if (node["wrap_multiple"]) t.wrap_multiple = count("wrap_multiple", 1 << 20);
+  if (node["torus_dims"]) {
+    t.torus_dims = count("torus_dims", 3);
+    if (t.torus_dims < 2) r.fail("topology.torus_dims", fmt::format("{}: expected 2 or 3", t.torus_dims));
+  }
+  if (node["in_switch_reduction"]) {
+    const std::string v = r.scalar(node["in_switch_reduction"], "topology.in_switch_reduction");
+    if (v != "true" && v != "false") r.fail("topology.in_switch_reduction", fmt::format("'{}' must be true or false", v));
+    t.in_switch_reduction = v == "true";
+  }
+  if (node["reduction_efficiency"]) t.reduction_efficiency = r.fraction(node["reduction_efficiency"], "topology.reduction_efficiency");
+  if (t.fabric == hw::Fabric::torus && t.torus_dims == 0) r.fail("topology.torus_dims", "a torus needs torus_dims: 2 or 3");
+  if (t.fabric != hw::Fabric::torus && (node["torus_dims"] || node["max_slice"] || node["wrap_multiple"])) {
+    r.fail("topology", fmt::format("torus_dims, max_slice and wrap_multiple describe a torus, not a {} fabric", fabric));
+  }
+  if (t.in_switch_reduction && t.fabric != hw::Fabric::switched) {
+    r.fail("topology.in_switch_reduction", "only switches reduce: expected fabric: switched");
+  }
+}
+
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -192,11 +235,11 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
                          "vector_peak", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
-                         "chips_per_node", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
+                         "chips_per_node", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
-  if (version != kSchemaVersion) {
-    r.fail("schema_version", fmt::format("{} is not supported: expected {}", version, kSchemaVersion));
+  if (version < 1 || version > kSchemaVersion) {
+    r.fail("schema_version", fmt::format("{} is not supported: expected 1 to {}", version, kSchemaVersion));
   }
   c.name = r.scalar(r.required(root, "name", ""), "name");
   if (!valid_name(c.name)) r.fail("name", fmt::format("'{}' must be 1-64 characters of a-z, 0-9, '-', '.', '_'", c.name));
@@ -246,7 +289,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     }
     for (size_t i = 0; i < links.size(); ++i) {
       std::string p = fmt::format("links[{}]", i);
-      r.check_map(links[i], p, {"name", "scope", "bandwidth", "count", "latency"});
+      r.check_map(links[i], p, {"name", "scope", "bandwidth", "count", "latency", "efficiency"});
       hw::LinkSpec l;
       l.name = r.scalar(r.required(links[i], "name", p), p + ".name");
       std::string scope = r.scalar(r.required(links[i], "scope", p), p + ".scope");
@@ -259,6 +302,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (n > 1024) r.fail(p + ".count", fmt::format("{} links: expected at most 1024", n));
       l.count = static_cast<int>(n);
       l.latency_s = r.quantity(r.required(links[i], "latency", p), Quantity::time, p + ".latency", false);
+      if (links[i]["efficiency"]) l.efficiency = r.fraction(links[i]["efficiency"], p + ".efficiency");
       c.links.push_back(std::move(l));
     }
   }
@@ -268,6 +312,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     if (n > 1 << 20) r.fail("chips_per_node", fmt::format("{}: expected at most 1048576", n));
     c.chips_per_node = static_cast<int>(n);
   }
+  if (root["topology"]) read_topology(r, root["topology"], c);
   if (root["price_per_hour"]) {
     c.usd_per_hour = parse_usd_per_hour(r.scalar(root["price_per_hour"], "price_per_hour"), fmt::format("{}: price_per_hour", source));
   }
@@ -350,11 +395,23 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   if (!c.links.empty()) {
     y += "links:\n";
     for (const auto& l : c.links) {
-      y += fmt::format("  - {{name: {}, scope: {}, bandwidth: {:.17g} B/s, count: {}, latency: {:.17g} s}}\n",
-                       yaml_quoted(l.name), hw::name(l.scope), l.bandwidth_Bps, l.count, l.latency_s);
+      y += fmt::format("  - {{name: {}, scope: {}, bandwidth: {:.17g} B/s, count: {}, latency: {:.17g} s{}}}\n",
+                       yaml_quoted(l.name), hw::name(l.scope), l.bandwidth_Bps, l.count, l.latency_s,
+                       l.efficiency > 0 ? fmt::format(", efficiency: {:.17g}", l.efficiency) : std::string());
     }
   }
   y += fmt::format("launch_overhead: {:.17g} s\nchips_per_node: {}\n", c.launch_overhead_s, c.chips_per_node);
+  if (c.topology != hw::TopologySpec{}) {
+    const hw::TopologySpec& t = c.topology;
+    y += fmt::format("topology:\n  fabric: {}\n", hw::name(t.fabric));
+    if (t.domain > 0) y += fmt::format("  domain: {}\n", t.domain);
+    if (t.in_switch_reduction) y += "  in_switch_reduction: true\n";
+    if (t.reduction_efficiency > 0) y += fmt::format("  reduction_efficiency: {:.17g}\n", t.reduction_efficiency);
+    if (t.links_per_peer > 0) y += fmt::format("  links_per_peer: {}\n", t.links_per_peer);
+    if (t.torus_dims > 0) y += fmt::format("  torus_dims: {}\n", t.torus_dims);
+    if (t.max_slice > 0) y += fmt::format("  max_slice: {}\n", t.max_slice);
+    if (t.wrap_multiple > 0) y += fmt::format("  wrap_multiple: {}\n", t.wrap_multiple);
+  }
   if (c.usd_per_hour > 0) y += fmt::format("price_per_hour: {:.17g} USD/h\n", c.usd_per_hour);
   const hw::EfficiencySpec& e = c.efficiency;
   y += fmt::format("efficiency:\n  matrix: {:.17g}\n  vector: {:.17g}\n  memory: {:.17g}\n  link: {:.17g}\n", e.matrix,

@@ -29,9 +29,9 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
   double heads, kv_heads;  // per chip
   DType act, kv, dense_w, expert_w, compute_dense, compute_expert;
   double dense_scale_bits, expert_scale_bits;  // block-scale overhead per weight
-  int tp_link;
-  int ep_link;
-  int cp_link = 0;
+  comm::Placement tp_group;  // where each parallel group's members sit (comm::place)
+  comm::Placement ep_group;
+  comm::Placement cp_group{};
   const StepMix* mix = nullptr;  // an engine step's mix of prefill chunks and decode tokens
 };
 
@@ -96,15 +96,14 @@ void elementwise(Ctx& c, const char* name, Block block, double rows, double cols
   c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
 }
 
-void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, double chips, int link,
+void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
                 comm::Algo algo) {
-  if (chips <= 1) return;
-  comm::CollectiveShape s{kind, algo, bytes_, chips, c.act, link};
-  c.g.add(name, OpClass::comm, block, comm::collective_cost(s));
+  if (group.size <= 1) return;
+  c.g.add(name, OpClass::comm, block, comm::price(c.sys, group, kind, bytes_, c.act, algo).cost);
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
-  collective(c, name, block, comm::Collective::all_reduce, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
+  collective(c, name, block, comm::Collective::all_reduce, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
 }
 
 // Tokens of the ops outside the tensor-parallel region (norms, residuals).
@@ -113,8 +112,7 @@ double outer_tokens(const Ctx& c) { return c.f.sequence_parallel ? c.tokens / c.
 // Entering the tensor-parallel region: with sequence parallelism, gather the sequence.
 void tp_enter(Ctx& c, const char* name, Block block) {
   if (!c.f.sequence_parallel) return;
-  collective(c, name, block, comm::Collective::all_gather, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp,
-             c.tp_link, c.f.algo);
+  collective(c, name, block, comm::Collective::all_gather, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
 }
 
 // Leaving it: all-reduce the partial sums, or reduce-scatter them over the sequence.
@@ -124,7 +122,7 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
     return;
   }
   collective(c, reducescatter_name, block, comm::Collective::reduce_scatter,
-             c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp, c.tp_link, c.f.algo);
+             c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
 }
 
 GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::AttentionCounts& n, Scale scale) {
@@ -277,11 +275,11 @@ void attention_block(Ctx& c, double window) {
       a.heads = c.heads / cp;
       if (c.f.cp_ring) {
         collective(c, "cp_ring_kv", Block::attention, comm::Collective::all_gather, cp * T * 2 * c.kv_heads * hd * bytes(c.act),
-                   cp, c.cp_link, comm::Algo::ring);
+                   c.cp_group, comm::Algo::ring);
       } else {
         a.kv_heads = std::max(1.0, c.kv_heads / cp);
         collective(c, "cp_alltoall_qkv", Block::attention, comm::Collective::all_to_all,
-                   T * (c.heads + 2 * c.kv_heads) * hd * bytes(c.act), cp, c.cp_link, comm::Algo::direct);
+                   T * (c.heads + 2 * c.kv_heads) * hd * bytes(c.act), c.cp_group, comm::Algo::direct);
       }
     }
     GraphOp* att = attention_ops(c, a, true, true);
@@ -291,7 +289,7 @@ void attention_block(Ctx& c, double window) {
     }
     if (c.f.cp > 1 && !c.f.cp_ring) {
       collective(c, "cp_alltoall_out", Block::attention, comm::Collective::all_to_all, T * c.heads * hd * bytes(c.act),
-                 static_cast<double>(c.f.cp), c.cp_link, comm::Algo::direct);
+                 c.cp_group, comm::Algo::direct);
     }
     o_in = c.heads * hd;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
@@ -335,7 +333,7 @@ void moe_mlp(Ctx& c) {
   c.g.add("router_topk", OpClass::elementwise, Block::moe, ops::softmax_cost({T, E, c.act, DType::fp32}));
   // Tokens leave for the chips holding their experts (expert parallelism) and come back.
   const double routed = T * k;  // token-expert pairs from this chip
-  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep, c.ep_link,
+  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
              comm::Algo::direct);
   // Balanced routing: this chip's E/ep experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens of the group picks it:
@@ -361,7 +359,7 @@ void moe_mlp(Ctx& c) {
   experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias);
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32}));
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
-  collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep, c.ep_link,
+  collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
              comm::Algo::direct);
   // Weighted sum of each token's k expert outputs.
   elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
@@ -481,14 +479,10 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
         f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
         f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale,
-        std::max(0, sys.comm_link(static_cast<int>(f.tp))), std::max(0, sys.comm_link(static_cast<int>(f.tp * f.ep)))};
+        // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.
+        comm::place(sys, tp), comm::place(sys, ep, tp * static_cast<double>(std::max<std::int64_t>(1, f.cp)))};
   c.mix = shape.mix;
-  // The context-parallel group sits tp apart.
-  {
-    const int node = sys.chip.link_index(hw::LinkScope::node), net = sys.chip.link_index(hw::LinkScope::network);
-    const bool inside = f.cp * f.tp <= sys.chips_per_node;
-    c.cp_link = std::max(0, (inside || net < 0) ? (node >= 0 ? node : net) : net);
-  }
+  c.cp_group = comm::place(sys, static_cast<double>(f.cp), tp);
   const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
   // fp8, gpt-oss mxfp4) leave them unconverted.
@@ -555,10 +549,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     // Vocab-parallel cross-entropy: a softmax over V/tp in fp32 per token, with the max and
     // the sum all-reduced over tp (two scalars per token, fp32).
     c.g.add("cross_entropy", OpClass::elementwise, Block::head, ops::softmax_cost({rows, V / tp, act, DType::fp32}));
-    collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, tp, c.tp_link, f.algo);
+    collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else {
-    collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), tp, c.tp_link,
-               f.algo);
+    collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);
     // Logits of the last positions: the head scales with the sequences, not the tokens.
     for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
     if (f.merged_kernels) final_norm.scale = Scale::tokens;

@@ -15,6 +15,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
     link_steps[l] += o.link_steps[l];
   }
   launches += o.launches;
+  in_switch = in_switch || o.in_switch;
   return *this;
 }
 
@@ -42,6 +43,7 @@ Cost OpCost::expand() const noexcept {
     c.link_steps[link] = link_steps;
   }
   c.launches = launches;
+  c.in_switch = in_switch;
   return c;
 }
 

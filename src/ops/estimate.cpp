@@ -85,7 +85,9 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     s_per_link_byte[l] = l < links ? 1 / chip.links[l].chip_bandwidth_Bps() : kInf;
     link_latency_s[l] = l < links ? chip.links[l].latency_s : kInf;
+    inv_link_efficiency[l] = l < links && chip.links[l].efficiency > 0 ? 1 / chip.links[l].efficiency : 0;
   }
+  inv_reduction_efficiency = chip.topology.reduction_efficiency > 0 ? 1 / chip.topology.reduction_efficiency : 0;
   store_reads = chip.write_allocate ? 1 : 0;
   launch_s = chip.launch_overhead_s;
   const hw::EfficiencySpec& e = chip.efficiency;
@@ -122,12 +124,18 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
     t[u] += f > 0 ? f * r.s_per_flop[u][d] : 0;
   }
   double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0;
+  int slowest = -1;
   for (int l = 1; l < hw::kMaxMemoryLevels; ++l) memory = std::max(memory, c.bytes[l] * r.s_per_byte[l]);
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     const double b = c.link_bytes[l], steps = c.link_steps[l];
-    comm = std::max(comm, (b > 0 ? b * r.s_per_link_byte[l] : 0) + (steps > 0 ? steps * r.link_latency_s[l] : 0));
+    const double t_l = (b > 0 ? b * r.s_per_link_byte[l] : 0) + (steps > 0 ? steps * r.link_latency_s[l] : 0);
+    if (t_l > comm) comm = t_l, slowest = l;
   }
-  return {t[0], t[1], memory, comm, c.launches * r.launch_s};
+  TimeParts p{t[0], t[1], memory, comm, c.launches * r.launch_s};
+  if (slowest >= 0) {
+    p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
+  }
+  return p;
 }
 
 TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept { return time_parts(c, Rates(chip)); }

@@ -67,7 +67,8 @@ json chip_json(const hw::ChipSpec& c) {
                           {"bandwidth_Bps", l.chip_bandwidth_Bps()},
                           {"link_bandwidth_Bps", l.bandwidth_Bps},
                           {"count", l.count},
-                          {"latency_s", l.latency_s}});
+                          {"latency_s", l.latency_s},
+                          {"efficiency", l.efficiency > 0 ? nlohmann::json(l.efficiency) : nlohmann::json(nullptr)}});
   }
   std::array<double, kDTypeCount> ridge{};
   for (DType t : kAllDTypes) ridge[index(t)] = c.ridge_flops_per_byte(t);
@@ -76,6 +77,16 @@ json chip_json(const hw::ChipSpec& c) {
   j["sparse_ridge_flops_per_byte"] = dtype_map(sparse);
   j["launch_overhead_s"] = c.launch_overhead_s;
   j["chips_per_node"] = c.chips_per_node;
+  {
+    const hw::TopologySpec& t = c.topology;
+    j["topology"] = {{"fabric", std::string(hw::name(t.fabric))},
+                     {"domain", t.fabric == hw::Fabric::torus ? t.max_slice : t.domain > 0 ? t.domain : c.chips_per_node},
+                     {"in_switch_reduction", t.in_switch_reduction},
+                     {"reduction_efficiency", t.reduction_efficiency > 0 ? nlohmann::json(t.reduction_efficiency) : nlohmann::json(nullptr)},
+                     {"links_per_peer", t.links_per_peer},
+                     {"torus_dims", t.torus_dims},
+                     {"wrap_multiple", t.wrap_multiple}};
+  }
   j["usd_per_hour"] = c.usd_per_hour > 0 ? nlohmann::json(c.usd_per_hour) : nlohmann::json(nullptr);
   j["efficiency"] = {{"matrix", c.efficiency.matrix},
                      {"vector", c.efficiency.vector},
@@ -159,12 +170,24 @@ json op_config_json(const analysis::OpConfig& op) {
   return j;
 }
 
-json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e) {
+json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
+                   const comm::Priced* collective) {
   const auto& chip = sys.chip;
   json j;
   j["op"] = op_config_json(op);
   j["hw"] = chip.name;
   j["chips"] = sys.chips;
+  if (collective != nullptr) {
+    // The algorithm priced (auto resolved) and each link's share of the traffic.
+    j["algo"] = std::string(comm::name(collective->algo));
+    j["algo_requested"] = std::string(comm::name(op.algo));
+    j["collective"] = {{"algo", std::string(comm::name(collective->algo))},
+                       {"scale_up_bytes", collective->up_bytes},
+                       {"network_bytes", collective->net_bytes},
+                       {"scale_up_lanes", collective->lanes},
+                       {"latency_s", collective->latency_s},
+                       {"in_switch_reduction", cost.in_switch}};
+  }
   j["flops"] = e.flops;
   j["bytes"] = e.main_bytes;
   j["stored_bytes"] = cost.main_store_bytes;

@@ -54,10 +54,28 @@ std::string chip_text(const hw::ChipSpec& c) {
   if (c.write_allocate) out += "  stores allocate: a plain store's line is read first past L1 (write_allocate)\n";
   if (!c.links.empty()) out += "links (per direction, per chip)\n";
   for (const auto& l : c.links) {
-    out += fmt::format("  {:<16} {:>12}  = {} x {}, latency {}, scope {}\n", l.name, bw(l.chip_bandwidth_Bps()), l.count,
+    out += fmt::format("  {:<16} {:>12}  = {} x {}, latency {}, scope {}", l.name, bw(l.chip_bandwidth_Bps()), l.count,
                        bw(l.bandwidth_Bps), t(l.latency_s), hw::name(l.scope));
+    if (l.efficiency > 0) out += fmt::format(", collectives reach {:.0f}%", 100 * l.efficiency);
+    out += "\n";
   }
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
+  {
+    const hw::TopologySpec& tp = c.topology;
+    switch (tp.fabric) {
+      case hw::Fabric::switched:
+        out += fmt::format("topology        switched domain of {} chips{}\n", tp.domain > 0 ? tp.domain : c.chips_per_node,
+                           tp.in_switch_reduction ? ", the switches reduce (NVLS)" : "");
+        break;
+      case hw::Fabric::mesh:
+        out += fmt::format("topology        full mesh of {} chips\n", tp.domain > 0 ? tp.domain : c.chips_per_node);
+        break;
+      case hw::Fabric::torus:
+        out += fmt::format("topology        {}-D torus, slices up to {} chips, wraparound on axes of a multiple of {}\n",
+                           tp.torus_dims, tp.max_slice, tp.wrap_multiple);
+        break;
+    }
+  }
   if (c.usd_per_hour > 0) out += fmt::format("price           ${:.4g} per chip-hour\n", c.usd_per_hour);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
                      c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
@@ -114,9 +132,22 @@ std::string op_title(const analysis::OpConfig& op) {
   }
 }
 
-std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e) {
+std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
+                          const comm::Priced* collective) {
   const auto& c = sys.chip;
-  std::string out = fmt::format("{}\non {} ({})\n\n", op_title(op), c.display_name, c.name);
+  std::string out = fmt::format("{}\non {} ({})\n", op_title(op), c.display_name, c.name);
+  if (collective != nullptr) {
+    const int up = c.link_index(hw::LinkScope::node), net = c.link_index(hw::LinkScope::network);
+    out += fmt::format("algorithm {}{}", comm::name(collective->algo),
+                       op.algo == comm::Algo::automatic ? " (auto: the fastest for this size on this topology)" : "");
+    if (collective->net_bytes > 0 && net >= 0) {
+      out += fmt::format("; per chip {} over {} and {} over {}", size(collective->up_bytes),
+                         up >= 0 ? c.links[static_cast<std::size_t>(up)].name : "?", size(collective->net_bytes),
+                         c.links[static_cast<std::size_t>(net)].name);
+    }
+    out += "\n";
+  }
+  out += "\n";
   if (e.flops > 0) {
     out += fmt::format("  FLOPs       {:>14}  (mostly {} unit, {})\n", format_si(e.flops), hw::name(e.compute_unit), name(e.compute_dtype));
   } else {
@@ -134,7 +165,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   }
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     if (cost.link_bytes[l] <= 0) continue;
-    out += fmt::format("  on the wire {:>14}  per chip per direction over {}, {} steps\n", size(cost.link_bytes[l]),
+    out += fmt::format("  on the wire {:>14}  per chip per direction over {}, {:.4g} steps\n", size(cost.link_bytes[l]),
                        l < static_cast<int>(c.links.size()) ? c.links[l].name : "?", cost.link_steps[l]);
   }
   if (e.flops > 0 && e.main_bytes > 0) {

@@ -172,7 +172,7 @@ EngineConfig static_batch(const hw::ChipSpec&) {
   e.decode_graphs = GraphMode::eager;  // --cuda-graphs, as for infer
   e.mixed_graphs = GraphMode::eager;
   e.graph_max_batch = INT64_MAX / 4;
-  e.collective_algo = comm::Algo::ring;  // as `infer`
+  e.collective_algo = comm::Algo::automatic;  // as `infer`
   e.merged_kernels = false;
   e.sources = "static batching as `ridgeline infer` models it: no host time, prompts prefilled together";
   return e;

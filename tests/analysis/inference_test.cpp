@@ -127,6 +127,7 @@ TEST(Inference, SequenceParallelismMovesTheSameBytesAndSplitsTheNorms) {
   // sends (P-1)/P·N twice: the same. Norms and residuals then see T/tp tokens.
   InferenceConfig plain, sp;
   plain.forward.tp = sp.forward.tp = 4;
+  plain.forward.algo = sp.forward.algo = comm::Algo::ring;  // the ring identity (auto would pick NVLS for the all-reduce)
   sp.forward.sequence_parallel = true;
   plain.prompt = sp.prompt = 1024;
   auto a = run("llama-3.1-8b", "h100-sxm", plain);
@@ -333,12 +334,19 @@ TEST(Inference, DecodeStepFloorByHand) {
   EXPECT_NEAR(r->decode_total.kernel_fixed_s, 15 * 483 * 1.3e-6, 1e-11);
   EXPECT_EQ(r->decode_last.link_latency_s, 0);
   // Llama-3.1-70B at TP 4: 2 ring all-reduces per layer x 80 and the embedding's, each
-  // 2(4 - 1) = 6 NVLink hops of 1 us at the link efficiency 0.8 (7.5 us), and the logits
-  // all-gather's 3 hops (3.75 us): 161 x 7.5 + 3.75 = 1211.25 us of latency per step.
+  // 2(4 - 1) = 6 NVLink hops of 1 us at NVLink's measured efficiency 0.816 (hardware file),
+  // and the logits all-gather's 3 hops: (161 x 6 + 3) / 0.816 us of latency per step.
   cfg.forward.tp = 4;
   cfg.batch = 1;
+  cfg.forward.algo = comm::Algo::ring;
   r = run("llama-3.1-70b", "h100-sxm", cfg);
-  EXPECT_NEAR(r->decode_last.link_latency_s, 161 * 7.5e-6 + 3.75e-6, 1e-12);
+  EXPECT_NEAR(r->decode_last.link_latency_s, (161 * 6e-6 + 3e-6) / 0.816, 1e-12);
+  // By default the all-reduces of 8192 bf16 values take the switch's reduction (NVLS, 2
+  // steps at the reduction efficiency 0.686: faster than 6 hops of the ring for so few
+  // bytes); the all-gather stays a ring: (161 x 2 / 0.686 + 3 / 0.816) us.
+  cfg.forward.algo = comm::Algo::automatic;
+  r = run("llama-3.1-70b", "h100-sxm", cfg);
+  EXPECT_NEAR(r->decode_last.link_latency_s, 161 * 2e-6 / 0.686 + 3e-6 / 0.816, 1e-12);
   // The floor is a share of the step, never more than it.
   EXPECT_LT(r->decode_last.kernel_fixed_s + r->decode_last.link_latency_s, r->decode_last.t_realistic_s);
 }

@@ -81,8 +81,8 @@ TEST(Recompute, ChoicesUnderShrinkingBudgets) {
 // Seed 000: "all-to-all selectively". DeepSeek-V3 (MLA; 3 dense and 58 MoE layers) on H200,
 // 400 MB per layer: the tokens an expert-parallel all-to-all brought (`dispatched`) are
 // rebuilt by repeating it. Across nodes (tp 8 x ep 4 = 32 GPUs, 400 Gb/s per GPU) that is
-// the dearest byte of the layer, and the plan moves it to host memory behind the layer's
-// compute; inside a node (tp 2 x ep 4 = 8 GPUs on NVLink) it is cheaper per byte than the
+// the dearest byte of the layer, and the plan moves it to host memory, mostly behind the
+// layer's compute; inside a node (tp 2 x ep 4 = 8 GPUs on NVLink) it is cheaper per byte than the
 // GEMM outputs and FlashAttention's output, and the plan recomputes it.
 TEST(Recompute, AllToAllRecomputedSelectively) {
   const auto m = io::bundled_model("deepseek-v3");
@@ -111,7 +111,10 @@ TEST(Recompute, AllToAllRecomputedSelectively) {
   EXPECT_EQ(across.by_cost_per_byte[across.count - 2], d);
   EXPECT_EQ(across.best.action[d], TensorAction::offload);
   EXPECT_TRUE(across.best.feasible);
-  EXPECT_EQ(across.best.offload_exposed_s, 0);
+  // The host transfer hides mostly behind the layer's compute: what shows is less than
+  // repeating the all-to-all would cost (the network now runs at its measured 0.9 of peak,
+  // so the layer is shorter and a little of the transfer shows).
+  EXPECT_LT(across.best.offload_exposed_s, across.tensors[d].recompute_s);
   EXPECT_LE(across.best.added_s, across.full.added_s);
 
   c.tp = 2;

@@ -153,6 +153,29 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
 }
 
+TEST(HardwareFile, TopologyAndLinkEfficiency) {
+  // Version 1 files (kMinimal) read with the default topology: one switched domain.
+  EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").topology, hw::TopologySpec{});
+  std::string v2 = kMinimal;
+  v2.replace(v2.find("schema_version: 1"), 17, "schema_version: 2");
+  const std::string links = "links:\n  - {name: X, scope: node, bandwidth: 10 GB/s, count: 4, latency: 1 us, efficiency: 0.7}\n";
+  const hw::ChipSpec c = parse_chip_yaml(v2 + links + "topology: {fabric: torus, torus_dims: 2, max_slice: 64, wrap_multiple: 4}\n", "t.yaml");
+  EXPECT_EQ(c.topology.fabric, hw::Fabric::torus);
+  EXPECT_EQ(c.topology.torus_dims, 2);
+  EXPECT_EQ(c.topology.max_slice, 64);
+  EXPECT_DOUBLE_EQ(c.links[0].efficiency, 0.7);
+  // Written and read back unchanged.
+  const hw::ChipSpec back = parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml");
+  EXPECT_EQ(back.topology, c.topology);
+  EXPECT_DOUBLE_EQ(back.links[0].efficiency, 0.7);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: ring}\n").find("topology.fabric"), std::string::npos);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: torus}\n").find("torus_dims"), std::string::npos);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: mesh, in_switch_reduction: true}\n").find("in_switch_reduction"), std::string::npos);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, torus_dims: 3}\n").find("torus"), std::string::npos);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, domain: 0}\n").find("topology.domain"), std::string::npos);
+  EXPECT_NE(error_of(v2 + links.substr(0, links.size() - 5) + "1.5}\n").find("links[0].efficiency"), std::string::npos);
+}
+
 TEST(HardwareFile, ErrorsNameTheKeyPath) {
   std::string base = kMinimal;
   auto with = [&](const std::string& from, const std::string& to) {
@@ -166,7 +189,7 @@ TEST(HardwareFile, ErrorsNameTheKeyPath) {
   EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: nan TB/s")).find("memory[0].bandwidth"), std::string::npos);
   EXPECT_NE(error_of(with("bf16: 100 TFLOPS", "bf17: 100 TFLOPS")).find("matrix_peak.bf17"), std::string::npos);
   EXPECT_NE(error_of(with("kind: gpu", "kind: fpga")).find("kind"), std::string::npos);
-  EXPECT_NE(error_of(with("schema_version: 1", "schema_version: 2")).find("schema_version"), std::string::npos);
+  EXPECT_NE(error_of(with("schema_version: 1", "schema_version: 3")).find("schema_version"), std::string::npos);
   EXPECT_NE(error_of(with("launch_overhead: 2 us\n", "")).find("launch_overhead: required"), std::string::npos);
   EXPECT_NE(error_of(with("{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}", "{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB, speed: 3}"))
                 .find("memory[0].speed"),

@@ -73,7 +73,7 @@ template <class C>
   if (o.parts.launch < realistic) {
     const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * a.overhead_s;
-    t.link_latency_s += r * o.latency_s * a.inv_link;
+    t.link_latency_s += r * o.latency_s * o.parts.inv_comm(a);
   }
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
@@ -96,7 +96,7 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
   return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
-          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * a.inv_link, p.launch};
+          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * p.inv_comm(a), p.launch};
 }
 
 /// One op's five realistic parts as a + b·x in a quantity x it is affine in, plus the memory

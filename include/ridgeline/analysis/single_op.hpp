@@ -61,7 +61,7 @@ struct OpConfig {
   hw::Unit unit = hw::Unit::matrix;     ///< custom
   std::int64_t chips = 1;               ///< collectives: group size; matmul: shard count
   Shard shard = Shard::none;
-  comm::Algo algo = comm::Algo::ring;
+  comm::Algo algo = comm::Algo::automatic;
   DType dtype = DType::bf16;
   std::optional<DType> a_dtype{}, b_dtype{}, out_dtype{}, compute_dtype{}, kv_dtype{};
 };
@@ -73,6 +73,11 @@ void validate(const OpConfig& op);
 /// The dtype the op's main FLOPs run in (after defaults).
 DType effective_compute_dtype(const OpConfig& op) noexcept;
 
+/// The collective of a collective kind (allreduce ... sendrecv).
+comm::Collective collective_kind(OpKind k) noexcept;
+/// A collective op priced on `sys`'s topology: the algorithm chosen, the traffic on each
+/// link (its `cost` is what op_cost returns).
+comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept;
 /// The op's Cost on one chip of `sys` (the busiest chip when sharded). Does not validate.
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept;
 

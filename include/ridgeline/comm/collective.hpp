@@ -1,20 +1,30 @@
 #pragma once
 /// Collectives over P chips: bytes each chip puts on the wire, latency steps, the memory
 /// traffic and reduction FLOPs on each chip (docs/collectives.md).
+#include <array>
 #include <optional>
 #include <string_view>
 
 #include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
 #include "ridgeline/ops/cost.hpp"
 
 namespace ridgeline::comm {
 
 enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
-enum class Algo : std::uint8_t { ring, tree, direct };
+/// ring, tree and direct as docs/collectives.md tabulates them; nvls: the switches reduce
+/// (all-reduce only); automatic: the fastest the machine offers for the size, as NCCL's tuner
+/// picks (`--algo auto`).
+enum class Algo : std::uint8_t { ring, tree, direct, nvls, automatic };
 
 std::string_view name(Collective c) noexcept;
 std::string_view name(Algo a) noexcept;
 std::optional<Algo> parse_algo(std::string_view s) noexcept;
+/// `--algo TEXT` (empty: auto); throws InputError naming the choices.
+Algo algo_flag(std::string_view text);
+/// Throws InputError when `algo` cannot run `kind` on `sys` (nvls: an all-reduce inside one
+/// domain whose switches reduce; tree: not an all-to-all).
+void check_algo(const hw::System& sys, Algo algo, Collective kind, double chips);
 
 /// `bytes` follows nccl-tests: the per-chip buffer for all-reduce and all-to-all, the
 /// gathered output for all-gather, the per-chip input for reduce-scatter, the message
@@ -35,7 +45,40 @@ double latency_steps(const CollectiveShape& s) noexcept;
 /// The bus-bandwidth factor of nccl-tests: wire bytes / buffer bytes (2(P-1)/P for all-reduce).
 double bus_factor(const CollectiveShape& s) noexcept;
 
-/// The Cost on one chip; zero for a single chip.
+/// The Cost on one chip over one flat link (the formulas of the table in
+/// docs/collectives.md, no topology); zero for a single chip. Needs a concrete algorithm.
 ops::Cost collective_cost(const CollectiveShape& s) noexcept;
+
+/// Where a group's members sit in the machine (docs/collectives.md#placement).
+struct Placement {
+  double size = 1;        ///< members P
+  double per_domain = 1;  ///< members in each scale-up domain g (P/g domains)
+  /// On a torus: members along each axis of the slice, and whether the group closes the
+  /// axis's wraparound ring.
+  std::array<int, 3> extent{1, 1, 1};
+  std::array<bool, 3> wrap{};
+};
+
+/// The placement of a group of `size` chips whose members are `stride` ranks apart, ranks
+/// numbered as plans order them (tensor parallel innermost, then context, expert, data,
+/// pipeline parallel): members fill a scale-up domain (a torus's axes, x first) before
+/// the next.
+Placement place(const hw::System& sys, double size, double stride = 1) noexcept;
+
+/// A collective priced on the machine as wired (docs/collectives.md#topology).
+struct Priced {
+  ops::Cost cost;        ///< on the link that bounds it (the other link's traffic overlaps)
+  Algo algo = Algo::ring;  ///< the algorithm priced (automatic resolved)
+  int link = -1;         ///< the bounding link (index in ChipSpec::links), -1 for none
+  double up_bytes = 0;   ///< per chip per direction over the scale-up links
+  double net_bytes = 0;  ///< per chip per direction over the network
+  double lanes = 0;      ///< of the chip's scale-up links, how many the algorithm keeps busy
+  double latency_s = 0;  ///< the message steps' latency, both links, seconds
+  double time_s = 0;     ///< at the links' achievable rates: what `automatic` compares
+};
+
+/// The collective of `kind` on `bytes` (the nccl-tests convention above) over a group placed
+/// at `p` on `sys`. Never allocates, never throws; a single chip or no bytes costs nothing.
+Priced price(const hw::System& sys, const Placement& p, Collective kind, double bytes, DType dtype, Algo algo) noexcept;
 
 }  // namespace ridgeline::comm

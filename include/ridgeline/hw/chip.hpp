@@ -31,6 +31,9 @@ struct LinkSpec {
   double bandwidth_Bps = 0;  ///< per direction, per physical link, bytes/s
   int count = 1;             ///< physical links of this kind per chip
   double latency_s = 0;      ///< per message hop, seconds
+  /// Fraction of the bandwidth collectives reach over this link (nccl-tests bus bandwidth over
+  /// the peak); 0: the chip's figure (efficiency.collective.link, else efficiency.link).
+  double efficiency = 0;
   /// Per-direction bandwidth of all `count` links together: what a collective can use.
   double chip_bandwidth_Bps() const noexcept { return bandwidth_Bps * count; }
 };
@@ -68,6 +71,33 @@ struct EfficiencySpec {
   std::array<ClassEfficiency, kKernelClassCount> kernel{};
 };
 
+/// How the chips of one scale-up domain are wired (docs/collectives.md#topology).
+enum class Fabric : std::uint8_t {
+  switched,  ///< every chip reaches every other through switches at its full link rate (NVSwitch, PCIe switch)
+  mesh,      ///< a direct link (or `links_per_peer`) between each pair (MI300X Infinity Fabric)
+  torus,     ///< neighbours on a 2- or 3-D torus (TPU ICI); the domain is the slice
+};
+std::string_view name(Fabric f) noexcept;
+
+/// The machine as it is wired: the scale-up domain (the chips the `node` link joins) and
+/// the scale-out network between domains (the `network` link, one share per chip).
+struct TopologySpec {
+  Fabric fabric = Fabric::switched;
+  int domain = 0;  ///< chips in one scale-up domain; 0: chips_per_node (a torus: the whole slice)
+  /// The switches reduce (NVLink SHARP, "NVLS"): an all-reduce sends each byte once in each
+  /// direction instead of 2(P-1)/P times.
+  bool in_switch_reduction = false;
+  /// Fraction of the link rate in-switch reductions reach (nccl-tests); 0: the link's.
+  double reduction_efficiency = 0;
+  int links_per_peer = 0;  ///< mesh: links between each pair; 0: the node links over domain - 1
+  int torus_dims = 0;      ///< torus: 2 or 3 axes
+  int max_slice = 0;       ///< torus: chips in the largest slice (a pod); more go over the network
+  /// torus: an axis wraps around when its length is a multiple of this (TPU v4/v5p: 4, the
+  /// optical switches close cubes; v5e/v6e: 16, only a full pod axis); 0: never.
+  int wrap_multiple = 0;
+  bool operator==(const TopologySpec&) const = default;
+};
+
 inline constexpr int kMaxMemoryLevels = 4;
 inline constexpr int kMaxLinks = 4;
 
@@ -90,6 +120,7 @@ struct ChipSpec {
   double launch_overhead_s = 0;  ///< host cost of one kernel launch, seconds
   EfficiencySpec efficiency;
   int chips_per_node = 1;        ///< chips joined by the `node` links
+  TopologySpec topology;         ///< how the node links and the network are wired
   double usd_per_hour = 0;       ///< a price per chip-hour (`price_per_hour`, its source and date in `sources`); 0: none
   std::vector<std::string> sources;
   std::string provenance;  ///< "catalog", a file path, or a measurement note
@@ -129,12 +160,20 @@ struct System {
   ChipSpec chip;
   int chips = 1;
   int chips_per_node = 1;
+  /// A torus slice's shape, axis lengths x, y, z (1 for an axis not used); all 0: chosen
+  /// from `chips` (torus_slice()).
+  std::array<int, 3> slice{};
+  /// Chips in one scale-up domain: the switched or mesh domain, or the torus slice.
+  int domain() const noexcept;
+  /// The torus slice the chips form: `slice` when set, else the most cubic shape of
+  /// min(chips, max_slice) over the chip's axes.
+  std::array<int, 3> torus_slice() const noexcept;
   /// Link a collective over `group` chips crosses: the node link when the group fits in
   /// a node, else the network link (falling back to the node link when there is none).
   int comm_link(int group) const noexcept {
     int node = chip.link_index(LinkScope::node);
     int net = chip.link_index(LinkScope::network);
-    if (group <= chips_per_node || net < 0) return node >= 0 ? node : net;
+    if (group <= domain() || net < 0) return node >= 0 ? node : net;
     return net;
   }
 };

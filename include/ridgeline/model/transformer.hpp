@@ -26,7 +26,7 @@ struct ForwardConfig {
   std::int64_t tp = 1;  ///< tensor parallelism: heads, MLP width and vocab split over tp chips
   std::int64_t ep = 1;  ///< expert parallelism: experts split over ep groups of tp chips, attention data-parallel across them
   ops::AttentionImpl attention = ops::AttentionImpl::flash;
-  comm::Algo algo = comm::Algo::ring;
+  comm::Algo algo = comm::Algo::automatic;  // collectives: the fastest for the size (comm::price)
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
   /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.
   bool sequence_parallel = false;

@@ -55,6 +55,10 @@ struct Rates {
   std::array<double, hw::kMaxMemoryLevels> s_per_byte{};
   /// Seconds per byte over each link (all its physical links), and per message step.
   std::array<double, hw::kMaxLinks> s_per_link_byte{}, link_latency_s{};
+  /// 1 / the fraction of each link collectives reach (LinkSpec::efficiency), 0 where the link
+  /// has none (the kernel class's figure applies); the same for in-switch reductions.
+  std::array<double, hw::kMaxLinks> inv_link_efficiency{};
+  double inv_reduction_efficiency = 0;
   /// 1 where a store to a line not read first reads the line (ChipSpec::write_allocate), else 0:
   /// main-memory traffic is bytes + store_reads x stored bytes.
   double store_reads = 0;
@@ -81,6 +85,11 @@ struct TimeParts {
   double memory = 0;  ///< slowest memory level
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
+  /// 1 / the achievable fraction of the comm part's own link (Rates::inv_link_efficiency);
+  /// 0: the kernel class's.
+  double comm_inv = 0;
+  /// 1 / the comm part's achievable fraction: its link's own, else the class's.
+  double inv_comm(const Rates::Achievable& a) const noexcept { return comm_inv > 0 ? comm_inv : a.inv_link; }
   double lower() const noexcept {
     double m = matrix > vector ? matrix : vector;
     if (memory > m) m = memory;
@@ -92,8 +101,8 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s + matrix * a.inv_matrix + vector * a.inv_vector + memory * a.inv_memory + comm * a.inv_link +
-           launch;
+    return a.overhead_s + matrix * a.inv_matrix + vector * a.inv_vector + memory * a.inv_memory +
+           comm * inv_comm(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
@@ -102,7 +111,7 @@ struct TimeParts {
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     double m = matrix * a.inv_matrix;
-    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm * a.inv_link;
+    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm * inv_comm(a);
     if (v > m) m = v;
     if (b > m) m = b;
     if (c > m) m = c;
@@ -153,6 +162,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   p.memory = main > 0 ? main * r.s_per_byte[0] : 0;
   if (c.link >= 0 && c.link < hw::kMaxLinks) {
     p.comm = u(c.link_bytes, r.s_per_link_byte[c.link]) + u(c.link_steps, r.link_latency_s[c.link]);
+    p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[c.link];
   }
   p.launch = c.launches * r.launch_s;
   return p;

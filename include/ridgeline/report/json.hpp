@@ -21,8 +21,10 @@ nlohmann::json chip_json(const hw::ChipSpec& chip);
 /// The op's inputs as given (kind, dims, dtypes).
 nlohmann::json op_config_json(const analysis::OpConfig& op);
 /// `op`: cost and estimate on `sys`.
+/// `collective`: a collective op's pricing (analysis::op_collective): the algorithm chosen
+/// and the traffic on each link.
 nlohmann::json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost,
-                             const ops::Estimate& e);
+                             const ops::Estimate& e, const comm::Priced* collective = nullptr);
 /// `threshold`: critical_<var> and how it was found.
 nlohmann::json threshold_json(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
                               const analysis::ThresholdResult& r);
