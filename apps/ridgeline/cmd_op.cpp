@@ -312,6 +312,13 @@ void placeholder(OpFlags& g, OpKind kind, analysis::SolveVar v, const std::strin
   if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
 }
 
+// The system an op runs on, checked against what the op asks of it (a forced nvls).
+hw::System op_system(const HardwareFlags& hw, const analysis::OpConfig& cfg) {
+  hw::System sys = load_system(hw);
+  analysis::validate(cfg, sys);
+  return sys;
+}
+
 void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfig cfg, const hw::System& sys) {
   const auto var = std::optional<analysis::SolveVar>(sw.var);
   const std::int64_t lo = sw.lo, hi = sw.hi;
@@ -403,17 +410,16 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                               OpFlags g = *f;
                               placeholder(g, kind, sw.var, std::to_string(sw.lo));
                               analysis::OpConfig cfg = build_config(kind, g, chips);
-                              run_sweep(kind, g, sw, cfg, load_system(f->hw));
+                              run_sweep(kind, g, sw, cfg, op_system(f->hw, cfg));
                               return;
                             }
                             require_dims(sub, kind, *f, std::nullopt, "");
                             analysis::OpConfig cfg = build_config(kind, *f, chips);
-                            hw::System sys = load_system(f->hw);
+                            hw::System sys = op_system(f->hw, cfg);
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
                             ops::Estimate e = ops::estimate(cost, sys.chip, analysis::kernel_class(cfg.kind));
                             if (is_collective(kind)) {
-                              comm::check_algo(sys, cfg.algo, analysis::collective_kind(kind), static_cast<double>(cfg.chips));
                               const comm::Priced pr = analysis::op_collective(cfg, sys);
                               emit(f->json, report::estimate_json(cfg, sys, cost, e, &pr), report::estimate_text(cfg, sys, cost, e, &pr));
                               return;
@@ -460,7 +466,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             if (kind == OpKind::attention && g.kv_len.empty()) g.kv_len = g.q_len;
                             int chips = g.hw.chips.empty() ? 1 : static_cast<int>(parse_positive_int(g.hw.chips, "--chips"));
                             analysis::OpConfig cfg = build_config(kind, g, chips);
-                            hw::System sys = load_system(g.hw);
+                            hw::System sys = op_system(g.hw, cfg);
                             ops::check_supported(analysis::op_cost(cfg, sys), sys.chip);
                             auto r = analysis::solve_threshold(cfg, sys, *var);
                             emit(f->json, report::threshold_json(cfg, sys, *var, r), report::threshold_text(cfg, sys, *var, r));

@@ -292,6 +292,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const Inferenc
   if ((cfg.forward.tp > 1 || cfg.forward.ep > 1) && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
   }
+  comm::check_algo(sys.chip, cfg.forward.algo);
 }
 
 void infer(const model::ModelConfig& m, const hw::System& sys_in, const InferenceConfig& cfg, InferenceResult& out) {

@@ -168,6 +168,15 @@ comm::Collective collective_kind(OpKind k) noexcept {
   }
 }
 
+void validate(const OpConfig& op, const hw::System& sys) {
+  validate(op);
+  if (op.algo != comm::Algo::nvls) return;
+  comm::check_algo(sys.chip, op.algo);
+  if (op.chips > sys.domain()) {
+    throw InputError(fmt::format("--algo: nvls reduces inside one NVLink domain of {} chips, not {}", sys.domain(), op.chips));
+  }
+}
+
 comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept {
   const comm::Collective kind = collective_kind(op.kind);
   // A send/recv is between two chips; any other collective spans --chips, contiguous ranks.
@@ -180,7 +189,6 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
   auto rows = [&] {
     return ops::RowsShape{static_cast<double>(op.rows), static_cast<double>(op.cols), op.dtype, compute};
   };
-  auto collective = [&](comm::Collective) { return op_collective(op, sys).cost; };
   switch (op.kind) {
     case OpKind::custom: {
       ops::Cost c;
@@ -242,11 +250,11 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
       s.compute = compute;
       return ops::attention_cost(s);
     }
-    case OpKind::allreduce: return collective(comm::Collective::all_reduce);
-    case OpKind::allgather: return collective(comm::Collective::all_gather);
-    case OpKind::reducescatter: return collective(comm::Collective::reduce_scatter);
-    case OpKind::alltoall: return collective(comm::Collective::all_to_all);
-    case OpKind::sendrecv: return collective(comm::Collective::send_recv);
+    case OpKind::allreduce:
+    case OpKind::allgather:
+    case OpKind::reducescatter:
+    case OpKind::alltoall:
+    case OpKind::sendrecv: return op_collective(op, sys).cost;
   }
   return {};
 }

@@ -46,18 +46,11 @@ Algo algo_flag(std::string_view text) {
   throw InputError(fmt::format("--algo: '{}' is not an algorithm: expected auto, ring, tree, direct or nvls", text));
 }
 
-void check_algo(const hw::System& sys, Algo algo, Collective kind, double chips) {
-  if (algo == Algo::tree && kind == Collective::all_to_all) {
-    throw InputError("--algo: tree is not an all-to-all algorithm: expected auto, ring or direct");
-  }
+void check_algo(const hw::ChipSpec& chip, Algo algo) {
   if (algo != Algo::nvls) return;
-  const hw::TopologySpec& t = sys.chip.topology;
-  if (kind != Collective::all_reduce) throw InputError(fmt::format("--algo: nvls runs all-reduces only, not {}", name(kind)));
+  const hw::TopologySpec& t = chip.topology;
   if (t.fabric != hw::Fabric::switched || !t.in_switch_reduction) {
-    throw InputError(fmt::format("--algo: nvls needs switches that reduce, and {}'s topology has none (in_switch_reduction)", sys.chip.name));
-  }
-  if (chips > sys.domain()) {
-    throw InputError(fmt::format("--algo: nvls reduces inside one NVLink domain of {} chips, not {}", sys.domain(), chips));
+    throw InputError(fmt::format("--algo: nvls needs switches that reduce, and {}'s topology has none (in_switch_reduction)", chip.name));
   }
 }
 
@@ -94,29 +87,37 @@ double latency_steps(const CollectiveShape& s) noexcept {
 
 double bus_factor(const CollectiveShape& s) noexcept { return s.bytes > 0 ? wire_bytes(s) / s.bytes : 0; }
 
+namespace {
+
+// What a collective does to the chip's memory and vector unit: everything sent is read
+// from memory and everything received is stored to a buffer; where the chip reduces
+// (all-reduce, reduce-scatter; not when the switch does), each received chunk is added to
+// the local one, (P-1)/P·N elements whose local operand is read too, in fp32.
+void add_chip_work(ops::Cost& c, Collective kind, double sent, double p, double n_bytes, DType dtype,
+                   bool chip_reduces) noexcept {
+  double mem = sent;
+  if (chip_reduces && (kind == Collective::all_reduce || kind == Collective::reduce_scatter)) {
+    const double reduced = (p - 1) / p * n_bytes;
+    mem += reduced;
+    c.add_flops(hw::Unit::vector, DType::fp32, reduced / bytes(dtype));
+  }
+  c.add_main_bytes(mem);
+  c.add_main_stores(sent);
+  c.launches = 1;
+}
+
+}  // namespace
+
 ops::Cost collective_cost(const CollectiveShape& s) noexcept {
   ops::Cost c;
   if (s.chips <= 1 || s.bytes <= 0) return c;
   const double wire = wire_bytes(s);
   c.link_bytes[s.link] = wire;
   c.link_steps[s.link] = latency_steps(s);
-  // Everything sent is read from memory and everything received is stored to a buffer.
-  double mem = wire;
-  if (s.kind == Collective::all_reduce || s.kind == Collective::reduce_scatter) {
-    // Each received chunk is added to the local one: (P-1)/P·N elements, local operand read.
-    const double reduced = (s.chips - 1) / s.chips * s.bytes;
-    mem += reduced;
-    c.add_flops(hw::Unit::vector, DType::fp32, reduced / bytes(s.dtype));
-  }
-  c.add_main_bytes(mem);
-  c.add_main_stores(wire);
-  c.launches = 1;
+  add_chip_work(c, s.kind, wire, s.chips, s.bytes, s.dtype, true);
   return c;
 }
 
-}  // namespace ridgeline::comm
-
-namespace ridgeline::comm {
 namespace {
 
 // One link kind as a collective sees it: peak bandwidth of all its links, per-hop latency,
@@ -149,6 +150,14 @@ struct Traffic {
   bool in_switch = false;
 };
 
+// An algorithm's traffic in time, at the links' achievable rates: the scale-up bytes as
+// charged to the whole link bundle (spread over the busy lanes only), each link's time, and
+// the latency of the steps on both.
+struct LinkTimes {
+  double up_eq = 0, t_up = 0, t_net = 0, latency = 0;
+  double total() const noexcept { return std::max(t_up, t_net) + latency; }
+};
+
 double log2_ceil(double x) noexcept { return x <= 1 ? 0 : std::ceil(std::log2(x)); }
 
 // The bus factor of the ring (nccl-tests): wire bytes per buffer byte.
@@ -162,9 +171,9 @@ double ring_factor(Collective kind, double p) noexcept {
 // along the axes the group spans, both directions where the axis wraps around.
 double lanes(const hw::System& sys, const Placement& p, double g, Algo algo, Collective kind, int count) noexcept {
   const hw::TopologySpec& t = sys.chip.topology;
-  double n = count;
+  double n = count;  // switched: every link reaches the switch
   switch (t.fabric) {
-    case hw::Fabric::switched: n = count; break;
+    case hw::Fabric::switched: break;
     case hw::Fabric::mesh: {
       const int dom = sys.domain();
       const double per_peer = t.links_per_peer > 0 ? t.links_per_peer : std::max(1.0, std::floor(count / std::max(1.0, dom - 1.0)));
@@ -192,14 +201,12 @@ double lanes(const hw::System& sys, const Placement& p, double g, Algo algo, Col
   return std::clamp(n, 1.0, static_cast<double>(count));
 }
 
-// Mean hops from a chip to every member along one torus axis of e members.
+// Mean hops from a chip to every member along one torus axis of e members: on a ring
+// Σ_d min(d, e − d) / e = ⌊e²/4⌋ / e; on a line the mean |i − j| over all pairs, (e² − 1)/(3e).
 double mean_hops(int e, bool wrap) noexcept {
   if (e <= 1) return 0;
-  double s = 0;
-  for (int d = 0; d < e; ++d) s += wrap ? std::min(d, e - d) : 0;
-  if (wrap) return s / e;
-  // A line: mean |i − j| over all pairs (i, j) = (e² − 1) / (3e).
-  return (static_cast<double>(e) * e - 1) / (3.0 * e);
+  const double ee = static_cast<double>(e) * e;
+  return wrap ? std::floor(ee / 4) / e : (ee - 1) / (3.0 * e);
 }
 
 Traffic traffic(const hw::System& sys, const Placement& p, Collective kind, double n_bytes, Algo algo, bool across,
@@ -339,52 +346,41 @@ Priced price(const hw::System& sys, const Placement& p, Collective kind, double 
     if (kind == Collective::all_reduce && across) cand[n++] = Algo::tree;
     if (nvls_ok) cand[n++] = Algo::nvls;
   }
-  Traffic best;
-  double best_t = 0;
-  for (int i = 0; i < n; ++i) {
-    const Traffic t = traffic(sys, p, kind, bytes_, cand[i], across, up.count);
+  auto times = [&](const Traffic& t) {
+    LinkTimes lt;
+    lt.up_eq = t.up * up.count / t.lanes;
     const double up_eff = t.in_switch ? red_eff : up.eff;
-    const double up_eq = t.up * up.count / t.lanes;  // spread over the busy lanes only
-    const double bw_t = std::max(up.bw > 0 ? up_eq / (up.bw * up_eff) : 0, net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0);
-    const double lat = t.up_steps * up.lat + t.net_steps * net.lat;
-    const double total = bw_t + lat;
-    if (i == 0 || total < best_t) best = t, best_t = total;
+    lt.t_up = up.bw > 0 ? lt.up_eq / (up.bw * up_eff) : 0;
+    lt.t_net = net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0;
+    lt.latency = t.up_steps * up.lat + t.net_steps * net.lat;
+    return lt;
+  };
+  Traffic t;
+  LinkTimes lt;
+  for (int i = 0; i < n; ++i) {
+    const Traffic ti = traffic(sys, p, kind, bytes_, cand[i], across, up.count);
+    const LinkTimes li = times(ti);
+    if (i == 0 || li.total() < lt.total()) t = ti, lt = li;
   }
-  const Traffic& t = best;
   out.algo = t.algo;
   out.up_bytes = t.up;
   out.net_bytes = t.net;
   out.lanes = t.lanes;
-  out.latency_s = t.up_steps * up.lat + t.net_steps * net.lat;
-  out.time_s = best_t;
+  out.latency_s = lt.latency;
+  out.time_s = lt.total();
   // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
-  const double up_eq = t.up * up.count / t.lanes;
-  const double up_eff = t.in_switch ? red_eff : up.eff;
-  const double t_up = up.bw > 0 ? up_eq / (up.bw * up_eff) : 0;
-  const double t_net = net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0;
-  const bool on_net = across && t_net > t_up;
+  const bool on_net = across && lt.t_net > lt.t_up;
   const LinkRate& b = on_net ? net : up;
   out.link = b.index;
   ops::Cost& c = out.cost;
   if (b.index >= 0 && b.index < hw::kMaxLinks) {
-    c.link_bytes[b.index] = on_net ? t.net : up_eq;
+    c.link_bytes[b.index] = on_net ? t.net : lt.up_eq;
     // The other link's steps in this link's latency (exact when there are none).
     const double other = on_net ? t.up_steps * up.lat : t.net_steps * net.lat;
     c.link_steps[b.index] = (on_net ? t.net_steps : t.up_steps) + (other > 0 && b.lat > 0 ? other / b.lat : 0);
   }
   c.in_switch = t.in_switch && !on_net;
-  // Memory: everything sent is read and everything received is stored; a reduction on the
-  // chip also reads its local operand and adds in fp32 (the switch adds for NVLS).
-  const double sent = t.up + t.net;
-  double mem = sent;
-  if (!t.in_switch && (kind == Collective::all_reduce || kind == Collective::reduce_scatter)) {
-    const double reduced = (p.size - 1) / p.size * bytes_;
-    mem += reduced;
-    c.add_flops(hw::Unit::vector, DType::fp32, reduced / bytes(dtype));
-  }
-  c.add_main_bytes(mem);
-  c.add_main_stores(sent);
-  c.launches = 1;
+  add_chip_work(c, kind, t.up + t.net, p.size, bytes_, dtype, !t.in_switch);
   return out;
 }
 

@@ -748,6 +748,8 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   if ((f.tp > 1 || f.ep > 1) && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
   }
+  comm::check_algo(sys.chip, f.algo);
+  comm::check_algo(sys.chip, cfg.engine.collective_algo);
   if (cfg.engine.preemption == Preemption::swap && sys.chip.link_index(hw::LinkScope::host) < 0) {
     throw InputError(fmt::format("--preemption: swap needs a host link and {} has none", sys.chip.name));
   }

@@ -45,6 +45,26 @@ TEST(ErrorsCli, Flags) {
   expect_bad("op matmul --m 1 --k 1 --n 1 --chips 0", "--chips");
 }
 
+TEST(ErrorsCli, TopologyFlags) {
+  // Algorithms the chip or the collective cannot run.
+  expect_bad("op allreduce --bytes 1e6 --chips 8 --algo ring2", "--algo");
+  expect_bad("op allreduce --bytes 1e6 --chips 8 --algo nvls --hw a100-80gb", "--algo: nvls needs switches that reduce");
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --algo nvls --hw h100-sxm", "--algo: nvls reduces inside one NVLink domain");
+  expect_bad("op allgather --bytes 1e6 --chips 8 --algo nvls", "--algo: nvls runs all-reduces only");
+  expect_bad("op matmul --m 8 --k 8 --n 8 --chips 2 --shard k --algo nvls --hw mi300x", "--algo: nvls");
+  expect_bad("op matmul --k 8 --n 8 --chips 2 --shard k --algo nvls --hw a100-80gb --sweep m=8..64", "--algo: nvls needs switches");
+  expect_bad("threshold matmul --k 64 --n 64 --chips 2 --shard k --algo nvls --hw a100-80gb --solve m", "--algo: nvls needs switches");
+  expect_bad("infer --model llama-3.1-8b --tp 2 --algo nvls --hw a100-80gb", "--algo: nvls needs switches");
+  expect_bad("serve --model llama-3.1-8b --tp 2 --algo nvls --hw mi300x --qps 1 --requests 10", "--algo: nvls needs switches");
+  // --slice: TPU slices only, a shape of the chip's axes, dividing --chips, within a pod.
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --slice 4x4 --hw h100-sxm", "--slice: h100-sxm is not a torus");
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --slice 2x2x4 --hw tpu-v5e", "--slice");
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --slice 4x3 --hw tpu-v5p", "do not divide --chips 16");
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --slice 4xfour --hw tpu-v5p", "--slice");
+  expect_bad("op allreduce --bytes 1e6 --chips 16 --slice 0x4 --hw tpu-v5p", "--slice");
+  expect_bad("op allreduce --bytes 1e6 --chips 1024 --slice 32x32 --hw tpu-v5e", "more than a tpu-v5e pod's 256");
+}
+
 TEST(ErrorsCli, HardwareFiles) {
   expect_bad("hw show /nonexistent/chip.yaml", "/nonexistent/chip.yaml");
   std::string malformed = write_tmp("malformed.yaml", "schema_version: 1\nname: [oops\n");

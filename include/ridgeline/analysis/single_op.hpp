@@ -69,6 +69,9 @@ struct OpConfig {
 /// Throws InputError naming the flag of the first bad field: non-positive sizes,
 /// products that overflow 64 bits, options that do not apply.
 void validate(const OpConfig& op);
+/// validate(op), and what the op asks of `sys`'s topology (a forced nvls: switches that
+/// reduce, the chips inside one domain).
+void validate(const OpConfig& op, const hw::System& sys);
 
 /// The dtype the op's main FLOPs run in (after defaults).
 DType effective_compute_dtype(const OpConfig& op) noexcept;

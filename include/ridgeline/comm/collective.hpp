@@ -22,9 +22,10 @@ std::string_view name(Algo a) noexcept;
 std::optional<Algo> parse_algo(std::string_view s) noexcept;
 /// `--algo TEXT` (empty: auto); throws InputError naming the choices.
 Algo algo_flag(std::string_view text);
-/// Throws InputError when `algo` cannot run `kind` on `sys` (nvls: an all-reduce inside one
-/// domain whose switches reduce; tree: not an all-to-all).
-void check_algo(const hw::System& sys, Algo algo, Collective kind, double chips);
+/// Throws InputError when `chip` cannot run `algo` at all (nvls: switches that reduce). Where
+/// it can, `price` runs a forced nvls on the all-reduces inside one domain and rings
+/// elsewhere (gathers, groups across domains).
+void check_algo(const hw::ChipSpec& chip, Algo algo);
 
 /// `bytes` follows nccl-tests: the per-chip buffer for all-reduce and all-to-all, the
 /// gathered output for all-gather, the per-chip input for reduce-scatter, the message
