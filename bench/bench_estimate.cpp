@@ -122,6 +122,23 @@ void BM_BuildDecodeGraph70B(benchmark::State& state) {
 }
 BENCHMARK(BM_BuildDecodeGraph70B);
 
+// Pricing one collective on the topology with --algo auto: a TP-4 all-reduce of a decode
+// step's 16 KB inside an H100 node (ring against NVLS), and a data-parallel all-reduce of
+// 1 GB over 8 nodes (ring against tree); the wiring gathered once, as graph builds do.
+void BM_PriceCollective(benchmark::State& state) {
+  hw::System sys = h100();
+  sys.chips = 64;
+  const comm::Wiring w = comm::wiring(sys);
+  const comm::Placement tp = comm::place(w, 4), dp = comm::place(w, 8, 8);
+  const bool across = state.range(0) == 1;
+  for (auto _ : state) {
+    const comm::Priced p = comm::price(w, across ? dp : tp, comm::Collective::all_reduce, across ? 1e9 : 16384,
+                                       DType::bf16, comm::Algo::automatic);
+    benchmark::DoNotOptimize(p.time_s);
+  }
+}
+BENCHMARK(BM_PriceCollective)->Arg(0)->Arg(1);
+
 // One training-step evaluation of a 70B plan: 64 H100s, TP 8, PP 4, DP 2, interleaved,
 // ZeRO-1, sequence parallelism, selective recomputation.
 void BM_Train70B(benchmark::State& state) {

@@ -111,7 +111,8 @@ BlockResult block(const BlockConfig& cfg, const hw::System& sys) {
       // The seed's 2sh·(cp-1)/cp with (cp-1)/cp dropped, and no latency.
       if (!chip.links.empty()) comm.link_bytes[link] = act;
     } else {
-      comm = comm::price(sys, comm::place(sys, static_cast<double>(cfg.cp)), comm::Collective::all_to_all, act, t,
+      const comm::Wiring w = comm::wiring(sys);
+      comm = comm::price(w, comm::place(w, static_cast<double>(cfg.cp)), comm::Collective::all_to_all, act, t,
                          comm::Algo::direct).cost;
     }
     add(r, n, BlockPart::comm, comm, c);

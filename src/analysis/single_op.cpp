@@ -181,7 +181,8 @@ comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept {
   const comm::Collective kind = collective_kind(op.kind);
   // A send/recv is between two chips; any other collective spans --chips, contiguous ranks.
   const double chips = static_cast<double>(kind == comm::Collective::send_recv ? std::max<i64>(op.chips, 2) : op.chips);
-  return comm::price(sys, comm::place(sys, chips), kind, op.bytes, op.dtype, op.algo);
+  const comm::Wiring w = comm::wiring(sys);
+  return comm::price(w, comm::place(w, chips), kind, op.bytes, op.dtype, op.algo);
 }
 
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
@@ -220,7 +221,8 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
       ops::Cost c = ops::matmul_cost(s);
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
-        c += comm::price(sys, comm::place(sys, static_cast<double>(op.chips)), comm::Collective::all_reduce,
+        const comm::Wiring w = comm::wiring(sys);
+        c += comm::price(w, comm::place(w, static_cast<double>(op.chips)), comm::Collective::all_reduce,
                          s.batch * s.m * s.n * bytes(s.out), s.out, op.algo).cost;
       }
       return c;

@@ -57,10 +57,10 @@ StepPart exposed(const StepPart& comm, const StepPart& window) {
 
 // A collective's time over a group placed at `g` (comm::price, the algorithm NCCL's tuner
 // would pick): parts as an op.
-StepPart collective_time(const hw::System& sys, comm::Collective kind, double bytes_, const comm::Placement& g,
+StepPart collective_time(const comm::Wiring& w, comm::Collective kind, double bytes_, const comm::Placement& g,
                          const ops::Rates& r) {
   if (g.size <= 1 || bytes_ <= 0) return {};
-  const ops::Cost c = comm::price(sys, g, kind, bytes_, DType::bf16, comm::Algo::automatic).cost;
+  const ops::Cost c = comm::price(w, g, kind, bytes_, DType::bf16, comm::Algo::automatic).cost;
   return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective);
 }
 
@@ -249,6 +249,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   const hw::ChipSpec& chip = sys.chip;
   sh = TrainShape{};
   sh.rates = ops::Rates(chip);
+  sh.wiring = comm::wiring(sys);
   const ops::Rates& rates = sh.rates;
 
   // The forward of one micro-batch on one GPU, every layer (repeat counts), training head.
@@ -443,8 +444,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     const double act = b / static_cast<double>(cfg.ep) * s / static_cast<double>(cfg.cp) * static_cast<double>(m.hidden) * 2 /
                        (cfg.sequence_parallel ? tp : 1);
     // Neighbouring stages sit tp·cp·dp ranks apart.
-    const comm::Placement pair = comm::place(sys, 2, static_cast<double>(cfg.tp * cfg.cp * dp));
-    StepPart one = collective_time(sys, comm::Collective::send_recv, act, pair, rates);
+    const comm::Placement pair = comm::place(sh.wiring, 2, static_cast<double>(cfg.tp * cfg.cp * dp));
+    StepPart one = collective_time(sh.wiring, comm::Collective::send_recv, act, pair, rates);
     out.p2p = scaled(one, 2 * vpp);
   }
 
@@ -460,7 +461,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // backward, bucketed and overlapped with it); ZeRO-1/2 gather the updated bf16
   // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
   // micro-batch's forward and backward and reduce-scatters gradients each time.
-  const comm::Placement dp_group = comm::place(sys, dpd, static_cast<double>(cfg.tp * cfg.cp));
+  const comm::Placement dp_group = comm::place(sh.wiring, dpd, static_cast<double>(cfg.tp * cfg.cp));
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
   out.compression = {};
@@ -482,7 +483,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.exposed_dp_comm = {};
   if (dp > 1) {
     if (cfg.zero == 0) {
-      StepPart ar = collective_time(sys, comm::Collective::all_reduce, grad_bytes, dp_group, rates);
+      StepPart ar = collective_time(sh.wiring, comm::Collective::all_reduce, grad_bytes, dp_group, rates);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
       const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
@@ -491,8 +492,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
                              std::max(hidden_after.realistic_s, last.realistic_s)};
     } else {
-      StepPart rs = collective_time(sys, comm::Collective::reduce_scatter, grad_bytes, dp_group, rates);
-      StepPart ag = collective_time(sys, comm::Collective::all_gather, param_bytes, dp_group, rates);
+      StepPart rs = collective_time(sh.wiring, comm::Collective::reduce_scatter, grad_bytes, dp_group, rates);
+      StepPart ag = collective_time(sh.wiring, comm::Collective::all_gather, param_bytes, dp_group, rates);
       if (cfg.zero <= 2) {
         out.dp_comm = rs;
         add(out.dp_comm, ag);
@@ -500,7 +501,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
         add(out.exposed_dp_comm, exposed(ag, out.forward));
       } else {
         // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
-        StepPart rs16 = collective_time(sys, comm::Collective::reduce_scatter, param_bytes, dp_group, rates);
+        StepPart rs16 = collective_time(sh.wiring, comm::Collective::reduce_scatter, param_bytes, dp_group, rates);
         StepPart fwd_ag = ag, bwd = ag;
         add(bwd, rs16);
         out.dp_comm = scaled(ag, 2 * mbs);

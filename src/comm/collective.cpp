@@ -120,16 +120,8 @@ ops::Cost collective_cost(const CollectiveShape& s) noexcept {
 
 namespace {
 
-// One link kind as a collective sees it: peak bandwidth of all its links, per-hop latency,
-// the fraction collectives reach.
-struct LinkRate {
-  int index = -1;
-  double bw = 0, lat = 0, eff = 1;
-  int count = 1;
-};
-
-LinkRate link_rate(const hw::ChipSpec& chip, hw::LinkScope scope) noexcept {
-  LinkRate r;
+CollectiveLink collective_link(const hw::ChipSpec& chip, hw::LinkScope scope) noexcept {
+  CollectiveLink r;
   r.index = chip.link_index(scope);
   if (r.index < 0) return r;
   const hw::LinkSpec& l = chip.links[static_cast<std::size_t>(r.index)];
@@ -138,6 +130,7 @@ LinkRate link_rate(const hw::ChipSpec& chip, hw::LinkScope scope) noexcept {
   r.count = l.count > 0 ? l.count : 1;
   const double cls = chip.efficiency.kernel[static_cast<int>(hw::KernelClass::collective)].link;
   r.eff = l.efficiency > 0 ? l.efficiency : cls > 0 ? cls : chip.efficiency.link > 0 ? chip.efficiency.link : 1;
+  r.s_per_byte = r.bw > 0 ? 1 / (r.bw * r.eff) : 0;
   return r;
 }
 
@@ -169,13 +162,13 @@ double ring_factor(Collective kind, double p) noexcept {
 // link (bundle) per peer, a ring using the edge-disjoint Hamiltonian cycles of the
 // complete graph in both directions (2⌊(g−1)/2⌋ of g−1 peers); on a torus the links
 // along the axes the group spans, both directions where the axis wraps around.
-double lanes(const hw::System& sys, const Placement& p, double g, Algo algo, Collective kind, int count) noexcept {
-  const hw::TopologySpec& t = sys.chip.topology;
+double lanes(const Wiring& wr, const Placement& p, double g, Algo algo, Collective kind, int count) noexcept {
+  const hw::TopologySpec& t = wr.topology;
   double n = count;  // switched: every link reaches the switch
   switch (t.fabric) {
     case hw::Fabric::switched: break;
     case hw::Fabric::mesh: {
-      const int dom = sys.domain();
+      const int dom = wr.domain;
       const double per_peer = t.links_per_peer > 0 ? t.links_per_peer : std::max(1.0, std::floor(count / std::max(1.0, dom - 1.0)));
       if (kind == Collective::send_recv || g <= 2) {
         n = per_peer;
@@ -209,28 +202,31 @@ double mean_hops(int e, bool wrap) noexcept {
   return wrap ? std::floor(ee / 4) / e : (ee - 1) / (3.0 * e);
 }
 
-Traffic traffic(const hw::System& sys, const Placement& p, Collective kind, double n_bytes, Algo algo, bool across,
-                int up_count) noexcept {
-  const hw::TopologySpec& topo = sys.chip.topology;
+Traffic traffic(const Wiring& wr, const Placement& p, Collective kind, double n_bytes, Algo algo, bool across) noexcept {
+  const hw::TopologySpec& topo = wr.topology;
+  const int up_count = wr.up.count;
   const double P = p.size;
   const double g = across ? std::max(1.0, p.per_domain) : P;
   const double m = across ? P / g : 1;
   Traffic t;
   t.algo = algo;
   const bool torus = topo.fabric == hw::Fabric::torus;
-  int axis_steps = 0;  // a torus ring's steps: the axes one after another
-  for (int a = 0; a < 3; ++a) axis_steps += p.extent[a] - 1;
+  // A torus ring's steps: the axes one after another.
+  const int axis_steps = torus ? p.extent[0] + p.extent[1] + p.extent[2] - 3 : 0;
   if (!across) {
-    const CollectiveShape s{kind, algo == Algo::nvls ? Algo::direct : algo, n_bytes, P, DType::bf16, 0};
-    t.up = wire_bytes(s);
-    t.up_steps = latency_steps(s);
     if (algo == Algo::nvls) {
       // Each chip sends its buffer into the switch once (multimem reduce) and receives the
       // reduced result once (multicast store), plus its 1/P share each way.
       t.up = n_bytes * (P + 1) / P;
       t.up_steps = 2;
       t.in_switch = true;
-    } else if (torus && algo == Algo::ring && kind != Collective::all_to_all && kind != Collective::send_recv) {
+      t.lanes = up_count;
+      return t;
+    }
+    const CollectiveShape s{kind, algo, n_bytes, P, DType::bf16, 0};
+    t.up = wire_bytes(s);
+    t.up_steps = latency_steps(s);
+    if (torus && algo == Algo::ring && kind != Collective::all_to_all && kind != Collective::send_recv) {
       t.up_steps = (kind == Collective::all_reduce ? 2 : 1) * std::max(1, axis_steps);
     } else if (torus && kind == Collective::all_to_all && algo == Algo::direct) {
       // Every byte travels its hops: N/P to each member, mean hops summed over the axes.
@@ -239,12 +235,11 @@ Traffic traffic(const hw::System& sys, const Placement& p, Collective kind, doub
       t.up = n_bytes * std::max(hops, (P - 1) / P);
       t.up_steps = std::max(1, axis_steps);
     }
-    t.lanes = lanes(sys, p, P, algo, kind, up_count);
+    t.lanes = lanes(wr, p, P, algo, kind, up_count);
     return t;
   }
   // Across domains: the network carries what leaves each domain, shared by the g members'
   // network links (one NIC per chip, rail-optimised); the scale-up links carry the rest.
-  const double f = ring_factor(kind, P);
   switch (kind) {
     case Collective::send_recv:
       t.net = n_bytes;
@@ -276,26 +271,40 @@ Traffic traffic(const hw::System& sys, const Placement& p, Collective kind, doub
         t.net_steps = phases;
       } else {
         t.algo = Algo::ring;
-        const double w = f * n_bytes;
+        const double w = ring_factor(kind, P) * n_bytes;
         t.net = w / g, t.up = w * (g - 1) / g;
         const double steps = phases * (P - 1), inter = phases * (m - 1);
         t.net_steps = inter, t.up_steps = steps - inter;
       }
     }
   }
-  t.lanes = lanes(sys, p, g, t.algo, kind, up_count);
+  t.lanes = lanes(wr, p, g, t.algo, kind, up_count);
   return t;
 }
 
 }  // namespace
 
-Placement place(const hw::System& sys, double size, double stride) noexcept {
+Wiring wiring(const hw::System& sys) noexcept {
+  Wiring f;
+  const hw::ChipSpec& chip = sys.chip;
+  f.up = collective_link(chip, hw::LinkScope::node);
+  f.net = collective_link(chip, hw::LinkScope::network);
+  if (f.up.index < 0) f.up = f.net;  // a chip with only a network link uses it for everything
+  f.topology = chip.topology;
+  f.reduction_efficiency = chip.topology.reduction_efficiency > 0 ? chip.topology.reduction_efficiency : f.up.eff;
+  f.reduction_s_per_byte = f.up.bw > 0 ? 1 / (f.up.bw * f.reduction_efficiency) : 0;
+  f.domain = sys.domain();
+  f.slice = chip.topology.fabric == hw::Fabric::torus ? sys.torus_slice() : std::array<int, 3>{1, 1, 1};
+  return f;
+}
+
+Placement place(const Wiring& wr, double size, double stride) noexcept {
   Placement p;
   p.size = std::max(1.0, size);
   stride = std::max(1.0, stride);
-  const hw::TopologySpec& t = sys.chip.topology;
+  const hw::TopologySpec& t = wr.topology;
   if (t.fabric == hw::Fabric::torus) {
-    const std::array<int, 3> d = sys.torus_slice();
+    const std::array<int, 3>& d = wr.slice;
     double s = stride, n = p.size, inside = 1;
     for (int a = 0; a < 3; ++a) {
       const int len = d[a];
@@ -314,25 +323,22 @@ Placement place(const hw::System& sys, double size, double stride) noexcept {
     p.per_domain = inside;
     return p;
   }
-  const double dom = std::max(1, sys.domain());
+  const double dom = std::max(1, wr.domain);
   p.per_domain = stride >= dom ? 1 : std::min(p.size, std::max(1.0, std::floor(dom / stride)));
   return p;
 }
 
-Priced price(const hw::System& sys, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
+Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
   Priced out;
   if (p.size <= 1 || bytes_ <= 0) {
     out.algo = algo == Algo::automatic ? Algo::ring : algo;
     return out;
   }
-  const hw::ChipSpec& chip = sys.chip;
-  LinkRate up = link_rate(chip, hw::LinkScope::node);
-  const LinkRate net = link_rate(chip, hw::LinkScope::network);
-  if (up.index < 0) up = net;  // a chip with only a network link uses it for everything
+  const CollectiveLink& up = wr.up;
+  const CollectiveLink& net = wr.net;
   const bool across = p.per_domain < p.size && net.index >= 0 && up.index != net.index;
-  const bool nvls_ok = chip.topology.fabric == hw::Fabric::switched && chip.topology.in_switch_reduction &&
+  const bool nvls_ok = wr.topology.fabric == hw::Fabric::switched && wr.topology.in_switch_reduction &&
                        kind == Collective::all_reduce && !across;
-  const double red_eff = chip.topology.reduction_efficiency > 0 ? chip.topology.reduction_efficiency : up.eff;
 
   // Candidates: the one asked for, or what NCCL's tuner weighs for this collective.
   Algo cand[3];
@@ -348,17 +354,17 @@ Priced price(const hw::System& sys, const Placement& p, Collective kind, double 
   }
   auto times = [&](const Traffic& t) {
     LinkTimes lt;
-    lt.up_eq = t.up * up.count / t.lanes;
-    const double up_eff = t.in_switch ? red_eff : up.eff;
-    lt.t_up = up.bw > 0 ? lt.up_eq / (up.bw * up_eff) : 0;
-    lt.t_net = net.bw > 0 && t.net > 0 ? t.net / (net.bw * net.eff) : 0;
+    // Spread over the busy lanes only: charged to the whole bundle as bytes x links / lanes.
+    lt.up_eq = t.lanes == up.count ? t.up : t.up * up.count / t.lanes;
+    lt.t_up = lt.up_eq * (t.in_switch ? wr.reduction_s_per_byte : up.s_per_byte);
+    lt.t_net = t.net * net.s_per_byte;
     lt.latency = t.up_steps * up.lat + t.net_steps * net.lat;
     return lt;
   };
   Traffic t;
   LinkTimes lt;
   for (int i = 0; i < n; ++i) {
-    const Traffic ti = traffic(sys, p, kind, bytes_, cand[i], across, up.count);
+    const Traffic ti = traffic(wr, p, kind, bytes_, cand[i], across);
     const LinkTimes li = times(ti);
     if (i == 0 || li.total() < lt.total()) t = ti, lt = li;
   }
@@ -370,7 +376,7 @@ Priced price(const hw::System& sys, const Placement& p, Collective kind, double 
   out.time_s = lt.total();
   // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
   const bool on_net = across && lt.t_net > lt.t_up;
-  const LinkRate& b = on_net ? net : up;
+  const CollectiveLink& b = on_net ? net : up;
   out.link = b.index;
   ops::Cost& c = out.cost;
   if (b.index >= 0 && b.index < hw::kMaxLinks) {

@@ -29,10 +29,20 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
   double heads, kv_heads;  // per chip
   DType act, kv, dense_w, expert_w, compute_dense, compute_expert;
   double dense_scale_bits, expert_scale_bits;  // block-scale overhead per weight
-  comm::Placement tp_group;  // where each parallel group's members sit (comm::place)
-  comm::Placement ep_group;
+  comm::Wiring wiring{};     // the system's links as collectives see them (only with a parallel group)
+  comm::Placement tp_group{};  // where each parallel group's members sit (comm::place)
+  comm::Placement ep_group{};
   comm::Placement cp_group{};
   const StepMix* mix = nullptr;  // an engine step's mix of prefill chunks and decode tokens
+  // The last collective priced: a pass repeats the same one (every layer's two tensor-parallel
+  // all-reduces and the embedding's move the same bytes over the same group).
+  struct {
+    comm::Collective kind = comm::Collective::all_reduce;
+    comm::Algo algo = comm::Algo::automatic;
+    double bytes = -1;
+    const comm::Placement* group = nullptr;
+    ops::Cost cost;
+  } last{};
 };
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
@@ -99,7 +109,11 @@ void elementwise(Ctx& c, const char* name, Block block, double rows, double cols
 void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
                 comm::Algo algo) {
   if (group.size <= 1) return;
-  c.g.add(name, OpClass::comm, block, comm::price(c.sys, group, kind, bytes_, c.act, algo).cost);
+  auto& l = c.last;
+  if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_) {
+    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost};
+  }
+  c.g.add(name, OpClass::comm, block, l.cost);
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
@@ -478,11 +492,15 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
         f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
-        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale,
-        // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.
-        comm::place(sys, tp), comm::place(sys, ep, tp * static_cast<double>(std::max<std::int64_t>(1, f.cp)))};
+        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale};
   c.mix = shape.mix;
-  c.cp_group = comm::place(sys, static_cast<double>(f.cp), tp);
+  if (f.tp > 1 || f.ep > 1 || f.cp > 1) {
+    // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.
+    c.wiring = comm::wiring(sys);
+    if (f.tp > 1) c.tp_group = comm::place(c.wiring, tp);
+    if (f.cp > 1) c.cp_group = comm::place(c.wiring, static_cast<double>(f.cp), tp);
+    if (f.ep > 1) c.ep_group = comm::place(c.wiring, ep, tp * static_cast<double>(std::max<std::int64_t>(1, f.cp)));
+  }
   const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
   // fp8, gpt-oss mxfp4) leave them unconverted.

@@ -18,6 +18,9 @@ hw::System sys_of(const char* chip, int chips, std::array<int, 3> slice = {}) {
   return s;
 }
 
+// Where a group of `size` ranks `stride` apart sits on `s`.
+Placement at(const hw::System& s, double size, double stride = 1) { return place(wiring(s), size, stride); }
+
 // The realistic time of a priced collective: its Cost on the chip, as `op` evaluates it.
 double realistic(const hw::System& s, const Priced& p) {
   return ops::estimate(p.cost, s.chip, hw::KernelClass::collective).t_realistic_s;
@@ -25,24 +28,24 @@ double realistic(const hw::System& s, const Priced& p) {
 
 TEST(Topology, PlacementFillsADomainFirst) {
   const auto h = sys_of("h100-sxm", 64);
-  EXPECT_EQ(place(h, 16).per_domain, 8);      // 16 contiguous ranks: 8 per node
-  EXPECT_EQ(place(h, 4, 2).per_domain, 4);    // 4 ranks 2 apart fit one node of 8
-  EXPECT_EQ(place(h, 8, 2).per_domain, 4);    // 8 ranks 2 apart: 4 per node
-  EXPECT_EQ(place(h, 8, 8).per_domain, 1);    // data parallel over tp 8: one per node
+  EXPECT_EQ(at(h, 16).per_domain, 8);      // 16 contiguous ranks: 8 per node
+  EXPECT_EQ(at(h, 4, 2).per_domain, 4);    // 4 ranks 2 apart fit one node of 8
+  EXPECT_EQ(at(h, 8, 2).per_domain, 4);    // 8 ranks 2 apart: 4 per node
+  EXPECT_EQ(at(h, 8, 8).per_domain, 1);    // data parallel over tp 8: one per node
   // TPU v5p slices are the most cubic shapes, x <= y <= z: 16 chips 2x2x4, 64 chips 4x4x4.
   EXPECT_EQ(sys_of("tpu-v5p", 16).torus_slice(), (std::array<int, 3>{2, 2, 4}));
   EXPECT_EQ(sys_of("tpu-v5p", 64).torus_slice(), (std::array<int, 3>{4, 4, 4}));
   EXPECT_EQ(sys_of("tpu-v5e", 256).torus_slice(), (std::array<int, 3>{16, 16, 1}));
   // 16 chips on a v5p 4x4 slice: both axes full, and 4 is a multiple of 4: both wrap.
-  const Placement p = place(sys_of("tpu-v5p", 16, {4, 4, 1}), 16);
+  const Placement p = at(sys_of("tpu-v5p", 16, {4, 4, 1}), 16);
   EXPECT_EQ(p.extent, (std::array<int, 3>{4, 4, 1}));
   EXPECT_TRUE(p.wrap[0] && p.wrap[1]);
   EXPECT_EQ(p.per_domain, 16);
   // A group 4 apart on that slice runs along y.
-  const Placement y = place(sys_of("tpu-v5p", 16, {4, 4, 1}), 4, 4);
+  const Placement y = at(sys_of("tpu-v5p", 16, {4, 4, 1}), 4, 4);
   EXPECT_EQ(y.extent, (std::array<int, 3>{1, 4, 1}));
   // v5e wraps only a full 16-chip axis: a 4-chip axis is a line.
-  EXPECT_FALSE(place(sys_of("tpu-v5e", 4, {4, 1, 1}), 4).wrap[0]);
+  EXPECT_FALSE(at(sys_of("tpu-v5e", 4, {4, 1, 1}), 4).wrap[0]);
 }
 
 TEST(Topology, NvlsSendsEachByteOnceEachWay) {
@@ -50,7 +53,7 @@ TEST(Topology, NvlsSendsEachByteOnceEachWay) {
   // 450 GB/s at the reduction efficiency 0.686 (nccl-tests: 480 GB/s bus bandwidth).
   const auto s = sys_of("h200", 8);
   const double n = 17179869184.0;
-  const Priced p = price(s, place(s, 8), Collective::all_reduce, n, DType::bf16, Algo::automatic);
+  const Priced p = price(wiring(s), at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.algo, Algo::nvls);
   EXPECT_TRUE(p.cost.in_switch);
   EXPECT_DOUBLE_EQ(p.up_bytes, n * 9 / 8);
@@ -59,7 +62,7 @@ TEST(Topology, NvlsSendsEachByteOnceEachWay) {
   // Bus bandwidth 2(P-1)/P N / t within 1% of the measured 480 GB/s.
   EXPECT_NEAR(1.75 * n / t / 480e9, 1.0, 0.01);
   // The ring: 2·7/8 N at 0.816 (measured 367 GB/s).
-  const Priced r = price(s, place(s, 8), Collective::all_reduce, n, DType::bf16, Algo::ring);
+  const Priced r = price(wiring(s), at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::ring);
   EXPECT_NEAR(1.75 * n / realistic(s, r) / 367e9, 1.0, 0.01);
 }
 
@@ -69,7 +72,7 @@ TEST(Topology, RingAcrossNodesSharesTheNodesNics) {
   // 364.9 over EFA). NVLink carries 7/8 of it at 450 x 0.816: not the bound.
   const auto s = sys_of("h200", 32);
   const double n = 4294967296.0, w = 2 * 31.0 / 32 * n;
-  const Priced p = price(s, place(s, 32), Collective::all_reduce, n, DType::bf16, Algo::automatic);
+  const Priced p = price(wiring(s), at(s, 32), Collective::all_reduce, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.algo, Algo::ring);
   EXPECT_DOUBLE_EQ(p.net_bytes, w / 8);
   EXPECT_DOUBLE_EQ(p.up_bytes, w * 7 / 8);
@@ -81,7 +84,7 @@ TEST(Topology, RingAcrossNodesSharesTheNodesNics) {
   EXPECT_NEAR(w / t / 364.9e9, 1.0, 0.02);
   // 1 MB: the tree's latency wins: 2·7 NVLink steps and 2·log2(4) network steps (34 us)
   // against the ring's 86 us, for 2N/8 instead of 2·31/32·N/8 network bytes.
-  const Priced small = price(s, place(s, 32), Collective::all_reduce, 1e6, DType::bf16, Algo::automatic);
+  const Priced small = price(wiring(s), at(s, 32), Collective::all_reduce, 1e6, DType::bf16, Algo::automatic);
   EXPECT_EQ(small.algo, Algo::tree);
   EXPECT_NEAR(small.latency_s, 14e-6 + 4 * 5e-6, 1e-15);
   EXPECT_DOUBLE_EQ(small.net_bytes, 2e6 / 8);
@@ -91,7 +94,7 @@ TEST(Topology, DataParallelAcrossNodesHasOneNicPerGroup) {
   // DP 4 over TP 8: the group's members are one per node, so each has its own NIC only:
   // 2·3/4 N over 50 GB/s, all 6 steps on the network.
   const auto s = sys_of("h100-sxm", 32);
-  const Priced p = price(s, place(s, 4, 8), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
+  const Priced p = price(wiring(s), at(s, 4, 8), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
   EXPECT_DOUBLE_EQ(p.net_bytes, 1.5e9);
   EXPECT_DOUBLE_EQ(p.up_bytes, 0);
   EXPECT_NEAR(p.latency_s, 6 * 5e-6, 1e-15);
@@ -101,16 +104,16 @@ TEST(Topology, FullMeshUsesOneLinkPerPeer) {
   // MI300X: 7 xGMI links of 64 GB/s, one per peer. A pair uses one: 1 GB all-reduce of 2
   // sends N at 64 GB/s (x 0.75, AMD's usable 48 GB/s).
   const auto s = sys_of("mi300x", 8);
-  const Priced pair = price(s, place(s, 2), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
+  const Priced pair = price(wiring(s), at(s, 2), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
   EXPECT_EQ(pair.lanes, 1);
   EXPECT_NEAR(ops::estimate(pair.cost, s.chip).t_comm_s, 1e9 / 64e9 + 2e-6, 1e-12);
   // 8 in a ring: the complete graph K8 holds 3 edge-disjoint Hamiltonian cycles, each
   // used both ways: 6 of the 7 links, 2·7/8 N at 6 x 64 GB/s.
-  const Priced ring = price(s, place(s, 8), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
+  const Priced ring = price(wiring(s), at(s, 8), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
   EXPECT_EQ(ring.lanes, 6);
   EXPECT_NEAR(ops::estimate(ring.cost, s.chip).t_comm_s, 1.75e9 / (6 * 64e9) + 14e-6, 1e-12);
   // An all-to-all talks to every peer directly: 7 links for 7/8 N.
-  const Priced a2a = price(s, place(s, 8), Collective::all_to_all, 1e9, DType::bf16, Algo::automatic);
+  const Priced a2a = price(wiring(s), at(s, 8), Collective::all_to_all, 1e9, DType::bf16, Algo::automatic);
   EXPECT_EQ(a2a.lanes, 7);
   EXPECT_NEAR(ops::estimate(a2a.cost, s.chip).t_comm_s, 0.875e9 / (7 * 64e9) + 1e-6, 1e-12);
 }
@@ -119,7 +122,7 @@ TEST(Topology, TorusAxesAndWraparound) {
   // v5p 4x4: a ring on each axis, both directions (wraparound): 4 of the 6 ICI links of
   // 90 GB/s. 1 GB all-reduce: 2·15/16 GB at 360 GB/s, 2·(3 + 3) steps of 1 us.
   const auto s = sys_of("tpu-v5p", 16, {4, 4, 1});
-  const Priced p = price(s, place(s, 16), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic);
+  const Priced p = price(wiring(s), at(s, 16), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.lanes, 4);
   EXPECT_NEAR(ops::estimate(p.cost, s.chip).t_comm_s, 1.875e9 / 360e9 + 12e-6, 1e-12);
   // Never the data-centre network inside a slice.
@@ -129,7 +132,7 @@ TEST(Topology, TorusAxesAndWraparound) {
   // the 680 us measured (How to Scale Your Model).
   const auto e = sys_of("tpu-v5e", 4, {4, 1, 1});
   const double n = 2048.0 * 8192 * 2;
-  const Priced ag = price(e, place(e, 4), Collective::all_gather, n, DType::bf16, Algo::automatic);
+  const Priced ag = price(wiring(e), at(e, 4), Collective::all_gather, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(ag.lanes, 1);
   const double t = (0.75 * n / 45e9 + 3e-6) / 0.82;
   EXPECT_NEAR(realistic(e, ag), t, 1e-12);
@@ -139,12 +142,12 @@ TEST(Topology, TorusAxesAndWraparound) {
 TEST(Topology, RackScaleDomainStaysOnNvlink) {
   // GB200 NVL72: 72 GPUs in one NVLink domain: a 64-GPU all-reduce never touches the NICs.
   const auto s = sys_of("gb200-nvl72", 72);
-  const Priced p = price(s, place(s, 64), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic);
+  const Priced p = price(wiring(s), at(s, 64), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.net_bytes, 0);
   EXPECT_EQ(p.algo, Algo::nvls);
   // The same on B200 nodes of 8 leaves the node.
   const auto b = sys_of("b200", 64);
-  EXPECT_GT(price(b, place(b, 64), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic).net_bytes, 0);
+  EXPECT_GT(price(wiring(b), at(b, 64), Collective::all_reduce, 1e9, DType::bf16, Algo::automatic).net_bytes, 0);
 }
 
 TEST(Topology, ExplicitAlgorithmsInsideANodeKeepTheTableFormulas) {
@@ -152,7 +155,7 @@ TEST(Topology, ExplicitAlgorithmsInsideANodeKeepTheTableFormulas) {
   const auto s = sys_of("h100-sxm", 8);
   for (Algo a : {Algo::ring, Algo::tree, Algo::direct}) {
     const ops::Cost flat = collective_cost({Collective::all_reduce, a, 1e8, 8, DType::bf16, 0});
-    const Priced p = price(s, place(s, 8), Collective::all_reduce, 1e8, DType::bf16, a);
+    const Priced p = price(wiring(s), at(s, 8), Collective::all_reduce, 1e8, DType::bf16, a);
     EXPECT_DOUBLE_EQ(p.cost.link_bytes[0], flat.link_bytes[0]);
     EXPECT_DOUBLE_EQ(p.cost.link_steps[0], flat.link_steps[0]);
     EXPECT_DOUBLE_EQ(p.cost.main_bytes(), flat.main_bytes());

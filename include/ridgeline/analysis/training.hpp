@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/comm/collective.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/model/model_config.hpp"
@@ -176,6 +177,7 @@ void build_frontier(const LayerTensors& t, bool offload, RecomputeFrontier& f) n
 /// (docs/search.md#speed).
 struct TrainShape {
   ops::Rates rates;  ///< the system's chip, as train_step's collectives and optimizer need it
+  comm::Wiring wiring;  ///< the system's links, as train_step's collectives are priced on them
   const LayerTensors* tensors = nullptr;       ///< with --recompute auto (in the scratch TrainResult)
   const RecomputeFrontier* frontier = nullptr; ///< with --recompute auto
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch

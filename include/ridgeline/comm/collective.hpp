@@ -60,11 +60,34 @@ struct Placement {
   std::array<bool, 3> wrap{};
 };
 
+/// One link kind as collectives see it: its index in ChipSpec::links (-1: none), the peak
+/// bandwidth of all its links per direction, the latency per hop, the fraction collectives
+/// reach (the link's efficiency, else the chip's collective or link efficiency).
+struct CollectiveLink {
+  int index = -1;
+  double bw = 0, lat = 0, eff = 1;
+  int count = 1;
+  double s_per_byte = 0;  ///< 1 / (bw x eff): seconds per byte at the achievable rate (0 without the link)
+};
+
+/// What pricing a collective reads of a system, gathered once (wiring()) so that graph
+/// builds and plan searches price their collectives without looking the chip up again.
+struct Wiring {
+  CollectiveLink up;   ///< the scale-up (`node`) link; the network link on a chip without one
+  CollectiveLink net;  ///< the network link
+  hw::TopologySpec topology;
+  double reduction_efficiency = 1;  ///< of in-switch reductions (the up link's when not given)
+  double reduction_s_per_byte = 0;  ///< 1 / (up bw x reduction_efficiency)
+  int domain = 1;                   ///< System::domain()
+  std::array<int, 3> slice{1, 1, 1};  ///< a torus's slice (System::torus_slice())
+};
+Wiring wiring(const hw::System& sys) noexcept;
+
 /// The placement of a group of `size` chips whose members are `stride` ranks apart, ranks
 /// numbered as plans order them (tensor parallel innermost, then context, expert, data,
 /// pipeline parallel): members fill a scale-up domain (a torus's axes, x first) before
 /// the next.
-Placement place(const hw::System& sys, double size, double stride = 1) noexcept;
+Placement place(const Wiring& wr, double size, double stride = 1) noexcept;
 
 /// A collective priced on the machine as wired (docs/collectives.md#topology).
 struct Priced {
@@ -79,7 +102,7 @@ struct Priced {
 };
 
 /// The collective of `kind` on `bytes` (the nccl-tests convention above) over a group placed
-/// at `p` on `sys`. Never allocates, never throws; a single chip or no bytes costs nothing.
-Priced price(const hw::System& sys, const Placement& p, Collective kind, double bytes, DType dtype, Algo algo) noexcept;
+/// at `p` on `wr`. Never allocates, never throws; a single chip or no bytes costs nothing.
+Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes, DType dtype, Algo algo) noexcept;
 
 }  // namespace ridgeline::comm
