@@ -159,6 +159,8 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   e.t_sum_at_peak_s = p.sum_at_peak();
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
+  const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
+  e.applied = {1 / a.inv_matrix, 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

@@ -62,17 +62,20 @@ std::string chip_text(const hw::ChipSpec& c) {
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
   {
     const hw::TopologySpec& tp = c.topology;
+    const int domain = tp.domain > 0 ? tp.domain : c.chips_per_node;
     switch (tp.fabric) {
       case hw::Fabric::switched:
-        out += fmt::format("topology        switched domain of {} chips{}\n", tp.domain > 0 ? tp.domain : c.chips_per_node,
-                           tp.in_switch_reduction ? ", the switches reduce (NVLS)" : "");
+        if (domain > 1) {
+          out += fmt::format("topology        switched domain of {} chips{}\n", domain,
+                             tp.in_switch_reduction ? ", the switches reduce (NVLS)" : "");
+        }
         break;
-      case hw::Fabric::mesh:
-        out += fmt::format("topology        full mesh of {} chips\n", tp.domain > 0 ? tp.domain : c.chips_per_node);
-        break;
+      case hw::Fabric::mesh: out += fmt::format("topology        full mesh of {} chips\n", domain); break;
       case hw::Fabric::torus:
-        out += fmt::format("topology        {}-D torus, slices up to {} chips, wraparound on axes of a multiple of {}\n",
-                           tp.torus_dims, tp.max_slice, tp.wrap_multiple);
+        out += fmt::format("topology        {}-D torus, slices {}, {}\n", tp.torus_dims,
+                           tp.max_slice > 0 ? fmt::format("up to {} chips", tp.max_slice) : std::string("of any size"),
+                           tp.wrap_multiple > 0 ? fmt::format("wraparound on axes of a multiple of {}", tp.wrap_multiple)
+                                                : std::string("no wraparound"));
         break;
     }
   }
@@ -179,8 +182,8 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
   out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{})\n",
-                     t(e.t_realistic_s), c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link,
-                     c.efficiency.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(c.efficiency.overhead_s)) : std::string());
+                     t(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
+                     e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(e.applied.overhead_s)) : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
   out += fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {

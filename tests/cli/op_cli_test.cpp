@@ -63,6 +63,10 @@ TEST(OpCli, Collectives) {
   EXPECT_EQ(ib["link"], "InfiniBand NDR");
   EXPECT_EQ(ib["algo"], "ring");
   EXPECT_NEAR(ib["t_comm_s"].get<double>(), 2 * 15.0 / 16 * 1e9 / 8 / 50e9 + 2 * 5e-6 + 28 * 1e-6, 1e-12);
+  // The text names the efficiencies applied: the InfiniBand link's own 0.9 (hardware file),
+  // not the chip-wide 0.8; NVLS the switch's 0.686.
+  EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 16 --hw h100-sxm").out.find("memory 0.90, link 0.90;"), std::string::npos);
+  EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm").out.find("memory 0.90, link 0.69;"), std::string::npos);
 }
 
 TEST(OpCli, EveryKindRuns) {

@@ -42,6 +42,11 @@ struct Estimate {
   double attained_total_flops_per_s = 0;     ///< all FLOPs / t_lower (matrix and vector units together)
   double fraction_of_peak = 0;               ///< FLOPs of the compute unit and dtype / t_lower / their peak
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
+  /// The achievable fractions the realistic and upper times applied (the kernel class's, and
+  /// for comm its link's own where the chip file gives one) and the fixed time per kernel.
+  struct Applied {
+    double matrix = 1, vector = 1, memory = 1, link = 1, overhead_s = 0;
+  } applied;
 };
 
 /// A chip's rates as reciprocals, computed once per evaluation so that hot loops multiply
