@@ -45,7 +45,7 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   if (p1.launch < p1.realistic(rates, k)) {  // not held up by its launch (attention's only changing parts are its bytes and FLOPs)
     const ops::Rates::Achievable& ach = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * n * ach.overhead_s;
-    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2 * p1.inv_comm(ach);
+    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2;
   }
   // Attribute the op's summed time to its bound at the longer end of the range.
   t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
@@ -203,12 +203,18 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   // Ops with lines go into the envelope; MoE expert GEMMs (not affine in B) are kept apart.
   std::array<ServingCurve::Line, Graph::kMaxOps> lines;
   int nl = 0;
-  c.prefill_count = 0;
+  c.prefill_count = c.prefill_switch_count = c.fixed_switch_count = 0;
+  const comm::Wiring wr = comm::wiring(sys);
   for (int i = 0; i < p1.op_count; ++i) {
+    if (c.prefill_switch_count < ServingCurve::kMaxSwitches &&
+        fit_switch(p1, p2, i, B1, B2, wr, rates, false, c.prefill_switch[c.prefill_switch_count])) {
+      ++c.prefill_switch_count;
+      continue;
+    }
     const ServingCurve::Line l = fit_op(p1, p2, i, B1, B2, rates, false);
     (l.mem_per_expert != 0 ? c.prefill[c.prefill_count++] : lines[nl++]) = l;
   }
-  build_envelope(lines.data(), nl, B1, c.prefill_sum);
+  build_envelope(lines.data(), nl, B1, c.prefill_sum, c.prefill_switch.data(), c.prefill_switch_count);
 
   InferenceMemory mem1, mem2;
   const double w = weight_bytes(p1);
@@ -228,6 +234,11 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   nl = 0;
   for (int i = 0; i < d1.op_count; ++i) {
     if (d1.ops[i].attention < 0) {
+      if (c.fixed_switch_count < ServingCurve::kMaxSwitches &&
+          fit_switch(d1, d2, i, B1, B2, wr, rates, cfg.cuda_graphs, c.fixed_switch[c.fixed_switch_count])) {
+        ++c.fixed_switch_count;
+        continue;
+      }
       const ServingCurve::Line l = fit_op(d1, d2, i, B1, B2, rates, cfg.cuda_graphs);
       (l.mem_per_expert != 0 ? c.fixed[c.fixed_count++] : lines[nl++]) = l;
       continue;
@@ -246,7 +257,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
       piece(P + 1, P + c.steps, c.steps);
     }
   }
-  build_envelope(lines.data(), nl, B1, c.fixed_sum);
+  build_envelope(lines.data(), nl, B1, c.fixed_sum, c.fixed_switch.data(), c.fixed_switch_count);
 }
 
 ServingPoint serving_at(const ServingCurve& c, double B) noexcept {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ridgeline::analysis {
 
@@ -96,39 +97,97 @@ OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2
   return l;
 }
 
+namespace {
+
+struct Event {
+  double x, da, ds;
+};
+
+// The part of `l` that is the highest at x (ties: the steeper).
+int top_part(const OpLine& l, double x) noexcept {
+  int cur = 0;
+  for (int i = 1; i < 5; ++i) {
+    const double vi = l.a[i] + l.b[i] * x, vc = l.a[cur] + l.b[cur] * x;
+    if (vi > vc || (vi == vc && l.b[i] > l.b[cur])) cur = i;
+  }
+  return cur;
+}
+
+// From part `cur` at x, the max of l's parts moves at each crossing to the steeper part
+// crossed first; each move before `to` is an event. Returns the part at `to`.
+int walk(const OpLine& l, int cur, double x, double to, Event* events, int& ne) noexcept {
+  for (int moves = 0; moves < 4; ++moves) {
+    int next = -1;
+    double best = 0;
+    for (int j = 0; j < 5; ++j) {
+      if (!(l.b[j] > l.b[cur])) continue;
+      const double xj = std::max(x, (l.a[cur] - l.a[j]) / (l.b[j] - l.b[cur]));
+      if (next < 0 || xj < best || (xj == best && l.b[j] > l.b[next])) next = j, best = xj;
+    }
+    if (next < 0 || !(best < to)) break;
+    events[ne++] = {best, l.rep * (l.a[next] - l.a[cur]), l.rep * (l.b[next] - l.b[cur])};
+    cur = next;
+    x = best;
+  }
+  return cur;
+}
+
+// The option a switch line chooses at x: the smallest t0 + t1·x, the first of equal ones.
+int chosen(const SwitchLine& w, double x) noexcept {
+  int best = 0;
+  double t = w.t0[0] + w.t1[0] * x;
+  for (int k = 1; k < w.count; ++k) {
+    const double tk = w.t0[k] + w.t1[k] * x;
+    if (tk < t) t = tk, best = k;
+  }
+  return best;
+}
+
+}  // namespace
+
 // Builds the envelope of Σ rep·max_i(a_i + b_i·B) for B >= lo over `lines` (none kept apart).
 // Each op's max starts on its highest line at lo (ties: the steeper) and moves, at each
 // crossing, to the steeper line crossed first; every move is an event that changes the
-// sum's intercept and slope. Events are sorted and accumulated into pieces.
-void build_envelope(const OpLine* lines, int n, double lo, Envelope& env) noexcept {
-  struct Event {
-    double x, da, ds;
-  };
+// sum's intercept and slope. A switch line's chosen option changes where the smallest of
+// its options' times t0 + t1·B hands over to one of smaller slope (their minimum is concave:
+// each hand-over goes to a flatter line): an event from the old option's current part to
+// the new option's highest part. Events are sorted and accumulated into pieces.
+void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const SwitchLine* switches, int ns) noexcept {
   std::array<Event, Envelope::kMaxPieces> events;
   int ne = 0;
   double A = 0, S = 0;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   for (int k = 0; k < n; ++k) {
     const OpLine& l = lines[k];
-    int cur = 0;
-    for (int i = 1; i < 5; ++i) {
-      const double vi = l.a[i] + l.b[i] * lo, vc = l.a[cur] + l.b[cur] * lo;
-      if (vi > vc || (vi == vc && l.b[i] > l.b[cur])) cur = i;
-    }
+    const int cur = top_part(l, lo);
     A += l.rep * l.a[cur];
     S += l.rep * l.b[cur];
+    walk(l, cur, lo, kInf, events.data(), ne);
+  }
+  ns = std::min(ns, Envelope::kMaxSwitches);
+  for (int k = 0; k < ns; ++k) {
+    const SwitchLine& w = switches[k];
+    int opt = chosen(w, lo);
+    int cur = top_part(w.lines[opt], lo);
+    A += w.lines[opt].rep * w.lines[opt].a[cur];
+    S += w.lines[opt].rep * w.lines[opt].b[cur];
     double x = lo;
-    for (int moves = 0; moves < 4; ++moves) {
+    for (int hand = 0; hand < comm::kMaxOptions; ++hand) {
+      // Where a flatter option's time first drops below the chosen one's.
       int next = -1;
-      double best = 0;
-      for (int j = 0; j < 5; ++j) {
-        if (!(l.b[j] > l.b[cur])) continue;
-        const double xj = std::max(x, (l.a[cur] - l.a[j]) / (l.b[j] - l.b[cur]));
-        if (next < 0 || xj < best || (xj == best && l.b[j] > l.b[next])) next = j, best = xj;
+      double at = kInf;
+      for (int j = 0; j < w.count; ++j) {
+        if (!(w.t1[j] < w.t1[opt])) continue;
+        const double xj = std::max(x, (w.t0[j] - w.t0[opt]) / (w.t1[opt] - w.t1[j]));
+        if (xj < at || (xj == at && next >= 0 && w.t1[j] < w.t1[next])) next = j, at = xj;
       }
-      if (next < 0) break;
-      events[ne++] = {best, l.rep * (l.a[next] - l.a[cur]), l.rep * (l.b[next] - l.b[cur])};
-      cur = next;
-      x = best;
+      cur = walk(w.lines[opt], cur, x, at, events.data(), ne);
+      if (next < 0 || at == kInf) break;
+      const OpLine& from = w.lines[opt];
+      const OpLine& to = w.lines[next];
+      const int part = top_part(to, at);
+      events[ne++] = {at, to.rep * to.a[part] - from.rep * from.a[cur], to.rep * to.b[part] - from.rep * from.b[cur]};
+      opt = next, cur = part, x = at;
     }
   }
   std::sort(events.begin(), events.begin() + ne, [](const Event& p, const Event& q) { return p.x < q.x; });
@@ -152,6 +211,34 @@ double Envelope::at(double B) const noexcept {
   // The last piece starting at or before B (the first for B below the range).
   const int k = std::max(0, static_cast<int>(std::upper_bound(x.begin(), x.begin() + count, B) - x.begin()) - 1);
   return a[k] + s[k] * B;
+}
+
+bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const comm::Wiring& wr,
+                const ops::Rates& r, bool graphs, SwitchLine& out) noexcept {
+  const model::GraphOp& op1 = g1.ops[i];
+  const model::GraphOp& op2 = g2.ops[i];
+  if (op1.collective < 0 || op2.collective < 0 || x2 == x1) return false;
+  const model::CollectiveOp& c1 = g1.collectives[op1.collective];
+  const model::CollectiveOp& c2 = g2.collectives[op2.collective];
+  comm::Option opts[comm::kMaxOptions];
+  const int n = comm::options(wr, c1.group, c1.kind, c1.algo, opts);
+  if (n < 2) return false;
+  out.count = n;
+  out.rep = g1.repeat(i);
+  const hw::KernelClass k = model::kernel_class(op1.cls);
+  for (int o = 0; o < n; ++o) {
+    const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes, c1.dtype, opts[o]);
+    const comm::Priced p2 = comm::price(wr, c2.group, c2.kind, c2.bytes, c2.dtype, opts[o]);
+    // As the graph holds it: in compact form.
+    ops::OpCost k1, k2;
+    if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
+    const auto r1 = realistic_parts(op_times(k1, r, graphs).parts, r, k);
+    const auto r2 = realistic_parts(op_times(k2, r, graphs).parts, r, k);
+    out.lines[o] = fit_line(r1, r2, x1, x2, op1, op2, r, out.rep);
+    out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
+    out.t0[o] = p1.time_s - out.t1[o] * x1;
+  }
+  return true;
 }
 
 }  // namespace ridgeline::analysis

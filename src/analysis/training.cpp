@@ -294,7 +294,9 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // The backward is the forward's cost scaled by k in every count, so every part of its
     // time scales by k too (bytes over bandwidth, latency steps, launches alike).
     const ops::TimeParts& fp = out.fwd[i].parts;
-    out.bwd[i] = {{fp.matrix * k, fp.vector * k, fp.memory * k, fp.comm * k, fp.launch * k},
+    ops::TimeParts bp = fp;
+    bp.matrix *= k, bp.vector *= k, bp.memory *= k, bp.comm *= k, bp.launch *= k, bp.comm_latency *= k;
+    out.bwd[i] = {bp,
                   out.fwd[i].flops * k,
                   out.fwd[i].bytes * k,
                   out.fwd[i].link_bytes * k,

@@ -31,6 +31,15 @@ std::string_view name(Algo a) noexcept {
   return "ring";
 }
 
+std::string_view name(Proto p) noexcept {
+  switch (p) {
+    case Proto::simple: return "simple";
+    case Proto::ll128: return "ll128";
+    case Proto::ll: return "ll";
+  }
+  return "simple";
+}
+
 std::optional<Algo> parse_algo(std::string_view s) noexcept {
   if (s == "ring") return Algo::ring;
   if (s == "tree") return Algo::tree;
@@ -150,6 +159,39 @@ struct LinkTimes {
   double up_eq = 0, t_up = 0, t_net = 0, latency = 0;
   double total() const noexcept { return std::max(t_up, t_net) + latency; }
 };
+
+// A protocol's costs: per call, per step on the scale-up links and on the network, and the
+// share of the line that is data.
+struct Protocol {
+  double base_s = 0, step_up_s = 0, step_net_s = 0, share = 1;
+  bool ll = false;
+};
+constexpr Protocol kPlain{};
+
+// NCCL's tuner (src/graph/tuning.cc, NCCL 2.2x; latencies in µs): baseLat per algorithm and
+// protocol; hwLat per step on NVLink and on the network; bandwidth: ring LL at half the
+// bus bandwidth (8-byte words carrying 4 bytes), LL128 at 0.92 (120 of 128 bytes, as the
+// tuner rounds it), tree at 0.92 of the ring's, LL128 on a tree x 120/128, LL on a tree
+// / 3.8; NVLS (Simple only): one NVLink latency, 25 µs, whatever the group's size. The
+// tuner's per-channel caps and its tree correction factors for medium sizes are left out.
+constexpr double kUs = 1e-6;
+constexpr Protocol kNcclRing[3] = {
+    {8.4 * kUs, 3.4 * kUs, 14.0 * kUs, 1.0, false},   // simple
+    {14.0 * kUs, 1.9 * kUs, 4.0 * kUs, 0.92, false},  // ll128
+    {6.6 * kUs, 0.6 * kUs, 2.7 * kUs, 0.5, true},     // ll
+};
+constexpr Protocol kNcclTree[3] = {
+    {8.4 * kUs, 4.0 * kUs, 14.0 * kUs, 0.92, false},
+    {14.0 * kUs, 1.25 * kUs, 8.5 * kUs, 0.92 * 120.0 / 128.0, false},
+    {6.8 * kUs, 0.6 * kUs, 5.0 * kUs, 0.92 / 3.8, true},
+};
+constexpr Protocol kNcclNvls{25.0 * kUs, 0, 0, 1.0, false};
+
+const Protocol& nccl_protocol(Algo algo, Proto p) noexcept {
+  const int k = static_cast<int>(p);
+  if (algo == Algo::nvls) return kNcclNvls;
+  return algo == Algo::tree ? kNcclTree[k] : kNcclRing[k];
+}
 
 double log2_ceil(double x) noexcept { return x <= 1 ? 0 : std::ceil(std::log2(x)); }
 
@@ -328,20 +370,99 @@ Placement place(const Wiring& wr, double size, double stride) noexcept {
   return p;
 }
 
-Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
-  Priced out;
-  if (p.size <= 1 || bytes_ <= 0) {
-    out.algo = algo == Algo::automatic ? Algo::ring : algo;
-    return out;
-  }
+namespace {
+
+bool crosses(const Wiring& wr, const Placement& p) noexcept {
+  return p.per_domain < p.size && wr.net.index >= 0 && wr.up.index != wr.net.index;
+}
+
+// One option priced: its traffic, its link times and fixed costs, the protocol's share.
+struct Evaluated {
+  Traffic t;
+  LinkTimes lt;
+  Proto proto = Proto::simple;
+  double share = 1;
+};
+
+// The times of traffic `t` in a protocol (Simple where the library does not run the
+// algorithm or there is no library), the protocol priced, its share of the line.
+struct LinkTimesOf {
+  LinkTimes lt;
+  Proto proto = Proto::simple;
+  double share = 1;
+};
+
+LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool across) noexcept {
   const CollectiveLink& up = wr.up;
   const CollectiveLink& net = wr.net;
-  const bool across = p.per_domain < p.size && net.index >= 0 && up.index != net.index;
+  LinkTimesOf e;
+  // The library's protocols price its own algorithms; direct exchanges (all-to-all,
+  // send/recv, engines' one-shot all-reduce) take one step per link at its latency.
+  const bool nccl = wr.topology.library == hw::CollectiveLibrary::nccl && t.algo != Algo::direct;
+  e.proto = nccl ? proto : Proto::simple;
+  const Protocol& pr = nccl ? nccl_protocol(t.algo, e.proto) : kPlain;
+  e.share = pr.share;
+  // The bytes on each link are the data over the protocol's share of the line; scale-up
+  // bytes spread over the busy lanes only, charged to the whole bundle as bytes x links / lanes.
+  LinkTimes& lt = e.lt;
+  lt.up_eq = (t.lanes == up.count ? t.up : t.up * up.count / t.lanes) / pr.share;
+  lt.t_up = lt.up_eq * (t.in_switch ? wr.reduction_s_per_byte : up.s_per_byte);
+  lt.t_net = t.net / pr.share * net.s_per_byte;
+  lt.latency = nccl ? pr.base_s + t.up_steps * pr.step_up_s * (pr.ll && across ? 1.8 : 1) + t.net_steps * pr.step_net_s
+                    : t.up_steps * up.lat + t.net_steps * net.lat;
+  return e;
+}
+
+Evaluated timed(const Wiring& wr, const Traffic& t, Proto proto, bool across) noexcept {
+  const LinkTimesOf l = link_times_of(wr, t, proto, across);
+  Evaluated e;
+  e.t = t, e.lt = l.lt, e.proto = l.proto, e.share = l.share;
+  return e;
+}
+
+// The protocols the library runs `algo` in: its three for ring and tree, Simple otherwise.
+int protocols(const Wiring& wr, Algo resolved) noexcept {
+  return wr.topology.library == hw::CollectiveLibrary::nccl && resolved != Algo::direct && resolved != Algo::nvls ? 3 : 1;
+}
+
+Priced finish(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, const Evaluated& e,
+              bool across) noexcept {
+  const CollectiveLink& up = wr.up;
+  const CollectiveLink& net = wr.net;
+  const Traffic& t = e.t;
+  const LinkTimes& lt = e.lt;
+  Priced out;
+  out.algo = t.algo;
+  out.proto = e.proto;
+  out.up_bytes = t.up / e.share;
+  out.net_bytes = t.net / e.share;
+  out.lanes = t.lanes;
+  out.latency_s = lt.latency;
+  out.time_s = lt.total();
+  // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
+  const bool on_net = across && lt.t_net > lt.t_up;
+  const CollectiveLink& b = on_net ? net : up;
+  out.link = b.index;
+  ops::Cost& c = out.cost;
+  if (b.index >= 0 && b.index < hw::kMaxLinks) {
+    c.link_bytes[b.index] = on_net ? t.net / e.share : lt.up_eq;
+    // The fixed costs in steps of this link's latency (its own steps exactly without a
+    // library and without the other link's).
+    c.link_steps[b.index] = b.lat > 0 ? lt.latency / b.lat : on_net ? t.net_steps : t.up_steps;
+  }
+  c.in_switch = t.in_switch && !on_net;
+  add_chip_work(c, kind, t.up + t.net, p.size, bytes_, dtype, !t.in_switch);
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// Algorithms: the one asked for, or what NCCL's tuner weighs for this collective.
+int candidates(const Wiring& wr, Collective kind, Algo algo, bool across, Algo* cand) noexcept {
   const bool nvls_ok = wr.topology.fabric == hw::Fabric::switched && wr.topology.in_switch_reduction &&
                        kind == Collective::all_reduce && !across;
-
-  // Candidates: the one asked for, or what NCCL's tuner weighs for this collective.
-  Algo cand[3];
   int n = 0;
   if (algo != Algo::automatic) {
     cand[n++] = algo == Algo::nvls && !nvls_ok ? Algo::ring : algo;
@@ -352,42 +473,59 @@ Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes
     if (kind == Collective::all_reduce && across) cand[n++] = Algo::tree;
     if (nvls_ok) cand[n++] = Algo::nvls;
   }
-  auto times = [&](const Traffic& t) {
-    LinkTimes lt;
-    // Spread over the busy lanes only: charged to the whole bundle as bytes x links / lanes.
-    lt.up_eq = t.lanes == up.count ? t.up : t.up * up.count / t.lanes;
-    lt.t_up = lt.up_eq * (t.in_switch ? wr.reduction_s_per_byte : up.s_per_byte);
-    lt.t_net = t.net * net.s_per_byte;
-    lt.latency = t.up_steps * up.lat + t.net_steps * net.lat;
-    return lt;
-  };
-  Traffic t;
-  LinkTimes lt;
+  return n;
+}
+
+}  // namespace
+
+int options(const Wiring& wr, const Placement& p, Collective kind, Algo algo, Option* out) noexcept {
+  const bool across = crosses(wr, p);
+  Algo cand[3];
+  const int n = candidates(wr, kind, algo, across, cand);
+  int k = 0;
   for (int i = 0; i < n; ++i) {
-    const Traffic ti = traffic(wr, p, kind, bytes_, cand[i], across);
-    const LinkTimes li = times(ti);
-    if (i == 0 || li.total() < lt.total()) t = ti, lt = li;
+    const int protos = protocols(wr, traffic(wr, p, kind, 1, cand[i], across).algo);
+    for (int q = 0; q < protos; ++q) out[k++] = {cand[i], static_cast<Proto>(q)};
   }
-  out.algo = t.algo;
-  out.up_bytes = t.up;
-  out.net_bytes = t.net;
-  out.lanes = t.lanes;
-  out.latency_s = lt.latency;
-  out.time_s = lt.total();
-  // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
-  const bool on_net = across && lt.t_net > lt.t_up;
-  const CollectiveLink& b = on_net ? net : up;
-  out.link = b.index;
-  ops::Cost& c = out.cost;
-  if (b.index >= 0 && b.index < hw::kMaxLinks) {
-    c.link_bytes[b.index] = on_net ? t.net : lt.up_eq;
-    // The other link's steps in this link's latency (exact when there are none).
-    const double other = on_net ? t.up_steps * up.lat : t.net_steps * net.lat;
-    c.link_steps[b.index] = (on_net ? t.net_steps : t.up_steps) + (other > 0 && b.lat > 0 ? other / b.lat : 0);
+  return k;
+}
+
+Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Option o) noexcept {
+  if (p.size <= 1 || bytes_ <= 0) {
+    Priced out;
+    out.algo = o.algo == Algo::automatic ? Algo::ring : o.algo;
+    return out;
   }
-  c.in_switch = t.in_switch && !on_net;
-  add_chip_work(c, kind, t.up + t.net, p.size, bytes_, dtype, !t.in_switch);
-  return out;
+  const bool across = crosses(wr, p);
+  const Traffic t = traffic(wr, p, kind, bytes_, o.algo, across);
+  return finish(wr, p, kind, bytes_, dtype, timed(wr, t, o.proto, across), across);
+}
+
+Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
+  if (p.size <= 1 || bytes_ <= 0) {
+    Priced out;
+    out.algo = algo == Algo::automatic ? Algo::ring : algo;
+    return out;
+  }
+  const bool across = crosses(wr, p);
+  Algo cand[3];
+  const int n = candidates(wr, kind, algo, across, cand);
+  // In the order options() lists them: each algorithm in each of its protocols; the
+  // traffic copied only when an algorithm wins.
+  Evaluated best;
+  double best_t = 0;
+  bool first = true;
+  for (int i = 0; i < n; ++i) {
+    const Traffic t = traffic(wr, p, kind, bytes_, cand[i], across);
+    const int protos = protocols(wr, t.algo);
+    for (int q = 0; q < protos; ++q) {
+      const LinkTimesOf e = link_times_of(wr, t, static_cast<Proto>(q), across);
+      const double total = e.lt.total();
+      if (first || total < best_t) best.t = t, best.lt = e.lt, best.proto = e.proto, best.share = e.share, best_t = total;
+      first = false;
+    }
+  }
+  return finish(wr, p, kind, bytes_, dtype, best, across);
 }
 
 }  // namespace ridgeline::comm

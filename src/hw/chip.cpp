@@ -33,6 +33,8 @@ std::string_view name(Fabric f) noexcept {
   return "switched";
 }
 
+std::string_view name(CollectiveLibrary l) noexcept { return l == CollectiveLibrary::nccl ? "nccl" : "none"; }
+
 std::array<int, 3> System::torus_slice() const noexcept {
   if (slice[0] > 0) return slice;
   const TopologySpec& t = chip.topology;

@@ -156,12 +156,18 @@ void read_peaks(Reader& r, const YAML::Node& node, const std::string& path, std:
 }
 
 // `topology: {fabric: switched|mesh|torus, domain: N, in_switch_reduction: bool,
-// reduction_efficiency: F, links_per_peer: N, torus_dims: 2|3, max_slice: N, wrap_multiple: N}`.
+// reduction_efficiency: F, links_per_peer: N, torus_dims: 2|3, max_slice: N, wrap_multiple: N,
+// library: nccl|none}`.
 void read_topology(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
   if (!node.IsMap()) r.fail("topology", "expected a mapping");
   r.check_map(node, "topology", {"fabric", "domain", "in_switch_reduction", "reduction_efficiency", "links_per_peer",
-                                 "torus_dims", "max_slice", "wrap_multiple"});
+                                 "torus_dims", "max_slice", "wrap_multiple", "library"});
   hw::TopologySpec& t = c.topology;
+  if (node["library"]) {
+    const std::string lib = r.scalar(node["library"], "topology.library");
+    if (lib == "nccl") t.library = hw::CollectiveLibrary::nccl;
+    else if (lib != "none") r.fail("topology.library", fmt::format("'{}': expected nccl or none", lib));
+  }
   const std::string fabric = r.scalar(r.required(node, "fabric", "topology"), "topology.fabric");
   if (fabric == "switched") t.fabric = hw::Fabric::switched;
   else if (fabric == "mesh") t.fabric = hw::Fabric::mesh;
@@ -411,6 +417,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     if (t.torus_dims > 0) y += fmt::format("  torus_dims: {}\n", t.torus_dims);
     if (t.max_slice > 0) y += fmt::format("  max_slice: {}\n", t.max_slice);
     if (t.wrap_multiple > 0) y += fmt::format("  wrap_multiple: {}\n", t.wrap_multiple);
+    if (t.library != hw::CollectiveLibrary::none) y += fmt::format("  library: {}\n", hw::name(t.library));
   }
   if (c.usd_per_hour > 0) y += fmt::format("price_per_hour: {:.17g} USD/h\n", c.usd_per_hour);
   const hw::EfficiencySpec& e = c.efficiency;

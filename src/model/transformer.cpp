@@ -42,6 +42,7 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
     double bytes = -1;
     const comm::Placement* group = nullptr;
     ops::Cost cost;
+    int index = -1;  // its terms in Graph::collectives
   } last{};
 };
 
@@ -111,9 +112,13 @@ void collective(Ctx& c, const char* name, Block block, comm::Collective kind, do
   if (group.size <= 1) return;
   auto& l = c.last;
   if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_) {
-    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost};
+    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost, -1};
+    if (c.g.collective_count < Graph::kMaxCollectives) {
+      l.index = c.g.collective_count++;
+      c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_};
+    }
   }
-  c.g.add(name, OpClass::comm, block, l.cost);
+  c.g.add(name, OpClass::comm, block, l.cost).collective = static_cast<std::int8_t>(l.index);
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {

@@ -123,15 +123,17 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
     const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
     t[u] += f > 0 ? f * r.s_per_flop[u][d] : 0;
   }
-  double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0;
+  double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0, latency = 0;
   int slowest = -1;
   for (int l = 1; l < hw::kMaxMemoryLevels; ++l) memory = std::max(memory, c.bytes[l] * r.s_per_byte[l]);
   for (int l = 0; l < hw::kMaxLinks; ++l) {
     const double b = c.link_bytes[l], steps = c.link_steps[l];
-    const double t_l = (b > 0 ? b * r.s_per_link_byte[l] : 0) + (steps > 0 ? steps * r.link_latency_s[l] : 0);
-    if (t_l > comm) comm = t_l, slowest = l;
+    const double lat = steps > 0 ? steps * r.link_latency_s[l] : 0;
+    const double t_l = (b > 0 ? b * r.s_per_link_byte[l] : 0) + lat;
+    if (t_l > comm) comm = t_l, slowest = l, latency = lat;
   }
   TimeParts p{t[0], t[1], memory, comm, c.launches * r.launch_s};
+  p.comm_latency = latency;
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
   }

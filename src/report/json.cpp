@@ -85,7 +85,8 @@ json chip_json(const hw::ChipSpec& c) {
                      {"reduction_efficiency", t.reduction_efficiency > 0 ? nlohmann::json(t.reduction_efficiency) : nlohmann::json(nullptr)},
                      {"links_per_peer", t.links_per_peer},
                      {"torus_dims", t.torus_dims},
-                     {"wrap_multiple", t.wrap_multiple}};
+                     {"wrap_multiple", t.wrap_multiple},
+                     {"library", std::string(hw::name(t.library))}};
   }
   j["usd_per_hour"] = c.usd_per_hour > 0 ? nlohmann::json(c.usd_per_hour) : nlohmann::json(nullptr);
   j["efficiency"] = {{"matrix", c.efficiency.matrix},
@@ -182,6 +183,7 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
     j["algo"] = std::string(comm::name(collective->algo));
     j["algo_requested"] = std::string(comm::name(op.algo));
     j["collective"] = {{"algo", std::string(comm::name(collective->algo))},
+                       {"protocol", std::string(comm::name(collective->proto))},
                        {"scale_up_bytes", collective->up_bytes},
                        {"network_bytes", collective->net_bytes},
                        {"scale_up_lanes", collective->lanes},

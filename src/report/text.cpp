@@ -78,6 +78,9 @@ std::string chip_text(const hw::ChipSpec& c) {
                                                 : std::string("no wraparound"));
         break;
     }
+    if (tp.library == hw::CollectiveLibrary::nccl) {
+      out += "collectives     NCCL's protocols: LL, LL128 and Simple priced by size, NVLS where the switches reduce\n";
+    }
   }
   if (c.usd_per_hour > 0) out += fmt::format("price           ${:.4g} per chip-hour\n", c.usd_per_hour);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",
@@ -135,13 +138,25 @@ std::string op_title(const analysis::OpConfig& op) {
   }
 }
 
+// NCCL's spelling of its protocols.
+std::string_view proto_label(comm::Proto p) noexcept {
+  switch (p) {
+    case comm::Proto::simple: return "Simple";
+    case comm::Proto::ll128: return "LL128";
+    case comm::Proto::ll: return "LL";
+  }
+  return "Simple";
+}
+
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
                           const comm::Priced* collective) {
   const auto& c = sys.chip;
   std::string out = fmt::format("{}\non {} ({})\n", op_title(op), c.display_name, c.name);
   if (collective != nullptr) {
     const int up = c.link_index(hw::LinkScope::node), net = c.link_index(hw::LinkScope::network);
-    out += fmt::format("algorithm {}{}", comm::name(collective->algo),
+    const bool library = c.topology.library != hw::CollectiveLibrary::none && collective->algo != comm::Algo::direct;
+    out += fmt::format("algorithm {}{}{}", comm::name(collective->algo),
+                       library ? fmt::format(", protocol {}, {} fixed", proto_label(collective->proto), t(collective->latency_s)) : std::string(),
                        op.algo == comm::Algo::automatic ? " (auto: the fastest for this size on this topology)" : "");
     if (collective->net_bytes > 0 && net >= 0) {
       out += fmt::format("; per chip {} over {} and {} over {}", size(collective->up_bytes),

@@ -68,16 +68,27 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   model::build_forward(m, f, sys, {1, 1, 1, &m1}, g1_);
   model::build_forward(m, f, sys, {1, 1, 1, &m2}, g2_);
 
+  const comm::Wiring wiring = comm::wiring(sys);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
   for (const bool graphs : {false, true}) {
     Variant& v = graphs ? graph_ : eager_;
     std::array<analysis::OpLine, Graph::kMaxOps> lines[4];
     int counts[4] = {0, 0, 0, 0};
+    // Collectives whose algorithm or protocol changes with the size, by quantity.
+    std::array<analysis::SwitchLine, analysis::Envelope::kMaxSwitches> switches[4];
+    int switch_counts[4] = {0, 0, 0, 0};
     v.expert_count = 0;
     for (int i = 0; i < g1_.op_count; ++i) {
       const model::GraphOp& op1 = g1_.ops[i];
       if (is_attention(op1.scale)) continue;
       const model::GraphOp& op2 = g2_.ops[i];
+      const int q = static_cast<int>(op1.scale);  // tokens, seqs, prefill_positions, decode_tokens
+      if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
+          analysis::fit_switch(g1_, g2_, i, quantity(op1.scale, m1, ep_), quantity(op1.scale, m2, ep_), wiring, rates,
+                               graphs, switches[q][switch_counts[q]])) {
+        ++switch_counts[q];
+        continue;
+      }
       const hw::KernelClass k = model::kernel_class(op1.cls);
       const auto p1 = analysis::realistic_parts(analysis::op_times(op1.cost, rates, graphs).parts, rates, k);
       const auto p2 = analysis::realistic_parts(analysis::op_times(op2.cost, rates, graphs).parts, rates, k);
@@ -87,13 +98,12 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         v.experts[v.expert_count++] = l;  // tokens-scaled, with the touched experts kept apart
         continue;
       }
-      const int q = static_cast<int>(op1.scale);  // tokens, seqs, prefill_positions, decode_tokens
       lines[q][counts[q]++] = l;
     }
-    analysis::build_envelope(lines[0].data(), counts[0], 0, v.tokens);
-    analysis::build_envelope(lines[1].data(), counts[1], 0, v.seqs);
-    analysis::build_envelope(lines[2].data(), counts[2], 0, v.prefill_positions);
-    analysis::build_envelope(lines[3].data(), counts[3], 0, v.decode_tokens);
+    analysis::Envelope* env[4] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens};
+    for (int q = 0; q < 4; ++q) {
+      analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
+    }
   }
 
   // Attention kernels: linear in their counts (ops::attention_cost), so the realistic parts

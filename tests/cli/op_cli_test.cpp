@@ -44,25 +44,27 @@ TEST(OpCli, HumanOutputNamesTheBound) {
 
 TEST(OpCli, Collectives) {
   // 1 GB ring all-reduce over 8 H100s on NVLink: 2*7/8 GB = 1.75e9 bytes at 450 GB/s
-  // plus 14 steps x 1 us.
+  // plus NCCL's Simple protocol: 8.4 us and 14 steps x 3.4 us = 56 us.
   auto j = run_json("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm --algo ring");
   EXPECT_EQ(j["bound"], "comm");
   EXPECT_EQ(j["link"], "NVLink4");
-  EXPECT_NEAR(j["t_comm_s"].get<double>(), 1.75e9 / 450e9 + 14e-6, 1e-12);
+  EXPECT_NEAR(j["t_comm_s"].get<double>(), 1.75e9 / 450e9 + 56e-6, 1e-12);
+  EXPECT_EQ(j["collective"]["protocol"], "simple");
   // By default the NVSwitch reduces (NVLS): each chip sends and receives N(P+1)/P = 9/8 GB,
-  // 2 steps, and the realistic time runs at the reduction efficiency 0.686 (nccl-tests).
+  // NCCL's NVLS latency is 25 us, and the bytes run at the reduction efficiency 0.686
+  // (nccl-tests).
   auto nvls = run_json("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm");
   EXPECT_EQ(nvls["algo"], "nvls");
-  EXPECT_NEAR(nvls["t_comm_s"].get<double>(), 1.125e9 / 450e9 + 2e-6, 1e-12);
-  EXPECT_NEAR(nvls["t_realistic_s"].get<double>(), (1.125e9 / 450e9 + 2e-6) / 0.686 + 1.3e-6, 1e-12);
+  EXPECT_NEAR(nvls["t_comm_s"].get<double>(), 1.125e9 / 450e9 + 25e-6, 1e-12);
+  EXPECT_NEAR(nvls["t_realistic_s"].get<double>(), 1.125e9 / 450e9 / 0.686 + 25e-6 + 1.3e-6, 1e-12);
   // 16 chips leave the node: a ring through both nodes. Each node sends 2*15/16 GB over
   // the network, shared by its 8 GPUs' 400 Gb/s NICs: 0.234375 GB per chip at 50 GB/s;
-  // NVLink carries the other 7/8 (1.64 GB at 450 GB/s: not the bound). Of the 30 steps, 2
-  // cross the network (5 us) and 28 stay on NVLink (1 us).
+  // NVLink carries the other 7/8 (1.64 GB at 450 GB/s: not the bound). Simple protocol: 8.4
+  // us, and of the 30 steps 2 cross the network (14 us) and 28 stay on NVLink (3.4 us).
   auto ib = run_json("op allreduce --bytes '1 GB' --chips 16 --hw h100-sxm");
   EXPECT_EQ(ib["link"], "InfiniBand NDR");
   EXPECT_EQ(ib["algo"], "ring");
-  EXPECT_NEAR(ib["t_comm_s"].get<double>(), 2 * 15.0 / 16 * 1e9 / 8 / 50e9 + 2 * 5e-6 + 28 * 1e-6, 1e-12);
+  EXPECT_NEAR(ib["t_comm_s"].get<double>(), 2 * 15.0 / 16 * 1e9 / 8 / 50e9 + 8.4e-6 + 2 * 14e-6 + 28 * 3.4e-6, 1e-12);
   // The text names the efficiencies applied: the InfiniBand link's own 0.9 (hardware file),
   // not the chip-wide 0.8; NVLS the switch's 0.686.
   EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 16 --hw h100-sxm").out.find("memory 0.90, link 0.90;"), std::string::npos);

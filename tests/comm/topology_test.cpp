@@ -50,14 +50,15 @@ TEST(Topology, PlacementFillsADomainFirst) {
 
 TEST(Topology, NvlsSendsEachByteOnceEachWay) {
   // 8 H200 all-reduce 16 GiB (17179869184 B) with NVLS: N(P+1)/P = 9/8 N per chip over
-  // 450 GB/s at the reduction efficiency 0.686 (nccl-tests: 480 GB/s bus bandwidth).
+  // 450 GB/s at the reduction efficiency 0.686 (nccl-tests: 480 GB/s bus bandwidth), plus
+  // NCCL's NVLS latency, 25 us (an efficiency scales the bytes' time, not fixed costs).
   const auto s = sys_of("h200", 8);
   const double n = 17179869184.0;
   const Priced p = price(wiring(s), at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.algo, Algo::nvls);
   EXPECT_TRUE(p.cost.in_switch);
   EXPECT_DOUBLE_EQ(p.up_bytes, n * 9 / 8);
-  const double t = (n * 9 / 8 / 450e9 + 2e-6) / 0.686 + 1.3e-6;  // + the H200's kernel boundary
+  const double t = n * 9 / 8 / 450e9 / 0.686 + 25e-6 + 1.3e-6;  // + the H200's kernel boundary
   EXPECT_NEAR(realistic(s, p), t, 1e-12);
   // Bus bandwidth 2(P-1)/P N / t within 1% of the measured 480 GB/s.
   EXPECT_NEAR(1.75 * n / t / 480e9, 1.0, 0.01);
@@ -77,17 +78,22 @@ TEST(Topology, RingAcrossNodesSharesTheNodesNics) {
   EXPECT_DOUBLE_EQ(p.net_bytes, w / 8);
   EXPECT_DOUBLE_EQ(p.up_bytes, w * 7 / 8);
   EXPECT_EQ(p.link, s.chip.link_index(hw::LinkScope::network));
-  // Latency: 6 of the 62 steps cross the network (5 us), 56 stay on NVLink (1 us).
-  EXPECT_NEAR(p.latency_s, 6 * 5e-6 + 56 * 1e-6, 1e-15);
-  const double t = (w / 8 / 50e9 + p.latency_s) / 0.9 + 1.3e-6;
+  // NCCL's Simple protocol: 8.4 us per call, 6 of the 62 steps cross the network (14 us
+  // each), 56 stay on NVLink (3.4 us each): 282.8 us.
+  EXPECT_EQ(p.proto, Proto::simple);
+  EXPECT_NEAR(p.latency_s, 8.4e-6 + 6 * 14e-6 + 56 * 3.4e-6, 1e-15);
+  const double t = w / 8 / 50e9 / 0.9 + p.latency_s + 1.3e-6;
   EXPECT_NEAR(realistic(s, p), t, 1e-12);
-  EXPECT_NEAR(w / t / 364.9e9, 1.0, 0.02);
-  // 1 MB: the tree's latency wins: 2·7 NVLink steps and 2·log2(4) network steps (34 us)
-  // against the ring's 86 us, for 2N/8 instead of 2·31/32·N/8 network bytes.
+  EXPECT_NEAR(w / t / 364.9e9, 1.0, 0.03);  // 355.6 GB/s: -2.6%
+  // 1 MB: the tree in NCCL's LL protocol wins: 6.8 us, 2·7 NVLink steps of 0.6 us x 1.8
+  // (LL across nodes) and 2·log2(4) network steps of 5 us: 41.92 us, for 2N/8 network bytes
+  // at LL's share on a tree, 0.92 / 3.8: 22.9 us more. The ring in LL: 83.28 us + 10.8;
+  // the tree in LL128: 65.5 + 6.4.
   const Priced small = price(wiring(s), at(s, 32), Collective::all_reduce, 1e6, DType::bf16, Algo::automatic);
   EXPECT_EQ(small.algo, Algo::tree);
-  EXPECT_NEAR(small.latency_s, 14e-6 + 4 * 5e-6, 1e-15);
-  EXPECT_DOUBLE_EQ(small.net_bytes, 2e6 / 8);
+  EXPECT_EQ(small.proto, Proto::ll);
+  EXPECT_NEAR(small.latency_s, 6.8e-6 + 14 * 0.6e-6 * 1.8 + 4 * 5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(small.net_bytes, 2e6 / 8 / (0.92 / 3.8));
 }
 
 TEST(Topology, DataParallelAcrossNodesHasOneNicPerGroup) {
@@ -97,7 +103,10 @@ TEST(Topology, DataParallelAcrossNodesHasOneNicPerGroup) {
   const Priced p = price(wiring(s), at(s, 4, 8), Collective::all_reduce, 1e9, DType::bf16, Algo::ring);
   EXPECT_DOUBLE_EQ(p.net_bytes, 1.5e9);
   EXPECT_DOUBLE_EQ(p.up_bytes, 0);
-  EXPECT_NEAR(p.latency_s, 6 * 5e-6, 1e-15);
+  // NCCL's Simple ring (LL128 would save 54.4 us of latency and lose 2.9 ms to its 0.92):
+  // 8.4 us and 14 us per network step.
+  EXPECT_EQ(p.proto, Proto::simple);
+  EXPECT_NEAR(p.latency_s, 8.4e-6 + 6 * 14e-6, 1e-15);
 }
 
 TEST(Topology, FullMeshUsesOneLinkPerPeer) {
@@ -134,7 +143,7 @@ TEST(Topology, TorusAxesAndWraparound) {
   const double n = 2048.0 * 8192 * 2;
   const Priced ag = price(wiring(e), at(e, 4), Collective::all_gather, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(ag.lanes, 1);
-  const double t = (0.75 * n / 45e9 + 3e-6) / 0.82;
+  const double t = 0.75 * n / 45e9 / 0.82 + 3e-6;
   EXPECT_NEAR(realistic(e, ag), t, 1e-12);
   EXPECT_NEAR(t / 680e-6, 1.0, 0.02);
 }
@@ -151,14 +160,57 @@ TEST(Topology, RackScaleDomainStaysOnNvlink) {
 }
 
 TEST(Topology, ExplicitAlgorithmsInsideANodeKeepTheTableFormulas) {
-  // Inside a switched domain the table of docs/collectives.md holds as before.
-  const auto s = sys_of("h100-sxm", 8);
+  // Inside a switched domain without a library's protocols the table of docs/collectives.md
+  // holds as before.
+  auto s = sys_of("h100-sxm", 8);
+  s.chip.topology.library = hw::CollectiveLibrary::none;
   for (Algo a : {Algo::ring, Algo::tree, Algo::direct}) {
     const ops::Cost flat = collective_cost({Collective::all_reduce, a, 1e8, 8, DType::bf16, 0});
     const Priced p = price(wiring(s), at(s, 8), Collective::all_reduce, 1e8, DType::bf16, a);
     EXPECT_DOUBLE_EQ(p.cost.link_bytes[0], flat.link_bytes[0]);
     EXPECT_DOUBLE_EQ(p.cost.link_steps[0], flat.link_steps[0]);
     EXPECT_DOUBLE_EQ(p.cost.main_bytes(), flat.main_bytes());
+  }
+}
+
+TEST(Topology, NcclProtocolsBySize) {
+  // 8 H200, all-reduce, NCCL's tuner's costs: ring LL 6.6 + 14 x 0.6 = 15 us at half of
+  // 450 x 0.816 = 367.2 GB/s; ring LL128 14 + 14 x 1.9 = 40.6 us at 0.92 of it; ring Simple
+  // 8.4 + 14 x 3.4 = 56 us at all of it; NVLS 25 us, 9/8 N at 450 x 0.686 = 308.7 GB/s.
+  const auto s = sys_of("h200", 8);
+  const Wiring w = wiring(s);
+  auto at8 = [&](double n, Algo a = Algo::automatic) { return price(w, at(s, 8), Collective::all_reduce, n, DType::bf16, a); };
+  // 1 MiB: ring LL 15 + 2·7/8·1048576 / 0.5 / 367.2e9 = 15 + 9.99 = 25.0 us; NVLS 25 + 3.8;
+  // LL128 46.0; Simple 61.0.
+  const Priced small = at8(1048576);
+  EXPECT_EQ(small.algo, Algo::ring);
+  EXPECT_EQ(small.proto, Proto::ll);
+  EXPECT_NEAR(small.latency_s, 15e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(small.up_bytes, 1.75 * 1048576 / 0.5);
+  EXPECT_NEAR(small.time_s, 15e-6 + 1.75 * 1048576 / 0.5 / (450e9 * 0.816), 1e-15);
+  // 64 MiB: NVLS 25 + 9/8·67108864 / 308.7e9 = 269.6 us; ring Simple 56 + 319.8 = 375.8.
+  const Priced big = at8(67108864);
+  EXPECT_EQ(big.algo, Algo::nvls);
+  EXPECT_EQ(big.proto, Proto::simple);
+  EXPECT_NEAR(big.time_s, 25e-6 + 9.0 / 8 * 67108864 / (450e9 * 0.686), 1e-15);
+  // The ring forced at 100 MB: Simple (56 + 476.6 us) beats LL128 (40.6 + 518.0).
+  const Priced ring = at8(1e8, Algo::ring);
+  EXPECT_EQ(ring.proto, Proto::simple);
+  EXPECT_NEAR(ring.latency_s, 56e-6, 1e-15);
+  // Its Cost carries the fixed costs as steps of NVLink's 1 us: 56.
+  EXPECT_NEAR(ring.cost.link_steps[0], 56, 1e-9);
+  // The engines' one-shot kernels (direct) keep the link's latency: 2 steps of 1 us.
+  EXPECT_NEAR(at8(16384, Algo::direct).latency_s, 2e-6, 1e-15);
+  // Every option options() lists, priced alone, is what price weighs: the fastest is chosen.
+  Option opts[kMaxOptions];
+  const int n = options(w, at(s, 8), Collective::all_reduce, Algo::automatic, opts);
+  EXPECT_EQ(n, 4);  // ring in three protocols, NVLS
+  for (double bytes : {16384.0, 1048576.0, 67108864.0}) {
+    double best = 1e300;
+    for (int i = 0; i < n; ++i) {
+      best = std::min(best, price(w, at(s, 8), Collective::all_reduce, bytes, DType::bf16, opts[i]).time_s);
+    }
+    EXPECT_EQ(at8(bytes).time_s, best);
   }
 }
 

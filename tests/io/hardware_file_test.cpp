@@ -159,8 +159,10 @@ TEST(HardwareFile, TopologyAndLinkEfficiency) {
   std::string v2 = kMinimal;
   v2.replace(v2.find("schema_version: 1"), 17, "schema_version: 2");
   const std::string links = "links:\n  - {name: X, scope: node, bandwidth: 10 GB/s, count: 4, latency: 1 us, efficiency: 0.7}\n";
-  const hw::ChipSpec c = parse_chip_yaml(v2 + links + "topology: {fabric: torus, torus_dims: 2, max_slice: 64, wrap_multiple: 4}\n", "t.yaml");
+  const hw::ChipSpec c =
+      parse_chip_yaml(v2 + links + "topology: {fabric: torus, torus_dims: 2, max_slice: 64, wrap_multiple: 4, library: nccl}\n", "t.yaml");
   EXPECT_EQ(c.topology.fabric, hw::Fabric::torus);
+  EXPECT_EQ(c.topology.library, hw::CollectiveLibrary::nccl);
   EXPECT_EQ(c.topology.torus_dims, 2);
   EXPECT_EQ(c.topology.max_slice, 64);
   EXPECT_DOUBLE_EQ(c.links[0].efficiency, 0.7);
@@ -169,6 +171,7 @@ TEST(HardwareFile, TopologyAndLinkEfficiency) {
   EXPECT_EQ(back.topology, c.topology);
   EXPECT_DOUBLE_EQ(back.links[0].efficiency, 0.7);
   EXPECT_NE(error_of(v2 + "topology: {fabric: ring}\n").find("topology.fabric"), std::string::npos);
+  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, library: mpi}\n").find("topology.library"), std::string::npos);
   EXPECT_NE(error_of(v2 + "topology: {fabric: torus}\n").find("torus_dims"), std::string::npos);
   EXPECT_NE(error_of(v2 + "topology: {fabric: mesh, in_switch_reduction: true}\n").find("in_switch_reduction"), std::string::npos);
   EXPECT_NE(error_of(v2 + "topology: {fabric: switched, torus_dims: 3}\n").find("torus"), std::string::npos);

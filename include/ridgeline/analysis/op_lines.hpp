@@ -73,7 +73,7 @@ template <class C>
   if (o.parts.launch < realistic) {
     const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * a.overhead_s;
-    t.link_latency_s += r * o.latency_s * o.parts.inv_comm(a);
+    t.link_latency_s += r * o.latency_s;
   }
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
@@ -96,7 +96,7 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
   return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
-          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm * p.inv_comm(a), p.launch};
+          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm_realistic(a), p.launch};
 }
 
 /// One op's five realistic parts as a + b·x in a quantity x it is affine in, plus the memory
@@ -107,9 +107,28 @@ struct OpLine {
   double rep = 1;  ///< repeat count (layers)
 };
 
+/// A collective whose algorithm and protocol change with its size (comm::options): one line
+/// per option, and the time comm::price compares for each, t0 + t1·x; the option with the
+/// smallest is the one priced (the first of equal ones).
+struct SwitchLine {
+  std::array<OpLine, comm::kMaxOptions> lines{};
+  std::array<double, comm::kMaxOptions> t0{}, t1{};
+  int count = 0;
+  double rep = 1;
+};
+/// Op i of g1 and g2 (at quantities x1 and x2) as a SwitchLine when it is a collective whose
+/// terms the graph kept and that has more than one option; false otherwise (its fit_line
+/// line is exact). `graphs`: launched inside a CUDA graph.
+bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const comm::Wiring& wr,
+                const ops::Rates& r, bool graphs, SwitchLine& out) noexcept;
+
 /// Σ rep·max(lines) over a set of ops, as pieces a + s·x starting at x (ascending).
 struct Envelope {
-  static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1;  ///< a max of 5 lines bends at most 4 times
+  /// Switch lines kept in an envelope (each op of a graph has at most one).
+  static constexpr int kMaxSwitches = 16;
+  /// A max of 5 lines bends at most 4 times; a switch line changes option at most
+  /// kMaxOptions - 1 times and bends at most 4 times on each option's line.
+  static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1 + kMaxSwitches * (comm::kMaxOptions * 5 - 5);
   std::array<double, kMaxPieces> x{}, a{}, s{};
   int count = 0;
   double at(double v) const noexcept;
@@ -119,8 +138,10 @@ struct Envelope {
 /// graphs, for its touched experts), repeated `rep` times.
 OpLine fit_line(const std::array<double, 5>& p1, const std::array<double, 5>& p2, double x1, double x2,
                 const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept;
-/// The envelope of Σ rep·max_i(a_i + b_i·x) for x >= lo over `lines` (none with touched experts).
-void build_envelope(const OpLine* lines, int n, double lo, Envelope& env) noexcept;
+/// The envelope of Σ rep·max_i(a_i + b_i·x) for x >= lo over `lines` (none with touched
+/// experts) and `switches` (at most Envelope::kMaxSwitches; each at the option it chooses at x).
+void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const SwitchLine* switches = nullptr,
+                    int ns = 0) noexcept;
 
 /// A line's parts at x with `touched` experts.
 inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched) noexcept {
@@ -135,6 +156,17 @@ inline double realistic_at(const OpLine& l, double x, double touched) noexcept {
   double m = p[0];
   for (int i = 1; i < 5; ++i) m = p[i] > m ? p[i] : m;
   return m;
+}
+
+/// The realistic time (one instance) of the option chosen at x.
+inline double realistic_at(const SwitchLine& s, double x) noexcept {
+  int best = 0;
+  double t = s.t0[0] + s.t1[0] * x;
+  for (int k = 1; k < s.count; ++k) {
+    const double tk = s.t0[k] + s.t1[k] * x;
+    if (tk < t) t = tk, best = k;
+  }
+  return realistic_at(s.lines[best], x, 0);
 }
 
 /// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for `count` (at most 5) lines given at j = 0 (a)

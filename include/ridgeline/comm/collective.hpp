@@ -17,8 +17,15 @@ enum class Collective : std::uint8_t { all_reduce, all_gather, reduce_scatter, a
 /// picks (`--algo auto`).
 enum class Algo : std::uint8_t { ring, tree, direct, nvls, automatic };
 
+/// A collective library's protocols (docs/collectives.md#protocols): simple — large chunks
+/// behind memory fences, the full bandwidth; ll128 — 128-byte lines with a flag in each
+/// (120 of 128 bytes are data); ll — 8-byte words of 4 data bytes and a 4-byte flag, the
+/// lowest latency at half the bandwidth. Without a library every collective is `simple`.
+enum class Proto : std::uint8_t { simple, ll128, ll };
+
 std::string_view name(Collective c) noexcept;
 std::string_view name(Algo a) noexcept;
+std::string_view name(Proto p) noexcept;
 std::optional<Algo> parse_algo(std::string_view s) noexcept;
 /// `--algo TEXT` (empty: auto); throws InputError naming the choices.
 Algo algo_flag(std::string_view text);
@@ -93,13 +100,30 @@ Placement place(const Wiring& wr, double size, double stride = 1) noexcept;
 struct Priced {
   ops::Cost cost;        ///< on the link that bounds it (the other link's traffic overlaps)
   Algo algo = Algo::ring;  ///< the algorithm priced (automatic resolved)
+  Proto proto = Proto::simple;  ///< the protocol priced (the library's fastest for the size)
   int link = -1;         ///< the bounding link (index in ChipSpec::links), -1 for none
-  double up_bytes = 0;   ///< per chip per direction over the scale-up links
-  double net_bytes = 0;  ///< per chip per direction over the network
+  double up_bytes = 0;   ///< per chip per direction over the scale-up links (protocol flags included)
+  double net_bytes = 0;  ///< per chip per direction over the network (protocol flags included)
   double lanes = 0;      ///< of the chip's scale-up links, how many the algorithm keeps busy
-  double latency_s = 0;  ///< the message steps' latency, both links, seconds
+  double latency_s = 0;  ///< fixed costs: the protocol's per call, the message steps' on both links, seconds
   double time_s = 0;     ///< at the links' achievable rates: what `automatic` compares
 };
+
+/// One algorithm in one protocol: what `price` weighs (automatic never appears here).
+struct Option {
+  Algo algo = Algo::ring;
+  Proto proto = Proto::simple;
+};
+inline constexpr int kMaxOptions = 7;  ///< ring and tree in three protocols, NVLS
+
+/// The options `price` weighs for this collective (`algo`: the one asked for, or automatic),
+/// in the order it weighs them (the first of equal times wins); writes at most kMaxOptions.
+/// For each, the time `price` compares (Priced::time_s) is affine in the bytes, and so is
+/// its Cost: a collective is a line per option, the option with the smallest time chosen.
+int options(const Wiring& wr, const Placement& p, Collective kind, Algo algo, Option* out) noexcept;
+
+/// The collective priced in one option (one of options()).
+Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes, DType dtype, Option o) noexcept;
 
 /// The collective of `kind` on `bytes` (the nccl-tests convention above) over a group placed
 /// at `p` on `wr`. Never allocates, never throws; a single chip or no bytes costs nothing.

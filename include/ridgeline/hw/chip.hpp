@@ -79,6 +79,13 @@ enum class Fabric : std::uint8_t {
 };
 std::string_view name(Fabric f) noexcept;
 
+/// The collective library whose protocol costs apply (docs/collectives.md#protocols):
+/// nccl — NCCL's tuner prices ring and tree in three protocols (LL, LL128, Simple), each
+/// with a fixed cost per call and per step and a share of the link's bandwidth, and NVLS
+/// with its own latency; none — one protocol, each step at the link's latency.
+enum class CollectiveLibrary : std::uint8_t { none, nccl };
+std::string_view name(CollectiveLibrary l) noexcept;
+
 /// The machine as it is wired: the scale-up domain (the chips the `node` link joins) and
 /// the scale-out network between domains (the `network` link, one share per chip).
 struct TopologySpec {
@@ -95,6 +102,7 @@ struct TopologySpec {
   /// torus: an axis wraps around when its length is a multiple of this (TPU v4/v5p: 4, the
   /// optical switches close cubes; v5e/v6e: 16, only a full pod axis); 0: never.
   int wrap_multiple = 0;
+  CollectiveLibrary library = CollectiveLibrary::none;
   bool operator==(const TopologySpec&) const = default;
 };
 

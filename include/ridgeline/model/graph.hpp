@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "ridgeline/comm/collective.hpp"
 #include "ridgeline/ops/attention.hpp"
 #include "ridgeline/ops/cost.hpp"
 
@@ -49,7 +50,18 @@ struct GraphOp {
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
+  std::int8_t collective = -1;  ///< for a collective, its terms' index in Graph::collectives (to re-price it at another size)
   Scale scale = Scale::tokens;  ///< what its cost is affine in
+};
+
+/// A collective's terms: what comm::price priced, to price it again at another size (its
+/// algorithm and protocol change with the bytes).
+struct CollectiveOp {
+  comm::Collective kind = comm::Collective::all_reduce;
+  comm::Algo algo = comm::Algo::automatic;
+  DType dtype = DType::bf16;
+  comm::Placement group;
+  double bytes = 0;
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).
@@ -66,12 +78,15 @@ struct Graph {
   static constexpr int kMaxAttention = 8;
   std::array<ops::AttentionShape, kMaxAttention> attention{};  ///< shapes of the attention ops
   int attention_count = 0;
+  static constexpr int kMaxCollectives = 32;
+  std::array<CollectiveOp, kMaxCollectives> collectives{};  ///< terms of the collective ops (more: not re-priced)
+  int collective_count = 0;
   int op_count = 0;
   int group_count = 0;
   bool overflow = false;  ///< set if an add did not fit, or its cost was not an OpCost (a bug: sized for every model)
   GraphOp spare;          ///< what add returns on overflow
 
-  void clear() noexcept { op_count = group_count = attention_count = 0, overflow = false; }
+  void clear() noexcept { op_count = group_count = attention_count = collective_count = 0, overflow = false; }
   /// Starts a group; later ops belong to it.
   int begin_group(const char* name, double repeat) noexcept;
   /// Appends an op to the current group; returns it (a scratch op on overflow).
@@ -95,6 +110,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.active_params = 0;
   op.weight_bytes = 0;
   op.attention = -1;
+  op.collective = -1;
   op.scale = Scale::tokens;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.expert_bytes = op.touched = 0;

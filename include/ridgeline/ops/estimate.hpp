@@ -90,11 +90,17 @@ struct TimeParts {
   double memory = 0;  ///< slowest memory level
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
+  double comm_latency = 0;  ///< of comm: the fixed costs (latency steps, a protocol's per-call cost)
   /// 1 / the achievable fraction of the comm part's own link (Rates::inv_link_efficiency);
   /// 0: the kernel class's.
   double comm_inv = 0;
   /// 1 / the comm part's achievable fraction: its link's own, else the class's.
   double inv_comm(const Rates::Achievable& a) const noexcept { return comm_inv > 0 ? comm_inv : a.inv_link; }
+  /// The comm part at the achievable rate: an efficiency is a fraction of the bandwidth, so
+  /// it scales the bytes' time, not the fixed costs.
+  double comm_realistic(const Rates::Achievable& a) const noexcept {
+    return comm_latency + (comm - comm_latency) * inv_comm(a);
+  }
   double lower() const noexcept {
     double m = matrix > vector ? matrix : vector;
     if (memory > m) m = memory;
@@ -107,7 +113,7 @@ struct TimeParts {
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     return a.overhead_s + matrix * a.inv_matrix + vector * a.inv_vector + memory * a.inv_memory +
-           comm * inv_comm(a) + launch;
+           comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
@@ -116,7 +122,7 @@ struct TimeParts {
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     double m = matrix * a.inv_matrix;
-    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm * inv_comm(a);
+    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
     if (v > m) m = v;
     if (b > m) m = b;
     if (c > m) m = c;
@@ -166,7 +172,8 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   const double main = main_traffic(c, r);
   p.memory = main > 0 ? main * r.s_per_byte[0] : 0;
   if (c.link >= 0 && c.link < hw::kMaxLinks) {
-    p.comm = u(c.link_bytes, r.s_per_link_byte[c.link]) + u(c.link_steps, r.link_latency_s[c.link]);
+    p.comm_latency = u(c.link_steps, r.link_latency_s[c.link]);
+    p.comm = u(c.link_bytes, r.s_per_link_byte[c.link]) + p.comm_latency;
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[c.link];
   }
   p.launch = c.launches * r.launch_s;

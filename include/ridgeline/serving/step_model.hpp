@@ -55,6 +55,7 @@ class StepModel {
     analysis::Envelope tokens, seqs, prefill_positions, decode_tokens;
     std::array<analysis::OpLine, model::Graph::kMaxOps> experts{};  // MoE expert GEMMs (tokens, touched experts)
     int expert_count = 0;
+
   };
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
 
