@@ -272,7 +272,14 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   for (int i = 0; i < g.op_count; ++i) {
     const auto& op = g.ops[i];
     const double r = g.repeat(i);
-    const double k = backward_factor(op.cls, cfg.attention);
+    // Megatron's conjugate operators: the loss's all-reduces (two scalars per token) have
+    // none in backward; the vocab-parallel embedding's all-reduce has none either, but the
+    // LM head's input gradient is all-reduced there (the same tokens x hidden bytes, on the
+    // last stage: charged to the head below). With sequence parallelism the embedding
+    // reduce-scatters, and its backward all-gathers.
+    const bool loss_ar = op.cls == OpClass::comm && std::string_view(op.name) == "loss_allreduce";
+    const bool embed_ar = op.cls == OpClass::comm && op.block == model::Block::embedding && !cfg.sequence_parallel;
+    const double k = loss_ar ? 0 : backward_factor(op.cls, cfg.attention);
     const ops::OpCost& fwd_cost = op.cost;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
@@ -331,7 +338,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     const double p = op.weight_bytes / 2 * r;
     if (op.block == model::Block::embedding) {
       add(sh.f_embed, pf, r);
-      add(sh.b_embed, pb, r);
+      add(embed_ar ? sh.b_head : sh.b_embed, pb, r);
       sh.params_embed += p;
     } else if (op.block == model::Block::head) {
       add(sh.f_head, pf, r);
@@ -341,6 +348,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       add(sh.f_layers, pf, r);
       add(sh.b_layers, pb, r);
       sh.params_layers += p;
+      if (op.expert_bytes > 0) sh.expert_params_layers += p;
     }
   }
   // The activations each kind of layer saves (their bytes set the memory); under --recompute
@@ -387,10 +395,19 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // not depend on the activations kept per layer.
   auto& mem = out.memory;
   const double dpd = static_cast<double>(dp);
+  // Experts are split over ep of the dp ranks and replicated over the other dp/ep: ZeRO
+  // shards their states over dp/ep (Megatron's expert-data-parallel group), the rest over dp.
+  const double edp = dpd / static_cast<double>(cfg.ep);
+  const double expert_stage = sh.expert_params_layers * stage_share;
   const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
-  mem.params_bytes = stage_params * 2 / (cfg.zero >= 3 ? dpd : 1);
-  mem.grads_bytes = stage_params * bytes(cfg.grad_reduce_dtype) / (cfg.zero >= 2 ? dpd : 1);
-  mem.optimizer_bytes = stage_params * 12 / (cfg.zero >= 1 ? dpd : 1);
+  const double dense_stage = stage_params - expert_stage;
+  auto sharded = [&](double per_param, int from_stage) {
+    const bool z = cfg.zero >= from_stage;
+    return dense_stage * per_param / (z ? dpd : 1) + expert_stage * per_param / (z ? edp : 1);
+  };
+  mem.params_bytes = sharded(2, 3);
+  mem.grads_bytes = sharded(bytes(cfg.grad_reduce_dtype), 2);
+  mem.optimizer_bytes = sharded(12, 1);
   // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
   // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
   double in_flight = std::min(mbs, pp);
@@ -464,6 +481,11 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
   // micro-batch's forward and backward and reduce-scatters gradients each time.
   const comm::Placement dp_group = comm::place(sh.wiring, dpd, static_cast<double>(cfg.tp * cfg.cp));
+  // The experts' gradients and parameters go over their expert-data-parallel group instead:
+  // the dp/ep ranks holding the same experts, tp·cp·ep apart.
+  const comm::Placement edp_group = comm::place(sh.wiring, edp, static_cast<double>(cfg.tp * cfg.cp * cfg.ep));
+  const double expert_gpu = sh.expert_params_layers * stage_share;
+  const double expert_share = params_gpu > 0 ? expert_gpu / params_gpu : 0;
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
   out.compression = {};
@@ -483,9 +505,15 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double param_bytes = params_gpu * 2;
   out.dp_comm = {};
   out.exposed_dp_comm = {};
+  // A data-parallel collective: the dense share over dp, the experts' over dp/ep.
+  auto dp_collective = [&](comm::Collective kind, double total) {
+    StepPart t = collective_time(sh.wiring, kind, total * (1 - expert_share), dp_group, rates);
+    add(t, collective_time(sh.wiring, kind, total * expert_share, edp_group, rates));
+    return t;
+  };
   if (dp > 1) {
     if (cfg.zero == 0) {
-      StepPart ar = collective_time(sh.wiring, comm::Collective::all_reduce, grad_bytes, dp_group, rates);
+      StepPart ar = dp_collective(comm::Collective::all_reduce, grad_bytes);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
       const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
@@ -494,8 +522,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
                              std::max(hidden_after.realistic_s, last.realistic_s)};
     } else {
-      StepPart rs = collective_time(sh.wiring, comm::Collective::reduce_scatter, grad_bytes, dp_group, rates);
-      StepPart ag = collective_time(sh.wiring, comm::Collective::all_gather, param_bytes, dp_group, rates);
+      StepPart rs = dp_collective(comm::Collective::reduce_scatter, grad_bytes);
+      StepPart ag = dp_collective(comm::Collective::all_gather, param_bytes);
       if (cfg.zero <= 2) {
         out.dp_comm = rs;
         add(out.dp_comm, ag);
@@ -503,7 +531,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
         add(out.exposed_dp_comm, exposed(ag, out.forward));
       } else {
         // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
-        StepPart rs16 = collective_time(sh.wiring, comm::Collective::reduce_scatter, param_bytes, dp_group, rates);
+        StepPart rs16 = dp_collective(comm::Collective::reduce_scatter, param_bytes);
         StepPart fwd_ag = ag, bwd = ag;
         add(bwd, rs16);
         out.dp_comm = scaled(ag, 2 * mbs);
@@ -518,7 +546,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // fp32 gradient, write the three back and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes;
   // about 12 FLOPs (moments, bias corrections, square root, update). The three are updated
   // in place; the bf16 copy's 2 bytes are stored to lines not read.
-  const double opt_params = cfg.zero >= 1 ? params_gpu / dpd : params_gpu;
+  const double opt_params =
+      cfg.zero >= 1 ? (params_gpu - expert_gpu) / dpd + expert_gpu / edp : params_gpu;
   ops::Cost adam;
   adam.add_main_bytes(28 * opt_params);
   adam.add_main_stores(2 * opt_params);

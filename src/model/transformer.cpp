@@ -517,8 +517,15 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
                        ops::embedding_cost({c.tokens, h, act, DType::fp32}));
     e.params = V * h;
     e.weight_bytes = V / tp * h * bytes(table_w);
-    // Vocab-parallel embedding: each chip holds V/tp rows and the partial rows are all-reduced.
-    tp_allreduce(c, "embedding_allreduce", Block::embedding);
+    // Vocab-parallel embedding: each chip holds V/tp rows and the partial rows are all-reduced;
+    // training with sequence parallelism reduce-scatters them over the sequence (Megatron).
+    // (Inference keeps the all-reduce: it stands for the reduce-scatter and the gather of the
+    // last positions before the head, the same bytes.)
+    if (f.training) {
+      tp_exit(c, "embedding_allreduce", "embedding_reducescatter", Block::embedding);
+    } else {
+      tp_allreduce(c, "embedding_allreduce", Block::embedding);
+    }
     if (m.positions == PositionKind::learned) {
       GraphOp& p = g.add("position_embedding", OpClass::embedding, Block::embedding,
                          ops::elementwise_cost({c.tokens, h, act, DType::fp32}, 2, 1, 1));

@@ -79,6 +79,88 @@ TEST(Training, ZeroStagesShardStatesOverDataParallelism) {
   }
 }
 
+TEST(Training, ExpertStatesShardOverTheExpertDataParallelGroup) {
+  // Mixtral-8x7B, tp 1: per layer 8 experts of 3 x 4096 x 14336 = 176160768 parameters; at
+  // ep 8 each GPU holds one expert per layer: 32 x 176160768 = 5637144576. The rest on
+  // every GPU: attention 32 x (2 x 4096² + 2 x 4096 x 1024) = 1342177280, routers
+  // 32 x 4096 x 8 = 1048576, norms (2 x 32 + 1) x 4096 = 266240, embedding and head
+  // 2 x 32000 x 4096 = 262144000: 1605636096. ZeRO shards the dense states over dp and the
+  // experts' over the dp/ep ranks that hold the same experts.
+  const auto m = io::bundled_model("mixtral-8x7b");
+  const double E = 5637144576.0, D = 1605636096.0;
+  TrainConfig c;
+  c.ep = 8;
+  c.seq = 1024;
+  for (std::int64_t gpus : {8, 16}) {
+    c.gpus = gpus;
+    const double dp = static_cast<double>(gpus), edp = dp / 8;
+    for (int zero = 0; zero <= 3; ++zero) {
+      c.zero = zero;
+      auto r = run(m, "h100-sxm", c);
+      EXPECT_DOUBLE_EQ(r->params_per_gpu, D + E);
+      EXPECT_DOUBLE_EQ(r->memory.params_bytes, 2 * (zero >= 3 ? D / dp + E / edp : D + E)) << gpus << " " << zero;
+      EXPECT_DOUBLE_EQ(r->memory.grads_bytes, 4 * (zero >= 2 ? D / dp + E / edp : D + E)) << gpus << " " << zero;
+      EXPECT_DOUBLE_EQ(r->memory.optimizer_bytes, 12 * (zero >= 1 ? D / dp + E / edp : D + E)) << gpus << " " << zero;
+    }
+  }
+  // ZeRO-1 on 8 GPUs at ep 8: 70.05 GB of optimizer states, not 10.86 (every expert is held
+  // by one GPU only); Adam reads and writes 30 B for each of its D/8 + E parameters.
+  c.gpus = 8;
+  c.zero = 1;
+  auto r = run(m, "h100-sxm", c);
+  EXPECT_DOUBLE_EQ(r->memory.optimizer_bytes, 12 * (D / 8 + E));
+  EXPECT_NEAR(r->optimizer.lower_s, 30 * (D / 8 + E) / 3.35e12, 1e-15);
+}
+
+TEST(Training, EmbeddingAndLossCollectivesFollowMegatronsConjugates) {
+  // Llama-2-7B, tp 2, pp 2, micro-batch 1, seq 1024, no sequence parallelism. The
+  // vocab-parallel embedding all-reduces 1024 x 4096 x 2 = 8388608 B: over 2 GPUs NCCL's
+  // Simple ring (8.4 + 2 x 3.4 = 15.2 us fixed; LL128 17.8 us at 0.92 of the bandwidth and
+  // LL 7.8 us at 0.5 are slower for 8 MiB) at 450 GB/s: 18.64 + 15.2 = 33.84 us at the
+  // peak. Its backward has no all-reduce (Megatron's g operator); the LM head's input
+  // gradient is all-reduced instead, the same bytes, on the last stage. The loss's
+  // all-reduces of two fp32 scalars per token have no backward.
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 4;
+  c.tp = 2;
+  c.pp = 2;
+  c.seq = 1024;
+  const hw::System sys = training_system(chip("h100-sxm"), c);
+  auto out = std::make_unique<TrainResult>();
+  auto sh = std::make_unique<TrainShape>();
+  train_shape(m, sys, c, *out, *sh);
+  const model::Graph& g = out->graph;
+  int lookup = -1, ar = -1, loss = -1;
+  double head_bwd = 0;
+  for (int i = 0; i < g.op_count; ++i) {
+    const std::string_view n = g.ops[i].name;
+    if (n == "embedding") lookup = i;
+    if (n == "embedding_allreduce") ar = i;
+    if (n == "loss_allreduce") loss = i;
+    if (g.ops[i].block == model::Block::head) head_bwd += g.repeat(i) * out->bwd[i].parts.lower();
+  }
+  ASSERT_GE(lookup, 0);
+  ASSERT_GE(ar, 0);
+  ASSERT_GE(loss, 0);
+  EXPECT_NEAR(out->fwd[ar].parts.comm, 8388608 / 450e9 + 15.2e-6, 1e-15);
+  EXPECT_EQ(out->bwd[loss].parts.comm, 0);
+  EXPECT_DOUBLE_EQ(sh->b_embed.lower_s, out->bwd[lookup].parts.lower());
+  EXPECT_NEAR(sh->b_head.lower_s, head_bwd + out->fwd[ar].parts.lower(), 1e-15);
+  // With sequence parallelism the embedding reduce-scatters (half the all-reduce's bytes)
+  // and its backward all-gathers on the first stage.
+  c.sequence_parallel = true;
+  train_shape(m, sys, c, *out, *sh);
+  bool scatter = false;
+  for (int i = 0; i < out->graph.op_count; ++i) {
+    if (std::string_view(out->graph.ops[i].name) == "embedding_reducescatter") {
+      scatter = true;
+      EXPECT_DOUBLE_EQ(out->bwd[i].link_bytes, 4194304);
+    }
+  }
+  EXPECT_TRUE(scatter);
+}
+
 // Adam per parameter: read the fp32 master weight, both moments and the fp32 gradient
 // (16 B), write the three back in place (12 B) and a bf16 copy (2 B): 30 B, 3.35 TB/s.
 // Where stores allocate, only the bf16 copy's lines are read first (the others were just

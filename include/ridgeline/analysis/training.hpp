@@ -190,6 +190,9 @@ struct TrainShape {
   std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_other_s{};  ///< the forward part of those
   double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
   double params_layers = 0, params_embed = 0, params_head = 0;  ///< on this GPU (tp-split), all layers
+  /// Of params_layers, the experts' (ep-split): replicated over dp/ep ranks only, so ZeRO
+  /// shards them and their gradients are reduced over the expert-data-parallel group.
+  double expert_params_layers = 0;
 };
 
 /// The step's numbers: everything `train --json` reports (TrainResult adds the graph).
