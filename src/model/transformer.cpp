@@ -222,7 +222,14 @@ void attention_block(Ctx& c, double window) {
     norm(c, "kv_a_norm", Block::attention, T, lora, lora);
     c.g.add("rope", OpClass::elementwise, Block::attention,
             ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
-    if (!c.f.training) elementwise(c, "kv_cache_write", Block::attention, T, lora + rope, 1, 1, 0);
+    if (!c.f.training) {
+      // The latent and the shared RoPE key of the new tokens, written into the cache in the KV dtype.
+      Cost write;
+      write.add_main_bytes(T * (lora + rope) * bytes(c.act));
+      write.add_main_stores(T * (lora + rope) * bytes(c.kv));
+      write.launches = 1;
+      c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);
+    }
     const bool prefill = c.mix != nullptr ? c.mix->prefill_seqs > 0 : c.q_len > 1;
     const bool decode = c.mix != nullptr ? c.mix->decode_seqs > 0 : c.q_len <= 1;
     if (prefill) {

@@ -331,6 +331,27 @@ TEST(Block, SeedShapesReproduceSeed000) {
 namespace ridgeline::analysis {
 namespace {
 
+TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
+  // DeepSeek-V3 decode at batch 4, TP 8, fp8 KV cache: each layer writes the new tokens'
+  // latent and RoPE key, 512 + 64 = 576 values per token (replicated on every TP rank),
+  // read in bf16 (2 B) and stored in fp8 (1 B): 4 x 576 x 3 = 6912 B.
+  InferenceConfig cfg;
+  cfg.forward.tp = 8;
+  cfg.batch = 4;
+  cfg.prompt = 64;
+  cfg.gen = 2;
+  cfg.forward.precision.kv_cache = DType::fp8_e4m3;
+  auto r = run("deepseek-v3", "h200", cfg);
+  bool seen = false;
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    if (std::string_view(r->decode_graph.ops[i].name) != "kv_cache_write") continue;
+    seen = true;
+    EXPECT_DOUBLE_EQ(r->decode_graph.ops[i].cost.main_bytes, 4 * 576 * 3.0);
+    EXPECT_DOUBLE_EQ(r->decode_graph.ops[i].cost.main_store_bytes, 4 * 576 * 1.0);
+  }
+  EXPECT_TRUE(seen);
+}
+
 TEST(Inference, DecodeStepFloorByHand) {
   // Llama-3.1-8B on one H100 with CUDA graphs: a decode step runs 15 kernels per layer
   // (input norm, q, k, v, RoPE, KV write, attention, o, residual, post-attention norm, gate,
