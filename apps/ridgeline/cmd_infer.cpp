@@ -140,7 +140,7 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
   auto* b = root.add_subcommand("block", "one transformer block in units of one (s,h)x(h,h) GEMM (seed 000)");
   add_hardware_flags(b, f->hw);
   b->add_flag("--json", f->json, "JSON on stdout");
-  b->add_option("--seq", f->seq, "tokens s of the (s,h) activation")->capture_default_str();
+  b->add_option("--seq", f->seq, "tokens s of the (s,h) activation on each chip (with --cp, attention spans s x cp)")->capture_default_str();
   b->add_option("--hidden", f->hidden, "hidden size h")->capture_default_str();
   b->add_option("--intermediate", f->intermediate, "MLP width (default 8/3 h)");
   b->add_option("--heads", f->heads, "attention heads")->capture_default_str();

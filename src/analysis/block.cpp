@@ -35,7 +35,9 @@ BlockResult block(const BlockConfig& cfg, const hw::System& sys) {
   if (cfg.hidden % cfg.heads != 0) throw InputError(fmt::format("--heads: {} does not divide --hidden {}", cfg.heads, cfg.hidden));
   if (cfg.heads % cfg.kv_heads != 0) throw InputError(fmt::format("--kv-heads: {} does not divide --heads {}", cfg.kv_heads, cfg.heads));
   if (cfg.cp > 1 && sys.chip.links.empty()) throw InputError(fmt::format("--cp: {} has no link: pass --link-bw", sys.chip.name));
-  if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: {} does not divide --seq {}", cfg.cp, cfg.seq));
+  if (!cfg.seed_shapes && cfg.heads % cfg.cp != 0) {
+    throw InputError(fmt::format("--cp: {} does not divide --heads {} (all-to-all context parallelism splits the heads)", cfg.cp, cfg.heads));
+  }
   if (sys.chip.peak(hw::Unit::matrix, cfg.dtype) <= 0) {
     throw InputError(fmt::format("--dtype: {} has no {} matrix rate", sys.chip.name, name(cfg.dtype)));
   }
@@ -71,11 +73,15 @@ BlockResult block(const BlockConfig& cfg, const hw::System& sys) {
   add(r, "up_proj", BlockPart::gemm, mm(h, I), c);
   add(r, "down_proj", BlockPart::gemm, mm(I, h), c);
 
+  // All-to-all context parallelism (Ulysses): each chip holds s tokens; after the exchange it
+  // attends over all s·cp of them with heads/cp heads (and the KV heads they read): cp times
+  // the attention FLOPs of its own s tokens. The seed's 2s/h leaves cp out (--shapes seed).
+  const double cp = cfg.seed_shapes ? 1 : static_cast<double>(cfg.cp);
   ops::AttentionShape a;
   a.batch = 1;
-  a.q_len = a.kv_len = s;
-  a.heads = static_cast<double>(cfg.heads);
-  a.kv_heads = cfg.seed_shapes ? a.heads : static_cast<double>(cfg.kv_heads);
+  a.q_len = a.kv_len = s * cp;
+  a.heads = static_cast<double>(cfg.heads) / cp;
+  a.kv_heads = cfg.seed_shapes ? a.heads : std::max(1.0, static_cast<double>(cfg.kv_heads) / cp);
   a.head_dim = hd;
   a.causal = cfg.seed_shapes ? false : cfg.causal;
   a.dtype = a.kv_dtype = a.compute = t;
