@@ -68,7 +68,8 @@ RecomputeResult plan_recompute(const model::ModelConfig& m, const hw::System& sy
   for (int i = 0; i < r.count; ++i) {
     full[i] = TensorAction::recompute;
     const std::string_view n = r.tensors[i].name;
-    // Megatron-style selective: the attention core and the memory-bound ops.
+    // The reference plan "selective" of this command: seed 000's ranking, the memory-bound
+    // ops and the attention output (train --recompute selective is Megatron's, the core only).
     sel[i] = (r.tensors[i].memory_bound || n == "attn_out") ? TensorAction::recompute : TensorAction::keep;
   }
   r.none = as_plan(evaluate_choice(lt, none), r.budget_bytes);

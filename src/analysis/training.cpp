@@ -39,14 +39,14 @@ bool in_layer(const Graph& g, int i) {
   return b != model::Block::embedding && b != model::Block::head;
 }
 
-// Ops recomputed in backward: full -> the whole layer; selective -> attention and the
-// memory-bound ops (cheap to recompute, expensive to keep).
+// Ops recomputed in backward: full -> the whole layer; selective -> the attention core
+// (Megatron's selective recomputation: the kernel whose saved tensors it drops,
+// layer_activation_bytes' core).
 bool recomputed(const Graph& g, int i, Recompute r) {
   // Under auto, the plan's tensors are recomputed (train_step adds them); none here.
   if (r == Recompute::none || r == Recompute::automatic || !in_layer(g, i)) return false;
   if (r == Recompute::full) return true;
-  const OpClass c = g.ops[i].cls;
-  return c == OpClass::attention || c == OpClass::norm || c == OpClass::elementwise;
+  return g.ops[i].cls == OpClass::attention;
 }
 
 StepPart scaled(const StepPart& a, double k) { return {a.lower_s * k, a.upper_s * k, a.realistic_s * k}; }

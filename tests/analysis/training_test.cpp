@@ -112,6 +112,32 @@ TEST(Training, ExpertStatesShardOverTheExpertDataParallelGroup) {
   EXPECT_NEAR(r->optimizer.lower_s, 30 * (D / 8 + E) / 3.35e12, 1e-15);
 }
 
+TEST(Training, SelectiveRecomputationRerunsTheAttentionCoreOnly) {
+  // Megatron's selective recomputation drops the attention core's saved tensors (memory,
+  // above) and runs the attention kernel again in backward: the backward grows by the 32
+  // layers' attention forwards, and nothing else (no norm, no elementwise op).
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 1;
+  c.seq = 1024;
+  const hw::System sys = training_system(chip("h100-sxm"), c);
+  auto out = std::make_unique<TrainResult>();
+  auto none = std::make_unique<TrainShape>(), sel = std::make_unique<TrainShape>();
+  train_shape(m, sys, c, *out, *none);
+  c.recompute = Recompute::selective;
+  train_shape(m, sys, c, *out, *sel);
+  double attention = 0;
+  int kinds = 0;
+  for (int i = 0; i < out->graph.op_count; ++i) {
+    if (out->graph.ops[i].cls != model::OpClass::attention) continue;
+    attention += out->graph.repeat(i) * out->fwd[i].parts.lower();
+    ++kinds;
+  }
+  EXPECT_EQ(kinds, 1);
+  EXPECT_NEAR(sel->b_layers.lower_s - none->b_layers.lower_s, attention, 1e-12);
+  EXPECT_EQ(sel->f_layers.lower_s, none->f_layers.lower_s);
+}
+
 TEST(Training, EmbeddingAndLossCollectivesFollowMegatronsConjugates) {
   // Llama-2-7B, tp 2, pp 2, micro-batch 1, seq 1024, no sequence parallelism. The
   // vocab-parallel embedding all-reduces 1024 x 4096 x 2 = 8388608 B: over 2 GPUs NCCL's
