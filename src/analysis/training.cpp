@@ -329,6 +329,15 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       }
     }
     sh.fwd_matrix_flops += r * mf;
+    if (op.cls == OpClass::attention && op.attention >= 0 && mf > 0) {
+      ops::AttentionShape all = g.attention[op.attention];
+      const double computed = ops::attention_cost(all).unit_flops(hw::Unit::matrix);
+      all.causal = false;
+      all.window = 0;
+      if (computed > 0) {
+        sh.fwd_masked_attention_flops += r * mf * (ops::attention_cost(all).unit_flops(hw::Unit::matrix) / computed - 1);
+      }
+    }
     sh.hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
     const double per_mb_lower = r * (pf.lower_s + pb.lower_s);
     (layer ? sh.kind_layers_s : sh.kind_other_s)[static_cast<int>(op.cls)] += per_mb_lower;
@@ -575,6 +584,9 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
   const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
   out.mfu = out.model_flops_per_step / (out.step_time_s * peak);
+  out.model_flops_full_attention_per_step =
+      out.model_flops_per_step + 3 * sh.fwd_masked_attention_flops * tp * cpd * micro_batches_total;
+  out.mfu_full_attention = out.model_flops_full_attention_per_step / (out.step_time_s * peak);
   out.hfu = out.hardware_flops_per_step / (out.step_time_s * peak);
 
   // Activations: per layer per micro-batch (Korthikanti et al., or the auto choice's kept

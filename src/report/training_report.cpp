@@ -59,6 +59,8 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["model_flops_per_s_per_gpu"] = r.model_flops_per_step / r.step_time_s / static_cast<double>(c.gpus);
   j["hardware_flops_per_s_per_gpu"] = r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus);
   j["mfu"] = r.mfu;
+  j["mfu_full_attention"] = r.mfu_full_attention;
+  j["model_flops_full_attention_per_step"] = r.model_flops_full_attention_per_step;
   j["hfu"] = r.hfu;
   j["flop_convention"] = kFlopConvention;
   j["exposed_comm_s"] = r.exposed_comm_s;
@@ -152,7 +154,8 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += fmt::format("throughput    {:.0f} tokens/s, {:.1f} TFLOP/s per GPU of model FLOPs ({:.1f} of hardware FLOPs)\n",
                      r.tokens_per_s, r.model_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12,
                      r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12);
-  out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({})\n\n", 100 * r.mfu, 100 * r.hfu, kFlopConvention);
+  out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({}); MFU {:.1f}% counting attention over all s² pairs as PaLM and Megatron-LM do\n\n",
+                     100 * r.mfu, 100 * r.hfu, kFlopConvention, 100 * r.mfu_full_attention);
   out += fmt::format("  forward  / micro-batch   {:>10}\n", t(r.forward.realistic_s));
   out += fmt::format("  backward / micro-batch   {:>10}   (recompute {})\n", t(r.backward.realistic_s), analysis::name(c.recompute));
   if (c.pp > 1) out += fmt::format("  pipeline sends / mb      {:>10}\n", t(r.p2p.realistic_s));

@@ -112,6 +112,22 @@ TEST(Training, ExpertStatesShardOverTheExpertDataParallelGroup) {
   EXPECT_NEAR(r->optimizer.lower_s, 30 * (D / 8 + E) / 3.35e12, 1e-15);
 }
 
+TEST(Training, MfuInBothConventions) {
+  // Llama-2-7B, seq 1024: causal attention computes s(s+1)/2 = 524800 pairs per head, 4·128
+  // FLOPs each (QKᵀ and PV), 32 heads: 8598323200 FLOPs per layer and sequence; PaLM and
+  // Megatron-LM count all s² pairs: 17179869184. Model FLOPs add 3 x 32 layers x the
+  // difference, 823828414464 per sequence.
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.seq = 1024;
+  c.global_batch = 16;
+  auto r = run(m, "h100-sxm", c);
+  const double extra = 3 * 32 * (17179869184.0 - 8598323200.0);
+  EXPECT_NEAR(r->model_flops_full_attention_per_step - r->model_flops_per_step, 16 * extra, 1e-6 * 16 * extra);
+  EXPECT_NEAR(r->mfu_full_attention / r->mfu, r->model_flops_full_attention_per_step / r->model_flops_per_step, 1e-12);
+}
+
 TEST(Training, SelectiveRecomputationRerunsTheAttentionCoreOnly) {
   // Megatron's selective recomputation drops the attention core's saved tensors (memory,
   // above) and runs the attention kernel again in backward: the backward grows by the 32

@@ -182,6 +182,9 @@ struct TrainShape {
   const RecomputeFrontier* frontier = nullptr; ///< with --recompute auto
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch
   double fwd_matrix_flops = 0, hw_matrix_flops = 0;
+  /// Forward attention FLOPs were every (query, key) pair computed (no causal mask, no
+  /// window) less those computed: what PaLM's and Megatron-LM's FLOP formulas add.
+  double fwd_masked_attention_flops = 0;
   double fp8_cast_bytes = 0;                                  ///< per micro-batch, every layer
   double matrix_weights_layers = 0, matrix_weights_other = 0;  ///< GEMM weight elements on this GPU
   double compressed_layers = 0, compressed_other = 0;          ///< PowerSGD factor elements
@@ -202,6 +205,9 @@ struct TrainStep {
   double step_time_upper_s = 0;
   double tokens_per_s = 0;
   double model_flops_per_step = 0;     ///< 3 x forward FLOPs of the matrix unit, no recomputation
+  /// The same with attention over all s² pairs (PaLM's 6N + 12LHQT, Megatron-LM's formula).
+  double model_flops_full_attention_per_step = 0;
+  double mfu_full_attention = 0;       ///< model_flops_full_attention_per_step / (step time x GPUs x peak)
   double hardware_flops_per_step = 0;  ///< what runs, recomputation and flash backward included
   double mfu = 0;                      ///< model FLOPs / (step time x GPUs x dense peak)
   double hfu = 0;
