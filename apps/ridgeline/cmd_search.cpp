@@ -233,7 +233,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     HardwareFlags hw;
     bool json = false, cuda_graphs = false;
     std::string model = "llama-3.1-8b", chips_max = "8", prompt = "128", gen = "128", tp, ep, batch_max;
-    std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", attention = "flash", algo = "auto";
+    std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "auto";
     std::string ttft_max, tpot_max, objective = "tokens_per_s_per_chip", top = "5", threads, plot;
   };
   auto g = std::make_shared<InferFlags>();
@@ -250,6 +250,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--weight-dtypes", g->weight_dtypes, "weight dtypes to try, comma-separated (default: the checkpoint's and fp8)");
   i->add_option("--kv-dtypes", g->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype and fp8)");
   i->add_option("--act-dtype", g->act_dtype, "activations")->capture_default_str();
+  i->add_option("--compute-dtype", g->compute_dtype,
+                "matrix-unit dtype of every plan (default: fp8 weights on a chip with fp8 compute run in fp8, W8A8; else from "
+                "weights and activations)");
   i->add_option("--attention", g->attention, "flash or naive")->capture_default_str();
   i->add_option("--algo", g->algo, "collective algorithm: auto, ring, tree, direct, nvls")->capture_default_str();
   i->add_flag("--cuda-graphs", g->cuda_graphs, "decode steps replayed as graphs");
@@ -272,6 +275,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->batch_max.empty()) s.batch_max = parse_positive_int(g->batch_max, "--batch-max");
                         auto& fw = s.base.forward;
                         fw.precision.activation = parse_dtype_or_throw(g->act_dtype, "--act-dtype");
+                        if (!g->compute_dtype.empty()) fw.precision.compute = parse_dtype_or_throw(g->compute_dtype, "--compute-dtype");
                         if (g->attention == "naive") fw.attention = ops::AttentionImpl::naive;
                         else if (g->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", g->attention));
                         fw.algo = comm::algo_flag(g->algo);

@@ -86,7 +86,7 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--weight-dtype", f.weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
   app->add_option("--kv-dtype", f.kv_dtype, "KV cache (default --act-dtype)");
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
-  app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default from weights and activations)");
+  app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default: fp8 weights on a chip with fp8 compute run in fp8, W8A8; else from weights and activations)");
   app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
   app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");

@@ -503,8 +503,8 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
         pass_tokens / ep / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
-        f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w)),
-        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w)), dense_scale, expert_scale};
+        f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w, sys.chip)),
+        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w, sys.chip)), dense_scale, expert_scale};
   c.mix = shape.mix;
   if (f.tp > 1 || f.ep > 1 || f.cp > 1) {
     // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.
@@ -579,7 +579,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   if (f.training) tp_enter(c, "head_allgather", Block::head);
   c.dense_w = table_w;
   c.dense_scale_bits = 0;
-  c.compute_dense = f.precision.compute.value_or(ops::default_compute_dtype(act, table_w));
+  c.compute_dense = f.precision.compute.value_or(ops::default_compute_dtype(act, table_w, sys.chip));
   GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {

@@ -19,4 +19,10 @@ DType default_compute_dtype(DType a, DType b) noexcept {
   return bits(a) >= bits(b) ? (is_integer(a) && !is_integer(b) ? b : a) : (is_integer(b) && !is_integer(a) ? a : b);
 }
 
+DType default_compute_dtype(DType act, DType weight, const hw::ChipSpec& chip) noexcept {
+  const bool fp8 = weight == DType::fp8_e4m3 || weight == DType::fp8_e5m2;
+  if (fp8 && bits(act) > 8 && chip.peak(hw::Unit::matrix, weight) > 0) return weight;
+  return default_compute_dtype(act, weight);
+}
+
 }  // namespace ridgeline::ops

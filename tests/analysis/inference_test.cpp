@@ -331,6 +331,32 @@ TEST(Block, SeedShapesReproduceSeed000) {
 namespace ridgeline::analysis {
 namespace {
 
+TEST(Inference, Fp8WeightsComputeInFp8WhereTheChipCan) {
+  // fp8 weights on an H100 (1979 TFLOP/s in fp8): the GEMMs run in fp8, the activations
+  // quantised on the fly (W8A8, as vLLM and TensorRT-LLM run fp8 checkpoints); on an A100
+  // (no fp8 unit) they are dequantised and run in bf16 (W8A16). --compute-dtype overrides.
+  InferenceConfig cfg;
+  cfg.forward.precision.weight = DType::fp8_e4m3;
+  for (const char* hw : {"h100-sxm", "a100-80gb"}) {
+    auto r = run("llama-3.1-8b", hw, cfg);
+    const DType want = std::string_view(hw) == "h100-sxm" ? DType::fp8_e4m3 : DType::bf16;
+    int gemms = 0;
+    for (int i = 0; i < r->prefill_graph.op_count; ++i) {
+      if (r->prefill_graph.ops[i].cls != model::OpClass::gemm) continue;
+      ++gemms;
+      EXPECT_EQ(r->prefill_graph.ops[i].cost.matrix_dtype, want) << hw << " " << r->prefill_graph.ops[i].name;
+    }
+    EXPECT_EQ(gemms, 8);  // q, k, v, o, gate, up, down (one layer, repeated 32 times) and the LM head
+  }
+  cfg.forward.precision.compute = DType::bf16;
+  auto w8a16 = run("llama-3.1-8b", "h100-sxm", cfg);
+  for (int i = 0; i < w8a16->prefill_graph.op_count; ++i) {
+    if (w8a16->prefill_graph.ops[i].cls == model::OpClass::gemm) {
+      EXPECT_EQ(w8a16->prefill_graph.ops[i].cost.matrix_dtype, DType::bf16);
+    }
+  }
+}
+
 TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
   // DeepSeek-V3 decode at batch 4, TP 8, fp8 KV cache: each layer writes the new tokens'
   // latent and RoPE key, 512 + 64 = 576 values per token (replicated on every TP rank),

@@ -31,6 +31,11 @@ struct MatmulShape {
 /// The dtype a matmul runs in when not given: the operands' dtype when they agree,
 /// else the wider one (int8 weights with bf16 activations compute in bf16).
 DType default_compute_dtype(DType a, DType b) noexcept;
+/// A model's GEMMs on `chip` when not given: fp8 weights on a chip whose matrix unit runs
+/// fp8 compute in fp8, the activations quantised on the fly (W8A8, as vLLM and TensorRT-LLM
+/// run fp8 checkpoints on Hopper and Blackwell); elsewhere default_compute_dtype (fp8 weights
+/// on an A100 dequantised to bf16: W8A16).
+DType default_compute_dtype(DType act, DType weight, const hw::ChipSpec& chip) noexcept;
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
 /// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given; Y is
