@@ -240,7 +240,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   check_expanded_size(root, source);
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
-                         "vector_peak", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
+                         "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
                          "chips_per_node", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
@@ -260,6 +260,9 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     r.fail("matrix_peak", "at least one dtype is required");
   }
   read_peaks(r, r.required(root, "vector_peak", ""), "vector_peak", c.vector_flops_per_s);
+  if (root["special_function_rate"]) {
+    c.special_function_rate = r.quantity(root["special_function_rate"], Quantity::flop_rate, "special_function_rate", true);
+  }
   if (root["sparse_factor"]) {
     std::string s = r.scalar(root["sparse_factor"], "sparse_factor");
     c.sparse_factor = parse_number(s, fmt::format("{}: sparse_factor", source));
@@ -391,6 +394,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   };
   y += "matrix_peak:" + peaks(c.matrix_flops_per_s);
   if (c.sparse_factor != 1) y += fmt::format("sparse_factor: {:.17g}\n", c.sparse_factor);
+  if (c.special_function_rate > 0) y += fmt::format("special_function_rate: {:.17g} FLOP/s\n", c.special_function_rate);
   y += "vector_peak:" + peaks(c.vector_flops_per_s);
   if (c.write_allocate) y += "write_allocate: true\n";
   y += "memory:\n";

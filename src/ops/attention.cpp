@@ -50,6 +50,7 @@ Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept 
   c.add_flops(hw::Unit::matrix, s.compute, 2 * s.heads * n.pairs * (s.head_dim + dv));
   // Softmax per score: scale, max, subtract, exp, sum (5); normalise each output (1).
   c.add_flops(hw::Unit::vector, s.vector, s.heads * (5 * n.pairs + n.queries * dv));
+  c.special_ops = s.heads * n.pairs;  // the exp of each score, on the special-function units
 
   const double q_bytes = s.heads * n.queries * s.head_dim * bytes(s.dtype);
   const double o_bytes = s.heads * n.queries * dv * bytes(s.dtype);

@@ -15,6 +15,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
     link_steps[l] += o.link_steps[l];
   }
   launches += o.launches;
+  special_ops += o.special_ops;
   in_switch = in_switch || o.in_switch;
   return *this;
 }
@@ -29,6 +30,7 @@ Cost& Cost::operator*=(double k) noexcept {
   for (double& b : link_bytes) b *= k;
   for (double& s : link_steps) s *= k;
   launches *= k;
+  special_ops *= k;
   return *this;
 }
 
@@ -43,6 +45,7 @@ Cost OpCost::expand() const noexcept {
     c.link_steps[link] = link_steps;
   }
   c.launches = launches;
+  c.special_ops = special_ops;
   c.in_switch = in_switch;
   return c;
 }

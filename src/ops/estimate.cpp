@@ -90,6 +90,10 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   inv_reduction_efficiency = chip.topology.reduction_efficiency > 0 ? 1 / chip.topology.reduction_efficiency : 0;
   store_reads = chip.write_allocate ? 1 : 0;
   launch_s = chip.launch_overhead_s;
+  {
+    const double v = chip.vector_flops_per_s[index(DType::fp32)];
+    special_extra_s = chip.special_function_rate > 0 && v > 0 ? std::max(0.0, 1 / chip.special_function_rate - 1 / v) : 0;
+  }
   const hw::EfficiencySpec& e = chip.efficiency;
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& c = e.kernel[k];
@@ -132,7 +136,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
     const double t_l = (b > 0 ? b * r.s_per_link_byte[l] : 0) + lat;
     if (t_l > comm) comm = t_l, slowest = l, latency = lat;
   }
-  TimeParts p{t[0], t[1], memory, comm, c.launches * r.launch_s};
+  TimeParts p{t[0], t[1] + c.special_ops * r.special_extra_s, memory, comm, c.launches * r.launch_s};
   p.comm_latency = latency;
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];

@@ -46,6 +46,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["kind"] = c.kind;
   j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
   j["sparse_factor"] = c.sparse_factor;
+  j["special_function_rate"] = c.special_function_rate > 0 ? nlohmann::json(c.special_function_rate) : nlohmann::json(nullptr);
   j["write_allocate"] = c.write_allocate;
   std::array<double, kDTypeCount> sparse{};
   // 2:4 structured sparsity exists for tf32, 16-bit, 8-bit and 4-bit formats, not fp64/fp32.

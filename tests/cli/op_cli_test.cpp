@@ -42,6 +42,22 @@ TEST(OpCli, HumanOutputNamesTheBound) {
   EXPECT_NE(r.out.find("bound: memory"), std::string::npos) << r.out;
 }
 
+TEST(OpCli, SoftmaxExpRunsOnTheSpecialFunctionUnits) {
+  // Attention over 8192 tokens, 32 heads of 64, on an H100: QKᵀ and PV are 4·64 FLOPs per
+  // pair, 8192² pairs per head: 549.8 GFLOP at 989.4 TFLOP/s = 555.6 us. The softmax's 5 FLOPs
+  // per score and the output scaling (32 x (5·8192² + 8192·64) fp32 FLOPs at 66.9 TFLOP/s)
+  // take 160.7 us, and its 32·8192² exps run on the special-function units at 3.9 T/s, not
+  // at the FMA rate: 518.5 us more. The softmax binds (679.3 us): at head dim 64 the exp,
+  // not the matmul, sets the time (FlashAttention-3, section 3.1).
+  auto j = run_json("op attention --q-len 8192 --heads 32 --head-dim 64 --hw h100-sxm");
+  const double p = 8192.0 * 8192;
+  EXPECT_NEAR(j["t_matrix_s"].get<double>(), 4 * 64 * p * 32 / 989.4e12, 1e-12);
+  EXPECT_NEAR(j["t_vector_s"].get<double>(), 32 * (5 * p + 8192 * 64) / 66.9e12 + 32 * p * (1 / 3.9e12 - 1 / 66.9e12), 1e-12);
+  EXPECT_GT(j["t_vector_s"].get<double>(), j["t_matrix_s"].get<double>());
+  // The FLOPs counted stay the arithmetic's: an exp is one.
+  EXPECT_DOUBLE_EQ(j["flops"].get<double>(), 4 * 64 * p * 32 + 32 * (5 * p + 8192 * 64));
+}
+
 TEST(OpCli, Collectives) {
   // 1 GB ring all-reduce over 8 H100s on NVLink: 2*7/8 GB = 1.75e9 bytes at 450 GB/s
   // plus NCCL's Simple protocol: 8.4 us and 14 steps x 3.4 us = 56 us.

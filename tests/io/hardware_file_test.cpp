@@ -163,6 +163,10 @@ TEST(HardwareFile, TopologyAndLinkEfficiency) {
       parse_chip_yaml(v2 + links + "topology: {fabric: torus, torus_dims: 2, max_slice: 64, wrap_multiple: 4, library: nccl}\n", "t.yaml");
   EXPECT_EQ(c.topology.fabric, hw::Fabric::torus);
   EXPECT_EQ(c.topology.library, hw::CollectiveLibrary::nccl);
+  const hw::ChipSpec sfu = parse_chip_yaml(v2 + "special_function_rate: 2 TFLOPS\n", "s.yaml");
+  EXPECT_DOUBLE_EQ(sfu.special_function_rate, 2e12);
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(sfu, "", ""), "back.yaml").special_function_rate, 2e12);
+  EXPECT_NE(error_of(v2 + "special_function_rate: fast\n").find("special_function_rate"), std::string::npos);
   EXPECT_EQ(c.topology.torus_dims, 2);
   EXPECT_EQ(c.topology.max_slice, 64);
   EXPECT_DOUBLE_EQ(c.links[0].efficiency, 0.7);

@@ -1,5 +1,6 @@
 #pragma once
 /// One accelerator or CPU, as read from a hardware file: peaks, memory hierarchy, links.
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -119,6 +120,9 @@ struct ChipSpec {
   std::array<double, kDTypeCount> matrix_flops_per_s{};  ///< dense peak per dtype, FLOP/s
   std::array<double, kDTypeCount> vector_flops_per_s{};  ///< vector-unit peak per dtype, FLOP/s
   double sparse_factor = 1;  ///< speed-up of 2:4 structured sparsity on the matrix unit (labelled, never applied silently)
+  /// Exponentials (and other special functions) per second of the special-function units;
+  /// 0: an exp costs one FLOP at the fp32 vector rate.
+  double special_function_rate = 0;
   /// A plain store whose line is not in L1 first reads the line (read for ownership): a
   /// store of N bytes to data resident in a level past L1 moves 2N there. True for x86
   /// write-back memory; GPUs write whole sectors without reading them.

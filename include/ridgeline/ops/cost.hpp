@@ -25,6 +25,9 @@ class Cost {
   std::array<double, hw::kMaxLinks> link_steps{};
   /// Kernel launches.
   double launches = 0;
+  /// Of the vector FLOPs, the special functions (exp) that run on the special-function
+  /// units at their own rate (hw::ChipSpec::special_function_rate).
+  double special_ops = 0;
   /// True for a collective the switches reduce (NVLink SHARP): its link time runs at the
   /// topology's reduction efficiency, not the link's (hw::TopologySpec::reduction_efficiency).
   bool in_switch = false;
@@ -37,7 +40,7 @@ class Cost {
   // and copying whole objects, compiled to `rep stos` / `rep movs`, was a third of a graph build.)
   Cost() noexcept {}  // NOLINT(modernize-use-equals-default): must not zero flops_
   Cost(const Cost& o) noexcept
-      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), in_switch(o.in_switch), flop_mask(o.flop_mask) {
+      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), special_ops(o.special_ops), in_switch(o.in_switch), flop_mask(o.flop_mask) {
     copy_flops(o);
   }
   Cost& operator=(const Cost& o) noexcept {
@@ -46,6 +49,7 @@ class Cost {
     link_bytes = o.link_bytes;
     link_steps = o.link_steps;
     launches = o.launches;
+    special_ops = o.special_ops;
     in_switch = o.in_switch;
     flop_mask = o.flop_mask;
     copy_flops(o);
@@ -131,6 +135,7 @@ struct OpCost {
   double link_bytes = 0;    ///< per chip per direction over `link`
   double link_steps = 0;
   double launches = 0;
+  double special_ops = 0;   ///< Cost::special_ops
   DType matrix_dtype = DType::bf16;
   DType vector_dtype = DType::fp32;
   std::int8_t link = -1;    ///< link index (ChipSpec::links), -1 without communication
@@ -158,6 +163,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   o.main_bytes = c.bytes[0];
   o.main_store_bytes = c.main_store_bytes;
   o.launches = c.launches;
+  o.special_ops = c.special_ops;
   o.in_switch = c.in_switch;
   // Most ops cross no link: one test of the summed magnitudes skips the scan.
   const double any_link = std::fabs(c.link_bytes[0]) + std::fabs(c.link_bytes[1]) + std::fabs(c.link_bytes[2]) +

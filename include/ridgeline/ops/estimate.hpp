@@ -68,6 +68,9 @@ struct Rates {
   /// main-memory traffic is bytes + store_reads x stored bytes.
   double store_reads = 0;
   int links = 0;          ///< links the chip has; traffic on any other is infinitely slow
+  /// What a special function (exp) costs beyond the vector FLOP it is counted as: 1 /
+  /// special_function_rate less the fp32 vector unit's time per FLOP (0 without a rate).
+  double special_extra_s = 0;
   double launch_s = 0;    ///< per kernel launch
   /// A kernel class's achievable rates for the realistic time: 1 / fraction of each peak
   /// (hw::EfficiencySpec, the class's figure where the chip file gives one) and its fixed
@@ -177,6 +180,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[c.link];
   }
   p.launch = c.launches * r.launch_s;
+  p.vector += c.special_ops * r.special_extra_s;
   return p;
 }
 /// The same on `chip` (computes its Rates: for one-off use, not hot loops).
