@@ -23,6 +23,7 @@ struct Flags {
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
     std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression, headroom;
+    std::string expert_imbalance = "1";
 };
 
 void add_train_flags(CLI::App* t, Flags* f) {
@@ -37,6 +38,8 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_option("--cp", f->cp, "context parallelism")->capture_default_str();
   t->add_option("--cp-algo", f->cp_algo, "ulysses (all-to-all) or ring (K/V passed around)")->capture_default_str();
   t->add_option("--ep", f->ep, "expert parallelism (within data parallelism)")->capture_default_str();
+  t->add_option("--expert-imbalance", f->expert_imbalance, "routed tokens of the busiest chip over the mean (1: balanced, up to --ep)")
+      ->capture_default_str();
   t->add_option("--vpp", f->vpp, "virtual stages per GPU (interleaved 1F1B)")->capture_default_str();
   t->add_option("--zero", f->zero, "ZeRO stage 0-3")->capture_default_str();
   t->add_flag("--fsdp", f->fsdp, "fully sharded data parallelism (ZeRO-3)");
@@ -70,6 +73,7 @@ analysis::TrainConfig train_config(const Flags* f, const model::ModelConfig& m) 
                         if (f->cp_algo == "ring") c.cp_ring = true;
                         else if (f->cp_algo != "ulysses") throw InputError(fmt::format("--cp-algo: '{}' is not ulysses or ring", f->cp_algo));
                         c.ep = i(f->ep, "--ep");
+                        c.expert_imbalance = parse_number(f->expert_imbalance, "--expert-imbalance");
                         c.vpp = i(f->vpp, "--vpp");
                         c.zero = static_cast<int>(parse_number(f->zero, "--zero"));
                         if (f->fsdp && f->zero != "0" && f->zero != "3") {

@@ -90,6 +90,9 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
   app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
+  app->add_option("--expert-imbalance", f.expert_imbalance,
+                  "MoE with --ep: routed tokens of the busiest chip over the mean (1: balanced, up to --ep)")
+      ->capture_default_str();
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
                   "engines: merged)");
@@ -122,6 +125,7 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
   fw.algo = comm::algo_flag(f.algo);
   fw.sequence_parallel = f.sequence_parallel;
+  fw.expert_imbalance = parse_number(f.expert_imbalance, "--expert-imbalance");
   if (f.kernels == "merged") fw.merged_kernels = true;
   else if (!f.kernels.empty() && f.kernels != "unfused") {
     throw InputError(fmt::format("--kernels: '{}' is not unfused or merged", f.kernels));

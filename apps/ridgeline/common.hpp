@@ -28,6 +28,7 @@ struct ForwardFlags {
   std::string model = "llama-3.1-8b", tp, ep = "1";
   std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": auto
   std::string kernels;  // "": unfused
+  std::string expert_imbalance = "1";
   bool sequence_parallel = false;
 };
 void add_forward_flags(CLI::App* app, ForwardFlags& f);

@@ -478,6 +478,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         case model::LayoutFault::none: break;
         case model::LayoutFault::ep_dense:
         case model::LayoutFault::ep_experts:
+        case model::LayoutFault::ep_imbalance:
         case model::LayoutFault::ep_range: reject(Reject::ep_model); return;
         default: reject(Reject::tp_model); return;
       }

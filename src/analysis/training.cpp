@@ -128,6 +128,7 @@ Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept 
   model::ForwardConfig f;
   f.tp = cfg.tp;
   f.ep = cfg.ep;
+  f.expert_imbalance = cfg.expert_imbalance;
   f.cp = cfg.cp;
   f.cp_ring = cfg.cp_ring;
   switch (model::check(m, f)) {
@@ -140,7 +141,8 @@ Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept 
     case model::LayoutFault::cp_ulysses: return Reject::cp_model;
     case model::LayoutFault::ep_range:
     case model::LayoutFault::ep_dense:
-    case model::LayoutFault::ep_experts: return Reject::ep_model;
+    case model::LayoutFault::ep_experts:
+    case model::LayoutFault::ep_imbalance: return Reject::ep_model;
   }
   if (cfg.seq % cfg.cp != 0) return Reject::cp_model;
   const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
@@ -181,6 +183,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
       model::ForwardConfig f;
       f.tp = cfg.tp;
       f.ep = cfg.ep;
+      f.expert_imbalance = cfg.expert_imbalance;
       f.cp = cfg.cp;
       f.cp_ring = cfg.cp_ring;
       model::validate(m, f);
@@ -256,6 +259,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   model::ForwardConfig f;
   f.tp = cfg.tp;
   f.ep = cfg.ep;
+  f.expert_imbalance = cfg.expert_imbalance;
   f.attention = cfg.attention;
   f.sequence_parallel = cfg.sequence_parallel;
   f.cp = cfg.cp;

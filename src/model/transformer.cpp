@@ -358,15 +358,18 @@ void moe_mlp(Ctx& c) {
   }
   c.g.add("router_topk", OpClass::elementwise, Block::moe, ops::softmax_cost({T, E, c.act, DType::fp32}));
   // Tokens leave for the chips holding their experts (expert parallelism) and come back.
-  const double routed = T * k;  // token-expert pairs from this chip
-  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
+  // Token-expert pairs from this chip; under expert parallelism the busiest chip receives
+  // (and returns) f.expert_imbalance times the mean, and bounds the layer.
+  const double routed = T * k;
+  const double imbalance = c.ep > 1 ? c.f.expert_imbalance : 1;
+  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act), c.ep_group,
              comm::Algo::direct);
   // Balanced routing: this chip's E/ep experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens of the group picks it:
   // E·(1 - (1 - k/E)^(T·ep)) experts of the group are touched.
   const double local_experts = E / c.ep;
   const double touched = touched_experts(m, c.ep, T * c.ep);
-  const double pairs = routed;  // pairs processed on this chip (balanced: T·ep·k/ep)
+  const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/ep)
   const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias) {
@@ -452,6 +455,7 @@ LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
   if (f.cp > 1 && m.is_mla()) return LayoutFault::cp_mla;
   if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) return LayoutFault::cp_ulysses;
   if (m.is_moe() && m.moe.experts % f.ep != 0) return LayoutFault::ep_experts;
+  if (!(f.expert_imbalance >= 1 && f.expert_imbalance <= static_cast<double>(f.ep))) return LayoutFault::ep_imbalance;
   return LayoutFault::none;
 }
 
@@ -473,6 +477,9 @@ void validate(const ModelConfig& m, const ForwardConfig& f) {
       throw InputError(fmt::format("--cp: Ulysses needs tp {} x cp {} to divide the {} heads (or --cp-algo ring)", f.tp, f.cp, m.heads));
     case LayoutFault::ep_experts:
       throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
+    case LayoutFault::ep_imbalance:
+      throw InputError(fmt::format("--expert-imbalance: {} is out of range: expected 1 (balanced) to --ep {} (every token on one chip)",
+                                   f.expert_imbalance, f.ep));
   }
 }
 

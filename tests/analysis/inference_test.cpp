@@ -357,6 +357,35 @@ TEST(Inference, Fp8WeightsComputeInFp8WhereTheChipCan) {
   }
 }
 
+TEST(Inference, ExpertImbalanceLoadsTheBusiestChip) {
+  // Mixtral-8x7B at EP 8, prompt 128 x batch 64: each chip routes 8 x 128 x 2 = 2048
+  // token-expert pairs; with the busiest chip receiving 1.5 times the mean it processes 3072
+  // in its expert GEMMs (2·3072·4096·2·14336 FLOPs for gate and up) and its all-to-alls
+  // move 1.5 times the bytes (3072 x 4096 x 2 B, 7/8 of it to other chips).
+  InferenceConfig cfg;
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 8;
+  cfg.batch = 64;
+  auto even = run("mixtral-8x7b", "h100-sxm", cfg);
+  cfg.forward.expert_imbalance = 1.5;
+  auto busy = run("mixtral-8x7b", "h100-sxm", cfg);
+  for (int i = 0; i < busy->prefill_graph.op_count; ++i) {
+    const std::string_view n = busy->prefill_graph.ops[i].name;
+    const ops::OpCost& b = busy->prefill_graph.ops[i].cost;
+    const ops::OpCost& e = even->prefill_graph.ops[i].cost;
+    if (n == "experts_gate_up") {
+      EXPECT_DOUBLE_EQ(b.matrix_flops, 2.0 * 3072 * 4096 * 2 * 14336);
+      EXPECT_DOUBLE_EQ(e.matrix_flops, 2.0 * 2048 * 4096 * 2 * 14336);
+    }
+    if (n == "ep_dispatch") {
+      EXPECT_DOUBLE_EQ(b.link_bytes, 3072.0 * 4096 * 2 * 7 / 8);
+    }
+  }
+  EXPECT_GT(busy->ttft_s, even->ttft_s);
+  cfg.forward.expert_imbalance = 9;  // more than every token on one of 8 chips
+  EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);
+}
+
 TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
   // DeepSeek-V3 decode at batch 4, TP 8, fp8 KV cache: each layer writes the new tokens'
   // latent and RoPE key, 512 + 64 = 576 values per token (replicated on every TP rank),

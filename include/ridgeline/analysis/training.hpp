@@ -25,6 +25,7 @@ struct TrainConfig {
   std::int64_t gpus = 8;
   std::int64_t gpus_per_node = 0;  ///< 0: the chip file's chips_per_node
   std::int64_t tp = 1, pp = 1, cp = 1, ep = 1;
+  double expert_imbalance = 1;  ///< model::ForwardConfig::expert_imbalance
   bool cp_ring = false;            ///< ring attention instead of Ulysses all-to-all
   std::int64_t dp = 0;             ///< 0: gpus / (tp·pp·cp)
   std::int64_t vpp = 1;            ///< virtual pipeline stages per GPU (interleaved 1F1B)

@@ -43,6 +43,10 @@ struct ForwardConfig {
   /// add + RMSNorm; the final norm over every token). Same weights, fewer kernels and bytes
   /// (docs/models.md#engine-kernels).
   bool merged_kernels = false;
+  /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
+  /// mean (1: balanced). The busiest chip bounds every MoE layer: its expert GEMMs process,
+  /// and its all-to-alls receive and return, this factor more token-expert pairs.
+  double expert_imbalance = 1;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to
@@ -82,7 +86,7 @@ struct PassShape {
 
 /// What stops a parallel layout from fitting a model.
 enum class LayoutFault : std::uint8_t {
-  none, tp_range, ep_range, tp_heads, tp_kv_heads, tp_width, ep_dense, cp_mla, cp_ulysses, ep_experts
+  none, tp_range, ep_range, tp_heads, tp_kv_heads, tp_width, ep_dense, cp_mla, cp_ulysses, ep_experts, ep_imbalance
 };
 /// The first LayoutFault of `f` on `m` (validate without the message). Never throws.
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept;
