@@ -23,7 +23,8 @@ struct Flags {
     std::string model = "llama-3.1-8b", gpus = "8", gpus_per_node, tp = "1", pp = "1", dp, cp = "1", ep = "1", vpp = "1";
     std::string zero = "0", seq = "2048", micro_batch = "1", global_batch, recompute = "none", dtype = "bf16";
     std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression, headroom;
-    std::string expert_imbalance = "1";
+    std::string expert_imbalance = "1", dp_overlap = "on";
+    bool tp_overlap = false;
 };
 
 void add_train_flags(CLI::App* t, Flags* f) {
@@ -44,6 +45,13 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_option("--zero", f->zero, "ZeRO stage 0-3")->capture_default_str();
   t->add_flag("--fsdp", f->fsdp, "fully sharded data parallelism (ZeRO-3)");
   t->add_flag("--sequence-parallel", f->sp, "sequence parallelism with tp");
+  t->add_option("--dp-overlap", f->dp_overlap,
+                "on: data-parallel reductions and gathers overlap the backward and forward (DDP buckets, Megatron's "
+                "--overlap-grad-reduce); off: exposed after the backward")
+      ->capture_default_str();
+  t->add_flag("--tp-overlap", f->tp_overlap,
+              "TP gathers and scatters pipelined with the GEMMs (Transformer Engine userbuffers, Megatron --tp-comm-overlap; "
+              "with --sequence-parallel)");
   t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
   t->add_option("--micro-batch", f->micro_batch, "sequences per micro-batch")->capture_default_str();
   t->add_option("--global-batch", f->global_batch, "sequences per step (default dp x micro-batch)");
@@ -81,6 +89,14 @@ analysis::TrainConfig train_config(const Flags* f, const model::ModelConfig& m) 
                         }
                         if (f->fsdp) c.zero = 3;
                         c.sequence_parallel = f->sp;
+                        if (f->dp_overlap != "on" && f->dp_overlap != "off") {
+                          throw InputError(fmt::format("--dp-overlap: '{}' is not on or off", f->dp_overlap));
+                        }
+                        c.dp_overlap = f->dp_overlap == "on";
+                        c.tp_overlap = f->tp_overlap;
+                        if (c.tp_overlap && !c.sequence_parallel) {
+                          throw InputError("--tp-overlap: TP communication overlap pipelines the all-gathers and reduce-scatters of --sequence-parallel: add it");
+                        }
                         c.seq = i(f->seq, "--seq");
                         if (m.max_positions > 0 && c.seq > m.max_positions) {
                           throw InputError(fmt::format("--seq: {} tokens exceed the {} positions of {} (max_position_embeddings)", c.seq,

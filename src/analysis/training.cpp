@@ -360,9 +360,30 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     } else {
       add(sh.f_layers, pf, r);
       add(sh.b_layers, pb, r);
+      // The layer's tensor-parallel gathers and scatters (sequence parallelism) and its GEMMs,
+      // for --tp-overlap.
+      const std::string_view n = op.name;
+      if (n == "attn_allgather" || n == "attn_reducescatter" || n == "mlp_allgather" || n == "mlp_reducescatter") {
+        add(sh.f_layers_tp, pf, r);
+        add(sh.b_layers_tp, pb, r);
+      }
+      if (op.cls == OpClass::gemm) {
+        add(sh.f_layers_gemm, pf, r);
+        add(sh.b_layers_gemm, pb, r);
+      }
       sh.params_layers += p;
       if (op.expert_bytes > 0) sh.expert_params_layers += p;
     }
+  }
+  // --tp-overlap: the layers' TP collectives run under their GEMMs, as far as those last.
+  if (cfg.tp_overlap && cfg.sequence_parallel && cfg.tp > 1) {
+    auto hide = [](StepPart& layers, const StepPart& comm, const StepPart& gemm) {
+      layers.lower_s -= std::min(comm.lower_s, gemm.lower_s);
+      layers.upper_s -= std::min(comm.upper_s, gemm.upper_s);
+      layers.realistic_s -= std::min(comm.realistic_s, gemm.realistic_s);
+    };
+    hide(sh.f_layers, sh.f_layers_tp, sh.f_layers_gemm);
+    hide(sh.b_layers, sh.b_layers_tp, sh.b_layers_gemm);
   }
   // The activations each kind of layer saves (their bytes set the memory); under --recompute
   // auto, their producers' times and the front of every keep/recompute(/offload) choice, from
@@ -525,7 +546,20 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     return t;
   };
   if (dp > 1) {
-    if (cfg.zero == 0) {
+    if (!cfg.dp_overlap) {
+      // After the last backward and before the next forward, nothing to hide behind.
+      if (cfg.zero == 0) {
+        out.dp_comm = dp_collective(comm::Collective::all_reduce, grad_bytes);
+      } else {
+        out.dp_comm = dp_collective(comm::Collective::reduce_scatter, grad_bytes);
+        add(out.dp_comm, dp_collective(comm::Collective::all_gather, param_bytes));
+        if (cfg.zero >= 3) {
+          out.dp_comm = scaled(dp_collective(comm::Collective::all_gather, param_bytes), 2 * mbs);
+          add(out.dp_comm, scaled(dp_collective(comm::Collective::reduce_scatter, param_bytes), mbs));
+        }
+      }
+      out.exposed_dp_comm = out.dp_comm;
+    } else if (cfg.zero == 0) {
       StepPart ar = dp_collective(comm::Collective::all_reduce, grad_bytes);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.

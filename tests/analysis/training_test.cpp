@@ -128,6 +128,41 @@ TEST(Training, MfuInBothConventions) {
   EXPECT_NEAR(r->mfu_full_attention / r->mfu, r->model_flops_full_attention_per_step / r->model_flops_per_step, 1e-12);
 }
 
+TEST(Training, FrameworkOverlapFlags) {
+  // Llama-2-7B on 16 H100s, dp 16, ZeRO 0. With DDP's buckets the all-reduce of the fp32
+  // gradients hides behind the backward (all but the last bucket); without overlap
+  // (--dp-overlap off) the whole all-reduce is exposed after the backward.
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 16;
+  c.seq = 1024;
+  auto on = run(m, "h100-sxm", c);
+  c.dp_overlap = false;
+  auto off = run(m, "h100-sxm", c);
+  EXPECT_DOUBLE_EQ(off->dp_comm.realistic_s, on->dp_comm.realistic_s);
+  EXPECT_DOUBLE_EQ(off->exposed_dp_comm.realistic_s, off->dp_comm.realistic_s);
+  EXPECT_LT(on->exposed_dp_comm.realistic_s, on->dp_comm.realistic_s);
+  EXPECT_NEAR(off->step_time_s - on->step_time_s, off->dp_comm.realistic_s - on->exposed_dp_comm.realistic_s, 1e-12);
+  // TP 8 with sequence parallelism: --tp-overlap hides each pass's TP gathers and scatters
+  // under its GEMMs, min(TP communication, GEMMs) of the layers' time.
+  TrainConfig t;
+  t.gpus = 8;
+  t.tp = 8;
+  t.sequence_parallel = true;
+  t.seq = 4096;
+  const hw::System sys = training_system(chip("h100-sxm"), t);
+  auto out = std::make_unique<TrainResult>();
+  auto plain = std::make_unique<TrainShape>(), overlap = std::make_unique<TrainShape>();
+  train_shape(m, sys, t, *out, *plain);
+  t.tp_overlap = true;
+  train_shape(m, sys, t, *out, *overlap);
+  EXPECT_GT(plain->f_layers_tp.realistic_s, 0);
+  EXPECT_NEAR(plain->f_layers.realistic_s - overlap->f_layers.realistic_s,
+              std::min(plain->f_layers_tp.realistic_s, plain->f_layers_gemm.realistic_s), 1e-12);
+  EXPECT_NEAR(plain->b_layers.realistic_s - overlap->b_layers.realistic_s,
+              std::min(plain->b_layers_tp.realistic_s, plain->b_layers_gemm.realistic_s), 1e-12);
+}
+
 TEST(Training, SelectiveRecomputationRerunsTheAttentionCoreOnly) {
   // Megatron's selective recomputation drops the attention core's saved tensors (memory,
   // above) and runs the attention kernel again in backward: the backward grows by the 32

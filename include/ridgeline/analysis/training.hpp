@@ -32,6 +32,15 @@ struct TrainConfig {
   bool uneven_stages = false;      ///< allow layers not divisible by pp·vpp: the slowest stage holds the ceiling (Llama 3 405B's 126 layers on 16 stages)
   int zero = 0;                    ///< ZeRO stage 0-3 (FSDP = 3)
   bool sequence_parallel = false;
+  /// Data-parallel gradients reduced in buckets during the backward pass and parameters
+  /// gathered during the forward (PyTorch DDP, Megatron's --overlap-grad-reduce and
+  /// --overlap-param-gather, FSDP prefetching); false: after the backward, exposed whole
+  /// (Megatron before them).
+  bool dp_overlap = true;
+  /// Tensor-parallel all-gathers and reduce-scatters pipelined with the GEMMs beside them
+  /// (Transformer Engine's userbuffers, Megatron's --tp-comm-overlap; needs sequence
+  /// parallelism): each layer hides as much of its TP communication as its GEMMs take.
+  bool tp_overlap = false;
   std::int64_t seq = 2048;
   std::int64_t micro_batch = 1;    ///< sequences per micro-batch per replica
   std::int64_t global_batch = 0;   ///< sequences per step; 0: dp x micro_batch
@@ -182,6 +191,7 @@ struct TrainShape {
   const LayerTensors* tensors = nullptr;       ///< with --recompute auto (in the scratch TrainResult)
   const RecomputeFrontier* frontier = nullptr; ///< with --recompute auto
   StepPart f_layers, b_layers, f_embed, b_embed, f_head, b_head;  ///< one micro-batch
+  StepPart f_layers_tp, b_layers_tp, f_layers_gemm, b_layers_gemm;  ///< of the layers: TP gathers/scatters, GEMMs
   double fwd_matrix_flops = 0, hw_matrix_flops = 0;
   /// Forward attention FLOPs were every (query, key) pair computed (no causal mask, no
   /// window) less those computed: what PaLM's and Megatron-LM's FLOP formulas add.
