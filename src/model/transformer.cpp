@@ -203,7 +203,11 @@ void attention_block(Ctx& c, double window) {
   a.impl = c.f.attention;
   a.dtype = c.act;
   a.kv_dtype = c.kv;
-  a.compute = c.compute_dense;
+  // Attention runs in the activations' dtype whatever the GEMMs do (fp8 GEMMs of W8A8
+  // serving, Transformer Engine's fp8 training), in fp8 where the KV cache is fp8 and the
+  // chip has fp8 (FlashAttention-3's and FlashInfer's fp8 kernels).
+  const bool fp8_kv = (c.kv == DType::fp8_e4m3 || c.kv == DType::fp8_e5m2) && c.sys.chip.peak(hw::Unit::matrix, c.kv) > 0;
+  a.compute = fp8_kv ? c.kv : c.act;
   double o_in = 0;
   if (m.is_mla()) {
     const auto& la = m.mla;
@@ -586,7 +590,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   if (f.training) tp_enter(c, "head_allgather", Block::head);
   c.dense_w = table_w;
   c.dense_scale_bits = 0;
-  c.compute_dense = f.precision.compute.value_or(ops::default_compute_dtype(act, table_w, sys.chip));
+  // Training keeps the LM head in the activations' dtype (Transformer Engine's fp8 recipe
+  // leaves the output layer in bf16).
+  c.compute_dense = f.training ? act : f.precision.compute.value_or(ops::default_compute_dtype(act, table_w, sys.chip));
   GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {

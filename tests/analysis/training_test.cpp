@@ -163,6 +163,31 @@ TEST(Training, FrameworkOverlapFlags) {
               std::min(plain->b_layers_tp.realistic_s, plain->b_layers_gemm.realistic_s), 1e-12);
 }
 
+TEST(Training, Fp8TrainingAsTransformerEngineRunsIt) {
+  // --dtype fp8: the layers' GEMMs in fp8; attention and the LM head stay in bf16
+  // (Transformer Engine's recipe: fp8 linear layers, the output layer and dot-product
+  // attention in the higher precision).
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 1;
+  c.seq = 1024;
+  c.dtype = DType::fp8_e4m3;
+  auto r = run(m, "h100-sxm", c);
+  const model::Graph& g = r->graph;
+  int checked = 0;
+  for (int i = 0; i < g.op_count; ++i) {
+    const auto& op = g.ops[i];
+    if (op.cls == model::OpClass::attention || std::string_view(op.name) == "lm_head") {
+      EXPECT_EQ(op.cost.matrix_dtype, DType::bf16) << op.name;
+      ++checked;
+    } else if (op.cls == model::OpClass::gemm) {
+      EXPECT_EQ(op.cost.matrix_dtype, DType::fp8_e4m3) << op.name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 9);  // q, k, v, o, gate, up, down, attention, lm_head
+}
+
 TEST(Training, SelectiveRecomputationRerunsTheAttentionCoreOnly) {
   // Megatron's selective recomputation drops the attention core's saved tensors (memory,
   // above) and runs the attention kernel again in backward: the backward grows by the 32
