@@ -23,7 +23,7 @@ struct InferFlags {
   ForwardFlags fw;
   bool json = false, cuda_graphs = false, all_ops = false;
   std::string method = "detailed";
-  std::string batch = "1", prompt = "128", gen = "128";
+  std::string batch = "1", prompt = "128", gen = "128", memory_utilization = "0.9";
 };
 
 std::int64_t int_flag(const std::string& s, const char* flag) { return parse_positive_int(s, flag); }
@@ -40,6 +40,9 @@ void add_infer_flags(CLI::App* app, InferFlags* f) {
   app->add_option("--prompt", f->prompt, "prompt tokens per sequence")->capture_default_str();
   app->add_option("--gen", f->gen, "generated tokens per sequence")->capture_default_str();
   app->add_flag("--cuda-graphs", f->cuda_graphs, "replay each decode step as one graph (one launch per step)");
+  app->add_option("--memory-utilization", f->memory_utilization,
+                  "of the chip's memory, what the engine may use (vLLM's gpu_memory_utilization)")
+      ->capture_default_str();
   app->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
   app->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
 }
@@ -55,6 +58,7 @@ analysis::InferenceConfig infer_config(const InferFlags* f, const model::ModelCo
                                  cfg.prompt, cfg.gen, m.max_positions, m.name));
   }
   cfg.cuda_graphs = f->cuda_graphs;
+  cfg.memory_utilization = parse_number(f->memory_utilization, "--memory-utilization");
   if (f->method != "detailed" && f->method != "quick") {
     throw InputError(fmt::format("--method: '{}' is not a method: expected detailed or quick", f->method));
   }

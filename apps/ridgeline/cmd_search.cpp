@@ -234,6 +234,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     bool json = false, cuda_graphs = false;
     std::string model = "llama-3.1-8b", chips_max = "8", prompt = "128", gen = "128", tp, ep, batch_max;
     std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "auto";
+    std::string memory_utilization = "0.9";
     std::string ttft_max, tpot_max, objective = "tokens_per_s_per_chip", top = "5", threads, plot;
   };
   auto g = std::make_shared<InferFlags>();
@@ -256,6 +257,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--attention", g->attention, "flash or naive")->capture_default_str();
   i->add_option("--algo", g->algo, "collective algorithm: auto, ring, tree, direct, nvls")->capture_default_str();
   i->add_flag("--cuda-graphs", g->cuda_graphs, "decode steps replayed as graphs");
+  i->add_option("--memory-utilization", g->memory_utilization,
+                "of the chip's memory, what the engine may use (vLLM's gpu_memory_utilization)")
+      ->capture_default_str();
   i->add_option("--ttft-max", g->ttft_max, "latest acceptable time to first token (e.g. 500ms)");
   i->add_option("--tpot-max", g->tpot_max, "slowest acceptable time per output token (e.g. 50ms)");
   i->add_option("--objective", g->objective, "tokens_per_s_per_chip or latency")->capture_default_str();
@@ -280,6 +284,11 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         else if (g->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", g->attention));
                         fw.algo = comm::algo_flag(g->algo);
                         s.base.cuda_graphs = g->cuda_graphs;
+                        s.base.memory_utilization = parse_number(g->memory_utilization, "--memory-utilization");
+                        if (!(s.base.memory_utilization > 0 && s.base.memory_utilization <= 1)) {
+                          throw InputError(fmt::format("--memory-utilization: {} is out of range: expected more than 0 and at most 1",
+                                                       s.base.memory_utilization));
+                        }
                         // Default precisions: the checkpoint's weights and fp8 (a quantised checkpoint: its own
                         // mix only, an empty list), the activation dtype for the KV cache and fp8.
                         auto and_fp8 = [](DType d) {

@@ -118,14 +118,14 @@ void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array
 
 // Memory on one chip at batch B into `mem`; returns the largest batch that fits.
 std::int64_t serving_memory(const model::ModelConfig& m, const model::ForwardConfig& f, const hw::ChipSpec& chip,
-                            double weights, double B, double P, double G, InferenceMemory& mem) noexcept {
+                            double utilization, double weights, double B, double P, double G, InferenceMemory& mem) noexcept {
   mem.weights_bytes = weights;
   mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
   mem.kv_cache_bytes = model::kv_cache_bytes(m, f, B, P + G);
   const double seqs = B / static_cast<double>(f.ep);
   mem.activations_bytes = activation_bytes(m, f, seqs, seqs * P);
   mem.total_bytes = mem.weights_bytes + mem.kv_cache_bytes + mem.activations_bytes;
-  mem.capacity_bytes = chip.main_capacity_bytes();
+  mem.capacity_bytes = chip.main_capacity_bytes() * utilization;
   mem.fits = mem.total_bytes <= mem.capacity_bytes;
   // Largest batch: weights fixed, KV cache and activations grow with the batch (per EP group of sequences).
   const double per_seq = model::kv_cache_bytes(m, f, static_cast<double>(f.ep), P + G) + activation_bytes(m, f, 1, P);
@@ -194,7 +194,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   c.cuda_graphs = cfg.cuda_graphs;
   c.launch_s = rates.launch_s;
   c.chips = static_cast<double>(f.tp * f.ep);
-  c.capacity_bytes = sys.chip.main_capacity_bytes();
+  c.capacity_bytes = sys.chip.main_capacity_bytes() * cfg.memory_utilization;
 
   Graph& p1 = c.prefill_graph;
   Graph& p2 = c.scratch_prefill;
@@ -218,8 +218,8 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
 
   InferenceMemory mem1, mem2;
   const double w = weight_bytes(p1);
-  c.max_batch = serving_memory(m, f, sys.chip, w, B1, P, G, mem1);
-  serving_memory(m, f, sys.chip, w, B2, P, G, mem2);
+  c.max_batch = serving_memory(m, f, sys.chip, cfg.memory_utilization, w, B1, P, G, mem1);
+  serving_memory(m, f, sys.chip, cfg.memory_utilization, w, B2, P, G, mem2);
   c.memory1 = (mem2.total_bytes - mem1.total_bytes) / (B2 - B1);
   c.memory0 = mem1.total_bytes - B1 * c.memory1;
 
@@ -293,6 +293,9 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const Inferenc
     if (v < 1 || v > max) throw InputError(fmt::format("{}: {} is out of range: expected 1 to {}", flag, v, max));
   };
   positive(cfg.batch, "--batch", std::int64_t{1} << 24);
+  if (!(cfg.memory_utilization > 0 && cfg.memory_utilization <= 1)) {
+    throw InputError(fmt::format("--memory-utilization: {} is out of range: expected more than 0 and at most 1", cfg.memory_utilization));
+  }
   positive(cfg.prompt, "--prompt", std::int64_t{1} << 26);
   positive(cfg.gen, "--gen", std::int64_t{1} << 26);
   if (cfg.batch % cfg.forward.ep != 0) {
@@ -343,7 +346,7 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
   out.throughput_tokens_per_s = out.e2e_s > 0 ? B * (P + G) / out.e2e_s : 0;
   out.output_tokens_per_s = out.e2e_s > 0 ? B * G / out.e2e_s : 0;
 
-  out.max_batch = serving_memory(m, f, chip, weight_bytes(out.prefill_graph), B, P, G, out.memory);
+  out.max_batch = serving_memory(m, f, chip, cfg.memory_utilization, weight_bytes(out.prefill_graph), B, P, G, out.memory);
 
 }
 

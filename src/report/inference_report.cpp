@@ -229,9 +229,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   out += fmt::format("\nthroughput  {:.1f} tokens/s ({:.1f} generated), {:.1f} per chip\n", r.throughput_tokens_per_s,
                      r.output_tokens_per_s, r.throughput_tokens_per_s / r.chips);
   const auto& mem = r.memory;
-  out += fmt::format("memory/chip weights {}, KV cache {} ({} per token), activations {}: {} of {} -> {}\n",
+  out += fmt::format("memory/chip weights {}, KV cache {} ({} per token), activations {}: {} of {} usable ({:g}% of {}) -> {}\n",
                      size(mem.weights_bytes), size(mem.kv_cache_bytes), size(mem.kv_bytes_per_token), size(mem.activations_bytes),
-                     size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
+                     size(mem.total_bytes), size(mem.capacity_bytes), 100 * cfg.memory_utilization,
+                     size(sys.chip.main_capacity_bytes()), mem.fits ? "fits" : "DOES NOT FIT");
   out += fmt::format("max batch   {} at {} tokens of context\n", r.max_batch, cfg.prompt + cfg.gen);
   if (r.critical_batch > 0) {
     out += fmt::format("decode GEMMs turn compute-bound at batch {:.0f}\n", std::ceil(r.critical_batch));

@@ -167,7 +167,7 @@ EngineConfig static_batch(const hw::ChipSpec&) {
   e.max_num_seqs = 256;
   e.chunked_prefill = false;
   e.kv_block = 16;
-  e.kv_memory_fraction = 1.0;
+  e.kv_memory_fraction = 0.9;  // as infer: 0.9 of the memory, vLLM's gpu_memory_utilization
   e.prefix_caching = false;
   e.decode_graphs = GraphMode::eager;  // --cuda-graphs, as for infer
   e.mixed_graphs = GraphMode::eager;

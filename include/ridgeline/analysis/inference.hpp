@@ -21,6 +21,10 @@ struct InferenceConfig {
   std::int64_t prompt = 128; ///< prompt tokens per sequence
   std::int64_t gen = 128;    ///< generated tokens per sequence (the first comes from prefill)
   bool cuda_graphs = false;  ///< decode steps replayed as one graph: one launch per step
+  /// Of the chip's memory, what the engine may use for weights, activations and the KV
+  /// cache: vLLM's gpu_memory_utilization, 0.9 by default; the rest holds the CUDA context,
+  /// NCCL's buffers and the allocator's slack.
+  double memory_utilization = 0.9;
 };
 
 /// One op of a graph with its estimate (one instance) and repeat count.
