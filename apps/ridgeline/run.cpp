@@ -49,7 +49,8 @@ Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline threshold matmul --k 4096 --n 4096 --hw h200 --solve m
     compute-bound for m >= 230 tokens
 
-Every command takes --json. `ridgeline COMMAND --help` lists the flags.
+Every command takes --json. `ridgeline help COMMAND` (or `COMMAND --help`) lists the flags;
+`ridgeline --version` prints the version.
 )";
 
 }  // namespace
@@ -160,6 +161,25 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   if (argc == 1) {
     out << kOverview;
     return 0;
+  }
+  const std::string_view first = argv[1];
+  if (first == "--version" || first == "-V" || first == "version") {
+    out << "ridgeline " << RIDGELINE_VERSION << "\n";
+    return 0;
+  }
+  // `help` alone is the overview; `help COMMAND [SUBCOMMAND]` is that command's --help.
+  std::vector<char*> help_args;
+  if (first == "help") {
+    if (argc == 2) {
+      out << kOverview;
+      return 0;
+    }
+    static char help_flag[] = "--help";
+    help_args.push_back(argv[0]);
+    for (int i = 2; i < argc; ++i) help_args.push_back(argv[i]);
+    help_args.push_back(help_flag);
+    argc = static_cast<int>(help_args.size());
+    argv = help_args.data();
   }
   // Unknown commands and op kinds deserve better messages than CLI11's "a subcommand is required".
   static constexpr std::string_view kCommands[] = {"hw", "op", "threshold", "models", "infer", "block", "train",

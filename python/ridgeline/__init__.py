@@ -31,6 +31,9 @@ __all__ = [
 
 _REPEATED = {"peak", "capacity", "price"}
 
+# The version of the command line the module runs (`ridgeline --version`).
+__version__: str = _ridgeline.run(["--version"])[1].split()[-1]
+
 
 class RidgelineError(RuntimeError):
     """An internal error of ridgeline (exit status 1): a bug, never bad input."""

@@ -52,6 +52,22 @@ TEST(HwCli, NoArgumentsPrintsAnOverviewWithAnExample) {
   EXPECT_NE(r.out.find("threshold"), std::string::npos);
 }
 
+TEST(HwCli, VersionAndHelp) {
+  // The project's version (CMakeLists.txt: 0.1.0), as --version, -V and version.
+  for (const char* a : {"--version", "-V", "version"}) {
+    RunResult v = run(a);
+    EXPECT_EQ(v.status, 0);
+    EXPECT_EQ(v.out, "ridgeline 0.1.0\n");
+  }
+  // help: the overview; help COMMAND [SUBCOMMAND]: that command's flags.
+  EXPECT_EQ(run("help").out, run("").out);
+  RunResult h = run("help search train");
+  EXPECT_EQ(h.status, 0);
+  EXPECT_NE(h.out.find("Usage: ridgeline search train"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("--global-batch"), std::string::npos);
+  EXPECT_EQ(run("help nosuch").status, 2);
+}
+
 TEST(HwCli, ImportErtWritesAChipFileUsableAsHw) {
   const std::string src = std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/ert/roofline.json";
   const std::string out = std::string(RIDGELINE_TMP_DIR) + "/ert.yaml";

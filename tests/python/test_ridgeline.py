@@ -15,6 +15,11 @@ def cli_json(*args):
     return json.loads(subprocess.run([BIN, *args, "--json"], check=True, capture_output=True, text=True).stdout)
 
 
+def test_version_is_the_command_lines():
+    # pyproject.toml and CMakeLists.txt both say 0.1.0; the module reports the binary's.
+    assert ridgeline.__version__ == "0.1.0"
+
+
 def test_matmul_counts_by_hand():
     r = ridgeline.op("matmul", m=256, k=4096, n=4096, dtype="bf16", hw="h200")
     # 2·m·k·n FLOPs; bytes: A 256·4096 + B 4096·4096 + C 256·4096 bf16 elements, 2 bytes each:
