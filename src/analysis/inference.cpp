@@ -45,7 +45,7 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   if (p1.launch < p1.realistic(rates, k)) {  // not held up by its launch (attention's only changing parts are its bytes and FLOPs)
     const ops::Rates::Achievable& ach = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * n * ach.overhead_s;
-    t.link_latency_s += r * n * (a.latency_s + z.latency_s) / 2;
+    t.link_latency_s += r * n * (a.parts.comm_latency + z.parts.comm_latency) / 2;
   }
   // Attribute the op's summed time to its bound at the longer end of the range.
   t.lower_by_bound_s[static_cast<int>((p1.lower() >= p0.lower() ? p1 : p0).bound())] += r * lower;
@@ -137,10 +137,7 @@ std::int64_t serving_memory(const model::ModelConfig& m, const model::ForwardCon
 
 ServingCurve::Line fit_op(const Graph& g1, const Graph& g2, int i, double B1, double B2, const ops::Rates& r,
                           bool graphs) noexcept {
-  const OpTimes o1 = op_times(g1.ops[i].cost, r, graphs), o2 = op_times(g2.ops[i].cost, r, graphs);
-  const hw::KernelClass k = model::kernel_class(g1.ops[i].cls);
-  return fit_line(realistic_parts(o1.parts, r, k), realistic_parts(o2.parts, r, k), B1, B2, g1.ops[i], g2.ops[i], r,
-                  g1.repeat(i));
+  return fit_costs(g1.ops[i].cost, g2.ops[i].cost, B1, B2, g1.ops[i], g2.ops[i], r, graphs, g1.repeat(i));
 }
 
 ServingCurve::Line fit_attention(const Graph& g1, const Graph& g2, int i, double kv, double B1, double B2,
@@ -205,16 +202,17 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   int nl = 0;
   c.prefill_count = c.prefill_switch_count = c.fixed_switch_count = 0;
   const comm::Wiring wr = comm::wiring(sys);
+  std::array<SwitchLine, Envelope::kMaxSwitches> switches;  // scratch: the prefill's, then the decode's
   for (int i = 0; i < p1.op_count; ++i) {
-    if (c.prefill_switch_count < ServingCurve::kMaxSwitches &&
-        fit_switch(p1, p2, i, B1, B2, wr, rates, false, c.prefill_switch[c.prefill_switch_count])) {
+    if (c.prefill_switch_count < Envelope::kMaxSwitches &&
+        fit_switch(p1, p2, i, B1, B2, wr, rates, false, switches[c.prefill_switch_count])) {
       ++c.prefill_switch_count;
       continue;
     }
     const ServingCurve::Line l = fit_op(p1, p2, i, B1, B2, rates, false);
     (l.mem_per_expert != 0 ? c.prefill[c.prefill_count++] : lines[nl++]) = l;
   }
-  build_envelope(lines.data(), nl, B1, c.prefill_sum, c.prefill_switch.data(), c.prefill_switch_count);
+  build_envelope(lines.data(), nl, B1, c.prefill_sum, switches.data(), c.prefill_switch_count);
 
   InferenceMemory mem1, mem2;
   const double w = weight_bytes(p1);
@@ -234,8 +232,8 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   nl = 0;
   for (int i = 0; i < d1.op_count; ++i) {
     if (d1.ops[i].attention < 0) {
-      if (c.fixed_switch_count < ServingCurve::kMaxSwitches &&
-          fit_switch(d1, d2, i, B1, B2, wr, rates, cfg.cuda_graphs, c.fixed_switch[c.fixed_switch_count])) {
+      if (c.fixed_switch_count < Envelope::kMaxSwitches &&
+          fit_switch(d1, d2, i, B1, B2, wr, rates, cfg.cuda_graphs, switches[c.fixed_switch_count])) {
         ++c.fixed_switch_count;
         continue;
       }
@@ -257,7 +255,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
       piece(P + 1, P + c.steps, c.steps);
     }
   }
-  build_envelope(lines.data(), nl, B1, c.fixed_sum, c.fixed_switch.data(), c.fixed_switch_count);
+  build_envelope(lines.data(), nl, B1, c.fixed_sum, switches.data(), c.fixed_switch_count);
 }
 
 ServingPoint serving_at(const ServingCurve& c, double B) noexcept {

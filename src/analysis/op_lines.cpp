@@ -97,6 +97,13 @@ OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2
   return l;
 }
 
+OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double x2, const model::GraphOp& op1,
+                 const model::GraphOp& op2, const ops::Rates& r, bool graphs, double rep) noexcept {
+  const hw::KernelClass k = model::kernel_class(op1.cls);
+  return fit_line(realistic_parts(op_times(c1, r, graphs).parts, r, k), realistic_parts(op_times(c2, r, graphs).parts, r, k),
+                  x1, x2, op1, op2, r, rep);
+}
+
 namespace {
 
 struct Event {
@@ -132,17 +139,6 @@ int walk(const OpLine& l, int cur, double x, double to, Event* events, int& ne) 
   return cur;
 }
 
-// The option a switch line chooses at x: the smallest t0 + t1·x, the first of equal ones.
-int chosen(const SwitchLine& w, double x) noexcept {
-  int best = 0;
-  double t = w.t0[0] + w.t1[0] * x;
-  for (int k = 1; k < w.count; ++k) {
-    const double tk = w.t0[k] + w.t1[k] * x;
-    if (tk < t) t = tk, best = k;
-  }
-  return best;
-}
-
 }  // namespace
 
 // Builds the envelope of Σ rep·max_i(a_i + b_i·B) for B >= lo over `lines` (none kept apart).
@@ -167,7 +163,7 @@ void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const 
   ns = std::min(ns, Envelope::kMaxSwitches);
   for (int k = 0; k < ns; ++k) {
     const SwitchLine& w = switches[k];
-    int opt = chosen(w, lo);
+    int opt = chosen_option(w, lo);
     int cur = top_part(w.lines[opt], lo);
     A += w.lines[opt].rep * w.lines[opt].a[cur];
     S += w.lines[opt].rep * w.lines[opt].b[cur];
@@ -225,16 +221,13 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   if (n < 2) return false;
   out.count = n;
   out.rep = g1.repeat(i);
-  const hw::KernelClass k = model::kernel_class(op1.cls);
   for (int o = 0; o < n; ++o) {
     const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes, c1.dtype, opts[o]);
     const comm::Priced p2 = comm::price(wr, c2.group, c2.kind, c2.bytes, c2.dtype, opts[o]);
     // As the graph holds it: in compact form.
     ops::OpCost k1, k2;
     if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
-    const auto r1 = realistic_parts(op_times(k1, r, graphs).parts, r, k);
-    const auto r2 = realistic_parts(op_times(k2, r, graphs).parts, r, k);
-    out.lines[o] = fit_line(r1, r2, x1, x2, op1, op2, r, out.rep);
+    out.lines[o] = fit_costs(k1, k2, x1, x2, op1, op2, r, graphs, out.rep);
     out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
     out.t0[o] = p1.time_s - out.t1[o] * x1;
   }

@@ -32,8 +32,6 @@ double backward_factor(OpClass c, ops::AttentionImpl impl) {
   return 2;
 }
 
-bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
-
 bool in_layer(const Graph& g, int i) {
   const model::Block b = g.ops[i].block;
   return b != model::Block::embedding && b != model::Block::head;
@@ -124,14 +122,23 @@ double layer_activation_bytes(const model::ModelConfig& m, const TrainConfig& cf
   return outside + (inside + core) / t;
 }
 
-Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept {
+namespace {
+
+// The parallel layout of a plan as the model builder sees it (tp, ep, cp and their options).
+model::ForwardConfig layout(const TrainConfig& cfg) noexcept {
   model::ForwardConfig f;
   f.tp = cfg.tp;
   f.ep = cfg.ep;
   f.expert_imbalance = cfg.expert_imbalance;
   f.cp = cfg.cp;
   f.cp_ring = cfg.cp_ring;
-  switch (model::check(m, f)) {
+  return f;
+}
+
+}  // namespace
+
+Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept {
+  switch (model::check(m, layout(cfg))) {
     case model::LayoutFault::none: break;
     case model::LayoutFault::tp_range:
     case model::LayoutFault::tp_heads:
@@ -180,13 +187,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
     case Reject::tp_model:
     case Reject::cp_model:
     case Reject::ep_model: {
-      model::ForwardConfig f;
-      f.tp = cfg.tp;
-      f.ep = cfg.ep;
-      f.expert_imbalance = cfg.expert_imbalance;
-      f.cp = cfg.cp;
-      f.cp_ring = cfg.cp_ring;
-      model::validate(m, f);
+      model::validate(m, layout(cfg));
       if (cfg.seq % cfg.cp != 0) throw InputError(fmt::format("--cp: --seq {} is not divisible by cp {}", cfg.seq, cfg.cp));
       throw InputError(fmt::format("--ep: {} does not divide the data-parallel degree {}", cfg.ep, dp));
     }
@@ -256,14 +257,9 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   const ops::Rates& rates = sh.rates;
 
   // The forward of one micro-batch on one GPU, every layer (repeat counts), training head.
-  model::ForwardConfig f;
-  f.tp = cfg.tp;
-  f.ep = cfg.ep;
-  f.expert_imbalance = cfg.expert_imbalance;
+  model::ForwardConfig f = layout(cfg);
   f.attention = cfg.attention;
   f.sequence_parallel = cfg.sequence_parallel;
-  f.cp = cfg.cp;
-  f.cp_ring = cfg.cp_ring;
   f.training = true;
   f.precision.activation = DType::bf16;
   f.precision.weight = DType::bf16;
@@ -432,7 +428,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // Experts are split over ep of the dp ranks and replicated over the other dp/ep: ZeRO
   // shards their states over dp/ep (Megatron's expert-data-parallel group), the rest over dp.
   const double edp = dpd / static_cast<double>(cfg.ep);
-  const double expert_stage = sh.expert_params_layers * stage_share;
+  const double expert_stage = sh.expert_params_layers * stage_share;  // this GPU's expert parameters
   const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
   const double dense_stage = stage_params - expert_stage;
   auto sharded = [&](double per_param, int from_stage) {
@@ -518,8 +514,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // The experts' gradients and parameters go over their expert-data-parallel group instead:
   // the dp/ep ranks holding the same experts, tp·cp·ep apart.
   const comm::Placement edp_group = comm::place(sh.wiring, edp, static_cast<double>(cfg.tp * cfg.cp * cfg.ep));
-  const double expert_gpu = sh.expert_params_layers * stage_share;
-  const double expert_share = params_gpu > 0 ? expert_gpu / params_gpu : 0;
+  const double expert_share = params_gpu > 0 ? expert_stage / params_gpu : 0;
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
   out.compression = {};
@@ -546,20 +541,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     return t;
   };
   if (dp > 1) {
-    if (!cfg.dp_overlap) {
-      // After the last backward and before the next forward, nothing to hide behind.
-      if (cfg.zero == 0) {
-        out.dp_comm = dp_collective(comm::Collective::all_reduce, grad_bytes);
-      } else {
-        out.dp_comm = dp_collective(comm::Collective::reduce_scatter, grad_bytes);
-        add(out.dp_comm, dp_collective(comm::Collective::all_gather, param_bytes));
-        if (cfg.zero >= 3) {
-          out.dp_comm = scaled(dp_collective(comm::Collective::all_gather, param_bytes), 2 * mbs);
-          add(out.dp_comm, scaled(dp_collective(comm::Collective::reduce_scatter, param_bytes), mbs));
-        }
-      }
-      out.exposed_dp_comm = out.dp_comm;
-    } else if (cfg.zero == 0) {
+    if (cfg.zero == 0) {
       StepPart ar = dp_collective(comm::Collective::all_reduce, grad_bytes);
       out.dp_comm = ar;
       // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
@@ -587,6 +569,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
         add(out.exposed_dp_comm, scaled(exposed(bwd, out.backward), mbs));
       }
     }
+    // --dp-overlap off: after the last backward and before the next forward, nothing to hide behind.
+    if (!cfg.dp_overlap) out.exposed_dp_comm = out.dp_comm;
   }
 
   // Adam: per parameter this GPU updates, read the fp32 master weight, both moments and the
@@ -594,7 +578,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // about 12 FLOPs (moments, bias corrections, square root, update). The three are updated
   // in place; the bf16 copy's 2 bytes are stored to lines not read.
   const double opt_params =
-      cfg.zero >= 1 ? (params_gpu - expert_gpu) / dpd + expert_gpu / edp : params_gpu;
+      cfg.zero >= 1 ? (params_gpu - expert_stage) / dpd + expert_stage / edp : params_gpu;
   ops::Cost adam;
   adam.add_main_bytes(28 * opt_params);
   adam.add_main_stores(2 * opt_params);

@@ -326,6 +326,10 @@ Traffic traffic(const Wiring& wr, const Placement& p, Collective kind, double n_
 
 }  // namespace
 
+bool library_prices(const hw::TopologySpec& t, Algo algo) noexcept {
+  return t.library == hw::CollectiveLibrary::nccl && algo != Algo::direct;
+}
+
 Wiring wiring(const hw::System& sys) noexcept {
   Wiring f;
   const hw::ChipSpec& chip = sys.chip;
@@ -376,13 +380,10 @@ bool crosses(const Wiring& wr, const Placement& p) noexcept {
   return p.per_domain < p.size && wr.net.index >= 0 && wr.up.index != wr.net.index;
 }
 
-// One option priced: its traffic, its link times and fixed costs, the protocol's share.
-struct Evaluated {
-  Traffic t;
-  LinkTimes lt;
-  Proto proto = Proto::simple;
-  double share = 1;
-};
+// The protocols the library runs `algo` in: its three for ring and tree, Simple otherwise.
+int protocols(const Wiring& wr, Algo resolved) noexcept {
+  return library_prices(wr.topology, resolved) && resolved != Algo::nvls ? 3 : 1;
+}
 
 // The times of traffic `t` in a protocol (Simple where the library does not run the
 // algorithm or there is no library), the protocol priced, its share of the line.
@@ -396,9 +397,7 @@ LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool 
   const CollectiveLink& up = wr.up;
   const CollectiveLink& net = wr.net;
   LinkTimesOf e;
-  // The library's protocols price its own algorithms; direct exchanges (all-to-all,
-  // send/recv, engines' one-shot all-reduce) take one step per link at its latency.
-  const bool nccl = wr.topology.library == hw::CollectiveLibrary::nccl && t.algo != Algo::direct;
+  const bool nccl = library_prices(wr.topology, t.algo);
   e.proto = nccl ? proto : Proto::simple;
   const Protocol& pr = nccl ? nccl_protocol(t.algo, e.proto) : kPlain;
   e.share = pr.share;
@@ -413,23 +412,10 @@ LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool 
   return e;
 }
 
-Evaluated timed(const Wiring& wr, const Traffic& t, Proto proto, bool across) noexcept {
-  const LinkTimesOf l = link_times_of(wr, t, proto, across);
-  Evaluated e;
-  e.t = t, e.lt = l.lt, e.proto = l.proto, e.share = l.share;
-  return e;
-}
-
-// The protocols the library runs `algo` in: its three for ring and tree, Simple otherwise.
-int protocols(const Wiring& wr, Algo resolved) noexcept {
-  return wr.topology.library == hw::CollectiveLibrary::nccl && resolved != Algo::direct && resolved != Algo::nvls ? 3 : 1;
-}
-
-Priced finish(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, const Evaluated& e,
-              bool across) noexcept {
+Priced finish(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, const Traffic& t,
+              const LinkTimesOf& e, bool across) noexcept {
   const CollectiveLink& up = wr.up;
   const CollectiveLink& net = wr.net;
-  const Traffic& t = e.t;
   const LinkTimes& lt = e.lt;
   Priced out;
   out.algo = t.algo;
@@ -455,9 +441,12 @@ Priced finish(const Wiring& wr, const Placement& p, Collective kind, double byte
   return out;
 }
 
-}  // namespace
-
-namespace {
+// Nothing to move (a single chip, no bytes): no cost, the algorithm as asked (ring for auto).
+Priced nothing(Algo algo) noexcept {
+  Priced out;
+  out.algo = algo == Algo::automatic ? Algo::ring : algo;
+  return out;
+}
 
 // Algorithms: the one asked for, or what NCCL's tuner weighs for this collective.
 int candidates(const Wiring& wr, Collective kind, Algo algo, bool across, Algo* cand) noexcept {
@@ -491,41 +480,32 @@ int options(const Wiring& wr, const Placement& p, Collective kind, Algo algo, Op
 }
 
 Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Option o) noexcept {
-  if (p.size <= 1 || bytes_ <= 0) {
-    Priced out;
-    out.algo = o.algo == Algo::automatic ? Algo::ring : o.algo;
-    return out;
-  }
+  if (p.size <= 1 || bytes_ <= 0) return nothing(o.algo);
   const bool across = crosses(wr, p);
   const Traffic t = traffic(wr, p, kind, bytes_, o.algo, across);
-  return finish(wr, p, kind, bytes_, dtype, timed(wr, t, o.proto, across), across);
+  return finish(wr, p, kind, bytes_, dtype, t, link_times_of(wr, t, o.proto, across), across);
 }
 
 Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
-  if (p.size <= 1 || bytes_ <= 0) {
-    Priced out;
-    out.algo = algo == Algo::automatic ? Algo::ring : algo;
-    return out;
-  }
+  if (p.size <= 1 || bytes_ <= 0) return nothing(algo);
   const bool across = crosses(wr, p);
   Algo cand[3];
   const int n = candidates(wr, kind, algo, across, cand);
   // In the order options() lists them: each algorithm in each of its protocols; the
   // traffic copied only when an algorithm wins.
-  Evaluated best;
-  double best_t = 0;
+  Traffic best_t;
+  LinkTimesOf best;
   bool first = true;
   for (int i = 0; i < n; ++i) {
     const Traffic t = traffic(wr, p, kind, bytes_, cand[i], across);
     const int protos = protocols(wr, t.algo);
     for (int q = 0; q < protos; ++q) {
       const LinkTimesOf e = link_times_of(wr, t, static_cast<Proto>(q), across);
-      const double total = e.lt.total();
-      if (first || total < best_t) best.t = t, best.lt = e.lt, best.proto = e.proto, best.share = e.share, best_t = total;
+      if (first || e.lt.total() < best.lt.total()) best_t = t, best = e;
       first = false;
     }
   }
-  return finish(wr, p, kind, bytes_, dtype, best, across);
+  return finish(wr, p, kind, bytes_, dtype, best_t, best, across);
 }
 
 }  // namespace ridgeline::comm

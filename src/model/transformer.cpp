@@ -206,7 +206,7 @@ void attention_block(Ctx& c, double window) {
   // Attention runs in the activations' dtype whatever the GEMMs do (fp8 GEMMs of W8A8
   // serving, Transformer Engine's fp8 training), in fp8 where the KV cache is fp8 and the
   // chip has fp8 (FlashAttention-3's and FlashInfer's fp8 kernels).
-  const bool fp8_kv = (c.kv == DType::fp8_e4m3 || c.kv == DType::fp8_e5m2) && c.sys.chip.peak(hw::Unit::matrix, c.kv) > 0;
+  const bool fp8_kv = is_fp8(c.kv) && c.sys.chip.peak(hw::Unit::matrix, c.kv) > 0;
   a.compute = fp8_kv ? c.kv : c.act;
   double o_in = 0;
   if (m.is_mla()) {

@@ -106,16 +106,6 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   }
 }
 
-double latency_part(const Cost& c, const Rates& r) noexcept {
-  // The slowest link's latency steps, as time_parts picks the slowest link for comm.
-  double best = 0, lat = 0;
-  for (int l = 0; l < hw::kMaxLinks; ++l) {
-    if (c.link_bytes[l] == 0 && c.link_steps[l] == 0) continue;
-    const double t = c.link_bytes[l] * r.s_per_link_byte[l] + c.link_steps[l] * r.link_latency_s[l];
-    if (t > best) best = t, lat = c.link_steps[l] * r.link_latency_s[l];
-  }
-  return lat;
-}
 
 // Branch-lean: this runs for every op of every evaluation. A part with no traffic is 0
 // even where its rate is infinite (a dtype or link the chip lacks).

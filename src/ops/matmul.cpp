@@ -20,8 +20,7 @@ DType default_compute_dtype(DType a, DType b) noexcept {
 }
 
 DType default_compute_dtype(DType act, DType weight, const hw::ChipSpec& chip) noexcept {
-  const bool fp8 = weight == DType::fp8_e4m3 || weight == DType::fp8_e5m2;
-  if (fp8 && bits(act) > 8 && chip.peak(hw::Unit::matrix, weight) > 0) return weight;
+  if (is_fp8(weight) && bits(act) > 8 && chip.peak(hw::Unit::matrix, weight) > 0) return weight;
   return default_compute_dtype(act, weight);
 }
 

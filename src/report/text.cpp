@@ -154,7 +154,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   std::string out = fmt::format("{}\non {} ({})\n", op_title(op), c.display_name, c.name);
   if (collective != nullptr) {
     const int up = c.link_index(hw::LinkScope::node), net = c.link_index(hw::LinkScope::network);
-    const bool library = c.topology.library != hw::CollectiveLibrary::none && collective->algo != comm::Algo::direct;
+    const bool library = comm::library_prices(c.topology, collective->algo);
     out += fmt::format("algorithm {}{}{}", comm::name(collective->algo),
                        library ? fmt::format(", protocol {}, {} fixed", proto_label(collective->proto), t(collective->latency_s)) : std::string(),
                        op.algo == comm::Algo::automatic ? " (auto: the fastest for this size on this topology)" : "");

@@ -83,17 +83,13 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       if (is_attention(op1.scale)) continue;
       const model::GraphOp& op2 = g2_.ops[i];
       const int q = static_cast<int>(op1.scale);  // tokens, seqs, prefill_positions, decode_tokens
+      const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
       if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
-          analysis::fit_switch(g1_, g2_, i, quantity(op1.scale, m1, ep_), quantity(op1.scale, m2, ep_), wiring, rates,
-                               graphs, switches[q][switch_counts[q]])) {
+          analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, graphs, switches[q][switch_counts[q]])) {
         ++switch_counts[q];
         continue;
       }
-      const hw::KernelClass k = model::kernel_class(op1.cls);
-      const auto p1 = analysis::realistic_parts(analysis::op_times(op1.cost, rates, graphs).parts, rates, k);
-      const auto p2 = analysis::realistic_parts(analysis::op_times(op2.cost, rates, graphs).parts, rates, k);
-      const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
-      const analysis::OpLine l = analysis::fit_line(p1, p2, x1, x2, op1, op2, rates, g1_.repeat(i));
+      const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, graphs, g1_.repeat(i));
       if (l.mem_per_expert != 0) {
         v.experts[v.expert_count++] = l;  // tokens-scaled, with the touched experts kept apart
         continue;

@@ -103,9 +103,8 @@ struct ServingCurve {
   Envelope prefill_sum, fixed_sum;  ///< the prefill ops, and the decode ops that cost the same at every step
   std::array<Line, model::Graph::kMaxOps> prefill{}, fixed{};  ///< of those, the ones kept apart (MoE expert GEMMs)
   std::array<Piece, 2 * model::Graph::kMaxAttention> attention{};  ///< decode attention, one or two pieces per op
-  /// Collectives whose algorithm or protocol changes with the batch (in the envelopes).
-  static constexpr int kMaxSwitches = Envelope::kMaxSwitches;
-  std::array<SwitchLine, kMaxSwitches> prefill_switch{}, fixed_switch{};
+  /// Collectives whose algorithm or protocol changes with the batch, folded into the
+  /// envelopes as switch lines: how many.
   int prefill_switch_count = 0, fixed_switch_count = 0;
   int prefill_count = 0, fixed_count = 0, attention_count = 0;
   double prompt = 0, gen = 0, steps = 0;  ///< P, G, G - 1

@@ -17,7 +17,6 @@ struct OpTimes {
   double bytes = 0;       ///< main memory
   double link_bytes = 0;  ///< all links
   double launches = 0;
-  double latency_s = 0;   ///< of parts.comm: the link's latency steps
 };
 
 /// Times of one forward pass (or their sum over decode steps), seconds.
@@ -56,7 +55,6 @@ template <class C>
   o.bytes = ops::main_traffic(c, rates);
   o.link_bytes = c.total_link_bytes();
   o.launches = graphs ? 0 : c.launches;
-  o.latency_s = ops::latency_part(c, rates);
   return o;
 }
 
@@ -73,7 +71,7 @@ template <class C>
   if (o.parts.launch < realistic) {
     const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
     t.kernel_fixed_s += r * a.overhead_s;
-    t.link_latency_s += r * o.latency_s;
+    t.link_latency_s += r * o.parts.comm_latency;
   }
   t.flops += r * o.flops;
   t.bytes += r * o.bytes;
@@ -138,6 +136,10 @@ struct Envelope {
 /// graphs, for its touched experts), repeated `rep` times.
 OpLine fit_line(const std::array<double, 5>& p1, const std::array<double, 5>& p2, double x1, double x2,
                 const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept;
+/// The line through the realistic parts of an op of class op1.cls costing c1 at x1 and c2
+/// at x2 (`graphs`: launched inside a CUDA graph), repeated `rep` times: fit_line of them.
+OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double x2, const model::GraphOp& op1,
+                 const model::GraphOp& op2, const ops::Rates& r, bool graphs, double rep) noexcept;
 /// The envelope of Σ rep·max_i(a_i + b_i·x) for x >= lo over `lines` (none with touched
 /// experts) and `switches` (at most Envelope::kMaxSwitches; each at the option it chooses at x).
 void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const SwitchLine* switches = nullptr,
@@ -158,16 +160,18 @@ inline double realistic_at(const OpLine& l, double x, double touched) noexcept {
   return m;
 }
 
-/// The realistic time (one instance) of the option chosen at x.
-inline double realistic_at(const SwitchLine& s, double x) noexcept {
+/// The option a switch line chooses at x: the smallest t0 + t1·x, the first of equal ones.
+inline int chosen_option(const SwitchLine& s, double x) noexcept {
   int best = 0;
   double t = s.t0[0] + s.t1[0] * x;
   for (int k = 1; k < s.count; ++k) {
     const double tk = s.t0[k] + s.t1[k] * x;
     if (tk < t) t = tk, best = k;
   }
-  return realistic_at(s.lines[best], x, 0);
+  return best;
 }
+/// The realistic time (one instance) of the option chosen at x.
+inline double realistic_at(const SwitchLine& s, double x) noexcept { return realistic_at(s.lines[chosen_option(s, x)], x, 0); }
 
 /// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for `count` (at most 5) lines given at j = 0 (a)
 /// and j = n-1 (z): exact, split where the maximum changes line.

@@ -109,6 +109,10 @@ struct Priced {
   double time_s = 0;     ///< at the links' achievable rates: what `automatic` compares
 };
 
+/// Whether the chip's collective library prices `algo` in its protocols (its ring, tree and
+/// NVLS); direct exchanges and chips without a library take one step per link at its latency.
+bool library_prices(const hw::TopologySpec& t, Algo algo) noexcept;
+
 /// One algorithm in one protocol: what `price` weighs (automatic never appears here).
 struct Option {
   Algo algo = Algo::ring;

@@ -29,6 +29,8 @@ constexpr int index(DType t) noexcept { return static_cast<int>(t); }
 
 /// True for the integer formats (int8, int4).
 constexpr bool is_integer(DType t) noexcept { return t == DType::int8 || t == DType::int4; }
+/// True for the 8-bit floating-point formats (fp8_e4m3, fp8_e5m2).
+constexpr bool is_fp8(DType t) noexcept { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
 
 /// Canonical lower-case name ("bf16", "fp8_e4m3").
 std::string_view name(DType t) noexcept;

@@ -156,11 +156,6 @@ inline double main_traffic(const OpCost& c, const Rates& r) noexcept { return c.
 /// the lines its stores read first (e.main_bytes), the other levels' as the cost has them.
 inline double level_bytes(const Cost& c, const Estimate& e, int l) noexcept { return l == 0 ? e.main_bytes : c.bytes[l]; }
 
-/// Of a cost's comm part: its latency steps over its link, seconds (0 without communication).
-inline double latency_part(const OpCost& c, const Rates& r) noexcept {
-  return c.link >= 0 && c.link < hw::kMaxLinks && c.link_steps > 0 ? c.link_steps * r.link_latency_s[c.link] : 0;
-}
-double latency_part(const Cost& c, const Rates& r) noexcept;
 
 /// The time parts of `c` at `rates` (infinite for a dtype or link the chip lacks).
 TimeParts time_parts(const Cost& c, const Rates& rates) noexcept;
