@@ -7,7 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <map>
+#include <unordered_map>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
@@ -342,38 +345,156 @@ std::string_view str(const object& o, std::string_view key) {
   return v;
 }
 
-// A CPU op, as much of it as its kernels need: its shapes are turned into an estimate as
-// soon as it is read (kept per op, the shapes would be most of the memory).
-struct CpuOp {
-  std::string name;
+// What a trace keeps is flat in its number of kernel events: one record per kernel name,
+// a state per CPU op (its kernels may come before or after it), the spans of one window.
+// (TraceLimits bounds them.)
+constexpr std::size_t kMaxDevices = 4096;  // devices on the timeline
+constexpr std::uint32_t kNoIndex = ~std::uint32_t{0};
+constexpr std::uint64_t kNoEvent = ~std::uint64_t{0};
+
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using NameIndex = std::unordered_map<std::string, std::uint32_t, NameHash, std::equal_to<>>;
+
+// Per External id: the CPU op (its name, the FLOPs with_flops recorded on it, or the
+// estimate from its shapes, made as it is read so that the shapes are not kept) and the
+// longest kernel it launched so far. Made by whichever event comes first.
+struct OpState {
+  std::uint32_t name = kNoIndex;     // into Collected::op_names; kNoIndex: no CPU op event (yet)
+  std::uint32_t longest = kNoIndex;  // the longest kernel's record
   double flops = -1;
   profile::AtenEstimate estimate;
+  double longest_dur = 0;
+  std::uint64_t longest_event = 0;  // its event number: a record names the op of its first such launch
+  bool longest_has_flops = false, longest_has_bytes = false;
 };
 
-struct Span {
-  double device, ts, dur;
+// Idle time per device from the kernels' spans, gathered in windows, each sorted by device
+// and start and swept in order. A span starting before the last start of an earlier window
+// on its device (more than a window out of order) can only extend the device's line: it is
+// counted, and reported, as overlapping what came before.
+class Timeline {
+ public:
+  explicit Timeline(std::size_t window) : window_size_(std::max<std::size_t>(window, 1)) {}
+
+  void add(double device, double ts, double dur, std::string_view source) {
+    if (!devices_.count(device) && devices_.size() >= kMaxDevices) {
+      throw InputError(fmt::format("{}: kernels on more than {} devices", source, kMaxDevices));
+    }
+    devices_.try_emplace(device);
+    window_.push_back({device, ts, dur});
+    if (window_.size() >= window_size_) sweep();
+  }
+
+  void finish(profile::Profile& p) {
+    sweep();
+    for (const auto& [dev, d] : devices_) {
+      if (d.seen) p.span_s += (d.end - d.start) * 1e-6;
+    }
+    p.idle_s = idle_s_;
+    p.idle_gaps = gaps_;
+    if (late_ > 0) {
+      p.warnings.push_back(fmt::format("{} kernel spans start more than {} events out of order: they are counted as overlapping earlier kernels, "
+                                       "so the idle time may be overstated",
+                                       late_, window_size_));
+    }
+  }
+
+ private:
+  struct Span {
+    double device, ts, dur;
+  };
+  struct Device {
+    double start = 0, end = 0, last_ts = 0, swept_ts = 0;
+    bool seen = false;
+  };
+
+  void sweep() {
+    std::sort(window_.begin(), window_.end(), [](const Span& x, const Span& y) { return x.device != y.device ? x.device < y.device : x.ts < y.ts; });
+    Device* d = nullptr;
+    for (std::size_t i = 0; i < window_.size(); ++i) {
+      const Span& s = window_[i];
+      if (i == 0 || s.device != window_[i - 1].device) d = &devices_[s.device];
+      if (!d->seen) {
+        *d = {s.ts, s.ts + s.dur, s.ts, -1e300, true};
+        continue;
+      }
+      if (s.ts < d->swept_ts) {
+        ++late_;
+        d->start = std::min(d->start, s.ts);
+      } else {
+        const double gap = s.ts - d->end;
+        if (gap > 0) {
+          idle_s_ += gap * 1e-6;
+          if (gap > 1) gaps_ += 1;
+        }
+        d->last_ts = s.ts;
+      }
+      d->end = std::max(d->end, s.ts + s.dur);
+    }
+    for (auto& [dev, dv] : devices_) dv.swept_ts = dv.last_ts;
+    window_.clear();
+  }
+
+  std::size_t window_size_;
+  std::vector<Span> window_;
+  std::map<double, Device> devices_;
+  double idle_s_ = 0, gaps_ = 0;
+  std::uint64_t late_ = 0;
 };
 
-// What the events of a trace leave: kernels with their launching op's External id, CPU ops
-// by External id (the FLOPs `with_flops` records on them and the shapes `record_shapes`
-// records), and the kernels' spans on the timeline.
+// What the events of a trace leave: per kernel name a record of the sums over its launches
+// (made per-launch figures by finish), the CPU ops by External id, and the timeline.
 struct Collected {
+  explicit Collected(const TraceLimits& l) : limits(l), timeline(l.span_window) {}
+  TraceLimits limits;
   profile::Profile p;
-  std::map<double, CpuOp> cpu_ops;
-  std::vector<double> launch_ids;  // each launch's External id (-1: none)
-  std::vector<Span> spans;
+  NameIndex kernels;                      // name -> record in p.launches
+  std::vector<std::uint64_t> op_event;    // per record: the event of the launch its op was taken from
+  NameIndex op_index;
+  std::vector<std::string> op_names;
+  std::unordered_map<double, OpState> ops;
+  Timeline timeline;
+  std::uint64_t launches = 0, without_flops = 0, without_bytes = 0;
   std::size_t without_dur = 0;  // kernel events with no "dur": instants, or a damaged trace
+  std::string where;            // the event being read, for error messages (reused)
 };
+
+OpState& op_state(Collected& out, double id, std::string_view source) {
+  auto it = out.ops.find(id);
+  if (it != out.ops.end()) return it->second;
+  if (out.ops.size() >= out.limits.max_cpu_ops) {
+    throw InputError(fmt::format("{}: more than {} CPU ops with an External id: profile a shorter window or fewer iterations", source,
+                                 out.limits.max_cpu_ops));
+  }
+  return out.ops[id];
+}
+
+std::uint32_t intern(NameIndex& index, std::size_t cap, std::string_view name, std::string_view source, std::string_view what) {
+  if (auto it = index.find(name); it != index.end()) return it->second;
+  if (index.size() >= cap) {
+    throw InputError(fmt::format("{}: more than {} distinct {} names: ridgeline keeps one record per name; profile a shorter window", source,
+                                 cap, what));
+  }
+  const auto i = static_cast<std::uint32_t>(index.size());
+  index.emplace(std::string(name), i);
+  return i;
+}
 
 void cpu_op(const object& e, Collected& out, std::string_view source) {
-  check_launch_capacity(out.cpu_ops.size(), source);
   object a;
   if (e["args"].get_object().get(a) != simdjson::SUCCESS) return;
   const double id = num(a, "External id");
   if (id < 0) return;
-  CpuOp op;
-  op.name = std::string(str(e, "name"));
+  OpState& op = op_state(out, id, source);
+  const std::string_view name = str(e, "name");
+  op.name = intern(out.op_index, out.limits.max_names, name, source, "CPU op");
+  if (op.name == out.op_names.size()) out.op_names.emplace_back(name);
   op.flops = num(a, "flops");
+  op.estimate = {};
+  if (op.flops >= 0) return;
   thread_local std::vector<std::vector<double>> op_dims;
   thread_local std::vector<std::string> op_types;
   op_dims.clear();
@@ -399,15 +520,15 @@ void cpu_op(const object& e, Collected& out, std::string_view source) {
     }
     if (!ok) op_dims.clear();
   }
-  if (op.flops < 0) op.estimate = profile::estimate_aten(op.name, op_dims, op_types);
-  out.cpu_ops[id] = std::move(op);
+  op.estimate = profile::estimate_aten(out.op_names[op.name], op_dims, op_types);
 }
 
 void kernel(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
-  profile::KernelLaunch k;
   std::string_view name;
-  k.name = e["name"].get_string().get(name) == simdjson::SUCCESS ? std::string(name) : std::string("(unnamed)");
-  const std::string where = fmt::format("{}: event {} (kernel '{}')", source, n, k.name);
+  if (e["name"].get_string().get(name) != simdjson::SUCCESS) name = "(unnamed)";
+  out.where.clear();
+  fmt::format_to(std::back_inserter(out.where), "{}: event {} (kernel '{}')", source, n, name);
+  const std::string_view where = out.where;
   element d;
   if (e["dur"].get(d) != simdjson::SUCCESS) {  // no duration: an instant, not a kernel to place
     ++out.without_dur;
@@ -416,6 +537,7 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
   double dur = -1;
   if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where));
   check_launch_duration(dur * 1e-6, where);  // Chrome traces count microseconds
+  profile::KernelLaunch k;                     // this launch's figures (its name is the record's)
   k.duration_s = dur * 1e-6;
   double id = -1;  // the launching CPU op's External id
   object a;
@@ -450,11 +572,38 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
     const double ts = num(e, "ts");
     // A timestamp past 10^18 us (30,000 years) is a damaged file, not a time.
     if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where, ts));
-    if (ts >= 0 && cat != "cuda_profiler_range") out.spans.push_back({dev, ts, dur});
+    if (ts >= 0 && cat != "cuda_profiler_range") out.timeline.add(dev, ts, dur, source);
   }
-  check_launch_capacity(out.p.launches.size(), source);
-  out.p.launches.push_back(std::move(k));
-  out.launch_ids.push_back(id);
+  const std::uint32_t r = intern(out.kernels, out.limits.max_names, name, source, "kernel");
+  if (r == out.p.launches.size()) {
+    profile::KernelLaunch& fresh = out.p.launches.emplace_back();
+    fresh.name = std::string(name);
+    fresh.count = 0;
+    out.op_event.push_back(kNoEvent);
+  }
+  profile::KernelLaunch& rec = out.p.launches[r];
+  rec.count += 1;
+  rec.duration_s += k.duration_s;
+  rec.flops_fp64 += k.flops_fp64;
+  rec.flops_fp32 += k.flops_fp32;
+  rec.flops_fp16 += k.flops_fp16;
+  rec.flops_tensor += k.flops_tensor;
+  rec.dram_bytes += k.dram_bytes;
+  rec.has_flops |= k.has_flops;
+  rec.has_bytes |= k.has_bytes;
+  ++out.launches;
+  if (!k.has_flops) ++out.without_flops;
+  if (!k.has_bytes) ++out.without_bytes;
+  if (id >= 0) {
+    OpState& op = op_state(out, id, source);
+    if (op.longest == kNoIndex || k.duration_s > op.longest_dur) {
+      op.longest = r;
+      op.longest_dur = k.duration_s;
+      op.longest_event = n;
+      op.longest_has_flops = k.has_flops;
+      op.longest_has_bytes = k.has_bytes;
+    }
+  }
 }
 
 // Reads every event of the trace in `src`.
@@ -501,83 +650,60 @@ profile::Profile finish(Collected& c, std::string_view source) {
   profile::Profile& p = c.p;
   p.source = std::string(source);
   p.format = "torch";
-  auto& cpu_ops = c.cpu_ops;
-  const auto& launch_ids = c.launch_ids;
-  auto& spans = c.spans;
-  size_t without_flops = 0, without_bytes = 0;
   // An op's FLOPs (recorded with with_flops, or estimated from its shapes) go to the longest
-  // kernel it launched, so that an op of several kernels (addmm: bias copy + GEMM) counts
-  // them once.
-  std::map<double, size_t> longest;
-  for (size_t i = 0; i < p.launches.size(); ++i) {
-    const double id = launch_ids[i];
-    if (id < 0 || !cpu_ops.count(id)) continue;
-    auto [it, fresh] = longest.emplace(id, i);
-    if (!fresh && p.launches[i].duration_s > p.launches[it->second].duration_s) it->second = i;
-  }
-  size_t estimated = 0;
-  for (const auto& [id, i] : longest) {
-    profile::KernelLaunch& k = p.launches[i];
-    const CpuOp& op = cpu_ops[id];
-    k.op = op.name;
-    if (k.has_flops) continue;
+  // kernel it launched (one launch of its record), so that an op of several kernels (addmm:
+  // bias copy + GEMM) counts them once.
+  std::uint64_t estimated = 0;
+  for (const auto& [id, op] : c.ops) {
+    if (op.name == kNoIndex || op.longest == kNoIndex) continue;
+    profile::KernelLaunch& rec = p.launches[op.longest];
+    if (op.longest_event < c.op_event[op.longest]) {
+      c.op_event[op.longest] = op.longest_event;
+      rec.op = c.op_names[op.name];
+    }
+    if (op.longest_has_flops) continue;
     if (op.flops >= 0) {
-      k.flops_tensor = op.flops;
-      k.has_flops = true;
+      rec.flops_tensor += op.flops;
+      rec.has_flops = true;
+      --c.without_flops;
       continue;
     }
     const profile::AtenEstimate& est = op.estimate;
     if (!est.ok) continue;
-    if (est.matrix) k.flops_tensor = est.flops;
-    else if (est.dtype == DType::fp64) k.flops_fp64 = est.flops;
-    else k.flops_fp32 = est.flops;
-    k.has_flops = true;
-    k.flops_estimated = true;
-    if (!k.has_bytes) {
-      k.dram_bytes = est.bytes;
-      k.has_bytes = true;
+    if (est.matrix) rec.flops_tensor += est.flops;
+    else if (est.dtype == DType::fp64) rec.flops_fp64 += est.flops;
+    else rec.flops_fp32 += est.flops;
+    rec.has_flops = true;
+    rec.flops_estimated = true;
+    --c.without_flops;
+    if (!op.longest_has_bytes) {
+      rec.dram_bytes += est.bytes;
+      rec.has_bytes = true;
+      --c.without_bytes;
     }
     ++estimated;
   }
-  for (const auto& k : p.launches) {
-    without_flops += k.has_flops ? 0 : 1;
-    without_bytes += k.has_bytes ? 0 : 1;
+  // A record holds per-launch figures (its totals over `count`), as the importers' records do.
+  for (profile::KernelLaunch& rec : p.launches) {
+    for (double* v : {&rec.duration_s, &rec.flops_fp64, &rec.flops_fp32, &rec.flops_fp16, &rec.flops_tensor, &rec.dram_bytes}) *v /= rec.count;
   }
   if (estimated) {
     p.warnings.push_back(fmt::format("{} of {} kernels have FLOPs and bytes estimated from their aten op's shapes (record_shapes)",
-                                     estimated, p.launches.size()));
+                                     estimated, c.launches));
   }
   if (p.launches.empty() && c.without_dur > 0) {
     throw InputError(fmt::format("{}: its {} GPU kernel events have no \"dur\" (a duration in microseconds): nothing to place", source,
                                  c.without_dur));
   }
   if (p.launches.empty()) throw InputError(fmt::format("{}: the trace has no GPU kernel events (\"cat\": \"kernel\")", source));
-  if (without_flops) p.warnings.push_back(fmt::format("{} of {} kernels have no FLOP count (profile with with_flops, CUPTI counters or Inductor)", without_flops, p.launches.size()));
-  if (without_bytes) p.warnings.push_back(fmt::format("{} of {} kernels have no byte count (Inductor's kernel_num_gb)", without_bytes, p.launches.size()));
-  // Idle gaps between consecutive kernels of each device.
-  std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.device != y.device ? x.device < y.device : x.ts < y.ts; });
-  double start = 0, end = 0;
-  for (size_t i = 0; i < spans.size(); ++i) {
-    const bool first = i == 0 || spans[i].device != spans[i - 1].device;
-    const bool last = i + 1 == spans.size() || spans[i + 1].device != spans[i].device;
-    if (first) {
-      start = spans[i].ts;
-      end = spans[i].ts + spans[i].dur;
-    } else {
-      const double gap = spans[i].ts - end;
-      if (gap > 0) {
-        p.idle_s += gap * 1e-6;
-        if (gap > 1) p.idle_gaps += 1;
-      }
-      end = std::max(end, spans[i].ts + spans[i].dur);
-    }
-    if (last) p.span_s += (end - start) * 1e-6;
-  }
+  if (c.without_flops) p.warnings.push_back(fmt::format("{} of {} kernels have no FLOP count (profile with with_flops, CUPTI counters or Inductor)", c.without_flops, c.launches));
+  if (c.without_bytes) p.warnings.push_back(fmt::format("{} of {} kernels have no byte count (Inductor's kernel_num_gb)", c.without_bytes, c.launches));
+  c.timeline.finish(p);
   return std::move(p);
 }
 
-profile::Profile read_trace(Source& raw, bool gz, std::string_view source) {
-  Collected c;
+profile::Profile read_trace(Source& raw, bool gz, std::string_view source, const TraceLimits& limits) {
+  Collected c(limits);
   if (gz) {
     GzipSource inflated(raw, source);
     collect(inflated, source, c);
@@ -589,10 +715,10 @@ profile::Profile read_trace(Source& raw, bool gz, std::string_view source) {
 
 }  // namespace
 
-profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source) {
+profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source, const TraceLimits& limits) {
   const bool gz = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b;
   MemorySource src(bytes);
-  return read_trace(src, gz, source);
+  return read_trace(src, gz, source, limits);
 }
 
 profile::Profile read_torch_trace(const std::string& path) {
@@ -603,7 +729,7 @@ profile::Profile read_torch_trace(const std::string& path) {
     gz = head.read(reinterpret_cast<char*>(magic), 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
   }
   FileSource src(path);
-  return read_trace(src, gz, path);
+  return read_trace(src, gz, path, TraceLimits{});
 }
 
 }  // namespace ridgeline::io

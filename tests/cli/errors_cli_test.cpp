@@ -245,6 +245,26 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
     EXPECT_FALSE(slurp(out).empty());
   }
+  // A trace's memory is flat in its kernel events: 600,000 launches of 64 kernels with
+  // 50-character names (some 250 bytes each when every launch was kept: out of memory here)
+  // read in 150 MB, every launch counted.
+  {
+    const std::string trace = tmp("small_limit_trace.json");
+    {
+      std::ofstream f(trace);
+      f << "{\"traceEvents\": [";
+      for (int i = 0; i < 600000; ++i) {
+        f << (i ? "," : "") << "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void at::native::vectorized_elementwise_kernel_" << i % 64 << "\",\"ts\":" << 2 * i
+          << ",\"dur\":1,\"args\":{\"device\":0}}\n";
+      }
+      f << "]}";
+    }
+    const std::string out = tmp("small_limit_trace.out"), err = tmp("small_limit_trace.err");
+    const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) + " profile " + trace +
+                                " --hw h100-sxm --json >" + out + " 2>" + err).c_str());
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
+    EXPECT_NE(slurp(out).find("\"launches\": 600000"), std::string::npos) << slurp(out).substr(0, 400);
+  }
   // An allocation that fails is a clean error (exit 2, one line), never an abort: three
   // million concurrent clients do not fit 150 MB.
   const std::string err = tmp("small_limit_oom.err");

@@ -220,9 +220,15 @@ const std::string kTorch = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/
 TEST(TorchTrace, KernelEventsAndTimeline) {
   auto p = io::load_profile(kTorch + "benchmark_result_493459_1694039959_trace.json.gz", "");
   EXPECT_EQ(p.format, "torch");
-  EXPECT_EQ(p.launches.size(), 79u);
-  double total = 0;
-  for (const auto& k : p.launches) total += k.duration_s;
+  // One record per kernel name (16 names), standing for its launches (79 in all) at their
+  // mean figures.
+  EXPECT_EQ(p.launches.size(), 16u);
+  double total = 0, launches = 0;
+  for (const auto& k : p.launches) {
+    total += k.duration_s * k.count;
+    launches += k.count;
+  }
+  EXPECT_EQ(launches, 79);
   EXPECT_NEAR(total, 10728e-6, 1e-12);  // sum of "dur" over the 79 kernels
   // Sorted by start, the GPU waited 15,946,964 us between kernels (58 gaps over 1 us) in a
   // 15,957,634 us span: the benchmark mostly waits on the host.
@@ -238,13 +244,14 @@ TEST(TorchTrace, CuptiCountersAndSmallTraces) {
   // 77 profiler ranges; fadd + fmul + 2 ffma = 79,679,454,712 fp32 FLOPs, hadd + hmul + 2 hfma
   // = 551,583,744 fp16 FLOPs, no fp64.
   auto c = io::load_profile(kTorch + "benchmark_result_924719_1679055439_trace.json.gz", "torch");
-  EXPECT_EQ(c.launches.size(), 77u);
-  double f32 = 0, f16 = 0, f64 = 0;
+  double f32 = 0, f16 = 0, f64 = 0, ranges = 0;
   for (const auto& k : c.launches) {
-    f32 += k.flops_fp32;
-    f16 += k.flops_fp16;
-    f64 += k.flops_fp64;
+    f32 += k.flops_fp32 * k.count;
+    f16 += k.flops_fp16 * k.count;
+    f64 += k.flops_fp64 * k.count;
+    ranges += k.count;
   }
+  EXPECT_EQ(ranges, 77);
   EXPECT_DOUBLE_EQ(f32, 79679454712.0);
   EXPECT_DOUBLE_EQ(f16, 551583744.0);
   EXPECT_DOUBLE_EQ(f64, 0);
@@ -253,7 +260,9 @@ TEST(TorchTrace, CuptiCountersAndSmallTraces) {
   EXPECT_EQ(t.launches[0].name, "triton_poi_fused_add_cos_sin_0");
   EXPECT_DOUBLE_EQ(t.launches[0].duration_s, 1.76e-6);
   auto amd = io::load_profile(kTorch + "mi250_minitoy_train_ROCm6_2_kineto.json.gz", "");
-  EXPECT_EQ(amd.launches.size(), 14u);
+  double amd_launches = 0;  // 14 kernels
+  for (const auto& k : amd.launches) amd_launches += k.count;
+  EXPECT_EQ(amd_launches, 14);
   // It recorded shapes: the backward's aten::mm [128,5]x[5,128] fp32 gets 2·128·5·128 =
   // 163840 FLOPs and (640 + 640 + 16384)·4 = 70656 bytes.
   bool found = false;
@@ -311,6 +320,93 @@ TEST(TorchTrace, EstimatesFromRecordedShapes) {
   for (const auto& k : a.kernels) EXPECT_EQ(k.estimated, k.name == "gemm" || k.name == "add") << k.name;
 }
 
+// A trace keeps one record per kernel name, whatever the number of events: a record stands
+// for `count` launches at their mean figures. Two ops record FLOPs with with_flops: aten::mm
+// (id 1, 100 FLOPs) launches gemm for 1 us; aten::bmm (id 2, 300 FLOPs) launches gemm for
+// 3 us and a 2 us copy, which gets nothing (the op's FLOPs go to its longest kernel); another
+// copy of 4 us has no op. gemm: 2 launches, mean 2 us and (100 + 300) / 2 = 200 FLOPs, op
+// aten::mm (its first launch in the file); copy: 2 launches, mean 3 us, no FLOPs, no op. Two
+// of four launches have no FLOP count. Device 0 runs [0, 1], [5, 8] and [10, 12] us: gaps of
+// 4 and 2 us, 6 us idle in a 12 us span; device 1 runs [20, 24]: a 4 us span. Reading CPU ops
+// after their kernels, or spans in windows of one, changes nothing.
+TEST(TorchTrace, OneRecordPerKernelNameWhateverTheOrder) {
+  const std::string ops = R"({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1, "args": {"External id": 1, "flops": 100}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::bmm", "ts": 4, "dur": 1, "args": {"External id": 2, "flops": 300}})";
+  const std::string kernels = R"({"ph": "X", "cat": "kernel", "name": "gemm", "ts": 0, "dur": 1, "args": {"External id": 1, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 5, "dur": 3, "args": {"External id": 2, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "copy", "ts": 10, "dur": 2, "args": {"External id": 2, "device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "copy", "ts": 20, "dur": 4, "args": {"device": 1}})";
+  io::TraceLimits one;
+  one.span_window = 1;
+  for (const auto& [trace, limits] : {std::pair{"{\"traceEvents\": [" + ops + ", " + kernels + "]}", io::TraceLimits{}},
+                                      std::pair{"{\"traceEvents\": [" + kernels + ", " + ops + "]}", io::TraceLimits{}},
+                                      std::pair{"{\"traceEvents\": [" + ops + ", " + kernels + "]}", one}}) {
+    const profile::Profile p = io::parse_torch_trace(trace, "t.json", limits);
+    ASSERT_EQ(p.launches.size(), 2u);
+    const auto& gemm = p.launches[0];
+    const auto& copy = p.launches[1];
+    EXPECT_EQ(gemm.name, "gemm");
+    EXPECT_EQ(gemm.count, 2);
+    EXPECT_DOUBLE_EQ(gemm.duration_s, 2e-6);
+    EXPECT_DOUBLE_EQ(gemm.flops_tensor, 200);
+    EXPECT_TRUE(gemm.has_flops);
+    EXPECT_EQ(gemm.op, "aten::mm");
+    EXPECT_EQ(copy.name, "copy");
+    EXPECT_EQ(copy.count, 2);
+    EXPECT_DOUBLE_EQ(copy.duration_s, 3e-6);
+    EXPECT_FALSE(copy.has_flops);
+    EXPECT_EQ(copy.op, "");
+    EXPECT_NE(std::find(p.warnings.begin(), p.warnings.end(),
+                        "2 of 4 kernels have no FLOP count (profile with with_flops, CUPTI counters or Inductor)"),
+              p.warnings.end());
+    EXPECT_DOUBLE_EQ(p.idle_s, 6e-6);
+    EXPECT_EQ(p.idle_gaps, 2);
+    EXPECT_DOUBLE_EQ(p.span_s, 16e-6);
+  }
+  // Out of order within a window: sorted, the same timeline. More than a window out of order
+  // ([5, 8] swept before [0, 1] arrives): the late span only extends the line, so the 4 us
+  // gap is not seen: 2 us idle in one gap, the span still 12 us, and a warning says so.
+  const std::string shuffled = R"({"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "b", "ts": 5, "dur": 3, "args": {"device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "a", "ts": 0, "dur": 1, "args": {"device": 0}},
+      {"ph": "X", "cat": "kernel", "name": "c", "ts": 10, "dur": 2, "args": {"device": 0}}]})";
+  const profile::Profile in_window = io::parse_torch_trace(shuffled, "s.json");
+  EXPECT_DOUBLE_EQ(in_window.idle_s, 6e-6);
+  EXPECT_EQ(in_window.idle_gaps, 2);
+  EXPECT_TRUE(in_window.warnings.empty() || in_window.warnings.back().find("out of order") == std::string::npos);
+  const profile::Profile late = io::parse_torch_trace(shuffled, "s.json", one);
+  EXPECT_DOUBLE_EQ(late.idle_s, 2e-6);
+  EXPECT_EQ(late.idle_gaps, 1);
+  EXPECT_DOUBLE_EQ(late.span_s, 12e-6);
+  ASSERT_FALSE(late.warnings.empty());
+  EXPECT_NE(late.warnings.back().find("1 kernel spans start more than 1 events out of order"), std::string::npos) << late.warnings.back();
+  // What is kept is bounded: distinct names and CPU ops past their limits are errors naming the file.
+  io::TraceLimits few;
+  few.max_names = 1;
+  EXPECT_THROW(
+      {
+        try {
+          io::parse_torch_trace(shuffled, "s.json", few);
+        } catch (const InputError& e) {
+          EXPECT_NE(std::string(e.what()).find("s.json: more than 1 distinct kernel names"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      InputError);
+  few.max_names = 10;
+  few.max_cpu_ops = 1;
+  EXPECT_THROW(
+      {
+        try {
+          io::parse_torch_trace("{\"traceEvents\": [" + ops + "]}", "o.json", few);
+        } catch (const InputError& e) {
+          EXPECT_NE(std::string(e.what()).find("o.json: more than 1 CPU ops"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      InputError);
+}
+
 // The trace is read one event at a time through a 1 MiB sliding buffer: names with escaped
 // quotes, backslash runs and braces, an event larger than the buffer, events straddling
 // refills, members before and after "traceEvents", non-object elements and a top-level
@@ -333,11 +429,12 @@ TEST(TorchTrace, StreamingReadsWhatADocumentParseReads) {
   }
   trace += R"({"ph": "i", "cat": "user", "name": "last"}], "traceName": "t", "trailing": {"a": [1, 2]}})";
   const profile::Profile p = io::parse_torch_trace(trace, "t.json");
-  ASSERT_EQ(p.launches.size(), static_cast<std::size_t>(n));
+  ASSERT_EQ(p.launches.size(), 3u);  // one record per name, in order of first appearance
   double sum = 0;
   for (std::size_t i = 0; i < p.launches.size(); ++i) {
-    EXPECT_EQ(p.launches[i].name, decoded[i % 3]) << i;
-    sum += p.launches[i].duration_s;
+    EXPECT_EQ(p.launches[i].name, decoded[i]) << i;
+    EXPECT_EQ(p.launches[i].count, n / 3) << i;
+    sum += p.launches[i].duration_s * p.launches[i].count;
   }
   EXPECT_NEAR(sum, total_us * 1e-6, 1e-9);
   // The same bytes from a file, and as a top-level array of events.

@@ -15,8 +15,10 @@ namespace ridgeline::io {
 void check_launch_duration(double seconds, std::string_view where);
 void check_launch_amount(double v, std::string_view what, std::string_view where);
 double check_launch_count(double v, std::string_view where);
-/// The most kernel launches (or CPU ops) a profile may hold: each is kept (about 0.6 KB
-/// with its name, docs/profiles.md), so this bounds an import to ~1.2 GB each whatever the file.
+/// The most records a profile may hold: Nsight Compute and CSV rows are kept one per launch
+/// (about 0.6 KB with its name, docs/profiles.md); a trace keeps one per kernel name (and
+/// interns its CPU ops' names), so this also bounds a trace's distinct names. An import stays
+/// near 1.2 GB whatever the file.
 inline constexpr std::size_t kMaxLaunches = 2'000'000;
 /// Throws InputError naming `source` when `held` records reach `cap`.
 void check_launch_capacity(std::size_t held, std::string_view source, std::size_t cap = kMaxLaunches);
@@ -32,9 +34,16 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
 /// A PyTorch profiler / Kineto Chrome trace (JSON, optionally gzipped): kernel events, with
 /// FLOPs from CUPTI counters, Inductor's kernel_flop / kernel_num_gb, or the CPU op's
 /// `flops` (with_flops); the timeline's idle gaps. Throws InputError for malformed input.
-/// The events are read one at a time (simdjson per event): memory holds what is kept of
-/// the kernels and CPU ops, never the text.
-profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source);
+/// The events are read one at a time (simdjson per event) into one record per kernel name
+/// (`count` launches, per-launch means) and a state per CPU op: memory does not grow with
+/// the number of kernel events, and never holds the text.
+/// What a trace import keeps at most (tests shrink them).
+struct TraceLimits {
+  std::size_t max_names = kMaxLaunches;            ///< distinct kernel names, and CPU op names
+  std::size_t max_cpu_ops = 8'000'000;             ///< CPU ops with an External id (about 100 bytes each)
+  std::size_t span_window = std::size_t{1} << 20;  ///< kernel spans sorted per sweep (24 bytes each)
+};
+profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source, const TraceLimits& limits = {});
 
 /// The same, streamed from a file (gzip inflated on the fly): the file is never held whole.
 profile::Profile read_torch_trace(const std::string& path);
