@@ -98,6 +98,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::string node_link_bw, margin = "0.05", headroom = "0", objective = "step_time", top = "5", threads, plot;
     std::string tp, pp, cp, cp_algo, ep, vpp, micro_batch, zero, recompute;
     std::string tp_max, pp_max, cp_max, vpp_max, micro_batch_max;
+    RunFlags run;
   };
   auto f = std::make_shared<TrainFlags>();
   auto* t = search->add_subcommand("train", "every training plan: TP, PP, CP, EP, VPP, micro-batch, recomputation, ZeRO, SP");
@@ -131,6 +132,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   t->add_option("--top", f->top, "plans to list")->capture_default_str();
   t->add_option("--threads", f->threads, "worker threads (default: all cores)");
   t->add_option("--plot", f->plot, "write the Pareto front as a chart (.svg or .png)");
+  add_run_flags(t, f->run);
   commands.push_back({t, [f] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         hw::System sys = load_chip_system(f->hw);
@@ -198,6 +200,15 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           SigintScope scope;
                           r = analysis::search_train(m, sys, s, c);
                         }
+                        // The whole run (--tokens, --days) of a plan: its step repeated.
+                        report::RunReport run = run_goal(f->run, sys.chip);
+                        const bool whole_run = analysis::wanted(run.goal);
+                        const double tokens_per_step = static_cast<double>(s.base.global_batch) * static_cast<double>(s.base.seq);
+                        auto run_of = [&](double step_s) {
+                          report::RunReport x = run;
+                          x.totals = analysis::run_totals(step_s, tokens_per_step, static_cast<double>(s.base.gpus), run.goal);
+                          return x;
+                        };
                         if (!f->plot.empty() && !r.pareto.empty()) report::write_chart(f->plot, report::train_pareto_svg(m, sys, r), "--plot");
                         if (f->json) {
                           // Each plan as `train --json` gives it: the same code, the same numbers.
@@ -207,7 +218,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                             for (const auto& p : v) {
                               const analysis::TrainConfig cfg = analysis::train_config(s.base, p);
                               analysis::train(m, sys, cfg, *tr);
-                              nlohmann::json pj = report::training_json(m, sys, cfg, *tr);
+                              const report::RunReport pr = run_of(tr->step_time_s);
+                              nlohmann::json pj = report::training_json(m, sys, cfg, *tr, whole_run ? &pr : nullptr);
                               pj.erase("ops");  // the per-op table: `train --json` with these flags gives it
                               a.push_back(std::move(pj));
                             }
@@ -224,7 +236,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           j["pareto"] = plans(r.pareto);
                           emit(true, j, "");
                         } else {
-                          emit(false, {}, report::train_search_text(m, sys, s, r));
+                          const report::RunReport best = run_of(r.best.empty() ? 0 : r.best.front().step_time_s);
+                          emit(false, {}, report::train_search_text(m, sys, s, r, whole_run && !r.best.empty() ? &best : nullptr));
                         }
                         finish(r.stats.interrupted);
                       }});

@@ -145,15 +145,23 @@ analysis::TrainConfig train_config(const Flags* f, const model::ModelConfig& m) 
 
 void register_train(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<Flags>();
-  auto* t = root.add_subcommand("train", "one training step: step time, MFU/HFU, communication, memory per GPU");
+  auto* t = root.add_subcommand("train", "one training step: step time, MFU/HFU, communication, memory per GPU; with --tokens or --days the whole run");
   add_train_flags(t, f.get());
-  commands.push_back({t, [f] {
+  auto run_flags = std::make_shared<RunFlags>();
+  add_run_flags(t, *run_flags);
+  commands.push_back({t, [f, run_flags] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::TrainConfig c = train_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
+                        report::RunReport run = run_goal(*run_flags, sys.chip);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
-                        emit(f->json, report::training_json(m, sys, c, *r), report::training_text(m, sys, c, *r));
+                        const report::RunReport* asked = nullptr;
+                        if (analysis::wanted(run.goal)) {
+                          run.totals = analysis::run_totals(r->step_time_s, r->tokens_per_step, static_cast<double>(c.gpus), run.goal);
+                          asked = &run;
+                        }
+                        emit(f->json, report::training_json(m, sys, c, *r, asked), report::training_text(m, sys, c, *r, asked));
                       }});
 
   auto g = std::make_shared<Flags>();

@@ -79,6 +79,44 @@ hw::System load_system(const HardwareFlags& f) {
   return sys;
 }
 
+void add_run_flags(CLI::App* app, RunFlags& f) {
+  app->add_option("--tokens", f.tokens, "train this many tokens (15T, 2e12): steps, days, GPU-hours and cost of the run");
+  app->add_option("--days", f.days, "train for this many days: the tokens they hold (with --tokens: whether it fits)");
+  app->add_option("--price", f.price, "USD per GPU-hour, e.g. 2.5/h or h100-sxm=2.5/h (default: the chip file's price_per_hour)");
+}
+
+report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip) {
+  report::RunReport run;
+  if (!f.tokens.empty()) {
+    run.goal.tokens = parse_quantity(f.tokens, Quantity::count, "--tokens", true);
+    if (!(run.goal.tokens >= 1) || run.goal.tokens > 1e18) {
+      throw InputError(fmt::format("--tokens: '{}': expected a token count from 1 to 10^18", f.tokens));
+    }
+  }
+  if (!f.days.empty()) {
+    run.goal.days = parse_number(f.days, "--days");
+    if (!(run.goal.days > 0) || run.goal.days > 36500) throw InputError(fmt::format("--days: '{}': expected more than 0 and at most 36500 days", f.days));
+  }
+  if (!analysis::wanted(run.goal)) {
+    if (!f.price.empty()) throw InputError("--price: prices a run: give --tokens or --days with it");
+    return run;
+  }
+  if (!f.price.empty()) {
+    std::string_view price = f.price;
+    if (const std::size_t eq = price.find('='); eq != std::string_view::npos) {
+      const std::string_view name = price.substr(0, eq);
+      if (name != chip.name) throw InputError(fmt::format("--price: '{}' is not the chip trained on ({})", name, chip.name));
+      price = price.substr(eq + 1);
+    }
+    run.goal.usd_per_gpu_hour = parse_usd_per_hour(price, "--price");
+    run.price_source = "--price";
+  } else if (chip.usd_per_hour > 0) {
+    run.goal.usd_per_gpu_hour = chip.usd_per_hour;
+    run.price_source = "price_per_hour";
+  }
+  return run;
+}
+
 void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--model", f.model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
   app->add_option("--tp", f.tp, "tensor-parallel degree (default --chips / --ep)");

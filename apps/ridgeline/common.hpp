@@ -10,6 +10,7 @@
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
 #include "ridgeline/model/transformer.hpp"
+#include "ridgeline/report/training.hpp"
 #include "ridgeline/serving/workload.hpp"
 
 namespace ridgeline::cli {
@@ -22,6 +23,15 @@ struct HardwareFlags {
 };
 
 void add_hardware_flags(CLI::App* app, HardwareFlags& f);
+
+/// --tokens, --days and --price of a whole training run (train, search train).
+struct RunFlags {
+  std::string tokens, days, price;
+};
+void add_run_flags(CLI::App* app, RunFlags& f);
+/// The run the flags ask for on `chip` (a goal of zeros without --tokens or --days), priced
+/// by --price or the chip file's price_per_hour; InputError naming the flag.
+report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip);
 
 /// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
 struct ForwardFlags {

@@ -603,7 +603,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double cpd = static_cast<double>(cfg.cp);
   out.model_flops_per_step = 3 * sh.fwd_matrix_flops * tp * cpd * micro_batches_total;
   out.hardware_flops_per_step = (sh.hw_matrix_flops + (choice ? choice->matrix_flops * L : 0)) * tp * cpd * micro_batches_total;
-  out.tokens_per_s = static_cast<double>(gb) * s / out.step_time_s;
+  out.tokens_per_step = static_cast<double>(gb) * s;
+  out.tokens_per_s = out.tokens_per_step / out.step_time_s;
   const double peak = chip.peak(hw::Unit::matrix, cfg.dtype) * static_cast<double>(cfg.gpus);
   out.mfu = out.model_flops_per_step / (out.step_time_s * peak);
   out.model_flops_full_attention_per_step =

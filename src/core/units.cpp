@@ -65,7 +65,7 @@ std::string_view expected_units(Quantity kind) {
     case Quantity::bandwidth: return "a bandwidth such as '3.35 TB/s', '450 GB/s', '400 Gb/s' or '64 GiB/s'";
     case Quantity::bytes: return "a size such as '80 GB', '80 GiB', '50 MiB' or '2048 B'";
     case Quantity::time: return "a time such as '2 us', '1.5 ms', '10 ns' or '0.2 s'";
-    case Quantity::count: return "a plain number";
+    case Quantity::count: return "a number, optionally with a prefix k, M, G, T, P or E (15T = 15e12)";
   }
   return "a value";
 }
@@ -109,7 +109,11 @@ std::optional<double> unit_factor(std::string_view unit, Quantity kind) {
       if (unit == "ns") return 1e-9;
       return std::nullopt;
     }
-    case Quantity::count: return std::nullopt;
+    case Quantity::count: {
+      const double f = *take_decimal_prefix(unit);
+      if (unit.empty()) return f;
+      return std::nullopt;
+    }
   }
   return std::nullopt;
 }

@@ -22,7 +22,6 @@ std::string dtype_or(const std::optional<DType>& d, const char* fallback) { retu
 
 std::string seqs_text(std::int64_t n) { return n > 0 ? fmt::format("{}", n) : "auto"; }
 
-std::string usd(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v); }
 
 // "3 x h100-sxm tp 4" and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
@@ -167,7 +166,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   }
   const Deployment& b = *r.best;
   s += fmt::format("\nbest ({}): {} = {} GPUs", r.priced ? "cheapest" : "fewest GPUs", label(space, b), b.gpus);
-  if (b.usd_per_hour > 0) s += fmt::format(", ${}/h, ${} per million output tokens", usd(b.usd_per_hour), usd(b.usd_per_million_output_tokens));
+  if (b.usd_per_hour > 0) s += fmt::format(", ${}/h, ${} per million output tokens", format_usd(b.usd_per_hour), format_usd(b.usd_per_million_output_tokens));
   s += fmt::format("\n  TTFT p99 {}, TPOT p99 {}; {:.4g} output tok/s ({:.4g} per GPU, {:.4g} per user)", t(b.ttft.p99), t(b.tpot.p99),
                    b.output_tokens_per_s, b.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_user);
   if (b.max_qps > 0) s += fmt::format("; within the SLO up to {:.4g} req/s", b.max_qps);
@@ -194,7 +193,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>5}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
                        space.chips[d.chip].sys.chip.name, d.tp, d.ep, serving::name(d.engine), seqs, d.max_batched_tokens,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.replicas, d.gpus,
-                       d.usd_per_hour > 0 ? usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? usd(d.usd_per_million_output_tokens) : "-",
+                       d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
                        d.max_qps > 0 ? fmt::format("{:.4g}", d.max_qps) : "-");
       i = j;

@@ -97,7 +97,7 @@ std::string search_stats_text(const analysis::SearchStats& s, std::string_view s
 }
 
 std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
-                              const analysis::TrainSearchResult& r) {
+                              const analysis::TrainSearchResult& r, const RunReport* run) {
   const auto& b = space.base;
   std::string s = fmt::format("{} on {} x {}, seq {}, global batch {}, {}\n", m.name, b.gpus, sys.chip.display_name, b.seq,
                               b.global_batch, name(b.dtype));
@@ -107,6 +107,7 @@ std::string train_search_text(const model::ModelConfig& m, const hw::System& sys
                     : space.objective == analysis::TrainObjective::mfu     ? "MFU"
                                                                              : "tokens/s";
   s += fmt::format("\nbest {} by {}:\n", r.best.size(), obj) + train_table(r.best);
+  if (run) s += "\nthe first plan's whole run:\n" + run_text(*run, static_cast<double>(b.gpus));
   s += fmt::format("\nPareto front, tokens/s against memory per GPU ({} plans{}):\n", r.pareto.size(), thinned(r.pareto.size())) +
        train_table(thin(r.pareto, kFrontRows));
   return s;

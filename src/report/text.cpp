@@ -16,6 +16,11 @@ std::string size(double v) { return format_quantity(v, Quantity::bytes); }
 std::string dt(const std::optional<DType>& d, DType fallback) { return std::string(d.has_value() ? name(*d) : name(fallback)); }
 }  // namespace
 
+std::string format_usd(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f} million", v / 1e6);
+  return v >= 100 ? fmt::format("{:.0f}", v) : v >= 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.3g}", v);
+}
+
 std::string shell_word(std::string_view word) {
   const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || std::string_view("_-+=.,:/@%").find(c) != std::string_view::npos;

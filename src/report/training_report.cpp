@@ -28,9 +28,46 @@ constexpr const char* kFlopConvention =
     "recomputation; hardware FLOPs add recomputed forwards and FlashAttention's 2.5x backward";
 }  // namespace
 
+json run_json(const RunReport& run) {
+  const analysis::RunTotals& r = run.totals;
+  json j = {{"tokens", r.tokens}, {"steps", r.steps}, {"seconds", r.seconds}, {"days", r.days}, {"gpu_hours", r.gpu_hours}};
+  if (run.goal.tokens > 0 && run.goal.days > 0) j["within_days"] = r.within_days;
+  if (run.goal.usd_per_gpu_hour > 0) {
+    j["usd_per_gpu_hour"] = run.goal.usd_per_gpu_hour;
+    j["price_source"] = run.price_source;
+    j["usd_per_hour"] = r.usd_per_hour;
+    j["usd"] = r.usd;
+    j["usd_per_million_tokens"] = r.usd_per_million_tokens;
+  }
+  return j;
+}
+
+std::string run_text(const RunReport& run, double gpus) {
+  const analysis::RunTotals& r = run.totals;
+  auto si = [](double v) {  // "1.5 G", "19.7" (no prefix, no trailing space)
+    std::string x = format_si(v);
+    while (!x.empty() && x.back() == ' ') x.pop_back();
+    return x;
+  };
+  const std::string span = r.days >= 1 ? fmt::format("{:.1f} days", r.days) : fmt::format("{:.1f} hours", r.seconds / 3600);
+  std::string out = fmt::format("run           {} tokens in {:.0f} steps: {} on {:.0f} GPUs, {} GPU-hours", si(r.tokens), r.steps, span, gpus,
+                                si(r.gpu_hours));
+  if (run.goal.tokens > 0 && run.goal.days > 0) {
+    out += r.within_days ? fmt::format(", within the {:g} days", run.goal.days) : fmt::format(", more than the {:g} days given", run.goal.days);
+  }
+  out += "\n";
+  if (run.goal.usd_per_gpu_hour > 0) {
+    out += fmt::format("              ${} at ${} per GPU-hour ({}): ${} per hour, ${} per million tokens\n", format_usd(r.usd),
+                       format_usd(run.goal.usd_per_gpu_hour), run.price_source, format_usd(r.usd_per_hour), format_usd(r.usd_per_million_tokens));
+  }
+  out += "              (the step repeated: no restarts, checkpoints, evaluations or warm-up)\n";
+  return out;
+}
+
 json training_json(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainConfig& c,
-                   const analysis::TrainResult& r) {
+                   const analysis::TrainResult& r, const RunReport* run) {
   json j;
+  if (run) j["run"] = run_json(*run);
   j["model"] = m.name;
   j["hw"] = sys.chip.name;
   j["write_allocate"] = sys.chip.write_allocate;
@@ -145,7 +182,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
 }
 
 std::string training_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainConfig& c,
-                          const analysis::TrainResult& r) {
+                          const analysis::TrainResult& r, const RunReport* run) {
   std::string out = fmt::format("{} on {} x {}: tp {} pp {} dp {} ep {}{}{}, ZeRO {}, seq {}, micro-batch {}, {} micro-batches, recompute {}\n\n",
                                 m.name, c.gpus, sys.chip.display_name, c.tp, c.pp, r.dp, c.ep,
                                 c.vpp > 1 ? fmt::format(" vpp {}", c.vpp) : "", c.sequence_parallel ? " +SP" : "", c.zero,
@@ -154,8 +191,10 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += fmt::format("throughput    {:.0f} tokens/s, {:.1f} TFLOP/s per GPU of model FLOPs ({:.1f} of hardware FLOPs)\n",
                      r.tokens_per_s, r.model_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12,
                      r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12);
-  out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({}); MFU {:.1f}% counting attention over all s² pairs as PaLM and Megatron-LM do\n\n",
+  out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({}); MFU {:.1f}% counting attention over all s² pairs as PaLM and Megatron-LM do\n",
                      100 * r.mfu, 100 * r.hfu, kFlopConvention, 100 * r.mfu_full_attention);
+  if (run) out += run_text(*run, static_cast<double>(c.gpus));
+  out += "\n";
   out += fmt::format("  forward  / micro-batch   {:>10}\n", t(r.forward.realistic_s));
   out += fmt::format("  backward / micro-batch   {:>10}   (recompute {})\n", t(r.backward.realistic_s), analysis::name(c.recompute));
   if (c.pp > 1) out += fmt::format("  pipeline sends / mb      {:>10}\n", t(r.p2p.realistic_s));

@@ -1,6 +1,8 @@
 // `ridgeline train`: the contract, and published runs reproduced within a stated tolerance.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "cli/cli_harness.hpp"
 
 namespace ridgeline::testing {
@@ -19,6 +21,49 @@ TEST(TrainCli, ContractKeys) {
   EXPECT_GT(j["mfu"].get<double>(), 0);
   EXPECT_LT(j["mfu"].get<double>(), 1);  // a fraction, not percent
   EXPECT_NEAR(j["tokens_per_s"].get<double>(), 64 * 4096 / j["step_time_s"].get<double>(), 1e-6);
+}
+
+// --tokens, --days and --price: the run is the step repeated. Llama 3.1 8B, global batch 64 of
+// 4096 tokens = 262144 tokens per step: 10^9 tokens take ceil(3814.7) = 3815 steps; each
+// figure follows from the step time in the same output.
+TEST(TrainCli, WholeRunFromTokensDaysAndPrice) {
+  auto j = run_json("train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --tokens 1G --days 1 --price h100-sxm=2.5/h");
+  const double step = j["step_time_s"].get<double>();
+  const auto& whole = j["run"];
+  EXPECT_EQ(whole["steps"].get<double>(), 3815);
+  EXPECT_EQ(whole["tokens"].get<double>(), 3815.0 * 262144);
+  EXPECT_NEAR(whole["seconds"].get<double>(), 3815 * step, 1e-9 * 3815 * step);
+  EXPECT_NEAR(whole["gpu_hours"].get<double>(), 8 * 3815 * step / 3600, 1e-9 * 8 * 3815 * step / 3600);
+  EXPECT_NEAR(whole["usd"].get<double>(), 2.5 * 8 * 3815 * step / 3600, 1e-9 * 2.5 * 8 * 3815 * step / 3600);
+  EXPECT_DOUBLE_EQ(whole["usd_per_hour"].get<double>(), 20);  // 8 GPUs x $2.50
+  EXPECT_EQ(whole["price_source"], "--price");
+  EXPECT_EQ(whole["within_days"].get<bool>(), 3815 * step <= 86400);
+  // Days alone: floor(86400 / step) steps; no price, no dollars.
+  auto d = run_json("train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --days 1");
+  EXPECT_EQ(d["run"]["steps"].get<double>(), std::floor(86400 / d["step_time_s"].get<double>()));
+  EXPECT_FALSE(d["run"].contains("usd"));
+  EXPECT_FALSE(run_json("train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64").contains("run"));
+  // The text says it after the MFU.
+  const RunResult t = run("train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --tokens 1G --price 2.5/h");
+  EXPECT_NE(t.out.find("run           1 G tokens in 3815 steps: "), std::string::npos) << t.out;  // 1.00008 G
+  EXPECT_NE(t.out.find("at $2.50 per GPU-hour (--price): $20.00 per hour"), std::string::npos) << t.out;
+  // search train gives each plan its run.
+  auto s = run_json("search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --tokens 1G --threads 1 --json");
+  const auto& best = s["best"][0];
+  EXPECT_EQ(best["run"]["steps"].get<double>(), 3815);
+  EXPECT_NEAR(best["run"]["seconds"].get<double>(), 3815 * best["step_time_s"].get<double>(), 1e-6);
+  for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"train --model llama-2-7b --gpus 8 --price 2/h", "--price: prices a run"},
+           {"train --model llama-2-7b --gpus 8 --tokens 0", "--tokens"},
+           {"train --model llama-2-7b --gpus 8 --tokens 15TB", "--tokens"},
+           {"train --model llama-2-7b --gpus 8 --tokens 1e19", "--tokens"},
+           {"train --model llama-2-7b --gpus 8 --days 0", "--days"},
+           {"train --model llama-2-7b --gpus 8 --days 1 --price 2", "--price"},
+           {"train --model llama-2-7b --gpus 8 --hw h100-sxm --days 1 --price h200=2/h", "not the chip trained on"}}) {
+    RunResult r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;
+  }
 }
 
 TEST(TrainCli, BadPlans) {

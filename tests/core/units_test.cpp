@@ -83,6 +83,17 @@ TEST(Units, PricesPerHour) {
   }
 }
 
+// Counts take a bare decimal prefix (token budgets: 15T); nothing else follows the number.
+TEST(Units, CountsWithPrefixes) {
+  EXPECT_DOUBLE_EQ(parse_quantity("15T", Quantity::count, "--tokens", true), 15e12);
+  EXPECT_DOUBLE_EQ(parse_quantity("2.5 G", Quantity::count, "--tokens", true), 2.5e9);
+  EXPECT_DOUBLE_EQ(parse_quantity("300k", Quantity::count, "--tokens", true), 3e5);
+  EXPECT_DOUBLE_EQ(parse_quantity("2e12", Quantity::count, "--tokens", true), 2e12);
+  for (const char* bad : {"15 TB", "15 tokens", "15Ti", "T", "-1T"}) {
+    EXPECT_THROW(parse_quantity(bad, Quantity::count, "--tokens", true), InputError) << bad;
+  }
+}
+
 TEST(Units, FormatsWithPrefixes) {
   EXPECT_EQ(format_quantity(989.4e12, Quantity::flop_rate), "989.4 TFLOP/s");
   EXPECT_EQ(format_quantity(3.35e12, Quantity::bandwidth), "3.35 TB/s");

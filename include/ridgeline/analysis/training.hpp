@@ -215,6 +215,7 @@ struct TrainStep {
   double step_time_lower_s = 0;
   double step_time_upper_s = 0;
   double tokens_per_s = 0;
+  double tokens_per_step = 0;          ///< global batch x sequence
   double model_flops_per_step = 0;     ///< 3 x forward FLOPs of the matrix unit, no recomputation
   /// The same with attention over all s² pairs (PaLM's 6N + 12LHQT, Megatron-LM's formula).
   double model_flops_full_attention_per_step = 0;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ridgeline/analysis/search.hpp"
+#include "ridgeline/report/training.hpp"
 
 namespace ridgeline::report {
 
@@ -16,8 +17,9 @@ nlohmann::json search_stats_json(const analysis::SearchStats& s);
 /// `shapes` names what SearchStats::shapes counts ("distinct graphs", "serving curves").
 std::string search_stats_text(const analysis::SearchStats& s, std::string_view shapes);
 
+/// `run`: the whole run of the best plan (--tokens, --days), after its table.
 std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
-                              const analysis::TrainSearchResult& r);
+                              const analysis::TrainSearchResult& r, const RunReport* run = nullptr);
 std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchSpace& space,
                               const analysis::InferSearchResult& r);
 

@@ -20,6 +20,9 @@ inline constexpr const char* kStoresAllocate =
 /// else single-quoted (a quote inside as '\'').
 std::string shell_word(std::string_view word);
 
+/// US dollars without the sign: "2.50", "559", "0.0123"; "4.21 million" from a million up.
+std::string format_usd(double v);
+
 std::string catalog_text(const std::vector<io::CatalogEntry>& entries);
 std::string chip_text(const hw::ChipSpec& chip);
 /// One line naming the op and its shape, e.g. "matmul X[256,4096]·W[4096,4096] bf16".
