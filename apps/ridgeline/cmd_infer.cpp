@@ -67,6 +67,19 @@ analysis::InferenceConfig infer_config(const InferFlags* f, const model::ModelCo
 
 }  // namespace
 
+// infer --hw a,b,c: these rows side by side.
+constexpr report::Headline kInferRows[] = {
+    {"TTFT", "/ttft_s", report::Shown::time},
+    {"TPOT", "/tpot_s", report::Shown::time},
+    {"end to end", "/e2e_latency_s", report::Shown::time},
+    {"output tokens/s", "/output_tokens_per_s", report::Shown::rate},
+    {"  per chip", "/output_tokens_per_s_per_chip", report::Shown::rate},
+    {"largest batch", "/max_batch", report::Shown::number},
+    {"memory per chip", "/memory/total_bytes", report::Shown::bytes},
+    {"capacity", "/memory/capacity_bytes", report::Shown::bytes},
+    {"fits", "/memory/fits", report::Shown::flag},
+};
+
 void register_infer(CLI::App& root, std::vector<Command>& commands) {
   auto* models = root.add_subcommand("models", "the bundled models with their parameter counts");
   auto models_json = std::make_shared<bool>(false);
@@ -84,6 +97,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
   auto* infer = root.add_subcommand("infer", "serving a model: TTFT, TPOT, throughput, memory, what bounds each op");
   add_infer_flags(infer, f.get());
   commands.push_back({infer, [f] {
+                        per_chip(f->hw, f->json, kInferRows, [&] {
                         model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
@@ -94,6 +108,7 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
                         std::string text = report::inference_text(m, sys, cfg, *r, f->all_ops);
                         if (f->method == "quick") text = report::quick_text(cfg, *r) + "\n" + text;
                         emit(f->json, report::inference_json(m, sys, cfg, *r), text);
+                        });
                       }});
 }
 

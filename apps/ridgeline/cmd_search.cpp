@@ -87,6 +87,39 @@ void finish(bool interrupted) {
 
 }  // namespace
 
+// search train|infer --hw a,b,c: each chip's best plan side by side.
+constexpr report::Headline kSearchTrainRows[] = {
+    {"tp", "/best/0/tp", report::Shown::number},
+    {"pp", "/best/0/pp", report::Shown::number},
+    {"dp", "/best/0/dp", report::Shown::number},
+    {"cp", "/best/0/cp", report::Shown::number},
+    {"ep", "/best/0/ep", report::Shown::number},
+    {"vpp", "/best/0/vpp", report::Shown::number},
+    {"micro-batch", "/best/0/micro_batch", report::Shown::number},
+    {"ZeRO", "/best/0/zero", report::Shown::number},
+    {"recompute", "/best/0/recompute", report::Shown::text},
+    {"step time", "/best/0/step_time_s", report::Shown::time},
+    {"tokens/s", "/best/0/tokens_per_s", report::Shown::rate},
+    {"MFU", "/best/0/mfu", report::Shown::fraction},
+    {"memory per GPU", "/best/0/memory_per_gpu/total_bytes", report::Shown::bytes},
+    {"run days", "/best/0/run/days", report::Shown::number},
+    {"run cost", "/best/0/run/usd", report::Shown::usd},
+    {"feasible plans", "/feasible", report::Shown::number},
+};
+constexpr report::Headline kSearchInferRows[] = {
+    {"chips", "/best/0/chips", report::Shown::number},
+    {"tp", "/best/0/tp", report::Shown::number},
+    {"ep", "/best/0/ep", report::Shown::number},
+    {"batch", "/best/0/batch", report::Shown::number},
+    {"weights", "/best/0/weight_dtype", report::Shown::text},
+    {"KV cache", "/best/0/kv_dtype", report::Shown::text},
+    {"TTFT", "/best/0/ttft_s", report::Shown::time},
+    {"TPOT", "/best/0/tpot_s", report::Shown::time},
+    {"output tokens/s", "/best/0/output_tokens_per_s", report::Shown::rate},
+    {"  per chip", "/best/0/output_tokens_per_s_per_chip", report::Shown::rate},
+    {"feasible plans", "/feasible", report::Shown::number},
+};
+
 void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto* search = root.add_subcommand("search", "the fastest plan that fits, and the Pareto front (train, infer), or the cheapest serving fleet (serve)");
   search->require_subcommand(1);
@@ -134,6 +167,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   t->add_option("--plot", f->plot, "write the Pareto front as a chart (.svg or .png)");
   add_run_flags(t, f->run);
   commands.push_back({t, [f] {
+                        per_chip(f->hw, f->json, kSearchTrainRows, [&] {
+                        if (!f->hw.listed.empty() && !f->plot.empty()) throw InputError("--plot: one chart per chip: run with one --hw to draw it");
                         model::ModelConfig m = io::resolve_model(f->model);
                         hw::System sys = load_chip_system(f->hw);
                         if (!f->hw.chips.empty()) throw InputError("--chips: training takes --gpus");
@@ -201,7 +236,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           r = analysis::search_train(m, sys, s, c);
                         }
                         // The whole run (--tokens, --days) of a plan: its step repeated.
-                        report::RunReport run = run_goal(f->run, sys.chip);
+                        report::RunReport run = run_goal(f->run, sys.chip, f->hw);
                         const bool whole_run = analysis::wanted(run.goal);
                         const double tokens_per_step = static_cast<double>(s.base.global_batch) * static_cast<double>(s.base.seq);
                         auto run_of = [&](double step_s) {
@@ -240,6 +275,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           emit(false, {}, report::train_search_text(m, sys, s, r, whole_run && !r.best.empty() ? &best : nullptr));
                         }
                         finish(r.stats.interrupted);
+                        });
                       }});
 
   struct InferFlags {
@@ -280,6 +316,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--threads", g->threads, "worker threads (default: all cores)");
   i->add_option("--plot", g->plot, "write the Pareto front as a chart (.svg or .png)");
   commands.push_back({i, [g] {
+                        per_chip(g->hw, g->json, kSearchInferRows, [&] {
+                        if (!g->hw.listed.empty() && !g->plot.empty()) throw InputError("--plot: one chart per chip: run with one --hw to draw it");
                         model::ModelConfig m = io::resolve_model(g->model);
                         hw::System sys = load_chip_system(g->hw);
                         if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
@@ -351,6 +389,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           emit(false, {}, report::infer_search_text(m, sys, s, r));
                         }
                         finish(r.stats.interrupted);
+                        });
                       }});
 
   struct ServeSearchFlags {

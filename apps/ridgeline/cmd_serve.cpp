@@ -135,11 +135,31 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--plot", f->plot, "chart (.svg or .png): latency CDFs, or throughput against latency for a --qps sweep");
 }
 
+// serve --hw a,b,c: these rows side by side.
+constexpr report::Headline kServeRows[] = {
+    {"TTFT p50", "/ttft_s/p50", report::Shown::time},
+    {"TTFT p99", "/ttft_s/p99", report::Shown::time},
+    {"TPOT p50", "/tpot_s/p50", report::Shown::time},
+    {"TPOT p99", "/tpot_s/p99", report::Shown::time},
+    {"end to end p99", "/e2e_s/p99", report::Shown::time},
+    {"requests/s", "/requests_per_s", report::Shown::rate},
+    {"output tokens/s", "/output_tokens_per_s", report::Shown::rate},
+    {"  per GPU", "/output_tokens_per_s_per_gpu", report::Shown::rate},
+    {"GPUs", "/gpus", report::Shown::number},
+    {"sustainable", "/sustainable", report::Shown::flag},
+    {"KV cache used (mean)", "/kv_utilisation/mean", report::Shown::fraction},
+    {"preemptions", "/preemptions", report::Shown::number},
+};
+
 void register_serve(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<ServeFlags>();
   auto* s = root.add_subcommand("serve", "request-level serving simulation: continuous batching, TTFT/TPOT percentiles under load");
   add_serve_flags(s, f.get());
   commands.push_back({s, [f] {
+                        per_chip(f->hw, f->json, kServeRows, [&] {
+                        if (!f->hw.listed.empty() && (!f->plot.empty() || !f->requests_out.empty())) {
+                          throw InputError("--plot, --requests-out: one file per chip: run with one --hw to write them");
+                        }
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         serving::ServeConfig cfg = serve_config(*f, m, sys);
@@ -195,6 +215,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (f->per_request) j["requests"] = columns.json();
                         if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"), "--plot");
                         emit(f->json, j, report::serving_text(m, sys, cfg, r));
+                        });
                       }});
 }
 

@@ -27,6 +27,20 @@ struct Flags {
     bool tp_overlap = false;
 };
 
+// train --hw a,b,c: these rows side by side.
+constexpr report::Headline kTrainRows[] = {
+    {"step time", "/step_time_s", report::Shown::time},
+    {"tokens/s", "/tokens_per_s", report::Shown::rate},
+    {"MFU", "/mfu", report::Shown::fraction},
+    {"exposed comm", "/exposed_comm_s", report::Shown::time},
+    {"memory per GPU", "/memory_per_gpu/total_bytes", report::Shown::bytes},
+    {"capacity", "/memory_per_gpu/capacity_bytes", report::Shown::bytes},
+    {"fits", "/memory_per_gpu/fits", report::Shown::flag},
+    {"run days", "/run/days", report::Shown::number},
+    {"run GPU-hours", "/run/gpu_hours", report::Shown::rate},
+    {"run cost", "/run/usd", report::Shown::usd},
+};
+
 void add_train_flags(CLI::App* t, Flags* f) {
   add_hardware_flags(t, f->hw);
   t->add_flag("--json", f->json, "JSON on stdout");
@@ -150,10 +164,11 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
   auto run_flags = std::make_shared<RunFlags>();
   add_run_flags(t, *run_flags);
   commands.push_back({t, [f, run_flags] {
+                        per_chip(f->hw, f->json, kTrainRows, [&] {
                         model::ModelConfig m = io::resolve_model(f->model);
                         analysis::TrainConfig c = train_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
-                        report::RunReport run = run_goal(*run_flags, sys.chip);
+                        report::RunReport run = run_goal(*run_flags, sys.chip, f->hw);
                         auto r = std::make_unique<analysis::TrainResult>();
                         analysis::train(m, sys, c, *r);
                         const report::RunReport* asked = nullptr;
@@ -162,6 +177,7 @@ void register_train(CLI::App& root, std::vector<Command>& commands) {
                           asked = &run;
                         }
                         emit(f->json, report::training_json(m, sys, c, *r, asked), report::training_text(m, sys, c, *r, asked));
+                        });
                       }});
 
   auto g = std::make_shared<Flags>();

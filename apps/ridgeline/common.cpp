@@ -82,10 +82,10 @@ hw::System load_system(const HardwareFlags& f) {
 void add_run_flags(CLI::App* app, RunFlags& f) {
   app->add_option("--tokens", f.tokens, "train this many tokens (15T, 2e12): steps, days, GPU-hours and cost of the run");
   app->add_option("--days", f.days, "train for this many days: the tokens they hold (with --tokens: whether it fits)");
-  app->add_option("--price", f.price, "USD per GPU-hour, e.g. 2.5/h or h100-sxm=2.5/h (default: the chip file's price_per_hour)");
+  app->add_option("--price", f.prices, "USD per GPU-hour, e.g. 2.5/h, or h100-sxm=2.5/h for one chip of --hw (repeatable; default: the chip file's price_per_hour)");
 }
 
-report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip) {
+report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const HardwareFlags& hw) {
   report::RunReport run;
   if (!f.tokens.empty()) {
     run.goal.tokens = parse_quantity(f.tokens, Quantity::count, "--tokens", true);
@@ -98,19 +98,27 @@ report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip) {
     if (!(run.goal.days > 0) || run.goal.days > 36500) throw InputError(fmt::format("--days: '{}': expected more than 0 and at most 36500 days", f.days));
   }
   if (!analysis::wanted(run.goal)) {
-    if (!f.price.empty()) throw InputError("--price: prices a run: give --tokens or --days with it");
+    if (!f.prices.empty()) throw InputError("--price: prices a run: give --tokens or --days with it");
     return run;
   }
-  if (!f.price.empty()) {
-    std::string_view price = f.price;
+  const std::vector<std::string> names = split_list(hw.listed.empty() ? hw.hw : hw.listed);
+  for (const std::string& p : f.prices) {
+    std::string_view price = p;
     if (const std::size_t eq = price.find('='); eq != std::string_view::npos) {
-      const std::string_view name = price.substr(0, eq);
-      if (name != chip.name) throw InputError(fmt::format("--price: '{}' is not the chip trained on ({})", name, chip.name));
+      const std::string name(price.substr(0, eq));
+      if (std::find(names.begin(), names.end(), name) == names.end() && name != chip.name) {
+        throw InputError(fmt::format("--price: '{}' is not a chip trained on (--hw {})", name, hw.listed.empty() ? hw.hw : hw.listed));
+      }
       price = price.substr(eq + 1);
+      const double usd = parse_usd_per_hour(price, fmt::format("--price {}", name));
+      if (name != chip.name && name != hw.hw) continue;  // another chip's
+      run.goal.usd_per_gpu_hour = usd;
+    } else {
+      run.goal.usd_per_gpu_hour = parse_usd_per_hour(price, "--price");
     }
-    run.goal.usd_per_gpu_hour = parse_usd_per_hour(price, "--price");
     run.price_source = "--price";
-  } else if (chip.usd_per_hour > 0) {
+  }
+  if (run.price_source.empty() && chip.usd_per_hour > 0) {
     run.goal.usd_per_gpu_hour = chip.usd_per_hour;
     run.price_source = "price_per_hour";
   }
@@ -226,7 +234,57 @@ int parse_threads(const std::string& value) {
   return static_cast<int>(t);
 }
 
+namespace {
+std::vector<nlohmann::json>* g_captured = nullptr;  // per_chip: the documents of the runs
+}  // namespace
+
+void per_chip(HardwareFlags& hw, bool& json, std::span<const report::Headline> rows, const std::function<void()>& body) {
+  if (hw.hw.find(',') == std::string::npos) {
+    body();
+    return;
+  }
+  std::vector<std::string> names;
+  for (const std::string& item : split_list(hw.hw)) {
+    if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", hw.hw));
+    if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
+  }
+  if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 side by side", names.size()));
+  const HardwareFlags all = hw;
+  const bool wanted_json = json;
+  std::vector<nlohmann::json> docs;
+  struct Restore {
+    HardwareFlags& hw;
+    const HardwareFlags& all;
+    bool& json;
+    bool was;
+    ~Restore() {
+      hw = all;
+      json = was;
+      g_captured = nullptr;
+    }
+  } restore{hw, all, json, wanted_json};
+  g_captured = &docs;
+  json = true;
+  for (const std::string& n : names) {
+    hw.hw = n;
+    hw.listed = all.hw;
+    const std::size_t before = docs.size();
+    body();
+    if (docs.size() == before) docs.emplace_back(nlohmann::json{{"hw", n}});
+  }
+  g_captured = nullptr;
+  if (wanted_json) {
+    emit(true, nlohmann::json(docs), "");
+  } else {
+    emit(false, {}, report::side_by_side_text(docs, rows));
+  }
+}
+
 void emit(bool json, nlohmann::json j, const std::string& text) {
+  if (g_captured) {
+    g_captured->push_back(std::move(j));
+    return;
+  }
   if (json) {
     report::integral_numbers(j);  // the caller's document is ours (moved in, or copied once)
     *out_stream() << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

@@ -10,6 +10,7 @@
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
 #include "ridgeline/model/transformer.hpp"
+#include "ridgeline/report/compare.hpp"
 #include "ridgeline/report/training.hpp"
 #include "ridgeline/serving/workload.hpp"
 
@@ -20,18 +21,26 @@ struct HardwareFlags {
   std::string hw = "h100-sxm";
   std::vector<std::string> peaks;
   std::string mem_bw, link_bw, chips, slice;
+  std::string listed;  ///< per_chip: the --hw list this run is one chip of ("": not side by side)
 };
 
 void add_hardware_flags(CLI::App* app, HardwareFlags& f);
 
+/// --hw a,b,c on a command of one chip: `body` runs once per chip (hw.hw set to each, `json`
+/// set so that it builds its document), and the documents are printed as a JSON array, or
+/// side by side as a table of `rows` with a column per chip. With one chip `body` runs as is.
+void per_chip(HardwareFlags& hw, bool& json, std::span<const report::Headline> rows, const std::function<void()>& body);
+
 /// --tokens, --days and --price of a whole training run (train, search train).
 struct RunFlags {
-  std::string tokens, days, price;
+  std::string tokens, days;
+  std::vector<std::string> prices;
 };
 void add_run_flags(CLI::App* app, RunFlags& f);
 /// The run the flags ask for on `chip` (a goal of zeros without --tokens or --days), priced
-/// by --price or the chip file's price_per_hour; InputError naming the flag.
-report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip);
+/// by --price (USD/h for every chip, or CHIP=USD/h for one of `hw`'s) or the chip file's
+/// price_per_hour; InputError naming the flag.
+report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const HardwareFlags& hw);
 
 /// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
 struct ForwardFlags {

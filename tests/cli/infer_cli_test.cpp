@@ -91,5 +91,45 @@ TEST(BlockCli, SeedAndExactShapes) {
   EXPECT_GT(exact["units_by_part"]["memory"].get<double>(), seed["units_by_part"]["memory"].get<double>());
 }
 
+// --hw a,b,c runs the command once per chip: the JSON is the array of what each chip's own run
+// gives, the text a table with a column per chip, its rows read from those documents.
+TEST(SideBySideCli, EachChipAsItsOwnRun) {
+  const std::string infer = "infer --model llama-3.1-8b --batch 8 --prompt 512 --gen 64";
+  auto both = run_json(infer + " --hw h100-sxm,h200");
+  ASSERT_TRUE(both.is_array());
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0], run_json(infer + " --hw h100-sxm"));
+  EXPECT_EQ(both[1], run_json(infer + " --hw h200"));
+  const RunResult t = run(infer + " --hw h100-sxm,h200,h100-sxm");  // a repeated chip runs once
+  ASSERT_EQ(t.status, 0) << t.err;
+  EXPECT_NE(t.out.find("llama-3.1-8b on each chip"), std::string::npos) << t.out;
+  const std::size_t head = t.out.find("h100-sxm");
+  ASSERT_NE(head, std::string::npos);
+  EXPECT_NE(t.out.find("h200", head), std::string::npos);
+  EXPECT_EQ(t.out.find("h100-sxm", head + 1), std::string::npos) << t.out;
+  for (const char* row : {"\nTTFT ", "\nTPOT ", "\nfits ", "\ncapacity "}) EXPECT_NE(t.out.find(row), std::string::npos) << row;
+  // The same for train (with a price for one of the chips), serve and the searches.
+  auto train = run_json("train --model llama-3.1-8b --gpus 8 --hw h100-sxm,h200 --days 1 --price h200=3/h");
+  ASSERT_EQ(train.size(), 2u);
+  EXPECT_FALSE(train[0]["run"].contains("usd"));
+  EXPECT_EQ(train[1]["run"]["usd_per_gpu_hour"].get<double>(), 3);
+  EXPECT_EQ(train[1], run_json("train --model llama-3.1-8b --gpus 8 --hw h200 --days 1 --price 3/h"));
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm,h200 --concurrency 4 --requests 20").size(), 2u);
+  auto search = run_json("search train --model llama-3.1-8b --hw h100-sxm,h200 --gpus 8 --global-batch 8 --threads 1");
+  ASSERT_EQ(search.size(), 2u);
+  EXPECT_EQ(search[1]["hw"], "h200");
+  EXPECT_FALSE(search[1]["best"].empty());
+  for (auto [args, mention] : std::initializer_list<std::pair<std::string, const char*>>{
+           {infer + " --hw h100-sxm,,h200", "empty item"},
+           {infer + " --hw h100-sxm,nope", "nope"},
+           {"search infer --model llama-3.1-8b --hw h100-sxm,h200 --plot x.svg", "--plot"},
+           {"serve --model llama-3.1-8b --hw h100-sxm,h200 --concurrency 4 --requests 20 --requests-out r.csv", "--requests-out"},
+           {"train --model llama-3.1-8b --gpus 8 --hw h100-sxm,h200 --days 1 --price b200=3/h", "not a chip trained on"}}) {
+    const RunResult r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace ridgeline::testing

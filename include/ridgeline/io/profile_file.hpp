@@ -40,7 +40,7 @@ profile::Profile parse_generic_csv(std::string_view text, std::string_view sourc
 /// What a trace import keeps at most (tests shrink them).
 struct TraceLimits {
   std::size_t max_names = kMaxLaunches;            ///< distinct kernel names, and CPU op names
-  std::size_t max_cpu_ops = 8'000'000;             ///< CPU ops with an External id (about 100 bytes each)
+  std::size_t max_cpu_ops = 8'000'000;             ///< CPU ops with an External id (about 130 bytes each)
   std::size_t span_window = std::size_t{1} << 20;  ///< kernel spans sorted per sweep (24 bytes each)
 };
 profile::Profile parse_torch_trace(std::string_view bytes, std::string_view source, const TraceLimits& limits = {});
