@@ -369,6 +369,7 @@ struct OpState {
   double longest_dur = 0;
   std::uint64_t longest_event = 0;  // its event number: a record names the op of its first such launch
   bool longest_has_flops = false, longest_has_bytes = false;
+  double kernel_s = 0, kernels = 0;  // every kernel it launched: time and launches
 };
 
 // Idle time per device from the kernels' spans, gathered in windows, each sorted by device
@@ -457,10 +458,35 @@ struct Collected {
   std::vector<std::string> op_names;
   std::unordered_map<double, OpState> ops;
   Timeline timeline;
+  std::map<double, profile::TimeShare> streams;  // kernel and copy time by the args' "stream"
+  profile::TimeShare no_op{"(no CPU op)", 0, 0};  // kernels without an External id
   std::uint64_t launches = 0, without_flops = 0, without_bytes = 0;
   std::size_t without_dur = 0;  // kernel events with no "dur": instants, or a damaged trace
   std::string where;            // the event being read, for error messages (reused)
 };
+
+void add_to_stream(Collected& out, const object& args, double dur_us, std::string_view source) {
+  const double stream = num(args, "stream");
+  if (stream < 0) return;
+  if (!out.streams.count(stream) && out.streams.size() >= kMaxDevices) {
+    throw InputError(fmt::format("{}: kernels on more than {} streams", source, kMaxDevices));
+  }
+  profile::TimeShare& s = out.streams[stream];
+  s.time_s += dur_us * 1e-6;
+  s.count += 1;
+}
+
+// A copy or fill (cat gpu_memcpy, gpu_memset): time, not a kernel to place on a roofline.
+void copy(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
+  double dur = -1;
+  if (e["dur"].get_double().get(dur) != simdjson::SUCCESS) return;
+  check_launch_duration(dur * 1e-6, fmt::format("{}: event {} ({})", source, n, cat));
+  profile::TimeShare& s = cat == "gpu_memcpy" ? out.p.memcpy : out.p.memset;
+  s.time_s += dur * 1e-6;
+  s.count += 1;
+  object a;
+  if (e["args"].get_object().get(a) == simdjson::SUCCESS) add_to_stream(out, a, dur, source);
+}
 
 OpState& op_state(Collected& out, double id, std::string_view source) {
   auto it = out.ops.find(id);
@@ -573,6 +599,7 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
     // A timestamp past 10^18 us (30,000 years) is a damaged file, not a time.
     if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where, ts));
     if (ts >= 0 && cat != "cuda_profiler_range") out.timeline.add(dev, ts, dur, source);
+    add_to_stream(out, a, dur, source);
   }
   const std::uint32_t r = intern(out.kernels, out.limits.max_names, name, source, "kernel");
   if (r == out.p.launches.size()) {
@@ -594,8 +621,13 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
   ++out.launches;
   if (!k.has_flops) ++out.without_flops;
   if (!k.has_bytes) ++out.without_bytes;
-  if (id >= 0) {
+  if (id < 0) {
+    out.no_op.time_s += k.duration_s;
+    out.no_op.count += 1;
+  } else {
     OpState& op = op_state(out, id, source);
+    op.kernel_s += k.duration_s;
+    op.kernels += 1;
     if (op.longest == kNoIndex || k.duration_s > op.longest_dur) {
       op.longest = r;
       op.longest_dur = k.duration_s;
@@ -625,6 +657,8 @@ void collect(Source& src, std::string_view source, Collected& out) {
       cpu_op(e, out, source);
     } else if ((cat == "kernel" || cat == "Kernel" || cat == "cuda_profiler_range") && str(e, "ph") == "X") {
       kernel(e, cat, out, source, n);
+    } else if ((cat == "gpu_memcpy" || cat == "gpu_memset") && str(e, "ph") == "X") {
+      copy(e, cat, out, source, n);
     }
   }
   // The first GPU's name and memory: which chip the trace ran on.
@@ -654,6 +688,24 @@ profile::Profile finish(Collected& c, std::string_view source) {
   // kernel it launched (one launch of its record), so that an op of several kernels (addmm:
   // bias copy + GEMM) counts them once.
   std::uint64_t estimated = 0;
+  // Kernel time by the launching op's name (kernels whose op never appeared have none).
+  std::vector<profile::TimeShare> by_op(c.op_names.size());
+  for (std::size_t i = 0; i < by_op.size(); ++i) by_op[i].name = c.op_names[i];
+  for (const auto& [id, op] : c.ops) {
+    profile::TimeShare& to = op.name == kNoIndex ? c.no_op : by_op[op.name];
+    to.time_s += op.kernel_s;
+    to.count += op.kernels;
+  }
+  std::erase_if(by_op, [](const profile::TimeShare& s) { return s.count == 0; });
+  if (c.no_op.count > 0 && !by_op.empty()) by_op.push_back(c.no_op);  // (no kernel's op in the trace: no breakdown)
+  auto largest_first = [](const profile::TimeShare& x, const profile::TimeShare& y) { return x.time_s > y.time_s; };
+  std::stable_sort(by_op.begin(), by_op.end(), largest_first);
+  p.by_cpu_op = std::move(by_op);
+  for (auto& [stream, s] : c.streams) {
+    s.name = fmt::format("stream {:g}", stream);
+    p.by_stream.push_back(s);
+  }
+  std::stable_sort(p.by_stream.begin(), p.by_stream.end(), largest_first);
   for (const auto& [id, op] : c.ops) {
     if (op.name == kNoIndex || op.longest == kNoIndex) continue;
     profile::KernelLaunch& rec = p.launches[op.longest];

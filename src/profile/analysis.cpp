@@ -1,9 +1,62 @@
 #include "ridgeline/profile/analysis.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
 #include <map>
 
 namespace ridgeline::profile {
+
+namespace {
+
+// Case-insensitive: does `text` contain `part` (lower case)?
+bool has(std::string_view text, std::string_view part) noexcept {
+  if (part.size() > text.size()) return false;
+  for (std::size_t i = 0; i + part.size() <= text.size(); ++i) {
+    std::size_t k = 0;
+    while (k < part.size() && std::tolower(static_cast<unsigned char>(text[i + k])) == part[k]) ++k;
+    if (k == part.size()) return true;
+  }
+  return false;
+}
+
+bool any(std::string_view text, std::initializer_list<std::string_view> parts) noexcept {
+  for (std::string_view p : parts) {
+    if (has(text, p)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view kernel_category(std::string_view name, std::string_view op) noexcept {
+  // Library and framework kernel names, first match wins: collectives (NCCL, RCCL, engines'
+  // custom all-reduce), copies, attention (FlashAttention, FMHA, paged attention, SDPA),
+  // layout transforms, GEMMs and convolutions (cuBLAS and its epilogues, CUTLASS, cuDNN,
+  // Tensile's Cijk, Triton matmuls), reductions and pooling, elementwise and norms.
+  if (any(name, {"nccl", "rccl", "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter", "reducescatter",
+                 "alltoall", "all_to_all", "cross_device_reduce"})) {
+    return "communication";
+  }
+  if (any(name, {"memcpy", "memset"})) return "memcpy/memset";
+  if (any(name, {"flash", "fmha", "attention", "attn", "sdpa", "mha_", "xformers"})) return "attention";
+  if (any(name, {"nchwtonhwc", "nhwctonchw", "transpose"})) return "elementwise/norm";
+  if (any(name, {"gemm", "gemv", "cublas", "cutlass", "xmma", "wgmma", "matmul", "cijk_", "_mm_", "triton_tem_fused_mm",
+                 "triton_tem_fused_addmm", "triton_tem_fused_bmm", "cudnn", "conv", "fprop", "dgrad", "wgrad", "fft2d", "epilogue"})) {
+    return "gemm";
+  }
+  if (any(name, {"reduce", "triton_red", "triton_per", "softmax", "argmax", "topk", "cumsum", "scan", "pool"})) return "reduction";
+  if (any(name, {"elementwise", "vectorized", "norm", "triton_poi", "copy", "fill", "cat_", "index", "gelu", "silu", "swiglu",
+                 "act_and_mul", "rotary", "rope", "dropout", "unrolled", "where", "embedding", "scatter", "gather"})) {
+    return "elementwise/norm";
+  }
+  // Unrecognised names: what the launching op computes.
+  if (any(op, {"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm"})) return "gemm";
+  if (any(op, {"attention", "flash"})) return "attention";
+  if (any(op, {"aten::sum", "aten::mean", "aten::max", "aten::min", "aten::softmax", "aten::_softmax", "aten::norm"})) return "reduction";
+  if (any(op, {"aten::"})) return "elementwise/norm";
+  return "other";
+}
 
 ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor_dtype) {
   // Aggregate by kernel name, in order of first appearance.
@@ -97,6 +150,22 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     else r.time_by_bound_s[static_cast<int>(s.bound)] += s.time_s;
     r.kernels.push_back(std::move(s));
   }
+  // Time by category: the kernels, and a trace's copies and fills.
+  static constexpr std::string_view kCategories[] = {"gemm", "attention", "elementwise/norm", "reduction", "communication",
+                                                      "memcpy/memset", "other"};
+  for (std::string_view c : kCategories) r.by_category.push_back({std::string(c), 0, 0});
+  auto add = [&r](std::string_view category, double time_s, double count) {
+    for (TimeShare& c : r.by_category) {
+      if (c.name == category) {
+        c.time_s += time_s;
+        c.count += count;
+      }
+    }
+  };
+  for (const KernelSummary& k : r.kernels) add(kernel_category(k.name, k.op), k.time_s, k.count);
+  add("memcpy/memset", p.memcpy.time_s + p.memset.time_s, p.memcpy.count + p.memset.count);
+  std::erase_if(r.by_category, [](const TimeShare& c) { return c.count == 0; });
+  std::stable_sort(r.by_category.begin(), r.by_category.end(), [](const TimeShare& x, const TimeShare& y) { return x.time_s > y.time_s; });
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
   return r;
 }

@@ -34,6 +34,28 @@ std::string short_kernel_name(const std::string& full, std::size_t width) {
   return "..." + out.substr(out.size() - (width - 3));
 }
 
+// Shares of their sum, largest first, as JSON.
+json shares_json(const std::vector<profile::TimeShare>& v) {
+  double total = 0;
+  for (const auto& s : v) total += s.time_s;
+  json a = json::array();
+  for (const auto& s : v) a.push_back({{"name", s.name}, {"time_s", s.time_s}, {"share", total > 0 ? s.time_s / total : 0.0}, {"count", s.count}});
+  return a;
+}
+
+// "gemm 45.1% (4.8 ms, 120)", the first `top` of them and how many more.
+std::string shares_text(const std::vector<profile::TimeShare>& v, std::size_t top, bool short_names) {
+  double total = 0;
+  for (const auto& s : v) total += s.time_s;
+  std::string out;
+  for (std::size_t i = 0; i < v.size() && i < top; ++i) {
+    out += fmt::format("{}{} {:.1f}% ({}, {:.0f})", i ? ", " : "", short_names ? short_kernel_name(v[i].name, 40) : v[i].name,
+                       total > 0 ? 100 * v[i].time_s / total : 0.0, format_quantity(v[i].time_s, Quantity::time), v[i].count);
+  }
+  if (v.size() > top) out += fmt::format(", and {} more (--json lists all)", v.size() - top);
+  return out;
+}
+
 }  // namespace
 
 json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) {
@@ -73,6 +95,7 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
     j["timeline"] = {{"span_s", p.span_s}, {"idle_s", p.idle_s}, {"idle_gaps", p.idle_gaps},
                      {"busy_fraction", (p.span_s - p.idle_s) / p.span_s}};
   }
+  j["breakdown"] = {{"by_category", shares_json(a.by_category)}, {"by_cpu_op", shares_json(p.by_cpu_op)}, {"by_stream", shares_json(p.by_stream)}};
   j["warnings"] = p.warnings;
   return j;
 }
@@ -102,6 +125,9 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
     out += fmt::format("\n  timeline: {} from the first kernel to the last, {} idle in {:.0f} gaps over 1 us ({:.1f}% busy)\n",
                        t(p.span_s), t(p.idle_s), p.idle_gaps, 100 * (p.span_s - p.idle_s) / p.span_s);
   }
+  out += "\n  by category: " + shares_text(a.by_category, 7, false) + "\n";
+  if (!p.by_cpu_op.empty()) out += "  by CPU op:   " + shares_text(p.by_cpu_op, 6, false) + "\n";
+  if (p.by_stream.size() > 1) out += "  by stream:   " + shares_text(p.by_stream, 6, false) + "\n";
   for (const auto& w : p.warnings) out += "  note: " + w + "\n";
   return out;
 }

@@ -407,6 +407,70 @@ TEST(TorchTrace, OneRecordPerKernelNameWhateverTheOrder) {
       InputError);
 }
 
+// Kernel names (and, for names no library uses, the launching op) give a category.
+TEST(ProfileBreakdown, KernelCategories) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "communication"},
+      {"cross_device_reduce_1stage<__nv_bfloat16, 8>", "communication"},
+      {"Memcpy DtoD (Device -> Device)", "memcpy/memset"},
+      {"void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >(Flash_fwd_params)", "attention"},
+      {"fmha_cutlassF_f16_aligned_64x64_rf_sm80", "attention"},
+      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64", "gemm"},
+      {"Cijk_Alik_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1", "gemm"},
+      {"cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", "gemm"},
+      {"void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>", "elementwise/norm"},
+      {"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >", "reduction"},
+      {"triton_red_fused_add_mean_pow_0", "reduction"},
+      {"void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>", "reduction"},
+      {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16> >", "elementwise/norm"},
+      {"triton_poi_fused_add_cos_sin_0", "elementwise/norm"},
+      {"__missing__", "other"},
+  };
+  for (const auto& [name, category] : cases) EXPECT_EQ(profile::kernel_category(name, ""), category) << name;
+  EXPECT_EQ(profile::kernel_category("kernel_7", "aten::addmm"), "gemm");
+  EXPECT_EQ(profile::kernel_category("kernel_7", "aten::_softmax"), "reduction");
+  EXPECT_EQ(profile::kernel_category("kernel_7", "aten::mul"), "elementwise/norm");
+}
+
+// A trace's time by category, by the CPU op that launched each kernel, and by stream. Kernels:
+// gemm 10 us (aten::mm, stream 7), copy_kernel 2 us and gemm 6 us (aten::addmm, streams 7 and
+// 8), flash_fwd 4 us (no External id, stream 7); a 3 us memcpy and a 1 us memset on stream 8.
+// By category: gemm 16 us (2 launches), attention 4, memcpy/memset 4 (2), elementwise/norm 2.
+// By CPU op: aten::mm 10 us, aten::addmm 8 us (2), (no CPU op) 4 us. By stream: 7 has 16 us
+// (3), 8 has 10 us (3).
+TEST(ProfileBreakdown, ByCategoryCpuOpAndStream) {
+  const profile::Profile p = io::parse_torch_trace(R"T({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 1, "args": {"External id": 1}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "ts": 0, "dur": 1, "args": {"External id": 2}},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 0, "dur": 10, "args": {"External id": 1, "device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "copy_kernel", "ts": 10, "dur": 2, "args": {"External id": 2, "device": 0, "stream": 8}},
+      {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 12, "dur": 6, "args": {"External id": 2, "device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "flash_fwd", "ts": 18, "dur": 4, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "ts": 22, "dur": 3, "args": {"device": 0, "stream": 8}},
+      {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 25, "dur": 1, "args": {"device": 0, "stream": 8}}]})T",
+                                                   "b.json");
+  auto near = [](const profile::TimeShare& s, const char* name, double us, double count) {
+    EXPECT_EQ(s.name, name);
+    EXPECT_NEAR(s.time_s, us * 1e-6, 1e-15) << name;
+    EXPECT_EQ(s.count, count) << name;
+  };
+  ASSERT_EQ(p.by_cpu_op.size(), 3u);
+  near(p.by_cpu_op[0], "aten::mm", 10, 1);
+  near(p.by_cpu_op[1], "aten::addmm", 8, 2);
+  near(p.by_cpu_op[2], "(no CPU op)", 4, 1);
+  ASSERT_EQ(p.by_stream.size(), 2u);
+  near(p.by_stream[0], "stream 7", 20, 3);
+  near(p.by_stream[1], "stream 8", 6, 3);
+  near(p.memcpy, "memcpy", 3, 1);
+  near(p.memset, "memset", 1, 1);
+  const auto a = profile::analyze(p, io::catalog_chip("h100-sxm"), DType::bf16);
+  ASSERT_EQ(a.by_category.size(), 4u);
+  near(a.by_category[0], "gemm", 16, 2);
+  near(a.by_category[1], "attention", 4, 1);
+  near(a.by_category[2], "memcpy/memset", 4, 2);
+  near(a.by_category[3], "elementwise/norm", 2, 1);
+}
+
 // The trace is read one event at a time through a 1 MiB sliding buffer: names with escaped
 // quotes, backslash runs and braces, an event larger than the buffer, events straddling
 // refills, members before and after "traceEvents", non-object elements and a top-level

@@ -44,8 +44,16 @@ struct ProfileAnalysis {
   double total_launches = 0;
   std::array<double, 4> time_by_bound_s{};  ///< of the kernels with a bound (unknown ones left out)
   double unknown_time_s = 0;                ///< kernels without FLOP or byte counts
+  /// Kernel time (and a trace's copies and fills) by category, largest first: gemm,
+  /// attention, elementwise/norm, reduction, communication, memcpy/memset, other.
+  std::vector<TimeShare> by_category;
   std::string chip;
 };
+
+/// A kernel's category from its name (and the CPU op that launched it, when known):
+/// "gemm", "attention", "elementwise/norm", "reduction", "communication", "memcpy/memset"
+/// or "other" (docs/profiles.md#breakdowns).
+std::string_view kernel_category(std::string_view name, std::string_view op) noexcept;
 
 /// Places every kernel of `p` on `chip`'s roofline; `tensor_dtype` names the matrix-unit
 /// dtype for tensor-core FLOPs (and for generic CSV FLOPs).

@@ -24,6 +24,13 @@ struct KernelLaunch {
   double count = 1;          ///< launches this record stands for
 };
 
+/// Time spent under one name (a category, a CPU op, a stream) and the launches it took.
+struct TimeShare {
+  std::string name;
+  double time_s = 0;
+  double count = 0;
+};
+
 /// Where a profile came from and what it lacked.
 struct Profile {
   std::string source;
@@ -37,6 +44,11 @@ struct Profile {
   // The device the profile ran on, where it says (a Kineto trace's deviceProperties).
   std::string device_name;         ///< e.g. "NVIDIA A100-SXM4-80GB" ("": not said)
   double device_memory_bytes = 0;  ///< its totalGlobalMem
+  // Traces only: kernel time by the CPU op that launched it ("(no CPU op)" for the rest),
+  // kernel and copy time by stream ("stream 7"), largest first; copies and fills (cat
+  // gpu_memcpy, gpu_memset), which are not kernels.
+  std::vector<TimeShare> by_cpu_op, by_stream;
+  TimeShare memcpy{"memcpy", 0, 0}, memset{"memset", 0, 0};
 };
 
 }  // namespace ridgeline::profile
