@@ -136,7 +136,11 @@ std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
     }
     return fmt::format("{}: a subcommand is required: expected one of {}", cmd, names);
   }
-  if (what.find("required TEXT missing") != std::string::npos) return fmt::format("{}: a value is required after the flag", name);
+  // "--batch: 1 required INT missing": the flag's value kind (name_value_kinds) in between.
+  if (const std::size_t r = what.find(" required "); r != std::string::npos && what.ends_with(" missing")) {
+    const std::string kind = what.substr(r + 10, what.size() - 8 - (r + 10));
+    return fmt::format("{}: a value is required after the flag ({})", name, kind);
+  }
   return what;
 }
 
@@ -151,6 +155,75 @@ int& exit_status() {
   static int status = 0;
   return status;
 }
+
+namespace {
+
+// What each option takes, for --help (CLI11 says TEXT for every string option): by flag
+// name, the same kind wherever the flag appears; a command's own reading first.
+struct ValueKind {
+  std::string_view command;  // "" for every command
+  std::string_view flag;
+  std::string_view kind;
+};
+constexpr ValueKind kValueKinds[] = {
+    {"", "--hw", "CHIP[,CHIP...]"}, {"", "--model", "MODEL|config.json"}, {"", "--chips", "INT"}, {"", "--slice", "AxB[xC]"},
+    {"", "--peak", "DTYPE=RATE"}, {"", "--mem-bw", "BANDWIDTH"}, {"", "--link-bw", "BANDWIDTH"}, {"", "--node-link-bw", "BANDWIDTH"},
+    {"", "--tp", "INT"}, {"", "--pp", "INT"}, {"", "--dp", "INT"}, {"", "--cp", "INT"}, {"", "--ep", "INT"}, {"", "--vpp", "INT"},
+    {"", "--zero", "0-3"}, {"", "--gpus", "INT"}, {"", "--gpus-per-node", "INT"}, {"", "--micro-batch", "INT"},
+    {"", "--global-batch", "INT"}, {"", "--batch", "INT"}, {"", "--seq", "INT"}, {"", "--prompt", "INT"}, {"", "--gen", "INT"},
+    {"serve", "--prompt", "LENGTHS"}, {"serve", "--gen", "LENGTHS"}, {"search serve", "--prompt", "LENGTHS"},
+    {"search serve", "--gen", "LENGTHS"}, {"", "--heads", "INT"}, {"", "--kv-heads", "INT"}, {"", "--hidden", "INT"},
+    {"", "--intermediate", "INT"}, {"", "--head-dim", "INT"}, {"", "--q-len", "INT"}, {"", "--kv-len", "INT"}, {"", "--m", "INT"},
+    {"", "--k", "INT"}, {"", "--n", "INT"}, {"", "--tokens", "INT"}, {"train", "--tokens", "COUNT"},
+    {"search train", "--tokens", "COUNT"}, {"", "--days", "DAYS"}, {"", "--price", "USD/h|CHIP=USD/h"},
+    {"", "--requests", "INT"}, {"", "--warmup-requests", "INT"}, {"", "--seed", "INT"}, {"", "--max-num-seqs", "INT"},
+    {"", "--max-batched-tokens", "INT"}, {"", "--kv-block", "INT"}, {"", "--kv-blocks", "INT"}, {"", "--replicas", "INT|auto"},
+    {"", "--top", "INT"}, {"", "--threads", "INT"}, {"", "--chips-max", "INT"}, {"", "--batch-max", "INT"}, {"", "--tp-max", "INT"},
+    {"", "--pp-max", "INT"}, {"", "--cp-max", "INT"}, {"", "--vpp-max", "INT"}, {"", "--micro-batch-max", "INT"},
+    {"", "--prefix-groups", "INT"}, {"", "--prefix-tokens", "INT"}, {"", "--concurrency", "INT"}, {"", "--inputs", "INT"},
+    {"", "--outputs", "INT"}, {"", "--bytes", "SIZE"}, {"", "--budget", "SIZE"}, {"", "--max-working-set", "SIZE"},
+    {"", "--capacity", "LEVEL=SIZE"}, {"", "--dtype", "DTYPE"}, {"", "--kv-dtype", "DTYPE"}, {"", "--act-dtype", "DTYPE"},
+    {"", "--weight-dtype", "DTYPE"}, {"", "--compute-dtype", "DTYPE"}, {"", "--a-dtype", "DTYPE"}, {"", "--b-dtype", "DTYPE"},
+    {"", "--out-dtype", "DTYPE"}, {"", "--tensor-dtype", "DTYPE"}, {"", "--weight-dtypes", "DTYPE[,DTYPE...]"},
+    {"", "--kv-dtypes", "DTYPE[,DTYPE...]"}, {"", "--horizon", "TIME"}, {"", "--step-overhead", "TIME"}, {"", "--ttft-max", "TIME"},
+    {"", "--tpot-max", "TIME"}, {"", "--memory-utilization", "FRACTION"}, {"", "--memory-margin", "FRACTION"},
+    {"", "--memory-headroom", "FRACTION"}, {"", "--kv-memory-fraction", "FRACTION"}, {"", "--expert-imbalance", "FACTOR"},
+    {"", "--qps", "RATE[,RATE...]"}, {"", "--slo", "ttft_p99=TIME,..."}, {"", "--out", "FILE"}, {"", "--plot", "FILE.svg|.png"},
+    {"", "--trace", "FILE.csv|.jsonl"}, {"", "--requests-out", "FILE.csv|.jsonl"}, {"", "--attention", "flash|naive"},
+    {"", "--algo", "auto|ring|tree|direct|nvls"}, {"", "--recompute", "none|selective|full|auto"},
+    {"", "--engine", "vllm|sglang|trtllm|static"}, {"", "--router", "round-robin|least-loaded|prefix"},
+    {"", "--cp-algo", "ulysses|ring"}, {"", "--dp-overlap", "on|off"}, {"", "--prefix-caching", "on|off"},
+    {"", "--chunked-prefill", "on|off"}, {"", "--mixed-chunk", "on|off"}, {"", "--preemption", "recompute|swap"},
+    {"", "--method", "detailed|quick"}, {"", "--shapes", "exact|seed"}, {"", "--format", "ncu|csv|torch|ert"},
+    {"", "--kernels", "unfused|fused"}, {"", "--grad-compression", "powersgd:RANK"}, {"", "--arrival", "poisson|gamma:CV|constant"},
+    {"", "--sweep", "DIM=FROM..TO"}, {"", "--solve", "DIM"}, {"", "--shape", "ROWS,COLS"}, {"", "--tile", "BM,BK,BN"},
+    {"", "--shard", "m|n|k"}, {"", "--impl", "flash|naive"}, {"", "--flops-per-element", "NUMBER"}, {"", "--unit", "matrix|vector"},
+    {"plot sweep", "--from", "INT"}, {"plot sweep", "--to", "INT"}, {"", "--from", "FILE.json"}, {"", "--series", "KxN[,KxN...]"},
+    {"", "--profile", "FILE"}, {"", "--points", "FILE.csv"}, {"", "--only", "GROUP[,GROUP...]"},
+    {"search train", "--objective", "step_time|mfu|tokens_per_s"}, {"search infer", "--objective", "tokens_per_s_per_chip|latency"},
+    {"", "--name", "NAME"}, {"", "--max-rate", "on|off"}, {"", "--max-gpus", "INT"}, {"", "--lengths", "MIN..MAX"},
+    {"", "--flops", "NUMBER"}, {"", "--context", "INT"}, {"", "--compare", "likwid"}, {"", "--buckets", "INT[,INT...]"},
+};
+
+void name_value_kinds(CLI::App& app) {
+  const std::string path = command_path(&app);
+  for (CLI::Option* o : app.get_options()) {
+    if (o->get_expected_min() == 0) continue;  // a flag
+    std::string_view kind;
+    for (const ValueKind& v : kValueKinds) {
+      if (v.flag != o->get_name()) continue;
+      if (v.command == path) {
+        kind = v.kind;
+        break;
+      }
+      if (v.command.empty() && kind.empty()) kind = v.kind;
+    }
+    if (!kind.empty()) o->type_name(std::string(kind));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) name_value_kinds(*sub);
+}
+
+}  // namespace
 
 int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   out_stream() = &out;
@@ -251,6 +324,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   register_advise_profile(advise, commands);
   register_advise_infer(advise, commands);
   register_advise_train(advise, commands);
+  name_value_kinds(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

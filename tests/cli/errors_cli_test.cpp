@@ -1,6 +1,8 @@
 // Bad input: exit status 2 and one line naming the flag or file and key.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -381,6 +383,48 @@ TEST(ReliabilityCli, NothingToDrawAndRightMessages) {
 }
 
 // CLI11's own messages in ridgeline's form, with the flag a user most likely meant.
+// --help names what each option takes (INT, SIZE, DTYPE, TIME, choices...), never CLI11's
+// TEXT: every command and subcommand is walked.
+TEST(ReliabilityCli, HelpNamesValueKinds) {
+  auto subcommands = [](const std::string& help) {
+    std::vector<std::string> names;
+    const std::size_t at = help.find("Subcommands:");
+    if (at == std::string::npos) return names;
+    std::istringstream in(help.substr(at));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] != ' ') break;
+      std::istringstream words(line);
+      std::string w;
+      words >> w;
+      if (!w.empty()) names.push_back(w);
+    }
+    return names;
+  };
+  std::vector<std::string> commands = {""};
+  int seen = 0;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const RunResult r = run(commands[i] + (commands[i].empty() ? "--help" : " --help"));
+    ASSERT_EQ(r.status, 0) << commands[i] << ": " << r.err;
+    ++seen;
+    std::istringstream lines(r.out);
+    std::string line;
+    while (std::getline(lines, line)) {
+      const std::size_t dash = line.find("--");
+      if (dash == std::string::npos || line.find_first_not_of(' ') != dash) continue;
+      EXPECT_EQ(line.find(" TEXT"), std::string::npos) << commands[i] << ": " << line;
+    }
+    for (const std::string& s : subcommands(r.out)) commands.push_back(commands[i].empty() ? s : commands[i] + " " + s);
+  }
+  EXPECT_GT(seen, 30);  // the top level, 18 commands and the subcommands of hw, op, plot, search, advise
+  const RunResult infer = run("infer --help");
+  for (const char* shown : {"--tp INT", "--hw CHIP[,CHIP...]=h100-sxm", "--kv-dtype DTYPE", "--algo auto|ring|tree|direct|nvls"}) {
+    EXPECT_NE(infer.out.find(shown), std::string::npos) << shown;
+  }
+  expect_bad("infer --batch", "--batch: a value is required after the flag (INT)");
+}
+
 TEST(ReliabilityCli, ParseErrorsNameTheFlagAndSuggest) {
   expect_bad("infer --gpus 8", "--gpus: not a flag of `infer`: did you mean --chips?");
   expect_bad("infer --bach 8", "did you mean --batch?");
