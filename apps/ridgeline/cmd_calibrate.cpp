@@ -43,6 +43,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
                                 "fit each kernel class's achievable fractions and fixed time from a profile or a validate run, "
                                 "and write them into a chip file");
   add_hardware_flags(c, f->hw);
+  hide_flags(c, {"--chips", "--slice"});
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "a profile (Nsight Compute CSV, PyTorch trace, generic CSV) or `validate --json` output")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or validate (default: detected)");
@@ -50,6 +51,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands) {
   c->add_option("--out", f->out, "write the calibrated chip file here (use it anywhere as --hw FILE)");
   c->add_option("--name", f->name, "name of the calibrated chip (default: <chip>-calibrated)");
   commands.push_back({c, [f] {
+                        refuse_chips_for_profiles(f->hw);
                         if (!f->format.empty() && f->format != "ncu" && f->format != "torch" && f->format != "csv" &&
                             f->format != "validate") {
                           throw InputError(fmt::format("--format: '{}' is not ncu, torch, csv or validate", f->format));

@@ -26,6 +26,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<Flags>();
   auto* c = root.add_subcommand("fuse", "what vertical fusion, GEMM epilogues and CUDA graphs save");
   add_hardware_flags(c, f->hw);
+  hide_flags(c, {"--chips"});
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
   c->add_option("--tokens", f->tokens, "tokens of one forward pass on one chip")->capture_default_str();

@@ -158,6 +158,7 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<BlockFlags>();
   auto* b = root.add_subcommand("block", "one transformer block in units of one (s,h)x(h,h) GEMM (seed 000)");
   add_hardware_flags(b, f->hw);
+  hide_flags(b, {"--chips"});
   b->add_flag("--json", f->json, "JSON on stdout");
   b->add_option("--seq", f->seq, "tokens s of the (s,h) activation on each chip (with --cp, attention spans s x cp)")->capture_default_str();
   b->add_option("--hidden", f->hidden, "hidden size h")->capture_default_str();

@@ -26,6 +26,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
                                 "place captured kernels (Nsight Compute CSV, PyTorch trace, generic CSV) on the roofline; "
                                 "an ERT roofline.json becomes a chip file");
   add_hardware_flags(c, f->hw);
+  hide_flags(c, {"--chips", "--slice"});
   c->add_flag("--json", f->json, "JSON on stdout");
   c->add_option("file", f->file, "profile file")->required();
   c->add_option("--format", f->format, "ncu, torch, csv or ert (default: detected)");
@@ -34,6 +35,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
   c->add_option("--name", f->ert.name, "ERT: chip name (default: ert-<hostname>)");
   c->add_option("--out", f->ert.out, "ERT: the .yaml chip file to write");
   commands.push_back({c, [f, c] {
+                        refuse_chips_for_profiles(f->hw);
                         if (f->format == "ert" || (f->format.empty() && io::detect_profile_format(f->file) == "ert")) {
                           f->ert.input = f->file;
                           f->ert.json = f->json;
@@ -66,11 +68,13 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
   auto f = std::make_shared<Flags>();
   auto* a = advise->add_subcommand("profile", "advice on a captured profile");
   add_hardware_flags(a, f->hw);
+  hide_flags(a, {"--chips", "--slice"});
   a->add_flag("--json", f->json, "JSON on stdout");
   a->add_option("file", f->file, "profile file")->required();
   a->add_option("--format", f->format, "ncu, csv or torch (default: detected)");
   a->add_option("--tensor-dtype", f->dtype, "matrix-unit dtype for tensor-core FLOPs (default: bf16, else fp16, fp32 or fp64, the first the chip has)");
   commands.push_back({a, [f, a] {
+                        refuse_chips_for_profiles(f->hw);
                         profile::Profile p = io::load_profile(f->file, f->format);
                         std::string warning;
                         hw::System sys = profile_system(f->hw, a->get_option("--hw")->count() > 0, p, warning);

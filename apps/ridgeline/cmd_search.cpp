@@ -136,6 +136,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<TrainFlags>();
   auto* t = search->add_subcommand("train", "every training plan: TP, PP, CP, EP, VPP, micro-batch, recomputation, ZeRO, SP");
   add_hardware_flags(t, f->hw);
+  hide_flags(t, {"--chips"});
   t->add_flag("--json", f->json, "JSON on stdout");
   t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
   t->add_option("--gpus", f->gpus, "GPUs")->required();
@@ -289,6 +290,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto g = std::make_shared<InferFlags>();
   auto* i = search->add_subcommand("infer", "every serving plan: chips, TP, EP, batch, weight and KV dtypes");
   add_hardware_flags(i, g->hw);
+  hide_flags(i, {"--chips"});
   i->add_flag("--json", g->json, "JSON on stdout");
   i->add_option("--model", g->model, "bundled model or config.json")->capture_default_str();
   i->add_option("--chips-max", g->chips_max, "most chips per replica (tp x ep)")->capture_default_str();
@@ -404,6 +406,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto v = std::make_shared<ServeSearchFlags>();
   auto* sv = search->add_subcommand("serve", "the cheapest serving fleet meeting SLOs: chips, TP, EP, dtypes, engine knobs, replicas");
   add_hardware_flags(sv, v->hw);
+  hide_flags(sv, {"--chips"});
   add_workload_flags(sv, v->load);
   sv->add_flag("--json", v->json, "JSON on stdout");
   sv->add_option("--model", v->model, "bundled model or config.json")->capture_default_str();

@@ -21,6 +21,16 @@ void add_hardware_flags(CLI::App* app, HardwareFlags& f) {
   app->add_option("--slice", f.slice, "a TPU slice's shape, AxB or AxBxC (default: the most cubic shape of --chips)");
 }
 
+void hide_flags(CLI::App* app, std::initializer_list<const char*> flags) {
+  for (const char* flag : flags) app->get_option(flag)->group("");
+}
+
+void refuse_chips_for_profiles(const HardwareFlags& f) {
+  if (!f.chips.empty() || !f.slice.empty()) {
+    throw InputError(fmt::format("{}: a profile is placed on one chip's roofline: --chips and --slice do not apply", f.chips.empty() ? "--slice" : "--chips"));
+  }
+}
+
 hw::System load_system(const HardwareFlags& f) {
   hw::ChipSpec chip = io::resolve_chip(f.hw);
   hw::HardwareOverrides o;

@@ -25,6 +25,11 @@ struct HardwareFlags {
 };
 
 void add_hardware_flags(CLI::App* app, HardwareFlags& f);
+/// Leaves `flags` (of add_hardware_flags) out of the command's --help: a command that refuses
+/// them (train takes --gpus, a search its own ranges, a profile one chip) says so when given.
+void hide_flags(CLI::App* app, std::initializer_list<const char*> flags);
+/// profile, advise profile, calibrate: a profile ran on one chip; InputError for --chips or --slice.
+void refuse_chips_for_profiles(const HardwareFlags& f);
 
 /// --hw a,b,c on a command of one chip: `body` runs once per chip (hw.hw set to each, `json`
 /// set so that it builds its document), and the documents are printed as a JSON array, or

@@ -166,7 +166,9 @@ struct ValueKind {
   std::string_view kind;
 };
 constexpr ValueKind kValueKinds[] = {
-    {"", "--hw", "CHIP[,CHIP...]"}, {"", "--model", "MODEL|config.json"}, {"", "--chips", "INT"}, {"", "--slice", "AxB[xC]"},
+    {"", "--hw", "CHIP|FILE.yaml"}, {"infer", "--hw", "CHIP[,CHIP...]"}, {"train", "--hw", "CHIP[,CHIP...]"},
+    {"serve", "--hw", "CHIP[,CHIP...]"}, {"search train", "--hw", "CHIP[,CHIP...]"}, {"search infer", "--hw", "CHIP[,CHIP...]"},
+    {"search serve", "--hw", "CHIP[,CHIP...]"}, {"plot roofline", "--hw", "CHIP[,CHIP...]"}, {"", "--model", "MODEL|config.json"}, {"", "--chips", "INT"}, {"", "--slice", "AxB[xC]"},
     {"", "--peak", "DTYPE=RATE"}, {"", "--mem-bw", "BANDWIDTH"}, {"", "--link-bw", "BANDWIDTH"}, {"", "--node-link-bw", "BANDWIDTH"},
     {"", "--tp", "INT"}, {"", "--pp", "INT"}, {"", "--dp", "INT"}, {"", "--cp", "INT"}, {"", "--ep", "INT"}, {"", "--vpp", "INT"},
     {"", "--zero", "0-3"}, {"", "--gpus", "INT"}, {"", "--gpus-per-node", "INT"}, {"", "--micro-batch", "INT"},

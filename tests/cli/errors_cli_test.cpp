@@ -423,6 +423,14 @@ TEST(ReliabilityCli, HelpNamesValueKinds) {
     EXPECT_NE(infer.out.find(shown), std::string::npos) << shown;
   }
   expect_bad("infer --batch", "--batch: a value is required after the flag (INT)");
+  // Commands list no flag they refuse: training and the searches take their own counts, a
+  // profile one chip; given anyway, the flag is an error that says so.
+  for (const char* cmd : {"train", "search train", "search infer", "search serve", "fuse", "block", "profile", "advise profile", "calibrate"}) {
+    EXPECT_EQ(run(std::string(cmd) + " --help").out.find("--chips "), std::string::npos) << cmd;
+  }
+  EXPECT_EQ(run("profile --help").out.find("--slice "), std::string::npos);
+  expect_bad("profile " + std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/ncu/copy_blocked.csv --chips 2", "--chips: a profile is placed on one chip");
+  expect_bad("search train --model llama-3.1-8b --gpus 8 --global-batch 8 --chips 8", "--chips: training takes --gpus");
 }
 
 TEST(ReliabilityCli, ParseErrorsNameTheFlagAndSuggest) {
