@@ -1,7 +1,7 @@
 # Quick start: `make demo` and `make test`. Everything else is optional.
 RIDGELINE := build/dev/apps/ridgeline/ridgeline
 
-.PHONY: all deps configure build test demo bench asan fuzz install-check clean
+.PHONY: all deps configure build test demo docs bench asan fuzz install-check clean
 all: build
 
 deps:
@@ -16,8 +16,17 @@ build: configure
 test: build
 	@ctest --preset dev
 
-demo: build
+# The demo builds the command-line tool only and writes under build/demo.
+demo: configure
+	@cmake --build --preset dev --target ridgeline_cli
 	@bash scripts/demo.sh $(RIDGELINE)
+
+# The README's charts redrawn into docs/img, and every sample output in README.md and
+# docs/ checked against the binary (the docs_samples test does the latter too).
+docs: configure
+	@cmake --build --preset dev --target ridgeline_cli
+	@bash scripts/demo.sh $(RIDGELINE) docs/img >/dev/null
+	@python3 scripts/check_docs.py $(RIDGELINE) .
 
 bench: deps
 	@cmake --preset release >/dev/null

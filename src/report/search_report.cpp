@@ -131,16 +131,16 @@ std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys
 std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchResult& r) {
   Series front{"Pareto front", {}, {}, true, true, {}, {}}, best{"best plans", {}, {}, false, true, {}, {}};
   for (const auto& p : r.pareto) {
-    front.x.push_back(p.memory_bytes / (1024.0 * 1024 * 1024));
+    front.x.push_back(p.memory_bytes / 1e9);  // GB, as the tables and the datasheets
     front.y.push_back(p.tokens_per_s);
     front.labels.push_back(fmt::format("{}: {:.0f} tokens/s, {}", plan_label(p), p.tokens_per_s, size(p.memory_bytes)));
   }
   for (const auto& p : r.best) {
-    best.x.push_back(p.memory_bytes / (1024.0 * 1024 * 1024));
+    best.x.push_back(p.memory_bytes / 1e9);
     best.y.push_back(p.tokens_per_s);
     best.labels.push_back(fmt::format("{}: {:.0f} tokens/s, {}", plan_label(p), p.tokens_per_s, size(p.memory_bytes)));
   }
-  return sweep_svg({front, best}, "memory per GPU (GiB)", "tokens/s", fmt::format("{} on {}: training plans", m.name, sys.chip.display_name),
+  return sweep_svg({front, best}, "memory per GPU (GB)", "tokens/s", fmt::format("{} on {}: training plans", m.name, sys.chip.display_name),
                    false, false, {false, false});
 }
 
