@@ -484,7 +484,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.backward = last_slower ? b_last : b_first;
   double params_gpu = params_layers * stage_share + (pp == 1 ? params_embed + params_head : std::max(params_embed, params_head));
   if (m.tie_embeddings && pp > 1) params_gpu = params_layers * stage_share + params_embed;  // both ends hold the table
-  out.params_per_gpu = params_gpu;
+  out.params_computed_per_gpu = params_gpu;
+  out.params_per_gpu = sharded(1, 3);
 
   // Pipeline sends: the (micro-batch x seq, h) activation forward and its gradient back, at
   // every stage boundary a micro-batch crosses (vpp per GPU when interleaved).

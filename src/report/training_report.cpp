@@ -103,7 +103,8 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["exposed_comm_s"] = r.exposed_comm_s;
   j["bubble_s"] = r.bubble.realistic_s;
   j["tp_comm_s"] = r.tp_comm_s;
-  j["params_per_gpu"] = r.params_per_gpu;
+  j["params_per_gpu"] = r.params_per_gpu;  // held, as memory_per_gpu.params_bytes
+  j["params_computed_per_gpu"] = r.params_computed_per_gpu;
   j["grad_bytes"] = r.grad_bytes;
   j["grad_bytes_uncompressed"] = r.grad_bytes_uncompressed;
   j["compression"] = part(r.compression);

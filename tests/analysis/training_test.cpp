@@ -97,7 +97,10 @@ TEST(Training, ExpertStatesShardOverTheExpertDataParallelGroup) {
     for (int zero = 0; zero <= 3; ++zero) {
       c.zero = zero;
       auto r = run(m, "h100-sxm", c);
-      EXPECT_DOUBLE_EQ(r->params_per_gpu, D + E);
+      // Held (ZeRO-3 shards them, as the memory counts them) and computed with (gathered).
+      EXPECT_DOUBLE_EQ(r->params_per_gpu, zero >= 3 ? D / dp + E / edp : D + E) << gpus << " " << zero;
+      EXPECT_DOUBLE_EQ(r->params_computed_per_gpu, D + E);
+      EXPECT_DOUBLE_EQ(r->memory.params_bytes, 2 * r->params_per_gpu);
       EXPECT_DOUBLE_EQ(r->memory.params_bytes, 2 * (zero >= 3 ? D / dp + E / edp : D + E)) << gpus << " " << zero;
       EXPECT_DOUBLE_EQ(r->memory.grads_bytes, 4 * (zero >= 2 ? D / dp + E / edp : D + E)) << gpus << " " << zero;
       EXPECT_DOUBLE_EQ(r->memory.optimizer_bytes, 12 * (zero >= 1 ? D / dp + E / edp : D + E)) << gpus << " " << zero;

@@ -242,7 +242,8 @@ struct TrainStep {
   std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
   std::array<double, 6> forward_time_by_kind_s{};   ///< the forward part of time_by_kind_s
   std::array<double, 6> backward_time_by_kind_s{};  ///< the backward part (recomputed forwards included)
-  double params_per_gpu = 0;
+  double params_per_gpu = 0;           ///< parameters the first stage's GPU holds (sharded under ZeRO-3), as memory.params_bytes counts them
+  double params_computed_per_gpu = 0;  ///< parameters the slowest stage's GPU computes with (gathered under ZeRO-3)
   TrainMemory memory;
   RecomputeChoice recompute_choice;    ///< --recompute auto: the planner's choice for this plan's budget
   double activation_budget_bytes = 0;  ///< --recompute auto: what a layer's kept tensors may take, per micro-batch
