@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "ridgeline/analysis/fusion.hpp"
+#include "ridgeline/analysis/search.hpp"
+#include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
 
 namespace ridgeline::analysis {
@@ -164,6 +166,84 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
   return out;
 }
 
+namespace {
+
+// A plan in train's words, e.g. "tp 2 pp 1 dp 32 ZeRO 3 recompute auto +SP".
+std::string plan_words(const TrainPlan& p) {
+  return fmt::format("tp {} pp {} dp {}{}{}{} micro-batch {} ZeRO {} recompute {}{}", p.tp, p.pp, p.dp, p.cp > 1 ? fmt::format(" cp {}", p.cp) : "",
+                     p.ep > 1 ? fmt::format(" ep {}", p.ep) : "", p.vpp > 1 ? fmt::format(" vpp {}", p.vpp) : "", p.micro_batch, p.zero,
+                     name(p.recompute), p.sequence_parallel ? " +SP" : "");
+}
+
+// The plans the search finds on the same GPUs, sequence and global batch: the fastest whole,
+// and each of its changes to `cfg` alone (evaluated by train), by the time each saves per step.
+void better_plans(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, const TrainResult& r, std::vector<Advice>& out) {
+  TrainSearchSpace space;
+  space.base = cfg;
+  space.base.global_batch = static_cast<std::int64_t>(std::llround(r.tokens_per_step / static_cast<double>(cfg.seq)));
+  space.base.dp = 0;
+  space.tp_across_nodes = cfg.tp > sys.chip.chips_per_node;
+  space.top = 1;
+  SearchControl control;
+  control.threads = 1;
+  TrainSearchResult found;
+  try {
+    found = search_train(m, sys, space, control);
+  } catch (const InputError&) {
+    return;  // a space the search does not cover (the plan's own errors were train's)
+  }
+  if (found.best.empty()) return;
+  const TrainPlan& b = found.best.front();
+  const double step = r.step_time_s;
+  if (r.memory.fits && !(b.step_time_s < 0.98 * step)) return;
+  // Each setting that differs, as a flag, and the plan with that change alone.
+  struct Change {
+    std::string flag;
+    TrainConfig cfg;
+  };
+  std::vector<Change> changes;
+  auto change = [&](bool differs, std::string flag, auto apply) {
+    if (!differs) return;
+    TrainConfig c = cfg;
+    c.dp = 0;
+    apply(c);
+    changes.push_back({std::move(flag), c});
+  };
+  change(b.tp != cfg.tp, fmt::format("--tp {}", b.tp), [&](TrainConfig& c) { c.tp = b.tp; });
+  change(b.pp != cfg.pp, fmt::format("--pp {}", b.pp), [&](TrainConfig& c) { c.pp = b.pp; });
+  change(b.cp != cfg.cp, fmt::format("--cp {}", b.cp), [&](TrainConfig& c) { c.cp = b.cp; });
+  change(b.ep != cfg.ep, fmt::format("--ep {}", b.ep), [&](TrainConfig& c) { c.ep = b.ep; });
+  change(b.vpp != cfg.vpp, fmt::format("--vpp {}", b.vpp), [&](TrainConfig& c) { c.vpp = b.vpp; });
+  change(b.micro_batch != cfg.micro_batch, fmt::format("--micro-batch {}", b.micro_batch), [&](TrainConfig& c) { c.micro_batch = b.micro_batch; });
+  change(b.zero != cfg.zero, fmt::format("--zero {}", b.zero), [&](TrainConfig& c) { c.zero = b.zero; });
+  change(b.recompute != cfg.recompute, fmt::format("--recompute {}", name(b.recompute)), [&](TrainConfig& c) { c.recompute = b.recompute; });
+  change(b.sequence_parallel != cfg.sequence_parallel, b.sequence_parallel ? "--sequence-parallel" : "without --sequence-parallel",
+         [&](TrainConfig& c) { c.sequence_parallel = b.sequence_parallel; });
+  change(b.cp > 1 && b.cp_ring != cfg.cp_ring, b.cp_ring ? "--cp-algo ring" : "--cp-algo ulysses", [&](TrainConfig& c) { c.cp_ring = b.cp_ring; });
+  std::string flags;
+  for (const Change& c : changes) flags += (flags.empty() ? "" : " ") + c.flag;
+  out.push_back({"better-plan",
+                 fmt::format("the fastest plan on these {} GPUs at this sequence and global batch ({}) takes {} per step against {}{}",
+                             cfg.gpus, plan_words(b), t(b.step_time_s), t(step), r.memory.fits ? "" : " (and this plan does not fit)"),
+                 std::max(0.0, step - b.step_time_s), "step",
+                 fmt::format("{} (`ridgeline search train` lists the plans)", flags), "ridgeline search train"});
+  // Each change alone, where it is a valid plan that fits and is faster.
+  auto alone = std::make_unique<TrainResult>();
+  for (const Change& c : changes) {
+    if (changes.size() == 1 || plan_fault(m, c.cfg) != Reject::count) continue;
+    try {
+      train(m, sys, c.cfg, *alone);
+    } catch (const InputError&) {
+      continue;
+    }
+    if (!alone->memory.fits || !(alone->step_time_s < 0.99 * step)) continue;
+    out.push_back({"plan-change", fmt::format("{} alone: {} per step against {}", c.flag, t(alone->step_time_s), t(step)),
+                   step - alone->step_time_s, "step", c.flag + " (one change of the fastest plan's)", "ridgeline search train"});
+  }
+}
+
+}  // namespace
+
 std::vector<Advice> advise_training(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg,
                                     const TrainResult& r) {
   std::vector<Advice> out;
@@ -210,6 +290,7 @@ std::vector<Advice> advise_training(const model::ModelConfig& m, const hw::Syste
                                          : "enable --sequence-parallel (same bytes, norms and residuals split) or lower --tp",
                    "Korthikanti et al. 2022"});
   }
+  better_plans(m, sys, cfg, r, out);
   sort_by_gain(out);
   return out;
 }

@@ -66,6 +66,46 @@ TEST(TrainCli, WholeRunFromTokensDaysAndPrice) {
   }
 }
 
+// advise train compares the plan with the fastest the search finds on the same GPUs,
+// sequence and global batch, and sizes each of its changes alone: every gain is the
+// difference of two step times that train and search train print themselves.
+TEST(TrainCli, AdviceComparesWithBetterPlans) {
+  const std::string plan = "--model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --zero 3 --recompute full";
+  const double step = run_json("train " + plan)["step_time_s"].get<double>();
+  auto best = run_json("search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --threads 1 --json")["best"][0];
+  auto advice = run_json("advise train " + plan)["advice"];
+  bool better = false, alone = false;
+  for (const auto& a : advice) {
+    if (a["rule"] == "better-plan") {
+      better = true;
+      EXPECT_NEAR(a["gain_s"].get<double>(), step - best["step_time_s"].get<double>(), 1e-9);
+      EXPECT_NE(a["fix"].get<std::string>().find("--recompute " + best["recompute"].get<std::string>()), std::string::npos) << a["fix"];
+    }
+    if (a["rule"] == "plan-change") {
+      alone = true;
+      // The fix is one flag: train with it gives the step the gain is measured from.
+      const std::string fix = a["fix"].get<std::string>();
+      const std::string flag = fix.substr(0, fix.find(" (one change"));
+      std::string changed_plan = plan;  // the plan's own setting of that flag replaced
+      const std::string name = flag.substr(0, flag.find(' '));
+      if (const std::size_t at = changed_plan.find(name + " "); at != std::string::npos) {
+        const std::size_t end = changed_plan.find(' ', at + name.size() + 1);
+        changed_plan.erase(at, end == std::string::npos ? std::string::npos : end - at);
+      }
+      const double changed = run_json("train " + changed_plan + " " + flag)["step_time_s"].get<double>();
+      EXPECT_NEAR(a["gain_s"].get<double>(), step - changed, 1e-9) << flag;
+    }
+  }
+  EXPECT_TRUE(better);
+  EXPECT_TRUE(alone);
+  // The fastest plan itself gets no such advice.
+  for (const auto& a : run_json("advise train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --zero 3 --micro-batch " +
+                                std::to_string(best["micro_batch"].get<int>()) + " --recompute " + best["recompute"].get<std::string>() +
+                                " --tp " + std::to_string(best["tp"].get<int>()))["advice"]) {
+    EXPECT_NE(a["rule"], "better-plan") << a;
+  }
+}
+
 TEST(TrainCli, BadPlans) {
   for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
            {"train --model llama-2-7b --gpus 8 --tp 3", "--gpus"},
