@@ -1,5 +1,8 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/profile.hpp"
 
@@ -32,6 +35,28 @@ std::string short_kernel_name(const std::string& full, std::size_t width) {
   if (out.empty()) out = full;
   if (out.size() <= width) return out;
   return "..." + out.substr(out.size() - (width - 3));
+}
+
+// The table's names: short, and where two kernels would read the same, told apart by the
+// CPU op that launched them ("at::native::reduce_kernel [aten::sum]") or else a number ("#2").
+std::vector<std::string> table_names(const std::vector<profile::KernelSummary>& kernels, std::size_t width) {
+  std::vector<std::string> base(kernels.size()), out(kernels.size());
+  std::map<std::string, int> uses;
+  for (std::size_t i = 0; i < kernels.size(); ++i) ++uses[base[i] = short_kernel_name(kernels[i].name, width)];
+  std::map<std::string, int> seen;
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    if (uses[base[i]] == 1) {
+      out[i] = base[i];
+      continue;
+    }
+    std::string tag = kernels[i].op.empty() ? "" : " [" + kernels[i].op + "]";
+    if (tag.empty() || ++seen[base[i] + tag] > 1 ||
+        std::count_if(kernels.begin(), kernels.end(), [&](const auto& k) { return short_kernel_name(k.name, width) == base[i] && k.op == kernels[i].op; }) > 1) {
+      tag = fmt::format(" #{}", ++seen[base[i]]);
+    }
+    out[i] = short_kernel_name(kernels[i].name, width > tag.size() + 8 ? width - tag.size() : 8) + tag;
+  }
+  return out;
 }
 
 // Shares of their sum, largest first, as JSON.
@@ -108,8 +133,10 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
                                 a.unknown_time_s > 0 ? fmt::format(", {} unknown: no FLOP or byte counts", t(a.unknown_time_s)) : "");
   out += fmt::format("  {:<40} {:>5} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", "kernel", "calls", "time", "share",
                      "FLOP/B", "FLOP/s", "B/s", "bound", "of roof", "gap");
-  for (const auto& k : a.kernels) {
-    const std::string n = short_kernel_name(k.name, 40);
+  const std::vector<std::string> names = table_names(a.kernels, 40);
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) {
+    const auto& k = a.kernels[i];
+    const std::string& n = names[i];
     if (k.unknown) {
       out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", n, k.count, t(k.time_s),
                          100 * k.time_s / a.total_kernel_time_s, "-", "-", "-", "unknown", "-", "-");

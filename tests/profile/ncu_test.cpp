@@ -11,6 +11,7 @@
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/profile/analysis.hpp"
+#include "ridgeline/report/profile.hpp"
 
 namespace ridgeline {
 namespace {
@@ -469,6 +470,26 @@ TEST(ProfileBreakdown, ByCategoryCpuOpAndStream) {
   near(a.by_category[1], "attention", 4, 1);
   near(a.by_category[2], "memcpy/memset", 4, 2);
   near(a.by_category[3], "elementwise/norm", 2, 1);
+}
+
+// Kernels whose short names read alike are told apart in the text table: by their CPU op,
+// else by a number; JSON keeps every full name.
+TEST(ProfileBreakdown, AlikeNamesToldApart) {
+  const profile::Profile p = io::parse_torch_trace(R"T({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "aten::sum", "ts": 0, "dur": 1, "args": {"External id": 1}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::mean", "ts": 0, "dur": 1, "args": {"External id": 2}},
+      {"ph": "X", "cat": "kernel", "name": "void at::native::reduce_kernel<512, 1, Sum>(int)", "ts": 0, "dur": 4, "args": {"External id": 1}},
+      {"ph": "X", "cat": "kernel", "name": "void at::native::reduce_kernel<512, 1, Mean>(int)", "ts": 5, "dur": 3, "args": {"External id": 2}},
+      {"ph": "X", "cat": "kernel", "name": "void at::native::copy_kernel<float>(int)", "ts": 9, "dur": 2},
+      {"ph": "X", "cat": "kernel", "name": "void at::native::copy_kernel<half>(int)", "ts": 12, "dur": 1}]})T",
+                                                   "alike.json");
+  const auto h100 = io::catalog_chip("h100-sxm");
+  const auto a = profile::analyze(p, h100, DType::bf16);
+  const std::string text = report::profile_text(p, a, h100);
+  for (const char* name : {"at::native::reduce_kernel [aten::sum] ", "at::native::reduce_kernel [aten::mean] ", "at::native::copy_kernel #1 ",
+                           "at::native::copy_kernel #2 "}) {
+    EXPECT_NE(text.find(name), std::string::npos) << name << "\n" << text;
+  }
 }
 
 // The trace is read one event at a time through a 1 MiB sliding buffer: names with escaped
