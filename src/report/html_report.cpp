@@ -130,7 +130,7 @@ constexpr const char* kScript = R"(
   });
   function selftest() {
     var out = { errors: errors, charts: [], sort: null };
-    document.querySelectorAll('figure svg').forEach(function (svg) {
+    document.querySelectorAll('figure > svg').forEach(function (svg) {
       var r = svg.getBoundingClientRect();
       out.charts.push({ id: svg.parentNode.id, width: r.width, height: r.height,
                         points: svg.querySelectorAll('circle.point').length, elements: svg.querySelectorAll('*').length });

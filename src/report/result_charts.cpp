@@ -42,12 +42,20 @@ std::string breakdown_svg(const json& j, const std::string& where, size_t* count
   std::string title;
   if (j.is_object() && j.contains("prefill") && j.contains("decode") && j["prefill"].is_object() &&
       j["prefill"].contains("time_by_kind_s")) {
-    title = fmt::format("{} on {}: time by op kind (lower bound)", json_string(j, "model"), json_string(j, "hw"));
+    // The prefill takes seconds where a decode step takes milliseconds: one panel each, each
+    // on its own axis, or the decode step would not show.
+    const std::string who = fmt::format("{} on {}", json_string(j, "model"), json_string(j, "hw"));
     bar("prefill", j["prefill"]["time_by_kind_s"], 1);
     const double steps = json_number(j["decode"], "steps");
     if (steps > 0 && j["decode"].contains("total") && j["decode"]["total"].is_object() && j["decode"]["total"].contains("time_by_kind_s")) {
+      const std::vector<Bar> prefill = {bars.front()};
+      bars.clear();
       bar("decode (per step)", j["decode"]["total"]["time_by_kind_s"], 1 / steps);
+      if (count != nullptr) *count = 2;
+      return panels_svg({stacked_bars_svg(prefill, "time", who + ": prefill by op kind (lower bound)"),
+                         stacked_bars_svg(bars, "time", who + ": one decode step by op kind (lower bound)")});
     }
+    title = who + ": prefill by op kind (lower bound)";
   } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
     title = fmt::format("{} on {}: compute time by op kind per step (lower bound)", json_string(j, "model"), json_string(j, "hw"));
     if (j.contains("forward_time_by_kind_s") && j.contains("backward_time_by_kind_s")) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -262,6 +263,19 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
                           kW - kR + 12, kT + 10 + 20 * static_cast<double>(si), kColors[si % 8], kW - kR + 30, kT + 14 + 20 * static_cast<double>(si), esc(se.label));
   }
   return s + legend + "</svg>\n";
+}
+
+std::string panels_svg(const std::vector<std::string>& charts) {
+  const double width = kW * static_cast<double>(charts.size());
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">\n", width, kH,
+                              width, kH);
+  for (std::size_t i = 0; i < charts.size(); ++i) {
+    // Each chart is a whole <svg> of kW x kH: nested at its offset.
+    const std::string& c = charts[i];
+    if (c.rfind("<svg ", 0) != 0) throw std::logic_error("panels_svg: not an SVG chart");
+    s += fmt::format("<svg x=\"{}\" y=\"0\" ", kW * static_cast<double>(i)) + c.substr(5);
+  }
+  return s + "</svg>\n";
 }
 
 std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title, Quantity q,

@@ -59,6 +59,10 @@ struct Bar {
 std::string stacked_bars_svg(const std::vector<Bar>& bars, const std::string& y_label, const std::string& title,
                              Quantity q = Quantity::time, double limit = 0, const std::string& limit_label = "");
 
+/// Charts side by side in one SVG, each keeping its own axes (panels of different scales,
+/// such as a prefill in seconds beside a decode step in milliseconds).
+std::string panels_svg(const std::vector<std::string>& charts);
+
 /// Writes a chart: SVG as is, or PNG through rsvg-convert when `path` ends in .png (an
 /// InputError when the converter is missing). Atomic either way.
 void write_chart(const std::string& path, const std::string& svg, std::string_view flag = "--out");
