@@ -136,6 +136,23 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
   s += fmt::format("<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n<g clip-path=\"url(#plot)\">\n",
                    kL, kT, kW - kL - kR, kH - kT - kB);
   std::string legend;
+  // Text already on the plot (ridge labels, then point labels): boxes a label must not cross.
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> taken;
+  auto text_box = [](double tx, double ty, std::size_t chars, bool end_anchored) {
+    const double w = 6.0 * static_cast<double>(chars);  // ~0.55 em per character at 11-12 px
+    return end_anchored ? Box{tx - w, ty - 11, tx, ty + 2} : Box{tx, ty - 11, tx + w, ty + 2};
+  };
+  auto free = [&taken](const Box& b) {
+    if (b.x0 < kL || b.x1 > kW - kR || b.y0 < kT || b.y1 > kH - kB) return false;  // inside the plot, not cut at its edge
+    for (const Box& t : taken) {
+      if (b.x0 < t.x1 && t.x0 < b.x1 && b.y0 < t.y1 && t.y0 < b.y1) return false;
+    }
+    return true;
+  };
+  double legend_y = kT + 10;
   for (size_t ci = 0; ci < chips.size(); ++ci) {
     const auto& c = chips[ci];
     const char* col = kColors[ci % 8];
@@ -155,7 +172,9 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
       s += fmt::format("<line class=\"ceiling\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"/>\n",
                        x.map(std::max(ridge, xmin)), y.map(peak), x.map(xmax), y.map(peak), col);
       s += fmt::format("<circle class=\"ridge\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.map(ridge), y.map(peak), col);
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">ridge {:.4g}</text>\n", x.map(ridge) + 6, y.map(peak) + 16, col, ridge);
+      const std::string ridge_text = fmt::format("ridge {:.4g}", ridge);
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", x.map(ridge) + 6, y.map(peak) + 16, col, ridge_text);
+      taken.push_back(text_box(x.map(ridge) + 6, y.map(peak) + 16, ridge_text.size(), false));
     }
     // Further matrix dtypes: their own ceilings, thinner, labelled at the right edge (one
     // line for dtypes with the same peak, e.g. fp8 and int8 on Hopper).
@@ -180,8 +199,9 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
       s += fmt::format("<line class=\"vector\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-dasharray=\"2 3\"/>\n",
                        x.map(std::max(xmin, vec / c.main_bandwidth_Bps())), y.map(vec), x.map(xmax), y.map(vec), col);
     }
-    // Three lines per chip (name; matrix peak; main memory), to fit the right margin.
-    const double ly = kT + 10 + 50 * static_cast<double>(ci);
+    // Three or four lines per chip (name; matrix peak; main memory; the dotted vector
+    // ceiling), to fit the right margin.
+    const double ly = legend_y;
     legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
                           kW - kR + 12, ly, col, kW - kR + 30, ly + 4, esc(c.name));
     legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, ly + 18, name(dtype),
@@ -189,23 +209,73 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
     legend += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">{} {}</text>\n", kW - kR + 30, ly + 32,
                           esc(c.memory.empty() ? "" : c.memory[0].name),
                           esc(format_quantity(c.main_bandwidth_Bps(), Quantity::bandwidth)));
+    legend_y += 50;
+    if (vec > 0) {
+      legend += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"{}\" stroke-dasharray=\"2 3\"/><text x=\"{}\" y=\"{}\" fill=\"#555\">vector fp32 {}</text>\n",
+                            kW - kR + 12, ly + 42, kW - kR + 26, ly + 42, col, kW - kR + 30, ly + 46,
+                            esc(format_quantity(vec, Quantity::flop_rate)));
+      legend_y += 14;
+    }
   }
-  // Points, labels nudged down when they would overlap the previous one.
-  std::vector<std::pair<double, double>> placed;
+  // Points, each labelled where its label crosses no other text and stays inside the plot:
+  // right of the point, then left, at its height or a few lines above or below. A point whose
+  // label fits nowhere gets a number, and the number and label go to a key under the legend.
+  // Past 300 points no label would be read: their names are on hover only (and it keeps the
+  // placement, points x candidates x boxes, bounded).
+  std::size_t drawn = 0;
+  for (const auto& p : points) {
+    if (!drawable(p)) continue;
+    ++drawn;
+    const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
+    taken.push_back({px - 4, py - 4, px + 4, py + 4});  // the points themselves
+  }
+  const bool labelled = drawn <= 300;
+  std::string key;
+  int numbered = 0;
   for (const auto& p : points) {
     if (!drawable(p)) continue;
     const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
-    double ly = py - 6;
-    for (const auto& [qx, qy] : placed) {
-      if (std::abs(qx - px) < 80 && std::abs(qy - ly) < 12) ly = qy + 13;
-    }
-    placed.emplace_back(px, ly);
     s += fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"black\"><title>{}: {:.4g} FLOPs/byte, {}</title></circle>\n",
                      px, py, esc(p.label), p.intensity_flops_per_byte, esc(format_quantity(p.flops_per_s, Quantity::flop_rate)));
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\">{}</text>\n", px + 6, ly,
-                     esc(p.label.size() > 32 ? p.label.substr(0, 29) + "..." : p.label));
+    if (!labelled) continue;
+    const std::string label = p.label.size() > 32 ? p.label.substr(0, 29) + "..." : p.label;
+    bool placed = false;
+    for (int shift = 0; shift <= 8 && !placed; ++shift) {
+      for (const double dy : {-13.0 * shift, 13.0 * shift}) {
+        for (const bool left : {false, true}) {
+          const double tx = left ? px - 7 : px + 7, ty = py + 4 + dy;
+          const Box b = text_box(tx, ty, label.size(), left);
+          if (placed || !free(b)) continue;
+          taken.push_back(b);
+          s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\"{}>{}</text>\n", tx, ty,
+                           left ? " text-anchor=\"end\"" : "", esc(label));
+          placed = true;
+        }
+        if (shift == 0) break;
+      }
+    }
+    if (placed) continue;
+    // The key: a number beside the point (where it fits) and "n  label" under the legend.
+    const std::string n = std::to_string(++numbered);
+    for (const bool left : {false, true}) {
+      const Box b = text_box(left ? px - 5 : px + 5, py + 4, n.size(), left);
+      if (!free(b)) continue;
+      taken.push_back(b);
+      s += fmt::format("<text class=\"point-number\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\"{}>{}</text>\n", left ? px - 5 : px + 5,
+                       py + 4, left ? " text-anchor=\"end\"" : "", n);
+      break;
+    }
+    const double ky = legend_y + 14 + 13 * static_cast<double>(numbered);
+    if (ky < kH - 8) {
+      key += fmt::format("<text class=\"key\" x=\"{}\" y=\"{}\" font-size=\"10\">{}  {}</text>\n", kW - kR + 12, ky, n,
+                         esc(label.size() > 28 ? label.substr(0, 25) + "..." : label));
+    }
   }
-  s += "</g>\n" + legend + "</svg>\n";
+  if (!labelled) {
+    key += fmt::format("<text class=\"key\" x=\"{}\" y=\"{}\" font-size=\"10\">{} points: hover for names</text>\n", kW - kR + 12,
+                       legend_y + 14, drawn);
+  }
+  s += "</g>\n" + legend + key + "</svg>\n";
   return s;
 }
 

@@ -62,6 +62,42 @@ TEST(Svg, MarkupIsEscapedAndBadPointsAreLeftOut) {
   EXPECT_NE(svg.find("<circle class=\"ridge\" cx=\"598.0\" cy=\"146.0\""), std::string::npos);
 }
 
+// Point labels cross no other text (each other, the ridge label) and stay inside the plot,
+// else the point is numbered and keyed under the legend; the dotted vector ceiling has its
+// legend entry. Boxes as the placement measures text: 6 px per character, 13 px high.
+TEST(Svg, LabelsDoNotOverlap) {
+  const hw::ChipSpec chip = testing::toy_chip();
+  std::vector<ChartPoint> pts;
+  for (int i = 0; i < 40; ++i) pts.push_back({"a fairly long op name " + std::to_string(i), 1 + 0.01 * i, 1e12 * (1 + 0.01 * i)});
+  pts.push_back({"right at the edge of the plot", 900, 1e14});
+  const std::string svg = roofline_svg({chip}, DType::bf16, pts, "crowded");
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> boxes;
+  const std::regex label("<text class=\"point-label\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" font-size=\"11\"( text-anchor=\"end\")?>([^<]*)</text>");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]), w = 6.0 * static_cast<double>((*it)[4].length());
+    const bool end = (*it)[3].matched;
+    boxes.push_back(end ? Box{x - w, y - 11, x, y + 2} : Box{x, y - 11, x + w, y + 2});
+  }
+  ASSERT_GT(boxes.size(), 10u);
+  // The ridge label "ridge 100" at (604, 162).
+  boxes.push_back({604, 151, 604 + 6 * 9, 164});
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    const Box& a = boxes[i];
+    EXPECT_GE(a.x0, 110);
+    EXPECT_LE(a.x1, 720);  // not cut at the plot's right edge
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const Box& b = boxes[j];
+      EXPECT_FALSE(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1) << i << " and " << j;
+    }
+  }
+  // Every point is labelled or numbered in the key.
+  EXPECT_EQ(count(svg, "class=\"point-label\"") + count(svg, "class=\"key\""), pts.size());
+  EXPECT_NE(svg.find("vector fp32 10 TFLOP/s"), std::string::npos);
+}
+
 TEST(Svg, ManyPointsStayWellFormed) {
   const hw::ChipSpec chip = testing::toy_chip();
   std::vector<ChartPoint> pts;
