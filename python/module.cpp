@@ -41,4 +41,22 @@ PYBIND11_MODULE(_ridgeline, m) {
   m.doc() = "ridgeline's command line as a function (use the functions of the ridgeline package)";
   m.def("run", &run, py::arg("args"),
         "Runs `ridgeline ARGS...`; returns (exit status, stdout, stderr).");
+  m.def(
+      "flags",
+      [](const std::vector<std::string>& path) {
+        py::list out;
+        for (const auto& f : ridgeline::cli::command_flags(path)) {
+          py::dict d;
+          d["name"] = f.name;
+          d["kind"] = f.kind;
+          d["default"] = f.default_value;
+          d["description"] = f.description;
+          d["positional"] = f.positional;
+          d["required"] = f.required;
+          d["repeatable"] = f.repeatable;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("path"), "The options of `ridgeline PATH...` as its --help lists them (the functions' signatures come from these).");
 }

@@ -81,6 +81,17 @@ hw::System load_chip_system(const HardwareFlags& f);
 /// `err` as one line; returns the exit status (0, 2 for bad input, 1 for an internal error,
 /// 130 for an interrupted search).
 int run(int argc, char** argv, std::ostream& out, std::ostream& err);
+
+/// A command's options as its --help lists them (hidden ones left out): the Python module
+/// builds its functions' signatures, docstrings and keyword checks from these.
+struct FlagInfo {
+  std::string name;           ///< "--batch", or a positional's name ("file")
+  std::string kind;           ///< "INT", "DTYPE", ... ("" for a flag without a value)
+  std::string default_value;  ///< as --help shows it ("" for none)
+  std::string description;
+  bool positional = false, required = false, repeatable = false;
+};
+std::vector<FlagInfo> command_flags(const std::vector<std::string>& path);
 /// Where commands print (std::cout unless run() was given another stream).
 std::ostream*& out_stream();
 /// The status a command asks run() to return after it printed its output (default 0).

@@ -227,6 +227,61 @@ void name_value_kinds(CLI::App& app) {
 
 }  // namespace
 
+void build_app(CLI::App& app, std::vector<Command>& commands) {
+  app.require_subcommand(1);
+  register_hw(app, commands);
+  register_op(app, commands);
+  register_infer(app, commands);
+  register_serve(app, commands);
+  register_block(app, commands);
+  register_train(app, commands);
+  register_fuse(app, commands);
+  register_profile(app, commands);
+  register_plot(app, commands);
+  register_measure(app, commands);
+  register_validate(app, commands);
+  register_search(app, commands);
+  register_calibrate(app, commands);
+  register_report_infer(app, commands);
+  register_report_train(app, commands);
+  register_report_serve(app, commands);
+  auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
+  advise->require_subcommand(1);
+  register_advise_profile(advise, commands);
+  register_advise_infer(advise, commands);
+  register_advise_train(advise, commands);
+  name_value_kinds(app);
+}
+
+std::vector<FlagInfo> command_flags(const std::vector<std::string>& path) {
+  CLI::App app{"ridgeline", "ridgeline"};
+  std::vector<Command> commands;
+  build_app(app, commands);
+  CLI::App* at = &app;
+  for (const std::string& word : path) {
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : at->get_subcommands({})) {
+      if (sub->get_name() == word) next = sub;
+    }
+    if (next == nullptr) return {};
+    at = next;
+  }
+  std::vector<FlagInfo> out;
+  for (const CLI::Option* o : at->get_options()) {
+    if (o->get_name() == "--help" || o->get_name().empty() || o->get_group().empty()) continue;  // help, hidden
+    FlagInfo f;
+    f.name = o->get_name();
+    f.positional = f.name.rfind("--", 0) != 0;
+    f.kind = o->get_expected_min() == 0 ? "" : o->get_type_name();
+    f.default_value = o->get_default_str();
+    f.description = o->get_description();
+    f.required = o->get_required();
+    f.repeatable = o->get_expected_max() > 1 || o->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
   out_stream() = &out;
   exit_status() = 0;
@@ -303,30 +358,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     }
   }
   CLI::App app{"ridgeline: roofline analysis of large-model workloads", "ridgeline"};
-  app.require_subcommand(1);
   std::vector<Command> commands;
-  register_hw(app, commands);
-  register_op(app, commands);
-  register_infer(app, commands);
-  register_serve(app, commands);
-  register_block(app, commands);
-  register_train(app, commands);
-  register_fuse(app, commands);
-  register_profile(app, commands);
-  register_plot(app, commands);
-  register_measure(app, commands);
-  register_validate(app, commands);
-  register_search(app, commands);
-  register_calibrate(app, commands);
-  register_report_infer(app, commands);
-  register_report_train(app, commands);
-  register_report_serve(app, commands);
-  auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
-  advise->require_subcommand(1);
-  register_advise_profile(advise, commands);
-  register_advise_infer(advise, commands);
-  register_advise_train(advise, commands);
-  name_value_kinds(app);
+  build_app(app, commands);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -19,8 +19,11 @@ one-line message.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import json
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from . import _ridgeline
 
@@ -77,24 +80,93 @@ def run(*args: str) -> Any:
     return json.loads(out)
 
 
-def _command(words: Iterable[str], kwargs: Dict[str, Any]) -> Any:
+# The keyword arguments each command takes come from the command line's own option table
+# (`_ridgeline.flags`), so the functions cannot drift from the flags.
+_KIND_TYPES = {"INT": "int", "INT|auto": "Union[int, str]", "FRACTION": "float", "FACTOR": "float", "NUMBER": "float", "DAYS": "float",
+               "0-3": "int"}
+
+
+@functools.lru_cache(maxsize=None)
+def _options(path: Tuple[str, ...]) -> Tuple[Dict[str, Any], ...]:
+    return tuple(f for f in _ridgeline.flags(list(path)) if not f["positional"] and f["name"] != "--json")
+
+
+def _keyword(flag: Dict[str, Any]) -> str:
+    return flag["name"][2:].replace("-", "_")
+
+
+def _check(function: str, path: Tuple[str, ...], kwargs: Dict[str, Any], extra: Iterable[str] = ()) -> None:
+    """TypeError for a keyword the command does not take, naming the closest it does."""
+    options = _options(path)
+    if not options:
+        return  # an unknown command or kind: the command line says so
+    valid = {_keyword(f) for f in options} | set(extra)
+    for key in kwargs:
+        if key not in valid:
+            close = difflib.get_close_matches(key, sorted(valid), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; it takes {', '.join(sorted(valid))}"
+            raise TypeError(f"{function}() got an unexpected keyword argument '{key}'{hint}")
+
+
+def _python_type(flag: Dict[str, Any]) -> str:
+    if not flag["kind"]:
+        return "bool"
+    kind = flag["kind"]
+    if flag["repeatable"] or "[," in kind:
+        return "Union[str, Sequence[Any]]"
+    return _KIND_TYPES.get(kind, "str")
+
+
+def _default(flag: Dict[str, Any]) -> Any:
+    if not flag["kind"]:
+        return False
+    text = flag["default"]
+    if text == "":
+        return None
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _document(fn: Callable[..., Any], path: Tuple[str, ...], positional: Sequence[str] = ()) -> None:
+    """Gives `fn` the command's keyword arguments as its signature and in its docstring."""
+    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in positional]
+    lines = []
+    for f in _options(path):
+        name = _keyword(f)
+        if name in positional:
+            continue
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_default(f), annotation=_python_type(f)))
+        shown = f" (default {f['default']})" if f["default"] else ""
+        lines.append(f"    {name}: {f['kind'] or 'flag'}{shown}: {f['description']}")
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__doc__ = (fn.__doc__ or "") + "\n\n    Keyword arguments (the flags of ``ridgeline " + " ".join(path) + "``):\n\n" + "\n".join(lines) + "\n"
+
+
+def _command(words: Iterable[str], kwargs: Dict[str, Any], function: str = "", path: Optional[Tuple[str, ...]] = None,
+             extra: Iterable[str] = ()) -> Any:
+    words = list(words)
+    _check(function or words[0], tuple(path if path is not None else words), kwargs, extra)
     return run(*words, *_flags(kwargs))
 
 
 def hw(action: str = "list", name: Optional[str] = None, **kwargs: Any) -> Any:
     """``ridgeline hw list``, ``hw show NAME``, ``hw import-ert FILE``."""
     words = [action.replace("_", "-")] + ([name] if name is not None else [])
-    return _command(["hw", *words], kwargs)
+    return _command(["hw", *words], kwargs, "hw", ("hw", words[0]))
 
 
 def op(kind: str, **kwargs: Any) -> Any:
     """``ridgeline op KIND``: FLOPs, bytes, intensity, lower/upper/realistic times, bound."""
-    return _command(["op", kind], kwargs)
+    return _command(["op", kind], kwargs, "op")
 
 
 def threshold(kind: str, **kwargs: Any) -> Any:
     """``ridgeline threshold KIND --solve V``: where the op turns compute-bound."""
-    return _command(["threshold", kind], kwargs)
+    return _command(["threshold", kind], kwargs, "threshold")
 
 
 def models(**kwargs: Any) -> Any:
@@ -117,6 +189,7 @@ def serve(per_request: Optional[bool] = None, **kwargs: Any) -> Any:
     """
     if per_request is None:
         per_request = not isinstance(kwargs.get("qps"), (list, tuple))
+    _check("serve", ("serve",), kwargs)
     return _command(["serve"], {**kwargs, "per_request": per_request})
 
 
@@ -142,17 +215,17 @@ def fuse(**kwargs: Any) -> Any:
 
 def profile(file: str, **kwargs: Any) -> Any:
     """``ridgeline profile FILE``: captured kernels on the roofline."""
-    return _command(["profile", str(file)], kwargs)
+    return _command(["profile", str(file)], kwargs, "profile", ("profile",))
 
 
 def advise(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
     """``ridgeline advise profile FILE | infer | train``: ranked advice with gains."""
-    return _command(["advise", kind] + ([str(file)] if file is not None else []), kwargs)
+    return _command(["advise", kind] + ([str(file)] if file is not None else []), kwargs, "advise", ("advise", kind))
 
 
 def plot(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
     """``ridgeline plot roofline|sweep|breakdown|memory``: writes the chart to ``out``."""
-    return _command(["plot", kind] + ([str(file)] if file is not None else []), kwargs)
+    return _command(["plot", kind] + ([str(file)] if file is not None else []), kwargs, "plot", ("plot", kind))
 
 
 def measure(**kwargs: Any) -> Any:
@@ -167,17 +240,25 @@ def validate(**kwargs: Any) -> Any:
 
 def calibrate(file: str, **kwargs: Any) -> Any:
     """``ridgeline calibrate FILE``: each kernel class's achievable fraction from a profile or ``validate`` output."""
-    return _command(["calibrate", str(file)], kwargs)
+    return _command(["calibrate", str(file)], kwargs, "calibrate", ("calibrate",))
 
 
 def report(**kwargs: Any) -> Any:
     """``ridgeline report``: one self-contained HTML page (``out="report.html"``); returns what ``--json`` prints."""
-    return _command(["report"], kwargs)
+    page = "report-train" if kwargs.get("train") else "report-serve" if kwargs.get("serve") else "report"
+    return _command(["report"], kwargs, "report", (page,), extra=("train", "serve"))
 
 
 def search(kind: str, **kwargs: Any) -> Any:
     """``ridgeline search train|infer``: the best plans and the Pareto front."""
-    return _command(["search", kind], kwargs)
+    return _command(["search", kind], kwargs, "search")
+
+
+for _fn, _path, _positional in ((models, ("models",), ()), (infer, ("infer",), ()), (serve, ("serve",), ()), (block, ("block",), ()),
+                                 (train, ("train",), ()), (recompute, ("recompute",), ()), (fuse, ("fuse",), ()),
+                                 (profile, ("profile",), ("file",)), (measure, ("measure",), ()), (validate, ("validate",), ()),
+                                 (calibrate, ("calibrate",), ("file",))):
+    _document(_fn, _path, _positional)
 
 
 def main() -> None:

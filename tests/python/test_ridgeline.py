@@ -1,5 +1,6 @@
 """The Python module: each command a function of the same name returning what --json prints."""
 
+import inspect
 import json
 import os
 import subprocess
@@ -148,3 +149,43 @@ def test_help_is_text_and_a_flag_without_value_says_so():
     # m=True passes a bare --m, which takes the next flag as its value: said so.
     with pytest.raises(ValueError, match="--m: took '--k' as its value"):
         ridgeline.op("matmul", m=True, k=4, n=4)
+
+
+def _help_flags(*command):
+    # The flags `ridgeline COMMAND --help` lists, as keyword names.
+    text = subprocess.run([BIN, *command, "--help"], check=True, capture_output=True, text=True).stdout
+    names = set()
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0].startswith("--") and words[0] not in ("--json",):
+            names.add(words[0].split("=")[0][2:].replace("-", "_"))
+    return names
+
+
+def test_signatures_are_the_flags_of_the_command_line():
+    # Each function's keyword arguments are its command's flags, with their defaults and
+    # kinds in the docstring: the same table builds both.
+    for fn, command in ((ridgeline.infer, ("infer",)), (ridgeline.train, ("train",)), (ridgeline.serve, ("serve",)),
+                        (ridgeline.profile, ("profile",))):
+        params = inspect.signature(fn).parameters
+        keywords = {n for n, p in params.items() if p.kind == inspect.Parameter.KEYWORD_ONLY}
+        assert keywords == _help_flags(*command), command
+    params = inspect.signature(ridgeline.infer).parameters
+    assert params["batch"].default == 1 and params["hw"].default == "h100-sxm" and params["cuda_graphs"].default is False
+    assert params["batch"].annotation == "int"
+    assert "batch: INT (default 1): sequences" in ridgeline.infer.__doc__
+    assert list(inspect.signature(ridgeline.profile).parameters)[0] == "file"
+
+
+def test_a_misspelt_keyword_is_a_type_error_naming_the_closest():
+    with pytest.raises(TypeError, match="infer\\(\\) got an unexpected keyword argument 'bach'; did you mean 'batch'\\?"):
+        ridgeline.infer(bach=4)
+    with pytest.raises(TypeError, match="did you mean 'k'"):
+        ridgeline.op("matmul", m=4, kk=4, n=4)
+    with pytest.raises(TypeError, match="did you mean 'gpus'"):
+        ridgeline.search("train", model="llama-3.1-8b", gpu=8, global_batch=8)
+    with pytest.raises(TypeError, match="did you mean 'tokens'"):
+        ridgeline.train(model="llama-3.1-8b", gpus=8, token="1T")
+    # Keywords of another kind of the same command are not this kind's: op attention has no --m.
+    with pytest.raises(TypeError, match="'m'"):
+        ridgeline.op("attention", m=4)
