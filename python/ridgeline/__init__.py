@@ -133,7 +133,7 @@ def _default(flag: Dict[str, Any]) -> Any:
 
 def _document(fn: Callable[..., Any], path: Tuple[str, ...], positional: Sequence[str] = ()) -> None:
     """Gives `fn` the command's keyword arguments as its signature and in its docstring."""
-    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in positional]
+    params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str") for p in positional]
     lines = []
     for f in _options(path):
         name = _keyword(f)
@@ -259,6 +259,40 @@ for _fn, _path, _positional in ((models, ("models",), ()), (infer, ("infer",), (
                                  (profile, ("profile",), ("file",)), (measure, ("measure",), ()), (validate, ("validate",), ()),
                                  (calibrate, ("calibrate",), ("file",))):
     _document(_fn, _path, _positional)
+
+
+def _stubs() -> str:
+    """The package's type stubs (``__init__.pyi``), written next to it at build time from the
+    same signatures: the flags of each command, typed by their kinds."""
+    out = ["# Generated from ridgeline's option table at build time (ridgeline._stubs): do not edit.",
+           "from typing import Any, Dict, List, Optional, Sequence, Union", "", "__version__: str", "",
+           "class RidgelineError(RuntimeError): ...", ""]
+    for name in sorted(__all__):
+        obj = globals()[name]
+        if isinstance(obj, type):
+            continue
+        sig = inspect.signature(obj)
+        params = []
+        star = False
+        for p in sig.parameters.values():
+            if p.kind == inspect.Parameter.KEYWORD_ONLY and not star:
+                params.append("*")
+                star = True
+            if p.kind == inspect.Parameter.VAR_POSITIONAL:
+                params.append(f"*{p.name}: {p.annotation if p.annotation is not inspect.Parameter.empty else 'Any'}")
+                star = True
+            elif p.kind == inspect.Parameter.VAR_KEYWORD:
+                params.append(f"**{p.name}: Any")
+            else:
+                annotation = p.annotation if p.annotation is not inspect.Parameter.empty else "Any"
+                if p.default is inspect.Parameter.empty:
+                    params.append(f"{p.name}: {annotation}")
+                else:
+                    optional = annotation if str(annotation).startswith("Optional[") else f"Optional[{annotation}]"
+                    params.append(f"{p.name}: {optional} = ...")
+        returns = sig.return_annotation if sig.return_annotation is not inspect.Signature.empty else "Any"
+        out.append(f"def {name}({', '.join(params)}) -> {returns}: ...")
+    return "\n".join(out) + "\n"
 
 
 def main() -> None:

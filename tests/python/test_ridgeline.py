@@ -76,6 +76,11 @@ def test_typed_package():
     pkg = os.path.dirname(ridgeline.__file__)
     assert os.path.exists(os.path.join(pkg, "py.typed"))
     assert os.path.exists(os.path.join(pkg, "_ridgeline.pyi"))
+    # The package's stubs: the functions with their flags, typed by kind.
+    stubs = open(os.path.join(pkg, "__init__.pyi")).read()
+    assert stubs == ridgeline._stubs()
+    assert "def infer(*, " in stubs and "batch: Optional[int] = ..." in stubs and "cuda_graphs: Optional[bool] = ..." in stubs
+    assert "def profile(file: str, *, " in stubs and "def op(kind: str, **kwargs: Any) -> Any: ..." in stubs
 
 
 def test_every_command_is_a_function():
