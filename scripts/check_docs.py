@@ -11,6 +11,7 @@ files (`--out`, `--plot`, `--requests-out`), use a shell pipe, or measure this m
 
 Usage: check_docs.py RIDGELINE_BINARY REPOSITORY_ROOT. Exit 1 listing each drifted block."""
 import glob
+import json
 import re
 import os
 import shlex
@@ -124,6 +125,17 @@ def main():
                 drift += 1
                 print(f"{os.path.relpath(f, root)}:{line}: `{command}` prints something else now; rerun it and paste its output"
                       f" (a line '...' stands for lines left out)")
+    # Counts the README states in its tour: the catalog's chips and the bundled models.
+    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    for pattern, command in ((r"the catalog: (\d+) chips", ["hw", "list", "--json"]), (r"(\d+) bundled Hugging Face configs", ["models", "--json"])):
+        m = re.search(pattern, readme)
+        if m is None:
+            continue
+        checked += 1
+        actual = len(json.loads(subprocess.run([binary] + command, cwd=root, capture_output=True, text=True, timeout=60).stdout))
+        if actual != int(m.group(1)):
+            drift += 1
+            print(f"README.md: says '{m.group(0)}', `ridgeline {' '.join(command[:-1])}` lists {actual}")
     print(f"{checked} samples checked, {drift} drifted")
     return 1 if drift else 0
 
