@@ -148,7 +148,7 @@ std::string train_pareto_svg(const model::ModelConfig& m, const hw::System& sys,
 
 std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchResult& r) {
   // The axes engine vendors publish: output tokens/s per chip against tokens/s per user
-  // (1 / TPOT), the front's points tagged with their plan.
+  // (1 / TPOT), the front's points tagged with their plan wherever a tag fits beside its point.
   Series front{"Pareto front", {}, {}, true, true, {}, {}}, best{"best plans", {}, {}, false, true, {}, {}};
   auto add = [](Series& se, const analysis::InferPlan& p) {
     se.x.push_back(p.tpot_s > 0 ? 1 / p.tpot_s : 0);
@@ -156,13 +156,9 @@ std::string infer_pareto_svg(const model::ModelConfig& m, const hw::System& sys,
     se.labels.push_back(fmt::format("{}: {:.1f} tokens/s/chip, {:.1f} tokens/s/user (TPOT {})", plan_label(p), p.tokens_per_s_per_chip,
                                     p.tpot_s > 0 ? 1 / p.tpot_s : 0, t(p.tpot_s)));
   };
-  const std::vector<analysis::InferPlan> shown = thin(r.pareto, kFrontRows);
   for (const auto& p : r.pareto) {
     add(front, p);
-    const bool tagged = std::find_if(shown.begin(), shown.end(), [&](const analysis::InferPlan& q) { return q.order == p.order; }) != shown.end();
-    front.tags.push_back(tagged ? fmt::format("tp{}{} b{} {}", p.tp, p.ep > 1 ? fmt::format(" ep{}", p.ep) : "", p.batch,
-                                              dtype_label(p.weight_dtype, "ckpt"))
-                                : "");
+    front.tags.push_back(fmt::format("tp{}{} b{} {}", p.tp, p.ep > 1 ? fmt::format(" ep{}", p.ep) : "", p.batch, dtype_label(p.weight_dtype, "ckpt")));
   }
   for (const auto& p : r.best) add(best, p);
   return sweep_svg({front, best}, "output tokens/s per user (1 / TPOT)", "output tokens/s per chip",

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
@@ -39,6 +40,51 @@ constexpr double kW = 920, kH = 600, kL = 110, kR = 200, kT = 50, kB = 70;  // c
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
 std::string esc(const std::string& s) { return escape_markup(s); }
+
+// Text on a chart that must not cross other text: boxes as the text measures (about 0.55 em
+// per character) and where a new label fits, inside the plot area.
+class Labels {
+ public:
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  struct Place {
+    double x, y;
+    bool end;  // text-anchor end (left of the point)
+  };
+  void take(const Box& b) { taken_.push_back(b); }
+  static Box box(double tx, double ty, std::size_t chars, bool end_anchored, double px_per_char = 6) {
+    const double w = px_per_char * static_cast<double>(chars);
+    return end_anchored ? Box{tx - w, ty - 11, tx, ty + 2} : Box{tx, ty - 11, tx + w, ty + 2};
+  }
+  bool free(const Box& b) const {
+    if (b.x0 < kL || b.x1 > kW - kR || b.y0 < kT || b.y1 > kH - kB) return false;  // inside the plot, not cut at its edge
+    for (const Box& t : taken_) {
+      if (b.x0 < t.x1 && t.x0 < b.x1 && b.y0 < t.y1 && t.y0 < b.y1) return false;
+    }
+    return true;
+  }
+  /// The first place `chars` characters fit beside (px, py): right, then left, at the
+  /// point's height, then up to `lines` lines above or below; taken when found.
+  std::optional<Place> place(double px, double py, std::size_t chars, int lines = 8, double px_per_char = 6) {
+    for (int shift = 0; shift <= lines; ++shift) {
+      for (const double dy : {-13.0 * shift, 13.0 * shift}) {
+        for (const bool left : {false, true}) {
+          const double tx = left ? px - 7 : px + 7, ty = py + 4 + dy;
+          const Box b = box(tx, ty, chars, left, px_per_char);
+          if (!free(b)) continue;
+          take(b);
+          return Place{tx, ty, left};
+        }
+        if (shift == 0) break;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<Box> taken_;
+};
 
 struct Axis {
   double lo, hi;  // data range
@@ -137,21 +183,7 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
                    kL, kT, kW - kL - kR, kH - kT - kB);
   std::string legend;
   // Text already on the plot (ridge labels, then point labels): boxes a label must not cross.
-  struct Box {
-    double x0, y0, x1, y1;
-  };
-  std::vector<Box> taken;
-  auto text_box = [](double tx, double ty, std::size_t chars, bool end_anchored) {
-    const double w = 6.0 * static_cast<double>(chars);  // ~0.55 em per character at 11-12 px
-    return end_anchored ? Box{tx - w, ty - 11, tx, ty + 2} : Box{tx, ty - 11, tx + w, ty + 2};
-  };
-  auto free = [&taken](const Box& b) {
-    if (b.x0 < kL || b.x1 > kW - kR || b.y0 < kT || b.y1 > kH - kB) return false;  // inside the plot, not cut at its edge
-    for (const Box& t : taken) {
-      if (b.x0 < t.x1 && t.x0 < b.x1 && b.y0 < t.y1 && t.y0 < b.y1) return false;
-    }
-    return true;
-  };
+  Labels labels;
   double legend_y = kT + 10;
   for (size_t ci = 0; ci < chips.size(); ++ci) {
     const auto& c = chips[ci];
@@ -174,7 +206,7 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
       s += fmt::format("<circle class=\"ridge\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/>\n", x.map(ridge), y.map(peak), col);
       const std::string ridge_text = fmt::format("ridge {:.4g}", ridge);
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n", x.map(ridge) + 6, y.map(peak) + 16, col, ridge_text);
-      taken.push_back(text_box(x.map(ridge) + 6, y.map(peak) + 16, ridge_text.size(), false));
+      labels.take(Labels::box(x.map(ridge) + 6, y.map(peak) + 16, ridge_text.size(), false));
     }
     // Further matrix dtypes: their own ceilings, thinner, labelled at the right edge (one
     // line for dtypes with the same peak, e.g. fp8 and int8 on Hopper).
@@ -227,7 +259,7 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
     if (!drawable(p)) continue;
     ++drawn;
     const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
-    taken.push_back({px - 4, py - 4, px + 4, py + 4});  // the points themselves
+    labels.take({px - 4, py - 4, px + 4, py + 4});  // the points themselves
   }
   const bool labelled = drawn <= 300;
   std::string key;
@@ -239,28 +271,17 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
                      px, py, esc(p.label), p.intensity_flops_per_byte, esc(format_quantity(p.flops_per_s, Quantity::flop_rate)));
     if (!labelled) continue;
     const std::string label = p.label.size() > 32 ? p.label.substr(0, 29) + "..." : p.label;
-    bool placed = false;
-    for (int shift = 0; shift <= 8 && !placed; ++shift) {
-      for (const double dy : {-13.0 * shift, 13.0 * shift}) {
-        for (const bool left : {false, true}) {
-          const double tx = left ? px - 7 : px + 7, ty = py + 4 + dy;
-          const Box b = text_box(tx, ty, label.size(), left);
-          if (placed || !free(b)) continue;
-          taken.push_back(b);
-          s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\"{}>{}</text>\n", tx, ty,
-                           left ? " text-anchor=\"end\"" : "", esc(label));
-          placed = true;
-        }
-        if (shift == 0) break;
-      }
+    if (const auto at = labels.place(px, py, label.size())) {
+      s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\"{}>{}</text>\n", at->x, at->y,
+                       at->end ? " text-anchor=\"end\"" : "", esc(label));
+      continue;
     }
-    if (placed) continue;
     // The key: a number beside the point (where it fits) and "n  label" under the legend.
     const std::string n = std::to_string(++numbered);
     for (const bool left : {false, true}) {
-      const Box b = text_box(left ? px - 5 : px + 5, py + 4, n.size(), left);
-      if (!free(b)) continue;
-      taken.push_back(b);
+      const Labels::Box b = Labels::box(left ? px - 5 : px + 5, py + 4, n.size(), left);
+      if (!labels.free(b)) continue;
+      labels.take(b);
       s += fmt::format("<text class=\"point-number\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\"{}>{}</text>\n", left ? px - 5 : px + 5,
                        py + 4, left ? " text-anchor=\"end\"" : "", n);
       break;
@@ -313,6 +334,14 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
   Axis x{xmin, xmax, log_x, kL, kW - kR}, y{ymin, ymax * 1.05, log_y, kH - kB, kT};
   std::string s = header(title) + axes(x, y, x_label, y_label, options.y_flop_rate);
   std::string legend;
+  // Tags (short text beside markers) where they cross no marker and no other tag.
+  Labels labels;
+  for (const auto& se : series) {
+    for (size_t i = 0; se.markers && i < se.x.size() && i < se.y.size(); ++i) {
+      const double px = x.map(std::max(se.x[i], xmin)), py = y.map(std::max(se.y[i], ymin));
+      labels.take({px - 4, py - 4, px + 4, py + 4});
+    }
+  }
   for (size_t si = 0; si < series.size(); ++si) {
     const auto& se = series[si];
     std::string d;
@@ -325,8 +354,11 @@ std::string sweep_svg(const std::vector<Series>& series, const std::string& x_la
                        x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)), kColors[si % 8],
                        esc(i < se.labels.size() ? se.labels[i] : se.label));
       if (i < se.tags.size() && !se.tags[i].empty()) {
-        s += fmt::format("<text class=\"tag\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\">{}</text>\n", x.map(std::max(se.x[i], xmin)) + 6,
-                         y.map(std::max(se.y[i], ymin)) - 6, esc(se.tags[i]));
+        const auto at = labels.place(x.map(std::max(se.x[i], xmin)), y.map(std::max(se.y[i], ymin)), se.tags[i].size(), 2, 5.5);
+        if (at) {
+          s += fmt::format("<text class=\"tag\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\"{}>{}</text>\n", at->x, at->y,
+                           at->end ? " text-anchor=\"end\"" : "", esc(se.tags[i]));
+        }
       }
     }
     legend += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -96,6 +97,33 @@ TEST(Svg, LabelsDoNotOverlap) {
   // Every point is labelled or numbered in the key.
   EXPECT_EQ(count(svg, "class=\"point-label\"") + count(svg, "class=\"key\""), pts.size());
   EXPECT_NE(svg.find("vector fp32 10 TFLOP/s"), std::string::npos);
+}
+
+// A sweep's tags (configurations beside markers) likewise: a tag is drawn only where it
+// crosses no other tag (5.5 px per character at 10 px), the rest stay on hover.
+TEST(Svg, SweepTagsDoNotOverlap) {
+  Series front{"front", {}, {}, true, true, {}, {}};
+  for (int i = 0; i < 60; ++i) {
+    front.x.push_back(50 + i);
+    front.y.push_back(600 - 5 * i);
+    front.labels.push_back("plan " + std::to_string(i));
+    front.tags.push_back("tp8 b" + std::to_string(i) + " fp8_e4m3");
+  }
+  const std::string svg = sweep_svg({front}, "per user", "per chip", "tags", false, false);
+  const std::regex tag("<text class=\"tag\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" font-size=\"10\"( text-anchor=\"end\")?>([^<]*)</text>");
+  std::vector<std::array<double, 4>> boxes;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tag); it != std::sregex_iterator(); ++it) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]), w = 5.5 * static_cast<double>((*it)[4].length());
+    boxes.push_back((*it)[3].matched ? std::array<double, 4>{x - w, y - 11, x, y + 2} : std::array<double, 4>{x, y - 11, x + w, y + 2});
+  }
+  EXPECT_GT(boxes.size(), 15u);
+  EXPECT_LT(boxes.size(), 60u);  // not all fit: those are on hover
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      const auto &a = boxes[i], &b = boxes[j];
+      EXPECT_FALSE(a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]) << i << " and " << j;
+    }
+  }
 }
 
 TEST(Svg, ManyPointsStayWellFormed) {
