@@ -75,6 +75,11 @@ TEST(PlotCli, BreakdownFromInferAndTrainJson) {
   EXPECT_EQ(j["bars"], 2);  // prefill and one decode step
   const std::string svg = slurp(dir + "/bd.svg");
   EXPECT_GE(count(svg, "class=\"segment\""), 8u);  // gemm, attention, norm, elementwise, ... in each bar
+  // The prefill (milliseconds to seconds) and one decode step (milliseconds) in two panels,
+  // each with its own axis: two charts nested in one SVG, each with its title.
+  EXPECT_EQ(count(svg, "<svg"), 3u);
+  EXPECT_NE(svg.find("llama-3.1-8b on h100-sxm: prefill by op kind (lower bound)"), std::string::npos);
+  EXPECT_NE(svg.find("llama-3.1-8b on h100-sxm: one decode step by op kind (lower bound)"), std::string::npos);
   RunResult tr = run("train --model llama-2-7b --hw h100-sxm --gpus 8 --seq 2048 --json");
   ASSERT_EQ(tr.status, 0);
   std::ofstream(dir + "/tr.json") << tr.out;
