@@ -7,7 +7,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <regex>
+#include <vector>
 #include <string>
 
 #include "toy_chip.hpp"
@@ -19,6 +19,28 @@ size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
   return n;
+}
+
+// The boxes of the <text class="CLASS" x=".." y=".." ...>TEXT</text> elements of `svg`, as the
+// placement measures them: `px_per_char` per character, from 11 px above the baseline to 2
+// below, left of x when anchored at the end.
+std::vector<std::array<double, 4>> text_boxes(const std::string& svg, const std::string& cls, double px_per_char) {
+  std::vector<std::array<double, 4>> out;
+  const std::string open = "<text class=\"" + cls + "\" x=\"";
+  for (std::size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const std::size_t tag_end = svg.find('>', at);
+    const std::string tag = svg.substr(at, tag_end - at);
+    const double x = std::stod(tag.substr(open.size()));
+    const double y = std::stod(tag.substr(tag.find("y=\"") + 3));
+    const bool end = tag.find("text-anchor=\"end\"") != std::string::npos;
+    const double w = px_per_char * static_cast<double>(svg.find("</text>", tag_end) - tag_end - 1);
+    out.push_back(end ? std::array<double, 4>{x - w, y - 11, x, y + 2} : std::array<double, 4>{x, y - 11, x + w, y + 2});
+  }
+  return out;
+}
+
+bool overlap(const std::array<double, 4>& a, const std::array<double, 4>& b) {
+  return a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
 }
 
 // The toy chip: bf16 matrix peak 1e14 FLOP/s, fp32 vector 1e13, HBM 1e12 B/s: ridge 100.
@@ -72,27 +94,14 @@ TEST(Svg, LabelsDoNotOverlap) {
   for (int i = 0; i < 40; ++i) pts.push_back({"a fairly long op name " + std::to_string(i), 1 + 0.01 * i, 1e12 * (1 + 0.01 * i)});
   pts.push_back({"right at the edge of the plot", 900, 1e14});
   const std::string svg = roofline_svg({chip}, DType::bf16, pts, "crowded");
-  struct Box {
-    double x0, y0, x1, y1;
-  };
-  std::vector<Box> boxes;
-  const std::regex label("<text class=\"point-label\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" font-size=\"11\"( text-anchor=\"end\")?>([^<]*)</text>");
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator(); ++it) {
-    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]), w = 6.0 * static_cast<double>((*it)[4].length());
-    const bool end = (*it)[3].matched;
-    boxes.push_back(end ? Box{x - w, y - 11, x, y + 2} : Box{x, y - 11, x + w, y + 2});
-  }
+  auto boxes = text_boxes(svg, "point-label", 6);
   ASSERT_GT(boxes.size(), 10u);
   // The ridge label "ridge 100" at (604, 162).
   boxes.push_back({604, 151, 604 + 6 * 9, 164});
   for (std::size_t i = 0; i < boxes.size(); ++i) {
-    const Box& a = boxes[i];
-    EXPECT_GE(a.x0, 110);
-    EXPECT_LE(a.x1, 720);  // not cut at the plot's right edge
-    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
-      const Box& b = boxes[j];
-      EXPECT_FALSE(a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1) << i << " and " << j;
-    }
+    EXPECT_GE(boxes[i][0], 110);
+    EXPECT_LE(boxes[i][2], 720);  // not cut at the plot's right edge
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) EXPECT_FALSE(overlap(boxes[i], boxes[j])) << i << " and " << j;
   }
   // Every point is labelled or numbered in the key.
   EXPECT_EQ(count(svg, "class=\"point-label\"") + count(svg, "class=\"key\""), pts.size());
@@ -110,19 +119,11 @@ TEST(Svg, SweepTagsDoNotOverlap) {
     front.tags.push_back("tp8 b" + std::to_string(i) + " fp8_e4m3");
   }
   const std::string svg = sweep_svg({front}, "per user", "per chip", "tags", false, false);
-  const std::regex tag("<text class=\"tag\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" font-size=\"10\"( text-anchor=\"end\")?>([^<]*)</text>");
-  std::vector<std::array<double, 4>> boxes;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tag); it != std::sregex_iterator(); ++it) {
-    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]), w = 5.5 * static_cast<double>((*it)[4].length());
-    boxes.push_back((*it)[3].matched ? std::array<double, 4>{x - w, y - 11, x, y + 2} : std::array<double, 4>{x, y - 11, x + w, y + 2});
-  }
+  const auto boxes = text_boxes(svg, "tag", 5.5);
   EXPECT_GT(boxes.size(), 15u);
   EXPECT_LT(boxes.size(), 60u);  // not all fit: those are on hover
   for (std::size_t i = 0; i < boxes.size(); ++i) {
-    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
-      const auto &a = boxes[i], &b = boxes[j];
-      EXPECT_FALSE(a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]) << i << " and " << j;
-    }
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) EXPECT_FALSE(overlap(boxes[i], boxes[j])) << i << " and " << j;
   }
 }
 
