@@ -152,8 +152,10 @@ void fill(profile::KernelLaunch& k, const std::map<std::string, Metric>& ms, std
 
 }  // namespace
 
+bool launch_duration_ok(double s) noexcept { return std::isfinite(s) && s > 0 && s <= 1e6; }
+
 void check_launch_duration(double s, std::string_view where) {
-  if (!std::isfinite(s) || !(s > 0) || s > 1e6) {
+  if (!launch_duration_ok(s)) {
     throw InputError(fmt::format("{}: duration {} s: expected a finite time above 0 and at most 10^6 s", where, s));
   }
 }

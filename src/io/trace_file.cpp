@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <iterator>
 #include <map>
 #include <unordered_map>
 
@@ -376,15 +375,20 @@ struct OpState {
 // and start and swept in order. A span starting before the last start of an earlier window
 // on its device (more than a window out of order) can only extend the device's line: it is
 // counted, and reported, as overlapping what came before.
+// m[key], refusing a key m does not hold once it holds `cap`: `refusal` gives the message.
+template <class Map, class Refusal>
+typename Map::mapped_type& bounded_entry(Map& m, const typename Map::key_type& key, std::size_t cap, Refusal refusal) {
+  if (auto it = m.find(key); it != m.end()) return it->second;
+  if (m.size() >= cap) throw InputError(refusal());
+  return m[key];
+}
+
 class Timeline {
  public:
   explicit Timeline(std::size_t window) : window_size_(std::max<std::size_t>(window, 1)) {}
 
   void add(double device, double ts, double dur, std::string_view source) {
-    if (!devices_.count(device) && devices_.size() >= kMaxDevices) {
-      throw InputError(fmt::format("{}: kernels on more than {} devices", source, kMaxDevices));
-    }
-    devices_.try_emplace(device);
+    bounded_entry(devices_, device, kMaxDevices, [&] { return fmt::format("{}: kernels on more than {} devices", source, kMaxDevices); });
     window_.push_back({device, ts, dur});
     if (window_.size() >= window_size_) sweep();
   }
@@ -462,16 +466,13 @@ struct Collected {
   profile::TimeShare no_op{"(no CPU op)", 0, 0};  // kernels without an External id
   std::uint64_t launches = 0, without_flops = 0, without_bytes = 0;
   std::size_t without_dur = 0;  // kernel events with no "dur": instants, or a damaged trace
-  std::string where;            // the event being read, for error messages (reused)
 };
 
 void add_to_stream(Collected& out, const object& args, double dur_us, std::string_view source) {
   const double stream = num(args, "stream");
   if (stream < 0) return;
-  if (!out.streams.count(stream) && out.streams.size() >= kMaxDevices) {
-    throw InputError(fmt::format("{}: kernels on more than {} streams", source, kMaxDevices));
-  }
-  profile::TimeShare& s = out.streams[stream];
+  profile::TimeShare& s =
+      bounded_entry(out.streams, stream, kMaxDevices, [&] { return fmt::format("{}: kernels on more than {} streams", source, kMaxDevices); });
   s.time_s += dur_us * 1e-6;
   s.count += 1;
 }
@@ -480,7 +481,7 @@ void add_to_stream(Collected& out, const object& args, double dur_us, std::strin
 void copy(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
   double dur = -1;
   if (e["dur"].get_double().get(dur) != simdjson::SUCCESS) return;
-  check_launch_duration(dur * 1e-6, fmt::format("{}: event {} ({})", source, n, cat));
+  if (!launch_duration_ok(dur * 1e-6)) check_launch_duration(dur * 1e-6, fmt::format("{}: event {} ({})", source, n, cat));
   profile::TimeShare& s = cat == "gpu_memcpy" ? out.p.memcpy : out.p.memset;
   s.time_s += dur * 1e-6;
   s.count += 1;
@@ -489,13 +490,10 @@ void copy(const object& e, std::string_view cat, Collected& out, std::string_vie
 }
 
 OpState& op_state(Collected& out, double id, std::string_view source) {
-  auto it = out.ops.find(id);
-  if (it != out.ops.end()) return it->second;
-  if (out.ops.size() >= out.limits.max_cpu_ops) {
-    throw InputError(fmt::format("{}: more than {} CPU ops with an External id: profile a shorter window or fewer iterations", source,
-                                 out.limits.max_cpu_ops));
-  }
-  return out.ops[id];
+  return bounded_entry(out.ops, id, out.limits.max_cpu_ops, [&] {
+    return fmt::format("{}: more than {} CPU ops with an External id: profile a shorter window or fewer iterations", source,
+                       out.limits.max_cpu_ops);
+  });
 }
 
 std::uint32_t intern(NameIndex& index, std::size_t cap, std::string_view name, std::string_view source, std::string_view what) {
@@ -552,17 +550,16 @@ void cpu_op(const object& e, Collected& out, std::string_view source) {
 void kernel(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
   std::string_view name;
   if (e["name"].get_string().get(name) != simdjson::SUCCESS) name = "(unnamed)";
-  out.where.clear();
-  fmt::format_to(std::back_inserter(out.where), "{}: event {} (kernel '{}')", source, n, name);
-  const std::string_view where = out.where;
+  // Which event, for an error message only: not built for every event.
+  auto where = [&] { return fmt::format("{}: event {} (kernel '{}')", source, n, name); };
   element d;
   if (e["dur"].get(d) != simdjson::SUCCESS) {  // no duration: an instant, not a kernel to place
     ++out.without_dur;
     return;
   }
   double dur = -1;
-  if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where));
-  check_launch_duration(dur * 1e-6, where);  // Chrome traces count microseconds
+  if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where()));
+  if (!launch_duration_ok(dur * 1e-6)) check_launch_duration(dur * 1e-6, where());  // Chrome traces count microseconds
   profile::KernelLaunch k;                     // this launch's figures (its name is the record's)
   k.duration_s = dur * 1e-6;
   double id = -1;  // the launching CPU op's External id
@@ -597,7 +594,7 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
     const double dev = num(a, "device");
     const double ts = num(e, "ts");
     // A timestamp past 10^18 us (30,000 years) is a damaged file, not a time.
-    if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where, ts));
+    if (!(ts < 1e18)) throw InputError(fmt::format("{}: ts {}: expected microseconds below 10^18", where(), ts));
     if (ts >= 0 && cat != "cuda_profiler_range") out.timeline.add(dev, ts, dur, source);
     add_to_stream(out, a, dur, source);
   }
@@ -608,16 +605,7 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
     fresh.count = 0;
     out.op_event.push_back(kNoEvent);
   }
-  profile::KernelLaunch& rec = out.p.launches[r];
-  rec.count += 1;
-  rec.duration_s += k.duration_s;
-  rec.flops_fp64 += k.flops_fp64;
-  rec.flops_fp32 += k.flops_fp32;
-  rec.flops_fp16 += k.flops_fp16;
-  rec.flops_tensor += k.flops_tensor;
-  rec.dram_bytes += k.dram_bytes;
-  rec.has_flops |= k.has_flops;
-  rec.has_bytes |= k.has_bytes;
+  add_launches(out.p.launches[r], k);
   ++out.launches;
   if (!k.has_flops) ++out.without_flops;
   if (!k.has_bytes) ++out.without_bytes;
@@ -684,9 +672,6 @@ profile::Profile finish(Collected& c, std::string_view source) {
   profile::Profile& p = c.p;
   p.source = std::string(source);
   p.format = "torch";
-  // An op's FLOPs (recorded with with_flops, or estimated from its shapes) go to the longest
-  // kernel it launched (one launch of its record), so that an op of several kernels (addmm:
-  // bias copy + GEMM) counts them once.
   std::uint64_t estimated = 0;
   // Kernel time by the launching op's name (kernels whose op never appeared have none).
   std::vector<profile::TimeShare> by_op(c.op_names.size());
@@ -695,18 +680,9 @@ profile::Profile finish(Collected& c, std::string_view source) {
     profile::TimeShare& to = op.name == kNoIndex ? c.no_op : by_op[op.name];
     to.time_s += op.kernel_s;
     to.count += op.kernels;
-  }
-  std::erase_if(by_op, [](const profile::TimeShare& s) { return s.count == 0; });
-  if (c.no_op.count > 0 && !by_op.empty()) by_op.push_back(c.no_op);  // (no kernel's op in the trace: no breakdown)
-  auto largest_first = [](const profile::TimeShare& x, const profile::TimeShare& y) { return x.time_s > y.time_s; };
-  std::stable_sort(by_op.begin(), by_op.end(), largest_first);
-  p.by_cpu_op = std::move(by_op);
-  for (auto& [stream, s] : c.streams) {
-    s.name = fmt::format("stream {:g}", stream);
-    p.by_stream.push_back(s);
-  }
-  std::stable_sort(p.by_stream.begin(), p.by_stream.end(), largest_first);
-  for (const auto& [id, op] : c.ops) {
+    // An op's FLOPs (recorded with with_flops, or estimated from its shapes) go to the longest
+    // kernel it launched (one launch of its record), so that an op of several kernels (addmm:
+    // bias copy + GEMM) counts them once.
     if (op.name == kNoIndex || op.longest == kNoIndex) continue;
     profile::KernelLaunch& rec = p.launches[op.longest];
     if (op.longest_event < c.op_event[op.longest]) {
@@ -735,6 +711,16 @@ profile::Profile finish(Collected& c, std::string_view source) {
     }
     ++estimated;
   }
+  std::erase_if(by_op, [](const profile::TimeShare& s) { return s.count == 0; });
+  if (c.no_op.count > 0 && !by_op.empty()) by_op.push_back(c.no_op);  // (no kernel's op in the trace: no breakdown)
+  auto largest_first = [](const profile::TimeShare& x, const profile::TimeShare& y) { return x.time_s > y.time_s; };
+  std::stable_sort(by_op.begin(), by_op.end(), largest_first);
+  p.by_cpu_op = std::move(by_op);
+  for (auto& [stream, s] : c.streams) {
+    s.name = fmt::format("stream {:g}", stream);
+    p.by_stream.push_back(s);
+  }
+  std::stable_sort(p.by_stream.begin(), p.by_stream.end(), largest_first);
   // A record holds per-launch figures (its totals over `count`), as the importers' records do.
   for (profile::KernelLaunch& rec : p.launches) {
     for (double* v : {&rec.duration_s, &rec.flops_fp64, &rec.flops_fp32, &rec.flops_fp16, &rec.flops_tensor, &rec.dram_bytes}) *v /= rec.count;

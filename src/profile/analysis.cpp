@@ -63,26 +63,15 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
   std::vector<KernelLaunch> agg;
   std::map<std::string, size_t> index;
   for (const auto& k : p.launches) {
+    // A record stands for `count` launches of these per-launch figures: totals over them.
     auto [it, fresh] = index.try_emplace(k.name, agg.size());
     if (fresh) {
-      // A record stands for `count` launches of these per-launch figures: totals over them.
-      KernelLaunch& a = agg.emplace_back(k);
-      for (double* v : {&a.duration_s, &a.flops_fp64, &a.flops_fp32, &a.flops_fp16, &a.flops_tensor, &a.dram_bytes, &a.l2_bytes, &a.l1_bytes}) {
-        *v *= k.count;
-      }
-      continue;
+      KernelLaunch& a = agg.emplace_back();
+      a.name = k.name;
+      a.count = 0;
     }
     KernelLaunch& a = agg[it->second];
-    a.count += k.count;
-    a.duration_s += k.duration_s * k.count;
-    a.flops_fp64 += k.flops_fp64 * k.count;
-    a.flops_fp32 += k.flops_fp32 * k.count;
-    a.flops_fp16 += k.flops_fp16 * k.count;
-    a.flops_tensor += k.flops_tensor * k.count;
-    a.dram_bytes += k.dram_bytes * k.count;
-    a.has_flops |= k.has_flops;
-    a.has_bytes |= k.has_bytes;
-    a.flops_estimated |= k.flops_estimated;
+    add_launches(a, k);
     if (a.op.empty()) a.op = k.op;
   }
   ProfileAnalysis r;

@@ -13,6 +13,8 @@ namespace ridgeline::io {
 /// negative; a launch count a whole number >= 1. Throws InputError starting with `where`
 /// (file and row, event or kernel).
 void check_launch_duration(double seconds, std::string_view where);
+/// The rule check_launch_duration applies, for a caller that builds `where` only on failure.
+bool launch_duration_ok(double seconds) noexcept;
 void check_launch_amount(double v, std::string_view what, std::string_view where);
 double check_launch_count(double v, std::string_view where);
 /// The most records a profile may hold: Nsight Compute and CSV rows are kept one per launch

@@ -24,6 +24,23 @@ struct KernelLaunch {
   double count = 1;          ///< launches this record stands for
 };
 
+/// Adds `k`, per-launch figures standing for `k.count` launches, to `totals`, sums over the
+/// launches it holds so far (an importer's record by name, the analysis's kernel by name).
+inline void add_launches(KernelLaunch& totals, const KernelLaunch& k) noexcept {
+  totals.count += k.count;
+  totals.duration_s += k.duration_s * k.count;
+  totals.flops_fp64 += k.flops_fp64 * k.count;
+  totals.flops_fp32 += k.flops_fp32 * k.count;
+  totals.flops_fp16 += k.flops_fp16 * k.count;
+  totals.flops_tensor += k.flops_tensor * k.count;
+  totals.dram_bytes += k.dram_bytes * k.count;
+  totals.l2_bytes += k.l2_bytes * k.count;
+  totals.l1_bytes += k.l1_bytes * k.count;
+  totals.has_flops |= k.has_flops;
+  totals.has_bytes |= k.has_bytes;
+  totals.flops_estimated |= k.flops_estimated;
+}
+
 /// Time spent under one name (a category, a CPU op, a stream) and the launches it took.
 struct TimeShare {
   std::string name;
