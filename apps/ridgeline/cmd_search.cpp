@@ -431,13 +431,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!v->hw.chips.empty()) throw InputError("--chips: the search takes --tp and --ep");
                         planning::FleetSpace s;
                         // Chips, each with its price.
-                        std::vector<std::string> names;
-                        for (const std::string& item : split_list(v->hw.hw)) {
-                          if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", v->hw.hw));
-                          if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
-                        }
-                        if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 in one search", names.size()));
-                        for (const std::string& n : names) {
+                        for (const std::string& n : chip_names(v->hw.hw, "in one search")) {
                           HardwareFlags one = v->hw;
                           one.hw = n;
                           planning::ChipChoice c;

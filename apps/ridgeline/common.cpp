@@ -111,13 +111,14 @@ report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const Ha
     if (!f.prices.empty()) throw InputError("--price: prices a run: give --tokens or --days with it");
     return run;
   }
-  const std::vector<std::string> names = split_list(hw.listed.empty() ? hw.hw : hw.listed);
+  const std::string& listed = hw.listed.empty() ? hw.hw : hw.listed;  // every chip of the run, side by side or not
+  const std::vector<std::string> names = split_list(listed);
   for (const std::string& p : f.prices) {
     std::string_view price = p;
     if (const std::size_t eq = price.find('='); eq != std::string_view::npos) {
       const std::string name(price.substr(0, eq));
       if (std::find(names.begin(), names.end(), name) == names.end() && name != chip.name) {
-        throw InputError(fmt::format("--price: '{}' is not a chip trained on (--hw {})", name, hw.listed.empty() ? hw.hw : hw.listed));
+        throw InputError(fmt::format("--price: '{}' is not a chip trained on (--hw {})", name, listed));
       }
       price = price.substr(eq + 1);
       const double usd = parse_usd_per_hour(price, fmt::format("--price {}", name));
@@ -244,6 +245,16 @@ int parse_threads(const std::string& value) {
   return static_cast<int>(t);
 }
 
+std::vector<std::string> chip_names(const std::string& hw, std::string_view where) {
+  std::vector<std::string> names;
+  for (const std::string& item : split_list(hw)) {
+    if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", hw));
+    if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
+  }
+  if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 {}", names.size(), where));
+  return names;
+}
+
 namespace {
 std::vector<nlohmann::json>* g_captured = nullptr;  // per_chip: the documents of the runs
 }  // namespace
@@ -253,12 +264,7 @@ void per_chip(HardwareFlags& hw, bool& json, std::span<const report::Headline> r
     body();
     return;
   }
-  std::vector<std::string> names;
-  for (const std::string& item : split_list(hw.hw)) {
-    if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", hw.hw));
-    if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
-  }
-  if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 side by side", names.size()));
+  const std::vector<std::string> names = chip_names(hw.hw, "side by side");
   const HardwareFlags all = hw;
   const bool wanted_json = json;
   std::vector<nlohmann::json> docs;

@@ -35,6 +35,9 @@ void refuse_chips_for_profiles(const HardwareFlags& f);
 /// set so that it builds its document), and the documents are printed as a JSON array, or
 /// side by side as a table of `rows` with a column per chip. With one chip `body` runs as is.
 void per_chip(HardwareFlags& hw, bool& json, std::span<const report::Headline> rows, const std::function<void()>& body);
+/// The chips of --hw a,b,c, each once, in order; InputError for an empty item or more than
+/// 16 (`where`: "side by side", "in one search").
+std::vector<std::string> chip_names(const std::string& hw, std::string_view where);
 
 /// --tokens, --days and --price of a whole training run (train, search train).
 struct RunFlags {

@@ -19,9 +19,7 @@ std::string shown(const nlohmann::json& v, Shown how) {
     case Shown::time: return format_quantity(x, Quantity::time);
     case Shown::rate: {
       if (x < 1e4) return fmt::format("{:.4g}", x);
-      std::string s = format_si(x);  // "72.98 k"
-      while (!s.empty() && s.back() == ' ') s.pop_back();
-      return s;
+      return format_quantity(x, Quantity::count);  // "72.98 k"
     }
     case Shown::usd: return "$" + format_usd(x);
     case Shown::fraction: return fmt::format("{:.1f}%", 100 * x);

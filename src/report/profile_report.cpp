@@ -1,6 +1,5 @@
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <map>
 
 #include "ridgeline/core/units.hpp"
@@ -41,19 +40,19 @@ std::string short_kernel_name(const std::string& full, std::size_t width) {
 // CPU op that launched them ("at::native::reduce_kernel [aten::sum]") or else a number ("#2").
 std::vector<std::string> table_names(const std::vector<profile::KernelSummary>& kernels, std::size_t width) {
   std::vector<std::string> base(kernels.size()), out(kernels.size());
-  std::map<std::string, int> uses;
-  for (std::size_t i = 0; i < kernels.size(); ++i) ++uses[base[i] = short_kernel_name(kernels[i].name, width)];
-  std::map<std::string, int> seen;
+  std::map<std::string, int> uses, with_op, numbered;  // by short name; by short name and op
+  auto pair = [&](std::size_t i) { return base[i] + '\n' + kernels[i].op; };
+  for (std::size_t i = 0; i < kernels.size(); ++i) {
+    ++uses[base[i] = short_kernel_name(kernels[i].name, width)];
+    ++with_op[pair(i)];
+  }
   for (std::size_t i = 0; i < kernels.size(); ++i) {
     if (uses[base[i]] == 1) {
       out[i] = base[i];
       continue;
     }
-    std::string tag = kernels[i].op.empty() ? "" : " [" + kernels[i].op + "]";
-    if (tag.empty() || ++seen[base[i] + tag] > 1 ||
-        std::count_if(kernels.begin(), kernels.end(), [&](const auto& k) { return short_kernel_name(k.name, width) == base[i] && k.op == kernels[i].op; }) > 1) {
-      tag = fmt::format(" #{}", ++seen[base[i]]);
-    }
+    const std::string& op = kernels[i].op;
+    const std::string tag = !op.empty() && with_op[pair(i)] == 1 ? " [" + op + "]" : fmt::format(" #{}", ++numbered[base[i]]);
     out[i] = short_kernel_name(kernels[i].name, width > tag.size() + 8 ? width - tag.size() : 8) + tag;
   }
   return out;

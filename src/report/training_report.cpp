@@ -44,11 +44,7 @@ json run_json(const RunReport& run) {
 
 std::string run_text(const RunReport& run, double gpus) {
   const analysis::RunTotals& r = run.totals;
-  auto si = [](double v) {  // "1.5 G", "19.7" (no prefix, no trailing space)
-    std::string x = format_si(v);
-    while (!x.empty() && x.back() == ' ') x.pop_back();
-    return x;
-  };
+  auto si = [](double v) { return format_quantity(v, Quantity::count); };  // "1.5 G", "19.7"
   const std::string span = r.days >= 1 ? fmt::format("{:.1f} days", r.days) : fmt::format("{:.1f} hours", r.seconds / 3600);
   std::string out = fmt::format("run           {} tokens in {:.0f} steps: {} on {:.0f} GPUs, {} GPU-hours", si(r.tokens), r.steps, span, gpus,
                                 si(r.gpu_hours));
