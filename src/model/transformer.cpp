@@ -251,7 +251,7 @@ void attention_block(Ctx& c, double window) {
     if (decode) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
-      const double dt = c.mix != nullptr ? c.mix->decode_seqs / c.ep : T;
+      const double dt = c.mix != nullptr ? c.mix->decode_tokens / c.ep : T;
       GraphOp& uk = gemm(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
       uk.cost.main_bytes += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
       uk.weight_bytes *= c.heads;
@@ -419,12 +419,13 @@ void layer(Ctx& c, bool moe, double window) {
 
 }  // namespace
 
-void StepMix::add_decode(double kv, double window) noexcept {
+void StepMix::add_decode(double kv, double window, double q) noexcept {
   ops::AttentionShape a;
-  a.q_len = 1;
+  a.q_len = q;
   a.kv_len = kv;
   a.causal = true;
   decode_seqs += 1;
+  decode_tokens += q;
   decode_full += ops::attention_counts(a);
   a.window = window;
   decode_window += ops::attention_counts(a);
@@ -507,8 +508,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
   // Activations keep the run's dtype even when the checkpoint stores fp16.
   const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
-  // A step mix: its sequences are the rows of the head, its tokens those of every other op.
-  const double seqs = shape.mix != nullptr ? shape.mix->seqs() : shape.batch;
+  // A step mix: the head's rows are its decode tokens and one per prefill chunk, its tokens
+  // those of every other op.
+  const double seqs = shape.mix != nullptr ? shape.mix->head_rows() : shape.batch;
   const double pass_tokens = shape.mix != nullptr ? shape.mix->tokens() : shape.batch * shape.q_len;
   Ctx c{m, f, sys, g, seqs / ep, shape.q_len, shape.kv_len,
         pass_tokens / ep / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "ridgeline/ops/attention.hpp"
+
 namespace ridgeline::serving::detail {
 
 namespace {
@@ -13,14 +15,23 @@ std::int64_t mod(std::int64_t a, std::int64_t m) {
   const std::int64_t r = a % m;
   return r < 0 ? r + m : r;
 }
+std::int64_t floor_div(std::int64_t a, std::int64_t m) { return (a - mod(a, m)) / m; }
 }  // namespace
 
-Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_)
-    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), window_(window) {
+Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_,
+                 Emission emission)
+    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), window_(window), emission_(emission) {
   total_blocks = free_blocks = blocks;
   free_queue_.push_back({-1, blocks});
   phase_.assign(static_cast<std::size_t>(block_), 0);
   new_token_ratio = e.new_token_ratio_init;
+}
+
+std::int64_t Replica::G(std::int64_t d) const { return floor_div(d * emission_.rate, Emission::kRateOne); }
+
+std::int64_t Replica::first_step(std::int64_t x) const {
+  // floor(j·rate / one) >= x  <=>  j·rate >= x·one  <=>  j >= ceil(x·one / rate).
+  return -floor_div(-x * Emission::kRateOne, emission_.rate);
 }
 
 void Replica::push_running(std::int32_t r) {
@@ -44,81 +55,122 @@ void Replica::remove_running(std::int32_t r) {
   if (q.phase == Phase::prefill) prefilling.erase(std::find(prefilling.begin(), prefilling.end(), r));
 }
 
-void Replica::join_decode(std::int32_t r) {
+void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   Req& q = pool[r];
   q.phase = Phase::decode;
   q.d0 = dstep;
   q.c0 = q.computed;
   q.e0 = q.emitted;
+  const std::int64_t g0 = G(q.d0), k1 = emission_.queries;
   ++n_decode;
   n_warm_decode += q.warmup ? 1 : 0;
-  s_all_ += q.c0 - q.d0;
-  out_all_ += q.output - q.e0 + q.d0;
-  ++phase_[static_cast<std::size_t>(mod(q.d0 - q.c0, block_))];
-  finishes.push({q.d0 + (q.output - q.e0) - 1, r, q.version});
-  // Inside the window while c0 + (d - d0) + 1 <= W, i.e. until step d0 + W - c0.
+  s_all_ += q.c0 - g0;
+  out_all_ += q.output - q.e0 + g0;
+  ++phase_[static_cast<std::size_t>(mod(g0 - q.c0 - k1, block_))];
+  // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
+  // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
+  q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(q.d0 - 1))) - blocks_for(q.c0);
+  join_extra_ += q.pending;
+  // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
+  finishes.push({first_step(q.output - q.e0 + g0) - 1, r, q.version});
+  // Inside the window while its cached context is below W: until the first step with
+  // c0 + G(d) - G(d0) >= W.
   q.above_window = window_ <= 0 || static_cast<double>(q.c0) + 1 > window_;
   if (!q.above_window) {
     ++n_below_;
-    s_below_ += q.c0 - q.d0;
-    crossings_.push({q.d0 + static_cast<std::int64_t>(window_) - q.c0, r, q.version});
+    s_below_ += q.c0 - g0;
+    crossings_.push({first_step(static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
   }
   new_decoders.push_back(r);
 }
 
 void Replica::leave_decode(std::int32_t r) {
   Req& q = pool[r];
+  const std::int64_t g0 = G(q.d0);
   --n_decode;
   n_warm_decode -= q.warmup ? 1 : 0;
-  s_all_ -= q.c0 - q.d0;
-  out_all_ -= q.output - q.e0 + q.d0;
-  --phase_[static_cast<std::size_t>(mod(q.d0 - q.c0, block_))];
+  s_all_ -= q.c0 - g0;
+  out_all_ -= q.output - q.e0 + g0;
+  --phase_[static_cast<std::size_t>(mod(g0 - q.c0 - emission_.queries, block_))];
+  join_extra_ -= q.pending;
+  q.pending = 0;
   if (!q.above_window) {
     --n_below_;
-    s_below_ -= q.c0 - q.d0;
+    s_below_ -= q.c0 - g0;
   }
   ++q.version;  // its finish and window events are stale
   const auto it = std::find(new_decoders.begin(), new_decoders.end(), r);
   if (it != new_decoders.end()) new_decoders.erase(it);
 }
 
-void Replica::add_decodes(model::StepMix& mix) {
-  const std::int64_t d = dstep;
-  while (!crossings_.empty() && crossings_.top().step <= d) {
+void Replica::settle_window() {
+  while (!crossings_.empty() && crossings_.top().step <= dstep) {
     const DecodeEvent ev = crossings_.top();
     crossings_.pop();
     Req& q = pool[ev.req];
     if (ev.version != q.version || q.phase != Phase::decode || q.above_window) continue;
     q.above_window = true;
     --n_below_;
-    s_below_ -= q.c0 - q.d0;
+    s_below_ -= q.c0 - G(q.d0);
   }
-  if (n_decode == 0) return;
-  // Each sequence attends to its cached tokens and the one it computes now: c0 + (d - d0) + 1.
-  const double n = static_cast<double>(n_decode);
-  const double kv = static_cast<double>(s_all_) + n * static_cast<double>(d + 1);
-  const double nb = static_cast<double>(n_below_);
-  const double kv_window = window_ > 0 ? static_cast<double>(s_below_) + nb * static_cast<double>(d + 1) +
-                                             window_ * (n - nb)
-                                       : kv;
-  mix.decode_seqs += n;
-  // A decode token's counts (ops::attention_counts at q_len 1): one query, as many pairs,
-  // keys, scores and positions as its context.
-  auto add = [n](ops::AttentionCounts& c, double context) {
-    c.seqs += n, c.queries += n, c.pairs += context, c.keys += context, c.scores += context, c.positions += context;
-  };
-  add(mix.decode_full, kv);
-  add(mix.decode_window, kv_window);
 }
 
-std::int64_t Replica::decode_blocks_needed() const { return phase_[static_cast<std::size_t>(mod(dstep, block_))]; }
+void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
+  if (n_decode == 0) return;
+  // Each sequence computes its q tokens after c0 + G(d) - G(d0) cached ones: context c + q.
+  const double n = static_cast<double>(n_decode), q = static_cast<double>(queries);
+  const double at = static_cast<double>(G(dstep)) + q + offset;
+  const double kv = static_cast<double>(s_all_) + n * at;
+  // A decode sequence's counts (ops::attention_counts at q_len q, causal) are affine in its
+  // context: the sums are those of n sequences at the mean context.
+  ops::AttentionShape a;
+  a.q_len = q;
+  a.causal = true;
+  a.batch = n;
+  a.kv_len = kv / n;
+  mix.decode_seqs += n;
+  mix.decode_tokens += n * q;
+  mix.decode_full += ops::attention_counts(a);
+  if (window_ <= 0) {
+    mix.decode_window += ops::attention_counts(a);
+    return;
+  }
+  // Sequences whose cached context has reached the window see W keys per query (read W + q - 1);
+  // those below it their whole context (their last q - 1 queries may see a little more than W
+  // keys, by q(q - 1)/2 pairs at most, in the few steps before they reach it).
+  const double nb = static_cast<double>(n_below_);
+  if (nb > 0) {
+    a.batch = nb;
+    a.kv_len = (static_cast<double>(s_below_) + nb * at) / nb;
+    mix.decode_window += ops::attention_counts(a);
+  }
+  if (n > nb) {
+    a.batch = n - nb;
+    a.kv_len = window_ + q - 1;
+    a.window = window_;
+    mix.decode_window += ops::attention_counts(a);
+  }
+}
+
+std::int64_t Replica::decode_blocks_needed() const {
+  std::int64_t need = join_extra_;
+  for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) need += phase_[static_cast<std::size_t>(mod(t, block_))];
+  return need;
+}
+
+void Replica::take_decode_blocks() {
+  take_blocks(decode_blocks_needed());
+  for (const std::int32_t r : new_decoders) pool[r].pending = 0;
+  join_extra_ = 0;
+}
 
 std::int64_t Replica::decode_blocks(const Req& q) const {
-  return blocks_for(q.c0 + (dstep - q.d0)) - q.shared;
+  // Its slots up to the last step's: c0 + G(dstep - 1) - G(d0) + queries, less what is pending.
+  return blocks_for(q.c0 + (G(dstep - 1) - G(q.d0)) + emission_.queries) - q.pending - q.shared;
 }
 
 std::int64_t Replica::remaining_output_sum() const {
-  std::int64_t s = out_all_ - n_decode * dstep;
+  std::int64_t s = out_all_ - n_decode * G(dstep);
   for (const std::int32_t r : prefilling) s += pool[r].output - pool[r].emitted;
   return s;
 }

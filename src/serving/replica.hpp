@@ -37,6 +37,7 @@ struct Req {
   std::int64_t commit = 0;    // Admission::completion: blocks committed to it
   // Decode: at decode step d it computes the token after c0 + (d - d0) cached ones.
   std::int64_t d0 = 0, c0 = 0, e0 = 0;
+  std::int64_t pending = 0;  // decode: blocks its first step needs beyond what the block phases count
   bool above_window = false;
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
@@ -73,20 +74,37 @@ struct StepPlan {
   bool decode = false;
   std::vector<std::pair<std::int32_t, std::int64_t>> chunks;  // (request, tokens)
   model::StepMix mix;
+  // Speculative decoding: the draft's first pass (the chunks, and one token per decode
+  // sequence) and each of its k - 1 further decode passes (at their mean context).
+  model::StepMix draft_first, draft_rest;
   double extra_s = 0;  // swaps to and from the host
   std::int64_t preempted = 0;
   void clear() {
     decode = false;
     chunks.clear();
     mix = model::StepMix{};
+    draft_first = draft_rest = model::StepMix{};
     extra_s = 0;
     preempted = 0;
   }
 };
 
+// How decode sequences advance. Plain decoding: one token computed and one emitted per
+// step. Speculative decoding: `queries` = k + 1 tokens computed per sequence (its last token
+// and k drafts) and, on average, tokens_per_step emitted. Every sequence emits the same
+// G(d + 1) - G(d) tokens at decode step d, G(d) = floor(d·rate / kRateOne): the expected
+// tokens per step spread evenly over the steps, the same for every sequence, so that the
+// decode sums stay O(1) (docs/serving.md#speculative-decoding).
+struct Emission {
+  static constexpr std::int64_t kRateOne = std::int64_t{1} << 16;
+  std::int64_t queries = 1;
+  std::int64_t rate = kRateOne;  // tokens per step x kRateOne
+};
+
 class Replica {
  public:
-  Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index);
+  Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
+          Emission emission = {});
 
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
@@ -101,13 +119,28 @@ class Replica {
   std::int64_t n_decode = 0;
   std::int64_t n_warm_decode = 0;  // of which warm-up requests (left out of the statistics)
   std::vector<std::int32_t> new_decoders;  // joined since the last decode step (their inter-token gap is their own)
-  void join_decode(std::int32_t r);
+  // r joins the decode sequences; `first_blocks_taken`: the blocks of its first step are
+  // already its own (swapped back in), else the next decode_blocks_needed counts them.
+  void join_decode(std::int32_t r, bool first_blocks_taken = false);
   void leave_decode(std::int32_t r);
-  // Sums for the next decode step (index dstep): moves sequences past the window first.
-  void add_decodes(model::StepMix& mix);
-  std::int64_t decode_blocks_needed() const;     // sequences whose blocks are full before step dstep
+  // Moves sequences past the window, then adds the next decode step (index dstep) to `mix`:
+  // each sequence computing `queries` tokens after its cached ones and `offset` more.
+  void settle_window();
+  void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
+  // Blocks the decode step dstep needs beyond those its sequences hold.
+  std::int64_t decode_blocks_needed() const;
+  // Takes them: the sequences that joined since the last decode step hold their first step's blocks.
+  void take_decode_blocks();
   std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
-  std::int64_t emitted_before(const Req& q) const { return q.e0 + (dstep - q.d0); }
+  std::int64_t emitted_before(const Req& q) const { return q.e0 + (G(dstep) - G(q.d0)); }
+  std::int64_t context_before(const Req& q) const { return q.c0 + (G(dstep) - G(q.d0)); }
+  // Tokens every decode sequence emits at decode step d (its last step: at most what is left).
+  std::int64_t step_tokens(std::int64_t d) const { return G(d + 1) - G(d); }
+  std::int64_t queries() const { return emission_.queries; }
+  // KV slots a request holds at most beyond its prompt and output (the drafts verified in its last step).
+  std::int64_t lookahead() const { return emission_.queries - 1; }
+  // Σ tokens a step of n decode sequences emits over `steps` steps, for the SGLang reserve.
+  std::int64_t tokens_over(std::int64_t steps) const { return steps * emission_.rate / Emission::kRateOne; }
   EventHeap finishes;  // the decode step at which a sequence emits its last token
 
   // --- KV cache ------------------------------------------------------------------------
@@ -154,13 +187,21 @@ class Replica {
   };
   std::deque<Segment> free_queue_;  // least recently freed first
   std::int64_t segments_popped_ = 0;  // index of free_queue_.front() in push order
+  // G(d): tokens each decode sequence emitted in steps 0..d-1 (relative counts only matter).
+  std::int64_t G(std::int64_t d) const;
+  // The first step index j with G(j) >= x.
+  std::int64_t first_step(std::int64_t x) const;
   std::int64_t block_;
   double window_;
-  // Decode sums: Σ (c0 - d0) over all decode sequences and over those still inside the window.
+  Emission emission_;
+  std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
+  // Decode sums: Σ (c0 - G(d0)) over all decode sequences and over those still inside the window.
   std::int64_t s_all_ = 0, s_below_ = 0, n_below_ = 0;
-  std::int64_t out_all_ = 0;  // Σ (output - e0 + d0): remaining outputs are out_all_ - n_decode·dstep
-  std::vector<std::int64_t> phase_;  // decode sequences by (d0 - c0) mod block
-  EventHeap crossings_;              // the decode step from which a sequence's context exceeds the window
+  std::int64_t out_all_ = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all_ - n_decode·G(dstep)
+  // Decode sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
+  // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator).
+  std::vector<std::int64_t> phase_;
+  EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 };
 
 }  // namespace ridgeline::serving::detail

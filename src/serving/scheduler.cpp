@@ -48,7 +48,7 @@ void Scheduler::schedule_chunk(Replica& r, std::int32_t qi, std::int64_t chunk) 
 
 void Scheduler::schedule_decodes(Replica& r) {
   if (r.n_decode == 0) return;
-  r.take_blocks(r.decode_blocks_needed());
+  r.take_decode_blocks();
   r.plan.decode = true;
 }
 
@@ -61,7 +61,7 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
   if (decoding) {
     // Its last token came at the end of the last decode step it took part in.
     if (q.d0 < r.dstep) q.last_token = r.last_decode_end;
-    q.computed = q.c0 + (r.dstep - q.d0);
+    q.computed = r.context_before(q);
     q.emitted = r.emitted_before(q);
   }
   // The router's load: a recompute adds its prompt and outputs again.
@@ -91,27 +91,42 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
 
 bool Scheduler::swap_in(Replica& r, std::int32_t qi) {
   Req& q = ctx_.pool[qi];
-  // Its blocks come back, and one more when they are full (the token it computes now).
-  const std::int64_t need = q.blocks + (q.computed % r.block() == 0 ? 1 : 0);
+  // Its blocks come back, and those of the slots it computes now (one more when they are full).
+  const std::int64_t need = q.blocks + r.blocks_for(q.computed + r.queries()) - r.blocks_for(q.computed);
   if (r.free_blocks < need) return false;
   r.waiting.pop_front();
   r.take_blocks(need);
   r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;
   q.blocks = 0;
   r.push_running(qi);
-  r.join_decode(qi);
+  r.join_decode(qi, true);
   r.plan.decode = true;
   return true;
 }
 
 void Scheduler::finish_plan(Replica& r) {
   StepPlan& p = r.plan;
-  if (p.decode) r.add_decodes(p.mix);
+  if (p.decode) {
+    r.settle_window();
+    r.add_decodes(p.mix, r.queries());
+  }
   for (const auto& [qi, chunk] : p.chunks) {
     const Req& q = ctx_.pool[qi];
     p.mix.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
   }
   p.mix.fused_attention = ctx_.engine.fused_attention;
+  if (r.queries() == 1) return;
+  // The draft: a first pass over the chunks and one token per decode sequence, then k - 1
+  // passes of one token each, priced at their mean context (after 1 + k/2 more tokens).
+  const std::int64_t k = r.queries() - 1;
+  p.draft_first = p.mix;
+  p.draft_first.decode_seqs = p.draft_first.decode_tokens = 0;
+  p.draft_first.decode_full = p.draft_first.decode_window = ops::AttentionCounts{};
+  if (p.decode) {
+    r.add_decodes(p.draft_first, 1);
+    if (k > 1) r.add_decodes(p.draft_rest, 1, static_cast<double>(k) / 2);
+  }
+  p.draft_rest.fused_attention = p.draft_first.fused_attention = ctx_.engine.fused_attention;
 }
 
 std::unique_ptr<Scheduler> make_scheduler(SimContext& ctx) {

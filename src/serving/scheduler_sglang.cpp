@@ -44,7 +44,7 @@ class SglangScheduler final : public Scheduler {
     const EngineConfig& e = ctx_.engine;
     std::int64_t chunk_left = e.chunked_prefill ? e.max_batched_tokens : INT64_MAX / 4;
     std::int64_t input_left = e.max_prefill_tokens > 0 ? e.max_prefill_tokens : e.max_batched_tokens;
-    if (e.mixed_chunk) chunk_left -= r.n_decode;
+    if (e.mixed_chunk) chunk_left -= r.n_decode * r.queries();
     // The chunked request goes first.
     for (std::size_t i = 0; i < r.prefilling.size() && chunk_left > 0; ++i) {
       const std::int32_t qi = r.prefilling[i];
@@ -93,7 +93,7 @@ class SglangScheduler final : public Scheduler {
       return ox != oy ? ox > oy : x.input < y.input;  // retracted from the back
     });
     const auto short_of_room = [&] {
-      return r.free_blocks < r.decode_blocks_needed() || r.free_blocks < r.n_decode * e.retract_steps / r.block();
+      return r.free_blocks < r.decode_blocks_needed() || r.free_blocks < r.n_decode * r.tokens_over(e.retract_steps) / r.block();
     };
     while (!order.empty() && r.n_decode > 1 && short_of_room()) {
       preempt(r, order.back());
@@ -109,7 +109,7 @@ class SglangScheduler final : public Scheduler {
       decoded += static_cast<double>(q.phase == Phase::decode ? r.emitted_before(q) : q.emitted);
       total += static_cast<double>(q.output);
     }
-    r.new_token_ratio = std::min(1.0, (decoded + static_cast<double>(e.retract_steps) * static_cast<double>(r.n_decode)) / (total + 1));
+    r.new_token_ratio = std::min(1.0, (decoded + static_cast<double>(r.tokens_over(e.retract_steps)) * static_cast<double>(r.n_decode)) / (total + 1));
   }
 };
 

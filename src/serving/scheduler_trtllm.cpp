@@ -21,7 +21,7 @@ class TrtllmScheduler final : public Scheduler {
     r.plan.clear();
     const EngineConfig& e = ctx_.engine;
     schedule_decodes(r);
-    std::int64_t left = e.max_batched_tokens - r.n_decode;
+    std::int64_t left = e.max_batched_tokens - r.n_decode * r.queries();
     for (std::size_t i = 0; i < r.prefilling.size() && left > 0; ++i) {
       const std::int32_t qi = r.prefilling[i];
       const Req& q = ctx_.pool[qi];
@@ -32,7 +32,7 @@ class TrtllmScheduler final : public Scheduler {
     while (!r.waiting.empty() && left > 0 && r.running_count < e.max_num_seqs) {
       const std::int32_t qi = r.waiting.front();
       Req& q = ctx_.pool[qi];
-      const std::int64_t commit = r.blocks_for(q.input + q.output);
+      const std::int64_t commit = r.blocks_for(q.input + q.output + r.lookahead());
       if (r.committed + commit > r.total_blocks) break;
       const Admit a = probe(r, q);
       const std::int64_t tokens = q.target - a.hit;

@@ -20,7 +20,7 @@ class VllmScheduler final : public Scheduler {
   void plan(Replica& r) override {
     r.plan.clear();
     const EngineConfig& e = ctx_.engine;
-    std::int64_t left = e.max_batched_tokens - r.n_decode;
+    std::int64_t left = e.max_batched_tokens - r.n_decode * r.queries();
     // What the running requests need: a block for every decode sequence whose blocks are
     // full, and the blocks of each unfinished prefill's next chunk.
     auto running_need = [&](std::int64_t budget) {
@@ -38,7 +38,7 @@ class VllmScheduler final : public Scheduler {
     while (r.running_count > 0 && running_need(left) > r.free_blocks) {
       preempt(r, r.tail);
       preempted = true;
-      left = e.max_batched_tokens - r.n_decode;
+      left = e.max_batched_tokens - r.n_decode * r.queries();
     }
     schedule_decodes(r);
     // Copy: scheduling a chunk never changes the prefilling list.

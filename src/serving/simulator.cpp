@@ -167,6 +167,13 @@ class Simulation {
         ctx_{pool_, engine_}, source_(cfg.workload), timeline_(cfg.timeline_points) {
     step_ = std::make_unique<StepModel>();
     step_->prepare(m, sys, engine_forward(cfg.forward, engine_));
+    detail::Emission emission;
+    if (cfg.spec.on()) {
+      draft_ = std::make_unique<StepModel>();
+      draft_->prepare(*cfg.spec.draft, sys, engine_forward(cfg.forward, engine_));
+      emission.queries = cfg.spec.k + 1;
+      emission.rate = std::llround(model::tokens_per_step(cfg.spec) * static_cast<double>(detail::Emission::kRateOne));
+    }
     ctx_.window = static_cast<double>(m.sliding_window);
     ctx_.partial_reuse = engine_.partial_reuse;
     const int host = sys.chip.link_index(hw::LinkScope::host);
@@ -175,7 +182,7 @@ class Simulation {
     scheduler_ = detail::make_scheduler(ctx_);
     replicas_.reserve(static_cast<std::size_t>(cfg.replicas));
     for (std::int64_t i = 0; i < cfg.replicas; ++i) {
-      replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i));
+      replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i), emission);
     }
     snapshots_.resize(replicas_.size());
     touched_flag_.assign(replicas_.size(), 0);
@@ -274,8 +281,9 @@ class Simulation {
     const std::int64_t k = measured_total_ > 0 ? (id - cfg_.workload.warmup) * 4 / measured_total_ : 0;
     quarter_ = id < cfg_.workload.warmup ? -1 : static_cast<int>(std::min<std::int64_t>(k, 3));
     if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
-    // A request that can never be served: beyond the model's positions, or a cache alone.
-    const std::int64_t blocks = (q.input + q.output + engine_.kv_block - 1) / engine_.kv_block;
+    // A request that can never be served: beyond the model's positions, or a cache alone
+    // (with the drafts its last step verifies).
+    const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + engine_.kv_block - 1) / engine_.kv_block;
     // A whole prompt must fit one step's budget when prompts are not chunked (TensorRT-LLM's
     // max_input_len <= max_num_tokens; vLLM without chunked prefill).
     // vLLM may preempt it, and then recomputes its prompt and outputs in one chunk too.
@@ -355,8 +363,10 @@ class Simulation {
     // Waiting requests that were admitted leave the queue count.
     const double mix_seqs = p.mix.seqs();
     const bool prefill = !p.chunks.empty();
-    const GraphMode mode = prefill ? engine_.mixed_graphs : decode_step_graphs(engine_, p.mix.decode_seqs);
-    const double period = step_period(engine_, step_->time(p.mix, mode) + p.extra_s, mix_seqs);
+    const GraphMode mode = prefill ? engine_.mixed_graphs : decode_step_graphs(engine_, p.mix.decode_tokens);
+    double device = step_->time(p.mix, mode) + p.extra_s;
+    if (draft_) device += draft_time(p);
+    const double period = step_period(engine_, device, mix_seqs);
     r.busy = true;
     r.busy_until = t + std::max<Ps>(1, to_ps(period));
     steps_.push({r.busy_until, r.index});
@@ -387,21 +397,27 @@ class Simulation {
       const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
       if (old > 0 && r.last_decode_end >= 0 && !cfg_.lean) itl_.add(to_s(t - r.last_decode_end), old);
       r.new_decoders.clear();
-      const std::int64_t d = r.dstep++;
-      r.last_decode_end = t;
-      r.outstanding_tokens -= r.n_decode;
-      timeline_.tokens(t, static_cast<double>(r.n_decode));
-      output_tokens_all_ += static_cast<double>(r.n_decode);
+      // Every sequence emits the step's tokens; those that finish, only what they had left.
+      const std::int64_t d = r.dstep;
+      std::int64_t emitted = r.n_decode * r.step_tokens(d);
       while (!r.finishes.empty() && r.finishes.top().step <= d) {
         const detail::DecodeEvent ev = r.finishes.top();
         r.finishes.pop();
         Req& q = pool_[ev.req];
         if (ev.version != q.version || q.phase != Phase::decode) continue;
+        emitted -= r.emitted_before(q) + r.step_tokens(d) - q.output;
         q.emitted = q.output;
         q.last_token = t;
         r.leave_decode(ev.req);
-        complete(r, ev.req, t);
+        finished_now_.push_back(ev.req);
       }
+      ++r.dstep;
+      r.last_decode_end = t;
+      r.outstanding_tokens -= emitted;
+      timeline_.tokens(t, static_cast<double>(emitted));
+      output_tokens_all_ += static_cast<double>(emitted);
+      for (const std::int32_t qi : finished_now_) complete(r, qi, t);
+      finished_now_.clear();
     }
     for (const auto& [qi, chunk] : p.chunks) {
       Req& q = pool_[qi];
@@ -429,6 +445,19 @@ class Simulation {
     }
     r.busy = false;
     mark(r);
+  }
+
+  // The draft's passes in a step (speculative decoding).
+  double draft_time(const detail::StepPlan& p) const {
+    double t = 0;
+    if (p.draft_first.seqs() > 0) {
+      const GraphMode mode = p.chunks.empty() ? decode_step_graphs(engine_, p.draft_first.decode_tokens) : engine_.mixed_graphs;
+      t += draft_->time(p.draft_first, mode);
+    }
+    if (cfg_.spec.k > 1 && p.draft_rest.decode_seqs > 0) {
+      t += static_cast<double>(cfg_.spec.k - 1) * draft_->time(p.draft_rest, decode_step_graphs(engine_, p.draft_rest.decode_tokens));
+    }
+    return t;
   }
 
   // A request leaves (its last token at t): blocks freed, statistics, the sink, the next
@@ -635,12 +664,38 @@ class Simulation {
     DecodeStepComposition& d = r.decode_step;
     d.sequences = std::max(1.0, std::round(r.mean_decode_batch));
     d.context = std::max(1.0, std::round(decode_context_sum_ / decode_batch_sum_));
-    model::StepMix mix;
-    for (double i = 0; i < d.sequences; ++i) mix.add_decode(d.context, ctx_.window);
-    mix.fused_attention = engine_.fused_attention;
+    const double q = static_cast<double>(cfg_.spec.k + 1);
+    const model::ForwardConfig f = engine_forward(cfg_.forward, engine_);
     auto g = std::make_unique<model::Graph>();
+    // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
+    auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t) {
+      model::StepMix mix;
+      for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, ctx_.window, queries);
+      mix.fused_attention = engine_.fused_attention;
+      step_reference(m, sys_, f, mix, decode_step_graphs(engine_, mix.decode_tokens), *g, t);
+      return t.t_realistic_s;
+    };
     analysis::PhaseTimes t;
-    step_reference(m_, sys_, engine_forward(cfg_.forward, engine_), mix, decode_step_graphs(engine_, d.sequences), *g, t);
+    if (cfg_.spec.on()) {
+      // The draft's passes (as draft_time prices them) and the plain step, at the same batch and
+      // context, before the verification step's graph is built last for the composition.
+      SpeculationCost& s = r.speculation;
+      const model::ModelConfig& dm = *cfg_.spec.draft;
+      const double c = std::max(0.0, d.context - q);  // cached context before the step
+      s.k = cfg_.spec.k;
+      s.tokens_per_step = model::tokens_per_step(cfg_.spec);
+      s.draft_s = step(dm, 1, c + 1, t) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2, t) : 0);
+      s.plain_s = step(m_, 1, c + 1, t);
+    }
+    step(m_, q, d.context, t);
+    if (cfg_.spec.on()) {
+      SpeculationCost& s = r.speculation;
+      s.verify_s = t.t_realistic_s;
+      s.speedup = s.plain_s / ((s.verify_s + s.draft_s) / s.tokens_per_step);
+      const auto even = model::break_even_accept(s.k, (s.verify_s + s.draft_s) / s.plain_s);
+      s.break_even = even.has_value();
+      s.break_even_accept = even.value_or(1);
+    }
     d.device_s = t.t_realistic_s;
     d.kernel_fixed_s = t.kernel_fixed_s;
     d.link_latency_s = t.link_latency_s;
@@ -669,7 +724,8 @@ class Simulation {
   std::vector<Req> pool_;
   std::vector<std::int32_t> free_slots_;
   detail::SimContext ctx_;
-  std::unique_ptr<StepModel> step_;
+  std::unique_ptr<StepModel> step_, draft_;  // the target's steps; the draft's (speculative decoding)
+  std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
   std::unique_ptr<detail::Scheduler> scheduler_;
   std::vector<Replica> replicas_;
   RequestSource source_;
@@ -712,6 +768,21 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   model::build_forward(m, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
   mem.capacity_bytes = sys.chip.main_capacity_bytes();
   mem.weights_bytes = analysis::weight_bytes(*g);
+  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
+  if (cfg.spec.on()) {
+    // The draft's weights (an MTP layer shares the target's embedding and head) and its own
+    // KV cache beside the target's, in the same blocks.
+    const model::ModelConfig& dm = *cfg.spec.draft;
+    model::build_forward(dm, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
+    for (int i = 0; i < g->op_count; ++i) {
+      const model::Block b = g->ops[i].block;
+      if (cfg.spec.mtp && (b == model::Block::embedding || b == model::Block::head)) continue;
+      mem.draft_weights_bytes += g->repeat(i) * g->ops[i].weight_bytes;
+    }
+    mem.draft_kv_bytes_per_token = model::kv_bytes_per_token(dm, f);
+    mem.weights_bytes += mem.draft_weights_bytes;
+    mem.kv_bytes_per_token += mem.draft_kv_bytes_per_token;
+  }
   // The activations of the largest step: the token budget over as many sequences as may run.
   const double ep = static_cast<double>(f.ep);
   const double budget = static_cast<double>(e.max_batched_tokens);
@@ -724,7 +795,6 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
     case MemoryRule::static_fraction: mem.kv_bytes = e.kv_memory_fraction * C - W - R; break;
     case MemoryRule::of_free: mem.kv_bytes = e.kv_memory_fraction * (C - W - A - R); break;
   }
-  mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
   const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(e.kv_block);
   // Each EP group holds the cache of its own sequences.
   const double blocks = mem.kv_bytes > 0 && block_bytes > 0 ? std::floor(mem.kv_bytes / block_bytes) * ep : 0;
@@ -736,6 +806,14 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
 void validate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg) {
   const model::ForwardConfig& f = cfg.forward;
   model::validate(m, f);
+  model::validate(m, cfg.spec);
+  if (cfg.spec.on()) {
+    try {
+      model::validate(*cfg.spec.draft, f);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--draft {}: {}", cfg.spec.draft->name, e.what()));
+    }
+  }
   if (f.cp != 1) throw InputError("--cp: serving engines do not split a request's sequence over chips");
   if (f.attention != ops::AttentionImpl::flash) throw InputError("--attention: serving engines run flash (paged) attention kernels");
   if (f.training) throw InputError("serve: a training pass cannot be served");

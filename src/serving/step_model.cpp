@@ -23,7 +23,7 @@ model::StepMix fit_mix(double ep, double k, double window) {
     mix.add_prefill(64, 128, window);
   }
   const double s = ep * k;
-  mix.decode_seqs *= s, mix.prefill_seqs *= s, mix.prefill_tokens *= s, mix.prefill_positions *= s;
+  mix.decode_seqs *= s, mix.decode_tokens *= s, mix.prefill_seqs *= s, mix.prefill_tokens *= s, mix.prefill_positions *= s;
   for (ops::AttentionCounts* n : {&mix.decode_full, &mix.decode_window, &mix.prefill_full, &mix.prefill_window}) {
     n->seqs *= s, n->queries *= s, n->pairs *= s, n->keys *= s, n->scores *= s, n->positions *= s;
   }
@@ -34,9 +34,9 @@ model::StepMix fit_mix(double ep, double k, double window) {
 double quantity(Scale s, const model::StepMix& mix, double ep) {
   switch (s) {
     case Scale::tokens: return mix.tokens() / ep;
-    case Scale::seqs: return mix.seqs() / ep;
+    case Scale::seqs: return mix.head_rows() / ep;
     case Scale::prefill_positions: return mix.prefill_positions / ep;
-    case Scale::decode_tokens: return mix.decode_seqs / ep;
+    case Scale::decode_tokens: return mix.decode_tokens / ep;
     default: return 0;
   }
 }
@@ -145,14 +145,14 @@ double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCou
 double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept {
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
   const double T = mix.tokens() / ep_;
-  double t = v.tokens.at(T) + v.seqs.at(mix.seqs() / ep_);
+  double t = v.tokens.at(T) + v.seqs.at(mix.head_rows() / ep_);
   if (v.expert_count > 0) {
     const double touched = model::touched_experts(*model_, ep_, T * ep_);
     for (int i = 0; i < v.expert_count; ++i) t += v.experts[i].rep * analysis::realistic_at(v.experts[i], T, touched);
   }
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
-  if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_seqs / ep_);
+  if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_tokens / ep_);
 
   // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;

@@ -54,7 +54,8 @@ struct ForwardConfig {
 /// as the sums over the whole batch (all EP groups) that its graph needs
 /// (docs/serving.md#step-model). Attention is flash.
 struct StepMix {
-  double decode_seqs = 0;    ///< sequences computing one token
+  double decode_seqs = 0;    ///< sequences computing decode tokens (one each, or k + 1 when verifying k drafts)
+  double decode_tokens = 0;  ///< Σ their query tokens
   double prefill_seqs = 0;   ///< sequences computing a prefill chunk
   double prefill_tokens = 0; ///< Σ chunk tokens
   double prefill_positions = 0;  ///< Σ context after the chunk (MLA decompresses K and V of every position)
@@ -66,12 +67,16 @@ struct StepMix {
   /// runs two (decode absorbs the up-projections, prefill decompresses K and V).
   bool fused_attention = false;
 
-  /// Adds a decode sequence whose context, with the token computed now, is `kv`.
-  void add_decode(double kv, double window) noexcept;
+  /// Adds a decode sequence computing `q` tokens (1; k + 1 when it verifies k draft tokens)
+  /// whose context, with the tokens computed now, is `kv`.
+  void add_decode(double kv, double window, double q = 1) noexcept;
   /// Adds a prefill chunk of `q` tokens ending at context `kv` (kv - q already cached).
   void add_prefill(double q, double kv, double window) noexcept;
-  double tokens() const noexcept { return decode_seqs + prefill_tokens; }
+  double tokens() const noexcept { return decode_tokens + prefill_tokens; }
   double seqs() const noexcept { return decode_seqs + prefill_seqs; }
+  /// Rows of the LM head: every decode token (each verified draft needs its logits) and the
+  /// last token of each prefill chunk.
+  double head_rows() const noexcept { return decode_tokens + prefill_seqs; }
 };
 
 /// One forward pass: `batch` sequences, each `q_len` new tokens attending to `kv_len`

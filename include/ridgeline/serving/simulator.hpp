@@ -14,6 +14,7 @@
 
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/serving/engine.hpp"
 #include "ridgeline/serving/metrics.hpp"
@@ -44,6 +45,7 @@ struct ServeConfig {
   model::ForwardConfig forward;
   EngineConfig engine;
   WorkloadSpec workload;
+  model::Speculation spec;  ///< speculative decoding (k = 0: off); its draft runs with `forward`'s plan
   std::int64_t replicas = 1;
   Router router = Router::round_robin;
   Slo slo;
@@ -87,7 +89,8 @@ struct TimePoint {
 /// Memory of one chip of a replica.
 struct ServeMemory {
   double capacity_bytes = 0, weights_bytes = 0, activations_bytes = 0, reserved_bytes = 0, kv_bytes = 0;
-  double kv_bytes_per_token = 0;
+  double kv_bytes_per_token = 0;  ///< the target's cache and the draft's, when speculating
+  double draft_weights_bytes = 0, draft_kv_bytes_per_token = 0;  ///< of which the draft's (in weights_bytes, kv_bytes_per_token)
   std::int64_t kv_blocks = 0;  ///< per replica
   std::int64_t kv_tokens = 0;  ///< kv_blocks x block
 };
@@ -108,9 +111,23 @@ struct DecodeStepComposition {
   double host_s = 0;                  ///< the engine's host time for such a step
 };
 
+/// Speculative decoding at the run's mean decode batch and context (docs/serving.md#speculative-decoding).
+struct SpeculationCost {
+  int k = 0;                   ///< 0: off
+  double tokens_per_step = 1;  ///< expected tokens each sequence emits per verification step
+  double verify_s = 0;         ///< the target's step of k + 1 tokens per sequence
+  double draft_s = 0;          ///< the draft's k passes
+  double plain_s = 0;          ///< the target's plain decode step of one token per sequence
+  /// Decode time per token against plain decoding: plain_s / ((verify_s + draft_s) / tokens_per_step).
+  double speedup = 0;
+  bool break_even = false;     ///< some acceptance rate pays for the drafts (else even k + 1 tokens a step does not)
+  double break_even_accept = 0;  ///< the rate α at which it breaks even
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
   DecodeStepComposition decode_step;
+  SpeculationCost speculation;
   ServingCdf cdf;
   double requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
   double gpus = 0;
