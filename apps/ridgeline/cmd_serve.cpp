@@ -32,6 +32,7 @@ struct ServeFlags {
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
   std::string preemption, step_overhead, mixed_chunk;
   WorkloadFlags load;
+  SpecFlags spec;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -51,9 +52,11 @@ double horizon_s(const std::string& v) {
   return parse_quantity(v, Quantity::time, "--horizon", false);
 }
 
-serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys) {
+// `draft` holds the draft model of speculative decoding (it must outlive the configuration).
+serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, model::ModelConfig& draft) {
   serving::ServeConfig cfg;
   cfg.forward = forward_config(f.fw, f.hw, m);
+  cfg.spec = speculation(f.spec, m, draft);
   const auto kind = serving::parse_engine(f.engine);
   if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
   serving::EngineConfig& e = cfg.engine = serving::engine_preset(*kind, sys.chip, cfg.forward.tp);
@@ -126,6 +129,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   add_workload_flags(s, f->load);
+  add_spec_flags(s, f->spec);
   s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");
@@ -162,7 +166,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         }
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
-                        serving::ServeConfig cfg = serve_config(*f, m, sys);
+                        model::ModelConfig draft;
+                        serving::ServeConfig cfg = serve_config(*f, m, sys, draft);
                         const std::vector<double> sweep = f->load.qps.empty() || !f->load.trace.empty() ? std::vector<double>{} : qps_rates(f->load.qps);
                         if (sweep.size() > 1) {
                           if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
@@ -230,7 +235,8 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({r, [f, out] {
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
-                        serving::ServeConfig cfg = serve_config(*f, m, sys);
+                        model::ModelConfig draft;
+                        serving::ServeConfig cfg = serve_config(*f, m, sys, draft);
                         const std::vector<double> q = f->load.qps.empty() || !f->load.trace.empty() ? std::vector<double>{} : qps_rates(f->load.qps);
                         if (q.size() > 1) throw InputError("--qps: one rate for a report");
                         if (q.size() == 1) cfg.workload.qps = q[0];

@@ -9,6 +9,7 @@
 #include "ridgeline/report/json.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/io/model_file.hpp"
 
 namespace ridgeline::cli {
 
@@ -153,6 +154,38 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
                   "engines: merged)");
+}
+
+void add_spec_flags(CLI::App* app, SpecFlags& f) {
+  app->add_option("--draft", f.draft,
+                  "speculative decoding: the draft, a model (bundled or config.json) of the target's vocabulary, or mtp (one "
+                  "multi-token-prediction layer of the target's shape sharing its embedding and head)");
+  app->add_option("--spec-tokens", f.tokens, "draft tokens verified per step (default: as many as --accept rates)");
+  app->add_option("--accept", f.accept,
+                  "acceptance rate of a draft token, one for every position or one per position (as measured: 0.9,0.8,0.7)");
+}
+
+model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& target, model::ModelConfig& draft) {
+  model::Speculation s;
+  if (f.draft.empty()) {
+    if (!f.tokens.empty() || !f.accept.empty()) throw InputError("--spec-tokens/--accept: speculative decoding needs --draft MODEL or mtp");
+    return s;
+  }
+  if (f.accept.empty()) throw InputError("--accept: give the draft's acceptance rate (as measured on the workload, e.g. 0.7)");
+  if (!f.tokens.empty()) {
+    const std::int64_t k = parse_positive_int(f.tokens, "--spec-tokens");
+    if (k > model::Speculation::kMaxTokens) {
+      throw InputError(fmt::format("--spec-tokens: {} is out of range: expected 1 to {}", k, model::Speculation::kMaxTokens));
+    }
+    s.k = static_cast<int>(k);
+  }
+  model::parse_accept(f.accept, s);
+  if (s.k == 0) throw InputError("--spec-tokens: give the draft tokens per step (or one --accept rate per draft position)");
+  s.mtp = f.draft == "mtp";
+  draft = s.mtp ? model::mtp_draft(target) : io::resolve_model(f.draft);
+  s.draft = &draft;
+  model::validate(target, s);
+  return s;
 }
 
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m) {

@@ -9,6 +9,7 @@
 
 #include "ridgeline/analysis/advice.hpp"
 #include "ridgeline/hw/overrides.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/compare.hpp"
 #include "ridgeline/report/training.hpp"
@@ -62,6 +63,14 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f);
 /// The forward pass of `m` as the flags ask (tp from --chips / --ep when --tp is not given);
 /// InputError naming the flag.
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m);
+/// Speculative decoding as given: --draft MODEL|mtp, --spec-tokens K, --accept RATE[,RATE...] (infer, serve, search serve).
+struct SpecFlags {
+  std::string draft, tokens, accept;
+};
+void add_spec_flags(CLI::App* app, SpecFlags& f);
+/// The speculation the flags ask for (off without --draft), its draft model held in `draft`
+/// (which must outlive it); InputError naming the flag.
+model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& target, model::ModelConfig& draft);
 /// The load and lengths of a serving workload as given (serve, search serve).
 struct WorkloadFlags {
   std::string qps, arrival = "poisson", concurrency, trace;

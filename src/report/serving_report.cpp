@@ -122,6 +122,23 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s}};
+  if (cfg.spec.on()) {
+    const serving::SpeculationCost& sc = r.speculation;
+    json rates = json::array();
+    for (int i = 0; i < cfg.spec.k; ++i) rates.push_back(cfg.spec.accept[static_cast<std::size_t>(i)]);
+    j["speculation"] = {{"draft", cfg.spec.draft->name},
+                        {"mtp", cfg.spec.mtp},
+                        {"k", cfg.spec.k},
+                        {"accept", rates},
+                        {"tokens_per_step", model::tokens_per_step(cfg.spec)},
+                        {"verify_s", sc.verify_s},
+                        {"draft_s", sc.draft_s},
+                        {"plain_s", sc.plain_s},
+                        {"speedup", sc.speedup},
+                        {"break_even_accept", sc.break_even ? json(sc.break_even_accept) : json(nullptr)}};
+  } else {
+    j["speculation"] = nullptr;
+  }
   j["mean_in_system"] = r.mean_in_system;
   j["mean_running"] = r.mean_running;
   j["mean_waiting"] = r.mean_waiting;
@@ -129,6 +146,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["memory"] = {{"capacity_bytes", mem.capacity_bytes}, {"weights_bytes", mem.weights_bytes},
                  {"activations_bytes", mem.activations_bytes}, {"reserved_bytes", mem.reserved_bytes},
                  {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token},
+                 {"draft_weights_bytes", mem.draft_weights_bytes}, {"draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token},
                  {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
   json tl = json::array();
   for (const serving::TimePoint& p : r.timeline) {
@@ -159,8 +177,21 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("        host {} + {}/request per step{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
                    e.overlap_scheduling ? ", overlapped with the device" : ", between device steps");
   const serving::ServeMemory& mem = r.memory;
-  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per replica)\n\n",
+  if (cfg.spec.on()) {
+    std::string rates = fmt::format("{:g}", cfg.spec.accept[0]);
+    bool same = true;
+    for (int i = 1; i < cfg.spec.k; ++i) same = same && cfg.spec.accept[static_cast<std::size_t>(i)] == cfg.spec.accept[0];
+    for (int i = 1; i < cfg.spec.k && !same; ++i) rates += fmt::format(",{:g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
+    s += fmt::format("speculative decoding: {} drafts {} tokens a step, acceptance {}: {:.3g} tokens per verification step\n",
+                     cfg.spec.draft->name, cfg.spec.k, rates, model::tokens_per_step(cfg.spec));
+  }
+  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per replica)\n",
                    size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks);
+  if (cfg.spec.on()) {
+    s += fmt::format("                 of which the draft's weights {}, its KV {} of {} per token\n", size(mem.draft_weights_bytes),
+                     size(mem.draft_kv_bytes_per_token), size(mem.kv_bytes_per_token));
+  }
+  s += "\n";
 
   s += fmt::format("{:<8}{:>12}{:>12}{:>12}{:>12}{:>12}\n", "", "mean", "p50", "p90", "p95", "p99");
   auto row = [&](const char* name, const serving::Summary& d) {
@@ -185,6 +216,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+  }
+  if (cfg.spec.on() && r.speculation.plain_s > 0) {
+    const serving::SpeculationCost& sc = r.speculation;
+    s += fmt::format("speculation at that batch: verification {} + draft {} for {:.3g} tokens, against {} a token plainly: "
+                     "{:.2f}x; {}\n",
+                     t(sc.verify_s), t(sc.draft_s), sc.tokens_per_step, t(sc.plain_s), sc.speedup,
+                     sc.break_even ? fmt::format("breaks even at acceptance {:.3f}", sc.break_even_accept)
+                                   : std::string("no acceptance rate pays for the drafts"));
   }
   s += fmt::format("KV cache: {:.1f}% used on average, {:.1f}% at most; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);

@@ -92,8 +92,7 @@ void Replica::leave_decode(std::int32_t r) {
   s_all_ -= q.c0 - g0;
   out_all_ -= q.output - q.e0 + g0;
   --phase_[static_cast<std::size_t>(mod(g0 - q.c0 - emission_.queries, block_))];
-  join_extra_ -= q.pending;
-  q.pending = 0;
+  join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
   if (!q.above_window) {
     --n_below_;
     s_below_ -= q.c0 - g0;

@@ -68,8 +68,9 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
   const std::int64_t before = decoding ? q.output - q.emitted : remaining_tokens(q);
   r.remove_running(qi);
   if (decoding && ctx_.engine.preemption == Preemption::swap) {
-    // Its KV (own blocks and a private copy of its prefix) goes to host memory.
-    const std::int64_t own = r.decode_blocks(q), total = own + q.shared;
+    // Its KV (own blocks and a private copy of its prefix) goes to host memory: the blocks of
+    // its cached tokens (slots of drafts its last step rejected are not kept).
+    const std::int64_t own = r.decode_blocks(q), total = r.blocks_for(q.computed);
     r.leave_decode(qi);
     r.give_blocks(own);
     r.unref_prefix(q);
