@@ -24,6 +24,8 @@ struct InferFlags {
   bool json = false, cuda_graphs = false, all_ops = false;
   std::string method = "detailed";
   std::string batch = "1", prompt = "128", gen = "128", memory_utilization = "0.9";
+  SpecFlags spec;
+  model::ModelConfig draft;  // the draft model of --draft (the configuration points at it)
 };
 
 std::int64_t int_flag(const std::string& s, const char* flag) { return parse_positive_int(s, flag); }
@@ -45,11 +47,13 @@ void add_infer_flags(CLI::App* app, InferFlags* f) {
       ->capture_default_str();
   app->add_flag("--all-ops", f->all_ops, "list every op in the tables, not only those over 0.5% of a phase");
   app->add_option("--method", f->method, "detailed, or quick for seed 001's closed form first")->capture_default_str();
+  add_spec_flags(app, f->spec);
 }
 
-analysis::InferenceConfig infer_config(const InferFlags* f, const model::ModelConfig& m) {
+analysis::InferenceConfig infer_config(InferFlags* f, const model::ModelConfig& m) {
   analysis::InferenceConfig cfg;
   cfg.forward = forward_config(f->fw, f->hw, m);
+  cfg.spec = speculation(f->spec, m, f->draft);
   cfg.batch = int_flag(f->batch, "--batch");
   cfg.prompt = int_flag(f->prompt, "--prompt");
   cfg.gen = int_flag(f->gen, "--gen");

@@ -305,7 +305,81 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const Inferenc
     throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
   }
   comm::check_algo(sys.chip, cfg.forward.algo);
+  model::validate(m, cfg.spec);
+  if (cfg.spec.on()) {
+    try {
+      model::validate(*cfg.spec.draft, cfg.forward);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--draft {}: {}", cfg.spec.draft->name, e.what()));
+    }
+  }
 }
+
+namespace {
+
+// A decode step of `batch` sequences, `q` tokens each at context `kv` (with them), of `m`.
+double decode_step_s(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, double q, double kv,
+                     model::Graph& g) {
+  model::StepMix mix;
+  mix.add_decode(kv, static_cast<double>(m.sliding_window), q);
+  const double B = static_cast<double>(cfg.batch);
+  mix.decode_seqs *= B, mix.decode_tokens *= B;
+  for (ops::AttentionCounts* n : {&mix.decode_full, &mix.decode_window}) {
+    n->seqs *= B, n->queries *= B, n->pairs *= B, n->keys *= B, n->scores *= B, n->positions *= B;
+  }
+  model::build_forward(m, cfg.forward, sys, {1, 1, 1, &mix}, g);
+  PhaseTimes t;
+  evaluate(g, ops::Rates(sys.chip), cfg.cuda_graphs, t);
+  return t.t_realistic_s;
+}
+
+void speculative_decode(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out) {
+  SpeculativeDecode& s = out.spec;
+  const model::Speculation& sp = cfg.spec;
+  const model::ModelConfig& dm = *sp.draft;
+  const double P = static_cast<double>(cfg.prompt), G = static_cast<double>(cfg.gen), k = static_cast<double>(sp.k);
+  s.tokens_per_step = model::tokens_per_step(sp);
+  s.steps = (G - 1) / s.tokens_per_step;
+  auto g = std::make_unique<model::Graph>();
+  // The draft's k passes after c cached: the first at c + 1, the other k - 1 at their mean c + 1 + k/2.
+  auto draft = [&](double c) { return decode_step_s(dm, sys, cfg, 1, c + 1, *g) + (k - 1) * decode_step_s(dm, sys, cfg, 1, c + 1 + k / 2, *g); };
+  // The first step verifies after the prompt; the last after the prompt and the tokens
+  // emitted in all the steps before it, (steps - 1)·tokens_per_step after the first.
+  const double c_first = P, c_last = P + std::max(0.0, s.steps - 1) * s.tokens_per_step;
+  s.verify_first_s = decode_step_s(m, sys, cfg, k + 1, c_first + k + 1, *g);
+  s.verify_last_s = decode_step_s(m, sys, cfg, k + 1, c_last + k + 1, *g);
+  s.draft_first_s = draft(c_first);
+  s.draft_last_s = draft(c_last);
+  model::build_forward(dm, cfg.forward, sys, {static_cast<double>(cfg.batch), P, P}, *g);
+  PhaseTimes pre;
+  evaluate(*g, ops::Rates(sys.chip), false, pre);
+  s.draft_prefill_s = pre.t_realistic_s;
+  // Each op's time is linear in the context between two straight pieces: the mean of the
+  // first and last steps (exact while no op changes bound over the generation).
+  const double decode = s.steps * (s.verify_first_s + s.verify_last_s + s.draft_first_s + s.draft_last_s) / 2;
+  s.ttft_s = out.ttft_s + s.draft_prefill_s;
+  s.e2e_s = s.ttft_s + decode;
+  s.tpot_s = G > 1 ? decode / (G - 1) : 0;
+  s.output_tokens_per_s = s.e2e_s > 0 ? static_cast<double>(cfg.batch) * G / s.e2e_s : 0;
+  s.speedup = s.tpot_s > 0 ? out.tpot_s / s.tpot_s : 0;
+  // Break-even: tokens per step equal to a step's cost in plain steps.
+  const double step = (s.verify_first_s + s.verify_last_s + s.draft_first_s + s.draft_last_s) / 2;
+  const auto even = out.tpot_s > 0 ? model::break_even_accept(sp.k, step / out.tpot_s) : std::nullopt;
+  s.break_even = even.has_value();
+  s.break_even_accept = even.value_or(1);
+  // Memory: the draft's weights (an MTP layer shares the embedding and head) and its cache.
+  model::build_forward(dm, cfg.forward, sys, {static_cast<double>(cfg.forward.ep), 1, 1}, *g);
+  s.draft_weights_bytes = 0;
+  for (int i = 0; i < g->op_count; ++i) {
+    const model::Block b = g->ops[i].block;
+    if (sp.mtp && (b == model::Block::embedding || b == model::Block::head)) continue;
+    s.draft_weights_bytes += g->repeat(i) * g->ops[i].weight_bytes;
+  }
+  s.draft_kv_cache_bytes = model::kv_cache_bytes(dm, cfg.forward, static_cast<double>(cfg.batch), P + G);
+  s.fits = out.memory.total_bytes + s.draft_weights_bytes + s.draft_kv_cache_bytes <= cfg.memory_utilization * out.memory.capacity_bytes;
+}
+
+}  // namespace
 
 void infer(const model::ModelConfig& m, const hw::System& sys_in, const InferenceConfig& cfg, InferenceResult& out) {
   validate(m, sys_in, cfg);
@@ -410,6 +484,8 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
     q.t_lower_s = std::max({q.t_memory_s, q.t_compute_s, q.t_network_s});
     q.t_upper_s = q.t_memory_s + q.t_compute_s + q.t_network_s;
   }
+  out.spec = {};
+  if (cfg.spec.on() && cfg.gen > 1) speculative_decode(m, sys, cfg, out);
 }
 
 }  // namespace ridgeline::analysis

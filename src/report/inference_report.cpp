@@ -184,6 +184,22 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
                  {"capacity_bytes", r.memory.capacity_bytes},
                  {"fits", r.memory.fits}};
   j["max_batch"] = r.max_batch;
+  if (cfg.spec.on() && cfg.gen > 1) {
+    const analysis::SpeculativeDecode& sd = r.spec;
+    json rates = json::array();
+    for (int i = 0; i < cfg.spec.k; ++i) rates.push_back(cfg.spec.accept[static_cast<std::size_t>(i)]);
+    j["speculation"] = {{"draft", cfg.spec.draft->name}, {"mtp", cfg.spec.mtp}, {"k", cfg.spec.k}, {"accept", rates},
+                        {"tokens_per_step", sd.tokens_per_step}, {"steps", sd.steps},
+                        {"verify_first_s", sd.verify_first_s}, {"verify_last_s", sd.verify_last_s},
+                        {"draft_first_s", sd.draft_first_s}, {"draft_last_s", sd.draft_last_s},
+                        {"draft_prefill_s", sd.draft_prefill_s}, {"ttft_s", sd.ttft_s}, {"tpot_s", sd.tpot_s},
+                        {"e2e_latency_s", sd.e2e_s}, {"output_tokens_per_s", sd.output_tokens_per_s}, {"speedup", sd.speedup},
+                        {"break_even_accept", sd.break_even ? json(sd.break_even_accept) : json(nullptr)},
+                        {"draft_weights_bytes", sd.draft_weights_bytes}, {"draft_kv_cache_bytes", sd.draft_kv_cache_bytes},
+                        {"fits", sd.fits}};
+  } else {
+    j["speculation"] = nullptr;
+  }
   j["params"] = r.params;
   j["active_params"] = r.active_params;
   j["critical_batch"] = r.critical_batch > 0 ? json(r.critical_batch) : json(nullptr);
@@ -252,6 +268,19 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
     const double fixed = r.decode_total.kernel_fixed_s / n, lat = r.decode_total.link_latency_s / n;
     out += fmt::format("floor       of a {} decode step: kernel boundaries {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
                        t(step), t(fixed), 100 * fixed / step, t(lat), 100 * lat / step);
+  }
+  if (cfg.spec.on() && cfg.gen > 1) {
+    const analysis::SpeculativeDecode& sd = r.spec;
+    out += fmt::format("speculative {} drafts {} tokens, {:.3g} a step: verification {} .. {} + draft {} .. {} per step, "
+                       "{:.4g} steps\n",
+                       cfg.spec.draft->name, cfg.spec.k, sd.tokens_per_step, t(sd.verify_first_s), t(sd.verify_last_s),
+                       t(sd.draft_first_s), t(sd.draft_last_s), sd.steps);
+    out += fmt::format("            TTFT {} (draft prefill {}), TPOT {} ({:.2f}x), end to end {}, {:.1f} tokens/s generated; {}\n",
+                       t(sd.ttft_s), t(sd.draft_prefill_s), t(sd.tpot_s), sd.speedup, t(sd.e2e_s), sd.output_tokens_per_s,
+                       sd.break_even ? fmt::format("breaks even at acceptance {:.3f}", sd.break_even_accept)
+                                     : std::string("no acceptance rate pays for the drafts"));
+    out += fmt::format("            draft weights {}, draft KV cache {} per chip -> {}\n", size(sd.draft_weights_bytes),
+                       size(sd.draft_kv_cache_bytes), sd.fits ? "fits" : "DOES NOT FIT");
   }
   out += fmt::format("quick (seed 001) per decode step: memory {}, compute {}, network {} -> {} .. {}\n", t(r.quick.t_memory_s),
                      t(r.quick.t_compute_s), t(r.quick.t_network_s), t(r.quick.t_lower_s), t(r.quick.t_upper_s));

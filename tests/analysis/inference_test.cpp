@@ -10,6 +10,7 @@
 #include "ridgeline/io/hardware_file.hpp"
 #include "toy_chip.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/speculation.hpp"
 
 namespace ridgeline::analysis {
 namespace {
@@ -477,6 +478,58 @@ TEST(Inference, KernelBoundaryAddsToEveryKernelInAGraph) {
   EXPECT_NEAR(b->decode_last.t_realistic_s - a->decode_last.t_realistic_s, 483 * 2e-6, 1e-12);
   EXPECT_EQ(b->decode_last.t_lower_s, a->decode_last.t_lower_s);
   EXPECT_NEAR(b->decode_last.kernel_fixed_s, 483 * 2e-6, 1e-12);
+}
+
+// Speculative decoding with the target as its own draft, k = 1, α = 0: one token a step,
+// gen - 1 = 63 steps; the draft's one pass after c cached is a plain one-token step at context
+// c + 1, built as an engine step mix: at the first (c = prompt) and last (c = prompt + 62)
+// steps it must equal the plain decode's first and last steps, built as a plain pass.
+TEST(Inference, SpeculationsDraftPassIsThePlainDecodeStep) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  InferenceConfig cfg;
+  cfg.batch = 4;
+  cfg.prompt = 512;
+  cfg.gen = 64;
+  cfg.spec.k = 1;
+  cfg.spec.accept.fill(0);
+  cfg.spec.draft = &m;
+  auto r = std::make_unique<InferenceResult>();
+  infer(m, chip("h100-sxm"), cfg, *r);
+  EXPECT_DOUBLE_EQ(r->spec.steps, 63);
+  EXPECT_NEAR(r->spec.draft_first_s, r->decode_first.t_realistic_s, 1e-12 * r->decode_first.t_realistic_s);
+  EXPECT_NEAR(r->spec.draft_last_s, r->decode_last.t_realistic_s, 1e-12 * r->decode_last.t_realistic_s);
+  // The draft's prefill is the target's; its weights and cache the target's own again.
+  EXPECT_NEAR(r->spec.draft_prefill_s, r->prefill.t_realistic_s, 1e-12 * r->prefill.t_realistic_s);
+  EXPECT_DOUBLE_EQ(r->spec.draft_weights_bytes, r->memory.weights_bytes);
+  EXPECT_DOUBLE_EQ(r->spec.draft_kv_cache_bytes, r->memory.kv_cache_bytes);
+  // No rate breaks even: a step costs a plain step and a verification of two tokens.
+  EXPECT_LT(r->spec.speedup, 1);
+}
+
+TEST(Inference, SpeculationAtAcceptanceOneTakesGenOverKPlusOneSteps) {
+  // α = 1, k = 3: 4 tokens a step, (101 - 1) / 4 = 25 steps; the last verifies after
+  // 1000 + 24·4 = 1096 cached. An MTP layer on the same chip costs a layer of 32 (and the
+  // head): the step of 4 tokens is about a plain step, so the speedup is near 4/(1 + small).
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const model::ModelConfig d = model::mtp_draft(m);
+  InferenceConfig cfg;
+  cfg.prompt = 1000;
+  cfg.gen = 101;
+  cfg.cuda_graphs = true;
+  cfg.spec.k = 3;
+  cfg.spec.accept.fill(1);
+  cfg.spec.draft = &d;
+  cfg.spec.mtp = true;
+  auto r = std::make_unique<InferenceResult>();
+  infer(m, chip("h100-sxm"), cfg, *r);
+  EXPECT_DOUBLE_EQ(r->spec.tokens_per_step, 4);
+  EXPECT_DOUBLE_EQ(r->spec.steps, 25);
+  EXPECT_GT(r->spec.speedup, 2.5);
+  EXPECT_LT(r->spec.speedup, 4);
+  EXPECT_NEAR(r->spec.tpot_s, 25 * (r->spec.verify_first_s + r->spec.verify_last_s + r->spec.draft_first_s + r->spec.draft_last_s) / 2 / 100,
+              1e-15);
+  // The MTP layer's weights as in the serving test: 436,224,000 bytes.
+  EXPECT_DOUBLE_EQ(r->spec.draft_weights_bytes, 436224000);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/ops/estimate.hpp"
 
@@ -25,6 +26,25 @@ struct InferenceConfig {
   /// cache: vLLM's gpu_memory_utilization, 0.9 by default; the rest holds the CUDA context,
   /// NCCL's buffers and the allocator's slack.
   double memory_utilization = 0.9;
+  /// Speculative decoding (k = 0: off): reported beside the plain decode (InferenceResult::spec).
+  model::Speculation spec;
+};
+
+/// Decoding with speculation, beside the plain figures (docs/inference.md#speculative-decoding):
+/// (gen - 1) / tokens_per_step verification steps of k + 1 tokens per sequence, each with the
+/// draft's k one-token passes; the draft's prefill added to TTFT.
+struct SpeculativeDecode {
+  double tokens_per_step = 1;
+  double steps = 0;                      ///< expected verification steps, (gen - 1) / tokens_per_step
+  double verify_first_s = 0, verify_last_s = 0;  ///< the target's step at the first and last context
+  double draft_first_s = 0, draft_last_s = 0;    ///< the draft's k passes there
+  double draft_prefill_s = 0;
+  double ttft_s = 0, tpot_s = 0, e2e_s = 0, output_tokens_per_s = 0;
+  double speedup = 0;                    ///< plain TPOT over this TPOT
+  bool break_even = false;               ///< some acceptance rate pays for the drafts
+  double break_even_accept = 0;          ///< the rate at which this TPOT equals the plain one
+  double draft_weights_bytes = 0, draft_kv_cache_bytes = 0;  ///< per chip, at prompt + gen tokens
+  bool fits = false;                     ///< with the draft's weights and cache
 };
 
 /// One op of a graph with its estimate (one instance) and repeat count.
@@ -73,6 +93,7 @@ struct InferenceResult {
   double decode_launch_s = 0;         ///< launch time of one decode step without CUDA graphs
   double cuda_graphs_gain_s = 0;      ///< realistic decode step time saved by CUDA graphs
   QuickEstimate quick;
+  SpeculativeDecode spec;      ///< filled by infer_details when InferenceConfig::spec is on
   model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
   std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};  ///< filled by infer_details
 };
