@@ -402,6 +402,8 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
     std::string max_rate = "on";
     std::vector<std::string> prices;
+    SpecFlags spec;
+    model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
   };
   auto v = std::make_shared<ServeSearchFlags>();
   auto* sv = search->add_subcommand("serve", "the cheapest serving fleet meeting SLOs: chips, TP, EP, dtypes, engine knobs, replicas");
@@ -426,6 +428,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   sv->add_option("--top", v->top, "feasible deployments to list")->capture_default_str();
   sv->add_option("--threads", v->threads, "worker threads (default: all cores)");
   sv->add_option("--plot", v->plot, "write the Pareto chart (.svg or .png)");
+  add_spec_flags(sv, v->spec);
   commands.push_back({sv, [v] {
                         const model::ModelConfig m = io::resolve_model(v->model);
                         if (!v->hw.chips.empty()) throw InputError("--chips: the search takes --tp and --ep");
@@ -457,6 +460,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
                         }
                         b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
+                        b.spec = speculation(v->spec, m, v->draft);
                         if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
                         const auto router = serving::parse_router(v->router);
                         if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
@@ -512,6 +516,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
                         if (v->router != "round-robin") flag("--router", v->router);
                         if (!v->slo.empty()) flag("--slo", v->slo);
+                        for (auto [name, val] : {std::pair{"--draft", &v->spec.draft}, {"--spec-tokens", &v->spec.tokens},
+                                                 {"--accept", &v->spec.accept}}) {
+                          if (!val->empty()) flag(name, *val);
+                        }
                         analysis::SearchControl c = control(v->threads, s.chips.front().usd_per_hour > 0 ? "USD/h" : "GPUs", 1);
                         planning::FleetSearchResult r;
                         {

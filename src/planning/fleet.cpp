@@ -106,6 +106,7 @@ class Evaluator {
     ServeConfig cfg = serve_config(s_, d);
     const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine);
     if (model::check(m_, f) != model::LayoutFault::none) return reject(o, Reject::layout);
+    if (cfg.spec.on() && model::check(*cfg.spec.draft, f) != model::LayoutFault::none) return reject(o, Reject::layout);
     model::build_forward(m_, f, sys, {static_cast<double>(f.ep), 1, 1}, *graph_);
     for (int i = 0; i < graph_->op_count; ++i) {
       if (!ops::supported(graph_->ops[i].cost.expand(), sys.chip)) return reject(o, Reject::dtype);
@@ -121,7 +122,7 @@ class Evaluator {
     const serving::EngineConfig& e = cfg.engine;
     const serving::Slo& slo = cfg.slo;
     // Floors: what no number of replicas changes.
-    d.floor_tpot_s = tpot_floor(e);
+    d.floor_tpot_s = tpot_floor(e, cfg.spec);
     if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
     d.floor_ttft_s = ttft_floor(e, slo.ttft_q);
     if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
@@ -210,8 +211,9 @@ class Evaluator {
   }
 
   // A decode step of one sequence at the shortest context any request decodes at: every gap
-  // between two output tokens is at least one such step.
-  double tpot_floor(const serving::EngineConfig& e) const {
+  // between two output tokens is at least one such step. With speculation, the target's
+  // verification step alone (the draft's passes left out) over the k + 1 tokens it may emit.
+  double tpot_floor(const serving::EngineConfig& e, const model::Speculation& spec) const {
     double shortest = std::numeric_limits<double>::infinity();
     for (std::size_t i = warmup(); i < requests_.size(); ++i) {
       if (requests_[i].output > 1) shortest = std::min(shortest, static_cast<double>(requests_[i].input));
@@ -219,8 +221,9 @@ class Evaluator {
     if (!std::isfinite(shortest)) return 0;
     model::StepMix mix;
     mix.fused_attention = e.fused_attention;
-    mix.add_decode(shortest + 1, static_cast<double>(m_.sliding_window));
-    return serving::step_period(e, step_.time(mix, serving::decode_step_graphs(e, 1)), 1);
+    const double q = static_cast<double>(spec.k + 1);
+    mix.add_decode(shortest + q, static_cast<double>(m_.sliding_window), q);
+    return serving::step_period(e, step_.time(mix, serving::decode_step_graphs(e, q)), 1) / q;
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT

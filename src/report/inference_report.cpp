@@ -271,9 +271,9 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   }
   if (cfg.spec.on() && cfg.gen > 1) {
     const analysis::SpeculativeDecode& sd = r.spec;
-    out += fmt::format("speculative {} drafts {} tokens, {:.3g} a step: verification {} .. {} + draft {} .. {} per step, "
+    out += fmt::format("speculative {} drafts {} token{}, {:.3g} a step: verification {} .. {} + draft {} .. {} per step, "
                        "{:.4g} steps\n",
-                       cfg.spec.draft->name, cfg.spec.k, sd.tokens_per_step, t(sd.verify_first_s), t(sd.verify_last_s),
+                       cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", sd.tokens_per_step, t(sd.verify_first_s), t(sd.verify_last_s),
                        t(sd.draft_first_s), t(sd.draft_last_s), sd.steps);
     out += fmt::format("            TTFT {} (draft prefill {}), TPOT {} ({:.2f}x), end to end {}, {:.1f} tokens/s generated; {}\n",
                        t(sd.ttft_s), t(sd.draft_prefill_s), t(sd.tpot_s), sd.speedup, t(sd.e2e_s), sd.output_tokens_per_s,

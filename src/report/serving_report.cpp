@@ -182,8 +182,8 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     bool same = true;
     for (int i = 1; i < cfg.spec.k; ++i) same = same && cfg.spec.accept[static_cast<std::size_t>(i)] == cfg.spec.accept[0];
     for (int i = 1; i < cfg.spec.k && !same; ++i) rates += fmt::format(",{:g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
-    s += fmt::format("speculative decoding: {} drafts {} tokens a step, acceptance {}: {:.3g} tokens per verification step\n",
-                     cfg.spec.draft->name, cfg.spec.k, rates, model::tokens_per_step(cfg.spec));
+    s += fmt::format("speculative decoding: {} drafts {} token{} a step, acceptance {}: {:.3g} tokens per verification step\n",
+                     cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", rates, model::tokens_per_step(cfg.spec));
   }
   s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per replica)\n",
                    size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks);

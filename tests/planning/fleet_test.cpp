@@ -9,6 +9,7 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/serving/step_model.hpp"
 #include "toy_chip.hpp"
 
@@ -168,6 +169,35 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   EXPECT_FALSE(unpriced.priced);
   EXPECT_EQ(s.chips[unpriced.best->chip].sys.chip.name, "h100-sxm");
   EXPECT_LT(unpriced.best->gpus, b.gpus);
+}
+
+TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
+  // A TPOT target below one plain decode step of llama-3.1-8b on one H100 (its weights,
+  // 16 GB, over 3.35 TB/s: ~4.8 ms, plus the host's 0.4 ms) cannot be met by plain
+  // decoding: its TPOT floor rejects every TP-1 deployment. With an MTP layer verifying 3
+  // drafts, all accepted, a step of 4 tokens costs about one plain step and the draft's
+  // small passes, so TPOT is near a quarter of it: feasible, and re-simulated by `serve`
+  // with the same numbers.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const model::ModelConfig draft = model::mtp_draft(m);
+  FleetSpace s = space(1, 100);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.base.slo.tpot_s = 3e-3;
+  const FleetSearchResult plain = search_fleet(m, s);
+  EXPECT_FALSE(plain.best);
+  EXPECT_EQ(plain.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
+  s.base.spec.k = 3;
+  s.base.spec.accept.fill(1);
+  s.base.spec.draft = &draft;
+  s.base.spec.mtp = true;
+  const FleetSearchResult specd = search_fleet(m, s);
+  ASSERT_TRUE(specd.best);
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *specd.best));
+  EXPECT_LT(again.tpot.p99, 3e-3);
+  EXPECT_DOUBLE_EQ(specd.best->output_tokens_per_s, again.output_tokens_per_s);
 }
 
 // One step of `mix` alone on the space's first chip at TP 1 with vLLM's preset (256
