@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string preemption, step_overhead, mixed_chunk;
   WorkloadFlags load;
   SpecFlags spec;
+  std::string disagg, disagg_link_bw, kv_transfer = "after";
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -90,6 +91,20 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   cfg.router = *router;
   if (!f.slo.empty()) cfg.slo = serving::parse_slo(f.slo);
   if (!f.horizon.empty()) cfg.horizon_s = horizon_s(f.horizon);
+  if (!f.disagg.empty()) {
+    const std::size_t colon = f.disagg.find(':');
+    if (colon == std::string::npos) throw InputError(fmt::format("--disagg: '{}' is not P:D, as in 2:1", f.disagg));
+    cfg.disagg.prefill = parse_positive_int(f.disagg.substr(0, colon), "--disagg");
+    cfg.disagg.decode = parse_positive_int(f.disagg.substr(colon + 1), "--disagg");
+  }
+  if (!f.disagg_link_bw.empty()) cfg.disagg.link_Bps = parse_quantity(f.disagg_link_bw, Quantity::bandwidth, "--disagg-link-bw", false);
+  if (f.kv_transfer != "after" && f.kv_transfer != "layerwise") {
+    throw InputError(fmt::format("--kv-transfer: '{}' is not after or layerwise", f.kv_transfer));
+  }
+  cfg.disagg.layerwise = f.kv_transfer == "layerwise";
+  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise) && !cfg.disagg.on()) {
+    throw InputError("--disagg-link-bw/--kv-transfer: a KV transfer needs --disagg P:D");
+  }
   return cfg;
 }
 
@@ -130,6 +145,12 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
+  s->add_option("--disagg", f->disagg, "disaggregated: P prefill and D decode instances (each --tp chips), the KV cache sent between them");
+  s->add_option("--disagg-link-bw", f->disagg_link_bw,
+                "bandwidth per chip of the KV transfer between disaggregated instances (default: the node link within a domain, else the network)");
+  s->add_option("--kv-transfer", f->kv_transfer,
+                "disaggregated: after (the whole cache once the prefill ends, vLLM's NIXL) or layerwise (behind the prefill)")
+      ->capture_default_str();
   s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");

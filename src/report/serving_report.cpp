@@ -139,6 +139,17 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   } else {
     j["speculation"] = nullptr;
   }
+  if (cfg.disagg.on()) {
+    const serving::DisaggResult& x = r.disagg;
+    j["disagg"] = {{"prefill", cfg.disagg.prefill}, {"decode", cfg.disagg.decode},
+                   {"kv_transfer", cfg.disagg.layerwise ? "layerwise" : "after"},
+                   {"link", x.link}, {"link_Bps", x.link_Bps}, {"link_latency_s", x.link_latency_s},
+                   {"transfer_s_mean", x.transfer_s_mean}, {"kv_wait_s_mean", x.kv_wait_s_mean},
+                   {"bytes_per_request_mean", x.bytes_per_request_mean}, {"prefill_rate", x.prefill_rate},
+                   {"decode_rate", x.decode_rate}, {"prefill_per_decode", x.prefill_per_decode}};
+  } else {
+    j["disagg"] = nullptr;
+  }
   j["mean_in_system"] = r.mean_in_system;
   j["mean_running"] = r.mean_running;
   j["mean_waiting"] = r.mean_waiting;
@@ -164,9 +175,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   const serving::EngineConfig& e = r.engine;
   const serving::WorkloadSpec& w = cfg.workload;
   const std::int64_t chips = cfg.forward.tp * cfg.forward.ep;
-  std::string s = fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips,
-                              sys.chip.display_name.empty() ? sys.chip.name : sys.chip.display_name, cfg.forward.tp,
-                              cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", serving::name(e.kind));
+  const std::string chip = sys.chip.display_name.empty() ? sys.chip.name : sys.chip.display_name;
+  std::string s = cfg.disagg.on()
+                      ? fmt::format("{} on {} x {} (tp {}, ep {}) x ({} prefill + {} decode instances): {} engine\n", m.name, chips,
+                                    chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, serving::name(e.kind))
+                      : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
+                                    cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", serving::name(e.kind));
   s += fmt::format("workload: {}, prompt {}, gen {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), w.prompt.text,
                    w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
                    w.warmup, w.seed);
@@ -224,6 +238,16 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      t(sc.verify_s), t(sc.draft_s), sc.tokens_per_step, t(sc.plain_s), sc.speedup,
                      sc.break_even ? fmt::format("breaks even at acceptance {:.3f}", sc.break_even_accept)
                                    : std::string("no acceptance rate pays for the drafts"));
+  }
+  if (cfg.disagg.on()) {
+    const serving::DisaggResult& d = r.disagg;
+    s += fmt::format("KV transfer ({}, {}): {} per request over the {} link at {}/s, {} exposed, {} waiting for decode blocks (means)\n",
+                     cfg.disagg.layerwise ? "layer by layer" : "after the prefill", fmt::format("{}:{}", cfg.disagg.prefill, cfg.disagg.decode),
+                     size(d.bytes_per_request_mean), d.link, size(d.link_Bps), t(d.transfer_s_mean), t(d.kv_wait_s_mean));
+    if (d.prefill_rate > 0) {
+      s += fmt::format("rate matching: a prefill instance serves {:.3g} req/s, a decode instance {:.3g}: {:.2f} prefill per decode instance\n",
+                       d.prefill_rate, d.decode_rate, d.prefill_per_decode);
+    }
   }
   s += fmt::format("KV cache: {:.1f}% used on average, {:.1f}% at most; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);

@@ -17,7 +17,10 @@ inline constexpr double kPsPerS = 1e12;
 inline Ps to_ps(double s) { return static_cast<Ps>(s * kPsPerS + 0.5); }
 inline double to_s(Ps t) { return static_cast<double>(t) / kPsPerS; }
 
-enum class Phase : std::uint8_t { waiting, prefill, decode, swapped, done };
+enum class Phase : std::uint8_t { waiting, prefill, decode, swapped, transfer, done };
+
+// What an instance runs: both phases (aggregated), or one of them (disaggregated).
+enum class Role : std::uint8_t { both, prefill, decode };
 
 // A request in the system (a pool slot, reused once it ends).
 struct Req {
@@ -41,6 +44,10 @@ struct Req {
   bool above_window = false;
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
+  std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
+  std::int64_t remote_blocks = 0;  // disaggregated: blocks taken on the decode instance for the transfer
+  std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
+  Ps prefill_end = -1;        // disaggregated: when its prompt was prefilled
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
   Phase phase = Phase::waiting;
   bool warmup = false;
@@ -168,6 +175,12 @@ class Replica {
   // --- SGLang admission ------------------------------------------------------------------
   double new_token_ratio = 0.7;
   std::int64_t remaining_output_sum() const;  // Σ output still to emit over running requests
+
+  // --- disaggregated ------------------------------------------------------------------
+  Role role = Role::both;
+  std::deque<std::int32_t> kv_queue;   // decode: handed over, waiting for blocks to receive their KV
+  std::vector<std::int32_t> arrived;   // decode: KV received, to join the decode sequences at the next step
+  std::int64_t in_transfer = 0;        // requests in a KV transfer whose blocks it holds (sending or receiving)
 
   // --- step in flight ------------------------------------------------------------------
   StepPlan plan;

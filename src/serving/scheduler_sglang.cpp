@@ -65,8 +65,10 @@ class SglangScheduler final : public Scheduler {
       if (chunked && !e.chunked_prefill) break;
       const std::int64_t chunk = std::min(extend, chunk_left);
       // Room: free (and evictable) cache less the share kept for running requests' outputs.
-      const double kept = r.new_token_ratio * static_cast<double>(r.remaining_output_sum());
-      const std::int64_t reserve = chunked ? 0 : std::min(q.output - q.emitted, e.reserve_clip_tokens);
+      // (A prefill instance of a disaggregated deployment keeps nothing for outputs.)
+      const bool outputs_here = r.role != Role::prefill;
+      const double kept = outputs_here ? r.new_token_ratio * static_cast<double>(r.remaining_output_sum()) : 0;
+      const std::int64_t reserve = chunked || !outputs_here ? 0 : std::min(q.output - q.emitted, e.reserve_clip_tokens);
       const double need = static_cast<double>(r.blocks_for(a.hit + chunk) - a.prefix_blocks) +
                           static_cast<double>((reserve + block - 1) / block);
       if (need >= static_cast<double>(a.free_after) - kept / static_cast<double>(block)) break;

@@ -18,7 +18,7 @@ class StaticScheduler final : public Scheduler {
       while (!r.waiting.empty() && r.running_count < e.max_num_seqs) {
         const std::int32_t qi = r.waiting.front();
         Req& q = ctx_.pool[qi];
-        const std::int64_t commit = r.blocks_for(q.input + q.output + r.lookahead());
+        const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
         if (r.committed + commit > r.total_blocks) break;
         const Admit a = probe(r, q);
         q.commit = commit;

@@ -95,6 +95,29 @@ EngineConfig resolved_engine(const model::ModelConfig& m, const ServeConfig& cfg
   return e;
 }
 
+// The link a disaggregated request's KV crosses, chip to chip: the node link when every
+// instance's chips fit one scale-up domain, else the network; at the link's efficiency.
+struct TransferLink {
+  std::string name;
+  double Bps = 0, latency_s = 0;
+};
+TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg) {
+  const Disagg& dg = cfg.disagg;
+  TransferLink l;
+  const std::int64_t chips = (dg.prefill + dg.decode) * cfg.forward.tp * cfg.forward.ep;
+  const int node = sys.chip.link_index(hw::LinkScope::node), net = sys.chip.link_index(hw::LinkScope::network);
+  const int i = (chips <= sys.domain() && node >= 0) || net < 0 ? node : net;
+  if (i >= 0) {
+    const hw::LinkSpec& k = sys.chip.links[static_cast<std::size_t>(i)];
+    l.name = std::string(hw::name(k.scope));
+    l.Bps = k.chip_bandwidth_Bps() * (k.efficiency > 0 ? k.efficiency : sys.chip.efficiency.link);
+    l.latency_s = k.latency_s;
+  }
+  if (dg.link_Bps > 0) l.name = "given", l.Bps = dg.link_Bps;
+  if (dg.link_latency_s >= 0) l.latency_s = dg.link_latency_s;
+  return l;
+}
+
 // Integrals over time of what the statistics average.
 struct Integrals {
   double in_system = 0, running = 0, waiting = 0, kv_used = 0;
@@ -180,9 +203,19 @@ class Simulation {
     const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine_.kv_block);
     if (host >= 0) ctx_.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
     scheduler_ = detail::make_scheduler(ctx_);
-    replicas_.reserve(static_cast<std::size_t>(cfg.replicas));
-    for (std::int64_t i = 0; i < cfg.replicas; ++i) {
+    const Disagg& dg = cfg.disagg;
+    const std::int64_t instances = dg.on() ? dg.prefill + dg.decode : cfg.replicas;
+    replicas_.reserve(static_cast<std::size_t>(instances));
+    for (std::int64_t i = 0; i < instances; ++i) {
       replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i), emission);
+      if (dg.on()) replicas_.back().role = i < dg.prefill ? detail::Role::prefill : detail::Role::decode;
+    }
+    routed_ = static_cast<std::size_t>(dg.on() ? dg.prefill : instances);
+    if (dg.on()) {
+      const TransferLink l = transfer_link(sys, cfg);
+      result_.disagg.link = l.name;
+      result_.disagg.link_Bps = l.Bps;
+      result_.disagg.link_latency_s = l.latency_s;
     }
     snapshots_.resize(replicas_.size());
     touched_flag_.assign(replicas_.size(), 0);
@@ -202,7 +235,8 @@ class Simulation {
     for (;;) {
       const Ps ta = next_arrival_time();
       const Ps ts = steps_.empty() ? kNever : steps_.top().first;
-      const Ps t = std::min(ta, ts);
+      const Ps tt = transfers_.empty() ? kNever : transfers_.top().first;
+      const Ps t = std::min({ta, ts, tt});
       if (t == kNever) break;
       if (t > horizon_) {
         result_.horizon_reached = true;
@@ -218,6 +252,12 @@ class Simulation {
           const std::int32_t ri = steps_.top().second;
           steps_.pop();
           finish_step(replicas_[static_cast<std::size_t>(ri)], t);
+          more = true;
+        }
+        while (!transfers_.empty() && transfers_.top().first == t) {
+          const std::int32_t qi = transfers_.top().second;
+          transfers_.pop();
+          received(qi);
           more = true;
         }
         while (next_arrival_time() == t) {
@@ -311,7 +351,7 @@ class Simulation {
   }
 
   Replica& route(const Req& q) {
-    const std::size_t n = replicas_.size();
+    const std::size_t n = routed_;
     if (n == 1) return replicas_[0];
     if (cfg_.router == Router::round_robin) return replicas_[rr_++ % n];
     if (cfg_.router == Router::prefix && q.group >= 0) {
@@ -341,10 +381,16 @@ class Simulation {
   void start_step(Replica& r, Ps t) {
     touch(r);
     r.now = t;
+    // Requests whose KV arrived decode from this step: their last prompt token computed again.
+    for (const std::int32_t qi : r.arrived) {
+      r.push_running(qi);
+      r.join_decode(qi);
+    }
+    r.arrived.clear();
     scheduler_->plan(r);
     // An empty replica that cannot admit the request at the head of its queue never will
     // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.
-    while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && !r.waiting.empty()) {
+    while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
       const std::int32_t qi = r.waiting.front();
       r.waiting.pop_front();
       r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
@@ -353,8 +399,9 @@ class Simulation {
     }
     const detail::StepPlan& p = r.plan;
     if (!p.decode && p.chunks.empty()) {
-      // Running requests always have a next step: a replica that stops with them is a bug.
-      if (r.running_count > 0) {
+      // Running requests always have a next step, unless blocks they need come back when a KV
+      // transfer ends (which starts the replica again): a replica that stops otherwise is a bug.
+      if (r.running_count > 0 && r.in_transfer == 0) {
         throw std::logic_error(fmt::format("serve: replica {} has {} running requests and no step to run", r.index, r.running_count));
       }
       r.busy = false;
@@ -387,7 +434,13 @@ class Simulation {
       const double joined = static_cast<double>(r.new_decoders.size());
       double warm_new = 0;
       for (const std::int32_t qi : r.new_decoders) {
-        const Req& q = pool_[qi];
+        Req& q = pool_[qi];
+        if (q.first_token < 0) {
+          // Handed over by a prefill instance: this step gives its first token (no gap before it).
+          q.first_token = q.last_token = t;
+          warm_new += q.warmup ? 1 : 0;
+          continue;
+        }
         if (q.warmup) {
           ++warm_new;
           continue;
@@ -425,6 +478,10 @@ class Simulation {
       r.outstanding_tokens -= chunk;
       if (q.group >= 0 && q.computed >= q.prefix_tokens) r.publish_prefix(q);
       if (q.computed < q.target) continue;
+      if (r.role == detail::Role::prefill) {
+        hand_over(r, qi, t);
+        continue;
+      }
       // The chunk that completes the prompt gives the next token.
       ++q.emitted;
       --r.outstanding_tokens;
@@ -444,7 +501,100 @@ class Simulation {
       r.join_decode(qi);
     }
     r.busy = false;
+    if (r.role == detail::Role::decode) allocate(r, t);
     mark(r);
+  }
+
+  // --- disaggregated: hand-over and KV transfer -------------------------------------------
+  // A prompt prefilled on instance p: its request leaves p (keeping its blocks until its KV
+  // is sent) for a decode instance, where it waits for the blocks to receive it.
+  void hand_over(Replica& p, std::int32_t qi, Ps t) {
+    Req& q = pool_[qi];
+    p.remove_running(qi);
+    p.outstanding_tokens -= q.output - q.emitted;
+    q.phase = Phase::transfer;
+    q.source = p.index;
+    q.source_commit = q.commit;
+    q.commit = 0;
+    ++p.in_transfer;
+    q.prefill_end = t;
+    const std::size_t first = routed_, n = replicas_.size() - routed_;
+    std::size_t best = first;
+    if (cfg_.router == Router::round_robin) {
+      best = first + (decode_rr_++ % n);
+    } else {
+      for (std::size_t i = first + 1; i < replicas_.size(); ++i) {
+        if (replicas_[i].outstanding_tokens < replicas_[best].outstanding_tokens) best = i;
+      }
+    }
+    Replica& d = replicas_[best];
+    q.replica = d.index;
+    d.outstanding_tokens += q.output;
+    d.kv_queue.push_back(qi);
+    allocate(d, t);
+  }
+
+  // Blocks of a handed-over request on decode instance d: the prompt's tokens but the last
+  // (computed again); TensorRT-LLM and static commit the whole request, SGLang keeps room
+  // for its output (clipped) as its admission does.
+  void allocate(Replica& d, Ps t) {
+    while (!d.kv_queue.empty()) {
+      const std::int32_t qi = d.kv_queue.front();
+      Req& q = pool_[qi];
+      const std::int64_t need = d.blocks_for(q.input - 1);
+      if (engine_.admission == Admission::completion) {
+        const std::int64_t commit = d.blocks_for(q.input + q.output + d.lookahead());
+        if (d.committed + commit > d.total_blocks || need > d.free_blocks) return;
+        q.commit = commit;
+        d.committed += commit;
+      } else {
+        const std::int64_t room = engine_.admission == Admission::ratio_reserve
+                                      ? d.blocks_for(std::min(q.output, engine_.reserve_clip_tokens))
+                                      : 0;
+        if (need + room > d.free_blocks) return;
+      }
+      d.kv_queue.pop_front();
+      d.take_blocks(need);
+      touch(d);
+      q.remote_blocks = need;
+      ++d.in_transfer;
+      // The KV of input - 1 tokens, each chip of a TP group to its peer.
+      const double bytes = static_cast<double>(q.input - 1) * mem_.kv_bytes_per_token;
+      const DisaggResult& link = result_.disagg;
+      double send = bytes / link.link_Bps;
+      if (cfg_.disagg.layerwise) {
+        // Layer by layer behind the prefill: all but the last layer's share may be hidden.
+        const double prefill_s = to_s(q.prefill_end - q.admitted);
+        send = std::max(send / static_cast<double>(m_.layers), send - prefill_s);
+      }
+      const double exposed = link.link_latency_s + send;
+      transfer_s_sum_ += exposed;
+      kv_wait_s_sum_ += to_s(t - q.prefill_end);
+      bytes_sum_ += bytes;
+      ++transfers_done_;
+      transfers_.push({t + std::max<Ps>(1, to_ps(exposed)), qi});
+    }
+  }
+
+  // The KV of request qi arrived: the prefill instance frees it, the decode instance runs it.
+  void received(std::int32_t qi) {
+    Req& q = pool_[qi];
+    Replica& p = replicas_[static_cast<std::size_t>(q.source)];
+    p.release(q);
+    p.committed -= q.source_commit;
+    q.source_commit = 0;
+    --p.in_transfer;
+    touch(p);
+    mark(p);
+    Replica& d = replicas_[static_cast<std::size_t>(q.replica)];
+    q.computed = q.input - 1;
+    q.target = q.input;
+    q.blocks = 0;
+    q.source = -1;
+    --d.in_transfer;
+    d.arrived.push_back(qi);
+    touch(d);
+    mark(d);
   }
 
   // The draft's passes in a step (speculative decoding).
@@ -613,7 +763,13 @@ class Simulation {
       r.cdf.itl_s = itl_.quantiles(r.cdf.q);
       r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
     }
-    r.gpus = static_cast<double>(cfg_.replicas * cfg_.forward.tp * cfg_.forward.ep);
+    r.gpus = static_cast<double>(static_cast<std::int64_t>(replicas_.size()) * cfg_.forward.tp * cfg_.forward.ep);
+    if (transfers_done_ > 0) {
+      const double n = static_cast<double>(transfers_done_);
+      r.disagg.transfer_s_mean = transfer_s_sum_ / n;
+      r.disagg.kv_wait_s_mean = kv_wait_s_sum_ / n;
+      r.disagg.bytes_per_request_mean = bytes_sum_ / n;
+    }
     r.simulated_requests = finished_;
     r.measured_requests = measured_;
     r.unfinished = total_ - finished_;
@@ -647,6 +803,7 @@ class Simulation {
     const double dsteps = r.decode_steps + r.mixed_steps;
     r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
     if (decode_batch_sum_ > 0 && !cfg_.lean) compose_decode_step(r);
+    if (cfg_.disagg.on() && measured_ > 0 && !cfg_.lean) rate_match(r);
     r.memory = mem_;
     r.engine = engine_;
     r.timeline = timeline_.points();
@@ -703,6 +860,40 @@ class Simulation {
     d.host_s = engine_.step_overhead_s + engine_.per_request_overhead_s * d.sequences;
   }
 
+  // Requests per second one prefill instance and one decode instance serve at the mean
+  // lengths of the measured requests: prompts prefilled at the whole token budget, decodes at
+  // the largest batch the sequence limit and the cache allow, at the mid-generation context.
+  void rate_match(ServingResult& r) const {
+    const double n = static_cast<double>(measured_);
+    const double prompt = std::max(1.0, input_tokens_ / n), gen = std::max(1.0, output_tokens_ / n);
+    const double budget = static_cast<double>(engine_.max_batched_tokens), window = ctx_.window;
+    model::StepMix pre;
+    pre.fused_attention = engine_.fused_attention;
+    double prompts = 0;  // prompts one step prefills
+    if (prompt >= budget) {
+      pre.add_prefill(budget, budget, window);
+      prompts = budget / prompt;
+    } else {
+      prompts = std::floor(budget / prompt);
+      for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
+    }
+    r.disagg.prefill_rate = prompts / step_period(engine_, step_->time(pre, engine_.mixed_graphs), pre.seqs());
+    const double limit = static_cast<double>(engine_.max_num_seqs);
+    const double batch = std::max(1.0, std::floor(std::min(limit, static_cast<double>(mem_.kv_tokens) / (prompt + gen))));
+    const double q = static_cast<double>(cfg_.spec.k + 1), c = prompt + gen / 2;
+    detail::StepPlan step;
+    for (double i = 0; i < batch; ++i) {
+      step.mix.add_decode(c + q, window, q);
+      if (draft_) step.draft_first.add_decode(c + 1, window), step.draft_rest.add_decode(c + 1 + (q - 1) / 2, window);
+    }
+    step.mix.fused_attention = engine_.fused_attention;
+    double device = step_->time(step.mix, decode_step_graphs(engine_, step.mix.decode_tokens));
+    if (draft_) device += draft_time(step);
+    const double tau = cfg_.spec.on() ? model::tokens_per_step(cfg_.spec) : 1;
+    r.disagg.decode_rate = batch * tau / (gen * step_period(engine_, device, batch));
+    r.disagg.prefill_per_decode = r.disagg.decode_rate / r.disagg.prefill_rate;
+  }
+
   // The waiting queue stays bounded: over the second and the last quarter of the measured
   // arrivals, the mean number of requests waiting does not grow by more than half plus a
   // margin of 2% of a quarter's arrivals (docs/serving.md#sustainable).
@@ -733,7 +924,11 @@ class Simulation {
   bool has_next_ = false, closed_ = false;
   std::deque<Ps> pending_;  // closed loop: when each free client sends
   std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> steps_;
-  std::size_t rr_ = 0;
+  std::size_t rr_ = 0, decode_rr_ = 0;
+  std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
+  std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> transfers_;
+  double transfer_s_sum_ = 0, kv_wait_s_sum_ = 0, bytes_sum_ = 0;
+  std::int64_t transfers_done_ = 0;
   std::vector<std::int32_t> to_start_;  // replicas to start a step once every event at this time is in
   std::int64_t total_ = 0, measured_total_ = 0, sent_ = 0, finished_ = 0, measured_ = 0, all_served_ = 0, good_ = 0;
   std::int64_t in_system_ = 0;
@@ -821,6 +1016,17 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   validate(cfg.workload);
   if (cfg.replicas < 1 || cfg.replicas > 4096) {
     throw InputError(fmt::format("--replicas: {} is out of range: expected 1 to 4096", cfg.replicas));
+  }
+  const Disagg& dg = cfg.disagg;
+  if (dg.on()) {
+    if (dg.prefill < 1 || dg.decode < 1 || dg.prefill + dg.decode > 4096) {
+      throw InputError(fmt::format("--disagg: {}:{} is out of range: expected at least one prefill and one decode instance, "
+                                   "4096 in all", dg.prefill, dg.decode));
+    }
+    if (cfg.replicas != 1) throw InputError("--disagg/--replicas: a disaggregated deployment counts its instances in --disagg P:D");
+    if (transfer_link(sys, cfg).Bps <= 0) {
+      throw InputError(fmt::format("--disagg: {} has no link between instances: pass --disagg-link-bw", sys.chip.name));
+    }
   }
   if (sys.chip.main_bandwidth_Bps() <= 0) throw InputError(fmt::format("--hw {}: no main memory", sys.chip.name));
   if ((f.tp > 1 || f.ep > 1) && sys.chip.links.empty()) {

@@ -31,6 +31,20 @@ enum class Router : std::uint8_t {
 std::string_view name(Router r) noexcept;
 std::optional<Router> parse_router(std::string_view s) noexcept;
 
+/// Disaggregated prefill and decode (docs/serving.md#disaggregated-prefill-and-decode):
+/// `prefill` instances prefill the prompts and hand each request's KV cache to one of
+/// `decode` instances over the link between them; the decode instance computes the last
+/// prompt token again (vLLM's P/D connectors) and emits every output token. 0 and 0: aggregated.
+struct Disagg {
+  std::int64_t prefill = 0, decode = 0;
+  /// The transfer overlaps the prefill layer by layer (Mooncake, Dynamo's layer-wise mode):
+  /// what is left when the prefill ends; off: all of it after the prefill (vLLM's NIXL connector).
+  bool layerwise = false;
+  double link_Bps = 0;        ///< per chip pair; 0: the node link when every instance fits one domain, else the network link
+  double link_latency_s = -1; ///< per transfer; < 0: the link's
+  bool on() const noexcept { return prefill > 0 || decode > 0; }
+};
+
 /// Targets on each request's latencies, seconds (0: none); a request meeting all of them
 /// counts towards goodput, and the run meets the SLO when the percentile of each is within.
 struct Slo {
@@ -46,6 +60,7 @@ struct ServeConfig {
   EngineConfig engine;
   WorkloadSpec workload;
   model::Speculation spec;  ///< speculative decoding (k = 0: off); its draft runs with `forward`'s plan
+  Disagg disagg;            ///< prefill and decode instances apart (replicas must be 1)
   std::int64_t replicas = 1;
   Router router = Router::round_robin;
   Slo slo;
@@ -124,8 +139,22 @@ struct SpeculationCost {
   double break_even_accept = 0;  ///< the rate α at which it breaks even
 };
 
+/// What a disaggregated run moved between its instances.
+struct DisaggResult {
+  std::string link;              ///< "node" or "network" (or "given")
+  double link_Bps = 0, link_latency_s = 0;
+  double transfer_s_mean = 0;    ///< a request's exposed transfer, mean
+  double kv_wait_s_mean = 0;     ///< prefill end to the decode instance's blocks, mean
+  double bytes_per_request_mean = 0;  ///< per chip pair
+  /// Rate matching: requests/s one prefill instance prefills at its whole token budget, and
+  /// one decode instance decodes at the batch its sequence limit and cache allow (mean
+  /// lengths); prefill_per_decode = decode_rate / prefill_rate instances for a balanced pair.
+  double prefill_rate = 0, decode_rate = 0, prefill_per_decode = 0;
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
+  DisaggResult disagg;
   DecodeStepComposition decode_step;
   SpeculationCost speculation;
   ServingCdf cdf;

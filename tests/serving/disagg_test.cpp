@@ -1,0 +1,152 @@
+// Disaggregated prefill and decode: a lone request by hand (prefill, KV transfer, the decode
+// instance's steps), rate matching by hand, bad layouts, and a property over engines and
+// loads (docs/serving.md#disaggregated-prefill-and-decode).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/speculation.hpp"
+#include "ridgeline/serving/simulator.hpp"
+#include "ridgeline/serving/step_model.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline::serving {
+namespace {
+
+constexpr double kPs = 1e-12;
+constexpr double kHost = 0.4e-3 + 1.1e-6;  // vLLM's host time for a step of one request
+
+struct Lone {
+  model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  StepModel step;
+  Lone() {
+    cfg.engine = engine_preset(EngineKind::vllm, sys.chip, 1);
+    cfg.workload.arrival = Arrival::closed;
+    cfg.workload.concurrency = 1;
+    cfg.workload.requests = 3;
+    cfg.workload.prompt.a = 1000;
+    cfg.workload.gen.a = 100;
+    cfg.workload.prompt.text = "1000";
+    cfg.workload.gen.text = "100";
+    cfg.disagg.prefill = cfg.disagg.decode = 1;
+    model::ForwardConfig f = cfg.forward;
+    f.merged_kernels = true;
+    step.prepare(m, sys, f);
+  }
+  double prefill() const {
+    model::StepMix p;
+    p.add_prefill(1000, 1000, 0);
+    p.fused_attention = true;
+    return step.time(p, GraphMode::piecewise) + kHost;
+  }
+  double decode(double kv) const {
+    model::StepMix d;
+    d.add_decode(kv, 0);
+    return step.time(d, GraphMode::graph) + kHost;
+  }
+};
+
+TEST(Disagg, ALoneRequestIsPrefillTransferThenTheDecodeInstancesSteps) {
+  // One client. The prefill instance prefills the 1000-token prompt in one step (no token);
+  // the KV of 999 tokens, 131,072 bytes each (2·32 layers·8 heads·128·2 bytes), crosses a
+  // 100 GB/s link with 10 us latency: 10 us + 999·131072 / 1e11 = 10 us + 1.30941 ms; the
+  // decode instance computes the last prompt token again (context 1000) for the first
+  // token, then 99 steps at contexts 1001..1099. TTFT = prefill + transfer + first step.
+  Lone x;
+  x.cfg.disagg.link_Bps = 100e9;
+  x.cfg.disagg.link_latency_s = 10e-6;
+  const ServingResult r = simulate(x.m, x.sys, x.cfg);
+  const double transfer = 10e-6 + 999.0 * 131072 / 100e9;
+  double decode = 0;
+  for (int kv = 1001; kv <= 1099; ++kv) decode += x.decode(kv);
+  EXPECT_EQ(r.gpus, 2);
+  EXPECT_NEAR(r.disagg.transfer_s_mean, transfer, 1e-15);
+  EXPECT_DOUBLE_EQ(r.disagg.bytes_per_request_mean, 999.0 * 131072);
+  EXPECT_NEAR(r.ttft.mean, x.prefill() + transfer + x.decode(1000), 400 * kPs);
+  EXPECT_NEAR(r.e2e.mean, x.prefill() + transfer + x.decode(1000) + decode, 400 * kPs);
+  EXPECT_NEAR(r.tpot.mean, decode / 99, 10 * kPs);
+  EXPECT_EQ(r.prefill_steps, 3);
+  EXPECT_EQ(r.decode_steps, 3 * 100);
+}
+
+TEST(Disagg, AnInstantLinkCostsNothingButTheLastTokenAgain) {
+  // An infinitely fast link without latency: TTFT is the prefill and the decode instance's
+  // step over the last prompt token, exactly.
+  Lone x;
+  x.cfg.disagg.link_Bps = 1e300;
+  x.cfg.disagg.link_latency_s = 0;
+  const ServingResult r = simulate(x.m, x.sys, x.cfg);
+  EXPECT_NEAR(r.ttft.mean, x.prefill() + x.decode(1000), 400 * kPs);
+}
+
+TEST(Disagg, RateMatchingByHand) {
+  // Prompts of 1000 under the 8192-token budget: 8 a prefill step (8 sequences: host 0.4 ms
+  // + 8·1.1 us), 8 requests per step time. Decodes: the cache's tokens over 1100 per request
+  // (at most 1024 sequences), at context 1000 + 100/2, 100 tokens each.
+  Lone x;
+  x.cfg.workload.requests = 20;
+  const ServingResult r = simulate(x.m, x.sys, x.cfg);
+  model::StepMix pre;
+  for (int i = 0; i < 8; ++i) pre.add_prefill(1000, 1000, 0);
+  pre.fused_attention = true;
+  const double prefill_rate = 8 / (x.step.time(pre, GraphMode::piecewise) + 0.4e-3 + 8 * 1.1e-6);
+  const double batch = std::min(1024.0, std::floor(static_cast<double>(r.memory.kv_tokens) / 1100));
+  model::StepMix dec;
+  for (int i = 0; i < batch; ++i) dec.add_decode(1051, 0);
+  dec.fused_attention = true;
+  const double decode_rate = batch / (100 * (x.step.time(dec, GraphMode::graph) + 0.4e-3 + batch * 1.1e-6));
+  EXPECT_NEAR(r.disagg.prefill_rate, prefill_rate, 1e-9 * prefill_rate);
+  EXPECT_NEAR(r.disagg.decode_rate, decode_rate, 1e-9 * decode_rate);
+  EXPECT_NEAR(r.disagg.prefill_per_decode, decode_rate / prefill_rate, 1e-9);
+}
+
+TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
+  Lone x;
+  x.cfg.disagg.prefill = 0;
+  EXPECT_THROW(simulate(x.m, x.sys, x.cfg), InputError);
+  x.cfg.disagg.prefill = 2;
+  x.cfg.replicas = 2;
+  EXPECT_THROW(simulate(x.m, x.sys, x.cfg), InputError);
+}
+
+RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
+  // Random engines, instance counts, loads, caches small enough to preempt, with and without
+  // speculation and layer-wise transfers: every request ends with its output.
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const model::ModelConfig draft = model::mtp_draft(m);
+  static const hw::System sys = testing::catalog_system("h100-sxm");
+  const auto kind = *rc::gen::element(EngineKind::vllm, EngineKind::sglang, EngineKind::trtllm, EngineKind::static_batch);
+  ServeConfig cfg;
+  cfg.engine = engine_preset(kind, sys.chip, 1);
+  cfg.engine.kv_blocks_override = *rc::gen::inRange<std::int64_t>(4000, 30000) / cfg.engine.kv_block;
+  cfg.disagg.prefill = *rc::gen::inRange(1, 4);
+  cfg.disagg.decode = *rc::gen::inRange(1, 4);
+  cfg.disagg.layerwise = *rc::gen::arbitrary<bool>();
+  cfg.router = *rc::gen::element(Router::round_robin, Router::least_loaded);
+  cfg.workload.arrival = Arrival::poisson;
+  cfg.workload.qps = *rc::gen::inRange(1, 200);
+  cfg.workload.requests = 80;
+  cfg.workload.seed = *rc::gen::inRange(1, 1000);
+  cfg.workload.prompt = parse_length("uniform:10,3000", "--prompt");
+  cfg.workload.gen = parse_length("uniform:1,400", "--gen");
+  if (*rc::gen::arbitrary<bool>()) {
+    cfg.spec.k = 2;
+    cfg.spec.accept.fill(0.6);
+    cfg.spec.draft = &draft;
+    cfg.spec.mtp = true;
+  }
+  cfg.find_max_rate = false;
+  const ServingResult r = simulate(m, sys, cfg);
+  RC_ASSERT(r.unfinished == 0);
+  RC_ASSERT(r.rejected == 0);
+  const double outputs = r.output_tokens_per_s * r.measured_span_s;
+  RC_ASSERT(std::abs(r.generated_tokens - outputs) <= 1e-6 * outputs);
+  RC_ASSERT(r.ttft.min > 0);
+}
+
+}  // namespace
+}  // namespace ridgeline::serving
