@@ -404,6 +404,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::vector<std::string> prices;
     SpecFlags spec;
     model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
+    std::string disagg = "off";
   };
   auto v = std::make_shared<ServeSearchFlags>();
   auto* sv = search->add_subcommand("serve", "the cheapest serving fleet meeting SLOs: chips, TP, EP, dtypes, engine knobs, replicas");
@@ -429,6 +430,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   sv->add_option("--threads", v->threads, "worker threads (default: all cores)");
   sv->add_option("--plot", v->plot, "write the Pareto chart (.svg or .png)");
   add_spec_flags(sv, v->spec);
+  sv->add_option("--disagg", v->disagg,
+                 "off (aggregated replicas), on (prefill and decode instances apart, split by rate matching) or both (compared)")
+      ->capture_default_str();
   commands.push_back({sv, [v] {
                         const model::ModelConfig m = io::resolve_model(v->model);
                         if (!v->hw.chips.empty()) throw InputError("--chips: the search takes --tp and --ep");
@@ -461,6 +465,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         }
                         b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
                         b.spec = speculation(v->spec, m, v->draft);
+                        if (v->disagg == "off") s.disaggregated = {false};
+                        else if (v->disagg == "on") s.disaggregated = {true};
+                        else if (v->disagg == "both") s.disaggregated = {false, true};
+                        else throw InputError(fmt::format("--disagg: '{}' is not off, on or both", v->disagg));
                         if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
                         const auto router = serving::parse_router(v->router);
                         if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));

@@ -47,6 +47,7 @@ struct Candidate {
   std::int64_t tp = 1, ep = 1;
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
+  bool disagg = false;
 };
 
 // What became of a candidate.
@@ -102,6 +103,7 @@ class Evaluator {
     d.max_batched_tokens = c.budget;
     d.replicas = 1;
     d.order = order;
+    if (c.disagg) d.prefill = d.decode = 1;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
     const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine);
@@ -127,17 +129,34 @@ class Evaluator {
     d.floor_ttft_s = ttft_floor(e, slo.ttft_q);
     if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
 
-    // The fewest replicas: from an estimate of one replica's capacity, galloping to a count
-    // that meets the SLOs and one that does not, then bisecting.
+    // The fewest replicas (disaggregated: instances, at least one of each, split as rate
+    // matching says): from an estimate of one replica's capacity, galloping to a count that
+    // meets the SLOs and one that does not, then bisecting.
     const std::int64_t per = c.tp * c.ep;
     const std::int64_t max_r = std::max<std::int64_t>(0, s_.max_gpus / per);
-    if (max_r < 1) return reject(o, Reject::fleet_size);
+    if (max_r < (c.disagg ? 2 : 1)) return reject(o, Reject::fleet_size);
     ServingResult met_run, last;
-    std::int64_t lo = 0, hi = 0;
+    std::int64_t lo = c.disagg ? 1 : 0, hi = 0;
     bool too_long = false;
+    double ratio = 1;  // prefill instances per decode instance
+    if (c.disagg) {
+      serving::DisaggResult rates;
+      serving::disagg_rates(m_, sys, cfg, mem, mean_prompt(), mean_gen(), rates);
+      ratio = rates.prefill_per_decode;
+    }
+    // n instances as the deployment runs them: n replicas, or n split into prefill and decode.
+    auto size = [&](std::int64_t n) {
+      if (!c.disagg) {
+        cfg.replicas = n;
+        return;
+      }
+      const std::int64_t p = std::clamp<std::int64_t>(std::llround(static_cast<double>(n) * ratio / (1 + ratio)), 1, n - 1);
+      cfg.disagg.prefill = p;
+      cfg.disagg.decode = n - p;
+    };
     // Simulates r replicas into `last`; a run that meets the SLOs becomes `met_run`.
     auto attempt = [&](std::int64_t r) {
-      cfg.replicas = r;
+      size(r);
       last = simulate(sys, cfg, true);
       ++d.simulations;
       if (last.rejected > 0) too_long = true;
@@ -146,7 +165,7 @@ class Evaluator {
       met_run = std::move(last);
       return true;
     };
-    const std::int64_t r0 = std::clamp<std::int64_t>(estimate_replicas(cfg, mem), 1, max_r);
+    const std::int64_t r0 = std::clamp<std::int64_t>(estimate_replicas(cfg, mem) * (c.disagg ? 2 : 1), lo + 1, max_r);
     if (attempt(r0)) {
       for (std::int64_t step = 1; hi - 1 > lo; step *= 2) {
         const std::int64_t k = std::max(lo + 1, hi - step);
@@ -163,10 +182,10 @@ class Evaluator {
     if (too_long) return reject(o, Reject::too_long);
     if (hi == 0) {
       // The largest fleet tried, run to the end: how far its percentiles are from the targets.
-      cfg.replicas = lo;
+      size(lo);
       binding_target(slo, simulate(sys, cfg, false), o);
       ++d.simulations;
-      d.replicas = lo;
+      d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
       return reject(o, Reject::fleet_size);
     }
     while (hi - lo > 1 && !too_long) {
@@ -174,7 +193,8 @@ class Evaluator {
       if (!attempt(mid)) lo = mid;
     }
     if (too_long) return reject(o, Reject::too_long);
-    d.replicas = hi;
+    size(hi);
+    d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
     fill(d, met_run);
     if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, hi);
     return o;
@@ -252,6 +272,17 @@ class Evaluator {
     return q < 0 ? dist.mean() : dist.quantile(q);
   }
 
+  double mean_prompt() const {
+    double sum = 0, n = 0;
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) sum += static_cast<double>(requests_[i].input), ++n;
+    return n > 0 ? std::max(1.0, sum / n) : 1;
+  }
+  double mean_gen() const {
+    double sum = 0, n = 0;
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) sum += static_cast<double>(requests_[i].output), ++n;
+    return n > 0 ? std::max(1.0, sum / n) : 1;
+  }
+
   std::size_t warmup() const noexcept {
     return static_cast<std::size_t>(std::min<std::int64_t>(s_.base.workload.warmup, static_cast<std::int64_t>(requests_.size())));
   }
@@ -294,8 +325,8 @@ class Evaluator {
   // The largest rate `replicas` serve within the SLOs: galloping up from the workload's rate
   // (met), then five halvings of the bracket (to 1/32 of it). With R > 1 replicas the first
   // guess is the rate at which R - 1 failed, scaled to R.
+  // `cfg` holds the fleet of `replicas` (instances, disaggregated).
   double max_rate(const hw::System& sys, ServeConfig cfg, std::int64_t replicas) {
-    cfg.replicas = replicas;
     const double base = cfg.workload.qps;
     auto ok = [&](double qps) {
       cfg.workload.qps = qps;
@@ -354,6 +385,8 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   std::vector<std::optional<DType>> ws = s.weight_dtypes, kvs = s.kv_dtypes;
   if (ws.empty()) ws.push_back(s.base.forward.precision.weight);
   if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
+  std::vector<bool> layouts = s.disaggregated;
+  if (layouts.empty()) layouts.push_back(false);
   for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
     const hw::System& sys = s.chips[ci].sys;
     const std::int64_t node = std::max(1, sys.chips_per_node);
@@ -377,7 +410,9 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
           for (const auto& w : ws) {
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
-                for (const std::int64_t q : seqs) out.push_back({ci, kind, tp, ep, w, kv, q, b});
+                for (const std::int64_t q : seqs) {
+                  for (const bool disagg : layouts) out.push_back({ci, kind, tp, ep, w, kv, q, b, disagg});
+                }
               }
             }
           }
@@ -400,6 +435,8 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   c.replicas = d.replicas;
+  c.disagg.prefill = d.prefill;
+  c.disagg.decode = d.decode;
   return c;
 }
 

@@ -860,38 +860,11 @@ class Simulation {
     d.host_s = engine_.step_overhead_s + engine_.per_request_overhead_s * d.sequences;
   }
 
-  // Requests per second one prefill instance and one decode instance serve at the mean
-  // lengths of the measured requests: prompts prefilled at the whole token budget, decodes at
-  // the largest batch the sequence limit and the cache allow, at the mid-generation context.
   void rate_match(ServingResult& r) const {
     const double n = static_cast<double>(measured_);
-    const double prompt = std::max(1.0, input_tokens_ / n), gen = std::max(1.0, output_tokens_ / n);
-    const double budget = static_cast<double>(engine_.max_batched_tokens), window = ctx_.window;
-    model::StepMix pre;
-    pre.fused_attention = engine_.fused_attention;
-    double prompts = 0;  // prompts one step prefills
-    if (prompt >= budget) {
-      pre.add_prefill(budget, budget, window);
-      prompts = budget / prompt;
-    } else {
-      prompts = std::floor(budget / prompt);
-      for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
-    }
-    r.disagg.prefill_rate = prompts / step_period(engine_, step_->time(pre, engine_.mixed_graphs), pre.seqs());
-    const double limit = static_cast<double>(engine_.max_num_seqs);
-    const double batch = std::max(1.0, std::floor(std::min(limit, static_cast<double>(mem_.kv_tokens) / (prompt + gen))));
-    const double q = static_cast<double>(cfg_.spec.k + 1), c = prompt + gen / 2;
-    detail::StepPlan step;
-    for (double i = 0; i < batch; ++i) {
-      step.mix.add_decode(c + q, window, q);
-      if (draft_) step.draft_first.add_decode(c + 1, window), step.draft_rest.add_decode(c + 1 + (q - 1) / 2, window);
-    }
-    step.mix.fused_attention = engine_.fused_attention;
-    double device = step_->time(step.mix, decode_step_graphs(engine_, step.mix.decode_tokens));
-    if (draft_) device += draft_time(step);
-    const double tau = cfg_.spec.on() ? model::tokens_per_step(cfg_.spec) : 1;
-    r.disagg.decode_rate = batch * tau / (gen * step_period(engine_, device, batch));
-    r.disagg.prefill_per_decode = r.disagg.decode_rate / r.disagg.prefill_rate;
+    ServeConfig resolved = cfg_;  // the engine as it ran (SGLang's sequence limit from the cache)
+    resolved.engine = engine_;
+    disagg_rates(m_, sys_, resolved, mem_, std::max(1.0, input_tokens_ / n), std::max(1.0, output_tokens_ / n), r.disagg);
   }
 
   // The waiting queue stays bounded: over the second and the last quarter of the measured
@@ -954,6 +927,44 @@ class Simulation {
 };
 
 }  // namespace
+
+void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
+                  double prompt, double gen, DisaggResult& out) {
+  const EngineConfig& e = cfg.engine;
+  const model::ForwardConfig f = engine_forward(cfg.forward, e);
+  auto step = std::make_unique<StepModel>();
+  step->prepare(m, sys, f);
+  const double budget = static_cast<double>(e.max_batched_tokens), window = static_cast<double>(m.sliding_window);
+  model::StepMix pre;
+  pre.fused_attention = e.fused_attention;
+  double prompts = 0;  // prompts one step prefills
+  if (prompt >= budget) {
+    pre.add_prefill(budget, budget, window);
+    prompts = budget / prompt;
+  } else {
+    prompts = std::floor(budget / prompt);
+    for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
+  }
+  out.prefill_rate = prompts / step_period(e, step->time(pre, e.mixed_graphs), pre.seqs());
+  const double limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
+  const double batch = std::max(1.0, std::floor(std::min(limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
+  const double q = static_cast<double>(cfg.spec.k + 1), k = static_cast<double>(cfg.spec.k), c = prompt + gen / 2;
+  model::StepMix dec, first, rest;
+  for (double i = 0; i < batch; ++i) {
+    dec.add_decode(c + q, window, q);
+    first.add_decode(c + 1, window), rest.add_decode(c + 1 + k / 2, window);
+  }
+  dec.fused_attention = first.fused_attention = rest.fused_attention = e.fused_attention;
+  const GraphMode mode = decode_step_graphs(e, dec.decode_tokens), one = decode_step_graphs(e, batch);
+  double device = step->time(dec, mode);
+  if (cfg.spec.on()) {
+    // The draft's k passes, as the simulator prices them.
+    step->prepare(*cfg.spec.draft, sys, f);
+    device += step->time(first, one) + (k - 1) * step->time(rest, one);
+  }
+  out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch));
+  out.prefill_per_decode = out.decode_rate / out.prefill_rate;
+}
 
 ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg) {
   const model::ForwardConfig& f = cfg.forward;

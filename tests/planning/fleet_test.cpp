@@ -4,6 +4,9 @@
 #include "ridgeline/planning/fleet.hpp"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
@@ -169,6 +172,45 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   EXPECT_FALSE(unpriced.priced);
   EXPECT_EQ(s.chips[unpriced.best->chip].sys.chip.name, "h100-sxm");
   EXPECT_LT(unpriced.best->gpus, b.gpus);
+}
+
+TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
+  // Disaggregated, n instances are split as rate matching says: P = round(n·r/(1 + r)) in
+  // [1, n - 1], r prefill instances per decode instance at the mean lengths (1000 in, 100
+  // out). Brute force over n from 2 up: the first n whose split meets the SLO is the one the
+  // search returns, with the same numbers as `serve` of that split.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(120, 300);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.disaggregated = {true};
+  s.base.slo.ttft_s = 0.3;
+  s.base.slo.tpot_s = 0.02;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  Deployment d;
+  d.max_num_seqs = 256;
+  d.max_batched_tokens = serving::engine_preset(serving::EngineKind::vllm, s.chips[0].sys.chip, 1).max_batched_tokens;
+  d.replicas = 1;  // a disaggregated deployment is one fleet of its instances
+  d.prefill = d.decode = 1;
+  ServeConfig cfg = serve_config(s, d);
+  serving::DisaggResult rates;
+  serving::disagg_rates(m, s.chips[0].sys, cfg, serving::serve_memory(m, s.chips[0].sys, cfg), 1000, 100, rates);
+  const double ratio = rates.prefill_per_decode;
+  std::int64_t first = 0;
+  for (std::int64_t n = 2; n <= 16 && first == 0; ++n) {
+    d.prefill = std::clamp<std::int64_t>(std::llround(static_cast<double>(n) * ratio / (1 + ratio)), 1, n - 1);
+    d.decode = n - d.prefill;
+    if (met(serve_config(s, d), run(m, s.chips[0].sys, serve_config(s, d)))) first = n;
+  }
+  ASSERT_GT(first, 2) << "the load must need more than one pair, or the count search is not tested";
+  EXPECT_EQ(r.best->prefill + r.best->decode, first);
+  EXPECT_EQ(r.best->gpus, static_cast<double>(first));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
 }
 
 TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {

@@ -41,6 +41,9 @@ struct FleetSpace {
   std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's
   std::vector<std::int64_t> max_num_seqs;         ///< empty: the preset's and the powers of two from 16 below it
   std::vector<std::int64_t> max_batched_tokens;   ///< empty: the preset's
+  /// Layouts to try: false, aggregated replicas; true, disaggregated prefill and decode
+  /// instances split by rate matching. Empty: aggregated only.
+  std::vector<bool> disaggregated;
   std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
   bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
   int top = 10;                                   ///< feasible deployments kept, cheapest first
@@ -64,6 +67,8 @@ struct Deployment {
   std::size_t chip = 0;  ///< index in FleetSpace::chips
   serving::EngineKind engine = serving::EngineKind::vllm;
   std::int64_t tp = 1, ep = 1, replicas = 0;
+  /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
+  std::int64_t prefill = 0, decode = 0;
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
   double gpus = 0, usd_per_hour = 0;

@@ -185,6 +185,14 @@ struct ServingResult {
   double wall_s = 0;
 };
 
+/// Rate matching for disaggregated serving at mean lengths `prompt` and `gen`: requests/s one
+/// prefill instance prefills at its whole token budget, and one decode instance decodes at the
+/// largest batch its sequence limit and `mem`'s cache allow, at the mid-generation context
+/// (its draft's passes and tokens per step included). Fills prefill_rate, decode_rate,
+/// prefill_per_decode.
+void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
+                  double prompt, double gen, DisaggResult& out);
+
 /// Throws InputError naming the flag for a configuration that cannot run (the model plan,
 /// the engine's knobs, the workload, memory that leaves no room for a cache block).
 void validate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg);
