@@ -10,12 +10,15 @@
 #include "common.hpp"
 #include "ridgeline/analysis/search.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/planning/fleet.hpp"
+#include "ridgeline/report/html.hpp"
 #include "ridgeline/report/inference.hpp"
 #include "ridgeline/report/planning.hpp"
 #include "ridgeline/report/search.hpp"
+#include "ridgeline/report/serving.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
@@ -119,6 +122,157 @@ constexpr report::Headline kSearchInferRows[] = {
     {"  per chip", "/best/0/output_tokens_per_s_per_chip", report::Shown::rate},
     {"feasible plans", "/feasible", report::Shown::number},
 };
+
+namespace {
+
+// search serve's flags (report --fleet takes them too).
+struct ServeSearchFlags {
+  HardwareFlags hw;
+  WorkloadFlags load;
+  bool json = false;
+  std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
+  std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
+  std::string max_rate = "on";
+  std::vector<std::string> prices;
+  SpecFlags spec;
+  model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
+  std::string disagg = "off";
+};
+
+void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
+  add_hardware_flags(app, f->hw);
+  hide_flags(app, {"--chips"});
+  add_workload_flags(app, f->load);
+  app->add_flag("--json", f->json, "JSON on stdout");
+  app->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  app->add_option("--tp", f->tp, "tensor parallelism to try, comma-separated (default: 1, 2, 4, 8 within a node)");
+  app->add_option("--ep", f->ep, "expert parallelism to try (default: 1; MoE: powers of two within a node)");
+  app->add_option("--weight-dtype", f->weight_dtypes, "weight dtypes to try, comma-separated (default: the checkpoint's)");
+  app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype)");
+  app->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
+  app->add_option("--engine", f->engines, "engines to try: vllm, sglang, trtllm, static")->capture_default_str();
+  app->add_option("--max-num-seqs", f->max_num_seqs, "sequence limits to try (default: the engine's and 512 ... 16 below it)");
+  app->add_option("--max-batched-tokens", f->max_batched_tokens, "token budgets to try (default: the engine's)");
+  app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
+  app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
+  app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
+  app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
+  app->add_option("--max-rate", f->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
+  app->add_option("--top", f->top, "feasible deployments to list")->capture_default_str();
+  app->add_option("--threads", f->threads, "worker threads (default: all cores)");
+  app->add_option("--plot", f->plot, "write the Pareto chart (.svg or .png)");
+  add_spec_flags(app, f->spec);
+  app->add_option("--disagg", f->disagg,
+                 "off (aggregated replicas), on (prefill and decode instances apart, split by rate matching) or both (compared)")
+      ->capture_default_str();
+}
+
+// The space `search serve` searches, and the `serve` command each deployment's numbers come from.
+struct FleetRun {
+  model::ModelConfig model;
+  planning::FleetSpace space;
+  std::string prefix;
+};
+void fleet_run(ServeSearchFlags* v, FleetRun& run) {
+  run.model = io::resolve_model(v->model);
+  const model::ModelConfig& m = run.model;
+  planning::FleetSpace& s = run.space;
+  std::string& prefix = run.prefix;
+  if (!v->hw.chips.empty()) throw InputError("--chips: the search takes --tp and --ep");
+  // Chips, each with its price.
+  for (const std::string& n : chip_names(v->hw.hw, "in one search")) {
+    HardwareFlags one = v->hw;
+    one.hw = n;
+    planning::ChipChoice c;
+    c.sys = load_chip_system(one);
+    c.arg = n;
+    c.usd_per_hour = c.sys.chip.usd_per_hour;
+    if (c.usd_per_hour > 0) c.price_source = "price_per_hour";
+    s.chips.push_back(std::move(c));
+  }
+  for (const std::string& p : v->prices) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos) throw InputError(fmt::format("--price: '{}' is not CHIP=USD/h, as in h100-sxm=2.5/h", p));
+    const std::string chip = p.substr(0, eq);
+    std::size_t k = 0;
+    while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;
+    if (k == s.chips.size()) throw InputError(fmt::format("--price: '{}' is not one of the --hw chips ({})", chip, v->hw.hw));
+    s.chips[k].usd_per_hour = parse_usd_per_hour(p.substr(eq + 1), fmt::format("--price {}", chip));
+    s.chips[k].price_source = "--price";
+  }
+  serving::ServeConfig& b = s.base;
+  b.workload = workload_spec(v->load);
+  if (!v->load.qps.empty() && v->load.trace.empty() && qps_rates(v->load.qps).size() != 1) {
+    throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
+  }
+  b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
+  b.spec = speculation(v->spec, m, v->draft);
+  if (v->disagg == "off") s.disaggregated = {false};
+  else if (v->disagg == "on") s.disaggregated = {true};
+  else if (v->disagg == "both") s.disaggregated = {false, true};
+  else throw InputError(fmt::format("--disagg: '{}' is not off, on or both", v->disagg));
+  if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
+  const auto router = serving::parse_router(v->router);
+  if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
+  b.router = *router;
+  auto ints = [](const std::string& list, const char* flag) {
+    std::vector<std::int64_t> out;
+    if (list.empty()) return out;
+    for (const std::string& item : split_list(list)) {
+      const std::int64_t x = parse_positive_int(item, flag);
+      if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    }
+    if (out.size() > 64) throw InputError(fmt::format("{}: {} values; at most 64", flag, out.size()));
+    return out;
+  };
+  s.tp = ints(v->tp, "--tp");
+  s.ep = ints(v->ep, "--ep");
+  s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
+  s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
+  if (!v->weight_dtypes.empty()) {
+    for (DType d : dtype_list(v->weight_dtypes, "--weight-dtype")) s.weight_dtypes.emplace_back(d);
+  }
+  if (!v->kv_dtypes.empty()) {
+    for (DType d : dtype_list(v->kv_dtypes, "--kv-dtype")) s.kv_dtypes.emplace_back(d);
+  }
+  for (const std::string& item : split_list(v->engines)) {
+    const auto kind = serving::parse_engine(item);
+    if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", item));
+    if (std::find(s.engines.begin(), s.engines.end(), *kind) == s.engines.end()) s.engines.push_back(*kind);
+  }
+  b.engine.kind = s.engines.front();
+  s.max_gpus = parse_positive_int(v->max_gpus, "--max-gpus");
+  s.top = static_cast<int>(std::min<long long>(parse_positive_int(v->top, "--top"), 1000000));
+  if (v->max_rate != "on" && v->max_rate != "off") throw InputError(fmt::format("--max-rate: '{}' is not on or off", v->max_rate));
+  s.max_rate = v->max_rate == "on";
+  // The `serve` command each deployment's numbers come from: the model and the workload as given.
+  using report::shell_word;
+  prefix = "ridgeline serve --model " + shell_word(v->model);
+  auto flag = [&](const char* name, const std::string& val) { prefix += fmt::format(" {} {}", name, shell_word(val)); };
+  const WorkloadFlags& l = v->load;
+  for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--trace", &l.trace},
+                           {"--requests", &l.requests}, {"--prefix-groups", &l.prefix_groups},
+                           {"--prefix-tokens", &l.prefix_tokens}}) {
+    if (!val->empty()) flag(name, *val);
+  }
+  flag("--prompt", l.prompt);
+  flag("--gen", l.gen);
+  if (l.arrival != "poisson") flag("--arrival", l.arrival);
+  if (l.warmup != "0") flag("--warmup-requests", l.warmup);
+  if (l.seed != "1") flag("--seed", l.seed);
+  for (const std::string& p : v->hw.peaks) flag("--peak", p);
+  if (!v->hw.mem_bw.empty()) flag("--mem-bw", v->hw.mem_bw);
+  if (!v->hw.link_bw.empty()) flag("--link-bw", v->hw.link_bw);
+  if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
+  if (v->router != "round-robin") flag("--router", v->router);
+  if (!v->slo.empty()) flag("--slo", v->slo);
+  for (auto [name, val] : {std::pair{"--draft", &v->spec.draft}, {"--spec-tokens", &v->spec.tokens},
+                           {"--accept", &v->spec.accept}}) {
+    if (!val->empty()) flag(name, *val);
+  }
+}
+
+}  // namespace
 
 void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto* search = root.add_subcommand("search", "the fastest plan that fits, and the Pareto front (train, infer), or the cheapest serving fleet (serve)");
@@ -394,140 +548,15 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         });
                       }});
 
-  struct ServeSearchFlags {
-    HardwareFlags hw;
-    WorkloadFlags load;
-    bool json = false;
-    std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
-    std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
-    std::string max_rate = "on";
-    std::vector<std::string> prices;
-    SpecFlags spec;
-    model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
-    std::string disagg = "off";
-  };
   auto v = std::make_shared<ServeSearchFlags>();
   auto* sv = search->add_subcommand("serve", "the cheapest serving fleet meeting SLOs: chips, TP, EP, dtypes, engine knobs, replicas");
-  add_hardware_flags(sv, v->hw);
-  hide_flags(sv, {"--chips"});
-  add_workload_flags(sv, v->load);
-  sv->add_flag("--json", v->json, "JSON on stdout");
-  sv->add_option("--model", v->model, "bundled model or config.json")->capture_default_str();
-  sv->add_option("--tp", v->tp, "tensor parallelism to try, comma-separated (default: 1, 2, 4, 8 within a node)");
-  sv->add_option("--ep", v->ep, "expert parallelism to try (default: 1; MoE: powers of two within a node)");
-  sv->add_option("--weight-dtype", v->weight_dtypes, "weight dtypes to try, comma-separated (default: the checkpoint's)");
-  sv->add_option("--kv-dtype", v->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype)");
-  sv->add_option("--act-dtype", v->act_dtype, "activations")->capture_default_str();
-  sv->add_option("--engine", v->engines, "engines to try: vllm, sglang, trtllm, static")->capture_default_str();
-  sv->add_option("--max-num-seqs", v->max_num_seqs, "sequence limits to try (default: the engine's and 512 ... 16 below it)");
-  sv->add_option("--max-batched-tokens", v->max_batched_tokens, "token budgets to try (default: the engine's)");
-  sv->add_option("--router", v->router, "round-robin, least-loaded or prefix")->capture_default_str();
-  sv->add_option("--slo", v->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
-  sv->add_option("--price", v->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
-  sv->add_option("--max-gpus", v->max_gpus, "largest fleet")->capture_default_str();
-  sv->add_option("--max-rate", v->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
-  sv->add_option("--top", v->top, "feasible deployments to list")->capture_default_str();
-  sv->add_option("--threads", v->threads, "worker threads (default: all cores)");
-  sv->add_option("--plot", v->plot, "write the Pareto chart (.svg or .png)");
-  add_spec_flags(sv, v->spec);
-  sv->add_option("--disagg", v->disagg,
-                 "off (aggregated replicas), on (prefill and decode instances apart, split by rate matching) or both (compared)")
-      ->capture_default_str();
+  add_serve_search_flags(sv, v.get());
   commands.push_back({sv, [v] {
-                        const model::ModelConfig m = io::resolve_model(v->model);
-                        if (!v->hw.chips.empty()) throw InputError("--chips: the search takes --tp and --ep");
-                        planning::FleetSpace s;
-                        // Chips, each with its price.
-                        for (const std::string& n : chip_names(v->hw.hw, "in one search")) {
-                          HardwareFlags one = v->hw;
-                          one.hw = n;
-                          planning::ChipChoice c;
-                          c.sys = load_chip_system(one);
-                          c.arg = n;
-                          c.usd_per_hour = c.sys.chip.usd_per_hour;
-                          if (c.usd_per_hour > 0) c.price_source = "price_per_hour";
-                          s.chips.push_back(std::move(c));
-                        }
-                        for (const std::string& p : v->prices) {
-                          const std::size_t eq = p.find('=');
-                          if (eq == std::string::npos) throw InputError(fmt::format("--price: '{}' is not CHIP=USD/h, as in h100-sxm=2.5/h", p));
-                          const std::string chip = p.substr(0, eq);
-                          std::size_t k = 0;
-                          while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;
-                          if (k == s.chips.size()) throw InputError(fmt::format("--price: '{}' is not one of the --hw chips ({})", chip, v->hw.hw));
-                          s.chips[k].usd_per_hour = parse_usd_per_hour(p.substr(eq + 1), fmt::format("--price {}", chip));
-                          s.chips[k].price_source = "--price";
-                        }
-                        serving::ServeConfig& b = s.base;
-                        b.workload = workload_spec(v->load);
-                        if (!v->load.qps.empty() && v->load.trace.empty() && qps_rates(v->load.qps).size() != 1) {
-                          throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
-                        }
-                        b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
-                        b.spec = speculation(v->spec, m, v->draft);
-                        if (v->disagg == "off") s.disaggregated = {false};
-                        else if (v->disagg == "on") s.disaggregated = {true};
-                        else if (v->disagg == "both") s.disaggregated = {false, true};
-                        else throw InputError(fmt::format("--disagg: '{}' is not off, on or both", v->disagg));
-                        if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
-                        const auto router = serving::parse_router(v->router);
-                        if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
-                        b.router = *router;
-                        auto ints = [](const std::string& list, const char* flag) {
-                          std::vector<std::int64_t> out;
-                          if (list.empty()) return out;
-                          for (const std::string& item : split_list(list)) {
-                            const std::int64_t x = parse_positive_int(item, flag);
-                            if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
-                          }
-                          if (out.size() > 64) throw InputError(fmt::format("{}: {} values; at most 64", flag, out.size()));
-                          return out;
-                        };
-                        s.tp = ints(v->tp, "--tp");
-                        s.ep = ints(v->ep, "--ep");
-                        s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
-                        s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
-                        if (!v->weight_dtypes.empty()) {
-                          for (DType d : dtype_list(v->weight_dtypes, "--weight-dtype")) s.weight_dtypes.emplace_back(d);
-                        }
-                        if (!v->kv_dtypes.empty()) {
-                          for (DType d : dtype_list(v->kv_dtypes, "--kv-dtype")) s.kv_dtypes.emplace_back(d);
-                        }
-                        for (const std::string& item : split_list(v->engines)) {
-                          const auto kind = serving::parse_engine(item);
-                          if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", item));
-                          if (std::find(s.engines.begin(), s.engines.end(), *kind) == s.engines.end()) s.engines.push_back(*kind);
-                        }
-                        b.engine.kind = s.engines.front();
-                        s.max_gpus = parse_positive_int(v->max_gpus, "--max-gpus");
-                        s.top = static_cast<int>(std::min<long long>(parse_positive_int(v->top, "--top"), 1000000));
-                        if (v->max_rate != "on" && v->max_rate != "off") throw InputError(fmt::format("--max-rate: '{}' is not on or off", v->max_rate));
-                        s.max_rate = v->max_rate == "on";
-                        // The `serve` command each deployment's numbers come from: the model and the workload as given.
-                        using report::shell_word;
-                        std::string prefix = "ridgeline serve --model " + shell_word(v->model);
-                        auto flag = [&](const char* name, const std::string& val) { prefix += fmt::format(" {} {}", name, shell_word(val)); };
-                        const WorkloadFlags& l = v->load;
-                        for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--trace", &l.trace},
-                                                 {"--requests", &l.requests}, {"--prefix-groups", &l.prefix_groups},
-                                                 {"--prefix-tokens", &l.prefix_tokens}}) {
-                          if (!val->empty()) flag(name, *val);
-                        }
-                        flag("--prompt", l.prompt);
-                        flag("--gen", l.gen);
-                        if (l.arrival != "poisson") flag("--arrival", l.arrival);
-                        if (l.warmup != "0") flag("--warmup-requests", l.warmup);
-                        if (l.seed != "1") flag("--seed", l.seed);
-                        for (const std::string& p : v->hw.peaks) flag("--peak", p);
-                        if (!v->hw.mem_bw.empty()) flag("--mem-bw", v->hw.mem_bw);
-                        if (!v->hw.link_bw.empty()) flag("--link-bw", v->hw.link_bw);
-                        if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
-                        if (v->router != "round-robin") flag("--router", v->router);
-                        if (!v->slo.empty()) flag("--slo", v->slo);
-                        for (auto [name, val] : {std::pair{"--draft", &v->spec.draft}, {"--spec-tokens", &v->spec.tokens},
-                                                 {"--accept", &v->spec.accept}}) {
-                          if (!val->empty()) flag(name, *val);
-                        }
+                        FleetRun run;
+                        fleet_run(v.get(), run);
+                        const model::ModelConfig& m = run.model;
+                        const planning::FleetSpace& s = run.space;
+                        const std::string& prefix = run.prefix;
                         analysis::SearchControl c = control(v->threads, s.chips.front().usd_per_hour > 0 ? "USD/h" : "GPUs", 1);
                         planning::FleetSearchResult r;
                         {
@@ -538,6 +567,43 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         emit(v->json, v->json ? report::fleet_search_json(m, s, r, prefix) : nlohmann::json{},
                              v->json ? "" : report::fleet_search_text(m, s, r, prefix));
                         finish(r.interrupted);
+                      }});
+}
+
+void register_report_fleet(CLI::App& root, std::vector<Command>& commands) {
+  auto v = std::make_shared<ServeSearchFlags>();
+  auto out = std::make_shared<std::string>();
+  // `ridgeline report --fleet ...` arrives here (run() renames it): hidden from the command list.
+  auto* r = root.add_subcommand("report-fleet", "");
+  r->group("");
+  add_serve_search_flags(r, v.get());
+  hide_flags(r, {"--plot", "--top"});
+  r->add_option("--out", *out, "HTML file to write")->required();
+  commands.push_back({r, [v, out] {
+                        check_extension(*out, "--out", {".html", ".htm"});
+                        v->top = "10000";  // every feasible deployment in the cost table (the most --top takes)
+                        FleetRun run;
+                        fleet_run(v.get(), run);
+                        analysis::SearchControl c = control(v->threads, run.space.chips.front().usd_per_hour > 0 ? "USD/h" : "GPUs", 1);
+                        planning::FleetSearchResult res;
+                        {
+                          SigintScope scope;
+                          res = planning::search_fleet(run.model, run.space, c);
+                        }
+                        // The chosen deployment again, in full: its CDFs and its load over time.
+                        nlohmann::json best_run = nullptr;
+                        if (res.best) {
+                          const serving::ServeConfig cfg = planning::serve_config(run.space, *res.best);
+                          const hw::System& sys = run.space.chips[res.best->chip].sys;
+                          best_run = report::serving_json(run.model, sys, cfg, serving::simulate(run.model, sys, cfg));
+                        }
+                        const std::string html =
+                            report::html_fleet_report(report::fleet_search_json(run.model, run.space, res, run.prefix), best_run,
+                                                      res.pareto.empty() ? std::string() : report::fleet_pareto_svg(run.model, run.space, res));
+                        report::write_file_atomically(*out, html);
+                        emit(v->json, nlohmann::json{{"out", *out}, {"bytes", html.size()}, {"feasible", res.feasible_count}},
+                             "wrote " + *out + "\n");
+                        finish(res.interrupted);
                       }});
 }
 

@@ -162,6 +162,7 @@ void register_calibrate(CLI::App& root, std::vector<Command>& commands);
 void register_report_infer(CLI::App& root, std::vector<Command>& commands);
 void register_report_train(CLI::App& root, std::vector<Command>& commands);
 void register_report_serve(CLI::App& root, std::vector<Command>& commands);
+void register_report_fleet(CLI::App& root, std::vector<Command>& commands);
 void register_advise_infer(CLI::App* advise, std::vector<Command>& commands);
 void register_advise_train(CLI::App* advise, std::vector<Command>& commands);
 void register_advise_profile(CLI::App* advise, std::vector<Command>& commands);

@@ -247,6 +247,7 @@ void build_app(CLI::App& app, std::vector<Command>& commands) {
   register_report_infer(app, commands);
   register_report_train(app, commands);
   register_report_serve(app, commands);
+  register_report_fleet(app, commands);
   auto* advise = app.add_subcommand("advise", "ranked, quantified advice on a profile or an analysis");
   advise->require_subcommand(1);
   register_advise_profile(advise, commands);
@@ -335,25 +336,28 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     return 2;
   }
   // `report --train ...` takes the train flags: it is the hidden command report-train;
-  // `report --serve ...` the serve flags, report-serve.
+  // `report --serve ...` the serve flags, report-serve; `report --fleet ...` search serve's, report-fleet.
   std::vector<char*> rewritten;
   if (argc >= 2 && std::string_view(argv[1]) == "report") {
-    bool train = false, serve = false;
+    bool train = false, serve = false, fleet = false;
     for (int i = 2; i < argc; ++i) {
       train = train || std::string_view(argv[i]) == "--train";
       serve = serve || std::string_view(argv[i]) == "--serve";
+      fleet = fleet || std::string_view(argv[i]) == "--fleet";
     }
-    if (train && serve) {
-      err << "ridgeline: error: report: --train and --serve are different pages: choose one\n";
+    if (static_cast<int>(train) + static_cast<int>(serve) + static_cast<int>(fleet) > 1) {
+      err << "ridgeline: error: report: --train, --serve and --fleet are different pages: choose one\n";
       return 2;
     }
-    if (train || serve) {
+    if (train || serve || fleet) {
       static char train_name[] = "report-train";
       static char serve_name[] = "report-serve";
+      static char fleet_name[] = "report-fleet";
       rewritten.push_back(argv[0]);
-      rewritten.push_back(train ? train_name : serve_name);
+      rewritten.push_back(train ? train_name : serve ? serve_name : fleet_name);
       for (int i = 2; i < argc; ++i) {
-        if (std::string_view(argv[i]) != "--train" && std::string_view(argv[i]) != "--serve") rewritten.push_back(argv[i]);
+        const std::string_view a = argv[i];
+        if (a != "--train" && a != "--serve" && a != "--fleet") rewritten.push_back(argv[i]);
       }
       argc = static_cast<int>(rewritten.size());
       argv = rewritten.data();

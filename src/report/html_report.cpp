@@ -5,6 +5,7 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/svg.hpp"
+#include "ridgeline/report/text.hpp"
 
 namespace ridgeline::report {
 
@@ -98,6 +99,7 @@ table.ops td:first-child, table.ops td:nth-child(2) { text-align: left; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 150px; }
 .card .label { color: #666; font-size: 12px; } .card .value { font-size: 20px; } .card .note { color: #888; font-size: 11px; }
 figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+pre { white-space: pre-wrap; word-break: break-all; font-size: 12px; }
 circle.point:hover { stroke: #000; stroke-width: 2; }
 footer { margin-top: 3em; color: #888; font-size: 12px; }
 )";
@@ -286,6 +288,84 @@ std::string html_serving_report(const json& j) {
              ptrs);
   s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
   s += "<footer>Made by ridgeline: a request-level simulation whose every step is priced from first principles (docs/serving.md).</footer>\n";
+  s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
+  return s;
+}
+
+std::string html_fleet_report(const json& search, const json& best_run, const std::string& pareto_svg) {
+  const json best = search.contains("best") ? search["best"] : json(nullptr);
+  const std::string title = fmt::format("{}: serving fleets for {}", json_string(search, "model"), json_string(search, "workload"));
+  std::string s = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
+  s += fmt::format("<title>ridgeline: {}</title>\n<style>{}</style>\n</head><body>\n", esc(title), kStyle);
+  s += fmt::format("<h1>{}</h1>\n", esc(title));
+  s += "<section id=\"inputs\"><h2>Inputs</h2>\n";
+  json inputs = search;
+  std::string rejected;
+  if (search.contains("rejected") && search["rejected"].is_object()) {
+    for (const auto& [reason, n] : search["rejected"].items()) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", reason, text(n));
+  }
+  inputs["rejected"] = rejected.empty() ? "none" : rejected;
+  s += kv_table(inputs, {"model", "workload", "slo", "ranked_by", "evaluated", "feasible_count", "rejected", "simulations", "elapsed_s"});
+  s += "</section>\n<section id=\"headline\"><h2>The chosen deployment</h2>\n";
+  // A deployment's layout: its replicas, or its prefill and decode instances.
+  auto layout = [](const json& d) {
+    const json g = d.contains("disagg") ? d["disagg"] : json(nullptr);
+    return g.is_object() ? fmt::format("{:.0f} prefill + {:.0f} decode instances", json_number(g, "prefill"), json_number(g, "decode"))
+                         : fmt::format("{:.0f} replica{}", json_number(d, "replicas"), json_number(d, "replicas") == 1 ? "" : "s");
+  };
+  auto p99 = [](const json& d, const char* key) { return d.contains(key) && d[key].is_object() ? json_number(d[key], "p99") : 0.0; };
+  if (best.is_object()) {
+    const double usd = json_number(best, "usd_per_hour");
+    s += cards({{"deployment", fmt::format("{} tp {}", json_string(best, "hw"), json_number(best, "tp")),
+                 fmt::format("{}, {} engine", layout(best), json_string(best, "engine"))},
+                {"GPUs", fmt::format("{:.0f}", json_number(best, "gpus")), fmt::format("ranked by {}", json_string(search, "ranked_by"))},
+                {"cost", usd > 0 ? format_usd(usd) + "/h" : "-",
+                 usd > 0 ? format_usd(json_number(best, "usd_per_million_output_tokens")) + " per million output tokens" : "no price given"},
+                {"TTFT p99 / TPOT p99", fmt::format("{} / {}", t(p99(best, "ttft_s")), t(p99(best, "tpot_s"))), "within the SLO"},
+                {"output tokens/s", fmt::format("{:.4g}", json_number(best, "output_tokens_per_s")),
+                 fmt::format("{:.4g} per GPU, {:.4g} per user", json_number(best, "output_tokens_per_s_per_gpu"),
+                             json_number(best, "output_tokens_per_s_per_user"))},
+                {"largest rate", best.contains("max_qps") && best["max_qps"].is_number() ? fmt::format("{:.4g} req/s", json_number(best, "max_qps")) : "-",
+                 "within the SLO"}});
+    if (best.contains("command")) s += fmt::format("<pre>{}</pre>\n", esc(json_string(best, "command")));
+  } else {
+    s += "<p>No deployment of the space meets the SLO.</p>\n";
+  }
+  s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
+  if (!pareto_svg.empty()) s += "<figure id=\"chart-pareto\">" + pareto_svg + "</figure>\n";
+  if (best_run.is_object()) {
+    s += "<figure id=\"chart-latency\">" + serving_latency_svg(best_run, "the chosen deployment") + "</figure>\n";
+    s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(best_run, "the chosen deployment") + "</figure>\n";
+  }
+  s += "</section>\n";
+  // The cost table: every feasible deployment listed by the search, flattened.
+  std::vector<json> rows;
+  if (search.contains("feasible") && search["feasible"].is_array()) {
+    for (const json& d : search["feasible"]) {
+      json r{{"hw", d.value("hw", "")}, {"tp", d.value("tp", 0)}, {"ep", d.value("ep", 0)}, {"engine", d.value("engine", "")},
+             {"max_num_seqs", d.value("max_num_seqs", 0)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
+             {"kv", d.contains("kv_dtype") ? d["kv_dtype"] : json(nullptr)}, {"layout", layout(d)}, {"gpus", d.value("gpus", 0.0)},
+             {"usd_per_hour", d.value("usd_per_hour", 0.0)}, {"usd_per_million_output_tokens", d.value("usd_per_million_output_tokens", 0.0)},
+             {"usd_per_million_tokens", d.value("usd_per_million_tokens", 0.0)}, {"ttft_p99", p99(d, "ttft_s")}, {"tpot_p99", p99(d, "tpot_s")},
+             {"per_gpu", d.value("output_tokens_per_s_per_gpu", 0.0)}, {"per_user", d.value("output_tokens_per_s_per_user", 0.0)},
+             {"max_qps", d.contains("max_qps") ? d["max_qps"] : json(nullptr)}};
+      rows.push_back(std::move(r));
+    }
+  }
+  std::vector<const json*> ptrs;
+  for (const json& r : rows) ptrs.push_back(&r);
+  s += "<section id=\"cost\"><h2>Feasible deployments and their cost</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
+  s += table("cost-table", {{"hw", "hw", Column::label}, {"layout", "layout", Column::label}, {"tp", "tp", Column::number},
+                            {"ep", "ep", Column::number}, {"engine", "engine", Column::label}, {"seqs", "max_num_seqs", Column::number},
+                            {"weights", "weights", Column::label}, {"KV", "kv", Column::label}, {"GPUs", "gpus", Column::number},
+                            {"$/h", "usd_per_hour", Column::number}, {"$/M out", "usd_per_million_output_tokens", Column::number},
+                            {"$/M tokens", "usd_per_million_tokens", Column::number}, {"TTFT p99", "ttft_p99", Column::time},
+                            {"TPOT p99", "tpot_p99", Column::time}, {"tok/s/GPU", "per_gpu", Column::number},
+                            {"tok/s/user", "per_user", Column::number}, {"max qps", "max_qps", Column::number}},
+             ptrs);
+  s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
+  s += "<footer>Made by ridgeline: every deployment simulated request by request, every step priced from first principles "
+       "(docs/serving.md#capacity-planning-search-serve).</footer>\n";
   s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
   return s;
 }

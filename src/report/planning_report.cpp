@@ -126,6 +126,8 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
   }
   for (const Deployment& d : r.pareto) pareto.push_back(deployment_json(space, d, prefix));
   json j{{"model", m.name},
+         {"workload", arrival_text(space.base.workload)},
+         {"slo", slo_text(space.base.slo)},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
          {"feasible", feasible},
          {"pareto", pareto},

@@ -105,6 +105,21 @@ def test_serve_report(tmp_path):
     check_in_browser(out, 0, 5, "simulate", tmp_path, ("chart-latency", "chart-timeline", "chart-kv"))
 
 
+def test_fleet_report(tmp_path):
+    # A capacity search's page: the chosen deployment, the Pareto chart, its CDFs and load over
+    # time, and every feasible deployment in the cost table, sorted by a click.
+    flags = ["--model", "llama-3.1-8b", "--hw", "h100-sxm,a100-80gb", "--tp", "1,2", "--max-num-seqs", "64,256", "--qps", "20",
+             "--requests", "300", "--slo", "ttft_p99=1s,tpot_p99=40ms", "--price", "h100-sxm=4.76/h", "--price", "a100-80gb=2.45/h",
+             "--disagg", "both", "--max-rate", "off"]
+    out = tmp_path / "fleet.html"
+    ridgeline("report", "--fleet", *flags, "--out", str(out))
+    doc = json.loads(ridgeline("search", "serve", *flags, "--top", "10000", "--json"))
+    html = out.read_text()
+    self_contained(html)
+    assert doc["best"]["command"] in html.replace("&#39;", "'")
+    check_in_browser(out, 0, doc["feasible_count"], "fleet", tmp_path, ("chart-pareto", "chart-latency", "chart-timeline"))
+
+
 def test_report_bad_input():
     r = subprocess.run([BIN, "report", "--model", "llama-3.1-8b", "--batch", "0", "--out", "x.html"], capture_output=True, text=True)
     assert r.returncode == 2 and "--batch" in r.stderr
@@ -115,3 +130,8 @@ def test_report_bad_input():
     assert r.returncode == 2 and "--qps" in r.stderr
     r = subprocess.run([BIN, "report", "--serve", "--train", "--out", "x.html"], capture_output=True, text=True)
     assert r.returncode == 2 and "--serve" in r.stderr
+    r = subprocess.run([BIN, "report", "--fleet", "--serve", "--out", "x.html"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--fleet" in r.stderr
+    r = subprocess.run([BIN, "report", "--fleet", "--model", "llama-3.1-8b", "--qps", "1", "--disagg", "maybe", "--out", "x.html"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--disagg" in r.stderr

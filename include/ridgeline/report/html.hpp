@@ -17,4 +17,10 @@ std::string html_report(const nlohmann::json& result, const hw::ChipSpec& chip);
 /// and throughput, latency CDFs, requests and KV cache over time, the percentile table.
 std::string html_serving_report(const nlohmann::json& result);
 
+/// The fleet view (`report --fleet`): a capacity search's result (fleet_search_json), the
+/// chosen deployment run again in full (serving_json; null when none was feasible) and the
+/// search's Pareto chart: the deployment and its cost, its latency CDFs and load over time,
+/// the Pareto chart, and every feasible deployment in a sortable cost table.
+std::string html_fleet_report(const nlohmann::json& search, const nlohmann::json& best_run, const std::string& pareto_svg);
+
 }  // namespace ridgeline::report
