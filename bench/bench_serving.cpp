@@ -78,6 +78,41 @@ void BM_Serve70B(benchmark::State& state) {
 }
 BENCHMARK(BM_Serve70B)->Arg(10000)->Arg(1000000)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same load with speculative decoding (Llama 3.1 8B drafting 4 tokens, acceptance 0.8,
+// 0.7, 0.6, 0.5: three step-model prices a step instead of one) when state.range(1) is 1,
+// or disaggregated over 2 prefill and 2 decode instances (KV transfers, hand-overs) when 2.
+void BM_Serve70BVariants(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  static const model::ModelConfig draft = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  serving::ServeConfig cfg;
+  cfg.forward.tp = 4;
+  cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
+  cfg.workload.qps = 8;
+  cfg.workload.requests = state.range(0);
+  cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
+  cfg.workload.gen = serving::parse_length("lognormal:250,0.6", "--gen");
+  cfg.find_max_rate = false;
+  if (state.range(1) == 1) {
+    cfg.spec.k = 4;
+    cfg.spec.accept = {0.8, 0.7, 0.6, 0.5};
+    cfg.spec.draft = &draft;
+  } else {
+    cfg.disagg.prefill = cfg.disagg.decode = 2;
+    cfg.workload.qps = 16;
+  }
+  double requests = 0;
+  const long before = bench::allocations();
+  for (auto _ : state) {
+    const serving::ServingResult r = serving::simulate(m, sys, cfg);
+    requests += static_cast<double>(r.simulated_requests);
+    benchmark::DoNotOptimize(r.ttft.p99);
+  }
+  state.counters["requests_per_s"] = benchmark::Counter(requests, benchmark::Counter::kIsRate);
+  state.counters["allocs_per_request"] = static_cast<double>(bench::allocations() - before) / requests;
+}
+BENCHMARK(BM_Serve70BVariants)->Args({100000, 1})->Args({100000, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // The capacity planner over a space of Llama 3.1 70B deployments: five chips (A100 80GB,
 // H100, H200, B200, MI300X), TP 1 to 8, bf16 or fp8 weights and KV cache, vLLM, SGLang and
 // TensorRT-LLM, the engine's sequence limit and those from 512 down to 16 below it: 1648

@@ -102,6 +102,9 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     throw InputError(fmt::format("--kv-transfer: '{}' is not after or layerwise", f.kv_transfer));
   }
   cfg.disagg.layerwise = f.kv_transfer == "layerwise";
+  if (f.replicas == "auto" && cfg.disagg.on()) {
+    throw InputError("--replicas auto: a disaggregated deployment is sized by search serve --disagg on, not here");
+  }
   if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise) && !cfg.disagg.on()) {
     throw InputError("--disagg-link-bw/--kv-transfer: a KV transfer needs --disagg P:D");
   }
