@@ -22,6 +22,7 @@
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
+#include "ridgeline/serving/steady_state.hpp"
 
 namespace ridgeline::cli {
 
@@ -440,6 +441,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::string weight_dtypes, kv_dtypes, act_dtype = "bf16", compute_dtype, attention = "flash", algo = "auto";
     std::string memory_utilization = "0.9";
     std::string ttft_max, tpot_max, objective = "tokens_per_s_per_chip", top = "5", threads, plot;
+    std::string engine = "vllm";
   };
   auto g = std::make_shared<InferFlags>();
   auto* i = search->add_subcommand("infer", "every serving plan: chips, TP, EP, batch, weight and KV dtypes");
@@ -471,6 +473,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--top", g->top, "plans to list")->capture_default_str();
   i->add_option("--threads", g->threads, "worker threads (default: all cores)");
   i->add_option("--plot", g->plot, "write the Pareto front as a chart (.svg or .png)");
+  i->add_option("--engine", g->engine,
+                "vllm or trtllm: a batch is that many users served continuously (their steady state); static: one batch "
+                "prefilled together and decoded to its end, as infer prices it")
+      ->capture_default_str();
   commands.push_back({i, [g] {
                         per_chip(g->hw, g->json, kSearchInferRows, [&] {
                         if (!g->hw.listed.empty() && !g->plot.empty()) throw InputError("--plot: one chart per chip: run with one --hw to draw it");
@@ -478,6 +484,15 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         hw::System sys = load_chip_system(g->hw);
                         if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
                         analysis::InferSearchSpace s;
+                        const auto kind = serving::parse_engine(g->engine);
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, trtllm or static", g->engine));
+                        if (*kind == serving::EngineKind::sglang) {
+                          throw InputError("--engine sglang: its prefill-first steps have no steady state here yet: use search serve");
+                        }
+                        s.engine = g->engine;
+                        if (*kind != serving::EngineKind::static_batch) {
+                          s.batch_model = [k = *kind] { return std::make_unique<serving::ContinuousBatching>(k); };
+                        }
                         s.chips_max = parse_positive_int(g->chips_max, "--chips-max");
                         s.base.prompt = parse_positive_int(g->prompt, "--prompt");
                         s.base.gen = parse_positive_int(g->gen, "--gen");
@@ -523,6 +538,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                             nlohmann::json a = nlohmann::json::array();
                             auto ir = std::make_unique<analysis::InferenceResult>();
                             for (const auto& p : v) {
+                              if (s.batch_model) {
+                                a.push_back(report::infer_plan_json(s, p));  // the engine's steady state, as ranked
+                                continue;
+                              }
                               const analysis::InferenceConfig cfg = analysis::infer_config(s.base, p);
                               analysis::infer(m, sys, cfg, *ir);
                               nlohmann::json pj = report::inference_json(m, sys, cfg, *ir);
@@ -538,6 +557,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           j["prompt"] = s.base.prompt;
                           j["gen"] = s.base.gen;
                           j["objective"] = g->objective;
+                          j["engine"] = g->engine;
                           j["best"] = plans(r.best);
                           j["pareto"] = plans(r.pareto);
                           emit(true, j, "");

@@ -443,6 +443,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
   using Coll = Collector<InferPlan, decltype(better), decltype(x), decltype(y)>;
   struct Local {
     std::unique_ptr<ServingCurve> curve = std::make_unique<ServingCurve>();
+    std::unique_ptr<BatchModel> model;
     SearchStats stats;
     std::optional<Coll> coll;
   };
@@ -495,8 +496,15 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         reject(Reject::dtype);
         return;
       }
+      if (space.batch_model) {
+        if (!L.model) L.model = space.batch_model();
+        if (!L.model->prepare(m, sys, cfg)) {
+          reject(Reject::memory);
+          return;
+        }
+      }
       // Every batch that splits over the EP groups, up to --batch-max or the largest that fits.
-      const std::int64_t fit = L.curve->max_batch;
+      const std::int64_t fit = space.batch_model ? L.model->max_batch() : L.curve->max_batch;
       const std::int64_t top_batch = space.batch_max > 0 ? space.batch_max : std::max<std::int64_t>(fit, g.ep);
       std::uint64_t count = 0, inner = 0;
       double local_best = std::numeric_limits<double>::infinity();
@@ -505,7 +513,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
         p.order = (static_cast<std::uint64_t>(gi) << 24) | inner++;
         ++count;
         ++L.stats.timed;
-        const ServingPoint r = serving_at(*L.curve, static_cast<double>(b));
+        const ServingPoint r = space.batch_model ? L.model->at(static_cast<double>(b)) : serving_at(*L.curve, static_cast<double>(b));
         Reject why = Reject::count;
         if (!r.fits) why = Reject::memory;
         // The curve agrees with infer_core to rounding: a plan at a limit is kept here (1e-9
@@ -560,8 +568,10 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
     }
     plans.resize(n);
   };
-  exact(out.best);
-  exact(out.pareto);
+  if (!space.batch_model) {
+    exact(out.best);
+    exact(out.pareto);
+  }
   out.stats.elapsed_s = std::chrono::duration<double>(Clock::now() - t0).count();
   std::stable_sort(out.best.begin(), out.best.end(), better);
   std::stable_sort(out.pareto.begin(), out.pareto.end(), [&](const InferPlan& a, const InferPlan& b) {

@@ -115,11 +115,35 @@ std::string train_search_text(const model::ModelConfig& m, const hw::System& sys
   return s;
 }
 
+json infer_plan_json(const analysis::InferSearchSpace& space, const analysis::InferPlan& p) {
+  auto dtype = [](const std::optional<DType>& d) { return d ? json(std::string(name(*d))) : json(nullptr); };
+  return json{{"engine", space.engine},
+              {"chips", p.chips},
+              {"tp", p.tp},
+              {"ep", p.ep},
+              {"batch", p.batch},
+              {"weight_dtype", dtype(p.weight_dtype)},
+              {"kv_dtype", dtype(p.kv_dtype)},
+              {"prompt", space.base.prompt},
+              {"gen", space.base.gen},
+              {"ttft_s", p.ttft_s},
+              {"tpot_s", p.tpot_s},
+              {"e2e_latency_s", p.e2e_s},
+              {"output_tokens_per_s", p.output_tokens_per_s},
+              {"output_tokens_per_s_per_chip", p.tokens_per_s_per_chip},
+              {"memory_bytes", p.memory_bytes}};
+}
+
 std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchSpace& space,
                               const analysis::InferSearchResult& r) {
   std::string s = fmt::format("{} on up to {} x {}, prompt {}, gen {}{}{}\n", m.name, space.chips_max, sys.chip.display_name, space.base.prompt,
                               space.base.gen, space.ttft_max_s ? ", TTFT <= " + t(*space.ttft_max_s) : "",
                               space.tpot_max_s ? ", TPOT <= " + t(*space.tpot_max_s) : "");
+  s += space.engine == "static"
+           ? "static batches: each batch prefilled together and decoded to its end (infer's numbers)\n"
+           : fmt::format("{} serving continuously: a batch is that many users in flight, each request priced in the engine's steady "
+                         "state (docs/serving.md#steady-state)\n",
+                         space.engine);
   s += search_stats_text(r.stats, "serving curves");
   if (r.best.empty()) return s + "\nno feasible plan: every plan broke a rule above (relax a latency target, allow more chips or lower precision)\n";
   s += fmt::format("\nbest {} by {}:\n", r.best.size(),

@@ -57,7 +57,9 @@ TEST(SearchCli, TrainJsonPlansAreWhatTrainGives) {
 TEST(SearchCli, InferJsonAndParetoChart) {
   const std::string svg = std::string(RIDGELINE_TMP_DIR) + "/search_infer_pareto.svg";
   std::remove(svg.c_str());
-  auto j = run_json("search infer --model llama-3.1-8b --hw h100-sxm --chips-max 2 --prompt 256 --gen 32 --batch-max 16 --top 2 --plot " + svg);
+  // Static batches: each plan is `infer`'s (continuous batching, the default, is SteadyState's).
+  auto j = run_json("search infer --engine static --model llama-3.1-8b --hw h100-sxm --chips-max 2 --prompt 256 --gen 32 --batch-max 16 "
+                    "--top 2 --plot " + svg);
   ASSERT_EQ(j["best"].size(), 2u);
   const auto& b = j["best"][0];
   for (const char* k : {"chips", "tp", "ep", "batch", "weight_dtype", "kv_dtype", "ttft_s", "tpot_s", "output_tokens_per_s_per_chip"}) {
@@ -74,6 +76,25 @@ TEST(SearchCli, InferJsonAndParetoChart) {
   size_t circles = 0;
   for (size_t p = text.find("class=\"point\""); p != std::string::npos; p = text.find("class=\"point\"", p + 1)) ++circles;
   EXPECT_EQ(circles, j["pareto"].size() + j["best"].size());
+}
+
+TEST(SearchCli, InferContinuousBatchingIsTheDefault) {
+  // vLLM serving B users continuously: the JSON names the engine and carries the plan's own
+  // steady-state numbers; static batches of 64 users prefill all 64 prompts before any first
+  // token, continuous batching one prompt among decodes, so its TTFT at batch 64 is smaller.
+  auto c = run_json("search infer --model llama-3.1-8b --hw h100-sxm --chips-max 1 --prompt 1024 --gen 128 --batch-max 64 --top 1 "
+                    "--weight-dtypes bf16 --kv-dtypes bf16 --json");
+  auto st = run_json("search infer --engine static --model llama-3.1-8b --hw h100-sxm --chips-max 1 --prompt 1024 --gen 128 "
+                     "--batch-max 64 --top 1 --weight-dtypes bf16 --kv-dtypes bf16 --json");
+  EXPECT_EQ(c["engine"], "vllm");
+  EXPECT_EQ(st["engine"], "static");
+  ASSERT_EQ(c["best"].size(), 1u);
+  ASSERT_EQ(st["best"].size(), 1u);
+  EXPECT_EQ(c["best"][0]["batch"], 64);
+  EXPECT_EQ(st["best"][0]["batch"], 64);
+  EXPECT_LT(c["best"][0]["ttft_s"].get<double>(), st["best"][0]["ttft_s"].get<double>() / 4);
+  expect_bad("search infer --model llama-3.1-8b --engine sglang", "--engine");
+  expect_bad("search infer --model llama-3.1-8b --engine tgi", "--engine");
 }
 
 TEST(SearchCli, TextAndNoFeasiblePlan) {

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -83,6 +85,18 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
 
 /// The serving search space: chips up to `chips_max` as tp x ep, every batch from 1 to the
 /// largest that fits (or `batch_max`), the weight and KV dtypes listed.
+/// Prices a group's serving plans (tp, ep and dtypes fixed) at any batch in place of the
+/// static batches of ServingCurve: serving::ContinuousBatching runs them as an engine serves B
+/// users. One per thread, prepared once per group.
+class BatchModel {
+ public:
+  virtual ~BatchModel() = default;
+  /// False when the group cannot run at all (no room for a cache block).
+  virtual bool prepare(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg) = 0;
+  virtual ServingPoint at(double batch) const = 0;
+  virtual std::int64_t max_batch() const = 0;  ///< the most sequences it serves (cache, sequence limit)
+};
+
 struct InferSearchSpace {
   InferenceConfig base;  ///< prompt, gen, activation dtype, attention, algo, CUDA graphs
   std::int64_t chips_max = 8;
@@ -93,6 +107,10 @@ struct InferSearchSpace {
   std::optional<double> ttft_max_s, tpot_max_s;
   InferObjective objective = InferObjective::tokens_per_s_per_chip;
   int top = 5;
+  /// Empty: static batches (infer's numbers). Else a model per thread: plans priced by it
+  /// (batch = users in flight), its numbers returned as they are.
+  std::function<std::unique_ptr<BatchModel>()> batch_model;
+  std::string engine = "static";  ///< what prices the plans, for reports: static, or the engine of batch_model
 };
 
 struct InferPlan {

@@ -20,6 +20,9 @@ std::string search_stats_text(const analysis::SearchStats& s, std::string_view s
 /// `run`: the whole run of the best plan (--tokens, --days), after its table.
 std::string train_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainSearchSpace& space,
                               const analysis::TrainSearchResult& r, const RunReport* run = nullptr);
+/// A serving plan as the search priced it (continuous batching: its steady state): its
+/// layout, dtypes, batch (users in flight) and numbers.
+nlohmann::json infer_plan_json(const analysis::InferSearchSpace& space, const analysis::InferPlan& p);
 std::string infer_search_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferSearchSpace& space,
                               const analysis::InferSearchResult& r);
 
