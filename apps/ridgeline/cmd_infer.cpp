@@ -13,6 +13,7 @@
 #include "ridgeline/report/html.hpp"
 #include "ridgeline/report/inference.hpp"
 #include "ridgeline/report/svg.hpp"
+#include "ridgeline/serving/steady_state.hpp"
 
 namespace ridgeline::cli {
 
@@ -142,13 +143,23 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
   auto f = std::make_shared<InferFlags>();
   auto* a = advise->add_subcommand("infer", "advice on a serving plan (the infer flags)");
   add_infer_flags(a, f.get());
-  commands.push_back({a, [f] {
+  auto engine = std::make_shared<std::string>("vllm");
+  a->add_option("--engine", *engine,
+                "vllm or trtllm: advice on the batch as that engine serves the users continuously; static: as infer's static batches")
+      ->capture_default_str();
+  commands.push_back({a, [f, engine] {
+                        const auto kind = serving::parse_engine(*engine);
+                        if (!kind || *kind == serving::EngineKind::sglang) {
+                          throw InputError(fmt::format("--engine: '{}' is not an engine here: expected vllm, trtllm or static", *engine));
+                        }
                         model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
-                        emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r));
+                        std::unique_ptr<analysis::BatchModel> served;
+                        if (*kind != serving::EngineKind::static_batch) served = std::make_unique<serving::ContinuousBatching>(*kind);
+                        emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r, served.get()));
                       }});
 }
 

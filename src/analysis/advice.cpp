@@ -81,7 +81,7 @@ std::vector<Advice> advise_profile(const profile::Profile& p, const profile::Pro
 }
 
 std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
-                                     const InferenceResult& r) {
+                                     const InferenceResult& r, BatchModel* served) {
   std::vector<Advice> out;
   const double steps = static_cast<double>(cfg.gen - 1);
   const double B = static_cast<double>(cfg.batch);
@@ -129,7 +129,23 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
     InferenceConfig big = cfg;
     big.batch = std::min<std::int64_t>(r.max_batch, static_cast<std::int64_t>(std::ceil(r.critical_batch)));
     big.batch -= big.batch % cfg.forward.ep;
-    if (big.batch > cfg.batch) {
+    if (big.batch > cfg.batch && served != nullptr && served->prepare(m, sys, cfg)) {
+      // As an engine serves them: both batches in the continuous-batching steady state.
+      big.batch = std::min(big.batch, served->max_batch());
+      const ServingPoint now = served->at(B), then = served->at(static_cast<double>(big.batch));
+      if (big.batch > cfg.batch && then.fits && now.output_tokens_per_s > 0 && then.output_tokens_per_s > now.output_tokens_per_s) {
+        const double per_token_now = 1 / now.output_tokens_per_s, per_token_big = 1 / then.output_tokens_per_s;
+        out.push_back({"batch-below-critical",
+                       fmt::format("decode is memory-bound at batch {}; its GEMMs turn compute-bound at {:.0f} and the engine's cache "
+                                   "holds {} sequences",
+                                   cfg.batch, r.critical_batch, served->max_batch()),
+                       (per_token_now - per_token_big) * B * static_cast<double>(cfg.gen), "request batch",
+                       fmt::format("serve {} users continuously: {:.1f}x the tokens per second, TTFT {} and TPOT {} (now {} and {})",
+                                   big.batch, per_token_now / per_token_big, t(then.ttft_s), t(then.tpot_s), t(now.ttft_s),
+                                   t(now.tpot_s)),
+                       "seed 003, critical batch; docs/serving.md#steady-state"});
+      }
+    } else if (big.batch > cfg.batch && served == nullptr) {
       const double e2e_big = run(big);
       const double per_token_now = r.e2e_s / (B * static_cast<double>(cfg.gen));
       const double per_token_big = e2e_big / (static_cast<double>(big.batch) * static_cast<double>(cfg.gen));
@@ -137,7 +153,7 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
                      fmt::format("decode is memory-bound at batch {}; its GEMMs turn compute-bound at {:.0f} and {} sequences fit",
                                  cfg.batch, r.critical_batch, r.max_batch),
                      (per_token_now - per_token_big) * B * static_cast<double>(cfg.gen), "request batch",
-                     fmt::format("serve batch {} (continuous batching): {:.1f}x the tokens per second", big.batch,
+                     fmt::format("serve batch {} (static batches, as infer prices them): {:.1f}x the tokens per second", big.batch,
                                  per_token_now / per_token_big),
                      "seed 003, critical batch"});
     }

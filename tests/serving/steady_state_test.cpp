@@ -3,8 +3,12 @@
 #include "ridgeline/serving/steady_state.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
 #include <gtest/gtest.h>
 
+#include "ridgeline/analysis/advice.hpp"
+#include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "toy_chip.hpp"
 
@@ -97,6 +101,32 @@ TEST(SteadyState, TheSearchReturnsThePlansSteadyStateNumbers) {
     EXPECT_EQ(p.output_tokens_per_s, pt.output_tokens_per_s);
     EXPECT_LE(p.batch, cb.max_batch());
   }
+}
+
+TEST(SteadyState, AdviceOnTheBatchIsSizedAsTheEngineServesIt) {
+  // advise infer with vLLM serving the users: "serve a larger batch" names the batch (the
+  // critical batch within what the static analysis and the engine's cache hold) and the
+  // tokens/s, TTFT and TPOT that many users get in the steady state, its gain per request
+  // batch (1/now - 1/then)·B·G from those numbers.
+  Fixture x;
+  analysis::InferenceConfig cfg;
+  cfg.batch = 8;
+  cfg.prompt = 1024;
+  cfg.gen = 256;
+  auto r = std::make_unique<analysis::InferenceResult>();
+  analysis::infer(x.m, x.sys, cfg, *r);
+  ContinuousBatching served(EngineKind::vllm);
+  const std::vector<analysis::Advice> advice = analysis::advise_inference(x.m, x.sys, cfg, *r, &served);
+  const auto it = std::find_if(advice.begin(), advice.end(), [](const analysis::Advice& a) { return a.rule == "batch-below-critical"; });
+  ASSERT_NE(it, advice.end());
+  ContinuousBatching cb(EngineKind::vllm);
+  ASSERT_TRUE(cb.prepare(x.m, x.sys, cfg));
+  std::int64_t big = std::min<std::int64_t>(r->max_batch, static_cast<std::int64_t>(std::ceil(r->critical_batch)));
+  big = std::min(big, cb.max_batch());
+  const analysis::ServingPoint now = cb.at(8), then = cb.at(static_cast<double>(big));
+  EXPECT_NEAR(it->gain_s, (1 / now.output_tokens_per_s - 1 / then.output_tokens_per_s) * 8 * 256, 1e-12);
+  EXPECT_NE(it->fix.find(fmt::format("serve {} users continuously", big)), std::string::npos) << it->fix;
+  EXPECT_NE(it->fix.find(format_quantity(then.ttft_s, Quantity::time)), std::string::npos) << it->fix;
 }
 
 }  // namespace

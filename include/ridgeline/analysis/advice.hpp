@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/analysis/search.hpp"
 #include "ridgeline/analysis/training.hpp"
 #include "ridgeline/profile/analysis.hpp"
 
@@ -23,8 +24,11 @@ struct Advice {
 std::vector<Advice> advise_profile(const profile::Profile& p, const profile::ProfileAnalysis& a, const hw::ChipSpec& chip);
 
 /// Rules on an inference analysis (re-evaluating variants of the plan to size the gains).
+/// With `served` (serving::ContinuousBatching), advice on the batch is sized as an engine
+/// serves that many users continuously, with the TTFT and TPOT they would see; without it,
+/// as static batches (infer's numbers).
 std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
-                                     const InferenceResult& r);
+                                     const InferenceResult& r, BatchModel* served = nullptr);
 
 /// Rules on a training step.
 std::vector<Advice> advise_training(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg,
