@@ -1,5 +1,5 @@
 // Any bytes given to `serve`'s parsers (a request trace as CSV or JSON lines, a length
-// distribution, an SLO, an arrival process) parse or raise InputError; any small engine
+// distribution, an SLO, an arrival process, acceptance rates) parse or raise InputError; any small engine
 // configuration the bytes pick runs to the end with every request served or rejected, every
 // block given back (the simulator checks that itself) and no KV overcommitment.
 #include <cstddef>
@@ -10,6 +10,7 @@
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/serving/simulator.hpp"
 
 namespace {
@@ -41,6 +42,15 @@ void flags(std::string_view text) {
   try {
     serving::WorkloadSpec w;
     serving::parse_arrival(text, w);
+  } catch (const InputError&) {
+  }
+  try {
+    model::Speculation s;
+    model::parse_accept(text, s);
+    for (int i = 0; i < model::Speculation::kMaxTokens; ++i) {
+      if (!(s.accept[static_cast<std::size_t>(i)] >= 0 && s.accept[static_cast<std::size_t>(i)] <= 1)) __builtin_trap();
+    }
+    if (s.k < 0 || s.k > model::Speculation::kMaxTokens) __builtin_trap();
   } catch (const InputError&) {
   }
 }
@@ -84,6 +94,20 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   }
   cfg.replicas = 1 + d[11] % 3;
   cfg.find_max_rate = false;
+  // Two more bytes: speculative decoding (an MTP layer, k and one rate) and disaggregation.
+  static const model::ModelConfig draft = model::mtp_draft(m);
+  if (n >= 14 && (d[12] & 1) != 0) {
+    cfg.spec.k = 1 + (d[12] >> 1) % 4;
+    cfg.spec.accept.fill((d[13] % 101) / 100.0);
+    cfg.spec.draft = &draft;
+    cfg.spec.mtp = true;
+  }
+  if (n >= 14 && (d[12] & 0x20) != 0) {
+    cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;
+    cfg.disagg.decode = 1 + (d[13] >> 6) % 2;
+    cfg.disagg.layerwise = (d[12] & 0x40) != 0;
+    cfg.replicas = 1;
+  }
   try {
     const serving::ServingResult r = serving::simulate(m, sys, cfg);
     if (r.unfinished != 0 || r.kv_utilisation_max > 1 || r.simulated_requests != w.requests) __builtin_trap();
