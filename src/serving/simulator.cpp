@@ -712,7 +712,8 @@ class Simulation {
     for (const std::int32_t i : touched_) {
       const Replica& r = replicas_[static_cast<std::size_t>(i)];
       Snapshot& sn = snapshots_[static_cast<std::size_t>(i)];
-      const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size()), r.total_blocks - r.free_blocks};
+      // Waiting: for a step, or (disaggregated) for a decode instance's blocks to receive its KV.
+      const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.kv_queue.size()), r.total_blocks - r.free_blocks};
       sum_.running += now.running - sn.running;
       sum_.waiting += now.waiting - sn.waiting;
       sum_.used += now.used - sn.used;
