@@ -78,11 +78,17 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   // (B - 1)(G - 1)/L sequences a step and bring (B - 1)·P/L prompt tokens a step.
   const double other_decodes = (B - 1) * (G - 1) / L, others = (B - 1) * P / L;
   double t_decode_steps = 0, t_prefill_step = 0;
-  if (s.prefill_steps <= 1 && others < P) {
-    // Whole prompts, fewer than one a step: a fraction others/P of its decode steps carry one.
-    const double f = others / P;
-    t_decode_steps = f * step_s(step, e, 1 + other_decodes, kv, 1, P, P, window) +
-                     (1 - f) * step_s(step, e, 1 + other_decodes, kv, 0, 0, 0, window);
+  if (s.prefill_steps <= 1) {
+    // Whole prompts: its decode steps carry the others' (a fraction others/P of the steps one
+    // each while fewer than one a step arrives, else every step others/P of them); its prefill
+    // step its own and the others' of that step.
+    const double decodes = 1 + other_decodes;
+    if (others < P) {
+      const double f = others / P;
+      t_decode_steps = f * step_s(step, e, decodes, kv, 1, P, P, window) + (1 - f) * step_s(step, e, decodes, kv, 0, 0, 0, window);
+    } else {
+      t_decode_steps = step_s(step, e, decodes, kv, others / P, P, P, window);
+    }
     t_prefill_step = step_s(step, e, other_decodes, kv, 1 + others / P, P, P, window);
   } else {
     // Every step carries the cycle's prompt tokens in chunks: its own steps alike.

@@ -55,11 +55,11 @@ TEST(SteadyState, DecodesFillingTheBudgetLeaveNoRoomForPrompts) {
 TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
   // The same users in the simulator: a closed loop whose lengths vary (uniform around the
   // means, so that the users do not run in lock-step as fixed lengths make them), warm-up
-  // excluded. The steady state of the mean lengths agrees within 10% on TPOT and throughput
-  // and 25% on TTFT (the closed form has no queueing for the budget beyond its mean and
-  // prices steps at the mean context).
+  // excluded. The steady state of the mean lengths agrees within 10% on TTFT and throughput
+  // and 5% on TPOT (measured: within 3% and 6.3%; it prices steps at the mean context and
+  // the budget's queueing by its mean).
   Fixture x;
-  for (const auto& [P, G, B] : {std::tuple{1000, 100, 8}, {1000, 100, 64}, {200, 400, 128}, {3000, 200, 32}}) {
+  for (const auto& [P, G, B] : {std::tuple{1000, 100, 8}, {1000, 100, 64}, {200, 400, 128}, {3000, 200, 32}, {1000, 250, 256}}) {
     ServeConfig cfg;
     cfg.engine = x.e;
     cfg.workload.arrival = Arrival::closed;
@@ -70,8 +70,8 @@ TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
     cfg.workload.gen = parse_length(fmt::format("uniform:{},{}", G / 2, 3 * G / 2), "--gen");
     const ServingResult r = simulate(x.m, x.sys, cfg);
     const SteadyState s = steady_state(x.step, x.e, P, G, B, 0);
-    EXPECT_NEAR(s.tpot_s / r.tpot.mean, 1, 0.10) << P << "/" << G << " x " << B;
-    EXPECT_NEAR(s.ttft_s / r.ttft.mean, 1, 0.25) << P << "/" << G << " x " << B;
+    EXPECT_NEAR(s.tpot_s / r.tpot.mean, 1, 0.05) << P << "/" << G << " x " << B;
+    EXPECT_NEAR(s.ttft_s / r.ttft.mean, 1, 0.10) << P << "/" << G << " x " << B;
     EXPECT_NEAR(s.output_tokens_per_s / r.output_tokens_per_s, 1, 0.10) << P << "/" << G << " x " << B;
   }
 }
