@@ -152,6 +152,10 @@ class Replica {
 
   // --- KV cache ------------------------------------------------------------------------
   std::vector<Group> groups;  // prefix groups, as cached on this replica (grown as requests of new groups arrive)
+  // Makes room for q's prefix group (a request routed or handed over here).
+  void know_group(const Req& q) {
+    if (q.group >= 0 && static_cast<std::size_t>(q.group) >= groups.size()) groups.resize(static_cast<std::size_t>(q.group) + 1);
+  }
   std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
   std::int64_t committed = 0;                      // Admission::completion
   std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }

@@ -337,7 +337,7 @@ class Simulation {
     }
     Replica& rep = route(q);
     q.replica = rep.index;
-    if (q.group >= 0 && static_cast<std::size_t>(q.group) >= rep.groups.size()) rep.groups.resize(static_cast<std::size_t>(q.group) + 1);
+    rep.know_group(q);
     rep.waiting.push_back(qi);
     rep.outstanding_tokens += q.input + q.output;
     touch(rep);
@@ -529,6 +529,7 @@ class Simulation {
     }
     Replica& d = replicas_[best];
     q.replica = d.index;
+    d.know_group(q);  // a preempted request prefills again there, looking for its prefix
     d.outstanding_tokens += q.output;
     d.kv_queue.push_back(qi);
     allocate(d, t);

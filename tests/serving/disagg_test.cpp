@@ -115,7 +115,7 @@ TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
 
 RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
   // Random engines, instance counts, loads, caches small enough to preempt, with and without
-  // speculation and layer-wise transfers: every request ends with its output.
+  // shared prefixes, speculation and layer-wise transfers: every request ends with its output.
   static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   static const model::ModelConfig draft = model::mtp_draft(m);
   static const hw::System sys = testing::catalog_system("h100-sxm");
@@ -133,6 +133,12 @@ RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
   cfg.workload.seed = *rc::gen::inRange(1, 1000);
   cfg.workload.prompt = parse_length("uniform:10,3000", "--prompt");
   cfg.workload.gen = parse_length("uniform:1,400", "--gen");
+  if (*rc::gen::arbitrary<bool>()) {
+    // Shared prefixes: a decode instance that preempts prefills again, looking up the prefix there.
+    cfg.workload.prefix_groups = *rc::gen::inRange(1, 6);
+    cfg.workload.prefix_tokens = *rc::gen::inRange(1, 600);
+    cfg.router = Router::prefix;
+  }
   if (*rc::gen::arbitrary<bool>()) {
     cfg.spec.k = 2;
     cfg.spec.accept.fill(0.6);
