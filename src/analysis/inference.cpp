@@ -322,11 +322,7 @@ double decode_step_s(const model::ModelConfig& m, const hw::System& sys, const I
                      model::Graph& g) {
   model::StepMix mix;
   mix.add_decode(kv, static_cast<double>(m.sliding_window), q);
-  const double B = static_cast<double>(cfg.batch);
-  mix.decode_seqs *= B, mix.decode_tokens *= B;
-  for (ops::AttentionCounts* n : {&mix.decode_full, &mix.decode_window}) {
-    n->seqs *= B, n->queries *= B, n->pairs *= B, n->keys *= B, n->scores *= B, n->positions *= B;
-  }
+  mix.scale(static_cast<double>(cfg.batch));
   model::build_forward(m, cfg.forward, sys, {1, 1, 1, &mix}, g);
   PhaseTimes t;
   evaluate(g, ops::Rates(sys.chip), cfg.cuda_graphs, t);

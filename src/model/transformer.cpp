@@ -431,6 +431,13 @@ void StepMix::add_decode(double kv, double window, double q) noexcept {
   decode_window += ops::attention_counts(a);
 }
 
+void StepMix::scale(double n) noexcept {
+  decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n;
+  for (ops::AttentionCounts* c : {&decode_full, &decode_window, &prefill_full, &prefill_window}) {
+    c->seqs *= n, c->queries *= n, c->pairs *= n, c->keys *= n, c->scores *= n, c->positions *= n;
+  }
+}
+
 void StepMix::add_prefill(double q, double kv, double window) noexcept {
   ops::AttentionShape a;
   a.q_len = q;

@@ -4,19 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ridgeline/ops/attention.hpp"
 
 namespace ridgeline::serving {
 
 namespace {
-
-// `n` sequences each like the one `one` adds (counts are sums: they scale).
-void scale(model::StepMix& mix, double n) {
-  mix.decode_seqs *= n, mix.decode_tokens *= n, mix.prefill_seqs *= n, mix.prefill_tokens *= n, mix.prefill_positions *= n;
-  for (ops::AttentionCounts* c : {&mix.decode_full, &mix.decode_window, &mix.prefill_full, &mix.prefill_window}) {
-    c->seqs *= n, c->queries *= n, c->pairs *= n, c->keys *= n, c->scores *= n, c->positions *= n;
-  }
-}
 
 // A step of `decodes` sequences at context `kv` and `chunks` prefill chunks of `q` tokens
 // ending at context `q_kv` on average, as the engine launches it.
@@ -25,11 +16,11 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   model::StepMix d, p;
   if (decodes > 0) {
     d.add_decode(kv, window);
-    scale(d, decodes);
+    d.scale(decodes);
   }
   if (chunks > 0) {
     p.add_prefill(q, q_kv, window);
-    scale(p, chunks);
+    p.scale(chunks);
   }
   model::StepMix mix = d;
   mix.prefill_seqs = p.prefill_seqs, mix.prefill_tokens = p.prefill_tokens, mix.prefill_positions = p.prefill_positions;

@@ -22,11 +22,7 @@ model::StepMix fit_mix(double ep, double k, double window) {
     mix.add_decode(200, window);
     mix.add_prefill(64, 128, window);
   }
-  const double s = ep * k;
-  mix.decode_seqs *= s, mix.decode_tokens *= s, mix.prefill_seqs *= s, mix.prefill_tokens *= s, mix.prefill_positions *= s;
-  for (ops::AttentionCounts* n : {&mix.decode_full, &mix.decode_window, &mix.prefill_full, &mix.prefill_window}) {
-    n->seqs *= s, n->queries *= s, n->pairs *= s, n->keys *= s, n->scores *= s, n->positions *= s;
-  }
+  mix.scale(ep * k);
   return mix;
 }
 

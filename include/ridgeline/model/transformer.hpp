@@ -72,6 +72,8 @@ struct StepMix {
   void add_decode(double kv, double window, double q = 1) noexcept;
   /// Adds a prefill chunk of `q` tokens ending at context `kv` (kv - q already cached).
   void add_prefill(double q, double kv, double window) noexcept;
+  /// n times these sequences (every count is a sum over them).
+  void scale(double n) noexcept;
   double tokens() const noexcept { return decode_tokens + prefill_tokens; }
   double seqs() const noexcept { return decode_seqs + prefill_seqs; }
   /// Rows of the LM head: every decode token (each verified draft needs its logits) and the
