@@ -45,7 +45,6 @@ struct Req {
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
   std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
-  std::int64_t remote_blocks = 0;  // disaggregated: blocks taken on the decode instance for the transfer
   std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
   Ps prefill_end = -1;        // disaggregated: when its prompt was prefilled
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale

@@ -118,6 +118,16 @@ TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg) {
   return l;
 }
 
+// The draft's k passes of a step: the first over `first` (the step's prefill chunks, when
+// `chunks`, and one token per decode sequence), the other k - 1 each like `rest`.
+double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
+                      bool chunks) {
+  double t = 0;
+  if (first.seqs() > 0) t += draft.time(first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
+  if (k > 1 && rest.decode_seqs > 0) t += static_cast<double>(k - 1) * draft.time(rest, decode_step_graphs(e, rest.decode_tokens));
+  return t;
+}
+
 // Integrals over time of what the statistics average.
 struct Integrals {
   double in_system = 0, running = 0, waiting = 0, kv_used = 0;
@@ -350,18 +360,25 @@ class Simulation {
     to_start_.push_back(r.index);
   }
 
+  // An arriving request's replica (disaggregated: its prefill instance).
   Replica& route(const Req& q) {
     const std::size_t n = routed_;
-    if (n == 1) return replicas_[0];
-    if (cfg_.router == Router::round_robin) return replicas_[rr_++ % n];
-    if (cfg_.router == Router::prefix && q.group >= 0) {
+    if (n > 1 && cfg_.router == Router::prefix && q.group >= 0) {
       // The group's replica: its prefix is cached there.
       std::uint64_t h = static_cast<std::uint64_t>(q.group) * 0x9e3779b97f4a7c15ull;
       h ^= h >> 29;
       return replicas_[static_cast<std::size_t>(h % n)];
     }
-    std::size_t best = 0;
-    for (std::size_t i = 1; i < n; ++i) {
+    return pick(0, n, rr_);
+  }
+
+  // One of the instances [first, first + n): in turn (`turn` counts them) under round-robin,
+  // else the one with the fewest tokens still to compute.
+  Replica& pick(std::size_t first, std::size_t n, std::size_t& turn) {
+    if (n == 1) return replicas_[first];
+    if (cfg_.router == Router::round_robin) return replicas_[first + turn++ % n];
+    std::size_t best = first;
+    for (std::size_t i = first + 1; i < first + n; ++i) {
       if (replicas_[i].outstanding_tokens < replicas_[best].outstanding_tokens) best = i;
     }
     return replicas_[best];
@@ -518,16 +535,7 @@ class Simulation {
     q.commit = 0;
     ++p.in_transfer;
     q.prefill_end = t;
-    const std::size_t first = routed_, n = replicas_.size() - routed_;
-    std::size_t best = first;
-    if (cfg_.router == Router::round_robin) {
-      best = first + (decode_rr_++ % n);
-    } else {
-      for (std::size_t i = first + 1; i < replicas_.size(); ++i) {
-        if (replicas_[i].outstanding_tokens < replicas_[best].outstanding_tokens) best = i;
-      }
-    }
-    Replica& d = replicas_[best];
+    Replica& d = pick(routed_, replicas_.size() - routed_, decode_rr_);
     q.replica = d.index;
     d.know_group(q);  // a preempted request prefills again there, looking for its prefix
     d.outstanding_tokens += q.output;
@@ -557,7 +565,6 @@ class Simulation {
       d.kv_queue.pop_front();
       d.take_blocks(need);
       touch(d);
-      q.remote_blocks = need;
       ++d.in_transfer;
       // The KV of input - 1 tokens, each chip of a TP group to its peer.
       const double bytes = static_cast<double>(q.input - 1) * mem_.kv_bytes_per_token;
@@ -600,15 +607,7 @@ class Simulation {
 
   // The draft's passes in a step (speculative decoding).
   double draft_time(const detail::StepPlan& p) const {
-    double t = 0;
-    if (p.draft_first.seqs() > 0) {
-      const GraphMode mode = p.chunks.empty() ? decode_step_graphs(engine_, p.draft_first.decode_tokens) : engine_.mixed_graphs;
-      t += draft_->time(p.draft_first, mode);
-    }
-    if (cfg_.spec.k > 1 && p.draft_rest.decode_seqs > 0) {
-      t += static_cast<double>(cfg_.spec.k - 1) * draft_->time(p.draft_rest, decode_step_graphs(engine_, p.draft_rest.decode_tokens));
-    }
-    return t;
+    return draft_passes_s(*draft_, engine_, cfg_.spec.k, p.draft_first, p.draft_rest, !p.chunks.empty());
   }
 
   // A request leaves (its last token at t): blocks freed, statistics, the sink, the next
@@ -957,12 +956,12 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     first.add_decode(c + 1, window), rest.add_decode(c + 1 + k / 2, window);
   }
   dec.fused_attention = first.fused_attention = rest.fused_attention = e.fused_attention;
-  const GraphMode mode = decode_step_graphs(e, dec.decode_tokens), one = decode_step_graphs(e, batch);
+  const GraphMode mode = decode_step_graphs(e, dec.decode_tokens);
   double device = step->time(dec, mode);
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them.
     step->prepare(*cfg.spec.draft, sys, f);
-    device += step->time(first, one) + (k - 1) * step->time(rest, one);
+    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false);
   }
   out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch));
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;
