@@ -87,7 +87,13 @@ bool open_loop(const serving::WorkloadSpec& w) {
 class Evaluator {
  public:
   Evaluator(const model::ModelConfig& m, const FleetSpace& s, const std::vector<serving::Request>& requests)
-      : m_(m), s_(s), requests_(requests) {}
+      : m_(m), s_(s), requests_(requests) {
+    // The measured requests' mean lengths (the same for every deployment).
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      mean_prompt_ += static_cast<double>(requests_[i].input), mean_gen_ += static_cast<double>(requests_[i].output), ++measured_;
+    }
+    if (measured_ > 0) mean_prompt_ /= static_cast<double>(measured_), mean_gen_ /= static_cast<double>(measured_);
+  }
 
   Outcome run(const Candidate& c, std::uint64_t order) {
     Outcome o;
@@ -141,7 +147,7 @@ class Evaluator {
     double ratio = 1;  // prefill instances per decode instance
     if (c.disagg) {
       serving::DisaggResult rates;
-      serving::disagg_rates(m_, sys, cfg, mem, mean_prompt(), mean_gen(), rates);
+      serving::disagg_rates(m_, sys, cfg, mem, std::max(1.0, mean_prompt_), std::max(1.0, mean_gen_), rates);
       ratio = rates.prefill_per_decode;
     }
     // n instances as the deployment runs them: n replicas, or n split into prefill and decode.
@@ -272,17 +278,6 @@ class Evaluator {
     return q < 0 ? dist.mean() : dist.quantile(q);
   }
 
-  double mean_prompt() const {
-    double sum = 0, n = 0;
-    for (std::size_t i = warmup(); i < requests_.size(); ++i) sum += static_cast<double>(requests_[i].input), ++n;
-    return n > 0 ? std::max(1.0, sum / n) : 1;
-  }
-  double mean_gen() const {
-    double sum = 0, n = 0;
-    for (std::size_t i = warmup(); i < requests_.size(); ++i) sum += static_cast<double>(requests_[i].output), ++n;
-    return n > 0 ? std::max(1.0, sum / n) : 1;
-  }
-
   std::size_t warmup() const noexcept {
     return static_cast<std::size_t>(std::min<std::int64_t>(s_.base.workload.warmup, static_cast<std::int64_t>(requests_.size())));
   }
@@ -292,12 +287,8 @@ class Evaluator {
   // prefilled at the whole budget. A starting point for the search, not a bound.
   std::int64_t estimate_replicas(const ServeConfig& cfg, const serving::ServeMemory& mem) const {
     const serving::EngineConfig& e = cfg.engine;
-    double prompt = 0, gen = 0, n = 0;
-    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
-      prompt += static_cast<double>(requests_[i].input), gen += static_cast<double>(requests_[i].output), ++n;
-    }
-    if (n <= 0) return 1;
-    prompt /= n, gen /= n;
+    if (measured_ == 0) return 1;
+    const double prompt = mean_prompt_, gen = mean_gen_;
     const double seqs_limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
     const double batch = std::max(1.0, std::floor(std::min(seqs_limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
     const serving::WorkloadSpec& w = cfg.workload;
@@ -366,6 +357,8 @@ class Evaluator {
   const model::ModelConfig& m_;
   const FleetSpace& s_;
   const std::vector<serving::Request>& requests_;
+  double mean_prompt_ = 0, mean_gen_ = 0;
+  std::size_t measured_ = 0;
   serving::StepModel step_;
   std::unique_ptr<model::Graph> graph_ = std::make_unique<model::Graph>();
   std::int64_t simulations_ = 0;
