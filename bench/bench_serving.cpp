@@ -53,17 +53,22 @@ BENCHMARK(BM_StepPrepare70B)->Unit(benchmark::kMicrosecond);
 // A million requests of Llama 3.1 70B at TP 4 on H100 through vLLM's scheduler: Poisson
 // arrivals at 8 requests/s (the largest sustainable rate is about 11), prompts and outputs
 // lognormal around 1000 and 250 tokens. Counter: simulated requests per second of wall time.
-void BM_Serve70B(benchmark::State& state) {
-  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
-  const hw::System sys = h100();
+serving::ServeConfig serve_70b(const hw::System& sys, std::int64_t requests) {
   serving::ServeConfig cfg;
   cfg.forward.tp = 4;
   cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
   cfg.workload.qps = 8;
-  cfg.workload.requests = state.range(0);
+  cfg.workload.requests = requests;
   cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
   cfg.workload.gen = serving::parse_length("lognormal:250,0.6", "--gen");
   cfg.find_max_rate = false;
+  return cfg;
+}
+
+void BM_Serve70B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = h100();
+  const serving::ServeConfig cfg = serve_70b(sys, state.range(0));
   double requests = 0, steps = 0;
   const long before = bench::allocations();
   for (auto _ : state) {
@@ -85,14 +90,7 @@ void BM_Serve70BVariants(benchmark::State& state) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   static const model::ModelConfig draft = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  serving::ServeConfig cfg;
-  cfg.forward.tp = 4;
-  cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
-  cfg.workload.qps = 8;
-  cfg.workload.requests = state.range(0);
-  cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
-  cfg.workload.gen = serving::parse_length("lognormal:250,0.6", "--gen");
-  cfg.find_max_rate = false;
+  serving::ServeConfig cfg = serve_70b(sys, state.range(0));
   if (state.range(1) == 1) {
     cfg.spec.k = 4;
     cfg.spec.accept = {0.8, 0.7, 0.6, 0.5};
