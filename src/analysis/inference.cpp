@@ -156,6 +156,17 @@ double weight_bytes(const Graph& g) noexcept {
   return w;
 }
 
+double draft_weight_bytes(const model::Speculation& s, const hw::System& sys, const model::ForwardConfig& f, model::Graph& g) noexcept {
+  model::build_forward(*s.draft, f, sys, {static_cast<double>(f.ep), 1, 1}, g);
+  double w = 0;
+  for (int i = 0; i < g.op_count; ++i) {
+    const model::Block b = g.ops[i].block;
+    if (s.mtp && (b == model::Block::embedding || b == model::Block::head)) continue;
+    w += g.repeat(i) * g.ops[i].weight_bytes;
+  }
+  return w;
+}
+
 double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) noexcept {
   const double s = bytes(f.precision.activation);
   const double tp = static_cast<double>(f.tp);
@@ -364,13 +375,7 @@ void speculative_decode(const model::ModelConfig& m, const hw::System& sys, cons
   s.break_even = even.has_value();
   s.break_even_accept = even.value_or(1);
   // Memory: the draft's weights (an MTP layer shares the embedding and head) and its cache.
-  model::build_forward(dm, cfg.forward, sys, {static_cast<double>(cfg.forward.ep), 1, 1}, *g);
-  s.draft_weights_bytes = 0;
-  for (int i = 0; i < g->op_count; ++i) {
-    const model::Block b = g->ops[i].block;
-    if (sp.mtp && (b == model::Block::embedding || b == model::Block::head)) continue;
-    s.draft_weights_bytes += g->repeat(i) * g->ops[i].weight_bytes;
-  }
+  s.draft_weights_bytes = draft_weight_bytes(sp, sys, cfg.forward, *g);
   s.draft_kv_cache_bytes = model::kv_cache_bytes(dm, cfg.forward, static_cast<double>(cfg.batch), P + G);
   s.fits = out.memory.total_bytes + s.draft_weights_bytes + s.draft_kv_cache_bytes <= cfg.memory_utilization * out.memory.capacity_bytes;
 }

@@ -979,14 +979,8 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   if (cfg.spec.on()) {
     // The draft's weights (an MTP layer shares the target's embedding and head) and its own
     // KV cache beside the target's, in the same blocks.
-    const model::ModelConfig& dm = *cfg.spec.draft;
-    model::build_forward(dm, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
-    for (int i = 0; i < g->op_count; ++i) {
-      const model::Block b = g->ops[i].block;
-      if (cfg.spec.mtp && (b == model::Block::embedding || b == model::Block::head)) continue;
-      mem.draft_weights_bytes += g->repeat(i) * g->ops[i].weight_bytes;
-    }
-    mem.draft_kv_bytes_per_token = model::kv_bytes_per_token(dm, f);
+    mem.draft_weights_bytes = analysis::draft_weight_bytes(cfg.spec, sys, f, *g);
+    mem.draft_kv_bytes_per_token = model::kv_bytes_per_token(*cfg.spec.draft, f);
     mem.weights_bytes += mem.draft_weights_bytes;
     mem.kv_bytes_per_token += mem.draft_kv_bytes_per_token;
   }

@@ -157,6 +157,9 @@ ServingPoint serving_at(const ServingCurve& curve, double batch) noexcept;
 
 /// Bytes of weights the ops of `g` store on one chip.
 double weight_bytes(const model::Graph& g) noexcept;
+/// Bytes of weights the draft of `s` stores on one chip run as `f` (an MTP layer without the
+/// embedding and head it shares with the target); `g` receives its graph.
+double draft_weight_bytes(const model::Speculation& s, const hw::System& sys, const model::ForwardConfig& f, model::Graph& g) noexcept;
 /// Peak live activations on one chip during one prefill layer of `seqs` sequences holding
 /// `tokens` tokens in all (docs/inference.md#memory-and-fit).
 double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig& f, double seqs, double tokens) noexcept;
