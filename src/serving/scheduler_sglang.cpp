@@ -104,6 +104,13 @@ class SglangScheduler final : public Scheduler {
     // The last decoding request always fits alone (checked on arrival): a chunked prefill
     // still holding blocks makes way for it.
     while (r.free_blocks < r.decode_blocks_needed() && !r.prefilling.empty()) preempt(r, r.prefilling.back());
+    // On a decode instance of a disaggregated deployment, blocks received for KV still in
+    // transfer are not the running requests' to take: the last one retracts too, and
+    // prefills again here when there is room.
+    while (r.free_blocks < r.decode_blocks_needed() && r.in_transfer > 0 && !order.empty()) {
+      preempt(r, order.back());
+      order.pop_back();
+    }
     // The ratio after a retraction: what the remaining requests decoded and will decode.
     double decoded = 0, total = 0;
     for (std::int32_t qi = r.head; qi >= 0; qi = ctx_.pool[qi].next) {

@@ -113,6 +113,39 @@ TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
   EXPECT_THROW(simulate(x.m, x.sys, x.cfg), InputError);
 }
 
+TEST(Disagg, ADecodeInstanceRetractsItsLastRequestForBlocksInTransfer) {
+  // Found by fuzz_serving: SGLang with 4 drafts and a 16-token cache. A decode instance had
+  // taken blocks for a KV still in transfer, leaving its one decoding request 4 free slots
+  // for the 5 (4 drafts and the verified token) its step writes; the last request was kept
+  // as if it fitted alone and the step overcommitted the cache. It now retracts and
+  // prefills again on the decode instance once the cache has room.
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const model::ModelConfig draft = model::mtp_draft(m);
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  cfg.engine = engine_preset(EngineKind::sglang, sys.chip, 1);
+  cfg.engine.max_batched_tokens = cfg.engine.max_num_seqs = 16;
+  cfg.engine.chunked_prefill = false;
+  cfg.engine.kv_blocks_override = 16;
+  cfg.workload.requests = 4;
+  cfg.workload.seed = 3;
+  cfg.workload.prompt = parse_length("uniform:1,27", "--prompt");
+  cfg.workload.gen = parse_length("uniform:1,2", "--gen");
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 16;
+  cfg.spec.k = 4;
+  cfg.spec.accept.fill(0.66);
+  cfg.spec.draft = &draft;
+  cfg.spec.mtp = true;
+  cfg.disagg.prefill = cfg.disagg.decode = 1;
+  cfg.disagg.layerwise = true;
+  cfg.find_max_rate = false;
+  const ServingResult r = simulate(m, sys, cfg);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_EQ(r.simulated_requests, 4);
+  EXPECT_LE(r.kv_utilisation_max, 1.0);
+}
+
 RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
   // Random engines, instance counts, loads, caches small enough to preempt, with and without
   // shared prefixes, speculation and layer-wise transfers: every request ends with its output.
@@ -122,7 +155,8 @@ RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
   const auto kind = *rc::gen::element(EngineKind::vllm, EngineKind::sglang, EngineKind::trtllm, EngineKind::static_batch);
   ServeConfig cfg;
   cfg.engine = engine_preset(kind, sys.chip, 1);
-  cfg.engine.kv_blocks_override = *rc::gen::inRange<std::int64_t>(4000, 30000) / cfg.engine.kv_block;
+  // Down to a cache that just holds the longest request with its drafts (3000 + 400 + k).
+  cfg.engine.kv_blocks_override = *rc::gen::inRange<std::int64_t>(3440, 30000) / cfg.engine.kv_block;
   cfg.disagg.prefill = *rc::gen::inRange(1, 4);
   cfg.disagg.decode = *rc::gen::inRange(1, 4);
   cfg.disagg.layerwise = *rc::gen::arbitrary<bool>();
@@ -140,7 +174,7 @@ RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
     cfg.router = Router::prefix;
   }
   if (*rc::gen::arbitrary<bool>()) {
-    cfg.spec.k = 2;
+    cfg.spec.k = *rc::gen::inRange(1, 5);
     cfg.spec.accept.fill(0.6);
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
