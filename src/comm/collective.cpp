@@ -150,6 +150,7 @@ struct Traffic {
   double up = 0, lanes = 1, net = 0;
   double up_steps = 0, net_steps = 0;
   bool in_switch = false;
+  double members = 1;  ///< NVLS: the group's size (its pipelines per channel)
 };
 
 // An algorithm's traffic in time, at the links' achievable rates: the scale-up bytes as
@@ -157,7 +158,8 @@ struct Traffic {
 // the latency of the steps on both.
 struct LinkTimes {
   double up_eq = 0, t_up = 0, t_net = 0, latency = 0;
-  double total() const noexcept { return std::max(t_up, t_net) + latency; }
+  double wait = 0;  ///< NVLS: its chunks' waits on their flags
+  double total() const noexcept { return std::max(t_up, t_net) + latency + wait; }
 };
 
 // A protocol's costs: per call, per step on the scale-up links and on the network, and the
@@ -172,8 +174,9 @@ constexpr Protocol kPlain{};
 // protocol; hwLat per step on NVLink and on the network; bandwidth: ring LL at half the
 // bus bandwidth (8-byte words carrying 4 bytes), LL128 at 0.92 (120 of 128 bytes, as the
 // tuner rounds it), tree at 0.92 of the ring's, LL128 on a tree x 120/128, LL on a tree
-// / 3.8; NVLS (Simple only): one NVLink latency, 25 µs, whatever the group's size. The
-// tuner's per-channel caps and its tree correction factors for medium sizes are left out.
+// / 3.8. The tuner's per-channel caps and its tree correction factors for medium sizes are
+// left out. NVLS (Simple only) is priced as its chunk pipeline below, not by the tuner's
+// 25 µs, which leaves medium buffers up to 30% too fast.
 constexpr double kUs = 1e-6;
 constexpr Protocol kNcclRing[3] = {
     {8.4 * kUs, 3.4 * kUs, 14.0 * kUs, 1.0, false},   // simple
@@ -185,7 +188,21 @@ constexpr Protocol kNcclTree[3] = {
     {14.0 * kUs, 1.25 * kUs, 8.5 * kUs, 0.92 * 120.0 / 128.0, false},
     {6.8 * kUs, 0.6 * kUs, 5.0 * kUs, 0.92 / 3.8, true},
 };
-constexpr Protocol kNcclNvls{25.0 * kUs, 0, 0, 1.0, false};
+constexpr Protocol kNcclNvls{9.0 * kUs, 0, 0, 1.0, false};
+
+// NVLS's chunk pipeline (docs/collectives.md#nvls-chunks). NCCL runs 16 channels
+// (NVLS_NCHANNELS on Hopper, NCCL's init log), each with one pipeline per member (its heads):
+// 16·P pipelines share the chip's link, each moving its share of the buffer in chunks
+// (kNvlsChunks; on the wire c(P+1)/P) at 1/(16·P) of the link's reduction rate, every chunk
+// then waiting kNvlsChunkWait on its flags, the pipeline filling in kNvlsFill chunks:
+//   t = 9 µs + fill·(w·16P/R + wait) + (W/R)·(1 + wait·R/(16P·w)),  w = c(P+1)/P, W = N(P+1)/P.
+// wait, fill, the 9 µs and the H100/H200 reduction efficiency (0.765) are one fit to
+// nccl-tests all-reduce on 8 x H200, 2 MiB to 16 GiB (NCCL 2.30.7; stas00/ml-engineering
+// network/benchmarks/README.md), within 3.3% over the sweep. NCCL picks the chunk by size;
+// the fastest of the four is priced (the sizes where the two differ are within 7%).
+constexpr double kNvlsChannels = 16;
+constexpr double kNvlsChunkWait = 6.0 * kUs;
+constexpr double kNvlsFill = 1.5;
 
 const Protocol& nccl_protocol(Algo algo, Proto p) noexcept {
   const int k = static_cast<int>(p);
@@ -263,6 +280,7 @@ Traffic traffic(const Wiring& wr, const Placement& p, Collective kind, double n_
       t.up_steps = 2;
       t.in_switch = true;
       t.lanes = up_count;
+      t.members = P;
       return t;
     }
     const CollectiveShape s{kind, algo, n_bytes, P, DType::bf16, 0};
@@ -380,9 +398,17 @@ bool crosses(const Wiring& wr, const Placement& p) noexcept {
   return p.per_domain < p.size && wr.net.index >= 0 && wr.up.index != wr.net.index;
 }
 
-// The protocols the library runs `algo` in: its three for ring and tree, Simple otherwise.
+// The protocols the library runs `algo` in: its three for ring and tree, Simple otherwise
+// (NVLS: Simple in each of its chunk sizes).
 int protocols(const Wiring& wr, Algo resolved) noexcept {
-  return library_prices(wr.topology, resolved) && resolved != Algo::nvls ? 3 : 1;
+  if (!library_prices(wr.topology, resolved)) return 1;
+  return resolved == Algo::nvls ? static_cast<int>(kNvlsChunks.size()) : 3;
+}
+
+// The q-th of `protocols` for an algorithm: a protocol, or NVLS's q-th chunk size in Simple.
+Option nth_option(Algo algo, int q) noexcept {
+  if (algo == Algo::nvls) return {algo, Proto::simple, static_cast<std::uint8_t>(q)};
+  return {algo, static_cast<Proto>(q), 0};
 }
 
 // The times of traffic `t` in a protocol (Simple where the library does not run the
@@ -391,9 +417,10 @@ struct LinkTimesOf {
   LinkTimes lt;
   Proto proto = Proto::simple;
   double share = 1;
+  double chunk = 0;  ///< NVLS: the chunk size priced
 };
 
-LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool across) noexcept {
+LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool across, int chunk = 0) noexcept {
   const CollectiveLink& up = wr.up;
   const CollectiveLink& net = wr.net;
   LinkTimesOf e;
@@ -409,6 +436,14 @@ LinkTimesOf link_times_of(const Wiring& wr, const Traffic& t, Proto proto, bool 
   lt.t_net = t.net / pr.share * net.s_per_byte;
   lt.latency = nccl ? pr.base_s + t.up_steps * pr.step_up_s * (pr.ll && across ? 1.8 : 1) + t.net_steps * pr.step_net_s
                     : t.up_steps * up.lat + t.net_steps * net.lat;
+  if (nccl && t.algo == Algo::nvls) {
+    // The chunk pipeline: fill chunks of w bytes at a pipeline's rate, the waits of every chunk.
+    const double pipes = kNvlsChannels * t.members;
+    e.chunk = kNvlsChunks[static_cast<std::size_t>(chunk)];
+    const double w = e.chunk * (t.members + 1) / t.members;
+    lt.latency += kNvlsFill * (w * pipes * wr.reduction_s_per_byte + kNvlsChunkWait);
+    lt.wait = kNvlsChunkWait * t.up / (pipes * w);
+  }
   return e;
 }
 
@@ -424,6 +459,8 @@ Priced finish(const Wiring& wr, const Placement& p, Collective kind, double byte
   out.net_bytes = t.net / e.share;
   out.lanes = t.lanes;
   out.latency_s = lt.latency;
+  out.chunk_bytes = e.chunk;
+  out.chunk_wait_s = lt.wait;
   out.time_s = lt.total();
   // The bounding link carries the collective in its Cost; the other link's traffic overlaps.
   const bool on_net = across && lt.t_net > lt.t_up;
@@ -434,7 +471,7 @@ Priced finish(const Wiring& wr, const Placement& p, Collective kind, double byte
     c.link_bytes[b.index] = on_net ? t.net / e.share : lt.up_eq;
     // The fixed costs in steps of this link's latency (its own steps exactly without a
     // library and without the other link's).
-    c.link_steps[b.index] = b.lat > 0 ? lt.latency / b.lat : on_net ? t.net_steps : t.up_steps;
+    c.link_steps[b.index] = b.lat > 0 ? (lt.latency + lt.wait) / b.lat : on_net ? t.net_steps : t.up_steps;
   }
   c.in_switch = t.in_switch && !on_net;
   add_chip_work(c, kind, t.up + t.net, p.size, bytes_, dtype, !t.in_switch);
@@ -473,8 +510,12 @@ int options(const Wiring& wr, const Placement& p, Collective kind, Algo algo, Op
   const int n = candidates(wr, kind, algo, across, cand);
   int k = 0;
   for (int i = 0; i < n; ++i) {
-    const int protos = protocols(wr, traffic(wr, p, kind, 1, cand[i], across).algo);
-    for (int q = 0; q < protos; ++q) out[k++] = {cand[i], static_cast<Proto>(q)};
+    const Algo resolved = traffic(wr, p, kind, 1, cand[i], across).algo;
+    const int protos = protocols(wr, resolved);
+    for (int q = 0; q < protos; ++q) {
+      out[k] = nth_option(resolved, q);
+      out[k++].algo = cand[i];
+    }
   }
   return k;
 }
@@ -483,7 +524,7 @@ Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes
   if (p.size <= 1 || bytes_ <= 0) return nothing(o.algo);
   const bool across = crosses(wr, p);
   const Traffic t = traffic(wr, p, kind, bytes_, o.algo, across);
-  return finish(wr, p, kind, bytes_, dtype, t, link_times_of(wr, t, o.proto, across), across);
+  return finish(wr, p, kind, bytes_, dtype, t, link_times_of(wr, t, o.proto, across, o.chunk), across);
 }
 
 Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes_, DType dtype, Algo algo) noexcept {
@@ -500,7 +541,8 @@ Priced price(const Wiring& wr, const Placement& p, Collective kind, double bytes
     const Traffic t = traffic(wr, p, kind, bytes_, cand[i], across);
     const int protos = protocols(wr, t.algo);
     for (int q = 0; q < protos; ++q) {
-      const LinkTimesOf e = link_times_of(wr, t, static_cast<Proto>(q), across);
+      const Option o = nth_option(t.algo, q);
+      const LinkTimesOf e = link_times_of(wr, t, o.proto, across, o.chunk);
       if (first || e.lt.total() < best.lt.total()) best_t = t, best = e;
       first = false;
     }

@@ -189,6 +189,8 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
                        {"network_bytes", collective->net_bytes},
                        {"scale_up_lanes", collective->lanes},
                        {"latency_s", collective->latency_s},
+                       {"chunk_bytes", collective->chunk_bytes},
+                       {"chunk_wait_s", collective->chunk_wait_s},
                        {"in_switch_reduction", cost.in_switch}};
   }
   j["flops"] = e.flops;

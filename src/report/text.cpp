@@ -161,7 +161,11 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
     const int up = c.link_index(hw::LinkScope::node), net = c.link_index(hw::LinkScope::network);
     const bool library = comm::library_prices(c.topology, collective->algo);
     out += fmt::format("algorithm {}{}{}", comm::name(collective->algo),
-                       library ? fmt::format(", protocol {}, {} fixed", proto_label(collective->proto), t(collective->latency_s)) : std::string(),
+                       library ? fmt::format(", protocol {}{}, {} fixed{}", proto_label(collective->proto),
+                                             collective->chunk_bytes > 0 ? fmt::format(" in {:g} KiB chunks", collective->chunk_bytes / 1024) : std::string(),
+                                             t(collective->latency_s),
+                                             collective->chunk_wait_s > 0 ? fmt::format(" + {} chunk waits", t(collective->chunk_wait_s)) : std::string())
+                               : std::string(),
                        op.algo == comm::Algo::automatic ? " (auto: the fastest for this size on this topology)" : "");
     if (collective->net_bytes > 0 && net >= 0) {
       out += fmt::format("; per chip {} over {} and {} over {}", size(collective->up_bytes),

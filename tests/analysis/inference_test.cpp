@@ -119,7 +119,8 @@ TEST(Inference, TensorParallelHalvesWeightsAndAddsAllReduces) {
   EXPECT_DOUBLE_EQ(b->memory.weights_bytes, (a->memory.weights_bytes - norms) / 2 + norms);
   // A decode step at batch 1: two all-reduces per layer plus the embedding's, of 4096 x 2
   // bytes (a two-chip ring sends N), and the all-gather of the 128256 bf16 logits (half).
-  // So few bytes go in NCCL's LL protocol (6.6 + 2 x 0.6 us against NVLS's 25), whose
+  // So few bytes go in NCCL's LL protocol (6.6 + 2 x 0.6 us against NVLS's 21.4 fixed:
+  // 9 + 1.5 x (32 x 24576 / 344.25e9 + 6) us, docs/collectives.md#nvls-chunks), whose
   // 8-byte words carry 4 bytes of data: the links carry twice the data.
   EXPECT_DOUBLE_EQ(a->decode_last.comm_bytes, 0.0);
   EXPECT_DOUBLE_EQ(b->decode_last.comm_bytes, 2 * (65 * 8192.0 + 128256.0));
@@ -452,7 +453,8 @@ TEST(Inference, DecodeStepFloorByHand) {
   cfg.forward.algo = comm::Algo::ring;
   r = run("llama-3.1-70b", "h100-sxm", cfg);
   EXPECT_NEAR(r->decode_last.link_latency_s, 161 * 10.2e-6 + 8.4e-6, 1e-12);
-  // By default the same: NVLS's 25 us loses to the LL ring for so few bytes.
+  // By default the same: NVLS's 23.7 us fixed (9 + 1.5 x (64 x 20480 / 344.25e9 + 6) us at
+  // TP 4) loses to the LL ring for so few bytes.
   cfg.forward.algo = comm::Algo::automatic;
   r = run("llama-3.1-70b", "h100-sxm", cfg);
   EXPECT_NEAR(r->decode_last.link_latency_s, 161 * 10.2e-6 + 8.4e-6, 1e-12);

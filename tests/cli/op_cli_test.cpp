@@ -66,13 +66,17 @@ TEST(OpCli, Collectives) {
   EXPECT_EQ(j["link"], "NVLink4");
   EXPECT_NEAR(j["t_comm_s"].get<double>(), 1.75e9 / 450e9 + 56e-6, 1e-12);
   EXPECT_EQ(j["collective"]["protocol"], "simple");
-  // By default the NVSwitch reduces (NVLS): each chip sends and receives N(P+1)/P = 9/8 GB,
-  // NCCL's NVLS latency is 25 us, and the bytes run at the reduction efficiency 0.686
-  // (nccl-tests).
+  // By default the NVSwitch reduces (NVLS): each chip sends and receives N(P+1)/P = 9/8 GB
+  // at the reduction efficiency 0.765 (R = 344.25 GB/s), in 128 KiB chunks (147456 B on the
+  // wire) on 16 x 8 pipelines: 9 us + 1.5 (128 x 147456 / R + 6 us) = 100.24 us fixed, and
+  // 1.125e9 / (128 x 147456) = 59.6 chunks per pipeline waiting 6 us each: 357.6 us.
   auto nvls = run_json("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm");
   EXPECT_EQ(nvls["algo"], "nvls");
-  EXPECT_NEAR(nvls["t_comm_s"].get<double>(), 1.125e9 / 450e9 + 25e-6, 1e-12);
-  EXPECT_NEAR(nvls["t_realistic_s"].get<double>(), 1.125e9 / 450e9 / 0.686 + 25e-6 + 1.3e-6, 1e-12);
+  const double fixed = 9e-6 + 1.5 * (128 * 147456 / 344.25e9 + 6e-6), waits = 6e-6 * 1.125e9 / (128 * 147456);
+  EXPECT_EQ(nvls["collective"]["chunk_bytes"], 131072);
+  EXPECT_NEAR(nvls["collective"]["chunk_wait_s"].get<double>(), waits, 1e-15);
+  EXPECT_NEAR(nvls["t_comm_s"].get<double>(), 1.125e9 / 450e9 + fixed + waits, 1e-12);
+  EXPECT_NEAR(nvls["t_realistic_s"].get<double>(), 1.125e9 / 344.25e9 + fixed + waits + 1.3e-6, 1e-12);
   // 16 chips leave the node: a ring through both nodes. Each node sends 2*15/16 GB over
   // the network, shared by its 8 GPUs' 400 Gb/s NICs: 0.234375 GB per chip at 50 GB/s;
   // NVLink carries the other 7/8 (1.64 GB at 450 GB/s: not the bound). Simple protocol: 8.4
@@ -82,9 +86,9 @@ TEST(OpCli, Collectives) {
   EXPECT_EQ(ib["algo"], "ring");
   EXPECT_NEAR(ib["t_comm_s"].get<double>(), 2 * 15.0 / 16 * 1e9 / 8 / 50e9 + 8.4e-6 + 2 * 14e-6 + 28 * 3.4e-6, 1e-12);
   // The text names the efficiencies applied: the InfiniBand link's own 0.9 (hardware file),
-  // not the chip-wide 0.8; NVLS the switch's 0.686.
+  // not the chip-wide 0.8; NVLS the switch's 0.765.
   EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 16 --hw h100-sxm").out.find("memory 0.90, link 0.90;"), std::string::npos);
-  EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm").out.find("memory 0.90, link 0.69;"), std::string::npos);
+  EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm").out.find("memory 0.90, link 0.77;"), std::string::npos);
 }
 
 TEST(OpCli, EveryKindRuns) {

@@ -49,22 +49,64 @@ TEST(Topology, PlacementFillsADomainFirst) {
 }
 
 TEST(Topology, NvlsSendsEachByteOnceEachWay) {
-  // 8 H200 all-reduce 16 GiB (17179869184 B) with NVLS: N(P+1)/P = 9/8 N per chip over
-  // 450 GB/s at the reduction efficiency 0.686 (nccl-tests: 480 GB/s bus bandwidth), plus
-  // NCCL's NVLS latency, 25 us (an efficiency scales the bytes' time, not fixed costs).
+  // 8 H200 all-reduce 16 GiB (17179869184 B) with NVLS: W = N(P+1)/P = 9/8 N per chip over
+  // 450 GB/s at the reduction efficiency 0.765: R = 344.25 GB/s. NVLS's chunk pipeline
+  // (docs/collectives.md#nvls-chunks): 16 channels x 8 members = 128 pipelines; in 128 KiB
+  // chunks, w = 9/8 x 131072 = 147456 B on the wire; fixed 9 us + 1.5 x (w x 128 / R + 6 us);
+  // each pipeline's W / (128 w) = 1024 chunks wait 6 us: 6.144 ms. Efficiencies scale the
+  // bytes' time only.
   const auto s = sys_of("h200", 8);
-  const double n = 17179869184.0;
+  const double n = 17179869184.0, R = 450e9 * 0.765, w = 147456;
   const Priced p = price(wiring(s), at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::automatic);
   EXPECT_EQ(p.algo, Algo::nvls);
+  EXPECT_EQ(p.chunk_bytes, 131072);
   EXPECT_TRUE(p.cost.in_switch);
   EXPECT_DOUBLE_EQ(p.up_bytes, n * 9 / 8);
-  const double t = n * 9 / 8 / 450e9 / 0.686 + 25e-6 + 1.3e-6;  // + the H200's kernel boundary
+  const double fixed = 9e-6 + 1.5 * (w * 128 / R + 6e-6);
+  EXPECT_NEAR(p.latency_s, fixed, 1e-15);
+  EXPECT_NEAR(p.chunk_wait_s, 6.144e-3, 1e-15);
+  const double t = n * 9 / 8 / R + fixed + 6.144e-3 + 1.3e-6;  // + the H200's kernel boundary
   EXPECT_NEAR(realistic(s, p), t, 1e-12);
-  // Bus bandwidth 2(P-1)/P N / t within 1% of the measured 480 GB/s.
-  EXPECT_NEAR(1.75 * n / t / 480e9, 1.0, 0.01);
+  // Bus bandwidth 2(P-1)/P N / t within 1% of the measured 480.70 GB/s (nccl-tests).
+  EXPECT_NEAR(1.75 * n / t / 480.7e9, 1.0, 0.01);
   // The ring: 2·7/8 N at 0.816 (measured 367 GB/s).
   const Priced r = price(wiring(s), at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::ring);
   EXPECT_NEAR(1.75 * n / realistic(s, r) / 367e9, 1.0, 0.01);
+}
+
+TEST(Topology, NvlsChunksFollowTheBufferAsNcclsDo) {
+  // 8 H200, NVLS in each chunk size c (w = 9/8 c on the wire, R = 344.25 GB/s, 128
+  // pipelines): time = 9 us + 1.5 (128 w / R + 6 us) + W / R + 6 us x W / (128 w).
+  // 4 MiB (W = 4718592): 16 KiB 28.28 + 13.71 + 12 = 53.99 us; 32 KiB 38.56 + 13.71 + 6 =
+  // 58.27: 16 KiB, as NCCL (below 8 MiB). 32 MiB: 32 KiB 38.56 + 109.66 + 48 = 196.2;
+  // 64 KiB 59.12 + 109.66 + 24 = 192.8: 64 KiB (NCCL: 32 KiB, 1.8% slower by this model).
+  // 1 GiB: 128 KiB (as NCCL).
+  const auto s = sys_of("h200", 8);
+  const Wiring wr = wiring(s);
+  const double R = 450e9 * 0.765;
+  auto nvls = [&](double n) { return price(wr, at(s, 8), Collective::all_reduce, n, DType::bf16, Algo::nvls); };
+  auto by_hand = [&](double n, double c) {
+    const double w = 9.0 / 8 * c, W = 9.0 / 8 * n;
+    return 9e-6 + 1.5 * (128 * w / R + 6e-6) + W / R + 6e-6 * W / (128 * w);
+  };
+  const Priced a = nvls(4194304);
+  EXPECT_EQ(a.chunk_bytes, 16384);
+  EXPECT_NEAR(a.time_s, by_hand(4194304, 16384), 1e-15);
+  EXPECT_NEAR(a.time_s, 53.99e-6, 0.01e-6);
+  const Priced b = nvls(33554432);
+  EXPECT_EQ(b.chunk_bytes, 65536);
+  EXPECT_NEAR(b.time_s, by_hand(33554432, 65536), 1e-15);
+  EXPECT_LT(b.time_s, by_hand(33554432, 32768));
+  EXPECT_EQ(nvls(1073741824).chunk_bytes, 131072);
+  // Against nccl-tests on 8 x H200 (NCCL 2.30.7; bus bandwidth 2(P-1)/P N / t, GB/s), within
+  // 6% from 2 MiB to 16 GiB with the 1.3 us kernel boundary (2 MiB: 5.5% slow).
+  const std::pair<double, double> measured[] = {{2, 91.48},   {8, 182.03},  {16, 242.45},  {64, 369.82},
+                                                {256, 442.27}, {1024, 464.0}, {16384, 480.7}};
+  for (const auto& [mib, busbw] : measured) {
+    const double n = mib * 1048576;
+    const double t = nvls(n).time_s + 1.3e-6;
+    EXPECT_NEAR(1.75 * n / t / (busbw * 1e9), 1.0, 0.06) << mib << " MiB";
+  }
 }
 
 TEST(Topology, RingAcrossNodesSharesTheNodesNics) {
@@ -176,23 +218,28 @@ TEST(Topology, ExplicitAlgorithmsInsideANodeKeepTheTableFormulas) {
 TEST(Topology, NcclProtocolsBySize) {
   // 8 H200, all-reduce, NCCL's tuner's costs: ring LL 6.6 + 14 x 0.6 = 15 us at half of
   // 450 x 0.816 = 367.2 GB/s; ring LL128 14 + 14 x 1.9 = 40.6 us at 0.92 of it; ring Simple
-  // 8.4 + 14 x 3.4 = 56 us at all of it; NVLS 25 us, 9/8 N at 450 x 0.686 = 308.7 GB/s.
+  // 8.4 + 14 x 3.4 = 56 us at all of it; NVLS its chunk pipeline, 9/8 N at 450 x 0.765 =
+  // 344.25 GB/s (NvlsSendsEachByteOnceEachWay).
   const auto s = sys_of("h200", 8);
   const Wiring w = wiring(s);
   auto at8 = [&](double n, Algo a = Algo::automatic) { return price(w, at(s, 8), Collective::all_reduce, n, DType::bf16, a); };
-  // 1 MiB: ring LL 15 + 2·7/8·1048576 / 0.5 / 367.2e9 = 15 + 9.99 = 25.0 us; NVLS 25 + 3.8;
-  // LL128 46.0; Simple 61.0.
+  // 1 MiB: ring LL 15 + 2·7/8·1048576 / 0.5 / 367.2e9 = 15 + 9.99 = 25.0 us; NVLS in 16 KiB
+  // chunks 28.28 + 3.43 + 3 = 34.7; LL128 46.0; Simple 61.0.
   const Priced small = at8(1048576);
   EXPECT_EQ(small.algo, Algo::ring);
   EXPECT_EQ(small.proto, Proto::ll);
   EXPECT_NEAR(small.latency_s, 15e-6, 1e-15);
   EXPECT_DOUBLE_EQ(small.up_bytes, 1.75 * 1048576 / 0.5);
   EXPECT_NEAR(small.time_s, 15e-6 + 1.75 * 1048576 / 0.5 / (450e9 * 0.816), 1e-15);
-  // 64 MiB: NVLS 25 + 9/8·67108864 / 308.7e9 = 269.6 us; ring Simple 56 + 319.8 = 375.8.
+  // 64 MiB: NVLS in 64 KiB chunks 9 + 1.5 (128 x 73728 / 344.25e9 + 6) = 59.12 us fixed,
+  // 9/8·67108864 / 344.25e9 = 219.31 us of bytes, 8 chunks per pipeline waiting 6 us = 48:
+  // 326.4 us (16 KiB 439.6, 32 KiB 353.9, 128 KiB 343.6); ring Simple 56 + 319.8 = 375.8.
   const Priced big = at8(67108864);
   EXPECT_EQ(big.algo, Algo::nvls);
   EXPECT_EQ(big.proto, Proto::simple);
-  EXPECT_NEAR(big.time_s, 25e-6 + 9.0 / 8 * 67108864 / (450e9 * 0.686), 1e-15);
+  EXPECT_EQ(big.chunk_bytes, 65536);
+  EXPECT_NEAR(big.time_s, 9e-6 + 1.5 * (128 * 73728 / (450e9 * 0.765) + 6e-6) + 9.0 / 8 * 67108864 / (450e9 * 0.765) + 48e-6, 1e-15);
+  EXPECT_NEAR(big.time_s, 326.4e-6, 0.1e-6);
   // The ring forced at 100 MB: Simple (56 + 476.6 us) beats LL128 (40.6 + 518.0).
   const Priced ring = at8(1e8, Algo::ring);
   EXPECT_EQ(ring.proto, Proto::simple);
@@ -204,7 +251,7 @@ TEST(Topology, NcclProtocolsBySize) {
   // Every option options() lists, priced alone, is what price weighs: the fastest is chosen.
   Option opts[kMaxOptions];
   const int n = options(w, at(s, 8), Collective::all_reduce, Algo::automatic, opts);
-  EXPECT_EQ(n, 4);  // ring in three protocols, NVLS
+  EXPECT_EQ(n, 7);  // ring in three protocols, NVLS in four chunk sizes
   for (double bytes : {16384.0, 1048576.0, 67108864.0}) {
     double best = 1e300;
     for (int i = 0; i < n; ++i) {

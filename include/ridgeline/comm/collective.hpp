@@ -106,6 +106,10 @@ struct Priced {
   double net_bytes = 0;  ///< per chip per direction over the network (protocol flags included)
   double lanes = 0;      ///< of the chip's scale-up links, how many the algorithm keeps busy
   double latency_s = 0;  ///< fixed costs: the protocol's per call, the message steps' on both links, seconds
+  /// NVLS's chunk pipeline (docs/collectives.md#nvls-chunks): the chunk size NCCL cuts each
+  /// channel's share into, and the time its chunks wait on their flags (grows with the bytes).
+  double chunk_bytes = 0;
+  double chunk_wait_s = 0;
   double time_s = 0;     ///< at the links' achievable rates: what `automatic` compares
 };
 
@@ -113,12 +117,17 @@ struct Priced {
 /// NVLS); direct exchanges and chips without a library take one step per link at its latency.
 bool library_prices(const hw::TopologySpec& t, Algo algo) noexcept;
 
-/// One algorithm in one protocol: what `price` weighs (automatic never appears here).
+/// One algorithm in one protocol (for NVLS: in one of its chunk sizes, kNvlsChunks): what
+/// `price` weighs (automatic never appears here).
 struct Option {
   Algo algo = Algo::ring;
   Proto proto = Proto::simple;
+  std::uint8_t chunk = 0;  ///< NVLS: index into kNvlsChunks
 };
-inline constexpr int kMaxOptions = 7;  ///< ring and tree in three protocols, NVLS
+/// NVLS's chunk sizes (NCCL src/enqueue.cc: NCCL_NVLS_CHUNKSIZE 128 KiB, halved to 64, 32
+/// and 16 KiB for smaller buffers).
+inline constexpr std::array<double, 4> kNvlsChunks{16384, 32768, 65536, 131072};
+inline constexpr int kMaxOptions = 10;  ///< ring and tree in three protocols, NVLS in four chunk sizes
 
 /// The options `price` weighs for this collective (`algo`: the one asked for, or automatic),
 /// in the order it weighs them (the first of equal times wins); writes at most kMaxOptions.
