@@ -239,7 +239,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   check_expanded_size(root, source);
   Reader r(source);
-  r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak",
+  r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak", "matmul_achievable",
                          "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
                          "chips_per_node", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
@@ -260,6 +260,16 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     r.fail("matrix_peak", "at least one dtype is required");
   }
   read_peaks(r, r.required(root, "vector_peak", ""), "vector_peak", c.vector_flops_per_s);
+  if (root["matmul_achievable"]) {
+    read_peaks(r, root["matmul_achievable"], "matmul_achievable", c.matmul_achievable_flops_per_s);
+    for (DType d : kAllDTypes) {
+      const double a = c.matmul_achievable_flops_per_s[index(d)], peak = c.matrix_flops_per_s[index(d)];
+      if (a <= 0) continue;
+      const std::string path = fmt::format("matmul_achievable.{}", name(d));
+      if (peak <= 0) r.fail(path, fmt::format("the chip has no {} matrix peak: add it under matrix_peak first", name(d)));
+      if (a > peak) r.fail(path, fmt::format("{:g} FLOP/s exceeds the {} matrix peak, {:g} FLOP/s: a measured rate is at most the peak", a, name(d), peak));
+    }
+  }
   if (root["special_function_rate"]) {
     c.special_function_rate = r.quantity(root["special_function_rate"], Quantity::flop_rate, "special_function_rate", true);
   }
@@ -393,6 +403,9 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     return s.empty() ? std::string(" {}\n") : "\n" + s;
   };
   y += "matrix_peak:" + peaks(c.matrix_flops_per_s);
+  if (std::any_of(c.matmul_achievable_flops_per_s.begin(), c.matmul_achievable_flops_per_s.end(), [](double v) { return v > 0; })) {
+    y += "matmul_achievable:" + peaks(c.matmul_achievable_flops_per_s);
+  }
   if (c.sparse_factor != 1) y += fmt::format("sparse_factor: {:.17g}\n", c.sparse_factor);
   if (c.special_function_rate > 0) y += fmt::format("special_function_rate: {:.17g} FLOP/s\n", c.special_function_rate);
   y += "vector_peak:" + peaks(c.vector_flops_per_s);

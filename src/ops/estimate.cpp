@@ -98,7 +98,14 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& c = e.kernel[k];
     const bool own = k != static_cast<int>(hw::KernelClass::other);
-    achievable[k].inv_matrix = 1 / (own && c.matrix > 0 ? c.matrix : e.matrix);
+    // The gemm class: its own figure, else the measured matmul rate in each dtype, else the chip's.
+    for (int d = 0; d < kDTypeCount; ++d) {
+      const double measured = chip.matmul_achievable_flops_per_s[d], peak = chip.matrix_flops_per_s[d];
+      const bool gemm = k == static_cast<int>(hw::KernelClass::gemm);
+      achievable[k].inv_matrix[d] = own && c.matrix > 0 ? 1 / c.matrix
+                                    : gemm && measured > 0 && peak > 0 ? peak / measured
+                                                                       : 1 / e.matrix;
+    }
     achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);
     achievable[k].inv_memory = 1 / (own && c.memory > 0 ? c.memory : e.memory);
     achievable[k].inv_link = 1 / (own && c.link > 0 ? c.link : e.link);
@@ -111,11 +118,15 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
 // even where its rate is infinite (a dtype or link the chip lacks).
 TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   double t[hw::kUnitCount] = {0, 0};
+  double most = 0;
+  int matrix_dtype = 0;
   for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
     const int bit = __builtin_ctz(mask);
     const int u = bit / kDTypeCount, d = bit % kDTypeCount;
     const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
-    t[u] += f > 0 ? f * r.s_per_flop[u][d] : 0;
+    const double td = f > 0 ? f * r.s_per_flop[u][d] : 0;
+    t[u] += td;
+    if (u == 0 && td > most) most = td, matrix_dtype = d;
   }
   double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0, latency = 0;
   int slowest = -1;
@@ -128,6 +139,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   }
   TimeParts p{t[0], t[1] + c.special_ops * r.special_extra_s, memory, comm, c.launches * r.launch_s};
   p.comm_latency = latency;
+  p.matrix_dtype = static_cast<std::uint8_t>(matrix_dtype);
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
   }
@@ -156,7 +168,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
   const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  e.applied = {1 / a.inv_matrix, 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s};
+  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

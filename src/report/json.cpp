@@ -45,6 +45,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["vendor"] = c.vendor;
   j["kind"] = c.kind;
   j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
+  j["matmul_achievable_flops_per_s"] = dtype_map(c.matmul_achievable_flops_per_s);
   j["sparse_factor"] = c.sparse_factor;
   j["special_function_rate"] = c.special_function_rate > 0 ? nlohmann::json(c.special_function_rate) : nlohmann::json(nullptr);
   j["write_allocate"] = c.write_allocate;

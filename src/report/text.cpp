@@ -47,6 +47,9 @@ std::string chip_text(const hw::ChipSpec& c) {
     if (c.sparse_factor > 1 && d != DType::fp64 && d != DType::fp32) {
       out += fmt::format("   (2:4 sparse: {}, ridge {:.1f})", rate(p * c.sparse_factor), c.ridge_flops_per_byte(d) * c.sparse_factor);
     }
+    if (const double a = c.matmul_achievable_flops_per_s[index(d)]; a > 0) {
+      out += fmt::format("   matmul measured {} ({:.3f})", rate(a), a / p);
+    }
     out += "\n";
   }
   out += "vector unit\n";
@@ -101,7 +104,9 @@ std::string chip_text(const hw::ChipSpec& c) {
     for (auto [unit, v] : {std::pair{"matrix", ce.matrix}, {"vector", ce.vector}, {"memory", ce.memory}, {"link", ce.link}}) {
       if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
     }
-    out += fmt::format("  {:<13} {}+{} per kernel\n", hw::name(static_cast<hw::KernelClass>(k)), parts, t(ce.overhead_s));
+    if (!parts.empty()) parts.resize(parts.size() - 2);
+    out += fmt::format("  {:<13} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
+                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", t(ce.overhead_s)) : std::string());
   }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";

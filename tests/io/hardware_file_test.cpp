@@ -153,6 +153,18 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
 }
 
+TEST(HardwareFile, MeasuredMatmulRates) {
+  const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "matmul_achievable: {bf16: 80 TFLOPS}\n", "toy.yaml");
+  EXPECT_DOUBLE_EQ(c.matmul_achievable_flops_per_s[index(DType::bf16)], 80e12);
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").matmul_achievable_flops_per_s[index(DType::bf16)], 80e12);
+  // Above the peak, a dtype without a peak, a missing unit: named by key.
+  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 120 TFLOPS}\n").find("matmul_achievable.bf16: 1.2e+14 FLOP/s exceeds the bf16 matrix peak"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {fp8_e4m3: 80 TFLOPS}\n").find("matmul_achievable.fp8_e4m3: the chip has no fp8_e4m3 matrix peak"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 80}\n").find("matmul_achievable.bf16"), std::string::npos);
+}
+
 TEST(HardwareFile, TopologyAndLinkEfficiency) {
   // Version 1 files (kMinimal) read with the default topology: one switched domain.
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").topology, hw::TopologySpec{});

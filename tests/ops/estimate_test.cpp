@@ -61,6 +61,30 @@ TEST(Estimate, KernelClassEfficiencyAndOverhead) {
   EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 3e-6 + 1e-9 / 0.9);
 }
 
+// A measured matmul rate (maximum achievable matmul FLOPS) is the gemm class's matrix
+// efficiency in its dtype: achieved / peak. Other dtypes and classes keep the chip-wide 0.8;
+// a class figure of the chip file (calibrate's) replaces it for every dtype.
+TEST(Estimate, MeasuredMatmulRateIsTheGemmEfficiencyInItsDtype) {
+  hw::ChipSpec chip = toy_chip();  // bf16 100 TFLOP/s, fp8 200 TFLOP/s peaks
+  chip.matmul_achievable_flops_per_s[index(DType::fp8_e4m3)] = 140e12;  // 0.7 of the peak
+  Cost fp8, bf16;
+  fp8.add_flops(hw::Unit::matrix, DType::fp8_e4m3, 2e12);  // 10 ms at the peak
+  bf16.add_flops(hw::Unit::matrix, DType::bf16, 1e12);     // 10 ms
+  const Estimate g = estimate(fp8, chip, hw::KernelClass::gemm);
+  EXPECT_DOUBLE_EQ(g.t_lower_s, 10e-3);                 // the bound stays the peak's
+  EXPECT_DOUBLE_EQ(g.t_realistic_s, 2e12 / 140e12);     // at the measured rate: 14.29 ms
+  EXPECT_DOUBLE_EQ(g.t_upper_s, 2e12 / 140e12);
+  EXPECT_DOUBLE_EQ(g.applied.matrix, 0.7);
+  EXPECT_DOUBLE_EQ(estimate(bf16, chip, hw::KernelClass::gemm).t_realistic_s, 10e-3 / 0.8);
+  EXPECT_DOUBLE_EQ(estimate(fp8, chip, hw::KernelClass::attention).t_realistic_s, 10e-3 / 0.8);
+  // Mixed dtypes: the dtype of most of the matrix time names the rate (fp8's 10 ms over bf16's 5).
+  Cost mixed = fp8;
+  mixed.add_flops(hw::Unit::matrix, DType::bf16, 0.5e12);
+  EXPECT_DOUBLE_EQ(estimate(mixed, chip, hw::KernelClass::gemm).t_realistic_s, 15e-3 / 0.7);
+  chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matrix = 0.5;
+  EXPECT_DOUBLE_EQ(estimate(fp8, chip, hw::KernelClass::gemm).t_realistic_s, 10e-3 / 0.5);
+}
+
 TEST(Estimate, MemoryBoundOpAndRealisticUsesMemoryEfficiency) {
   Cost c;
   c.add_flops(hw::Unit::vector, DType::fp32, 1e9);  // 1e9 / 10e12 = 0.1 ms

@@ -93,7 +93,7 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 /// plus each part over its efficiency (matrix, vector, memory, comm), and the launch.
 inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  return {a.overhead_s + p.matrix * a.inv_matrix, a.overhead_s + p.vector * a.inv_vector,
+  return {a.overhead_s + p.matrix * a.inv_matrix[p.matrix_dtype], a.overhead_s + p.vector * a.inv_vector,
           a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm_realistic(a), p.launch};
 }
 

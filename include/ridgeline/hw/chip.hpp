@@ -119,6 +119,10 @@ struct ChipSpec {
   std::string kind;          ///< "gpu", "tpu" or "cpu"
   std::array<double, kDTypeCount> matrix_flops_per_s{};  ///< dense peak per dtype, FLOP/s
   std::array<double, kDTypeCount> vector_flops_per_s{};  ///< vector-unit peak per dtype, FLOP/s
+  /// The largest matmul rate measured on the chip per dtype (maximum achievable matmul FLOPS,
+  /// FLOP/s; 0: not measured): the `gemm` class's matrix efficiency in that dtype is this over
+  /// the peak, unless the chip file gives the class its own (docs/cost-model.md#efficiency).
+  std::array<double, kDTypeCount> matmul_achievable_flops_per_s{};
   double sparse_factor = 1;  ///< speed-up of 2:4 structured sparsity on the matrix unit (labelled, never applied silently)
   /// Exponentials (and other special functions) per second of the special-function units;
   /// 0: an exp costs one FLOP at the fp32 vector rate.

@@ -76,7 +76,10 @@ struct Rates {
   /// (hw::EfficiencySpec, the class's figure where the chip file gives one) and its fixed
   /// time per kernel.
   struct Achievable {
-    double inv_matrix = 1, inv_vector = 1, inv_memory = 1, inv_link = 1;
+    /// Per dtype of the matrix part: the gemm class's from the chip's measured matmul rates
+    /// (ChipSpec::matmul_achievable_flops_per_s) where it has them.
+    std::array<double, kDTypeCount> inv_matrix{};
+    double inv_vector = 1, inv_memory = 1, inv_link = 1;
     double overhead_s = 0;
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
@@ -94,6 +97,9 @@ struct TimeParts {
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
   double comm_latency = 0;  ///< of comm: the fixed costs (latency steps, a protocol's per-call cost)
+  /// The dtype of the matrix part (of most of its time where it mixes dtypes): which
+  /// achievable matrix rate applies (Rates::Achievable::inv_matrix).
+  std::uint8_t matrix_dtype = 0;
   /// 1 / the achievable fraction of the comm part's own link (Rates::inv_link_efficiency);
   /// 0: the kernel class's.
   double comm_inv = 0;
@@ -115,7 +121,7 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s + matrix * a.inv_matrix + vector * a.inv_vector + memory * a.inv_memory +
+    return a.overhead_s + matrix * a.inv_matrix[matrix_dtype] + vector * a.inv_vector + memory * a.inv_memory +
            comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
@@ -124,7 +130,7 @@ struct TimeParts {
   /// efficiency, or the launch when the host is slower.
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    double m = matrix * a.inv_matrix;
+    double m = matrix * a.inv_matrix[matrix_dtype];
     const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
     if (v > m) m = v;
     if (b > m) m = b;
@@ -166,6 +172,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   const auto u = [](double f, double s_per) { return f > 0 ? f * s_per : 0; };
   TimeParts p;
   p.matrix = u(c.matrix_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
+  p.matrix_dtype = static_cast<std::uint8_t>(index(c.matrix_dtype));
   p.vector = u(c.vector_flops, r.s_per_flop[1][index(c.vector_dtype)]);
   const double main = main_traffic(c, r);
   p.memory = main > 0 ? main * r.s_per_byte[0] : 0;
