@@ -68,16 +68,17 @@ EngineConfig vllm(const hw::ChipSpec& chip) {
 }
 
 // SGLang's cuda_graph_max_bs and chunked_prefill_size by GPU memory and TP
-// (python/sglang/srt/server_args.py, _handle_gpu_memory_settings).
+// (python/sglang/srt/server_args.py, _handle_gpu_memory_settings: the memory in MiB against
+// 20, 35, 60 and 160 x 1024).
 struct SglangMemory {
   std::int64_t chunk, graph_bs;
 };
 SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
-  const double gb = mem_bytes / 1e9;
-  if (gb < 20) return {2048, 8};
-  if (gb < 35) return {2048, tp < 4 ? 24 : 80};
-  if (gb < 60) return {4096, tp < 4 ? 32 : 160};
-  if (gb < 160) return {8192, tp < 4 ? 256 : 512};
+  const double mib = mem_bytes / kMiB;
+  if (mib < 20 * 1024) return {2048, 8};
+  if (mib < 35 * 1024) return {2048, tp < 4 ? 24 : 80};
+  if (mib < 60 * 1024) return {4096, tp < 4 ? 32 : 160};
+  if (mib < 160 * 1024) return {8192, tp < 4 ? 256 : 512};
   return {16384, 512};
 }
 
@@ -97,11 +98,11 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
   e.mixed_chunk = false;           // --enable-mixed-chunk is off by default
   e.kv_block = 1;                  // page_size 1: the radix cache works token by token
   // mem_fraction_static = (mem - reserved) / mem, reserved in MB: 512 + 1.5 x chunk + 2 x
-  // cuda_graph_max_bs + tp / 8 x 1024, at least 10 GB on GPUs of more than 60 GB.
+  // cuda_graph_max_bs + tp / 8 x 1024, at least 10 GiB on GPUs of more than 60 GiB.
   const double mem_mb = mem / kMiB;
   double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
                        2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
-  if (mem / 1e9 > 60) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
+  if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
   e.kv_memory_fraction = mem_mb > reserved_mb ? (mem_mb - reserved_mb) / mem_mb : 0.88;
   e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
   e.fused_attention = false;

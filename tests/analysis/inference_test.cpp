@@ -170,7 +170,7 @@ TEST(Inference, QuickMethodOfSeed001) {
 TEST(Inference, FitAndLargestBatch) {
   InferenceConfig cfg;
   auto one = run("llama-3.1-70b", "h100-sxm", cfg);
-  EXPECT_FALSE(one->memory.fits);  // 141 GB of bf16 weights on 80 GB
+  EXPECT_FALSE(one->memory.fits);  // 141 GB of bf16 weights on 85.5 GB (81559 MiB)
   EXPECT_EQ(one->max_batch, 0);
   cfg.forward.tp = 4;
   auto four = run("llama-3.1-70b", "h100-sxm", cfg);
@@ -178,13 +178,15 @@ TEST(Inference, FitAndLargestBatch) {
   // The largest batch leaves no room for one more sequence.
   const double per_seq_kv = four->memory.kv_bytes_per_token * 256;  // prompt 128 + gen 128
   EXPECT_GT(four->max_batch, 0);
-  // The engine may use 0.9 of the 80 GB (vLLM's gpu_memory_utilization): 72 GB.
-  EXPECT_LT(four->memory.weights_bytes + static_cast<double>(four->max_batch) * per_seq_kv, 72e9);
-  EXPECT_GT(four->memory.weights_bytes + static_cast<double>(four->max_batch + 1) * (per_seq_kv + 1e9), 72e9 - 1e9);
-  EXPECT_DOUBLE_EQ(four->memory.capacity_bytes, 72e9);
+  // The engine may use 0.9 (vLLM's gpu_memory_utilization) of the 81559 MiB the driver
+  // reports: 76.97 GB.
+  const double usable = 0.9 * 81559.0 * 1048576;
+  EXPECT_LT(four->memory.weights_bytes + static_cast<double>(four->max_batch) * per_seq_kv, usable);
+  EXPECT_GT(four->memory.weights_bytes + static_cast<double>(four->max_batch + 1) * (per_seq_kv + 1e9), usable - 1e9);
+  EXPECT_DOUBLE_EQ(four->memory.capacity_bytes, usable);
   cfg.memory_utilization = 1;
   auto all = run("llama-3.1-70b", "h100-sxm", cfg);
-  EXPECT_DOUBLE_EQ(all->memory.capacity_bytes, 80e9);
+  EXPECT_DOUBLE_EQ(all->memory.capacity_bytes, 81559.0 * 1048576);
   EXPECT_GT(all->max_batch, four->max_batch);
   cfg.memory_utilization = 1.5;
   EXPECT_THROW(run("llama-3.1-70b", "h100-sxm", cfg), InputError);

@@ -22,7 +22,7 @@ TEST(HwCli, ShowHasTheContractKeys) {
   }
   EXPECT_DOUBLE_EQ(j["peak_flops_per_s"]["bf16"].get<double>(), 989.4e12);
   EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 3.35e12);
-  EXPECT_DOUBLE_EQ(j["memory"][0]["capacity_bytes"].get<double>(), 80e9);
+  EXPECT_DOUBLE_EQ(j["memory"][0]["capacity_bytes"].get<double>(), 81559.0 * 1048576);  // what the driver reports
   // NVLink4: 18 links x 25 GB/s = 450 GB/s per direction.
   EXPECT_DOUBLE_EQ(j["links"][0]["bandwidth_Bps"].get<double>(), 450e9);
 }

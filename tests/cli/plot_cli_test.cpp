@@ -111,9 +111,9 @@ TEST(PlotCli, MemoryFromInferAndTrainJson) {
   auto j = run_json("plot memory " + dir + "/mem_inf.json --out " + dir + "/mem.svg");
   // KV cache: 2 (K, V) x 32 layers x 8 KV heads x 128 x 2 B (bf16) = 131072 B per token,
   // x 8 sequences x (512 + 64) positions = 603979776 B. Capacity: what the engine may use,
-  // 0.9 (vLLM's gpu_memory_utilization) of 80 GB.
+  // 0.9 (vLLM's gpu_memory_utilization) of the H100's 81559 MiB.
   EXPECT_DOUBLE_EQ(j["segments"]["kv_cache_bytes"].get<double>(), 603979776.0);
-  EXPECT_DOUBLE_EQ(j["capacity_bytes"].get<double>(), 0.9 * 80e9);
+  EXPECT_DOUBLE_EQ(j["capacity_bytes"].get<double>(), 0.9 * 81559.0 * 1048576);
   EXPECT_EQ(j["segments"].size(), 3u);
   const std::string svg = slurp(dir + "/mem.svg");
   EXPECT_EQ(count(svg, "class=\"segment\""), 3u);
