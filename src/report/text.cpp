@@ -57,6 +57,12 @@ std::string chip_text(const hw::ChipSpec& c) {
     double p = c.vector_flops_per_s[index(d)];
     if (p > 0) out += fmt::format("  {:<9} {:>18}\n", name(d), rate(p));
   }
+  if (c.special_function_rate > 0) {
+    const double v = c.vector_flops_per_s[index(DType::fp32)];
+    out += fmt::format("  {:<9} {:>18}", "exp", format_si(c.special_function_rate) + " exp/s");
+    if (v > 0) out += fmt::format("   (special-function units: an exp costs {:.1f} fp32 FLOPs)", v / c.special_function_rate);
+    out += "\n";
+  }
   out += "memory (main first)\n";
   for (const auto& m : c.memory) out += fmt::format("  {:<9} {:>14}  {:>10}\n", m.name, bw(m.bandwidth_Bps), size(m.capacity_bytes));
   if (c.write_allocate) out += "  stores allocate: a plain store's line is read first past L1 (write_allocate)\n";

@@ -27,6 +27,16 @@ TEST(HwCli, ShowHasTheContractKeys) {
   EXPECT_DOUBLE_EQ(j["links"][0]["bandwidth_Bps"].get<double>(), 450e9);
 }
 
+TEST(HwCli, ShowNamesMeasuredRatesAndTheExpCost) {
+  const std::string out = run("hw show h100-sxm").out;
+  // The measured bf16 matmul rate beside the peak: 794.5 / 989.4 = 0.803.
+  EXPECT_NE(out.find("matmul measured 794.5 TFLOP/s (0.803)"), std::string::npos) << out;
+  // 66.9 TFLOP/s of fp32 over 3.9 T exp/s: an exp costs 17.2 fp32 FLOPs.
+  EXPECT_NE(out.find("an exp costs 17.2 fp32 FLOPs"), std::string::npos) << out;
+  // T4: 16 results per clock per SM x 40 SMs x 1.59 GHz = 1.018 T/s; 8.1 / 1.018 = 8.0.
+  EXPECT_NE(run("hw show t4").out.find("an exp costs 8.0 fp32 FLOPs"), std::string::npos);
+}
+
 TEST(HwCli, OverridesApply) {
   auto j = run_json("hw show tpu-v5e --mem-bw 8.1e11 --peak int8=3.94e14");
   EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 8.1e11);
