@@ -335,7 +335,7 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
       if (g.ops[i].group != kind.group) continue;
       const hw::KernelClass kc = model::kernel_class(g.ops[i].cls);
       add(kind.layer_forward, part_of(fwd[i].parts, rates, kc));
-      add(kind.layer_backward, part_of(bwd[i].parts, rates, kc));
+      add(kind.layer_backward, part_of(bwd[i].parts, rates, model::backward_kernel_class(g.ops[i].cls)));
     }
     add(out.layer_forward, kind.layer_forward, kind.share);
     add(out.layer_backward, kind.layer_backward, kind.share);

@@ -186,7 +186,8 @@ hw::KernelClass classify_kernel(std::string_view name, std::string_view op) {
   }
   if (has_any(n, {"flash", "fmha", "attention", "attn", "sdpa", "mha_"}) ||
       has_any(o, {"scaled_dot_product", "flash_attention", "efficient_attention"})) {
-    return hw::KernelClass::attention;
+    return has_any(n, {"bwd", "backward"}) || has_any(o, {"backward"}) ? hw::KernelClass::attention_backward
+                                                                        : hw::KernelClass::attention;
   }
   if (has_any(n, {"gemm", "cutlass", "xmma", "cublas", "matmul", "wgmma", "hmma", "_mma", "cijk_", "gemv"}) ||
       o == "aten::mm" || o == "aten::addmm" || o == "aten::bmm" || o == "aten::baddbmm" || o == "aten::linear" ||
@@ -236,9 +237,10 @@ std::vector<CalibrationSample> samples_from_validation(std::string_view text, st
     CalibrationSample s;
     s.name = o.contains("name") && o["name"].is_string() ? o["name"].get<std::string>() : "";
     const std::string group = o.contains("group") && o["group"].is_string() ? o["group"].get<std::string>() : "";
-    s.cls = group == "gemm"        ? hw::KernelClass::gemm
-            : group == "attention" ? hw::KernelClass::attention
-                                   : hw::KernelClass::pointwise;
+    s.cls = group == "gemm"                 ? hw::KernelClass::gemm
+            : group == "attention"          ? hw::KernelClass::attention
+            : group == "attention_backward" ? hw::KernelClass::attention_backward
+                                            : hw::KernelClass::pointwise;
     s.time_s = number(o, "measured_s");
     s.compute_s = number(o, "compute_s");
     s.memory_s = number(o, "memory_s");

@@ -11,6 +11,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::attention: return "attention";
     case KernelClass::pointwise: return "pointwise";
     case KernelClass::collective: return "collective";
+    case KernelClass::attention_backward: return "attention_backward";
   }
   return "other";
 }

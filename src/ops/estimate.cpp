@@ -96,7 +96,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   }
   const hw::EfficiencySpec& e = chip.efficiency;
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
-    const hw::ClassEfficiency& c = e.kernel[k];
+    const hw::ClassEfficiency c = hw::class_efficiency(e, static_cast<hw::KernelClass>(k));
     const bool own = k != static_cast<int>(hw::KernelClass::other);
     // The gemm class: its own figure, else the measured matmul rate in each dtype, else the chip's.
     for (int d = 0; d < kDTypeCount; ++d) {

@@ -99,7 +99,7 @@ json chip_json(const hw::ChipSpec& c) {
   // Per kernel class, the fractions in effect (the class's own or the chip-wide) and the
   // fixed time per kernel.
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
-    const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
+    const hw::ClassEfficiency ce = hw::class_efficiency(c.efficiency, static_cast<hw::KernelClass>(k));
     auto pick = [](double own, double chip) { return own > 0 ? own : chip; };
     j["efficiency"][std::string(hw::name(static_cast<hw::KernelClass>(k)))] = {
         {"matrix", pick(ce.matrix, c.efficiency.matrix)},

@@ -111,7 +111,7 @@ std::string chip_text(const hw::ChipSpec& c) {
       if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
     }
     if (!parts.empty()) parts.resize(parts.size() - 2);
-    out += fmt::format("  {:<13} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
+    out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
                        ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", t(ce.overhead_s)) : std::string());
   }
   if (!c.sources.empty()) out += "sources\n";

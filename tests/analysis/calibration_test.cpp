@@ -113,6 +113,7 @@ TEST(Calibration, ClassifiesKernelNames) {
   EXPECT_EQ(classify_kernel("cutlass_80_tensorop_bf16_s16816gemm"), K::gemm);
   EXPECT_EQ(classify_kernel("triton_mm_4", "aten::mm"), K::gemm);
   EXPECT_EQ(classify_kernel("flash_fwd_kernel<Flash_fwd_kernel_traits>"), K::attention);
+  EXPECT_EQ(classify_kernel("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), K::attention_backward);
   EXPECT_EQ(classify_kernel("fmha_cutlassF_bf16_aligned_64x64_rf_sm80"), K::attention);  // before "cutlass"
   EXPECT_EQ(classify_kernel("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), K::collective);
   EXPECT_EQ(classify_kernel("void at::native::vectorized_elementwise_kernel<4>"), K::pointwise);

@@ -286,6 +286,41 @@ TEST(Training, AdamStoresOnlyItsBf16CopyToUnreadLines) {
   EXPECT_GT(w->step_time_lower_s, r->step_time_lower_s);
 }
 
+TEST(Training, AttentionBackwardRunsAtItsOwnMeasuredRate) {
+  // H100: FlashAttention-3's forward at 0.668 of the matrix peak, its backward at 0.455
+  // (efficiency.attention_backward). Without the backward's own figure it takes the
+  // forward's. At sequence 8192 every attention kernel is compute-bound, so the backward of
+  // one micro-batch differs by each attention op's backward matrix time (2.5x its forward's)
+  // x (1/0.455 - 1/0.668), repeated over its layers; nothing else changes.
+  const auto m = io::bundled_model("llama-3.1-8b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.tp = 8;
+  c.seq = 8192;
+  c.global_batch = 1;
+  hw::System sys = chip("h100-sxm");
+  auto with = std::make_unique<TrainResult>();
+  train(m, sys, c, *with);
+  sys.chip.efficiency.kernel[static_cast<int>(hw::KernelClass::attention_backward)] = {};
+  auto without = std::make_unique<TrainResult>();
+  train(m, sys, c, *without);
+  double expected = 0;
+  int attention_ops = 0;
+  const model::Graph& g = with->graph;
+  for (int i = 0; i < g.op_count; ++i) {
+    if (g.ops[i].cls != model::OpClass::attention) continue;
+    const ops::TimeParts& b = with->bwd[i].parts;
+    ASSERT_DOUBLE_EQ(b.matrix, 2.5 * with->fwd[i].parts.matrix);
+    ASSERT_GT(b.matrix, b.vector);  // compute-bound on the matrix unit
+    ASSERT_GT(b.matrix / 0.668, b.memory / 0.9);
+    expected += g.repeat(i) * b.matrix * (1 / 0.455 - 1 / 0.668);
+    ++attention_ops;
+  }
+  EXPECT_GT(attention_ops, 0);
+  EXPECT_NEAR(with->backward.realistic_s - without->backward.realistic_s, expected, 1e-12);
+  EXPECT_DOUBLE_EQ(with->forward.realistic_s, without->forward.realistic_s);
+}
+
 TEST(Training, PipelineBubble) {
   // 1F1B: the step runs m micro-batches plus (p - 1)/v of them as the bubble.
   const auto m = io::bundled_model("llama-2-13b");

@@ -145,6 +145,14 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matrix, 0.7);
   EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].overhead_s, 4e-6);
   EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::collective)].link, 0.5);
+  // attention_backward takes attention's figures, field by field, where it gives none.
+  const hw::ChipSpec b = parse_chip_yaml(std::string(kMinimal) +
+                                         "efficiency:\n  attention: {matrix: 0.6, overhead: 2 us}\n  attention_backward: {matrix: 0.4}\n",
+                                         "toy.yaml");
+  const hw::ClassEfficiency ab = hw::class_efficiency(b.efficiency, hw::KernelClass::attention_backward);
+  EXPECT_DOUBLE_EQ(ab.matrix, 0.4);
+  EXPECT_DOUBLE_EQ(ab.overhead_s, 2e-6);
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(b, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::attention_backward)].matrix, 0.4);
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 1.5}}\n").find("efficiency.gemm.matrix"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {speed: 1}}\n").find("efficiency.gemm"), std::string::npos);

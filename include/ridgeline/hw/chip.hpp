@@ -40,9 +40,12 @@ struct LinkSpec {
 };
 
 /// What kind of kernel an op is, for per-class efficiencies (docs/cost-model.md#efficiency).
-enum class KernelClass : std::uint8_t { other, gemm, attention, pointwise, collective };
-inline constexpr int kKernelClassCount = 5;
-/// "other", "gemm", "attention", "pointwise", "collective".
+/// `attention_backward`: attention's backward kernels (FlashAttention's bwd), which reach a
+/// lower fraction of the matrix peak than its forward; without figures of its own it takes
+/// the attention class's.
+enum class KernelClass : std::uint8_t { other, gemm, attention, pointwise, collective, attention_backward };
+inline constexpr int kKernelClassCount = 6;
+/// "other", "gemm", "attention", "pointwise", "collective", "attention_backward".
 std::string_view name(KernelClass k) noexcept;
 
 /// What one class of kernels achieves: a fraction of each peak (0: the chip-wide figure)
@@ -71,6 +74,21 @@ struct EfficiencySpec {
   /// that refine the chip-wide ones.
   std::array<ClassEfficiency, kKernelClassCount> kernel{};
 };
+
+/// A class's own figures where it gives them; attention's backward falls back, figure by
+/// figure, to the attention class's before the chip-wide ones.
+inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
+  ClassEfficiency c = e.kernel[static_cast<int>(k)];
+  if (k == KernelClass::attention_backward) {
+    const ClassEfficiency& a = e.kernel[static_cast<int>(KernelClass::attention)];
+    if (c.matrix <= 0) c.matrix = a.matrix;
+    if (c.vector <= 0) c.vector = a.vector;
+    if (c.memory <= 0) c.memory = a.memory;
+    if (c.link <= 0) c.link = a.link;
+    if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
+  }
+  return c;
+}
 
 /// How the chips of one scale-up domain are wired (docs/collectives.md#topology).
 enum class Fabric : std::uint8_t {

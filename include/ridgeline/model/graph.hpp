@@ -27,6 +27,11 @@ constexpr hw::KernelClass kernel_class(OpClass c) noexcept {
   return hw::KernelClass::other;
 }
 
+/// The kernel class of an op's backward: attention's own backward class, else the forward's.
+constexpr hw::KernelClass backward_kernel_class(OpClass c) noexcept {
+  return c == OpClass::attention ? hw::KernelClass::attention_backward : kernel_class(c);
+}
+
 /// Which part of the model an op belongs to.
 enum class Block : std::uint8_t { embedding, attention, mlp, moe, head };
 std::string_view name(Block b) noexcept;
