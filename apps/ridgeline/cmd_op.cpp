@@ -424,7 +424,9 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                               emit(f->json, report::estimate_json(cfg, sys, cost, e, &pr), report::estimate_text(cfg, sys, cost, e, &pr));
                               return;
                             }
-                            emit(f->json, report::estimate_json(cfg, sys, cost, e), report::estimate_text(cfg, sys, cost, e));
+                            const ops::GemmTiling tiling = analysis::op_tiling(cfg, sys);
+                            emit(f->json, report::estimate_json(cfg, sys, cost, e, nullptr, &tiling),
+                                 report::estimate_text(cfg, sys, cost, e, nullptr, &tiling));
                           }});
     }
     if (kind == OpKind::custom || is_collective(kind)) continue;

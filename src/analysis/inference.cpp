@@ -221,7 +221,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
       continue;
     }
     const ServingCurve::Line l = fit_op(p1, p2, i, B1, B2, rates, false);
-    (l.mem_per_expert != 0 ? c.prefill[c.prefill_count++] : lines[nl++]) = l;
+    (l.apart() ? c.prefill[c.prefill_count++] : lines[nl++]) = l;
   }
   build_envelope(lines.data(), nl, B1, c.prefill_sum, switches.data(), c.prefill_switch_count);
 
@@ -249,7 +249,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
         continue;
       }
       const ServingCurve::Line l = fit_op(d1, d2, i, B1, B2, rates, cfg.cuda_graphs);
-      (l.mem_per_expert != 0 ? c.fixed[c.fixed_count++] : lines[nl++]) = l;
+      (l.apart() ? c.fixed[c.fixed_count++] : lines[nl++]) = l;
       continue;
     }
     // The pieces decode_phase sums (split at a sliding window inside the range).

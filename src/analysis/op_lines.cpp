@@ -100,8 +100,18 @@ OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2
 OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double x2, const model::GraphOp& op1,
                  const model::GraphOp& op2, const ops::Rates& r, bool graphs, double rep) noexcept {
   const hw::KernelClass k = model::kernel_class(op1.cls);
-  return fit_line(realistic_parts(op_times(c1, r, graphs).parts, r, k), realistic_parts(op_times(c2, r, graphs).parts, r, k),
-                  x1, x2, op1, op2, r, rep);
+  ops::TimeParts p1 = op_times(c1, r, graphs).parts, p2 = op_times(c2, r, graphs).parts;
+  const bool quantised = op1.quantised && r.sms > 0 && x1 > 0 && op1.gemm_m > 0;
+  if (quantised) p1.matrix_pad = p2.matrix_pad = 0;  // the line holds the GEMM's own work; the tiling's is added at each x
+  OpLine l = fit_line(realistic_parts(p1, r, k), realistic_parts(p2, r, k), x1, x2, op1, op2, r, rep);
+  if (quantised) {
+    l.gemm_rows_per_x = op1.gemm_m / x1;
+    l.gemm_n = op1.gemm_n;
+    l.gemm_k = op1.gemm_k;
+    l.sms = r.sms;
+    l.pad_s_per_flop = r.s_per_flop[0][index(c1.matrix_dtype)] * r.achievable[static_cast<int>(k)].inv_matrix[index(c1.matrix_dtype)];
+  }
+  return l;
 }
 
 namespace {

@@ -185,6 +185,35 @@ comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept {
   return comm::price(w, comm::place(w, chips), kind, op.bytes, op.dtype, op.algo);
 }
 
+namespace {
+// The matmul on the busiest chip: a sharded matmul holds the ceiling share of the split dimension.
+ops::MatmulShape matmul_shape(const OpConfig& op, DType compute) noexcept {
+  ops::MatmulShape s;
+  s.m = static_cast<double>(op.m);
+  s.k = static_cast<double>(op.k);
+  s.n = static_cast<double>(op.n);
+  s.batch = static_cast<double>(op.batch);
+  s.per_sample_weights = op.per_sample_weights;
+  s.a = op.a_dtype.value_or(op.dtype);
+  s.b = op.b_dtype.value_or(op.dtype);
+  s.out = op.out_dtype.value_or(s.a);
+  s.compute = compute;
+  s.tile_m = static_cast<double>(op.tile_m);
+  s.tile_k = static_cast<double>(op.tile_k);
+  s.tile_n = static_cast<double>(op.tile_n);
+  if (op.shard == Shard::m) s.m = ceil_div(op.m, op.chips);
+  if (op.shard == Shard::n) s.n = ceil_div(op.n, op.chips);
+  if (op.shard == Shard::k) s.k = ceil_div(op.k, op.chips);
+  return s;
+}
+}  // namespace
+
+ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept {
+  if (op.kind != OpKind::matmul) return {};
+  const ops::MatmulShape s = matmul_shape(op, op.dtype);
+  return ops::gemm_tiling(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms());
+}
+
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
   const DType compute = effective_compute_dtype(op);
   auto rows = [&] {
@@ -201,24 +230,9 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
     case OpKind::dot:
       return ops::dot_cost({static_cast<double>(op.n), op.dtype, op.compute_dtype.value_or(DType::fp32)});
     case OpKind::matmul: {
-      ops::MatmulShape s;
-      s.m = static_cast<double>(op.m);
-      s.k = static_cast<double>(op.k);
-      s.n = static_cast<double>(op.n);
-      s.batch = static_cast<double>(op.batch);
-      s.per_sample_weights = op.per_sample_weights;
-      s.a = op.a_dtype.value_or(op.dtype);
-      s.b = op.b_dtype.value_or(op.dtype);
-      s.out = op.out_dtype.value_or(s.a);
-      s.compute = compute;
-      s.tile_m = static_cast<double>(op.tile_m);
-      s.tile_k = static_cast<double>(op.tile_k);
-      s.tile_n = static_cast<double>(op.tile_n);
-      // The busiest chip of a sharded matmul holds the ceiling share of the split dimension.
-      if (op.shard == Shard::m) s.m = ceil_div(op.m, op.chips);
-      if (op.shard == Shard::n) s.n = ceil_div(op.n, op.chips);
-      if (op.shard == Shard::k) s.k = ceil_div(op.k, op.chips);
+      const ops::MatmulShape s = matmul_shape(op, compute);
       ops::Cost c = ops::matmul_cost(s);
+      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, op_tiling(op, sys));
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

@@ -241,7 +241,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak", "matmul_achievable",
                          "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
-                         "chips_per_node", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
+                         "chips_per_node", "sms", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
   if (version < 1 || version > kSchemaVersion) {
@@ -330,6 +330,11 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     long long n = r.integer(root["chips_per_node"], "chips_per_node");
     if (n > 1 << 20) r.fail("chips_per_node", fmt::format("{}: expected at most 1048576", n));
     c.chips_per_node = static_cast<int>(n);
+  }
+  if (root["sms"]) {
+    long long n = r.integer(root["sms"], "sms");
+    if (n > 1 << 16) r.fail("sms", fmt::format("{}: expected at most 65536 multiprocessors", n));
+    c.sms = static_cast<int>(n);
   }
   if (root["topology"]) read_topology(r, root["topology"], c);
   if (root["price_per_hour"]) {
@@ -425,6 +430,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     }
   }
   y += fmt::format("launch_overhead: {:.17g} s\nchips_per_node: {}\n", c.launch_overhead_s, c.chips_per_node);
+  if (c.sms > 0) y += fmt::format("sms: {}\n", c.sms);
   if (c.topology != hw::TopologySpec{}) {
     const hw::TopologySpec& t = c.topology;
     y += fmt::format("topology:\n  fabric: {}\n", hw::name(t.fabric));

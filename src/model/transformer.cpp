@@ -64,6 +64,9 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   s.compute = expert ? c.compute_expert : c.compute_dense;
   Cost cost = ops::matmul_cost(s);
   cost.add_main_bytes(k * n * scale / 8);
+  const int sms = c.sys.chip.gemm_sms();
+  const bool quantised = !expert && sms > 0 && c.f.gemm_quantisation;
+  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, ops::gemm_tiling(m_rows, n, k, 1, sms));
   double bias_params = 0;
   if (bias) {
     // Added in the GEMM's epilogue: read n bias values, one add per output.
@@ -75,6 +78,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   op.gemm_m = m_rows;
   op.gemm_k = k;
   op.gemm_n = n;
+  op.quantised = quantised;
   op.params = params + bias_params;
   op.active_params = active + (bias ? active / k : 0);
   op.weight_bytes = k * n * wbytes(w, scale) + (bias ? n * bytes(c.act) : 0);

@@ -16,6 +16,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
   }
   launches += o.launches;
   special_ops += o.special_ops;
+  matrix_pad_flops += o.matrix_pad_flops;
   in_switch = in_switch || o.in_switch;
   return *this;
 }
@@ -31,6 +32,7 @@ Cost& Cost::operator*=(double k) noexcept {
   for (double& s : link_steps) s *= k;
   launches *= k;
   special_ops *= k;
+  matrix_pad_flops *= k;
   return *this;
 }
 
@@ -46,6 +48,7 @@ Cost OpCost::expand() const noexcept {
   }
   c.launches = launches;
   c.special_ops = special_ops;
+  c.matrix_pad_flops = matrix_pad_flops;
   c.in_switch = in_switch;
   return c;
 }

@@ -90,6 +90,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   inv_reduction_efficiency = chip.topology.reduction_efficiency > 0 ? 1 / chip.topology.reduction_efficiency : 0;
   store_reads = chip.write_allocate ? 1 : 0;
   launch_s = chip.launch_overhead_s;
+  sms = chip.gemm_sms();
   {
     const double v = chip.vector_flops_per_s[index(DType::fp32)];
     special_extra_s = chip.special_function_rate > 0 && v > 0 ? std::max(0.0, 1 / chip.special_function_rate - 1 / v) : 0;
@@ -140,6 +141,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   TimeParts p{t[0], t[1] + c.special_ops * r.special_extra_s, memory, comm, c.launches * r.launch_s};
   p.comm_latency = latency;
   p.matrix_dtype = static_cast<std::uint8_t>(matrix_dtype);
+  p.matrix_pad = c.matrix_pad_flops > 0 ? c.matrix_pad_flops * r.s_per_flop[0][matrix_dtype] : 0;
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
   }
@@ -154,6 +156,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   const TimeParts p = time_parts(c, r);
   const FlopScan f = scan_flops(c);
   e.t_matrix_s = p.matrix;
+  e.t_matrix_pad_s = p.matrix_pad;
   e.t_vector_s = p.vector;
   e.t_math_s = std::max(p.matrix, p.vector);
   e.t_memory_s = p.memory;

@@ -79,6 +79,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["sparse_ridge_flops_per_byte"] = dtype_map(sparse);
   j["launch_overhead_s"] = c.launch_overhead_s;
   j["chips_per_node"] = c.chips_per_node;
+  j["sms"] = c.sms > 0 ? nlohmann::json(c.sms) : nlohmann::json(nullptr);
   {
     const hw::TopologySpec& t = c.topology;
     j["topology"] = {{"fabric", std::string(hw::name(t.fabric))},
@@ -174,7 +175,7 @@ json op_config_json(const analysis::OpConfig& op) {
 }
 
 json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
-                   const comm::Priced* collective) {
+                   const comm::Priced* collective, const ops::GemmTiling* tiling) {
   const auto& chip = sys.chip;
   json j;
   j["op"] = op_config_json(op);
@@ -225,6 +226,12 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["compute_dtype"] = std::string(name(e.compute_dtype));
   j["peak_flops_per_s"] = e.peak_flops_per_s;
   j["t_matrix_s"] = number_or_null(e.t_matrix_s);
+  j["t_matrix_pad_s"] = number_or_null(e.t_matrix_pad_s);
+  if (tiling != nullptr && tiling->tiles > 0) {
+    j["gemm_tiling"] = {{"tile_m", tiling->tile_m}, {"tile_n", tiling->tile_n}, {"tiles", tiling->tiles},
+                        {"split_k", tiling->split_k}, {"waves", tiling->waves}, {"useful", tiling->useful},
+                        {"multiprocessors", sys.chip.gemm_sms()}};
+  }
   j["t_vector_s"] = number_or_null(e.t_vector_s);
   j["t_math_s"] = number_or_null(e.t_math_s);
   j["t_memory_s"] = e.t_memory_s;

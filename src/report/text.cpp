@@ -74,6 +74,7 @@ std::string chip_text(const hw::ChipSpec& c) {
     out += "\n";
   }
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
+  if (c.sms > 0) out += fmt::format("multiprocessors {} (GEMM tiles run in waves over them)\n", c.sms);
   {
     const hw::TopologySpec& tp = c.topology;
     const int domain = tp.domain > 0 ? tp.domain : c.chips_per_node;
@@ -165,7 +166,7 @@ std::string_view proto_label(comm::Proto p) noexcept {
 }
 
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
-                          const comm::Priced* collective) {
+                          const comm::Priced* collective, const ops::GemmTiling* tiling) {
   const auto& c = sys.chip;
   std::string out = fmt::format("{}\non {} ({})\n", op_title(op), c.display_name, c.name);
   if (collective != nullptr) {
@@ -212,6 +213,12 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   }
   out += "\n";
   out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", t(e.t_math_s), t(e.t_matrix_s), t(e.t_vector_s));
+  if (tiling != nullptr && tiling->tiles > 0) {
+    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful, + {} in realistic)\n",
+                       format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
+                       tiling->split_k > 1 ? fmt::format(", K split {:g} ways", tiling->split_k) : std::string(), c.gemm_sms(),
+                       tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, t(e.t_matrix_pad_s));
+  }
   out += fmt::format("  t_memory    {:>14}{}\n", t(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);

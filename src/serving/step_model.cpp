@@ -73,7 +73,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     // Collectives whose algorithm or protocol changes with the size, by quantity.
     std::array<analysis::SwitchLine, analysis::Envelope::kMaxSwitches> switches[4];
     int switch_counts[4] = {0, 0, 0, 0};
-    v.expert_count = 0;
+    v.apart_count = 0;
     for (int i = 0; i < g1_.op_count; ++i) {
       const model::GraphOp& op1 = g1_.ops[i];
       if (is_attention(op1.scale)) continue;
@@ -86,8 +86,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         continue;
       }
       const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, graphs, g1_.repeat(i));
-      if (l.mem_per_expert != 0) {
-        v.experts[v.expert_count++] = l;  // tokens-scaled, with the touched experts kept apart
+      if (l.apart()) {
+        v.apart_quantity[v.apart_count] = static_cast<std::uint8_t>(q);
+        v.apart[v.apart_count++] = l;
         continue;
       }
       lines[q][counts[q]++] = l;
@@ -142,11 +143,18 @@ double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
   const double T = mix.tokens() / ep_;
   double t = v.tokens.at(T) + v.seqs.at(mix.head_rows() / ep_);
-  if (v.expert_count > 0) {
-    const double touched = model::touched_experts(*model_, ep_, T * ep_);
-    for (int i = 0; i < v.expert_count; ++i) t += v.experts[i].rep * analysis::realistic_at(v.experts[i], T, touched);
-  }
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
+  if (v.apart_count > 0) {
+    const double x[4] = {T, mix.head_rows() / ep_, mix.prefill_positions / ep_, mix.decode_tokens / ep_};
+    const bool present[4] = {true, true, prefill, decode};
+    const double touched = moe_ ? model::touched_experts(*model_, ep_, T * ep_) : 0;
+    for (int i = 0; i < v.apart_count; ++i) {
+      const analysis::OpLine& l = v.apart[i];
+      const int q = v.apart_quantity[i];
+      if (!present[q]) continue;
+      t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0);
+    }
+  }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_tokens / ep_);
 

@@ -288,6 +288,7 @@ TEST(Inference, ServingCurveEqualsInferAtEveryBatch) {
     const model::ModelConfig m = io::bundled_model(k.model);
     hw::System sys = chip(k.hw);
     sys.chip.write_allocate = k.allocate;
+    sys.chip.sms = 132;  // GEMMs with their tiling (not with the gemm class's own figure: gemm_sms 0)
     if (k.classes) {
       auto& e = sys.chip.efficiency.kernel;
       e[static_cast<int>(hw::KernelClass::gemm)] = {0.7, 0, 0.85, 0, 4e-6};

@@ -54,6 +54,21 @@ TEST(HardwareFile, WriteAllocate) {
   EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
 
+// sms: the multiprocessors GEMM tiles run over, a positive count; it round-trips through
+// chip_yaml, and a fitted gemm matrix figure turns the tiling off (ChipSpec::gemm_sms).
+TEST(HardwareFile, Multiprocessors) {
+  hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "sms: 132\n", "toy.yaml");
+  EXPECT_EQ(c.sms, 132);
+  EXPECT_EQ(c.gemm_sms(), 132);
+  EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").sms, 132);
+  EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").sms, 0);
+  c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matrix = 0.7;
+  EXPECT_EQ(c.gemm_sms(), 0);
+  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 0\n").find("sms"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 1.5\n").find("sms"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 100000\n").find("sms: 100000: expected at most 65536"), std::string::npos);
+}
+
 // Aliases cannot make a small file a large document: a 60,000-character string and 20,000
 // aliases of it in `sources` (a 141 kB file expanding to 1.2 GB) is refused, in one line.
 TEST(HardwareFile, AliasAmplificationIsRefused) {

@@ -61,6 +61,29 @@ TEST(Estimate, KernelClassEfficiencyAndOverhead) {
   EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 3e-6 + 1e-9 / 0.9);
 }
 
+// A GEMM's tiling (Cost::matrix_pad_flops) is matrix work at the achievable rate: in the
+// realistic and upper times, not in the lower bound or the FLOPs. Toy chip: bf16 100 TFLOP/s,
+// matrix efficiency 0.8: 1e12 FLOPs + 0.125e12 padded = 11.25 ms at the peak, 14.0625 ms
+// realistic; the lower bound stays 10 ms.
+TEST(Estimate, GemmPaddingRunsAtTheAchievableRateOnly) {
+  const hw::ChipSpec chip = toy_chip();
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e12);
+  c.matrix_pad_flops = 0.125e12;
+  const Estimate e = estimate(c, chip, hw::KernelClass::gemm);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 10e-3);
+  EXPECT_DOUBLE_EQ(e.t_matrix_pad_s, 1.25e-3);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, chip.efficiency.overhead_s + 11.25e-3 / 0.8);
+  EXPECT_DOUBLE_EQ(e.flops, 1e12);
+  // Additive and scaled with the rest.
+  Cost twice = c + c;
+  EXPECT_DOUBLE_EQ(twice.matrix_pad_flops, 0.25e12);
+  EXPECT_DOUBLE_EQ((c * 3).matrix_pad_flops, 0.375e12);
+  OpCost compact;
+  ASSERT_TRUE(OpCost::compact(c, compact));
+  EXPECT_DOUBLE_EQ(compact.expand().matrix_pad_flops, 0.125e12);
+}
+
 // A measured matmul rate (maximum achievable matmul FLOPS) is the gemm class's matrix
 // efficiency in its dtype: achieved / peak. Other dtypes and classes keep the chip-wide 0.8;
 // a class figure of the chip file (calibrate's) replaces it for every dtype.

@@ -1,6 +1,8 @@
 // Every op's FLOPs and bytes, derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ridgeline/analysis/single_op.hpp"
 #include "ridgeline/ops/attention.hpp"
 #include "ridgeline/ops/matmul.hpp"
@@ -63,6 +65,65 @@ TEST(Matmul, TilesAddReReads) {
   // Without the output term the intensity is bm*bn/(bm+bn) = 128*256/384 (seed 003 footnote).
   double no_out = c.main_bytes() - 2.0 * 1024 * 1024;
   EXPECT_NEAR(c.total_flops() / no_out, 128.0 * 256 / 384, 1e-9);
+}
+
+// GEMM tiling (docs/cost-model.md#gemm-shape), by hand.
+TEST(GemmTiling, WavesOverTheMultiprocessors) {
+  // Megatron's 145B QKV GEMM at TP 8 on an A100 (108 SMs): 2048 x 4608 outputs. 256x128 tiles:
+  // 8 x 36 = 288, in ceil(288/108) = 3 waves of 108 tile slots: useful 288/324 = 8/9. 128x256
+  // makes 16 x 18 = 288 and 128x128 16 x 36 = 576 in 6 waves (576/648): the same 8/9; the
+  // first tile wins the tie.
+  const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, 108);
+  EXPECT_EQ(t.tile_m, 256);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_EQ(t.tiles, 288);
+  EXPECT_EQ(t.split_k, 1);
+  EXPECT_EQ(t.waves, 3);
+  EXPECT_NEAR(t.useful, 8.0 / 9, 1e-15);
+  // The padded work: the GEMM's FLOPs x (9/8 - 1).
+  EXPECT_NEAR(gemm_pad_flops(2048, 4608, 12288, 1, t), 2.0 * 2048 * 4608 * 12288 / 8, 1);
+}
+
+TEST(GemmTiling, FewTilesSplitTheirKLoops) {
+  // 256 x 4096 outputs on 132 SMs: 1 x 32 = 32 tiles of 256x128; each K loop splits
+  // min(floor(132/32), floor(4096/128)) = 4 ways: 128 slices, one wave, useful 32*4/132 = 32/33.
+  GemmTiling t = gemm_tiling(256, 4096, 4096, 1, 132);
+  EXPECT_EQ(t.tiles, 32);
+  EXPECT_EQ(t.split_k, 4);
+  EXPECT_EQ(t.waves, 1);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+  // A shallow K (256) splits only 256/128 = 2 ways: 256x128's 32 tiles give 64 slices (useful
+  // 64/132 = 16/33), so the 128x128 tile wins: 2 x 32 = 64 tiles, split 2 ways, 128 slices in
+  // one wave, useful 256*4096*2 / (132*128*128) = 32/33.
+  t = gemm_tiling(256, 4096, 256, 1, 132);
+  EXPECT_EQ(t.tile_m, 128);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_EQ(t.split_k, 2);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+  // One row (decode): every tile narrows to 16 rows; 256x128 -> 16x128 makes 32 tiles split
+  // 4 ways as above: useful 1*4096*4 / (132*16*128) = 2/33 (15 of 16 rows padding).
+  t = gemm_tiling(1, 4096, 4096, 1, 132);
+  EXPECT_EQ(t.tile_m, 16);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_NEAR(t.useful, 2.0 / 33, 1e-15);
+  // Batched GEMMs count every batch's tiles: 8 x (1 x 32) = 256 tiles of 256x128 on 132 SMs,
+  // 2 waves: useful 256/264 = 32/33.
+  t = gemm_tiling(256, 4096, 4096, 8, 132);
+  EXPECT_EQ(t.tiles, 256);
+  EXPECT_EQ(t.waves, 2);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+}
+
+TEST(GemmTiling, WithoutMultiprocessorsEveryGemmIsUseful) {
+  for (const int sms : {0, -1}) {
+    const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, sms);
+    EXPECT_EQ(t.useful, 1);
+    EXPECT_EQ(t.tiles, 0);
+    EXPECT_EQ(gemm_pad_flops(2048, 4608, 12288, 1, t), 0);
+  }
+  // Degenerate shapes never divide by zero.
+  EXPECT_EQ(gemm_tiling(0, 4608, 12288, 1, 108).useful, 1);
+  EXPECT_EQ(gemm_tiling(2048, 4608, 12288, std::numeric_limits<double>::infinity(), 108).useful, 1);
 }
 
 TEST(Dot, SeedCounts) {

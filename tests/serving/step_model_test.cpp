@@ -37,10 +37,13 @@ struct Fixture {
   std::unique_ptr<model::Graph> g = std::make_unique<model::Graph>();
 };
 
-std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false) {
+// `sms`: the chip's multiprocessors, whose GEMM tiling the step model adds at each count
+// (0: GEMMs unquantised).
+std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
+  fx->sys.chip.sms = sms;
   fx->f.tp = p.tp;
   fx->f.ep = p.ep;
   fx->f.merged_kernels = merged;
@@ -56,7 +59,7 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
-  auto fx = fixture(p, *rc::gen::arbitrary<bool>());
+  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -80,7 +83,7 @@ TEST(StepModel, UniformStepsEqualInfer) {
   // with the engines' merged kernels or without.
   for (const Plan& p : kPlans) {
     for (const bool merged : {false, true}) {
-    auto fx = fixture(p, merged);
+    auto fx = fixture(p, merged, merged ? 132 : 0);
     for (const bool graphs : {false, true}) {
       analysis::InferenceConfig cfg;
       cfg.forward = fx->f;

@@ -122,7 +122,7 @@ struct ServingCurve {
   /// Σ rep·max(lines) over a set of ops, as pieces a + s·B starting at x (ascending).
   using Envelope = analysis::Envelope;
   Envelope prefill_sum, fixed_sum;  ///< the prefill ops, and the decode ops that cost the same at every step
-  std::array<Line, model::Graph::kMaxOps> prefill{}, fixed{};  ///< of those, the ones kept apart (MoE expert GEMMs)
+  std::array<Line, model::Graph::kMaxOps> prefill{}, fixed{};  ///< of those, the ones kept apart (MoE expert GEMMs, quantised GEMMs)
   std::array<Piece, 2 * model::Graph::kMaxAttention> attention{};  ///< decode attention, one or two pieces per op
   /// Collectives whose algorithm or protocol changes with the batch, folded into the
   /// envelopes as switch lines: how many.

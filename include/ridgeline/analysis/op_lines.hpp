@@ -7,6 +7,7 @@
 
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/ops/matmul.hpp"
 
 namespace ridgeline::analysis {
 
@@ -93,7 +94,7 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 /// plus each part over its efficiency (matrix, vector, memory, comm), and the launch.
 inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  return {a.overhead_s + p.matrix * a.inv_matrix[p.matrix_dtype], a.overhead_s + p.vector * a.inv_vector,
+  return {a.overhead_s + (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], a.overhead_s + p.vector * a.inv_vector,
           a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm_realistic(a), p.launch};
 }
 
@@ -103,6 +104,13 @@ struct OpLine {
   std::array<double, 5> a{}, b{};
   double mem_per_expert = 0;
   double rep = 1;  ///< repeat count (layers)
+  /// A quantised GEMM (model::GraphOp::quantised): its rows per unit of x (0: none), columns
+  /// and depth, the chip's multiprocessors, and the realistic seconds per FLOP of matrix work;
+  /// its matrix part adds the tiling's padded work at each x (the lines hold the GEMM's own).
+  double gemm_rows_per_x = 0, gemm_n = 0, gemm_k = 0, pad_s_per_flop = 0;
+  int sms = 0;
+  /// Whether the line is kept out of envelopes (touched experts or a quantised GEMM).
+  bool apart() const noexcept { return mem_per_expert != 0 || gemm_rows_per_x > 0; }
 };
 
 /// A collective whose algorithm and protocol change with its size (comm::options): one line
@@ -150,6 +158,10 @@ inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched)
   std::array<double, 5> p;
   for (int i = 0; i < 5; ++i) p[i] = l.a[i] + x * l.b[i];
   p[2] += touched * l.mem_per_expert;
+  if (l.gemm_rows_per_x > 0) {
+    const double m = x * l.gemm_rows_per_x;
+    p[0] += l.pad_s_per_flop * ops::gemm_pad_flops(m, l.gemm_n, l.gemm_k, 1, ops::gemm_tiling(m, l.gemm_n, l.gemm_k, 1, l.sms));
+  }
   return p;
 }
 /// A line's realistic time (one instance) at x with `touched` experts.

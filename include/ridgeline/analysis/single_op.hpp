@@ -10,6 +10,7 @@
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/ops/attention.hpp"
 #include "ridgeline/ops/cost.hpp"
+#include "ridgeline/ops/matmul.hpp"
 
 namespace ridgeline::analysis {
 
@@ -81,7 +82,11 @@ comm::Collective collective_kind(OpKind k) noexcept;
 /// A collective op priced on `sys`'s topology: the algorithm chosen, the traffic on each
 /// link (its `cost` is what op_cost returns).
 comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept;
-/// The op's Cost on one chip of `sys` (the busiest chip when sharded). Does not validate.
+/// How a matmul op runs on the chip's multiprocessors (ops::gemm_tiling on the busiest chip's
+/// share); useful 1 and no tiles for other ops and chips without `sms`.
+ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept;
+/// The op's Cost on one chip of `sys` (the busiest chip when sharded), a matmul with its tile
+/// and wave quantisation (op_tiling). Does not validate.
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept;
 
 }  // namespace ridgeline::analysis

@@ -154,6 +154,10 @@ struct ChipSpec {
   double launch_overhead_s = 0;  ///< host cost of one kernel launch, seconds
   EfficiencySpec efficiency;
   int chips_per_node = 1;        ///< chips joined by the `node` links
+  /// Streaming multiprocessors (compute units) a GEMM's output tiles are spread over; 0: not
+  /// given, and GEMMs run at their best-shape rate whatever their shape (no tile or wave
+  /// quantisation, docs/cost-model.md#gemm-shape).
+  int sms = 0;
   TopologySpec topology;         ///< how the node links and the network are wired
   double usd_per_hour = 0;       ///< a price per chip-hour (`price_per_hour`, its source and date in `sources`); 0: none
   std::vector<std::string> sources;
@@ -166,6 +170,10 @@ struct ChipSpec {
   double peak(Unit unit, DType t) const noexcept {
     return unit == Unit::matrix ? matrix_flops_per_s[index(t)] : vector_flops_per_s[index(t)];
   }
+  /// The multiprocessors GEMM tiling is priced over: `sms`, or 0 where the gemm class has a
+  /// matrix figure of its own (fitted by calibrate on measured kernels, whose times already
+  /// hold their tiling and waves: adding them again would count them twice).
+  int gemm_sms() const noexcept { return efficiency.kernel[static_cast<int>(KernelClass::gemm)].matrix > 0 ? 0 : sms; }
   /// Main-memory bandwidth, bytes/s.
   double main_bandwidth_Bps() const noexcept { return memory.empty() ? 0 : memory[0].bandwidth_Bps; }
   /// Main-memory capacity, bytes.

@@ -52,6 +52,9 @@ struct GraphOp {
   double active_params = 0;  ///< parameters one token's forward pass uses
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
   double gemm_m = 0, gemm_k = 0, gemm_n = 0;  ///< a GEMM's shape on this chip (tokens x k -> n)
+  /// A GEMM priced with its tile and wave quantisation on the chip (ops::gemm_tiling of
+  /// gemm_m, gemm_n, gemm_k; its cost's matrix_pad_flops), which is not affine in its rows.
+  bool quantised = false;
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
@@ -118,6 +121,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.collective = -1;
   op.scale = Scale::tokens;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
+  op.quantised = false;
   op.expert_bytes = op.touched = 0;
   return op;
 }

@@ -16,6 +16,7 @@ std::string_view name(Bound b) noexcept;
 /// Times in seconds; see docs/cost-model.md#estimate for every formula.
 struct Estimate {
   double t_matrix_s = 0;  ///< matrix-unit FLOPs over their dense peaks
+  double t_matrix_pad_s = 0;  ///< a GEMM's quantisation (Cost::matrix_pad_flops) at the peak: in realistic and upper, not lower
   double t_vector_s = 0;  ///< vector-unit FLOPs over their peaks
   double t_math_s = 0;    ///< max(t_matrix, t_vector): the two units can run concurrently
   std::array<double, hw::kMaxMemoryLevels> t_memory_level_s{};  ///< bytes / bandwidth, per level
@@ -72,6 +73,7 @@ struct Rates {
   /// special_function_rate less the fp32 vector unit's time per FLOP (0 without a rate).
   double special_extra_s = 0;
   double launch_s = 0;    ///< per kernel launch
+  int sms = 0;            ///< the chip's multiprocessors (hw::ChipSpec::sms): GEMM tiling
   /// A kernel class's achievable rates for the realistic time: 1 / fraction of each peak
   /// (hw::EfficiencySpec, the class's figure where the chip file gives one) and its fixed
   /// time per kernel.
@@ -97,6 +99,9 @@ struct TimeParts {
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
   double comm_latency = 0;  ///< of comm: the fixed costs (latency steps, a protocol's per-call cost)
+  /// A GEMM's tile and wave quantisation (Cost::matrix_pad_flops) at the matrix peak: matrix
+  /// work the realistic and upper times add to `matrix`; the lower bound leaves it out.
+  double matrix_pad = 0;
   /// The dtype of the matrix part (of most of its time where it mixes dtypes): which
   /// achievable matrix rate applies (Rates::Achievable::inv_matrix).
   std::uint8_t matrix_dtype = 0;
@@ -121,7 +126,7 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s + matrix * a.inv_matrix[matrix_dtype] + vector * a.inv_vector + memory * a.inv_memory +
+    return a.overhead_s + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector + memory * a.inv_memory +
            comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
@@ -130,7 +135,7 @@ struct TimeParts {
   /// efficiency, or the launch when the host is slower.
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    double m = matrix * a.inv_matrix[matrix_dtype];
+    double m = (matrix + matrix_pad) * a.inv_matrix[matrix_dtype];
     const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
     if (v > m) m = v;
     if (b > m) m = b;
@@ -148,7 +153,7 @@ struct TimeParts {
     return b;
   }
   TimeParts& operator*=(double k) noexcept {
-    matrix *= k, vector *= k, memory *= k, comm *= k, launch *= k;
+    matrix *= k, vector *= k, memory *= k, comm *= k, launch *= k, matrix_pad *= k;
     return *this;
   }
 };
@@ -173,6 +178,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   TimeParts p;
   p.matrix = u(c.matrix_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
   p.matrix_dtype = static_cast<std::uint8_t>(index(c.matrix_dtype));
+  p.matrix_pad = u(c.matrix_pad_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
   p.vector = u(c.vector_flops, r.s_per_flop[1][index(c.vector_dtype)]);
   const double main = main_traffic(c, r);
   p.memory = main > 0 ? main * r.s_per_byte[0] : 0;

@@ -37,6 +37,35 @@ DType default_compute_dtype(DType a, DType b) noexcept;
 /// on an A100 dequantised to bf16: W8A16).
 DType default_compute_dtype(DType act, DType weight, const hw::ChipSpec& chip) noexcept;
 
+/// How a BLAS library runs a GEMM's output on a chip's multiprocessors
+/// (docs/cost-model.md#gemm-shape): cut into tiles, the tiles (or, when there are fewer
+/// than multiprocessors, slices of their K loop) run in waves of one per multiprocessor.
+struct GemmTiling {
+  double tile_m = 0, tile_n = 0;  ///< the tile: a large tile, narrowed to the GEMM's rows or columns in steps of 16
+  double tiles = 0;               ///< output tiles, every batch
+  double split_k = 1;             ///< slices of K per tile, to fill the multiprocessors when tiles are few
+  double waves = 0;               ///< rounds of tile slices over the multiprocessors
+  /// The fraction of the matrix units' work that is the GEMM's:
+  /// batch·m·n·split_k / (waves·sms·tile_m·tile_n); 1 without multiprocessors.
+  double useful = 1;
+};
+/// The library's large tiles, rows x columns, in the order ties are broken (NVIDIA's Matrix
+/// Multiplication Background guide, "typical tile dimensions in cuBLAS": the largest tiles
+/// reuse operands most and run fastest).
+inline constexpr double kGemmTiles[3][2] = {{256, 128}, {128, 256}, {128, 128}};
+/// Depth each slice of a split K loop keeps at least (two k-steps of 64).
+inline constexpr double kMinSplitDepth = 128;
+/// The tiling of `batch` GEMMs [m, k] x [k, n] over `sms` multiprocessors with the least
+/// matrix work among kGemmTiles (each narrowed to m and n rounded up to 16 when smaller);
+/// with fewer tiles than multiprocessors each tile's K loop is split over
+/// min(sms / tiles, k / kMinSplitDepth) of them (split-K). sms <= 0: useful 1.
+GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept;
+/// The matrix work a tiling adds beyond the GEMM's 2·batch·m·k·n FLOPs, in FLOPs
+/// (Cost::matrix_pad_flops): those FLOPs x (1 / useful - 1).
+inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t) noexcept {
+  return t.useful > 0 && t.useful < 1 ? 2 * batch * m * k * n * (1 / t.useful - 1) : 0;
+}
+
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
 /// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given; Y is
 /// stored (Cost::main_store_bytes).

@@ -28,7 +28,8 @@ std::string chip_text(const hw::ChipSpec& chip);
 /// One line naming the op and its shape, e.g. "matmul X[256,4096]·W[4096,4096] bf16".
 std::string op_title(const analysis::OpConfig& op);
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost,
-                          const ops::Estimate& e, const comm::Priced* collective = nullptr);
+                          const ops::Estimate& e, const comm::Priced* collective = nullptr,
+                          const ops::GemmTiling* tiling = nullptr);
 std::string threshold_text(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
                            const analysis::ThresholdResult& r);
 

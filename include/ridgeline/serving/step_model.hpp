@@ -53,8 +53,12 @@ class StepModel {
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
     analysis::Envelope tokens, seqs, prefill_positions, decode_tokens;
-    std::array<analysis::OpLine, model::Graph::kMaxOps> experts{};  // MoE expert GEMMs (tokens, touched experts)
-    int expert_count = 0;
+    // Ops kept out of the envelopes (OpLine::apart): MoE expert GEMMs (tokens, touched
+    // experts) and quantised GEMMs, each with its quantity (tokens, seqs, prefill_positions,
+    // decode_tokens).
+    std::array<analysis::OpLine, model::Graph::kMaxOps> apart{};
+    std::array<std::uint8_t, model::Graph::kMaxOps> apart_quantity{};
+    int apart_count = 0;
 
   };
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
