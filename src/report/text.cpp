@@ -214,7 +214,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += "\n";
   out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", t(e.t_math_s), t(e.t_matrix_s), t(e.t_vector_s));
   if (tiling != nullptr && tiling->tiles > 0) {
-    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful, + {} in realistic)\n",
+    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
                        format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
                        tiling->split_k > 1 ? fmt::format(", K split {:g} ways", tiling->split_k) : std::string(), c.gemm_sms(),
                        tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, t(e.t_matrix_pad_s));
