@@ -307,10 +307,9 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // A dense GEMM's backward is two GEMMs of other shapes, each quantised on its own: the
     // input gradient [m, n] x [n, k] -> [m, k] and the weight gradient [k, m] x [m, n] -> [k, n].
     bp.matrix_pad = 0;
-    if (op.cls == OpClass::gemm && op.expert_bytes == 0 && chip.gemm_sms() > 0 && f.gemm_quantisation && k > 0) {
+    if (op.quantised && k > 0) {
       const double M = op.gemm_m, K = op.gemm_k, N = op.gemm_n;
-      const double pad = ops::gemm_pad_flops(M, K, N, 1, ops::gemm_tiling(M, K, N, 1, chip.gemm_sms())) +
-                         ops::gemm_pad_flops(K, N, M, 1, ops::gemm_tiling(K, N, M, 1, chip.gemm_sms()));
+      const double pad = ops::gemm_pad_flops(M, K, N, 1, rates.sms) + ops::gemm_pad_flops(K, N, M, 1, rates.sms);
       bp.matrix_pad = pad * rates.s_per_flop[0][fp.matrix_dtype];
     }
     out.bwd[i] = {bp,

@@ -65,8 +65,8 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   Cost cost = ops::matmul_cost(s);
   cost.add_main_bytes(k * n * scale / 8);
   const int sms = c.sys.chip.gemm_sms();
-  const bool quantised = !expert && sms > 0 && c.f.gemm_quantisation;
-  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, ops::gemm_tiling(m_rows, n, k, 1, sms));
+  const bool quantised = !expert && sms > 0;
+  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms);
   double bias_params = 0;
   if (bias) {
     // Added in the GEMM's epilogue: read n bias values, one add per output.

@@ -160,7 +160,7 @@ inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched)
   p[2] += touched * l.mem_per_expert;
   if (l.gemm_rows_per_x > 0) {
     const double m = x * l.gemm_rows_per_x;
-    p[0] += l.pad_s_per_flop * ops::gemm_pad_flops(m, l.gemm_n, l.gemm_k, 1, ops::gemm_tiling(m, l.gemm_n, l.gemm_k, 1, l.sms));
+    p[0] += l.pad_s_per_flop * ops::gemm_pad_flops(m, l.gemm_n, l.gemm_k, 1, l.sms);
   }
   return p;
 }

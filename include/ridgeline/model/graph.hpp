@@ -53,7 +53,9 @@ struct GraphOp {
   double weight_bytes = 0;   ///< bytes of weights this op stores on one chip
   double gemm_m = 0, gemm_k = 0, gemm_n = 0;  ///< a GEMM's shape on this chip (tokens x k -> n)
   /// A GEMM priced with its tile and wave quantisation on the chip (ops::gemm_tiling of
-  /// gemm_m, gemm_n, gemm_k; its cost's matrix_pad_flops), which is not affine in its rows.
+  /// gemm_m, gemm_n, gemm_k; its cost's matrix_pad_flops), which is not affine in its rows:
+  /// the dense GEMMs on a chip with ChipSpec::gemm_sms (not MoE experts, whose rows per expert
+  /// the graph does not keep). Lines in the tokens keep these apart (analysis::OpLine::apart).
   bool quantised = false;
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)

@@ -47,11 +47,6 @@ struct ForwardConfig {
   /// mean (1: balanced). The busiest chip bounds every MoE layer: its expert GEMMs process,
   /// and its all-to-alls receive and return, this factor more token-expert pairs.
   double expert_imbalance = 1;
-  /// GEMMs priced with the tile and wave quantisation of their shape on the chip's
-  /// multiprocessors (ops::gemm_tiling, chips with `sms`; dense GEMMs, not the experts', whose
-  /// rows per expert the graph does not keep). Lines in the tokens (the serving step model,
-  /// the static serving curve) keep these GEMMs apart and add the quantisation at each count.
-  bool gemm_quantisation = true;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

@@ -65,6 +65,10 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noex
 inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t) noexcept {
   return t.useful > 0 && t.useful < 1 ? 2 * batch * m * k * n * (1 / t.useful - 1) : 0;
 }
+/// The same for the tiling gemm_tiling chooses on `sms` multiprocessors.
+inline double gemm_pad_flops(double m, double n, double k, double batch, int sms) noexcept {
+  return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms));
+}
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
 /// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given; Y is
