@@ -16,20 +16,23 @@ using namespace ridgeline;
 
 using bench::h100;
 
-// The step model of Llama 3.1 70B at TP 4 on H100.
-std::unique_ptr<serving::StepModel> step_70b() {
+// The step model of Llama 3.1 70B at TP 4 on H100 (`sms` multiprocessors: its GEMMs tiled
+// over them, docs/cost-model.md#gemm-shape; 0: the catalog's chip, untiled).
+std::unique_ptr<serving::StepModel> step_70b(int sms = 0) {
   model::ForwardConfig f;
   f.tp = 4;
   auto step = std::make_unique<serving::StepModel>();
   static const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
-  step->prepare(m, h100(), f);
+  hw::System sys = h100();
+  if (sms > 0) sys.chip.sms = sms;
+  step->prepare(m, sys, f);
   return step;
 }
 
 // A step of 128 decode tokens at contexts 1000..2270 and one 512-token prefill chunk after
-// 1024 cached, split attention kernels, piecewise graphs.
+// 1024 cached, split attention kernels, piecewise graphs; Arg: multiprocessors.
 void BM_StepTime70B(benchmark::State& state) {
-  const auto step = step_70b();
+  const auto step = step_70b(static_cast<int>(state.range(0)));
   model::StepMix mix;
   for (int i = 0; i < 128; ++i) mix.add_decode(1000 + 10 * i, 0);
   mix.add_prefill(512, 1536, 0);
@@ -42,13 +45,13 @@ void BM_StepTime70B(benchmark::State& state) {
   state.counters["allocs_per_iter"] =
       benchmark::Counter(static_cast<double>(bench::allocations() - before), benchmark::Counter::kAvgIterations);
 }
-BENCHMARK(BM_StepTime70B);
+BENCHMARK(BM_StepTime70B)->Arg(0)->Arg(132);
 
 // Preparing the step model of that plan (two step graphs, lines and envelopes).
 void BM_StepPrepare70B(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(step_70b().get());
+  for (auto _ : state) benchmark::DoNotOptimize(step_70b(static_cast<int>(state.range(0))).get());
 }
-BENCHMARK(BM_StepPrepare70B)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StepPrepare70B)->Arg(0)->Arg(132)->Unit(benchmark::kMicrosecond);
 
 // A million requests of Llama 3.1 70B at TP 4 on H100 through vLLM's scheduler: Poisson
 // arrivals at 8 requests/s (the largest sustainable rate is about 11), prompts and outputs

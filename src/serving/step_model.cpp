@@ -2,6 +2,7 @@
 #include "ridgeline/serving/step_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ridgeline/ops/attention.hpp"
 
@@ -93,6 +94,11 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       }
       lines[q][counts[q]++] = l;
     }
+    v.pad_work.assign(static_cast<std::size_t>(v.apart_count) * kPadRows, 0);
+    for (int i = 0; i < v.apart_count; ++i) {
+      if (v.apart[i].gemm_rows_per_x <= 0) continue;
+      for (int r = 0; r < kPadRows; ++r) v.pad_work[i * kPadRows + r] = v.apart[i].padding.work(128.0 * (r + 3));
+    }
     analysis::Envelope* env[4] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens};
     for (int q = 0; q < 4; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
@@ -152,7 +158,13 @@ double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept
       const analysis::OpLine& l = v.apart[i];
       const int q = v.apart_quantity[i];
       if (!present[q]) continue;
-      t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0);
+      double pad = 0;
+      if (l.gemm_rows_per_x > 0) {  // the tile work from the table where it has it
+        const double rows = x[q] * l.gemm_rows_per_x, r = std::ceil(rows * (1.0 / 128));
+        const bool tabulated = rows > 256 && r <= kPadRows + 2;
+        pad = l.padding.from_work(rows, tabulated ? v.pad_work[i * kPadRows + static_cast<int>(r) - 3] : l.padding.work(rows));
+      }
+      t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0, pad);
     }
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);

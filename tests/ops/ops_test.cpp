@@ -126,6 +126,31 @@ TEST(GemmTiling, WithoutMultiprocessorsEveryGemmIsUseful) {
   EXPECT_EQ(gemm_tiling(2048, 4608, 12288, std::numeric_limits<double>::infinity(), 108).useful, 1);
 }
 
+TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
+  // GemmPadding works out once what does not depend on m; at every m, whole or not, it gives
+  // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
+  // the shapes whose best tile changes with m and the narrow ones that split K.
+  for (const int sms : {108, 132, 148}) {
+    for (const double n : {64.0, 576.0, 1280.0, 4608.0, 14336.0}) {
+      for (const double k : {128.0, 8192.0}) {
+        const GemmPadding p(n, k, sms);
+        for (double m = 0.5; m < 5000; m = m < 300 ? m + 0.5 : m * 1.01) {
+          const double want = gemm_pad_flops(m, n, k, 1, sms);
+          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
+        }
+      }
+    }
+  }
+  // Padded work for one row, by hand: n 4096, k 4096 on 132 SMs: 32 tiles of 16x128 split 4
+  // ways in one wave, 132 slices of 16x128 per 4 = 16 x 4224 of work for 4096 useful:
+  // 2·4096·(16·4224 − 4096) FLOPs.
+  EXPECT_NEAR(GemmPadding(4096, 4096, 132).flops(1), 2.0 * 4096 * (16 * 4224 - 4096), 1e-3);
+  EXPECT_EQ(GemmPadding(4096, 4096, 0).flops(1), 0);
+  EXPECT_EQ(GemmPadding(4096, 4096, 132).flops(0), 0);
+  EXPECT_EQ(GemmPadding(0, 4096, 132).flops(16), 0);
+  EXPECT_EQ(GemmPadding(4096, 4096, 132).flops(std::numeric_limits<double>::infinity()), 0);
+}
+
 TEST(Dot, SeedCounts) {
   // n multiplies + n-1 adds; 2n inputs of 2 bytes and one 2-byte result.
   Cost c = dot_cost({.n = 1000, .dtype = DType::bf16});

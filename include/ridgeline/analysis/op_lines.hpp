@@ -104,11 +104,11 @@ struct OpLine {
   std::array<double, 5> a{}, b{};
   double mem_per_expert = 0;
   double rep = 1;  ///< repeat count (layers)
-  /// A quantised GEMM (model::GraphOp::quantised): its rows per unit of x (0: none), columns
-  /// and depth, the chip's multiprocessors, and the realistic seconds per FLOP of matrix work;
+  /// A quantised GEMM (model::GraphOp::quantised): its rows per unit of x (0: none), its
+  /// tiling on the chip's multiprocessors, and the realistic seconds per FLOP of matrix work;
   /// its matrix part adds the tiling's padded work at each x (the lines hold the GEMM's own).
-  double gemm_rows_per_x = 0, gemm_n = 0, gemm_k = 0, pad_s_per_flop = 0;
-  int sms = 0;
+  double gemm_rows_per_x = 0, pad_s_per_flop = 0;
+  ops::GemmPadding padding;
   /// Whether the line is kept out of envelopes (touched experts or a quantised GEMM).
   bool apart() const noexcept { return mem_per_expert != 0 || gemm_rows_per_x > 0; }
 };
@@ -153,23 +153,33 @@ OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double
 void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const SwitchLine* switches = nullptr,
                     int ns = 0) noexcept;
 
-/// A line's parts at x with `touched` experts.
-inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched) noexcept {
+/// A line's parts at x with `touched` experts, its GEMM's padded FLOPs given (0: none).
+inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched, double pad_flops) noexcept {
   std::array<double, 5> p;
   for (int i = 0; i < 5; ++i) p[i] = l.a[i] + x * l.b[i];
   p[2] += touched * l.mem_per_expert;
-  if (l.gemm_rows_per_x > 0) {
-    const double m = x * l.gemm_rows_per_x;
-    p[0] += l.pad_s_per_flop * ops::gemm_pad_flops(m, l.gemm_n, l.gemm_k, 1, l.sms);
-  }
+  p[0] += l.pad_s_per_flop * pad_flops;
   return p;
 }
-/// A line's realistic time (one instance) at x with `touched` experts.
-inline double realistic_at(const OpLine& l, double x, double touched) noexcept {
-  const std::array<double, 5> p = parts_at(l, x, touched);
+/// The padded FLOPs of a line's quantised GEMM at x (0 for other lines).
+inline double pad_flops_at(const OpLine& l, double x) noexcept {
+  return l.gemm_rows_per_x > 0 ? l.padding.flops(x * l.gemm_rows_per_x) : 0;
+}
+/// A line's parts at x with `touched` experts.
+inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched) noexcept {
+  return parts_at(l, x, touched, pad_flops_at(l, x));
+}
+/// A line's realistic time (one instance) at x with `touched` experts, its GEMM's padded
+/// FLOPs given.
+inline double realistic_at(const OpLine& l, double x, double touched, double pad_flops) noexcept {
+  const std::array<double, 5> p = parts_at(l, x, touched, pad_flops);
   double m = p[0];
   for (int i = 1; i < 5; ++i) m = p[i] > m ? p[i] : m;
   return m;
+}
+/// A line's realistic time (one instance) at x with `touched` experts.
+inline double realistic_at(const OpLine& l, double x, double touched) noexcept {
+  return realistic_at(l, x, touched, pad_flops_at(l, x));
 }
 
 /// The option a switch line chooses at x: the smallest t0 + t1·x, the first of equal ones.

@@ -1,5 +1,6 @@
 #pragma once
 /// Dot products and matrix multiplications with per-operand dtypes (docs/cost-model.md#matmul).
+#include <array>
 #include <cmath>
 
 #include "ridgeline/core/dtype.hpp"
@@ -69,6 +70,36 @@ inline double gemm_pad_flops(double m, double n, double k, double batch, const G
 inline double gemm_pad_flops(double m, double n, double k, double batch, int sms) noexcept {
   return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms));
 }
+
+/// gemm_pad_flops(m, n, k, 1, sms) of one GEMM's columns and depth for any rows m, with what
+/// does not depend on m worked out once (the serving step model prices a GEMM's tiling at
+/// every step). Padded work = waves·sms·tile_m·tile_n / split_k − m·n per unit of 2k, the
+/// least over kGemmTiles (the largest useful fraction); up to 128 rows every tile is narrowed
+/// to ⌈m/16⌉·16 rows in one row of tiles, so the best tile, its split and its waves are fixed
+/// and the work is a constant times ⌈m/16⌉·16. Equal to gemm_pad_flops up to rounding.
+class GemmPadding {
+ public:
+  GemmPadding() = default;
+  GemmPadding(double n, double k, int sms) noexcept;
+  /// Padded FLOPs for m rows (0 without multiprocessors, for m <= 0 or not finite).
+  double flops(double m) const noexcept { return from_work(m, work(m)); }
+  /// The tiles' matrix work for m rows > 0, in units of 2k FLOPs (waves·sms·tile_m·tile_n /
+  /// split_k). Above 256 rows it depends on m only through ⌈m/128⌉ (callers may tabulate it).
+  double work(double m) const noexcept;
+  /// Padded FLOPs for m rows when the tiles' work is `work` (from work(m)).
+  double from_work(double m, double work) const noexcept {
+    return sms_ > 0 && m > 0 && m <= kMaxRows ? 2 * k_ * (work > m * n_ ? work - m * n_ : 0) : 0;
+  }
+  bool active() const noexcept { return sms_ > 0; }
+  /// Rows beyond which (and non-finite m) nothing is padded: no graph has so many.
+  static constexpr double kMaxRows = 1e15;
+
+ private:
+  double n_ = 0, k_ = 0, sms_ = 0, inv_sms_ = 0, k_cap_ = 1;
+  std::array<double, 3> bn_{}, cols_{};
+  double small_ = 0;  ///< up to 128 rows: the least waves·sms·tile_n/split_k, work per row
+  double mid_wide_ = 0, mid_rest_ = 0;  ///< 129..256 rows: the 256-row tile's work per row, the others' least work
+};
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
 /// X re-read ceil(n/tile_n) and W re-read ceil(m/tile_m) times when tiles are given; Y is

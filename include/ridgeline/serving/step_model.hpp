@@ -7,6 +7,7 @@
 /// against building the step's graph op by op, and never allocates.
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "ridgeline/analysis/op_lines.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -39,6 +40,7 @@ class StepModel {
 
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
+  static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
   // efficiencies) per unit of each count of the whole step (AttentionCounts order, the chip's
   // 1/ep share folded in), and the kernel's fixed parts.
@@ -59,6 +61,9 @@ class StepModel {
     std::array<analysis::OpLine, model::Graph::kMaxOps> apart{};
     std::array<std::uint8_t, model::Graph::kMaxOps> apart_quantity{};
     int apart_count = 0;
+    // The quantised GEMMs' tile work (ops::GemmPadding::work) above 256 rows, by ⌈rows/128⌉
+    // from 3 to kPadRows + 2: kPadRows per apart line.
+    std::vector<double> pad_work;
 
   };
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
