@@ -16,15 +16,15 @@ using namespace ridgeline;
 
 using bench::h100;
 
-// The step model of Llama 3.1 70B at TP 4 on H100 (`sms` multiprocessors: its GEMMs tiled
-// over them, docs/cost-model.md#gemm-shape; 0: the catalog's chip, untiled).
-std::unique_ptr<serving::StepModel> step_70b(int sms = 0) {
+// The step model of Llama 3.1 70B at TP 4 on H100 with `sms` multiprocessors (its GEMMs
+// tiled over them, docs/cost-model.md#gemm-shape; the catalog's 132; 0: untiled).
+std::unique_ptr<serving::StepModel> step_70b(int sms = 132) {
   model::ForwardConfig f;
   f.tp = 4;
   auto step = std::make_unique<serving::StepModel>();
   static const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   hw::System sys = h100();
-  if (sms > 0) sys.chip.sms = sms;
+  sys.chip.sms = sms;
   step->prepare(m, sys, f);
   return step;
 }

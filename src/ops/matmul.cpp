@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace ridgeline::ops {
@@ -15,29 +16,6 @@ Cost dot_cost(const DotShape& s) noexcept {
   return c;
 }
 
-GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
-  GemmTiling best;
-  const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
-  if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return best;
-  const double s = sms;
-  const auto up16 = [](double x) { return 16 * std::ceil(x / 16); };
-  best.useful = -1;
-  for (const auto& tile : kGemmTiles) {
-    GemmTiling t;
-    t.tile_m = std::min(tile[0], up16(m));
-    t.tile_n = std::min(tile[1], up16(n));
-    t.tiles = batch * std::ceil(m / t.tile_m) * std::ceil(n / t.tile_n);
-    t.split_k = std::max(1.0, std::min(std::floor(s / t.tiles), std::floor(k / kMinSplitDepth)));
-    t.waves = std::ceil(t.tiles * t.split_k / s);
-    t.useful = batch * m * n * t.split_k / (t.waves * s * t.tile_m * t.tile_n);
-    if (t.useful > best.useful) best = t;
-  }
-  return best;
-}
-
-static_assert(kGemmTiles[0][0] == 256 && kGemmTiles[1][0] == 128 && kGemmTiles[2][0] == 128,
-              "GemmPadding works in rows of 128 and 256");
-
 namespace {
 // ⌈a/s⌉ for whole numbers a >= 0, s > 0 below 2^53, from a·(1/s) corrected by one either way.
 double ceil_div(double a, double s, double inv_s) noexcept {
@@ -47,6 +25,41 @@ double ceil_div(double a, double s, double inv_s) noexcept {
   return q;
 }
 }  // namespace
+
+GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
+  GemmTiling best;
+  const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
+  if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return best;
+  const double s = sms, inv_s = 1 / s;
+  const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
+  // The padded work of a tiling, waves·sms·tile_m·tile_n / split_k, as work / split: compared
+  // in whole numbers (exact), the least wins, the first of equal ones.
+  double best_work = 0, best_split = 1;
+  for (const auto& tile : kGemmTiles) {
+    GemmTiling t;
+    t.tile_m = std::min(tile[0], rows16);
+    t.tile_n = std::min(tile[1], cols16);
+    // A tile narrowed to the GEMM covers it in one; the others are 128 or 256: exact.
+    const double rows = t.tile_m < tile[0] ? 1 : std::ceil(m * (tile[0] == 256 ? 1.0 / 256 : 1.0 / 128));
+    const double cols = t.tile_n < tile[1] ? 1 : std::ceil(n * (tile[1] == 256 ? 1.0 / 256 : 1.0 / 128));
+    t.tiles = batch * rows * cols;
+    t.split_k = t.tiles >= s ? 1 : std::max(1.0, std::min(std::floor(s / t.tiles), std::floor(k / kMinSplitDepth)));
+    t.waves = ceil_div(t.tiles * t.split_k, s, inv_s);
+    const double work = t.waves * s * t.tile_m * t.tile_n;
+    if (best.tiles == 0 || work * best_split < best_work * t.split_k) {
+      best = t;
+      best_work = work;
+      best_split = t.split_k;
+    }
+  }
+  best.useful = batch * m * n * best.split_k / (best.waves * s * best.tile_m * best.tile_n);
+  return best;
+}
+
+static_assert(kGemmTiles[0][0] == 256 && kGemmTiles[1][0] == 128 && kGemmTiles[2][0] == 128 &&
+                  kGemmTiles[0][1] == 128 && kGemmTiles[1][1] == 256 && kGemmTiles[2][1] == 128,
+              "gemm_tiling and GemmPadding divide by tiles of 128 and 256 exactly");
+
 
 GemmPadding::GemmPadding(double n, double k, int sms) noexcept {
   if (sms <= 0 || !std::isfinite(n) || !std::isfinite(k) || n <= 0 || k <= 0) return;
@@ -61,9 +74,18 @@ GemmPadding::GemmPadding(double n, double k, int sms) noexcept {
     const double split = std::max(1.0, std::min(std::floor(sms_ / tiles), k_cap_));
     return std::ceil(tiles * split / sms_) * sms_ * tile_n / split;
   };
+  // ⌊a/s⌋ = (a·magic) >> 40 for a < 2^24, s <= 2^16: magic = ⌊2^40/s⌋ + 1 errs by under
+  // a/2^40 < 2^-16 <= 1/s, less than the gap from a/s's fraction to the next whole number.
+  if (sms >= 2 && sms <= 65536) {
+    sms_i_ = static_cast<std::uint64_t>(sms);
+    magic_ = (std::uint64_t{1} << 40) / sms_i_ + 1;
+    k_cap_i_ = static_cast<std::uint64_t>(std::min(k_cap_, 65536.0));  // a split never exceeds sms
+  }
   for (int t = 0; t < 3; ++t) {
     bn_[t] = std::min(kGemmTiles[t][1], 16 * std::ceil(n / 16));
     cols_[t] = std::ceil(n / bn_[t]);
+    cols_i_[t] = cols_[t] < 16777216 ? static_cast<std::uint64_t>(cols_[t]) : 0;
+    wave_work_[t] = sms_ * kGemmTiles[t][0] * bn_[t];
     // Up to 128 rows every tile is narrowed to ⌈m/16⌉·16 rows: one row of cols_ tiles.
     small_ = std::min(small_, per_height(cols_[t], bn_[t]));
     // 129..256 rows: the 256-row tile is narrowed (one row of tiles), the 128-row ones make two.
@@ -82,6 +104,28 @@ double GemmPadding::work(double m) const noexcept {
   if (m <= 256) return std::min(mid_wide_ * rows16, mid_rest_);
   // Above 256 rows no tile is narrowed: rows of 256 and of 128, ⌈m/256⌉ = ⌈⌈m/128⌉/2⌉.
   double work = std::numeric_limits<double>::infinity();
+  if (magic_ > 0 && m < 1e9) {  // whole numbers: no division, no rounding
+    const std::uint64_t r128 = (static_cast<std::uint64_t>(std::ceil(m)) + 127) >> 7, r256 = (r128 + 1) >> 1;
+    bool whole = true;
+    for (int t = 0; t < 3 && whole; ++t) {
+      const std::uint64_t tiles = (t == 0 ? r256 : r128) * cols_i_[t];
+      if (tiles == 0 || tiles + sms_i_ >= (std::uint64_t{1} << 24)) {
+        whole = false;  // too many tiles (or columns): in doubles below
+        break;
+      }
+      if (tiles >= sms_i_) {
+        const std::uint64_t waves = ((tiles + sms_i_ - 1) * magic_) >> 40;
+        work = std::min(work, static_cast<double>(waves) * wave_work_[t]);
+        continue;
+      }
+      // Fewer tiles than multiprocessors: K split min(⌊sms/tiles⌋, ⌊k/128⌋) ways, at least 1.
+      const std::uint64_t split = std::max<std::uint64_t>(1, std::min(sms_i_ / tiles, k_cap_i_));
+      const std::uint64_t waves = ((tiles * split + sms_i_ - 1) * magic_) >> 40;
+      work = std::min(work, static_cast<double>(waves) * wave_work_[t] / static_cast<double>(split));
+    }
+    if (whole) return work;
+    work = std::numeric_limits<double>::infinity();
+  }
   const double r128 = std::ceil(m * (1.0 / 128)), r256 = std::ceil(r128 * 0.5);
   for (int t = 0; t < 3; ++t) {
     const double bm = kGemmTiles[t][0];

@@ -128,9 +128,9 @@ TEST(TrainCli, BadPlans) {
 // recomputation, the interleaved schedule (chunk count not stated; vpp 1 here), micro-batch
 // not stated (1 here). Their teraFLOP/s per GPU count 4 passes (recomputation included), as
 // ridgeline's hardware FLOPs do with full recomputation and (pre-FlashAttention) naive
-// attention. Tolerance: 25%; ridgeline is 14-22% optimistic on these runs with every GEMM at
-// the A100's best measured matmul rate, 271.2 of 312 TFLOP/s (it was 7-16% at a flat 80% of the
-// peak); partial waves at these shapes are not modelled yet (docs/training.md#validation).
+// attention. Tolerance: 25%; ridgeline is 12-17% optimistic on these runs with every GEMM at
+// the A100's best measured matmul rate, 271.2 of 312 TFLOP/s, tiled over its 108 SMs (14-22%
+// before the tiling; docs/training.md#validation).
 struct MegatronRun {
   const char* model;
   const char* plan;

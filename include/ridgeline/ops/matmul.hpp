@@ -2,6 +2,7 @@
 /// Dot products and matrix multiplications with per-operand dtypes (docs/cost-model.md#matmul).
 #include <array>
 #include <cmath>
+#include <cstdint>
 
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/ops/cost.hpp"
@@ -99,6 +100,10 @@ class GemmPadding {
   std::array<double, 3> bn_{}, cols_{};
   double small_ = 0;  ///< up to 128 rows: the least waves·sms·tile_n/split_k, work per row
   double mid_wide_ = 0, mid_rest_ = 0;  ///< 129..256 rows: the 256-row tile's work per row, the others' least work
+  // Above 256 rows, in integers while tiles + sms < 2^24: ⌈a/sms⌉ = ((a + sms - 1)·magic_) >> 40.
+  std::array<std::uint64_t, 3> cols_i_{};
+  std::array<double, 3> wave_work_{};  ///< sms·tile_m·tile_n: a full wave's work
+  std::uint64_t sms_i_ = 0, magic_ = 0, k_cap_i_ = 0;
 };
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
