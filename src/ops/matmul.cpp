@@ -24,6 +24,15 @@ double ceil_div(double a, double s, double inv_s) noexcept {
   if (q * s < a) q += 1;
   return q;
 }
+// How `tiles` tiles run on s multiprocessors: K split min(⌊s/tiles⌋, k_cap) ways (at least
+// once) when they are fewer, and the waves of their slices.
+struct Split {
+  double split, waves;
+};
+Split split_and_waves(double tiles, double s, double inv_s, double k_cap) noexcept {
+  const double split = tiles >= s ? 1 : std::max(1.0, std::min(std::floor(s / tiles), k_cap));
+  return {split, ceil_div(tiles * split, s, inv_s)};
+}
 }  // namespace
 
 GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
@@ -43,8 +52,9 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noex
     const double rows = t.tile_m < tile[0] ? 1 : std::ceil(m * (tile[0] == 256 ? 1.0 / 256 : 1.0 / 128));
     const double cols = t.tile_n < tile[1] ? 1 : std::ceil(n * (tile[1] == 256 ? 1.0 / 256 : 1.0 / 128));
     t.tiles = batch * rows * cols;
-    t.split_k = t.tiles >= s ? 1 : std::max(1.0, std::min(std::floor(s / t.tiles), std::floor(k / kMinSplitDepth)));
-    t.waves = ceil_div(t.tiles * t.split_k, s, inv_s);
+    const Split sw = split_and_waves(t.tiles, s, inv_s, std::floor(k / kMinSplitDepth));
+    t.split_k = sw.split;
+    t.waves = sw.waves;
     const double work = t.waves * s * t.tile_m * t.tile_n;
     if (best.tiles == 0 || work * best_split < best_work * t.split_k) {
       best = t;
@@ -66,33 +76,31 @@ GemmPadding::GemmPadding(double n, double k, int sms) noexcept {
   n_ = n;
   k_ = k;
   sms_ = sms;
-  inv_sms_ = 1 / sms_;
-  k_cap_ = std::floor(k / kMinSplitDepth);
+  const double inv_sms = 1 / sms_, k_cap = std::floor(k / kMinSplitDepth);
   small_ = mid_wide_ = mid_rest_ = std::numeric_limits<double>::infinity();
   // Work per row of tile height (or the whole work) of `tiles` tiles tile_n wide.
   const auto per_height = [&](double tiles, double tile_n) {
-    const double split = std::max(1.0, std::min(std::floor(sms_ / tiles), k_cap_));
-    return std::ceil(tiles * split / sms_) * sms_ * tile_n / split;
+    const Split sw = split_and_waves(tiles, sms_, inv_sms, k_cap);
+    return sw.waves * sms_ * tile_n / sw.split;
   };
   // ⌊a/s⌋ = (a·magic) >> 40 for a < 2^24, s <= 2^16: magic = ⌊2^40/s⌋ + 1 errs by under
   // a/2^40 < 2^-16 <= 1/s, less than the gap from a/s's fraction to the next whole number.
   if (sms >= 2 && sms <= 65536) {
     sms_i_ = static_cast<std::uint64_t>(sms);
     magic_ = (std::uint64_t{1} << 40) / sms_i_ + 1;
-    k_cap_i_ = static_cast<std::uint64_t>(std::min(k_cap_, 65536.0));  // a split never exceeds sms
+    k_cap_i_ = static_cast<std::uint64_t>(std::min(k_cap, 65536.0));  // a split never exceeds sms
   }
   for (int t = 0; t < 3; ++t) {
-    bn_[t] = std::min(kGemmTiles[t][1], 16 * std::ceil(n / 16));
-    cols_[t] = std::ceil(n / bn_[t]);
-    cols_i_[t] = cols_[t] < 16777216 ? static_cast<std::uint64_t>(cols_[t]) : 0;
-    wave_work_[t] = sms_ * kGemmTiles[t][0] * bn_[t];
-    // Up to 128 rows every tile is narrowed to ⌈m/16⌉·16 rows: one row of cols_ tiles.
-    small_ = std::min(small_, per_height(cols_[t], bn_[t]));
+    const double bn = std::min(kGemmTiles[t][1], 16 * std::ceil(n / 16)), cols = std::ceil(n / bn);
+    cols_i_[t] = cols < 16777216 ? static_cast<std::uint64_t>(cols) : 0;
+    wave_work_[t] = sms_ * kGemmTiles[t][0] * bn;
+    // Up to 128 rows every tile is narrowed to ⌈m/16⌉·16 rows: one row of `cols` tiles.
+    small_ = std::min(small_, per_height(cols, bn));
     // 129..256 rows: the 256-row tile is narrowed (one row of tiles), the 128-row ones make two.
     if (kGemmTiles[t][0] == 256) {
-      mid_wide_ = std::min(mid_wide_, per_height(cols_[t], bn_[t]));
+      mid_wide_ = std::min(mid_wide_, per_height(cols, bn));
     } else {
-      mid_rest_ = std::min(mid_rest_, per_height(2 * cols_[t], bn_[t]) * kGemmTiles[t][0]);
+      mid_rest_ = std::min(mid_rest_, per_height(2 * cols, bn) * kGemmTiles[t][0]);
     }
   }
 }
@@ -107,10 +115,10 @@ double GemmPadding::work(double m) const noexcept {
   if (magic_ > 0 && m < 1e9) {  // whole numbers: no division, no rounding
     const std::uint64_t r128 = (static_cast<std::uint64_t>(std::ceil(m)) + 127) >> 7, r256 = (r128 + 1) >> 1;
     bool whole = true;
-    for (int t = 0; t < 3 && whole; ++t) {
+    for (int t = 0; t < 3; ++t) {
       const std::uint64_t tiles = (t == 0 ? r256 : r128) * cols_i_[t];
       if (tiles == 0 || tiles + sms_i_ >= (std::uint64_t{1} << 24)) {
-        whole = false;  // too many tiles (or columns): in doubles below
+        whole = false;  // too many tiles (or columns): gemm_tiling below
         break;
       }
       if (tiles >= sms_i_) {
@@ -124,20 +132,10 @@ double GemmPadding::work(double m) const noexcept {
       work = std::min(work, static_cast<double>(waves) * wave_work_[t] / static_cast<double>(split));
     }
     if (whole) return work;
-    work = std::numeric_limits<double>::infinity();
   }
-  const double r128 = std::ceil(m * (1.0 / 128)), r256 = std::ceil(r128 * 0.5);
-  for (int t = 0; t < 3; ++t) {
-    const double bm = kGemmTiles[t][0];
-    const double tiles = (bm == 256 ? r256 : r128) * cols_[t];
-    if (tiles >= sms_) {  // no split: the common case, without a division
-      work = std::min(work, ceil_div(tiles, sms_, inv_sms_) * sms_ * bm * bn_[t]);
-      continue;
-    }
-    const double split = std::max(1.0, std::min(std::floor(sms_ / tiles), k_cap_));
-    work = std::min(work, std::ceil(tiles * split / sms_) * sms_ * bm * bn_[t] / split);
-  }
-  return work;
+  // Rows beyond the whole-number range, tiles by the millions, one multiprocessor: the tiling.
+  const GemmTiling t = gemm_tiling(m, n_, k_, 1, static_cast<int>(sms_));
+  return t.waves * sms_ * t.tile_m * t.tile_n / t.split_k;
 }
 
 DType default_compute_dtype(DType a, DType b) noexcept {

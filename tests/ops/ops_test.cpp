@@ -129,12 +129,17 @@ TEST(GemmTiling, WithoutMultiprocessorsEveryGemmIsUseful) {
 TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   // GemmPadding works out once what does not depend on m; at every m, whole or not, it gives
   // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
-  // the shapes whose best tile changes with m and the narrow ones that split K.
-  for (const int sms : {108, 132, 148}) {
+  // the shapes whose best tile changes with m and the narrow ones that split K, and past the
+  // whole-number range (one multiprocessor, rows by the billions) where it asks gemm_tiling.
+  for (const int sms : {1, 108, 132, 148}) {
     for (const double n : {64.0, 576.0, 1280.0, 4608.0, 14336.0}) {
       for (const double k : {128.0, 8192.0}) {
         const GemmPadding p(n, k, sms);
         for (double m = 0.5; m < 2e6; m = m < 300 ? m + 0.5 : m * 1.01) {
+          const double want = gemm_pad_flops(m, n, k, 1, sms);
+          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
+        }
+        for (const double m : {3e9, 1e12}) {
           const double want = gemm_pad_flops(m, n, k, 1, sms);
           ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
         }

@@ -91,13 +91,11 @@ class GemmPadding {
   double from_work(double m, double work) const noexcept {
     return sms_ > 0 && m > 0 && m <= kMaxRows ? 2 * k_ * (work > m * n_ ? work - m * n_ : 0) : 0;
   }
-  bool active() const noexcept { return sms_ > 0; }
   /// Rows beyond which (and non-finite m) nothing is padded: no graph has so many.
   static constexpr double kMaxRows = 1e15;
 
  private:
-  double n_ = 0, k_ = 0, sms_ = 0, inv_sms_ = 0, k_cap_ = 1;
-  std::array<double, 3> bn_{}, cols_{};
+  double n_ = 0, k_ = 0, sms_ = 0;
   double small_ = 0;  ///< up to 128 rows: the least waves·sms·tile_n/split_k, work per row
   double mid_wide_ = 0, mid_rest_ = 0;  ///< 129..256 rows: the 256-row tile's work per row, the others' least work
   // Above 256 rows, in integers while tiles + sms < 2^24: ⌈a/sms⌉ = ((a + sms - 1)·magic_) >> 40.
