@@ -228,7 +228,6 @@ class Evaluator {
   ServingResult simulate(const hw::System& sys, ServeConfig cfg, bool stop_early) {
     cfg.find_max_rate = false;
     cfg.stop_when_slo_missed = stop_early;
-    cfg.timeline_points = 2;
     cfg.lean = true;
     ServingResult r = serving::simulate(m_, sys, cfg);
     ++simulations_;

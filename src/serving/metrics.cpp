@@ -52,6 +52,12 @@ void Distribution::add(double v, double weight) {
   hist_[static_cast<std::size_t>(bucket(v))] += weight;
 }
 
+void Distribution::sort_values() const {
+  // By value only: the order of equal values' entries changes no quantile (their weights are
+  // whole counts, summed exactly in any order).
+  std::sort(exact_.begin(), exact_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+}
+
 void Distribution::fold() {
   hist_.assign(kBuckets, 0);
   for (const auto& [v, w] : exact_) hist_[static_cast<std::size_t>(bucket(v))] += w;
@@ -65,7 +71,7 @@ double Distribution::quantile(double q) const {
   q = std::clamp(q, 0.0, 1.0);
   if (!folded_) {
     if (!sorted_) {
-      std::sort(exact_.begin(), exact_.end());
+      sort_values();
       sorted_ = true;
     }
     // Linear between order statistics: rank q·(n - 1) over the n samples (weights count as
@@ -102,7 +108,7 @@ std::vector<double> Distribution::quantiles(const std::vector<double>& qs) const
   }
   if (count_ <= 0) return std::vector<double>(qs.size(), 0);
   if (!sorted_) {
-    std::sort(exact_.begin(), exact_.end());
+    sort_values();
     sorted_ = true;
   }
   // The walk of quantile(), resumed from where the last q left it.

@@ -27,7 +27,7 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   new_token_ratio = e.new_token_ratio_init;
 }
 
-std::int64_t Replica::G(std::int64_t d) const { return floor_div(d * emission_.rate, Emission::kRateOne); }
+std::int64_t Replica::G_rate(std::int64_t d) const { return floor_div(d * emission_.rate, Emission::kRateOne); }
 
 std::int64_t Replica::first_step(std::int64_t x) const {
   // floor(j·rate / one) >= x  <=>  j·rate >= x·one  <=>  j >= ceil(x·one / rate).
@@ -67,6 +67,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   s_all_ += q.c0 - g0;
   out_all_ += q.output - q.e0 + g0;
   ++phase_[static_cast<std::size_t>(mod(g0 - q.c0 - k1, block_))];
+  phase_need_step_ = kNoStep;
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
   q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(q.d0 - 1))) - blocks_for(q.c0);
@@ -92,6 +93,7 @@ void Replica::leave_decode(std::int32_t r) {
   s_all_ -= q.c0 - g0;
   out_all_ -= q.output - q.e0 + g0;
   --phase_[static_cast<std::size_t>(mod(g0 - q.c0 - emission_.queries, block_))];
+  phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
   if (!q.above_window) {
     --n_below_;
@@ -129,9 +131,10 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
   a.kv_len = kv / n;
   mix.decode_seqs += n;
   mix.decode_tokens += n * q;
-  mix.decode_full += ops::attention_counts(a);
+  const ops::AttentionCounts full = ops::attention_counts(a);
+  mix.decode_full += full;
   if (window_ <= 0) {
-    mix.decode_window += ops::attention_counts(a);
+    mix.decode_window += full;
     return;
   }
   // Sequences whose cached context has reached the window see W keys per query (read W + q - 1);
@@ -152,9 +155,12 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
 }
 
 std::int64_t Replica::decode_blocks_needed() const {
-  std::int64_t need = join_extra_;
-  for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) need += phase_[static_cast<std::size_t>(mod(t, block_))];
-  return need;
+  if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
+    phase_need_ = 0;
+    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) phase_need_ += phase_[static_cast<std::size_t>(mod(t, block_))];
+    phase_need_step_ = dstep;
+  }
+  return join_extra_ + phase_need_;
 }
 
 void Replica::take_decode_blocks() {

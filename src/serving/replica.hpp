@@ -4,6 +4,7 @@
 // O(1) however many sequences decode (docs/serving.md#simulator).
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <queue>
 #include <vector>
 
@@ -85,11 +86,13 @@ struct StepPlan {
   model::StepMix draft_first, draft_rest;
   double extra_s = 0;  // swaps to and from the host
   std::int64_t preempted = 0;
+  bool drafted = false;  // the draft mixes hold this step's passes
   void clear() {
     decode = false;
     chunks.clear();
     mix = model::StepMix{};
-    draft_first = draft_rest = model::StepMix{};
+    if (drafted) draft_first = draft_rest = model::StepMix{};
+    drafted = false;
     extra_s = 0;
     preempted = 0;
   }
@@ -204,7 +207,8 @@ class Replica {
   std::deque<Segment> free_queue_;  // least recently freed first
   std::int64_t segments_popped_ = 0;  // index of free_queue_.front() in push order
   // G(d): tokens each decode sequence emitted in steps 0..d-1 (relative counts only matter).
-  std::int64_t G(std::int64_t d) const;
+  std::int64_t G(std::int64_t d) const { return emission_.rate == Emission::kRateOne ? d : G_rate(d); }
+  std::int64_t G_rate(std::int64_t d) const;
   // The first step index j with G(j) >= x.
   std::int64_t first_step(std::int64_t x) const;
   std::int64_t block_;
@@ -217,6 +221,9 @@ class Replica {
   // Decode sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
   // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator).
   std::vector<std::int64_t> phase_;
+  // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
+  static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
+  mutable std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 };
 

@@ -120,6 +120,7 @@ void Scheduler::finish_plan(Replica& r) {
   // The draft: a first pass over the chunks and one token per decode sequence, then k - 1
   // passes of one token each, priced at their mean context (after 1 + k/2 more tokens).
   const std::int64_t k = r.queries() - 1;
+  p.drafted = true;
   p.draft_first = p.mix;
   p.draft_first.decode_seqs = p.draft_first.decode_tokens = 0;
   p.draft_first.decode_full = p.draft_first.decode_window = ops::AttentionCounts{};

@@ -121,10 +121,14 @@ TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg) {
 // The draft's k passes of a step: the first over `first` (the step's prefill chunks, when
 // `chunks`, and one token per decode sequence), the other k - 1 each like `rest`.
 double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
-                      bool chunks) {
+                      bool chunks, StepTimeMemo* memo) {
+  StepTimeMemo local[2];
+  if (memo == nullptr) memo = local;
   double t = 0;
-  if (first.seqs() > 0) t += draft.time(first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
-  if (k > 1 && rest.decode_seqs > 0) t += static_cast<double>(k - 1) * draft.time(rest, decode_step_graphs(e, rest.decode_tokens));
+  if (first.seqs() > 0) t += memo[0].time(draft, first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
+  if (k > 1 && rest.decode_seqs > 0) {
+    t += static_cast<double>(k - 1) * memo[1].time(draft, rest, decode_step_graphs(e, rest.decode_tokens));
+  }
   return t;
 }
 
@@ -213,6 +217,10 @@ class Simulation {
     const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine_.kv_block);
     if (host >= 0) ctx_.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
     scheduler_ = detail::make_scheduler(ctx_);
+    // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
+    const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine_.max_num_seqs, 1, 4096));
+    step_memo_ = StepTimeMemo(seqs_max * static_cast<std::size_t>(emission.queries));
+    if (draft_) draft_memo_[0] = draft_memo_[1] = StepTimeMemo(seqs_max);
     const Disagg& dg = cfg.disagg;
     const std::int64_t instances = dg.on() ? dg.prefill + dg.decode : cfg.replicas;
     replicas_.reserve(static_cast<std::size_t>(instances));
@@ -428,7 +436,7 @@ class Simulation {
     const double mix_seqs = p.mix.seqs();
     const bool prefill = !p.chunks.empty();
     const GraphMode mode = prefill ? engine_.mixed_graphs : decode_step_graphs(engine_, p.mix.decode_tokens);
-    double device = step_->time(p.mix, mode) + p.extra_s;
+    double device = step_memo_.time(*step_, p.mix, mode) + p.extra_s;
     if (draft_) device += draft_time(p);
     const double period = step_period(engine_, device, mix_seqs);
     r.busy = true;
@@ -484,7 +492,7 @@ class Simulation {
       ++r.dstep;
       r.last_decode_end = t;
       r.outstanding_tokens -= emitted;
-      timeline_.tokens(t, static_cast<double>(emitted));
+      if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
       output_tokens_all_ += static_cast<double>(emitted);
       for (const std::int32_t qi : finished_now_) complete(r, qi, t);
       finished_now_.clear();
@@ -502,7 +510,7 @@ class Simulation {
       // The chunk that completes the prompt gives the next token.
       ++q.emitted;
       --r.outstanding_tokens;
-      timeline_.tokens(t, 1);
+      if (!cfg_.lean) timeline_.tokens(t, 1);
       output_tokens_all_ += 1;
       if (q.first_token < 0) {
         q.first_token = t;
@@ -606,8 +614,8 @@ class Simulation {
   }
 
   // The draft's passes in a step (speculative decoding).
-  double draft_time(const detail::StepPlan& p) const {
-    return draft_passes_s(*draft_, engine_, cfg_.spec.k, p.draft_first, p.draft_rest, !p.chunks.empty());
+  double draft_time(const detail::StepPlan& p) {
+    return draft_passes_s(*draft_, engine_, cfg_.spec.k, p.draft_first, p.draft_rest, !p.chunks.empty(), draft_memo_);
   }
 
   // A request leaves (its last token at t): blocks freed, statistics, the sink, the next
@@ -737,7 +745,7 @@ class Simulation {
       quarter_time_[static_cast<std::size_t>(quarter_)] += dt;
     }
     kv_max_ = std::max(kv_max_, kv);
-    timeline_.add(clock_, t, running, waiting, kv);
+    if (!cfg_.lean) timeline_.add(clock_, t, running, waiting, kv);
     clock_ = t;
   }
 
@@ -890,6 +898,7 @@ class Simulation {
   std::vector<std::int32_t> free_slots_;
   detail::SimContext ctx_;
   std::unique_ptr<StepModel> step_, draft_;  // the target's steps; the draft's (speculative decoding)
+  StepTimeMemo step_memo_, draft_memo_[2];
   std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
   std::unique_ptr<detail::Scheduler> scheduler_;
   std::vector<Replica> replicas_;
@@ -961,7 +970,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them.
     step->prepare(*cfg.spec.draft, sys, f);
-    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false);
+    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, nullptr);
   }
   out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch));
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;

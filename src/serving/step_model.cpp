@@ -145,7 +145,7 @@ double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCou
   return launch > best ? launch : best;
 }
 
-double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept {
+double StepModel::base(const model::StepMix& mix, GraphMode mode) const noexcept {
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
   const double T = mix.tokens() / ep_;
   double t = v.tokens.at(T) + v.seqs.at(mix.head_rows() / ep_);
@@ -169,7 +169,11 @@ double StepModel::time(const model::StepMix& mix, GraphMode mode) const noexcept
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_tokens / ep_);
+  return t;
+}
 
+double StepModel::with_attention(double t, const model::StepMix& mix, GraphMode mode) const noexcept {
+  const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;
   const bool fused = mix.fused_attention && !mla_;

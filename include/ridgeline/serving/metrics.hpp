@@ -32,6 +32,7 @@ class Distribution {
 
  private:
   void fold();
+  void sort_values() const;
   static int bucket(double v) noexcept;
   static double bucket_value(int b) noexcept;
   mutable std::vector<std::pair<double, double>> exact_;  // (value, weight)

@@ -72,7 +72,8 @@ struct ServeConfig {
   /// that meets the SLO is never stopped, so its numbers are those of a run without it.
   bool stop_when_slo_missed = false;
   /// Only what a capacity search reads (TTFT, TPOT, E2E, throughput, the SLO, sustainability,
-  /// KV use): no inter-token or queue latencies, no CDFs, no decode-step composition.
+  /// KV use): no inter-token or queue latencies, no CDFs, no decode-step composition, no
+  /// timeline.
   bool lean = false;
 };
 

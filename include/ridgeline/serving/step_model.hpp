@@ -33,7 +33,17 @@ class StepModel {
 
   /// Realistic time of one step, seconds: every kernel at its efficiency-scaled max, one
   /// after another (docs/cost-model.md#estimate). `mix` must hold at least one sequence.
-  double time(const model::StepMix& mix, GraphMode mode) const noexcept;
+  double time(const model::StepMix& mix, GraphMode mode) const noexcept {
+    return with_attention(base(mix, mode), mix, mode);
+  }
+
+  /// time() in two parts, for callers that price many steps with the same tokens and
+  /// sequences (a run of decode steps whose contexts grow): `base` is the sum over the
+  /// non-attention kernels, which reads only the mix's token, sequence and position totals
+  /// (not its attention counts); `with_attention` adds the attention kernels to it.
+  /// with_attention(base(mix, mode), mix, mode) is time(mix, mode), bit for bit.
+  double base(const model::StepMix& mix, GraphMode mode) const noexcept;
+  double with_attention(double base, const model::StepMix& mix, GraphMode mode) const noexcept;
 
   /// Host launch overhead of one kernel on the chip, seconds.
   double launch_s() const noexcept { return launch_s_; }
@@ -77,6 +87,49 @@ class StepModel {
   bool moe_ = false;
   bool mla_ = false;
   model::Graph g1_, g2_;  // scratch for prepare
+};
+
+/// StepModel::time remembering non-attention parts already priced: the last step's, and
+/// each decode-only step's by its token count (a decode-only step's non-attention kernels
+/// read nothing else), so that a step whose tokens and sequences were seen before prices
+/// only its attention. Bit for bit time()'s result. One per step model and kind of step
+/// priced; `decode_tokens_max`: the largest decode-only step kept by token count (the
+/// table is allocated once, here).
+class StepTimeMemo {
+ public:
+  StepTimeMemo() = default;  // the last step only (never allocates)
+  explicit StepTimeMemo(std::size_t decode_tokens_max) : decode_(decode_tokens_max + 1) {}
+  double time(const StepModel& s, const model::StepMix& mix, GraphMode mode) {
+    if (mix.prefill_seqs == 0 && mix.prefill_tokens == 0 && mix.prefill_positions == 0 && mix.decode_seqs > 0 &&
+        mix.decode_tokens < static_cast<double>(decode_.size())) {
+      const auto n = static_cast<std::size_t>(mix.decode_tokens);
+      if (static_cast<double>(n) == mix.decode_tokens) {
+        Entry& e = decode_[n];
+        if (!e.set || e.mode != mode) e = {s.base(mix, mode), mode, true};
+        return s.with_attention(e.base, mix, mode);
+      }
+    }
+    if (mode != mode_ || mix.decode_tokens != decode_tokens_ || mix.prefill_tokens != prefill_tokens_ ||
+        mix.prefill_seqs != prefill_seqs_ || mix.prefill_positions != prefill_positions_ || (mix.decode_seqs > 0) != decoding_) {
+      mode_ = mode;
+      decode_tokens_ = mix.decode_tokens, prefill_tokens_ = mix.prefill_tokens, prefill_seqs_ = mix.prefill_seqs;
+      prefill_positions_ = mix.prefill_positions, decoding_ = mix.decode_seqs > 0;
+      base_ = s.base(mix, mode);
+    }
+    return s.with_attention(base_, mix, mode);
+  }
+
+ private:
+  struct Entry {
+    double base = 0;
+    GraphMode mode = GraphMode::eager;
+    bool set = false;
+  };
+  std::vector<Entry> decode_;
+  GraphMode mode_ = GraphMode::eager;
+  double decode_tokens_ = -1, prefill_tokens_ = -1, prefill_seqs_ = -1, prefill_positions_ = -1;
+  bool decoding_ = false;
+  double base_ = 0;
 };
 
 /// The same step built op by op (model::build_forward with the mix) and evaluated kernel by
