@@ -121,6 +121,7 @@ class Evaluator {
     }
     const serving::ServeMemory mem = serving::serve_memory(m_, sys, cfg);
     if (mem.kv_blocks < 1) return reject(o, Reject::memory);
+    kv_blocks_ = mem.kv_blocks;
     try {
       serving::validate(m_, sys, cfg);
     } catch (const InputError&) {
@@ -171,7 +172,12 @@ class Evaluator {
       met_run = std::move(last);
       return true;
     };
-    const std::int64_t r0 = std::clamp<std::int64_t>(estimate_replicas(cfg, mem) * (c.disagg ? 2 : 1), lo + 1, max_r);
+    // The first guess: the fleet the family's last feasible limit needed when its run there
+    // stayed below this limit too (that run is kept: the same fleet meets the SLO), else the
+    // capacity estimate.
+    const bool same_fleet = family_fleet_ > 0 && c.seqs > 0 && family_peak_ < c.seqs;
+    const std::int64_t guess = same_fleet ? family_fleet_ : estimate_replicas(cfg, mem) * (c.disagg ? 2 : 1);
+    const std::int64_t r0 = std::clamp<std::int64_t>(guess, lo + 1, max_r);
     if (attempt(r0)) {
       for (std::int64_t step = 1; hi - 1 > lo; step *= 2) {
         const std::int64_t k = std::max(lo + 1, hi - step);
@@ -200,6 +206,8 @@ class Evaluator {
     }
     if (too_long) return reject(o, Reject::too_long);
     size(hi);
+    family_fleet_ = hi;
+    family_peak_ = met_run.peak_running;
     d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
     fill(d, met_run);
     if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, hi);
@@ -229,11 +237,45 @@ class Evaluator {
     cfg.find_max_rate = false;
     cfg.stop_when_slo_missed = stop_early;
     cfg.lean = true;
+    // A run of the family that never reached its sequence limit, on the same fleet, cache and
+    // traffic, is this run too if this limit is above its peak as well.
+    const std::int64_t seqs = cfg.engine.max_num_seqs;  // 0: resolved from the cache (not known here)
+    for (const KeptRun& k : kept_) {
+      if (k.replicas == cfg.replicas && k.prefill == cfg.disagg.prefill && k.decode == cfg.disagg.decode && k.qps == cfg.workload.qps &&
+          k.stop_early == stop_early && k.kv_blocks == kv_blocks_ && seqs > 0 && k.r.peak_running < seqs) {
+        return k.r;
+      }
+    }
     ServingResult r = serving::simulate(m_, sys, cfg);
     ++simulations_;
     simulated_requests_ += static_cast<double>(r.simulated_requests);
+    if (r.peak_running < r.engine.max_num_seqs && kept_.size() < kKeep) {
+      kept_.push_back({cfg.replicas, cfg.disagg.prefill, cfg.disagg.decode, cfg.workload.qps, stop_early, kv_blocks_, r});
+    }
     return r;
   }
+
+ public:
+  // The next candidates are of another family: the runs kept so far are not theirs.
+  void new_family() {
+    kept_.clear();
+    family_fleet_ = 0;
+  }
+
+ private:
+  // A run kept for the family's other sequence limits.
+  struct KeptRun {
+    std::int64_t replicas = 0, prefill = 0, decode = 0;
+    double qps = 0;
+    bool stop_early = false;
+    std::int64_t kv_blocks = 0;
+    ServingResult r;
+  };
+  static constexpr std::size_t kKeep = 256;
+  std::vector<KeptRun> kept_;
+  std::int64_t kv_blocks_ = 0;  // the candidate's cache
+  std::int64_t family_fleet_ = 0;  // replicas (instances) of the family's last feasible deployment
+  std::int64_t family_peak_ = 0;   // and the peak running of its run there
 
   // A decode step of one sequence at the shortest context any request decodes at: every gap
   // between two output tokens is at least one such step. With speculation, the target's
@@ -474,6 +516,20 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     while (src.next(r)) requests.push_back(r);
   }
   const std::vector<Candidate> cands = enumerate(m, space);
+  // Families: candidates alike but for their sequence limit, evaluated in order by one thread
+  // so that each takes the runs of those before it that its limit does not change.
+  std::vector<std::vector<std::size_t>> families;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    const Candidate& c = cands[i];
+    auto same = [&](const std::vector<std::size_t>& f) {
+      const Candidate& o = cands[f.front()];
+      return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
+             o.budget == c.budget && o.disagg == c.disagg;
+    };
+    const auto it = std::find_if(families.begin(), families.end(), same);
+    if (it == families.end()) families.push_back({i});
+    else it->push_back(i);
+  }
   std::vector<Outcome> outcomes(cands.size());
   tbb::enumerable_thread_specific<std::unique_ptr<Evaluator>> evaluators;
   std::atomic<std::uint64_t> done{0};
@@ -482,17 +538,20 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
   const bool priced = out.priced;
   {
     analysis::detail::Progress progress(control, done, cands.size(), best);
-    analysis::detail::run_parallel(control, cands.size(), [&](std::size_t i) {
-      if (analysis::detail::stopped(control)) {
-        interrupted = true;
-        return;
-      }
+    analysis::detail::run_parallel(control, families.size(), [&](std::size_t f) {
       auto& ev = evaluators.local();
       if (!ev) ev = std::make_unique<Evaluator>(m, space, requests);
-      outcomes[i] = ev->run(cands[i], i);
-      const Outcome& o = outcomes[i];
-      if (o.reason == Reject::count) analysis::detail::lower_to(best, priced ? o.d.usd_per_hour : o.d.gpus);
-      done.fetch_add(1, std::memory_order_relaxed);
+      ev->new_family();
+      for (const std::size_t i : families[f]) {
+        if (analysis::detail::stopped(control)) {
+          interrupted = true;
+          return;
+        }
+        outcomes[i] = ev->run(cands[i], i);
+        const Outcome& o = outcomes[i];
+        if (o.reason == Reject::count) analysis::detail::lower_to(best, priced ? o.d.usd_per_hour : o.d.gpus);
+        done.fetch_add(1, std::memory_order_relaxed);
+      }
     });
   }
   for (auto& ev : evaluators) {

@@ -42,6 +42,7 @@ void Replica::push_running(std::int32_t r) {
   else head = r;
   tail = r;
   ++running_count;
+  peak_running = std::max(peak_running, running_count);
 }
 
 void Replica::remove_running(std::int32_t r) {

@@ -118,6 +118,7 @@ class Replica {
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
   std::int64_t running_count = 0;
+  std::int64_t peak_running = 0;  // the most running at once
   std::int32_t head = -1, tail = -1;  // running list
   std::vector<std::int32_t> prefilling;  // running requests in their prefill, in admission order
   void push_running(std::int32_t r);

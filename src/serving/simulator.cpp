@@ -783,6 +783,7 @@ class Simulation {
     r.measured_requests = measured_;
     r.unfinished = total_ - finished_;
     r.preemptions = ctx_.preemptions;
+    for (const Replica& rep : replicas_) r.peak_running = std::max(r.peak_running, rep.peak_running);
     r.generated_tokens = output_tokens_all_;
     r.makespan_s = to_s(clock_);
     r.measured_span_s = measured_ > 0 ? last_measured_end_ - first_measured_arrival_ : 0;

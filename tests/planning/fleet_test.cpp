@@ -361,6 +361,85 @@ RC_GTEST_PROP(Fleet, EarlyStopNeverChangesARunThatMeetsTheSlo, ()) {
   RC_TAG(full.slo_met ? "met" : early.stopped_slo_missed ? "missed, stopped early" : "missed at the end");
 }
 
+RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
+  // The search reuses a run for another sequence limit of the same deployment when the run
+  // never reached its own limit: every scheduler checks `running < max_num_seqs` before it
+  // admits, so a run whose running count peaked at P < S passes every check under any limit
+  // above P as well, and is the same run. Checked on every engine with the limit at P + 1 (the
+  // smallest it allows), on a cache small enough that memory, not the limit, bounds the batch.
+  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  const auto kind = *rc::gen::element(serving::EngineKind::vllm, serving::EngineKind::sglang, serving::EngineKind::trtllm,
+                                      serving::EngineKind::static_batch);
+  cfg.engine = serving::engine_preset(kind, sys.chip, 1);
+  cfg.engine.max_num_seqs = 4096;
+  cfg.engine.max_batched_tokens = std::max<std::int64_t>(cfg.engine.max_batched_tokens, 4096);
+  cfg.engine.kv_blocks_override = *rc::gen::inRange(400, 3000);
+  cfg.replicas = *rc::gen::inRange(1, 3);
+  cfg.workload.qps = *rc::gen::inRange(5, 80);
+  cfg.workload.requests = *rc::gen::inRange(50, 400);
+  cfg.workload.seed = *rc::gen::inRange(1, 1000);
+  cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
+  cfg.workload.gen.a = *rc::gen::inRange(2, 300);
+  cfg.slo.ttft_s = 1;
+  cfg.lean = true;
+  const ServingResult wide = run(m, sys, cfg);
+  RC_PRE(wide.peak_running < cfg.engine.max_num_seqs);
+  cfg.engine.max_num_seqs = wide.peak_running + 1;
+  const ServingResult tight = run(m, sys, cfg);
+  RC_ASSERT(tight.peak_running == wide.peak_running);
+  RC_ASSERT(tight.steps == wide.steps);
+  RC_ASSERT(tight.preemptions == wide.preemptions);
+  RC_ASSERT(tight.ttft.p99 == wide.ttft.p99);
+  RC_ASSERT(tight.tpot.mean == wide.tpot.mean);
+  RC_ASSERT(tight.e2e.p50 == wide.e2e.p50);
+  RC_ASSERT(tight.kv_utilisation_mean == wide.kv_utilisation_mean);
+  RC_ASSERT(tight.makespan_s == wide.makespan_s);
+  RC_TAG(wide.peak_running > 16 ? "peak above 16" : "peak 16 or less");
+}
+
+TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
+  // A space of several sequence limits is searched limit after limit, each reusing the runs
+  // of those before it that its limit cannot change and starting from the fleet the last one
+  // needed. Each deployment must come out as it does searched alone (a space of that limit
+  // only), and the shared search must simulate less.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(40, 300);
+  s.chips = {chip("a100-80gb")};
+  s.tp = {1};
+  s.max_num_seqs = {512, 64, 8, 4};
+  s.max_rate = false;
+  s.base.slo.ttft_s = 0.5;
+  s.base.slo.tpot_s = 0.05;
+  analysis::SearchControl control;
+  control.threads = 1;
+  const FleetSearchResult all = search_fleet(m, s, control);
+  ASSERT_EQ(all.feasible.size(), 4u);
+  std::int64_t alone_simulations = 0;
+  for (const std::int64_t seqs : s.max_num_seqs) {
+    FleetSpace one = s;
+    one.max_num_seqs = {seqs};
+    const FleetSearchResult r = search_fleet(m, one, control);
+    ASSERT_EQ(r.feasible.size(), 1u);
+    alone_simulations += r.simulations;
+    const Deployment& a = r.feasible.front();
+    const auto it = std::find_if(all.feasible.begin(), all.feasible.end(), [&](const Deployment& d) { return d.max_num_seqs == seqs; });
+    ASSERT_NE(it, all.feasible.end());
+    EXPECT_EQ(it->replicas, a.replicas) << "seqs " << seqs;
+    EXPECT_EQ(it->ttft.p99, a.ttft.p99) << "seqs " << seqs;
+    EXPECT_EQ(it->tpot.mean, a.tpot.mean) << "seqs " << seqs;
+    EXPECT_EQ(it->output_tokens_per_s, a.output_tokens_per_s) << "seqs " << seqs;
+    EXPECT_EQ(it->kv_utilisation_mean, a.kv_utilisation_mean) << "seqs " << seqs;
+  }
+  // At 4 sequences the limit binds (the fleet differs from the wide limits'), at 512 it does not.
+  const auto at = [&](std::int64_t seqs) {
+    return std::find_if(all.feasible.begin(), all.feasible.end(), [&](const Deployment& d) { return d.max_num_seqs == seqs; })->replicas;
+  };
+  EXPECT_GT(at(4), at(512));
+  EXPECT_LT(all.simulations, alone_simulations);
+}
+
 TEST(Fleet, BadSpaces) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   FleetSpace s = space(10, 100);
