@@ -4,45 +4,6 @@
 
 namespace ridgeline::ops {
 
-namespace {
-// Sum of min(x, w) for x = a..b (a <= b).
-double sum_min(double a, double b, double w) noexcept {
-  if (b <= w) return (a + b) * (b - a + 1) / 2;
-  if (a >= w) return w * (b - a + 1);
-  return (a + w) * (w - a + 1) / 2 + w * (b - w);
-}
-}  // namespace
-
-double attention_pairs(const AttentionShape& s) noexcept {
-  if (s.impl == AttentionImpl::naive) return s.q_len * s.kv_len;
-  if (s.window > 0) {
-    // Query at 0-based position p sees min(p + 1, W) keys; the queries are the last q_len.
-    return sum_min(s.kv_len - s.q_len + 1, s.kv_len, s.window);
-  }
-  if (!s.causal) return s.q_len * s.kv_len;
-  // Query i (0-based among the last q_len positions) sees kv_len - q_len + i + 1 keys.
-  return s.q_len * (s.kv_len - s.q_len) + s.q_len * (s.q_len + 1) / 2;
-}
-
-double attention_keys_read(const AttentionShape& s) noexcept {
-  if (s.window > 0 && s.impl == AttentionImpl::flash) {
-    // The earliest query needs keys from (kv_len - q_len + 1 - W) on.
-    return std::min(s.kv_len, s.window + s.q_len - 1);
-  }
-  return s.kv_len;
-}
-
-AttentionCounts attention_counts(const AttentionShape& s) noexcept {
-  AttentionCounts n;
-  n.seqs = s.batch;
-  n.queries = s.batch * s.q_len;
-  n.pairs = s.batch * attention_pairs(s);
-  n.keys = s.batch * attention_keys_read(s);
-  n.scores = s.batch * s.q_len * s.kv_len;
-  n.positions = s.batch * s.kv_len;
-  return n;
-}
-
 Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept {
   Cost c;
   const double dv = s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;

@@ -42,8 +42,10 @@ void Distribution::add(double v, double weight) {
     // Consecutive equal values (every token of a decode step) share one entry.
     if (!exact_.empty() && exact_.back().first == v) {
       exact_.back().second += weight;
+      unit_ = false;
       return;
     }
+    if (weight != 1) unit_ = false;
     if (!exact_.empty() && v < exact_.back().first) sorted_ = false;
     exact_.emplace_back(v, weight);
     if (exact_.size() > kExactLimit) fold();
@@ -69,6 +71,7 @@ void Distribution::fold() {
 double Distribution::quantile(double q) const {
   if (count_ <= 0) return 0;
   q = std::clamp(q, 0.0, 1.0);
+  if (!folded_ && !sorted_ && unit_) return quantiles({q}).front();  // selected, not sorted
   if (!folded_) {
     if (!sorted_) {
       sort_values();
@@ -107,6 +110,29 @@ std::vector<double> Distribution::quantiles(const std::vector<double>& qs) const
     return out;
   }
   if (count_ <= 0) return std::vector<double>(qs.size(), 0);
+  if (!sorted_ && unit_ && qs.size() <= 8) {
+    // Every entry one sample: the order statistics each q reads, selected rather than sorted
+    // (what the walk below finds: the value at rank ⌊q(n - 1)⌋, and the next one when q(n - 1)
+    // lies between them). The qs ascend, so each selection searches what the last left above.
+    const auto less = [](const auto& a, const auto& b) { return a.first < b.first; };
+    const auto begin = exact_.begin();
+    std::size_t from = 0;
+    for (double q : qs) {
+      q = std::clamp(q, 0.0, 1.0);
+      const double rank = q * (count_ - 1);
+      const auto i = std::min(static_cast<std::size_t>(rank), exact_.size() - 1);
+      std::nth_element(begin + static_cast<std::ptrdiff_t>(from), begin + static_cast<std::ptrdiff_t>(i), exact_.end(), less);
+      from = i;
+      const double v = exact_[i].first;
+      if (rank <= static_cast<double>(i) || i + 1 == exact_.size()) {
+        out.push_back(v);
+        continue;
+      }
+      const double next = std::min_element(begin + static_cast<std::ptrdiff_t>(i) + 1, exact_.end(), less)->first;
+      out.push_back(v + (rank - static_cast<double>(i)) * (next - v));
+    }
+    return out;
+  }
   if (!sorted_) {
     sort_values();
     sorted_ = true;

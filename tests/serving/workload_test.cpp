@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <random>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/request_trace.hpp"
@@ -137,6 +139,33 @@ TEST(Distribution, PercentilesAsNumpyComputesThem) {
   const std::vector<double> expect = {1, 1, 7.3, 10}, got = w.quantiles(qs);
   ASSERT_EQ(got.size(), expect.size());
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_DOUBLE_EQ(got[i], expect[i]) << qs[i];
+}
+
+TEST(Distribution, SelectedPercentilesAreTheSortedOnes) {
+  // Samples of one each, unsorted, are answered by selecting the order statistics rather than
+  // sorting: the numpy value at rank q(n - 1) of the sorted samples, for ties, single samples,
+  // and q at 0 and 1 alike. The reference sorts a copy and interpolates by hand.
+  std::mt19937_64 rng(7);
+  const std::vector<double> qs = {0, 0.5, 0.9, 0.95, 0.99, 1};
+  for (int trial = 0; trial < 300; ++trial) {
+    const auto n = static_cast<std::size_t>(1 + rng() % 400);
+    const auto distinct = 1 + rng() % 50;  // few distinct values: many ties
+    std::vector<double> v(n);
+    for (double& x : v) x = static_cast<double>(rng() % distinct) * 0.25;
+    Distribution d;
+    for (const double x : v) d.add(x);
+    std::sort(v.begin(), v.end());
+    const std::vector<double> got = d.quantiles(qs);
+    for (std::size_t k = 0; k < qs.size(); ++k) {
+      const double rank = qs[k] * static_cast<double>(n - 1);
+      const auto i = static_cast<std::size_t>(rank);
+      const double expect = i + 1 < n ? v[i] + (rank - static_cast<double>(i)) * (v[i + 1] - v[i]) : v[i];
+      EXPECT_EQ(got[k], expect) << "n " << n << " q " << qs[k];
+    }
+    Distribution again;
+    for (std::size_t k = v.size(); k-- > 0;) again.add(v[k]);  // descending: unsorted again
+    EXPECT_EQ(again.quantile(0.99), got[4]);
+  }
 }
 
 TEST(Distribution, FoldedPercentilesWithinABucket) {

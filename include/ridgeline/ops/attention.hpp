@@ -1,6 +1,8 @@
 #pragma once
 /// Scaled dot-product attention, flash (fused) or naive (scores materialised); causal
 /// masking, GQA/MQA through kv_heads (docs/cost-model.md#attention).
+#include <algorithm>
+
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/ops/cost.hpp"
 
@@ -26,12 +28,37 @@ struct AttentionShape {
   DType vector = DType::fp32;    ///< softmax math
 };
 
+namespace detail {
+// Sum of min(x, w) for x = a..b (a <= b).
+inline double sum_min(double a, double b, double w) noexcept {
+  if (b <= w) return (a + b) * (b - a + 1) / 2;
+  if (a >= w) return w * (b - a + 1);
+  return (a + w) * (w - a + 1) / 2 + w * (b - w);
+}
+}  // namespace detail
+
 /// Query-key pairs that are computed: q_len·kv_len, or with a causal mask (flash only)
 /// q_len·(kv_len - q_len) + q_len·(q_len + 1)/2; with a window W each query sees at most W keys.
-double attention_pairs(const AttentionShape& s) noexcept;
+/// (Inline, as the counts below: the serving simulator adds them at every step.)
+inline double attention_pairs(const AttentionShape& s) noexcept {
+  if (s.impl == AttentionImpl::naive) return s.q_len * s.kv_len;
+  if (s.window > 0) {
+    // Query at 0-based position p sees min(p + 1, W) keys; the queries are the last q_len.
+    return detail::sum_min(s.kv_len - s.q_len + 1, s.kv_len, s.window);
+  }
+  if (!s.causal) return s.q_len * s.kv_len;
+  // Query i (0-based among the last q_len positions) sees kv_len - q_len + i + 1 keys.
+  return s.q_len * (s.kv_len - s.q_len) + s.q_len * (s.q_len + 1) / 2;
+}
 
 /// Keys each sequence reads from memory: kv_len, or at most the window for a single query.
-double attention_keys_read(const AttentionShape& s) noexcept;
+inline double attention_keys_read(const AttentionShape& s) noexcept {
+  if (s.window > 0 && s.impl == AttentionImpl::flash) {
+    // The earliest query needs keys from (kv_len - q_len + 1 - W) on.
+    return std::min(s.kv_len, s.window + s.q_len - 1);
+  }
+  return s.kv_len;
+}
 
 /// What an attention kernel does, as sums over the sequences it serves: every count is
 /// additive, so a kernel over sequences of different lengths (an engine step mixing prefill
@@ -50,7 +77,16 @@ struct AttentionCounts {
 };
 
 /// The counts of `s` (its batch of sequences, each q_len queries over kv_len keys).
-AttentionCounts attention_counts(const AttentionShape& s) noexcept;
+inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
+  AttentionCounts n;
+  n.seqs = s.batch;
+  n.queries = s.batch * s.q_len;
+  n.pairs = s.batch * attention_pairs(s);
+  n.keys = s.batch * attention_keys_read(s);
+  n.scores = s.batch * s.q_len * s.kv_len;
+  n.positions = s.batch * s.kv_len;
+  return n;
+}
 
 /// One kernel over `n` (the per-sequence fields of `s` — batch, q_len, kv_len — unused): heads,
 /// dims, dtypes and implementation from `s`.

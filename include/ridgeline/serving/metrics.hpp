@@ -37,6 +37,7 @@ class Distribution {
   static double bucket_value(int b) noexcept;
   mutable std::vector<std::pair<double, double>> exact_;  // (value, weight)
   mutable bool sorted_ = true;
+  bool unit_ = true;  // every exact entry holds one sample
   bool folded_ = false;
   std::vector<double> hist_;  // weights per bucket, once folded
   double count_ = 0, sum_ = 0, min_ = 0, max_ = 0;
