@@ -530,6 +530,13 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     if (it == families.end()) families.push_back({i});
     else it->push_back(i);
   }
+  // A space of fewer than four families (one chip and TP, say, over the limits) would keep a
+  // thread idle: its candidates go alone, as many tasks as candidates, sharing nothing (the
+  // same deployments; more simulations). The rule does not depend on the machine.
+  if (families.size() < 4) {
+    families.clear();
+    for (std::size_t i = 0; i < cands.size(); ++i) families.push_back({i});
+  }
   std::vector<Outcome> outcomes(cands.size());
   tbb::enumerable_thread_specific<std::unique_ptr<Evaluator>> evaluators;
   std::atomic<std::uint64_t> done{0};

@@ -3,6 +3,7 @@
 // on a missed SLO never changing a run that meets it, bad spaces.
 #include "ridgeline/planning/fleet.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -407,14 +408,16 @@ RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
 }
 
 TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
-  // A space of several sequence limits is searched limit after limit, each reusing the runs
-  // of those before it that its limit cannot change and starting from the fleet the last one
-  // needed. Each deployment must come out as it does searched alone (a space of that limit
-  // only), and the shared search must simulate less.
+  // A deployment's sequence limits are searched limit after limit, each reusing the runs of
+  // those before it that its limit cannot change and starting from the fleet the last one
+  // needed. Each deployment must come out as it does searched alone (a space of that one
+  // deployment), and the shared search must simulate less. Four families (TP 1 and 2, vLLM
+  // and TensorRT-LLM) of four limits: fewer than four families would go alone anyway.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   FleetSpace s = space(40, 300);
   s.chips = {chip("a100-80gb")};
-  s.tp = {1};
+  s.tp = {1, 2};
+  s.engines = {serving::EngineKind::vllm, serving::EngineKind::trtllm};
   s.max_num_seqs = {512, 64, 8, 4};
   s.max_rate = false;
   s.base.slo.ttft_s = 0.5;
@@ -422,26 +425,30 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   analysis::SearchControl control;
   control.threads = 1;
   const FleetSearchResult all = search_fleet(m, s, control);
-  ASSERT_EQ(all.feasible.size(), 4u);
+  ASSERT_EQ(all.feasible.size(), 16u);
   std::int64_t alone_simulations = 0;
-  for (const std::int64_t seqs : s.max_num_seqs) {
+  for (const Deployment& d : all.feasible) {
     FleetSpace one = s;
-    one.max_num_seqs = {seqs};
+    one.tp = {d.tp};
+    one.engines = {d.engine};
+    one.max_num_seqs = {d.max_num_seqs};
     const FleetSearchResult r = search_fleet(m, one, control);
     ASSERT_EQ(r.feasible.size(), 1u);
     alone_simulations += r.simulations;
     const Deployment& a = r.feasible.front();
-    const auto it = std::find_if(all.feasible.begin(), all.feasible.end(), [&](const Deployment& d) { return d.max_num_seqs == seqs; });
-    ASSERT_NE(it, all.feasible.end());
-    EXPECT_EQ(it->replicas, a.replicas) << "seqs " << seqs;
-    EXPECT_EQ(it->ttft.p99, a.ttft.p99) << "seqs " << seqs;
-    EXPECT_EQ(it->tpot.mean, a.tpot.mean) << "seqs " << seqs;
-    EXPECT_EQ(it->output_tokens_per_s, a.output_tokens_per_s) << "seqs " << seqs;
-    EXPECT_EQ(it->kv_utilisation_mean, a.kv_utilisation_mean) << "seqs " << seqs;
+    const std::string what = fmt::format("tp {} engine {} seqs {}", d.tp, serving::name(d.engine), d.max_num_seqs);
+    EXPECT_EQ(d.replicas, a.replicas) << what;
+    EXPECT_EQ(d.ttft.p99, a.ttft.p99) << what;
+    EXPECT_EQ(d.tpot.mean, a.tpot.mean) << what;
+    EXPECT_EQ(d.output_tokens_per_s, a.output_tokens_per_s) << what;
+    EXPECT_EQ(d.kv_utilisation_mean, a.kv_utilisation_mean) << what;
   }
-  // At 4 sequences the limit binds (the fleet differs from the wide limits'), at 512 it does not.
+  // At 4 sequences the limit binds (TP 1 vLLM needs more replicas than at 512), so not every
+  // limit could reuse the wide limit's runs.
   const auto at = [&](std::int64_t seqs) {
-    return std::find_if(all.feasible.begin(), all.feasible.end(), [&](const Deployment& d) { return d.max_num_seqs == seqs; })->replicas;
+    return std::find_if(all.feasible.begin(), all.feasible.end(), [&](const Deployment& d) {
+             return d.max_num_seqs == seqs && d.tp == 1 && d.engine == serving::EngineKind::vllm;
+           })->replicas;
   };
   EXPECT_GT(at(4), at(512));
   EXPECT_LT(all.simulations, alone_simulations);
