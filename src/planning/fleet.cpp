@@ -214,6 +214,12 @@ class Evaluator {
     return o;
   }
 
+  // The next candidates are of another family: the runs kept so far are not theirs.
+  void new_family() {
+    kept_.clear();
+    family_fleet_ = 0;
+  }
+
   std::int64_t simulations() const noexcept { return simulations_; }
   double simulated_requests() const noexcept { return simulated_requests_; }
 
@@ -255,14 +261,6 @@ class Evaluator {
     return r;
   }
 
- public:
-  // The next candidates are of another family: the runs kept so far are not theirs.
-  void new_family() {
-    kept_.clear();
-    family_fleet_ = 0;
-  }
-
- private:
   // A run kept for the family's other sequence limits.
   struct KeptRun {
     std::int64_t replicas = 0, prefill = 0, decode = 0;

@@ -121,9 +121,7 @@ TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg) {
 // The draft's k passes of a step: the first over `first` (the step's prefill chunks, when
 // `chunks`, and one token per decode sequence), the other k - 1 each like `rest`.
 double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
-                      bool chunks, StepTimeMemo* memo) {
-  StepTimeMemo local[2];
-  if (memo == nullptr) memo = local;
+                      bool chunks, StepTimeMemo (&memo)[2]) {
   double t = 0;
   if (first.seqs() > 0) t += memo[0].time(draft, first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
   if (k > 1 && rest.decode_seqs > 0) {
@@ -971,7 +969,8 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them.
     step->prepare(*cfg.spec.draft, sys, f);
-    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, nullptr);
+    StepTimeMemo memo[2];
+    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, memo);
   }
   out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch));
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;
