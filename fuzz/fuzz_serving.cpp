@@ -107,6 +107,13 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.disagg.decode = 1 + (d[13] >> 6) % 2;
     cfg.disagg.layerwise = (d[12] & 0x40) != 0;
     cfg.replicas = 1;
+    if (n >= 15 && (d[14] & 1) != 0) {
+      // Decode instances of their own: TP 1 or 2, another sequence limit and cache.
+      cfg.disagg.decode_tp = 1 + (d[14] >> 1) % 2;
+      serving::EngineConfig& de = cfg.disagg.decode_engine.emplace(cfg.engine);
+      de.max_num_seqs = std::min<std::int64_t>(de.max_batched_tokens, 1 + (d[14] >> 2) % 64);
+      de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
+    }
   }
   try {
     const serving::ServingResult r = serving::simulate(m, sys, cfg);

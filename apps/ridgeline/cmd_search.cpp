@@ -137,7 +137,7 @@ struct ServeSearchFlags {
   std::vector<std::string> prices;
   SpecFlags spec;
   model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
-  std::string disagg = "off";
+  std::string disagg = "off", decode_tp;
 };
 
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
@@ -166,6 +166,8 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--disagg", f->disagg,
                  "off (aggregated replicas), on (prefill and decode instances apart, split by rate matching) or both (compared)")
       ->capture_default_str();
+  app->add_option("--decode-tp", f->decode_tp,
+                  "disaggregated: the decode instances' TPs to try with each prefill --tp (default: every --tp), or same");
 }
 
 // The space `search serve` searches, and the `serve` command each deployment's numbers come from.
@@ -228,6 +230,9 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   };
   s.tp = ints(v->tp, "--tp");
   s.ep = ints(v->ep, "--ep");
+  if (v->decode_tp == "same") s.decode_tp_same = true;
+  else s.decode_tp = ints(v->decode_tp, "--decode-tp");
+  if (!v->decode_tp.empty() && v->disagg == "off") throw InputError("--decode-tp: decode instances are searched with --disagg on or both");
   s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
   s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
   if (!v->weight_dtypes.empty()) {

@@ -33,7 +33,7 @@ struct ServeFlags {
   std::string preemption, step_overhead, mixed_chunk;
   WorkloadFlags load;
   SpecFlags spec;
-  std::string disagg, disagg_link_bw, kv_transfer = "after";
+  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -53,16 +53,13 @@ double horizon_s(const std::string& v) {
   return parse_quantity(v, Quantity::time, "--horizon", false);
 }
 
-// `draft` holds the draft model of speculative decoding (it must outlive the configuration).
-serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, model::ModelConfig& draft) {
-  serving::ServeConfig cfg;
-  cfg.forward = forward_config(f.fw, f.hw, m);
-  cfg.spec = speculation(f.spec, m, draft);
+// The engine's preset at tensor parallelism `tp` with the knobs given as flags.
+serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, const model::ForwardConfig& forward, std::int64_t tp) {
   const auto kind = serving::parse_engine(f.engine);
   if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
-  serving::EngineConfig& e = cfg.engine = serving::engine_preset(*kind, sys.chip, cfg.forward.tp);
-  if (!f.fw.algo.empty()) e.collective_algo = cfg.forward.algo;  // --algo given: the engine's collectives too
-  if (!f.fw.kernels.empty()) e.merged_kernels = cfg.forward.merged_kernels;
+  serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp);
+  if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
+  if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;
   if (!f.max_num_seqs.empty()) e.max_num_seqs = int_flag(f.max_num_seqs, "--max-num-seqs");
   if (!f.max_batched_tokens.empty()) e.max_batched_tokens = int_flag(f.max_batched_tokens, "--max-batched-tokens");
   if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");
@@ -83,6 +80,39 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
+  return e;
+}
+
+// --disagg-decode tp=8,ep=1,max-num-seqs=256,max-batched-tokens=2048: the decode instances'
+// own plan, and their engine (the preset at their TP with the flags' knobs and these limits).
+void decode_instances(const ServeFlags& f, const hw::System& sys, serving::ServeConfig& cfg) {
+  serving::Disagg& dg = cfg.disagg;
+  std::int64_t seqs = 0, budget = 0;
+  for (const std::string& item : split_list(f.disagg_decode)) {
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    if (eq == std::string::npos) {
+      throw InputError(fmt::format("--disagg-decode: '{}' is not KEY=N, as in tp=8,max-num-seqs=256", item));
+    }
+    const std::string flag = "--disagg-decode " + key;
+    const std::int64_t v = parse_positive_int(item.substr(eq + 1), flag.c_str());
+    if (key == "tp") dg.decode_tp = v;
+    else if (key == "ep") dg.decode_ep = v;
+    else if (key == "max-num-seqs") seqs = v;
+    else if (key == "max-batched-tokens") budget = v;
+    else throw InputError(fmt::format("--disagg-decode: '{}' is not a key: expected tp, ep, max-num-seqs or max-batched-tokens", key));
+  }
+  serving::EngineConfig& e = dg.decode_engine.emplace(engine_config(f, sys, cfg.forward, dg.decode_tp > 0 ? dg.decode_tp : cfg.forward.tp));
+  if (seqs > 0) e.max_num_seqs = seqs;
+  if (budget > 0) e.max_batched_tokens = budget;
+}
+
+// `draft` holds the draft model of speculative decoding (it must outlive the configuration).
+serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, model::ModelConfig& draft) {
+  serving::ServeConfig cfg;
+  cfg.forward = forward_config(f.fw, f.hw, m);
+  cfg.spec = speculation(f.spec, m, draft);
+  cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
 
   cfg.workload = workload_spec(f.load);
   cfg.replicas = f.replicas == "auto" ? 1 : int_flag(f.replicas, "--replicas");
@@ -105,9 +135,10 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   if (f.replicas == "auto" && cfg.disagg.on()) {
     throw InputError("--replicas auto: a disaggregated deployment is sized by search serve --disagg on, not here");
   }
-  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise) && !cfg.disagg.on()) {
-    throw InputError("--disagg-link-bw/--kv-transfer: a KV transfer needs --disagg P:D");
+  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty()) && !cfg.disagg.on()) {
+    throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode: a KV transfer needs --disagg P:D");
   }
+  if (!f.disagg_decode.empty()) decode_instances(f, sys, cfg);
   return cfg;
 }
 
@@ -149,6 +180,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
   s->add_option("--disagg", f->disagg, "disaggregated: P prefill and D decode instances (each --tp chips), the KV cache sent between them");
+  s->add_option("--disagg-decode", f->disagg_decode,
+                "disaggregated: the decode instances' own tp, ep, max-num-seqs, max-batched-tokens, e.g. tp=8,max-num-seqs=256");
   s->add_option("--disagg-link-bw", f->disagg_link_bw,
                 "bandwidth per chip of the KV transfer between disaggregated instances (default: the node link within a domain, else the network)");
   s->add_option("--kv-transfer", f->kv_transfer,

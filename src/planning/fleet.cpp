@@ -48,6 +48,7 @@ struct Candidate {
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
   bool disagg = false;
+  std::int64_t dtp = 0;  // disaggregated: the decode instances' TP
 };
 
 // What became of a candidate.
@@ -109,29 +110,36 @@ class Evaluator {
     d.max_batched_tokens = c.budget;
     d.replicas = 1;
     d.order = order;
-    if (c.disagg) d.prefill = d.decode = 1;
+    if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
-    const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine);
-    if (model::check(m_, f) != model::LayoutFault::none) return reject(o, Reject::layout);
-    if (cfg.spec.on() && model::check(*cfg.spec.draft, f) != model::LayoutFault::none) return reject(o, Reject::layout);
+    // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
+    const serving::InstancePlan dp = serving::instance_plan(cfg, c.disagg);
+    const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine), fd = serving::engine_forward(dp.forward, dp.engine);
+    for (const model::ForwardConfig* x : {&f, &fd}) {
+      if (model::check(m_, *x) != model::LayoutFault::none) return reject(o, Reject::layout);
+      if (cfg.spec.on() && model::check(*cfg.spec.draft, *x) != model::LayoutFault::none) return reject(o, Reject::layout);
+    }
     model::build_forward(m_, f, sys, {static_cast<double>(f.ep), 1, 1}, *graph_);
     for (int i = 0; i < graph_->op_count; ++i) {
       if (!ops::supported(graph_->ops[i].cost.expand(), sys.chip)) return reject(o, Reject::dtype);
     }
     const serving::ServeMemory mem = serving::serve_memory(m_, sys, cfg);
-    if (mem.kv_blocks < 1) return reject(o, Reject::memory);
-    kv_blocks_ = mem.kv_blocks;
+    const serving::ServeMemory dmem = c.disagg ? serving::serve_memory(m_, sys, cfg, true) : mem;
+    if (mem.kv_blocks < 1 || dmem.kv_blocks < 1) return reject(o, Reject::memory);
+    kv_blocks_ = {mem.kv_blocks, dmem.kv_blocks};
     try {
       serving::validate(m_, sys, cfg);
     } catch (const InputError&) {
       return reject(o, Reject::layout);
     }
     step_.prepare(m_, sys, f);
+    if (c.disagg) decode_step_.prepare(m_, sys, fd);
     const serving::EngineConfig& e = cfg.engine;
     const serving::Slo& slo = cfg.slo;
-    // Floors: what no number of replicas changes.
-    d.floor_tpot_s = tpot_floor(e, cfg.spec);
+    // Floors: what no number of replicas changes (a decode step on the instances that decode,
+    // a prefill on those that prefill).
+    d.floor_tpot_s = tpot_floor(c.disagg ? decode_step_ : step_, dp.engine, cfg.spec);
     if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
     d.floor_ttft_s = ttft_floor(e, slo.ttft_q);
     if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
@@ -139,28 +147,38 @@ class Evaluator {
     // The fewest replicas (disaggregated: instances, at least one of each, split as rate
     // matching says): from an estimate of one replica's capacity, galloping to a count that
     // meets the SLOs and one that does not, then bisecting.
-    const std::int64_t per = c.tp * c.ep;
-    const std::int64_t max_r = std::max<std::int64_t>(0, s_.max_gpus / per);
-    if (max_r < (c.disagg ? 2 : 1)) return reject(o, Reject::fleet_size);
     ServingResult met_run, last;
-    std::int64_t lo = c.disagg ? 1 : 0, hi = 0;
     bool too_long = false;
     double ratio = 1;  // prefill instances per decode instance
     if (c.disagg) {
       serving::DisaggResult rates;
-      serving::disagg_rates(m_, sys, cfg, mem, std::max(1.0, mean_prompt_), std::max(1.0, mean_gen_), rates);
+      serving::disagg_rates(m_, sys, cfg, std::max(1.0, mean_prompt_), std::max(1.0, mean_gen_), rates);
       ratio = rates.prefill_per_decode;
     }
+    // Prefill instances of a fleet of n instances, split as rate matching says.
+    auto prefill_of = [&](std::int64_t n) {
+      return std::clamp<std::int64_t>(std::llround(static_cast<double>(n) * ratio / (1 + ratio)), 1, n - 1);
+    };
     // n instances as the deployment runs them: n replicas, or n split into prefill and decode.
     auto size = [&](std::int64_t n) {
       if (!c.disagg) {
         cfg.replicas = n;
         return;
       }
-      const std::int64_t p = std::clamp<std::int64_t>(std::llround(static_cast<double>(n) * ratio / (1 + ratio)), 1, n - 1);
-      cfg.disagg.prefill = p;
-      cfg.disagg.decode = n - p;
+      cfg.disagg.prefill = prefill_of(n);
+      cfg.disagg.decode = n - cfg.disagg.prefill;
     };
+    // The most instances within max_gpus: a split's GPUs only grow with n (each side's count
+    // does), so the last n that fits is found by bisection.
+    const std::int64_t per = c.tp * c.ep, per_decode = dp.forward.tp * dp.forward.ep;
+    auto gpus = [&](std::int64_t n) { return c.disagg ? prefill_of(n) * per + (n - prefill_of(n)) * per_decode : n * per; };
+    std::int64_t max_r = std::max<std::int64_t>(0, s_.max_gpus / std::max(per, per_decode));
+    for (std::int64_t up = s_.max_gpus / std::min(per, per_decode) + 1; up - max_r > 1;) {
+      const std::int64_t mid = max_r + (up - max_r) / 2;
+      (mid >= (c.disagg ? 2 : 1) && gpus(mid) <= s_.max_gpus ? max_r : up) = mid;
+    }
+    if (max_r < (c.disagg ? 2 : 1)) return reject(o, Reject::fleet_size);
+    std::int64_t lo = c.disagg ? 1 : 0, hi = 0;
     // Simulates r replicas into `last`; a run that meets the SLOs becomes `met_run`.
     auto attempt = [&](std::int64_t r) {
       size(r);
@@ -255,7 +273,9 @@ class Evaluator {
     ServingResult r = serving::simulate(m_, sys, cfg);
     ++simulations_;
     simulated_requests_ += static_cast<double>(r.simulated_requests);
-    if (r.peak_running < r.engine.max_num_seqs && kept_.size() < kKeep) {
+    // Kept when no instance reached its limit (the decode instances' may be their own).
+    const std::int64_t limit = cfg.disagg.on() ? std::min(r.engine.max_num_seqs, r.disagg.decode_engine.max_num_seqs) : r.engine.max_num_seqs;
+    if (r.peak_running < limit && kept_.size() < kKeep) {
       kept_.push_back({cfg.replicas, cfg.disagg.prefill, cfg.disagg.decode, cfg.workload.qps, stop_early, kv_blocks_, r});
     }
     return r;
@@ -266,19 +286,19 @@ class Evaluator {
     std::int64_t replicas = 0, prefill = 0, decode = 0;
     double qps = 0;
     bool stop_early = false;
-    std::int64_t kv_blocks = 0;
+    std::array<std::int64_t, 2> kv_blocks{};
     ServingResult r;
   };
   static constexpr std::size_t kKeep = 256;
   std::vector<KeptRun> kept_;
-  std::int64_t kv_blocks_ = 0;  // the candidate's cache
+  std::array<std::int64_t, 2> kv_blocks_{};  // the candidate's caches: prefill (or every) and decode instances'
   std::int64_t family_fleet_ = 0;  // replicas (instances) of the family's last feasible deployment
   std::int64_t family_peak_ = 0;   // and the peak running of its run there
 
   // A decode step of one sequence at the shortest context any request decodes at: every gap
   // between two output tokens is at least one such step. With speculation, the target's
   // verification step alone (the draft's passes left out) over the k + 1 tokens it may emit.
-  double tpot_floor(const serving::EngineConfig& e, const model::Speculation& spec) const {
+  double tpot_floor(const serving::StepModel& step, const serving::EngineConfig& e, const model::Speculation& spec) const {
     double shortest = std::numeric_limits<double>::infinity();
     for (std::size_t i = warmup(); i < requests_.size(); ++i) {
       if (requests_[i].output > 1) shortest = std::min(shortest, static_cast<double>(requests_[i].input));
@@ -288,7 +308,7 @@ class Evaluator {
     mix.fused_attention = e.fused_attention;
     const double q = static_cast<double>(spec.k + 1);
     mix.add_decode(shortest + q, static_cast<double>(m_.sliding_window), q);
-    return serving::step_period(e, step_.time(mix, serving::decode_step_graphs(e, q)), 1) / q;
+    return serving::step_period(e, step.time(mix, serving::decode_step_graphs(e, q)), 1) / q;
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
@@ -398,7 +418,7 @@ class Evaluator {
   const std::vector<serving::Request>& requests_;
   double mean_prompt_ = 0, mean_gen_ = 0;
   std::size_t measured_ = 0;
-  serving::StepModel step_;
+  serving::StepModel step_, decode_step_;  // the prefill (or every) instances' steps; the decode instances'
   std::unique_ptr<model::Graph> graph_ = std::make_unique<model::Graph>();
   std::int64_t simulations_ = 0;
   double simulated_requests_ = 0;
@@ -443,7 +463,15 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
                 for (const std::int64_t q : seqs) {
-                  for (const bool disagg : layouts) out.push_back({ci, kind, tp, ep, w, kv, q, b, disagg});
+                  for (const bool disagg : layouts) {
+                    if (!disagg) {
+                      out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0});
+                      continue;
+                    }
+                    for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
+                      out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp});
+                    }
+                  }
                 }
               }
             }
@@ -469,6 +497,13 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.replicas = d.replicas;
   c.disagg.prefill = d.prefill;
   c.disagg.decode = d.decode;
+  if (d.decode_tp > 0 && d.decode_tp != d.tp) {
+    // The decode instances' preset at their own TP, with the same limits.
+    c.disagg.decode_tp = d.decode_tp;
+    serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.decode_tp));
+    e.max_num_seqs = d.max_num_seqs;
+    e.max_batched_tokens = d.max_batched_tokens;
+  }
   return c;
 }
 
@@ -486,7 +521,7 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   }
   if (s.max_gpus < 1 || s.max_gpus > 1000000) throw InputError(fmt::format("--max-gpus: {} is out of range: expected 1 to 1000000", s.max_gpus));
   if (s.top < 1 || s.top > 10000) throw InputError(fmt::format("--top: {} is out of range: expected 1 to 10000", s.top));
-  for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}}) {
+  for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}, {&s.decode_tp, "--decode-tp"}}) {
     for (const std::int64_t v : *list) {
       if (v < 1 || v > 4096) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, v));
     }
@@ -522,7 +557,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.disagg == c.disagg;
+             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

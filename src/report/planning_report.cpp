@@ -28,9 +28,21 @@ std::string instances(const Deployment& d) {
   return d.prefill > 0 ? fmt::format("{}P+{}D", d.prefill, d.decode) : fmt::format("{}", d.replicas);
 }
 
-// "3 x h100-sxm tp 4" and the engine's knobs.
+// Decode instances with a TP of their own.
+bool own_decode_tp(const Deployment& d) { return d.prefill > 0 && d.decode_tp > 0 && d.decode_tp != d.tp; }
+
+// "4", or "2/8": the prefill instances' TP and the decode instances' own.
+std::string tp_text(const Deployment& d) { return own_decode_tp(d) ? fmt::format("{}/{}", d.tp, d.decode_tp) : fmt::format("{}", d.tp); }
+
+// GPUs of the fleet: each instance's TP x EP.
+std::int64_t fleet_gpus(const Deployment& d) {
+  if (d.prefill == 0) return d.replicas * d.tp * d.ep;
+  return (d.prefill * d.tp + d.decode * (d.decode_tp > 0 ? d.decode_tp : d.tp)) * d.ep;
+}
+
+// "3 x h100-sxm tp 4" (disaggregated: "1P+2D x h100-sxm tp 2/8") and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
-  std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, d.tp);
+  std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
   if (d.ep > 1) l += fmt::format(" ep {}", d.ep);
   l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
   if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
@@ -58,7 +70,9 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"tp", d.tp},
          {"ep", d.ep},
          {"replicas", d.replicas},
-         {"disagg", d.prefill > 0 ? json{{"prefill", d.prefill}, {"decode", d.decode}} : json(nullptr)},
+         {"disagg", d.prefill > 0 ? json{{"prefill", d.prefill}, {"decode", d.decode}, {"prefill_tp", d.tp},
+                                         {"decode_tp", d.decode_tp > 0 ? d.decode_tp : d.tp}}
+                                  : json(nullptr)},
          {"engine", std::string(serving::name(d.engine))},
          {"weight_dtype", d.weight_dtype ? json(std::string(name(*d.weight_dtype))) : json(nullptr)},
          {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
@@ -91,11 +105,11 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
   const std::string what = c.reason == planning::Reject::fleet_size
                                ? fmt::format("with {} {} ({} GPUs, the most --max-gpus allows) its {} is {}", instances(d),
                                              d.prefill > 0 ? "instances" : "replicas",
-                                             (d.prefill > 0 ? d.prefill + d.decode : d.replicas) * d.tp * d.ep, c.binding, t(c.value_s))
+                                             fleet_gpus(d), c.binding, t(c.value_s))
                                : fmt::format("its {} floor ({}) is {}", c.binding,
                                              c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
-  return fmt::format("closest: {} x {} tp {}{}, {}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, d.tp,
+  return fmt::format("closest: {} x {} tp {}{}, {}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
                      d.ep > 1 ? fmt::format(" ep {}", d.ep) : "", serving::name(d.engine), what, t(c.target_s));
 }
 
@@ -111,6 +125,7 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   if (d.max_num_seqs > 0) f += fmt::format(" --max-num-seqs {}", d.max_num_seqs);
   f += fmt::format(" --max-batched-tokens {}", d.max_batched_tokens);
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
+  if (own_decode_tp(d)) f += fmt::format(" --disagg-decode tp={}", d.decode_tp);
   return f;
 }
 
@@ -187,7 +202,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
-           a.prefill == o.prefill && a.decode == o.decode &&
+           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
   auto table = [&](const std::vector<Deployment>& v) {
@@ -201,7 +216,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, v[j].max_num_seqs), hi = std::max(hi, v[j].max_num_seqs);
       const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
       s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
-                       space.chips[d.chip].sys.chip.name, d.tp, d.ep, serving::name(d.engine), seqs, d.max_batched_tokens,
+                       space.chips[d.chip].sys.chip.name, tp_text(d), d.ep, serving::name(d.engine), seqs, d.max_batched_tokens,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
@@ -227,7 +242,7 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
   };
   for (const Deployment& d : r.pareto) {
     add(front, d);
-    std::string tag = fmt::format("{}x{} tp{}", instances(d), s_chip(space, d), d.tp);
+    std::string tag = fmt::format("{}x{} tp{}", instances(d), s_chip(space, d), tp_text(d));
     if (d.ep > 1) tag += fmt::format(" ep{}", d.ep);
     if (d.weight_dtype) tag += fmt::format(" {}", name(*d.weight_dtype));
     front.tags.push_back(tag);

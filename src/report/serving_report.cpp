@@ -139,9 +139,20 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   } else {
     j["speculation"] = nullptr;
   }
+  auto memory_json = [](const serving::ServeMemory& mem) {
+    return json{{"capacity_bytes", mem.capacity_bytes}, {"weights_bytes", mem.weights_bytes},
+                {"activations_bytes", mem.activations_bytes}, {"reserved_bytes", mem.reserved_bytes},
+                {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token},
+                {"draft_weights_bytes", mem.draft_weights_bytes}, {"draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token},
+                {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
+  };
   if (cfg.disagg.on()) {
     const serving::DisaggResult& x = r.disagg;
     j["disagg"] = {{"prefill", cfg.disagg.prefill}, {"decode", cfg.disagg.decode},
+                   {"prefill_tp", cfg.forward.tp}, {"prefill_ep", cfg.forward.ep},
+                   {"decode_tp", x.decode_tp}, {"decode_ep", x.decode_ep},
+                   {"decode_max_num_seqs", x.decode_engine.max_num_seqs}, {"decode_max_batched_tokens", x.decode_engine.max_batched_tokens},
+                   {"decode_memory", memory_json(x.decode_memory)},
                    {"kv_transfer", cfg.disagg.layerwise ? "layerwise" : "after"},
                    {"link", x.link}, {"link_Bps", x.link_Bps}, {"link_latency_s", x.link_latency_s},
                    {"transfer_s_mean", x.transfer_s_mean}, {"kv_wait_s_mean", x.kv_wait_s_mean},
@@ -153,12 +164,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["mean_in_system"] = r.mean_in_system;
   j["mean_running"] = r.mean_running;
   j["mean_waiting"] = r.mean_waiting;
-  const serving::ServeMemory& mem = r.memory;
-  j["memory"] = {{"capacity_bytes", mem.capacity_bytes}, {"weights_bytes", mem.weights_bytes},
-                 {"activations_bytes", mem.activations_bytes}, {"reserved_bytes", mem.reserved_bytes},
-                 {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token},
-                 {"draft_weights_bytes", mem.draft_weights_bytes}, {"draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token},
-                 {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
+  j["memory"] = memory_json(r.memory);
   json tl = json::array();
   for (const serving::TimePoint& p : r.timeline) {
     tl.push_back({{"t_s", p.t_s}, {"running", p.running}, {"waiting", p.waiting}, {"kv_used", p.kv_used},
@@ -176,7 +182,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   const serving::WorkloadSpec& w = cfg.workload;
   const std::int64_t chips = cfg.forward.tp * cfg.forward.ep;
   const std::string chip = sys.chip.display_name.empty() ? sys.chip.name : sys.chip.display_name;
-  std::string s = cfg.disagg.on()
+  const serving::DisaggResult& dr = r.disagg;
+  const bool own_decode = cfg.disagg.on() && (dr.decode_tp != cfg.forward.tp || dr.decode_ep != cfg.forward.ep);
+  std::string s = own_decode
+                      ? fmt::format("{} on {} prefill instance{} of {} x {} (tp {}, ep {}) + {} decode instance{} of {} (tp {}, ep {}): {} engine\n",
+                                    m.name, cfg.disagg.prefill, cfg.disagg.prefill == 1 ? "" : "s", chips, chip, cfg.forward.tp,
+                                    cfg.forward.ep, cfg.disagg.decode, cfg.disagg.decode == 1 ? "" : "s", dr.decode_tp * dr.decode_ep,
+                                    dr.decode_tp, dr.decode_ep, serving::name(e.kind))
+                  : cfg.disagg.on()
                       ? fmt::format("{} on {} x {} (tp {}, ep {}) x ({} prefill + {} decode instances): {} engine\n", m.name, chips,
                                     chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, serving::name(e.kind))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
@@ -199,8 +212,16 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("speculative decoding: {} drafts {} token{} a step, acceptance {}: {:.3g} tokens per verification step\n",
                      cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", rates, model::tokens_per_step(cfg.spec));
   }
-  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per replica)\n",
-                   size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks);
+  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per {})\n",
+                   size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks,
+                   own_decode ? "prefill instance" : "replica");
+  if (own_decode || (cfg.disagg.on() && dr.decode_engine.max_num_seqs != e.max_num_seqs)) {
+    const serving::EngineConfig& de = dr.decode_engine;
+    const serving::ServeMemory& dm = dr.decode_memory;
+    s += fmt::format("decode instances: {} tokens/step, {} sequences; per chip weights {}, activations {}, KV cache {} = {} tokens ({} blocks)\n",
+                     de.max_batched_tokens, de.max_num_seqs, size(dm.weights_bytes), size(dm.activations_bytes), size(dm.kv_bytes),
+                     dm.kv_tokens, dm.kv_blocks);
+  }
   if (cfg.spec.on()) {
     s += fmt::format("                 of which the draft's weights {}, its KV {} of {} per token\n", size(mem.draft_weights_bytes),
                      size(mem.draft_kv_bytes_per_token), size(mem.kv_bytes_per_token));

@@ -83,8 +83,7 @@ constexpr Ps kNever = INT64_MAX;
 constexpr double kMaxSimulated_s = 4e6;
 
 // The engine as it will run: the SGLang sequence limit resolved from the cache size.
-EngineConfig resolved_engine(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem) {
-  EngineConfig e = cfg.engine;
+EngineConfig resolved_engine(const model::ModelConfig& m, EngineConfig e, const ServeMemory& mem) {
   if (e.max_num_seqs == 0) {
     // SGLang max_running_requests: clamp(tokens / context_len x 512, 2048, 4096), at most tokens / 2.
     const double tokens = static_cast<double>(mem.kv_tokens);
@@ -104,7 +103,8 @@ struct TransferLink {
 TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg) {
   const Disagg& dg = cfg.disagg;
   TransferLink l;
-  const std::int64_t chips = (dg.prefill + dg.decode) * cfg.forward.tp * cfg.forward.ep;
+  const InstancePlan dp = instance_plan(cfg, true);
+  const std::int64_t chips = dg.prefill * cfg.forward.tp * cfg.forward.ep + dg.decode * dp.forward.tp * dp.forward.ep;
   const int node = sys.chip.link_index(hw::LinkScope::node), net = sys.chip.link_index(hw::LinkScope::network);
   const int i = (chips <= sys.domain() && node >= 0) || net < 0 ? node : net;
   if (i >= 0) {
@@ -194,37 +194,64 @@ class Timeline {
   std::vector<Bucket> buckets_;
 };
 
+// What the instances of one kind share: their plan, engine, cache, step pricing and
+// scheduler. Aggregated, every replica is of one kind; disaggregated, the prefill instances
+// are of the first and the decode instances of the second.
+struct Tier {
+  Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
+       std::vector<Req>& pool)
+      : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine} {
+    const model::ForwardConfig f = engine_forward(plan.forward, engine);
+    step.prepare(m, sys, f);
+    if (cfg.spec.on()) {
+      draft = std::make_unique<StepModel>();
+      draft->prepare(*cfg.spec.draft, sys, f);
+    }
+    ctx.window = static_cast<double>(m.sliding_window);
+    ctx.partial_reuse = engine.partial_reuse;
+    const int host = sys.chip.link_index(hw::LinkScope::host);
+    const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine.kv_block);
+    if (host >= 0) ctx.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
+    scheduler = detail::make_scheduler(ctx);
+    // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
+    const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine.max_num_seqs, 1, 4096));
+    memo = StepTimeMemo(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1));
+    if (draft) draft_memo[0] = draft_memo[1] = StepTimeMemo(seqs_max);
+  }
+  std::int64_t chips() const noexcept { return plan.forward.tp * plan.forward.ep; }
+
+  InstancePlan plan;
+  EngineConfig engine;  // as it runs (SGLang's sequence limit from the cache)
+  ServeMemory mem;
+  StepModel step;
+  std::unique_ptr<StepModel> draft;  // speculative decoding
+  StepTimeMemo memo, draft_memo[2];
+  detail::SimContext ctx;
+  std::unique_ptr<detail::Scheduler> scheduler;
+};
+
 class Simulation {
  public:
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
              const RequestSink& sink, const std::function<void(double)>& progress)
-      : m_(m), sys_(sys), cfg_(cfg), engine_(resolved_engine(m, cfg, mem)), mem_(mem), sink_(sink), progress_(progress),
-        ctx_{pool_, engine_}, source_(cfg.workload), timeline_(cfg.timeline_points) {
-    step_ = std::make_unique<StepModel>();
-    step_->prepare(m, sys, engine_forward(cfg.forward, engine_));
+      : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload), timeline_(cfg.timeline_points) {
+    const Disagg& dg = cfg.disagg;
+    tiers_[0] = std::make_unique<Tier>(m, sys, cfg, mem, false, pool_);
+    tiers_[1] = dg.on() ? std::make_unique<Tier>(m, sys, cfg, serve_memory(m, sys, cfg, true), true, pool_) : nullptr;
     detail::Emission emission;
     if (cfg.spec.on()) {
-      draft_ = std::make_unique<StepModel>();
-      draft_->prepare(*cfg.spec.draft, sys, engine_forward(cfg.forward, engine_));
       emission.queries = cfg.spec.k + 1;
       emission.rate = std::llround(model::tokens_per_step(cfg.spec) * static_cast<double>(detail::Emission::kRateOne));
     }
-    ctx_.window = static_cast<double>(m.sliding_window);
-    ctx_.partial_reuse = engine_.partial_reuse;
-    const int host = sys.chip.link_index(hw::LinkScope::host);
-    const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine_.kv_block);
-    if (host >= 0) ctx_.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
-    scheduler_ = detail::make_scheduler(ctx_);
-    // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
-    const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine_.max_num_seqs, 1, 4096));
-    step_memo_ = StepTimeMemo(seqs_max * static_cast<std::size_t>(emission.queries));
-    if (draft_) draft_memo_[0] = draft_memo_[1] = StepTimeMemo(seqs_max);
-    const Disagg& dg = cfg.disagg;
     const std::int64_t instances = dg.on() ? dg.prefill + dg.decode : cfg.replicas;
     replicas_.reserve(static_cast<std::size_t>(instances));
     for (std::int64_t i = 0; i < instances; ++i) {
-      replicas_.emplace_back(pool_, engine_, mem.kv_blocks, ctx_.window, static_cast<std::int32_t>(i), emission);
-      if (dg.on()) replicas_.back().role = i < dg.prefill ? detail::Role::prefill : detail::Role::decode;
+      const bool decode = dg.on() && i >= dg.prefill;
+      const Tier& k = *tiers_[decode ? 1 : 0];
+      replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission);
+      if (dg.on()) replicas_.back().role = decode ? detail::Role::decode : detail::Role::prefill;
+      all_blocks_ += k.mem.kv_blocks;
+      gpus_ += k.chips();
     }
     routed_ = static_cast<std::size_t>(dg.on() ? dg.prefill : instances);
     if (dg.on()) {
@@ -232,6 +259,7 @@ class Simulation {
       result_.disagg.link = l.name;
       result_.disagg.link_Bps = l.Bps;
       result_.disagg.link_latency_s = l.latency_s;
+      fan_in_ = std::max(1.0, static_cast<double>(tiers_[1]->plan.forward.tp) / static_cast<double>(cfg.forward.tp));
     }
     snapshots_.resize(replicas_.size());
     touched_flag_.assign(replicas_.size(), 0);
@@ -337,17 +365,7 @@ class Simulation {
     const std::int64_t k = measured_total_ > 0 ? (id - cfg_.workload.warmup) * 4 / measured_total_ : 0;
     quarter_ = id < cfg_.workload.warmup ? -1 : static_cast<int>(std::min<std::int64_t>(k, 3));
     if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
-    // A request that can never be served: beyond the model's positions, or a cache alone
-    // (with the drafts its last step verifies).
-    const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + engine_.kv_block - 1) / engine_.kv_block;
-    // A whole prompt must fit one step's budget when prompts are not chunked (TensorRT-LLM's
-    // max_input_len <= max_num_tokens; vLLM without chunked prefill).
-    // vLLM may preempt it, and then recomputes its prompt and outputs in one chunk too.
-    const bool whole = !engine_.chunked_prefill && (engine_.policy == StepPolicy::running_first ||
-                                                    engine_.policy == StepPolicy::generation_first);
-    const std::int64_t whole_tokens = engine_.policy == StepPolicy::running_first ? q.input + q.output : q.input;
-    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || blocks > mem_.kv_blocks ||
-        (whole && whole_tokens > engine_.max_batched_tokens)) {
+    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || !fits(*tiers_[0], q) || (tiers_[1] && !fits(*tiers_[1], q))) {
       reject(qi, t);
       return;
     }
@@ -359,6 +377,21 @@ class Simulation {
     touch(rep);
     mark(rep);
   }
+
+  // Whether an instance of tier k could ever serve q: it fits the cache alone (with the drafts
+  // its last step verifies), and a whole prompt fits one step's budget when prompts are not
+  // chunked (TensorRT-LLM's max_input_len <= max_num_tokens; vLLM without chunked prefill).
+  // vLLM may preempt it, and then recomputes its prompt and outputs in one chunk too.
+  bool fits(const Tier& k, const Req& q) const {
+    const EngineConfig& e = k.engine;
+    const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
+    const bool whole = !e.chunked_prefill && (e.policy == StepPolicy::running_first || e.policy == StepPolicy::generation_first);
+    const std::int64_t whole_tokens = e.policy == StepPolicy::running_first ? q.input + q.output : q.input;
+    return blocks <= k.mem.kv_blocks && !(whole && whole_tokens > e.max_batched_tokens);
+  }
+
+  Tier& tier(const Replica& r) { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }
+  const Tier& tier(const Replica& r) const { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }
 
   void mark(Replica& r) {
     if (r.busy || r.start_pending) return;
@@ -410,7 +443,8 @@ class Simulation {
       r.join_decode(qi);
     }
     r.arrived.clear();
-    scheduler_->plan(r);
+    Tier& k = tier(r);
+    k.scheduler->plan(r);
     // An empty replica that cannot admit the request at the head of its queue never will
     // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.
     while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
@@ -418,7 +452,7 @@ class Simulation {
       r.waiting.pop_front();
       r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
       reject(qi, t);
-      scheduler_->plan(r);
+      k.scheduler->plan(r);
     }
     const detail::StepPlan& p = r.plan;
     if (!p.decode && p.chunks.empty()) {
@@ -433,10 +467,11 @@ class Simulation {
     // Waiting requests that were admitted leave the queue count.
     const double mix_seqs = p.mix.seqs();
     const bool prefill = !p.chunks.empty();
-    const GraphMode mode = prefill ? engine_.mixed_graphs : decode_step_graphs(engine_, p.mix.decode_tokens);
-    double device = step_memo_.time(*step_, p.mix, mode) + p.extra_s;
-    if (draft_) device += draft_time(p);
-    const double period = step_period(engine_, device, mix_seqs);
+    const EngineConfig& e = k.engine;
+    const GraphMode mode = prefill ? e.mixed_graphs : decode_step_graphs(e, p.mix.decode_tokens);
+    double device = k.memo.time(k.step, p.mix, mode) + p.extra_s;
+    if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
+    const double period = step_period(e, device, mix_seqs);
     r.busy = true;
     r.busy_until = t + std::max<Ps>(1, to_ps(period));
     steps_.push({r.busy_until, r.index});
@@ -553,27 +588,29 @@ class Simulation {
   // (computed again); TensorRT-LLM and static commit the whole request, SGLang keeps room
   // for its output (clipped) as its admission does.
   void allocate(Replica& d, Ps t) {
+    const Tier& k = tier(d);
+    const EngineConfig& e = k.engine;
     while (!d.kv_queue.empty()) {
       const std::int32_t qi = d.kv_queue.front();
       Req& q = pool_[qi];
       const std::int64_t need = d.blocks_for(q.input - 1);
-      if (engine_.admission == Admission::completion) {
+      if (e.admission == Admission::completion) {
         const std::int64_t commit = d.blocks_for(q.input + q.output + d.lookahead());
         if (d.committed + commit > d.total_blocks || need > d.free_blocks) return;
         q.commit = commit;
         d.committed += commit;
       } else {
-        const std::int64_t room = engine_.admission == Admission::ratio_reserve
-                                      ? d.blocks_for(std::min(q.output, engine_.reserve_clip_tokens))
-                                      : 0;
+        const std::int64_t room =
+            e.admission == Admission::ratio_reserve ? d.blocks_for(std::min(q.output, e.reserve_clip_tokens)) : 0;
         if (need + room > d.free_blocks) return;
       }
       d.kv_queue.pop_front();
       d.take_blocks(need);
       touch(d);
       ++d.in_transfer;
-      // The KV of input - 1 tokens, each chip of a TP group to its peer.
-      const double bytes = static_cast<double>(q.input - 1) * mem_.kv_bytes_per_token;
+      // The KV of input - 1 tokens, each decode chip receiving its share; fewer prefill chips
+      // (a smaller TP) each send decode TP / prefill TP of those shares.
+      const double bytes = static_cast<double>(q.input - 1) * k.mem.kv_bytes_per_token * fan_in_;
       const DisaggResult& link = result_.disagg;
       double send = bytes / link.link_Bps;
       if (cfg_.disagg.layerwise) {
@@ -609,11 +646,6 @@ class Simulation {
     d.arrived.push_back(qi);
     touch(d);
     mark(d);
-  }
-
-  // The draft's passes in a step (speculative decoding).
-  double draft_time(const detail::StepPlan& p) {
-    return draft_passes_s(*draft_, engine_, cfg_.spec.k, p.draft_first, p.draft_rest, !p.chunks.empty(), draft_memo_);
   }
 
   // A request leaves (its last token at t): blocks freed, statistics, the sink, the next
@@ -730,9 +762,7 @@ class Simulation {
     if (t <= clock_) return;
     const double dt = to_s(t - clock_);
     const double running = static_cast<double>(sum_.running), waiting = static_cast<double>(sum_.waiting);
-    // Every replica has the same cache: the mean of their used fractions is the used total
-    // over all their blocks.
-    const double blocks = static_cast<double>(mem_.kv_blocks) * static_cast<double>(replicas_.size());
+    const double blocks = static_cast<double>(all_blocks_);
     const double kv = blocks > 0 ? static_cast<double>(sum_.used) / blocks : 0;
     integrals_.in_system += static_cast<double>(in_system_) * dt;
     integrals_.running += running * dt;
@@ -770,7 +800,7 @@ class Simulation {
       r.cdf.itl_s = itl_.quantiles(r.cdf.q);
       r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
     }
-    r.gpus = static_cast<double>(static_cast<std::int64_t>(replicas_.size()) * cfg_.forward.tp * cfg_.forward.ep);
+    r.gpus = static_cast<double>(gpus_);
     if (transfers_done_ > 0) {
       const double n = static_cast<double>(transfers_done_);
       r.disagg.transfer_s_mean = transfer_s_sum_ / n;
@@ -780,7 +810,7 @@ class Simulation {
     r.simulated_requests = finished_;
     r.measured_requests = measured_;
     r.unfinished = total_ - finished_;
-    r.preemptions = ctx_.preemptions;
+    r.preemptions = tiers_[0]->ctx.preemptions + (tiers_[1] ? tiers_[1]->ctx.preemptions : 0);
     for (const Replica& rep : replicas_) r.peak_running = std::max(r.peak_running, rep.peak_running);
     r.generated_tokens = output_tokens_all_;
     r.makespan_s = to_s(clock_);
@@ -812,8 +842,14 @@ class Simulation {
     r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
     if (decode_batch_sum_ > 0 && !cfg_.lean) compose_decode_step(r);
     if (cfg_.disagg.on() && measured_ > 0 && !cfg_.lean) rate_match(r);
-    r.memory = mem_;
-    r.engine = engine_;
+    r.memory = tiers_[0]->mem;
+    r.engine = tiers_[0]->engine;
+    if (tiers_[1]) {
+      const Tier& d = *tiers_[1];
+      r.disagg.decode_tp = d.plan.forward.tp, r.disagg.decode_ep = d.plan.forward.ep;
+      r.disagg.decode_memory = d.mem;
+      r.disagg.decode_engine = d.engine;
+    }
     r.timeline = timeline_.points();
     r.offered_qps = 0;
     if (!closed_ && measured_total_ > 1) {
@@ -826,18 +862,21 @@ class Simulation {
 
   // A decode step of the mean batch at the mean context, built op by op (step_reference).
   void compose_decode_step(ServingResult& r) const {
+    // The instances that decode: every replica, or the decode instances.
+    const Tier& k = *tiers_[tiers_[1] ? 1 : 0];
+    const EngineConfig& engine = k.engine;
     DecodeStepComposition& d = r.decode_step;
     d.sequences = std::max(1.0, std::round(r.mean_decode_batch));
     d.context = std::max(1.0, std::round(decode_context_sum_ / decode_batch_sum_));
     const double q = static_cast<double>(cfg_.spec.k + 1);
-    const model::ForwardConfig f = engine_forward(cfg_.forward, engine_);
+    const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
     auto g = std::make_unique<model::Graph>();
     // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
     auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t) {
       model::StepMix mix;
-      for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, ctx_.window, queries);
-      mix.fused_attention = engine_.fused_attention;
-      step_reference(m, sys_, f, mix, decode_step_graphs(engine_, mix.decode_tokens), *g, t);
+      for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, k.ctx.window, queries);
+      mix.fused_attention = engine.fused_attention;
+      step_reference(m, sys_, f, mix, decode_step_graphs(engine, mix.decode_tokens), *g, t);
       return t.t_realistic_s;
     };
     analysis::PhaseTimes t;
@@ -865,14 +904,12 @@ class Simulation {
     d.kernel_fixed_s = t.kernel_fixed_s;
     d.link_latency_s = t.link_latency_s;
     for (int i = 0; i < g->op_count; ++i) d.kernels += g->repeat(i) * g->ops[i].cost.launches;
-    d.host_s = engine_.step_overhead_s + engine_.per_request_overhead_s * d.sequences;
+    d.host_s = engine.step_overhead_s + engine.per_request_overhead_s * d.sequences;
   }
 
   void rate_match(ServingResult& r) const {
     const double n = static_cast<double>(measured_);
-    ServeConfig resolved = cfg_;  // the engine as it ran (SGLang's sequence limit from the cache)
-    resolved.engine = engine_;
-    disagg_rates(m_, sys_, resolved, mem_, std::max(1.0, input_tokens_ / n), std::max(1.0, output_tokens_ / n), r.disagg);
+    disagg_rates(m_, sys_, cfg_, std::max(1.0, input_tokens_ / n), std::max(1.0, output_tokens_ / n), r.disagg);
   }
 
   // The waiting queue stays bounded: over the second and the last quarter of the measured
@@ -889,18 +926,15 @@ class Simulation {
   const model::ModelConfig& m_;
   const hw::System& sys_;
   const ServeConfig& cfg_;
-  EngineConfig engine_;
-  ServeMemory mem_;
   RequestSink sink_;  // copies: a caller's temporaries end with the constructor
   std::function<void(double)> progress_;
   std::vector<Req> pool_;
   std::vector<std::int32_t> free_slots_;
-  detail::SimContext ctx_;
-  std::unique_ptr<StepModel> step_, draft_;  // the target's steps; the draft's (speculative decoding)
-  StepTimeMemo step_memo_, draft_memo_[2];
+  std::array<std::unique_ptr<Tier>, 2> tiers_;  // every replica's, or the prefill and the decode instances'
   std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
-  std::unique_ptr<detail::Scheduler> scheduler_;
   std::vector<Replica> replicas_;
+  std::int64_t all_blocks_ = 0, gpus_ = 0;   // over the instances
+  double fan_in_ = 1;  // disaggregated: decode chips per prefill chip of a request's transfer (at least 1)
   RequestSource source_;
   Request next_;
   bool has_next_ = false, closed_ = false;
@@ -937,15 +971,27 @@ class Simulation {
 
 }  // namespace
 
-void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
-                  double prompt, double gen, DisaggResult& out) {
-  const EngineConfig& e = cfg.engine;
-  const model::ForwardConfig f = engine_forward(cfg.forward, e);
+InstancePlan instance_plan(const ServeConfig& cfg, bool decode) {
+  InstancePlan p{cfg.forward, cfg.engine};
+  if (!decode) return p;
+  const Disagg& dg = cfg.disagg;
+  if (dg.decode_tp > 0) p.forward.tp = dg.decode_tp;
+  if (dg.decode_ep > 0) p.forward.ep = dg.decode_ep;
+  if (dg.decode_engine) p.engine = *dg.decode_engine;
+  return p;
+}
+
+void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, double prompt, double gen,
+                  DisaggResult& out) {
+  // Each instance's plan and engine as the simulator runs them.
+  const InstancePlan pp = instance_plan(cfg, false), dp = instance_plan(cfg, true);
+  const ServeMemory mem = serve_memory(m, sys, cfg, true);
+  const EngineConfig pe = resolved_engine(m, pp.engine, serve_memory(m, sys, cfg, false)), e = resolved_engine(m, dp.engine, mem);
   auto step = std::make_unique<StepModel>();
-  step->prepare(m, sys, f);
-  const double budget = static_cast<double>(e.max_batched_tokens), window = static_cast<double>(m.sliding_window);
+  step->prepare(m, sys, engine_forward(pp.forward, pe));
+  const double budget = static_cast<double>(pe.max_batched_tokens), window = static_cast<double>(m.sliding_window);
   model::StepMix pre;
-  pre.fused_attention = e.fused_attention;
+  pre.fused_attention = pe.fused_attention;
   double prompts = 0;  // prompts one step prefills
   if (prompt >= budget) {
     pre.add_prefill(budget, budget, window);
@@ -954,7 +1000,9 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     prompts = std::floor(budget / prompt);
     for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
   }
-  out.prefill_rate = prompts / step_period(e, step->time(pre, e.mixed_graphs), pre.seqs());
+  out.prefill_rate = prompts / step_period(pe, step->time(pre, pe.mixed_graphs), pre.seqs());
+  const model::ForwardConfig f = engine_forward(dp.forward, e);
+  step->prepare(m, sys, f);
   const double limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
   const double batch = std::max(1.0, std::floor(std::min(limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
   const double q = static_cast<double>(cfg.spec.k + 1), k = static_cast<double>(cfg.spec.k), c = prompt + gen / 2;
@@ -976,9 +1024,10 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;
 }
 
-ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg) {
-  const model::ForwardConfig& f = cfg.forward;
-  const EngineConfig& e = cfg.engine;
+ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, bool decode) {
+  const InstancePlan plan = instance_plan(cfg, decode);
+  const model::ForwardConfig& f = plan.forward;
+  const EngineConfig& e = plan.engine;
   ServeMemory mem;
   auto g = std::make_unique<model::Graph>();
   model::build_forward(m, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
@@ -1043,6 +1092,29 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
       throw InputError(fmt::format("--disagg: {} has no link between instances: pass --disagg-link-bw", sys.chip.name));
     }
   }
+  if (dg.decode_tp < 0 || dg.decode_tp > 4096 || dg.decode_ep < 0 || dg.decode_ep > 4096) {
+    throw InputError(fmt::format("--disagg-decode: tp={} ep={} is out of range: expected 1 to 4096", dg.decode_tp, dg.decode_ep));
+  }
+  if (dg.decode_tp > 0 || dg.decode_ep > 0 || dg.decode_engine) {
+    if (!dg.on()) throw InputError("--disagg-decode: decode instances of their own need --disagg P:D");
+    // The decode instances' plan and engine, checked as the prefill instances' are below.
+    const InstancePlan dp = instance_plan(cfg, true);
+    try {
+      model::validate(m, dp.forward);
+      if (cfg.spec.on()) model::validate(*cfg.spec.draft, dp.forward);
+      validate(dp.engine);
+      if ((dp.forward.tp > 1 || dp.forward.ep > 1) && sys.chip.links.empty()) {
+        throw InputError(fmt::format("tp={} ep={}: {} has no link between chips", dp.forward.tp, dp.forward.ep, sys.chip.name));
+      }
+      comm::check_algo(sys.chip, dp.engine.collective_algo);
+      if (dp.engine.preemption == Preemption::swap &&
+          (sys.chip.link_index(hw::LinkScope::host) < 0 || dp.engine.policy != StepPolicy::running_first)) {
+        throw InputError("preemption by swap is vLLM's (V0) mode, over a host link");
+      }
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--disagg-decode: {}", e.what()));
+    }
+  }
   if (sys.chip.main_bandwidth_Bps() <= 0) throw InputError(fmt::format("--hw {}: no main memory", sys.chip.name));
   if ((f.tp > 1 || f.ep > 1) && sys.chip.links.empty()) {
     throw InputError(fmt::format("--tp/--ep: {} has no link between chips: pass --link-bw", sys.chip.name));
@@ -1070,14 +1142,18 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
     throw InputError(fmt::format("--preemption: swap is vLLM's (V0) mode; {} {}", name(cfg.engine.kind),
                                  cfg.engine.policy == StepPolicy::prefill_first ? "retracts and recomputes" : "never preempts"));
   }
-  const ServeMemory mem = serve_memory(m, sys, cfg);
-  if (mem.kv_blocks < 1) {
+  // Room for a cache block on every kind of instance.
+  for (const bool decode : {false, true}) {
+    if (decode && !dg.on()) break;
+    const ServeMemory mem = serve_memory(m, sys, cfg, decode);
+    if (mem.kv_blocks >= 1) continue;
+    const InstancePlan p = instance_plan(cfg, decode);
     throw InputError(fmt::format(
-        "--hw {}: {} x {} leaves no room for the KV cache: weights {}, activations of a {}-token step {}, reserved {} "
+        "{}--hw {}: {} x {} leaves no room for the KV cache: weights {}, activations of a {}-token step {}, reserved {} "
         "within {} of {} (try more --tp, lower --weight-dtype, or a smaller --max-batched-tokens)",
-        sys.chip.name, f.tp * f.ep, sys.chip.name, format_quantity(mem.weights_bytes, Quantity::bytes), cfg.engine.max_batched_tokens,
-        format_quantity(mem.activations_bytes, Quantity::bytes), format_quantity(mem.reserved_bytes, Quantity::bytes),
-        cfg.engine.kv_memory_fraction, format_quantity(mem.capacity_bytes, Quantity::bytes)));
+        decode ? "--disagg-decode: " : "", sys.chip.name, p.forward.tp * p.forward.ep, sys.chip.name,
+        format_quantity(mem.weights_bytes, Quantity::bytes), p.engine.max_batched_tokens, format_quantity(mem.activations_bytes, Quantity::bytes),
+        format_quantity(mem.reserved_bytes, Quantity::bytes), p.engine.kv_memory_fraction, format_quantity(mem.capacity_bytes, Quantity::bytes)));
   }
 }
 

@@ -163,6 +163,27 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   }
 }
 
+TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
+  // Prefill at TP 1, decode at TP 2: the deployment's GPUs are P·1 + D·2, its command
+  // carries --disagg-decode tp=2, and `serve` runs it to the same numbers.
+  auto j = run_json(kServe + " --hw h100-sxm --tp 1 --decode-tp 2 --disagg on --max-rate off");
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object()) << j.dump();
+  const auto& d = b["disagg"];
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["prefill_tp"], 1);
+  EXPECT_EQ(d["decode_tp"], 2);
+  EXPECT_EQ(b["gpus"].get<double>(), d["prefill"].get<double>() + 2 * d["decode"].get<double>());
+  std::string command = b["command"];
+  EXPECT_NE(command.find("--disagg-decode tp=2"), std::string::npos) << command;
+  auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s", "gpus", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  EXPECT_EQ(s["disagg"]["decode_tp"], 2);
+  EXPECT_EQ(s["disagg"]["prefill_tp"], 1);
+  expect_bad(kServe + " --hw h100-sxm --decode-tp 2", "--decode-tp");
+  expect_bad(kServe + " --hw h100-sxm --disagg on --decode-tp 0", "--decode-tp");
+}
+
 TEST(SearchServeCli, PriceFromAChipFile) {
   // A chip file with price_per_hour ranks by cost without --price; the command names the file.
   const std::string file = std::string(RIDGELINE_TMP_DIR) + "/priced_h100.yaml";

@@ -176,20 +176,27 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   EXPECT_LT(unpriced.best->gpus, b.gpus);
 }
 
+// Disaggregated deployments of Llama-3.1-8B on H100s at TPs `tp`, 256 sequences, against a
+// TTFT p99 of 300 ms and a TPOT p99 of 20 ms.
+FleetSpace disagg_space(double qps, std::vector<std::int64_t> tp) {
+  FleetSpace s = space(qps, 300);
+  s.chips = {chip("h100-sxm")};
+  s.tp = std::move(tp);
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.disaggregated = {true};
+  s.base.slo.ttft_s = 0.3;
+  s.base.slo.tpot_s = 0.02;
+  return s;
+}
+
 TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   // Disaggregated, n instances are split as rate matching says: P = round(n·r/(1 + r)) in
   // [1, n - 1], r prefill instances per decode instance at the mean lengths (1000 in, 100
   // out). Brute force over n from 2 up: the first n whose split meets the SLO is the one the
   // search returns, with the same numbers as `serve` of that split.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
-  FleetSpace s = space(120, 300);
-  s.chips = {chip("h100-sxm")};
-  s.tp = {1};
-  s.max_num_seqs = {256};
-  s.max_rate = false;
-  s.disaggregated = {true};
-  s.base.slo.ttft_s = 0.3;
-  s.base.slo.tpot_s = 0.02;
+  FleetSpace s = disagg_space(120, {1});
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_TRUE(r.best);
   Deployment d;
@@ -199,7 +206,7 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   d.prefill = d.decode = 1;
   ServeConfig cfg = serve_config(s, d);
   serving::DisaggResult rates;
-  serving::disagg_rates(m, s.chips[0].sys, cfg, serving::serve_memory(m, s.chips[0].sys, cfg), 1000, 100, rates);
+  serving::disagg_rates(m, s.chips[0].sys, cfg, 1000, 100, rates);
   const double ratio = rates.prefill_per_decode;
   std::int64_t first = 0;
   for (std::int64_t n = 2; n <= 16 && first == 0; ++n) {
@@ -213,6 +220,42 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+}
+
+TEST(Fleet, DecodeInstancesAreSearchedAtEveryTpWithEachPrefillTp) {
+  // TP 1 and 2 for each kind of instance: four pairs. Each comes out as searched alone (a
+  // space of that pair), the best is the fewest GPUs among them, its GPUs are its prefill
+  // instances x their TP + its decode instances x theirs, and `serve` runs it the same.
+  // `decode_tp_same` searches the two pairs of one TP only.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = disagg_space(60, {1, 2});
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 4u);
+  ASSERT_EQ(r.feasible.size(), 4u);
+  ASSERT_TRUE(r.best);
+  double fewest = 1e300;
+  for (const Deployment& d : r.feasible) {
+    FleetSpace one = s;
+    one.tp = {d.tp};
+    one.decode_tp = {d.decode_tp};
+    const FleetSearchResult a = search_fleet(m, one);
+    ASSERT_EQ(a.feasible.size(), 1u);
+    const std::string what = fmt::format("tp {} / {}", d.tp, d.decode_tp);
+    EXPECT_EQ(d.prefill, a.feasible.front().prefill) << what;
+    EXPECT_EQ(d.decode, a.feasible.front().decode) << what;
+    EXPECT_EQ(d.tpot.p99, a.feasible.front().tpot.p99) << what;
+    EXPECT_EQ(d.gpus, static_cast<double>(d.prefill * d.tp + d.decode * d.decode_tp)) << what;
+    fewest = std::min(fewest, d.gpus);
+  }
+  EXPECT_EQ(r.best->gpus, fewest);
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  EXPECT_EQ(again.gpus, r.best->gpus);
+  EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+  s.decode_tp_same = true;
+  const FleetSearchResult same = search_fleet(m, s);
+  EXPECT_EQ(same.evaluated, 2u);
+  for (const Deployment& d : same.feasible) EXPECT_EQ(d.decode_tp, d.tp);
 }
 
 TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {

@@ -113,6 +113,133 @@ TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
   EXPECT_THROW(simulate(x.m, x.sys, x.cfg), InputError);
 }
 
+// Llama-3.1-70B: one client, 1001-token prompts, 10 outputs, over a 100 GB/s link without
+// latency; prefill instances at TP `ptp`, decode instances at their own TP `dtp` (vLLM's
+// preset there).
+ServeConfig own_tp(const hw::System& sys, std::int64_t ptp, std::int64_t dtp) {
+  ServeConfig cfg;
+  cfg.forward.tp = ptp;
+  cfg.engine = engine_preset(EngineKind::vllm, sys.chip, ptp);
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 2;
+  cfg.workload.prompt = parse_length("1001", "--prompt");
+  cfg.workload.gen = parse_length("10", "--gen");
+  cfg.disagg.prefill = cfg.disagg.decode = 1;
+  cfg.disagg.link_Bps = 100e9;
+  cfg.disagg.link_latency_s = 0;
+  cfg.disagg.decode_tp = dtp;
+  cfg.disagg.decode_engine = engine_preset(EngineKind::vllm, sys.chip, dtp);
+  return cfg;
+}
+
+TEST(Disagg, DecodeInstancesOfTheirOwnTpReceiveTheirShareOfTheKv) {
+  // Llama-3.1-70B: 80 layers, 8 KV heads of 128, bf16. At TP 8 a chip holds one head:
+  // 80·2·1·128·2 = 40,960 bytes a token; at TP 2 four: 163,840. The request's KV is its 1000
+  // tokens but the last. Prefill TP 2 -> decode TP 8: each decode chip receives 1000·40,960
+  // bytes, and each of the 2 prefill chips sends 8/2 = 4 such shares: 163,840,000 bytes
+  // through the busiest chip, 1.6384 ms at 100 GB/s. Prefill TP 8 -> decode TP 2: each
+  // decode chip receives 1000·163,840 = 163,840,000 bytes (the 8 senders share it).
+  // GPUs: 1·2 + 1·8 = 10 either way.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  for (auto [ptp, dtp] : {std::pair<std::int64_t, std::int64_t>{2, 8}, {8, 2}}) {
+    const ServingResult r = simulate(m, sys, own_tp(sys, ptp, dtp));
+    EXPECT_EQ(r.gpus, 10);
+    EXPECT_DOUBLE_EQ(r.disagg.bytes_per_request_mean, 163840000.0);
+    EXPECT_NEAR(r.disagg.transfer_s_mean, 1.6384e-3, 1e-15);
+    EXPECT_EQ(r.disagg.decode_tp, dtp);
+    // Each kind of instance holds the cache its own plan leaves: the prefill instance that of
+    // a replica at its TP, the decode instance that of a replica at its own.
+    for (auto [tp, mem] : {std::pair{ptp, r.memory}, {dtp, r.disagg.decode_memory}}) {
+      ServeConfig alone;
+      alone.forward.tp = tp;
+      alone.engine = engine_preset(EngineKind::vllm, sys.chip, tp);
+      EXPECT_EQ(mem.kv_blocks, serve_memory(m, sys, alone).kv_blocks) << tp;
+    }
+  }
+}
+
+TEST(Disagg, DecodeInstancesOfTheirOwnTpStepAtTheirPlan) {
+  // Prefill at TP 2, decode at TP 8. The lone request's first token is the prefill of 1001
+  // tokens at TP 2, the 1.6384 ms transfer, and the decode instance's step over the last
+  // prompt token (context 1001) at TP 8; its other 9 tokens are steps at contexts 1002..1010,
+  // at TP 8. vLLM's host time is 0.4 ms + 1.1 us a request at either TP.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  const ServeConfig cfg = own_tp(sys, 2, 8);
+  const ServingResult r = simulate(m, sys, cfg);
+  StepModel p, d;
+  model::ForwardConfig fp = cfg.forward, fd = cfg.forward;
+  fd.tp = 8;
+  p.prepare(m, sys, engine_forward(fp, cfg.engine));
+  d.prepare(m, sys, engine_forward(fd, *cfg.disagg.decode_engine));
+  model::StepMix pre;
+  pre.add_prefill(1001, 1001, 0);
+  pre.fused_attention = true;
+  auto decode = [&](double kv) {
+    model::StepMix s;
+    s.add_decode(kv, 0);
+    return d.time(s, GraphMode::graph) + kHost;
+  };
+  double rest = 0;
+  for (int kv = 1002; kv <= 1010; ++kv) rest += decode(kv);
+  const double ttft = p.time(pre, GraphMode::piecewise) + kHost + 1.6384e-3 + decode(1001);
+  EXPECT_NEAR(r.ttft.mean, ttft, 100 * kPs);
+  EXPECT_NEAR(r.tpot.mean, rest / 9, 10 * kPs);
+}
+
+TEST(Disagg, TheDecodeInstancesOwnPlanAtThePrefillOnesChangesNothing) {
+  Lone x;
+  x.cfg.workload.requests = 12;
+  x.cfg.workload.concurrency = 4;
+  const ServingResult a = simulate(x.m, x.sys, x.cfg);
+  x.cfg.disagg.decode_tp = 1;
+  x.cfg.disagg.decode_ep = 1;
+  x.cfg.disagg.decode_engine = x.cfg.engine;
+  const ServingResult b = simulate(x.m, x.sys, x.cfg);
+  EXPECT_EQ(a.ttft.mean, b.ttft.mean);
+  EXPECT_EQ(a.tpot.p99, b.tpot.p99);
+  EXPECT_EQ(a.e2e.max, b.e2e.max);
+  EXPECT_EQ(a.disagg.prefill_per_decode, b.disagg.prefill_per_decode);
+}
+
+TEST(Disagg, RateMatchingTakesEachSideFromItsOwnInstances) {
+  // Prefill at TP 2 and decode at TP 8: the prefill rate of a pair all at TP 2, the decode
+  // rate of a pair all at TP 8.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  DisaggResult mixed, two, eight;
+  disagg_rates(m, sys, own_tp(sys, 2, 8), 1000, 200, mixed);
+  disagg_rates(m, sys, own_tp(sys, 2, 2), 1000, 200, two);
+  disagg_rates(m, sys, own_tp(sys, 8, 8), 1000, 200, eight);
+  EXPECT_EQ(mixed.prefill_rate, two.prefill_rate);
+  EXPECT_EQ(mixed.decode_rate, eight.decode_rate);
+  EXPECT_NE(two.decode_rate, eight.decode_rate);
+  EXPECT_DOUBLE_EQ(mixed.prefill_per_decode, eight.decode_rate / two.prefill_rate);
+}
+
+TEST(Disagg, DecodePlansThatCannotRunAreRefused) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  auto message = [&](const ServeConfig& cfg) {
+    try {
+      validate(m, sys, cfg);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  ServeConfig cfg = own_tp(sys, 8, 3);  // 3 divides neither 64 heads nor 8 KV heads
+  EXPECT_EQ(message(cfg).rfind("--disagg-decode: ", 0), 0u) << message(cfg);
+  cfg = own_tp(sys, 8, 1);  // 141 GB of weights on one 80 GB chip
+  EXPECT_NE(message(cfg).find("--disagg-decode: --hw h100-sxm: 1 x h100-sxm leaves no room for the KV cache"), std::string::npos)
+      << message(cfg);
+  cfg = own_tp(sys, 8, 8);
+  cfg.disagg.prefill = cfg.disagg.decode = 0;  // aggregated, with a decode plan
+  EXPECT_EQ(message(cfg).rfind("--disagg-decode: ", 0), 0u) << message(cfg);
+}
+
 TEST(Disagg, ADecodeInstanceRetractsItsLastRequestForBlocksInTransfer) {
   // Found by fuzz_serving: SGLang with 4 drafts and a 16-token cache. A decode instance had
   // taken blocks for a KV still in transfer, leaving its one decoding request 4 free slots
@@ -160,6 +287,13 @@ RC_GTEST_PROP(Disagg, EveryRequestIsServedAndEveryBlockReturns, ()) {
   cfg.disagg.prefill = *rc::gen::inRange(1, 4);
   cfg.disagg.decode = *rc::gen::inRange(1, 4);
   cfg.disagg.layerwise = *rc::gen::arbitrary<bool>();
+  if (*rc::gen::arbitrary<bool>()) {
+    // Decode instances of their own: another TP, sequence limit and cache.
+    cfg.disagg.decode_tp = *rc::gen::element<std::int64_t>(1, 2, 4);
+    EngineConfig& de = cfg.disagg.decode_engine.emplace(engine_preset(kind, sys.chip, cfg.disagg.decode_tp));
+    de.kv_blocks_override = *rc::gen::inRange<std::int64_t>(3440, 30000) / de.kv_block;
+    de.max_num_seqs = *rc::gen::inRange<std::int64_t>(1, 300);
+  }
   cfg.router = *rc::gen::element(Router::round_robin, Router::least_loaded);
   cfg.workload.arrival = Arrival::poisson;
   cfg.workload.qps = *rc::gen::inRange(1, 200);

@@ -44,6 +44,10 @@ struct FleetSpace {
   /// Layouts to try: false, aggregated replicas; true, disaggregated prefill and decode
   /// instances split by rate matching. Empty: aggregated only.
   std::vector<bool> disaggregated;
+  /// Disaggregated: the decode instances' TPs, each with each prefill TP (`tp`). Empty: every TP
+  /// of the space; `decode_tp_same`: only the prefill instances' own.
+  std::vector<std::int64_t> decode_tp;
+  bool decode_tp_same = false;
   std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
   bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
   int top = 10;                                   ///< feasible deployments kept, cheapest first
@@ -69,6 +73,7 @@ struct Deployment {
   std::int64_t tp = 1, ep = 1, replicas = 0;
   /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
   std::int64_t prefill = 0, decode = 0;
+  std::int64_t decode_tp = 0;  ///< disaggregated: the decode instances' TP (the prefill instances': tp)
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
   double gpus = 0, usd_per_hour = 0;

@@ -40,8 +40,14 @@ struct Disagg {
   /// The transfer overlaps the prefill layer by layer (Mooncake, Dynamo's layer-wise mode):
   /// what is left when the prefill ends; off: all of it after the prefill (vLLM's NIXL connector).
   bool layerwise = false;
-  double link_Bps = 0;        ///< per chip pair; 0: the node link when every instance fits one domain, else the network link
+  double link_Bps = 0;        ///< per chip; 0: the node link when every instance fits one domain, else the network link
   double link_latency_s = -1; ///< per transfer; < 0: the link's
+  /// The decode instances' own plan (DistServe, Dynamo: each phase its parallelism and
+  /// limits): their tensor and expert parallelism (0: the prefill instances', cfg.forward's)
+  /// and their engine (unset: cfg.engine; set, the preset at their TP with their limits).
+  /// The prefill instances run cfg.forward and cfg.engine.
+  std::int64_t decode_tp = 0, decode_ep = 0;
+  std::optional<EngineConfig> decode_engine;
   bool on() const noexcept { return prefill > 0 || decode > 0; }
 };
 
@@ -77,6 +83,14 @@ struct ServeConfig {
   bool lean = false;
 };
 
+/// The plan and engine one kind of instance runs: every replica (aggregated), the prefill
+/// instances (cfg.forward, cfg.engine) or the decode instances (their Disagg overrides).
+struct InstancePlan {
+  model::ForwardConfig forward;
+  EngineConfig engine;
+};
+InstancePlan instance_plan(const ServeConfig& cfg, bool decode = false);
+
 /// One request's life, streamed to the sink as it ends.
 struct RequestRecord {
   std::int64_t id = 0;             ///< order of sending
@@ -98,7 +112,7 @@ using RequestSink = std::function<void(const RequestRecord&)>;
 struct TimePoint {
   double t_s = 0;
   double running = 0, waiting = 0;  ///< requests, summed over replicas
-  double kv_used = 0;               ///< fraction of the KV blocks held by requests, mean over replicas
+  double kv_used = 0;               ///< fraction of the fleet's KV blocks held by requests
   double tokens_per_s = 0;          ///< output tokens per second over the interval
 };
 
@@ -146,7 +160,12 @@ struct DisaggResult {
   double link_Bps = 0, link_latency_s = 0;
   double transfer_s_mean = 0;    ///< a request's exposed transfer, mean
   double kv_wait_s_mean = 0;     ///< prefill end to the decode instance's blocks, mean
-  double bytes_per_request_mean = 0;  ///< per chip pair
+  /// What the busiest chip of a transfer sends or receives: a decode chip's share of the KV
+  /// (its TP's), times decode TP / prefill TP when fewer prefill chips send it.
+  double bytes_per_request_mean = 0;
+  std::int64_t decode_tp = 0, decode_ep = 0;  ///< the decode instances' plan
+  ServeMemory decode_memory;                 ///< one decode chip's memory (ServingResult::memory: a prefill chip's)
+  EngineConfig decode_engine;                ///< the decode instances' engine as it ran
   /// Rate matching: requests/s one prefill instance prefills at its whole token budget, and
   /// one decode instance decodes at the batch its sequence limit and cache allow (mean
   /// lengths); prefill_per_decode = decode_rate / prefill_rate instances for a balanced pair.
@@ -191,19 +210,20 @@ struct ServingResult {
 
 /// Rate matching for disaggregated serving at mean lengths `prompt` and `gen`: requests/s one
 /// prefill instance prefills at its whole token budget, and one decode instance decodes at the
-/// largest batch its sequence limit and `mem`'s cache allow, at the mid-generation context
-/// (its draft's passes and tokens per step included). Fills prefill_rate, decode_rate,
+/// largest batch its sequence limit and cache allow, at the mid-generation context (its
+/// draft's passes and tokens per step included); each instance with its own plan, engine and
+/// memory (the engines resolved as the simulator runs them). Fills prefill_rate, decode_rate,
 /// prefill_per_decode.
-void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
-                  double prompt, double gen, DisaggResult& out);
+void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, double prompt, double gen,
+                  DisaggResult& out);
 
 /// Throws InputError naming the flag for a configuration that cannot run (the model plan,
 /// the engine's knobs, the workload, memory that leaves no room for a cache block).
 void validate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg);
 
 /// Memory of one chip under `cfg` (weights, the activations of one budgeted step, what the
-/// engine reserves, and the KV cache of what is left).
-ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg);
+/// engine reserves, and the KV cache of what is left); `decode`: of a decode instance.
+ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, bool decode = false);
 
 /// Runs the simulation (validate first); `sink`, when set, receives every request as it ends.
 /// `progress`, when set, is called now and then with the fraction of requests finished.
