@@ -39,19 +39,40 @@ void Distribution::add(double v, double weight) {
   count_ += weight;
   sum_ += v * weight;
   if (!folded_) {
-    // Consecutive equal values (every token of a decode step) share one entry.
-    if (!exact_.empty() && exact_.back().first == v) {
+    // Consecutive equal values (every token of a decode step) share one entry, and the
+    // histogram takes over past kExactLimit such entries. While every sample comes alone, an
+    // equal neighbour is kept as an entry of its own, so that quantiles select their order
+    // statistics rather than sort (the same values); up to 4 x the limit, then merged.
+    const bool same = !exact_.empty() && exact_.back().first == v;
+    if (same && unit_ && weight == 1 && exact_.size() < 4 * kExactLimit) {
+      exact_.emplace_back(v, weight);
+      return;
+    }
+    if (same) {
+      if (unit_) merge_neighbours();
       exact_.back().second += weight;
       unit_ = false;
       return;
     }
+    if (weight != 1 && unit_) merge_neighbours();
     if (weight != 1) unit_ = false;
     if (!exact_.empty() && v < exact_.back().first) sorted_ = false;
     exact_.emplace_back(v, weight);
-    if (exact_.size() > kExactLimit) fold();
+    if (++entries_ > kExactLimit) fold();
     return;
   }
   hist_[static_cast<std::size_t>(bucket(v))] += weight;
+}
+
+void Distribution::merge_neighbours() {
+  // The entries consecutive equal values would have shared all along (entries_ of them).
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < exact_.size(); ++i) {
+    if (k > 0 && exact_[k - 1].first == exact_[i].first) exact_[k - 1].second += exact_[i].second;
+    else exact_[k++] = exact_[i];
+  }
+  exact_.resize(k);
+  unit_ = false;
 }
 
 void Distribution::sort_values() const {

@@ -168,6 +168,26 @@ TEST(Distribution, SelectedPercentilesAreTheSortedOnes) {
   }
 }
 
+TEST(Distribution, EqualNeighboursCountOnceTowardsTheExactLimit) {
+  // Consecutive equal samples count as one entry towards the 65,536 kept exactly, whether
+  // kept apart (to select percentiles) or merged: 300,000 copies of 1 then 2, 3, ... 1001 are
+  // 1001 entries, exact. Sorted, index 300,000 holds 2: the p99.9 at rank 0.999 x 300,999 =
+  // 300,698.001 lies between 700 and 701, at 700.001.
+  Distribution d;
+  for (int i = 0; i < 300000; ++i) d.add(1);
+  for (int v = 2; v <= 1001; ++v) d.add(v);
+  EXPECT_TRUE(d.exact());
+  EXPECT_NEAR(d.quantile(0.999), 700.001, 1e-6);
+  EXPECT_EQ(d.quantile(0.5), 1);
+  // 65,536 distinct values, each twice in a row: exact; one more distinct value: folded.
+  Distribution e;
+  for (int v = 1; v <= 65536; ++v) e.add(v), e.add(v);
+  EXPECT_TRUE(e.exact());
+  EXPECT_EQ(e.quantile(1), 65536);
+  e.add(65537);
+  EXPECT_FALSE(e.exact());
+}
+
 TEST(Distribution, FoldedPercentilesWithinABucket) {
   // 10^6 values 1..10^6 ms: past the exact limit the histogram answers within 2^-10.
   Distribution d;

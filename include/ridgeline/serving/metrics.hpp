@@ -33,11 +33,13 @@ class Distribution {
  private:
   void fold();
   void sort_values() const;
+  void merge_neighbours();
   static int bucket(double v) noexcept;
   static double bucket_value(int b) noexcept;
   mutable std::vector<std::pair<double, double>> exact_;  // (value, weight)
   mutable bool sorted_ = true;
   bool unit_ = true;  // every exact entry holds one sample
+  std::size_t entries_ = 0;  // exact entries were consecutive equal values merged (what the limit counts)
   bool folded_ = false;
   std::vector<double> hist_;  // weights per bucket, once folded
   double count_ = 0, sum_ = 0, min_ = 0, max_ = 0;
