@@ -209,7 +209,29 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }
   b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
-  b.spec = speculation(v->spec, m, v->draft);
+  // Speculation: --spec-tokens may list counts to try (0: plain decoding), each with --draft
+  // and --accept (one rate, or one per position of the longest).
+  std::vector<int> ks;
+  if (!v->spec.tokens.empty()) {
+    for (const std::string& item : split_list(v->spec.tokens)) {
+      const std::int64_t k = item == "0" ? 0 : parse_positive_int(item, "--spec-tokens");
+      if (k > model::Speculation::kMaxTokens) {
+        throw InputError(fmt::format("--spec-tokens: {} is out of range: expected 0 to {}", k, model::Speculation::kMaxTokens));
+      }
+      if (std::find(ks.begin(), ks.end(), static_cast<int>(k)) == ks.end()) ks.push_back(static_cast<int>(k));
+    }
+  }
+  SpecFlags one = v->spec;
+  const std::size_t rates = split_list(v->spec.accept).size();
+  const int k_max = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
+  if (!ks.empty() && k_max == 0) throw InputError("--spec-tokens: only 0 (plain decoding): drop --draft, --spec-tokens and --accept");
+  if (!ks.empty()) one.tokens = rates > 1 ? "" : std::to_string(k_max);
+  b.spec = speculation(one, m, v->draft);
+  if (!ks.empty() && k_max > b.spec.k) {
+    throw InputError(fmt::format("--spec-tokens: {} draft tokens with {} --accept rates: give one rate, or one per position", k_max, rates));
+  }
+  if (ks.size() > 1 || (!ks.empty() && ks[0] != b.spec.k)) s.spec_tokens = ks;
+  s.draft_arg = v->spec.draft;
   if (v->disagg == "off") s.disaggregated = {false};
   else if (v->disagg == "on") s.disaggregated = {true};
   else if (v->disagg == "both") s.disaggregated = {false, true};
@@ -272,10 +294,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
   if (v->router != "round-robin") flag("--router", v->router);
   if (!v->slo.empty()) flag("--slo", v->slo);
-  for (auto [name, val] : {std::pair{"--draft", &v->spec.draft}, {"--spec-tokens", &v->spec.tokens},
-                           {"--accept", &v->spec.accept}}) {
-    if (!val->empty()) flag(name, *val);
-  }
+  // Speculation (--draft, --spec-tokens, --accept) is each deployment's own.
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ struct Candidate {
   std::int64_t seqs = 0, budget = 0;
   bool disagg = false;
   std::int64_t dtp = 0;  // disaggregated: the decode instances' TP
+  int k = 0;             // speculative decoding: draft tokens per step
 };
 
 // What became of a candidate.
@@ -111,6 +112,7 @@ class Evaluator {
     d.replicas = 1;
     d.order = order;
     if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp;
+    d.spec_tokens = c.k;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
     // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
@@ -439,6 +441,7 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
   std::vector<bool> layouts = s.disaggregated;
   if (layouts.empty()) layouts.push_back(false);
+  const std::vector<int> ks = s.spec_tokens.empty() ? std::vector<int>{s.base.spec.k} : s.spec_tokens;
   for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
     const hw::System& sys = s.chips[ci].sys;
     const std::int64_t node = std::max(1, sys.chips_per_node);
@@ -463,13 +466,15 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
                 for (const std::int64_t q : seqs) {
-                  for (const bool disagg : layouts) {
-                    if (!disagg) {
-                      out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0});
-                      continue;
-                    }
-                    for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
-                      out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp});
+                  for (const int k : ks) {
+                    for (const bool disagg : layouts) {
+                      if (!disagg) {
+                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, k});
+                        continue;
+                      }
+                      for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
+                        out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, k});
+                      }
                     }
                   }
                 }
@@ -495,6 +500,7 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   c.replicas = d.replicas;
+  c.spec.k = d.spec_tokens;
   c.disagg.prefill = d.prefill;
   c.disagg.decode = d.decode;
   if (d.decode_tp > 0 && d.decode_tp != d.tp) {
@@ -557,7 +563,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp;
+             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.k == c.k;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

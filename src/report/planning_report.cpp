@@ -40,11 +40,15 @@ std::int64_t fleet_gpus(const Deployment& d) {
   return (d.prefill * d.tp + d.decode * (d.decode_tp > 0 ? d.decode_tp : d.tp)) * d.ep;
 }
 
+// The space tries speculative decoding (the table shows each deployment's draft tokens).
+bool speculates(const planning::FleetSpace& s) { return s.base.spec.on() || !s.spec_tokens.empty(); }
+
 // "3 x h100-sxm tp 4" (disaggregated: "1P+2D x h100-sxm tp 2/8") and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
   std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
   if (d.ep > 1) l += fmt::format(" ep {}", d.ep);
   l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
+  if (d.spec_tokens > 0) l += fmt::format(", {} drafts", d.spec_tokens);
   if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
   if (d.kv_dtype) l += fmt::format(", {} KV", name(*d.kv_dtype));
   return l;
@@ -78,6 +82,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
          {"max_num_seqs", d.max_num_seqs},
          {"max_batched_tokens", d.max_batched_tokens},
+         {"spec_tokens", d.spec_tokens},
          {"gpus", d.gpus},
          {"usd_per_hour", d.usd_per_hour},
          {"usd_per_million_output_tokens", d.usd_per_million_output_tokens},
@@ -126,6 +131,16 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   f += fmt::format(" --max-batched-tokens {}", d.max_batched_tokens);
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
   if (own_decode_tp(d)) f += fmt::format(" --disagg-decode tp={}", d.decode_tp);
+  const model::Speculation& sp = s.base.spec;
+  if (d.spec_tokens > 0 && sp.draft != nullptr) {
+    // The draft, these tokens, and the rates of their positions (one when all are the same).
+    bool same = true;
+    for (int i = 1; i < d.spec_tokens; ++i) same = same && sp.accept[static_cast<std::size_t>(i)] == sp.accept[0];
+    std::string rates = fmt::format("{}", sp.accept[0]);
+    for (int i = 1; i < d.spec_tokens && !same; ++i) rates += fmt::format(",{}", sp.accept[static_cast<std::size_t>(i)]);
+    const std::string draft = !s.draft_arg.empty() ? s.draft_arg : sp.mtp ? std::string("mtp") : sp.draft->name;
+    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft), d.spec_tokens, rates);
+  }
   return f;
 }
 
@@ -202,21 +217,24 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
-           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp &&
+           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.spec_tokens == o.spec_tokens &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
   auto table = [&](const std::vector<Deployment>& v) {
-    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
-                     "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99", "tok/s/G", "tok/s/u",
-                     "max qps");
+    // A column of draft tokens per step when the space speculates.
+    const bool spec = speculates(space);
+    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
+                     spec ? "  spec" : "", "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
+                     "tok/s/G", "tok/s/u", "max qps");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
       std::int64_t lo = d.max_num_seqs, hi = d.max_num_seqs;
       std::size_t j = i + 1;
       for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, v[j].max_num_seqs), hi = std::max(hi, v[j].max_num_seqs);
       const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
-      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
-                       space.chips[d.chip].sys.chip.name, tp_text(d), d.ep, serving::name(d.engine), seqs, d.max_batched_tokens,
+      const std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
+      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
+                       space.chips[d.chip].sys.chip.name, tp_text(d), d.ep, serving::name(d.engine), k, seqs, d.max_batched_tokens,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,

@@ -181,6 +181,9 @@ TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
   EXPECT_EQ(s["disagg"]["decode_tp"], 2);
   EXPECT_EQ(s["disagg"]["prefill_tp"], 1);
   expect_bad(kServe + " --hw h100-sxm --decode-tp 2", "--decode-tp");
+  expect_bad(kServe + " --hw h100-sxm --draft mtp --spec-tokens 0 --accept 0.8", "--spec-tokens");
+  expect_bad(kServe + " --hw h100-sxm --draft mtp --spec-tokens 1,5 --accept 0.8,0.7", "--spec-tokens");
+  expect_bad(kServe + " --hw h100-sxm --draft mtp --spec-tokens 1,99 --accept 0.8", "--spec-tokens");
   expect_bad(kServe + " --hw h100-sxm --disagg on --decode-tp 0", "--decode-tp");
 }
 

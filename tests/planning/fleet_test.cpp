@@ -287,6 +287,50 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   EXPECT_DOUBLE_EQ(specd.best->output_tokens_per_s, again.output_tokens_per_s);
 }
 
+TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
+  // An MTP layer at acceptance 0.8 with 0 (plain), 1 and 3 draft tokens per step, at TP 1
+  // and 2 against a 4 ms TPOT p99: each deployment comes out as searched alone, plain
+  // decoding as a space without speculation, and the best as `serve` runs it. A TP-1 H100
+  // decodes a plain step of Llama-3.1-8B in ~5 ms (its 16 GB over 3.35 TB/s and the host):
+  // plain TP 1 cannot meet 4 ms, and every feasible TP-1 deployment speculates.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const model::ModelConfig draft = model::mtp_draft(m);
+  FleetSpace s = space(10, 300);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1, 2};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.base.slo.tpot_s = 4e-3;
+  s.base.spec.accept.fill(0.8);
+  s.base.spec.draft = &draft;
+  s.base.spec.mtp = true;
+  s.base.spec.k = 3;
+  s.spec_tokens = {0, 1, 3};
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 6u);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::tpot_floor)], 1u);  // plain decoding at TP 1
+  for (const Deployment& d : r.feasible) {
+    FleetSpace one = s;
+    one.tp = {d.tp};
+    one.spec_tokens = {d.spec_tokens};
+    if (d.spec_tokens == 0) one.base.spec = model::Speculation{}, one.spec_tokens.clear();
+    const FleetSearchResult a = search_fleet(m, one);
+    ASSERT_EQ(a.feasible.size(), 1u);
+    const std::string what = fmt::format("tp {} k {}", d.tp, d.spec_tokens);
+    EXPECT_EQ(d.replicas, a.feasible.front().replicas) << what;
+    EXPECT_EQ(d.tpot.p99, a.feasible.front().tpot.p99) << what;
+    EXPECT_EQ(d.output_tokens_per_s, a.feasible.front().output_tokens_per_s) << what;
+    if (d.tp == 1) {
+      EXPECT_GT(d.spec_tokens, 0) << what;
+    }
+  }
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  EXPECT_EQ(again.speculation.k, r.best->spec_tokens);
+  EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+}
+
 // One step of `mix` alone on the space's first chip at TP 1 with vLLM's preset (256
 // sequences, 8192 tokens), as the engine runs it: its kernels and all-reduce, the step
 // model's device time, and the host's time for one request, hidden or added.

@@ -48,6 +48,11 @@ struct FleetSpace {
   /// of the space; `decode_tp_same`: only the prefill instances' own.
   std::vector<std::int64_t> decode_tp;
   bool decode_tp_same = false;
+  /// Speculative decoding with base.spec's draft and rates: the draft tokens per step to try,
+  /// 0 for none (plain decoding). Empty: base.spec.k alone.
+  std::vector<int> spec_tokens;
+  /// How the user named the draft (a model, a file, "mtp"): each deployment's serve command.
+  std::string draft_arg;
   std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
   bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
   int top = 10;                                   ///< feasible deployments kept, cheapest first
@@ -74,6 +79,7 @@ struct Deployment {
   /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
   std::int64_t prefill = 0, decode = 0;
   std::int64_t decode_tp = 0;  ///< disaggregated: the decode instances' TP (the prefill instances': tp)
+  int spec_tokens = 0;         ///< speculative decoding: draft tokens per step (0: none)
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
   double gpus = 0, usd_per_hour = 0;
