@@ -137,7 +137,7 @@ struct ServeSearchFlags {
   std::vector<std::string> prices;
   SpecFlags spec;
   model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
-  std::string disagg = "off", decode_tp;
+  std::string disagg = "off", decode_tp, disagg_split = "search";
 };
 
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
@@ -168,6 +168,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
       ->capture_default_str();
   app->add_option("--decode-tp", f->decode_tp,
                   "disaggregated: the decode instances' TPs to try with each prefill --tp (default: every --tp), or same");
+  app->add_option("--disagg-split", f->disagg_split,
+                  "disaggregated: search (every P:D cheaper than rate matching's split) or match (rate matching's split only)")
+      ->capture_default_str();
 }
 
 // The space `search serve` searches, and the `serve` command each deployment's numbers come from.
@@ -255,6 +258,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
   if (!v->decode_tp.empty() && v->disagg == "off") throw InputError("--decode-tp: decode instances are searched with --disagg on or both");
+  if (v->disagg_split != "match" && v->disagg_split != "search") {
+    throw InputError(fmt::format("--disagg-split: '{}' is not match or search", v->disagg_split));
+  }
+  s.split_search = v->disagg_split == "search";
   s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
   s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
   if (!v->weight_dtypes.empty()) {

@@ -228,9 +228,35 @@ class Evaluator {
     size(hi);
     family_fleet_ = hi;
     family_peak_ = met_run.peak_running;
+    if (c.disagg && s_.split_search) {
+      // Every split cheaper than rate matching's: for each decode count D, the fewest prefill
+      // instances that meet the SLO with it (bisected, assuming more instances of either
+      // kind never serve worse), among those the budget left by the cheapest so far allows.
+      std::int64_t best = gpus(hi), best_p = cfg.disagg.prefill, best_d = cfg.disagg.decode;
+      auto meets = [&](std::int64_t p, std::int64_t n_d) {
+        cfg.disagg.prefill = p, cfg.disagg.decode = n_d;
+        last = simulate(sys, cfg, true);
+        ++d.simulations;
+        return met(slo, last);
+      };
+      for (std::int64_t n_d = 1; n_d * per_decode + per < best; ++n_d) {
+        const std::int64_t p_max = (best - 1 - n_d * per_decode) / per;  // strictly cheaper
+        if (!meets(p_max, n_d)) continue;
+        std::int64_t p_lo = 0, p_hi = p_max;
+        ServingResult p_run = std::move(last);
+        while (p_hi - p_lo > 1) {
+          const std::int64_t mid = p_lo + (p_hi - p_lo) / 2;
+          if (meets(mid, n_d)) p_hi = mid, p_run = std::move(last);
+          else p_lo = mid;
+        }
+        best = p_hi * per + n_d * per_decode, best_p = p_hi, best_d = n_d;
+        met_run = std::move(p_run);
+      }
+      cfg.disagg.prefill = best_p, cfg.disagg.decode = best_d;
+    }
     d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
     fill(d, met_run);
-    if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, hi);
+    if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, cfg.disagg.on() ? d.prefill + d.decode : hi);
     return o;
   }
 

@@ -197,6 +197,7 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   // search returns, with the same numbers as `serve` of that split.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   FleetSpace s = disagg_space(120, {1});
+  s.split_search = false;
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_TRUE(r.best);
   Deployment d;
@@ -217,6 +218,36 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   ASSERT_GT(first, 2) << "the load must need more than one pair, or the count search is not tested";
   EXPECT_EQ(r.best->prefill + r.best->decode, first);
   EXPECT_EQ(r.best->gpus, static_cast<double>(first));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+}
+
+TEST(Fleet, EverySplitCheaperThanRateMatchingsIsSearched) {
+  // With the split searched, the fleet is the cheapest (P, D) that meets the SLO, by brute
+  // force over every split: prefill at TP 1 (1 GPU each) and decode at TP 2 (2 GPUs each),
+  // P + 2D GPUs, at 100 requests/s of 1000 in and 300 out.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = disagg_space(100, {1});
+  s.base.workload.gen = serving::parse_length("300", "--gen");
+  s.decode_tp = {2};
+  s.split_search = false;
+  const FleetSearchResult matched = search_fleet(m, s);
+  s.split_search = true;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(matched.best && r.best);
+  Deployment d = *r.best;
+  std::int64_t fewest = 1 << 30;
+  for (d.prefill = 1; d.prefill <= 12; ++d.prefill) {
+    for (d.decode = 1; d.decode <= 6 && d.prefill + 2 * d.decode < fewest; ++d.decode) {
+      if (met(serve_config(s, d), run(m, s.chips[0].sys, serve_config(s, d)))) fewest = d.prefill + 2 * d.decode;
+    }
+  }
+  ASSERT_LT(fewest, 1 << 30) << "no split within 12 + 6 instances meets the SLO";
+  EXPECT_EQ(r.best->gpus, static_cast<double>(fewest));
+  // Rate matching's split here gives the decode instances more than the SLO needs: the test
+  // must see a cheaper split, or it tests nothing beyond the count search.
+  EXPECT_LT(r.best->gpus, matched.best->gpus);
   const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);

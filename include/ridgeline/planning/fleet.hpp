@@ -48,6 +48,10 @@ struct FleetSpace {
   /// of the space; `decode_tp_same`: only the prefill instances' own.
   std::vector<std::int64_t> decode_tp;
   bool decode_tp_same = false;
+  /// Disaggregated: besides rate matching's split of each instance count, every split (P, D)
+  /// cheaper than the one it finds (for each D the fewest P meeting the SLO). Off: rate
+  /// matching's only.
+  bool split_search = true;
   /// Speculative decoding with base.spec's draft and rates: the draft tokens per step to try,
   /// 0 for none (plain decoding). Empty: base.spec.k alone.
   std::vector<int> spec_tokens;
