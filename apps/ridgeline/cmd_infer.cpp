@@ -29,7 +29,6 @@ struct InferFlags {
   model::ModelConfig draft;  // the draft model of --draft (the configuration points at it)
 };
 
-std::int64_t int_flag(const std::string& s, const char* flag) { return parse_positive_int(s, flag); }
 
 }  // namespace
 
@@ -55,9 +54,9 @@ analysis::InferenceConfig infer_config(InferFlags* f, const model::ModelConfig& 
   analysis::InferenceConfig cfg;
   cfg.forward = forward_config(f->fw, f->hw, m);
   cfg.spec = speculation(f->spec, m, f->draft);
-  cfg.batch = int_flag(f->batch, "--batch");
-  cfg.prompt = int_flag(f->prompt, "--prompt");
-  cfg.gen = int_flag(f->gen, "--gen");
+  cfg.batch = parse_positive_int(f->batch, "--batch");
+  cfg.prompt = parse_positive_int(f->prompt, "--prompt");
+  cfg.gen = parse_positive_int(f->gen, "--gen");
   if (m.max_positions > 0 && cfg.prompt + cfg.gen > m.max_positions) {
     throw InputError(fmt::format("--prompt/--gen: {} + {} tokens exceed the {} positions of {} (max_position_embeddings)",
                                  cfg.prompt, cfg.gen, m.max_positions, m.name));
@@ -190,8 +189,8 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
                         }
                         if (!f->hw.chips.empty()) throw InputError("--chips: block models one block on one chip; --cp sets the all-to-all group");
                         analysis::BlockConfig cfg;
-                        cfg.seq = int_flag(f->seq, "--seq");
-                        cfg.cp = int_flag(f->cp, "--cp");
+                        cfg.seq = parse_positive_int(f->seq, "--seq");
+                        cfg.cp = parse_positive_int(f->cp, "--cp");
                         cfg.dtype = parse_dtype_or_throw(f->dtype, "--dtype");
                         if (f->shapes == "seed") cfg.seed_shapes = true;
                         else if (f->shapes != "exact") throw InputError(fmt::format("--shapes: '{}' is not seed or exact", f->shapes));
@@ -205,10 +204,10 @@ void register_block(CLI::App& root, std::vector<Command>& commands) {
                           cfg.heads = m.heads;
                           cfg.kv_heads = m.kv_heads;
                         } else {
-                          cfg.hidden = int_flag(f->hidden, "--hidden");
-                          cfg.heads = int_flag(f->heads, "--heads");
-                          cfg.kv_heads = f->kv_heads.empty() ? cfg.heads : int_flag(f->kv_heads, "--kv-heads");
-                          if (!f->intermediate.empty()) cfg.intermediate = static_cast<double>(int_flag(f->intermediate, "--intermediate"));
+                          cfg.hidden = parse_positive_int(f->hidden, "--hidden");
+                          cfg.heads = parse_positive_int(f->heads, "--heads");
+                          cfg.kv_heads = f->kv_heads.empty() ? cfg.heads : parse_positive_int(f->kv_heads, "--kv-heads");
+                          if (!f->intermediate.empty()) cfg.intermediate = static_cast<double>(parse_positive_int(f->intermediate, "--intermediate"));
                         }
                         hw::System sys = load_chip_system(f->hw);
                         analysis::BlockResult r = analysis::block(cfg, sys);

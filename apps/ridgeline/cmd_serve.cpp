@@ -43,7 +43,6 @@ bool on_off(const std::string& v, const char* flag) {
   throw InputError(fmt::format("{}: '{}' is not on or off", flag, v));
 }
 
-std::int64_t int_flag(const std::string& v, const char* flag) { return parse_positive_int(v, flag); }
 
 // "2h", "30min" or a time with its unit.
 double horizon_s(const std::string& v) {
@@ -60,11 +59,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp);
   if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
   if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;
-  if (!f.max_num_seqs.empty()) e.max_num_seqs = int_flag(f.max_num_seqs, "--max-num-seqs");
-  if (!f.max_batched_tokens.empty()) e.max_batched_tokens = int_flag(f.max_batched_tokens, "--max-batched-tokens");
+  if (!f.max_num_seqs.empty()) e.max_num_seqs = parse_positive_int(f.max_num_seqs, "--max-num-seqs");
+  if (!f.max_batched_tokens.empty()) e.max_batched_tokens = parse_positive_int(f.max_batched_tokens, "--max-batched-tokens");
   if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");
-  if (!f.kv_block.empty()) e.kv_block = int_flag(f.kv_block, "--kv-block");
-  if (!f.kv_blocks.empty()) e.kv_blocks_override = int_flag(f.kv_blocks, "--kv-blocks");
+  if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");
+  if (!f.kv_blocks.empty()) e.kv_blocks_override = parse_positive_int(f.kv_blocks, "--kv-blocks");
   if (!f.kv_memory_fraction.empty()) e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
   if (!f.prefix_caching.empty()) e.prefix_caching = on_off(f.prefix_caching, "--prefix-caching");
   if (!f.mixed_chunk.empty()) e.mixed_chunk = on_off(f.mixed_chunk, "--mixed-chunk");
@@ -115,7 +114,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
 
   cfg.workload = workload_spec(f.load);
-  cfg.replicas = f.replicas == "auto" ? 1 : int_flag(f.replicas, "--replicas");
+  cfg.replicas = f.replicas == "auto" ? 1 : parse_positive_int(f.replicas, "--replicas");
   const auto router = serving::parse_router(f.router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", f.router));
   cfg.router = *router;
