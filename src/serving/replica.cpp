@@ -21,10 +21,16 @@ std::int64_t floor_div(std::int64_t a, std::int64_t m) { return (a - mod(a, m)) 
 Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_,
                  Emission emission)
     : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), window_(window), emission_(emission) {
+  if ((block_ & (block_ - 1)) == 0) block_mask_ = block_ - 1;
   total_blocks = free_blocks = blocks;
   free_queue_.push_back({-1, blocks});
   phase_.assign(static_cast<std::size_t>(block_), 0);
   new_token_ratio = e.new_token_ratio_init;
+}
+
+std::size_t Replica::phase_of(std::int64_t t) const {
+  // t mod block, >= 0 (two's complement: the mask gives it for a power of two).
+  return static_cast<std::size_t>(block_mask_ >= 0 ? (t & block_mask_) : mod(t, block_));
 }
 
 std::int64_t Replica::G_rate(std::int64_t d) const { return floor_div(d * emission_.rate, Emission::kRateOne); }
@@ -67,7 +73,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   n_warm_decode += q.warmup ? 1 : 0;
   s_all_ += q.c0 - g0;
   out_all_ += q.output - q.e0 + g0;
-  ++phase_[static_cast<std::size_t>(mod(g0 - q.c0 - k1, block_))];
+  ++phase_[phase_of(g0 - q.c0 - k1)];
   phase_need_step_ = kNoStep;
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
@@ -93,7 +99,7 @@ void Replica::leave_decode(std::int32_t r) {
   n_warm_decode -= q.warmup ? 1 : 0;
   s_all_ -= q.c0 - g0;
   out_all_ -= q.output - q.e0 + g0;
-  --phase_[static_cast<std::size_t>(mod(g0 - q.c0 - emission_.queries, block_))];
+  --phase_[phase_of(g0 - q.c0 - emission_.queries)];
   phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
   if (!q.above_window) {
@@ -158,7 +164,7 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
 std::int64_t Replica::decode_blocks_needed() const {
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
     phase_need_ = 0;
-    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) phase_need_ += phase_[static_cast<std::size_t>(mod(t, block_))];
+    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) phase_need_ += phase_[phase_of(t)];
     phase_need_step_ = dstep;
   }
   return join_extra_ + phase_need_;

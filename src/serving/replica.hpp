@@ -79,14 +79,14 @@ struct Group {
 // What a step runs: the decode sequences (all of them, or none) and prefill chunks.
 struct StepPlan {
   bool decode = false;
+  bool drafted = false;  // the draft mixes hold this step's passes
+  double extra_s = 0;  // swaps to and from the host
+  std::int64_t preempted = 0;
   std::vector<std::pair<std::int32_t, std::int64_t>> chunks;  // (request, tokens)
   model::StepMix mix;
   // Speculative decoding: the draft's first pass (the chunks, and one token per decode
   // sequence) and each of its k - 1 further decode passes (at their mean context).
   model::StepMix draft_first, draft_rest;
-  double extra_s = 0;  // swaps to and from the host
-  std::int64_t preempted = 0;
-  bool drafted = false;  // the draft mixes hold this step's passes
   void clear() {
     decode = false;
     chunks.clear();
@@ -114,6 +114,13 @@ class Replica {
  public:
   Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
           Emission emission = {});
+
+  // --- step in flight (first: read at every event) ----------------------------------------
+  std::int32_t index = 0;
+  bool busy = false, start_pending = false;
+  Ps now = 0;  // when the step being planned starts
+  Ps busy_until = 0, last_decode_end = -1;
+  std::int64_t outstanding_tokens = 0;  // router: prompt tokens to prefill + outputs to emit
 
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
@@ -189,13 +196,6 @@ class Replica {
   std::vector<std::int32_t> arrived;   // decode: KV received, to join the decode sequences at the next step
   std::int64_t in_transfer = 0;        // requests in a KV transfer whose blocks it holds (sending or receiving)
 
-  // --- step in flight ------------------------------------------------------------------
-  StepPlan plan;
-  Ps now = 0;  // when the step being planned starts
-  bool busy = false, start_pending = false;
-  Ps busy_until = 0, last_decode_end = -1;
-  std::int32_t index = 0;
-  std::int64_t outstanding_tokens = 0;  // router: prompt tokens to prefill + outputs to emit
 
   std::vector<Req>& pool;
   const EngineConfig& engine;
@@ -213,6 +213,8 @@ class Replica {
   // The first step index j with G(j) >= x.
   std::int64_t first_step(std::int64_t x) const;
   std::int64_t block_;
+  std::int64_t block_mask_ = -1;  // block - 1 when a power of two
+  std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   double window_;
   Emission emission_;
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
@@ -226,6 +228,9 @@ class Replica {
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   mutable std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
+
+ public:
+  StepPlan plan;  // the step in flight (last: its draft mixes are large and mostly unused)
 };
 
 }  // namespace ridgeline::serving::detail

@@ -330,10 +330,11 @@ class Simulation {
       return;
     }
     has_next_ = source_.next(next_);
+    next_ps_ = has_next_ ? to_ps(next_.arrival_s) : kNever;
   }
   Ps next_arrival_time() const {
     if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.front();
-    return has_next_ ? to_ps(next_.arrival_s) : kNever;
+    return next_ps_;
   }
 
   void arrive(Ps t) {
@@ -938,6 +939,7 @@ class Simulation {
   RequestSource source_;
   Request next_;
   bool has_next_ = false, closed_ = false;
+  Ps next_ps_ = kNever;  // the next arrival's time (open loop)
   std::deque<Ps> pending_;  // closed loop: when each free client sends
   std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> steps_;
   std::size_t rr_ = 0, decode_rr_ = 0;
