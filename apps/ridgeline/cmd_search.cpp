@@ -137,7 +137,7 @@ struct ServeSearchFlags {
   std::vector<std::string> prices;
   SpecFlags spec;
   model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
-  std::string disagg = "off", decode_tp, disagg_split = "search";
+  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search";
 };
 
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
@@ -168,6 +168,8 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
       ->capture_default_str();
   app->add_option("--decode-tp", f->decode_tp,
                   "disaggregated: the decode instances' TPs to try with each prefill --tp (default: every --tp), or same");
+  app->add_option("--decode-ep", f->decode_ep,
+                  "disaggregated: the decode instances' EPs to try with each prefill --ep (default: every --ep at the decode TP), or same");
   app->add_option("--disagg-split", f->disagg_split,
                   "disaggregated: search (every P:D cheaper than rate matching's split) or match (rate matching's split only)")
       ->capture_default_str();
@@ -257,7 +259,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.ep = ints(v->ep, "--ep");
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
-  if (!v->decode_tp.empty() && v->disagg == "off") throw InputError("--decode-tp: decode instances are searched with --disagg on or both");
+  if (v->decode_ep == "same") s.decode_ep_same = true;
+  else s.decode_ep = ints(v->decode_ep, "--decode-ep");
+  for (const auto& [value, flag] : {std::pair{&v->decode_tp, "--decode-tp"}, {&v->decode_ep, "--decode-ep"}}) {
+    if (!value->empty() && v->disagg == "off") throw InputError(fmt::format("{}: decode instances are searched with --disagg on or both", flag));
+  }
   if (v->disagg_split != "match" && v->disagg_split != "search") {
     throw InputError(fmt::format("--disagg-split: '{}' is not match or search", v->disagg_split));
   }

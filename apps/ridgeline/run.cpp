@@ -180,7 +180,7 @@ constexpr ValueKind kValueKinds[] = {
     {"search train", "--tokens", "COUNT"}, {"", "--days", "DAYS"}, {"", "--price", "USD/h|CHIP=USD/h"},
     {"", "--requests", "INT"}, {"", "--draft", "MODEL|config.json|mtp"}, {"", "--spec-tokens", "INT"},
     {"", "--accept", "RATE[,RATE...]"}, {"", "--disagg", "P:D"}, {"search serve", "--disagg", "off|on|both"},
-    {"", "--disagg-link-bw", "BANDWIDTH"}, {"", "--disagg-decode", "KEY=N[,KEY=N...]"}, {"", "--decode-tp", "INT[,INT...]|same"}, {"", "--disagg-split", "match|search"}, {"", "--kv-transfer", "after|layerwise"}, {"", "--warmup-requests", "INT"}, {"", "--seed", "INT"}, {"", "--max-num-seqs", "INT"},
+    {"", "--disagg-link-bw", "BANDWIDTH"}, {"", "--disagg-decode", "KEY=N[,KEY=N...]"}, {"", "--decode-tp", "INT[,INT...]|same"}, {"", "--decode-ep", "INT[,INT...]|same"}, {"", "--disagg-split", "match|search"}, {"", "--kv-transfer", "after|layerwise"}, {"", "--warmup-requests", "INT"}, {"", "--seed", "INT"}, {"", "--max-num-seqs", "INT"},
     {"", "--max-batched-tokens", "INT"}, {"", "--kv-block", "INT"}, {"", "--kv-blocks", "INT"}, {"", "--replicas", "INT|auto"},
     {"", "--top", "INT"}, {"", "--threads", "INT"}, {"", "--chips-max", "INT"}, {"", "--batch-max", "INT"}, {"", "--tp-max", "INT"},
     {"", "--pp-max", "INT"}, {"", "--cp-max", "INT"}, {"", "--vpp-max", "INT"}, {"", "--micro-batch-max", "INT"},

@@ -48,7 +48,7 @@ struct Candidate {
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
   bool disagg = false;
-  std::int64_t dtp = 0;  // disaggregated: the decode instances' TP
+  std::int64_t dtp = 0, dep = 0;  // disaggregated: the decode instances' TP and EP
   int k = 0;             // speculative decoding: draft tokens per step
 };
 
@@ -111,7 +111,7 @@ class Evaluator {
     d.max_batched_tokens = c.budget;
     d.replicas = 1;
     d.order = order;
-    if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp;
+    if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp, d.decode_ep = c.dep;
     d.spec_tokens = c.k;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
@@ -472,11 +472,15 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
     const hw::System& sys = s.chips[ci].sys;
     const std::int64_t node = std::max(1, sys.chips_per_node);
     const std::vector<std::int64_t> tps = s.tp.empty() ? powers_of_two_up_to(std::min<std::int64_t>(node, 8)) : s.tp;
-    for (const std::int64_t tp : tps) {
+    // The EPs tried with TP tp: the space's, or 1 (dense), or each power of two within a node (MoE).
+    auto eps_at = [&](std::int64_t tp) {
       std::vector<std::int64_t> eps = s.ep;
       if (eps.empty()) eps = m.is_moe() ? powers_of_two_up_to(node / tp) : std::vector<std::int64_t>{1};
       if (eps.empty()) eps.push_back(1);
-      for (const std::int64_t ep : eps) {
+      return eps;
+    };
+    for (const std::int64_t tp : tps) {
+      for (const std::int64_t ep : eps_at(tp)) {
         for (const serving::EngineKind kind : engines) {
           const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
           std::vector<std::int64_t> budgets = s.max_batched_tokens;
@@ -495,11 +499,13 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
                   for (const int k : ks) {
                     for (const bool disagg : layouts) {
                       if (!disagg) {
-                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, k});
+                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, 0, k});
                         continue;
                       }
                       for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
-                        out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, k});
+                        for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
+                          out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, dep, k});
+                        }
                       }
                     }
                   }
@@ -529,10 +535,11 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.spec.k = d.spec_tokens;
   c.disagg.prefill = d.prefill;
   c.disagg.decode = d.decode;
-  if (d.decode_tp > 0 && d.decode_tp != d.tp) {
+  if ((d.decode_tp > 0 && d.decode_tp != d.tp) || (d.decode_ep > 0 && d.decode_ep != d.ep)) {
     // The decode instances' preset at their own TP, with the same limits.
-    c.disagg.decode_tp = d.decode_tp;
-    serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.decode_tp));
+    c.disagg.decode_tp = d.decode_tp > 0 ? d.decode_tp : d.tp;
+    c.disagg.decode_ep = d.decode_ep > 0 ? d.decode_ep : d.ep;
+    serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, c.disagg.decode_tp));
     e.max_num_seqs = d.max_num_seqs;
     e.max_batched_tokens = d.max_batched_tokens;
   }
@@ -553,7 +560,7 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   }
   if (s.max_gpus < 1 || s.max_gpus > 1000000) throw InputError(fmt::format("--max-gpus: {} is out of range: expected 1 to 1000000", s.max_gpus));
   if (s.top < 1 || s.top > 10000) throw InputError(fmt::format("--top: {} is out of range: expected 1 to 10000", s.top));
-  for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}, {&s.decode_tp, "--decode-tp"}}) {
+  for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}, {&s.decode_tp, "--decode-tp"}, {&s.decode_ep, "--decode-ep"}}) {
     for (const std::int64_t v : *list) {
       if (v < 1 || v > 4096) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, v));
     }
@@ -589,7 +596,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.k == c.k;
+             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

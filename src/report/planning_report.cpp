@@ -28,16 +28,22 @@ std::string instances(const Deployment& d) {
   return d.prefill > 0 ? fmt::format("{}P+{}D", d.prefill, d.decode) : fmt::format("{}", d.replicas);
 }
 
-// Decode instances with a TP of their own.
-bool own_decode_tp(const Deployment& d) { return d.prefill > 0 && d.decode_tp > 0 && d.decode_tp != d.tp; }
+// The decode instances' TP and EP (their own, or the prefill instances').
+std::int64_t decode_tp(const Deployment& d) { return d.decode_tp > 0 ? d.decode_tp : d.tp; }
+std::int64_t decode_ep(const Deployment& d) { return d.decode_ep > 0 ? d.decode_ep : d.ep; }
 
-// "4", or "2/8": the prefill instances' TP and the decode instances' own.
+// Decode instances with a TP (or EP) of their own.
+bool own_decode_tp(const Deployment& d) { return d.prefill > 0 && decode_tp(d) != d.tp; }
+bool own_decode_ep(const Deployment& d) { return d.prefill > 0 && decode_ep(d) != d.ep; }
+
+// "4", or "2/8": the prefill instances' TP and the decode instances' own (EP likewise).
 std::string tp_text(const Deployment& d) { return own_decode_tp(d) ? fmt::format("{}/{}", d.tp, d.decode_tp) : fmt::format("{}", d.tp); }
+std::string ep_text(const Deployment& d) { return own_decode_ep(d) ? fmt::format("{}/{}", d.ep, d.decode_ep) : fmt::format("{}", d.ep); }
 
 // GPUs of the fleet: each instance's TP x EP.
 std::int64_t fleet_gpus(const Deployment& d) {
   if (d.prefill == 0) return d.replicas * d.tp * d.ep;
-  return (d.prefill * d.tp + d.decode * (d.decode_tp > 0 ? d.decode_tp : d.tp)) * d.ep;
+  return d.prefill * d.tp * d.ep + d.decode * decode_tp(d) * decode_ep(d);
 }
 
 // The space tries speculative decoding (the table shows each deployment's draft tokens).
@@ -46,7 +52,7 @@ bool speculates(const planning::FleetSpace& s) { return s.base.spec.on() || !s.s
 // "3 x h100-sxm tp 4" (disaggregated: "1P+2D x h100-sxm tp 2/8") and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
   std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
-  if (d.ep > 1) l += fmt::format(" ep {}", d.ep);
+  if (d.ep > 1 || own_decode_ep(d)) l += fmt::format(" ep {}", ep_text(d));
   l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
   if (d.spec_tokens > 0) l += fmt::format(", {} drafts", d.spec_tokens);
   if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
@@ -75,7 +81,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"ep", d.ep},
          {"replicas", d.replicas},
          {"disagg", d.prefill > 0 ? json{{"prefill", d.prefill}, {"decode", d.decode}, {"prefill_tp", d.tp},
-                                         {"decode_tp", d.decode_tp > 0 ? d.decode_tp : d.tp}}
+                                         {"decode_tp", decode_tp(d)}, {"prefill_ep", d.ep}, {"decode_ep", decode_ep(d)}}
                                   : json(nullptr)},
          {"engine", std::string(serving::name(d.engine))},
          {"weight_dtype", d.weight_dtype ? json(std::string(name(*d.weight_dtype))) : json(nullptr)},
@@ -115,7 +121,7 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
                                              c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
   return fmt::format("closest: {} x {} tp {}{}, {}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
-                     d.ep > 1 ? fmt::format(" ep {}", d.ep) : "", serving::name(d.engine), what, t(c.target_s));
+                     d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), what, t(c.target_s));
 }
 
 }  // namespace
@@ -130,7 +136,10 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   if (d.max_num_seqs > 0) f += fmt::format(" --max-num-seqs {}", d.max_num_seqs);
   f += fmt::format(" --max-batched-tokens {}", d.max_batched_tokens);
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
-  if (own_decode_tp(d)) f += fmt::format(" --disagg-decode tp={}", d.decode_tp);
+  if (own_decode_tp(d) || own_decode_ep(d)) {
+    f += fmt::format(" --disagg-decode tp={}", decode_tp(d));
+    if (own_decode_ep(d)) f += fmt::format(",ep={}", decode_ep(d));
+  }
   const model::Speculation& sp = s.base.spec;
   if (d.spec_tokens > 0 && sp.draft != nullptr) {
     // The draft, these tokens, and the rates of their positions (one when all are the same).
@@ -217,7 +226,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
-           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.spec_tokens == o.spec_tokens &&
+           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
   auto table = [&](const std::vector<Deployment>& v) {
@@ -234,7 +243,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
       const std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
-                       space.chips[d.chip].sys.chip.name, tp_text(d), d.ep, serving::name(d.engine), k, seqs, d.max_batched_tokens,
+                       space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,

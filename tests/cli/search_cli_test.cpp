@@ -187,6 +187,34 @@ TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
   expect_bad(kServe + " --hw h100-sxm --disagg on --decode-tp 0", "--decode-tp");
 }
 
+TEST(SearchServeCli, DecodeInstancesOfTheirOwnEpAreWhatServeGives) {
+  // Mixtral's experts: prefill instances at TP 2 EP 1, decode instances at TP 1 EP 2. Each
+  // instance holds 2 GPUs, so the fleet's GPUs are 2(P + D); the command carries
+  // --disagg-decode tp=1,ep=2 and `serve` runs it to the same numbers.
+  const std::string moe = "search serve --model mixtral-8x7b --qps 20 --requests 400 --slo ttft_p99=1s,tpot_p99=50ms --hw h100-sxm";
+  auto j = run_json(moe + " --tp 2 --ep 1 --decode-tp 1 --decode-ep 2 --disagg on --max-rate off");
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object()) << j.dump();
+  const auto& d = b["disagg"];
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d["prefill_tp"], 2);
+  EXPECT_EQ(d["prefill_ep"], 1);
+  EXPECT_EQ(d["decode_tp"], 1);
+  EXPECT_EQ(d["decode_ep"], 2);
+  EXPECT_EQ(b["gpus"].get<double>(), 2 * (d["prefill"].get<double>() + d["decode"].get<double>()));
+  std::string command = b["command"];
+  EXPECT_NE(command.find("--disagg-decode tp=1,ep=2"), std::string::npos) << command;
+  auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s", "gpus", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  EXPECT_EQ(s["disagg"]["decode_ep"], 2);
+  EXPECT_EQ(s["disagg"]["prefill_ep"], 1);
+  // Every decode EP with each prefill EP: --decode-ep same keeps the prefill instances' own.
+  auto same = run_json(moe + " --tp 2 --ep 1,2 --decode-tp 1 --decode-ep same --disagg on --max-rate off --top 100");
+  for (const auto& x : same["feasible"]) EXPECT_EQ(x["disagg"]["decode_ep"], x["disagg"]["prefill_ep"]) << x.dump();
+  expect_bad(moe + " --decode-ep 2", "--decode-ep");
+  expect_bad(moe + " --disagg on --decode-ep 0", "--decode-ep");
+}
+
 TEST(SearchServeCli, PriceFromAChipFile) {
   // A chip file with price_per_hour ranks by cost without --price; the command names the file.
   const std::string file = std::string(RIDGELINE_TMP_DIR) + "/priced_h100.yaml";

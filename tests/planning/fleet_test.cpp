@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
@@ -287,6 +288,50 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryTpWithEachPrefillTp) {
   const FleetSearchResult same = search_fleet(m, s);
   EXPECT_EQ(same.evaluated, 2u);
   for (const Deployment& d : same.feasible) EXPECT_EQ(d.decode_tp, d.tp);
+}
+
+TEST(Fleet, DecodeInstancesAreSearchedAtEveryEpOfTheirTp) {
+  // Mixtral (MoE) on 8-GPU nodes at TP 1 and 2: with no EP given, an instance at TP t tries
+  // each power of two up to 8/t, so TP 1 has EP 1, 2, 4, 8 and TP 2 has EP 1, 2, 4. That
+  // makes 4 + 3 = 7 (TP, EP) plans for each kind of instance, and 7 x 7 = 49 candidates. Each
+  // decode EP is one of its own TP's. The GPUs are P x tp x ep + D x tp_D x ep_D. The best,
+  // searched alone, gives the same fleet, and `serve` runs it the same. With `decode_ep_same`,
+  // each of the 7 prefill plans is paired with each decode TP at its own EP: 14.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  FleetSpace s = disagg_space(20, {1, 2});
+  s.base.slo.ttft_s = 1;
+  s.base.slo.tpot_s = 0.05;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 49u);
+  ASSERT_TRUE(r.best);
+  std::set<std::pair<std::int64_t, std::int64_t>> decode_plans;
+  for (const Deployment& d : r.feasible) {
+    const std::string what = fmt::format("tp {} ep {} / tp {} ep {}", d.tp, d.ep, d.decode_tp, d.decode_ep);
+    EXPECT_LE(d.decode_tp * d.decode_ep, 8) << what;
+    EXPECT_EQ(d.gpus, static_cast<double>(d.prefill * d.tp * d.ep + d.decode * d.decode_tp * d.decode_ep)) << what;
+    decode_plans.insert({d.decode_tp, d.decode_ep});
+  }
+  EXPECT_GT(decode_plans.size(), 2u) << "decode instances of several plans must be feasible, or nothing is tested";
+  FleetSpace one = s;
+  one.tp = {r.best->tp};
+  one.ep = {r.best->ep};
+  one.decode_tp = {r.best->decode_tp};
+  one.decode_ep = {r.best->decode_ep};
+  const FleetSearchResult a = search_fleet(m, one);
+  ASSERT_EQ(a.evaluated, 1u);
+  ASSERT_TRUE(a.best);
+  EXPECT_EQ(a.best->prefill, r.best->prefill);
+  EXPECT_EQ(a.best->decode, r.best->decode);
+  EXPECT_EQ(a.best->tpot.p99, r.best->tpot.p99);
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  EXPECT_EQ(again.gpus, r.best->gpus);
+  EXPECT_EQ(again.disagg.decode_ep, r.best->decode_ep);
+  EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+  s.decode_ep_same = true;
+  const FleetSearchResult same = search_fleet(m, s);
+  EXPECT_EQ(same.evaluated, 14u);  // each of the 7 prefill plans with each decode TP, at the prefill EP
+  for (const Deployment& d : same.feasible) EXPECT_EQ(d.decode_ep, d.ep);
 }
 
 TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {

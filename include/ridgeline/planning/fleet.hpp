@@ -48,6 +48,11 @@ struct FleetSpace {
   /// of the space; `decode_tp_same`: only the prefill instances' own.
   std::vector<std::int64_t> decode_tp;
   bool decode_tp_same = false;
+  /// Disaggregated: the decode instances' EPs, each with each prefill EP. Empty: every EP of
+  /// the space at the decode TP (`ep`, or its default: 1 for a dense model, the powers of two
+  /// within a node for MoE); `decode_ep_same`: only the prefill instances' own.
+  std::vector<std::int64_t> decode_ep;
+  bool decode_ep_same = false;
   /// Disaggregated: besides rate matching's split of each instance count, every split (P, D)
   /// cheaper than the one it finds (for each D the fewest P meeting the SLO). Off: rate
   /// matching's only.
@@ -83,6 +88,7 @@ struct Deployment {
   /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
   std::int64_t prefill = 0, decode = 0;
   std::int64_t decode_tp = 0;  ///< disaggregated: the decode instances' TP (the prefill instances': tp)
+  std::int64_t decode_ep = 0;  ///< disaggregated: the decode instances' EP (the prefill instances': ep)
   int spec_tokens = 0;         ///< speculative decoding: draft tokens per step (0: none)
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
