@@ -144,13 +144,11 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
   add_infer_flags(a, f.get());
   auto engine = std::make_shared<std::string>("vllm");
   a->add_option("--engine", *engine,
-                "vllm or trtllm: advice on the batch as that engine serves the users continuously; static: as infer's static batches")
+                "vllm, sglang or trtllm: advice on the batch as that engine serves the users continuously; static: as infer's static batches")
       ->capture_default_str();
   commands.push_back({a, [f, engine] {
                         const auto kind = serving::parse_engine(*engine);
-                        if (!kind || *kind == serving::EngineKind::sglang) {
-                          throw InputError(fmt::format("--engine: '{}' is not an engine here: expected vllm, trtllm or static", *engine));
-                        }
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", *engine));
                         model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);

@@ -511,7 +511,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   i->add_option("--threads", g->threads, "worker threads (default: all cores)");
   i->add_option("--plot", g->plot, "write the Pareto front as a chart (.svg or .png)");
   i->add_option("--engine", g->engine,
-                "vllm or trtllm: a batch is that many users served continuously (their steady state); static: one batch "
+                "vllm, sglang or trtllm: a batch is that many users served continuously (their steady state); static: one batch "
                 "prefilled together and decoded to its end, as infer prices it")
       ->capture_default_str();
   commands.push_back({i, [g] {
@@ -522,10 +522,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
                         analysis::InferSearchSpace s;
                         const auto kind = serving::parse_engine(g->engine);
-                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, trtllm or static", g->engine));
-                        if (*kind == serving::EngineKind::sglang) {
-                          throw InputError("--engine sglang: its prefill-first steps have no steady state here yet: use search serve");
-                        }
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", g->engine));
                         s.engine = g->engine;
                         if (*kind != serving::EngineKind::static_batch) {
                           s.batch_model = [k = *kind] { return std::make_unique<serving::ContinuousBatching>(k); };

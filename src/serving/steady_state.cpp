@@ -31,9 +31,88 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   return step_period(e, step.time(mix, mode), mix.seqs());
 }
 
+// Σ_k P(X = k)·f(k) for X ~ Binomial(n, p), n whole, over the k within 8 standard deviations
+// of the mean (the mass beyond is below 1e-14). False, with nothing summed, when n is not
+// whole or that is more than kMaxTerms terms: the caller prices the mean instead (a spread
+// that wide is narrow against the mean, sd/mean < 1/4).
+constexpr int kMaxTerms = 24;
+template <class F>
+bool binomial_expectation(double n, double p, const F& f, double& out) {
+  if (n < 0 || n != std::floor(n)) return false;
+  if (p >= 1 || n == 0) {
+    out = f(p >= 1 ? n : 0.0);
+    return true;
+  }
+  const double mean = n * p, sd = std::sqrt(n * p * (1 - p));
+  const double lo = std::max(0.0, std::floor(mean - 8 * sd)), hi = std::min(n, std::ceil(mean + 8 * sd));
+  if (hi - lo + 1 > kMaxTerms) return false;
+  const double log_n = std::lgamma(n + 1), lp = std::log(p), lq = std::log1p(-p);
+  out = 0;
+  for (double k = lo; k <= hi; ++k) out += std::exp(log_n - std::lgamma(k + 1) - std::lgamma(n - k + 1) + k * lp + (n - k) * lq) * f(k);
+  return true;
+}
+
+// SGLang's prefill-first steps (docs/serving.md#sglang-prefill-first): every step is a
+// prefill step of the prompts waiting (within the budget, one chunk at a time beyond it) or a
+// decode step of every running sequence. A user's request ends in a decode step and its next
+// prompt arrives with it, so a decode step in which any user finished is followed by the
+// prefill steps of every prompt that arrived with it: a group.
+SteadyState prefill_first(const StepModel& step, const EngineConfig& e, double P, double G, double B, double window) noexcept {
+  SteadyState s;
+  double T = static_cast<double>(e.max_batched_tokens);
+  if (e.max_prefill_tokens > 0) T = std::min(T, static_cast<double>(e.max_prefill_tokens));
+  // D decode steps a cycle, each of all B users (no user decodes while another prefills).
+  // Each user ends in one of them at random: X ~ Binomial(B, 1/D) users end in a given step,
+  // and a user's own group is 1 + Binomial(B - 1, 1/D) (it is found in large groups more often).
+  const double D = std::max(1.0, G - 1), p = 1 / D;
+  const double chunks_of = std::ceil(P / T);
+  // A group of x prompts takes ceil(xP/T) prefill steps: whole prompts (P within the budget),
+  // x/steps of them a step, or chunks of T ending at the mean chunk end of a prompt.
+  auto steps_of = [&](double x) { return x <= 0 ? 0.0 : std::max(1.0, std::ceil(x * P / T)); };
+  auto step_of = [&](double x) {
+    if (x <= 0) return 0.0;
+    return P <= T ? step_s(step, e, 0, 0, x / steps_of(x), P, P, window) : step_s(step, e, 0, 0, 1, T, T * (chunks_of + 1) / 2, window);
+  };
+  // A user's first token comes at the end of its prompt's last chunk: on average after
+  // (x + 1)P/(2T) of its group's steps, no fewer than its own prompt's ceil(P/T), no more
+  // than the group's.
+  auto first_of = [&](double x) { return std::clamp((x + 1) * P / (2 * T), chunks_of, steps_of(x)); };
+  // Over the group sizes where that is a few terms, else at the mean sizes: the prefill time
+  // and steps of a cycle, and those of a user's own group.
+  double cycle_prefill_s = 0, cycle_prefill_steps = 0, own_prefill_s = 0, ttft = 0, first = 0;
+  const bool exact = binomial_expectation(B, p, [&](double x) { return steps_of(x) * step_of(x); }, cycle_prefill_s) &&
+                     binomial_expectation(B, p, steps_of, cycle_prefill_steps) &&
+                     binomial_expectation(B - 1, p, [&](double x) { return steps_of(1 + x) * step_of(1 + x); }, own_prefill_s) &&
+                     binomial_expectation(B - 1, p, [&](double x) { return first_of(1 + x) * step_of(1 + x); }, ttft) &&
+                     binomial_expectation(B - 1, p, [&](double x) { return first_of(1 + x); }, first);
+  if (exact) {
+    cycle_prefill_s *= D, cycle_prefill_steps *= D;
+  } else {
+    const double K = D * (1 - std::pow(1 - p, B)), g = B / K, own = 1 + (B - 1) * p;
+    cycle_prefill_s = K * steps_of(g) * step_of(g);
+    cycle_prefill_steps = K * steps_of(g);
+    own_prefill_s = steps_of(own) * step_of(own);
+    first = first_of(own);
+    ttft = first * step_of(own);
+  }
+  const double t_decode = step_s(step, e, B, P + G / 2, 0, 0, 0, window);
+  s.cycle_steps = D + cycle_prefill_steps;
+  s.prefill_steps = first;
+  s.decode_seqs = B * D / s.cycle_steps;
+  s.prefill_tokens = B * P / s.cycle_steps;
+  // Its TTFT: its group's steps up to its prompt; its TPOT: its D decode steps and, among
+  // them, the prefill steps of the cycle's other groups.
+  s.ttft_s = ttft;
+  s.tpot_s = G > 1 ? (D * t_decode + std::max(0.0, cycle_prefill_s - own_prefill_s)) / D : 0;
+  s.e2e_s = s.ttft_s + (G - 1) * s.tpot_s;
+  s.output_tokens_per_s = s.e2e_s > 0 ? B * G / s.e2e_s : 0;
+  return s;
+}
+
 }  // namespace
 
 SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P, double G, double B, double window) noexcept {
+  if (e.policy == StepPolicy::prefill_first && !e.mixed_chunk) return prefill_first(step, e, P, G, B, window);
   SteadyState s;
   const double T = static_cast<double>(e.max_batched_tokens);
   // L, the steps of a request's cycle: its prompt's chunks (at least ceil(P / c) steps with

@@ -131,5 +131,20 @@ TEST(SideBySideCli, EachChipAsItsOwnRun) {
   }
 }
 
+TEST(InferCli, AdviceOnTheBatchUnderEachEngine) {
+  // advise infer sizes its batch advice in the engine's steady state: SGLang's prefill-first
+  // steps as well as vLLM's mixed ones, each naming the users it serves continuously; an
+  // engine it does not know is refused.
+  for (const char* engine : {"vllm", "sglang"}) {
+    auto j = run_json(std::string("advise infer --model llama-3.1-8b --hw h100-sxm --batch 8 --prompt 1024 --gen 256 --json --engine ") + engine);
+    bool sized = false;
+    for (const auto& a : j["advice"]) {
+      if (a["rule"] == "batch-below-critical") sized = a["fix"].get<std::string>().find("users continuously") != std::string::npos;
+    }
+    EXPECT_TRUE(sized) << engine << ": " << j.dump();
+  }
+  expect_bad("advise infer --model llama-3.1-8b --hw h100-sxm --engine tgi", "--engine");
+}
+
 }  // namespace
 }  // namespace ridgeline::testing

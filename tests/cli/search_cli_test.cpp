@@ -93,7 +93,15 @@ TEST(SearchCli, InferContinuousBatchingIsTheDefault) {
   EXPECT_EQ(c["best"][0]["batch"], 64);
   EXPECT_EQ(st["best"][0]["batch"], 64);
   EXPECT_LT(c["best"][0]["ttft_s"].get<double>(), st["best"][0]["ttft_s"].get<double>() / 4);
-  expect_bad("search infer --model llama-3.1-8b --engine sglang", "--engine");
+  // SGLang's prefill-first steps: a prompt prefills in a step of prompts alone, not in a step
+  // of 63 decodes as well, so at the same batch its TTFT is below vLLM's (the simulator
+  // agrees: 34.6 against 39.5 ms at these lengths, uniform around them).
+  auto sg = run_json("search infer --engine sglang --model llama-3.1-8b --hw h100-sxm --chips-max 1 --prompt 1024 --gen 128 "
+                     "--batch-max 64 --top 1 --weight-dtypes bf16 --kv-dtypes bf16 --json");
+  EXPECT_EQ(sg["engine"], "sglang");
+  ASSERT_EQ(sg["best"].size(), 1u);
+  EXPECT_EQ(sg["best"][0]["batch"], 64);
+  EXPECT_LT(sg["best"][0]["ttft_s"].get<double>(), c["best"][0]["ttft_s"].get<double>());
   expect_bad("search infer --model llama-3.1-8b --engine tgi", "--engine");
 }
 

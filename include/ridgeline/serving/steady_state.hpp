@@ -2,7 +2,8 @@
 /// Continuous batching in steady state (docs/serving.md#steady-state): B users in a closed
 /// loop on one engine instance, each request a prompt of P tokens and G output tokens, the
 /// engine mixing decode tokens and prefill chunks in one step under its token budget (vLLM,
-/// TensorRT-LLM). Closed form from the step model, a few step prices per batch: what the
+/// TensorRT-LLM), or running prompts and decodes in steps apart, prompts first (SGLang).
+/// Closed form from the step model, a few step prices per batch: what the
 /// plan search (`search infer --engine`) ranks, where the simulator would cost milliseconds.
 #include <cstdint>
 #include <memory>
