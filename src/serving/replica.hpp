@@ -89,8 +89,14 @@ struct StepPlan {
   model::StepMix draft_first, draft_rest;
   void clear() {
     decode = false;
-    chunks.clear();
-    mix = model::StepMix{};
+    if (chunks.empty()) {
+      // No chunk in the last step: its prefill sums are still zero (only chunks add them).
+      mix.decode_seqs = mix.decode_tokens = 0;
+      mix.decode_full = mix.decode_window = ops::AttentionCounts{};
+    } else {
+      chunks.clear();
+      mix = model::StepMix{};
+    }
     if (drafted) draft_first = draft_rest = model::StepMix{};
     drafted = false;
     extra_s = 0;

@@ -230,11 +230,45 @@ struct Tier {
   std::unique_ptr<detail::Scheduler> scheduler;
 };
 
+// Each replica's next step end (kNever: none in flight), the earliest first: a tournament
+// tree over the replicas whose nodes hold the replica with the earlier end of their two
+// children, ties to the lower index (the order a heap of (end, replica) pops them in). A
+// replica's end changes in at most log2(replicas) comparisons (fewer when it stops winning
+// on its way up); a replica has one step in flight at most.
+class StepEnds {
+ public:
+  explicit StepEnds(std::size_t n) {
+    while (size_ < n) size_ *= 2;
+    end_.assign(size_, kNever);
+    node_.resize(2 * size_);
+    for (std::size_t i = 0; i < size_; ++i) node_[size_ + i] = static_cast<std::int32_t>(i);
+    for (std::size_t i = size_ - 1; i >= 1; --i) node_[i] = node_[2 * i];
+  }
+  Ps first_end() const { return end_[static_cast<std::size_t>(node_[1])]; }
+  std::int32_t first() const { return node_[1]; }
+  void set(std::int32_t r, Ps end) {
+    end_[static_cast<std::size_t>(r)] = end;
+    for (std::size_t i = (size_ + static_cast<std::size_t>(r)) / 2; i >= 1; i /= 2) {
+      const std::int32_t a = node_[2 * i], b = node_[2 * i + 1];
+      const std::int32_t w = end_[static_cast<std::size_t>(b)] < end_[static_cast<std::size_t>(a)] ? b : a;  // a: the lower index
+      if (w == node_[i] && w != r) return;  // the same winner, not r: nothing above changes
+      node_[i] = w;
+    }
+  }
+
+ private:
+  std::size_t size_ = 1;
+  std::vector<Ps> end_;
+  std::vector<std::int32_t> node_;  // 1: the root; size_ + r: replica r
+};
+
 class Simulation {
  public:
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
              const RequestSink& sink, const std::function<void(double)>& progress)
-      : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload), timeline_(cfg.timeline_points) {
+      : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload),
+        steps_(static_cast<std::size_t>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas)),
+        timeline_(cfg.timeline_points) {
     const Disagg& dg = cfg.disagg;
     tiers_[0] = std::make_unique<Tier>(m, sys, cfg, mem, false, pool_);
     tiers_[1] = dg.on() ? std::make_unique<Tier>(m, sys, cfg, serve_memory(m, sys, cfg, true), true, pool_) : nullptr;
@@ -278,7 +312,7 @@ class Simulation {
     draw_next();
     for (;;) {
       const Ps ta = next_arrival_time();
-      const Ps ts = steps_.empty() ? kNever : steps_.top().first;
+      const Ps ts = steps_.first_end();
       const Ps tt = transfers_.empty() ? kNever : transfers_.top().first;
       const Ps t = std::min({ta, ts, tt});
       if (t == kNever) break;
@@ -292,9 +326,9 @@ class Simulation {
       // among them), then the next steps: requests arriving together are scheduled together.
       for (bool more = true; more;) {
         more = false;
-        while (!steps_.empty() && steps_.top().first == t) {
-          const std::int32_t ri = steps_.top().second;
-          steps_.pop();
+        while (steps_.first_end() == t) {
+          const std::int32_t ri = steps_.first();
+          steps_.set(ri, kNever);
           finish_step(replicas_[static_cast<std::size_t>(ri)], t);
           more = true;
         }
@@ -475,7 +509,7 @@ class Simulation {
     const double period = step_period(e, device, mix_seqs);
     r.busy = true;
     r.busy_until = t + std::max<Ps>(1, to_ps(period));
-    steps_.push({r.busy_until, r.index});
+    steps_.set(r.index, r.busy_until);
     ++result_.steps;
     step_time_sum_ += period;
     if (prefill && p.decode) ++result_.mixed_steps;
@@ -941,7 +975,7 @@ class Simulation {
   bool has_next_ = false, closed_ = false;
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
   std::deque<Ps> pending_;  // closed loop: when each free client sends
-  std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> steps_;
+  StepEnds steps_;  // replicas' step ends
   std::size_t rr_ = 0, decode_rr_ = 0;
   std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
   std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> transfers_;
