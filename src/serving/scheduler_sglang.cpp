@@ -41,6 +41,7 @@ class SglangScheduler final : public Scheduler {
 
  private:
   bool plan_prefill(Replica& r) {
+    if (r.prefilling.empty() && r.waiting.empty()) return false;  // nothing to prefill (most decode steps)
     const EngineConfig& e = ctx_.engine;
     std::int64_t chunk_left = e.chunked_prefill ? e.max_batched_tokens : INT64_MAX / 4;
     std::int64_t input_left = e.max_prefill_tokens > 0 ? e.max_prefill_tokens : e.max_batched_tokens;
