@@ -182,8 +182,13 @@ double StepModel::with_attention(double t, const model::StepMix& mix, GraphMode 
     if (fused) {
       // One kernel over both kinds: the prefill kernel's line (the same shape) with all counts.
       if (l.decode || !(prefill || decode)) continue;
+      const ops::AttentionCounts& d = l.window ? mix.decode_window : mix.decode_full;
+      if (!prefill) {  // the prefill counts are zeros: the sum is the decode counts, exactly
+        t += l.rep * attention_time(l, d, eager_attention);
+        continue;
+      }
       ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
-      n += l.window ? mix.decode_window : mix.decode_full;
+      n += d;
       t += l.rep * attention_time(l, n, eager_attention);
       continue;
     }
