@@ -52,6 +52,21 @@ TEST(SteadyState, DecodesFillingTheBudgetLeaveNoRoomForPrompts) {
   EXPECT_FALSE(steady_state(x.step, x.e, 10, 1000, 9000, 0).stable);
 }
 
+// B users in the simulator's closed loop under the fixture's engine, their lengths uniform
+// around P and G (so that they do not run in lock-step as fixed lengths make them), 40
+// requests each, the first 10 each left out as warm-up.
+ServingResult closed_loop(const Fixture& x, int P, int G, int B) {
+  ServeConfig cfg;
+  cfg.engine = x.e;
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = B;
+  cfg.workload.requests = 40 * B;
+  cfg.workload.warmup = 10 * B;
+  cfg.workload.prompt = parse_length(fmt::format("uniform:{},{}", P / 2, 3 * P / 2), "--prompt");
+  cfg.workload.gen = parse_length(fmt::format("uniform:{},{}", G / 2, 3 * G / 2), "--gen");
+  return simulate(x.m, x.sys, cfg);
+}
+
 TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
   // The same users in the simulator: a closed loop whose lengths vary (uniform around the
   // means, so that the users do not run in lock-step as fixed lengths make them), warm-up
@@ -61,15 +76,7 @@ TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
   // step function of a step's tokens, which the mean step lands on one side of).
   Fixture x;
   for (const auto& [P, G, B] : {std::tuple{1000, 100, 8}, {1000, 100, 64}, {200, 400, 128}, {3000, 200, 32}, {1000, 250, 256}}) {
-    ServeConfig cfg;
-    cfg.engine = x.e;
-    cfg.workload.arrival = Arrival::closed;
-    cfg.workload.concurrency = B;
-    cfg.workload.requests = 40 * B;
-    cfg.workload.warmup = 10 * B;
-    cfg.workload.prompt = parse_length(fmt::format("uniform:{},{}", P / 2, 3 * P / 2), "--prompt");
-    cfg.workload.gen = parse_length(fmt::format("uniform:{},{}", G / 2, 3 * G / 2), "--gen");
-    const ServingResult r = simulate(x.m, x.sys, cfg);
+    const ServingResult r = closed_loop(x, P, G, B);
     const SteadyState s = steady_state(x.step, x.e, P, G, B, 0);
     EXPECT_NEAR(s.tpot_s / r.tpot.mean, 1, 0.07) << P << "/" << G << " x " << B;
     EXPECT_NEAR(s.ttft_s / r.ttft.mean, 1, 0.10) << P << "/" << G << " x " << B;
@@ -138,15 +145,7 @@ TEST(SteadyState, PrefillFirstAgreesWithTheSimulatorsClosedLoop) {
   Fixture x;
   use_sglang(x);
   for (const auto& [P, G, B] : {std::tuple{1000, 100, 8}, {1000, 100, 64}, {200, 400, 128}, {3000, 200, 32}, {1000, 250, 256}}) {
-    ServeConfig cfg;
-    cfg.engine = x.e;
-    cfg.workload.arrival = Arrival::closed;
-    cfg.workload.concurrency = B;
-    cfg.workload.requests = 40 * B;
-    cfg.workload.warmup = 10 * B;
-    cfg.workload.prompt = parse_length(fmt::format("uniform:{},{}", P / 2, 3 * P / 2), "--prompt");
-    cfg.workload.gen = parse_length(fmt::format("uniform:{},{}", G / 2, 3 * G / 2), "--gen");
-    const ServingResult r = simulate(x.m, x.sys, cfg);
+    const ServingResult r = closed_loop(x, P, G, B);
     const SteadyState s = steady_state(x.step, x.e, P, G, B, 0);
     EXPECT_NEAR(s.tpot_s / r.tpot.mean, 1, 0.07) << P << "/" << G << " x " << B;
     EXPECT_NEAR(s.ttft_s / r.ttft.mean, 1, 0.12) << P << "/" << G << " x " << B;
