@@ -31,10 +31,11 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   return step_period(e, step.time(mix, mode), mix.seqs());
 }
 
-// Σ_k P(X = k)·f(k) for X ~ Binomial(n, p), n whole, over the k within 8 standard deviations
-// of the mean (the mass beyond is below 1e-14). False, with nothing summed, when n is not
-// whole or that is more than kMaxTerms terms: the caller prices the mean instead (a spread
-// that wide is narrow against the mean, sd/mean < 1/4).
+// Σ_k P(X = k)·f(k) for X ~ Binomial(n, p), n whole, over the k from 8 standard deviations
+// below the mean to 8 above and 4 more (a small mean's tail is not normal: P(X >= k) is about
+// mean^k/k!, so the mass left out is below 1e-11). False, with nothing summed, when n is not
+// whole or that is more than kMaxTerms terms (a standard deviation above about 1.1): the
+// caller prices the mean sizes instead.
 constexpr int kMaxTerms = 24;
 template <class F>
 bool binomial_expectation(double n, double p, const F& f, double& out) {
@@ -44,7 +45,7 @@ bool binomial_expectation(double n, double p, const F& f, double& out) {
     return true;
   }
   const double mean = n * p, sd = std::sqrt(n * p * (1 - p));
-  const double lo = std::max(0.0, std::floor(mean - 8 * sd)), hi = std::min(n, std::ceil(mean + 8 * sd));
+  const double lo = std::max(0.0, std::floor(mean - 8 * sd)), hi = std::min(n, std::ceil(mean + 8 * sd + 4));
   if (hi - lo + 1 > kMaxTerms) return false;
   const double log_n = std::lgamma(n + 1), lp = std::log(p), lq = std::log1p(-p);
   out = 0;
