@@ -264,14 +264,15 @@ class StepEnds {
 
 class Simulation {
  public:
+  // `mem`: the prefill (or every) instances' memory; `decode_mem`: the decode instances'.
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
-             const RequestSink& sink, const std::function<void(double)>& progress)
+             const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress)
       : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload),
         steps_(static_cast<std::size_t>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas)),
         timeline_(cfg.timeline_points) {
     const Disagg& dg = cfg.disagg;
     tiers_[0] = std::make_unique<Tier>(m, sys, cfg, mem, false, pool_);
-    tiers_[1] = dg.on() ? std::make_unique<Tier>(m, sys, cfg, serve_memory(m, sys, cfg, true), true, pool_) : nullptr;
+    tiers_[1] = dg.on() ? std::make_unique<Tier>(m, sys, cfg, decode_mem, true, pool_) : nullptr;
     detail::Emission emission;
     if (cfg.spec.on()) {
       emission.queries = cfg.spec.k + 1;
@@ -1021,8 +1022,10 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
                   DisaggResult& out) {
   // Each instance's plan and engine as the simulator runs them.
   const InstancePlan pp = instance_plan(cfg, false), dp = instance_plan(cfg, true);
+  // (The prefill side's sequence limit, which SGLang resolves from its cache, plays no part.)
   const ServeMemory mem = serve_memory(m, sys, cfg, true);
-  const EngineConfig pe = resolved_engine(m, pp.engine, serve_memory(m, sys, cfg, false)), e = resolved_engine(m, dp.engine, mem);
+  const EngineConfig& pe = pp.engine;
+  const EngineConfig e = resolved_engine(m, dp.engine, mem);
   auto step = std::make_unique<StepModel>();
   step->prepare(m, sys, engine_forward(pp.forward, pe));
   const double budget = static_cast<double>(pe.max_batched_tokens), window = static_cast<double>(m.sliding_window);
@@ -1197,9 +1200,10 @@ ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const
                        const std::function<void(double)>& progress) {
   validate(m, sys, cfg);
   const ServeMemory mem = serve_memory(m, sys, cfg);
+  const ServeMemory decode_mem = cfg.disagg.on() ? serve_memory(m, sys, cfg, true) : mem;  // once for every run below
   ServingResult result;
   {
-    auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, sink, progress);
+    auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, decode_mem, sink, progress);
     result = sim->run();
   }
   const bool open = cfg.workload.arrival == Arrival::poisson || cfg.workload.arrival == Arrival::gamma ||
@@ -1214,7 +1218,7 @@ ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const
     for (int i = 0; i < 8; ++i) {
       const double mid = (lo + hi) / 2;
       probe.workload.qps = mid;
-      auto sim = std::make_unique<Simulation>(m, sys, probe, mem, RequestSink{}, std::function<void(double)>{});
+      auto sim = std::make_unique<Simulation>(m, sys, probe, mem, decode_mem, RequestSink{}, std::function<void(double)>{});
       (sim->run().sustainable ? lo : hi) = mid;
     }
     result.max_sustainable_qps = lo;
