@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <memory>
 
 #include "common.hpp"
@@ -135,8 +136,8 @@ struct ServeSearchFlags {
   std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
   std::string max_rate = "on";
   std::vector<std::string> prices;
-  SpecFlags spec;
-  model::ModelConfig draft;  // --draft's model (the search's configurations point at it)
+  std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
+  std::string spec_tokens;
   std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search";
 };
 
@@ -162,7 +163,15 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--top", f->top, "feasible deployments to list")->capture_default_str();
   app->add_option("--threads", f->threads, "worker threads (default: all cores)");
   app->add_option("--plot", f->plot, "write the Pareto chart (.svg or .png)");
-  add_spec_flags(app, f->spec);
+  app->add_option("--draft", f->drafts,
+                  "speculative decoding: a draft to try, a model (bundled or config.json) of the target's vocabulary or mtp; "
+                  "repeatable, each followed by its --accept")
+      ->allow_extra_args(false);
+  app->add_option("--spec-tokens", f->spec_tokens,
+                  "draft tokens per step to try with each draft, comma-separated, 0 for plain decoding (default: as many as its --accept rates)");
+  app->add_option("--accept", f->accepts,
+                  "the acceptance rate of the --draft before it: one for every position, or one per position (0.9,0.8,0.7)")
+      ->allow_extra_args(false);
   app->add_option("--disagg", f->disagg,
                  "off (aggregated replicas), on (prefill and decode instances apart, split by rate matching) or both (compared)")
       ->capture_default_str();
@@ -178,6 +187,7 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
 // The space `search serve` searches, and the `serve` command each deployment's numbers come from.
 struct FleetRun {
   model::ModelConfig model;
+  std::deque<model::ModelConfig> drafts;  // the --draft models (the space's drafts point at them)
   planning::FleetSpace space;
   std::string prefix;
 };
@@ -214,11 +224,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }
   b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
-  // Speculation: --spec-tokens may list counts to try (0: plain decoding), each with --draft
-  // and --accept (one rate, or one per position of the longest).
+  // Speculation: each --draft with the --accept after it; --spec-tokens may list counts to try
+  // with each (0: plain decoding), else each draft's own (as many as its rates).
   std::vector<int> ks;
-  if (!v->spec.tokens.empty()) {
-    for (const std::string& item : split_list(v->spec.tokens)) {
+  if (!v->spec_tokens.empty()) {
+    for (const std::string& item : split_list(v->spec_tokens)) {
       const std::int64_t k = item == "0" ? 0 : parse_positive_int(item, "--spec-tokens");
       if (k > model::Speculation::kMaxTokens) {
         throw InputError(fmt::format("--spec-tokens: {} is out of range: expected 0 to {}", k, model::Speculation::kMaxTokens));
@@ -226,17 +236,30 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
       if (std::find(ks.begin(), ks.end(), static_cast<int>(k)) == ks.end()) ks.push_back(static_cast<int>(k));
     }
   }
-  SpecFlags one = v->spec;
-  const std::size_t rates = split_list(v->spec.accept).size();
   const int k_max = ks.empty() ? 0 : *std::max_element(ks.begin(), ks.end());
   if (!ks.empty() && k_max == 0) throw InputError("--spec-tokens: only 0 (plain decoding): drop --draft, --spec-tokens and --accept");
-  if (!ks.empty()) one.tokens = rates > 1 ? "" : std::to_string(k_max);
-  b.spec = speculation(one, m, v->draft);
-  if (!ks.empty() && k_max > b.spec.k) {
-    throw InputError(fmt::format("--spec-tokens: {} draft tokens with {} --accept rates: give one rate, or one per position", k_max, rates));
+  if (v->drafts.size() > 16) throw InputError(fmt::format("--draft: {} drafts; at most 16", v->drafts.size()));
+  if (v->drafts.empty() && !v->accepts.empty()) throw InputError("--accept: speculative decoding needs --draft MODEL or mtp");
+  if (v->drafts.size() != v->accepts.size() && !v->drafts.empty()) {
+    throw InputError(fmt::format("--accept: {} --draft and {} --accept: give each draft its own rates (--draft A --accept 0.7 --draft B --accept 0.6)",
+                                 v->drafts.size(), v->accepts.size()));
   }
-  if (ks.size() > 1 || (!ks.empty() && ks[0] != b.spec.k)) s.spec_tokens = ks;
-  s.draft_arg = v->spec.draft;
+  if (v->drafts.empty() && !ks.empty()) throw InputError("--spec-tokens: speculative decoding needs --draft MODEL or mtp");
+  for (std::size_t i = 0; i < v->drafts.size(); ++i) {
+    SpecFlags one{v->drafts[i], "", v->accepts[i]};
+    const std::size_t rates = split_list(one.accept).size();
+    // One rate serves every count tried; rates per position cover as many tokens as they are.
+    if (!ks.empty() && rates <= 1) one.tokens = std::to_string(k_max);
+    planning::DraftChoice c;
+    c.spec = speculation(one, m, run.drafts.emplace_back());
+    c.arg = v->drafts[i];
+    if (k_max > c.spec.k) {
+      throw InputError(fmt::format("--spec-tokens: {} draft tokens with {} --accept rates for --draft {}: give one rate, or one per position",
+                                   k_max, rates, v->drafts[i]));
+    }
+    s.drafts.push_back(std::move(c));
+  }
+  s.spec_tokens = ks;
   if (v->disagg == "off") s.disaggregated = {false};
   else if (v->disagg == "on") s.disaggregated = {true};
   else if (v->disagg == "both") s.disaggregated = {false, true};

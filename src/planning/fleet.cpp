@@ -50,6 +50,7 @@ struct Candidate {
   bool disagg = false;
   std::int64_t dtp = 0, dep = 0;  // disaggregated: the decode instances' TP and EP
   int k = 0;             // speculative decoding: draft tokens per step
+  std::size_t draft = 0;  // and the draft (index in FleetSpace::drafts)
 };
 
 // What became of a candidate.
@@ -113,6 +114,7 @@ class Evaluator {
     d.order = order;
     if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp, d.decode_ep = c.dep;
     d.spec_tokens = c.k;
+    d.draft = c.draft;
     const hw::System& sys = s_.chips[c.chip].sys;
     ServeConfig cfg = serve_config(s_, d);
     // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
@@ -467,7 +469,16 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
   std::vector<bool> layouts = s.disaggregated;
   if (layouts.empty()) layouts.push_back(false);
-  const std::vector<int> ks = s.spec_tokens.empty() ? std::vector<int>{s.base.spec.k} : s.spec_tokens;
+  // Speculation: (draft tokens, draft) pairs; plain decoding once.
+  std::vector<std::pair<int, std::size_t>> specs;
+  if (s.spec_tokens.empty()) {
+    for (std::size_t i = 0; i < s.drafts.size(); ++i) specs.emplace_back(s.drafts[i].spec.k, i);
+    if (specs.empty()) specs.emplace_back(0, 0);
+  }
+  for (const int k : s.spec_tokens) {
+    if (k == 0) specs.emplace_back(0, 0);
+    for (std::size_t i = 0; k > 0 && i < s.drafts.size(); ++i) specs.emplace_back(k, i);
+  }
   for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
     const hw::System& sys = s.chips[ci].sys;
     const std::int64_t node = std::max(1, sys.chips_per_node);
@@ -496,15 +507,15 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
                 for (const std::int64_t q : seqs) {
-                  for (const int k : ks) {
+                  for (const auto& [k, draft] : specs) {
                     for (const bool disagg : layouts) {
                       if (!disagg) {
-                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, 0, k});
+                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, 0, k, draft});
                         continue;
                       }
                       for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
                         for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
-                          out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, dep, k});
+                          out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, dep, k, draft});
                         }
                       }
                     }
@@ -532,6 +543,7 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   c.replicas = d.replicas;
+  c.spec = d.spec_tokens > 0 ? space.drafts.at(d.draft).spec : model::Speculation{};
   c.spec.k = d.spec_tokens;
   c.disagg.prefill = d.prefill;
   c.disagg.decode = d.decode;
@@ -547,7 +559,6 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
 }
 
 void validate(const model::ModelConfig& m, const FleetSpace& s) {
-  (void)m;
   if (s.chips.empty()) throw InputError("--hw: no chip to deploy");
   std::size_t priced = 0;
   for (const ChipChoice& c : s.chips) priced += c.usd_per_hour > 0 ? 1 : 0;
@@ -570,6 +581,23 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   }
   for (const std::int64_t v : s.max_batched_tokens) {
     if (v < 1 || v > (std::int64_t{1} << 24)) throw InputError(fmt::format("--max-batched-tokens: {} is out of range: expected 1 to 2^24", v));
+  }
+  // Speculation: each draft's rates cover every draft token count tried with it.
+  for (const int k : s.spec_tokens) {
+    if (k < 0 || k > model::Speculation::kMaxTokens) {
+      throw InputError(fmt::format("--spec-tokens: {} is out of range: expected 0 to {}", k, model::Speculation::kMaxTokens));
+    }
+    if (k > 0 && s.drafts.empty()) throw InputError(fmt::format("--spec-tokens: {} draft tokens without a --draft", k));
+  }
+  for (const DraftChoice& d : s.drafts) {
+    if (d.spec.draft == nullptr || !d.spec.on()) throw InputError("--draft: a draft without its model or its --accept rates");
+    model::validate(m, d.spec);
+    for (const int k : s.spec_tokens) {
+      if (k > d.spec.k) {
+        throw InputError(fmt::format("--spec-tokens: {} draft tokens with --draft {}'s {} --accept rates: give one rate, or one per position",
+                                     k, d.arg.empty() ? d.spec.draft->name : d.arg, d.spec.k));
+      }
+    }
   }
   serving::validate(s.base.workload);
   if (s.base.replicas != 1) throw InputError("--replicas: the search chooses the replicas");
@@ -596,7 +624,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k;
+             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

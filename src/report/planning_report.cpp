@@ -47,7 +47,14 @@ std::int64_t fleet_gpus(const Deployment& d) {
 }
 
 // The space tries speculative decoding (the table shows each deployment's draft tokens).
-bool speculates(const planning::FleetSpace& s) { return s.base.spec.on() || !s.spec_tokens.empty(); }
+bool speculates(const planning::FleetSpace& s) { return !s.drafts.empty(); }
+
+// The deployment's draft as the user named it ("" without speculation).
+std::string draft_name(const planning::FleetSpace& s, const Deployment& d) {
+  if (d.spec_tokens == 0 || d.draft >= s.drafts.size()) return "";
+  const planning::DraftChoice& c = s.drafts[d.draft];
+  return !c.arg.empty() ? c.arg : c.spec.mtp ? std::string("mtp") : c.spec.draft->name;
+}
 
 // "3 x h100-sxm tp 4" (disaggregated: "1P+2D x h100-sxm tp 2/8") and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
@@ -55,6 +62,7 @@ std::string label(const planning::FleetSpace& s, const Deployment& d) {
   if (d.ep > 1 || own_decode_ep(d)) l += fmt::format(" ep {}", ep_text(d));
   l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
   if (d.spec_tokens > 0) l += fmt::format(", {} drafts", d.spec_tokens);
+  if (d.spec_tokens > 0 && s.drafts.size() > 1) l += fmt::format(" of {}", draft_name(s, d));
   if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
   if (d.kv_dtype) l += fmt::format(", {} KV", name(*d.kv_dtype));
   return l;
@@ -89,6 +97,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"max_num_seqs", d.max_num_seqs},
          {"max_batched_tokens", d.max_batched_tokens},
          {"spec_tokens", d.spec_tokens},
+         {"draft", d.spec_tokens > 0 ? json(draft_name(s, d)) : json(nullptr)},
          {"gpus", d.gpus},
          {"usd_per_hour", d.usd_per_hour},
          {"usd_per_million_output_tokens", d.usd_per_million_output_tokens},
@@ -140,15 +149,14 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
     f += fmt::format(" --disagg-decode tp={}", decode_tp(d));
     if (own_decode_ep(d)) f += fmt::format(",ep={}", decode_ep(d));
   }
-  const model::Speculation& sp = s.base.spec;
-  if (d.spec_tokens > 0 && sp.draft != nullptr) {
+  if (d.spec_tokens > 0 && d.draft < s.drafts.size()) {
+    const model::Speculation& sp = s.drafts[d.draft].spec;
     // The draft, these tokens, and the rates of their positions (one when all are the same).
     bool same = true;
     for (int i = 1; i < d.spec_tokens; ++i) same = same && sp.accept[static_cast<std::size_t>(i)] == sp.accept[0];
     std::string rates = fmt::format("{}", sp.accept[0]);
     for (int i = 1; i < d.spec_tokens && !same; ++i) rates += fmt::format(",{}", sp.accept[static_cast<std::size_t>(i)]);
-    const std::string draft = !s.draft_arg.empty() ? s.draft_arg : sp.mtp ? std::string("mtp") : sp.draft->name;
-    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft), d.spec_tokens, rates);
+    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens, rates);
   }
   return f;
 }
@@ -226,14 +234,18 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
-           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens &&
+           a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens && a.draft == o.draft &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
   auto table = [&](const std::vector<Deployment>& v) {
-    // A column of draft tokens per step when the space speculates.
+    // A column of draft tokens per step when the space speculates, with the draft when it
+    // tries several.
     const bool spec = speculates(space);
+    std::size_t names = 0;
+    for (const Deployment& d : v) names = space.drafts.size() > 1 ? std::max(names, draft_name(space, d).size()) : 0;
+    const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
     s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
-                     spec ? "  spec" : "", "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
+                     spec_head, "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
                      "tok/s/G", "tok/s/u", "max qps");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
@@ -241,7 +253,8 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       std::size_t j = i + 1;
       for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, v[j].max_num_seqs), hi = std::max(hi, v[j].max_num_seqs);
       const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
-      const std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
+      std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
+      if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
                        space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,

@@ -195,6 +195,48 @@ TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
   expect_bad(kServe + " --hw h100-sxm --disagg on --decode-tp 0", "--decode-tp");
 }
 
+TEST(SearchServeCli, EachDraftWithItsOwnRates) {
+  // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
+  // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its
+  // draft; `serve` of each command runs that draft at its rates, to the same numbers.
+  // Tokens per step: 1 + 0.8 + 0.8·0.7 = 2.36; 1 + 0.6 + 0.36 = 1.96.
+  auto j = run_json("search serve --model llama-3.1-70b --hw h100-sxm --tp 4 --max-num-seqs 256 --qps 4 --requests 200 --max-rate off "
+                    "--draft llama-3.1-8b --accept 0.8,0.7 --draft mtp --accept 0.6 --spec-tokens 0,2");
+  ASSERT_EQ(j["evaluated"], 3) << j.dump();
+  const auto& f = j["feasible"];
+  ASSERT_EQ(f.size(), 3u);
+  int seen = 0;
+  for (const auto& d : f) {
+    std::string command = d["command"];
+    auto s = run_json(command.substr(10));
+    EXPECT_EQ(s["tpot_s"], d["tpot_s"]) << command;
+    EXPECT_EQ(s["output_tokens_per_s"], d["output_tokens_per_s"]) << command;
+    if (d["spec_tokens"] == 0) {
+      EXPECT_TRUE(d["draft"].is_null());
+      EXPECT_FALSE(s.contains("speculation") && s["speculation"].is_object()) << command;
+      seen += 1;
+      continue;
+    }
+    EXPECT_EQ(s["speculation"]["k"], 2);
+    if (d["draft"] == "llama-3.1-8b") {
+      EXPECT_NE(command.find("--draft llama-3.1-8b --spec-tokens 2 --accept 0.8,0.7"), std::string::npos) << command;
+      EXPECT_NEAR(s["speculation"]["tokens_per_step"].get<double>(), 2.36, 1e-12);
+      seen += 10;
+    } else {
+      EXPECT_EQ(d["draft"], "mtp");
+      EXPECT_NE(command.find("--draft mtp --spec-tokens 2 --accept 0.6"), std::string::npos) << command;
+      EXPECT_NEAR(s["speculation"]["tokens_per_step"].get<double>(), 1.96, 1e-12);
+      seen += 100;
+    }
+  }
+  EXPECT_EQ(seen, 111);
+  const std::string one = "search serve --model llama-3.1-70b --hw h100-sxm --tp 4 --qps 4 --requests 20";
+  expect_bad(one + " --draft llama-3.1-8b --draft mtp --accept 0.6 --spec-tokens 1", "--accept: 2 --draft and 1 --accept");
+  expect_bad(one + " --accept 0.6", "--accept");
+  expect_bad(one + " --draft mtp --accept 0.6 --draft llama-3.1-8b --accept 0.8,0.7 --spec-tokens 3", "--draft llama-3.1-8b");
+  expect_bad(one + " --draft mtp --accept 0.6 --draft llama-3.1-8b --accept 1.5 --spec-tokens 1", "--accept");
+}
+
 TEST(SearchServeCli, DecodeInstancesOfTheirOwnEpAreWhatServeGives) {
   // Mixtral's experts: prefill instances at TP 2 EP 1, decode instances at TP 1 EP 2. Each
   // instance holds 2 GPUs, so the fleet's GPUs are 2(P + D); the command carries

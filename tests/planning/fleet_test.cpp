@@ -352,10 +352,12 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   const FleetSearchResult plain = search_fleet(m, s);
   EXPECT_FALSE(plain.best);
   EXPECT_EQ(plain.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
-  s.base.spec.k = 3;
-  s.base.spec.accept.fill(1);
-  s.base.spec.draft = &draft;
-  s.base.spec.mtp = true;
+  DraftChoice mtp;
+  mtp.spec.k = 3;
+  mtp.spec.accept.fill(1);
+  mtp.spec.draft = &draft;
+  mtp.spec.mtp = true;
+  s.drafts = {mtp};
   const FleetSearchResult specd = search_fleet(m, s);
   ASSERT_TRUE(specd.best);
   const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *specd.best));
@@ -377,10 +379,12 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   s.max_num_seqs = {256};
   s.max_rate = false;
   s.base.slo.tpot_s = 4e-3;
-  s.base.spec.accept.fill(0.8);
-  s.base.spec.draft = &draft;
-  s.base.spec.mtp = true;
-  s.base.spec.k = 3;
+  DraftChoice mtp;
+  mtp.spec.accept.fill(0.8);
+  mtp.spec.draft = &draft;
+  mtp.spec.mtp = true;
+  mtp.spec.k = 3;
+  s.drafts = {mtp};
   s.spec_tokens = {0, 1, 3};
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_EQ(r.evaluated, 6u);
@@ -390,7 +394,7 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
     FleetSpace one = s;
     one.tp = {d.tp};
     one.spec_tokens = {d.spec_tokens};
-    if (d.spec_tokens == 0) one.base.spec = model::Speculation{}, one.spec_tokens.clear();
+    if (d.spec_tokens == 0) one.drafts.clear(), one.spec_tokens.clear();
     const FleetSearchResult a = search_fleet(m, one);
     ASSERT_EQ(a.feasible.size(), 1u);
     const std::string what = fmt::format("tp {} k {}", d.tp, d.spec_tokens);
@@ -405,6 +409,65 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   EXPECT_EQ(again.speculation.k, r.best->spec_tokens);
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+}
+
+TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
+  // Two drafts of Llama-3.1-8B, each with the acceptance measured for it: its MTP layer at
+  // 0.8 and a 2-layer cut of the model itself at 0.5, with 2 draft tokens a step, and plain
+  // decoding: 3 deployments. Expected tokens per verification step, (1 - a^3) / (1 - a):
+  // 0.8 -> 2.44, 0.5 -> 1.75. Each deployment comes out as searched with its draft alone,
+  // and `serve` of the best runs its own draft at its own rate.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const model::ModelConfig mtp_layer = model::mtp_draft(m);
+  static model::ModelConfig cut = m;
+  cut.layers = 2;
+  cut.name = "llama-3.1-8b-2-layers";
+  FleetSpace s = space(10, 300);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.base.slo.tpot_s = 0.1;
+  DraftChoice a, b;
+  a.spec.accept.fill(0.8);
+  a.spec.draft = &mtp_layer;
+  a.spec.mtp = true;
+  a.spec.k = 2;
+  a.arg = "mtp";
+  b.spec.accept.fill(0.5);
+  b.spec.draft = &cut;
+  b.spec.k = 2;
+  s.drafts = {a, b};
+  s.spec_tokens = {0, 2};
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 3u);
+  ASSERT_EQ(r.feasible.size(), 3u);
+  int seen[3] = {0, 0, 0};  // plain, mtp, cut
+  for (const Deployment& d : r.feasible) {
+    const int which = d.spec_tokens == 0 ? 0 : 1 + static_cast<int>(d.draft);
+    ++seen[which];
+    FleetSpace one = s;
+    if (d.spec_tokens == 0) one.drafts.clear(), one.spec_tokens.clear();
+    else one.drafts = {s.drafts[d.draft]}, one.spec_tokens = {2};
+    const FleetSearchResult alone = search_fleet(m, one);
+    ASSERT_EQ(alone.feasible.size(), 1u);
+    EXPECT_EQ(d.replicas, alone.feasible.front().replicas) << which;
+    EXPECT_EQ(d.tpot.p99, alone.feasible.front().tpot.p99) << which;
+    EXPECT_EQ(d.output_tokens_per_s, alone.feasible.front().output_tokens_per_s) << which;
+    const ServingResult again = run(m, s.chips[0].sys, serve_config(s, d));
+    EXPECT_EQ(again.speculation.k, d.spec_tokens) << which;
+    EXPECT_NEAR(again.speculation.tokens_per_step, which == 0 ? 1 : which == 1 ? 2.44 : 1.75, 1e-12) << which;
+    EXPECT_DOUBLE_EQ(d.output_tokens_per_s, again.output_tokens_per_s) << which;
+  }
+  EXPECT_EQ(seen[0], 1);
+  EXPECT_EQ(seen[1], 1);
+  EXPECT_EQ(seen[2], 1);
+  // A count beyond a draft's rates, or a draft without rates, is refused.
+  s.drafts[1].spec.k = 1;
+  EXPECT_THROW(search_fleet(m, s), InputError);
+  s.drafts[1].spec.k = 0;
+  s.spec_tokens.clear();
+  EXPECT_THROW(search_fleet(m, s), InputError);
 }
 
 // One step of `mix` alone on the space's first chip at TP 1 with vLLM's preset (256

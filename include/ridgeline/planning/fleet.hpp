@@ -17,6 +17,7 @@
 #include "ridgeline/analysis/search.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/speculation.hpp"
 #include "ridgeline/serving/simulator.hpp"
 
 namespace ridgeline::planning {
@@ -29,8 +30,15 @@ struct ChipChoice {
   std::string price_source; ///< where the price comes from ("--price", the chip file's)
 };
 
+/// A draft the search may speculate with.
+struct DraftChoice {
+  model::Speculation spec;  ///< the draft (a model, or mtp), its acceptance rates; k: the positions the rates cover
+  std::string arg;          ///< how the user named it (--draft): each deployment's serve command (empty: spec.draft's name)
+};
+
 /// The search space. `base` carries what every deployment shares: the workload, the SLOs,
 /// the router, the activation dtype; its engine kind is the one used when `engines` is empty.
+/// Its speculation is not read: each deployment's comes from `drafts` and `spec_tokens`.
 struct FleetSpace {
   serving::ServeConfig base;
   std::vector<ChipChoice> chips;
@@ -57,11 +65,12 @@ struct FleetSpace {
   /// cheaper than the one it finds (for each D the fewest P meeting the SLO). Off: rate
   /// matching's only.
   bool split_search = true;
-  /// Speculative decoding with base.spec's draft and rates: the draft tokens per step to try,
-  /// 0 for none (plain decoding). Empty: base.spec.k alone.
+  /// Speculative decoding: the drafts to try, each with its own acceptance rates (rates
+  /// differ by draft). Empty: plain decoding only.
+  std::vector<DraftChoice> drafts;
+  /// The draft tokens per step to try with each draft, 0 for none (plain decoding, once).
+  /// Empty: each draft at its own spec.k (and no plain decoding).
   std::vector<int> spec_tokens;
-  /// How the user named the draft (a model, a file, "mtp"): each deployment's serve command.
-  std::string draft_arg;
   std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
   bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
   int top = 10;                                   ///< feasible deployments kept, cheapest first
@@ -90,6 +99,7 @@ struct Deployment {
   std::int64_t decode_tp = 0;  ///< disaggregated: the decode instances' TP (the prefill instances': tp)
   std::int64_t decode_ep = 0;  ///< disaggregated: the decode instances' EP (the prefill instances': ep)
   int spec_tokens = 0;         ///< speculative decoding: draft tokens per step (0: none)
+  std::size_t draft = 0;       ///< speculative decoding: index in FleetSpace::drafts
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
   double gpus = 0, usd_per_hour = 0;
