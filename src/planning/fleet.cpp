@@ -96,6 +96,15 @@ class Evaluator {
       mean_prompt_ += static_cast<double>(requests_[i].input), mean_gen_ += static_cast<double>(requests_[i].output), ++measured_;
     }
     if (measured_ > 0) mean_prompt_ /= static_cast<double>(measured_), mean_gen_ /= static_cast<double>(measured_);
+    // The measured prompts' distinct lengths, and each request's among them (TTFT floors price
+    // a length once).
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) prompts_.push_back(requests_[i].input);
+    std::sort(prompts_.begin(), prompts_.end());
+    prompts_.erase(std::unique(prompts_.begin(), prompts_.end()), prompts_.end());
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      prompt_of_.push_back(static_cast<std::uint32_t>(std::lower_bound(prompts_.begin(), prompts_.end(), requests_[i].input) - prompts_.begin()));
+    }
+    prompt_s_.resize(prompts_.size());
   }
 
   Outcome run(const Candidate& c, std::uint64_t order) {
@@ -145,7 +154,11 @@ class Evaluator {
     // a prefill on those that prefill).
     d.floor_tpot_s = tpot_floor(c.disagg ? decode_step_ : step_, dp.engine, cfg.spec);
     if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
-    d.floor_ttft_s = ttft_floor(e, slo.ttft_q);
+    // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
+    // candidate's, when it is of them (the sequence limits of a family).
+    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget};
+    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, slo.ttft_q), floor_key_ = key;
+    d.floor_ttft_s = floor_ttft_;
     if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
 
     // The fewest replicas (disaggregated: instances, at least one of each, split as rate
@@ -291,6 +304,9 @@ class Evaluator {
     cfg.find_max_rate = false;
     cfg.stop_when_slo_missed = stop_early;
     cfg.lean = true;
+    // The search's requests are this run's when it runs the space's traffic (a rate search's
+    // other rates draw their own).
+    if (cfg.workload.qps == s_.base.workload.qps) cfg.drawn = &requests_;
     // A run of the family that never reached its sequence limit, on the same fleet, cache and
     // traffic, is this run too if this limit is above its peak as well.
     const std::int64_t seqs = cfg.engine.max_num_seqs;  // 0: resolved from the cache (not known here)
@@ -344,14 +360,15 @@ class Evaluator {
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
   // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
   // shared prefixes (a cached prefix is not prefilled).
-  double ttft_floor(const serving::EngineConfig& e, double q) const {
+  double ttft_floor(const serving::EngineConfig& e, double q) {
     if (s_.base.workload.prefix_groups > 0) return 0;
-    serving::Distribution dist;
-    const double window = static_cast<double>(m_.sliding_window);
     for (std::size_t i = warmup(); i < requests_.size(); ++i) {
-      const serving::Request& rq = requests_[i];
-      if (rq.prefix_group >= 0 && rq.prefix_tokens > 0) return 0;
-      const double prompt = static_cast<double>(rq.input);
+      if (requests_[i].prefix_group >= 0 && requests_[i].prefix_tokens > 0) return 0;
+    }
+    // Each distinct prompt length priced once.
+    const double window = static_cast<double>(m_.sliding_window);
+    for (std::size_t k = 0; k < prompts_.size(); ++k) {
+      const double prompt = static_cast<double>(prompts_[k]);
       const double chunk = e.chunked_prefill ? static_cast<double>(e.max_batched_tokens) : prompt;
       double t = 0;
       for (double done = 0; done < prompt;) {
@@ -362,8 +379,10 @@ class Evaluator {
         t += serving::step_period(e, step_.time(mix, e.mixed_graphs), 1);
         done += c;
       }
-      dist.add(t);
+      prompt_s_[k] = t;
     }
+    serving::Distribution dist;
+    for (const std::uint32_t k : prompt_of_) dist.add(prompt_s_[k]);
     return q < 0 ? dist.mean() : dist.quantile(q);
   }
 
@@ -448,6 +467,20 @@ class Evaluator {
   const std::vector<serving::Request>& requests_;
   double mean_prompt_ = 0, mean_gen_ = 0;
   std::size_t measured_ = 0;
+  std::vector<std::int64_t> prompts_;     // the measured requests' distinct prompt lengths, ascending
+  std::vector<std::uint32_t> prompt_of_;  // each measured request's among them
+  std::vector<double> prompt_s_;          // a prompt of each length prefilled alone (ttft_floor's)
+  // What a TTFT floor depends on, and the last one.
+  struct FloorKey {
+    std::size_t chip;
+    serving::EngineKind engine;
+    std::int64_t tp, ep;
+    std::optional<DType> w, kv;
+    std::int64_t budget;
+    bool operator==(const FloorKey&) const = default;
+  };
+  std::optional<FloorKey> floor_key_;
+  double floor_ttft_ = 0;
   serving::StepModel step_, decode_step_;  // the prefill (or every) instances' steps; the decode instances'
   std::unique_ptr<model::Graph> graph_ = std::make_unique<model::Graph>();
   std::int64_t simulations_ = 0;

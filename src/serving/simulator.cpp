@@ -230,36 +230,53 @@ struct Tier {
   std::unique_ptr<detail::Scheduler> scheduler;
 };
 
-// Each replica's next step end (kNever: none in flight), the earliest first: a tournament
-// tree over the replicas whose nodes hold the replica with the earlier end of their two
-// children, ties to the lower index (the order a heap of (end, replica) pops them in). A
-// replica's end changes in at most log2(replicas) comparisons (fewer when it stops winning
-// on its way up); a replica has one step in flight at most.
+// Each replica's step end (kNever: none in flight), the earliest first: a tournament tree
+// over the replicas whose nodes hold the earliest (end, replica) of their subtree, ties to the
+// lower index (the order a heap of (end, replica) pops them in). A replica's end changes in
+// log2(replicas) steps up the tree, each the least of the new node and its sibling: the
+// siblings' loads do not wait on each other and nothing branches, so an update costs a chain
+// of compares, not of loads. A replica has one step in flight at most.
 class StepEnds {
  public:
   explicit StepEnds(std::size_t n) {
     while (size_ < n) size_ *= 2;
-    end_.assign(size_, kNever);
     node_.resize(2 * size_);
-    for (std::size_t i = 0; i < size_; ++i) node_[size_ + i] = static_cast<std::int32_t>(i);
-    for (std::size_t i = size_ - 1; i >= 1; --i) node_[i] = node_[2 * i];
+    for (std::size_t i = 0; i < size_; ++i) node_[size_ + i] = {kNever, static_cast<std::int32_t>(i)};
+    for (std::size_t i = size_ - 1; i >= 1; --i) node_[i] = least(node_[2 * i], node_[2 * i + 1]);
   }
-  Ps first_end() const { return end_[static_cast<std::size_t>(node_[1])]; }
-  std::int32_t first() const { return node_[1]; }
+  Ps first_end() const { return node_[1].end; }
+  std::int32_t first() const { return node_[1].r; }
+  Ps end(std::int32_t r) const { return node_[size_ + static_cast<std::size_t>(r)].end; }
+  /// The earliest end of the others than r: the least of the subtrees beside r's path.
+  Ps first_end_besides(std::int32_t r) const {
+    Ps m = kNever;
+    for (std::size_t i = size_ + static_cast<std::size_t>(r); i > 1; i /= 2) m = std::min(m, node_[i ^ 1].end);
+    return m;
+  }
   void set(std::int32_t r, Ps end) {
-    end_[static_cast<std::size_t>(r)] = end;
-    for (std::size_t i = (size_ + static_cast<std::size_t>(r)) / 2; i >= 1; i /= 2) {
-      const std::int32_t a = node_[2 * i], b = node_[2 * i + 1];
-      const std::int32_t w = end_[static_cast<std::size_t>(b)] < end_[static_cast<std::size_t>(a)] ? b : a;  // a: the lower index
-      if (w == node_[i] && w != r) return;  // the same winner, not r: nothing above changes
-      node_[i] = w;
+    Node v{end, r};
+    std::size_t i = size_ + static_cast<std::size_t>(r);
+    node_[i] = v;
+    for (; i > 1; i /= 2) {
+      v = least(v, node_[i ^ 1]);
+      node_[i / 2] = v;
     }
   }
 
  private:
+  struct Node {
+    Ps end;
+    std::int32_t r;
+  };
+  // b when it ends first, or as early with a lower index; else a. Blended by a mask, without
+  // branches (which would mispredict at every level).
+  static Node least(Node a, Node b) noexcept {
+    const bool b_first = (b.end < a.end) | ((b.end == a.end) & (b.r < a.r));
+    const std::int64_t mask = -static_cast<std::int64_t>(b_first);
+    return {a.end ^ ((a.end ^ b.end) & mask), a.r ^ ((a.r ^ b.r) & static_cast<std::int32_t>(mask))};
+  }
   std::size_t size_ = 1;
-  std::vector<Ps> end_;
-  std::vector<std::int32_t> node_;  // 1: the root; size_ + r: replica r
+  std::vector<Node> node_;  // 1: the root; size_ + r: replica r
 };
 
 class Simulation {
@@ -267,7 +284,7 @@ class Simulation {
   // `mem`: the prefill (or every) instances' memory; `decode_mem`: the decode instances'.
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
              const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress)
-      : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload),
+      : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload, cfg.drawn),
         steps_(static_cast<std::size_t>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas)),
         timeline_(cfg.timeline_points) {
     const Disagg& dg = cfg.disagg;
@@ -327,12 +344,18 @@ class Simulation {
       // among them), then the next steps: requests arriving together are scheduled together.
       for (bool more = true; more;) {
         more = false;
+        bool quiet = false;
         while (steps_.first_end() == t) {
           const std::int32_t ri = steps_.first();
-          steps_.set(ri, kNever);
           finish_step(replicas_[static_cast<std::size_t>(ri)], t);
+          // Nothing else left at t (the common case): the replica starts its next step below,
+          // which replaces its end in the tree (one update a step, not two).
+          quiet = steps_.first_end_besides(ri) > t && next_arrival_time() > t && (transfers_.empty() || transfers_.top().first > t);
+          if (quiet) break;
+          steps_.set(ri, kNever);
           more = true;
         }
+        if (quiet) break;
         while (!transfers_.empty() && transfers_.top().first == t) {
           const std::int32_t qi = transfers_.top().second;
           transfers_.pop();
@@ -498,6 +521,7 @@ class Simulation {
         throw std::logic_error(fmt::format("serve: replica {} has {} running requests and no step to run", r.index, r.running_count));
       }
       r.busy = false;
+      if (steps_.end(r.index) != kNever) steps_.set(r.index, kNever);  // its last step's end, left by run()
       return;
     }
     // Waiting requests that were admitted leave the queue count.

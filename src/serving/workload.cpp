@@ -138,10 +138,11 @@ double Rng::gamma(double shape) noexcept {
   }
 }
 
-RequestSource::RequestSource(const WorkloadSpec& spec)
-    : spec_(spec), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3) {
+RequestSource::RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn)
+    : spec_(spec), drawn_list_(drawn), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3) {
   total_ = spec.arrival == Arrival::trace ? std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()))
                                           : spec.requests;
+  if (drawn_list_ != nullptr && static_cast<std::int64_t>(drawn_list_->size()) != total_) drawn_list_ = nullptr;
 }
 
 std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
@@ -171,6 +172,10 @@ std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
 bool RequestSource::next(Request& r) noexcept {
   if (drawn_ >= total_) return false;
   const std::int64_t i = drawn_++;
+  if (drawn_list_ != nullptr) {
+    r = (*drawn_list_)[static_cast<std::size_t>(i)];
+    return true;
+  }
   if (spec_.arrival == Arrival::trace) {
     r = spec_.trace[static_cast<std::size_t>(i)];
     return true;

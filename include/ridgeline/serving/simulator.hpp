@@ -81,6 +81,9 @@ struct ServeConfig {
   /// KV use): no inter-token or queue latencies, no CDFs, no decode-step composition, no
   /// timeline.
   bool lean = false;
+  /// The workload's requests drawn already (RequestSource of this very `workload`), as a search
+  /// keeps them for its runs: read instead of drawn again. Null: drawn from the seed.
+  const std::vector<Request>* drawn = nullptr;
 };
 
 /// The plan and engine one kind of instance runs: every replica (aggregated), the prefill

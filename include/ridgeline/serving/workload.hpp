@@ -91,7 +91,8 @@ class Rng {
 /// by the simulator (when a client's previous request ends): here they are 0.
 class RequestSource {
  public:
-  explicit RequestSource(const WorkloadSpec& spec);
+  /// `drawn`: the requests of `spec` drawn already (read in order instead of drawn again).
+  explicit RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn = nullptr);
   /// The next request, or false when all were drawn.
   bool next(Request& r) noexcept;
   std::int64_t total() const noexcept { return total_; }
@@ -99,6 +100,7 @@ class RequestSource {
  private:
   std::int64_t length(const LengthDist& d, Rng& rng) noexcept;
   const WorkloadSpec& spec_;
+  const std::vector<Request>* drawn_list_ = nullptr;
   Rng arrivals_, lengths_, groups_;
   double clock_s_ = 0;
   std::int64_t drawn_ = 0, total_ = 0;
