@@ -822,8 +822,13 @@ class Simulation {
     if (t <= clock_) return;
     const double dt = to_s(t - clock_);
     const double running = static_cast<double>(sum_.running), waiting = static_cast<double>(sum_.waiting);
-    const double blocks = static_cast<double>(all_blocks_);
-    const double kv = blocks > 0 ? static_cast<double>(sum_.used) / blocks : 0;
+    // The fleet's KV use, divided again only when its blocks changed.
+    if (sum_.used != kv_used_blocks_) {
+      const double blocks = static_cast<double>(all_blocks_);
+      kv_now_ = blocks > 0 ? static_cast<double>(sum_.used) / blocks : 0;
+      kv_used_blocks_ = sum_.used;
+    }
+    const double kv = kv_now_;
     integrals_.in_system += static_cast<double>(in_system_) * dt;
     integrals_.running += running * dt;
     integrals_.waiting += waiting * dt;
@@ -994,6 +999,8 @@ class Simulation {
   std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
   std::vector<Replica> replicas_;
   std::int64_t all_blocks_ = 0, gpus_ = 0;   // over the instances
+  std::int64_t kv_used_blocks_ = 0;          // the used blocks kv_now_ is of (advance)
+  double kv_now_ = 0;
   double fan_in_ = 1;  // disaggregated: decode chips per prefill chip of a request's transfer (at least 1)
   RequestSource source_;
   Request next_;
