@@ -32,7 +32,7 @@ struct OpFlags {
   std::string m = "1", k = "1", n = "1", batch = "1", tile, shape, tokens, hidden;
   std::string inputs = "1", outputs = "1", flops_per_element = "1", head_dim = "128";
   std::string q_len = "1", kv_len, heads = "1", kv_heads, bytes, flops = "0", unit = "matrix";
-  std::string shard, algo = "auto", impl = "flash", solve, sweep, plot;
+  std::string shard, algo = "auto", impl = "flash", solve, sweep, plot, host_overhead;
   std::string dtype = "bf16", a_dtype, b_dtype, out_dtype, compute_dtype, kv_dtype;
   bool causal = false, per_sample_weights = false;
 };
@@ -392,6 +392,8 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
         sub->add_option("--sweep", f->sweep, "DIM=FROM..TO: the op over a range of one dimension (m, k, n, batch, tokens, hidden, q-len, kv-len, seq, heads, head-dim)");
         sub->add_option("--plot", f->plot, "with --sweep: attained FLOP/s against the dimension (.svg or .png)");
       }
+      sub->add_option("--host-overhead", f->host_overhead,
+                      "the host's time per call when a program waits on each call (e.g. 20us: PyTorch dispatch, enqueue, launch, sync); added to every bound");
       commands.push_back({sub, [f, kind, sub] {
                             // Send/recv is between two chips unless told otherwise.
                             const int fallback = kind == OpKind::sendrecv ? 2 : 1;
@@ -399,6 +401,11 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             if (n > (1 << 24)) throw InputError(fmt::format("--chips: {} is more than 16777216 chips", n));
                             int chips = static_cast<int>(n);
                             if (!f->plot.empty() && f->sweep.empty()) throw InputError("--plot: draws a --sweep: give --sweep DIM=FROM..TO");
+                            if (!f->host_overhead.empty() && !f->sweep.empty()) {
+                              throw InputError("--host-overhead: a --sweep draws the roofline without host or launch time: give one or the other");
+                            }
+                            const double host_s = f->host_overhead.empty() ? 0 : parse_quantity(f->host_overhead, Quantity::time, "--host-overhead", false);
+                            if (host_s > 1) throw InputError(fmt::format("--host-overhead: '{}' is more than a second a call", f->host_overhead));
                             if (!f->sweep.empty()) {
                               Sweep sw = parse_sweep(f->sweep, kind);
                               // Queries without a given context attend to themselves, as in `op`: sweep both.
@@ -419,6 +426,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
                             ops::Estimate e = ops::estimate(cost, sys.chip, analysis::kernel_class(cfg.kind));
+                            ops::add_host_time(e, host_s);
                             if (is_collective(kind)) {
                               const comm::Priced pr = analysis::op_collective(cfg, sys);
                               emit(f->json, report::estimate_json(cfg, sys, cost, e, &pr), report::estimate_text(cfg, sys, cost, e, &pr));

@@ -194,6 +194,20 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   return e;
 }
 
+void add_host_time(Estimate& e, double host_s) noexcept {
+  if (!(host_s > 0)) return;
+  e.t_host_s += host_s;
+  e.t_lower_s += host_s;
+  e.t_upper_s += host_s;
+  e.t_sum_at_peak_s += host_s;
+  e.t_realistic_s += host_s;
+  // The attained rates over the longer time: the FLOPs are the same.
+  const double most = e.attained_flops_per_s * (e.t_lower_s - host_s);
+  e.attained_flops_per_s = most / e.t_lower_s;
+  e.attained_total_flops_per_s = e.flops / e.t_lower_s;
+  e.fraction_of_peak = e.peak_flops_per_s > 0 ? e.attained_flops_per_s / e.peak_flops_per_s : 0;
+}
+
 bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept {
   for (int u = 0; u < hw::kUnitCount; ++u) {
     for (int d = 0; d < kDTypeCount; ++d) {

@@ -222,6 +222,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  t_memory    {:>14}{}\n", t(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
+  if (e.t_host_s > 0) out += fmt::format("  t_host      {:>14}  (a call waited on, --host-overhead: in every bound)\n", t(e.t_host_s));
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
   out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{})\n",
                      t(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,

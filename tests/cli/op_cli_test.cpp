@@ -93,6 +93,26 @@ TEST(OpCli, Collectives) {
   EXPECT_NE(run("op allreduce --bytes '1 GB' --chips 8 --hw h100-sxm").out.find("memory 0.90, link 0.77;"), std::string::npos);
 }
 
+TEST(OpCli, HostOverheadOfACallWaitedOn) {
+  // all_reduce_bench.py times one fp32 all-reduce per trial behind a barrier on 8 H200s
+  // (stas00/ml-engineering network/benchmarks/results/all-reduce-8xH200.md): from 32 to 256 KiB
+  // its calls take 39-40 us while the device time stays within 2 us, 22 us more than the
+  // device time on average (docs/collectives.md). With that host time, its 1 MiB row (39.93
+  // GB/s busbw, 2 * 7/8 * 1 MiB / 45.96 us) is within 5%, and every bound grows by 22 us.
+  const std::string op = "op allreduce --bytes 1MiB --chips 8 --hw h200 --dtype fp32";
+  auto plain = run_json(op);
+  auto j = run_json(op + " --host-overhead 22us");
+  EXPECT_DOUBLE_EQ(j["t_host_s"].get<double>(), 22e-6);
+  EXPECT_DOUBLE_EQ(plain["t_host_s"].get<double>(), 0);
+  for (const char* k : {"t_lower_s", "t_realistic_s", "t_upper_s"}) EXPECT_NEAR(j[k].get<double>(), plain[k].get<double>() + 22e-6, 1e-15) << k;
+  const double busbw = 2 * 7.0 / 8 * 1048576 / j["t_realistic_s"].get<double>();
+  EXPECT_NEAR(busbw / 39.93e9, 1, 0.05);
+  EXPECT_NE(run(op + " --host-overhead 22us").out.find("t_host               22 us"), std::string::npos);
+  expect_bad(op + " --host-overhead 22", "--host-overhead: '22' has no unit");
+  expect_bad(op + " --host-overhead -1us", "--host-overhead");
+  expect_bad("op matmul --m 1 --k 8 --n 8 --sweep m=1..100 --host-overhead 1us", "--host-overhead");
+}
+
 TEST(OpCli, EveryKindRuns) {
   for (const char* args : {"op dot --n 1000", "op elementwise --shape 4096,4096 --inputs 2 --outputs 1",
                            "op reduction --shape 4096,4096", "op layernorm --tokens 8 --hidden 64",

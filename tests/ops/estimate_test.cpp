@@ -33,6 +33,29 @@ TEST(Estimate, ComputeBoundOp) {
   EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
 }
 
+TEST(Estimate, HostTimeOfACallWaitedOnAddsToEveryBound) {
+  // The compute-bound op above (10 ms at the peak) waited on with 2 ms of host time a call:
+  // lower 12 ms, realistic 10/0.8 + 2 = 14.5 ms, upper 10/0.8 + 1/0.9 + 0.002 + 2 ms; the
+  // 1e12 FLOPs over 12 ms attain 83.3 TFLOP/s, 5/6 of the peak.
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e12);
+  c.add_main_bytes(1e9);
+  c.launches = 1;
+  Estimate e = estimate(c, toy_chip());
+  add_host_time(e, 2e-3);
+  EXPECT_DOUBLE_EQ(e.t_host_s, 2e-3);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 12e-3);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, 10e-3 / 0.8 + 2e-3);
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 10e-3 / 0.8 + 1e-3 / 0.9 + 2e-6 + 2e-3);
+  EXPECT_DOUBLE_EQ(e.t_sum_at_peak_s, 10e-3 + 1e-3 + 2e-6 + 2e-3);
+  EXPECT_DOUBLE_EQ(e.attained_flops_per_s, 1e12 / 12e-3);
+  EXPECT_DOUBLE_EQ(e.attained_total_flops_per_s, 1e12 / 12e-3);
+  EXPECT_DOUBLE_EQ(e.fraction_of_peak, 10.0 / 12);
+  EXPECT_EQ(e.bound, Bound::compute);  // the device's bound: the host adds time, not a roof
+  add_host_time(e, 0);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 12e-3);
+}
+
 // A kernel class's efficiencies refine the chip-wide ones for realistic and upper only;
 // the fixed time per kernel adds to the largest part (and to the sum).
 TEST(Estimate, KernelClassEfficiencyAndOverhead) {

@@ -26,6 +26,7 @@ struct Estimate {
   double t_comm_s = 0;    ///< the slowest link
   int link = -1;          ///< index of that link (-1 without communication)
   double t_launch_s = 0;  ///< launches * launch overhead
+  double t_host_s = 0;    ///< the host's time per call that the device waits for (add_host_time): in every bound
   double t_lower_s = 0;   ///< max of math, memory, comm, launch: perfect overlap
   double t_upper_s = 0;   ///< no overlap at the achievable rates: each part over its efficiency, summed
   double t_sum_at_peak_s = 0;  ///< t_matrix + t_vector + t_memory + t_comm + t_launch (seed 003's upper bound, at peak)
@@ -198,6 +199,12 @@ TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
 /// class's efficiencies). Never allocates, never throws; FLOPs in a dtype the chip lacks
 /// give infinite time and `supported = false` (check_supported names them).
 Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k = hw::KernelClass::other) noexcept;
+
+/// A call that the program waits on, one at a time (a benchmark that synchronises after each
+/// call): the host's own time per call (framework dispatch, the library's enqueue, the launch
+/// and the wait) comes before the device's and overlaps nothing. Adds `host_s` to every bound
+/// and rates the attained FLOP/s over the longer time.
+void add_host_time(Estimate& e, double host_s) noexcept;
 
 /// Whether every dtype and link `c` uses exists on `chip` (check_supported without the message).
 bool supported(const Cost& c, const hw::ChipSpec& chip) noexcept;
