@@ -58,6 +58,18 @@ TEST(OpCli, SoftmaxExpRunsOnTheSpecialFunctionUnits) {
   EXPECT_GT(j["t_vector_s"].get<double>(), j["t_matrix_s"].get<double>());
   // The FLOPs counted stay the arithmetic's: an exp is one.
   EXPECT_DOUBLE_EQ(j["flops"].get<double>(), 4 * 64 * p * 32 + 32 * (5 * p + 8192 * 64));
+  // B200 keeps Hopper's 16 exps per SM per clock with twice the tensor rate per clock: its
+  // file's 4.395 T/s is 2.25 PFLOP/s x 16 / 8192. At head dim 128 (FlashAttention-3's shape:
+  // batch 4, 8448 tokens, 16 heads) an exp takes as long as a score's 512 matmul FLOPs, and
+  // with the softmax's other 5 FLOPs a score the vector unit binds: t_vector is
+  // 4·16·8448² (5/75e12 + 1/4.395e12 - 1/75e12) + the output scaling 4·16·8448·128/75e12.
+  auto b = run_json("op attention --batch 4 --q-len 8448 --heads 16 --head-dim 128 --hw b200");
+  const double s = 4 * 16 * 8448.0 * 8448;
+  EXPECT_NEAR(run_json("hw show b200")["special_function_rate"].get<double>(), 2.25e15 * 16 / 8192, 1e9);
+  EXPECT_NEAR(run_json("hw show gb200-nvl72")["special_function_rate"].get<double>(), 2.5e15 * 16 / 8192, 1e9);
+  EXPECT_NEAR(b["t_matrix_s"].get<double>(), 512 * s / 2.25e15, 1e-12);
+  EXPECT_NEAR(b["t_vector_s"].get<double>(), s * (5 / 75e12 + 1 / 4.395e12 - 1 / 75e12) + 4 * 16 * 8448.0 * 128 / 75e12, 1e-12);
+  EXPECT_GT(b["t_vector_s"].get<double>(), b["t_matrix_s"].get<double>());
 }
 
 TEST(OpCli, Collectives) {
