@@ -138,7 +138,7 @@ struct ServeSearchFlags {
   std::vector<std::string> prices;
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
   std::string spec_tokens;
-  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search";
+  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill;
 };
 
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
@@ -155,6 +155,8 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--engine", f->engines, "engines to try: vllm, sglang, trtllm, static")->capture_default_str();
   app->add_option("--max-num-seqs", f->max_num_seqs, "sequence limits to try (default: the engine's and 512 ... 16 below it)");
   app->add_option("--max-batched-tokens", f->max_batched_tokens, "token budgets to try (default: the engine's)");
+  app->add_option("--chunked-prefill", f->chunked_prefill,
+                  "on, off or both: prompts split over steps within the token budget or not (default: each engine's own, on for vLLM and SGLang, off for TensorRT-LLM)");
   app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
   app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
@@ -293,6 +295,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.split_search = v->disagg_split == "search";
   s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
   s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
+  if (v->chunked_prefill == "on") s.chunked_prefill = {true};
+  else if (v->chunked_prefill == "off") s.chunked_prefill = {false};
+  else if (v->chunked_prefill == "both") s.chunked_prefill = {true, false};
+  else if (!v->chunked_prefill.empty()) throw InputError(fmt::format("--chunked-prefill: '{}' is not on, off or both", v->chunked_prefill));
   if (!v->weight_dtypes.empty()) {
     for (DType d : dtype_list(v->weight_dtypes, "--weight-dtype")) s.weight_dtypes.emplace_back(d);
   }

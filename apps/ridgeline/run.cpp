@@ -197,7 +197,7 @@ constexpr ValueKind kValueKinds[] = {
     {"", "--algo", "auto|ring|tree|direct|nvls"}, {"", "--recompute", "none|selective|full|auto"},
     {"", "--engine", "vllm|sglang|trtllm|static"}, {"", "--router", "round-robin|least-loaded|prefix"},
     {"", "--cp-algo", "ulysses|ring"}, {"", "--dp-overlap", "on|off"}, {"", "--prefix-caching", "on|off"},
-    {"", "--chunked-prefill", "on|off"}, {"", "--mixed-chunk", "on|off"}, {"", "--preemption", "recompute|swap"},
+    {"", "--chunked-prefill", "on|off"}, {"search serve", "--chunked-prefill", "on|off|both"}, {"", "--mixed-chunk", "on|off"}, {"", "--preemption", "recompute|swap"},
     {"", "--method", "detailed|quick"}, {"", "--shapes", "exact|seed"}, {"", "--format", "ncu|csv|torch|ert"},
     {"", "--kernels", "unfused|fused"}, {"", "--grad-compression", "powersgd:RANK"}, {"", "--arrival", "poisson|gamma:CV|constant"},
     {"", "--sweep", "DIM=FROM..TO"}, {"", "--solve", "DIM"}, {"", "--shape", "ROWS,COLS"}, {"", "--tile", "BM,BK,BN"},

@@ -47,6 +47,7 @@ struct Candidate {
   std::int64_t tp = 1, ep = 1;
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
+  std::optional<bool> chunked;  // none: the engine's preset
   bool disagg = false;
   std::int64_t dtp = 0, dep = 0;  // disaggregated: the decode instances' TP and EP
   int k = 0;             // speculative decoding: draft tokens per step
@@ -119,6 +120,7 @@ class Evaluator {
     d.kv_dtype = c.kv;
     d.max_num_seqs = c.seqs;
     d.max_batched_tokens = c.budget;
+    d.chunked_prefill = c.chunked;
     d.replicas = 1;
     d.order = order;
     if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp, d.decode_ep = c.dep;
@@ -156,7 +158,7 @@ class Evaluator {
     if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
-    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget};
+    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget, c.chunked};
     if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, slo.ttft_q), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
     if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
@@ -477,6 +479,7 @@ class Evaluator {
     std::int64_t tp, ep;
     std::optional<DType> w, kv;
     std::int64_t budget;
+    std::optional<bool> chunked;
     bool operator==(const FloorKey&) const = default;
   };
   std::optional<FloorKey> floor_key_;
@@ -502,6 +505,8 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
   std::vector<bool> layouts = s.disaggregated;
   if (layouts.empty()) layouts.push_back(false);
+  std::vector<std::optional<bool>> chunkings(s.chunked_prefill.begin(), s.chunked_prefill.end());
+  if (chunkings.empty()) chunkings.emplace_back();
   // Speculation: (draft tokens, draft) pairs; plain decoding once.
   std::vector<std::pair<int, std::size_t>> specs;
   if (s.spec_tokens.empty()) {
@@ -536,19 +541,23 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
               if (preset.max_num_seqs == 0 || v < preset.max_num_seqs) seqs.push_back(v);
             }
           }
+          // The knobs of one engine at this plan: dtypes, budget, chunking, sequence limit,
+          // speculation, layout (and the decode instances' own plan).
           for (const auto& w : ws) {
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
-                for (const std::int64_t q : seqs) {
-                  for (const auto& [k, draft] : specs) {
-                    for (const bool disagg : layouts) {
-                      if (!disagg) {
-                        out.push_back({ci, kind, tp, ep, w, kv, q, b, false, 0, 0, k, draft});
-                        continue;
-                      }
-                      for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
-                        for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
-                          out.push_back({ci, kind, tp, ep, w, kv, q, b, true, dtp, dep, k, draft});
+                for (const std::optional<bool> chunked : chunkings) {
+                  for (const std::int64_t q : seqs) {
+                    for (const auto& [k, draft] : specs) {
+                      for (const bool disagg : layouts) {
+                        if (!disagg) {
+                          out.push_back({ci, kind, tp, ep, w, kv, q, b, chunked, false, 0, 0, k, draft});
+                          continue;
+                        }
+                        for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
+                          for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
+                            out.push_back({ci, kind, tp, ep, w, kv, q, b, chunked, true, dtp, dep, k, draft});
+                          }
                         }
                       }
                     }
@@ -575,6 +584,7 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   c.engine = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
+  if (d.chunked_prefill) c.engine.chunked_prefill = *d.chunked_prefill;
   c.replicas = d.replicas;
   c.spec = d.spec_tokens > 0 ? space.drafts.at(d.draft).spec : model::Speculation{};
   c.spec.k = d.spec_tokens;
@@ -587,6 +597,7 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
     serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, c.disagg.decode_tp));
     e.max_num_seqs = d.max_num_seqs;
     e.max_batched_tokens = d.max_batched_tokens;
+    if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
   }
   return c;
 }
@@ -657,7 +668,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
+             o.budget == c.budget && o.chunked == c.chunked && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

@@ -61,6 +61,7 @@ std::string label(const planning::FleetSpace& s, const Deployment& d) {
   std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
   if (d.ep > 1 || own_decode_ep(d)) l += fmt::format(" ep {}", ep_text(d));
   l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
+  if (d.chunked_prefill) l += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
   if (d.spec_tokens > 0) l += fmt::format(", {} drafts", d.spec_tokens);
   if (d.spec_tokens > 0 && s.drafts.size() > 1) l += fmt::format(" of {}", draft_name(s, d));
   if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
@@ -96,6 +97,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
          {"max_num_seqs", d.max_num_seqs},
          {"max_batched_tokens", d.max_batched_tokens},
+         {"chunked_prefill", planning::serve_config(s, d).engine.chunked_prefill},
          {"spec_tokens", d.spec_tokens},
          {"draft", d.spec_tokens > 0 ? json(draft_name(s, d)) : json(nullptr)},
          {"gpus", d.gpus},
@@ -144,6 +146,7 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   f += fmt::format(" --engine {}", serving::name(d.engine));
   if (d.max_num_seqs > 0) f += fmt::format(" --max-num-seqs {}", d.max_num_seqs);
   f += fmt::format(" --max-batched-tokens {}", d.max_batched_tokens);
+  if (d.chunked_prefill) f += fmt::format(" --chunked-prefill {}", *d.chunked_prefill ? "on" : "off");
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
   if (own_decode_tp(d) || own_decode_ep(d)) {
     f += fmt::format(" --disagg-decode tp={}", decode_tp(d));
@@ -233,7 +236,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   // the range of limits ("64-1024").
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
-           a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.replicas == o.replicas &&
+           a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.chunked_prefill == o.chunked_prefill && a.replicas == o.replicas &&
            a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens && a.draft == o.draft &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
@@ -244,8 +247,10 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     std::size_t names = 0;
     for (const Deployment& d : v) names = space.drafts.size() > 1 ? std::max(names, draft_name(space, d).size()) : 0;
     const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
-    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
-                     spec_head, "seqs", "tokens", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
+    // A column of chunked prefill (on or off) when the space chooses it.
+    const bool chunking = !space.chunked_prefill.empty();
+    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
+                     spec_head, "seqs", "tokens", chunking ? " chunk" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
                      "tok/s/G", "tok/s/u", "max qps");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
@@ -255,8 +260,9 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
-      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
-                       space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens,
+      const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");
+      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
+                       space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens, chunk,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,

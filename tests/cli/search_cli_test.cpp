@@ -195,6 +195,22 @@ TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
   expect_bad(kServe + " --hw h100-sxm --disagg on --decode-tp 0", "--decode-tp");
 }
 
+TEST(SearchServeCli, ChunkedPrefillOnOffOrBoth) {
+  // 12000-token prompts over a budget of 8192: only chunked deployments serve them. The best
+  // carries --chunked-prefill on, and `serve` of its command gives the same numbers.
+  auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine trtllm --prompt 12000 --gen 100 --qps 2 "
+                    "--requests 100 --max-num-seqs 64 --max-rate off --chunked-prefill both");
+  ASSERT_EQ(j["evaluated"], 2) << j.dump();
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object()) << j.dump();
+  EXPECT_EQ(b["chunked_prefill"], true);
+  std::string command = b["command"];
+  EXPECT_NE(command.find("--chunked-prefill on"), std::string::npos) << command;
+  auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --chunked-prefill maybe", "--chunked-prefill: 'maybe'");
+}
+
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
   // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its

@@ -411,6 +411,38 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
 }
 
+TEST(Fleet, ChunkedPrefillIsAKnobOfTheSpace) {
+  // TensorRT-LLM's preset prefills a prompt whole, within its 8192-token budget: prompts of
+  // 12000 tokens never fit a step, so without chunking every run rejects them (too_long).
+  // Chunked, a prompt takes ⌈12000 / 8192⌉ = 2 steps and the deployment is feasible; `serve`
+  // of it runs to the same numbers.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(2, 100);
+  s.base.workload.prompt.a = 12000;
+  s.base.workload.prompt.text = "12000";
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.engines = {serving::EngineKind::trtllm};
+  s.max_num_seqs = {64};
+  s.max_rate = false;
+  const FleetSearchResult preset = search_fleet(m, s);
+  EXPECT_FALSE(preset.best);
+  EXPECT_EQ(preset.rejected[static_cast<int>(Reject::too_long)], 1u);
+  s.chunked_prefill = {false, true};
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 2u);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::too_long)], 1u);
+  ASSERT_TRUE(r.best);
+  ASSERT_TRUE(r.best->chunked_prefill);
+  EXPECT_TRUE(*r.best->chunked_prefill);
+  const ServeConfig cfg = serve_config(s, *r.best);
+  EXPECT_TRUE(cfg.engine.chunked_prefill);
+  const ServingResult again = run(m, s.chips[0].sys, cfg);
+  EXPECT_EQ(again.rejected, 0);
+  EXPECT_DOUBLE_EQ(r.best->ttft.p99, again.ttft.p99);
+  EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+}
+
 TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
   // Two drafts of Llama-3.1-8B, each with the acceptance measured for it: its MTP layer at
   // 0.8 and a 2-layer cut of the model itself at 0.5, with 2 draft tokens a step, and plain

@@ -49,6 +49,7 @@ struct FleetSpace {
   std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's
   std::vector<std::int64_t> max_num_seqs;         ///< empty: the preset's and the powers of two from 16 below it
   std::vector<std::int64_t> max_batched_tokens;   ///< empty: the preset's
+  std::vector<bool> chunked_prefill;              ///< prompts split over steps or not; empty: each engine's preset
   /// Layouts to try: false, aggregated replicas; true, disaggregated prefill and decode
   /// instances split by rate matching. Empty: aggregated only.
   std::vector<bool> disaggregated;
@@ -102,6 +103,7 @@ struct Deployment {
   std::size_t draft = 0;       ///< speculative decoding: index in FleetSpace::drafts
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
+  std::optional<bool> chunked_prefill;  ///< the search's choice (FleetSpace::chunked_prefill); none: the engine's preset
   double gpus = 0, usd_per_hour = 0;
   serving::Summary ttft, tpot, e2e;
   double output_tokens_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
