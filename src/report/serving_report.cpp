@@ -215,7 +215,8 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per {})\n",
                    size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks,
                    own_decode ? "prefill instance" : "replica");
-  if (own_decode || (cfg.disagg.on() && dr.decode_engine.max_num_seqs != e.max_num_seqs)) {
+  if (own_decode || (cfg.disagg.on() && (dr.decode_engine.max_num_seqs != e.max_num_seqs ||
+                                          dr.decode_engine.max_batched_tokens != e.max_batched_tokens))) {
     const serving::EngineConfig& de = dr.decode_engine;
     const serving::ServeMemory& dm = dr.decode_memory;
     s += fmt::format("decode instances: {} tokens/step, {} sequences; per chip weights {}, activations {}, KV cache {} = {} tokens ({} blocks)\n",

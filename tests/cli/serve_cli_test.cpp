@@ -107,6 +107,14 @@ TEST(ServeCli, ReplicasAutoFindsTheFewestMeetingTheSlo) {
   }
 }
 
+TEST(ServeCli, DecodeInstancesOfTheirOwnBudgetAreNamed) {
+  // Decode instances that differ from the prefill instances only in their token budget get
+  // their own line in the text report (and their budget in the JSON).
+  const std::string cmd = kSmall + " --qps 2 --requests 50 --disagg 1:1 --disagg-decode max-batched-tokens=2048";
+  EXPECT_NE(run(cmd).out.find("decode instances: 2048 tokens/step"), std::string::npos);
+  EXPECT_EQ(run_json(cmd)["disagg"]["decode_max_batched_tokens"], 2048);
+}
+
 TEST(ServeCli, BadInput) {
   const std::string trace = std::string(RIDGELINE_TMP_DIR) + "/bad_trace.csv";
   std::ofstream(trace) << "timestamp_s,input_tokens\n0,100\n";
