@@ -137,11 +137,13 @@ struct ServeSearchFlags {
   std::string max_rate = "on";
   std::vector<std::string> prices;
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
+  const CLI::App* app = nullptr;             // the command: the order its flags were given in
   std::string spec_tokens;
   std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill;
 };
 
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
+  f->app = app;
   add_hardware_flags(app, f->hw);
   hide_flags(app, {"--chips"});
   add_workload_flags(app, f->load);
@@ -242,12 +244,37 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (!ks.empty() && k_max == 0) throw InputError("--spec-tokens: only 0 (plain decoding): drop --draft, --spec-tokens and --accept");
   if (v->drafts.size() > 16) throw InputError(fmt::format("--draft: {} drafts; at most 16", v->drafts.size()));
   if (v->drafts.empty() && !v->accepts.empty()) throw InputError("--accept: speculative decoding needs --draft MODEL or mtp");
+  // Each --draft is followed by its own --accept, before the next --draft ('d' and 'a' in the
+  // order given).
+  std::string order;
+  if (v->app != nullptr) {
+    for (const CLI::Option* o : v->app->parse_order()) {
+      if (o->get_name() == "--draft") order += 'd';
+      if (o->get_name() == "--accept") order += 'a';
+    }
+  }
+  for (std::size_t i = 0, d = 0; i < order.size(); ++i) {
+    const bool draft = order[i] == 'd';
+    if (draft && i + 1 < order.size() && order[i + 1] == 'd') {
+      throw InputError(fmt::format("--draft: '{}' has no --accept before the next --draft: give --draft A --accept RATE --draft B --accept RATE",
+                                   v->drafts[d]));
+    }
+    if (!draft && (i == 0 || order[i - 1] != 'd')) {
+      throw InputError("--accept: each --accept follows its own --draft: give --draft A --accept RATE --draft B --accept RATE");
+    }
+    d += draft ? 1 : 0;
+  }
   if (v->drafts.size() != v->accepts.size() && !v->drafts.empty()) {
     throw InputError(fmt::format("--accept: {} --draft and {} --accept: give each draft its own rates (--draft A --accept 0.7 --draft B --accept 0.6)",
                                  v->drafts.size(), v->accepts.size()));
   }
   if (v->drafts.empty() && !ks.empty()) throw InputError("--spec-tokens: speculative decoding needs --draft MODEL or mtp");
   for (std::size_t i = 0; i < v->drafts.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (v->drafts[j] == v->drafts[i] && v->accepts[j] == v->accepts[i]) {
+        throw InputError(fmt::format("--draft: '{}' with --accept {} is given twice", v->drafts[i], v->accepts[i]));
+      }
+    }
     SpecFlags one{v->drafts[i], "", v->accepts[i]};
     const std::size_t rates = split_list(one.accept).size();
     // One rate serves every count tried; rates per position cover as many tokens as they are.

@@ -182,7 +182,14 @@ model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& tar
   model::parse_accept(f.accept, s);
   if (s.k == 0) throw InputError("--spec-tokens: give the draft tokens per step (or one --accept rate per draft position)");
   s.mtp = f.draft == "mtp";
-  draft = s.mtp ? model::mtp_draft(target) : io::resolve_model(f.draft);
+  try {
+    draft = s.mtp ? model::mtp_draft(target) : io::resolve_model(f.draft);
+  } catch (const InputError& e) {
+    // resolve_model names --model; here the name came with --draft.
+    std::string what = e.what();
+    if (what.rfind("--model: ", 0) == 0) what = "--draft: " + what.substr(9);
+    throw InputError(what);
+  }
   s.draft = &draft;
   model::validate(target, s);
   return s;

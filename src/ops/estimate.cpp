@@ -197,6 +197,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
 void add_host_time(Estimate& e, double host_s) noexcept {
   if (!(host_s > 0)) return;
   e.t_host_s += host_s;
+  e.host_longer = e.t_host_s > e.t_lower_s - (e.t_host_s - host_s);  // against the device's own time
   e.t_lower_s += host_s;
   e.t_upper_s += host_s;
   e.t_sum_at_peak_s += host_s;

@@ -532,6 +532,9 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
       for (const std::int64_t ep : eps_at(tp)) {
         for (const serving::EngineKind kind : engines) {
           const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
+          // A static batch prefills its prompts whole whatever the flag: its preset only.
+          const std::vector<std::optional<bool>> chunk_choices =
+              kind == serving::EngineKind::static_batch ? std::vector<std::optional<bool>>{std::nullopt} : chunkings;
           std::vector<std::int64_t> budgets = s.max_batched_tokens;
           if (budgets.empty()) budgets.push_back(preset.max_batched_tokens);
           std::vector<std::int64_t> seqs = s.max_num_seqs;
@@ -546,7 +549,7 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
           for (const auto& w : ws) {
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
-                for (const std::optional<bool> chunked : chunkings) {
+                for (const std::optional<bool> chunked : chunk_choices) {
                   for (const std::int64_t q : seqs) {
                     for (const auto& [k, draft] : specs) {
                       for (const bool disagg : layouts) {

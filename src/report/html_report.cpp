@@ -343,7 +343,10 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
   if (search.contains("feasible") && search["feasible"].is_array()) {
     for (const json& d : search["feasible"]) {
       json r{{"hw", d.value("hw", "")}, {"tp", d.value("tp", 0)}, {"ep", d.value("ep", 0)}, {"engine", d.value("engine", "")},
-             {"max_num_seqs", d.value("max_num_seqs", 0)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
+             {"max_num_seqs", d.value("max_num_seqs", 0)}, {"max_batched_tokens", d.value("max_batched_tokens", 0)},
+             {"chunked", d.contains("chunked_prefill") && d["chunked_prefill"].is_boolean() ? json(d["chunked_prefill"].get<bool>() ? "on" : "off") : json(nullptr)},
+             {"spec", d.value("spec_tokens", 0) > 0 ? json(d.value("spec_tokens", 0)) : json(nullptr)},
+             {"draft", d.contains("draft") ? d["draft"] : json(nullptr)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
              {"kv", d.contains("kv_dtype") ? d["kv_dtype"] : json(nullptr)}, {"layout", layout(d)}, {"gpus", d.value("gpus", 0.0)},
              {"usd_per_hour", d.value("usd_per_hour", 0.0)}, {"usd_per_million_output_tokens", d.value("usd_per_million_output_tokens", 0.0)},
              {"usd_per_million_tokens", d.value("usd_per_million_tokens", 0.0)}, {"ttft_p99", p99(d, "ttft_s")}, {"tpot_p99", p99(d, "tpot_s")},
@@ -357,6 +360,8 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
   s += "<section id=\"cost\"><h2>Feasible deployments and their cost</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
   s += table("cost-table", {{"hw", "hw", Column::label}, {"layout", "layout", Column::label}, {"tp", "tp", Column::number},
                             {"ep", "ep", Column::number}, {"engine", "engine", Column::label}, {"seqs", "max_num_seqs", Column::number},
+                            {"tokens", "max_batched_tokens", Column::number}, {"chunked", "chunked", Column::label},
+                            {"spec", "spec", Column::number}, {"draft", "draft", Column::label},
                             {"weights", "weights", Column::label}, {"KV", "kv", Column::label}, {"GPUs", "gpus", Column::number},
                             {"$/h", "usd_per_hour", Column::number}, {"$/M out", "usd_per_million_output_tokens", Column::number},
                             {"$/M tokens", "usd_per_million_tokens", Column::number}, {"TTFT p99", "ttft_p99", Column::time},

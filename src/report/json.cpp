@@ -240,6 +240,7 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   j["link"] = (e.link >= 0 && e.link < static_cast<int>(chip.links.size())) ? json(chip.links[e.link].name) : json(nullptr);
   j["t_launch_s"] = e.t_launch_s;
   j["t_host_s"] = e.t_host_s;
+  j["host_longer"] = e.host_longer;
   j["t_lower_s"] = number_or_null(e.t_lower_s);
   j["t_upper_s"] = number_or_null(e.t_upper_s);
   j["t_sum_at_peak_s"] = number_or_null(e.t_sum_at_peak_s);

@@ -131,8 +131,14 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
                                : fmt::format("its {} floor ({}) is {}", c.binding,
                                              c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
-  return fmt::format("closest: {} x {} tp {}{}, {}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
-                     d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), what, t(c.target_s));
+  // The knobs the label names beside the plan: chunking, speculation, dtypes.
+  std::string knobs;
+  if (d.chunked_prefill) knobs += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
+  if (d.spec_tokens > 0) knobs += fmt::format(", {} drafts", d.spec_tokens) + (s.drafts.size() > 1 ? " of " + draft_name(s, d) : "");
+  if (d.weight_dtype) knobs += fmt::format(", {} weights", name(*d.weight_dtype));
+  if (d.kv_dtype) knobs += fmt::format(", {} KV", name(*d.kv_dtype));
+  return fmt::format("closest: {} x {} tp {}{}, {}{}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
+                     d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), knobs, what, t(c.target_s));
 }
 
 }  // namespace
@@ -291,6 +297,8 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
     std::string tag = fmt::format("{}x{} tp{}", instances(d), s_chip(space, d), tp_text(d));
     if (d.ep > 1) tag += fmt::format(" ep{}", d.ep);
     if (d.weight_dtype) tag += fmt::format(" {}", name(*d.weight_dtype));
+    if (d.spec_tokens > 0) tag += fmt::format(" k{}", d.spec_tokens) + (space.drafts.size() > 1 ? " " + draft_name(space, d) : "");
+    if (d.chunked_prefill && !*d.chunked_prefill) tag += " whole";
     front.tags.push_back(tag);
   }
   for (const Deployment& d : r.feasible) add(others, d);

@@ -228,7 +228,8 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
                      t(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
                      e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(e.applied.overhead_s)) : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
-  out += fmt::format("\n  bound: {}", name(e.bound));
+  out += e.host_longer ? fmt::format("\n  bound: the host's time per call ({} on the device alone)", name(e.bound))
+                       : fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {
     out += fmt::format(", attains {} = {:.1f}% of the {} {} peak", rate(e.attained_flops_per_s), 100 * e.fraction_of_peak,
                        hw::name(e.compute_unit), name(e.compute_dtype));

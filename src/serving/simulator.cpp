@@ -1244,6 +1244,7 @@ ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const
     // sustainable, to within 1/256 of the offered one.
     ServeConfig probe = cfg;
     probe.find_max_rate = false;
+    probe.drawn = nullptr;  // drawn at the workload's own rate: the probes draw theirs
     probe.timeline_points = 2;
     double lo = 0, hi = cfg.workload.qps;
     for (int i = 0; i < 8; ++i) {

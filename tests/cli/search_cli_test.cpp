@@ -247,7 +247,11 @@ TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   }
   EXPECT_EQ(seen, 111);
   const std::string one = "search serve --model llama-3.1-70b --hw h100-sxm --tp 4 --qps 4 --requests 20";
-  expect_bad(one + " --draft llama-3.1-8b --draft mtp --accept 0.6 --spec-tokens 1", "--accept: 2 --draft and 1 --accept");
+  expect_bad(one + " --draft llama-3.1-8b --draft mtp --accept 0.6 --spec-tokens 1", "--draft: 'llama-3.1-8b' has no --accept before the next --draft");
+  expect_bad(one + " --draft mtp --accept 0.6 --draft llama-3.1-8b --spec-tokens 1", "--accept: 2 --draft and 1 --accept");
+  expect_bad(one + " --accept 0.6 --draft mtp --spec-tokens 1", "--accept: each --accept follows its own --draft");
+  expect_bad(one + " --draft mtp --accept 0.6 --draft mtp --accept 0.6 --spec-tokens 1", "--draft: 'mtp' with --accept 0.6 is given twice");
+  expect_bad(one + " --draft nosuch --accept 0.6 --spec-tokens 1", "--draft: unknown model 'nosuch'");
   expect_bad(one + " --accept 0.6", "--accept");
   expect_bad(one + " --draft mtp --accept 0.6 --draft llama-3.1-8b --accept 0.8,0.7 --spec-tokens 3", "--draft llama-3.1-8b");
   expect_bad(one + " --draft mtp --accept 0.6 --draft llama-3.1-8b --accept 1.5 --spec-tokens 1", "--accept");

@@ -52,8 +52,12 @@ TEST(Estimate, HostTimeOfACallWaitedOnAddsToEveryBound) {
   EXPECT_DOUBLE_EQ(e.attained_total_flops_per_s, 1e12 / 12e-3);
   EXPECT_DOUBLE_EQ(e.fraction_of_peak, 10.0 / 12);
   EXPECT_EQ(e.bound, Bound::compute);  // the device's bound: the host adds time, not a roof
+  EXPECT_FALSE(e.host_longer);         // 2 ms of host against 10 ms on the device
   add_host_time(e, 0);
   EXPECT_DOUBLE_EQ(e.t_lower_s, 12e-3);
+  add_host_time(e, 9e-3);  // 11 ms of host in all against the device's 10
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 21e-3);
+  EXPECT_TRUE(e.host_longer);
 }
 
 // A kernel class's efficiencies refine the chip-wide ones for realistic and upper only;

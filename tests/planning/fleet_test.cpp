@@ -441,6 +441,10 @@ TEST(Fleet, ChunkedPrefillIsAKnobOfTheSpace) {
   EXPECT_EQ(again.rejected, 0);
   EXPECT_DOUBLE_EQ(r.best->ttft.p99, again.ttft.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
+  // A static batch prefills whole prompts whatever the flag: it is tried once, at its preset.
+  s.engines = {serving::EngineKind::static_batch};
+  const FleetSearchResult st = search_fleet(m, s);
+  EXPECT_EQ(st.evaluated, 1u);
 }
 
 TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {

@@ -27,6 +27,7 @@ struct Estimate {
   int link = -1;          ///< index of that link (-1 without communication)
   double t_launch_s = 0;  ///< launches * launch overhead
   double t_host_s = 0;    ///< the host's time per call that the device waits for (add_host_time): in every bound
+  bool host_longer = false;  ///< add_host_time: the host's time per call exceeds the device's perfect-overlap time
   double t_lower_s = 0;   ///< max of math, memory, comm, launch: perfect overlap
   double t_upper_s = 0;   ///< no overlap at the achievable rates: each part over its efficiency, summed
   double t_sum_at_peak_s = 0;  ///< t_matrix + t_vector + t_memory + t_comm + t_launch (seed 003's upper bound, at peak)
