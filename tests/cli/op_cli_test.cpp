@@ -70,6 +70,11 @@ TEST(OpCli, SoftmaxExpRunsOnTheSpecialFunctionUnits) {
   EXPECT_NEAR(b["t_matrix_s"].get<double>(), 512 * s / 2.25e15, 1e-12);
   EXPECT_NEAR(b["t_vector_s"].get<double>(), s * (5 / 75e12 + 1 / 4.395e12 - 1 / 75e12) + 4 * 16 * 8448.0 * 128 / 75e12, 1e-12);
   EXPECT_GT(b["t_vector_s"].get<double>(), b["t_matrix_s"].get<double>());
+  // MI300X: fp32 transcendentals at a quarter of the VALU's rate, 16 a clock per 64-lane CU,
+  // 304 CUs at 2.1 GHz: 10.2144 T/s; the head-dim-64 case above with its 163.4 TFLOP/s of fp32.
+  EXPECT_NEAR(run_json("hw show mi300x")["special_function_rate"].get<double>(), 304 * 16 * 2.1e9, 1e9);
+  auto a = run_json("op attention --q-len 8192 --heads 32 --head-dim 64 --hw mi300x");
+  EXPECT_NEAR(a["t_vector_s"].get<double>(), 32 * (5 * p + 8192 * 64) / 163.4e12 + 32 * p * (1 / (304 * 16 * 2.1e9) - 1 / 163.4e12), 1e-12);
 }
 
 TEST(OpCli, Collectives) {
