@@ -282,11 +282,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     planning::DraftChoice c;
     c.spec = speculation(one, m, run.drafts.emplace_back());
     c.arg = v->drafts[i];
-    if (k_max > c.spec.k) {
-      throw InputError(fmt::format("--spec-tokens: {} draft tokens with {} --accept rates for --draft {}: give one rate, or one per position",
-                                   k_max, rates, v->drafts[i]));
-    }
-    s.drafts.push_back(std::move(c));
+    s.drafts.push_back(std::move(c));  // planning::validate checks each draft's rates cover every count
   }
   s.spec_tokens = ks;
   if (v->disagg == "off") s.disaggregated = {false};

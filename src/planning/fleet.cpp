@@ -106,6 +106,10 @@ class Evaluator {
       prompt_of_.push_back(static_cast<std::uint32_t>(std::lower_bound(prompts_.begin(), prompts_.end(), requests_[i].input) - prompts_.begin()));
     }
     prompt_s_.resize(prompts_.size());
+    shared_prefixes_ = s_.base.workload.prefix_groups > 0;
+    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
+      shared_prefixes_ = shared_prefixes_ || (requests_[i].prefix_group >= 0 && requests_[i].prefix_tokens > 0);
+    }
   }
 
   Outcome run(const Candidate& c, std::uint64_t order) {
@@ -363,10 +367,7 @@ class Evaluator {
   // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
   // shared prefixes (a cached prefix is not prefilled).
   double ttft_floor(const serving::EngineConfig& e, double q) {
-    if (s_.base.workload.prefix_groups > 0) return 0;
-    for (std::size_t i = warmup(); i < requests_.size(); ++i) {
-      if (requests_[i].prefix_group >= 0 && requests_[i].prefix_tokens > 0) return 0;
-    }
+    if (shared_prefixes_) return 0;
     // Each distinct prompt length priced once.
     const double window = static_cast<double>(m_.sliding_window);
     for (std::size_t k = 0; k < prompts_.size(); ++k) {
@@ -472,6 +473,7 @@ class Evaluator {
   std::vector<std::int64_t> prompts_;     // the measured requests' distinct prompt lengths, ascending
   std::vector<std::uint32_t> prompt_of_;  // each measured request's among them
   std::vector<double> prompt_s_;          // a prompt of each length prefilled alone (ttft_floor's)
+  bool shared_prefixes_ = false;          // some measured request shares a cached prefix: no TTFT floor
   // What a TTFT floor depends on, and the last one.
   struct FloorKey {
     std::size_t chip;

@@ -56,17 +56,23 @@ std::string draft_name(const planning::FleetSpace& s, const Deployment& d) {
   return !c.arg.empty() ? c.arg : c.spec.mtp ? std::string("mtp") : c.spec.draft->name;
 }
 
+// ", chunked prefill, 2 drafts of mtp, fp8_e4m3 weights": the knobs a deployment sets beside
+// its plan, engine and limit (chunking, speculation, dtypes).
+std::string knobs_text(const planning::FleetSpace& s, const Deployment& d) {
+  std::string k;
+  if (d.chunked_prefill) k += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
+  if (d.spec_tokens > 0) k += fmt::format(", {} drafts", d.spec_tokens);
+  if (d.spec_tokens > 0 && s.drafts.size() > 1) k += fmt::format(" of {}", draft_name(s, d));
+  if (d.weight_dtype) k += fmt::format(", {} weights", name(*d.weight_dtype));
+  if (d.kv_dtype) k += fmt::format(", {} KV", name(*d.kv_dtype));
+  return k;
+}
+
 // "3 x h100-sxm tp 4" (disaggregated: "1P+2D x h100-sxm tp 2/8") and the engine's knobs.
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
   std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
   if (d.ep > 1 || own_decode_ep(d)) l += fmt::format(" ep {}", ep_text(d));
-  l += fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs));
-  if (d.chunked_prefill) l += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
-  if (d.spec_tokens > 0) l += fmt::format(", {} drafts", d.spec_tokens);
-  if (d.spec_tokens > 0 && s.drafts.size() > 1) l += fmt::format(" of {}", draft_name(s, d));
-  if (d.weight_dtype) l += fmt::format(", {} weights", name(*d.weight_dtype));
-  if (d.kv_dtype) l += fmt::format(", {} KV", name(*d.kv_dtype));
-  return l;
+  return l + fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs)) + knobs_text(s, d);
 }
 
 std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return s.chips[d.chip].sys.chip.name; }
@@ -97,7 +103,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
          {"max_num_seqs", d.max_num_seqs},
          {"max_batched_tokens", d.max_batched_tokens},
-         {"chunked_prefill", planning::serve_config(s, d).engine.chunked_prefill},
+         {"chunked_prefill", d.chunked_prefill.value_or(serving::engine_preset(d.engine, s.chips[d.chip].sys.chip, d.tp).chunked_prefill)},
          {"spec_tokens", d.spec_tokens},
          {"draft", d.spec_tokens > 0 ? json(draft_name(s, d)) : json(nullptr)},
          {"gpus", d.gpus},
@@ -131,14 +137,8 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
                                : fmt::format("its {} floor ({}) is {}", c.binding,
                                              c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
-  // The knobs the label names beside the plan: chunking, speculation, dtypes.
-  std::string knobs;
-  if (d.chunked_prefill) knobs += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
-  if (d.spec_tokens > 0) knobs += fmt::format(", {} drafts", d.spec_tokens) + (s.drafts.size() > 1 ? " of " + draft_name(s, d) : "");
-  if (d.weight_dtype) knobs += fmt::format(", {} weights", name(*d.weight_dtype));
-  if (d.kv_dtype) knobs += fmt::format(", {} KV", name(*d.kv_dtype));
   return fmt::format("closest: {} x {} tp {}{}, {}{}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
-                     d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), knobs, what, t(c.target_s));
+                     d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), knobs_text(s, d), what, t(c.target_s));
 }
 
 }  // namespace
