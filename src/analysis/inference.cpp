@@ -267,18 +267,43 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
     }
   }
   build_envelope(lines.data(), nl, B1, c.fixed_sum, switches.data(), c.fixed_switch_count);
+  // The decode's GEMMs are priced at every batch up to the largest that fits, a few batches
+  // to each ⌈rows/128⌉: their tile work is tabulated once.
+  int used = 0;
+  for (int i = 0; i < c.fixed_count; ++i) {
+    const ServingCurve::Line& l = c.fixed[i];
+    const double rows = static_cast<double>(c.max_batch) * l.gemm_rows_per_x;
+    const double want = l.gemm_rows_per_x > 0 && rows > 256 ? std::ceil(rows * (1.0 / 128)) - 2 : 0;
+    const int n = static_cast<int>(std::min(want, static_cast<double>(ServingCurve::kPadTable - used)));
+    c.fixed_pad_first[i] = used;
+    c.fixed_pad_count[i] = n;
+    fill_work_table(l.padding, &c.fixed_pad[used], n);
+    used += n;
+  }
 }
 
 ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   ServingPoint out;
+  // Each line's time is worked out on its own, then they are added in order: a running sum
+  // through the loop made every line wait for the one before.
+  std::array<double, model::Graph::kMaxOps> t;
   const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep, B * c.prompt) : 0;
+  for (int i = 0; i < c.prefill_count; ++i) t[i] = c.prefill[i].rep * realistic_at(c.prefill[i], B, touched_prefill);
   double ttft = c.prefill_sum.at(B);
-  for (int i = 0; i < c.prefill_count; ++i) ttft += c.prefill[i].rep * realistic_at(c.prefill[i], B, touched_prefill);
+  for (int i = 0; i < c.prefill_count; ++i) ttft += t[i];
   double decode = 0;
   if (c.steps >= 1) {
     const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep, B) : 0;
+    for (int i = 0; i < c.fixed_count; ++i) {
+      const ServingCurve::Line& l = c.fixed[i];
+      const double rows = B * l.gemm_rows_per_x;
+      const double pad = l.gemm_rows_per_x > 0
+                             ? l.padding.from_work(rows, tabulated_work(l.padding, rows, &c.fixed_pad[c.fixed_pad_first[i]], c.fixed_pad_count[i]))
+                             : 0;
+      t[i] = l.rep * realistic_at(l, B, touched_decode, pad);
+    }
     double step = c.fixed_sum.at(B);
-    for (int i = 0; i < c.fixed_count; ++i) step += c.fixed[i].rep * realistic_at(c.fixed[i], B, touched_decode);
+    for (int i = 0; i < c.fixed_count; ++i) step += t[i];
     for (int i = 0; i < c.attention_count; ++i) {
       const ServingCurve::Piece& pc = c.attention[i];
       const std::array<double, 5> a = parts_at(pc.first, B, 0), z = parts_at(pc.last, B, 0);

@@ -35,16 +35,60 @@ Split split_and_waves(double tiles, double s, double inv_s, double k_cap) noexce
 }
 }  // namespace
 
-GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
+namespace {
+// The tiling with the least padded work, waves·sms·tile_m·tile_n / split_k, among
+// kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles, split_k, waves): compared
+// as work / split in whole numbers (exact), the least wins, the first of equal ones.
+template <class Count>
+GemmTiling least_work(double m, double n, double batch, double s, Count count) noexcept {
   GemmTiling best;
-  const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
-  if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return best;
-  const double s = sms, inv_s = 1 / s;
-  const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
-  // The padded work of a tiling, waves·sms·tile_m·tile_n / split_k, as work / split: compared
-  // in whole numbers (exact), the least wins, the first of equal ones.
   double best_work = 0, best_split = 1;
   for (const auto& tile : kGemmTiles) {
+    const GemmTiling t = count(tile);
+    const double work = t.waves * s * t.tile_m * t.tile_n;
+    if (best.tiles == 0 || work * best_split < best_work * t.split_k) {
+      best = t;
+      best_work = work;
+      best_split = t.split_k;
+    }
+  }
+  best.useful = batch * m * n * best.split_k / (best.waves * s * best.tile_m * best.tile_n);
+  return best;
+}
+}  // namespace
+
+GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
+  const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
+  if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return {};
+  const double s = sms;
+  // A whole batch while 128x128 tiles stay under 2^40 (and k under 2^53): in whole numbers,
+  // shifts and integer divisions where the doubles below take ceilings and floors (the same
+  // values: every quantity is a whole number the doubles hold exactly).
+  if (batch == std::floor(batch) && m < 1e15 && n < 1e15 && k < 9e15 &&
+      batch * (m * (1.0 / 128) + 1) * (n * (1.0 / 128) + 1) < 1099511627776.0) {
+    const auto M = static_cast<std::int64_t>(std::ceil(m)), N = static_cast<std::int64_t>(std::ceil(n));
+    const auto B = static_cast<std::int64_t>(batch), S = static_cast<std::int64_t>(sms);
+    const std::int64_t k_cap = static_cast<std::int64_t>(k) >> 7;  // ⌊k/128⌋ = ⌊⌊k⌋/128⌋
+    const std::int64_t rows16 = (M + 15) >> 4 << 4, cols16 = (N + 15) >> 4 << 4;
+    return least_work(m, n, batch, s, [&](const double* tile) {
+      const auto bm = static_cast<std::int64_t>(tile[0]), bn = static_cast<std::int64_t>(tile[1]);
+      const std::int64_t tm = std::min(bm, rows16), tn = std::min(bn, cols16);
+      const std::int64_t rows = tm < bm ? 1 : (M + bm - 1) >> (bm == 256 ? 8 : 7);
+      const std::int64_t cols = tn < bn ? 1 : (N + bn - 1) >> (bn == 256 ? 8 : 7);
+      const std::int64_t tiles = B * rows * cols;
+      const std::int64_t split = tiles >= S ? 1 : std::max<std::int64_t>(1, std::min(S / tiles, k_cap));
+      GemmTiling t;
+      t.tile_m = static_cast<double>(tm);
+      t.tile_n = static_cast<double>(tn);
+      t.tiles = static_cast<double>(tiles);
+      t.split_k = static_cast<double>(split);
+      t.waves = static_cast<double>((tiles * split + S - 1) / S);
+      return t;
+    });
+  }
+  const double inv_s = 1 / s;
+  const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
+  return least_work(m, n, batch, s, [&](const double* tile) {
     GemmTiling t;
     t.tile_m = std::min(tile[0], rows16);
     t.tile_n = std::min(tile[1], cols16);
@@ -55,15 +99,8 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noex
     const Split sw = split_and_waves(t.tiles, s, inv_s, std::floor(k / kMinSplitDepth));
     t.split_k = sw.split;
     t.waves = sw.waves;
-    const double work = t.waves * s * t.tile_m * t.tile_n;
-    if (best.tiles == 0 || work * best_split < best_work * t.split_k) {
-      best = t;
-      best_work = work;
-      best_split = t.split_k;
-    }
-  }
-  best.useful = batch * m * n * best.split_k / (best.waves * s * best.tile_m * best.tile_n);
-  return best;
+    return t;
+  });
 }
 
 static_assert(kGemmTiles[0][0] == 256 && kGemmTiles[1][0] == 128 && kGemmTiles[2][0] == 128 &&
@@ -103,9 +140,21 @@ GemmPadding::GemmPadding(double n, double k, int sms) noexcept {
       mid_rest_ = std::min(mid_rest_, per_height(2 * cols, bn) * kGemmTiles[t][0]);
     }
   }
+  // The rows ⌈m/128⌉ = r where work() needs no split: from 3 (above 256 rows) while every
+  // tile shape has sms tiles or more (the 256-row one ⌈r/2⌉ rows of them) and fewer than
+  // 2^24 − sms, and m < 10^9, in whole numbers.
+  if (magic_ == 0 || cols_i_[0] == 0 || cols_i_[1] == 0 || cols_i_[2] == 0) return;
+  const std::uint64_t room = (std::uint64_t{1} << 24) - sms_i_ - 1;
+  auto at_least = [&](std::uint64_t c) { return (sms_i_ + c - 1) / c; };  // rows for sms tiles
+  const std::uint64_t lo = std::max({std::uint64_t{3}, 2 * at_least(cols_i_[0]) - 1, at_least(cols_i_[1]), at_least(cols_i_[2])});
+  const std::uint64_t hi = std::min({std::uint64_t{7812499}, 2 * (room / cols_i_[0]), room / cols_i_[1], room / cols_i_[2]});
+  if (lo > hi) return;
+  // ⌈x⌉ >= lo exactly when x > lo − 1; ⌈x⌉ <= hi exactly when x <= hi.
+  full_lo_ = static_cast<double>(lo - 1);
+  full_hi_ = static_cast<double>(hi);
 }
 
-double GemmPadding::work(double m) const noexcept {
+double GemmPadding::work_split(double m) const noexcept {
   if (!(sms_ > 0) || !(m > 0) || !(m <= kMaxRows)) return 0;
   const double rows16 = 16 * std::ceil(m * (1.0 / 16));  // exact: a power of two
   if (m <= 128) return small_ * rows16;

@@ -97,7 +97,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     v.pad_work.assign(static_cast<std::size_t>(v.apart_count) * kPadRows, 0);
     for (int i = 0; i < v.apart_count; ++i) {
       if (v.apart[i].gemm_rows_per_x <= 0) continue;
-      for (int r = 0; r < kPadRows; ++r) v.pad_work[i * kPadRows + r] = v.apart[i].padding.work(128.0 * (r + 3));
+      analysis::fill_work_table(v.apart[i].padding, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows);
     }
     analysis::Envelope* env[4] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens};
     for (int q = 0; q < 4; ++q) {
@@ -160,9 +160,8 @@ double StepModel::base(const model::StepMix& mix, GraphMode mode) const noexcept
       if (!present[q]) continue;
       double pad = 0;
       if (l.gemm_rows_per_x > 0) {  // the tile work from the table where it has it
-        const double rows = x[q] * l.gemm_rows_per_x, r = std::ceil(rows * (1.0 / 128));
-        const bool tabulated = rows > 256 && r <= kPadRows + 2;
-        pad = l.padding.from_work(rows, tabulated ? v.pad_work[i * kPadRows + static_cast<int>(r) - 3] : l.padding.work(rows));
+        const double rows = x[q] * l.gemm_rows_per_x;
+        pad = l.padding.from_work(rows, analysis::tabulated_work(l.padding, rows, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows));
       }
       t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0, pad);
     }

@@ -1,6 +1,7 @@
 // Every op's FLOPs and bytes, derived by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "ridgeline/analysis/single_op.hpp"
@@ -114,6 +115,26 @@ TEST(GemmTiling, FewTilesSplitTheirKLoops) {
   EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
 }
 
+TEST(GemmTiling, TallGemmsPickTheTileWithTheLeastWaves) {
+  // 2^30 rows x 4608 columns on 108 SMs (worked in whole numbers) and 2^50 rows (past them:
+  // in doubles, exact below 2^53), by hand with R = 2^30 or 2^50: 256x128 makes R/256 x 36
+  // tiles, 128x256 R/128 x 18, the same count 36·R/256, in ⌈R/768⌉ waves of 108 x 32768
+  // (R/256 = 2^22 or 2^42, one more than a multiple of 3: (R/256 + 2)/3 waves); 128x128
+  // makes R/128 x 36 = 72·R/256 tiles in ⌈R/384⌉ = (R/128 + 1)/3 waves of 108 x 16384
+  // (R/128 two more than a multiple of 3): work (R/128 + 1) against (R/128 + 4) units, so
+  // 128x128 wins, useful R·4608 / ((R/128 + 1)/3 · 108·16384) = (R/128) / (R/128 + 1).
+  for (const int e : {30, 50}) {
+    const double R = std::ldexp(1.0, e), r128 = R / 128;
+    const GemmTiling t = gemm_tiling(R, 4608, 12288, 1, 108);
+    EXPECT_EQ(t.tile_m, 128) << e;
+    EXPECT_EQ(t.tile_n, 128) << e;
+    EXPECT_EQ(t.tiles, 36 * r128) << e;
+    EXPECT_EQ(t.split_k, 1) << e;
+    EXPECT_EQ(t.waves, (r128 + 1) / 3) << e;
+    EXPECT_NEAR(t.useful, r128 / (r128 + 1), 1e-15) << e;
+  }
+}
+
 TEST(GemmTiling, WithoutMultiprocessorsEveryGemmIsUseful) {
   for (const int sms : {0, -1}) {
     const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, sms);
@@ -131,7 +152,7 @@ TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
   // the shapes whose best tile changes with m and the narrow ones that split K, and past the
   // whole-number range (one multiprocessor, rows by the billions) where it asks gemm_tiling.
-  for (const int sms : {1, 108, 132, 148}) {
+  for (const int sms : {1, 108, 132, 148, 152, 304}) {
     for (const double n : {64.0, 576.0, 1280.0, 4608.0, 14336.0}) {
       for (const double k : {128.0, 8192.0}) {
         const GemmPadding p(n, k, sms);

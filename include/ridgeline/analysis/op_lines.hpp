@@ -4,6 +4,7 @@
 /// time parts on a chip, sums of them over a graph, and an op's realistic parts as lines in
 /// one quantity (tokens, sequences, batch) with the convex envelope of their sum.
 #include <array>
+#include <cmath>
 
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/ops/estimate.hpp"
@@ -161,6 +162,21 @@ inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched,
   p[0] += l.pad_s_per_flop * pad_flops;
   return p;
 }
+/// A quantised GEMM's tile work (ops::GemmPadding::work) at `rows`, from `table` where it has
+/// it: above 256 rows the work depends on the rows only through r = ⌈rows/128⌉, and
+/// table[r − 3] holds it for r from 3 to count + 2 (fill_work_table); elsewhere p.work(rows).
+inline double tabulated_work(const ops::GemmPadding& p, double rows, const double* table, int count) noexcept {
+  if (rows > 256) {
+    const double r = std::ceil(rows * (1.0 / 128));  // exact: a power of two
+    if (r <= count + 2) return table[static_cast<int>(r) - 3];
+  }
+  return p.work(rows);
+}
+/// Fills `count` entries of `table` for tabulated_work.
+inline void fill_work_table(const ops::GemmPadding& p, double* table, int count) noexcept {
+  for (int r = 0; r < count; ++r) table[r] = p.work(128.0 * (r + 3));
+}
+
 /// The padded FLOPs of a line's quantised GEMM at x (0 for other lines).
 inline double pad_flops_at(const OpLine& l, double x) noexcept {
   return l.gemm_rows_per_x > 0 ? l.padding.flops(x * l.gemm_rows_per_x) : 0;

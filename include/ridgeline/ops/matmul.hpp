@@ -86,7 +86,28 @@ class GemmPadding {
   double flops(double m) const noexcept { return from_work(m, work(m)); }
   /// The tiles' matrix work for m rows > 0, in units of 2k FLOPs (waves·sms·tile_m·tile_n /
   /// split_k). Above 256 rows it depends on m only through ⌈m/128⌉ (callers may tabulate it).
-  double work(double m) const noexcept;
+  /// Inline up to 256 rows (one constant) and where every tile shape has at least one tile
+  /// per multiprocessor (no split, the prefill's GEMMs: three whole-number ceilings).
+  double work(double m) const noexcept {
+    const double x = m * (1.0 / 128);  // exact: a power of two
+    if (x > full_lo_ && x <= full_hi_) {
+      auto r = static_cast<std::uint64_t>(x);
+      r += static_cast<double>(r) < x;  // ⌈m/128⌉
+      const std::uint64_t r256 = (r + 1) >> 1, s1 = sms_i_ - 1;
+      const double w0 = static_cast<double>(((r256 * cols_i_[0] + s1) * magic_) >> 40) * wave_work_[0];
+      const double w1 = static_cast<double>(((r * cols_i_[1] + s1) * magic_) >> 40) * wave_work_[1];
+      const double w2 = static_cast<double>(((r * cols_i_[2] + s1) * magic_) >> 40) * wave_work_[2];
+      const double w01 = w1 < w0 ? w1 : w0;
+      return w2 < w01 ? w2 : w01;
+    }
+    if (x > 0 && x <= 2) {  // up to 256 rows (0 without multiprocessors: every constant is 0)
+      const double rows16 = 16 * std::ceil(m * (1.0 / 16));  // exact: a power of two
+      if (x <= 1) return small_ * rows16;
+      const double wide = mid_wide_ * rows16;
+      return wide < mid_rest_ ? wide : mid_rest_;
+    }
+    return work_split(m);
+  }
   /// Padded FLOPs for m rows when the tiles' work is `work` (from work(m)).
   double from_work(double m, double work) const noexcept {
     return sms_ > 0 && m > 0 && m <= kMaxRows ? 2 * k_ * (work > m * n_ ? work - m * n_ : 0) : 0;
@@ -102,6 +123,10 @@ class GemmPadding {
   std::array<std::uint64_t, 3> cols_i_{};
   std::array<double, 3> wave_work_{};  ///< sms·tile_m·tile_n: a full wave's work
   std::uint64_t sms_i_ = 0, magic_ = 0, k_cap_i_ = 0;
+  /// m/128 above full_lo_ and up to full_hi_ (never when lo >= hi): above 256 rows, every tile
+  /// shape has at least sms tiles and fewer than 2^24 − sms, in whole numbers.
+  double full_lo_ = 1, full_hi_ = 0;
+  double work_split(double m) const noexcept;  ///< work() elsewhere
 };
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
