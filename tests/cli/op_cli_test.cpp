@@ -57,6 +57,11 @@ TEST(OpCli, SoftmaxExpRunsOnTheSpecialFunctionUnits) {
   EXPECT_NEAR(j["t_matrix_s"].get<double>(), 4 * 64 * p * 32 / 989.4e12, 1e-12);
   EXPECT_NEAR(j["t_vector_s"].get<double>(), 32 * (5 * p + 8192 * 64) / 66.9e12 + 32 * p * (1 / 3.9e12 - 1 / 66.9e12), 1e-12);
   EXPECT_GT(j["t_vector_s"].get<double>(), j["t_matrix_s"].get<double>());
+  // The H100 PCIe: 16 a clock per SM x 114 SMs at the clock of its 51.2 TFLOP/s of fp32
+  // (114 x 128 cores x 2 a clock): 51.2 / 16 = 3.2 T/s, an exp 16 fp32 FLOPs' time.
+  EXPECT_NEAR(run_json("hw show h100-pcie")["special_function_rate"].get<double>(), 51.2e12 / 16, 1e9);
+  auto pcie = run_json("op attention --q-len 8192 --heads 32 --head-dim 64 --hw h100-pcie");
+  EXPECT_NEAR(pcie["t_vector_s"].get<double>(), 32 * (5 * p + 8192 * 64) / 51.2e12 + 32 * p * (1 / 3.2e12 - 1 / 51.2e12), 1e-12);
   // The FLOPs counted stay the arithmetic's: an exp is one.
   EXPECT_DOUBLE_EQ(j["flops"].get<double>(), 4 * 64 * p * 32 + 32 * (5 * p + 8192 * 64));
   // B200 keeps Hopper's 16 exps per SM per clock with twice the tensor rate per clock: its
