@@ -277,7 +277,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
     const int n = static_cast<int>(std::min(want, static_cast<double>(ServingCurve::kPadTable - used)));
     c.fixed_pad_first[i] = used;
     c.fixed_pad_count[i] = n;
-    fill_work_table(l.padding, &c.fixed_pad[used], n);
+    fill_work_table(l.padding, c.fixed_pad.data() + used, n);
     used += n;
   }
 }
@@ -298,7 +298,7 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
       const ServingCurve::Line& l = c.fixed[i];
       const double rows = B * l.gemm_rows_per_x;
       const double pad = l.gemm_rows_per_x > 0
-                             ? l.padding.from_work(rows, tabulated_work(l.padding, rows, &c.fixed_pad[c.fixed_pad_first[i]], c.fixed_pad_count[i]))
+                             ? l.padding.from_work(rows, tabulated_work(l.padding, rows, c.fixed_pad.data() + c.fixed_pad_first[i], c.fixed_pad_count[i]))
                              : 0;
       t[i] = l.rep * realistic_at(l, B, touched_decode, pad);
     }
