@@ -129,7 +129,8 @@ struct ServingCurve {
   int prefill_switch_count = 0, fixed_switch_count = 0;
   int prefill_count = 0, fixed_count = 0, attention_count = 0;
   /// The decode's quantised GEMMs' tile work above 256 rows, by ⌈rows/128⌉ up to the largest
-  /// batch that fits (analysis::tabulated_work): fixed line i's entries start at
+  /// batch that fits, kPadTable entries in all, line by line while they last
+  /// (analysis::tabulated_work): fixed line i's entries start at
   /// fixed_pad_first[i], fixed_pad_count[i] of them (0: none; the rest are worked out).
   static constexpr int kPadTable = 1024;
   std::array<double, kPadTable> fixed_pad{};

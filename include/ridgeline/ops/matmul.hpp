@@ -86,8 +86,8 @@ class GemmPadding {
   double flops(double m) const noexcept { return from_work(m, work(m)); }
   /// The tiles' matrix work for m rows > 0, in units of 2k FLOPs (waves·sms·tile_m·tile_n /
   /// split_k). Above 256 rows it depends on m only through ⌈m/128⌉ (callers may tabulate it).
-  /// Inline up to 256 rows (one constant) and where every tile shape has at least one tile
-  /// per multiprocessor (no split, the prefill's GEMMs: three whole-number ceilings).
+  /// Inline up to 256 rows (one constant) and, above, where every tile shape has at least one
+  /// tile per multiprocessor (no split, most prefill GEMMs: three whole-number ceilings).
   double work(double m) const noexcept {
     const double x = m * (1.0 / 128);  // exact: a power of two
     if (x > full_lo_ && x <= full_hi_) {
@@ -123,7 +123,7 @@ class GemmPadding {
   std::array<std::uint64_t, 3> cols_i_{};
   std::array<double, 3> wave_work_{};  ///< sms·tile_m·tile_n: a full wave's work
   std::uint64_t sms_i_ = 0, magic_ = 0, k_cap_i_ = 0;
-  /// m/128 above full_lo_ and up to full_hi_ (never when lo >= hi): above 256 rows, every tile
+  /// m/128 above full_lo_ and up to full_hi_ (never when lo > hi): above 256 rows, every tile
   /// shape has at least sms tiles and fewer than 2^24 − sms, in whole numbers.
   double full_lo_ = 1, full_hi_ = 0;
   double work_split(double m) const noexcept;  ///< work() elsewhere
