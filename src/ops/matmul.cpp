@@ -76,13 +76,15 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noex
       const std::int64_t rows = tm < bm ? 1 : (M + bm - 1) >> (bm == 256 ? 8 : 7);
       const std::int64_t cols = tn < bn ? 1 : (N + bn - 1) >> (bn == 256 ? 8 : 7);
       const std::int64_t tiles = B * rows * cols;
-      const std::int64_t split = tiles >= S ? 1 : std::max<std::int64_t>(1, std::min(S / tiles, k_cap));
+      // Fewer tiles than multiprocessors: split at most S/tiles ways, so the slices fill one wave.
+      const bool few = tiles < S;
+      const std::int64_t split = few ? std::max<std::int64_t>(1, std::min(S / tiles, k_cap)) : 1;
       GemmTiling t;
       t.tile_m = static_cast<double>(tm);
       t.tile_n = static_cast<double>(tn);
       t.tiles = static_cast<double>(tiles);
       t.split_k = static_cast<double>(split);
-      t.waves = static_cast<double>((tiles * split + S - 1) / S);
+      t.waves = few ? 1 : static_cast<double>((tiles + S - 1) / S);
       return t;
     });
   }
