@@ -33,9 +33,7 @@ Split split_and_waves(double tiles, double s, double inv_s, double k_cap) noexce
   const double split = tiles >= s ? 1 : std::max(1.0, std::min(std::floor(s / tiles), k_cap));
   return {split, ceil_div(tiles * split, s, inv_s)};
 }
-}  // namespace
 
-namespace {
 // The tiling with the least padded work, waves·sms·tile_m·tile_n / split_k, among
 // kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles, split_k, waves): compared
 // as work / split in whole numbers (exact), the least wins, the first of equal ones.
