@@ -129,7 +129,7 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
     InferenceConfig big = cfg;
     big.batch = std::min<std::int64_t>(r.max_batch, static_cast<std::int64_t>(std::ceil(r.critical_batch)));
     big.batch -= big.batch % cfg.forward.ep;
-    if (big.batch > cfg.batch && served != nullptr && served->prepare(m, sys, cfg)) {
+    if (big.batch > cfg.batch && served != nullptr && served->prepare(m, sys, cfg) == Reject::count) {
       // As an engine serves them: both batches in the continuous-batching steady state.
       big.batch = std::min(big.batch, served->max_batch());
       const ServingPoint now = served->at(B), then = served->at(static_cast<double>(big.batch));

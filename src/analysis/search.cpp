@@ -498,8 +498,8 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
       }
       if (space.batch_model) {
         if (!L.model) L.model = space.batch_model();
-        if (!L.model->prepare(m, sys, cfg)) {
-          reject(Reject::memory);
+        if (const Reject why = L.model->prepare(m, sys, cfg); why != Reject::count) {
+          reject(why);
           return;
         }
       }

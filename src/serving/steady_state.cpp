@@ -116,6 +116,15 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   if (e.policy == StepPolicy::prefill_first && !e.mixed_chunk) return prefill_first(step, e, P, G, B, window);
   SteadyState s;
   const double T = static_cast<double>(e.max_batched_tokens);
+  // An engine that does not chunk prefills admits a prompt whole, in one step whose decodes
+  // leave it room: a prompt over the budget never runs, one within it takes one step. (When
+  // the mean decodes leave less room than a prompt, prompts wait for room in the engine;
+  // not modelled: docs/serving.md#steady-state.)
+  const bool whole = !e.chunked_prefill;
+  if (whole && P > T) {
+    s.stable = false;
+    return s;
+  }
   // L, the steps of a request's cycle: its prompt's chunks (at least ceil(P / c) steps with
   // c = T - n_d the budget decodes leave), then G - 1 decode steps; and no fewer than the
   // prefill capacity allows, B·P / c steps for B prompts. n_d = B(G - 1)/L depends on L:
@@ -129,7 +138,7 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
       s.stable = false;
       return s;
     }
-    const double next = std::max(G - 1 + std::ceil(P / c), B * P / c);
+    const double next = std::max(G - 1 + (whole ? 1 : std::ceil(P / c)), B * P / c);
     if (std::abs(next - L) <= 1e-9 * L) {
       L = next;
       break;
@@ -141,7 +150,7 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   s.decode_seqs = B * (G - 1) / L;
   s.prefill_tokens = B * P / L;
   const double kv = P + G / 2;  // a decode step's mean context (with the token it computes)
-  const double chunk = std::min(P, c);  // a prompt's chunk
+  const double chunk = whole ? P : std::min(P, c);  // a prompt's chunk
   const double chunks_of = std::ceil(P / chunk);
   const double chunk_kv = chunk * (chunks_of + 1) / 2;  // a chunk's mean end context over the prompt
   // A closed loop seen by one user: its own prompt arrives in its own prefill steps, never in
@@ -173,12 +182,15 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   return s;
 }
 
-bool ContinuousBatching::prepare(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg) {
+analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const hw::System& sys,
+                                             const analysis::InferenceConfig& cfg) {
   ServeConfig sc;
   sc.forward = cfg.forward;
   sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp);
+  // An engine that does not chunk prefills runs a prompt in one step, within its budget.
+  if (!sc.engine.chunked_prefill && cfg.prompt > sc.engine.max_batched_tokens) return analysis::Reject::too_long;
   mem_ = serve_memory(m, sys, sc);
-  if (mem_.kv_blocks < 1) return false;
+  if (mem_.kv_blocks < 1) return analysis::Reject::memory;
   engine_ = sc.engine;
   prompt_ = static_cast<double>(cfg.prompt);
   gen_ = static_cast<double>(cfg.gen);
@@ -188,7 +200,7 @@ bool ContinuousBatching::prepare(const model::ModelConfig& m, const hw::System& 
   max_batch_ = mem_.kv_blocks / per;
   if (engine_.max_num_seqs > 0) max_batch_ = std::min(max_batch_, engine_.max_num_seqs);
   step_->prepare(m, sys, engine_forward(cfg.forward, engine_));
-  return true;
+  return analysis::Reject::count;
 }
 
 analysis::ServingPoint ContinuousBatching::at(double batch) const {

@@ -105,6 +105,27 @@ TEST(SearchCli, InferContinuousBatchingIsTheDefault) {
   expect_bad("search infer --model llama-3.1-8b --engine tgi", "--engine");
 }
 
+TEST(SearchCli, PromptsOverTheBudgetOfAnEngineThatDoesNotChunk) {
+  // TensorRT-LLM's preset runs whole prompts (chunked prefill off) within 8192 tokens a step:
+  // 12000-token prompts never run, as `serve` finds request by request. Each of the four
+  // groups (1 chip, tp 1; weights bf16 and fp8 x KV bf16 and fp8) is one rejected plan,
+  // too_long. vLLM chunks them and serves them.
+  const std::string space = " --model llama-3.1-8b --hw h100-sxm --chips-max 1 --prompt 12000 --gen 100 --json";
+  auto t = run_json("search infer --engine trtllm" + space);
+  EXPECT_EQ(t["feasible"], 0);
+  EXPECT_EQ(t["evaluated"], 4);
+  EXPECT_EQ(t["rejected"]["too_long"], 4);
+  EXPECT_TRUE(t["best"].empty());
+  auto served = run_json("serve --engine trtllm --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 20 --prompt 12000 --gen 100 --json");
+  EXPECT_EQ(served["rejected_requests"], 20);
+  auto v = run_json("search infer --engine vllm" + space);
+  EXPECT_GT(v["feasible"].get<int>(), 0);
+  EXPECT_FALSE(v["rejected"].contains("too_long"));
+  // Within the budget the preset runs them: 8192-token prompts.
+  auto within = run_json("search infer --engine trtllm --model llama-3.1-8b --hw h100-sxm --chips-max 1 --prompt 8192 --gen 100 --json");
+  EXPECT_GT(within["feasible"].get<int>(), 0);
+}
+
 TEST(SearchCli, TextAndNoFeasiblePlan) {
   RunResult r = run("search train --model llama-3.1-405b --hw a100-40gb --gpus 8 --global-batch 8");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -46,6 +46,28 @@ TEST(SteadyState, OneUserIsAPrefillStepThenDecodeStepsAlone) {
   EXPECT_NEAR(s.output_tokens_per_s, 100 / (ttft + 99 * tpot), 1e-9);
 }
 
+TEST(SteadyState, AnEngineThatDoesNotChunkRunsNoPromptOverItsBudget) {
+  // TensorRT-LLM's preset runs each prompt whole in one step of at most 8192 tokens: a prompt
+  // of 8193 never starts; one of 8192 does, alone in its step (B = 1: TTFT one prefill step).
+  // vLLM's chunks the longer prompt.
+  Fixture x;
+  const EngineConfig trt = engine_preset(EngineKind::trtllm, x.sys.chip, 1);
+  EXPECT_FALSE(steady_state(x.step, trt, 8193, 100, 1, 0).stable);
+  const SteadyState fits = steady_state(x.step, trt, 8192, 100, 1, 0);
+  EXPECT_TRUE(fits.stable);
+  EXPECT_DOUBLE_EQ(fits.prefill_steps, 1);
+  EXPECT_TRUE(steady_state(x.step, x.e, 8193, 100, 1, 0).stable);
+  // The search's model says why a group cannot run: too_long, before any memory is sized.
+  analysis::InferenceConfig cfg;
+  cfg.prompt = 12000;
+  cfg.gen = 100;
+  ContinuousBatching t(EngineKind::trtllm), v(EngineKind::vllm);
+  EXPECT_EQ(t.prepare(x.m, x.sys, cfg), analysis::Reject::too_long);
+  EXPECT_EQ(v.prepare(x.m, x.sys, cfg), analysis::Reject::count);
+  cfg.prompt = 8192;
+  EXPECT_EQ(t.prepare(x.m, x.sys, cfg), analysis::Reject::count);
+}
+
 TEST(SteadyState, DecodesFillingTheBudgetLeaveNoRoomForPrompts) {
   // 9000 users of 10 + 1000 tokens: B(G - 1)/L decodes alone exceed the 8192-token budget.
   Fixture x;
@@ -173,7 +195,7 @@ TEST(SteadyState, TheSearchReturnsThePlansSteadyStateNumbers) {
     ASSERT_FALSE(r.best.empty());
     for (const analysis::InferPlan& p : r.best) {
       ContinuousBatching cb(kind);
-      ASSERT_TRUE(cb.prepare(x.m, x.sys, analysis::infer_config(s.base, p)));
+      ASSERT_EQ(cb.prepare(x.m, x.sys, analysis::infer_config(s.base, p)), analysis::Reject::count);
       const analysis::ServingPoint pt = cb.at(static_cast<double>(p.batch));
       EXPECT_TRUE(pt.fits);
       EXPECT_EQ(p.ttft_s, pt.ttft_s);
@@ -201,7 +223,7 @@ TEST(SteadyState, AdviceOnTheBatchIsSizedAsTheEngineServesIt) {
   const auto it = std::find_if(advice.begin(), advice.end(), [](const analysis::Advice& a) { return a.rule == "batch-below-critical"; });
   ASSERT_NE(it, advice.end());
   ContinuousBatching cb(EngineKind::vllm);
-  ASSERT_TRUE(cb.prepare(x.m, x.sys, cfg));
+  ASSERT_EQ(cb.prepare(x.m, x.sys, cfg), analysis::Reject::count);
   std::int64_t big = std::min<std::int64_t>(r->max_batch, static_cast<std::int64_t>(std::ceil(r->critical_batch)));
   big = std::min(big, cb.max_batch());
   const analysis::ServingPoint now = cb.at(8), then = cb.at(static_cast<double>(big));

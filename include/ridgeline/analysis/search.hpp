@@ -91,8 +91,10 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
 class BatchModel {
  public:
   virtual ~BatchModel() = default;
-  /// False when the group cannot run at all (no room for a cache block).
-  virtual bool prepare(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg) = 0;
+  /// Why the group cannot run at all (Reject::memory: no room for a cache block;
+  /// Reject::too_long: its prompts exceed the token budget of an engine that does not chunk
+  /// them), Reject::count when it can.
+  virtual Reject prepare(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg) = 0;
   virtual ServingPoint at(double batch) const = 0;
   virtual std::int64_t max_batch() const = 0;  ///< the most sequences it serves (cache, sequence limit)
 };

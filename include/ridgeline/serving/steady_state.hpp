@@ -21,7 +21,7 @@ struct SteadyState {
   double decode_seqs = 0;      ///< decode sequences in a step, B(G - 1)/L
   double prefill_tokens = 0;   ///< prompt tokens in a step, B·P/L
   double ttft_s = 0, tpot_s = 0, e2e_s = 0, output_tokens_per_s = 0;
-  bool stable = true;          ///< false: decodes alone fill the token budget, prompts never start
+  bool stable = true;          ///< false: decodes alone fill the token budget, prompts never start (or, on an engine that does not chunk prefills, a prompt exceeds the budget)
 };
 
 /// The steady state of `batch` users (see the header comment) under engine `e` priced by
@@ -34,7 +34,7 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double pr
 class ContinuousBatching final : public analysis::BatchModel {
  public:
   explicit ContinuousBatching(EngineKind kind) : kind_(kind) {}
-  bool prepare(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg) override;
+  analysis::Reject prepare(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg) override;
   analysis::ServingPoint at(double batch) const override;
   std::int64_t max_batch() const override { return max_batch_; }
 
