@@ -96,6 +96,16 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
                    0, "", "raise --tp, or store weights in fp8/int8/int4 (--weight-dtype) and the KV cache in fp8 (--kv-dtype)",
                    "memory"});
   }
+  // The engine serving the users, when one is given: whether it can run them at all.
+  const Reject served_fault = served != nullptr ? served->prepare(m, sys, cfg) : Reject::count;
+  if (served_fault == Reject::too_long) {
+    out.push_back({"prompt-over-budget",
+                   fmt::format("the engine runs each prompt whole in one step of its token budget, and a {}-token prompt exceeds "
+                               "it: no request is ever served",
+                               cfg.prompt),
+                   0, "", "turn on chunked prefill (TensorRT-LLM: enable_chunked_prefill) or raise the token budget (max_num_tokens) "
+                   "above the prompt", "docs/serving.md#steady-state"});
+  }
   // Seed 004: small batch -> launch overhead; CUDA graphs.
   if (!cfg.cuda_graphs && steps >= 1 && r.cuda_graphs_gain_s > 0.05 * r.decode_last.t_realistic_s) {
     out.push_back({"cuda-graphs",
@@ -129,7 +139,7 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
     InferenceConfig big = cfg;
     big.batch = std::min<std::int64_t>(r.max_batch, static_cast<std::int64_t>(std::ceil(r.critical_batch)));
     big.batch -= big.batch % cfg.forward.ep;
-    if (big.batch > cfg.batch && served != nullptr && served->prepare(m, sys, cfg) == Reject::count) {
+    if (big.batch > cfg.batch && served != nullptr && served_fault == Reject::count) {
       // As an engine serves them: both batches in the continuous-batching steady state.
       big.batch = std::min(big.batch, served->max_batch());
       const ServingPoint now = served->at(B), then = served->at(static_cast<double>(big.batch));

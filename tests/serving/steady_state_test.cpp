@@ -230,6 +230,17 @@ TEST(SteadyState, AdviceOnTheBatchIsSizedAsTheEngineServesIt) {
   EXPECT_NEAR(it->gain_s, (1 / now.output_tokens_per_s - 1 / then.output_tokens_per_s) * 8 * 256, 1e-12);
   EXPECT_NE(it->fix.find(fmt::format("serve {} users continuously", big)), std::string::npos) << it->fix;
   EXPECT_NE(it->fix.find(format_quantity(then.ttft_s, Quantity::time)), std::string::npos) << it->fix;
+  // TensorRT-LLM's preset never runs 12000-token prompts (whole, within 8192 tokens a step):
+  // the advice says so, and sizes no batch for it.
+  cfg.prompt = 12000;
+  analysis::infer(x.m, x.sys, cfg, *r);
+  ContinuousBatching trt(EngineKind::trtllm);
+  const std::vector<analysis::Advice> none = analysis::advise_inference(x.m, x.sys, cfg, *r, &trt);
+  auto rule = [&](const char* name) {
+    return std::find_if(none.begin(), none.end(), [&](const analysis::Advice& a) { return a.rule == name; }) != none.end();
+  };
+  EXPECT_TRUE(rule("prompt-over-budget"));
+  EXPECT_FALSE(rule("batch-below-critical"));
 }
 
 }  // namespace
