@@ -76,8 +76,8 @@ std::string_view name(Reject r) noexcept {
     case Reject::interleave: return "interleave";
     case Reject::sequence_parallel: return "sequence_parallel";
     case Reject::dtype: return "dtype";
-    case Reject::memory: return "memory";
     case Reject::too_long: return "too_long";
+    case Reject::memory: return "memory";
     case Reject::ttft: return "ttft";
     case Reject::tpot: return "tpot";
     case Reject::count: break;

@@ -444,9 +444,7 @@ class Simulation {
   bool fits(const Tier& k, const Req& q) const {
     const EngineConfig& e = k.engine;
     const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
-    const bool whole = !e.chunked_prefill && (e.policy == StepPolicy::running_first || e.policy == StepPolicy::generation_first);
-    const std::int64_t whole_tokens = e.policy == StepPolicy::running_first ? q.input + q.output : q.input;
-    return blocks <= k.mem.kv_blocks && !(whole && whole_tokens > e.max_batched_tokens);
+    return blocks <= k.mem.kv_blocks && fits_budget(e, static_cast<double>(q.input), static_cast<double>(q.output));
   }
 
   Tier& tier(const Replica& r) { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }

@@ -116,19 +116,19 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   if (e.policy == StepPolicy::prefill_first && !e.mixed_chunk) return prefill_first(step, e, P, G, B, window);
   SteadyState s;
   const double T = static_cast<double>(e.max_batched_tokens);
-  // An engine that does not chunk prefills admits a prompt whole, in one step whose decodes
-  // leave it room: a prompt over the budget never runs, one within it takes one step. (When
-  // the mean decodes leave less room than a prompt, prompts wait for room in the engine;
-  // not modelled: docs/serving.md#steady-state.)
-  const bool whole = !e.chunked_prefill;
-  if (whole && P > T) {
+  // An engine that runs prompts whole admits one in a step whose decodes leave it room: a
+  // prompt over the budget never runs (fits_budget, the simulator's rule), one within it takes
+  // one step. (When the mean decodes leave less room than a prompt, prompts wait for room in
+  // the engine; not modelled: docs/serving.md#steady-state.)
+  const bool whole = whole_prompts(e);
+  if (!fits_budget(e, P, G)) {
     s.stable = false;
     return s;
   }
   // L, the steps of a request's cycle: its prompt's chunks (at least ceil(P / c) steps with
   // c = T - n_d the budget decodes leave), then G - 1 decode steps; and no fewer than the
   // prefill capacity allows, B·P / c steps for B prompts. n_d = B(G - 1)/L depends on L:
-  // iterated to its fixed point (L only grows, bounded).
+  // iterated to its fixed point (64 rounds at most).
   double L = std::max(1.0, G);
   double c = T;
   for (int i = 0; i < 64; ++i) {
@@ -187,8 +187,8 @@ analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const 
   ServeConfig sc;
   sc.forward = cfg.forward;
   sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp);
-  // An engine that does not chunk prefills runs a prompt in one step, within its budget.
-  if (!sc.engine.chunked_prefill && cfg.prompt > sc.engine.max_batched_tokens) return analysis::Reject::too_long;
+  // An engine that runs prompts whole runs each in one step, within its budget.
+  if (!fits_budget(sc.engine, static_cast<double>(cfg.prompt), static_cast<double>(cfg.gen))) return analysis::Reject::too_long;
   mem_ = serve_memory(m, sys, sc);
   if (mem_.kv_blocks < 1) return analysis::Reject::memory;
   engine_ = sc.engine;

@@ -267,8 +267,8 @@ enum class Reject : std::uint8_t {
   interleave,       ///< interleaving needs the micro-batches to be a multiple of pp
   sequence_parallel,  ///< --seq not divisible by tp
   dtype,            ///< the chip has no matrix rate (or no memory) for the plan's dtype
-  memory,           ///< does not fit (with the headroom)
   too_long,         ///< serving: a prompt longer than the token budget of an engine that does not chunk prefills
+  memory,           ///< does not fit (with the headroom)
   ttft,             ///< serving: time to first token above --ttft-max
   tpot,             ///< serving: time per output token above --tpot-max
   count

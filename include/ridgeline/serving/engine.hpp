@@ -94,6 +94,20 @@ EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64
 /// Throws InputError naming the flag for knobs no engine could run with.
 void validate(const EngineConfig& e);
 
+/// Whether `e` runs prompts whole, each in one step of its token budget: prompts not chunked
+/// under a mixed-step scheduler (TensorRT-LLM's preset; vLLM without chunked prefill).
+/// SGLang's prefill-first steps hold a whole prompt of any length.
+constexpr bool whole_prompts(const EngineConfig& e) noexcept {
+  return !e.chunked_prefill && (e.policy == StepPolicy::running_first || e.policy == StepPolicy::generation_first);
+}
+/// Whether a request of `input` prompt and `output` generated tokens fits one step's budget
+/// of `e` as it must when prompts run whole (TensorRT-LLM: the prompt; vLLM, which may preempt
+/// it and then recomputes prompt and outputs in one step: both); always when they do not.
+constexpr bool fits_budget(const EngineConfig& e, double input, double output) noexcept {
+  const double whole = e.policy == StepPolicy::running_first ? input + output : input;
+  return !whole_prompts(e) || whole <= static_cast<double>(e.max_batched_tokens);
+}
+
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
