@@ -129,21 +129,34 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
   // c = T - n_d the budget decodes leave), then G - 1 decode steps; and no fewer than the
   // prefill capacity allows, B·P / c steps for B prompts. n_d = B(G - 1)/L depends on L:
   // iterated to its fixed point (64 rounds at most).
+  auto need = [&](double c) { return std::max(G - 1 + (whole ? 1 : std::ceil(P / c)), B * P / c); };
   double L = std::max(1.0, G);
   double c = T;
-  for (int i = 0; i < 64; ++i) {
+  bool converged = false;
+  for (int i = 0; i < 64 && !converged; ++i) {
     const double nd = B * (G - 1) / L;
     c = T - nd;
     if (c < 1) {
       s.stable = false;
       return s;
     }
-    const double next = std::max(G - 1 + (whole ? 1 : std::ceil(P / c)), B * P / c);
-    if (std::abs(next - L) <= 1e-9 * L) {
-      L = next;
-      break;
-    }
+    const double next = need(c);
+    converged = std::abs(next - L) <= 1e-9 * L;
     L = next;
+  }
+  if (!converged) {
+    // The steps needed fall as L rises (fewer decodes a step leave more room), so the rounds
+    // can circle the fixed point: L - need rises with L, and the least L that meets its need
+    // is found by bisection, from where the decodes leave one token (c = 1) upwards.
+    auto room = [&](double l) { return T - B * (G - 1) / l; };
+    double lo = std::max(1.0, B * (G - 1) / (T - 1)), hi = std::max(lo, G);
+    for (int i = 0; i < 64 && hi < need(room(hi)); ++i) hi *= 2;
+    for (int i = 0; i < 100; ++i) {
+      const double mid = lo + (hi - lo) / 2;
+      (mid < need(room(mid)) ? lo : hi) = mid;
+    }
+    L = hi;
+    c = room(L);
   }
   s.cycle_steps = L;
   s.prefill_steps = L - (G - 1);

@@ -68,6 +68,19 @@ TEST(SteadyState, AnEngineThatDoesNotChunkRunsNoPromptOverItsBudget) {
   EXPECT_EQ(t.prepare(x.m, x.sys, cfg), analysis::Reject::count);
 }
 
+TEST(SteadyState, ACycleBoundByTheBudgetIsFoundWhereTheRoundsCircle) {
+  // 7600 users of 100 + 1000 tokens in 8192-token steps: each needs 1000 steps a cycle at
+  // least, and the cycle's 7600·(100 + 999) tokens take 7600·1099/8192 = 1019.580078125
+  // steps of the budget. There the decodes, 7600·999/L = 7446.6 a step, leave c = 745.4
+  // tokens: its prompt fits one step (999 + 1 = 1000 below L) and B·P/c = L. Iterated, the
+  // rounds alternate between 1000 and 1267.5 and never settle.
+  Fixture x;
+  const SteadyState s = steady_state(x.step, x.e, 100, 1000, 7600, 0);
+  EXPECT_TRUE(s.stable);
+  EXPECT_NEAR(s.cycle_steps, 7600.0 * 1099 / 8192, 1e-6);
+  EXPECT_NEAR(s.decode_seqs, 7600.0 * 999 / (7600.0 * 1099 / 8192), 1e-6);
+}
+
 TEST(SteadyState, DecodesFillingTheBudgetLeaveNoRoomForPrompts) {
   // 9000 users of 10 + 1000 tokens: B(G - 1)/L decodes alone exceed the 8192-token budget.
   Fixture x;
