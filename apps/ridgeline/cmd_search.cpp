@@ -142,6 +142,14 @@ struct ServeSearchFlags {
   std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill;
 };
 
+// A knob the search tries on, off or both ways (both: `first`, then the other).
+std::vector<bool> on_off_both(const std::string& v, const char* flag, bool first) {
+  if (v == "on") return {true};
+  if (v == "off") return {false};
+  if (v == "both") return {first, !first};
+  throw InputError(fmt::format("{}: '{}' is not on, off or both", flag, v));
+}
+
 void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   f->app = app;
   add_hardware_flags(app, f->hw);
@@ -285,10 +293,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     s.drafts.push_back(std::move(c));  // planning::validate checks each draft's rates cover every count
   }
   s.spec_tokens = ks;
-  if (v->disagg == "off") s.disaggregated = {false};
-  else if (v->disagg == "on") s.disaggregated = {true};
-  else if (v->disagg == "both") s.disaggregated = {false, true};
-  else throw InputError(fmt::format("--disagg: '{}' is not off, on or both", v->disagg));
+  s.disaggregated = on_off_both(v->disagg, "--disagg", false);
   if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
   const auto router = serving::parse_router(v->router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
@@ -318,10 +323,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.split_search = v->disagg_split == "search";
   s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
   s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
-  if (v->chunked_prefill == "on") s.chunked_prefill = {true};
-  else if (v->chunked_prefill == "off") s.chunked_prefill = {false};
-  else if (v->chunked_prefill == "both") s.chunked_prefill = {true, false};
-  else if (!v->chunked_prefill.empty()) throw InputError(fmt::format("--chunked-prefill: '{}' is not on, off or both", v->chunked_prefill));
+  if (!v->chunked_prefill.empty()) s.chunked_prefill = on_off_both(v->chunked_prefill, "--chunked-prefill", true);
   if (!v->weight_dtypes.empty()) {
     for (DType d : dtype_list(v->weight_dtypes, "--weight-dtype")) s.weight_dtypes.emplace_back(d);
   }

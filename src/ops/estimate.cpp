@@ -196,8 +196,9 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
 
 void add_host_time(Estimate& e, double host_s) noexcept {
   if (!(host_s > 0)) return;
+  const double device = e.t_lower_s - e.t_host_s;  // the device's own perfect-overlap time
   e.t_host_s += host_s;
-  e.host_longer = e.t_host_s > e.t_lower_s - (e.t_host_s - host_s);  // against the device's own time
+  e.host_longer = e.t_host_s > device;
   e.t_lower_s += host_s;
   e.t_upper_s += host_s;
   e.t_sum_at_peak_s += host_s;
