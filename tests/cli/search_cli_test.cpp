@@ -230,6 +230,7 @@ TEST(SearchServeCli, ChunkedPrefillOnOffOrBoth) {
   auto s = run_json(command.substr(10));
   for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --chunked-prefill maybe", "--chunked-prefill: 'maybe'");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --disagg maybe", "--disagg: 'maybe' is not on, off or both");
 }
 
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {
