@@ -12,6 +12,11 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::pointwise: return "pointwise";
     case KernelClass::collective: return "collective";
     case KernelClass::attention_backward: return "attention_backward";
+    case KernelClass::attention_decode: return "attention_decode";
+    case KernelClass::gemm_expert: return "gemm_expert";
+    case KernelClass::norm: return "norm";
+    case KernelClass::sampling: return "sampling";
+    case KernelClass::allreduce_custom: return "allreduce_custom";
   }
   return "other";
 }

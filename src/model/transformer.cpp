@@ -122,7 +122,10 @@ void collective(Ctx& c, const char* name, Block block, comm::Collective kind, do
       c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_};
     }
   }
-  c.g.add(name, OpClass::comm, block, l.cost).collective = static_cast<std::int8_t>(l.index);
+  GraphOp& op = c.g.add(name, OpClass::comm, block, l.cost);
+  op.collective = static_cast<std::int8_t>(l.index);
+  // A serving engine's own all-reduce (peers' buffers read over NVLink in one or two shots).
+  if (kind == comm::Collective::all_reduce && algo == comm::Algo::direct) op.kernel = hw::KernelClass::allreduce_custom;
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
@@ -151,6 +154,8 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
 GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::AttentionCounts& n, Scale scale) {
   GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a, n));
   op.scale = scale;
+  // Decode tokens over the cache run a decode kernel (attention_ops refines a fused one).
+  if (scale == Scale::decode_attention) op.kernel = hw::KernelClass::attention_decode;
   if (c.g.attention_count < model::Graph::kMaxAttention) {
     op.attention = static_cast<std::int8_t>(c.g.attention_count);
     c.g.attention[c.g.attention_count++] = a;
@@ -181,7 +186,10 @@ GraphOp* attention_ops(Ctx& c, const ops::AttentionShape& a, bool prefill, bool 
     if (!has_p && !has_d) return nullptr;
     ops::AttentionCounts both = p;
     both += d;
-    return &attention_op(c, a, both, Scale::fused_attention);
+    GraphOp& op = attention_op(c, a, both, Scale::fused_attention);
+    // One varlen kernel: with no prefill chunk in it, it runs as a decode kernel.
+    if (!has_p) op.kernel = hw::KernelClass::attention_decode;
+    return &op;
   }
   GraphOp* first = nullptr;
   if (has_p) first = &attention_op(c, a, p, Scale::prefill_attention);
@@ -382,6 +390,7 @@ void moe_mlp(Ctx& c) {
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
+    op.kernel = hw::KernelClass::gemm_expert;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
     op.cost.main_bytes += (touched - 1) * per_expert_local * wb;

@@ -102,7 +102,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     // The gemm class: its own figure, else the measured matmul rate in each dtype, else the chip's.
     for (int d = 0; d < kDTypeCount; ++d) {
       const double measured = chip.matmul_achievable_flops_per_s[d], peak = chip.matrix_flops_per_s[d];
-      const bool gemm = k == static_cast<int>(hw::KernelClass::gemm);
+      const bool gemm = hw::parent(static_cast<hw::KernelClass>(k)) == hw::KernelClass::gemm;
       achievable[k].inv_matrix[d] = own && c.matrix > 0 ? 1 / c.matrix
                                     : gemm && measured > 0 && peak > 0 ? peak / measured
                                                                        : 1 / e.matrix;

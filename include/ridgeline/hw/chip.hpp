@@ -40,13 +40,35 @@ struct LinkSpec {
 };
 
 /// What kind of kernel an op is, for per-class efficiencies (docs/cost-model.md#efficiency).
-/// `attention_backward`: attention's backward kernels (FlashAttention's bwd), which reach a
-/// lower fraction of the matrix peak than its forward; without figures of its own it takes
-/// the attention class's.
-enum class KernelClass : std::uint8_t { other, gemm, attention, pointwise, collective, attention_backward };
-inline constexpr int kKernelClassCount = 6;
-/// "other", "gemm", "attention", "pointwise", "collective", "attention_backward".
+/// The classes after `attention_backward` refine a parent class (hw::parent) and take its
+/// figures, field by field, where they give none: `attention_backward` (FlashAttention's
+/// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
+/// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) refines gemm;
+/// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
+/// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
+/// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
+/// give a class its own figures (docs/cost-model.md#kernel-curves).
+enum class KernelClass : std::uint8_t {
+  other, gemm, attention, pointwise, collective, attention_backward,
+  attention_decode, gemm_expert, norm, sampling, allreduce_custom
+};
+inline constexpr int kKernelClassCount = 11;
+/// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
+/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom".
 std::string_view name(KernelClass k) noexcept;
+/// The class whose figures `k` takes where it has none of its own (`k` itself for the
+/// classes gemm, attention, pointwise, collective and other).
+constexpr KernelClass parent(KernelClass k) noexcept {
+  switch (k) {
+    case KernelClass::attention_backward:
+    case KernelClass::attention_decode: return KernelClass::attention;
+    case KernelClass::gemm_expert: return KernelClass::gemm;
+    case KernelClass::norm:
+    case KernelClass::sampling: return KernelClass::pointwise;
+    case KernelClass::allreduce_custom: return KernelClass::collective;
+    default: return k;
+  }
+}
 
 /// What one class of kernels achieves: a fraction of each peak (0: the chip-wide figure)
 /// and a fixed time per kernel on the chip (ramp-up, tail wave, synchronisation). A kernel
@@ -75,12 +97,13 @@ struct EfficiencySpec {
   std::array<ClassEfficiency, kKernelClassCount> kernel{};
 };
 
-/// A class's own figures where it gives them; attention's backward falls back, figure by
-/// figure, to the attention class's before the chip-wide ones.
+/// A class's own figures where it gives them; a refining class falls back, figure by
+/// figure, to its parent class's (hw::parent) before the chip-wide ones.
 inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
-  if (k == KernelClass::attention_backward) {
-    const ClassEfficiency& a = e.kernel[static_cast<int>(KernelClass::attention)];
+  const KernelClass p = parent(k);
+  if (p != k) {
+    const ClassEfficiency& a = e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;
     if (c.vector <= 0) c.vector = a.vector;
     if (c.memory <= 0) c.memory = a.memory;
