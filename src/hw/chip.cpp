@@ -21,6 +21,20 @@ std::string_view name(KernelClass k) noexcept {
   return "other";
 }
 
+std::string_view name(CurveOp o) noexcept {
+  switch (o) {
+    case CurveOp::matmul: return "matmul";
+    case CurveOp::decode_attention: return "decode_attention";
+    case CurveOp::rmsnorm: return "rmsnorm";
+    case CurveOp::elementwise: return "elementwise";
+    case CurveOp::allreduce: return "allreduce";
+    case CurveOp::moe: return "moe";
+  }
+  return "matmul";
+}
+
+std::string_view name(CurveTiming t) noexcept { return t == CurveTiming::graph ? "graph" : "kernel"; }
+
 std::string_view name(LinkScope s) noexcept {
   switch (s) {
     case LinkScope::node: return "node";

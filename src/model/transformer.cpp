@@ -85,9 +85,11 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   return op;
 }
 
-GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params) {
+// `residual`: the residual add fused in front of the norm (ops::add_residual).
+GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params, bool residual = false) {
   ops::RowsShape s{rows, cols, c.act, DType::fp32};
   Cost cost = c.m.norm == NormKind::rmsnorm ? ops::rmsnorm_cost(s) : ops::layernorm_cost(s);
+  if (residual) ops::add_residual(cost, s);
   GraphOp& op = c.g.add(name, OpClass::norm, block, cost);
   const double per = c.m.norm == NormKind::rmsnorm ? 1 : 2;  // gamma (and beta)
   op.params = op.active_params = per * params;
@@ -99,12 +101,7 @@ GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, d
 // residual and writes the sum back, one add per element.
 GraphOp& residual_norm(Ctx& c, const char* name, const char* fused_name, Block block, double rows, double cols, double params) {
   if (!c.f.merged_kernels) return norm(c, name, block, rows, cols, params);
-  GraphOp& op = norm(c, fused_name, block, rows, cols, params);
-  const double residual = rows * cols * bytes(c.act);
-  op.cost.main_bytes += 2 * residual;  // read it, and store the sum
-  op.cost.main_store_bytes += residual;
-  op.cost.vector_flops += rows * cols;
-  return op;
+  return norm(c, fused_name, block, rows, cols, params, true);
 }
 
 void elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {

@@ -110,6 +110,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);
     achievable[k].inv_memory = 1 / (own && c.memory > 0 ? c.memory : e.memory);
     achievable[k].inv_link = 1 / (own && c.link > 0 ? c.link : e.link);
+    achievable[k].own_link = own && c.link > 0;
     achievable[k].overhead_s = own && c.overhead_s > 0 ? c.overhead_s : e.overhead_s;
   }
 }
