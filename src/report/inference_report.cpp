@@ -263,10 +263,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                        cfg.cuda_graphs ? " (on)" : "");
   }
   if (cfg.gen > 1 && (r.decode_total.kernel_fixed_s > 0 || r.decode_total.link_latency_s > 0)) {
-    // What a step costs whatever its bytes and FLOPs: kernel boundaries and collective latency.
+    // What a step costs whatever its bytes and FLOPs: kernels' fixed times and collective latency.
     const double n = static_cast<double>(cfg.gen - 1), step = r.decode_total.t_realistic_s / n;
     const double fixed = r.decode_total.kernel_fixed_s / n, lat = r.decode_total.link_latency_s / n;
-    out += fmt::format("floor       of a {} decode step: kernel boundaries {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
+    out += fmt::format("floor       of a {} decode step: kernels' fixed times {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
                        t(step), t(fixed), 100 * fixed / step, t(lat), 100 * lat / step);
   }
   if (cfg.spec.on() && cfg.gen > 1) {

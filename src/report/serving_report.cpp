@@ -248,7 +248,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
   if (r.decode_step.device_s > 0) {
     const serving::DecodeStepComposition& d = r.decode_step;
-    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernel boundaries {} "
+    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernels' fixed times {} "
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
