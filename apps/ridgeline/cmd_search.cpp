@@ -332,10 +332,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   }
   for (const std::string& item : split_list(v->engines)) {
     const auto kind = serving::parse_engine(item);
-    if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", item));
+    if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", item));
     if (std::find(s.engines.begin(), s.engines.end(), *kind) == s.engines.end()) s.engines.push_back(*kind);
   }
-  b.engine.kind = s.engines.front();
+  b.engine.kind = s.engines.front().kind;
+  b.engine.version = s.engines.front().version;
   s.max_gpus = parse_positive_int(v->max_gpus, "--max-gpus");
   s.top = static_cast<int>(std::min<long long>(parse_positive_int(v->top, "--top"), 1000000));
   if (v->max_rate != "on" && v->max_rate != "off") throw InputError(fmt::format("--max-rate: '{}' is not on or off", v->max_rate));
@@ -576,9 +577,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
                         analysis::InferSearchSpace s;
                         const auto kind = serving::parse_engine(g->engine);
-                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", g->engine));
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", g->engine));
                         s.engine = g->engine;
-                        if (*kind != serving::EngineKind::static_batch) {
+                        if (kind->kind != serving::EngineKind::static_batch) {
                           s.batch_model = [k = *kind] { return std::make_unique<serving::ContinuousBatching>(k); };
                         }
                         s.chips_max = parse_positive_int(g->chips_max, "--chips-max");

@@ -55,7 +55,7 @@ double horizon_s(const std::string& v) {
 // The engine's preset at tensor parallelism `tp` with the knobs given as flags.
 serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, const model::ForwardConfig& forward, std::int64_t tp) {
   const auto kind = serving::parse_engine(f.engine);
-  if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
+  if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", f.engine));
   serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp);
   if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
   if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;

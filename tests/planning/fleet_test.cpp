@@ -72,6 +72,7 @@ TEST(Fleet, ReplicasRoundRobinAtConstantRateAreOneReplicaAtItsShare) {
     FleetSpace s = space(lambda, 200 * R);
     s.base.workload.arrival = Arrival::constant;
     Deployment d;
+    d.engine = {serving::EngineKind::vllm, 13};  // the host between steps: no step is planned a step ahead
     d.tp = 1;
     d.replicas = R;
     d.max_num_seqs = 256;

@@ -42,7 +42,7 @@ struct DraftChoice {
 struct FleetSpace {
   serving::ServeConfig base;
   std::vector<ChipChoice> chips;
-  std::vector<serving::EngineKind> engines;       ///< empty: base.engine.kind
+  std::vector<serving::EngineRef> engines;        ///< empty: base.engine's kind and version
   std::vector<std::int64_t> tp;                   ///< empty: 1, 2, 4, 8 up to a node
   std::vector<std::int64_t> ep;                   ///< empty: 1 (a dense model) or 1 and every power of two with tp x ep up to a node (MoE)
   std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's
@@ -93,7 +93,7 @@ std::string_view name(Reject r) noexcept;
 /// One deployment: what differs between them, and how its fleet serves the load.
 struct Deployment {
   std::size_t chip = 0;  ///< index in FleetSpace::chips
-  serving::EngineKind engine = serving::EngineKind::vllm;
+  serving::EngineRef engine = serving::EngineKind::vllm;
   std::int64_t tp = 1, ep = 1, replicas = 0;
   /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
   std::int64_t prefill = 0, decode = 0;
