@@ -112,7 +112,8 @@ const TABS = {
     fields: [
       { key: 'model', flag: '--model', label: 'Model', type: 'model', def: 'llama-3.1-8b' },
       { key: 'hw', flag: '--hw', label: 'Chips (up to 3, side by side)', type: 'chips', def: 'h100-sxm', max: 3 },
-      { key: 'tp', flag: '--tp', label: 'Tensor parallel (TP)', type: 'select', options: POW2(64), def: '1', always: true },
+      // The CLI's TP is --chips / --ep when not given: given whenever EP is.
+      { key: 'tp', flag: '--tp', label: 'Tensor parallel (TP)', type: 'select', options: POW2(64), def: '1', always: (s) => s.ep !== '1' },
       { key: 'ep', flag: '--ep', label: 'Expert parallel (EP)', type: 'select', options: POW2(64), def: '1' },
       { key: 'weight_dtype', flag: '--weight-dtype', label: 'Weights dtype', type: 'select', options: ['', ...DTYPES], names: { '': 'checkpoint' }, def: '' },
       { key: 'kv_dtype', flag: '--kv-dtype', label: 'KV cache dtype', type: 'select', options: ['', ...DTYPES], names: { '': 'as activations' }, def: '' },
@@ -148,7 +149,7 @@ const TABS = {
     title: 'Capacity',
     fields: [
       { key: 'model', flag: '--model', label: 'Model', type: 'model', def: 'llama-3.1-8b' },
-      { key: 'hw', flag: '--hw', label: 'Chips to consider (up to 3)', type: 'chips', def: 'h100-sxm,a100-80gb', max: 3 },
+      { key: 'hw', flag: '--hw', label: 'Chips to consider (up to 3)', type: 'chips', def: 'h100-sxm,a100-80gb', max: 3, always: true },
       { key: 'qps', flag: '--qps', label: 'Rate (requests/s)', type: 'number', min: 0, step: 'any', def: '5', always: true },
       { key: 'prompt', flag: '--prompt', label: 'Prompt tokens', type: 'text', def: '1024' },
       { key: 'gen', flag: '--gen', label: 'Output tokens', type: 'text', def: '256' },
@@ -156,6 +157,7 @@ const TABS = {
       { key: 'ttft', label: 'SLO: TTFT p99', type: 'text', def: '1s', noflag: true },
       { key: 'tpot', label: 'SLO: TPOT p99', type: 'text', def: '50ms', noflag: true },
       { key: 'max_gpus', flag: '--max-gpus', label: 'Largest fleet (GPUs)', type: 'number', min: 1, def: '64', always: true },
+      { key: 'top', flag: '--top', label: 'Deployments listed', type: 'number', min: 1, def: '50', always: true },
     ],
     args: (s) => ['search', 'serve', ...flags('capacity', s), ...slo(s), '--json'],
     engine: 'long',
@@ -183,14 +185,16 @@ const TABS = {
 
 const CUSTOM_PATH = '/work/config.json';
 function modelArg(v) { return v === 'custom' ? CUSTOM_PATH : v; }
-function fieldArgs(f, v) {
+// `always`: the page's default is not the CLI's (or, a function of the state, not always).
+function fieldArgs(f, v, s) {
   if (f.noflag) return [];
   if (v === '' || v === undefined) return [];
-  if (v === f.def && !f.always) return [];
+  const always = typeof f.always === 'function' ? f.always(s) : f.always;
+  if (v === f.def && !always) return [];
   return [f.flag, f.type === 'model' ? modelArg(v) : v];
 }
-function flags(tab, s) { return TABS[tab].fields.flatMap((f) => fieldArgs(f, s[f.key])); }
-function pick(tab, s, keys) { return TABS[tab].fields.filter((f) => keys.includes(f.key)).flatMap((f) => fieldArgs({ ...f, always: true }, s[f.key])); }
+function flags(tab, s) { return TABS[tab].fields.flatMap((f) => fieldArgs(f, s[f.key], s)); }
+function pick(tab, s, keys) { return TABS[tab].fields.filter((f) => keys.includes(f.key)).flatMap((f) => fieldArgs({ ...f, always: true }, s[f.key], s)); }
 function slo(s) {
   const t = [];
   if (s.ttft) t.push(`ttft_p99=${s.ttft}`);
@@ -236,11 +240,10 @@ function writeHash() {
 
 const catalog = { models: [], chips: [], chipSpec: {} };
 async function loadCatalog() {
-  const [m, h] = await Promise.all([quick.run(['models', '--json']), null]);
+  const m = await quick.run(['models', '--json']);
   catalog.models = JSON.parse(m.stdout).map((x) => x.name);
   const hl = await quick.run(['hw', 'list', '--json']);
   catalog.chips = JSON.parse(hl.stdout).map((x) => ({ name: x.name, display: x.display_name }));
-  void h;
 }
 async function chipSpec(name) {
   if (!catalog.chipSpec[name]) {
@@ -452,7 +455,7 @@ async function renderInfer(doc) {
     ['TTFT', (d) => RL.time(d.ttft_s)],
     ['TPOT', (d) => RL.time(d.tpot_s)],
     ['Output tokens/s', (d) => RL.si(d.output_tokens_per_s, 'tok/s')],
-    ['  per chip', (d) => RL.si(d.output_tokens_per_s_per_chip, 'tok/s')],
+    ['Output tokens/s per chip', (d) => RL.si(d.output_tokens_per_s_per_chip, 'tok/s')],
     ['Tokens/s (prompt + output)', (d) => RL.si(d.throughput_tokens_per_s, 'tok/s')],
     ['End-to-end latency', (d) => RL.time(d.e2e_latency_s)],
     ['Memory per chip', (d) => `${RL.bytes(d.memory.total_bytes)} of ${RL.bytes(d.memory.capacity_bytes)}`],
@@ -486,6 +489,7 @@ async function renderInfer(doc) {
   const spec = await chipSpec(d.hw);
   drawRoofline(d, spec);
   drawOpTable(d);
+  $('#infer-memory-chip').textContent = docs.length > 1 ? `(${d.hw})` : '';
   const mem = d.memory;
   RL.bars($('#infer-memory'), [
     { label: 'weights', value: mem.weights_bytes },
@@ -499,7 +503,7 @@ async function renderInfer(doc) {
 
 function opTip(o) {
   return `<b>${o.name}</b> <span class="muted">${o.phase} · ${o.group}${o.repeat > 1 ? ` · ×${o.repeat}` : ''}</span><br>` +
-    `FLOPs: ${RL.si(o.flops, 'FLOP')}<br>bytes: ${RL.bytes(o.bytes)}<br>intensity: ${RL.si(o.intensity_flops_per_byte, 'FLOP/B')}<br>` +
+    `FLOPs: ${RL.si(o.flops, 'FLOP')}<br>bytes: ${RL.bytes(o.bytes)}<br>intensity: ${RL.num(o.intensity_flops_per_byte)} FLOP/B<br>` +
     `attained: ${RL.si(o.attained_flops_per_s, 'FLOP/s')}<br>bound: <b>${o.bound}</b><br>time: ${RL.time(o.t_lower_s)} each` +
     `<br>share of ${o.phase}: ${RL.pct(o.share)}`;
 }
@@ -520,12 +524,12 @@ function drawRoofline(d, spec) {
     const lo = Math.min(ridge, ...xs) / 3, hi = Math.max(ridge, ...xs) * 3;
     series.unshift({ name: `roof: ${RL.si(peak, 'FLOP/s')} ${dt}, ${RL.si(spec.memory[0].bandwidth_Bps, 'B/s')} ${spec.memory[0].name}`, color: '#111827', kind: 'line', tips: false,
       points: [{ x: lo, y: (peak * lo) / ridge }, { x: ridge, y: peak }, { x: hi, y: peak }] });
-    marks.push({ x: ridge, label: `ridge ${RL.si(ridge)} FLOP/B` });
+    marks.push({ x: ridge, label: `ridge ${RL.num(ridge)} FLOP/B` });
   }
   RL.chart(box, {
     title: `Roofline of ${d.model} on ${d.hw}`,
-    x: { label: 'arithmetic intensity (FLOP/byte)', log: true, fmt: (v) => RL.si(v) },
-    y: { label: 'attained rate (FLOP/s)', log: true, fmt: (v) => RL.si(v, 'FLOP/s') },
+    x: { label: 'arithmetic intensity (FLOP/byte)', log: true, fmt: RL.num },
+    y: { label: 'attained rate (FLOP/s)', log: true, fmt: (v) => RL.si(v) },
     series, marks,
   });
   const off = d.ops.length - ops.length;
@@ -535,7 +539,7 @@ function drawRoofline(d, spec) {
 function drawOpTable(d) {
   const ops = d.ops.filter((o) => inferView.phase === 'all' || o.phase === inferView.phase);
   table($('#infer-ops'), ['phase', 'group', 'op', 'kind', '×', 'FLOPs', 'bytes', 'FLOP/B', 'bound', 'time each', 'share'],
-    ops.map((o) => [o.phase, o.group, o.name, o.kind, o.repeat, RL.si(o.flops), RL.bytes(o.bytes), RL.si(o.intensity_flops_per_byte), o.bound, RL.time(o.t_lower_s), RL.pct(o.share)]),
+    ops.map((o) => [o.phase, o.group, o.name, o.kind, o.repeat, RL.si(o.flops), RL.bytes(o.bytes), RL.num(o.intensity_flops_per_byte), o.bound, RL.time(o.t_lower_s), RL.pct(o.share)]),
     { num: [false, false, false, false, true, true, true, true, false, true, true], cls: 'ops' });
 }
 
@@ -548,7 +552,7 @@ function renderServe(d) {
   cards($('#serve-headline'), [
     ['Requests/s', RL.si(d.requests_per_s, 'req/s')],
     ['Output tokens/s', RL.si(d.output_tokens_per_s, 'tok/s')],
-    ['  per GPU', RL.si(d.output_tokens_per_s_per_gpu, 'tok/s')],
+    ['Output tokens/s per GPU', RL.si(d.output_tokens_per_s_per_gpu, 'tok/s')],
     ['TTFT p99', RL.time(d.ttft_s.p99)],
     ['TPOT p99', RL.time(d.tpot_s.p99)],
     ['Sustainable', d.sustainable ? 'yes' : 'no', d.sustainable ? 'good' : 'bad'],
@@ -624,9 +628,10 @@ function renderCapacity(d) {
   });
   // Best per chip: the engine's own list when it gives one, else the first of each chip in
   // its ranked list of feasible deployments.
-  const best = d.best_per_chip || chips.map((c) => feas.find((p) => p.hw === c)).filter(Boolean);
+  const asked = state.capacity.hw.split(',');
+  const best = d.best_per_chip || asked.map((c) => feas.find((p) => p.hw === c) || { hw: c, missing: true });
   table($('#capacity-per-chip'), ['chip', 'TP', 'EP', 'replicas', 'GPUs', 'engine', 'max running', 'TTFT p99', 'TPOT p99', 'tok/s per GPU', 'tok/s per user'],
-    best.map((p) => [p.hw, p.tp, p.ep, p.replicas, p.gpus, p.engine, p.max_num_seqs, RL.time(p.ttft_s?.p99), RL.time(p.tpot_s?.p99), RL.si(p.output_tokens_per_s_per_gpu), RL.si(p.output_tokens_per_s_per_user)]),
+    best.map((p) => (p.missing ? [p.hw, h('span', { class: 'muted' }, `none among the ${feas.length} listed: more under "Deployments listed", or none meets the SLOs`), '', '', '', '', '', '', '', '', ''] : [p.hw, p.tp, p.ep, p.replicas, p.gpus, p.engine, p.max_num_seqs, RL.time(p.ttft_s?.p99), RL.time(p.tpot_s?.p99), RL.si(p.output_tokens_per_s_per_gpu), RL.si(p.output_tokens_per_s_per_user)])),
     { num: [false, true, true, true, true, false, true, true, true, true, true] });
   const rej = Object.entries(d.rejected || {});
   $('#capacity-stats').textContent = `${count(d.evaluated)} deployments evaluated, ${count(d.feasible_count)} meet the SLOs, ${count(d.simulations)} simulations` +
@@ -649,7 +654,7 @@ function renderTrain(d) {
     { label: 'activations', value: m.activations_bytes }, { label: 'margin', value: m.margin_bytes },
     { label: 'total', value: m.total_bytes, cls: m.fits ? '' : 'over' }, { label: 'capacity', value: m.capacity_bytes, cls: 'cap' },
   ], RL.bytes);
-  RL.bars($('#train-time'), (d.breakdown || []).map((b) => ({ label: `${b.name} (per ${b.per.replace('_', '-')})`, value: b.times.t_realistic_s })), RL.time);
+  RL.bars($('#train-time'), (d.breakdown || []).map((b) => ({ label: `${b.name.replaceAll('_', ' ')} (per ${b.per.replace('_', '-')})`, value: b.times.t_realistic_s })), RL.time);
 }
 
 function renderTrainSearch(d) {
@@ -666,6 +671,7 @@ const RENDER = { infer: renderInfer, serve: renderServe, capacity: renderCapacit
 
 function showTab(tab, runIt) {
   state.tab = tab;
+  RL.hideTip();
   for (const t of Object.keys(TABS)) {
     $(`#tab-${t}`).setAttribute('aria-selected', String(t === tab));
     $(`#panel-${t}`).hidden = t !== tab;

@@ -19,6 +19,8 @@ const RL = (() => {
     }
     return `${Number((v / f).toPrecision(digits))} ${p}${unit}`.trim();
   }
+  // A plain number below 10^4 (0.996, 52.3, 2950), with a prefix above (12.3 k).
+  const num = (v) => (v !== null && v !== undefined && Math.abs(v) < 1e4 ? String(Number(Number(v).toPrecision(3))) : si(v));
   const time = (s) => si(s, 's');
   const bytes = (b) => si(b, 'B');
   const pct = (x, d = 1) => (x === null || x === undefined ? '–' : `${(100 * x).toFixed(d)}%`);
@@ -74,7 +76,7 @@ const RL = (() => {
       const W = Math.max(280, box.clientWidth || 600);
       const H = o.height || Math.round(Math.min(380, Math.max(240, W * 0.55)));
       const narrow = W < 480;
-      const m = { l: narrow ? 54 : 70, r: 14, t: 10, b: 46 };
+      const m = { l: 60, r: 14, t: 10, b: 46 };
       const svg = el('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: 'chart', role: 'img', 'aria-label': o.title || `${o.y.label} against ${o.x.label}` }, box);
       const pts = o.series.flatMap((s) => s.points.filter((p) => Number.isFinite(p.x) && Number.isFinite(p.y) && (!o.x.log || p.x > 0) && (!o.y.log || p.y > 0)));
       const range = (axis, key) => {
@@ -83,18 +85,23 @@ const RL = (() => {
         if (!Number.isFinite(lo) || !Number.isFinite(hi)) { lo = axis.log ? 1 : 0; hi = axis.log ? 10 : 1; }
         if (axis.log) {
           if (lo === hi) { lo /= 2; hi *= 2; }
+          hi *= 1.3;
           return [Math.pow(10, Math.floor(Math.log10(lo) * 2) / 2), Math.pow(10, Math.ceil(Math.log10(hi) * 2) / 2)];
         }
         if (axis.zero !== false) lo = Math.min(0, lo);
         if (lo === hi) hi = lo + 1;
-        return [lo, hi + (hi - lo) * 0.04];
+        const pad = (hi - lo) * 0.04;
+        return [axis.min ?? (lo === 0 ? 0 : lo - pad), axis.max ?? hi + pad];
       };
       const [x0, x1] = range(o.x, 'x'), [y0, y1] = range(o.y, 'y');
+      // The left margin holds the longest y tick label (about 6.5 px a character at 11 px)
+      // and the rotated axis label beside it.
+      const yt = o.y.log ? logTicks(y0, y1, 7) : linearTicks(y0, y1, 5);
+      m.l = 30 + Math.max(3, ...yt.filter((t) => t >= y0 && t <= y1).map((t) => (o.y.fmt || si)(t).length)) * 6.5;
       const px = (v) => m.l + (W - m.l - m.r) * (o.x.log ? Math.log(v / x0) / Math.log(x1 / x0) : (v - x0) / (x1 - x0));
       const py = (v) => H - m.b - (H - m.t - m.b) * (o.y.log ? Math.log(v / y0) / Math.log(y1 / y0) : (v - y0) / (y1 - y0));
       const g = el('g', { class: 'axes' }, svg);
       const xt = o.x.log ? logTicks(x0, x1, narrow ? 5 : 9) : linearTicks(x0, x1, narrow ? 4 : 7);
-      const yt = o.y.log ? logTicks(y0, y1, 7) : linearTicks(y0, y1, 5);
       for (const t of xt) {
         if (t < x0 || t > x1) continue;
         el('line', { x1: px(t), x2: px(t), y1: m.t, y2: H - m.b, class: 'grid' }, g);
@@ -207,5 +214,5 @@ const RL = (() => {
     box.appendChild(t);
   }
 
-  return { si, time, bytes, pct, chart, bars };
+  return { si, num, time, bytes, pct, chart, bars, hideTip };
 })();

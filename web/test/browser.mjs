@@ -108,8 +108,8 @@ try {
   check('inference: the roofline has a point per op with FLOPs', points === drawn && drawn > 10, `${points} points, ${drawn} such ops of ${doc.ops.length}`);
   const rows = await page.$$eval('#infer-ops tbody tr', (r) => r.length);
   check('inference: the op table has a row per op', rows === doc.ops.length, `${rows} rows`);
-  const c = await page.$('#infer-roofline circle[fill-opacity]');
-  await c.hover();
+  const box = await (await page.$$('#infer-roofline circle[fill-opacity]'))[5].boundingBox();
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   const tip = await page.$eval('.chart-tip', (e) => (getComputedStyle(e).display !== 'none' ? e.textContent : ''));
   check('inference: hovering a point names the op, its FLOPs, bytes, bound and share', /FLOPs:.*bytes:.*bound:.*share of/.test(tip), tip.slice(0, 80));
   await sameAsCli(page, 'infer');
@@ -155,8 +155,8 @@ try {
   const tc = Date.now();
   await ran(page, 'ranCapacity', 0, 300000);
   results.capacity_search_ms = Date.now() - tc;
-  const best = await page.$$eval('#capacity-per-chip tbody tr', (r) => r.length);
-  check('capacity: a best deployment per chip', best === 2, `${best} rows`);
+  const best = await page.$$eval('#capacity-per-chip tbody tr', (r) => r.map((x) => [...x.cells].map((c) => c.textContent)));
+  check('capacity: a best deployment per chip', best.length === 2 && best.every((r) => /^\d+$/.test(r[4])), best.map((r) => `${r[0]}: ${r[4]} GPUs`).join(', '));
   await sameAsCli(page, 'capacity');
   await readableCharts(page, 'capacity 1400 px');
   await shot(page, 'capacity-1400');
