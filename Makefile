@@ -54,8 +54,9 @@ web: configure
 	@bash scripts/build-web.sh
 
 test-web: web
+	@node web/test/size.mjs build/web
 	@node web/test/equality.mjs $(RIDGELINE) build/web
-	@node web/test/browser.mjs build/web build/web-test
+	@node web/test/browser.mjs build/web build/web-test $(RIDGELINE)
 
 clean:
 	rm -rf build

@@ -74,13 +74,18 @@ async function sameAsCli(page, tab, which = 'main') {
 // Tick labels of every chart: no two of one axis overlap, every axis has a label with a unit.
 async function readableCharts(page, name) {
   const r = await page.evaluate(() => {
-    const out = { overlaps: 0, charts: 0, unlabeled: 0 };
+    const out = { overlaps: 0, charts: 0, unlabeled: 0, clipped: 0 };
     for (const svg of document.querySelectorAll('.panel:not([hidden]) svg.chart')) {
       ++out.charts;
       const boxes = [...svg.querySelectorAll('text.tick')].map((t) => t.getBoundingClientRect());
       for (let i = 0; i < boxes.length; ++i) for (let j = i + 1; j < boxes.length; ++j) {
         const a = boxes[i], b = boxes[j];
         if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) ++out.overlaps;
+      }
+      const frame = svg.getBoundingClientRect();
+      for (const t of svg.querySelectorAll('text.axis-label, text.tick')) {
+        const r = t.getBoundingClientRect();
+        if (r.left < frame.left - 1 || r.right > frame.right + 1 || r.top < frame.top - 1 || r.bottom > frame.bottom + 1) ++out.clipped;
       }
       const labels = [...svg.querySelectorAll('text.axis-label')].map((t) => t.textContent);
       if (labels.length !== 2 || labels.some((l) => !/\(|fraction|requests|per /.test(l))) ++out.unlabeled;
@@ -90,6 +95,7 @@ async function readableCharts(page, name) {
   });
   check(`${name}: ${r.charts} charts, no overlapping tick labels`, r.charts > 0 && r.overlaps === 0, `${r.overlaps} overlaps`);
   check(`${name}: every axis labelled with its unit`, r.unlabeled === 0, `${r.unlabeled} charts without`);
+  check(`${name}: no label cut off at the chart's edge`, r.clipped === 0, `${r.clipped} labels`);
   check(`${name}: nothing wider than the window`, r.overflow <= 1, `${r.overflow} px too wide`);
 }
 const shot = async (page, name) => page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: true });
@@ -119,6 +125,7 @@ try {
   const ttft0 = doc.ttft_s;
   await page.fill('#infer-batch', '32');
   n = await ran(page, 'ranInfer', n);
+  results.infer_update_ms = Number(await page.evaluate(() => document.body.dataset.updateMs));
   const doc32 = JSON.parse(await text(page, '#source-infer-main pre.json'));
   check('inference: batch 32 reaches the engine', doc32.batch === 32 && doc32.ttft_s > ttft0, `TTFT ${ttft0} -> ${doc32.ttft_s} s`);
   check('inference: the URL holds the state', page.url().includes('batch=32'), page.url().replace(/^.*#/, '#'));
@@ -133,6 +140,10 @@ try {
   await sameAsCli(page, 'infer');
   await readableCharts(page, 'inference 1400 px');
   await shot(page, 'infer-compare-1400');
+  // The README's picture: the first screen of this view (docs/img/web-page.png).
+  await page.mouse.move(0, 0);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(outDir, 'readme-1400.png') });
   // The link opens the same view.
   const link = page.url();
   const again = await open(1400, 900, link.slice(link.indexOf('#')));
@@ -166,6 +177,7 @@ try {
   let nt = await ran(page, 'ranTrain');
   await page.selectOption('#train-tp', '2');
   nt = await ran(page, 'ranTrain', nt);
+  results.train_update_ms = Number(await page.evaluate(() => document.body.dataset.updateMs));
   check('training: TP 2 reaches the engine', JSON.parse(await text(page, '#source-train-main pre.json')).tp === 2);
   await sameAsCli(page, 'train');
   await page.click('#train-search');
@@ -175,6 +187,17 @@ try {
   await sameAsCli(page, 'train', 'search');
   await shot(page, 'train-1400');
   await page.close();
+
+  // Opened from a file: no worker, no fetch of the .wasm; the module runs on the page's thread.
+  {
+    const p = await context.newPage();
+    p.on('pageerror', (e) => errors.push(`file://: ${e}`));
+    await p.goto('file://' + path.resolve(webDir, 'index.html') + '#infer&batch=4');
+    await ran(p, 'ranInfer');
+    const j = JSON.parse(await text(p, '#source-infer-main pre.json'));
+    check('opened from a file (file://): the inference result', j.batch === 4, `batch ${j.batch}`);
+    await p.close();
+  }
 
   // Phone width: every tab readable, nothing wider than the screen.
   for (const tab of ['infer', 'serve', 'capacity', 'train']) {
