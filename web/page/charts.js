@@ -72,6 +72,7 @@ const RL = (() => {
   // kind: 'line'|'points'|'step', dash, points: [{x, y, tip}]}], marks: [{x, label}]}).
   function chart(box, o) {
     const draw = () => {
+      hideTip();  // the point it showed is being redrawn
       box.textContent = '';
       const W = Math.max(280, box.clientWidth || 600);
       const H = o.height || Math.round(Math.min(380, Math.max(240, W * 0.55)));

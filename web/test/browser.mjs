@@ -188,6 +188,22 @@ try {
   await shot(page, 'train-1400');
   await page.close();
 
+  // A model of one's own: a config.json pasted into the page.
+  {
+    const p = await open(1400, 900, '#infer');
+    let k = await ran(p, 'ranInfer');
+    await p.selectOption('#infer-model', 'custom');
+    const cfg = readFileSync(path.resolve(webDir, '../../data/models/qwen/qwen2.5-7b.json'), 'utf8');
+    await p.fill('#infer-config', cfg);
+    k = await ran(p, 'ranInfer', k);
+    const j = JSON.parse(await text(p, '#source-infer-main pre.json'));
+    const cli = JSON.parse(runCli(bin, ['infer', '--model', path.resolve(webDir, '../../data/models/qwen/qwen2.5-7b.json'), '--tp', '1', '--all-ops', '--json']).stdout);
+    check('a pasted config.json: the same figures as the CLI reading the file', j.params === cli.params && j.ttft_s === cli.ttft_s && j.tpot_s === cli.tpot_s,
+      `${j.params} params, TTFT ${j.ttft_s} s`);
+    check('a pasted config.json: the command names it', (await text(p, '#source-infer-main .cmd')).includes('--model config.json'));
+    await p.close();
+  }
+
   // Opened from a file: no worker, no fetch of the .wasm; the module runs on the page's thread.
   {
     const p = await context.newPage();
