@@ -1,6 +1,7 @@
 # Every dependency comes from a Debian package through find_package; nothing is downloaded.
 find_package(fmt REQUIRED)
-# fast_float: doubles read with std::from_chars's rules in every build (core/number_chars.cpp).
+# fast_float (header-only, not needed by consumers of the installed library): doubles read with
+# std::from_chars's rules in every build (core/number_chars.cpp).
 find_package(FastFloat REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
