@@ -15,7 +15,7 @@ class Engine {
   constructor(name) {
     this.name = name;
     this.seq = 0;
-    this.pending = null;
+    this.queue = [];  // jobs waiting, in order; a newer job of the same tag replaces one waiting
     this.busy = null;
     this.start();
   }
@@ -39,25 +39,28 @@ class Engine {
     job.resolve({ ...m.result, ms: m.ms });
     this.next();
   }
-  // Runs `args`; `replace`: end a running job rather than wait for it.
-  run(args, { files = {}, onProgress = null, replace = false } = {}) {
+  // Runs `args`; a job of the same `tag` still waiting is dropped ({superseded: true});
+  // `replace`: one of that tag running is ended too (the worker is started again).
+  run(args, { files = {}, onProgress = null, replace = false, tag = null } = {}) {
     return new Promise((resolve, reject) => {
-      const job = { id: ++this.seq, args, files, onProgress, resolve, reject };
-      if (this.busy && replace) {
+      const job = { id: ++this.seq, args, files, onProgress, resolve, reject, tag };
+      if (this.busy && replace && this.busy.tag === tag) {
         this.busy.resolve({ superseded: true });
         this.busy = null;
         this.worker.terminate();
         this.start();
       }
-      if (this.pending) this.pending.resolve({ superseded: true });
-      this.pending = job;
+      if (tag !== null) {
+        for (const old of this.queue.filter((j) => j.tag === tag)) old.resolve({ superseded: true });
+        this.queue = this.queue.filter((j) => j.tag !== tag);
+      }
+      this.queue.push(job);
       if (!this.busy) this.next();
     });
   }
   async next() {
-    if (!this.pending) return;
-    const job = this.pending;
-    this.pending = null;
+    if (this.queue.length === 0) return;
+    const job = this.queue.shift();
     this.busy = job;
     try {
       await this.ready;
@@ -360,7 +363,7 @@ async function run(tab) {
   let shown = false;
   const showBar = setTimeout(() => { shown = true; bar.hidden = false; bar.value = 0; bar.removeAttribute('value'); }, 120);
   panel.classList.add('stale');
-  const r = await eng.run(args, { files: files(s), replace: TABS[tab].engine === 'long', onProgress: (f) => { bar.hidden = false; bar.value = f; } });
+  const r = await eng.run(args, { files: files(s), tag: tab, replace: TABS[tab].engine === 'long', onProgress: (f) => { bar.hidden = false; bar.value = f; } });
   clearTimeout(showBar);
   if (r.superseded) return;
   bar.hidden = true;
@@ -397,7 +400,7 @@ async function runSearchTrain() {
   const bar = $('#progress-train');
   bar.hidden = false;
   bar.removeAttribute('value');
-  const r = await long.run(args, { files: files(s), replace: true, onProgress: (f) => { bar.value = f; } });
+  const r = await long.run(args, { files: files(s), tag: 'train-search', replace: true, onProgress: (f) => { bar.value = f; } });
   if (r.superseded) return;
   bar.hidden = true;
   const box = $('#train-search-out');

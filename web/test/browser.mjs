@@ -130,6 +130,12 @@ try {
   check('inference: batch 32 reaches the engine', doc32.batch === 32 && doc32.ttft_s > ttft0, `TTFT ${ttft0} -> ${doc32.ttft_s} s`);
   check('inference: the URL holds the state', page.url().includes('batch=32'), page.url().replace(/^.*#/, '#'));
   check('inference: the command shows the flag', (await text(page, '#source-infer-main .cmd')).includes('--batch 32'));
+  // Quick changes, one after another: the last one is what the page ends on.
+  for (const v of ['8', '16', '64', '32']) await page.fill('#infer-batch', v);
+  await page.waitForFunction(() => JSON.parse(document.querySelector('#source-infer-main pre.json').textContent).batch === 32 &&
+    !document.querySelector('#out-infer').classList.contains('stale'), null, { timeout: 30000 });
+  n = Number(await page.evaluate(() => document.body.dataset.ranInfer));
+  check('inference: after quick changes the page shows the last', (await text(page, '#source-infer-main .cmd')).includes('--batch 32'));
   // A second and third chip: side by side.
   await page.selectOption('#infer-hw select[data-index="1"]', 'h200');
   n = await ran(page, 'ranInfer', n);
