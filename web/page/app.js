@@ -125,7 +125,7 @@ const TABS = {
       { key: 'prompt', flag: '--prompt', label: 'Prompt tokens', type: 'number', min: 1, def: '128' },
       { key: 'gen', flag: '--gen', label: 'Output tokens', type: 'number', min: 1, def: '128' },
     ],
-    args: (s) => ['infer', ...flags('infer', s), '--all-ops', '--json'],
+    args: (s) => ['infer', ...flags('infer', s), '--json'],
     engine: 'quick',
   },
   serve: {

@@ -37,6 +37,7 @@ const cases = [
   ['op', 'attention', '--batch', '4', '--q-len', '1', '--kv-len', '8192', '--heads', '32', '--kv-heads', '8', '--head-dim', '128', '--hw', 'h100-sxm', '--mem-bw', '4.8 TB/s', '--json'],
   ['op', 'allreduce', '--bytes', '256MiB', '--chips', '8', '--hw', 'h100-sxm', '--json'],
   // Inference: the page's default, side by side, tensor and expert parallel, dtypes.
+  ['infer', '--json'],
   ['infer', '--all-ops', '--json'],
   ['infer', '--model', 'llama-3.1-8b', '--hw', 'h100-sxm,h200,mi300x', '--batch', '8', '--prompt', '2048', '--gen', '256', '--all-ops', '--json'],
   ['infer', '--model', 'llama-3.1-70b', '--hw', 'h100-sxm', '--tp', '4', '--weight-dtype', 'fp8', '--kv-dtype', 'fp8', '--batch', '32', '--json'],
