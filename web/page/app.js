@@ -363,7 +363,12 @@ async function run(tab) {
   let shown = false;
   const showBar = setTimeout(() => { shown = true; bar.hidden = false; bar.value = 0; bar.removeAttribute('value'); }, 120);
   panel.classList.add('stale');
-  const r = await eng.run(args, { files: files(s), tag: tab, replace: TABS[tab].engine === 'long', onProgress: (f) => { bar.hidden = false; bar.value = f; } });
+  const progress = (f) => {
+    bar.hidden = false;
+    bar.value = f;
+    document.body.dataset.progressReports = String(Number(document.body.dataset.progressReports || 0) + 1);
+  };
+  const r = await eng.run(args, { files: files(s), tag: tab, replace: TABS[tab].engine === 'long', onProgress: progress });
   clearTimeout(showBar);
   if (r.superseded) return;
   bar.hidden = true;

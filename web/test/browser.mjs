@@ -172,6 +172,8 @@ try {
   const tc = Date.now();
   await ran(page, 'ranCapacity', 0, 300000);
   results.capacity_search_ms = Date.now() - tc;
+  const reports = Number(await page.evaluate(() => document.body.dataset.progressReports || 0));
+  check('capacity: the search reports its progress to the page', reports >= 1, `${reports} reports`);
   const best = await page.$$eval('#capacity-per-chip tbody tr', (r) => r.map((x) => [...x.cells].map((c) => c.textContent)));
   check('capacity: a best deployment per chip', best.length === 2 && best.every((r) => /^\d+$/.test(r[4])), best.map((r) => `${r[0]}: ${r[4]} GPUs`).join(', '));
   await sameAsCli(page, 'capacity');
