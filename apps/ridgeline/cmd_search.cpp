@@ -49,7 +49,11 @@ analysis::SearchControl control(const std::string& threads, const char* unit, do
   analysis::SearchControl c;
   c.stop = &g_stop;
   c.threads = parse_threads(threads);
-  if (isatty(STDERR_FILENO) != 0) {
+  if (const std::function<void(double)> hook = progress_hook()) {
+    c.progress = [hook](std::uint64_t done, std::uint64_t total, double) {
+      hook(total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 0.0);
+    };
+  } else if (isatty(STDERR_FILENO) != 0) {
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
     c.progress = [start, unit, scale](std::uint64_t done, std::uint64_t total, double best) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();

@@ -143,6 +143,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
 
 // A progress bar on stderr when it is a terminal and the run is long.
 std::function<void(double)> progress_bar() {
+  if (progress_hook()) return progress_hook();
   if (isatty(STDERR_FILENO) == 0) return {};
   const auto start = std::chrono::steady_clock::now();
   return [start](double frac) {

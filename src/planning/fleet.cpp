@@ -2,7 +2,6 @@
 #include "ridgeline/planning/fleet.hpp"
 
 #include <fmt/format.h>
-#include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>
 #include <atomic>
@@ -687,7 +686,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     for (std::size_t i = 0; i < cands.size(); ++i) families.push_back({i});
   }
   std::vector<Outcome> outcomes(cands.size());
-  tbb::enumerable_thread_specific<std::unique_ptr<Evaluator>> evaluators;
+  analysis::detail::PerThread<std::unique_ptr<Evaluator>> evaluators;
   std::atomic<std::uint64_t> done{0};
   std::atomic<double> best{std::numeric_limits<double>::infinity()};
   std::atomic<bool> interrupted{false};
