@@ -37,9 +37,44 @@ def updated(expected, actual):
     excerpt = any(l.strip() == "..." for l in expected)
     if not excerpt and expected and actual and steady(expected[0]) == steady(actual[0]):
         return actual, []
+    if excerpt:
+        # Pieces between `...` lines: each is replaced by the output's section (up to a blank
+        # line) that starts with a line of the piece's first line's shape or name.
+        pieces, piece = [], []
+        for line in expected:
+            if line.strip() == "...":
+                pieces.append(piece)
+                piece = []
+            else:
+                piece.append(line)
+        pieces.append(piece)
+        out, lost, at = [], [], 0
+        for k, piece in enumerate(pieces):
+            if k > 0:
+                out.append("...")
+            if not piece:
+                continue
+            first = piece[0]
+            found = next((i for i in range(at, len(actual)) if shape(actual[i]) == shape(first)), -1)
+            if found < 0 and label(first):
+                found = next((i for i in range(at, len(actual)) if label(actual[i]) == label(first)), -1)
+            if found < 0:
+                out += piece
+                lost.append(first)
+                continue
+            end = found
+            blank_inside = any(not l.strip() for l in piece[:-1])
+            if blank_inside:  # a piece spanning sections: as many lines as it had
+                end = min(len(actual), found + len(piece))
+            else:
+                while end < len(actual) and actual[end].strip():
+                    end += 1
+            out += actual[found:end]
+            at = end
+        return out, lost
     out, lost, at = [], [], 0
     for line in expected:
-        if line.strip() == "..." or not line.strip():
+        if not line.strip():
             out.append(line)
             continue
         want = shape(line)

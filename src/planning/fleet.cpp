@@ -462,6 +462,10 @@ class Evaluator {
     d.slo_attainment = r.slo_attainment;
     d.kv_utilisation_mean = r.kv_utilisation_mean;
     d.mean_decode_batch = r.mean_decode_batch;
+    Outcome o;
+    binding_target(s_.slo_asked.any() ? s_.slo_asked : s_.base.slo, r, o);
+    d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
+    d.slo_binding = o.binding;
   }
 
   const model::ModelConfig& m_;

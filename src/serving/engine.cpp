@@ -27,13 +27,13 @@ bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
 
-// vLLM V1. `version` 13: 0.9-0.13, async scheduling off by default; 0: 0.14 and later, on
+// vLLM V1. `version` 13: 0.8-0.13, async scheduling off by default; 0: 0.14 and later, on
 // (release notes of v0.14.0: "Async scheduling is now enabled by default", PR #27614).
 EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.version = version;
-  e.releases = version == 13 ? "0.9-0.13" : "0.14+";
+  e.releases = version == 13 ? "0.8-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -64,7 +64,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.per_request_overhead_s = kPythonPerRequestS;
   e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
   e.sources =
-      std::string(version == 13 ? "vLLM V1 (0.9-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
+      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
       "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
@@ -88,10 +88,13 @@ SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
   return {16384, 512};
 }
 
-EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
+// SGLang. `version` 3: 0.3.x, whose overlap scheduler was opt-in (--enable-overlap-schedule,
+// PR #1738) until PR #2067 made it the default (November 2024); 0: 0.4 and later.
+EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   EngineConfig e;
   e.kind = EngineKind::sglang;
-  e.releases = "0.4+";
+  e.version = version;
+  e.releases = version == 3 ? "0.3" : "0.4+";
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
@@ -120,7 +123,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
   // hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
-  e.overlap_scheduling = true;
+  e.overlap_scheduling = version != 3;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -131,14 +134,14 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
       "cuda_graph_max_bs, mem_fraction_static), managers/scheduler.py get_next_batch_to_run (prefill first), "
       "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
       "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
-      "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step)";
+      "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off)";
   return e;
 }
 
 EngineConfig trtllm(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
-  e.releases = "1.0+";
+  e.releases = "PyTorch backend, 0.19+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
   e.preemption = Preemption::recompute;  // never needed: nothing is admitted without its blocks to completion
@@ -246,16 +249,19 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   const std::string given(s);
   switch (e.kind) {
     case EngineKind::vllm:
-      if (release < 9) throw InputError(fmt::format("--engine {}: vLLM before 0.9 (the V0 engine) is not modelled: presets cover 0.9-0.13 and 0.14+", given));
+      // V1 became the default engine in 0.8.0.
+      if (release < 8) throw InputError(fmt::format("--engine {}: vLLM before 0.8 (the V0 engine) is not modelled: presets cover 0.8-0.13 and 0.14+", given));
       e.version = release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
-      if (release < 4) throw InputError(fmt::format("--engine {}: SGLang before 0.4 is not modelled: the preset covers 0.4+", given));
+      if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));
+      e.version = release < 4 ? 3 : 0;
       break;
     case EngineKind::trtllm:
-      if (major < 1) {
-        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 1.0 (the TensorRT engine flow) is not modelled: the preset is "
-                                     "the PyTorch backend of 1.0+", given));
+      // The PyTorch backend, which 0.19 and 0.20 ran with --backend pytorch and 1.0 made the default.
+      if (release < 19) {
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.19 (the TensorRT engine flow) is not modelled: the preset is "
+                                     "the PyTorch backend (0.19+, the default from 1.0)", given));
       }
       break;
     case EngineKind::static_batch: break;
@@ -266,7 +272,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   switch (engine.kind) {
     case EngineKind::vllm: return vllm(chip, engine.version);
-    case EngineKind::sglang: return sglang(chip, tp);
+    case EngineKind::sglang: return sglang(chip, tp, engine.version);
     case EngineKind::trtllm: return trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
   }

@@ -127,19 +127,23 @@ TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep)
 TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   // vLLM 0.9-0.13: the 0.13 preset (async scheduling off); 0.14 and later: the newest (on).
   EXPECT_EQ(*parse_engine("vllm"), (EngineRef{EngineKind::vllm, 0}));
+  EXPECT_EQ(*parse_engine("vllm@0.8.4"), (EngineRef{EngineKind::vllm, 13}));  // V1 the default from 0.8.0
   EXPECT_EQ(*parse_engine("vllm@0.9"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(*parse_engine("vllm@0.13.2"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(*parse_engine("vllm@0.14"), (EngineRef{EngineKind::vllm, 0}));
   EXPECT_EQ(*parse_engine("vllm@1.2"), (EngineRef{EngineKind::vllm, 0}));
   EXPECT_EQ(*parse_engine("sglang@0.5.4"), (EngineRef{EngineKind::sglang, 0}));
+  EXPECT_EQ(*parse_engine("sglang@0.3.0"), (EngineRef{EngineKind::sglang, 3}));  // overlap scheduling opt-in
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::sglang, 3}, h100().chip).overlap_scheduling);
   EXPECT_EQ(*parse_engine("trtllm@1.1"), (EngineRef{EngineKind::trtllm, 0}));
+  EXPECT_EQ(*parse_engine("trtllm@0.20"), (EngineRef{EngineKind::trtllm, 0}));  // the PyTorch backend, opt-in then
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 13}), "vllm@0.13");
   EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 13}, h100().chip).overlap_scheduling);
   EXPECT_TRUE(engine_preset(EngineKind::vllm, h100().chip).overlap_scheduling);
   for (const char* bad : {"vllm@", "vllm@0", "vllm@x.1", "vllm@0.13x", "static@1.0", "vllm0.13"}) {
     EXPECT_FALSE(parse_engine(bad).has_value()) << bad;
   }
-  for (const char* old : {"vllm@0.6.3", "sglang@0.3", "trtllm@0.17"}) EXPECT_THROW(parse_engine(old), InputError) << old;
+  for (const char* old : {"vllm@0.6.3", "sglang@0.2", "trtllm@0.17"}) EXPECT_THROW(parse_engine(old), InputError) << old;
 }
 
 TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
