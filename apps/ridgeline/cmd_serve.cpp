@@ -30,7 +30,7 @@ struct ServeFlags {
   bool json = false, cuda_graphs = false, eager = false, per_request = false;
   std::string engine = "vllm";
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, mixed_chunk, graph_max_batch, graph_padding;
+  std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
@@ -76,6 +76,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     e.step_overhead_s = parse_quantity(f.step_overhead, Quantity::time, "--step-overhead", false);
     e.per_request_overhead_s = 0;
   }
+  if (!f.front_end.empty()) e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
   if (!f.graph_max_batch.empty()) {
@@ -183,6 +184,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--mixed-chunk", f->mixed_chunk, "sglang: decodes ride in prefill steps, on or off");
   s->add_option("--preemption", f->preemption, "recompute or swap (to host memory)");
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
+  s->add_option("--front-end", f->front_end, "the server's time per request before the scheduler sees it (HTTP, tokenise, hand-over), e.g. '4 ms' (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");

@@ -366,13 +366,13 @@ class Evaluator {
   // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
   // shared prefixes (a cached prefix is not prefilled).
   double ttft_floor(const serving::EngineConfig& e, double q) {
-    if (shared_prefixes_) return 0;
+    if (shared_prefixes_) return e.front_end_s;
     // Each distinct prompt length priced once.
     const double window = static_cast<double>(m_.sliding_window);
     for (std::size_t k = 0; k < prompts_.size(); ++k) {
       const double prompt = static_cast<double>(prompts_[k]);
       const double chunk = e.chunked_prefill ? static_cast<double>(e.max_batched_tokens) : prompt;
-      double t = 0;
+      double t = e.front_end_s;
       for (double done = 0; done < prompt;) {
         const double c = std::min(chunk, prompt - done);
         model::StepMix mix;

@@ -48,6 +48,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"graph_max_batch", e.graph_max_batch},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
+          {"front_end_s", e.front_end_s},
           {"overlap_scheduling", e.overlap_scheduling},
           {"exposed_step_s", e.exposed_step_s},
           {"graph_exact_sizes", e.graph_exact_sizes},
@@ -214,6 +215,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                         : ", between device steps",
                    e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string());
+  if (e.front_end_s > 0) {
+    s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
+                     t(e.front_end_s));
+  }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     std::string rates = fmt::format("{:g}", cfg.spec.accept[0]);

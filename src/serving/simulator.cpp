@@ -319,13 +319,14 @@ class Simulation {
     total_ = source_.total();
     measured_total_ = total_ - std::min(total_, cfg.workload.warmup);
     horizon_ = cfg.horizon_s > 0 ? to_ps(cfg.horizon_s) : kNever;
+    front_end_ = to_ps(cfg.engine.front_end_s);
   }
 
   ServingResult run() {
     const auto wall0 = std::chrono::steady_clock::now();
     closed_ = cfg_.workload.arrival == Arrival::closed;
     if (closed_) {
-      for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(0);
+      for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(front_end_);
     }
     draw_next();
     for (;;) {
@@ -388,7 +389,7 @@ class Simulation {
       return;
     }
     has_next_ = source_.next(next_);
-    next_ps_ = has_next_ ? to_ps(next_.arrival_s) : kNever;
+    next_ps_ = has_next_ ? to_ps(next_.arrival_s) + front_end_ : kNever;
   }
   Ps next_arrival_time() const {
     if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.front();
@@ -412,7 +413,7 @@ class Simulation {
     q = Req{};
     q.version = version;
     q.id = id;
-    q.arrival = t;
+    q.arrival = t - front_end_;  // sent then; the scheduler sees it now (docs/serving.md#front-end)
     q.input = r.input;
     q.output = r.output;
     q.group = r.prefix_group;
@@ -732,7 +733,7 @@ class Simulation {
     rec.id = q.id;
     rec.replica = q.replica;
     rec.arrival_s = to_s(q.arrival);
-    rec.queue_s = to_s(q.admitted - q.arrival);
+    rec.queue_s = to_s(q.admitted - q.arrival - front_end_);
     rec.ttft_s = to_s(q.first_token - q.arrival);
     rec.e2e_s = to_s(t - q.arrival);
     rec.tpot_s = q.output > 1 ? to_s(t - q.first_token) / static_cast<double>(q.output - 1) : 0;
@@ -762,7 +763,7 @@ class Simulation {
   void record(const RequestRecord& rec, Ps t) {
     --in_system_;
     ++finished_;
-    if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t);
+    if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t + front_end_);
     if (sink_) sink_(rec);
     if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
     if (rec.rejected) return;
@@ -1018,7 +1019,8 @@ class Simulation {
   Request next_;
   bool has_next_ = false, closed_ = false;
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
-  std::deque<Ps> pending_;  // closed loop: when each free client sends
+  std::deque<Ps> pending_;  // closed loop: when each free client's request reaches the scheduler
+  Ps front_end_ = 0;        // the server's time before the scheduler sees a request
   StepEnds steps_;  // replicas' step ends
   std::size_t rr_ = 0, decode_rr_ = 0;
   std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
