@@ -132,6 +132,11 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s}};
+  // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
+  j["request"] = {{"front_end_s", r.engine.front_end_s},
+                  {"queue_s", r.queue.mean},
+                  {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean)},
+                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)}};
   if (cfg.spec.on()) {
     const serving::SpeculationCost& sc = r.speculation;
     json rates = json::array();
@@ -269,6 +274,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+  }
+  if (r.measured_requests > 0) {
+    const double fe = r.engine.front_end_s;
+    s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
+                     t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean)), t(r.ttft.mean),
+                     t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
   }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {
     const serving::SpeculationCost& sc = r.speculation;

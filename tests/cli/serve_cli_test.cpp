@@ -46,6 +46,12 @@ TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
   EXPECT_NEAR(ten["e2e_s"]["mean"].get<double>() - none["e2e_s"]["mean"].get<double>(), 10e-3, 1e-9);
   EXPECT_DOUBLE_EQ(ten["tpot_s"]["mean"].get<double>(), none["tpot_s"]["mean"].get<double>());
   EXPECT_DOUBLE_EQ(ten["queue_s"]["max"].get<double>(), 0);
+  // The request's parts: the front end, no queue, its prompt's step (the whole TTFT without a
+  // front end) and its decode steps (E2E less TTFT, either way).
+  EXPECT_DOUBLE_EQ(ten["request"]["front_end_s"].get<double>(), 10e-3);
+  EXPECT_DOUBLE_EQ(ten["request"]["queue_s"].get<double>(), 0);
+  EXPECT_NEAR(ten["request"]["prefill_s"].get<double>(), none["ttft_s"]["mean"].get<double>(), 1e-9);
+  EXPECT_NEAR(ten["request"]["decode_s"].get<double>(), none["e2e_s"]["mean"].get<double>() - none["ttft_s"]["mean"].get<double>(), 1e-9);
 }
 
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
