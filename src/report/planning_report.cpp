@@ -180,12 +180,9 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   }
   if (d.spec_tokens > 0 && d.draft < s.drafts.size()) {
     const model::Speculation& sp = s.drafts[d.draft].spec;
-    // The draft, these tokens, and the rates of their positions (one when all are the same).
-    bool same = true;
-    for (int i = 1; i < d.spec_tokens; ++i) same = same && sp.accept[static_cast<std::size_t>(i)] == sp.accept[0];
-    std::string rates = fmt::format("{}", sp.accept[0]);
-    for (int i = 1; i < d.spec_tokens && !same; ++i) rates += fmt::format(",{}", sp.accept[static_cast<std::size_t>(i)]);
-    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens, rates);
+    // The draft, these tokens, and the rates of their positions as they were given.
+    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens,
+                     model::accept_arg(sp, d.spec_tokens));
   }
   return f;
 }

@@ -145,6 +145,8 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                         {"mtp", cfg.spec.mtp},
                         {"k", cfg.spec.k},
                         {"accept", rates},
+                        {"accept_form", std::string(model::name(cfg.spec.form))},
+                        {"accept_given", model::accept_arg(cfg.spec, cfg.spec.k)},
                         {"tokens_per_step", model::tokens_per_step(cfg.spec)},
                         {"verify_s", sc.verify_s},
                         {"draft_s", sc.draft_s},
@@ -226,10 +228,16 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
-    std::string rates = fmt::format("{:g}", cfg.spec.accept[0]);
-    bool same = true;
-    for (int i = 1; i < cfg.spec.k; ++i) same = same && cfg.spec.accept[static_cast<std::size_t>(i)] == cfg.spec.accept[0];
-    for (int i = 1; i < cfg.spec.k && !same; ++i) rates += fmt::format(",{:g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
+    // The rates as given, and each position's given the ones before where that differs.
+    std::string rates = model::accept_arg(cfg.spec, cfg.spec.k);
+    if (cfg.spec.form == model::AcceptForm::alpha) {
+      rates = "alpha " + rates;
+    } else {
+      std::string cond = fmt::format("{:.3g}", cfg.spec.accept[0]);
+      for (int i = 1; i < cfg.spec.k; ++i) cond += fmt::format(",{:.3g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
+      rates = cfg.spec.form == model::AcceptForm::vllm ? fmt::format("{} per position as vLLM reports them (each given the ones before: {})", rates, cond)
+                                                        : fmt::format("{} (each given the ones before)", rates.substr(rates.find(':') + 1));
+    }
     s += fmt::format("speculative decoding: {} drafts {} token{} a step, acceptance {}: {:.3g} tokens per verification step\n",
                      cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", rates, model::tokens_per_step(cfg.spec));
   }
@@ -286,7 +294,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("speculation at that batch: verification {} + draft {} for {:.3g} tokens, against {} a token plainly: "
                      "{:.2f}x; {}\n",
                      t(sc.verify_s), t(sc.draft_s), sc.tokens_per_step, t(sc.plain_s), sc.speedup,
-                     sc.break_even ? fmt::format("breaks even at acceptance {:.3f}", sc.break_even_accept)
+                     sc.break_even ? fmt::format("breaks even at alpha {:.3f} (one rate at every position)", sc.break_even_accept)
                                    : std::string("no acceptance rate pays for the drafts"));
   }
   if (cfg.disagg.on()) {
