@@ -51,6 +51,7 @@ void flags(std::string_view text) {
       if (!(s.accept[static_cast<std::size_t>(i)] >= 0 && s.accept[static_cast<std::size_t>(i)] <= 1)) __builtin_trap();
     }
     if (s.k < 0 || s.k > model::Speculation::kMaxTokens) __builtin_trap();
+    (void)model::accept_arg(s, s.k);  // the inverse renders whatever parsed
   } catch (const InputError&) {
   }
 }
