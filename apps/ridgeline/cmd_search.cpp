@@ -227,6 +227,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     std::size_t k = 0;
     while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;
     if (k == s.chips.size()) throw InputError(fmt::format("--price: '{}' is not one of the --hw chips ({})", chip, v->hw.hw));
+    if (s.chips[k].price_source == "--price") throw InputError(fmt::format("--price: {} is priced twice: give each chip one price", chip));
     s.chips[k].usd_per_hour = parse_usd_per_hour(p.substr(eq + 1), fmt::format("--price {}", chip));
     s.chips[k].price_source = "--price";
   }

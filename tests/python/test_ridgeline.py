@@ -113,7 +113,9 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # The summary the command line prints, and one column entry per request (pandas-ready:
     # every column the same length).
     kw = dict(model="llama-3.1-8b", hw="h100-sxm", qps=5, requests=40, prompt="uniform:100,300", gen=32, seed=3)
-    r = ridgeline.serve(**kw)
+    # The columns only when asked: a run keeps no row per request by default (issue 42).
+    assert "requests" not in ridgeline.serve(**kw)
+    r = ridgeline.serve(per_request=True, **kw)
     c = cli_json("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--qps", "5", "--requests", "40",
                  "--prompt", "uniform:100,300", "--gen", "32", "--seed", "3")
     assert r["ttft_s"] == c["ttft_s"] and r["e2e_s"] == c["e2e_s"]
