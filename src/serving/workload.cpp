@@ -118,9 +118,9 @@ void validate(const WorkloadSpec& w) {
       mean = p.values.empty() ? 1 : sum / static_cast<double>(p.values.size());
     }
     if (static_cast<double>(w.prefix_tokens) >= mean) {
-      throw InputError(fmt::format("--prefix-tokens: {} shared tokens leave no token of its own in {} of {:g} tokens (--prompt {}): "
+      throw InputError(fmt::format("--prefix-tokens: {} shared tokens leave no token of its own in {} {:g} tokens (--prompt {}): "
                                    "expected fewer",
-                                   w.prefix_tokens, p.kind == LengthDist::Kind::fixed ? "a prompt" : "prompts of mean", mean, p.text));
+                                   w.prefix_tokens, p.kind == LengthDist::Kind::fixed ? "a prompt of" : "prompts of mean", mean, p.text));
     }
   }
   if (w.arrival == Arrival::trace && !w.has_trace()) throw InputError("--trace: the file has no requests");
