@@ -16,7 +16,7 @@ void note_input(const std::string& path) noexcept;
 /// exist. Called before any work whose result would go there, and again when writing.
 void check_output_path(const std::string& path, std::string_view flag);
 
-/// A file written whole or not at all (docs/cli.md#output-files): the bytes go to a temporary
+/// A file written whole or not at all (docs/serving.md#output-files): the bytes go to a temporary
 /// in `path`'s folder with an unpredictable name, created exclusively without following links
 /// (O_CREAT | O_EXCL | O_NOFOLLOW: an existing file or link of that name is never opened), and
 /// commit() renames it over `path`; the temporary is removed when the writer ends uncommitted.
