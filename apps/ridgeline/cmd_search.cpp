@@ -351,8 +351,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
                            {"--prefix-tokens", &l.prefix_tokens}}) {
     if (!val->empty()) flag(name, *val);
   }
-  flag("--prompt", l.prompt);
-  flag("--gen", l.gen);
+  if (l.trace.empty()) {  // a trace gives the lengths (serve refuses --prompt and --gen with it)
+    flag("--prompt", l.prompt);
+    flag("--gen", l.gen);
+  }
   if (l.arrival != "poisson") flag("--arrival", l.arrival);
   if (l.warmup != "0") flag("--warmup-requests", l.warmup);
   if (l.seed != "1") flag("--seed", l.seed);

@@ -175,7 +175,7 @@ bool RequestTraceReader::line(std::string_view& out) {
       throw InputError(fmt::format("{}: line {}: longer than {} bytes: expected one request per line", source_, line_ + 1, kMaxLine));
     }
     // The unfinished line to the window's start, then the next bytes after it.
-    std::memmove(buf_.data(), text_.data() + pos_, rest);
+    if (rest > 0) std::memmove(buf_.data(), text_.data() + pos_, rest);
     const std::size_t got = std::fread(buf_.data() + rest, 1, kWindow, file_);
     if (got < kWindow) {
       if (std::ferror(file_) != 0) throw InputError(fmt::format("{}: read error after line {}", source_, line_));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -454,12 +455,15 @@ void write_chart(const std::string& path, const std::string& svg, std::string_vi
   const std::string& tmp = out.temporary();
   bool ok = tmp.find('\'') == std::string::npos;
   if (ok) {
+    // A converter that stops reading early must fail the write, not kill this process.
+    void (*previous)(int) = std::signal(SIGPIPE, SIG_IGN);
     std::FILE* pipe = ::popen(fmt::format("rsvg-convert -f png -o '{}'", tmp).c_str(), "w");
     ok = pipe != nullptr;
     if (ok) {
       ok = std::fwrite(svg.data(), 1, svg.size(), pipe) == svg.size();
       ok = ::pclose(pipe) == 0 && ok;
     }
+    std::signal(SIGPIPE, previous);
   }
   if (!ok) throw InputError(fmt::format("{}: {}: rsvg-convert could not write the PNG", flag, path));
   out.commit();

@@ -614,8 +614,8 @@ class Simulation {
     if (!(period <= kMaxSimulated_s - to_s(t))) {
       double chunk_tokens = 0;
       for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
-      time_overflow(fmt::format("a step of {} {} ({:g} prompt tokens, {:g} decoding sequences)", r.role == detail::Role::decode ? "decode instance" : r.role == detail::Role::prefill ? "prefill instance" : "replica",
-                                r.index, chunk_tokens, p.mix.decode_seqs),
+      const char* who = r.role == detail::Role::decode ? "decode instance" : r.role == detail::Role::prefill ? "prefill instance" : "replica";
+      time_overflow(fmt::format("a step of {} {} ({:g} prompt tokens, {:g} decoding sequences)", who, r.index, chunk_tokens, p.mix.decode_seqs),
                     t, period);
     }
     r.busy = true;

@@ -177,6 +177,12 @@ TEST(ServeInputsCli, FlagsATraceDoesNotUseAreRefused) {
   EXPECT_EQ(j["workload"]["requests"], 3);
   const RunResult text = run(t);
   EXPECT_NE(text.out.find("workload: trace " + trace + ", lengths from the trace; 3 requests"), std::string::npos) << text.out;
+  // search serve's command for its best deployment runs as printed: no --prompt or --gen with
+  // a trace (they are refused there).
+  const auto fleet = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --trace " + trace + " --slo ttft_p99=1s --max-rate off");
+  const std::string command = fleet["best"]["command"].get<std::string>();
+  EXPECT_EQ(command.find("--prompt"), std::string::npos) << command;
+  EXPECT_EQ(run(command.substr(std::string("ridgeline ").size())).status, 0) << command;
   // With --qps the trace's lengths take new arrivals, gamma ones when asked: applied and shown.
   j = run_json(t + " --qps 2 --arrival gamma:2");
   EXPECT_EQ(j["workload"]["qps"], 2);

@@ -130,6 +130,13 @@ def test_serve_returns_the_summary_and_per_request_columns():
     assert len(s["sweep"]) == 2 and "requests" not in s["sweep"][0]
 
 
+def test_serve_replicas_auto_without_slo_names_the_missing_targets():
+    # Issue 42: it complained about --requests-out/--per-request, which the function had
+    # added on its own; the real problem is the missing --slo.
+    with pytest.raises(ValueError, match=r"--replicas auto: give the targets to meet with --slo"):
+        ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=4, replicas="auto", requests=5)
+
+
 def test_search_serve_with_prices_as_a_dict():
     # `search serve` from Python: prices as a dict (one --price per chip), lists as commas; the
     # best fleet costs its GPUs at its chip's price.
