@@ -1,7 +1,7 @@
 # Quick start: `make demo` and `make test`. Everything else is optional.
 RIDGELINE := build/dev/apps/ridgeline/ridgeline
 
-.PHONY: all deps configure build test demo docs bench asan fuzz install-check clean
+.PHONY: all deps configure build test demo docs bench asan fuzz install-check web test-web clean
 all: build
 
 deps:
@@ -45,6 +45,18 @@ fuzz: deps
 
 install-check: build
 	@bash scripts/check-install.sh
+
+# The static page with the engine in WebAssembly (docs/web.md), into build/web/; its tests:
+# the same JSON as the CLI for a set of cases, and the page in headless Chromium.
+web: configure
+	@bash scripts/install-web-deps.sh
+	@cmake --build --preset dev --target ridgeline_yaml_json ridgeline_cli
+	@bash scripts/build-web.sh
+
+test-web: web
+	@node web/test/size.mjs build/web
+	@node web/test/equality.mjs $(RIDGELINE) build/web
+	@node web/test/browser.mjs build/web build/web-test $(RIDGELINE)
 
 clean:
 	rm -rf build

@@ -1,5 +1,8 @@
 # Every dependency comes from a Debian package through find_package; nothing is downloaded.
 find_package(fmt REQUIRED)
+# fast_float (header-only, not needed by consumers of the installed library): doubles read with
+# std::from_chars's rules in every build (core/number_chars.cpp).
+find_package(FastFloat REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)

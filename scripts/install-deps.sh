@@ -19,6 +19,7 @@ PACKAGES=(
   python3-pytest python3-venv         # Python tests, and `pip install .` into a venv (make install-check)
   chromium                            # the HTML report's test in a real (headless) browser
   libfmt-dev                          # formatting of tables and numbers
+  libfast-float-dev                   # numbers read alike in the native and WebAssembly builds (fast_float)
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests
   libbenchmark-dev                    # bench/

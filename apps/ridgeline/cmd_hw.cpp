@@ -1,4 +1,4 @@
-// `ridgeline hw list` and `ridgeline hw show NAME|FILE`.
+// `ridgeline hw list`, `ridgeline hw show NAME|FILE` and `ridgeline hw fit NAME|FILE`.
 #include <fmt/format.h>
 
 #include "common.hpp"
@@ -7,7 +7,9 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/embedded.hpp"
 #include "ridgeline/io/ert_file.hpp"
+#include "ridgeline/analysis/kernel_curves.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/report/curves.hpp"
 #include "ridgeline/report/json.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
@@ -38,7 +40,39 @@ void register_hw(CLI::App& root, std::vector<Command>& commands) {
   commands.push_back({show, [flags, json_show, name] {
                         flags->hw = *name;
                         hw::System sys = load_system(*flags);
-                        emit(*json_show, report::chip_json(sys.chip), report::chip_text(sys.chip));
+                        const auto curves = analysis::curve_residuals(sys.chip);
+                        nlohmann::json j = report::chip_json(sys.chip);
+                        j["kernel_curves"] = report::curves_json(sys.chip, curves);
+                        emit(*json_show, j, report::chip_text(sys.chip) + report::curves_text(sys.chip, curves));
+                      }});
+
+  auto* fit = hw->add_subcommand("fit", "fit each kernel class's fixed time and fractions to the chip's kernel curves");
+  auto fit_name = std::make_shared<std::string>();
+  auto fit_out = std::make_shared<std::string>();
+  auto json_fit = std::make_shared<bool>(false);
+  fit->add_option("name", *fit_name, "catalog name or .yaml file")->required();
+  fit->add_option("--out", *fit_out, "write the chip file with the fitted figures to this .yaml");
+  fit->add_flag("--json", *json_fit, "JSON on stdout");
+  commands.push_back({fit, [fit_name, fit_out, json_fit] {
+                        const hw::ChipSpec chip = io::resolve_chip(*fit_name);
+                        if (chip.curves.empty()) {
+                          throw InputError(fmt::format("{}: the chip has no kernel_curves to fit (docs/hardware.md#kernel-curves)", *fit_name));
+                        }
+                        const auto fits = analysis::fit_curves(chip);
+                        const hw::ChipSpec fitted = analysis::with_curve_fits(chip, fits);
+                        std::string text = report::curves_text(fitted, fits);
+                        const std::string yaml = report::fitted_efficiency_yaml(fits);
+                        if (!yaml.empty()) text += "\nas the chip file's figures:\nefficiency:\n" + yaml;
+                        nlohmann::json j;
+                        j["chip"] = chip.name;
+                        j["kernel_curves"] = report::curves_json(fitted, fits);
+                        if (!fit_out->empty()) {
+                          check_extension(*fit_out, "--out", {".yaml", ".yml"});
+                          report::write_file_atomically(*fit_out, io::chip_yaml(fitted, "", ""));
+                          j["out"] = *fit_out;
+                          text = "wrote " + *fit_out + "\n\n" + text;
+                        }
+                        emit(*json_fit, j, text);
                       }});
 
   auto ert = std::make_shared<ErtImport>();

@@ -148,14 +148,14 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
       ->capture_default_str();
   commands.push_back({a, [f, engine] {
                         const auto kind = serving::parse_engine(*engine);
-                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", *engine));
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", *engine));
                         model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);
                         hw::System sys = load_chip_system(f->hw);
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
                         std::unique_ptr<analysis::BatchModel> served;
-                        if (*kind != serving::EngineKind::static_batch) served = std::make_unique<serving::ContinuousBatching>(*kind);
+                        if (kind->kind != serving::EngineKind::static_batch) served = std::make_unique<serving::ContinuousBatching>(*kind);
                         emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r, served.get()));
                       }});
 }

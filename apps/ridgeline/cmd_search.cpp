@@ -49,7 +49,11 @@ analysis::SearchControl control(const std::string& threads, const char* unit, do
   analysis::SearchControl c;
   c.stop = &g_stop;
   c.threads = parse_threads(threads);
-  if (isatty(STDERR_FILENO) != 0) {
+  if (const std::function<void(double)> hook = progress_hook()) {
+    c.progress = [hook](std::uint64_t done, std::uint64_t total, double) {
+      hook(total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 0.0);
+    };
+  } else if (isatty(STDERR_FILENO) != 0) {
     auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
     c.progress = [start, unit, scale](std::uint64_t done, std::uint64_t total, double best) {
       const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
@@ -133,7 +137,7 @@ struct ServeSearchFlags {
   WorkloadFlags load;
   bool json = false;
   std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
-  std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
+  std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot, margin;
   std::string max_rate = "on";
   std::vector<std::string> prices;
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
@@ -169,6 +173,8 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
                   "on, off or both: prompts split over steps within the token budget or not (default: each engine's own, on for vLLM and SGLang, off for TensorRT-LLM)");
   app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
+  app->add_option("--margin", f->margin, "headroom: meet every --slo target with this fraction to spare, e.g. 0.1 or 10%")
+      ->type_name("FRACTION");
   app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
   app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
   app->add_option("--max-rate", f->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
@@ -296,6 +302,17 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.spec_tokens = ks;
   s.disaggregated = on_off_both(v->disagg, "--disagg", false);
   if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
+  s.slo_asked = b.slo;
+  if (!v->margin.empty()) {
+    // A fraction, or a percentage: the fleet must meet each target with it to spare.
+    const std::string& mg = v->margin;
+    const bool pct = mg.size() > 1 && mg.back() == '%';
+    const double x = parse_number(pct ? mg.substr(0, mg.size() - 1) : mg, "--margin") / (pct ? 100 : 1);
+    if (!(x >= 0 && x < 0.9)) throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%)", mg));
+    if (!b.slo.any()) throw InputError("--margin: headroom over the SLO needs --slo targets");
+    s.margin = x;
+    b.slo.ttft_s *= 1 - x, b.slo.tpot_s *= 1 - x, b.slo.e2e_s *= 1 - x;
+  }
   const auto router = serving::parse_router(v->router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
   b.router = *router;
@@ -333,10 +350,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   }
   for (const std::string& item : split_list(v->engines)) {
     const auto kind = serving::parse_engine(item);
-    if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", item));
+    if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", item));
     if (std::find(s.engines.begin(), s.engines.end(), *kind) == s.engines.end()) s.engines.push_back(*kind);
   }
-  b.engine.kind = s.engines.front();
+  b.engine.kind = s.engines.front().kind;
+  b.engine.version = s.engines.front().version;
   s.max_gpus = parse_positive_int(v->max_gpus, "--max-gpus");
   s.top = static_cast<int>(std::min<long long>(parse_positive_int(v->top, "--top"), 1000000));
   if (v->max_rate != "on" && v->max_rate != "off") throw InputError(fmt::format("--max-rate: '{}' is not on or off", v->max_rate));
@@ -579,9 +597,9 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->hw.chips.empty()) throw InputError("--chips: the search takes --chips-max");
                         analysis::InferSearchSpace s;
                         const auto kind = serving::parse_engine(g->engine);
-                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", g->engine));
+                        if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", g->engine));
                         s.engine = g->engine;
-                        if (*kind != serving::EngineKind::static_batch) {
+                        if (kind->kind != serving::EngineKind::static_batch) {
                           s.batch_model = [k = *kind] { return std::make_unique<serving::ContinuousBatching>(k); };
                         }
                         s.chips_max = parse_positive_int(g->chips_max, "--chips-max");

@@ -31,7 +31,7 @@ struct ServeFlags {
   bool json = false, cuda_graphs = false, eager = false, per_request = false;
   std::string engine = "vllm";
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, mixed_chunk;
+  std::string preemption, step_overhead, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
@@ -56,7 +56,7 @@ double horizon_s(const std::string& v) {
 // The engine's preset at tensor parallelism `tp` with the knobs given as flags.
 serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, const model::ForwardConfig& forward, std::int64_t tp) {
   const auto kind = serving::parse_engine(f.engine);
-  if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static", f.engine));
+  if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", f.engine));
   serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp);
   if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
   if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;
@@ -87,6 +87,14 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   }
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
+  if (!f.graph_max_batch.empty()) {
+    if (f.eager) throw InputError("--graph-max-batch/--eager: --eager captures no graph");
+    e.graph_max_batch = parse_positive_int(f.graph_max_batch, "--graph-max-batch");
+  }
+  if (!f.graph_padding.empty()) {
+    if (f.eager) throw InputError("--graph-padding/--eager: --eager captures no graph");
+    e.graph_exact_sizes = !on_off(f.graph_padding, "--graph-padding");
+  }
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
   return e;
 }
@@ -176,6 +184,7 @@ void check_columns_fit(const serving::WorkloadSpec& w) {
 
 // A progress bar on stderr when it is a terminal and the run is long.
 std::function<void(double)> progress_bar() {
+  if (progress_hook()) return progress_hook();
   if (isatty(STDERR_FILENO) == 0) return {};
   const auto start = std::chrono::steady_clock::now();
   return [start](double frac) {
@@ -209,6 +218,10 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
+  s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");
+  s->add_option("--graph-padding", f->graph_padding,
+                "on: a decode batch pads to the next captured size; off: only batches of 1-32, 64, 128 run as graphs (engine default)")
+      ->type_name("on|off");
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
   s->add_option("--disagg", f->disagg, "disaggregated: P prefill and D decode instances (each --tp chips), the KV cache sent between them");

@@ -109,6 +109,9 @@ std::vector<FlagInfo> command_flags(const std::vector<std::string>& path);
 std::ostream*& out_stream();
 /// The status a command asks run() to return after it printed its output (default 0).
 int& exit_status();
+/// Where a search or a long simulation reports its progress (fraction done, 0 to 1) when
+/// set, in place of the progress bar on a terminal's stderr (the web page's worker sets it).
+std::function<void(double)>& progress_hook();
 
 /// --threads: 0 when not given, else 1 to 4096 (InputError naming the flag otherwise).
 /// --tensor-dtype: a dtype the chip's matrix unit runs (a profile's tensor FLOPs are placed

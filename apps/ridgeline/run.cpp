@@ -156,6 +156,11 @@ int& exit_status() {
   return status;
 }
 
+std::function<void(double)>& progress_hook() {
+  static std::function<void(double)> hook;
+  return hook;
+}
+
 namespace {
 
 // What each option takes, for --help (CLI11 says TEXT for every string option): by flag

@@ -333,9 +333,9 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
     // offloads hide in.
     for (int i = 0; i < g.op_count; ++i) {
       if (g.ops[i].group != kind.group) continue;
-      const hw::KernelClass kc = model::kernel_class(g.ops[i].cls);
+      const hw::KernelClass kc = g.ops[i].kernel;
       add(kind.layer_forward, part_of(fwd[i].parts, rates, kc));
-      add(kind.layer_backward, part_of(bwd[i].parts, rates, model::backward_kernel_class(g.ops[i].cls)));
+      add(kind.layer_backward, part_of(bwd[i].parts, rates, model::backward_kernel_class(g.ops[i].kernel)));
     }
     add(out.layer_forward, kind.layer_forward, kind.share);
     add(out.layer_backward, kind.layer_backward, kind.share);
@@ -347,7 +347,7 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
         if (g.ops[i].group != kind.group) continue;
         const std::string_view op_name(g.ops[i].name);
         if (op_name.empty() || std::find(it.ops.begin(), it.ops.end(), op_name) == it.ops.end()) continue;
-        const StepPart p = part_of(fwd[i].parts, rates, model::kernel_class(g.ops[i].cls));
+        const StepPart p = part_of(fwd[i].parts, rates, g.ops[i].kernel);
         const double lower = p.lower_s;
         add(t.recompute, p);
         t.matrix_flops += g.ops[i].cost.matrix_flops;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "least_squares.hpp"
 #include "ridgeline/core/error.hpp"
 
 namespace ridgeline::analysis {
@@ -23,54 +24,18 @@ bool has_any(const std::string& s, std::initializer_list<std::string_view> words
   return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return s.find(w) != std::string::npos; });
 }
 
-// The model's parameters: overhead, 1/f_compute, 1/f_memory. `fixed[i]` holds parameter i at
-// value[i]; the others are solved for. Returns false when the normal equations are singular.
-struct Params {
-  std::array<double, 3> value{0, 1, 1};
-  std::array<bool, 3> fixed{false, false, false};
-};
+// The model's parameters: overhead, 1/f_compute, 1/f_memory (fixed ones held at their value).
+using Params = LinearParams<3>;
 
 // Weighted least squares on relative error: minimise sum ((t - o - u_c x_c - u_m x_m) / t)^2,
 // where each sample contributes only its binding part.
 bool solve(const std::vector<const CalibrationSample*>& s, const std::vector<bool>& compute, Params& p) {
-  std::array<int, 3> free{};
-  int n = 0;
-  for (int i = 0; i < 3; ++i) {
-    if (!p.fixed[i]) free[n++] = i;
-  }
-  if (n == 0) return true;
-  double a[3][4] = {};
-  for (std::size_t k = 0; k < s.size(); ++k) {
+  return solve_least_squares<3>(s.size(), [&](std::size_t k, std::array<double, 3>& row, double& rhs, double& w) {
     const double t = s[k]->time_s;
-    const double row[3] = {1, compute[k] ? s[k]->compute_s : 0, compute[k] ? 0 : s[k]->memory_s};
-    double rhs = t;
-    for (int i = 0; i < 3; ++i) {
-      if (p.fixed[i]) rhs -= row[i] * p.value[i];
-    }
-    const double w = 1 / (t * t);
-    for (int i = 0; i < n; ++i) {
-      for (int j = 0; j < n; ++j) a[i][j] += w * row[free[i]] * row[free[j]];
-      a[i][n] += w * row[free[i]] * rhs;
-    }
-  }
-  // Gaussian elimination with partial pivoting; a pivot tiny against its row's scale is singular.
-  for (int c = 0; c < n; ++c) {
-    int piv = c;
-    for (int r = c + 1; r < n; ++r) {
-      if (std::abs(a[r][c]) > std::abs(a[piv][c])) piv = r;
-    }
-    double scale = 0;
-    for (int j = 0; j < n; ++j) scale = std::max(scale, std::abs(a[piv][j]));
-    if (!(scale > 0) || std::abs(a[piv][c]) < 1e-12 * scale) return false;
-    for (int j = 0; j <= n; ++j) std::swap(a[c][j], a[piv][j]);
-    for (int r = 0; r < n; ++r) {
-      if (r == c) continue;
-      const double f = a[r][c] / a[c][c];
-      for (int j = c; j <= n; ++j) a[r][j] -= f * a[c][j];
-    }
-  }
-  for (int i = 0; i < n; ++i) p.value[free[i]] = a[i][n] / a[i][i];
-  return std::all_of(p.value.begin(), p.value.end(), [](double v) { return std::isfinite(v); });
+    row = {1, compute[k] ? s[k]->compute_s : 0, compute[k] ? 0 : s[k]->memory_s};
+    rhs = t;
+    w = 1 / (t * t);
+  }, p);
 }
 
 void fit_class(std::vector<CalibrationSample*>& mine, ClassFit& fit) {
@@ -83,6 +48,7 @@ void fit_class(std::vector<CalibrationSample*>& mine, ClassFit& fit) {
   std::vector<bool> compute(s.size());
   for (std::size_t k = 0; k < s.size(); ++k) compute[k] = s[k]->compute_s >= s[k]->memory_s;
   Params p;
+  p.value = {0, 1, 1};
   bool ok = false, settled = false;
   bool held_overhead = false, held_compute = false, held_memory = false;
   for (int iter = 0; iter < 20 && !settled; ++iter) {

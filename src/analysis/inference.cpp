@@ -33,7 +33,7 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   const double l0[5] = {p0.matrix, p0.vector, p0.memory, p0.comm, p0.launch};
   const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
   const double lower = sum_max_affine(l0, l1, 5, n);
-  const hw::KernelClass k = model::kernel_class(g.ops[i].cls);
+  const hw::KernelClass k = g.ops[i].kernel;
   const std::array<double, 5> s0 = realistic_parts(p0, rates, k), s1 = realistic_parts(p1, rates, k);
   t.t_lower_s += r * lower;
   t.t_realistic_s += r * sum_max_affine(s0.data(), s1.data(), 5, n);
@@ -75,12 +75,12 @@ void decode_phase(const Graph& g, const ops::Rates& rates, bool graphs, double P
   for (int i = 0; i < g.op_count; ++i) {
     const OpTimes last = op_times(g.ops[i].cost, rates, graphs);
     if (g.ops[i].attention < 0) {
-      accumulate(fixed, last, g.repeat(i), rates, g.ops[i].cls);
+      accumulate(fixed, last, g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
       continue;
     }
-    accumulate(last_att, last, g.repeat(i), rates, g.ops[i].cls);
+    accumulate(last_att, last, g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
     const OpTimes first = attention_at(g, i, P + 1, rates, graphs);
-    accumulate(first_att, first, g.repeat(i), rates, g.ops[i].cls);
+    accumulate(first_att, first, g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
     // A sliding window puts a kink at context = window: sum the two straight pieces apart.
     if (window > P + 1 && window < P + steps) {
       const double n1 = window - P;  // steps with context P+1 .. window
@@ -112,7 +112,7 @@ void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array
     ops::Cost c = g.ops[i].cost.expand();
     if (graphs) c.launches = 0;
     rows[i].op = i;
-    rows[i].e = ops::estimate(c, chip, model::kernel_class(g.ops[i].cls));
+    rows[i].e = ops::estimate(c, chip, g.ops[i].kernel);
   }
 }
 
@@ -143,7 +143,7 @@ ServingCurve::Line fit_op(const Graph& g1, const Graph& g2, int i, double B1, do
 ServingCurve::Line fit_attention(const Graph& g1, const Graph& g2, int i, double kv, double B1, double B2,
                                  const ops::Rates& r, bool graphs) noexcept {
   const OpTimes o1 = attention_at(g1, i, kv, r, graphs), o2 = attention_at(g2, i, kv, r, graphs);
-  const hw::KernelClass k = model::kernel_class(g1.ops[i].cls);
+  const hw::KernelClass k = g1.ops[i].kernel;
   return fit_line(realistic_parts(o1.parts, r, k), realistic_parts(o2.parts, r, k), B1, B2, g1.ops[i], g2.ops[i], r,
                   g1.repeat(i));
 }

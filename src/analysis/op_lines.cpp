@@ -73,7 +73,7 @@ void finish(PhaseTimes& t) noexcept {
 // through the result's memory).
 void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept {
   PhaseTimes acc;
-  for (int i = 0; i < g.op_count; ++i) accumulate(acc, op_times(g.ops[i].cost, rates, graphs), g.repeat(i), rates, g.ops[i].cls);
+  for (int i = 0; i < g.op_count; ++i) accumulate(acc, op_times(g.ops[i].cost, rates, graphs), g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
   graph_launches(acc, rates, graphs, 1);
   finish(acc);
   t = acc;
@@ -86,7 +86,7 @@ OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2
   OpLine l;
   l.rep = rep;
   l.mem_per_expert =
-      op1.expert_bytes * r.s_per_byte[0] * r.achievable[static_cast<int>(model::kernel_class(op1.cls))].inv_memory;
+      op1.expert_bytes * r.s_per_byte[0] * r.achievable[static_cast<int>(op1.kernel)].inv_memory;
   std::array<double, 5> y1 = x1, y2 = x2;
   y1[2] -= op1.touched * l.mem_per_expert;
   y2[2] -= op2.touched * l.mem_per_expert;
@@ -99,7 +99,7 @@ OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2
 
 OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double x2, const model::GraphOp& op1,
                  const model::GraphOp& op2, const ops::Rates& r, bool graphs, double rep) noexcept {
-  const hw::KernelClass k = model::kernel_class(op1.cls);
+  const hw::KernelClass k = op1.kernel;
   ops::TimeParts p1 = op_times(c1, r, graphs).parts, p2 = op_times(c2, r, graphs).parts;
   const bool quantised = op1.quantised && r.sms > 0 && x1 > 0 && op1.gemm_m > 0;
   if (quantised) p1.matrix_pad = p2.matrix_pad = 0;  // the line holds the GEMM's own work; the tiling's is added at each x

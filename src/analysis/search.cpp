@@ -1,11 +1,6 @@
 #include "ridgeline/analysis/search.hpp"
 
 #include <fmt/format.h>
-#include <tbb/blocked_range.h>
-#include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <tuple>
@@ -308,7 +303,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
     SearchStats stats;
     std::optional<Coll> coll;
   };
-  tbb::enumerable_thread_specific<Local> locals;
+  detail::PerThread<Local> locals;
   std::atomic<std::uint64_t> done{0};
   std::atomic<double> best{std::numeric_limits<double>::infinity()};
   std::atomic<bool> interrupted{false};
@@ -447,7 +442,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
     SearchStats stats;
     std::optional<Coll> coll;
   };
-  tbb::enumerable_thread_specific<Local> locals;
+  detail::PerThread<Local> locals;
   std::atomic<std::uint64_t> done{0};
   std::atomic<double> best{std::numeric_limits<double>::infinity()};
   std::atomic<bool> interrupted{false};
@@ -545,7 +540,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
       collect<InferSearchResult>(locals, Coll(better, x, y, static_cast<std::size_t>(space.top)), interrupted, t0);
   // The plans returned carry infer_core's numbers (the curve's agree to rounding; a plan the
   // rounding put on the wrong side of a limit is dropped), ranked again on them.
-  tbb::enumerable_thread_specific<std::unique_ptr<InferenceResult>> scratch;
+  detail::PerThread<std::unique_ptr<InferenceResult>> scratch;
   auto exact = [&](std::vector<InferPlan>& plans) {
     std::vector<char> keep(plans.size(), 1);
     run_parallel(control, plans.size(), [&](std::size_t i) {

@@ -318,9 +318,9 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
                   out.fwd[i].bytes * k,
                   out.fwd[i].link_bytes * k,
                   out.fwd[i].launches * k};
-    const hw::KernelClass kc = model::kernel_class(op.cls);
+    const hw::KernelClass kc = op.kernel;
     StepPart pf = part_of(out.fwd[i].parts, rates, kc);
-    StepPart pb = part_of(out.bwd[i].parts, rates, model::backward_kernel_class(op.cls));
+    StepPart pb = part_of(out.bwd[i].parts, rates, model::backward_kernel_class(op.kernel));
     if (cast_f.launches > 0) {
       add(pf, part_of(ops::time_parts(cast_f, rates), rates, hw::KernelClass::pointwise));
       add(pb, part_of(ops::time_parts(cast_b, rates), rates, hw::KernelClass::pointwise));

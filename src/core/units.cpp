@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/number_chars.hpp"
 
 namespace ridgeline {
 
@@ -134,7 +135,7 @@ Leading leading_number(std::string_view t) {
   const char* first = t.data();
   const char* last = t.data() + t.size();
   if (!t.empty() && *first == '+') ++first;
-  auto [ptr, ec] = std::from_chars(first, last, r.value, std::chars_format::general);
+  auto [ptr, ec] = parse_double_chars(first, last, r.value);
   r.end = ptr;
   r.ok = !t.empty() && ec == std::errc() && ptr != first;
   r.out_of_range = ec == std::errc::result_out_of_range;
@@ -237,7 +238,7 @@ long long parse_positive_int(std::string_view text, std::string_view where) {
   }
   // Scientific notation for round numbers ("1e6") is accepted when exact.
   double d = 0;
-  auto [p2, e2] = std::from_chars(t.data(), t.data() + t.size(), d, std::chars_format::general);
+  auto [p2, e2] = parse_double_chars(t.data(), t.data() + t.size(), d);
   if (!t.empty() && e2 == std::errc() && p2 == t.data() + t.size() && std::isfinite(d) && d > 9.007199254740992e15) {
     throw InputError(fmt::format("{}: '{}' is too large: expected an integer from 1 to 9e15", where, text));
   }

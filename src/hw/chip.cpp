@@ -12,9 +12,29 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::pointwise: return "pointwise";
     case KernelClass::collective: return "collective";
     case KernelClass::attention_backward: return "attention_backward";
+    case KernelClass::attention_decode: return "attention_decode";
+    case KernelClass::gemm_expert: return "gemm_expert";
+    case KernelClass::norm: return "norm";
+    case KernelClass::sampling: return "sampling";
+    case KernelClass::allreduce_custom: return "allreduce_custom";
+    case KernelClass::gemm_scaled: return "gemm_scaled";
   }
   return "other";
 }
+
+std::string_view name(CurveOp o) noexcept {
+  switch (o) {
+    case CurveOp::matmul: return "matmul";
+    case CurveOp::decode_attention: return "decode_attention";
+    case CurveOp::rmsnorm: return "rmsnorm";
+    case CurveOp::elementwise: return "elementwise";
+    case CurveOp::allreduce: return "allreduce";
+    case CurveOp::moe: return "moe";
+  }
+  return "matmul";
+}
+
+std::string_view name(CurveTiming t) noexcept { return t == CurveTiming::graph ? "graph" : "kernel"; }
 
 std::string_view name(LinkScope s) noexcept {
   switch (s) {

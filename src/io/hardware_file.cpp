@@ -202,6 +202,135 @@ void read_topology(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
   }
 }
 
+// `kernel_curves: [{class, kernel, source, timing: graph|kernel, points: [{op: ..., <its
+// shape>, time}]}]` (docs/hardware.md#kernel-curves).
+constexpr std::size_t kMaxCurves = 64, kMaxCurvePoints = 256;
+
+hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::string& path) {
+  hw::CurvePoint p;
+  if (!node.IsMap()) r.fail(path, "expected a mapping such as {op: matmul, m: 1, n: 4096, k: 4096, time: 12 us}");
+  const std::string op = r.scalar(r.required(node, "op", path), path + ".op");
+  if (op == "matmul") {
+    p.op = hw::CurveOp::matmul;
+    r.check_map(node, path, {"op", "m", "n", "k", "dtype", "time"});
+  } else if (op == "decode_attention") {
+    p.op = hw::CurveOp::decode_attention;
+    r.check_map(node, path, {"op", "batch", "kv_len", "heads", "kv_heads", "head_dim", "v_head_dim", "latent", "dtype", "time"});
+  } else if (op == "rmsnorm") {
+    p.op = hw::CurveOp::rmsnorm;
+    r.check_map(node, path, {"op", "tokens", "hidden", "residual", "dtype", "out_dtype", "time"});
+  } else if (op == "elementwise") {
+    p.op = hw::CurveOp::elementwise;
+    r.check_map(node, path, {"op", "bytes", "time"});
+  } else if (op == "allreduce") {
+    p.op = hw::CurveOp::allreduce;
+    r.check_map(node, path, {"op", "bytes", "chips", "time"});
+  } else if (op == "moe") {
+    p.op = hw::CurveOp::moe;
+    r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "dtype", "time"});
+  } else {
+    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce or moe", op));
+  }
+  // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
+  // residual, the dtypes).
+  auto dim = [&](const char* key, double& out, long long hi) {
+    const std::string full = path + "." + key;
+    const long long v = r.integer(r.required(node, key, path), full);
+    if (v > hi) r.fail(full, fmt::format("{}: expected at most {}", v, hi));
+    out = static_cast<double>(v);
+  };
+  auto flag = [&](const char* key, bool& out) {
+    if (!node[key]) return;
+    const std::string v = r.scalar(node[key], path + "." + key);
+    if (v != "true" && v != "false") r.fail(path + "." + key, fmt::format("'{}' must be true or false", v));
+    out = v == "true";
+  };
+  auto dtype = [&](const char* key, DType& out) {
+    if (!node[key]) return;
+    const std::string full = path + "." + key;
+    const std::string v = r.scalar(node[key], full);
+    auto t = parse_dtype(v);
+    if (!t || v == "fp8") r.fail(full, fmt::format("unknown dtype '{}': expected one of {}", v, dtype_names()));
+    out = *t;
+  };
+  constexpr long long kDim = 1LL << 24, kRows = 1LL << 30;
+  switch (p.op) {
+    case hw::CurveOp::matmul:
+      dim("m", p.m, kRows), dim("n", p.n, kDim), dim("k", p.k, kDim);
+      break;
+    case hw::CurveOp::decode_attention:
+      dim("batch", p.batch, kDim), dim("kv_len", p.kv_len, kDim), dim("heads", p.heads, 1 << 16);
+      dim("kv_heads", p.kv_heads, 1 << 16), dim("head_dim", p.head_dim, 1 << 16);
+      if (node["v_head_dim"]) dim("v_head_dim", p.v_head_dim, 1 << 16);
+      flag("latent", p.latent);
+      if (p.heads < p.kv_heads || static_cast<long long>(p.heads) % static_cast<long long>(p.kv_heads) != 0) {
+        r.fail(path + ".kv_heads", fmt::format("{} must divide heads ({})", p.kv_heads, p.heads));
+      }
+      break;
+    case hw::CurveOp::rmsnorm:
+      dim("tokens", p.tokens, kRows), dim("hidden", p.hidden, kDim);
+      flag("residual", p.residual);
+      dtype("out_dtype", p.out_dtype);
+      break;
+    case hw::CurveOp::elementwise:
+    case hw::CurveOp::allreduce:
+      p.bytes = r.quantity(r.required(node, "bytes", path), Quantity::bytes, path + ".bytes", true);
+      if (p.bytes > 1e15) r.fail(path + ".bytes", fmt::format("{} bytes: expected at most 1 PB", p.bytes));
+      if (p.op == hw::CurveOp::allreduce) {
+        double chips = 0;
+        dim("chips", chips, 1 << 16);
+        if (chips < 2) r.fail(path + ".chips", "an all-reduce needs at least 2 chips");
+        p.chips = static_cast<int>(chips);
+      }
+      break;
+    case hw::CurveOp::moe:
+      dim("tokens", p.tokens, kRows), dim("hidden", p.hidden, kDim), dim("intermediate", p.intermediate, kDim);
+      dim("experts", p.experts, 1 << 16), dim("topk", p.topk, 1 << 16);
+      if (p.topk > p.experts) r.fail(path + ".topk", fmt::format("{}: expected at most the {} experts", p.topk, p.experts));
+      break;
+  }
+  dtype("dtype", p.dtype);
+  if (p.op != hw::CurveOp::rmsnorm) p.out_dtype = p.dtype;
+  p.time_s = r.quantity(r.required(node, "time", path), Quantity::time, path + ".time", true);
+  if (p.time_s > 10) r.fail(path + ".time", fmt::format("{} s per call: expected at most 10 s", p.time_s));
+  return p;
+}
+
+void read_curves(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
+  if (!node.IsSequence()) r.fail("kernel_curves", "expected a list of curves");
+  if (node.size() > kMaxCurves) r.fail("kernel_curves", fmt::format("{} curves: expected at most {}", node.size(), kMaxCurves));
+  for (std::size_t i = 0; i < node.size(); ++i) {
+    const std::string path = fmt::format("kernel_curves[{}]", i);
+    const YAML::Node& n = node[i];
+    r.check_map(n, path, {"class", "kernel", "source", "timing", "points"});
+    hw::KernelCurve curve;
+    const std::string cls = r.scalar(r.required(n, "class", path), path + ".class");
+    bool found = false;
+    std::string names;
+    for (int k = 1; k < hw::kKernelClassCount; ++k) {
+      const auto kc = static_cast<hw::KernelClass>(k);
+      names += (names.empty() ? "" : ", ") + std::string(hw::name(kc));
+      if (hw::name(kc) == cls) curve.cls = kc, found = true;
+    }
+    if (!found) r.fail(path + ".class", fmt::format("'{}': expected one of {}", cls, names));
+    curve.kernel = r.scalar(r.required(n, "kernel", path), path + ".kernel");
+    curve.source = r.scalar(r.required(n, "source", path), path + ".source");
+    const std::string timing = r.scalar(r.required(n, "timing", path), path + ".timing");
+    if (timing == "graph") curve.timing = hw::CurveTiming::graph;
+    else if (timing == "kernel") curve.timing = hw::CurveTiming::kernel;
+    else r.fail(path + ".timing", fmt::format("'{}': expected graph or kernel", timing));
+    const YAML::Node& pts = r.required(n, "points", path);
+    if (!pts.IsSequence() || pts.size() == 0) r.fail(path + ".points", "expected a list of measured points");
+    if (pts.size() > kMaxCurvePoints) {
+      r.fail(path + ".points", fmt::format("{} points: expected at most {}", pts.size(), kMaxCurvePoints));
+    }
+    for (std::size_t j = 0; j < pts.size(); ++j) {
+      curve.points.push_back(read_curve_point(r, pts[j], fmt::format("{}.points[{}]", path, j)));
+    }
+    c.curves.push_back(std::move(curve));
+  }
+}
+
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -210,6 +339,41 @@ bool valid_name(const std::string& s) {
 }
 
 }  // namespace
+
+std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
+  std::string y = "kernel_curves:\n";
+  for (const hw::KernelCurve& k : curves) {
+    y += fmt::format("  - class: {}\n    kernel: {}\n    source: {}\n    timing: {}\n    points:\n", hw::name(k.cls),
+                     yaml_quoted(k.kernel), yaml_quoted(k.source), hw::name(k.timing));
+    for (const hw::CurvePoint& p : k.points) {
+      std::string f = fmt::format("op: {}", hw::name(p.op));
+      auto num = [&](const char* key, double v) { f += fmt::format(", {}: {:.17g}", key, v); };
+      switch (p.op) {
+        case hw::CurveOp::matmul: num("m", p.m), num("n", p.n), num("k", p.k); break;
+        case hw::CurveOp::decode_attention:
+          num("batch", p.batch), num("kv_len", p.kv_len), num("heads", p.heads), num("kv_heads", p.kv_heads);
+          num("head_dim", p.head_dim);
+          if (p.v_head_dim > 0) num("v_head_dim", p.v_head_dim);
+          if (p.latent) f += ", latent: true";
+          break;
+        case hw::CurveOp::rmsnorm:
+          num("tokens", p.tokens), num("hidden", p.hidden);
+          if (p.residual) f += ", residual: true";
+          f += fmt::format(", out_dtype: {}", name(p.out_dtype));
+          break;
+        case hw::CurveOp::elementwise: f += fmt::format(", bytes: {:.17g} B", p.bytes); break;
+        case hw::CurveOp::allreduce: f += fmt::format(", bytes: {:.17g} B, chips: {}", p.bytes, p.chips); break;
+        case hw::CurveOp::moe:
+          num("tokens", p.tokens), num("hidden", p.hidden), num("intermediate", p.intermediate), num("experts", p.experts);
+          num("topk", p.topk);
+          break;
+      }
+      if (p.op != hw::CurveOp::elementwise && p.op != hw::CurveOp::allreduce) f += fmt::format(", dtype: {}", name(p.dtype));
+      y += fmt::format("      - {{{}, time: {:.17g} s}}\n", f, p.time_s);
+    }
+  }
+  return y;
+}
 
 std::string catalog_name_for_device(std::string_view device, double memory_bytes) {
   std::string d(device);
@@ -241,7 +405,8 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak", "matmul_achievable",
                          "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
-                         "chips_per_node", "sms", "topology", "price_per_hour", "efficiency", "sources", "notes", "measured", "calibrated"});
+                         "chips_per_node", "sms", "topology", "price_per_hour", "efficiency", "kernel_curves", "sources", "notes",
+                         "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
   if (version < 1 || version > kSchemaVersion) {
@@ -343,7 +508,8 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
     r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "overhead", "gemm", "attention", "pointwise", "collective",
-                                         "attention_backward"});
+                                  "attention_backward", "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom",
+                                  "gemm_scaled"});
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
     if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");
@@ -372,6 +538,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       }
     }
   }
+  if (root["kernel_curves"]) read_curves(r, root["kernel_curves"], c);
   if (root["sources"]) {
     YAML::Node s = root["sources"];
     if (!s.IsSequence()) r.fail("sources", "expected a list of strings");
@@ -458,6 +625,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     if (ce.overhead_s > 0) fields += fmt::format("{}overhead: {:.17g} s", fields.empty() ? "" : ", ", ce.overhead_s);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
+  if (!c.curves.empty()) y += curves_yaml(c.curves);
   if (!c.sources.empty()) {
     y += "sources:\n";
     for (const auto& src : c.sources) y += "  - " + yaml_quoted(src) + "\n";

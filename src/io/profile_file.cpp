@@ -15,6 +15,7 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
+#include "ridgeline/core/number_chars.hpp"
 #include "ridgeline/io/csv.hpp"
 #include "ridgeline/io/embedded.hpp"
 
@@ -33,7 +34,7 @@ std::optional<double> number(std::string_view s) {
   }
   if (clean.empty()) return std::nullopt;
   double v = 0;
-  auto [p, ec] = std::from_chars(clean.data(), clean.data() + clean.size(), v, std::chars_format::general);
+  auto [p, ec] = parse_double_chars(clean.data(), clean.data() + clean.size(), v);
   if (ec != std::errc() || p != clean.data() + clean.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }

@@ -15,6 +15,7 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
+#include "ridgeline/core/number_chars.hpp"
 
 namespace ridgeline::io {
 
@@ -75,7 +76,7 @@ std::int64_t group_id(std::string_view v, const Where& w) {
 double seconds(std::string_view v, const Where& w, std::string_view column) {
   v = trim(v);
   double x = 0;
-  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  const auto [end, ec] = parse_double_chars(v.data(), v.data() + v.size(), x);
   if (ec != std::errc() || end != v.data() + v.size() || !std::isfinite(x) || x < 0 || x > 1e9) {
     fail(w, column, v, "a time in seconds from 0 to 1e9");
   }

@@ -75,6 +75,8 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
     bias_params = params / k;
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
+  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels.
+  if (!expert && scale > 0) op.kernel = hw::KernelClass::gemm_scaled;
   op.gemm_m = m_rows;
   op.gemm_k = k;
   op.gemm_n = n;
@@ -85,9 +87,11 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   return op;
 }
 
-GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params) {
+// `residual`: the residual add fused in front of the norm (ops::add_residual).
+GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params, bool residual = false) {
   ops::RowsShape s{rows, cols, c.act, DType::fp32};
   Cost cost = c.m.norm == NormKind::rmsnorm ? ops::rmsnorm_cost(s) : ops::layernorm_cost(s);
+  if (residual) ops::add_residual(cost, s);
   GraphOp& op = c.g.add(name, OpClass::norm, block, cost);
   const double per = c.m.norm == NormKind::rmsnorm ? 1 : 2;  // gamma (and beta)
   op.params = op.active_params = per * params;
@@ -99,12 +103,7 @@ GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, d
 // residual and writes the sum back, one add per element.
 GraphOp& residual_norm(Ctx& c, const char* name, const char* fused_name, Block block, double rows, double cols, double params) {
   if (!c.f.merged_kernels) return norm(c, name, block, rows, cols, params);
-  GraphOp& op = norm(c, fused_name, block, rows, cols, params);
-  const double residual = rows * cols * bytes(c.act);
-  op.cost.main_bytes += 2 * residual;  // read it, and store the sum
-  op.cost.main_store_bytes += residual;
-  op.cost.vector_flops += rows * cols;
-  return op;
+  return norm(c, fused_name, block, rows, cols, params, true);
 }
 
 void elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {
@@ -122,7 +121,10 @@ void collective(Ctx& c, const char* name, Block block, comm::Collective kind, do
       c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_};
     }
   }
-  c.g.add(name, OpClass::comm, block, l.cost).collective = static_cast<std::int8_t>(l.index);
+  GraphOp& op = c.g.add(name, OpClass::comm, block, l.cost);
+  op.collective = static_cast<std::int8_t>(l.index);
+  // A serving engine's own all-reduce (peers' buffers read over NVLink in one or two shots).
+  if (kind == comm::Collective::all_reduce && algo == comm::Algo::direct) op.kernel = hw::KernelClass::allreduce_custom;
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
@@ -151,6 +153,8 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
 GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::AttentionCounts& n, Scale scale) {
   GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a, n));
   op.scale = scale;
+  // Decode tokens over the cache run a decode kernel (attention_ops refines a fused one).
+  if (scale == Scale::decode_attention) op.kernel = hw::KernelClass::attention_decode;
   if (c.g.attention_count < model::Graph::kMaxAttention) {
     op.attention = static_cast<std::int8_t>(c.g.attention_count);
     c.g.attention[c.g.attention_count++] = a;
@@ -181,7 +185,10 @@ GraphOp* attention_ops(Ctx& c, const ops::AttentionShape& a, bool prefill, bool 
     if (!has_p && !has_d) return nullptr;
     ops::AttentionCounts both = p;
     both += d;
-    return &attention_op(c, a, both, Scale::fused_attention);
+    GraphOp& op = attention_op(c, a, both, Scale::fused_attention);
+    // One varlen kernel: with no prefill chunk in it, it runs as a decode kernel.
+    if (!has_p) op.kernel = hw::KernelClass::attention_decode;
+    return &op;
   }
   GraphOp* first = nullptr;
   if (has_p) first = &attention_op(c, a, p, Scale::prefill_attention);
@@ -382,6 +389,7 @@ void moe_mlp(Ctx& c) {
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
+    op.kernel = hw::KernelClass::gemm_expert;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
     op.cost.main_bytes += (touched - 1) * per_expert_local * wb;

@@ -102,7 +102,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     // The gemm class: its own figure, else the measured matmul rate in each dtype, else the chip's.
     for (int d = 0; d < kDTypeCount; ++d) {
       const double measured = chip.matmul_achievable_flops_per_s[d], peak = chip.matrix_flops_per_s[d];
-      const bool gemm = k == static_cast<int>(hw::KernelClass::gemm);
+      const bool gemm = hw::parent(static_cast<hw::KernelClass>(k)) == hw::KernelClass::gemm;
       achievable[k].inv_matrix[d] = own && c.matrix > 0 ? 1 / c.matrix
                                     : gemm && measured > 0 && peak > 0 ? peak / measured
                                                                        : 1 / e.matrix;
@@ -110,6 +110,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);
     achievable[k].inv_memory = 1 / (own && c.memory > 0 ? c.memory : e.memory);
     achievable[k].inv_link = 1 / (own && c.link > 0 ? c.link : e.link);
+    achievable[k].own_link = own && c.link > 0;
     achievable[k].overhead_s = own && c.overhead_s > 0 ? c.overhead_s : e.overhead_s;
   }
 }

@@ -23,11 +23,20 @@ Cost reduction_cost(const RowsShape& s) noexcept {
   return vector_op(s, s.rows * (s.cols - 1), s.rows * s.cols * bytes(s.dtype), s.rows * bytes(s.dtype));
 }
 
-Cost rmsnorm_cost(const RowsShape& s) noexcept {
+Cost rmsnorm_cost(const RowsShape& s) noexcept { return rmsnorm_cost(s, s.dtype); }
+
+Cost rmsnorm_cost(const RowsShape& s, DType out) noexcept {
   // Per row: h squares, h-1 adds, 1 divide, 1 add (eps), 1 rsqrt, h scales, h gamma products.
   double flops = s.rows * (4 * s.cols + 2);
-  const double out = s.rows * s.cols * bytes(s.dtype);
-  return vector_op(s, flops, out + s.cols * bytes(s.dtype), out);
+  const double in = s.rows * s.cols * bytes(s.dtype);
+  return vector_op(s, flops, in + s.cols * bytes(s.dtype), s.rows * s.cols * bytes(out));
+}
+
+void add_residual(Cost& c, const RowsShape& s) noexcept {
+  const double residual = s.rows * s.cols * bytes(s.dtype);
+  c.add_main_bytes(residual);   // read it
+  c.add_main_stores(residual);  // and store the sum
+  c.add_flops(hw::Unit::vector, s.compute, s.rows * s.cols);
 }
 
 Cost layernorm_cost(const RowsShape& s) noexcept {

@@ -2,7 +2,6 @@
 #include "ridgeline/planning/fleet.hpp"
 
 #include <fmt/format.h>
-#include <tbb/enumerable_thread_specific.h>
 
 #include <algorithm>
 #include <atomic>
@@ -43,7 +42,7 @@ using serving::ServingResult;
 // One point of the space before it is evaluated.
 struct Candidate {
   std::size_t chip = 0;
-  serving::EngineKind engine = serving::EngineKind::vllm;
+  serving::EngineRef engine = serving::EngineKind::vllm;
   std::int64_t tp = 1, ep = 1;
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
@@ -479,6 +478,10 @@ class Evaluator {
     d.slo_attainment = r.slo_attainment;
     d.kv_utilisation_mean = r.kv_utilisation_mean;
     d.mean_decode_batch = r.mean_decode_batch;
+    Outcome o;
+    binding_target(s_.slo_asked.any() ? s_.slo_asked : s_.base.slo, r, o);
+    d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
+    d.slo_binding = o.binding;
   }
 
   const model::ModelConfig& m_;
@@ -493,7 +496,7 @@ class Evaluator {
   // What a TTFT floor depends on, and the last one.
   struct FloorKey {
     std::size_t chip;
-    serving::EngineKind engine;
+    serving::EngineRef engine;
     std::int64_t tp, ep;
     std::optional<DType> w, kv;
     std::int64_t budget;
@@ -516,8 +519,8 @@ std::vector<std::int64_t> powers_of_two_up_to(std::int64_t max) {
 
 std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& s) {
   std::vector<Candidate> out;
-  std::vector<serving::EngineKind> engines = s.engines;
-  if (engines.empty()) engines.push_back(s.base.engine.kind);
+  std::vector<serving::EngineRef> engines = s.engines;
+  if (engines.empty()) engines.push_back({s.base.engine.kind, s.base.engine.version});
   std::vector<std::optional<DType>> ws = s.weight_dtypes, kvs = s.kv_dtypes;
   if (ws.empty()) ws.push_back(s.base.forward.precision.weight);
   if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
@@ -548,11 +551,11 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
     };
     for (const std::int64_t tp : tps) {
       for (const std::int64_t ep : eps_at(tp)) {
-        for (const serving::EngineKind kind : engines) {
+        for (const serving::EngineRef kind : engines) {
           const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
           // A static batch prefills its prompts whole whatever the flag: its preset only.
           const std::vector<std::optional<bool>> chunk_choices =
-              kind == serving::EngineKind::static_batch ? std::vector<std::optional<bool>>{std::nullopt} : chunkings;
+              kind.kind == serving::EngineKind::static_batch ? std::vector<std::optional<bool>>{std::nullopt} : chunkings;
           std::vector<std::int64_t> budgets = s.max_batched_tokens;
           if (budgets.empty()) budgets.push_back(preset.max_batched_tokens);
           std::vector<std::int64_t> seqs = s.max_num_seqs;
@@ -703,7 +706,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     for (std::size_t i = 0; i < cands.size(); ++i) families.push_back({i});
   }
   std::vector<Outcome> outcomes(cands.size());
-  tbb::enumerable_thread_specific<std::unique_ptr<Evaluator>> evaluators;
+  analysis::detail::PerThread<std::unique_ptr<Evaluator>> evaluators;
   std::atomic<std::uint64_t> done{0};
   std::atomic<double> best{std::numeric_limits<double>::infinity()};
   std::atomic<bool> interrupted{false};

@@ -198,7 +198,7 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                  fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")},
                 {"largest batch", text(j.contains("max_batch") ? j["max_batch"] : json(nullptr)), "that fits"},
                 {"decode floor", t(json_number(decode, "kernel_fixed_s") + json_number(decode, "link_latency_s")),
-                 fmt::format("of a step: kernel boundaries {}, collective latency {}", t(json_number(decode, "kernel_fixed_s")),
+                 fmt::format("of a step: kernels' fixed times {}, collective latency {}", t(json_number(decode, "kernel_fixed_s")),
                              t(json_number(decode, "link_latency_s")))}});
   }
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n<p>Hover a point for the op, its layer group and repeat count.</p>\n";
@@ -263,7 +263,7 @@ std::string html_serving_report(const json& j) {
               {"goodput", j.contains("goodput_requests_per_s") ? fmt::format("{:.4g} req/s", num(j, "goodput_requests_per_s")) : "-",
                j.contains("slo_met") ? (json_bool(j, "slo_met", false) ? "SLO met" : "SLO not met") : "no --slo given"},
               {"mean decode step", t(json_number(j.contains("decode_step") ? j["decode_step"] : json::object(), "device_s")),
-               j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernel boundaries {}, collective latency {}",
+               j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernels' fixed times {}, collective latency {}",
                                                        json_number(j["decode_step"], "sequences"), t(json_number(j["decode_step"], "kernel_fixed_s")),
                                                        t(json_number(j["decode_step"], "link_latency_s")))
                                          : ""}});

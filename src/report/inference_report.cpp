@@ -4,6 +4,7 @@
 
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/inference.hpp"
+#include "ridgeline/report/error_band.hpp"
 #include "ridgeline/report/text.hpp"
 
 namespace ridgeline::report {
@@ -148,6 +149,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
                                                      : std::string(name(m.weight_dtype)) + " (checkpoint)");
   j["act_dtype"] = std::string(name(p.activation));
   j["kv_dtype"] = dtype_or(p.kv_cache, name(p.activation));
+  j["error_band"] = error_band_json(answer_class("static", m, cfg.forward, sys.chip));
   j["compute_dtype"] = gemm_compute(r.prefill_graph);
   j["attention"] = cfg.forward.attention == ops::AttentionImpl::flash ? "flash" : "naive";
   j["cuda_graphs"] = cfg.cuda_graphs;
@@ -242,6 +244,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
     row("decode, mean (TPOT)", r.decode_total, static_cast<double>(cfg.gen - 1));
   }
   out += fmt::format("{:<22} {:>12} {:>12} {:>12}\n", "end to end", t(r.e2e_lower_s), t(r.e2e_s), t(r.e2e_upper_s));
+  out += error_band_text(answer_class("static", m, cfg.forward, sys.chip));
   out += fmt::format("\nthroughput  {:.1f} tokens/s ({:.1f} generated), {:.1f} per chip\n", r.throughput_tokens_per_s,
                      r.output_tokens_per_s, r.throughput_tokens_per_s / r.chips);
   const auto& mem = r.memory;
@@ -263,10 +266,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                        cfg.cuda_graphs ? " (on)" : "");
   }
   if (cfg.gen > 1 && (r.decode_total.kernel_fixed_s > 0 || r.decode_total.link_latency_s > 0)) {
-    // What a step costs whatever its bytes and FLOPs: kernel boundaries and collective latency.
+    // What a step costs whatever its bytes and FLOPs: kernels' fixed times and collective latency.
     const double n = static_cast<double>(cfg.gen - 1), step = r.decode_total.t_realistic_s / n;
     const double fixed = r.decode_total.kernel_fixed_s / n, lat = r.decode_total.link_latency_s / n;
-    out += fmt::format("floor       of a {} decode step: kernel boundaries {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
+    out += fmt::format("floor       of a {} decode step: kernels' fixed times {} ({:.0f}%), collective latency {} ({:.0f}%)\n",
                        t(step), t(fixed), 100 * fixed / step, t(lat), 100 * lat / step);
   }
   if (cfg.spec.on() && cfg.gen > 1) {

@@ -8,6 +8,8 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/serving.hpp"
 
+#include "ridgeline/report/error_band.hpp"
+
 namespace ridgeline::report {
 
 using nlohmann::json;
@@ -20,14 +22,18 @@ std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
-  std::string s = fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
-                              e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
+  std::string s = e.graph_exact_sizes
+                      ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
+                                    e.graph_max_batch)
+                      : fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
+                                    e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
   if (e.mixed_graphs == serving::GraphMode::piecewise) s += ", other steps piecewise graphs";
   return s;
 }
 
 json engine_json(const serving::EngineConfig& e) {
-  return {{"name", std::string(serving::name(e.kind))},
+  return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
+          {"releases", e.releases},
           {"max_batched_tokens", e.max_batched_tokens},
           {"max_num_seqs", e.max_num_seqs},
           {"max_prefill_tokens", e.max_prefill_tokens},
@@ -43,6 +49,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"overlap_scheduling", e.overlap_scheduling},
+          {"exposed_step_s", e.exposed_step_s},
+          {"graph_exact_sizes", e.graph_exact_sizes},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
           {"collective_algo", std::string(comm::name(e.collective_algo))},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
@@ -115,6 +123,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
+  j["error_band"] = error_band_json(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
   j["ttft_s"] = summary_json(r.ttft);
   j["tpot_s"] = summary_json(r.tpot);
   j["itl_s"] = summary_json(r.itl);
@@ -220,12 +229,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                       ? fmt::format("{} on {} prefill instance{} of {} x {} (tp {}, ep {}) + {} decode instance{} of {} (tp {}, ep {}): {} engine\n",
                                     m.name, cfg.disagg.prefill, cfg.disagg.prefill == 1 ? "" : "s", chips, chip, cfg.forward.tp,
                                     cfg.forward.ep, cfg.disagg.decode, cfg.disagg.decode == 1 ? "" : "s", dr.decode_tp * dr.decode_ep,
-                                    dr.decode_tp, dr.decode_ep, serving::name(e.kind))
+                                    dr.decode_tp, dr.decode_ep, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                   : cfg.disagg.on()
                       ? fmt::format("{} on {} x {} (tp {}, ep {}) x ({} prefill + {} decode instances): {} engine\n", m.name, chips,
-                                    chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, serving::name(e.kind))
+                                    chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
-                                    cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", serving::name(e.kind));
+                                    cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
   s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
                    w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
                    w.seed);
@@ -233,8 +242,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
-  s += fmt::format("        host {} + {}/request per step{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
-                   e.overlap_scheduling ? ", overlapped with the device" : ", between device steps");
+  s += fmt::format("        host {} + {}/request per step{}{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
+                   e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
+                                        : ", between device steps",
+                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string());
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     std::string rates = fmt::format("{:g}", cfg.spec.accept[0]);
@@ -276,11 +287,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
                      r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
   }
+  s += error_band_text(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
   if (r.decode_step.device_s > 0) {
     const serving::DecodeStepComposition& d = r.decode_step;
-    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernel boundaries {} "
+    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernels' fixed times {} "
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));

@@ -3,6 +3,7 @@
 #include "ridgeline/serving/engine.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -26,9 +27,13 @@ bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
 
-EngineConfig vllm(const hw::ChipSpec& chip) {
+// vLLM V1. `version` 13: 0.8-0.13, async scheduling off by default; 0: 0.14 and later, on
+// (release notes of v0.14.0: "Async scheduling is now enabled by default", PR #27614).
+EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
+  e.version = version;
+  e.releases = version == 13 ? "0.8-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -57,9 +62,10 @@ EngineConfig vllm(const hw::ChipSpec& chip) {
   e.graph_max_batch = 512;   // largest captured batch
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
-  e.overlap_scheduling = false;  // async scheduling is off by default before v0.14
+  e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
   e.sources =
-      "vLLM V1 (0.9-0.13): vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
+      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
+      "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
       "(prefix hits in whole blocks, the last token recomputed), csrc/custom_all_reduce.cuh (one- and two-shot all-reduce "
@@ -82,9 +88,13 @@ SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
   return {16384, 512};
 }
 
-EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
+// SGLang. `version` 3: 0.3.x, whose overlap scheduler was opt-in (--enable-overlap-schedule,
+// PR #1738) until PR #2067 made it the default (November 2024); 0: 0.4 and later.
+EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   EngineConfig e;
   e.kind = EngineKind::sglang;
+  e.version = version;
+  e.releases = version == 3 ? "0.3" : "0.4+";
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
@@ -113,7 +123,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
   // hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
-  e.overlap_scheduling = true;
+  e.overlap_scheduling = version != 3;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -123,13 +133,15 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
       "SGLang (2025-2026 main): python/sglang/srt/server_args.py _handle_gpu_memory_settings (chunked_prefill_size, "
       "cuda_graph_max_bs, mem_fraction_static), managers/scheduler.py get_next_batch_to_run (prefill first), "
       "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
-      "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped";
+      "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
+      "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off)";
   return e;
 }
 
 EngineConfig trtllm(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
+  e.releases = "PyTorch backend, 0.19+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
   e.preemption = Preemption::recompute;  // never needed: nothing is admitted without its blocks to completion
@@ -142,25 +154,34 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.prefix_caching = true;      // enable_block_reuse
   e.partial_reuse = true;       // enable_partial_reuse
   e.fused_attention = false;    // context FMHA and generation (XQA) kernels apart
+  // cuda_graph_config's defaults: decode batches of 1-32, 64 and 128 captured, padding off
+  // (llm_args.py _generate_cuda_graph_batch_sizes): other batches run eagerly.
   e.decode_graphs = GraphMode::graph;
   e.mixed_graphs = GraphMode::eager;
-  e.graph_max_batch = 2048;
-  // Host work that shows as device idle every iteration even with the overlap scheduler:
-  // ~580 us (NVIDIA/TensorRT-LLM issue #13957, Llama-3.1-8B FP8 on B200, concurrency 64).
-  e.step_overhead_s = 0.58e-3;
-  e.per_request_overhead_s = 0;
-  e.overlap_scheduling = false;
+  e.graph_max_batch = 128;
+  e.graph_exact_sizes = true;
+  // The overlap scheduler (on by default since PR #4174): step n+1 is launched before step n's
+  // outputs are processed, at the cost of one extra step for a new request; still ~580 us of
+  // host work per iteration shows as device idle (issue #13957, Llama-3.1-8B FP8 on B200,
+  // concurrency 64). The host work it hides has no published figure: the Python loop is taken
+  // to cost vLLM's.
+  e.step_overhead_s = kPythonStepS;
+  e.per_request_overhead_s = kPythonPerRequestS;
+  e.overlap_scheduling = true;
+  e.exposed_step_s = 0.58e-3;
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
-      "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off), KvCacheConfig (tokens_per_block 32, "
-      "free_gpu_memory_fraction 0.9, block and partial reuse), batch_manager/capacityScheduler.cpp "
-      "(GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); exposed host time from issue #13957";
+      "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
+      "KvCacheConfig (tokens_per_block 32, free_gpu_memory_fraction 0.9, block and partial reuse), "
+      "batch_manager/capacityScheduler.cpp (GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); overlap scheduler "
+      "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957";
   return e;
 }
 
 EngineConfig static_batch(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::static_batch;
+  e.releases = "as infer";
   e.policy = StepPolicy::static_batch;
   e.admission = Admission::completion;
   e.memory_rule = MemoryRule::profiled;
@@ -191,22 +212,71 @@ std::string_view name(EngineKind k) noexcept {
   return "?";
 }
 
-std::optional<EngineKind> parse_engine(std::string_view s) noexcept {
-  if (s == "vllm") return EngineKind::vllm;
-  if (s == "sglang") return EngineKind::sglang;
-  if (s == "trtllm" || s == "tensorrt-llm") return EngineKind::trtllm;
-  if (s == "static") return EngineKind::static_batch;
-  return std::nullopt;
+std::string name(EngineRef e) {
+  std::string s(name(e.kind));
+  if (e.version > 0) s += fmt::format("@{}.{}", e.version / 1000, e.version % 1000);
+  return s;
 }
 
-EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64_t tp) {
-  switch (kind) {
-    case EngineKind::vllm: return vllm(chip);
-    case EngineKind::sglang: return sglang(chip, tp);
+std::optional<EngineRef> parse_engine(std::string_view s) {
+  const std::size_t at = s.find('@');
+  const std::string_view family = s.substr(0, at);
+  EngineRef e;
+  if (family == "vllm") e.kind = EngineKind::vllm;
+  else if (family == "sglang") e.kind = EngineKind::sglang;
+  else if (family == "trtllm" || family == "tensorrt-llm") e.kind = EngineKind::trtllm;
+  else if (family == "static") e.kind = EngineKind::static_batch;
+  else return std::nullopt;
+  if (at == std::string_view::npos) return e;
+  // MAJOR.MINOR[.PATCH...]: the release whose defaults to follow.
+  const std::string_view v = s.substr(at + 1);
+  int major = 0, minor = 0;
+  std::size_t i = 0, dots = 0;
+  bool digits = false;
+  for (; i < v.size() && (std::isdigit(static_cast<unsigned char>(v[i])) || v[i] == '.'); ++i) {
+    if (v[i] == '.') {
+      if (++dots > 1) break;
+      digits = false;
+      continue;
+    }
+    digits = true;
+    int& part = dots == 0 ? major : minor;
+    if (part > 99999) return std::nullopt;
+    part = part * 10 + (v[i] - '0');
+  }
+  if (dots == 0 || !digits || (i < v.size() && v[i] != '.') || e.kind == EngineKind::static_batch) return std::nullopt;
+  const int release = major * 1000 + minor;
+  const std::string given(s);
+  switch (e.kind) {
+    case EngineKind::vllm:
+      // V1 became the default engine in 0.8.0.
+      if (release < 8) throw InputError(fmt::format("--engine {}: vLLM before 0.8 (the V0 engine) is not modelled: presets cover 0.8-0.13 and 0.14+", given));
+      e.version = release < 14 ? 13 : 0;
+      break;
+    case EngineKind::sglang:
+      if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));
+      e.version = release < 4 ? 3 : 0;
+      break;
+    case EngineKind::trtllm:
+      // The PyTorch backend, which 0.19 and 0.20 ran with --backend pytorch and 1.0 made the default.
+      if (release < 19) {
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.19 (the TensorRT engine flow) is not modelled: the preset is "
+                                     "the PyTorch backend (0.19+, the default from 1.0)", given));
+      }
+      break;
+    case EngineKind::static_batch: break;
+  }
+  return e;
+}
+
+EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
+  switch (engine.kind) {
+    case EngineKind::vllm: return vllm(chip, engine.version);
+    case EngineKind::sglang: return sglang(chip, tp, engine.version);
     case EngineKind::trtllm: return trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
   }
-  return vllm(chip);
+  return vllm(chip, engine.version);
 }
 
 void validate(const EngineConfig& e) {
@@ -237,12 +307,15 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 }
 
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
-  return seqs <= static_cast<double>(e.graph_max_batch) ? e.decode_graphs : e.mixed_graphs;
+  if (seqs > static_cast<double>(e.graph_max_batch)) return e.mixed_graphs;
+  // Exact sizes only: 1-32, 64, 128 (TensorRT-LLM's default capture list).
+  if (e.graph_exact_sizes && seqs > 32 && seqs != 64 && seqs != 128) return e.mixed_graphs;
+  return e.decode_graphs;
 }
 
-double step_period(const EngineConfig& e, double device_s, double seqs) noexcept {
+double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle) noexcept {
   const double host = e.step_overhead_s + e.per_request_overhead_s * seqs;
-  return e.overlap_scheduling ? std::max(device_s, host) : device_s + host;
+  return (e.overlap_scheduling && !after_idle ? std::max(device_s, host) : device_s + host) + e.exposed_step_s;
 }
 
 }  // namespace ridgeline::serving

@@ -125,11 +125,17 @@ class Replica {
   std::int32_t index = 0;
   bool busy = false, start_pending = false;
   Ps now = 0;  // when the step being planned starts
-  Ps busy_until = 0, last_decode_end = -1;
+  Ps busy_until = -1, last_decode_end = -1;  // busy_until: the last step's end (-1: none yet)
+  // Work was left when the last step ended (running or waiting requests): an engine that
+  // schedules ahead had planned its next step during it.
+  bool ahead = false;
   std::int64_t outstanding_tokens = 0;  // router: prompt tokens to prefill + outputs to emit
 
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
+  // Arrived while a step ran on an engine that schedules one step ahead: the next step was
+  // planned when this one started, so they join the waiting queue after it is planned.
+  std::vector<std::int32_t> incoming;
   std::int64_t running_count = 0;
   std::int64_t peak_running = 0;  // the most running at once
   std::int32_t head = -1, tail = -1;  // running list

@@ -488,7 +488,10 @@ class Simulation {
     Replica& rep = route(q, r.prefix_group);
     q.replica = rep.index;
     rep.know_group(q);
-    rep.waiting.push_back(qi);
+    // An engine that schedules one step ahead fixed the next step's batch when the running
+    // step started: the request waits for the one after (docs/serving.md#host-time).
+    if (rep.busy && tier(rep).engine.overlap_scheduling) rep.incoming.push_back(qi);
+    else rep.waiting.push_back(qi);
     rep.outstanding_tokens += q.input + q.output;
     touch(rep);
     mark(rep);
@@ -582,6 +585,14 @@ class Simulation {
     r.arrived.clear();
     Tier& k = tier(r);
     k.scheduler->plan(r);
+    // Requests that came in during the last step: planned from the step after this one, or in
+    // this one when the engine has nothing else to run (its host was idle, not ahead).
+    if (!r.incoming.empty()) {
+      const bool idle = !r.plan.decode && r.plan.chunks.empty();
+      for (const std::int32_t qi : r.incoming) r.waiting.push_back(qi);
+      r.incoming.clear();
+      if (idle) k.scheduler->plan(r);
+    }
     // An empty replica that cannot admit the request at the head of its queue never will
     // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.
     while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
@@ -610,7 +621,8 @@ class Simulation {
     const GraphMode mode = prefill ? e.mixed_graphs : decode_step_graphs(e, p.mix.decode_tokens);
     double device = k.memo.time(k.step, p.mix, mode) + p.extra_s;
     if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
-    const double period = step_period(e, device, mix_seqs);
+    // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
+    const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead);
     if (!(period <= kMaxSimulated_s - to_s(t))) {
       double chunk_tokens = 0;
       for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
@@ -705,6 +717,7 @@ class Simulation {
       r.join_decode(qi);
     }
     r.busy = false;
+    r.ahead = r.running_count > 0 || !r.waiting.empty() || !r.incoming.empty();
     if (r.role == detail::Role::decode) allocate(r, t);
     mark(r);
   }
@@ -905,7 +918,8 @@ class Simulation {
       // Waiting: for a step, or (disaggregated) for a decode instance's blocks to receive its KV.
       // Disaggregated, a decode instance's requests in a KV transfer wait too (for their KV):
       // the sustainability rule counts them with the queue (not the waiting statistics).
-      const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.kv_queue.size()), r.total_blocks - r.free_blocks,
+      const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.incoming.size() + r.kv_queue.size()),
+                         r.total_blocks - r.free_blocks,
                          r.role == detail::Role::decode ? r.in_transfer + static_cast<std::int64_t>(r.arrived.size()) : 0};
       sum_.running += now.running - sn.running;
       sum_.waiting += now.waiting - sn.waiting;

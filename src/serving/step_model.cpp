@@ -106,10 +106,10 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   }
 
   // Attention kernels: linear in their counts (ops::attention_cost), so the realistic parts
-  // per unit of each count are the parts of a kernel with that count alone, less the fixed time.
+  // per unit of each count are the parts of a kernel with that count alone, less the fixed
+  // time; each as a kernel of the attention class and of the decode-attention class.
   attention_count_ = 0;
-  const hw::KernelClass k = hw::KernelClass::attention;
-  const double overhead = rates.achievable[static_cast<int>(k)].overhead_s;
+  const hw::KernelClass classes[2] = {hw::KernelClass::attention, hw::KernelClass::attention_decode};
   for (int i = 0; i < g1_.op_count && attention_count_ < kMaxAttention; ++i) {
     const model::GraphOp& op = g1_.ops[i];
     if (!is_attention(op.scale) || op.attention < 0) continue;
@@ -119,28 +119,32 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     l.decode = op.scale == Scale::decode_attention;
     l.window = shape.window > 0;
     l.naive = shape.impl == ops::AttentionImpl::naive;
-    l.overhead_s = overhead;
-    for (int c = 0; c < 6; ++c) {
-      ops::AttentionCounts unit;
-      double* field[6] = {&unit.seqs, &unit.queries, &unit.pairs, &unit.keys, &unit.scores, &unit.positions};
-      *field[c] = 1;
-      const ops::Cost cost = ops::attention_cost(shape, unit);
-      const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, k);
-      for (int part = 0; part < 4; ++part) l.per_count[part][c] = (p[part] - overhead) / ep_;
-      l.launch_s = p[4];
+    for (int v = 0; v < 2; ++v) {
+      const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s;
+      l.overhead_s[v] = overhead;
+      for (int c = 0; c < 6; ++c) {
+        ops::AttentionCounts unit;
+        double* field[6] = {&unit.seqs, &unit.queries, &unit.pairs, &unit.keys, &unit.scores, &unit.positions};
+        *field[c] = 1;
+        const ops::Cost cost = ops::attention_cost(shape, unit);
+        const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, classes[v]);
+        for (int part = 0; part < 4; ++part) l.per_count[v][part][c] = (p[part] - overhead) / ep_;
+        l.launch_s = p[4];
+      }
     }
   }
 }
 
-double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
+double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept {
+  const int v = as_decode ? 1 : 0;
   double best = 0;
   for (int part = 0; part < 4; ++part) {
-    const auto& w = l.per_count[part];
-    double v = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
-    if (l.naive) v += w[4] * n.scores + w[5] * n.positions;
-    best = v > best ? v : best;
+    const auto& w = l.per_count[v][part];
+    double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
+    if (l.naive) x += w[4] * n.scores + w[5] * n.positions;
+    best = x > best ? x : best;
   }
-  best += l.overhead_s;
+  best += l.overhead_s[v];
   const double launch = eager ? l.launch_s : 0;
   return launch > best ? launch : best;
 }
@@ -182,19 +186,19 @@ double StepModel::with_attention(double t, const model::StepMix& mix, GraphMode 
       // One kernel over both kinds: the prefill kernel's line (the same shape) with all counts.
       if (l.decode || !(prefill || decode)) continue;
       const ops::AttentionCounts& d = l.window ? mix.decode_window : mix.decode_full;
-      if (!prefill) {  // the prefill counts are zeros: the sum is the decode counts, exactly
-        t += l.rep * attention_time(l, d, eager_attention);
+      if (!prefill) {  // the prefill counts are zeros: the sum is the decode counts, exactly; a decode kernel
+        t += l.rep * attention_time(l, d, eager_attention, true);
         continue;
       }
       ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
       n += d;
-      t += l.rep * attention_time(l, n, eager_attention);
+      t += l.rep * attention_time(l, n, eager_attention, false);
       continue;
     }
     if (l.decode ? !decode : !prefill) continue;
     const ops::AttentionCounts& n = l.decode ? (l.window ? mix.decode_window : mix.decode_full)
                                              : (l.window ? mix.prefill_window : mix.prefill_full);
-    t += l.rep * attention_time(l, n, eager_attention);
+    t += l.rep * attention_time(l, n, eager_attention, l.decode);
   }
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   return t;
@@ -207,7 +211,7 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   analysis::PhaseTimes t;
   for (int i = 0; i < g.op_count; ++i) {
     const bool in_graph = mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(g.ops[i].scale));
-    analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph), g.repeat(i), rates, g.ops[i].cls);
+    analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph), g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
   }
   analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
   analysis::finish(t);

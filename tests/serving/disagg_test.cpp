@@ -24,7 +24,7 @@ struct Lone {
   ServeConfig cfg;
   StepModel step;
   Lone() {
-    cfg.engine = engine_preset(EngineKind::vllm, sys.chip, 1);
+    cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
     cfg.workload.arrival = Arrival::closed;
     cfg.workload.concurrency = 1;
     cfg.workload.requests = 3;
@@ -119,7 +119,7 @@ TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
 ServeConfig own_tp(const hw::System& sys, std::int64_t ptp, std::int64_t dtp) {
   ServeConfig cfg;
   cfg.forward.tp = ptp;
-  cfg.engine = engine_preset(EngineKind::vllm, sys.chip, ptp);
+  cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, ptp);  // 0.13: the host between steps
   cfg.workload.arrival = Arrival::closed;
   cfg.workload.concurrency = 1;
   cfg.workload.requests = 2;
@@ -129,7 +129,7 @@ ServeConfig own_tp(const hw::System& sys, std::int64_t ptp, std::int64_t dtp) {
   cfg.disagg.link_Bps = 100e9;
   cfg.disagg.link_latency_s = 0;
   cfg.disagg.decode_tp = dtp;
-  cfg.disagg.decode_engine = engine_preset(EngineKind::vllm, sys.chip, dtp);
+  cfg.disagg.decode_engine = engine_preset({EngineKind::vllm, 13}, sys.chip, dtp);
   return cfg;
 }
 
@@ -154,7 +154,7 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpReceiveTheirShareOfTheKv) {
     for (auto [tp, mem] : {std::pair{ptp, r.memory}, {dtp, r.disagg.decode_memory}}) {
       ServeConfig alone;
       alone.forward.tp = tp;
-      alone.engine = engine_preset(EngineKind::vllm, sys.chip, tp);
+      alone.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, tp);
       EXPECT_EQ(mem.kv_blocks, serve_memory(m, sys, alone).kv_blocks) << tp;
     }
   }

@@ -23,7 +23,11 @@ constexpr double kExact = 1e-9;    // relative, for sums of step times rounded t
 
 hw::System h100() { return testing::catalog_system("h100-sxm"); }
 
-ServeConfig base(EngineKind kind, const hw::System& sys, std::int64_t tp = 1) {
+// vLLM 0.9-0.13: its host time between device steps, not hidden behind them (async
+// scheduling off), so that a lone request's times are its steps plus the host's, one by one.
+constexpr EngineRef kVllmSerialHost{EngineKind::vllm, 13};
+
+ServeConfig base(EngineRef kind, const hw::System& sys, std::int64_t tp = 1) {
   ServeConfig cfg;
   cfg.forward.tp = tp;
   cfg.engine = engine_preset(kind, sys.chip, tp);
@@ -50,14 +54,14 @@ model::StepMix decode_mix(double n, double context) {
 }
 
 TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
-  // vLLM, one client at a time: a request arrives when the last ends, is admitted at once
+  // vLLM (0.13: the host between steps), one client at a time: a request arrives when the last ends, is admitted at once
   // (queue 0), its 1000-token prompt fits the 8192-token budget: TTFT is one step of a
   // 1000-token chunk (piecewise graphs) plus the host's 0.4 ms + 1.1 us for one request.
   // Each of the 99 decode steps is one token at context 1001..1099 as one graph, plus the
   // same host time: TPOT is their mean, E2E = TTFT + 99 x TPOT.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(EngineKind::vllm, sys);
+  ServeConfig cfg = base(kVllmSerialHost, sys);
   cfg.workload.arrival = Arrival::closed;
   cfg.workload.concurrency = 1;
   cfg.workload.requests = 3;
@@ -79,6 +83,83 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   EXPECT_EQ(r.steps, 3 * 100);
   EXPECT_EQ(r.preemptions, 0);
   EXPECT_TRUE(r.sustainable);
+}
+
+TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep) {
+  // vLLM 0.14+ (async scheduling): step n+1 is planned while step n runs. Request A arrives at
+  // 0 on an idle engine: its prefill step could not be planned ahead, so it takes the device's
+  // P plus the host's h = 0.4 ms + 1.1 us; its decode steps follow back to back, each the
+  // device's (d1 at context 1001, d2 at 1002; the host, 0.4 ms, hides behind them). Request B
+  // arrives halfway through A's first decode step, at t_B = P + h + d1/2: the next step was
+  // fixed when that one started, so B's prompt runs in the step after it, beside A's token at
+  // context 1003: B's TTFT is that mixed step's end less t_B, (P + h + d1 + d2 + m) - t_B =
+  // d1/2 + d2 + m, where m is the mixed step's device time (the host hides behind it too).
+  // Without the lag it would be d1/2 + m.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::vllm, sys);
+  ASSERT_TRUE(cfg.engine.overlap_scheduling);
+  StepModel step;
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  const double h = 0.4e-3 + 1.1e-6;
+  const double P = lone_prefill_s(step, 1000) - h;  // the device's time of the prefill step
+  const double d = step.time(decode_mix(1, 1001), GraphMode::graph), d2 = step.time(decode_mix(1, 1002), GraphMode::graph);
+  model::StepMix mixed = decode_mix(1, 1003);
+  mixed.add_prefill(1000, 1000, 0);
+  mixed.fused_attention = true;
+  const double mx = step.time(mixed, GraphMode::piecewise);
+  const double t_b = P + h + d / 2;
+  cfg.workload.arrival = Arrival::constant;
+  cfg.workload.qps = 1 / t_b;
+  cfg.workload.requests = 2;
+  cfg.workload.gen.a = 10;
+  cfg.workload.gen.text = "10";
+  std::vector<RequestRecord> seen;
+  simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
+  ASSERT_EQ(seen.size(), 2u);
+  std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  EXPECT_NEAR(seen[0].ttft_s, P + h, 200 * kPs);
+  EXPECT_NEAR(seen[1].ttft_s, d / 2 + d2 + mx, 400 * kPs);
+}
+
+TEST(Engine, ReleasesMapToThePresetCoveringThem) {
+  // vLLM 0.9-0.13: the 0.13 preset (async scheduling off); 0.14 and later: the newest (on).
+  EXPECT_EQ(*parse_engine("vllm"), (EngineRef{EngineKind::vllm, 0}));
+  EXPECT_EQ(*parse_engine("vllm@0.8.4"), (EngineRef{EngineKind::vllm, 13}));  // V1 the default from 0.8.0
+  EXPECT_EQ(*parse_engine("vllm@0.9"), (EngineRef{EngineKind::vllm, 13}));
+  EXPECT_EQ(*parse_engine("vllm@0.13.2"), (EngineRef{EngineKind::vllm, 13}));
+  EXPECT_EQ(*parse_engine("vllm@0.14"), (EngineRef{EngineKind::vllm, 0}));
+  EXPECT_EQ(*parse_engine("vllm@1.2"), (EngineRef{EngineKind::vllm, 0}));
+  EXPECT_EQ(*parse_engine("sglang@0.5.4"), (EngineRef{EngineKind::sglang, 0}));
+  EXPECT_EQ(*parse_engine("sglang@0.3.0"), (EngineRef{EngineKind::sglang, 3}));  // overlap scheduling opt-in
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::sglang, 3}, h100().chip).overlap_scheduling);
+  EXPECT_EQ(*parse_engine("trtllm@1.1"), (EngineRef{EngineKind::trtllm, 0}));
+  EXPECT_EQ(*parse_engine("trtllm@0.20"), (EngineRef{EngineKind::trtllm, 0}));  // the PyTorch backend, opt-in then
+  EXPECT_EQ(name(EngineRef{EngineKind::vllm, 13}), "vllm@0.13");
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 13}, h100().chip).overlap_scheduling);
+  EXPECT_TRUE(engine_preset(EngineKind::vllm, h100().chip).overlap_scheduling);
+  for (const char* bad : {"vllm@", "vllm@0", "vllm@x.1", "vllm@0.13x", "static@1.0", "vllm0.13"}) {
+    EXPECT_FALSE(parse_engine(bad).has_value()) << bad;
+  }
+  for (const char* old : {"vllm@0.6.3", "sglang@0.2", "trtllm@0.17"}) EXPECT_THROW(parse_engine(old), InputError) << old;
+}
+
+TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
+  // cuda_graph_config's default sizes, no padding: 1-32, 64 and 128 as one graph; a decode
+  // batch of 33, 100 or 129 runs as a mixed step does, eagerly.
+  const EngineConfig e = engine_preset(EngineKind::trtllm, h100().chip);
+  for (const double b : {1.0, 17.0, 32.0, 64.0, 128.0}) EXPECT_EQ(decode_step_graphs(e, b), GraphMode::graph) << b;
+  for (const double b : {33.0, 100.0, 129.0, 256.0}) EXPECT_EQ(decode_step_graphs(e, b), GraphMode::eager) << b;
+  // vLLM pads to its captured sizes: any batch up to 512 is one graph.
+  const EngineConfig v = engine_preset(EngineKind::vllm, h100().chip);
+  EXPECT_EQ(decode_step_graphs(v, 100), GraphMode::graph);
+  // TensorRT-LLM's host: 0.58 ms shows every step even overlapped, on top of the device's
+  // time or the host's 0.4 ms + 1.1 us per request, whichever is longer.
+  EXPECT_DOUBLE_EQ(step_period(e, 5e-3, 10), 5e-3 + 0.58e-3);
+  EXPECT_DOUBLE_EQ(step_period(e, 0.1e-3, 10), 0.4e-3 + 11e-6 + 0.58e-3);
+  EXPECT_DOUBLE_EQ(step_period(e, 5e-3, 10, true), 5e-3 + 0.4e-3 + 11e-6 + 0.58e-3);  // after idle: nothing hid it
 }
 
 TEST(Simulator, ARequestInAReusedSlotKeepsItsOwnContext) {
@@ -103,7 +184,7 @@ TEST(Simulator, LoneRequestsAtAVanishingRateSeeOnlyTheirOwnPrefill) {
   // QPS -> 0: requests 1000 s apart never meet; TTFT is a lone prefill however many come.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(EngineKind::vllm, sys);
+  ServeConfig cfg = base(kVllmSerialHost, sys);
   cfg.workload.arrival = Arrival::constant;
   cfg.workload.qps = 0.001;
   cfg.workload.requests = 5;

@@ -82,7 +82,7 @@ struct Lone {
   StepModel target, drafter;
   static constexpr double kHost = 0.4e-3 + 1.1e-6;  // vLLM's host time for a step of one request
   explicit Lone(std::int64_t gen) {
-    cfg.engine = engine_preset(EngineKind::vllm, sys.chip, 1);
+    cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
     cfg.workload.arrival = Arrival::closed;
     cfg.workload.concurrency = 1;
     cfg.workload.requests = 2;

@@ -18,7 +18,7 @@ namespace {
 struct Fixture {
   model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   hw::System sys = testing::catalog_system("h100-sxm");
-  EngineConfig e = engine_preset(EngineKind::vllm, sys.chip, 1);
+  EngineConfig e = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
   StepModel step;
   Fixture() {
     model::ForwardConfig f;

@@ -60,12 +60,11 @@ template <class C>
   return o;
 }
 
-/// Adds `r` instances of an op of class `cls` to `t`.
+/// Adds `r` instances of an op of class `cls` run as a kernel of class `k` to `t`.
 [[gnu::always_inline]] inline void accumulate(PhaseTimes& t, const OpTimes& o, double r, const ops::Rates& rates,
-                                              model::OpClass cls) noexcept {
+                                              model::OpClass cls, hw::KernelClass k) noexcept {
   const double lower = o.parts.lower();
   t.t_lower_s += r * lower;
-  const hw::KernelClass k = model::kernel_class(cls);
   t.t_upper_s += r * o.parts.upper(rates, k);
   const double realistic = o.parts.realistic(rates, k);
   t.t_realistic_s += r * realistic;

@@ -40,13 +40,37 @@ struct LinkSpec {
 };
 
 /// What kind of kernel an op is, for per-class efficiencies (docs/cost-model.md#efficiency).
-/// `attention_backward`: attention's backward kernels (FlashAttention's bwd), which reach a
-/// lower fraction of the matrix peak than its forward; without figures of its own it takes
-/// the attention class's.
-enum class KernelClass : std::uint8_t { other, gemm, attention, pointwise, collective, attention_backward };
-inline constexpr int kKernelClassCount = 6;
-/// "other", "gemm", "attention", "pointwise", "collective", "attention_backward".
+/// The classes after `attention_backward` refine a parent class (hw::parent) and take its
+/// figures, field by field, where they give none: `attention_backward` (FlashAttention's
+/// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
+/// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
+/// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks) refine gemm;
+/// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
+/// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
+/// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
+/// give a class its own figures (docs/cost-model.md#kernel-curves).
+enum class KernelClass : std::uint8_t {
+  other, gemm, attention, pointwise, collective, attention_backward,
+  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled
+};
+inline constexpr int kKernelClassCount = 12;
+/// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
+/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled".
 std::string_view name(KernelClass k) noexcept;
+/// The class whose figures `k` takes where it has none of its own (`k` itself for the
+/// classes gemm, attention, pointwise, collective and other).
+constexpr KernelClass parent(KernelClass k) noexcept {
+  switch (k) {
+    case KernelClass::attention_backward:
+    case KernelClass::attention_decode: return KernelClass::attention;
+    case KernelClass::gemm_expert:
+    case KernelClass::gemm_scaled: return KernelClass::gemm;
+    case KernelClass::norm:
+    case KernelClass::sampling: return KernelClass::pointwise;
+    case KernelClass::allreduce_custom: return KernelClass::collective;
+    default: return k;
+  }
+}
 
 /// What one class of kernels achieves: a fraction of each peak (0: the chip-wide figure)
 /// and a fixed time per kernel on the chip (ramp-up, tail wave, synchronisation). A kernel
@@ -75,12 +99,13 @@ struct EfficiencySpec {
   std::array<ClassEfficiency, kKernelClassCount> kernel{};
 };
 
-/// A class's own figures where it gives them; attention's backward falls back, figure by
-/// figure, to the attention class's before the chip-wide ones.
+/// A class's own figures where it gives them; a refining class falls back, figure by
+/// figure, to its parent class's (hw::parent) before the chip-wide ones.
 inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
-  if (k == KernelClass::attention_backward) {
-    const ClassEfficiency& a = e.kernel[static_cast<int>(KernelClass::attention)];
+  const KernelClass p = parent(k);
+  if (p != k) {
+    const ClassEfficiency& a = e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;
     if (c.vector <= 0) c.vector = a.vector;
     if (c.memory <= 0) c.memory = a.memory;
@@ -125,6 +150,49 @@ struct TopologySpec {
   bool operator==(const TopologySpec&) const = default;
 };
 
+/// What a kernel curve's point measured (docs/cost-model.md#kernel-curves): one GEMM; one
+/// decode-attention kernel (a query per sequence over the cache; MLA's absorbed form with
+/// `latent`); an RMSNorm (with the residual added first); an elementwise kernel reading and
+/// writing `bytes` in all; an all-reduce of `bytes` over `chips`; a MoE layer's experts as
+/// an engine runs them (top-k, the two grouped GEMMs, the activation, the weighted sum).
+enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe };
+/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe".
+std::string_view name(CurveOp o) noexcept;
+
+/// How a curve's times were taken: `graph` — per call of a CUDA graph replayed back to back
+/// (each kernel with its boundary, as the model's fixed time holds it); `kernel` — each
+/// kernel's own duration from a profiler (CUPTI, kineto, nsys), the boundary left out.
+enum class CurveTiming : std::uint8_t { graph, kernel };
+std::string_view name(CurveTiming t) noexcept;
+
+/// One measured point of a kernel curve: the shape (the fields of its op; the others 0) and
+/// the time per call.
+struct CurvePoint {
+  CurveOp op = CurveOp::matmul;
+  double m = 0, n = 0, k = 0;                   ///< matmul: X[m,k]·W[k,n]
+  double batch = 0, kv_len = 0;                 ///< decode attention: sequences, context of each
+  double heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;  ///< decode attention (v_head_dim 0: head_dim)
+  bool latent = false;                          ///< decode attention: MLA's latent cache (one KV head, K and V shared)
+  double tokens = 0, hidden = 0;                ///< rmsnorm, moe: rows and width
+  bool residual = false;                        ///< rmsnorm: the residual added first (read, and the sum written)
+  double bytes = 0;                             ///< elementwise: bytes read and written; allreduce: the message
+  int chips = 0;                                ///< allreduce: the group
+  double experts = 0, topk = 0, intermediate = 0;  ///< moe: experts, experts per token, each expert's width
+  DType dtype = DType::bf16;     ///< weights (matmul, moe), the cache (decode attention), or the data
+  DType out_dtype = DType::bf16; ///< rmsnorm: its output (fp8 when fused with a quantisation)
+  double time_s = 0;             ///< measured, per call
+};
+
+/// Measured times of one kernel on the chip at several sizes: the evidence a class's fixed
+/// time and achievable fractions are fitted from (analysis::fit_curves), with its source.
+struct KernelCurve {
+  KernelClass cls = KernelClass::gemm;
+  std::string kernel;  ///< the library and kernel that ran
+  std::string source;  ///< where the times come from (repository, PR or file, commit, date)
+  CurveTiming timing = CurveTiming::graph;
+  std::vector<CurvePoint> points;
+};
+
 inline constexpr int kMaxMemoryLevels = 4;
 inline constexpr int kMaxLinks = 4;
 
@@ -161,6 +229,9 @@ struct ChipSpec {
   TopologySpec topology;         ///< how the node links and the network are wired
   double usd_per_hour = 0;       ///< a price per chip-hour (`price_per_hour`, its source and date in `sources`); 0: none
   std::vector<std::string> sources;
+  /// Kernel curves (`kernel_curves`): measured times by size whose fit gives classes their
+  /// figures in `efficiency` (docs/cost-model.md#kernel-curves).
+  std::vector<KernelCurve> curves;
   std::string provenance;  ///< "catalog", a file path, or a measurement note
   /// Threads the ceilings were measured with (`measured.threads` of a chip file written by
   /// `ridgeline measure`); 0 when not recorded (catalog figures are whole-chip rates).

@@ -21,6 +21,9 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source);
 /// `provenance` — a YAML block such as "measured:\n  date: ...\n" — are appended as given.
 std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string_view provenance);
 
+/// A chip file's `kernel_curves` block (every figure in base units, 17 significant digits),
+/// as parse_chip_yaml reads it back.
+std::string curves_yaml(const std::vector<hw::KernelCurve>& curves);
 /// `s` as a double-quoted YAML scalar (quotes and backslashes escaped, control characters dropped).
 std::string yaml_quoted(std::string_view s);
 

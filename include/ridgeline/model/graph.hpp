@@ -13,13 +13,14 @@ namespace ridgeline::model {
 /// What an op is, for grouping results.
 enum class OpClass : std::uint8_t { gemm, attention, norm, elementwise, embedding, comm };
 std::string_view name(OpClass c) noexcept;
-/// The kernel class whose efficiencies an op class uses: norms, elementwise ops and
-/// embedding lookups are pointwise, communication is a collective.
+/// The kernel class whose efficiencies an op class uses: norms their own class (which
+/// falls back to pointwise's figures), elementwise ops and embedding lookups pointwise,
+/// communication a collective. The graph refines some ops further (GraphOp::kernel).
 constexpr hw::KernelClass kernel_class(OpClass c) noexcept {
   switch (c) {
     case OpClass::gemm: return hw::KernelClass::gemm;
     case OpClass::attention: return hw::KernelClass::attention;
-    case OpClass::norm:
+    case OpClass::norm: return hw::KernelClass::norm;
     case OpClass::elementwise:
     case OpClass::embedding: return hw::KernelClass::pointwise;
     case OpClass::comm: return hw::KernelClass::collective;
@@ -27,9 +28,10 @@ constexpr hw::KernelClass kernel_class(OpClass c) noexcept {
   return hw::KernelClass::other;
 }
 
-/// The kernel class of an op's backward: attention's own backward class, else the forward's.
-constexpr hw::KernelClass backward_kernel_class(OpClass c) noexcept {
-  return c == OpClass::attention ? hw::KernelClass::attention_backward : kernel_class(c);
+/// The kernel class of a backward kernel whose forward runs in class `k`: attention's own
+/// backward class, else the forward's.
+constexpr hw::KernelClass backward_kernel_class(hw::KernelClass k) noexcept {
+  return hw::parent(k) == hw::KernelClass::attention ? hw::KernelClass::attention_backward : k;
 }
 
 /// Which part of the model an op belongs to.
@@ -45,6 +47,10 @@ enum class Scale : std::uint8_t { tokens, seqs, prefill_positions, decode_tokens
 struct GraphOp {
   const char* name = "";   ///< e.g. "q_proj" (static storage)
   OpClass cls = OpClass::gemm;
+  /// The kernel class whose efficiencies and fixed time the op runs at: kernel_class(cls), or
+  /// a class refining it (decode attention, MoE expert GEMMs, the engines' own all-reduce)
+  /// where the graph knows the kernel (docs/cost-model.md#kernel-curves).
+  hw::KernelClass kernel = hw::KernelClass::gemm;
   Block block = Block::attention;
   int group = 0;           ///< index into Graph::groups
   ops::OpCost cost;        ///< one instance on one chip
@@ -114,6 +120,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   GraphOp& op = ops[op_count++];
   op.name = op_name;
   op.cls = cls;
+  op.kernel = kernel_class(cls);
   op.block = block;
   op.group = group_count - 1;
   op.params = 0;

@@ -85,6 +85,9 @@ struct Rates {
     std::array<double, kDTypeCount> inv_matrix{};
     double inv_vector = 1, inv_memory = 1, inv_link = 1;
     double overhead_s = 0;
+    /// The class has a link fraction of its own (a kernel curve's fit, e.g. the engines'
+    /// all-reduce): it replaces the link's own efficiency, which is NCCL's.
+    bool own_link = false;
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 
@@ -111,7 +114,7 @@ struct TimeParts {
   /// 0: the kernel class's.
   double comm_inv = 0;
   /// 1 / the comm part's achievable fraction: its link's own, else the class's.
-  double inv_comm(const Rates::Achievable& a) const noexcept { return comm_inv > 0 ? comm_inv : a.inv_link; }
+  double inv_comm(const Rates::Achievable& a) const noexcept { return comm_inv > 0 && !a.own_link ? comm_inv : a.inv_link; }
   /// The comm part at the achievable rate: an efficiency is a fraction of the bandwidth, so
   /// it scales the bytes' time, not the fixed costs.
   double comm_realistic(const Rates::Achievable& a) const noexcept {

@@ -21,6 +21,11 @@ Cost elementwise_cost(const RowsShape& s, double inputs, double outputs, double 
 Cost reduction_cost(const RowsShape& s) noexcept;
 /// y = x / rms(x) · gamma, gamma[cols] in `dtype`.
 Cost rmsnorm_cost(const RowsShape& s) noexcept;
+/// rmsnorm_cost with y written in `out` (a norm fused with its quantisation to fp8).
+Cost rmsnorm_cost(const RowsShape& s, DType out) noexcept;
+/// Adds to a norm's cost the residual add fused in front of it (the engines' fused add +
+/// RMSNorm): it also reads the residual and stores the sum back, one add per element.
+void add_residual(Cost& c, const RowsShape& s) noexcept;
 /// y = (x - mean) / std · gamma + beta.
 Cost layernorm_cost(const RowsShape& s) noexcept;
 /// Rotary embedding of x[rows, cols] with cos/sin tables [rows, head_dim / 2].

@@ -16,8 +16,23 @@ namespace ridgeline::serving {
 
 enum class EngineKind : std::uint8_t { vllm, sglang, trtllm, static_batch };
 std::string_view name(EngineKind k) noexcept;
-/// "vllm", "sglang", "trtllm" or "static"; nullopt otherwise.
-std::optional<EngineKind> parse_engine(std::string_view s) noexcept;
+
+/// An engine and the release whose defaults its preset follows: `version` 0 is the newest the
+/// project models, else major·1000 + minor of the first release of a preset whose defaults
+/// differ (vLLM 0.9-0.13 before async scheduling became the default: 13).
+struct EngineRef {
+  EngineKind kind = EngineKind::vllm;
+  int version = 0;
+  constexpr EngineRef() = default;
+  constexpr EngineRef(EngineKind k, int v = 0) noexcept : kind(k), version(v) {}  // NOLINT: an engine is its newest preset
+  bool operator==(const EngineRef&) const = default;
+};
+/// "vllm", "vllm@0.13", "sglang", "trtllm", "static".
+std::string name(EngineRef e);
+/// "vllm", "sglang", "trtllm" or "static", each optionally "@MAJOR.MINOR" (the release whose
+/// defaults to follow; any release maps to the preset covering it); nullopt otherwise. A
+/// release before what the presets cover throws InputError naming it and what they cover.
+std::optional<EngineRef> parse_engine(std::string_view s);
 
 /// What a step holds and in which order the scheduler fills it.
 enum class StepPolicy : std::uint8_t {
@@ -50,6 +65,8 @@ enum class MemoryRule : std::uint8_t {
 
 struct EngineConfig {
   EngineKind kind = EngineKind::vllm;
+  int version = 0;                         ///< EngineRef::version of the preset
+  std::string releases;                    ///< the releases the preset follows, e.g. "0.14+"
   StepPolicy policy = StepPolicy::running_first;
   Admission admission = Admission::step_blocks;
   Preemption preemption = Preemption::recompute;
@@ -77,9 +94,19 @@ struct EngineConfig {
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
+  /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
+  /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
+  bool graph_exact_sizes = false;
   double step_overhead_s = 0;              ///< host time per step (schedule, prepare inputs, sample, detokenize)
   double per_request_overhead_s = 0;       ///< host time per request in the step
-  bool overlap_scheduling = false;         ///< the host prepares step n+1 while the device runs step n
+  /// The host prepares step n+1 while the device runs step n (vLLM's async scheduling, SGLang's
+  /// overlap scheduler, TensorRT-LLM's overlap scheduler): its time hides behind the device, and
+  /// step n+1's batch is fixed when step n starts, so a request arriving during step n first
+  /// runs in step n+2 (docs/serving.md#host-time).
+  bool overlap_scheduling = false;
+  /// Host time per step that shows as device idle even when overlapped (TensorRT-LLM's
+  /// single-threaded loop: issue #13957).
+  double exposed_step_s = 0;
   // SGLang admission (Admission::ratio_reserve).
   double new_token_ratio_init = 0.7, new_token_ratio_min = 0.098;
   double new_token_ratio_decay_steps = 600;
@@ -88,8 +115,8 @@ struct EngineConfig {
   std::string sources;                      ///< where the preset's figures come from
 };
 
-/// The preset of `kind` for a chip at tensor parallelism `tp` (some defaults depend on them).
-EngineConfig engine_preset(EngineKind kind, const hw::ChipSpec& chip, std::int64_t tp = 1);
+/// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them).
+EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp = 1);
 
 /// Throws InputError naming the flag for knobs no engine could run with.
 void validate(const EngineConfig& e);
@@ -114,7 +141,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 /// captured batch, else as a mixed step.
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// One engine iteration from its device time: the host's time per step and per sequence
-/// hidden behind the device (overlapped scheduling) or added to it.
-double step_period(const EngineConfig& e, double device_s, double seqs) noexcept;
+/// hidden behind the device (overlapped scheduling) or added to it, and the host time every
+/// step shows. `after_idle`: the step starts an engine that was idle, whose host could not
+/// plan it ahead: its host time adds to it even when overlapped.
+double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false) noexcept;
 
 }  // namespace ridgeline::serving

@@ -33,13 +33,13 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double pr
 /// (its memory rule sizing the cache, its budget and graphs pricing the steps).
 class ContinuousBatching final : public analysis::BatchModel {
  public:
-  explicit ContinuousBatching(EngineKind kind) : kind_(kind) {}
+  explicit ContinuousBatching(EngineRef kind) : kind_(kind) {}
   analysis::Reject prepare(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg) override;
   analysis::ServingPoint at(double batch) const override;
   std::int64_t max_batch() const override { return max_batch_; }
 
  private:
-  EngineKind kind_;
+  EngineRef kind_;
   EngineConfig engine_;
   ServeMemory mem_;
   std::unique_ptr<StepModel> step_ = std::make_unique<StepModel>();

@@ -53,11 +53,12 @@ class StepModel {
   static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
   // efficiencies) per unit of each count of the whole step (AttentionCounts order, the chip's
-  // 1/ep share folded in), and the kernel's fixed parts.
+  // 1/ep share folded in), and the kernel's fixed parts, run as a kernel of the attention
+  // class ([0]) and of the decode-attention class ([1]).
   struct AttentionLine {
-    std::array<std::array<double, 6>, 4> per_count{};
+    std::array<std::array<std::array<double, 6>, 4>, 2> per_count{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
-    double overhead_s = 0;  // the class's fixed time
+    std::array<double, 2> overhead_s{};  // the class's fixed time
     double launch_s = 0;    // launched eagerly
     double rep = 1;
     bool decode = false;    // decode tokens' kernel (else prefill chunks')
@@ -76,7 +77,9 @@ class StepModel {
     std::vector<double> pad_work;
 
   };
-  static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
+  // `as_decode`: priced as a decode-attention kernel (the decode tokens' kernel, or a fused
+  // kernel holding no prefill chunk).
+  static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept;
 
   Variant eager_, graph_;
   std::array<AttentionLine, kMaxAttention> attention_{};

@@ -1,0 +1,421 @@
+// Kernel curves: measured kernel times by size, priced by the op costs, and the fit of a
+// class's fixed time and achievable fractions to them (docs/cost-model.md#kernel-curves).
+#include "ridgeline/analysis/kernel_curves.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "least_squares.hpp"
+#include "ridgeline/analysis/calibration.hpp"
+#include "ridgeline/analysis/single_op.hpp"
+#include "ridgeline/model/graph.hpp"
+#include "ridgeline/model/transformer.hpp"
+#include "ridgeline/ops/attention.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/ops/pointwise.hpp"
+
+namespace ridgeline::analysis {
+
+namespace {
+
+using hw::CurveOp;
+using hw::KernelClass;
+
+// The fit's parameters: the fixed time, then 1 / the fraction of the matrix, vector, memory
+// and link parts.
+enum Param { kFixed, kMatrix, kVector, kMemory, kLink, kParams };
+
+// A kernel of the class being fitted, by part: what a part costs at the peaks (or, where the
+// fit cannot change it, its constant time at the chip's own figure).
+struct Parts {
+  std::array<double, kParams> raw{};    // seconds at the peak, per part (kFixed unused)
+  std::array<bool, kParams> held{};     // the part's time is `constant`, whatever the fit
+  std::array<double, kParams> constant{};
+  double comm_latency = 0;              // added to the link part as it is
+};
+
+struct Row {
+  const hw::CurvePoint* point = nullptr;
+  double time = 0;      // measured, as the model's realistic time counts it (timing: kernel adds the boundaries back)
+  double others = 0;    // the realistic time of the point's kernels of other classes
+  std::vector<Parts> mine;  // its kernels of the class
+};
+
+
+hw::System one_chip(const hw::ChipSpec& chip, int chips = 1) {
+  hw::System sys;
+  sys.chip = chip;
+  sys.chips = chips;
+  sys.chips_per_node = std::max(chip.chips_per_node, 1);
+  return sys;
+}
+
+// The MoE layer of a one-layer model of the point's shape, as build_forward makes it.
+void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& chip, std::vector<CurveKernel>& out) {
+  model::ModelConfig m;
+  m.name = "curve point";
+  m.model_type = "mixtral";
+  m.hidden = static_cast<std::int64_t>(p.hidden);
+  m.layers = 1;
+  m.heads = m.kv_heads = 1;
+  m.head_dim = m.hidden;
+  m.intermediate = static_cast<std::int64_t>(p.intermediate);
+  m.vocab = 1;
+  m.max_positions = 2;
+  m.moe.experts = static_cast<std::int64_t>(p.experts);
+  m.moe.experts_per_token = static_cast<std::int64_t>(p.topk);
+  m.moe.intermediate = m.intermediate;
+  m.weight_dtype = p.dtype;
+  model::ForwardConfig f;
+  f.precision.weight = p.dtype;
+  f.merged_kernels = true;
+  model::Graph g;
+  model::build_forward(m, f, one_chip(chip), {p.tokens, 1, 1, nullptr}, g);
+  for (int i = 0; i < g.op_count; ++i) {
+    const model::GraphOp& op = g.ops[i];
+    // The engines' MoE kernels take the router's logits: its GEMM is not theirs.
+    if (op.block != model::Block::moe || std::string_view(op.name) == "router") continue;
+    ops::Cost c;
+    c.add_flops(hw::Unit::matrix, op.cost.matrix_dtype, op.cost.matrix_flops);
+    c.add_flops(hw::Unit::vector, op.cost.vector_dtype, op.cost.vector_flops);
+    c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
+    c.add_main_stores(op.cost.main_store_bytes);
+    c.launches = 1;
+    out.push_back({c, op.kernel == KernelClass::gemm_expert ? cls : op.kernel});
+  }
+}
+
+}  // namespace
+
+std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& chip) {
+  std::vector<CurveKernel> out;
+  switch (p.op) {
+    case CurveOp::matmul: {
+      OpConfig op;
+      op.kind = OpKind::matmul;
+      op.m = static_cast<std::int64_t>(p.m), op.n = static_cast<std::int64_t>(p.n), op.k = static_cast<std::int64_t>(p.k);
+      op.a_dtype = op.b_dtype = p.dtype;
+      op.out_dtype = DType::bf16;
+      out.push_back({op_cost(op, one_chip(chip)), cls});
+      break;
+    }
+    case CurveOp::decode_attention: {
+      ops::AttentionShape a;
+      a.batch = p.batch;
+      a.q_len = 1;
+      a.kv_len = p.kv_len;
+      a.heads = p.heads;
+      a.kv_heads = p.kv_heads;
+      a.head_dim = p.head_dim;
+      a.v_head_dim = p.v_head_dim > 0 ? p.v_head_dim : p.head_dim;
+      a.latent_kv = p.latent;
+      a.causal = true;
+      a.dtype = DType::bf16;
+      a.kv_dtype = p.dtype;
+      // As the graph runs it: in fp8 where the cache is fp8 and the chip has fp8.
+      a.compute = is_fp8(p.dtype) && chip.peak(hw::Unit::matrix, p.dtype) > 0 ? p.dtype : DType::bf16;
+      out.push_back({ops::attention_cost(a), cls});
+      break;
+    }
+    case CurveOp::rmsnorm: {
+      const ops::RowsShape s{p.tokens, p.hidden, p.dtype, DType::fp32};
+      ops::Cost c = ops::rmsnorm_cost(s, p.out_dtype);
+      if (p.residual) ops::add_residual(c, s);
+      out.push_back({c, cls});
+      break;
+    }
+    case CurveOp::elementwise: {
+      ops::Cost c;
+      c.add_main_bytes(p.bytes / 2);
+      c.add_main_stores(p.bytes / 2);
+      c.launches = 1;
+      out.push_back({c, cls});
+      break;
+    }
+    case CurveOp::allreduce: {
+      OpConfig op;
+      op.kind = OpKind::allreduce;
+      op.bytes = p.bytes;
+      op.chips = p.chips;
+      op.algo = comm::Algo::direct;
+      op.dtype = DType::bf16;
+      out.push_back({op_cost(op, one_chip(chip, p.chips)), cls});
+      break;
+    }
+    case CurveOp::moe: moe_kernels(p, cls, chip, out); break;
+  }
+  return out;
+}
+
+std::string describe(const hw::CurvePoint& p) {
+  switch (p.op) {
+    case CurveOp::matmul: return fmt::format("matmul {}x{}x{} {}", p.m, p.n, p.k, name(p.dtype));
+    case CurveOp::decode_attention:
+      return fmt::format("decode_attention b{} kv{} {}/{}x{}{} {}", p.batch, p.kv_len, p.heads, p.kv_heads, p.head_dim,
+                         p.latent ? " latent" : "", name(p.dtype));
+    case CurveOp::rmsnorm:
+      return fmt::format("rmsnorm {}x{}{} {}->{}", p.tokens, p.hidden, p.residual ? " +residual" : "", name(p.dtype),
+                         name(p.out_dtype));
+    case CurveOp::elementwise: return fmt::format("elementwise {:.4g} MB", p.bytes / 1e6);
+    case CurveOp::allreduce: return fmt::format("allreduce {:.4g} KB x{}", p.bytes / 1e3, p.chips);
+    case CurveOp::moe:
+      return fmt::format("moe {} tokens {}x{} {}/{} {}", p.tokens, p.hidden, p.intermediate, p.topk, p.experts, name(p.dtype));
+  }
+  return "?";
+}
+
+namespace {
+
+// The class's curves as rows of the fit on `chip` (its other classes' figures as they are).
+std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
+  const ops::Rates rates(chip);
+  const ops::Rates::Achievable& own = rates.achievable[static_cast<int>(cls)];
+  // cuBLAS's GEMMs keep the chip's measured matmul rate; other GEMM kernels (MoE's grouped
+  // ones, block-scaled ones) are their own and fit theirs.
+  const bool gemm = cls == KernelClass::gemm;
+  const double boundary = chip.efficiency.overhead_s;
+  std::vector<Row> rows;
+  for (const hw::KernelCurve& curve : chip.curves) {
+    if (curve.cls != cls) continue;
+    for (const hw::CurvePoint& p : curve.points) {
+      Row row;
+      row.point = &p;
+      row.time = p.time_s;
+      for (const CurveKernel& k : point_kernels(p, cls, chip)) {
+        ops::TimeParts t = ops::time_parts(k.cost, rates);
+        t.launch = 0;  // inside a graph, or the kernel alone: no host launch
+        // A profiler's kernel time leaves the boundary out: add it back to the measurement.
+        if (curve.timing == hw::CurveTiming::kernel) row.time += boundary;
+        if (k.cls != cls) {
+          row.others += t.realistic(rates, k.cls);
+          continue;
+        }
+        Parts parts;
+        parts.raw[kMatrix] = t.matrix + t.matrix_pad;
+        parts.raw[kVector] = t.vector;
+        parts.raw[kMemory] = t.memory;
+        parts.comm_latency = t.comm_latency;
+        parts.raw[kLink] = t.comm - t.comm_latency;
+        // A GEMM's matrix rate is the chip's measured one, with its tiling; a link with an
+        // efficiency of its own keeps it.
+        if (gemm) parts.held[kMatrix] = true, parts.constant[kMatrix] = parts.raw[kMatrix] * own.inv_matrix[t.matrix_dtype];
+        // The link part is the class's to fit: its fraction replaces the link's own (NCCL's).
+        row.mine.push_back(parts);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+// A part's time at the parameters (the link's latency included).
+double part_time(const Parts& k, int part, const std::array<double, kParams>& x) {
+  const double t = k.held[part] ? k.constant[part] : k.raw[part] * x[part];
+  return part == kLink && k.raw[kLink] + k.comm_latency > 0 ? t + k.comm_latency : t;
+}
+
+int binding(const Parts& k, const std::array<double, kParams>& x) {
+  int best = kMatrix;
+  double t = part_time(k, kMatrix, x);
+  for (int part = kVector; part < kParams; ++part) {
+    const double v = part_time(k, part, x);
+    if (v > t) t = v, best = part;
+  }
+  return best;
+}
+
+double predicted(const Row& r, const std::array<double, kParams>& x) {
+  double t = r.others;
+  for (const Parts& k : r.mine) t += x[kFixed] + part_time(k, binding(k, x), x);
+  return t;
+}
+
+CurveFit residuals_at(const std::vector<Row>& rows, KernelClass cls, const std::array<double, kParams>& x) {
+  CurveFit fit;
+  fit.cls = cls;
+  fit.points = static_cast<int>(rows.size());
+  double sum2 = 0;
+  for (const Row& r : rows) {
+    PointResidual pr;
+    pr.shape = describe(*r.point);
+    pr.measured_s = r.point->time_s;
+    // The measurement's own terms: a kernel-timed point is compared without the boundaries.
+    pr.predicted_s = predicted(r, x) - (r.time - r.point->time_s);
+    pr.residual = pr.predicted_s / pr.measured_s - 1;
+    sum2 += pr.residual * pr.residual;
+    fit.max_residual = std::max(fit.max_residual, std::abs(pr.residual));
+    fit.residuals.push_back(pr);
+  }
+  fit.rms_residual = rows.empty() ? 0 : std::sqrt(sum2 / static_cast<double>(rows.size()));
+  return fit;
+}
+
+std::array<double, kParams> current(const hw::ChipSpec& chip, KernelClass cls) {
+  const ops::Rates rates(chip);
+  const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(cls)];
+  return {a.overhead_s, a.inv_matrix[index(DType::bf16)], a.inv_vector, a.inv_memory, a.inv_link};
+}
+
+CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
+  const std::vector<Row> rows = rows_of(chip, cls);
+  std::array<double, kParams> x = current(chip, cls);
+  CurveFit fit;
+  if (rows.size() < 2) {
+    fit = residuals_at(rows, cls, x);
+    fit.notes.push_back(fmt::format("{} point{}: at least 2 are needed", rows.size(), rows.size() == 1 ? "" : "s"));
+    return fit;
+  }
+  std::vector<std::vector<int>> side(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (const Parts& k : rows[i].mine) side[i].push_back(binding(k, x));
+  }
+  LinearParams<kParams> p;
+  bool ok = false, settled = false;
+  std::array<bool, kParams> held{};
+  for (int iter = 0; iter < 20 && !settled; ++iter) {
+    std::array<bool, kParams> used{};
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
+        if (!rows[i].mine[j].held[side[i][j]]) used[side[i][j]] = true;
+      }
+    }
+    p.value = x;
+    p.fixed = {false, !used[kMatrix], !used[kVector], !used[kMemory], !used[kLink]};
+    const auto row = [&](std::size_t i, std::array<double, kParams>& a, double& rhs, double& w) {
+      a = {};
+      rhs = rows[i].time - rows[i].others;
+      for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
+        const Parts& k = rows[i].mine[j];
+        const int s = side[i][j];
+        a[kFixed] += 1;
+        if (k.held[s]) {
+          rhs -= part_time(k, s, x);
+        } else {
+          a[s] += k.raw[s];
+          if (s == kLink) rhs -= k.comm_latency;
+        }
+      }
+      w = 1 / (rows[i].time * rows[i].time);
+    };
+    for (int i = 0; i < kParams; ++i) {
+      if (held[i]) p.fixed[i] = true;
+    }
+    ok = solve_least_squares<kParams>(rows.size(), row, p);
+    if (!ok && !p.fixed[kFixed]) {
+      p.fixed[kFixed] = held[kFixed] = true;  // too few distinct sizes for an intercept
+      p.value[kFixed] = 0;
+      ok = solve_least_squares<kParams>(rows.size(), row, p);
+    }
+    if (!ok) break;
+    // Limits: no negative fixed time, no fraction above 1 (faster than the peak).
+    for (int round = 0; round < kParams && ok; ++round) {
+      bool changed = false;
+      if (p.value[kFixed] < 0 && !p.fixed[kFixed]) p.fixed[kFixed] = held[kFixed] = changed = true, p.value[kFixed] = 0;
+      for (int i = kMatrix; i < kParams; ++i) {
+        if (!p.fixed[i] && p.value[i] < 1) p.fixed[i] = held[i] = changed = true, p.value[i] = 1;
+      }
+      if (!changed) break;
+      ok = solve_least_squares<kParams>(rows.size(), row, p);
+    }
+    if (!ok) break;
+    x = p.value;
+    settled = true;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
+        const int s = binding(rows[i].mine[j], x);
+        if (s != side[i][j]) side[i][j] = s, settled = false;
+      }
+    }
+  }
+  fit = residuals_at(rows, cls, x);
+  if (!ok) {
+    fit.notes.push_back("the points do not determine a fit (too few distinct sizes)");
+    return fit;
+  }
+  if (!settled) fit.notes.push_back("which part binds did not settle in 20 rounds; the last fit is kept");
+  if (held[kFixed]) fit.notes.push_back("fixed time held at 0 (the fit wanted none or a negative one)");
+  static constexpr const char* kPart[kParams] = {"", "matrix", "vector", "memory", "link"};
+  for (int i = kMatrix; i < kParams; ++i) {
+    if (held[i] && p.value[i] == 1) {
+      fit.notes.push_back(fmt::format("{} fraction held at 1: points ran faster than the peak (the counts or the chip's peak are off)", kPart[i]));
+    }
+  }
+  fit.fitted = true;
+  fit.efficiency.overhead_s = x[kFixed];
+  std::array<bool, kParams> bound{};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
+      if (!rows[i].mine[j].held[side[i][j]]) bound[side[i][j]] = true;
+    }
+  }
+  double* out[kParams] = {nullptr, &fit.efficiency.matrix, &fit.efficiency.vector, &fit.efficiency.memory, &fit.efficiency.link};
+  for (int i = kMatrix; i < kParams; ++i) {
+    if (!bound[i]) continue;
+    *out[i] = 1 / x[i];
+    if (*out[i] < kMinFraction) {
+      fit.fitted = false;
+      fit.notes.push_back(fmt::format("{} fraction {:.3g} is below {}: the counts are missing or wrong; not used", kPart[i], *out[i],
+                                      kMinFraction));
+    }
+  }
+  if (fit.rms_residual > 0.5) {
+    fit.fitted = false;
+    fit.notes.push_back(fmt::format("rms residual {:.0f}%: the points do not follow one fixed time plus a rate; not used",
+                                    100 * fit.rms_residual));
+  }
+  return fit;
+}
+
+// Classes in an order where each one's points see the fits of the classes they also run.
+constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
+                                  KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::attention,
+                                  KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
+                                  KernelClass::allreduce_custom,   KernelClass::gemm_expert};
+static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
+
+bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {
+  return std::any_of(chip.curves.begin(), chip.curves.end(), [&](const hw::KernelCurve& k) { return k.cls == cls; });
+}
+
+}  // namespace
+
+std::vector<CurveFit> fit_curves(const hw::ChipSpec& chip) {
+  std::vector<CurveFit> fits;
+  hw::ChipSpec c = chip;
+  for (const KernelClass cls : kOrder) {
+    if (!has_curves(c, cls)) continue;
+    fits.push_back(fit_class(c, cls));
+    c = with_curve_fits(c, {fits.back()});
+  }
+  return fits;
+}
+
+hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFit>& fits) {
+  hw::ChipSpec c = chip;
+  for (const CurveFit& f : fits) {
+    if (!f.fitted) continue;
+    hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(f.cls)];
+    e.overhead_s = f.efficiency.overhead_s;
+    if (f.efficiency.matrix > 0) e.matrix = f.efficiency.matrix;
+    if (f.efficiency.vector > 0) e.vector = f.efficiency.vector;
+    if (f.efficiency.memory > 0) e.memory = f.efficiency.memory;
+    if (f.efficiency.link > 0) e.link = f.efficiency.link;
+  }
+  return c;
+}
+
+std::vector<CurveFit> curve_residuals(const hw::ChipSpec& chip) {
+  std::vector<CurveFit> out;
+  for (const KernelClass cls : kOrder) {
+    if (!has_curves(chip, cls)) continue;
+    CurveFit f = residuals_at(rows_of(chip, cls), cls, current(chip, cls));
+    f.efficiency = hw::class_efficiency(chip.efficiency, cls);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace ridgeline::analysis

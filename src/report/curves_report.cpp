@@ -1,0 +1,86 @@
+// Kernel curves in reports (`hw show`, `hw fit`).
+#include "ridgeline/report/curves.hpp"
+
+#include <fmt/format.h>
+
+#include "ridgeline/core/units.hpp"
+
+namespace ridgeline::report {
+
+namespace {
+
+std::string t(double s) { return format_quantity(s, Quantity::time); }
+
+// The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel".
+std::string figures(const hw::ClassEfficiency& e) {
+  std::string out;
+  for (auto [part, v] : {std::pair{"matrix", e.matrix}, {"vector", e.vector}, {"memory", e.memory}, {"link", e.link}}) {
+    if (v > 0) out += fmt::format("{}{} {:.3f}", out.empty() ? "" : ", ", part, v);
+  }
+  if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
+  return out;
+}
+
+}  // namespace
+
+std::string curves_text(const hw::ChipSpec& chip, const std::vector<analysis::CurveFit>& fits) {
+  if (fits.empty()) return "";
+  std::string out = "kernel curves (measured times by size; a class's figures are their fit: `ridgeline hw fit`)\n";
+  for (const analysis::CurveFit& f : fits) {
+    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency));
+    for (const hw::KernelCurve& k : chip.curves) {
+      if (k.cls == f.cls) out += fmt::format("    {} ({} timing): {}\n", k.kernel, hw::name(k.timing), k.source);
+    }
+    out += fmt::format("    {:<44} {:>11} {:>11} {:>8}\n", "point", "measured", "model", "error");
+    for (const analysis::PointResidual& p : f.residuals) {
+      out += fmt::format("    {:<44} {:>11} {:>11} {:>+7.1f}%\n", p.shape, t(p.measured_s), t(p.predicted_s), 100 * p.residual);
+    }
+    out += fmt::format("    rms error {:.1f}%, largest {:.1f}% over {} points\n", 100 * f.rms_residual, 100 * f.max_residual, f.points);
+    for (const std::string& n : f.notes) out += "    note: " + n + "\n";
+  }
+  return out;
+}
+
+nlohmann::json curves_json(const hw::ChipSpec& chip, const std::vector<analysis::CurveFit>& fits) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const analysis::CurveFit& f : fits) {
+    nlohmann::json j;
+    j["class"] = hw::name(f.cls);
+    j["curves"] = nlohmann::json::array();
+    for (const hw::KernelCurve& k : chip.curves) {
+      if (k.cls == f.cls) j["curves"].push_back({{"kernel", k.kernel}, {"source", k.source}, {"timing", hw::name(k.timing)}});
+    }
+    j["points"] = nlohmann::json::array();
+    for (const analysis::PointResidual& p : f.residuals) {
+      j["points"].push_back({{"shape", p.shape}, {"measured_s", p.measured_s}, {"predicted_s", p.predicted_s}, {"residual", p.residual}});
+    }
+    j["rms_residual"] = f.rms_residual;
+    j["max_residual"] = f.max_residual;
+    j["fitted"] = f.fitted;
+    j["overhead_s"] = f.efficiency.overhead_s;
+    j["matrix"] = f.efficiency.matrix;
+    j["vector"] = f.efficiency.vector;
+    j["memory"] = f.efficiency.memory;
+    j["link"] = f.efficiency.link;
+    j["notes"] = f.notes;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string fitted_efficiency_yaml(const std::vector<analysis::CurveFit>& fits) {
+  std::string y;
+  for (const analysis::CurveFit& f : fits) {
+    if (!f.fitted) continue;
+    std::string fields;
+    const hw::ClassEfficiency& e = f.efficiency;
+    for (auto [part, v] : {std::pair{"matrix", e.matrix}, {"vector", e.vector}, {"memory", e.memory}, {"link", e.link}}) {
+      if (v > 0) fields += fmt::format("{}{}: {:.4g}", fields.empty() ? "" : ", ", part, v);
+    }
+    if (e.overhead_s > 0) fields += fmt::format("{}overhead: {:.4g} us", fields.empty() ? "" : ", ", e.overhead_s * 1e6);
+    y += fmt::format("  {}: {{{}}}\n", hw::name(f.cls), fields);
+  }
+  return y;
+}
+
+}  // namespace ridgeline::report

@@ -1,0 +1,221 @@
+// Kernel curves: the fit of a class's fixed time and fractions to measured points, and the
+// catalog's stored figures against the fit of its own curves (docs/cost-model.md#kernel-curves).
+#include "ridgeline/analysis/kernel_curves.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/hardware_file.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline {
+namespace {
+
+using hw::CurveOp;
+using hw::KernelClass;
+
+constexpr double kTol = 1e-9;  // relative: a fit to exact points recovers its figures to rounding
+
+hw::CurvePoint elementwise(double bytes, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::elementwise;
+  p.bytes = bytes;
+  p.time_s = time;
+  return p;
+}
+
+// The toy chip (1 TB/s, chip-wide memory 0.9, a 1 us kernel boundary) with one curve.
+hw::ChipSpec with_curve(KernelClass cls, hw::CurveTiming timing, std::vector<hw::CurvePoint> points) {
+  hw::ChipSpec c = testing::toy_chip();
+  c.efficiency.overhead_s = 1e-6;
+  c.curves.push_back({cls, "a copy kernel", "made up for the test", timing, std::move(points)});
+  return c;
+}
+
+TEST(KernelCurves, FitRecoversTheFixedTimeAndTheMemoryFraction) {
+  // Points made as 2 us + bytes / (0.8 x 1 TB/s): 1 MB 2 + 1.25 = 3.25 us, 10 MB 2 + 12.5 =
+  // 14.5 us, 100 MB 2 + 125 = 127 us. The fit gives back 2 us and 0.8.
+  const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::graph,
+                                    {elementwise(1e6, 3.25e-6), elementwise(1e7, 14.5e-6), elementwise(1e8, 127e-6)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  const analysis::CurveFit& f = fits[0];
+  EXPECT_TRUE(f.fitted);
+  EXPECT_EQ(f.cls, KernelClass::pointwise);
+  EXPECT_NEAR(f.efficiency.overhead_s, 2e-6, 2e-6 * kTol);
+  EXPECT_NEAR(f.efficiency.memory, 0.8, 0.8 * kTol);
+  EXPECT_EQ(f.efficiency.matrix, 0);  // no point binds on it: not determined
+  EXPECT_NEAR(f.rms_residual, 0, 1e-9);
+  ASSERT_EQ(f.residuals.size(), 3u);
+  EXPECT_NEAR(f.residuals[2].predicted_s, 127e-6, 127e-6 * kTol);
+  // The chip with the fit prices a 50 MB copy at 2 + 62.5 = 64.5 us.
+  const hw::ChipSpec fitted = analysis::with_curve_fits(c, fits);
+  const auto again = analysis::curve_residuals(fitted);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_NEAR(again[0].efficiency.memory, 0.8, 0.8 * kTol);
+  EXPECT_NEAR(again[0].rms_residual, 0, 1e-9);
+}
+
+TEST(KernelCurves, AProfilersKernelTimeLeavesTheBoundaryOut) {
+  // The same kernels timed by a profiler: each without the chip's 1 us boundary (2.25, 13.5,
+  // 126 us). The class's fixed time, which the model charges inside a graph, is still 2 us.
+  const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::kernel,
+                                    {elementwise(1e6, 2.25e-6), elementwise(1e7, 13.5e-6), elementwise(1e8, 126e-6)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 2e-6, 2e-6 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.8, 0.8 * 1e-6);
+  // Residuals compare like with like: the model's 2.25 us (its 3.25 less the boundary).
+  EXPECT_NEAR(fits[0].residuals[0].predicted_s, 2.25e-6, 2.25e-6 * 1e-6);
+}
+
+TEST(KernelCurves, FractionsAboveThePeakAreHeldAtOneAndSaid) {
+  // 100 MB in 50 us is 2 TB/s on a 1 TB/s chip: the fit holds the fraction at 1 and says so.
+  const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::graph,
+                                    {elementwise(1e7, 6e-6), elementwise(1e8, 50e-6)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_EQ(fits[0].efficiency.memory, 1);
+  bool said = false;
+  for (const auto& n : fits[0].notes) said = said || n.find("memory fraction held at 1") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(KernelCurves, OnePointIsNotAFit) {
+  const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::graph, {elementwise(1e7, 6e-6)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_FALSE(fits[0].fitted);
+  // Unfitted: the chip keeps its figures.
+  const hw::ChipSpec same = analysis::with_curve_fits(c, fits);
+  EXPECT_EQ(same.efficiency.kernel[static_cast<int>(KernelClass::pointwise)], hw::ClassEfficiency{});
+}
+
+TEST(KernelCurves, AGemmsMatrixRateStaysTheChipsAndOnlyItsMemoryBoundPointsMove) {
+  // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s, matrix 0.8, 1 TB/s, no SMs:
+  // untiled). m = 1: bytes 2·4096 + 2·4096² + 2·4096 = 33.57 MB, memory-bound; m = 4096:
+  // 137.4 GFLOP at 80 TFLOP/s = 1.718 ms, compute-bound. Points at 3 us + bytes / 0.85 TB/s for
+  // m = 1 and 2 (33.570 and 33.587 MB: 42.494 and 42.514 us), and 1.718 ms + 3 us for m = 4096:
+  // the fit gives 3 us and 0.85, and no matrix fraction of its own.
+  auto mm = [](double m, double t) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = 4096;
+    p.time_s = t;
+    return p;
+  };
+  const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
+  const double big = 2.0 * 4096 * 4096 * 4096 / 80e12;
+  const hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph,
+                                    {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + big)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
+  EXPECT_EQ(fits[0].efficiency.matrix, 0);
+}
+
+TEST(KernelCurves, ChipFilesReadAndWriteTheirCurves) {
+  const std::string yaml = R"(schema_version: 2
+name: curvy
+vendor: test
+kind: gpu
+matrix_peak: {bf16: 100 TFLOPS}
+vector_peak: {fp32: 10 TFLOPS}
+memory:
+  - {name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}
+launch_overhead: 5 us
+kernel_curves:
+  - class: attention_decode
+    kernel: "a decode kernel"
+    source: "made up"
+    timing: kernel
+    points:
+      - {op: decode_attention, batch: 4, kv_len: 1024, heads: 32, kv_heads: 8, head_dim: 128, time: 12 us}
+      - {op: decode_attention, batch: 1, kv_len: 2048, heads: 16, kv_heads: 1, head_dim: 576, v_head_dim: 512, latent: true, dtype: fp8_e4m3, time: 9 us}
+  - class: norm
+    kernel: "fused add + RMSNorm"
+    source: "made up"
+    timing: graph
+    points:
+      - {op: rmsnorm, tokens: 64, hidden: 4096, residual: true, out_dtype: fp8_e4m3, time: 4 us}
+      - {op: allreduce, bytes: 32 KiB, chips: 4, time: 5 us}
+      - {op: moe, tokens: 8, hidden: 4096, intermediate: 14336, experts: 8, topk: 2, dtype: bf16, time: 300 us}
+      - {op: elementwise, bytes: 1 MB, time: 3 us}
+      - {op: matmul, m: 1, n: 4096, k: 4096, time: 30 us}
+)";
+  const hw::ChipSpec c = io::parse_chip_yaml(yaml, "curvy.yaml");
+  ASSERT_EQ(c.curves.size(), 2u);
+  EXPECT_EQ(c.curves[0].cls, KernelClass::attention_decode);
+  EXPECT_EQ(c.curves[0].timing, hw::CurveTiming::kernel);
+  ASSERT_EQ(c.curves[0].points.size(), 2u);
+  const hw::CurvePoint& mla = c.curves[0].points[1];
+  EXPECT_TRUE(mla.latent);
+  EXPECT_EQ(mla.v_head_dim, 512);
+  EXPECT_EQ(mla.dtype, DType::fp8_e4m3);
+  EXPECT_DOUBLE_EQ(mla.time_s, 9e-6);
+  const hw::CurvePoint& ar = c.curves[1].points[1];
+  EXPECT_EQ(ar.op, CurveOp::allreduce);
+  EXPECT_EQ(ar.bytes, 32768);
+  EXPECT_EQ(ar.chips, 4);
+  // Written back and read again: the same curves.
+  const hw::ChipSpec again = io::parse_chip_yaml(io::chip_yaml(c, "", ""), "again.yaml");
+  ASSERT_EQ(again.curves.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(again.curves[i].points.size(), c.curves[i].points.size());
+    EXPECT_EQ(again.curves[i].source, c.curves[i].source);
+    for (std::size_t j = 0; j < c.curves[i].points.size(); ++j) {
+      EXPECT_EQ(analysis::describe(again.curves[i].points[j]), analysis::describe(c.curves[i].points[j]));
+      EXPECT_DOUBLE_EQ(again.curves[i].points[j].time_s, c.curves[i].points[j].time_s);
+    }
+  }
+}
+
+TEST(KernelCurves, BadCurvesNameTheKey) {
+  const std::string head = "schema_version: 2\nname: c\nvendor: t\nkind: gpu\nmatrix_peak: {bf16: 1 TFLOPS}\nvector_peak: {fp32: 1 TFLOPS}\n"
+                           "memory:\n  - {name: HBM, bandwidth: 1 TB/s, capacity: 1 GB}\nlaunch_overhead: 5 us\nkernel_curves:\n";
+  auto fails_with = [&](const std::string& curves, const std::string& what) {
+    try {
+      io::parse_chip_yaml(head + curves, "c.yaml");
+      ADD_FAILURE() << "accepted: " << curves;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  const std::string ok = "  - class: gemm\n    kernel: k\n    source: s\n    timing: graph\n    points:\n";
+  fails_with("  - class: fast\n    kernel: k\n    source: s\n    timing: graph\n    points: []\n", "kernel_curves[0].class: 'fast'");
+  fails_with("  - class: gemm\n    kernel: k\n    source: s\n    timing: eager\n    points: []\n", "kernel_curves[0].timing: 'eager'");
+  fails_with(ok + "      - {op: conv, time: 1 us}\n", "kernel_curves[0].points[0].op: 'conv'");
+  fails_with(ok + "      - {op: matmul, m: 1, n: 2, time: 1 us}\n", "kernel_curves[0].points[0].k: required key is missing");
+  fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, time: 1}\n", "kernel_curves[0].points[0].time");
+  fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, heads: 4, time: 1 us}\n", "kernel_curves[0].points[0].heads: unknown key");
+  fails_with(ok + "      - {op: allreduce, bytes: 1 MB, chips: 1, time: 1 us}\n", "at least 2 chips");
+  fails_with(ok + "      - {op: decode_attention, batch: 1, kv_len: 8, heads: 6, kv_heads: 4, head_dim: 64, time: 1 us}\n",
+             "kv_heads: 4 must divide heads (6)");
+  fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, dtype: fp7, time: 1 us}\n", "unknown dtype 'fp7'");
+}
+
+// Every catalog chip's class figures are the fit of its own curves (to the four significant
+// digits a chip file writes them with): `ridgeline hw fit` reproduces them.
+TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
+  for (const io::CatalogEntry& e : io::catalog()) {
+    const hw::ChipSpec c = io::catalog_chip(e.name);
+    if (c.curves.empty()) continue;
+    for (const analysis::CurveFit& f : analysis::fit_curves(c)) {
+      SCOPED_TRACE(e.name + " " + std::string(hw::name(f.cls)));
+      EXPECT_TRUE(f.fitted);
+      const hw::ClassEfficiency& stored = c.efficiency.kernel[static_cast<int>(f.cls)];
+      EXPECT_NEAR(stored.overhead_s, f.efficiency.overhead_s, 5e-4 * f.efficiency.overhead_s + 1e-12);
+      for (auto [s, v] : {std::pair{stored.matrix, f.efficiency.matrix}, {stored.vector, f.efficiency.vector},
+                          {stored.memory, f.efficiency.memory}, {stored.link, f.efficiency.link}}) {
+        if (v > 0) {
+          EXPECT_NEAR(s, v, 5e-4 * v);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline
