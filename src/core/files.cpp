@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,17 +70,12 @@ void check_output_path(const std::string& path, std::string_view flag) {
 
 namespace {
 
-// 16 lowercase letters and digits from the kernel's random source (never guessable from the
-// path, the time or the process id).
+// 16 lowercase letters and digits from the system's random source (getentropy: the kernel's
+// on Linux, the browser's crypto in WebAssembly), never guessable from the path, the time or
+// the process id.
 std::string random_suffix() {
   unsigned char bytes[16] = {};
-  std::size_t got = 0;
-  while (got < sizeof(bytes)) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof(bytes) - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-    else if (errno != EINTR) break;
-  }
-  if (got < sizeof(bytes)) throw InputError("cannot draw a random name for a temporary file (getrandom failed)");
+  if (::getentropy(bytes, sizeof(bytes)) != 0) throw InputError("cannot draw a random name for a temporary file (getentropy failed)");
   static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
   std::string out;
   for (const unsigned char b : bytes) out += kAlphabet[b % 36];
