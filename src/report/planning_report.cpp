@@ -231,8 +231,8 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
 std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
                               const std::string& prefix) {
   const serving::WorkloadSpec& w = space.base.workload;
-  std::string s = fmt::format("{}: {}, prompt {}, gen {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), w.prompt.text,
-                              w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
+  std::string s = fmt::format("{}: {}, {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), lengths_text(w),
+                              w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
                               space_slo_text(space));
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,

@@ -310,7 +310,7 @@ void validate(const EngineConfig& e) {
                                  e.max_num_seqs, e.max_batched_tokens));
   }
   if (!(e.step_overhead_s >= 0 && e.step_overhead_s < 10)) {
-    throw InputError(fmt::format("--step-overhead: {} s is out of range: expected 0 to 10 s", e.step_overhead_s));
+    throw InputError(fmt::format("--step-overhead: {} s is out of range: expected at least 0 s and less than 10 s", e.step_overhead_s));
   }
   if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
     throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));

@@ -171,8 +171,8 @@ TEST(ServeCli, BadInput) {
            {"serve --model llama-3.1-70b --hw h100-sxm --tp 8 --qps 1 --disagg 1:1 --disagg-decode tp=1", "--disagg-decode"},
            {"serve --model llama-3.1-70b --hw h100-sxm --qps 1", "KV cache"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + trace, "output_tokens"},
-           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "row 3"},
-           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "row 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "line 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "line 3"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace /nonexistent.csv", "/nonexistent.csv"},
            {kSmall + " --qps 1 --requests 1000000000", "--requests"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + good + " --requests-out " + good, "--requests-out"}}) {
