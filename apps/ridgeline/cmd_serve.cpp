@@ -137,6 +137,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
 
   cfg.workload = workload_spec(f.load);
+  cfg.window = measurement_window(f.load);
   cfg.replicas = f.replicas == "auto" ? 1 : parse_positive_int(f.replicas, "--replicas");
   const auto router = serving::parse_router(f.router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", f.router));

@@ -36,6 +36,27 @@ TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {
   EXPECT_EQ(j["steps"]["total"], 5 * 64);  // a prefill step and 63 decode steps each
 }
 
+TEST(ServeCli, WithoutRequestsTheRunChoosesItsWindow) {
+  // One client, every request alike (fixed lengths, alone): the blocks of the trend are 1000 / 32
+  // = 31 arrivals (1000 measured for the p99 on one replica), all alike, so every check is
+  // flat: the first, 8 blocks in, and the first at k >= 4 x 8 / 3, 11 blocks in: arrival 341 is
+  // the first measured, the 1000th measured (1340) the last sent; the run stops when it ends
+  // (no cool-down in a closed loop of one). With --requests the count is the one given, and no
+  // warm-up is no steady state.
+  const auto j = run_json(kSmall + " --concurrency 1");
+  EXPECT_EQ(j["steady_state"]["window"], "chosen by the run");
+  EXPECT_TRUE(j["steady_state"]["reached"].get<bool>());
+  EXPECT_EQ(j["steady_state"]["warmup_requests"], 341);
+  EXPECT_EQ(j["steady_state"]["measured_requests"], 1000);
+  EXPECT_EQ(j["steady_state"]["cooldown_requests"], 0);
+  EXPECT_EQ(j["workload"]["requests"], 1341);
+  EXPECT_EQ(j["measured_requests"], 1000);
+  const auto given = run_json(kSmall + " --concurrency 1 --requests 5");
+  EXPECT_EQ(given["steady_state"]["window"], "the requests given");
+  EXPECT_FALSE(given["steady_state"]["reached"].get<bool>());
+  EXPECT_EQ(given["workload"]["requests"], 5);
+}
+
 TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
   // One client, its requests alone: the scheduler sees each --front-end after it was sent and
   // runs the same steps, so TTFT and E2E grow by exactly 10 ms and TPOT stays; the engine says so.
