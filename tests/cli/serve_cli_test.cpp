@@ -180,5 +180,27 @@ TEST(ServeCli, BadInput) {
   }
 }
 
+// TensorRT-LLM's default capture list (cuda_graph_config: batches 1-32, 64 and 128, no
+// padding; other decode batches run eagerly) and the flags that change it.
+TEST(ServeCli, GraphCaptureFlags) {
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --engine trtllm --qps 1 --requests 5";
+  const nlohmann::json d = run_json(q)["engine"];
+  EXPECT_EQ(d["graph_max_batch"], 128);
+  EXPECT_TRUE(d["graph_exact_sizes"].get<bool>());
+  EXPECT_DOUBLE_EQ(d["exposed_step_s"].get<double>(), 0.58e-3);  // issue #13957's idle host time per step
+  const RunResult text = run(q);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("decode steps of 1-32, 64 or 128 sequences as one graph"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("580 us exposed per step"), std::string::npos) << text.out;
+  // trtllm-bench's setting in the published throughput runs: sizes up to 8192, padded.
+  const nlohmann::json p = run_json(q + " --graph-max-batch 8192 --graph-padding on")["engine"];
+  EXPECT_EQ(p["graph_max_batch"], 8192);
+  EXPECT_FALSE(p["graph_exact_sizes"].get<bool>());
+  expect_bad(q + " --graph-max-batch 0", "--graph-max-batch");
+  expect_bad(q + " --graph-padding sometimes", "--graph-padding");
+  expect_bad(q + " --graph-max-batch 64 --eager", "--eager");
+  expect_bad(q + " --graph-padding on --eager", "--eager");
+}
+
 }  // namespace
 }  // namespace ridgeline::testing
