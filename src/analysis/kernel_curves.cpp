@@ -99,7 +99,10 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       op.m = static_cast<std::int64_t>(p.m), op.n = static_cast<std::int64_t>(p.n), op.k = static_cast<std::int64_t>(p.k);
       op.a_dtype = op.b_dtype = p.dtype;
       op.out_dtype = DType::bf16;
-      out.push_back({op_cost(op, one_chip(chip)), cls});
+      ops::Cost cost = op_cost(op, one_chip(chip));
+      // NVFP4's block scales ride with the weights, an e4m3 per 16, as the graph counts them.
+      if (p.dtype == DType::fp4) cost.add_main_bytes(p.k * p.n * 0.5 / 8);
+      out.push_back({cost, cls});
       break;
     }
     case CurveOp::decode_attention: {
