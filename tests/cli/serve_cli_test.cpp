@@ -202,5 +202,35 @@ TEST(ServeCli, GraphCaptureFlags) {
   expect_bad(q + " --graph-padding on --eager", "--eager");
 }
 
+// Every component of a step and of a request names where its figure comes from: the chip's
+// kernel classes (or its bare kernel boundary), the engine's host path and front end (or the
+// flag that set them), the simulation for the rest.
+TEST(ServeCli, ComponentsNameTheirSources) {
+  const std::string q = "serve --model llama-3.1-8b --qps 2 --requests 20 --prompt 256 --gen 32";
+  const nlohmann::json j = run_json(q + " --hw h100-sxm");
+  const std::string fixed = j["decode_step"]["sources"]["kernel_fixed"];
+  for (const char* k : {"h100-sxm's kernel classes", "gemm", "attention_decode", "allreduce_custom", "hw show h100-sxm"}) {
+    EXPECT_NE(fixed.find(k), std::string::npos) << k << ": " << fixed;
+  }
+  EXPECT_NE(j["decode_step"]["sources"]["host"].get<std::string>().find("#42131"), std::string::npos);
+  EXPECT_NE(j["request"]["sources"]["front_end"].get<std::string>().find("tt-inference-server #190"), std::string::npos);
+  for (const char* k : {"queue", "prefill", "decode"}) EXPECT_FALSE(j["request"]["sources"][k].get<std::string>().empty()) << k;
+  // The A100's one curve; an L40S without any: its kernel boundary.
+  EXPECT_EQ(run_json(q + " --hw a100-80gb")["decode_step"]["sources"]["kernel_fixed"],
+            "a100-80gb's kernel classes pointwise (their curves and sources: hw show a100-80gb)");
+  EXPECT_EQ(run_json(q + " --hw l40s")["decode_step"]["sources"]["kernel_fixed"],
+            "l40s's kernel boundary, no kernel curve (hw show l40s)");
+  // TensorRT-LLM's exposed host time cites its issue; flags that set a figure are named.
+  EXPECT_NE(run_json(q + " --hw h100-sxm --engine trtllm")["decode_step"]["sources"]["host"].get<std::string>().find("#13957"),
+            std::string::npos);
+  const nlohmann::json f = run_json(q + " --hw h100-sxm --front-end 10ms --step-overhead 1ms");
+  EXPECT_EQ(f["request"]["sources"]["front_end"], "--front-end");
+  EXPECT_EQ(f["decode_step"]["sources"]["host"], "--step-overhead");
+  const RunResult text = run(q + " --hw h100-sxm");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("  fixed times: h100-sxm's kernel classes"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  front end: vLLM's server against its LLM class"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace ridgeline::testing
