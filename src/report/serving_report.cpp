@@ -124,6 +124,9 @@ std::string steady_state_text(const ServingResult& r) {
       ss.trend_stopped_s >= 0 ? fmt::format("running requests and KV use stopped trending at {}", t(ss.trend_stopped_s))
                               : std::string("running requests and KV use never stopped trending");
   if (ss.window) {
+    if (!ss.reached && r.measured_requests == 0 && ss.warmup_requests == ss.sent) {
+      return fmt::format("steady state: NO ({} before the run ended: nothing measured)\n", stopped);
+    }
     return ss.reached ? fmt::format("steady state: yes ({}; measured from then for {}, throughput over that window)\n", stopped, t(ss.window_s))
                       : fmt::format("steady state: NO ({} by the {}th request: measured from there anyway)\n", stopped,
                                     ss.warmup_requests);
