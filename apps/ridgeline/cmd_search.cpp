@@ -366,7 +366,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   prefix = "ridgeline serve --model " + shell_word(v->model);
   auto flag = [&](const char* name, const std::string& val) { prefix += fmt::format(" {} {}", name, shell_word(val)); };
   const WorkloadFlags& l = v->load;
-  for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--trace", &l.trace},
+  for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--users", &l.users}, {"--think-time", &l.think_time}, {"--trace", &l.trace},
                            {"--requests", &l.requests}, {"--prefix-groups", &l.prefix_groups},
                            {"--prefix-tokens", &l.prefix_tokens}, {"--seeds", &l.seeds}, {"--seed-quantile", &l.seed_quantile}}) {
     if (!val->empty()) flag(name, *val);

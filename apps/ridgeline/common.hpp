@@ -75,7 +75,7 @@ void add_spec_flags(CLI::App* app, SpecFlags& f);
 model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& target, model::ModelConfig& draft);
 /// The load and lengths of a serving workload as given (serve, search serve).
 struct WorkloadFlags {
-  std::string qps, arrival = "poisson", concurrency, trace;
+  std::string qps, arrival = "poisson", concurrency, trace, users, think_time;
   std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": chosen by the run, or a whole trace
   std::string prefix_groups, prefix_tokens;
   std::string seeds, seed_quantile;  // "": one seed
