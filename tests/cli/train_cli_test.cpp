@@ -99,7 +99,8 @@ TEST(TrainCli, AdviceComparesWithBetterPlans) {
   EXPECT_TRUE(better);
   EXPECT_TRUE(alone);
   // The fastest plan itself gets no such advice.
-  const auto fastest = run_json("advise train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --zero 3 --micro-batch " +
+  const auto fastest = run_json("advise train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64 --zero " +
+                                std::to_string(best["zero"].get<int>()) + " --micro-batch " +
                                 std::to_string(best["micro_batch"].get<int>()) + " --recompute " + best["recompute"].get<std::string>() +
                                 " --tp " + std::to_string(best["tp"].get<int>()));  // kept: the loop reads into it
   for (const auto& a : fastest["advice"]) EXPECT_NE(a["rule"], "better-plan") << a;
