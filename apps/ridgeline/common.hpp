@@ -52,9 +52,9 @@ void add_run_flags(CLI::App* app, RunFlags& f);
 report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const HardwareFlags& hw);
 
 /// How a training plan's communication overlaps (train, search train):
-/// --overlap-efficiency, --dp-preset, --prefetch, --grad-reduce-dtype (docs/training.md#interference).
+/// --overlap-efficiency, --framework, --prefetch, --grad-reduce-dtype (docs/training.md#interference).
 struct OverlapFlags {
-  std::string efficiency = "1", preset = "megatron", prefetch = "1", grad_dtype = "fp32";
+  std::string efficiency = "1", preset = "megatron", prefetch = "1", grad_dtype = "fp32";  // preset: --framework
 };
 void add_overlap_flags(CLI::App* app, OverlapFlags& f);
 /// Writes them into `c`; InputError naming the flag.

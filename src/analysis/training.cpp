@@ -69,6 +69,15 @@ comm::Placement nested_place(const comm::Wiring& w, double inner, double inner_s
 // launched on the SMs left (set_sm_margin), the pipelined ones in num_splits 4.
 constexpr double kUbRingSms = 1, kUbKernelSms = 16, kUbPipelineSplits = 4;
 
+// Megatron-Core's bias_swiglu_impl on an H100 80GB HBM3 (linkedin/Liger-Kernel,
+// benchmark/data/all_benchmark_data.csv, kernel megatron_swiglu, provider megatron, 8192 tokens,
+// triton do_bench): forward 60.4/113.7/220.2/432.9/858.5 us at 2048-32768 columns; the
+// "backward" rows run the forward, a sum and the backward (338.5/656.9/1288.7/2554.3/5083.0 us).
+// Less the forward and the sum's two passes (read the output, write its gradient: 2/3 of the
+// forward's 3 passes at its rate), the backward takes 3.94/4.11/4.19/4.23/4.25 times the
+// forward: 4.2.
+constexpr double kMegatronSwigluBackward = 4.2;
+
 StepPart scaled(const StepPart& a, double k) { return {a.lower_s * k, a.upper_s * k, a.realistic_s * k}; }
 StepPart exposed(const StepPart& comm, const StepPart& window) {
   return {std::max(0.0, comm.lower_s - window.lower_s), std::max(0.0, comm.upper_s - window.lower_s),
@@ -144,7 +153,7 @@ std::string_view name(Reject r) noexcept {
   return "none";
 }
 
-std::string_view name(DpPreset p) noexcept { return p == DpPreset::fsdp2 ? "fsdp2" : "megatron"; }
+std::string_view name(Framework p) noexcept { return p == Framework::fsdp2 ? "fsdp2" : "megatron"; }
 
 std::string_view name(Recompute r) noexcept {
   switch (r) {
@@ -356,7 +365,12 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // reduce-scatters, and its backward all-gathers.
     const bool loss_ar = op.cls == OpClass::comm && std::string_view(op.name) == "loss_allreduce";
     const bool embed_ar = op.cls == OpClass::comm && op.block == model::Block::embedding && !cfg.sequence_parallel;
-    const double k = loss_ar ? 0 : op.backward > 0 ? op.backward : backward_factor(op.cls, cfg.attention);
+    double k = loss_ar ? 0 : op.backward > 0 ? op.backward : backward_factor(op.cls, cfg.attention);
+    // Megatron-Core's gated activation (bias_swiglu_impl: TorchScript helpers) runs its
+    // backward as a chain of kernels: Liger-Kernel's H100 timings of it take 4.2 times its
+    // forward from 2048 to 32768 columns, where one fused pass (read the input and the
+    // gradient, write the gradient) would take 5/3 (docs/training.md#small-kernels).
+    if (cfg.framework == Framework::megatron && std::string_view(op.name) == "silu_mul") k = kMegatronSwigluBackward;
     const ops::OpCost& fwd_cost = op.cost;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
@@ -659,7 +673,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.pipeline = scaled(per_mb, mbs);
   add(out.pipeline, out.bubble);
 
-  // Data parallelism (docs/training.md#data-parallelism). Ranks are ordered tp, cp, then dp:
+  // Data parallelism (docs/training.md#the-step). Ranks are ordered tp, cp, then dp:
   // the dp·cp ranks of the group are tp apart.
   const comm::Placement dp_group = comm::place(sh.wiring, dpd, static_cast<double>(cfg.tp));
   // The experts' gradients and parameters go over their expert-data-parallel group instead:
@@ -688,10 +702,25 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.dp_comm = {};
   out.exposed_dp_comm = {};
   const double coll_sms = static_cast<double>(chip.topology.collective_sms);
+  // A collective over a group, from the shape's memo when a plan before priced it.
+  auto memo = [&](comm::Collective kind, double bytes_, const comm::Placement& grp) {
+    if (grp.size <= 1 || bytes_ <= 0) return CollectiveTime{};
+    for (const TrainShape::PricedCollective& e : sh.priced) {
+      if (e.kind == static_cast<int>(kind) && e.bytes == bytes_ && e.size == grp.size && e.per_domain == grp.per_domain &&
+          e.extent == grp.extent && e.wrap == grp.wrap) {
+        return CollectiveTime{e.t, e.beside};
+      }
+    }
+    const CollectiveTime t = collective_time(sh.wiring, kind, bytes_, grp, rates, coll_sms);
+    sh.priced[static_cast<std::size_t>(sh.priced_next)] = {static_cast<int>(kind), bytes_, grp.size, grp.per_domain,
+                                                            grp.extent, grp.wrap, t.t, t.beside};
+    sh.priced_next = (sh.priced_next + 1) % static_cast<int>(sh.priced.size());
+    return t;
+  };
   // A data-parallel collective: the dense share over dp·cp, the experts' over dp·cp/ep.
   auto dp_collective = [&](comm::Collective kind, double total) {
-    CollectiveTime t = collective_time(sh.wiring, kind, total * (1 - expert_share), dp_group, rates, coll_sms);
-    add(t, collective_time(sh.wiring, kind, total * expert_share, edp_group, rates, coll_sms));
+    CollectiveTime t = memo(kind, total * (1 - expert_share), dp_group);
+    add(t, memo(kind, total * expert_share, edp_group));
     return t;
   };
   // The bounds' exposure, as before the schedule was modelled: what exceeds the window.
@@ -713,7 +742,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       // Gradients are reduced once per step, bucket by bucket as the last micro-batch's backward
       // produces them; the last bucket waits for the backward's end. Buckets: Megatron-Core's
       // max(40M, 1M x dp·cp) parameters (distributed_data_parallel.py), PyTorch DDP's 25 MB.
-      const double bucket_params = cfg.dp_preset == DpPreset::megatron ? std::max(40e6, 1e6 * dpd) : 25e6 / grad_elem;
+      const double bucket_params = cfg.framework == Framework::megatron ? std::max(40e6, 1e6 * dpd) : 25e6 / grad_elem;
       const double buckets = std::max(1.0, std::ceil(params_gpu / bucket_params));
       const CollectiveTime one = dp_collective(cfg.zero == 0 ? comm::Collective::all_reduce : comm::Collective::reduce_scatter,
                                                grad_bytes / buckets);
@@ -797,7 +826,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   norm.add_flops(hw::Unit::vector, DType::fp32, 2 * opt_params);
   norm.launches = 1;
   out.grad_norm = part_of(ops::time_parts(norm, rates), rates, hw::KernelClass::pointwise);
-  if (cfg.dp_preset == DpPreset::megatron) {
+  if (cfg.framework == Framework::megatron) {
     ops::Cost zero;
     zero.add_main_stores(mem.grads_bytes);
     zero.launches = 1;

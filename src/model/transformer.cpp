@@ -643,7 +643,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     // (read 4, write 4 each); their sum (read 4); the division into the softmax kept for the
     // backward (read 4, write 4): 38 bytes in 5 kernels. The backward scales the softmax by the
     // incoming gradient in place (8) and casts it to bf16 (read 4, write 2): 14 bytes in 2.
-    // Checked on Liger-Kernel's H100 timings of Megatron's kernels (docs/training.md#loss).
+    // Checked on Liger-Kernel's H100 timings of Megatron's kernels (docs/training.md#small-kernels).
     const double logits = rows * V / tp;
     Cost ce;
     ce.add_main_bytes(34 * logits);

@@ -124,7 +124,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["hidden_comm_share"] = r.step_time_s > 0 ? r.hidden_comm_s / r.step_time_s : 0;
   j["interference_s"] = r.interference_s;
   j["overlap_efficiency"] = r.overlap_efficiency;
-  j["dp_preset"] = std::string(analysis::name(c.dp_preset));
+  j["framework"] = std::string(analysis::name(c.framework));
   j["prefetch"] = c.prefetch;
   j["grad_reduce_dtype"] = std::string(name(c.grad_reduce_dtype));
   json warnings = json::array();

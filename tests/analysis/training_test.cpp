@@ -495,7 +495,7 @@ TEST(Training, DataParallelOverlap) {
   auto z0 = run(m, "h100-sxm", c);
   EXPECT_NEAR(z0->exposed_dp_comm.realistic_s, z0->dp_comm.realistic_s / 169, 1e-15);
   // PyTorch DDP's 25 MB buckets: ceil(6738415616 x 4 / 25e6) = 1079.
-  c.dp_preset = DpPreset::fsdp2;
+  c.framework = Framework::fsdp2;
   auto ddp = run(m, "h100-sxm", c);
   EXPECT_NEAR(ddp->exposed_dp_comm.realistic_s, ddp->dp_comm.realistic_s / 1079, 1e-15);
 }

@@ -22,13 +22,14 @@ namespace ridgeline::analysis {
 enum class Recompute : std::uint8_t { none, selective, full, automatic };
 std::string_view name(Recompute r) noexcept;
 
-/// Whose data-parallel defaults a step follows (docs/training.md#data-parallel-presets):
-/// megatron — Megatron-Core's DistributedDataParallel and distributed optimizer (gradient
-/// buckets of max(40M, 1M x dp·cp) parameters, the fp32 gradient buffer zeroed every step);
-/// fsdp2 — PyTorch (DDP's 25 MB buckets, FSDP2's fully_shard per transformer block). Both run
-/// ZeRO-3 / FSDP a layer at a time with one layer gathered ahead.
-enum class DpPreset : std::uint8_t { megatron, fsdp2 };
-std::string_view name(DpPreset p) noexcept;
+/// Whose defaults a step follows (docs/training.md#framework-presets): megatron —
+/// Megatron-Core (NeMo): its DistributedDataParallel and distributed optimizer (gradient
+/// buckets of max(40M, 1M x dp·cp) parameters, the fp32 gradient buffer zeroed every step) and
+/// its fused SwiGLU (bias_swiglu_impl, whose backward takes 4.2 times its forward); fsdp2 —
+/// PyTorch (DDP's 25 MB buckets, FSDP2's fully_shard per transformer block, gradients set to
+/// None). Both run ZeRO-3 / FSDP a layer at a time with one layer gathered ahead.
+enum class Framework : std::uint8_t { megatron, fsdp2 };
+std::string_view name(Framework p) noexcept;
 
 struct TrainConfig {
   std::int64_t gpus = 8;
@@ -50,7 +51,7 @@ struct TrainConfig {
   /// (Transformer Engine's userbuffers, Megatron's --tp-comm-overlap; needs sequence
   /// parallelism): each layer hides as much of its TP communication as its GEMMs take.
   bool tp_overlap = false;
-  DpPreset dp_preset = DpPreset::megatron;
+  Framework framework = Framework::megatron;
   /// ZeRO-3 / FSDP: layers whose parameters are gathered ahead of the one computing (FSDP2's
   /// implicit forward and explicit backward prefetch: 1); each holds its gathered bf16
   /// parameters, as does the one computing.
@@ -233,6 +234,19 @@ struct TrainShape {
   OverlapCost tp_overlap;
   /// The gradient norm's all-reduce of one fp32 over every GPU, once per step (the same for every plan).
   StepPart grad_norm_allreduce;
+  /// train_step's data-parallel collectives already priced for plans of this shape: the same
+  /// collective of the same bytes over a group placed alike prices the same, and the plans
+  /// under a shape (their ZeRO stages and interleavings) repeat them.
+  struct PricedCollective {
+    int kind = -1;
+    double bytes = 0, size = 0, per_domain = 0;
+    std::array<int, 3> extent{};
+    std::array<bool, 3> wrap{};
+    StepPart t;
+    OverlapComm beside;
+  };
+  mutable std::array<PricedCollective, 8> priced{};
+  mutable int priced_next = 0;
   double params_layers = 0, params_embed = 0, params_head = 0;  ///< on this GPU (tp-split), all layers
   /// Of params_layers, the experts' (ep-split): replicated over dp/ep ranks only, so ZeRO
   /// shards them and their gradients are reduced over the expert-data-parallel group.
