@@ -54,6 +54,7 @@ VOLATILE = [
     (re.compile(r"(simulated \d+ requests) in .*"), r"\1 in <wall time>"),
     (re.compile(r"\) in [\d.]+ ?[mun]?s: [\d.]+ ?[kMG]? ?plans/s"), r") in <wall time>"),
     (re.compile(r"(\d+ (deployments|configurations)[^,]*) in [\d.]+ ?[mun]?s"), r"\1 in <wall time>"),
+    (re.compile(r"requests simulated \([\d.e+]+ requests/s\)"), r"requests simulated (<rate>)"),
 ]
 
 

@@ -1,95 +1,309 @@
 #!/usr/bin/env python3
-"""Prints the tables of docs/serving.md#against-published-measurements: ridgeline's `serve`
-beside published end-to-end serving measurements, with the error of each prediction.
+"""The validation table of docs/serving.md#against-published-measurements: ridgeline's `serve`
+beside published end-to-end serving measurements, the error of each prediction, and the errors
+by class (engine, dtype, dense/MoE) that every answer's error band quotes.
 
-The measurements are for checking only: nothing in ridgeline is fitted or tuned to them.
-Usage: scripts/serving_validation.py [path/to/ridgeline]   (default build/dev/apps/ridgeline/ridgeline)
+The measurements are for checking only: nothing in ridgeline is fitted or tuned to them. Two
+public data sets are kept out entirely, for independent validation: the measured samples of
+ai-dynamo/aiconfigurator and the inference-sim project's vLLM measurements.
+
+Usage:
+  serving_validation.py [RIDGELINE]                    the markdown tables (docs/serving.md)
+  serving_validation.py RIDGELINE --write FILE.json    and the error bands by class into FILE
+  serving_validation.py RIDGELINE --check FILE.json    exit 1 when a class's median |error| of a
+                                                       metric grew by more than 5 points over FILE's
+RIDGELINE defaults to build/dev/apps/ridgeline/ridgeline.
 """
 
+import concurrent.futures
 import json
+import os
+import statistics
 import subprocess
 import sys
 
-BIN = sys.argv[1] if len(sys.argv) > 1 else "build/dev/apps/ridgeline/ridgeline"
+MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
+if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
+    sys.exit(f"serving_validation.py: {MODE} needs a FILE.json")
+BAND_FILE = sys.argv[sys.argv.index(MODE) + 1] if MODE else None
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and a != BAND_FILE]
+BIN = ARGS[0] if ARGS else "build/dev/apps/ridgeline/ridgeline"
+TOLERANCE = 0.05  # --check: a class's median |error| may grow by 5 points
+
+# Each set: where the numbers come from, the engine release measured and the preset run (the
+# nearest one where that release is not modelled), and rows of (serve arguments, {metric:
+# measured value in seconds or tokens/s}, label cells). Metrics: ttft, tpot, itl, e2e (the
+# statistic named by `stat`: mean or p50) and output_tps (output tokens/s).
+SETS = []
 
 
-def serve(*args):
-    out = subprocess.run([BIN, "serve", *args, "--json"], check=True, capture_output=True, text=True).stdout
+def add_set(key, title, source, release, engine, stat, rows, columns, dtype, moe=False, modelled=None):
+    """`modelled`: None when a preset follows the release measured; else a short name of the release,
+    whose rows get a class of their own ("vllm V0 (not modelled)") that no answer quotes."""
+    SETS.append(dict(key=key, title=title, source=source, release=release, engine=engine, stat=stat, rows=rows,
+                     columns=columns, dtype=dtype, moe=moe, unmodelled=modelled))
+
+
+# 1. TensorRT-LLM v0.5 first-token latency at batch 1 (NVIDIA/TensorRT-LLM docs/source/performance.md,
+#    release 0.5 tables; commit 138f96d): one prefill, no queue. FP8 rows: fp8 weights, activations and KV.
+FP8 = ["--weight-dtype", "fp8", "--compute-dtype", "fp8", "--kv-dtype", "fp8"]
+FP16 = ["--weight-dtype", "fp16", "--act-dtype", "fp16"]
+add_set("trtllm-0.5-prefill", "Prefill of one request (TensorRT-LLM v0.5, batch 1)",
+        "NVIDIA/TensorRT-LLM docs/source/performance.md (v0.5 low-latency tables, commit 138f96d): first-token latency",
+        "TensorRT-LLM 0.5 (gptSessionBenchmark, static batch)", "static", "mean",
+        [(["--model", m, "--hw", hw, "--tp", str(tp), *(FP8 if dt == "fp8" else FP16), "--concurrency", "1", "--requests", "1",
+           "--prompt", str(isl), "--gen", "1"], {"ttft": ms / 1e3}, [m, hw, tp, dt, isl], "fp8" if dt == "fp8" else "16-bit")
+         for m, hw, tp, dt, isl, ms in [
+             ("llama-2-7b", "h100-sxm", 1, "fp8", 128, 7), ("llama-2-7b", "h100-sxm", 1, "fp8", 2048, 36),
+             ("llama-2-70b", "h100-sxm", 4, "fp8", 128, 26), ("llama-2-70b", "h100-sxm", 4, "fp8", 2048, 109),
+             ("llama-2-7b", "a100-80gb", 1, "fp16", 128, 16), ("llama-2-7b", "a100-80gb", 1, "fp16", 2048, 133),
+             ("llama-2-70b", "a100-80gb", 4, "fp16", 128, 47), ("llama-2-70b", "a100-80gb", 4, "fp16", 2048, 377)]],
+        ["model", "GPU", "TP", "dtype", "prompt"], None)
+
+# 2. vLLM's nightly CI latency test: batch 8, 32 prompt tokens, 128 output tokens, mean E2E
+#    (benchmark_latency.py; Buildkite performance-benchmark builds 9555, 9515, 9523, autumn 2024).
+add_set("vllm-ci-latency", "Batch of 8 requests, 32 in / 128 out (vLLM nightly CI, autumn 2024)",
+        "vLLM performance-benchmark CI, Buildkite builds 9555 (H100), 9515 (H200), 9523 (A100): benchmark_latency.py, mean of 15 iterations",
+        "vLLM V0 of autumn 2024 (not modelled: the nearest preset, vllm@0.13)", "vllm@0.13", "mean",
+        [(["--model", m, "--hw", hw, "--tp", str(tp), "--concurrency", "8", "--requests", "8", "--prompt", "32", "--gen", "128"],
+          {"e2e": ms / 1e3}, [m, hw, tp], "16-bit")
+         for m, hw, tp, ms in [("llama-3.1-8b", "h100-sxm", 1, 997.542), ("llama-3.1-70b", "h100-sxm", 4, 2444.47),
+                               ("llama-3.1-8b", "h200", 1, 833.421), ("llama-3.1-70b", "h200", 4, 2077.53),
+                               ("llama-3.1-8b", "a100-80gb", 1, 1579.27), ("llama-3.1-70b", "a100-80gb", 4, 3990.59)]],
+        ["model", "GPU", "TP"], None, modelled="vllm V0")
+
+# 3. NVIDIA NIM 1.8.0 (TensorRT-LLM inside), Llama-3.3-70B-Instruct FP8 on 2 x H100 at TP 2, 5000 in /
+#    500 out, closed loop (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance): mean TTFT, mean ITL, tok/s.
+add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 TP 2 (NVIDIA NIM 1.8.0, TensorRT-LLM)",
+        "docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance: Llama-3.3-70B-Instruct FP8, 2 x H100 80GB, TP 2",
+        "NIM 1.8.0 (its TensorRT-LLM's release not stated: the trtllm preset)", "trtllm", "mean",
+        [(["--model", "llama-3.1-70b", "--hw", "h100-sxm", "--tp", "2", *FP8, "--concurrency", str(c),
+           "--requests", str(max(60, 6 * c)), "--warmup-requests", str(c), "--prompt", "5000", "--gen", "500"],
+          {"ttft": ttft / 1e3, "itl": itl / 1e3, "output_tps": tps}, [c], "fp8")
+         for c, ttft, itl, tps in [(1, 406.77, 18.58, 51.67), (5, 546.7, 21.83, 218.48), (25, 688.69, 38.75, 623.4),
+                                   (50, 834.51, 59.73, 814.37), (100, 7996.25, 92.91, 917.26), (150, 34794.22, 92.86, 920.9),
+                                   (200, 61680.22, 93.06, 920.54), (250, 88605.32, 93.2, 920.12)]],
+        ["clients"], None, modelled="NIM 1.8")
+
+# 4. SGLang v0.3.0 and vLLM v0.6.0 on ShareGPT, Poisson arrivals (sgl-project/sglang
+#    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians. ShareGPT's lengths are modelled
+#    as lognormal with the means of the vLLM v0.6.0 blog's ShareGPT sample (202 in, 179 out) and sigma 1
+#    (assumed).
+SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:179,1"]
+for eng, release, preset, runs in [
+        ("sglang", "SGLang 0.3.0 (overlap scheduler opt-in)", "sglang@0.3",
+         [("llama-3.1-8b", "a100-80gb", 1, 4, 1564, 32, 13.2), ("llama-3.1-8b", "a100-80gb", 1, 8, 2175, 36, 17.9),
+          ("llama-3.1-70b", "h100-sxm", 4, 4, 3005, 54, 25.0), ("llama-3.1-70b", "h100-sxm", 4, 8, 4065, 58, 33.1)]),
+        ("vllm", "vLLM 0.6.0 (V0, multi-step scheduling of 10; not modelled: the nearest preset, vllm@0.13)", "vllm@0.13",
+         [("llama-3.1-8b", "a100-80gb", 1, 4, 1692, 100, 14.1), ("llama-3.1-70b", "h100-sxm", 4, 4, 2916, 179, 23.6),
+          ("llama-3.1-8b", "a100-80gb", 1, 8, 2137.16, 120.39, 17.09), ("llama-3.1-70b", "h100-sxm", 4, 8, 3752.38, 207.12, 29.15)])]:
+    add_set(f"sharegpt-{eng}", f"ShareGPT at 4 and 8 requests/s ({release.split(' (')[0]}; medians)",
+            "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb): medians of sglang.bench_serving on ShareGPT, Poisson",
+            release, preset, "p50",
+            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT],
+              {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3}, [m, hw, tp, q], "16-bit")
+             for m, hw, tp, q, e2e, ttft, tpot in runs],
+            ["model", "GPU", "TP", "req/s"], None, modelled=None if eng == "sglang" else "vllm V0")
+
+# 5. TensorRT-LLM 0.14.0 behind Triton's tensorrtllm_backend, BF16, 500 requests at each rate (NVIDIA/TensorRT-LLM
+#    docs/source/performance/perf-overview.md "Online Serving Measurements", commit 258c754): mean TTFT and ITL.
+#    Lengths 467 in / 256 and 16 out taken as fixed (the vLLM nightly sonnet datasets' means; fixed or not is not
+#    stated), Poisson arrivals at the rate (not stated). The saturated rates (32, INF) are left out: the engine's
+#    build limits (max_batch_size, max_num_tokens) are not published.
+T14 = []
+for m, hw, tp, gen, rows in [
+        ("llama-3.1-70b", "h100-sxm", 4, 256, [(2, 62, 21), (4, 68, 24), (8, 92, 32), (16, 175, 66)]),
+        ("llama-3.1-70b", "h100-sxm", 4, 16, [(2, 53, 18), (4, 58, 20), (8, 71, 24), (16, 109, 38)]),
+        ("llama-3.1-8b", "h100-sxm", 1, 256, [(2, 23, 8), (4, 24, 9), (8, 26, 9), (16, 30, 11)]),
+        ("llama-3.1-8b", "h100-sxm", 1, 16, [(2, 19, 7), (4, 20, 7), (8, 22, 7), (16, 24, 8)]),
+        ("llama-3.1-70b", "h200", 4, 256, [(2, 58, 18), (4, 63, 20), (8, 84, 27), (16, 165, 60)]),
+        ("llama-3.1-70b", "h200", 4, 16, [(2, 50, 15), (4, 55, 16), (8, 67, 20), (16, 103, 33)]),
+        ("llama-3.1-8b", "h200", 1, 256, [(2, 21, 6), (4, 23, 7), (8, 24, 7), (16, 27, 9)]),
+        ("llama-3.1-8b", "h200", 1, 16, [(2, 18, 5), (4, 19, 6), (8, 20, 6), (16, 22, 7)])]:
+    for q, ttft, itl in rows:
+        T14.append((["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "500", "--prompt", "467",
+                     "--gen", str(gen)], {"ttft": ttft / 1e3, "itl": itl / 1e3}, [m, hw, tp, gen, q], "16-bit"))
+add_set("trtllm-0.14-online", "Request rates 2-16/s, 467 in (TensorRT-LLM 0.14 behind Triton, BF16; means)",
+        "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md, 'Online Serving Measurements' (commit 258c754): version 0.14.0, 500 requests, BF16",
+        "TensorRT-LLM 0.14 (the TensorRT engine flow and C++ executor; not modelled: the trtllm preset)", "trtllm", "mean", T14,
+        ["model", "GPU", "TP", "gen", "req/s"], None, modelled="trtllm 0.14")
+
+# 6. vLLM v0.19.1 on one H100 with FlashAttention-3 (vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md,
+#    commit 5ffe2dd): 150 requests at concurrency 8 of ~20k in / ~2k out (±15%), medians; and one request at a time, 128
+#    out, whose ITL the post fits as a line in the input length (Llama-3.1-8B: 4.37e-5 ms a token + 6.44 ms in bf16 KV,
+#    2.37e-5 + 6.58 in fp8): the line's values at 1000, 10000 and 50000 tokens.
+V19 = []
+for kv, ttft, itl in [("bf16", 763.6, 15.18), ("fp8", 742.8, 12.93)]:
+    V19.append((["--model", "llama-3.1-8b", "--hw", "h100-sxm", "--kv-dtype", kv, "--concurrency", "8", "--requests", "150",
+                 "--prompt", "uniform:17000,23000", "--gen", "uniform:1700,2300"], {"ttft": ttft / 1e3, "itl": itl / 1e3},
+                [f"8 clients, ~20k/~2k, KV {kv}"], "16-bit"))
+for kv, slope, icpt in [("bf16", 4.37e-5, 6.44), ("fp8", 2.37e-5, 6.58)]:
+    for isl in (1000, 10000, 50000):
+        V19.append((["--model", "llama-3.1-8b", "--hw", "h100-sxm", "--kv-dtype", kv, "--concurrency", "1", "--requests", "3",
+                     "--prompt", str(isl), "--gen", "128"], {"itl": (slope * isl + icpt) / 1e3},
+                    [f"1 client, {isl} in, KV {kv}"], "16-bit"))
+add_set("vllm-0.19-h100", "One H100, Llama-3.1-8B (vLLM v0.19.1, FlashAttention-3; medians, and the post's fitted ITL line)",
+        "vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md (commit 5ffe2dd), tables 3-5 and the fitted lines",
+        "vLLM 0.19.1", "vllm", "p50", V19, ["run"], None)
+
+
+# 8. TensorRT-LLM 0.20 with its PyTorch backend, every request at once, fixed lengths, output tokens/s (NVIDIA/TensorRT-LLM
+#    docs/source/performance/perf-overview.md, v0.20: trtllm-bench throughput --backend pytorch, CUDA graphs padded to sizes
+#    up to 8192, kv_cache_free_gpu_mem_fraction 0.95 "in the majority of cases"; ModelOpt fp8 (W8A8, fp8 KV) and nvfp4
+#    checkpoints). max_batch_size and max_num_tokens are trtllm-bench's heuristics, not published: the preset's are used.
+T20 = []
+for m, hw, tp, dt, isl, osl, n, tps in [
+        ("llama-3.1-8b", "h100-sxm", 1, "fp8", 128, 2048, 3000, 21841.15), ("llama-3.1-8b", "h200", 1, "fp8", 128, 2048, 3000, 23326.38),
+        ("llama-3.1-8b", "h100-sxm", 1, "fp8", 1000, 1000, 3000, 15270.62), ("llama-3.1-8b", "h200", 1, "fp8", 1000, 1000, 3000, 17366.89),
+        ("llama-3.1-8b", "h100-sxm", 1, "fp8", 2048, 128, 3000, 3414.67), ("llama-3.1-8b", "h200", 1, "fp8", 2048, 128, 3000, 3488.03),
+        ("llama-3.1-8b", "h100-sxm", 1, "fp8", 5000, 500, 1500, 3394.54), ("llama-3.1-8b", "h200", 1, "fp8", 5000, 500, 1500, 3813.69),
+        ("llama-3.1-70b", "h100-sxm", 2, "fp8", 128, 2048, 3000, 5782.57), ("llama-3.1-70b", "h100-sxm", 4, "fp8", 128, 2048, 3000, 11464.94),
+        ("llama-3.1-70b", "h200", 2, "fp8", 128, 2048, 3000, 8464.03), ("llama-3.1-70b", "h200", 4, "fp8", 128, 2048, 3000, 13508.59),
+        ("llama-3.1-70b", "b200", 1, "fp4", 128, 2048, 3000, 9580.46), ("llama-3.1-70b", "b200", 2, "fp4", 128, 2048, 3000, 15432.35),
+        ("llama-3.1-70b", "b200", 1, "fp4", 1000, 1000, 3000, 6752.53), ("llama-3.1-70b", "b200", 2, "fp4", 1000, 1000, 3000, 10815.88)]:
+    T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
+                 "--graph-max-batch", "8192", "--graph-padding", "on", "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
+                 "--prompt", str(isl), "--gen", str(osl)], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
+add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
+        "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",
+        "TensorRT-LLM 0.20 (PyTorch backend)", "trtllm", "mean", T20, ["model", "GPU", "TP", "dtype", "in/out"], None)
+
+# 7. DeepSeek-R1 (fp8 block-scaled MoE with MLA) on 8 x H200, vLLM 0.8.4 at TP 8 without prefix caching, 50 requests
+#    of fixed lengths at 10 requests/s Poisson (simon-mo/vLLM-Benchmark @d538cdc, saved-results/v0.8.4/deepseek-r1/h200/
+#    2025-04-18, the DGX H200 runs; benchmark_serving.py): mean TTFT and TPOT. DeepSeek-V3's config is R1's architecture.
+DSR = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--prefix-caching", "off", "--qps", "10", "--requests", "50",
+         "--prompt", str(isl), "--gen", str(osl)], {"ttft": ttft / 1e3, "tpot": tpot / 1e3}, [f"{isl}/{osl}"], "fp8")
+       for isl, osl, ttft, tpot in [(1000, 2000, 309.02, 42.14), (5000, 1000, 5828.09, 50.14), (10000, 500, 14937.28, 75.74)]]
+add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8; means)",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests",
+        "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR, ["in/out"], None, moe=True)
+
+
+# ------------------------------------------------------------------------------------------------
+def serve(args, engine):
+    out = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def err(pred, meas):
-    return f"{100 * (pred / meas - 1):+.0f}%"
+def predicted(j, metric, stat):
+    if metric == "output_tps":
+        return j["output_tokens_per_s"]
+    return j[f"{metric}_s"][stat]
 
 
-def table(header, rows):
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+def run_all():
+    jobs = [(s, r) for s in SETS for r in s["rows"]]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        results = list(pool.map(lambda sr: serve(sr[1][0], sr[0]["engine"]), jobs))
+    out = []
+    for (s, r), j in zip(jobs, results):
+        args, measured, cells, dtype = r
+        errors = {m: predicted(j, m, s["stat"]) / v - 1 for m, v in measured.items()}
+        out.append(dict(set=s, cells=cells, measured=measured, predicted={m: predicted(j, m, s["stat"]) for m in measured},
+                        errors=errors, dtype=dtype))
+    return out
+
+
+def fmt_value(metric, v):
+    return f"{v:.0f}" if metric == "output_tps" else (f"{v * 1e3:.1f}" if v < 0.1 else f"{v * 1e3:.0f}")
+
+
+def engine_family(engine):
+    return engine.split("@")[0]
+
+
+def class_of(row):
+    s = row["set"]
+    engine = engine_family(s["engine"]) if s["unmodelled"] is None else f"{s['unmodelled']} (not modelled)"
+    return f"{engine}, {row['dtype']}, {'MoE' if s['moe'] else 'dense'}"
+
+
+UNITS = {"ttft": "TTFT (ms)", "tpot": "TPOT (ms)", "itl": "ITL (ms)", "e2e": "E2E (ms)", "output_tps": "output tok/s"}
+
+
+def print_tables(rows):
+    for s in SETS:
+        mine = [r for r in rows if r["set"] is s]
+        metrics = []
+        for r in mine:
+            metrics += [m for m in r["measured"] if m not in metrics]
+        print(f"### {s['title']}\n")
+        print(f"Measured: {s['source']}. Engine: {s['release']}; ridgeline runs `--engine {s['engine']}`.\n")
+        header = list(s["columns"])
+        for m in metrics:
+            header += [f"{UNITS[m]}", "measured", "error"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in mine:
+            cells = [str(c) for c in r["cells"]]
+            for m in metrics:
+                if m not in r["measured"]:
+                    cells += ["-", "-", "-"]
+                    continue
+                cells += [fmt_value(m, r["predicted"][m]), fmt_value(m, r["measured"][m]), f"{100 * r['errors'][m]:+.0f}%"]
+            print("| " + " | ".join(cells) + " |")
+        print()
+
+
+def bands(rows):
+    out = {}
     for r in rows:
-        print("| " + " | ".join(str(c) for c in r) + " |")
+        for m, e in r["errors"].items():
+            metric = "tpot" if m == "itl" else m  # a stream's inter-token gap and its TPOT: one class of error
+            out.setdefault(class_of(r), {}).setdefault(metric, []).append(e)
+    result = {}
+    for cls, metrics in sorted(out.items()):
+        result[cls] = {}
+        for m, es in sorted(metrics.items()):
+            abs_sorted = sorted(abs(e) for e in es)
+            p90 = abs_sorted[min(len(es) - 1, int(0.9 * len(es)))]
+            result[cls][m] = dict(n=len(es), median=statistics.median(es), median_abs=statistics.median(abs_sorted), p90_abs=p90,
+                                  low=min(es), high=max(es))
+    return result
+
+
+def print_bands(b):
+    print("### Errors by class\n")
+    print("Every answer of `infer`, `serve` and `search serve` quotes its class's line (JSON `error_band`).\n")
+    print("| class | metric | rows | median error | median \\|error\\| | p90 \\|error\\| | range |")
+    print("|---|---|---|---|---|---|---|")
+    for cls, metrics in b.items():
+        for m, v in metrics.items():
+            print(f"| {cls} | {m} | {v['n']} | {100 * v['median']:+.0f}% | {100 * v['median_abs']:.0f}% | {100 * v['p90_abs']:.0f}% | "
+                  f"{100 * v['low']:+.0f}% to {100 * v['high']:+.0f}% |")
     print()
 
 
-# 1. TensorRT-LLM v0.5 first-token latency at batch 1 (docs/source/performance.md of
-#    NVIDIA/TensorRT-LLM, release 0.5): one prefill, no queue.
-print("### Prefill of one request (TensorRT-LLM v0.5, batch 1)\n")
-rows = []
-for model, hw, tp, dtype, isl, meas in [
-        ("llama-2-7b", "h100-sxm", 1, "fp8", 128, 7), ("llama-2-7b", "h100-sxm", 1, "fp8", 2048, 36),
-        ("llama-2-70b", "h100-sxm", 4, "fp8", 128, 26), ("llama-2-70b", "h100-sxm", 4, "fp8", 2048, 109),
-        ("llama-2-7b", "a100-80gb", 1, "fp16", 128, 16), ("llama-2-7b", "a100-80gb", 1, "fp16", 2048, 133),
-        ("llama-2-70b", "a100-80gb", 4, "fp16", 128, 47), ("llama-2-70b", "a100-80gb", 4, "fp16", 2048, 377)]:
-    dt = (["--weight-dtype", "fp8", "--compute-dtype", "fp8", "--kv-dtype", "fp8"] if dtype == "fp8"
-          else ["--weight-dtype", "fp16", "--act-dtype", "fp16"])
-    j = serve("--engine", "static", "--model", model, "--hw", hw, "--tp", str(tp), *dt, "--concurrency", "1",
-              "--requests", "1", "--prompt", str(isl), "--gen", "1")
-    t = j["ttft_s"]["mean"] * 1e3
-    rows.append((model, hw, tp, dtype, isl, f"{t:.1f}", meas, err(t, meas)))
-table(["model", "GPU", "TP", "dtype", "prompt", "ridgeline TTFT (ms)", "measured (ms)", "error"], rows)
+def main():
+    rows = run_all()
+    b = bands(rows)
+    if MODE == "--check":
+        stored = json.load(open(BAND_FILE))["classes"]
+        bad = []
+        for cls, metrics in b.items():
+            for m, v in metrics.items():
+                old = stored.get(cls, {}).get(m)
+                if old is None:
+                    bad.append(f"{cls} {m}: not in {BAND_FILE} (rerun with --write)")
+                elif v["median_abs"] > old["median_abs"] + TOLERANCE:
+                    bad.append(f"{cls} {m}: median |error| {100 * v['median_abs']:.1f}% against {100 * old['median_abs']:.1f}% recorded")
+        for line in bad:
+            print(f"serving_validation: {line}")
+        print(f"serving_validation: {sum(len(m) for m in b.values())} class metrics checked, {len(bad)} grew by more than "
+              f"{100 * TOLERANCE:.0f} points")
+        return 1 if bad else 0
+    print_tables(rows)
+    print_bands(b)
+    if MODE == "--write":
+        doc = {"about": "Errors of ridgeline serve against published measurements, by class (engine, dtype, dense or MoE): "
+                        "median signed error, median and p90 |error|, range; made by scripts/serving_validation.py "
+                        "(docs/serving.md#against-published-measurements). Errors are predicted / measured - 1.",
+               "sources": [s["source"] for s in SETS], "classes": b}
+        with open(BAND_FILE, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.write("\n")
+    return 0
 
-# 2. vLLM nightly CI latency test: batch 8, 32 prompt tokens, 128 output tokens
-#    (benchmark_latency.py; Buildkite performance-benchmark builds 9555, 9515, 9523, autumn 2024).
-print("### Batch of 8 requests, 32 in / 128 out (vLLM nightly CI, autumn 2024)\n")
-rows = []
-for model, hw, tp, meas in [("llama-3.1-8b", "h100-sxm", 1, 997.542), ("llama-3.1-70b", "h100-sxm", 4, 2444.47),
-                            ("llama-3.1-8b", "h200", 1, 833.421), ("llama-3.1-70b", "h200", 4, 2077.53),
-                            ("llama-3.1-8b", "a100-80gb", 1, 1579.27), ("llama-3.1-70b", "a100-80gb", 4, 3990.59)]:
-    j = serve("--model", model, "--hw", hw, "--tp", str(tp), "--concurrency", "8", "--requests", "8", "--prompt", "32",
-              "--gen", "128")
-    t = j["e2e_s"]["mean"] * 1e3
-    rows.append((model, hw, tp, f"{t:.0f}", f"{meas:.0f}", err(t, meas), f"{j['tpot_s']['mean'] * 1e3:.2f}"))
-table(["model", "GPU", "TP", "ridgeline E2E (ms)", "measured (ms)", "error", "ridgeline TPOT (ms)"], rows)
 
-# 3. NVIDIA NIM 1.8.0 (TensorRT-LLM), Llama-3.3-70B-Instruct FP8 on 2 x H100 at TP 2, 5000 in /
-#    500 out, closed loop (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance).
-print("### Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 TP 2 (NVIDIA NIM 1.8.0, TensorRT-LLM)\n")
-rows = []
-for c, ttft, itl, tput in [(1, 406.77, 18.58, 51.67), (5, 546.7, 21.83, 218.48), (25, 688.69, 38.75, 623.4),
-                           (50, 834.51, 59.73, 814.37), (100, 7996.25, 92.91, 917.26), (250, 88605.32, 93.2, 920.12)]:
-    j = serve("--engine", "trtllm", "--model", "llama-3.1-70b", "--hw", "h100-sxm", "--tp", "2", "--weight-dtype", "fp8",
-              "--kv-dtype", "fp8", "--compute-dtype", "fp8", "--concurrency", str(c), "--requests", str(max(60, 6 * c)),
-              "--warmup-requests", str(c), "--prompt", "5000", "--gen", "500")
-    t, i, o = j["ttft_s"]["mean"] * 1e3, j["itl_s"]["mean"] * 1e3, j["output_tokens_per_s"]
-    rows.append((c, f"{t:.0f}", f"{ttft:.0f}", err(t, ttft), f"{i:.1f}", f"{itl:.1f}", err(i, itl), f"{o:.0f}", f"{tput:.0f}",
-                 err(o, tput)))
-table(["clients", "TTFT", "measured", "error", "ITL (ms)", "measured", "error", "output tok/s", "measured", "error"], rows)
-
-# 4. SGLang v0.3.0 and vLLM v0.6.0 on ShareGPT, Poisson arrivals (sgl-project/sglang
-#    benchmark/benchmark_vllm_060/README.md). ShareGPT's lengths are modelled as lognormal with the
-#    means of the vLLM v0.6.0 blog's ShareGPT sample (202 in, 179 out) and sigma 1 (assumed).
-print("### ShareGPT at 4 and 8 requests/s (SGLang v0.3.0 and vLLM v0.6.0; medians)\n")
-rows = []
-for engine, model, hw, tp, rps, e2e, ttft, tpot in [
-        ("sglang", "llama-3.1-8b", "a100-80gb", 1, 4, 1564.17, 31.98, 13.17),
-        ("sglang", "llama-3.1-8b", "a100-80gb", 1, 8, 2175.02, 35.68, 17.85),
-        ("sglang", "llama-3.1-70b", "h100-sxm", 4, 4, 3005.24, 53.94, 25.03),
-        ("sglang", "llama-3.1-70b", "h100-sxm", 4, 8, 4064.98, 58.11, 33.07),
-        ("vllm", "llama-3.1-8b", "a100-80gb", 1, 4, 1691.97, 100.48, 14.14),
-        ("vllm", "llama-3.1-70b", "h100-sxm", 4, 4, 2915.60, 179.15, 23.58)]:
-    j = serve("--engine", engine, "--model", model, "--hw", hw, "--tp", str(tp), "--qps", str(rps), "--requests",
-              str(300 * rps), "--prompt", "lognormal:202,1", "--gen", "lognormal:179,1", "--prefix-caching", "off")
-    p = lambda k: j[k]["p50"] * 1e3
-    rows.append((engine, model, hw, tp, rps, f"{p('e2e_s'):.0f}", f"{e2e:.0f}", err(p('e2e_s'), e2e), f"{p('ttft_s'):.0f}",
-                 f"{ttft:.0f}", err(p('ttft_s'), ttft), f"{p('tpot_s'):.1f}", f"{tpot:.1f}", err(p('tpot_s'), tpot)))
-table(["engine", "model", "GPU", "TP", "req/s", "E2E p50 (ms)", "measured", "error", "TTFT p50", "measured", "error",
-       "TPOT p50", "measured", "error"], rows)
+if __name__ == "__main__":
+    sys.exit(main())

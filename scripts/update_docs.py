@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Reruns every drifted sample of README.md and docs/*.md (as check_docs.py finds them) and
-writes the binary's output into the block: a whole-output block is replaced; an excerpt keeps
-its lines, each replaced by the output line of the same shape (the same text with its numbers
-set aside), else of the same name (the text before its first number), in order. Lines it cannot place are listed and left as they were, for a person to
+writes the binary's output into the block: a whole-output block is replaced; an excerpt (a
+block with `...` lines) keeps its lines, each replaced by the next output line of the same
+shape (the same text with its numbers set aside), else of the same name (the text before its
+first number). Lines it cannot place are listed and left as they were, for a person to
 fix; so is any prose around a block that quotes its numbers (read the diff).
 
 Usage: update_docs.py RIDGELINE_BINARY REPOSITORY_ROOT."""
@@ -37,9 +38,27 @@ def updated(expected, actual):
     excerpt = any(l.strip() == "..." for l in expected)
     if not excerpt and expected and actual and steady(expected[0]) == steady(actual[0]):
         return actual, []
+    if excerpt:
+        # An excerpt keeps its lines: each is replaced by the next output line of its shape or
+        # name, so a piece between `...` lines stays as long as it was.
+        out, lost, at = [], [], 0
+        for line in expected:
+            if line.strip() == "..." or not line.strip():
+                out.append(line)
+                continue
+            found = next((i for i in range(at, len(actual)) if shape(actual[i]) == shape(line)), -1)
+            if found < 0 and label(line):
+                found = next((i for i in range(at, len(actual)) if label(actual[i]) == label(line)), -1)
+            if found < 0:
+                out.append(line)
+                lost.append(line)
+                continue
+            out.append(actual[found])
+            at = found + 1
+        return out, lost
     out, lost, at = [], [], 0
     for line in expected:
-        if line.strip() == "..." or not line.strip():
+        if not line.strip():
             out.append(line)
             continue
         want = shape(line)

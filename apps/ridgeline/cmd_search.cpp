@@ -137,7 +137,7 @@ struct ServeSearchFlags {
   WorkloadFlags load;
   bool json = false;
   std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
-  std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot;
+  std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot, margin;
   std::string max_rate = "on";
   std::vector<std::string> prices;
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
@@ -173,6 +173,8 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
                   "on, off or both: prompts split over steps within the token budget or not (default: each engine's own, on for vLLM and SGLang, off for TensorRT-LLM)");
   app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
+  app->add_option("--margin", f->margin, "headroom: meet every --slo target with this fraction to spare, e.g. 0.1 or 10%")
+      ->type_name("FRACTION");
   app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
   app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
   app->add_option("--max-rate", f->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
@@ -231,6 +233,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     std::size_t k = 0;
     while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;
     if (k == s.chips.size()) throw InputError(fmt::format("--price: '{}' is not one of the --hw chips ({})", chip, v->hw.hw));
+    if (s.chips[k].price_source == "--price") throw InputError(fmt::format("--price: {} is priced twice: give each chip one price", chip));
     s.chips[k].usd_per_hour = parse_usd_per_hour(p.substr(eq + 1), fmt::format("--price {}", chip));
     s.chips[k].price_source = "--price";
   }
@@ -299,6 +302,17 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.spec_tokens = ks;
   s.disaggregated = on_off_both(v->disagg, "--disagg", false);
   if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
+  s.slo_asked = b.slo;
+  if (!v->margin.empty()) {
+    // A fraction, or a percentage: the fleet must meet each target with it to spare.
+    const std::string& mg = v->margin;
+    const bool pct = mg.size() > 1 && mg.back() == '%';
+    const double x = parse_number(pct ? mg.substr(0, mg.size() - 1) : mg, "--margin") / (pct ? 100 : 1);
+    if (!(x >= 0 && x < 0.9)) throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%)", mg));
+    if (!b.slo.any()) throw InputError("--margin: headroom over the SLO needs --slo targets");
+    s.margin = x;
+    b.slo.ttft_s *= 1 - x, b.slo.tpot_s *= 1 - x, b.slo.e2e_s *= 1 - x;
+  }
   const auto router = serving::parse_router(v->router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
   b.router = *router;
@@ -355,8 +369,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
                            {"--prefix-tokens", &l.prefix_tokens}}) {
     if (!val->empty()) flag(name, *val);
   }
-  flag("--prompt", l.prompt);
-  flag("--gen", l.gen);
+  if (l.trace.empty()) {  // a trace gives the lengths (serve refuses --prompt and --gen with it)
+    flag("--prompt", l.prompt);
+    flag("--gen", l.gen);
+  }
   if (l.arrival != "poisson") flag("--arrival", l.arrival);
   if (l.warmup != "0") flag("--warmup-requests", l.warmup);
   if (l.seed != "1") flag("--seed", l.seed);

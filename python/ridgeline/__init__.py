@@ -179,16 +179,15 @@ def infer(**kwargs: Any) -> Any:
     return _command(["infer"], kwargs)
 
 
-def serve(per_request: Optional[bool] = None, **kwargs: Any) -> Any:
+def serve(per_request: bool = False, **kwargs: Any) -> Any:
     """``ridgeline serve``: a request-level simulation of a continuous-batching engine.
 
     Returns the summary (``ttft_s``, ``tpot_s``, ``e2e_s`` ... as ``--json`` prints it) and,
-    unless ``qps`` is a list (a sweep) or ``per_request=False``, every request's times as
-    columns under ``"requests"``: ``pandas.DataFrame(result["requests"])`` is one row per
-    request (``id``, ``arrival_s``, ``queue_s``, ``ttft_s``, ``tpot_s``, ``e2e_s``, tokens).
+    with ``per_request=True``, every request's times as columns under ``"requests"``:
+    ``pandas.DataFrame(result["requests"])`` is one row per request (``id``, ``arrival_s``,
+    ``queue_s``, ``ttft_s``, ``tpot_s``, ``e2e_s``, tokens). They are kept in memory until the
+    run ends (~0.5 kB a request): for millions, ``requests_out="rows.csv"`` streams them to a file.
     """
-    if per_request is None:
-        per_request = not isinstance(kwargs.get("qps"), (list, tuple))
     _check("serve", ("serve",), kwargs)
     return _command(["serve"], {**kwargs, "per_request": per_request})
 

@@ -173,7 +173,9 @@ namespace {
 std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
   const ops::Rates rates(chip);
   const ops::Rates::Achievable& own = rates.achievable[static_cast<int>(cls)];
-  const bool gemm = hw::parent(cls) == KernelClass::gemm;
+  // cuBLAS's GEMMs keep the chip's measured matmul rate; other GEMM kernels (MoE's grouped
+  // ones, block-scaled ones) are their own and fit theirs.
+  const bool gemm = cls == KernelClass::gemm;
   const double boundary = chip.efficiency.overhead_s;
   std::vector<Row> rows;
   for (const hw::KernelCurve& curve : chip.curves) {
@@ -369,8 +371,8 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 
 // Classes in an order where each one's points see the fits of the classes they also run.
 constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
-                                  KernelClass::gemm,       KernelClass::attention, KernelClass::attention_decode,
-                                  KernelClass::attention_backward, KernelClass::collective,
+                                  KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::attention,
+                                  KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::gemm_expert};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 

@@ -17,6 +17,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::norm: return "norm";
     case KernelClass::sampling: return "sampling";
     case KernelClass::allreduce_custom: return "allreduce_custom";
+    case KernelClass::gemm_scaled: return "gemm_scaled";
   }
   return "other";
 }

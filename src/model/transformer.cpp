@@ -75,6 +75,8 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
     bias_params = params / k;
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
+  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels.
+  if (!expert && scale > 0) op.kernel = hw::KernelClass::gemm_scaled;
   op.gemm_m = m_rows;
   op.gemm_k = k;
   op.gemm_n = n;

@@ -1,5 +1,7 @@
 #include "ridgeline/profile/analysis.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
@@ -156,6 +158,19 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
   std::erase_if(r.by_category, [](const TimeShare& c) { return c.count == 0; });
   std::stable_sort(r.by_category.begin(), r.by_category.end(), [](const TimeShare& x, const TimeShare& y) { return x.time_s > y.time_s; });
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
+  // Faster than the roof: the worst (the least time against its roof's) named.
+  const KernelSummary* worst = nullptr;
+  for (const KernelSummary& k : r.kernels) {
+    if (!k.above_roof) continue;
+    ++r.above_roof;
+    if (worst == nullptr || k.time_s / k.t_at_roof_s < worst->time_s / worst->t_at_roof_s) worst = &k;
+  }
+  if (worst != nullptr) {
+    r.above_roof_warning = fmt::format(
+        "{} kernel{} ran faster than {}'s roof allows ({}: {:.4g} FLOP and {:.4g} bytes in {:.4g} s, the roof's time {:.4g} s): the "
+        "counts or the chip are wrong, and so is every figure drawn from them",
+        r.above_roof, r.above_roof == 1 ? "" : "s", chip.name, worst->name, worst->flops, worst->bytes, worst->time_s, worst->t_at_roof_s);
+  }
   return r;
 }
 

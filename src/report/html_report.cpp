@@ -245,7 +245,7 @@ std::string html_serving_report(const json& j) {
   s += kv_table(workload, {"arrival", "qps", "concurrency", "prompt", "gen", "requests", "warmup_requests", "seed", "prefix_groups",
                            "prefix_tokens"});
   s += kv_table(engine, {"name", "max_batched_tokens", "max_num_seqs", "chunked_prefill", "kv_block", "kv_memory_fraction",
-                         "prefix_caching", "decode_graphs", "mixed_graphs", "step_overhead_s", "per_request_overhead_s",
+                         "prefix_caching", "decode_graphs", "mixed_graphs", "step_overhead_s", "per_request_overhead_s", "front_end_s",
                          "overlap_scheduling", "preemption", "sources"});
   auto stat = [&](const char* key, const char* q) {
     return j.contains(key) && j[key].is_object() ? json_number(j[key], q) : 0.0;

@@ -5,6 +5,7 @@
 
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/planning.hpp"
+#include "ridgeline/report/error_band.hpp"
 #include "ridgeline/report/serving.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
@@ -77,6 +78,23 @@ std::string label(const planning::FleetSpace& s, const Deployment& d) {
 
 std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return s.chips[d.chip].sys.chip.name; }
 
+std::string slo_text(const serving::Slo& s);
+
+// A deployment's class in the validation table (docs/serving.md#errors-by-class).
+std::string deployment_class(const model::ModelConfig& m, const planning::FleetSpace& space, const Deployment& d) {
+  model::ForwardConfig f = space.base.forward;
+  if (d.weight_dtype) f.precision.weight = d.weight_dtype;
+  return answer_class(serving::name(d.engine.kind), m, f, space.chips[d.chip].sys.chip);
+}
+
+// The SLO as asked and the headroom the search sized fleets with.
+std::string space_slo_text(const planning::FleetSpace& space) {
+  const serving::Slo& asked = space.slo_asked.any() ? space.slo_asked : space.base.slo;
+  std::string s = slo_text(asked);
+  if (space.margin > 0) s += fmt::format("; sized with a {:.3g}% margin (to {})", 100 * space.margin, slo_text(space.base.slo));
+  return s;
+}
+
 std::string slo_text(const serving::Slo& s) {
   std::string out;
   auto add = [&](const char* metric, double target, double q) {
@@ -118,6 +136,8 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"output_tokens_per_s_per_gpu", d.output_tokens_per_s_per_gpu},
          {"output_tokens_per_s_per_user", d.output_tokens_per_s_per_user},
          {"slo_attainment", d.slo_attainment},
+         {"slo_slack", d.slo_slack},
+         {"slo_binding", d.slo_binding},
          {"kv_utilisation_mean", d.kv_utilisation_mean},
          {"mean_decode_batch", d.mean_decode_batch},
          {"max_qps", d.max_qps > 0 ? json(d.max_qps) : json(nullptr)},
@@ -160,12 +180,9 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   }
   if (d.spec_tokens > 0 && d.draft < s.drafts.size()) {
     const model::Speculation& sp = s.drafts[d.draft].spec;
-    // The draft, these tokens, and the rates of their positions (one when all are the same).
-    bool same = true;
-    for (int i = 1; i < d.spec_tokens; ++i) same = same && sp.accept[static_cast<std::size_t>(i)] == sp.accept[0];
-    std::string rates = fmt::format("{}", sp.accept[0]);
-    for (int i = 1; i < d.spec_tokens && !same; ++i) rates += fmt::format(",{}", sp.accept[static_cast<std::size_t>(i)]);
-    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens, rates);
+    // The draft, these tokens, and the rates of their positions as they were given.
+    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens,
+                     model::accept_arg(sp, d.spec_tokens));
   }
   return f;
 }
@@ -183,8 +200,10 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
   for (const Deployment& d : r.pareto) pareto.push_back(deployment_json(space, d, prefix));
   json j{{"model", m.name},
          {"workload", arrival_text(space.base.workload)},
-         {"slo", slo_text(space.base.slo)},
+         {"slo", slo_text(space.slo_asked.any() ? space.slo_asked : space.base.slo)},
+         {"margin", space.margin},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
+         {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
          {"feasible", feasible},
          {"pareto", pareto},
          {"ranked_by", r.priced ? "usd_per_hour" : "gpus"},
@@ -212,9 +231,9 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
 std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
                               const std::string& prefix) {
   const serving::WorkloadSpec& w = space.base.workload;
-  std::string s = fmt::format("{}: {}, prompt {}, gen {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), w.prompt.text,
-                              w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
-                              slo_text(space.base.slo));
+  std::string s = fmt::format("{}: {}, {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), lengths_text(w),
+                              w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
+                              space_slo_text(space));
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,
                    r.elapsed_s > 0 ? r.simulated_requests / r.elapsed_s : 0);
@@ -235,8 +254,10 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += fmt::format("\n  TTFT p99 {}, TPOT p99 {}; {:.4g} output tok/s ({:.4g} per GPU, {:.4g} per user)", t(b.ttft.p99), t(b.tpot.p99),
                    b.output_tokens_per_s, b.output_tokens_per_s_per_gpu, b.output_tokens_per_s_per_user);
   if (b.max_qps > 0) s += fmt::format("; within the SLO up to {:.4g} req/s", b.max_qps);
+  if (!b.slo_binding.empty()) s += fmt::format("; {:.0f}% to spare ({} binds)", 100 * b.slo_slack, b.slo_binding);
   s += "\n";
   if (!prefix.empty()) s += "  " + prefix + " " + deployment_flags(space, b) + "\n";
+  s += "  " + error_band_text(deployment_class(m, space, b));
 
   // Deployments that differ only in their sequence limit and ran the same are one row, with
   // the range of limits ("64-1024").
@@ -255,9 +276,9 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
     // A column of chunked prefill (on or off) when the space chooses it.
     const bool chunking = !space.chunked_prefill.empty();
-    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}\n", "hw", "tp", "ep", "engine",
+    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine",
                      spec_head, "seqs", "tokens", chunking ? " chunk" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
-                     "tok/s/G", "tok/s/u", "max qps");
+                     "tok/s/G", "tok/s/u", "max qps", "spare");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
       std::int64_t lo = d.max_num_seqs, hi = d.max_num_seqs;
@@ -267,12 +288,13 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");
-      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}\n",
+      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
                        space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens, chunk,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
-                       d.max_qps > 0 ? fmt::format("{:.4g}", d.max_qps) : "-");
+                       d.max_qps > 0 ? fmt::format("{:.4g}", d.max_qps) : "-",
+                       d.slo_binding.empty() ? std::string("-") : fmt::format("{:.0f}%", 100 * d.slo_slack));
       i = j;
     }
   };

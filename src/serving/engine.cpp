@@ -23,17 +23,25 @@ constexpr double kMiB = 1024.0 * 1024;
 constexpr double kPythonStepS = 0.4e-3;
 constexpr double kPythonPerRequestS = 1.1e-6;
 
+// The front end per request: vLLM's OpenAI server against its offline LLM class on the same
+// engine, batch 32 of 128-token prompts, averaged TTFT 231 -> 235 ms, "+4 ms ... from HTTP server
+// + ZMQ latency" (tenstorrent/tt-inference-server issue #190, 2025-05-08: the server runs on the
+// host CPU, whatever the accelerator). No such A/B is published for SGLang or TensorRT-LLM's
+// servers; theirs are Python HTTP servers handing requests to the scheduler's process too, and
+// are taken to cost the same.
+constexpr double kFrontEndS = 4e-3;
+
 bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
 
-// vLLM V1. `version` 13: 0.9-0.13, async scheduling off by default; 0: 0.14 and later, on
+// vLLM V1. `version` 13: 0.8-0.13, async scheduling off by default; 0: 0.14 and later, on
 // (release notes of v0.14.0: "Async scheduling is now enabled by default", PR #27614).
 EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.version = version;
-  e.releases = version == 13 ? "0.9-0.13" : "0.14+";
+  e.releases = version == 13 ? "0.8-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -62,14 +70,16 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.graph_max_batch = 512;   // largest captured batch
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
+  e.front_end_s = kFrontEndS;
   e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
   e.sources =
-      std::string(version == 13 ? "vLLM V1 (0.9-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
+      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
       "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
       "(prefix hits in whole blocks, the last token recomputed), csrc/custom_all_reduce.cuh (one- and two-shot all-reduce "
-      "over NVLink); host time per step from PR #42131 and #46112";
+      "over NVLink); host time per step from PR #42131 and #46112; front end per request 4 ms (tenstorrent/tt-inference-server "
+      "issue #190: vLLM online against offline)";
   return e;
 }
 
@@ -88,10 +98,13 @@ SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
   return {16384, 512};
 }
 
-EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
+// SGLang. `version` 3: 0.3.x, whose overlap scheduler was opt-in (--enable-overlap-schedule,
+// PR #1738) until PR #2067 made it the default (November 2024); 0: 0.4 and later.
+EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   EngineConfig e;
   e.kind = EngineKind::sglang;
-  e.releases = "0.4+";
+  e.version = version;
+  e.releases = version == 3 ? "0.3" : "0.4+";
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
@@ -120,7 +133,8 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
   // hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
-  e.overlap_scheduling = true;
+  e.front_end_s = kFrontEndS;
+  e.overlap_scheduling = version != 3;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -131,14 +145,15 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp) {
       "cuda_graph_max_bs, mem_fraction_static), managers/scheduler.py get_next_batch_to_run (prefill first), "
       "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
       "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
-      "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step)";
+      "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off); "
+      "front end per request as vLLM's (4 ms; none published for SGLang)";
   return e;
 }
 
 EngineConfig trtllm(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
-  e.releases = "1.0+";
+  e.releases = "PyTorch backend, 0.19+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
   e.preemption = Preemption::recompute;  // never needed: nothing is admitted without its blocks to completion
@@ -164,6 +179,7 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   // to cost vLLM's.
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
+  e.front_end_s = kFrontEndS;
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;
   e.sources =
@@ -171,7 +187,8 @@ EngineConfig trtllm(const hw::ChipSpec&) {
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
       "KvCacheConfig (tokens_per_block 32, free_gpu_memory_fraction 0.9, block and partial reuse), "
       "batch_manager/capacityScheduler.cpp (GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); overlap scheduler "
-      "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957";
+      "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957; front end per "
+      "request as vLLM's (4 ms; none published for trtllm-serve)";
   return e;
 }
 
@@ -246,16 +263,19 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   const std::string given(s);
   switch (e.kind) {
     case EngineKind::vllm:
-      if (release < 9) throw InputError(fmt::format("--engine {}: vLLM before 0.9 (the V0 engine) is not modelled: presets cover 0.9-0.13 and 0.14+", given));
+      // V1 became the default engine in 0.8.0.
+      if (release < 8) throw InputError(fmt::format("--engine {}: vLLM before 0.8 (the V0 engine) is not modelled: presets cover 0.8-0.13 and 0.14+", given));
       e.version = release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
-      if (release < 4) throw InputError(fmt::format("--engine {}: SGLang before 0.4 is not modelled: the preset covers 0.4+", given));
+      if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));
+      e.version = release < 4 ? 3 : 0;
       break;
     case EngineKind::trtllm:
-      if (major < 1) {
-        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 1.0 (the TensorRT engine flow) is not modelled: the preset is "
-                                     "the PyTorch backend of 1.0+", given));
+      // The PyTorch backend, which 0.19 and 0.20 ran with --backend pytorch and 1.0 made the default.
+      if (release < 19) {
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.19 (the TensorRT engine flow) is not modelled: the preset is "
+                                     "the PyTorch backend (0.19+, the default from 1.0)", given));
       }
       break;
     case EngineKind::static_batch: break;
@@ -266,7 +286,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   switch (engine.kind) {
     case EngineKind::vllm: return vllm(chip, engine.version);
-    case EngineKind::sglang: return sglang(chip, tp);
+    case EngineKind::sglang: return sglang(chip, tp, engine.version);
     case EngineKind::trtllm: return trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
   }
@@ -290,7 +310,10 @@ void validate(const EngineConfig& e) {
                                  e.max_num_seqs, e.max_batched_tokens));
   }
   if (!(e.step_overhead_s >= 0 && e.step_overhead_s < 10)) {
-    throw InputError(fmt::format("--step-overhead: {} s is out of range: expected 0 to 10 s", e.step_overhead_s));
+    throw InputError(fmt::format("--step-overhead: {} s is out of range: expected at least 0 s and less than 10 s", e.step_overhead_s));
+  }
+  if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
+    throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));
   }
 }
 

@@ -113,7 +113,9 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # The summary the command line prints, and one column entry per request (pandas-ready:
     # every column the same length).
     kw = dict(model="llama-3.1-8b", hw="h100-sxm", qps=5, requests=40, prompt="uniform:100,300", gen=32, seed=3)
-    r = ridgeline.serve(**kw)
+    # The columns only when asked: a run keeps no row per request by default (issue 42).
+    assert "requests" not in ridgeline.serve(**kw)
+    r = ridgeline.serve(per_request=True, **kw)
     c = cli_json("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--qps", "5", "--requests", "40",
                  "--prompt", "uniform:100,300", "--gen", "32", "--seed", "3")
     assert r["ttft_s"] == c["ttft_s"] and r["e2e_s"] == c["e2e_s"]
@@ -126,6 +128,13 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # A sweep is one summary per rate, without columns.
     s = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=[1, 4], requests=20)
     assert len(s["sweep"]) == 2 and "requests" not in s["sweep"][0]
+
+
+def test_serve_replicas_auto_without_slo_names_the_missing_targets():
+    # Issue 42: it complained about --requests-out/--per-request, which the function had
+    # added on its own; the real problem is the missing --slo.
+    with pytest.raises(ValueError, match=r"--replicas auto: give the targets to meet with --slo"):
+        ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=4, replicas="auto", requests=5)
 
 
 def test_search_serve_with_prices_as_a_dict():

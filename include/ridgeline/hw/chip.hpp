@@ -43,18 +43,19 @@ struct LinkSpec {
 /// The classes after `attention_backward` refine a parent class (hw::parent) and take its
 /// figures, field by field, where they give none: `attention_backward` (FlashAttention's
 /// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
-/// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) refines gemm;
+/// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
+/// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
 /// give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
-  attention_decode, gemm_expert, norm, sampling, allreduce_custom
+  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled
 };
-inline constexpr int kKernelClassCount = 11;
+inline constexpr int kKernelClassCount = 12;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
-/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom".
+/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -62,7 +63,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::attention_backward:
     case KernelClass::attention_decode: return KernelClass::attention;
-    case KernelClass::gemm_expert: return KernelClass::gemm;
+    case KernelClass::gemm_expert:
+    case KernelClass::gemm_scaled: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling: return KernelClass::pointwise;
     case KernelClass::allreduce_custom: return KernelClass::collective;

@@ -74,6 +74,10 @@ struct FleetSpace {
   std::vector<int> spec_tokens;
   std::int64_t max_gpus = 1024;                   ///< fleets larger than this are rejected
   bool max_rate = true;                           ///< open loop: each feasible deployment's largest rate within the SLOs
+  /// Headroom (`--margin`): the fraction every target is met with to spare. `base.slo` holds
+  /// the targets the simulations check, those asked (`slo_asked`) times 1 − margin.
+  double margin = 0;
+  serving::Slo slo_asked;
   int top = 10;                                   ///< feasible deployments kept, cheapest first
 };
 
@@ -110,6 +114,10 @@ struct Deployment {
   double output_tokens_per_s_per_user = 0;  ///< 1 / mean TPOT: the speed a user reads at
   double usd_per_million_output_tokens = 0, usd_per_million_tokens = 0;  ///< the fleet's hour over its tokens (0: no price)
   double slo_attainment = 0, kv_utilisation_mean = 0, mean_decode_batch = 0;
+  /// Distance to the SLO as asked (before any margin): the least 1 − value / target over its
+  /// targets (0.2: every target met with 20% to spare), and the target that binds; 1, "": none.
+  double slo_slack = 1;
+  std::string slo_binding;
   double max_qps = 0;         ///< open loop: the largest rate the fleet serves within the SLOs, to 1/32 (0: not searched)
   double floor_ttft_s = 0, floor_tpot_s = 0;  ///< the latency floors checked before simulating
   std::int64_t simulations = 0;  ///< runs this deployment took

@@ -1,0 +1,40 @@
+#pragma once
+/// Error bands (docs/serving.md#errors-by-class): what the project's validation table measured
+/// for a class of answers (engine, the GEMMs' dtype, dense or MoE) against published serving
+/// measurements, read from the embedded data/validation/serving_error_bands.json that
+/// scripts/serving_validation.py writes. Every `infer`, `serve` and `search serve` answer
+/// quotes its class's band.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ridgeline/core/dtype.hpp"
+
+namespace ridgeline::io {
+
+/// Errors of one metric over a class's rows: predicted / measured − 1.
+struct MetricBand {
+  int n = 0;                ///< rows
+  double median = 0;        ///< the median signed error (its sign: the way the class leans)
+  double median_abs = 0;    ///< the median |error|
+  double p90_abs = 0;       ///< the 90th percentile |error|
+  double low = 0, high = 0; ///< the most negative and the most positive error
+};
+
+struct ErrorBand {
+  std::string cls;  ///< "vllm, 16-bit, dense"
+  std::map<std::string, MetricBand> metrics;  ///< ttft, tpot, e2e, output_tps (those measured)
+};
+
+/// The class of an answer: the engine ("vllm", "sglang", "trtllm", "static"), the dtype the
+/// GEMMs run in (fp8, fp4, else "16-bit") and whether the model is a mixture of experts.
+std::string error_class(std::string_view engine, DType gemm_dtype, bool moe);
+
+/// The band of `cls` from the embedded table, or nullopt when the table has no row of it.
+std::optional<ErrorBand> error_band(std::string_view cls);
+
+/// Where the bands come from, for reports.
+inline constexpr const char* kErrorBandSource = "docs/serving.md#against-published-measurements";
+
+}  // namespace ridgeline::io

@@ -1,0 +1,61 @@
+// Error bands by class, from the embedded validation table (docs/serving.md#errors-by-class).
+#include "ridgeline/io/error_bands.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "ridgeline/io/embedded.hpp"
+
+namespace ridgeline::io {
+
+namespace {
+
+constexpr std::string_view kPath = "validation/serving_error_bands.json";
+
+// The parsed table, once: a missing or malformed file (a build without it) has no bands.
+const nlohmann::json& table() {
+  static const nlohmann::json t = [] {
+    for (const EmbeddedFile& f : embedded_files()) {
+      if (f.path != kPath) continue;
+      nlohmann::json j = nlohmann::json::parse(f.text, nullptr, false);
+      if (!j.is_discarded() && j.contains("classes") && j["classes"].is_object()) return j["classes"];
+    }
+    return nlohmann::json::object();
+  }();
+  return t;
+}
+
+double number(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0;
+}
+
+}  // namespace
+
+std::string error_class(std::string_view engine, DType gemm_dtype, bool moe) {
+  const std::string_view dtype = is_fp8(gemm_dtype) ? "fp8" : gemm_dtype == DType::fp4 ? "fp4" : "16-bit";
+  return fmt::format("{}, {}, {}", engine, dtype, moe ? "MoE" : "dense");
+}
+
+std::optional<ErrorBand> error_band(std::string_view cls) {
+  const nlohmann::json& t = table();
+  const auto it = t.find(std::string(cls));
+  if (it == t.end() || !it->is_object()) return std::nullopt;
+  ErrorBand b;
+  b.cls = std::string(cls);
+  for (const auto& [metric, v] : it->items()) {
+    if (!v.is_object()) continue;
+    MetricBand m;
+    m.n = static_cast<int>(number(v, "n"));
+    m.median = number(v, "median");
+    m.median_abs = number(v, "median_abs");
+    m.p90_abs = number(v, "p90_abs");
+    m.low = number(v, "low");
+    m.high = number(v, "high");
+    b.metrics[metric] = m;
+  }
+  return b;
+}
+
+}  // namespace ridgeline::io
