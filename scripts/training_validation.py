@@ -63,7 +63,8 @@ def run(group, name, model, hw, flags, measured_s, source, note=""):
 #    full recomputation against sequence parallelism with selective recomputation. Plans from the
 #    paper's Table 3 as Calculon transcribes them (calculon-ai/calculon, validation/*.json): TP 8,
 #    micro-batch 1 (22B: 4), one data-parallel replica, interleaving 3 for 175B and 530B.
-#    fp16 (the bf16 rate on A100), dropout on, attention materialised (2022 Megatron-LM).
+#    fp16 (the bf16 rate on A100), dropout on, attention materialised (2022 Megatron-LM: pipeline
+#    sends split over the TP ranks without sequence parallelism, --framework megatron-lm).
 K = "Korthikanti et al. 2022, Table 5"
 for size, model, gpus, pp, vpp, gb, mb, full_s, seqsel_s in [
         ("22B", "korthikanti-22b.json", 8, 1, 1, 4, 4, 1.42, 1.10),
@@ -71,7 +72,7 @@ for size, model, gpus, pp, vpp, gb, mb, full_s, seqsel_s in [
         ("530B", "korthikanti-530b.json", 280, 35, 3, 280, 1, 49.05, 37.83),
         ("1T", "megatron-1t.json", 512, 64, 1, 512, 1, 94.42, 71.49)]:
     base = (f"--gpus {gpus} --tp 8 --pp {pp} --vpp {vpp} --seq 2048 --global-batch {gb} --micro-batch {mb} "
-            "--attention naive --dropout")
+            "--attention naive --dropout --framework megatron-lm")
     run("Korthikanti", f"{size} full recompute", MODELS + model, "a100-80gb", base + " --recompute full", full_s, K)
     run("Korthikanti", f"{size} SP + selective", MODELS + model, "a100-80gb",
         base + " --recompute selective --sequence-parallel", seqsel_s, K)
@@ -82,7 +83,8 @@ for size, model, gpus, pp, vpp, gb, mb, full_s, seqsel_s in [
 #    four passes, all s^2 attention pairs); the step time is that count over the rate. The
 #    model-parallel size is TP 8 x PP (TP = MP below 8). Megatron-LM of 2021: full recomputation,
 #    attention materialised, dropout, fp16 gradients all-reduced after the backward (its local DDP,
-#    before --overlap-grad-reduce). Micro-batch 1 and no interleaving (not stated).
+#    before --overlap-grad-reduce), pipeline sends split over the TP ranks (the paper's section 4.1:
+#    --framework megatron-lm). Micro-batch 1 and no interleaving (not stated).
 NARAYANAN = "Narayanan et al. 2021, Table 1"
 for size, h, heads, layers, gpus, tp, pp, gb, tflops in [
         ("1.7B", 2304, 24, 24, 32, 1, 1, 512, 137), ("3.6B", 3072, 32, 30, 64, 2, 1, 512, 138),
@@ -93,7 +95,7 @@ for size, h, heads, layers, gpus, tp, pp, gb, tflops in [
     flops = 96 * gb * 2048 * layers * h * h * (1 + 2048 / (6 * h) + 51200 / (16 * layers * h))
     step = flops / (tflops * 1e12 * gpus)
     flags = (f"--gpus {gpus} --tp {tp} --pp {pp} --seq 2048 --global-batch {gb} --recompute full --attention naive "
-             "--dropout --dp-overlap off --grad-reduce-dtype fp16")
+             "--dropout --dp-overlap off --grad-reduce-dtype fp16 --framework megatron-lm")
     run("Narayanan", f"GPT {size}", MODELS + f"megatron-{size.lower()}.json", "a100-80gb", flags, step, NARAYANAN,
         f"{tflops} TFLOP/s per GPU")
 

@@ -102,7 +102,7 @@ void add_overlap_flags(CLI::App* app, OverlapFlags& f) {
   app->add_option("--overlap-efficiency", f.efficiency,
                   "the fraction of hideable communication (DP/ZeRO/FSDP, TP overlap) that hides behind compute: 1 all it can, 0 none")
       ->capture_default_str();
-  app->add_option("--framework", f.preset, "whose defaults: megatron (Megatron-Core, NeMo) or fsdp2 (PyTorch DDP / FSDP2)")
+  app->add_option("--framework", f.preset, "whose defaults: megatron (Megatron-Core, NeMo), megatron-lm (Megatron-LM before Megatron-Core, 2021-2022) or fsdp2 (PyTorch DDP / FSDP2)")
       ->capture_default_str();
   app->add_option("--prefetch", f.prefetch, "ZeRO-3/FSDP: layers gathered ahead of the one computing")->capture_default_str();
   app->add_option("--grad-reduce-dtype", f.grad_dtype, "dtype gradients are accumulated and reduced in: fp32, bf16 or fp16")
@@ -116,7 +116,8 @@ void apply_overlap_flags(const OverlapFlags& f, analysis::TrainConfig& c) {
   }
   if (f.preset == "megatron") c.framework = analysis::Framework::megatron;
   else if (f.preset == "fsdp2") c.framework = analysis::Framework::fsdp2;
-  else throw InputError(fmt::format("--framework: '{}' is not megatron or fsdp2", f.preset));
+  else if (f.preset == "megatron-lm") c.framework = analysis::Framework::megatron_lm;
+  else throw InputError(fmt::format("--framework: '{}' is not megatron, megatron-lm or fsdp2", f.preset));
   const double p = parse_number(f.prefetch, "--prefetch");
   if (!(p >= 0 && p <= 64) || p != std::floor(p)) throw InputError(fmt::format("--prefetch: {} is not a whole number of layers from 0 to 64", f.prefetch));
   c.prefetch = static_cast<int>(p);

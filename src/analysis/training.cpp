@@ -153,7 +153,9 @@ std::string_view name(Reject r) noexcept {
   return "none";
 }
 
-std::string_view name(Framework p) noexcept { return p == Framework::fsdp2 ? "fsdp2" : "megatron"; }
+std::string_view name(Framework p) noexcept {
+  return p == Framework::fsdp2 ? "fsdp2" : p == Framework::megatron_lm ? "megatron-lm" : "megatron";
+}
 
 std::string_view name(Recompute r) noexcept {
   switch (r) {
@@ -370,7 +372,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // backward as a chain of kernels: Liger-Kernel's H100 timings of it take 4.2 times its
     // forward from 2048 to 32768 columns, where one fused pass (read the input and the
     // gradient, write the gradient) would take 5/3 (docs/training.md#small-kernels).
-    if (cfg.framework == Framework::megatron && std::string_view(op.name) == "silu_mul") k = kMegatronSwigluBackward;
+    if (cfg.framework != Framework::fsdp2 && std::string_view(op.name) == "silu_mul") k = kMegatronSwigluBackward;
     const ops::OpCost& fwd_cost = op.cost;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
@@ -661,7 +663,14 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
                        (cfg.sequence_parallel ? tp : 1);
     // Neighbouring stages sit tp·cp·dp ranks apart.
     const comm::Placement pair = comm::place(sh.wiring, 2, static_cast<double>(cfg.tp * cfg.cp * dp));
-    StepPart one = collective_time(sh.wiring, comm::Collective::send_recv, act, pair, rates, 0).t;
+    // Megatron-LM before Megatron-Core, without sequence parallelism, sends each tensor-parallel
+    // rank's 1/tp of it over the network and all-gathers it over the node's links on arrival
+    // (Narayanan et al. 2021, section 4.1, the scatter/gather optimization; Megatron-LM's
+    // --scatter-gather-tensors-in-pipeline, on by default, p2p_communication.py); Megatron-Core's
+    // p2p_communication.py sends the whole tensor from every rank.
+    const bool split = cfg.framework == Framework::megatron_lm && !cfg.sequence_parallel && cfg.tp > 1;
+    StepPart one = collective_time(sh.wiring, comm::Collective::send_recv, split ? act / tp : act, pair, rates, 0).t;
+    if (split) add(one, collective_time(sh.wiring, comm::Collective::all_gather, act, comm::place(sh.wiring, tp), rates, 0).t);
     out.p2p = scaled(one, 2 * vpp);
   }
 
@@ -742,7 +751,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       // Gradients are reduced once per step, bucket by bucket as the last micro-batch's backward
       // produces them; the last bucket waits for the backward's end. Buckets: Megatron-Core's
       // max(40M, 1M x dp·cp) parameters (distributed_data_parallel.py), PyTorch DDP's 25 MB.
-      const double bucket_params = cfg.framework == Framework::megatron ? std::max(40e6, 1e6 * dpd) : 25e6 / grad_elem;
+      const double bucket_params = cfg.framework != Framework::fsdp2 ? std::max(40e6, 1e6 * dpd) : 25e6 / grad_elem;
       const double buckets = std::max(1.0, std::ceil(params_gpu / bucket_params));
       const CollectiveTime one = dp_collective(cfg.zero == 0 ? comm::Collective::all_reduce : comm::Collective::reduce_scatter,
                                                grad_bytes / buckets);
@@ -826,7 +835,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   norm.add_flops(hw::Unit::vector, DType::fp32, 2 * opt_params);
   norm.launches = 1;
   out.grad_norm = part_of(ops::time_parts(norm, rates), rates, hw::KernelClass::pointwise);
-  if (cfg.framework == Framework::megatron) {
+  if (cfg.framework != Framework::fsdp2) {
     ops::Cost zero;
     zero.add_main_stores(mem.grads_bytes);
     zero.launches = 1;

@@ -472,6 +472,35 @@ double dp_time(const hw::System& sys, comm::Collective kind, double bytes_, doub
   return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective).realistic_s;
 }
 
+TEST(Training, MegatronLmSplitsPipelineSendsOverTensorParallelRanks) {
+  // GPT-3 175B (h 12288) on 64 A100s, TP 8 PP 8, seq 2048, micro-batch
+  // 1, no sequence parallelism: a stage boundary carries 2048 x 12288 bf16 = 50331648 bytes each
+  // way. Megatron-Core sends all of it from every TP rank to its peer 8 ranks on (tp·cp·dp = 8);
+  // Megatron-LM (--framework megatron-lm) sends 1/8 and all-gathers the 8 pieces over the
+  // node's 8 ranks (stride 1) on arrival. Forward and backward: twice per micro-batch.
+  const auto m = io::bundled_model("gpt3-175b");
+  TrainConfig c;
+  c.gpus = 64;
+  c.tp = 8;
+  c.pp = 8;
+  c.seq = 2048;
+  c.global_batch = 8;
+  const hw::System sys = training_system(chip("a100-80gb"), c);
+  const double act = 2048.0 * 12288 * 2;
+  auto core = run(m, "a100-80gb", c);
+  EXPECT_NEAR(core->p2p.realistic_s, 2 * dp_time(sys, comm::Collective::send_recv, act, 2, 8), 1e-15);
+  c.framework = Framework::megatron_lm;
+  auto lm = run(m, "a100-80gb", c);
+  const double split = dp_time(sys, comm::Collective::send_recv, act / 8, 2, 8) + dp_time(sys, comm::Collective::all_gather, act, 8, 1);
+  EXPECT_NEAR(lm->p2p.realistic_s, 2 * split, 1e-15);
+  EXPECT_LT(lm->p2p.realistic_s, core->p2p.realistic_s);  // the node's links are 12x one NIC
+  EXPECT_EQ(lm->forward.realistic_s, core->forward.realistic_s);
+  // With sequence parallelism both send the sequence shard, 1/8 of it, whole.
+  c.sequence_parallel = true;
+  auto sp = run(m, "a100-80gb", c);
+  EXPECT_NEAR(sp->p2p.realistic_s, 2 * dp_time(sys, comm::Collective::send_recv, act / 8, 2, 8), 1e-15);
+}
+
 TEST(Training, DataParallelOverlap) {
   const auto m = io::bundled_model("llama-2-7b");
   const double params = 6738415616.0;

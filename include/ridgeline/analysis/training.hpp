@@ -27,8 +27,14 @@ std::string_view name(Recompute r) noexcept;
 /// buckets of max(40M, 1M x dp·cp) parameters, the fp32 gradient buffer zeroed every step) and
 /// its fused SwiGLU (bias_swiglu_impl, whose backward takes 4.2 times its forward); fsdp2 —
 /// PyTorch (DDP's 25 MB buckets, FSDP2's fully_shard per transformer block, gradients set to
-/// None). Both run ZeRO-3 / FSDP a layer at a time with one layer gathered ahead.
-enum class Framework : std::uint8_t { megatron, fsdp2 };
+/// None). Both run ZeRO-3 / FSDP a layer at a time with one layer gathered ahead. megatron_lm —
+/// Megatron-LM before Megatron-Core: megatron's, with pipeline sends split over the TP ranks
+/// without sequence parallelism (Narayanan et al. 2021, section 4.1).
+enum class Framework : std::uint8_t {
+  megatron,     ///< Megatron-Core (NeMo, Megatron-LM since 2023)
+  fsdp2,        ///< PyTorch DDP / FSDP2
+  megatron_lm,  ///< Megatron-LM before Megatron-Core (2021-2022): Megatron-Core's defaults, and pipeline sends split over TP
+};
 std::string_view name(Framework p) noexcept;
 
 struct TrainConfig {
