@@ -13,6 +13,8 @@
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/compare.hpp"
 #include "ridgeline/report/training.hpp"
+#include "ridgeline/serving/seeds.hpp"
+#include "ridgeline/serving/simulator.hpp"
 #include "ridgeline/serving/workload.hpp"
 
 namespace ridgeline::cli {
@@ -82,9 +84,10 @@ void add_spec_flags(CLI::App* app, SpecFlags& f);
 model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& target, model::ModelConfig& draft);
 /// The load and lengths of a serving workload as given (serve, search serve).
 struct WorkloadFlags {
-  std::string qps, arrival = "poisson", concurrency, trace;
-  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
+  std::string qps, arrival = "poisson", concurrency, trace, users, think_time;
+  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": chosen by the run, or a whole trace
   std::string prefix_groups, prefix_tokens;
+  std::string seeds, seed_quantile;  // "": one seed
   const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
@@ -92,6 +95,11 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<double> qps_rates(const std::string& v);
 /// The workload the flags give (open loop: at the first --qps rate); InputError naming the flag.
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f);
+/// The measurement window: chosen by the run (docs/serving.md#measurement-window) unless
+/// --requests or --warmup-requests fixes the count, or a trace gives the requests.
+serving::MeasurementWindow measurement_window(const WorkloadFlags& f);
+/// --seeds N (1 to 64) and --seed-quantile Q (in (0, 1], with N >= 2); InputError naming the flag.
+serving::SeedsConfig seeds_config(const WorkloadFlags& f);
 
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);

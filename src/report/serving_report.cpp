@@ -83,7 +83,11 @@ std::string arrival_text(const serving::WorkloadSpec& w) {
     case serving::Arrival::poisson: return fmt::format("Poisson arrivals at {:g} req/s", w.qps);
     case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
     case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
-    case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
+    case serving::Arrival::closed:
+      if (w.think.kind != serving::ThinkTime::Kind::none) {
+        return fmt::format("{} users (closed loop), each thinking {} between its requests", w.concurrency, w.think.text);
+      }
+      return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
     case serving::Arrival::trace: {
       const std::string trace =
           w.trace_name.empty() ? fmt::format("a trace of {} requests", w.open_trace ? w.requests : static_cast<std::int64_t>(w.trace.size()))
@@ -115,6 +119,29 @@ std::string lengths_text(const serving::WorkloadSpec& w) {
   return fmt::format("prompt {}, gen {}", w.prompt.text, w.gen.text);
 }
 
+namespace {
+
+// Whether the run measured the fleet in steady state, and over which window.
+std::string steady_state_text(const ServingResult& r) {
+  const serving::MeasuredWindow& ss = r.steady_state;
+  const std::string stopped =
+      ss.trend_stopped_s >= 0 ? fmt::format("running requests and KV use stopped trending at {}", t(ss.trend_stopped_s))
+                              : std::string("running requests and KV use never stopped trending");
+  if (ss.window) {
+    if (!ss.reached && r.measured_requests == 0 && ss.warmup_requests == ss.sent) {
+      return fmt::format("steady state: NO ({} before the run ended: nothing measured)\n", stopped);
+    }
+    return ss.reached ? fmt::format("steady state: yes ({}; measured from then for {}, throughput over that window)\n", stopped, t(ss.window_s))
+                      : fmt::format("steady state: NO ({} by the {}th request: measured from there anyway)\n", stopped,
+                                    ss.warmup_requests);
+  }
+  if (ss.reached) return fmt::format("steady state: yes ({}, before the first measured request)\n", stopped);
+  return fmt::format("steady state: NO ({}{}: the statistics include the ramp{}; without --requests the run chooses its window)\n", stopped,
+                     ss.trend_stopped_s >= 0 ? ", after the first measured request" : "", r.measured_requests > 1 ? " and the drain" : "");
+}
+
+}  // namespace
+
 json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const ServingResult& r) {
   json j;
   j["model"] = m.name;
@@ -129,11 +156,12 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["workload"] = {{"arrival", arrival_text(w)},
                    {"qps", w.arrival == serving::Arrival::closed || !timed ? json(nullptr) : json(w.qps)},
                    {"concurrency", w.arrival == serving::Arrival::closed ? json(w.concurrency) : json(nullptr)},
+                   {"think_time", w.arrival == serving::Arrival::closed ? json(w.think.text) : json(nullptr)},
                    {"trace", trace && !w.trace_name.empty() ? json(w.trace_name) : json(nullptr)},
                    {"prompt", trace ? json(nullptr) : json(w.prompt.text)},
                    {"gen", trace ? json(nullptr) : json(w.gen.text)},
-                   {"requests", w.requests},
-                   {"warmup_requests", w.warmup},
+                   {"requests", cfg.window.on ? r.steady_state.sent : w.requests},
+                   {"warmup_requests", cfg.window.on ? r.steady_state.warmup_requests : w.warmup},
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
@@ -154,6 +182,15 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["slo_attainment"] = r.slo_attainment;
     j["slo_met"] = r.slo_met;
   }
+  const serving::MeasuredWindow& ss = r.steady_state;
+  j["steady_state"] = {{"reached", ss.reached},
+                       {"window", ss.window ? "chosen by the run" : "the requests given"},
+                       {"warmup_s", ss.warmup_s},
+                       {"window_s", ss.window_s},
+                       {"trend_stopped_s", ss.trend_stopped_s >= 0 ? json(ss.trend_stopped_s) : json(nullptr)},
+                       {"warmup_requests", ss.warmup_requests},
+                       {"measured_requests", r.measured_requests},
+                       {"cooldown_requests", ss.cooldown_requests}};
   j["sustainable"] = r.sustainable;
   if (!r.sustainable) j["max_sustainable_qps"] = r.max_sustainable_qps > 0 ? json(r.max_sustainable_qps) : json(nullptr);
   j["unsustainable_reason"] = r.sustainable ? json(nullptr) : json(std::string(serving::name(r.unsustainable)));
@@ -262,9 +299,15 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                                     chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
                                     cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
-  s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
-                   w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
-                   w.seed);
+  if (cfg.window.on) {
+    const serving::MeasuredWindow& ss = r.steady_state;
+    s += fmt::format("workload: {}, {}; {} requests chosen by the run ({} warm-up, {} measured, {} cool-down), seed {}\n", arrival_text(w),
+                     lengths_text(w), ss.sent, ss.warmup_requests, r.measured_requests, ss.cooldown_requests, w.seed);
+  } else {
+    s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
+                     w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
+                     w.seed);
+  }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
   s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
@@ -367,6 +410,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    r.mean_in_system);
   if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit ({})\n", r.rejected, rejections_text(m, r));
   if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
+  s += steady_state_text(r);
   if (r.sustainable) {
     s += "sustainable: yes (the queue stays bounded)\n";
     // Served slowly but in parallel (a KV transfer of hours, a run shorter than its requests):

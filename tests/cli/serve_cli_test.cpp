@@ -36,6 +36,63 @@ TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {
   EXPECT_EQ(j["steps"]["total"], 5 * 64);  // a prefill step and 63 decode steps each
 }
 
+TEST(ServeCli, WithoutRequestsTheRunChoosesItsWindow) {
+  // One client, every request alike (fixed lengths, alone): the blocks of the trend are 1000 / 32
+  // = 31 arrivals (1000 measured for the p99 on one replica), all alike, so every check is
+  // flat: the first, 8 blocks in, and the first at k >= 4 x 8 / 3, 11 blocks in: arrival 341 is
+  // the first measured, the 1000th measured (1340) the last sent; the run stops when it ends
+  // (no cool-down in a closed loop of one). With --requests the count is the one given, and no
+  // warm-up is no steady state.
+  const auto j = run_json(kSmall + " --concurrency 1");
+  EXPECT_EQ(j["steady_state"]["window"], "chosen by the run");
+  EXPECT_TRUE(j["steady_state"]["reached"].get<bool>());
+  EXPECT_EQ(j["steady_state"]["warmup_requests"], 341);
+  EXPECT_EQ(j["steady_state"]["measured_requests"], 1000);
+  EXPECT_EQ(j["steady_state"]["cooldown_requests"], 0);
+  EXPECT_EQ(j["workload"]["requests"], 1341);
+  EXPECT_EQ(j["measured_requests"], 1000);
+  const auto given = run_json(kSmall + " --concurrency 1 --requests 5");
+  EXPECT_EQ(given["steady_state"]["window"], "the requests given");
+  EXPECT_FALSE(given["steady_state"]["reached"].get<bool>());
+  EXPECT_EQ(given["workload"]["requests"], 5);
+}
+
+TEST(ServeCli, UsersWithoutThinkTimeAreConcurrencyAndWithItSendLess) {
+  // --users N alone is --concurrency N (the same run to the bit); thinking 1 s between requests
+  // the users send less often: each request's E2E no longer includes anyone's queue behind
+  // the others, and the run says how they think.
+  const auto c = run_json(kSmall + " --concurrency 4 --requests 40");
+  const auto u = run_json(kSmall + " --users 4 --requests 40");
+  EXPECT_EQ(u["e2e_s"], c["e2e_s"]);
+  EXPECT_EQ(u["workload"]["concurrency"], 4);
+  const auto t = run_json(kSmall + " --users 4 --requests 40 --think-time 1s");
+  EXPECT_EQ(t["workload"]["think_time"], "1s");
+  EXPECT_LT(t["requests_per_s"].get<double>(), u["requests_per_s"].get<double>());
+  EXPECT_NE(run(kSmall + " --users 4 --requests 40 --think-time exp:1s").out.find("4 users (closed loop), each thinking exp:1s"),
+            std::string::npos);
+}
+
+TEST(ServeCli, SeedsGiveTheSpreadOfEveryPercentileAndShowTheWorst) {
+  // Three seeds of a Poisson load: the JSON says which seed is shown (the worst by E2E p99, no
+  // targets) and each statistic's spread; the run shown is that seed's own run, and its E2E p99
+  // is the largest of the three.
+  const auto j = run_json(kSmall + " --qps 5 --requests 100 --seeds 3");
+  const auto& s = j["seeds"];
+  EXPECT_EQ(s["count"], 3);
+  EXPECT_EQ(s["first"], 1);
+  const auto chosen = s["chosen_seed"].get<std::int64_t>();
+  EXPECT_EQ(j["workload"]["seed"], chosen);
+  const auto& e2e = s["spread"]["e2e_s"]["p99"];
+  EXPECT_DOUBLE_EQ(j["e2e_s"]["p99"].get<double>(), e2e["max"].get<double>());
+  EXPECT_LE(e2e["min"].get<double>(), e2e["median"].get<double>());
+  EXPECT_LE(e2e["median"].get<double>(), e2e["max"].get<double>());
+  const auto alone = run_json(kSmall + " --qps 5 --requests 100 --seed " + std::to_string(chosen));
+  EXPECT_DOUBLE_EQ(alone["e2e_s"]["p99"].get<double>(), j["e2e_s"]["p99"].get<double>());
+  for (const char* k : {"ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s"}) {
+    for (const char* q : {"mean", "p50", "p90", "p95", "p99"}) EXPECT_TRUE(s["spread"][k][q].contains("median")) << k << q;
+  }
+}
+
 TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
   // One client, its requests alone: the scheduler sees each --front-end after it was sent and
   // runs the same steps, so TTFT and E2E grow by exactly 10 ms and TPOT stays; the engine says so.

@@ -117,12 +117,36 @@ TEST(ServeInputsCli, ARunPastTheSimulatedTimeEndsInsteadOfHanging) {
 
 // ---- 2. Sustainable only when it is ---------------------------------------------------------
 
+TEST(ServeInputsCli, UsersAndThinkTimeAreAClosedLoopOfTheirOwn) {
+  expect_bad(kM + " --users 2 --concurrency 2", "--users: a closed loop of users takes no --qps, --concurrency or --trace");
+  expect_bad(kM + " --users 2 --qps 1", "--users: a closed loop of users takes no");
+  expect_bad(kM + " --qps 1 --think-time 2s", "--think-time: the pause of each of --users N between requests: give --users");
+  expect_bad(kM + " --users 2 --think-time gauss:1s", "--think-time: 'gauss:1s' is not a think time");
+  expect_bad(kM + " --users 2 --think-time uniform:3s,1s", "--think-time: 'uniform:3s,1s' has its maximum below its minimum");
+  expect_bad(kM + " --users 2 --arrival gamma:2", "--arrival: a closed loop's clients");
+  expect_bad(kM + " --users 99999999", "--users: 99999999 is out of range: expected 1 to 16777216");
+}
+
+TEST(ServeInputsCli, SeedsOutOfRangeOrAQuantileWithoutSeedsAreRefused) {
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 0", "--seeds");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 65", "--seeds: 65 is out of range: expected 1 to 64 runs");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 3 --seed-quantile 0", "--seed-quantile: 0 is out of range");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 3 --seed-quantile 1.5", "--seed-quantile: 1.5 is out of range");
+  expect_bad(kM + " --qps 1 --requests 10 --seed-quantile 0.5", "--seed-quantile: a quantile of the seeds needs --seeds N of 2 or more");
+  expect_bad(kM + " --qps 1,2 --requests 10 --seeds 2", "--seeds: one rate at a time");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 2 --requests-out x.csv", "--requests-out/--per-request: one seed's requests");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 10 --slo ttft_p99=1s --seeds 70", "--seeds: 70 is out of range");
+}
+
 TEST(ServeInputsCli, NothingServedIsAnErrorNamingWhy) {
-  // Every request rejected printed tables of zeros, "sustainable: yes" and exit 0.
+  // Every request rejected printed tables of zeros, "sustainable: yes" and exit 0. The run
+  // chooses its window: an empty fleet is flat at every check of its blocks of 1000 / 32 = 31
+  // arrivals, at 8 blocks and at 11 (4 x 8 / 3), so 341 warm-up requests and 1000 measured are
+  // sent, all rejected on arrival.
   expect_bad(kM + " --qps 1 --prompt 200000",
-             "no request can be served: all 1000 were rejected (1000 longer than the model's context of 131072 tokens");
+             "no request can be served: all 1341 were rejected (1341 longer than the model's context of 131072 tokens");
   // One block of 16 tokens holds no request of 1024 + 256.
-  expect_bad(kM + " --qps 1 --kv-blocks 1", "all 1000 were rejected (1000 beyond the KV cache of 16 tokens per instance)");
+  expect_bad(kM + " --qps 1 --kv-blocks 1", "all 1341 were rejected (1341 beyond the KV cache of 16 tokens per instance)");
   expect_bad("serve --model llama-3.1-70b --hw h100-sxm --tp 2 --qps 1 --prompt 100000 --requests 20",
              "all 20 were rejected (20 beyond the KV cache of");
   const std::string trace = tmp("two_million_out.csv");

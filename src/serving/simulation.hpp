@@ -1,0 +1,237 @@
+#pragma once
+// The serving simulation's state and its phases (private to the simulator): each phase's
+// members are defined in a file of their own: simulator.cpp (the event loop),
+// simulator_inputs.cpp (inputs checked, each instance's plan, engine and memory),
+// simulator_admission.cpp (arrivals, routing, admission), simulator_steps.cpp (steps),
+// simulator_transfers.cpp (disaggregated hand-over and KV transfer) and
+// simulator_metrics.cpp (completions, statistics, the result) (docs/serving.md#simulator).
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "replica.hpp"
+#include "ridgeline/serving/simulator.hpp"
+#include "ridgeline/serving/step_model.hpp"
+#include "scheduler.hpp"
+#include "step_ends.hpp"
+#include "timeline.hpp"
+
+namespace ridgeline::serving::detail {
+
+// Simulated time is int64 picoseconds (9.2e6 s at most): runs stay well inside it, so that
+// the timeline's doubling bucket widths never overflow either. A step, a transfer or an
+// arrival that would end past it stops the run with an InputError (time_overflow).
+inline constexpr double kMaxSimulated_s = 4e6;
+// Below this share of the offered rate served, a run is not sustainable (docs/serving.md#sustainable).
+inline constexpr double kMinServedFraction = 0.5;
+// Memory a request in the system holds: its pool slot and its entries in the queues and heaps.
+inline constexpr double kBytesPerRequest = static_cast<double>(sizeof(Req) + 64);
+
+// `what` starting at t would last `s` seconds and end past the time a run can simulate (or
+// lasts no finite time): the inputs, not the run, are at fault.
+[[noreturn]] void time_overflow(const std::string& what, Ps t, double s);
+
+// The engine as it will run: the SGLang sequence limit resolved from the cache size.
+EngineConfig resolved_engine(const model::ModelConfig& m, EngineConfig e, const ServeMemory& mem);
+
+// The link a disaggregated request's KV crosses, chip to chip: the node link when every
+// instance's chips fit one scale-up domain, else the network; at the link's efficiency.
+struct TransferLink {
+  std::string name;
+  double Bps = 0, latency_s = 0;
+};
+TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg);
+
+// The draft's k passes of a step: the first over `first` (the step's prefill chunks, when
+// `chunks`, and one token per decode sequence), the other k - 1 each like `rest`.
+double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
+                      bool chunks, StepTimeMemo (&memo)[2]);
+
+// Refuses up front a run whose requests cannot fit in the memory this process may use.
+void check_memory(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem, const ServeMemory& decode_mem);
+
+// Integrals over time of what the statistics average.
+struct Integrals {
+  double in_system = 0, running = 0, waiting = 0, kv_used = 0;
+};
+
+// What the instances of one kind share: their plan, engine, cache, step pricing and
+// scheduler. Aggregated, every replica is of one kind; disaggregated, the prefill instances
+// are of the first and the decode instances of the second.
+struct Tier {
+  Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
+       std::vector<Req>& pool);
+  std::int64_t chips() const noexcept { return plan.forward.tp * plan.forward.ep; }
+
+  InstancePlan plan;
+  EngineConfig engine;  // as it runs (SGLang's sequence limit from the cache)
+  ServeMemory mem;
+  StepModel step;
+  std::unique_ptr<StepModel> draft;  // speculative decoding
+  StepTimeMemo memo, draft_memo[2];
+  detail::SimContext ctx;
+  std::unique_ptr<detail::Scheduler> scheduler;
+};
+
+class Simulation {
+ public:
+  // `mem`: the prefill (or every) instances' memory; `decode_mem`: the decode instances'.
+  Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
+             const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress);
+
+  ServingResult run();
+
+ private:
+  // --- arrivals, routing, admission (simulator_admission.cpp) ---------------------------
+  void draw_next();
+  Ps next_arrival_time() const {
+    if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.top();
+    return next_ps_;
+  }
+  void arrive(Ps t);
+  bool fits_cache(const Tier& k, const Req& q) const;
+  bool fits_step(const Tier& k, const Req& q) const;
+  std::int32_t dense_group(std::int32_t group);
+  Replica& route(const Req& q, std::int32_t group);
+  Replica& pick(std::size_t first, std::size_t n, std::size_t& turn);
+  std::int32_t alloc_slot();
+
+  Tier& tier(const Replica& r) { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }
+  const Tier& tier(const Replica& r) const { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }
+
+  void mark(Replica& r) {
+    if (r.busy || r.start_pending) return;
+    r.start_pending = true;
+    to_start_.push_back(r.index);
+  }
+
+  // --- steps (simulator_steps.cpp) ------------------------------------------------------
+  void start_step(Replica& r, Ps t);
+  void finish_step(Replica& r, Ps t);
+
+  // --- disaggregated: hand-over and KV transfer (simulator_transfers.cpp) ---------------
+  void hand_over(Replica& p, std::int32_t qi, Ps t);
+  void allocate(Replica& d, Ps t);
+  void received(std::int32_t qi);
+
+  // --- the measurement window (simulator_window.cpp) ------------------------------------
+  // The arrival `id` at t: at a block's end, the trend of running requests and KV use
+  // checked; in window mode, the window opened or closed. Whether the request is measured.
+  bool measure_arrival(std::int64_t id, Ps t) {
+    if (id == next_mark_) {
+      next_mark_ += block_;
+      mark_block(t);
+    }
+    return window_ ? window_arrival(t) : id >= cfg_.workload.warmup;
+  }
+  bool window_arrival(Ps t);
+  void mark_block(Ps t);
+  bool trend_stopped();
+  void open_window(Ps t, bool reached);
+  void summarise_window(ServingResult& r) const;
+
+  // --- completions, statistics, the result (simulator_metrics.cpp) ----------------------
+  void complete(Replica& r, std::int32_t qi, Ps t);
+  void reject(std::int32_t qi, Ps t);
+  void record(const RequestRecord& rec, Ps t);
+  bool missed(double target, double q, std::int64_t over, const Distribution& d) const;
+  // A replica whose running, waiting or KV state may have changed since the last advance.
+  void touch(const Replica& r) {
+    const auto i = static_cast<std::size_t>(r.index);
+    if (touched_flag_[i]) return;
+    touched_flag_[i] = 1;
+    touched_.push_back(r.index);
+  }
+  void advance(Ps t);
+  void summarise();
+  void compose_decode_step(ServingResult& r) const;
+  void rate_match(ServingResult& r) const;
+  Unsustainable sustainable() const;
+
+  const model::ModelConfig& m_;
+  const hw::System& sys_;
+  const ServeConfig& cfg_;
+  RequestSink sink_;  // copies: a caller's temporaries end with the constructor
+  std::function<void(double)> progress_;
+  std::vector<Req> pool_;
+  std::vector<std::int32_t> free_slots_;
+  std::size_t max_in_system_ = SIZE_MAX;  // pool slots this process's memory allows (half of it)
+  std::unordered_map<std::int32_t, std::int32_t> dense_groups_;  // prefix group as given -> index among those seen
+  std::array<std::unique_ptr<Tier>, 2> tiers_;  // every replica's, or the prefill and the decode instances'
+  std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
+  std::vector<Replica> replicas_;
+  std::int64_t all_blocks_ = 0, gpus_ = 0;   // over the instances
+  std::int64_t kv_used_blocks_ = 0;          // the used blocks kv_now_ is of (advance)
+  double kv_now_ = 0;
+  double fan_in_ = 1;  // disaggregated: decode chips per prefill chip of a request's transfer (at least 1)
+  RequestSource source_;
+  Request next_;
+  bool has_next_ = false, closed_ = false;
+  Ps next_ps_ = kNever;  // the next arrival's time (open loop)
+  // Closed loop: when each free user's next request reaches the scheduler, the earliest first
+  // (think times drawn apart need not keep their order).
+  std::priority_queue<Ps, std::vector<Ps>, std::greater<>> pending_;
+  Ps front_end_ = 0;        // the server's time before the scheduler sees a request
+  StepEnds steps_;  // replicas' step ends
+  std::size_t rr_ = 0, decode_rr_ = 0;
+  std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
+  std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> transfers_;
+  double transfer_s_sum_ = 0, kv_wait_s_sum_ = 0, bytes_sum_ = 0;
+  std::int64_t transfers_done_ = 0;
+  std::vector<std::int32_t> to_start_;  // replicas to start a step once every event at this time is in
+  std::int64_t total_ = 0, measured_total_ = 0, sent_ = 0, finished_ = 0, measured_ = 0, all_served_ = 0, good_ = 0;
+  std::int64_t in_system_ = 0;
+  Ps clock_ = 0, horizon_ = kNever;
+  Distribution ttft_, tpot_, itl_, e2e_, queue_;
+  double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
+  double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
+  // Every measured request's arrival, served or not (the rate offered).
+  std::int64_t measured_arrivals_ = 0, measured_rejected_ = 0;
+  double backlog_fraction_ = 1;  // sustainable(): finished requests over the span less the fastest latency, per offered rate
+  double first_arrival_measured_ = 1e300, last_measured_arrival_ = 0;
+  double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
+  struct Snapshot {
+    std::int64_t running = 0, waiting = 0, used = 0;  // used: KV blocks taken
+    std::int64_t transfer = 0;                        // in a KV transfer to a decode instance
+  };
+  std::vector<Snapshot> snapshots_;  // each replica's state as last summed
+  Snapshot sum_;                     // over the replicas
+  std::vector<char> touched_flag_;
+  std::vector<std::int32_t> touched_;
+  std::array<std::int64_t, 3> over_{};  // measured requests beyond the TTFT, TPOT and E2E targets
+  bool slo_missed_ = false;
+  int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
+  std::array<double, 4> quarter_waiting_{}, quarter_time_{};
+  Integrals integrals_;
+  Timeline timeline_;
+  // The measurement window (simulator_window.cpp, docs/serving.md#measurement-window).
+  struct Mark {
+    double t_s = 0, in_system = 0, running = 0, kv_used = 0;  // at a block's end: the time and the integrals so far
+  };
+  bool window_ = false;         // cfg_.window.on
+  int window_state_ = 0;        // window mode: 0 warm-up, 1 open (arrivals measured), 2 closed (cool-down)
+  bool window_done_ = false;    // every measured request finished: the run stops
+  bool window_forced_ = false;  // opened without the trend stopping
+  bool queue_grew_ = false;     // at the last check of the trend, the requests waiting grew
+  std::size_t flat_since_ = 0;  // the first of the checks (blocks marked) flat ever since; 0: the last was not
+  std::int64_t block_ = 1;      // arrivals per block of the trend's marks
+  std::int64_t next_mark_ = 0;  // the arrival that ends the next block
+  std::int64_t force_at_ = 0;   // window mode: the arrival at which the window opens at the latest
+  std::int64_t warmup_sent_ = 0, measured_done_ = 0;
+  std::vector<Mark> marks_;     // marks_[i]: at the end of block i (marks_[0]: the start), reserved up front
+  double trend_stopped_s_ = -1;
+  double open_s_ = 0, close_s_ = 0;  // the window: its first and last measured arrival
+  Integrals at_open_, at_close_;     // the integrals then
+  std::int64_t window_served_ = 0, window_rejected_ = 0;  // requests that ended inside the window
+  double window_tokens_ = 0, window_input_tokens_ = 0;    // output tokens emitted inside it; the prompts of those served
+  ServingResult result_;
+};
+
+}  // namespace ridgeline::serving::detail

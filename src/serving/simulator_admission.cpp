@@ -1,0 +1,166 @@
+// The simulator's arrivals, routing and admission: requests drawn or read, checked against
+// what an instance could ever serve, sent to a replica's queue (docs/serving.md#simulator).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "simulation.hpp"
+
+namespace ridgeline::serving::detail {
+
+void Simulation::draw_next() {
+  if (closed_) {
+    // Closed loop: lengths from the source, arrival when a client is free.
+    has_next_ = false;
+    return;
+  }
+  has_next_ = source_.next(next_);
+  // A trace's requests within half the time a run can simulate (synthetic arrivals: checked
+  // in validate() from their count and rate; a random sum may pass it a little).
+  const bool trace = cfg_.workload.arrival == Arrival::trace;
+  // A window's run sends requests only while they arrive within half the time it can simulate.
+  if (window_ && has_next_ && !(next_.arrival_s <= kMaxSimulated_s / 2)) has_next_ = false;
+  if (has_next_ && !(next_.arrival_s <= (trace ? kMaxSimulated_s / 2 : kMaxSimulated_s))) {
+    if (!trace) time_overflow(fmt::format("the arrival of request {}", sent_ + 1), 0, next_.arrival_s);
+    throw InputError(fmt::format("--trace: request {} arrives {:.3g} s after the first: expected at most {:g} s (23 days)", sent_ + 1,
+                                 next_.arrival_s, kMaxSimulated_s / 2));
+  }
+  next_ps_ = has_next_ ? to_ps(next_.arrival_s) + front_end_ : kNever;
+}
+
+void Simulation::arrive(Ps t) {
+  Request r;
+  if (closed_) {
+    pending_.pop();
+    source_.next(r);
+  } else {
+    r = next_;
+    draw_next();
+  }
+  const std::int64_t id = sent_++;
+  const std::int32_t qi = alloc_slot();
+  Req& q = pool_[qi];
+  // A slot's version only grows: heap entries of its earlier occupants stay stale.
+  const std::uint32_t version = q.version + 1;
+  q = Req{};
+  q.version = version;
+  q.id = id;
+  q.arrival = t - front_end_;  // sent then; the scheduler sees it now (docs/serving.md#front-end)
+  q.input = r.input;
+  q.output = r.output;
+  q.group = dense_group(r.prefix_group);
+  q.prefix_tokens = std::min(r.prefix_tokens, r.input);
+  q.target = r.input;
+  q.warmup = !measure_arrival(id, t);
+  if (!q.warmup) {
+    ++measured_arrivals_;
+    first_arrival_measured_ = std::min(first_arrival_measured_, to_s(t));
+    last_measured_arrival_ = std::max(last_measured_arrival_, to_s(t));
+  }
+  ++in_system_;
+  // The quarter of the measured arrivals now coming in (sustainability); after the last, 4.
+  if (!q.warmup) {
+    const std::int64_t k = measured_total_ > 0 ? (measured_arrivals_ - 1) * 4 / measured_total_ : 0;
+    quarter_ = measured_arrivals_ >= measured_total_ ? 4 : static_cast<int>(std::min<std::int64_t>(k, 3));
+  } else if (window_state_ == 2) {
+    quarter_ = 4;
+  }
+  if (m_.max_positions > 0 && q.input + q.output > m_.max_positions) {
+    ++result_.rejected_by.context;
+    reject(qi, t);
+    return;
+  }
+  for (const Tier* tier : {tiers_[0].get(), tiers_[1].get()}) {
+    if (tier == nullptr) continue;
+    std::int64_t* why = !fits_cache(*tier, q)  ? &result_.rejected_by.cache
+                        : !fits_step(*tier, q) ? &result_.rejected_by.budget
+                                               : nullptr;
+    if (why != nullptr) {
+      ++*why;
+      reject(qi, t);
+      return;
+    }
+  }
+  Replica& rep = route(q, r.prefix_group);
+  q.replica = rep.index;
+  rep.know_group(q);
+  // An engine that schedules one step ahead fixed the next step's batch when the running
+  // step started: the request waits for the one after (docs/serving.md#host-time).
+  if (rep.busy && tier(rep).engine.overlap_scheduling) rep.incoming.push_back(qi);
+  else rep.waiting.push_back(qi);
+  rep.outstanding_tokens += q.input + q.output;
+  touch(rep);
+  mark(rep);
+}
+
+// Whether an instance of tier k could ever serve q: it fits the cache alone (with the drafts
+// its last step verifies), and (fits_step) a whole prompt fits one step's budget when
+// prompts are not chunked (TensorRT-LLM's max_input_len <= max_num_tokens; vLLM without
+// chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
+// chunk too.
+bool Simulation::fits_cache(const Tier& k, const Req& q) const {
+  const EngineConfig& e = k.engine;
+  const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
+  return blocks <= k.mem.kv_blocks;
+}
+
+bool Simulation::fits_step(const Tier& k, const Req& q) const {
+  return fits_budget(k.engine, static_cast<double>(q.input), static_cast<double>(q.output));
+}
+
+// A prefix group's index among the groups seen so far (-1: none): the replicas' tables hold
+// the groups that occur, not every id up to the largest (a trace's ids, or 2^24 synthetic ones).
+std::int32_t Simulation::dense_group(std::int32_t group) {
+  if (group < 0) return -1;
+  return dense_groups_.try_emplace(group, static_cast<std::int32_t>(dense_groups_.size())).first->second;
+}
+
+// An arriving request's replica (disaggregated: its prefill instance); `group`: its prefix
+// group as drawn or read (the prefix router hashes it).
+Replica& Simulation::route(const Req& q, std::int32_t group) {
+  const std::size_t n = routed_;
+  if (n > 1 && cfg_.router == Router::prefix && q.group >= 0) {
+    // The group's replica: its prefix is cached there.
+    std::uint64_t h = static_cast<std::uint64_t>(group) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+    return replicas_[static_cast<std::size_t>(h % n)];
+  }
+  return pick(0, n, rr_);
+}
+
+// One of the instances [first, first + n): in turn (`turn` counts them) under round-robin,
+// else the one with the fewest tokens still to compute.
+Replica& Simulation::pick(std::size_t first, std::size_t n, std::size_t& turn) {
+  if (n == 1) return replicas_[first];
+  if (cfg_.router == Router::round_robin) return replicas_[first + turn++ % n];
+  std::size_t best = first;
+  for (std::size_t i = first + 1; i < first + n; ++i) {
+    if (replicas_[i].outstanding_tokens < replicas_[best].outstanding_tokens) best = i;
+  }
+  return replicas_[best];
+}
+
+std::int32_t Simulation::alloc_slot() {
+  if (!free_slots_.empty()) {
+    const std::int32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  if (pool_.size() >= max_in_system_) {
+    // Requests in the system take their memory; past what this process may use the run
+    // would be killed, not finished: it stops here, saying what all of them would need.
+    throw InputError(fmt::format(
+        "serve: {} requests are in the system at once at {:.4g} s of simulated time ({} at {} bytes each; {} finished so far): "
+        "the {} requests would need up to {} and this run may use {} (half of this process's memory limit): the deployment serves "
+        "far less than the offered load (lower --qps or --requests, or add --replicas)",
+        pool_.size(), to_s(clock_), format_quantity(static_cast<double>(pool_.size()) * kBytesPerRequest, Quantity::bytes),
+        kBytesPerRequest, finished_, total_, format_quantity(static_cast<double>(total_) * kBytesPerRequest, Quantity::bytes),
+        format_quantity(static_cast<double>(max_in_system_) * kBytesPerRequest, Quantity::bytes)));
+  }
+  pool_.emplace_back();
+  return static_cast<std::int32_t>(pool_.size() - 1);
+}
+
+}  // namespace ridgeline::serving::detail

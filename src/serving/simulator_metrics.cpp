@@ -1,0 +1,349 @@
+// The simulator's statistics: requests completed or rejected and recorded, the state over
+// time integrated, and the run's result summarised with its sustainability (docs/serving.md#sustainable).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "ridgeline/analysis/inference.hpp"
+#include "simulation.hpp"
+
+namespace ridgeline::serving::detail {
+
+// A request leaves (its last token at t): blocks freed, statistics, the sink, the next
+// request of its client in a closed loop.
+void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
+  Req& q = pool_[qi];
+  r.release(q);
+  r.committed -= q.commit;
+  q.commit = 0;
+  r.remove_running(qi);
+  q.phase = Phase::done;
+  RequestRecord rec;
+  rec.id = q.id;
+  rec.replica = q.replica;
+  rec.arrival_s = to_s(q.arrival);
+  rec.queue_s = to_s(q.admitted - q.arrival - front_end_);
+  rec.ttft_s = to_s(q.first_token - q.arrival);
+  rec.e2e_s = to_s(t - q.arrival);
+  rec.tpot_s = q.output > 1 ? to_s(t - q.first_token) / static_cast<double>(q.output - 1) : 0;
+  rec.input = q.input;
+  rec.output = q.output;
+  rec.cached_tokens = q.cached;
+  rec.preemptions = q.preemptions;
+  rec.warmup = q.warmup;
+  record(rec, t);
+  free_slots_.push_back(qi);
+}
+
+void Simulation::reject(std::int32_t qi, Ps t) {
+  const Req& q = pool_[qi];
+  RequestRecord rec;
+  rec.id = q.id;
+  rec.arrival_s = to_s(q.arrival);
+  rec.input = q.input;
+  rec.output = q.output;
+  rec.warmup = q.warmup;
+  rec.rejected = true;
+  ++result_.rejected;
+  record(rec, t);
+  free_slots_.push_back(qi);
+}
+
+void Simulation::record(const RequestRecord& rec, Ps t) {
+  --in_system_;
+  ++finished_;
+  // Closed loop: the user sends its next request after its think time (docs/serving.md#workloads).
+  if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) {
+    const double think = cfg_.workload.think.kind == ThinkTime::Kind::none ? 0 : source_.think_s();
+    if (!(to_s(t) + think <= kMaxSimulated_s)) time_overflow(fmt::format("the think time of the user of request {}", rec.id + 1), t, think);
+    pending_.push(t + to_ps(think) + front_end_);
+  }
+  if (sink_) sink_(rec);
+  if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
+  if (window_state_ == 1) {
+    // Inside the window: what the fleet served then (warm-up requests' last tokens among them).
+    if (rec.rejected) ++window_rejected_;
+    else ++window_served_, window_input_tokens_ += static_cast<double>(rec.input);
+  }
+  if (!rec.warmup && ++measured_done_ == measured_total_ && window_state_ == 2) window_done_ = true;
+  if (rec.rejected) {
+    measured_rejected_ += rec.warmup ? 0 : 1;
+    return;
+  }
+  all_e2e_sum_ += rec.e2e_s;
+  ++all_served_;
+  if (rec.warmup) return;
+  ++measured_;
+  ttft_.add(rec.ttft_s);
+  if (rec.output > 1) tpot_.add(rec.tpot_s);
+  e2e_.add(rec.e2e_s);
+  queue_.add(rec.queue_s);
+  input_tokens_ += static_cast<double>(rec.input);
+  output_tokens_ += static_cast<double>(rec.output);
+  cached_tokens_ += static_cast<double>(rec.cached_tokens);
+  first_measured_arrival_ = std::min(first_measured_arrival_, rec.arrival_s);
+  last_measured_end_ = std::max(last_measured_end_, rec.arrival_s + rec.e2e_s);
+  const Slo& s = cfg_.slo;
+  if (!s.any()) return;
+  const bool ttft_ok = s.ttft_s <= 0 || rec.ttft_s <= s.ttft_s, tpot_ok = s.tpot_s <= 0 || rec.output <= 1 || rec.tpot_s <= s.tpot_s;
+  const bool e2e_ok = s.e2e_s <= 0 || rec.e2e_s <= s.e2e_s;
+  if (ttft_ok && tpot_ok && e2e_ok) ++good_;
+  if (cfg_.stop_when_slo_missed) {
+    over_[0] += ttft_ok ? 0 : 1, over_[1] += tpot_ok ? 0 : 1, over_[2] += e2e_ok ? 0 : 1;
+    slo_missed_ = slo_missed_ || missed(s.ttft_s, s.ttft_q, over_[0], ttft_) || missed(s.tpot_s, s.tpot_q, over_[1], tpot_) ||
+                  missed(s.e2e_s, s.e2e_q, over_[2], e2e_);
+  }
+}
+
+// Whether a target can no longer be met, whatever the requests still to come do. At most
+// N = measured_total_ samples end in the distribution (rejected ones and single-token
+// outputs are left out). The q-quantile of n samples lies between the sorted values of
+// indices floor(q(n-1)) and the next: once v >= n - floor(q(n-1)) samples exceed the target,
+// the value at that index does too. n - floor(q(n-1)) only grows with n, so v reaching it
+// at n = N settles every n <= N. Only while samples are kept exactly (a folded histogram
+// reports a bucket's middle). A mean target: the sum so far over N already exceeds it.
+bool Simulation::missed(double target, double q, std::int64_t over, const Distribution& d) const {
+  if (target <= 0) return false;
+  const double n = static_cast<double>(measured_total_);
+  if (q < 0) return d.mean() * d.count() > target * n;
+  if (!d.exact() || measured_total_ > static_cast<std::int64_t>(Distribution::kExactLimit)) return false;
+  return static_cast<double>(over) >= n - std::floor(q * (n - 1));
+}
+
+// Time-weighted state from the last event to t. The sums over replicas are kept up to date
+// from the replicas touched since the last advance (whole numbers: exact), so an event
+// costs the replicas it changed, not all of them.
+void Simulation::advance(Ps t) {
+  for (const std::int32_t i : touched_) {
+    const Replica& r = replicas_[static_cast<std::size_t>(i)];
+    Snapshot& sn = snapshots_[static_cast<std::size_t>(i)];
+    // Waiting: for a step, or (disaggregated) for a decode instance's blocks to receive its KV.
+    // Disaggregated, a decode instance's requests in a KV transfer wait too (for their KV):
+    // the sustainability rule counts them with the queue (not the waiting statistics).
+    const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.incoming.size() + r.kv_queue.size()),
+                       r.total_blocks - r.free_blocks,
+                       r.role == detail::Role::decode ? r.in_transfer + static_cast<std::int64_t>(r.arrived.size()) : 0};
+    sum_.running += now.running - sn.running;
+    sum_.waiting += now.waiting - sn.waiting;
+    sum_.transfer += now.transfer - sn.transfer;
+    sum_.used += now.used - sn.used;
+    sn = now;
+    touched_flag_[static_cast<std::size_t>(i)] = 0;
+  }
+  touched_.clear();
+  if (t <= clock_) return;
+  const double dt = to_s(t - clock_);
+  const double running = static_cast<double>(sum_.running), waiting = static_cast<double>(sum_.waiting);
+  // The fleet's KV use, divided again only when its blocks changed.
+  if (sum_.used != kv_used_blocks_) {
+    const double blocks = static_cast<double>(all_blocks_);
+    kv_now_ = blocks > 0 ? static_cast<double>(sum_.used) / blocks : 0;
+    kv_used_blocks_ = sum_.used;
+  }
+  const double kv = kv_now_;
+  integrals_.in_system += static_cast<double>(in_system_) * dt;
+  integrals_.running += running * dt;
+  integrals_.waiting += waiting * dt;
+  integrals_.kv_used += kv * dt;
+  if (quarter_ >= 0 && quarter_ < 4) {
+    quarter_waiting_[static_cast<std::size_t>(quarter_)] += (waiting + static_cast<double>(sum_.transfer)) * dt;
+    quarter_time_[static_cast<std::size_t>(quarter_)] += dt;
+  }
+  kv_max_ = std::max(kv_max_, kv);
+  if (!cfg_.lean) timeline_.add(clock_, t, running, waiting, kv);
+  clock_ = t;
+}
+
+void Simulation::summarise() {
+  ServingResult& r = result_;
+  // Every block comes back when every request has ended: a leak is a bug, not a result.
+  if (finished_ == total_) {
+    for (const Replica& rep : replicas_) {
+      if (rep.free_blocks != rep.total_blocks || rep.running_count != 0 || rep.committed != 0) {
+        throw std::logic_error(fmt::format("serve: replica {} ended with {} of {} KV blocks free, {} running, {} committed",
+                                           rep.index, rep.free_blocks, rep.total_blocks, rep.running_count, rep.committed));
+      }
+    }
+  }
+  r.ttft = ttft_.summary();
+  r.tpot = tpot_.summary();
+  r.e2e = e2e_.summary();
+  if (!cfg_.lean) {
+    r.itl = itl_.summary();
+    r.queue = queue_.summary();
+    for (int i = 0; i <= 100; ++i) r.cdf.q.push_back(i / 100.0);
+    r.cdf.ttft_s = ttft_.quantiles(r.cdf.q);
+    r.cdf.tpot_s = tpot_.quantiles(r.cdf.q);
+    r.cdf.itl_s = itl_.quantiles(r.cdf.q);
+    r.cdf.e2e_s = e2e_.quantiles(r.cdf.q);
+  }
+  r.gpus = static_cast<double>(gpus_);
+  if (transfers_done_ > 0) {
+    const double n = static_cast<double>(transfers_done_);
+    r.disagg.transfer_s_mean = transfer_s_sum_ / n;
+    r.disagg.kv_wait_s_mean = kv_wait_s_sum_ / n;
+    r.disagg.bytes_per_request_mean = bytes_sum_ / n;
+  }
+  r.simulated_requests = finished_;
+  r.measured_requests = measured_;
+  // A window's run stops once its measured requests end: the cool-down's left are not unfinished.
+  r.unfinished = window_ ? measured_arrivals_ - measured_done_ : total_ - finished_;
+  r.preemptions = tiers_[0]->ctx.preemptions + (tiers_[1] ? tiers_[1]->ctx.preemptions : 0);
+  for (const Replica& rep : replicas_) r.peak_running = std::max(r.peak_running, rep.peak_running);
+  r.generated_tokens = output_tokens_all_;
+  r.makespan_s = to_s(clock_);
+  r.measured_span_s = measured_ > 0 ? last_measured_end_ - first_measured_arrival_ : 0;
+  const double span = r.measured_span_s;
+  if (span > 0) {
+    r.requests_per_s = static_cast<double>(measured_) / span;
+    r.input_tokens_per_s = input_tokens_ / span;
+    r.output_tokens_per_s = output_tokens_ / span;
+    r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
+    r.goodput_requests_per_s = static_cast<double>(good_) / span;
+  }
+  r.slo_attainment = measured_ > 0 ? static_cast<double>(good_) / static_cast<double>(measured_) : 0;
+  // A window's throughput: what the fleet served between its first and last measured arrival,
+  // under the load before and after it (no ramp, no drain).
+  const double window_span = window_state_ == 2 ? close_s_ - open_s_ : 0;
+  if (window_span > 0) {
+    r.measured_span_s = window_span;
+    r.requests_per_s = static_cast<double>(window_served_) / window_span;
+    r.input_tokens_per_s = window_input_tokens_ / window_span;
+    r.output_tokens_per_s = window_tokens_ / window_span;
+    r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
+    r.goodput_requests_per_s = r.slo_attainment * r.requests_per_s;
+  }
+  const Slo& s = cfg_.slo;
+  auto within = [](const Distribution& d, double target, double q) { return target <= 0 || (q < 0 ? d.mean() : d.quantile(q)) <= target; };
+  r.slo_met = s.any() && measured_ > 0 && within(ttft_, s.ttft_s, s.ttft_q) && within(tpot_, s.tpot_s, s.tpot_q) &&
+              within(e2e_, s.e2e_s, s.e2e_q);
+  r.prefix_hit_rate = input_tokens_ > 0 ? cached_tokens_ / input_tokens_ : 0;
+  // Time averages over the run, or over a window.
+  const double T = window_span > 0 ? window_span : to_s(clock_);
+  Integrals in = integrals_;
+  if (window_span > 0) {
+    in.in_system = at_close_.in_system - at_open_.in_system, in.running = at_close_.running - at_open_.running;
+    in.waiting = at_close_.waiting - at_open_.waiting, in.kv_used = at_close_.kv_used - at_open_.kv_used;
+  }
+  if (T > 0) {
+    r.mean_in_system = in.in_system / T;
+    r.mean_running = in.running / T;
+    r.mean_waiting = in.waiting / T;
+    r.kv_utilisation_mean = in.kv_used / T;
+  }
+  r.kv_utilisation_max = kv_max_;
+  r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
+  const double dsteps = r.decode_steps + r.mixed_steps;
+  r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
+  if (decode_batch_sum_ > 0 && !cfg_.lean) compose_decode_step(r);
+  if (cfg_.disagg.on() && measured_ > 0 && !cfg_.lean) rate_match(r);
+  r.memory = tiers_[0]->mem;
+  r.engine = tiers_[0]->engine;
+  if (tiers_[1]) {
+    const Tier& d = *tiers_[1];
+    r.disagg.decode_tp = d.plan.forward.tp, r.disagg.decode_ep = d.plan.forward.ep;
+    r.disagg.decode_memory = d.mem;
+    r.disagg.decode_engine = d.engine;
+  }
+  r.timeline = timeline_.points();
+  r.offered_qps = 0;
+  if (!closed_ && measured_total_ > 1) {
+    r.offered_qps = cfg_.workload.arrival == Arrival::trace ? 0 : cfg_.workload.qps;
+  }
+  // The share of the offered rate served: the measured requests' throughput over the rate
+  // they arrived at (their count over their arrivals' span). What the sustainability rule
+  // reads leaves out the fastest request's own latency (its service, not a backlog): the
+  // requests finished (served or rejected) over the span less that latency.
+  const double arrivals_span = last_measured_arrival_ - first_arrival_measured_;
+  if (!closed_ && measured_ > 0 && measured_arrivals_ > 1 && arrivals_span > 0 && r.requests_per_s > 0) {
+    const double offered = static_cast<double>(measured_arrivals_) / arrivals_span;
+    r.served_fraction = r.requests_per_s / offered;
+    const double backlog_span = r.measured_span_s - e2e_.summary().min;
+    const double finished = static_cast<double>(measured_ + measured_rejected_);
+    backlog_fraction_ = backlog_span > 0 ? finished / backlog_span / offered : 1;
+    // A window: the requests that ended inside it over its span (the load went on after it).
+    if (window_span > 0) backlog_fraction_ = static_cast<double>(window_served_ + window_rejected_) / window_span / offered;
+  }
+  summarise_window(r);
+  r.unsustainable = sustainable();
+  r.sustainable = r.unsustainable == Unsustainable::none;
+  r.stopped_slo_missed = slo_missed_;
+  if (slo_missed_) r.slo_met = false;
+}
+
+// A decode step of the mean batch at the mean context, built op by op (step_reference).
+void Simulation::compose_decode_step(ServingResult& r) const {
+  // The instances that decode: every replica, or the decode instances.
+  const Tier& k = *tiers_[tiers_[1] ? 1 : 0];
+  const EngineConfig& engine = k.engine;
+  DecodeStepComposition& d = r.decode_step;
+  d.sequences = std::max(1.0, std::round(r.mean_decode_batch));
+  d.context = std::max(1.0, std::round(decode_context_sum_ / decode_batch_sum_));
+  const double q = static_cast<double>(cfg_.spec.k + 1);
+  const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
+  auto g = std::make_unique<model::Graph>();
+  // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
+  auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t) {
+    model::StepMix mix;
+    for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, k.ctx.window, queries);
+    mix.fused_attention = engine.fused_attention;
+    step_reference(m, sys_, f, mix, decode_step_graphs(engine, mix.decode_tokens), *g, t);
+    return t.t_realistic_s;
+  };
+  analysis::PhaseTimes t;
+  if (cfg_.spec.on()) {
+    // The draft's passes (as draft_time prices them) and the plain step, at the same batch and
+    // context, before the verification step's graph is built last for the composition.
+    SpeculationCost& s = r.speculation;
+    const model::ModelConfig& dm = *cfg_.spec.draft;
+    const double c = std::max(0.0, d.context - q);  // cached context before the step
+    s.k = cfg_.spec.k;
+    s.tokens_per_step = model::tokens_per_step(cfg_.spec);
+    s.draft_s = step(dm, 1, c + 1, t) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2, t) : 0);
+    s.plain_s = step(m_, 1, c + 1, t);
+  }
+  step(m_, q, d.context, t);
+  if (cfg_.spec.on()) {
+    SpeculationCost& s = r.speculation;
+    s.verify_s = t.t_realistic_s;
+    s.speedup = s.plain_s / ((s.verify_s + s.draft_s) / s.tokens_per_step);
+    const auto even = model::break_even_accept(s.k, (s.verify_s + s.draft_s) / s.plain_s);
+    s.break_even = even.has_value();
+    s.break_even_accept = even.value_or(1);
+  }
+  d.device_s = t.t_realistic_s;
+  d.kernel_fixed_s = t.kernel_fixed_s;
+  d.link_latency_s = t.link_latency_s;
+  for (int i = 0; i < g->op_count; ++i) d.kernels += g->repeat(i) * g->ops[i].cost.launches;
+  d.host_s = engine.step_overhead_s + engine.per_request_overhead_s * d.sequences;
+}
+
+void Simulation::rate_match(ServingResult& r) const {
+  const double n = static_cast<double>(measured_);
+  disagg_rates(m_, sys_, cfg_, std::max(1.0, input_tokens_ / n), std::max(1.0, output_tokens_ / n), r.disagg);
+}
+
+// The waiting queue stays bounded: over the second and the last quarter of the measured
+// arrivals, the mean number of requests waiting (or in a KV transfer) does not grow by more
+// than half plus a margin of 2% of a quarter's arrivals; and the run served at least half
+// the rate it was offered (docs/serving.md#sustainable).
+Unsustainable Simulation::sustainable() const {
+  if (result_.unfinished > 0) return Unsustainable::unfinished;
+  if (measured_total_ > 0 && measured_ == 0) return Unsustainable::nothing_served;  // every measured request rejected
+  if (closed_) return Unsustainable::none;
+  // A run whose requests, once the fastest one's own latency is set aside, finished at under
+  // half the rate they arrived at did not sustain it, whatever its queue did (requests held
+  // behind steps of hours, or arriving faster than any step).
+  if (backlog_fraction_ < kMinServedFraction) return Unsustainable::served_fraction;
+  // A window opened without the trend stopping while the queue still grew (over quarters of
+  // the whole warm-up, longer than the window's).
+  if (window_forced_ && queue_grew_) return Unsustainable::queue_grows;
+  if (quarter_time_[1] <= 0 || quarter_time_[3] <= 0) return Unsustainable::none;
+  const double l2 = quarter_waiting_[1] / quarter_time_[1], l4 = quarter_waiting_[3] / quarter_time_[3];
+  return l4 <= 1.5 * l2 + 4 + 0.02 * static_cast<double>(measured_total_) / 4 ? Unsustainable::none : Unsustainable::queue_grows;
+}
+
+}  // namespace ridgeline::serving::detail

@@ -1,0 +1,196 @@
+// The simulator's engine steps: each kind of instance's step pricing and scheduler, a step
+// planned, priced and started, and its end: tokens emitted, prompts completed (docs/serving.md#simulator).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include "ridgeline/core/error.hpp"
+#include "simulation.hpp"
+
+namespace ridgeline::serving::detail {
+
+double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
+                      bool chunks, StepTimeMemo (&memo)[2]) {
+  double t = 0;
+  if (first.seqs() > 0) t += memo[0].time(draft, first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
+  if (k > 1 && rest.decode_seqs > 0) {
+    t += static_cast<double>(k - 1) * memo[1].time(draft, rest, decode_step_graphs(e, rest.decode_tokens));
+  }
+  return t;
+}
+
+Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
+           std::vector<Req>& pool)
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine} {
+  const model::ForwardConfig f = engine_forward(plan.forward, engine);
+  step.prepare(m, sys, f);
+  if (cfg.spec.on()) {
+    draft = std::make_unique<StepModel>();
+    draft->prepare(*cfg.spec.draft, sys, f);
+  }
+  ctx.window = static_cast<double>(m.sliding_window);
+  ctx.partial_reuse = engine.partial_reuse;
+  const int host = sys.chip.link_index(hw::LinkScope::host);
+  const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine.kv_block);
+  if (host >= 0) ctx.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
+  scheduler = detail::make_scheduler(ctx);
+  // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
+  const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine.max_num_seqs, 1, 4096));
+  memo = StepTimeMemo(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1));
+  if (draft) draft_memo[0] = draft_memo[1] = StepTimeMemo(seqs_max);
+}
+
+void Simulation::start_step(Replica& r, Ps t) {
+  touch(r);
+  r.now = t;
+  // Requests whose KV arrived decode from this step: their last prompt token computed again.
+  for (const std::int32_t qi : r.arrived) {
+    r.push_running(qi);
+    r.join_decode(qi);
+  }
+  r.arrived.clear();
+  Tier& k = tier(r);
+  k.scheduler->plan(r);
+  // Requests that came in during the last step: planned from the step after this one, or in
+  // this one when the engine has nothing else to run (its host was idle, not ahead).
+  if (!r.incoming.empty()) {
+    const bool idle = !r.plan.decode && r.plan.chunks.empty();
+    for (const std::int32_t qi : r.incoming) r.waiting.push_back(qi);
+    r.incoming.clear();
+    if (idle) k.scheduler->plan(r);
+  }
+  // An empty replica that cannot admit the request at the head of its queue never will
+  // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.
+  while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
+    const std::int32_t qi = r.waiting.front();
+    r.waiting.pop_front();
+    r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
+    ++result_.rejected_by.scheduler;
+    reject(qi, t);
+    k.scheduler->plan(r);
+  }
+  const detail::StepPlan& p = r.plan;
+  if (!p.decode && p.chunks.empty()) {
+    // Running requests always have a next step, unless blocks they need come back when a KV
+    // transfer ends (which starts the replica again): a replica that stops otherwise is a bug.
+    if (r.running_count > 0 && r.in_transfer == 0) {
+      throw std::logic_error(fmt::format("serve: replica {} has {} running requests and no step to run", r.index, r.running_count));
+    }
+    r.busy = false;
+    if (steps_.end(r.index) != kNever) steps_.set(r.index, kNever);  // its last step's end, left by run()
+    return;
+  }
+  // Waiting requests that were admitted leave the queue count.
+  const double mix_seqs = p.mix.seqs();
+  const bool prefill = !p.chunks.empty();
+  const EngineConfig& e = k.engine;
+  const GraphMode mode = prefill ? e.mixed_graphs : decode_step_graphs(e, p.mix.decode_tokens);
+  double device = k.memo.time(k.step, p.mix, mode) + p.extra_s;
+  if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
+  // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
+  const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead);
+  if (!(period <= kMaxSimulated_s - to_s(t))) {
+    double chunk_tokens = 0;
+    for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
+    const char* who = r.role == detail::Role::decode ? "decode instance" : r.role == detail::Role::prefill ? "prefill instance" : "replica";
+    time_overflow(fmt::format("a step of {} {} ({:g} prompt tokens, {:g} decoding sequences)", who, r.index, chunk_tokens, p.mix.decode_seqs),
+                  t, period);
+  }
+  r.busy = true;
+  r.busy_until = t + std::max<Ps>(1, to_ps(period));
+  steps_.set(r.index, r.busy_until);
+  ++result_.steps;
+  step_time_sum_ += period;
+  if (prefill && p.decode) ++result_.mixed_steps;
+  else if (prefill) ++result_.prefill_steps;
+  else ++result_.decode_steps;
+  if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
+}
+
+void Simulation::finish_step(Replica& r, Ps t) {
+  touch(r);
+  const detail::StepPlan& p = r.plan;
+  if (p.decode) {
+    // Inter-token latency: the sequences of the last decode step waited since its end,
+    // the ones that joined since then since their own last token.
+    const double joined = static_cast<double>(r.new_decoders.size());
+    double warm_new = 0;
+    for (const std::int32_t qi : r.new_decoders) {
+      Req& q = pool_[qi];
+      if (q.first_token < 0) {
+        // Handed over by a prefill instance: this step gives its first token (no gap before it).
+        q.first_token = q.last_token = t;
+        warm_new += q.warmup ? 1 : 0;
+        continue;
+      }
+      if (q.warmup) {
+        ++warm_new;
+        continue;
+      }
+      if (!cfg_.lean) itl_.add(to_s(t - q.last_token));
+    }
+    const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
+    if (old > 0 && r.last_decode_end >= 0 && !cfg_.lean) itl_.add(to_s(t - r.last_decode_end), old);
+    r.new_decoders.clear();
+    // Every sequence emits the step's tokens; those that finish, only what they had left.
+    const std::int64_t d = r.dstep;
+    std::int64_t emitted = r.n_decode * r.step_tokens(d);
+    while (!r.finishes.empty() && r.finishes.top().step <= d) {
+      const detail::DecodeEvent ev = r.finishes.top();
+      r.finishes.pop();
+      Req& q = pool_[ev.req];
+      if (ev.version != q.version || q.phase != Phase::decode) continue;
+      emitted -= r.emitted_before(q) + r.step_tokens(d) - q.output;
+      q.emitted = q.output;
+      q.last_token = t;
+      r.leave_decode(ev.req);
+      finished_now_.push_back(ev.req);
+    }
+    ++r.dstep;
+    r.last_decode_end = t;
+    r.outstanding_tokens -= emitted;
+    if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
+    if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
+    output_tokens_all_ += static_cast<double>(emitted);
+    for (const std::int32_t qi : finished_now_) complete(r, qi, t);
+    finished_now_.clear();
+  }
+  for (const auto& [qi, chunk] : p.chunks) {
+    Req& q = pool_[qi];
+    q.computed += chunk;
+    r.outstanding_tokens -= chunk;
+    if (q.group >= 0 && q.computed >= q.prefix_tokens) r.publish_prefix(q);
+    if (q.computed < q.target) continue;
+    if (r.role == detail::Role::prefill) {
+      hand_over(r, qi, t);
+      continue;
+    }
+    // The chunk that completes the prompt gives the next token.
+    ++q.emitted;
+    --r.outstanding_tokens;
+    if (window_state_ == 1) window_tokens_ += 1;
+    if (!cfg_.lean) timeline_.tokens(t, 1);
+    output_tokens_all_ += 1;
+    if (q.first_token < 0) {
+      q.first_token = t;
+    } else if (!q.warmup && !cfg_.lean) {
+      itl_.add(to_s(t - q.last_token));  // a token after a preemption waited since its last one
+    }
+    q.last_token = t;
+    if (q.emitted >= q.output) {
+      complete(r, qi, t);
+      continue;
+    }
+    r.prefilling.erase(std::find(r.prefilling.begin(), r.prefilling.end(), qi));
+    r.join_decode(qi);
+  }
+  r.busy = false;
+  r.ahead = r.running_count > 0 || !r.waiting.empty() || !r.incoming.empty();
+  if (r.role == detail::Role::decode) allocate(r, t);
+  mark(r);
+}
+
+}  // namespace ridgeline::serving::detail

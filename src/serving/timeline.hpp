@@ -1,0 +1,71 @@
+#pragma once
+// The serving run's state over time, bucketed (private to the simulator; docs/serving.md#simulator).
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "replica.hpp"
+#include "ridgeline/serving/simulator.hpp"
+
+namespace ridgeline::serving::detail {
+
+// Running / waiting / KV / tokens over time in at most 2·points buckets: when they fill up,
+// neighbours merge and the bucket width doubles.
+class Timeline {
+ public:
+  explicit Timeline(int points) : max_(std::max(2, points)) {}
+  void add(Ps t0, Ps t1, double running, double waiting, double kv) {
+    if (t1 <= t0 || max_ <= 0) return;
+    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
+    while (t1 > static_cast<Ps>(2 * max_) * width_) grow();
+    while (t0 < t1) {
+      const std::size_t b = static_cast<std::size_t>(t0 / width_);
+      if (b >= buckets_.size()) buckets_.resize(b + 1);
+      const Ps end = std::min<Ps>(t1, static_cast<Ps>(b + 1) * width_);
+      const double dt = to_s(end - t0);
+      Bucket& k = buckets_[b];
+      k.running += running * dt, k.waiting += waiting * dt, k.kv += kv * dt, k.covered += dt;
+      t0 = end;
+    }
+  }
+  void tokens(Ps t, double n) {
+    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
+    std::size_t b = static_cast<std::size_t>(t / width_);
+    while (b >= static_cast<std::size_t>(2 * max_)) grow(), b = static_cast<std::size_t>(t / width_);
+    if (b >= buckets_.size()) buckets_.resize(b + 1);
+    buckets_[b].tokens += n;
+  }
+  std::vector<TimePoint> points() const {
+    std::vector<TimePoint> out;
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const Bucket& k = buckets_[b];
+      const double w = to_s(width_);
+      TimePoint p;
+      p.t_s = (static_cast<double>(b) + 0.5) * w;
+      if (k.covered > 0) p.running = k.running / k.covered, p.waiting = k.waiting / k.covered, p.kv_used = k.kv / k.covered;
+      p.tokens_per_s = k.tokens / w;
+      out.push_back(p);
+    }
+    return out;
+  }
+
+ private:
+  struct Bucket {
+    double running = 0, waiting = 0, kv = 0, covered = 0, tokens = 0;
+  };
+  void grow() {
+    std::vector<Bucket> merged((buckets_.size() + 1) / 2);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      Bucket& m = merged[b / 2];
+      const Bucket& k = buckets_[b];
+      m.running += k.running, m.waiting += k.waiting, m.kv += k.kv, m.covered += k.covered, m.tokens += k.tokens;
+    }
+    buckets_ = std::move(merged);
+    width_ *= 2;
+  }
+  int max_;
+  Ps width_ = 0;
+  std::vector<Bucket> buckets_;
+};
+
+}  // namespace ridgeline::serving::detail
