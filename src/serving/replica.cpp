@@ -19,12 +19,15 @@ std::int64_t floor_div(std::int64_t a, std::int64_t m) { return (a - mod(a, m)) 
 }  // namespace
 
 Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_,
-                 Emission emission)
-    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), window_(window), emission_(emission) {
+                 Emission emission, const KvLayout& layout)
+    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), layout_(layout), window_(window),
+      emission_(emission) {
+  layout_.block_tokens = block_;
   if ((block_ & (block_ - 1)) == 0) block_mask_ = block_ - 1;
   total_blocks = free_blocks = blocks;
   free_queue_.push_back({-1, blocks});
   phase_.assign(static_cast<std::size_t>(block_), 0);
+  if (layout_.hybrid()) phase_window_.assign(static_cast<std::size_t>(block_), 0);
   new_token_ratio = e.new_token_ratio_init;
 }
 
@@ -75,6 +78,19 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   out_all_ += q.output - q.e0 + g0;
   ++phase_[phase_of(g0 - q.c0 - k1)];
   phase_need_step_ = kNoStep;
+  // Its sliding-window tables grow at the slots j·block with j < window_blocks: the phases
+  // count slot s at the t = s - (c0 - G(d0) + k1) of [G(d - 1), G(d)), the last growing one at
+  // t* = (window_blocks - 1)·block - c0 + G(d0) - k1; it grows from step d0 on while t* >= G(d0 - 1).
+  q.window_growing = false;
+  if (layout_.hybrid()) {
+    const std::int64_t last = (layout_.window_blocks - 1) * block_ - q.c0 + g0 - k1;
+    if (last >= G(q.d0 - 1)) {
+      q.window_growing = true;
+      ++phase_window_[phase_of(g0 - q.c0 - k1)];
+      // The first step d whose t range starts past t*: G(d - 1) >= t* + 1.
+      window_caps_.push({first_step(last + 1) + 1, r, q.version});
+    }
+  }
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
   q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(q.d0 - 1))) - blocks_for(q.c0);
@@ -100,6 +116,8 @@ void Replica::leave_decode(std::int32_t r) {
   s_all_ -= q.c0 - g0;
   out_all_ -= q.output - q.e0 + g0;
   --phase_[phase_of(g0 - q.c0 - emission_.queries)];
+  if (q.window_growing) --phase_window_[phase_of(g0 - q.c0 - emission_.queries)];
+  q.window_growing = false;
   phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
   if (!q.above_window) {
@@ -161,10 +179,27 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
   }
 }
 
-std::int64_t Replica::decode_blocks_needed() const {
+void Replica::settle_window_blocks() {
+  while (!window_caps_.empty() && window_caps_.top().step <= dstep) {
+    const DecodeEvent ev = window_caps_.top();
+    window_caps_.pop();
+    Req& q = pool[ev.req];
+    if (ev.version != q.version || q.phase != Phase::decode || !q.window_growing) continue;
+    q.window_growing = false;
+    --phase_window_[phase_of(G(q.d0) - q.c0 - emission_.queries)];
+    phase_need_step_ = kNoStep;
+  }
+}
+
+std::int64_t Replica::decode_blocks_needed() {
+  if (layout_.hybrid()) settle_window_blocks();
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
+    // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
     phase_need_ = 0;
-    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) phase_need_ += phase_[phase_of(t)];
+    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) {
+      const std::size_t p = phase_of(t);
+      phase_need_ += layout_.full_groups * phase_[p] + (layout_.hybrid() ? layout_.window_groups * phase_window_[p] : 0);
+    }
     phase_need_step_ = dstep;
   }
   return join_extra_ + phase_need_;
@@ -225,11 +260,19 @@ void Replica::give_blocks(std::int64_t n) {
   }
 }
 
+std::int64_t Replica::prefix_blocks_in(std::int64_t units) const {
+  // The most b with blocks_for(b·block) <= units: full_groups·b + window_groups·min(b, window_blocks).
+  const std::int64_t f = layout_.full_groups, w = layout_.window_groups, cap = layout_.window_blocks;
+  if (w == 0) return units / f;
+  if (units >= (f + w) * cap) return f > 0 ? cap + (units - (f + w) * cap) / f : std::numeric_limits<std::int64_t>::max();
+  return units / (f + w);
+}
+
 std::int64_t Replica::prefix_hit(const Req& q, bool partial_reuse) const {
   if (q.group < 0 || !engine.prefix_caching) return 0;
   const Group& g = groups[static_cast<std::size_t>(q.group)];
   const std::int64_t full = q.prefix_tokens / block_;  // full blocks of the prefix
-  const std::int64_t blocks = std::min(g.cached, full);
+  const std::int64_t blocks = std::min(prefix_blocks_in(g.cached), full);
   if (blocks <= 0) return 0;
   // The last token is always computed (its logits give the next token).
   std::int64_t tokens = blocks * block_;
@@ -265,8 +308,9 @@ void Replica::unref_prefix(Req& q) {
 void Replica::publish_prefix(Req& q) {
   if (q.group < 0 || !engine.prefix_caching) return;
   Group& g = groups[static_cast<std::size_t>(q.group)];
-  const std::int64_t full = q.prefix_tokens / block_;
-  if (full <= 0) return;
+  const std::int64_t whole = q.prefix_tokens / block_;
+  if (whole <= 0) return;
+  const std::int64_t full = blocks_for(whole * block_);  // over its block tables
   if (q.shared == 0 && g.cached == 0) {
     // The request's first `full` blocks now hold the group's prefix (it references them).
     g.cached = full;

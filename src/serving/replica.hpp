@@ -10,6 +10,7 @@
 
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/serving/engine.hpp"
+#include "ridgeline/serving/kv_layout.hpp"
 
 namespace ridgeline::serving::detail {
 
@@ -43,6 +44,7 @@ struct Req {
   std::int64_t d0 = 0, c0 = 0, e0 = 0;
   std::int64_t pending = 0;  // decode: blocks its first step needs beyond what the block phases count
   bool above_window = false;
+  bool window_growing = false;  // decode: its sliding-window block tables still grow (KvLayout::window_blocks)
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
   std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
@@ -119,7 +121,7 @@ struct Emission {
 class Replica {
  public:
   Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
-          Emission emission = {});
+          Emission emission = {}, const KvLayout& layout = {});
 
   // --- step in flight (first: read at every event) ----------------------------------------
   std::int32_t index = 0;
@@ -157,7 +159,7 @@ class Replica {
   void settle_window();
   void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
   // Blocks the decode step dstep needs beyond those its sequences hold.
-  std::int64_t decode_blocks_needed() const;
+  std::int64_t decode_blocks_needed();
   // Takes them: the sequences that joined since the last decode step hold their first step's blocks.
   void take_decode_blocks();
   std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
@@ -180,8 +182,9 @@ class Replica {
   }
   std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
   std::int64_t committed = 0;                      // Admission::completion
-  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }
-  std::int64_t block() const { return block_; }
+  // Blocks a request holds for `tokens` of context, over its block tables (KvLayout).
+  std::int64_t blocks_for(std::int64_t tokens) const { return layout_.blocks_for(tokens); }
+  std::int64_t block() const { return block_; }  // tokens per block
   // Takes n free blocks (evicting cached prefixes, least recently freed first); n <= free_blocks.
   void take_blocks(std::int64_t n);
   // Gives n blocks back (no prefix cached in them).
@@ -225,6 +228,9 @@ class Replica {
   // The first step index j with G(j) >= x.
   std::int64_t first_step(std::int64_t x) const;
   std::int64_t block_;
+  KvLayout layout_;
+  // Whole blocks of a prefix that `units` cached blocks hold in every block table.
+  std::int64_t prefix_blocks_in(std::int64_t units) const;
   std::int64_t block_mask_ = -1;  // block - 1 when a power of two
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   double window_;
@@ -236,9 +242,14 @@ class Replica {
   // Decode sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
   // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator).
   std::vector<std::int64_t> phase_;
+  // Of them, those whose sliding-window tables still grow (a block at each crossing, in each
+  // of layout_.window_groups tables); the others add one in each full-attention table only.
+  std::vector<std::int64_t> phase_window_;
+  EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
+  void settle_window_blocks();
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
-  mutable std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
+  std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 
  public:
