@@ -34,7 +34,7 @@ struct ServeFlags {
   std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
-  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
+  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -154,11 +154,12 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     throw InputError(fmt::format("--kv-transfer: '{}' is not after or layerwise", f.kv_transfer));
   }
   cfg.disagg.layerwise = f.kv_transfer == "layerwise";
+  if (!f.kv_descriptor.empty()) cfg.disagg.descriptor_s = parse_quantity(f.kv_descriptor, Quantity::time, "--kv-descriptor", false);
   if (f.replicas == "auto" && cfg.disagg.on()) {
     throw InputError("--replicas auto: a disaggregated deployment is sized by search serve --disagg on, not here");
   }
-  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty()) && !cfg.disagg.on()) {
-    throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode: a KV transfer needs --disagg P:D");
+  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty() || !f.kv_descriptor.empty()) && !cfg.disagg.on()) {
+    throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode/--kv-descriptor: a KV transfer needs --disagg P:D");
   }
   if (!f.disagg_decode.empty()) decode_instances(f, sys, cfg);
   return cfg;
@@ -234,6 +235,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--kv-transfer", f->kv_transfer,
                 "disaggregated: after (the whole cache once the prefill ends, vLLM's NIXL) or layerwise (behind the prefill)")
       ->capture_default_str();
+  s->add_option("--kv-descriptor", f->kv_descriptor,
+                "disaggregated: the connector's time to post one transfer descriptor (a block of one K or V region; default 2.4 us, NIXL's)");
   s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");

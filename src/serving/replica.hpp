@@ -49,6 +49,7 @@ struct Req {
   std::int32_t replica = 0, preemptions = 0;
   std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
   std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
+  std::int64_t dest_shared = 0;    // disaggregated: blocks of its prefix the decode instance holds while its KV is in transfer
   Ps prefill_end = -1;        // disaggregated: when its prompt was prefilled
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
   Phase phase = Phase::waiting;

@@ -103,7 +103,7 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   for (std::int64_t i = 0; i < instances; ++i) {
     const bool decode = dg.on() && i >= dg.prefill;
     const Tier& k = *tiers_[decode ? 1 : 0];
-    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission);
+    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission, k.mem.kv_layout);
     if (dg.on()) replicas_.back().role = decode ? detail::Role::decode : detail::Role::prefill;
     all_blocks_ += k.mem.kv_blocks;
     gpus_ += k.chips();
@@ -114,6 +114,7 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
     result_.disagg.link = l.name;
     result_.disagg.link_Bps = l.Bps;
     result_.disagg.link_latency_s = l.latency_s;
+    result_.disagg.descriptor_s = cfg.disagg.descriptor_s;
     fan_in_ = std::max(1.0, static_cast<double>(tiers_[1]->plan.forward.tp) / static_cast<double>(cfg.forward.tp));
   }
   snapshots_.resize(replicas_.size());

@@ -96,9 +96,7 @@ void Simulation::arrive(Ps t) {
 // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
 // chunk too.
 bool Simulation::fits_cache(const Tier& k, const Req& q) const {
-  const EngineConfig& e = k.engine;
-  const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
-  return blocks <= k.mem.kv_blocks;
+  return k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k) <= k.mem.kv_blocks;
 }
 
 bool Simulation::fits_step(const Tier& k, const Req& q) const {
