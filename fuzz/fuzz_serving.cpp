@@ -184,6 +184,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.spec.accept.fill((d[13] % 101) / 100.0);
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
+    cfg.accept_spread = n >= 18 ? d[17] / 255.0 : 0;  // requests in acceptance classes of their own
   }
   if (n >= 14 && (d[12] & 0x20) != 0) {
     cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;

@@ -34,7 +34,7 @@ struct ServeFlags {
   std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
-  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor;
+  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -134,6 +134,10 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   serving::ServeConfig cfg;
   cfg.forward = forward_config(f.fw, f.hw, m);
   cfg.spec = speculation(f.spec, m, draft);
+  if (!f.accept_spread.empty()) {
+    if (!cfg.spec.on()) throw InputError("--accept-spread: the spread of speculative decoding's acceptance needs --draft");
+    cfg.accept_spread = parse_number(f.accept_spread, "--accept-spread");
+  }
   cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
 
   cfg.workload = workload_spec(f.load);
@@ -227,6 +231,9 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
       ->type_name("on|off");
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
+  s->add_option("--accept-spread", f->accept_spread,
+                "speculative decoding: standard deviation of each request's shift of the acceptance rates (default 0.1, an assumption; 0: every request at --accept)")
+      ->type_name("SD");
   s->add_option("--disagg", f->disagg, "disaggregated: P prefill and D decode instances (each --tp chips), the KV cache sent between them");
   s->add_option("--disagg-decode", f->disagg_decode,
                 "disaggregated: the decode instances' own tp, ep, max-num-seqs, max-batched-tokens, e.g. tp=8,max-num-seqs=256");

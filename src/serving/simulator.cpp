@@ -97,6 +97,12 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   if (cfg.spec.on()) {
     emission.queries = cfg.spec.k + 1;
     emission.rate = std::llround(model::tokens_per_step(cfg.spec) * static_cast<double>(detail::Emission::kRateOne));
+    if (cfg.accept_spread > 0) {
+      // Each request in one of the acceptance classes (Simulation::arrive), each its own emission.
+      for (const double tau : model::tokens_per_step_classes(cfg.spec, cfg.accept_spread)) {
+        emission.cohort_rates.push_back(std::llround(tau * static_cast<double>(detail::Emission::kRateOne)));
+      }
+    }
   }
   const std::int64_t instances = dg.on() ? dg.prefill + dg.decode : cfg.replicas;
   replicas_.reserve(static_cast<std::size_t>(instances));

@@ -112,6 +112,9 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   if (f.training) throw InputError("serve: a training pass cannot be served");
   validate(cfg.engine);
   validate(cfg.workload);
+  if (!(cfg.accept_spread >= 0 && cfg.accept_spread <= 1)) {
+    throw InputError(fmt::format("--accept-spread: {} is out of range: expected a standard deviation of the acceptance rates from 0 to 1", cfg.accept_spread));
+  }
   if (cfg.replicas < 1 || cfg.replicas > 4096) {
     throw InputError(fmt::format("--replicas: {} is out of range: expected 1 to 4096", cfg.replicas));
   }

@@ -136,13 +136,13 @@ void Simulation::finish_step(Replica& r, Ps t) {
     r.new_decoders.clear();
     // Every sequence emits the step's tokens; those that finish, only what they had left.
     const std::int64_t d = r.dstep;
-    std::int64_t emitted = r.n_decode * r.step_tokens(d);
+    std::int64_t emitted = r.decode_tokens(d);
     while (!r.finishes.empty() && r.finishes.top().step <= d) {
       const detail::DecodeEvent ev = r.finishes.top();
       r.finishes.pop();
       Req& q = pool_[ev.req];
       if (ev.version != q.version || q.phase != Phase::decode) continue;
-      emitted -= r.emitted_before(q) + r.step_tokens(d) - q.output;
+      emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
       q.emitted = q.output;
       q.last_token = t;
       r.leave_decode(ev.req);

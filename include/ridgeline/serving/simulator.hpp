@@ -71,6 +71,10 @@ struct ServeConfig {
   EngineConfig engine;
   WorkloadSpec workload;
   model::Speculation spec;  ///< speculative decoding (k = 0: off); its draft runs with `forward`'s plan
+  /// Speculative decoding: the spread (standard deviation) of each request's shift of the
+  /// acceptance rates, model::tokens_per_step_classes; 0: every request at the given rates.
+  /// 0.1 is an assumption, not a measurement (docs/serving.md#speculative-decoding).
+  double accept_spread = 0.1;
   Disagg disagg;            ///< prefill and decode instances apart (replicas must be 1)
   std::int64_t replicas = 1;
   Router router = Router::round_robin;
