@@ -239,6 +239,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   }
   serving::ServeConfig& b = s.base;
   b.workload = workload_spec(v->load);
+  b.window = measurement_window(v->load);
   if (!v->load.qps.empty() && v->load.trace.empty() && qps_rates(v->load.qps).size() != 1) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }

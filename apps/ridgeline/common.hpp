@@ -13,6 +13,7 @@
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/compare.hpp"
 #include "ridgeline/report/training.hpp"
+#include "ridgeline/serving/simulator.hpp"
 #include "ridgeline/serving/workload.hpp"
 
 namespace ridgeline::cli {
@@ -74,7 +75,7 @@ model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& tar
 /// The load and lengths of a serving workload as given (serve, search serve).
 struct WorkloadFlags {
   std::string qps, arrival = "poisson", concurrency, trace;
-  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
+  std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": chosen by the run, or a whole trace
   std::string prefix_groups, prefix_tokens;
   const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
@@ -83,6 +84,9 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<double> qps_rates(const std::string& v);
 /// The workload the flags give (open loop: at the first --qps rate); InputError naming the flag.
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f);
+/// The measurement window: chosen by the run (docs/serving.md#measurement-window) unless
+/// --requests or --warmup-requests fixes the count, or a trace gives the requests.
+serving::MeasurementWindow measurement_window(const WorkloadFlags& f);
 
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);

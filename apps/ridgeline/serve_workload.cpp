@@ -24,6 +24,10 @@ serving::LengthDist length_flag(const std::string& v, const char* flag, bool pro
   return d;
 }
 
+// The most requests a run that chooses its window may send: half of them for the warm-up at
+// most (docs/serving.md#measurement-window).
+constexpr std::int64_t kWindowRequests = std::int64_t{1} << 18;
+
 std::int64_t count_flag(const std::string& v, const char* flag) {
   if (v == "0") return 0;
   return parse_positive_int(v, flag);
@@ -39,8 +43,10 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
   s->add_option("--trace", f.trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
   s->add_option("--prompt", f.prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
   s->add_option("--gen", f.gen, "output tokens, as --prompt")->capture_default_str();
-  s->add_option("--requests", f.requests, "requests to send (default 1000; with --trace, all its rows)");
-  s->add_option("--warmup-requests", f.warmup, "first requests served but left out of the statistics")->capture_default_str();
+  s->add_option("--requests", f.requests,
+                "requests to send, the first --warmup-requests left out (default: the run measures a window of its own, warm-up "
+                "and drain left out; with --trace, all its rows)");
+  s->add_option("--warmup-requests", f.warmup, "first requests served but left out of the statistics (a count fixed by hand)")->capture_default_str();
   s->add_option("--seed", f.seed, "random seed")->capture_default_str();
   s->add_option("--prefix-groups", f.prefix_groups, "requests spread over this many groups sharing a prefix");
   s->add_option("--prefix-tokens", f.prefix_tokens, "tokens of the prefix a group shares");
@@ -51,6 +57,13 @@ std::vector<double> qps_rates(const std::string& v) {
   for (const std::string& item : split_list(v)) out.push_back(parse_number(item, "--qps"));
   if (out.size() > 64) throw InputError(fmt::format("--qps: {} rates; at most 64 in one sweep", out.size()));
   return out;
+}
+
+serving::MeasurementWindow measurement_window(const WorkloadFlags& f) {
+  serving::MeasurementWindow m;
+  const bool warmup_given = f.app != nullptr && f.app->count("--warmup-requests") > 0;
+  m.on = f.requests.empty() && f.trace.empty() && !warmup_given;
+  return m;
 }
 
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
@@ -77,7 +90,8 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   }
   w.prompt = length_flag(f.prompt, "--prompt", true);
   w.gen = length_flag(f.gen, "--gen", false);
-  w.requests = f.requests.empty() ? 1000 : parse_positive_int(f.requests, "--requests");
+  // Without --requests the run chooses its window: this is then the most it may send.
+  w.requests = f.requests.empty() ? kWindowRequests : parse_positive_int(f.requests, "--requests");
   w.warmup = count_flag(f.warmup, "--warmup-requests");
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
   if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");

@@ -309,8 +309,10 @@ class Evaluator {
     return reject(o, r);
   }
 
+  // A run that chose its window sizes a fleet only once it reached steady state (its ramp is not the load).
   static bool met(const serving::Slo& slo, const ServingResult& r) {
-    return (!slo.any() || r.slo_met) && r.sustainable && r.rejected == 0 && r.unfinished == 0 && !r.horizon_reached;
+    return (!slo.any() || r.slo_met) && r.sustainable && r.rejected == 0 && r.unfinished == 0 && !r.horizon_reached &&
+           (!r.steady_state.window || r.steady_state.reached);
   }
 
   ServingResult simulate(const hw::System& sys, ServeConfig cfg, bool stop_early) {

@@ -31,6 +31,19 @@ std::string graphs_text(const serving::EngineConfig& e) {
   return s;
 }
 
+// Where a decode step's kernel fixed times come from: the chip's kernel-class figures (fitted
+// to the curves of its file, each curve with its source: `hw show CHIP`), else its kernel
+// boundary alone.
+std::string fixed_times_source(const hw::ChipSpec& c) {
+  std::string classes;
+  for (int k = 0; k < hw::kKernelClassCount; ++k) {
+    if (c.efficiency.kernel[static_cast<std::size_t>(k)].overhead_s <= 0) continue;
+    classes += fmt::format("{}{}", classes.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)));
+  }
+  if (classes.empty()) return fmt::format("{}'s kernel boundary, no kernel curve (hw show {})", c.name, c.name);
+  return fmt::format("{}'s kernel classes {} (their curves and sources: hw show {})", c.name, classes, c.name);
+}
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -102,6 +115,29 @@ std::string lengths_text(const serving::WorkloadSpec& w) {
   return fmt::format("prompt {}, gen {}", w.prompt.text, w.gen.text);
 }
 
+namespace {
+
+// Whether the run measured the fleet in steady state, and over which window.
+std::string steady_state_text(const ServingResult& r) {
+  const serving::MeasuredWindow& ss = r.steady_state;
+  const std::string stopped =
+      ss.trend_stopped_s >= 0 ? fmt::format("running requests and KV use stopped trending at {}", t(ss.trend_stopped_s))
+                              : std::string("running requests and KV use never stopped trending");
+  if (ss.window) {
+    if (!ss.reached && r.measured_requests == 0 && ss.warmup_requests == ss.sent) {
+      return fmt::format("steady state: NO ({} before the run ended: nothing measured)\n", stopped);
+    }
+    return ss.reached ? fmt::format("steady state: yes ({}; measured from then for {}, throughput over that window)\n", stopped, t(ss.window_s))
+                      : fmt::format("steady state: NO ({} by the {}th request: measured from there anyway)\n", stopped,
+                                    ss.warmup_requests);
+  }
+  if (ss.reached) return fmt::format("steady state: yes ({}, before the first measured request)\n", stopped);
+  return fmt::format("steady state: NO ({}{}: the statistics include the ramp{}; without --requests the run chooses its window)\n", stopped,
+                     ss.trend_stopped_s >= 0 ? ", after the first measured request" : "", r.measured_requests > 1 ? " and the drain" : "");
+}
+
+}  // namespace
+
 json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const ServingResult& r) {
   json j;
   j["model"] = m.name;
@@ -119,8 +155,8 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"trace", trace && !w.trace_name.empty() ? json(w.trace_name) : json(nullptr)},
                    {"prompt", trace ? json(nullptr) : json(w.prompt.text)},
                    {"gen", trace ? json(nullptr) : json(w.gen.text)},
-                   {"requests", w.requests},
-                   {"warmup_requests", w.warmup},
+                   {"requests", cfg.window.on ? r.steady_state.sent : w.requests},
+                   {"warmup_requests", cfg.window.on ? r.steady_state.warmup_requests : w.warmup},
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
@@ -141,6 +177,15 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["slo_attainment"] = r.slo_attainment;
     j["slo_met"] = r.slo_met;
   }
+  const serving::MeasuredWindow& ss = r.steady_state;
+  j["steady_state"] = {{"reached", ss.reached},
+                       {"window", ss.window ? "chosen by the run" : "the requests given"},
+                       {"warmup_s", ss.warmup_s},
+                       {"window_s", ss.window_s},
+                       {"trend_stopped_s", ss.trend_stopped_s >= 0 ? json(ss.trend_stopped_s) : json(nullptr)},
+                       {"warmup_requests", ss.warmup_requests},
+                       {"measured_requests", r.measured_requests},
+                       {"cooldown_requests", ss.cooldown_requests}};
   j["sustainable"] = r.sustainable;
   if (!r.sustainable) j["max_sustainable_qps"] = r.max_sustainable_qps > 0 ? json(r.max_sustainable_qps) : json(nullptr);
   j["unsustainable_reason"] = r.sustainable ? json(nullptr) : json(std::string(serving::name(r.unsustainable)));
@@ -164,11 +209,17 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s}};
+  j["decode_step"]["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
+                                 {"kernel_fixed", fixed_times_source(sys.chip)},
+                                 {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
+                                 {"host", r.engine.host_source}};
   // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
                   {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean)},
-                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)}};
+                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)},
+                  {"sources", {{"front_end", r.engine.front_end_source}, {"queue", "the simulation"}, {"prefill", "the simulated steps"},
+                               {"decode", "the simulated steps"}}}};
   if (cfg.spec.on()) {
     const serving::SpeculationCost& sc = r.speculation;
     json rates = json::array();
@@ -245,9 +296,15 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                                     chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
                                     cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
-  s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
-                   w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
-                   w.seed);
+  if (cfg.window.on) {
+    const serving::MeasuredWindow& ss = r.steady_state;
+    s += fmt::format("workload: {}, {}; {} requests chosen by the run ({} warm-up, {} measured, {} cool-down), seed {}\n", arrival_text(w),
+                     lengths_text(w), ss.sent, ss.warmup_requests, r.measured_requests, ss.cooldown_requests, w.seed);
+  } else {
+    s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
+                     w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
+                     w.seed);
+  }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
   s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
@@ -316,12 +373,15 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+    s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
+                     r.engine.host_source.empty() ? "none" : r.engine.host_source);
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;
     s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
                      t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean)), t(r.ttft.mean),
                      t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
+    if (fe > 0) s += fmt::format("  front end: {}\n", r.engine.front_end_source);
   }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {
     const serving::SpeculationCost& sc = r.speculation;
@@ -349,6 +409,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    r.mean_in_system);
   if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit ({})\n", r.rejected, rejections_text(m, r));
   if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
+  s += steady_state_text(r);
   if (r.sustainable) {
     s += "sustainable: yes (the queue stays bounded)\n";
     // Served slowly but in parallel (a KV transfer of hours, a run shorter than its requests):

@@ -121,6 +121,15 @@ class Simulation {
   void allocate(Replica& d, Ps t);
   void received(std::int32_t qi);
 
+  // --- the measurement window (simulator_window.cpp) ------------------------------------
+  // The arrival `id` at t: at a block's end, the trend of running requests and KV use
+  // checked; in window mode, the window opened or closed. Whether the request is measured.
+  bool measure_arrival(std::int64_t id, Ps t);
+  void mark_block(Ps t);
+  bool trend_stopped();
+  void open_window(Ps t, bool reached);
+  void summarise_window(ServingResult& r) const;
+
   // --- completions, statistics, the result (simulator_metrics.cpp) ----------------------
   void complete(Replica& r, std::int32_t qi, Ps t);
   void reject(std::int32_t qi, Ps t);
@@ -193,6 +202,25 @@ class Simulation {
   std::array<double, 4> quarter_waiting_{}, quarter_time_{};
   Integrals integrals_;
   Timeline timeline_;
+  // The measurement window (simulator_window.cpp, docs/serving.md#measurement-window).
+  struct Mark {
+    double t_s = 0, in_system = 0, running = 0, kv_used = 0;  // at a block's end: the time and the integrals so far
+  };
+  bool window_ = false;         // cfg_.window.on
+  int window_state_ = 0;        // window mode: 0 warm-up, 1 open (arrivals measured), 2 closed (cool-down)
+  bool window_done_ = false;    // every measured request finished: the run stops
+  bool window_forced_ = false;  // opened without the trend stopping
+  bool queue_grew_ = false;     // at the last check of the trend, the requests waiting grew
+  std::size_t flat_since_ = 0;  // the first of the checks (blocks marked) flat ever since; 0: the last was not
+  std::int64_t block_ = 1;      // arrivals per block of the trend's marks
+  std::int64_t force_at_ = 0;   // window mode: the arrival at which the window opens at the latest
+  std::int64_t warmup_sent_ = 0, measured_done_ = 0;
+  std::vector<Mark> marks_;     // marks_[i]: at the end of block i (marks_[0]: the start), reserved up front
+  double trend_stopped_s_ = -1;
+  double open_s_ = 0, close_s_ = 0;  // the window: its first and last measured arrival
+  Integrals at_open_, at_close_;     // the integrals then
+  std::int64_t window_served_ = 0, window_rejected_ = 0;  // requests that ended inside the window
+  double window_tokens_ = 0, window_input_tokens_ = 0;    // output tokens emitted inside it; the prompts of those served
   ServingResult result_;
 };
 

@@ -128,6 +128,17 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   touched_.reserve(replicas_.size());
   total_ = source_.total();
   measured_total_ = total_ - std::min(total_, cfg.workload.warmup);
+  window_ = cfg.window.on;
+  if (window_) {
+    // The measured requests: per_instance on each instance that completes requests, at most
+    // a quarter of what the run may send; the window opens by half of those at the latest.
+    const std::int64_t completing = dg.on() ? dg.decode : cfg.replicas;
+    measured_total_ = std::clamp<std::int64_t>(window_requests_per_instance(cfg) * completing, 1, std::max<std::int64_t>(1, total_ / 4));
+    force_at_ = std::min(total_ / 2, 16 * measured_total_);
+  }
+  // The trend's blocks: 32 to a window's measured requests (64 to a fixed run's), 16 arrivals at least.
+  block_ = std::max<std::int64_t>(16, window_ ? measured_total_ / 32 : total_ / 64);
+  marks_.reserve(static_cast<std::size_t>((window_ ? force_at_ : total_) / block_ + 2));
   horizon_ = cfg.horizon_s > 0 ? to_ps(cfg.horizon_s) : kNever;
   front_end_ = to_ps(cfg.engine.front_end_s);
   const double limit = memory_limit_bytes();
@@ -147,11 +158,11 @@ ServingResult Simulation::run() {
     const Ps tt = transfers_.empty() ? kNever : transfers_.top().first;
     const Ps t = std::min({ta, ts, tt});
     if (t == kNever) break;
+    if (slo_missed_ || window_done_) break;
     if (t > horizon_) {
       result_.horizon_reached = true;
       break;
     }
-    if (slo_missed_) break;
     advance(t);
     // Every event at t first (steps ending, requests arriving — a closed loop's next ones
     // among them), then the next steps: requests arriving together are scheduled together.
@@ -175,7 +186,7 @@ ServingResult Simulation::run() {
         received(qi);
         more = true;
       }
-      while (next_arrival_time() == t) {
+      while (next_arrival_time() == t && !window_done_) {  // none once the window's last request ended
         arrive(t);
         more = true;
       }
@@ -193,6 +204,17 @@ ServingResult Simulation::run() {
 }
 
 }  // namespace detail
+
+std::int64_t window_requests_per_instance(const ServeConfig& cfg) {
+  if (cfg.window.per_instance > 0) return cfg.window.per_instance;
+  double q = cfg.window.quantile;
+  const Slo& s = cfg.slo;
+  for (const auto& [target, quantile] : {std::pair{s.ttft_s, s.ttft_q}, std::pair{s.tpot_s, s.tpot_q}, std::pair{s.e2e_s, s.e2e_q}}) {
+    if (target > 0) q = std::max(q, quantile);
+  }
+  // Ten requests beyond the percentile: 1000 for a p99.
+  return static_cast<std::int64_t>(std::ceil(10 / (1 - std::min(q, 0.999)) - 1e-9));
+}
 
 ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const RequestSink& sink,
                        const std::function<void(double)>& progress) {
@@ -243,7 +265,7 @@ ReplicaSearch fewest_replicas(const model::ModelConfig& m, const hw::System& sys
   auto run = [&](std::int64_t n, ServingResult* keep) {
     c.replicas = n;
     ServingResult r = simulate(m, sys, c);
-    const bool met = r.slo_met && r.sustainable;
+    const bool met = r.slo_met && r.sustainable && (!r.steady_state.window || r.steady_state.reached);
     out.tried.emplace_back(n, met);
     if (keep != nullptr) *keep = std::move(r);
     return met;

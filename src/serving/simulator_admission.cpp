@@ -20,6 +20,8 @@ void Simulation::draw_next() {
   // A trace's requests within half the time a run can simulate (synthetic arrivals: checked
   // in validate() from their count and rate; a random sum may pass it a little).
   const bool trace = cfg_.workload.arrival == Arrival::trace;
+  // A window's run sends requests only while they arrive within half the time it can simulate.
+  if (window_ && has_next_ && !(next_.arrival_s <= kMaxSimulated_s / 2)) has_next_ = false;
   if (has_next_ && !(next_.arrival_s <= (trace ? kMaxSimulated_s / 2 : kMaxSimulated_s))) {
     if (!trace) time_overflow(fmt::format("the arrival of request {}", sent_ + 1), 0, next_.arrival_s);
     throw InputError(fmt::format("--trace: request {} arrives {:.3g} s after the first: expected at most {:g} s (23 days)", sent_ + 1,
@@ -59,17 +61,20 @@ void Simulation::arrive(Ps t) {
   q.group = dense_group(r.prefix_group);
   q.prefix_tokens = std::min(r.prefix_tokens, r.input);
   q.target = r.input;
-  q.warmup = id < cfg_.workload.warmup;
+  q.warmup = !measure_arrival(id, t);
   if (!q.warmup) {
     ++measured_arrivals_;
     first_arrival_measured_ = std::min(first_arrival_measured_, to_s(t));
     last_measured_arrival_ = std::max(last_measured_arrival_, to_s(t));
   }
   ++in_system_;
-  // The quarter of the measured arrivals now coming in (sustainability).
-  const std::int64_t k = measured_total_ > 0 ? (id - cfg_.workload.warmup) * 4 / measured_total_ : 0;
-  quarter_ = id < cfg_.workload.warmup ? -1 : static_cast<int>(std::min<std::int64_t>(k, 3));
-  if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
+  // The quarter of the measured arrivals now coming in (sustainability); after the last, 4.
+  if (!q.warmup) {
+    const std::int64_t k = measured_total_ > 0 ? (measured_arrivals_ - 1) * 4 / measured_total_ : 0;
+    quarter_ = measured_arrivals_ >= measured_total_ ? 4 : static_cast<int>(std::min<std::int64_t>(k, 3));
+  } else if (window_state_ == 2) {
+    quarter_ = 4;
+  }
   if (m_.max_positions > 0 && q.input + q.output > m_.max_positions) {
     ++result_.rejected_by.context;
     reject(qi, t);

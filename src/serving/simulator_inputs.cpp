@@ -166,7 +166,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   }
   const WorkloadSpec& w = cfg.workload;
   const bool open = w.arrival == Arrival::poisson || w.arrival == Arrival::gamma || w.arrival == Arrival::constant;
-  if (open && static_cast<double>(w.requests) / w.qps > kMaxSimulated_s / 2) {
+  if (open && !cfg.window.on && static_cast<double>(w.requests) / w.qps > kMaxSimulated_s / 2) {
     throw InputError(fmt::format("--qps: {} requests at {:g} per second arrive over {:.3g} s: expected at most {:g} s (23 days); "
                                  "raise --qps or lower --requests",
                                  w.requests, w.qps, static_cast<double>(w.requests) / w.qps, kMaxSimulated_s / 2));

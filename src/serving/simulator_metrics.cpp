@@ -58,6 +58,12 @@ void Simulation::record(const RequestRecord& rec, Ps t) {
   if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t + front_end_);
   if (sink_) sink_(rec);
   if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
+  if (window_state_ == 1) {
+    // Inside the window: what the fleet served then (warm-up requests' last tokens among them).
+    if (rec.rejected) ++window_rejected_;
+    else ++window_served_, window_input_tokens_ += static_cast<double>(rec.input);
+  }
+  if (!rec.warmup && ++measured_done_ == measured_total_ && window_state_ == 2) window_done_ = true;
   if (rec.rejected) {
     measured_rejected_ += rec.warmup ? 0 : 1;
     return;
@@ -180,7 +186,8 @@ void Simulation::summarise() {
   }
   r.simulated_requests = finished_;
   r.measured_requests = measured_;
-  r.unfinished = total_ - finished_;
+  // A window's run stops once its measured requests end: the cool-down's left are not unfinished.
+  r.unfinished = window_ ? measured_arrivals_ - measured_done_ : total_ - finished_;
   r.preemptions = tiers_[0]->ctx.preemptions + (tiers_[1] ? tiers_[1]->ctx.preemptions : 0);
   for (const Replica& rep : replicas_) r.peak_running = std::max(r.peak_running, rep.peak_running);
   r.generated_tokens = output_tokens_all_;
@@ -195,17 +202,34 @@ void Simulation::summarise() {
     r.goodput_requests_per_s = static_cast<double>(good_) / span;
   }
   r.slo_attainment = measured_ > 0 ? static_cast<double>(good_) / static_cast<double>(measured_) : 0;
+  // A window's throughput: what the fleet served between its first and last measured arrival,
+  // under the load before and after it (no ramp, no drain).
+  const double window_span = window_state_ == 2 ? close_s_ - open_s_ : 0;
+  if (window_span > 0) {
+    r.measured_span_s = window_span;
+    r.requests_per_s = static_cast<double>(window_served_) / window_span;
+    r.input_tokens_per_s = window_input_tokens_ / window_span;
+    r.output_tokens_per_s = window_tokens_ / window_span;
+    r.output_tokens_per_s_per_gpu = r.output_tokens_per_s / r.gpus;
+    r.goodput_requests_per_s = r.slo_attainment * r.requests_per_s;
+  }
   const Slo& s = cfg_.slo;
   auto within = [](const Distribution& d, double target, double q) { return target <= 0 || (q < 0 ? d.mean() : d.quantile(q)) <= target; };
   r.slo_met = s.any() && measured_ > 0 && within(ttft_, s.ttft_s, s.ttft_q) && within(tpot_, s.tpot_s, s.tpot_q) &&
               within(e2e_, s.e2e_s, s.e2e_q);
   r.prefix_hit_rate = input_tokens_ > 0 ? cached_tokens_ / input_tokens_ : 0;
-  const double T = to_s(clock_);
+  // Time averages over the run, or over a window.
+  const double T = window_span > 0 ? window_span : to_s(clock_);
+  Integrals in = integrals_;
+  if (window_span > 0) {
+    in.in_system = at_close_.in_system - at_open_.in_system, in.running = at_close_.running - at_open_.running;
+    in.waiting = at_close_.waiting - at_open_.waiting, in.kv_used = at_close_.kv_used - at_open_.kv_used;
+  }
   if (T > 0) {
-    r.mean_in_system = integrals_.in_system / T;
-    r.mean_running = integrals_.running / T;
-    r.mean_waiting = integrals_.waiting / T;
-    r.kv_utilisation_mean = integrals_.kv_used / T;
+    r.mean_in_system = in.in_system / T;
+    r.mean_running = in.running / T;
+    r.mean_waiting = in.waiting / T;
+    r.kv_utilisation_mean = in.kv_used / T;
   }
   r.kv_utilisation_max = kv_max_;
   r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
@@ -237,7 +261,10 @@ void Simulation::summarise() {
     const double backlog_span = r.measured_span_s - e2e_.summary().min;
     const double finished = static_cast<double>(measured_ + measured_rejected_);
     backlog_fraction_ = backlog_span > 0 ? finished / backlog_span / offered : 1;
+    // A window: the requests that ended inside it over its span (the load went on after it).
+    if (window_span > 0) backlog_fraction_ = static_cast<double>(window_served_ + window_rejected_) / window_span / offered;
   }
+  summarise_window(r);
   r.unsustainable = sustainable();
   r.sustainable = r.unsustainable == Unsustainable::none;
   r.stopped_slo_missed = slo_missed_;
@@ -308,6 +335,9 @@ Unsustainable Simulation::sustainable() const {
   // half the rate they arrived at did not sustain it, whatever its queue did (requests held
   // behind steps of hours, or arriving faster than any step).
   if (backlog_fraction_ < kMinServedFraction) return Unsustainable::served_fraction;
+  // A window opened without the trend stopping while the queue still grew (over quarters of
+  // the whole warm-up, longer than the window's).
+  if (window_forced_ && queue_grew_) return Unsustainable::queue_grows;
   if (quarter_time_[1] <= 0 || quarter_time_[3] <= 0) return Unsustainable::none;
   const double l2 = quarter_waiting_[1] / quarter_time_[1], l4 = quarter_waiting_[3] / quarter_time_[3];
   return l4 <= 1.5 * l2 + 4 + 0.02 * static_cast<double>(measured_total_) / 4 ? Unsustainable::none : Unsustainable::queue_grows;

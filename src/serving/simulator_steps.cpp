@@ -151,6 +151,7 @@ void Simulation::finish_step(Replica& r, Ps t) {
     ++r.dstep;
     r.last_decode_end = t;
     r.outstanding_tokens -= emitted;
+    if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
     if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
     output_tokens_all_ += static_cast<double>(emitted);
     for (const std::int32_t qi : finished_now_) complete(r, qi, t);
@@ -169,6 +170,7 @@ void Simulation::finish_step(Replica& r, Ps t) {
     // The chunk that completes the prompt gives the next token.
     ++q.emitted;
     --r.outstanding_tokens;
+    if (window_state_ == 1) window_tokens_ += 1;
     if (!cfg_.lean) timeline_.tokens(t, 1);
     output_tokens_all_ += 1;
     if (q.first_token < 0) {

@@ -86,6 +86,125 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   EXPECT_TRUE(r.sustainable);
 }
 
+// One client of the test above (vLLM 0.13, 1000 in / 100 out, no front end): every request
+// takes the same D = TTFT + 99 decode steps, and the next arrives as it ends, so request i
+// arrives at i x D, one request always runs and the KV use repeats request by request.
+struct OneClient {
+  model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  hw::System sys = h100();
+  ServeConfig cfg;
+  double d = 0;  // one request's E2E
+  OneClient() : cfg(base(kVllmSerialHost, sys)) {
+    cfg.workload.arrival = Arrival::closed;
+    cfg.workload.concurrency = 1;
+    StepModel step;
+    model::ForwardConfig f = cfg.forward;
+    f.merged_kernels = true;
+    step.prepare(m, sys, f);
+    const double host = 0.4e-3 + 1.1e-6;
+    d = lone_prefill_s(step, 1000);
+    for (int c = 1001; c <= 1099; ++c) d += step.time(decode_mix(1, c), GraphMode::graph) + host;
+  }
+};
+
+TEST(MeasurementWindow, OneClientOpensAtTheEighthBlockAndStopsWithItsLastMeasuredRequest) {
+  // A window of 20 measured requests (per_instance 20, one replica; at most 1000 may be sent):
+  // blocks of max(16, 20/32) = 16 arrivals, marked at arrivals 0, 16, 32, ... Each block holds
+  // 16 identical requests, so the last two quarters' means of the requests in the system and
+  // running (1) and of the KV use are equal at every check (each quarter 2 blocks = 32 D at
+  // least, over twice the mean E2E D): flat at the first, 8 blocks in, and at the first check
+  // k >= 4 x 8 / 3, k = 11: the trend stops at arrival 176 (t = 176 D), whose request is the
+  // first measured. Requests 176..195 are measured (the window: 176 D to 195 D, 19 D long); the
+  // run stops when request 195 ends: 196 sent, none after it (cool-down 0). Inside the window
+  // requests 176..194 end (175 ends at 176 D, before the window opens; 194 at 195 D, before 195
+  // arrives and closes it): 19 requests and 19 x 100 output tokens in 19 D.
+  OneClient c;
+  c.cfg.workload.requests = 1000;
+  c.cfg.window.on = true;
+  c.cfg.window.per_instance = 20;
+  const ServingResult r = simulate(c.m, c.sys, c.cfg);
+  const MeasuredWindow& w = r.steady_state;
+  EXPECT_TRUE(w.window);
+  EXPECT_TRUE(w.reached);
+  EXPECT_EQ(w.warmup_requests, 176);
+  EXPECT_EQ(r.measured_requests, 20);
+  EXPECT_EQ(w.cooldown_requests, 0);
+  EXPECT_EQ(w.sent, 196);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_NEAR(w.warmup_s, 176 * c.d, 176 * 200 * kPs);
+  EXPECT_NEAR(w.trend_stopped_s, 176 * c.d, 176 * 200 * kPs);
+  EXPECT_NEAR(w.window_s, 19 * c.d, 19 * 200 * kPs);
+  EXPECT_NEAR(r.requests_per_s, 1 / c.d, kExact / c.d);
+  EXPECT_NEAR(r.output_tokens_per_s, 100 / c.d, 100 * kExact / c.d);
+  EXPECT_NEAR(r.input_tokens_per_s, 1000 / c.d, 1000 * kExact / c.d);
+  EXPECT_NEAR(r.mean_running, 1, kExact);
+  EXPECT_NEAR(r.e2e.mean, c.d, 200 * kPs);
+  EXPECT_TRUE(r.sustainable);
+}
+
+TEST(MeasurementWindow, OpensAnywayAtHalfTheRequestsItMaySendAndSaysSo) {
+  // At most 200 sent: 200/4 = 50 measured, the window forced open at min(200/2, 16 x 50) =
+  // arrival 100; the first check of the trend (8 blocks of 16) would come at arrival 128, too
+  // late: not steady. Requests 100..149 measured, the run stops when 149 ends (150 sent).
+  OneClient c;
+  c.cfg.workload.requests = 200;
+  c.cfg.window.on = true;
+  c.cfg.window.per_instance = 1000;
+  const ServingResult r = simulate(c.m, c.sys, c.cfg);
+  const MeasuredWindow& w = r.steady_state;
+  EXPECT_FALSE(w.reached);
+  EXPECT_LT(w.trend_stopped_s, 0);
+  EXPECT_EQ(w.warmup_requests, 100);
+  EXPECT_EQ(r.measured_requests, 50);
+  EXPECT_EQ(w.sent, 150);
+  EXPECT_NEAR(w.warmup_s, 100 * c.d, 100 * 200 * kPs);
+}
+
+TEST(MeasurementWindow, AFixedCountIsSteadyOnlyWhenItsWarmUpOutlastsTheTrend) {
+  // 200 requests fixed: blocks of max(16, 200/64) = 16, the trend seen to stop at arrival 176
+  // as above. With 180 warm-up requests the first measured one (180) comes after it: steady;
+  // with 150 it comes before: not; with none (the default), never. The window is the given one.
+  OneClient c;
+  c.cfg.workload.requests = 200;
+  for (const auto& [warmup, steady] : {std::pair{180, true}, std::pair{150, false}, std::pair{0, false}}) {
+    c.cfg.workload.warmup = warmup;
+    const ServingResult r = simulate(c.m, c.sys, c.cfg);
+    EXPECT_FALSE(r.steady_state.window);
+    EXPECT_EQ(r.steady_state.reached, steady) << warmup;
+    EXPECT_NEAR(r.steady_state.trend_stopped_s, 176 * c.d, 176 * 200 * kPs);
+    EXPECT_EQ(r.measured_requests, 200 - warmup);
+    EXPECT_EQ(r.steady_state.sent, 200);
+  }
+}
+
+TEST(MeasurementWindow, DoublingADefaultRunsRequestsMovesItsTpotP99ByUnderThreePercent) {
+  // Issue 40's first example, Llama 3.1 8B on 4 H100 replicas, prompts and outputs lognormal
+  // around 1000 and 250 tokens, at 80 req/s (100 is beyond the fleet: its queue grows, no steady
+  // state). From an empty fleet 1000 requests see the ramp. The run's own window (the default:
+  // 1000 measured per replica for a p99, at most 2^18 sent) and one of twice the requests (2000
+  // per replica, at most 2^19) agree within 3%, and both reached steady state.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg;
+  cfg.engine = engine_preset(EngineKind::vllm, sys.chip, 1);
+  cfg.replicas = 4;
+  cfg.workload.qps = 80;
+  cfg.workload.prompt = parse_length("lognormal:1000,0.6", "--prompt");
+  cfg.workload.gen = parse_length("lognormal:250,0.6", "--gen");
+  cfg.workload.requests = std::int64_t{1} << 18;
+  cfg.window.on = true;
+  cfg.find_max_rate = false;
+  const ServingResult once = simulate(m, sys, cfg);
+  cfg.window.per_instance = 2 * window_requests_per_instance(cfg);
+  cfg.workload.requests *= 2;
+  const ServingResult twice = simulate(m, sys, cfg);
+  EXPECT_EQ(once.measured_requests, 4000);  // 10 / (1 - 0.99) per replica
+  EXPECT_EQ(twice.measured_requests, 8000);
+  EXPECT_TRUE(once.steady_state.reached);
+  EXPECT_TRUE(twice.steady_state.reached);
+  EXPECT_NEAR(twice.tpot.p99 / once.tpot.p99, 1, 0.03);
+}
+
 TEST(Simulator, TheFrontEndDelaysEachRequestBeforeTheSchedulerSeesIt) {
   // As the test above, with the server's front end of F = 4 ms (the preset's): a client sends
   // at the end of its last request, the scheduler sees the request F later, and its steps are

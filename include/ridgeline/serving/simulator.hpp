@@ -66,6 +66,25 @@ struct Slo {
 /// Parses "ttft_p99=1s,tpot_p99=50ms,e2e_p90=20s" (also ttft_mean, p50..p99); InputError naming --slo.
 Slo parse_slo(std::string_view s);
 
+/// A measurement window the run chooses itself (docs/serving.md#measurement-window): warm-up
+/// until the fleet's running requests and KV use stop trending (the mean over the last quarter
+/// of the arrivals so far within kSteadyTolerance of the quarter before), then the next
+/// `per_instance` x instances arrivals measured, then arrivals go on unmeasured (cool-down)
+/// until every measured request has finished, and the run stops: no ramp, no drain.
+/// Throughput counts what the fleet served inside the window. `workload.requests` is then the
+/// most requests the run may send (4 x the window's at least); when the trend has not stopped
+/// by half of them, the window opens there and the run says it did not reach steady state.
+struct MeasurementWindow {
+  bool on = false;         ///< off: workload.requests sent, the first workload.warmup left out
+  double quantile = 0.99;  ///< the highest percentile read (an --slo's highest wins)
+  /// Measured requests per instance (0: 10 / (1 - quantile), 1000 for a p99: ten beyond it).
+  std::int64_t per_instance = 0;
+};
+
+/// Relative change of the running requests and KV use between two quarters below which a run
+/// has stopped trending (docs/serving.md#measurement-window).
+inline constexpr double kSteadyTolerance = 0.03;
+
 struct ServeConfig {
   model::ForwardConfig forward;
   EngineConfig engine;
@@ -79,6 +98,7 @@ struct ServeConfig {
   std::int64_t replicas = 1;
   Router router = Router::round_robin;
   Slo slo;
+  MeasurementWindow window;      ///< on: the run chooses its warm-up and window (the CLI's default)
   double horizon_s = 0;          ///< stop at this simulated time (0: when every request is served)
   bool find_max_rate = true;     ///< open loop, unsustainable: search the largest sustainable rate
   int timeline_points = 256;     ///< at most this many points of running / waiting / KV over time
@@ -207,6 +227,19 @@ struct Rejections {
   std::int64_t scheduler = 0;  ///< refused by the scheduler's own margin on an empty instance
 };
 
+/// Whether the run measured the fleet in steady state (docs/serving.md#measurement-window).
+struct MeasuredWindow {
+  /// The running requests and KV use had stopped trending when the measured requests began
+  /// (with a fixed --warmup-requests: by the first measured arrival; 0 warm-up: never).
+  bool reached = false;
+  bool window = false;            ///< the run chose its window (MeasurementWindow::on)
+  double warmup_s = 0;            ///< when the window opened (the first measured arrival)
+  double window_s = 0;            ///< its length: the first to the last measured arrival
+  double trend_stopped_s = -1;    ///< when the trend was first seen to stop (-1: never)
+  std::int64_t sent = 0;          ///< requests sent
+  std::int64_t warmup_requests = 0, cooldown_requests = 0;  ///< sent before and after the measured ones
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
   DisaggResult disagg;
@@ -241,6 +274,7 @@ struct ServingResult {
   double mean_in_system = 0;          ///< time average of requests in the system (Little's law: throughput x mean e2e)
   double mean_running = 0, mean_waiting = 0;
   bool horizon_reached = false;
+  MeasuredWindow steady_state;
   bool stopped_slo_missed = false;    ///< stopped early (ServeConfig::stop_when_slo_missed): the statistics are partial
   ServeMemory memory;
   EngineConfig engine;                ///< the engine as it ran (limits the preset leaves to the cache size resolved)
@@ -264,6 +298,10 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
 /// Memory of one chip under `cfg` (weights, the activations of one budgeted step, what the
 /// engine reserves, and the KV cache of what is left); `decode`: of a decode instance.
 ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, bool decode = false);
+
+/// The measured requests per instance of a run's MeasurementWindow: its per_instance, else
+/// 10 / (1 - q) for the highest percentile read (window.quantile, or an --slo target's above it).
+std::int64_t window_requests_per_instance(const ServeConfig& cfg);
 
 /// Runs the simulation (validate first); `sink`, when set, receives every request as it ends.
 /// `progress`, when set, is called now and then with the fraction of requests finished.
