@@ -19,6 +19,7 @@
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
 #include "ridgeline/model/speculation.hpp"
+#include "ridgeline/serving/seeds.hpp"
 #include "ridgeline/serving/simulator.hpp"
 
 namespace {
@@ -200,11 +201,26 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
     }
   }
+  // Two more: a window the run chooses (up to 8 measured per instance, at most 16 x the
+  // requests above sent), and up to 4 seeds.
+  if (n >= 17 && (d[16] & 1) != 0) {
+    cfg.window.on = true;
+    cfg.window.per_instance = 1 + (d[16] >> 1) % 8;
+    w.requests *= 16;
+  }
+  const int seeds = n >= 18 ? 1 + d[17] % 4 : 1;
   try {
-    const serving::ServingResult r = serving::simulate(m, sys, cfg);
-    if (r.unfinished != 0 || r.kv_utilisation_max > 1 || r.simulated_requests != w.requests) __builtin_trap();
-    if (r.sustainable && r.measured_requests == 0) __builtin_trap();  // nothing served is not sustainable
-    if (!(r.makespan_s >= 0 && r.makespan_s <= 4e6) || !(r.ttft.max <= r.makespan_s)) __builtin_trap();
+    const serving::SeedsResult runs =
+        serving::run_seeds(cfg, {seeds, 1}, [&](const serving::ServeConfig& c) { return serving::simulate(m, sys, c); });
+    if (runs.runs.size() != static_cast<std::size_t>(seeds) || runs.chosen >= runs.runs.size()) __builtin_trap();
+    for (const serving::ServingResult& r : runs.runs) {
+      // A window's run stops once its measured requests ended: it may send fewer.
+      const bool sent_ok = cfg.window.on ? r.steady_state.sent <= w.requests : r.simulated_requests == w.requests;
+      if (r.unfinished != 0 || r.kv_utilisation_max > 1 || !sent_ok) __builtin_trap();
+      if (r.sustainable && r.measured_requests == 0) __builtin_trap();  // nothing served is not sustainable
+      if (!(r.makespan_s >= 0 && r.makespan_s <= 4e6) || !(r.ttft.max <= r.makespan_s)) __builtin_trap();
+      if (r.steady_state.window && r.steady_state.reached && r.steady_state.trend_stopped_s < 0) __builtin_trap();
+    }
   } catch (const InputError&) {
   }
 }

@@ -240,6 +240,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   serving::ServeConfig& b = s.base;
   b.workload = workload_spec(v->load);
   b.window = measurement_window(v->load);
+  s.seeds = seeds_config(v->load);
   if (!v->load.qps.empty() && v->load.trace.empty() && qps_rates(v->load.qps).size() != 1) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }
@@ -367,7 +368,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   const WorkloadFlags& l = v->load;
   for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--trace", &l.trace},
                            {"--requests", &l.requests}, {"--prefix-groups", &l.prefix_groups},
-                           {"--prefix-tokens", &l.prefix_tokens}}) {
+                           {"--prefix-tokens", &l.prefix_tokens}, {"--seeds", &l.seeds}, {"--seed-quantile", &l.seed_quantile}}) {
     if (!val->empty()) flag(name, *val);
   }
   if (l.trace.empty()) {  // a trace gives the lengths (serve refuses --prompt and --gen with it)

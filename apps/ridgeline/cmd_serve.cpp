@@ -17,6 +17,7 @@
 #include "ridgeline/io/request_trace.hpp"
 #include "ridgeline/report/html.hpp"
 #include "ridgeline/report/result_charts.hpp"
+#include "ridgeline/report/seeds.hpp"
 #include "ridgeline/report/serving.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/serving/simulator.hpp"
@@ -288,6 +289,26 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         model::ModelConfig draft;
                         serving::ServeConfig cfg = serve_config(*f, m, sys, draft);
                         const std::vector<double> sweep = f->load.qps.empty() || !f->load.trace.empty() ? std::vector<double>{} : qps_rates(f->load.qps);
+                        const serving::SeedsConfig seeds = seeds_config(f->load);
+                        if (seeds.count > 1) {
+                          if (sweep.size() > 1) throw InputError("--seeds: one rate at a time, not a --qps sweep");
+                          if (f->replicas == "auto") throw InputError("--seeds/--replicas auto: search serve --seeds sizes a fleet on the worst seed");
+                          if (!f->requests_out.empty() || f->per_request) {
+                            throw InputError("--requests-out/--per-request: one seed's requests: run that seed alone (--seed S)");
+                          }
+                          if (sweep.size() == 1) cfg.workload.qps = sweep[0];
+                          const serving::SeedsResult runs =
+                              serving::run_seeds(cfg, seeds, [&](const serving::ServeConfig& c) { return serving::simulate(m, sys, c); });
+                          const serving::ServingResult& r = runs.runs[runs.chosen];
+                          require_served(m, r);
+                          serving::ServeConfig shown = cfg;
+                          shown.workload.seed = cfg.workload.seed + runs.chosen;
+                          nlohmann::json j = report::serving_json(m, sys, shown, r);
+                          j["seeds"] = report::seeds_json(cfg, seeds, runs);
+                          if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"), "--plot");
+                          emit(f->json, j, report::serving_text(m, sys, shown, r) + report::seeds_text(cfg, seeds, runs));
+                          return;
+                        }
                         if (sweep.size() > 1) {
                           if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
                           if (!f->requests_out.empty() || f->per_request) {

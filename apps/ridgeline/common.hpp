@@ -13,6 +13,7 @@
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/compare.hpp"
 #include "ridgeline/report/training.hpp"
+#include "ridgeline/serving/seeds.hpp"
 #include "ridgeline/serving/simulator.hpp"
 #include "ridgeline/serving/workload.hpp"
 
@@ -77,6 +78,7 @@ struct WorkloadFlags {
   std::string qps, arrival = "poisson", concurrency, trace;
   std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": chosen by the run, or a whole trace
   std::string prefix_groups, prefix_tokens;
+  std::string seeds, seed_quantile;  // "": one seed
   const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
@@ -87,6 +89,8 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f);
 /// The measurement window: chosen by the run (docs/serving.md#measurement-window) unless
 /// --requests or --warmup-requests fixes the count, or a trace gives the requests.
 serving::MeasurementWindow measurement_window(const WorkloadFlags& f);
+/// --seeds N (1 to 64) and --seed-quantile Q (in (0, 1], with N >= 2); InputError naming the flag.
+serving::SeedsConfig seeds_config(const WorkloadFlags& f);
 
 /// Loads the chip and applies the overrides; throws InputError naming the flag.
 hw::System load_system(const HardwareFlags& f);

@@ -48,6 +48,11 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
                 "and drain left out; with --trace, all its rows)");
   s->add_option("--warmup-requests", f.warmup, "first requests served but left out of the statistics (a count fixed by hand)")->capture_default_str();
   s->add_option("--seed", f.seed, "random seed")->capture_default_str();
+  s->add_option("--seeds", f.seeds, "runs with seeds S, S+1, ..., S+N-1: every percentile's spread, fleets sized on the worst (1 to 64)")
+      ->type_name("N");
+  s->add_option("--seed-quantile", f.seed_quantile,
+                "with --seeds: the run at this quantile of the seeds ordered by distance to the targets (default 1: the worst)")
+      ->type_name("Q");
   s->add_option("--prefix-groups", f.prefix_groups, "requests spread over this many groups sharing a prefix");
   s->add_option("--prefix-tokens", f.prefix_tokens, "tokens of the prefix a group shares");
 }
@@ -64,6 +69,24 @@ serving::MeasurementWindow measurement_window(const WorkloadFlags& f) {
   const bool warmup_given = f.app != nullptr && f.app->count("--warmup-requests") > 0;
   m.on = f.requests.empty() && f.trace.empty() && !warmup_given;
   return m;
+}
+
+serving::SeedsConfig seeds_config(const WorkloadFlags& f) {
+  serving::SeedsConfig s;
+  if (!f.seeds.empty()) {
+    const std::int64_t n = parse_positive_int(f.seeds, "--seeds");
+    if (n > serving::kMaxSeeds) {
+      throw InputError(fmt::format("--seeds: {} is out of range: expected 1 to {} runs", f.seeds, serving::kMaxSeeds));
+    }
+    s.count = static_cast<int>(n);
+  }
+  if (!f.seed_quantile.empty()) {
+    const double q = parse_number(f.seed_quantile, "--seed-quantile");
+    if (!(q > 0 && q <= 1)) throw InputError(fmt::format("--seed-quantile: {} is out of range: expected above 0 and at most 1", f.seed_quantile));
+    if (s.count < 2) throw InputError("--seed-quantile: a quantile of the seeds needs --seeds N of 2 or more");
+    s.quantile = q;
+  }
+  return s;
 }
 
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {

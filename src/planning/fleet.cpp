@@ -331,17 +331,28 @@ class Evaluator {
         return k.r;
       }
     }
+    auto one = [&](const ServeConfig& c) {
+      ServingResult run;
+      try {
+        run = serving::simulate(m_, sys, c);
+      } catch (const InputError&) {
+        // A run that cannot be simulated (steps past the time a run can simulate, more requests
+        // in the system than memory holds) serves nothing this deployment can be sized on.
+        run.sustainable = false;
+        run.unfinished = c.workload.requests;
+      }
+      ++simulations_;
+      simulated_requests_ += static_cast<double>(run.simulated_requests);
+      return run;
+    };
+    // Several seeds: the deployment is what its worst (or the quantile's) seed says.
     ServingResult r;
-    try {
-      r = serving::simulate(m_, sys, cfg);
-    } catch (const InputError&) {
-      // A run that cannot be simulated (steps past the time a run can simulate, more requests
-      // in the system than memory holds) serves nothing this deployment can be sized on.
-      r.sustainable = false;
-      r.unfinished = cfg.workload.requests;
+    if (s_.seeds.count > 1) {
+      serving::SeedsResult runs = serving::run_seeds(cfg, s_.seeds, one);
+      r = std::move(runs.runs[runs.chosen]);
+    } else {
+      r = one(cfg);
     }
-    ++simulations_;
-    simulated_requests_ += static_cast<double>(r.simulated_requests);
     // Kept when no instance reached its limit (the decode instances' may be their own).
     const std::int64_t limit = cfg.disagg.on() ? std::min(r.engine.max_num_seqs, r.disagg.decode_engine.max_num_seqs) : r.engine.max_num_seqs;
     if (r.peak_running < limit && kept_.size() < kKeep) {

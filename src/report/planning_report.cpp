@@ -202,6 +202,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"workload", arrival_text(space.base.workload)},
          {"slo", slo_text(space.slo_asked.any() ? space.slo_asked : space.base.slo)},
          {"margin", space.margin},
+         {"seeds", {{"count", space.seeds.count}, {"quantile", space.seeds.quantile}}},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
          {"feasible", feasible},
@@ -231,9 +232,17 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
 std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
                               const std::string& prefix) {
   const serving::WorkloadSpec& w = space.base.workload;
-  std::string s = fmt::format("{}: {}, {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), lengths_text(w),
-                              w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
-                              space_slo_text(space));
+  const std::string per_run =
+      space.base.window.on
+          ? fmt::format("each simulation's requests chosen by the run (to steady state, {} measured per instance)",
+                        serving::window_requests_per_instance(space.base))
+          : fmt::format("{} requests per simulation",
+                        w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests);
+  const std::string seeds =
+      space.seeds.count > 1 ? fmt::format("; {} seeds each, sized on {}", space.seeds.count,
+                                          space.seeds.quantile >= 1 ? std::string("the worst") : fmt::format("quantile {:g}", space.seeds.quantile))
+                            : std::string();
+  std::string s = fmt::format("{}: {}, {}; {}{}\nSLO: {}\n", m.name, arrival_text(w), lengths_text(w), per_run, seeds, space_slo_text(space));
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,
                    r.elapsed_s > 0 ? r.simulated_requests / r.elapsed_s : 0);

@@ -124,7 +124,14 @@ class Simulation {
   // --- the measurement window (simulator_window.cpp) ------------------------------------
   // The arrival `id` at t: at a block's end, the trend of running requests and KV use
   // checked; in window mode, the window opened or closed. Whether the request is measured.
-  bool measure_arrival(std::int64_t id, Ps t);
+  bool measure_arrival(std::int64_t id, Ps t) {
+    if (id == next_mark_) {
+      next_mark_ += block_;
+      mark_block(t);
+    }
+    return window_ ? window_arrival(t) : id >= cfg_.workload.warmup;
+  }
+  bool window_arrival(Ps t);
   void mark_block(Ps t);
   bool trend_stopped();
   void open_window(Ps t, bool reached);
@@ -213,6 +220,7 @@ class Simulation {
   bool queue_grew_ = false;     // at the last check of the trend, the requests waiting grew
   std::size_t flat_since_ = 0;  // the first of the checks (blocks marked) flat ever since; 0: the last was not
   std::int64_t block_ = 1;      // arrivals per block of the trend's marks
+  std::int64_t next_mark_ = 0;  // the arrival that ends the next block
   std::int64_t force_at_ = 0;   // window mode: the arrival at which the window opens at the latest
   std::int64_t warmup_sent_ = 0, measured_done_ = 0;
   std::vector<Mark> marks_;     // marks_[i]: at the end of block i (marks_[0]: the start), reserved up front

@@ -70,12 +70,10 @@ void Simulation::open_window(Ps t, bool reached) {
   warmup_sent_ = sent_ - 1;  // the arrivals before this one
 }
 
-bool Simulation::measure_arrival(std::int64_t id, Ps t) {
-  if (id % block_ == 0) mark_block(t);
-  if (!window_) return id >= cfg_.workload.warmup;
+bool Simulation::window_arrival(Ps t) {
   if (window_state_ == 0) {
     if (trend_stopped_s_ >= 0) open_window(t, true);
-    else if (id >= force_at_) open_window(t, false);
+    else if (sent_ - 1 >= force_at_) open_window(t, false);
     else return false;
   }
   if (window_state_ != 1) return false;

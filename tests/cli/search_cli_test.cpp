@@ -193,6 +193,24 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   }
 }
 
+TEST(SearchServeCli, SeedsSizeTheFleetOnTheWorstSeedAndServeShowsIt) {
+  // Three seeds: a fleet meets the targets only when its worst seed does, so it has at least
+  // the replicas one seed needs; its command carries --seeds 3 and `serve` shows the same run
+  // (the worst of the same three seeds).
+  const std::string space = kServe + " --hw h100-sxm --tp 1 --engine vllm --max-num-seqs 256 --max-rate off";
+  const auto one = run_json(space);
+  const auto three = run_json(space + " --seeds 3");
+  EXPECT_EQ(three["seeds"]["count"], 3);
+  EXPECT_EQ(three["seeds"]["quantile"], 1);
+  ASSERT_TRUE(one["best"].is_object() && three["best"].is_object());
+  EXPECT_GE(three["best"]["replicas"].get<int>(), one["best"]["replicas"].get<int>());
+  const std::string command = three["best"]["command"];
+  EXPECT_NE(command.find(" --seeds 3"), std::string::npos) << command;
+  const auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) EXPECT_EQ(s[k], three["best"][k]) << k;
+  EXPECT_EQ(s["seeds"]["count"], 3);
+}
+
 TEST(SearchServeCli, DecodeInstancesOfTheirOwnTpAreWhatServeGives) {
   // Prefill at TP 1, decode at TP 2: the deployment's GPUs are P·1 + D·2, its command
   // carries --disagg-decode tp=2, and `serve` runs it to the same numbers.

@@ -57,6 +57,27 @@ TEST(ServeCli, WithoutRequestsTheRunChoosesItsWindow) {
   EXPECT_EQ(given["workload"]["requests"], 5);
 }
 
+TEST(ServeCli, SeedsGiveTheSpreadOfEveryPercentileAndShowTheWorst) {
+  // Three seeds of a Poisson load: the JSON says which seed is shown (the worst by E2E p99, no
+  // targets) and each statistic's spread; the run shown is that seed's own run, and its E2E p99
+  // is the largest of the three.
+  const auto j = run_json(kSmall + " --qps 5 --requests 100 --seeds 3");
+  const auto& s = j["seeds"];
+  EXPECT_EQ(s["count"], 3);
+  EXPECT_EQ(s["first"], 1);
+  const auto chosen = s["chosen_seed"].get<std::int64_t>();
+  EXPECT_EQ(j["workload"]["seed"], chosen);
+  const auto& e2e = s["spread"]["e2e_s"]["p99"];
+  EXPECT_DOUBLE_EQ(j["e2e_s"]["p99"].get<double>(), e2e["max"].get<double>());
+  EXPECT_LE(e2e["min"].get<double>(), e2e["median"].get<double>());
+  EXPECT_LE(e2e["median"].get<double>(), e2e["max"].get<double>());
+  const auto alone = run_json(kSmall + " --qps 5 --requests 100 --seed " + std::to_string(chosen));
+  EXPECT_DOUBLE_EQ(alone["e2e_s"]["p99"].get<double>(), j["e2e_s"]["p99"].get<double>());
+  for (const char* k : {"ttft_s", "tpot_s", "itl_s", "e2e_s", "queue_s"}) {
+    for (const char* q : {"mean", "p50", "p90", "p95", "p99"}) EXPECT_TRUE(s["spread"][k][q].contains("median")) << k << q;
+  }
+}
+
 TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
   // One client, its requests alone: the scheduler sees each --front-end after it was sent and
   // runs the same steps, so TTFT and E2E grow by exactly 10 ms and TPOT stays; the engine says so.

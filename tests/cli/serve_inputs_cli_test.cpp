@@ -117,6 +117,17 @@ TEST(ServeInputsCli, ARunPastTheSimulatedTimeEndsInsteadOfHanging) {
 
 // ---- 2. Sustainable only when it is ---------------------------------------------------------
 
+TEST(ServeInputsCli, SeedsOutOfRangeOrAQuantileWithoutSeedsAreRefused) {
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 0", "--seeds");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 65", "--seeds: 65 is out of range: expected 1 to 64 runs");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 3 --seed-quantile 0", "--seed-quantile: 0 is out of range");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 3 --seed-quantile 1.5", "--seed-quantile: 1.5 is out of range");
+  expect_bad(kM + " --qps 1 --requests 10 --seed-quantile 0.5", "--seed-quantile: a quantile of the seeds needs --seeds N of 2 or more");
+  expect_bad(kM + " --qps 1,2 --requests 10 --seeds 2", "--seeds: one rate at a time");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 2 --requests-out x.csv", "--requests-out/--per-request: one seed's requests");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 10 --slo ttft_p99=1s --seeds 70", "--seeds: 70 is out of range");
+}
+
 TEST(ServeInputsCli, NothingServedIsAnErrorNamingWhy) {
   // Every request rejected printed tables of zeros, "sustainable: yes" and exit 0. The run
   // chooses its window: an empty fleet is flat at every check of its blocks of 1000 / 32 = 31

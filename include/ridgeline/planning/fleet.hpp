@@ -18,6 +18,7 @@
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/model_config.hpp"
 #include "ridgeline/model/speculation.hpp"
+#include "ridgeline/serving/seeds.hpp"
 #include "ridgeline/serving/simulator.hpp"
 
 namespace ridgeline::planning {
@@ -79,6 +80,9 @@ struct FleetSpace {
   double margin = 0;
   serving::Slo slo_asked;
   int top = 10;                                   ///< feasible deployments kept, cheapest first
+  /// Every run of a deployment with this many seeds, the fleet sized on the worst (or the
+  /// quantile's) run (docs/serving.md#seeds).
+  serving::SeedsConfig seeds;
 };
 
 /// Why a deployment was rejected.
