@@ -58,6 +58,12 @@ void flags(std::string_view text) {
   } catch (const InputError&) {
   }
   try {
+    const serving::ThinkTime t = serving::parse_think_time(text, "fuzz");
+    if (!(t.a_s >= 0 && t.a_s <= 86400 && t.b_s >= 0 && t.b_s <= 86400)) __builtin_trap();
+    if (t.kind == serving::ThinkTime::Kind::uniform && t.b_s < t.a_s) __builtin_trap();
+  } catch (const InputError&) {
+  }
+  try {
     const double t = parse_duration(text, "fuzz", 4e6);
     if (!(t >= 0 && t <= 4e6)) __builtin_trap();
   } catch (const InputError&) {
@@ -169,6 +175,12 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   if (d[10] % 3 == 0) {
     w.arrival = serving::Arrival::closed;
     w.concurrency = 1 + d[10] % 16;
+    // Users thinking up to 3 s, fixed or exponential, from a byte more.
+    if (n >= 19 && d[18] % 3 != 0) {
+      w.think.kind = d[18] % 3 == 1 ? serving::ThinkTime::Kind::fixed : serving::ThinkTime::Kind::exponential;
+      w.think.a_s = (d[18] >> 2) % 4;
+      if (w.think.a_s == 0) w.think.kind = serving::ThinkTime::Kind::none;
+    }
   } else {
     w.qps = 1 + d[10];
   }

@@ -366,7 +366,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   prefix = "ridgeline serve --model " + shell_word(v->model);
   auto flag = [&](const char* name, const std::string& val) { prefix += fmt::format(" {} {}", name, shell_word(val)); };
   const WorkloadFlags& l = v->load;
-  for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--trace", &l.trace},
+  for (auto [name, val] : {std::pair{"--qps", &l.qps}, {"--concurrency", &l.concurrency}, {"--users", &l.users}, {"--think-time", &l.think_time}, {"--trace", &l.trace},
                            {"--requests", &l.requests}, {"--prefix-groups", &l.prefix_groups},
                            {"--prefix-tokens", &l.prefix_tokens}, {"--seeds", &l.seeds}, {"--seed-quantile", &l.seed_quantile}}) {
     if (!val->empty()) flag(name, *val);
@@ -401,6 +401,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::string tp, pp, cp, cp_algo, ep, vpp, micro_batch, zero, recompute;
     std::string tp_max, pp_max, cp_max, vpp_max, micro_batch_max;
     RunFlags run;
+    OverlapFlags overlap;
   };
   auto f = std::make_shared<TrainFlags>();
   auto* t = search->add_subcommand("train", "every training plan: TP, PP, CP, EP, VPP, micro-batch, recomputation, ZeRO, SP");
@@ -420,6 +421,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp");
   t->add_flag("--tp-across-nodes", f->across, "allow tensor parallelism wider than a node");
+  add_overlap_flags(t, f->overlap);
   for (auto [name, var, what] : {std::tuple{"--tp", &f->tp, "fix tensor parallelism"}, {"--pp", &f->pp, "fix pipeline stages"},
                                  {"--cp", &f->cp, "fix context parallelism"}, {"--ep", &f->ep, "fix expert parallelism"},
                                  {"--vpp", &f->vpp, "fix virtual stages"}, {"--micro-batch", &f->micro_batch, "fix the micro-batch"},
@@ -460,6 +462,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!(b.memory_margin >= 0 && b.memory_margin <= 1)) throw InputError("--memory-margin: expected a fraction in [0, 1]");
                         b.dropout = f->dropout;
                         b.uneven_stages = f->uneven;
+                        apply_overlap_flags(f->overlap, b);
                         s.memory_headroom = parse_number(f->headroom, "--memory-headroom");
                         s.tp_across_nodes = f->across;
                         s.tp = opt_int(f->tp, "--tp");

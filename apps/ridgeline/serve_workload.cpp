@@ -40,6 +40,9 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
   s->add_option("--qps", f.qps, "open loop: requests per second (several, comma-separated: a sweep)");
   s->add_option("--arrival", f.arrival, "poisson, constant or gamma:CV")->capture_default_str();
   s->add_option("--concurrency", f.concurrency, "closed loop: clients each sending a request when the last ends");
+  s->add_option("--users", f.users, "closed loop: users each sending a request --think-time after the last ends")->type_name("N");
+  s->add_option("--think-time", f.think_time, "with --users: TIME, exp:MEAN or uniform:MIN,MAX between a user's requests (default 0)")
+      ->type_name("DIST");
   s->add_option("--trace", f.trace, "requests from a CSV or JSONL file (timestamp_s, input_tokens, output_tokens; or the Azure trace)");
   s->add_option("--prompt", f.prompt, "prompt tokens: N, uniform:A,B, normal:MEAN,SD, lognormal:MEAN,SIGMA or empirical:TRACE")->capture_default_str();
   s->add_option("--gen", f.gen, "output tokens, as --prompt")->capture_default_str();
@@ -91,9 +94,11 @@ serving::SeedsConfig seeds_config(const WorkloadFlags& f) {
 
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   serving::WorkloadSpec w;
-  const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
-  if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
+  const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1) + (f.users.empty() ? 0 : 1);
+  if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N, --users N or --trace FILE");
+  if (!f.users.empty() && loads > 1) throw InputError("--users: a closed loop of users takes no --qps, --concurrency or --trace");
   if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
+  if (!f.think_time.empty() && f.users.empty()) throw InputError("--think-time: the pause of each of --users N between requests: give --users");
   // A flag the load does not use is refused, never echoed as applied (given: on the command line).
   auto given = [&](const char* flag) { return f.app != nullptr && f.app->count(flag) > 0; };
   if (!f.trace.empty()) {
@@ -108,7 +113,7 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
       throw InputError("--arrival: a trace's requests arrive at its timestamps: give --qps R too for new arrivals at that rate");
     }
   }
-  if (!f.concurrency.empty() && given("--arrival")) {
+  if ((!f.concurrency.empty() || !f.users.empty()) && given("--arrival")) {
     throw InputError("--arrival: a closed loop's clients each send their next request when the last ends: no arrival process");
   }
   w.prompt = length_flag(f.prompt, "--prompt", true);
@@ -119,7 +124,12 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
   if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
   if (!f.prefix_tokens.empty()) w.prefix_tokens = count_flag(f.prefix_tokens, "--prefix-tokens");
-  if (!f.concurrency.empty()) {
+  if (!f.users.empty()) {
+    w.arrival = serving::Arrival::closed;
+    w.concurrency = parse_positive_int(f.users, "--users");
+    if (w.concurrency > (std::int64_t{1} << 24)) throw InputError(fmt::format("--users: {} is out of range: expected 1 to {}", f.users, std::int64_t{1} << 24));
+    if (!f.think_time.empty()) w.think = serving::parse_think_time(f.think_time, "--think-time");
+  } else if (!f.concurrency.empty()) {
     w.arrival = serving::Arrival::closed;
     w.concurrency = parse_positive_int(f.concurrency, "--concurrency");
   } else if (!f.trace.empty()) {

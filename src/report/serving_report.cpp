@@ -83,7 +83,11 @@ std::string arrival_text(const serving::WorkloadSpec& w) {
     case serving::Arrival::poisson: return fmt::format("Poisson arrivals at {:g} req/s", w.qps);
     case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
     case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
-    case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
+    case serving::Arrival::closed:
+      if (w.think.kind != serving::ThinkTime::Kind::none) {
+        return fmt::format("{} users (closed loop), each thinking {} between its requests", w.concurrency, w.think.text);
+      }
+      return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
     case serving::Arrival::trace: {
       const std::string trace =
           w.trace_name.empty() ? fmt::format("a trace of {} requests", w.open_trace ? w.requests : static_cast<std::int64_t>(w.trace.size()))
@@ -152,6 +156,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["workload"] = {{"arrival", arrival_text(w)},
                    {"qps", w.arrival == serving::Arrival::closed || !timed ? json(nullptr) : json(w.qps)},
                    {"concurrency", w.arrival == serving::Arrival::closed ? json(w.concurrency) : json(nullptr)},
+                   {"think_time", w.arrival == serving::Arrival::closed ? json(w.think.text) : json(nullptr)},
                    {"trace", trace && !w.trace_name.empty() ? json(w.trace_name) : json(nullptr)},
                    {"prompt", trace ? json(nullptr) : json(w.prompt.text)},
                    {"gen", trace ? json(nullptr) : json(w.gen.text)},

@@ -92,7 +92,7 @@ class Simulation {
   // --- arrivals, routing, admission (simulator_admission.cpp) ---------------------------
   void draw_next();
   Ps next_arrival_time() const {
-    if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.front();
+    if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.top();
     return next_ps_;
   }
   void arrive(Ps t);
@@ -175,7 +175,9 @@ class Simulation {
   Request next_;
   bool has_next_ = false, closed_ = false;
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
-  std::deque<Ps> pending_;  // closed loop: when each free client's request reaches the scheduler
+  // Closed loop: when each free user's next request reaches the scheduler, the earliest first
+  // (think times drawn apart need not keep their order).
+  std::priority_queue<Ps, std::vector<Ps>, std::greater<>> pending_;
   Ps front_end_ = 0;        // the server's time before the scheduler sees a request
   StepEnds steps_;  // replicas' step ends
   std::size_t rr_ = 0, decode_rr_ = 0;

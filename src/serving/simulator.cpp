@@ -149,7 +149,7 @@ ServingResult Simulation::run() {
   const auto wall0 = std::chrono::steady_clock::now();
   closed_ = cfg_.workload.arrival == Arrival::closed;
   if (closed_) {
-    for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(front_end_);
+    for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push(front_end_);
   }
   draw_next();
   for (;;) {

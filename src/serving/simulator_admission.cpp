@@ -33,7 +33,7 @@ void Simulation::draw_next() {
 void Simulation::arrive(Ps t) {
   Request r;
   if (closed_) {
-    pending_.pop_front();
+    pending_.pop();
     source_.next(r);
   } else {
     r = next_;

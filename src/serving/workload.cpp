@@ -28,6 +28,39 @@ std::pair<double, double> two_numbers(std::string_view args, std::string_view s,
 
 }  // namespace
 
+ThinkTime parse_think_time(std::string_view s, const char* flag) {
+  constexpr double kDay = 86400;
+  ThinkTime t;
+  t.text = std::string(s);
+  auto time = [&](std::string_view v) {
+    const double x = parse_duration(v, flag, kDay);
+    if (!(x >= 0)) throw InputError(fmt::format("{}: '{}' must be a time of 0 or more", flag, v));
+    return x;
+  };
+  const auto colon = s.find(':');
+  if (colon == std::string_view::npos) {
+    t.a_s = s == "0" ? 0 : time(s);
+    t.kind = t.a_s > 0 ? ThinkTime::Kind::fixed : ThinkTime::Kind::none;
+    return t;
+  }
+  const std::string_view kind = s.substr(0, colon), args = s.substr(colon + 1);
+  if (kind == "exp") {
+    t.kind = ThinkTime::Kind::exponential;
+    t.a_s = time(args);
+  } else if (kind == "uniform") {
+    const auto comma = args.find(',');
+    if (comma == std::string_view::npos) throw InputError(fmt::format("{}: '{}' is not uniform:MIN,MAX, as in uniform:1s,5s", flag, s));
+    t.kind = ThinkTime::Kind::uniform;
+    t.a_s = time(args.substr(0, comma));
+    t.b_s = time(args.substr(comma + 1));
+    if (t.b_s < t.a_s) throw InputError(fmt::format("{}: '{}' has its maximum below its minimum", flag, s));
+  } else {
+    throw InputError(fmt::format("{}: '{}' is not a think time: expected TIME, exp:MEAN or uniform:MIN,MAX (as in exp:5s)", flag, s));
+  }
+  if (t.a_s == 0 && t.b_s == 0) t.kind = ThinkTime::Kind::none;
+  return t;
+}
+
 LengthDist parse_length(std::string_view s, const char* flag) {
   LengthDist d;
   d.text = std::string(s);
@@ -83,6 +116,9 @@ void parse_arrival(std::string_view s, WorkloadSpec& spec) {
 }
 
 void validate(const WorkloadSpec& w) {
+  if (w.think.kind != ThinkTime::Kind::none && w.arrival != Arrival::closed) {
+    throw InputError("--think-time: users think between their requests in a closed loop: give --users N");
+  }
   const bool open = w.arrival == Arrival::poisson || w.arrival == Arrival::gamma || w.arrival == Arrival::constant;
   if (open && !(w.qps > 0 && w.qps <= 1e7)) {
     throw InputError(fmt::format("--qps: {} is out of range: expected more than 0 and at most 1e7 requests per second", w.qps));
@@ -168,12 +204,23 @@ double Rng::gamma(double shape) noexcept {
 
 RequestSource::RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn)
     : spec_(spec), drawn_list_(drawn), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3),
-      retime_(spec.seed * 7 + 5) {
+      retime_(spec.seed * 7 + 5), think_(spec.seed * 11 + 6) {
   total_ = spec.arrival != Arrival::trace ? spec.requests
            : spec.open_trace               ? spec.requests
                                            : std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()));
   if (drawn_list_ != nullptr && static_cast<std::int64_t>(drawn_list_->size()) != total_) drawn_list_ = nullptr;
   if (drawn_list_ == nullptr && spec.arrival == Arrival::trace && spec.open_trace) stream_ = spec.open_trace();
+}
+
+double RequestSource::think_s() noexcept {
+  const ThinkTime& t = spec_.think;
+  switch (t.kind) {
+    case ThinkTime::Kind::none: return 0;
+    case ThinkTime::Kind::fixed: return t.a_s;
+    case ThinkTime::Kind::exponential: return t.a_s * think_.exponential();
+    case ThinkTime::Kind::uniform: return t.a_s + (t.b_s - t.a_s) * think_.uniform();
+  }
+  return 0;
 }
 
 std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {

@@ -57,6 +57,21 @@ TEST(ServeCli, WithoutRequestsTheRunChoosesItsWindow) {
   EXPECT_EQ(given["workload"]["requests"], 5);
 }
 
+TEST(ServeCli, UsersWithoutThinkTimeAreConcurrencyAndWithItSendLess) {
+  // --users N alone is --concurrency N (the same run to the bit); thinking 1 s between requests
+  // the users send less often: each request's E2E no longer includes anyone's queue behind
+  // the others, and the run says how they think.
+  const auto c = run_json(kSmall + " --concurrency 4 --requests 40");
+  const auto u = run_json(kSmall + " --users 4 --requests 40");
+  EXPECT_EQ(u["e2e_s"], c["e2e_s"]);
+  EXPECT_EQ(u["workload"]["concurrency"], 4);
+  const auto t = run_json(kSmall + " --users 4 --requests 40 --think-time 1s");
+  EXPECT_EQ(t["workload"]["think_time"], "1s");
+  EXPECT_LT(t["requests_per_s"].get<double>(), u["requests_per_s"].get<double>());
+  EXPECT_NE(run(kSmall + " --users 4 --requests 40 --think-time exp:1s").out.find("4 users (closed loop), each thinking exp:1s"),
+            std::string::npos);
+}
+
 TEST(ServeCli, SeedsGiveTheSpreadOfEveryPercentileAndShowTheWorst) {
   // Three seeds of a Poisson load: the JSON says which seed is shown (the worst by E2E p99, no
   // targets) and each statistic's spread; the run shown is that seed's own run, and its E2E p99

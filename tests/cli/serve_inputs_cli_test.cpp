@@ -117,6 +117,16 @@ TEST(ServeInputsCli, ARunPastTheSimulatedTimeEndsInsteadOfHanging) {
 
 // ---- 2. Sustainable only when it is ---------------------------------------------------------
 
+TEST(ServeInputsCli, UsersAndThinkTimeAreAClosedLoopOfTheirOwn) {
+  expect_bad(kM + " --users 2 --concurrency 2", "--users: a closed loop of users takes no --qps, --concurrency or --trace");
+  expect_bad(kM + " --users 2 --qps 1", "--users: a closed loop of users takes no");
+  expect_bad(kM + " --qps 1 --think-time 2s", "--think-time: the pause of each of --users N between requests: give --users");
+  expect_bad(kM + " --users 2 --think-time gauss:1s", "--think-time: 'gauss:1s' is not a think time");
+  expect_bad(kM + " --users 2 --think-time uniform:3s,1s", "--think-time: 'uniform:3s,1s' has its maximum below its minimum");
+  expect_bad(kM + " --users 2 --arrival gamma:2", "--arrival: a closed loop's clients");
+  expect_bad(kM + " --users 99999999", "--users: 99999999 is out of range: expected 1 to 16777216");
+}
+
 TEST(ServeInputsCli, SeedsOutOfRangeOrAQuantileWithoutSeedsAreRefused) {
   expect_bad(kM + " --qps 1 --requests 10 --seeds 0", "--seeds");
   expect_bad(kM + " --qps 1 --requests 10 --seeds 65", "--seeds: 65 is out of range: expected 1 to 64 runs");

@@ -107,6 +107,57 @@ struct OneClient {
   }
 };
 
+TEST(ThinkTime, OneUserThinkingTBetweenRequestsSendsEachDPlusTAfterTheLast) {
+  // One user, each request taking D alone (as above), thinking T = 2 s after each: request i
+  // is sent at i (D + T), its latencies those of a lone request (TTFT, E2E = D, no queue), and
+  // the run ends when the third ends, at 3 D + 2 T. The measured span (first arrival to last
+  // end) is that too, so 3 requests in 3 D + 2 T; Little's law: the mean in the system is
+  // 3 D / (3 D + 2 T).
+  OneClient c;
+  c.cfg.workload.requests = 3;
+  c.cfg.workload.think = parse_think_time("2s", "--think-time");
+  const ServingResult r = simulate(c.m, c.sys, c.cfg);
+  const double T = 2;
+  EXPECT_NEAR(r.e2e.mean, c.d, 200 * kPs);
+  EXPECT_NEAR(r.e2e.max, c.d, 200 * kPs);
+  EXPECT_NEAR(r.queue.max, 0, kPs);
+  EXPECT_NEAR(r.makespan_s, 3 * c.d + 2 * T, 600 * kPs);
+  EXPECT_NEAR(r.requests_per_s, 3 / (3 * c.d + 2 * T), kExact * 3 / (3 * c.d + 2 * T));
+  EXPECT_NEAR(r.mean_in_system, 3 * c.d / (3 * c.d + 2 * T), 1e-9);
+}
+
+TEST(ThinkTime, ParsedAsATimeAnExponentialMeanOrAUniformRange) {
+  // "2s" fixed; "exp:500ms" exponential of mean 0.5 s; "uniform:1s,3s" [1, 3] s; "0" none.
+  ThinkTime t = parse_think_time("2s", "--think-time");
+  EXPECT_EQ(t.kind, ThinkTime::Kind::fixed);
+  EXPECT_EQ(t.a_s, 2);
+  t = parse_think_time("exp:500ms", "--think-time");
+  EXPECT_EQ(t.kind, ThinkTime::Kind::exponential);
+  EXPECT_DOUBLE_EQ(t.a_s, 0.5);
+  t = parse_think_time("uniform:1s,3s", "--think-time");
+  EXPECT_EQ(t.kind, ThinkTime::Kind::uniform);
+  EXPECT_EQ(t.a_s, 1);
+  EXPECT_EQ(t.b_s, 3);
+  EXPECT_EQ(parse_think_time("0", "--think-time").kind, ThinkTime::Kind::none);
+  for (const char* bad : {"uniform:3s,1s", "uniform:1s", "gauss:1s", "2", "-1s", "2days"}) {
+    EXPECT_THROW(parse_think_time(bad, "--think-time"), InputError) << bad;
+  }
+  // Drawn from a stream of its own: the mean of 20000 exponential draws of mean 0.5 s is within
+  // 4 standard errors (0.5 / sqrt(20000) = 3.5 ms) of 0.5 s; uniform ones stay in [1, 3] s.
+  WorkloadSpec w;
+  w.think = parse_think_time("exp:500ms", "--think-time");
+  RequestSource src(w);
+  double sum = 0;
+  for (int i = 0; i < 20000; ++i) sum += src.think_s();
+  EXPECT_NEAR(sum / 20000, 0.5, 4 * 0.5 / std::sqrt(20000.0));
+  w.think = parse_think_time("uniform:1s,3s", "--think-time");
+  RequestSource uni(w);
+  for (int i = 0; i < 1000; ++i) {
+    const double x = uni.think_s();
+    EXPECT_TRUE(x >= 1 && x <= 3) << x;
+  }
+}
+
 TEST(MeasurementWindow, OneClientOpensAtTheEighthBlockAndStopsWithItsLastMeasuredRequest) {
   // A window of 20 measured requests (per_instance 20, one replica; at most 1000 may be sent):
   // blocks of max(16, 20/32) = 16 arrivals, marked at arrivals 0, 16, 32, ... Each block holds

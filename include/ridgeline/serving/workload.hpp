@@ -36,6 +36,19 @@ struct LengthDist {
 /// Parses "N", "uniform:A,B", "normal:MEAN,SD", "lognormal:MEAN,SIGMA"; InputError naming `flag`.
 LengthDist parse_length(std::string_view s, const char* flag);
 
+/// A closed-loop user's think time between the end of its request and its next: none, fixed,
+/// exponential (mean a_s) or uniform in [a_s, b_s] (docs/serving.md#workloads).
+struct ThinkTime {
+  enum class Kind : std::uint8_t { none, fixed, exponential, uniform };
+  Kind kind = Kind::none;
+  double a_s = 0, b_s = 0;
+  std::string text = "0";  ///< as given, for reports
+};
+
+/// Parses "TIME" (fixed, "0" none), "exp:TIME" (exponential, that mean) or "uniform:TIME,TIME",
+/// each at most a day; InputError naming `flag`.
+ThinkTime parse_think_time(std::string_view s, const char* flag);
+
 /// Requests read in order from elsewhere than a generator (io::RequestTraceReader reads a
 /// trace file row by row).
 class RequestStream {
@@ -59,7 +72,8 @@ struct WorkloadSpec {
   Arrival arrival = Arrival::poisson;
   double qps = 1;           ///< open loop: mean requests per second
   double cv = 1;            ///< gamma: coefficient of variation of the gaps
-  std::int64_t concurrency = 1;  ///< closed loop: clients
+  std::int64_t concurrency = 1;  ///< closed loop: clients (users)
+  ThinkTime think;               ///< closed loop: each user's pause between its requests
   LengthDist prompt, gen;   ///< lengths of synthetic requests
   std::int64_t requests = 1000;  ///< requests to send (a trace: at most its rows)
   std::int64_t warmup = 0;  ///< the first requests, served but left out of every statistic
@@ -119,13 +133,15 @@ class RequestSource {
   /// be read.
   bool next(Request& r);
   std::int64_t total() const noexcept { return total_; }
+  /// A closed-loop user's next think time, seconds (a stream of its own: the lengths stay).
+  double think_s() noexcept;
 
  private:
   std::int64_t length(const LengthDist& d, Rng& rng) noexcept;
   const WorkloadSpec& spec_;
   const std::vector<Request>* drawn_list_ = nullptr;
   std::unique_ptr<RequestStream> stream_;  // a trace read row by row
-  Rng arrivals_, lengths_, groups_, retime_;
+  Rng arrivals_, lengths_, groups_, retime_, think_;
   double clock_s_ = 0;
   std::int64_t drawn_ = 0, total_ = 0;
 };
