@@ -135,7 +135,12 @@ void workload(std::string_view text) {
 // A small run whose knobs come from the bytes.
 void simulation(const std::uint8_t* d, std::size_t n) {
   if (n < 12) return;
-  static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  static const model::ModelConfig llama = io::bundled_model("llama-3.1-8b");
+  // A 17th byte may pick a model with sliding-window layers (vLLM frees their blocks): half of
+  // gpt-oss-120b's, or every layer of mistral-7b's (no speculation then: the draft is llama's).
+  static const model::ModelConfig gpt_oss = io::bundled_model("gpt-oss-120b"), mistral = io::bundled_model("mistral-7b");
+  const std::uint8_t pick = n >= 17 ? d[16] % 3 : 0;
+  const model::ModelConfig& m = pick == 1 ? gpt_oss : pick == 2 ? mistral : llama;
   hw::System sys;
   sys.chip = io::catalog_chip("h100-sxm");
   sys.chips_per_node = 8;
@@ -186,17 +191,19 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   cfg.replicas = 1 + d[11] % 3;
   cfg.find_max_rate = false;
   // Two more bytes: speculative decoding (an MTP layer, k and one rate) and disaggregation.
-  static const model::ModelConfig draft = model::mtp_draft(m);
-  if (n >= 14 && (d[12] & 1) != 0) {
+  static const model::ModelConfig draft = model::mtp_draft(llama);
+  if (n >= 14 && (d[12] & 1) != 0 && pick == 0) {
     cfg.spec.k = 1 + (d[12] >> 1) % 4;
     cfg.spec.accept.fill((d[13] % 101) / 100.0);
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
+    cfg.accept_spread = n >= 18 ? d[17] / 255.0 : 0;  // requests in acceptance classes of their own
   }
   if (n >= 14 && (d[12] & 0x20) != 0) {
     cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;
     cfg.disagg.decode = 1 + (d[13] >> 6) % 2;
     cfg.disagg.layerwise = (d[12] & 0x40) != 0;
+    cfg.disagg.descriptor_s = (d[13] & 1) != 0 ? 0 : serving::kNixlDescriptorS * (1 + d[13] % 8);
     cfg.replicas = 1;
     if (n >= 15 && (d[14] & 1) != 0) {
       // Decode instances of their own: TP 1 or 2, another sequence limit and cache.

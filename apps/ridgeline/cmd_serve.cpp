@@ -35,7 +35,7 @@ struct ServeFlags {
   std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
-  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
+  std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
 };
 
@@ -139,6 +139,10 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   serving::ServeConfig cfg;
   cfg.forward = forward_config(f.fw, f.hw, m);
   cfg.spec = speculation(f.spec, m, draft);
+  if (!f.accept_spread.empty()) {
+    if (!cfg.spec.on()) throw InputError("--accept-spread: the spread of speculative decoding's acceptance needs --draft");
+    cfg.accept_spread = parse_number(f.accept_spread, "--accept-spread");
+  }
   cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
 
   cfg.workload = workload_spec(f.load);
@@ -160,11 +164,12 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     throw InputError(fmt::format("--kv-transfer: '{}' is not after or layerwise", f.kv_transfer));
   }
   cfg.disagg.layerwise = f.kv_transfer == "layerwise";
+  if (!f.kv_descriptor.empty()) cfg.disagg.descriptor_s = parse_quantity(f.kv_descriptor, Quantity::time, "--kv-descriptor", false);
   if (f.replicas == "auto" && cfg.disagg.on()) {
     throw InputError("--replicas auto: a disaggregated deployment is sized by search serve --disagg on, not here");
   }
-  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty()) && !cfg.disagg.on()) {
-    throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode: a KV transfer needs --disagg P:D");
+  if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty() || !f.kv_descriptor.empty()) && !cfg.disagg.on()) {
+    throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode/--kv-descriptor: a KV transfer needs --disagg P:D");
   }
   if (!f.disagg_decode.empty()) decode_instances(f, sys, cfg);
   return cfg;
@@ -232,6 +237,9 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
       ->type_name("on|off");
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
+  s->add_option("--accept-spread", f->accept_spread,
+                "speculative decoding: standard deviation of each request's shift of the acceptance rates (default 0.1, an assumption; 0: every request at --accept)")
+      ->type_name("SD");
   s->add_option("--disagg", f->disagg, "disaggregated: P prefill and D decode instances (each --tp chips), the KV cache sent between them");
   s->add_option("--disagg-decode", f->disagg_decode,
                 "disaggregated: the decode instances' own tp, ep, max-num-seqs, max-batched-tokens, e.g. tp=8,max-num-seqs=256");
@@ -240,6 +248,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--kv-transfer", f->kv_transfer,
                 "disaggregated: after (the whole cache once the prefill ends, vLLM's NIXL) or layerwise (behind the prefill)")
       ->capture_default_str();
+  s->add_option("--kv-descriptor", f->kv_descriptor,
+                "disaggregated: the connector's time to post one transfer descriptor (a block of one K or V region; default 2.4 us, NIXL's)");
   s->add_option("--replicas", f->replicas, "identical engine instances behind a router; auto: the fewest meeting --slo")->capture_default_str();
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");

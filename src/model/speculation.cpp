@@ -1,6 +1,8 @@
 // Speculative decoding's expected tokens per step, break-even rate and MTP draft.
 #include "ridgeline/model/speculation.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -24,6 +26,21 @@ double tokens_per_step(double alpha, int k) noexcept {
   s.k = k;
   s.accept.fill(alpha);
   return tokens_per_step(s);
+}
+
+std::array<double, kAcceptClasses> tokens_per_step_classes(const Speculation& s, double spread) noexcept {
+  // Standard normal quantiles at (c + 1/2)/8, c = 0..7 (Φ⁻¹(1/16) = -1.534121, ...).
+  static constexpr std::array<double, kAcceptClasses> z = {-1.534121, -0.887147, -0.488776, -0.157311,
+                                                           0.157311,  0.488776,  0.887147,  1.534121};
+  std::array<double, kAcceptClasses> out{};
+  for (int c = 0; c < kAcceptClasses; ++c) {
+    Speculation r = s;
+    for (int i = 0; i < s.k && i < Speculation::kMaxTokens; ++i) {
+      r.accept[static_cast<std::size_t>(i)] = std::clamp(s.accept[static_cast<std::size_t>(i)] + spread * z[static_cast<std::size_t>(c)], 0.0, 1.0);
+    }
+    out[static_cast<std::size_t>(c)] = tokens_per_step(r);
+  }
+  return out;
 }
 
 std::optional<double> break_even_accept(int k, double ratio) noexcept {

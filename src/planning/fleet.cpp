@@ -429,7 +429,11 @@ class Evaluator {
     if (measured_ == 0) return 1;
     const double prompt = mean_prompt_, gen = mean_gen_;
     const double seqs_limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
-    const double batch = std::max(1.0, std::floor(std::min(seqs_limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
+    // Sequences the cache holds: its tokens over a request's, or (sliding-window layers freed) its blocks over a request's.
+    const double held = mem.kv_layout.hybrid() ? static_cast<double>(mem.kv_blocks) /
+                                                     static_cast<double>(mem.kv_layout.blocks_for(std::llround(prompt + gen)))
+                                               : static_cast<double>(mem.kv_tokens) / (prompt + gen);
+    const double batch = std::max(1.0, std::floor(std::min(seqs_limit, held)));
     const serving::WorkloadSpec& w = cfg.workload;
     if (w.arrival == serving::Arrival::closed) return static_cast<std::int64_t>(std::ceil(static_cast<double>(w.concurrency) / batch));
     const double window = static_cast<double>(m_.sliding_window);

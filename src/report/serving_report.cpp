@@ -261,7 +261,9 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"kv_transfer", cfg.disagg.layerwise ? "layerwise" : "after"},
                    {"link", x.link}, {"link_Bps", x.link_Bps}, {"link_latency_s", x.link_latency_s},
                    {"transfer_s_mean", x.transfer_s_mean}, {"kv_wait_s_mean", x.kv_wait_s_mean},
-                   {"bytes_per_request_mean", x.bytes_per_request_mean}, {"prefill_rate", x.prefill_rate},
+                   {"bytes_per_request_mean", x.bytes_per_request_mean}, {"descriptor_s", x.descriptor_s},
+                   {"descriptors_per_request_mean", x.descriptors_per_request_mean},
+                   {"decode_hit_tokens_mean", x.decode_hit_tokens_mean}, {"prefill_rate", x.prefill_rate},
                    {"decode_rate", x.decode_rate}, {"prefill_per_decode", x.prefill_per_decode}};
   } else {
     j["disagg"] = nullptr;
@@ -399,6 +401,8 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("KV transfer ({}, {}): {} per request over the {} link at {}/s, {} exposed, {} waiting for decode blocks (means)\n",
                      cfg.disagg.layerwise ? "layer by layer" : "after the prefill", fmt::format("{}:{}", cfg.disagg.prefill, cfg.disagg.decode),
                      size(d.bytes_per_request_mean), d.link, size(d.link_Bps), t(d.transfer_s_mean), t(d.kv_wait_s_mean));
+    s += fmt::format("  the connector posts {:.0f} descriptors per request at {} each ({}); {:.0f} prompt tokens found in the decode side's cache, not pulled\n",
+                     d.descriptors_per_request_mean, t(d.descriptor_s), t(d.descriptors_per_request_mean * d.descriptor_s), d.decode_hit_tokens_mean);
     if (d.prefill_rate > 0) {
       s += fmt::format("rate matching: a prefill instance serves {:.3g} req/s, a decode instance {:.3g}: {:.2f} prefill per decode instance\n",
                        d.prefill_rate, d.decode_rate, d.prefill_per_decode);

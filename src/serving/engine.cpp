@@ -67,6 +67,10 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.kv_memory_fraction = 0.9;  // gpu_memory_utilization (0.92 from v0.21, with CUDA graphs profiled)
   e.reserved_bytes = 0;      // the CUDA context and graph pool live in the 1 - f left over
   e.prefix_caching = true;   // automatic prefix caching, on by default in V1
+  // Hybrid KV cache manager (vllm/v1/core/kv_cache_coordinator.py, single_type_kv_cache_manager.py
+  // SlidingWindowManager): sliding-window layers free the blocks that left their window. On
+  // from v0.10.0; the 0.8-0.13 preset follows 0.10-0.13 here.
+  e.free_window_blocks = true;
   e.fused_attention = true;  // FlashAttention backend: one varlen kernel for the whole batch
   e.decode_graphs = GraphMode::graph;       // cudagraph_mode FULL_AND_PIECEWISE: full graphs for decode-only steps
   e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise

@@ -19,12 +19,21 @@ std::int64_t floor_div(std::int64_t a, std::int64_t m) { return (a - mod(a, m)) 
 }  // namespace
 
 Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_,
-                 Emission emission)
-    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), window_(window), emission_(emission) {
+                 Emission emission, const KvLayout& layout)
+    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), layout_(layout), window_(window),
+      emission_(emission) {
+  layout_.block_tokens = block_;
   if ((block_ & (block_ - 1)) == 0) block_mask_ = block_ - 1;
   total_blocks = free_blocks = blocks;
   free_queue_.push_back({-1, blocks});
-  phase_.assign(static_cast<std::size_t>(block_), 0);
+  const std::size_t classes = std::max<std::size_t>(1, emission_.cohort_rates.size());
+  cohorts_.resize(classes);
+  for (std::size_t i = 0; i < classes; ++i) {
+    Cohort& c = cohorts_[i];
+    c.rate = emission_.cohort_rates.empty() ? emission_.rate : emission_.cohort_rates[i];
+    c.phase.assign(static_cast<std::size_t>(block_), 0);
+    if (layout_.hybrid()) c.phase_window.assign(static_cast<std::size_t>(block_), 0);
+  }
   new_token_ratio = e.new_token_ratio_init;
 }
 
@@ -33,11 +42,17 @@ std::size_t Replica::phase_of(std::int64_t t) const {
   return static_cast<std::size_t>(block_mask_ >= 0 ? (t & block_mask_) : mod(t, block_));
 }
 
-std::int64_t Replica::G_rate(std::int64_t d) const { return floor_div(d * emission_.rate, Emission::kRateOne); }
+std::int64_t Replica::G_rate(const Cohort& c, std::int64_t d) { return floor_div(d * c.rate, Emission::kRateOne); }
 
-std::int64_t Replica::first_step(std::int64_t x) const {
+std::int64_t Replica::first_step(const Cohort& c, std::int64_t x) {
   // floor(j·rate / one) >= x  <=>  j·rate >= x·one  <=>  j >= ceil(x·one / rate).
-  return -floor_div(-x * Emission::kRateOne, emission_.rate);
+  return -floor_div(-x * Emission::kRateOne, c.rate);
+}
+
+std::int64_t Replica::decode_tokens(std::int64_t d) const {
+  std::int64_t s = 0;
+  for (const Cohort& c : cohorts_) s += c.n == 0 ? 0 : c.n * (G(c, d + 1) - G(c, d));
+  return s;
 }
 
 void Replica::push_running(std::int32_t r) {
@@ -68,43 +83,62 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   q.d0 = dstep;
   q.c0 = q.computed;
   q.e0 = q.emitted;
-  const std::int64_t g0 = G(q.d0), k1 = emission_.queries;
+  Cohort& c = of(q);
+  const std::int64_t g0 = G(c, q.d0), k1 = emission_.queries;
   ++n_decode;
+  ++c.n;
   n_warm_decode += q.warmup ? 1 : 0;
-  s_all_ += q.c0 - g0;
-  out_all_ += q.output - q.e0 + g0;
-  ++phase_[phase_of(g0 - q.c0 - k1)];
+  c.s_all += q.c0 - g0;
+  c.out_all += q.output - q.e0 + g0;
+  ++c.phase[phase_of(g0 - q.c0 - k1)];
   phase_need_step_ = kNoStep;
+  // Its sliding-window tables grow at the slots j·block with j < window_blocks: the phases
+  // count slot s at the t = s - (c0 - G(d0) + k1) of [G(d - 1), G(d)), the last growing one at
+  // t* = (window_blocks - 1)·block - c0 + G(d0) - k1; it grows from step d0 on while t* >= G(d0 - 1).
+  q.window_growing = false;
+  if (layout_.hybrid()) {
+    const std::int64_t last = (layout_.window_blocks - 1) * block_ - q.c0 + g0 - k1;
+    if (last >= G(c, q.d0 - 1)) {
+      q.window_growing = true;
+      ++c.phase_window[phase_of(g0 - q.c0 - k1)];
+      // The first step d whose t range starts past t*: G(d - 1) >= t* + 1.
+      window_caps_.push({first_step(c, last + 1) + 1, r, q.version});
+    }
+  }
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
-  q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(q.d0 - 1))) - blocks_for(q.c0);
+  q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(c, q.d0 - 1))) - blocks_for(q.c0);
   join_extra_ += q.pending;
   // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
-  finishes.push({first_step(q.output - q.e0 + g0) - 1, r, q.version});
+  finishes.push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
   // Inside the window while its cached context is below W: until the first step with
   // c0 + G(d) - G(d0) >= W.
   q.above_window = window_ <= 0 || static_cast<double>(q.c0) + 1 > window_;
   if (!q.above_window) {
-    ++n_below_;
-    s_below_ += q.c0 - g0;
-    crossings_.push({first_step(static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
+    ++c.n_below;
+    c.s_below += q.c0 - g0;
+    crossings_.push({first_step(c, static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
   }
   new_decoders.push_back(r);
 }
 
 void Replica::leave_decode(std::int32_t r) {
   Req& q = pool[r];
-  const std::int64_t g0 = G(q.d0);
+  Cohort& c = of(q);
+  const std::int64_t g0 = G(c, q.d0);
   --n_decode;
+  --c.n;
   n_warm_decode -= q.warmup ? 1 : 0;
-  s_all_ -= q.c0 - g0;
-  out_all_ -= q.output - q.e0 + g0;
-  --phase_[phase_of(g0 - q.c0 - emission_.queries)];
+  c.s_all -= q.c0 - g0;
+  c.out_all -= q.output - q.e0 + g0;
+  --c.phase[phase_of(g0 - q.c0 - emission_.queries)];
+  if (q.window_growing) --c.phase_window[phase_of(g0 - q.c0 - emission_.queries)];
+  q.window_growing = false;
   phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
   if (!q.above_window) {
-    --n_below_;
-    s_below_ -= q.c0 - g0;
+    --c.n_below;
+    c.s_below -= q.c0 - g0;
   }
   ++q.version;  // its finish and window events are stale
   const auto it = std::find(new_decoders.begin(), new_decoders.end(), r);
@@ -118,17 +152,25 @@ void Replica::settle_window() {
     Req& q = pool[ev.req];
     if (ev.version != q.version || q.phase != Phase::decode || q.above_window) continue;
     q.above_window = true;
-    --n_below_;
-    s_below_ -= q.c0 - G(q.d0);
+    Cohort& c = of(q);
+    --c.n_below;
+    c.s_below -= q.c0 - G(c, q.d0);
   }
 }
 
 void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
   if (n_decode == 0) return;
   // Each sequence computes its q tokens after c0 + G(d) - G(d0) cached ones: context c + q.
+  // Summed over the acceptance classes, each at its own G (one class: one term).
   const double n = static_cast<double>(n_decode), q = static_cast<double>(queries);
-  const double at = static_cast<double>(G(dstep)) + q + offset;
-  const double kv = static_cast<double>(s_all_) + n * at;
+  double kv = 0, below = 0, nb = 0;
+  for (const Cohort& c : cohorts_) {
+    if (c.n == 0) continue;
+    const double at = static_cast<double>(G(c, dstep)) + q + offset;
+    kv += static_cast<double>(c.s_all) + static_cast<double>(c.n) * at;
+    if (c.n_below > 0) below += static_cast<double>(c.s_below) + static_cast<double>(c.n_below) * at;
+    nb += static_cast<double>(c.n_below);
+  }
   // A decode sequence's counts (ops::attention_counts at q_len q, causal) are affine in its
   // context: the sums are those of n sequences at the mean context.
   ops::AttentionShape a;
@@ -147,10 +189,9 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
   // Sequences whose cached context has reached the window see W keys per query (read W + q - 1);
   // those below it their whole context (their last q - 1 queries may see a little more than W
   // keys, by q(q - 1)/2 pairs at most, in the few steps before they reach it).
-  const double nb = static_cast<double>(n_below_);
   if (nb > 0) {
     a.batch = nb;
-    a.kv_len = (static_cast<double>(s_below_) + nb * at) / nb;
+    a.kv_len = below / nb;
     mix.decode_window += ops::attention_counts(a);
   }
   if (n > nb) {
@@ -161,10 +202,31 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
   }
 }
 
-std::int64_t Replica::decode_blocks_needed() const {
+void Replica::settle_window_blocks() {
+  while (!window_caps_.empty() && window_caps_.top().step <= dstep) {
+    const DecodeEvent ev = window_caps_.top();
+    window_caps_.pop();
+    Req& q = pool[ev.req];
+    if (ev.version != q.version || q.phase != Phase::decode || !q.window_growing) continue;
+    q.window_growing = false;
+    Cohort& c = of(q);
+    --c.phase_window[phase_of(G(c, q.d0) - q.c0 - emission_.queries)];
+    phase_need_step_ = kNoStep;
+  }
+}
+
+std::int64_t Replica::decode_blocks_needed() {
+  if (layout_.hybrid()) settle_window_blocks();
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
+    // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
     phase_need_ = 0;
-    for (std::int64_t t = G(dstep - 1), end = G(dstep); t < end; ++t) phase_need_ += phase_[phase_of(t)];
+    for (const Cohort& c : cohorts_) {
+      if (c.n == 0) continue;
+      for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
+        const std::size_t p = phase_of(t);
+        phase_need_ += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+      }
+    }
     phase_need_step_ = dstep;
   }
   return join_extra_ + phase_need_;
@@ -178,11 +240,13 @@ void Replica::take_decode_blocks() {
 
 std::int64_t Replica::decode_blocks(const Req& q) const {
   // Its slots up to the last step's: c0 + G(dstep - 1) - G(d0) + queries, less what is pending.
-  return blocks_for(q.c0 + (G(dstep - 1) - G(q.d0)) + emission_.queries) - q.pending - q.shared;
+  const Cohort& c = of(q);
+  return blocks_for(q.c0 + (G(c, dstep - 1) - G(c, q.d0)) + emission_.queries) - q.pending - q.shared;
 }
 
 std::int64_t Replica::remaining_output_sum() const {
-  std::int64_t s = out_all_ - n_decode * G(dstep);
+  std::int64_t s = 0;
+  for (const Cohort& c : cohorts_) s += c.out_all - c.n * G(c, dstep);
   for (const std::int32_t r : prefilling) s += pool[r].output - pool[r].emitted;
   return s;
 }
@@ -225,11 +289,19 @@ void Replica::give_blocks(std::int64_t n) {
   }
 }
 
+std::int64_t Replica::prefix_blocks_in(std::int64_t units) const {
+  // The most b with blocks_for(b·block) <= units: full_groups·b + window_groups·min(b, window_blocks).
+  const std::int64_t f = layout_.full_groups, w = layout_.window_groups, cap = layout_.window_blocks;
+  if (w == 0) return units / f;
+  if (units >= (f + w) * cap) return f > 0 ? cap + (units - (f + w) * cap) / f : std::numeric_limits<std::int64_t>::max();
+  return units / (f + w);
+}
+
 std::int64_t Replica::prefix_hit(const Req& q, bool partial_reuse) const {
   if (q.group < 0 || !engine.prefix_caching) return 0;
   const Group& g = groups[static_cast<std::size_t>(q.group)];
   const std::int64_t full = q.prefix_tokens / block_;  // full blocks of the prefix
-  const std::int64_t blocks = std::min(g.cached, full);
+  const std::int64_t blocks = std::min(prefix_blocks_in(g.cached), full);
   if (blocks <= 0) return 0;
   // The last token is always computed (its logits give the next token).
   std::int64_t tokens = blocks * block_;
@@ -265,8 +337,9 @@ void Replica::unref_prefix(Req& q) {
 void Replica::publish_prefix(Req& q) {
   if (q.group < 0 || !engine.prefix_caching) return;
   Group& g = groups[static_cast<std::size_t>(q.group)];
-  const std::int64_t full = q.prefix_tokens / block_;
-  if (full <= 0) return;
+  const std::int64_t whole = q.prefix_tokens / block_;
+  if (whole <= 0) return;
+  const std::int64_t full = blocks_for(whole * block_);  // over its block tables
   if (q.shared == 0 && g.cached == 0) {
     // The request's first `full` blocks now hold the group's prefix (it references them).
     g.cached = full;

@@ -10,6 +10,7 @@
 
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/serving/engine.hpp"
+#include "ridgeline/serving/kv_layout.hpp"
 
 namespace ridgeline::serving::detail {
 
@@ -43,10 +44,13 @@ struct Req {
   std::int64_t d0 = 0, c0 = 0, e0 = 0;
   std::int64_t pending = 0;  // decode: blocks its first step needs beyond what the block phases count
   bool above_window = false;
+  bool window_growing = false;  // decode: its sliding-window block tables still grow (KvLayout::window_blocks)
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
+  std::int32_t cohort = 0;    // speculative decoding: its acceptance class (Replica::cohorts_)
   std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
   std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
+  std::int64_t dest_shared = 0;    // disaggregated: blocks of its prefix the decode instance holds while its KV is in transfer
   Ps prefill_end = -1;        // disaggregated: when its prompt was prefilled
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
   Phase phase = Phase::waiting;
@@ -113,13 +117,17 @@ struct StepPlan {
 struct Emission {
   static constexpr std::int64_t kRateOne = std::int64_t{1} << 16;
   std::int64_t queries = 1;
-  std::int64_t rate = kRateOne;  // tokens per step x kRateOne
+  std::int64_t rate = kRateOne;  // tokens per step x kRateOne (the mean over the cohorts)
+  // Requests accept drafts at their own rates: each belongs to one of these classes (Req::cohort),
+  // tokens per step x kRateOne each, equally likely (empty: one class at `rate`). Each class is
+  // kept as its own decode sums (docs/serving.md#speculative-decoding).
+  std::vector<std::int64_t> cohort_rates;
 };
 
 class Replica {
  public:
   Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
-          Emission emission = {});
+          Emission emission = {}, const KvLayout& layout = {});
 
   // --- step in flight (first: read at every event) ----------------------------------------
   std::int32_t index = 0;
@@ -157,14 +165,16 @@ class Replica {
   void settle_window();
   void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
   // Blocks the decode step dstep needs beyond those its sequences hold.
-  std::int64_t decode_blocks_needed() const;
+  std::int64_t decode_blocks_needed();
   // Takes them: the sequences that joined since the last decode step hold their first step's blocks.
   void take_decode_blocks();
   std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
-  std::int64_t emitted_before(const Req& q) const { return q.e0 + (G(dstep) - G(q.d0)); }
-  std::int64_t context_before(const Req& q) const { return q.c0 + (G(dstep) - G(q.d0)); }
-  // Tokens every decode sequence emits at decode step d (its last step: at most what is left).
-  std::int64_t step_tokens(std::int64_t d) const { return G(d + 1) - G(d); }
+  std::int64_t emitted_before(const Req& q) const { const Cohort& c = of(q); return q.e0 + (G(c, dstep) - G(c, q.d0)); }
+  std::int64_t context_before(const Req& q) const { const Cohort& c = of(q); return q.c0 + (G(c, dstep) - G(c, q.d0)); }
+  // Tokens q emits at decode step d (its last step: at most what is left).
+  std::int64_t step_tokens(const Req& q, std::int64_t d) const { const Cohort& c = of(q); return G(c, d + 1) - G(c, d); }
+  // Tokens all decode sequences emit at decode step d (before the last steps' caps).
+  std::int64_t decode_tokens(std::int64_t d) const;
   std::int64_t queries() const { return emission_.queries; }
   // KV slots a request holds at most beyond its prompt and output (the drafts verified in its last step).
   std::int64_t lookahead() const { return emission_.queries - 1; }
@@ -180,8 +190,9 @@ class Replica {
   }
   std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
   std::int64_t committed = 0;                      // Admission::completion
-  std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }
-  std::int64_t block() const { return block_; }
+  // Blocks a request holds for `tokens` of context, over its block tables (KvLayout).
+  std::int64_t blocks_for(std::int64_t tokens) const { return layout_.blocks_for(tokens); }
+  std::int64_t block() const { return block_; }  // tokens per block
   // Takes n free blocks (evicting cached prefixes, least recently freed first); n <= free_blocks.
   void take_blocks(std::int64_t n);
   // Gives n blocks back (no prefix cached in them).
@@ -219,26 +230,41 @@ class Replica {
   };
   std::deque<Segment> free_queue_;  // least recently freed first
   std::int64_t segments_popped_ = 0;  // index of free_queue_.front() in push order
-  // G(d): tokens each decode sequence emitted in steps 0..d-1 (relative counts only matter).
-  std::int64_t G(std::int64_t d) const { return emission_.rate == Emission::kRateOne ? d : G_rate(d); }
-  std::int64_t G_rate(std::int64_t d) const;
-  // The first step index j with G(j) >= x.
-  std::int64_t first_step(std::int64_t x) const;
+  // The decode sequences of one acceptance class: their emission and their sums.
+  struct Cohort {
+    std::int64_t rate = Emission::kRateOne;  // tokens per step x kRateOne
+    std::int64_t n = 0;
+    // Σ (c0 - G(d0)) over its decode sequences and over those still inside the window.
+    std::int64_t s_all = 0, s_below = 0, n_below = 0;
+    std::int64_t out_all = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all - n·G(dstep)
+    // Its sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
+    // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator); and
+    // those whose sliding-window tables still grow (a block at each crossing, in each of
+    // layout_.window_groups tables); the others add one in each full-attention table only.
+    std::vector<std::int64_t> phase, phase_window;
+  };
+  std::vector<Cohort> cohorts_;
+  const Cohort& of(const Req& q) const { return cohorts_[static_cast<std::size_t>(q.cohort)]; }
+  Cohort& of(const Req& q) { return cohorts_[static_cast<std::size_t>(q.cohort)]; }
+  // G(d): tokens each decode sequence of cohort c emitted in steps 0..d-1 (relative counts only matter).
+  static std::int64_t G(const Cohort& c, std::int64_t d) { return c.rate == Emission::kRateOne ? d : G_rate(c, d); }
+  static std::int64_t G_rate(const Cohort& c, std::int64_t d);
+  // The first step index j with G(c, j) >= x.
+  static std::int64_t first_step(const Cohort& c, std::int64_t x);
   std::int64_t block_;
+  KvLayout layout_;
+  // Whole blocks of a prefix that `units` cached blocks hold in every block table.
+  std::int64_t prefix_blocks_in(std::int64_t units) const;
   std::int64_t block_mask_ = -1;  // block - 1 when a power of two
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   double window_;
   Emission emission_;
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
-  // Decode sums: Σ (c0 - G(d0)) over all decode sequences and over those still inside the window.
-  std::int64_t s_all_ = 0, s_below_ = 0, n_below_ = 0;
-  std::int64_t out_all_ = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all_ - n_decode·G(dstep)
-  // Decode sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
-  // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator).
-  std::vector<std::int64_t> phase_;
+  EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
+  void settle_window_blocks();
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
-  mutable std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
+  std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 
  public:

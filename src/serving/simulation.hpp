@@ -183,7 +183,7 @@ class Simulation {
   std::size_t rr_ = 0, decode_rr_ = 0;
   std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
   std::priority_queue<std::pair<Ps, std::int32_t>, std::vector<std::pair<Ps, std::int32_t>>, std::greater<>> transfers_;
-  double transfer_s_sum_ = 0, kv_wait_s_sum_ = 0, bytes_sum_ = 0;
+  double transfer_s_sum_ = 0, kv_wait_s_sum_ = 0, bytes_sum_ = 0, descriptors_sum_ = 0, hit_tokens_sum_ = 0;
   std::int64_t transfers_done_ = 0;
   std::vector<std::int32_t> to_start_;  // replicas to start a step once every event at this time is in
   std::int64_t total_ = 0, measured_total_ = 0, sent_ = 0, finished_ = 0, measured_ = 0, all_served_ = 0, good_ = 0;

@@ -97,13 +97,19 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   if (cfg.spec.on()) {
     emission.queries = cfg.spec.k + 1;
     emission.rate = std::llround(model::tokens_per_step(cfg.spec) * static_cast<double>(detail::Emission::kRateOne));
+    if (cfg.accept_spread > 0) {
+      // Each request in one of the acceptance classes (Simulation::arrive), each its own emission.
+      for (const double tau : model::tokens_per_step_classes(cfg.spec, cfg.accept_spread)) {
+        emission.cohort_rates.push_back(std::llround(tau * static_cast<double>(detail::Emission::kRateOne)));
+      }
+    }
   }
   const std::int64_t instances = dg.on() ? dg.prefill + dg.decode : cfg.replicas;
   replicas_.reserve(static_cast<std::size_t>(instances));
   for (std::int64_t i = 0; i < instances; ++i) {
     const bool decode = dg.on() && i >= dg.prefill;
     const Tier& k = *tiers_[decode ? 1 : 0];
-    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission);
+    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission, k.mem.kv_layout);
     if (dg.on()) replicas_.back().role = decode ? detail::Role::decode : detail::Role::prefill;
     all_blocks_ += k.mem.kv_blocks;
     gpus_ += k.chips();
@@ -114,6 +120,7 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
     result_.disagg.link = l.name;
     result_.disagg.link_Bps = l.Bps;
     result_.disagg.link_latency_s = l.latency_s;
+    result_.disagg.descriptor_s = cfg.disagg.descriptor_s;
     fan_in_ = std::max(1.0, static_cast<double>(tiers_[1]->plan.forward.tp) / static_cast<double>(cfg.forward.tp));
   }
   snapshots_.resize(replicas_.size());

@@ -47,6 +47,14 @@ void Simulation::arrive(Ps t) {
   q = Req{};
   q.version = version;
   q.id = id;
+  if (cfg_.spec.on() && cfg_.accept_spread > 0) {
+    // Its acceptance class, from its id and the seed (splitmix64): the same request in the same class in every run.
+    std::uint64_t h = static_cast<std::uint64_t>(id) + 0x9e3779b97f4a7c15ULL * (cfg_.workload.seed + 1);
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    q.cohort = static_cast<std::int32_t>(h % model::kAcceptClasses);
+  }
   q.arrival = t - front_end_;  // sent then; the scheduler sees it now (docs/serving.md#front-end)
   q.input = r.input;
   q.output = r.output;
@@ -101,9 +109,7 @@ void Simulation::arrive(Ps t) {
 // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
 // chunk too.
 bool Simulation::fits_cache(const Tier& k, const Req& q) const {
-  const EngineConfig& e = k.engine;
-  const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
-  return blocks <= k.mem.kv_blocks;
+  return k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k) <= k.mem.kv_blocks;
 }
 
 bool Simulation::fits_step(const Tier& k, const Req& q) const {

@@ -81,11 +81,18 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
     case MemoryRule::static_fraction: mem.kv_bytes = e.kv_memory_fraction * C - W - R; break;
     case MemoryRule::of_free: mem.kv_bytes = e.kv_memory_fraction * (C - W - A - R); break;
   }
-  const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(e.kv_block);
+  // A block is a page of the engine's block of tokens in each layer of a KV cache group: every
+  // layer, or (sliding-window layers freed) as many as the group holds (docs/serving.md#sliding-window-layers).
+  mem.kv_layout = kv_layout(m, e, cfg.spec.on());
+  const double block_bytes =
+      mem.kv_layout.hybrid()
+          ? mem.kv_bytes_per_token / static_cast<double>(m.layers) * static_cast<double>(mem.kv_layout.layers_per_block * e.kv_block)
+          : mem.kv_bytes_per_token * static_cast<double>(e.kv_block);
+  mem.kv_block_bytes = block_bytes;
   // Each EP group holds the cache of its own sequences.
   const double blocks = mem.kv_bytes > 0 && block_bytes > 0 ? std::floor(mem.kv_bytes / block_bytes) * ep : 0;
   mem.kv_blocks = e.kv_blocks_override > 0 ? e.kv_blocks_override : static_cast<std::int64_t>(std::min(blocks, 1e15));
-  mem.kv_tokens = mem.kv_blocks * e.kv_block;
+  mem.kv_tokens = mem.kv_layout.tokens_in(mem.kv_blocks);
   return mem;
 }
 
@@ -105,6 +112,9 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   if (f.training) throw InputError("serve: a training pass cannot be served");
   validate(cfg.engine);
   validate(cfg.workload);
+  if (!(cfg.accept_spread >= 0 && cfg.accept_spread <= 1)) {
+    throw InputError(fmt::format("--accept-spread: {} is out of range: expected a standard deviation of the acceptance rates from 0 to 1", cfg.accept_spread));
+  }
   if (cfg.replicas < 1 || cfg.replicas > 4096) {
     throw InputError(fmt::format("--replicas: {} is out of range: expected 1 to 4096", cfg.replicas));
   }

@@ -186,6 +186,8 @@ void Simulation::summarise() {
     r.disagg.transfer_s_mean = transfer_s_sum_ / n;
     r.disagg.kv_wait_s_mean = kv_wait_s_sum_ / n;
     r.disagg.bytes_per_request_mean = bytes_sum_ / n;
+    r.disagg.descriptors_per_request_mean = descriptors_sum_ / n;
+    r.disagg.decode_hit_tokens_mean = hit_tokens_sum_ / n;
   }
   r.simulated_requests = finished_;
   r.measured_requests = measured_;

@@ -34,8 +34,7 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   ctx.window = static_cast<double>(m.sliding_window);
   ctx.partial_reuse = engine.partial_reuse;
   const int host = sys.chip.link_index(hw::LinkScope::host);
-  const double block_bytes = mem.kv_bytes_per_token * static_cast<double>(engine.kv_block);
-  if (host >= 0) ctx.swap_s_per_block = block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
+  if (host >= 0) ctx.swap_s_per_block = mem.kv_block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
   scheduler = detail::make_scheduler(ctx);
   // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
   const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine.max_num_seqs, 1, 4096));
@@ -137,13 +136,13 @@ void Simulation::finish_step(Replica& r, Ps t) {
     r.new_decoders.clear();
     // Every sequence emits the step's tokens; those that finish, only what they had left.
     const std::int64_t d = r.dstep;
-    std::int64_t emitted = r.n_decode * r.step_tokens(d);
+    std::int64_t emitted = r.decode_tokens(d);
     while (!r.finishes.empty() && r.finishes.top().step <= d) {
       const detail::DecodeEvent ev = r.finishes.top();
       r.finishes.pop();
       Req& q = pool_[ev.req];
       if (ev.version != q.version || q.phase != Phase::decode) continue;
-      emitted -= r.emitted_before(q) + r.step_tokens(d) - q.output;
+      emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
       q.emitted = q.output;
       q.last_token = t;
       r.leave_decode(ev.req);

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/serving/kv_connector.hpp"
 #include "simulation.hpp"
 
 namespace ridgeline::serving {
@@ -56,34 +57,56 @@ void Simulation::hand_over(Replica& p, std::int32_t qi, Ps t) {
 }
 
 // Blocks of a handed-over request on decode instance d: the prompt's tokens but the last
-// (computed again); TensorRT-LLM and static commit the whole request, SGLang keeps room
-// for its output (clipped) as its admission does.
+// (computed again), less the prefix its own cache holds; TensorRT-LLM and static commit the
+// whole request, SGLang keeps room for its output (clipped) as its admission does.
 void Simulation::allocate(Replica& d, Ps t) {
   const Tier& k = tier(d);
   const EngineConfig& e = k.engine;
   while (!d.kv_queue.empty()) {
     const std::int32_t qi = d.kv_queue.front();
     Req& q = pool_[qi];
-    const std::int64_t need = d.blocks_for(q.input - 1);
+    // The decode side pulls only what its prefix cache lacks (vLLM's NIXL connector:
+    // get_num_new_matched_tokens counts the prompt beyond the local hit): the hit's blocks are
+    // referenced, taken off the free queue when nothing else references them.
+    const std::int64_t hit = d.prefix_hit(q, e.partial_reuse);
+    std::int64_t shared = 0, unfree = 0;
+    if (hit > 0) {
+      const detail::Group& g = d.groups[static_cast<std::size_t>(q.group)];
+      shared = std::min(g.cached, d.blocks_for(hit));
+      unfree = g.refs == 0 ? g.cached : 0;
+    }
+    const std::int64_t need = d.blocks_for(q.input - 1) - shared;
     if (e.admission == Admission::completion) {
       const std::int64_t commit = d.blocks_for(q.input + q.output + d.lookahead());
-      if (d.committed + commit > d.total_blocks || need > d.free_blocks) return;
+      if (d.committed + commit > d.total_blocks || need + unfree > d.free_blocks) return;
       q.commit = commit;
       d.committed += commit;
     } else {
       const std::int64_t room =
           e.admission == Admission::ratio_reserve ? d.blocks_for(std::min(q.output, e.reserve_clip_tokens)) : 0;
-      if (need + room > d.free_blocks) return;
+      if (need + unfree + room > d.free_blocks) return;
     }
     d.kv_queue.pop_front();
+    if (hit > 0) {
+      // q.shared is still the prefill instance's reference until the transfer ends.
+      const std::int64_t source_shared = q.shared;
+      d.ref_prefix(q, hit);
+      q.dest_shared = q.shared;
+      q.shared = source_shared;
+    }
     d.take_blocks(need);
     touch(d);
     ++d.in_transfer;
-    // The KV of input - 1 tokens, each decode chip receiving its share; fewer prefill chips
-    // (a smaller TP) each send decode TP / prefill TP of those shares.
-    const double bytes = static_cast<double>(q.input - 1) * k.mem.kv_bytes_per_token * fan_in_;
+    // The KV of the input - 1 - hit tokens pulled, each decode chip receiving its share; fewer
+    // prefill chips (a smaller TP) each send decode TP / prefill TP of those shares. The
+    // connector posts a descriptor per block of each region (K and V of each layer) on every
+    // decode chip before the link moves them (docs/serving.md#kv-connector).
+    const std::int64_t pulled = q.input - 1 - hit;
+    const double bytes = static_cast<double>(pulled) * k.mem.kv_bytes_per_token * fan_in_;
+    const double descriptors =
+        static_cast<double>(kv_regions(m_)) * static_cast<double>((q.input - 1 + e.kv_block - 1) / e.kv_block - hit / e.kv_block);
     const DisaggResult& link = result_.disagg;
-    double send = bytes / link.link_Bps;
+    double send = kv_transfer_s(bytes, descriptors, link.link_Bps, 0, cfg_.disagg.descriptor_s);
     if (cfg_.disagg.layerwise) {
       // Layer by layer behind the prefill: all but the last layer's share may be hidden.
       const double prefill_s = to_s(q.prefill_end - q.admitted);
@@ -96,6 +119,8 @@ void Simulation::allocate(Replica& d, Ps t) {
     transfer_s_sum_ += exposed;
     kv_wait_s_sum_ += to_s(t - q.prefill_end);
     bytes_sum_ += bytes;
+    descriptors_sum_ += descriptors;
+    hit_tokens_sum_ += static_cast<double>(hit);
     ++transfers_done_;
     transfers_.push({t + std::max<Ps>(1, to_ps(exposed)), qi});
   }
@@ -112,10 +137,13 @@ void Simulation::received(std::int32_t qi) {
   touch(p);
   mark(p);
   Replica& d = replicas_[static_cast<std::size_t>(q.replica)];
+  q.shared = q.dest_shared;  // the decode instance's prefix hit (allocate)
+  q.dest_shared = 0;
   q.computed = q.input - 1;
   q.target = q.input;
   q.blocks = 0;
   q.source = -1;
+  if (q.group >= 0 && q.computed >= q.prefix_tokens) d.publish_prefix(q);  // its prefix now cached there too
   --d.in_transfer;
   d.arrived.push_back(qi);
   touch(d);

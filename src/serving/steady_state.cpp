@@ -223,7 +223,7 @@ analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const 
   gen_ = static_cast<double>(cfg.gen);
   window_ = static_cast<double>(m.sliding_window);
   // Each sequence holds its prompt and outputs in whole blocks; at most max_num_seqs run.
-  const std::int64_t per = (cfg.prompt + cfg.gen + engine_.kv_block - 1) / engine_.kv_block;
+  const std::int64_t per = mem_.kv_layout.blocks_for(cfg.prompt + cfg.gen);
   max_batch_ = mem_.kv_blocks / per;
   if (engine_.max_num_seqs > 0) max_batch_ = std::min(max_batch_, engine_.max_num_seqs);
   step_->prepare(m, sys, engine_forward(cfg.forward, engine_));
@@ -238,8 +238,11 @@ analysis::ServingPoint ContinuousBatching::at(double batch) const {
   p.tpot_s = s.tpot_s;
   p.e2e_s = s.e2e_s;
   p.output_tokens_per_s = s.output_tokens_per_s;
-  p.memory_bytes = mem_.weights_bytes + mem_.activations_bytes + mem_.reserved_bytes +
-                   batch * (prompt_ + gen_) * mem_.kv_bytes_per_token;
+  // The cache: its tokens' bytes, or with sliding-window layers freed, its blocks'.
+  const double kv = mem_.kv_layout.hybrid()
+                        ? static_cast<double>(mem_.kv_layout.blocks_for(static_cast<std::int64_t>(prompt_ + gen_))) * mem_.kv_block_bytes
+                        : (prompt_ + gen_) * mem_.kv_bytes_per_token;
+  p.memory_bytes = mem_.weights_bytes + mem_.activations_bytes + mem_.reserved_bytes + batch * kv;
   return p;
 }
 

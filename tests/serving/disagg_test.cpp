@@ -54,14 +54,17 @@ struct Lone {
 TEST(Disagg, ALoneRequestIsPrefillTransferThenTheDecodeInstancesSteps) {
   // One client. The prefill instance prefills the 1000-token prompt in one step (no token);
   // the KV of 999 tokens, 131,072 bytes each (2·32 layers·8 heads·128·2 bytes), crosses a
-  // 100 GB/s link with 10 us latency: 10 us + 999·131072 / 1e11 = 10 us + 1.30941 ms; the
-  // decode instance computes the last prompt token again (context 1000) for the first
-  // token, then 99 steps at contexts 1001..1099. TTFT = prefill + transfer + first step.
+  // 100 GB/s link with 10 us latency: 10 us + 999·131072 / 1e11 = 10 us + 1.30941 ms, after
+  // the connector posts a descriptor per block of each of the 2·32 K and V regions:
+  // 64·ceil(999/16) = 64·63 = 4032 descriptors at 2.4 us, 9.6768 ms; the decode instance
+  // computes the last prompt token again (context 1000) for the first token, then 99 steps at
+  // contexts 1001..1099. TTFT = prefill + transfer + first step.
   Lone x;
   x.cfg.disagg.link_Bps = 100e9;
   x.cfg.disagg.link_latency_s = 10e-6;
   const ServingResult r = simulate(x.m, x.sys, x.cfg);
-  const double transfer = 10e-6 + 999.0 * 131072 / 100e9;
+  const double transfer = 10e-6 + 4032 * 2.4e-6 + 999.0 * 131072 / 100e9;
+  EXPECT_DOUBLE_EQ(r.disagg.descriptors_per_request_mean, 4032);
   double decode = 0;
   for (int kv = 1001; kv <= 1099; ++kv) decode += x.decode(kv);
   EXPECT_EQ(r.gpus, 2);
@@ -75,13 +78,33 @@ TEST(Disagg, ALoneRequestIsPrefillTransferThenTheDecodeInstancesSteps) {
 }
 
 TEST(Disagg, AnInstantLinkCostsNothingButTheLastTokenAgain) {
-  // An infinitely fast link without latency: TTFT is the prefill and the decode instance's
-  // step over the last prompt token, exactly.
+  // An infinitely fast link without latency, and a connector that posts its descriptors in
+  // no time: TTFT is the prefill and the decode instance's step over the last prompt token, exactly.
   Lone x;
   x.cfg.disagg.link_Bps = 1e300;
   x.cfg.disagg.link_latency_s = 0;
+  x.cfg.disagg.descriptor_s = 0;
   const ServingResult r = simulate(x.m, x.sys, x.cfg);
   EXPECT_NEAR(r.ttft.mean, x.prefill() + x.decode(1000), 400 * kPs);
+}
+
+TEST(Disagg, TheDecodeInstancePullsOnlyWhatItsPrefixCacheLacks) {
+  // Three requests one after another, all of one prefix group of 512 tokens (32 blocks). The
+  // first finds the decode instance's cache empty: it pulls 999 tokens, 64·63 = 4032
+  // descriptors, and its prefix stays cached there. The next two find the 32 blocks (512
+  // tokens, under the 999 they need): they pull 999 - 512 = 487 tokens, 64·(63 - 32) = 1984
+  // descriptors. Means: (999 + 2·487)/3 tokens of 131,072 bytes, (4032 + 2·1984)/3 = 8000/3
+  // descriptors, 1024/3 tokens found.
+  Lone x;
+  x.cfg.workload.prefix_groups = 1;
+  x.cfg.workload.prefix_tokens = 512;
+  x.cfg.disagg.link_Bps = 100e9;
+  x.cfg.disagg.link_latency_s = 0;
+  const ServingResult r = simulate(x.m, x.sys, x.cfg);
+  EXPECT_DOUBLE_EQ(r.disagg.bytes_per_request_mean, (999.0 + 2 * 487) / 3 * 131072);
+  EXPECT_DOUBLE_EQ(r.disagg.descriptors_per_request_mean, 8000.0 / 3);
+  EXPECT_DOUBLE_EQ(r.disagg.decode_hit_tokens_mean, 1024.0 / 3);
+  EXPECT_NEAR(r.disagg.transfer_s_mean, (8000.0 / 3) * 2.4e-6 + (999.0 + 2 * 487) / 3 * 131072 / 100e9, 1e-15);
 }
 
 TEST(Disagg, RateMatchingByHand) {
@@ -141,7 +164,9 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpReceiveTheirShareOfTheKv) {
   // tokens but the last. Prefill TP 2 -> decode TP 8: each decode chip receives 1000·40,960
   // bytes, and each of the 2 prefill chips sends 8/2 = 4 such shares: 163,840,000 bytes
   // through the busiest chip, 1.6384 ms at 100 GB/s. Prefill TP 8 -> decode TP 2: each
-  // decode chip receives 1000·163,840 = 163,840,000 bytes (the 8 senders share it).
+  // decode chip receives 1000·163,840 = 163,840,000 bytes (the 8 senders share it). Each
+  // decode chip posts a descriptor per block of its 2·80 regions: 160·ceil(1000/16) = 160·63 =
+  // 10,080, 24.192 ms at 2.4 us: 25.8304 ms a transfer.
   // GPUs: 1·2 + 1·8 = 10 either way.
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   const hw::System sys = testing::catalog_system("h100-sxm");
@@ -149,7 +174,7 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpReceiveTheirShareOfTheKv) {
     const ServingResult r = simulate(m, sys, own_tp(sys, ptp, dtp));
     EXPECT_EQ(r.gpus, 10);
     EXPECT_DOUBLE_EQ(r.disagg.bytes_per_request_mean, 163840000.0);
-    EXPECT_NEAR(r.disagg.transfer_s_mean, 1.6384e-3, 1e-15);
+    EXPECT_NEAR(r.disagg.transfer_s_mean, 1.6384e-3 + 10080 * 2.4e-6, 1e-15);
     EXPECT_EQ(r.disagg.decode_tp, dtp);
     // Each kind of instance holds the cache its own plan leaves: the prefill instance that of
     // a replica at its TP, the decode instance that of a replica at its own.
@@ -164,7 +189,7 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpReceiveTheirShareOfTheKv) {
 
 TEST(Disagg, DecodeInstancesOfTheirOwnTpStepAtTheirPlan) {
   // Prefill at TP 2, decode at TP 8. The lone request's first token is the prefill of 1001
-  // tokens at TP 2, the 1.6384 ms transfer, and the decode instance's step over the last
+  // tokens at TP 2, the 1.6384 + 24.192 ms transfer (above), and the decode instance's step over the last
   // prompt token (context 1001) at TP 8; its other 9 tokens are steps at contexts 1002..1010,
   // at TP 8. vLLM's host time is 0.4 ms + 1.1 us a request at either TP.
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
@@ -186,7 +211,7 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpStepAtTheirPlan) {
   };
   double rest = 0;
   for (int kv = 1002; kv <= 1010; ++kv) rest += decode(kv);
-  const double ttft = p.time(pre, GraphMode::piecewise) + kHost + 1.6384e-3 + decode(1001);
+  const double ttft = p.time(pre, GraphMode::piecewise) + kHost + 1.6384e-3 + 10080 * 2.4e-6 + decode(1001);
   EXPECT_NEAR(r.ttft.mean, ttft, 100 * kPs);
   EXPECT_NEAR(r.tpot.mean, rest / 9, 10 * kPs);
 }

@@ -431,6 +431,54 @@ TEST(Simulator, StaticBatchingEqualsInfer) {
   }
 }
 
+TEST(Simulator, SlidingWindowTablesStopGrowingAtTheWindow) {
+  // gpt-oss-120b under vLLM: a full table and a sliding table (W = 128) per request, blocks of
+  // 16 tokens; a sliding table holds at most ceil(127/16) + 1 = 9 (KvLayout). Two clients,
+  // 64-token prompts, 200 outputs, prefix caching off: each holds ceil(s/16) + min(ceil(s/16), 9)
+  // blocks for s slots. Prefill: s = 64, 4 + 4. Decode step d (1-based) writes slot 63 + d:
+  // s = 64 + d. The sliding table grows in decode to 9 (s = 129..144) and stops; the full one
+  // reaches ceil(263/16) = 17 at the last step: 17 + 9 = 26 each, 52 for both. Its 26th block
+  // comes at s = 257 (d = 193), for both at once: 52 blocks hold them with no preemption (all 52
+  // used at the end), 51 preempt the later one exactly once. Had the sliding table kept growing,
+  // 52 would not be enough (17 + 17 = 34 each).
+  const model::ModelConfig m = io::bundled_model("gpt-oss-120b");
+  const hw::System sys = h100();
+  for (const std::int64_t blocks : {51, 52}) {
+    ServeConfig cfg = base(EngineKind::vllm, sys);
+    cfg.engine.kv_blocks_override = blocks;
+    cfg.engine.prefix_caching = false;
+    cfg.workload.arrival = Arrival::closed;
+    cfg.workload.concurrency = 2;
+    cfg.workload.requests = 2;
+    cfg.workload.prompt.a = 64;
+    cfg.workload.gen.a = 200;
+    const ServingResult r = simulate(m, sys, cfg);
+    EXPECT_EQ(r.memory.kv_layout.window_blocks, 9);
+    EXPECT_EQ(r.preemptions, blocks == 51 ? 1 : 0) << blocks;
+    if (blocks == 52) {
+      EXPECT_DOUBLE_EQ(r.kv_utilisation_max, 1.0);
+    }
+  }
+}
+
+TEST(Simulator, SlidingWindowLayersDoubleGptOssCache) {
+  // gpt-oss-120b: 36 layers of which 18 slide. Kept whole, a block is 16 tokens of 36 layers;
+  // freed (vLLM's hybrid manager), 16 tokens of 18 layers, half the bytes: the same KV memory
+  // holds floor(2x) blocks where it held floor(x): twice as many, or one more. In tokens (blocks
+  // over the 2 groups, times 16) the same as before, give or take a block.
+  const model::ModelConfig m = io::bundled_model("gpt-oss-120b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::vllm, sys, 2);
+  const ServeMemory freed = serve_memory(m, sys, cfg);
+  cfg.engine.free_window_blocks = false;
+  const ServeMemory kept = serve_memory(m, sys, cfg);
+  EXPECT_DOUBLE_EQ(freed.kv_bytes, kept.kv_bytes);
+  EXPECT_DOUBLE_EQ(freed.kv_block_bytes * 2, kept.kv_block_bytes);
+  EXPECT_GE(freed.kv_blocks, 2 * kept.kv_blocks);
+  EXPECT_LE(freed.kv_blocks, 2 * kept.kv_blocks + 1);
+  EXPECT_EQ(freed.kv_tokens, freed.kv_blocks / 2 * 16);
+}
+
 TEST(Simulator, PreemptionExactlyWhenTheCacheIsFull) {
   // 10 blocks of 16 tokens; two clients with 64-token prompts and 64 output tokens. Step 0
   // prefills both (4 blocks each, 8 of 10). Decode step d (1-based) computes each one's token

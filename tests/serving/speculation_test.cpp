@@ -109,6 +109,7 @@ struct Lone {
   explicit Lone(std::int64_t gen) {
     cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
     cfg.engine.front_end_s = 0;  // the steps alone
+    cfg.accept_spread = 0;       // every request at the rates given (per-request classes: their own tests)
     cfg.workload.arrival = Arrival::closed;
     cfg.workload.concurrency = 1;
     cfg.workload.requests = 2;
@@ -184,6 +185,44 @@ TEST(Speculation, FractionalTokensPerStepAlternate) {
   double decode = 0;
   for (const int c : {1000, 1002, 1005, 1007}) decode += x.spec_step(c, 2);
   EXPECT_NEAR(r.e2e.mean, x.prefill(true) + decode, 200 * kPs);
+}
+
+TEST(Speculation, AcceptanceClassesShiftTheRatesByNormalQuantiles) {
+  // k = 1, α = 0.5, spread 0.2: class c accepts 0.5 + 0.2·z_c, z_c = Φ⁻¹((c + 1/2)/8) =
+  // ±0.157311, ±0.488776, ±0.887147, ±1.534121, and emits 1 + α_c a step. Spread 1 clamps:
+  // 0.5 - 1.534121 < 0 gives 1 token a step, 0.5 + 0.887147 > 1 gives 2.
+  const model::ModelConfig llama = io::bundled_model("llama-3.1-8b");
+  const model::Speculation s = spec(llama, 1, {0.5}, false);
+  const auto t = model::tokens_per_step_classes(s, 0.2);
+  const double z[] = {-1.534121, -0.887147, -0.488776, -0.157311, 0.157311, 0.488776, 0.887147, 1.534121};
+  for (int c = 0; c < 8; ++c) EXPECT_NEAR(t[static_cast<std::size_t>(c)], 1.5 + 0.2 * z[c], 1e-12) << c;
+  const auto wide = model::tokens_per_step_classes(s, 1.0);
+  EXPECT_DOUBLE_EQ(wide[0], 1);
+  EXPECT_DOUBLE_EQ(wide[1], 1);
+  EXPECT_DOUBLE_EQ(wide[6], 2);
+  EXPECT_DOUBLE_EQ(wide[7], 2);
+  const auto none = model::tokens_per_step_classes(s, 0);
+  for (const double x : none) EXPECT_DOUBLE_EQ(x, 1.5);
+}
+
+TEST(Speculation, SlowAcceptingRequestsHaveTheirOwnTpot) {
+  // One client, 40 requests of 1000 + 101 tokens, k = 1, α = 0.5. Without spread every request
+  // emits 1.5 tokens a step: TPOTs alike (max/min 1 within the context's drift over the
+  // same steps). With spread 1 the classes at z <= -0.887 accept nothing (1 token a step: 100
+  // steps for the 100 tokens after the first) and those at z >= 0.887 everything (2 a step: 50
+  // steps), both over contexts 1000..1100 with steps of the same cost (a 2-token
+  // verification and one draft pass, within the context's drift): their TPOTs differ by 2x
+  // (within 1%), the p99 is the slow class's. 40 requests: the 8 classes all drawn.
+  Lone x(101);
+  x.cfg.workload.requests = 40;
+  x.cfg.spec = spec(x.draft, 1, {0.5}, true);
+  const ServingResult same = simulate(x.m, x.sys, x.cfg);
+  EXPECT_NEAR(same.tpot.max / same.tpot.min, 1, 1e-3);
+  x.cfg.accept_spread = 1;
+  const ServingResult spread = simulate(x.m, x.sys, x.cfg);
+  EXPECT_NEAR(spread.tpot.max / spread.tpot.min, 2, 0.02);
+  EXPECT_NEAR(spread.tpot.p99, spread.tpot.max, 1e-3 * spread.tpot.max);
+  EXPECT_GT(spread.tpot.p99, 1.2 * same.tpot.p99);
 }
 
 TEST(Speculation, TheDraftsWeightsAndCacheTakeMemory) {

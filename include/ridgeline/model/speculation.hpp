@@ -43,6 +43,13 @@ double tokens_per_step(const Speculation& s) noexcept;
 /// The same for one rate α over k drafts.
 double tokens_per_step(double alpha, int k) noexcept;
 
+/// Requests accept drafts at rates of their own: each request's conditional rates are the
+/// given ones shifted together by δ ~ Normal(0, spread), clamped to [0, 1], drawn as
+/// kAcceptClasses equally likely classes at the normal's quantiles (c + 1/2)/kAcceptClasses.
+/// Expected tokens per verification step of each class (docs/serving.md#speculative-decoding).
+inline constexpr int kAcceptClasses = 8;
+std::array<double, kAcceptClasses> tokens_per_step_classes(const Speculation& s, double spread) noexcept;
+
 /// The acceptance rate α at which a step of the cost `ratio` times a plain decode step
 /// breaks even, (1 - α^(k+1)) / (1 - α) = ratio: 0 when ratio <= 1; nullopt when even
 /// α = 1 (k + 1 tokens a step) does not pay for it.

@@ -82,6 +82,10 @@ struct EngineConfig {
   std::int64_t kv_blocks_override = 0;     ///< cache blocks per replica instead of the memory's (vLLM num_gpu_blocks_override; 0: computed)
   bool prefix_caching = true;
   bool partial_reuse = false;              ///< a partly filled last prefix block is reused too (TensorRT-LLM)
+  /// Sliding-window layers keep only the blocks their window still reads (vLLM's hybrid KV
+  /// cache manager, 0.10+; off: --disable-hybrid-kv-cache-manager, every layer's blocks kept
+  /// for the whole context). serving::KvLayout.
+  bool free_window_blocks = false;
   bool fused_attention = false;            ///< one attention kernel for prefill and decode tokens (vLLM FlashAttention varlen)
   /// The tensor-parallel all-reduce: engines run their own (vLLM's and SGLang's custom
   /// all-reduce, TensorRT-LLM's AUTO strategy): peers' buffers read directly over NVLink in one

@@ -17,6 +17,8 @@
 #include "ridgeline/model/speculation.hpp"
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/serving/engine.hpp"
+#include "ridgeline/serving/kv_connector.hpp"
+#include "ridgeline/serving/kv_layout.hpp"
 #include "ridgeline/serving/metrics.hpp"
 #include "ridgeline/serving/workload.hpp"
 
@@ -42,6 +44,9 @@ struct Disagg {
   bool layerwise = false;
   double link_Bps = 0;        ///< per chip; 0: the node link when every instance fits one domain, else the network link
   double link_latency_s = -1; ///< per transfer; < 0: the link's
+  /// The connector posting one descriptor (a block of one K or V region), on the decode side
+  /// before the link moves it: NIXL's, kNixlDescriptorS (docs/serving.md#kv-connector).
+  double descriptor_s = kNixlDescriptorS;
   /// The decode instances' own plan (DistServe, Dynamo: each phase its parallelism and
   /// limits): their tensor and expert parallelism (0: the prefill instances', cfg.forward's)
   /// and their engine (unset: cfg.engine; set, the preset at their TP with their limits).
@@ -85,6 +90,10 @@ struct ServeConfig {
   EngineConfig engine;
   WorkloadSpec workload;
   model::Speculation spec;  ///< speculative decoding (k = 0: off); its draft runs with `forward`'s plan
+  /// Speculative decoding: the spread (standard deviation) of each request's shift of the
+  /// acceptance rates, model::tokens_per_step_classes; 0: every request at the given rates.
+  /// 0.1 is an assumption, not a measurement (docs/serving.md#speculative-decoding).
+  double accept_spread = 0.1;
   Disagg disagg;            ///< prefill and decode instances apart (replicas must be 1)
   std::int64_t replicas = 1;
   Router router = Router::round_robin;
@@ -145,7 +154,9 @@ struct ServeMemory {
   double kv_bytes_per_token = 0;  ///< the target's cache and the draft's, when speculating
   double draft_weights_bytes = 0, draft_kv_bytes_per_token = 0;  ///< of which the draft's (in weights_bytes, kv_bytes_per_token)
   std::int64_t kv_blocks = 0;  ///< per replica
-  std::int64_t kv_tokens = 0;  ///< kv_blocks x block
+  std::int64_t kv_tokens = 0;  ///< context tokens kv_blocks hold per request's block tables (KvLayout::tokens_in)
+  double kv_block_bytes = 0;   ///< one block: a page of KvLayout::layers_per_block layers
+  KvLayout kv_layout;          ///< the engine's KV cache groups (sliding-window layers apart when it frees them)
 };
 
 /// Latency distributions as quantiles at q = 0, 0.01, ..., 1 (for CDF charts).
@@ -186,6 +197,9 @@ struct DisaggResult {
   /// What the busiest chip of a transfer sends or receives: a decode chip's share of the KV
   /// (its TP's), times decode TP / prefill TP when fewer prefill chips send it.
   double bytes_per_request_mean = 0;
+  double descriptors_per_request_mean = 0;  ///< the connector's descriptors a decode chip posts per transfer
+  double decode_hit_tokens_mean = 0;        ///< prompt tokens found in the decode instance's own prefix cache, not pulled
+  double descriptor_s = 0;                  ///< posting one descriptor (Disagg::descriptor_s)
   std::int64_t decode_tp = 0, decode_ep = 0;  ///< the decode instances' plan
   ServeMemory decode_memory;                 ///< one decode chip's memory (ServingResult::memory: a prefill chip's)
   EngineConfig decode_engine;                ///< the decode instances' engine as it ran
