@@ -43,6 +43,24 @@ planning::LaunchNames launch_names(const model::ModelConfig& m, const std::strin
   return n;
 }
 
+namespace {
+
+// Each kind of instance and its command, then the notes: what the terminal shows of a launch.
+std::string launch_lines(const nlohmann::json& emitted) {
+  std::string text;
+  for (const auto& w : emitted["workers"]) {
+    text += fmt::format("{} x {} ({} GPUs each):\n", w["instances"].get<std::int64_t>(), w["role"].get<std::string>(),
+                        w["gpus_per_instance"].get<std::int64_t>());
+    std::string cmd = w["command"].get<std::string>();
+    for (std::size_t at = 0; (at = cmd.find('\n', at)) != std::string::npos; at += 3) cmd.replace(at, 1, "\n  ");
+    text += "  " + cmd + "\n";
+  }
+  for (const auto& n : emitted["notes"]) text += "note: " + n.get<std::string>() + "\n";
+  return text;
+}
+
+}  // namespace
+
 Emitted write_launch(planning::LaunchTarget target, const std::string& dir, const model::ModelConfig& m, const serving::ServeConfig& cfg,
                      const planning::LaunchNames& names, const std::vector<std::string>& heading) {
   const planning::LaunchPlan plan = planning::launch_plan(m, cfg, target, names);
@@ -80,7 +98,7 @@ void emit_serve_launch(planning::LaunchTarget target, const std::string& dir, co
   j["emitted"] = e.json;
   text += fmt::format("\nlaunch files ({} {}) written to {}: {}\n", e.json["engine"].get<std::string>(), e.json["release"].get<std::string>(), dir,
                       fmt::join(e.files, ", "));
-  for (const auto& n : e.json["notes"]) text += "  note: " + n.get<std::string>() + "\n";
+  text += launch_lines(e.json);
 }
 
 }  // namespace ridgeline::cli
@@ -132,6 +150,7 @@ void emit_fleet_launches(planning::LaunchTarget target, const std::string& dir, 
                       written, out["best"].is_null() ? "no " : "", out["pareto"].size(), out["feasible"].size(), listed);
   if (other_engine > 0) text += fmt::format("; {} on another engine left out", other_engine);
   text += "\n";
+  if (!out["best"].is_null()) text += "best, " + launch_lines(out["best"]);
   for (const auto& s : out["skipped"]) text += fmt::format("  skipped {}: {}\n", s["dir"].get<std::string>(), s["reason"].get<std::string>());
 }
 
