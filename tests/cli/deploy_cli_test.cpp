@@ -128,3 +128,29 @@ TEST(SearchServeDefaults, BestPerChipSummary) {
 
 }  // namespace
 }  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+// Finding things: the overview names every command a planner starts from, and `help report`
+// lists the pages it writes.
+TEST(FindingThings, OverviewAndReportHelp) {
+  const RunResult bare = run("");
+  EXPECT_EQ(bare.status, 0);
+  EXPECT_NE(bare.out.find("search serve --model M"), std::string::npos) << bare.out;
+  EXPECT_NE(bare.out.find("--emit vllm|sglang|trtllm"), std::string::npos) << bare.out;
+  const RunResult help = run("help report");
+  EXPECT_EQ(help.status, 0);
+  for (const char* flag : {"--serve", "--fleet", "--train"}) EXPECT_NE(help.out.find(flag), std::string::npos) << flag << "\n" << help.out;
+  // The trace the docs use is shipped: 300 requests (tests/fixtures/README.md says how it was made).
+  const auto t = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + std::string(RIDGELINE_SOURCE_DIR) +
+                          "/tests/fixtures/traces/chat_300.csv");
+  EXPECT_EQ(t["simulated_requests"], 300);
+  // And they work from the report command.
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/fleet_help.html";
+  const auto j = run_json("report --fleet --model llama-3.1-8b --hw h100-sxm --tp 1 --qps 2 --requests 40 --out " + out);
+  EXPECT_EQ(j["out"], out);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
