@@ -168,6 +168,8 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.flag("--kv-cache-dtype", v);
   }
   b.flag("--mem-fraction-static", num(e.kv_memory_fraction));
+  // A cache of a given size (--kv-blocks): SGLang's pool in tokens.
+  if (e.kv_blocks_override > 0) b.flag("--max-total-tokens", num(e.kv_blocks_override * e.kv_block));
   if (e.max_num_seqs > 0) b.flag("--max-running-requests", num(e.max_num_seqs));
   b.flag("--chunked-prefill-size", e.chunked_prefill ? num(e.max_batched_tokens) : "-1");
   if (e.max_prefill_tokens > 0) b.flag("--max-prefill-tokens", num(e.max_prefill_tokens));
@@ -221,6 +223,11 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   if (const auto wd = asked_weights(c.m, f); wd && !decode) {
     c.plan.notes.push_back(fmt::format("weights {}: TensorRT-LLM reads quantised weights from the checkpoint (an NVIDIA ModelOpt {} export): "
                                        "give it as the model", name(*wd), name(*wd)));
+  }
+  if (e.kv_blocks_override > 0 && !decode) {
+    c.plan.notes.push_back(fmt::format("a cache of {} blocks (--kv-blocks): TensorRT-LLM sizes its cache from the memory fraction; "
+                                       "kv_cache_config.max_tokens ({} tokens) is not in the list of the release", e.kv_blocks_override,
+                                       e.kv_blocks_override * e.kv_block));
   }
   b.yaml("enable_chunked_prefill", e.chunked_prefill ? "true" : "false");
   b.yaml("kv_cache_config.enable_block_reuse", e.prefix_caching ? "true" : "false");

@@ -238,6 +238,16 @@ TEST(Launch, SglangMemoryAndSchedulerKnobs) {
   EXPECT_EQ(arg(w, "--page-size"), "1");
   EXPECT_EQ(arg(w, "--disable-radix-cache"), "<absent>");
   EXPECT_EQ(arg(w, "--disable-overlap-schedule"), "<absent>");
+  EXPECT_EQ(arg(w, "--max-total-tokens"), "<absent>");
+  // A cache given in blocks (--kv-blocks 1000) of 16-token pages: SGLang's pool is in tokens,
+  // 1000 x 16 = 16000.
+  serving::ServeConfig sized = config(EngineKind::sglang, sys, 1);
+  sized.engine.kv_block = 16;
+  sized.engine.kv_blocks_override = 1000;
+  const LaunchPlan ps = launch_plan(m, sized, LaunchTarget::sglang, {"x", ""});
+  expect_listed(ps);
+  EXPECT_EQ(arg(ps.workers[0], "--max-total-tokens"), "16000");
+  EXPECT_EQ(arg(ps.workers[0], "--page-size"), "16");
   // 0.3: overlap opt-in and off in the preset, so nothing; no --page-size; an e4m3 cache has no
   // flag (e5m2 only), an e5m2 one does.
   serving::ServeConfig old = config(EngineRef{EngineKind::sglang, 3}, sys, 1);
@@ -275,6 +285,16 @@ TEST(Launch, TrtllmServeAndItsYaml) {
   EXPECT_EQ(yaml(w, "cuda_graph_config.max_batch_size"), "128");
   EXPECT_EQ(yaml(w, "cuda_graph_config.enable_padding"), "false");
   EXPECT_EQ(yaml(w, "disable_overlap_scheduler"), "false");
+  // No cache-size key in the release's list: --kv-blocks 1000 of 32-token blocks is a note
+  // naming 32000 tokens, not a flag.
+  serving::ServeConfig sized = c;
+  sized.engine.kv_blocks_override = 1000;
+  sized.engine.kv_block = 32;
+  const LaunchPlan ps = launch_plan(m, sized, LaunchTarget::trtllm, {"x", ""});
+  expect_listed(ps);
+  EXPECT_TRUE(std::any_of(ps.notes.begin(), ps.notes.end(), [](const std::string& n) {
+    return n.find("1000 blocks") != std::string::npos && n.find("32000 tokens") != std::string::npos;
+  })) << (ps.notes.empty() ? "" : ps.notes.back());
   // The YAML as written: nested under its parents.
   const std::vector<report::LaunchFile> files = report::launch_files(p, {});
   const auto y = std::find_if(files.begin(), files.end(), [](const report::LaunchFile& f) { return f.name == "replica-extra-llm-api-config.yml"; });
@@ -338,7 +358,7 @@ TEST(Launch, EveryEmittedFlagIsInItsReleaseList) {
           if (knobs & 1) c.forward.precision.weight = DType::fp8_e4m3;
           if (knobs & 2) c.forward.precision.kv_cache = (knobs & 32) ? DType::fp8_e5m2 : DType::fp8_e4m3;
           if (knobs & 4) c.engine.chunked_prefill = !c.engine.chunked_prefill, c.engine.prefix_caching = !c.engine.prefix_caching;
-          if (knobs & 8) c.engine.decode_graphs = c.engine.mixed_graphs = serving::GraphMode::eager;
+          if (knobs & 8) c.engine.decode_graphs = c.engine.mixed_graphs = serving::GraphMode::eager, c.engine.kv_blocks_override = 1000;
           if (knobs & 16) {
             c.spec.k = 2;
             c.spec.draft = (knobs & 32) ? &mtp : &draft;
