@@ -1,12 +1,20 @@
 // Any bytes given to `serve`'s parsers (a request trace as CSV or JSON lines, a length
-// distribution, an SLO, an arrival process, acceptance rates) parse or raise InputError; any small engine
-// configuration the bytes pick runs to the end with every request served or rejected, every
-// block given back (the simulator checks that itself) and no KV overcommitment.
+// distribution, an SLO, an arrival process, acceptance rates, a duration, the workload's flags
+// together) parse or raise InputError; any small engine configuration the bytes pick (on a chip
+// whose memory bandwidth and peak the bytes may lower until steps last days) runs to the end
+// with every request served or rejected, every block given back (the simulator checks that
+// itself) and no KV overcommitment, or stops with an InputError (simulated time past what a
+// run can hold); a run that serves nothing is never called sustainable.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/units.hpp"
+#include "ridgeline/hw/overrides.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
@@ -37,6 +45,20 @@ void flags(std::string_view text) {
   try {
     const serving::Slo s = serving::parse_slo(text);
     if (!s.any()) __builtin_trap();
+    // One target per metric: an SLO naming a metric twice is refused, never half applied.
+    int named[3] = {0, 0, 0};
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t end = std::min(text.find(',', start), text.size());
+      const std::string_view item = text.substr(start, end - start);
+      named[0] += item.substr(0, 5) == "ttft_", named[1] += item.substr(0, 5) == "tpot_", named[2] += item.substr(0, 4) == "e2e_";
+      start = end + 1;
+    }
+    if (named[0] > 1 || named[1] > 1 || named[2] > 1) __builtin_trap();
+  } catch (const InputError&) {
+  }
+  try {
+    const double t = parse_duration(text, "fuzz", 4e6);
+    if (!(t >= 0 && t <= 4e6)) __builtin_trap();
   } catch (const InputError&) {
   }
   try {
@@ -51,6 +73,54 @@ void flags(std::string_view text) {
       if (!(s.accept[static_cast<std::size_t>(i)] >= 0 && s.accept[static_cast<std::size_t>(i)] <= 1)) __builtin_trap();
     }
     if (s.k < 0 || s.k > model::Speculation::kMaxTokens) __builtin_trap();
+    (void)model::accept_arg(s, s.k);  // the inverse renders whatever parsed
+  } catch (const InputError&) {
+  }
+}
+
+// The workload's flags, one a line: --qps and --arrival for a trace's requests (new arrivals),
+// then --prompt and --prefix-tokens of synthetic ones. Validated, a workload draws requests
+// that arrive at finite, nondecreasing times from 0, and whose prompts keep the length asked
+// for when it is fixed (a shared prefix never silently lengthens them).
+void workload(std::string_view text) {
+  std::vector<std::string> f;
+  for (std::size_t start = 0; start <= text.size() && f.size() < 4;) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    f.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  f.resize(4);
+  try {
+    serving::WorkloadSpec w;
+    w.trace = {{0, 10, 2, -1, 0}, {0.5, 20, 3, -1, 0}, {0.5, 30, 4, -1, 0}, {9, 40, 5, -1, 0}};
+    w.requests = 4;
+    w.qps = parse_number(f[0], "--qps");
+    serving::parse_arrival(f[1], w);
+    w.retime = w.arrival;
+    w.arrival = serving::Arrival::trace;
+    serving::validate(w);
+    serving::RequestSource src(w);
+    serving::Request r;
+    double last = 0;
+    while (src.next(r)) {
+      if (!std::isfinite(r.arrival_s) || !(r.arrival_s >= last)) __builtin_trap();
+      last = r.arrival_s;
+    }
+  } catch (const InputError&) {
+  }
+  try {
+    serving::WorkloadSpec w;
+    w.requests = 16;
+    w.prompt = serving::parse_length(f[2], "--prompt");
+    w.prefix_groups = 2;
+    w.prefix_tokens = parse_positive_int(f[3], "--prefix-tokens");
+    serving::validate(w);
+    serving::RequestSource src(w);
+    serving::Request r;
+    while (src.next(r)) {
+      if (r.input <= r.prefix_tokens) __builtin_trap();
+      if (w.prompt.kind == serving::LengthDist::Kind::fixed && static_cast<double>(r.input) != w.prompt.a) __builtin_trap();
+    }
   } catch (const InputError&) {
   }
 }
@@ -62,6 +132,14 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   hw::System sys;
   sys.chip = io::catalog_chip("h100-sxm");
   sys.chips_per_node = 8;
+  if (n >= 16 && d[15] != 0) {
+    // A slower chip, down to 1 kB/s and 1 kFLOP/s: steps of hours, days, or past what a run holds.
+    hw::HardwareOverrides o;
+    o.mem_bandwidth_Bps = std::pow(10.0, 3 + d[15] % 10);
+    if ((d[15] & 0x80) != 0) o.matrix_peaks.emplace_back(DType::bf16, std::pow(10.0, 3 + (d[15] >> 4) % 8));
+    sys = hw::make_system(sys.chip, o);
+    sys.chips_per_node = 8;
+  }
   serving::ServeConfig cfg;
   const auto kinds = {serving::EngineKind::vllm, serving::EngineKind::sglang, serving::EngineKind::trtllm,
                       serving::EngineKind::static_batch};
@@ -118,6 +196,8 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   try {
     const serving::ServingResult r = serving::simulate(m, sys, cfg);
     if (r.unfinished != 0 || r.kv_utilisation_max > 1 || r.simulated_requests != w.requests) __builtin_trap();
+    if (r.sustainable && r.measured_requests == 0) __builtin_trap();  // nothing served is not sustainable
+    if (!(r.makespan_s >= 0 && r.makespan_s <= 4e6) || !(r.ttft.max <= r.makespan_s)) __builtin_trap();
   } catch (const InputError&) {
   }
 }
@@ -125,8 +205,8 @@ void simulation(const std::uint8_t* d, std::size_t n) {
 }  // namespace
 
 // The first byte picks what the rest is: '!' a simulation's knobs, 'c' a CSV trace, 'j' JSON
-// lines, anything else a length, an SLO and an arrival (one parser per input keeps a run
-// short under the sanitizers).
+// lines, 'w' the workload's flags, anything else a length, an SLO, a duration and an arrival
+// (one parser per input keeps a run short under the sanitizers).
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
@@ -134,6 +214,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case '!': simulation(data + 1, size - 1); break;
     case 'c': trace(text, false); break;
     case 'j': trace(text, true); break;
+    case 'w': workload(text); break;
     default: flags(std::string_view(reinterpret_cast<const char*>(data), size)); break;
   }
   return 0;

@@ -22,10 +22,12 @@ import statistics
 import subprocess
 import sys
 
-ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
-BIN = ARGS[0] if ARGS else "build/dev/apps/ridgeline/ridgeline"
 MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
+if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
+    sys.exit(f"serving_validation.py: {MODE} needs a FILE.json")
 BAND_FILE = sys.argv[sys.argv.index(MODE) + 1] if MODE else None
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--") and a != BAND_FILE]
+BIN = ARGS[0] if ARGS else "build/dev/apps/ridgeline/ridgeline"
 TOLERANCE = 0.05  # --check: a class's median |error| may grow by 5 points
 
 # Each set: where the numbers come from, the engine release measured and the preset run (the

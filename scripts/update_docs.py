@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Reruns every drifted sample of README.md and docs/*.md (as check_docs.py finds them) and
-writes the binary's output into the block: a whole-output block is replaced; an excerpt keeps
-its lines, each replaced by the output line of the same shape (the same text with its numbers
-set aside), else of the same name (the text before its first number), in order. Lines it cannot place are listed and left as they were, for a person to
+writes the binary's output into the block: a whole-output block is replaced; an excerpt (a
+block with `...` lines) keeps its lines, each replaced by the next output line of the same
+shape (the same text with its numbers set aside), else of the same name (the text before its
+first number). Lines it cannot place are listed and left as they were, for a person to
 fix; so is any prose around a block that quotes its numbers (read the diff).
 
 Usage: update_docs.py RIDGELINE_BINARY REPOSITORY_ROOT."""
@@ -39,39 +40,22 @@ def updated(expected, actual):
     if not excerpt and expected and actual and steady(expected[0]) == steady(actual[0]):
         return actual, []
     if excerpt:
-        # Pieces between `...` lines: each is replaced by the output's section (up to a blank
-        # line) that starts with a line of the piece's first line's shape or name.
-        pieces, piece = [], []
-        for line in expected:
-            if line.strip() == "...":
-                pieces.append(piece)
-                piece = []
-            else:
-                piece.append(line)
-        pieces.append(piece)
+        # An excerpt keeps its lines: each is replaced by the next output line of its shape or
+        # name, so a piece between `...` lines stays as long as it was.
         out, lost, at = [], [], 0
-        for k, piece in enumerate(pieces):
-            if k > 0:
-                out.append("...")
-            if not piece:
+        for line in expected:
+            if line.strip() == "..." or not line.strip():
+                out.append(line)
                 continue
-            first = piece[0]
-            found = next((i for i in range(at, len(actual)) if shape(actual[i]) == shape(first)), -1)
-            if found < 0 and label(first):
-                found = next((i for i in range(at, len(actual)) if label(actual[i]) == label(first)), -1)
+            found = next((i for i in range(at, len(actual)) if shape(actual[i]) == shape(line)), -1)
+            if found < 0 and label(line):
+                found = next((i for i in range(at, len(actual)) if label(actual[i]) == label(line)), -1)
             if found < 0:
-                out += piece
-                lost.append(first)
+                out.append(line)
+                lost.append(line)
                 continue
-            end = found
-            blank_inside = any(not l.strip() for l in piece[:-1])
-            if blank_inside:  # a piece spanning sections: as many lines as it had
-                end = min(len(actual), found + len(piece))
-            else:
-                while end < len(actual) and actual[end].strip():
-                    end += 1
-            out += actual[found:end]
-            at = end
+            out.append(actual[found])
+            at = found + 1
         return out, lost
     out, lost, at = [], [], 0
     for line in expected:

@@ -119,8 +119,21 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                               {"points", p.points}, {"read_Bps", p.read.value}, {"spread", p.read.spread}};
                           if (p.cache >= 0) q["cache_bytes"] = r.host.caches[static_cast<size_t>(p.cache)].size_bytes;
                           if (p.edge_bytes > 0) q["edge_bytes"] = p.edge_bytes;
+                          if (p.cache < 0) q["settled"] = p.settled, q["last_doublings_spread"] = p.last_doublings_spread;
                           j["plateaus"].push_back(q);
                         }
+                        // Each level's roof in the chip: the kernel that set it, the spread of its repeated
+                        // timings, and whether the figure is unstable.
+                        const std::vector<measure::LevelRoof> roofs = measure::level_roofs(r);
+                        j["levels"] = nlohmann::json::array();
+                        nlohmann::json unstable = nlohmann::json::array();
+                        for (const auto& l : roofs) {
+                          j["levels"].push_back({{"name", l.name}, {"bandwidth_Bps", l.bandwidth_Bps}, {"kernel", l.kernel}, {"spread", l.spread},
+                                                 {"working_set_bytes", l.working_set_bytes}, {"unstable", l.unstable},
+                                                 {"why", l.unstable ? nlohmann::json(l.why) : nlohmann::json(nullptr)}});
+                          if (l.unstable) unstable.push_back(l.name);
+                        }
+                        j["unstable_levels"] = unstable;
                         std::string text = fmt::format("{}: {} CPUs{}{}, caches from {}:", r.host.model, r.host.cpus,
                                                        r.host.cores > 0 ? fmt::format(", {} cores", r.host.cores) : "",
                                                        r.host.numa_nodes > 0 ? fmt::format(", {} NUMA node(s)", r.host.numa_nodes) : "",
@@ -153,6 +166,10 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                               text += fmt::format(" (cache {})", format_quantity(r.host.caches[static_cast<size_t>(p.cache)].size_bytes, Quantity::bytes));
                             }
                           }
+                          if (p.cache < 0) {
+                            text += fmt::format("{} {:.0f}% over the last two doublings{}", p.settled ? ", settled:" : ", NOT settled:",
+                                                100 * p.last_doublings_spread, p.settled ? "" : " (a cache past the one reported?)");
+                          }
                           text += "\n";
                         }
                         text += fmt::format("all cores ({}):\n", r.all_threads());
@@ -161,6 +178,13 @@ void register_measure(CLI::App& root, std::vector<Command>& commands) {
                                               format_quantity(b.working_set_bytes, Quantity::bytes), bw(b.read), bw(b.copy), bw(b.triad));
                           if (b.write_nt.repetitions > 0) text += fmt::format("  nt write {}  nt copy {}", bw(b.write_nt), bw(b.copy_nt));
                           text += "\n";
+                        }
+                        text += "roofs (all cores: the best kernel at each level, the spread of its repeated timings):\n";
+                        for (const auto& l : roofs) {
+                          text += fmt::format("  {:<6} {:>12}  {:<8} {:>10}/thread  spread {:.0f}%{}\n", l.name,
+                                              format_quantity(l.bandwidth_Bps, Quantity::bandwidth), l.kernel,
+                                              format_quantity(l.working_set_bytes, Quantity::bytes), 100 * l.spread,
+                                              l.unstable ? "  UNSTABLE: " + l.why + " (re-measure on a quiet machine, or with --full)" : "");
                         }
                         text += r.write_allocate ? "write-allocate: assumed (x86 write-back memory); the chip's memory roofs (top) count a plain store's line read past L1\n"
                                                  : "write-allocate: none assumed\n";

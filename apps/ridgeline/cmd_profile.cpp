@@ -51,6 +51,7 @@ void register_profile(CLI::App& root, std::vector<Command>& commands) {
                         DType t = tensor_dtype(f->dtype, sys.chip);
                         profile::ProfileAnalysis a = profile::analyze(p, sys.chip, t);
                         nlohmann::json j = report::profile_json(p, a);
+                        if (!a.above_roof_warning.empty()) std::cerr << "ridgeline: warning: " << one_line(a.above_roof_warning) << "\n";
                         if (!warning.empty()) {
                           std::cerr << "ridgeline: warning: " << one_line(warning) << "\n";
                           j["hw_warning"] = warning;
@@ -80,6 +81,7 @@ void register_advise_profile(CLI::App* advise, std::vector<Command>& commands) {
                         hw::System sys = profile_system(f->hw, a->get_option("--hw")->count() > 0, p, warning);
                         if (!warning.empty()) std::cerr << "ridgeline: warning: " << one_line(warning) << "\n";
                         profile::ProfileAnalysis an = profile::analyze(p, sys.chip, tensor_dtype(f->dtype, sys.chip));
+                        if (!an.above_roof_warning.empty()) std::cerr << "ridgeline: warning: " << one_line(an.above_roof_warning) << "\n";
                         emit_advice(f->json, analysis::advise_profile(p, an, sys.chip));
                       }});
 }

@@ -237,6 +237,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     std::size_t k = 0;
     while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;
     if (k == s.chips.size()) throw InputError(fmt::format("--price: '{}' is not one of the --hw chips ({})", chip, v->hw.hw));
+    if (s.chips[k].price_source == "--price") throw InputError(fmt::format("--price: {} is priced twice: give each chip one price", chip));
     s.chips[k].usd_per_hour = parse_usd_per_hour(p.substr(eq + 1), fmt::format("--price {}", chip));
     s.chips[k].price_source = "--price";
   }
@@ -375,8 +376,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
                            {"--prefix-tokens", &l.prefix_tokens}}) {
     if (!val->empty()) flag(name, *val);
   }
-  flag("--prompt", l.prompt);
-  flag("--gen", l.gen);
+  if (l.trace.empty()) {  // a trace gives the lengths (serve refuses --prompt and --gen with it)
+    flag("--prompt", l.prompt);
+    flag("--gen", l.gen);
+  }
   if (l.arrival != "poisson") flag("--arrival", l.arrival);
   if (l.warmup != "0") flag("--warmup-requests", l.warmup);
   if (l.seed != "1") flag("--seed", l.seed);

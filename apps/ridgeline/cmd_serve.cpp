@@ -12,6 +12,7 @@
 #include "emit.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
+#include "ridgeline/core/memory.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/io/request_trace.hpp"
@@ -31,7 +32,7 @@ struct ServeFlags {
   bool json = false, cuda_graphs = false, eager = false, per_request = false;
   std::string engine = "vllm";
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, mixed_chunk, graph_max_batch, graph_padding;
+  std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode;
@@ -46,12 +47,12 @@ bool on_off(const std::string& v, const char* flag) {
 }
 
 
-// "2h", "30min" or a time with its unit.
+// "2h", "30min", "600 s": above 0 (a run with no horizon takes no --horizon) and within the
+// 4e6 s a run can simulate.
 double horizon_s(const std::string& v) {
-  auto ends = [&](const std::string& suffix) { return v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0; };
-  if (ends("min")) return parse_number(v.substr(0, v.size() - 3), "--horizon") * 60;
-  if (ends("h")) return parse_number(v.substr(0, v.size() - 1), "--horizon") * 3600;
-  return parse_quantity(v, Quantity::time, "--horizon", false);
+  const double s = parse_duration(v, "--horizon", 4e6);
+  if (!(s > 0)) throw InputError(fmt::format("--horizon: '{}' would stop the run before it starts: expected a time above 0 (or no --horizon)", v));
+  return s;
 }
 
 // The engine's preset at tensor parallelism `tp` with the knobs given as flags.
@@ -68,7 +69,15 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.kv_blocks.empty()) e.kv_blocks_override = parse_positive_int(f.kv_blocks, "--kv-blocks");
   if (!f.kv_memory_fraction.empty()) e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
   if (!f.prefix_caching.empty()) e.prefix_caching = on_off(f.prefix_caching, "--prefix-caching");
-  if (!f.mixed_chunk.empty()) e.mixed_chunk = on_off(f.mixed_chunk, "--mixed-chunk");
+  if (!f.mixed_chunk.empty()) {
+    e.mixed_chunk = on_off(f.mixed_chunk, "--mixed-chunk");
+    // SGLang's knob: the other engines' steps take decodes beside prefill chunks by their own rules.
+    if (*kind != serving::EngineKind::sglang) {
+      throw InputError(fmt::format("--mixed-chunk: SGLang's knob (decodes riding in prefill steps); --engine {} schedules its steps by its "
+                                   "own rules: drop it or use --engine sglang",
+                                   f.engine));
+    }
+  }
   if (!f.preemption.empty()) {
     if (f.preemption == "recompute") e.preemption = serving::Preemption::recompute;
     else if (f.preemption == "swap") e.preemption = serving::Preemption::swap;
@@ -78,6 +87,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     e.step_overhead_s = parse_quantity(f.step_overhead, Quantity::time, "--step-overhead", false);
     e.per_request_overhead_s = 0;
   }
+  if (!f.front_end.empty()) e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
   if (!f.graph_max_batch.empty()) {
@@ -97,6 +107,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
 void decode_instances(const ServeFlags& f, const hw::System& sys, serving::ServeConfig& cfg) {
   serving::Disagg& dg = cfg.disagg;
   std::int64_t seqs = 0, budget = 0;
+  std::vector<std::string> seen;
   for (const std::string& item : split_list(f.disagg_decode)) {
     const std::size_t eq = item.find('=');
     const std::string key = item.substr(0, eq);
@@ -104,6 +115,10 @@ void decode_instances(const ServeFlags& f, const hw::System& sys, serving::Serve
       throw InputError(fmt::format("--disagg-decode: '{}' is not KEY=N, as in tp=8,max-num-seqs=256", item));
     }
     const std::string flag = "--disagg-decode " + key;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+      throw InputError(fmt::format("--disagg-decode: {} is given twice in '{}': give each key once", key, f.disagg_decode));
+    }
+    seen.push_back(key);
     const std::int64_t v = parse_positive_int(item.substr(eq + 1), flag.c_str());
     if (key == "tp") dg.decode_tp = v;
     else if (key == "ep") dg.decode_ep = v;
@@ -151,6 +166,25 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   return cfg;
 }
 
+// A run in which no request could be served has nothing to report: exit 2 with why.
+void require_served(const model::ModelConfig& m, const serving::ServingResult& r) {
+  if (r.simulated_requests == 0 || r.rejected < r.simulated_requests) return;
+  throw InputError(fmt::format("serve: no request can be served: all {} were rejected ({})", r.rejected, report::rejections_text(m, r)));
+}
+
+// --per-request keeps a row of columns per request in memory until the document is printed:
+// refused up front when they cannot fit (--requests-out streams them to a file instead).
+void check_columns_fit(const serving::WorkloadSpec& w) {
+  // 13 columns a row, each a JSON value (16 bytes) in an array, and ~150 bytes of text when printed.
+  constexpr double kBytesPerRow = 13 * 16 + 150 + sizeof(serving::RequestRecord);
+  const double limit = memory_limit_bytes(), need = static_cast<double>(w.requests) * kBytesPerRow;
+  if (limit > 0 && need > limit / 2) {
+    throw InputError(fmt::format("--per-request: {} requests' columns would need about {} in memory and this run may use {} (half of this "
+                                 "process's memory limit): write them to a file with --requests-out FILE.csv instead",
+                                 w.requests, format_quantity(need, Quantity::bytes), format_quantity(limit / 2, Quantity::bytes)));
+  }
+}
+
 // A progress bar on stderr when it is a terminal and the run is long.
 std::function<void(double)> progress_bar() {
   if (progress_hook()) return progress_hook();
@@ -185,6 +219,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--mixed-chunk", f->mixed_chunk, "sglang: decodes ride in prefill steps, on or off");
   s->add_option("--preemption", f->preemption, "recompute or swap (to host memory)");
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
+  s->add_option("--front-end", f->front_end, "the server's time per request before the scheduler sees it (HTTP, tokenise, hand-over), e.g. '4 ms' (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");
@@ -252,6 +287,7 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           for (const double q : sweep) {
                             cfg.workload.qps = q;
                             runs.push_back(serving::simulate(m, sys, cfg));
+                            require_served(m, runs.back());
                             arr.push_back(report::serving_json(m, sys, cfg, runs.back()));
                           }
                           const nlohmann::json doc{{"sweep", arr}};
@@ -261,10 +297,12 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         }
                         if (sweep.size() == 1) cfg.workload.qps = sweep[0];
                         if (f->replicas == "auto") {
+                          if (!cfg.slo.any()) throw InputError("--replicas auto: give the targets to meet with --slo, as in ttft_p99=1s");
                           if (!f->requests_out.empty() || f->per_request) {
                             throw InputError("--requests-out/--per-request: run the count --replicas auto finds");
                           }
                           const serving::ReplicaSearch found = serving::fewest_replicas(m, sys, cfg);
+                          require_served(m, found.result);
                           cfg.replicas = found.replicas > 0 ? found.replicas : found.tried.back().first;
                           nlohmann::json j = report::serving_json(m, sys, cfg, found.result);
                           j["replicas_search"] = report::replica_search_json(found);
@@ -289,7 +327,9 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                             if (f->per_request) columns.add(r);
                           };
                         }
+                        if (f->per_request) check_columns_fit(cfg.workload);
                         const serving::ServingResult r = serving::simulate(m, sys, cfg, sink, progress_bar());
+                        require_served(m, r);
                         if (writer) writer->commit();
                         nlohmann::json j = report::serving_json(m, sys, cfg, r);
                         if (f->per_request) j["requests"] = columns.json();
@@ -321,6 +361,7 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (q.size() == 1) cfg.workload.qps = q[0];
                         if (f->replicas == "auto") throw InputError("--replicas: a report takes a count");
                         const serving::ServingResult res = serving::simulate(m, sys, cfg);
+                        require_served(m, res);
                         const std::string html = report::html_serving_report(report::serving_json(m, sys, cfg, res));
                         check_extension(*out, "--out", {".html", ".htm"});
                         report::write_file_atomically(*out, html);

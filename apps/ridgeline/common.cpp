@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <iostream>
 
 #include "ridgeline/core/error.hpp"
@@ -114,6 +115,20 @@ report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const Ha
   }
   const std::string& listed = hw.listed.empty() ? hw.hw : hw.listed;  // every chip of the run, side by side or not
   const std::vector<std::string> names = split_list(listed);
+  // Each chip priced once: a price for every chip (USD/h) and one for a chip (CHIP=USD/h), or
+  // two for one chip, would leave one of them silently unused.
+  std::vector<std::string> priced;
+  for (const std::string& p : f.prices) {
+    const std::size_t eq = p.find('=');
+    const std::string who = eq == std::string::npos ? std::string("*") : p.substr(0, eq);
+    for (const std::string& other : priced) {
+      if (other == who || other == "*" || who == "*") {
+        throw InputError(fmt::format("--price: '{}' prices {} again: give each chip one price (CHIP=USD/h), or one USD/h for all", p,
+                                     who == "*" ? std::string("every chip") : who));
+      }
+    }
+    priced.push_back(who);
+  }
   for (const std::string& p : f.prices) {
     std::string_view price = p;
     if (const std::size_t eq = price.find('='); eq != std::string_view::npos) {
@@ -287,9 +302,21 @@ int parse_threads(const std::string& value) {
 
 std::vector<std::string> chip_names(const std::string& hw, std::string_view where) {
   std::vector<std::string> names;
+  // Catalog names are case-insensitive (h200 is H200); a file is its path.
+  auto key = [](const std::string& n) {
+    if (n.find('/') != std::string::npos || n.find('.') != std::string::npos) return n;
+    std::string k = n;
+    for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return k;
+  };
   for (const std::string& item : split_list(hw)) {
     if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", hw));
-    if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
+    for (const std::string& seen : names) {
+      if (key(seen) == key(item)) {
+        throw InputError(fmt::format("--hw: '{}' names {} again ('{}'): give each chip once", hw, seen, item));
+      }
+    }
+    names.push_back(item);
   }
   if (names.size() > 16) throw InputError(fmt::format("--hw: {} chips; at most 16 {}", names.size(), where));
   return names;

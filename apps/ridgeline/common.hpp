@@ -76,6 +76,7 @@ struct WorkloadFlags {
   std::string qps, arrival = "poisson", concurrency, trace;
   std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": 1000, or a whole trace
   std::string prefix_groups, prefix_tokens;
+  const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 /// The rates of a comma-separated --qps (a sweep when there are several, at most 64).

@@ -17,7 +17,10 @@ serving::LengthDist length_flag(const std::string& v, const char* flag, bool pro
   serving::LengthDist d;
   d.kind = serving::LengthDist::Kind::empirical;
   d.text = v;
-  for (const serving::Request& r : io::read_request_trace(v.substr(10))) d.values.push_back(prompt ? r.input : r.output);
+  io::RequestTraceReader reader(v.substr(10));
+  serving::Request r;
+  while (reader.next(r)) d.values.push_back(prompt ? r.input : r.output);
+  if (d.values.empty()) throw InputError(fmt::format("{}: {}: no requests to draw lengths from", flag, v.substr(10)));
   return d;
 }
 
@@ -29,6 +32,7 @@ std::int64_t count_flag(const std::string& v, const char* flag) {
 }  // namespace
 
 void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
+  f.app = s;
   s->add_option("--qps", f.qps, "open loop: requests per second (several, comma-separated: a sweep)");
   s->add_option("--arrival", f.arrival, "poisson, constant or gamma:CV")->capture_default_str();
   s->add_option("--concurrency", f.concurrency, "closed loop: clients each sending a request when the last ends");
@@ -54,6 +58,23 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   const int loads = (f.qps.empty() ? 0 : 1) + (f.concurrency.empty() ? 0 : 1) + (f.trace.empty() ? 0 : 1);
   if (loads == 0) throw InputError("serve: give the load: --qps R, --concurrency N or --trace FILE");
   if (!f.concurrency.empty() && loads > 1) throw InputError("--concurrency: a closed loop takes no --qps or --trace");
+  // A flag the load does not use is refused, never echoed as applied (given: on the command line).
+  auto given = [&](const char* flag) { return f.app != nullptr && f.app->count(flag) > 0; };
+  if (!f.trace.empty()) {
+    for (const char* flag : {"--prompt", "--gen", "--prefix-groups", "--prefix-tokens"}) {
+      if (given(flag)) {
+        throw InputError(fmt::format("{}: a trace gives each request's lengths and prefix (its columns input_tokens, output_tokens, "
+                                     "prefix_group, prefix_tokens): drop {} or the trace",
+                                     flag, flag));
+      }
+    }
+    if (given("--arrival") && f.qps.empty()) {
+      throw InputError("--arrival: a trace's requests arrive at its timestamps: give --qps R too for new arrivals at that rate");
+    }
+  }
+  if (!f.concurrency.empty() && given("--arrival")) {
+    throw InputError("--arrival: a closed loop's clients each send their next request when the last ends: no arrival process");
+  }
   w.prompt = length_flag(f.prompt, "--prompt", true);
   w.gen = length_flag(f.gen, "--gen", false);
   w.requests = f.requests.empty() ? 1000 : parse_positive_int(f.requests, "--requests");
@@ -66,26 +87,24 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
     w.concurrency = parse_positive_int(f.concurrency, "--concurrency");
   } else if (!f.trace.empty()) {
     w.arrival = serving::Arrival::trace;
-    w.trace = io::read_request_trace(f.trace);
-    if (f.requests.empty()) w.requests = static_cast<std::int64_t>(w.trace.size());  // the whole trace unless asked
+    w.prompt.text = w.gen.text = "from the trace";
+    // Read row by row as each run goes: only the rows it takes are counted now (the whole
+    // trace unless --requests asks for fewer), none is kept.
+    constexpr std::int64_t kMaxRequests = std::int64_t{1} << 27;
+    const io::TraceFile t = io::open_request_trace(f.trace, f.requests.empty() ? kMaxRequests + 1 : std::min(w.requests, kMaxRequests + 1));
+    if (t.requests > kMaxRequests) {
+      throw InputError(fmt::format("--trace: {} has more than {} requests: take some with --requests N", f.trace, kMaxRequests));
+    }
+    w.requests = t.requests;
+    w.open_trace = t.open;
+    w.trace_name = f.trace;
     if (!f.qps.empty()) {
       // The trace's lengths with new arrivals at this rate.
       const std::vector<double> r = qps_rates(f.qps);
       if (r.size() != 1) throw InputError("--qps: one rate with --trace");
       w.qps = r[0];
       serving::parse_arrival(f.arrival, w);
-      serving::Rng rng(w.seed * 7 + 5);
-      double clock = 0;
-      const double shape = 1 / (w.cv * w.cv);
-      for (std::size_t i = 0; i < w.trace.size(); ++i) {
-        if (i > 0) {
-          clock += (w.arrival == serving::Arrival::constant ? 1.0
-                    : w.arrival == serving::Arrival::gamma  ? rng.gamma(shape) / shape
-                                                            : rng.exponential()) /
-                   w.qps;
-        }
-        w.trace[i].arrival_s = clock;
-      }
+      w.retime = w.arrival;
       w.arrival = serving::Arrival::trace;
     }
   } else {

@@ -156,7 +156,7 @@ def _document(fn: Callable[..., Any], path: Tuple[str, ...], positional: Sequenc
         if name in positional:
             continue
         if name in own.parameters and own.parameters[name].kind != inspect.Parameter.VAR_KEYWORD:
-            # The function's own default wins (serve's per_request=None: decided by the call).
+            # The function's own default wins (serve's per_request=False: the signature's).
             p = own.parameters[name]
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=p.default, annotation=p.annotation))
             lines.append(f"    {name}: {f['kind'] or 'flag'} (default {p.default}): {f['description']}")
@@ -201,19 +201,15 @@ def infer(**kwargs: Any) -> Documents:
     return _command(["infer"], kwargs)
 
 
-def serve(per_request: Optional[bool] = None, **kwargs: Any) -> Documents:
+def serve(per_request: bool = False, **kwargs: Any) -> Documents:
     """``ridgeline serve``: a request-level simulation of a continuous-batching engine.
 
     Returns the summary (``ttft_s``, ``tpot_s``, ``e2e_s`` ... as ``--json`` prints it) and,
-    for one run, every request's times as columns under ``"requests"``:
+    with ``per_request=True``, every request's times as columns under ``"requests"``:
     ``pandas.DataFrame(result["requests"])`` is one row per request (``id``, ``arrival_s``,
-    ``queue_s``, ``ttft_s``, ``tpot_s``, ``e2e_s``, tokens). ``per_request`` (default ``None``)
-    decides it: ``None`` adds the columns unless ``qps`` is a list (a sweep) or
-    ``replicas="auto"`` (a search over counts); ``True`` or ``False`` asks for them or not.
+    ``queue_s``, ``ttft_s``, ``tpot_s``, ``e2e_s``, tokens). They are kept in memory until the
+    run ends (~0.5 kB a request): for millions, ``requests_out="rows.csv"`` streams them to a file.
     """
-    if per_request is None:
-        per_request = not isinstance(kwargs.get("qps"), (list, tuple)) and kwargs.get("replicas") != "auto" \
-            and "," not in str(kwargs.get("hw", ""))
     _check("serve", ("serve",), kwargs)
     return _command(["serve"], {**kwargs, "per_request": per_request})
 

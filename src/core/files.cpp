@@ -1,10 +1,14 @@
-// Inputs by inode, and outputs checked against them.
+// Inputs by inode, outputs checked against them, and outputs written atomically.
 #include "ridgeline/core/files.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <utility>
@@ -61,6 +65,73 @@ void check_output_path(const std::string& path, std::string_view flag) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
     throw InputError(fmt::format("{}: {}: the directory {} does not exist", flag, path, parent.string()));
+  }
+}
+
+namespace {
+
+// 16 lowercase letters and digits from the system's random source (getentropy: the kernel's
+// on Linux, the browser's crypto in WebAssembly), never guessable from the path, the time or
+// the process id.
+std::string random_suffix() {
+  unsigned char bytes[16] = {};
+  if (::getentropy(bytes, sizeof(bytes)) != 0) throw InputError("cannot draw a random name for a temporary file (getentropy failed)");
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string out;
+  for (const unsigned char b : bytes) out += kAlphabet[b % 36];
+  return out;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path, std::string_view flag) : path_(std::move(path)), flag_(flag) {
+  check_output_path(path_, flag_);
+  const std::filesystem::path p(path_);
+  const std::string dir = p.parent_path().string(), base = p.filename().string();
+  // In the target's folder (the rename stays on one file system), hidden, never an existing
+  // name: O_EXCL fails on any file or link already there, so nothing is followed or truncated.
+  for (int attempt = 0; attempt < 64 && f_ == nullptr; ++attempt) {
+    tmp_ = (dir.empty() ? std::string() : dir + "/") + "." + base + "." + random_suffix() + ".tmp";
+    const int fd = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+      if (errno == EEXIST) continue;
+      throw InputError(fmt::format("{}: {}: cannot write a temporary file beside it: {}", flag_, path_, std::strerror(errno)));
+    }
+    f_ = ::fdopen(fd, "wb");
+    if (f_ == nullptr) {
+      ::close(fd);
+      ::unlink(tmp_.c_str());
+      throw InputError(fmt::format("{}: {}: cannot write here", flag_, path_));
+    }
+  }
+  if (f_ == nullptr) throw InputError(fmt::format("{}: {}: no free name for a temporary file beside it", flag_, path_));
+}
+
+AtomicFile::~AtomicFile() {
+  if (f_ == nullptr) return;
+  std::fclose(f_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::commit() {
+  if (f_ == nullptr) return;
+  const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
+  const bool closed = std::fclose(f_) == 0;
+  f_ = nullptr;
+  if (!ok || !closed) {
+    ::unlink(tmp_.c_str());
+    throw InputError(fmt::format("{}: {}: writing failed", flag_, path_));
+  }
+  try {
+    check_output_path(path_, flag_);  // an input opened since the writer was made (a trace read as the run went)
+  } catch (...) {
+    ::unlink(tmp_.c_str());
+    throw;
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp_.c_str());
+    throw InputError(fmt::format("{}: {}: cannot replace the file: {}", flag_, path_, std::strerror(e)));
   }
 }
 

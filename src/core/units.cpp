@@ -65,7 +65,7 @@ std::string_view expected_units(Quantity kind) {
     case Quantity::flop_rate: return "a rate such as '989 TFLOPS', '394 TOPS' or '1.97e14 FLOP/s'";
     case Quantity::bandwidth: return "a bandwidth such as '3.35 TB/s', '450 GB/s', '400 Gb/s' or '64 GiB/s'";
     case Quantity::bytes: return "a size such as '80 GB', '80 GiB', '50 MiB' or '2048 B'";
-    case Quantity::time: return "a time such as '2 us', '1.5 ms', '10 ns' or '0.2 s'";
+    case Quantity::time: return "a time such as '2 us', '1.5 ms', '10 ns', '0.2 s', '30 min' or '2 h'";
     case Quantity::count: return "a number, optionally with a prefix k, M, G, T, P or E (15T = 15e12)";
   }
   return "a value";
@@ -108,6 +108,8 @@ std::optional<double> unit_factor(std::string_view unit, Quantity kind) {
       if (unit == "ms") return 1e-3;
       if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") return 1e-6;
       if (unit == "ns") return 1e-9;
+      if (unit == "min") return 60.0;
+      if (unit == "h") return 3600.0;
       return std::nullopt;
     }
     case Quantity::count: {
@@ -152,7 +154,9 @@ double check_range(double v, Quantity kind, std::string_view text, std::string_v
     case Quantity::count: return v;
   }
   if (v != 0 && (v < lo || v > hi)) {
-    throw InputError(fmt::format("{}: '{}' is outside the plausible range {:g} to {:g} (base units)", where, text, lo, hi));
+    // Times in seconds (a kilosecond reads worse than 3600 s), the rest with their prefix.
+    auto shown = [kind](double x) { return kind == Quantity::time ? fmt::format("{:g} s", x) : format_quantity(x, kind); };
+    throw InputError(fmt::format("{}: '{}' is outside the plausible range {} to {}", where, text, shown(lo), shown(hi)));
   }
   return v;
 }
@@ -202,6 +206,25 @@ double parse_quantity(std::string_view text, Quantity kind, std::string_view whe
     throw InputError(fmt::format("{}: '{}' overflows: expected {}", where, text, expected_units(kind)));
   }
   return check_range(r, kind, text, where);
+}
+
+double parse_duration(std::string_view text, std::string_view where, double max_s) {
+  std::string_view t = trim(text);
+  const Leading n = leading_number(t);
+  if (!n.ok || !std::isfinite(n.value)) {
+    throw InputError(fmt::format("{}: '{}' is not a time: expected {}", where, text, expected_units(Quantity::time)));
+  }
+  const std::string_view unit = trim(std::string_view(n.end, static_cast<size_t>(t.data() + t.size() - n.end)));
+  if (unit.empty()) throw InputError(fmt::format("{}: '{}' has no unit: expected {}", where, text, expected_units(Quantity::time)));
+  const auto f = unit_factor(unit, Quantity::time);
+  if (!f) {
+    throw InputError(fmt::format("{}: unknown unit '{}' in '{}': expected {}", where, unit, text, expected_units(Quantity::time)));
+  }
+  const double v = n.value * *f;
+  if (!(v >= 0 && v <= max_s)) {
+    throw InputError(fmt::format("{}: '{}' is out of range: expected 0 to {:g} s ({:.3g} days)", where, text, max_s, max_s / 86400));
+  }
+  return v;
 }
 
 long long parse_positive_int(std::string_view text, std::string_view where) {

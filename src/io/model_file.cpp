@@ -306,14 +306,21 @@ model::ModelConfig parse_model_config(std::string_view text, std::string_view so
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}: expected a Hugging Face config.json", source, e.byte));
   } catch (const json::exception& e) {
-    // e.g. a number too large for a double
-    throw InputError(fmt::format("{}: unreadable JSON: {}", source, e.what()));
+    // A number beyond a double: the JSON library names the token ("... parsing '1e400'").
+    const std::string what = e.what();
+    const std::size_t q = what.find("parsing '");
+    const std::string token = q == std::string::npos ? std::string() : what.substr(q + 8, what.size() - q - 8);
+    throw InputError(fmt::format("{}: a number too large for a double{}: expected a Hugging Face config.json", source,
+                                 token.empty() ? "" : fmt::format(" ({})", token.substr(0, 40))));
   }
   try {
     return parse(j, source);
   } catch (const json::exception& e) {
-    // A value of an unexpected type deep inside (e.g. in quantization_config).
-    throw InputError(fmt::format("{}: unexpected value: {}", source, e.what()));
+    // A value of an unexpected type deep inside (e.g. in quantization_config): the library's
+    // reason without its "[json.exception.type_error.302]" tag.
+    std::string why = e.what();
+    if (const std::size_t tag = why.find("] "); why.rfind("[json.exception", 0) == 0 && tag != std::string::npos) why = why.substr(tag + 2);
+    throw InputError(fmt::format("{}: unexpected value: {}", source, why));
   }
 }
 

@@ -1,27 +1,30 @@
-// Request traces: CSV (our columns or the Azure LLM inference trace's) and JSON lines.
+// Request traces: CSV (our columns or the Azure LLM inference trace's) and JSON lines, read
+// row by row through a window of the file.
 #include "ridgeline/io/request_trace.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
-#include <filesystem>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <unordered_map>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/core/number_chars.hpp"
-#include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
 
 namespace {
 
-constexpr std::size_t kMaxRows = std::size_t{1} << 27;
+constexpr std::int64_t kMaxRows = std::int64_t{1} << 27;
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 26;
-constexpr std::size_t kMaxBytes = std::size_t{4} << 30;
+constexpr std::size_t kWindow = std::size_t{1} << 20;  // bytes read at a time
+constexpr std::size_t kMaxLine = std::size_t{1} << 20;  // a row longer than this is not a request
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '"')) s.remove_prefix(1);
@@ -42,11 +45,11 @@ std::string shown(std::string_view s) {
 
 struct Where {
   std::string_view source;
-  std::size_t row;
+  std::size_t line;
 };
 
 [[noreturn]] void fail(const Where& w, std::string_view column, std::string_view value, std::string_view expected) {
-  throw InputError(fmt::format("{}: row {}: {} '{}': expected {}", w.source, w.row, column, shown(value), expected));
+  throw InputError(fmt::format("{}: line {}: {} '{}': expected {}", w.source, w.line, column, shown(value), expected));
 }
 
 std::int64_t tokens(std::string_view v, const Where& w, std::string_view column, std::int64_t min) {
@@ -59,7 +62,7 @@ std::int64_t tokens(std::string_view v, const Where& w, std::string_view column,
   return n;
 }
 
-// A prefix group id: 0 to 2^20 (a replica keeps one entry per id up to the largest).
+// A prefix group id: 0 to 2^20.
 std::int64_t group_id(std::string_view v, const Where& w) {
   v = trim(v);
   std::int64_t n = 0;
@@ -90,7 +93,15 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
-// "2023-11-16 18:15:46.6805900" (or with a T): seconds since 1970.
+// Days in month m of year y (Gregorian leap years: every 4th, not every 100th, every 400th).
+unsigned days_in_month(unsigned y, unsigned m) {
+  static constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  return m == 2 && leap ? 29 : kDays[m - 1];
+}
+
+// "2023-11-16 18:15:46.6805900" (or with a T): seconds since 1970, for a real date from
+// 1970 on (no 31 February, no year 0).
 double date_time(std::string_view v, const Where& w, std::string_view column) {
   v = trim(v);
   auto num = [&](std::size_t pos, std::size_t len) -> std::optional<unsigned> {
@@ -102,9 +113,11 @@ double date_time(std::string_view v, const Where& w, std::string_view column) {
   };
   const auto y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2), s = num(17, 2);
   const bool seps = v.size() >= 19 && v[4] == '-' && v[7] == '-' && (v[10] == ' ' || v[10] == 'T') && v[13] == ':' && v[16] == ':';
-  if (!seps || !y || !mo || !d || !h || !mi || !s || *mo < 1 || *mo > 12 || *d < 1 || *d > 31 || *h > 23 || *mi > 59 || *s > 60) {
+  if (!seps || !y || !mo || !d || !h || !mi || !s || *mo < 1 || *mo > 12 || *d < 1 || *h > 23 || *mi > 59 || *s > 60) {
     fail(w, column, v, "a date-time such as 2023-11-16 18:15:46.68");
   }
+  if (*y < 1970) fail(w, column, v, "a date from 1970 on");
+  if (*d > days_in_month(*y, *mo)) fail(w, column, v, fmt::format("a day of the month from 1 to {}", days_in_month(*y, *mo)));
   double frac = 0;
   if (v.size() > 19) {
     std::string_view rest = v.substr(19);
@@ -119,152 +132,208 @@ double date_time(std::string_view v, const Where& w, std::string_view column) {
   return static_cast<double>(days_from_civil(*y, *mo, *d)) * 86400 + *h * 3600.0 + *mi * 60.0 + *s + frac;
 }
 
-// Calls fn(line, row) for each non-blank line of `text` (rows counted from 1, blank ones too).
-template <class Fn>
-void for_each_line(std::string_view text, Fn&& fn) {
-  std::size_t row = 0, pos = 0;
-  while (pos < text.size()) {
-    std::size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    const std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++row;
-    if (!trim(line).empty()) fn(line, row);
-  }
-}
-
-// Times relative to the first request; they must not go back. A prefix group shares one
-// prefix length, shorter than each of its prompts.
-void finish(std::vector<serving::Request>& out, std::string_view source) {
-  if (out.empty()) throw InputError(fmt::format("{}: no requests", source));
-  std::unordered_map<std::int32_t, std::pair<std::int64_t, std::size_t>> groups;  // prefix tokens, first row
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const serving::Request& r = out[i];
-    if (r.prefix_group < 0) continue;
-    if (r.prefix_tokens >= r.input) {
-      throw InputError(fmt::format("{}: row {}: prefix_tokens {} of {} input tokens: expected fewer (the last prompt token is "
-                                   "always computed)",
-                                   source, i + 2, r.prefix_tokens, r.input));
-    }
-    const auto [it, fresh] = groups.try_emplace(r.prefix_group, r.prefix_tokens, i + 2);
-    if (!fresh && it->second.first != r.prefix_tokens) {
-      throw InputError(fmt::format("{}: row {}: prefix_group {} shares {} tokens at row {}, {} here: expected one prefix length per group",
-                                   source, i + 2, r.prefix_group, it->second.first, it->second.second, r.prefix_tokens));
-    }
-  }
-  const double t0 = out.front().arrival_s;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (i > 0 && out[i].arrival_s < out[i - 1].arrival_s) {
-      throw InputError(fmt::format("{}: row {}: its timestamp is earlier than the row before: expected requests in time order",
-                                   source, i + 2));
-    }
-  }
-  for (serving::Request& r : out) r.arrival_s -= t0;
-}
-
-std::vector<serving::Request> parse_csv_trace(std::string_view text, std::string_view source) {
-  std::vector<serving::Request> out;
-  std::vector<std::string_view> fields;
-  auto split = [&](std::string_view line) {
-    fields.clear();
-    std::size_t pos = 0;
-    while (pos <= line.size()) {
-      const std::size_t comma = std::min(line.find(',', pos), line.size());
-      fields.push_back(line.substr(pos, comma - pos));
-      pos = comma + 1;
-    }
-  };
-  int ts = -1, in = -1, outc = -1, group = -1, prefix = -1;
-  bool azure = false;
-  for_each_line(text, [&](std::string_view line, std::size_t row) {
-    split(line);
-    if (ts < 0) {
-      for (std::size_t i = 0; i < fields.size(); ++i) {
-        const std::string_view name = trim(fields[i]);
-        const int c = static_cast<int>(i);
-        if (name == "timestamp_s") ts = c;
-        else if (name == "TIMESTAMP") ts = c, azure = true;
-        else if (name == "input_tokens" || name == "ContextTokens") in = c;
-        else if (name == "output_tokens" || name == "GeneratedTokens") outc = c;
-        else if (name == "prefix_group") group = c;
-        else if (name == "prefix_tokens") prefix = c;
-      }
-      if (ts < 0 || in < 0 || outc < 0) {
-        throw InputError(fmt::format("{}: row 1: the header needs the columns timestamp_s, input_tokens and output_tokens "
-                                     "(or the Azure trace's TIMESTAMP, ContextTokens, GeneratedTokens); found '{}'",
-                                     source, shown(line)));
-      }
-      return;
-    }
-    if (out.size() >= kMaxRows) throw InputError(fmt::format("{}: more than {} requests", source, kMaxRows));
-    const Where w{source, row};
-    const int needed = std::max({ts, in, outc, group, prefix});
-    if (static_cast<int>(fields.size()) <= needed) {
-      throw InputError(fmt::format("{}: row {}: {} fields, expected at least {}", source, row, fields.size(), needed + 1));
-    }
-    serving::Request r;
-    r.arrival_s = azure ? date_time(fields[static_cast<std::size_t>(ts)], w, "TIMESTAMP")
-                        : seconds(fields[static_cast<std::size_t>(ts)], w, "timestamp_s");
-    r.input = tokens(fields[static_cast<std::size_t>(in)], w, azure ? "ContextTokens" : "input_tokens", 1);
-    r.output = tokens(fields[static_cast<std::size_t>(outc)], w, azure ? "GeneratedTokens" : "output_tokens", 1);
-    if (group >= 0) r.prefix_group = static_cast<std::int32_t>(group_id(fields[static_cast<std::size_t>(group)], w));
-    if (prefix >= 0) r.prefix_tokens = tokens(fields[static_cast<std::size_t>(prefix)], w, "prefix_tokens", 0);
-    if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", fields[static_cast<std::size_t>(prefix)], "at most input_tokens");
-    if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
-    out.push_back(r);
-  });
-  if (ts < 0) throw InputError(fmt::format("{}: empty: expected a header row and one row per request", source));
-  finish(out, source);
-  return out;
-}
-
-std::vector<serving::Request> parse_jsonl_trace(std::string_view text, std::string_view source) {
-  std::vector<serving::Request> out;
-  for_each_line(text, [&](std::string_view line, std::size_t row) {
-    if (out.size() >= kMaxRows) throw InputError(fmt::format("{}: more than {} requests", source, kMaxRows));
-    const Where w{source, row};
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) fail(w, "line", line, "one JSON object per line");
-    auto field = [&](const char* key, bool required) -> std::optional<std::string> {
-      const auto it = j.find(key);
-      if (it == j.end()) {
-        if (required) throw InputError(fmt::format("{}: row {}: no key '{}'", source, row, key));
-        return std::nullopt;
-      }
-      if (it->is_number()) return it->dump();
-      if (it->is_string()) return it->get<std::string>();
-      fail(w, key, it->dump(), "a number");
-    };
-    serving::Request r;
-    r.arrival_s = seconds(*field("timestamp_s", true), w, "timestamp_s");
-    r.input = tokens(*field("input_tokens", true), w, "input_tokens", 1);
-    r.output = tokens(*field("output_tokens", true), w, "output_tokens", 1);
-    if (const auto g = field("prefix_group", false)) r.prefix_group = static_cast<std::int32_t>(group_id(*g, w));
-    if (const auto p = field("prefix_tokens", false)) {
-      r.prefix_tokens = tokens(*p, w, "prefix_tokens", 0);
-      if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", *p, "at most input_tokens");
-      if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
-    }
-    out.push_back(r);
-  });
-  finish(out, source);
-  return out;
-}
+bool ends_with(std::string_view s, std::string_view e) { return s.size() >= e.size() && s.substr(s.size() - e.size()) == e; }
 
 }  // namespace
 
-std::vector<serving::Request> parse_request_trace(std::string_view text, std::string_view source, bool jsonl) {
-  return jsonl ? parse_jsonl_trace(text, source) : parse_csv_trace(text, source);
+RequestTraceReader::RequestTraceReader(const std::string& path) : source_(path) {
+  jsonl_ = ends_with(path, ".jsonl") || ends_with(path, ".ndjson");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(fmt::format("{}: not a regular file: expected a request trace (CSV or JSON lines)", path));
+  }
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr) {
+    throw InputError(fmt::format("{}: cannot open: {}: expected a request trace (CSV or JSON lines)", path, std::strerror(errno)));
+  }
+  note_input(path);
+  buf_.resize(kWindow + kMaxLine);
 }
 
-std::vector<serving::Request> read_request_trace(const std::string& path) {
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > kMaxBytes) throw InputError(fmt::format("{}: larger than 4 GiB: not a trace this tool reads", path));
-  const std::string text = read_text_file(path, "a request trace (CSV or JSON lines)");
-  if (text.size() > kMaxBytes) throw InputError(fmt::format("{}: larger than 4 GiB", path));
-  const auto ends = [&](std::string_view e) { return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0; };
-  return parse_request_trace(text, path, ends(".jsonl") || ends(".ndjson"));
+RequestTraceReader::RequestTraceReader(std::string_view text, std::string_view source, bool jsonl)
+    : source_(source), jsonl_(jsonl), text_(text), eof_(true) {}
+
+RequestTraceReader::~RequestTraceReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+bool RequestTraceReader::line(std::string_view& out) {
+  for (;;) {
+    const std::size_t nl = text_.find('\n', pos_);
+    if (nl != std::string_view::npos) {
+      out = text_.substr(pos_, nl - pos_);
+      pos_ = nl + 1;
+      break;
+    }
+    const std::size_t rest = text_.size() - pos_;
+    if (eof_) {
+      if (rest == 0) return false;
+      out = text_.substr(pos_);
+      pos_ = text_.size();
+      break;
+    }
+    if (rest > kMaxLine) {
+      throw InputError(fmt::format("{}: line {}: longer than {} bytes: expected one request per line", source_, line_ + 1, kMaxLine));
+    }
+    // The unfinished line to the window's start, then the next bytes after it.
+    if (rest > 0) std::memmove(buf_.data(), text_.data() + pos_, rest);
+    const std::size_t got = std::fread(buf_.data() + rest, 1, kWindow, file_);
+    if (got < kWindow) {
+      if (std::ferror(file_) != 0) throw InputError(fmt::format("{}: read error after line {}", source_, line_));
+      eof_ = true;
+    }
+    text_ = std::string_view(buf_.data(), rest + got);
+    pos_ = 0;
+  }
+  ++line_;
+  if (out.size() > kMaxLine) {
+    throw InputError(fmt::format("{}: line {}: longer than {} bytes: expected one request per line", source_, line_, kMaxLine));
+  }
+  return true;
+}
+
+bool RequestTraceReader::header() {
+  if (headed_ || jsonl_) return true;
+  std::string_view l;
+  do {
+    if (!line(l)) return false;
+  } while (trim(l).empty());
+  headed_ = true;
+  std::size_t pos = 0;
+  for (int i = 0; pos <= l.size(); ++i) {
+    const std::size_t comma = std::min(l.find(',', pos), l.size());
+    const std::string_view name = trim(l.substr(pos, comma - pos));
+    pos = comma + 1;
+    if (name == "timestamp_s") ts_ = i;
+    else if (name == "TIMESTAMP") ts_ = i, azure_ = true;
+    else if (name == "input_tokens" || name == "ContextTokens") in_ = i;
+    else if (name == "output_tokens" || name == "GeneratedTokens") out_ = i;
+    else if (name == "prefix_group") group_ = i;
+    else if (name == "prefix_tokens") prefix_ = i;
+  }
+  if (ts_ < 0 || in_ < 0 || out_ < 0) {
+    throw InputError(fmt::format("{}: line {}: the header needs the columns timestamp_s, input_tokens and output_tokens "
+                                 "(or the Azure trace's TIMESTAMP, ContextTokens, GeneratedTokens); found '{}'",
+                                 source_, line_, shown(l)));
+  }
+  return true;
+}
+
+void RequestTraceReader::parse_csv(std::string_view l, serving::Request& r) {
+  fields_.clear();
+  for (std::size_t pos = 0; pos <= l.size();) {
+    const std::size_t comma = std::min(l.find(',', pos), l.size());
+    fields_.push_back(l.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  const Where w{source_, line_};
+  const int needed = std::max({ts_, in_, out_, group_, prefix_});
+  if (static_cast<int>(fields_.size()) <= needed) {
+    throw InputError(fmt::format("{}: line {}: {} fields, expected at least {}", source_, line_, fields_.size(), needed + 1));
+  }
+  auto at = [&](int c) { return fields_[static_cast<std::size_t>(c)]; };
+  r.arrival_s = azure_ ? date_time(at(ts_), w, "TIMESTAMP") : seconds(at(ts_), w, "timestamp_s");
+  r.input = tokens(at(in_), w, azure_ ? "ContextTokens" : "input_tokens", 1);
+  r.output = tokens(at(out_), w, azure_ ? "GeneratedTokens" : "output_tokens", 1);
+  if (group_ >= 0) r.prefix_group = static_cast<std::int32_t>(group_id(at(group_), w));
+  if (prefix_ >= 0) r.prefix_tokens = tokens(at(prefix_), w, "prefix_tokens", 0);
+  if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", at(prefix_), "at most input_tokens");
+  if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
+}
+
+void RequestTraceReader::parse_jsonl(std::string_view l, serving::Request& r) {
+  const Where w{source_, line_};
+  const nlohmann::json j = nlohmann::json::parse(l, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail(w, "line", l, "one JSON object per line");
+  auto field = [&](const char* key, bool required) -> std::optional<std::string> {
+    const auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) throw InputError(fmt::format("{}: line {}: no key '{}'", source_, line_, key));
+      return std::nullopt;
+    }
+    if (it->is_number()) return it->dump();
+    if (it->is_string()) return it->get<std::string>();
+    fail(w, key, it->dump(), "a number");
+  };
+  r.arrival_s = seconds(*field("timestamp_s", true), w, "timestamp_s");
+  r.input = tokens(*field("input_tokens", true), w, "input_tokens", 1);
+  r.output = tokens(*field("output_tokens", true), w, "output_tokens", 1);
+  if (const auto g = field("prefix_group", false)) r.prefix_group = static_cast<std::int32_t>(group_id(*g, w));
+  if (const auto p = field("prefix_tokens", false)) {
+    r.prefix_tokens = tokens(*p, w, "prefix_tokens", 0);
+    if (r.prefix_tokens > r.input) fail(w, "prefix_tokens", *p, "at most input_tokens");
+    if (r.prefix_tokens > 0 && r.prefix_group < 0) fail(w, "prefix_group", "", "a group for a shared prefix");
+  }
+}
+
+// Times must not go back; a prefix group shares one prefix length, shorter than each of its
+// prompts. Times become relative to the first request.
+void RequestTraceReader::check(serving::Request& r) {
+  if (r.prefix_group >= 0) {
+    if (r.prefix_tokens >= r.input) {
+      throw InputError(fmt::format("{}: line {}: prefix_tokens {} of {} input tokens: expected fewer (the last prompt token is "
+                                   "always computed)",
+                                   source_, line_, r.prefix_tokens, r.input));
+    }
+    const auto [it, fresh] = groups_.try_emplace(r.prefix_group, r.prefix_tokens, line_);
+    if (!fresh && it->second.first != r.prefix_tokens) {
+      throw InputError(fmt::format("{}: line {}: prefix_group {} shares {} tokens at line {}, {} here: expected one prefix length per group",
+                                   source_, line_, r.prefix_group, it->second.first, it->second.second, r.prefix_tokens));
+    }
+  }
+  if (rows_ == 0) t0_ = r.arrival_s;
+  if (rows_ > 0 && r.arrival_s < last_) {
+    throw InputError(fmt::format("{}: line {}: its timestamp is earlier than line {}'s: expected requests in time order", source_, line_,
+                                 last_line_));
+  }
+  last_ = r.arrival_s;
+  last_line_ = line_;
+  if (++rows_ > kMaxRows) throw InputError(fmt::format("{}: more than {} requests", source_, kMaxRows));
+  r.arrival_s -= t0_;
+}
+
+bool RequestTraceReader::next(serving::Request& r) {
+  if (!header()) return false;
+  std::string_view l;
+  do {
+    if (!line(l)) return false;
+  } while (trim(l).empty());
+  r = serving::Request{};
+  if (jsonl_) parse_jsonl(l, r);
+  else parse_csv(l, r);
+  check(r);
+  return true;
+}
+
+std::int64_t RequestTraceReader::count_rows(std::int64_t limit) {
+  if (!header()) return 0;
+  std::int64_t n = 0;
+  std::string_view l;
+  while (n < limit && line(l)) n += trim(l).empty() ? 0 : 1;
+  return n;
+}
+
+std::vector<serving::Request> parse_request_trace(std::string_view text, std::string_view source, bool jsonl) {
+  RequestTraceReader reader(text, source, jsonl);
+  std::vector<serving::Request> out;
+  serving::Request r;
+  while (reader.next(r)) out.push_back(r);
+  if (out.empty()) {
+    if (!jsonl && trim(text).empty()) throw InputError(fmt::format("{}: empty: expected a header row and one row per request", source));
+    throw InputError(fmt::format("{}: no requests", source));
+  }
+  return out;
+}
+
+TraceFile open_request_trace(const std::string& path, std::int64_t limit) {
+  TraceFile t;
+  {
+    RequestTraceReader reader(path);
+    t.requests = reader.count_rows(limit);
+  }
+  if (t.requests == 0) throw InputError(fmt::format("{}: no requests: expected a header row and one row per request", path));
+  t.open = [path] { return std::make_unique<RequestTraceReader>(path); };
+  return t;
 }
 
 }  // namespace ridgeline::io

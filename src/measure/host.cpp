@@ -16,11 +16,14 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <cctype>
 
 #ifdef RIDGELINE_HAVE_HWLOC
 #include <hwloc.h>
 #endif
 
+#include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/measure/kernels.hpp"
 
@@ -304,22 +307,26 @@ Buffer alloc(size_t n) {
 
 // Each thread's arrays, kept across the sweep (allocating and faulting in hundreds of MB
 // for every point would cost more than the measurement), grown as the sizes grow. One block
-// holds a, b and c, each 17 lines (1088 bytes) past the end of the one before: the arrays'
-// i-th elements never share their offset within a 4 KiB page (n is a multiple of 512 bytes
-// and 1088 is not), so a load of b[i] is never taken for a store to a[i] by the 4 KiB
-// address aliasing of the load/store unit.
+// of the working set holds the kernel's arrays (one, two or three of n doubles), each 17
+// lines (1088 bytes) past the end of the one before: the arrays' i-th elements never share
+// their offset within a 4 KiB page (n is a multiple of 512 bytes and 1088 is not), so a load
+// of b[i] is never taken for a store to a[i] by the 4 KiB address aliasing of the load/store
+// unit. The block is the working set and no more: a 1 GiB read takes 1 GiB, not three.
 struct Arena {
+  static constexpr size_t kPad = 1088 / sizeof(double);
   Buffer block;
   double *a = nullptr, *b = nullptr, *c = nullptr;
-  size_t n = 0;
-  void ensure(size_t want) {
-    if (want <= n) return;
-    constexpr size_t pad = 1088 / sizeof(double);
-    block = alloc(3 * (want + pad));
+  size_t capacity = 0;  // doubles in the block
+  void ensure(size_t n, int arrays) {
+    const size_t want = static_cast<size_t>(arrays) * (n + kPad);
+    if (want > capacity) {
+      block.reset();  // the old block goes before the new one comes: never both at once
+      block = alloc(want);
+      capacity = want;
+    }
     a = block.get();
-    b = a + want + pad;
-    c = b + want + pad;
-    n = want;
+    b = arrays >= 2 ? a + n + kPad : a;  // (a kernel uses only the arrays it has)
+    c = arrays >= 3 ? b + n + kPad : a;
   }
 };
 
@@ -344,7 +351,7 @@ Sample bandwidth(Stream op, double bytes, int threads, int reps, bool avx512, st
   std::vector<double> sinks(static_cast<size_t>(threads) * 8), calls(static_cast<size_t>(threads) * 8);
   auto body = [&](int t, int) {
     Arena& ar = arenas[static_cast<size_t>(t)];
-    ar.ensure(n);  // first touch on the thread's own CPU (the warm-up call)
+    ar.ensure(n, arrays);  // first touch on the thread's own CPU (the warm-up call)
     double* a = ar.a;
     double* b = ar.b;
     double* c = ar.c;
@@ -542,6 +549,21 @@ std::vector<Plateau> find_plateaus(const std::vector<BandwidthPoint>& sweep, con
     if (pts.empty()) pts = pick(below * (1 + 1e-9), cap);
     if (pts.empty()) continue;
     Plateau p;
+    if (memory) {
+      // Main memory's rate is the largest sets': the smaller ones whose read rate is still
+      // above it by more than the noise sit in a cache larger than reported.
+      const double floor = pts.back()->read.value;
+      while (pts.size() > 1 && pts.front()->read.value > (1 + kUnstableSpread) * floor) pts.erase(pts.begin());
+      // Settled: the rates from a quarter of the largest set to it (two doublings) agree.
+      const double largest = sweep.back().working_set_bytes;
+      double lo = INFINITY, hi = 0;
+      for (const auto& b : sweep) {
+        if (b.working_set_bytes < largest / 4 * (1 - 1e-9) || b.working_set_bytes < 2 * below || b.read.repetitions == 0) continue;
+        lo = std::min(lo, b.read.value), hi = std::max(hi, b.read.value);
+      }
+      p.last_doublings_spread = lo > 0 && std::isfinite(lo) ? hi / lo - 1 : 0;
+      p.settled = p.last_doublings_spread <= kUnstableSpread;
+    }
     p.cache = memory ? -1 : l;
     p.from_bytes = pts.front()->working_set_bytes;
     p.to_bytes = pts.back()->working_set_bytes;
@@ -583,15 +605,21 @@ MeasureResult measure_device(Device& device, const MeasureConfig& cfg) {
   const int reps = cfg.quick ? 3 : 7;
   const std::vector<PeakKernel> kernels = device.peak_kernels();
   // The steps, counted first so that the progress callback knows the total.
-  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB): main
-  // memory's plateau, from 2x, gets one or two points (with a spread) in quick mode. All
-  // cores: the same in full mode, 2x per core in quick mode (with two or more cores
-  // sharing it, 4x it or more in all).
+  // One core: working sets from 16 KiB to 4x the last cache (at least 64 MiB). All cores:
+  // the same in full mode, 2x per core in quick mode (with two or more cores sharing it, 4x
+  // it or more in all). Main memory far past any cache whatever the topology says: at least
+  // kMainMemoryBytes in all, one core and all cores alike (on the development VM hwloc
+  // reports 33.5 MB of L3 and sets up to 128 MB still ran partly in cache;
+  // docs/measurement.md#main-memory).
   double last = 0;
   for (const auto& c : h.caches) last = std::max(last, c.size_bytes);
-  double one_top = std::max(4 * last, 64.0 * 1024 * 1024);
-  double top = std::max((cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024);
+  // Past the sweep's own top (4x the last cache) the one-core sets are main memory's plateau
+  // alone: read only (the plateaus read it), a second or so in all.
+  double read_only_from = std::max(4 * last, 64.0 * 1024 * 1024);
+  double one_top = std::max(read_only_from, kMainMemoryBytes);
+  double top = std::max({(cfg.quick ? 2 : 4) * last, 64.0 * 1024 * 1024, kMainMemoryBytes / all});
   if (cfg.max_working_set_bytes > 0) top = std::min(top, cfg.max_working_set_bytes), one_top = std::min(one_top, cfg.max_working_set_bytes);
+  read_only_from = std::min(read_only_from, one_top);
   const double step = cfg.quick ? 2.0 : std::sqrt(2.0);
   std::vector<double> one_sizes;
   for (double ws = 16 * 1024; ws <= one_top * 1.0001; ws *= step) one_sizes.push_back(ws);
@@ -631,6 +659,11 @@ MeasureResult measure_device(Device& device, const MeasureConfig& cfg) {
     b.working_set_bytes = ws;
     const int rr = ws > 64e6 ? std::min(reps, 3) : reps;  // at least 3: a spread to report
     b.read = device.stream_rate(Stream::read, ws, 1, rr);
+    if (ws > read_only_from * 1.0001) {
+      r.sweep.push_back(b);
+      progress(fmt::format("one core, {:.0f} KiB (read)", ws / 1024));
+      continue;
+    }
     b.write = device.stream_rate(Stream::write, ws, 1, rr);
     b.copy = device.stream_rate(Stream::copy, ws, 1, rr);
     b.triad = device.stream_rate(Stream::triad, ws, 1, rr);
@@ -645,7 +678,8 @@ MeasureResult measure_device(Device& device, const MeasureConfig& cfg) {
     BandwidthPoint b;
     b.working_set_bytes = ws;
     b.cache = ci;
-    const int rr = ws > 64e6 ? std::min(reps, 3) : reps;  // at least 3: a spread to report
+    // At least 3: a spread to report; main memory's roof, whose timings move most, 5 (quick) or 7.
+    const int rr = ci < 0 ? std::max(reps, 5) : ws > 64e6 ? std::min(reps, 3) : reps;
     b.read = device.stream_rate(Stream::read, ws, all, rr);
     b.copy = device.stream_rate(Stream::copy, ws, all, rr);
     b.triad = device.stream_rate(Stream::triad, ws, all, rr);
@@ -670,6 +704,44 @@ MeasureResult measure_host(const MeasureConfig& cfg) {
   return measure_device(cpu, cfg);
 }
 
+std::vector<LevelRoof> level_roofs(const MeasureResult& r) {
+  std::vector<LevelRoof> out;
+  const auto& all = r.sweep_all;
+  auto roof = [&](const BandwidthPoint& b) {
+    const bool l1 = b.cache >= 0 && r.host.caches[static_cast<size_t>(b.cache)].level == 1;
+    const bool allocates = r.write_allocate && !l1;
+    LevelRoof l;
+    l.working_set_bytes = b.working_set_bytes;
+    for (const auto& [name, x, traffic] : {std::tuple{"read", &b.read, 1.0}, {"copy", &b.copy, allocates ? 1.5 : 1.0},
+                                           {"triad", &b.triad, allocates ? 4.0 / 3 : 1.0}, {"write_nt", &b.write_nt, 1.0},
+                                           {"copy_nt", &b.copy_nt, 1.0}}) {
+      if (x->repetitions > 0 && x->value * traffic > l.bandwidth_Bps) l.bandwidth_Bps = x->value * traffic, l.kernel = name, l.spread = x->spread;
+    }
+    if (l.spread > kUnstableSpread) l.unstable = true, l.why = fmt::format("its {} timings spread {:.0f}%", l.kernel, 100 * l.spread);
+    return l;
+  };
+  if (all.empty()) return out;
+  LevelRoof memory = roof(all.back());
+  memory.name = all.back().cache < 0 ? "DRAM" : "memory";
+  for (const Plateau& p : r.plateaus) {
+    if (p.cache >= 0 || p.settled || all.back().cache >= 0) continue;
+    // The one-core rate still fell over the sweep's last two doublings: a cache past the one
+    // reported may hold some of main memory's working set.
+    memory.unstable = true;
+    memory.why += fmt::format("{}the one-core read rate moved {:.0f}% over the last two doublings (to {})", memory.why.empty() ? "" : "; ",
+                              100 * p.last_doublings_spread, format_quantity(r.sweep.back().working_set_bytes, Quantity::bytes));
+  }
+  out.push_back(memory);
+  for (int i = static_cast<int>(all.size()) - 2; i >= 0; --i) {
+    const auto& p = all[static_cast<size_t>(i)];
+    if (p.cache < 0) continue;
+    LevelRoof l = roof(p);
+    l.name = fmt::format("L{}", r.host.caches[static_cast<size_t>(p.cache)].level);
+    out.push_back(l);
+  }
+  return out;
+}
+
 hw::ChipSpec to_chip(const MeasureResult& r) {
   hw::ChipSpec c;
   c.name = "host";
@@ -692,18 +764,15 @@ hw::ChipSpec to_chip(const MeasureResult& r) {
   const int threads = r.all_threads();
   c.measured_threads = threads;
   const auto& all = r.sweep_all;
-  auto roof = [&](const BandwidthPoint& b) {
-    const bool l1 = b.cache >= 0 && r.host.caches[static_cast<size_t>(b.cache)].level == 1;
-    const bool allocates = r.write_allocate && !l1;
-    const double copy = b.copy.value * (allocates ? 1.5 : 1), triad = b.triad.value * (allocates ? 4.0 / 3 : 1);
-    return std::max({b.read.value, copy, triad, b.write_nt.value, b.copy_nt.value});
-  };
-  if (!all.empty()) c.memory.push_back({all.back().cache < 0 ? "DRAM" : "memory", roof(all.back()), 0});
-  for (int i = static_cast<int>(all.size()) - 2; i >= 0 && c.memory.size() < static_cast<size_t>(hw::kMaxMemoryLevels); --i) {
-    const auto& p = all[static_cast<size_t>(i)];
-    if (p.cache < 0) continue;
-    const auto& cache = r.host.caches[static_cast<size_t>(p.cache)];
-    c.memory.push_back({fmt::format("L{}", cache.level), roof(p), cache.size_bytes * instances_used(cache, threads)});
+  for (const LevelRoof& l : level_roofs(r)) {
+    if (c.memory.size() >= static_cast<size_t>(hw::kMaxMemoryLevels)) break;
+    double capacity = 0;
+    for (const auto& p : all) {
+      if (p.cache < 0 || fmt::format("L{}", r.host.caches[static_cast<size_t>(p.cache)].level) != l.name) continue;
+      const auto& cache = r.host.caches[static_cast<size_t>(p.cache)];
+      capacity = cache.size_bytes * instances_used(cache, threads);
+    }
+    c.memory.push_back({l.name, l.bandwidth_Bps, capacity});
   }
   // DRAM capacity from /proc/meminfo.
   {
@@ -747,6 +816,15 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
     m += fmt::format("  {}_isa: {}\n  {}_spread: {:.3f}\n", name(p.dtype), io::yaml_quoted(p.isa), name(p.dtype), p.all_cores.spread);
   }
   if (std::isfinite(r.write_allocate_witness)) m += fmt::format("  write_allocate_witness: {:.3f}\n", r.write_allocate_witness);
+  // Each level's roof: the kernel that set it and its spread; the unstable ones named.
+  std::string unstable;
+  for (const LevelRoof& l : level_roofs(r)) {
+    std::string key = l.name;
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    m += fmt::format("  {}_kernel: {}\n  {}_spread: {:.3f}\n", key, l.kernel, key, l.spread);
+    if (l.unstable) unstable += (unstable.empty() ? "" : ", ") + l.name;
+  }
+  if (!unstable.empty()) m += fmt::format("  unstable: {}\n", io::yaml_quoted(unstable));
   return io::chip_yaml(out, "", m);
 }
 

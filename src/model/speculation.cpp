@@ -52,7 +52,27 @@ ModelConfig mtp_draft(const ModelConfig& m) {
   return d;
 }
 
+std::string_view name(AcceptForm f) noexcept {
+  switch (f) {
+    case AcceptForm::alpha: return "alpha";
+    case AcceptForm::conditional: return "conditional";
+    case AcceptForm::vllm: return "vllm";
+  }
+  return "alpha";
+}
+
 void parse_accept(std::string_view text, Speculation& s) {
+  // The form: a prefix names it; a list without one is vLLM's (what its metrics print), one
+  // number α.
+  AcceptForm form = AcceptForm::vllm;
+  bool named = false;
+  for (const AcceptForm f : {AcceptForm::conditional, AcceptForm::vllm}) {
+    const std::string prefix = std::string(name(f)) + ":";
+    if (text.substr(0, prefix.size()) == prefix) {
+      form = f, named = true;
+      text.remove_prefix(prefix.size());
+    }
+  }
   int n = 0;
   std::size_t start = 0;
   while (start <= text.size()) {
@@ -71,17 +91,52 @@ void parse_accept(std::string_view text, Speculation& s) {
     }
     if (item.empty() || used != item.size() || !(v >= 0 && v <= 1)) {
       throw InputError(fmt::format("--accept: '{}' is not an acceptance rate: expected a number in [0, 1], "
-                                   "or one per draft position as in 0.9,0.8,0.7", item));
+                                   "or one per draft position as in 0.9,0.8,0.7 (vLLM's), or conditional:0.9,0.8,0.7",
+                                   item));
     }
-    s.accept[static_cast<std::size_t>(n++)] = v;
+    s.given[static_cast<std::size_t>(n++)] = v;
   }
-  if (n == 1) {
-    s.accept.fill(s.accept[0]);
+  if (n == 1 && !named) form = AcceptForm::alpha;
+  if (n == 1 && form == AcceptForm::conditional) form = AcceptForm::alpha;
+  s.form = form;
+  s.given_count = n;
+  if (form == AcceptForm::alpha) {
+    s.accept.fill(s.given[0]);
+  } else if (form == AcceptForm::conditional) {
+    s.accept = s.given;
+  } else {
+    // vLLM's rate at i is P(1..i all accepted): position i given the ones before is r_i / r_{i-1}.
+    double before = 1;
+    for (int i = 0; i < n; ++i) {
+      const double r = s.given[static_cast<std::size_t>(i)];
+      if (r > before) {
+        throw InputError(fmt::format("--accept: vLLM's per-position rates cannot rise ({:g} after {:g}): each is the share of "
+                                     "drafts accepted up to that position; for each position's rate given the ones before, "
+                                     "write conditional:{}",
+                                     r, before, text));
+      }
+      s.accept[static_cast<std::size_t>(i)] = before > 0 ? r / before : 0;
+      before = r;
+    }
+  }
+  if (n == 1 || form == AcceptForm::alpha) {
+    if (s.k > 1 && form == AcceptForm::vllm) {
+      throw InputError(fmt::format("--accept: vllm:{} gives position 1 only, for --spec-tokens {}: give one rate per draft position",
+                                   text, s.k));
+    }
   } else if (s.k == 0) {
     s.k = n;
   } else if (s.k != n) {
     throw InputError(fmt::format("--accept: {} rates for --spec-tokens {}: give one rate, or one per draft token", n, s.k));
   }
+  if (s.k == 0 && n == 1 && form == AcceptForm::vllm) s.k = 1;
+}
+
+std::string accept_arg(const Speculation& s, int k) {
+  if (s.form == AcceptForm::alpha) return fmt::format("{}", s.given[0]);
+  std::string out = s.form == AcceptForm::conditional ? "conditional:" : "";
+  for (int i = 0; i < k && i < s.given_count; ++i) out += fmt::format("{}{}", i > 0 ? "," : "", s.given[static_cast<std::size_t>(i)]);
+  return out;
 }
 
 void validate(const ModelConfig& target, const Speculation& s) {

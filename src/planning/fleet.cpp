@@ -133,6 +133,10 @@ class Evaluator {
     ServeConfig cfg = serve_config(s_, d);
     // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
     const serving::InstancePlan dp = serving::instance_plan(cfg, c.disagg);
+    // One replica (disaggregated: a prefill and a decode instance) until a fleet is sized: what
+    // a rejection on a floor, which no count of replicas lifts, reports.
+    d.gpus = static_cast<double>(c.tp * c.ep + (c.disagg ? dp.forward.tp * dp.forward.ep : 0));
+    d.usd_per_hour = s_.chips[c.chip].usd_per_hour * d.gpus;
     const model::ForwardConfig f = serving::engine_forward(cfg.forward, cfg.engine), fd = serving::engine_forward(dp.forward, dp.engine);
     for (const model::ForwardConfig* x : {&f, &fd}) {
       if (model::check(m_, *x) != model::LayoutFault::none) return reject(o, Reject::layout);
@@ -235,9 +239,13 @@ class Evaluator {
     if (hi == 0) {
       // The largest fleet tried, run to the end: how far its percentiles are from the targets.
       size(lo);
-      binding_target(slo, simulate(sys, cfg, false), o);
+      const ServingResult largest = simulate(sys, cfg, false);
+      binding_target(slo, largest, o);
       ++d.simulations;
       d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
+      fill(d, largest);
+      d.gpus = static_cast<double>(gpus(lo));  // also when the run could not be simulated
+      d.usd_per_hour = s_.chips[d.chip].usd_per_hour * d.gpus;
       return reject(o, Reject::fleet_size);
     }
     while (hi - lo > 1 && !too_long) {
@@ -321,7 +329,15 @@ class Evaluator {
         return k.r;
       }
     }
-    ServingResult r = serving::simulate(m_, sys, cfg);
+    ServingResult r;
+    try {
+      r = serving::simulate(m_, sys, cfg);
+    } catch (const InputError&) {
+      // A run that cannot be simulated (steps past the time a run can simulate, more requests
+      // in the system than memory holds) serves nothing this deployment can be sized on.
+      r.sustainable = false;
+      r.unfinished = cfg.workload.requests;
+    }
     ++simulations_;
     simulated_requests_ += static_cast<double>(r.simulated_requests);
     // Kept when no instance reached its limit (the decode instances' may be their own).
@@ -366,13 +382,13 @@ class Evaluator {
   // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
   // shared prefixes (a cached prefix is not prefilled).
   double ttft_floor(const serving::EngineConfig& e, double q) {
-    if (shared_prefixes_) return 0;
+    if (shared_prefixes_) return e.front_end_s;
     // Each distinct prompt length priced once.
     const double window = static_cast<double>(m_.sliding_window);
     for (std::size_t k = 0; k < prompts_.size(); ++k) {
       const double prompt = static_cast<double>(prompts_[k]);
       const double chunk = e.chunked_prefill ? static_cast<double>(e.max_batched_tokens) : prompt;
-      double t = 0;
+      double t = e.front_end_s;
       for (double done = 0; done < prompt;) {
         const double c = std::min(chunk, prompt - done);
         model::StepMix mix;

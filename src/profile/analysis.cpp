@@ -1,5 +1,7 @@
 #include "ridgeline/profile/analysis.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
@@ -134,7 +136,12 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     // 0 FLOP/B, which reads compute-bound) and what a roof would save. Nothing counted at all
     // likewise.
     s.unknown = !s.has_bytes || (!(s.has_flops && s.flops > 0) && !(s.bytes > 0));
-    if (s.unknown) s.gap_s = s.fraction_of_roof = s.t_at_roof_s = s.t_floor_s = 0;
+    // Off the roofline, but FLOPs alone faster than the chip's peak still cannot be: such a
+    // kernel keeps its compute floor as the roof's time the warning names.
+    if (s.unknown) {
+      s.gap_s = s.fraction_of_roof = s.t_floor_s = 0;
+      if (!s.above_roof) s.t_at_roof_s = 0;
+    }
     r.total_kernel_time_s += s.time_s;
     r.total_launches += s.count;
     if (s.unknown) r.unknown_time_s += s.time_s;
@@ -159,6 +166,19 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
   std::stable_sort(r.by_category.begin(), r.by_category.end(), [](const TimeShare& x, const TimeShare& y) { return x.time_s > y.time_s; });
   // Largest gap first; kernels without one (unknown, or at their roof) by time.
   std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s || (x.gap_s == y.gap_s && x.time_s > y.time_s); });
+  // Faster than the roof: the worst (the least time against its roof's) named.
+  const KernelSummary* worst = nullptr;
+  for (const KernelSummary& k : r.kernels) {
+    if (!k.above_roof) continue;
+    ++r.above_roof;
+    if (worst == nullptr || k.time_s / k.t_at_roof_s < worst->time_s / worst->t_at_roof_s) worst = &k;
+  }
+  if (worst != nullptr) {
+    r.above_roof_warning = fmt::format(
+        "{} kernel{} ran faster than {}'s roof allows ({}: {:.4g} FLOP and {:.4g} bytes in {:.4g} s, the roof's time {:.4g} s): the "
+        "counts or the chip are wrong, and so is every figure drawn from them",
+        r.above_roof, r.above_roof == 1 ? "" : "s", chip.name, worst->name, worst->flops, worst->bytes, worst->time_s, worst->t_at_roof_s);
+  }
   return r;
 }
 

@@ -324,6 +324,7 @@ std::string html_serving_report(const json& j) {
                                           {"prefix_caching", "prefix caching"}, {"decode_graphs", "decode steps"},
                                           {"mixed_graphs", "mixed steps"}, {"step_overhead_s", "host time per step", Field::time},
                                           {"per_request_overhead_s", "host time per request in a step", Field::time},
+                                           {"front_end_s", "server front end per request", Field::time},
                                           {"overlap_scheduling", "host overlapped with the device"}, {"preemption", "preemption"},
                                           {"sources", "sources"}}}});
   auto stat = [&](const char* key, const char* q) {

@@ -191,6 +191,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
     json rates = json::array();
     for (int i = 0; i < cfg.spec.k; ++i) rates.push_back(cfg.spec.accept[static_cast<std::size_t>(i)]);
     j["speculation"] = {{"draft", cfg.spec.draft->name}, {"mtp", cfg.spec.mtp}, {"k", cfg.spec.k}, {"accept", rates},
+                        {"accept_form", std::string(model::name(cfg.spec.form))}, {"accept_given", model::accept_arg(cfg.spec, cfg.spec.k)},
                         {"tokens_per_step", sd.tokens_per_step}, {"steps", sd.steps},
                         {"verify_first_s", sd.verify_first_s}, {"verify_last_s", sd.verify_last_s},
                         {"draft_first_s", sd.draft_first_s}, {"draft_last_s", sd.draft_last_s},
@@ -280,7 +281,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                        t(sd.draft_first_s), t(sd.draft_last_s), sd.steps);
     out += fmt::format("            TTFT {} (draft prefill {}), TPOT {} ({:.2f}x), end to end {}, {:.1f} tokens/s generated; {}\n",
                        t(sd.ttft_s), t(sd.draft_prefill_s), t(sd.tpot_s), sd.speedup, t(sd.e2e_s), sd.output_tokens_per_s,
-                       sd.break_even ? fmt::format("breaks even at acceptance {:.3f}", sd.break_even_accept)
+                       sd.break_even ? fmt::format("breaks even at alpha {:.3f} (one rate at every position)", sd.break_even_accept)
                                      : std::string("no acceptance rate pays for the drafts"));
     out += fmt::format("            draft weights {}, draft KV cache {} per chip -> {}\n", size(sd.draft_weights_bytes),
                        size(sd.draft_kv_cache_bytes), sd.fits ? "fits" : "DOES NOT FIT");

@@ -195,12 +195,9 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   }
   if (d.spec_tokens > 0 && d.draft < s.drafts.size()) {
     const model::Speculation& sp = s.drafts[d.draft].spec;
-    // The draft, these tokens, and the rates of their positions (one when all are the same).
-    bool same = true;
-    for (int i = 1; i < d.spec_tokens; ++i) same = same && sp.accept[static_cast<std::size_t>(i)] == sp.accept[0];
-    std::string rates = fmt::format("{}", sp.accept[0]);
-    for (int i = 1; i < d.spec_tokens && !same; ++i) rates += fmt::format(",{}", sp.accept[static_cast<std::size_t>(i)]);
-    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens, rates);
+    // The draft, these tokens, and the rates of their positions as they were given.
+    f += fmt::format(" --draft {} --spec-tokens {} --accept {}", shell_word(draft_name(s, d)), d.spec_tokens,
+                     model::accept_arg(sp, d.spec_tokens));
   }
   return f;
 }
@@ -286,8 +283,8 @@ std::string per_chip_text(const planning::FleetSpace& space, const planning::Fle
 std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
                               const std::string& prefix) {
   const serving::WorkloadSpec& w = space.base.workload;
-  std::string s = fmt::format("{}: {}, prompt {}, gen {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), w.prompt.text,
-                              w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
+  std::string s = fmt::format("{}: {}, {}; {} requests per simulation\nSLO: {}\n", m.name, arrival_text(w), lengths_text(w),
+                              w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
                               space_slo_text(space));
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,

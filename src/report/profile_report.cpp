@@ -152,6 +152,8 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
   }
   j["breakdown"] = {{"by_category", shares_json(a.by_category)}, {"by_cpu_op", shares_json(p.by_cpu_op)}, {"by_stream", shares_json(p.by_stream)}};
   j["warnings"] = p.warnings;
+  if (!a.above_roof_warning.empty()) j["warnings"].push_back(a.above_roof_warning);
+  j["above_roof_kernels"] = a.above_roof;
   return j;
 }
 
@@ -195,6 +197,7 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
   if (!p.by_cpu_op.empty()) out += "  by CPU op:   " + shares_text(p.by_cpu_op, 6, false) + "\n";
   if (p.by_stream.size() > 1) out += "  by stream:   " + shares_text(p.by_stream, 6, false) + "\n";
   for (const auto& w : p.warnings) out += "  note: " + w + "\n";
+  if (!a.above_roof_warning.empty()) out += "  warning: " + a.above_roof_warning + "\n";
   return out;
 }
 

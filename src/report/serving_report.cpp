@@ -48,6 +48,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"graph_max_batch", e.graph_max_batch},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
+          {"front_end_s", e.front_end_s},
           {"overlap_scheduling", e.overlap_scheduling},
           {"exposed_step_s", e.exposed_step_s},
           {"graph_exact_sizes", e.graph_exact_sizes},
@@ -70,9 +71,35 @@ std::string arrival_text(const serving::WorkloadSpec& w) {
     case serving::Arrival::gamma: return fmt::format("gamma arrivals (CV {:g}) at {:g} req/s", w.cv, w.qps);
     case serving::Arrival::constant: return fmt::format("one request every {}", t(1 / w.qps));
     case serving::Arrival::closed: return fmt::format("{} concurrent clients (closed loop)", w.concurrency);
-    case serving::Arrival::trace: return fmt::format("a trace of {} requests", w.trace.size());
+    case serving::Arrival::trace: {
+      const std::string trace =
+          w.trace_name.empty() ? fmt::format("a trace of {} requests", w.open_trace ? w.requests : static_cast<std::int64_t>(w.trace.size()))
+                               : "trace " + w.trace_name;
+      if (w.retime == serving::Arrival::trace) return trace;
+      serving::WorkloadSpec timed = w;
+      timed.arrival = w.retime;
+      return fmt::format("{} with {}", trace, arrival_text(timed));
+    }
   }
   return "";
+}
+
+std::string rejections_text(const model::ModelConfig& m, const ServingResult& r) {
+  const serving::Rejections& b = r.rejected_by;
+  std::string s;
+  auto add = [&](std::int64_t n, const std::string& what) {
+    if (n > 0) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, what);
+  };
+  add(b.context, fmt::format("longer than the model's context of {} tokens (prompt + output)", m.max_positions));
+  add(b.cache, fmt::format("beyond the KV cache of {} tokens per instance", r.memory.kv_tokens));
+  add(b.budget, fmt::format("with a prompt beyond the step budget of {} tokens (prompts not chunked)", r.engine.max_batched_tokens));
+  add(b.scheduler, "refused by the scheduler's margin on an empty instance");
+  return s;
+}
+
+std::string lengths_text(const serving::WorkloadSpec& w) {
+  if (w.arrival == serving::Arrival::trace) return "lengths from the trace";
+  return fmt::format("prompt {}, gen {}", w.prompt.text, w.gen.text);
 }
 
 json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const ServingResult& r) {
@@ -85,11 +112,13 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["router"] = std::string(serving::name(cfg.router));
   j["engine"] = engine_json(r.engine);
   const serving::WorkloadSpec& w = cfg.workload;
+  const bool trace = w.arrival == serving::Arrival::trace, timed = !trace || w.retime != serving::Arrival::trace;
   j["workload"] = {{"arrival", arrival_text(w)},
-                   {"qps", w.arrival == serving::Arrival::closed || w.arrival == serving::Arrival::trace ? json(nullptr) : json(w.qps)},
+                   {"qps", w.arrival == serving::Arrival::closed || !timed ? json(nullptr) : json(w.qps)},
                    {"concurrency", w.arrival == serving::Arrival::closed ? json(w.concurrency) : json(nullptr)},
-                   {"prompt", w.prompt.text},
-                   {"gen", w.gen.text},
+                   {"trace", trace && !w.trace_name.empty() ? json(w.trace_name) : json(nullptr)},
+                   {"prompt", trace ? json(nullptr) : json(w.prompt.text)},
+                   {"gen", trace ? json(nullptr) : json(w.gen.text)},
                    {"requests", w.requests},
                    {"warmup_requests", w.warmup},
                    {"seed", w.seed},
@@ -114,12 +143,16 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   }
   j["sustainable"] = r.sustainable;
   if (!r.sustainable) j["max_sustainable_qps"] = r.max_sustainable_qps > 0 ? json(r.max_sustainable_qps) : json(nullptr);
+  j["unsustainable_reason"] = r.sustainable ? json(nullptr) : json(std::string(serving::name(r.unsustainable)));
+  j["served_fraction"] = r.served_fraction > 0 ? json(r.served_fraction) : json(nullptr);
   j["preemptions"] = r.preemptions;
   j["prefix_hit_rate"] = r.prefix_hit_rate;
   j["kv_utilisation"] = {{"mean", r.kv_utilisation_mean}, {"max", r.kv_utilisation_max}};
   j["simulated_requests"] = r.simulated_requests;
   j["measured_requests"] = r.measured_requests;
   j["rejected_requests"] = r.rejected;
+  j["rejected_by"] = {{"context", r.rejected_by.context}, {"cache", r.rejected_by.cache}, {"budget", r.rejected_by.budget},
+                      {"scheduler", r.rejected_by.scheduler}};
   j["unfinished_requests"] = r.unfinished;
   j["horizon_reached"] = r.horizon_reached;
   j["makespan_s"] = r.makespan_s;
@@ -131,6 +164,11 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s}};
+  // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
+  j["request"] = {{"front_end_s", r.engine.front_end_s},
+                  {"queue_s", r.queue.mean},
+                  {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean)},
+                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)}};
   if (cfg.spec.on()) {
     const serving::SpeculationCost& sc = r.speculation;
     json rates = json::array();
@@ -139,6 +177,8 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                         {"mtp", cfg.spec.mtp},
                         {"k", cfg.spec.k},
                         {"accept", rates},
+                        {"accept_form", std::string(model::name(cfg.spec.form))},
+                        {"accept_given", model::accept_arg(cfg.spec, cfg.spec.k)},
                         {"tokens_per_step", model::tokens_per_step(cfg.spec)},
                         {"verify_s", sc.verify_s},
                         {"draft_s", sc.draft_s},
@@ -203,9 +243,9 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                                     chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
                                     cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
-  s += fmt::format("workload: {}, prompt {}, gen {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), w.prompt.text,
-                   w.gen.text, w.arrival == serving::Arrival::trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests,
-                   w.warmup, w.seed);
+  s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
+                   w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
+                   w.seed);
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
   s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
@@ -214,12 +254,22 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                         : ", between device steps",
                    e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string());
+  if (e.front_end_s > 0) {
+    s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
+                     t(e.front_end_s));
+  }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
-    std::string rates = fmt::format("{:g}", cfg.spec.accept[0]);
-    bool same = true;
-    for (int i = 1; i < cfg.spec.k; ++i) same = same && cfg.spec.accept[static_cast<std::size_t>(i)] == cfg.spec.accept[0];
-    for (int i = 1; i < cfg.spec.k && !same; ++i) rates += fmt::format(",{:g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
+    // The rates as given, and each position's given the ones before where that differs.
+    std::string rates = model::accept_arg(cfg.spec, cfg.spec.k);
+    if (cfg.spec.form == model::AcceptForm::alpha) {
+      rates = "alpha " + rates;
+    } else {
+      std::string cond = fmt::format("{:.3g}", cfg.spec.accept[0]);
+      for (int i = 1; i < cfg.spec.k; ++i) cond += fmt::format(",{:.3g}", cfg.spec.accept[static_cast<std::size_t>(i)]);
+      rates = cfg.spec.form == model::AcceptForm::vllm ? fmt::format("{} per position as vLLM reports them (each given the ones before: {})", rates, cond)
+                                                        : fmt::format("{} (each given the ones before)", rates.substr(rates.find(':') + 1));
+    }
     s += fmt::format("speculative decoding: {} drafts {} token{} a step, acceptance {}: {:.3g} tokens per verification step\n",
                      cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", rates, model::tokens_per_step(cfg.spec));
   }
@@ -265,12 +315,18 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
   }
+  if (r.measured_requests > 0) {
+    const double fe = r.engine.front_end_s;
+    s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
+                     t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean)), t(r.ttft.mean),
+                     t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
+  }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {
     const serving::SpeculationCost& sc = r.speculation;
     s += fmt::format("speculation at that batch: verification {} + draft {} for {:.3g} tokens, against {} a token plainly: "
                      "{:.2f}x; {}\n",
                      t(sc.verify_s), t(sc.draft_s), sc.tokens_per_step, t(sc.plain_s), sc.speedup,
-                     sc.break_even ? fmt::format("breaks even at acceptance {:.3f}", sc.break_even_accept)
+                     sc.break_even ? fmt::format("breaks even at alpha {:.3f} (one rate at every position)", sc.break_even_accept)
                                    : std::string("no acceptance rate pays for the drafts"));
   }
   if (cfg.disagg.on()) {
@@ -287,14 +343,28 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
   s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system\n", r.mean_running, r.mean_waiting,
                    r.mean_in_system);
-  if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit (context or KV cache)\n", r.rejected);
+  if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit ({})\n", r.rejected, rejections_text(m, r));
   if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
   if (r.sustainable) {
     s += "sustainable: yes (the queue stays bounded)\n";
-  } else if (r.max_sustainable_qps > 0) {
-    s += fmt::format("sustainable: NO, the queue grows; the largest sustainable rate found is {:.4g} req/s\n", r.max_sustainable_qps);
+    // Served slowly but in parallel (a KV transfer of hours, a run shorter than its requests):
+    // said, so that no one reads the rates above as the offered ones.
+    if (r.served_fraction > 0 && r.served_fraction < 0.5) {
+      s += fmt::format("  but only {:.3g}% of the offered rate was served over the run: its requests took longer than they took to arrive\n",
+                       100 * r.served_fraction);
+    }
   } else {
-    s += "sustainable: NO, the queue grows\n";
+    std::string why;
+    switch (r.unsustainable) {
+      case serving::Unsustainable::unfinished: why = "requests are unfinished"; break;
+      case serving::Unsustainable::nothing_served: why = "no request was served"; break;
+      case serving::Unsustainable::served_fraction:
+        why = fmt::format("the requests finished at under half the rate they arrived ({:.3g}% of the offered rate served)", 100 * r.served_fraction);
+        break;
+      default: why = "the queue grows"; break;
+    }
+    s += fmt::format("sustainable: NO, {}{}\n", why,
+                     r.max_sustainable_qps > 0 ? fmt::format("; the largest sustainable rate found is {:.4g} req/s", r.max_sustainable_qps) : "");
   }
   s += fmt::format("simulated {} requests in {} ({:.3g} requests/s)\n", r.simulated_requests, t(r.wall_s),
                    r.wall_s > 0 ? static_cast<double>(r.simulated_requests) / r.wall_s : 0);
@@ -343,21 +413,14 @@ RequestWriter::RequestWriter(std::string path) : path_(std::move(path)) {
   if (ends(".csv")) csv_ = true;
   else if (ends(".jsonl")) csv_ = false;
   else throw InputError(fmt::format("--requests-out: '{}' needs the extension .csv or .jsonl", path_));
-  check_output_path(path_, "--requests-out");
-  tmp_ = path_ + ".tmp";
-  f_ = std::fopen(tmp_.c_str(), "wb");
-  if (f_ == nullptr) throw InputError(fmt::format("--requests-out: {}: cannot write here", path_));
+  file_ = std::make_unique<AtomicFile>(path_, "--requests-out");
+  f_ = file_->stream();
   if (csv_) {
     std::fputs("id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected\n", f_);
   }
 }
 
-RequestWriter::~RequestWriter() {
-  if (f_ != nullptr) {
-    std::fclose(f_);
-    std::remove(tmp_.c_str());
-  }
-}
+RequestWriter::~RequestWriter() = default;  // an uncommitted file_ removes its temporary
 
 void RequestWriter::write(const serving::RequestRecord& r) {
   if (f_ == nullptr) return;
@@ -372,13 +435,8 @@ void RequestWriter::write(const serving::RequestRecord& r) {
 
 void RequestWriter::commit() {
   if (f_ == nullptr) return;
-  const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
-  std::fclose(f_);
   f_ = nullptr;
-  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    std::remove(tmp_.c_str());
-    throw InputError(fmt::format("--requests-out: {}: writing failed", path_));
-  }
+  file_->commit();
 }
 
 void RequestColumns::add(const serving::RequestRecord& r) { rows_.push_back(r); }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -455,40 +456,38 @@ void write_chart(const std::string& path, const std::string& svg, std::string_vi
   check_output_path(path, flag);
   const bool png = path.size() > 4 && path.substr(path.size() - 4) == ".png";
   if (!png) {
-    write_file_atomically(path, svg);
+    write_file_atomically(path, svg, flag);
     return;
   }
   if (std::system("command -v rsvg-convert >/dev/null 2>&1") != 0) {
-    throw InputError(fmt::format("--out: {}: PNG needs rsvg-convert (Debian package librsvg2-bin); write .svg instead", path));
+    throw InputError(fmt::format("{}: {}: PNG needs rsvg-convert (Debian package librsvg2-bin); write .svg instead", flag, path));
   }
-  const std::string svg_tmp = path + ".svg.tmp", png_tmp = path + ".tmp";
-  write_file_atomically(svg_tmp, svg);
-  const std::string cmd = fmt::format("rsvg-convert -o '{}' '{}'", png_tmp, svg_tmp);
-  const bool ok = path.find('\'') == std::string::npos && std::system(cmd.c_str()) == 0;
-  std::remove(svg_tmp.c_str());
-  if (!ok || std::rename(png_tmp.c_str(), path.c_str()) != 0) {
-    std::remove(png_tmp.c_str());
-    throw InputError(fmt::format("--out: {}: rsvg-convert could not write the PNG", path));
+  // The SVG on the converter's standard input, the PNG into the temporary (atomic as any output).
+  AtomicFile out(path, flag);
+  const std::string& tmp = out.temporary();
+  bool ok = tmp.find('\'') == std::string::npos;
+  if (ok) {
+    // A converter that stops reading early must fail the write, not kill this process.
+    void (*previous)(int) = std::signal(SIGPIPE, SIG_IGN);
+    std::FILE* pipe = ::popen(fmt::format("rsvg-convert -f png -o '{}'", tmp).c_str(), "w");
+    ok = pipe != nullptr;
+    if (ok) {
+      ok = std::fwrite(svg.data(), 1, svg.size(), pipe) == svg.size();
+      ok = ::pclose(pipe) == 0 && ok;
+    }
+    std::signal(SIGPIPE, previous);
   }
+  if (!ok) throw InputError(fmt::format("{}: {}: rsvg-convert could not write the PNG", flag, path));
+  out.commit();
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  check_output_path(path, "--out");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("--out: {}: cannot write here", path));
-    out << valid_utf8(text);
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError(fmt::format("--out: {}: writing failed", path));
-    }
+void write_file_atomically(const std::string& path, const std::string& text, std::string_view flag) {
+  AtomicFile out(path, flag);
+  const std::string body = valid_utf8(text);
+  if (std::fwrite(body.data(), 1, body.size(), out.stream()) != body.size()) {
+    throw InputError(fmt::format("{}: {}: writing failed", flag, path));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(fmt::format("--out: {}: cannot replace the file", path));
-  }
+  out.commit();
 }
 
 }  // namespace ridgeline::report

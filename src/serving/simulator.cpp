@@ -10,10 +10,12 @@
 #include <memory>
 #include <queue>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "replica.hpp"
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/memory.hpp"
 #include "ridgeline/core/units.hpp"
 #include "scheduler.hpp"
 
@@ -31,6 +33,17 @@ std::string_view name(Router r) noexcept {
     case Router::round_robin: return "round-robin";
     case Router::least_loaded: return "least-loaded";
     case Router::prefix: return "prefix";
+  }
+  return "?";
+}
+
+std::string_view name(Unsustainable u) noexcept {
+  switch (u) {
+    case Unsustainable::none: return "none";
+    case Unsustainable::unfinished: return "unfinished";
+    case Unsustainable::nothing_served: return "nothing_served";
+    case Unsustainable::served_fraction: return "served_fraction";
+    case Unsustainable::queue_grows: return "queue_grows";
   }
   return "?";
 }
@@ -64,12 +77,15 @@ Slo parse_slo(std::string_view s) {
     else if (stat == "p99") q = 0.99;
     else if (stat == "mean") q = -1;  // the mean
     else throw InputError(fmt::format("--slo: '{}' needs a statistic: p50, p90, p95, p99 or mean, as in ttft_p99", key));
-    const double v = parse_quantity(item.substr(eq + 1), Quantity::time, fmt::format("--slo {}", key), false);
+    // Up to the 4e6 s a run can simulate (an end-to-end target may be hours: "2h").
+    const double v = parse_duration(item.substr(eq + 1), fmt::format("--slo {}", key), 4e6);
     if (!(v > 0)) throw InputError(fmt::format("--slo {}: '{}' must be a positive time", key, item.substr(eq + 1)));
-    if (metric == "ttft") slo.ttft_s = v, slo.ttft_q = q;
-    else if (metric == "tpot") slo.tpot_s = v, slo.tpot_q = q;
-    else if (metric == "e2e") slo.e2e_s = v, slo.e2e_q = q;
-    else throw InputError(fmt::format("--slo: '{}' is not a metric: expected ttft, tpot or e2e", metric));
+    double* target = metric == "ttft" ? &slo.ttft_s : metric == "tpot" ? &slo.tpot_s : metric == "e2e" ? &slo.e2e_s : nullptr;
+    if (target == nullptr) throw InputError(fmt::format("--slo: '{}' is not a metric: expected ttft, tpot or e2e", metric));
+    // One target per metric: a second would silently replace the first.
+    if (*target > 0) throw InputError(fmt::format("--slo: {} is given a target twice ('{}'): give each metric one target", metric, s));
+    *target = v;
+    (metric == "ttft" ? slo.ttft_q : metric == "tpot" ? slo.tpot_q : slo.e2e_q) = q;
   }
   if (!slo.any()) throw InputError(fmt::format("--slo: '{}' sets no target", s));
   return slo;
@@ -79,8 +95,22 @@ namespace {
 
 constexpr Ps kNever = INT64_MAX;
 // Simulated time is int64 picoseconds (9.2e6 s at most): runs stay well inside it, so that
-// the timeline's doubling bucket widths never overflow either.
+// the timeline's doubling bucket widths never overflow either. A step, a transfer or an
+// arrival that would end past it stops the run with an InputError (time_overflow).
 constexpr double kMaxSimulated_s = 4e6;
+// Below this share of the offered rate served, a run is not sustainable (docs/serving.md#sustainable).
+constexpr double kMinServedFraction = 0.5;
+// Memory a request in the system holds: its pool slot and its entries in the queues and heaps.
+constexpr double kBytesPerRequest = static_cast<double>(sizeof(detail::Req) + 64);
+
+// `what` starting at t would last `s` seconds and end past the time a run can simulate (or
+// lasts no finite time): the inputs, not the run, are at fault.
+[[noreturn]] void time_overflow(const std::string& what, Ps t, double s) {
+  throw InputError(fmt::format("serve: simulated time overflows: {} starting at {:.6g} s lasts {:.3g} s, past the {:g} s (46 days) a run "
+                               "can simulate: the chip's rates (--peak, --mem-bw, --link-bw, --disagg-link-bw or its file) are too low for "
+                               "this model and load",
+                               what, to_s(t), s, kMaxSimulated_s));
+}
 
 // The engine as it will run: the SGLang sequence limit resolved from the cache size.
 EngineConfig resolved_engine(const model::ModelConfig& m, EngineConfig e, const ServeMemory& mem) {
@@ -319,13 +349,16 @@ class Simulation {
     total_ = source_.total();
     measured_total_ = total_ - std::min(total_, cfg.workload.warmup);
     horizon_ = cfg.horizon_s > 0 ? to_ps(cfg.horizon_s) : kNever;
+    front_end_ = to_ps(cfg.engine.front_end_s);
+    const double limit = memory_limit_bytes();
+    if (limit > 0) max_in_system_ = static_cast<std::size_t>(std::max(1024.0, limit / 2 / kBytesPerRequest));
   }
 
   ServingResult run() {
     const auto wall0 = std::chrono::steady_clock::now();
     closed_ = cfg_.workload.arrival == Arrival::closed;
     if (closed_) {
-      for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(0);
+      for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push_back(front_end_);
     }
     draw_next();
     for (;;) {
@@ -388,7 +421,15 @@ class Simulation {
       return;
     }
     has_next_ = source_.next(next_);
-    next_ps_ = has_next_ ? to_ps(next_.arrival_s) : kNever;
+    // A trace's requests within half the time a run can simulate (synthetic arrivals: checked
+    // in validate() from their count and rate; a random sum may pass it a little).
+    const bool trace = cfg_.workload.arrival == Arrival::trace;
+    if (has_next_ && !(next_.arrival_s <= (trace ? kMaxSimulated_s / 2 : kMaxSimulated_s))) {
+      if (!trace) time_overflow(fmt::format("the arrival of request {}", sent_ + 1), 0, next_.arrival_s);
+      throw InputError(fmt::format("--trace: request {} arrives {:.3g} s after the first: expected at most {:g} s (23 days)", sent_ + 1,
+                                   next_.arrival_s, kMaxSimulated_s / 2));
+    }
+    next_ps_ = has_next_ ? to_ps(next_.arrival_s) + front_end_ : kNever;
   }
   Ps next_arrival_time() const {
     if (closed_) return pending_.empty() || sent_ >= total_ ? kNever : pending_.front();
@@ -412,23 +453,40 @@ class Simulation {
     q = Req{};
     q.version = version;
     q.id = id;
-    q.arrival = t;
+    q.arrival = t - front_end_;  // sent then; the scheduler sees it now (docs/serving.md#front-end)
     q.input = r.input;
     q.output = r.output;
-    q.group = r.prefix_group;
+    q.group = dense_group(r.prefix_group);
     q.prefix_tokens = std::min(r.prefix_tokens, r.input);
     q.target = r.input;
     q.warmup = id < cfg_.workload.warmup;
+    if (!q.warmup) {
+      ++measured_arrivals_;
+      first_arrival_measured_ = std::min(first_arrival_measured_, to_s(t));
+      last_measured_arrival_ = std::max(last_measured_arrival_, to_s(t));
+    }
     ++in_system_;
     // The quarter of the measured arrivals now coming in (sustainability).
     const std::int64_t k = measured_total_ > 0 ? (id - cfg_.workload.warmup) * 4 / measured_total_ : 0;
     quarter_ = id < cfg_.workload.warmup ? -1 : static_cast<int>(std::min<std::int64_t>(k, 3));
     if (id + 1 == total_) quarter_ = 4;  // the last arrival ends the window
-    if ((m_.max_positions > 0 && q.input + q.output > m_.max_positions) || !fits(*tiers_[0], q) || (tiers_[1] && !fits(*tiers_[1], q))) {
+    if (m_.max_positions > 0 && q.input + q.output > m_.max_positions) {
+      ++result_.rejected_by.context;
       reject(qi, t);
       return;
     }
-    Replica& rep = route(q);
+    for (const Tier* tier : {tiers_[0].get(), tiers_[1].get()}) {
+      if (tier == nullptr) continue;
+      std::int64_t* why = !fits_cache(*tier, q)  ? &result_.rejected_by.cache
+                          : !fits_step(*tier, q) ? &result_.rejected_by.budget
+                                                 : nullptr;
+      if (why != nullptr) {
+        ++*why;
+        reject(qi, t);
+        return;
+      }
+    }
+    Replica& rep = route(q, r.prefix_group);
     q.replica = rep.index;
     rep.know_group(q);
     // An engine that schedules one step ahead fixed the next step's batch when the running
@@ -441,13 +499,17 @@ class Simulation {
   }
 
   // Whether an instance of tier k could ever serve q: it fits the cache alone (with the drafts
-  // its last step verifies), and a whole prompt fits one step's budget when prompts are not
-  // chunked (TensorRT-LLM's max_input_len <= max_num_tokens; vLLM without chunked prefill).
-  // vLLM may preempt it, and then recomputes its prompt and outputs in one chunk too.
-  bool fits(const Tier& k, const Req& q) const {
+  // its last step verifies), and (fits_step) a whole prompt fits one step's budget when
+  // prompts are not chunked (TensorRT-LLM's max_input_len <= max_num_tokens; vLLM without
+  // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
+  // chunk too.
+  bool fits_cache(const Tier& k, const Req& q) const {
     const EngineConfig& e = k.engine;
     const std::int64_t blocks = (q.input + q.output + cfg_.spec.k + e.kv_block - 1) / e.kv_block;
-    return blocks <= k.mem.kv_blocks && fits_budget(e, static_cast<double>(q.input), static_cast<double>(q.output));
+    return blocks <= k.mem.kv_blocks;
+  }
+  bool fits_step(const Tier& k, const Req& q) const {
+    return fits_budget(k.engine, static_cast<double>(q.input), static_cast<double>(q.output));
   }
 
   Tier& tier(const Replica& r) { return *tiers_[r.role == detail::Role::decode ? 1 : 0]; }
@@ -459,12 +521,20 @@ class Simulation {
     to_start_.push_back(r.index);
   }
 
-  // An arriving request's replica (disaggregated: its prefill instance).
-  Replica& route(const Req& q) {
+  // A prefix group's index among the groups seen so far (-1: none): the replicas' tables hold
+  // the groups that occur, not every id up to the largest (a trace's ids, or 2^24 synthetic ones).
+  std::int32_t dense_group(std::int32_t group) {
+    if (group < 0) return -1;
+    return dense_groups_.try_emplace(group, static_cast<std::int32_t>(dense_groups_.size())).first->second;
+  }
+
+  // An arriving request's replica (disaggregated: its prefill instance); `group`: its prefix
+  // group as drawn or read (the prefix router hashes it).
+  Replica& route(const Req& q, std::int32_t group) {
     const std::size_t n = routed_;
     if (n > 1 && cfg_.router == Router::prefix && q.group >= 0) {
       // The group's replica: its prefix is cached there.
-      std::uint64_t h = static_cast<std::uint64_t>(q.group) * 0x9e3779b97f4a7c15ull;
+      std::uint64_t h = static_cast<std::uint64_t>(group) * 0x9e3779b97f4a7c15ull;
       h ^= h >> 29;
       return replicas_[static_cast<std::size_t>(h % n)];
     }
@@ -488,6 +558,17 @@ class Simulation {
       const std::int32_t s = free_slots_.back();
       free_slots_.pop_back();
       return s;
+    }
+    if (pool_.size() >= max_in_system_) {
+      // Requests in the system take their memory; past what this process may use the run
+      // would be killed, not finished: it stops here, saying what all of them would need.
+      throw InputError(fmt::format(
+          "serve: {} requests are in the system at once at {:.4g} s of simulated time ({} at {} bytes each; {} finished so far): "
+          "the {} requests would need up to {} and this run may use {} (half of this process's memory limit): the deployment serves "
+          "far less than the offered load (lower --qps or --requests, or add --replicas)",
+          pool_.size(), to_s(clock_), format_quantity(static_cast<double>(pool_.size()) * kBytesPerRequest, Quantity::bytes),
+          kBytesPerRequest, finished_, total_, format_quantity(static_cast<double>(total_) * kBytesPerRequest, Quantity::bytes),
+          format_quantity(static_cast<double>(max_in_system_) * kBytesPerRequest, Quantity::bytes)));
     }
     pool_.emplace_back();
     return static_cast<std::int32_t>(pool_.size() - 1);
@@ -519,6 +600,7 @@ class Simulation {
       const std::int32_t qi = r.waiting.front();
       r.waiting.pop_front();
       r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
+      ++result_.rejected_by.scheduler;
       reject(qi, t);
       k.scheduler->plan(r);
     }
@@ -542,6 +624,13 @@ class Simulation {
     if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
     // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
     const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead);
+    if (!(period <= kMaxSimulated_s - to_s(t))) {
+      double chunk_tokens = 0;
+      for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
+      const char* who = r.role == detail::Role::decode ? "decode instance" : r.role == detail::Role::prefill ? "prefill instance" : "replica";
+      time_overflow(fmt::format("a step of {} {} ({:g} prompt tokens, {:g} decoding sequences)", who, r.index, chunk_tokens, p.mix.decode_seqs),
+                    t, period);
+    }
     r.busy = true;
     r.busy_until = t + std::max<Ps>(1, to_ps(period));
     steps_.set(r.index, r.busy_until);
@@ -690,6 +779,9 @@ class Simulation {
         send = std::max(send / static_cast<double>(m_.layers), send - prefill_s);
       }
       const double exposed = link.link_latency_s + send;
+      if (!(exposed <= kMaxSimulated_s - to_s(t))) {
+        time_overflow(fmt::format("the KV transfer of request {} ({:.3g} bytes at {:.3g} B/s)", q.id, bytes, link.link_Bps), t, exposed);
+      }
       transfer_s_sum_ += exposed;
       kv_wait_s_sum_ += to_s(t - q.prefill_end);
       bytes_sum_ += bytes;
@@ -732,7 +824,7 @@ class Simulation {
     rec.id = q.id;
     rec.replica = q.replica;
     rec.arrival_s = to_s(q.arrival);
-    rec.queue_s = to_s(q.admitted - q.arrival);
+    rec.queue_s = to_s(q.admitted - q.arrival - front_end_);
     rec.ttft_s = to_s(q.first_token - q.arrival);
     rec.e2e_s = to_s(t - q.arrival);
     rec.tpot_s = q.output > 1 ? to_s(t - q.first_token) / static_cast<double>(q.output - 1) : 0;
@@ -762,10 +854,13 @@ class Simulation {
   void record(const RequestRecord& rec, Ps t) {
     --in_system_;
     ++finished_;
-    if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t);
+    if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) pending_.push_back(t + front_end_);
     if (sink_) sink_(rec);
     if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
-    if (rec.rejected) return;
+    if (rec.rejected) {
+      measured_rejected_ += rec.warmup ? 0 : 1;
+      return;
+    }
     all_e2e_sum_ += rec.e2e_s;
     ++all_served_;
     if (rec.warmup) return;
@@ -822,10 +917,14 @@ class Simulation {
       const Replica& r = replicas_[static_cast<std::size_t>(i)];
       Snapshot& sn = snapshots_[static_cast<std::size_t>(i)];
       // Waiting: for a step, or (disaggregated) for a decode instance's blocks to receive its KV.
+      // Disaggregated, a decode instance's requests in a KV transfer wait too (for their KV):
+      // the sustainability rule counts them with the queue (not the waiting statistics).
       const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.incoming.size() + r.kv_queue.size()),
-                         r.total_blocks - r.free_blocks};
+                         r.total_blocks - r.free_blocks,
+                         r.role == detail::Role::decode ? r.in_transfer + static_cast<std::int64_t>(r.arrived.size()) : 0};
       sum_.running += now.running - sn.running;
       sum_.waiting += now.waiting - sn.waiting;
+      sum_.transfer += now.transfer - sn.transfer;
       sum_.used += now.used - sn.used;
       sn = now;
       touched_flag_[static_cast<std::size_t>(i)] = 0;
@@ -846,7 +945,7 @@ class Simulation {
     integrals_.waiting += waiting * dt;
     integrals_.kv_used += kv * dt;
     if (quarter_ >= 0 && quarter_ < 4) {
-      quarter_waiting_[static_cast<std::size_t>(quarter_)] += waiting * dt;
+      quarter_waiting_[static_cast<std::size_t>(quarter_)] += (waiting + static_cast<double>(sum_.transfer)) * dt;
       quarter_time_[static_cast<std::size_t>(quarter_)] += dt;
     }
     kv_max_ = std::max(kv_max_, kv);
@@ -932,7 +1031,20 @@ class Simulation {
     if (!closed_ && measured_total_ > 1) {
       r.offered_qps = cfg_.workload.arrival == Arrival::trace ? 0 : cfg_.workload.qps;
     }
-    r.sustainable = sustainable();
+    // The share of the offered rate served: the measured requests' throughput over the rate
+    // they arrived at (their count over their arrivals' span). What the sustainability rule
+    // reads leaves out the fastest request's own latency (its service, not a backlog): the
+    // requests finished (served or rejected) over the span less that latency.
+    const double arrivals_span = last_measured_arrival_ - first_arrival_measured_;
+    if (!closed_ && measured_ > 0 && measured_arrivals_ > 1 && arrivals_span > 0 && r.requests_per_s > 0) {
+      const double offered = static_cast<double>(measured_arrivals_) / arrivals_span;
+      r.served_fraction = r.requests_per_s / offered;
+      const double backlog_span = r.measured_span_s - e2e_.summary().min;
+      const double finished = static_cast<double>(measured_ + measured_rejected_);
+      backlog_fraction_ = backlog_span > 0 ? finished / backlog_span / offered : 1;
+    }
+    r.unsustainable = sustainable();
+    r.sustainable = r.unsustainable == Unsustainable::none;
     r.stopped_slo_missed = slo_missed_;
     if (slo_missed_) r.slo_met = false;
   }
@@ -990,14 +1102,20 @@ class Simulation {
   }
 
   // The waiting queue stays bounded: over the second and the last quarter of the measured
-  // arrivals, the mean number of requests waiting does not grow by more than half plus a
-  // margin of 2% of a quarter's arrivals (docs/serving.md#sustainable).
-  bool sustainable() const {
-    if (result_.unfinished > 0) return false;
-    if (closed_) return true;
-    if (quarter_time_[1] <= 0 || quarter_time_[3] <= 0) return true;
+  // arrivals, the mean number of requests waiting (or in a KV transfer) does not grow by more
+  // than half plus a margin of 2% of a quarter's arrivals; and the run served at least half
+  // the rate it was offered (docs/serving.md#sustainable).
+  Unsustainable sustainable() const {
+    if (result_.unfinished > 0) return Unsustainable::unfinished;
+    if (measured_total_ > 0 && measured_ == 0) return Unsustainable::nothing_served;  // every measured request rejected
+    if (closed_) return Unsustainable::none;
+    // A run whose requests, once the fastest one's own latency is set aside, finished at under
+    // half the rate they arrived at did not sustain it, whatever its queue did (requests held
+    // behind steps of hours, or arriving faster than any step).
+    if (backlog_fraction_ < kMinServedFraction) return Unsustainable::served_fraction;
+    if (quarter_time_[1] <= 0 || quarter_time_[3] <= 0) return Unsustainable::none;
     const double l2 = quarter_waiting_[1] / quarter_time_[1], l4 = quarter_waiting_[3] / quarter_time_[3];
-    return l4 <= 1.5 * l2 + 4 + 0.02 * static_cast<double>(measured_total_) / 4;
+    return l4 <= 1.5 * l2 + 4 + 0.02 * static_cast<double>(measured_total_) / 4 ? Unsustainable::none : Unsustainable::queue_grows;
   }
 
   const model::ModelConfig& m_;
@@ -1007,6 +1125,8 @@ class Simulation {
   std::function<void(double)> progress_;
   std::vector<Req> pool_;
   std::vector<std::int32_t> free_slots_;
+  std::size_t max_in_system_ = SIZE_MAX;  // pool slots this process's memory allows (half of it)
+  std::unordered_map<std::int32_t, std::int32_t> dense_groups_;  // prefix group as given -> index among those seen
   std::array<std::unique_ptr<Tier>, 2> tiers_;  // every replica's, or the prefill and the decode instances'
   std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
   std::vector<Replica> replicas_;
@@ -1018,7 +1138,8 @@ class Simulation {
   Request next_;
   bool has_next_ = false, closed_ = false;
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
-  std::deque<Ps> pending_;  // closed loop: when each free client sends
+  std::deque<Ps> pending_;  // closed loop: when each free client's request reaches the scheduler
+  Ps front_end_ = 0;        // the server's time before the scheduler sees a request
   StepEnds steps_;  // replicas' step ends
   std::size_t rr_ = 0, decode_rr_ = 0;
   std::size_t routed_ = 0;  // arrivals go to replicas [0, routed_): all, or the prefill instances
@@ -1032,9 +1153,14 @@ class Simulation {
   Distribution ttft_, tpot_, itl_, e2e_, queue_;
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
+  // Every measured request's arrival, served or not (the rate offered).
+  std::int64_t measured_arrivals_ = 0, measured_rejected_ = 0;
+  double backlog_fraction_ = 1;  // sustainable(): finished requests over the span less the fastest latency, per offered rate
+  double first_arrival_measured_ = 1e300, last_measured_arrival_ = 0;
   double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
   struct Snapshot {
     std::int64_t running = 0, waiting = 0, used = 0;  // used: KV blocks taken
+    std::int64_t transfer = 0;                        // in a KV transfer to a decode instance
   };
   std::vector<Snapshot> snapshots_;  // each replica's state as last summed
   Snapshot sum_;                     // over the replicas
@@ -1239,11 +1365,52 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   }
 }
 
+namespace {
+
+// An open loop or a closed one holds at least this many requests at once: a closed loop its
+// clients; an open loop those that arrived by the last arrival less the most the fleet can
+// have finished by then. Every step lasts at least the engine's host time per step and runs
+// at most its sequence limit, and a request needs a step per output token (k + 1 tokens a step
+// when speculating) at the fewest its length distribution allows. A trace's span is known
+// only as it is read: the run checks it then (Simulation::alloc_slot).
+double least_in_system(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem, const ServeMemory& decode_mem) {
+  const WorkloadSpec& w = cfg.workload;
+  const double n = static_cast<double>(w.requests);
+  if (w.arrival == Arrival::closed) return std::min(n, static_cast<double>(w.concurrency));
+  if (w.arrival == Arrival::trace) return 0;
+  const EngineConfig e0 = resolved_engine(m, instance_plan(cfg, false).engine, mem);
+  const EngineConfig e1 = resolved_engine(m, instance_plan(cfg, true).engine, decode_mem);
+  const double step_s = std::min(e0.step_overhead_s, e1.step_overhead_s);
+  if (!(step_s > 0)) return 0;
+  const double seqs = static_cast<double>(std::max(e0.max_num_seqs, e1.max_num_seqs));
+  const double instances = static_cast<double>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas);
+  const bool fixed = w.gen.kind == LengthDist::Kind::fixed || w.gen.kind == LengthDist::Kind::uniform;
+  const double steps = std::max(1.0, std::ceil((fixed ? w.gen.a : 1) / static_cast<double>(cfg.spec.k + 1)));
+  const double span = (n - 1) / w.qps;
+  return std::max(0.0, n - instances * (span / step_s) * seqs / steps);
+}
+
+// Refuses up front a run whose requests cannot fit in the memory this process may use.
+void check_memory(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem, const ServeMemory& decode_mem) {
+  const double limit = memory_limit_bytes();
+  const double least = least_in_system(m, cfg, mem, decode_mem);
+  if (!(limit > 0) || least * kBytesPerRequest <= limit / 2) return;
+  throw InputError(fmt::format("serve: at least {:.4g} of the {} requests would be in the system at once, {} at {} bytes each, and this run "
+                               "may use {} (half of this process's memory limit): {}",
+                               least, cfg.workload.requests, format_quantity(least * kBytesPerRequest, Quantity::bytes), kBytesPerRequest,
+                               format_quantity(limit / 2, Quantity::bytes),
+                               cfg.workload.arrival == Arrival::closed ? "lower --concurrency"
+                                                                       : "the load outruns the fleet (lower --qps or --requests, or add --replicas)"));
+}
+
+}  // namespace
+
 ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const RequestSink& sink,
                        const std::function<void(double)>& progress) {
   validate(m, sys, cfg);
   const ServeMemory mem = serve_memory(m, sys, cfg);
   const ServeMemory decode_mem = cfg.disagg.on() ? serve_memory(m, sys, cfg, true) : mem;  // once for every run below
+  check_memory(m, cfg, mem, decode_mem);
   ServingResult result;
   {
     auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, decode_mem, sink, progress);
@@ -1261,9 +1428,17 @@ ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const
     double lo = 0, hi = cfg.workload.qps;
     for (int i = 0; i < 8; ++i) {
       const double mid = (lo + hi) / 2;
+      // A rate whose arrivals pass the time a run can simulate is not tried: lo is what was found.
+      if (static_cast<double>(cfg.workload.requests) / mid > kMaxSimulated_s / 2) break;
       probe.workload.qps = mid;
       auto sim = std::make_unique<Simulation>(m, sys, probe, mem, decode_mem, RequestSink{}, std::function<void(double)>{});
-      (sim->run().sustainable ? lo : hi) = mid;
+      bool ok = false;
+      try {
+        ok = sim->run().sustainable;
+      } catch (const InputError&) {
+        break;  // a probe's steps past the time a run can simulate: no rate below was found sustainable
+      }
+      (ok ? lo : hi) = mid;
     }
     result.max_sustainable_qps = lo;
   }

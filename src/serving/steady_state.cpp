@@ -31,6 +31,18 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   return step_period(e, step.time(mix, mode), mix.seqs());
 }
 
+// From a request's last token to its user's next prompt in a step: the server's front end
+// (EngineConfig::front_end_s) brings the prompt to the scheduler inside a step of the others
+// (`t` on average), which it joins when that step ends: whole steps; an engine that plans a step
+// ahead (overlap scheduling) fixed the next one already, and runs it a step later still. The
+// simulator's rule (docs/serving.md#front-end). A lone user (B = 1) finds the engine idle and
+// waits the front end alone. The users outside the engine meanwhile are still counted in its
+// batch (a bound on the slowdown, exact when the front end is 0).
+double front_end_wait(const EngineConfig& e, double t, double B) noexcept {
+  if (e.front_end_s <= 0 || !(t > 0) || B <= 1) return std::max(0.0, e.front_end_s);
+  return std::ceil(e.front_end_s / t) * t + (e.overlap_scheduling ? t : 0);
+}
+
 // Σ_k P(X = k)·f(k) for X ~ Binomial(n, p), n whole, over the k from 8 standard deviations
 // below the mean to 8 above and 4 more (a small mean's tail is not normal: P(X >= k) is about
 // mean^k/k!, so the mass left out is below 1e-11). False, with nothing summed, when n is not
@@ -101,9 +113,11 @@ SteadyState prefill_first(const StepModel& step, const EngineConfig& e, double P
   s.prefill_steps = first;
   s.decode_seqs = B * D / s.cycle_steps;
   s.prefill_tokens = B * P / s.cycle_steps;
-  // Its TTFT: its group's steps up to its prompt; its TPOT: its D decode steps and, among
-  // them, the prefill steps of the cycle's other groups.
-  s.ttft_s = ttft;
+  // The step a prompt lands in: a decode step or another group's prefill step, the cycle's mean.
+  const double mean_step = (D * t_decode + cycle_prefill_s) / (D + cycle_prefill_steps);
+  // Its TTFT: the front end's wait, then its group's steps up to its prompt; its TPOT: its D
+  // decode steps and, among them, the prefill steps of the cycle's other groups.
+  s.ttft_s = front_end_wait(e, mean_step, B) + ttft;
   s.tpot_s = G > 1 ? (D * t_decode + std::max(0.0, cycle_prefill_s - own_prefill_s)) / D : 0;
   s.e2e_s = s.ttft_s + (G - 1) * s.tpot_s;
   s.output_tokens_per_s = s.e2e_s > 0 ? B * G / s.e2e_s : 0;
@@ -188,7 +202,7 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double P,
     const double t = step_s(step, e, s.decode_seqs, kv, s.prefill_tokens / chunk, chunk, chunk_kv, window);
     t_decode_steps = t_prefill_step = t;
   }
-  s.ttft_s = s.prefill_steps * t_prefill_step;
+  s.ttft_s = front_end_wait(e, t_decode_steps, B) + s.prefill_steps * t_prefill_step;
   s.tpot_s = G > 1 ? t_decode_steps : 0;
   s.e2e_s = s.ttft_s + (G - 1) * t_decode_steps;
   s.output_tokens_per_s = s.e2e_s > 0 ? B * G / s.e2e_s : 0;

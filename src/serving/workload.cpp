@@ -105,7 +105,35 @@ void validate(const WorkloadSpec& w) {
   if ((w.prefix_groups > 0) != (w.prefix_tokens > 0) && w.arrival != Arrival::trace) {
     throw InputError("--prefix-groups/--prefix-tokens: give both (requests of a group share their first prefix tokens)");
   }
-  if (w.arrival == Arrival::trace && w.trace.empty()) throw InputError("--trace: the file has no requests");
+  if (w.prefix_groups > 0 && w.arrival != Arrival::trace) {
+    // Every prompt holds the shared prefix and a token of its own: a draw shorter than that is
+    // lengthened to prefix + 1 (docs/serving.md#workloads). A prefix as long as the prompts'
+    // mean would lengthen most of them (a fixed length: all) and is refused.
+    const LengthDist& p = w.prompt;
+    double mean = p.a;
+    if (p.kind == LengthDist::Kind::uniform) mean = (p.a + p.b) / 2;
+    if (p.kind == LengthDist::Kind::empirical) {
+      double sum = 0;
+      for (const std::int64_t v : p.values) sum += static_cast<double>(v);
+      mean = p.values.empty() ? 1 : sum / static_cast<double>(p.values.size());
+    }
+    if (static_cast<double>(w.prefix_tokens) >= mean) {
+      throw InputError(fmt::format("--prefix-tokens: {} shared tokens leave no token of its own in {} {:g} tokens (--prompt {}): "
+                                   "expected fewer",
+                                   w.prefix_tokens, p.kind == LengthDist::Kind::fixed ? "a prompt of" : "prompts of mean", mean, p.text));
+    }
+  }
+  if (w.arrival == Arrival::trace && !w.has_trace()) throw InputError("--trace: the file has no requests");
+  if (w.arrival == Arrival::trace && w.retime != Arrival::trace) {
+    if (!(w.qps > 0 && w.qps <= 1e7)) {
+      throw InputError(fmt::format("--qps: {} is out of range: expected more than 0 and at most 1e7 requests per second (new arrivals for "
+                                   "the trace's requests)",
+                                   w.qps));
+    }
+    if (w.retime != Arrival::poisson && w.retime != Arrival::gamma && w.retime != Arrival::constant) {
+      throw InputError("--arrival: a trace's requests take new arrivals from poisson, constant or gamma:CV");
+    }
+  }
 }
 
 double Rng::normal() noexcept {
@@ -139,10 +167,13 @@ double Rng::gamma(double shape) noexcept {
 }
 
 RequestSource::RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn)
-    : spec_(spec), drawn_list_(drawn), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3) {
-  total_ = spec.arrival == Arrival::trace ? std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()))
-                                          : spec.requests;
+    : spec_(spec), drawn_list_(drawn), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3),
+      retime_(spec.seed * 7 + 5) {
+  total_ = spec.arrival != Arrival::trace ? spec.requests
+           : spec.open_trace               ? spec.requests
+                                           : std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()));
   if (drawn_list_ != nullptr && static_cast<std::int64_t>(drawn_list_->size()) != total_) drawn_list_ = nullptr;
+  if (drawn_list_ == nullptr && spec.arrival == Arrival::trace && spec.open_trace) stream_ = spec.open_trace();
 }
 
 std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
@@ -169,7 +200,7 @@ std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
   return static_cast<std::int64_t>(std::clamp(v, 1.0, static_cast<double>(kMaxTokens)));
 }
 
-bool RequestSource::next(Request& r) noexcept {
+bool RequestSource::next(Request& r) {
   if (drawn_ >= total_) return false;
   const std::int64_t i = drawn_++;
   if (drawn_list_ != nullptr) {
@@ -177,7 +208,26 @@ bool RequestSource::next(Request& r) noexcept {
     return true;
   }
   if (spec_.arrival == Arrival::trace) {
-    r = spec_.trace[static_cast<std::size_t>(i)];
+    if (stream_) {
+      if (!stream_->next(r)) {
+        // Fewer rows than counted when it was opened: the file changed under the run.
+        throw InputError(fmt::format("--trace {}: {} requests when opened, {} now: the file changed during the run", spec_.trace_name,
+                                     total_, i));
+      }
+    } else {
+      r = spec_.trace[static_cast<std::size_t>(i)];
+    }
+    if (spec_.retime != Arrival::trace) {
+      // The trace's lengths, arrivals drawn anew: the first at 0, each next a gap of mean 1/qps later.
+      if (i > 0) {
+        const double shape = 1 / (spec_.cv * spec_.cv);
+        clock_s_ += (spec_.retime == Arrival::constant ? 1.0
+                     : spec_.retime == Arrival::gamma  ? retime_.gamma(shape) / shape
+                                                       : retime_.exponential()) /
+                    spec_.qps;
+      }
+      r.arrival_s = clock_s_;
+    }
     return true;
   }
   // The first request at 0, each next one a gap later.

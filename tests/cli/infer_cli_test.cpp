@@ -100,7 +100,11 @@ TEST(SideBySideCli, EachChipAsItsOwnRun) {
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[0], run_json(infer + " --hw h100-sxm"));
   EXPECT_EQ(both[1], run_json(infer + " --hw h200"));
-  const RunResult t = run(infer + " --hw h100-sxm,h200,h100-sxm");  // a repeated chip runs once
+  // A chip named twice (in any case: catalog names are case-insensitive) is refused, not run
+  // twice as two identical columns (issue 42).
+  expect_bad(infer + " --hw h100-sxm,h200,h100-sxm", "--hw: 'h100-sxm,h200,h100-sxm' names h100-sxm again");
+  expect_bad(infer + " --hw h200,H200", "names h200 again ('H200')");
+  const RunResult t = run(infer + " --hw h100-sxm,h200");
   ASSERT_EQ(t.status, 0) << t.err;
   EXPECT_NE(t.out.find("llama-3.1-8b on each chip"), std::string::npos) << t.out;
   const std::size_t head = t.out.find("h100-sxm");

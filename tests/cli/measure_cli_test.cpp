@@ -27,6 +27,24 @@ TEST(MeasureCli, WritesAChipFileThatLoadsEverywhere) {
   auto op = run_json("op dot --n 1e6 --dtype fp32 --hw " + out);
   EXPECT_GT(op["t_lower_s"].get<double>(), 0);
 
+  // Each level's roof with the kernel that set it and the spread of its repeated timings, and
+  // whether it is unstable (issue 42): as many as the chip's memory levels, in its order; the
+  // chip file records each level's kernel and spread.
+  ASSERT_EQ(j["levels"].size(), j["memory"].size());
+  for (std::size_t i = 0; i < j["levels"].size(); ++i) {
+    const auto& l = j["levels"][i];
+    EXPECT_EQ(l["name"], j["memory"][i]["name"]);
+    EXPECT_DOUBLE_EQ(l["bandwidth_Bps"].get<double>(), j["memory"][i]["bandwidth_Bps"].get<double>());
+    EXPECT_GE(l["spread"].get<double>(), 0);
+    EXPECT_EQ(l["unstable"].get<bool>(), l["spread"].get<double>() > 0.10 || !l["why"].is_null()) << l;
+    bool listed = false;
+    for (const auto& u : j["unstable_levels"]) listed |= u == l["name"];
+    EXPECT_EQ(listed, l["unstable"].get<bool>()) << l;
+  }
+  const std::string yaml = slurp(out);
+  EXPECT_NE(yaml.find("_spread: "), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("_kernel: "), std::string::npos) << yaml;
+
   // The host: CPUs, the cache topology (hwloc, or sysfs without it), innermost first.
   const auto& h = j["host"];
   EXPECT_GE(h["cpus"].get<int>(), 1);

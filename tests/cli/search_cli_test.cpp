@@ -116,8 +116,9 @@ TEST(SearchCli, PromptsOverTheBudgetOfAnEngineThatDoesNotChunk) {
   EXPECT_EQ(t["evaluated"], 4);
   EXPECT_EQ(t["rejected"]["too_long"], 4);
   EXPECT_TRUE(t["best"].empty());
-  auto served = run_json("serve --engine trtllm --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 20 --prompt 12000 --gen 100 --json");
-  EXPECT_EQ(served["rejected_requests"], 20);
+  // serve rejects every one of them: nothing is served, which is an error (issue 42), naming why.
+  expect_bad("serve --engine trtllm --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 20 --prompt 12000 --gen 100",
+             "no request can be served: all 20 were rejected (20 with a prompt beyond the step budget of 8192 tokens");
   auto v = run_json("search infer --engine vllm" + space);
   EXPECT_GT(v["feasible"].get<int>(), 0);
   EXPECT_FALSE(v["rejected"].contains("too_long"));
@@ -237,7 +238,8 @@ TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
   // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its
   // draft; `serve` of each command runs that draft at its rates, to the same numbers.
-  // Tokens per step: 1 + 0.8 + 0.8·0.7 = 2.36; 1 + 0.6 + 0.36 = 1.96.
+  // Tokens per step: 0.8,0.7 as vLLM reports them (the shares of drafts accepted up to each
+  // position), 1 + 0.8 + 0.7 = 2.5; 0.6 as α at each position, 1 + 0.6 + 0.6·0.6 = 1.96.
   auto j = run_json("search serve --model llama-3.1-70b --hw h100-sxm --tp 4 --max-num-seqs 256 --qps 4 --requests 200 --max-rate off "
                     "--draft llama-3.1-8b --accept 0.8,0.7 --draft mtp --accept 0.6 --spec-tokens 0,2 --weight-dtype bf16 --kv-dtype bf16");
   ASSERT_EQ(j["evaluated"], 3) << j.dump();
@@ -258,7 +260,8 @@ TEST(SearchServeCli, EachDraftWithItsOwnRates) {
     EXPECT_EQ(s["speculation"]["k"], 2);
     if (d["draft"] == "llama-3.1-8b") {
       EXPECT_NE(command.find("--draft llama-3.1-8b --spec-tokens 2 --accept 0.8,0.7"), std::string::npos) << command;
-      EXPECT_NEAR(s["speculation"]["tokens_per_step"].get<double>(), 2.36, 1e-12);
+      EXPECT_NEAR(s["speculation"]["tokens_per_step"].get<double>(), 2.5, 1e-12);
+      EXPECT_EQ(s["speculation"]["accept_form"], "vllm");
       seen += 10;
     } else {
       EXPECT_EQ(d["draft"], "mtp");

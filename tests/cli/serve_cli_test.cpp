@@ -36,6 +36,24 @@ TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {
   EXPECT_EQ(j["steps"]["total"], 5 * 64);  // a prefill step and 63 decode steps each
 }
 
+TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
+  // One client, its requests alone: the scheduler sees each --front-end after it was sent and
+  // runs the same steps, so TTFT and E2E grow by exactly 10 ms and TPOT stays; the engine says so.
+  const auto none = run_json(kSmall + " --concurrency 1 --requests 3 --front-end 0s");
+  const auto ten = run_json(kSmall + " --concurrency 1 --requests 3 --front-end 10ms");
+  EXPECT_DOUBLE_EQ(ten["engine"]["front_end_s"].get<double>(), 10e-3);
+  EXPECT_NEAR(ten["ttft_s"]["mean"].get<double>() - none["ttft_s"]["mean"].get<double>(), 10e-3, 1e-9);
+  EXPECT_NEAR(ten["e2e_s"]["mean"].get<double>() - none["e2e_s"]["mean"].get<double>(), 10e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(ten["tpot_s"]["mean"].get<double>(), none["tpot_s"]["mean"].get<double>());
+  EXPECT_DOUBLE_EQ(ten["queue_s"]["max"].get<double>(), 0);
+  // The request's parts: the front end, no queue, its prompt's step (the whole TTFT without a
+  // front end) and its decode steps (E2E less TTFT, either way).
+  EXPECT_DOUBLE_EQ(ten["request"]["front_end_s"].get<double>(), 10e-3);
+  EXPECT_DOUBLE_EQ(ten["request"]["queue_s"].get<double>(), 0);
+  EXPECT_NEAR(ten["request"]["prefill_s"].get<double>(), none["ttft_s"]["mean"].get<double>(), 1e-9);
+  EXPECT_NEAR(ten["request"]["decode_s"].get<double>(), none["e2e_s"]["mean"].get<double>() - none["ttft_s"]["mean"].get<double>(), 1e-9);
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";
@@ -136,6 +154,8 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --slo latency_p99=1s", "--slo"},
            {kSmall + " --qps 1 --engine tgi", "--engine"},
            {kSmall + " --qps 1 --chunked-prefill maybe", "--chunked-prefill"},
+           {kSmall + " --qps 1 --front-end 20s", "--front-end"},
+           {kSmall + " --qps 1 --front-end 1", "--front-end"},
            {kSmall + " --qps 1 --max-num-seqs 100000", "--max-num-seqs"},
            {kSmall + " --qps 1 --requests-out out.txt", "--requests-out"},
            {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},
@@ -151,8 +171,8 @@ TEST(ServeCli, BadInput) {
            {"serve --model llama-3.1-70b --hw h100-sxm --tp 8 --qps 1 --disagg 1:1 --disagg-decode tp=1", "--disagg-decode"},
            {"serve --model llama-3.1-70b --hw h100-sxm --qps 1", "KV cache"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + trace, "output_tokens"},
-           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "row 3"},
-           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "row 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + unsorted, "line 3"},
+           {"serve --model llama-3.1-8b --hw h100-sxm --trace " + negative, "line 3"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace /nonexistent.csv", "/nonexistent.csv"},
            {kSmall + " --qps 1 --requests 1000000000", "--requests"},
            {"serve --model llama-3.1-8b --hw h100-sxm --trace " + good + " --requests-out " + good, "--requests-out"}}) {

@@ -116,7 +116,9 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # The summary the command line prints, and one column entry per request (pandas-ready:
     # every column the same length).
     kw = dict(model="llama-3.1-8b", hw="h100-sxm", qps=5, requests=40, prompt="uniform:100,300", gen=32, seed=3)
-    r = ridgeline.serve(**kw)
+    # The columns only when asked: a run keeps no row per request by default (issue 42).
+    assert "requests" not in ridgeline.serve(**kw)
+    r = ridgeline.serve(per_request=True, **kw)
     c = cli_json("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--qps", "5", "--requests", "40",
                  "--prompt", "uniform:100,300", "--gen", "32", "--seed", "3")
     assert r["ttft_s"] == c["ttft_s"] and r["e2e_s"] == c["e2e_s"]
@@ -129,6 +131,13 @@ def test_serve_returns_the_summary_and_per_request_columns():
     # A sweep is one summary per rate, without columns.
     s = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=[1, 4], requests=20)
     assert len(s["sweep"]) == 2 and "requests" not in s["sweep"][0]
+
+
+def test_serve_replicas_auto_without_slo_names_the_missing_targets():
+    # Issue 42: it complained about --requests-out/--per-request, which the function had
+    # added on its own; the real problem is the missing --slo.
+    with pytest.raises(ValueError, match=r"--replicas auto: give the targets to meet with --slo"):
+        ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=4, replicas="auto", requests=5)
 
 
 def test_search_serve_with_prices_as_a_dict():
@@ -201,7 +210,7 @@ def test_a_misspelt_keyword_is_a_type_error_naming_the_closest():
 
 def test_serve_replicas_auto_slo_dict_and_hints():
     # replicas="auto" searches counts: no per-request columns by default (the command refuses
-    # them), and the signature says per_request defaults to None, decided by the call.
+    # them), and the signature's default is the one the call uses (False).
     r = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=4, requests=60, replicas="auto",
                         slo={"ttft_p99": "1s", "tpot_p99": "50ms"})
     assert r["replicas_search"]["replicas"] >= 1 and "requests" not in r
@@ -209,7 +218,7 @@ def test_serve_replicas_auto_slo_dict_and_hints():
                  "--slo", "ttft_p99=1s,tpot_p99=50ms")
     assert r["ttft_s"] == c["ttft_s"] and r["replicas_search"] == c["replicas_search"]
     params = inspect.signature(ridgeline.serve).parameters
-    assert params["per_request"].default is None and params["per_request"].annotation == "Optional[bool]"
+    assert params["per_request"].default is False and params["per_request"].annotation == "bool"
     # --prompt takes a number or a distribution: its hint says so (it said `str = 1024`).
     assert params["prompt"].default == 1024 and params["prompt"].annotation == "Union[int, float, str]"
     assert params["slo"].annotation == "Union[str, Dict[str, Any]]"

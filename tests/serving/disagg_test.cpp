@@ -25,6 +25,7 @@ struct Lone {
   StepModel step;
   Lone() {
     cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
+    cfg.engine.front_end_s = 0;  // the steps and transfers alone
     cfg.workload.arrival = Arrival::closed;
     cfg.workload.concurrency = 1;
     cfg.workload.requests = 3;
@@ -120,6 +121,7 @@ ServeConfig own_tp(const hw::System& sys, std::int64_t ptp, std::int64_t dtp) {
   ServeConfig cfg;
   cfg.forward.tp = ptp;
   cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, ptp);  // 0.13: the host between steps
+  cfg.engine.front_end_s = 0;  // the steps and transfers alone
   cfg.workload.arrival = Arrival::closed;
   cfg.workload.concurrency = 1;
   cfg.workload.requests = 2;

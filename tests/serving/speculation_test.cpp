@@ -50,10 +50,35 @@ TEST(Speculation, BreakEvenRateSolvesTokensPerStepEqualsCostRatio) {
 }
 
 TEST(Speculation, AcceptRatesParseAndBadOnesAreRefused) {
+  // A list is vLLM's per-position rates, P(positions 1..i accepted): each position given the
+  // ones before is r_i / r_{i-1}: 0.9, 0.8/0.9, 0.6/0.8 = 0.75.
   model::Speculation s;
   model::parse_accept("0.9,0.8,0.6", s);
   EXPECT_EQ(s.k, 3);
-  EXPECT_DOUBLE_EQ(s.accept[2], 0.6);
+  EXPECT_EQ(s.form, model::AcceptForm::vllm);
+  EXPECT_DOUBLE_EQ(s.accept[0], 0.9);
+  EXPECT_DOUBLE_EQ(s.accept[1], 0.8 / 0.9);
+  EXPECT_DOUBLE_EQ(s.accept[2], 0.75);
+  EXPECT_EQ(model::accept_arg(s, 2), "0.9,0.8");
+  // The conditional form is taken as it is.
+  model::Speculation c;
+  model::parse_accept("conditional:0.9,0.8,0.6", c);
+  EXPECT_EQ(c.form, model::AcceptForm::conditional);
+  EXPECT_DOUBLE_EQ(c.accept[2], 0.6);
+  EXPECT_EQ(model::accept_arg(c, 3), "conditional:0.9,0.8,0.6");
+  // docs/serving.md's example, 0.8,0.7,0.6,0.5: vLLM's mean acceptance length 1 + their sum = 3.6;
+  // read as conditional rates it would be 1 + 0.8 + 0.56 + 0.336 + 0.168 = 2.864.
+  model::Speculation v, k;
+  model::parse_accept("0.8,0.7,0.6,0.5", v);
+  model::parse_accept("conditional:0.8,0.7,0.6,0.5", k);
+  EXPECT_NEAR(model::tokens_per_step(v), 3.6, 1e-12);
+  EXPECT_NEAR(model::tokens_per_step(k), 2.864, 1e-12);
+  // vLLM's rates cannot rise; one vLLM rate covers one position only.
+  model::Speculation rise;
+  EXPECT_THROW(model::parse_accept("0.6,0.7", rise), InputError);
+  model::Speculation vone;
+  vone.k = 2;
+  EXPECT_THROW(model::parse_accept("vllm:0.7", vone), InputError);
   model::Speculation one;
   one.k = 4;
   model::parse_accept("0.7", one);
@@ -83,6 +108,7 @@ struct Lone {
   static constexpr double kHost = 0.4e-3 + 1.1e-6;  // vLLM's host time for a step of one request
   explicit Lone(std::int64_t gen) {
     cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
+    cfg.engine.front_end_s = 0;  // the steps alone
     cfg.workload.arrival = Arrival::closed;
     cfg.workload.concurrency = 1;
     cfg.workload.requests = 2;

@@ -21,6 +21,7 @@ struct Fixture {
   EngineConfig e = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
   StepModel step;
   Fixture() {
+    e.front_end_s = 0;  // the server's front end apart: SteadyState.TheFrontEnd*
     model::ForwardConfig f;
     step.prepare(m, sys, engine_forward(f, e));
   }
@@ -129,6 +130,7 @@ TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
 // SGLang's preset on the fixture's plan.
 void use_sglang(Fixture& x) {
   x.e = engine_preset(EngineKind::sglang, x.sys.chip, 1);
+  x.e.front_end_s = 0;
   model::ForwardConfig f;
   x.step.prepare(x.m, x.sys, engine_forward(f, x.e));
 }
@@ -186,6 +188,55 @@ TEST(SteadyState, PrefillFirstAgreesWithTheSimulatorsClosedLoop) {
   // a GEMM wave (the simulator's prompts of 1000 to 1040 tokens take 21.6 to 27.1 ms).
   Fixture x;
   use_sglang(x);
+  expect_agrees_with_closed_loop(x, 0.12);
+}
+
+TEST(SteadyState, TheFrontEndWaitsForTheStepItLandsIn) {
+  // The preset's front end, F = 4 ms. One user finds the engine idle: TTFT = F + the prefill
+  // step of the test above, TPOT unchanged, and its cycle F longer. Two users of 3 outputs
+  // under SGLang (PrefillFirstByHand): a user's next prompt reaches the scheduler F after its
+  // last token, inside a step of the cycle: 2 decode steps d = d(2) at context 1001.5 (device
+  // or host, whichever is longer) and 1.5 prefill steps taking t(1) + t(2)/2, a mean step
+  // s = (2d + t(1) + t(2)/2) / 3.5. It joins when the step it lands in ends, ceil(F/s)·s after
+  // that last token, and a step later still on an engine that plans ahead (SGLang's overlap):
+  // TTFT grows by (ceil(F/s) + 1)·s.
+  Fixture x;
+  const double F = 4e-3;
+  const SteadyState none = steady_state(x.step, x.e, 1000, 100, 1, 0);
+  x.e.front_end_s = F;
+  const SteadyState one = steady_state(x.step, x.e, 1000, 100, 1, 0);
+  EXPECT_NEAR(one.ttft_s, F + none.ttft_s, 1e-15);
+  EXPECT_DOUBLE_EQ(one.tpot_s, none.tpot_s);
+  EXPECT_NEAR(one.output_tokens_per_s, 100 / (F + none.e2e_s), 1e-9);
+  use_sglang(x);
+  const SteadyState two0 = steady_state(x.step, x.e, 1000, 3, 2, 0);
+  x.e.front_end_s = F;
+  const SteadyState two = steady_state(x.step, x.e, 1000, 3, 2, 0);
+  model::StepMix m;
+  m.add_decode(1001.5, 0);
+  m.scale(2);
+  m.fused_attention = x.e.fused_attention;
+  const double d = std::max(x.step.time(m, decode_step_graphs(x.e, 2)), 0.4e-3 + 2 * 1.1e-6);
+  auto t = [&](double n) {
+    model::StepMix p;
+    p.add_prefill(1000, 1000, 0);
+    p.scale(n);
+    p.fused_attention = x.e.fused_attention;
+    return std::max(x.step.time(p, x.e.mixed_graphs), 0.4e-3 + n * 1.1e-6);
+  };
+  const double mean = (2 * d + t(1) + t(2) / 2) / 3.5;
+  ASSERT_TRUE(x.e.overlap_scheduling);
+  EXPECT_NEAR(two.ttft_s, two0.ttft_s + (std::ceil(F / mean) + 1) * mean, 1e-15);
+  EXPECT_DOUBLE_EQ(two.tpot_s, two0.tpot_s);
+}
+
+TEST(SteadyState, WithTheFrontEndItStillAgreesWithTheSimulatorsClosedLoop) {
+  // The agreement tests above with the presets' front end of 4 ms, in both models.
+  Fixture x;
+  x.e.front_end_s = 4e-3;
+  expect_agrees_with_closed_loop(x, 0.10);
+  use_sglang(x);
+  x.e.front_end_s = 4e-3;
   expect_agrees_with_closed_loop(x, 0.12);
 }
 

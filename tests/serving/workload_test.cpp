@@ -235,16 +235,22 @@ TEST(Trace, OurColumnsAzureAndJsonLines) {
 TEST(Trace, BadRowsNameTheirRowColumnAndValue) {
   const std::pair<const char*, const char*> bad[] = {
       {"timestamp_s,input_tokens\n0,1\n", "output_tokens"},
-      {"timestamp_s,input_tokens,output_tokens\n0,1\n", "row 2"},
+      {"timestamp_s,input_tokens,output_tokens\n0,1\n", "line 2"},
       {"timestamp_s,input_tokens,output_tokens\n0,1,0\n", "output_tokens '0'"},
       {"timestamp_s,input_tokens,output_tokens\n-1,1,1\n", "timestamp_s '-1'"},
       {"timestamp_s,input_tokens,output_tokens\n0,1.5,1\n", "input_tokens '1.5'"},
-      {"timestamp_s,input_tokens,output_tokens\n2,1,1\n1,1,1\n", "row 3"},
+      {"timestamp_s,input_tokens,output_tokens\n2,1,1\n1,1,1\n", "line 3"},
       {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,10,1,0,20\n", "prefix_tokens"},
       {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,10,1,0,10\n", "fewer"},
-      {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,100,1,3,64\n1,100,1,3,32\n", "row 3: prefix_group 3"},
+      {"timestamp_s,input_tokens,output_tokens,prefix_group,prefix_tokens\n0,100,1,3,64\n1,100,1,3,32\n", "line 3: prefix_group 3"},
       {"timestamp_s,input_tokens,output_tokens,prefix_group\n0,100,1,99999999\n", "prefix_group"},
       {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-13-16 00:00:00,1,1\n", "TIMESTAMP"},
+      // Issue 42: days that no month has, and years before the times a trace holds.
+      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-31 00:00:00,1,1\n", "day of the month from 1 to 28"},
+      {"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-04-31 00:00:00,1,1\n", "day of the month from 1 to 30"},
+      {"TIMESTAMP,ContextTokens,GeneratedTokens\n0000-01-01 00:00:00,1,1\n", "a date from 1970 on"},
+      // Lines are counted as the file has them, blank ones too (a row's number would be 2).
+      {"timestamp_s,input_tokens,output_tokens\n\n0,1,1\n\n0.5,x,1\n", "line 5: input_tokens 'x'"},
       {"timestamp_s,input_tokens,output_tokens\n", "no requests"},
       {"", "empty"},
   };
@@ -257,6 +263,17 @@ TEST(Trace, BadRowsNameTheirRowColumnAndValue) {
       EXPECT_NE(std::string(e.what()).find("t.csv"), std::string::npos) << e.what();
     }
   }
+  // JSON lines have no header: the third line of three is line 3 (issue 42: it was named row 4).
+  try {
+    io::parse_request_trace("{\"timestamp_s\":1,\"input_tokens\":5,\"output_tokens\":5}\n{\"timestamp_s\":2,\"input_tokens\":5,"
+                            "\"output_tokens\":5}\n{\"timestamp_s\":0,\"input_tokens\":5,\"output_tokens\":5}\n",
+                            "u.jsonl", true);
+    ADD_FAILURE() << "an unsorted JSON lines trace";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("u.jsonl: line 3: its timestamp is earlier than line 2's"), std::string::npos) << e.what();
+  }
+  // A leap day is a day.
+  EXPECT_EQ(io::parse_request_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n2024-02-29 00:00:00,1,1\n", "t.csv", false).size(), 1u);
   EXPECT_THROW(io::parse_request_trace("{\"timestamp_s\": 0}\n", "t.jsonl", true), InputError);
   EXPECT_THROW(io::parse_request_trace("[1, 2]\n", "t.jsonl", true), InputError);
   EXPECT_THROW(io::parse_request_trace("{\"timestamp_s\": 0, \"input_tokens\": [1], \"output_tokens\": 1}\n", "t.jsonl", true),

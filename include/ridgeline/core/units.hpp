@@ -22,6 +22,11 @@ std::string format_quantity(double value, Quantity kind);
 /// Formats a plain number with an SI prefix and no unit ("1.2 G"), for counts.
 std::string format_si(double value);
 
+/// Parses a time with its unit (ns, us, ms, s, min, h) from 0 to `max_s` seconds: a duration
+/// of a run or a latency target, which may be hours ("2h", "7200 s"). Throws InputError naming
+/// `where` for a number without a unit, an unknown unit, or a time outside the range.
+double parse_duration(std::string_view text, std::string_view where, double max_s);
+
 /// Parses a finite double (no unit); throws InputError naming `where`.
 double parse_number(std::string_view text, std::string_view where);
 

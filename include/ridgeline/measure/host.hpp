@@ -145,19 +145,36 @@ struct Plateau {
   /// which it crosses their geometric mean, interpolated in log-log between the two sweep
   /// points around it); 0 when the sweep shows no such fall (last level, or no drop).
   double edge_bytes = 0;
+  /// Main memory: the read rates over the last two doublings of the working set (from a
+  /// quarter of the largest set to it) agree within kUnstableSpread; false: the rate still
+  /// falls there (a cache larger than the topology says), and the figure is not settled.
+  bool settled = true;
+  double last_doublings_spread = 0;  ///< max/min - 1 of those rates
 };
+
+/// Main memory is measured past this working set in all (one core, and all cores together)
+/// whatever caches the topology reports: a VM's hwloc may report less last-level cache than
+/// the host has (docs/measurement.md#main-memory).
+inline constexpr double kMainMemoryBytes = 1024.0 * 1024 * 1024;
+/// A level's figure whose repeated timings spread by more than this (max/min - 1), or main
+/// memory's whose rate moves by more over its last two doublings, is flagged unstable.
+inline constexpr double kUnstableSpread = 0.10;
 
 /// The plateau of each memory level in a one-core sweep (sorted by working set). A level's
 /// points are those well inside it — from 1.5× the previous level's capacity to 0.75× its
-/// own (main memory: from 2× the last cache) — or, when none are, every point inside it;
-/// a level with no point at all gets no plateau. The caches' sizes say where to look; the
-/// edges say where the bandwidth actually falls, to set beside them.
+/// own (main memory: from 2× the last cache, less the leading sets whose read rate is still
+/// above the largest set's by more than kUnstableSpread: a cache larger than reported) —
+/// or, when none are, every point inside it; a level with no point at all gets no plateau.
+/// The caches' sizes say where to look; the edges say where the bandwidth actually falls, to
+/// set beside them.
 std::vector<Plateau> find_plateaus(const std::vector<BandwidthPoint>& sweep, const std::vector<CacheLevel>& caches);
 
 struct MeasureConfig {
   bool quick = true;        ///< ~20 s; the full mode repeats more and sweeps finer
   int threads = 0;          ///< 0: every online CPU
-  double max_working_set_bytes = 0;  ///< cap on the sweeps (0: one core to 4x the last cache; all cores 2x per core in quick mode, 4x in full; at least 64 MiB)
+  /// Cap on the sweeps (0: one core to 4x the last cache; all cores 2x per core in quick mode,
+  /// 4x in full; at least 64 MiB and, past the caches, kMainMemoryBytes in all).
+  double max_working_set_bytes = 0;
   /// Called after each measurement step with the steps done, their total and what the
   /// step measured (the CLI draws a progress bar from it on a terminal).
   std::function<void(int done, int total, const std::string& what)> progress;
@@ -200,6 +217,21 @@ MeasureResult measure_host(const MeasureConfig& cfg);
 /// level but L1 (copy moves 3 bytes per 2 it copies, triad 4 per 3). A cache level's
 /// capacity is what the measuring threads had: its size times instances_used(threads).
 hw::ChipSpec to_chip(const MeasureResult& r);
+
+/// A memory level's roof as to_chip takes it: the best all-core stream kernel there (counted
+/// as traffic), that kernel's spread over its repeated timings (max/min - 1), and whether the
+/// figure is unstable: a spread above kUnstableSpread, or (main memory) a one-core rate that
+/// had not settled over the sweep's last two doublings. Outermost first, as in the chip.
+struct LevelRoof {
+  std::string name;  ///< "DRAM" (or "memory" when capped inside a cache), "L3", ...
+  double bandwidth_Bps = 0;
+  std::string kernel;  ///< read, copy, triad, write_nt or copy_nt
+  double spread = 0;
+  double working_set_bytes = 0;  ///< per thread
+  bool unstable = false;
+  std::string why;  ///< when unstable: what moved
+};
+std::vector<LevelRoof> level_roofs(const MeasureResult& r);
 
 /// The chip file text (the catalog's schema, with a `measured:` block).
 std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r);

@@ -50,6 +50,11 @@ struct ProfileAnalysis {
   /// attention, elementwise/norm, reduction, communication, memcpy/memset, other.
   std::vector<TimeShare> by_category;
   std::string chip;
+  /// Kernels faster than the chip's roof allows (above_roof): their counts or the chip are
+  /// wrong, and every figure drawn from them with it (docs/profiles.md#above-the-roof).
+  int above_roof = 0;
+  /// One line about them (the worst named), empty when none: reports print it as a warning.
+  std::string above_roof_warning;
 };
 
 /// A kernel's category from its name (and the CPU op that launched it, when known):

@@ -2,10 +2,12 @@
 /// Reports of `serve`: the summary as text and JSON (keys of ../shared/CLI.md), per-request
 /// rows as CSV or JSON lines streamed to a file written atomically.
 #include <cstdio>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "ridgeline/core/files.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/model_config.hpp"
 #include "ridgeline/serving/simulator.hpp"
@@ -16,6 +18,10 @@ namespace ridgeline::report {
 nlohmann::json summary_json(const serving::Summary& s);
 /// "Poisson arrivals at 4 req/s", "64 concurrent clients (closed loop)", ...
 std::string arrival_text(const serving::WorkloadSpec& w);
+/// Why requests were rejected: "3 longer than the model's context of 131072 tokens (prompt + output), ...".
+std::string rejections_text(const model::ModelConfig& m, const serving::ServingResult& r);
+/// "prompt 1024, gen 256", or "lengths from the trace".
+std::string lengths_text(const serving::WorkloadSpec& w);
 
 /// `serve --json`.
 nlohmann::json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
@@ -33,8 +39,9 @@ std::string replica_search_text(const serving::ReplicaSearch& s, const serving::
 /// One request as a JSON object (the CSV columns as keys).
 nlohmann::json request_json(const serving::RequestRecord& r);
 
-/// Per-request rows streamed to PATH (.csv or .jsonl) through PATH.tmp, renamed on commit():
-/// a failed run leaves the old file as it was.
+/// Per-request rows streamed to PATH (.csv or .jsonl) through a temporary beside it (an
+/// AtomicFile: unpredictable name, created exclusively), renamed on commit(): a failed run
+/// leaves the old file as it was.
 class RequestWriter {
  public:
   /// InputError naming --requests-out for an extension other than .csv / .jsonl or a file
@@ -47,8 +54,9 @@ class RequestWriter {
   void commit();
 
  private:
-  std::string path_, tmp_;
-  std::FILE* f_ = nullptr;
+  std::string path_;
+  std::unique_ptr<AtomicFile> file_;
+  std::FILE* f_ = nullptr;  // file_'s stream
   bool csv_ = true;
 };
 

@@ -72,7 +72,8 @@ std::string panels_svg(const std::vector<std::string>& charts);
 /// InputError when the converter is missing). Atomic either way.
 void write_chart(const std::string& path, const std::string& svg, std::string_view flag = "--out");
 
-/// Writes `text` to `path` atomically (temp file + rename); throws InputError naming the path.
-void write_file_atomically(const std::string& path, const std::string& text);
+/// Writes `text` to `path` atomically (core/files.hpp AtomicFile: an unpredictable temporary
+/// beside it, renamed over it); throws InputError naming `flag` and the path.
+void write_file_atomically(const std::string& path, const std::string& text, std::string_view flag = "--out");
 
 }  // namespace ridgeline::report

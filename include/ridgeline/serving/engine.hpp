@@ -99,6 +99,12 @@ struct EngineConfig {
   bool graph_exact_sizes = false;
   double step_overhead_s = 0;              ///< host time per step (schedule, prepare inputs, sample, detokenize)
   double per_request_overhead_s = 0;       ///< host time per request in the step
+  /// The server's own time for each request, outside the scheduler's steps: the HTTP request
+  /// parsed, the prompt templated and tokenised and handed to the engine (vLLM's API server to
+  /// its engine core over ZMQ), the first token detokenised and streamed back. It delays the
+  /// request's arrival at the scheduler and adds to its TTFT and E2E; the device never sees
+  /// it (docs/serving.md#front-end).
+  double front_end_s = 0;
   /// The host prepares step n+1 while the device runs step n (vLLM's async scheduling, SGLang's
   /// overlap scheduler, TensorRT-LLM's overlap scheduler): its time hides behind the device, and
   /// step n+1's batch is fixed when step n starts, so a request arriving during step n first

@@ -175,6 +175,24 @@ struct DisaggResult {
   double prefill_rate = 0, decode_rate = 0, prefill_per_decode = 0;
 };
 
+/// Why a run is not sustainable (docs/serving.md#sustainable).
+enum class Unsustainable : std::uint8_t {
+  none,            ///< sustainable
+  unfinished,      ///< requests unfinished when the run stopped (its horizon)
+  nothing_served,  ///< every measured request was rejected
+  served_fraction, ///< under half the offered rate served
+  queue_grows      ///< the waiting queue grows over the run
+};
+std::string_view name(Unsustainable u) noexcept;
+
+/// Why requests were rejected (each counted once, by the first reason that applies).
+struct Rejections {
+  std::int64_t context = 0;    ///< prompt + output beyond the model's context (max_position_embeddings)
+  std::int64_t cache = 0;      ///< beyond the KV cache of an instance, alone
+  std::int64_t budget = 0;     ///< a whole prompt beyond a step's token budget (an engine that does not chunk prompts)
+  std::int64_t scheduler = 0;  ///< refused by the scheduler's own margin on an empty instance
+};
+
 struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
   DisaggResult disagg;
@@ -187,6 +205,7 @@ struct ServingResult {
   double slo_attainment = 0;          ///< fraction of measured requests meeting every target
   bool slo_met = false;               ///< every target's percentile within it
   bool sustainable = true;            ///< the waiting queue stays bounded (docs/serving.md#sustainable)
+  Unsustainable unsustainable = Unsustainable::none;  ///< why not
   double max_sustainable_qps = 0;     ///< when not sustainable: the largest rate found sustainable (0: not searched)
   double offered_qps = 0;             ///< open loop: measured requests over their arrival span
   std::int64_t preemptions = 0;
@@ -194,6 +213,10 @@ struct ServingResult {
   double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;
   std::int64_t simulated_requests = 0, measured_requests = 0, rejected = 0, unfinished = 0;
+  Rejections rejected_by;             ///< `rejected`, by reason
+  /// Open loop and traces: the measured requests' throughput over the rate they were offered
+  /// at (their count over their arrival span); 0 when not measured (a closed loop, one request).
+  double served_fraction = 0;
   double makespan_s = 0;              ///< simulated time from the first arrival to the last event
   double measured_span_s = 0;         ///< first measured arrival to last measured finish (the throughput window)
   double steps = 0, mixed_steps = 0, decode_steps = 0, prefill_steps = 0;

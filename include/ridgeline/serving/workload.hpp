@@ -6,6 +6,8 @@
 /// (the generator and every distribution are written out here, not left to the standard
 /// library's unspecified algorithms).
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +36,16 @@ struct LengthDist {
 /// Parses "N", "uniform:A,B", "normal:MEAN,SD", "lognormal:MEAN,SIGMA"; InputError naming `flag`.
 LengthDist parse_length(std::string_view s, const char* flag);
 
+/// Requests read in order from elsewhere than a generator (io::RequestTraceReader reads a
+/// trace file row by row).
+class RequestStream {
+ public:
+  virtual ~RequestStream() = default;
+  /// The next request (its arrival relative to the first), or false after the last;
+  /// InputError for one that cannot be read.
+  virtual bool next(Request& r) = 0;
+};
+
 /// How requests arrive.
 enum class Arrival : std::uint8_t {
   poisson,   ///< exponential gaps at the rate
@@ -54,7 +66,17 @@ struct WorkloadSpec {
   std::uint64_t seed = 1;
   std::int64_t prefix_groups = 0;  ///< synthetic: requests spread uniformly over this many groups
   std::int64_t prefix_tokens = 0;  ///< sharing their first prefix_tokens (at most the prompt)
-  std::vector<Request> trace;      ///< arrival == trace: the requests (sorted by arrival)
+  std::vector<Request> trace;      ///< arrival == trace: the requests (sorted by arrival), unless open_trace is set
+  /// arrival == trace: opens the trace from its first row, as each run reads it (row by row,
+  /// only as far as the run goes: memory does not grow with the trace); `requests` is then the
+  /// number of its rows the run takes, counted when it was opened.
+  std::function<std::unique_ptr<RequestStream>()> open_trace;
+  std::string trace_name;          ///< the trace's file, for reports
+  /// A trace's lengths with new arrivals at `qps` by this process (poisson, gamma with `cv`,
+  /// constant); Arrival::trace: the trace's own timestamps.
+  Arrival retime = Arrival::trace;
+  /// Whether a trace is in the workload (in memory or opened row by row).
+  bool has_trace() const noexcept { return arrival == Arrival::trace && (open_trace || !trace.empty()); }
 };
 
 /// Parses "poisson", "constant", "gamma:CV" into spec.arrival / spec.cv; InputError naming --arrival.
@@ -93,15 +115,17 @@ class RequestSource {
  public:
   /// `drawn`: the requests of `spec` drawn already (read in order instead of drawn again).
   explicit RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn = nullptr);
-  /// The next request, or false when all were drawn.
-  bool next(Request& r) noexcept;
+  /// The next request, or false when all were drawn; InputError for a trace row that cannot
+  /// be read.
+  bool next(Request& r);
   std::int64_t total() const noexcept { return total_; }
 
  private:
   std::int64_t length(const LengthDist& d, Rng& rng) noexcept;
   const WorkloadSpec& spec_;
   const std::vector<Request>* drawn_list_ = nullptr;
-  Rng arrivals_, lengths_, groups_;
+  std::unique_ptr<RequestStream> stream_;  // a trace read row by row
+  Rng arrivals_, lengths_, groups_, retime_;
   double clock_s_ = 0;
   std::int64_t drawn_ = 0, total_ = 0;
 };
