@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "ridgeline/core/units.hpp"
@@ -97,7 +98,8 @@ struct Column {
 };
 
 std::string cell(const json& v, Column::Kind k) {
-  if (k == Column::label || !v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
+  if (k == Column::label) return fmt::format("<td class=\"l\">{}</td>", esc(text(v)));
+  if (!v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
   const double x = v.get<double>();
   std::string shown;
   switch (k) {
@@ -105,7 +107,9 @@ std::string cell(const json& v, Column::Kind k) {
     case Column::bytes: shown = b(x); break;
     case Column::flops: shown = format_si(x); break;
     case Column::percent: shown = fmt::format("{:.1f}%", 100 * x); break;
-    default: shown = fmt::format("{:.4g}", x);
+    default:
+      // A count in full (99480 tokens, not 9.948e+04); other numbers to 4 digits.
+      shown = x == std::floor(x) && std::abs(x) < 1e15 ? fmt::format("{}", static_cast<long long>(x)) : fmt::format("{:.4g}", x);
   }
   return fmt::format("<td data-v=\"{:.17g}\">{}</td>", x, esc(shown));
 }
@@ -113,7 +117,9 @@ std::string cell(const json& v, Column::Kind k) {
 std::string table(const char* id, const std::vector<Column>& cols, const std::vector<const json*>& rows) {
   std::string s = fmt::format("<table class=\"sortable ops\" id=\"{}\">\n<thead><tr>", id);
   for (const auto& c : cols) {
-    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\">{}</th>", c.kind == Column::label ? "text" : "num", esc(c.title));
+    // Text columns read from the left, headings over their cells; numbers from the right.
+    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\"{}>{}</th>", c.kind == Column::label ? "text" : "num",
+                     c.kind == Column::label ? " class=\"l\"" : "", esc(c.title));
   }
   s += "</tr></thead>\n<tbody>\n";
   for (const json* r : rows) {
@@ -136,7 +142,7 @@ table.ops th, table.ops td { padding: 3px 8px; border-bottom: 1px solid #eee; te
 table.ops th { cursor: pointer; user-select: none; background: #f4f4f4; position: sticky; top: 0; }
 table.ops th[aria-sort="ascending"]::after { content: " \25B2"; }
 table.ops th[aria-sort="descending"]::after { content: " \25BC"; }
-table.ops td:first-child, table.ops td:nth-child(2) { text-align: left; }
+table.ops th.l, table.ops td.l { text-align: left; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 150px; }
 .card .label { color: #666; font-size: 12px; } .card .value { font-size: 20px; } .card .note { color: #888; font-size: 11px; }

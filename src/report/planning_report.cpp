@@ -382,9 +382,10 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
   };
   for (const Deployment& d : r.pareto) {
     add(front, d);
-    std::string tag = fmt::format("{}x{} tp{}", instances(d), s_chip(space, d), tp_text(d));
-    if (d.ep > 1) tag += fmt::format(" ep{}", d.ep);
-    if (d.weight_dtype) tag += fmt::format(" {}", name(*d.weight_dtype));
+    // Read at a glance: "1P+1D × h100-sxm tp 1/2, fp8_e4m3 weights" (it was "1P+1Dxh100-sxm tp1/2").
+    std::string tag = fmt::format("{} × {} tp {}", instances(d), s_chip(space, d), tp_text(d));
+    if (d.ep > 1) tag += fmt::format(" ep {}", d.ep);
+    if (d.weight_dtype) tag += fmt::format(", {} weights", name(*d.weight_dtype));
     if (d.spec_tokens > 0) tag += fmt::format(" k{}", d.spec_tokens) + (space.drafts.size() > 1 ? " " + draft_name(space, d) : "");
     if (d.chunked_prefill && !*d.chunked_prefill) tag += " whole";
     front.tags.push_back(tag);

@@ -111,6 +111,9 @@ def test_serve_report(tmp_path):
     html = out.read_text()
     self_contained(html)
     assert "goodput" in html
+    # Counts in full: the ITL row's samples (one per gap between tokens, ~10^5 here) as a whole
+    # number, not 9.948e+04.
+    assert not re.search(r">[0-9.]+e\+[0-9]+</td>", html), re.search(r">[0-9.]+e\+[0-9]+</td>", html)
     check_in_browser(out, 0, 5, "simulate", tmp_path, ("chart-latency", "chart-timeline", "chart-kv"))
 
 
