@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 
 #include "cli/cli_harness.hpp"
@@ -146,6 +147,29 @@ TEST(FindingThings, OverviewAndReportHelp) {
   const auto t = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + std::string(RIDGELINE_SOURCE_DIR) +
                           "/tests/fixtures/traces/chat_300.csv");
   EXPECT_EQ(t["simulated_requests"], 300);
+  // The shipped sample of Azure's conversation trace (the docs' --trace example): its 300
+  // requests, their prompt and output lengths the file's ContextTokens and GeneratedTokens
+  // (summed here from the file; the run's token rates times its span give the same totals).
+  const std::string azure = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/traces/azure_conv_300.csv";
+  std::ifstream in(azure);
+  std::string line;
+  std::getline(in, line);
+  // As downloaded, with Windows line ends (the reader takes both).
+  EXPECT_EQ(line, "TIMESTAMP,ContextTokens,GeneratedTokens\r");
+  double context = 0, generated = 0;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    const auto c1 = line.find(','), c2 = line.rfind(',');
+    context += std::stod(line.substr(c1 + 1, c2 - c1 - 1));
+    generated += std::stod(line.substr(c2 + 1));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 300);
+  const auto a = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + azure);
+  EXPECT_EQ(a["simulated_requests"], 300);
+  const double span = a["measured_span_s"].get<double>();
+  EXPECT_NEAR(a["input_tokens_per_s"].get<double>() * span, context, 1e-6 * context);
+  EXPECT_NEAR(a["output_tokens_per_s"].get<double>() * span, generated, 1e-6 * generated);
   // And they work from the report command.
   const std::string out = std::string(RIDGELINE_TMP_DIR) + "/fleet_help.html";
   const auto j = run_json("report --fleet --model llama-3.1-8b --hw h100-sxm --tp 1 --qps 2 --requests 40 --out " + out);
