@@ -86,8 +86,12 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.step_overhead.empty()) {
     e.step_overhead_s = parse_quantity(f.step_overhead, Quantity::time, "--step-overhead", false);
     e.per_request_overhead_s = 0;
+    e.host_source = "--step-overhead";
   }
-  if (!f.front_end.empty()) e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
+  if (!f.front_end.empty()) {
+    e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
+    e.front_end_source = "--front-end";
+  }
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
   if (!f.graph_max_batch.empty()) {

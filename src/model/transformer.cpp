@@ -48,6 +48,22 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
 
+// NVFP4's block scales: an fp8 e4m3 scale per 16 values, 0.5 bits a weight (NVIDIA's NVFP4
+// format; its one fp32 scale per tensor aside). MXFP4's are 8 bits per 32 (0.25).
+constexpr double kNvfp4ScaleBits = 0.5;
+
+// The dtype a GEMM runs in unless --compute-dtype says: NVFP4 weights run W4A4 where the chip
+// multiplies fp4 (the engines quantise the activations to NVFP4 too: TensorRT-LLM's and vLLM's
+// CUTLASS NVFP4 GEMMs, FlashInfer's mm_fp4); MXFP4 experts (gpt-oss) keep 16-bit activations,
+// as vLLM and TensorRT-LLM run them by default; everything else as ops::default_compute_dtype.
+DType gemm_dtype(const ForwardConfig& f, DType act, DType w, double scale_bits, const hw::ChipSpec& chip) {
+  if (f.precision.compute) return *f.precision.compute;
+  if (w == DType::fp4 && scale_bits == kNvfp4ScaleBits && bits(act) > 4 && chip.peak(hw::Unit::matrix, DType::fp4) > 0) {
+    return DType::fp4;
+  }
+  return ops::default_compute_dtype(act, w, chip);
+}
+
 // A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
 // (for totals), `active` the per-token count, `bias` the output width that has a bias.
 GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, double n, double params, double active,
@@ -523,7 +539,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
   if (f.precision.weight) {
     dense_w = expert_w = *f.precision.weight;
-    dense_scale = expert_scale = 0;
+    // fp4 by flag is NVFP4 (ModelOpt's checkpoints, which TensorRT-LLM and vLLM serve): fp4
+    // has no range without its block scales.
+    dense_scale = expert_scale = dense_w == DType::fp4 ? kNvfp4ScaleBits : 0;
   }
   // Activations keep the run's dtype even when the checkpoint stores fp16.
   const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
@@ -535,8 +553,8 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
         pass_tokens / ep / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
-        f.precision.compute.value_or(ops::default_compute_dtype(act, dense_w, sys.chip)),
-        f.precision.compute.value_or(ops::default_compute_dtype(act, expert_w, sys.chip)), dense_scale, expert_scale};
+        gemm_dtype(f, act, dense_w, dense_scale, sys.chip), gemm_dtype(f, act, expert_w, expert_scale, sys.chip),
+        dense_scale, expert_scale};
   c.mix = shape.mix;
   if (f.tp > 1 || f.ep > 1 || f.cp > 1) {
     // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.

@@ -16,7 +16,9 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
   if (m.quantized && (!m.quant.experts_only || m.is_moe())) w = m.quant.dtype;
   w = f.precision.weight.value_or(w);
   const DType gemm = f.precision.compute.value_or(ops::default_compute_dtype(f.precision.activation, w, chip));
-  return io::error_class(engine, gemm, m.is_moe());
+  // 4-bit float weights are their own class whatever they are multiplied in (the table's
+  // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
+  return io::error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());
 }
 
 nlohmann::json error_band_json(std::string_view cls) {

@@ -31,6 +31,19 @@ std::string graphs_text(const serving::EngineConfig& e) {
   return s;
 }
 
+// Where a decode step's kernel fixed times come from: the chip's kernel-class figures (fitted
+// to the curves of its file, each curve with its source: `hw show CHIP`), else its kernel
+// boundary alone.
+std::string fixed_times_source(const hw::ChipSpec& c) {
+  std::string classes;
+  for (int k = 0; k < hw::kKernelClassCount; ++k) {
+    if (c.efficiency.kernel[static_cast<std::size_t>(k)].overhead_s <= 0) continue;
+    classes += fmt::format("{}{}", classes.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)));
+  }
+  if (classes.empty()) return fmt::format("{}'s kernel boundary, no kernel curve (hw show {})", c.name, c.name);
+  return fmt::format("{}'s kernel classes {} (their curves and sources: hw show {})", c.name, classes, c.name);
+}
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -164,11 +177,17 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s}};
+  j["decode_step"]["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
+                                 {"kernel_fixed", fixed_times_source(sys.chip)},
+                                 {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
+                                 {"host", r.engine.host_source}};
   // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
                   {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean)},
-                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)}};
+                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)},
+                  {"sources", {{"front_end", r.engine.front_end_source}, {"queue", "the simulation"}, {"prefill", "the simulated steps"},
+                               {"decode", "the simulated steps"}}}};
   if (cfg.spec.on()) {
     const serving::SpeculationCost& sc = r.speculation;
     json rates = json::array();
@@ -314,12 +333,15 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+    s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
+                     r.engine.host_source.empty() ? "none" : r.engine.host_source);
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;
     s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
                      t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean)), t(r.ttft.mean),
                      t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
+    if (fe > 0) s += fmt::format("  front end: {}\n", r.engine.front_end_source);
   }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {
     const serving::SpeculationCost& sc = r.speculation;

@@ -31,6 +31,9 @@ constexpr double kPythonPerRequestS = 1.1e-6;
 // are taken to cost the same.
 constexpr double kFrontEndS = 4e-3;
 
+constexpr const char* kPythonHostSource = "vLLM V1's loop: vllm-project/vllm PRs #42131 and #46112";
+constexpr const char* kFrontEndSource = "vLLM's server against its LLM class: tenstorrent/tt-inference-server #190";
+
 bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
@@ -71,6 +74,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
+  e.host_source = kPythonHostSource;
+  e.front_end_source = kFrontEndSource;
   e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
   e.sources =
       std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
@@ -134,6 +139,8 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
+  e.host_source = std::string(kPythonHostSource) + " (none published for SGLang)";
+  e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   e.overlap_scheduling = version != 3;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
@@ -180,6 +187,8 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
+  e.host_source = std::string(kPythonHostSource) + "; exposed: NVIDIA/TensorRT-LLM #13957";
+  e.front_end_source = std::string(kFrontEndSource) + " (none published for trtllm-serve)";
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;
   e.sources =

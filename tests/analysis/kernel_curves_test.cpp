@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "toy_chip.hpp"
@@ -114,6 +116,33 @@ TEST(KernelCurves, AGemmsMatrixRateStaysTheChipsAndOnlyItsMemoryBoundPointsMove)
   EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
   EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
   EXPECT_EQ(fits[0].efficiency.matrix, 0);
+}
+
+TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt) {
+  // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s, chip-wide matrix 0.8 and
+  // memory 0.9, 1 TB/s): bytes 4·4096·m + 2·4096² (33.554 MB of weights). A block-scaled GEMM
+  // class made as 3 us + max(bytes / 0.85 TB/s, FLOPs / 0.4 x 100 TFLOP/s): m = 1, 2, 4 stream
+  // their weights; m = 64 (2.147 GFLOP, 34.603 MB) takes 3 + 53.687 = 56.687 us on the matrix,
+  // but at the chip-wide 80 TFLOP/s its 26.8 us sit under its 38.4 us of memory, so a fit
+  // started there never frees the matrix (its best: residuals of several percent). The second
+  // start, at half the matrix rate, finds 3 us, memory 0.85 and matrix 0.4 exactly.
+  auto mm = [](double m) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = 4096;
+    const double bytes = 4 * 4096 * m + 2.0 * 4096 * 4096, flops = 2 * m * 4096 * 4096;
+    p.time_s = 3e-6 + std::max(bytes / 0.85e12, flops / 40e12);
+    return p;
+  };
+  ASSERT_NEAR(mm(64).time_s, 56.687e-6, 1e-9);
+  const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph, {mm(1), mm(2), mm(4), mm(64)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.matrix, 0.4, 0.4 * 1e-6);
+  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-6);
 }
 
 TEST(KernelCurves, ChipFilesReadAndWriteTheirCurves) {

@@ -45,6 +45,33 @@ TEST(InferCli, UserConfigJson) {
   EXPECT_DOUBLE_EQ(j["params"].get<double>(), 2 * 1049088.0 + 512256);
 }
 
+// fp4 weights by flag are NVFP4: an e4m3 scale per 16 values rides with them (0.5 bits a
+// weight), and where the chip multiplies fp4 (B200) the GEMMs run W4A4 as the engines serve
+// NVFP4 checkpoints; on an H100 (no fp4 rate) they are dequantised and multiplied in bf16.
+// gpt-oss's MXFP4 experts (a scale per 32) keep 16-bit activations.
+TEST(InferCli, Nvfp4WeightsCarryTheirScalesAndRunW4A4WhereTheChipCan) {
+  // Llama-3.1-8B's q_proj at decode, batch 1: weights 4096 x 4096 x 0.5 B = 8,388,608, their
+  // scales 4096 x 4096 / 16 = 1,048,576 B, the token's bf16 input and output 2 x 4096 x 2 = 16,384:
+  // 9,453,568 bytes.
+  for (const char* hw : {"b200", "h100-sxm"}) {
+    const auto j = run_json(std::string("infer --model llama-3.1-8b --batch 1 --prompt 16 --gen 2 --weight-dtype fp4 --hw ") + hw);
+    bool seen = false;
+    for (const auto& op : j["ops"]) {
+      if (op["name"] != "q_proj" || op["phase"] != "decode") continue;
+      EXPECT_DOUBLE_EQ(op["bytes"].get<double>(), 9453568) << hw;
+      seen = true;
+    }
+    EXPECT_TRUE(seen) << hw;
+    const std::string gemm = j["compute_dtype"].get<std::string>();
+    if (std::string(hw) == "b200") {
+      EXPECT_EQ(gemm.rfind("fp4", 0), 0u) << gemm;  // the GEMMs' FLOPs, nearly all of them
+    } else {
+      EXPECT_EQ(gemm, "bf16");
+    }
+  }
+  EXPECT_EQ(run_json("infer --model gpt-oss-120b --hw b200 --batch 1 --prompt 16 --gen 2")["compute_dtype"], "bf16");
+}
+
 TEST(InferCli, BadInput) {
   for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
            {"infer --model llama-3.1-8b --tp 3", "--tp"},

@@ -180,5 +180,57 @@ TEST(ServeCli, BadInput) {
   }
 }
 
+// TensorRT-LLM's default capture list (cuda_graph_config: batches 1-32, 64 and 128, no
+// padding; other decode batches run eagerly) and the flags that change it.
+TEST(ServeCli, GraphCaptureFlags) {
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --engine trtllm --qps 1 --requests 5";
+  const nlohmann::json d = run_json(q)["engine"];
+  EXPECT_EQ(d["graph_max_batch"], 128);
+  EXPECT_TRUE(d["graph_exact_sizes"].get<bool>());
+  EXPECT_DOUBLE_EQ(d["exposed_step_s"].get<double>(), 0.58e-3);  // issue #13957's idle host time per step
+  const RunResult text = run(q);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("decode steps of 1-32, 64 or 128 sequences as one graph"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("580 us exposed per step"), std::string::npos) << text.out;
+  // trtllm-bench's setting in the published throughput runs: sizes up to 8192, padded.
+  const nlohmann::json p = run_json(q + " --graph-max-batch 8192 --graph-padding on")["engine"];
+  EXPECT_EQ(p["graph_max_batch"], 8192);
+  EXPECT_FALSE(p["graph_exact_sizes"].get<bool>());
+  expect_bad(q + " --graph-max-batch 0", "--graph-max-batch");
+  expect_bad(q + " --graph-padding sometimes", "--graph-padding");
+  expect_bad(q + " --graph-max-batch 64 --eager", "--eager");
+  expect_bad(q + " --graph-padding on --eager", "--eager");
+}
+
+// Every component of a step and of a request names where its figure comes from: the chip's
+// kernel classes (or its bare kernel boundary), the engine's host path and front end (or the
+// flag that set them), the simulation for the rest.
+TEST(ServeCli, ComponentsNameTheirSources) {
+  const std::string q = "serve --model llama-3.1-8b --qps 2 --requests 20 --prompt 256 --gen 32";
+  const nlohmann::json j = run_json(q + " --hw h100-sxm");
+  const std::string fixed = j["decode_step"]["sources"]["kernel_fixed"];
+  for (const char* k : {"h100-sxm's kernel classes", "gemm", "attention_decode", "allreduce_custom", "hw show h100-sxm"}) {
+    EXPECT_NE(fixed.find(k), std::string::npos) << k << ": " << fixed;
+  }
+  EXPECT_NE(j["decode_step"]["sources"]["host"].get<std::string>().find("#42131"), std::string::npos);
+  EXPECT_NE(j["request"]["sources"]["front_end"].get<std::string>().find("tt-inference-server #190"), std::string::npos);
+  for (const char* k : {"queue", "prefill", "decode"}) EXPECT_FALSE(j["request"]["sources"][k].get<std::string>().empty()) << k;
+  // The A100's one curve; an L40S without any: its kernel boundary.
+  EXPECT_EQ(run_json(q + " --hw a100-80gb")["decode_step"]["sources"]["kernel_fixed"],
+            "a100-80gb's kernel classes pointwise (their curves and sources: hw show a100-80gb)");
+  EXPECT_EQ(run_json(q + " --hw l40s")["decode_step"]["sources"]["kernel_fixed"],
+            "l40s's kernel boundary, no kernel curve (hw show l40s)");
+  // TensorRT-LLM's exposed host time cites its issue; flags that set a figure are named.
+  EXPECT_NE(run_json(q + " --hw h100-sxm --engine trtllm")["decode_step"]["sources"]["host"].get<std::string>().find("#13957"),
+            std::string::npos);
+  const nlohmann::json f = run_json(q + " --hw h100-sxm --front-end 10ms --step-overhead 1ms");
+  EXPECT_EQ(f["request"]["sources"]["front_end"], "--front-end");
+  EXPECT_EQ(f["decode_step"]["sources"]["host"], "--step-overhead");
+  const RunResult text = run(q + " --hw h100-sxm");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("  fixed times: h100-sxm's kernel classes"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  front end: vLLM's server against its LLM class"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace ridgeline::testing

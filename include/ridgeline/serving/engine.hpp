@@ -119,6 +119,10 @@ struct EngineConfig {
   std::int64_t reserve_clip_tokens = 4096;  ///< output tokens reserved at most per request
   std::int64_t retract_steps = 20;          ///< decode steps of room kept after a retraction
   std::string sources;                      ///< where the preset's figures come from
+  /// Where the host path's two components come from, short enough for a line of output:
+  /// the step's host time (step_overhead_s, per_request_overhead_s, exposed_step_s) and the
+  /// front end per request (front_end_s). A flag that sets one says so instead.
+  std::string host_source, front_end_source;
 };
 
 /// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them).

@@ -1,0 +1,125 @@
+// How sure an answer is: every infer, serve and search serve quotes the error band of its
+// class from the validation table (docs/serving.md#errors-by-class), and search serve says
+// each deployment's distance to its SLO and sizes fleets with headroom (--margin).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+// The table embedded at build time, read here from the repository's copy.
+nlohmann::json table() {
+  return nlohmann::json::parse(slurp(std::string(RIDGELINE_SOURCE_DIR) + "/data/validation/serving_error_bands.json"))["classes"];
+}
+
+// An answer's band is its class's row of the table, every metric's figures as written.
+void expect_band(const nlohmann::json& band, const std::string& cls) {
+  ASSERT_EQ(band["class"], cls);
+  const nlohmann::json t = table();
+  ASSERT_TRUE(t.contains(cls)) << cls;
+  ASSERT_EQ(band["metrics"].size(), t[cls].size()) << band;
+  for (const auto& [metric, v] : t[cls].items()) {
+    EXPECT_EQ(band["metrics"][metric]["n"], v["n"]) << metric;
+    for (const char* k : {"median", "median_abs", "p90_abs", "low", "high"}) {
+      EXPECT_DOUBLE_EQ(band["metrics"][metric][k].get<double>(), v[k].get<double>()) << metric << " " << k;
+    }
+  }
+}
+
+// The class is (engine, the dtype the GEMMs run in, dense or MoE); 4-bit float weights are
+// their own class whatever they are multiplied in (the table's NVFP4 rows).
+TEST(ErrorBandCli, EachAnswerQuotesItsClassRow) {
+  const std::string serve = "serve --model llama-3.1-8b --prompt 256 --gen 32 --qps 2 --requests 40 ";
+  // bf16 weights on vLLM.
+  expect_band(run_json(serve + "--hw h100-sxm")["error_band"], "vllm, 16-bit, dense");
+  // fp8 weights where the chip multiplies fp8 (H100): W8A8, class fp8; on an A100, which has
+  // no fp8 rate, they are dequantised and multiplied in bf16: class 16-bit.
+  EXPECT_EQ(run_json(serve + "--hw h100-sxm --weight-dtype fp8")["error_band"]["class"], "vllm, fp8, dense");
+  EXPECT_EQ(run_json(serve + "--hw a100-80gb --weight-dtype fp8")["error_band"]["class"], "vllm, 16-bit, dense");
+  // NVFP4 on a B200 with TensorRT-LLM: the table's four throughput rows.
+  expect_band(run_json(serve + "--hw b200 --engine trtllm --weight-dtype fp4")["error_band"], "trtllm, fp4, dense");
+  // DeepSeek-V3's checkpoint of fp8 blocks, a MoE: its class from the checkpoint, not a flag.
+  expect_band(run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 256 --gen 16 --qps 1 --requests 8")["error_band"],
+              "vllm, fp8, MoE");
+  // infer is the static engine; its band is the TensorRT-LLM v0.5 first-token rows.
+  expect_band(run_json("infer --model llama-2-7b --hw h100-sxm --batch 1 --prompt 128 --gen 8")["error_band"], "static, 16-bit, dense");
+  // A class the table has no row for says so, in JSON and in text.
+  const nlohmann::json none = run_json(serve + "--hw h100-sxm --engine sglang --weight-dtype fp8")["error_band"];
+  EXPECT_EQ(none["class"], "sglang, fp8, dense");
+  EXPECT_FALSE(table().contains("sglang, fp8, dense"));
+  EXPECT_TRUE(none["metrics"].empty());
+  EXPECT_NE(none["note"].get<std::string>().find("no published measurement"), std::string::npos);
+  const RunResult text = run(serve + "--hw h100-sxm --engine sglang --weight-dtype fp8");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("error band (sglang, fp8, dense): no published measurement"), std::string::npos) << text.out;
+}
+
+TEST(ErrorBandCli, SearchServeQuotesTheBestsClassAndItsText) {
+  const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --qps 5 --prompt 256 --gen 32 --requests 100 "
+                        "--slo ttft_p99=1s,tpot_p99=50ms --tp 1 --top 1 --weight-dtype bf16 --kv-dtype bf16";  // the 16-bit class (fp8 is searched by default)
+  expect_band(run_json(q)["error_band"], "vllm, 16-bit, dense");
+  const RunResult r = run(q);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The text line carries the TPOT figures of the row: its median error in whole percent.
+  const nlohmann::json tpot = table()["vllm, 16-bit, dense"]["tpot"];
+  const std::string line = "error band (vllm, 16-bit, dense; against published runs";
+  EXPECT_NE(r.out.find(line), std::string::npos) << r.out;
+  char want[96];
+  std::snprintf(want, sizeof want, "TPOT %+.0f%% median", 100 * tpot["median"].get<double>());
+  EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+}
+
+// The SLO binding a deployment and its slack: the least 1 - p99 / target over the targets
+// asked, recomputed here from each row's own percentiles.
+double slack_of(const nlohmann::json& d, double ttft_target, double tpot_target, std::string& binding) {
+  const double ttft = 1 - d["ttft_s"]["p99"].get<double>() / ttft_target;
+  const double tpot = 1 - d["tpot_s"]["p99"].get<double>() / tpot_target;
+  binding = ttft < tpot ? "ttft" : "tpot";
+  return std::min(ttft, tpot);
+}
+
+TEST(ErrorBandCli, SloSlackAndMargin) {
+  // Llama-3.1-8B at 20 req/s of 512 + 128 tokens: one H100 at TP 1 meets a TPOT p99 of 11 ms
+  // with ~14% to spare (its p99 ~9.4 ms), so a 20% margin must rule it out.
+  const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --prompt 512 --gen 128 --requests 300 "
+                        "--slo ttft_p99=300ms,tpot_p99=11ms --top 50 --weight-dtype bf16 --kv-dtype bf16";  // 16-bit, as the figures above
+  const nlohmann::json plain = run_json(q);
+  EXPECT_EQ(plain["margin"].get<double>(), 0);
+  std::set<std::string> thin;  // deployments with under 20% to spare
+  for (const auto& d : plain["feasible"]) {
+    std::string binding;
+    const double s = slack_of(d, 0.3, 0.011, binding);
+    EXPECT_NEAR(d["slo_slack"].get<double>(), s, 1e-12) << d["command"];
+    EXPECT_EQ(d["slo_binding"], binding) << d["command"];
+    EXPECT_GE(s, 0) << d["command"];
+    if (s < 0.2) thin.insert(d["command"].get<std::string>());
+  }
+  ASSERT_FALSE(thin.empty()) << "the example should have a deployment with under 20% to spare";
+
+  // --margin 20%: every target is met at 0.8 of itself; the slack is still against the
+  // targets as asked, and at least 0.2 for every deployment kept.
+  const nlohmann::json wide = run_json(q + " --margin 20%");
+  EXPECT_DOUBLE_EQ(wide["margin"].get<double>(), 0.2);
+  EXPECT_DOUBLE_EQ(run_json(q + " --margin 0.2")["margin"].get<double>(), 0.2);
+  ASSERT_FALSE(wide["feasible"].empty());
+  for (const auto& d : wide["feasible"]) {
+    std::string binding;
+    const double s = slack_of(d, 0.3, 0.011, binding);
+    EXPECT_NEAR(d["slo_slack"].get<double>(), s, 1e-12) << d["command"];
+    EXPECT_GE(s, 0.2 - 1e-12) << d["command"];
+    EXPECT_EQ(thin.count(d["command"].get<std::string>()), 0u) << d["command"];
+  }
+  EXPECT_GT(wide["best"]["gpus"].get<int>(), plain["best"]["gpus"].get<int>());
+
+  expect_bad(q + " --margin 95%", "--margin");
+  expect_bad(q + " --margin -0.1", "--margin");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --margin 0.1", "--margin");
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
