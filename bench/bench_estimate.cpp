@@ -237,6 +237,21 @@ void BM_SearchTrain70B(benchmark::State& state) {
 }
 BENCHMARK(BM_SearchTrain70B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Llama 3.1 405B on 16384 H100 at sequence 8192 and 16M tokens a step (Llama 3's scale), every
+// dimension free.
+void BM_SearchTrain405B(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-405b");
+  analysis::TrainSearchSpace s;
+  s.base.gpus = 16384;
+  s.base.seq = 8192;
+  s.base.global_batch = 2048;
+  analysis::SearchControl c;
+  c.threads = static_cast<int>(state.range(0));
+  const hw::System sys = h100();
+  run_search(state, [&] { return analysis::search_train(m, sys, s, c); });
+}
+BENCHMARK(BM_SearchTrain405B)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_SearchInfer70B(benchmark::State& state) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   analysis::InferSearchSpace s;

@@ -1,9 +1,11 @@
-// Any bytes given to the unit and integer parsers either parse or raise InputError.
+// Any bytes given to the unit, number, dtype and integer parsers either parse or raise InputError.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "ridgeline/core/dtype.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
@@ -20,6 +22,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       } catch (const ridgeline::InputError&) {
       }
     }
+  }
+  // A bare number (--overlap-efficiency, --prefetch, --qps): finite or refused.
+  try {
+    if (!std::isfinite(ridgeline::parse_number(text, "fuzz"))) __builtin_trap();
+  } catch (const ridgeline::InputError&) {
+  }
+  // A dtype name (--dtype, --grad-reduce-dtype).
+  try {
+    (void)ridgeline::parse_dtype_or_throw(text, "fuzz");
+  } catch (const ridgeline::InputError&) {
   }
   try {
     (void)ridgeline::parse_positive_int(text, "fuzz");

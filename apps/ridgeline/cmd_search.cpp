@@ -406,6 +406,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
     std::string tp, pp, cp, cp_algo, ep, vpp, micro_batch, zero, recompute;
     std::string tp_max, pp_max, cp_max, vpp_max, micro_batch_max;
     RunFlags run;
+    OverlapFlags overlap;
   };
   auto f = std::make_shared<TrainFlags>();
   auto* t = search->add_subcommand("train", "every training plan: TP, PP, CP, EP, VPP, micro-batch, recomputation, ZeRO, SP");
@@ -425,6 +426,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   t->add_flag("--dropout", f->dropout, "keep dropout masks (GPT-3-era runs)");
   t->add_flag("--uneven-stages", f->uneven, "allow layers not divisible by pp x vpp");
   t->add_flag("--tp-across-nodes", f->across, "allow tensor parallelism wider than a node");
+  add_overlap_flags(t, f->overlap);
   for (auto [name, var, what] : {std::tuple{"--tp", &f->tp, "fix tensor parallelism"}, {"--pp", &f->pp, "fix pipeline stages"},
                                  {"--cp", &f->cp, "fix context parallelism"}, {"--ep", &f->ep, "fix expert parallelism"},
                                  {"--vpp", &f->vpp, "fix virtual stages"}, {"--micro-batch", &f->micro_batch, "fix the micro-batch"},
@@ -465,6 +467,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!(b.memory_margin >= 0 && b.memory_margin <= 1)) throw InputError("--memory-margin: expected a fraction in [0, 1]");
                         b.dropout = f->dropout;
                         b.uneven_stages = f->uneven;
+                        apply_overlap_flags(f->overlap, b);
                         s.memory_headroom = parse_number(f->headroom, "--memory-headroom");
                         s.tp_across_nodes = f->across;
                         s.tp = opt_int(f->tp, "--tp");

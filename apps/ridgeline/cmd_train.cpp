@@ -25,6 +25,7 @@ struct Flags {
     std::string attention = "flash", node_link_bw, margin = "0.05", budget, cp_algo = "ulysses", compression, headroom;
     std::string expert_imbalance = "1", dp_overlap = "on";
     bool tp_overlap = false;
+    OverlapFlags overlap;
 };
 
 // train --hw a,b,c: these rows side by side.
@@ -67,6 +68,7 @@ void add_train_flags(CLI::App* t, Flags* f) {
   t->add_flag("--tp-overlap", f->tp_overlap,
               "TP gathers and scatters pipelined with the GEMMs (Transformer Engine userbuffers, Megatron --tp-comm-overlap; "
               "with --sequence-parallel)");
+  add_overlap_flags(t, f->overlap);
   t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
   t->add_option("--micro-batch", f->micro_batch, "sequences per micro-batch")->capture_default_str();
   t->add_option("--global-batch", f->global_batch, "sequences per step (default dp x micro-batch)");
@@ -112,6 +114,7 @@ analysis::TrainConfig train_config(const Flags* f, const model::ModelConfig& m) 
                         if (c.tp_overlap && !c.sequence_parallel) {
                           throw InputError("--tp-overlap: TP communication overlap pipelines the all-gathers and reduce-scatters of --sequence-parallel: add it");
                         }
+                        apply_overlap_flags(f->overlap, c);
                         c.seq = i(f->seq, "--seq");
                         if (m.max_positions > 0 && c.seq > m.max_positions) {
                           throw InputError(fmt::format("--seq: {} tokens exceed the {} positions of {} (max_position_embeddings)", c.seq,

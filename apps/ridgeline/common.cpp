@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
 #include <iostream>
 
 #include "ridgeline/core/error.hpp"
@@ -95,6 +96,36 @@ void add_run_flags(CLI::App* app, RunFlags& f) {
   app->add_option("--tokens", f.tokens, "train this many tokens (15T, 2e12): steps, days, GPU-hours and cost of the run");
   app->add_option("--days", f.days, "train for this many days: the tokens they hold (with --tokens: whether it fits)");
   app->add_option("--price", f.prices, "USD per GPU-hour, e.g. 2.5/h, or h100-sxm=2.5/h for one chip of --hw (repeatable; default: the chip file's price_per_hour)");
+}
+
+void add_overlap_flags(CLI::App* app, OverlapFlags& f) {
+  app->add_option("--overlap-efficiency", f.efficiency,
+                  "the fraction of hideable communication (DP/ZeRO/FSDP, TP overlap) that hides behind compute: 1 all it can, 0 none")
+      ->capture_default_str();
+  app->add_option("--framework", f.preset, "whose defaults: megatron (Megatron-Core, NeMo), megatron-lm (Megatron-LM before Megatron-Core, 2021-2022) or fsdp2 (PyTorch DDP / FSDP2)")
+      ->capture_default_str();
+  app->add_option("--prefetch", f.prefetch, "ZeRO-3/FSDP: layers gathered ahead of the one computing")->capture_default_str();
+  app->add_option("--grad-reduce-dtype", f.grad_dtype, "dtype gradients are accumulated and reduced in: fp32, bf16 or fp16")
+      ->capture_default_str();
+}
+
+void apply_overlap_flags(const OverlapFlags& f, analysis::TrainConfig& c) {
+  c.overlap_efficiency = parse_number(f.efficiency, "--overlap-efficiency");
+  if (!(c.overlap_efficiency >= 0 && c.overlap_efficiency <= 1)) {
+    throw InputError(fmt::format("--overlap-efficiency: {} is not a fraction in [0, 1]", f.efficiency));
+  }
+  if (f.preset == "megatron") c.framework = analysis::Framework::megatron;
+  else if (f.preset == "fsdp2") c.framework = analysis::Framework::fsdp2;
+  else if (f.preset == "megatron-lm") c.framework = analysis::Framework::megatron_lm;
+  else throw InputError(fmt::format("--framework: '{}' is not megatron, megatron-lm or fsdp2", f.preset));
+  const double p = parse_number(f.prefetch, "--prefetch");
+  if (!(p >= 0 && p <= 64) || p != std::floor(p)) throw InputError(fmt::format("--prefetch: {} is not a whole number of layers from 0 to 64", f.prefetch));
+  c.prefetch = static_cast<int>(p);
+  const DType g = parse_dtype_or_throw(f.grad_dtype, "--grad-reduce-dtype");
+  if (g != DType::fp32 && g != DType::bf16 && g != DType::fp16) {
+    throw InputError(fmt::format("--grad-reduce-dtype: {} is not fp32, bf16 or fp16", f.grad_dtype));
+  }
+  c.grad_reduce_dtype = g;
 }
 
 report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const HardwareFlags& hw) {

@@ -51,6 +51,15 @@ void add_run_flags(CLI::App* app, RunFlags& f);
 /// price_per_hour; InputError naming the flag.
 report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const HardwareFlags& hw);
 
+/// How a training plan's communication overlaps (train, search train):
+/// --overlap-efficiency, --framework, --prefetch, --grad-reduce-dtype (docs/training.md#interference).
+struct OverlapFlags {
+  std::string efficiency = "1", preset = "megatron", prefetch = "1", grad_dtype = "fp32";  // preset: --framework
+};
+void add_overlap_flags(CLI::App* app, OverlapFlags& f);
+/// Writes them into `c`; InputError naming the flag.
+void apply_overlap_flags(const OverlapFlags& f, analysis::TrainConfig& c);
+
 /// --model, --tp, --ep, the dtypes, --attention, --algo, --sequence-parallel as given (infer, serve).
 struct ForwardFlags {
   std::string model = "llama-3.1-8b", tp, ep = "1";

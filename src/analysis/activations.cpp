@@ -92,7 +92,7 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({"q_k_rotated", {"q_proj", "k_proj", "q_norm", "k_norm", "rope"},
              m.qk_norm ? "q_proj, k_proj, q_norm, k_norm, rope" : "q_proj, k_proj, rope", 2 * T * (heads + kvh) * hd, false});
     out.add({"v", {"v_proj"}, "v_proj", 2 * T * kvh * hd, false});
-    out.add({"attn_out", {"attention"}, "attention", 2 * T * heads * hd + core, false});
+    out.add({"attn_out", {"attention", "attn_dropout"}, "attention", 2 * T * heads * hd + core, false});
   }
   out.add({"attn_residual_out", {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"},
            "o_proj, all-reduce, residual add", 2 * outside * h, false});

@@ -186,6 +186,10 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainSea
   if (!(s.memory_headroom >= 0 && s.memory_headroom < 1)) {
     throw InputError(fmt::format("--memory-headroom: {} is not a fraction in [0, 1)", s.memory_headroom));
   }
+  if (!(b.overlap_efficiency >= 0 && b.overlap_efficiency <= 1)) {
+    throw InputError(fmt::format("--overlap-efficiency: {} is not a fraction in [0, 1]", b.overlap_efficiency));
+  }
+  if (b.prefetch < 0 || b.prefetch > 64) throw InputError(fmt::format("--prefetch: {} is out of range: expected 0 to 64 layers", b.prefetch));
   if (s.top < 0 || s.top > 10000) throw InputError(fmt::format("--top: {} is out of range: expected 0 to 10000", s.top));
   auto dim = [](const std::optional<std::int64_t>& v, const char* flag) {
     if (v && (*v < 1 || *v > 4096)) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, *v));
@@ -281,12 +285,13 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
   const std::vector<std::int64_t> one_vpp{1};
   const std::vector<int> zero_only{0};
   auto vpp_list = [&](std::int64_t pp) -> const std::vector<std::int64_t>& { return pp > 1 || space.vpp ? vpps : one_vpp; };
-  auto zero_list = [&](std::int64_t dp) -> const std::vector<int>& { return dp > 1 || space.zero ? zeros : zero_only; };
+  // ZeRO shards over the dp·cp ranks that hold the same weights: with one, the stages are alike.
+  auto zero_list = [&](std::int64_t dp_cp) -> const std::vector<int>& { return dp_cp > 1 || space.zero ? zeros : zero_only; };
   std::uint64_t total = 0;
   for (const Shape& sh : shapes) {
     for (std::int64_t pp : pps) {
       if (gpus % (sh.tp * sh.cp * pp) != 0) continue;
-      total += vpp_list(pp).size() * zero_list(gpus / (sh.tp * sh.cp * pp)).size();
+      total += vpp_list(pp).size() * zero_list(gpus / (sh.tp * pp)).size();
     }
   }
 
@@ -334,7 +339,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
         p.dp = gpus / (sh.tp * sh.cp * pp);
         for (std::int64_t vpp : vpp_list(pp)) {
           p.vpp = vpp;
-          for (int zero : zero_list(p.dp)) {
+          for (int zero : zero_list(p.dp * sh.cp)) {
             p.zero = zero;
             p.order = (static_cast<std::uint64_t>(si) << 24) | inner++;
             ++count;
@@ -359,6 +364,7 @@ TrainSearchResult search_train(const model::ModelConfig& m, const hw::System& sy
             p.tokens_per_s = L.step.tokens_per_s;
             p.mfu = L.step.mfu;
             p.memory_bytes = L.step.memory.total_bytes;
+            p.hidden_comm_s = L.step.hidden_comm_s;
             local_best = std::min(local_best, train_key(objective, p));
             L.coll->add(p);
           }

@@ -39,14 +39,44 @@ bool in_layer(const Graph& g, int i) {
 }
 
 // Ops recomputed in backward: full -> the whole layer; selective -> the attention core
-// (Megatron's selective recomputation: the kernel whose saved tensors it drops,
-// layer_activation_bytes' core).
+// (Megatron's selective recomputation: the kernels whose saved tensors it drops, attention and
+// its dropout, layer_activation_bytes' core).
 bool recomputed(const Graph& g, int i, Recompute r) {
   // Under auto, the plan's tensors are recomputed (train_step adds them); none here.
   if (r == Recompute::none || r == Recompute::automatic || !in_layer(g, i)) return false;
   if (r == Recompute::full) return true;
-  return g.ops[i].cls == OpClass::attention;
+  return g.ops[i].cls == OpClass::attention || std::string_view(g.ops[i].name) == "attn_dropout";
 }
+
+// A group of `outer` blocks `outer_stride` ranks apart, each of `inner` ranks `inner_stride` apart
+// (inner·inner_stride <= outer_stride): its members per scale-up domain are the inner ones a
+// domain holds times the blocks it holds. A torus is placed as one run of the inner stride.
+comm::Placement nested_place(const comm::Wiring& w, double inner, double inner_stride, double outer, double outer_stride) {
+  if (inner <= 1 || w.topology.fabric == hw::Fabric::torus || outer_stride <= inner * inner_stride) {
+    return inner <= 1 ? comm::place(w, outer, outer_stride) : comm::place(w, inner * outer, inner_stride);
+  }
+  comm::Placement p = comm::place(w, outer, outer_stride);
+  const comm::Placement q = comm::place(w, inner, inner_stride);
+  p.size = inner * outer;
+  p.per_domain = q.per_domain < inner ? q.per_domain : inner * p.per_domain;
+  return p;
+}
+
+// Transformer Engine's userbuffers defaults (transformer_engine/pytorch/module/base.py,
+// initialize_ub): the ring-exchange overlaps (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad) move
+// chunks with the copy engines and num_sm 1; the pipelined reduce-scatters (proj_fprop,
+// fc2_fprop) and the bulk ones (qkv_dgrad/wgrad, fc1_dgrad/wgrad) run num_sm 16 with the GEMM
+// launched on the SMs left (set_sm_margin), the pipelined ones in num_splits 4.
+constexpr double kUbRingSms = 1, kUbKernelSms = 16, kUbPipelineSplits = 4;
+
+// Megatron-Core's bias_swiglu_impl on an H100 80GB HBM3 (linkedin/Liger-Kernel,
+// benchmark/data/all_benchmark_data.csv, kernel megatron_swiglu, provider megatron, 8192 tokens,
+// triton do_bench): forward 60.4/113.7/220.2/432.9/858.5 us at 2048-32768 columns; the
+// "backward" rows run the forward, a sum and the backward (338.5/656.9/1288.7/2554.3/5083.0 us).
+// Less the forward and the sum's two passes (read the output, write its gradient: 2/3 of the
+// forward's 3 passes at its rate), the backward takes 3.94/4.11/4.19/4.23/4.25 times the
+// forward: 4.2.
+constexpr double kMegatronSwigluBackward = 4.2;
 
 StepPart scaled(const StepPart& a, double k) { return {a.lower_s * k, a.upper_s * k, a.realistic_s * k}; }
 StepPart exposed(const StepPart& comm, const StepPart& window) {
@@ -54,13 +84,51 @@ StepPart exposed(const StepPart& comm, const StepPart& window) {
           std::max(0.0, comm.realistic_s - window.realistic_s)};
 }
 
+// Kernels an op's backward runs: a GEMM's two (the input and the weight gradients),
+// FlashAttention's three (the dO·O preprocess, the main kernel, the dQ conversion:
+// flash_bwd_launch_template.h's run_mha_bwd), naive attention's five (two batched GEMMs for each
+// product, the softmax's backward), a norm's two (the input gradient, then the weights'
+// partial sums reduced); others as many as their forward times their backward factor `k`
+// (a sequence-parallel gather's backward is a reduce-scatter and a gather).
+double backward_kernels(const model::GraphOp& op, ops::AttentionImpl impl, double k) {
+  switch (op.cls) {
+    case OpClass::gemm: return 2;
+    case OpClass::attention: return impl == ops::AttentionImpl::flash ? 3 : 5;
+    case OpClass::norm: return 2;
+    default: return std::max(1.0, std::round(op.cost.launches * k));
+  }
+}
+
 // A collective's time over a group placed at `g` (comm::price, the algorithm NCCL's tuner
-// would pick): parts as an op.
-StepPart collective_time(const comm::Wiring& w, comm::Collective kind, double bytes_, const comm::Placement& g,
-                         const ops::Rates& r) {
+// would pick): parts as an op, and what it is beside compute (its realistic time, the
+// main-memory bytes its kernel moves, the SMs it holds, its bounding link).
+struct CollectiveTime {
+  StepPart t;
+  OverlapComm beside;
+};
+CollectiveTime collective_time(const comm::Wiring& w, comm::Collective kind, double bytes_, const comm::Placement& g,
+                               const ops::Rates& r, double sms) {
   if (g.size <= 1 || bytes_ <= 0) return {};
-  const ops::Cost c = comm::price(w, g, kind, bytes_, DType::bf16, comm::Algo::automatic).cost;
-  return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective);
+  const comm::Priced p = comm::price(w, g, kind, bytes_, DType::bf16, comm::Algo::automatic);
+  CollectiveTime out;
+  out.t = part_of(ops::time_parts(p.cost, r), r, hw::KernelClass::collective);
+  out.beside = {out.t.realistic_s, p.cost.bytes[0], sms, p.link >= 0 && p.link == w.net.index && w.net.index != w.up.index};
+  return out;
+}
+// Two collectives one after the other on the same kernels' SMs: their times and bytes add.
+void add(CollectiveTime& a, const CollectiveTime& b) {
+  add(a.t, b.t);
+  a.beside.time_s += b.beside.time_s;
+  a.beside.hbm_bytes += b.beside.hbm_bytes;
+  a.beside.sms = std::max(a.beside.sms, b.beside.sms);
+  a.beside.network = a.beside.network || b.beside.network;
+}
+CollectiveTime scaled(const CollectiveTime& a, double k) {
+  CollectiveTime o = a;
+  o.t = {a.t.lower_s * k, a.t.upper_s * k, a.t.realistic_s * k};
+  o.beside.time_s *= k;
+  o.beside.hbm_bytes *= k;
+  return o;
 }
 
 }  // namespace
@@ -83,6 +151,10 @@ std::string_view name(Reject r) noexcept {
     case Reject::count: break;
   }
   return "none";
+}
+
+std::string_view name(Framework p) noexcept {
+  return p == Framework::fsdp2 ? "fsdp2" : p == Framework::megatron_lm ? "megatron-lm" : "megatron";
 }
 
 std::string_view name(Recompute r) noexcept {
@@ -213,6 +285,10 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const TrainCon
   if (cfg.offload && cfg.recompute != Recompute::automatic) {
     throw InputError(fmt::format("--offload: the planner decides what to offload: needs --recompute auto, not {}", name(cfg.recompute)));
   }
+  if (!(cfg.overlap_efficiency >= 0 && cfg.overlap_efficiency <= 1)) {
+    throw InputError(fmt::format("--overlap-efficiency: {} is not a fraction in [0, 1]", cfg.overlap_efficiency));
+  }
+  if (cfg.prefetch < 0 || cfg.prefetch > 64) throw InputError(fmt::format("--prefetch: {} is out of range: expected 0 to 64 layers", cfg.prefetch));
   if (!(cfg.memory_headroom >= 0 && cfg.memory_headroom < 1)) {
     throw InputError(fmt::format("--memory-headroom: {} is not a fraction in [0, 1)", cfg.memory_headroom));
   }
@@ -263,6 +339,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   f.attention = cfg.attention;
   f.sequence_parallel = cfg.sequence_parallel;
   f.training = true;
+  f.dropout = cfg.dropout;
   f.precision.activation = DType::bf16;
   f.precision.weight = DType::bf16;
   f.precision.compute = cfg.dtype;
@@ -270,6 +347,15 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
   model::build_forward(m, f, sys, {b, s, s}, out.graph);
   const Graph& g = out.graph;
 
+  sh.grad_norm_allreduce =
+      collective_time(sh.wiring, comm::Collective::all_reduce, 4, comm::place(sh.wiring, static_cast<double>(cfg.gpus)), rates, 0).t;
+  // --tp-overlap: the layers' TP collectives by how Transformer Engine overlaps them (ring
+  // exchange through the copy engines, 1 SM; pipelined or bulk reduce-scatters, 16 SMs), and
+  // the GEMMs they hide behind.
+  OverlapComm tp_ring_f{0, 0, kUbRingSms, false}, tp_pipe_f{0, 0, kUbKernelSms, false};
+  OverlapComm tp_ring_b{0, 0, kUbRingSms, false}, tp_bulk_b{0, 0, kUbKernelSms, false};
+  auto add_tp = [](OverlapComm& c, double t, double hbm) { c.time_s += t, c.hbm_bytes += hbm; };
+  ComputeWindow gemm_f, gemm_b;
   // Per op: forward and backward (with recomputation) times, summed per part of the model.
   for (int i = 0; i < g.op_count; ++i) {
     const auto& op = g.ops[i];
@@ -281,7 +367,12 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // reduce-scatters, and its backward all-gathers.
     const bool loss_ar = op.cls == OpClass::comm && std::string_view(op.name) == "loss_allreduce";
     const bool embed_ar = op.cls == OpClass::comm && op.block == model::Block::embedding && !cfg.sequence_parallel;
-    const double k = loss_ar ? 0 : backward_factor(op.cls, cfg.attention);
+    double k = loss_ar ? 0 : op.backward > 0 ? op.backward : backward_factor(op.cls, cfg.attention);
+    // Megatron-Core's gated activation (bias_swiglu_impl: TorchScript helpers) runs its
+    // backward as a chain of kernels: Liger-Kernel's H100 timings of it take 4.2 times its
+    // forward from 2048 to 32768 columns, where one fused pass (read the input and the
+    // gradient, write the gradient) would take 5/3 (docs/training.md#small-kernels).
+    if (cfg.framework != Framework::fsdp2 && std::string_view(op.name) == "silu_mul") k = kMegatronSwigluBackward;
     const ops::OpCost& fwd_cost = op.cost;
     ops::Cost cast_f, cast_b;  // separate cast kernels (fp8 only)
     if (op.cls == OpClass::gemm && is_fp8(cfg.dtype)) {
@@ -318,9 +409,18 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
                   out.fwd[i].bytes * k,
                   out.fwd[i].link_bytes * k,
                   out.fwd[i].launches * k};
-    const hw::KernelClass kc = op.kernel;
+    const hw::KernelClass kc = op.kernel, bkc = model::backward_kernel_class(op.kernel);
     StepPart pf = part_of(out.fwd[i].parts, rates, kc);
-    StepPart pb = part_of(out.bwd[i].parts, rates, model::backward_kernel_class(op.kernel));
+    StepPart pb = part_of(out.bwd[i].parts, rates, bkc);
+    // Every kernel pays its class's fixed time (docs/cost-model.md#kernel-boundaries); an op's
+    // time part counts one. An op of several kernels pays the others' too, and a backward runs
+    // more kernels than its forward (backward_kernels).
+    if (k > 0) {
+      const double of = (std::max(1.0, op.cost.launches) - 1) * rates.achievable[static_cast<int>(kc)].overhead_s;
+      const double ob = (backward_kernels(op, cfg.attention, k) - 1) * rates.achievable[static_cast<int>(bkc)].overhead_s;
+      pf.realistic_s += of, pf.upper_s += of;
+      pb.realistic_s += ob, pb.upper_s += ob;
+    }
     if (cast_f.launches > 0) {
       add(pf, part_of(ops::time_parts(cast_f, rates), rates, hw::KernelClass::pointwise));
       add(pb, part_of(ops::time_parts(cast_b, rates), rates, hw::KernelClass::pointwise));
@@ -349,6 +449,24 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       }
     }
     sh.hw_matrix_flops += r * mf * (1 + k + (again ? 1 : 0));
+    // What a collective beside this pass would see of this op: its realistic time, by what
+    // bounds it; a collective of the pass holds its link for its time.
+    {
+      auto account = [&](ComputeWindow& w, const OpTimes& t, double realistic, double bytes_mult) {
+        w.time_s += r * realistic;
+        if (op.cls == OpClass::comm) {
+          const bool net = op.cost.link >= 0 && op.cost.link == sh.wiring.net.index && sh.wiring.net.index != sh.wiring.up.index;
+          (net ? w.net_busy_s : w.up_busy_s) += r * realistic;
+        } else if (t.parts.bound() == ops::Bound::memory) {
+          w.memory_bound_s += r * realistic;
+        } else {
+          w.compute_bound_s += r * realistic;
+          w.compute_bound_bytes += r * out.fwd[i].bytes * bytes_mult;
+        }
+      };
+      account(layer ? sh.f_window_layers : sh.f_window_other, out.fwd[i], pf.realistic_s, 1);
+      account(layer ? sh.b_window_layers : sh.b_window_other, out.bwd[i], pb.realistic_s, k + (again ? 1 : 0));
+    }
     const double per_mb_lower = r * (pf.lower_s + pb.lower_s);
     (layer ? sh.kind_layers_s : sh.kind_other_s)[static_cast<int>(op.cls)] += per_mb_lower;
     (layer ? sh.fwd_kind_layers_s : sh.fwd_kind_other_s)[static_cast<int>(op.cls)] += r * pf.lower_s;
@@ -367,29 +485,57 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       add(sh.f_layers, pf, r);
       add(sh.b_layers, pb, r);
       // The layer's tensor-parallel gathers and scatters (sequence parallelism) and its GEMMs,
-      // for --tp-overlap.
+      // for --tp-overlap. Transformer Engine overlaps a gather in forward (and the gather that
+      // is a reduce-scatter's backward) by exchanging chunks around the ring between GEMM
+      // chunks, and a reduce-scatter in forward by pipelining it behind the GEMM's splits; the
+      // reduce-scatter that is a gather's backward runs in bulk beside the weight gradient.
       const std::string_view n = op.name;
-      if (n == "attn_allgather" || n == "attn_reducescatter" || n == "mlp_allgather" || n == "mlp_reducescatter") {
+      const bool gather = n == "attn_allgather" || n == "mlp_allgather";
+      if (gather || n == "attn_reducescatter" || n == "mlp_reducescatter") {
         add(sh.f_layers_tp, pf, r);
         add(sh.b_layers_tp, pb, r);
+        const double hbm_f = r * out.fwd[i].bytes, hbm_b = r * out.bwd[i].bytes;
+        add_tp(gather ? tp_ring_f : tp_pipe_f, pf.realistic_s * r, hbm_f);
+        add_tp(gather ? tp_bulk_b : tp_ring_b, pb.realistic_s * r, hbm_b);
       }
       if (op.cls == OpClass::gemm) {
         add(sh.f_layers_gemm, pf, r);
         add(sh.b_layers_gemm, pb, r);
+        gemm_f.compute_bound_bytes += r * out.fwd[i].bytes;
+        gemm_b.compute_bound_bytes += r * out.bwd[i].bytes;
       }
       sh.params_layers += p;
       if (op.expert_bytes > 0) sh.expert_params_layers += p;
     }
   }
-  // --tp-overlap: the layers' TP collectives run under their GEMMs, as far as those last.
+  // --tp-overlap: the layers' TP collectives run under their GEMMs, as far as those last. The
+  // bounds hide min(communication, GEMMs) at no cost; the realistic time hides what
+  // Transformer Engine's schedule can (a pipelined reduce-scatter's last split waits for the
+  // GEMM's last chunk) at the overlap efficiency, and charges the GEMMs the interference.
   if (cfg.tp_overlap && cfg.sequence_parallel && cfg.tp > 1) {
     auto hide = [](StepPart& layers, const StepPart& comm, const StepPart& gemm) {
       layers.lower_s -= std::min(comm.lower_s, gemm.lower_s);
       layers.upper_s -= std::min(comm.upper_s, gemm.upper_s);
-      layers.realistic_s -= std::min(comm.realistic_s, gemm.realistic_s);
     };
     hide(sh.f_layers, sh.f_layers_tp, sh.f_layers_gemm);
     hide(sh.b_layers, sh.b_layers_tp, sh.b_layers_gemm);
+    auto pass = [&](ComputeWindow w, const OverlapComm& ring, const OverlapComm& other, double other_hideable) {
+      OverlapCost c = overlap(ring, ring.time_s, w, cfg.overlap_efficiency, chip);
+      // The other hides in what the ring exchange left of the GEMMs (and of their bytes).
+      if (w.time_s > 0) w.compute_bound_bytes *= (w.time_s - c.hidden_s) / w.time_s;
+      w.time_s -= c.hidden_s;
+      w.compute_bound_s = w.time_s;
+      c += overlap(other, other_hideable, w, cfg.overlap_efficiency, chip);
+      return c;
+    };
+    gemm_f.time_s = gemm_f.compute_bound_s = sh.f_layers_gemm.realistic_s;
+    gemm_b.time_s = gemm_b.compute_bound_s = sh.b_layers_gemm.realistic_s;
+    const OverlapCost fo = pass(gemm_f, tp_ring_f, tp_pipe_f, tp_pipe_f.time_s * (kUbPipelineSplits - 1) / kUbPipelineSplits);
+    const OverlapCost bo = pass(gemm_b, tp_ring_b, tp_bulk_b, tp_bulk_b.time_s);
+    sh.f_layers.realistic_s -= fo.hidden_s - fo.interference_s;
+    sh.b_layers.realistic_s -= bo.hidden_s - bo.interference_s;
+    sh.tp_overlap = fo;
+    sh.tp_overlap += bo;
   }
   // The activations each kind of layer saves (their bytes set the memory); under --recompute
   // auto, their producers' times and the front of every keep/recompute(/offload) choice, from
@@ -434,9 +580,13 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // Memory on the first stage's GPU (it holds the most micro-batches in flight): what does
   // not depend on the activations kept per layer.
   auto& mem = out.memory;
-  const double dpd = static_cast<double>(dp);
+  // The cp ranks of a context-parallel group hold the same weights and each computes part of
+  // their gradients: gradients are reduced, and ZeRO shards, over dp·cp (Megatron's data-parallel
+  // group with context parallelism, torchtitan's FSDP mesh dp_shard x cp).
+  const double cpd = static_cast<double>(cfg.cp);
+  const double dpd = static_cast<double>(dp) * cpd;
   // Experts are split over ep of the dp ranks and replicated over the other dp/ep: ZeRO
-  // shards their states over dp/ep (Megatron's expert-data-parallel group), the rest over dp.
+  // shards their states over dp·cp/ep (Megatron's expert-data-parallel group), the rest over dp·cp.
   const double edp = dpd / static_cast<double>(cfg.ep);
   const double expert_stage = sh.expert_params_layers * stage_share;  // this GPU's expert parameters
   const double stage_params = params_layers * stage_share + params_embed + (pp == 1 ? params_head : 0);
@@ -448,6 +598,14 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   mem.params_bytes = sharded(2, 3);
   mem.grads_bytes = sharded(bytes(cfg.grad_reduce_dtype), 2);
   mem.optimizer_bytes = sharded(12, 1);
+  // ZeRO-3 / FSDP gathers a layer at a time: the layer computing and the `prefetch` ones after
+  // it hold their gathered bf16 parameters, and one layer's unsharded gradients wait for their
+  // reduce-scatter.
+  mem.buffers_bytes = 0;
+  if (cfg.zero >= 3 && dpd > 1) {
+    const double layer_params = params_layers / L;
+    mem.buffers_bytes = (1 + std::max(0, cfg.prefetch)) * layer_params * 2 + layer_params * bytes(cfg.grad_reduce_dtype);
+  }
   // 1F1B: the first stage holds min(m, pp) micro-batches of its L/pp layers; interleaving
   // adds (pp - 1)/(pp·vpp) more (Korthikanti et al., section 4.2.3).
   double in_flight = std::min(mbs, pp);
@@ -463,7 +621,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const RecomputeChoice* choice = nullptr;
   if (cfg.recompute == Recompute::automatic && sh.frontier != nullptr && sh.tensors != nullptr) {
     const double room = mem.capacity_bytes * (1 - cfg.memory_headroom) / (1 + cfg.memory_margin) - mem.params_bytes -
-                        mem.grads_bytes - mem.optimizer_bytes - other_activations;
+                        mem.grads_bytes - mem.optimizer_bytes - mem.buffers_bytes - other_activations;
     out.activation_budget_bytes = room / (stage_layers * in_flight) - sh.tensors->layer_input_bytes - sh.tensors->fixed_bytes;
     choice = &sh.frontier->best_within(out.activation_budget_bytes);
     out.recompute_choice = *choice;
@@ -505,7 +663,14 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
                        (cfg.sequence_parallel ? tp : 1);
     // Neighbouring stages sit tp·cp·dp ranks apart.
     const comm::Placement pair = comm::place(sh.wiring, 2, static_cast<double>(cfg.tp * cfg.cp * dp));
-    StepPart one = collective_time(sh.wiring, comm::Collective::send_recv, act, pair, rates);
+    // Megatron-LM before Megatron-Core, without sequence parallelism, sends each tensor-parallel
+    // rank's 1/tp of it over the network and all-gathers it over the node's links on arrival
+    // (Narayanan et al. 2021, section 4.1, the scatter/gather optimization; Megatron-LM's
+    // --scatter-gather-tensors-in-pipeline, on by default, p2p_communication.py); Megatron-Core's
+    // p2p_communication.py sends the whole tensor from every rank.
+    const bool split = cfg.framework == Framework::megatron_lm && !cfg.sequence_parallel && cfg.tp > 1;
+    StepPart one = collective_time(sh.wiring, comm::Collective::send_recv, split ? act / tp : act, pair, rates, 0).t;
+    if (split) add(one, collective_time(sh.wiring, comm::Collective::all_gather, act, comm::place(sh.wiring, tp), rates, 0).t);
     out.p2p = scaled(one, 2 * vpp);
   }
 
@@ -517,14 +682,13 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.pipeline = scaled(per_mb, mbs);
   add(out.pipeline, out.bubble);
 
-  // Data parallelism: gradients reduced once per step (after the last micro-batch's
-  // backward, bucketed and overlapped with it); ZeRO-1/2 gather the updated bf16
-  // parameters (overlapped with the next forward); ZeRO-3 gathers parameters for every
-  // micro-batch's forward and backward and reduce-scatters gradients each time.
-  const comm::Placement dp_group = comm::place(sh.wiring, dpd, static_cast<double>(cfg.tp * cfg.cp));
+  // Data parallelism (docs/training.md#the-step). Ranks are ordered tp, cp, then dp:
+  // the dp·cp ranks of the group are tp apart.
+  const comm::Placement dp_group = comm::place(sh.wiring, dpd, static_cast<double>(cfg.tp));
   // The experts' gradients and parameters go over their expert-data-parallel group instead:
-  // the dp/ep ranks holding the same experts, tp·cp·ep apart.
-  const comm::Placement edp_group = comm::place(sh.wiring, edp, static_cast<double>(cfg.tp * cfg.cp * cfg.ep));
+  // the cp ranks (tp apart) of each of the dp/ep ranks holding the same experts (tp·cp·ep apart).
+  const comm::Placement edp_group = nested_place(sh.wiring, cpd, static_cast<double>(cfg.tp), edp / cpd,
+                                                 static_cast<double>(cfg.tp * cfg.cp * cfg.ep));
   const double expert_share = params_gpu > 0 ? expert_stage / params_gpu : 0;
   double grad_bytes = params_gpu * bytes(cfg.grad_reduce_dtype);
   out.grad_bytes_uncompressed = grad_bytes;
@@ -543,46 +707,112 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   }
   out.grad_bytes = grad_bytes;
   const double param_bytes = params_gpu * 2;
+  const double grad_elem = grad_bytes / std::max(1.0, params_gpu);  // bytes per gradient (compression included)
   out.dp_comm = {};
   out.exposed_dp_comm = {};
-  // A data-parallel collective: the dense share over dp, the experts' over dp/ep.
-  auto dp_collective = [&](comm::Collective kind, double total) {
-    StepPart t = collective_time(sh.wiring, kind, total * (1 - expert_share), dp_group, rates);
-    add(t, collective_time(sh.wiring, kind, total * expert_share, edp_group, rates));
+  const double coll_sms = static_cast<double>(chip.topology.collective_sms);
+  // A collective over a group, from the shape's memo when a plan before priced it.
+  auto memo = [&](comm::Collective kind, double bytes_, const comm::Placement& grp) {
+    if (grp.size <= 1 || bytes_ <= 0) return CollectiveTime{};
+    for (const TrainShape::PricedCollective& e : sh.priced) {
+      if (e.kind == static_cast<int>(kind) && e.bytes == bytes_ && e.size == grp.size && e.per_domain == grp.per_domain &&
+          e.extent == grp.extent && e.wrap == grp.wrap) {
+        return CollectiveTime{e.t, e.beside};
+      }
+    }
+    const CollectiveTime t = collective_time(sh.wiring, kind, bytes_, grp, rates, coll_sms);
+    sh.priced[static_cast<std::size_t>(sh.priced_next)] = {static_cast<int>(kind), bytes_, grp.size, grp.per_domain,
+                                                            grp.extent, grp.wrap, t.t, t.beside};
+    sh.priced_next = (sh.priced_next + 1) % static_cast<int>(sh.priced.size());
     return t;
   };
-  if (dp > 1) {
-    if (cfg.zero == 0) {
-      StepPart ar = dp_collective(comm::Collective::all_reduce, grad_bytes);
-      out.dp_comm = ar;
-      // The last bucket (25 MB, PyTorch DDP's default) cannot overlap anything.
-      const double buckets = std::max(1.0, std::ceil(grad_bytes / 25e6));
-      StepPart hidden_after = exposed(ar, out.backward);
-      StepPart last = scaled(ar, 1 / buckets);
-      out.exposed_dp_comm = {std::max(hidden_after.lower_s, last.lower_s), std::max(hidden_after.upper_s, last.upper_s),
-                             std::max(hidden_after.realistic_s, last.realistic_s)};
-    } else {
-      StepPart rs = dp_collective(comm::Collective::reduce_scatter, grad_bytes);
-      StepPart ag = dp_collective(comm::Collective::all_gather, param_bytes);
-      if (cfg.zero <= 2) {
-        out.dp_comm = rs;
-        add(out.dp_comm, ag);
-        out.exposed_dp_comm = exposed(rs, out.backward);
-        add(out.exposed_dp_comm, exposed(ag, out.forward));
-      } else {
-        // Per micro-batch: gather for forward, gather again for backward, scatter gradients.
-        StepPart rs16 = dp_collective(comm::Collective::reduce_scatter, param_bytes);
-        StepPart fwd_ag = ag, bwd = ag;
-        add(bwd, rs16);
-        out.dp_comm = scaled(ag, 2 * mbs);
-        add(out.dp_comm, scaled(rs16, mbs));
-        out.exposed_dp_comm = scaled(exposed(fwd_ag, out.forward), mbs);
-        add(out.exposed_dp_comm, scaled(exposed(bwd, out.backward), mbs));
+  // A data-parallel collective: the dense share over dp·cp, the experts' over dp·cp/ep.
+  auto dp_collective = [&](comm::Collective kind, double total) {
+    CollectiveTime t = memo(kind, total * (1 - expert_share), dp_group);
+    add(t, memo(kind, total * expert_share, edp_group));
+    return t;
+  };
+  // The bounds' exposure, as before the schedule was modelled: what exceeds the window.
+  auto bound_exposed = [](const StepPart& comm, const StepPart& window, const StepPart& floor) {
+    const StepPart e = exposed(comm, window);
+    return StepPart{std::max(e.lower_s, floor.lower_s), std::max(e.upper_s, floor.upper_s), 0};
+  };
+  // What one micro-batch's forward and backward on the slowest stage are to a collective beside
+  // them (realistic), whole and per layer.
+  ComputeWindow fwin = sh.f_window_layers.scaled(stage_share), bwin = sh.b_window_layers.scaled(stage_share);
+  fwin.add(sh.f_window_other);
+  bwin.add(sh.b_window_other);
+  fwin.time_s = out.forward.realistic_s;
+  bwin.time_s = out.backward.realistic_s;
+  const double eta = cfg.dp_overlap ? cfg.overlap_efficiency : 0;
+  OverlapCost dpo;
+  if (dpd > 1) {
+    if (cfg.zero <= 2) {
+      // Gradients are reduced once per step, bucket by bucket as the last micro-batch's backward
+      // produces them; the last bucket waits for the backward's end. Buckets: Megatron-Core's
+      // max(40M, 1M x dp·cp) parameters (distributed_data_parallel.py), PyTorch DDP's 25 MB.
+      const double bucket_params = cfg.framework != Framework::fsdp2 ? std::max(40e6, 1e6 * dpd) : 25e6 / grad_elem;
+      const double buckets = std::max(1.0, std::ceil(params_gpu / bucket_params));
+      const CollectiveTime one = dp_collective(cfg.zero == 0 ? comm::Collective::all_reduce : comm::Collective::reduce_scatter,
+                                               grad_bytes / buckets);
+      const CollectiveTime all = scaled(one, buckets);
+      out.dp_comm = all.t;
+      out.exposed_dp_comm = bound_exposed(all.t, out.backward, one.t);
+      dpo += overlap(all.beside, all.beside.time_s - one.beside.time_s, bwin, eta, chip);
+      if (cfg.zero >= 1) {
+        // ZeRO 1/2: the updated bf16 parameters gathered bucket by bucket as the next step's first
+        // forward reaches them (Megatron's --overlap-param-gather); the first bucket waits.
+        const CollectiveTime g1 = dp_collective(comm::Collective::all_gather, param_bytes / buckets);
+        const CollectiveTime ga = scaled(g1, buckets);
+        add(out.dp_comm, ga.t);
+        add(out.exposed_dp_comm, bound_exposed(ga.t, out.forward, g1.t));
+        dpo += overlap(ga.beside, ga.beside.time_s - g1.beside.time_s, fwin, eta, chip);
       }
+    } else {
+      // ZeRO-3 / FSDP, a layer at a time (FSDP2's fully_shard per transformer block): each
+      // micro-batch gathers every layer's bf16 parameters for its forward and again for its
+      // backward, and reduce-scatters the layer's gradients after its backward. A gather runs
+      // `prefetch` layers ahead, beside the layer computing; the first gather of the forward
+      // waits, and so does the last reduce-scatter of the backward. The embedding and head
+      // are a unit of their own, hidden behind their own compute.
+      const double layer_params = stage_layers > 0 ? params_layers / L : 0;
+      const double other_params = std::max(0.0, params_gpu - layer_params * stage_layers);
+      const CollectiveTime ag = dp_collective(comm::Collective::all_gather, layer_params * 2);
+      const CollectiveTime rs = dp_collective(comm::Collective::reduce_scatter, layer_params * grad_elem);
+      const CollectiveTime ag_o = dp_collective(comm::Collective::all_gather, other_params * 2);
+      const CollectiveTime rs_o = dp_collective(comm::Collective::reduce_scatter, other_params * grad_elem);
+      CollectiveTime fwd = scaled(ag, stage_layers), bwd = scaled(ag, stage_layers);
+      add(fwd, ag_o);
+      add(bwd, scaled(rs, stage_layers));
+      add(bwd, ag_o);
+      add(bwd, rs_o);
+      out.dp_comm = scaled(fwd.t, mbs);
+      add(out.dp_comm, scaled(bwd.t, mbs));
+      out.exposed_dp_comm = scaled(bound_exposed(fwd.t, out.forward, ag.t), mbs);
+      add(out.exposed_dp_comm, scaled(bound_exposed(bwd.t, out.backward, rs.t), mbs));
+      // One layer's windows; the embedding and head's.
+      ComputeWindow lf = sh.f_window_layers.scaled(1 / L), lb = sh.b_window_layers.scaled(1 / L);
+      lf.time_s = sh.f_layers.realistic_s / L;
+      lb.time_s = sh.b_layers.realistic_s / L + (choice ? choice->added.realistic_s : 0);
+      ComputeWindow of = sh.f_window_other, ob = sh.b_window_other;
+      CollectiveTime lbc = ag;
+      add(lbc, rs);
+      OverlapCost mb;
+      mb += {0, ag.beside.time_s, 0};  // the first gather
+      mb += overlap(ag.beside, ag.beside.time_s, lf, eta, chip).scaled(std::max(0.0, stage_layers - 1));
+      mb += overlap(ag_o.beside, ag_o.beside.time_s, of, eta, chip);
+      mb += overlap(lbc.beside, lbc.beside.time_s, lb, eta, chip).scaled(std::max(0.0, stage_layers - 1));
+      mb += overlap(ag.beside, ag.beside.time_s, ob, eta, chip);  // the backward's first gather, beside the head's backward
+      mb += {0, rs.beside.time_s, 0};  // the last reduce-scatter
+      CollectiveTime other_b = ag_o;
+      add(other_b, rs_o);
+      mb += overlap(other_b.beside, other_b.beside.time_s, ob, eta, chip);
+      dpo += mb.scaled(mbs);
     }
     // --dp-overlap off: after the last backward and before the next forward, nothing to hide behind.
     if (!cfg.dp_overlap) out.exposed_dp_comm = out.dp_comm;
   }
+  out.exposed_dp_comm.realistic_s = dpo.exposed_s;
 
   // Adam: per parameter this GPU updates, read the fp32 master weight, both moments and the
   // fp32 gradient, write the three back and the bf16 copy: 4·4 + 3·4 + 2 = 30 bytes;
@@ -596,11 +826,37 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   adam.add_flops(hw::Unit::vector, DType::fp32, 12 * opt_params);
   adam.launches = 1;
   out.optimizer = part_of(ops::time_parts(adam, rates), rates, hw::KernelClass::pointwise);
+  // Before it, the gradients' global norm for clipping: a kernel reads every fp32 gradient this
+  // GPU updates (multi_tensor_l2norm; a square and an add each) and one fp32 is all-reduced
+  // over all the GPUs; Megatron-Core also zeroes its fp32 gradient buffer every step
+  // (zero_grad_buffer), where PyTorch sets gradients to None.
+  ops::Cost norm;
+  norm.add_main_bytes(4 * opt_params);
+  norm.add_flops(hw::Unit::vector, DType::fp32, 2 * opt_params);
+  norm.launches = 1;
+  out.grad_norm = part_of(ops::time_parts(norm, rates), rates, hw::KernelClass::pointwise);
+  if (cfg.framework != Framework::fsdp2) {
+    ops::Cost zero;
+    zero.add_main_stores(mem.grads_bytes);
+    zero.launches = 1;
+    add(out.grad_norm, part_of(ops::time_parts(zero, rates), rates, hw::KernelClass::pointwise));
+  }
+  add(out.grad_norm, sh.grad_norm_allreduce);
+
+  // What hiding communication assumes and costs: the data-parallel traffic's, and the
+  // tensor-parallel overlap's inside every micro-batch of the slowest stage.
+  out.overlap_efficiency = cfg.overlap_efficiency;
+  const double tp_share = stage_share * (mbs + (pp - 1) / vpp);
+  out.hidden_comm_s = dpo.hidden_s + sh.tp_overlap.hidden_s * tp_share;
+  out.interference_s = dpo.interference_s + sh.tp_overlap.interference_s * tp_share;
+  StepPart dp_interference{0, 0, dpo.interference_s};
 
   StepPart step = out.pipeline;
   add(step, out.exposed_dp_comm);
+  add(step, dp_interference);
   add(step, out.compression);
   add(step, out.optimizer);
+  add(step, out.grad_norm);
   out.step_time_s = step.realistic_s;
   out.step_time_lower_s = step.lower_s;
   out.step_time_upper_s = step.upper_s;
@@ -610,8 +866,6 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // FLOPs: per micro-batch this GPU does 1/tp of every layer's matrix work (the graph
   // counts every layer); the step runs gb / micro_batch micro-batches across all replicas.
   const double micro_batches_total = static_cast<double>(gb) / static_cast<double>(cfg.micro_batch);
-  // With context parallelism cp GPUs share each micro-batch as well.
-  const double cpd = static_cast<double>(cfg.cp);
   out.model_flops_per_step = 3 * sh.fwd_matrix_flops * tp * cpd * micro_batches_total;
   out.hardware_flops_per_step = (sh.hw_matrix_flops + (choice ? choice->matrix_flops * L : 0)) * tp * cpd * micro_batches_total;
   out.tokens_per_step = static_cast<double>(gb) * s;
@@ -637,7 +891,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
       break;
   }
   mem.activations_bytes = mem.activation_bytes_per_layer * stage_layers * in_flight + other_activations;
-  const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.activations_bytes;
+  const double subtotal = mem.params_bytes + mem.grads_bytes + mem.optimizer_bytes + mem.buffers_bytes + mem.activations_bytes;
   mem.margin_bytes = subtotal * cfg.memory_margin;
   mem.total_bytes = subtotal + mem.margin_bytes;
   mem.fits = mem.total_bytes <= mem.capacity_bytes;

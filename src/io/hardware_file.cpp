@@ -157,11 +157,11 @@ void read_peaks(Reader& r, const YAML::Node& node, const std::string& path, std:
 
 // `topology: {fabric: switched|mesh|torus, domain: N, in_switch_reduction: bool,
 // reduction_efficiency: F, links_per_peer: N, torus_dims: 2|3, max_slice: N, wrap_multiple: N,
-// library: nccl|none}`.
+// library: nccl|none, collective_sms: N}`.
 void read_topology(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
   if (!node.IsMap()) r.fail("topology", "expected a mapping");
   r.check_map(node, "topology", {"fabric", "domain", "in_switch_reduction", "reduction_efficiency", "links_per_peer",
-                                 "torus_dims", "max_slice", "wrap_multiple", "library"});
+                                 "torus_dims", "max_slice", "wrap_multiple", "library", "collective_sms"});
   hw::TopologySpec& t = c.topology;
   if (node["library"]) {
     const std::string lib = r.scalar(node["library"], "topology.library");
@@ -183,6 +183,7 @@ void read_topology(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
   if (node["links_per_peer"]) t.links_per_peer = count("links_per_peer", 1024);
   if (node["max_slice"]) t.max_slice = count("max_slice", 1 << 20);
   if (node["wrap_multiple"]) t.wrap_multiple = count("wrap_multiple", 1 << 20);
+  if (node["collective_sms"]) t.collective_sms = count("collective_sms", 1 << 16);
   if (node["torus_dims"]) {
     t.torus_dims = count("torus_dims", 3);
     if (t.torus_dims < 2) r.fail("topology.torus_dims", fmt::format("{}: expected 2 or 3", t.torus_dims));

@@ -122,8 +122,15 @@ GraphOp& residual_norm(Ctx& c, const char* name, const char* fused_name, Block b
   return norm(c, fused_name, block, rows, cols, params, true);
 }
 
-void elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {
-  c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
+GraphOp& elementwise(Ctx& c, const char* name, Block block, double rows, double cols, double in, double out, double flops) {
+  return c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
+}
+
+// A residual add; in training with dropout, Megatron's fused bias-dropout-add: it also draws
+// and writes the 1-byte mask (half an element of a 16-bit activation) and scales (2 FLOPs).
+void residual_add(Ctx& c, const char* name, Block block, double rows, double cols) {
+  const bool drop = c.f.training && c.f.dropout;
+  elementwise(c, name, block, rows, cols, 2, drop ? 1 + 1.0 / bytes(c.act) : 1, drop ? 3 : 1);
 }
 
 void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
@@ -153,7 +160,13 @@ double outer_tokens(const Ctx& c) { return c.f.sequence_parallel ? c.tokens / c.
 // Entering the tensor-parallel region: with sequence parallelism, gather the sequence.
 void tp_enter(Ctx& c, const char* name, Block block) {
   if (!c.f.sequence_parallel) return;
+  const int before = c.g.op_count;
   collective(c, name, block, comm::Collective::all_gather, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
+  // In training its backward reduce-scatters the input's gradient and gathers the input again:
+  // only the sequence shard was saved, and the GEMMs' weight gradients need all of it
+  // (Megatron's sequence-parallel linear layers; Transformer Engine's qkv_dgrad and fc1_dgrad
+  // gathers).
+  if (c.f.training && c.g.op_count > before) c.g.ops[c.g.op_count - 1].backward = 2;
 }
 
 // Leaving it: all-reduce the partial sums, or reduce-scatter them over the sequence.
@@ -344,6 +357,14 @@ void attention_block(Ctx& c, double window) {
       if (m.attention_sinks) att->params = att->active_params = H;  // one logit per head
       att->weight_bytes = m.attention_sinks ? c.heads * bytes(c.act) : 0;
     }
+    if (c.f.training && c.f.dropout && a.impl == ops::AttentionImpl::naive) {
+      // Dropout on the materialised probabilities: read them, write them dropped and a 1-byte
+      // mask (2 FLOPs each: compare, scale). Its backward reads the gradient and the mask and
+      // writes the gradient: as many bytes as the forward.
+      GraphOp& drop = elementwise(c, "attn_dropout", Block::attention, c.batch * a.heads * a.q_len, a.kv_len, 1,
+                                  1 + 1.0 / bytes(c.act), 2);
+      drop.backward = 1;
+    }
     if (c.f.cp > 1 && !c.f.cp_ring) {
       collective(c, "cp_alltoall_out", Block::attention, comm::Collective::all_to_all, T * c.heads * hd * bytes(c.act),
                  c.cp_group, comm::Algo::direct);
@@ -352,7 +373,7 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
   tp_exit(c, "attn_allreduce", "attn_reducescatter", Block::attention);
-  if (!c.f.merged_kernels) elementwise(c, "attn_residual", Block::attention, outer_tokens(c), h, 2, 1, 1);
+  if (!c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
 }
 
 // A dense MLP of width `width` (whole model) split over tp.
@@ -442,7 +463,7 @@ void layer(Ctx& c, bool moe, double window) {
               c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
   }
   tp_exit(c, "mlp_allreduce", "mlp_reducescatter", moe ? Block::moe : Block::mlp);
-  if (!c.f.merged_kernels) elementwise(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h, 2, 1, 1);
+  if (!c.f.merged_kernels) residual_add(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h);
 }
 
 }  // namespace
@@ -635,9 +656,21 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {
-    // Vocab-parallel cross-entropy: a softmax over V/tp in fp32 per token, with the max and
-    // the sum all-reduced over tp (two scalars per token, fp32).
-    c.g.add("cross_entropy", OpClass::elementwise, Block::head, ops::softmax_cost({rows, V / tp, act, DType::fp32}));
+    // Vocab-parallel cross-entropy as Megatron-Core runs it, fused or not (the same passes:
+    // tensor_parallel/cross_entropy.py), with the max and the sum all-reduced over tp (two
+    // scalars per token, fp32). Per logit of the V/tp slice: the bf16 logits cast to fp32 (read
+    // 2, write 4) and their max (read 4); the max subtracted and the exponential taken in place
+    // (read 4, write 4 each); their sum (read 4); the division into the softmax kept for the
+    // backward (read 4, write 4): 38 bytes in 5 kernels. The backward scales the softmax by the
+    // incoming gradient in place (8) and casts it to bf16 (read 4, write 2): 14 bytes in 2.
+    // Checked on Liger-Kernel's H100 timings of Megatron's kernels (docs/training.md#small-kernels).
+    const double logits = rows * V / tp;
+    Cost ce;
+    ce.add_main_bytes(34 * logits);
+    ce.add_main_stores(4 * logits);
+    ce.add_flops(hw::Unit::vector, DType::fp32, 5 * logits);
+    ce.launches = 5;
+    c.g.add("cross_entropy", OpClass::elementwise, Block::head, ce).backward = 14.0 / 38.0;
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);

@@ -89,7 +89,8 @@ json chip_json(const hw::ChipSpec& c) {
                      {"links_per_peer", t.links_per_peer},
                      {"torus_dims", t.torus_dims},
                      {"wrap_multiple", t.wrap_multiple},
-                     {"library", std::string(hw::name(t.library))}};
+                     {"library", std::string(hw::name(t.library))},
+                     {"collective_sms", t.collective_sms}};
   }
   j["usd_per_hour"] = c.usd_per_hour > 0 ? nlohmann::json(c.usd_per_hour) : nlohmann::json(nullptr);
   j["efficiency"] = {{"matrix", c.efficiency.matrix},

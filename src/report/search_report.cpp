@@ -51,13 +51,17 @@ std::string thinned(size_t total) {
   return total > kFrontRows ? fmt::format(", {} shown evenly spaced; --json lists all", kFrontRows) : "";
 }
 
-std::string train_table(const std::vector<analysis::TrainPlan>& plans) {
-  std::string s = fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12} {:>6} {:>10}\n", "tp", "pp",
-                              "dp", "cp", "ep", "vpp", "mb", "zero", "recompute", "sp", "cpr", "step", "tokens/s", "MFU", "memory");
+// `ref`: the best published MFU of the plans' class; an MFU above it is marked "!".
+std::string train_table(const std::vector<analysis::TrainPlan>& plans, const analysis::PublishedMfu* ref) {
+  std::string s = fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12} {:>7} {:>7} {:>10}\n", "tp",
+                              "pp", "dp", "cp", "ep", "vpp", "mb", "zero", "recompute", "sp", "cpr", "step", "tokens/s", "MFU", "hidden",
+                              "memory");
   for (const auto& p : plans) {
-    s += fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12.0f} {:>5.1f}% {:>10}\n", p.tp, p.pp, p.dp, p.cp,
-                     p.ep, p.vpp, p.micro_batch, p.zero, analysis::name(p.recompute), p.sequence_parallel ? "y" : "-",
-                     p.cp > 1 ? (p.cp_ring ? "rng" : "uly") : "-", t(p.step_time_s), p.tokens_per_s, 100 * p.mfu, size(p.memory_bytes));
+    const bool above = ref != nullptr && p.mfu > ref->mfu;
+    s += fmt::format("  {:>3} {:>3} {:>4} {:>3} {:>3} {:>3} {:>4} {:>4} {:<9} {:>3} {:>3} {:>11} {:>12.0f} {:>5.1f}%{} {:>6.0f}% {:>10}\n", p.tp,
+                     p.pp, p.dp, p.cp, p.ep, p.vpp, p.micro_batch, p.zero, analysis::name(p.recompute), p.sequence_parallel ? "y" : "-",
+                     p.cp > 1 ? (p.cp_ring ? "rng" : "uly") : "-", t(p.step_time_s), p.tokens_per_s, 100 * p.mfu, above ? "!" : " ",
+                     p.step_time_s > 0 ? 100 * p.hidden_comm_s / p.step_time_s : 0.0, size(p.memory_bytes));
   }
   return s;
 }
@@ -108,10 +112,20 @@ std::string train_search_text(const model::ModelConfig& m, const hw::System& sys
   const char* obj = space.objective == analysis::TrainObjective::step_time ? "step time"
                     : space.objective == analysis::TrainObjective::mfu     ? "MFU"
                                                                              : "tokens/s";
-  s += fmt::format("\nbest {} by {}:\n", r.best.size(), obj) + train_table(r.best);
+  const analysis::PublishedMfu* ref = mfu_reference(m, sys.chip, b.dtype);
+  s += fmt::format("\nbest {} by {}:\n", r.best.size(), obj) + train_table(r.best, ref);
+  s += fmt::format("  (hidden: communication hidden behind compute, a share of the step, assuming {} of what can hide does: "
+                   "--overlap-efficiency)\n",
+                   b.overlap_efficiency >= 1 ? std::string("all") : fmt::format("{:g}", b.overlap_efficiency));
+  const analysis::TrainPlan& first = r.best.front();
+  if (ref != nullptr && first.mfu > ref->mfu) {
+    s += "  ! " + mfu_warning(*ref, first.mfu, first.step_time_s, first.hidden_comm_s, b.overlap_efficiency) + "\n";
+  } else if (ref != nullptr) {
+    s += fmt::format("  the best published MFU for {} on {}: {:.1f}% ({})\n", ref->size_class, ref->chip, 100 * ref->mfu, ref->run);
+  }
   if (run) s += "\nthe first plan's whole run:\n" + run_text(*run, static_cast<double>(b.gpus));
   s += fmt::format("\nPareto front, tokens/s against memory per GPU ({} plans{}):\n", r.pareto.size(), thinned(r.pareto.size())) +
-       train_table(thin(r.pareto, kFrontRows));
+       train_table(thin(r.pareto, kFrontRows), ref);
   return s;
 }
 

@@ -96,6 +96,10 @@ std::string chip_text(const hw::ChipSpec& c) {
     if (tp.library == hw::CollectiveLibrary::nccl) {
       out += "collectives     NCCL's protocols: LL, LL128 and Simple priced by size, NVLS where the switches reduce\n";
     }
+    if (tp.collective_sms > 0) {
+      out += fmt::format("                a collective holds {} of the {} multiprocessors while it runs beside compute\n", tp.collective_sms,
+                         c.sms);
+    }
   }
   if (c.usd_per_hour > 0) out += fmt::format("price           ${:.4g} per chip-hour\n", c.usd_per_hour);
   out += fmt::format("efficiency      matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f} (realistic figures only)\n",

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ridgeline/core/units.hpp"
+#include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
 
@@ -27,6 +28,27 @@ constexpr const char* kFlopConvention =
     "model FLOPs = 3 x the forward pass's matrix-unit FLOPs (GEMMs and attention, causal pairs only), without "
     "recomputation; hardware FLOPs add recomputed forwards and FlashAttention's 2.5x backward";
 }  // namespace
+
+const analysis::PublishedMfu* mfu_reference(const model::ModelConfig& m, const hw::ChipSpec& chip, DType dtype) {
+  return analysis::published_mfu(model::count_params(m).total, m.is_moe(), chip.name, dtype);
+}
+
+std::string mfu_warning(const analysis::PublishedMfu& ref, double mfu, double step_s, double hidden_comm_s,
+                        double overlap_efficiency) {
+  const double share = step_s > 0 ? hidden_comm_s / step_s : 0;
+  std::string why;
+  if (share >= 0.1) {
+    why = fmt::format("it hides {} of communication behind compute ({:.0f}% of the step) and assumes {} of what can hide does "
+                      "(--overlap-efficiency {:g}; lower it to price the plan more conservatively)",
+                      t(hidden_comm_s), 100 * share, overlap_efficiency >= 1 ? std::string("all") : fmt::format("{:g}", overlap_efficiency),
+                      overlap_efficiency);
+  } else {
+    why = "it assumes every kernel runs at the best rate measured alone (matmul_achievable, FlashAttention's), which a whole "
+          "training step does not sustain";
+  }
+  return fmt::format("MFU {:.1f}% exceeds the best published for {} on {} ({:.1f}%: {}): {}", 100 * mfu, ref.size_class, ref.chip,
+                     100 * ref.mfu, ref.run, why);
+}
 
 json run_json(const RunReport& run) {
   const analysis::RunTotals& r = run.totals;
@@ -97,6 +119,23 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["hfu"] = r.hfu;
   j["flop_convention"] = kFlopConvention;
   j["exposed_comm_s"] = r.exposed_comm_s;
+  // What the plan relies on (docs/training.md#interference).
+  j["hidden_comm_s"] = r.hidden_comm_s;
+  j["hidden_comm_share"] = r.step_time_s > 0 ? r.hidden_comm_s / r.step_time_s : 0;
+  j["interference_s"] = r.interference_s;
+  j["overlap_efficiency"] = r.overlap_efficiency;
+  j["framework"] = std::string(analysis::name(c.framework));
+  j["prefetch"] = c.prefetch;
+  j["grad_reduce_dtype"] = std::string(name(c.grad_reduce_dtype));
+  json warnings = json::array();
+  if (const analysis::PublishedMfu* ref = mfu_reference(m, sys.chip, c.dtype)) {
+    j["mfu_reference"] = {{"class", ref->size_class}, {"chip", ref->chip}, {"mfu", ref->mfu}, {"run", ref->run},
+                          {"source", ref->source}, {"exceeded", r.mfu > ref->mfu}};
+    if (r.mfu > ref->mfu) warnings.push_back(mfu_warning(*ref, r.mfu, r.step_time_s, r.hidden_comm_s, r.overlap_efficiency));
+  } else {
+    j["mfu_reference"] = nullptr;
+  }
+  j["warnings"] = warnings;
   j["bubble_s"] = r.bubble.realistic_s;
   j["tp_comm_s"] = r.tp_comm_s;
   j["params_per_gpu"] = r.params_per_gpu;  // held, as memory_per_gpu.params_bytes
@@ -111,6 +150,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
                          {"optimizer_bytes", mem.optimizer_bytes},
                          {"activations_bytes", mem.activations_bytes},
                          {"activation_bytes_per_layer", mem.activation_bytes_per_layer},
+                         {"buffers_bytes", mem.buffers_bytes},
                          {"in_flight_micro_batches", mem.in_flight_micro_batches},
                          {"margin_bytes", mem.margin_bytes},
                          {"total_bytes", mem.total_bytes},
@@ -140,6 +180,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
       {{"name", "dp_comm"}, {"per", "step"}, {"times", part(r.dp_comm)}},
       {{"name", "dp_comm_exposed"}, {"per", "step"}, {"times", part(r.exposed_dp_comm)}},
       {{"name", "optimizer"}, {"per", "step"}, {"times", part(r.optimizer)}},
+      {{"name", "grad_norm"}, {"per", "step"}, {"times", part(r.grad_norm)}},
   });
   json kinds = json::object(), fwd = json::object(), bwd = json::object();
   for (int k = 0; k < 6; ++k) {
@@ -190,6 +231,14 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
                      r.hardware_flops_per_step / r.step_time_s / static_cast<double>(c.gpus) / 1e12);
   out += fmt::format("MFU {:.1f}%   HFU {:.1f}%   ({}); MFU {:.1f}% counting attention over all s² pairs as PaLM and Megatron-LM do\n",
                      100 * r.mfu, 100 * r.hfu, kFlopConvention, 100 * r.mfu_full_attention);
+  const double share = r.step_time_s > 0 ? r.hidden_comm_s / r.step_time_s : 0;
+  out += fmt::format("hidden comm   {} behind compute ({:.0f}% of the step), assuming {} of it hides (--overlap-efficiency); "
+                     "it costs the compute {}\n",
+                     t(r.hidden_comm_s), 100 * share, r.overlap_efficiency >= 1 ? std::string("all") : fmt::format("{:g}", r.overlap_efficiency),
+                     t(r.interference_s));
+  if (const analysis::PublishedMfu* ref = mfu_reference(m, sys.chip, c.dtype); ref != nullptr && r.mfu > ref->mfu) {
+    out += "warning       " + mfu_warning(*ref, r.mfu, r.step_time_s, r.hidden_comm_s, r.overlap_efficiency) + "\n";
+  }
   if (run) out += run_text(*run, static_cast<double>(c.gpus));
   out += "\n";
   out += fmt::format("  forward  / micro-batch   {:>10}\n", t(r.forward.realistic_s));
@@ -197,7 +246,7 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   if (c.pp > 1) out += fmt::format("  pipeline sends / mb      {:>10}\n", t(r.p2p.realistic_s));
   out += fmt::format("  pipeline (all mbs)       {:>10}   bubble {}\n", t(r.pipeline.realistic_s), t(r.bubble.realistic_s));
   out += fmt::format("  data-parallel comm       {:>10}   exposed {}\n", t(r.dp_comm.realistic_s), t(r.exposed_dp_comm.realistic_s));
-  out += fmt::format("  optimizer (Adam)         {:>10}\n", t(r.optimizer.realistic_s));
+  out += fmt::format("  optimizer (Adam)         {:>10}   gradient norm and buffers {}\n", t(r.optimizer.realistic_s), t(r.grad_norm.realistic_s));
   if (c.powersgd_rank > 0) {
     out += fmt::format("  PowerSGD rank {:<4}       {:>10}   gradients {} instead of {}\n", c.powersgd_rank, t(r.compression.realistic_s),
                        size(r.grad_bytes), size(r.grad_bytes_uncompressed));
@@ -211,8 +260,9 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
     if (r.time_by_kind_s[k] > 0) out += fmt::format("  {} {}", model::name(static_cast<model::OpClass>(k)), t(r.time_by_kind_s[k]));
   }
   const auto& mem = r.memory;
-  out += fmt::format("\n\nmemory per GPU (first stage): params {}, grads {}, optimizer {}, activations {} ({} x {} layers x {:.2f} micro-batches), margin {}\n",
-                     size(mem.params_bytes), size(mem.grads_bytes), size(mem.optimizer_bytes), size(mem.activations_bytes),
+  out += fmt::format("\n\nmemory per GPU (first stage): params {}, grads {}, optimizer {}{}, activations {} ({} x {} layers x {:.2f} micro-batches), margin {}\n",
+                     size(mem.params_bytes), size(mem.grads_bytes), size(mem.optimizer_bytes),
+                     mem.buffers_bytes > 0 ? fmt::format(", gathered layers {}", size(mem.buffers_bytes)) : std::string(), size(mem.activations_bytes),
                      size(mem.activation_bytes_per_layer), std::ceil(static_cast<double>(m.layers) / static_cast<double>(c.pp * c.vpp)) * static_cast<double>(c.vpp), mem.in_flight_micro_batches, size(mem.margin_bytes));
   out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
   if (c.recompute == analysis::Recompute::automatic) {

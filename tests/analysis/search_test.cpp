@@ -85,7 +85,7 @@ Brute brute_force(const model::ModelConfig& m, const hw::System& sys, const Trai
             for (std::int64_t mb : mbs) {
               for (int rc = 0; rc < 4; ++rc) {  // none, selective, full, auto
                 for (std::int64_t vpp : pp > 1 ? vpps : std::vector<std::int64_t>{1}) {
-                  for (int zero = 0; zero <= (dp > 1 ? 3 : 0); ++zero) {
+                  for (int zero = 0; zero <= (dp * cp > 1 ? 3 : 0); ++zero) {
                     TrainPlan p;
                     p.tp = tp, p.cp = cp, p.pp = pp, p.dp = dp, p.cp_ring = ring != 0, p.sequence_parallel = sp != 0;
                     p.micro_batch = mb, p.recompute = static_cast<Recompute>(rc), p.vpp = vpp, p.zero = zero;

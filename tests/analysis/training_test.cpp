@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "ridgeline/comm/collective.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "toy_chip.hpp"
@@ -132,9 +133,10 @@ TEST(Training, MfuInBothConventions) {
 }
 
 TEST(Training, FrameworkOverlapFlags) {
-  // Llama-2-7B on 16 H100s, dp 16, ZeRO 0. With DDP's buckets the all-reduce of the fp32
-  // gradients hides behind the backward (all but the last bucket); without overlap
-  // (--dp-overlap off) the whole all-reduce is exposed after the backward.
+  // Llama-2-7B on 16 H100s, dp 16, ZeRO 0. With buckets the all-reduce of the fp32 gradients
+  // hides behind the backward (all but the last bucket) at the interference it causes; without
+  // overlap (--dp-overlap off) the whole all-reduce is exposed after the backward and costs
+  // the compute nothing.
   const auto m = io::bundled_model("llama-2-7b");
   TrainConfig c;
   c.gpus = 16;
@@ -144,10 +146,27 @@ TEST(Training, FrameworkOverlapFlags) {
   auto off = run(m, "h100-sxm", c);
   EXPECT_DOUBLE_EQ(off->dp_comm.realistic_s, on->dp_comm.realistic_s);
   EXPECT_DOUBLE_EQ(off->exposed_dp_comm.realistic_s, off->dp_comm.realistic_s);
+  EXPECT_DOUBLE_EQ(off->hidden_comm_s, 0);
+  EXPECT_DOUBLE_EQ(off->interference_s, 0);
   EXPECT_LT(on->exposed_dp_comm.realistic_s, on->dp_comm.realistic_s);
-  EXPECT_NEAR(off->step_time_s - on->step_time_s, off->dp_comm.realistic_s - on->exposed_dp_comm.realistic_s, 1e-12);
+  EXPECT_NEAR(on->hidden_comm_s, on->dp_comm.realistic_s - on->exposed_dp_comm.realistic_s, 1e-12);
+  EXPECT_GT(on->interference_s, 0);
+  EXPECT_NEAR(off->step_time_s - on->step_time_s,
+              off->dp_comm.realistic_s - on->exposed_dp_comm.realistic_s - on->interference_s, 1e-12);
+  EXPECT_GT(on->interference_s, 0);
+  // --overlap-efficiency 0.5: half of what hid hides (the window is not the limit at either).
+  c.dp_overlap = true;
+  c.overlap_efficiency = 0.5;
+  auto half = run(m, "h100-sxm", c);
+  EXPECT_NEAR(half->hidden_comm_s, on->hidden_comm_s / 2, 1e-12);
+  EXPECT_NEAR(half->interference_s, on->interference_s / 2, 1e-12);
   // TP 8 with sequence parallelism: --tp-overlap hides each pass's TP gathers and scatters
-  // under its GEMMs, min(TP communication, GEMMs) of the layers' time.
+  // under its GEMMs. The bounds hide min(TP communication, GEMMs); the realistic time hides
+  // what Transformer Engine's schedule can: in forward the gathers (ring exchange) and 3/4 of
+  // the reduce-scatters (the last of their 4 pipelined splits waits for the GEMM's end), in
+  // backward all of both (ring exchange, and bulk beside the weight gradients), and the GEMMs
+  // lose the SMs the overlap kernels hold: 1 of 132 for a ring exchange (copy engines), 16
+  // for the others.
   TrainConfig t;
   t.gpus = 8;
   t.tp = 8;
@@ -160,10 +179,57 @@ TEST(Training, FrameworkOverlapFlags) {
   t.tp_overlap = true;
   train_shape(m, sys, t, *out, *overlap);
   EXPECT_GT(plain->f_layers_tp.realistic_s, 0);
-  EXPECT_NEAR(plain->f_layers.realistic_s - overlap->f_layers.realistic_s,
-              std::min(plain->f_layers_tp.realistic_s, plain->f_layers_gemm.realistic_s), 1e-12);
-  EXPECT_NEAR(plain->b_layers.realistic_s - overlap->b_layers.realistic_s,
-              std::min(plain->b_layers_tp.realistic_s, plain->b_layers_gemm.realistic_s), 1e-12);
+  EXPECT_NEAR(plain->f_layers.lower_s - overlap->f_layers.lower_s, std::min(plain->f_layers_tp.lower_s, plain->f_layers_gemm.lower_s),
+              1e-12);
+  // The layers' gathers and scatters from the graph (realistic, every layer), the main-memory
+  // bytes they move, and the GEMMs' bytes. A gather's backward runs two kernels (the
+  // gradient's reduce-scatter, the input gathered again), each paying the class's fixed time.
+  double ag_f = 0, rs_f = 0, ag_b = 0, rs_b = 0, hbm_ag_f = 0, hbm_rs_f = 0, hbm_ag_b = 0, hbm_rs_b = 0, gemm_f = 0, gemm_b = 0;
+  const model::Graph& g = out->graph;
+  const double o = plain->rates.achievable[static_cast<int>(hw::KernelClass::collective)].overhead_s;
+  for (int i = 0; i < g.op_count; ++i) {
+    const std::string_view n = g.ops[i].name;
+    const double rep = g.repeat(i);
+    if (g.ops[i].cls == model::OpClass::gemm) {
+      gemm_f += out->fwd[i].bytes * rep;
+      gemm_b += out->bwd[i].bytes * rep;
+    }
+    const bool ag = n == "attn_allgather" || n == "mlp_allgather", rs = n == "attn_reducescatter" || n == "mlp_reducescatter";
+    if (!ag && !rs) continue;
+    const double f = part_of(out->fwd[i].parts, plain->rates, g.ops[i].kernel).realistic_s * rep;
+    const double b = (part_of(out->bwd[i].parts, plain->rates, g.ops[i].kernel).realistic_s + (ag ? o : 0)) * rep;
+    (ag ? ag_f : rs_f) += f;
+    (ag ? ag_b : rs_b) += b;
+    (ag ? hbm_ag_f : hbm_rs_f) += out->fwd[i].bytes * rep;
+    (ag ? hbm_ag_b : hbm_rs_b) += out->bwd[i].bytes * rep;
+  }
+  // Each gather's backward also gathers the input again for the weight gradient: two kernels.
+  EXPECT_NEAR(ag_b, 2 * ag_f, 1e-12 * ag_f);
+  // The ring exchanges hide first, the others in what the GEMMs have left (at TP 8 the forward's
+  // communication outlasts its GEMMs).
+  const double gf = plain->f_layers_gemm.realistic_s, gb = plain->b_layers_gemm.realistic_s;
+  const double ring_f = std::min(ag_f, gf), pipe_f = std::min(0.75 * rs_f, gf - ring_f);
+  const double ring_b = std::min(rs_b, gb), bulk_b = std::min(ag_b, gb - ring_b);
+  const double hidden = ring_f + pipe_f + ring_b + bulk_b;
+  EXPECT_NEAR(overlap->tp_overlap.hidden_s, hidden, 1e-12 * hidden);
+  // The GEMMs lose the SMs of the kernels beside them, or the memory bandwidth both need beyond
+  // what there is (analysis::interference_rate): the gathers' forward and the scatters'
+  // backward run by ring exchange (1 SM), the rest on 16; each hides in the GEMMs' time the
+  // one before left.
+  const hw::ChipSpec& h100 = sys.chip;
+  auto charge = [&](double hid, double time, double hbm, double sms, double window, double bytes_) {
+    const ComputeWindow w{window, 0, window, bytes_, 0, 0};
+    return hid * interference_rate({time, hbm, sms, false}, w, h100);
+  };
+  const double cost = charge(ring_f, ag_f, hbm_ag_f, 1, gf, gemm_f) +
+                      charge(pipe_f, rs_f, hbm_rs_f, 16, gf - ring_f, gemm_f * (gf - ring_f) / gf) +
+                      charge(ring_b, rs_b, hbm_rs_b, 1, gb, gemm_b) +
+                      charge(bulk_b, ag_b, hbm_ag_b, 16, gb - ring_b, gemm_b * (gb - ring_b) / gb);
+  const double sm = (ring_f + ring_b) / 132 + (pipe_f + bulk_b) * 16 / 132;
+  EXPECT_GE(cost, sm);  // never less than the SMs' share
+  EXPECT_NEAR(overlap->tp_overlap.interference_s, cost, 1e-9 * cost);
+  EXPECT_NEAR((plain->f_layers.realistic_s + plain->b_layers.realistic_s) - (overlap->f_layers.realistic_s + overlap->b_layers.realistic_s),
+              hidden - cost, 1e-9 * hidden);
 }
 
 TEST(Training, Fp8TrainingAsTransformerEngineRunsIt) {
@@ -397,24 +463,170 @@ TEST(Training, ModelFlopsAreThreeForwardPasses) {
   EXPECT_NEAR(r->hardware_flops_per_step - r->model_flops_per_step, 0.5 * 3 * attention / 3, 1e-3 * attention);
 }
 
+// A data-parallel collective's realistic time over the dp·cp ranks of a plan (tp apart), as
+// comm::price prices it.
+double dp_time(const hw::System& sys, comm::Collective kind, double bytes_, double ranks, double stride) {
+  const comm::Wiring w = comm::wiring(sys);
+  const ops::Rates r(sys.chip);
+  const ops::Cost c = comm::price(w, comm::place(w, ranks, stride), kind, bytes_, DType::bf16, comm::Algo::automatic).cost;
+  return part_of(ops::time_parts(c, r), r, hw::KernelClass::collective).realistic_s;
+}
+
+TEST(Training, MegatronLmSplitsPipelineSendsOverTensorParallelRanks) {
+  // GPT-3 175B (h 12288) on 64 A100s, TP 8 PP 8, seq 2048, micro-batch
+  // 1, no sequence parallelism: a stage boundary carries 2048 x 12288 bf16 = 50331648 bytes each
+  // way. Megatron-Core sends all of it from every TP rank to its peer 8 ranks on (tp·cp·dp = 8);
+  // Megatron-LM (--framework megatron-lm) sends 1/8 and all-gathers the 8 pieces over the
+  // node's 8 ranks (stride 1) on arrival. Forward and backward: twice per micro-batch.
+  const auto m = io::bundled_model("gpt3-175b");
+  TrainConfig c;
+  c.gpus = 64;
+  c.tp = 8;
+  c.pp = 8;
+  c.seq = 2048;
+  c.global_batch = 8;
+  const hw::System sys = training_system(chip("a100-80gb"), c);
+  const double act = 2048.0 * 12288 * 2;
+  auto core = run(m, "a100-80gb", c);
+  EXPECT_NEAR(core->p2p.realistic_s, 2 * dp_time(sys, comm::Collective::send_recv, act, 2, 8), 1e-15);
+  c.framework = Framework::megatron_lm;
+  auto lm = run(m, "a100-80gb", c);
+  const double split = dp_time(sys, comm::Collective::send_recv, act / 8, 2, 8) + dp_time(sys, comm::Collective::all_gather, act, 8, 1);
+  EXPECT_NEAR(lm->p2p.realistic_s, 2 * split, 1e-15);
+  EXPECT_LT(lm->p2p.realistic_s, core->p2p.realistic_s);  // the node's links are 12x one NIC
+  EXPECT_EQ(lm->forward.realistic_s, core->forward.realistic_s);
+  // With sequence parallelism both send the sequence shard, 1/8 of it, whole.
+  c.sequence_parallel = true;
+  auto sp = run(m, "a100-80gb", c);
+  EXPECT_NEAR(sp->p2p.realistic_s, 2 * dp_time(sys, comm::Collective::send_recv, act / 8, 2, 8), 1e-15);
+}
+
 TEST(Training, DataParallelOverlap) {
   const auto m = io::bundled_model("llama-2-7b");
+  const double params = 6738415616.0;
   TrainConfig c;
   c.gpus = 8;
   c.seq = 4096;
   c.micro_batch = 4;
-  // ZeRO-1: the gradient reduce-scatter hides behind a long backward, the parameter
-  // all-gather behind the next forward: nothing exposed.
+  const hw::System sys = training_system(chip("h100-sxm"), c);
+  // ZeRO-1, Megatron's buckets of max(40M, 1M x 8) = 40M parameters: ceil(6738415616 / 40e6)
+  // = 169 buckets. The gradients' reduce-scatter hides behind the long backward but for its
+  // last bucket, the parameters' all-gather behind the next forward but for its first.
   c.zero = 1;
   auto z1 = run(m, "h100-sxm", c);
-  EXPECT_GT(z1->dp_comm.realistic_s, 0);
+  const double rs1 = dp_time(sys, comm::Collective::reduce_scatter, params * 4 / 169, 8, 1);
+  const double ag1 = dp_time(sys, comm::Collective::all_gather, params * 2 / 169, 8, 1);
+  EXPECT_NEAR(z1->dp_comm.realistic_s, 169 * (rs1 + ag1), 1e-9 * z1->dp_comm.realistic_s);
   EXPECT_LT(z1->dp_comm.realistic_s, z1->backward.realistic_s);
-  EXPECT_DOUBLE_EQ(z1->exposed_dp_comm.realistic_s, 0);
-  // Plain DDP: the last 25 MB bucket of fp32 gradients runs after backward ends.
+  EXPECT_NEAR(z1->exposed_dp_comm.realistic_s, rs1 + ag1, 1e-12);
+  // Plain DDP: the last of the 169 buckets of fp32 gradients runs after the backward ends.
   c.zero = 0;
   auto z0 = run(m, "h100-sxm", c);
-  const double buckets = std::ceil(6738415616.0 * 4 / 25e6);
-  EXPECT_NEAR(z0->exposed_dp_comm.realistic_s, z0->dp_comm.realistic_s / buckets, 1e-15);
+  EXPECT_NEAR(z0->exposed_dp_comm.realistic_s, z0->dp_comm.realistic_s / 169, 1e-15);
+  // PyTorch DDP's 25 MB buckets: ceil(6738415616 x 4 / 25e6) = 1079.
+  c.framework = Framework::fsdp2;
+  auto ddp = run(m, "h100-sxm", c);
+  EXPECT_NEAR(ddp->exposed_dp_comm.realistic_s, ddp->dp_comm.realistic_s / 1079, 1e-15);
+}
+
+TEST(Training, Zero3GathersALayerAtATime) {
+  // Llama-2-7B on one node of 8 H100s, ZeRO-3 over the 8, 2 micro-batches of 4096 tokens.
+  // A layer holds 4·4096² + 3·4096·11008 + 2·4096 = 202383360 parameters; each micro-batch
+  // gathers each layer (bf16, 404.8 MB gathered) for the forward and again for the backward,
+  // and reduce-scatters its fp32 gradients (809.5 MB). The first gather of the forward and the
+  // last reduce-scatter of the backward wait; the others hide beside the layers (here each
+  // layer's compute outlasts them), the embedding and head's beside their own compute.
+  const auto m = io::bundled_model("llama-2-7b");
+  const double layer = 4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096.0;
+  TrainConfig c;
+  c.gpus = 8;
+  c.seq = 4096;
+  c.global_batch = 16;
+  c.zero = 3;
+  const hw::System sys = training_system(chip("h100-sxm"), c);
+  auto r = run(m, "h100-sxm", c);
+  ASSERT_EQ(r->micro_batches, 2);
+  const double ag = dp_time(sys, comm::Collective::all_gather, layer * 2, 8, 1);
+  const double rs = dp_time(sys, comm::Collective::reduce_scatter, layer * 4, 8, 1);
+  const double other = 2 * 32000.0 * 4096 + 4096;  // the embedding, the head, the final norm
+  const double ag_o = dp_time(sys, comm::Collective::all_gather, other * 2, 8, 1);
+  const double rs_o = dp_time(sys, comm::Collective::reduce_scatter, other * 4, 8, 1);
+  EXPECT_NEAR(r->dp_comm.realistic_s, 2 * (32 * (2 * ag + rs) + 2 * ag_o + rs_o), 1e-9 * r->dp_comm.realistic_s);
+  EXPECT_GE(r->exposed_dp_comm.realistic_s, 2 * (ag + rs) - 1e-12);
+  EXPECT_LE(r->exposed_dp_comm.realistic_s, 2 * (ag + rs + 2 * ag_o + rs_o));
+  // Memory: the layer computing and one prefetched in bf16, one layer's fp32 gradients.
+  EXPECT_DOUBLE_EQ(r->memory.buffers_bytes, (2 * 2 + 4) * layer);
+  c.prefetch = 2;
+  EXPECT_DOUBLE_EQ(run(m, "h100-sxm", c)->memory.buffers_bytes, (3 * 2 + 4) * layer);
+}
+
+TEST(Training, ContextParallelRanksShareTheDataParallelGroup) {
+  // Llama-3.1-8B on 8 GPUs, cp 2, dp 4: the two cp ranks hold the same weights, so ZeRO-1
+  // shards the 12 bytes of optimizer states per parameter over dp·cp = 8 (Megatron's
+  // data-parallel group with context parallelism).
+  const auto m = io::bundled_model("llama-3.1-8b");
+  TrainConfig c;
+  c.gpus = 8;
+  c.cp = 2;
+  c.seq = 8192;
+  c.global_batch = 8;
+  c.zero = 1;
+  auto r = run(m, "h100-sxm", c);
+  EXPECT_EQ(r->dp, 4);
+  EXPECT_NEAR(r->memory.optimizer_bytes, 12 * r->params_per_gpu / 8, 1e-6 * r->memory.optimizer_bytes);
+}
+
+TEST(Training, DropoutLossAndSequenceParallelKernels) {
+  // Llama-2-7B, one sequence of 1024 on one GPU, naive attention with dropout: the dropout of
+  // the 32 x 1024 x 1024 probabilities reads them (2 bytes each) and writes them (2) and a
+  // 1-byte mask: 5 x 33554432 = 167772160 bytes, as many again in backward.
+  const auto m = io::bundled_model("llama-2-7b");
+  TrainConfig c;
+  c.gpus = 1;
+  c.seq = 1024;
+  c.attention = ops::AttentionImpl::naive;
+  c.dropout = true;
+  auto r = run(m, "h100-sxm", c);
+  const model::Graph& g = r->graph;
+  bool seen_dropout = false, seen_loss = false;
+  for (int i = 0; i < g.op_count; ++i) {
+    const std::string_view n = g.ops[i].name;
+    if (n == "attn_dropout") {
+      seen_dropout = true;
+      EXPECT_DOUBLE_EQ(r->fwd[i].bytes, 5 * 33554432.0);
+      EXPECT_DOUBLE_EQ(r->bwd[i].bytes, r->fwd[i].bytes);
+    }
+    if (n == "cross_entropy") {
+      // Megatron's vocab-parallel cross-entropy: 38 bytes per logit forward, 14 backward;
+      // 1024 x 32000 logits.
+      seen_loss = true;
+      EXPECT_DOUBLE_EQ(r->fwd[i].bytes, 38 * 1024 * 32000.0);
+      EXPECT_NEAR(r->bwd[i].bytes, 14 * 1024 * 32000.0, 1e-3);
+    }
+    if (n == "attn_residual") {
+      // Megatron's fused bias-dropout-add: reads two 2-byte tensors, writes one and a 1-byte mask.
+      EXPECT_DOUBLE_EQ(r->fwd[i].bytes, (2 * 2 + 2 + 1) * 1024 * 4096.0);
+    }
+  }
+  EXPECT_TRUE(seen_dropout);
+  EXPECT_TRUE(seen_loss);
+  // TP 2 with sequence parallelism: a gather's backward moves twice its bytes (the gradient's
+  // reduce-scatter and the input gathered again).
+  c.gpus = 2;
+  c.tp = 2;
+  c.sequence_parallel = true;
+  c.dropout = false;
+  c.attention = ops::AttentionImpl::flash;
+  auto sp = run(m, "h100-sxm", c);
+  for (int i = 0; i < sp->graph.op_count; ++i) {
+    const std::string_view n = sp->graph.ops[i].name;
+    if (n == "attn_allgather") {
+      EXPECT_DOUBLE_EQ(sp->bwd[i].link_bytes, 2 * sp->fwd[i].link_bytes);
+    }
+    if (n == "attn_reducescatter") {
+      EXPECT_DOUBLE_EQ(sp->bwd[i].link_bytes, sp->fwd[i].link_bytes);
+    }
+  }
 }
 
 TEST(Training, ContextParallelismSharesTheSameWork) {

@@ -46,6 +46,7 @@ struct TrainPlan {
   Recompute recompute = Recompute::none;
   bool sequence_parallel = false, cp_ring = false;
   double step_time_s = 0, tokens_per_s = 0, mfu = 0, memory_bytes = 0;
+  double hidden_comm_s = 0;  ///< communication the plan hides behind compute per step (TrainStep::hidden_comm_s)
   std::uint64_t order = 0;  ///< enumeration order: breaks ties, so results do not depend on threads
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/analysis/overlap.hpp"
 #include "ridgeline/comm/collective.hpp"
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/graph.hpp"
@@ -20,6 +21,21 @@ namespace ridgeline::analysis {
 /// activation under the plan's memory budget (auto; docs/training.md#recomputation).
 enum class Recompute : std::uint8_t { none, selective, full, automatic };
 std::string_view name(Recompute r) noexcept;
+
+/// Whose defaults a step follows (docs/training.md#framework-presets): megatron —
+/// Megatron-Core (NeMo): its DistributedDataParallel and distributed optimizer (gradient
+/// buckets of max(40M, 1M x dp·cp) parameters, the fp32 gradient buffer zeroed every step) and
+/// its fused SwiGLU (bias_swiglu_impl, whose backward takes 4.2 times its forward); fsdp2 —
+/// PyTorch (DDP's 25 MB buckets, FSDP2's fully_shard per transformer block, gradients set to
+/// None). Both run ZeRO-3 / FSDP a layer at a time with one layer gathered ahead. megatron_lm —
+/// Megatron-LM before Megatron-Core: megatron's, with pipeline sends split over the TP ranks
+/// without sequence parallelism (Narayanan et al. 2021, section 4.1).
+enum class Framework : std::uint8_t {
+  megatron,     ///< Megatron-Core (NeMo, Megatron-LM since 2023)
+  fsdp2,        ///< PyTorch DDP / FSDP2
+  megatron_lm,  ///< Megatron-LM before Megatron-Core (2021-2022): Megatron-Core's defaults, and pipeline sends split over TP
+};
+std::string_view name(Framework p) noexcept;
 
 struct TrainConfig {
   std::int64_t gpus = 8;
@@ -41,6 +57,16 @@ struct TrainConfig {
   /// (Transformer Engine's userbuffers, Megatron's --tp-comm-overlap; needs sequence
   /// parallelism): each layer hides as much of its TP communication as its GEMMs take.
   bool tp_overlap = false;
+  Framework framework = Framework::megatron;
+  /// ZeRO-3 / FSDP: layers whose parameters are gathered ahead of the one computing (FSDP2's
+  /// implicit forward and explicit backward prefetch: 1); each holds its gathered bf16
+  /// parameters, as does the one computing.
+  int prefetch = 1;
+  /// Of the communication a plan can hide behind compute (data-parallel reductions and
+  /// gathers, tensor-parallel overlap), the fraction that does hide (1: all the compute and
+  /// its link leave room for; 0: none). Prices plans more conservatively than the model's
+  /// schedule (docs/training.md#interference).
+  double overlap_efficiency = 1;
   std::int64_t seq = 2048;
   std::int64_t micro_batch = 1;    ///< sequences per micro-batch per replica
   std::int64_t global_batch = 0;   ///< sequences per step; 0: dp x micro_batch
@@ -61,6 +87,9 @@ struct TrainMemory {
   double grads_bytes = 0;
   double optimizer_bytes = 0;
   double activations_bytes = 0;
+  /// ZeRO-3 / FSDP: the gathered bf16 parameters of the layer computing and the ones prefetched,
+  /// and one layer's unsharded gradients waiting for their reduce-scatter.
+  double buffers_bytes = 0;
   double margin_bytes = 0;
   double total_bytes = 0;
   double capacity_bytes = 0;
@@ -203,6 +232,27 @@ struct TrainShape {
   std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound forward + backward by op class, per micro-batch
   std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_other_s{};  ///< the forward part of those
   double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
+  /// What a collective beside one micro-batch's forward and backward sees of it (realistic; the
+  /// layers' all layers, not yet scaled to a stage; the rest the embedding and head).
+  ComputeWindow f_window_layers, b_window_layers, f_window_other, b_window_other;
+  /// --tp-overlap: the layers' TP communication hidden behind their GEMMs and what that cost
+  /// them, per micro-batch (realistic, every layer).
+  OverlapCost tp_overlap;
+  /// The gradient norm's all-reduce of one fp32 over every GPU, once per step (the same for every plan).
+  StepPart grad_norm_allreduce;
+  /// train_step's data-parallel collectives already priced for plans of this shape: the same
+  /// collective of the same bytes over a group placed alike prices the same, and the plans
+  /// under a shape (their ZeRO stages and interleavings) repeat them.
+  struct PricedCollective {
+    int kind = -1;
+    double bytes = 0, size = 0, per_domain = 0;
+    std::array<int, 3> extent{};
+    std::array<bool, 3> wrap{};
+    StepPart t;
+    OverlapComm beside;
+  };
+  mutable std::array<PricedCollective, 8> priced{};
+  mutable int priced_next = 0;
   double params_layers = 0, params_embed = 0, params_head = 0;  ///< on this GPU (tp-split), all layers
   /// Of params_layers, the experts' (ep-split): replicated over dp/ep ranks only, so ZeRO
   /// shards them and their gradients are reduced over the expert-data-parallel group.
@@ -239,6 +289,14 @@ struct TrainStep {
   StepPart compression;                ///< PowerSGD's extra GEMMs and error feedback per step
   double fp8_cast_bytes = 0;           ///< per micro-batch: bf16 -> fp8 casts of GEMM inputs and weights
   double exposed_comm_s = 0;           ///< realistic: TP + PP + exposed DP communication
+  /// Realistic, per step: communication hidden behind compute (data-parallel, tensor-parallel
+  /// overlap), and what hiding it costs the compute (in the step time; docs/training.md#interference).
+  double hidden_comm_s = 0;
+  double interference_s = 0;
+  double overlap_efficiency = 1;       ///< the fraction of hideable communication assumed hidden (TrainConfig)
+  /// Optimizer-step kernels besides Adam: the gradient norm (read every gradient this GPU
+  /// updates) and its all-reduce, and zeroing the gradient buffer (Megatron), per step.
+  StepPart grad_norm;
   std::array<double, 6> time_by_kind_s{};  ///< compute kernels per step by op class (lower)
   std::array<double, 6> forward_time_by_kind_s{};   ///< the forward part of time_by_kind_s
   std::array<double, 6> backward_time_by_kind_s{};  ///< the backward part (recomputed forwards included)

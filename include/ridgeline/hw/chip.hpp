@@ -147,6 +147,10 @@ struct TopologySpec {
   /// optical switches close cubes; v5e/v6e: 16, only a full pod axis); 0: never.
   int wrap_multiple = 0;
   CollectiveLibrary library = CollectiveLibrary::none;
+  /// Multiprocessors a collective's kernel holds while it runs (one thread block per channel,
+  /// which shares its SM with no compute kernel): what communication hidden behind compute
+  /// takes from it (docs/training.md#interference); 0: none counted.
+  int collective_sms = 0;
   bool operator==(const TopologySpec&) const = default;
 };
 

@@ -68,6 +68,9 @@ struct GraphOp {
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
   std::int8_t collective = -1;  ///< for a collective, its terms' index in Graph::collectives (to re-price it at another size)
   Scale scale = Scale::tokens;  ///< what its cost is affine in
+  /// Training: the backward's cost over the forward's, in every count (0: its class's,
+  /// docs/training.md#one-micro-batch-on-one-gpu).
+  double backward = 0;
 };
 
 /// A collective's terms: what comm::price priced, to price it again at another size (its
@@ -132,6 +135,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.quantised = false;
   op.expert_bytes = op.touched = 0;
+  op.backward = 0;
   return op;
 }
 

@@ -38,6 +38,11 @@ struct ForwardConfig {
   /// Training: logits for every token and the cross-entropy loss (vocab-parallel, fp32),
   /// instead of logits for the last position of each sequence.
   bool training = false;
+  /// Training with dropout (GPT-3-era runs): each residual add also writes its 1-byte mask
+  /// (Megatron's fused bias-dropout-add), and naive attention drops its probabilities in a
+  /// kernel of its own that reads them and writes them and a mask (FlashAttention drops them
+  /// inside its kernel).
+  bool dropout = false;
   /// The kernels serving engines run (vLLM, SGLang, TensorRT-LLM): q, k and v as one GEMM,
   /// gate and up as one, and each residual add inside the norm that follows it (fused
   /// add + RMSNorm; the final norm over every token). Same weights, fewer kernels and bytes

@@ -5,6 +5,7 @@
 
 #include "ridgeline/analysis/recompute.hpp"
 #include "ridgeline/analysis/run_totals.hpp"
+#include "ridgeline/analysis/published_mfu.hpp"
 #include "ridgeline/analysis/training.hpp"
 
 namespace ridgeline::report {
@@ -27,6 +28,13 @@ nlohmann::json training_json(const model::ModelConfig& m, const hw::System& sys,
                              const analysis::TrainResult& r, const RunReport* run = nullptr);
 std::string training_text(const model::ModelConfig& m, const hw::System& sys, const analysis::TrainConfig& cfg,
                           const analysis::TrainResult& r, const RunReport* run = nullptr);
+
+/// The best published MFU for the plan's class (analysis::published_mfu; nullptr: none), and,
+/// when the plan's MFU exceeds it, a warning naming the assumption that lets it: the
+/// communication it hides behind compute, or kernels at their best standalone rates.
+const analysis::PublishedMfu* mfu_reference(const model::ModelConfig& m, const hw::ChipSpec& chip, DType dtype);
+std::string mfu_warning(const analysis::PublishedMfu& ref, double mfu, double step_s, double hidden_comm_s,
+                        double overlap_efficiency);
 
 nlohmann::json recompute_json(const analysis::RecomputeResult& r);
 std::string recompute_text(const model::ModelConfig& m, const analysis::RecomputeResult& r);
