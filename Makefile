@@ -1,7 +1,7 @@
 # Quick start: `make demo` and `make test`. Everything else is optional.
 RIDGELINE := build/dev/apps/ridgeline/ridgeline
 
-.PHONY: all deps configure build test demo docs bench asan fuzz install-check web test-web clean
+.PHONY: all deps configure build test demo docs bench asan fuzz install install-check web test-web clean
 all: build
 
 deps:
@@ -42,6 +42,13 @@ fuzz: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result fuzz_serving
 	@bash scripts/run-fuzz.sh build/fuzz/fuzz 100000
+
+# The CLI into PREFIX/bin (with the library, headers and CMake package): `make install
+# PREFIX=~/.local` puts `ridgeline` on a PATH that has ~/.local/bin.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install build/dev --prefix $(PREFIX)
+	@echo "ridgeline installed: $(PREFIX)/bin/ridgeline"
 
 install-check: build
 	@bash scripts/check-install.sh

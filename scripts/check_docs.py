@@ -6,8 +6,16 @@ stands for any number of lines, so a block may show an excerpt: the pieces betwe
 must appear in the output in order, each as consecutive whole lines; a block that does not
 start with the output's first line shows lines picked out of it, each of which must be a
 line of the output, in order; otherwise the block is the whole output. Commands that write
-files (`--out`, `--plot`, `--requests-out`), use a shell pipe, or measure this machine
-(`measure`, `validate` without a chip file) are not run.
+files (`--out`, `--plot`, `--requests-out`) run with those files in a scratch
+directory; commands with a shell pipe or redirection, or that measure this machine
+(`measure`, `validate` without a chip file), are not run.
+
+Every block of README.md is covered: besides samples, a block of `ridgeline ...` commands
+(the tour) has each command run in a scratch directory (the repository's tests/ and data/
+linked in) and must exit 0; a block of `make TARGET` lines names targets of the Makefile; a
+`python` block runs with the module beside the binary (build/dev/python), a line needing a
+package that is not installed skipped; a block of this machine's measurements is shown, not
+compared. Any other README block is reported as one the check cannot run.
 
 Usage: check_docs.py RIDGELINE_BINARY REPOSITORY_ROOT. Exit 1 listing each drifted block."""
 import glob
@@ -17,6 +25,109 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
+
+# Flags whose value is a file or directory the command writes: redirected to a scratch directory.
+WRITES = ("--out", "--plot", "--requests-out")
+
+
+def scratch_args(args, scratch):
+    """`args` with each written path moved into `scratch` (same base name)."""
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a in WRITES:
+            out[i + 1] = os.path.join(scratch, os.path.basename(out[i + 1].rstrip("/")) or "out")
+    return out
+
+
+def fenced(path):
+    """(first line number, info string, lines) of every fenced block."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("```"):
+                j += 1
+            yield i + 1, lines[i][3:].strip(), lines[i + 1:j]
+            i = j + 1
+        else:
+            i += 1
+
+
+def machine_block(body):
+    return any(l.startswith("$ ridgeline measure") or l.startswith("$ ridgeline validate") for l in body)
+
+
+def check_readme_blocks(binary, root, scratch):
+    """README blocks other than samples: (checked, drifted)."""
+    checked = drift = 0
+    path = os.path.join(root, "README.md")
+    makefile = open(os.path.join(root, "Makefile"), encoding="utf-8").read()
+    targets = set(re.findall(r"^([\w-]+):", makefile, re.M))
+    bindir = os.path.join(scratch, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    link = os.path.join(bindir, "ridgeline")
+    if not os.path.exists(link):
+        os.symlink(binary, link)
+    sandbox = os.path.join(scratch, "tour")
+    os.makedirs(sandbox, exist_ok=True)
+    for d in ("tests", "data", "docs"):
+        if not os.path.exists(os.path.join(sandbox, d)):
+            os.symlink(os.path.join(root, d), os.path.join(sandbox, d))
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    python_dir = os.path.normpath(os.path.join(os.path.dirname(binary), "..", "..", "python"))
+    for line, info, body in fenced(path):
+        text = [l for l in body if l.strip()]
+        if not text or any(l.startswith("$ ridgeline ") for l in body):
+            if machine_block(body):
+                print(f"README.md:{line}: this machine's measurements: shown, not compared")
+            continue  # samples: checked by main()
+        checked += 1
+        if all(l.startswith("make ") for l in text):
+            missing = [l.split()[1] for l in text if l.split()[1] not in targets]
+            if missing:
+                drift += 1
+                print(f"README.md:{line}: make {', '.join(missing)}: not a target of the Makefile")
+            continue
+        if info == "python":
+            if not os.path.isdir(python_dir):
+                print(f"README.md:{line}: the Python module is not built beside the binary: not run")
+                continue
+            program = "import importlib.util, sys\n"
+            for l in body:
+                if not l.strip():
+                    continue
+                mods = re.findall(r"^\s*import (\w+)", l) + re.findall(r";\s*import (\w+)", l)
+                guard = " and ".join(f"importlib.util.find_spec({m!r})" for m in mods if m != "ridgeline")
+                program += (f"if {guard}:\n    " if guard else "") + l + "\n"
+            r = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True, text=True, timeout=600,
+                               env=dict(os.environ, PYTHONPATH=python_dir))
+            if r.returncode != 0:
+                drift += 1
+                print(f"README.md:{line}: the Python block fails: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
+            continue
+        commands = []
+        for l in body:
+            l = re.sub(r"\s+#.*$", "", l.rstrip())
+            if not l:
+                continue
+            if commands and commands[-1].endswith("\\"):
+                commands[-1] = commands[-1][:-1] + " " + l.strip()
+            else:
+                commands.append(l)
+        if not all(c.startswith("ridgeline ") for c in commands):
+            drift += 1
+            print(f"README.md:{line}: a block the docs check cannot run: make it a `$ ridgeline` sample or a list of commands")
+            continue
+        for c in commands:
+            if re.search(r"\bridgeline (measure|validate)\b", c) or "import-ert" in c:
+                continue  # this machine, or a file the reader brings
+            r = subprocess.run(["sh", "-c", c], cwd=sandbox, capture_output=True, text=True, timeout=600, env=env)
+            if r.returncode != 0:
+                drift += 1
+                print(f"README.md:{line}: `{c}` exits {r.returncode}: {(r.stderr.strip().splitlines() or ['?'])[0]}")
+    return checked, drift
 
 
 def blocks(path):
@@ -112,15 +223,16 @@ def main():
     binary, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
     drift = checked = 0
+    scratch = tempfile.mkdtemp(prefix="ridgeline-docs-")
     for f in files:
         for line, command, expected in blocks(f):
             command = re.sub(r"\s{2,}\([^)]*\)$", "", command)  # "    (totals)": a note on what the block shows
             args = shlex.split(command)[1:]
-            if any(a in ("--out", "--plot", "--requests-out") for a in args) or "|" in command or ">" in command:
+            if "|" in command or ">" in command:
                 continue
             if args and (args[0] == "measure" or (args[0] == "validate" and "--hw" not in args)):
                 continue  # this machine's numbers
-            r = subprocess.run([binary] + args, cwd=root, capture_output=True, text=True, timeout=300)
+            r = subprocess.run([binary] + scratch_args(args, scratch), cwd=root, capture_output=True, text=True, timeout=600)
             checked += 1
             if not matches(expected, r.stdout.split("\n")):
                 drift += 1
@@ -137,7 +249,10 @@ def main():
         if actual != int(m.group(1)):
             drift += 1
             print(f"README.md: says '{m.group(0)}', `ridgeline {' '.join(command[:-1])}` lists {actual}")
-    print(f"{checked} samples checked, {drift} drifted")
+    c, d = check_readme_blocks(binary, root, scratch)
+    checked += c
+    drift += d
+    print(f"{checked} samples and README blocks checked, {drift} drifted")
     return 1 if drift else 0
 
 

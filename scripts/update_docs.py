@@ -13,9 +13,10 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_docs import blocks, matches, steady  # noqa: E402
+from check_docs import blocks, matches, scratch_args, steady  # noqa: E402
 
 NUMBER = re.compile(r"[-+]?\d[\d.,]*(e[-+]?\d+)?")
 
@@ -77,17 +78,19 @@ def updated(expected, actual):
 def main():
     binary, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
+    scratch = tempfile.mkdtemp(prefix="ridgeline-docs-")  # the files samples write (--out, --plot)
     for f in files:
         text = open(f, encoding="utf-8").read().split("\n")
         edits = []
         for line, command, expected in blocks(f):
             command = re.sub(r"\s{2,}\([^)]*\)$", "", command)
             args = shlex.split(command)[1:]
-            if any(a in ("--out", "--plot", "--requests-out") for a in args) or "|" in command or ">" in command:
+            if "|" in command or ">" in command:
                 continue
             if args and (args[0] == "measure" or (args[0] == "validate" and "--hw" not in args)):
                 continue
-            actual = subprocess.run([binary] + args, cwd=root, capture_output=True, text=True, timeout=600).stdout.split("\n")
+            actual = subprocess.run([binary] + scratch_args(args, scratch), cwd=root, capture_output=True, text=True,
+                                    timeout=600).stdout.split("\n")
             if matches(expected, actual):
                 continue
             new, lost = updated(expected, actual)

@@ -119,10 +119,14 @@ void register_infer(CLI::App& root, std::vector<Command>& commands) {
 void register_report_infer(CLI::App& root, std::vector<Command>& commands) {
   auto f = std::make_shared<InferFlags>();
   auto out = std::make_shared<std::string>();
-  auto* r = root.add_subcommand("report", "one self-contained HTML page: inputs, headline, charts, sortable op tables (--train: a training step)");
+  auto* r = root.add_subcommand("report", "one self-contained HTML page: inputs, headline, charts, sortable op tables "
+                                           "(--train: a training step; --serve: a serving run; --fleet: a capacity search)");
   add_infer_flags(r, f.get());
   r->add_option("--out", *out, "HTML file to write")->required();
   r->add_flag("--train")->description("a training step instead (takes the train flags)");
+  // Routed before parsing (run.cpp): listed here so that `help report` shows them.
+  r->add_flag("--serve")->description("a serving simulation instead (takes the serve flags: `ridgeline help serve`)");
+  r->add_flag("--fleet")->description("a capacity search's page instead (takes the search serve flags: `ridgeline help search serve`)");
   commands.push_back({r, [f, out] {
                         model::ModelConfig m = io::resolve_model(f->fw.model);
                         analysis::InferenceConfig cfg = infer_config(f.get(), m);

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "emit.hpp"
 #include "ridgeline/analysis/search.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
@@ -144,6 +145,7 @@ struct ServeSearchFlags {
   const CLI::App* app = nullptr;             // the command: the order its flags were given in
   std::string spec_tokens;
   std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill;
+  EmitFlags emit;
 };
 
 // A knob the search tries on, off or both ways (both: `first`, then the other).
@@ -163,8 +165,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
   app->add_option("--tp", f->tp, "tensor parallelism to try, comma-separated (default: 1, 2, 4, 8 within a node)");
   app->add_option("--ep", f->ep, "expert parallelism to try (default: 1; MoE: powers of two within a node)");
-  app->add_option("--weight-dtype", f->weight_dtypes, "weight dtypes to try, comma-separated (default: the checkpoint's)");
-  app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype)");
+  app->add_option("--weight-dtype", f->weight_dtypes,
+                  "weight dtypes to try, comma-separated (default: the checkpoint's, and fp8 on chips that compute fp8 unless the checkpoint is quantised)");
+  app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype, and fp8 on chips that compute fp8)");
   app->add_option("--act-dtype", f->act_dtype, "activations")->capture_default_str();
   app->add_option("--engine", f->engines, "engines to try: vllm, sglang, trtllm, static")->capture_default_str();
   app->add_option("--max-num-seqs", f->max_num_seqs, "sequence limits to try (default: the engine's and 512 ... 16 below it)");
@@ -200,6 +203,7 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--disagg-split", f->disagg_split,
                   "disaggregated: search (every P:D cheaper than rate matching's split) or match (rate matching's split only)")
       ->capture_default_str();
+  add_emit_flags(app, f->emit);
 }
 
 // The space `search serve` searches, and the `serve` command each deployment's numbers come from.
@@ -350,6 +354,9 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (!v->kv_dtypes.empty()) {
     for (DType d : dtype_list(v->kv_dtypes, "--kv-dtype")) s.kv_dtypes.emplace_back(d);
   }
+  // Without --weight-dtype (--kv-dtype): the checkpoint's (the activations') and fp8 where the
+  // chip computes it, as a planner would try both.
+  s.fp8_by_default = true;
   for (const std::string& item : split_list(v->engines)) {
     const auto kind = serving::parse_engine(item);
     if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", item));
@@ -686,6 +693,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   auto* sv = search->add_subcommand("serve", "the cheapest serving fleet meeting SLOs: chips, TP, EP, dtypes, engine knobs, replicas");
   add_serve_search_flags(sv, v.get());
   commands.push_back({sv, [v] {
+                        const auto emit_to = emit_target(v->emit);
                         FleetRun run;
                         fleet_run(v.get(), run);
                         const model::ModelConfig& m = run.model;
@@ -698,8 +706,10 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                           r = planning::search_fleet(m, s, c);
                         }
                         if (!v->plot.empty() && !r.pareto.empty()) report::write_chart(v->plot, report::fleet_pareto_svg(m, s, r), "--plot");
-                        emit(v->json, v->json ? report::fleet_search_json(m, s, r, prefix) : nlohmann::json{},
-                             v->json ? "" : report::fleet_search_text(m, s, r, prefix));
+                        nlohmann::json j = v->json ? report::fleet_search_json(m, s, r, prefix) : nlohmann::json{};
+                        std::string text = v->json ? "" : report::fleet_search_text(m, s, r, prefix);
+                        if (emit_to) emit_fleet_launches(*emit_to, emit_dir(v->emit), m, v->model, s, r, prefix, j, text);
+                        emit(v->json, j, text);
                         finish(r.interrupted);
                       }});
 }
@@ -711,10 +721,11 @@ void register_report_fleet(CLI::App& root, std::vector<Command>& commands) {
   auto* r = root.add_subcommand("report-fleet", "");
   r->group("");
   add_serve_search_flags(r, v.get());
-  hide_flags(r, {"--plot", "--top"});
+  hide_flags(r, {"--plot", "--top", "--emit", "--emit-dir"});
   r->add_option("--out", *out, "HTML file to write")->required();
   commands.push_back({r, [v, out] {
                         check_extension(*out, "--out", {".html", ".htm"});
+                        if (!v->emit.target.empty()) throw InputError("--emit: launch files come from search serve --emit, not a report");
                         v->top = "10000";  // every feasible deployment in the cost table (the most --top takes)
                         FleetRun run;
                         fleet_run(v.get(), run);

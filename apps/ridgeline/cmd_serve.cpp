@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "common.hpp"
+#include "emit.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/files.hpp"
 #include "ridgeline/core/memory.hpp"
@@ -37,6 +38,7 @@ struct ServeFlags {
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
   std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
+  EmitFlags emit;
 };
 
 bool on_off(const std::string& v, const char* flag) {
@@ -257,6 +259,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_flag("--per-request", f->per_request, "--json: add every request's times as columns (`requests`)");
   s->add_option("--horizon", f->horizon, "stop at this simulated time, e.g. '600 s' or 2h");
   s->add_option("--plot", f->plot, "chart (.svg or .png): latency CDFs, or throughput against latency for a --qps sweep");
+  add_emit_flags(s, f->emit);
 }
 
 // serve --hw a,b,c: these rows side by side.
@@ -281,9 +284,10 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
   add_serve_flags(s, f.get());
   commands.push_back({s, [f] {
                         per_chip(f->hw, f->json, kServeRows, [&] {
-                        if (!f->hw.listed.empty() && (!f->plot.empty() || !f->requests_out.empty())) {
-                          throw InputError("--plot, --requests-out: one file per chip: run with one --hw to write them");
+                        if (!f->hw.listed.empty() && (!f->plot.empty() || !f->requests_out.empty() || !f->emit.target.empty())) {
+                          throw InputError("--plot, --requests-out, --emit: one file per chip: run with one --hw to write them");
                         }
+                        const auto emit_to = emit_target(f->emit);
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         model::ModelConfig draft;
@@ -311,8 +315,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         }
                         if (sweep.size() > 1) {
                           if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
-                          if (!f->requests_out.empty() || f->per_request) {
-                            throw InputError("--requests-out/--per-request: one rate at a time, not a --qps sweep");
+                          if (!f->requests_out.empty() || f->per_request || emit_to) {
+                            throw InputError("--requests-out/--per-request/--emit: one rate at a time, not a --qps sweep");
                           }
                           std::vector<serving::ServingResult> runs;
                           nlohmann::json arr = nlohmann::json::array();
@@ -338,7 +342,9 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           cfg.replicas = found.replicas > 0 ? found.replicas : found.tried.back().first;
                           nlohmann::json j = report::serving_json(m, sys, cfg, found.result);
                           j["replicas_search"] = report::replica_search_json(found);
-                          emit(f->json, j, report::replica_search_text(found, cfg) + report::serving_text(m, sys, cfg, found.result));
+                          std::string text = report::replica_search_text(found, cfg) + report::serving_text(m, sys, cfg, found.result);
+                          if (emit_to) emit_serve_launch(*emit_to, emit_dir(f->emit), m, f->fw.model, cfg, f->spec.draft, found.result, j, text);
+                          emit(f->json, j, text);
                           return;
                         }
                         std::unique_ptr<report::RequestWriter> writer;
@@ -364,7 +370,9 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         nlohmann::json j = report::serving_json(m, sys, cfg, r);
                         if (f->per_request) j["requests"] = columns.json();
                         if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"), "--plot");
-                        emit(f->json, j, report::serving_text(m, sys, cfg, r));
+                        std::string text = report::serving_text(m, sys, cfg, r);
+                        if (emit_to) emit_serve_launch(*emit_to, emit_dir(f->emit), m, f->fw.model, cfg, f->spec.draft, r, j, text);
+                        emit(f->json, j, text);
                         });
                       }});
 }
@@ -377,7 +385,9 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
   r->group("");
   add_serve_flags(r, f.get());
   r->add_option("--out", *out, "HTML file to write")->required();
+  hide_flags(r, {"--emit", "--emit-dir"});
   commands.push_back({r, [f, out] {
+                        if (!f->emit.target.empty()) throw InputError("--emit: launch files come from serve --emit, not a report");
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         model::ModelConfig draft;

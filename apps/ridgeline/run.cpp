@@ -41,7 +41,11 @@ Commands
   validate [--hw host.yaml]    real kernels timed here beside ridgeline's predictions
   calibrate FILE --hw H        efficiencies per kernel class fitted from a profile or validate run
   search train|infer ...       every plan: the fastest that fits and the Pareto front
-  report --out F.html ...      one self-contained HTML page of an infer (or --train) analysis
+  search serve --model M --hw A,B --qps R --slo ...
+                               the cheapest serving fleet meeting the SLOs, the best per chip first;
+                               --emit vllm|sglang|trtllm writes the engine's launch files
+  report --out F.html ...      one self-contained HTML page of an infer analysis
+                               (--train a training step, --serve a serving run, --fleet a search serve)
 
 Worked example (seed 000): a (256, 4096) x (4096, 4096) bf16 GEMM on an H200
   $ ridgeline op matmul --m 256 --k 4096 --n 4096 --hw h200

@@ -50,9 +50,12 @@ def _flags(kwargs: Dict[str, Any]) -> List[str]:
             continue
         if value is True:
             out.append(flag)
-        elif isinstance(value, dict):  # price={"h100-sxm": "2.5/h"}: one flag per entry
-            for k, v in value.items():
-                out += [flag, f"{k}={v}"]
+        elif isinstance(value, dict):
+            if key in _REPEATED:  # price={"h100-sxm": "2.5/h"}: one flag per entry
+                for k, v in value.items():
+                    out += [flag, f"{k}={v}"]
+            else:  # slo={"ttft_p99": "1s", "tpot_p99": "50ms"}: one flag, KEY=VALUE,KEY=VALUE
+                out += [flag, ",".join(f"{k}={v}" for k, v in value.items())]
         elif isinstance(value, (list, tuple)):
             if key in _REPEATED:
                 for v in value:
@@ -62,6 +65,13 @@ def _flags(kwargs: Dict[str, Any]) -> List[str]:
         else:
             out += [flag, str(value)]
     return out
+
+
+# What the commands return: the JSON document `--json` prints. An object for one analysis; a
+# list for the catalog, the bundled models, advice, and any command given several chips
+# (`hw="h100-sxm,h200"`: one document per chip).
+Document = Dict[str, Any]
+Documents = Union[Dict[str, Any], List[Dict[str, Any]]]
 
 
 def run(*args: str) -> Any:
@@ -114,7 +124,12 @@ def _python_type(flag: Dict[str, Any]) -> str:
     kind = flag["kind"]
     if flag["repeatable"] or "[," in kind:
         return "Union[str, Sequence[Any]]"
-    return _KIND_TYPES.get(kind, "str")
+    if "=" in kind or kind.startswith("TARGET"):  # KEY=VALUE lists (--slo): a string or a dict
+        return "Union[str, Dict[str, Any]]"
+    typed = _KIND_TYPES.get(kind, "str")
+    if typed == "str" and isinstance(_default(flag), (int, float)):
+        return "Union[int, float, str]"  # a number or a distribution (--prompt 1024, --prompt lognormal:1000,0.6)
+    return typed
 
 
 def _default(flag: Dict[str, Any]) -> Any:
@@ -134,15 +149,22 @@ def _default(flag: Dict[str, Any]) -> Any:
 def _document(fn: Callable[..., Any], path: Tuple[str, ...], positional: Sequence[str] = ()) -> None:
     """Gives `fn` the command's keyword arguments as its signature and in its docstring."""
     params = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="str") for p in positional]
+    own = inspect.signature(fn)
     lines = []
     for f in _options(path):
         name = _keyword(f)
         if name in positional:
             continue
+        if name in own.parameters and own.parameters[name].kind != inspect.Parameter.VAR_KEYWORD:
+            # The function's own default wins (serve's per_request=False: the signature's).
+            p = own.parameters[name]
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=p.default, annotation=p.annotation))
+            lines.append(f"    {name}: {f['kind'] or 'flag'} (default {p.default}): {f['description']}")
+            continue
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=_default(f), annotation=_python_type(f)))
         shown = f" (default {f['default']})" if f["default"] else ""
         lines.append(f"    {name}: {f['kind'] or 'flag'}{shown}: {f['description']}")
-    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__signature__ = inspect.Signature(params, return_annotation=own.return_annotation)  # type: ignore[attr-defined]
     fn.__doc__ = (fn.__doc__ or "") + "\n\n    Keyword arguments (the flags of ``ridgeline " + " ".join(path) + "``):\n\n" + "\n".join(lines) + "\n"
 
 
@@ -153,33 +175,33 @@ def _command(words: Iterable[str], kwargs: Dict[str, Any], function: str = "", p
     return run(*words, *_flags(kwargs))
 
 
-def hw(action: str = "list", name: Optional[str] = None, **kwargs: Any) -> Any:
+def hw(action: str = "list", name: Optional[str] = None, **kwargs: Any) -> Documents:
     """``ridgeline hw list``, ``hw show NAME``, ``hw import-ert FILE``."""
     words = [action.replace("_", "-")] + ([name] if name is not None else [])
     return _command(["hw", *words], kwargs, "hw", ("hw", words[0]))
 
 
-def op(kind: str, **kwargs: Any) -> Any:
+def op(kind: str, **kwargs: Any) -> Document:
     """``ridgeline op KIND``: FLOPs, bytes, intensity, lower/upper/realistic times, bound."""
     return _command(["op", kind], kwargs, "op")
 
 
-def threshold(kind: str, **kwargs: Any) -> Any:
+def threshold(kind: str, **kwargs: Any) -> Document:
     """``ridgeline threshold KIND --solve V``: where the op turns compute-bound."""
     return _command(["threshold", kind], kwargs, "threshold")
 
 
-def models(**kwargs: Any) -> Any:
+def models(**kwargs: Any) -> List[Dict[str, Any]]:
     """``ridgeline models``: the bundled models and their parameter counts."""
     return _command(["models"], kwargs)
 
 
-def infer(**kwargs: Any) -> Any:
+def infer(**kwargs: Any) -> Documents:
     """``ridgeline infer``: TTFT, TPOT, throughput, memory and per-op bounds of serving."""
     return _command(["infer"], kwargs)
 
 
-def serve(per_request: bool = False, **kwargs: Any) -> Any:
+def serve(per_request: bool = False, **kwargs: Any) -> Documents:
     """``ridgeline serve``: a request-level simulation of a continuous-batching engine.
 
     Returns the summary (``ttft_s``, ``tpot_s``, ``e2e_s`` ... as ``--json`` prints it) and,
@@ -192,64 +214,67 @@ def serve(per_request: bool = False, **kwargs: Any) -> Any:
     return _command(["serve"], {**kwargs, "per_request": per_request})
 
 
-def block(**kwargs: Any) -> Any:
+def block(**kwargs: Any) -> Document:
     """``ridgeline block``: one transformer block in units of one (s,h)x(h,h) GEMM."""
     return _command(["block"], kwargs)
 
 
-def train(**kwargs: Any) -> Any:
+def train(**kwargs: Any) -> Documents:
     """``ridgeline train``: one training step (step time, MFU/HFU, communication, memory)."""
     return _command(["train"], kwargs)
 
 
-def recompute(**kwargs: Any) -> Any:
+def recompute(**kwargs: Any) -> Document:
     """``ridgeline recompute``: keep, recompute or offload per activation under a budget."""
     return _command(["recompute"], kwargs)
 
 
-def fuse(**kwargs: Any) -> Any:
+def fuse(**kwargs: Any) -> Document:
     """``ridgeline fuse``: what fusion, GEMM epilogues and CUDA graphs save."""
     return _command(["fuse"], kwargs)
 
 
-def profile(file: str, **kwargs: Any) -> Any:
+def profile(file: str, **kwargs: Any) -> Document:
     """``ridgeline profile FILE``: captured kernels on the roofline."""
     return _command(["profile", str(file)], kwargs, "profile", ("profile",))
 
 
-def advise(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
+def advise(kind: str, file: Optional[str] = None, **kwargs: Any) -> Documents:
     """``ridgeline advise profile FILE | infer | train``: ranked advice with gains."""
     return _command(["advise", kind] + ([str(file)] if file is not None else []), kwargs, "advise", ("advise", kind))
 
 
-def plot(kind: str, file: Optional[str] = None, **kwargs: Any) -> Any:
+def plot(kind: str, file: Optional[str] = None, **kwargs: Any) -> Document:
     """``ridgeline plot roofline|sweep|breakdown|memory``: writes the chart to ``out``."""
     return _command(["plot", kind] + ([str(file)] if file is not None else []), kwargs, "plot", ("plot", kind))
 
 
-def measure(**kwargs: Any) -> Any:
+def measure(**kwargs: Any) -> Document:
     """``ridgeline measure``: this machine's ceilings and bandwidths (``quick=True`` in seconds)."""
     return _command(["measure"], kwargs)
 
 
-def validate(**kwargs: Any) -> Any:
+def validate(**kwargs: Any) -> Document:
     """``ridgeline validate``: real kernels timed here beside their predictions (``only=["gemm"]``, ``hw="host.yaml"``)."""
     return _command(["validate"], kwargs)
 
 
-def calibrate(file: str, **kwargs: Any) -> Any:
+def calibrate(file: str, **kwargs: Any) -> Document:
     """``ridgeline calibrate FILE``: each kernel class's achievable fraction from a profile or ``validate`` output."""
     return _command(["calibrate", str(file)], kwargs, "calibrate", ("calibrate",))
 
 
-def report(**kwargs: Any) -> Any:
-    """``ridgeline report``: one self-contained HTML page (``out="report.html"``); returns what ``--json`` prints."""
-    page = "report-train" if kwargs.get("train") else "report-serve" if kwargs.get("serve") else "report"
-    return _command(["report"], kwargs, "report", (page,), extra=("train", "serve"))
+def report(**kwargs: Any) -> Document:
+    """``ridgeline report``: one self-contained HTML page (``out="report.html"``): an inference analysis, or
+    ``train=True`` a training step, ``serve=True`` a serving run, ``fleet=True`` a capacity search
+    (``search serve``'s flags); returns what ``--json`` prints."""
+    page = ("report-train" if kwargs.get("train") else "report-serve" if kwargs.get("serve")
+            else "report-fleet" if kwargs.get("fleet") else "report")
+    return _command(["report"], kwargs, "report", (page,), extra=("train", "serve", "fleet"))
 
 
-def search(kind: str, **kwargs: Any) -> Any:
-    """``ridgeline search train|infer``: the best plans and the Pareto front."""
+def search(kind: str, **kwargs: Any) -> Documents:
+    """``ridgeline search train|infer|serve``: the best plans and the Pareto front (serve: the cheapest fleet)."""
     return _command(["search", kind], kwargs, "search")
 
 
@@ -265,6 +290,7 @@ def _stubs() -> str:
     same signatures: the flags of each command, typed by their kinds."""
     out = ["# Generated from ridgeline's option table at build time (ridgeline._stubs): do not edit.",
            "from typing import Any, Dict, List, Optional, Sequence, Union", "", "__version__: str", "",
+           "Document = Dict[str, Any]", "Documents = Union[Dict[str, Any], List[Dict[str, Any]]]", "",
            "class RidgelineError(RuntimeError): ...", ""]
     for name in sorted(__all__):
         obj = globals()[name]

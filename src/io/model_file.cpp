@@ -125,6 +125,29 @@ void read_quantization(const Reader& r, model::ModelConfig& m) {
   }
 }
 
+// "ORG/NAME": a Hugging Face repository id (one slash, no spaces, not a path).
+bool repo_id(std::string_view s) {
+  const std::size_t slash = s.find('/');
+  if (slash == 0 || slash == std::string_view::npos || slash + 1 == s.size() || s.find('/', slash + 1) != std::string_view::npos) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./").find(c) != std::string_view::npos; }) &&
+         s.find("..") == std::string_view::npos && s.front() != '.';
+}
+
+// The repository a config comes from: `_source` of a bundled file ("ORG/NAME config.json"),
+// else `_name_or_path` when it is a repository id.
+std::string hf_repo(const json& j) {
+  constexpr std::string_view kSuffix = " config.json";
+  if (const auto it = j.find("_source"); it != j.end() && it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    if (s.size() > kSuffix.size() && s.compare(s.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+      const std::string id = s.substr(0, s.size() - kSuffix.size());
+      if (repo_id(id)) return id;
+    }
+  }
+  if (const auto it = j.find("_name_or_path"); it != j.end() && it->is_string() && repo_id(it->get_ref<const std::string&>())) return it->get<std::string>();
+  return "";
+}
+
 model::ModelConfig parse(const json& j, std::string_view source) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
   Reader r(j, source);
@@ -251,6 +274,7 @@ model::ModelConfig parse(const json& j, std::string_view source) {
     m.head_dim = m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim;
   }
   m.mtp_layers = r.integer({"num_nextn_predict_layers"}).value_or(0);
+  m.hf_repo = hf_repo(j);
   m.weight_dtype = torch_dtype(r);
   read_quantization(r, m);
   return m;

@@ -499,6 +499,11 @@ class Evaluator {
     binding_target(s_.slo_asked.any() ? s_.slo_asked : s_.base.slo, r, o);
     d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
     d.slo_binding = o.binding;
+    const serving::Slo& asked = s_.slo_asked.any() ? s_.slo_asked : s_.base.slo;
+    auto slack = [](double target, double q, const serving::Summary& sm) { return target > 0 ? 1 - stat(sm, q) / target : 1.0; };
+    d.ttft_slack = slack(asked.ttft_s, asked.ttft_q, r.ttft);
+    d.tpot_slack = slack(asked.tpot_s, asked.tpot_q, r.tpot);
+    d.e2e_slack = slack(asked.e2e_s, asked.e2e_q, r.e2e);
   }
 
   const model::ModelConfig& m_;
@@ -538,9 +543,9 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   std::vector<Candidate> out;
   std::vector<serving::EngineRef> engines = s.engines;
   if (engines.empty()) engines.push_back({s.base.engine.kind, s.base.engine.version});
-  std::vector<std::optional<DType>> ws = s.weight_dtypes, kvs = s.kv_dtypes;
-  if (ws.empty()) ws.push_back(s.base.forward.precision.weight);
-  if (kvs.empty()) kvs.push_back(s.base.forward.precision.kv_cache);
+  std::vector<std::optional<DType>> ws_given = s.weight_dtypes, kvs_given = s.kv_dtypes;
+  if (ws_given.empty()) ws_given.push_back(s.base.forward.precision.weight);
+  if (kvs_given.empty()) kvs_given.push_back(s.base.forward.precision.kv_cache);
   std::vector<bool> layouts = s.disaggregated;
   if (layouts.empty()) layouts.push_back(false);
   std::vector<std::optional<bool>> chunkings(s.chunked_prefill.begin(), s.chunked_prefill.end());
@@ -558,6 +563,14 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   for (std::size_t ci = 0; ci < s.chips.size(); ++ci) {
     const hw::System& sys = s.chips[ci].sys;
     const std::int64_t node = std::max(1, sys.chips_per_node);
+    // The dtypes on this chip: those given, or the defaults and fp8 where the chip computes it.
+    std::vector<std::optional<DType>> ws = ws_given, kvs = kvs_given;
+    const bool fp8_chip = sys.chip.matrix_flops_per_s[index(DType::fp8_e4m3)] > 0;
+    if (s.fp8_by_default && fp8_chip) {
+      const auto& p = s.base.forward.precision;
+      if (s.weight_dtypes.empty() && !m.quantized && ws.front() != DType::fp8_e4m3) ws.push_back(DType::fp8_e4m3);
+      if (s.kv_dtypes.empty() && !is_fp8(p.kv_cache.value_or(p.activation))) kvs.push_back(DType::fp8_e4m3);
+    }
     const std::vector<std::int64_t> tps = s.tp.empty() ? powers_of_two_up_to(std::min<std::int64_t>(node, 8)) : s.tp;
     // The EPs tried with TP tp: the space's, or 1 (dense), or each power of two within a node (MoE).
     auto eps_at = [&](std::int64_t tp) {
@@ -615,6 +628,15 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
 }
 
 }  // namespace
+
+std::vector<const Deployment*> best_per_chip(const FleetSpace& space, const std::vector<Deployment>& feasible) {
+  std::vector<const Deployment*> out;
+  for (std::size_t c = 0; c < space.chips.size(); ++c) {
+    const auto it = std::find_if(feasible.begin(), feasible.end(), [&](const Deployment& d) { return d.chip == c; });
+    if (it != feasible.end()) out.push_back(&*it);
+  }
+  return out;
+}
 
 serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) {
   ServeConfig c = space.base;

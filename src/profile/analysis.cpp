@@ -132,9 +132,16 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
     s.gap_s = s.time_s - s.t_at_roof_s;
     // Beyond the noise of a profile (1%), faster than the roof means the model is wrong.
     s.above_roof = s.time_s > 0 && s.time_s < 0.99 * s.t_at_roof_s;
-    // Nothing counted: the kernel's work is unknown, so is its bound and what a roof would save.
-    s.unknown = !(s.has_flops && s.flops > 0) && !(s.has_bytes && s.bytes > 0);
-    if (s.unknown) s.gap_s = s.fraction_of_roof = s.t_at_roof_s = s.t_floor_s = 0;
+    // No byte count: the intensity is unknown, so is the bound (FLOPs alone put a kernel at
+    // 0 FLOP/B, which reads compute-bound) and what a roof would save. Nothing counted at all
+    // likewise.
+    s.unknown = !s.has_bytes || (!(s.has_flops && s.flops > 0) && !(s.bytes > 0));
+    // Off the roofline, but FLOPs alone faster than the chip's peak still cannot be: such a
+    // kernel keeps its compute floor as the roof's time the warning names.
+    if (s.unknown) {
+      s.gap_s = s.fraction_of_roof = s.t_floor_s = 0;
+      if (!s.above_roof) s.t_at_roof_s = 0;
+    }
     r.total_kernel_time_s += s.time_s;
     r.total_launches += s.count;
     if (s.unknown) r.unknown_time_s += s.time_s;
@@ -157,7 +164,8 @@ ProfileAnalysis analyze(const Profile& p, const hw::ChipSpec& chip, DType tensor
   add("memcpy/memset", p.memcpy.time_s + p.memset.time_s, p.memcpy.count + p.memset.count);
   std::erase_if(r.by_category, [](const TimeShare& c) { return c.count == 0; });
   std::stable_sort(r.by_category.begin(), r.by_category.end(), [](const TimeShare& x, const TimeShare& y) { return x.time_s > y.time_s; });
-  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s; });
+  // Largest gap first; kernels without one (unknown, or at their roof) by time.
+  std::stable_sort(r.kernels.begin(), r.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s > y.gap_s || (x.gap_s == y.gap_s && x.time_s > y.time_s); });
   // Faster than the roof: the worst (the least time against its roof's) named.
   const KernelSummary* worst = nullptr;
   for (const KernelSummary& k : r.kernels) {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/svg.hpp"
@@ -26,13 +30,49 @@ std::string text(const json& v) {
   return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string kv_table(const json& j, std::initializer_list<const char*> keys) {
+// One input: its JSON key, the name a reader reads, and how its value shows.
+struct Field {
+  const char* key;
+  const char* name;
+  enum Shown { plain, time, fraction, percent } shown = plain;
+};
+
+// A group of inputs under a heading (empty: none) from one JSON object.
+struct FieldGroup {
+  const char* heading;
+  const json* from;
+  std::vector<Field> fields;
+};
+
+std::string field_value(const json& v, Field::Shown shown) {
+  if (!v.is_number()) return text(v);
+  const double x = v.get<double>();
+  switch (shown) {
+    case Field::time: return format_quantity(x, Quantity::time);
+    case Field::fraction: return fmt::format("{:.3g}", x);
+    case Field::percent: return fmt::format("{:.3g}%", 100 * x);
+    case Field::plain: break;
+  }
+  return text(v);
+}
+
+// The inputs as one two-column table (so that every value starts at the same column), each
+// group under its heading, each key by its name.
+std::string inputs_table(const std::vector<FieldGroup>& groups) {
   std::string s = "<table class=\"kv\">\n";
-  for (const char* k : keys) {
-    if (j.contains(k)) s += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", esc(k), esc(text(j[k])));
+  for (const FieldGroup& g : groups) {
+    if (g.from == nullptr || !g.from->is_object()) continue;
+    if (g.heading[0] != '\0') s += fmt::format("<tr class=\"group\"><th colspan=\"2\">{}</th></tr>\n", esc(g.heading));
+    for (const Field& f : g.fields) {
+      if (!g.from->contains(f.key)) continue;
+      s += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", esc(f.name), esc(field_value((*g.from)[f.key], f.shown)));
+    }
   }
   return s + "</table>\n";
 }
+
+// "$12.70" (format_usd's figure with its currency).
+std::string dollars(double v) { return "$" + format_usd(v); }
 
 struct Card {
   std::string label, value, note;
@@ -58,7 +98,8 @@ struct Column {
 };
 
 std::string cell(const json& v, Column::Kind k) {
-  if (k == Column::label || !v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
+  if (k == Column::label) return fmt::format("<td class=\"l\">{}</td>", esc(text(v)));
+  if (!v.is_number()) return fmt::format("<td>{}</td>", esc(text(v)));
   const double x = v.get<double>();
   std::string shown;
   switch (k) {
@@ -66,7 +107,9 @@ std::string cell(const json& v, Column::Kind k) {
     case Column::bytes: shown = b(x); break;
     case Column::flops: shown = format_si(x); break;
     case Column::percent: shown = fmt::format("{:.1f}%", 100 * x); break;
-    default: shown = fmt::format("{:.4g}", x);
+    default:
+      // A count in full (99480 tokens, not 9.948e+04); other numbers to 4 digits.
+      shown = x == std::floor(x) && std::abs(x) < 1e15 ? fmt::format("{}", static_cast<long long>(x)) : fmt::format("{:.4g}", x);
   }
   return fmt::format("<td data-v=\"{:.17g}\">{}</td>", x, esc(shown));
 }
@@ -74,7 +117,9 @@ std::string cell(const json& v, Column::Kind k) {
 std::string table(const char* id, const std::vector<Column>& cols, const std::vector<const json*>& rows) {
   std::string s = fmt::format("<table class=\"sortable ops\" id=\"{}\">\n<thead><tr>", id);
   for (const auto& c : cols) {
-    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\">{}</th>", c.kind == Column::label ? "text" : "num", esc(c.title));
+    // Text columns read from the left, headings over their cells; numbers from the right.
+    s += fmt::format("<th data-type=\"{}\" tabindex=\"0\"{}>{}</th>", c.kind == Column::label ? "text" : "num",
+                     c.kind == Column::label ? " class=\"l\"" : "", esc(c.title));
   }
   s += "</tr></thead>\n<tbody>\n";
   for (const json* r : rows) {
@@ -89,16 +134,20 @@ constexpr const char* kStyle = R"(
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 13px; }
-table.kv th { text-align: left; padding: 2px 12px 2px 0; font-weight: normal; color: #555; }
-table.ops th, table.ops td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; }
+table.kv th { text-align: left; padding: 2px 16px 2px 0; font-weight: normal; color: #555; white-space: nowrap; vertical-align: top; }
+table.kv td { padding: 2px 0; }
+table.kv tr.group th { color: #222; font-weight: bold; padding-top: 10px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table.ops th, table.ops td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
 table.ops th { cursor: pointer; user-select: none; background: #f4f4f4; position: sticky; top: 0; }
 table.ops th[aria-sort="ascending"]::after { content: " \25B2"; }
 table.ops th[aria-sort="descending"]::after { content: " \25BC"; }
-table.ops td:first-child, table.ops td:nth-child(2) { text-align: left; }
+table.ops th.l, table.ops td.l { text-align: left; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 150px; }
 .card .label { color: #666; font-size: 12px; } .card .value { font-size: 20px; } .card .note { color: #888; font-size: 11px; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+figure { margin: 1em 0; } figure svg { display: block; max-width: 100%; height: auto; }
+p.more { color: #666; font-size: 13px; }
 pre { white-space: pre-wrap; word-break: break-all; font-size: 12px; }
 circle.point:hover { stroke: #000; stroke-width: 2; }
 footer { margin-top: 3em; color: #888; font-size: 12px; }
@@ -134,9 +183,27 @@ constexpr const char* kScript = R"(
     var out = { errors: errors, charts: [], sort: null };
     document.querySelectorAll('figure > svg').forEach(function (svg) {
       var r = svg.getBoundingClientRect();
+      // The smallest text as drawn: its font size times the chart's scale on the page.
+      var scale = svg.viewBox && svg.viewBox.baseVal && svg.viewBox.baseVal.width ? r.width / svg.viewBox.baseVal.width : 1;
+      var smallest = Infinity;
+      svg.querySelectorAll('text').forEach(function (t) { smallest = Math.min(smallest, parseFloat(getComputedStyle(t).fontSize) * scale); });
+      // Text that leaves its chart (a label cut at the edge).
+      var outside = 0;
+      svg.querySelectorAll('text').forEach(function (t) {
+        var b = t.getBoundingClientRect();
+        if (b.width > 0 && (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1)) ++outside;
+      });
       out.charts.push({ id: svg.parentNode.id, width: r.width, height: r.height,
-                        points: svg.querySelectorAll('circle.point').length, elements: svg.querySelectorAll('*').length });
+                        points: svg.querySelectorAll('circle.point').length, elements: svg.querySelectorAll('*').length,
+                        smallest_text_px: smallest, text_outside: outside });
     });
+    // The page as read: wider than the window, and table cells broken over lines.
+    var wrapped = 0;
+    document.querySelectorAll('table td, table th').forEach(function (c) {
+      var lh = parseFloat(getComputedStyle(c).fontSize) * 1.6;
+      if (c.getBoundingClientRect().height > 2 * lh && c.closest('table.kv') === null) ++wrapped;
+    });
+    out.layout = { page_width: document.documentElement.scrollWidth, window_width: window.innerWidth, wrapped_cells: wrapped };
     var th = document.querySelector('table.sortable th[data-type="num"]');
     if (th) {
       var idx = Array.prototype.indexOf.call(th.parentNode.children, th);
@@ -171,11 +238,18 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
   s += fmt::format("<h1>{}</h1>\n", esc(title));
   s += "<section id=\"inputs\"><h2>Inputs</h2>\n";
   if (train) {
-    s += kv_table(j, {"model", "hw", "gpus", "tp", "pp", "dp", "cp", "cp_algo", "ep", "vpp", "zero", "sequence_parallel", "seq",
-                      "micro_batch", "global_batch", "micro_batches", "recompute", "dtype"});
+    s += inputs_table({{"", &j, {{"model", "model"}, {"hw", "chip"}, {"gpus", "GPUs"}, {"tp", "tensor parallel"}, {"pp", "pipeline stages"},
+                                 {"dp", "data parallel"}, {"cp", "context parallel"}, {"cp_algo", "context-parallel algorithm"},
+                                 {"ep", "expert parallel"}, {"vpp", "virtual stages"}, {"zero", "ZeRO stage"},
+                                 {"sequence_parallel", "sequence parallel"}, {"seq", "sequence length"}, {"micro_batch", "micro-batch"},
+                                 {"global_batch", "global batch"}, {"micro_batches", "micro-batches per step"},
+                                 {"recompute", "recomputation"}, {"dtype", "GEMM dtype"}}}});
   } else {
-    s += kv_table(j, {"model", "hw", "chips", "tp", "ep", "batch", "prompt", "gen", "weight_dtype", "act_dtype", "kv_dtype",
-                      "attention", "cuda_graphs", "kernels", "algo"});
+    s += inputs_table({{"", &j, {{"model", "model"}, {"hw", "chip"}, {"chips", "chips"}, {"tp", "tensor parallel"}, {"ep", "expert parallel"},
+                                 {"batch", "batch (sequences)"}, {"prompt", "prompt tokens"}, {"gen", "generated tokens"},
+                                 {"weight_dtype", "weights"}, {"act_dtype", "activations"}, {"kv_dtype", "KV cache"},
+                                 {"attention", "attention"}, {"cuda_graphs", "CUDA graphs"}, {"kernels", "kernels"},
+                                 {"algo", "collective algorithm"}}}});
   }
   s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
   if (train) {
@@ -203,13 +277,16 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
   }
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n<p>Hover a point for the op, its layer group and repeat count.</p>\n";
   s += "<figure id=\"chart-roofline\">" + ops_roofline_svg(j, chip) + "</figure>\n";
-  s += "<figure id=\"chart-breakdown\">" + breakdown_svg(j, "the report") + "</figure>\n";
+  // Each panel of the breakdown at its own size (side by side they were scaled to half: 6 px text).
+  s += "<figure id=\"chart-breakdown\">";
+  for (const std::string& panel : breakdown_panels(j, "the report")) s += panel;
+  s += "</figure>\n";
   s += "<figure id=\"chart-memory\">" + memory_svg(j, "the report") + "</figure>\n</section>\n";
   std::vector<const json*> rows;
   if (j.contains("ops") && j["ops"].is_array()) {
     for (const auto& op : j["ops"]) rows.push_back(&op);
   }
-  s += "<section id=\"ops\"><h2>Every op</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
+  s += "<section id=\"ops\"><h2>Every op</h2>\n<p>Click a column to sort; click again to reverse.</p>\n<div class=\"scroll\">\n";
   if (train) {
     s += table("ops-table", {{"op", "name", Column::label}, {"group", "group", Column::label}, {"repeat", "repeat", Column::number},
                              {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops}, {"bytes", "bytes", Column::bytes},
@@ -224,7 +301,7 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                              {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent}},
                rows);
   }
-  s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
+  s += "</div>\n</section>\n<pre id=\"selftest\" hidden></pre>\n";
   s += "<footer>Made by ridgeline from first principles: FLOPs over compute rates, bytes over bandwidths. Times per op are lower bounds "
        "(perfect overlap of its parts); see docs/cost-model.md.</footer>\n";
   s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
@@ -241,12 +318,21 @@ std::string html_serving_report(const json& j) {
   s += fmt::format("<title>ridgeline: {}</title>\n<style>{}</style>\n</head><body>\n", esc(title), kStyle);
   s += fmt::format("<h1>{}</h1>\n", esc(title));
   s += "<section id=\"inputs\"><h2>Inputs</h2>\n";
-  s += kv_table(j, {"model", "hw", "tp", "ep", "replicas", "router"});
-  s += kv_table(workload, {"arrival", "qps", "concurrency", "prompt", "gen", "requests", "warmup_requests", "seed", "prefix_groups",
-                           "prefix_tokens"});
-  s += kv_table(engine, {"name", "max_batched_tokens", "max_num_seqs", "chunked_prefill", "kv_block", "kv_memory_fraction",
-                         "prefix_caching", "decode_graphs", "mixed_graphs", "step_overhead_s", "per_request_overhead_s", "front_end_s",
-                         "overlap_scheduling", "preemption", "sources"});
+  s += inputs_table({{"", &j, {{"model", "model"}, {"hw", "chip"}, {"tp", "tensor parallel"}, {"ep", "expert parallel"},
+                               {"replicas", "replicas"}, {"router", "router"}}},
+                     {"workload", &workload, {{"arrival", "arrivals"}, {"qps", "rate (requests/s)"}, {"concurrency", "concurrent clients"},
+                                              {"prompt", "prompt tokens"}, {"gen", "generated tokens"}, {"requests", "requests"},
+                                              {"warmup_requests", "warm-up requests"}, {"seed", "seed"}, {"prefix_groups", "prefix groups"},
+                                              {"prefix_tokens", "shared prefix tokens"}}},
+                     {"engine", &engine, {{"name", "engine"}, {"max_batched_tokens", "tokens per step (budget)"},
+                                          {"max_num_seqs", "sequences at most"}, {"chunked_prefill", "chunked prefill"},
+                                          {"kv_block", "KV block (tokens)"}, {"kv_memory_fraction", "memory fraction", Field::fraction},
+                                          {"prefix_caching", "prefix caching"}, {"decode_graphs", "decode steps"},
+                                          {"mixed_graphs", "mixed steps"}, {"step_overhead_s", "host time per step", Field::time},
+                                          {"per_request_overhead_s", "host time per request in a step", Field::time},
+                                           {"front_end_s", "server front end per request", Field::time},
+                                          {"overlap_scheduling", "host overlapped with the device"}, {"preemption", "preemption"},
+                                          {"sources", "sources"}}}});
   auto stat = [&](const char* key, const char* q) {
     return j.contains(key) && j[key].is_object() ? json_number(j[key], q) : 0.0;
   };
@@ -282,10 +368,12 @@ std::string html_serving_report(const json& j) {
   std::vector<const json*> ptrs;
   for (const json& r : rows) ptrs.push_back(&r);
   s += "<section id=\"latency\"><h2>Latencies</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
-  s += table("latency-table", {{"metric", "metric", Column::label}, {"mean", "mean", Column::time}, {"p50", "p50", Column::time},
+  s += "<div class=\"scroll\">\n" +
+       table("latency-table", {{"metric", "metric", Column::label}, {"mean", "mean", Column::time}, {"p50", "p50", Column::time},
                                {"p90", "p90", Column::time}, {"p95", "p95", Column::time}, {"p99", "p99", Column::time},
                                {"max", "max", Column::time}, {"samples", "count", Column::number}},
-             ptrs);
+             ptrs) +
+       "</div>\n";
   s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
   s += "<footer>Made by ridgeline: a request-level simulation whose every step is priced from first principles (docs/serving.md).</footer>\n";
   s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
@@ -305,7 +393,11 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
     for (const auto& [reason, n] : search["rejected"].items()) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", reason, text(n));
   }
   inputs["rejected"] = rejected.empty() ? "none" : rejected;
-  s += kv_table(inputs, {"model", "workload", "slo", "ranked_by", "evaluated", "feasible_count", "rejected", "simulations", "elapsed_s"});
+  if (inputs.contains("ranked_by")) inputs["ranked_by"] = json_string(search, "ranked_by") == "usd_per_hour" ? "cost per hour" : "GPUs";
+  s += inputs_table({{"", &inputs, {{"model", "model"}, {"workload", "workload"}, {"slo", "SLO"}, {"margin", "headroom", Field::percent},
+                                    {"ranked_by", "ranked by"}, {"evaluated", "deployments evaluated"},
+                                    {"feasible_count", "feasible"}, {"rejected", "rejected, by reason"},
+                                    {"simulations", "simulations"}, {"elapsed_s", "search time", Field::time}}}});
   s += "</section>\n<section id=\"headline\"><h2>The chosen deployment</h2>\n";
   // A deployment's layout: its replicas, or its prefill and decode instances.
   auto layout = [](const json& d) {
@@ -318,9 +410,10 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
     const double usd = json_number(best, "usd_per_hour");
     s += cards({{"deployment", fmt::format("{} tp {}", json_string(best, "hw"), json_number(best, "tp")),
                  fmt::format("{}, {} engine", layout(best), json_string(best, "engine"))},
-                {"GPUs", fmt::format("{:.0f}", json_number(best, "gpus")), fmt::format("ranked by {}", json_string(search, "ranked_by"))},
-                {"cost", usd > 0 ? format_usd(usd) + "/h" : "-",
-                 usd > 0 ? format_usd(json_number(best, "usd_per_million_output_tokens")) + " per million output tokens" : "no price given"},
+                {"GPUs", fmt::format("{:.0f}", json_number(best, "gpus")),
+                 json_string(search, "ranked_by") == "usd_per_hour" ? "the cheapest fleet" : "the fewest GPUs"},
+                {"cost", usd > 0 ? dollars(usd) + "/h" : "-",
+                 usd > 0 ? dollars(json_number(best, "usd_per_million_output_tokens")) + " per million output tokens" : "no price given"},
                 {"TTFT p99 / TPOT p99", fmt::format("{} / {}", t(p99(best, "ttft_s")), t(p99(best, "tpot_s"))), "within the SLO"},
                 {"output tokens/s", fmt::format("{:.4g}", json_number(best, "output_tokens_per_s")),
                  fmt::format("{:.4g} per GPU, {:.4g} per user", json_number(best, "output_tokens_per_s_per_gpu"),
@@ -338,36 +431,107 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
     s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(best_run, "the chosen deployment") + "</figure>\n";
   }
   s += "</section>\n";
-  // The cost table: every feasible deployment listed by the search, flattened.
-  std::vector<json> rows;
-  if (search.contains("feasible") && search["feasible"].is_array()) {
-    for (const json& d : search["feasible"]) {
-      json r{{"hw", d.value("hw", "")}, {"tp", d.value("tp", 0)}, {"ep", d.value("ep", 0)}, {"engine", d.value("engine", "")},
-             {"max_num_seqs", d.value("max_num_seqs", 0)}, {"max_batched_tokens", d.value("max_batched_tokens", 0)},
-             {"chunked", d.contains("chunked_prefill") && d["chunked_prefill"].is_boolean() ? json(d["chunked_prefill"].get<bool>() ? "on" : "off") : json(nullptr)},
-             {"spec", d.value("spec_tokens", 0) > 0 ? json(d.value("spec_tokens", 0)) : json(nullptr)},
-             {"draft", d.contains("draft") ? d["draft"] : json(nullptr)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
-             {"kv", d.contains("kv_dtype") ? d["kv_dtype"] : json(nullptr)}, {"layout", layout(d)}, {"gpus", d.value("gpus", 0.0)},
-             {"usd_per_hour", d.value("usd_per_hour", 0.0)}, {"usd_per_million_output_tokens", d.value("usd_per_million_output_tokens", 0.0)},
-             {"usd_per_million_tokens", d.value("usd_per_million_tokens", 0.0)}, {"ttft_p99", p99(d, "ttft_s")}, {"tpot_p99", p99(d, "tpot_s")},
-             {"per_gpu", d.value("output_tokens_per_s_per_gpu", 0.0)}, {"per_user", d.value("output_tokens_per_s_per_user", 0.0)},
-             {"max_qps", d.contains("max_qps") ? d["max_qps"] : json(nullptr)}};
-      rows.push_back(std::move(r));
+  // The cost table: the feasible deployments listed by the search, cheapest first, those that
+  // differ only in their sequence limit and ran the same on one row (its limits a range), the
+  // first kRows rows shown and the rest counted. Columns that do not vary are left out.
+  constexpr std::size_t kRows = 20;
+  struct Row {
+    json r;
+    std::int64_t seqs_lo = 0, seqs_hi = 0;
+    std::size_t deployments = 0;
+  };
+  std::vector<Row> groups;
+  std::size_t listed = 0;
+  auto same = [&](const json& a, const json& b) {
+    for (const char* k : {"hw", "tp", "ep", "engine", "max_batched_tokens", "chunked_prefill", "spec_tokens", "draft", "weight_dtype",
+                          "kv_dtype", "replicas", "disagg", "gpus"}) {
+      if (a.value(k, json(nullptr)) != b.value(k, json(nullptr))) return false;
     }
+    return p99(a, "ttft_s") == p99(b, "ttft_s") && p99(a, "tpot_s") == p99(b, "tpot_s") &&
+           a.value("output_tokens_per_s", 0.0) == b.value("output_tokens_per_s", 0.0) && a.value("max_qps", json(nullptr)) == b.value("max_qps", json(nullptr));
+  };
+  std::vector<const json*> feasible;
+  if (search.contains("feasible") && search["feasible"].is_array()) {
+    for (const json& d : search["feasible"]) feasible.push_back(&d);
   }
+  for (std::size_t i = 0; i < feasible.size(); ++listed) {
+    const json& d = *feasible[i];
+    std::size_t j = i + 1;
+    std::int64_t lo = d.value("max_num_seqs", std::int64_t{0}), hi = lo;
+    for (; j < feasible.size() && same(d, *feasible[j]); ++j) {
+      const std::int64_t q = feasible[j]->value("max_num_seqs", std::int64_t{0});
+      lo = std::min(lo, q), hi = std::max(hi, q);
+    }
+    Row row;
+    row.seqs_lo = lo, row.seqs_hi = hi, row.deployments = j - i;
+    // "2 x tp 1", "1P+2D tp 2/8": the instances and their parallelism in one cell.
+    const json g = d.contains("disagg") ? d["disagg"] : json(nullptr);
+    std::string shape = g.is_object() ? fmt::format("{:.0f}P+{:.0f}D tp {:.0f}/{:.0f}", json_number(g, "prefill"), json_number(g, "decode"),
+                                                    json_number(g, "prefill_tp"), json_number(g, "decode_tp"))
+                                      : fmt::format("{:.0f} x tp {:.0f}", json_number(d, "replicas"), json_number(d, "tp"));
+    if (json_number(d, "ep", 1) > 1) shape += fmt::format(" ep {:.0f}", json_number(d, "ep"));
+    const double slack = json_number(d, "slo_slack", 1);
+    row.r = json{{"hw", d.value("hw", "")}, {"layout", shape}, {"engine", d.value("engine", "")},
+                 {"seqs", lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi)}, {"seqs_v", hi},
+                 {"tokens", d.value("max_batched_tokens", 0)},
+                 {"chunked", d.contains("chunked_prefill") && d["chunked_prefill"].is_boolean() ? json(d["chunked_prefill"].get<bool>() ? "on" : "off") : json(nullptr)},
+                 {"spec", d.value("spec_tokens", 0) > 0 ? json(d.value("spec_tokens", 0)) : json(nullptr)},
+                 {"draft", d.contains("draft") ? d["draft"] : json(nullptr)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
+                 {"kv", d.contains("kv_dtype") ? d["kv_dtype"] : json(nullptr)}, {"gpus", d.value("gpus", 0.0)},
+                 {"usd_per_hour", d.value("usd_per_hour", 0.0)}, {"usd_per_million_output_tokens", d.value("usd_per_million_output_tokens", 0.0)},
+                 {"ttft_p99", p99(d, "ttft_s")}, {"tpot_p99", p99(d, "tpot_s")},
+                 {"per_gpu", d.value("output_tokens_per_s_per_gpu", 0.0)}, {"per_user", d.value("output_tokens_per_s_per_user", 0.0)},
+                 {"max_qps", d.contains("max_qps") ? d["max_qps"] : json(nullptr)},
+                 {"spare", json_string(d, "slo_binding").empty() ? json(nullptr) : json(slack)}};
+    groups.push_back(std::move(row));
+    i = j;
+  }
+  // A column is shown when some row has a value in it that differs from another row's (or,
+  // for optional knobs, when any row has one).
+  auto varies = [&](const char* key) {
+    for (const Row& g : groups) {
+      if (g.r[key] != groups.front().r[key]) return true;
+    }
+    return false;
+  };
+  auto any = [&](const char* key) {
+    return std::any_of(groups.begin(), groups.end(), [&](const Row& g) { return !g.r[key].is_null(); });
+  };
+  std::vector<Column> cols{{"hw", "hw", Column::label}, {"layout", "layout", Column::label}};
+  if (varies("engine")) cols.push_back({"engine", "engine", Column::label});
+  cols.push_back({"seqs", "seqs", Column::label});
+  if (varies("tokens")) cols.push_back({"tokens", "tokens", Column::number});
+  if (any("chunked") && varies("chunked")) cols.push_back({"chunked", "chunked", Column::label});
+  if (any("spec")) cols.push_back({"spec", "spec", Column::number});
+  if (any("draft") && varies("draft")) cols.push_back({"draft", "draft", Column::label});
+  if (varies("weights")) cols.push_back({"weights", "weights", Column::label});
+  if (varies("kv")) cols.push_back({"KV", "kv", Column::label});
+  cols.push_back({"GPUs", "gpus", Column::number});
+  const bool priced = any("usd_per_hour") && json_string(search, "ranked_by") == "usd_per_hour";
+  if (priced) {
+    cols.push_back({"$/h", "usd_per_hour", Column::number});
+    cols.push_back({"$/M out", "usd_per_million_output_tokens", Column::number});
+  }
+  for (const Column& c : std::initializer_list<Column>{{"TTFT p99", "ttft_p99", Column::time}, {"TPOT p99", "tpot_p99", Column::time},
+                                                        {"tok/s/GPU", "per_gpu", Column::number}, {"tok/s/user", "per_user", Column::number}}) {
+    cols.push_back(c);
+  }
+  if (any("max_qps")) cols.push_back({"max qps", "max_qps", Column::number});
+  if (any("spare")) cols.push_back({"spare", "spare", Column::percent});
   std::vector<const json*> ptrs;
-  for (const json& r : rows) ptrs.push_back(&r);
-  s += "<section id=\"cost\"><h2>Feasible deployments and their cost</h2>\n<p>Click a column to sort; click again to reverse.</p>\n";
-  s += table("cost-table", {{"hw", "hw", Column::label}, {"layout", "layout", Column::label}, {"tp", "tp", Column::number},
-                            {"ep", "ep", Column::number}, {"engine", "engine", Column::label}, {"seqs", "max_num_seqs", Column::number},
-                            {"tokens", "max_batched_tokens", Column::number}, {"chunked", "chunked", Column::label},
-                            {"spec", "spec", Column::number}, {"draft", "draft", Column::label},
-                            {"weights", "weights", Column::label}, {"KV", "kv", Column::label}, {"GPUs", "gpus", Column::number},
-                            {"$/h", "usd_per_hour", Column::number}, {"$/M out", "usd_per_million_output_tokens", Column::number},
-                            {"$/M tokens", "usd_per_million_tokens", Column::number}, {"TTFT p99", "ttft_p99", Column::time},
-                            {"TPOT p99", "tpot_p99", Column::time}, {"tok/s/GPU", "per_gpu", Column::number},
-                            {"tok/s/user", "per_user", Column::number}, {"max qps", "max_qps", Column::number}},
-             ptrs);
+  for (std::size_t i = 0; i < groups.size() && i < kRows; ++i) ptrs.push_back(&groups[i].r);
+  std::size_t shown_deployments = 0;
+  for (std::size_t i = 0; i < groups.size() && i < kRows; ++i) shown_deployments += groups[i].deployments;
+  s += "<section id=\"cost\"><h2>Feasible deployments and their cost</h2>\n";
+  s += fmt::format("<p>{} first: {} row{} for the {} {} of {} feasible deployments; a row joins those that differ only in their "
+                   "sequence limit and ran the same. Click a column to sort; click again to reverse.</p>\n",
+                   priced ? "Cheapest" : "Fewest GPUs", ptrs.size(), ptrs.size() == 1 ? "" : "s", shown_deployments,
+                   priced ? "cheapest" : "smallest", json_number(search, "feasible_count"));
+  s += "<div class=\"scroll\">\n" + table("cost-table", cols, ptrs) + "</div>\n";
+  if (groups.size() > kRows) {
+    s += fmt::format("<p class=\"more\">{} more rows ({} deployments) are in `ridgeline search serve ... --json` (its `feasible` list, "
+                     "with `--top`).</p>\n", groups.size() - kRows, feasible.size() - shown_deployments);
+  }
   s += "</section>\n<pre id=\"selftest\" hidden></pre>\n";
   s += "<footer>Made by ridgeline: every deployment simulated request by request, every step priced from first principles "
        "(docs/serving.md#capacity-planning-search-serve).</footer>\n";

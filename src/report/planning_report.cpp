@@ -1,6 +1,7 @@
 // `search serve` reports: JSON, text, the Pareto chart.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ridgeline/core/units.hpp"
@@ -108,6 +109,19 @@ std::string slo_text(const serving::Slo& s) {
   return out.empty() ? "none (sustainable load only)" : out;
 }
 
+// The SLO as asked: the targets the spare of each deployment is measured against.
+const serving::Slo& asked_slo(const planning::FleetSpace& s) { return s.slo_asked.any() ? s.slo_asked : s.base.slo; }
+
+// {"ttft": 0.59, "tpot": 0.37}: the distance to each target there is.
+json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
+  const serving::Slo& slo = asked_slo(s);
+  json j = json::object();
+  if (slo.ttft_s > 0) j["ttft"] = d.ttft_slack;
+  if (slo.tpot_s > 0) j["tpot"] = d.tpot_slack;
+  if (slo.e2e_s > 0) j["e2e"] = d.e2e_slack;
+  return j;
+}
+
 json deployment_json(const planning::FleetSpace& s, const Deployment& d, const std::string& prefix) {
   json j{{"hw", s.chips[d.chip].sys.chip.name},
          {"tp", d.tp},
@@ -138,6 +152,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"slo_attainment", d.slo_attainment},
          {"slo_slack", d.slo_slack},
          {"slo_binding", d.slo_binding},
+         {"slo_slack_by_target", slack_by_target(s, d)},
          {"kv_utilisation_mean", d.kv_utilisation_mean},
          {"mean_decode_batch", d.mean_decode_batch},
          {"max_qps", d.max_qps > 0 ? json(d.max_qps) : json(nullptr)},
@@ -198,6 +213,8 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
     feasible.push_back(deployment_json(space, r.feasible[i], prefix));
   }
   for (const Deployment& d : r.pareto) pareto.push_back(deployment_json(space, d, prefix));
+  json per_chip = json::array();
+  for (const Deployment* d : planning::best_per_chip(space, r.feasible)) per_chip.push_back(deployment_json(space, *d, prefix));
   json j{{"model", m.name},
          {"workload", arrival_text(space.base.workload)},
          {"slo", slo_text(space.slo_asked.any() ? space.slo_asked : space.base.slo)},
@@ -207,6 +224,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
          {"feasible", feasible},
          {"pareto", pareto},
+         {"best_per_chip", per_chip},
          {"ranked_by", r.priced ? "usd_per_hour" : "gpus"},
          {"evaluated", r.evaluated},
          {"feasible_count", r.feasible_count},
@@ -228,6 +246,40 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
   }
   return j;
 }
+
+namespace {
+
+// "59%", or "-" without a target; negative when missed.
+std::string spare_text(double target, double slack) { return target > 0 ? fmt::format("{:.0f}%", 100 * slack) : "-"; }
+
+// The cheapest feasible deployment on each chip: "H100, H200 or B200?" in one table.
+std::string per_chip_text(const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
+  const serving::Slo& slo = asked_slo(space);
+  std::string s = fmt::format("best per chip ({} feasible deployment on each; spare: the distance to each target as asked):\n",
+                              r.priced ? "the cheapest" : "the fewest GPUs of any");
+  s += fmt::format("  {:<12}{:>5}  {:<18}{:>10}{:>10}{:>9}{:>9}{:>10}{:>7}{:>10}{:>7}\n", "hw", "GPUs", "layout", "weights", "KV", "$/h",
+                   "$/M out", "TTFT p99", "spare", "TPOT p99", "spare");
+  const std::vector<const Deployment*> best = planning::best_per_chip(space, r.feasible);
+  for (std::size_t c = 0; c < space.chips.size(); ++c) {
+    const auto it = std::find_if(best.begin(), best.end(), [&](const Deployment* d) { return d->chip == c; });
+    if (it == best.end()) {
+      s += fmt::format("  {:<12} no feasible deployment\n", space.chips[c].sys.chip.name);
+      continue;
+    }
+    const Deployment& d = **it;
+    std::string layout = fmt::format("{} x tp {}", instances(d), tp_text(d));
+    if (d.ep > 1 || own_decode_ep(d)) layout += fmt::format(" ep {}", ep_text(d));
+    if (d.spec_tokens > 0) layout += fmt::format(" k{}", d.spec_tokens);
+    s += fmt::format("  {:<12}{:>5}  {:<18}{:>10}{:>10}{:>9}{:>9}{:>10}{:>7}{:>10}{:>7}\n", space.chips[c].sys.chip.name, d.gpus, layout,
+                     dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-",
+                     d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-", t(d.ttft.p99), spare_text(slo.ttft_s, d.ttft_slack),
+                     t(d.tpot.p99), spare_text(slo.tpot_s, d.tpot_slack));
+  }
+  if (slo.e2e_s > 0) s += "  (an e2e target too: each row's spare on it is in --json, slo_slack_by_target)\n";
+  return s;
+}
+
+}  // namespace
 
 std::string fleet_search_text(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r,
                               const std::string& prefix) {
@@ -252,6 +304,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     if (n > 0) rej += fmt::format("{}{} {}", rej.empty() ? "" : ", ", name(static_cast<planning::Reject>(i)), n);
   }
   if (!rej.empty()) s += "rejected: " + rej + "\n";
+  if (r.best && space.chips.size() > 1) s += "\n" + per_chip_text(space, r);
   if (!r.best) {
     s += "\nno feasible deployment meets the SLOs\n";
     if (r.closest) s += closest_text(space, *r.closest);
@@ -275,6 +328,15 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.chunked_prefill == o.chunked_prefill && a.replicas == o.replicas &&
            a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens && a.draft == o.draft &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
+  };
+  auto table_rows = [&](const std::vector<Deployment>& v) {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < v.size(); ++n) {
+      std::size_t j = i + 1;
+      while (j < v.size() && same_run(v[i], v[j])) ++j;
+      i = j;
+    }
+    return n;
   };
   auto table = [&](const std::vector<Deployment>& v) {
     // A column of draft tokens per step when the space speculates, with the draft when it
@@ -307,9 +369,13 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       i = j;
     }
   };
-  s += fmt::format("\n{} first, {} of {} feasible (--top); those differing only in their sequence limit on one row:\n",
-                   r.priced ? "cheapest" : "fewest GPUs", std::min<std::size_t>(r.feasible.size(), static_cast<std::size_t>(space.top)), r.feasible_count);
-  table(std::vector<Deployment>(r.feasible.begin(), r.feasible.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(r.feasible.size(), static_cast<std::size_t>(space.top)))));
+  const std::vector<Deployment> listed(r.feasible.begin(),
+                                       r.feasible.begin() + static_cast<std::ptrdiff_t>(std::min<std::size_t>(r.feasible.size(), static_cast<std::size_t>(space.top))));
+  const std::size_t rows = table_rows(listed);
+  s += fmt::format("\n{} first: the {} {} of {} feasible deployments (--top) on {} row{}{}:\n", r.priced ? "cheapest" : "fewest GPUs", listed.size(),
+                   r.priced ? "cheapest" : "smallest", r.feasible_count, rows, rows == 1 ? "" : "s",
+                   rows < listed.size() ? " (a row joins those that differ only in their sequence limit and ran the same)" : "");
+  table(listed);
   s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
   table(r.pareto);
   return s;
@@ -325,9 +391,10 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
   };
   for (const Deployment& d : r.pareto) {
     add(front, d);
-    std::string tag = fmt::format("{}x{} tp{}", instances(d), s_chip(space, d), tp_text(d));
-    if (d.ep > 1) tag += fmt::format(" ep{}", d.ep);
-    if (d.weight_dtype) tag += fmt::format(" {}", name(*d.weight_dtype));
+    // Read at a glance: "1P+1D × h100-sxm tp 1/2, fp8_e4m3 weights" (it was "1P+1Dxh100-sxm tp1/2").
+    std::string tag = fmt::format("{} × {} tp {}", instances(d), s_chip(space, d), tp_text(d));
+    if (d.ep > 1) tag += fmt::format(" ep {}", d.ep);
+    if (d.weight_dtype) tag += fmt::format(", {} weights", name(*d.weight_dtype));
     if (d.spec_tokens > 0) tag += fmt::format(" k{}", d.spec_tokens) + (space.drafts.size() > 1 ? " " + draft_name(space, d) : "");
     if (d.chunked_prefill && !*d.chunked_prefill) tag += " whole";
     front.tags.push_back(tag);

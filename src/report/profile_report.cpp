@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "ridgeline/core/units.hpp"
@@ -80,6 +81,31 @@ std::string shares_text(const std::vector<profile::TimeShare>& v, std::size_t to
   return out;
 }
 
+// The finding that matters most, first: a GPU idle most of the trace's span; else where the
+// time goes and the kernel with the most to gain.
+std::string headline(const profile::Profile& p, const profile::ProfileAnalysis& a) {
+  auto t = [](double s) { return format_quantity(s, Quantity::time); };
+  const double busy = p.span_s > 0 ? (p.span_s - p.idle_s) / p.span_s : 1;
+  if (p.span_s > 0 && busy < 0.5) {
+    return fmt::format("headline: the GPU is busy {:.1f}% of the {} the trace spans ({} idle in {:.0f} gaps): the time goes outside the "
+                       "kernels (the host, data loading, synchronisation), not to them", 100 * busy, t(p.span_s), t(p.idle_s), p.idle_gaps);
+  }
+  std::string h = "headline: ";
+  double total = 0;
+  for (const profile::TimeShare& c : a.by_category) total += c.time_s;
+  if (!a.by_category.empty() && total > 0) {
+    h += fmt::format("{} takes {:.0f}% of the GPU's time", a.by_category.front().name, 100 * a.by_category.front().time_s / total);
+  }
+  const auto most = std::max_element(a.kernels.begin(), a.kernels.end(), [](const auto& x, const auto& y) { return x.gap_s < y.gap_s; });
+  if (most != a.kernels.end() && most->gap_s > 0) {
+    h += fmt::format("{}{} would save {} at its roof ({:.0f}% of its time)", h.size() > 10 ? "; " : "", short_kernel_name(most->name, 60),
+                     t(most->gap_s), most->time_s > 0 ? 100 * most->gap_s / most->time_s : 0.0);
+  } else if (a.unknown_time_s > 0) {
+    h += fmt::format("{}{} of kernels have no byte counts: no roofline for them", h.size() > 10 ? "; " : "", t(a.unknown_time_s));
+  }
+  return h;
+}
+
 }  // namespace
 
 json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) {
@@ -90,6 +116,8 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
   j["total_kernel_time_s"] = a.total_kernel_time_s;
   j["launches"] = a.total_launches;
   j["time_by_bound_s"] = {{"compute", a.time_by_bound_s[0]}, {"memory", a.time_by_bound_s[1]}, {"unknown", a.unknown_time_s}};
+  j["copy_time_s"] = p.memcpy.time_s + p.memset.time_s;  // a trace's copies and fills, besides the kernels
+  j["gpu_time_s"] = a.total_kernel_time_s + p.memcpy.time_s + p.memset.time_s;
   j["kernels"] = json::array();
   for (const auto& k : a.kernels) {
     j["kernels"].push_back({{"name", k.name},
@@ -103,6 +131,9 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
                             {"attained_Bps", k.attained_Bps},
                             {"roof_flops_per_s", k.roof_flops_per_s},
                             {"bound", k.unknown ? std::string("unknown") : std::string(ops::name(k.bound))},
+                            {"unknown_reason", !k.unknown ? json(nullptr)
+                                               : k.has_flops && k.flops > 0 ? json("no byte count: intensity unknown")
+                                                                            : json("no FLOP or byte count")},
                             {"unit", std::string(hw::name(k.unit))},
                             {"dtype", std::string(name(k.dtype))},
                             {"fraction_of_roof", k.unknown ? json(nullptr) : json(k.fraction_of_roof)},
@@ -128,10 +159,16 @@ json profile_json(const profile::Profile& p, const profile::ProfileAnalysis& a) 
 
 std::string profile_text(const profile::Profile& p, const profile::ProfileAnalysis& a, const hw::ChipSpec& chip) {
   auto t = [](double s) { return format_quantity(s, Quantity::time); };
-  std::string out = fmt::format("{} ({}) on {}: {:.0f} launches, {} of kernel time ({} memory-bound, {} compute-bound{})\n\n",
-                                p.source, p.format, chip.display_name, a.total_launches, t(a.total_kernel_time_s),
-                                t(a.time_by_bound_s[1]), t(a.time_by_bound_s[0]),
-                                a.unknown_time_s > 0 ? fmt::format(", {} unknown: no FLOP or byte counts", t(a.unknown_time_s)) : "");
+  // The GPU's time: the kernels, and a trace's copies and fills (the breakdowns count both).
+  const double copies_s = p.memcpy.time_s + p.memset.time_s, copies = p.memcpy.count + p.memset.count;
+  std::string out = headline(p, a) + "\n";
+  out += fmt::format("{} ({}) on {}: {:.0f} launches, {} of kernel time ({} memory-bound, {} compute-bound{})", p.source, p.format,
+                     chip.display_name, a.total_launches, t(a.total_kernel_time_s), t(a.time_by_bound_s[1]), t(a.time_by_bound_s[0]),
+                     a.unknown_time_s > 0 ? fmt::format(", {} unknown: no byte counts, so no intensity", t(a.unknown_time_s)) : "");
+  if (copies > 0) {
+    out += fmt::format("; and {} in {:.0f} copies and fills: {} on the GPU", t(copies_s), copies, t(a.total_kernel_time_s + copies_s));
+  }
+  out += "\n\n";
   out += fmt::format("  {:<40} {:>5} {:>10} {:>6} {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", "kernel", "calls", "time", "share",
                      "FLOP/B", "FLOP/s", "B/s", "bound", "of roof", "gap");
   const std::vector<std::string> names = table_names(a.kernels, 40);
@@ -139,8 +176,10 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
     const auto& k = a.kernels[i];
     const std::string& n = names[i];
     if (k.unknown) {
+      // FLOPs without bytes: the rate attained, but no intensity, bound or roof.
+      const std::string rate = k.has_flops && k.flops > 0 ? format_quantity(k.attained_flops_per_s, Quantity::flop_rate) : "-";
       out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9} {:>12} {:>12} {:>7} {:>7} {:>10}\n", n, k.count, t(k.time_s),
-                         100 * k.time_s / a.total_kernel_time_s, "-", "-", "-", "unknown", "-", "-");
+                         100 * k.time_s / a.total_kernel_time_s, "-", rate, "-", "unknown", "-", "-");
       continue;
     }
     out += fmt::format("  {:<40} {:>5.0f} {:>10} {:>5.1f}% {:>9.3g} {:>12} {:>12} {:>7} {:>6.1f}% {:>10}{}\n", n, k.count, t(k.time_s),
@@ -153,7 +192,8 @@ std::string profile_text(const profile::Profile& p, const profile::ProfileAnalys
     out += fmt::format("\n  timeline: {} from the first kernel to the last, {} idle in {:.0f} gaps over 1 us ({:.1f}% busy)\n",
                        t(p.span_s), t(p.idle_s), p.idle_gaps, 100 * (p.span_s - p.idle_s) / p.span_s);
   }
-  out += "\n  by category: " + shares_text(a.by_category, 7, false) + "\n";
+  out += fmt::format("\n  by category{}: ", copies > 0 ? fmt::format(" (the {} on the GPU)", t(a.total_kernel_time_s + copies_s)) : "") +
+         shares_text(a.by_category, 7, false) + "\n";
   if (!p.by_cpu_op.empty()) out += "  by CPU op:   " + shares_text(p.by_cpu_op, 6, false) + "\n";
   if (p.by_stream.size() > 1) out += "  by stream:   " + shares_text(p.by_stream, 6, false) + "\n";
   for (const auto& w : p.warnings) out += "  note: " + w + "\n";

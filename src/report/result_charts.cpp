@@ -29,6 +29,11 @@ bool json_bool(const json& j, const char* key, bool fallback) {
 }
 
 std::string breakdown_svg(const json& j, const std::string& where, size_t* count) {
+  const std::vector<std::string> panels = breakdown_panels(j, where, count);
+  return panels.size() == 1 ? panels.front() : panels_svg(panels);
+}
+
+std::vector<std::string> breakdown_panels(const json& j, const std::string& where, size_t* count) {
   std::vector<Bar> bars;
   auto bar = [&](const std::string& label, const json& kinds, double scale) {
     if (!kinds.is_object()) throw InputError(fmt::format("{}: time_by_kind_s is not an object of times by op kind", where));
@@ -52,8 +57,8 @@ std::string breakdown_svg(const json& j, const std::string& where, size_t* count
       bars.clear();
       bar("decode (per step)", j["decode"]["total"]["time_by_kind_s"], 1 / steps);
       if (count != nullptr) *count = 2;
-      return panels_svg({stacked_bars_svg(prefill, "time", who + ": prefill by op kind (lower bound)"),
-                         stacked_bars_svg(bars, "time", who + ": one decode step by op kind (lower bound)")});
+      return {stacked_bars_svg(prefill, "time", who + ": prefill by op kind (lower bound)"),
+              stacked_bars_svg(bars, "time", who + ": one decode step by op kind (lower bound)")};
     }
     title = who + ": prefill by op kind (lower bound)";
   } else if (j.is_object() && j.contains("time_by_kind_s") && j.contains("step_time_s")) {
@@ -68,7 +73,7 @@ std::string breakdown_svg(const json& j, const std::string& where, size_t* count
     throw InputError(fmt::format("{}: no time_by_kind_s: expected the output of `ridgeline infer --json` or `train --json`", where));
   }
   if (count != nullptr) *count = bars.size();
-  return stacked_bars_svg(bars, "time", title);
+  return {stacked_bars_svg(bars, "time", title)};
 }
 
 std::string memory_svg(const json& j, const std::string& where, json* segments) {
@@ -115,7 +120,7 @@ std::vector<ChartPoint> result_points(const json& j) {
       if (!(flops > 0 && bytes > 0 && rate > 0)) continue;
       const std::string phase = train ? "forward" : json_string(op, "phase");
       points.push_back({fmt::format("{}: {} ({}, x{:g})", phase, json_string(op, "name"), json_string(op, "group"), json_number(op, "repeat", 1)),
-                        flops / bytes, rate});
+                        flops / bytes, rate, fmt::format("{} {}", phase, json_string(op, "name"))});
     }
   }
   return points;

@@ -264,34 +264,46 @@ std::string roofline_svg(const std::vector<hw::ChipSpec>& chips, const std::vect
   }
   const bool labelled = drawn <= 300;
   std::string key;
-  int numbered = 0;
+  int numbered = 0, unnamed = 0;
   for (const auto& p : points) {
     if (!drawable(p)) continue;
     const double px = x.map(p.intensity_flops_per_byte), py = y.map(p.flops_per_s);
     s += fmt::format("<circle class=\"point\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"black\"><title>{}: {:.4g} FLOPs/byte, {}</title></circle>\n",
                      px, py, esc(p.label), p.intensity_flops_per_byte, esc(format_quantity(p.flops_per_s, Quantity::flop_rate)));
     if (!labelled) continue;
-    const std::string label = p.label.size() > 32 ? p.label.substr(0, 29) + "..." : p.label;
+    const std::string& text = p.tag.empty() ? p.label : p.tag;
+    const std::string label = text.size() > 40 ? text.substr(0, 37) + "..." : text;
     if (const auto at = labels.place(px, py, label.size())) {
       s += fmt::format("<text class=\"point-label\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"11\"{}>{}</text>\n", at->x, at->y,
                        at->end ? " text-anchor=\"end\"" : "", esc(label));
       continue;
     }
-    // The key: a number beside the point (where it fits) and "n  label" under the legend.
-    const std::string n = std::to_string(++numbered);
+    // The key: a number beside the point and "n  label" under the legend, both or neither:
+    // when the key is full or the number fits nowhere beside the point, it is named on hover.
+    const double ky = legend_y + 14 + 13 * static_cast<double>(numbered + 1);
+    const std::string n = std::to_string(numbered + 1);
+    bool placed = false;
     for (const bool left : {false, true}) {
+      if (ky >= kH - 8 - 13) break;
       const Labels::Box b = Labels::box(left ? px - 5 : px + 5, py + 4, n.size(), left);
       if (!labels.free(b)) continue;
       labels.take(b);
       s += fmt::format("<text class=\"point-number\" x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\"{}>{}</text>\n", left ? px - 5 : px + 5,
                        py + 4, left ? " text-anchor=\"end\"" : "", n);
+      placed = true;
       break;
     }
-    const double ky = legend_y + 14 + 13 * static_cast<double>(numbered);
-    if (ky < kH - 8) {
-      key += fmt::format("<text class=\"key\" x=\"{}\" y=\"{}\" font-size=\"10\">{}  {}</text>\n", kW - kR + 12, ky, n,
-                         esc(label.size() > 28 ? label.substr(0, 25) + "..." : label));
+    if (!placed) {
+      ++unnamed;
+      continue;
     }
+    ++numbered;
+    key += fmt::format("<text class=\"key\" x=\"{}\" y=\"{}\" font-size=\"10\">{}  {}</text>\n", kW - kR + 12, ky, n,
+                       esc(label.size() > 28 ? label.substr(0, 25) + "..." : label));
+  }
+  if (unnamed > 0) {
+    key += fmt::format("<text class=\"key-more\" x=\"{}\" y=\"{}\" font-size=\"10\">{} more: hover for names</text>\n", kW - kR + 12,
+                       legend_y + 14 + 13 * static_cast<double>(numbered + 1), unnamed);
   }
   if (!labelled) {
     key += fmt::format("<text class=\"key\" x=\"{}\" y=\"{}\" font-size=\"10\">{} points: hover for names</text>\n", kW - kR + 12,

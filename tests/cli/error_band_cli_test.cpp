@@ -61,7 +61,7 @@ TEST(ErrorBandCli, EachAnswerQuotesItsClassRow) {
 
 TEST(ErrorBandCli, SearchServeQuotesTheBestsClassAndItsText) {
   const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --qps 5 --prompt 256 --gen 32 --requests 100 "
-                        "--slo ttft_p99=1s,tpot_p99=50ms --tp 1 --top 1";
+                        "--slo ttft_p99=1s,tpot_p99=50ms --tp 1 --top 1 --weight-dtype bf16 --kv-dtype bf16";  // the 16-bit class (fp8 is searched by default)
   expect_band(run_json(q)["error_band"], "vllm, 16-bit, dense");
   const RunResult r = run(q);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -87,7 +87,7 @@ TEST(ErrorBandCli, SloSlackAndMargin) {
   // Llama-3.1-8B at 20 req/s of 512 + 128 tokens: one H100 at TP 1 meets a TPOT p99 of 11 ms
   // with ~14% to spare (its p99 ~9.4 ms), so a 20% margin must rule it out.
   const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --prompt 512 --gen 128 --requests 300 "
-                        "--slo ttft_p99=300ms,tpot_p99=11ms --top 50";
+                        "--slo ttft_p99=300ms,tpot_p99=11ms --top 50 --weight-dtype bf16 --kv-dtype bf16";  // 16-bit, as the figures above
   const nlohmann::json plain = run_json(q);
   EXPECT_EQ(plain["margin"].get<double>(), 0);
   std::set<std::string> thin;  // deployments with under 20% to spare

@@ -453,7 +453,7 @@ TEST(ReliabilityCli, JsonCountsAreIntegers) {
   EXPECT_TRUE(s["ttft_s"]["count"].is_number_integer());
 }
 
-// A kernel without FLOP or byte counts is unknown: no bound, no share of the bound totals,
+// A kernel without FLOP or byte counts (or without byte counts) is unknown: no bound, no share of the bound totals,
 // no gap (it was "compute-bound, 0.0% of roof" with its whole time as the gap).
 TEST(ReliabilityCli, ProfileKernelsWithoutCountsAreUnknown) {
   const std::string csv = tmp("unknown_kernel.csv");
@@ -472,7 +472,7 @@ TEST(ReliabilityCli, ProfileKernelsWithoutCountsAreUnknown) {
   }
   EXPECT_TRUE(seen);
   auto text = run("profile " + csv + " --hw h100-sxm");
-  EXPECT_NE(text.out.find("1 ms unknown: no FLOP or byte counts"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("1 ms unknown: no byte counts, so no intensity"), std::string::npos) << text.out;
 }
 
 // A control character in a value is escaped in the message: one line, always.

@@ -239,7 +239,7 @@ TEST(SearchServeCli, ChunkedPrefillOnOffOrBoth) {
   // 12000-token prompts over a budget of 8192: only chunked deployments serve them. The best
   // carries --chunked-prefill on, and `serve` of its command gives the same numbers.
   auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine trtllm --prompt 12000 --gen 100 --qps 2 "
-                    "--requests 100 --max-num-seqs 64 --max-rate off --chunked-prefill both");
+                    "--requests 100 --max-num-seqs 64 --max-rate off --chunked-prefill both --weight-dtype bf16 --kv-dtype bf16");
   ASSERT_EQ(j["evaluated"], 2) << j.dump();
   const auto& b = j["best"];
   ASSERT_TRUE(b.is_object()) << j.dump();
@@ -259,7 +259,7 @@ TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Tokens per step: 0.8,0.7 as vLLM reports them (the shares of drafts accepted up to each
   // position), 1 + 0.8 + 0.7 = 2.5; 0.6 as α at each position, 1 + 0.6 + 0.6·0.6 = 1.96.
   auto j = run_json("search serve --model llama-3.1-70b --hw h100-sxm --tp 4 --max-num-seqs 256 --qps 4 --requests 200 --max-rate off "
-                    "--draft llama-3.1-8b --accept 0.8,0.7 --draft mtp --accept 0.6 --spec-tokens 0,2");
+                    "--draft llama-3.1-8b --accept 0.8,0.7 --draft mtp --accept 0.6 --spec-tokens 0,2 --weight-dtype bf16 --kv-dtype bf16");
   ASSERT_EQ(j["evaluated"], 3) << j.dump();
   const auto& f = j["feasible"];
   ASSERT_EQ(f.size(), 3u);

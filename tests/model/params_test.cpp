@@ -26,6 +26,11 @@ constexpr Published kPublished[] = {
     {"llama-3.1-8b", 8030261248, "meta-llama/Llama-3.1-8B safetensors total"},
     {"llama-3.1-70b", 70553706496, "meta-llama/Llama-3.1-70B safetensors total"},
     {"llama-3.1-405b", 405853388800, "meta-llama/Llama-3.1-405B safetensors total"},
+    // Tied embeddings: 128256·2048 once + 16 layers of (2·2048² + 2·2048·512 + 3·2048·8192 +
+    // 2·2048) + 2048 = 1235814400, the model card's 1.24B.
+    {"llama-3.2-1b", 1235814400, "meta-llama/Llama-3.2-1B (model card 1.24B)"},
+    // 128256·3072 + 28·(2·3072² + 2·3072·1024 + 3·3072·8192 + 2·3072) + 3072 = 3212749824: 3.21B.
+    {"llama-3.2-3b", 3212749824, "meta-llama/Llama-3.2-3B (model card 3.21B)"},
     {"mistral-7b", 7241732096, "Mistral-7B-v0.1 parameter count"},
     {"mixtral-8x7b", 46702792704, "Mixtral-8x7B safetensors total"},
     {"qwen2.5-7b", 7615616512, "Qwen2.5-7B (model card 7.61B)"},

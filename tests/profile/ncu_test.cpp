@@ -551,3 +551,58 @@ TEST(TorchTrace, BadInput) {
 
 }  // namespace
 }  // namespace ridgeline
+
+namespace ridgeline {
+namespace {
+
+// A kernel with FLOPs but no byte count has no intensity: its bound is unknown, not compute
+// at 0 FLOP/B. The 924719 trace carries CUPTI FLOP counters and no byte counter, so all of its
+// 77 ranges (9.35 s) are unknown-bound and none is compute- or memory-bound.
+TEST(ProfileReport, FlopsWithoutBytesAreUnknownBound) {
+  const std::string torch = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/torch/";
+  const auto p = io::load_profile(torch + "benchmark_result_924719_1679055439_trace.json.gz", "torch");
+  const auto a = profile::analyze(p, io::catalog_chip("a100-40gb"), DType::bf16);
+  int with_flops = 0;
+  for (const auto& k : a.kernels) {
+    EXPECT_FALSE(k.has_bytes) << k.name;
+    EXPECT_TRUE(k.unknown) << k.name;
+    EXPECT_EQ(k.gap_s, 0) << k.name;
+    with_flops += k.has_flops && k.flops > 0 ? 1 : 0;
+  }
+  EXPECT_GT(with_flops, 0);
+  EXPECT_EQ(a.time_by_bound_s[0], 0);
+  EXPECT_EQ(a.time_by_bound_s[1], 0);
+  EXPECT_NEAR(a.unknown_time_s, a.total_kernel_time_s, 1e-12);
+  const nlohmann::json j = report::profile_json(p, a);
+  for (const auto& k : j["kernels"]) {
+    EXPECT_EQ(k["bound"], "unknown") << k["name"];
+    EXPECT_TRUE(k["fraction_of_roof"].is_null());
+  }
+  const std::string text = report::profile_text(p, a, io::catalog_chip("a100-40gb"));
+  EXPECT_EQ(text.find(" compute    0.0%"), std::string::npos) << text;
+}
+
+// The 493459 trace: 79 kernels of 10728 us and 16 copies of 39080 us and 3 fills of 8 us (the
+// "dur" of its kernel, gpu_memcpy and gpu_memset events): the header counts both, 49816 us on
+// the GPU, the sum the category breakdown shares out. Its span is 15957634 us, 15946964 us of
+// it idle: busy (15957634 - 15946964) / 15957634 = 0.067%, the headline, on the first line.
+TEST(ProfileReport, HeaderAgreesWithTheBreakdownAndTheHeadlineComesFirst) {
+  const std::string torch = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/torch/";
+  const auto p = io::load_profile(torch + "benchmark_result_493459_1694039959_trace.json.gz", "");
+  const hw::ChipSpec chip = io::catalog_chip("a100-40gb");
+  const auto a = profile::analyze(p, chip, DType::bf16);
+  double categories = 0;
+  for (const auto& c : a.by_category) categories += c.time_s;
+  EXPECT_NEAR(categories, 49816e-6, 1e-9);
+  const nlohmann::json j = report::profile_json(p, a);
+  EXPECT_NEAR(j["gpu_time_s"].get<double>(), 49816e-6, 1e-9);
+  EXPECT_NEAR(j["copy_time_s"].get<double>(), 39088e-6, 1e-9);
+  const std::string text = report::profile_text(p, a, chip);
+  EXPECT_EQ(text.rfind("headline: the GPU is busy 0.1% of the 15.96 s the trace spans", 0), 0u) << text;
+  EXPECT_NE(text.find("10.73 ms of kernel time"), std::string::npos) << text;
+  EXPECT_NE(text.find("and 39.09 ms in 19 copies and fills: 49.82 ms on the GPU"), std::string::npos) << text;
+  EXPECT_NE(text.find("by category (the 49.82 ms on the GPU)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace ridgeline

@@ -80,7 +80,10 @@ def test_typed_package():
     stubs = open(os.path.join(pkg, "__init__.pyi")).read()
     assert stubs == ridgeline._stubs()
     assert "def infer(*, " in stubs and "batch: Optional[int] = ..." in stubs and "cuda_graphs: Optional[bool] = ..." in stubs
-    assert "def profile(file: str, *, " in stubs and "def op(kind: str, **kwargs: Any) -> Any: ..." in stubs
+    assert "def profile(file: str, *, " in stubs and "def op(kind: str, **kwargs: Any) -> Document: ..." in stubs
+    # Return types name what comes back: one document, or a list of them (several chips, the catalog).
+    assert "Document = Dict[str, Any]" in stubs and ") -> Documents: ..." in stubs and "def models() -> List[Dict[str, Any]]: ..." in stubs
+    assert "-> Any: ..." not in stubs.replace("def run(*args: str) -> Any: ...", "")
 
 
 def test_every_command_is_a_function():
@@ -203,3 +206,29 @@ def test_a_misspelt_keyword_is_a_type_error_naming_the_closest():
     # Keywords of another kind of the same command are not this kind's: op attention has no --m.
     with pytest.raises(TypeError, match="'m'"):
         ridgeline.op("attention", m=4)
+
+
+def test_serve_replicas_auto_slo_dict_and_hints():
+    # replicas="auto" searches counts: no per-request columns by default (the command refuses
+    # them), and the signature's default is the one the call uses (False).
+    r = ridgeline.serve(model="llama-3.1-8b", hw="h100-sxm", qps=4, requests=60, replicas="auto",
+                        slo={"ttft_p99": "1s", "tpot_p99": "50ms"})
+    assert r["replicas_search"]["replicas"] >= 1 and "requests" not in r
+    c = cli_json("serve", "--model", "llama-3.1-8b", "--hw", "h100-sxm", "--qps", "4", "--requests", "60", "--replicas", "auto",
+                 "--slo", "ttft_p99=1s,tpot_p99=50ms")
+    assert r["ttft_s"] == c["ttft_s"] and r["replicas_search"] == c["replicas_search"]
+    params = inspect.signature(ridgeline.serve).parameters
+    assert params["per_request"].default is False and params["per_request"].annotation == "bool"
+    # --prompt takes a number or a distribution: its hint says so (it said `str = 1024`).
+    assert params["prompt"].default == 1024 and params["prompt"].annotation == "Union[int, float, str]"
+    assert params["slo"].annotation == "Union[str, Dict[str, Any]]"
+    assert inspect.signature(ridgeline.serve).return_annotation == "Documents"
+    # A dict of a repeatable flag is one flag per entry; of any other, one KEY=VALUE,... flag.
+    assert ridgeline._flags({"slo": {"ttft_p99": "1s", "tpot_p99": "50ms"}}) == ["--slo", "ttft_p99=1s,tpot_p99=50ms"]
+    assert ridgeline._flags({"price": {"a": "1/h", "b": "2/h"}}) == ["--price", "a=1/h", "--price", "b=2/h"]
+
+
+def test_report_fleet_from_python(tmp_path):
+    out = str(tmp_path / "fleet.html")
+    r = ridgeline.report(fleet=True, model="llama-3.1-8b", hw="h100-sxm", tp=1, qps=2, requests=40, out=out)
+    assert r["out"] == out and os.path.getsize(out) == r["bytes"]

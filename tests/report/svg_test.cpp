@@ -2,6 +2,7 @@
 // coordinates derived by hand from the axis rules, escaping, and bad points.
 #include "ridgeline/report/svg.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -103,9 +104,30 @@ TEST(Svg, LabelsDoNotOverlap) {
     EXPECT_LE(boxes[i][2], 720);  // not cut at the plot's right edge
     for (std::size_t j = i + 1; j < boxes.size(); ++j) EXPECT_FALSE(overlap(boxes[i], boxes[j])) << i << " and " << j;
   }
-  // Every point is labelled or numbered in the key.
-  EXPECT_EQ(count(svg, "class=\"point-label\"") + count(svg, "class=\"key\""), pts.size());
+  // Every point is labelled, or numbered with its line in the key, or counted in "N more".
+  const std::size_t more = svg.find("class=\"key-more\"") == std::string::npos ? 0 : std::stoul(svg.substr(svg.find('>', svg.find("class=\"key-more\"")) + 1));
+  EXPECT_EQ(count(svg, "class=\"point-label\"") + count(svg, "class=\"key\"") + more, pts.size());
+  EXPECT_EQ(count(svg, "class=\"point-number\""), count(svg, "class=\"key\""));
   EXPECT_NE(svg.find("vector fp32 10 TFLOP/s"), std::string::npos);
+}
+
+// A crowded roofline: a number is drawn beside a point only with its line in the key; once
+// the key is full, the rest are named on hover and counted in one line ("N more"). A point's
+// tag, when it has one, is what is drawn (the label stays its hover title), not cut under 40
+// characters.
+TEST(Svg, NoNumberWithoutItsKeyLine) {
+  const hw::ChipSpec chip = testing::toy_chip();
+  std::vector<ChartPoint> pts;
+  for (int i = 0; i < 200; ++i) {
+    pts.push_back({"phase: op " + std::to_string(i) + " (dense layers, x32)", 1 + 0.001 * i, 1e12 * (1 + 0.001 * i), "op " + std::to_string(i)});
+  }
+  const std::string svg = roofline_svg({chip}, DType::bf16, pts, "crowded");
+  EXPECT_EQ(count(svg, "class=\"point-number\""), count(svg, "class=\"key\""));
+  const std::size_t labelled = count(svg, "class=\"point-label\""), keyed = count(svg, "class=\"key\"");
+  ASSERT_EQ(count(svg, "class=\"key-more\""), 1u);
+  EXPECT_NE(svg.find(fmt::format(">{} more: hover for names<", pts.size() - labelled - keyed)), std::string::npos);
+  EXPECT_EQ(svg.find("(dense layers, x32)</text>"), std::string::npos);  // hover titles only
+  EXPECT_NE(svg.find(">op 0</text>"), std::string::npos);
 }
 
 // A sweep's tags (configurations beside markers) likewise: a tag is drawn only where it

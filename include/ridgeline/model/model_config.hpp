@@ -48,6 +48,10 @@ struct QuantSpec {
 struct ModelConfig {
   std::string name;        ///< bundled name or the file path
   std::string model_type;  ///< as in config.json
+  /// The Hugging Face repository the config comes from ("meta-llama/Llama-3.1-8B"): a bundled
+  /// file's `_source` ("ORG/NAME config.json"), else config.json's `_name_or_path` when it
+  /// names one; empty when unknown. Engine launch files name the model by it.
+  std::string hf_repo;
   std::int64_t hidden = 0;
   std::int64_t layers = 0;
   std::int64_t heads = 0;

@@ -46,8 +46,12 @@ struct FleetSpace {
   std::vector<serving::EngineRef> engines;        ///< empty: base.engine's kind and version
   std::vector<std::int64_t> tp;                   ///< empty: 1, 2, 4, 8 up to a node
   std::vector<std::int64_t> ep;                   ///< empty: 1 (a dense model) or 1 and every power of two with tp x ep up to a node (MoE)
-  std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's
-  std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's
+  std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's (and fp8, with fp8_by_default)
+  std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's (and fp8, with fp8_by_default)
+  /// With weight_dtypes (kv_dtypes) empty, fp8 (e4m3) besides base.forward's on every chip with
+  /// an fp8 matrix rate: weights when the checkpoint is not quantised already, the KV cache
+  /// when the activations are not fp8 already (`search serve`'s default; docs/serving.md#capacity-planning-search-serve).
+  bool fp8_by_default = false;
   std::vector<std::int64_t> max_num_seqs;         ///< empty: the preset's and the powers of two from 16 below it
   std::vector<std::int64_t> max_batched_tokens;   ///< empty: the preset's
   std::vector<bool> chunked_prefill;              ///< prompts split over steps or not; empty: each engine's preset
@@ -122,6 +126,8 @@ struct Deployment {
   /// targets (0.2: every target met with 20% to spare), and the target that binds; 1, "": none.
   double slo_slack = 1;
   std::string slo_binding;
+  /// The same distance for each target as asked (1: no such target): 1 − p99 TTFT / its target, ...
+  double ttft_slack = 1, tpot_slack = 1, e2e_slack = 1;
   double max_qps = 0;         ///< open loop: the largest rate the fleet serves within the SLOs, to 1/32 (0: not searched)
   double floor_ttft_s = 0, floor_tpot_s = 0;  ///< the latency floors checked before simulating
   std::int64_t simulations = 0;  ///< runs this deployment took
@@ -135,6 +141,10 @@ struct Closest {
   std::string binding;  ///< which target binds: "ttft", "tpot" or "" (memory, fleet size)
   double value_s = 0, target_s = 0;  ///< the floor (or the fleet's percentile) and the target
 };
+
+/// The cheapest feasible deployment on each chip of the space, in its order (a chip with none
+/// is left out): `feasible` is ranked cheapest first.
+std::vector<const Deployment*> best_per_chip(const FleetSpace& space, const std::vector<Deployment>& feasible);
 
 struct FleetSearchResult {
   std::optional<Deployment> best;   ///< cheapest (or fewest GPUs) meeting the SLOs

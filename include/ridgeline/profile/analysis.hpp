@@ -33,7 +33,9 @@ struct KernelSummary {
   DType dtype = DType::fp32;
   bool above_roof = false;      ///< faster than the roofline allows: the byte or FLOP counts (or the chip) are wrong
   bool has_flops = false, has_bytes = false;
-  bool unknown = false;    ///< neither FLOPs nor bytes counted: no place on the roofline, no bound, no gap
+  /// No byte count (or nothing counted): no intensity, so no place on the roofline, no bound,
+  /// no gap; a kernel with FLOPs still has its attained FLOP/s.
+  bool unknown = false;
   bool estimated = false;  ///< FLOPs and bytes from the launching aten op's shapes, not from counters
   std::string op;          ///< the CPU op that launched it (traces)
 };
@@ -43,7 +45,7 @@ struct ProfileAnalysis {
   double total_kernel_time_s = 0;
   double total_launches = 0;
   std::array<double, 4> time_by_bound_s{};  ///< of the kernels with a bound (unknown ones left out)
-  double unknown_time_s = 0;                ///< kernels without FLOP or byte counts
+  double unknown_time_s = 0;                ///< kernels without byte counts
   /// Kernel time (and a trace's copies and fills) by category, largest first: gemm,
   /// attention, elementwise/norm, reduction, communication, memcpy/memset, other.
   std::vector<TimeShare> by_category;

@@ -3,6 +3,7 @@
 /// `plot breakdown|memory` and by the HTML report, so both draw the same thing.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/report/svg.hpp"
@@ -18,6 +19,9 @@ bool json_bool(const nlohmann::json& j, const char* key, bool fallback);
 /// Time by op kind per phase (prefill, decode per step; or a training step), stacked.
 /// `where` names the document in errors. `bars` receives the bar count.
 std::string breakdown_svg(const nlohmann::json& result, const std::string& where, size_t* bars = nullptr);
+/// The same chart's panels apart (an inference's prefill and its decode step, each on its own
+/// axis): one SVG each, for a page that lays them out at their own size.
+std::vector<std::string> breakdown_panels(const nlohmann::json& result, const std::string& where, size_t* bars = nullptr);
 
 /// Memory on one chip by kind against its capacity. `segments` receives {kind_bytes: value}.
 std::string memory_svg(const nlohmann::json& result, const std::string& where, nlohmann::json* segments = nullptr);

@@ -1,6 +1,7 @@
 #pragma once
 /// SVG charts: rooflines of one or more chips with points on them, and sweeps.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ridgeline/core/dtype.hpp"
@@ -14,9 +15,13 @@ std::string escape_markup(const std::string& s);
 
 /// A point on a roofline chart.
 struct ChartPoint {
-  std::string label;
+  std::string label;  ///< the point's name, on hover
   double intensity_flops_per_byte = 0;
   double flops_per_s = 0;
+  std::string tag;    ///< short text drawn beside the point ("decode q_proj"); empty: the label
+  ChartPoint() = default;
+  ChartPoint(std::string label_, double intensity, double rate, std::string tag_ = {})
+      : label(std::move(label_)), intensity_flops_per_byte(intensity), flops_per_s(rate), tag(std::move(tag_)) {}
 };
 
 /// One curve of a sweep chart.

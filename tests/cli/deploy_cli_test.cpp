@@ -1,0 +1,180 @@
+// From answer to deployment: --emit on `serve` and `search serve` (the engine's launch files
+// written where asked, their commands those of the simulated deployment, the refusals), and
+// search serve's chip summary and default dtypes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "cli/cli_harness.hpp"
+
+namespace ridgeline::testing {
+namespace {
+
+std::string tmp(const char* name) {
+  const std::string d = std::string(RIDGELINE_TMP_DIR) + "/" + name;
+  std::filesystem::remove_all(d);
+  return d;
+}
+
+// serve --emit vllm: Llama-3.1-8B at TP 2, 3 replicas; the script runs `vllm serve` on the
+// model's Hugging Face repository with the preset's limits (an H100: 8192 tokens, 1024
+// sequences), the replicas are the README's instances.
+TEST(EmitCli, ServeWritesTheEngineLaunch) {
+  const std::string dir = tmp("emit_serve");
+  const auto j = run_json("serve --model llama-3.1-8b --hw h100-sxm --tp 2 --replicas 3 --qps 6 --requests 100 --prompt 512 --gen 64 "
+                          "--kv-dtype fp8 --emit vllm --emit-dir " + dir);
+  ASSERT_TRUE(j.contains("emitted"));
+  EXPECT_EQ(j["emitted"]["engine"], "vllm");
+  EXPECT_EQ(j["emitted"]["release"], "0.14");
+  EXPECT_EQ(j["emitted"]["model"], "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(j["emitted"]["workers"][0]["instances"], 3);
+  EXPECT_EQ(j["emitted"]["workers"][0]["gpus_per_instance"], 2);
+  const std::string sh = slurp(dir + "/replica.sh");
+  EXPECT_EQ(sh.rfind("#!/bin/sh\n", 0), 0u);
+  EXPECT_NE(sh.find("exec vllm serve meta-llama/Llama-3.1-8B \\\n  --port \"${PORT:-8000}\" \\\n  --tensor-parallel-size 2 \\\n"), std::string::npos) << sh;
+  EXPECT_NE(sh.find("--kv-cache-dtype fp8 \\\n"), std::string::npos) << sh;
+  EXPECT_NE(sh.find("--max-num-batched-tokens 8192 \\\n"), std::string::npos) << sh;
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/replica.sh").c_str(), &st), 0);
+  EXPECT_NE(st.st_mode & S_IXUSR, 0u);
+  const std::string readme = slurp(dir + "/README.md");
+  EXPECT_NE(readme.find("| 3 | replica | 2 | 8000 | `replica.sh` |"), std::string::npos) << readme;
+  // The text output says where the files went.
+  const RunResult r = run("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 50 --emit trtllm --engine trtllm --emit-dir " + dir + "_trt");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("launch files (trtllm"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir + "_trt/replica-extra-llm-api-config.yml").find("enable_chunked_prefill: false"), std::string::npos);
+}
+
+// search serve --emit: the best deployment, the Pareto front and the listed rows, each in its
+// own directory with the serve command that reproduces its numbers.
+TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
+  const std::string dir = tmp("emit_search");
+  const auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1,2 --qps 4 --requests 100 --prompt 512 --gen 64 "
+                          "--slo ttft_p99=1s,tpot_p99=50ms --top 2 --emit sglang --engine sglang --emit-dir " + dir);
+  ASSERT_TRUE(j["emitted"]["best"].is_object());
+  EXPECT_EQ(j["emitted"]["best"]["engine"], "sglang");
+  EXPECT_EQ(j["emitted"]["feasible"].size(), 2u);
+  EXPECT_EQ(j["emitted"]["pareto"].size(), j["pareto"].size());
+  const std::string sh = slurp(dir + "/best/replica.sh");
+  EXPECT_NE(sh.find("exec python -m sglang.launch_server \\\n  --model-path meta-llama/Llama-3.1-8B \\\n"), std::string::npos) << sh;
+  EXPECT_NE(slurp(dir + "/best/README.md").find("ridgeline serve --model llama-3.1-8b"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir + "/feasible/02/replica.sh"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/pareto/01/replica.sh"));
+}
+
+TEST(EmitCli, BadEmitFlags) {
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit dynamo", "--emit: 'dynamo' is not an engine");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit sglang", "--emit sglang: the simulation ran vllm");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit-dir x", "--emit-dir");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2,4 --emit vllm", "--emit");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm,h200 --qps 2 --emit vllm", "--emit");
+}
+
+// Without --weight-dtype and --kv-dtype the search tries the checkpoint's and fp8 on a chip that
+// computes fp8: 2 x 2 dtype pairs on the H100, 1 on the A100 (no fp8 rate), at one TP, engine
+// and sequence limit: 5 deployments. Given dtypes are kept as given.
+TEST(SearchServeDefaults, Fp8WhereTheChipComputesIt) {
+  const std::string base = "search serve --model llama-3.1-8b --tp 1 --max-num-seqs 256 --qps 2 --requests 60 --prompt 512 --gen 64 --max-rate off";
+  auto j = run_json(base + " --hw h100-sxm,a100-80gb");
+  EXPECT_EQ(j["evaluated"], 5) << j["rejected"].dump();
+  int fp8_on_a100 = 0, pairs_on_h100 = 0;
+  for (const auto& d : j["feasible"]) {
+    if (d["hw"] == "a100-80gb" && (!d["weight_dtype"].is_null() || !d["kv_dtype"].is_null())) ++fp8_on_a100;
+    if (d["hw"] == "h100-sxm") ++pairs_on_h100;
+  }
+  EXPECT_EQ(fp8_on_a100, 0);
+  EXPECT_EQ(pairs_on_h100, 4);
+  EXPECT_EQ(run_json(base + " --hw h100-sxm --weight-dtype bf16 --kv-dtype bf16")["evaluated"], 1);
+  // A quantised checkpoint keeps its weights: gpt-oss's mxfp4 experts, the KV cache either way.
+  EXPECT_EQ(run_json("search serve --model gpt-oss-120b --hw h100-sxm --tp 1 --ep 1 --max-num-seqs 256 --qps 1 --requests 30 --prompt 256 "
+                     "--gen 32 --max-rate off")["evaluated"], 2);
+}
+
+// The chip question in one table: the cheapest feasible deployment per chip, in --json as
+// best_per_chip (the first of each chip in the cheapest-first list) and first in the text,
+// with the distance to each target: spare = 1 - p99 / target.
+TEST(SearchServeDefaults, BestPerChipSummary) {
+  const std::string cmd = "search serve --model llama-3.1-8b --hw h100-sxm,h200 --tp 1,2 --qps 4 --requests 100 --prompt 512 --gen 64 "
+                          "--slo ttft_p99=1s,tpot_p99=50ms --price h100-sxm=2/h --price h200=3/h --max-rate off";
+  auto j = run_json(cmd + " --top 1000");  // every feasible deployment listed
+  ASSERT_EQ(j["best_per_chip"].size(), 2u);
+  for (const auto& b : j["best_per_chip"]) {
+    const auto& feasible = j["feasible"];
+    const auto first = std::find_if(feasible.begin(), feasible.end(), [&](const auto& d) { return d["hw"] == b["hw"]; });
+    ASSERT_NE(first, feasible.end());
+    EXPECT_EQ((*first)["command"], b["command"]);
+    EXPECT_DOUBLE_EQ(b["slo_slack_by_target"]["ttft"].get<double>(), 1 - b["ttft_s"]["p99"].get<double>() / 1.0);
+    EXPECT_DOUBLE_EQ(b["slo_slack_by_target"]["tpot"].get<double>(), 1 - b["tpot_s"]["p99"].get<double>() / 0.05);
+    EXPECT_DOUBLE_EQ(b["slo_slack"].get<double>(), std::min(b["slo_slack_by_target"]["ttft"].get<double>(), b["slo_slack_by_target"]["tpot"].get<double>()));
+  }
+  const RunResult r = run(cmd);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::size_t summary = r.out.find("best per chip"), best = r.out.find("\nbest (cheapest)");
+  ASSERT_NE(summary, std::string::npos) << r.out;
+  EXPECT_LT(summary, best);
+  // The rows line counts the rows it shows.
+  const std::size_t line = r.out.find("cheapest first: the 10 cheapest of ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const std::size_t on = r.out.find(" on ", line), rows_end = r.out.find(" row", on + 4);
+  const int rows = std::stoi(r.out.substr(on + 4, rows_end - on - 4));
+  const std::size_t table = r.out.find('\n', r.out.find("  hw ", line)) + 1, pareto = r.out.find("\nPareto front", table);
+  int lines = 0;
+  for (std::size_t i = table; i < pareto; i = r.out.find('\n', i) + 1) ++lines;
+  EXPECT_EQ(lines, rows) << r.out.substr(line, pareto - line);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing
+
+namespace ridgeline::testing {
+namespace {
+
+// Finding things: the overview names every command a planner starts from, and `help report`
+// lists the pages it writes.
+TEST(FindingThings, OverviewAndReportHelp) {
+  const RunResult bare = run("");
+  EXPECT_EQ(bare.status, 0);
+  EXPECT_NE(bare.out.find("search serve --model M"), std::string::npos) << bare.out;
+  EXPECT_NE(bare.out.find("--emit vllm|sglang|trtllm"), std::string::npos) << bare.out;
+  const RunResult help = run("help report");
+  EXPECT_EQ(help.status, 0);
+  for (const char* flag : {"--serve", "--fleet", "--train"}) EXPECT_NE(help.out.find(flag), std::string::npos) << flag << "\n" << help.out;
+  // The trace the docs use is shipped: 300 requests (tests/fixtures/README.md says how it was made).
+  const auto t = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + std::string(RIDGELINE_SOURCE_DIR) +
+                          "/tests/fixtures/traces/chat_300.csv");
+  EXPECT_EQ(t["simulated_requests"], 300);
+  // The shipped sample of Azure's conversation trace (the docs' --trace example): its 300
+  // requests, their prompt and output lengths the file's ContextTokens and GeneratedTokens
+  // (summed here from the file; the run's token rates times its span give the same totals).
+  const std::string azure = std::string(RIDGELINE_SOURCE_DIR) + "/tests/fixtures/traces/azure_conv_300.csv";
+  std::ifstream in(azure);
+  std::string line;
+  std::getline(in, line);
+  // As downloaded, with Windows line ends (the reader takes both).
+  EXPECT_EQ(line, "TIMESTAMP,ContextTokens,GeneratedTokens\r");
+  double context = 0, generated = 0;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    const auto c1 = line.find(','), c2 = line.rfind(',');
+    context += std::stod(line.substr(c1 + 1, c2 - c1 - 1));
+    generated += std::stod(line.substr(c2 + 1));
+    ++rows;
+  }
+  EXPECT_EQ(rows, 300);
+  const auto a = run_json("serve --model llama-3.1-8b --hw h100-sxm --trace " + azure);
+  EXPECT_EQ(a["simulated_requests"], 300);
+  const double span = a["measured_span_s"].get<double>();
+  EXPECT_NEAR(a["input_tokens_per_s"].get<double>() * span, context, 1e-6 * context);
+  EXPECT_NEAR(a["output_tokens_per_s"].get<double>() * span, generated, 1e-6 * generated);
+  // And they work from the report command.
+  const std::string out = std::string(RIDGELINE_TMP_DIR) + "/fleet_help.html";
+  const auto j = run_json("report --fleet --model llama-3.1-8b --hw h100-sxm --tp 1 --qps 2 --requests 40 --out " + out);
+  EXPECT_EQ(j["out"], out);
+}
+
+}  // namespace
+}  // namespace ridgeline::testing

@@ -1,0 +1,396 @@
+// Engine launches: every flag, YAML key and listed value of many deployments is in the flag list
+// of the release its preset follows (read here from data/engines/ itself), and the values of
+// hand-checked deployments are those the simulation ran, derived in the comments.
+#include "ridgeline/planning/launch.hpp"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ridgeline/core/error.hpp"
+#include "ridgeline/io/engine_cli.hpp"
+#include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/speculation.hpp"
+#include "ridgeline/report/launch.hpp"
+#include "toy_chip.hpp"
+
+namespace ridgeline::planning {
+namespace {
+
+using serving::EngineKind;
+using serving::EngineRef;
+
+// The lists as the repository holds them, parsed apart from io::engine_cli.
+std::map<std::string, nlohmann::json> data_lists() {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(RIDGELINE_SOURCE_DIR) + "/data/engines")) {
+    std::ifstream in(e.path());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    out[j.at("preset").get<std::string>()] = j;
+  }
+  return out;
+}
+
+bool listed(const nlohmann::json& list, const char* field, const std::string& item) {
+  if (!list.contains(field)) return false;
+  const auto& a = list[field];
+  return std::find(a.begin(), a.end(), item) != a.end();
+}
+
+// Whether every flag, key and (where the list has them) value of `p` is in the file's lists.
+void expect_listed(const LaunchPlan& p) {
+  static const std::map<std::string, nlohmann::json> lists = data_lists();
+  ASSERT_TRUE(lists.count(p.preset)) << p.preset;
+  const nlohmann::json& l = lists.at(p.preset);
+  const nlohmann::json choices = l.value("choices", nlohmann::json::object());
+  auto value_ok = [&](const std::string& key, const std::string& v) {
+    return !choices.contains(key) || std::find(choices[key].begin(), choices[key].end(), v) != choices[key].end();
+  };
+  for (const LaunchWorker& w : p.workers) {
+    // The program and subcommand are the list's own.
+    for (std::size_t i = 0; i < l["command"].size(); ++i) EXPECT_EQ(w.command.at(i), l["command"][i].get<std::string>());
+    for (const LaunchArg& a : w.args) {
+      EXPECT_TRUE(listed(l, "flags", a.flag)) << p.preset << ": " << a.flag;
+      EXPECT_TRUE(value_ok(a.flag, a.value)) << p.preset << ": " << a.flag << " " << a.value;
+    }
+    for (const LaunchYaml& y : w.yaml) {
+      EXPECT_TRUE(listed(l, "yaml_keys", y.key)) << p.preset << ": " << y.key;
+      EXPECT_TRUE(value_ok(y.key, y.value)) << p.preset << ": " << y.key << " " << y.value;
+    }
+  }
+  EXPECT_EQ(unlisted(p), "");
+}
+
+std::string arg(const LaunchWorker& w, const std::string& flag) {
+  for (const LaunchArg& a : w.args) {
+    if (a.flag == flag) return a.value.empty() ? "<switch>" : a.value;
+  }
+  return "<absent>";
+}
+std::string yaml(const LaunchWorker& w, const std::string& key) {
+  for (const LaunchYaml& y : w.yaml) {
+    if (y.key == key) return y.value;
+  }
+  return "<absent>";
+}
+
+serving::ServeConfig config(EngineRef engine, const hw::System& sys, std::int64_t tp, std::int64_t ep = 1) {
+  serving::ServeConfig c;
+  c.forward.tp = tp;
+  c.forward.ep = ep;
+  c.engine = serving::engine_preset(engine, sys.chip, tp);
+  return c;
+}
+
+TEST(EngineLists, EveryPresetHasAListWithItsSource) {
+  const std::map<std::string, nlohmann::json> lists = data_lists();
+  for (const char* preset : {"vllm", "vllm@0.13", "sglang", "sglang@0.3", "trtllm"}) {
+    ASSERT_TRUE(lists.count(preset)) << preset;
+    const nlohmann::json& l = lists.at(preset);
+    EXPECT_GT(l["source"].get<std::string>().size(), 100u) << preset;
+    EXPECT_GT(l["flags"].size(), 10u) << preset;
+    const io::EngineCliSpec* s = io::engine_cli(preset);
+    ASSERT_NE(s, nullptr) << preset;
+    EXPECT_EQ(s->flags.size(), l["flags"].size());
+    std::set<std::string> unique(s->flags.begin(), s->flags.end());
+    EXPECT_EQ(unique.size(), s->flags.size()) << preset << ": a flag listed twice";
+  }
+  EXPECT_EQ(io::engine_cli("vllm@0.8"), nullptr);
+}
+
+// Llama-3.1-70B at TP 4 on H100s, vLLM 0.14+: the preset of a GPU of 70 GiB or more (not an
+// A100) is 8192 tokens and 1024 sequences (engine.cpp, arg_utils.py _set_default_args), block
+// 16, gpu_memory_utilization 0.9; fp8 weights from a bf16 checkpoint are --quantization fp8 and
+// an e4m3 cache is --kv-cache-dtype fp8.
+TEST(Launch, VllmAggregatedReplicasCarryTheSimulatedKnobs) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  serving::ServeConfig c = config(EngineKind::vllm, sys, 4);
+  c.replicas = 3;
+  c.forward.precision.weight = DType::fp8_e4m3;
+  c.forward.precision.kv_cache = DType::fp8_e4m3;
+  const LaunchPlan p = launch_plan(m, c, LaunchTarget::vllm, {"meta-llama/Llama-3.1-70B", ""});
+  expect_listed(p);
+  EXPECT_EQ(p.release, "0.14");
+  ASSERT_EQ(p.workers.size(), 1u);
+  const LaunchWorker& w = p.workers[0];
+  EXPECT_EQ(w.instances, 3);
+  EXPECT_EQ(w.gpus_per_instance, 4);
+  EXPECT_EQ(w.command, (std::vector<std::string>{"vllm", "serve", "meta-llama/Llama-3.1-70B"}));
+  EXPECT_EQ(arg(w, "--tensor-parallel-size"), "4");
+  EXPECT_EQ(arg(w, "--data-parallel-size"), "<absent>");
+  EXPECT_EQ(arg(w, "--max-num-seqs"), "1024");
+  EXPECT_EQ(arg(w, "--max-num-batched-tokens"), "8192");
+  EXPECT_EQ(arg(w, "--block-size"), "16");
+  EXPECT_EQ(arg(w, "--gpu-memory-utilization"), "0.9");
+  EXPECT_EQ(arg(w, "--quantization"), "fp8");
+  EXPECT_EQ(arg(w, "--kv-cache-dtype"), "fp8");
+  EXPECT_EQ(arg(w, "--enable-chunked-prefill"), "<switch>");
+  EXPECT_EQ(arg(w, "--enable-prefix-caching"), "<switch>");
+  EXPECT_EQ(arg(w, "--max-cudagraph-capture-size"), "512");
+  EXPECT_EQ(arg(w, "--dtype"), "bfloat16");
+  EXPECT_EQ(arg(w, "--speculative-config"), "<absent>");
+  // The knobs a user changed are the knobs launched: no prefix cache, prompts whole, eager,
+  // an explicit cache size.
+  c.engine.prefix_caching = false;
+  c.engine.chunked_prefill = false;
+  c.engine.decode_graphs = c.engine.mixed_graphs = serving::GraphMode::eager;
+  c.engine.kv_blocks_override = 5000;
+  c.engine.kv_memory_fraction = 0.85;
+  const LaunchWorker w2 = launch_plan(m, c, LaunchTarget::vllm, {"m", ""}).workers[0];
+  EXPECT_EQ(arg(w2, "--no-enable-prefix-caching"), "<switch>");
+  EXPECT_EQ(arg(w2, "--no-enable-chunked-prefill"), "<switch>");
+  EXPECT_EQ(arg(w2, "--enforce-eager"), "<switch>");
+  EXPECT_EQ(arg(w2, "--max-cudagraph-capture-size"), "<absent>");
+  EXPECT_EQ(arg(w2, "--num-gpu-blocks-override"), "5000");
+  EXPECT_EQ(arg(w2, "--gpu-memory-utilization"), "0.85");
+}
+
+// Speculative decoding is vLLM's --speculative-config JSON: a draft model by its repository, or
+// the model's own MTP layers.
+TEST(Launch, VllmSpeculativeConfigIsJson) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-70b");
+  const model::ModelConfig d = io::resolve_model("llama-3.1-8b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  serving::ServeConfig c = config(EngineKind::vllm, sys, 4);
+  c.spec.k = 3;
+  c.spec.draft = &d;
+  const LaunchPlan p = launch_plan(m, c, LaunchTarget::vllm, {"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-8B"});
+  expect_listed(p);
+  const nlohmann::json j = nlohmann::json::parse(arg(p.workers[0], "--speculative-config"));
+  EXPECT_EQ(j["method"], "draft_model");
+  EXPECT_EQ(j["model"], "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(j["num_speculative_tokens"], 3);
+  const model::ModelConfig ds = io::resolve_model("deepseek-v3");
+  const model::ModelConfig mtp = model::mtp_draft(ds);
+  serving::ServeConfig c2 = config(EngineKind::vllm, testing::catalog_system("h200"), 8);
+  c2.spec.k = 1;
+  c2.spec.mtp = true;
+  c2.spec.draft = &mtp;
+  const LaunchPlan p2 = launch_plan(ds, c2, LaunchTarget::vllm, {"deepseek-ai/DeepSeek-V3", ""});
+  expect_listed(p2);
+  const nlohmann::json j2 = nlohmann::json::parse(arg(p2.workers[0], "--speculative-config"));
+  EXPECT_EQ(j2["method"], "mtp");
+  EXPECT_EQ(j2["num_speculative_tokens"], 1);
+  // DeepSeek-V3's checkpoint is fp8 already: no --quantization.
+  EXPECT_EQ(arg(p2.workers[0], "--quantization"), "<absent>");
+}
+
+// Mixtral at TP 2 x EP 4 (8 GPUs): vLLM TP 2 with 4 data-parallel ranks and expert parallelism;
+// SGLang --tp-size 8 with 4 attention groups (dp attention) and --ep-size 4 (MoE TP 8/4 = 2);
+// TensorRT-LLM --tp_size 8 --ep_size 4, attention data parallelism only at TP 1.
+TEST(Launch, ExpertParallelismOnEachEngine) {
+  const model::ModelConfig m = io::resolve_model("mixtral-8x7b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  const LaunchPlan v = launch_plan(m, config(EngineKind::vllm, sys, 2, 4), LaunchTarget::vllm, {"x", ""});
+  expect_listed(v);
+  EXPECT_EQ(v.workers[0].gpus_per_instance, 8);
+  EXPECT_EQ(arg(v.workers[0], "--tensor-parallel-size"), "2");
+  EXPECT_EQ(arg(v.workers[0], "--data-parallel-size"), "4");
+  EXPECT_EQ(arg(v.workers[0], "--enable-expert-parallel"), "<switch>");
+  const LaunchPlan s = launch_plan(m, config(EngineKind::sglang, sys, 2, 4), LaunchTarget::sglang, {"x", ""});
+  expect_listed(s);
+  EXPECT_EQ(arg(s.workers[0], "--tp-size"), "8");
+  EXPECT_EQ(arg(s.workers[0], "--dp-size"), "4");
+  EXPECT_EQ(arg(s.workers[0], "--enable-dp-attention"), "<switch>");
+  EXPECT_EQ(arg(s.workers[0], "--ep-size"), "4");
+  const LaunchPlan t = launch_plan(m, config(EngineKind::trtllm, sys, 2, 4), LaunchTarget::trtllm, {"x", ""});
+  expect_listed(t);
+  EXPECT_EQ(arg(t.workers[0], "--tp_size"), "8");
+  EXPECT_EQ(arg(t.workers[0], "--ep_size"), "4");
+  EXPECT_EQ(yaml(t.workers[0], "enable_attention_dp"), "<absent>");
+  EXPECT_FALSE(t.notes.empty());
+  const LaunchPlan t1 = launch_plan(m, config(EngineKind::trtllm, sys, 1, 8), LaunchTarget::trtllm, {"x", ""});
+  EXPECT_EQ(yaml(t1.workers[0], "enable_attention_dp"), "true");
+  // SGLang 0.3 had no expert parallelism: refused, naming the flag.
+  try {
+    launch_plan(m, config(EngineRef{EngineKind::sglang, 3}, sys, 2, 4), LaunchTarget::sglang, {"x", ""});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--emit sglang"), std::string::npos) << e.what();
+  }
+}
+
+// SGLang's memory knobs as the preset derives them for an H100 (81559 MiB) at TP 1:
+// chunked_prefill_size 8192 and cuda_graph_max_bs 256 (memory in [60, 160) GiB, tp < 4);
+// reserved = max(512 + 1.5 x 8192 + 2 x 256 + 1/8 x 1024, 10240) = 13440 MB, so
+// mem_fraction_static = (81559 - 13440) / 81559 = 0.83521 -> "0.8352". max_running_requests is
+// left to SGLang (0: from the cache), the radix cache on, page size 1.
+TEST(Launch, SglangMemoryAndSchedulerKnobs) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  const LaunchPlan p = launch_plan(m, config(EngineKind::sglang, sys, 1), LaunchTarget::sglang, {"meta-llama/Llama-3.1-8B", ""});
+  expect_listed(p);
+  const LaunchWorker& w = p.workers[0];
+  EXPECT_EQ(w.command, (std::vector<std::string>{"python", "-m", "sglang.launch_server"}));
+  EXPECT_EQ(arg(w, "--model-path"), "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(arg(w, "--chunked-prefill-size"), "8192");
+  EXPECT_EQ(arg(w, "--cuda-graph-max-bs"), "256");
+  EXPECT_EQ(arg(w, "--mem-fraction-static"), "0.8352");
+  EXPECT_EQ(arg(w, "--max-prefill-tokens"), "16384");
+  EXPECT_EQ(arg(w, "--max-running-requests"), "<absent>");
+  EXPECT_EQ(arg(w, "--page-size"), "1");
+  EXPECT_EQ(arg(w, "--disable-radix-cache"), "<absent>");
+  EXPECT_EQ(arg(w, "--disable-overlap-schedule"), "<absent>");
+  EXPECT_EQ(arg(w, "--max-total-tokens"), "<absent>");
+  // A cache given in blocks (--kv-blocks 1000) of 16-token pages: SGLang's pool is in tokens,
+  // 1000 x 16 = 16000.
+  serving::ServeConfig sized = config(EngineKind::sglang, sys, 1);
+  sized.engine.kv_block = 16;
+  sized.engine.kv_blocks_override = 1000;
+  const LaunchPlan ps = launch_plan(m, sized, LaunchTarget::sglang, {"x", ""});
+  expect_listed(ps);
+  EXPECT_EQ(arg(ps.workers[0], "--max-total-tokens"), "16000");
+  EXPECT_EQ(arg(ps.workers[0], "--page-size"), "16");
+  // 0.3: overlap opt-in and off in the preset, so nothing; no --page-size; an e4m3 cache has no
+  // flag (e5m2 only), an e5m2 one does.
+  serving::ServeConfig old = config(EngineRef{EngineKind::sglang, 3}, sys, 1);
+  const LaunchPlan p3 = launch_plan(m, old, LaunchTarget::sglang, {"x", ""});
+  expect_listed(p3);
+  EXPECT_EQ(p3.release, "0.3");
+  EXPECT_EQ(arg(p3.workers[0], "--page-size"), "<absent>");
+  EXPECT_EQ(arg(p3.workers[0], "--enable-overlap-schedule"), "<absent>");
+  old.forward.precision.kv_cache = DType::fp8_e4m3;
+  EXPECT_THROW(launch_plan(m, old, LaunchTarget::sglang, {"x", ""}), InputError);
+  old.forward.precision.kv_cache = DType::fp8_e5m2;
+  EXPECT_EQ(arg(launch_plan(m, old, LaunchTarget::sglang, {"x", ""}).workers[0], "--kv-cache-dtype"), "fp8_e5m2");
+}
+
+// TensorRT-LLM's preset: max_batch_size 2048, max_num_tokens 8192, free fraction 0.9; in the
+// YAML chunked prefill off, block reuse on, graphs of decode batches up to 128 without padding,
+// the overlap scheduler on.
+TEST(Launch, TrtllmServeAndItsYaml) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
+  const hw::System sys = testing::catalog_system("b200");
+  serving::ServeConfig c = config(EngineKind::trtllm, sys, 1);
+  c.forward.precision.kv_cache = DType::fp8_e4m3;
+  const LaunchPlan p = launch_plan(m, c, LaunchTarget::trtllm, {"meta-llama/Llama-3.1-8B", ""});
+  expect_listed(p);
+  const LaunchWorker& w = p.workers[0];
+  EXPECT_EQ(w.command, (std::vector<std::string>{"trtllm-serve", "meta-llama/Llama-3.1-8B"}));
+  EXPECT_EQ(arg(w, "--backend"), "pytorch");
+  EXPECT_EQ(arg(w, "--max_batch_size"), "2048");
+  EXPECT_EQ(arg(w, "--max_num_tokens"), "8192");
+  EXPECT_EQ(arg(w, "--kv_cache_free_gpu_memory_fraction"), "0.9");
+  EXPECT_EQ(arg(w, "--extra_llm_api_options"), "replica-extra-llm-api-config.yml");
+  EXPECT_EQ(yaml(w, "enable_chunked_prefill"), "false");
+  EXPECT_EQ(yaml(w, "kv_cache_config.enable_block_reuse"), "true");
+  EXPECT_EQ(yaml(w, "kv_cache_config.dtype"), "fp8");
+  EXPECT_EQ(yaml(w, "cuda_graph_config.max_batch_size"), "128");
+  EXPECT_EQ(yaml(w, "cuda_graph_config.enable_padding"), "false");
+  EXPECT_EQ(yaml(w, "disable_overlap_scheduler"), "false");
+  // No cache-size key in the release's list: --kv-blocks 1000 of 32-token blocks is a note
+  // naming 32000 tokens, not a flag.
+  serving::ServeConfig sized = c;
+  sized.engine.kv_blocks_override = 1000;
+  sized.engine.kv_block = 32;
+  const LaunchPlan ps = launch_plan(m, sized, LaunchTarget::trtllm, {"x", ""});
+  expect_listed(ps);
+  EXPECT_TRUE(std::any_of(ps.notes.begin(), ps.notes.end(), [](const std::string& n) {
+    return n.find("1000 blocks") != std::string::npos && n.find("32000 tokens") != std::string::npos;
+  })) << (ps.notes.empty() ? "" : ps.notes.back());
+  // The YAML as written: nested under its parents.
+  const std::vector<report::LaunchFile> files = report::launch_files(p, {});
+  const auto y = std::find_if(files.begin(), files.end(), [](const report::LaunchFile& f) { return f.name == "replica-extra-llm-api-config.yml"; });
+  ASSERT_NE(y, files.end());
+  EXPECT_NE(y->text.find("kv_cache_config:\n  enable_block_reuse: true\n  dtype: fp8\n"), std::string::npos) << y->text;
+  EXPECT_NE(y->text.find("cuda_graph_config:\n  max_batch_size: 128\n  enable_padding: false\n"), std::string::npos) << y->text;
+}
+
+// A disaggregated fleet: the prefill and decode instances, each with its own plan, the KV
+// transfer on both (vLLM's NIXL connector, SGLang's disaggregation mode, TensorRT-LLM's cache
+// transceiver).
+TEST(Launch, DisaggregatedPrefillAndDecodeWorkers) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h200");
+  for (const LaunchTarget t : {LaunchTarget::vllm, LaunchTarget::sglang, LaunchTarget::trtllm}) {
+    serving::ServeConfig c = config(engine_kind(t), sys, 2);
+    c.disagg.prefill = 3;
+    c.disagg.decode = 1;
+    c.disagg.decode_tp = 8;
+    c.disagg.decode_engine = serving::engine_preset(engine_kind(t), sys.chip, 8);
+    const LaunchPlan p = launch_plan(m, c, t, {"meta-llama/Llama-3.1-70B", ""});
+    expect_listed(p);
+    ASSERT_EQ(p.workers.size(), 2u);
+    EXPECT_EQ(p.workers[0].role, LaunchRole::prefill);
+    EXPECT_EQ(p.workers[0].instances, 3);
+    EXPECT_EQ(p.workers[0].gpus_per_instance, 2);
+    EXPECT_EQ(p.workers[1].role, LaunchRole::decode);
+    EXPECT_EQ(p.workers[1].instances, 1);
+    EXPECT_EQ(p.workers[1].gpus_per_instance, 8);
+    if (t == LaunchTarget::vllm) {
+      EXPECT_EQ(arg(p.workers[1], "--tensor-parallel-size"), "8");
+      EXPECT_EQ(nlohmann::json::parse(arg(p.workers[0], "--kv-transfer-config"))["kv_connector"], "NixlConnector");
+    } else if (t == LaunchTarget::sglang) {
+      EXPECT_EQ(arg(p.workers[0], "--disaggregation-mode"), "prefill");
+      EXPECT_EQ(arg(p.workers[1], "--disaggregation-mode"), "decode");
+      EXPECT_EQ(arg(p.workers[1], "--tp-size"), "8");
+    } else {
+      EXPECT_EQ(yaml(p.workers[1], "cache_transceiver_config.backend"), "DEFAULT");
+      EXPECT_EQ(arg(p.workers[1], "--extra_llm_api_options"), "decode-extra-llm-api-config.yml");
+    }
+  }
+}
+
+// Every combination of plan and knobs on every preset: a launch, when the release has one, uses
+// only listed flags, keys and values; otherwise one clear InputError naming --emit.
+TEST(Launch, EveryEmittedFlagIsInItsReleaseList) {
+  const model::ModelConfig dense = io::resolve_model("llama-3.1-70b");
+  const model::ModelConfig moe = io::resolve_model("mixtral-8x7b");
+  const model::ModelConfig draft = io::resolve_model("llama-3.1-8b");
+  const model::ModelConfig mtp = model::mtp_draft(dense);
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  int plans = 0, refused = 0;
+  for (const EngineRef e : {EngineRef{EngineKind::vllm}, EngineRef{EngineKind::vllm, 13}, EngineRef{EngineKind::sglang},
+                            EngineRef{EngineKind::sglang, 3}, EngineRef{EngineKind::trtllm}}) {
+    const LaunchTarget target = e.kind == EngineKind::vllm ? LaunchTarget::vllm : e.kind == EngineKind::sglang ? LaunchTarget::sglang : LaunchTarget::trtllm;
+    for (const model::ModelConfig* m : {&dense, &moe}) {
+      for (const auto& [tp, ep] : {std::pair{1, 1}, {4, 1}, {1, 8}, {2, 2}}) {
+        if (ep > 1 && !m->is_moe()) continue;
+        for (int knobs = 0; knobs < 64; ++knobs) {
+          serving::ServeConfig c = config(e, sys, tp, ep);
+          if (knobs & 1) c.forward.precision.weight = DType::fp8_e4m3;
+          if (knobs & 2) c.forward.precision.kv_cache = (knobs & 32) ? DType::fp8_e5m2 : DType::fp8_e4m3;
+          if (knobs & 4) c.engine.chunked_prefill = !c.engine.chunked_prefill, c.engine.prefix_caching = !c.engine.prefix_caching;
+          if (knobs & 8) c.engine.decode_graphs = c.engine.mixed_graphs = serving::GraphMode::eager, c.engine.kv_blocks_override = 1000;
+          if (knobs & 16) {
+            c.spec.k = 2;
+            c.spec.draft = (knobs & 32) ? &mtp : &draft;
+            c.spec.mtp = (knobs & 32) != 0;
+          }
+          if ((knobs & 48) == 48) c.disagg.prefill = 2, c.disagg.decode = 1;
+          try {
+            const LaunchPlan p = launch_plan(*m, c, target, {"org/model", "org/draft"});
+            expect_listed(p);
+            ++plans;
+          } catch (const InputError& err) {
+            EXPECT_NE(std::string(err.what()).find("--emit"), std::string::npos) << err.what();
+            ++refused;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(plans, 500);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(Launch, AnotherEngineThanTheSimulationsIsRefused) {
+  const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  try {
+    launch_plan(m, config(EngineKind::vllm, sys, 1), LaunchTarget::sglang, {"x", ""});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--emit sglang: the simulation ran vllm: give --engine sglang to size the deployment on the engine it launches");
+  }
+}
+
+}  // namespace
+}  // namespace ridgeline::planning
