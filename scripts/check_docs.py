@@ -132,32 +132,23 @@ def check_readme_blocks(binary, root, scratch):
 
 def blocks(path):
     """(line, command, expected lines) for each `$ ridgeline` command of each fenced block."""
-    lines = open(path, encoding="utf-8").read().split("\n")
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("```"):
-            j = i + 1
-            while j < len(lines) and not lines[j].startswith("```"):
-                j += 1
-            k = i + 1
-            while k < j:
-                if not lines[k].startswith("$ ridgeline "):
-                    k += 1
-                    continue
-                start, command = k, lines[k][2:]
+    for fence, _, body in fenced(path):
+        k = 0
+        while k < len(body):
+            if not body[k].startswith("$ ridgeline "):
                 k += 1
-                while command.endswith("\\") and k < j:  # continued on the next line
-                    command = command[:-1] + " " + lines[k].strip()
-                    k += 1
-                out = []
-                while k < j and not lines[k].startswith("$ "):
-                    out.append(lines[k])
-                    k += 1
-                if out:
-                    yield start + 1, command, out
-            i = j + 1
-        else:
-            i += 1
+                continue
+            start, command = k, body[k][2:]
+            k += 1
+            while command.endswith("\\") and k < len(body):  # continued on the next line
+                command = command[:-1] + " " + body[k].strip()
+                k += 1
+            out = []
+            while k < len(body) and not body[k].startswith("$ "):
+                out.append(body[k])
+                k += 1
+            if out:
+                yield fence + 1 + start, command, out
 
 
 # Wall-clock figures (how long the run took here) vary from run to run: compared without them.
