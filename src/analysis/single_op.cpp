@@ -211,7 +211,7 @@ ops::MatmulShape matmul_shape(const OpConfig& op, DType compute) noexcept {
 ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept {
   if (op.kind != OpKind::matmul) return {};
   const ops::MatmulShape s = matmul_shape(op, op.dtype);
-  return ops::gemm_tiling(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms());
+  return ops::gemm_tiling(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split);
 }
 
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
@@ -232,7 +232,7 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
     case OpKind::matmul: {
       const ops::MatmulShape s = matmul_shape(op, compute);
       ops::Cost c = ops::matmul_cost(s);
-      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms());
+      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split);
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

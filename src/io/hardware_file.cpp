@@ -406,7 +406,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   Reader r(source);
   r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak", "matmul_achievable",
                          "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
-                         "chips_per_node", "sms", "topology", "price_per_hour", "efficiency", "kernel_curves", "sources", "notes",
+                         "chips_per_node", "sms", "gemm_split", "topology", "price_per_hour", "efficiency", "kernel_curves", "sources", "notes",
                          "measured", "calibrated"});
   hw::ChipSpec c;
   long long version = r.integer(r.required(root, "schema_version", ""), "schema_version");
@@ -501,6 +501,12 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     long long n = r.integer(root["sms"], "sms");
     if (n > 1 << 16) r.fail("sms", fmt::format("{}: expected at most 65536 multiprocessors", n));
     c.sms = static_cast<int>(n);
+  }
+  if (root["gemm_split"]) {
+    const std::string v = r.scalar(root["gemm_split"], "gemm_split");
+    if (v == "split-k") c.gemm_split = hw::GemmSplit::split_k;
+    else if (v == "stream-k") c.gemm_split = hw::GemmSplit::stream_k;
+    else r.fail("gemm_split", fmt::format("'{}': expected split-k or stream-k", v));
   }
   if (root["topology"]) read_topology(r, root["topology"], c);
   if (root["price_per_hour"]) {
@@ -599,6 +605,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   }
   y += fmt::format("launch_overhead: {:.17g} s\nchips_per_node: {}\n", c.launch_overhead_s, c.chips_per_node);
   if (c.sms > 0) y += fmt::format("sms: {}\n", c.sms);
+  if (c.gemm_split == hw::GemmSplit::stream_k) y += "gemm_split: stream-k\n";
   if (c.topology != hw::TopologySpec{}) {
     const hw::TopologySpec& t = c.topology;
     y += fmt::format("topology:\n  fabric: {}\n", hw::name(t.fabric));

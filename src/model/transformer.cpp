@@ -82,7 +82,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   cost.add_main_bytes(k * n * scale / 8);
   const int sms = c.sys.chip.gemm_sms();
   const bool quantised = !expert && sms > 0;
-  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms);
+  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, c.sys.chip.gemm_split);
   double bias_params = 0;
   if (bias) {
     // Added in the GEMM's epilogue: read n bias values, one add per output.

@@ -91,6 +91,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   store_reads = chip.write_allocate ? 1 : 0;
   launch_s = chip.launch_overhead_s;
   sms = chip.gemm_sms();
+  gemm_split = chip.gemm_split;
   {
     const double v = chip.vector_flops_per_s[index(DType::fp32)];
     special_extra_s = chip.special_function_rate > 0 && v > 0 ? std::max(0.0, 1 / chip.special_function_rate - 1 / v) : 0;

@@ -24,71 +24,83 @@ double ceil_div(double a, double s, double inv_s) noexcept {
   if (q * s < a) q += 1;
   return q;
 }
-// How `tiles` tiles run on s multiprocessors: K split min(⌊s/tiles⌋, k_cap) ways (at least
-// once) when they are fewer, and the waves of their slices.
+// How `tiles` tiles run on s multiprocessors, as the work waves·s·tile_m·tile_n / split_k
+// kept as a fraction num/den of whole numbers (exact): s tiles a wave when they are as many;
+// fewer, each K loop split max(1, min(⌊s/tiles⌋, k_cap)) ways, the slices in waves (split-K),
+// or the tiles' K iterations shared out over all s, each tile's over min(s/tiles, k_cap) (at
+// least 1), in one wave (stream-K): the tiles' own work where k_cap lets the share reach s/tiles.
 struct Split {
-  double split, waves;
+  double split, waves;  // split_k (stream-K: not whole) and waves
+  double num, den;      // per unit of tile_m·tile_n: work = num / den tiles
 };
-Split split_and_waves(double tiles, double s, double inv_s, double k_cap) noexcept {
-  const double split = tiles >= s ? 1 : std::max(1.0, std::min(std::floor(s / tiles), k_cap));
-  return {split, ceil_div(tiles * split, s, inv_s)};
+Split split_and_waves(double tiles, double s, double inv_s, double k_cap, bool stream_k) noexcept {
+  if (tiles >= s) {
+    const double w = ceil_div(tiles, s, inv_s);
+    return {1, w, w * s, 1};
+  }
+  if (stream_k) {
+    if (tiles * k_cap >= s) return {s / tiles, 1, tiles, 1};
+    const double split = std::max(1.0, k_cap);
+    return {split, 1, s, split};
+  }
+  const double split = std::max(1.0, std::min(std::floor(s / tiles), k_cap));
+  const double w = ceil_div(tiles * split, s, inv_s);
+  return {split, w, w * s, split};
 }
 
 // The tiling with the least padded work, waves·sms·tile_m·tile_n / split_k, among
-// kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles, split_k, waves): compared
-// as work / split in whole numbers (exact), the least wins, the first of equal ones.
+// kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles, and its Split): compared
+// as fractions of whole numbers (exact), the least wins, the first of equal ones.
 template <class Count>
-GemmTiling least_work(double m, double n, double batch, double s, Count count) noexcept {
+GemmTiling least_work(double m, double n, double batch, Count count) noexcept {
   GemmTiling best;
-  double best_work = 0, best_split = 1;
+  double best_num = 0, best_den = 1;
   for (const auto& tile : kGemmTiles) {
-    const GemmTiling t = count(tile);
-    const double work = t.waves * s * t.tile_m * t.tile_n;
-    if (best.tiles == 0 || work * best_split < best_work * t.split_k) {
+    Split sw{};
+    const GemmTiling t = count(tile, sw);
+    const double num = sw.num * t.tile_m * t.tile_n;
+    if (best.tiles == 0 || num * best_den < best_num * sw.den) {
       best = t;
-      best_work = work;
-      best_split = t.split_k;
+      best_num = num;
+      best_den = sw.den;
     }
   }
-  best.useful = batch * m * n * best.split_k / (best.waves * s * best.tile_m * best.tile_n);
+  best.useful = batch * m * n * best_den / best_num;
   return best;
 }
 }  // namespace
 
-GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept {
+GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept {
   const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
   if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return {};
-  const double s = sms;
-  // A whole batch while 128x128 tiles stay under 2^40 (and k under 2^53): in whole numbers,
-  // shifts and integer divisions where the doubles below take ceilings and floors (the same
-  // values: every quantity is a whole number the doubles hold exactly).
+  const double s = sms, inv_s = 1 / s;
+  const bool stream_k = split == hw::GemmSplit::stream_k;
+  const double k_cap = std::floor(k / kMinSplitDepth);
+  // A whole batch while 128x128 tiles stay under 2^40 (and k under 2^53): the tile counts in
+  // whole numbers, by shifts, where the doubles below take ceilings (the same values: every
+  // quantity is a whole number the doubles hold exactly).
   if (batch == std::floor(batch) && m < 1e15 && n < 1e15 && k < 9e15 &&
       batch * (m * (1.0 / 128) + 1) * (n * (1.0 / 128) + 1) < 1099511627776.0) {
     const auto M = static_cast<std::int64_t>(std::ceil(m)), N = static_cast<std::int64_t>(std::ceil(n));
-    const auto B = static_cast<std::int64_t>(batch), S = static_cast<std::int64_t>(sms);
-    const std::int64_t k_cap = static_cast<std::int64_t>(k) >> 7;  // ⌊k/128⌋ = ⌊⌊k⌋/128⌋
+    const auto B = static_cast<std::int64_t>(batch);
     const std::int64_t rows16 = (M + 15) >> 4 << 4, cols16 = (N + 15) >> 4 << 4;
-    return least_work(m, n, batch, s, [&](const double* tile) {
+    return least_work(m, n, batch, [&](const double* tile, Split& sw) {
       const auto bm = static_cast<std::int64_t>(tile[0]), bn = static_cast<std::int64_t>(tile[1]);
       const std::int64_t tm = std::min(bm, rows16), tn = std::min(bn, cols16);
       const std::int64_t rows = tm < bm ? 1 : (M + bm - 1) >> (bm == 256 ? 8 : 7);
       const std::int64_t cols = tn < bn ? 1 : (N + bn - 1) >> (bn == 256 ? 8 : 7);
-      const std::int64_t tiles = B * rows * cols;
-      // Fewer tiles than multiprocessors: split at most S/tiles ways, so the slices fill one wave.
-      const bool few = tiles < S;
-      const std::int64_t split = few ? std::max<std::int64_t>(1, std::min(S / tiles, k_cap)) : 1;
       GemmTiling t;
       t.tile_m = static_cast<double>(tm);
       t.tile_n = static_cast<double>(tn);
-      t.tiles = static_cast<double>(tiles);
-      t.split_k = static_cast<double>(split);
-      t.waves = few ? 1 : static_cast<double>((tiles + S - 1) / S);
+      t.tiles = static_cast<double>(B * rows * cols);
+      sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
+      t.split_k = sw.split;
+      t.waves = sw.waves;
       return t;
     });
   }
-  const double inv_s = 1 / s;
   const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
-  return least_work(m, n, batch, s, [&](const double* tile) {
+  return least_work(m, n, batch, [&](const double* tile, Split& sw) {
     GemmTiling t;
     t.tile_m = std::min(tile[0], rows16);
     t.tile_n = std::min(tile[1], cols16);
@@ -96,7 +108,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noex
     const double rows = t.tile_m < tile[0] ? 1 : std::ceil(m * (tile[0] == 256 ? 1.0 / 256 : 1.0 / 128));
     const double cols = t.tile_n < tile[1] ? 1 : std::ceil(n * (tile[1] == 256 ? 1.0 / 256 : 1.0 / 128));
     t.tiles = batch * rows * cols;
-    const Split sw = split_and_waves(t.tiles, s, inv_s, std::floor(k / kMinSplitDepth));
+    sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
     t.split_k = sw.split;
     t.waves = sw.waves;
     return t;
@@ -108,17 +120,18 @@ static_assert(kGemmTiles[0][0] == 256 && kGemmTiles[1][0] == 128 && kGemmTiles[2
               "gemm_tiling and GemmPadding divide by tiles of 128 and 256 exactly");
 
 
-GemmPadding::GemmPadding(double n, double k, int sms) noexcept {
+GemmPadding::GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexcept {
   if (sms <= 0 || !std::isfinite(n) || !std::isfinite(k) || n <= 0 || k <= 0) return;
   n_ = n;
   k_ = k;
   sms_ = sms;
+  stream_k_ = split == hw::GemmSplit::stream_k;
   const double inv_sms = 1 / sms_, k_cap = std::floor(k / kMinSplitDepth);
   small_ = mid_wide_ = mid_rest_ = std::numeric_limits<double>::infinity();
   // Work per row of tile height (or the whole work) of `tiles` tiles tile_n wide.
   const auto per_height = [&](double tiles, double tile_n) {
-    const Split sw = split_and_waves(tiles, sms_, inv_sms, k_cap);
-    return sw.waves * sms_ * tile_n / sw.split;
+    const Split sw = split_and_waves(tiles, sms_, inv_sms, k_cap, stream_k_);
+    return sw.num * tile_n / sw.den;
   };
   // ⌊a/s⌋ = (a·magic) >> 40 for a < 2^24, s <= 2^16: magic = ⌊2^40/s⌋ + 1 errs by under
   // a/2^40 < 2^-16 <= 1/s, less than the gap from a/s's fraction to the next whole number.
@@ -175,6 +188,14 @@ double GemmPadding::work_split(double m) const noexcept {
         work = std::min(work, static_cast<double>(waves) * wave_work_[t]);
         continue;
       }
+      if (stream_k_) {
+        // Fewer tiles than multiprocessors, stream-K: K shared out over min(sms/tiles, ⌊k/128⌋)
+        // of them each (at least 1), one wave: the tiles' own work while the share reaches sms/tiles.
+        const double tile_work = wave_work_[t] / sms_;  // tile_m·tile_n: exact
+        work = std::min(work, tiles * k_cap_i_ >= sms_i_ ? static_cast<double>(tiles) * tile_work
+                                                         : wave_work_[t] / static_cast<double>(std::max<std::uint64_t>(1, k_cap_i_)));
+        continue;
+      }
       // Fewer tiles than multiprocessors: K split min(⌊sms/tiles⌋, ⌊k/128⌋) ways, at least 1.
       const std::uint64_t split = std::max<std::uint64_t>(1, std::min(sms_i_ / tiles, k_cap_i_));
       const std::uint64_t waves = ((tiles * split + sms_i_ - 1) * magic_) >> 40;
@@ -183,7 +204,7 @@ double GemmPadding::work_split(double m) const noexcept {
     if (whole) return work;
   }
   // Rows beyond the whole-number range, tiles by the millions, one multiprocessor: the tiling.
-  const GemmTiling t = gemm_tiling(m, n_, k_, 1, static_cast<int>(sms_));
+  const GemmTiling t = gemm_tiling(m, n_, k_, 1, static_cast<int>(sms_), stream_k_ ? hw::GemmSplit::stream_k : hw::GemmSplit::split_k);
   return t.waves * sms_ * t.tile_m * t.tile_n / t.split_k;
 }
 

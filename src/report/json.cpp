@@ -231,7 +231,8 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
   if (tiling != nullptr && tiling->tiles > 0) {
     j["gemm_tiling"] = {{"tile_m", tiling->tile_m}, {"tile_n", tiling->tile_n}, {"tiles", tiling->tiles},
                         {"split_k", tiling->split_k}, {"waves", tiling->waves}, {"useful", tiling->useful},
-                        {"multiprocessors", sys.chip.gemm_sms()}};
+                        {"multiprocessors", sys.chip.gemm_sms()},
+                        {"split", sys.chip.gemm_split == hw::GemmSplit::stream_k ? "stream-k" : "split-k"}};
   }
   j["t_vector_s"] = number_or_null(e.t_vector_s);
   j["t_math_s"] = number_or_null(e.t_math_s);

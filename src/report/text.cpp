@@ -74,7 +74,10 @@ std::string chip_text(const hw::ChipSpec& c) {
     out += "\n";
   }
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
-  if (c.sms > 0) out += fmt::format("multiprocessors {} (GEMM tiles run in waves over them)\n", c.sms);
+  if (c.sms > 0) {
+    out += fmt::format("multiprocessors {} (GEMM tiles run in waves over them; fewer tiles {})\n", c.sms,
+                       c.gemm_split == hw::GemmSplit::stream_k ? "share their K loops over all of them: stream-K" : "split their K loops whole ways: split-K");
+  }
   {
     const hw::TopologySpec& tp = c.topology;
     const int domain = tp.domain > 0 ? tp.domain : c.chips_per_node;
@@ -220,7 +223,10 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   if (tiling != nullptr && tiling->tiles > 0) {
     out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
                        format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
-                       tiling->split_k > 1 ? fmt::format(", K split {:g} ways", tiling->split_k) : std::string(), c.gemm_sms(),
+                       tiling->split_k == 1 ? std::string()
+                       : c.gemm_split == hw::GemmSplit::stream_k ? fmt::format(", each K loop shared by {:.3g} (stream-K)", tiling->split_k)
+                                                                 : fmt::format(", K split {:g} ways", tiling->split_k),
+                       c.gemm_sms(),
                        tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, t(e.t_matrix_pad_s));
   }
   out += fmt::format("  t_memory    {:>14}{}\n", t(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");

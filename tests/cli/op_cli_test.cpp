@@ -17,10 +17,24 @@ TEST(OpCli, MatmulHasTheContractKeys) {
   // Realistic: the 4.397 us a GEMM costs on Hopper beyond its parts (the gemm class's fixed time,
   // fitted to the H100's kernel curves, the same GH100 on the H200) plus the FLOPs at the H200's
   // achievable bf16 matmul rate, 794.5 TFLOP/s (the H100 SXM's measured figure: the same
-  // GH100), 2*256*4096^2 / 794.5e12, with the tiling's padding: on 132 SMs the 32 tiles of
-  // 256x128 split K 4 ways (132/32 floored) fill 128 of them in one wave, useful 128/132 =
-  // 32/33, so the matrix work is 33/32 of the GEMM's.
-  EXPECT_NEAR(j["t_realistic_s"].get<double>(), 4.397e-6 + 2.0 * 256 * 4096 * 4096 / 794.5e12 * 33 / 32, 1e-15);
+  // GH100), 2*256*4096^2 / 794.5e12, with the tiling's padding: none here, as the 32 tiles of
+  // 256x128 share their K loops over all 132 SMs (stream-K, 132/32 each) in one wave.
+  EXPECT_NEAR(j["t_realistic_s"].get<double>(), 4.397e-6 + 2.0 * 256 * 4096 * 4096 / 794.5e12, 1e-15);
+}
+
+// How a chip's library spreads fewer GEMM tiles than multiprocessors, in `op matmul --json`:
+// m 1024, n 2112, k 7168 (vLLM PR #23280's shape) makes 68 tiles of 256x128. The H100 shares
+// them over its 132 SMs (stream-K): useful 1024*2112 / (68*256*128) = 33/34. The A100 splits K
+// floor(108/68) = 1 way: 68 tiles in one wave of 108, useful 2162688 / (108*256*128) = 0.611.
+TEST(OpCli, MatmulSaysHowFewTilesAreSpread) {
+  auto h100 = run_json("op matmul --m 1024 --n 2112 --k 7168 --hw h100-sxm --json");
+  EXPECT_EQ(h100["gemm_tiling"]["split"], "stream-k");
+  EXPECT_NEAR(h100["gemm_tiling"]["useful"].get<double>(), 33.0 / 34, 1e-12);
+  EXPECT_DOUBLE_EQ(h100["gemm_tiling"]["split_k"].get<double>(), 132.0 / 68);
+  auto a100 = run_json("op matmul --m 1024 --n 2112 --k 7168 --hw a100-80gb --json");
+  EXPECT_EQ(a100["gemm_tiling"]["split"], "split-k");
+  EXPECT_EQ(a100["gemm_tiling"]["split_k"].get<double>(), 1);
+  EXPECT_NEAR(a100["gemm_tiling"]["useful"].get<double>(), 1024.0 * 2112 / (108 * 256 * 128), 1e-12);
 }
 
 // The EPYC 9654's file says its stores allocate (x86 write-back memory): c = a + b over

@@ -69,6 +69,21 @@ TEST(HardwareFile, Multiprocessors) {
   EXPECT_NE(error_of(std::string(kMinimal) + "sms: 100000\n").find("sms: 100000: expected at most 65536"), std::string::npos);
 }
 
+// gemm_split: split-k (the default) or stream-k, nothing else; it round-trips through
+// chip_yaml; the catalog's Hopper and Blackwell parts say stream-k, the A100 keeps split-k.
+TEST(HardwareFile, GemmSplit) {
+  EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").gemm_split, hw::GemmSplit::split_k);
+  EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "gemm_split: split-k\n", "toy.yaml").gemm_split, hw::GemmSplit::split_k);
+  const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "sms: 132\ngemm_split: stream-k\n", "toy.yaml");
+  EXPECT_EQ(c.gemm_split, hw::GemmSplit::stream_k);
+  EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").gemm_split, hw::GemmSplit::stream_k);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "gemm_split: streamk\n"), "toy.yaml: gemm_split: 'streamk': expected split-k or stream-k");
+  for (const char* chip : {"h100-sxm", "h100-pcie", "h200", "b200", "gb200-nvl72"}) {
+    EXPECT_EQ(catalog_chip(chip).gemm_split, hw::GemmSplit::stream_k) << chip;
+  }
+  EXPECT_EQ(catalog_chip("a100-80gb").gemm_split, hw::GemmSplit::split_k);
+}
+
 // Aliases cannot make a small file a large document: a 60,000-character string and 20,000
 // aliases of it in `sources` (a 141 kB file expanding to 1.2 GB) is refused, in one line.
 TEST(HardwareFile, AliasAmplificationIsRefused) {

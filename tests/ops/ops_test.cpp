@@ -12,6 +12,8 @@
 namespace ridgeline::ops {
 namespace {
 
+constexpr hw::GemmSplit kSplitK = hw::GemmSplit::split_k, kStreamK = hw::GemmSplit::stream_k;
+
 double matrix(const Cost& c, DType t) { return c.flops(hw::Unit::matrix, t); }
 double vector(const Cost& c, DType t) { return c.flops(hw::Unit::vector, t); }
 
@@ -74,7 +76,7 @@ TEST(GemmTiling, WavesOverTheMultiprocessors) {
   // 8 x 36 = 288, in ceil(288/108) = 3 waves of 108 tile slots: useful 288/324 = 8/9. 128x256
   // makes 16 x 18 = 288 and 128x128 16 x 36 = 576 in 6 waves (576/648): the same 8/9; the
   // first tile wins the tie.
-  const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, 108);
+  const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, 108, kSplitK);
   EXPECT_EQ(t.tile_m, 256);
   EXPECT_EQ(t.tile_n, 128);
   EXPECT_EQ(t.tiles, 288);
@@ -88,7 +90,7 @@ TEST(GemmTiling, WavesOverTheMultiprocessors) {
 TEST(GemmTiling, FewTilesSplitTheirKLoops) {
   // 256 x 4096 outputs on 132 SMs: 1 x 32 = 32 tiles of 256x128; each K loop splits
   // min(floor(132/32), floor(4096/128)) = 4 ways: 128 slices, one wave, useful 32*4/132 = 32/33.
-  GemmTiling t = gemm_tiling(256, 4096, 4096, 1, 132);
+  GemmTiling t = gemm_tiling(256, 4096, 4096, 1, 132, kSplitK);
   EXPECT_EQ(t.tiles, 32);
   EXPECT_EQ(t.split_k, 4);
   EXPECT_EQ(t.waves, 1);
@@ -96,23 +98,65 @@ TEST(GemmTiling, FewTilesSplitTheirKLoops) {
   // A shallow K (256) splits only 256/128 = 2 ways: 256x128's 32 tiles give 64 slices (useful
   // 64/132 = 16/33), so the 128x128 tile wins: 2 x 32 = 64 tiles, split 2 ways, 128 slices in
   // one wave, useful 256*4096*2 / (132*128*128) = 32/33.
-  t = gemm_tiling(256, 4096, 256, 1, 132);
+  t = gemm_tiling(256, 4096, 256, 1, 132, kSplitK);
   EXPECT_EQ(t.tile_m, 128);
   EXPECT_EQ(t.tile_n, 128);
   EXPECT_EQ(t.split_k, 2);
   EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
   // One row (decode): every tile narrows to 16 rows; 256x128 -> 16x128 makes 32 tiles split
   // 4 ways as above: useful 1*4096*4 / (132*16*128) = 2/33 (15 of 16 rows padding).
-  t = gemm_tiling(1, 4096, 4096, 1, 132);
+  t = gemm_tiling(1, 4096, 4096, 1, 132, kSplitK);
   EXPECT_EQ(t.tile_m, 16);
   EXPECT_EQ(t.tile_n, 128);
   EXPECT_NEAR(t.useful, 2.0 / 33, 1e-15);
   // Batched GEMMs count every batch's tiles: 8 x (1 x 32) = 256 tiles of 256x128 on 132 SMs,
   // 2 waves: useful 256/264 = 32/33.
-  t = gemm_tiling(256, 4096, 4096, 8, 132);
+  t = gemm_tiling(256, 4096, 4096, 8, 132, kSplitK);
   EXPECT_EQ(t.tiles, 256);
   EXPECT_EQ(t.waves, 2);
   EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+}
+
+TEST(GemmTiling, StreamKSharesFewTilesOverEveryMultiprocessor) {
+  // 256 x 4096 outputs on 132 SMs: 32 tiles of 256x128, fewer than the SMs. Split-K splits
+  // each K loop floor(132/32) = 4 ways (128 of 132 SMs busy, useful 32/33); stream-K shares
+  // the tiles' K iterations over all 132, each tile's over min(132/32, floor(4096/128)) =
+  // 4.125 of them, in one wave: no SM idles, useful 256*4096 / (32*256*128) = 1.
+  GemmTiling t = gemm_tiling(256, 4096, 4096, 1, 132, kStreamK);
+  EXPECT_EQ(t.tiles, 32);
+  EXPECT_EQ(t.split_k, 4.125);
+  EXPECT_EQ(t.waves, 1);
+  EXPECT_NEAR(t.useful, 1, 1e-15);
+  // vLLM PR #23280's shape (DeepSeek-V3's fused q_a/kv_a projection): m 1024, n 2112, k 7168
+  // on 132 SMs. 256x128: 4 x ceil(2112/128) = 68 tiles, work 68*256*128 = 2228224 shared
+  // out; 128x256: 8 x 9 = 72 tiles, 72*128*256 = 2359296; 128x128: 8 x 17 = 136 tiles, two
+  // waves, 2*132*128*128 = 4325376. 256x128 wins, each tile over 132/68 SMs, useful
+  // 1024*2112 / 2228224 = 33/34 (the 17th column of tiles is 64 of 128 wide). Split-K: 68
+  // tiles split floor(132/68) = 1 way in one wave of 132: useful 2162688 / (132*256*128) = 1/2.
+  t = gemm_tiling(1024, 2112, 7168, 1, 132, kStreamK);
+  EXPECT_EQ(t.tile_m, 256);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_EQ(t.tiles, 68);
+  EXPECT_DOUBLE_EQ(t.split_k, 132.0 / 68);
+  EXPECT_NEAR(t.useful, 33.0 / 34, 1e-15);
+  EXPECT_NEAR(gemm_tiling(1024, 2112, 7168, 1, 132, kSplitK).useful, 0.5, 1e-15);
+  // A K too shallow to share that far: k 256 lets each tile's loop go over at most
+  // floor(256/128) = 2 SMs. 256 x 4096: 256x128 and 128x256 make 32 tiles on 64 SMs (work
+  // 132*256*128/2 = 2162688); 128x128 makes 64 tiles on 128 SMs (132*128*128/2 = 1081344):
+  // useful 256*4096 / 1081344 = 32/33, split 2, as split-K has it.
+  t = gemm_tiling(256, 4096, 256, 1, 132, kStreamK);
+  EXPECT_EQ(t.tile_m, 128);
+  EXPECT_EQ(t.split_k, 2);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+  // As many tiles as SMs or more: waves, as before (8 x 32 = 256 tiles of 256x128 in 2 waves
+  // of 132: useful 256/264 = 32/33).
+  t = gemm_tiling(256, 4096, 4096, 8, 132, kStreamK);
+  EXPECT_EQ(t.waves, 2);
+  EXPECT_EQ(t.split_k, 1);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+  // GemmPadding for one row, n 4096, k 4096: 32 tiles of 16x128 shared over 132 SMs, work
+  // 32*16*128 = 16*4096 for 4096 useful: 2·4096·(16·4096 − 4096) padded FLOPs.
+  EXPECT_NEAR(GemmPadding(4096, 4096, 132, kStreamK).flops(1), 2.0 * 4096 * (16 * 4096 - 4096), 1e-3);
 }
 
 TEST(GemmTiling, TallGemmsPickTheTileWithTheLeastWaves) {
@@ -125,7 +169,7 @@ TEST(GemmTiling, TallGemmsPickTheTileWithTheLeastWaves) {
   // 128x128 wins, useful R·4608 / ((R/128 + 1)/3 · 108·16384) = (R/128) / (R/128 + 1).
   for (const int e : {30, 50}) {
     const double R = std::ldexp(1.0, e), r128 = R / 128;
-    const GemmTiling t = gemm_tiling(R, 4608, 12288, 1, 108);
+    const GemmTiling t = gemm_tiling(R, 4608, 12288, 1, 108, kSplitK);
     EXPECT_EQ(t.tile_m, 128) << e;
     EXPECT_EQ(t.tile_n, 128) << e;
     EXPECT_EQ(t.tiles, 36 * r128) << e;
@@ -137,14 +181,14 @@ TEST(GemmTiling, TallGemmsPickTheTileWithTheLeastWaves) {
 
 TEST(GemmTiling, WithoutMultiprocessorsEveryGemmIsUseful) {
   for (const int sms : {0, -1}) {
-    const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, sms);
+    const GemmTiling t = gemm_tiling(2048, 4608, 12288, 1, sms, kSplitK);
     EXPECT_EQ(t.useful, 1);
     EXPECT_EQ(t.tiles, 0);
     EXPECT_EQ(gemm_pad_flops(2048, 4608, 12288, 1, t), 0);
   }
   // Degenerate shapes never divide by zero.
-  EXPECT_EQ(gemm_tiling(0, 4608, 12288, 1, 108).useful, 1);
-  EXPECT_EQ(gemm_tiling(2048, 4608, 12288, std::numeric_limits<double>::infinity(), 108).useful, 1);
+  EXPECT_EQ(gemm_tiling(0, 4608, 12288, 1, 108, kSplitK).useful, 1);
+  EXPECT_EQ(gemm_tiling(2048, 4608, 12288, std::numeric_limits<double>::infinity(), 108, kSplitK).useful, 1);
 }
 
 TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
@@ -152,29 +196,31 @@ TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
   // the shapes whose best tile changes with m and the narrow ones that split K, and past the
   // whole-number range (one multiprocessor, rows by the billions) where it asks gemm_tiling.
+  for (const hw::GemmSplit split : {kSplitK, kStreamK}) {
   for (const int sms : {1, 108, 132, 148, 152, 304}) {
     for (const double n : {64.0, 576.0, 1280.0, 4608.0, 14336.0}) {
-      for (const double k : {128.0, 8192.0}) {
-        const GemmPadding p(n, k, sms);
+      for (const double k : {128.0, 256.0, 8192.0}) {
+        const GemmPadding p(n, k, sms, split);
         for (double m = 0.5; m < 2e6; m = m < 300 ? m + 0.5 : m * 1.01) {
-          const double want = gemm_pad_flops(m, n, k, 1, sms);
+          const double want = gemm_pad_flops(m, n, k, 1, sms, split);
           ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
         }
         for (const double m : {3e9, 1e12}) {
-          const double want = gemm_pad_flops(m, n, k, 1, sms);
+          const double want = gemm_pad_flops(m, n, k, 1, sms, split);
           ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
         }
       }
     }
   }
+  }
   // Padded work for one row, by hand: n 4096, k 4096 on 132 SMs: 32 tiles of 16x128 split 4
   // ways in one wave, 132 slices of 16x128 per 4 = 16 x 4224 of work for 4096 useful:
   // 2·4096·(16·4224 − 4096) FLOPs.
-  EXPECT_NEAR(GemmPadding(4096, 4096, 132).flops(1), 2.0 * 4096 * (16 * 4224 - 4096), 1e-3);
-  EXPECT_EQ(GemmPadding(4096, 4096, 0).flops(1), 0);
-  EXPECT_EQ(GemmPadding(4096, 4096, 132).flops(0), 0);
-  EXPECT_EQ(GemmPadding(0, 4096, 132).flops(16), 0);
-  EXPECT_EQ(GemmPadding(4096, 4096, 132).flops(std::numeric_limits<double>::infinity()), 0);
+  EXPECT_NEAR(GemmPadding(4096, 4096, 132, kSplitK).flops(1), 2.0 * 4096 * (16 * 4224 - 4096), 1e-3);
+  EXPECT_EQ(GemmPadding(4096, 4096, 0, kSplitK).flops(1), 0);
+  EXPECT_EQ(GemmPadding(4096, 4096, 132, kSplitK).flops(0), 0);
+  EXPECT_EQ(GemmPadding(0, 4096, 132, kSplitK).flops(16), 0);
+  EXPECT_EQ(GemmPadding(4096, 4096, 132, kSplitK).flops(std::numeric_limits<double>::infinity()), 0);
 }
 
 TEST(Dot, SeedCounts) {

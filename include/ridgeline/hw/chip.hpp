@@ -128,6 +128,11 @@ std::string_view name(Fabric f) noexcept;
 /// with a fixed cost per call and per step and a share of the link's bandwidth, and NVLS
 /// with its own latency; none — one protocol, each step at the link's latency.
 enum class CollectiveLibrary : std::uint8_t { none, nccl };
+
+/// How the chip's GEMM library fills the multiprocessors when a GEMM has fewer output tiles
+/// than them (docs/cost-model.md#gemm-shape): each tile's K loop split a whole number of ways
+/// (split-K), or the tiles' K iterations shared out over every multiprocessor (stream-K).
+enum class GemmSplit : std::uint8_t { split_k, stream_k };
 std::string_view name(CollectiveLibrary l) noexcept;
 
 /// The machine as it is wired: the scale-up domain (the chips the `node` link joins) and
@@ -230,6 +235,9 @@ struct ChipSpec {
   /// given, and GEMMs run at their best-shape rate whatever their shape (no tile or wave
   /// quantisation, docs/cost-model.md#gemm-shape).
   int sms = 0;
+  /// `gemm_split`: how a GEMM of fewer tiles than `sms` is spread over them (split-K unless
+  /// the chip file says stream-K, with its source).
+  GemmSplit gemm_split = GemmSplit::split_k;
   TopologySpec topology;         ///< how the node links and the network are wired
   double usd_per_hour = 0;       ///< a price per chip-hour (`price_per_hour`, its source and date in `sources`); 0: none
   std::vector<std::string> sources;

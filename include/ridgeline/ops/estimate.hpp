@@ -76,6 +76,7 @@ struct Rates {
   double special_extra_s = 0;
   double launch_s = 0;    ///< per kernel launch
   int sms = 0;            ///< the chip's multiprocessors (hw::ChipSpec::sms): GEMM tiling
+  hw::GemmSplit gemm_split = hw::GemmSplit::split_k;  ///< how few tiles are spread over them (hw::ChipSpec::gemm_split)
   /// A kernel class's achievable rates for the realistic time: 1 / fraction of each peak
   /// (hw::EfficiencySpec, the class's figure where the chip file gives one) and its fixed
   /// time per kernel.

@@ -45,7 +45,7 @@ DType default_compute_dtype(DType act, DType weight, const hw::ChipSpec& chip) n
 struct GemmTiling {
   double tile_m = 0, tile_n = 0;  ///< the tile: a large tile, narrowed to the GEMM's rows or columns in steps of 16
   double tiles = 0;               ///< output tiles, every batch
-  double split_k = 1;             ///< slices of K per tile, to fill the multiprocessors when tiles are few
+  double split_k = 1;             ///< multiprocessors sharing each tile's K loop when tiles are few (stream-K: sms/tiles, not whole)
   double waves = 0;               ///< rounds of tile slices over the multiprocessors
   /// The fraction of the matrix units' work that is the GEMM's:
   /// batch·m·n·split_k / (waves·sms·tile_m·tile_n); 1 without multiprocessors.
@@ -60,19 +60,21 @@ inline constexpr double kMinSplitDepth = 128;
 /// The tiling of `batch` GEMMs [m, k] x [k, n] over `sms` multiprocessors with the least
 /// matrix work among kGemmTiles (each narrowed to m and n rounded up to 16 when smaller);
 /// with fewer tiles than multiprocessors each tile's K loop is split over
-/// min(sms / tiles, k / kMinSplitDepth) of them (split-K). sms <= 0: useful 1.
-GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms) noexcept;
+/// max(1, min(⌊sms / tiles⌋, ⌊k / kMinSplitDepth⌋)) of them (split-K), or, `stream_k`, the
+/// tiles' K iterations are shared out over all of them, each tile's over min(sms / tiles,
+/// ⌊k / kMinSplitDepth⌋) (at least 1), in one wave. sms <= 0: useful 1.
+GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept;
 /// The matrix work a tiling adds beyond the GEMM's 2·batch·m·k·n FLOPs, in FLOPs
 /// (Cost::matrix_pad_flops): those FLOPs x (1 / useful - 1).
 inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t) noexcept {
   return t.useful > 0 && t.useful < 1 ? 2 * batch * m * k * n * (1 / t.useful - 1) : 0;
 }
 /// The same for the tiling gemm_tiling chooses on `sms` multiprocessors.
-inline double gemm_pad_flops(double m, double n, double k, double batch, int sms) noexcept {
-  return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms));
+inline double gemm_pad_flops(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept {
+  return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms, split));
 }
 
-/// gemm_pad_flops(m, n, k, 1, sms) of one GEMM's columns and depth for any rows m, with what
+/// gemm_pad_flops(m, n, k, 1, sms, split) of one GEMM's columns and depth for any rows m, with what
 /// does not depend on m worked out once (the serving step model prices a GEMM's tiling at
 /// every step). Padded work = waves·sms·tile_m·tile_n / split_k − m·n per unit of 2k, the
 /// least over kGemmTiles (the largest useful fraction); up to 128 rows every tile is narrowed
@@ -81,7 +83,7 @@ inline double gemm_pad_flops(double m, double n, double k, double batch, int sms
 class GemmPadding {
  public:
   GemmPadding() = default;
-  GemmPadding(double n, double k, int sms) noexcept;
+  GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexcept;
   /// Padded FLOPs for m rows (0 without multiprocessors, for m <= 0 or not finite).
   double flops(double m) const noexcept { return from_work(m, work(m)); }
   /// The tiles' matrix work for m rows > 0, in units of 2k FLOPs (waves·sms·tile_m·tile_n /
@@ -123,6 +125,7 @@ class GemmPadding {
   std::array<std::uint64_t, 3> cols_i_{};
   std::array<double, 3> wave_work_{};  ///< sms·tile_m·tile_n: a full wave's work
   std::uint64_t sms_i_ = 0, magic_ = 0, k_cap_i_ = 0;
+  bool stream_k_ = false;
   /// m/128 above full_lo_ and up to full_hi_ (never when lo > hi): above 256 rows, every tile
   /// shape has at least sms tiles and fewer than 2^24 − sms, in whole numbers.
   double full_lo_ = 1, full_hi_ = 0;
