@@ -243,11 +243,15 @@ void attention_block(Ctx& c, double window) {
   a.impl = c.f.attention;
   a.dtype = c.act;
   a.kv_dtype = c.kv;
-  // Attention runs in the activations' dtype whatever the GEMMs do (fp8 GEMMs of W8A8
-  // serving, Transformer Engine's fp8 training), in fp8 where the KV cache is fp8 and the
-  // chip has fp8 (FlashAttention-3's and FlashInfer's fp8 kernels).
-  const bool fp8_kv = is_fp8(c.kv) && c.sys.chip.peak(hw::Unit::matrix, c.kv) > 0;
-  a.compute = fp8_kv ? c.kv : c.act;
+  // Attention's matrix math runs at the activations' rate whatever the GEMMs do (fp8 GEMMs of
+  // W8A8 serving, Transformer Engine's fp8 training), and whatever the KV cache holds: an fp8
+  // cache halves the keys' and values' bytes, not the math's time. vLLM's FlashAttention-3
+  // runs QK and PV in fp8 with a cache of fp8, but with the two-level fp32 accumulation that
+  // keeps it accurate at long context its prefill is no faster than bf16's: "similar TTFT",
+  // "slight TTFT speedups ... for long contexts" at head_dim 128, slower at 256 (vLLM blog
+  // "The State of FP8 KV-Cache and Attention Quantization in vLLM", 2026-04-22, single-request
+  // H100 sweep; vllm-project/flash-attention PRs #104, #125).
+  a.compute = c.act;
   double o_in = 0;
   if (m.is_mla()) {
     const auto& la = m.mla;
