@@ -678,6 +678,21 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);
+    // Greedy sampling, as serving benchmarks run it (temperature 0): the logits cast to fp32
+    // (read 2 bytes, write 4 a logit) and their argmax (read 4, one compare), two kernels over
+    // each sequence's whole vocabulary (vLLM V1's Sampler: logits.to(torch.float32), then
+    // argmax when every request is greedy; vllm/v1/sample/sampler.py).
+    const double logits = rows * V;
+    Cost cast, argmax;
+    cast.add_main_bytes(2 * logits);
+    cast.add_main_stores(4 * logits);
+    cast.add_flops(hw::Unit::vector, DType::fp32, logits);
+    cast.launches = 1;
+    argmax.add_main_bytes(4 * logits);
+    argmax.add_flops(hw::Unit::vector, DType::fp32, logits);
+    argmax.launches = 1;
+    c.g.add("sample_cast", OpClass::elementwise, Block::head, cast);
+    c.g.add("sample_argmax", OpClass::elementwise, Block::head, argmax);
     // Logits of the last positions: the head scales with the sequences, not the tokens.
     for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
     if (f.merged_kernels) final_norm.scale = Scale::tokens;

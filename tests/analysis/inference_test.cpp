@@ -433,23 +433,49 @@ TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
   EXPECT_TRUE(seen);
 }
 
+TEST(Inference, GreedySamplingReadsTheWholeVocabularyTwice) {
+  // Llama-3.1-8B (vocabulary 128256) at batch 8: the cast reads 8 x 128256 bf16 logits
+  // (2 bytes) and writes them as fp32 (4): 6 x 1026048 = 6156288 bytes, 4104192 of them
+  // stored; the argmax reads the fp32 logits: 4 x 1026048 = 4104192 bytes.
+  InferenceConfig cfg;
+  cfg.batch = 8;
+  cfg.prompt = 32;
+  cfg.gen = 4;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  int seen = 0;
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    const auto& op = r->decode_graph.ops[i];
+    if (std::string_view(op.name) == "sample_cast") {
+      ++seen;
+      EXPECT_DOUBLE_EQ(op.cost.main_bytes, 6156288);
+      EXPECT_DOUBLE_EQ(op.cost.main_store_bytes, 4104192);
+    } else if (std::string_view(op.name) == "sample_argmax") {
+      ++seen;
+      EXPECT_DOUBLE_EQ(op.cost.main_bytes, 4104192);
+      EXPECT_EQ(op.cost.main_store_bytes, 0);
+    }
+  }
+  EXPECT_EQ(seen, 2);
+}
+
 TEST(Inference, DecodeStepFloorByHand) {
   // Llama-3.1-8B on one H100 with CUDA graphs: a decode step runs 15 kernels per layer
   // (input norm, q, k, v, RoPE, KV write, attention, o, residual, post-attention norm, gate,
-  // up, SiLU-mul, down, residual) x 32 layers, the embedding, the final norm and the LM head:
-  // 483 kernels, each paying its class's fixed time on an H100 (hardware file, efficiency:
-  // the fits of its kernel curves, or the chip's 1.3 us boundary): per layer 7 GEMMs x
-  // 4.397 us, a decode attention 15.32 us, 2 norms x 0.8837 us and 5 pointwise kernels
-  // (RoPE, KV write, 2 residuals, SiLU-mul) x 1.3 us = 54.3664 us; x 32 = 1739.7248 us, and
-  // the embedding 1.3, the final norm 0.8837 and the LM head 4.397 us: 1746.3055 us a step,
-  // whatever the batch. No collective on one chip.
+  // up, SiLU-mul, down, residual) x 32 layers, the embedding, the final norm, the LM head and
+  // greedy sampling's cast and argmax: 485 kernels, each paying its class's fixed time on an
+  // H100 (hardware file, efficiency: the fits of its kernel curves, or the chip's 1.3 us
+  // boundary): per layer 7 GEMMs x 4.397 us, a decode attention 15.32 us, 2 norms x 0.8837 us
+  // and 5 pointwise kernels (RoPE, KV write, 2 residuals, SiLU-mul) x 1.3 us = 54.3664 us;
+  // x 32 = 1739.7248 us, and the embedding 1.3, the final norm 0.8837, the LM head 4.397 us
+  // and the two sampling kernels 2 x 1.3 us: 1748.9055 us a step, whatever the batch. No
+  // collective on one chip.
   InferenceConfig cfg;
   cfg.cuda_graphs = true;
   cfg.batch = 8;
   cfg.prompt = 32;
   cfg.gen = 16;
   auto r = run("llama-3.1-8b", "h100-sxm", cfg);
-  const double step = 32 * (7 * 4.397e-6 + 15.32e-6 + 2 * 0.8837e-6 + 5 * 1.3e-6) + 1.3e-6 + 0.8837e-6 + 4.397e-6;
+  const double step = 32 * (7 * 4.397e-6 + 15.32e-6 + 2 * 0.8837e-6 + 5 * 1.3e-6) + 1.3e-6 + 0.8837e-6 + 4.397e-6 + 2 * 1.3e-6;
   EXPECT_NEAR(r->decode_last.kernel_fixed_s, step, 1e-12);
   EXPECT_NEAR(r->decode_total.kernel_fixed_s, 15 * step, 1e-11);
   EXPECT_EQ(r->decode_last.link_latency_s, 0);
@@ -485,10 +511,11 @@ TEST(Inference, KernelBoundaryAddsToEveryKernelInAGraph) {
   infer(m, sys, cfg, *a);
   sys.chip.efficiency.overhead_s = 2e-6;
   infer(m, sys, cfg, *b);
-  // Llama-2-7B: 15 kernels per layer x 32 + embedding, final norm, LM head = 483.
-  EXPECT_NEAR(b->decode_last.t_realistic_s - a->decode_last.t_realistic_s, 483 * 2e-6, 1e-12);
+  // Llama-2-7B: 15 kernels per layer x 32 + embedding, final norm, LM head and sampling's
+  // cast and argmax = 485.
+  EXPECT_NEAR(b->decode_last.t_realistic_s - a->decode_last.t_realistic_s, 485 * 2e-6, 1e-12);
   EXPECT_EQ(b->decode_last.t_lower_s, a->decode_last.t_lower_s);
-  EXPECT_NEAR(b->decode_last.kernel_fixed_s, 483 * 2e-6, 1e-12);
+  EXPECT_NEAR(b->decode_last.kernel_fixed_s, 485 * 2e-6, 1e-12);
 }
 
 // Speculative decoding with the target as its own draft, k = 1, α = 0: one token a step,
