@@ -855,8 +855,11 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // The step waits for the slowest of its GPUs at every collective and send: its compute-bound
   // kernels (GEMMs, attention) run at that GPU's rate, over every micro-batch and the bubble
   // (docs/training.md#the-slowest-gpu). The realistic time only: the bounds stay at the rates.
+  // The embedding and head's (the head's: the embedding's gather is memory-bound) where the
+  // slowest stage holds the head: the last one, or the only one.
+  const bool head_here = pp == 1 || last_slower;
   const double compute_bound_mb = (sh.f_window_layers.compute_bound_s + sh.b_window_layers.compute_bound_s) * stage_share +
-                                  sh.f_window_other.compute_bound_s + sh.b_window_other.compute_bound_s;
+                                  (head_here ? sh.f_window_other.compute_bound_s + sh.b_window_other.compute_bound_s : 0);
   out.straggler_s = sh.straggler_slowdown * compute_bound_mb * (mbs + (pp - 1) / vpp);
   StepPart straggler{0, 0, out.straggler_s};
 
