@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ridgeline/analysis/stragglers.hpp"
 #include "ridgeline/comm/collective.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/model/transformer.hpp"
@@ -349,6 +350,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
 
   sh.grad_norm_allreduce =
       collective_time(sh.wiring, comm::Collective::all_reduce, 4, comm::place(sh.wiring, static_cast<double>(cfg.gpus)), rates, 0).t;
+  sh.straggler_slowdown = straggler_slowdown(cfg.gpus);
   // --tp-overlap: the layers' TP collectives by how Transformer Engine overlaps them (ring
   // exchange through the copy engines, 1 SM; pipelined or bulk reduce-scatters, 16 SMs), and
   // the GEMMs they hide behind.
@@ -850,10 +852,21 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   out.hidden_comm_s = dpo.hidden_s + sh.tp_overlap.hidden_s * tp_share;
   out.interference_s = dpo.interference_s + sh.tp_overlap.interference_s * tp_share;
   StepPart dp_interference{0, 0, dpo.interference_s};
+  // The step waits for the slowest of its GPUs at every collective and send: its compute-bound
+  // kernels (GEMMs, attention) run at that GPU's rate, over every micro-batch and the bubble
+  // (docs/training.md#the-slowest-gpu). The realistic time only: the bounds stay at the rates.
+  // The embedding and head's (the head's: the embedding's gather is memory-bound) where the
+  // slowest stage holds the head: the last one, or the only one.
+  const bool head_here = pp == 1 || last_slower;
+  const double compute_bound_mb = (sh.f_window_layers.compute_bound_s + sh.b_window_layers.compute_bound_s) * stage_share +
+                                  (head_here ? sh.f_window_other.compute_bound_s + sh.b_window_other.compute_bound_s : 0);
+  out.straggler_s = sh.straggler_slowdown * compute_bound_mb * (mbs + (pp - 1) / vpp);
+  StepPart straggler{0, 0, out.straggler_s};
 
   StepPart step = out.pipeline;
   add(step, out.exposed_dp_comm);
   add(step, dp_interference);
+  add(step, straggler);
   add(step, out.compression);
   add(step, out.optimizer);
   add(step, out.grad_norm);

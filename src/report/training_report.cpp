@@ -123,6 +123,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["hidden_comm_s"] = r.hidden_comm_s;
   j["hidden_comm_share"] = r.step_time_s > 0 ? r.hidden_comm_s / r.step_time_s : 0;
   j["interference_s"] = r.interference_s;
+  j["straggler_s"] = r.straggler_s;
   j["overlap_efficiency"] = r.overlap_efficiency;
   j["framework"] = std::string(analysis::name(c.framework));
   j["prefetch"] = c.prefetch;
@@ -247,6 +248,7 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += fmt::format("  pipeline (all mbs)       {:>10}   bubble {}\n", t(r.pipeline.realistic_s), t(r.bubble.realistic_s));
   out += fmt::format("  data-parallel comm       {:>10}   exposed {}\n", t(r.dp_comm.realistic_s), t(r.exposed_dp_comm.realistic_s));
   out += fmt::format("  optimizer (Adam)         {:>10}   gradient norm and buffers {}\n", t(r.optimizer.realistic_s), t(r.grad_norm.realistic_s));
+  if (r.straggler_s > 0) out += fmt::format("  slowest of the GPUs      {:>10}   (compute-bound kernels at the slowest of {} GPUs' rate)\n", t(r.straggler_s), c.gpus);
   if (c.powersgd_rank > 0) {
     out += fmt::format("  PowerSGD rank {:<4}       {:>10}   gradients {} instead of {}\n", c.powersgd_rank, t(r.compression.realistic_s),
                        size(r.grad_bytes), size(r.grad_bytes_uncompressed));

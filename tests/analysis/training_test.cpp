@@ -445,6 +445,32 @@ TEST(Training, PipelineBubble) {
   }
 }
 
+TEST(Training, TheStepWaitsForTheSlowestGpu) {
+  // Data parallelism only: every GPU runs the same micro-batches (global batch 4 per GPU), so
+  // the compute-bound kernels' time on one GPU is the same at 1, 8 and 64 GPUs, and what the
+  // slowest GPU adds scales with straggler_slowdown (docs/training.md#the-slowest-gpu).
+  const auto m = gpt(1024, 16, 4);
+  TrainConfig c;
+  c.seq = 1024;
+  c.gpus = 1;
+  c.global_batch = 4;
+  EXPECT_EQ(run(m, "h100-sxm", c)->straggler_s, 0);  // one GPU waits for none
+  c.gpus = 8;
+  c.global_batch = 32;
+  auto r8 = run(m, "h100-sxm", c);
+  c.gpus = 64;
+  c.global_batch = 256;
+  auto r64 = run(m, "h100-sxm", c);
+  EXPECT_EQ(r8->micro_batches, 4);
+  EXPECT_EQ(r64->micro_batches, 4);
+  // 0.0427939 / 0.0258387 = 1.656194 (tests/analysis/stragglers_test.cpp derives both).
+  EXPECT_NEAR(r64->straggler_s / r8->straggler_s, 1.656194, 1e-5);
+  // Only compute-bound kernels wait: at most 0.0258387 of the pipeline, and part of the step.
+  EXPECT_GT(r8->straggler_s, 0);
+  EXPECT_LT(r8->straggler_s, 0.0258387 * r8->pipeline.realistic_s);
+  EXPECT_GE(r8->step_time_s, r8->pipeline.realistic_s + r8->straggler_s);
+}
+
 TEST(Training, ModelFlopsAreThreeForwardPasses) {
   // Llama-2-7B, 8 sequences of 2048: forward GEMMs 2 FLOPs per weight per token (the
   // embedding table is a lookup, the 65 norms no GEMM), attention 4·d per causal pair per

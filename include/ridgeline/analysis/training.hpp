@@ -240,6 +240,9 @@ struct TrainShape {
   OverlapCost tp_overlap;
   /// The gradient norm's all-reduce of one fp32 over every GPU, once per step (the same for every plan).
   StepPart grad_norm_allreduce;
+  /// How much longer the slowest of the plan's GPUs takes on compute-bound kernels than the
+  /// typical one (straggler_slowdown of all the GPUs: the same for every plan).
+  double straggler_slowdown = 0;
   /// train_step's data-parallel collectives already priced for plans of this shape: the same
   /// collective of the same bytes over a group placed alike prices the same, and the plans
   /// under a shape (their ZeRO stages and interleavings) repeat them.
@@ -293,6 +296,9 @@ struct TrainStep {
   /// overlap), and what hiding it costs the compute (in the step time; docs/training.md#interference).
   double hidden_comm_s = 0;
   double interference_s = 0;
+  /// Realistic, per step: what waiting for the slowest of the GPUs adds to the slowest stage's
+  /// compute-bound kernels, bubble included (docs/training.md#the-slowest-gpu; in the step time).
+  double straggler_s = 0;
   double overlap_efficiency = 1;       ///< the fraction of hideable communication assumed hidden (TrainConfig)
   /// Optimizer-step kernels besides Adam: the gradient norm (read every gradient this GPU
   /// updates) and its all-reduce, and zeroing the gradient buffer (Megatron), per step.
