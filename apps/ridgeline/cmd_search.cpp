@@ -317,7 +317,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     if (!(x >= 0 && x < 0.9)) throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%)", mg));
     if (!b.slo.any()) throw InputError("--margin: headroom over the SLO needs --slo targets");
     s.margin = x;
-    b.slo.ttft_s *= 1 - x, b.slo.tpot_s *= 1 - x, b.slo.e2e_s *= 1 - x;
+    for (serving::SloTarget& g : b.slo.targets) g.limit_s *= 1 - x;
   }
   const auto router = serving::parse_router(v->router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));

@@ -62,25 +62,13 @@ struct Outcome {
   bool evaluated = false;
 };
 
-double stat(const serving::Summary& s, double q) {
-  if (q < 0) return s.mean;
-  if (q <= 0.5) return s.p50;
-  if (q <= 0.9) return s.p90;
-  if (q <= 0.95) return s.p95;
-  return s.p99;
-}
-
 // The target furthest beyond (or least within) its value in a run: its name, value, target.
 void binding_target(const serving::Slo& slo, const ServingResult& r, Outcome& o) {
   double worst = -1;
-  auto consider = [&](const char* name, double target, double q, const serving::Summary& s) {
-    if (target <= 0) return;
-    const double v = stat(s, q);
-    if (v / target > worst) worst = v / target, o.binding = name, o.value_s = v, o.target_s = target;
-  };
-  consider("ttft", slo.ttft_s, slo.ttft_q, r.ttft);
-  consider("tpot", slo.tpot_s, slo.tpot_q, r.tpot);
-  consider("e2e", slo.e2e_s, slo.e2e_q, r.e2e);
+  for (const serving::SloTarget& g : slo.targets) {
+    const double v = serving::statistic(serving::summary_of(r, g.metric), g.q);
+    if (v / g.limit_s > worst) worst = v / g.limit_s, o.binding = serving::name(g.metric), o.value_s = v, o.target_s = g.limit_s;
+  }
 }
 
 bool open_loop(const serving::WorkloadSpec& w) {
@@ -162,13 +150,19 @@ class Evaluator {
     // Floors: what no number of replicas changes (a decode step on the instances that decode,
     // a prefill on those that prefill).
     d.floor_tpot_s = tpot_floor(c.disagg ? decode_step_ : step_, dp.engine, cfg.spec);
-    if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
+    // Every gap between two tokens is at least that step: a floor under TPOT and ITL alike.
+    for (const serving::SloTarget& g : slo.targets) {
+      if ((g.metric == serving::SloMetric::tpot || g.metric == serving::SloMetric::itl) && d.floor_tpot_s > g.limit_s) {
+        return floor(o, Reject::tpot_floor, std::string(serving::name(g.metric)), d.floor_tpot_s, g.limit_s);
+      }
+    }
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
     const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget, c.chunked};
-    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, slo.ttft_q), floor_key_ = key;
+    const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
+    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
-    if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
+    if (ttft && d.floor_ttft_s > ttft->limit_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, ttft->limit_s);
 
     // The fewest replicas (disaggregated: instances, at least one of each, split as rate
     // matching says): from an estimate of one replica's capacity, galloping to a count that
@@ -302,8 +296,8 @@ class Evaluator {
     o.reason = r;
     return o;
   }
-  static Outcome floor(Outcome& o, Reject r, const char* binding, double v, double target) {
-    o.binding = binding;
+  static Outcome floor(Outcome& o, Reject r, std::string binding, double v, double target) {
+    o.binding = std::move(binding);
     o.value_s = v;
     o.target_s = target;
     return reject(o, r);
@@ -500,10 +494,10 @@ class Evaluator {
     d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
     d.slo_binding = o.binding;
     const serving::Slo& asked = s_.slo_asked.any() ? s_.slo_asked : s_.base.slo;
-    auto slack = [](double target, double q, const serving::Summary& sm) { return target > 0 ? 1 - stat(sm, q) / target : 1.0; };
-    d.ttft_slack = slack(asked.ttft_s, asked.ttft_q, r.ttft);
-    d.tpot_slack = slack(asked.tpot_s, asked.tpot_q, r.tpot);
-    d.e2e_slack = slack(asked.e2e_s, asked.e2e_q, r.e2e);
+    d.target_slack.fill(1);
+    for (const serving::SloTarget& g : asked.targets) {
+      d.target_slack[static_cast<std::size_t>(g.metric)] = 1 - serving::statistic(serving::summary_of(r, g.metric), g.q) / g.limit_s;
+    }
   }
 
   const model::ModelConfig& m_;

@@ -98,14 +98,10 @@ std::string space_slo_text(const planning::FleetSpace& space) {
 
 std::string slo_text(const serving::Slo& s) {
   std::string out;
-  auto add = [&](const char* metric, double target, double q) {
-    if (target <= 0) return;
-    const std::string stat = q < 0 ? "mean" : fmt::format("p{:.0f}", q * 100);
-    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", metric, stat, t(target));
-  };
-  add("ttft", s.ttft_s, s.ttft_q);
-  add("tpot", s.tpot_s, s.tpot_q);
-  add("e2e", s.e2e_s, s.e2e_q);
+  for (const serving::SloTarget& g : s.targets) {
+    const std::string stat = g.q < 0 ? "mean" : fmt::format("p{:.0f}", g.q * 100);
+    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", serving::name(g.metric), stat, t(g.limit_s));
+  }
   return out.empty() ? "none (sustainable load only)" : out;
 }
 
@@ -114,11 +110,8 @@ const serving::Slo& asked_slo(const planning::FleetSpace& s) { return s.slo_aske
 
 // {"ttft": 0.59, "tpot": 0.37}: the distance to each target there is.
 json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
-  const serving::Slo& slo = asked_slo(s);
   json j = json::object();
-  if (slo.ttft_s > 0) j["ttft"] = d.ttft_slack;
-  if (slo.tpot_s > 0) j["tpot"] = d.tpot_slack;
-  if (slo.e2e_s > 0) j["e2e"] = d.e2e_slack;
+  for (const serving::SloTarget& g : asked_slo(s).targets) j[std::string(serving::name(g.metric))] = d.target_slack[static_cast<std::size_t>(g.metric)];
   return j;
 }
 
@@ -170,7 +163,7 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
                                              d.prefill > 0 ? "instances" : "replicas",
                                              fleet_gpus(d), c.binding, t(c.value_s))
                                : fmt::format("its {} floor ({}) is {}", c.binding,
-                                             c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
+                                             c.binding == "tpot" || c.binding == "itl" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
   return fmt::format("closest: {} x {} tp {}{}, {}{}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
                      d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), knobs_text(s, d), what, t(c.target_s));
@@ -249,8 +242,10 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
 
 namespace {
 
-// "59%", or "-" without a target; negative when missed.
-std::string spare_text(double target, double slack) { return target > 0 ? fmt::format("{:.0f}%", 100 * slack) : "-"; }
+// "59%", or "-" without a target on `m`; negative when missed.
+std::string spare_text(const serving::Slo& slo, serving::SloMetric m, const Deployment& d) {
+  return slo.find(m) ? fmt::format("{:.0f}%", 100 * d.target_slack[static_cast<std::size_t>(m)]) : "-";
+}
 
 // The cheapest feasible deployment on each chip: "H100, H200 or B200?" in one table.
 std::string per_chip_text(const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
@@ -272,10 +267,13 @@ std::string per_chip_text(const planning::FleetSpace& space, const planning::Fle
     if (d.spec_tokens > 0) layout += fmt::format(" k{}", d.spec_tokens);
     s += fmt::format("  {:<12}{:>5}  {:<18}{:>10}{:>10}{:>9}{:>9}{:>10}{:>7}{:>10}{:>7}\n", space.chips[c].sys.chip.name, d.gpus, layout,
                      dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-",
-                     d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-", t(d.ttft.p99), spare_text(slo.ttft_s, d.ttft_slack),
-                     t(d.tpot.p99), spare_text(slo.tpot_s, d.tpot_slack));
+                     d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-", t(d.ttft.p99), spare_text(slo, serving::SloMetric::ttft, d),
+                     t(d.tpot.p99), spare_text(slo, serving::SloMetric::tpot, d));
   }
-  if (slo.e2e_s > 0) s += "  (an e2e target too: each row's spare on it is in --json, slo_slack_by_target)\n";
+  for (const serving::SloTarget& g : slo.targets) {
+    if (g.metric == serving::SloMetric::ttft || g.metric == serving::SloMetric::tpot) continue;
+    s += fmt::format("  (an {} target too: each row's spare on it is in --json, slo_slack_by_target)\n", serving::name(g.metric));
+  }
   return s;
 }
 

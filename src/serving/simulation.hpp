@@ -141,7 +141,11 @@ class Simulation {
   void complete(Replica& r, std::int32_t qi, Ps t);
   void reject(std::int32_t qi, Ps t);
   void record(const RequestRecord& rec, Ps t);
-  bool missed(double target, double q, std::int64_t over, const Distribution& d) const;
+  bool missed(const SloTarget& target, std::int64_t over) const;
+  // The measured requests' distribution of a metric (ITL: of their tokens' gaps).
+  const Distribution& distribution(SloMetric m) const noexcept {
+    return m == SloMetric::ttft ? ttft_ : m == SloMetric::tpot ? tpot_ : m == SloMetric::itl ? itl_ : e2e_;
+  }
   // A replica whose running, waiting or KV state may have changed since the last advance.
   void touch(const Replica& r) {
     const auto i = static_cast<std::size_t>(r.index);
@@ -190,6 +194,7 @@ class Simulation {
   std::int64_t in_system_ = 0;
   Ps clock_ = 0, horizon_ = kNever;
   Distribution ttft_, tpot_, itl_, e2e_, queue_;
+  bool itl_on_ = false;  // inter-token latencies recorded: not lean, or an SLO target on them
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
   // Every measured request's arrival, served or not (the rate offered).
@@ -205,7 +210,7 @@ class Simulation {
   Snapshot sum_;                     // over the replicas
   std::vector<char> touched_flag_;
   std::vector<std::int32_t> touched_;
-  std::array<std::int64_t, 3> over_{};  // measured requests beyond the TTFT, TPOT and E2E targets
+  std::array<std::int64_t, kSloMetrics> over_{};  // measured requests beyond each SLO target (in cfg_.slo's order)
   bool slo_missed_ = false;
   int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
   std::array<double, 4> quarter_waiting_{}, quarter_time_{};

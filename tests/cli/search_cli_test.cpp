@@ -356,6 +356,19 @@ TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {
   EXPECT_GT(j["rejected"]["tpot_floor"].get<int>(), 0);
 }
 
+TEST(SearchServeCli, AnItlTargetBelowEveryDecodeStepRejectsOnTheFloor) {
+  // As tpot_p99=1ms above: every gap between two tokens is at least a decode step of one
+  // sequence, so an ITL target of 1 ms is below every deployment's floor, named "itl".
+  auto j = run_json(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo itl_p99=1ms");
+  EXPECT_TRUE(j["best"].is_null());
+  EXPECT_EQ(j["simulations"], 0);
+  EXPECT_EQ(j["closest"]["binding"], "itl");
+  EXPECT_EQ(j["slo"], "itl_p99 1 ms");
+  const auto r = run(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo itl_p98=1ms");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("'itl_p98' is not a key"), std::string::npos) << r.err;
+}
+
 TEST(SearchServeCli, ParetoChart) {
   const std::string svg = std::string(RIDGELINE_TMP_DIR) + "/fleet_pareto.svg";
   auto r = run(kServe + " --hw h100-sxm --tp 1,2,4 --plot " + svg);

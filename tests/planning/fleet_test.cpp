@@ -106,8 +106,8 @@ TEST(Fleet, FewestReplicasAgreeWithBruteForce) {
   s.tp = {1, 2};
   s.max_num_seqs = {32, 256};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.4;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.4);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   analysis::SearchControl control;
   control.threads = 2;
   const FleetSearchResult r = search_fleet(m, s, control);
@@ -158,8 +158,8 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.4;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.4);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   const FleetSearchResult priced = search_fleet(m, s);
   ASSERT_TRUE(priced.best);
   EXPECT_TRUE(priced.priced);
@@ -187,8 +187,8 @@ FleetSpace disagg_space(double qps, std::vector<std::int64_t> tp) {
   s.max_num_seqs = {256};
   s.max_rate = false;
   s.disaggregated = {true};
-  s.base.slo.ttft_s = 0.3;
-  s.base.slo.tpot_s = 0.02;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
+  s.base.slo.set(serving::SloMetric::tpot, 0.02);
   return s;
 }
 
@@ -300,8 +300,8 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryEpOfTheirTp) {
   // each of the 7 prefill plans is paired with each decode TP at its own EP: 14.
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   FleetSpace s = disagg_space(20, {1, 2});
-  s.base.slo.ttft_s = 1;
-  s.base.slo.tpot_s = 0.05;
+  s.base.slo.set(serving::SloMetric::ttft, 1);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_EQ(r.evaluated, 49u);
   ASSERT_TRUE(r.best);
@@ -349,7 +349,7 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 3e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 3e-3);
   const FleetSearchResult plain = search_fleet(m, s);
   EXPECT_FALSE(plain.best);
   EXPECT_EQ(plain.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
@@ -381,7 +381,7 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   s.tp = {1, 2};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 4e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 4e-3);
   DraftChoice mtp;
   mtp.spec.accept.fill(0.8);
   mtp.spec.draft = &draft;
@@ -466,7 +466,7 @@ TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 0.1;
+  s.base.slo.set(serving::SloMetric::tpot, 0.1);
   DraftChoice a, b;
   a.spec.accept.fill(0.8);
   a.spec.draft = &mtp_layer;
@@ -535,7 +535,7 @@ TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.tpot_s = 1e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 1e-3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_FALSE(r.best);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
@@ -560,7 +560,7 @@ TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.ttft_s = 1e-3;
+  s.base.slo.set(serving::SloMetric::ttft, 1e-3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::ttft_floor)], 1u);
   ASSERT_TRUE(r.closest);
@@ -578,8 +578,8 @@ TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.ttft_s = 0.3;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_TRUE(r.best);
   const Deployment& b = *r.best;
@@ -605,9 +605,9 @@ RC_GTEST_PROP(Fleet, EarlyStopNeverChangesARunThatMeetsTheSlo, ()) {
   cfg.workload.seed = *rc::gen::inRange(1, 1000);
   cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
   cfg.workload.gen.a = *rc::gen::inRange(2, 300);
-  cfg.slo.ttft_s = *rc::gen::element(0.05, 0.2, 1.0);
-  cfg.slo.tpot_s = *rc::gen::element(0.0, 0.01, 0.03);
-  cfg.slo.ttft_q = *rc::gen::element(0.5, 0.9, 0.99, -1.0);
+  cfg.slo.set(serving::SloMetric::ttft, *rc::gen::element(0.05, 0.2, 1.0), *rc::gen::element(0.5, 0.9, 0.99, -1.0));
+  const double tpot = *rc::gen::element(0.0, 0.01, 0.03);
+  if (tpot > 0) cfg.slo.set(serving::SloMetric::tpot, tpot);
   const ServingResult full = run(m, sys, cfg);
   cfg.stop_when_slo_missed = true;
   cfg.lean = true;
@@ -656,7 +656,7 @@ RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
   cfg.workload.seed = *rc::gen::inRange(1, 1000);
   cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
   cfg.workload.gen.a = *rc::gen::inRange(2, 300);
-  cfg.slo.ttft_s = 1;
+  cfg.slo.set(serving::SloMetric::ttft, 1);
   cfg.lean = true;
   const ServingResult wide = run(m, sys, cfg);
   RC_PRE(wide.peak_running < cfg.engine.max_num_seqs);
@@ -686,8 +686,8 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   s.engines = {serving::EngineKind::vllm, serving::EngineKind::trtllm};
   s.max_num_seqs = {512, 64, 8, 4};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.5;
-  s.base.slo.tpot_s = 0.05;
+  s.base.slo.set(serving::SloMetric::ttft, 0.5);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
   analysis::SearchControl control;
   control.threads = 1;
   const FleetSearchResult all = search_fleet(m, s, control);
@@ -754,7 +754,7 @@ TEST(Fleet, FleetLargerThanAllowedIsRejected) {
   s.max_num_seqs = {256};
   s.max_gpus = 2;
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.3;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_FALSE(r.best);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::fleet_size)], 1u);

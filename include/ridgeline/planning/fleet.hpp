@@ -126,8 +126,9 @@ struct Deployment {
   /// targets (0.2: every target met with 20% to spare), and the target that binds; 1, "": none.
   double slo_slack = 1;
   std::string slo_binding;
-  /// The same distance for each target as asked (1: no such target): 1 − p99 TTFT / its target, ...
-  double ttft_slack = 1, tpot_slack = 1, e2e_slack = 1;
+  /// The same distance for each target as asked, by metric (serving::SloMetric's order; 1: no
+  /// target on it): 1 − its statistic / its limit.
+  std::array<double, serving::kSloMetrics> target_slack{1, 1, 1, 1};
   double max_qps = 0;         ///< open loop: the largest rate the fleet serves within the SLOs, to 1/32 (0: not searched)
   double floor_ttft_s = 0, floor_tpot_s = 0;  ///< the latency floors checked before simulating
   std::int64_t simulations = 0;  ///< runs this deployment took
