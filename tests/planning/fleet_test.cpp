@@ -673,6 +673,92 @@ RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
   RC_TAG(cfg.disagg.on() ? "disaggregated" : "aggregated", wide.peak_running > 16 ? "peak above 16" : "peak 16 or less");
 }
 
+// One sequence at a time on one H100 (vLLM 0.13, its host between steps, 1000 in / 100 out):
+// each request takes D = its prompt's step + 99 decode steps of one sequence at contexts
+// 1001..1099, each with the host's 0.4 ms + 1.1 us, one after another: the replica serves 1/D
+// requests/s at most.
+double one_at_a_time_s(const model::ModelConfig& m, const hw::System& sys) {
+  serving::StepModel step;
+  model::ForwardConfig f;
+  f.merged_kernels = true;  // vLLM's kernels
+  step.prepare(m, sys, f);
+  const double host = 0.4e-3 + 1.1e-6;
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  prefill.fused_attention = true;
+  double d = step.time(prefill, serving::GraphMode::piecewise) + host;
+  for (int c = 1001; c <= 1099; ++c) {
+    model::StepMix mix;
+    mix.add_decode(c, 0);
+    d += step.time(mix, serving::GraphMode::graph) + host;
+  }
+  return d;
+}
+
+TEST(Fleet, ParetoAtSaturationSweepsEachFleetToTheLargestRateItSustains) {
+  // One replica holding one sequence (above), offered 0.3/D at constant gaps: feasible with one
+  // replica. At saturation its rate is searched from 0.3/D up (0.6/D sustained, 1.2/D not, then
+  // five halvings: to 0.6/32 = 0.019/D) to 1/D; the sustainability rule lets the queue grow by
+  // half plus 4 + 2% of a quarter's requests between the second and last quarters, so a rate up
+  // to a few percent above 1/D passes too (300 requests): 0.95/D to 1.05/D. Its tokens/s per GPU
+  // there cannot exceed 100/D (one request at a time, D each) and is at least 100 x 300 requests
+  // over their 300/qps + D span: above 0.94 x 100/D. Its tokens/s per user: one sequence alone
+  // in every decode step, as at the offered rate: the same.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(1, 300);
+  s.chips = {chip("h100-sxm")};
+  const double d = one_at_a_time_s(m, s.chips[0].sys);
+  s.base.workload.arrival = Arrival::constant;
+  s.base.workload.qps = 0.3 / d;
+  s.engines = {serving::EngineRef{serving::EngineKind::vllm, 13}};
+  s.tp = {1};
+  s.max_num_seqs = {1};
+  s.max_rate = false;
+  s.pareto = ParetoAt::saturation;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->replicas, 1);
+  ASSERT_EQ(r.pareto.size(), 1U);
+  ASSERT_TRUE(r.pareto[0].saturation);
+  const Saturation& x = *r.pareto[0].saturation;
+  EXPECT_GE(x.qps * d, 0.95);
+  EXPECT_LE(x.qps * d, 1.05);
+  EXPECT_LE(x.output_tokens_per_s_per_gpu, 100 / d * (1 + 1e-9));
+  EXPECT_GE(x.output_tokens_per_s_per_gpu, 0.94 * 100 / d);
+  EXPECT_NEAR(x.output_tokens_per_s_per_user, r.best->output_tokens_per_s_per_user, 1e-6 * r.best->output_tokens_per_s_per_user);
+  EXPECT_EQ(x.concurrency, 0);
+  // At the offered load (the default), its point is the offered run's: 100 tokens per 1/(0.3/D).
+  s.pareto = ParetoAt::offered;
+  const FleetSearchResult o = search_fleet(m, s);
+  ASSERT_EQ(o.pareto.size(), 1U);
+  EXPECT_FALSE(o.pareto[0].saturation);
+  EXPECT_NEAR(o.pareto[0].output_tokens_per_s_per_gpu * d / 100, 0.3, 0.01);
+}
+
+TEST(Fleet, ParetoAtSaturationOfAClosedLoopRunsAsManyClientsAsTheSequenceLimitsHold) {
+  // One client, a limit of 4 sequences: one replica serves it; at saturation it runs 1 x 4
+  // clients. Every decode step then carries up to 4 sequences: more tokens per GPU than one client.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(1, 40);
+  s.chips = {chip("h100-sxm")};
+  s.base.workload.arrival = Arrival::closed;
+  s.base.workload.concurrency = 1;
+  s.tp = {1};
+  s.max_num_seqs = {4};
+  s.pareto = ParetoAt::saturation;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  ASSERT_EQ(r.pareto.size(), 1U);
+  ASSERT_TRUE(r.pareto[0].saturation);
+  EXPECT_EQ(r.pareto[0].saturation->concurrency, r.best->replicas * 4);
+  EXPECT_EQ(r.pareto[0].saturation->qps, 0);
+  EXPECT_GT(r.pareto[0].saturation->output_tokens_per_s_per_gpu, r.best->output_tokens_per_s_per_gpu);
+  // A trace has no rate to sweep: refused.
+  s.base.workload.arrival = Arrival::trace;
+  s.base.workload.trace = {serving::Request{0.0, 100, 10, -1, 0}};
+  EXPECT_THROW(search_fleet(m, s), InputError);
+}
+
 TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   // A deployment's sequence limits are searched limit after limit, each reusing the runs of
   // those before it that its limit cannot change and starting from the fleet the last one
