@@ -485,7 +485,7 @@ class Evaluator {
   }
 
   // The fleet of `n` instances in `cfg` (meeting the SLO at the offered load, run `offered`)
-  // at its saturation, the SLO not applied (docs/serving.md#pareto-front): open loop, the largest
+  // at its saturation, the SLO not applied (docs/serving.md#largest-rate-cost-ranking-pareto): open loop, the largest
   // rate it sustains in steady state (max_rate from the offered rate up); closed loop, as many
   // clients as its decoding instances' sequence limits hold. None when that run is not sustained.
   std::optional<Saturation> saturation(const hw::System& sys, ServeConfig cfg, std::int64_t n, const ServingResult& offered) {

@@ -23,7 +23,7 @@
 
 namespace ridgeline::planning {
 
-/// Where the Pareto front's points are taken (`--pareto`, docs/serving.md#pareto-front).
+/// Where the Pareto front's points are taken (`--pareto`, docs/serving.md#largest-rate-cost-ranking-pareto).
 enum class ParetoAt : std::uint8_t {
   offered,     ///< each deployment's fleet at the offered load
   saturation   ///< each deployment's fleet at its own saturation (vendors' plots)

@@ -56,7 +56,7 @@ struct Disagg {
   bool on() const noexcept { return prefill > 0 || decode > 0; }
 };
 
-/// A latency an SLO target is on (docs/serving.md#slo-targets).
+/// A latency an SLO target is on (docs/serving.md#metrics).
 enum class SloMetric : std::uint8_t {
   ttft,  ///< a request's arrival to its first output token
   tpot,  ///< a request's mean time between its output tokens
