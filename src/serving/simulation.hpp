@@ -31,6 +31,10 @@ namespace ridgeline::serving::detail {
 inline constexpr double kMaxSimulated_s = 4e6;
 // Below this share of the offered rate served, a run is not sustainable (docs/serving.md#sustainable).
 inline constexpr double kMinServedFraction = 0.5;
+// A waiting queue whose mean rises quarter after quarter of the measured arrivals, by more than
+// this share of them (plus two requests) over the four, grows: the run is neither steady nor
+// sustainable (docs/serving.md#sustainable).
+inline constexpr double kQueueTrend = 0.01;
 // Memory a request in the system holds: its pool slot and its entries in the queues and heaps.
 inline constexpr double kBytesPerRequest = static_cast<double>(sizeof(Req) + 64);
 
@@ -136,6 +140,7 @@ class Simulation {
   bool trend_stopped();
   void open_window(Ps t, bool reached);
   void summarise_window(ServingResult& r) const;
+  bool queue_trend() const;
 
   // --- completions, statistics, the result (simulator_metrics.cpp) ----------------------
   void complete(Replica& r, std::int32_t qi, Ps t);

@@ -232,6 +232,33 @@ TEST(MeasurementWindow, OneClientOpensAtTheEighthBlockAndStopsWithItsLastMeasure
   EXPECT_TRUE(r.sustainable);
 }
 
+TEST(MeasurementWindow, AQueueGrowingAFewPercentBeyondCapacityIsNeitherSteadyNorSustainable) {
+  // One sequence at a time (a limit of 1), each request D alone (as above): the replica serves
+  // 1/D. Constant arrivals at f/D and a window of 1000 measured requests. At f = 1.03 the queue
+  // grows by g = 1 - 1/f = 2.9% of the arrivals: its quarters' means rise by g x 250 = 7.3
+  // each, 29.1 over the four, above 1% of 1000 + 2 = 12: not steady, queue_grows (before this
+  // check the run was called steady and sustainable, served_fraction 0.969). At f = 0.97 every
+  // request finds the last gone (D < the gap D / 0.97): no queue, steady and sustainable.
+  for (const double f : {1.03, 0.97}) {
+    OneClient c;
+    c.cfg.engine.max_num_seqs = 1;
+    c.cfg.workload.arrival = Arrival::constant;
+    c.cfg.workload.qps = f / c.d;
+    c.cfg.workload.requests = 4000;
+    c.cfg.window.on = true;
+    c.cfg.window.per_instance = 1000;
+    const ServingResult r = simulate(c.m, c.sys, c.cfg);
+    EXPECT_EQ(r.measured_requests, 1000) << f;
+    EXPECT_EQ(r.steady_state.reached, f < 1) << f;
+    EXPECT_EQ(r.sustainable, f < 1) << f;
+    if (f > 1) {
+      EXPECT_EQ(r.unsustainable, Unsustainable::queue_grows);
+    } else {
+      EXPECT_NEAR(r.mean_waiting, 0, 1e-9);
+    }
+  }
+}
+
 TEST(MeasurementWindow, OpensAnywayAtHalfTheRequestsItMaySendAndSaysSo) {
   // At most 200 sent: 200/4 = 50 measured, the window forced open at min(200/2, 16 x 50) =
   // arrival 100; the first check of the trend (8 blocks of 16) would come at arrival 128, too
