@@ -141,8 +141,8 @@ void BM_SearchServe70B(benchmark::State& state) {
   w.requests = state.range(0);
   w.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
   w.gen = serving::parse_length("lognormal:250,0.6", "--gen");
-  s.base.slo.ttft_s = 1;
-  s.base.slo.tpot_s = 0.05;
+  s.base.slo.set(serving::SloMetric::ttft, 1);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
   analysis::SearchControl control;
   control.threads = 2;
   double evaluated = 0, simulated = 0, runs = 0, requests = 0;

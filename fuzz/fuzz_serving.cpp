@@ -47,14 +47,16 @@ void flags(std::string_view text) {
     const serving::Slo s = serving::parse_slo(text);
     if (!s.any()) __builtin_trap();
     // One target per metric: an SLO naming a metric twice is refused, never half applied.
-    int named[3] = {0, 0, 0};
+    int named[4] = {0, 0, 0, 0};
     for (std::size_t start = 0; start <= text.size();) {
       const std::size_t end = std::min(text.find(',', start), text.size());
       const std::string_view item = text.substr(start, end - start);
       named[0] += item.substr(0, 5) == "ttft_", named[1] += item.substr(0, 5) == "tpot_", named[2] += item.substr(0, 4) == "e2e_";
+      named[3] += item.substr(0, 4) == "itl_";
       start = end + 1;
     }
-    if (named[0] > 1 || named[1] > 1 || named[2] > 1) __builtin_trap();
+    if (named[0] > 1 || named[1] > 1 || named[2] > 1 || named[3] > 1) __builtin_trap();
+    if (s.targets.size() > serving::kSloMetrics) __builtin_trap();
   } catch (const InputError&) {
   }
   try {

@@ -139,7 +139,7 @@ struct ServeSearchFlags {
   bool json = false;
   std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
   std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot, margin;
-  std::string max_rate = "on";
+  std::string max_rate = "on", pareto = "offered";
   std::vector<std::string> prices;
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
   const CLI::App* app = nullptr;             // the command: the order its flags were given in
@@ -181,6 +181,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
   app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
   app->add_option("--max-rate", f->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
+  app->add_option("--pareto", f->pareto,
+                  "offered|saturation: the Pareto front at the offered load, or each feasible fleet at its own saturation (the SLO not applied)")
+      ->capture_default_str();
   app->add_option("--top", f->top, "feasible deployments to list")->capture_default_str();
   app->add_option("--threads", f->threads, "worker threads (default: all cores)");
   app->add_option("--plot", f->plot, "write the Pareto chart (.svg or .png)");
@@ -317,7 +320,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     if (!(x >= 0 && x < 0.9)) throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%)", mg));
     if (!b.slo.any()) throw InputError("--margin: headroom over the SLO needs --slo targets");
     s.margin = x;
-    b.slo.ttft_s *= 1 - x, b.slo.tpot_s *= 1 - x, b.slo.e2e_s *= 1 - x;
+    for (serving::SloTarget& g : b.slo.targets) g.limit_s *= 1 - x;
   }
   const auto router = serving::parse_router(v->router);
   if (!router) throw InputError(fmt::format("--router: '{}' is not a router: expected round-robin, least-loaded or prefix", v->router));
@@ -368,6 +371,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.top = static_cast<int>(std::min<long long>(parse_positive_int(v->top, "--top"), 1000000));
   if (v->max_rate != "on" && v->max_rate != "off") throw InputError(fmt::format("--max-rate: '{}' is not on or off", v->max_rate));
   s.max_rate = v->max_rate == "on";
+  if (v->pareto != "offered" && v->pareto != "saturation") {
+    throw InputError(fmt::format("--pareto: '{}' is not a load: expected offered or saturation", v->pareto));
+  }
+  s.pareto = v->pareto == "saturation" ? planning::ParetoAt::saturation : planning::ParetoAt::offered;
   // The `serve` command each deployment's numbers come from: the model and the workload as given.
   using report::shell_word;
   prefix = "ridgeline serve --model " + shell_word(v->model);

@@ -216,7 +216,7 @@ constexpr ValueKind kValueKinds[] = {
     {"plot sweep", "--from", "INT"}, {"plot sweep", "--to", "INT"}, {"", "--from", "FILE.json"}, {"", "--series", "KxN[,KxN...]"},
     {"", "--profile", "FILE"}, {"", "--points", "FILE.csv"}, {"", "--only", "GROUP[,GROUP...]"},
     {"search train", "--objective", "step_time|mfu|tokens_per_s"}, {"search infer", "--objective", "tokens_per_s_per_chip|latency"},
-    {"", "--name", "NAME"}, {"", "--max-rate", "on|off"}, {"", "--max-gpus", "INT"}, {"", "--lengths", "MIN..MAX"},
+    {"", "--name", "NAME"}, {"", "--max-rate", "on|off"}, {"", "--pareto", "offered|saturation"}, {"", "--max-gpus", "INT"}, {"", "--lengths", "MIN..MAX"},
     {"", "--flops", "NUMBER"}, {"", "--context", "INT"}, {"", "--compare", "likwid"}, {"", "--buckets", "INT[,INT...]"},
 };
 

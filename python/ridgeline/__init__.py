@@ -283,6 +283,9 @@ for _fn, _path, _positional in ((models, ("models",), ()), (infer, ("infer",), (
                                  (profile, ("profile",), ("file",)), (measure, ("measure",), ()), (validate, ("validate",), ()),
                                  (calibrate, ("calibrate",), ("file",))):
     _document(_fn, _path, _positional)
+# `search` takes its kind first, each kind its own flags: listed by kind in its docstring.
+search.__doc__ = (search.__doc__ or "") + "\n\n    Keyword arguments by kind (the flags of ``ridgeline search KIND``):\n" + "".join(
+    f"\n    {_kind}: " + ", ".join(_keyword(f) for f in _options(("search", _kind))) + "\n" for _kind in ("train", "infer", "serve"))
 
 
 def _stubs() -> str:

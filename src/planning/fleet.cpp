@@ -33,6 +33,8 @@ std::string_view name(Reject r) noexcept {
   return "?";
 }
 
+std::string_view name(ParetoAt p) noexcept { return p == ParetoAt::saturation ? "saturation" : "offered"; }
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -62,25 +64,13 @@ struct Outcome {
   bool evaluated = false;
 };
 
-double stat(const serving::Summary& s, double q) {
-  if (q < 0) return s.mean;
-  if (q <= 0.5) return s.p50;
-  if (q <= 0.9) return s.p90;
-  if (q <= 0.95) return s.p95;
-  return s.p99;
-}
-
 // The target furthest beyond (or least within) its value in a run: its name, value, target.
 void binding_target(const serving::Slo& slo, const ServingResult& r, Outcome& o) {
   double worst = -1;
-  auto consider = [&](const char* name, double target, double q, const serving::Summary& s) {
-    if (target <= 0) return;
-    const double v = stat(s, q);
-    if (v / target > worst) worst = v / target, o.binding = name, o.value_s = v, o.target_s = target;
-  };
-  consider("ttft", slo.ttft_s, slo.ttft_q, r.ttft);
-  consider("tpot", slo.tpot_s, slo.tpot_q, r.tpot);
-  consider("e2e", slo.e2e_s, slo.e2e_q, r.e2e);
+  for (const serving::SloTarget& g : slo.targets) {
+    const double v = serving::statistic(serving::summary_of(r, g.metric), g.q);
+    if (v / g.limit_s > worst) worst = v / g.limit_s, o.binding = serving::name(g.metric), o.value_s = v, o.target_s = g.limit_s;
+  }
 }
 
 bool open_loop(const serving::WorkloadSpec& w) {
@@ -162,13 +152,19 @@ class Evaluator {
     // Floors: what no number of replicas changes (a decode step on the instances that decode,
     // a prefill on those that prefill).
     d.floor_tpot_s = tpot_floor(c.disagg ? decode_step_ : step_, dp.engine, cfg.spec);
-    if (slo.tpot_s > 0 && d.floor_tpot_s > slo.tpot_s) return floor(o, Reject::tpot_floor, "tpot", d.floor_tpot_s, slo.tpot_s);
+    // Every gap between two tokens is at least that step: a floor under TPOT and ITL alike.
+    for (const serving::SloTarget& g : slo.targets) {
+      if ((g.metric == serving::SloMetric::tpot || g.metric == serving::SloMetric::itl) && d.floor_tpot_s > g.limit_s) {
+        return floor(o, Reject::tpot_floor, std::string(serving::name(g.metric)), d.floor_tpot_s, g.limit_s);
+      }
+    }
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
     const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget, c.chunked};
-    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, slo.ttft_q), floor_key_ = key;
+    const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
+    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
-    if (slo.ttft_s > 0 && d.floor_ttft_s > slo.ttft_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, slo.ttft_s);
+    if (ttft && d.floor_ttft_s > ttft->limit_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, ttft->limit_s);
 
     // The fewest replicas (disaggregated: instances, at least one of each, split as rate
     // matching says): from an estimate of one replica's capacity, galloping to a count that
@@ -284,7 +280,9 @@ class Evaluator {
     }
     d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
     fill(d, met_run);
-    if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, cfg.disagg.on() ? d.prefill + d.decode : hi);
+    const std::int64_t n = cfg.disagg.on() ? d.prefill + d.decode : hi;
+    if (s_.max_rate && open_loop(cfg.workload)) d.max_qps = max_rate(sys, cfg, n);
+    if (s_.pareto == ParetoAt::saturation) d.saturation = saturation(sys, cfg, n, met_run);
     return o;
   }
 
@@ -302,8 +300,8 @@ class Evaluator {
     o.reason = r;
     return o;
   }
-  static Outcome floor(Outcome& o, Reject r, const char* binding, double v, double target) {
-    o.binding = binding;
+  static Outcome floor(Outcome& o, Reject r, std::string binding, double v, double target) {
+    o.binding = std::move(binding);
     o.value_s = v;
     o.target_s = target;
     return reject(o, r);
@@ -321,13 +319,15 @@ class Evaluator {
     cfg.lean = true;
     // The search's requests are this run's when it runs the space's traffic (a rate search's
     // other rates draw their own).
-    if (cfg.workload.qps == s_.base.workload.qps) cfg.drawn = &requests_;
+    const serving::WorkloadSpec& w0 = s_.base.workload;
+    if (cfg.workload.qps == w0.qps && cfg.workload.concurrency == w0.concurrency && cfg.workload.requests == w0.requests) cfg.drawn = &requests_;
     // A run of the family that never reached its sequence limit, on the same fleet, cache and
     // traffic, is this run too if this limit is above its peak as well.
     const std::int64_t seqs = cfg.engine.max_num_seqs;  // 0: resolved from the cache (not known here)
     for (const KeptRun& k : kept_) {
       if (k.replicas == cfg.replicas && k.prefill == cfg.disagg.prefill && k.decode == cfg.disagg.decode && k.qps == cfg.workload.qps &&
-          k.stop_early == stop_early && k.kv_blocks == kv_blocks_ && seqs > 0 && k.r.peak_running < seqs) {
+          k.concurrency == cfg.workload.concurrency && k.slo == cfg.slo.any() && k.stop_early == stop_early && k.kv_blocks == kv_blocks_ &&
+          seqs > 0 && k.r.peak_running < seqs) {
         return k.r;
       }
     }
@@ -356,7 +356,8 @@ class Evaluator {
     // Kept when no instance reached its limit (the decode instances' may be their own).
     const std::int64_t limit = cfg.disagg.on() ? std::min(r.engine.max_num_seqs, r.disagg.decode_engine.max_num_seqs) : r.engine.max_num_seqs;
     if (r.peak_running < limit && kept_.size() < kKeep) {
-      kept_.push_back({cfg.replicas, cfg.disagg.prefill, cfg.disagg.decode, cfg.workload.qps, stop_early, kv_blocks_, r});
+      kept_.push_back({cfg.replicas, cfg.disagg.prefill, cfg.disagg.decode, cfg.workload.qps, cfg.workload.concurrency, cfg.slo.any(),
+                       stop_early, kv_blocks_, r});
     }
     return r;
   }
@@ -365,6 +366,8 @@ class Evaluator {
   struct KeptRun {
     std::int64_t replicas = 0, prefill = 0, decode = 0;
     double qps = 0;
+    std::int64_t concurrency = 0;
+    bool slo = false;  // run against targets (the saturation's runs have none)
     bool stop_early = false;
     std::array<std::int64_t, 2> kv_blocks{};
     ServingResult r;
@@ -460,13 +463,17 @@ class Evaluator {
   // (met), then five halvings of the bracket (to 1/32 of it). With R > 1 replicas the first
   // guess is the rate at which R - 1 failed, scaled to R.
   // `cfg` holds the fleet of `replicas` (instances, disaggregated).
-  double max_rate(const hw::System& sys, ServeConfig cfg, std::int64_t replicas) {
+  // `at`, when given, receives the run at the rate returned (left as it is at the workload's rate).
+  double max_rate(const hw::System& sys, ServeConfig cfg, std::int64_t replicas, ServingResult* at = nullptr) {
     const double base = cfg.workload.qps;
     auto ok = [&](double qps) {
       cfg.workload.qps = qps;
       const std::int64_t requests = cfg.workload.requests;
       if (static_cast<double>(requests) / qps > 2e6) return false;  // beyond the simulator's span
-      return met(cfg.slo, simulate(sys, cfg, true));
+      ServingResult r = simulate(sys, cfg, true);
+      if (!met(cfg.slo, r)) return false;
+      if (at) *at = std::move(r);
+      return true;
     };
     double lo = base, hi = replicas > 1 ? base * static_cast<double>(replicas) / static_cast<double>(replicas - 1) : 2 * base;
     for (int i = 0; i < 8 && ok(hi); ++i) lo = hi, hi *= 2;
@@ -475,6 +482,30 @@ class Evaluator {
       (ok(mid) ? lo : hi) = mid;
     }
     return lo;
+  }
+
+  // The fleet of `n` instances in `cfg` (meeting the SLO at the offered load, run `offered`)
+  // at its saturation, the SLO not applied (docs/serving.md#largest-rate-cost-ranking-pareto): open loop, the largest
+  // rate it sustains in steady state (max_rate from the offered rate up); closed loop, as many
+  // clients as its decoding instances' sequence limits hold. None when that run is not sustained.
+  std::optional<Saturation> saturation(const hw::System& sys, ServeConfig cfg, std::int64_t n, const ServingResult& offered) {
+    cfg.slo = {};
+    Saturation s;
+    ServingResult r = offered;
+    if (open_loop(cfg.workload)) {
+      s.qps = max_rate(sys, cfg, n, &r);
+    } else {
+      const std::int64_t seqs = cfg.disagg.on() ? offered.disagg.decode_engine.max_num_seqs : offered.engine.max_num_seqs;
+      s.concurrency = (cfg.disagg.on() ? cfg.disagg.decode : cfg.replicas) * std::max<std::int64_t>(1, seqs);
+      cfg.workload.concurrency = s.concurrency;
+      cfg.workload.requests = std::max(cfg.workload.requests, 2 * s.concurrency);
+      r = simulate(sys, cfg, false);
+      if (!met(cfg.slo, r)) return std::nullopt;
+    }
+    s.output_tokens_per_s_per_gpu = r.output_tokens_per_s_per_gpu;
+    s.output_tokens_per_s_per_user = r.tpot.mean > 0 ? 1 / r.tpot.mean : 0;
+    s.ttft = r.ttft, s.tpot = r.tpot;
+    return s;
   }
 
   void fill(Deployment& d, const ServingResult& r) const {
@@ -500,10 +531,10 @@ class Evaluator {
     d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
     d.slo_binding = o.binding;
     const serving::Slo& asked = s_.slo_asked.any() ? s_.slo_asked : s_.base.slo;
-    auto slack = [](double target, double q, const serving::Summary& sm) { return target > 0 ? 1 - stat(sm, q) / target : 1.0; };
-    d.ttft_slack = slack(asked.ttft_s, asked.ttft_q, r.ttft);
-    d.tpot_slack = slack(asked.tpot_s, asked.tpot_q, r.tpot);
-    d.e2e_slack = slack(asked.e2e_s, asked.e2e_q, r.e2e);
+    d.target_slack.fill(1);
+    for (const serving::SloTarget& g : asked.targets) {
+      d.target_slack[static_cast<std::size_t>(g.metric)] = 1 - serving::statistic(serving::summary_of(r, g.metric), g.q) / g.limit_s;
+    }
   }
 
   const model::ModelConfig& m_;
@@ -707,6 +738,9 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
     }
   }
   serving::validate(s.base.workload);
+  if (s.pareto == ParetoAt::saturation && !open_loop(s.base.workload) && s.base.workload.arrival != serving::Arrival::closed) {
+    throw InputError("--pareto: saturation sweeps an arrival rate or a number of clients: give --qps or --concurrency, not a trace");
+  }
   if (s.base.replicas != 1) throw InputError("--replicas: the search chooses the replicas");
 }
 
@@ -802,19 +836,26 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     out.best = feasible.front();
     out.closest.reset();
   }
-  // Pareto: no other deployment both faster per GPU and per user. Walking down the per-GPU
-  // speed, each point kept is faster per user than every one before: ascending per user.
-  std::vector<Deployment> byx = feasible;
-  std::sort(byx.begin(), byx.end(), [](const Deployment& a, const Deployment& b) {
-    if (a.output_tokens_per_s_per_gpu != b.output_tokens_per_s_per_gpu) return a.output_tokens_per_s_per_gpu > b.output_tokens_per_s_per_gpu;
-    if (a.output_tokens_per_s_per_user != b.output_tokens_per_s_per_user) return a.output_tokens_per_s_per_user > b.output_tokens_per_s_per_user;
+  // Pareto: no other deployment both faster per GPU and per user (at the offered load, or each
+  // at its saturation). Walking down the per-GPU speed, each point kept is faster per user than
+  // every one before: ascending per user.
+  const bool sat = space.pareto == ParetoAt::saturation;
+  auto gpu = [sat](const Deployment& d) { return sat ? d.saturation->output_tokens_per_s_per_gpu : d.output_tokens_per_s_per_gpu; };
+  auto user = [sat](const Deployment& d) { return sat ? d.saturation->output_tokens_per_s_per_user : d.output_tokens_per_s_per_user; };
+  std::vector<Deployment> byx;
+  for (const Deployment& d : feasible) {
+    if (!sat || d.saturation) byx.push_back(d);
+  }
+  std::sort(byx.begin(), byx.end(), [&](const Deployment& a, const Deployment& b) {
+    if (gpu(a) != gpu(b)) return gpu(a) > gpu(b);
+    if (user(a) != user(b)) return user(a) > user(b);
     return a.order < b.order;
   });
   double best_user = -1;
   for (const Deployment& d : byx) {
-    if (d.output_tokens_per_s_per_user > best_user) {
+    if (user(d) > best_user) {
       out.pareto.push_back(d);
-      best_user = d.output_tokens_per_s_per_user;
+      best_user = user(d);
     }
   }
   out.feasible = std::move(feasible);

@@ -98,14 +98,10 @@ std::string space_slo_text(const planning::FleetSpace& space) {
 
 std::string slo_text(const serving::Slo& s) {
   std::string out;
-  auto add = [&](const char* metric, double target, double q) {
-    if (target <= 0) return;
-    const std::string stat = q < 0 ? "mean" : fmt::format("p{:.0f}", q * 100);
-    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", metric, stat, t(target));
-  };
-  add("ttft", s.ttft_s, s.ttft_q);
-  add("tpot", s.tpot_s, s.tpot_q);
-  add("e2e", s.e2e_s, s.e2e_q);
+  for (const serving::SloTarget& g : s.targets) {
+    const std::string stat = g.q < 0 ? "mean" : fmt::format("p{:.0f}", g.q * 100);
+    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", serving::name(g.metric), stat, t(g.limit_s));
+  }
   return out.empty() ? "none (sustainable load only)" : out;
 }
 
@@ -114,11 +110,8 @@ const serving::Slo& asked_slo(const planning::FleetSpace& s) { return s.slo_aske
 
 // {"ttft": 0.59, "tpot": 0.37}: the distance to each target there is.
 json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
-  const serving::Slo& slo = asked_slo(s);
   json j = json::object();
-  if (slo.ttft_s > 0) j["ttft"] = d.ttft_slack;
-  if (slo.tpot_s > 0) j["tpot"] = d.tpot_slack;
-  if (slo.e2e_s > 0) j["e2e"] = d.e2e_slack;
+  for (const serving::SloTarget& g : asked_slo(s).targets) j[std::string(serving::name(g.metric))] = d.target_slack[static_cast<std::size_t>(g.metric)];
   return j;
 }
 
@@ -156,6 +149,13 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"kv_utilisation_mean", d.kv_utilisation_mean},
          {"mean_decode_batch", d.mean_decode_batch},
          {"max_qps", d.max_qps > 0 ? json(d.max_qps) : json(nullptr)},
+         {"saturation", d.saturation ? json{{"qps", d.saturation->qps > 0 ? json(d.saturation->qps) : json(nullptr)},
+                                            {"concurrency", d.saturation->concurrency > 0 ? json(d.saturation->concurrency) : json(nullptr)},
+                                            {"output_tokens_per_s_per_gpu", d.saturation->output_tokens_per_s_per_gpu},
+                                            {"output_tokens_per_s_per_user", d.saturation->output_tokens_per_s_per_user},
+                                            {"ttft_s", summary_json(d.saturation->ttft)},
+                                            {"tpot_s", summary_json(d.saturation->tpot)}}
+                                     : json(nullptr)},
          {"floor_ttft_s", d.floor_ttft_s},
          {"floor_tpot_s", d.floor_tpot_s},
          {"simulations", d.simulations}};
@@ -170,7 +170,7 @@ std::string closest_text(const planning::FleetSpace& s, const planning::Closest&
                                              d.prefill > 0 ? "instances" : "replicas",
                                              fleet_gpus(d), c.binding, t(c.value_s))
                                : fmt::format("its {} floor ({}) is {}", c.binding,
-                                             c.binding == "tpot" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
+                                             c.binding == "tpot" || c.binding == "itl" ? "a decode step of one sequence alone" : "each prompt prefilled alone",
                                              t(c.value_s));
   return fmt::format("closest: {} x {} tp {}{}, {}{}: {}, against a target of {}\n", d.tp * d.ep, s.chips[d.chip].sys.chip.name, tp_text(d),
                      d.ep > 1 || own_decode_ep(d) ? fmt::format(" ep {}", ep_text(d)) : "", serving::name(d.engine), knobs_text(s, d), what, t(c.target_s));
@@ -224,6 +224,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
          {"feasible", feasible},
          {"pareto", pareto},
+         {"pareto_at", std::string(planning::name(space.pareto))},
          {"best_per_chip", per_chip},
          {"ranked_by", r.priced ? "usd_per_hour" : "gpus"},
          {"evaluated", r.evaluated},
@@ -249,8 +250,10 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
 
 namespace {
 
-// "59%", or "-" without a target; negative when missed.
-std::string spare_text(double target, double slack) { return target > 0 ? fmt::format("{:.0f}%", 100 * slack) : "-"; }
+// "59%", or "-" without a target on `m`; negative when missed.
+std::string spare_text(const serving::Slo& slo, serving::SloMetric m, const Deployment& d) {
+  return slo.find(m) ? fmt::format("{:.0f}%", 100 * d.target_slack[static_cast<std::size_t>(m)]) : "-";
+}
 
 // The cheapest feasible deployment on each chip: "H100, H200 or B200?" in one table.
 std::string per_chip_text(const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
@@ -272,10 +275,13 @@ std::string per_chip_text(const planning::FleetSpace& space, const planning::Fle
     if (d.spec_tokens > 0) layout += fmt::format(" k{}", d.spec_tokens);
     s += fmt::format("  {:<12}{:>5}  {:<18}{:>10}{:>10}{:>9}{:>9}{:>10}{:>7}{:>10}{:>7}\n", space.chips[c].sys.chip.name, d.gpus, layout,
                      dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-",
-                     d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-", t(d.ttft.p99), spare_text(slo.ttft_s, d.ttft_slack),
-                     t(d.tpot.p99), spare_text(slo.tpot_s, d.tpot_slack));
+                     d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-", t(d.ttft.p99), spare_text(slo, serving::SloMetric::ttft, d),
+                     t(d.tpot.p99), spare_text(slo, serving::SloMetric::tpot, d));
   }
-  if (slo.e2e_s > 0) s += "  (an e2e target too: each row's spare on it is in --json, slo_slack_by_target)\n";
+  for (const serving::SloTarget& g : slo.targets) {
+    if (g.metric == serving::SloMetric::ttft || g.metric == serving::SloMetric::tpot) continue;
+    s += fmt::format("  (an {} target too: each row's spare on it is in --json, slo_slack_by_target)\n", serving::name(g.metric));
+  }
   return s;
 }
 
@@ -376,18 +382,43 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
                    r.priced ? "cheapest" : "smallest", r.feasible_count, rows, rows == 1 ? "" : "s",
                    rows < listed.size() ? " (a row joins those that differ only in their sequence limit and ran the same)" : "");
   table(listed);
-  s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
-  table(r.pareto);
+  if (space.pareto == planning::ParetoAt::offered) {
+    s += "\nPareto front, output tokens/s per GPU against tokens/s per user:\n";
+    table(r.pareto);
+    return s;
+  }
+  s += "\nPareto front at each deployment's saturation (the SLO not applied: open loop, the largest rate its fleet sustains in\n"
+       "steady state; closed loop, as many clients as its sequence limits hold), output tokens/s per GPU against per user:\n";
+  std::size_t lw = 10;
+  for (const Deployment& d : r.pareto) lw = std::max(lw, label(space, d).size());
+  s += fmt::format("  {:<{}}{:>14}{:>11}{:>11}{:>10}{:>10}\n", "deployment", lw, "load", "tok/s/GPU", "tok/s/user", "TTFT p99", "TPOT p99");
+  for (const Deployment& d : r.pareto) {
+    const planning::Saturation& x = *d.saturation;
+    const std::string load = x.qps > 0 ? fmt::format("{:.4g} req/s", x.qps) : fmt::format("{} clients", x.concurrency);
+    s += fmt::format("  {:<{}}{:>14}{:>11.4g}{:>11.4g}{:>10}{:>10}\n", label(space, d), lw, load, x.output_tokens_per_s_per_gpu,
+                     x.output_tokens_per_s_per_user, t(x.ttft.p99), t(x.tpot.p99));
+  }
+  if (r.pareto.empty()) s += "  (no feasible deployment sustained a load beyond the offered one)\n";
   return s;
 }
 
 std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetSpace& space, const planning::FleetSearchResult& r) {
-  Series front{"Pareto front", {}, {}, true, true, {}, {}}, others{"feasible", {}, {}, false, true, {}, {}}, best{"best", {}, {}, false, true, {}, {}};
+  // At the offered load, or each fleet at its saturation (its own load in the label).
+  const bool sat = space.pareto == planning::ParetoAt::saturation;
+  Series front{sat ? "Pareto front at saturation" : "Pareto front", {}, {}, true, true, {}, {}}, others{"feasible", {}, {}, false, true, {}, {}},
+      best{"best", {}, {}, false, true, {}, {}};
   auto add = [&](Series& se, const Deployment& d) {
-    se.x.push_back(d.output_tokens_per_s_per_user);
-    se.y.push_back(d.output_tokens_per_s_per_gpu);
-    se.labels.push_back(fmt::format("{}: {:.4g} tok/s/GPU, {:.4g} tok/s/user, TTFT p99 {}, TPOT p99 {}", label(space, d),
-                                    d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user, t(d.ttft.p99), t(d.tpot.p99)));
+    if (sat && !d.saturation) return;
+    const double gpu = sat ? d.saturation->output_tokens_per_s_per_gpu : d.output_tokens_per_s_per_gpu;
+    const double user = sat ? d.saturation->output_tokens_per_s_per_user : d.output_tokens_per_s_per_user;
+    const serving::Summary& ttft = sat ? d.saturation->ttft : d.ttft;
+    const serving::Summary& tpot = sat ? d.saturation->tpot : d.tpot;
+    const std::string load = !sat ? "" : d.saturation->qps > 0 ? fmt::format(" at {:.4g} req/s", d.saturation->qps)
+                                                               : fmt::format(" at {} clients", d.saturation->concurrency);
+    se.x.push_back(user);
+    se.y.push_back(gpu);
+    se.labels.push_back(fmt::format("{}{}: {:.4g} tok/s/GPU, {:.4g} tok/s/user, TTFT p99 {}, TPOT p99 {}", label(space, d), load, gpu, user,
+                                    t(ttft.p99), t(tpot.p99)));
   };
   for (const Deployment& d : r.pareto) {
     add(front, d);
@@ -402,7 +433,8 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
   for (const Deployment& d : r.feasible) add(others, d);
   if (r.best) add(best, *r.best);
   return sweep_svg({front, others, best}, "output tokens/s per user", "output tokens/s per GPU",
-                   fmt::format("{}: serving deployments ({})", m.name, arrival_text(space.base.workload)), false, false, {false, false});
+                   fmt::format("{}: serving deployments ({}{})", m.name, arrival_text(space.base.workload), sat ? "; each at its saturation" : ""),
+                   false, false, {false, false});
 }
 
 }  // namespace ridgeline::report

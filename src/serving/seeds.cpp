@@ -9,28 +9,13 @@
 
 namespace ridgeline::serving {
 
-namespace {
-
-// The statistic a target is on: its percentile, or the mean (q < 0).
-double statistic(const Summary& s, double q) {
-  if (q < 0) return s.mean;
-  if (q <= 0.5) return s.p50;
-  if (q <= 0.9) return s.p90;
-  if (q <= 0.95) return s.p95;
-  return s.p99;
-}
-
-}  // namespace
-
 double seed_badness(const Slo& slo, const ServingResult& r) {
   const bool usable = !r.stopped_slo_missed && r.sustainable && r.rejected == 0 && r.unfinished == 0 && !r.horizon_reached && r.measured_requests > 0 &&
                       (!r.steady_state.window || r.steady_state.reached);
   if (!usable) return std::numeric_limits<double>::infinity();
   if (!slo.any()) return r.e2e.p99;
   double worst = 0;
-  if (slo.ttft_s > 0) worst = std::max(worst, statistic(r.ttft, slo.ttft_q) / slo.ttft_s);
-  if (slo.tpot_s > 0) worst = std::max(worst, statistic(r.tpot, slo.tpot_q) / slo.tpot_s);
-  if (slo.e2e_s > 0) worst = std::max(worst, statistic(r.e2e, slo.e2e_q) / slo.e2e_s);
+  for (const SloTarget& g : slo.targets) worst = std::max(worst, statistic(summary_of(r, g.metric), g.q) / g.limit_s);
   return worst;
 }
 

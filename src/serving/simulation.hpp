@@ -31,6 +31,10 @@ namespace ridgeline::serving::detail {
 inline constexpr double kMaxSimulated_s = 4e6;
 // Below this share of the offered rate served, a run is not sustainable (docs/serving.md#sustainable).
 inline constexpr double kMinServedFraction = 0.5;
+// A waiting queue whose mean rises quarter after quarter of the measured arrivals, by more than
+// this share of them (plus two requests) over the four, grows: the run is neither steady nor
+// sustainable (docs/serving.md#sustainable).
+inline constexpr double kQueueTrend = 0.01;
 // Memory a request in the system holds: its pool slot and its entries in the queues and heaps.
 inline constexpr double kBytesPerRequest = static_cast<double>(sizeof(Req) + 64);
 
@@ -136,12 +140,17 @@ class Simulation {
   bool trend_stopped();
   void open_window(Ps t, bool reached);
   void summarise_window(ServingResult& r) const;
+  bool queue_trend() const;
 
   // --- completions, statistics, the result (simulator_metrics.cpp) ----------------------
   void complete(Replica& r, std::int32_t qi, Ps t);
   void reject(std::int32_t qi, Ps t);
   void record(const RequestRecord& rec, Ps t);
-  bool missed(double target, double q, std::int64_t over, const Distribution& d) const;
+  bool missed(const SloTarget& target, std::int64_t over) const;
+  // The measured requests' distribution of a metric (ITL: of their tokens' gaps).
+  const Distribution& distribution(SloMetric m) const noexcept {
+    return m == SloMetric::ttft ? ttft_ : m == SloMetric::tpot ? tpot_ : m == SloMetric::itl ? itl_ : e2e_;
+  }
   // A replica whose running, waiting or KV state may have changed since the last advance.
   void touch(const Replica& r) {
     const auto i = static_cast<std::size_t>(r.index);
@@ -190,6 +199,7 @@ class Simulation {
   std::int64_t in_system_ = 0;
   Ps clock_ = 0, horizon_ = kNever;
   Distribution ttft_, tpot_, itl_, e2e_, queue_;
+  bool itl_on_ = false;  // inter-token latencies recorded: not lean, or an SLO target on them
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
   // Every measured request's arrival, served or not (the rate offered).
@@ -205,7 +215,7 @@ class Simulation {
   Snapshot sum_;                     // over the replicas
   std::vector<char> touched_flag_;
   std::vector<std::int32_t> touched_;
-  std::array<std::int64_t, 3> over_{};  // measured requests beyond the TTFT, TPOT and E2E targets
+  std::array<std::int64_t, kSloMetrics> over_{};  // measured requests beyond each SLO target (in cfg_.slo's order)
   bool slo_missed_ = false;
   int quarter_ = -1;  // which quarter of the measured arrivals is coming in (4: all came)
   std::array<double, 4> quarter_waiting_{}, quarter_time_{};

@@ -47,7 +47,54 @@ std::optional<Router> parse_router(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::string_view name(SloMetric m) noexcept {
+  switch (m) {
+    case SloMetric::ttft: return "ttft";
+    case SloMetric::tpot: return "tpot";
+    case SloMetric::itl: return "itl";
+    case SloMetric::e2e: return "e2e";
+  }
+  return "?";
+}
+
+const SloTarget* Slo::find(SloMetric m) const noexcept {
+  for (const SloTarget& t : targets) {
+    if (t.metric == m) return &t;
+  }
+  return nullptr;
+}
+
+Slo& Slo::set(SloMetric m, double limit_s, double q) {
+  for (SloTarget& t : targets) {
+    if (t.metric == m) {
+      t.limit_s = limit_s, t.q = q;
+      return *this;
+    }
+  }
+  targets.push_back({m, q, limit_s});
+  return *this;
+}
+
+double statistic(const Summary& s, double q) noexcept {
+  if (q < 0) return s.mean;
+  if (q <= 0.5) return s.p50;
+  if (q <= 0.9) return s.p90;
+  if (q <= 0.95) return s.p95;
+  return s.p99;
+}
+
+const Summary& summary_of(const ServingResult& r, SloMetric m) noexcept {
+  switch (m) {
+    case SloMetric::ttft: return r.ttft;
+    case SloMetric::tpot: return r.tpot;
+    case SloMetric::itl: return r.itl;
+    case SloMetric::e2e: break;
+  }
+  return r.e2e;
+}
+
 Slo parse_slo(std::string_view s) {
+  static constexpr const char* kKeys = "ttft, tpot, itl or e2e with _p50, _p90, _p95, _p99 or _mean, as in itl_p99";
   Slo slo;
   std::size_t start = 0;
   while (start <= s.size()) {
@@ -62,22 +109,24 @@ Slo parse_slo(std::string_view s) {
     const std::string_view key = item.substr(0, eq);
     const std::size_t us = key.find('_');
     const std::string_view metric = key.substr(0, us), stat = us == std::string_view::npos ? "" : key.substr(us + 1);
+    std::optional<SloMetric> m;
+    for (const SloMetric c : {SloMetric::ttft, SloMetric::tpot, SloMetric::itl, SloMetric::e2e}) {
+      if (metric == name(c)) m = c;
+    }
+    if (!m) throw InputError(fmt::format("--slo: '{}' is not a key: expected {}", key, kKeys));
     double q = 0;
     if (stat == "p50") q = 0.5;
     else if (stat == "p90") q = 0.9;
     else if (stat == "p95") q = 0.95;
     else if (stat == "p99") q = 0.99;
     else if (stat == "mean") q = -1;  // the mean
-    else throw InputError(fmt::format("--slo: '{}' needs a statistic: p50, p90, p95, p99 or mean, as in ttft_p99", key));
+    else throw InputError(fmt::format("--slo: '{}' is not a key: expected {}", key, kKeys));
     // Up to the 4e6 s a run can simulate (an end-to-end target may be hours: "2h").
     const double v = parse_duration(item.substr(eq + 1), fmt::format("--slo {}", key), 4e6);
     if (!(v > 0)) throw InputError(fmt::format("--slo {}: '{}' must be a positive time", key, item.substr(eq + 1)));
-    double* target = metric == "ttft" ? &slo.ttft_s : metric == "tpot" ? &slo.tpot_s : metric == "e2e" ? &slo.e2e_s : nullptr;
-    if (target == nullptr) throw InputError(fmt::format("--slo: '{}' is not a metric: expected ttft, tpot or e2e", metric));
     // One target per metric: a second would silently replace the first.
-    if (*target > 0) throw InputError(fmt::format("--slo: {} is given a target twice ('{}'): give each metric one target", metric, s));
-    *target = v;
-    (metric == "ttft" ? slo.ttft_q : metric == "tpot" ? slo.tpot_q : slo.e2e_q) = q;
+    if (slo.find(*m)) throw InputError(fmt::format("--slo: {} is given a target twice ('{}'): give each metric one target", metric, s));
+    slo.targets.push_back({*m, q, v});
   }
   if (!slo.any()) throw InputError(fmt::format("--slo: '{}' sets no target", s));
   return slo;
@@ -90,6 +139,7 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
     : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload, cfg.drawn),
       steps_(static_cast<std::size_t>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas)),
       timeline_(cfg.timeline_points) {
+  itl_on_ = !cfg.lean || cfg.slo.find(SloMetric::itl) != nullptr;
   const Disagg& dg = cfg.disagg;
   tiers_[0] = std::make_unique<Tier>(m, sys, cfg, mem, false, pool_);
   tiers_[1] = dg.on() ? std::make_unique<Tier>(m, sys, cfg, decode_mem, true, pool_) : nullptr;
@@ -208,10 +258,7 @@ ServingResult Simulation::run() {
 std::int64_t window_requests_per_instance(const ServeConfig& cfg) {
   if (cfg.window.per_instance > 0) return cfg.window.per_instance;
   double q = cfg.window.quantile;
-  const Slo& s = cfg.slo;
-  for (const auto& [target, quantile] : {std::pair{s.ttft_s, s.ttft_q}, std::pair{s.tpot_s, s.tpot_q}, std::pair{s.e2e_s, s.e2e_q}}) {
-    if (target > 0) q = std::max(q, quantile);
-  }
+  for (const SloTarget& t : cfg.slo.targets) q = std::max(q, t.q);
   // Ten requests beyond the percentile: 1000 for a p99.
   return static_cast<std::int64_t>(std::ceil(10 / (1 - std::min(q, 0.999)) - 1e-9));
 }

@@ -129,10 +129,10 @@ void Simulation::finish_step(Replica& r, Ps t) {
         ++warm_new;
         continue;
       }
-      if (!cfg_.lean) itl_.add(to_s(t - q.last_token));
+      if (itl_on_) itl_.add(to_s(t - q.last_token));
     }
     const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
-    if (old > 0 && r.last_decode_end >= 0 && !cfg_.lean) itl_.add(to_s(t - r.last_decode_end), old);
+    if (old > 0 && r.last_decode_end >= 0 && itl_on_) itl_.add(to_s(t - r.last_decode_end), old);
     r.new_decoders.clear();
     // Every sequence emits the step's tokens; those that finish, only what they had left.
     const std::int64_t d = r.dstep;
@@ -175,7 +175,7 @@ void Simulation::finish_step(Replica& r, Ps t) {
     output_tokens_all_ += 1;
     if (q.first_token < 0) {
       q.first_token = t;
-    } else if (!q.warmup && !cfg_.lean) {
+    } else if (!q.warmup && itl_on_) {
       itl_.add(to_s(t - q.last_token));  // a token after a preemption waited since its last one
     }
     q.last_token = t;

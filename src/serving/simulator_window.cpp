@@ -92,7 +92,7 @@ void Simulation::summarise_window(ServingResult& r) const {
   s.sent = sent_;
   s.trend_stopped_s = trend_stopped_s_;
   if (window_) {
-    s.reached = window_state_ > 0 && !window_forced_;
+    s.reached = window_state_ > 0 && !window_forced_ && !queue_trend();
     s.warmup_s = open_s_;
     s.window_s = window_state_ == 2 ? close_s_ - open_s_ : 0;
     s.warmup_requests = window_state_ > 0 ? warmup_sent_ : sent_;
@@ -101,7 +101,7 @@ void Simulation::summarise_window(ServingResult& r) const {
     // A fixed count: steady when the trend had stopped by the first measured arrival.
     s.warmup_s = measured_arrivals_ > 0 ? first_arrival_measured_ : 0;
     s.window_s = last_measured_arrival_ - first_arrival_measured_;
-    s.reached = trend_stopped_s_ >= 0 && measured_arrivals_ > 0 && trend_stopped_s_ <= first_arrival_measured_;
+    s.reached = trend_stopped_s_ >= 0 && measured_arrivals_ > 0 && trend_stopped_s_ <= first_arrival_measured_ && !queue_trend();
     s.warmup_requests = std::min(cfg_.workload.warmup, sent_);
   }
 }

@@ -356,6 +356,37 @@ TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {
   EXPECT_GT(j["rejected"]["tpot_floor"].get<int>(), 0);
 }
 
+TEST(SearchServeCli, AnItlTargetBelowEveryDecodeStepRejectsOnTheFloor) {
+  // As tpot_p99=1ms above: every gap between two tokens is at least a decode step of one
+  // sequence, so an ITL target of 1 ms is below every deployment's floor, named "itl".
+  auto j = run_json(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo itl_p99=1ms");
+  EXPECT_TRUE(j["best"].is_null());
+  EXPECT_EQ(j["simulations"], 0);
+  EXPECT_EQ(j["closest"]["binding"], "itl");
+  EXPECT_EQ(j["slo"], "itl_p99 1 ms");
+  const auto r = run(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo itl_p98=1ms");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("'itl_p98' is not a key"), std::string::npos) << r.err;
+}
+
+TEST(SearchServeCli, ParetoAtSaturationSaysWhichRateEachPointIsAt) {
+  // Each point of the front at its own saturation: a rate at or above the offered 20 req/s (the
+  // fleet met its SLO there, and the sweep starts from it), its throughput and speed per user.
+  const auto j = run_json(kServe + " --hw h100-sxm --tp 1 --pareto saturation");
+  EXPECT_EQ(j["pareto_at"], "saturation");
+  ASSERT_FALSE(j["pareto"].empty());
+  for (const auto& p : j["pareto"]) {
+    ASSERT_TRUE(p["saturation"].is_object()) << p;
+    EXPECT_GE(p["saturation"]["qps"].get<double>(), 20);
+    EXPECT_GT(p["saturation"]["output_tokens_per_s_per_gpu"].get<double>(), 0);
+    EXPECT_GT(p["saturation"]["output_tokens_per_s_per_user"].get<double>(), 0);
+  }
+  EXPECT_EQ(run_json(kServe + " --hw h100-sxm --tp 1")["pareto_at"], "offered");
+  const auto r = run(kServe + " --hw h100-sxm --tp 1 --pareto peak");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--pareto: 'peak' is not a load: expected offered or saturation"), std::string::npos) << r.err;
+}
+
 TEST(SearchServeCli, ParetoChart) {
   const std::string svg = std::string(RIDGELINE_TMP_DIR) + "/fleet_pareto.svg";
   auto r = run(kServe + " --hw h100-sxm --tp 1,2,4 --plot " + svg);

@@ -1,6 +1,7 @@
 // `ridgeline serve` from the command line: the contract's keys, files, sweeps, bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "cli/cli_harness.hpp"
@@ -26,6 +27,26 @@ TEST(ServeCli, ContractKeys) {
   // Every request's 64 tokens over the measured span.
   EXPECT_NEAR(j["output_tokens_per_s"].get<double>() / j["requests_per_s"].get<double>(), 64, 1e-9);
   EXPECT_TRUE(j["sustainable"].get<bool>());
+}
+
+TEST(ServeCli, ItlTargetsAndBadSloKeys) {
+  // One client, 5 requests of 512 in / 64 out: 63 gaps each, all decode steps of one sequence
+  // (a few us apart as the context grows), so the ITL p99 is within 1 ms of the TPOT p99; a limit
+  // of twice the TPOT p99 is met, one of half of it is not (every gap is at least a step).
+  const auto j = run_json(kSmall + " --concurrency 1 --requests 5 --slo itl_p99=1s");
+  const double tpot = j["tpot_s"]["p99"].get<double>();
+  EXPECT_NEAR(j["itl_s"]["p99"].get<double>(), tpot, 1e-3);
+  EXPECT_TRUE(j["slo_met"].get<bool>());
+  EXPECT_TRUE(run_json(kSmall + " --concurrency 1 --requests 5 --slo itl_p99=" + std::to_string(2e3 * tpot) + "ms")["slo_met"].get<bool>());
+  EXPECT_FALSE(run_json(kSmall + " --concurrency 1 --requests 5 --slo itl_p50=" + std::to_string(0.5e3 * tpot) + "ms")["slo_met"].get<bool>());
+  // A bad key: exit 2, one line naming it and the keys accepted.
+  for (const char* bad : {"itl_p42=1s", "itl=1s", "ilt_p99=1s"}) {
+    const auto r = run(kSmall + " --concurrency 1 --requests 5 --slo " + bad);
+    EXPECT_EQ(r.status, 2) << bad;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(r.err.find("'" + key + "' is not a key: expected ttft, tpot, itl or e2e"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {

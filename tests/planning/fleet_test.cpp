@@ -106,8 +106,8 @@ TEST(Fleet, FewestReplicasAgreeWithBruteForce) {
   s.tp = {1, 2};
   s.max_num_seqs = {32, 256};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.4;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.4);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   analysis::SearchControl control;
   control.threads = 2;
   const FleetSearchResult r = search_fleet(m, s, control);
@@ -158,8 +158,8 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.4;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.4);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   const FleetSearchResult priced = search_fleet(m, s);
   ASSERT_TRUE(priced.best);
   EXPECT_TRUE(priced.priced);
@@ -187,8 +187,8 @@ FleetSpace disagg_space(double qps, std::vector<std::int64_t> tp) {
   s.max_num_seqs = {256};
   s.max_rate = false;
   s.disaggregated = {true};
-  s.base.slo.ttft_s = 0.3;
-  s.base.slo.tpot_s = 0.02;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
+  s.base.slo.set(serving::SloMetric::tpot, 0.02);
   return s;
 }
 
@@ -300,8 +300,8 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryEpOfTheirTp) {
   // each of the 7 prefill plans is paired with each decode TP at its own EP: 14.
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   FleetSpace s = disagg_space(20, {1, 2});
-  s.base.slo.ttft_s = 1;
-  s.base.slo.tpot_s = 0.05;
+  s.base.slo.set(serving::SloMetric::ttft, 1);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_EQ(r.evaluated, 49u);
   ASSERT_TRUE(r.best);
@@ -349,7 +349,7 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 3e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 3e-3);
   const FleetSearchResult plain = search_fleet(m, s);
   EXPECT_FALSE(plain.best);
   EXPECT_EQ(plain.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
@@ -381,7 +381,7 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   s.tp = {1, 2};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 4e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 4e-3);
   DraftChoice mtp;
   mtp.spec.accept.fill(0.8);
   mtp.spec.draft = &draft;
@@ -466,7 +466,7 @@ TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
   s.tp = {1};
   s.max_num_seqs = {256};
   s.max_rate = false;
-  s.base.slo.tpot_s = 0.1;
+  s.base.slo.set(serving::SloMetric::tpot, 0.1);
   DraftChoice a, b;
   a.spec.accept.fill(0.8);
   a.spec.draft = &mtp_layer;
@@ -535,7 +535,7 @@ TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.tpot_s = 1e-3;
+  s.base.slo.set(serving::SloMetric::tpot, 1e-3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_FALSE(r.best);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
@@ -560,7 +560,7 @@ TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.ttft_s = 1e-3;
+  s.base.slo.set(serving::SloMetric::ttft, 1e-3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::ttft_floor)], 1u);
   ASSERT_TRUE(r.closest);
@@ -578,8 +578,8 @@ TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {
   s.chips = {chip("h100-sxm")};
   s.tp = {1};
   s.max_num_seqs = {256};
-  s.base.slo.ttft_s = 0.3;
-  s.base.slo.tpot_s = 0.03;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_TRUE(r.best);
   const Deployment& b = *r.best;
@@ -605,9 +605,9 @@ RC_GTEST_PROP(Fleet, EarlyStopNeverChangesARunThatMeetsTheSlo, ()) {
   cfg.workload.seed = *rc::gen::inRange(1, 1000);
   cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
   cfg.workload.gen.a = *rc::gen::inRange(2, 300);
-  cfg.slo.ttft_s = *rc::gen::element(0.05, 0.2, 1.0);
-  cfg.slo.tpot_s = *rc::gen::element(0.0, 0.01, 0.03);
-  cfg.slo.ttft_q = *rc::gen::element(0.5, 0.9, 0.99, -1.0);
+  cfg.slo.set(serving::SloMetric::ttft, *rc::gen::element(0.05, 0.2, 1.0), *rc::gen::element(0.5, 0.9, 0.99, -1.0));
+  const double tpot = *rc::gen::element(0.0, 0.01, 0.03);
+  if (tpot > 0) cfg.slo.set(serving::SloMetric::tpot, tpot);
   const ServingResult full = run(m, sys, cfg);
   cfg.stop_when_slo_missed = true;
   cfg.lean = true;
@@ -656,7 +656,7 @@ RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
   cfg.workload.seed = *rc::gen::inRange(1, 1000);
   cfg.workload.prompt.a = *rc::gen::inRange(100, 3000);
   cfg.workload.gen.a = *rc::gen::inRange(2, 300);
-  cfg.slo.ttft_s = 1;
+  cfg.slo.set(serving::SloMetric::ttft, 1);
   cfg.lean = true;
   const ServingResult wide = run(m, sys, cfg);
   RC_PRE(wide.peak_running < cfg.engine.max_num_seqs);
@@ -673,6 +673,93 @@ RC_GTEST_PROP(Fleet, ASequenceLimitAboveTheRunsPeakChangesNothing, ()) {
   RC_TAG(cfg.disagg.on() ? "disaggregated" : "aggregated", wide.peak_running > 16 ? "peak above 16" : "peak 16 or less");
 }
 
+// One sequence at a time on one H100 (vLLM 0.13, its host between steps, 1000 in / 100 out):
+// each request takes D = its prompt's step + 99 decode steps of one sequence at contexts
+// 1001..1099, each with the host's 0.4 ms + 1.1 us, one after another: the replica serves 1/D
+// requests/s at most.
+double one_at_a_time_s(const model::ModelConfig& m, const hw::System& sys) {
+  serving::StepModel step;
+  model::ForwardConfig f;
+  f.merged_kernels = true;  // vLLM's kernels
+  step.prepare(m, sys, f);
+  const double host = 0.4e-3 + 1.1e-6;
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  prefill.fused_attention = true;
+  double d = step.time(prefill, serving::GraphMode::piecewise) + host;
+  for (int c = 1001; c <= 1099; ++c) {
+    model::StepMix mix;
+    mix.add_decode(c, 0);
+    d += step.time(mix, serving::GraphMode::graph) + host;
+  }
+  return d;
+}
+
+TEST(Fleet, ParetoAtSaturationSweepsEachFleetToTheLargestRateItSustains) {
+  // One replica holding one sequence (above), offered 0.3/D at constant gaps: feasible with one
+  // replica. At saturation its rate is searched from 0.3/D up (0.6/D sustained, 1.2/D not, then
+  // five halvings: to 0.6/32 = 0.019/D) to the boundary b: every rate up to 1/D is sustained (no
+  // queue), and one at f/D above it grows the queue by g = 1 - 1/f of the 300 arrivals, caught
+  // once g x 300 > 1% of 300 + 2 (kQueueTrend), g > 1.67%, f > 1.017: b in [1, 1.017] / D,
+  // found within 0.019/D below it: 0.98/D to 1.018/D. Its tokens/s per GPU
+  // there cannot exceed 100/D (one request at a time, D each) and is at least 100 x 300 requests
+  // over their 300/qps + D span: above 0.97 x 100/D. Its tokens/s per user: one sequence alone
+  // in every decode step, as at the offered rate: the same.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(1, 300);
+  s.chips = {chip("h100-sxm")};
+  const double d = one_at_a_time_s(m, s.chips[0].sys);
+  s.base.workload.arrival = Arrival::constant;
+  s.base.workload.qps = 0.3 / d;
+  s.engines = {serving::EngineRef{serving::EngineKind::vllm, 13}};
+  s.tp = {1};
+  s.max_num_seqs = {1};
+  s.max_rate = false;
+  s.pareto = ParetoAt::saturation;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  EXPECT_EQ(r.best->replicas, 1);
+  ASSERT_EQ(r.pareto.size(), 1U);
+  ASSERT_TRUE(r.pareto[0].saturation);
+  const Saturation& x = *r.pareto[0].saturation;
+  EXPECT_GE(x.qps * d, 0.98);
+  EXPECT_LE(x.qps * d, 1.018);
+  EXPECT_LE(x.output_tokens_per_s_per_gpu, 100 / d * (1 + 1e-9));
+  EXPECT_GE(x.output_tokens_per_s_per_gpu, 0.97 * 100 / d);
+  EXPECT_NEAR(x.output_tokens_per_s_per_user, r.best->output_tokens_per_s_per_user, 1e-6 * r.best->output_tokens_per_s_per_user);
+  EXPECT_EQ(x.concurrency, 0);
+  // At the offered load (the default), its point is the offered run's: 100 tokens per 1/(0.3/D).
+  s.pareto = ParetoAt::offered;
+  const FleetSearchResult o = search_fleet(m, s);
+  ASSERT_EQ(o.pareto.size(), 1U);
+  EXPECT_FALSE(o.pareto[0].saturation);
+  EXPECT_NEAR(o.pareto[0].output_tokens_per_s_per_gpu * d / 100, 0.3, 0.01);
+}
+
+TEST(Fleet, ParetoAtSaturationOfAClosedLoopRunsAsManyClientsAsTheSequenceLimitsHold) {
+  // One client, a limit of 4 sequences: one replica serves it; at saturation it runs 1 x 4
+  // clients. Every decode step then carries up to 4 sequences: more tokens per GPU than one client.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(1, 40);
+  s.chips = {chip("h100-sxm")};
+  s.base.workload.arrival = Arrival::closed;
+  s.base.workload.concurrency = 1;
+  s.tp = {1};
+  s.max_num_seqs = {4};
+  s.pareto = ParetoAt::saturation;
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_TRUE(r.best);
+  ASSERT_EQ(r.pareto.size(), 1U);
+  ASSERT_TRUE(r.pareto[0].saturation);
+  EXPECT_EQ(r.pareto[0].saturation->concurrency, r.best->replicas * 4);
+  EXPECT_EQ(r.pareto[0].saturation->qps, 0);
+  EXPECT_GT(r.pareto[0].saturation->output_tokens_per_s_per_gpu, r.best->output_tokens_per_s_per_gpu);
+  // A trace has no rate to sweep: refused.
+  s.base.workload.arrival = Arrival::trace;
+  s.base.workload.trace = {serving::Request{0.0, 100, 10, -1, 0}};
+  EXPECT_THROW(search_fleet(m, s), InputError);
+}
+
 TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   // A deployment's sequence limits are searched limit after limit, each reusing the runs of
   // those before it that its limit cannot change and starting from the fleet the last one
@@ -686,8 +773,8 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   s.engines = {serving::EngineKind::vllm, serving::EngineKind::trtllm};
   s.max_num_seqs = {512, 64, 8, 4};
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.5;
-  s.base.slo.tpot_s = 0.05;
+  s.base.slo.set(serving::SloMetric::ttft, 0.5);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
   analysis::SearchControl control;
   control.threads = 1;
   const FleetSearchResult all = search_fleet(m, s, control);
@@ -754,7 +841,7 @@ TEST(Fleet, FleetLargerThanAllowedIsRejected) {
   s.max_num_seqs = {256};
   s.max_gpus = 2;
   s.max_rate = false;
-  s.base.slo.ttft_s = 0.3;
+  s.base.slo.set(serving::SloMetric::ttft, 0.3);
   const FleetSearchResult r = search_fleet(m, s);
   EXPECT_FALSE(r.best);
   EXPECT_EQ(r.rejected[static_cast<int>(Reject::fleet_size)], 1u);

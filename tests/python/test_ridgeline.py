@@ -232,3 +232,74 @@ def test_report_fleet_from_python(tmp_path):
     out = str(tmp_path / "fleet.html")
     r = ridgeline.report(fleet=True, model="llama-3.1-8b", hw="h100-sxm", tp=1, qps=2, requests=40, out=out)
     assert r["out"] == out and os.path.getsize(out) == r["bytes"]
+
+
+# Issue 40: the options `serve` and `search serve` gained, from Python under the CLI's names.
+SMALL = dict(model="llama-3.1-8b", hw="h100-sxm", prompt=512, gen=64)
+
+
+def test_serve_users_and_think_time():
+    # One user thinking 2 s after each answer (vLLM 0.13: host between steps; no front end):
+    # request i is sent at i (D + 2 s), D a lone request's E2E, so the 3 requests take
+    # 3 D + 2 x 2 s from the first arrival to the last end.
+    r = ridgeline.serve(users=1, think_time="2s", requests=3, front_end="0s", engine="vllm@0.13", per_request=True, **SMALL)
+    d = r["e2e_s"]["max"]
+    assert r["e2e_s"]["min"] == pytest.approx(d, rel=1e-9)
+    assert r["requests"]["arrival_s"] == pytest.approx([0, d + 2, 2 * (d + 2)], rel=1e-9)
+    assert r["requests_per_s"] == pytest.approx(3 / (3 * d + 4), rel=1e-9)
+
+
+def test_serve_without_requests_chooses_its_window():
+    # No `requests`: the run picks its measurement window, 10 / (1 - 0.99) = 1000 measured
+    # requests for the p99 it reports; `requests` given: exactly those, as the window.
+    r = ridgeline.serve(qps=5, **SMALL)
+    assert r["steady_state"]["window"] == "chosen by the run"
+    assert r["steady_state"]["measured_requests"] == 1000
+    assert r["steady_state"]["reached"] is True
+    r = ridgeline.serve(qps=5, requests=40, warmup_requests=10, **SMALL)
+    assert r["steady_state"]["window"] == "the requests given"
+    assert r["steady_state"]["warmup_requests"] == 10 and r["steady_state"]["measured_requests"] == 30
+
+
+def test_serve_seeds_spread_is_the_runs_of_each_seed():
+    # seeds=3 from seed 1: the runs of seeds 1, 2 and 3, each as `serve(seed=S)` alone; the
+    # spread of TTFT p99 is their least, middle and largest, and (no SLO) the run shown is the
+    # worst E2E p99.
+    kw = dict(qps=5, requests=50, **SMALL)
+    one = [ridgeline.serve(seed=s, **kw) for s in (1, 2, 3)]
+    r = ridgeline.serve(seeds=3, **kw)
+    ttft = sorted(x["ttft_s"]["p99"] for x in one)
+    assert r["seeds"]["spread"]["ttft_s"]["p99"] == pytest.approx({"min": ttft[0], "median": ttft[1], "max": ttft[2]}, rel=1e-12)
+    worst = max((1, 2, 3), key=lambda s: one[s - 1]["e2e_s"]["p99"])
+    assert r["seeds"]["chosen_seed"] == worst
+
+
+def test_serve_seed_quantile_picks_that_rank():
+    # 5 seeds ordered by E2E p99 (no SLO): quantile 0.5 is rank ceil(0.5 x 5) = 3, the median run.
+    kw = dict(qps=5, requests=50, **SMALL)
+    p99 = {s: ridgeline.serve(seed=s, **kw)["e2e_s"]["p99"] for s in range(1, 6)}
+    r = ridgeline.serve(seeds=5, seed_quantile=0.5, **kw)
+    assert r["seeds"]["chosen_seed"] == sorted(p99, key=p99.get)[2]
+
+
+def test_serve_itl_target_and_a_bad_key():
+    # One client: every gap between tokens is a decode step of one sequence (ms), within 1 s.
+    r = ridgeline.serve(concurrency=1, requests=5, slo={"itl_p99": "1s"}, **SMALL)
+    assert r["slo_met"] is True and r["itl_s"]["p99"] < 1
+    with pytest.raises(ValueError, match=r"--slo: 'itl_p42' is not a key: expected ttft, tpot, itl or e2e"):
+        ridgeline.serve(concurrency=1, requests=5, slo={"itl_p42": "1s"}, **SMALL)
+
+
+def test_search_serve_seeds_and_pareto_at_saturation():
+    # The fleet sized on the worst of 2 seeds, and the front at each fleet's saturation: a rate
+    # at or above the offered 20 req/s its fleet met the SLO at.
+    r = ridgeline.search("serve", model="llama-3.1-8b", hw="h100-sxm", tp=1, qps=20, requests=300, slo="ttft_p99=1s,tpot_p99=50ms",
+                         seeds=2, pareto="saturation")
+    assert r["seeds"] == {"count": 2, "quantile": 1}
+    assert r["pareto_at"] == "saturation"
+    assert all(p["saturation"]["qps"] >= 20 for p in r["pareto"])
+    # Its keywords are listed by kind in search's docstring.
+    serve_line = next(line for line in ridgeline.search.__doc__.splitlines() if line.strip().startswith("serve:"))
+    assert all(k in serve_line.split(": ")[1].split(", ") for k in ("pareto", "seeds", "seed_quantile", "users", "think_time", "margin"))
+    with pytest.raises(TypeError, match="did you mean 'pareto'"):
+        ridgeline.search("serve", model="llama-3.1-8b", hw="h100-sxm", qps=20, paretto="saturation")

@@ -37,7 +37,7 @@ TEST(Seeds, BadnessIsTheLargestStatisticOverItsTarget) {
   r.measured_requests = 10;
   r.ttft.p99 = 0.5, r.tpot.p99 = 0.06, r.e2e.mean = 8, r.e2e.p99 = 20;
   Slo slo;
-  slo.ttft_s = 1, slo.tpot_s = 0.05, slo.e2e_s = 10, slo.e2e_q = -1;
+  slo.set(SloMetric::ttft, 1).set(SloMetric::tpot, 0.05).set(SloMetric::e2e, 10, -1);
   EXPECT_DOUBLE_EQ(seed_badness(slo, r), 1.2);
   EXPECT_DOUBLE_EQ(seed_badness(Slo{}, r), 20);
   ServingResult bad = r;

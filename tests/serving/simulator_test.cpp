@@ -107,6 +107,45 @@ struct OneClient {
   }
 };
 
+TEST(Slo, AnItlTargetReadsEveryGapBetweenTokensNotARequestsMean) {
+  // One client (the test above): each request's 99 gaps between tokens are its decode steps,
+  // g(c) = step(1 sequence at context c) + host for c = 1001..1099, the same in every request.
+  // TPOT is each request's mean of them, equal for the three requests: TPOT p99 = mean g. ITL
+  // is the 297 gaps themselves: sorted, g(1001) x 3, ..., g(1099) x 3 (g grows with c), and its
+  // p99 sits at rank 0.99 x 296 = 293.04: g(1098) + 0.04 (g(1099) - g(1098)), above the mean.
+  // A limit at the mean meets tpot_p99 and misses itl_p99; every request is still good (ITL is
+  // not a request's own, as vLLM's goodput leaves it out): attainment 1, SLO not met. A lean
+  // run (as the search's) records ITL only because a target is on it.
+  OneClient c;
+  c.cfg.workload.requests = 3;
+  c.cfg.lean = true;
+  StepModel step;
+  model::ForwardConfig f = c.cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(c.m, c.sys, f);
+  const double host = 0.4e-3 + 1.1e-6;
+  auto g = [&](int ctx) { return step.time(decode_mix(1, ctx), GraphMode::graph) + host; };
+  double sum = 0;
+  for (int ctx = 1001; ctx <= 1099; ++ctx) sum += g(ctx);
+  const double mean = sum / 99, p99 = g(1098) + 0.04 * (g(1099) - g(1098));
+  ASSERT_GT(p99, mean * (1 + 1e-6));
+  c.cfg.slo = parse_slo("tpot_p99=1s");
+  c.cfg.slo.set(SloMetric::tpot, mean * (1 + 1e-6)).set(SloMetric::itl, mean * (1 + 1e-6));
+  const ServingResult r = simulate(c.m, c.sys, c.cfg);
+  EXPECT_NEAR(r.tpot.p99, mean, 300 * kPs);
+  EXPECT_EQ(r.itl.count, 297);
+  EXPECT_NEAR(r.itl.mean, mean, 300 * kPs);
+  EXPECT_NEAR(r.itl.p99, p99, 300 * kPs);
+  EXPECT_DOUBLE_EQ(r.slo_attainment, 1);
+  EXPECT_FALSE(r.slo_met);
+  // The limit just above that p99: met.
+  c.cfg.slo.set(SloMetric::itl, p99 * (1 + 1e-6));
+  EXPECT_TRUE(simulate(c.m, c.sys, c.cfg).slo_met);
+  // No target on ITL: a lean run leaves it out.
+  c.cfg.slo = parse_slo("tpot_p99=1s");
+  EXPECT_EQ(simulate(c.m, c.sys, c.cfg).itl.count, 0);
+}
+
 TEST(ThinkTime, OneUserThinkingTBetweenRequestsSendsEachDPlusTAfterTheLast) {
   // One user, each request taking D alone (as above), thinking T = 2 s after each: request i
   // is sent at i (D + T), its latencies those of a lone request (TTFT, E2E = D, no queue), and
@@ -191,6 +230,33 @@ TEST(MeasurementWindow, OneClientOpensAtTheEighthBlockAndStopsWithItsLastMeasure
   EXPECT_NEAR(r.mean_running, 1, kExact);
   EXPECT_NEAR(r.e2e.mean, c.d, 200 * kPs);
   EXPECT_TRUE(r.sustainable);
+}
+
+TEST(MeasurementWindow, AQueueGrowingAFewPercentBeyondCapacityIsNeitherSteadyNorSustainable) {
+  // One sequence at a time (a limit of 1), each request D alone (as above): the replica serves
+  // 1/D. Constant arrivals at f/D and a window of 1000 measured requests. At f = 1.03 the queue
+  // grows by g = 1 - 1/f = 2.9% of the arrivals: its quarters' means rise by g x 250 = 7.3
+  // each, 29.1 over the four, above 1% of 1000 + 2 = 12: not steady, queue_grows (before this
+  // check the run was called steady and sustainable, served_fraction 0.969). At f = 0.97 every
+  // request finds the last gone (D < the gap D / 0.97): no queue, steady and sustainable.
+  for (const double f : {1.03, 0.97}) {
+    OneClient c;
+    c.cfg.engine.max_num_seqs = 1;
+    c.cfg.workload.arrival = Arrival::constant;
+    c.cfg.workload.qps = f / c.d;
+    c.cfg.workload.requests = 4000;
+    c.cfg.window.on = true;
+    c.cfg.window.per_instance = 1000;
+    const ServingResult r = simulate(c.m, c.sys, c.cfg);
+    EXPECT_EQ(r.measured_requests, 1000) << f;
+    EXPECT_EQ(r.steady_state.reached, f < 1) << f;
+    EXPECT_EQ(r.sustainable, f < 1) << f;
+    if (f > 1) {
+      EXPECT_EQ(r.unsustainable, Unsustainable::queue_grows);
+    } else {
+      EXPECT_NEAR(r.mean_waiting, 0, 1e-9);
+    }
+  }
 }
 
 TEST(MeasurementWindow, OpensAnywayAtHalfTheRequestsItMaySendAndSaysSo) {

@@ -199,13 +199,24 @@ TEST(Distribution, FoldedPercentilesWithinABucket) {
 }
 
 TEST(Slo, ParsedWithUnitsOnly) {
-  const Slo s = parse_slo("ttft_p99=1s,tpot_p90=50ms,e2e_mean=20s");
-  EXPECT_DOUBLE_EQ(s.ttft_s, 1);
-  EXPECT_DOUBLE_EQ(s.ttft_q, 0.99);
-  EXPECT_DOUBLE_EQ(s.tpot_s, 0.05);
-  EXPECT_DOUBLE_EQ(s.tpot_q, 0.9);
-  EXPECT_DOUBLE_EQ(s.e2e_q, -1);
-  for (const char* bad : {"ttft_p99=1", "ttft=1s", "ttft_p42=1s", "itl_p99=1s", "ttft_p99", "ttft_p99=-1s", ","}) {
+  const Slo s = parse_slo("ttft_p99=1s,tpot_p90=50ms,itl_p95=80ms,e2e_mean=20s");
+  // A list in the order given: (metric, percentile, limit in seconds), the mean as q = -1.
+  ASSERT_EQ(s.targets.size(), 4U);
+  EXPECT_EQ(s.targets[0].metric, SloMetric::ttft);
+  EXPECT_DOUBLE_EQ(s.targets[0].limit_s, 1);
+  EXPECT_DOUBLE_EQ(s.targets[0].q, 0.99);
+  EXPECT_EQ(s.targets[1].metric, SloMetric::tpot);
+  EXPECT_DOUBLE_EQ(s.targets[1].limit_s, 0.05);
+  EXPECT_DOUBLE_EQ(s.targets[1].q, 0.9);
+  EXPECT_EQ(s.targets[2].metric, SloMetric::itl);
+  EXPECT_DOUBLE_EQ(s.targets[2].limit_s, 0.08);
+  EXPECT_DOUBLE_EQ(s.targets[2].q, 0.95);
+  EXPECT_FALSE(s.targets[2].per_request());
+  EXPECT_EQ(s.targets[3].metric, SloMetric::e2e);
+  EXPECT_DOUBLE_EQ(s.targets[3].q, -1);
+  EXPECT_EQ(s.find(SloMetric::itl), &s.targets[2]);
+  for (const char* bad : {"ttft_p99=1", "ttft=1s", "ttft_p42=1s", "itl_p42=1s", "foo_p99=1s", "ttft_p99", "ttft_p99=-1s", ",",
+                          "itl_p99=1s,itl_p50=2s"}) {
     EXPECT_THROW(parse_slo(bad), InputError) << bad;
   }
 }

@@ -23,6 +23,13 @@
 
 namespace ridgeline::planning {
 
+/// Where the Pareto front's points are taken (`--pareto`, docs/serving.md#largest-rate-cost-ranking-pareto).
+enum class ParetoAt : std::uint8_t {
+  offered,     ///< each deployment's fleet at the offered load
+  saturation   ///< each deployment's fleet at its own saturation (vendors' plots)
+};
+std::string_view name(ParetoAt p) noexcept;
+
 /// A chip the search may deploy, with its price.
 struct ChipChoice {
   hw::System sys;           ///< one chip's system (chips per node from its file)
@@ -87,6 +94,10 @@ struct FleetSpace {
   /// Every run of a deployment with this many seeds, the fleet sized on the worst (or the
   /// quantile's) run (docs/serving.md#seeds).
   serving::SeedsConfig seeds;
+  /// The Pareto front at the offered load, or each feasible deployment's fleet at its own
+  /// saturation: open loop, the largest rate it sustains in steady state (the SLO not applied,
+  /// Evaluator::max_rate's search); closed loop, as many clients as its sequence limits hold.
+  ParetoAt pareto = ParetoAt::offered;
 };
 
 /// Why a deployment was rejected.
@@ -101,6 +112,15 @@ enum class Reject : std::uint8_t {
   count
 };
 std::string_view name(Reject r) noexcept;
+
+/// A deployment's fleet at its saturation (FleetSpace::pareto): the load, and how it serves it.
+struct Saturation {
+  double qps = 0;                  ///< open loop: the largest rate sustained, to 1/32 (0: closed loop)
+  std::int64_t concurrency = 0;    ///< closed loop: clients, the fleet's sequence limits (0: open loop)
+  double output_tokens_per_s_per_gpu = 0;
+  double output_tokens_per_s_per_user = 0;  ///< 1 / mean TPOT at that load
+  serving::Summary ttft, tpot;
+};
 
 /// One deployment: what differs between them, and how its fleet serves the load.
 struct Deployment {
@@ -126,9 +146,11 @@ struct Deployment {
   /// targets (0.2: every target met with 20% to spare), and the target that binds; 1, "": none.
   double slo_slack = 1;
   std::string slo_binding;
-  /// The same distance for each target as asked (1: no such target): 1 − p99 TTFT / its target, ...
-  double ttft_slack = 1, tpot_slack = 1, e2e_slack = 1;
+  /// The same distance for each target as asked, by metric (serving::SloMetric's order; 1: no
+  /// target on it): 1 − its statistic / its limit.
+  std::array<double, serving::kSloMetrics> target_slack{1, 1, 1, 1};
   double max_qps = 0;         ///< open loop: the largest rate the fleet serves within the SLOs, to 1/32 (0: not searched)
+  std::optional<Saturation> saturation;  ///< with FleetSpace::pareto saturation (none: no sustained run found)
   double floor_ttft_s = 0, floor_tpot_s = 0;  ///< the latency floors checked before simulating
   std::int64_t simulations = 0;  ///< runs this deployment took
   std::uint64_t order = 0;       ///< enumeration order: breaks ties
@@ -149,7 +171,9 @@ std::vector<const Deployment*> best_per_chip(const FleetSpace& space, const std:
 struct FleetSearchResult {
   std::optional<Deployment> best;   ///< cheapest (or fewest GPUs) meeting the SLOs
   std::vector<Deployment> feasible; ///< every one, cheapest first (reports list FleetSpace::top)
-  std::vector<Deployment> pareto;   ///< output tokens/s per GPU against per user, by per-user speed ascending
+  /// Output tokens/s per GPU against per user, by per-user speed ascending; at the offered load
+  /// or at each deployment's saturation (FleetSpace::pareto; deployments without one left out).
+  std::vector<Deployment> pareto;
   std::optional<Closest> closest;   ///< when nothing is feasible
   std::uint64_t evaluated = 0, feasible_count = 0;
   std::array<std::uint64_t, static_cast<int>(Reject::count)> rejected{};

@@ -56,15 +56,43 @@ struct Disagg {
   bool on() const noexcept { return prefill > 0 || decode > 0; }
 };
 
-/// Targets on each request's latencies, seconds (0: none); a request meeting all of them
-/// counts towards goodput, and the run meets the SLO when the percentile of each is within.
-struct Slo {
-  double ttft_s = 0, tpot_s = 0, e2e_s = 0;
-  double ttft_q = 0.99, tpot_q = 0.99, e2e_q = 0.99;  ///< which percentile each target is on
-  bool any() const noexcept { return ttft_s > 0 || tpot_s > 0 || e2e_s > 0; }
+/// A latency an SLO target is on (docs/serving.md#metrics).
+enum class SloMetric : std::uint8_t {
+  ttft,  ///< a request's arrival to its first output token
+  tpot,  ///< a request's mean time between its output tokens
+  itl,   ///< the time between two consecutive output tokens of a request, over every token (vLLM's ITL)
+  e2e    ///< a request's arrival to its last output token
 };
-/// Parses "ttft_p99=1s,tpot_p99=50ms,e2e_p90=20s" (also ttft_mean, p50..p99); InputError naming --slo.
+inline constexpr std::size_t kSloMetrics = 4;
+std::string_view name(SloMetric m) noexcept;
+
+/// One target: a statistic of a metric within a limit.
+struct SloTarget {
+  SloMetric metric = SloMetric::ttft;
+  double q = 0.99;     ///< the percentile (0.5, 0.9, 0.95, 0.99), or the mean (< 0)
+  double limit_s = 0;  ///< seconds
+  /// A request's own value of it counts towards goodput (TTFT, TPOT, E2E); ITL is a
+  /// distribution over tokens, not a request's (vLLM's goodput leaves it out too).
+  bool per_request() const noexcept { return metric != SloMetric::itl; }
+};
+
+/// The targets of a run, a list of (metric, statistic, limit), each metric at most once. A
+/// request meeting every per-request target counts towards goodput, and the run meets the SLO
+/// when each target's statistic over the measured requests (ITL: their tokens) is within it.
+struct Slo {
+  std::vector<SloTarget> targets;
+  bool any() const noexcept { return !targets.empty(); }
+  /// The target on `m`, null when none.
+  const SloTarget* find(SloMetric m) const noexcept;
+  /// Sets (or replaces) the target on `m`: `limit_s` seconds on its q-percentile (q < 0: the mean).
+  Slo& set(SloMetric m, double limit_s, double q = 0.99);
+};
+/// Parses "ttft_p99=1s,tpot_p99=50ms,itl_p95=80ms,e2e_p90=20s" (METRIC_STAT with METRIC ttft,
+/// tpot, itl or e2e and STAT p50, p90, p95, p99 or mean); InputError naming --slo and the key.
 Slo parse_slo(std::string_view s);
+/// Statistic q of a distribution's summary (SloTarget::q): its mean for q < 0, else the
+/// first of p50, p90, p95, p99 at or above q.
+double statistic(const Summary& s, double q) noexcept;
 
 /// A measurement window the run chooses itself (docs/serving.md#measurement-window): warm-up
 /// until the fleet's running requests and KV use stop trending (the mean over the last quarter
@@ -107,8 +135,8 @@ struct ServeConfig {
   /// that meets the SLO is never stopped, so its numbers are those of a run without it.
   bool stop_when_slo_missed = false;
   /// Only what a capacity search reads (TTFT, TPOT, E2E, throughput, the SLO, sustainability,
-  /// KV use): no inter-token or queue latencies, no CDFs, no decode-step composition, no
-  /// timeline.
+  /// KV use): no inter-token (unless an SLO target is on them) or queue latencies, no CDFs, no
+  /// decode-step composition, no timeline.
   bool lean = false;
   /// The workload's requests drawn already (RequestSource of this very `workload`), as a search
   /// keeps them for its runs: read instead of drawn again. Null: drawn from the seed.
@@ -281,6 +309,9 @@ struct ServingResult {
   std::vector<TimePoint> timeline;
   double wall_s = 0;
 };
+
+/// A run's distribution of a metric (ServingResult::ttft, tpot, itl or e2e).
+const Summary& summary_of(const ServingResult& r, SloMetric m) noexcept;
 
 /// Rate matching for disaggregated serving at mean lengths `prompt` and `gen`: requests/s one
 /// prefill instance prefills at its whole token budget, and one decode instance decodes at the
