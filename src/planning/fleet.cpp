@@ -698,6 +698,11 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
       if (v < 1 || v > 4096) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, v));
     }
   }
+  for (const model::ForwardConfig::Experts e : s.experts) {
+    if (e == model::ForwardConfig::Experts::expert && !m.is_moe()) {
+      throw InputError(fmt::format("--experts: ep: {} is not a mixture of experts", m.name));
+    }
+  }
   for (const std::int64_t v : s.max_num_seqs) {
     if (v < 1 || v > (std::int64_t{1} << 20)) throw InputError(fmt::format("--max-num-seqs: {} is out of range: expected 1 to 2^20", v));
   }
