@@ -137,7 +137,7 @@ struct ServeSearchFlags {
   HardwareFlags hw;
   WorkloadFlags load;
   bool json = false;
-  std::string model = "llama-3.1-8b", tp, ep, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
+  std::string model = "llama-3.1-8b", tp, ep, experts, weight_dtypes, kv_dtypes, act_dtype = "bf16", engines = "vllm";
   std::string max_num_seqs, max_batched_tokens, router = "round-robin", slo, max_gpus = "1024", top = "10", threads, plot, margin;
   std::string max_rate = "on", pareto = "offered";
   std::vector<std::string> prices;
@@ -165,6 +165,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
   app->add_option("--tp", f->tp, "tensor parallelism to try, comma-separated (default: 1, 2, 4, 8 within a node)");
   app->add_option("--ep", f->ep, "expert parallelism to try (default: 1; MoE: powers of two within a node)");
+  app->add_option("--experts", f->experts,
+                  "MoE: expert layouts to try inside each tp group, tp,ep (tp: each expert's width split; ep: whole experts, "
+                  "attention tensor-parallel; default: both at tp > 1)");
   app->add_option("--weight-dtype", f->weight_dtypes,
                   "weight dtypes to try, comma-separated (default: the checkpoint's, and fp8 on chips that compute fp8 unless the checkpoint is quantised)");
   app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype, and fp8 on chips that compute fp8)");
@@ -337,6 +340,14 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   };
   s.tp = ints(v->tp, "--tp");
   s.ep = ints(v->ep, "--ep");
+  if (!v->experts.empty()) {
+    for (const std::string& x : split_list(v->experts, ',')) {
+      using Experts = model::ForwardConfig::Experts;
+      if (x != "tp" && x != "ep") throw InputError(fmt::format("--experts: '{}' is not a layout: expected tp, ep or tp,ep", x));
+      const Experts e = x == "ep" ? Experts::expert : Experts::tensor;
+      if (std::find(s.experts.begin(), s.experts.end(), e) == s.experts.end()) s.experts.push_back(e);
+    }
+  }
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
   if (v->decode_ep == "same") s.decode_ep_same = true;

@@ -187,6 +187,10 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--model", f.model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
   app->add_option("--tp", f.tp, "tensor-parallel degree (default --chips / --ep)");
   app->add_option("--ep", f.ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
+  app->add_option("--experts", f.experts,
+                  "MoE: how each group of --tp chips splits the experts: tp (each expert's width over them) or ep (whole experts over "
+                  "them, attention staying tensor-parallel: vLLM's --enable-expert-parallel, SGLang's and TensorRT-LLM's MoE EP)")
+      ->capture_default_str();
   app->add_option("--weight-dtype", f.weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
   app->add_option("--kv-dtype", f.kv_dtype, "KV cache (default --act-dtype)");
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
@@ -268,7 +272,9 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
   fw.algo = comm::algo_flag(f.algo);
   fw.sequence_parallel = f.sequence_parallel;
-  fw.expert_imbalance = parse_number(f.expert_imbalance, "--expert-imbalance");
+  if (!f.expert_imbalance.empty()) fw.expert_imbalance = parse_number(f.expert_imbalance, "--expert-imbalance");
+  if (f.experts == "ep") fw.experts = model::ForwardConfig::Experts::expert;
+  else if (f.experts != "tp") throw InputError(fmt::format("--experts: '{}' is not a layout: expected tp or ep", f.experts));
   if (f.kernels == "merged") fw.merged_kernels = true;
   else if (!f.kernels.empty() && f.kernels != "unfused") {
     throw InputError(fmt::format("--kernels: '{}' is not unfused or merged", f.kernels));

@@ -68,6 +68,7 @@ struct ForwardFlags {
   std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": auto
   std::string kernels;  // "": unfused
   std::string expert_imbalance = "1";
+  std::string experts = "tp";    // how each tp group splits the experts: tp or ep
   bool sequence_parallel = false;
 };
 void add_forward_flags(CLI::App* app, ForwardFlags& f);

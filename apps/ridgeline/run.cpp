@@ -179,7 +179,7 @@ constexpr ValueKind kValueKinds[] = {
     {"serve", "--hw", "CHIP[,CHIP...]"}, {"search train", "--hw", "CHIP[,CHIP...]"}, {"search infer", "--hw", "CHIP[,CHIP...]"},
     {"search serve", "--hw", "CHIP[,CHIP...]"}, {"plot roofline", "--hw", "CHIP[,CHIP...]"}, {"", "--model", "MODEL|config.json"}, {"", "--chips", "INT"}, {"", "--slice", "AxB[xC]"},
     {"", "--peak", "DTYPE=RATE"}, {"", "--mem-bw", "BANDWIDTH"}, {"", "--link-bw", "BANDWIDTH"}, {"", "--node-link-bw", "BANDWIDTH"},
-    {"", "--tp", "INT"}, {"", "--pp", "INT"}, {"", "--dp", "INT"}, {"", "--cp", "INT"}, {"", "--ep", "INT"}, {"", "--vpp", "INT"},
+    {"", "--tp", "INT"}, {"", "--pp", "INT"}, {"", "--dp", "INT"}, {"", "--cp", "INT"}, {"", "--ep", "INT"}, {"", "--experts", "tp|ep"}, {"search serve", "--experts", "tp|ep[,...]"}, {"", "--vpp", "INT"},
     {"", "--zero", "0-3"}, {"", "--gpus", "INT"}, {"", "--gpus-per-node", "INT"}, {"", "--micro-batch", "INT"},
     {"", "--global-batch", "INT"}, {"", "--batch", "INT"}, {"", "--seq", "INT"}, {"", "--prompt", "INT"}, {"", "--gen", "INT"},
     {"serve", "--prompt", "LENGTHS"}, {"serve", "--gen", "LENGTHS"}, {"search serve", "--prompt", "LENGTHS"},

@@ -197,6 +197,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   c.gen = G;
   c.steps = G - 1;
   c.ep = ep;
+  c.ep_size = static_cast<double>(f.ep_size());
   c.moe = m.is_moe();
   c.model = &m;
   c.cuda_graphs = cfg.cuda_graphs;
@@ -287,13 +288,13 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   // Each line's time is worked out on its own, then they are added in order: a running sum
   // through the loop made every line wait for the one before.
   std::array<double, model::Graph::kMaxOps> t;
-  const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep, B * c.prompt) : 0;
+  const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep_size, B * c.prompt) : 0;
   for (int i = 0; i < c.prefill_count; ++i) t[i] = c.prefill[i].rep * realistic_at(c.prefill[i], B, touched_prefill);
   double ttft = c.prefill_sum.at(B);
   for (int i = 0; i < c.prefill_count; ++i) ttft += t[i];
   double decode = 0;
   if (c.steps >= 1) {
-    const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep, B) : 0;
+    const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep_size, B) : 0;
     for (int i = 0; i < c.fixed_count; ++i) {
       const ServingCurve::Line& l = c.fixed[i];
       const double rows = B * l.gemm_rows_per_x;

@@ -479,6 +479,7 @@ InferSearchResult search_infer(const model::ModelConfig& m, const hw::System& sy
       switch (model::check(m, infer_config(space.base, p).forward)) {
         case model::LayoutFault::none: break;
         case model::LayoutFault::ep_dense:
+        case model::LayoutFault::experts_dense:
         case model::LayoutFault::ep_experts:
         case model::LayoutFault::ep_imbalance:
         case model::LayoutFault::ep_range: reject(Reject::ep_model); return;

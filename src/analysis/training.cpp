@@ -223,6 +223,7 @@ Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept 
     case model::LayoutFault::cp_ulysses: return Reject::cp_model;
     case model::LayoutFault::ep_range:
     case model::LayoutFault::ep_dense:
+    case model::LayoutFault::experts_dense:
     case model::LayoutFault::ep_experts:
     case model::LayoutFault::ep_imbalance: return Reject::ep_model;
   }

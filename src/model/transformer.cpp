@@ -133,9 +133,10 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
   elementwise(c, name, block, rows, cols, 2, drop ? 1 + 1.0 / bytes(c.act) : 1, drop ? 3 : 1);
 }
 
-void collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
+// Returns the op made (null for a group of one chip).
+GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
                 comm::Algo algo) {
-  if (group.size <= 1) return;
+  if (group.size <= 1) return nullptr;
   auto& l = c.last;
   if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_) {
     l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost, -1};
@@ -148,6 +149,7 @@ void collective(Ctx& c, const char* name, Block block, comm::Collective kind, do
   op.collective = static_cast<std::int8_t>(l.index);
   // A serving engine's own all-reduce (peers' buffers read over NVLink in one or two shots).
   if (kind == comm::Collective::all_reduce && algo == comm::Algo::direct) op.kernel = hw::KernelClass::allreduce_custom;
+  return &op;
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
@@ -406,7 +408,10 @@ void moe_mlp(Ctx& c) {
   const auto& moe = m.moe;
   const double h = static_cast<double>(m.hidden), T = c.tokens;
   const double E = static_cast<double>(moe.experts), k = static_cast<double>(moe.experts_per_token);
-  const double I = static_cast<double>(moe.intermediate), Il = I / c.tp;
+  // Experts expert-parallel inside the tensor-parallel group (ForwardConfig::Experts::expert):
+  // each of its te = tp chips holds whole experts, and its share of the tokens' pairs.
+  const double te = c.f.experts == ForwardConfig::Experts::expert ? c.tp : 1;
+  const double I = static_cast<double>(moe.intermediate), Il = te > 1 ? I : I / c.tp;
   GraphOp& router = gemm(c, "router", Block::moe, T, h, E, h * E, h * E, false);
   if (moe.router_bias) {
     router.params += E;
@@ -414,23 +419,31 @@ void moe_mlp(Ctx& c) {
   }
   c.g.add("router_topk", OpClass::elementwise, Block::moe, ops::softmax_cost({T, E, c.act, DType::fp32}));
   // Tokens leave for the chips holding their experts (expert parallelism) and come back.
-  // Token-expert pairs from this chip; under expert parallelism the busiest chip receives
-  // (and returns) f.expert_imbalance times the mean, and bounds the layer.
-  const double routed = T * k;
-  const double imbalance = c.ep > 1 ? c.f.expert_imbalance : 1;
-  collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act), c.ep_group,
-             comm::Algo::direct);
-  // Balanced routing: this chip's E/ep experts receive routed pairs in expectation; an
-  // expert's weights are read if at least one of the T·ep tokens of the group picks it:
-  // E·(1 - (1 - k/E)^(T·ep)) experts of the group are touched.
-  const double local_experts = E / c.ep;
-  const double touched = touched_experts(m, c.ep, T * c.ep);
-  const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/ep)
+  // Token-expert pairs of this chip: its tokens' T·k, or with whole experts inside the
+  // tensor-parallel group (which holds the same T tokens on every chip), the 1/te of them
+  // whose experts sit in this chip's column (docs/serving.md#moe-layouts). Under expert
+  // parallelism the busiest chip receives (and returns) f.expert_imbalance times the mean,
+  // and bounds the layer. Inside the tensor-parallel group no token moves: each chip picks
+  // its own experts' pairs, and the group's all-reduce after the layer sums the outputs.
+  const double routed = T * k / te;
+  const double ep_size = c.ep * te;
+  const double imbalance = ep_size > 1 ? c.f.expert_imbalance : 1;
+  if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act),
+                               c.ep_group, comm::Algo::direct)) {
+    op->all_groups = true;
+  }
+  // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
+  // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
+  // E/(ep·te)·(1 - (1 - k/E)^(T·ep)) of them are touched.
+  const double local_experts = E / ep_size;
+  const double touched = touched_experts(m, ep_size, T * c.ep);
+  const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
   const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
     op.kernel = hw::KernelClass::gemm_expert;
+    op.all_groups = true;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
     op.cost.main_bytes += (touched - 1) * per_expert_local * wb;
@@ -438,15 +451,19 @@ void moe_mlp(Ctx& c) {
     op.touched = touched;
     op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
-      op.params = E * per_expert_params + E * nn * c.tp;
-      op.active_params = k * per_expert_params + k * nn * c.tp;
+      // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).
+      const double bias_split = te > 1 ? 1 : c.tp;
+      op.params = E * per_expert_params + E * nn * bias_split;
+      op.active_params = k * per_expert_params + k * nn * bias_split;
     }
   };
   experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias);
-  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32}));
+  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
-  collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
-             comm::Algo::direct);
+  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
+                               comm::Algo::direct)) {
+    op->all_groups = true;
+  }
   // Weighted sum of each token's k expert outputs.
   elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
   if (moe.shared_experts > 0) {
@@ -517,10 +534,11 @@ LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
   const std::int64_t width = m.is_moe() ? m.moe.intermediate : m.intermediate;
   if (width % f.tp != 0) return LayoutFault::tp_width;
   if (f.ep > 1 && !m.is_moe()) return LayoutFault::ep_dense;
+  if (f.experts == ForwardConfig::Experts::expert && !m.is_moe()) return LayoutFault::experts_dense;
   if (f.cp > 1 && m.is_mla()) return LayoutFault::cp_mla;
   if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) return LayoutFault::cp_ulysses;
-  if (m.is_moe() && m.moe.experts % f.ep != 0) return LayoutFault::ep_experts;
-  if (!(f.expert_imbalance >= 1 && f.expert_imbalance <= static_cast<double>(f.ep))) return LayoutFault::ep_imbalance;
+  if (m.is_moe() && m.moe.experts % f.ep_size() != 0) return LayoutFault::ep_experts;
+  if (!(f.expert_imbalance >= 1 && f.expert_imbalance <= static_cast<double>(f.ep_size()))) return LayoutFault::ep_imbalance;
   return LayoutFault::none;
 }
 
@@ -540,11 +558,17 @@ void validate(const ModelConfig& m, const ForwardConfig& f) {
     case LayoutFault::cp_mla: throw InputError(fmt::format("--cp: context parallelism is not modelled for MLA ({})", m.name));
     case LayoutFault::cp_ulysses:
       throw InputError(fmt::format("--cp: Ulysses needs tp {} x cp {} to divide the {} heads (or --cp-algo ring)", f.tp, f.cp, m.heads));
+    case LayoutFault::experts_dense: throw InputError(fmt::format("--experts: ep: {} is not a mixture of experts", m.name));
     case LayoutFault::ep_experts:
+      if (f.experts == ForwardConfig::Experts::expert) {
+        throw InputError(fmt::format("--experts: ep over --tp {} x --ep {} = {} chips does not divide the {} experts of {}", f.tp, f.ep,
+                                     f.ep_size(), m.moe.experts, m.name));
+      }
       throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
     case LayoutFault::ep_imbalance:
-      throw InputError(fmt::format("--expert-imbalance: {} is out of range: expected 1 (balanced) to --ep {} (every token on one chip)",
-                                   f.expert_imbalance, f.ep));
+      throw InputError(fmt::format("--expert-imbalance: {} is out of range: expected 1 (balanced) to {} (every token on one chip: the "
+                                   "expert-parallel size)",
+                                   f.expert_imbalance, f.ep_size()));
   }
 }
 

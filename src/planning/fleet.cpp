@@ -46,6 +46,7 @@ struct Candidate {
   std::size_t chip = 0;
   serving::EngineRef engine = serving::EngineKind::vllm;
   std::int64_t tp = 1, ep = 1;
+  model::ForwardConfig::Experts experts = model::ForwardConfig::Experts::tensor;
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
   std::optional<bool> chunked;  // none: the engine's preset
@@ -109,6 +110,7 @@ class Evaluator {
     d.engine = c.engine;
     d.tp = c.tp;
     d.ep = c.ep;
+    d.experts = c.experts;
     d.weight_dtype = c.w;
     d.kv_dtype = c.kv;
     d.max_num_seqs = c.seqs;
@@ -160,7 +162,7 @@ class Evaluator {
     }
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
-    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.w, c.kv, c.budget, c.chunked};
+    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked};
     const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
     if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
@@ -551,6 +553,7 @@ class Evaluator {
     std::size_t chip;
     serving::EngineRef engine;
     std::int64_t tp, ep;
+    model::ForwardConfig::Experts experts;
     std::optional<DType> w, kv;
     std::int64_t budget;
     std::optional<bool> chunked;
@@ -610,8 +613,18 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
       if (eps.empty()) eps.push_back(1);
       return eps;
     };
+    // The expert layouts tried with TP tp: the space's, or the base's and, for a MoE model split
+    // over tp > 1 chips, whole experts over them too (the engines' EP; at tp 1 both are one).
+    using Experts = model::ForwardConfig::Experts;
+    auto experts_at = [&](std::int64_t tp) {
+      if (!s.experts.empty()) return s.experts;
+      std::vector<Experts> x{s.base.forward.experts};
+      if (m.is_moe() && tp > 1) x = {Experts::tensor, Experts::expert};
+      return x;
+    };
     for (const std::int64_t tp : tps) {
       for (const std::int64_t ep : eps_at(tp)) {
+       for (const Experts experts : experts_at(tp)) {
         for (const serving::EngineRef kind : engines) {
           const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
           // A static batch prefills its prompts whole whatever the flag: its preset only.
@@ -636,12 +649,12 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
                     for (const auto& [k, draft] : specs) {
                       for (const bool disagg : layouts) {
                         if (!disagg) {
-                          out.push_back({ci, kind, tp, ep, w, kv, q, b, chunked, false, 0, 0, k, draft});
+                          out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, false, 0, 0, k, draft});
                           continue;
                         }
                         for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
                           for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
-                            out.push_back({ci, kind, tp, ep, w, kv, q, b, chunked, true, dtp, dep, k, draft});
+                            out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, true, dtp, dep, k, draft});
                           }
                         }
                       }
@@ -652,6 +665,7 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
             }
           }
         }
+       }
       }
     }
   }
@@ -673,6 +687,7 @@ serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) 
   ServeConfig c = space.base;
   c.forward.tp = d.tp;
   c.forward.ep = d.ep;
+  c.forward.experts = d.experts;
   c.forward.precision.weight = d.weight_dtype;
   c.forward.precision.kv_cache = d.kv_dtype;
   c.engine = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
@@ -712,6 +727,11 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}, {&s.decode_tp, "--decode-tp"}, {&s.decode_ep, "--decode-ep"}}) {
     for (const std::int64_t v : *list) {
       if (v < 1 || v > 4096) throw InputError(fmt::format("{}: {} is out of range: expected 1 to 4096", flag, v));
+    }
+  }
+  for (const model::ForwardConfig::Experts e : s.experts) {
+    if (e == model::ForwardConfig::Experts::expert && !m.is_moe()) {
+      throw InputError(fmt::format("--experts: ep: {} is not a mixture of experts", m.name));
     }
   }
   for (const std::int64_t v : s.max_num_seqs) {

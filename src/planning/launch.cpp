@@ -91,16 +91,20 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   WorkerBuilder b(c.cli, w);
   b.flag("--port", num(w.port));
   b.flag("--tensor-parallel-size", num(f.tp));
+  const bool whole_experts = f.experts == model::ForwardConfig::Experts::expert;
   if (f.ep > 1) {
     // ep groups of tp GPUs, attention data-parallel across them: vLLM's data-parallel ranks with
     // expert parallelism over all of them.
     b.flag("--data-parallel-size", num(f.ep));
     b.flag("--enable-expert-parallel");
-    if (f.tp > 1 && !decode) {
+    if (f.tp > 1 && !whole_experts && !decode) {
       c.plan.notes.push_back(fmt::format("expert parallelism: vLLM spreads whole experts over all {} GPUs of an instance; the simulation "
                                          "splits them over {} groups and each expert over the {} GPUs of a group (the same bytes per GPU, "
-                                         "other all-to-alls)", f.tp * f.ep, f.ep, f.tp));
+                                         "other all-to-alls): simulate --experts ep for vLLM's layout", f.tp * f.ep, f.ep, f.tp));
     }
+  } else if (whole_experts && f.tp > 1) {
+    // Attention tensor-parallel, whole experts over the same GPUs.
+    b.flag("--enable-expert-parallel");
   }
   b.flag("--dtype", torch_dtype(f.precision.activation));
   if (const auto wd = asked_weights(c.m, f); wd && online_fp8(c, *wd, "vLLM")) b.flag("--quantization", "fp8");
@@ -155,7 +159,11 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     // SGLang's MoE tensor parallelism is tp-size / ep-size.
     b.flag("--dp-size", num(f.ep));
     b.flag("--enable-dp-attention");
-    b.flag("--ep-size", num(f.ep));
+  }
+  // Whole experts over every GPU (--experts ep), or over the ep groups (each expert split over tp).
+  if (f.ep_size() > 1) {
+    if (old) throw InputError("--emit sglang: SGLang 0.3 has no expert parallelism (--ep-size came later): simulate --experts tp or --engine sglang");
+    b.flag("--ep-size", num(f.ep_size()));
   }
   b.flag("--dtype", torch_dtype(f.precision.activation));
   if (const auto wd = asked_weights(c.m, f); wd && online_fp8(c, *wd, "SGLang")) b.flag("--quantization", "fp8");
@@ -212,7 +220,7 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   b.flag("--port", num(w.port));
   // TensorRT-LLM's tp_size is every GPU of the instance; moe_tp = tp_size / ep_size.
   b.flag("--tp_size", num(f.tp * f.ep));
-  if (f.ep > 1) b.flag("--ep_size", num(f.ep));
+  if (f.ep_size() > 1) b.flag("--ep_size", num(f.ep_size()));
   b.flag("--max_batch_size", num(e.max_num_seqs));
   b.flag("--max_num_tokens", num(e.max_batched_tokens));
   b.flag("--kv_cache_free_gpu_memory_fraction", num(e.kv_memory_fraction));

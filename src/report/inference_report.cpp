@@ -142,6 +142,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["chips"] = r.chips;
   j["tp"] = cfg.forward.tp;
   j["ep"] = cfg.forward.ep;
+  j["experts"] = cfg.forward.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp";
   j["batch"] = cfg.batch;
   j["prompt"] = cfg.prompt;
   j["gen"] = cfg.gen;
@@ -224,8 +225,10 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
 
 std::string inference_text(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg,
                            const analysis::InferenceResult& r, bool all_ops) {
-  std::string out = fmt::format("{} on {} x {} (tp {}, ep {}): batch {}, prompt {}, gen {}\n", m.name, r.chips,
-                                sys.chip.display_name, cfg.forward.tp, cfg.forward.ep, cfg.batch, cfg.prompt, cfg.gen);
+  const bool whole_experts = cfg.forward.experts == model::ForwardConfig::Experts::expert;
+  std::string out = fmt::format("{} on {} x {} (tp {}, ep {}{}): batch {}, prompt {}, gen {}\n", m.name, r.chips,
+                                sys.chip.display_name, cfg.forward.tp, cfg.forward.ep, whole_experts ? ", experts ep" : "", cfg.batch,
+                                cfg.prompt, cfg.gen);
   out += fmt::format("params {:.2f}B ({:.2f}B active per token)\n", r.params / 1e9, r.active_params / 1e9);
   {
     const auto& p = cfg.forward.precision;

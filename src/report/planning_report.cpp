@@ -62,6 +62,7 @@ std::string draft_name(const planning::FleetSpace& s, const Deployment& d) {
 // its plan, engine and limit (chunking, speculation, dtypes).
 std::string knobs_text(const planning::FleetSpace& s, const Deployment& d) {
   std::string k;
+  if (d.experts == model::ForwardConfig::Experts::expert) k += ", experts ep";
   if (d.chunked_prefill) k += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
   if (d.spec_tokens > 0) k += fmt::format(", {} drafts", d.spec_tokens);
   if (d.spec_tokens > 0 && s.drafts.size() > 1) k += fmt::format(" of {}", draft_name(s, d));
@@ -119,6 +120,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
   json j{{"hw", s.chips[d.chip].sys.chip.name},
          {"tp", d.tp},
          {"ep", d.ep},
+         {"experts", d.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp"},
          {"replicas", d.replicas},
          {"disagg", d.prefill > 0 ? json{{"prefill", d.prefill}, {"decode", d.decode}, {"prefill_tp", d.tp},
                                          {"decode_tp", decode_tp(d)}, {"prefill_ep", d.ep}, {"decode_ep", decode_ep(d)}}
@@ -182,6 +184,7 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   const planning::ChipChoice& c = s.chips[d.chip];
   std::string f = fmt::format("--hw {} --tp {}", shell_word(c.arg.empty() ? c.sys.chip.name : c.arg), d.tp);
   if (d.ep > 1) f += fmt::format(" --ep {}", d.ep);
+  if (d.experts == model::ForwardConfig::Experts::expert) f += " --experts ep";
   if (d.weight_dtype) f += fmt::format(" --weight-dtype {}", name(*d.weight_dtype));
   if (d.kv_dtype) f += fmt::format(" --kv-dtype {}", name(*d.kv_dtype));
   f += fmt::format(" --engine {}", serving::name(d.engine));
@@ -330,7 +333,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   // Deployments that differ only in their sequence limit and ran the same are one row, with
   // the range of limits ("64-1024").
   auto same_run = [](const Deployment& a, const Deployment& o) {
-    return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.weight_dtype == o.weight_dtype &&
+    return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.experts == o.experts && a.weight_dtype == o.weight_dtype &&
            a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.chunked_prefill == o.chunked_prefill && a.replicas == o.replicas &&
            a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens && a.draft == o.draft &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
@@ -353,7 +356,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
     // A column of chunked prefill (on or off) when the space chooses it.
     const bool chunking = !space.chunked_prefill.empty();
-    s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine",
+    s += fmt::format("  {:<12}{:>4}{:>5}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine",
                      spec_head, "seqs", "tokens", chunking ? " chunk" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
                      "tok/s/G", "tok/s/u", "max qps", "spare");
     for (std::size_t i = 0; i < v.size();) {
@@ -365,8 +368,9 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");
-      s += fmt::format("  {:<12}{:>4}{:>4}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
-                       space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d), serving::name(d.engine), k, seqs, d.max_batched_tokens, chunk,
+      s += fmt::format("  {:<12}{:>4}{:>5}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
+                       space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d) + (d.experts == model::ForwardConfig::Experts::expert ? "e" : ""),
+                       serving::name(d.engine), k, seqs, d.max_batched_tokens, chunk,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
@@ -425,6 +429,7 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
     // Read at a glance: "1P+1D × h100-sxm tp 1/2, fp8_e4m3 weights" (it was "1P+1Dxh100-sxm tp1/2").
     std::string tag = fmt::format("{} × {} tp {}", instances(d), s_chip(space, d), tp_text(d));
     if (d.ep > 1) tag += fmt::format(" ep {}", d.ep);
+    if (d.experts == model::ForwardConfig::Experts::expert) tag += ", experts ep";
     if (d.weight_dtype) tag += fmt::format(", {} weights", name(*d.weight_dtype));
     if (d.spec_tokens > 0) tag += fmt::format(" k{}", d.spec_tokens) + (space.drafts.size() > 1 ? " " + draft_name(space, d) : "");
     if (d.chunked_prefill && !*d.chunked_prefill) tag += " whole";

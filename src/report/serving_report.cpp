@@ -148,6 +148,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["hw"] = sys.chip.name;
   j["tp"] = cfg.forward.tp;
   j["ep"] = cfg.forward.ep;
+  j["experts"] = cfg.forward.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp";
   j["replicas"] = cfg.replicas;
   j["router"] = std::string(serving::name(cfg.router));
   j["engine"] = engine_json(r.engine);
@@ -291,16 +292,18 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   const std::string chip = sys.chip.display_name.empty() ? sys.chip.name : sys.chip.display_name;
   const serving::DisaggResult& dr = r.disagg;
   const bool own_decode = cfg.disagg.on() && (dr.decode_tp != cfg.forward.tp || dr.decode_ep != cfg.forward.ep);
+  // "2", or "2, experts ep" with whole experts over each tp group (docs/serving.md#moe-layouts).
+  const std::string ep = fmt::format("{}{}", cfg.forward.ep, cfg.forward.experts == model::ForwardConfig::Experts::expert ? ", experts ep" : "");
   std::string s = own_decode
                       ? fmt::format("{} on {} prefill instance{} of {} x {} (tp {}, ep {}) + {} decode instance{} of {} (tp {}, ep {}): {} engine\n",
                                     m.name, cfg.disagg.prefill, cfg.disagg.prefill == 1 ? "" : "s", chips, chip, cfg.forward.tp,
-                                    cfg.forward.ep, cfg.disagg.decode, cfg.disagg.decode == 1 ? "" : "s", dr.decode_tp * dr.decode_ep,
+                                    ep, cfg.disagg.decode, cfg.disagg.decode == 1 ? "" : "s", dr.decode_tp * dr.decode_ep,
                                     dr.decode_tp, dr.decode_ep, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                   : cfg.disagg.on()
                       ? fmt::format("{} on {} x {} (tp {}, ep {}) x ({} prefill + {} decode instances): {} engine\n", m.name, chips,
-                                    chip, cfg.forward.tp, cfg.forward.ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
+                                    chip, cfg.forward.tp, ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
-                                    cfg.forward.ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
+                                    ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
   if (cfg.window.on) {
     const serving::MeasuredWindow& ss = r.steady_state;
     s += fmt::format("workload: {}, {}; {} requests chosen by the run ({} warm-up, {} measured, {} cool-down), seed {}\n", arrival_text(w),

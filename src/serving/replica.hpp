@@ -91,6 +91,8 @@ struct StepPlan {
   // Speculative decoding: the draft's first pass (the chunks, and one token per decode
   // sequence) and each of its k - 1 further decode passes (at their mean context).
   model::StepMix draft_first, draft_rest;
+  // Attention data-parallel groups: the busiest group's own sequences (SimContext::groups > 1).
+  model::StepMix group;
   void clear() {
     decode = false;
     if (chunks.empty()) {

@@ -2,6 +2,7 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ridgeline::serving::detail {
 
@@ -116,6 +117,7 @@ void Scheduler::finish_plan(Replica& r) {
     p.mix.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
   }
   p.mix.fused_attention = ctx_.engine.fused_attention;
+  if (ctx_.groups > 1) busiest_group(p);
   if (r.queries() == 1) return;
   // The draft: a first pass over the chunks and one token per decode sequence, then k - 1
   // passes of one token each, priced at their mean context (after 1 + k/2 more tokens).
@@ -129,6 +131,40 @@ void Scheduler::finish_plan(Replica& r) {
     if (k > 1) r.add_decodes(p.draft_rest, 1, static_cast<double>(k) / 2);
   }
   p.draft_rest.fused_attention = p.draft_first.fused_attention = ctx_.engine.fused_attention;
+}
+
+void Scheduler::busiest_group(StepPlan& p) {
+  // Requests go to the groups in turn as they arrive (SGLang's DataParallelController, its
+  // default round_robin; vLLM's front end picks the least loaded engine, which under equal
+  // loads is the same turn): request id mod groups. The running sequences stay spread evenly
+  // (the busiest holds ⌈n / groups⌉ of them); the prompt chunks of the step are each on their
+  // own request's group. The busiest group: the most prompt tokens, with its ⌈n / groups⌉
+  // decode sequences at the mean context.
+  const auto G = static_cast<std::size_t>(ctx_.groups);
+  std::fill(ctx_.group_tokens.begin(), ctx_.group_tokens.end(), 0.0);
+  std::size_t busiest = 0;
+  for (const auto& [qi, chunk] : p.chunks) {
+    const auto g = static_cast<std::size_t>(ctx_.pool[qi].id) % G;
+    ctx_.group_tokens[g] += static_cast<double>(chunk);
+    if (ctx_.group_tokens[g] > ctx_.group_tokens[busiest]) busiest = g;
+  }
+  model::StepMix& m = p.group;
+  m = model::StepMix{};
+  if (p.mix.decode_seqs > 0) {
+    const double n = p.mix.decode_seqs, share = std::ceil(n / static_cast<double>(G)) / n;
+    m.decode_seqs = p.mix.decode_seqs * share;
+    m.decode_tokens = p.mix.decode_tokens * share;
+    for (auto [to, from] : {std::pair{&m.decode_full, &p.mix.decode_full}, {&m.decode_window, &p.mix.decode_window}}) {
+      *to = *from;
+      to->seqs *= share, to->queries *= share, to->pairs *= share, to->keys *= share, to->scores *= share, to->positions *= share;
+    }
+  }
+  for (const auto& [qi, chunk] : p.chunks) {
+    const Req& q = ctx_.pool[qi];
+    if (static_cast<std::size_t>(q.id) % G != busiest) continue;
+    m.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
+  }
+  m.fused_attention = p.mix.fused_attention;
 }
 
 std::unique_ptr<Scheduler> make_scheduler(SimContext& ctx) {

@@ -18,6 +18,10 @@ struct SimContext {
   double swap_s_per_block = 0;  // host link time of one KV block, one direction
   bool partial_reuse = false;   // a partly filled last prefix block is reused (TensorRT-LLM)
   std::int64_t preemptions = 0;
+  // Attention data-parallel groups (ForwardConfig::ep), each scheduling its own requests
+  // (docs/serving.md#attention-data-parallel-ranks), and a step's prefill tokens by group.
+  std::int64_t groups = 1;
+  std::vector<double> group_tokens;
 };
 
 class Scheduler {
@@ -37,6 +41,8 @@ class Scheduler {
     std::int64_t prefix_blocks = 0;  // blocks of the prefix it would reference
   };
   Admit probe(const Replica& r, const Req& q) const;
+  // StepPlan::group of a step whose mix is complete (SimContext::groups > 1).
+  void busiest_group(StepPlan& p);
   // Admits q (the front of the waiting queue) with `a` and a first chunk of `chunk` tokens.
   void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk);
   // Own blocks q needs to hold computed + chunk tokens, beyond those it holds.

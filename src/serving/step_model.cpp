@@ -57,6 +57,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   const ops::Rates rates(sys.chip);
   model_ = &m;
   ep_ = static_cast<double>(f.ep);
+  ep_size_ = static_cast<double>(f.ep_size());
   launch_s_ = rates.launch_s;
   moe_ = m.is_moe();
   mla_ = m.is_mla();
@@ -69,17 +70,20 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
   for (const bool graphs : {false, true}) {
     Variant& v = graphs ? graph_ : eager_;
-    std::array<analysis::OpLine, Graph::kMaxOps> lines[4];
-    int counts[4] = {0, 0, 0, 0};
+    // By quantity: a group's tokens, sequences, prefill positions, decode tokens, and (kAllGroups)
+    // the tokens of every group (the expert part of a MoE layer under attention data parallelism).
+    std::array<analysis::OpLine, Graph::kMaxOps> lines[kQuantities];
+    int counts[kQuantities] = {0, 0, 0, 0, 0};
     // Collectives whose algorithm or protocol changes with the size, by quantity.
-    std::array<analysis::SwitchLine, analysis::Envelope::kMaxSwitches> switches[4];
-    int switch_counts[4] = {0, 0, 0, 0};
+    std::array<analysis::SwitchLine, analysis::Envelope::kMaxSwitches> switches[kQuantities];
+    int switch_counts[kQuantities] = {0, 0, 0, 0, 0};
     v.apart_count = 0;
     for (int i = 0; i < g1_.op_count; ++i) {
       const model::GraphOp& op1 = g1_.ops[i];
       if (is_attention(op1.scale)) continue;
       const model::GraphOp& op2 = g2_.ops[i];
-      const int q = static_cast<int>(op1.scale);  // tokens, seqs, prefill_positions, decode_tokens
+      // tokens, seqs, prefill_positions, decode_tokens; kAllGroups (tokens) for the expert part
+      const int q = op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
       const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
       if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
           analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, graphs, switches[q][switch_counts[q]])) {
@@ -99,8 +103,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       if (v.apart[i].gemm_rows_per_x <= 0) continue;
       analysis::fill_work_table(v.apart[i].padding, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows);
     }
-    analysis::Envelope* env[4] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens};
-    for (int q = 0; q < 4; ++q) {
+    analysis::Envelope* env[kQuantities] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens, &v.all_tokens};
+    for (int q = 0; q < kQuantities; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
     }
   }
@@ -128,7 +132,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         *field[c] = 1;
         const ops::Cost cost = ops::attention_cost(shape, unit);
         const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, classes[v]);
-        for (int part = 0; part < 4; ++part) l.per_count[v][part][c] = (p[part] - overhead) / ep_;
+        for (int part = 0; part < 4; ++part) l.per_count[v][part][c] = p[part] - overhead;
         l.launch_s = p[4];
       }
     }
@@ -149,15 +153,23 @@ double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCou
   return launch > best ? launch : best;
 }
 
-double StepModel::base(const model::StepMix& mix, GraphMode mode) const noexcept {
+model::StepMix StepModel::group_share(const model::StepMix& mix) const noexcept {
+  model::StepMix g = mix;
+  if (ep_ != 1) g.scale(1 / ep_);
+  return g;
+}
+
+double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
-  const double T = mix.tokens() / ep_;
-  double t = v.tokens.at(T) + v.seqs.at(mix.head_rows() / ep_);
-  const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
+  const double T = group.tokens(), all = mix.tokens() / ep_;
+  double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
+  if (v.all_tokens.count > 0) t += v.all_tokens.at(all);
+  const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;
   if (v.apart_count > 0) {
-    const double x[4] = {T, mix.head_rows() / ep_, mix.prefill_positions / ep_, mix.decode_tokens / ep_};
-    const bool present[4] = {true, true, prefill, decode};
-    const double touched = moe_ ? model::touched_experts(*model_, ep_, T * ep_) : 0;
+    const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, all};
+    const bool present[kQuantities] = {true, true, prefill, decode, true};
+    // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
+    const double touched = moe_ ? model::touched_experts(*model_, ep_size_, mix.tokens()) : 0;
     for (int i = 0; i < v.apart_count; ++i) {
       const analysis::OpLine& l = v.apart[i];
       const int q = v.apart_quantity[i];
@@ -170,12 +182,12 @@ double StepModel::base(const model::StepMix& mix, GraphMode mode) const noexcept
       t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0, pad);
     }
   }
-  if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(mix.prefill_positions / ep_);
-  if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(mix.decode_tokens / ep_);
+  if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(group.prefill_positions);
+  if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(group.decode_tokens);
   return t;
 }
 
-double StepModel::with_attention(double t, const model::StepMix& mix, GraphMode mode) const noexcept {
+double StepModel::with_group_attention(double t, const model::StepMix& mix, GraphMode mode) const noexcept {
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;

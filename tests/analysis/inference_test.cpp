@@ -412,6 +412,57 @@ TEST(Inference, ExpertImbalanceLoadsTheBusiestChip) {
   EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);
 }
 
+TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
+  // Mixtral-8x7B (8 experts, top 2, hidden 4096, expert width 14336), prompt 128 x batch 64 =
+  // 8192 tokens, attention TP 4. Experts TP (--experts tp): every GPU runs all 8192 x 2 = 16384
+  // token-expert pairs on its 1/4 of each expert's width: gate and up 2·16384·4096·(2·3584)
+  // FLOPs. Experts EP (--experts ep, vLLM's --enable-expert-parallel): each GPU holds 8/4 = 2
+  // whole experts and runs the 16384/4 = 4096 pairs routed to them: 2·4096·4096·(2·14336), the
+  // same FLOPs; its gate-up weights are 2 experts x 4096 x 28672 x 2 B. No token moves between
+  // the GPUs (each holds all 8192 after attention's all-reduce): no all-to-all, the layer's
+  // all-reduce sums the outputs as under TP. At --ep 2 on top (2 attention groups of TP 4,
+  // experts over 8 GPUs, 1 each): a GPU's 4096 tokens give 4096 x 2 / 4 = 2048 pairs for its
+  // column, dispatched over the 2 groups: 2048 x 4096 x 2 B, half of it to the other group.
+  InferenceConfig cfg;
+  cfg.forward.tp = 4;
+  cfg.batch = 64;
+  auto tp = run("mixtral-8x7b", "h100-sxm", cfg);
+  cfg.forward.experts = model::ForwardConfig::Experts::expert;
+  auto ep = run("mixtral-8x7b", "h100-sxm", cfg);
+  bool seen = false;
+  for (int i = 0; i < ep->prefill_graph.op_count; ++i) {
+    const model::GraphOp& o = ep->prefill_graph.ops[i];
+    const std::string_view n = o.name;
+    EXPECT_NE(n, "ep_dispatch");
+    if (n == "experts_gate_up") {
+      seen = true;
+      EXPECT_DOUBLE_EQ(o.gemm_m, 4096);
+      EXPECT_DOUBLE_EQ(o.cost.matrix_flops, 2.0 * 4096 * 4096 * 2 * 14336);
+      EXPECT_DOUBLE_EQ(tp->prefill_graph.ops[i].cost.matrix_flops, 2.0 * 16384 * 4096 * 2 * 3584);
+      EXPECT_DOUBLE_EQ(o.weight_bytes, 2.0 * 4096 * 2 * 14336 * 2);
+    }
+  }
+  EXPECT_TRUE(seen);
+  cfg.forward.ep = 2;
+  cfg.batch = 64;
+  auto both = run("mixtral-8x7b", "h100-sxm", cfg);
+  for (int i = 0; i < both->prefill_graph.op_count; ++i) {
+    const model::GraphOp& o = both->prefill_graph.ops[i];
+    if (std::string_view(o.name) == "ep_dispatch") {
+      EXPECT_DOUBLE_EQ(o.cost.link_bytes, 2048.0 * 4096 * 2 / 2);
+    }
+    if (std::string_view(o.name) == "experts_gate_up") {
+      EXPECT_DOUBLE_EQ(o.gemm_m, 2048);
+    }
+  }
+  // 16 GPUs (TP 8 x EP 2) do not divide the 8 experts; a dense model has none.
+  cfg.forward.tp = 8;
+  EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 1;
+  EXPECT_THROW(run("llama-3.1-8b", "h100-sxm", cfg), InputError);
+}
+
 TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
   // DeepSeek-V3 decode at batch 4, TP 8, fp8 KV cache: each layer writes the new tokens'
   // latent and RoPE key, 512 + 64 = 576 values per token (replicated on every TP rank),

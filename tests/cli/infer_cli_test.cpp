@@ -79,6 +79,9 @@ TEST(InferCli, BadInput) {
            {"infer --model llama-3.1-8b --batch 0", "--batch"},
            {"infer --model llama-3.1-8b --kv-dtype fp7", "--kv-dtype"},
            {"infer --model llama-3.1-8b --ep 2", "--ep"},
+           {"infer --model llama-3.1-8b --experts ep", "--experts"},
+           {"infer --model mixtral-8x7b --tp 8 --ep 2 --experts ep", "--experts"},  // 16 GPUs, 8 experts
+           {"infer --model mixtral-8x7b --experts dp", "--experts"},
            {"infer --model llama-3.1-8b --chips 4 --tp 2", "--chips"},
            {"infer --model /nonexistent/config.json", "/nonexistent/config.json"},
            {"infer --model llama-3.1-8b --weight-dtype fp4 --compute-dtype fp4 --hw h100-sxm", "fp4"}}) {

@@ -250,6 +250,8 @@ TEST(SearchServeCli, ChunkedPrefillOnOffOrBoth) {
   for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --chunked-prefill maybe", "--chunked-prefill: 'maybe'");
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --disagg maybe", "--disagg: 'maybe' is not on, off or both");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --experts ep", "--experts: ep: llama-3.1-8b is not a mixture of experts");
+  expect_bad("search serve --model mixtral-8x7b --hw h100-sxm --qps 1 --experts tp,dp", "--experts: 'dp'");
 }
 
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {

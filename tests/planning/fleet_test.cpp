@@ -302,6 +302,7 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryEpOfTheirTp) {
   FleetSpace s = disagg_space(20, {1, 2});
   s.base.slo.set(serving::SloMetric::ttft, 1);
   s.base.slo.set(serving::SloMetric::tpot, 0.05);
+  s.experts = {model::ForwardConfig::Experts::tensor};  // one expert layout (both would double TP 2's plans)
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_EQ(r.evaluated, 49u);
   ASSERT_TRUE(r.best);
@@ -549,6 +550,31 @@ TEST(Fleet, TpotFloorRejectsBeforeSimulating) {
   EXPECT_GT(floor, 16.06e9 / 3.35e12);
   EXPECT_NEAR(r.closest->value_s, floor, 1e-15);
   EXPECT_EQ(r.closest->target_s, 1e-3);
+}
+
+TEST(Fleet, MoeDeploymentsAreSearchedWithBothExpertLayoutsAtTpAboveOne) {
+  // Mixtral at TP 1 and 2, EP 1, one sequence limit: TP 1 has one expert layout (experts
+  // split over one GPU either way), TP 2 two (each expert's width split over the 2 GPUs, or
+  // whole experts, 4 on each): 1 + 2 = 3 deployments. A deployment's layout is what `serve`
+  // runs (serve_config), and --experts tp fixes it: 2.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  FleetSpace s = space(1, 40);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1, 2};
+  s.ep = {1};
+  s.max_num_seqs = {64};
+  const FleetSearchResult r = search_fleet(m, s);
+  EXPECT_EQ(r.evaluated, 3u);
+  int whole = 0;
+  for (const Deployment& d : r.feasible) {
+    if (d.experts != model::ForwardConfig::Experts::expert) continue;
+    ++whole;
+    EXPECT_EQ(d.tp, 2);
+    EXPECT_EQ(serve_config(s, d).forward.ep_size(), 2);
+  }
+  EXPECT_EQ(whole, 1);
+  s.experts = {model::ForwardConfig::Experts::tensor};
+  EXPECT_EQ(search_fleet(m, s).evaluated, 2u);
 }
 
 TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {

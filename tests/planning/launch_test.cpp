@@ -217,6 +217,42 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   }
 }
 
+// Mixtral at TP 4 with whole experts over the 4 GPUs (--experts ep; docs/serving.md#moe-layouts):
+// vLLM -tp 4 --enable-expert-parallel and no data-parallel ranks; SGLang --tp-size 4 --ep-size 4
+// without dp attention; TensorRT-LLM --tp_size 4 --ep_size 4. With --ep 2 on top (8 GPUs,
+// attention DP 2 x TP 4, experts over all 8): vLLM -tp 4 -dp 2 with expert parallelism and no
+// note (its own layout); SGLang --ep-size 8.
+TEST(Launch, WholeExpertsOverTheTensorParallelGpus) {
+  const model::ModelConfig m = io::resolve_model("mixtral-8x7b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  auto whole = [&](EngineRef e, std::int64_t tp, std::int64_t ep) {
+    serving::ServeConfig c = config(e, sys, tp, ep);
+    c.forward.experts = model::ForwardConfig::Experts::expert;
+    return c;
+  };
+  const LaunchPlan v = launch_plan(m, whole(EngineKind::vllm, 4, 1), LaunchTarget::vllm, {"x", ""});
+  expect_listed(v);
+  EXPECT_EQ(arg(v.workers[0], "--tensor-parallel-size"), "4");
+  EXPECT_EQ(arg(v.workers[0], "--enable-expert-parallel"), "<switch>");
+  EXPECT_EQ(arg(v.workers[0], "--data-parallel-size"), "<absent>");
+  const LaunchPlan s = launch_plan(m, whole(EngineKind::sglang, 4, 1), LaunchTarget::sglang, {"x", ""});
+  expect_listed(s);
+  EXPECT_EQ(arg(s.workers[0], "--tp-size"), "4");
+  EXPECT_EQ(arg(s.workers[0], "--ep-size"), "4");
+  EXPECT_EQ(arg(s.workers[0], "--enable-dp-attention"), "<absent>");
+  const LaunchPlan t = launch_plan(m, whole(EngineKind::trtllm, 4, 1), LaunchTarget::trtllm, {"x", ""});
+  expect_listed(t);
+  EXPECT_EQ(arg(t.workers[0], "--tp_size"), "4");
+  EXPECT_EQ(arg(t.workers[0], "--ep_size"), "4");
+  const LaunchPlan v2 = launch_plan(m, whole(EngineKind::vllm, 4, 2), LaunchTarget::vllm, {"x", ""});
+  EXPECT_EQ(arg(v2.workers[0], "--data-parallel-size"), "2");
+  EXPECT_EQ(arg(v2.workers[0], "--enable-expert-parallel"), "<switch>");
+  for (const std::string& n : v2.notes) EXPECT_EQ(n.find("expert parallelism"), std::string::npos) << n;
+  const LaunchPlan s2 = launch_plan(m, whole(EngineKind::sglang, 4, 2), LaunchTarget::sglang, {"x", ""});
+  EXPECT_EQ(arg(s2.workers[0], "--tp-size"), "8");
+  EXPECT_EQ(arg(s2.workers[0], "--ep-size"), "8");
+}
+
 // SGLang's memory knobs as the preset derives them for an H100 (81559 MiB) at TP 1:
 // chunked_prefill_size 8192 and cuda_graph_max_bs 256 (memory in [60, 160) GiB, tp < 4);
 // reserved = max(512 + 1.5 x 8192 + 2 x 256 + 1/8 x 1024, 10240) = 13440 MB, so

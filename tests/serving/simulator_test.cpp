@@ -466,6 +466,45 @@ TEST(Simulator, LoneRequestsAtAVanishingRateSeeOnlyTheirOwnPrefill) {
   EXPECT_NEAR(r.mean_decode_batch, 1, 1e-12);
 }
 
+TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
+  // Mixtral-8x7B, lone 8000-token prompts (1000 s apart): at --tp 1 --ep 8 (attention data-
+  // parallel over 8 groups of one GPU) the prompt is its group's only sequence, so its attention
+  // and dense layers run on that one GPU over all 8000 tokens; only the expert part (dispatch,
+  // expert GEMMs, combine) is spread over the 8 GPUs, 8000/8 tokens each. TTFT is one step of
+  // that group (StepModel::time(group, mix) with group = mix) plus vLLM's host time for one
+  // request (0.4 ms + 1.1 us), not the balanced step of 1000 tokens per group. Against TP 8
+  // (each GPU 1/8 of every head and width): the group's attention and dense GEMMs do 8 times
+  // the FLOPs of a TP-8 GPU's, so the lone prompt cannot be faster at --tp 1 --ep 8.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  auto run = [&](std::int64_t tp, std::int64_t ep) {
+    ServeConfig cfg = base(kVllmSerialHost, sys, tp);
+    cfg.forward.ep = ep;
+    cfg.workload.arrival = Arrival::constant;
+    cfg.workload.qps = 0.001;
+    cfg.workload.requests = 3;
+    cfg.workload.prompt.a = 8000;
+    cfg.workload.prompt.text = "8000";
+    cfg.workload.gen.a = 10;
+    cfg.workload.gen.text = "10";
+    return simulate(m, sys, cfg);
+  };
+  const ServingResult dp = run(1, 8), tp = run(8, 1);
+  model::ForwardConfig f;
+  f.ep = 8;
+  f.merged_kernels = true;
+  StepModel step;
+  step.prepare(m, sys, f);
+  model::StepMix prefill;
+  prefill.add_prefill(8000, 8000, 0);
+  prefill.fused_attention = true;
+  const double group = step.time(prefill, prefill, GraphMode::piecewise) + 0.4e-3 + 1.1e-6;
+  EXPECT_NEAR(dp.ttft.max, group, 200 * kPs);
+  EXPECT_NEAR(dp.ttft.min, group, 200 * kPs);
+  EXPECT_GT(group - 0.4e-3 - 1.1e-6, step.time(prefill, GraphMode::piecewise));  // the balanced step: 1000 tokens per group
+  EXPECT_GT(dp.ttft.max, tp.ttft.max);
+}
+
 TEST(Simulator, StaticBatchingEqualsInfer) {
   // `--engine static --concurrency B`: B requests arrive together, are prefilled in one step
   // and decoded together: TTFT, TPOT and E2E are infer's at batch B (no host time).

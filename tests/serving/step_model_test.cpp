@@ -193,5 +193,25 @@ TEST(StepModel, CountsOfAChunkAfterCachedContext) {
   EXPECT_EQ(mix.seqs(), 2);
 }
 
+
+TEST(StepModel, AttentionDataParallelGroupsPriceTheBusiestGroup) {
+  // Mixtral-8x7B at TP 1, EP 8 (8 attention data-parallel groups). (1) The groups equally
+  // loaded, each 1/8 of the mix: time(group_share(mix), mix) is time(mix), the balanced step.
+  // (2) Every sequence of the mix on one group (a lone prompt): its attention and dense ops
+  // run on all of them, so the step is longer than the balanced one, while its expert part is
+  // the same (it reads all groups' tokens either way). (3) At EP 1 the group is the mix.
+  auto fx = fixture({"mixtral-8x7b", "h100-sxm", 1, 8});
+  model::StepMix mix;
+  for (int i = 0; i < 8; ++i) mix.add_prefill(1000, 1000, 0);
+  const model::StepMix share = fx->step->group_share(mix);
+  EXPECT_DOUBLE_EQ(share.prefill_tokens, 1000);  // 8000 / 8
+  for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+    EXPECT_NEAR(fx->step->time(share, mix, mode) / fx->step->time(mix, mode), 1, kExact);
+    EXPECT_GT(fx->step->time(mix, mix, mode), fx->step->time(mix, mode));
+  }
+  auto one = fixture({"mixtral-8x7b", "h100-sxm", 1, 1});
+  EXPECT_EQ(one->step->time(mix, mix, GraphMode::eager), one->step->time(mix, GraphMode::eager));
+}
+
 }  // namespace
 }  // namespace ridgeline::serving

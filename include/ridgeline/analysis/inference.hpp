@@ -137,6 +137,7 @@ struct ServingCurve {
   std::array<int, model::Graph::kMaxOps> fixed_pad_first{}, fixed_pad_count{};
   double prompt = 0, gen = 0, steps = 0;  ///< P, G, G - 1
   double ep = 1;
+  double ep_size = 1;  ///< chips the experts are spread over (model::ForwardConfig::ep_size)
   bool moe = false;
   bool cuda_graphs = false;
   double launch_s = 0;

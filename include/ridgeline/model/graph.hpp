@@ -65,6 +65,9 @@ struct GraphOp {
   bool quantised = false;
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
+  /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
+  /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.
+  bool all_groups = false;
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
   std::int8_t collective = -1;  ///< for a collective, its terms' index in Graph::collectives (to re-price it at another size)
   Scale scale = Scale::tokens;  ///< what its cost is affine in
@@ -135,6 +138,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.quantised = false;
   op.expert_bytes = op.touched = 0;
+  op.all_groups = false;
   op.backward = 0;
   return op;
 }

@@ -25,6 +25,13 @@ struct ForwardConfig {
   Precision precision;
   std::int64_t tp = 1;  ///< tensor parallelism: heads, MLP width and vocab split over tp chips
   std::int64_t ep = 1;  ///< expert parallelism: experts split over ep groups of tp chips, attention data-parallel across them
+  /// How each group of tp chips splits its experts (docs/serving.md#moe-layouts): each
+  /// expert's width over the tp chips (tensor, the default), or whole experts spread over them
+  /// (expert: vLLM's --enable-expert-parallel, SGLang's and TensorRT-LLM's MoE EP), so that
+  /// experts are expert-parallel over tp x ep chips while attention stays tensor-parallel tp.
+  enum class Experts : std::uint8_t { tensor, expert } experts = Experts::tensor;
+  /// Chips the experts are spread over whole: ep, or tp x ep with Experts::expert.
+  std::int64_t ep_size() const noexcept { return experts == Experts::expert ? tp * ep : ep; }
   ops::AttentionImpl attention = ops::AttentionImpl::flash;
   comm::Algo algo = comm::Algo::automatic;  // collectives: the fastest for the size (comm::price)
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
@@ -49,8 +56,8 @@ struct ForwardConfig {
   /// (docs/models.md#engine-kernels).
   bool merged_kernels = false;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
-  /// mean (1: balanced). The busiest chip bounds every MoE layer: its expert GEMMs process,
-  /// and its all-to-alls receive and return, this factor more token-expert pairs.
+  /// mean (1: balanced; 1 to ep_size()). The busiest chip bounds every MoE layer: its expert
+  /// GEMMs process, and its all-to-alls receive and return, this factor more token-expert pairs.
   double expert_imbalance = 1;
 };
 
@@ -98,7 +105,7 @@ struct PassShape {
 
 /// What stops a parallel layout from fitting a model.
 enum class LayoutFault : std::uint8_t {
-  none, tp_range, ep_range, tp_heads, tp_kv_heads, tp_width, ep_dense, cp_mla, cp_ulysses, ep_experts, ep_imbalance
+  none, tp_range, ep_range, tp_heads, tp_kv_heads, tp_width, ep_dense, cp_mla, cp_ulysses, ep_experts, ep_imbalance, experts_dense
 };
 /// The first LayoutFault of `f` on `m` (validate without the message). Never throws.
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept;
@@ -112,9 +119,9 @@ void validate(const ModelConfig& m, const ForwardConfig& f);
 void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
                    Graph& g) noexcept;
 
-/// Experts of one EP group's E/ep whose weights a MoE layer reads when the group's
-/// `group_tokens` tokens each pick k of the E experts, routing balanced and independent:
-/// E/ep·(1 - (1 - k/E)^group_tokens).
+/// Experts of one chip's E/ep (`ep`: the chips the experts are spread over, ep_size()) whose
+/// weights a MoE layer reads when the `group_tokens` tokens routed over them each pick k of
+/// the E experts, routing balanced and independent: E/ep·(1 - (1 - k/E)^group_tokens).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
 
 /// Parameter counts from the graph (tp = 1). `active` counts the weights one token

@@ -53,6 +53,9 @@ struct FleetSpace {
   std::vector<serving::EngineRef> engines;        ///< empty: base.engine's kind and version
   std::vector<std::int64_t> tp;                   ///< empty: 1, 2, 4, 8 up to a node
   std::vector<std::int64_t> ep;                   ///< empty: 1 (a dense model) or 1 and every power of two with tp x ep up to a node (MoE)
+  /// How each tp group splits the experts (model::ForwardConfig::experts). Empty: base.forward's,
+  /// and for a MoE model at tp > 1 both (docs/serving.md#moe-layouts).
+  std::vector<model::ForwardConfig::Experts> experts;
   std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's (and fp8, with fp8_by_default)
   std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's (and fp8, with fp8_by_default)
   /// With weight_dtypes (kv_dtypes) empty, fp8 (e4m3) besides base.forward's on every chip with
@@ -127,6 +130,7 @@ struct Deployment {
   std::size_t chip = 0;  ///< index in FleetSpace::chips
   serving::EngineRef engine = serving::EngineKind::vllm;
   std::int64_t tp = 1, ep = 1, replicas = 0;
+  model::ForwardConfig::Experts experts = model::ForwardConfig::Experts::tensor;  ///< how each tp group splits the experts
   /// Disaggregated: prefill and decode instances (replicas 1); 0 and 0: aggregated replicas.
   std::int64_t prefill = 0, decode = 0;
   std::int64_t decode_tp = 0;  ///< disaggregated: the decode instances' TP (the prefill instances': tp)

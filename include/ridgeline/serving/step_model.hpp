@@ -33,17 +33,35 @@ class StepModel {
 
   /// Realistic time of one step, seconds: every kernel at its efficiency-scaled max, one
   /// after another (docs/cost-model.md#estimate). `mix` must hold at least one sequence.
+  /// Under attention data parallelism (ep > 1 groups) the groups are taken as equally loaded:
+  /// each holds 1/ep of the mix.
   double time(const model::StepMix& mix, GraphMode mode) const noexcept {
     return with_attention(base(mix, mode), mix, mode);
   }
+
+  /// The step of attention data-parallel groups (ForwardConfig::ep > 1) that each schedule
+  /// their own requests (docs/serving.md#attention-data-parallel-ranks): `group` is the busiest
+  /// group's own sequences, `mix` all groups' together. Every op but the expert part of the
+  /// MoE layers runs on the group's own tokens, sequences and attention; the expert part
+  /// (dispatch, expert GEMMs, combine) on the tokens of all groups, 1/ep of them per group.
+  /// time(group_share(mix), mix, mode) is time(mix, mode).
+  double time(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
+    return with_group_attention(base(group, mix, mode), group, mode);
+  }
+  /// 1/ep of `mix`: one group's share when the groups are equally loaded.
+  model::StepMix group_share(const model::StepMix& mix) const noexcept;
 
   /// time() in two parts, for callers that price many steps with the same tokens and
   /// sequences (a run of decode steps whose contexts grow): `base` is the sum over the
   /// non-attention kernels, which reads only the mix's token, sequence and position totals
   /// (not its attention counts); `with_attention` adds the attention kernels to it.
   /// with_attention(base(mix, mode), mix, mode) is time(mix, mode), bit for bit.
-  double base(const model::StepMix& mix, GraphMode mode) const noexcept;
-  double with_attention(double base, const model::StepMix& mix, GraphMode mode) const noexcept;
+  double base(const model::StepMix& mix, GraphMode mode) const noexcept {
+    return ep_ == 1 ? base(mix, mix, mode) : base(group_share(mix), mix, mode);
+  }
+  double with_attention(double base, const model::StepMix& mix, GraphMode mode) const noexcept {
+    return with_group_attention(base, ep_ == 1 ? mix : group_share(mix), mode);
+  }
 
   /// Host launch overhead of one kernel on the chip, seconds.
   double launch_s() const noexcept { return launch_s_; }
@@ -51,9 +69,11 @@ class StepModel {
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
   static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
+  // Quantities the non-attention ops are linear in: model::Scale's tokens, seqs,
+  // prefill_positions and decode_tokens of one group, and the tokens of all groups.
+  static constexpr int kQuantities = 5, kAllGroups = 4;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
-  // efficiencies) per unit of each count of the whole step (AttentionCounts order, the chip's
-  // 1/ep share folded in), and the kernel's fixed parts, run as a kernel of the attention
+  // efficiencies) per unit of each count of one group's sequences (AttentionCounts order), and the kernel's fixed parts, run as a kernel of the attention
   // class ([0]) and of the decode-attention class ([1]).
   struct AttentionLine {
     std::array<std::array<std::array<double, 6>, 4>, 2> per_count{};
@@ -65,10 +85,10 @@ class StepModel {
     bool window = false;    // on sliding-window layers
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
-    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens;
+    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, all_tokens;
     // Ops kept out of the envelopes (OpLine::apart): MoE expert GEMMs (tokens, touched
     // experts) and quantised GEMMs, each with its quantity (tokens, seqs, prefill_positions,
-    // decode_tokens).
+    // decode_tokens, all groups' tokens: kQuantities).
     std::array<analysis::OpLine, model::Graph::kMaxOps> apart{};
     std::array<std::uint8_t, model::Graph::kMaxOps> apart_quantity{};
     int apart_count = 0;
@@ -80,12 +100,16 @@ class StepModel {
   // `as_decode`: priced as a decode-attention kernel (the decode tokens' kernel, or a fused
   // kernel holding no prefill chunk).
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept;
+  // base and with_attention of one group's sequences (`group`) among all groups' (`mix`).
+  double base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept;
+  double with_group_attention(double base, const model::StepMix& group, GraphMode mode) const noexcept;
 
   Variant eager_, graph_;
   std::array<AttentionLine, kMaxAttention> attention_{};
   int attention_count_ = 0;
   const model::ModelConfig* model_ = nullptr;
-  double ep_ = 1;
+  double ep_ = 1;       // attention data-parallel groups (ForwardConfig::ep)
+  double ep_size_ = 1;  // chips the experts are spread over (ForwardConfig::ep_size)
   double launch_s_ = 0;
   bool moe_ = false;
   bool mla_ = false;
