@@ -49,15 +49,19 @@ Split split_and_waves(double tiles, double s, double inv_s, double k_cap, bool s
 }
 
 // The tiling with the least padded work, waves·sms·tile_m·tile_n / split_k, among
-// kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles, and its Split): compared
-// as fractions of whole numbers (exact), the least wins, the first of equal ones.
+// kGemmTiles, as `count(tile)` lays each out (tile_m, tile_n, tiles) and split_and_waves runs
+// its tiles on s multiprocessors: compared as fractions of whole numbers (exact), the least
+// wins, the first of equal ones.
 template <class Count>
-GemmTiling least_work(double m, double n, double batch, Count count) noexcept {
+GemmTiling least_work(double m, double n, double batch, double s, double k_cap, bool stream_k, Count count) noexcept {
   GemmTiling best;
   double best_num = 0, best_den = 1;
+  const double inv_s = 1 / s;
   for (const auto& tile : kGemmTiles) {
-    Split sw{};
-    const GemmTiling t = count(tile, sw);
+    GemmTiling t = count(tile);
+    const Split sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
+    t.split_k = sw.split;
+    t.waves = sw.waves;
     const double num = sw.num * t.tile_m * t.tile_n;
     if (best.tiles == 0 || num * best_den < best_num * sw.den) {
       best = t;
@@ -73,7 +77,7 @@ GemmTiling least_work(double m, double n, double batch, Count count) noexcept {
 GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept {
   const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
   if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return {};
-  const double s = sms, inv_s = 1 / s;
+  const double s = sms;
   const bool stream_k = split == hw::GemmSplit::stream_k;
   const double k_cap = std::floor(k / kMinSplitDepth);
   // A whole batch while 128x128 tiles stay under 2^40 (and k under 2^53): the tile counts in
@@ -84,7 +88,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
     const auto M = static_cast<std::int64_t>(std::ceil(m)), N = static_cast<std::int64_t>(std::ceil(n));
     const auto B = static_cast<std::int64_t>(batch);
     const std::int64_t rows16 = (M + 15) >> 4 << 4, cols16 = (N + 15) >> 4 << 4;
-    return least_work(m, n, batch, [&](const double* tile, Split& sw) {
+    return least_work(m, n, batch, s, k_cap, stream_k, [&](const double* tile) {
       const auto bm = static_cast<std::int64_t>(tile[0]), bn = static_cast<std::int64_t>(tile[1]);
       const std::int64_t tm = std::min(bm, rows16), tn = std::min(bn, cols16);
       const std::int64_t rows = tm < bm ? 1 : (M + bm - 1) >> (bm == 256 ? 8 : 7);
@@ -93,14 +97,11 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
       t.tile_m = static_cast<double>(tm);
       t.tile_n = static_cast<double>(tn);
       t.tiles = static_cast<double>(B * rows * cols);
-      sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
-      t.split_k = sw.split;
-      t.waves = sw.waves;
       return t;
     });
   }
   const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
-  return least_work(m, n, batch, [&](const double* tile, Split& sw) {
+  return least_work(m, n, batch, s, k_cap, stream_k, [&](const double* tile) {
     GemmTiling t;
     t.tile_m = std::min(tile[0], rows16);
     t.tile_n = std::min(tile[1], cols16);
@@ -108,9 +109,6 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
     const double rows = t.tile_m < tile[0] ? 1 : std::ceil(m * (tile[0] == 256 ? 1.0 / 256 : 1.0 / 128));
     const double cols = t.tile_n < tile[1] ? 1 : std::ceil(n * (tile[1] == 256 ? 1.0 / 256 : 1.0 / 128));
     t.tiles = batch * rows * cols;
-    sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
-    t.split_k = sw.split;
-    t.waves = sw.waves;
     return t;
   });
 }
@@ -189,11 +187,9 @@ double GemmPadding::work_split(double m) const noexcept {
         continue;
       }
       if (stream_k_) {
-        // Fewer tiles than multiprocessors, stream-K: K shared out over min(sms/tiles, ⌊k/128⌋)
-        // of them each (at least 1), one wave: the tiles' own work while the share reaches sms/tiles.
-        const double tile_work = wave_work_[t] / sms_;  // tile_m·tile_n: exact
-        work = std::min(work, tiles * k_cap_i_ >= sms_i_ ? static_cast<double>(tiles) * tile_work
-                                                         : wave_work_[t] / static_cast<double>(std::max<std::uint64_t>(1, k_cap_i_)));
+        // Fewer tiles than multiprocessors, stream-K: as split_and_waves lays them out (one wave).
+        const Split sw = split_and_waves(static_cast<double>(tiles), sms_, 1 / sms_, static_cast<double>(k_cap_i_), true);
+        work = std::min(work, sw.num * (wave_work_[t] / sms_) / sw.den);  // wave_work_ / sms_ = tile_m·tile_n: exact
         continue;
       }
       // Fewer tiles than multiprocessors: K split min(⌊sms/tiles⌋, ⌊k/128⌋) ways, at least 1.
