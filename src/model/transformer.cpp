@@ -523,7 +523,12 @@ void StepMix::add_prefill(double q, double kv, double window) noexcept {
 
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
-  return E / ep * (1 - std::pow(1 - k / E, group_tokens));
+  const double mean = E / ep * (1 - std::pow(1 - k / E, group_tokens));
+  // The busiest chip, which the layer waits for: the experts touched sit on some chip, so
+  // once a token is routed one of them reads at least one whole expert (a lone decode token
+  // of Mixtral on 8 chips of one expert each: 2 chips read a whole expert, 6 none; the mean
+  // is a quarter). A lower bound of the busiest chip's expectation: max(mean, min(1, ep·mean)).
+  return ep > 1 ? std::max(mean, std::min(1.0, ep * mean)) : mean;
 }
 
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {

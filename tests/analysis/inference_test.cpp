@@ -455,6 +455,27 @@ TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
       EXPECT_DOUBLE_EQ(o.gemm_m, 2048);
     }
   }
+  // Decoding one sequence at TP 8: its token picks 2 of the 8 experts. Experts TP: every GPU
+  // reads its 1/8 slice of E(1 - (1 - 2/8)^1) = 2 experts. Experts EP (one whole expert per
+  // GPU): on average a GPU reads 8/8 x (1 - 3/4) = 1/4 of an expert, but the two picked
+  // experts sit on two GPUs, which each read one whole expert, and the layer waits for them:
+  // touched 1 (docs/models.md), 4 times the bytes of a TP GPU's 2 slices of 1/8.
+  cfg.forward.ep = 1;
+  cfg.forward.tp = 8;
+  cfg.batch = 1;
+  auto whole1 = run("mixtral-8x7b", "h100-sxm", cfg);
+  cfg.forward.experts = model::ForwardConfig::Experts::tensor;
+  auto split1 = run("mixtral-8x7b", "h100-sxm", cfg);
+  for (int i = 0; i < whole1->decode_graph.op_count; ++i) {
+    if (std::string_view(whole1->decode_graph.ops[i].name) != "experts_gate_up") continue;
+    EXPECT_DOUBLE_EQ(whole1->decode_graph.ops[i].touched, 1);
+    EXPECT_DOUBLE_EQ(split1->decode_graph.ops[i].touched, 2);
+    EXPECT_DOUBLE_EQ(whole1->decode_graph.ops[i].expert_bytes, 4096.0 * 2 * 14336 * 2);
+    EXPECT_DOUBLE_EQ(split1->decode_graph.ops[i].expert_bytes, 4096.0 * 2 * 1792 * 2);
+  }
+  cfg.forward.experts = model::ForwardConfig::Experts::expert;
+  cfg.forward.ep = 2;
+  cfg.batch = 64;
   // 16 GPUs (TP 8 x EP 2) do not divide the 8 experts; a dense model has none.
   cfg.forward.tp = 8;
   EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);

@@ -121,7 +121,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
 
 /// Experts of one chip's E/ep (`ep`: the chips the experts are spread over, ep_size()) whose
 /// weights a MoE layer reads when the `group_tokens` tokens routed over them each pick k of
-/// the E experts, routing balanced and independent: E/ep·(1 - (1 - k/E)^group_tokens).
+/// the E experts, routing balanced and independent: E/ep·(1 - (1 - k/E)^group_tokens) on
+/// average, and on the busiest chip (returned) at least one whole expert once a token is
+/// routed: max(that, min(1, E·(1 - (1 - k/E)^group_tokens))) for ep > 1.
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
 
 /// Parameter counts from the graph (tp = 1). `active` counts the weights one token
