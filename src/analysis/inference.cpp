@@ -498,8 +498,7 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
     auto& q = out.quick;
     const double N = out.chips;
     q.t_memory_s = mem.total_bytes / chip.main_bandwidth_Bps();
-    DType cd = f.precision.compute.value_or(
-        ops::default_compute_dtype(f.precision.activation, f.precision.weight.value_or(m.weight_dtype), chip));
+    const DType cd = model::gemm_dtypes(m, f, chip).dense;
     const double peak = chip.peak(hw::Unit::matrix, cd) * N;
     q.t_compute_s = peak > 0 ? 2 * B * pc.active / peak : 0;
     // 4 all-gathers per layer of the (B, D) activation; per chip of the N.

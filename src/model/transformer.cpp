@@ -64,6 +64,33 @@ DType gemm_dtype(const ForwardConfig& f, DType act, DType w, double scale_bits, 
   return ops::default_compute_dtype(act, w, chip);
 }
 
+}  // namespace
+
+GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept {
+  GemmDtypes d;
+  d.dense_weight = d.expert_weight = m.weight_dtype;
+  if (m.quantized) {
+    d.expert_weight = m.quant.dtype;
+    d.expert_scale_bits = m.quant.scale_bits_per_weight;
+    if (!m.quant.experts_only) {
+      d.dense_weight = m.quant.dtype;
+      d.dense_scale_bits = m.quant.scale_bits_per_weight;
+    }
+  }
+  if (f.precision.weight) {
+    d.dense_weight = d.expert_weight = *f.precision.weight;
+    // fp4 by flag is NVFP4 (ModelOpt's checkpoints, which TensorRT-LLM and vLLM serve): fp4
+    // has no range without its block scales.
+    d.dense_scale_bits = d.expert_scale_bits = d.dense_weight == DType::fp4 ? kNvfp4ScaleBits : 0;
+  }
+  const DType act = f.precision.activation;
+  d.dense = gemm_dtype(f, act, d.dense_weight, d.dense_scale_bits, chip);
+  d.expert = gemm_dtype(f, act, d.expert_weight, d.expert_scale_bits, chip);
+  return d;
+}
+
+namespace {
+
 // A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
 // (for totals), `active` the per-token count, `bias` the output width that has a bias.
 GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, double n, double params, double active,
@@ -581,22 +608,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
                    Graph& g) noexcept {
   g.clear();
   const DType act = f.precision.activation;
-  DType dense_w = m.weight_dtype, expert_w = m.weight_dtype;
-  double dense_scale = 0, expert_scale = 0;
-  if (m.quantized) {
-    expert_w = m.quant.dtype;
-    expert_scale = m.quant.scale_bits_per_weight;
-    if (!m.quant.experts_only) {
-      dense_w = m.quant.dtype;
-      dense_scale = m.quant.scale_bits_per_weight;
-    }
-  }
-  if (f.precision.weight) {
-    dense_w = expert_w = *f.precision.weight;
-    // fp4 by flag is NVFP4 (ModelOpt's checkpoints, which TensorRT-LLM and vLLM serve): fp4
-    // has no range without its block scales.
-    dense_scale = expert_scale = dense_w == DType::fp4 ? kNvfp4ScaleBits : 0;
-  }
+  const GemmDtypes gd = gemm_dtypes(m, f, sys.chip);
+  const DType dense_w = gd.dense_weight, expert_w = gd.expert_weight;
+  const double dense_scale = gd.dense_scale_bits, expert_scale = gd.expert_scale_bits;
   // Activations keep the run's dtype even when the checkpoint stores fp16.
   const double tp = static_cast<double>(f.tp), ep = static_cast<double>(f.ep);
   // A step mix: the head's rows are its decode tokens and one per prefill chunk, its tokens
@@ -607,7 +621,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
         pass_tokens / ep / static_cast<double>(std::max<std::int64_t>(1, f.cp)), tp, ep,
         static_cast<double>(m.heads) / tp, std::max(1.0, static_cast<double>(m.kv_heads) / tp), act,
         f.precision.kv_cache.value_or(act), dense_w, expert_w,
-        gemm_dtype(f, act, dense_w, dense_scale, sys.chip), gemm_dtype(f, act, expert_w, expert_scale, sys.chip),
+        gd.dense, gd.expert,
         dense_scale, expert_scale};
   c.mix = shape.mix;
   if (f.tp > 1 || f.ep > 1 || f.cp > 1) {

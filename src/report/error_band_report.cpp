@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/io/error_bands.hpp"
-#include "ridgeline/ops/matmul.hpp"
+#include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::report {
 
@@ -12,10 +12,10 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
                          const hw::ChipSpec& chip) {
   // The checkpoint's dtype of the weights doing most of the work: a MoE checkpoint with its
   // experts alone quantised (gpt-oss's mxfp4) runs most of its FLOPs there.
-  DType w = m.weight_dtype;
-  if (m.quantized && (!m.quant.experts_only || m.is_moe())) w = m.quant.dtype;
-  w = f.precision.weight.value_or(w);
-  const DType gemm = f.precision.compute.value_or(ops::default_compute_dtype(f.precision.activation, w, chip));
+  const model::GemmDtypes d = model::gemm_dtypes(m, f, chip);
+  const bool experts = m.is_moe() && m.quantized && m.quant.experts_only;
+  const DType w = experts ? d.expert_weight : d.dense_weight;
+  const DType gemm = experts ? d.expert : d.dense;
   // 4-bit float weights are their own class whatever they are multiplied in (the table's
   // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
   return io::error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());

@@ -167,6 +167,16 @@ TEST(Inference, QuickMethodOfSeed001) {
   EXPECT_DOUBLE_EQ(r->quick.t_memory_s, r->memory.total_bytes / 3.35e12);
 }
 
+TEST(Inference, QuickMethodMultipliesNvfp4WeightsInFp4) {
+  // NVFP4 weights on a B200 run their GEMMs W4A4 (the graph's rule, model::gemm_dtypes): the
+  // quick line's compute time is 2·B·P over the fp4 dense peak, 9 PFLOP/s, not bf16's 2.25.
+  InferenceConfig cfg;
+  cfg.batch = 8;
+  cfg.forward.precision.weight = DType::fp4;
+  auto r = run("llama-3.1-8b", "b200", cfg);
+  EXPECT_DOUBLE_EQ(r->quick.t_compute_s, 2.0 * 8 * r->active_params / 9e15);
+}
+
 TEST(Inference, FitAndLargestBatch) {
   InferenceConfig cfg;
   auto one = run("llama-3.1-70b", "h100-sxm", cfg);

@@ -119,6 +119,17 @@ void validate(const ModelConfig& m, const ForwardConfig& f);
 void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
                    Graph& g) noexcept;
 
+/// The weights' dtypes of a forward pass (checkpoint, or --weight-dtype), their block scales'
+/// bits per weight, and the dtypes their GEMMs run in: NVFP4 weights run W4A4 where the chip
+/// multiplies fp4, everything else as ops::default_compute_dtype, unless --compute-dtype says.
+/// `dense` covers attention and dense MLPs, `expert` the routed experts.
+struct GemmDtypes {
+  DType dense_weight = DType::bf16, expert_weight = DType::bf16;
+  double dense_scale_bits = 0, expert_scale_bits = 0;
+  DType dense = DType::bf16, expert = DType::bf16;
+};
+GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept;
+
 /// Experts of one chip's E/ep (`ep`: the chips the experts are spread over, ep_size()) whose
 /// weights a MoE layer reads when the `group_tokens` tokens routed over them each pick k of
 /// the E experts, routing balanced and independent: E/ep·(1 - (1 - k/E)^group_tokens) on
