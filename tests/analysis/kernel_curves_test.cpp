@@ -227,6 +227,30 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant
 // digits a chip file writes them with): `ridgeline hw fit` reproduces them.
+TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
+  // A decode step of 768 sequences of Llama-3.1-70B at TP 2 all-reduces 768 x 8192 x 2 bytes =
+  // 12 MiB (12582912 bytes); direct over 2 chips, each sends 2 x (2-1)/2 = 1 x the message per
+  // direction in 2 steps. At the B200's allreduce_custom figures (its curves' fit: 11.04 us,
+  // link 0.4016 of 18 x 50 GB/s = 361.44 GB/s): 11.04 + 2 x 1 us + 12582912 / 361.44e9 =
+  // 11.04 + 2 + 34.813 = 47.853 us. The chip-wide figures it had before (0.8 us, link 0.758)
+  // gave 0.8 + 2 + 12582912 / 682.2e9 = 21.24 us.
+  hw::ChipSpec c = io::catalog_chip("b200");
+  hw::CurvePoint p;
+  p.op = CurveOp::allreduce;
+  p.bytes = 12582912;
+  p.chips = 2;
+  p.time_s = 47.853e-6;
+  c.curves.push_back({KernelClass::allreduce_custom, "a TP-2 decode all-reduce", "made up for the test",
+                      hw::CurveTiming::graph, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls != KernelClass::allreduce_custom) continue;
+    ASSERT_FALSE(f.residuals.empty());
+    EXPECT_NEAR(f.residuals.back().predicted_s, 47.853e-6, 47.853e-6 * 1e-4);
+    return;
+  }
+  ADD_FAILURE() << "the b200 has no allreduce_custom curve";
+}
+
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
   for (const io::CatalogEntry& e : io::catalog()) {
     const hw::ChipSpec c = io::catalog_chip(e.name);
