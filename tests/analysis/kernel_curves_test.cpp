@@ -251,6 +251,32 @@ TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
   ADD_FAILURE() << "the b200 has no allreduce_custom curve";
 }
 
+TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
+  // Llama-3.1-70B's gate_up at TP 1 over an 8192-token prefill chunk, NVFP4 on a B200:
+  // 2 x 8192 x 57344 x 8192 = 7.6966e12 FLOPs. Tiles of 256x128: 32 x 448 = 14336 in
+  // ceil(14336 / 148) = 97 waves, useful 14336 / (97 x 148) = 0.998607. At the gemm_scaled
+  // fit (4.715 us, matrix 0.5032 of 9 PFLOPS = 4.5289 PFLOPS): 4.715 us + 7.6966e12 /
+  // (4.5289e15 x 0.998607) = 4.715 + 1701.80 = 1706.5 us. The weights (57344 x 8192 x 0.5625 B
+  // = 264 MB), the bf16 input (134 MB) and output (940 MB) at 0.313 x 8 TB/s take 534 us: the
+  // compute binds. The fit of m <= 1024 alone (6.575 us, 0.736) gave 1170 us.
+  hw::ChipSpec c = io::catalog_chip("b200");
+  hw::CurvePoint p;
+  p.op = CurveOp::matmul;
+  p.m = 8192;
+  p.n = 57344;
+  p.k = 8192;
+  p.dtype = DType::fp4;
+  p.time_s = 1706.5e-6;
+  c.curves.push_back({KernelClass::gemm_scaled, "a prefill GEMM", "made up for the test", hw::CurveTiming::graph, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls != KernelClass::gemm_scaled) continue;
+    ASSERT_FALSE(f.residuals.empty());
+    EXPECT_NEAR(f.residuals.back().predicted_s, 1706.5e-6, 1706.5e-6 * 1e-3);
+    return;
+  }
+  ADD_FAILURE() << "the b200 has no gemm_scaled curve";
+}
+
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
   for (const io::CatalogEntry& e : io::catalog()) {
     const hw::ChipSpec c = io::catalog_chip(e.name);
