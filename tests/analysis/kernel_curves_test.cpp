@@ -227,6 +227,56 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant
 // digits a chip file writes them with): `ridgeline hw fit` reproduces them.
+TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
+  // A decode step of 768 sequences of Llama-3.1-70B at TP 2 all-reduces 768 x 8192 x 2 bytes =
+  // 12 MiB (12582912 bytes); direct over 2 chips, each sends 2 x (2-1)/2 = 1 x the message per
+  // direction in 2 steps. At the B200's allreduce_custom figures (its curves' fit: 11.04 us,
+  // link 0.4016 of 18 x 50 GB/s = 361.44 GB/s): 11.04 + 2 x 1 us + 12582912 / 361.44e9 =
+  // 11.04 + 2 + 34.813 = 47.853 us. The chip-wide figures it had before (0.8 us, link 0.758)
+  // gave 0.8 + 2 + 12582912 / 682.2e9 = 21.24 us.
+  hw::ChipSpec c = io::catalog_chip("b200");
+  hw::CurvePoint p;
+  p.op = CurveOp::allreduce;
+  p.bytes = 12582912;
+  p.chips = 2;
+  p.time_s = 47.853e-6;
+  c.curves.push_back({KernelClass::allreduce_custom, "a TP-2 decode all-reduce", "made up for the test",
+                      hw::CurveTiming::graph, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls != KernelClass::allreduce_custom) continue;
+    ASSERT_FALSE(f.residuals.empty());
+    EXPECT_NEAR(f.residuals.back().predicted_s, 47.853e-6, 47.853e-6 * 1e-4);
+    return;
+  }
+  ADD_FAILURE() << "the b200 has no allreduce_custom curve";
+}
+
+TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
+  // Llama-3.1-70B's gate_up at TP 1 over an 8192-token prefill chunk, NVFP4 on a B200:
+  // 2 x 8192 x 57344 x 8192 = 7.6966e12 FLOPs. Tiles of 256x128: 32 x 448 = 14336 in
+  // ceil(14336 / 148) = 97 waves, useful 14336 / (97 x 148) = 0.998607. At the gemm_scaled
+  // fit (4.715 us, matrix 0.5032 of 9 PFLOPS = 4.5289 PFLOPS): 4.715 us + 7.6966e12 /
+  // (4.5289e15 x 0.998607) = 4.715 + 1701.80 = 1706.5 us. The weights (57344 x 8192 x 0.5625 B
+  // = 264 MB), the bf16 input (134 MB) and output (940 MB) at 0.313 x 8 TB/s take 534 us: the
+  // compute binds. The fit of m <= 1024 alone (6.575 us, 0.736) gave 1170 us.
+  hw::ChipSpec c = io::catalog_chip("b200");
+  hw::CurvePoint p;
+  p.op = CurveOp::matmul;
+  p.m = 8192;
+  p.n = 57344;
+  p.k = 8192;
+  p.dtype = DType::fp4;
+  p.time_s = 1706.5e-6;
+  c.curves.push_back({KernelClass::gemm_scaled, "a prefill GEMM", "made up for the test", hw::CurveTiming::graph, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls != KernelClass::gemm_scaled) continue;
+    ASSERT_FALSE(f.residuals.empty());
+    EXPECT_NEAR(f.residuals.back().predicted_s, 1706.5e-6, 1706.5e-6 * 1e-3);
+    return;
+  }
+  ADD_FAILURE() << "the b200 has no gemm_scaled curve";
+}
+
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
   for (const io::CatalogEntry& e : io::catalog()) {
     const hw::ChipSpec c = io::catalog_chip(e.name);
