@@ -166,7 +166,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
-  j["error_band"] = error_band_json(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
+  j["error_band"] = error_band_json(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
   j["ttft_s"] = summary_json(r.ttft);
   j["tpot_s"] = summary_json(r.tpot);
   j["itl_s"] = summary_json(r.itl);
@@ -372,7 +372,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
                      r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
   }
-  s += error_band_text(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
+  s += error_band_text(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
   if (r.decode_step.device_s > 0) {
