@@ -398,12 +398,12 @@ void validate(const EngineConfig& e) {
     throw InputError(fmt::format("--step-overhead: {} s is out of range: expected at least 0 s and less than 10 s", e.step_overhead_s));
   }
   range(e.scheduler_steps, 1, 1024, "--num-scheduler-steps");
+  if (e.scheduler_steps > 1 && !e.prefills_apart) {
+    throw InputError(fmt::format("--num-scheduler-steps: {}: multi-step scheduling is vLLM V0's (--engine vllm@0.6)", e.scheduler_steps));
+  }
   if (e.scheduler_steps > 1 && e.chunked_prefill) {
     throw InputError(fmt::format("--num-scheduler-steps: {} steps per scheduler call with chunked prefill on: vLLM 0.6 runs multi-step "
                                  "scheduling without chunked prefill (give --chunked-prefill off)", e.scheduler_steps));
-  }
-  if (e.scheduler_steps > 1 && !e.prefills_apart) {
-    throw InputError(fmt::format("--num-scheduler-steps: {}: multi-step scheduling is vLLM V0's (--engine vllm@0.6)", e.scheduler_steps));
   }
   if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
     throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));
