@@ -120,7 +120,9 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.memory_rule = MemoryRule::profiled;
   // SchedulerConfig without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048);
   // 2048 for a max_model_len of 2048 or less (--max-batched-tokens for a longer one). Chunked
-  // prefill is off (auto-enabled only above a max_model_len of 32K; not with multi-step).
+  // prefill is off (auto-enabled only above a max_model_len of 32K), and 0.6.0 refuses it with
+  // multi-step: "Chunked prefill is not supported with multi-step (--num-scheduler-steps > 1)"
+  // (vllm-project/vllm issue #8274, on 0.6.0).
   e.max_batched_tokens = 2048;
   e.max_num_seqs = 256;      // arg_utils.py: max_num_seqs 256
   e.chunked_prefill = false;
@@ -146,7 +148,8 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
       "vLLM 0.6 (V0): vllm/engine/arg_utils.py (max_num_seqs 256, block 16, gpu_memory_utilization 0.9, num_scheduler_steps 1, "
       "async output processing on), vllm/config.py SchedulerConfig (max_num_batched_tokens max(max_model_len, 2048) without "
       "chunked prefill), vllm/core/scheduler.py _schedule_default (prefills first in steps of their own, recompute preemption), "
-      "vllm/engine/llm_engine.py step (multi-step: the scheduler skipped while a window has steps left), "
+      "vllm/engine/llm_engine.py step (multi-step: the scheduler skipped while a window has steps left; not with chunked "
+      "prefill, issue #8274; a window's outputs streamed at its end, per-step streaming only from PR #8335, after 0.6.0), "
       "vllm/worker/model_runner.py (decode graphs 1-256, padded; prefill eager); host: scheduler 2 ms per call (PR #4280), "
       "output processing 0.2 ms + 0.1 ms per request, overlapped (issue #6913, PR #7049); front end per request 4 ms "
       "(tenstorrent/tt-inference-server #190)";
