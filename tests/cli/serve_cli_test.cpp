@@ -327,7 +327,8 @@ TEST(ServeCli, VllmV0PresetAndMultiStep) {
            {kSmall + " --qps 2 --engine vllm@0.5.4", "--engine vllm@0.5.4"},
            {kSmall + " --qps 2 --num-scheduler-steps 10", "--num-scheduler-steps"},
            {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 0", "--num-scheduler-steps"},
-           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 10 --chunked-prefill on", "--num-scheduler-steps"}}) {
+           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 10 --chunked-prefill on", "--num-scheduler-steps"},
+           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 10 --draft llama-3.2-1b --spec-tokens 3 --accept 0.7", "--num-scheduler-steps"}}) {
     expect_bad(args, mention);
   }
 }
