@@ -62,15 +62,21 @@ add_set("trtllm-0.5-prefill", "Prefill of one request (TensorRT-LLM v0.5, batch 
 
 # 2. vLLM's nightly CI latency test: batch 8, 32 prompt tokens, 128 output tokens, mean E2E
 #    (benchmark_latency.py; Buildkite performance-benchmark builds 9555, 9515, 9523, autumn 2024).
+#    The V0 engine (vllm@0.6). benchmark_latency.py times the offline LLM class's generate(): no
+#    server, so no front end (--front-end 0). Its test file (.buildkite/nightly-benchmarks/tests/
+#    latency-tests.json, the copy read at commit d5ce924) gives the model, TP, dummy weights and 5 + 15
+#    iterations and no num_scheduler_steps: the default, 1. Which copy of that file the autumn-2024
+#    builds ran, and the exact vLLM release of each build, are not verified.
 add_set("vllm-ci-latency", "Batch of 8 requests, 32 in / 128 out (vLLM nightly CI, autumn 2024)",
         "vLLM performance-benchmark CI, Buildkite builds 9555 (H100), 9515 (H200), 9523 (A100): benchmark_latency.py, mean of 15 iterations",
-        "vLLM V0 of autumn 2024 (not modelled: the nearest preset, vllm@0.13)", "vllm@0.13", "mean",
-        [(["--model", m, "--hw", hw, "--tp", str(tp), "--concurrency", "8", "--requests", "8", "--prompt", "32", "--gen", "128"],
+        "vLLM V0 of autumn 2024 (the vllm@0.6 preset; offline LLM class, one step per scheduler call)", "vllm@0.6", "mean",
+        [(["--model", m, "--hw", hw, "--tp", str(tp), "--concurrency", "8", "--requests", "8", "--prompt", "32", "--gen", "128",
+           "--front-end", "0 s"],
           {"e2e": ms / 1e3}, [m, hw, tp], "16-bit")
          for m, hw, tp, ms in [("llama-3.1-8b", "h100-sxm", 1, 997.542), ("llama-3.1-70b", "h100-sxm", 4, 2444.47),
                                ("llama-3.1-8b", "h200", 1, 833.421), ("llama-3.1-70b", "h200", 4, 2077.53),
                                ("llama-3.1-8b", "a100-80gb", 1, 1579.27), ("llama-3.1-70b", "a100-80gb", 4, 3990.59)]],
-        ["model", "GPU", "TP"], None, modelled="vllm V0")
+        ["model", "GPU", "TP"], None)
 
 # 3. NVIDIA NIM 1.8.0 (TensorRT-LLM inside), Llama-3.3-70B-Instruct FP8 on 2 x H100 at TP 2, 5000 in /
 #    500 out, closed loop (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance): mean TTFT, mean ITL, tok/s.
@@ -90,20 +96,24 @@ add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 
 #    as lognormal with the means of the vLLM v0.6.0 blog's ShareGPT sample (202 in, 179 out) and sigma 1
 #    (assumed).
 SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:179,1"]
+# vLLM's launch flags in that README: --num-scheduler-steps 10 --max_model_len 4096, so (no chunked prefill)
+# max_num_batched_tokens = max(4096, 2048) = 4096.
+V060 = ["--num-scheduler-steps", "10", "--max-batched-tokens", "4096"]
 for eng, release, preset, runs in [
         ("sglang", "SGLang 0.3.0 (overlap scheduler opt-in)", "sglang@0.3",
          [("llama-3.1-8b", "a100-80gb", 1, 4, 1564, 32, 13.2), ("llama-3.1-8b", "a100-80gb", 1, 8, 2175, 36, 17.9),
           ("llama-3.1-70b", "h100-sxm", 4, 4, 3005, 54, 25.0), ("llama-3.1-70b", "h100-sxm", 4, 8, 4065, 58, 33.1)]),
-        ("vllm", "vLLM 0.6.0 (V0, multi-step scheduling of 10; not modelled: the nearest preset, vllm@0.13)", "vllm@0.13",
+        ("vllm", "vLLM 0.6.0 (V0, multi-step scheduling of 10, max_model_len 4096)", "vllm@0.6",
          [("llama-3.1-8b", "a100-80gb", 1, 4, 1692, 100, 14.1), ("llama-3.1-70b", "h100-sxm", 4, 4, 2916, 179, 23.6),
           ("llama-3.1-8b", "a100-80gb", 1, 8, 2137.16, 120.39, 17.09), ("llama-3.1-70b", "h100-sxm", 4, 8, 3752.38, 207.12, 29.15)])]:
     add_set(f"sharegpt-{eng}", f"ShareGPT at 4 and 8 requests/s ({release.split(' (')[0]}; medians)",
             "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb): medians of sglang.bench_serving on ShareGPT, Poisson",
             release, preset, "p50",
-            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT],
+            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT,
+               *(V060 if eng == "vllm" else [])],
               {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3}, [m, hw, tp, q], "16-bit")
              for m, hw, tp, q, e2e, ttft, tpot in runs],
-            ["model", "GPU", "TP", "req/s"], None, modelled=None if eng == "sglang" else "vllm V0")
+            ["model", "GPU", "TP", "req/s"], None)
 
 # 5. TensorRT-LLM 0.14.0 behind Triton's tensorrtllm_backend, BF16, 500 requests at each rate (NVIDIA/TensorRT-LLM
 #    docs/source/performance/perf-overview.md "Online Serving Measurements", commit 258c754): mean TTFT and ITL.
@@ -209,7 +219,8 @@ def fmt_value(metric, v):
 
 
 def engine_family(engine):
-    return engine.split("@")[0]
+    # vLLM's V0 engine (vllm@0.6) is another engine than V1: a class of its own.
+    return engine if engine.startswith("vllm@0.6") else engine.split("@")[0]
 
 
 def class_of(row):

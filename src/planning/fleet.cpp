@@ -393,7 +393,8 @@ class Evaluator {
     mix.fused_attention = e.fused_attention;
     const double q = static_cast<double>(spec.k + 1);
     mix.add_decode(shortest + q, static_cast<double>(m_.sliding_window), q);
-    return serving::step_period(e, step.time(mix, serving::decode_step_graphs(e, q)), 1) / q;
+    // Inside a multi-step window no scheduler runs: the floor leaves its time out.
+    return serving::step_period(e, step.time(mix, serving::decode_step_graphs(e, q)), 1, false, e.scheduler_steps > 1 ? 0 : 1) / q;
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
@@ -445,7 +446,8 @@ class Evaluator {
     model::StepMix dec;
     dec.fused_attention = e.fused_attention;
     for (double i = 0; i < batch; ++i) dec.add_decode(prompt + gen / 2, window);
-    const double t_token = serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, batch)), batch) / batch;
+    const double t_token =
+        serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, batch)), batch, false, serving::decode_schedule_share(e)) / batch;
     const double chunk = std::max(1.0, std::min(static_cast<double>(e.max_batched_tokens), std::round(prompt)));
     model::StepMix pre;
     pre.fused_attention = e.fused_attention;

@@ -86,7 +86,7 @@ std::string slo_text(const serving::Slo& s);
 std::string deployment_class(const model::ModelConfig& m, const planning::FleetSpace& space, const Deployment& d) {
   model::ForwardConfig f = space.base.forward;
   if (d.weight_dtype) f.precision.weight = d.weight_dtype;
-  return answer_class(serving::name(d.engine.kind), m, f, space.chips[d.chip].sys.chip);
+  return answer_class(serving::band_name(d.engine), m, f, space.chips[d.chip].sys.chip);
 }
 
 // The SLO as asked and the headroom the search sized fleets with.

@@ -64,6 +64,10 @@ json engine_json(const serving::EngineConfig& e) {
           {"front_end_s", e.front_end_s},
           {"overlap_scheduling", e.overlap_scheduling},
           {"exposed_step_s", e.exposed_step_s},
+          {"async_step_s", e.async_step_s},
+          {"async_per_request_s", e.async_per_request_s},
+          {"prefills_apart", e.prefills_apart},
+          {"num_scheduler_steps", e.scheduler_steps},
           {"graph_exact_sizes", e.graph_exact_sizes},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
           {"collective_algo", std::string(comm::name(e.collective_algo))},
@@ -166,7 +170,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
-  j["error_band"] = error_band_json(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
+  j["error_band"] = error_band_json(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
   j["ttft_s"] = summary_json(r.ttft);
   j["tpot_s"] = summary_json(r.tpot);
   j["itl_s"] = summary_json(r.itl);
@@ -317,10 +321,16 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
-  s += fmt::format("        host {} + {}/request per step{}{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
+  s += fmt::format("        host {} + {}/request per step{}{}{}{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
                    e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                         : ", between device steps",
-                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string());
+                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
+                   e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
+                                                       "waits for its end)", e.scheduler_steps)
+                                         : std::string(),
+                   e.async_step_s > 0 ? fmt::format("; output processing {} + {}/request beside the device", t(e.async_step_s),
+                                                    t(e.async_per_request_s))
+                                      : std::string());
   if (e.front_end_s > 0) {
     s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
                      t(e.front_end_s));
@@ -372,7 +382,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
                      r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
   }
-  s += error_band_text(answer_class(serving::name(r.engine.kind), m, cfg.forward, sys.chip));
+  s += error_band_text(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
   if (r.decode_step.device_s > 0) {

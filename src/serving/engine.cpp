@@ -92,6 +92,70 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   return e;
 }
 
+// vLLM V0 (0.6.x, the engine before V1; LLMEngine / AsyncLLMEngine behind the OpenAI server).
+// Host components of its loop, each from a measurement of V0 itself:
+// - the scheduler: "the original scheduler logic takes about 2ms" per iteration (vllm-project/vllm
+//   PR #4280, A10, 0.4.1; batch not stated): paid on the critical path, once per scheduler call;
+// - output processing (_process_model_outputs: detokenise, stop checks, RequestOutputs): 0.2 ms at
+//   batch 1 and 3.4 ms at batch 32 (issue #6913, Llama-3-70B FP8 on 4 x H100, 0.5.x), i.e. 0.2 ms
+//   + 0.1 ms per request; run while the device runs the next step (asynchronous output
+//   processing, PR #7049, on by default in 0.6.0: disable_async_output_proc=False; with
+//   multi-step, PR #7921 and #8050).
+// No V0 figure for input preparation per request is published apart from shares of a whole
+// (vLLM v0.6.0 blog: API server 33 %, scheduling and input preparation 29 %, GPU 38 %, Llama 3 8B on
+// one H100): none is added per request.
+constexpr double kV0SchedulerS = 2e-3;
+constexpr double kV0OutputS = 0.2e-3;
+constexpr double kV0OutputPerRequestS = (3.4e-3 - 0.2e-3) / 31;
+
+EngineConfig vllm_v0(const hw::ChipSpec&) {
+  EngineConfig e;
+  e.kind = EngineKind::vllm;
+  e.version = 6;
+  e.releases = "0.6 (V0)";
+  e.policy = StepPolicy::running_first;
+  e.prefills_apart = true;   // vllm/core/scheduler.py _schedule_default: prefills first, decodes only when none is scheduled
+  e.admission = Admission::step_blocks;  // BlockSpaceManager.can_allocate: the prompt's blocks
+  e.preemption = Preemption::recompute;  // PreemptionMode.RECOMPUTE for single-sequence groups
+  e.memory_rule = MemoryRule::profiled;
+  // SchedulerConfig without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048);
+  // 2048 for a max_model_len of 2048 or less (--max-batched-tokens for a longer one). Chunked
+  // prefill is off (auto-enabled only above a max_model_len of 32K), and 0.6.0 refuses it with
+  // multi-step: "Chunked prefill is not supported with multi-step (--num-scheduler-steps > 1)"
+  // (vllm-project/vllm issue #8274, on 0.6.0).
+  e.max_batched_tokens = 2048;
+  e.max_num_seqs = 256;      // arg_utils.py: max_num_seqs 256
+  e.chunked_prefill = false;
+  e.kv_block = 16;           // block_size 16
+  e.kv_memory_fraction = 0.9;  // gpu_memory_utilization 0.9
+  e.prefix_caching = false;  // enable_prefix_caching off by default in V0
+  e.fused_attention = false; // prefill and decode steps apart: never one kernel for both
+  // CUDA graphs for decode-only batches of 1, 2, 4, 8, 16, ... 256 (_BATCH_SIZES_TO_CAPTURE, capped at
+  // max_num_seqs), a batch padded to the next captured size; prefill steps eager (model_runner.py).
+  e.decode_graphs = GraphMode::graph;
+  e.mixed_graphs = GraphMode::eager;
+  e.graph_max_batch = 256;
+  e.step_overhead_s = kV0SchedulerS;
+  e.per_request_overhead_s = 0;
+  e.async_step_s = kV0OutputS;
+  e.async_per_request_s = kV0OutputPerRequestS;
+  e.front_end_s = kFrontEndS;  // the API server in its own process, requests to the engine over ZMQ (PR #6883, 0.6.0)
+  e.host_source = "vLLM V0's loop: scheduler 2 ms (vllm-project/vllm PR #4280), output processing 0.2 ms + 0.1 ms/request, async (issue #6913, PR #7049)";
+  e.front_end_source = std::string(kFrontEndSource) + " (V1-era; V0 0.6.0 has the same ZMQ front end, PR #6883)";
+  e.overlap_scheduling = false;
+  e.scheduler_steps = 1;  // --num-scheduler-steps 1 by default (multi-step opt-in)
+  e.sources =
+      "vLLM 0.6 (V0): vllm/engine/arg_utils.py (max_num_seqs 256, block 16, gpu_memory_utilization 0.9, num_scheduler_steps 1, "
+      "async output processing on), vllm/config.py SchedulerConfig (max_num_batched_tokens max(max_model_len, 2048) without "
+      "chunked prefill), vllm/core/scheduler.py _schedule_default (prefills first in steps of their own, recompute preemption), "
+      "vllm/engine/llm_engine.py step (multi-step: the scheduler skipped while a window has steps left; not with chunked "
+      "prefill, issue #8274; a window's outputs streamed at its end, per-step streaming only from PR #8335, after 0.6.0), "
+      "vllm/worker/model_runner.py (decode graphs 1-256, padded; prefill eager); host: scheduler 2 ms per call (PR #4280), "
+      "output processing 0.2 ms + 0.1 ms per request, overlapped (issue #6913, PR #7049); front end per request 4 ms "
+      "(tenstorrent/tt-inference-server #190)";
+  return e;
+}
+
 // SGLang's cuda_graph_max_bs and chunked_prefill_size by GPU memory and TP
 // (python/sglang/srt/server_args.py, _handle_gpu_memory_settings: the memory in MiB against
 // 20, 35, 60 and 160 x 1024).
@@ -276,8 +340,14 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   const std::string given(s);
   switch (e.kind) {
     case EngineKind::vllm:
-      // V1 became the default engine in 0.8.0.
-      if (release < 8) throw InputError(fmt::format("--engine {}: vLLM before 0.8 (the V0 engine) is not modelled: presets cover 0.8-0.13 and 0.14+", given));
+      // V1 became the default engine in 0.8.0; 0.6 is the V0 engine (vllm_v0), 0.7 is not modelled.
+      if (release == 6) {
+        e.version = 6;
+        break;
+      }
+      if (release < 8) {
+        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8-0.13 and 0.14+", given, major, minor));
+      }
       e.version = release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
@@ -296,9 +366,14 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   return e;
 }
 
+std::string band_name(EngineRef e) {
+  if (e.kind == EngineKind::vllm && e.version == 6) return name(e);
+  return std::string(name(e.kind));
+}
+
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   switch (engine.kind) {
-    case EngineKind::vllm: return vllm(chip, engine.version);
+    case EngineKind::vllm: return engine.version == 6 ? vllm_v0(chip) : vllm(chip, engine.version);
     case EngineKind::sglang: return sglang(chip, tp, engine.version);
     case EngineKind::trtllm: return trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
@@ -325,6 +400,14 @@ void validate(const EngineConfig& e) {
   if (!(e.step_overhead_s >= 0 && e.step_overhead_s < 10)) {
     throw InputError(fmt::format("--step-overhead: {} s is out of range: expected at least 0 s and less than 10 s", e.step_overhead_s));
   }
+  range(e.scheduler_steps, 1, 1024, "--num-scheduler-steps");
+  if (e.scheduler_steps > 1 && !e.prefills_apart) {
+    throw InputError(fmt::format("--num-scheduler-steps: {}: multi-step scheduling is vLLM V0's (--engine vllm@0.6)", e.scheduler_steps));
+  }
+  if (e.scheduler_steps > 1 && e.chunked_prefill) {
+    throw InputError(fmt::format("--num-scheduler-steps: {} steps per scheduler call with chunked prefill on: vLLM 0.6 runs multi-step "
+                                 "scheduling without chunked prefill (give --chunked-prefill off)", e.scheduler_steps));
+  }
   if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
     throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));
   }
@@ -343,9 +426,12 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
   return e.decode_graphs;
 }
 
-double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle) noexcept {
-  const double host = e.step_overhead_s + e.per_request_overhead_s * seqs;
-  return (e.overlap_scheduling && !after_idle ? std::max(device_s, host) : device_s + host) + e.exposed_step_s;
+double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle, double scheduled) noexcept {
+  const double host = (e.step_overhead_s + e.per_request_overhead_s * seqs) * scheduled;
+  // Output processing beside the device (vLLM V0's async output processor): the step lasts as
+  // long as the longer of the two.
+  const double device = std::max(device_s, e.async_step_s + e.async_per_request_s * seqs);
+  return (e.overlap_scheduling && !after_idle ? std::max(device, host) : device + host) + e.exposed_step_s;
 }
 
 }  // namespace ridgeline::serving

@@ -84,6 +84,7 @@ struct Group {
 struct StepPlan {
   bool decode = false;
   bool drafted = false;  // the draft mixes hold this step's passes
+  bool scheduled = true;  // the scheduler ran for this step (false inside a multi-step window)
   double extra_s = 0;  // swaps to and from the host
   std::int64_t preempted = 0;
   std::vector<std::pair<std::int32_t, std::int64_t>> chunks;  // (request, tokens)
@@ -95,6 +96,7 @@ struct StepPlan {
   model::StepMix group;
   void clear() {
     decode = false;
+    scheduled = true;
     if (chunks.empty()) {
       // No chunk in the last step: its prefill sums are still zero (only chunks add them).
       mix.decode_seqs = mix.decode_tokens = 0;
@@ -140,6 +142,9 @@ class Replica {
   // schedules ahead had planned its next step during it.
   bool ahead = false;
   std::int64_t outstanding_tokens = 0;  // router: prompt tokens to prefill + outputs to emit
+  // vLLM V0 multi-step (EngineConfig::scheduler_steps): decode steps left in the window after
+  // the one running; 0 when the next step calls the scheduler.
+  std::int64_t window_left = 0;
 
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;

@@ -5,6 +5,11 @@
 // request needs a block and none is free, the most recently admitted request is preempted
 // (its blocks freed, back to the front of the queue) until the rest fit, and no new request
 // is admitted in that step (vllm/v1/core/sched/scheduler.py; docs/serving.md#vllm).
+// vLLM V0 (EngineConfig::prefills_apart, --engine vllm@0.6): waiting requests' prompts first, in a
+// step of their own, decodes only in a step without prefills (vllm/core/scheduler.py
+// _schedule_default); with --num-scheduler-steps n, a decode step opens a window of n steps
+// whose batch is fixed: the scheduler is not called until the window ends
+// (vllm/engine/llm_engine.py step, _has_remaining_steps; docs/serving.md#multi-step).
 #include <algorithm>
 
 #include "scheduler.hpp"
@@ -20,6 +25,10 @@ class VllmScheduler final : public Scheduler {
   void plan(Replica& r) override {
     r.plan.clear();
     const EngineConfig& e = ctx_.engine;
+    if (e.prefills_apart) {
+      plan_v0(r);
+      return;
+    }
     std::int64_t left = e.max_batched_tokens - r.n_decode * r.queries();
     // What the running requests need: a block for every decode sequence whose blocks are
     // full, and the blocks of each unfinished prefill's next chunk.
@@ -54,6 +63,34 @@ class VllmScheduler final : public Scheduler {
   }
 
  private:
+  void plan_v0(Replica& r) {
+    const EngineConfig& e = ctx_.engine;
+    const bool in_window = r.window_left > 0 && r.n_decode > 0;
+    if (in_window) {
+      --r.window_left;
+      r.plan.scheduled = false;
+    } else {
+      r.window_left = 0;
+      admit_waiting(r, e.max_batched_tokens);
+      if (!r.plan.chunks.empty() || r.plan.decode) {  // prefills (or a swapped request back) and nothing else
+        finish_plan(r);
+        return;
+      }
+    }
+    // Decodes of every running request, the most recently admitted preempted while the blocks
+    // of the step are short. A window's first step keeps the blocks of its other n - 1 steps
+    // too (V0's lookahead slots, num_lookahead_slots = n - 1, checked by _can_append_slots when
+    // the window is scheduled), counted at their most: blocks_for((n - 1) tokens) per sequence,
+    // so that nothing is preempted inside a window.
+    if (!in_window) {
+      const std::int64_t ahead = e.scheduler_steps > 1 ? r.blocks_for((e.scheduler_steps - 1) * r.queries()) : 0;
+      while (r.running_count > 0 && r.n_decode > 0 && r.decode_blocks_needed() + r.n_decode * ahead > r.free_blocks) preempt(r, r.tail);
+    }
+    schedule_decodes(r);
+    if (!in_window && r.plan.decode) r.window_left = e.scheduler_steps - 1;
+    finish_plan(r);
+  }
+
   void admit_waiting(Replica& r, std::int64_t left) {
     const EngineConfig& e = ctx_.engine;
     while (!r.waiting.empty() && left > 0 && r.running_count < e.max_num_seqs) {

@@ -179,6 +179,12 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
     throw InputError(fmt::format("--preemption: swap is vLLM's (V0) mode; {} {}", name(cfg.engine.kind),
                                  cfg.engine.policy == StepPolicy::prefill_first ? "retracts and recomputes" : "never preempts"));
   }
+  // vLLM 0.6's arg_utils.py refuses speculative decoding with multi-step ("Speculative decoding is
+  // not supported with multi-step (--num-scheduler-steps > 1)").
+  if (cfg.engine.scheduler_steps > 1 && cfg.spec.on()) {
+    throw InputError(fmt::format("--num-scheduler-steps: {} with speculative decoding (--draft): vLLM 0.6 runs multi-step without it; "
+                                 "drop one of them", cfg.engine.scheduler_steps));
+  }
   // Room for a cache block on every kind of instance.
   for (const bool decode : {false, true}) {
     if (decode && !dg.on()) break;

@@ -350,7 +350,8 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   d.kernel_fixed_s = t.kernel_fixed_s;
   d.link_latency_s = t.link_latency_s;
   for (int i = 0; i < g->op_count; ++i) d.kernels += g->repeat(i) * g->ops[i].cost.launches;
-  d.host_s = engine.step_overhead_s + engine.per_request_overhead_s * d.sequences;
+  // A multi-step window (vLLM V0) pays the scheduler once in n decode steps: a step's share.
+  d.host_s = (engine.step_overhead_s + engine.per_request_overhead_s * d.sequences) * decode_schedule_share(engine);
 }
 
 void Simulation::rate_match(ServingResult& r) const {

@@ -93,7 +93,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   double device = (k.ctx.groups > 1 ? k.step.time(p.group, p.mix, mode) : k.memo.time(k.step, p.mix, mode)) + p.extra_s;
   if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
   // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
-  const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead);
+  const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead, p.scheduled ? 1 : 0);
   if (!(period <= kMaxSimulated_s - to_s(t))) {
     double chunk_tokens = 0;
     for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
@@ -137,10 +137,12 @@ void Simulation::finish_step(Replica& r, Ps t) {
     const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
     if (old > 0 && r.last_decode_end >= 0 && itl_on_) itl_.add(to_s(t - r.last_decode_end), old);
     r.new_decoders.clear();
-    // Every sequence emits the step's tokens; those that finish, only what they had left.
+    // Every sequence emits the step's tokens; those that finish, only what they had left. In a
+    // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
+    // when its last tokens come out: the tokens it computed beyond them are dropped.
     const std::int64_t d = r.dstep;
     std::int64_t emitted = r.decode_tokens(d);
-    while (!r.finishes.empty() && r.finishes.top().step <= d) {
+    while (r.window_left == 0 && !r.finishes.empty() && r.finishes.top().step <= d) {
       const detail::DecodeEvent ev = r.finishes.top();
       r.finishes.pop();
       Req& q = pool_[ev.req];

@@ -193,7 +193,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     StepTimeMemo memo[2];
     device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, memo);
   }
-  out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch));
+  out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch, false, decode_schedule_share(e)));
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;
 }
 

@@ -28,7 +28,7 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   mix.fused_attention = e.fused_attention;
   if (mix.seqs() <= 0) return 0;
   const GraphMode mode = chunks > 0 ? e.mixed_graphs : decode_step_graphs(e, decodes);
-  return step_period(e, step.time(mix, mode), mix.seqs());
+  return step_period(e, step.time(mix, mode), mix.seqs(), false, chunks > 0 ? 1 : decode_schedule_share(e));
 }
 
 // From a request's last token to its user's next prompt in a step: the server's front end

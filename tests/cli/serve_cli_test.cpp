@@ -310,5 +310,28 @@ TEST(ServeCli, ComponentsNameTheirSources) {
   EXPECT_NE(text.out.find("  front end: vLLM's server against its LLM class"), std::string::npos) << text.out;
 }
 
+// vLLM 0.6 (V0): `--engine vllm@0.6` runs its own preset, and `--num-scheduler-steps` its
+// multi-step scheduling; a release no preset covers (0.7, before 0.6) and multi-step on another
+// engine or with chunked prefill exit 2 with one line naming the flag and value.
+TEST(ServeCli, VllmV0PresetAndMultiStep) {
+  const nlohmann::json j = run_json(kSmall + " --qps 2 --requests 20 --engine vllm@0.6 --num-scheduler-steps 10 --json");
+  EXPECT_EQ(j["engine"]["name"], "vllm@0.6");
+  EXPECT_EQ(j["engine"]["num_scheduler_steps"], 10);
+  EXPECT_EQ(j["engine"]["max_num_seqs"], 256);
+  EXPECT_EQ(j["engine"]["prefills_apart"], true);
+  EXPECT_EQ(j["error_band"]["class"], "vllm@0.6, 16-bit, dense");
+  // Prefills and decodes never share a step.
+  EXPECT_EQ(j["steps"]["mixed"], 0) << j["steps"];
+  for (const auto& [args, mention] : std::vector<std::pair<std::string, std::string>>{
+           {kSmall + " --qps 2 --engine vllm@0.7", "--engine vllm@0.7"},
+           {kSmall + " --qps 2 --engine vllm@0.5.4", "--engine vllm@0.5.4"},
+           {kSmall + " --qps 2 --num-scheduler-steps 10", "--num-scheduler-steps"},
+           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 0", "--num-scheduler-steps"},
+           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 10 --chunked-prefill on", "--num-scheduler-steps"},
+           {kSmall + " --qps 2 --engine vllm@0.6 --num-scheduler-steps 10 --draft llama-3.2-1b --spec-tokens 3 --accept 0.7", "--num-scheduler-steps"}}) {
+    expect_bad(args, mention);
+  }
+}
+
 }  // namespace
 }  // namespace ridgeline::testing

@@ -410,7 +410,129 @@ TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   for (const char* bad : {"vllm@", "vllm@0", "vllm@x.1", "vllm@0.13x", "static@1.0", "vllm0.13"}) {
     EXPECT_FALSE(parse_engine(bad).has_value()) << bad;
   }
-  for (const char* old : {"vllm@0.6.3", "sglang@0.2", "trtllm@0.17"}) EXPECT_THROW(parse_engine(old), InputError) << old;
+  for (const char* old : {"vllm@0.5.4", "vllm@0.7", "sglang@0.2", "trtllm@0.17"}) EXPECT_THROW(parse_engine(old), InputError) << old;
+  // vLLM 0.6: the V0 engine's own preset.
+  EXPECT_EQ(*parse_engine("vllm@0.6"), (EngineRef{EngineKind::vllm, 6}));
+  EXPECT_EQ(*parse_engine("vllm@0.6.0"), (EngineRef{EngineKind::vllm, 6}));
+  EXPECT_EQ(name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");
+}
+
+// vLLM 0.6 (V0): the defaults of its own code, not V1's.
+TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
+  const EngineConfig e = engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip);
+  EXPECT_EQ(e.max_num_seqs, 256);        // arg_utils.py max_num_seqs
+  EXPECT_EQ(e.max_batched_tokens, 2048);  // max(max_model_len, 2048) without chunked prefill, at max_model_len <= 2048
+  EXPECT_FALSE(e.chunked_prefill);
+  EXPECT_TRUE(e.prefills_apart);         // _schedule_default: no decodes in a step with prefills
+  EXPECT_EQ(e.kv_block, 16);
+  EXPECT_DOUBLE_EQ(e.kv_memory_fraction, 0.9);
+  EXPECT_FALSE(e.prefix_caching);
+  EXPECT_EQ(e.scheduler_steps, 1);       // --num-scheduler-steps 1 unless given
+  EXPECT_FALSE(e.overlap_scheduling);
+  EXPECT_EQ(e.graph_max_batch, 256);     // captured decode batches 1, 2, 4, 8, ..., 256
+  EXPECT_EQ(decode_step_graphs(e, 100), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 257), GraphMode::eager);  // prefill steps and larger batches eager
+  EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");  // its own class in the validation table
+  EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 13}), "vllm");
+  // Its host: the scheduler's 2 ms (PR #4280) on the critical path; output processing, 0.2 ms
+  // + (3.4 - 0.2)/31 ms per request (issue #6913), beside the device. A 5 ms device step of 10
+  // requests: output 0.2 + 10 x 0.10323 = 1.232 ms < 5 ms, hidden: 2 + 5 = 7 ms. A 0.5 ms
+  // device step: the output processing is the longer, 2 + 1.232 ms. Inside a multi-step window
+  // (scheduled = 0) no scheduler: 5 ms.
+  const double out10 = 0.2e-3 + 10 * (3.2e-3 / 31);
+  EXPECT_DOUBLE_EQ(step_period(e, 5e-3, 10), 2e-3 + 5e-3);
+  EXPECT_DOUBLE_EQ(step_period(e, 0.5e-3, 10), 2e-3 + out10);
+  EXPECT_DOUBLE_EQ(step_period(e, 5e-3, 10, false, 0), 5e-3);
+  // The other presets have no output processing beside the device: unchanged.
+  const EngineConfig v13 = engine_preset(kVllmSerialHost, h100().chip);
+  EXPECT_DOUBLE_EQ(step_period(v13, 0.1e-3, 10), 0.1e-3 + 0.4e-3 + 11e-6);
+  // Multi-step needs V0 without chunked prefill.
+  EngineConfig bad = e;
+  bad.scheduler_steps = 10;
+  bad.chunked_prefill = true;
+  EXPECT_THROW(validate(bad), InputError);
+  bad = v13;
+  bad.scheduler_steps = 10;
+  EXPECT_THROW(validate(bad), InputError);
+  bad = e;
+  bad.scheduler_steps = 0;
+  EXPECT_THROW(validate(bad), InputError);
+}
+
+// vLLM 0.6 (V0) with --num-scheduler-steps 4, one request of 1000 in / 10 out, no front end.
+// Its prefill step runs alone (eager: no graph for prefill steps; attention kernels apart), the
+// scheduler's h = 2 ms beside it: TTFT = P + h. Its 9 further tokens come from decode steps at
+// contexts 1001..1009, in windows of 4 steps: [1001-1004], [1005-1008], [1009-1012]. The batch
+// of a window is fixed: the request, done at step 1009, keeps its place until the window ends
+// at 1012, when its last token comes out. The scheduler runs once per window (3 x h); the
+// output processing (0.2 + 0.103 ms for one request) hides behind each step. E2E = P + h +
+// sum of d(1001..1012) + 3h; TPOT = (E2E - TTFT) / 9; 1 + 12 steps.
+TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndEndsARequestAtItsWindowsEnd) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  cfg.engine.scheduler_steps = 4;
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 1;
+  cfg.workload.gen.a = 10;
+  cfg.workload.gen.text = "10";
+  const ServingResult r = simulate(m, sys, cfg);
+  StepModel step;
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  const double h = 2e-3;
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  const double ttft = step.time(prefill, GraphMode::eager) + h;
+  double decode = 3 * h;
+  for (int c = 1001; c <= 1012; ++c) decode += step.time(decode_mix(1, c), GraphMode::graph);
+  EXPECT_NEAR(r.ttft.mean, ttft, 200 * kPs);
+  EXPECT_NEAR(r.e2e.mean, ttft + decode, 400 * kPs);
+  EXPECT_NEAR(r.tpot.mean, decode / 9, 200 * kPs);
+  EXPECT_EQ(r.steps, 1 + 12);
+  EXPECT_EQ(r.prefill_steps, 1);
+  EXPECT_EQ(r.mixed_steps, 0);
+}
+
+// The same engine, two requests of 1000 in / 20 out. A arrives at 0 on an idle engine: its
+// prefill step ends at P + h. B arrives halfway through A's first decode step, at t_B = P + h +
+// h + d1/2 (that step: the scheduler's h, then the device's d1 at context 1001). The window of
+// 4 steps is fixed: B's prompt waits for its end (steps at 1001..1004), then runs in a prefill
+// step of its own (A's decodes wait), P + h: TTFT_B = (P + h + h + d1 + d2 + d3 + d4) - t_B +
+// P + h = d1/2 + d2 + d3 + d4 + P + h. With one step per scheduler call it would wait only to
+// the end of the step it arrived in: d1/2 + P + h.
+TEST(Simulator, MultiStepARequestArrivingInAWindowWaitsForItsEnd) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  StepModel step;
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  const double h = 2e-3;
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  const double P = step.time(prefill, GraphMode::eager);
+  double d[5];
+  for (int i = 1; i <= 4; ++i) d[i] = step.time(decode_mix(1, 1000 + i), GraphMode::graph);
+  const double t_b = P + h + h + d[1] / 2;
+  cfg.workload.arrival = Arrival::constant;
+  cfg.workload.qps = 1 / t_b;
+  cfg.workload.requests = 2;
+  cfg.workload.gen.a = 20;
+  cfg.workload.gen.text = "20";
+  for (const std::int64_t n : {4, 1}) {
+    cfg.engine.scheduler_steps = n;
+    std::vector<RequestRecord> seen;
+    simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
+    ASSERT_EQ(seen.size(), 2u);
+    std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+    EXPECT_NEAR(seen[0].ttft_s, P + h, 200 * kPs) << n;
+    const double wait = n == 4 ? d[1] / 2 + d[2] + d[3] + d[4] : d[1] / 2;
+    EXPECT_NEAR(seen[1].ttft_s, wait + P + h, 400 * kPs) << n;
+  }
 }
 
 TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
@@ -623,8 +745,10 @@ TEST(Simulator, PreemptionExactlyWhenTheCacheIsFull) {
 
 // A random small run of any engine, with a cache small enough to fill now and then.
 ServeConfig random_config(const hw::System& sys) {
-  const auto kind = *rc::gen::element(EngineKind::vllm, EngineKind::sglang, EngineKind::trtllm, EngineKind::static_batch);
+  const auto kind = *rc::gen::element(EngineRef{EngineKind::vllm}, EngineRef{EngineKind::vllm, 6}, EngineRef{EngineKind::sglang},
+                                      EngineRef{EngineKind::trtllm}, EngineRef{EngineKind::static_batch});
   ServeConfig cfg = base(kind, sys);
+  if (kind.version == 6) cfg.engine.scheduler_steps = *rc::gen::element<std::int64_t>(1, 4, 10);
   WorkloadSpec& w = cfg.workload;
   w.requests = *rc::gen::inRange(1, 80);
   w.seed = *rc::gen::inRange<std::uint64_t>(1, 1000);

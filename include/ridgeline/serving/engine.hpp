@@ -19,7 +19,8 @@ std::string_view name(EngineKind k) noexcept;
 
 /// An engine and the release whose defaults its preset follows: `version` 0 is the newest the
 /// project models, else major·1000 + minor of the first release of a preset whose defaults
-/// differ (vLLM 0.9-0.13 before async scheduling became the default: 13).
+/// differ (vLLM 0.9-0.13 before async scheduling became the default: 13; vLLM 0.6, the V0
+/// engine: 6).
 struct EngineRef {
   EngineKind kind = EngineKind::vllm;
   int version = 0;
@@ -117,6 +118,19 @@ struct EngineConfig {
   /// Host time per step that shows as device idle even when overlapped (TensorRT-LLM's
   /// single-threaded loop: issue #13957).
   double exposed_step_s = 0;
+  /// Host time per step (and per request in it) that runs while the device runs the next step:
+  /// vLLM V0's asynchronous output processing (outputs detokenised and checked for stops on the
+  /// CPU during the next forward pass). A step lasts at least this long (docs/serving.md#host-time).
+  double async_step_s = 0, async_per_request_s = 0;
+  /// vLLM V0 without chunked prefill: a step holds prefills or decodes, never both; waiting
+  /// requests' prompts go first ("Don't schedule decodes if prefills are scheduled",
+  /// vllm/core/scheduler.py _schedule_default).
+  bool prefills_apart = false;
+  /// vLLM V0 --num-scheduler-steps n: the scheduler runs once per window of n decode steps, whose
+  /// batch is fixed; a request arriving in a window waits for its end, a sequence that ends in it
+  /// keeps its place (and its last tokens come out) at the window's end, and the scheduler's host
+  /// time (step_overhead_s, per_request_overhead_s) is paid once per window (docs/serving.md#multi-step).
+  std::int64_t scheduler_steps = 1;
   // SGLang admission (Admission::ratio_reserve).
   double new_token_ratio_init = 0.7, new_token_ratio_min = 0.098;
   double new_token_ratio_decay_steps = 600;
@@ -128,6 +142,10 @@ struct EngineConfig {
   /// front end per request (front_end_s). A flag that sets one says so instead.
   std::string host_source, front_end_source;
 };
+
+/// The engine's name in the validation table's classes (docs/serving.md#errors-by-class): its
+/// family ("vllm", "sglang", ...), except vLLM's V0 engine, another engine than V1: "vllm@0.6".
+std::string band_name(EngineRef e);
 
 /// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them).
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp = 1);
@@ -157,7 +175,14 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
 /// step shows. `after_idle`: the step starts an engine that was idle, whose host could not
-/// plan it ahead: its host time adds to it even when overlapped.
-double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false) noexcept;
+/// plan it ahead: its host time adds to it even when overlapped. `scheduled`: the share of the
+/// scheduler's host time this step pays (1; 0 inside a multi-step window; 1/n on average over
+/// a window of n decode steps). Asynchronous output processing runs beside the device: the step
+/// lasts at least that long.
+double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1) noexcept;
+/// The share of the scheduler's host time a decode step pays on average: 1 / scheduler_steps.
+constexpr double decode_schedule_share(const EngineConfig& e) noexcept {
+  return e.scheduler_steps > 1 ? 1.0 / static_cast<double>(e.scheduler_steps) : 1.0;
+}
 
 }  // namespace ridgeline::serving
