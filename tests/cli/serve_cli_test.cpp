@@ -287,6 +287,10 @@ TEST(ServeCli, BlockFp8GemmKernelsAreTheEnginesOwn) {
   EXPECT_EQ(run_json(q + "trtllm")["engine"]["block_fp8_gemms"], "deepgemm");
   EXPECT_EQ(run_json(q + "vllm")["engine"]["block_fp8_gemms"], "deepgemm");
   EXPECT_EQ(run_json(q + "vllm@0.8")["engine"]["block_fp8_gemms"], "triton");
+  // The flag overrides the preset's choice, and names itself when its value is not a kernel.
+  EXPECT_EQ(run_json(q + "trtllm --block-fp8-gemms triton")["engine"]["block_fp8_gemms"], "triton");
+  EXPECT_EQ(run_json(q + "vllm@0.8 --block-fp8-gemms deepgemm")["engine"]["block_fp8_gemms"], "deepgemm");
+  expect_bad(q + "vllm --block-fp8-gemms cutlass", "--block-fp8-gemms");
 }
 
 // Every component of a step and of a request names where its figure comes from: the chip's
