@@ -204,6 +204,9 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
                   "engines: merged)");
+  app->add_option("--block-fp8-gemms", f.block_fp8_gemms,
+                  "triton or deepgemm: the kernel of fp8 block-scaled GEMMs (DeepSeek's 128x128 blocks), vLLM's Triton kernel or "
+                  "DeepGEMM's, each priced by its kernel curve (default triton; serve's engines: the one their release calls)");
 }
 
 void add_spec_flags(CLI::App* app, SpecFlags& f) {
@@ -278,6 +281,10 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   if (f.kernels == "merged") fw.merged_kernels = true;
   else if (!f.kernels.empty() && f.kernels != "unfused") {
     throw InputError(fmt::format("--kernels: '{}' is not unfused or merged", f.kernels));
+  }
+  if (f.block_fp8_gemms == "deepgemm") fw.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+  else if (!f.block_fp8_gemms.empty() && f.block_fp8_gemms != "triton") {
+    throw InputError(fmt::format("--block-fp8-gemms: '{}' is not a kernel: expected triton or deepgemm", f.block_fp8_gemms));
   }
   return fw;
 }

@@ -392,7 +392,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 
 // Classes in an order where each one's points see the fits of the classes they also run.
 constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
-                                  KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::attention,
+                                  KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::gemm_expert};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");

@@ -18,6 +18,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::sampling: return "sampling";
     case KernelClass::allreduce_custom: return "allreduce_custom";
     case KernelClass::gemm_scaled: return "gemm_scaled";
+    case KernelClass::gemm_scaled_deepgemm: return "gemm_scaled_deepgemm";
   }
   return "other";
 }

@@ -118,8 +118,12 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
     bias_params = params / k;
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
-  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels.
-  if (!expert && scale > 0) op.kernel = hw::KernelClass::gemm_scaled;
+  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels: fp8
+  // blocks the engine's (vLLM's Triton kernel or DeepGEMM's), fp4 blocks gemm_scaled's.
+  if (!expert && scale > 0) {
+    const bool deepgemm = c.f.scaled_gemm == ForwardConfig::ScaledGemm::deepgemm && is_fp8(w);
+    op.kernel = deepgemm ? hw::KernelClass::gemm_scaled_deepgemm : hw::KernelClass::gemm_scaled;
+  }
   op.gemm_m = m_rows;
   op.gemm_k = k;
   op.gemm_n = n;

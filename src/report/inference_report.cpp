@@ -155,6 +155,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["attention"] = cfg.forward.attention == ops::AttentionImpl::flash ? "flash" : "naive";
   j["cuda_graphs"] = cfg.cuda_graphs;
   j["kernels"] = cfg.forward.merged_kernels ? "merged" : "unfused";
+  j["block_fp8_gemms"] = cfg.forward.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton";
   j["algo"] = std::string(comm::name(cfg.forward.algo));
   j["prefill"] = phase_json(r.prefill);
   json d;

@@ -72,6 +72,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
           {"collective_algo", std::string(comm::name(e.collective_algo))},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
+          {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"sources", e.sources}};
 }
 

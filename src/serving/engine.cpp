@@ -81,8 +81,14 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.host_source = kPythonHostSource;
   e.front_end_source = kFrontEndSource;
   e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
+  // Block-fp8 linear layers: vLLM's Triton w8a8_block_fp8_matmul until DeepGEMM became the
+  // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11). The 0.8-0.13 preset
+  // follows 0.8-0.10 here.
+  e.scaled_gemm = version == 13 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   e.sources =
-      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off): " : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614): ") +
+      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off; block-fp8 GEMMs by the Triton kernel, as 0.8-0.10): "
+                                : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
+                                  "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462): ") +
       "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
@@ -210,6 +216,9 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.host_source = std::string(kPythonHostSource) + " (none published for SGLang)";
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   e.overlap_scheduling = version != 3;
+  // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
+  // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
+  e.scaled_gemm = version == 3 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
@@ -221,6 +230,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
       "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
       "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
       "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off); "
+      "block-fp8 GEMMs by DeepGEMM (on by default since PR #5628, Apr 2025; sglang@0.3: the Triton kernel); "
       "front end per request as vLLM's (4 ms; none published for SGLang)";
   return e;
 }
@@ -259,12 +269,15 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.front_end_source = std::string(kFrontEndSource) + " (none published for trtllm-serve)";
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;
+  // Block-fp8 linear layers by DeepGEMM (TRTLLM_DG_ENABLED on unless set to 0, PR #3341, April 2025).
+  e.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
       "KvCacheConfig (tokens_per_block 32, free_gpu_memory_fraction 0.9, block and partial reuse), "
       "batch_manager/capacityScheduler.cpp (GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); overlap scheduler "
-      "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957; front end per "
+      "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957; block-fp8 "
+      "GEMMs by DeepGEMM (on by default, PR #3341); front end per "
       "request as vLLM's (4 ms; none published for trtllm-serve)";
   return e;
 }
@@ -416,6 +429,7 @@ void validate(const EngineConfig& e) {
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept {
   f.algo = e.collective_algo;
   f.merged_kernels = e.merged_kernels;
+  f.scaled_gemm = e.scaled_gemm;
   return f;
 }
 

@@ -27,6 +27,15 @@ TEST(InferCli, ContractKeys) {
   EXPECT_GT(j["ops"].size(), 20u);
 }
 
+// --block-fp8-gemms: the kernel of fp8 block-scaled GEMMs (vLLM's Triton kernel by default,
+// DeepGEMM's on request), and a clear error for any other.
+TEST(InferCli, BlockFp8GemmKernelFlag) {
+  const std::string q = "infer --model llama-3.1-8b --hw h100-sxm --batch 1 --prompt 16 --gen 2";
+  EXPECT_EQ(run_json(q)["block_fp8_gemms"], "triton");
+  EXPECT_EQ(run_json(q + " --block-fp8-gemms deepgemm")["block_fp8_gemms"], "deepgemm");
+  expect_bad(q + " --block-fp8-gemms cutlass", "--block-fp8-gemms");
+}
+
 TEST(InferCli, ChipsSetTensorParallelism) {
   auto j = run_json("infer --model llama-3.1-70b --hw h100-sxm --chips 4");
   EXPECT_EQ(j["tp"], 4);

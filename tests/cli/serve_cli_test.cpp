@@ -280,6 +280,19 @@ TEST(ServeCli, GraphCaptureFlags) {
   expect_bad(q + " --graph-padding on --eager", "--eager");
 }
 
+// The kernel each engine's release multiplies fp8 blocks with (docs/serving.md#engines):
+// DeepGEMM under TensorRT-LLM (PR #3341) and vLLM 0.14+ (PR #24462), vLLM's Triton kernel under 0.8.
+TEST(ServeCli, BlockFp8GemmKernelsAreTheEnginesOwn) {
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 5 --engine ";
+  EXPECT_EQ(run_json(q + "trtllm")["engine"]["block_fp8_gemms"], "deepgemm");
+  EXPECT_EQ(run_json(q + "vllm")["engine"]["block_fp8_gemms"], "deepgemm");
+  EXPECT_EQ(run_json(q + "vllm@0.8")["engine"]["block_fp8_gemms"], "triton");
+  // The flag overrides the preset's choice, and names itself when its value is not a kernel.
+  EXPECT_EQ(run_json(q + "trtllm --block-fp8-gemms triton")["engine"]["block_fp8_gemms"], "triton");
+  EXPECT_EQ(run_json(q + "vllm@0.8 --block-fp8-gemms deepgemm")["engine"]["block_fp8_gemms"], "deepgemm");
+  expect_bad(q + "vllm --block-fp8-gemms cutlass", "--block-fp8-gemms");
+}
+
 // Every component of a step and of a request names where its figure comes from: the chip's
 // kernel classes (or its bare kernel boundary), the engine's host path and front end (or the
 // flag that set them), the simulation for the rest.

@@ -44,18 +44,21 @@ struct LinkSpec {
 /// figures, field by field, where they give none: `attention_backward` (FlashAttention's
 /// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
 /// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
-/// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks) refine gemm;
+/// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks, as vLLM's
+/// Triton kernel runs them) and `gemm_scaled_deepgemm` (the same fp8 block-scaled GEMMs as
+/// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
 /// give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
-  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled
+  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm
 };
-inline constexpr int kKernelClassCount = 12;
+inline constexpr int kKernelClassCount = 13;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
-/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled".
+/// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
+/// "gemm_scaled_deepgemm".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -64,7 +67,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::attention_backward:
     case KernelClass::attention_decode: return KernelClass::attention;
     case KernelClass::gemm_expert:
-    case KernelClass::gemm_scaled: return KernelClass::gemm;
+    case KernelClass::gemm_scaled:
+    case KernelClass::gemm_scaled_deepgemm: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling: return KernelClass::pointwise;
     case KernelClass::allreduce_custom: return KernelClass::collective;

@@ -55,6 +55,12 @@ struct ForwardConfig {
   /// add + RMSNorm; the final norm over every token). Same weights, fewer kernels and bytes
   /// (docs/models.md#engine-kernels).
   bool merged_kernels = false;
+  /// The kernels of a checkpoint's fp8 block-scaled GEMMs (DeepSeek's 128x128 weight blocks,
+  /// 1x128 activation groups) outside the experts: vLLM's Triton w8a8 block-fp8 kernel
+  /// (hw::KernelClass::gemm_scaled), or DeepGEMM's (gemm_scaled_deepgemm), which TensorRT-LLM,
+  /// SGLang and recent vLLM call (serving::EngineConfig::scaled_gemm, docs/serving.md#engines).
+  /// Other block-scaled weights (fp4) keep gemm_scaled.
+  enum class ScaledGemm : std::uint8_t { triton, deepgemm } scaled_gemm = ScaledGemm::triton;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
   /// mean (1: balanced; 1 to ep_size()). The busiest chip bounds every MoE layer: its expert
   /// GEMMs process, and its all-to-alls receive and return, this factor more token-expert pairs.
