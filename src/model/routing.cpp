@@ -8,8 +8,13 @@ namespace ridgeline::model {
 
 double expected_max_normal(double n) noexcept {
   if (!(n > 1)) return 0;
+  // The last answer of this thread: a deployment asks for its own G at every graph built.
+  thread_local double last_n = 0, last = 0;
+  if (n == last_n) return last;
   // n·φ(x)·Φ(x)^(n−1) is the density of the maximum; its mass beyond ±9 is below 1e-17·n.
-  constexpr double kStep = 1.0 / 64, kLimit = 9;
+  // The trapezoid rule on this smooth, fast-decaying integrand converges geometrically: steps
+  // of 1/16 agree with 1/64 to 1e-14 up to n = 4096.
+  constexpr double kStep = 1.0 / 16, kLimit = 9;
   constexpr int kPoints = static_cast<int>(2 * kLimit / kStep);
   const double inv_sqrt_2pi = 0.3989422804014327;
   double sum = 0;
@@ -19,7 +24,9 @@ double expected_max_normal(double n) noexcept {
     const double density = n * inv_sqrt_2pi * std::exp(-0.5 * x * x + (n - 1) * std::log(cdf));
     sum += (i == 0 || i == kPoints ? 0.5 : 1) * x * density;
   }
-  return sum * kStep;
+  last_n = n;
+  last = sum * kStep;
+  return last;
 }
 
 RoutingImbalance routing_imbalance(const ModelConfig& m, const ForwardConfig& f) noexcept {

@@ -8,7 +8,7 @@
 namespace ridgeline::model {
 
 /// E[max of n independent standard normal draws] = ∫ x·n·φ(x)·Φ(x)^(n−1) dx (n ≥ 1; 0 at
-/// n = 1, 1/√π at 2, 3/(2√π) at 3), by the trapezoid rule over [−9, 9] in steps of 1/64.
+/// n = 1, 1/√π at 2, 3/(2√π) at 3), by the trapezoid rule over [−9, 9] in steps of 1/16.
 double expected_max_normal(double n) noexcept;
 
 /// The busiest chip's routed token-expert pairs over the mean, for one deployment: either a
