@@ -343,8 +343,8 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   if (m_.is_moe() && f.ep_size() > 1) {
     d.expert_imbalance = routing.at(d.sequences * q);
     d.expert_imbalance_source =
-        routing.model() ? fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} tokens (docs/serving.md#moe-layouts)",
-                                      f.ep_size(), d.sequences * q)
+        routing.model() ? fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
+                                      f.ep_size(), d.sequences * q, d.sequences * q == 1 ? "" : "s")
                         : std::string("--expert-imbalance");
   }
   if (cfg_.spec.on()) {
