@@ -255,6 +255,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }
   b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
+  b.forward.expert_imbalance = 0;  // serve's default: the routing model (docs/serving.md#moe-layouts)
   // Speculation: each --draft with the --accept after it; --spec-tokens may list counts to try
   // with each (0: plain decoding), else each draft's own (as many as its rates).
   std::vector<int> ks;
@@ -640,6 +641,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                         if (!g->batch_max.empty()) s.batch_max = parse_positive_int(g->batch_max, "--batch-max");
                         auto& fw = s.base.forward;
                         fw.precision.activation = parse_dtype_or_throw(g->act_dtype, "--act-dtype");
+                        fw.expert_imbalance = 0;  // infer's default: the routing model (docs/serving.md#moe-layouts)
                         if (!g->compute_dtype.empty()) fw.precision.compute = parse_dtype_or_throw(g->compute_dtype, "--compute-dtype");
                         if (g->attention == "naive") fw.attention = ops::AttentionImpl::naive;
                         else if (g->attention != "flash") throw InputError(fmt::format("--attention: '{}' is not flash or naive", g->attention));

@@ -199,7 +199,8 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
   app->add_option("--expert-imbalance", f.expert_imbalance,
-                  "MoE with --ep: routed tokens of the busiest chip over the mean (1: balanced, up to --ep)")
+                  "MoE under expert parallelism: routed tokens of the busiest chip over the mean (1: balanced, up to the "
+                  "expert-parallel size; auto: a balanced router's expectation for each step's tokens, docs/serving.md#moe-layouts)")
       ->capture_default_str();
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "
@@ -275,7 +276,11 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   else throw InputError(fmt::format("--attention: '{}' is not an implementation: expected flash or naive", f.attention));
   fw.algo = comm::algo_flag(f.algo);
   fw.sequence_parallel = f.sequence_parallel;
-  if (!f.expert_imbalance.empty()) fw.expert_imbalance = parse_number(f.expert_imbalance, "--expert-imbalance");
+  if (f.expert_imbalance == "auto") fw.expert_imbalance = 0;  // model::routing_imbalance
+  else if (!f.expert_imbalance.empty()) {
+    fw.expert_imbalance = parse_number(f.expert_imbalance, "--expert-imbalance");
+    if (fw.expert_imbalance == 0) throw InputError("--expert-imbalance: 0 is out of range: expected auto, or 1 (balanced) up to the expert-parallel size");
+  }
   if (f.experts == "ep") fw.experts = model::ForwardConfig::Experts::expert;
   else if (f.experts != "tp") throw InputError(fmt::format("--experts: '{}' is not a layout: expected tp or ep", f.experts));
   if (f.kernels == "merged") fw.merged_kernels = true;

@@ -7,6 +7,7 @@
 
 #include "ridgeline/analysis/threshold.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/model/routing.hpp"
 #include "ridgeline/ops/matmul.hpp"
 
 namespace ridgeline::analysis {
@@ -189,7 +190,11 @@ double activation_bytes(const model::ModelConfig& m, const model::ForwardConfig&
 
 void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg,
                            ServingCurve& c) noexcept {
-  const auto& f = cfg.forward;
+  // Lines in B need every op affine in B: under the routing model (model::routing_imbalance)
+  // the busiest chip's pairs are not, so the curve is fitted balanced (F = 1): a lower bound
+  // of the exact latencies, which the plan search takes from infer_core for the plans it keeps.
+  model::ForwardConfig f = cfg.forward;
+  if (f.expert_imbalance == 0) f.expert_imbalance = 1;
   const ops::Rates rates(sys.chip);
   const double ep = static_cast<double>(f.ep), P = static_cast<double>(cfg.prompt), G = static_cast<double>(cfg.gen);
   const double B1 = ep, B2 = 2 * ep;
@@ -420,6 +425,12 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
   const double B = static_cast<double>(cfg.batch), P = static_cast<double>(cfg.prompt);
   const double G = static_cast<double>(cfg.gen);
   out.chips = static_cast<double>(f.tp * f.ep);
+  // The tokens routed over the expert-parallel chips: every group's (B in all).
+  const model::RoutingImbalance routing = model::routing_imbalance(m, f);
+  const bool ep_moe = m.is_moe() && f.ep_size() > 1;
+  out.expert_imbalance_prefill = ep_moe ? routing.at(B * P) : 0;
+  out.expert_imbalance_decode = ep_moe ? routing.at(B) : 0;
+  out.routing_model = ep_moe && routing.model();
 
   const ops::Rates rates(chip);
   // Prefill: every prompt token, causal over the prompt.

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/model/routing.hpp"
 #include "ridgeline/ops/matmul.hpp"
 #include "ridgeline/ops/pointwise.hpp"
 
@@ -458,7 +459,8 @@ void moe_mlp(Ctx& c) {
   // its own experts' pairs, and the group's all-reduce after the layer sums the outputs.
   const double routed = T * k / te;
   const double ep_size = c.ep * te;
-  const double imbalance = ep_size > 1 ? c.f.expert_imbalance : 1;
+  // Given, or the routing model's expectation over the T·ep tokens routed this pass (model/routing.hpp).
+  const double imbalance = routing_imbalance(m, c.f).at(T * c.ep);
   if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act),
                                c.ep_group, comm::Algo::direct)) {
     op->all_groups = true;
@@ -491,7 +493,8 @@ void moe_mlp(Ctx& c) {
   experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias);
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
-  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * h * bytes(c.act), c.ep_group,
+  // The busiest chip returns the outputs of its F times the mean pairs.
+  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act), c.ep_group,
                                comm::Algo::direct)) {
     op->all_groups = true;
   }
@@ -574,7 +577,10 @@ LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
   if (f.cp > 1 && m.is_mla()) return LayoutFault::cp_mla;
   if (f.cp > 1 && !f.cp_ring && m.heads % (f.tp * f.cp) != 0) return LayoutFault::cp_ulysses;
   if (m.is_moe() && m.moe.experts % f.ep_size() != 0) return LayoutFault::ep_experts;
-  if (!(f.expert_imbalance >= 1 && f.expert_imbalance <= static_cast<double>(f.ep_size()))) return LayoutFault::ep_imbalance;
+  // 0: the routing model (model/routing.hpp), within these bounds by construction.
+  if (f.expert_imbalance != 0 && !(f.expert_imbalance >= 1 && f.expert_imbalance <= static_cast<double>(f.ep_size()))) {
+    return LayoutFault::ep_imbalance;
+  }
   return LayoutFault::none;
 }
 
@@ -602,7 +608,7 @@ void validate(const ModelConfig& m, const ForwardConfig& f) {
       }
       throw InputError(fmt::format("--ep: {} does not divide the {} experts of {}", f.ep, m.moe.experts, m.name));
     case LayoutFault::ep_imbalance:
-      throw InputError(fmt::format("--expert-imbalance: {} is out of range: expected 1 (balanced) to {} (every token on one chip: the "
+      throw InputError(fmt::format("--expert-imbalance: {} is out of range: expected auto, or 1 (balanced) to {} (every token on one chip: the "
                                    "expert-parallel size)",
                                    f.expert_imbalance, f.ep_size()));
   }

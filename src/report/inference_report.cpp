@@ -106,6 +106,12 @@ std::string models_text(const std::vector<ModelRow>& rows) {
 
 namespace {
 
+// Where the busiest chip's share of the routed pairs comes from (docs/serving.md#moe-layouts).
+std::string expert_imbalance_source(const analysis::InferenceResult& r, const model::ForwardConfig& f) {
+  if (!r.routing_model) return "--expert-imbalance";
+  return fmt::format("a balanced router's expected busiest of {} GPUs for the pass's tokens (docs/serving.md#moe-layouts)", f.ep_size());
+}
+
 // The matrix-unit dtypes the prefill's GEMMs run in, the most FLOPs first, with their shares
 // ("fp8_e4m3 97.9%, bf16 2.1%"; one dtype alone without a share).
 std::string gemm_compute(const model::Graph& g) {
@@ -143,6 +149,10 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["tp"] = cfg.forward.tp;
   j["ep"] = cfg.forward.ep;
   j["experts"] = cfg.forward.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp";
+  if (r.expert_imbalance_prefill > 0) {
+    j["expert_imbalance"] = {{"prefill", r.expert_imbalance_prefill}, {"decode", r.expert_imbalance_decode},
+                             {"source", expert_imbalance_source(r, cfg.forward)}};
+  }
   j["batch"] = cfg.batch;
   j["prompt"] = cfg.prompt;
   j["gen"] = cfg.gen;
@@ -231,6 +241,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                                 sys.chip.display_name, cfg.forward.tp, cfg.forward.ep, whole_experts ? ", experts ep" : "", cfg.batch,
                                 cfg.prompt, cfg.gen);
   out += fmt::format("params {:.2f}B ({:.2f}B active per token)\n", r.params / 1e9, r.active_params / 1e9);
+  if (r.expert_imbalance_prefill > 0) {
+    out += fmt::format("expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs in prefill, {:.3g}x in a decode step: {}\n",
+                       r.expert_imbalance_prefill, r.expert_imbalance_decode, expert_imbalance_source(r, cfg.forward));
+  }
   {
     const auto& p = cfg.forward.precision;
     out += fmt::format("dtypes: weights {}, activations {}, KV cache {}, GEMMs in {}\n\n",

@@ -224,6 +224,10 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                                  {"kernel_fixed", fixed_times_source(sys.chip)},
                                  {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
                                  {"host", r.engine.host_source}};
+  if (!d.expert_imbalance_source.empty()) {
+    j["decode_step"]["expert_imbalance"] = d.expert_imbalance;
+    j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
+  }
   // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
@@ -394,6 +398,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
     s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
                      r.engine.host_source.empty() ? "none" : r.engine.host_source);
+    if (!d.expert_imbalance_source.empty()) {
+      s += fmt::format("  expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs: {}\n", d.expert_imbalance,
+                       d.expert_imbalance_source);
+    }
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ridgeline/analysis/inference.hpp"
+#include "ridgeline/model/routing.hpp"
 #include "simulation.hpp"
 
 namespace ridgeline::serving::detail {
@@ -338,6 +339,14 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     s.plain_s = step(m_, 1, c + 1, t);
   }
   step(m_, q, d.context, t);
+  const model::RoutingImbalance routing = model::routing_imbalance(m_, f);
+  if (m_.is_moe() && f.ep_size() > 1) {
+    d.expert_imbalance = routing.at(d.sequences * q);
+    d.expert_imbalance_source =
+        routing.model() ? fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
+                                      f.ep_size(), d.sequences * q, d.sequences * q == 1 ? "" : "s")
+                        : std::string("--expert-imbalance");
+  }
   if (cfg_.spec.on()) {
     SpeculationCost& s = r.speculation;
     s.verify_s = t.t_realistic_s;

@@ -63,8 +63,14 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   mla_ = m.is_mla();
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
-  model::build_forward(m, f, sys, {1, 1, 1, &m1}, g1_);
-  model::build_forward(m, f, sys, {1, 1, 1, &m2}, g2_);
+  // Under the routing model the imbalance changes with the step's tokens: the expert part is
+  // fitted balanced (every one of its ops is affine in the busiest chip's pairs) and priced
+  // at F(tokens) times the tokens (base).
+  routing_ = model::routing_imbalance(m, f);
+  model::ForwardConfig fit = f;
+  if (routing_.model()) fit.expert_imbalance = 1;
+  model::build_forward(m, fit, sys, {1, 1, 1, &m1}, g1_);
+  model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
 
   const comm::Wiring wiring = comm::wiring(sys);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
@@ -161,7 +167,9 @@ model::StepMix StepModel::group_share(const model::StepMix& mix) const noexcept 
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
-  const double T = group.tokens(), all = mix.tokens() / ep_;
+  // all: the expert part's quantity, the tokens of all groups over ep, times the busiest
+  // chip's share over the mean under the routing model.
+  const double T = group.tokens(), all = mix.tokens() / ep_ * (routing_.model() ? routing_.at(mix.tokens()) : 1);
   double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
   if (v.all_tokens.count > 0) t += v.all_tokens.at(all);
   const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;

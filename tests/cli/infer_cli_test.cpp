@@ -81,6 +81,31 @@ TEST(InferCli, Nvfp4WeightsCarryTheirScalesAndRunW4A4WhereTheChipCan) {
   EXPECT_EQ(run_json("infer --model gpt-oss-120b --hw b200 --batch 1 --prompt 16 --gen 2")["compute_dtype"], "bf16");
 }
 
+TEST(InferCli, ExpertImbalanceNamedWithItsSource) {
+  // Mixtral (E 8, top 2) at --tp 1 --ep 8, batch 8, prompt 512: by default (auto) the routing
+  // model, F = 1 + e_8·√(8·6/(7·2·T)) = 1 + 1.4236003·1.8516402/√T = 1 + 2.6359956/√T;
+  // prefill routes T = 8·512 = 4096 tokens: 1 + 2.6359956/64 = 1.0411874; a decode step 8
+  // tokens: 1 + 2.6359956/2.8284271 = 1.9319652.
+  const std::string run_args = "infer --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 8 --batch 8 --prompt 512 --gen 4";
+  auto j = run_json(run_args);
+  ASSERT_TRUE(j.contains("expert_imbalance")) << j.dump();
+  EXPECT_NEAR(j["expert_imbalance"]["prefill"].get<double>(), 1.0411874, 1e-6);
+  EXPECT_NEAR(j["expert_imbalance"]["decode"].get<double>(), 1.9319652, 1e-6);
+  EXPECT_NE(j["expert_imbalance"]["source"].get<std::string>().find("balanced router"), std::string::npos);
+  // A given factor is used as it is, for both, and named as given.
+  auto given = run_json(run_args + " --expert-imbalance 1.5");
+  EXPECT_EQ(given["expert_imbalance"]["prefill"].get<double>(), 1.5);
+  EXPECT_EQ(given["expert_imbalance"]["decode"].get<double>(), 1.5);
+  EXPECT_EQ(given["expert_imbalance"]["source"], "--expert-imbalance");
+  // No expert parallelism, no key.
+  EXPECT_FALSE(run_json("infer --model mixtral-8x7b --hw h100-sxm --tp 2").contains("expert_imbalance"));
+  // serve names its mean decode step's.
+  auto s = run_json("serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 8 --qps 2 --requests 40 --prompt 256 --gen 32");
+  ASSERT_TRUE(s["decode_step"].contains("expert_imbalance")) << s["decode_step"].dump();
+  EXPECT_GE(s["decode_step"]["expert_imbalance"].get<double>(), 1);
+  EXPECT_NE(s["decode_step"]["sources"]["expert_imbalance"].get<std::string>().find("balanced router"), std::string::npos);
+}
+
 TEST(InferCli, BadInput) {
   for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
            {"infer --model llama-3.1-8b --tp 3", "--tp"},
@@ -91,6 +116,9 @@ TEST(InferCli, BadInput) {
            {"infer --model llama-3.1-8b --experts ep", "--experts"},
            {"infer --model mixtral-8x7b --tp 8 --ep 2 --experts ep", "--experts"},  // 16 GPUs, 8 experts
            {"infer --model mixtral-8x7b --experts dp", "--experts"},
+           {"infer --model mixtral-8x7b --ep 8 --expert-imbalance 0", "--expert-imbalance"},
+           {"infer --model mixtral-8x7b --ep 8 --expert-imbalance 9", "--expert-imbalance"},
+           {"infer --model mixtral-8x7b --ep 8 --expert-imbalance often", "--expert-imbalance"},
            {"infer --model llama-3.1-8b --chips 4 --tp 2", "--chips"},
            {"infer --model /nonexistent/config.json", "/nonexistent/config.json"},
            {"infer --model llama-3.1-8b --weight-dtype fp4 --compute-dtype fp4 --hw h100-sxm", "fp4"}}) {

@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <memory>
+#include <utility>
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/io/model_file.hpp"
@@ -39,7 +40,8 @@ struct Fixture {
 
 // `sms`: the chip's multiprocessors, whose GEMM tiling the step model adds at each count
 // (0: GEMMs unquantised).
-std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0) {
+// `imbalance`: ForwardConfig::expert_imbalance (0: the routing model, model/routing.hpp).
+std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -47,6 +49,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.tp = p.tp;
   fx->f.ep = p.ep;
   fx->f.merged_kernels = merged;
+  fx->f.expert_imbalance = imbalance;
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -59,7 +62,7 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
-  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132));
+  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -106,6 +109,28 @@ TEST(StepModel, UniformStepsEqualInfer) {
       EXPECT_NEAR(fx->step->time(last, decode_mode) / r->decode_last.t_realistic_s, 1, kExact) << p.model;
     }
     }
+  }
+}
+
+TEST(StepModel, RoutingModelPricesEachStepAtItsTokens) {
+  // Mixtral-8x7B at --tp 1 --ep 4 (experts over G 4 GPUs, 2 each). A decode step of 48
+  // sequences routes 48 tokens: the routing model's busiest GPU has F = 1 + e_4·√(4·6/(7·2·48))
+  // = 1 + 1.0293753730·0.1889822 = 1.1945337 times the mean pairs (tests/model/routing_test.cpp),
+  // so the step costs what the step's graph costs with --expert-imbalance 1.1945337; a step of
+  // 192 tokens has F − 1 half of that: 1.0972668.
+  const Plan p{"mixtral-8x7b", "h100-sxm", 1, 4};
+  auto model = fixture(p, false, 0, 0);
+  for (const auto& [n, F] : {std::pair{48, 1.1945337}, std::pair{192, 1.0972668}}) {
+    auto given = fixture(p, false, 0, F);
+    model::StepMix mix;
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0);
+    for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+      EXPECT_NEAR(model->step->time(mix, mode) / reference(*given, mix, mode), 1, 1e-7) << n;
+      EXPECT_NEAR(given->step->time(mix, mode) / reference(*given, mix, mode), 1, kExact) << n;
+    }
+    // Busier than balanced.
+    auto even = fixture(p, false, 0, 1);
+    EXPECT_GT(model->step->time(mix, GraphMode::graph), even->step->time(mix, GraphMode::graph));
   }
 }
 

@@ -85,6 +85,11 @@ struct InferenceResult {
   double throughput_tokens_per_s = 0;  ///< (prompt + gen)·batch / e2e
   double output_tokens_per_s = 0;      ///< gen·batch / e2e
   double chips = 1;
+  /// Expert parallelism (ep_size() > 1 on a MoE): the busiest chip's routed pairs over the mean
+  /// in the prefill pass and in a decode step, given or from the routing model (`routing_model`,
+  /// model::routing_imbalance); 0 without expert parallelism.
+  double expert_imbalance_prefill = 0, expert_imbalance_decode = 0;
+  bool routing_model = false;
   InferenceMemory memory;
   std::int64_t max_batch = 0;  ///< largest batch whose weights, KV cache and activations fit
   double params = 0, active_params = 0;

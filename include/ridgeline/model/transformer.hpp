@@ -62,8 +62,10 @@ struct ForwardConfig {
   /// Other block-scaled weights (fp4) keep gemm_scaled.
   enum class ScaledGemm : std::uint8_t { triton, deepgemm } scaled_gemm = ScaledGemm::triton;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
-  /// mean (1: balanced; 1 to ep_size()). The busiest chip bounds every MoE layer: its expert
-  /// GEMMs process, and its all-to-alls receive and return, this factor more token-expert pairs.
+  /// mean (1: balanced; 1 to ep_size(); 0: the routing model of a balanced router,
+  /// model::routing_imbalance, a function of the tokens routed in the pass). The busiest chip
+  /// bounds every MoE layer: its expert GEMMs process, and its all-to-alls receive and return,
+  /// this factor more token-expert pairs.
   double expert_imbalance = 1;
 };
 

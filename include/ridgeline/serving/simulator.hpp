@@ -201,6 +201,10 @@ struct DecodeStepComposition {
   double link_latency_s = 0;          ///< of it: collective latency steps
   double kernels = 0;                 ///< kernels the step runs
   double host_s = 0;                  ///< the engine's host time for such a step
+  /// Expert parallelism: the busiest chip's routed pairs over the mean in such a step
+  /// (model::routing_imbalance), and where it comes from; "" without expert parallelism.
+  double expert_imbalance = 1;
+  std::string expert_imbalance_source;
 };
 
 /// Speculative decoding at the run's mean decode batch and context (docs/serving.md#speculative-decoding).

@@ -13,6 +13,7 @@
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/routing.hpp"
 #include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::serving {
@@ -63,6 +64,9 @@ class StepModel {
     return with_group_attention(base, ep_ == 1 ? mix : group_share(mix), mode);
   }
 
+  /// The expert-parallel load imbalance the steps are priced with (model::routing_imbalance).
+  const model::RoutingImbalance& routing() const noexcept { return routing_; }
+
   /// Host launch overhead of one kernel on the chip, seconds.
   double launch_s() const noexcept { return launch_s_; }
 
@@ -110,6 +114,9 @@ class StepModel {
   const model::ModelConfig* model_ = nullptr;
   double ep_ = 1;       // attention data-parallel groups (ForwardConfig::ep)
   double ep_size_ = 1;  // chips the experts are spread over (ForwardConfig::ep_size)
+  // The busiest chip's routed pairs over the mean: given (the fits hold it, as a constant), or
+  // the routing model, a function of the step's tokens applied to all groups' tokens in base.
+  model::RoutingImbalance routing_;
   double launch_s_ = 0;
   bool moe_ = false;
   bool mla_ = false;
