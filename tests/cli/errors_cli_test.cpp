@@ -419,7 +419,8 @@ TEST(ReliabilityCli, HelpNamesValueKinds) {
   }
   EXPECT_GT(seen, 30);  // the top level, 18 commands and the subcommands of hw, op, plot, search, advise
   const RunResult infer = run("infer --help");
-  for (const char* shown : {"--tp INT", "--hw CHIP[,CHIP...]=h100-sxm", "--kv-dtype DTYPE", "--algo auto|ring|tree|direct|nvls"}) {
+  for (const char* shown : {"--tp INT", "--hw CHIP[,CHIP...]=h100-sxm", "--kv-dtype DTYPE", "--algo auto|ring|tree|direct|nvls",
+                            "--kernels unfused|merged", "--expert-imbalance FACTOR|auto"}) {
     EXPECT_NE(infer.out.find(shown), std::string::npos) << shown;
   }
   expect_bad("infer --batch", "--batch: a value is required after the flag (INT)");
