@@ -339,7 +339,8 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     s.plain_s = step(m_, 1, c + 1, t);
   }
   step(m_, q, d.context, t);
-  const model::RoutingImbalance routing = model::routing_imbalance(m_, f);
+  // The imbalance the tier's steps were priced with (its StepModel, prepared from the same forward pass).
+  const model::RoutingImbalance& routing = k.step.routing();
   if (m_.is_moe() && f.ep_size() > 1) {
     d.expert_imbalance = routing.at(d.sequences * q);
     d.expert_imbalance_source =
