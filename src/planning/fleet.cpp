@@ -204,9 +204,10 @@ class Evaluator {
     if (max_r < (c.disagg ? 2 : 1)) return reject(o, Reject::fleet_size);
     std::int64_t lo = c.disagg ? 1 : 0, hi = 0;
     // Simulates r replicas into `last`; a run that meets the SLOs becomes `met_run`.
-    auto attempt = [&](std::int64_t r) {
+    // `whole`: run to the end (the largest fleet, whose percentiles a rejection reports).
+    auto attempt = [&](std::int64_t r, bool whole = false) {
       size(r);
-      last = simulate(sys, cfg, true);
+      last = simulate(sys, cfg, !whole);
       ++d.simulations;
       if (last.rejected > 0) too_long = true;
       if (!met(slo, last)) return false;
@@ -220,26 +221,33 @@ class Evaluator {
     const bool same_fleet = family_fleet_ > 0 && c.seqs > 0 && family_peak_ < c.seqs;
     const std::int64_t guess = same_fleet ? family_fleet_ : estimate_replicas(cfg, mem) * (c.disagg ? 2 : 1);
     const std::int64_t r0 = std::clamp<std::int64_t>(guess, lo + 1, max_r);
-    if (attempt(r0)) {
+    bool whole = r0 == max_r;
+    if (attempt(r0, whole)) {
       for (std::int64_t step = 1; hi - 1 > lo; step *= 2) {
         const std::int64_t k = std::max(lo + 1, hi - step);
         if (!attempt(k)) lo = k;
         if (lo == k || too_long) break;
       }
     } else {
+      // Galloping up; the largest fleet is run to the end, so that a rejection reports its
+      // percentiles without running it again.
       lo = r0;
       for (std::int64_t step = 1; hi == 0 && !too_long && lo < max_r; step *= 2) {
         const std::int64_t k = std::min(max_r, lo + step);
-        if (!attempt(k)) lo = k;
+        whole = k == max_r;
+        if (!attempt(k, whole)) lo = k;
+      }
+      if (hi == 0 && !too_long && !whole) {
+        size(lo);
+        last = simulate(sys, cfg, false);
+        ++d.simulations;
       }
     }
     if (too_long) return reject(o, Reject::too_long);
     if (hi == 0) {
       // The largest fleet tried, run to the end: how far its percentiles are from the targets.
-      size(lo);
-      const ServingResult largest = simulate(sys, cfg, false);
+      const ServingResult& largest = last;
       binding_target(slo, largest, o);
-      ++d.simulations;
       d.replicas = cfg.replicas, d.prefill = cfg.disagg.prefill, d.decode = cfg.disagg.decode;
       fill(d, largest);
       d.gpus = static_cast<double>(gpus(lo));  // also when the run could not be simulated
@@ -323,14 +331,21 @@ class Evaluator {
     // other rates draw their own).
     const serving::WorkloadSpec& w0 = s_.base.workload;
     if (cfg.workload.qps == w0.qps && cfg.workload.concurrency == w0.concurrency && cfg.workload.requests == w0.requests) cfg.drawn = &requests_;
-    // A run of the family that never reached its sequence limit, on the same fleet, cache and
-    // traffic, is this run too if this limit is above its peak as well.
+    // A run of the family that never reached its sequence limit, on the same fleet and traffic
+    // and the same cache (or one its checks had room for: same_cache), is this run too if this
+    // limit is above its peak as well.
     const std::int64_t seqs = cfg.engine.max_num_seqs;  // 0: resolved from the cache (not known here)
     for (const KeptRun& k : kept_) {
       if (k.replicas == cfg.replicas && k.prefill == cfg.disagg.prefill && k.decode == cfg.disagg.decode && k.qps == cfg.workload.qps &&
-          k.concurrency == cfg.workload.concurrency && k.slo == cfg.slo.any() && k.stop_early == stop_early && k.kv_blocks == kv_blocks_ &&
+          k.concurrency == cfg.workload.concurrency && k.slo == cfg.slo.any() && k.stop_early == stop_early && same_cache(k) &&
           seqs > 0 && k.r.peak_running < seqs) {
-        return k.r;
+        ServingResult r = k.r;
+        // The same blocks held, of a cache of another size.
+        const double scale = static_cast<double>(k.kv_blocks[0]) / static_cast<double>(kv_blocks_[0]);
+        r.kv_utilisation_mean *= scale;
+        r.kv_utilisation_max *= scale;
+        r.kv_slack_blocks -= static_cast<double>(k.kv_blocks[0] - kv_blocks_[0]);
+        return r;
       }
     }
     auto one = [&](const ServeConfig& c) {
@@ -375,6 +390,20 @@ class Evaluator {
     ServingResult r;
   };
   static constexpr std::size_t kKeep = 256;
+
+  // Whether a kept run is this candidate's on its cache: the same cache, or one the run's every
+  // cache check had room for. The limits of a family reserve different activations, so their
+  // caches differ by a few blocks; a run in which no check refused and each left more room
+  // than the caches differ by takes every decision alike on both (ServingResult::kv_slack_blocks).
+  // Not with shared prefixes (evicting cached prefixes follows the unused blocks, not the
+  // checks), disaggregated (the hand-overs' checks are not counted) or a chosen window (its
+  // KV trend is a fraction of the cache).
+  bool same_cache(const KeptRun& k) const {
+    if (k.kv_blocks == kv_blocks_) return true;
+    if (k.prefill > 0 || shared_prefixes_ || k.r.steady_state.window || k.r.kv_refused) return false;
+    return static_cast<double>(k.kv_blocks[0] - kv_blocks_[0]) < k.r.kv_slack_blocks;
+  }
+
   std::vector<KeptRun> kept_;
   std::array<std::int64_t, 2> kv_blocks_{};  // the candidate's caches: prefill (or every) and decode instances'
   std::int64_t family_fleet_ = 0;  // replicas (instances) of the family's last feasible deployment

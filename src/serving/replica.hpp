@@ -2,6 +2,7 @@
 // One engine replica's state (private to the simulator): its requests, its paged KV cache
 // with the prefix cache, and the running decode sequences kept as sums so that a step costs
 // O(1) however many sequences decode (docs/serving.md#simulator).
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -197,6 +198,20 @@ class Replica {
   }
   std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
   std::int64_t committed = 0;                      // Admission::completion
+  // Every check of the cache's room goes through room(): the least room a passing check left
+  // (blocks) and whether one refused. A run whose checks all passed with more than d blocks
+  // to spare runs the same with a cache d blocks smaller, on every replica (the fleet search
+  // reuses it across sequence limits, whose activations leave different caches).
+  double kv_slack = std::numeric_limits<double>::infinity();
+  bool kv_refused = false;
+  bool room(double slack, bool pass) {
+    if (pass) kv_slack = std::min(kv_slack, slack);
+    else kv_refused = true;
+    return pass;
+  }
+  // need <= free_blocks, and the same of a commitment against the whole cache (Admission::completion).
+  bool fits(std::int64_t need) { return room(static_cast<double>(free_blocks - need), need <= free_blocks); }
+  bool fits_commit(std::int64_t commit) { return room(static_cast<double>(total_blocks - committed - commit), committed + commit <= total_blocks); }
   // Blocks a request holds for `tokens` of context, over its block tables (KvLayout).
   std::int64_t blocks_for(std::int64_t tokens) const { return layout_.blocks_for(tokens); }
   std::int64_t block() const { return block_; }  // tokens per block

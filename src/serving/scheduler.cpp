@@ -95,7 +95,7 @@ bool Scheduler::swap_in(Replica& r, std::int32_t qi) {
   Req& q = ctx_.pool[qi];
   // Its blocks come back, and those of the slots it computes now (one more when they are full).
   const std::int64_t need = q.blocks + r.blocks_for(q.computed + r.queries()) - r.blocks_for(q.computed);
-  if (r.free_blocks < need) return false;
+  if (!r.fits(need)) return false;
   r.waiting.pop_front();
   r.take_blocks(need);
   r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;

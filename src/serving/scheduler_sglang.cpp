@@ -22,7 +22,7 @@ class SglangScheduler final : public Scheduler {
   void plan(Replica& r) override {
     r.plan.clear();
     if (plan_prefill(r)) {
-      if (ctx_.engine.mixed_chunk && r.n_decode > 0 && r.free_blocks >= r.decode_blocks_needed()) schedule_decodes(r);
+      if (ctx_.engine.mixed_chunk && r.n_decode > 0 && r.fits(r.decode_blocks_needed())) schedule_decodes(r);
       finish_plan(r);
       return;
     }
@@ -51,7 +51,7 @@ class SglangScheduler final : public Scheduler {
       const std::int32_t qi = r.prefilling[i];
       const Req& q = ctx_.pool[qi];
       const std::int64_t chunk = std::min(q.target - q.computed, chunk_left);
-      if (chunk_blocks(r, q, chunk) > r.free_blocks) break;
+      if (!r.fits(chunk_blocks(r, q, chunk))) break;
       schedule_chunk(r, qi, chunk);
       chunk_left -= chunk;
       input_left -= chunk;
@@ -72,7 +72,8 @@ class SglangScheduler final : public Scheduler {
       const std::int64_t reserve = chunked || !outputs_here ? 0 : std::min(q.output - q.emitted, e.reserve_clip_tokens);
       const double need = static_cast<double>(r.blocks_for(a.hit + chunk) - a.prefix_blocks) +
                           static_cast<double>((reserve + block - 1) / block);
-      if (need >= static_cast<double>(a.free_after) - kept / static_cast<double>(block)) break;
+      const double room = static_cast<double>(a.free_after) - kept / static_cast<double>(block);
+      if (!r.room(room - need, need < room)) break;
       admit(r, qi, a, chunk);
       chunk_left -= chunk;
       input_left -= chunk;
@@ -84,7 +85,7 @@ class SglangScheduler final : public Scheduler {
   // Before a decode step: if the cache cannot take this step's tokens, retract requests —
   // fewest output tokens first, then longest prompt — until retract_steps steps fit.
   void retract_if_full(Replica& r) {
-    if (r.decode_blocks_needed() <= r.free_blocks) return;
+    if (r.fits(r.decode_blocks_needed())) return;
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int32_t> order;
     for (std::int32_t qi = r.head; qi >= 0; qi = ctx_.pool[qi].next) {

@@ -19,7 +19,7 @@ class StaticScheduler final : public Scheduler {
         const std::int32_t qi = r.waiting.front();
         Req& q = ctx_.pool[qi];
         const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-        if (r.committed + commit > r.total_blocks) break;
+        if (!r.fits_commit(commit)) break;
         const Admit a = probe(r, q);
         q.commit = commit;
         r.committed += commit;

@@ -33,7 +33,7 @@ class TrtllmScheduler final : public Scheduler {
       const std::int32_t qi = r.waiting.front();
       Req& q = ctx_.pool[qi];
       const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-      if (r.committed + commit > r.total_blocks) break;
+      if (!r.fits_commit(commit)) break;
       const Admit a = probe(r, q);
       const std::int64_t tokens = q.target - a.hit;
       if (!e.chunked_prefill && tokens > left) break;

@@ -44,7 +44,7 @@ class VllmScheduler final : public Scheduler {
       return need;
     };
     bool preempted = false;
-    while (r.running_count > 0 && running_need(left) > r.free_blocks) {
+    while (r.running_count > 0 && !r.fits(running_need(left))) {
       preempt(r, r.tail);
       preempted = true;
       left = e.max_batched_tokens - r.n_decode * r.queries();
@@ -84,7 +84,7 @@ class VllmScheduler final : public Scheduler {
     // so that nothing is preempted inside a window.
     if (!in_window) {
       const std::int64_t ahead = e.scheduler_steps > 1 ? r.blocks_for((e.scheduler_steps - 1) * r.queries()) : 0;
-      while (r.running_count > 0 && r.n_decode > 0 && r.decode_blocks_needed() + r.n_decode * ahead > r.free_blocks) preempt(r, r.tail);
+      while (r.running_count > 0 && r.n_decode > 0 && !r.fits(r.decode_blocks_needed() + r.n_decode * ahead)) preempt(r, r.tail);
     }
     schedule_decodes(r);
     if (!in_window && r.plan.decode) r.window_left = e.scheduler_steps - 1;
@@ -106,7 +106,7 @@ class VllmScheduler final : public Scheduler {
       if (!e.chunked_prefill && tokens > left) break;
       const std::int64_t chunk = std::min(tokens, left);
       const std::int64_t own = std::max<std::int64_t>(0, r.blocks_for(a.hit + chunk) - a.prefix_blocks);
-      if (own > a.free_after) break;  // first come, first served: nothing overtakes it
+      if (!r.room(static_cast<double>(a.free_after - own), own <= a.free_after)) break;  // first come, first served: nothing overtakes it
       admit(r, qi, a, chunk);
       left -= chunk;
     }

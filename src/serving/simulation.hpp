@@ -100,7 +100,7 @@ class Simulation {
     return next_ps_;
   }
   void arrive(Ps t);
-  bool fits_cache(const Tier& k, const Req& q) const;
+  bool fits_cache(const Tier& k, const Req& q);  // noted in cache_slack_
   bool fits_step(const Tier& k, const Req& q) const;
   std::int32_t dense_group(std::int32_t group);
   Replica& route(const Req& q, std::int32_t group);
@@ -173,6 +173,7 @@ class Simulation {
   std::vector<std::int32_t> free_slots_;
   std::size_t max_in_system_ = SIZE_MAX;  // pool slots this process's memory allows (half of it)
   std::unordered_map<std::int32_t, std::int32_t> dense_groups_;  // prefix group as given -> index among those seen
+  double cache_slack_ = std::numeric_limits<double>::infinity();  // the least room a request left in an empty cache
   std::array<std::unique_ptr<Tier>, 2> tiers_;  // every replica's, or the prefill and the decode instances'
   std::vector<std::int32_t> finished_now_;   // sequences whose last token a decode step emits
   std::vector<Replica> replicas_;

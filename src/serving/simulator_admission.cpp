@@ -108,8 +108,10 @@ void Simulation::arrive(Ps t) {
 // prompts are not chunked (TensorRT-LLM's max_input_len <= max_num_tokens; vLLM without
 // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
 // chunk too.
-bool Simulation::fits_cache(const Tier& k, const Req& q) const {
-  return k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k) <= k.mem.kv_blocks;
+bool Simulation::fits_cache(const Tier& k, const Req& q) {
+  const std::int64_t room = k.mem.kv_blocks - k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k);
+  if (room >= 0) cache_slack_ = std::min(cache_slack_, static_cast<double>(room));
+  return room >= 0;
 }
 
 bool Simulation::fits_step(const Tier& k, const Req& q) const {

@@ -279,6 +279,12 @@ void Simulation::summarise() {
     if (window_span > 0) backlog_fraction_ = static_cast<double>(window_served_ + window_rejected_) / window_span / offered;
   }
   summarise_window(r);
+  r.kv_slack_blocks = cache_slack_;
+  for (const Replica& rep : replicas_) {
+    r.kv_slack_blocks = std::min(r.kv_slack_blocks, rep.kv_slack);
+    r.kv_refused = r.kv_refused || rep.kv_refused;
+  }
+  r.kv_refused = r.kv_refused || result_.rejected_by.cache > 0;
   r.unsustainable = sustainable();
   r.sustainable = r.unsustainable == Unsustainable::none;
   r.stopped_slo_missed = slo_missed_;

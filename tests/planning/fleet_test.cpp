@@ -820,7 +820,9 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
     EXPECT_EQ(d.ttft.p99, a.ttft.p99) << what;
     EXPECT_EQ(d.tpot.mean, a.tpot.mean) << what;
     EXPECT_EQ(d.output_tokens_per_s, a.output_tokens_per_s) << what;
-    EXPECT_EQ(d.kv_utilisation_mean, a.kv_utilisation_mean) << what;
+    // A run reused from a limit whose activations left another cache holds the same blocks
+    // at the same times: its use is rescaled to this cache (the last bits may differ).
+    EXPECT_NEAR(d.kv_utilisation_mean, a.kv_utilisation_mean, 1e-12 * a.kv_utilisation_mean) << what;
   }
   // At 4 sequences the limit binds (TP 1 vLLM needs more replicas than at 512), so not every
   // limit could reuse the wide limit's runs.

@@ -86,6 +86,37 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   EXPECT_TRUE(r.sustainable);
 }
 
+TEST(Simulator, KvSlackIsTheRoomTheFullestCheckLeft) {
+  // The same client on a cache of 100 blocks of 16 tokens. A request of 1000 + 100 tokens fits
+  // an empty cache with 100 - ceil(1100 / 16) = 100 - 69 = 31 blocks to spare; at its fullest
+  // it holds its prompt and 99 outputs fed back, ceil(1099 / 16) = 69 blocks, and the step that
+  // takes the last of them finds 31 more free. No check refuses: the run is the same on any
+  // cache of 100 - 30 = 70 blocks or more.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys);
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 3;
+  cfg.engine.kv_blocks_override = 100;
+  ASSERT_EQ(cfg.engine.kv_block, 16);
+  const ServingResult one = simulate(m, sys, cfg);
+  EXPECT_EQ(one.kv_slack_blocks, 31);
+  EXPECT_FALSE(one.kv_refused);
+  // Two clients: the second request's prompt (63 blocks) does not fit beside the first's 63
+  // (and growing) in 100: it waits, a refusal. One client on 69 blocks runs as on 100 (the
+  // same times) with nothing to spare: the fleet search, strict, reuses the run on 100 blocks
+  // down to 70 (31 - 30 > 0), a check of need <= free passes at 69 too.
+  cfg.workload.concurrency = 2;
+  EXPECT_TRUE(simulate(m, sys, cfg).kv_refused);
+  cfg.workload.concurrency = 1;
+  cfg.engine.kv_blocks_override = 69;
+  const ServingResult tight = simulate(m, sys, cfg);
+  EXPECT_EQ(tight.kv_slack_blocks, 0);
+  EXPECT_FALSE(tight.kv_refused);
+  EXPECT_EQ(tight.e2e.mean, one.e2e.mean);
+}
+
 // One client of the test above (vLLM 0.13, 1000 in / 100 out, no front end): every request
 // takes the same D = TTFT + 99 decode steps, and the next arrives as it ends, so request i
 // arrives at i x D, one request always runs and the KV use repeats request by request.

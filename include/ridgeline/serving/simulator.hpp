@@ -6,6 +6,7 @@
 /// integer picoseconds of simulated time, memory proportional to the requests in the system;
 /// finished requests are streamed to a sink and folded into distributions.
 #include <cstdint>
+#include <limits>
 #include <functional>
 #include <optional>
 #include <string>
@@ -307,6 +308,12 @@ struct ServingResult {
   double mean_running = 0, mean_waiting = 0;
   bool horizon_reached = false;
   MeasuredWindow steady_state;
+  /// The least room any check of a KV cache left (blocks, on any instance, the check on
+  /// arrival that a request fits an empty cache included) and whether one refused (a request
+  /// waited, retracted, was preempted or rejected for blocks). With none refused, the run is
+  /// the same on caches d blocks smaller per instance for any d < kv_slack_blocks, or larger.
+  double kv_slack_blocks = std::numeric_limits<double>::infinity();
+  bool kv_refused = false;
   bool stopped_slo_missed = false;    ///< stopped early (ServeConfig::stop_when_slo_missed): the statistics are partial
   ServeMemory memory;
   EngineConfig engine;                ///< the engine as it ran (limits the preset leaves to the cache size resolved)
