@@ -16,16 +16,9 @@ namespace ridgeline::analysis {
 /// tables): 0.05 / 2.847 = 1.756%.
 inline constexpr double kGpuRateSpread = 0.05 / 2.847;
 
-/// Φ⁻¹(p), the standard normal quantile, 0 < p < 1 (Acklam's rational approximation,
-/// relative error below 1.2e-9).
-double normal_quantile(double p) noexcept;
-
-/// The expected largest of n independent standard normal draws, by Blom's plotting position
-/// Φ⁻¹((n − 0.375)/(n + 0.25)): 0 for one, 1.434 for 8 (exactly 1.424), 3.20 for 1024.
-double expected_max_normal(double n) noexcept;
-
 /// How much longer the slowest of `gpus` GPUs takes over the typical one on compute-bound
-/// kernels: 1/(1 − σ·e(n)) − 1 with σ = `spread` and e(n) = expected_max_normal(n); 0 for one GPU.
+/// kernels: 1/(1 − σ·e(n)) − 1 with σ = `spread` and e(n) = model::expected_max_normal(n), the
+/// expected largest of n standard normal draws (1.4236 for 8); 0 for one GPU.
 double straggler_slowdown(std::int64_t gpus, double spread = kGpuRateSpread) noexcept;
 
 }  // namespace ridgeline::analysis
