@@ -22,6 +22,7 @@
 #include "ridgeline/io/profile_file.hpp"
 #include "ridgeline/analysis/threshold.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/model/routing.hpp"
 #include "ridgeline/ops/estimate.hpp"
 
 #include "allocations.hpp"
@@ -121,6 +122,41 @@ void BM_BuildDecodeGraph70B(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_BuildDecodeGraph70B);
+
+// The expert-parallel imbalance of one deployment (model::routing_imbalance), its EP size changing
+// every call so no cached quadrature is reused: arg 0 a balanced router (Mixtral), 1 DeepSeek-V3's
+// measured skew (its σ cached per model, F∞ one quadrature per deployment); then F at a step.
+void BM_RoutingImbalance(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model(state.range(0) == 0 ? "mixtral-8x7b" : "deepseek-v3");
+  model::ForwardConfig f;
+  f.tp = 1;
+  f.expert_imbalance = 0;
+  const long before = g_allocations.load();
+  int i = 0;
+  for (auto _ : state) {
+    f.ep = (++i & 1) ? 4 : 8;
+    const model::RoutingImbalance r = model::routing_imbalance(m, f);
+    benchmark::DoNotOptimize(r.at(64));
+  }
+  state.counters["allocs_per_iter"] =
+      benchmark::Counter(static_cast<double>(g_allocations.load() - before), benchmark::Counter::kAvgIterations);
+}
+BENCHMARK(BM_RoutingImbalance)->Arg(0)->Arg(1);
+
+void BM_RoutingAtStep(benchmark::State& state) {
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  model::ForwardConfig f;
+  f.tp = 1;
+  f.ep = 32;
+  f.expert_imbalance = 0;
+  const model::RoutingImbalance r = model::routing_imbalance(m, f);
+  double T = 1;
+  for (auto _ : state) {
+    T = T < 4096 ? T + 1 : 1;
+    benchmark::DoNotOptimize(r.at(T));
+  }
+}
+BENCHMARK(BM_RoutingAtStep);
 
 // Pricing one collective on the topology with --algo auto: a TP-4 all-reduce of a decode
 // step's 16 KB inside an H100 node (ring against NVLS), and a data-parallel all-reduce of

@@ -200,7 +200,8 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
   app->add_option("--expert-imbalance", f.expert_imbalance,
                   "MoE under expert parallelism: routed tokens of the busiest chip over the mean (1: balanced, up to the "
-                  "expert-parallel size; auto: a balanced router's expectation for each step's tokens, docs/serving.md#moe-layouts)")
+                  "expert-parallel size; auto: for each step's tokens, the model's measured routing skew where its file has one, else a "
+                  "balanced router's expectation, docs/serving.md#moe-layouts)")
       ->capture_default_str();
   app->add_option("--kernels", f.kernels,
                   "unfused, or merged: QKV and gate-up as one GEMM each, residual adds inside the next norm (default unfused; serve's "

@@ -431,6 +431,7 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
   out.expert_imbalance_prefill = ep_moe ? routing.at(B * P) : 0;
   out.expert_imbalance_decode = ep_moe ? routing.at(B) : 0;
   out.routing_model = ep_moe && routing.model();
+  out.routing_measured = out.routing_model && routing.measured;
 
   const ops::Rates rates(chip);
   // Prefill: every prompt token, causal over the prompt.

@@ -67,6 +67,13 @@ class Reader {
     if (!v.is_string()) fail(key, fmt::format("expected a string, got {}", v.dump()));
     return v.get<std::string>();
   }
+  // A finite number in [lo, hi].
+  double number(std::string_view key, double lo, double hi, std::string_view expected) const {
+    if (!has(key)) fail(key, "required key is missing");
+    const json& v = j_.at(std::string(key));
+    if (!v.is_number() || !(v.get<double>() >= lo && v.get<double>() <= hi)) fail(key, fmt::format("{}: expected {}", v.dump(), expected));
+    return v.get<double>();
+  }
   const json& at(std::string_view key) const { return j_.at(std::string(key)); }
 
  private:
@@ -131,6 +138,34 @@ bool repo_id(std::string_view s) {
   if (slash == 0 || slash == std::string_view::npos || slash + 1 == s.size() || s.find('/', slash + 1) != std::string_view::npos) return false;
   return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./").find(c) != std::string_view::npos; }) &&
          s.find("..") == std::string_view::npos && s.front() != '.';
+}
+
+// `_routing`: a published measurement of the router's expert-parallel load (model::RoutingMeasurement,
+// docs/serving.md#moe-layouts): {"gpus", "tokens_per_step", "imbalance", "balancer": "none", "source"}.
+void read_routing(const json& j, std::string_view source, model::ModelConfig& m) {
+  const auto it = j.find("_routing");
+  if (it == j.end() || it->is_null()) return;
+  const std::string where = fmt::format("{}: _routing", source);
+  if (!m.is_moe()) throw InputError(fmt::format("{}: a routing measurement on a model without experts: expected none", where));
+  if (!it->is_object()) throw InputError(fmt::format("{}: {}: expected an object", where, it->dump()));
+  const Reader r(*it, where);
+  model::RoutingMeasurement& g = m.moe.routing;
+  const auto gpus = r.integer({"gpus"});
+  if (!gpus || *gpus < 2 || *gpus > m.moe.experts || m.moe.experts % *gpus != 0) {
+    r.fail("gpus", fmt::format("{}: expected the expert-parallel GPUs of the measurement, 2 to the {} experts and dividing them",
+                               r.has("gpus") ? r.at("gpus").dump() : "missing", m.moe.experts));
+  }
+  g.gpus = *gpus;
+  g.tokens_per_step = r.number("tokens_per_step", 1, 1e9, "the tokens routed per step over the GPUs, 1 to 1e9");
+  const double G = static_cast<double>(g.gpus), k = static_cast<double>(m.moe.experts_per_token);
+  const double cap = G * std::min(k, static_cast<double>(m.moe.experts) / G) / k;
+  g.imbalance = r.number("imbalance", 1, cap, fmt::format("the busiest GPU's pairs over the mean, 1 to {:g} (every token's pairs on one GPU)", cap));
+  if (r.string("balancer", "") != "none") {
+    r.fail("balancer", fmt::format("{}: expected \"none\" (a measurement without a load balancer: the router's own skew)",
+                                   r.has("balancer") ? r.at("balancer").dump() : "missing"));
+  }
+  g.source = r.string("source", "");
+  if (g.source.empty()) r.fail("source", "required: where the measurement was published");
 }
 
 // The repository a config comes from: `_source` of a bundled file ("ORG/NAME config.json"),
@@ -277,6 +312,7 @@ model::ModelConfig parse(const json& j, std::string_view source) {
   m.hf_repo = hf_repo(j);
   m.weight_dtype = torch_dtype(r);
   read_quantization(r, m);
+  read_routing(j, source, m);
   return m;
 }
 

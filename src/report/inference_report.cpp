@@ -107,8 +107,12 @@ std::string models_text(const std::vector<ModelRow>& rows) {
 namespace {
 
 // Where the busiest chip's share of the routed pairs comes from (docs/serving.md#moe-layouts).
-std::string expert_imbalance_source(const analysis::InferenceResult& r, const model::ForwardConfig& f) {
+std::string expert_imbalance_source(const model::ModelConfig& m, const analysis::InferenceResult& r, const model::ForwardConfig& f) {
   if (!r.routing_model) return "--expert-imbalance";
+  if (r.routing_measured) {
+    return fmt::format("measured: {}; its skew extrapolated to {} GPUs and the pass's tokens (docs/serving.md#moe-layouts)",
+                       m.moe.routing.source, f.ep_size());
+  }
   return fmt::format("a balanced router's expected busiest of {} GPUs for the pass's tokens (docs/serving.md#moe-layouts)", f.ep_size());
 }
 
@@ -151,7 +155,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["experts"] = cfg.forward.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp";
   if (r.expert_imbalance_prefill > 0) {
     j["expert_imbalance"] = {{"prefill", r.expert_imbalance_prefill}, {"decode", r.expert_imbalance_decode},
-                             {"source", expert_imbalance_source(r, cfg.forward)}};
+                             {"source", expert_imbalance_source(m, r, cfg.forward)}};
   }
   j["batch"] = cfg.batch;
   j["prompt"] = cfg.prompt;
@@ -243,7 +247,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   out += fmt::format("params {:.2f}B ({:.2f}B active per token)\n", r.params / 1e9, r.active_params / 1e9);
   if (r.expert_imbalance_prefill > 0) {
     out += fmt::format("expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs in prefill, {:.3g}x in a decode step: {}\n",
-                       r.expert_imbalance_prefill, r.expert_imbalance_decode, expert_imbalance_source(r, cfg.forward));
+                       r.expert_imbalance_prefill, r.expert_imbalance_decode, expert_imbalance_source(m, r, cfg.forward));
   }
   {
     const auto& p = cfg.forward.precision;

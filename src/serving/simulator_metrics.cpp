@@ -351,10 +351,13 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const model::RoutingImbalance& routing = k.step.routing();
   if (m_.is_moe() && f.ep_size() > 1) {
     d.expert_imbalance = routing.at(d.sequences * q);
+    const double T = d.sequences * q;
     d.expert_imbalance_source =
-        routing.model() ? fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
-                                      f.ep_size(), d.sequences * q, d.sequences * q == 1 ? "" : "s")
-                        : std::string("--expert-imbalance");
+        !routing.model()   ? std::string("--expert-imbalance")
+        : routing.measured ? fmt::format("measured: {}; its skew extrapolated to {} GPUs and the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
+                                         m_.moe.routing.source, f.ep_size(), T, T == 1 ? "" : "s")
+                           : fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
+                                         f.ep_size(), T, T == 1 ? "" : "s");
   }
   if (cfg_.spec.on()) {
     SpeculationCost& s = r.speculation;

@@ -106,6 +106,19 @@ TEST(InferCli, ExpertImbalanceNamedWithItsSource) {
   EXPECT_NE(s["decode_step"]["sources"]["expert_imbalance"].get<std::string>().find("balanced router"), std::string::npos);
 }
 
+TEST(InferCli, MeasuredRoutingNamedWithItsSource) {
+  // deepseek-v3 carries a routing measurement (TensorRT-LLM tech blog 4: F 2.564 over 32 GPUs at
+  // 4096 tokens a step). At --tp 1 --ep 32, batch 32, prompt 128 the prefill routes 32·128 = 4096
+  // tokens: F 2.564, the measured point. A decode step routes 32: the chance part's scale is
+  // e_32·√(32·248/(255·8)) = 4.0821279 and the skew √(1.564² − (4.0821279/64)²) = 1.5626989, so
+  // F = 1 + √(1.5626989² + 4.0821279²/32) = 2.7212700.
+  auto j = run_json("infer --model deepseek-v3 --hw h200 --tp 1 --ep 32 --batch 32 --prompt 128 --gen 2");
+  ASSERT_TRUE(j.contains("expert_imbalance")) << j.dump();
+  EXPECT_NEAR(j["expert_imbalance"]["prefill"].get<double>(), 2.564, 1e-9);
+  EXPECT_NEAR(j["expert_imbalance"]["decode"].get<double>(), 2.7212700, 1e-6);
+  EXPECT_EQ(j["expert_imbalance"]["source"].get<std::string>().rfind("measured: TensorRT-LLM tech blog 4", 0), 0u);
+}
+
 TEST(InferCli, BadInput) {
   for (auto [args, mention] : std::initializer_list<std::pair<const char*, const char*>>{
            {"infer --model llama-3.1-8b --tp 3", "--tp"},

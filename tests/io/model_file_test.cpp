@@ -110,6 +110,35 @@ TEST(ModelFile, NonsenseValuesAreErrors) {
   EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "gptq", "bits": 3})").find("bits"), std::string::npos);
 }
 
+// `_routing`: a published routing measurement (docs/serving.md#moe-layouts), read and checked.
+TEST(ModelFile, RoutingMeasurement) {
+  const model::ModelConfig ds = bundled_model("deepseek-v3");
+  EXPECT_EQ(ds.moe.routing.gpus, 32);
+  EXPECT_EQ(ds.moe.routing.tokens_per_step, 4096);
+  EXPECT_EQ(ds.moe.routing.imbalance, 2.564);
+  EXPECT_NE(ds.moe.routing.source.find("TensorRT-LLM"), std::string::npos);
+  EXPECT_EQ(bundled_model("mixtral-8x7b").moe.routing.gpus, 0);  // none: a balanced router
+  const std::string base = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8)";
+  const std::string moe = base + R"(, "num_local_experts": 8, "num_experts_per_tok": 2)";
+  auto err = [&](const std::string& fields, const std::string& routing) {
+    return error_of("{" + fields + R"(, "_routing": )" + routing + "}");
+  };
+  const std::string ok = R"("tokens_per_step": 64, "imbalance": 1.5, "balancer": "none", "source": "a paper")";
+  EXPECT_EQ(err(moe, R"({"gpus": 4, )" + ok + "}"), "");
+  EXPECT_NE(err(base, R"({"gpus": 4, )" + ok + "}").find("_routing: a routing measurement on a model without experts"), std::string::npos);
+  EXPECT_NE(err(moe, "[4]").find("_routing: [4]: expected an object"), std::string::npos);
+  EXPECT_NE(err(moe, R"({"gpus": 3, )" + ok + "}").find("_routing: gpus: 3: expected"), std::string::npos);  // 3 does not divide 8
+  EXPECT_NE(err(moe, R"({)" + ok + "}").find("_routing: gpus: missing"), std::string::npos);
+  EXPECT_NE(err(moe, R"({"gpus": 4, "tokens_per_step": 0, "imbalance": 1.5, "balancer": "none", "source": "x"})").find("tokens_per_step: 0"),
+            std::string::npos);
+  // Over 4 GPUs of 2 experts a token puts at most 2 pairs on one: F at most 4·2/2 = 4.
+  EXPECT_NE(err(moe, R"({"gpus": 4, "tokens_per_step": 64, "imbalance": 4.5, "balancer": "none", "source": "x"})").find("imbalance: 4.5: expected"),
+            std::string::npos);
+  EXPECT_NE(err(moe, R"({"gpus": 4, "tokens_per_step": 64, "imbalance": 1.5, "balancer": "eplb", "source": "x"})").find("balancer: \"eplb\""),
+            std::string::npos);
+  EXPECT_NE(err(moe, R"({"gpus": 4, "tokens_per_step": 64, "imbalance": 1.5, "balancer": "none"})").find("source: required"), std::string::npos);
+}
+
 // GPTQ and AWQ checkpoints: int4 (or int8) weights and, per group of 128 input rows of a
 // column, an fp16 scale and a 4-bit zero point: (16 + 4) / 128 bits more per weight.
 TEST(ModelFile, GroupQuantisedCheckpoints) {

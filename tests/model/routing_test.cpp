@@ -1,4 +1,4 @@
-// Expert-parallel load imbalance of a balanced router (model/routing.hpp): hand-derived values.
+// Expert-parallel load imbalance, balanced and measured routers (model/routing.hpp): hand-derived values.
 #include "ridgeline/model/routing.hpp"
 
 #include <gtest/gtest.h>
@@ -42,9 +42,11 @@ TEST(Routing, MixtralOverFourGpusAtFortyEightTokens) {
 }
 
 TEST(Routing, DeepSeekOverTwoGpusOneToken) {
-  // DeepSeek-V3 (E 256, top 8) over 2 GPUs (--tp 1 --ep 2): e_2 = 1/√π, so one token gives
+  // DeepSeek-V3's shape (E 256, top 8) with a balanced router (its measurement taken out) over
+  // 2 GPUs (--tp 1 --ep 2): e_2 = 1/√π, so one token gives
   // F = 1 + √(2·248/(255·8))/√π = 1 + 0.4930891·0.5641896 = 1.2781960 (cap 2·min(8, 128)/8 = 2).
-  const ModelConfig m = io::bundled_model("deepseek-v3");
+  ModelConfig m = io::bundled_model("deepseek-v3");
+  m.moe.routing = {};
   ForwardConfig f;
   f.tp = 1;
   f.ep = 2;
@@ -88,6 +90,76 @@ TEST(Routing, CentralLimitAgainstTheExactBinomial) {
   const RoutingImbalance r = routing_imbalance(m, f);
   EXPECT_NEAR(r.at(16), 1.1994711, 1e-7);
   EXPECT_NEAR(r.at(16), 1.1963806, 0.0035);
+}
+
+TEST(Routing, ExpectedMaximumOfLogNormalsInClosedForm) {
+  // Two log-normals of mean 1, X_i = e^(s·Z_i − s²/2): E[max] = 2·E[X_1·1{Z_1 > Z_2}] and under
+  // the tilt by e^(s·Z_1) Z_1 is N(s, 1), so E[max] = 2·P(N(s, 2) > 0) = 2·Φ(s/√2):
+  // 2·Φ(0.7071068) = 1.5204999 at s = 1; 2·Φ(2.1213203) = 1.9661051 at s = 3.
+  EXPECT_NEAR(expected_max_lognormal(2, 1), 1.5204999, 1e-7);
+  EXPECT_NEAR(expected_max_lognormal(2, 3), 1.9661051, 1e-7);
+  EXPECT_EQ(expected_max_lognormal(1, 1), 1);  // one draw: its mean
+  EXPECT_EQ(expected_max_lognormal(8, 0), 1);  // no spread
+  // Small s: e^(s·x − s²/2) = 1 + s·x + O(s²), so E[max] = 1 + s·e_n + O(s²).
+  EXPECT_NEAR((expected_max_lognormal(4, 1e-4) - 1) / 1e-4, expected_max_normal(4), 1e-3);
+}
+
+TEST(Routing, SkewOfASumOfExpertsByFentonWilkinson) {
+  // E 256 experts over 2 GPUs of 128 at σ 1: a GPU's log-spread s = √(ln(1 + (e − 1)/128))
+  // = √ln(1.0134241) = 0.1154763, and the busier of 2 takes 2·Φ(s/√2) = 2·Φ(0.0816546) =
+  // 1.0650782 of the mean: excess 0.0650782. One GPU: nothing to be busier than; σ 0: none.
+  EXPECT_NEAR(routing_skew_excess(256, 2, 1), 0.0650782, 1e-7);
+  EXPECT_EQ(routing_skew_excess(256, 1, 1), 0);
+  EXPECT_EQ(routing_skew_excess(256, 32, 0), 0);
+}
+
+TEST(Routing, DeepSeekReproducesItsMeasurementAndExtrapolates) {
+  // deepseek-v3's `_routing`: TensorRT-LLM tech blog 4 Table 1, DeepSeek-R1 over G 32 GPUs at
+  // T 4096 tokens a step without a balancer, F 2.564. At --tp 1 --ep 32 the model gives F 2.564
+  // at 4096 tokens. Its chance part there: e_32·√(32·248/(255·8))/√4096 = 0.0637832, so the
+  // persistent skew is √(1.564² − 0.0637832²) = 1.5626989 (what many tokens tend to).
+  const ModelConfig m = io::bundled_model("deepseek-v3");
+  ForwardConfig f;
+  f.tp = 1;
+  f.ep = 32;
+  f.expert_imbalance = 0;
+  const RoutingImbalance r = routing_imbalance(m, f);
+  EXPECT_TRUE(r.measured);
+  EXPECT_NEAR(r.at(4096), 2.564, 1e-9);
+  EXPECT_NEAR(r.scale / 64, 0.0637832, 1e-7);
+  EXPECT_NEAR(r.skew, std::sqrt(1.564 * 1.564 - (r.scale / 64) * (r.scale / 64)), 1e-9);
+  EXPECT_NEAR(r.at(1e12), 1 + r.skew, 1e-9);
+  // σ and the extrapolation, from an independent Python transcription of the model (the same
+  // quadrature, bisection and Fenton–Wilkinson sum): σ 1.0884214; over 8 GPUs F∞ 1.421101 and
+  // F 1.456205 at 64 tokens; over 64 GPUs F∞ 4.036319. A Monte-Carlo of 4000 layers of 256
+  // log-normal experts at this σ gives F∞ 1.420 over 8 GPUs and 2.606 over 32 (docs).
+  EXPECT_NEAR(routing_skew_sigma(m), 1.0884214, 1e-7);
+  f.ep = 8;
+  const RoutingImbalance r8 = routing_imbalance(m, f);
+  EXPECT_NEAR(1 + r8.skew, 1.421101, 1e-6);
+  EXPECT_NEAR(r8.at(64), 1.456205, 1e-6);
+  f.ep = 64;
+  EXPECT_NEAR(1 + routing_imbalance(m, f).skew, 4.036319, 1e-6);
+}
+
+TEST(Routing, AMeasurementAtChanceIsTheBalancedRouter) {
+  // σ → 0: a figure at or below a balanced router's at the measured point (1.0637832 at G 32,
+  // T 4096) leaves no skew, and F is the balanced router's, bit for bit.
+  ModelConfig m = io::bundled_model("deepseek-v3");
+  m.moe.routing.imbalance = 1.05;
+  ForwardConfig f;
+  f.tp = 1;
+  f.ep = 16;
+  f.expert_imbalance = 0;
+  EXPECT_EQ(routing_skew_sigma(m), 0);
+  const RoutingImbalance r = routing_imbalance(m, f);
+  ModelConfig balanced = m;
+  balanced.moe.routing = {};
+  const RoutingImbalance b = routing_imbalance(balanced, f);
+  EXPECT_TRUE(r.measured);
+  EXPECT_FALSE(b.measured);
+  EXPECT_EQ(r.skew, 0);
+  for (const double T : {1.0, 7.0, 64.0, 4096.0}) EXPECT_EQ(r.at(T), b.at(T));
 }
 
 TEST(Routing, GivenFactorsAndNoExpertParallelism) {

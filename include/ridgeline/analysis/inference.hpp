@@ -87,9 +87,10 @@ struct InferenceResult {
   double chips = 1;
   /// Expert parallelism (ep_size() > 1 on a MoE): the busiest chip's routed pairs over the mean
   /// in the prefill pass and in a decode step, given or from the routing model (`routing_model`,
-  /// model::routing_imbalance); 0 without expert parallelism.
+  /// model::routing_imbalance; `routing_measured`: with the model's measured skew); 0 without
+  /// expert parallelism.
   double expert_imbalance_prefill = 0, expert_imbalance_decode = 0;
-  bool routing_model = false;
+  bool routing_model = false, routing_measured = false;
   InferenceMemory memory;
   std::int64_t max_batch = 0;  ///< largest batch whose weights, KV cache and activations fit
   double params = 0, active_params = 0;

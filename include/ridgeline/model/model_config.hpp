@@ -16,6 +16,17 @@ enum class MlpKind : std::uint8_t {
 enum class NormKind : std::uint8_t { rmsnorm, layernorm };
 enum class PositionKind : std::uint8_t { rope, learned };
 
+/// A published measurement of a router's expert-parallel load (a model file's `_routing`,
+/// docs/serving.md#moe-layouts): over `gpus` GPUs holding the experts contiguously and steps of
+/// `tokens_per_step` tokens, with no load balancer, the busiest GPU's token-expert pairs over the
+/// mean, averaged over the MoE layers and steps. gpus 0: none (a balanced router is assumed).
+struct RoutingMeasurement {
+  std::int64_t gpus = 0;
+  double tokens_per_step = 0;
+  double imbalance = 0;
+  std::string source;  ///< where it was published, short (reports print it)
+};
+
 /// Mixture of experts (zero experts: dense).
 struct MoeSpec {
   std::int64_t experts = 0;            ///< routed experts per MoE layer
@@ -27,6 +38,7 @@ struct MoeSpec {
   std::int64_t layer_freq = 1;         ///< every layer_freq-th layer after those is MoE
   bool router_bias = false;            ///< router has a bias (gpt-oss) or a correction bias (deepseek v3)
   bool expert_bias = false;            ///< expert projections have biases (gpt-oss)
+  RoutingMeasurement routing;          ///< a measured routing skew, when published
 };
 
 /// Multi-head latent attention (deepseek v2/v3); kv_lora_rank 0: standard attention.
