@@ -1,6 +1,6 @@
 // The simulator's leaps: a replica's quiet decode steps — nothing changes in them but the
 // contexts growing — priced in one loop, only the last one's end an event; each step's end
-// and start applied when something reads the replica (docs/serving.md#speed).
+// and start applied when something reads the replica (docs/serving.md#simulator).
 #include <algorithm>
 
 #include "simulation.hpp"

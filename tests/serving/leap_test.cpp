@@ -163,6 +163,11 @@ TEST(Leap, EveryReportedNumberAndEveryRequestAsWithoutLeaps) {
       res[on] = simulate(m, sys, cfg, [&](const RequestRecord& r) { recs[on].push_back(r); });
     }
     EXPECT_GT(res[0].steps, 0);
+    // The cases reach what they are for.
+    EXPECT_TRUE(c.name != "trtllm-horizon" || res[0].horizon_reached);
+    EXPECT_TRUE(c.name != "vllm-stop-slo-lean" || res[0].stopped_slo_missed);
+    EXPECT_TRUE(c.name != "trtllm-window-slo" || res[0].steady_state.window);
+    EXPECT_TRUE(c.name.find("small-kv") == std::string::npos || res[0].preemptions > 0);
     int differences = 0;
     expect_same(report::serving_json(m, sys, c.cfg, res[0]), report::serving_json(m, sys, c.cfg, res[1]), "", differences);
     ASSERT_EQ(recs[0].size(), recs[1].size());

@@ -139,7 +139,7 @@ struct ServeConfig {
   /// decode-step composition, no timeline.
   bool lean = false;
   /// Quiet decode steps of a replica (nothing but contexts growing) run in one loop, only
-  /// the last one's end an event (docs/serving.md#speed); same results. Off: every step an
+  /// the last one's end an event (docs/serving.md#simulator); same results. Off: every step an
   /// event (the tests compare the two).
   bool leap = true;
   /// The workload's requests drawn already (RequestSource of this very `workload`), as a search
