@@ -202,6 +202,23 @@ void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offs
   }
 }
 
+std::int64_t Replica::quiet_steps(std::int64_t most) const {
+  if (cohorts_.size() != 1 || emission_.queries != 1 || cohorts_[0].rate != Emission::kRateOne || join_extra_ != 0) return 0;
+  // Step dstep + j (j >= 1) starts after step dstep + j - 1 ends: the last emits no sequence's
+  // last token (finishes at dstep + j - 1 or before), the first settles no crossing or window
+  // table (at dstep + j or before) and takes the blocks of the phase t = dstep + j - 1 (G(d) = d).
+  std::int64_t k = most;
+  if (!finishes.empty()) k = std::min(k, finishes.top().step - dstep);
+  if (!crossings_.empty()) k = std::min(k, crossings_.top().step - dstep - 1);
+  if (!window_caps_.empty()) k = std::min(k, window_caps_.top().step - dstep - 1);
+  const Cohort& c = cohorts_[0];
+  for (std::int64_t j = 1; j <= k; ++j) {
+    const std::size_t p = phase_of(dstep + j - 1);
+    if (layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0) != 0) return j - 1;
+  }
+  return std::max<std::int64_t>(0, k);
+}
+
 void Replica::settle_window_blocks() {
   while (!window_caps_.empty() && window_caps_.top().step <= dstep) {
     const DecodeEvent ev = window_caps_.top();

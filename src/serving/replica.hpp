@@ -146,6 +146,9 @@ class Replica {
   // vLLM V0 multi-step (EngineConfig::scheduler_steps): decode steps left in the window after
   // the one running; 0 when the next step calls the scheduler.
   std::int64_t window_left = 0;
+  // A leap (Simulation::start_leap): quiet decode steps after the one started, leap_k of them;
+  // steps [0, leap_f) of it finished and [0, leap_s) started (0: the one started normally).
+  std::int32_t leap_k = 0, leap_f = 0, leap_s = 1;
 
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
@@ -189,6 +192,11 @@ class Replica {
   // Σ tokens a step of n decode sequences emits over `steps` steps, for the SGLang reserve.
   std::int64_t tokens_over(std::int64_t steps) const { return steps * emission_.rate / Emission::kRateOne; }
   EventHeap finishes;  // the decode step at which a sequence emits its last token
+  // With a decode step (index dstep) in flight: how many of the next steps, up to `most`, are
+  // quiet. A quiet step starts when the one before ends and no sequence emits its last token
+  // there, and it settles no sliding-window crossing or block table and needs no new block.
+  // Plain decoding only (one token per step; 0 otherwise).
+  std::int64_t quiet_steps(std::int64_t most) const;
 
   // --- KV cache ------------------------------------------------------------------------
   std::vector<Group> groups;  // prefix groups, as cached on this replica (grown as requests of new groups arrive)

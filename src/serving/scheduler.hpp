@@ -32,6 +32,9 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
   // Fills r.plan (cleared first) with the next step; an empty plan means nothing can run.
   virtual void plan(Replica& r) = 0;
+  // A quiet decode step (Replica::quiet_steps) run without plan(): what plan() would change
+  // besides the step's decode sums (nothing, but for SGLang's decaying ratio).
+  virtual void quiet_decode(Replica&) {}
 
  protected:
   // The tokens of q still to compute before its next output, after a prefix hit on admission.

@@ -30,13 +30,15 @@ class SglangScheduler final : public Scheduler {
       retract_if_full(r);
       schedule_decodes(r);
       // The ratio decays after every decode step that did not retract.
-      if (r.plan.preempted == 0) {
-        const EngineConfig& e = ctx_.engine;
-        const double decay = (e.new_token_ratio_init - e.new_token_ratio_min) / e.new_token_ratio_decay_steps;
-        r.new_token_ratio = std::max(r.new_token_ratio - decay, e.new_token_ratio_min);
-      }
+      if (r.plan.preempted == 0) quiet_decode(r);
     }
     finish_plan(r);
+  }
+
+  void quiet_decode(Replica& r) override {
+    const EngineConfig& e = ctx_.engine;
+    const double decay = (e.new_token_ratio_init - e.new_token_ratio_min) / e.new_token_ratio_decay_steps;
+    r.new_token_ratio = std::max(r.new_token_ratio - decay, e.new_token_ratio_min);
   }
 
  private:

@@ -119,6 +119,25 @@ class Simulation {
   // --- steps (simulator_steps.cpp) ------------------------------------------------------
   void start_step(Replica& r, Ps t);
   void finish_step(Replica& r, Ps t);
+  // A decode step's end: its tokens, the gaps before them, the sequences it completes.
+  void emit_decode(Replica& r, Ps t);
+
+  // --- leaps: quiet decode steps in one loop (simulator_leap.cpp) -----------------------
+  // After start_step: the quiet steps that follow (Replica::quiet_steps) priced now, the
+  // replica's event the last one's end. Their ends and starts are applied when something
+  // reads the replica (catch_up): its own event, an arrival, a change of what is counted.
+  static constexpr std::int32_t kLeapMost = 64;
+  Ps start_leap(Replica& r, Tier& k);  // the replica's next event
+  // Applies the leap's step ends at or before t and its step starts before t (and at t when `starts_at_t`).
+  void catch_up(Replica& r, Ps t, bool starts_at_t);
+  // The leap ends at t (its last step's end, or an arrival routed to r): r as the steps left it.
+  void end_leap(Replica& r, Ps t);
+  // Every leap caught up to t (the run stops, the router reads every replica, what is counted
+  // changes); the last step end applied (-1: none).
+  Ps catch_up_all(Ps t, bool starts_at_t);
+  Ps* leap_ends(const Replica& r) { return &leap_end_[static_cast<std::size_t>(r.index) * (kLeapMost + 1)]; }
+  double* leap_periods(const Replica& r) { return &leap_period_[static_cast<std::size_t>(r.index) * (kLeapMost + 1)]; }
+  double* leap_keys(const Replica& r) { return &leap_keys_[static_cast<std::size_t>(r.index) * (kLeapMost + 1)]; }
 
   // --- disaggregated: hand-over and KV transfer (simulator_transfers.cpp) ---------------
   void hand_over(Replica& p, std::int32_t qi, Ps t);
@@ -243,6 +262,12 @@ class Simulation {
   std::int64_t window_served_ = 0, window_rejected_ = 0;  // requests that ended inside the window
   double window_tokens_ = 0, window_input_tokens_ = 0;    // output tokens emitted inside it; the prompts of those served
   ServingResult result_;
+  // Leaps: on for the run's kind of deployment (cfg_.leap); per replica, its steps' ends,
+  // periods and attention keys (kLeapMost + 1 each, step 0 the one started normally).
+  bool leap_on_ = false;
+  std::int64_t leaping_ = 0;  // replicas in a leap
+  std::vector<Ps> leap_end_;
+  std::vector<double> leap_period_, leap_keys_;
 };
 
 }  // namespace ridgeline::serving::detail

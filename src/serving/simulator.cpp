@@ -165,6 +165,16 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
     gpus_ += k.chips();
   }
   routed_ = static_cast<std::size_t>(dg.on() ? dg.prefill : instances);
+  // Leaps where a quiet step is one of plain decoding that plan() fills the same every time:
+  // not with speculative decoding (its own emission), a multi-step window, attention
+  // data-parallel groups (each its own share of the batch) or disaggregated instances.
+  leap_on_ = cfg.leap && !dg.on() && !cfg.spec.on() && tiers_[0]->engine.scheduler_steps <= 1 && tiers_[0]->ctx.groups == 1;
+  if (leap_on_) {
+    const std::size_t n = replicas_.size() * (kLeapMost + 1);
+    leap_end_.assign(n, 0);
+    leap_period_.assign(n, 0);
+    leap_keys_.assign(n, 0);
+  }
   if (dg.on()) {
     const TransferLink l = transfer_link(sys, cfg);
     result_.disagg.link = l.name;
@@ -202,17 +212,25 @@ ServingResult Simulation::run() {
     for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < total_; ++i) pending_.push(front_end_);
   }
   draw_next();
+  Ps last = 0;  // the events at this time are in
   for (;;) {
     const Ps ta = next_arrival_time();
     const Ps ts = steps_.first_end();
     const Ps tt = transfers_.empty() ? kNever : transfers_.top().first;
     const Ps t = std::min({ta, ts, tt});
-    if (t == kNever) break;
-    if (slo_missed_ || window_done_) break;
-    if (t > horizon_) {
-      result_.horizon_reached = true;
+    if (t == kNever) break;  // (a replica in a leap has its last step's end to come)
+    if (slo_missed_ || window_done_) {
+      catch_up_all(last, true);
       break;
     }
+    if (t > horizon_) {
+      result_.horizon_reached = true;
+      // The leaps' steps to the horizon, as events of their own would have been.
+      const Ps leapt = catch_up_all(horizon_, true);
+      if (leapt > clock_) advance(leapt);
+      break;
+    }
+    last = t;
     advance(t);
     // Every event at t first (steps ending, requests arriving — a closed loop's next ones
     // among them), then the next steps: requests arriving together are scheduled together.
@@ -221,7 +239,9 @@ ServingResult Simulation::run() {
       bool quiet = false;
       while (steps_.first_end() == t) {
         const std::int32_t ri = steps_.first();
-        finish_step(replicas_[static_cast<std::size_t>(ri)], t);
+        Replica& r = replicas_[static_cast<std::size_t>(ri)];
+        if (r.leap_k > 0) end_leap(r, t);  // its last step: the others first
+        finish_step(r, t);
         // Nothing else left at t (the common case): the replica starts its next step below,
         // which replaces its end in the tree (one update a step, not two).
         quiet = steps_.first_end_besides(ri) > t && next_arrival_time() > t && (transfers_.empty() || transfers_.top().first > t);

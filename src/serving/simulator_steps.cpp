@@ -103,65 +103,19 @@ void Simulation::start_step(Replica& r, Ps t) {
   }
   r.busy = true;
   r.busy_until = t + std::max<Ps>(1, to_ps(period));
-  steps_.set(r.index, r.busy_until);
   ++result_.steps;
   step_time_sum_ += period;
   if (prefill && p.decode) ++result_.mixed_steps;
   else if (prefill) ++result_.prefill_steps;
   else ++result_.decode_steps;
   if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
+  steps_.set(r.index, leap_on_ ? start_leap(r, k) : r.busy_until);
 }
 
 void Simulation::finish_step(Replica& r, Ps t) {
   touch(r);
   const detail::StepPlan& p = r.plan;
-  if (p.decode) {
-    // Inter-token latency: the sequences of the last decode step waited since its end,
-    // the ones that joined since then since their own last token.
-    const double joined = static_cast<double>(r.new_decoders.size());
-    double warm_new = 0;
-    for (const std::int32_t qi : r.new_decoders) {
-      Req& q = pool_[qi];
-      if (q.first_token < 0) {
-        // Handed over by a prefill instance: this step gives its first token (no gap before it).
-        q.first_token = q.last_token = t;
-        warm_new += q.warmup ? 1 : 0;
-        continue;
-      }
-      if (q.warmup) {
-        ++warm_new;
-        continue;
-      }
-      if (itl_on_) itl_.add(to_s(t - q.last_token));
-    }
-    const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
-    if (old > 0 && r.last_decode_end >= 0 && itl_on_) itl_.add(to_s(t - r.last_decode_end), old);
-    r.new_decoders.clear();
-    // Every sequence emits the step's tokens; those that finish, only what they had left. In a
-    // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
-    // when its last tokens come out: the tokens it computed beyond them are dropped.
-    const std::int64_t d = r.dstep;
-    std::int64_t emitted = r.decode_tokens(d);
-    while (r.window_left == 0 && !r.finishes.empty() && r.finishes.top().step <= d) {
-      const detail::DecodeEvent ev = r.finishes.top();
-      r.finishes.pop();
-      Req& q = pool_[ev.req];
-      if (ev.version != q.version || q.phase != Phase::decode) continue;
-      emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
-      q.emitted = q.output;
-      q.last_token = t;
-      r.leave_decode(ev.req);
-      finished_now_.push_back(ev.req);
-    }
-    ++r.dstep;
-    r.last_decode_end = t;
-    r.outstanding_tokens -= emitted;
-    if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
-    if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
-    output_tokens_all_ += static_cast<double>(emitted);
-    for (const std::int32_t qi : finished_now_) complete(r, qi, t);
-    finished_now_.clear();
-  }
+  if (p.decode) emit_decode(r, t);
   for (const auto& [qi, chunk] : p.chunks) {
     Req& q = pool_[qi];
     q.computed += chunk;
@@ -195,6 +149,54 @@ void Simulation::finish_step(Replica& r, Ps t) {
   r.ahead = r.running_count > 0 || !r.waiting.empty() || !r.incoming.empty();
   if (r.role == detail::Role::decode) allocate(r, t);
   mark(r);
+}
+
+void Simulation::emit_decode(Replica& r, Ps t) {
+  // Inter-token latency: the sequences of the last decode step waited since its end,
+  // the ones that joined since then since their own last token.
+  const double joined = static_cast<double>(r.new_decoders.size());
+  double warm_new = 0;
+  for (const std::int32_t qi : r.new_decoders) {
+    Req& q = pool_[qi];
+    if (q.first_token < 0) {
+      // Handed over by a prefill instance: this step gives its first token (no gap before it).
+      q.first_token = q.last_token = t;
+      warm_new += q.warmup ? 1 : 0;
+      continue;
+    }
+    if (q.warmup) {
+      ++warm_new;
+      continue;
+    }
+    if (itl_on_) itl_.add(to_s(t - q.last_token));
+  }
+  const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
+  if (old > 0 && r.last_decode_end >= 0 && itl_on_) itl_.add(to_s(t - r.last_decode_end), old);
+  r.new_decoders.clear();
+  // Every sequence emits the step's tokens; those that finish, only what they had left. In a
+  // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
+  // when its last tokens come out: the tokens it computed beyond them are dropped.
+  const std::int64_t d = r.dstep;
+  std::int64_t emitted = r.decode_tokens(d);
+  while (r.window_left == 0 && !r.finishes.empty() && r.finishes.top().step <= d) {
+    const detail::DecodeEvent ev = r.finishes.top();
+    r.finishes.pop();
+    Req& q = pool_[ev.req];
+    if (ev.version != q.version || q.phase != Phase::decode) continue;
+    emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
+    q.emitted = q.output;
+    q.last_token = t;
+    r.leave_decode(ev.req);
+    finished_now_.push_back(ev.req);
+  }
+  ++r.dstep;
+  r.last_decode_end = t;
+  r.outstanding_tokens -= emitted;
+  if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
+  if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
+  output_tokens_all_ += static_cast<double>(emitted);
+  for (const std::int32_t qi : finished_now_) complete(r, qi, t);
+  finished_now_.clear();
 }
 
 }  // namespace ridgeline::serving::detail

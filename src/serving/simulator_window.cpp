@@ -63,6 +63,7 @@ bool Simulation::trend_stopped() {
 
 // Window mode: the requests arriving from now are measured, `reached`: because the trend stopped.
 void Simulation::open_window(Ps t, bool reached) {
+  catch_up_all(t, false);  // the tokens of steps ended before it are not the window's
   window_state_ = 1;
   window_forced_ = !reached;
   open_s_ = to_s(t);
@@ -79,6 +80,7 @@ bool Simulation::window_arrival(Ps t) {
   if (window_state_ != 1) return false;
   // The last measured arrival closes the window: the ones after keep the load on (cool-down).
   if (measured_arrivals_ + 1 == measured_total_) {
+    catch_up_all(t, false);  // the tokens of steps ended before it are the window's
     window_state_ = 2;
     close_s_ = to_s(t);
     at_close_ = integrals_;

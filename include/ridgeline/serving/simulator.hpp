@@ -139,6 +139,10 @@ struct ServeConfig {
   /// KV use): no inter-token (unless an SLO target is on them) or queue latencies, no CDFs, no
   /// decode-step composition, no timeline.
   bool lean = false;
+  /// Quiet decode steps of a replica (nothing but contexts growing) run in one loop, only
+  /// the last one's end an event (docs/serving.md#simulator); same results. Off: every step an
+  /// event (the tests compare the two).
+  bool leap = true;
   /// The workload's requests drawn already (RequestSource of this very `workload`), as a search
   /// keeps them for its runs: read instead of drawn again. Null: drawn from the seed.
   const std::vector<Request>* drawn = nullptr;

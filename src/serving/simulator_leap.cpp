@@ -1,0 +1,108 @@
+// The simulator's leaps: a replica's quiet decode steps — nothing changes in them but the
+// contexts growing — priced in one loop, only the last one's end an event; each step's end
+// and start applied when something reads the replica (docs/serving.md#simulator).
+#include <algorithm>
+
+#include "simulation.hpp"
+
+namespace ridgeline::serving::detail {
+
+Ps Simulation::start_leap(Replica& r, Tier& k) {
+  const StepPlan& p = r.plan;
+  // A decode-only step, and nothing else for the replica to schedule.
+  if (!p.decode || !p.chunks.empty() || p.extra_s != 0 || p.preempted != 0 || !p.scheduled || !r.waiting.empty() ||
+      !r.incoming.empty() || !r.prefilling.empty() || !r.arrived.empty()) {
+    return r.busy_until;
+  }
+  const std::int64_t most = r.quiet_steps(kLeapMost);
+  if (most <= 0) return r.busy_until;
+  Ps* end = leap_ends(r);
+  double* period = leap_periods(r);
+  double* keys = leap_keys(r);
+  end[0] = r.busy_until;
+  // Step j of the leap (index dstep + j) as start_step would plan and price it: its decodes
+  // j tokens further (G(d) = d: the same whole numbers), after a step that left work (not idle).
+  const EngineConfig& e = k.engine;
+  model::StepMix mix = p.mix;
+  std::int32_t n = 0;
+  for (std::int64_t j = 1; j <= most; ++j) {
+    mix.decode_seqs = mix.decode_tokens = 0;
+    mix.decode_full = mix.decode_window = ops::AttentionCounts{};
+    r.add_decodes(mix, 1, static_cast<double>(j));
+    const double device = k.memo.time(k.step, mix, decode_step_graphs(e, mix.decode_tokens)) + p.extra_s;
+    const double s = step_period(e, device, mix.seqs(), false, 1);
+    if (!(s <= kMaxSimulated_s - to_s(end[j - 1]))) break;  // start_step says why
+    end[j] = end[j - 1] + std::max<Ps>(1, to_ps(s));
+    period[j] = s;
+    keys[j] = mix.decode_full.keys;
+    n = static_cast<std::int32_t>(j);
+  }
+  if (n == 0) return r.busy_until;
+  r.leap_k = n;
+  r.leap_f = 0;
+  r.leap_s = 1;
+  ++leaping_;
+  return end[n];
+}
+
+void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
+  const Ps* end = leap_ends(r);
+  for (;;) {
+    if (r.leap_s == r.leap_f + 1) {
+      // Step leap_f in flight: its end (the leap's last is an event of its own).
+      if (r.leap_f >= r.leap_k || end[r.leap_f] > t) return;
+      emit_decode(r, end[r.leap_f]);
+      r.ahead = true;  // its sequences go on
+      ++r.leap_f;
+    } else {
+      // Step leap_s starts as the one before ends, as start_step would count it.
+      const std::int32_t j = r.leap_s;
+      const Ps at = end[j - 1];
+      if (at > t || (at == t && !starts_at_t)) return;
+      r.now = at;
+      r.busy_until = end[j];
+      ++result_.steps;
+      ++result_.decode_steps;
+      step_time_sum_ += leap_periods(r)[j];
+      decode_batch_sum_ += static_cast<double>(r.n_decode);
+      decode_context_sum_ += leap_keys(r)[j];
+      tier(r).scheduler->quiet_decode(r);
+      ++r.leap_s;
+    }
+  }
+}
+
+void Simulation::end_leap(Replica& r, Ps t) {
+  catch_up(r, t, false);
+  if (r.leap_s == r.leap_f) {
+    // Its step ended at t; the next starts once every event at t is in.
+    r.busy = false;
+    mark(r);
+    steps_.set(r.index, kNever);
+  } else {
+    if (r.leap_f > 0) {
+      // The step in flight as start_step planned it (the first is).
+      StepPlan& p = r.plan;
+      p.mix.decode_seqs = p.mix.decode_tokens = 0;
+      p.mix.decode_full = p.mix.decode_window = ops::AttentionCounts{};
+      r.add_decodes(p.mix, 1);
+    }
+    if (steps_.end(r.index) != r.busy_until) steps_.set(r.index, r.busy_until);
+  }
+  r.leap_k = r.leap_f = 0;
+  r.leap_s = 1;
+  --leaping_;
+}
+
+Ps Simulation::catch_up_all(Ps t, bool starts_at_t) {
+  Ps last = -1;
+  if (leaping_ == 0) return last;
+  for (Replica& r : replicas_) {
+    if (r.leap_k == 0) continue;
+    catch_up(r, t, starts_at_t);
+    if (r.leap_f > 0) last = std::max(last, leap_ends(r)[r.leap_f - 1]);
+  }
+  return last;
+}
+
+}  // namespace ridgeline::serving::detail
