@@ -18,10 +18,9 @@ struct SimContext {
   double swap_s_per_block = 0;  // host link time of one KV block, one direction
   bool partial_reuse = false;   // a partly filled last prefix block is reused (TensorRT-LLM)
   std::int64_t preemptions = 0;
-  // Attention data-parallel groups (ForwardConfig::ep), each scheduling its own requests
-  // (docs/serving.md#attention-data-parallel-ranks), and a step's prefill tokens by group.
+  // Attention data-parallel ranks (ForwardConfig::ep), each an engine of its own
+  // (docs/serving.md#moe-layouts).
   std::int64_t groups = 1;
-  std::vector<double> group_tokens;
 };
 
 class Scheduler {
@@ -41,8 +40,8 @@ class Scheduler {
     std::int64_t prefix_blocks = 0;  // blocks of the prefix it would reference
   };
   Admit probe(const Replica& r, const Req& q) const;
-  // StepPlan::group of a step whose mix is complete (SimContext::groups > 1).
-  void busiest_group(StepPlan& p);
+  // StepPlan::ranks of a step whose mix is complete (Replica::ranks() > 1).
+  void rank_mixes(Replica& r);
   // Admits q (the front of the waiting queue) with `a` and a first chunk of `chunk` tokens.
   void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk);
   // Own blocks q needs to hold computed + chunk tokens, beyond those it holds.

@@ -627,6 +627,52 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   EXPECT_GT(dp.ttft.max, tp.ttft.max);
 }
 
+TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
+  // Mixtral-8x7B at --tp 1 --ep 2 (vLLM 0.13, its host between steps): each request stays on
+  // rank id mod 2. Request 0 (an 8000-token prompt) runs on rank 0, request 1 (100 tokens) on
+  // rank 1, both sent at t = 0 with 2 output tokens. Step 1 prefills both (8100 tokens, within
+  // the 8192-token budget): rank 0's 8000-token chunk and rank 1's 100-token chunk, the expert
+  // part over all 8100 tokens; it lasts as long as the slower rank, plus the host's 0.4 ms +
+  // 1.1 us per request for 2 requests; it gives both first tokens (TTFT). Step 2 decodes both,
+  // one sequence on each rank: rank 0's at context 8001 (the token after its 8000 cached ones),
+  // rank 1's at 101; it lasts as long as rank 0's (its own part at 8001 is the longer, the
+  // expert part over the 2 tokens is common), plus the same host time: E2E - TTFT.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 8000, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 2;
+  const ServingResult r = simulate(m, sys, cfg);
+  model::ForwardConfig f;
+  f.ep = 2;
+  f.merged_kernels = true;
+  StepModel step;
+  step.prepare(m, sys, f);
+  const double host = 0.4e-3 + 2 * 1.1e-6;
+  model::StepMix long_prompt, short_prompt, prompts;
+  long_prompt.add_prefill(8000, 8000, 0);
+  short_prompt.add_prefill(100, 100, 0);
+  prompts.add_prefill(8000, 8000, 0);
+  prompts.add_prefill(100, 100, 0);
+  for (model::StepMix* x : {&long_prompt, &short_prompt, &prompts}) x->fused_attention = true;
+  const double prefill = std::max(step.time(long_prompt, prompts, GraphMode::piecewise), step.time(short_prompt, prompts, GraphMode::piecewise));
+  const model::StepMix long_decode = decode_mix(1, 8001), short_decode = decode_mix(1, 101);
+  model::StepMix decodes = decode_mix(1, 8001);
+  decodes.add_decode(101, 0);
+  const double decode = step.time(long_decode, decodes, GraphMode::graph);
+  EXPECT_GT(decode, step.time(short_decode, decodes, GraphMode::graph));  // rank 0 is the slower
+  EXPECT_EQ(r.measured_requests, 2);
+  EXPECT_NEAR(r.ttft.min, prefill + host, 200 * kPs);
+  EXPECT_NEAR(r.ttft.max, prefill + host, 200 * kPs);
+  EXPECT_NEAR(r.e2e.max - r.ttft.max, decode + host, 400 * kPs);
+  EXPECT_NEAR(r.e2e.min - r.ttft.min, decode + host, 400 * kPs);
+  // Spread evenly at the mean context ((8001 + 101) / 2 = 4051 each, the former pricing) the
+  // decode step would be shorter.
+  EXPECT_GT(decode, step.time(decode_mix(1, 4051), decodes, GraphMode::graph));
+}
+
 TEST(Simulator, StaticBatchingEqualsInfer) {
   // `--engine static --concurrency B`: B requests arrive together, are prefilled in one step
   // and decoded together: TTFT, TPOT and E2E are infer's at batch B (no host time).
