@@ -36,6 +36,14 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   }
   new_token_ratio = e.new_token_ratio_init;
   if (ranks_ > 1) plan.ranks.assign(static_cast<std::size_t>(ranks_), model::StepMix{});
+  // vLLM V1 (not V0, which had no attention data parallelism): every DP rank its own scheduler
+  // with the configured limits (vllm/v1/engine/core.py, DPEngineCoreProc: an EngineCore each).
+  rank_limits = ranks_ > 1 && e.kind == EngineKind::vllm && !e.prefills_apart;
+  if (rank_limits) {
+    rank_running.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_waiting.assign(static_cast<std::size_t>(ranks_), 0);
+  }
 }
 
 std::size_t Replica::phase_of(std::int64_t t) const {
@@ -64,6 +72,11 @@ void Replica::push_running(std::int32_t r) {
   else head = r;
   tail = r;
   ++running_count;
+  if (rank_limits) {
+    const std::int64_t n = ++rank_running[static_cast<std::size_t>(rank_of(q))];
+    peak_running = std::max(peak_running, n);
+    return;
+  }
   peak_running = std::max(peak_running, running_count);
 }
 
@@ -75,6 +88,7 @@ void Replica::remove_running(std::int32_t r) {
   else tail = q.prev;
   q.prev = q.next = -1;
   --running_count;
+  if (rank_limits) --rank_running[static_cast<std::size_t>(rank_of(q))];
   if (q.phase == Phase::prefill) prefilling.erase(std::find(prefilling.begin(), prefilling.end(), r));
 }
 
@@ -88,6 +102,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   const std::int64_t g0 = G(c, q.d0), k1 = emission_.queries;
   ++n_decode;
   ++c.n;
+  if (rank_limits) ++rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode += q.warmup ? 1 : 0;
   c.s_all += q.c0 - g0;
   c.out_all += q.output - q.e0 + g0;
@@ -129,6 +144,7 @@ void Replica::leave_decode(std::int32_t r) {
   const std::int64_t g0 = G(c, q.d0);
   --n_decode;
   --c.n;
+  if (rank_limits) --rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode -= q.warmup ? 1 : 0;
   c.s_all -= q.c0 - g0;
   c.out_all -= q.output - q.e0 + g0;

@@ -177,6 +177,15 @@ class Replica {
   std::int64_t ranks() const { return ranks_; }
   std::int64_t rank_of(const Req& q) const { return ranks_ == 1 ? 0 : q.id % ranks_; }
   void add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset = 0) const;
+  // Ranks with limits of their own (vLLM V1: each DP rank's scheduler its own max_num_seqs and
+  // token budget): running requests and decode sequences by rank (empty otherwise); then
+  // peak_running is the most one rank ran at once.
+  bool rank_limits = false;
+  std::vector<std::int64_t> rank_running, rank_decode, rank_waiting;
+  // q joined (+1) or left (-1) the waiting queue.
+  void waiting_changed(const Req& q, std::int64_t d) {
+    if (rank_limits) rank_waiting[static_cast<std::size_t>(rank_of(q))] += d;
+  }
   // Blocks the decode step dstep needs beyond those its sequences hold.
   std::int64_t decode_blocks_needed();
   // Takes them: the sequences that joined since the last decode step hold their first step's blocks.

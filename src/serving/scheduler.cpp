@@ -18,9 +18,11 @@ Scheduler::Admit Scheduler::probe(const Replica& r, const Req& q) const {
   return a;
 }
 
-void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t chunk) {
+void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t chunk, std::size_t at) {
   Req& q = ctx_.pool[qi];
-  r.waiting.pop_front();
+  if (at == 0) r.waiting.pop_front();
+  else r.waiting.erase(r.waiting.begin() + static_cast<std::ptrdiff_t>(at));
+  r.waiting_changed(q, -1);
   q.phase = Phase::prefill;
   q.computed = a.hit;
   q.blocks = 0;
@@ -89,14 +91,17 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
   r.committed -= q.commit;
   q.commit = 0;
   r.waiting.push_front(qi);
+  r.waiting_changed(q, 1);
 }
 
-bool Scheduler::swap_in(Replica& r, std::int32_t qi) {
+bool Scheduler::swap_in(Replica& r, std::int32_t qi, std::size_t at) {
   Req& q = ctx_.pool[qi];
   // Its blocks come back, and those of the slots it computes now (one more when they are full).
   const std::int64_t need = q.blocks + r.blocks_for(q.computed + r.queries()) - r.blocks_for(q.computed);
   if (r.free_blocks < need) return false;
-  r.waiting.pop_front();
+  if (at == 0) r.waiting.pop_front();
+  else r.waiting.erase(r.waiting.begin() + static_cast<std::ptrdiff_t>(at));
+  r.waiting_changed(q, -1);
   r.take_blocks(need);
   r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;
   q.blocks = 0;

@@ -21,6 +21,8 @@ struct SimContext {
   // Attention data-parallel ranks (ForwardConfig::ep), each an engine of its own
   // (docs/serving.md#moe-layouts).
   std::int64_t groups = 1;
+  std::vector<std::int64_t> rank_left;  // scratch: each rank's token budget left in the step
+  std::vector<std::uint8_t> rank_stop;  // scratch: ranks that admit no more in the step
 };
 
 class Scheduler {
@@ -42,8 +44,9 @@ class Scheduler {
   Admit probe(const Replica& r, const Req& q) const;
   // StepPlan::ranks of a step whose mix is complete (Replica::ranks() > 1).
   void rank_mixes(Replica& r);
-  // Admits q (the front of the waiting queue) with `a` and a first chunk of `chunk` tokens.
-  void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk);
+  // Admits q (at `at` in the waiting queue: its front unless ranks queue apart) with `a` and
+  // a first chunk of `chunk` tokens.
+  void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk, std::size_t at = 0);
   // Own blocks q needs to hold computed + chunk tokens, beyond those it holds.
   std::int64_t chunk_blocks(const Replica& r, const Req& q, std::int64_t chunk) const;
   // Adds a chunk of q to the plan, taking its blocks.
@@ -54,7 +57,7 @@ class Scheduler {
   void preempt(Replica& r, std::int32_t q);
   // A swapped request at the front of the waiting queue comes back if its blocks are free:
   // it decodes again from this step on.
-  bool swap_in(Replica& r, std::int32_t q);
+  bool swap_in(Replica& r, std::int32_t q, std::size_t at = 0);
   // Fills the plan's mix from its decodes and chunks.
   void finish_plan(Replica& r);
 

@@ -24,7 +24,7 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
 
 Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
            std::vector<Req>& pool)
-    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1} {
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}} {
   const model::ForwardConfig f = engine_forward(plan.forward, engine);
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {
@@ -34,6 +34,10 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   ctx.window = static_cast<double>(m.sliding_window);
   ctx.partial_reuse = engine.partial_reuse;
   ctx.groups = f.ep;
+  if (f.ep > 1) {
+    ctx.rank_left.assign(static_cast<std::size_t>(f.ep), 0);
+    ctx.rank_stop.assign(static_cast<std::size_t>(f.ep), 0);
+  }
   const int host = sys.chip.link_index(hw::LinkScope::host);
   if (host >= 0) ctx.swap_s_per_block = mem.kv_block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
   scheduler = detail::make_scheduler(ctx);
@@ -61,7 +65,10 @@ void Simulation::start_step(Replica& r, Ps t) {
   // this one when the engine has nothing else to run (its host was idle, not ahead).
   if (!r.incoming.empty()) {
     const bool idle = !r.plan.decode && r.plan.chunks.empty();
-    for (const std::int32_t qi : r.incoming) r.waiting.push_back(qi);
+    for (const std::int32_t qi : r.incoming) {
+      r.waiting.push_back(qi);
+      r.waiting_changed(pool_[qi], 1);
+    }
     r.incoming.clear();
     if (idle) k.scheduler->plan(r);
   }
@@ -70,6 +77,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
     const std::int32_t qi = r.waiting.front();
     r.waiting.pop_front();
+    r.waiting_changed(pool_[qi], -1);
     r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
     ++result_.rejected_by.scheduler;
     reject(qi, t);
