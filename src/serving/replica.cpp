@@ -177,21 +177,21 @@ void Replica::settle_window() {
 
 void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
   if (n_decode == 0) return;
-  add_cohorts(mix, 0, cohorts_.size(), queries, offset);
+  add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
 }
 
 void Replica::add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset) const {
   if (n_decode == 0) return;
   const std::size_t first = static_cast<std::size_t>(rank) * classes_;
-  add_cohorts(mix, first, first + classes_, queries, offset);
+  std::int64_t count = 0;
+  for (std::size_t i = first; i < first + classes_; ++i) count += cohorts_[i].n;
+  if (count > 0) add_cohorts(mix, first, first + classes_, count, queries, offset);
 }
 
-void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t queries, double offset) const {
+void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t count, std::int64_t queries,
+                          double offset) const {
   // Each sequence computes its q tokens after c0 + G(d) - G(d0) cached ones: context c + q.
   // Summed over the acceptance classes (and ranks), each at its own G (one class: one term).
-  std::int64_t count = 0;
-  for (std::size_t i = first; i < last; ++i) count += cohorts_[i].n;
-  if (count == 0) return;
   const double n = static_cast<double>(count), q = static_cast<double>(queries);
   double kv = 0, below = 0, nb = 0;
   for (std::size_t i = first; i < last; ++i) {

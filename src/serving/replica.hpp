@@ -274,8 +274,9 @@ class Replica {
   }
   const Cohort& of(const Req& q) const { return cohorts_[cohort_index(q)]; }
   Cohort& of(const Req& q) { return cohorts_[cohort_index(q)]; }
-  // add_decodes over cohorts_[first, last).
-  void add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t queries, double offset) const;
+  // add_decodes over cohorts_[first, last), which hold `count` > 0 sequences.
+  void add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t count, std::int64_t queries,
+                   double offset) const;
   // G(d): tokens each decode sequence of cohort c emitted in steps 0..d-1 (relative counts only matter).
   static std::int64_t G(const Cohort& c, std::int64_t d) { return c.rate == Emission::kRateOne ? d : G_rate(c, d); }
   static std::int64_t G_rate(const Cohort& c, std::int64_t d);
