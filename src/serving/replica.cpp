@@ -19,22 +19,31 @@ std::int64_t floor_div(std::int64_t a, std::int64_t m) { return (a - mod(a, m)) 
 }  // namespace
 
 Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index_,
-                 Emission emission, const KvLayout& layout)
-    : index(index_), pool(pool_), engine(e), block_(std::max<std::int64_t>(1, e.kv_block)), layout_(layout), window_(window),
-      emission_(emission) {
+                 Emission emission, const KvLayout& layout, std::int64_t ranks)
+    : index(index_), pool(pool_), engine(e), ranks_(std::max<std::int64_t>(1, ranks)), block_(std::max<std::int64_t>(1, e.kv_block)),
+      layout_(layout), window_(window), emission_(emission) {
   layout_.block_tokens = block_;
   if ((block_ & (block_ - 1)) == 0) block_mask_ = block_ - 1;
   total_blocks = free_blocks = blocks;
   free_queue_.push_back({-1, blocks});
-  const std::size_t classes = std::max<std::size_t>(1, emission_.cohort_rates.size());
-  cohorts_.resize(classes);
-  for (std::size_t i = 0; i < classes; ++i) {
+  classes_ = std::max<std::size_t>(1, emission_.cohort_rates.size());
+  cohorts_.resize(classes_ * static_cast<std::size_t>(ranks_));
+  for (std::size_t i = 0; i < cohorts_.size(); ++i) {
     Cohort& c = cohorts_[i];
-    c.rate = emission_.cohort_rates.empty() ? emission_.rate : emission_.cohort_rates[i];
+    c.rate = emission_.cohort_rates.empty() ? emission_.rate : emission_.cohort_rates[i % classes_];
     c.phase.assign(static_cast<std::size_t>(block_), 0);
     if (layout_.hybrid()) c.phase_window.assign(static_cast<std::size_t>(block_), 0);
   }
   new_token_ratio = e.new_token_ratio_init;
+  if (ranks_ > 1) plan.ranks.assign(static_cast<std::size_t>(ranks_), model::StepMix{});
+  // vLLM V1 (not V0, which had no attention data parallelism): every DP rank its own scheduler
+  // with the configured limits (vllm/v1/engine/core.py, DPEngineCoreProc: an EngineCore each).
+  rank_limits = ranks_ > 1 && e.kind == EngineKind::vllm && !e.prefills_apart;
+  if (rank_limits) {
+    rank_running.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_waiting.assign(static_cast<std::size_t>(ranks_), 0);
+  }
 }
 
 std::size_t Replica::phase_of(std::int64_t t) const {
@@ -63,6 +72,11 @@ void Replica::push_running(std::int32_t r) {
   else head = r;
   tail = r;
   ++running_count;
+  if (rank_limits) {
+    const std::int64_t n = ++rank_running[static_cast<std::size_t>(rank_of(q))];
+    peak_running = std::max(peak_running, n);
+    return;
+  }
   peak_running = std::max(peak_running, running_count);
 }
 
@@ -74,6 +88,7 @@ void Replica::remove_running(std::int32_t r) {
   else tail = q.prev;
   q.prev = q.next = -1;
   --running_count;
+  if (rank_limits) --rank_running[static_cast<std::size_t>(rank_of(q))];
   if (q.phase == Phase::prefill) prefilling.erase(std::find(prefilling.begin(), prefilling.end(), r));
 }
 
@@ -87,6 +102,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   const std::int64_t g0 = G(c, q.d0), k1 = emission_.queries;
   ++n_decode;
   ++c.n;
+  if (rank_limits) ++rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode += q.warmup ? 1 : 0;
   c.s_all += q.c0 - g0;
   c.out_all += q.output - q.e0 + g0;
@@ -128,6 +144,7 @@ void Replica::leave_decode(std::int32_t r) {
   const std::int64_t g0 = G(c, q.d0);
   --n_decode;
   --c.n;
+  if (rank_limits) --rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode -= q.warmup ? 1 : 0;
   c.s_all -= q.c0 - g0;
   c.out_all -= q.output - q.e0 + g0;
@@ -160,11 +177,25 @@ void Replica::settle_window() {
 
 void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
   if (n_decode == 0) return;
+  add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
+}
+
+void Replica::add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset) const {
+  if (n_decode == 0) return;
+  const std::size_t first = static_cast<std::size_t>(rank) * classes_;
+  std::int64_t count = 0;
+  for (std::size_t i = first; i < first + classes_; ++i) count += cohorts_[i].n;
+  if (count > 0) add_cohorts(mix, first, first + classes_, count, queries, offset);
+}
+
+void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t count, std::int64_t queries,
+                          double offset) const {
   // Each sequence computes its q tokens after c0 + G(d) - G(d0) cached ones: context c + q.
-  // Summed over the acceptance classes, each at its own G (one class: one term).
-  const double n = static_cast<double>(n_decode), q = static_cast<double>(queries);
+  // Summed over the acceptance classes (and ranks), each at its own G (one class: one term).
+  const double n = static_cast<double>(count), q = static_cast<double>(queries);
   double kv = 0, below = 0, nb = 0;
-  for (const Cohort& c : cohorts_) {
+  for (std::size_t i = first; i < last; ++i) {
+    const Cohort& c = cohorts_[i];
     if (c.n == 0) continue;
     const double at = static_cast<double>(G(c, dstep)) + q + offset;
     kv += static_cast<double>(c.s_all) + static_cast<double>(c.n) * at;

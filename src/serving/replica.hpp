@@ -93,8 +93,8 @@ struct StepPlan {
   // Speculative decoding: the draft's first pass (the chunks, and one token per decode
   // sequence) and each of its k - 1 further decode passes (at their mean context).
   model::StepMix draft_first, draft_rest;
-  // Attention data-parallel groups: the busiest group's own sequences (SimContext::groups > 1).
-  model::StepMix group;
+  // Attention data-parallel ranks: each rank's own sequences (Replica::ranks() > 1; sized once).
+  std::vector<model::StepMix> ranks;
   void clear() {
     decode = false;
     scheduled = true;
@@ -132,7 +132,7 @@ struct Emission {
 class Replica {
  public:
   Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
-          Emission emission = {}, const KvLayout& layout = {});
+          Emission emission = {}, const KvLayout& layout = {}, std::int64_t ranks = 1);
 
   // --- step in flight (first: read at every event) ----------------------------------------
   std::int32_t index = 0;
@@ -175,6 +175,21 @@ class Replica {
   // each sequence computing `queries` tokens after its cached ones and `offset` more.
   void settle_window();
   void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
+  // Attention data-parallel ranks (ForwardConfig::ep > 1), each an engine of its own
+  // (docs/serving.md#moe-layouts): a request runs on rank id mod ranks from its arrival on, and
+  // its decode sums are kept per rank. add_decodes of rank `rank`'s sequences only.
+  std::int64_t ranks() const { return ranks_; }
+  std::int64_t rank_of(const Req& q) const { return ranks_ == 1 ? 0 : q.id % ranks_; }
+  void add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset = 0) const;
+  // Ranks with limits of their own (vLLM V1: each DP rank's scheduler its own max_num_seqs and
+  // token budget): running requests and decode sequences by rank (empty otherwise); then
+  // peak_running is the most one rank ran at once.
+  bool rank_limits = false;
+  std::vector<std::int64_t> rank_running, rank_decode, rank_waiting;
+  // q joined (+1) or left (-1) the waiting queue.
+  void waiting_changed(const Req& q, std::int64_t d) {
+    if (rank_limits) rank_waiting[static_cast<std::size_t>(rank_of(q))] += d;
+  }
   // Blocks the decode step dstep needs beyond those its sequences hold.
   std::int64_t decode_blocks_needed();
   // Takes them: the sequences that joined since the last decode step hold their first step's blocks.
@@ -273,9 +288,18 @@ class Replica {
     // layout_.window_groups tables); the others add one in each full-attention table only.
     std::vector<std::int64_t> phase, phase_window;
   };
+  // By rank, then acceptance class: cohorts_[rank·classes_ + class].
   std::vector<Cohort> cohorts_;
-  const Cohort& of(const Req& q) const { return cohorts_[static_cast<std::size_t>(q.cohort)]; }
-  Cohort& of(const Req& q) { return cohorts_[static_cast<std::size_t>(q.cohort)]; }
+  std::int64_t ranks_ = 1;
+  std::size_t classes_ = 1;
+  std::size_t cohort_index(const Req& q) const {
+    return static_cast<std::size_t>(rank_of(q)) * classes_ + static_cast<std::size_t>(q.cohort);
+  }
+  const Cohort& of(const Req& q) const { return cohorts_[cohort_index(q)]; }
+  Cohort& of(const Req& q) { return cohorts_[cohort_index(q)]; }
+  // add_decodes over cohorts_[first, last), which hold `count` > 0 sequences.
+  void add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t count, std::int64_t queries,
+                   double offset) const;
   // G(d): tokens each decode sequence of cohort c emitted in steps 0..d-1 (relative counts only matter).
   static std::int64_t G(const Cohort& c, std::int64_t d) { return c.rate == Emission::kRateOne ? d : G_rate(c, d); }
   static std::int64_t G_rate(const Cohort& c, std::int64_t d);

@@ -18,9 +18,11 @@ Scheduler::Admit Scheduler::probe(const Replica& r, const Req& q) const {
   return a;
 }
 
-void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t chunk) {
+void Scheduler::admit(Replica& r, std::int32_t qi, const Admit& a, std::int64_t chunk, std::size_t at) {
   Req& q = ctx_.pool[qi];
-  r.waiting.pop_front();
+  if (at == 0) r.waiting.pop_front();
+  else r.waiting.erase(r.waiting.begin() + static_cast<std::ptrdiff_t>(at));
+  r.waiting_changed(q, -1);
   q.phase = Phase::prefill;
   q.computed = a.hit;
   q.blocks = 0;
@@ -89,14 +91,17 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
   r.committed -= q.commit;
   q.commit = 0;
   r.waiting.push_front(qi);
+  r.waiting_changed(q, 1);
 }
 
-bool Scheduler::swap_in(Replica& r, std::int32_t qi) {
+bool Scheduler::swap_in(Replica& r, std::int32_t qi, std::size_t at) {
   Req& q = ctx_.pool[qi];
   // Its blocks come back, and those of the slots it computes now (one more when they are full).
   const std::int64_t need = q.blocks + r.blocks_for(q.computed + r.queries()) - r.blocks_for(q.computed);
   if (!r.fits(need)) return false;
-  r.waiting.pop_front();
+  if (at == 0) r.waiting.pop_front();
+  else r.waiting.erase(r.waiting.begin() + static_cast<std::ptrdiff_t>(at));
+  r.waiting_changed(q, -1);
   r.take_blocks(need);
   r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;
   q.blocks = 0;
@@ -117,7 +122,7 @@ void Scheduler::finish_plan(Replica& r) {
     p.mix.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
   }
   p.mix.fused_attention = ctx_.engine.fused_attention;
-  if (ctx_.groups > 1) busiest_group(p);
+  if (r.ranks() > 1) rank_mixes(r);
   if (r.queries() == 1) return;
   // The draft: a first pass over the chunks and one token per decode sequence, then k - 1
   // passes of one token each, priced at their mean context (after 1 + k/2 more tokens).
@@ -133,38 +138,25 @@ void Scheduler::finish_plan(Replica& r) {
   p.draft_rest.fused_attention = p.draft_first.fused_attention = ctx_.engine.fused_attention;
 }
 
-void Scheduler::busiest_group(StepPlan& p) {
-  // Requests go to the groups in turn as they arrive (SGLang's DataParallelController, its
-  // default round_robin; vLLM's front end picks the least loaded engine, which under equal
-  // loads is the same turn): request id mod groups. The running sequences stay spread evenly
-  // (the busiest holds ⌈n / groups⌉ of them); the prompt chunks of the step are each on their
-  // own request's group. The busiest group: the most prompt tokens, with its ⌈n / groups⌉
-  // decode sequences at the mean context.
-  const auto G = static_cast<std::size_t>(ctx_.groups);
-  std::fill(ctx_.group_tokens.begin(), ctx_.group_tokens.end(), 0.0);
-  std::size_t busiest = 0;
-  for (const auto& [qi, chunk] : p.chunks) {
-    const auto g = static_cast<std::size_t>(ctx_.pool[qi].id) % G;
-    ctx_.group_tokens[g] += static_cast<double>(chunk);
-    if (ctx_.group_tokens[g] > ctx_.group_tokens[busiest]) busiest = g;
+void Scheduler::rank_mixes(Replica& r) {
+  // Each attention data-parallel rank is an engine of its own (vLLM: a DPEngineCoreProc with its
+  // own Scheduler and KV cache per rank, vllm/v1/engine/core.py; SGLang --enable-dp-attention: a
+  // scheduler per DP rank behind the DataParallelController), and the ranks step together (the
+  // MoE all-to-alls; idle ranks run dummy batches: DPEngineCoreProc's execute_dummy_batch).
+  // Each rank's mix: its own decode sequences at their own contexts and the chunks of its own
+  // requests (Replica::rank_of).
+  StepPlan& p = r.plan;
+  for (model::StepMix& m : p.ranks) {
+    m = model::StepMix{};
+    m.fused_attention = p.mix.fused_attention;
   }
-  model::StepMix& m = p.group;
-  m = model::StepMix{};
-  if (p.mix.decode_seqs > 0) {
-    const double n = p.mix.decode_seqs, share = std::ceil(n / static_cast<double>(G)) / n;
-    m.decode_seqs = p.mix.decode_seqs * share;
-    m.decode_tokens = p.mix.decode_tokens * share;
-    for (auto [to, from] : {std::pair{&m.decode_full, &p.mix.decode_full}, {&m.decode_window, &p.mix.decode_window}}) {
-      *to = *from;
-      to->seqs *= share, to->queries *= share, to->pairs *= share, to->keys *= share, to->scores *= share, to->positions *= share;
-    }
+  if (p.decode) {
+    for (std::size_t g = 0; g < p.ranks.size(); ++g) r.add_rank_decodes(p.ranks[g], static_cast<std::int64_t>(g), r.queries());
   }
   for (const auto& [qi, chunk] : p.chunks) {
     const Req& q = ctx_.pool[qi];
-    if (static_cast<std::size_t>(q.id) % G != busiest) continue;
-    m.add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
+    p.ranks[static_cast<std::size_t>(r.rank_of(q))].add_prefill(static_cast<double>(chunk), static_cast<double>(q.computed + chunk), ctx_.window);
   }
-  m.fused_attention = p.mix.fused_attention;
 }
 
 std::unique_ptr<Scheduler> make_scheduler(SimContext& ctx) {

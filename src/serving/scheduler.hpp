@@ -18,10 +18,11 @@ struct SimContext {
   double swap_s_per_block = 0;  // host link time of one KV block, one direction
   bool partial_reuse = false;   // a partly filled last prefix block is reused (TensorRT-LLM)
   std::int64_t preemptions = 0;
-  // Attention data-parallel groups (ForwardConfig::ep), each scheduling its own requests
-  // (docs/serving.md#attention-data-parallel-ranks), and a step's prefill tokens by group.
+  // Attention data-parallel ranks (ForwardConfig::ep), each an engine of its own
+  // (docs/serving.md#moe-layouts).
   std::int64_t groups = 1;
-  std::vector<double> group_tokens;
+  std::vector<std::int64_t> rank_left;  // scratch: each rank's token budget left in the step
+  std::vector<std::uint8_t> rank_stop;  // scratch: ranks that admit no more in the step
 };
 
 class Scheduler {
@@ -44,10 +45,11 @@ class Scheduler {
     std::int64_t prefix_blocks = 0;  // blocks of the prefix it would reference
   };
   Admit probe(const Replica& r, const Req& q) const;
-  // StepPlan::group of a step whose mix is complete (SimContext::groups > 1).
-  void busiest_group(StepPlan& p);
-  // Admits q (the front of the waiting queue) with `a` and a first chunk of `chunk` tokens.
-  void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk);
+  // StepPlan::ranks of a step whose mix is complete (Replica::ranks() > 1).
+  void rank_mixes(Replica& r);
+  // Admits q (at `at` in the waiting queue: its front unless ranks queue apart) with `a` and
+  // a first chunk of `chunk` tokens.
+  void admit(Replica& r, std::int32_t q, const Admit& a, std::int64_t chunk, std::size_t at = 0);
   // Own blocks q needs to hold computed + chunk tokens, beyond those it holds.
   std::int64_t chunk_blocks(const Replica& r, const Req& q, std::int64_t chunk) const;
   // Adds a chunk of q to the plan, taking its blocks.
@@ -58,7 +60,7 @@ class Scheduler {
   void preempt(Replica& r, std::int32_t q);
   // A swapped request at the front of the waiting queue comes back if its blocks are free:
   // it decodes again from this step on.
-  bool swap_in(Replica& r, std::int32_t q);
+  bool swap_in(Replica& r, std::int32_t q, std::size_t at = 0);
   // Fills the plan's mix from its decodes and chunks.
   void finish_plan(Replica& r);
 

@@ -29,6 +29,10 @@ class VllmScheduler final : public Scheduler {
       plan_v0(r);
       return;
     }
+    if (r.rank_limits) {
+      plan_ranks(r);
+      return;
+    }
     std::int64_t left = e.max_batched_tokens - r.n_decode * r.queries();
     // What the running requests need: a block for every decode sequence whose blocks are
     // full, and the blocks of each unfinished prefill's next chunk.
@@ -63,6 +67,103 @@ class VllmScheduler final : public Scheduler {
   }
 
  private:
+  // Attention data-parallel ranks (Replica::rank_limits): the same step, each rank with its own
+  // token budget and sequence limit (each DP rank's Scheduler has the configured
+  // max_num_batched_tokens and max_num_seqs: vllm/v1/engine/core.py DPEngineCoreProc runs an
+  // EngineCore, with its own Scheduler, per rank), its requests waiting in their own queue
+  // (kept as one queue in arrival order, each rank reading its own requests from it). The KV
+  // pool is still shared: a preemption takes the most recently admitted request of any rank.
+  void plan_ranks(Replica& r) {
+    const EngineConfig& e = ctx_.engine;
+    std::vector<std::int64_t>& left = ctx_.rank_left;
+    const std::size_t R = left.size();
+    auto budgets = [&] {
+      for (std::size_t g = 0; g < R; ++g) left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
+    };
+    budgets();
+    auto running_need = [&] {
+      std::int64_t need = r.n_decode > 0 ? r.decode_blocks_needed() : 0;
+      std::vector<std::int64_t>& budget = ctx_.rank_left;  // (restored after)
+      for (const std::int32_t qi : r.prefilling) {
+        const Req& q = ctx_.pool[qi];
+        const auto g = static_cast<std::size_t>(r.rank_of(q));
+        const std::int64_t chunk = std::min(q.target - q.computed, budget[g]);
+        if (chunk <= 0) continue;
+        need += chunk_blocks(r, q, chunk);
+        budget[g] -= chunk;
+      }
+      budgets();
+      return need;
+    };
+    bool preempted = false;
+    while (r.running_count > 0 && !r.fits(running_need())) {
+      preempt(r, r.tail);
+      preempted = true;
+      budgets();
+    }
+    schedule_decodes(r);
+    for (std::size_t i = 0; i < r.prefilling.size(); ++i) {
+      const std::int32_t qi = r.prefilling[i];
+      const Req& q = ctx_.pool[qi];
+      const auto g = static_cast<std::size_t>(r.rank_of(q));
+      const std::int64_t chunk = std::min(q.target - q.computed, left[g]);
+      if (chunk <= 0) continue;
+      schedule_chunk(r, qi, chunk);
+      left[g] -= chunk;
+    }
+    if (!preempted) admit_ranks(r);
+    finish_plan(r);
+  }
+
+  // admit_waiting per rank: each rank admits its own waiting requests in arrival order while
+  // its budget and sequence limit allow; a request of a rank that cannot admit it stops that
+  // rank's admissions (first come, first served within the rank), and so does its last waiting
+  // request (Replica::rank_waiting). The scan stops once every rank has stopped.
+  void admit_ranks(Replica& r) {
+    const EngineConfig& e = ctx_.engine;
+    std::vector<std::int64_t>& left = ctx_.rank_left;
+    std::vector<std::uint8_t>& stop = ctx_.rank_stop;
+    const std::size_t R = left.size();
+    std::size_t stopped = 0;
+    for (std::size_t g = 0; g < R; ++g) {
+      stop[g] = left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0;
+      stopped += stop[g];
+    }
+    std::size_t i = 0;
+    while (i < r.waiting.size() && stopped < R) {
+      const std::int32_t qi = r.waiting[i];
+      Req& q = ctx_.pool[qi];
+      const auto g = static_cast<std::size_t>(r.rank_of(q));
+      if (stop[g]) {
+        ++i;
+        continue;
+      }
+      bool admitted = false;
+      if (q.phase == Phase::swapped) {
+        admitted = swap_in(r, qi, i);
+        if (admitted) --left[g];
+      } else {
+        const Admit a = probe(r, q);
+        const std::int64_t tokens = q.target - a.hit;
+        if (e.chunked_prefill || tokens <= left[g]) {
+          const std::int64_t chunk = std::min(tokens, left[g]);
+          const std::int64_t own = std::max<std::int64_t>(0, r.blocks_for(a.hit + chunk) - a.prefix_blocks);
+          if (r.room(static_cast<double>(a.free_after - own), own <= a.free_after)) {
+            admit(r, qi, a, chunk, i);
+            left[g] -= chunk;
+            admitted = true;
+          }
+        }
+      }
+      // Admitted: it left the queue (the next one is at i now); else its rank stops.
+      if (!admitted || left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0) {
+        if (!stop[g]) ++stopped;
+        stop[g] = 1;
+        if (!admitted) ++i;
+      }
+    }
+  }
+
   void plan_v0(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     const bool in_window = r.window_left > 0 && r.n_decode > 0;

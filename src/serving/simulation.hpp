@@ -80,6 +80,7 @@ struct Tier {
   StepModel step;
   std::unique_ptr<StepModel> draft;  // speculative decoding
   StepTimeMemo memo, draft_memo[2];
+  StepModel::RankMemo rank_memo;  // attention data-parallel ranks: own parts of decode-only ranks
   detail::SimContext ctx;
   std::unique_ptr<detail::Scheduler> scheduler;
 };

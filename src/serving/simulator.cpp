@@ -159,7 +159,8 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   for (std::int64_t i = 0; i < instances; ++i) {
     const bool decode = dg.on() && i >= dg.prefill;
     const Tier& k = *tiers_[decode ? 1 : 0];
-    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission, k.mem.kv_layout);
+    replicas_.emplace_back(pool_, k.engine, k.mem.kv_blocks, k.ctx.window, static_cast<std::int32_t>(i), emission, k.mem.kv_layout,
+                           k.ctx.groups);
     if (dg.on()) replicas_.back().role = decode ? detail::Role::decode : detail::Role::prefill;
     all_blocks_ += k.mem.kv_blocks;
     gpus_ += k.chips();

@@ -100,7 +100,10 @@ void Simulation::arrive(Ps t) {
   // An engine that schedules one step ahead fixed the next step's batch when the running
   // step started: the request waits for the one after (docs/serving.md#host-time).
   if (rep.busy && tier(rep).engine.overlap_scheduling) rep.incoming.push_back(qi);
-  else rep.waiting.push_back(qi);
+  else {
+    rep.waiting.push_back(qi);
+    rep.waiting_changed(q, 1);
+  }
   rep.outstanding_tokens += q.input + q.output;
   touch(rep);
   mark(rep);

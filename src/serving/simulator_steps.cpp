@@ -24,7 +24,7 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
 
 Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
            std::vector<Req>& pool)
-    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}} {
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}} {
   const model::ForwardConfig f = engine_forward(plan.forward, engine);
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {
@@ -34,13 +34,19 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   ctx.window = static_cast<double>(m.sliding_window);
   ctx.partial_reuse = engine.partial_reuse;
   ctx.groups = f.ep;
-  if (f.ep > 1) ctx.group_tokens.assign(static_cast<std::size_t>(f.ep), 0.0);
+  if (f.ep > 1) {
+    ctx.rank_left.assign(static_cast<std::size_t>(f.ep), 0);
+    ctx.rank_stop.assign(static_cast<std::size_t>(f.ep), 0);
+  }
   const int host = sys.chip.link_index(hw::LinkScope::host);
   if (host >= 0) ctx.swap_s_per_block = mem.kv_block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
   scheduler = detail::make_scheduler(ctx);
   // Decode-only steps priced by their token count: up to the sequence limit (4096 at most).
   const auto seqs_max = static_cast<std::size_t>(std::clamp<std::int64_t>(engine.max_num_seqs, 1, 4096));
   memo = StepTimeMemo(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1));
+  if (f.ep > 1) {
+    for (auto& own : rank_memo.own) own.assign(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1) + 1, -1.0);
+  }
   if (draft) draft_memo[0] = draft_memo[1] = StepTimeMemo(seqs_max);
 }
 
@@ -59,7 +65,10 @@ void Simulation::start_step(Replica& r, Ps t) {
   // this one when the engine has nothing else to run (its host was idle, not ahead).
   if (!r.incoming.empty()) {
     const bool idle = !r.plan.decode && r.plan.chunks.empty();
-    for (const std::int32_t qi : r.incoming) r.waiting.push_back(qi);
+    for (const std::int32_t qi : r.incoming) {
+      r.waiting.push_back(qi);
+      r.waiting_changed(pool_[qi], 1);
+    }
     r.incoming.clear();
     if (idle) k.scheduler->plan(r);
   }
@@ -68,6 +77,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   while (!r.plan.decode && r.plan.chunks.empty() && r.running_count == 0 && r.in_transfer == 0 && !r.waiting.empty()) {
     const std::int32_t qi = r.waiting.front();
     r.waiting.pop_front();
+    r.waiting_changed(pool_[qi], -1);
     r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
     ++result_.rejected_by.scheduler;
     reject(qi, t);
@@ -89,8 +99,9 @@ void Simulation::start_step(Replica& r, Ps t) {
   const bool prefill = !p.chunks.empty();
   const EngineConfig& e = k.engine;
   const GraphMode mode = prefill ? e.mixed_graphs : decode_step_graphs(e, p.mix.decode_tokens);
-  // Attention data-parallel groups: the step of the busiest group (docs/serving.md#attention-data-parallel-ranks).
-  double device = (k.ctx.groups > 1 ? k.step.time(p.group, p.mix, mode) : k.memo.time(k.step, p.mix, mode)) + p.extra_s;
+  // Attention data-parallel ranks step together: the step lasts as long as the slowest rank,
+  // its own part and the expert part over all ranks' tokens (docs/serving.md#moe-layouts).
+  double device = (p.ranks.empty() ? k.memo.time(k.step, p.mix, mode) : k.step.slowest(p.ranks.data(), p.ranks.size(), p.mix, mode, &k.rank_memo)) + p.extra_s;
   if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
   // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
   const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead, p.scheduled ? 1 : 0);

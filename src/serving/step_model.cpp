@@ -60,6 +60,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   ep_size_ = static_cast<double>(f.ep_size());
   launch_s_ = rates.launch_s;
   moe_ = m.is_moe();
+  own_touched_ = false;
   mla_ = m.is_mla();
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
@@ -103,6 +104,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         continue;
       }
       lines[q][counts[q]++] = l;
+    }
+    for (int i = 0; i < v.apart_count; ++i) {
+      if (v.apart_quantity[i] != kAllGroups && v.apart[i].mem_per_expert != 0) own_touched_ = true;
     }
     v.pad_work.assign(static_cast<std::size_t>(v.apart_count) * kPadRows, 0);
     for (int i = 0; i < v.apart_count; ++i) {
@@ -165,33 +169,76 @@ model::StepMix StepModel::group_share(const model::StepMix& mix) const noexcept 
   return g;
 }
 
-double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
+StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) const noexcept {
   const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
+  Expert e;
   // all: the expert part's quantity, the tokens of all groups over ep, times the busiest
   // chip's share over the mean under the routing model.
-  const double T = group.tokens(), all = mix.tokens() / ep_ * (routing_.model() ? routing_.at(mix.tokens()) : 1);
+  e.all = mix.tokens() / ep_ * (routing_.model() ? routing_.at(mix.tokens()) : 1);
+  if (v.all_tokens.count > 0) e.s += v.all_tokens.at(e.all);
+  if (v.apart_count == 0) return e;
+  // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
+  e.touched = moe_ ? model::touched_experts(*model_, ep_size_, mix.tokens()) : 0;
+  for (int i = 0; i < v.apart_count; ++i) {
+    if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched);
+  }
+  return e;
+}
+
+double StepModel::apart_at(const Variant& v, int i, double x, double touched) const noexcept {
+  const analysis::OpLine& l = v.apart[i];
+  double pad = 0;
+  if (l.gemm_rows_per_x > 0) {  // the tile work from the table where it has it
+    const double rows = x * l.gemm_rows_per_x;
+    pad = l.padding.from_work(rows, analysis::tabulated_work(l.padding, rows, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows));
+  }
+  return l.rep * analysis::realistic_at(l, x, l.mem_per_expert != 0 ? touched : 0, pad);
+}
+
+double StepModel::own_part(const model::StepMix& group, double all, double touched, GraphMode mode) const noexcept {
+  const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
+  const double T = group.tokens();
   double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
-  if (v.all_tokens.count > 0) t += v.all_tokens.at(all);
   const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;
   if (v.apart_count > 0) {
     const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, all};
-    const bool present[kQuantities] = {true, true, prefill, decode, true};
-    // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
-    const double touched = moe_ ? model::touched_experts(*model_, ep_size_, mix.tokens()) : 0;
+    const bool present[kQuantities] = {true, true, prefill, decode, false};  // (the expert part: StepModel::expert)
     for (int i = 0; i < v.apart_count; ++i) {
-      const analysis::OpLine& l = v.apart[i];
       const int q = v.apart_quantity[i];
-      if (!present[q]) continue;
-      double pad = 0;
-      if (l.gemm_rows_per_x > 0) {  // the tile work from the table where it has it
-        const double rows = x[q] * l.gemm_rows_per_x;
-        pad = l.padding.from_work(rows, analysis::tabulated_work(l.padding, rows, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows));
-      }
-      t += l.rep * analysis::realistic_at(l, x[q], l.mem_per_expert != 0 ? touched : 0, pad);
+      if (present[q]) t += apart_at(v, i, x[q], touched);
     }
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(group.prefill_positions);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(group.decode_tokens);
+  return t;
+}
+
+double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
+  const Expert e = expert(mix, mode);
+  return own_part(group, e.all, e.touched, mode) + e.s;
+}
+
+double StepModel::slowest(const model::StepMix* groups, std::size_t n, const model::StepMix& mix, GraphMode mode,
+                          RankMemo* memo) const noexcept {
+  // The expert part is the same for every group: priced once.
+  const Expert e = expert(mix, mode);
+  std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[mode == GraphMode::eager ? 0 : 1] : nullptr;
+  double t = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const model::StepMix& g = groups[i];
+    if (g.seqs() <= 0) continue;
+    double own = 0;
+    // A group of decode sequences only: its own part reads its decode tokens alone.
+    const auto d = static_cast<std::size_t>(g.decode_tokens);
+    if (known != nullptr && g.prefill_seqs == 0 && d < known->size() && static_cast<double>(d) == g.decode_tokens) {
+      double& k = (*known)[d];
+      if (!(k >= 0)) k = own_part(g, e.all, e.touched, mode);
+      own = k;
+    } else {
+      own = own_part(g, e.all, e.touched, mode);
+    }
+    t = std::max(t, with_group_attention(own + e.s, g, mode));
+  }
   return t;
 }
 

@@ -685,6 +685,126 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   EXPECT_GT(dp.ttft.max, tp.ttft.max);
 }
 
+TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
+  // Mixtral-8x7B at --tp 1 --ep 2 (vLLM 0.13, its host between steps): each request stays on
+  // rank id mod 2. Request 0 (an 8000-token prompt) runs on rank 0, request 1 (100 tokens) on
+  // rank 1, both sent at t = 0 with 2 output tokens. Step 1 prefills both (8100 tokens, within
+  // the 8192-token budget): rank 0's 8000-token chunk and rank 1's 100-token chunk, the expert
+  // part over all 8100 tokens; it lasts as long as the slower rank, plus the host's 0.4 ms +
+  // 1.1 us per request for 2 requests; it gives both first tokens (TTFT). Step 2 decodes both,
+  // one sequence on each rank: rank 0's at context 8001 (the token after its 8000 cached ones),
+  // rank 1's at 101; it lasts as long as rank 0's (its own part at 8001 is the longer, the
+  // expert part over the 2 tokens is common), plus the same host time: E2E - TTFT.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 8000, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 2;
+  const ServingResult r = simulate(m, sys, cfg);
+  model::ForwardConfig f;
+  f.ep = 2;
+  f.merged_kernels = true;
+  StepModel step;
+  step.prepare(m, sys, f);
+  const double host = 0.4e-3 + 2 * 1.1e-6;
+  model::StepMix long_prompt, short_prompt, prompts;
+  long_prompt.add_prefill(8000, 8000, 0);
+  short_prompt.add_prefill(100, 100, 0);
+  prompts.add_prefill(8000, 8000, 0);
+  prompts.add_prefill(100, 100, 0);
+  for (model::StepMix* x : {&long_prompt, &short_prompt, &prompts}) x->fused_attention = true;
+  const double prefill = std::max(step.time(long_prompt, prompts, GraphMode::piecewise), step.time(short_prompt, prompts, GraphMode::piecewise));
+  const model::StepMix long_decode = decode_mix(1, 8001), short_decode = decode_mix(1, 101);
+  model::StepMix decodes = decode_mix(1, 8001);
+  decodes.add_decode(101, 0);
+  const double decode = step.time(long_decode, decodes, GraphMode::graph);
+  EXPECT_GT(decode, step.time(short_decode, decodes, GraphMode::graph));  // rank 0 is the slower
+  EXPECT_EQ(r.measured_requests, 2);
+  EXPECT_NEAR(r.ttft.min, prefill + host, 200 * kPs);
+  EXPECT_NEAR(r.ttft.max, prefill + host, 200 * kPs);
+  EXPECT_NEAR(r.e2e.max - r.ttft.max, decode + host, 400 * kPs);
+  EXPECT_NEAR(r.e2e.min - r.ttft.min, decode + host, 400 * kPs);
+  // Spread evenly at the mean context ((8001 + 101) / 2 = 4051 each, the former pricing) the
+  // decode step would be shorter.
+  EXPECT_GT(decode, step.time(decode_mix(1, 4051), decodes, GraphMode::graph));
+}
+
+TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
+  // Mixtral-8x7B at --tp 1 --ep 2 under vLLM (0.13, its host between steps) with
+  // --max-num-seqs 1: each rank runs one request at a time (each DP rank's scheduler has the
+  // limit). Three 100-token requests with 2 output tokens at t = 0, on ranks 0, 1, 0 (id mod 2):
+  // requests 0 and 1 run side by side, request 2 waits for request 0's rank.
+  //   step 1: both prompts (a 100-token chunk on each rank) + host 0.4 ms + 2 x 1.1 us
+  //   step 2: both decode (one sequence at context 101 on each rank) + the same host
+  //   step 3: request 2's prompt alone + host 0.4 ms + 1.1 us; step 4: its decode alone.
+  // Queue: 0, 0 and steps 1 + 2; request 2's E2E: steps 1 to 4; a rank ran 1 at most.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.max_num_seqs = 1;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 3;
+  const ServingResult r = simulate(m, sys, cfg);
+  model::ForwardConfig f;
+  f.ep = 2;
+  f.merged_kernels = true;
+  StepModel step;
+  step.prepare(m, sys, f);
+  const double host1 = 0.4e-3 + 1.1e-6, host2 = 0.4e-3 + 2 * 1.1e-6;
+  model::StepMix one, two;
+  one.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  one.fused_attention = two.fused_attention = true;
+  const double s1 = step.time(one, two, GraphMode::piecewise) + host2;
+  const double s2 = step.time(decode_mix(1, 101), decode_mix(2, 101), GraphMode::graph) + host2;
+  const double s3 = step.time(one, one, GraphMode::piecewise) + host1;
+  const double s4 = step.time(decode_mix(1, 101), decode_mix(1, 101), GraphMode::graph) + host1;
+  EXPECT_EQ(r.measured_requests, 3);
+  EXPECT_EQ(r.peak_running, 1);
+  EXPECT_NEAR(r.queue.min, 0, kPs);
+  EXPECT_NEAR(r.queue.max, s1 + s2, 400 * kPs);
+  EXPECT_NEAR(r.queue.mean, (s1 + s2) / 3, 400 * kPs);
+  EXPECT_NEAR(r.ttft.max, s1 + s2 + s3, 600 * kPs);
+  EXPECT_NEAR(r.e2e.max, s1 + s2 + s3 + s4, 800 * kPs);
+  EXPECT_EQ(r.steps, 4);
+}
+
+TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
+  // As above with --max-batched-tokens 1000 (and 256 sequences): two 1000-token prompts at
+  // t = 0, on ranks 0 and 1, each fill their own rank's budget, so both are prefilled in the
+  // first step (one budget for both would chunk the second): TTFT of both = one step of a
+  // 1000-token chunk on each rank + host 0.4 ms + 2 x 1.1 us.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.max_batched_tokens = 1000;
+  cfg.engine.max_num_seqs = 256;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 1000, 2, -1, 0}, {0, 1000, 2, -1, 0}};
+  cfg.workload.requests = 2;
+  const ServingResult r = simulate(m, sys, cfg);
+  model::ForwardConfig f;
+  f.ep = 2;
+  f.merged_kernels = true;
+  StepModel step;
+  step.prepare(m, sys, f);
+  model::StepMix one, two;
+  one.add_prefill(1000, 1000, 0);
+  two.add_prefill(1000, 1000, 0);
+  two.add_prefill(1000, 1000, 0);
+  one.fused_attention = two.fused_attention = true;
+  const double ttft = step.time(one, two, GraphMode::piecewise) + 0.4e-3 + 2 * 1.1e-6;
+  EXPECT_EQ(r.measured_requests, 2);
+  EXPECT_NEAR(r.ttft.min, ttft, 200 * kPs);
+  EXPECT_NEAR(r.ttft.max, ttft, 200 * kPs);
+}
+
 TEST(Simulator, StaticBatchingEqualsInfer) {
   // `--engine static --concurrency B`: B requests arrive together, are prefilled in one step
   // and decoded together: TTFT, TPOT and E2E are infer's at batch B (no host time).

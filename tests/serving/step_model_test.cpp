@@ -6,8 +6,10 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "ridgeline/analysis/inference.hpp"
 #include "ridgeline/io/model_file.hpp"
@@ -236,6 +238,36 @@ TEST(StepModel, AttentionDataParallelGroupsPriceTheBusiestGroup) {
   }
   auto one = fixture({"mixtral-8x7b", "h100-sxm", 1, 1});
   EXPECT_EQ(one->step->time(mix, mix, GraphMode::eager), one->step->time(mix, GraphMode::eager));
+}
+
+TEST(StepModel, TheSlowestGroupPricesTheExpertPartOnceAndEachGroupsOwnPart) {
+  // Mixtral-8x7B at TP 1, EP 8: groups stepping together last as long as the slowest one's
+  // step, time(group, mix) with mix all groups' sequences (its expert part common to all).
+  // Group 0: 3 decode sequences at context 2000; group 1: 5 at 100; group 2: a 512-token chunk
+  // after 512 cached; the other 5 groups idle (dummy passes, skipped). slowest() is the max of
+  // the three, with or without the memo of decode-only groups' own parts (asked twice: the
+  // second time from the memo), and no idle group counts.
+  auto fx = fixture({"mixtral-8x7b", "h100-sxm", 1, 8});
+  std::vector<model::StepMix> groups(8);
+  for (int i = 0; i < 3; ++i) groups[0].add_decode(2000, 0);
+  for (int i = 0; i < 5; ++i) groups[1].add_decode(100, 0);
+  groups[2].add_prefill(512, 1024, 0);
+  model::StepMix mix;
+  for (int i = 0; i < 3; ++i) mix.add_decode(2000, 0);
+  for (int i = 0; i < 5; ++i) mix.add_decode(100, 0);
+  mix.add_prefill(512, 1024, 0);
+  StepModel::RankMemo memo;
+  for (auto& own : memo.own) own.assign(64, -1.0);
+  for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+    const double want = std::max({fx->step->time(groups[0], mix, mode), fx->step->time(groups[1], mix, mode),
+                                  fx->step->time(groups[2], mix, mode)});
+    EXPECT_NEAR(fx->step->slowest(groups.data(), groups.size(), mix, mode) / want, 1, kExact);
+    for (int twice = 0; twice < 2; ++twice) {
+      EXPECT_NEAR(fx->step->slowest(groups.data(), groups.size(), mix, mode, &memo) / want, 1, kExact);
+    }
+    EXPECT_GE(memo.own[mode == GraphMode::eager ? 0 : 1][3], 0);  // group 0's 3 decode tokens remembered
+    EXPECT_GE(memo.own[mode == GraphMode::eager ? 0 : 1][5], 0);
+  }
 }
 
 }  // namespace

@@ -304,8 +304,9 @@ struct ServingResult {
   double makespan_s = 0;              ///< simulated time from the first arrival to the last event
   double measured_span_s = 0;         ///< first measured arrival to last measured finish (the throughput window)
   double steps = 0, mixed_steps = 0, decode_steps = 0, prefill_steps = 0;
-  /// The most requests one replica ran at once: a run whose peak is below its sequence limit
-  /// never met the limit, and runs the same under any limit above its peak.
+  /// The most requests one replica ran at once (one attention data-parallel rank, where each
+  /// rank has its own sequence limit: vLLM at ep > 1): a run whose peak is below its sequence
+  /// limit never met the limit, and runs the same under any limit above its peak.
   std::int64_t peak_running = 0;
   double mean_step_s = 0, mean_decode_batch = 0;
   double mean_in_system = 0;          ///< time average of requests in the system (Little's law: throughput x mean e2e)

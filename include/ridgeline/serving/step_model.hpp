@@ -41,14 +41,25 @@ class StepModel {
   }
 
   /// The step of attention data-parallel groups (ForwardConfig::ep > 1) that each schedule
-  /// their own requests (docs/serving.md#attention-data-parallel-ranks): `group` is the busiest
-  /// group's own sequences, `mix` all groups' together. Every op but the expert part of the
+  /// their own requests (docs/serving.md#moe-layouts): `group` is one group's own
+  /// sequences, `mix` all groups' together. Every op but the expert part of the
   /// MoE layers runs on the group's own tokens, sequences and attention; the expert part
   /// (dispatch, expert GEMMs, combine) on the tokens of all groups, 1/ep of them per group.
   /// time(group_share(mix), mix, mode) is time(mix, mode).
   double time(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
     return with_group_attention(base(group, mix, mode), group, mode);
   }
+  /// The slowest of the groups `groups[0..n)` (each its own sequences; `mix` all of them
+  /// together): the groups step together, each its own part and the expert part over all
+  /// groups' tokens, the same for each (priced once). Groups without a sequence (running a
+  /// dummy pass) are skipped; max over the groups of time(groups[i], mix, mode).
+  /// `memo` (optional, the caller's): own parts of groups of decode sequences only, by their
+  /// decode tokens (its vectors sized by the caller, filled with -1), eager [0] or not [1].
+  struct RankMemo {
+    std::array<std::vector<double>, 2> own;
+  };
+  double slowest(const model::StepMix* groups, std::size_t n, const model::StepMix& mix, GraphMode mode,
+                 RankMemo* memo = nullptr) const noexcept;
   /// 1/ep of `mix`: one group's share when the groups are equally loaded.
   model::StepMix group_share(const model::StepMix& mix) const noexcept;
 
@@ -106,6 +117,15 @@ class StepModel {
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept;
   // base and with_attention of one group's sequences (`group`) among all groups' (`mix`).
   double base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept;
+  // The expert part of base (the ops on all groups' tokens: kAllGroups), its quantity and the
+  // experts the step touches; the rest of base, one group's own part, given it.
+  struct Expert {
+    double s = 0, all = 0, touched = 0;
+  };
+  Expert expert(const model::StepMix& mix, GraphMode mode) const noexcept;
+  double own_part(const model::StepMix& group, double all, double touched, GraphMode mode) const noexcept;
+  // Apart line i of v at quantity x.
+  double apart_at(const Variant& v, int i, double x, double touched) const noexcept;
   double with_group_attention(double base, const model::StepMix& group, GraphMode mode) const noexcept;
 
   Variant eager_, graph_;
@@ -120,6 +140,7 @@ class StepModel {
   double launch_s_ = 0;
   bool moe_ = false;
   bool mla_ = false;
+  bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
   model::Graph g1_, g2_;  // scratch for prepare
 };
 
