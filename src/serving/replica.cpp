@@ -37,8 +37,10 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   new_token_ratio = e.new_token_ratio_init;
   if (ranks_ > 1) plan.ranks.assign(static_cast<std::size_t>(ranks_), model::StepMix{});
   // vLLM V1 (not V0, which had no attention data parallelism): every DP rank its own scheduler
-  // with the configured limits (vllm/v1/engine/core.py, DPEngineCoreProc: an EngineCore each).
-  rank_limits = ranks_ > 1 && e.kind == EngineKind::vllm && !e.prefills_apart;
+  // with the configured limits (vllm/v1/engine/core.py, DPEngineCoreProc: an EngineCore each);
+  // TensorRT-LLM with attention DP likewise (each rank's executor schedules its own requests
+  // within max_batch_size and max_num_tokens).
+  rank_limits = ranks_ > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
   if (rank_limits) {
     rank_running.assign(static_cast<std::size_t>(ranks_), 0);
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);

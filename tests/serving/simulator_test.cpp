@@ -774,6 +774,28 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   EXPECT_EQ(r.steps, 4);
 }
 
+TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize) {
+  // The same three requests under TensorRT-LLM (attention DP: each rank's executor schedules
+  // its own requests within max_batch_size) with a batch of 1: requests 0 and 1 (ranks 0 and 1)
+  // are admitted together at t = 0 (an idle engine plans the arrivals at once), request 2
+  // waits for request 0's rank. So two of the three queue times are 0 (the median), the
+  // third is not, and a rank ran one at most. One limit for the whole replica would have
+  // admitted request 0 alone: the median queue time would be request 1's wait, above 0.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::trtllm, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.max_num_seqs = 1;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 3;
+  const ServingResult r = simulate(m, sys, cfg);
+  EXPECT_EQ(r.measured_requests, 3);
+  EXPECT_EQ(r.peak_running, 1);
+  EXPECT_EQ(r.queue.p50, 0);
+  EXPECT_GT(r.queue.max, 0);
+}
+
 TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
   // As above with --max-batched-tokens 1000 (and 256 sequences): two 1000-token prompts at
   // t = 0, on ranks 0 and 1, each fill their own rank's budget, so both are prefilled in the
