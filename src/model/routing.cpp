@@ -36,6 +36,12 @@ double lognormal_max(const double (&w)[kPoints + 1], double s) noexcept {
 // of the sum's mean m·e^(σ²/2) and variance m·(e^(σ²) − 1)·e^(σ²)).
 double gpu_spread(double m, double sigma) noexcept { return std::sqrt(std::log1p(std::expm1(sigma * sigma) / m)); }
 
+// The libraries' exp, log and erfc may differ in their last bits between platforms (glibc in
+// the CLI, musl's in the WebAssembly page, which must print what the CLI prints): each result
+// of a quadrature is kept to 1e-12 (the quadratures are good to about 1e-9 anyway), with IEEE
+// multiplication, rounding and division only, which give the same bits everywhere.
+double portable(double x) noexcept { return std::round(x * 1e12) / 1e12; }
+
 // A balanced router's excess at one token: e_G·√(G·(E − k) / ((E − 1)·k)).
 double chance_scale(double E, double k, double G) noexcept {
   return E > 1 ? expected_max_normal(G) * std::sqrt(G * (E - k) / ((E - 1) * k)) : 0;
@@ -57,7 +63,7 @@ double expected_max_normal(double n) noexcept {
     sum += (i == 0 || i == kPoints ? 0.5 : 1) * x * max_density(n, x);
   }
   last_n = n;
-  last = sum * kStep;
+  last = portable(sum * kStep);
   return last;
 }
 
@@ -71,7 +77,7 @@ double expected_max_lognormal(double n, double s) noexcept {
   max_weights(n, w);
   last_n = n;
   last_s = s;
-  last = lognormal_max(w, s);
+  last = portable(lognormal_max(w, s));
   return last;
 }
 
@@ -103,7 +109,7 @@ double routing_skew_sigma(const ModelConfig& m) noexcept {
       const double mid = 0.5 * (lo + hi);
       (lognormal_max(w, gpu_spread(E / G, mid)) - 1 < target ? lo : hi) = mid;
     }
-    sigma = 0.5 * (lo + hi);
+    sigma = portable(0.5 * (lo + hi));
   }
   key[0] = E, key[1] = k, key[2] = G, key[3] = r.tokens_per_step, key[4] = r.imbalance;
   last = sigma;
