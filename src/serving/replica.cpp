@@ -128,7 +128,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
   q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(c, q.d0 - 1))) - blocks_for(q.c0);
   join_extra_ += q.pending;
-  if (kv.size() > 1) rank_join_extra_[kv_index(q)] += q.pending;
+  if (rank_limits) rank_join_extra_[kv_index(q)] += q.pending;
   // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
   finishes.push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
   // Inside the window while its cached context is below W: until the first step with
@@ -157,7 +157,7 @@ void Replica::leave_decode(std::int32_t r) {
   q.window_growing = false;
   phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
-  if (kv.size() > 1) rank_join_extra_[kv_index(q)] -= q.pending;
+  if (rank_limits) rank_join_extra_[kv_index(q)] -= q.pending;
   if (!q.above_window) {
     --c.n_below;
     c.s_below -= q.c0 - g0;
@@ -300,15 +300,16 @@ std::int64_t Replica::decode_blocks_needed(std::size_t k) {
   return need;
 }
 
-void Replica::take_decode_blocks() {
-  if (kv.size() == 1) {
-    take_blocks(decode_blocks_needed(), 0);
-  } else {
-    for (std::size_t k = 0; k < kv.size(); ++k) {
-      take_blocks(decode_blocks_needed(k), k);
-      rank_join_extra_[k] = 0;
-    }
+void Replica::take_rank_decode_blocks() {
+  for (std::size_t k = 0; k < kv.size(); ++k) {
+    take_blocks(decode_blocks_needed(k), k);
+    rank_join_extra_[k] = 0;
   }
+}
+
+void Replica::take_decode_blocks() {
+  if (rank_limits) take_rank_decode_blocks();
+  else take_blocks(decode_blocks_needed(), 0);
   for (const std::int32_t r : new_decoders) pool[r].pending = 0;
   join_extra_ = 0;
 }
@@ -374,8 +375,7 @@ std::int64_t Replica::prefix_blocks_in(std::int64_t units) const {
   return units / (f + w);
 }
 
-std::int64_t Replica::prefix_hit(const Req& q, bool partial_reuse) const {
-  if (q.group < 0 || !engine.prefix_caching) return 0;
+std::int64_t Replica::cached_prefix(const Req& q, bool partial_reuse) const {
   const Group& g = group_of(q);
   const std::int64_t full = q.prefix_tokens / block_;  // full blocks of the prefix
   const std::int64_t blocks = std::min(prefix_blocks_in(g.cached), full);

@@ -207,7 +207,7 @@ class Replica {
     if (rank_limits) rank_waiting[static_cast<std::size_t>(rank_of(q))] += d;
   }
   // Blocks the decode step dstep needs beyond those its sequences hold; of rank k's
-  // sequences only (per-rank pools: kv.size() > 1).
+  // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
   std::int64_t decode_blocks_needed(std::size_t k);
   // Takes them (each rank's of its pool): the sequences that joined since the last decode step hold their first step's blocks.
@@ -258,15 +258,15 @@ class Replica {
     for (const KvPool& p : kv) n += p.*m;
     return n;
   }
-  std::size_t kv_index(const Req& q) const { return kv.size() == 1 ? 0 : static_cast<std::size_t>(rank_of(q)); }
+  // (rank_limits: a pool per rank; else one.)
+  std::size_t kv_index(const Req& q) const { return rank_limits ? static_cast<std::size_t>(q.id % ranks_) : 0; }
   KvPool& kv_of(const Req& q) { return kv[kv_index(q)]; }
   const KvPool& kv_of(const Req& q) const { return kv[kv_index(q)]; }
   // Σ over the pools (the replica's KV use: blocks used over all its blocks).
-  std::int64_t total_blocks() const { return kv.size() == 1 ? kv[0].total : sum_blocks(&KvPool::total); }
-  std::int64_t free_blocks() const { return kv.size() == 1 ? kv[0].free : sum_blocks(&KvPool::free); }
+  std::int64_t used_blocks() const { return rank_limits ? sum_blocks(&KvPool::total) - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free; }
   // q's group's cached prefix, in q's pool (a prefix cached on one rank is not seen by another).
   std::size_t group_index(const Req& q) const {
-    return kv.size() == 1 ? static_cast<std::size_t>(q.group) : static_cast<std::size_t>(q.group) * kv.size() + kv_index(q);
+    return rank_limits ? static_cast<std::size_t>(q.group) * kv.size() + kv_index(q) : static_cast<std::size_t>(q.group);
   }
   Group& group_of(const Req& q) { return groups[group_index(q)]; }
   const Group& group_of(const Req& q) const { return groups[group_index(q)]; }
@@ -296,7 +296,9 @@ class Replica {
   // Gives n blocks back to pool k (no prefix cached in them).
   void give_blocks(std::int64_t n, std::size_t k);
   // Prompt tokens of `q` found in the cache (its group's prefix) and the blocks that holds.
-  std::int64_t prefix_hit(const Req& q, bool partial_reuse) const;
+  std::int64_t prefix_hit(const Req& q, bool partial_reuse) const {
+    return q.group < 0 || !engine.prefix_caching ? 0 : cached_prefix(q, partial_reuse);
+  }
   // References the cached prefix blocks of q's group (taking them off the free queue); q's
   // `hit` tokens lie in the first of them.
   void ref_prefix(Req& q, std::int64_t hit);
@@ -364,6 +366,8 @@ class Replica {
   std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
   EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
   void settle_window_blocks();
+  std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
+  void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;

@@ -132,7 +132,7 @@ void Simulation::advance(Ps t) {
     // Disaggregated, a decode instance's requests in a KV transfer wait too (for their KV):
     // the sustainability rule counts them with the queue (not the waiting statistics).
     const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.incoming.size() + r.kv_queue.size()),
-                       r.total_blocks() - r.free_blocks(),
+                       r.used_blocks(),
                        r.role == detail::Role::decode ? r.in_transfer + static_cast<std::int64_t>(r.arrived.size()) : 0};
     sum_.running += now.running - sn.running;
     sum_.waiting += now.waiting - sn.waiting;
