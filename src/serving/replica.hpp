@@ -210,7 +210,8 @@ class Replica {
   // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
   std::int64_t decode_blocks_needed(std::size_t k);
-  // Takes them (each rank's of its pool): the sequences that joined since the last decode step hold their first step's blocks.
+  // Takes them (each rank's of its pool): the sequences that joined since the last decode step
+  // hold their first step's blocks.
   void take_decode_blocks();
   std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
   std::int64_t emitted_before(const Req& q) const { const Cohort& c = of(q); return q.e0 + (G(c, dstep) - G(c, q.d0)); }
@@ -232,7 +233,8 @@ class Replica {
   std::int64_t quiet_steps(std::int64_t most) const;
 
   // --- KV cache ------------------------------------------------------------------------
-  std::vector<Group> groups;  // prefix groups (by group, then pool), as cached on this replica (grown as requests of new groups arrive)
+  // Prefix groups (by group, then pool), as cached on this replica (grown as requests of new groups arrive).
+  std::vector<Group> groups;
   // Makes room for q's prefix group (a request routed or handed over here).
   void know_group(const Req& q) {
     if (q.group >= 0 && static_cast<std::size_t>(q.group) * kv.size() >= groups.size()) {
@@ -263,7 +265,9 @@ class Replica {
   KvPool& kv_of(const Req& q) { return kv[kv_index(q)]; }
   const KvPool& kv_of(const Req& q) const { return kv[kv_index(q)]; }
   // Σ over the pools (the replica's KV use: blocks used over all its blocks).
-  std::int64_t used_blocks() const { return rank_limits ? sum_blocks(&KvPool::total) - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free; }
+  std::int64_t used_blocks() const {
+    return rank_limits ? sum_blocks(&KvPool::total) - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free;
+  }
   // q's group's cached prefix, in q's pool (a prefix cached on one rank is not seen by another).
   std::size_t group_index(const Req& q) const {
     return rank_limits ? static_cast<std::size_t>(q.group) * kv.size() + kv_index(q) : static_cast<std::size_t>(q.group);

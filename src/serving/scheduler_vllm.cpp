@@ -120,9 +120,10 @@ class VllmScheduler final : public Scheduler {
   }
 
   // admit_waiting per rank: each rank that preempted nothing in the step admits its own
-  // waiting requests in arrival order while its budget, sequence limit and pool allow; a request of a rank that cannot admit it stops that
-  // rank's admissions (first come, first served within the rank), and so does its last waiting
-  // request (Replica::rank_waiting). The scan stops once every rank has stopped.
+  // waiting requests in arrival order while its budget, sequence limit and pool allow; a
+  // request of a rank that cannot admit it stops that rank's admissions (first come, first
+  // served within the rank), and so does its last waiting request (Replica::rank_waiting). The
+  // scan stops once every rank has stopped.
   void admit_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;

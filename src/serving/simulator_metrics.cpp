@@ -173,8 +173,8 @@ void Simulation::summarise() {
       for (std::size_t k = 0; k < rep.kv.size(); ++k) {
         const Replica::KvPool& p = rep.kv[k];
         if (p.free != p.total || rep.running_count != 0 || p.committed != 0) {
-          throw std::logic_error(fmt::format("serve: replica {} (KV pool {}) ended with {} of {} KV blocks free, {} running, {} committed",
-                                             rep.index, k, p.free, p.total, rep.running_count, p.committed));
+          throw std::logic_error(fmt::format("serve: replica {} (KV pool {}) ended with {} of {} KV blocks free, {} running, "
+                                             "{} committed", rep.index, k, p.free, p.total, rep.running_count, p.committed));
         }
       }
     }
