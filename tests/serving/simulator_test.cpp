@@ -799,12 +799,13 @@ TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize)
 // Attention data-parallel ranks under vLLM V1 (each DP rank's KVCacheManager over its own GPUs):
 // a replica of 20 blocks at --ep 2 is two pools of 10 (Replica::kv, rank_pool_blocks: 20 / 2),
 // 16 tokens a block. Requests go to rank id mod 2, in order of arrival.
-std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trace) {
+std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trace, EngineRef engine = kVllmSerialHost) {
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  ServeConfig cfg = base(engine, sys, 1);
   cfg.forward.ep = 2;
   cfg.engine.kv_blocks_override = 20;
+  cfg.engine.prefix_caching = true;
   cfg.workload.arrival = Arrival::trace;
   cfg.workload.trace = trace;
   cfg.workload.requests = static_cast<std::int64_t>(trace.size());
@@ -833,6 +834,35 @@ TEST(Simulator, EachAttentionDataParallelRankHasItsOwnKvPool) {
   EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
   EXPECT_LT(seen.at(3).arrival_s + seen.at(3).queue_s, seen.at(0).e2e_s);
   for (const auto& [id, q] : seen) EXPECT_EQ(q.preemptions, 0) << id;
+}
+
+TEST(Simulator, APrefixCachedOnOneAttentionDataParallelRankIsNotSeenByAnother) {
+  // Three requests of one prefix group (its first 64 tokens, 4 whole blocks of 16), 100 prompt
+  // tokens and 2 outputs each: request 0 (rank 0) at t = 0 computes and caches the prefix in
+  // rank 0's pool; request 1 (rank 1) and request 2 (rank 0) arrive at 1 s, long after it ended
+  // (its blocks freed, the prefix still cached: 7 blocks of the pool's 10 held at most). Request
+  // 2 finds the 64 tokens in its rank's pool; request 1 finds nothing in rank 1's (one shared
+  // pool would have given it the 64 too).
+  const auto seen = run_ranks({{0, 100, 2, 0, 64}, {1, 100, 2, 0, 64}, {1, 100, 2, 0, 64}});
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen.at(0).cached_tokens, 0);
+  EXPECT_EQ(seen.at(1).cached_tokens, 0);
+  EXPECT_EQ(seen.at(2).cached_tokens, 64);
+}
+
+TEST(Simulator, TensorRtLlmAttentionDataParallelRanksCommitInTheirOwnKvPools) {
+  // TensorRT-LLM commits a request's whole context on admission (prompt + outputs, in its
+  // rank's pool of 10 blocks of 32 tokens, tokens_per_block): request 0 (rank 0, 100 + 200)
+  // commits ceil(300/32) = 10, request 1 (rank 1, 16 + 1) ceil(17/32) = 1, request 2 (rank 0,
+  // 100 + 2) ceil(102/32) = 4 > 10 - 10: it waits for request 0's end (its queue time is
+  // request 0's E2E: the step after request 0's last token admits it). One pool of 20 would
+  // have held all three (10 + 1 + 4 = 15).
+  const auto seen = run_ranks({{0, 100, 200, -1, 0}, {0, 16, 1, -1, 0}, {0, 100, 2, -1, 0}}, EngineKind::trtllm);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_GT(seen.at(2).queue_s, 0);
+  EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
 }
 
 TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
