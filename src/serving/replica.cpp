@@ -40,8 +40,10 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
     rank_waiting.assign(static_cast<std::size_t>(ranks_), 0);
     rank_join_extra_.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_phase_need_.assign(static_cast<std::size_t>(ranks_), 0);
   }
   kv.resize(rank_limits ? static_cast<std::size_t>(ranks_) : 1);
+  all_blocks_ = blocks;
   for (std::size_t k = 0; k < kv.size(); ++k) {
     KvPool& p = kv[k];
     p.total = p.free = kv.size() == 1 ? blocks : rank_pool_blocks(blocks, ranks_, static_cast<std::int64_t>(k));
@@ -271,6 +273,10 @@ void Replica::settle_window_blocks() {
 std::int64_t Replica::decode_blocks_needed() {
   if (layout_.hybrid()) settle_window_blocks();
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
+    if (rank_limits) {  // (the ranks' needs, cached with their sum)
+      decode_blocks_needed(0);
+      return join_extra_ + phase_need_;
+    }
     // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
     phase_need_ = 0;
     for (const Cohort& c : cohorts_) {
@@ -286,23 +292,33 @@ std::int64_t Replica::decode_blocks_needed() {
 }
 
 std::int64_t Replica::decode_blocks_needed(std::size_t k) {
-  // decode_blocks_needed over rank k's cohorts (cohorts_[k·classes_, (k + 1)·classes_)).
+  // decode_blocks_needed over rank k's cohorts (cohorts_[k·classes_, (k + 1)·classes_)), all
+  // ranks' at once once a step (the same cache: phase_need_step_).
   if (layout_.hybrid()) settle_window_blocks();
-  std::int64_t need = rank_join_extra_[k];
-  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) {
-    const Cohort& c = cohorts_[i];
-    if (c.n == 0) continue;
-    for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
-      const std::size_t p = phase_of(t);
-      need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+  if (phase_need_step_ != dstep) {
+    phase_need_ = 0;
+    for (std::size_t g = 0; g < rank_phase_need_.size(); ++g) {
+      std::int64_t need = 0;
+      for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) {
+        const Cohort& c = cohorts_[i];
+        if (c.n == 0) continue;
+        for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
+          const std::size_t p = phase_of(t);
+          need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+        }
+      }
+      rank_phase_need_[g] = need;
+      phase_need_ += need;
     }
+    phase_need_step_ = dstep;
   }
-  return need;
+  return rank_join_extra_[k] + rank_phase_need_[k];
 }
 
 void Replica::take_rank_decode_blocks() {
   for (std::size_t k = 0; k < kv.size(); ++k) {
-    take_blocks(decode_blocks_needed(k), k);
+    const std::int64_t need = decode_blocks_needed(k);
+    if (need > 0) take_blocks(need, k);
     rank_join_extra_[k] = 0;
   }
 }

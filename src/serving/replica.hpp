@@ -266,7 +266,7 @@ class Replica {
   const KvPool& kv_of(const Req& q) const { return kv[kv_index(q)]; }
   // Σ over the pools (the replica's KV use: blocks used over all its blocks).
   std::int64_t used_blocks() const {
-    return rank_limits ? sum_blocks(&KvPool::total) - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free;
+    return rank_limits ? all_blocks_ - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free;
   }
   // q's group's cached prefix, in q's pool (a prefix cached on one rank is not seen by another).
   std::size_t group_index(const Req& q) const {
@@ -366,6 +366,7 @@ class Replica {
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   double window_;
   Emission emission_;
+  std::int64_t all_blocks_ = 0;  // Σ kv[k].total
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
   std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
   EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
@@ -375,6 +376,7 @@ class Replica {
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
+  std::vector<std::int64_t> rank_phase_need_;  // phase_need_ by rank (per-rank pools only; their sum is phase_need_)
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 
  public:
