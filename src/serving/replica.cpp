@@ -274,7 +274,7 @@ std::int64_t Replica::decode_blocks_needed() {
   if (layout_.hybrid()) settle_window_blocks();
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
     if (rank_limits) {  // (the ranks' needs, cached with their sum)
-      decode_blocks_needed(0);
+      settle_rank_needs();
       return join_extra_ + phase_need_;
     }
     // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
@@ -291,33 +291,31 @@ std::int64_t Replica::decode_blocks_needed() {
   return join_extra_ + phase_need_;
 }
 
-std::int64_t Replica::decode_blocks_needed(std::size_t k) {
-  // decode_blocks_needed over rank k's cohorts (cohorts_[k·classes_, (k + 1)·classes_)), all
-  // ranks' at once once a step (the same cache: phase_need_step_).
-  if (layout_.hybrid()) settle_window_blocks();
-  if (phase_need_step_ != dstep) {
-    phase_need_ = 0;
-    for (std::size_t g = 0; g < rank_phase_need_.size(); ++g) {
-      std::int64_t need = 0;
-      for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) {
-        const Cohort& c = cohorts_[i];
-        if (c.n == 0) continue;
-        for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
-          const std::size_t p = phase_of(t);
-          need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
-        }
+void Replica::settle_rank_needs() {
+  // decode_blocks_needed of each rank k over its cohorts (cohorts_[k·classes_, (k + 1)·classes_)),
+  // all at once once a step (the same cache as their sum: phase_need_step_).
+  phase_need_ = 0;
+  for (std::size_t g = 0; g < rank_phase_need_.size(); ++g) {
+    std::int64_t need = 0;
+    for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) {
+      const Cohort& c = cohorts_[i];
+      if (c.n == 0) continue;
+      for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
+        const std::size_t p = phase_of(t);
+        need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
       }
-      rank_phase_need_[g] = need;
-      phase_need_ += need;
     }
-    phase_need_step_ = dstep;
+    rank_phase_need_[g] = need;
+    phase_need_ += need;
   }
-  return rank_join_extra_[k] + rank_phase_need_[k];
+  phase_need_step_ = dstep;
 }
 
 void Replica::take_rank_decode_blocks() {
+  if (layout_.hybrid()) settle_window_blocks();
+  if (phase_need_step_ != dstep) settle_rank_needs();
   for (std::size_t k = 0; k < kv.size(); ++k) {
-    const std::int64_t need = decode_blocks_needed(k);
+    const std::int64_t need = rank_join_extra_[k] + rank_phase_need_[k];
     if (need > 0) take_blocks(need, k);
     rank_join_extra_[k] = 0;
   }

@@ -209,7 +209,11 @@ class Replica {
   // Blocks the decode step dstep needs beyond those its sequences hold; of rank k's
   // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
-  std::int64_t decode_blocks_needed(std::size_t k);
+  std::int64_t decode_blocks_needed(std::size_t k) {
+    if (layout_.hybrid()) settle_window_blocks();
+    if (phase_need_step_ != dstep) settle_rank_needs();
+    return rank_join_extra_[k] + rank_phase_need_[k];
+  }
   // Takes them (each rank's of its pool): the sequences that joined since the last decode step
   // hold their first step's blocks.
   void take_decode_blocks();
@@ -373,6 +377,7 @@ class Replica {
   void settle_window_blocks();
   std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
   void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
+  void settle_rank_needs();  // rank_phase_need_ and phase_need_ of step dstep
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
