@@ -24,8 +24,6 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
       layout_(layout), window_(window), emission_(emission) {
   layout_.block_tokens = block_;
   if ((block_ & (block_ - 1)) == 0) block_mask_ = block_ - 1;
-  total_blocks = free_blocks = blocks;
-  free_queue_.push_back({-1, blocks});
   classes_ = std::max<std::size_t>(1, emission_.cohort_rates.size());
   cohorts_.resize(classes_ * static_cast<std::size_t>(ranks_));
   for (std::size_t i = 0; i < cohorts_.size(); ++i) {
@@ -36,15 +34,20 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   }
   new_token_ratio = e.new_token_ratio_init;
   if (ranks_ > 1) plan.ranks.assign(static_cast<std::size_t>(ranks_), model::StepMix{});
-  // vLLM V1 (not V0, which had no attention data parallelism): every DP rank its own scheduler
-  // with the configured limits (vllm/v1/engine/core.py, DPEngineCoreProc: an EngineCore each);
-  // TensorRT-LLM with attention DP likewise (each rank's executor schedules its own requests
-  // within max_batch_size and max_num_tokens).
-  rank_limits = ranks_ > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
+  rank_limits = ranks_apart(e, ranks_);
   if (rank_limits) {
     rank_running.assign(static_cast<std::size_t>(ranks_), 0);
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
     rank_waiting.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_join_extra_.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_phase_need_.assign(static_cast<std::size_t>(ranks_), 0);
+  }
+  kv.resize(rank_limits ? static_cast<std::size_t>(ranks_) : 1);
+  all_blocks_ = blocks;
+  for (std::size_t k = 0; k < kv.size(); ++k) {
+    KvPool& p = kv[k];
+    p.total = p.free = kv.size() == 1 ? blocks : rank_pool_blocks(blocks, ranks_, static_cast<std::int64_t>(k));
+    p.free_queue.push_back({-1, p.total});
   }
 }
 
@@ -127,6 +130,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   // c0 + k1 - (G(d0) - G(d0 - 1)), the rest is pending (none in plain decoding).
   q.pending = first_blocks_taken ? 0 : blocks_for(q.c0 + k1 - (g0 - G(c, q.d0 - 1))) - blocks_for(q.c0);
   join_extra_ += q.pending;
+  if (rank_limits) rank_join_extra_[kv_index(q)] += q.pending;
   // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
   finishes.push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
   // Inside the window while its cached context is below W: until the first step with
@@ -155,6 +159,7 @@ void Replica::leave_decode(std::int32_t r) {
   q.window_growing = false;
   phase_need_step_ = kNoStep;
   join_extra_ -= q.pending;  // (kept on q: release counts its blocks with it)
+  if (rank_limits) rank_join_extra_[kv_index(q)] -= q.pending;
   if (!q.above_window) {
     --c.n_below;
     c.s_below -= q.c0 - g0;
@@ -195,12 +200,12 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
   // Each sequence computes its q tokens after c0 + G(d) - G(d0) cached ones: context c + q.
   // Summed over the acceptance classes (and ranks), each at its own G (one class: one term).
   const double n = static_cast<double>(count), q = static_cast<double>(queries);
-  double kv = 0, below = 0, nb = 0;
+  double context = 0, below = 0, nb = 0;
   for (std::size_t i = first; i < last; ++i) {
     const Cohort& c = cohorts_[i];
     if (c.n == 0) continue;
     const double at = static_cast<double>(G(c, dstep)) + q + offset;
-    kv += static_cast<double>(c.s_all) + static_cast<double>(c.n) * at;
+    context += static_cast<double>(c.s_all) + static_cast<double>(c.n) * at;
     if (c.n_below > 0) below += static_cast<double>(c.s_below) + static_cast<double>(c.n_below) * at;
     nb += static_cast<double>(c.n_below);
   }
@@ -210,7 +215,7 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
   a.q_len = q;
   a.causal = true;
   a.batch = n;
-  a.kv_len = kv / n;
+  a.kv_len = context / n;
   mix.decode_seqs += n;
   mix.decode_tokens += n * q;
   const ops::AttentionCounts full = ops::attention_counts(a);
@@ -268,6 +273,10 @@ void Replica::settle_window_blocks() {
 std::int64_t Replica::decode_blocks_needed() {
   if (layout_.hybrid()) settle_window_blocks();
   if (phase_need_step_ != dstep) {  // (the schedulers ask again within a step)
+    if (rank_limits) {  // (the ranks' needs, cached with their sum)
+      settle_rank_needs();
+      return join_extra_ + phase_need_;
+    }
     // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
     phase_need_ = 0;
     for (const Cohort& c : cohorts_) {
@@ -282,8 +291,39 @@ std::int64_t Replica::decode_blocks_needed() {
   return join_extra_ + phase_need_;
 }
 
+void Replica::settle_rank_needs() {
+  // decode_blocks_needed of each rank k over its cohorts (cohorts_[k·classes_, (k + 1)·classes_)),
+  // all at once once a step (the same cache as their sum: phase_need_step_).
+  phase_need_ = 0;
+  for (std::size_t g = 0; g < rank_phase_need_.size(); ++g) {
+    std::int64_t need = 0;
+    for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) {
+      const Cohort& c = cohorts_[i];
+      if (c.n == 0) continue;
+      for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
+        const std::size_t p = phase_of(t);
+        need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+      }
+    }
+    rank_phase_need_[g] = need;
+    phase_need_ += need;
+  }
+  phase_need_step_ = dstep;
+}
+
+void Replica::take_rank_decode_blocks() {
+  if (layout_.hybrid()) settle_window_blocks();
+  if (phase_need_step_ != dstep) settle_rank_needs();
+  for (std::size_t k = 0; k < kv.size(); ++k) {
+    const std::int64_t need = rank_join_extra_[k] + rank_phase_need_[k];
+    if (need > 0) take_blocks(need, k);
+    rank_join_extra_[k] = 0;
+  }
+}
+
 void Replica::take_decode_blocks() {
-  take_blocks(decode_blocks_needed());
+  if (rank_limits) take_rank_decode_blocks();
+  else take_blocks(decode_blocks_needed(), 0);
   for (const std::int32_t r : new_decoders) pool[r].pending = 0;
   join_extra_ = 0;
 }
@@ -303,39 +343,41 @@ std::int64_t Replica::remaining_output_sum() const {
 
 // --- KV cache ------------------------------------------------------------------------------
 
-void Replica::take_blocks(std::int64_t n) {
-  if (n > free_blocks) {
-    throw std::logic_error(fmt::format("serve: replica {} takes {} KV blocks with {} free", index, n, free_blocks));
+void Replica::take_blocks(std::int64_t n, std::size_t k) {
+  KvPool& p = kv[k];
+  if (n > p.free) {
+    throw std::logic_error(fmt::format("serve: replica {} takes {} KV blocks with {} free (pool {})", index, n, p.free, k));
   }
-  free_blocks -= n;
-  while (n > 0 && !free_queue_.empty()) {
-    Segment& s = free_queue_.front();
-    const std::int64_t k = std::min(n, s.count);
-    s.count -= k;
-    n -= k;
-    if (s.group >= 0 && k > 0) {
+  p.free -= n;
+  while (n > 0 && !p.free_queue.empty()) {
+    FreeSegment& s = p.free_queue.front();
+    const std::int64_t m = std::min(n, s.count);
+    s.count -= m;
+    n -= m;
+    if (s.group >= 0 && m > 0) {
       // Evicts the end of the group's prefix (its blocks were freed last block first).
       Group& g = groups[static_cast<std::size_t>(s.group)];
-      g.cached -= k;
+      g.cached -= m;
     }
     if (s.count == 0) {
       if (s.group >= 0) {
         Group& g = groups[static_cast<std::size_t>(s.group)];
-        if (g.segment == segments_popped_) g.segment = -1;
+        if (g.segment == p.segments_popped) g.segment = -1;
       }
-      free_queue_.pop_front();
-      ++segments_popped_;
+      p.free_queue.pop_front();
+      ++p.segments_popped;
     }
   }
 }
 
-void Replica::give_blocks(std::int64_t n) {
+void Replica::give_blocks(std::int64_t n, std::size_t k) {
   if (n <= 0) return;
-  free_blocks += n;
-  if (!free_queue_.empty() && free_queue_.back().group < 0) {
-    free_queue_.back().count += n;
+  KvPool& p = kv[k];
+  p.free += n;
+  if (!p.free_queue.empty() && p.free_queue.back().group < 0) {
+    p.free_queue.back().count += n;
   } else {
-    free_queue_.push_back({-1, n});
+    p.free_queue.push_back({-1, n});
   }
 }
 
@@ -347,9 +389,8 @@ std::int64_t Replica::prefix_blocks_in(std::int64_t units) const {
   return units / (f + w);
 }
 
-std::int64_t Replica::prefix_hit(const Req& q, bool partial_reuse) const {
-  if (q.group < 0 || !engine.prefix_caching) return 0;
-  const Group& g = groups[static_cast<std::size_t>(q.group)];
+std::int64_t Replica::cached_prefix(const Req& q, bool partial_reuse) const {
+  const Group& g = group_of(q);
   const std::int64_t full = q.prefix_tokens / block_;  // full blocks of the prefix
   const std::int64_t blocks = std::min(prefix_blocks_in(g.cached), full);
   if (blocks <= 0) return 0;
@@ -362,11 +403,12 @@ std::int64_t Replica::prefix_hit(const Req& q, bool partial_reuse) const {
 }
 
 void Replica::ref_prefix(Req& q, std::int64_t hit) {
-  Group& g = groups[static_cast<std::size_t>(q.group)];
+  Group& g = group_of(q);
   if (g.refs == 0 && g.segment >= 0) {
     // Off the free queue: its blocks are in use again.
-    free_queue_[static_cast<std::size_t>(g.segment - segments_popped_)].count = 0;
-    free_blocks -= g.cached;
+    KvPool& p = kv_of(q);
+    p.free_queue[static_cast<std::size_t>(g.segment - p.segments_popped)].count = 0;
+    p.free -= g.cached;
     g.segment = -1;
   }
   ++g.refs;
@@ -375,18 +417,19 @@ void Replica::ref_prefix(Req& q, std::int64_t hit) {
 
 void Replica::unref_prefix(Req& q) {
   if (q.shared == 0 || q.group < 0) return;
-  Group& g = groups[static_cast<std::size_t>(q.group)];
+  Group& g = group_of(q);
   q.shared = 0;
   if (--g.refs > 0 || g.cached == 0) return;
-  // Still cached, now evictable: to the back of the free queue.
-  free_blocks += g.cached;
-  g.segment = segments_popped_ + static_cast<std::int64_t>(free_queue_.size());
-  free_queue_.push_back({q.group, g.cached});
+  // Still cached, now evictable: to the back of its pool's free queue.
+  KvPool& p = kv_of(q);
+  p.free += g.cached;
+  g.segment = p.segments_popped + static_cast<std::int64_t>(p.free_queue.size());
+  p.free_queue.push_back({static_cast<std::int32_t>(group_index(q)), g.cached});
 }
 
 void Replica::publish_prefix(Req& q) {
   if (q.group < 0 || !engine.prefix_caching) return;
-  Group& g = groups[static_cast<std::size_t>(q.group)];
+  Group& g = group_of(q);
   const std::int64_t whole = q.prefix_tokens / block_;
   if (whole <= 0) return;
   const std::int64_t full = blocks_for(whole * block_);  // over its block tables
@@ -408,7 +451,7 @@ void Replica::publish_prefix(Req& q) {
 void Replica::release(Req& q) {
   std::int64_t own = q.blocks;
   if (q.phase == Phase::decode) own = decode_blocks(q);
-  give_blocks(own);
+  give_blocks(own, kv_index(q));
   q.blocks = 0;
   unref_prefix(q);
 }

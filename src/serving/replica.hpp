@@ -129,6 +129,21 @@ struct Emission {
   std::vector<std::int64_t> cohort_rates;
 };
 
+// Attention data-parallel ranks that schedule as engines of their own (Replica::rank_limits):
+// vLLM V1 (not V0, which had no attention data parallelism): every DP rank its own scheduler
+// with the configured limits and its own KV cache (vllm/v1/engine/core.py, DPEngineCoreProc:
+// an EngineCore each); TensorRT-LLM with attention DP likewise (each rank's executor schedules
+// its own requests within max_batch_size and max_num_tokens, in its own KV cache manager).
+inline bool ranks_apart(const EngineConfig& e, std::int64_t ranks) {
+  return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
+}
+// Blocks of rank k's pool of a replica of `blocks` blocks over `ranks` ranks: each rank's GPUs
+// hold blocks / ranks (serve_memory counts a GPU's blocks times ep, so this is exact; a
+// --kv-blocks override not divisible by ranks gives the first blocks mod ranks ranks one more).
+inline std::int64_t rank_pool_blocks(std::int64_t blocks, std::int64_t ranks, std::int64_t k) {
+  return blocks / ranks + (k < blocks % ranks ? 1 : 0);
+}
+
 class Replica {
  public:
   Replica(std::vector<Req>& pool, const EngineConfig& e, std::int64_t blocks, double window, std::int32_t index,
@@ -182,17 +197,25 @@ class Replica {
   std::int64_t rank_of(const Req& q) const { return ranks_ == 1 ? 0 : q.id % ranks_; }
   void add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset = 0) const;
   // Ranks with limits of their own (vLLM V1: each DP rank's scheduler its own max_num_seqs and
-  // token budget): running requests and decode sequences by rank (empty otherwise); then
-  // peak_running is the most one rank ran at once.
+  // token budget; TensorRT-LLM likewise): running requests and decode sequences by rank (empty
+  // otherwise); then peak_running is the most one rank ran at once, and each rank has its own
+  // KV pool (kv).
   bool rank_limits = false;
   std::vector<std::int64_t> rank_running, rank_decode, rank_waiting;
   // q joined (+1) or left (-1) the waiting queue.
   void waiting_changed(const Req& q, std::int64_t d) {
     if (rank_limits) rank_waiting[static_cast<std::size_t>(rank_of(q))] += d;
   }
-  // Blocks the decode step dstep needs beyond those its sequences hold.
+  // Blocks the decode step dstep needs beyond those its sequences hold; of rank k's
+  // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
-  // Takes them: the sequences that joined since the last decode step hold their first step's blocks.
+  std::int64_t decode_blocks_needed(std::size_t k) {
+    if (layout_.hybrid()) settle_window_blocks();
+    if (phase_need_step_ != dstep) settle_rank_needs();
+    return rank_join_extra_[k] + rank_phase_need_[k];
+  }
+  // Takes them (each rank's of its pool): the sequences that joined since the last decode step
+  // hold their first step's blocks.
   void take_decode_blocks();
   std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
   std::int64_t emitted_before(const Req& q) const { const Cohort& c = of(q); return q.e0 + (G(c, dstep) - G(c, q.d0)); }
@@ -214,16 +237,51 @@ class Replica {
   std::int64_t quiet_steps(std::int64_t most) const;
 
   // --- KV cache ------------------------------------------------------------------------
-  std::vector<Group> groups;  // prefix groups, as cached on this replica (grown as requests of new groups arrive)
+  // Prefix groups (by group, then pool), as cached on this replica (grown as requests of new groups arrive).
+  std::vector<Group> groups;
   // Makes room for q's prefix group (a request routed or handed over here).
   void know_group(const Req& q) {
-    if (q.group >= 0 && static_cast<std::size_t>(q.group) >= groups.size()) groups.resize(static_cast<std::size_t>(q.group) + 1);
+    if (q.group >= 0 && static_cast<std::size_t>(q.group) * kv.size() >= groups.size()) {
+      groups.resize((static_cast<std::size_t>(q.group) + 1) * kv.size());
+    }
   }
-  std::int64_t total_blocks = 0, free_blocks = 0;  // free: unused or cached but unreferenced
-  std::int64_t committed = 0;                      // Admission::completion
+  // The paged KV cache: one pool of the replica's blocks, or (rank_limits: vLLM V1, TensorRT-LLM)
+  // one per attention data-parallel rank, each of its own GPUs' blocks (rank_pool_blocks): a
+  // rank's requests take, check and cache prefixes in their rank's pool only.
+  struct FreeSegment {
+    std::int32_t group;  // index into groups; -1: blocks without a cached prefix
+    std::int64_t count;
+  };
+  struct KvPool {
+    std::int64_t total = 0, free = 0;  // free: unused or cached but unreferenced
+    std::int64_t committed = 0;        // Admission::completion
+    std::deque<FreeSegment> free_queue;  // least recently freed first
+    std::int64_t segments_popped = 0;  // index of free_queue.front() in push order
+  };
+  std::vector<KvPool> kv;
+  std::int64_t sum_blocks(std::int64_t KvPool::*m) const {
+    std::int64_t n = 0;
+    for (const KvPool& p : kv) n += p.*m;
+    return n;
+  }
+  // (rank_limits: a pool per rank; else one.)
+  std::size_t kv_index(const Req& q) const { return rank_limits ? static_cast<std::size_t>(q.id % ranks_) : 0; }
+  KvPool& kv_of(const Req& q) { return kv[kv_index(q)]; }
+  const KvPool& kv_of(const Req& q) const { return kv[kv_index(q)]; }
+  // Σ over the pools (the replica's KV use: blocks used over all its blocks).
+  std::int64_t used_blocks() const {
+    return rank_limits ? all_blocks_ - sum_blocks(&KvPool::free) : kv[0].total - kv[0].free;
+  }
+  // q's group's cached prefix, in q's pool (a prefix cached on one rank is not seen by another).
+  std::size_t group_index(const Req& q) const {
+    return rank_limits ? static_cast<std::size_t>(q.group) * kv.size() + kv_index(q) : static_cast<std::size_t>(q.group);
+  }
+  Group& group_of(const Req& q) { return groups[group_index(q)]; }
+  const Group& group_of(const Req& q) const { return groups[group_index(q)]; }
   // Every check of the cache's room goes through room(): the least room a passing check left
-  // (blocks) and whether one refused. A run whose checks all passed with more than d blocks
-  // to spare runs the same with a cache d blocks smaller, on every replica (the fleet search
+  // (blocks, in the pool checked) and whether one refused. A run whose checks all passed with
+  // more than d blocks to spare runs the same with a cache d blocks smaller, on every replica
+  // (per rank: a replica d blocks smaller has ranks at most d blocks smaller; the fleet search
   // reuses it across sequence limits, whose activations leave different caches).
   double kv_slack = std::numeric_limits<double>::infinity();
   bool kv_refused = false;
@@ -232,18 +290,23 @@ class Replica {
     else kv_refused = true;
     return pass;
   }
-  // need <= free_blocks, and the same of a commitment against the whole cache (Admission::completion).
-  bool fits(std::int64_t need) { return room(static_cast<double>(free_blocks - need), need <= free_blocks); }
-  bool fits_commit(std::int64_t commit) { return room(static_cast<double>(total_blocks - committed - commit), committed + commit <= total_blocks); }
+  // need <= pool k's free blocks, and the same of a commitment against pool k's whole cache (Admission::completion).
+  bool fits(std::int64_t need, std::size_t k) { return room(static_cast<double>(kv[k].free - need), need <= kv[k].free); }
+  bool fits_commit(std::int64_t commit, std::size_t k) {
+    const KvPool& p = kv[k];
+    return room(static_cast<double>(p.total - p.committed - commit), p.committed + commit <= p.total);
+  }
   // Blocks a request holds for `tokens` of context, over its block tables (KvLayout).
   std::int64_t blocks_for(std::int64_t tokens) const { return layout_.blocks_for(tokens); }
   std::int64_t block() const { return block_; }  // tokens per block
-  // Takes n free blocks (evicting cached prefixes, least recently freed first); n <= free_blocks.
-  void take_blocks(std::int64_t n);
-  // Gives n blocks back (no prefix cached in them).
-  void give_blocks(std::int64_t n);
+  // Takes n free blocks of pool k (evicting cached prefixes, least recently freed first); n <= its free blocks.
+  void take_blocks(std::int64_t n, std::size_t k);
+  // Gives n blocks back to pool k (no prefix cached in them).
+  void give_blocks(std::int64_t n, std::size_t k);
   // Prompt tokens of `q` found in the cache (its group's prefix) and the blocks that holds.
-  std::int64_t prefix_hit(const Req& q, bool partial_reuse) const;
+  std::int64_t prefix_hit(const Req& q, bool partial_reuse) const {
+    return q.group < 0 || !engine.prefix_caching ? 0 : cached_prefix(q, partial_reuse);
+  }
   // References the cached prefix blocks of q's group (taking them off the free queue); q's
   // `hit` tokens lie in the first of them.
   void ref_prefix(Req& q, std::int64_t hit);
@@ -269,12 +332,6 @@ class Replica {
   const EngineConfig& engine;
 
  private:
-  struct Segment {
-    std::int32_t group;  // -1: blocks without a cached prefix
-    std::int64_t count;
-  };
-  std::deque<Segment> free_queue_;  // least recently freed first
-  std::int64_t segments_popped_ = 0;  // index of free_queue_.front() in push order
   // The decode sequences of one acceptance class: their emission and their sums.
   struct Cohort {
     std::int64_t rate = Emission::kRateOne;  // tokens per step x kRateOne
@@ -313,12 +370,18 @@ class Replica {
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   double window_;
   Emission emission_;
+  std::int64_t all_blocks_ = 0;  // Σ kv[k].total
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
+  std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
   EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
   void settle_window_blocks();
+  std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
+  void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
+  void settle_rank_needs();  // rank_phase_need_ and phase_need_ of step dstep
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
+  std::vector<std::int64_t> rank_phase_need_;  // phase_need_ by rank (per-rank pools only; their sum is phase_need_)
   EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
 
  public:

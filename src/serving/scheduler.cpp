@@ -9,9 +9,9 @@ namespace ridgeline::serving::detail {
 Scheduler::Admit Scheduler::probe(const Replica& r, const Req& q) const {
   Admit a;
   a.hit = r.prefix_hit(q, ctx_.partial_reuse);
-  a.free_after = r.free_blocks;
+  a.free_after = r.kv_of(q).free;
   if (a.hit > 0) {
-    const Group& g = r.groups[static_cast<std::size_t>(q.group)];
+    const Group& g = r.group_of(q);
     a.prefix_blocks = std::min(g.cached, r.blocks_for(a.hit));
     if (g.refs == 0) a.free_after -= g.cached;  // referencing them takes them off the free queue
   }
@@ -44,7 +44,7 @@ std::int64_t Scheduler::chunk_blocks(const Replica& r, const Req& q, std::int64_
 void Scheduler::schedule_chunk(Replica& r, std::int32_t qi, std::int64_t chunk) {
   Req& q = ctx_.pool[qi];
   const std::int64_t n = chunk_blocks(r, q, chunk);
-  r.take_blocks(n);
+  r.take_blocks(n, r.kv_index(q));
   q.blocks += n;
   r.plan.chunks.emplace_back(qi, chunk);
 }
@@ -75,7 +75,7 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
     // its cached tokens (slots of drafts its last step rejected are not kept).
     const std::int64_t own = r.decode_blocks(q), total = r.blocks_for(q.computed);
     r.leave_decode(qi);
-    r.give_blocks(own);
+    r.give_blocks(own, r.kv_index(q));
     r.unref_prefix(q);
     q.blocks = total;
     q.phase = Phase::swapped;
@@ -88,7 +88,7 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
     q.target = q.input + q.emitted;  // the prompt and every token emitted so far
     r.outstanding_tokens += remaining_tokens(q) - before;
   }
-  r.committed -= q.commit;
+  r.kv_of(q).committed -= q.commit;
   q.commit = 0;
   r.waiting.push_front(qi);
   r.waiting_changed(q, 1);
@@ -98,11 +98,11 @@ bool Scheduler::swap_in(Replica& r, std::int32_t qi, std::size_t at) {
   Req& q = ctx_.pool[qi];
   // Its blocks come back, and those of the slots it computes now (one more when they are full).
   const std::int64_t need = q.blocks + r.blocks_for(q.computed + r.queries()) - r.blocks_for(q.computed);
-  if (!r.fits(need)) return false;
+  if (!r.fits(need, r.kv_index(q))) return false;
   if (at == 0) r.waiting.pop_front();
   else r.waiting.erase(r.waiting.begin() + static_cast<std::ptrdiff_t>(at));
   r.waiting_changed(q, -1);
-  r.take_blocks(need);
+  r.take_blocks(need, r.kv_index(q));
   r.plan.extra_s += static_cast<double>(q.blocks) * ctx_.swap_s_per_block;
   q.blocks = 0;
   r.push_running(qi);

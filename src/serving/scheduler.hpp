@@ -23,6 +23,7 @@ struct SimContext {
   std::int64_t groups = 1;
   std::vector<std::int64_t> rank_left;  // scratch: each rank's token budget left in the step
   std::vector<std::uint8_t> rank_stop;  // scratch: ranks that admit no more in the step
+  std::vector<std::uint8_t> rank_preempted;  // scratch: ranks that preempted in the step
 };
 
 class Scheduler {

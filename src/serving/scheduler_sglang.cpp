@@ -22,7 +22,7 @@ class SglangScheduler final : public Scheduler {
   void plan(Replica& r) override {
     r.plan.clear();
     if (plan_prefill(r)) {
-      if (ctx_.engine.mixed_chunk && r.n_decode > 0 && r.fits(r.decode_blocks_needed())) schedule_decodes(r);
+      if (ctx_.engine.mixed_chunk && r.n_decode > 0 && r.fits(r.decode_blocks_needed(), 0)) schedule_decodes(r);
       finish_plan(r);
       return;
     }
@@ -53,7 +53,7 @@ class SglangScheduler final : public Scheduler {
       const std::int32_t qi = r.prefilling[i];
       const Req& q = ctx_.pool[qi];
       const std::int64_t chunk = std::min(q.target - q.computed, chunk_left);
-      if (!r.fits(chunk_blocks(r, q, chunk))) break;
+      if (!r.fits(chunk_blocks(r, q, chunk), 0)) break;
       schedule_chunk(r, qi, chunk);
       chunk_left -= chunk;
       input_left -= chunk;
@@ -87,7 +87,7 @@ class SglangScheduler final : public Scheduler {
   // Before a decode step: if the cache cannot take this step's tokens, retract requests —
   // fewest output tokens first, then longest prompt — until retract_steps steps fit.
   void retract_if_full(Replica& r) {
-    if (r.fits(r.decode_blocks_needed())) return;
+    if (r.fits(r.decode_blocks_needed(), 0)) return;
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int32_t> order;
     for (std::int32_t qi = r.head; qi >= 0; qi = ctx_.pool[qi].next) {
@@ -99,7 +99,7 @@ class SglangScheduler final : public Scheduler {
       return ox != oy ? ox > oy : x.input < y.input;  // retracted from the back
     });
     const auto short_of_room = [&] {
-      return r.free_blocks < r.decode_blocks_needed() || r.free_blocks < r.n_decode * r.tokens_over(e.retract_steps) / r.block();
+      return r.kv[0].free < r.decode_blocks_needed() || r.kv[0].free < r.n_decode * r.tokens_over(e.retract_steps) / r.block();
     };
     while (!order.empty() && r.n_decode > 1 && short_of_room()) {
       preempt(r, order.back());
@@ -107,11 +107,11 @@ class SglangScheduler final : public Scheduler {
     }
     // The last decoding request always fits alone (checked on arrival): a chunked prefill
     // still holding blocks makes way for it.
-    while (r.free_blocks < r.decode_blocks_needed() && !r.prefilling.empty()) preempt(r, r.prefilling.back());
+    while (r.kv[0].free < r.decode_blocks_needed() && !r.prefilling.empty()) preempt(r, r.prefilling.back());
     // On a decode instance of a disaggregated deployment, blocks received for KV still in
     // transfer are not the running requests' to take: the last one retracts too, and
     // prefills again here when there is room.
-    while (r.free_blocks < r.decode_blocks_needed() && r.in_transfer > 0 && !order.empty()) {
+    while (r.kv[0].free < r.decode_blocks_needed() && r.in_transfer > 0 && !order.empty()) {
       preempt(r, order.back());
       order.pop_back();
     }

@@ -19,10 +19,10 @@ class StaticScheduler final : public Scheduler {
         const std::int32_t qi = r.waiting.front();
         Req& q = ctx_.pool[qi];
         const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-        if (!r.fits_commit(commit)) break;
+        if (!r.fits_commit(commit, 0)) break;
         const Admit a = probe(r, q);
         q.commit = commit;
-        r.committed += commit;
+        r.kv[0].committed += commit;
         admit(r, qi, a, q.target - a.hit);
       }
     } else {

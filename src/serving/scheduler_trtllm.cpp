@@ -37,13 +37,13 @@ class TrtllmScheduler final : public Scheduler {
       const std::int32_t qi = r.waiting.front();
       Req& q = ctx_.pool[qi];
       const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-      if (!r.fits_commit(commit)) break;
+      if (!r.fits_commit(commit, 0)) break;
       const Admit a = probe(r, q);
       const std::int64_t tokens = q.target - a.hit;
       if (!e.chunked_prefill && tokens > left) break;
       const std::int64_t chunk = std::min(tokens, left);
       q.commit = commit;
-      r.committed += commit;
+      r.kv[0].committed += commit;
       admit(r, qi, a, chunk);
       left -= chunk;
     }
@@ -55,8 +55,8 @@ class TrtllmScheduler final : public Scheduler {
   // each rank schedules its own requests with the configured max_num_tokens and
   // max_batch_size, as the one-rank plan above does, its requests waiting in their own queue
   // (kept as one queue in arrival order, each rank reading its own from it; first come, first
-  // served within a rank). The KV pool is still shared: a commitment is checked against the
-  // whole cache.
+  // served within a rank). Each rank has its own KV pool (Replica::kv): a commitment is
+  // checked against its rank's cache.
   void plan_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
@@ -89,13 +89,13 @@ class TrtllmScheduler final : public Scheduler {
       }
       bool admitted = false;
       const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-      if (r.fits_commit(commit)) {
+      if (r.fits_commit(commit, g)) {
         const Admit a = probe(r, q);
         const std::int64_t tokens = q.target - a.hit;
         if (e.chunked_prefill || tokens <= left[g]) {
           const std::int64_t chunk = std::min(tokens, left[g]);
           q.commit = commit;
-          r.committed += commit;
+          r.kv[g].committed += commit;
           admit(r, qi, a, chunk, i);
           left[g] -= chunk;
           admitted = true;

@@ -48,7 +48,7 @@ class VllmScheduler final : public Scheduler {
       return need;
     };
     bool preempted = false;
-    while (r.running_count > 0 && !r.fits(running_need(left))) {
+    while (r.running_count > 0 && !r.fits(running_need(left), 0)) {
       preempt(r, r.tail);
       preempted = true;
       left = e.max_batched_tokens - r.n_decode * r.queries();
@@ -71,35 +71,39 @@ class VllmScheduler final : public Scheduler {
   // token budget and sequence limit (each DP rank's Scheduler has the configured
   // max_num_batched_tokens and max_num_seqs: vllm/v1/engine/core.py DPEngineCoreProc runs an
   // EngineCore, with its own Scheduler, per rank), its requests waiting in their own queue
-  // (kept as one queue in arrival order, each rank reading its own requests from it). The KV
-  // pool is still shared: a preemption takes the most recently admitted request of any rank.
+  // (kept as one queue in arrival order, each rank reading its own requests from it), and its
+  // own KV pool (Replica::kv; each DP rank's KVCacheManager over its own GPUs): a rank short of
+  // blocks preempts its own most recently admitted request until its running requests fit, and
+  // admits none in that step; the other ranks go on.
   void plan_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
+    std::vector<std::uint8_t>& preempted = ctx_.rank_preempted;
     const std::size_t R = left.size();
-    auto budgets = [&] {
-      for (std::size_t g = 0; g < R; ++g) left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
-    };
-    budgets();
-    auto running_need = [&] {
-      std::int64_t need = r.n_decode > 0 ? r.decode_blocks_needed() : 0;
-      std::vector<std::int64_t>& budget = ctx_.rank_left;  // (restored after)
+    // What rank g's running requests need: a block for each of its decode sequences whose
+    // blocks are full, and the blocks of each of its unfinished prefills' next chunk.
+    auto running_need = [&](std::size_t g) {
+      std::int64_t need = r.rank_decode[g] > 0 ? r.decode_blocks_needed(g) : 0;
+      std::int64_t budget = e.max_batched_tokens - r.rank_decode[g] * r.queries();
       for (const std::int32_t qi : r.prefilling) {
         const Req& q = ctx_.pool[qi];
-        const auto g = static_cast<std::size_t>(r.rank_of(q));
-        const std::int64_t chunk = std::min(q.target - q.computed, budget[g]);
-        if (chunk <= 0) continue;
+        if (static_cast<std::size_t>(r.rank_of(q)) != g) continue;
+        const std::int64_t chunk = std::min(q.target - q.computed, budget);
+        if (chunk <= 0) break;
         need += chunk_blocks(r, q, chunk);
-        budget[g] -= chunk;
+        budget -= chunk;
       }
-      budgets();
       return need;
     };
-    bool preempted = false;
-    while (r.running_count > 0 && !r.fits(running_need())) {
-      preempt(r, r.tail);
-      preempted = true;
-      budgets();
+    for (std::size_t g = 0; g < R; ++g) {
+      preempted[g] = 0;
+      while (r.rank_running[g] > 0 && !r.fits(running_need(g), g)) {
+        std::int32_t last = r.tail;  // its most recently admitted running request
+        while (static_cast<std::size_t>(r.rank_of(ctx_.pool[last])) != g) last = ctx_.pool[last].prev;
+        preempt(r, last);
+        preempted[g] = 1;
+      }
+      left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
     }
     schedule_decodes(r);
     for (std::size_t i = 0; i < r.prefilling.size(); ++i) {
@@ -111,14 +115,15 @@ class VllmScheduler final : public Scheduler {
       schedule_chunk(r, qi, chunk);
       left[g] -= chunk;
     }
-    if (!preempted) admit_ranks(r);
+    admit_ranks(r);
     finish_plan(r);
   }
 
-  // admit_waiting per rank: each rank admits its own waiting requests in arrival order while
-  // its budget and sequence limit allow; a request of a rank that cannot admit it stops that
-  // rank's admissions (first come, first served within the rank), and so does its last waiting
-  // request (Replica::rank_waiting). The scan stops once every rank has stopped.
+  // admit_waiting per rank: each rank that preempted nothing in the step admits its own
+  // waiting requests in arrival order while its budget, sequence limit and pool allow; a
+  // request of a rank that cannot admit it stops that rank's admissions (first come, first
+  // served within the rank), and so does its last waiting request (Replica::rank_waiting). The
+  // scan stops once every rank has stopped.
   void admit_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
@@ -126,7 +131,7 @@ class VllmScheduler final : public Scheduler {
     const std::size_t R = left.size();
     std::size_t stopped = 0;
     for (std::size_t g = 0; g < R; ++g) {
-      stop[g] = left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0;
+      stop[g] = ctx_.rank_preempted[g] || left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0;
       stopped += stop[g];
     }
     std::size_t i = 0;
@@ -185,7 +190,7 @@ class VllmScheduler final : public Scheduler {
     // so that nothing is preempted inside a window.
     if (!in_window) {
       const std::int64_t ahead = e.scheduler_steps > 1 ? r.blocks_for((e.scheduler_steps - 1) * r.queries()) : 0;
-      while (r.running_count > 0 && r.n_decode > 0 && !r.fits(r.decode_blocks_needed() + r.n_decode * ahead)) preempt(r, r.tail);
+      while (r.running_count > 0 && r.n_decode > 0 && !r.fits(r.decode_blocks_needed() + r.n_decode * ahead, 0)) preempt(r, r.tail);
     }
     schedule_decodes(r);
     if (!in_window && r.plan.decode) r.window_left = e.scheduler_steps - 1;

@@ -115,7 +115,11 @@ void Simulation::arrive(Ps t) {
 // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
 // chunk too.
 bool Simulation::fits_cache(const Tier& k, const Req& q) {
-  const std::int64_t room = k.mem.kv_blocks - k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k);
+  // Ranks with pools of their own (ranks_apart): q's rank's pool (Replica::rank_of).
+  const std::int64_t ranks = k.ctx.groups;
+  const std::int64_t blocks =
+      ranks_apart(k.engine, ranks) ? rank_pool_blocks(k.mem.kv_blocks, ranks, q.id % ranks) : k.mem.kv_blocks;
+  const std::int64_t room = blocks - k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k);
   if (room >= 0) cache_slack_ = std::min(cache_slack_, static_cast<double>(room));
   return room >= 0;
 }

@@ -18,7 +18,7 @@ namespace ridgeline::serving::detail {
 void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
   Req& q = pool_[qi];
   r.release(q);
-  r.committed -= q.commit;
+  r.kv_of(q).committed -= q.commit;
   q.commit = 0;
   r.remove_running(qi);
   q.phase = Phase::done;
@@ -132,7 +132,7 @@ void Simulation::advance(Ps t) {
     // Disaggregated, a decode instance's requests in a KV transfer wait too (for their KV):
     // the sustainability rule counts them with the queue (not the waiting statistics).
     const Snapshot now{r.running_count, static_cast<std::int64_t>(r.waiting.size() + r.incoming.size() + r.kv_queue.size()),
-                       r.total_blocks - r.free_blocks,
+                       r.used_blocks(),
                        r.role == detail::Role::decode ? r.in_transfer + static_cast<std::int64_t>(r.arrived.size()) : 0};
     sum_.running += now.running - sn.running;
     sum_.waiting += now.waiting - sn.waiting;
@@ -170,9 +170,12 @@ void Simulation::summarise() {
   // Every block comes back when every request has ended: a leak is a bug, not a result.
   if (finished_ == total_) {
     for (const Replica& rep : replicas_) {
-      if (rep.free_blocks != rep.total_blocks || rep.running_count != 0 || rep.committed != 0) {
-        throw std::logic_error(fmt::format("serve: replica {} ended with {} of {} KV blocks free, {} running, {} committed",
-                                           rep.index, rep.free_blocks, rep.total_blocks, rep.running_count, rep.committed));
+      for (std::size_t k = 0; k < rep.kv.size(); ++k) {
+        const Replica::KvPool& p = rep.kv[k];
+        if (p.free != p.total || rep.running_count != 0 || p.committed != 0) {
+          throw std::logic_error(fmt::format("serve: replica {} (KV pool {}) ended with {} of {} KV blocks free, {} running, "
+                                             "{} committed", rep.index, k, p.free, p.total, rep.running_count, p.committed));
+        }
       }
     }
   }

@@ -24,7 +24,7 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
 
 Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
            std::vector<Req>& pool)
-    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}} {
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}, {}} {
   const model::ForwardConfig f = engine_forward(plan.forward, engine);
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {
@@ -37,6 +37,7 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   if (f.ep > 1) {
     ctx.rank_left.assign(static_cast<std::size_t>(f.ep), 0);
     ctx.rank_stop.assign(static_cast<std::size_t>(f.ep), 0);
+    ctx.rank_preempted.assign(static_cast<std::size_t>(f.ep), 0);
   }
   const int host = sys.chip.link_index(hw::LinkScope::host);
   if (host >= 0) ctx.swap_s_per_block = mem.kv_block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();

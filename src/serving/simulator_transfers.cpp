@@ -71,20 +71,21 @@ void Simulation::allocate(Replica& d, Ps t) {
     const std::int64_t hit = d.prefix_hit(q, e.partial_reuse);
     std::int64_t shared = 0, unfree = 0;
     if (hit > 0) {
-      const detail::Group& g = d.groups[static_cast<std::size_t>(q.group)];
+      const detail::Group& g = d.group_of(q);
       shared = std::min(g.cached, d.blocks_for(hit));
       unfree = g.refs == 0 ? g.cached : 0;
     }
     const std::int64_t need = d.blocks_for(q.input - 1) - shared;
+    detail::Replica::KvPool& kv = d.kv_of(q);  // (its rank's pool: Replica::kv)
     if (e.admission == Admission::completion) {
       const std::int64_t commit = d.blocks_for(q.input + q.output + d.lookahead());
-      if (d.committed + commit > d.total_blocks || need + unfree > d.free_blocks) return;
+      if (kv.committed + commit > kv.total || need + unfree > kv.free) return;
       q.commit = commit;
-      d.committed += commit;
+      kv.committed += commit;
     } else {
       const std::int64_t room =
           e.admission == Admission::ratio_reserve ? d.blocks_for(std::min(q.output, e.reserve_clip_tokens)) : 0;
-      if (need + unfree + room > d.free_blocks) return;
+      if (need + unfree + room > kv.free) return;
     }
     d.kv_queue.pop_front();
     if (hit > 0) {
@@ -94,7 +95,7 @@ void Simulation::allocate(Replica& d, Ps t) {
       q.dest_shared = q.shared;
       q.shared = source_shared;
     }
-    d.take_blocks(need);
+    d.take_blocks(need, d.kv_index(q));
     touch(d);
     ++d.in_transfer;
     // The KV of the input - 1 - hit tokens pulled, each decode chip receiving its share; fewer
@@ -131,7 +132,7 @@ void Simulation::received(std::int32_t qi) {
   Req& q = pool_[qi];
   Replica& p = replicas_[static_cast<std::size_t>(q.source)];
   p.release(q);
-  p.committed -= q.source_commit;
+  p.kv_of(q).committed -= q.source_commit;
   q.source_commit = 0;
   --p.in_transfer;
   touch(p);

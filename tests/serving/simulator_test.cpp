@@ -796,6 +796,96 @@ TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize)
   EXPECT_GT(r.queue.max, 0);
 }
 
+// Attention data-parallel ranks under vLLM V1 (each DP rank's KVCacheManager over its own GPUs):
+// a replica of 20 blocks at --ep 2 is two pools of 10 (Replica::kv, rank_pool_blocks: 20 / 2),
+// 16 tokens a block. Requests go to rank id mod 2, in order of arrival.
+std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trace, EngineRef engine = kVllmSerialHost) {
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(engine, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.kv_blocks_override = 20;
+  cfg.engine.prefix_caching = true;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = trace;
+  cfg.workload.requests = static_cast<std::int64_t>(trace.size());
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  EXPECT_EQ(r.measured_requests, static_cast<std::int64_t>(trace.size()));
+  return seen;
+}
+
+TEST(Simulator, EachAttentionDataParallelRankHasItsOwnKvPool) {
+  // Request 0 (rank 0): 100 prompt tokens, 20 outputs: 7 blocks at admission (ceil(100/16)),
+  // 8 at most (ceil(120/16)), so rank 0's pool keeps 2 or 3 free. Request 1 (rank 1): 16 + 1,
+  // done in the first step: rank 1's pool is empty from then on. Request 2 (rank 0): 100 + 2,
+  // 7 blocks at admission: it waits for request 0's end (its queue time is request 0's E2E,
+  // the step after request 0's last token being the first with 7 free blocks on rank 0).
+  // Request 3 (rank 1) at 20 ms, while request 0 decodes (its 19 decode steps each read at
+  // least one expert of 3 x 4096 x 14336 bf16 weights per layer on a GPU, 32 x 352 MB = 11.3
+  // GB at 3.35 TB/s: over 3.4 ms, 64 ms in all): its 16 + 2 tokens are admitted at the next
+  // step on rank 1's empty pool, before request 0 ends. One pool of 20 blocks would have held request 2 beside
+  // requests 0 and 1 (7 + 1 + 7 <= 20): it would not have waited.
+  const auto seen = run_ranks({{0, 100, 20, -1, 0}, {0, 16, 1, -1, 0}, {0, 100, 2, -1, 0}, {0.02, 16, 2, -1, 0}});
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_GT(seen.at(0).e2e_s, 0.064);
+  EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
+  EXPECT_LT(seen.at(3).arrival_s + seen.at(3).queue_s, seen.at(0).e2e_s);
+  for (const auto& [id, q] : seen) EXPECT_EQ(q.preemptions, 0) << id;
+}
+
+TEST(Simulator, APrefixCachedOnOneAttentionDataParallelRankIsNotSeenByAnother) {
+  // Three requests of one prefix group (its first 64 tokens, 4 whole blocks of 16), 100 prompt
+  // tokens and 2 outputs each: request 0 (rank 0) at t = 0 computes and caches the prefix in
+  // rank 0's pool; request 1 (rank 1) and request 2 (rank 0) arrive at 1 s, long after it ended
+  // (its blocks freed, the prefix still cached: 7 blocks of the pool's 10 held at most). Request
+  // 2 finds the 64 tokens in its rank's pool; request 1 finds nothing in rank 1's (one shared
+  // pool would have given it the 64 too).
+  const auto seen = run_ranks({{0, 100, 2, 0, 64}, {1, 100, 2, 0, 64}, {1, 100, 2, 0, 64}});
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen.at(0).cached_tokens, 0);
+  EXPECT_EQ(seen.at(1).cached_tokens, 0);
+  EXPECT_EQ(seen.at(2).cached_tokens, 64);
+}
+
+TEST(Simulator, TensorRtLlmAttentionDataParallelRanksCommitInTheirOwnKvPools) {
+  // TensorRT-LLM commits a request's whole context on admission (prompt + outputs, in its
+  // rank's pool of 10 blocks of 32 tokens, tokens_per_block): request 0 (rank 0, 100 + 200)
+  // commits ceil(300/32) = 10, request 1 (rank 1, 16 + 1) ceil(17/32) = 1, request 2 (rank 0,
+  // 100 + 2) ceil(102/32) = 4 > 10 - 10: it waits for request 0's end (its queue time is
+  // request 0's E2E: the step after request 0's last token admits it). One pool of 20 would
+  // have held all three (10 + 1 + 4 = 15).
+  const auto seen = run_ranks({{0, 100, 200, -1, 0}, {0, 16, 1, -1, 0}, {0, 100, 2, -1, 0}}, EngineKind::trtllm);
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_GT(seen.at(2).queue_s, 0);
+  EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
+}
+
+TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
+  // Requests 0 and 2 (rank 0): 64 prompt tokens and 60 outputs each, 4 blocks at admission
+  // (both at t = 0: 8 of rank 0's 10), 8 at most alone (ceil(124/16)). Their first decode step
+  // writes slot 64: a 5th block each (10 of 10); slot 80 needs a 6th each with none free, so
+  // rank 0 preempts its most recently admitted request, 2 (recompute), which waits until
+  // request 0's end (it needs ceil((64 + 17)/16) = 6 blocks, request 0 leaves at most 4 free)
+  // and is never preempted again (alone it needs 8 <= 10). Request 1 (rank 1): 16 + 1, done in
+  // the first step. Request 3 (rank 1) at 20 ms: 16 + 100, 8 blocks at most (ceil(116/16)) of
+  // rank 1's 10; admitted within two steps, it is the most recently admitted request of the
+  // replica when rank 0 runs short (the 17th decode step), and it is not preempted. (One pool of
+  // 20 would have preempted request 3, the replica's most recent, or none: 12 + 2 <= 20 at slot 80.)
+  const auto seen = run_ranks({{0, 64, 60, -1, 0}, {0, 16, 1, -1, 0}, {0, 64, 60, -1, 0}, {0.02, 16, 100, -1, 0}});
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen.at(0).preemptions, 0);
+  EXPECT_EQ(seen.at(1).preemptions, 0);
+  EXPECT_EQ(seen.at(2).preemptions, 1);
+  EXPECT_EQ(seen.at(3).preemptions, 0);
+  EXPECT_LT(seen.at(3).arrival_s + seen.at(3).queue_s, 0.05);
+  EXPECT_GT(seen.at(2).e2e_s, seen.at(0).e2e_s);
+}
+
 TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
   // As above with --max-batched-tokens 1000 (and 256 sequences): two 1000-token prompts at
   // t = 0, on ranks 0 and 1, each fill their own rank's budget, so both are prefilled in the
