@@ -49,6 +49,18 @@ void Scheduler::schedule_chunk(Replica& r, std::int32_t qi, std::int64_t chunk) 
   r.plan.chunks.emplace_back(qi, chunk);
 }
 
+void Scheduler::schedule_rank_chunks(Replica& r) {
+  std::vector<std::int64_t>& left = ctx_.rank_left;
+  for (std::size_t i = 0; i < r.prefilling.size(); ++i) {
+    const std::int32_t qi = r.prefilling[i];
+    const auto g = static_cast<std::size_t>(r.rank_of(ctx_.pool[qi]));
+    const std::int64_t chunk = std::min(ctx_.pool[qi].target - ctx_.pool[qi].computed, left[g]);
+    if (chunk <= 0) continue;
+    schedule_chunk(r, qi, chunk);
+    left[g] -= chunk;
+  }
+}
+
 void Scheduler::schedule_decodes(Replica& r) {
   if (r.n_decode == 0) return;
   r.take_decode_blocks();

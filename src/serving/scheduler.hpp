@@ -64,6 +64,44 @@ class Scheduler {
   bool swap_in(Replica& r, std::int32_t q, std::size_t at = 0);
   // Fills the plan's mix from its decodes and chunks.
   void finish_plan(Replica& r);
+  // Attention data-parallel ranks (Replica::rank_limits): each prefilling request's next chunk
+  // within its own rank's budget left (SimContext::rank_left).
+  void schedule_rank_chunks(Replica& r);
+  // Each rank admits its own waiting requests in arrival order (one queue, each rank reading
+  // its own from it): try_admit(qi, rank, at) admits the request at position `at` of the queue
+  // (taking its rank's budget) or says no. A rank stops at its first refusal (first come,
+  // first served within the rank), at its budget or sequence limit, and after its last waiting
+  // request; `blocked` (or null): ranks that admit nothing in this step. The scan ends once
+  // every rank has stopped.
+  template <class TryAdmit>
+  void admit_by_rank(Replica& r, const std::vector<std::uint8_t>* blocked, TryAdmit&& try_admit) {
+    const std::int64_t limit = ctx_.engine.max_num_seqs;
+    std::vector<std::int64_t>& left = ctx_.rank_left;
+    std::vector<std::uint8_t>& stop = ctx_.rank_stop;
+    const std::size_t R = left.size();
+    auto full = [&](std::size_t g) { return left[g] <= 0 || r.rank_running[g] >= limit || r.rank_waiting[g] == 0; };
+    std::size_t stopped = 0;
+    for (std::size_t g = 0; g < R; ++g) {
+      stop[g] = (blocked != nullptr && (*blocked)[g]) || full(g);
+      stopped += stop[g];
+    }
+    std::size_t i = 0;
+    while (i < r.waiting.size() && stopped < R) {
+      const std::int32_t qi = r.waiting[i];
+      const auto g = static_cast<std::size_t>(r.rank_of(ctx_.pool[qi]));
+      if (stop[g]) {
+        ++i;
+        continue;
+      }
+      const bool admitted = try_admit(qi, g, i);
+      // Admitted: it left the queue (the next one is at i now); else its rank stops.
+      if (!admitted || full(g)) {
+        if (!stop[g]) ++stopped;
+        stop[g] = 1;
+        if (!admitted) ++i;
+      }
+    }
+  }
 
   SimContext& ctx_;
 };

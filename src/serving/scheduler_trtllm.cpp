@@ -60,54 +60,23 @@ class TrtllmScheduler final : public Scheduler {
   void plan_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
-    std::vector<std::uint8_t>& stop = ctx_.rank_stop;
-    const std::size_t R = left.size();
     schedule_decodes(r);
-    for (std::size_t g = 0; g < R; ++g) left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
-    for (std::size_t i = 0; i < r.prefilling.size(); ++i) {
-      const std::int32_t qi = r.prefilling[i];
-      const Req& q = ctx_.pool[qi];
-      const auto g = static_cast<std::size_t>(r.rank_of(q));
-      const std::int64_t chunk = std::min(q.target - q.computed, left[g]);
-      if (chunk <= 0) continue;
-      schedule_chunk(r, qi, chunk);
-      left[g] -= chunk;
-    }
-    std::size_t stopped = 0;
-    for (std::size_t g = 0; g < R; ++g) {
-      stop[g] = left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0;
-      stopped += stop[g];
-    }
-    std::size_t i = 0;
-    while (i < r.waiting.size() && stopped < R) {
-      const std::int32_t qi = r.waiting[i];
+    for (std::size_t g = 0; g < left.size(); ++g) left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
+    schedule_rank_chunks(r);
+    admit_by_rank(r, nullptr, [&](std::int32_t qi, std::size_t g, std::size_t at) {
       Req& q = ctx_.pool[qi];
-      const auto g = static_cast<std::size_t>(r.rank_of(q));
-      if (stop[g]) {
-        ++i;
-        continue;
-      }
-      bool admitted = false;
       const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
-      if (r.fits_commit(commit, g)) {
-        const Admit a = probe(r, q);
-        const std::int64_t tokens = q.target - a.hit;
-        if (e.chunked_prefill || tokens <= left[g]) {
-          const std::int64_t chunk = std::min(tokens, left[g]);
-          q.commit = commit;
-          r.kv[g].committed += commit;
-          admit(r, qi, a, chunk, i);
-          left[g] -= chunk;
-          admitted = true;
-        }
-      }
-      // Admitted: it left the queue (the next one is at i now); else its rank stops.
-      if (!admitted || left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0) {
-        if (!stop[g]) ++stopped;
-        stop[g] = 1;
-        if (!admitted) ++i;
-      }
-    }
+      if (!r.fits_commit(commit, g)) return false;
+      const Admit a = probe(r, q);
+      const std::int64_t tokens = q.target - a.hit;
+      if (!e.chunked_prefill && tokens > left[g]) return false;
+      const std::int64_t chunk = std::min(tokens, left[g]);
+      q.commit = commit;
+      r.kv[g].committed += commit;
+      admit(r, qi, a, chunk, at);
+      left[g] -= chunk;
+      return true;
+    });
     finish_plan(r);
   }
 };

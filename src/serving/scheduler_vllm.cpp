@@ -106,15 +106,7 @@ class VllmScheduler final : public Scheduler {
       left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
     }
     schedule_decodes(r);
-    for (std::size_t i = 0; i < r.prefilling.size(); ++i) {
-      const std::int32_t qi = r.prefilling[i];
-      const Req& q = ctx_.pool[qi];
-      const auto g = static_cast<std::size_t>(r.rank_of(q));
-      const std::int64_t chunk = std::min(q.target - q.computed, left[g]);
-      if (chunk <= 0) continue;
-      schedule_chunk(r, qi, chunk);
-      left[g] -= chunk;
-    }
+    schedule_rank_chunks(r);
     admit_ranks(r);
     finish_plan(r);
   }
@@ -127,46 +119,23 @@ class VllmScheduler final : public Scheduler {
   void admit_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
-    std::vector<std::uint8_t>& stop = ctx_.rank_stop;
-    const std::size_t R = left.size();
-    std::size_t stopped = 0;
-    for (std::size_t g = 0; g < R; ++g) {
-      stop[g] = ctx_.rank_preempted[g] || left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0;
-      stopped += stop[g];
-    }
-    std::size_t i = 0;
-    while (i < r.waiting.size() && stopped < R) {
-      const std::int32_t qi = r.waiting[i];
+    admit_by_rank(r, &ctx_.rank_preempted, [&](std::int32_t qi, std::size_t g, std::size_t at) {
       Req& q = ctx_.pool[qi];
-      const auto g = static_cast<std::size_t>(r.rank_of(q));
-      if (stop[g]) {
-        ++i;
-        continue;
-      }
-      bool admitted = false;
       if (q.phase == Phase::swapped) {
-        admitted = swap_in(r, qi, i);
-        if (admitted) --left[g];
-      } else {
-        const Admit a = probe(r, q);
-        const std::int64_t tokens = q.target - a.hit;
-        if (e.chunked_prefill || tokens <= left[g]) {
-          const std::int64_t chunk = std::min(tokens, left[g]);
-          const std::int64_t own = std::max<std::int64_t>(0, r.blocks_for(a.hit + chunk) - a.prefix_blocks);
-          if (r.room(static_cast<double>(a.free_after - own), own <= a.free_after)) {
-            admit(r, qi, a, chunk, i);
-            left[g] -= chunk;
-            admitted = true;
-          }
-        }
+        if (!swap_in(r, qi, at)) return false;
+        --left[g];
+        return true;
       }
-      // Admitted: it left the queue (the next one is at i now); else its rank stops.
-      if (!admitted || left[g] <= 0 || r.rank_running[g] >= e.max_num_seqs || r.rank_waiting[g] == 0) {
-        if (!stop[g]) ++stopped;
-        stop[g] = 1;
-        if (!admitted) ++i;
-      }
-    }
+      const Admit a = probe(r, q);
+      const std::int64_t tokens = q.target - a.hit;
+      if (!e.chunked_prefill && tokens > left[g]) return false;
+      const std::int64_t chunk = std::min(tokens, left[g]);
+      const std::int64_t own = std::max<std::int64_t>(0, r.blocks_for(a.hit + chunk) - a.prefix_blocks);
+      if (!r.room(static_cast<double>(a.free_after - own), own <= a.free_after)) return false;
+      admit(r, qi, a, chunk, at);
+      left[g] -= chunk;
+      return true;
+    });
   }
 
   void plan_v0(Replica& r) {
