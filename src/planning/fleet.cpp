@@ -237,11 +237,7 @@ class Evaluator {
         whole = k == max_r;
         if (!attempt(k, whole)) lo = k;
       }
-      if (hi == 0 && !too_long && !whole) {
-        size(lo);
-        last = simulate(sys, cfg, false);
-        ++d.simulations;
-      }
+      // Met by none: the last run was of max_r, run to the end (r0 itself when r0 = max_r).
     }
     if (too_long) return reject(o, Reject::too_long);
     if (hi == 0) {
