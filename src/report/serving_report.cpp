@@ -430,7 +430,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                        d.prefill_rate, d.decode_rate, d.prefill_per_decode);
     }
   }
-  s += fmt::format("KV cache: {:.1f}% used on average, {:.1f}% at most; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
+  s += fmt::format("KV cache: {:.1f}% used on average, the fullest {:.1f}% at its peak; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
   s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system\n", r.mean_running, r.mean_waiting,
                    r.mean_in_system);

@@ -249,10 +249,14 @@ std::int64_t Replica::quiet_steps(std::int64_t most) const {
   if (!finishes.empty()) k = std::min(k, finishes.top().step - dstep);
   if (!crossings_.empty()) k = std::min(k, crossings_.top().step - dstep - 1);
   if (!window_caps_.empty()) k = std::min(k, window_caps_.top().step - dstep - 1);
+  // Each step's new blocks (decode_blocks_needed at its index) must be free when it starts:
+  // then every engine's check passes and nothing is preempted or retracted.
   const Cohort& c = cohorts_[0];
+  std::int64_t free = kv[0].free;
   for (std::int64_t j = 1; j <= k; ++j) {
     const std::size_t p = phase_of(dstep + j - 1);
-    if (layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0) != 0) return j - 1;
+    free -= layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+    if (free < 0) return j - 1;
   }
   return std::max<std::int64_t>(0, k);
 }
@@ -349,6 +353,7 @@ void Replica::take_blocks(std::int64_t n, std::size_t k) {
     throw std::logic_error(fmt::format("serve: replica {} takes {} KV blocks with {} free (pool {})", index, n, p.free, k));
   }
   p.free -= n;
+  p.peak = std::max(p.peak, p.total - p.free);
   while (n > 0 && !p.free_queue.empty()) {
     FreeSegment& s = p.free_queue.front();
     const std::int64_t m = std::min(n, s.count);
@@ -409,6 +414,7 @@ void Replica::ref_prefix(Req& q, std::int64_t hit) {
     KvPool& p = kv_of(q);
     p.free_queue[static_cast<std::size_t>(g.segment - p.segments_popped)].count = 0;
     p.free -= g.cached;
+    p.peak = std::max(p.peak, p.total - p.free);
     g.segment = -1;
   }
   ++g.refs;

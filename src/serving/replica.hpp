@@ -232,8 +232,9 @@ class Replica {
   EventHeap finishes;  // the decode step at which a sequence emits its last token
   // With a decode step (index dstep) in flight: how many of the next steps, up to `most`, are
   // quiet. A quiet step starts when the one before ends and no sequence emits its last token
-  // there, and it settles no sliding-window crossing or block table and needs no new block.
-  // Plain decoding only (one token per step; 0 otherwise).
+  // there, it settles no sliding-window crossing or block table, and the new blocks it needs
+  // are free (those of the quiet steps before it taken). Plain decoding only (one token per
+  // step; 0 otherwise).
   std::int64_t quiet_steps(std::int64_t most) const;
 
   // --- KV cache ------------------------------------------------------------------------
@@ -255,6 +256,7 @@ class Replica {
   struct KvPool {
     std::int64_t total = 0, free = 0;  // free: unused or cached but unreferenced
     std::int64_t committed = 0;        // Admission::completion
+    std::int64_t peak = 0;             // the most blocks in use at once
     std::deque<FreeSegment> free_queue;  // least recently freed first
     std::int64_t segments_popped = 0;  // index of free_queue.front() in push order
   };

@@ -34,9 +34,10 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
   // Fills r.plan (cleared first) with the next step; an empty plan means nothing can run.
   virtual void plan(Replica& r) = 0;
-  // A quiet decode step (Replica::quiet_steps) run without plan(): what plan() would change
-  // besides the step's decode sums (nothing, but for SGLang's decaying ratio).
-  virtual void quiet_decode(Replica&) {}
+  // A quiet decode step (Replica::quiet_steps) run without plan(): what plan() changes besides
+  // the step's decode sums. Its new blocks taken (TensorRT-LLM and static batching take them
+  // unchecked: their commitments hold them); vLLM and SGLang check them first, and SGLang's ratio decays.
+  virtual void quiet_decode(Replica& r) { r.take_decode_blocks(); }
 
  protected:
   // The tokens of q still to compute before its next output, after a prefix hit on admission.

@@ -30,18 +30,22 @@ class SglangScheduler final : public Scheduler {
       retract_if_full(r);
       schedule_decodes(r);
       // The ratio decays after every decode step that did not retract.
-      if (r.plan.preempted == 0) quiet_decode(r);
+      if (r.plan.preempted == 0) decay_ratio(r);
     }
     finish_plan(r);
   }
 
   void quiet_decode(Replica& r) override {
-    const EngineConfig& e = ctx_.engine;
-    const double decay = (e.new_token_ratio_init - e.new_token_ratio_min) / e.new_token_ratio_decay_steps;
-    r.new_token_ratio = std::max(r.new_token_ratio - decay, e.new_token_ratio_min);
+    r.fits(r.decode_blocks_needed(), 0);  // retract_if_full's check (it passes)
+    r.take_decode_blocks();
+    decay_ratio(r);
   }
 
  private:
+  // The ratio after a decode step that did not retract.
+  void decay_ratio(Replica& r) const { r.new_token_ratio = std::max(r.new_token_ratio - decay_, ctx_.engine.new_token_ratio_min); }
+  const double decay_ = (ctx_.engine.new_token_ratio_init - ctx_.engine.new_token_ratio_min) / ctx_.engine.new_token_ratio_decay_steps;
+
   bool plan_prefill(Replica& r) {
     if (r.prefilling.empty() && r.waiting.empty()) return false;  // nothing to prefill (most decode steps)
     const EngineConfig& e = ctx_.engine;

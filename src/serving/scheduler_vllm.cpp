@@ -66,6 +66,11 @@ class VllmScheduler final : public Scheduler {
     finish_plan(r);
   }
 
+  void quiet_decode(Replica& r) override {
+    r.fits(r.decode_blocks_needed(), 0);  // the preemption check's (it passes)
+    r.take_decode_blocks();
+  }
+
  private:
   // Attention data-parallel ranks (Replica::rank_limits): the same step, each rank with its own
   // token budget and sequence limit (each DP rank's Scheduler has the configured

@@ -129,7 +129,8 @@ class Simulation {
   // reads the replica (catch_up): its own event, an arrival, a change of what is counted.
   static constexpr std::int32_t kLeapMost = 64;
   Ps start_leap(Replica& r, Tier& k);  // the replica's next event
-  // Applies the leap's step ends at or before t and its step starts before t (and at t when `starts_at_t`).
+  // Applies the leap's step ends at or before t and its step starts before t (and at t when
+  // `starts_at_t`), the blocks those take in the KV integrals from their start.
   void catch_up(Replica& r, Ps t, bool starts_at_t);
   // The leap ends at t (its last step's end, or an arrival routed to r): r as the steps left it.
   void end_leap(Replica& r, Ps t);
@@ -227,7 +228,7 @@ class Simulation {
   std::int64_t measured_arrivals_ = 0, measured_rejected_ = 0;
   double backlog_fraction_ = 1;  // sustainable(): finished requests over the span less the fastest latency, per offered rate
   double first_arrival_measured_ = 1e300, last_measured_arrival_ = 0;
-  double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0, kv_max_ = 0;
+  double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0;
   struct Snapshot {
     std::int64_t running = 0, waiting = 0, used = 0;  // used: KV blocks taken
     std::int64_t transfer = 0;                        // in a KV transfer to a decode instance

@@ -22,14 +22,18 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   end[0] = r.busy_until;
   // Step j of the leap (index dstep + j) as start_step would plan and price it: its decodes
   // j tokens further (G(d) = d: the same whole numbers), after a step that left work (not idle).
+  // The steps' tokens and sequences are the same: the part of their price that reads only
+  // those (StepTimeMemo::base) is the same too.
   const EngineConfig& e = k.engine;
   model::StepMix mix = p.mix;
+  const GraphMode mode = decode_step_graphs(e, mix.decode_tokens);
+  const double base = k.memo.base(k.step, mix, mode);
   std::int32_t n = 0;
   for (std::int64_t j = 1; j <= most; ++j) {
     mix.decode_seqs = mix.decode_tokens = 0;
     mix.decode_full = mix.decode_window = ops::AttentionCounts{};
     r.add_decodes(mix, 1, static_cast<double>(j));
-    const double device = k.memo.time(k.step, mix, decode_step_graphs(e, mix.decode_tokens)) + p.extra_s;
+    const double device = k.step.with_attention(base, mix, mode) + p.extra_s;
     const double s = step_period(e, device, mix.seqs(), false, 1);
     if (!(s <= kMaxSimulated_s - to_s(end[j - 1]))) break;  // start_step says why
     end[j] = end[j - 1] + std::max<Ps>(1, to_ps(s));
@@ -47,10 +51,17 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
 
 void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
   const Ps* end = leap_ends(r);
+  // The blocks the steps applied here take are counted by the next advance from clock_ on: each
+  // step's are added to the KV integral over [at, clock_) (taken before clock_), or taken off
+  // over [clock_, at) (a step ahead of the last advance: the run stopping at its horizon). On
+  // the timeline, those taken before clock_ are a staircase: `taken` blocks since `from`.
+  const double per_block = 1 / static_cast<double>(all_blocks_);
+  std::int64_t taken = 0;
+  Ps from = 0;
   for (;;) {
     if (r.leap_s == r.leap_f + 1) {
       // Step leap_f in flight: its end (the leap's last is an event of its own).
-      if (r.leap_f >= r.leap_k || end[r.leap_f] > t) return;
+      if (r.leap_f >= r.leap_k || end[r.leap_f] > t) break;
       emit_decode(r, end[r.leap_f]);
       r.ahead = true;  // its sequences go on
       ++r.leap_f;
@@ -58,7 +69,7 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
       // Step leap_s starts as the one before ends, as start_step would count it.
       const std::int32_t j = r.leap_s;
       const Ps at = end[j - 1];
-      if (at > t || (at == t && !starts_at_t)) return;
+      if (at > t || (at == t && !starts_at_t)) break;
       r.now = at;
       r.busy_until = end[j];
       ++result_.steps;
@@ -66,10 +77,25 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
       step_time_sum_ += leap_periods(r)[j];
       decode_batch_sum_ += static_cast<double>(r.n_decode);
       decode_context_sum_ += leap_keys(r)[j];
+      const std::int64_t used = r.used_blocks();
       tier(r).scheduler->quiet_decode(r);
       ++r.leap_s;
+      const std::int64_t blocks = r.used_blocks() - used;
+      if (blocks == 0) continue;
+      touch(r);
+      const double kv = static_cast<double>(blocks) * per_block;
+      integrals_.kv_used += kv * to_s(clock_ - at);
+      if (cfg_.lean) continue;
+      if (at < clock_) {
+        if (taken != 0) timeline_.add_kv(from, at, static_cast<double>(taken) * per_block);
+        taken += blocks;
+        from = at;
+      } else {
+        timeline_.add_kv(clock_, at, -kv);
+      }
     }
   }
+  if (taken != 0) timeline_.add_kv(from, clock_, static_cast<double>(taken) * per_block);
 }
 
 void Simulation::end_leap(Replica& r, Ps t) {

@@ -160,7 +160,6 @@ void Simulation::advance(Ps t) {
     quarter_waiting_[static_cast<std::size_t>(quarter_)] += (waiting + static_cast<double>(sum_.transfer)) * dt;
     quarter_time_[static_cast<std::size_t>(quarter_)] += dt;
   }
-  kv_max_ = std::max(kv_max_, kv);
   if (!cfg_.lean) timeline_.add(clock_, t, running, waiting, kv);
   clock_ = t;
 }
@@ -248,7 +247,12 @@ void Simulation::summarise() {
     r.mean_waiting = in.waiting / T;
     r.kv_utilisation_mean = in.kv_used / T;
   }
-  r.kv_utilisation_max = kv_max_;
+  // The fullest cache at its fullest: each pool's peak (a replica's, or an attention rank's).
+  for (const Replica& rep : replicas_) {
+    for (const Replica::KvPool& p : rep.kv) {
+      if (p.total > 0) r.kv_utilisation_max = std::max(r.kv_utilisation_max, static_cast<double>(p.peak) / static_cast<double>(p.total));
+    }
+  }
   r.mean_step_s = r.steps > 0 ? step_time_sum_ / r.steps : 0;
   const double dsteps = r.decode_steps + r.mixed_steps;
   r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;

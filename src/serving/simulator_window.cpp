@@ -13,6 +13,7 @@ namespace ridgeline::serving::detail {
 void Simulation::mark_block(Ps t) {
   // Reserved for every block until the window opens at the latest; none needed once the trend stopped.
   if (trend_stopped_s_ >= 0 || marks_.size() == marks_.capacity()) return;
+  catch_up_all(t, false);  // the blocks leaps took before t are in the KV integral
   marks_.push_back({to_s(t), integrals_.in_system, integrals_.running, integrals_.kv_used});
   // Flat at a check k0 and again at the first check k >= 4 k0 / 3 (else k0 is looked for
   // again): a lull in a queue that drifts up passes one check more often than two.

@@ -15,18 +15,11 @@ class Timeline {
  public:
   explicit Timeline(int points) : max_(std::max(2, points)) {}
   void add(Ps t0, Ps t1, double running, double waiting, double kv) {
-    if (t1 <= t0 || max_ <= 0) return;
-    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
-    while (t1 > static_cast<Ps>(2 * max_) * width_) grow();
-    while (t0 < t1) {
-      const std::size_t b = static_cast<std::size_t>(t0 / width_);
-      if (b >= buckets_.size()) buckets_.resize(b + 1);
-      const Ps end = std::min<Ps>(t1, static_cast<Ps>(b + 1) * width_);
-      const double dt = to_s(end - t0);
-      Bucket& k = buckets_[b];
-      k.running += running * dt, k.waiting += waiting * dt, k.kv += kv * dt, k.covered += dt;
-      t0 = end;
-    }
+    over(t0, t1, [&](Bucket& k, double dt) { k.running += running * dt, k.waiting += waiting * dt, k.kv += kv * dt, k.covered += dt; });
+  }
+  // kv more KV use over [t0, t1), whose time is counted already (or is to be: a correction).
+  void add_kv(Ps t0, Ps t1, double kv) {
+    over(t0, t1, [&](Bucket& k, double dt) { k.kv += kv * dt; });
   }
   void tokens(Ps t, double n) {
     if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
@@ -53,6 +46,20 @@ class Timeline {
   struct Bucket {
     double running = 0, waiting = 0, kv = 0, covered = 0, tokens = 0;
   };
+  // f(bucket, seconds of [t0, t1) in it) for each bucket [t0, t1) spans.
+  template <class F>
+  void over(Ps t0, Ps t1, F f) {
+    if (t1 <= t0 || max_ <= 0) return;
+    if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
+    while (t1 > static_cast<Ps>(2 * max_) * width_) grow();
+    while (t0 < t1) {
+      const std::size_t b = static_cast<std::size_t>(t0 / width_);
+      if (b >= buckets_.size()) buckets_.resize(b + 1);
+      const Ps end = std::min<Ps>(t1, static_cast<Ps>(b + 1) * width_);
+      f(buckets_[b], to_s(end - t0));
+      t0 = end;
+    }
+  }
   void grow() {
     std::vector<Bucket> merged((buckets_.size() + 1) / 2);
     for (std::size_t b = 0; b < buckets_.size(); ++b) {

@@ -1033,6 +1033,29 @@ TEST(Simulator, PreemptionExactlyWhenTheCacheIsFull) {
   }
 }
 
+TEST(Simulator, KvPeakIsTheFullestCachesNotTheFleets) {
+  // Two replicas of 100 blocks of 16 tokens, one client, two requests of 64 + 64 tokens: round
+  // robin sends the first to replica 0 and, once it has ended, the second to replica 1. Each
+  // holds at most its 64 prompt tokens and 63 decoded ones (the last token is never cached):
+  // ceil(127 / 16) = 8 blocks. The fullest cache's peak is 8 / 100; the fleet never held more
+  // than 8 of its 200 blocks at once (4%), nor on average more than that.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::vllm, sys);
+  cfg.replicas = 2;
+  cfg.engine.kv_blocks_override = 100;
+  cfg.engine.prefix_caching = false;
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 2;
+  cfg.workload.prompt.a = 64;
+  cfg.workload.gen.a = 64;
+  const ServingResult r = simulate(m, sys, cfg);
+  EXPECT_DOUBLE_EQ(r.kv_utilisation_max, 0.08);
+  EXPECT_GT(r.kv_utilisation_mean, 0);
+  EXPECT_LE(r.kv_utilisation_mean, 0.04);
+}
+
 // A random small run of any engine, with a cache small enough to fill now and then.
 ServeConfig random_config(const hw::System& sys) {
   const auto kind = *rc::gen::element(EngineRef{EngineKind::vllm}, EngineRef{EngineKind::vllm, 6}, EngineRef{EngineKind::sglang},

@@ -572,7 +572,7 @@ function renderServe(d) {
     ['TPOT p99', RL.time(d.tpot_s.p99)],
     ['Sustainable', d.sustainable ? 'yes' : 'no', d.sustainable ? 'good' : 'bad'],
     ...(d.goodput_requests_per_s !== undefined ? [['Goodput', RL.si(d.goodput_requests_per_s, 'req/s')]] : []),
-    ['KV cache used (mean / max)', `${RL.pct(d.kv_utilisation.mean)} / ${RL.pct(d.kv_utilisation.max)}`],
+    ['KV cache used (fleet mean / fullest cache peak)', `${RL.pct(d.kv_utilisation.mean)} / ${RL.pct(d.kv_utilisation.max)}`],
   ]);
   const metrics = [['TTFT', 'ttft_s'], ['TPOT', 'tpot_s'], ['ITL', 'itl_s'], ['end to end', 'e2e_s'], ['queueing', 'queue_s']];
   table($('#serve-percentiles'), ['', 'mean', 'p50', 'p90', 'p95', 'p99', 'max'],

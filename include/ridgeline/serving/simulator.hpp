@@ -295,6 +295,8 @@ struct ServingResult {
   std::int64_t preemptions = 0;
   double generated_tokens = 0;        ///< output tokens emitted, warm-up requests included
   double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
+  /// KV use: the fleet's blocks in use over all its blocks, time-averaged (over the window when
+  /// there is one); and the fullest cache's peak (each replica's pool, or each attention rank's).
   double kv_utilisation_mean = 0, kv_utilisation_max = 0;
   std::int64_t simulated_requests = 0, measured_requests = 0, rejected = 0, unfinished = 0;
   Rejections rejected_by;             ///< `rejected`, by reason

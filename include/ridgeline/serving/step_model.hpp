@@ -72,7 +72,9 @@ class StepModel {
     return ep_ == 1 ? base(mix, mix, mode) : base(group_share(mix), mix, mode);
   }
   double with_attention(double base, const model::StepMix& mix, GraphMode mode) const noexcept {
-    return with_group_attention(base, ep_ == 1 ? mix : group_share(mix), mode);
+    // (Not `ep_ == 1 ? mix : group_share(mix)`: that copies the mix on every call.)
+    if (ep_ == 1) return with_group_attention(base, mix, mode);
+    return with_group_attention(base, group_share(mix), mode);
   }
 
   /// The expert-parallel load imbalance the steps are priced with (model::routing_imbalance).
@@ -154,14 +156,17 @@ class StepTimeMemo {
  public:
   StepTimeMemo() = default;  // the last step only (never allocates)
   explicit StepTimeMemo(std::size_t decode_tokens_max) : decode_(decode_tokens_max + 1) {}
-  double time(const StepModel& s, const model::StepMix& mix, GraphMode mode) {
+  double time(const StepModel& s, const model::StepMix& mix, GraphMode mode) { return s.with_attention(base(s, mix, mode), mix, mode); }
+  /// StepModel::base of the mix, memoised: the same for steps that differ only in their
+  /// attention counts (a leap's steps price it once).
+  double base(const StepModel& s, const model::StepMix& mix, GraphMode mode) {
     if (mix.prefill_seqs == 0 && mix.prefill_tokens == 0 && mix.prefill_positions == 0 && mix.decode_seqs > 0 &&
         mix.decode_tokens < static_cast<double>(decode_.size())) {
       const auto n = static_cast<std::size_t>(mix.decode_tokens);
       if (static_cast<double>(n) == mix.decode_tokens) {
         Entry& e = decode_[n];
         if (!e.set || e.mode != mode) e = {s.base(mix, mode), mode, true};
-        return s.with_attention(e.base, mix, mode);
+        return e.base;
       }
     }
     if (mode != mode_ || mix.decode_tokens != decode_tokens_ || mix.prefill_tokens != prefill_tokens_ ||
@@ -171,7 +176,7 @@ class StepTimeMemo {
       prefill_positions_ = mix.prefill_positions, decoding_ = mix.decode_seqs > 0;
       base_ = s.base(mix, mode);
     }
-    return s.with_attention(base_, mix, mode);
+    return base_;
   }
 
  private:
