@@ -1232,6 +1232,25 @@ RC_GTEST_PROP(Simulator, EveryRequestEndsOnceAndEveryTokenIsCounted, ()) {
   RC_ASSERT(r.measured_requests + r.rejected >= cfg.workload.requests - cfg.workload.warmup);
 }
 
+RC_GTEST_PROP(Simulator, AttentionDataParallelRanksEndEveryRequestOnce, ()) {
+  // The same small runs of Mixtral-8x7B at --ep 2 or 4: each engine places every request on a
+  // rank of its own choice (Replica::place) and every request still ends once.
+  static const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = random_config(sys);
+  cfg.forward.ep = *rc::gen::element<std::int64_t>(2, 4);
+  std::map<std::int64_t, int> ends;
+  double outputs = 0;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
+    ++ends[q.id];
+    if (!q.rejected) outputs += static_cast<double>(q.output);
+  });
+  RC_ASSERT(static_cast<std::int64_t>(ends.size()) == cfg.workload.requests);
+  for (const auto& [id, n] : ends) RC_ASSERT(n == 1);
+  RC_ASSERT(r.unfinished == 0);
+  RC_ASSERT(r.generated_tokens == outputs);
+}
+
 RC_GTEST_PROP(Simulator, LittlesLaw, ()) {
   // Mean requests in the system (integrated over time) = arrival rate x mean time in it.
   static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
