@@ -86,51 +86,59 @@ void Replica::place(Req& q) {
     // batching have no attention data parallelism of their own: the same turns.)
     k = rank_turn_;
     rank_turn_ = (rank_turn_ + 1) % ranks_;
-  } else if (engine.kind == EngineKind::vllm) {
-    // vLLM V1: the front end (DPLBAsyncMPClient.get_core_engine_for_request, vllm/v1/engine/
-    // core_client.py at 364631ab) scans the engines from eng_start_index (0 for one API server)
-    // and takes the first of the least score waiting x 4 + running, the counts the DP coordinator
-    // publishes (vllm/v1/engine/coordinator.py: each engine's num_waiting_reqs and
-    // num_running_reqs, at most every 100 ms) with 1 added to the chosen engine's waiting at each
-    // request sent. Read here at the arrival, exact: a request the engine has not yet queued
-    // (incoming) counts waiting, as the front end's own increment counts it.
-    std::int64_t best = std::numeric_limits<std::int64_t>::max();
-    for (std::int64_t g = 0; g < ranks_; ++g) {
-      const auto i = static_cast<std::size_t>(g);
-      const std::int64_t score = 4 * (rank_waiting[i] + rank_incoming[i]) + rank_running[i];
-      if (score < best) best = score, k = g;
-    }
   } else {
-    // TensorRT-LLM with attention DP (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py at
-    // 007a7508): _fetch_new_requests_attention_dp gathers each rank's active requests and the sum
-    // of their prompt lengths (py_orig_prompt_len); _schedule_attention_dp_requests sets
-    // expected = max(ceil((active + new) / ranks), most active on a rank); and
-    // _balance_requests_across_ranks gives a new request to the least (prompt tokens, active
-    // requests, rank) of the ranks with fewer than `expected` active requests. One new request:
-    // active counts running and queued requests alike (a rank's requests stay active to their end).
-    std::int64_t total = 0, most = 0;
-    for (std::int64_t g = 0; g < ranks_; ++g) {
-      const auto i = static_cast<std::size_t>(g);
-      const std::int64_t active = rank_running[i] + rank_waiting[i] + rank_incoming[i];
-      total += active;
-      most = std::max(most, active);
-    }
-    const std::int64_t expected = std::max((total + 1 + ranks_ - 1) / ranks_, most);
-    std::int64_t best_tokens = std::numeric_limits<std::int64_t>::max(), best_active = 0;
-    for (std::int64_t g = 0; g < ranks_; ++g) {
-      const auto i = static_cast<std::size_t>(g);
-      const std::int64_t active = rank_running[i] + rank_waiting[i] + rank_incoming[i];
-      if (active >= expected) continue;
-      const std::int64_t tokens = rank_prompt_tokens[i];
-      if (tokens < best_tokens || (tokens == best_tokens && active < best_active)) {
-        best_tokens = tokens;
-        best_active = active;
-        k = g;
-      }
-    }
+    k = engine.kind == EngineKind::vllm ? least_scored_rank() : balanced_rank();
   }
   q.rank = static_cast<std::int32_t>(k);
   if (balances_ranks()) rank_prompt_tokens[static_cast<std::size_t>(k)] += q.input;
+}
+
+std::int64_t Replica::least_scored_rank() const {
+  // vLLM V1: the front end (DPLBAsyncMPClient.get_core_engine_for_request, vllm/v1/engine/
+  // core_client.py at 364631ab) scans the engines from eng_start_index (0 for one API server)
+  // and takes the first of the least score waiting x 4 + running, the counts the DP coordinator
+  // publishes (vllm/v1/engine/coordinator.py at 0090ad12, CoordinatorProc: each engine's
+  // num_waiting_reqs and num_running_reqs, at most every 100 ms) with 1 added to the chosen
+  // engine's waiting at each request sent. Read here at the arrival, exact: a request the engine
+  // has not yet queued (incoming) counts waiting, as the front end's own increment counts it.
+  // (Early V1, 0.8.x, took the engine of fewest requests in flight, unweighted; the 0.8-0.13
+  // preset follows 0.10-0.13. Newer main rotates the scan start and weighs waiting by KV use,
+  // PRs #47420 and #49204: not modelled, docs/serving.md#moe-layouts.)
+  std::int64_t k = 0, best = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t g = 0; g < ranks_; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    const std::int64_t score = 4 * (rank_waiting[i] + rank_incoming[i]) + rank_running[i];
+    if (score < best) best = score, k = g;
+  }
+  return k;
+}
+
+std::int64_t Replica::balanced_rank() const {
+  // TensorRT-LLM with attention DP (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py at
+  // 007a7508): _fetch_new_requests_attention_dp gathers each rank's active requests and the sum
+  // of their prompt lengths (py_orig_prompt_len); _schedule_attention_dp_requests sets
+  // expected = max(ceil((active + new) / ranks), most active on a rank); and
+  // _balance_requests_across_ranks gives a new request to the least (prompt tokens, active
+  // requests, rank) of the ranks with fewer than `expected` active requests. One new request:
+  // active counts running and queued requests alike (a rank's requests stay active to their end).
+  auto active = [&](std::size_t i) { return rank_running[i] + rank_waiting[i] + rank_incoming[i]; };
+  std::int64_t total = 0, most = 0;
+  for (std::size_t i = 0; i < rank_running.size(); ++i) {
+    total += active(i);
+    most = std::max(most, active(i));
+  }
+  const std::int64_t expected = std::max((total + 1 + ranks_ - 1) / ranks_, most);
+  std::int64_t k = 0, best_tokens = std::numeric_limits<std::int64_t>::max(), best_active = 0;
+  for (std::int64_t g = 0; g < ranks_; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    if (active(i) >= expected) continue;
+    if (rank_prompt_tokens[i] < best_tokens || (rank_prompt_tokens[i] == best_tokens && active(i) < best_active)) {
+      best_tokens = rank_prompt_tokens[i];
+      best_active = active(i);
+      k = g;
+    }
+  }
+  return k;
 }
 
 void Replica::push_running(std::int32_t r) {

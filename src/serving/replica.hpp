@@ -376,6 +376,8 @@ class Replica {
   std::vector<Cohort> cohorts_;
   std::int64_t ranks_ = 1;
   std::int64_t rank_turn_ = 0;  // place(): the rank the next request takes in turn (SGLang's round_robin_counter)
+  std::int64_t least_scored_rank() const;  // place() under vLLM V1
+  std::int64_t balanced_rank() const;      // place() under TensorRT-LLM
   std::size_t classes_ = 1;
   std::size_t cohort_index(const Req& q) const {
     return static_cast<std::size_t>(rank_of(q)) * classes_ + static_cast<std::size_t>(q.cohort);
