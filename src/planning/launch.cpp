@@ -119,7 +119,18 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   b.flag("--block-size", num(e.kv_block));
   b.flag("--gpu-memory-utilization", num(e.kv_memory_fraction));
-  if (e.kv_blocks_override > 0) b.flag("--num-gpu-blocks-override", num(e.kv_blocks_override));
+  if (e.kv_blocks_override > 0) {
+    // The simulated replica's blocks over its data-parallel ranks: each rank's EngineCore sizes its
+    // own cache and applies the override to it (vllm/v1/core/kv_cache_utils.py
+    // may_override_num_blocks, from the CacheConfig every rank shares), so a rank takes its pool's
+    // share (serving::rank_pool_blocks).
+    b.flag("--num-gpu-blocks-override", num(e.kv_blocks_override / f.ep));
+    if (e.kv_blocks_override % f.ep != 0 && !decode) {
+      c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} data-parallel ranks: vLLM gives each rank the same override ({}); "
+                                         "the simulation gave {} of them one block more",
+                                         e.kv_blocks_override, f.ep, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
+    }
+  }
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) {
     b.flag("--enforce-eager");
   } else {

@@ -194,6 +194,15 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   EXPECT_EQ(arg(v.workers[0], "--tensor-parallel-size"), "2");
   EXPECT_EQ(arg(v.workers[0], "--data-parallel-size"), "4");
   EXPECT_EQ(arg(v.workers[0], "--enable-expert-parallel"), "<switch>");
+  // --kv-blocks 1002 is the replica's: each of vLLM's 4 data-parallel ranks takes the override
+  // for its own cache, so 1002 / 4 = 250 each, and a note says the simulation gave 1002 mod 4 = 2
+  // ranks 251.
+  serving::ServeConfig blocks = config(EngineKind::vllm, sys, 2, 4);
+  blocks.engine.kv_blocks_override = 1002;
+  const LaunchPlan vb = launch_plan(m, blocks, LaunchTarget::vllm, {"x", ""});
+  EXPECT_EQ(arg(vb.workers[0], "--num-gpu-blocks-override"), "250");
+  ASSERT_FALSE(vb.notes.empty());
+  EXPECT_NE(vb.notes.back().find("gave 2 of them one block more"), std::string::npos) << vb.notes.back();
   const LaunchPlan s = launch_plan(m, config(EngineKind::sglang, sys, 2, 4), LaunchTarget::sglang, {"x", ""});
   expect_listed(s);
   EXPECT_EQ(arg(s.workers[0], "--tp-size"), "8");
