@@ -208,6 +208,12 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   EXPECT_EQ(arg(s.workers[0], "--tp-size"), "8");
   EXPECT_EQ(arg(s.workers[0], "--dp-size"), "4");
   EXPECT_EQ(arg(s.workers[0], "--enable-dp-attention"), "<switch>");
+  // SGLang's pool in tokens, per attention rank: 1002 blocks / 4 ranks = 250 pages of
+  // kv_block tokens each.
+  serving::ServeConfig sb = config(EngineKind::sglang, sys, 2, 4);
+  sb.engine.kv_blocks_override = 1002;
+  const LaunchPlan sbp = launch_plan(m, sb, LaunchTarget::sglang, {"x", ""});
+  EXPECT_EQ(arg(sbp.workers[0], "--max-total-tokens"), std::to_string(250 * sb.engine.kv_block));
   EXPECT_EQ(arg(s.workers[0], "--ep-size"), "4");
   const LaunchPlan t = launch_plan(m, config(EngineKind::trtllm, sys, 2, 4), LaunchTarget::trtllm, {"x", ""});
   expect_listed(t);
