@@ -419,7 +419,9 @@ class Evaluator {
     const double q = static_cast<double>(spec.k + 1);
     mix.add_decode(shortest + q, static_cast<double>(m_.sliding_window), q);
     // Inside a multi-step window no scheduler runs: the floor leaves its time out.
-    return serving::step_period(e, step.time(mix, serving::decode_step_graphs(e, q)), 1, false, e.scheduler_steps > 1 ? 0 : 1) / q;
+    // One group's step (attention data-parallel groups: the sequence on one of them, as the
+    // simulation prices a lone request; not its tokens spread over the groups).
+    return serving::step_period(e, step.time(mix, mix, serving::decode_step_graphs(e, q)), 1, false, e.scheduler_steps > 1 ? 0 : 1) / q;
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
@@ -438,7 +440,7 @@ class Evaluator {
         model::StepMix mix;
         mix.fused_attention = e.fused_attention;
         mix.add_prefill(c, done + c, window);
-        t += serving::step_period(e, step_.time(mix, e.mixed_graphs), 1);
+        t += serving::step_period(e, step_.time(mix, mix, e.mixed_graphs), 1);  // on one group, as tpot_floor
         done += c;
       }
       prompt_s_[k] = t;

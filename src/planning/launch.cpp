@@ -119,7 +119,18 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   b.flag("--block-size", num(e.kv_block));
   b.flag("--gpu-memory-utilization", num(e.kv_memory_fraction));
-  if (e.kv_blocks_override > 0) b.flag("--num-gpu-blocks-override", num(e.kv_blocks_override));
+  if (e.kv_blocks_override > 0) {
+    // The simulated replica's blocks over its data-parallel ranks: each rank's EngineCore sizes its
+    // own cache and applies the override to it (vllm/v1/core/kv_cache_utils.py
+    // may_override_num_blocks, from the CacheConfig every rank shares), so a rank takes its pool's
+    // share (serving::rank_pool_blocks).
+    b.flag("--num-gpu-blocks-override", num(e.kv_blocks_override / f.ep));
+    if (e.kv_blocks_override % f.ep != 0 && !decode) {
+      c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} data-parallel ranks: vLLM gives each rank the same override ({}); "
+                                         "the simulation gave {} of them one block more",
+                                         e.kv_blocks_override, f.ep, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
+    }
+  }
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) {
     b.flag("--enforce-eager");
   } else {
@@ -176,8 +187,17 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.flag("--kv-cache-dtype", v);
   }
   b.flag("--mem-fraction-static", num(e.kv_memory_fraction));
-  // A cache of a given size (--kv-blocks): SGLang's pool in tokens.
-  if (e.kv_blocks_override > 0) b.flag("--max-total-tokens", num(e.kv_blocks_override * e.kv_block));
+  // A cache of a given size (--kv-blocks, the replica's): SGLang's pool in tokens, per attention
+  // data-parallel rank (each rank's model runner caps its own pool at --max-total-tokens:
+  // model_runner_kv_cache_mixin.py _apply_token_constraints, per dp worker).
+  if (e.kv_blocks_override > 0) {
+    b.flag("--max-total-tokens", num(e.kv_blocks_override / f.ep * e.kv_block));
+    if (e.kv_blocks_override % f.ep != 0 && !decode) {
+      c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} attention data-parallel ranks: SGLang gives each rank the same "
+                                         "--max-total-tokens ({} blocks); the simulation gave {} of them one block more",
+                                         e.kv_blocks_override, f.ep, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
+    }
+  }
   if (e.max_num_seqs > 0) b.flag("--max-running-requests", num(e.max_num_seqs));
   b.flag("--chunked-prefill-size", e.chunked_prefill ? num(e.max_batched_tokens) : "-1");
   if (e.max_prefill_tokens > 0) b.flag("--max-prefill-tokens", num(e.max_prefill_tokens));

@@ -91,8 +91,9 @@ void Simulation::arrive(Ps t) {
       return;
     }
   }
-  // The least-loaded router reads every replica's tokens left: their leaps' steps to t first.
-  if (leaping_ > 0 && cfg_.router == Router::least_loaded) catch_up_all(t, false);
+  // The least-loaded choice reads every replica's tokens left (the least-loaded router, and the
+  // prefix router for a request of no group): their leaps' steps to t first.
+  if (leaping_ > 0 && cfg_.router != Router::round_robin) catch_up_all(t, false);
   Replica& rep = route(q, r.prefix_group);
   if (rep.leap_k > 0) end_leap(rep, t);  // it schedules this request from its next step
   q.replica = rep.index;

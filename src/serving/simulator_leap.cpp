@@ -55,7 +55,7 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
   // step's are added to the KV integral over [at, clock_) (taken before clock_), or taken off
   // over [clock_, at) (a step ahead of the last advance: the run stopping at its horizon). On
   // the timeline, those taken before clock_ are a staircase: `taken` blocks since `from`.
-  const double per_block = 1 / static_cast<double>(all_blocks_);
+  const double per_block = all_blocks_ > 0 ? 1 / static_cast<double>(all_blocks_) : 0;
   std::int64_t taken = 0;
   Ps from = 0;
   for (;;) {

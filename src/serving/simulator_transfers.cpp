@@ -60,11 +60,23 @@ void Simulation::hand_over(Replica& p, std::int32_t qi, Ps t) {
 // (computed again), less the prefix its own cache holds; TensorRT-LLM and static commit the
 // whole request, SGLang keeps room for its output (clipped) as its admission does.
 void Simulation::allocate(Replica& d, Ps t) {
-  const Tier& k = tier(d);
+  Tier& k = tier(d);
   const EngineConfig& e = k.engine;
-  while (!d.kv_queue.empty()) {
-    const std::int32_t qi = d.kv_queue.front();
+  // First come, first served within each pool: with a pool per attention data-parallel rank
+  // (Replica::kv), each rank's scheduler keeps its own queue of requests waiting for their KV,
+  // so one its rank has no room for holds back that rank's later ones only.
+  const std::size_t pools = d.kv.size();
+  std::vector<std::uint8_t>& held = k.ctx.rank_stop;  // (scratch, sized to the ranks)
+  if (pools > 1) std::fill(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(pools), std::uint8_t{0});
+  std::size_t blocked = 0;
+  for (std::size_t i = 0; i < d.kv_queue.size() && blocked < pools;) {
+    const std::int32_t qi = d.kv_queue[i];
     Req& q = pool_[qi];
+    const std::size_t rank = d.kv_index(q);
+    if (pools > 1 && held[rank] != 0) {
+      ++i;
+      continue;
+    }
     // The decode side pulls only what its prefix cache lacks (vLLM's NIXL connector:
     // get_num_new_matched_tokens counts the prompt beyond the local hit): the hit's blocks are
     // referenced, taken off the free queue when nothing else references them.
@@ -76,18 +88,20 @@ void Simulation::allocate(Replica& d, Ps t) {
       unfree = g.refs == 0 ? g.cached : 0;
     }
     const std::int64_t need = d.blocks_for(q.input - 1) - shared;
-    detail::Replica::KvPool& kv = d.kv_of(q);  // (its rank's pool: Replica::kv)
+    detail::Replica::KvPool& kv = d.kv[rank];  // (its rank's pool: Replica::kv)
+    const std::int64_t commit = e.admission == Admission::completion ? d.blocks_for(q.input + q.output + d.lookahead()) : 0;
+    const std::int64_t room = e.admission == Admission::ratio_reserve ? d.blocks_for(std::min(q.output, e.reserve_clip_tokens)) : 0;
+    if (kv.committed + commit > kv.total || need + unfree + room > kv.free) {
+      if (pools > 1) held[rank] = 1;
+      ++blocked;
+      ++i;
+      continue;
+    }
     if (e.admission == Admission::completion) {
-      const std::int64_t commit = d.blocks_for(q.input + q.output + d.lookahead());
-      if (kv.committed + commit > kv.total || need + unfree > kv.free) return;
       q.commit = commit;
       kv.committed += commit;
-    } else {
-      const std::int64_t room =
-          e.admission == Admission::ratio_reserve ? d.blocks_for(std::min(q.output, e.reserve_clip_tokens)) : 0;
-      if (need + unfree + room > kv.free) return;
     }
-    d.kv_queue.pop_front();
+    d.kv_queue.erase(d.kv_queue.begin() + static_cast<std::ptrdiff_t>(i));
     if (hit > 0) {
       // q.shared is still the prefill instance's reference until the transfer ends.
       const std::int64_t source_shared = q.shared;
@@ -95,7 +109,7 @@ void Simulation::allocate(Replica& d, Ps t) {
       q.dest_shared = q.shared;
       q.shared = source_shared;
     }
-    d.take_blocks(need, d.kv_index(q));
+    d.take_blocks(need, rank);
     touch(d);
     ++d.in_transfer;
     // The KV of the input - 1 - hit tokens pulled, each decode chip receiving its share; fewer

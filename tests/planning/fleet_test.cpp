@@ -513,16 +513,21 @@ TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
 // One step of `mix` alone on the space's first chip at TP 1 with vLLM's preset (256
 // sequences, 8192 tokens), as the engine runs it: its kernels and all-reduce, the step
 // model's device time, and the host's time for one request, hidden or added.
-double lone_step_s(const model::ModelConfig& m, const FleetSpace& s, model::StepMix mix, bool decode) {
+// At `ep` > 1 (attention data-parallel groups), the mix on one group, the others idle (`spread`:
+// over every group evenly instead, as if the request's tokens were split across them).
+double lone_step_s(const model::ModelConfig& m, const FleetSpace& s, model::StepMix mix, bool decode, std::int64_t ep = 1,
+                   bool spread = false) {
   Deployment d;
   d.tp = 1;
+  d.ep = ep;
   d.max_num_seqs = 256;
   d.max_batched_tokens = 8192;
   const ServeConfig cfg = serve_config(s, d);
   serving::StepModel step;
   step.prepare(m, s.chips[0].sys, serving::engine_forward(cfg.forward, cfg.engine));
   mix.fused_attention = cfg.engine.fused_attention;
-  const double device = step.time(mix, decode ? cfg.engine.decode_graphs : cfg.engine.mixed_graphs);
+  const serving::GraphMode mode = decode ? cfg.engine.decode_graphs : cfg.engine.mixed_graphs;
+  const double device = spread ? step.time(mix, mode) : step.time(mix, mix, mode);
   const double host = cfg.engine.step_overhead_s + cfg.engine.per_request_overhead_s;
   return cfg.engine.overlap_scheduling ? std::max(device, host) : device + host;
 }
@@ -594,6 +599,30 @@ TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
   model::StepMix pre;
   pre.add_prefill(1000, 1000, 0);
   EXPECT_NEAR(r.closest->value_s, 4e-3 + lone_step_s(m, s, pre, false), 1e-15);
+}
+
+TEST(Fleet, FloorsPriceALoneRequestOnOneAttentionGroup) {
+  // Mixtral at TP 1 x EP 2: two attention data-parallel groups. A lone 1000-token prompt runs
+  // on one of them (the other idles), so its step is that group's: its attention and dense
+  // layers over all 1000 tokens, the experts over the 1000 tokens of both groups together
+  // (the serving simulation prices it so). Spread over the groups it would be 500 tokens
+  // each: a floor below what any run can give.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  FleetSpace s = space(10, 100);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.ep = {2};
+  s.experts = {model::ForwardConfig::Experts::tensor};
+  s.max_num_seqs = {256};
+  s.base.slo.set(serving::SloMetric::ttft, 1e-3);
+  const FleetSearchResult r = search_fleet(m, s);
+  EXPECT_EQ(r.rejected[static_cast<int>(Reject::ttft_floor)], 1u);
+  ASSERT_TRUE(r.closest);
+  model::StepMix pre;
+  pre.add_prefill(1000, 1000, 0);
+  const double one = lone_step_s(m, s, pre, false, 2), spread = lone_step_s(m, s, pre, false, 2, true);
+  EXPECT_NEAR(r.closest->value_s, 4e-3 + one, 1e-15);
+  EXPECT_GT(one, spread);
 }
 
 TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {

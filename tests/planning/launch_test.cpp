@@ -194,11 +194,26 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   EXPECT_EQ(arg(v.workers[0], "--tensor-parallel-size"), "2");
   EXPECT_EQ(arg(v.workers[0], "--data-parallel-size"), "4");
   EXPECT_EQ(arg(v.workers[0], "--enable-expert-parallel"), "<switch>");
+  // --kv-blocks 1002 is the replica's: each of vLLM's 4 data-parallel ranks takes the override
+  // for its own cache, so 1002 / 4 = 250 each, and a note says the simulation gave 1002 mod 4 = 2
+  // ranks 251.
+  serving::ServeConfig blocks = config(EngineKind::vllm, sys, 2, 4);
+  blocks.engine.kv_blocks_override = 1002;
+  const LaunchPlan vb = launch_plan(m, blocks, LaunchTarget::vllm, {"x", ""});
+  EXPECT_EQ(arg(vb.workers[0], "--num-gpu-blocks-override"), "250");
+  ASSERT_FALSE(vb.notes.empty());
+  EXPECT_NE(vb.notes.back().find("gave 2 of them one block more"), std::string::npos) << vb.notes.back();
   const LaunchPlan s = launch_plan(m, config(EngineKind::sglang, sys, 2, 4), LaunchTarget::sglang, {"x", ""});
   expect_listed(s);
   EXPECT_EQ(arg(s.workers[0], "--tp-size"), "8");
   EXPECT_EQ(arg(s.workers[0], "--dp-size"), "4");
   EXPECT_EQ(arg(s.workers[0], "--enable-dp-attention"), "<switch>");
+  // SGLang's pool in tokens, per attention rank: 1002 blocks / 4 ranks = 250 pages of
+  // kv_block tokens each.
+  serving::ServeConfig sb = config(EngineKind::sglang, sys, 2, 4);
+  sb.engine.kv_blocks_override = 1002;
+  const LaunchPlan sbp = launch_plan(m, sb, LaunchTarget::sglang, {"x", ""});
+  EXPECT_EQ(arg(sbp.workers[0], "--max-total-tokens"), std::to_string(250 * sb.engine.kv_block));
   EXPECT_EQ(arg(s.workers[0], "--ep-size"), "4");
   const LaunchPlan t = launch_plan(m, config(EngineKind::trtllm, sys, 2, 4), LaunchTarget::trtllm, {"x", ""});
   expect_listed(t);

@@ -5,6 +5,8 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <map>
+
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/speculation.hpp"
@@ -265,6 +267,43 @@ TEST(Disagg, DecodePlansThatCannotRunAreRefused) {
   cfg = own_tp(sys, 8, 8);
   cfg.disagg.prefill = cfg.disagg.decode = 0;  // aggregated, with a decode plan
   EXPECT_EQ(message(cfg).rfind("--disagg-decode: ", 0), 0u) << message(cfg);
+}
+
+TEST(Disagg, EachDecodeRankServesItsOwnQueueOfKvWaits) {
+  // Mixtral prefilled at TP 2, decoded at TP 1 x EP 2: two attention data-parallel ranks on the
+  // decode instance, each with its own pool of 100 blocks of 16 tokens (200 over the two).
+  // Requests of 1000-token prompts go to rank id mod 2: 0 and 2 to rank 0, 1 and 3 to rank 1,
+  // sent 1 ms apart. A prompt's KV needs blocks_for(999) = 63 blocks to be received. Request 0
+  // (500 outputs: at most blocks_for(1499) = 94 of its rank's 100, so it fits alone) holds its
+  // rank's pool until it ends; request 2 cannot get 63 of the 37 left there before that.
+  // Request 1 (10 outputs) ends after 10 decode steps and leaves rank 1 free for request 3.
+  // Each rank's queue first come, first served: request 3 does not wait behind request 2, so
+  // its first token comes long before request 0's last (one queue over both ranks would hold it
+  // behind request 2 until request 0 ends: after it).
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  cfg.forward.tp = 2;
+  cfg.engine = engine_preset(EngineKind::vllm, sys.chip, 2);
+  cfg.engine.front_end_s = 0;
+  cfg.engine.prefix_caching = false;
+  cfg.disagg.prefill = cfg.disagg.decode = 1;
+  cfg.disagg.decode_tp = 1;
+  cfg.disagg.decode_ep = 2;
+  EngineConfig& de = cfg.disagg.decode_engine.emplace(engine_preset(EngineKind::vllm, sys.chip, 1));
+  de.front_end_s = 0;
+  de.prefix_caching = false;
+  de.kv_blocks_override = 200;
+  cfg.workload.arrival = Arrival::trace;
+  for (int i = 0; i < 4; ++i) cfg.workload.trace.push_back({0.001 * i, 1000, i == 0 ? 500 : 10, -1, 0});
+  cfg.workload.requests = 4;
+  cfg.find_max_rate = false;
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_LT(seen[3].arrival_s + seen[3].ttft_s, seen[0].arrival_s + seen[0].e2e_s);
+  EXPECT_GT(seen[2].arrival_s + seen[2].ttft_s, seen[0].arrival_s + seen[0].e2e_s);  // rank 0's: after request 0
 }
 
 TEST(Disagg, ADecodeInstanceRetractsItsLastRequestForBlocksInTransfer) {
