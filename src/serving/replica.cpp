@@ -39,6 +39,8 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
     rank_running.assign(static_cast<std::size_t>(ranks_), 0);
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
     rank_waiting.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_incoming.assign(static_cast<std::size_t>(ranks_), 0);
+    rank_prompt_tokens.assign(static_cast<std::size_t>(ranks_), 0);
     rank_join_extra_.assign(static_cast<std::size_t>(ranks_), 0);
     rank_phase_need_.assign(static_cast<std::size_t>(ranks_), 0);
   }
@@ -67,6 +69,76 @@ std::int64_t Replica::decode_tokens(std::int64_t d) const {
   std::int64_t s = 0;
   for (const Cohort& c : cohorts_) s += c.n == 0 ? 0 : c.n * (G(c, d + 1) - G(c, d));
   return s;
+}
+
+void Replica::place(Req& q) {
+  // (Disaggregated instances: rank_of takes id mod ranks on each instance, its own ranks, as
+  // before; SGLang's follow_bootstrap_room sends a request to bootstrap_room mod dp_size on each
+  // side, the room drawn per request.)
+  q.rank = 0;
+  if (ranks_ == 1 || role != Role::both) return;
+  std::int64_t k = 0;
+  if (!rank_limits) {
+    // SGLang: each server's DataParallelController sends its requests to its DP ranks in turn
+    // (load_balance_method round_robin, the default: round_robin_scheduler sends to
+    // workers[round_robin_counter] and advances the counter mod dp_size; the counter starts at 0).
+    // python/sglang/srt/managers/data_parallel_controller.py at 000a3db1. (vLLM V0 and static
+    // batching have no attention data parallelism of their own: the same turns.)
+    k = rank_turn_;
+    rank_turn_ = (rank_turn_ + 1) % ranks_;
+  } else {
+    k = engine.kind == EngineKind::vllm ? least_scored_rank() : balanced_rank();
+  }
+  q.rank = static_cast<std::int32_t>(k);
+  if (balances_ranks()) rank_prompt_tokens[static_cast<std::size_t>(k)] += q.input;
+}
+
+std::int64_t Replica::least_scored_rank() const {
+  // vLLM V1: the front end (DPLBAsyncMPClient.get_core_engine_for_request, vllm/v1/engine/
+  // core_client.py at 364631ab) scans the engines from eng_start_index (0 for one API server)
+  // and takes the first of the least score waiting x 4 + running, the counts the DP coordinator
+  // publishes (vllm/v1/engine/coordinator.py at 0090ad12, CoordinatorProc: each engine's
+  // num_waiting_reqs and num_running_reqs, at most every 100 ms) with 1 added to the chosen
+  // engine's waiting at each request sent. Read here at the arrival, exact: a request the engine
+  // has not yet queued (incoming) counts waiting, as the front end's own increment counts it.
+  // (Early V1, 0.8.x, took the engine of fewest requests in flight, unweighted; the 0.8-0.13
+  // preset follows 0.10-0.13. Newer main rotates the scan start and weighs waiting by KV use,
+  // PRs #47420 and #49204: not modelled, docs/serving.md#moe-layouts.)
+  std::int64_t k = 0, best = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t g = 0; g < ranks_; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    const std::int64_t score = 4 * (rank_waiting[i] + rank_incoming[i]) + rank_running[i];
+    if (score < best) best = score, k = g;
+  }
+  return k;
+}
+
+std::int64_t Replica::balanced_rank() const {
+  // TensorRT-LLM with attention DP (tensorrt_llm/_torch/pyexecutor/executor_request_queue.py at
+  // 007a7508): _fetch_new_requests_attention_dp gathers each rank's active requests and the sum
+  // of their prompt lengths (py_orig_prompt_len); _schedule_attention_dp_requests sets
+  // expected = max(ceil((active + new) / ranks), most active on a rank); and
+  // _balance_requests_across_ranks gives a new request to the least (prompt tokens, active
+  // requests, rank) of the ranks with fewer than `expected` active requests. One new request:
+  // active counts running and queued requests alike (a rank's requests stay active to their end).
+  auto active = [&](std::size_t i) { return rank_running[i] + rank_waiting[i] + rank_incoming[i]; };
+  std::int64_t total = 0, most = 0;
+  for (std::size_t i = 0; i < rank_running.size(); ++i) {
+    total += active(i);
+    most = std::max(most, active(i));
+  }
+  const std::int64_t expected = std::max((total + 1 + ranks_ - 1) / ranks_, most);
+  std::int64_t k = 0, best_tokens = std::numeric_limits<std::int64_t>::max(), best_active = 0;
+  for (std::int64_t g = 0; g < ranks_; ++g) {
+    const auto i = static_cast<std::size_t>(g);
+    if (active(i) >= expected) continue;
+    if (rank_prompt_tokens[i] < best_tokens || (rank_prompt_tokens[i] == best_tokens && active(i) < best_active)) {
+      best_tokens = rank_prompt_tokens[i];
+      best_active = active(i);
+      k = g;
+    }
+  }
+  return k;
 }
 
 void Replica::push_running(std::int32_t r) {

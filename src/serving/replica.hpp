@@ -48,6 +48,9 @@ struct Req {
   bool window_growing = false;  // decode: its sliding-window block tables still grow (KvLayout::window_blocks)
   std::int32_t prev = -1, next = -1;  // running list, in admission order
   std::int32_t replica = 0, preemptions = 0;
+  // Attention data-parallel ranks: the rank it runs on from its arrival to its end, chosen by its
+  // (aggregated) replica's engine when routed there (Replica::place; read through Replica::rank_of).
+  std::int32_t rank = 0;
   std::int32_t cohort = 0;    // speculative decoding: its acceptance class (Replica::cohorts_)
   std::int32_t source = -1;   // disaggregated: the prefill instance holding its KV until the transfer ends
   std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
@@ -191,10 +194,22 @@ class Replica {
   void settle_window();
   void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
   // Attention data-parallel ranks (ForwardConfig::ep > 1), each an engine of its own
-  // (docs/serving.md#moe-layouts): a request runs on rank id mod ranks from its arrival on, and
-  // its decode sums are kept per rank. add_decodes of rank `rank`'s sequences only.
+  // (docs/serving.md#moe-layouts): a request runs on the rank its engine chose when it arrived
+  // (place) to its end, and its decode sums are kept per rank. add_decodes of rank `rank`'s
+  // sequences only.
   std::int64_t ranks() const { return ranks_; }
-  std::int64_t rank_of(const Req& q) const { return ranks_ == 1 ? 0 : q.id % ranks_; }
+  // (A disaggregated instance: rank id mod ranks on each instance, ranks of its own; Req::rank is
+  // its aggregated replica's choice.)
+  std::int64_t rank_of(const Req& q) const { return ranks_ == 1 ? 0 : role == Role::both ? q.rank : q.id % ranks_; }
+  // Chooses the rank of q, routed here, as its engine does (docs/serving.md#moe-layouts): vLLM V1
+  // the least loaded (4 x waiting + running), TensorRT-LLM the rank of fewest active prompt tokens
+  // among the less busy, SGLang (and the others) its replica's ranks in turn; a disaggregated
+  // instance rank id mod ranks.
+  void place(Req& q);
+  // q, placed here, ended here (completed or rejected from the queue): its rank's load drops.
+  void leave_rank(const Req& q) {
+    if (balances_ranks()) rank_prompt_tokens[static_cast<std::size_t>(rank_of(q))] -= q.input;
+  }
   void add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset = 0) const;
   // Ranks with limits of their own (vLLM V1: each DP rank's scheduler its own max_num_seqs and
   // token budget; TensorRT-LLM likewise): running requests and decode sequences by rank (empty
@@ -206,6 +221,16 @@ class Replica {
   void waiting_changed(const Req& q, std::int64_t d) {
     if (rank_limits) rank_waiting[static_cast<std::size_t>(rank_of(q))] += d;
   }
+  // The loads place() reads (balances_ranks() only; empty otherwise): requests by rank sent here
+  // while a step ran (incoming, not yet in the queue; the engine has them, vLLM's front end counts
+  // them waiting), and the prompt tokens of the requests placed on each rank and not ended
+  // (TensorRT-LLM's active requests' py_orig_prompt_len).
+  std::vector<std::int64_t> rank_incoming, rank_prompt_tokens;
+  void incoming_changed(const Req& q, std::int64_t d) {
+    if (balances_ranks()) rank_incoming[static_cast<std::size_t>(rank_of(q))] += d;
+  }
+  // Ranks chosen by their loads: ranks apart (vLLM V1, TensorRT-LLM), not disaggregated.
+  bool balances_ranks() const { return rank_limits && role == Role::both; }
   // Blocks the decode step dstep needs beyond those its sequences hold; of rank k's
   // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
@@ -267,7 +292,7 @@ class Replica {
     return n;
   }
   // (rank_limits: a pool per rank; else one.)
-  std::size_t kv_index(const Req& q) const { return rank_limits ? static_cast<std::size_t>(q.id % ranks_) : 0; }
+  std::size_t kv_index(const Req& q) const { return rank_limits ? static_cast<std::size_t>(rank_of(q)) : 0; }
   KvPool& kv_of(const Req& q) { return kv[kv_index(q)]; }
   const KvPool& kv_of(const Req& q) const { return kv[kv_index(q)]; }
   // Σ over the pools (the replica's KV use: blocks used over all its blocks).
@@ -350,6 +375,9 @@ class Replica {
   // By rank, then acceptance class: cohorts_[rank·classes_ + class].
   std::vector<Cohort> cohorts_;
   std::int64_t ranks_ = 1;
+  std::int64_t rank_turn_ = 0;  // place(): the rank the next request takes in turn (SGLang's round_robin_counter)
+  std::int64_t least_scored_rank() const;  // place() under vLLM V1
+  std::int64_t balanced_rank() const;      // place() under TensorRT-LLM
   std::size_t classes_ = 1;
   std::size_t cohort_index(const Req& q) const {
     return static_cast<std::size_t>(rank_of(q)) * classes_ + static_cast<std::size_t>(q.cohort);

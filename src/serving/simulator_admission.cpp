@@ -97,11 +97,14 @@ void Simulation::arrive(Ps t) {
   Replica& rep = route(q, r.prefix_group);
   if (rep.leap_k > 0) end_leap(rep, t);  // it schedules this request from its next step
   q.replica = rep.index;
+  rep.place(q);  // its attention data-parallel rank, from the replica's loads now
   rep.know_group(q);
   // An engine that schedules one step ahead fixed the next step's batch when the running
   // step started: the request waits for the one after (docs/serving.md#host-time).
-  if (rep.busy && tier(rep).engine.overlap_scheduling) rep.incoming.push_back(qi);
-  else {
+  if (rep.busy && tier(rep).engine.overlap_scheduling) {
+    rep.incoming.push_back(qi);
+    rep.incoming_changed(q, 1);
+  } else {
     rep.waiting.push_back(qi);
     rep.waiting_changed(q, 1);
   }
@@ -116,10 +119,13 @@ void Simulation::arrive(Ps t) {
 // chunked prefill). vLLM may preempt it, and then recomputes its prompt and outputs in one
 // chunk too.
 bool Simulation::fits_cache(const Tier& k, const Req& q) {
-  // Ranks with pools of their own (ranks_apart): q's rank's pool (Replica::rank_of).
+  // Ranks with pools of their own (ranks_apart): q's rank's pool (Replica::rank_of). Its rank is
+  // chosen after this check, from the loads of the replica it is routed to (Replica::place): the
+  // smallest pool then, the last rank's (all the same but for a --kv-blocks override not
+  // divisible by the ranks); a disaggregated instance's rank id mod ranks.
   const std::int64_t ranks = k.ctx.groups;
-  const std::int64_t blocks =
-      ranks_apart(k.engine, ranks) ? rank_pool_blocks(k.mem.kv_blocks, ranks, q.id % ranks) : k.mem.kv_blocks;
+  const std::int64_t rank = cfg_.disagg.on() ? q.id % ranks : ranks - 1;
+  const std::int64_t blocks = ranks_apart(k.engine, ranks) ? rank_pool_blocks(k.mem.kv_blocks, ranks, rank) : k.mem.kv_blocks;
   const std::int64_t room = blocks - k.mem.kv_layout.blocks_for(q.input + q.output + cfg_.spec.k);
   if (room >= 0) cache_slack_ = std::min(cache_slack_, static_cast<double>(room));
   return room >= 0;

@@ -21,6 +21,7 @@ void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
   r.kv_of(q).committed -= q.commit;
   q.commit = 0;
   r.remove_running(qi);
+  r.leave_rank(q);
   q.phase = Phase::done;
   RequestRecord rec;
   rec.id = q.id;

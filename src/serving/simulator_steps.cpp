@@ -68,6 +68,7 @@ void Simulation::start_step(Replica& r, Ps t) {
     const bool idle = !r.plan.decode && r.plan.chunks.empty();
     for (const std::int32_t qi : r.incoming) {
       r.waiting.push_back(qi);
+      r.incoming_changed(pool_[qi], -1);
       r.waiting_changed(pool_[qi], 1);
     }
     r.incoming.clear();
@@ -79,6 +80,7 @@ void Simulation::start_step(Replica& r, Ps t) {
     const std::int32_t qi = r.waiting.front();
     r.waiting.pop_front();
     r.waiting_changed(pool_[qi], -1);
+    r.leave_rank(pool_[qi]);
     r.outstanding_tokens -= detail::remaining_tokens(pool_[qi]);
     ++result_.rejected_by.scheduler;
     reject(qi, t);

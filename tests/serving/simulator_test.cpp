@@ -687,8 +687,10 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
 
 TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
   // Mixtral-8x7B at --tp 1 --ep 2 (vLLM 0.13, its host between steps): each request stays on
-  // rank id mod 2. Request 0 (an 8000-token prompt) runs on rank 0, request 1 (100 tokens) on
-  // rank 1, both sent at t = 0 with 2 output tokens. Step 1 prefills both (8100 tokens, within
+  // the rank vLLM's front end chose when it came (the least 4 x waiting + running, the first of
+  // equals). Request 0 (an 8000-token prompt) runs on rank 0 (both empty), request 1 (100
+  // tokens) on rank 1 (rank 0 holds request 0 waiting: 4 against 0), both sent at t = 0 with 2
+  // output tokens. Step 1 prefills both (8100 tokens, within
   // the 8192-token budget): rank 0's 8000-token chunk and rank 1's 100-token chunk, the expert
   // part over all 8100 tokens; it lasts as long as the slower rank, plus the host's 0.4 ms +
   // 1.1 us per request for 2 requests; it gives both first tokens (TTFT). Step 2 decodes both,
@@ -734,7 +736,8 @@ TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
 TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   // Mixtral-8x7B at --tp 1 --ep 2 under vLLM (0.13, its host between steps) with
   // --max-num-seqs 1: each rank runs one request at a time (each DP rank's scheduler has the
-  // limit). Three 100-token requests with 2 output tokens at t = 0, on ranks 0, 1, 0 (id mod 2):
+  // limit). Three 100-token requests with 2 output tokens at t = 0, on ranks 0, 1, 0 (vLLM's
+  // front end, 4 x waiting + running: 0 and 0, then 4 and 0, then 4 and 4; the first of equals):
   // requests 0 and 1 run side by side, request 2 waits for request 0's rank.
   //   step 1: both prompts (a 100-token chunk on each rank) + host 0.4 ms + 2 x 1.1 us
   //   step 2: both decode (one sequence at context 101 on each rank) + the same host
@@ -776,8 +779,10 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
 
 TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize) {
   // The same three requests under TensorRT-LLM (attention DP: each rank's executor schedules
-  // its own requests within max_batch_size) with a batch of 1: requests 0 and 1 (ranks 0 and 1)
-  // are admitted together at t = 0 (an idle engine plans the arrivals at once), request 2
+  // its own requests within max_batch_size) with a batch of 1, ranks as its executor balances
+  // them (Replica::place): request 0 to rank 0 (both empty, the first), request 1 to rank 1 (the
+  // one below expected = max(ceil(2/2), 1) = 1 active), request 2 to rank 0 (1 active and 100
+  // prompt tokens on each, expected 2: the first). Requests 0 and 1 (ranks 0 and 1) are admitted together at t = 0 (an idle engine plans the arrivals at once), request 2
   // waits for request 0's rank. So two of the three queue times are 0 (the median), the
   // third is not, and a rank ran one at most. One limit for the whole replica would have
   // admitted request 0 alone: the median queue time would be request 1's wait, above 0.
@@ -798,7 +803,8 @@ TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize)
 
 // Attention data-parallel ranks under vLLM V1 (each DP rank's KVCacheManager over its own GPUs):
 // a replica of 20 blocks at --ep 2 is two pools of 10 (Replica::kv, rank_pool_blocks: 20 / 2),
-// 16 tokens a block. Requests go to rank id mod 2, in order of arrival.
+// 16 tokens a block. Each request goes to the rank vLLM's front end picks when it arrives: the
+// least 4 x waiting + running, the first (rank 0) of equal ones (Replica::place).
 std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trace, EngineRef engine = kVllmSerialHost) {
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
@@ -817,11 +823,13 @@ std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trac
 
 TEST(Simulator, EachAttentionDataParallelRankHasItsOwnKvPool) {
   // Request 0 (rank 0): 100 prompt tokens, 20 outputs: 7 blocks at admission (ceil(100/16)),
-  // 8 at most (ceil(120/16)), so rank 0's pool keeps 2 or 3 free. Request 1 (rank 1): 16 + 1,
-  // done in the first step: rank 1's pool is empty from then on. Request 2 (rank 0): 100 + 2,
+  // 8 at most (ceil(120/16)), so rank 0's pool keeps 2 or 3 free. Request 1 (rank 1: rank 0 holds
+  // request 0 waiting, 4 against 0): 16 + 1, done in the first step: rank 1's pool is empty from
+  // then on. Request 2 (rank 0: 4 against 4, the first): 100 + 2,
   // 7 blocks at admission: it waits for request 0's end (its queue time is request 0's E2E,
   // the step after request 0's last token being the first with 7 free blocks on rank 0).
-  // Request 3 (rank 1) at 20 ms, while request 0 decodes (its 19 decode steps each read at
+  // Request 3 at 20 ms, while request 0 decodes (rank 1: rank 0 holds request 0 running and
+  // request 2 waiting, 4 + 1 = 5, against rank 1's 0) (its 19 decode steps each read at
   // least one expert of 3 x 4096 x 14336 bf16 weights per layer on a GPU, 32 x 352 MB = 11.3
   // GB at 3.35 TB/s: over 3.4 ms, 64 ms in all): its 16 + 2 tokens are admitted at the next
   // step on rank 1's empty pool, before request 0 ends. One pool of 20 blocks would have held request 2 beside
@@ -838,26 +846,34 @@ TEST(Simulator, EachAttentionDataParallelRankHasItsOwnKvPool) {
 
 TEST(Simulator, APrefixCachedOnOneAttentionDataParallelRankIsNotSeenByAnother) {
   // Three requests of one prefix group (its first 64 tokens, 4 whole blocks of 16), 100 prompt
-  // tokens and 2 outputs each: request 0 (rank 0) at t = 0 computes and caches the prefix in
-  // rank 0's pool; request 1 (rank 1) and request 2 (rank 0) arrive at 1 s, long after it ended
+  // tokens and 2 outputs each: request 0 at t = 0 (both ranks idle, score 0 each: rank 0) computes
+  // and caches the prefix in rank 0's pool; requests 1 and 2 arrive at 1 s, long after it ended
   // (its blocks freed, the prefix still cached: 7 blocks of the pool's 10 held at most). Request
-  // 2 finds the 64 tokens in its rank's pool; request 1 finds nothing in rank 1's (one shared
-  // pool would have given it the 64 too).
+  // 1: both ranks empty again, rank 0; request 2: rank 0 holds request 1 waiting, 4 x 1 + 0 = 4
+  // against rank 1's 0: rank 1. Request 1 finds the 64 tokens in its rank's pool; request 2
+  // finds nothing in rank 1's (one shared pool would have given it the 64 too). (Re-derived when
+  // the ranks became vLLM's choice: under id mod 2, requests 1 and 2 were on ranks 1 and 0, and
+  // request 2 found the prefix.)
   const auto seen = run_ranks({{0, 100, 2, 0, 64}, {1, 100, 2, 0, 64}, {1, 100, 2, 0, 64}});
   ASSERT_EQ(seen.size(), 3U);
   EXPECT_EQ(seen.at(0).cached_tokens, 0);
-  EXPECT_EQ(seen.at(1).cached_tokens, 0);
-  EXPECT_EQ(seen.at(2).cached_tokens, 64);
+  EXPECT_EQ(seen.at(1).cached_tokens, 64);
+  EXPECT_EQ(seen.at(2).cached_tokens, 0);
 }
 
 TEST(Simulator, TensorRtLlmAttentionDataParallelRanksCommitInTheirOwnKvPools) {
   // TensorRT-LLM commits a request's whole context on admission (prompt + outputs, in its
-  // rank's pool of 10 blocks of 32 tokens, tokens_per_block): request 0 (rank 0, 100 + 200)
-  // commits ceil(300/32) = 10, request 1 (rank 1, 16 + 1) ceil(17/32) = 1, request 2 (rank 0,
-  // 100 + 2) ceil(102/32) = 4 > 10 - 10: it waits for request 0's end (its queue time is
-  // request 0's E2E: the step after request 0's last token admits it). One pool of 20 would
-  // have held all three (10 + 1 + 4 = 15).
-  const auto seen = run_ranks({{0, 100, 200, -1, 0}, {0, 16, 1, -1, 0}, {0, 100, 2, -1, 0}}, EngineKind::trtllm);
+  // rank's pool of 10 blocks of 32 tokens, tokens_per_block). Ranks as its executor balances
+  // them (Replica::place: among the ranks with fewer than expected = max(ceil((active + 1) / 2),
+  // most active) active requests, the least active prompt tokens): request 0 (100 + 200), none
+  // active, expected 1: rank 0 (the first of equals); request 1 (120 + 1), active (1, 0),
+  // expected 1: rank 1; request 2 (100 + 2), active (1, 1), expected 2, prompt tokens (100, 120):
+  // rank 0. Request 0 commits ceil(300/32) = 10, request 1 ceil(121/32) = 4, request 2
+  // ceil(102/32) = 4 > 10 - 10: it waits for request 0's end (its queue time is request 0's E2E:
+  // the step after request 0's last token admits it). One pool of 20 would have held all three
+  // (10 + 4 + 4 = 18). (Re-derived when the ranks became TensorRT-LLM's choice: request 1 had 16
+  // prompt tokens, which would now draw request 2 to rank 1.)
+  const auto seen = run_ranks({{0, 100, 200, -1, 0}, {0, 120, 1, -1, 0}, {0, 100, 2, -1, 0}}, EngineKind::trtllm);
   ASSERT_EQ(seen.size(), 3U);
   EXPECT_EQ(seen.at(0).queue_s, 0);
   EXPECT_EQ(seen.at(1).queue_s, 0);
@@ -871,8 +887,9 @@ TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
   // writes slot 64: a 5th block each (10 of 10); slot 80 needs a 6th each with none free, so
   // rank 0 preempts its most recently admitted request, 2 (recompute), which waits until
   // request 0's end (it needs ceil((64 + 17)/16) = 6 blocks, request 0 leaves at most 4 free)
-  // and is never preempted again (alone it needs 8 <= 10). Request 1 (rank 1): 16 + 1, done in
-  // the first step. Request 3 (rank 1) at 20 ms: 16 + 100, 8 blocks at most (ceil(116/16)) of
+  // and is never preempted again (alone it needs 8 <= 10). Ranks: 0, 1, 0 at t = 0 (4 x waiting
+  // + running: 0 and 0, 4 and 0, 4 and 4). Request 1 (rank 1): 16 + 1, done in the first step.
+  // Request 3 at 20 ms (rank 1: rank 0 runs requests 0 and 2, score 2, rank 1 none): 16 + 100, 8 blocks at most (ceil(116/16)) of
   // rank 1's 10; admitted within two steps, it is the most recently admitted request of the
   // replica when rank 0 runs short (the 17th decode step), and it is not preempted. (One pool of
   // 20 would have preempted request 3, the replica's most recent, or none: 12 + 2 <= 20 at slot 80.)
@@ -884,6 +901,109 @@ TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
   EXPECT_EQ(seen.at(3).preemptions, 0);
   EXPECT_LT(seen.at(3).arrival_s + seen.at(3).queue_s, 0.05);
   EXPECT_GT(seen.at(2).e2e_s, seen.at(0).e2e_s);
+}
+
+TEST(Simulator, VllmSendsARequestToTheLeastLoadedAttentionDataParallelRank) {
+  // vLLM's front end (DPLBAsyncMPClient.get_core_engine_for_request) sends a request to the rank
+  // of least 4 x waiting + running, the first of equals (Replica::place). Mixtral-8x7B at --tp 1
+  // --ep 2, vLLM 0.13 (its host between steps), --max-num-seqs 1 (each rank runs one request at
+  // a time). Request 0 (100 prompt tokens, 200 outputs) and request 1 (100 + 1) at t = 0: rank 0
+  // (0 against 0), then rank 1 (4 against 0). Step 1 prefills both, a 100-token chunk on each
+  // rank: s1 = time(one prompt, both) + host 0.4 ms + 2 x 1.1 us; request 1 ends with it (its
+  // one token: E2E s1), and rank 1 is empty. Step 2 decodes request 0 alone at context 101:
+  // s2 = time(one decode, one decode) + 0.4 ms + 1.1 us. Request 2 (100 + 2) comes 1 us into
+  // step 2: rank 0 runs request 0 (score 1), rank 1 nothing (0): rank 1, the idle one, like
+  // request 1. It is admitted when step 3 starts: queue = (s1 + s2) - (s1 + 1 us) = s2 - 1 us.
+  // Under id mod 2 it would have gone to rank 0 and waited for request 0's 200 tokens.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.max_num_seqs = 1;
+  StepModel step;
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
+  model::StepMix one, two;
+  one.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  one.fused_attention = two.fused_attention = true;
+  const double s1 = step.time(one, two, GraphMode::piecewise) + 0.4e-3 + 2 * 1.1e-6;
+  const double s2 = step.time(decode_mix(1, 101), decode_mix(1, 101), GraphMode::graph) + 0.4e-3 + 1.1e-6;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 100, 200, -1, 0}, {0, 100, 1, -1, 0}, {s1 + 1e-6, 100, 2, -1, 0}};
+  cfg.workload.requests = 3;
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  ASSERT_EQ(seen.size(), 3U);
+  EXPECT_EQ(r.peak_running, 1);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_NEAR(seen.at(1).e2e_s, s1, 200 * kPs);
+  EXPECT_NEAR(seen.at(2).queue_s, s2 - 1e-6, 400 * kPs);
+  EXPECT_LT(seen.at(2).arrival_s + seen.at(2).e2e_s, seen.at(0).e2e_s);  // done while request 0 decodes
+}
+
+TEST(Simulator, TensorRtLlmBalancesANewRequestByItsRanksActivePromptTokens) {
+  // TensorRT-LLM's executor gives a new request, among the ranks with fewer than expected =
+  // max(ceil((active + 1) / ranks), most active) active requests, the one of fewest active
+  // prompt tokens, then fewest active, then the first (_balance_requests_across_ranks;
+  // Replica::place). run_ranks: 10 blocks of 32 tokens a rank, each request committing its whole
+  // context on admission. Requests 0 (200 + 100) and 1 (50 + 20) at t = 0: rank 0 (none active),
+  // then rank 1 (active (1, 0), expected 1). Request 0 commits ceil(300/32) = 10 blocks: rank 0
+  // is full until it ends (100 decode steps, each over 3.4 ms: EachAttentionDataParallelRank-
+  // HasItsOwnKvPool); request 1 commits ceil(70/32) = 3 of rank 1's 10. Requests 2 and 3 (30 + 2,
+  // one block each) at 1 ms, within the first step (its expert weights alone take over 3.4 ms):
+  // request 2 sees active (1, 1), expected max(ceil(3/2), 1) = 2, prompt tokens (200, 50): rank
+  // 1, with 7 blocks free, admitted long before request 0 ends; request 3 sees active (1, 2),
+  // expected max(ceil(4/2), 2) = 2: rank 0 alone is below it, and there it waits for request
+  // 0's end (the step after request 0's last token admits it:
+  // TensorRtLlmAttentionDataParallelRanksCommitInTheirOwnKvPools). Under id mod 2 request 2 would
+  // have waited on rank 0 and request 3 run at once on rank 1.
+  const auto seen = run_ranks({{0, 200, 100, -1, 0}, {0, 50, 20, -1, 0}, {1e-3, 30, 2, -1, 0}, {1e-3, 30, 2, -1, 0}}, EngineKind::trtllm);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_GT(seen.at(0).e2e_s, 0.34);
+  EXPECT_LT(seen.at(2).arrival_s + seen.at(2).e2e_s, seen.at(0).e2e_s);
+  EXPECT_NEAR(seen.at(3).arrival_s + seen.at(3).queue_s, seen.at(0).e2e_s, 1e-9);
+}
+
+TEST(Simulator, SglangSendsEachReplicasRequestsToItsRanksInTurn) {
+  // SGLang: each server's DataParallelController sends its own requests to its DP ranks in turn
+  // (round_robin, a counter of its own from 0; Replica::place). Mixtral-8x7B, two replicas at
+  // --tp 1 --ep 2 behind the round-robin router, host times 0 (a step lasts its device time):
+  // four 100-token prompts with 2 outputs at t = 0 go to replicas 0, 1, 0, 1 and, on each
+  // replica, to ranks 0 then 1: requests 0 and 1 on rank 0, requests 2 and 3 on rank 1. Each
+  // replica's first step prefills its two prompts, one on each rank: one rank's own part of a
+  // 100-token prompt plus the expert part over both, time(one prompt, both) in SGLang's mixed
+  // graph mode (eager), and all four TTFTs equal it. Under id mod 2 replica 0's requests 0 and 2
+  // would both be on rank 0 (replica 1's on rank 1): time(both, both), longer.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::sglang, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.replicas = 2;
+  cfg.engine.step_overhead_s = cfg.engine.per_request_overhead_s = cfg.engine.exposed_step_s = 0;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 4;
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  StepModel step;
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
+  model::StepMix one, two;
+  one.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  two.add_prefill(100, 100, 0);
+  one.fused_attention = two.fused_attention = cfg.engine.fused_attention;
+  const double apart = step.time(one, two, cfg.engine.mixed_graphs), together = step.time(two, two, cfg.engine.mixed_graphs);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(r.measured_requests, 4);
+  for (std::int64_t id = 0; id < 4; ++id) {
+    EXPECT_EQ(seen.at(id).replica, id % 2) << id;
+    EXPECT_NEAR(seen.at(id).ttft_s, apart, 200 * kPs) << id;
+  }
+  EXPECT_GT(together, apart);
 }
 
 TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
@@ -1142,6 +1262,25 @@ RC_GTEST_PROP(Simulator, LeapsChangeNothing, ()) {
   RC_ASSERT(close(r[0].kv_utilisation_mean, r[1].kv_utilisation_mean));
   RC_ASSERT(close(r[0].mean_running, r[1].mean_running));
   RC_ASSERT(close(r[0].mean_step_s, r[1].mean_step_s));
+}
+
+RC_GTEST_PROP(Simulator, AttentionDataParallelRanksEndEveryRequestOnce, ()) {
+  // The same small runs of Mixtral-8x7B at --ep 2 or 4: each engine places every request on a
+  // rank of its own choice (Replica::place) and every request still ends once.
+  static const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = random_config(sys);
+  cfg.forward.ep = *rc::gen::element<std::int64_t>(2, 4);
+  std::map<std::int64_t, int> ends;
+  double outputs = 0;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
+    ++ends[q.id];
+    if (!q.rejected) outputs += static_cast<double>(q.output);
+  });
+  RC_ASSERT(static_cast<std::int64_t>(ends.size()) == cfg.workload.requests);
+  for (const auto& [id, n] : ends) RC_ASSERT(n == 1);
+  RC_ASSERT(r.unfinished == 0);
+  RC_ASSERT(r.generated_tokens == outputs);
 }
 
 RC_GTEST_PROP(Simulator, LittlesLaw, ()) {
