@@ -42,8 +42,9 @@ inline constexpr double kBytesPerRequest = static_cast<double>(sizeof(Req) + 64)
 // lasts no finite time): the inputs, not the run, are at fault.
 [[noreturn]] void time_overflow(const std::string& what, Ps t, double s);
 
-// The engine as it will run: the SGLang sequence limit resolved from the cache size.
-EngineConfig resolved_engine(const model::ModelConfig& m, EngineConfig e, const ServeMemory& mem);
+// The engine as an instance of `plan` will run it: SGLang's sequence limit resolved from the
+// cache size, and its admission ratio under attention data parallelism.
+EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& plan, const ServeMemory& mem);
 
 // The link a disaggregated request's KV crosses, chip to chip: the node link when every
 // instance's chips fit one scale-up domain, else the network; at the link's efficiency.

@@ -28,13 +28,25 @@ namespace detail {
                                what, to_s(t), s, kMaxSimulated_s));
 }
 
-EngineConfig resolved_engine(const model::ModelConfig& m, EngineConfig e, const ServeMemory& mem) {
+EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& plan, const ServeMemory& mem) {
+  EngineConfig e = plan.engine;
+  // Attention data-parallel groups: SGLang runs a scheduler per rank (docs/serving.md#moe-layouts),
+  // each sizing its own request pool from its own cache, and its admission is more cautious:
+  // schedule_conservativeness x 0.3 (server_args.py _handle_data_parallelism), which scales the
+  // initial new_token_ratio and, with it, the minimum (init x the min factor; the decay steps stay).
+  const std::int64_t ranks = e.kind == EngineKind::sglang ? std::max<std::int64_t>(1, plan.forward.ep) : 1;
   if (e.max_num_seqs == 0) {
-    // SGLang max_running_requests: clamp(tokens / context_len x 512, 2048, 4096), at most tokens / 2.
-    const double tokens = static_cast<double>(mem.kv_tokens);
+    // SGLang max_running_requests per rank: clamp(tokens / context_len x 512, 2048, 4096), at most
+    // tokens / 2, of the rank's own tokens (model_runner_kv_cache_mixin.py _resolve_max_num_reqs);
+    // the replica's: the ranks' sum.
+    const double tokens = std::floor(static_cast<double>(mem.kv_tokens) / static_cast<double>(ranks));
     const double context = m.max_positions > 0 ? static_cast<double>(m.max_positions) : 32768;
     const double reqs = std::clamp(std::floor(tokens / context * 512), 2048.0, 4096.0);
-    e.max_num_seqs = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(reqs, std::floor(tokens / 2))));
+    e.max_num_seqs = ranks * std::max<std::int64_t>(1, static_cast<std::int64_t>(std::min(reqs, std::floor(tokens / 2))));
+  }
+  if (ranks > 1) {
+    e.new_token_ratio_init *= 0.3;
+    e.new_token_ratio_min *= 0.3;
   }
   return e;
 }
@@ -213,8 +225,8 @@ double least_in_system(const model::ModelConfig& m, const ServeConfig& cfg, cons
   const double n = static_cast<double>(w.requests);
   if (w.arrival == Arrival::closed) return std::min(n, static_cast<double>(w.concurrency));
   if (w.arrival == Arrival::trace) return 0;
-  const EngineConfig e0 = resolved_engine(m, instance_plan(cfg, false).engine, mem);
-  const EngineConfig e1 = resolved_engine(m, instance_plan(cfg, true).engine, decode_mem);
+  const EngineConfig e0 = resolved_engine(m, instance_plan(cfg, false), mem);
+  const EngineConfig e1 = resolved_engine(m, instance_plan(cfg, true), decode_mem);
   const double step_s = std::min(e0.step_overhead_s, e1.step_overhead_s);
   if (!(step_s > 0)) return 0;
   const double seqs = static_cast<double>(std::max(e0.max_num_seqs, e1.max_num_seqs));

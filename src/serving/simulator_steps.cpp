@@ -24,7 +24,7 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
 
 Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
            std::vector<Req>& pool)
-    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan.engine, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}, {}} {
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}, {}} {
   const model::ForwardConfig f = engine_forward(plan.forward, engine);
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {

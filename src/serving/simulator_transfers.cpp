@@ -174,7 +174,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   // (The prefill side's sequence limit, which SGLang resolves from its cache, plays no part.)
   const ServeMemory mem = serve_memory(m, sys, cfg, true);
   const EngineConfig& pe = pp.engine;
-  const EngineConfig e = resolved_engine(m, dp.engine, mem);
+  const EngineConfig e = resolved_engine(m, dp, mem);
   auto step = std::make_unique<StepModel>();
   step->prepare(m, sys, engine_forward(pp.forward, pe));
   const double budget = static_cast<double>(pe.max_batched_tokens), window = static_cast<double>(m.sliding_window);

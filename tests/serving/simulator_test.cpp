@@ -821,6 +821,27 @@ std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trac
   return seen;
 }
 
+TEST(Simulator, SglangUnderAttentionDataParallelismAdmitsMoreCautiouslyAndSizesEachRanksLimit) {
+  // SGLang with --enable-dp-attention: schedule_conservativeness x 0.3, so the initial
+  // new_token_ratio is 0.7 x 0.3 = 0.21 and its minimum 0.21 x 0.14 = 0.0294 (0.7 and 0.098 at
+  // one rank). Each rank sizes its request pool from its own tokens: 10000 one-token pages over
+  // 2 ranks are 5000 each, floor(5000 / 32768 x 512) = 78 clamped to [2048, 4096] is 2048, at most
+  // 5000 / 2 = 2500: 2048 a rank, 4096 the replica. At one rank of 10000: 2048 (at most 5000).
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  for (const std::int64_t ep : {1, 2}) {
+    ServeConfig cfg = base(EngineKind::sglang, sys);
+    cfg.forward.ep = ep;
+    cfg.engine.max_num_seqs = 0;  // SGLang's own default
+    cfg.engine.kv_blocks_override = 10000;
+    cfg.workload.requests = 2;
+    const ServingResult r = simulate(m, sys, cfg);
+    EXPECT_DOUBLE_EQ(r.engine.new_token_ratio_init, ep == 1 ? 0.7 : 0.21) << ep;
+    EXPECT_DOUBLE_EQ(r.engine.new_token_ratio_min, ep == 1 ? 0.098 : 0.0294) << ep;
+    EXPECT_EQ(r.engine.max_num_seqs, ep == 1 ? 2048 : 4096) << ep;
+  }
+}
+
 TEST(Simulator, EachAttentionDataParallelRankHasItsOwnKvPool) {
   // Request 0 (rank 0): 100 prompt tokens, 20 outputs: 7 blocks at admission (ceil(100/16)),
   // 8 at most (ceil(120/16)), so rank 0's pool keeps 2 or 3 free. Request 1 (rank 1: rank 0 holds
