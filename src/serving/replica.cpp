@@ -326,11 +326,23 @@ std::int64_t Replica::quiet_steps(std::int64_t most) const {
   const Cohort& c = cohorts_[0];
   std::int64_t free = kv[0].free;
   for (std::int64_t j = 1; j <= k; ++j) {
-    const std::size_t p = phase_of(dstep + j - 1);
-    free -= layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+    free -= phase_blocks(c, dstep + j - 1);
     if (free < 0) return j - 1;
   }
   return std::max<std::int64_t>(0, k);
+}
+
+std::int64_t Replica::phase_blocks(const Cohort& c, std::int64_t t) const {
+  // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
+  const std::size_t p = phase_of(t);
+  return layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
+}
+
+std::int64_t Replica::step_blocks(const Cohort& c) const {
+  std::int64_t need = 0;
+  if (c.n == 0) return need;
+  for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) need += phase_blocks(c, t);
+  return need;
 }
 
 void Replica::settle_window_blocks() {
@@ -353,15 +365,8 @@ std::int64_t Replica::decode_blocks_needed() {
       settle_rank_needs();
       return join_extra_ + phase_need_;
     }
-    // A crossing adds a block to each full-attention table, and to each sliding-window table still growing.
     phase_need_ = 0;
-    for (const Cohort& c : cohorts_) {
-      if (c.n == 0) continue;
-      for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
-        const std::size_t p = phase_of(t);
-        phase_need_ += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
-      }
-    }
+    for (const Cohort& c : cohorts_) phase_need_ += step_blocks(c);
     phase_need_step_ = dstep;
   }
   return join_extra_ + phase_need_;
@@ -373,14 +378,7 @@ void Replica::settle_rank_needs() {
   phase_need_ = 0;
   for (std::size_t g = 0; g < rank_phase_need_.size(); ++g) {
     std::int64_t need = 0;
-    for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) {
-      const Cohort& c = cohorts_[i];
-      if (c.n == 0) continue;
-      for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) {
-        const std::size_t p = phase_of(t);
-        need += layout_.full_groups * c.phase[p] + (layout_.hybrid() ? layout_.window_groups * c.phase_window[p] : 0);
-      }
-    }
+    for (std::size_t i = g * classes_; i < (g + 1) * classes_ && rank_decode[g] > 0; ++i) need += step_blocks(cohorts_[i]);
     rank_phase_need_[g] = need;
     phase_need_ += need;
   }
@@ -388,10 +386,8 @@ void Replica::settle_rank_needs() {
 }
 
 void Replica::take_rank_decode_blocks() {
-  if (layout_.hybrid()) settle_window_blocks();
-  if (phase_need_step_ != dstep) settle_rank_needs();
   for (std::size_t k = 0; k < kv.size(); ++k) {
-    const std::int64_t need = rank_join_extra_[k] + rank_phase_need_[k];
+    const std::int64_t need = decode_blocks_needed(k);
     if (need > 0) take_blocks(need, k);
     rank_join_extra_[k] = 0;
   }

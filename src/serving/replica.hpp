@@ -103,8 +103,7 @@ struct StepPlan {
     scheduled = true;
     if (chunks.empty()) {
       // No chunk in the last step: its prefill sums are still zero (only chunks add them).
-      mix.decode_seqs = mix.decode_tokens = 0;
-      mix.decode_full = mix.decode_window = ops::AttentionCounts{};
+      mix.clear_decodes();
     } else {
       chunks.clear();
       mix = model::StepMix{};
@@ -398,6 +397,10 @@ class Replica {
   std::int64_t prefix_blocks_in(std::int64_t units) const;
   std::int64_t block_mask_ = -1;  // block - 1 when a power of two
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
+  // Blocks c's sequences take at token t (their tables' crossings of phase t mod block), and
+  // over the tokens decode step dstep computes (t in [G(dstep - 1), G(dstep))).
+  std::int64_t phase_blocks(const Cohort& c, std::int64_t t) const;
+  std::int64_t step_blocks(const Cohort& c) const;
   double window_;
   Emission emission_;
   std::int64_t all_blocks_ = 0;  // Σ kv[k].total

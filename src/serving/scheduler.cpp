@@ -141,8 +141,7 @@ void Scheduler::finish_plan(Replica& r) {
   const std::int64_t k = r.queries() - 1;
   p.drafted = true;
   p.draft_first = p.mix;
-  p.draft_first.decode_seqs = p.draft_first.decode_tokens = 0;
-  p.draft_first.decode_full = p.draft_first.decode_window = ops::AttentionCounts{};
+  p.draft_first.clear_decodes();
   if (p.decode) {
     r.add_decodes(p.draft_first, 1);
     if (k > 1) r.add_decodes(p.draft_rest, 1, static_cast<double>(k) / 2);

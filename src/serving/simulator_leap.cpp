@@ -30,8 +30,7 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   const double base = k.memo.base(k.step, mix, mode);
   std::int32_t n = 0;
   for (std::int64_t j = 1; j <= most; ++j) {
-    mix.decode_seqs = mix.decode_tokens = 0;
-    mix.decode_full = mix.decode_window = ops::AttentionCounts{};
+    mix.clear_decodes();
     r.add_decodes(mix, 1, static_cast<double>(j));
     const double device = k.step.with_attention(base, mix, mode) + p.extra_s;
     const double s = step_period(e, device, mix.seqs(), false, 1);
@@ -109,8 +108,7 @@ void Simulation::end_leap(Replica& r, Ps t) {
     if (r.leap_f > 0) {
       // The step in flight as start_step planned it (the first is).
       StepPlan& p = r.plan;
-      p.mix.decode_seqs = p.mix.decode_tokens = 0;
-      p.mix.decode_full = p.mix.decode_window = ops::AttentionCounts{};
+      p.mix.clear_decodes();
       r.add_decodes(p.mix, 1);
     }
     if (steps_.end(r.index) != r.busy_until) steps_.set(r.index, r.busy_until);

@@ -94,6 +94,11 @@ struct StepMix {
   void add_prefill(double q, double kv, double window) noexcept;
   /// n times these sequences (every count is a sum over them).
   void scale(double n) noexcept;
+  /// Without its decode sequences (the prefill chunks kept).
+  void clear_decodes() noexcept {
+    decode_seqs = decode_tokens = 0;
+    decode_full = decode_window = ops::AttentionCounts{};
+  }
   double tokens() const noexcept { return decode_tokens + prefill_tokens; }
   double seqs() const noexcept { return decode_seqs + prefill_seqs; }
   /// Rows of the LM head: every decode token (each verified draft needs its logits) and the
