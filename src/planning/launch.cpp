@@ -87,6 +87,19 @@ std::optional<DType> asked_kv(const model::ForwardConfig& f) {
   return f.precision.kv_cache;
 }
 
+// A cache of a given size (--kv-blocks: the simulated replica's) is given to an engine per
+// attention data-parallel rank, each rank sizing its own: blocks / ep each, with a note when
+// they do not divide (the simulation gives the first blocks mod ep ranks one more:
+// serving::rank_pool_blocks).
+std::int64_t rank_blocks(Context& c, const model::ForwardConfig& f, const EngineConfig& e, bool decode, const char* engine, const char* flag) {
+  if (e.kv_blocks_override % f.ep != 0 && !decode) {
+    c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} data-parallel ranks: {} gives each rank the same {} ({} blocks); "
+                                       "the simulation gave {} of them one block more",
+                                       e.kv_blocks_override, f.ep, engine, flag, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
+  }
+  return e.kv_blocks_override / f.ep;
+}
+
 void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& e, LaunchWorker& w, bool decode) {
   WorkerBuilder b(c.cli, w);
   b.flag("--port", num(w.port));
@@ -119,18 +132,9 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
   b.flag("--block-size", num(e.kv_block));
   b.flag("--gpu-memory-utilization", num(e.kv_memory_fraction));
-  if (e.kv_blocks_override > 0) {
-    // The simulated replica's blocks over its data-parallel ranks: each rank's EngineCore sizes its
-    // own cache and applies the override to it (vllm/v1/core/kv_cache_utils.py
-    // may_override_num_blocks, from the CacheConfig every rank shares), so a rank takes its pool's
-    // share (serving::rank_pool_blocks).
-    b.flag("--num-gpu-blocks-override", num(e.kv_blocks_override / f.ep));
-    if (e.kv_blocks_override % f.ep != 0 && !decode) {
-      c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} data-parallel ranks: vLLM gives each rank the same override ({}); "
-                                         "the simulation gave {} of them one block more",
-                                         e.kv_blocks_override, f.ep, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
-    }
-  }
+  // Each rank's EngineCore sizes its own cache and applies the override to it
+  // (vllm/v1/core/kv_cache_utils.py may_override_num_blocks, from the CacheConfig every rank shares).
+  if (e.kv_blocks_override > 0) b.flag("--num-gpu-blocks-override", num(rank_blocks(c, f, e, decode, "vLLM", "override")));
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) {
     b.flag("--enforce-eager");
   } else {
@@ -187,17 +191,9 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.flag("--kv-cache-dtype", v);
   }
   b.flag("--mem-fraction-static", num(e.kv_memory_fraction));
-  // A cache of a given size (--kv-blocks, the replica's): SGLang's pool in tokens, per attention
-  // data-parallel rank (each rank's model runner caps its own pool at --max-total-tokens:
-  // model_runner_kv_cache_mixin.py _apply_token_constraints, per dp worker).
-  if (e.kv_blocks_override > 0) {
-    b.flag("--max-total-tokens", num(e.kv_blocks_override / f.ep * e.kv_block));
-    if (e.kv_blocks_override % f.ep != 0 && !decode) {
-      c.plan.notes.push_back(fmt::format("a cache of {} blocks over {} attention data-parallel ranks: SGLang gives each rank the same "
-                                         "--max-total-tokens ({} blocks); the simulation gave {} of them one block more",
-                                         e.kv_blocks_override, f.ep, e.kv_blocks_override / f.ep, e.kv_blocks_override % f.ep));
-    }
-  }
+  // A cache of a given size: SGLang's pool in tokens, each rank's model runner capping its own
+  // at --max-total-tokens (model_runner_kv_cache_mixin.py _apply_token_constraints, per dp worker).
+  if (e.kv_blocks_override > 0) b.flag("--max-total-tokens", num(rank_blocks(c, f, e, decode, "SGLang", "--max-total-tokens") * e.kv_block));
   if (e.max_num_seqs > 0) b.flag("--max-running-requests", num(e.max_num_seqs));
   b.flag("--chunked-prefill-size", e.chunked_prefill ? num(e.max_batched_tokens) : "-1");
   if (e.max_prefill_tokens > 0) b.flag("--max-prefill-tokens", num(e.max_prefill_tokens));
