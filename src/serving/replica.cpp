@@ -32,9 +32,16 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
     c.phase.assign(static_cast<std::size_t>(block_), 0);
     if (layout_.hybrid()) c.phase_window.assign(static_cast<std::size_t>(block_), 0);
   }
-  new_token_ratio = e.new_token_ratio_init;
-  if (ranks_ > 1) plan.ranks.assign(static_cast<std::size_t>(ranks_), model::StepMix{});
+  const auto R = static_cast<std::size_t>(ranks_);
+  if (ranks_ > 1) plan.ranks.assign(R, model::StepMix{});
   rank_limits = ranks_apart(e, ranks_);
+  steps_apart = detail::steps_apart(e, ranks_);
+  if (steps_apart) plan.decoding.assign(R, 0);
+  new_token_ratio.assign(steps_apart ? R : 1, e.new_token_ratio_init);
+  last_decode_end.assign(R, -1);
+  finishes.resize(R);
+  crossings_.resize(R);
+  window_caps_.resize(R);
   if (rank_limits) {
     rank_running.assign(static_cast<std::size_t>(ranks_), 0);
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
@@ -65,10 +72,28 @@ std::int64_t Replica::first_step(const Cohort& c, std::int64_t x) {
   return -floor_div(-x * Emission::kRateOne, c.rate);
 }
 
-std::int64_t Replica::decode_tokens(std::int64_t d) const {
+std::int64_t Replica::rank_decode_tokens(std::size_t k) const {
   std::int64_t s = 0;
-  for (const Cohort& c : cohorts_) s += c.n == 0 ? 0 : c.n * (G(c, d + 1) - G(c, d));
+  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) {
+    const Cohort& c = cohorts_[i];
+    s += c.n == 0 ? 0 : c.n * (G(c, c.step + 1) - G(c, c.step));
+  }
   return s;
+}
+
+std::int64_t Replica::rank_measured_decodes(std::size_t k) const {
+  std::int64_t n = 0;
+  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) n += cohorts_[i].n - cohorts_[i].n_warm;
+  return n;
+}
+
+void Replica::advance_decode(Ps t) {
+  ++dstep;
+  for (std::size_t k = 0; k < last_decode_end.size(); ++k) {
+    if (!decodes(k)) continue;
+    for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) ++cohorts_[i].step;
+    last_decode_end[k] = t;
+  }
 }
 
 void Replica::place(Req& q) {
@@ -78,7 +103,7 @@ void Replica::place(Req& q) {
   q.rank = 0;
   if (ranks_ == 1 || role != Role::both) return;
   std::int64_t k = 0;
-  if (!rank_limits) {
+  if (!balances_ranks()) {
     // SGLang: each server's DataParallelController sends its requests to its DP ranks in turn
     // (load_balance_method round_robin, the default: round_robin_scheduler sends to
     // workers[round_robin_counter] and advances the counter mod dp_size; the counter starts at 0).
@@ -172,15 +197,17 @@ void Replica::remove_running(std::int32_t r) {
 void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   Req& q = pool[r];
   q.phase = Phase::decode;
-  q.d0 = dstep;
+  Cohort& c = of(q);
+  const std::size_t k = static_cast<std::size_t>(rank_of(q));
+  q.d0 = c.step;
   q.c0 = q.computed;
   q.e0 = q.emitted;
-  Cohort& c = of(q);
   const std::int64_t g0 = G(c, q.d0), k1 = emission_.queries;
   ++n_decode;
   ++c.n;
   if (rank_limits) ++rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode += q.warmup ? 1 : 0;
+  c.n_warm += q.warmup ? 1 : 0;
   c.s_all += q.c0 - g0;
   c.out_all += q.output - q.e0 + g0;
   ++c.phase[phase_of(g0 - q.c0 - k1)];
@@ -195,7 +222,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
       q.window_growing = true;
       ++c.phase_window[phase_of(g0 - q.c0 - k1)];
       // The first step d whose t range starts past t*: G(d - 1) >= t* + 1.
-      window_caps_.push({first_step(c, last + 1) + 1, r, q.version});
+      window_caps_[k].push({first_step(c, last + 1) + 1, r, q.version});
     }
   }
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
@@ -204,14 +231,14 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   join_extra_ += q.pending;
   if (rank_limits) rank_join_extra_[kv_index(q)] += q.pending;
   // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
-  finishes.push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
+  finishes[k].push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
   // Inside the window while its cached context is below W: until the first step with
   // c0 + G(d) - G(d0) >= W.
   q.above_window = window_ <= 0 || static_cast<double>(q.c0) + 1 > window_;
   if (!q.above_window) {
     ++c.n_below;
     c.s_below += q.c0 - g0;
-    crossings_.push({first_step(c, static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
+    crossings_[k].push({first_step(c, static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
   }
   new_decoders.push_back(r);
 }
@@ -224,6 +251,7 @@ void Replica::leave_decode(std::int32_t r) {
   --c.n;
   if (rank_limits) --rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode -= q.warmup ? 1 : 0;
+  c.n_warm -= q.warmup ? 1 : 0;
   c.s_all -= q.c0 - g0;
   c.out_all -= q.output - q.e0 + g0;
   --c.phase[phase_of(g0 - q.c0 - emission_.queries)];
@@ -242,21 +270,30 @@ void Replica::leave_decode(std::int32_t r) {
 }
 
 void Replica::settle_window() {
-  while (!crossings_.empty() && crossings_.top().step <= dstep) {
-    const DecodeEvent ev = crossings_.top();
-    crossings_.pop();
-    Req& q = pool[ev.req];
-    if (ev.version != q.version || q.phase != Phase::decode || q.above_window) continue;
-    q.above_window = true;
-    Cohort& c = of(q);
-    --c.n_below;
-    c.s_below -= q.c0 - G(c, q.d0);
+  for (std::size_t k = 0; k < crossings_.size(); ++k) {
+    EventHeap& h = crossings_[k];
+    while (!h.empty() && h.top().step <= rank_step(k)) {
+      const DecodeEvent ev = h.top();
+      h.pop();
+      Req& q = pool[ev.req];
+      if (ev.version != q.version || q.phase != Phase::decode || q.above_window) continue;
+      q.above_window = true;
+      Cohort& c = of(q);
+      --c.n_below;
+      c.s_below -= q.c0 - G(c, q.d0);
+    }
   }
 }
 
 void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
   if (n_decode == 0) return;
-  add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
+  if (!steps_apart) {
+    add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
+    return;
+  }
+  for (std::size_t k = 0; k < last_decode_end.size(); ++k) {
+    if (decodes(k)) add_rank_decodes(mix, static_cast<std::int64_t>(k), queries, offset);
+  }
 }
 
 void Replica::add_rank_decodes(model::StepMix& mix, std::int64_t rank, std::int64_t queries, double offset) const {
@@ -276,7 +313,7 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
   for (std::size_t i = first; i < last; ++i) {
     const Cohort& c = cohorts_[i];
     if (c.n == 0) continue;
-    const double at = static_cast<double>(G(c, dstep)) + q + offset;
+    const double at = static_cast<double>(G(c, c.step)) + q + offset;
     context += static_cast<double>(c.s_all) + static_cast<double>(c.n) * at;
     if (c.n_below > 0) below += static_cast<double>(c.s_below) + static_cast<double>(c.n_below) * at;
     nb += static_cast<double>(c.n_below);
@@ -317,10 +354,11 @@ std::int64_t Replica::quiet_steps(std::int64_t most) const {
   // Step dstep + j (j >= 1) starts after step dstep + j - 1 ends: the last emits no sequence's
   // last token (finishes at dstep + j - 1 or before), the first settles no crossing or window
   // table (at dstep + j or before) and takes the blocks of the phase t = dstep + j - 1 (G(d) = d).
+  // (One cohort: its step is dstep.)
   std::int64_t k = most;
-  if (!finishes.empty()) k = std::min(k, finishes.top().step - dstep);
-  if (!crossings_.empty()) k = std::min(k, crossings_.top().step - dstep - 1);
-  if (!window_caps_.empty()) k = std::min(k, window_caps_.top().step - dstep - 1);
+  if (!finishes[0].empty()) k = std::min(k, finishes[0].top().step - dstep);
+  if (!crossings_[0].empty()) k = std::min(k, crossings_[0].top().step - dstep - 1);
+  if (!window_caps_[0].empty()) k = std::min(k, window_caps_[0].top().step - dstep - 1);
   // Each step's new blocks (decode_blocks_needed at its index) must be free when it starts:
   // then every engine's check passes and nothing is preempted or retracted.
   const Cohort& c = cohorts_[0];
@@ -341,20 +379,23 @@ std::int64_t Replica::phase_blocks(const Cohort& c, std::int64_t t) const {
 std::int64_t Replica::step_blocks(const Cohort& c) const {
   std::int64_t need = 0;
   if (c.n == 0) return need;
-  for (std::int64_t t = G(c, dstep - 1), end = G(c, dstep); t < end; ++t) need += phase_blocks(c, t);
+  for (std::int64_t t = G(c, c.step - 1), end = G(c, c.step); t < end; ++t) need += phase_blocks(c, t);
   return need;
 }
 
 void Replica::settle_window_blocks() {
-  while (!window_caps_.empty() && window_caps_.top().step <= dstep) {
-    const DecodeEvent ev = window_caps_.top();
-    window_caps_.pop();
-    Req& q = pool[ev.req];
-    if (ev.version != q.version || q.phase != Phase::decode || !q.window_growing) continue;
-    q.window_growing = false;
-    Cohort& c = of(q);
-    --c.phase_window[phase_of(G(c, q.d0) - q.c0 - emission_.queries)];
-    phase_need_step_ = kNoStep;
+  for (std::size_t k = 0; k < window_caps_.size(); ++k) {
+    EventHeap& h = window_caps_[k];
+    while (!h.empty() && h.top().step <= rank_step(k)) {
+      const DecodeEvent ev = h.top();
+      h.pop();
+      Req& q = pool[ev.req];
+      if (ev.version != q.version || q.phase != Phase::decode || !q.window_growing) continue;
+      q.window_growing = false;
+      Cohort& c = of(q);
+      --c.phase_window[phase_of(G(c, q.d0) - q.c0 - emission_.queries)];
+      phase_need_step_ = kNoStep;
+    }
   }
 }
 
@@ -400,16 +441,35 @@ void Replica::take_decode_blocks() {
   join_extra_ = 0;
 }
 
+void Replica::take_decode_blocks(std::size_t k) {
+  const std::int64_t need = decode_blocks_needed(k);
+  if (need > 0) take_blocks(need, k);
+  for (const std::int32_t r : new_decoders) {
+    if (kv_index(pool[r]) == k) pool[r].pending = 0;
+  }
+  join_extra_ -= rank_join_extra_[k];
+  rank_join_extra_[k] = 0;
+}
+
 std::int64_t Replica::decode_blocks(const Req& q) const {
-  // Its slots up to the last step's: c0 + G(dstep - 1) - G(d0) + queries, less what is pending.
+  // Its slots up to its rank's last step's: c0 + G(step - 1) - G(d0) + queries, less what is pending.
   const Cohort& c = of(q);
-  return blocks_for(q.c0 + (G(c, dstep - 1) - G(c, q.d0)) + emission_.queries) - q.pending - q.shared;
+  return blocks_for(q.c0 + (G(c, c.step - 1) - G(c, q.d0)) + emission_.queries) - q.pending - q.shared;
 }
 
 std::int64_t Replica::remaining_output_sum() const {
   std::int64_t s = 0;
-  for (const Cohort& c : cohorts_) s += c.out_all - c.n * G(c, dstep);
+  for (const Cohort& c : cohorts_) s += c.out_all - c.n * G(c, c.step);
   for (const std::int32_t r : prefilling) s += pool[r].output - pool[r].emitted;
+  return s;
+}
+
+std::int64_t Replica::remaining_output_sum(std::size_t k) const {
+  std::int64_t s = 0;
+  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) s += cohorts_[i].out_all - cohorts_[i].n * G(cohorts_[i], cohorts_[i].step);
+  for (const std::int32_t r : prefilling) {
+    if (kv_index(pool[r]) == k) s += pool[r].output - pool[r].emitted;
+  }
   return s;
 }
 

@@ -98,8 +98,12 @@ struct StepPlan {
   model::StepMix draft_first, draft_rest;
   // Attention data-parallel ranks: each rank's own sequences (Replica::ranks() > 1; sized once).
   std::vector<model::StepMix> ranks;
+  // Ranks that step apart (Replica::steps_apart: SGLang), each in a mode of its own: the ranks
+  // whose sequences decode in this step (`decode`: any of them); empty: every rank's, if any.
+  std::vector<std::uint8_t> decoding;
   void clear() {
     decode = false;
+    std::fill(decoding.begin(), decoding.end(), std::uint8_t{0});
     scheduled = true;
     if (chunks.empty()) {
       // No chunk in the last step: its prefill sums are still zero (only chunks add them).
@@ -136,9 +140,16 @@ struct Emission {
 // with the configured limits and its own KV cache (vllm/v1/engine/core.py, DPEngineCoreProc:
 // an EngineCore each); TensorRT-LLM with attention DP likewise (each rank's executor schedules
 // its own requests within max_batch_size and max_num_tokens, in its own KV cache manager).
+// SGLang too (--enable-dp-attention): a Scheduler per DP rank with its own queue, limits, ratio
+// and token-to-KV pool, each rank choosing its own mode at each step (steps_apart below).
 inline bool ranks_apart(const EngineConfig& e, std::int64_t ranks) {
-  return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
+  return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm || e.kind == EngineKind::sglang);
 }
+// Ranks apart that also step apart: each rank's step a prefill or a decode step of its own, one
+// rank prefilling while another decodes (SGLang: each rank's get_next_batch_to_run, the modes
+// exchanged in prepare_mlp_sync_batch, managers/scheduler_dp_attn_mixin.py). vLLM V1 and
+// TensorRT-LLM run every running sequence in every step: their ranks' steps are alike.
+inline bool steps_apart(const EngineConfig& e, std::int64_t ranks) { return ranks > 1 && e.kind == EngineKind::sglang; }
 // Blocks of rank k's pool of a replica of `blocks` blocks over `ranks` ranks: each rank's GPUs
 // hold blocks / ranks (serve_memory counts a GPU's blocks times ep, so this is exact; a
 // --kv-blocks override not divisible by ranks gives the first blocks mod ranks ranks one more).
@@ -155,7 +166,8 @@ class Replica {
   std::int32_t index = 0;
   bool busy = false, start_pending = false;
   Ps now = 0;  // when the step being planned starts
-  Ps busy_until = -1, last_decode_end = -1;  // busy_until: the last step's end (-1: none yet)
+  Ps busy_until = -1;  // the last step's end (-1: none yet)
+  std::vector<Ps> last_decode_end;  // by rank: the end of its last decode step (-1: none yet)
   // Work was left when the last step ended (running or waiting requests): an engine that
   // schedules ahead had planned its next step during it.
   bool ahead = false;
@@ -180,7 +192,17 @@ class Replica {
   void remove_running(std::int32_t r);
 
   // --- decode sums ---------------------------------------------------------------------
-  std::int64_t dstep = 0;  // decode steps run so far: the next one has this index
+  // Decode steps run so far (by any rank). Each rank counts its own (rank_step): the index of its
+  // next one, the same as dstep unless ranks step apart (steps_apart).
+  std::int64_t dstep = 0;
+  std::int64_t rank_step(std::size_t k) const { return cohorts_[k * classes_].step; }
+  std::int64_t step_of(const Req& q) const { return of(q).step; }
+  Ps last_end_of(const Req& q) const { return last_decode_end[static_cast<std::size_t>(rank_of(q))]; }
+  // Ranks that step apart (SGLang, ranks > 1): plan.decoding says which decode in the step.
+  bool steps_apart = false;
+  bool decodes(std::size_t k) const { return plan.decoding.empty() || plan.decoding[k] != 0; }
+  // The decode step planned ran (ended at t): each decoding rank's sequences are one step further.
+  void advance_decode(Ps t);
   std::int64_t n_decode = 0;
   std::int64_t n_warm_decode = 0;  // of which warm-up requests (left out of the statistics)
   std::vector<std::int32_t> new_decoders;  // joined since the last decode step (their inter-token gap is their own)
@@ -188,8 +210,9 @@ class Replica {
   // already its own (swapped back in), else the next decode_blocks_needed counts them.
   void join_decode(std::int32_t r, bool first_blocks_taken = false);
   void leave_decode(std::int32_t r);
-  // Moves sequences past the window, then adds the next decode step (index dstep) to `mix`:
-  // each sequence computing `queries` tokens after its cached ones and `offset` more.
+  // Moves sequences past the window, then adds the next decode step to `mix` (each rank's next,
+  // of the ranks that decode in it: decodes(k)): each sequence computing `queries` tokens after
+  // its cached ones and `offset` more.
   void settle_window();
   void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
   // Attention data-parallel ranks (ForwardConfig::ep > 1), each an engine of its own
@@ -228,9 +251,9 @@ class Replica {
   void incoming_changed(const Req& q, std::int64_t d) {
     if (balances_ranks()) rank_incoming[static_cast<std::size_t>(rank_of(q))] += d;
   }
-  // Ranks chosen by their loads: ranks apart (vLLM V1, TensorRT-LLM), not disaggregated.
-  bool balances_ranks() const { return rank_limits && role == Role::both; }
-  // Blocks the decode step dstep needs beyond those its sequences hold; of rank k's
+  // Ranks chosen by their loads: ranks apart under vLLM V1 and TensorRT-LLM (SGLang's in turn), not disaggregated.
+  bool balances_ranks() const { return rank_limits && role == Role::both && engine.kind != EngineKind::sglang; }
+  // Blocks the next decode step needs beyond those its sequences hold; of rank k's
   // sequences only (per-rank pools: rank_limits).
   std::int64_t decode_blocks_needed();
   std::int64_t decode_blocks_needed(std::size_t k) {
@@ -238,22 +261,27 @@ class Replica {
     if (phase_need_step_ != dstep) settle_rank_needs();
     return rank_join_extra_[k] + rank_phase_need_[k];
   }
-  // Takes them (each rank's of its pool): the sequences that joined since the last decode step
-  // hold their first step's blocks.
+  // Takes them (each rank's of its pool; ranks stepping apart: each decoding rank's): the
+  // sequences that joined since the last decode step hold their first step's blocks.
   void take_decode_blocks();
-  std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before step dstep
-  std::int64_t emitted_before(const Req& q) const { const Cohort& c = of(q); return q.e0 + (G(c, dstep) - G(c, q.d0)); }
-  std::int64_t context_before(const Req& q) const { const Cohort& c = of(q); return q.c0 + (G(c, dstep) - G(c, q.d0)); }
-  // Tokens q emits at decode step d (its last step: at most what is left).
+  // The same of rank k only (steps_apart: a rank that decodes in the step).
+  void take_decode_blocks(std::size_t k);
+  std::int64_t decode_blocks(const Req& q) const;  // own blocks a decode sequence holds before its rank's next step
+  std::int64_t emitted_before(const Req& q) const { const Cohort& c = of(q); return q.e0 + (G(c, c.step) - G(c, q.d0)); }
+  std::int64_t context_before(const Req& q) const { const Cohort& c = of(q); return q.c0 + (G(c, c.step) - G(c, q.d0)); }
+  // Tokens q emits at decode step d of its rank (its last step: at most what is left).
   std::int64_t step_tokens(const Req& q, std::int64_t d) const { const Cohort& c = of(q); return G(c, d + 1) - G(c, d); }
-  // Tokens all decode sequences emit at decode step d (before the last steps' caps).
-  std::int64_t decode_tokens(std::int64_t d) const;
+  // Tokens rank k's decode sequences emit at its next step (before the last steps' caps).
+  std::int64_t rank_decode_tokens(std::size_t k) const;
+  // Decoding sequences of rank k not in warm-up.
+  std::int64_t rank_measured_decodes(std::size_t k) const;
   std::int64_t queries() const { return emission_.queries; }
   // KV slots a request holds at most beyond its prompt and output (the drafts verified in its last step).
   std::int64_t lookahead() const { return emission_.queries - 1; }
   // Σ tokens a step of n decode sequences emits over `steps` steps, for the SGLang reserve.
   std::int64_t tokens_over(std::int64_t steps) const { return steps * emission_.rate / Emission::kRateOne; }
-  EventHeap finishes;  // the decode step at which a sequence emits its last token
+  // By rank: the decode step (of its rank) at which a sequence emits its last token.
+  std::vector<EventHeap> finishes;
   // With a decode step (index dstep) in flight: how many of the next steps, up to `most`, are
   // quiet. A quiet step starts when the one before ends and no sequence emits its last token
   // there, it settles no sliding-window crossing or block table, and the new blocks it needs
@@ -344,8 +372,10 @@ class Replica {
   void release(Req& q);
 
   // --- SGLang admission ------------------------------------------------------------------
-  double new_token_ratio = 0.7;
+  // By rank (one unless ranks step apart: each SGLang rank's scheduler its own).
+  std::vector<double> new_token_ratio;
   std::int64_t remaining_output_sum() const;  // Σ output still to emit over running requests
+  std::int64_t remaining_output_sum(std::size_t k) const;  // the same over rank k's (ranks apart)
 
   // --- disaggregated ------------------------------------------------------------------
   Role role = Role::both;
@@ -361,10 +391,11 @@ class Replica {
   // The decode sequences of one acceptance class: their emission and their sums.
   struct Cohort {
     std::int64_t rate = Emission::kRateOne;  // tokens per step x kRateOne
-    std::int64_t n = 0;
+    std::int64_t step = 0;  // its rank's decode steps so far: the next has this index
+    std::int64_t n = 0, n_warm = 0;  // its decode sequences, and those of them in warm-up
     // Σ (c0 - G(d0)) over its decode sequences and over those still inside the window.
     std::int64_t s_all = 0, s_below = 0, n_below = 0;
-    std::int64_t out_all = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all - n·G(dstep)
+    std::int64_t out_all = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all - n·G(step)
     // Its sequences by (G(d0) - c0 - queries) mod block: a sequence needs a new block at step
     // d for each t in [G(d - 1), G(d)) congruent to its key (docs/serving.md#simulator); and
     // those whose sliding-window tables still grow (a block at each crossing, in each of
@@ -398,7 +429,7 @@ class Replica {
   std::int64_t block_mask_ = -1;  // block - 1 when a power of two
   std::size_t phase_of(std::int64_t t) const;  // t mod block, in [0, block)
   // Blocks c's sequences take at token t (their tables' crossings of phase t mod block), and
-  // over the tokens decode step dstep computes (t in [G(dstep - 1), G(dstep))).
+  // over the tokens its rank's next decode step computes (t in [G(step - 1), G(step))).
   std::int64_t phase_blocks(const Cohort& c, std::int64_t t) const;
   std::int64_t step_blocks(const Cohort& c) const;
   double window_;
@@ -406,16 +437,16 @@ class Replica {
   std::int64_t all_blocks_ = 0;  // Σ kv[k].total
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
   std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
-  EventHeap window_caps_;  // the decode step from which a sequence's sliding-window tables stop growing
+  std::vector<EventHeap> window_caps_;  // by rank: the decode step from which a sequence's sliding-window tables stop growing
   void settle_window_blocks();
   std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
   void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
-  void settle_rank_needs();  // rank_phase_need_ and phase_need_ of step dstep
+  void settle_rank_needs();  // rank_phase_need_ and phase_need_ of each rank's next step
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   std::vector<std::int64_t> rank_phase_need_;  // phase_need_ by rank (per-rank pools only; their sum is phase_need_)
-  EventHeap crossings_;  // the decode step from which a sequence's context reaches the window
+  std::vector<EventHeap> crossings_;  // by rank: the decode step from which a sequence's context reaches the window
 
  public:
   StepPlan plan;  // the step in flight (last: its draft mixes are large and mostly unused)

@@ -75,7 +75,7 @@ void Scheduler::preempt(Replica& r, std::int32_t qi) {
   const bool decoding = q.phase == Phase::decode;
   if (decoding) {
     // Its last token came at the end of the last decode step it took part in.
-    if (q.d0 < r.dstep) q.last_token = r.last_decode_end;
+    if (q.d0 < r.step_of(q)) q.last_token = r.last_end_of(q);
     q.computed = r.context_before(q);
     q.emitted = r.emitted_before(q);
   }
@@ -162,7 +162,9 @@ void Scheduler::rank_mixes(Replica& r) {
     m.fused_attention = p.mix.fused_attention;
   }
   if (p.decode) {
-    for (std::size_t g = 0; g < p.ranks.size(); ++g) r.add_rank_decodes(p.ranks[g], static_cast<std::int64_t>(g), r.queries());
+    for (std::size_t g = 0; g < p.ranks.size(); ++g) {
+      if (r.decodes(g)) r.add_rank_decodes(p.ranks[g], static_cast<std::int64_t>(g), r.queries());
+    }
   }
   for (const auto& [qi, chunk] : p.chunks) {
     const Req& q = ctx_.pool[qi];

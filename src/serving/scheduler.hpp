@@ -24,6 +24,8 @@ struct SimContext {
   std::vector<std::int64_t> rank_left;  // scratch: each rank's token budget left in the step
   std::vector<std::uint8_t> rank_stop;  // scratch: ranks that admit no more in the step
   std::vector<std::uint8_t> rank_preempted;  // scratch: ranks that preempted in the step
+  std::vector<std::int64_t> rank_input_left;  // scratch: each rank's prefill token limit left (SGLang)
+  std::vector<std::uint8_t> rank_prefills;    // scratch: ranks that prefill in the step (SGLang)
 };
 
 class Scheduler {
@@ -71,12 +73,11 @@ class Scheduler {
   // Each rank admits its own waiting requests in arrival order (one queue, each rank reading
   // its own from it): try_admit(qi, rank, at) admits the request at position `at` of the queue
   // (taking its rank's budget) or says no. A rank stops at its first refusal (first come,
-  // first served within the rank), at its budget or sequence limit, and after its last waiting
-  // request; `blocked` (or null): ranks that admit nothing in this step. The scan ends once
-  // every rank has stopped.
+  // first served within the rank), at its budget or its sequence limit `limit`, and after its
+  // last waiting request; `blocked` (or null): ranks that admit nothing in this step. The scan
+  // ends once every rank has stopped.
   template <class TryAdmit>
-  void admit_by_rank(Replica& r, const std::vector<std::uint8_t>* blocked, TryAdmit&& try_admit) {
-    const std::int64_t limit = ctx_.engine.max_num_seqs;
+  void admit_by_rank(Replica& r, const std::vector<std::uint8_t>* blocked, std::int64_t limit, TryAdmit&& try_admit) {
     std::vector<std::int64_t>& left = ctx_.rank_left;
     std::vector<std::uint8_t>& stop = ctx_.rank_stop;
     const std::size_t R = left.size();

@@ -63,7 +63,7 @@ class TrtllmScheduler final : public Scheduler {
     schedule_decodes(r);
     for (std::size_t g = 0; g < left.size(); ++g) left[g] = e.max_batched_tokens - r.rank_decode[g] * r.queries();
     schedule_rank_chunks(r);
-    admit_by_rank(r, nullptr, [&](std::int32_t qi, std::size_t g, std::size_t at) {
+    admit_by_rank(r, nullptr, ctx_.engine.max_num_seqs, [&](std::int32_t qi, std::size_t g, std::size_t at) {
       Req& q = ctx_.pool[qi];
       const std::int64_t commit = r.blocks_for(q.input + (r.role == Role::prefill ? 0 : q.output + r.lookahead()));
       if (!r.fits_commit(commit, g)) return false;

@@ -124,7 +124,7 @@ class VllmScheduler final : public Scheduler {
   void admit_ranks(Replica& r) {
     const EngineConfig& e = ctx_.engine;
     std::vector<std::int64_t>& left = ctx_.rank_left;
-    admit_by_rank(r, &ctx_.rank_preempted, [&](std::int32_t qi, std::size_t g, std::size_t at) {
+    admit_by_rank(r, &ctx_.rank_preempted, e.max_num_seqs, [&](std::int32_t qi, std::size_t g, std::size_t at) {
       Req& q = ctx_.pool[qi];
       if (q.phase == Phase::swapped) {
         if (!swap_in(r, qi, at)) return false;

@@ -24,7 +24,7 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
 
 Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& memory, bool decode,
            std::vector<Req>& pool)
-    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}, {}} {
+    : plan(instance_plan(cfg, decode)), engine(resolved_engine(m, plan, memory)), mem(memory), ctx{pool, engine, 0, 0, false, 0, 1, {}, {}, {}, {}, {}} {
   const model::ForwardConfig f = engine_forward(plan.forward, engine);
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {
@@ -38,6 +38,8 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
     ctx.rank_left.assign(static_cast<std::size_t>(f.ep), 0);
     ctx.rank_stop.assign(static_cast<std::size_t>(f.ep), 0);
     ctx.rank_preempted.assign(static_cast<std::size_t>(f.ep), 0);
+    ctx.rank_input_left.assign(static_cast<std::size_t>(f.ep), 0);
+    ctx.rank_prefills.assign(static_cast<std::size_t>(f.ep), 0);
   }
   const int host = sys.chip.link_index(hw::LinkScope::host);
   if (host >= 0) ctx.swap_s_per_block = mem.kv_block_bytes / sys.chip.links[static_cast<std::size_t>(host)].chip_bandwidth_Bps();
@@ -167,44 +169,63 @@ void Simulation::finish_step(Replica& r, Ps t) {
 
 void Simulation::emit_decode(Replica& r, Ps t) {
   // Inter-token latency: the sequences of the last decode step waited since its end,
-  // the ones that joined since then since their own last token.
-  const double joined = static_cast<double>(r.new_decoders.size());
-  double warm_new = 0;
+  // the ones that joined since then since their own last token. (Ranks stepping apart: of the
+  // ranks that decode in this step, each since its own last decode step; the others' sequences
+  // that joined stay new.)
   for (const std::int32_t qi : r.new_decoders) {
     Req& q = pool_[qi];
+    if (!r.decodes(static_cast<std::size_t>(r.rank_of(q)))) continue;
     if (q.first_token < 0) {
       // Handed over by a prefill instance: this step gives its first token (no gap before it).
       q.first_token = q.last_token = t;
-      warm_new += q.warmup ? 1 : 0;
       continue;
     }
-    if (q.warmup) {
-      ++warm_new;
-      continue;
-    }
-    if (itl_on_) itl_.add(to_s(t - q.last_token));
+    if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
   }
-  const double old = static_cast<double>(r.n_decode - r.n_warm_decode) - (joined - warm_new);
-  if (old > 0 && r.last_decode_end >= 0 && itl_on_) itl_.add(to_s(t - r.last_decode_end), old);
-  r.new_decoders.clear();
+  // The sequences that decoded before (rank k's, or every rank's: one last end for all), less
+  // those that joined since (counted above).
+  const std::size_t ranks = r.last_decode_end.size();
+  const auto old = [&](std::size_t k, bool all) {
+    std::int64_t n = all ? r.n_decode - r.n_warm_decode : r.rank_measured_decodes(k);
+    for (const std::int32_t qi : r.new_decoders) {
+      if (!pool_[qi].warmup && (all || static_cast<std::size_t>(r.rank_of(pool_[qi])) == k)) --n;
+    }
+    if (n > 0 && r.last_decode_end[k] >= 0) itl_.add(to_s(t - r.last_decode_end[k]), static_cast<double>(n));
+  };
+  if (itl_on_ && !r.steps_apart) old(0, true);
+  if (itl_on_ && r.steps_apart) {
+    for (std::size_t k = 0; k < ranks; ++k) {
+      if (r.decodes(k)) old(k, false);
+    }
+  }
+  // The sequences of ranks that did not decode stay new.
+  std::size_t kept = 0;
+  for (const std::int32_t qi : r.new_decoders) {
+    if (!r.decodes(static_cast<std::size_t>(r.rank_of(pool_[qi])))) r.new_decoders[kept++] = qi;
+  }
+  r.new_decoders.resize(kept);
   // Every sequence emits the step's tokens; those that finish, only what they had left. In a
   // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
   // when its last tokens come out: the tokens it computed beyond them are dropped.
-  const std::int64_t d = r.dstep;
-  std::int64_t emitted = r.decode_tokens(d);
-  while (r.window_left == 0 && !r.finishes.empty() && r.finishes.top().step <= d) {
-    const detail::DecodeEvent ev = r.finishes.top();
-    r.finishes.pop();
-    Req& q = pool_[ev.req];
-    if (ev.version != q.version || q.phase != Phase::decode) continue;
-    emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
-    q.emitted = q.output;
-    q.last_token = t;
-    r.leave_decode(ev.req);
-    finished_now_.push_back(ev.req);
+  std::int64_t emitted = 0;
+  for (std::size_t k = 0; k < ranks; ++k) {
+    if (!r.decodes(k)) continue;
+    const std::int64_t d = r.rank_step(k);
+    emitted += r.rank_decode_tokens(k);
+    detail::EventHeap& finishes = r.finishes[k];
+    while (r.window_left == 0 && !finishes.empty() && finishes.top().step <= d) {
+      const detail::DecodeEvent ev = finishes.top();
+      finishes.pop();
+      Req& q = pool_[ev.req];
+      if (ev.version != q.version || q.phase != Phase::decode) continue;
+      emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
+      q.emitted = q.output;
+      q.last_token = t;
+      r.leave_decode(ev.req);
+      finished_now_.push_back(ev.req);
+    }
   }
-  ++r.dstep;
-  r.last_decode_end = t;
+  r.advance_decode(t);
   r.outstanding_tokens -= emitted;
   if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
   if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
