@@ -924,6 +924,90 @@ TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
   EXPECT_GT(seen.at(2).e2e_s, seen.at(0).e2e_s);
 }
 
+// SGLang at --tp 1 --ep 2 (--enable-dp-attention --dp-size 2) on an H100 (80 GB: chunked_prefill_size
+// 8192, so each rank's budget is 8192 // 2 = 4096), Mixtral-8x7B: each rank a scheduler of its
+// own (SglangScheduler::plan_ranks). The DataParallelController sends requests to the ranks in
+// turn: 0, 1, 0, 1, ...
+ServingResult run_sglang_ranks(const std::vector<Request>& trace, std::map<std::int64_t, RequestRecord>& seen,
+                               std::int64_t max_num_seqs = 0, std::int64_t kv_blocks = 0) {
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineKind::sglang, sys, 1);
+  cfg.forward.ep = 2;
+  cfg.engine.max_num_seqs = max_num_seqs;
+  cfg.engine.kv_blocks_override = kv_blocks;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = trace;
+  cfg.workload.requests = static_cast<std::int64_t>(trace.size());
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  EXPECT_EQ(r.measured_requests, static_cast<std::int64_t>(trace.size()));
+  return r;
+}
+
+TEST(Simulator, SglangRanksPrefillWhileOthersDecode) {
+  // Request 0 (rank 0): 100 prompt tokens, 300 outputs, at t = 0; request 1 (rank 1): 8000 prompt
+  // tokens, 2 outputs, at 20 ms, while request 0 decodes (each of its steps reads at least one
+  // expert of 3 x 4096 x 14336 bf16 weights per layer: 32 x 352 MB = 11.3 GB at 3.35 TB/s, over
+  // 3.4 ms, so its 299 decode steps last over 1 s). Rank 1 prefills request 1 in two chunks
+  // (4096 + 3904, its budget 4096) and decodes it once, each while rank 0 decodes: SGLang's ranks
+  // each pick their own mode, and step together. Request 0 takes a step for its prompt and one
+  // for each of its 299 other tokens, all of which it decodes: 300 steps, of which 1 prefill
+  // only, 2 mixed (rank 1 extending, rank 0 decoding), 297 decode only. Request 0's tokens
+  // come at every step. (Steps of the whole replica, a prefill step or a decode step, under one
+  // budget of 8192, would pause request 0 for request 1's prompt in one chunk: 301 steps, 2
+  // prefill, none mixed.)
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = run_sglang_ranks({{0, 100, 300, -1, 0}, {0.02, 8000, 2, -1, 0}}, seen);
+  ASSERT_EQ(seen.size(), 2U);
+  EXPECT_GT(seen.at(0).e2e_s, seen.at(1).arrival_s + seen.at(1).e2e_s);  // request 1 ends first
+  EXPECT_EQ(r.steps, 300);
+  EXPECT_EQ(r.prefill_steps, 1);
+  EXPECT_EQ(r.mixed_steps, 2);
+  EXPECT_EQ(r.decode_steps, 297);
+}
+
+TEST(Simulator, EachSglangRankRunsItsShareOfTheRequestLimit) {
+  // --max-num-seqs 2 (max_running_requests) at --ep 2: each rank runs 2 // 2 = 1 request at a
+  // time (Scheduler.per_dp_max_running_requests). Four 100-token prompts at t = 0, ranks 0, 1,
+  // 0, 1: request 0 (300 outputs) and request 1 (2 outputs) run side by side. Request 3 (rank 1)
+  // starts when request 1 ends, long before request 0 does; request 2 (rank 0) waits for request
+  // 0's end, which frees rank 0's one place in the step that follows: its queue time is request
+  // 0's E2E. A rank runs one at most. (One limit of 2 for the replica would have admitted request 2
+  // when request 1 ended, beside request 0.)
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r =
+      run_sglang_ranks({{0, 100, 300, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}}, seen, 2);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(r.peak_running, 1);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_NEAR(seen.at(3).queue_s, seen.at(1).e2e_s, 1e-9);
+  EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
+}
+
+TEST(Simulator, EachSglangRankAdmitsAgainstItsOwnPool) {
+  // 2000 one-token pages at --ep 2: a pool of 1000 per rank. Request 0 (rank 0): 600 prompt
+  // tokens and 300 outputs, admitted at t = 0 (600 + 300 reserved <= 1000). Request 1 (rank 1): 50
+  // + 2. Request 2 (rank 0): 400 + 10 needs 410 pages beside request 0's: rank 0 has at most
+  // 1000 - 601 - e free after request 0's e-th output, less 0.21 x (300 - e) kept for its outputs
+  // (its ratio 0.7 x 0.3 falls by 0.0003 a step: the room stays below 337 - 0.71 e < 410), so it
+  // waits for request 0's end. Request 3 (rank 1) at 0.1 s, while request 0 decodes: 50 + 2,
+  // admitted on rank 1 past request 2 (first come, first served within each rank) in the step
+  // after the one that follows its arrival (the overlap scheduler planned that one already):
+  // it waits less than two of request 0's decode steps (the mean of which, its TPOT, is above
+  // the early ones': the context grows). One pool of 2000 would have admitted request 2 at
+  // t = 0 (600 + 300 + 52 + 410 <= 2000).
+  std::map<std::int64_t, RequestRecord> seen;
+  run_sglang_ranks({{0, 600, 300, -1, 0}, {0, 50, 2, -1, 0}, {0, 400, 10, -1, 0}, {0.1, 50, 2, -1, 0}}, seen, 0, 2000);
+  ASSERT_EQ(seen.size(), 4U);
+  EXPECT_EQ(seen.at(0).queue_s, 0);
+  EXPECT_EQ(seen.at(1).queue_s, 0);
+  EXPECT_NEAR(seen.at(2).queue_s, seen.at(0).e2e_s, 1e-9);
+  EXPECT_LT(seen.at(0).ttft_s, 0.1);
+  EXPECT_LT(seen.at(3).queue_s, 2 * seen.at(0).tpot_s);
+  for (const auto& [id, q] : seen) EXPECT_EQ(q.preemptions, 0) << id;
+}
+
 TEST(Simulator, VllmSendsARequestToTheLeastLoadedAttentionDataParallelRank) {
   // vLLM's front end (DPLBAsyncMPClient.get_core_engine_for_request) sends a request to the rank
   // of least 4 x waiting + running, the first of equals (Replica::place). Mixtral-8x7B at --tp 1
