@@ -1371,21 +1371,30 @@ RC_GTEST_PROP(Simulator, LeapsChangeNothing, ()) {
 
 RC_GTEST_PROP(Simulator, AttentionDataParallelRanksEndEveryRequestOnce, ()) {
   // The same small runs of Mixtral-8x7B at --ep 2 or 4: each engine places every request on a
-  // rank of its own choice (Replica::place) and every request still ends once.
+  // rank of its own choice (Replica::place) and every request still ends once. Each measured
+  // request's gaps between its tokens are inter-token latencies, and they add up to its time
+  // from first token to last (SGLang's ranks decode in steps of their own: each rank's sequences
+  // since their rank's last decode step).
   static const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
   ServeConfig cfg = random_config(sys);
   cfg.forward.ep = *rc::gen::element<std::int64_t>(2, 4);
   std::map<std::int64_t, int> ends;
-  double outputs = 0;
+  double outputs = 0, gaps = 0, decode_s = 0;
   const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
     ++ends[q.id];
     if (!q.rejected) outputs += static_cast<double>(q.output);
+    if (!q.rejected && !q.warmup) gaps += static_cast<double>(q.output - 1), decode_s += q.e2e_s - q.ttft_s;
   });
   RC_ASSERT(static_cast<std::int64_t>(ends.size()) == cfg.workload.requests);
   for (const auto& [id, n] : ends) RC_ASSERT(n == 1);
   RC_ASSERT(r.unfinished == 0);
   RC_ASSERT(r.generated_tokens == outputs);
+  // (Not under vLLM V0's multi-step windows: a sequence done inside a window keeps its place
+  // to the window's end and is still counted in the steps' inter-token latencies, at any ep.)
+  if (cfg.engine.scheduler_steps > 1) return;
+  RC_ASSERT(static_cast<double>(r.itl.count) == gaps);
+  RC_ASSERT(std::abs(r.itl.mean * gaps - decode_s) <= 1e-9 * std::max(1.0, decode_s));
 }
 
 RC_GTEST_PROP(Simulator, LittlesLaw, ()) {
