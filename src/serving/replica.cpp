@@ -38,10 +38,8 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   steps_apart = detail::steps_apart(e, ranks_);
   if (steps_apart) plan.decoding.assign(R, 0);
   new_token_ratio.assign(steps_apart ? R : 1, e.new_token_ratio_init);
-  last_decode_end.assign(R, -1);
-  finishes.resize(R);
-  crossings_.resize(R);
-  window_caps_.resize(R);
+  const std::size_t lanes = steps_apart ? R : 1;
+  more_lanes_.resize(lanes - 1);
   if (rank_limits) {
     rank_running.assign(static_cast<std::size_t>(ranks_), 0);
     rank_decode.assign(static_cast<std::size_t>(ranks_), 0);
@@ -72,27 +70,26 @@ std::int64_t Replica::first_step(const Cohort& c, std::int64_t x) {
   return -floor_div(-x * Emission::kRateOne, c.rate);
 }
 
-std::int64_t Replica::rank_decode_tokens(std::size_t k) const {
+std::int64_t Replica::decode_tokens(std::int64_t d) const {
   std::int64_t s = 0;
-  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) {
+  for (const Cohort& c : cohorts_) s += c.n == 0 ? 0 : c.n * (G(c, d + 1) - G(c, d));
+  return s;
+}
+
+std::int64_t Replica::lane_decode_tokens(std::size_t lane) const {
+  std::int64_t s = 0;
+  for (std::size_t i = lane_first(lane), end = lane_last(lane); i < end; ++i) {
     const Cohort& c = cohorts_[i];
     s += c.n == 0 ? 0 : c.n * (G(c, c.step + 1) - G(c, c.step));
   }
   return s;
 }
 
-std::int64_t Replica::rank_measured_decodes(std::size_t k) const {
-  std::int64_t n = 0;
-  for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) n += cohorts_[i].n - cohorts_[i].n_warm;
-  return n;
-}
-
-void Replica::advance_decode(Ps t) {
-  ++dstep;
-  for (std::size_t k = 0; k < last_decode_end.size(); ++k) {
-    if (!decodes(k)) continue;
-    for (std::size_t i = k * classes_; i < (k + 1) * classes_; ++i) ++cohorts_[i].step;
-    last_decode_end[k] = t;
+void Replica::advance_lanes(Ps t) {
+  for (std::size_t l = 0; l < lanes(); ++l) {
+    if (!decodes(l)) continue;
+    for (std::size_t i = lane_first(l), end = lane_last(l); i < end; ++i) ++cohorts_[i].step;
+    lane(l).last_end = t;
   }
 }
 
@@ -198,7 +195,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   Req& q = pool[r];
   q.phase = Phase::decode;
   Cohort& c = of(q);
-  const std::size_t k = static_cast<std::size_t>(rank_of(q));
+  const std::size_t k = lane_of(q);
   q.d0 = c.step;
   q.c0 = q.computed;
   q.e0 = q.emitted;
@@ -207,7 +204,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   ++c.n;
   if (rank_limits) ++rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode += q.warmup ? 1 : 0;
-  c.n_warm += q.warmup ? 1 : 0;
+  if (steps_apart) lane(k).measured += q.warmup ? 0 : 1;
   c.s_all += q.c0 - g0;
   c.out_all += q.output - q.e0 + g0;
   ++c.phase[phase_of(g0 - q.c0 - k1)];
@@ -222,7 +219,7 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
       q.window_growing = true;
       ++c.phase_window[phase_of(g0 - q.c0 - k1)];
       // The first step d whose t range starts past t*: G(d - 1) >= t* + 1.
-      window_caps_[k].push({first_step(c, last + 1) + 1, r, q.version});
+      lane(k).window_caps.push({first_step(c, last + 1) + 1, r, q.version});
     }
   }
   // Its first step writes the slots c0 .. c0 + k1 - 1; the phases count those past
@@ -231,14 +228,14 @@ void Replica::join_decode(std::int32_t r, bool first_blocks_taken) {
   join_extra_ += q.pending;
   if (rank_limits) rank_join_extra_[kv_index(q)] += q.pending;
   // Its last token: the first step d with e0 + G(d + 1) - G(d0) >= output.
-  finishes[k].push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
+  lane(k).finishes.push({first_step(c, q.output - q.e0 + g0) - 1, r, q.version});
   // Inside the window while its cached context is below W: until the first step with
   // c0 + G(d) - G(d0) >= W.
   q.above_window = window_ <= 0 || static_cast<double>(q.c0) + 1 > window_;
   if (!q.above_window) {
     ++c.n_below;
     c.s_below += q.c0 - g0;
-    crossings_[k].push({first_step(c, static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
+    lane(k).crossings.push({first_step(c, static_cast<std::int64_t>(window_) - q.c0 + g0), r, q.version});
   }
   new_decoders.push_back(r);
 }
@@ -251,7 +248,7 @@ void Replica::leave_decode(std::int32_t r) {
   --c.n;
   if (rank_limits) --rank_decode[static_cast<std::size_t>(rank_of(q))];
   n_warm_decode -= q.warmup ? 1 : 0;
-  c.n_warm -= q.warmup ? 1 : 0;
+  if (steps_apart) lane(lane_of(q)).measured -= q.warmup ? 0 : 1;
   c.s_all -= q.c0 - g0;
   c.out_all -= q.output - q.e0 + g0;
   --c.phase[phase_of(g0 - q.c0 - emission_.queries)];
@@ -270,9 +267,11 @@ void Replica::leave_decode(std::int32_t r) {
 }
 
 void Replica::settle_window() {
-  for (std::size_t k = 0; k < crossings_.size(); ++k) {
-    EventHeap& h = crossings_[k];
-    while (!h.empty() && h.top().step <= rank_step(k)) {
+  for (std::size_t k = 0; k < lanes(); ++k) {
+    EventHeap& h = lane(k).crossings;
+    if (h.empty()) continue;
+    const std::int64_t step = lane_step(k);
+    while (!h.empty() && h.top().step <= step) {
       const DecodeEvent ev = h.top();
       h.pop();
       Req& q = pool[ev.req];
@@ -285,13 +284,8 @@ void Replica::settle_window() {
   }
 }
 
-void Replica::add_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
-  if (n_decode == 0) return;
-  if (!steps_apart) {
-    add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
-    return;
-  }
-  for (std::size_t k = 0; k < last_decode_end.size(); ++k) {
+void Replica::add_lane_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
+  for (std::size_t k = 0; k < lanes(); ++k) {
     if (decodes(k)) add_rank_decodes(mix, static_cast<std::int64_t>(k), queries, offset);
   }
 }
@@ -356,9 +350,9 @@ std::int64_t Replica::quiet_steps(std::int64_t most) const {
   // table (at dstep + j or before) and takes the blocks of the phase t = dstep + j - 1 (G(d) = d).
   // (One cohort: its step is dstep.)
   std::int64_t k = most;
-  if (!finishes[0].empty()) k = std::min(k, finishes[0].top().step - dstep);
-  if (!crossings_[0].empty()) k = std::min(k, crossings_[0].top().step - dstep - 1);
-  if (!window_caps_[0].empty()) k = std::min(k, window_caps_[0].top().step - dstep - 1);
+  if (!lane0_.finishes.empty()) k = std::min(k, lane0_.finishes.top().step - dstep);
+  if (!lane0_.crossings.empty()) k = std::min(k, lane0_.crossings.top().step - dstep - 1);
+  if (!lane0_.window_caps.empty()) k = std::min(k, lane0_.window_caps.top().step - dstep - 1);
   // Each step's new blocks (decode_blocks_needed at its index) must be free when it starts:
   // then every engine's check passes and nothing is preempted or retracted.
   const Cohort& c = cohorts_[0];
@@ -384,9 +378,11 @@ std::int64_t Replica::step_blocks(const Cohort& c) const {
 }
 
 void Replica::settle_window_blocks() {
-  for (std::size_t k = 0; k < window_caps_.size(); ++k) {
-    EventHeap& h = window_caps_[k];
-    while (!h.empty() && h.top().step <= rank_step(k)) {
+  for (std::size_t k = 0; k < lanes(); ++k) {
+    EventHeap& h = lane(k).window_caps;
+    if (h.empty()) continue;
+    const std::int64_t step = lane_step(k);
+    while (!h.empty() && h.top().step <= step) {
       const DecodeEvent ev = h.top();
       h.pop();
       Req& q = pool[ev.req];

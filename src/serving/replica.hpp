@@ -167,7 +167,6 @@ class Replica {
   bool busy = false, start_pending = false;
   Ps now = 0;  // when the step being planned starts
   Ps busy_until = -1;  // the last step's end (-1: none yet)
-  std::vector<Ps> last_decode_end;  // by rank: the end of its last decode step (-1: none yet)
   // Work was left when the last step ended (running or waiting requests): an engine that
   // schedules ahead had planned its next step during it.
   bool ahead = false;
@@ -192,17 +191,40 @@ class Replica {
   void remove_running(std::int32_t r);
 
   // --- decode sums ---------------------------------------------------------------------
-  // Decode steps run so far (by any rank). Each rank counts its own (rank_step): the index of its
-  // next one, the same as dstep unless ranks step apart (steps_apart).
+  // Decode steps run so far (by any rank): the next one has this index.
   std::int64_t dstep = 0;
-  std::int64_t rank_step(std::size_t k) const { return cohorts_[k * classes_].step; }
-  std::int64_t step_of(const Req& q) const { return of(q).step; }
-  Ps last_end_of(const Req& q) const { return last_decode_end[static_cast<std::size_t>(rank_of(q))]; }
   // Ranks that step apart (SGLang, ranks > 1): plan.decoding says which decode in the step.
+  // Then each rank is a lane of its own, which counts its own decode steps (lane_step: the
+  // index of its next one) and keeps its own events; otherwise one lane, whose steps are dstep.
   bool steps_apart = false;
-  bool decodes(std::size_t k) const { return plan.decoding.empty() || plan.decoding[k] != 0; }
-  // The decode step planned ran (ended at t): each decoding rank's sequences are one step further.
-  void advance_decode(Ps t);
+  // A lane's own decode events and its last decode step's end.
+  struct Lane {
+    EventHeap finishes;     // the decode step (of the lane) at which a sequence emits its last token
+    EventHeap crossings;    // the decode step from which a sequence's context reaches the window
+    EventHeap window_caps;  // the decode step from which a sequence's sliding-window tables stop growing
+    Ps last_end = -1;       // the end of its last decode step (-1: none yet)
+    std::int64_t measured = 0;  // its decode sequences not in warm-up (lanes apart only)
+    std::int64_t joined = 0;    // scratch (Simulation::emit_decode)
+  };
+  // (The first inline: every replica has it, and it is read at every step.)
+  Lane& lane(std::size_t l) { return l == 0 ? lane0_ : more_lanes_[l - 1]; }
+  const Lane& lane(std::size_t l) const { return l == 0 ? lane0_ : more_lanes_[l - 1]; }
+  std::size_t lanes() const { return 1 + more_lanes_.size(); }
+  std::size_t lane_of(const Req& q) const { return steps_apart ? static_cast<std::size_t>(rank_of(q)) : 0; }
+  bool decodes(std::size_t lane) const { return plan.decoding.empty() || plan.decoding[lane] != 0; }
+  std::int64_t lane_step(std::size_t lane) const { return cohorts_[lane_first(lane)].step; }
+  std::int64_t step_of(const Req& q) const { return of(q).step; }
+  Ps last_end_of(const Req& q) const { return lane(lane_of(q)).last_end; }
+  // The decode step planned ran (ended at t): each decoding lane's sequences are one step further.
+  void advance_decode(Ps t) {
+    ++dstep;
+    if (!steps_apart) {
+      for (Cohort& c : cohorts_) ++c.step;
+      lane0_.last_end = t;
+      return;
+    }
+    advance_lanes(t);
+  }
   std::int64_t n_decode = 0;
   std::int64_t n_warm_decode = 0;  // of which warm-up requests (left out of the statistics)
   std::vector<std::int32_t> new_decoders;  // joined since the last decode step (their inter-token gap is their own)
@@ -214,7 +236,11 @@ class Replica {
   // of the ranks that decode in it: decodes(k)): each sequence computing `queries` tokens after
   // its cached ones and `offset` more.
   void settle_window();
-  void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const;
+  void add_decodes(model::StepMix& mix, std::int64_t queries, double offset = 0) const {
+    if (n_decode == 0) return;
+    if (!steps_apart) add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
+    else add_lane_decodes(mix, queries, offset);
+  }
   // Attention data-parallel ranks (ForwardConfig::ep > 1), each an engine of its own
   // (docs/serving.md#moe-layouts): a request runs on the rank its engine chose when it arrived
   // (place) to its end, and its decode sums are kept per rank. add_decodes of rank `rank`'s
@@ -271,17 +297,17 @@ class Replica {
   std::int64_t context_before(const Req& q) const { const Cohort& c = of(q); return q.c0 + (G(c, c.step) - G(c, q.d0)); }
   // Tokens q emits at decode step d of its rank (its last step: at most what is left).
   std::int64_t step_tokens(const Req& q, std::int64_t d) const { const Cohort& c = of(q); return G(c, d + 1) - G(c, d); }
-  // Tokens rank k's decode sequences emit at its next step (before the last steps' caps).
-  std::int64_t rank_decode_tokens(std::size_t k) const;
-  // Decoding sequences of rank k not in warm-up.
-  std::int64_t rank_measured_decodes(std::size_t k) const;
+  // Tokens all decode sequences emit at decode step d (one lane: each at its step d), and a lane's
+  // at its next step (before the last steps' caps).
+  std::int64_t decode_tokens(std::int64_t d) const;
+  std::int64_t lane_decode_tokens(std::size_t lane) const;
+  // A lane's decoding sequences not in warm-up.
+  std::int64_t lane_measured_decodes(std::size_t l) const { return steps_apart ? lane(l).measured : n_decode - n_warm_decode; }
   std::int64_t queries() const { return emission_.queries; }
   // KV slots a request holds at most beyond its prompt and output (the drafts verified in its last step).
   std::int64_t lookahead() const { return emission_.queries - 1; }
   // Σ tokens a step of n decode sequences emits over `steps` steps, for the SGLang reserve.
   std::int64_t tokens_over(std::int64_t steps) const { return steps * emission_.rate / Emission::kRateOne; }
-  // By rank: the decode step (of its rank) at which a sequence emits its last token.
-  std::vector<EventHeap> finishes;
   // With a decode step (index dstep) in flight: how many of the next steps, up to `most`, are
   // quiet. A quiet step starts when the one before ends and no sequence emits its last token
   // there, it settles no sliding-window crossing or block table, and the new blocks it needs
@@ -388,11 +414,13 @@ class Replica {
   const EngineConfig& engine;
 
  private:
+  Lane lane0_;
+  std::vector<Lane> more_lanes_;  // lanes 1, 2, ... (ranks stepping apart)
   // The decode sequences of one acceptance class: their emission and their sums.
   struct Cohort {
     std::int64_t rate = Emission::kRateOne;  // tokens per step x kRateOne
     std::int64_t step = 0;  // its rank's decode steps so far: the next has this index
-    std::int64_t n = 0, n_warm = 0;  // its decode sequences, and those of them in warm-up
+    std::int64_t n = 0;
     // Σ (c0 - G(d0)) over its decode sequences and over those still inside the window.
     std::int64_t s_all = 0, s_below = 0, n_below = 0;
     std::int64_t out_all = 0;  // Σ (output - e0 + G(d0)): remaining outputs are out_all - n·G(step)
@@ -413,6 +441,11 @@ class Replica {
     return static_cast<std::size_t>(rank_of(q)) * classes_ + static_cast<std::size_t>(q.cohort);
   }
   const Cohort& of(const Req& q) const { return cohorts_[cohort_index(q)]; }
+  void advance_lanes(Ps t);  // advance_decode of lanes apart
+  void add_lane_decodes(model::StepMix& mix, std::int64_t queries, double offset) const;  // add_decodes of lanes apart
+  // A lane's cohorts: [lane_first, lane_last) (one lane: all of them).
+  std::size_t lane_first(std::size_t lane) const { return lane * classes_; }
+  std::size_t lane_last(std::size_t lane) const { return steps_apart ? (lane + 1) * classes_ : cohorts_.size(); }
   Cohort& of(const Req& q) { return cohorts_[cohort_index(q)]; }
   // add_decodes over cohorts_[first, last), which hold `count` > 0 sequences.
   void add_cohorts(model::StepMix& mix, std::size_t first, std::size_t last, std::int64_t count, std::int64_t queries,
@@ -437,7 +470,6 @@ class Replica {
   std::int64_t all_blocks_ = 0;  // Σ kv[k].total
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
   std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
-  std::vector<EventHeap> window_caps_;  // by rank: the decode step from which a sequence's sliding-window tables stop growing
   void settle_window_blocks();
   std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
   void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
@@ -446,7 +478,6 @@ class Replica {
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();
   std::int64_t phase_need_ = 0, phase_need_step_ = kNoStep;
   std::vector<std::int64_t> rank_phase_need_;  // phase_need_ by rank (per-rank pools only; their sum is phase_need_)
-  std::vector<EventHeap> crossings_;  // by rank: the decode step from which a sequence's context reaches the window
 
  public:
   StepPlan plan;  // the step in flight (last: its draft mixes are large and mostly unused)

@@ -168,51 +168,13 @@ void Simulation::finish_step(Replica& r, Ps t) {
 }
 
 void Simulation::emit_decode(Replica& r, Ps t) {
-  // Inter-token latency: the sequences of the last decode step waited since its end,
-  // the ones that joined since then since their own last token. (Ranks stepping apart: of the
-  // ranks that decode in this step, each since its own last decode step; the others' sequences
-  // that joined stay new.)
-  for (const std::int32_t qi : r.new_decoders) {
-    Req& q = pool_[qi];
-    if (!r.decodes(static_cast<std::size_t>(r.rank_of(q)))) continue;
-    if (q.first_token < 0) {
-      // Handed over by a prefill instance: this step gives its first token (no gap before it).
-      q.first_token = q.last_token = t;
-      continue;
-    }
-    if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
-  }
-  // The sequences that decoded before (rank k's, or every rank's: one last end for all), less
-  // those that joined since (counted above).
-  const std::size_t ranks = r.last_decode_end.size();
-  const auto old = [&](std::size_t k, bool all) {
-    std::int64_t n = all ? r.n_decode - r.n_warm_decode : r.rank_measured_decodes(k);
-    for (const std::int32_t qi : r.new_decoders) {
-      if (!pool_[qi].warmup && (all || static_cast<std::size_t>(r.rank_of(pool_[qi])) == k)) --n;
-    }
-    if (n > 0 && r.last_decode_end[k] >= 0) itl_.add(to_s(t - r.last_decode_end[k]), static_cast<double>(n));
-  };
-  if (itl_on_ && !r.steps_apart) old(0, true);
-  if (itl_on_ && r.steps_apart) {
-    for (std::size_t k = 0; k < ranks; ++k) {
-      if (r.decodes(k)) old(k, false);
-    }
-  }
-  // The sequences of ranks that did not decode stay new.
-  std::size_t kept = 0;
-  for (const std::int32_t qi : r.new_decoders) {
-    if (!r.decodes(static_cast<std::size_t>(r.rank_of(pool_[qi])))) r.new_decoders[kept++] = qi;
-  }
-  r.new_decoders.resize(kept);
   // Every sequence emits the step's tokens; those that finish, only what they had left. In a
   // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
-  // when its last tokens come out: the tokens it computed beyond them are dropped.
+  // when its last tokens come out: the tokens it computed beyond them are dropped. (Of lane l,
+  // at its decode step d.)
   std::int64_t emitted = 0;
-  for (std::size_t k = 0; k < ranks; ++k) {
-    if (!r.decodes(k)) continue;
-    const std::int64_t d = r.rank_step(k);
-    emitted += r.rank_decode_tokens(k);
-    detail::EventHeap& finishes = r.finishes[k];
+  const auto finish = [&](std::size_t l, std::int64_t d) __attribute__((always_inline)) {
+    detail::EventHeap& finishes = r.lane(l).finishes;
     while (r.window_left == 0 && !finishes.empty() && finishes.top().step <= d) {
       const detail::DecodeEvent ev = finishes.top();
       finishes.pop();
@@ -223,6 +185,56 @@ void Simulation::emit_decode(Replica& r, Ps t) {
       q.last_token = t;
       r.leave_decode(ev.req);
       finished_now_.push_back(ev.req);
+    }
+  };
+  // Inter-token latency: the sequences of the last decode step waited since its end,
+  // the ones that joined since then since their own last token.
+  if (!r.steps_apart) {
+    std::int64_t joined = 0;  // not in warm-up
+    for (const std::int32_t qi : r.new_decoders) {
+      Req& q = pool_[qi];
+      joined += q.warmup ? 0 : 1;
+      if (q.first_token < 0) {
+        // Handed over by a prefill instance: this step gives its first token (no gap before it).
+        q.first_token = q.last_token = t;
+        continue;
+      }
+      if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
+    }
+    const std::int64_t old = r.n_decode - r.n_warm_decode - joined;
+    const Ps last = r.lane(0).last_end;
+    if (old > 0 && last >= 0 && itl_on_) itl_.add(to_s(t - last), static_cast<double>(old));
+    r.new_decoders.clear();
+    // One lane: its decode steps are the replica's.
+    emitted = r.decode_tokens(r.dstep);
+    finish(0, r.dstep);
+  } else {
+    // Ranks stepping apart: the lanes that decode in this step, each since its own last decode
+    // step; the sequences of the others that joined stay new.
+    for (std::size_t l = 0; l < r.lanes(); ++l) r.lane(l).joined = 0;
+    std::size_t kept = 0;
+    for (const std::int32_t qi : r.new_decoders) {
+      Req& q = pool_[qi];
+      const std::size_t l = r.lane_of(q);
+      if (!r.decodes(l)) {
+        r.new_decoders[kept++] = qi;  // (over entries already read)
+        continue;
+      }
+      r.lane(l).joined += q.warmup ? 0 : 1;
+      if (q.first_token < 0) {
+        q.first_token = q.last_token = t;
+        continue;
+      }
+      if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
+    }
+    r.new_decoders.resize(kept);
+    for (std::size_t l = 0; l < r.lanes(); ++l) {
+      if (!r.decodes(l)) continue;
+      const detail::Replica::Lane& lane = r.lane(l);
+      const std::int64_t old = r.lane_measured_decodes(l) - lane.joined;
+      if (old > 0 && lane.last_end >= 0 && itl_on_) itl_.add(to_s(t - lane.last_end), static_cast<double>(old));
+      emitted += r.lane_decode_tokens(l);
+      finish(l, r.lane_step(l));
     }
   }
   r.advance_decode(t);

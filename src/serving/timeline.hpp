@@ -22,11 +22,13 @@ class Timeline {
     over(t0, t1, [&](Bucket& k, double dt) { k.kv += kv * dt; });
   }
   void tokens(Ps t, double n) {
+    if (t >= lo_ && t < hi_) {  // (the last bucket touched: most events fall in it)
+      buckets_[last_].tokens += n;
+      return;
+    }
     if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
-    std::size_t b = static_cast<std::size_t>(t / width_);
-    while (b >= static_cast<std::size_t>(2 * max_)) grow(), b = static_cast<std::size_t>(t / width_);
-    if (b >= buckets_.size()) buckets_.resize(b + 1);
-    buckets_[b].tokens += n;
+    while (t >= static_cast<Ps>(2 * max_) * width_) grow();
+    buckets_[bucket(t)].tokens += n;
   }
   std::vector<TimePoint> points() const {
     std::vector<TimePoint> out;
@@ -52,13 +54,22 @@ class Timeline {
     if (t1 <= t0 || max_ <= 0) return;
     if (width_ == 0) width_ = std::max<Ps>(1, to_ps(1e-3));
     while (t1 > static_cast<Ps>(2 * max_) * width_) grow();
-    while (t0 < t1) {
-      const std::size_t b = static_cast<std::size_t>(t0 / width_);
+    for (auto b = t0 >= lo_ && t0 < hi_ ? last_ : static_cast<std::size_t>(t0 / width_); t0 < t1; ++b) {
       if (b >= buckets_.size()) buckets_.resize(b + 1);
       const Ps end = std::min<Ps>(t1, static_cast<Ps>(b + 1) * width_);
       f(buckets_[b], to_s(end - t0));
       t0 = end;
     }
+  }
+  // The bucket of time t (within the 2·points), made to exist; remembered with its bounds.
+  std::size_t bucket(Ps t) {
+    if (t < lo_ || t >= hi_) {
+      last_ = static_cast<std::size_t>(t / width_);
+      lo_ = static_cast<Ps>(last_) * width_;
+      hi_ = lo_ + width_;
+      if (last_ >= buckets_.size()) buckets_.resize(last_ + 1);
+    }
+    return last_;
   }
   void grow() {
     std::vector<Bucket> merged((buckets_.size() + 1) / 2);
@@ -69,10 +80,13 @@ class Timeline {
     }
     buckets_ = std::move(merged);
     width_ *= 2;
+    lo_ = hi_ = 0;  // (no bucket remembered)
   }
   int max_;
   Ps width_ = 0;
   std::vector<Bucket> buckets_;
+  std::size_t last_ = 0;  // the bucket last found (bucket()), over [lo_, hi_)
+  Ps lo_ = 0, hi_ = 0;
 };
 
 }  // namespace ridgeline::serving::detail
