@@ -34,6 +34,7 @@ Replica::Replica(std::vector<Req>& pool_, const EngineConfig& e, std::int64_t bl
   }
   const auto R = static_cast<std::size_t>(ranks_);
   if (ranks_ > 1) plan.ranks.assign(R, model::StepMix{});
+  if (ranks_ > 1 && emission_.queries > 1) plan.draft_ranks_first = plan.draft_ranks_rest = plan.ranks;
   rank_limits = ranks_apart(e, ranks_);
   steps_apart = detail::steps_apart(e, ranks_);
   if (steps_apart) plan.decoding.assign(R, 0);

@@ -96,8 +96,9 @@ struct StepPlan {
   // Speculative decoding: the draft's first pass (the chunks, and one token per decode
   // sequence) and each of its k - 1 further decode passes (at their mean context).
   model::StepMix draft_first, draft_rest;
-  // Attention data-parallel ranks: each rank's own sequences (Replica::ranks() > 1; sized once).
-  std::vector<model::StepMix> ranks;
+  // Attention data-parallel ranks: each rank's own sequences (Replica::ranks() > 1; sized once),
+  // and with speculative decoding each rank's part of the draft's first pass and further passes.
+  std::vector<model::StepMix> ranks, draft_ranks_first, draft_ranks_rest;
   // Ranks that step apart (Replica::steps_apart: SGLang), each in a mode of its own: the ranks
   // whose sequences decode in this step (`decode`: any of them); empty: every rank's, if any.
   std::vector<std::uint8_t> decoding;

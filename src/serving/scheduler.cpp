@@ -147,6 +147,21 @@ void Scheduler::finish_plan(Replica& r) {
     if (k > 1) r.add_decodes(p.draft_rest, 1, static_cast<double>(k) / 2);
   }
   p.draft_rest.fused_attention = p.draft_first.fused_attention = ctx_.engine.fused_attention;
+  if (r.ranks() == 1) return;
+  // Each rank drafts its own sequences: its chunks and one token per decode sequence, then its
+  // decode sequences alone (the draft's steps are the ranks' too: its MoE layers, if any, wait
+  // for every rank, and an idle rank runs a dummy pass).
+  for (std::size_t g = 0; g < p.ranks.size(); ++g) {
+    model::StepMix& first = p.draft_ranks_first[g];
+    model::StepMix& rest = p.draft_ranks_rest[g];
+    first = p.ranks[g];
+    first.clear_decodes();
+    rest = model::StepMix{};
+    rest.fused_attention = first.fused_attention;
+    if (!p.decode || !r.decodes(g)) continue;
+    r.add_rank_decodes(first, static_cast<std::int64_t>(g), 1);
+    if (k > 1) r.add_rank_decodes(rest, static_cast<std::int64_t>(g), 1, static_cast<double>(k) / 2);
+  }
 }
 
 void Scheduler::rank_mixes(Replica& r) {

@@ -55,9 +55,12 @@ struct TransferLink {
 TransferLink transfer_link(const hw::System& sys, const ServeConfig& cfg);
 
 // The draft's k passes of a step: the first over `first` (the step's prefill chunks, when
-// `chunks`, and one token per decode sequence), the other k - 1 each like `rest`.
+// `chunks`, and one token per decode sequence), the other k - 1 each like `rest`. Attention
+// data-parallel ranks (`ranks` > 0): each pass on the slowest rank, rank g's parts first_ranks[g]
+// and rest_ranks[g] (StepModel::slowest; rank_memo[2] for the first and further passes).
 double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
-                      bool chunks, StepTimeMemo (&memo)[2]);
+                      bool chunks, StepTimeMemo (&memo)[2], std::size_t ranks = 0, const model::StepMix* first_ranks = nullptr,
+                      const model::StepMix* rest_ranks = nullptr, StepModel::RankMemo* rank_memo = nullptr);
 
 // Refuses up front a run whose requests cannot fit in the memory this process may use.
 void check_memory(const model::ModelConfig& m, const ServeConfig& cfg, const ServeMemory& mem, const ServeMemory& decode_mem);
@@ -82,6 +85,7 @@ struct Tier {
   std::unique_ptr<StepModel> draft;  // speculative decoding
   StepTimeMemo memo, draft_memo[2];
   StepModel::RankMemo rank_memo;  // attention data-parallel ranks: own parts of decode-only ranks
+  StepModel::RankMemo draft_rank_memo[2];  // the same of the draft's first and further passes
   detail::SimContext ctx;
   std::unique_ptr<detail::Scheduler> scheduler;
 };

@@ -50,6 +50,9 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
 
 void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
   const Ps* end = leap_ends(r);
+  const double* periods = leap_periods(r);
+  const double* keys = leap_keys(r);
+  Scheduler& scheduler = *tier(r).scheduler;
   // The blocks the steps applied here take are counted by the next advance from clock_ on: each
   // step's are added to the KV integral over [at, clock_) (taken before clock_), or taken off
   // over [clock_, at) (a step ahead of the last advance: the run stopping at its horizon). On
@@ -73,11 +76,11 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
       r.busy_until = end[j];
       ++result_.steps;
       ++result_.decode_steps;
-      step_time_sum_ += leap_periods(r)[j];
+      step_time_sum_ += periods[j];
       decode_batch_sum_ += static_cast<double>(r.n_decode);
-      decode_context_sum_ += leap_keys(r)[j];
+      decode_context_sum_ += keys[j];
       const std::int64_t used = r.used_blocks();
-      tier(r).scheduler->quiet_decode(r);
+      scheduler.quiet_decode(r);
       ++r.leap_s;
       const std::int64_t blocks = r.used_blocks() - used;
       if (blocks == 0) continue;

@@ -13,11 +13,16 @@
 namespace ridgeline::serving::detail {
 
 double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
-                      bool chunks, StepTimeMemo (&memo)[2]) {
+                      bool chunks, StepTimeMemo (&memo)[2], std::size_t ranks, const model::StepMix* first_ranks,
+                      const model::StepMix* rest_ranks, StepModel::RankMemo* rank_memo) {
   double t = 0;
-  if (first.seqs() > 0) t += memo[0].time(draft, first, chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens));
+  if (first.seqs() > 0) {
+    const GraphMode mode = chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens);
+    t += ranks > 0 ? draft.slowest(first_ranks, ranks, first, mode, &rank_memo[0]) : memo[0].time(draft, first, mode);
+  }
   if (k > 1 && rest.decode_seqs > 0) {
-    t += static_cast<double>(k - 1) * memo[1].time(draft, rest, decode_step_graphs(e, rest.decode_tokens));
+    const GraphMode mode = decode_step_graphs(e, rest.decode_tokens);
+    t += static_cast<double>(k - 1) * (ranks > 0 ? draft.slowest(rest_ranks, ranks, rest, mode, &rank_memo[1]) : memo[1].time(draft, rest, mode));
   }
   return t;
 }
@@ -49,6 +54,9 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   memo = StepTimeMemo(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1));
   if (f.ep > 1) {
     for (auto& own : rank_memo.own) own.assign(seqs_max * static_cast<std::size_t>(cfg.spec.k + 1) + 1, -1.0);
+    for (StepModel::RankMemo& passes : draft_rank_memo) {
+      for (auto& own : passes.own) own.assign(seqs_max + 1, -1.0);
+    }
   }
   if (draft) draft_memo[0] = draft_memo[1] = StepTimeMemo(seqs_max);
 }
@@ -107,7 +115,10 @@ void Simulation::start_step(Replica& r, Ps t) {
   // Attention data-parallel ranks step together: the step lasts as long as the slowest rank,
   // its own part and the expert part over all ranks' tokens (docs/serving.md#moe-layouts).
   double device = (p.ranks.empty() ? k.memo.time(k.step, p.mix, mode) : k.step.slowest(p.ranks.data(), p.ranks.size(), p.mix, mode, &k.rank_memo)) + p.extra_s;
-  if (k.draft) device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo);
+  if (k.draft) {
+    device += draft_passes_s(*k.draft, e, cfg_.spec.k, p.draft_first, p.draft_rest, prefill, k.draft_memo, p.draft_ranks_first.size(),
+                             p.draft_ranks_first.data(), p.draft_ranks_rest.data(), k.draft_rank_memo);
+  }
   // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
   const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead, p.scheduled ? 1 : 0);
   if (!(period <= kMaxSimulated_s - to_s(t))) {

@@ -225,6 +225,60 @@ TEST(Speculation, SlowAcceptingRequestsHaveTheirOwnTpot) {
   EXPECT_GT(spread.tpot.p99, 1.2 * same.tpot.p99);
 }
 
+TEST(Speculation, EachAttentionDataParallelRankDraftsItsOwnSequences) {
+  // Mixtral-8x7B at --tp 1 --ep 2 under vLLM 0.13 (its host between steps: 0.4 ms + 1.1 us per
+  // request) with an MTP draft, k = 1 at acceptance 0 (one token a step). Request 0 (8000
+  // prompt tokens) on rank 0, request 1 (100) on rank 1 (vLLM's front end: 4 x waiting +
+  // running, 0 against 4), both at t = 0 with 2 outputs. Step 1 prefills both: the target's
+  // and the draft's pass each on the slower rank (StepModel::slowest: rank 0's chunk, the
+  // expert part over all 8100 tokens); it gives both first tokens. Step 2: the target verifies 2
+  // tokens a sequence (rank 0's after 8000 cached, rank 1's after 100) and the draft's pass
+  // drafts one token a sequence (rank 0's at 8001, rank 1's at 101), each on the slower rank:
+  // E2E - TTFT. Spread evenly over the ranks (at the mean context), the draft's pass is shorter.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const model::ModelConfig draft = model::mtp_draft(m);
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);
+  cfg.engine.front_end_s = 0;
+  cfg.accept_spread = 0;
+  cfg.spec = spec(draft, 1, {0.0}, true);
+  cfg.forward.ep = 2;
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = {{0, 8000, 2, -1, 0}, {0, 100, 2, -1, 0}};
+  cfg.workload.requests = 2;
+  const ServingResult r = simulate(m, sys, cfg);
+  model::ForwardConfig f;
+  f.ep = 2;
+  f.merged_kernels = true;
+  StepModel target, drafter;
+  target.prepare(m, sys, f);
+  drafter.prepare(draft, sys, f);
+  const double host = 0.4e-3 + 2 * 1.1e-6;
+  model::StepMix prompts[2], both;
+  prompts[0].add_prefill(8000, 8000, 0);
+  prompts[1].add_prefill(100, 100, 0);
+  both.add_prefill(8000, 8000, 0);
+  both.add_prefill(100, 100, 0);
+  for (model::StepMix* x : {&prompts[0], &prompts[1], &both}) x->fused_attention = true;
+  const double prefill = target.slowest(prompts, 2, both, GraphMode::piecewise) + drafter.slowest(prompts, 2, both, GraphMode::piecewise);
+  model::StepMix verify[2], verify_both, first[2], first_both;
+  verify[0].add_decode(8002, 0, 2);
+  verify[1].add_decode(102, 0, 2);
+  verify_both.add_decode(8002, 0, 2);
+  verify_both.add_decode(102, 0, 2);
+  first[0].add_decode(8001, 0);
+  first[1].add_decode(101, 0);
+  first_both.add_decode(8001, 0);
+  first_both.add_decode(101, 0);
+  const double decode = target.slowest(verify, 2, verify_both, GraphMode::graph) + drafter.slowest(first, 2, first_both, GraphMode::graph);
+  EXPECT_EQ(r.measured_requests, 2);
+  EXPECT_NEAR(r.ttft.max, prefill + host, 400 * kPs);
+  EXPECT_NEAR(r.ttft.min, prefill + host, 400 * kPs);
+  EXPECT_NEAR(r.e2e.max - r.ttft.max, decode + host, 800 * kPs);
+  EXPECT_GT(drafter.slowest(first, 2, first_both, GraphMode::graph), drafter.time(first_both, GraphMode::graph) + 1e-6);
+}
+
 TEST(Speculation, TheDraftsWeightsAndCacheTakeMemory) {
   // llama-3.1-8b's MTP layer, bf16: q 4096² = 16,777,216, k and v 2·4096·1024 = 8,388,608,
   // o 16,777,216, gate/up/down 3·4096·14336 = 176,160,768, two norms 2·4096 = 8,192:
