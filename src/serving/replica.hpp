@@ -175,6 +175,9 @@ class Replica {
   // vLLM V0 multi-step (EngineConfig::scheduler_steps): decode steps left in the window after
   // the one running; 0 when the next step calls the scheduler.
   std::int64_t window_left = 0;
+  // The sequences whose last token a step of the window computed: they keep their place to its
+  // end (Simulation::emit_decode), their last token's gap counted then.
+  std::vector<DecodeEvent> window_done;
   // A leap (Simulation::start_leap): quiet decode steps after the one started, leap_k of them;
   // steps [0, leap_f) of it finished and [0, leap_s) started (0: the one started normally).
   std::int32_t leap_k = 0, leap_f = 0, leap_s = 1;

@@ -201,6 +201,25 @@ void Simulation::emit_decode(Replica& r, Ps t) {
   // Inter-token latency: the sequences of the last decode step waited since its end,
   // the ones that joined since then since their own last token.
   if (!r.steps_apart) {
+    const std::int64_t d = r.dstep;  // (one lane: its decode steps are the replica's)
+    const Ps last = r.lane(0).last_end;
+    // Inside a multi-step window (vLLM V0) a sequence whose last token this step computes keeps
+    // its place to the window's end, when its tokens come out: its last gap is counted then,
+    // from its token before (its last gaps are one, as many as its tokens).
+    const bool window = r.window_left > 0;
+    std::int64_t kept = 0;  // of those, not in warm-up and not joined at this step
+    if (window || !r.window_done.empty()) {
+      detail::EventHeap& finishes = r.lane(0).finishes;
+      while (window && !finishes.empty() && finishes.top().step <= d) {
+        const detail::DecodeEvent ev = finishes.top();
+        finishes.pop();
+        Req& q = pool_[ev.req];
+        if (ev.version != q.version || q.phase != Phase::decode) continue;
+        if (q.d0 < d) q.last_token = last;
+        r.window_done.push_back(ev);
+      }
+      for (const detail::DecodeEvent& ev : r.window_done) kept += pool_[ev.req].warmup || pool_[ev.req].d0 == d ? 0 : 1;
+    }
     std::int64_t joined = 0;  // not in warm-up
     for (const std::int32_t qi : r.new_decoders) {
       Req& q = pool_[qi];
@@ -210,15 +229,28 @@ void Simulation::emit_decode(Replica& r, Ps t) {
         q.first_token = q.last_token = t;
         continue;
       }
+      if (window && r.emitted_before(q) + r.step_tokens(q, d) >= q.output) continue;  // (its last gap at the window's end)
       if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
     }
-    const std::int64_t old = r.n_decode - r.n_warm_decode - joined;
-    const Ps last = r.lane(0).last_end;
+    const std::int64_t old = r.n_decode - r.n_warm_decode - joined - kept;
     if (old > 0 && last >= 0 && itl_on_) itl_.add(to_s(t - last), static_cast<double>(old));
     r.new_decoders.clear();
-    // One lane: its decode steps are the replica's.
-    emitted = r.decode_tokens(r.dstep);
-    finish(0, r.dstep);
+    emitted = r.decode_tokens(d);
+    if (!window && !r.window_done.empty()) {
+      // The window ends: the tokens of its done sequences come out now.
+      for (const detail::DecodeEvent& ev : r.window_done) {
+        Req& q = pool_[ev.req];
+        if (ev.version != q.version || q.phase != Phase::decode) continue;
+        if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
+        emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
+        q.emitted = q.output;
+        q.last_token = t;
+        r.leave_decode(ev.req);
+        finished_now_.push_back(ev.req);
+      }
+      r.window_done.clear();
+    }
+    finish(0, d);
   } else {
     // Ranks stepping apart: the lanes that decode in this step, each since its own last decode
     // step; the sequences of the others that joined stay new.
