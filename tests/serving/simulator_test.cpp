@@ -1327,19 +1327,24 @@ RC_GTEST_PROP(Simulator, EveryRequestEndsOnceAndEveryTokenIsCounted, ()) {
   const hw::System sys = h100();
   const ServeConfig cfg = random_config(sys);
   std::map<std::int64_t, int> ends;
-  double outputs = 0;
+  double outputs = 0, gaps = 0, decode_s = 0;
   bool ordered = true;
   const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
     ++ends[q.id];
     if (q.rejected) return;
     outputs += static_cast<double>(q.output);
     ordered = ordered && q.queue_s >= 0 && q.queue_s <= q.ttft_s && q.ttft_s <= q.e2e_s;
+    if (!q.warmup) gaps += static_cast<double>(q.output - 1), decode_s += q.e2e_s - q.ttft_s;
   });
   RC_ASSERT(static_cast<std::int64_t>(ends.size()) == cfg.workload.requests);
   for (const auto& [id, n] : ends) RC_ASSERT(n == 1);
   RC_ASSERT(r.unfinished == 0);
   RC_ASSERT(r.generated_tokens == outputs);
   RC_ASSERT(ordered);
+  // Each measured request's inter-token gaps: one per token after its first, adding up to its
+  // time from first token to last.
+  RC_ASSERT(static_cast<double>(r.itl.count) == gaps);
+  RC_ASSERT(std::abs(r.itl.mean * gaps - decode_s) <= 1e-9 * std::max(1.0, decode_s));
   RC_ASSERT(r.kv_utilisation_max <= 1.0);
   RC_ASSERT(r.measured_requests + r.rejected >= cfg.workload.requests - cfg.workload.warmup);
 }
