@@ -267,22 +267,29 @@ void Replica::leave_decode(std::int32_t r) {
   if (it != new_decoders.end()) new_decoders.erase(it);
 }
 
-void Replica::settle_window() {
+template <class F>
+void Replica::settle_due(EventHeap Lane::*heap, F&& f) {
   for (std::size_t k = 0; k < lanes(); ++k) {
-    EventHeap& h = lane(k).crossings;
+    EventHeap& h = lane(k).*heap;
     if (h.empty()) continue;
     const std::int64_t step = lane_step(k);
     while (!h.empty() && h.top().step <= step) {
       const DecodeEvent ev = h.top();
       h.pop();
       Req& q = pool[ev.req];
-      if (ev.version != q.version || q.phase != Phase::decode || q.above_window) continue;
-      q.above_window = true;
-      Cohort& c = of(q);
-      --c.n_below;
-      c.s_below -= q.c0 - G(c, q.d0);
+      if (ev.version == q.version && q.phase == Phase::decode) f(q);
     }
   }
+}
+
+void Replica::settle_window() {
+  settle_due(&Lane::crossings, [&](Req& q) {
+    if (q.above_window) return;
+    q.above_window = true;
+    Cohort& c = of(q);
+    --c.n_below;
+    c.s_below -= q.c0 - G(c, q.d0);
+  });
 }
 
 void Replica::add_lane_decodes(model::StepMix& mix, std::int64_t queries, double offset) const {
@@ -379,21 +386,13 @@ std::int64_t Replica::step_blocks(const Cohort& c) const {
 }
 
 void Replica::settle_window_blocks() {
-  for (std::size_t k = 0; k < lanes(); ++k) {
-    EventHeap& h = lane(k).window_caps;
-    if (h.empty()) continue;
-    const std::int64_t step = lane_step(k);
-    while (!h.empty() && h.top().step <= step) {
-      const DecodeEvent ev = h.top();
-      h.pop();
-      Req& q = pool[ev.req];
-      if (ev.version != q.version || q.phase != Phase::decode || !q.window_growing) continue;
-      q.window_growing = false;
-      Cohort& c = of(q);
-      --c.phase_window[phase_of(G(c, q.d0) - q.c0 - emission_.queries)];
-      phase_need_step_ = kNoStep;
-    }
-  }
+  settle_due(&Lane::window_caps, [&](Req& q) {
+    if (!q.window_growing) return;
+    q.window_growing = false;
+    Cohort& c = of(q);
+    --c.phase_window[phase_of(G(c, q.d0) - q.c0 - emission_.queries)];
+    phase_need_step_ = kNoStep;
+  });
 }
 
 std::int64_t Replica::decode_blocks_needed() {

@@ -475,6 +475,10 @@ class Replica {
   std::int64_t join_extra_ = 0;  // Σ pending over the sequences that joined since the last decode step
   std::vector<std::int64_t> rank_join_extra_;  // the same by rank (per-rank pools only)
   void settle_window_blocks();
+  // Pops each lane's events of `heap` due by its next step; f(q) for each still valid (q's
+  // version, decoding).
+  template <class F>
+  void settle_due(EventHeap Lane::*heap, F&& f);
   std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
   void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
   void settle_rank_needs();  // rank_phase_need_ and phase_need_ of each rank's next step
