@@ -421,7 +421,7 @@ class Replica {
   Lane lane0_;
   std::vector<Lane> more_lanes_;  // lanes 1, 2, ... (ranks stepping apart)
   // The decode sequences of one acceptance class: their emission and their sums.
-  struct Cohort {
+  struct alignas(64) Cohort {  // (its sums and phase tables in one cache line)
     std::int64_t rate = Emission::kRateOne;  // tokens per step x kRateOne
     std::int64_t step = 0;  // its rank's decode steps so far: the next has this index
     std::int64_t n = 0;
