@@ -291,8 +291,8 @@ class Replica {
     if (phase_need_step_ != dstep) settle_rank_needs();
     return rank_join_extra_[k] + rank_phase_need_[k];
   }
-  // Takes them (each rank's of its pool; ranks stepping apart: each decoding rank's): the
-  // sequences that joined since the last decode step hold their first step's blocks.
+  // Takes them (each rank's of its pool): the sequences that joined since the last decode step
+  // hold their first step's blocks.
   void take_decode_blocks();
   // The same of rank k only (steps_apart: a rank that decodes in the step).
   void take_decode_blocks(std::size_t k);
