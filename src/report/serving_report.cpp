@@ -323,7 +323,16 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      w.seed);
   }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
-  s += fmt::format("engine: {} tokens/step, {} sequences, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs,
+  // Attention data-parallel ranks: vLLM V1's and TensorRT-LLM's limits are each rank's; SGLang's
+  // the server's, which it divides over its ranks (docs/serving.md#moe-layouts).
+  const std::int64_t dp = cfg.forward.ep;
+  std::string per_rank;
+  if (dp > 1 && e.kind == serving::EngineKind::sglang) {
+    per_rank = fmt::format(" (the server's: {} and {} per DP rank)", e.max_batched_tokens / dp, std::max<std::int64_t>(1, e.max_num_seqs / dp));
+  } else if (dp > 1 && ((e.kind == serving::EngineKind::vllm && !e.prefills_apart) || e.kind == serving::EngineKind::trtllm)) {
+    per_rank = " per DP rank";
+  }
+  s += fmt::format("engine: {} tokens/step, {} sequences{}, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs, per_rank,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
   s += fmt::format("        host {} + {}/request per step{}{}{}{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
