@@ -461,7 +461,9 @@ class Evaluator {
     const serving::EngineConfig& e = cfg.engine;
     if (measured_ == 0) return 1;
     const double prompt = mean_prompt_, gen = mean_gen_;
-    const double seqs_limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
+    // (Each attention data-parallel rank's own limit under vLLM V1 and TensorRT-LLM.)
+    const double ranks = serving::limits_per_rank(e, cfg.forward.ep) ? static_cast<double>(cfg.forward.ep) : 1;
+    const double seqs_limit = ranks * (e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048);
     // Sequences the cache holds: its tokens over a request's, or (sliding-window layers freed) its blocks over a request's.
     const double held = mem.kv_layout.hybrid() ? static_cast<double>(mem.kv_blocks) /
                                                      static_cast<double>(mem.kv_layout.blocks_for(std::llround(prompt + gen)))

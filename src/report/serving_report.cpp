@@ -329,7 +329,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   std::string per_rank;
   if (dp > 1 && e.kind == serving::EngineKind::sglang) {
     per_rank = fmt::format(" (the server's: {} and {} per DP rank)", e.max_batched_tokens / dp, std::max<std::int64_t>(1, e.max_num_seqs / dp));
-  } else if (dp > 1 && ((e.kind == serving::EngineKind::vllm && !e.prefills_apart) || e.kind == serving::EngineKind::trtllm)) {
+  } else if (serving::limits_per_rank(e, dp)) {
     per_rank = " per DP rank";
   }
   s += fmt::format("engine: {} tokens/step, {} sequences{}, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs, per_rank,

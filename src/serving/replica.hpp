@@ -144,7 +144,7 @@ struct Emission {
 // SGLang too (--enable-dp-attention): a Scheduler per DP rank with its own queue, limits, ratio
 // and token-to-KV pool, each rank choosing its own mode at each step (steps_apart below).
 inline bool ranks_apart(const EngineConfig& e, std::int64_t ranks) {
-  return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm || e.kind == EngineKind::sglang);
+  return limits_per_rank(e, ranks) || (ranks > 1 && e.kind == EngineKind::sglang);
 }
 // Ranks apart that also step apart: each rank's step a prefill or a decode step of its own, one
 // rank prefilling while another decodes (SGLang: each rank's get_next_batch_to_run, the modes

@@ -600,6 +600,19 @@ TEST(Simulator, MultiStepARequestArrivingInAWindowWaitsForItsEnd) {
   }
 }
 
+TEST(Engine, WhoseLimitsEachAttentionDataParallelRankRuns) {
+  // vLLM V1 (each DP rank's EngineCore its own Scheduler) and TensorRT-LLM (each rank's
+  // executor) run --max-num-seqs and the token budget per rank; SGLang's are the server's
+  // (divided by dp_size); vLLM V0 has no attention DP of its own; one rank: nobody's.
+  const hw::ChipSpec chip = h100().chip;
+  for (const std::int64_t ranks : {1, 2, 8}) {
+    EXPECT_EQ(limits_per_rank(engine_preset(EngineKind::vllm, chip), ranks), ranks > 1) << ranks;
+    EXPECT_EQ(limits_per_rank(engine_preset(EngineKind::trtllm, chip), ranks), ranks > 1) << ranks;
+    EXPECT_FALSE(limits_per_rank(engine_preset(EngineKind::sglang, chip), ranks)) << ranks;
+    EXPECT_FALSE(limits_per_rank(engine_preset(EngineRef{EngineKind::vllm, 6}, chip), ranks)) << ranks;
+  }
+}
+
 TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
   // cuda_graph_config's default sizes, no padding: 1-32, 64 and 128 as one graph; a decode
   // batch of 33, 100 or 129 runs as a mixed step does, eagerly.

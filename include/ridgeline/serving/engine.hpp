@@ -184,6 +184,13 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// a window of n decode steps). Asynchronous output processing runs beside the device: the step
 /// lasts at least that long.
 double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1) noexcept;
+/// Whether each of `ranks` attention data-parallel ranks runs the configured sequence limit and
+/// token budget as its own: vLLM V1 (each DP rank's EngineCore its own Scheduler) and
+/// TensorRT-LLM (each rank's executor). SGLang's are the server's, divided over its ranks;
+/// vLLM V0 has no attention data parallelism of its own (docs/serving.md#moe-layouts).
+constexpr bool limits_per_rank(const EngineConfig& e, std::int64_t ranks) noexcept {
+  return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
+}
 /// The share of the scheduler's host time a decode step pays on average: 1 / scheduler_steps.
 constexpr double decode_schedule_share(const EngineConfig& e) noexcept {
   return e.scheduler_steps > 1 ? 1.0 / static_cast<double>(e.scheduler_steps) : 1.0;
