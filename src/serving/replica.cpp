@@ -71,12 +71,6 @@ std::int64_t Replica::first_step(const Cohort& c, std::int64_t x) {
   return -floor_div(-x * Emission::kRateOne, c.rate);
 }
 
-std::int64_t Replica::decode_tokens(std::int64_t d) const {
-  std::int64_t s = 0;
-  for (const Cohort& c : cohorts_) s += c.n == 0 ? 0 : c.n * (G(c, d + 1) - G(c, d));
-  return s;
-}
-
 std::int64_t Replica::lane_decode_tokens(std::size_t lane) const {
   std::int64_t s = 0;
   for (std::size_t i = lane_first(lane), end = lane_last(lane); i < end; ++i) {
@@ -422,17 +416,12 @@ void Replica::settle_rank_needs() {
   phase_need_step_ = dstep;
 }
 
-void Replica::take_rank_decode_blocks() {
-  for (std::size_t k = 0; k < kv.size(); ++k) {
-    const std::int64_t need = decode_blocks_needed(k);
-    if (need > 0) take_blocks(need, k);
-    rank_join_extra_[k] = 0;
-  }
-}
-
 void Replica::take_decode_blocks() {
-  if (rank_limits) take_rank_decode_blocks();
-  else take_blocks(decode_blocks_needed(), 0);
+  if (rank_limits) {
+    for (std::size_t k = 0; k < kv.size(); ++k) take_decode_blocks(k);
+    return;
+  }
+  take_blocks(decode_blocks_needed(), 0);
   for (const std::int32_t r : new_decoders) pool[r].pending = 0;
   join_extra_ = 0;
 }

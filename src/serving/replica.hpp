@@ -301,9 +301,7 @@ class Replica {
   std::int64_t context_before(const Req& q) const { const Cohort& c = of(q); return q.c0 + (G(c, c.step) - G(c, q.d0)); }
   // Tokens q emits at decode step d of its rank (its last step: at most what is left).
   std::int64_t step_tokens(const Req& q, std::int64_t d) const { const Cohort& c = of(q); return G(c, d + 1) - G(c, d); }
-  // Tokens all decode sequences emit at decode step d (one lane: each at its step d), and a lane's
-  // at its next step (before the last steps' caps).
-  std::int64_t decode_tokens(std::int64_t d) const;
+  // Tokens a lane's decode sequences emit at its next step (before the last steps' caps).
   std::int64_t lane_decode_tokens(std::size_t lane) const;
   // A lane's decoding sequences not in warm-up.
   std::int64_t lane_measured_decodes(std::size_t l) const { return steps_apart ? lane(l).measured : n_decode - n_warm_decode; }
@@ -480,7 +478,6 @@ class Replica {
   template <class F>
   void settle_due(EventHeap Lane::*heap, F&& f);
   std::int64_t cached_prefix(const Req& q, bool partial_reuse) const;  // prefix_hit of a request of a group
-  void take_rank_decode_blocks();  // take_decode_blocks of each rank's pool
   void settle_rank_needs();  // rank_phase_need_ and phase_need_ of each rank's next step
   // Σ phase_ over the block phases step phase_need_step_ crosses (what decode_blocks_needed adds).
   static constexpr std::int64_t kNoStep = std::numeric_limits<std::int64_t>::min();

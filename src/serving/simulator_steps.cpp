@@ -235,7 +235,7 @@ void Simulation::emit_decode(Replica& r, Ps t) {
     const std::int64_t old = r.n_decode - r.n_warm_decode - joined - kept;
     if (old > 0 && last >= 0 && itl_on_) itl_.add(to_s(t - last), static_cast<double>(old));
     r.new_decoders.clear();
-    emitted = r.decode_tokens(d);
+    emitted = r.lane_decode_tokens(0);
     if (!window && !r.window_done.empty()) {
       // The window ends: the tokens of its done sequences come out now.
       for (const detail::DecodeEvent& ev : r.window_done) {
