@@ -184,18 +184,22 @@ void Simulation::emit_decode(Replica& r, Ps t) {
   // when its last tokens come out: the tokens it computed beyond them are dropped. (Of lane l,
   // at its decode step d.)
   std::int64_t emitted = 0;
+  // Sequence qi's last tokens come out at t (its decode step d the last it ran).
+  const auto ends = [&](std::int32_t qi, std::int64_t d) __attribute__((always_inline)) {
+    Req& q = pool_[qi];
+    emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
+    q.emitted = q.output;
+    q.last_token = t;
+    r.leave_decode(qi);
+    finished_now_.push_back(qi);
+  };
   const auto finish = [&](std::size_t l, std::int64_t d) __attribute__((always_inline)) {
     detail::EventHeap& finishes = r.lane(l).finishes;
     while (r.window_left == 0 && !finishes.empty() && finishes.top().step <= d) {
       const detail::DecodeEvent ev = finishes.top();
       finishes.pop();
-      Req& q = pool_[ev.req];
-      if (ev.version != q.version || q.phase != Phase::decode) continue;
-      emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
-      q.emitted = q.output;
-      q.last_token = t;
-      r.leave_decode(ev.req);
-      finished_now_.push_back(ev.req);
+      const Req& q = pool_[ev.req];
+      if (ev.version == q.version && q.phase == Phase::decode) ends(ev.req, d);
     }
   };
   // Inter-token latency: the sequences of the last decode step waited since its end,
@@ -239,14 +243,10 @@ void Simulation::emit_decode(Replica& r, Ps t) {
     if (!window && !r.window_done.empty()) {
       // The window ends: the tokens of its done sequences come out now.
       for (const detail::DecodeEvent& ev : r.window_done) {
-        Req& q = pool_[ev.req];
+        const Req& q = pool_[ev.req];
         if (ev.version != q.version || q.phase != Phase::decode) continue;
         if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
-        emitted -= r.emitted_before(q) + r.step_tokens(q, d) - q.output;
-        q.emitted = q.output;
-        q.last_token = t;
-        r.leave_decode(ev.req);
-        finished_now_.push_back(ev.req);
+        ends(ev.req, d);
       }
       r.window_done.clear();
     }

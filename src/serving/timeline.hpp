@@ -63,12 +63,10 @@ class Timeline {
   }
   // The bucket of time t (within the 2·points), made to exist; remembered with its bounds.
   std::size_t bucket(Ps t) {
-    if (t < lo_ || t >= hi_) {
-      last_ = static_cast<std::size_t>(t / width_);
-      lo_ = static_cast<Ps>(last_) * width_;
-      hi_ = lo_ + width_;
-      if (last_ >= buckets_.size()) buckets_.resize(last_ + 1);
-    }
+    last_ = static_cast<std::size_t>(t / width_);
+    lo_ = static_cast<Ps>(last_) * width_;
+    hi_ = lo_ + width_;
+    if (last_ >= buckets_.size()) buckets_.resize(last_ + 1);
     return last_;
   }
   void grow() {
