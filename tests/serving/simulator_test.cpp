@@ -54,6 +54,32 @@ model::StepMix decode_mix(double n, double context) {
   return mix;
 }
 
+// n prompts of `tokens` tokens each, prefilled whole (under one attention kernel when `fused`).
+model::StepMix prompt_mix(int n, double tokens, bool fused = true) {
+  model::StepMix mix;
+  for (int i = 0; i < n; ++i) mix.add_prefill(tokens, tokens, 0);
+  mix.fused_attention = fused;
+  return mix;
+}
+
+// Mixtral-8x7B at --tp 1 --ep 2 on an H100 under `engine`'s preset (`set` adjusting it), serving
+// `trace`, every request measured; each request's record in `seen`.
+template <class Set>
+ServingResult run_rank_trace(EngineRef engine, const std::vector<Request>& trace, std::map<std::int64_t, RequestRecord>& seen,
+                             Set&& set) {
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(engine, sys, 1);
+  cfg.forward.ep = 2;
+  set(cfg.engine);
+  cfg.workload.arrival = Arrival::trace;
+  cfg.workload.trace = trace;
+  cfg.workload.requests = static_cast<std::int64_t>(trace.size());
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  EXPECT_EQ(r.measured_requests, static_cast<std::int64_t>(trace.size()));
+  return r;
+}
+
 TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   // vLLM (0.13: the host between steps), one client at a time: a request arrives when the last ends, is admitted at once
   // (queue 0), its 1000-token prompt fits the 8192-token budget: TTFT is one step of a
@@ -765,29 +791,20 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   // Queue: 0, 0 and steps 1 + 2; request 2's E2E: steps 1 to 4; a rank ran 1 at most.
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(kVllmSerialHost, sys, 1);
-  cfg.forward.ep = 2;
-  cfg.engine.max_num_seqs = 1;
-  cfg.workload.arrival = Arrival::trace;
-  cfg.workload.trace = {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}};
-  cfg.workload.requests = 3;
-  const ServingResult r = simulate(m, sys, cfg);
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = run_rank_trace(kVllmSerialHost, {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}}, seen,
+                                         [](EngineConfig& e) { e.max_num_seqs = 1; });
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
   StepModel step;
   step.prepare(m, sys, f);
   const double host1 = 0.4e-3 + 1.1e-6, host2 = 0.4e-3 + 2 * 1.1e-6;
-  model::StepMix one, two;
-  one.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  one.fused_attention = two.fused_attention = true;
+  const model::StepMix one = prompt_mix(1, 100), two = prompt_mix(2, 100);
   const double s1 = step.time(one, two, GraphMode::piecewise) + host2;
   const double s2 = step.time(decode_mix(1, 101), decode_mix(2, 101), GraphMode::graph) + host2;
   const double s3 = step.time(one, one, GraphMode::piecewise) + host1;
   const double s4 = step.time(decode_mix(1, 101), decode_mix(1, 101), GraphMode::graph) + host1;
-  EXPECT_EQ(r.measured_requests, 3);
   EXPECT_EQ(r.peak_running, 1);
   EXPECT_NEAR(r.queue.min, 0, kPs);
   EXPECT_NEAR(r.queue.max, s1 + s2, 400 * kPs);
@@ -826,18 +843,11 @@ TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize)
 // 16 tokens a block. Each request goes to the rank vLLM's front end picks when it arrives: the
 // least 4 x waiting + running, the first (rank 0) of equal ones (Replica::place).
 std::map<std::int64_t, RequestRecord> run_ranks(const std::vector<Request>& trace, EngineRef engine = kVllmSerialHost) {
-  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
-  const hw::System sys = h100();
-  ServeConfig cfg = base(engine, sys, 1);
-  cfg.forward.ep = 2;
-  cfg.engine.kv_blocks_override = 20;
-  cfg.engine.prefix_caching = true;
-  cfg.workload.arrival = Arrival::trace;
-  cfg.workload.trace = trace;
-  cfg.workload.requests = static_cast<std::int64_t>(trace.size());
   std::map<std::int64_t, RequestRecord> seen;
-  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
-  EXPECT_EQ(r.measured_requests, static_cast<std::int64_t>(trace.size()));
+  run_rank_trace(engine, trace, seen, [](EngineConfig& e) {
+    e.kv_blocks_override = 20;
+    e.prefix_caching = true;
+  });
   return seen;
 }
 
@@ -950,18 +960,10 @@ TEST(Simulator, AnAttentionDataParallelRankShortOfBlocksPreemptsItsOwnRequest) {
 // turn: 0, 1, 0, 1, ...
 ServingResult run_sglang_ranks(const std::vector<Request>& trace, std::map<std::int64_t, RequestRecord>& seen,
                                std::int64_t max_num_seqs = 0, std::int64_t kv_blocks = 0) {
-  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
-  const hw::System sys = h100();
-  ServeConfig cfg = base(EngineKind::sglang, sys, 1);
-  cfg.forward.ep = 2;
-  cfg.engine.max_num_seqs = max_num_seqs;
-  cfg.engine.kv_blocks_override = kv_blocks;
-  cfg.workload.arrival = Arrival::trace;
-  cfg.workload.trace = trace;
-  cfg.workload.requests = static_cast<std::int64_t>(trace.size());
-  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
-  EXPECT_EQ(r.measured_requests, static_cast<std::int64_t>(trace.size()));
-  return r;
+  return run_rank_trace(EngineKind::sglang, trace, seen, [&](EngineConfig& e) {
+    e.max_num_seqs = max_num_seqs;
+    e.kv_blocks_override = kv_blocks;
+  });
 }
 
 TEST(Simulator, SglangRanksPrefillWhileOthersDecode) {
@@ -1044,21 +1046,14 @@ TEST(Simulator, VllmSendsARequestToTheLeastLoadedAttentionDataParallelRank) {
   const hw::System sys = h100();
   ServeConfig cfg = base(kVllmSerialHost, sys, 1);
   cfg.forward.ep = 2;
-  cfg.engine.max_num_seqs = 1;
   StepModel step;
   step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
-  model::StepMix one, two;
-  one.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  one.fused_attention = two.fused_attention = true;
+  const model::StepMix one = prompt_mix(1, 100), two = prompt_mix(2, 100);
   const double s1 = step.time(one, two, GraphMode::piecewise) + 0.4e-3 + 2 * 1.1e-6;
   const double s2 = step.time(decode_mix(1, 101), decode_mix(1, 101), GraphMode::graph) + 0.4e-3 + 1.1e-6;
-  cfg.workload.arrival = Arrival::trace;
-  cfg.workload.trace = {{0, 100, 200, -1, 0}, {0, 100, 1, -1, 0}, {s1 + 1e-6, 100, 2, -1, 0}};
-  cfg.workload.requests = 3;
   std::map<std::int64_t, RequestRecord> seen;
-  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
+  const ServingResult r = run_rank_trace(kVllmSerialHost, {{0, 100, 200, -1, 0}, {0, 100, 1, -1, 0}, {s1 + 1e-6, 100, 2, -1, 0}}, seen,
+                                         [](EngineConfig& e) { e.max_num_seqs = 1; });
   ASSERT_EQ(seen.size(), 3U);
   EXPECT_EQ(r.peak_running, 1);
   EXPECT_EQ(seen.at(0).queue_s, 0);
@@ -1116,11 +1111,7 @@ TEST(Simulator, SglangSendsEachReplicasRequestsToItsRanksInTurn) {
   const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen[q.id] = q; });
   StepModel step;
   step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
-  model::StepMix one, two;
-  one.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  two.add_prefill(100, 100, 0);
-  one.fused_attention = two.fused_attention = cfg.engine.fused_attention;
+  const model::StepMix one = prompt_mix(1, 100, cfg.engine.fused_attention), two = prompt_mix(2, 100, cfg.engine.fused_attention);
   const double apart = step.time(one, two, cfg.engine.mixed_graphs), together = step.time(two, two, cfg.engine.mixed_graphs);
   ASSERT_EQ(seen.size(), 4U);
   EXPECT_EQ(r.measured_requests, 4);
