@@ -440,12 +440,4 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
   return e.decode_graphs;
 }
 
-double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle, double scheduled) noexcept {
-  const double host = (e.step_overhead_s + e.per_request_overhead_s * seqs) * scheduled;
-  // Output processing beside the device (vLLM V0's async output processor): the step lasts as
-  // long as the longer of the two.
-  const double device = std::max(device_s, e.async_step_s + e.async_per_request_s * seqs);
-  return (e.overlap_scheduling && !after_idle ? std::max(device, host) : device + host) + e.exposed_step_s;
-}
-
 }  // namespace ridgeline::serving

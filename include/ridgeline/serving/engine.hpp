@@ -3,6 +3,7 @@
 /// vLLM (V1), SGLang and TensorRT-LLM whose defaults come from each engine's own code and
 /// documentation, and `static`, which serves batches the way `infer` models them. Every knob
 /// can be overridden.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -182,8 +183,14 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// plan it ahead: its host time adds to it even when overlapped. `scheduled`: the share of the
 /// scheduler's host time this step pays (1; 0 inside a multi-step window; 1/n on average over
 /// a window of n decode steps). Asynchronous output processing runs beside the device: the step
-/// lasts at least that long.
-double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1) noexcept;
+/// lasts at least that long. (Inline: a leap prices each of its steps with it.)
+inline double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1) noexcept {
+  const double host = (e.step_overhead_s + e.per_request_overhead_s * seqs) * scheduled;
+  // Output processing beside the device (vLLM V0's async output processor): the step lasts as
+  // long as the longer of the two.
+  const double device = std::max(device_s, e.async_step_s + e.async_per_request_s * seqs);
+  return (e.overlap_scheduling && !after_idle ? std::max(device, host) : device + host) + e.exposed_step_s;
+}
 /// Whether each of `ranks` attention data-parallel ranks runs the configured sequence limit and
 /// token budget as its own: vLLM V1 (each DP rank's EngineCore its own Scheduler) and
 /// TensorRT-LLM (each rank's executor). SGLang's are the server's, divided over its ranks;
