@@ -394,6 +394,17 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   return vllm(chip, engine.version);
 }
 
+void validate_ranks(const EngineConfig& e, std::int64_t ranks) {
+  if (e.kind != EngineKind::sglang || ranks <= 1) return;
+  const auto refuse = [&](const char* flag, std::int64_t v, const char* what) {
+    throw InputError(fmt::format("{}: {} under SGLang at --ep {}: SGLang divides the server's {} over its attention data-parallel "
+                                 "ranks ({} // {} = 0 per rank); expected at least {}",
+                                 flag, v, ranks, what, v, ranks, ranks));
+  };
+  if (e.max_num_seqs > 0 && e.max_num_seqs < ranks) refuse("--max-num-seqs", e.max_num_seqs, "request limit");
+  if (e.chunked_prefill && e.max_batched_tokens < ranks) refuse("--max-batched-tokens", e.max_batched_tokens, "chunk budget");
+}
+
 void validate(const EngineConfig& e) {
   auto range = [](std::int64_t v, std::int64_t lo, std::int64_t hi, const char* flag) {
     if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range: expected {} to {}", flag, v, lo, hi));

@@ -123,6 +123,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
   if (f.attention != ops::AttentionImpl::flash) throw InputError("--attention: serving engines run flash (paged) attention kernels");
   if (f.training) throw InputError("serve: a training pass cannot be served");
   validate(cfg.engine);
+  validate_ranks(cfg.engine, f.ep);
   validate(cfg.workload);
   if (!(cfg.accept_spread >= 0 && cfg.accept_spread <= 1)) {
     throw InputError(fmt::format("--accept-spread: {} is out of range: expected a standard deviation of the acceptance rates from 0 to 1", cfg.accept_spread));
@@ -152,6 +153,7 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
       model::validate(m, dp.forward);
       if (cfg.spec.on()) model::validate(*cfg.spec.draft, dp.forward);
       validate(dp.engine);
+      validate_ranks(dp.engine, dp.forward.ep);
       if ((dp.forward.tp > 1 || dp.forward.ep > 1) && sys.chip.links.empty()) {
         throw InputError(fmt::format("tp={} ep={}: {} has no link between chips", dp.forward.tp, dp.forward.ep, sys.chip.name));
       }

@@ -639,6 +639,37 @@ TEST(Engine, WhoseLimitsEachAttentionDataParallelRankRuns) {
   }
 }
 
+TEST(Engine, SglangRefusesALimitThatLeavesARankNone) {
+  // SGLang's DP ranks each take the server's limits // dp_size: 3 sequences over 4 ranks give
+  // 3 // 4 = 0 per rank, 4 give 1; a budget of 3 tokens, 0 each (chunked), 4, 1. vLLM V1 runs
+  // them per rank (nothing divided); one rank divides nothing.
+  EngineConfig e = engine_preset(EngineKind::sglang, h100().chip);
+  e.max_num_seqs = 3;
+  EXPECT_THROW(validate_ranks(e, 4), InputError);
+  EXPECT_NO_THROW(validate_ranks(e, 3));
+  EXPECT_NO_THROW(validate_ranks(e, 1));
+  e.max_num_seqs = 0;  // (resolved from each rank's cache: at least one each)
+  EXPECT_NO_THROW(validate_ranks(e, 4));
+  e.max_batched_tokens = 3;
+  EXPECT_THROW(validate_ranks(e, 4), InputError);
+  e.chunked_prefill = false;  // (no chunks: the budget is not divided)
+  EXPECT_NO_THROW(validate_ranks(e, 4));
+  EngineConfig v = engine_preset(EngineKind::vllm, h100().chip);
+  v.max_num_seqs = 3;
+  EXPECT_NO_THROW(validate_ranks(v, 4));
+  // Through serve's checks: Mixtral-8x7B at --ep 4 on SGLang with --max-num-seqs 3.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  ServeConfig cfg = base(EngineKind::sglang, h100());
+  cfg.forward.ep = 4;
+  cfg.engine.max_num_seqs = 3;
+  try {
+    validate(m, h100(), cfg);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& x) {
+    EXPECT_NE(std::string(x.what()).find("--max-num-seqs: 3 under SGLang at --ep 4"), std::string::npos) << x.what();
+  }
+}
+
 TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
   // cuda_graph_config's default sizes, no padding: 1-32, 64 and 128 as one graph; a decode
   // batch of 33, 100 or 129 runs as a mixed step does, eagerly.

@@ -198,6 +198,11 @@ inline double step_period(const EngineConfig& e, double device_s, double seqs, b
 constexpr bool limits_per_rank(const EngineConfig& e, std::int64_t ranks) noexcept {
   return ranks > 1 && ((e.kind == EngineKind::vllm && !e.prefills_apart) || e.kind == EngineKind::trtllm);
 }
+/// SGLang divides the server's request limit and chunk budget over its `ranks` attention
+/// data-parallel ranks (max_running_requests // dp_size, chunked_prefill_size // dp_size): a
+/// limit below the ranks leaves a rank none, and it would never run a request. Throws
+/// InputError naming the flag.
+void validate_ranks(const EngineConfig& e, std::int64_t ranks);
 /// The share of the scheduler's host time a decode step pays on average: 1 / scheduler_steps.
 constexpr double decode_schedule_share(const EngineConfig& e) noexcept {
   return e.scheduler_steps > 1 ? 1.0 / static_cast<double>(e.scheduler_steps) : 1.0;
