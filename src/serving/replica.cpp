@@ -314,16 +314,9 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
     if (c.n_below > 0) below += static_cast<double>(c.s_below) + static_cast<double>(c.n_below) * at;
     nb += static_cast<double>(c.n_below);
   }
-  // A decode sequence's counts (ops::attention_counts at q_len q, causal) are affine in its
-  // context: the sums are those of n sequences at the mean context.
-  ops::AttentionShape a;
-  a.q_len = q;
-  a.causal = true;
-  a.batch = n;
-  a.kv_len = context / n;
   mix.decode_seqs += n;
   mix.decode_tokens += n * q;
-  const ops::AttentionCounts full = ops::attention_counts(a);
+  const ops::AttentionCounts full = decode_counts(n, q, context);
   mix.decode_full += full;
   if (window_ <= 0) {
     mix.decode_window += full;
@@ -332,6 +325,9 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
   // Sequences whose cached context has reached the window see W keys per query (read W + q - 1);
   // those below it their whole context (their last q - 1 queries may see a little more than W
   // keys, by q(q - 1)/2 pairs at most, in the few steps before they reach it).
+  ops::AttentionShape a;
+  a.q_len = q;
+  a.causal = true;
   if (nb > 0) {
     a.batch = nb;
     a.kv_len = below / nb;

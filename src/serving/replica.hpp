@@ -245,6 +245,25 @@ class Replica {
     if (!steps_apart) add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
     else add_lane_decodes(mix, queries, offset);
   }
+  // A decode sequence's counts (ops::attention_counts at q_len q, causal) are affine in its
+  // context: those of n sequences of `context` cached keys in all are n at the mean context.
+  static ops::AttentionCounts decode_counts(double n, double q, double context) noexcept {
+    ops::AttentionShape a;
+    a.q_len = q;
+    a.causal = true;
+    a.batch = n;
+    a.kv_len = context / n;
+    return ops::attention_counts(a);
+  }
+  // A leap's step `offset` steps on (Replica::quiet_steps: one cohort, one token a step, no
+  // window): the decode counts add_decodes(mix, 1, offset) adds, by the same operations
+  // (one cohort: its sum alone), without the sums over cohorts. `at` is G(step) + 1.
+  bool leap_counts_alone() const { return cohorts_.size() == 1 && window_ <= 0 && !steps_apart; }
+  ops::AttentionCounts leap_counts(double at, double offset) const {
+    const Cohort& c = cohorts_[0];
+    return decode_counts(static_cast<double>(n_decode), 1, static_cast<double>(c.s_all) + static_cast<double>(c.n) * (at + offset));
+  }
+  double leap_at() const { return static_cast<double>(G(cohorts_[0], cohorts_[0].step)) + 1; }
   // Attention data-parallel ranks (ForwardConfig::ep > 1), each an engine of its own
   // (docs/serving.md#moe-layouts): a request runs on the rank its engine chose when it arrived
   // (place) to its end, and its decode sums are kept per rank. add_decodes of rank `rank`'s

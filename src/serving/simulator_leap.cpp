@@ -29,9 +29,17 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   const GraphMode mode = decode_step_graphs(e, mix.decode_tokens);
   const double base = k.memo.base(k.step, mix, mode);
   std::int32_t n = 0;
+  // One cohort without a window (most leaps): only the attention counts change from step to
+  // step, and they are computed as add_decodes computes them.
+  const bool alone = r.leap_counts_alone();
+  const double at = alone ? r.leap_at() : 0;
   for (std::int64_t j = 1; j <= most; ++j) {
-    mix.clear_decodes();
-    r.add_decodes(mix, 1, static_cast<double>(j));
+    if (alone && j > 1) {
+      mix.decode_full = mix.decode_window = r.leap_counts(at, static_cast<double>(j));
+    } else {
+      mix.clear_decodes();
+      r.add_decodes(mix, 1, static_cast<double>(j));
+    }
     const double device = k.step.with_attention(base, mix, mode) + p.extra_s;
     const double s = step_period(e, device, mix.seqs(), false, 1);
     if (!(s <= kMaxSimulated_s - to_s(end[j - 1]))) break;  // start_step says why
