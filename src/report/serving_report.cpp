@@ -328,7 +328,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   const std::int64_t dp = cfg.forward.ep;
   std::string per_rank;
   if (dp > 1 && e.kind == serving::EngineKind::sglang) {
-    per_rank = fmt::format(" (the server's: {} and {} per DP rank)", e.max_batched_tokens / dp, std::max<std::int64_t>(1, e.max_num_seqs / dp));
+    per_rank = fmt::format(" (the server's: {} and {} per DP rank)", e.max_batched_tokens / dp, e.max_num_seqs / dp);
   } else if (serving::limits_per_rank(e, dp)) {
     per_rank = " per DP rank";
   }

@@ -165,8 +165,9 @@ class SglangScheduler final : public Scheduler {
     std::vector<std::uint8_t>& prefills = ctx_.rank_prefills;
     const std::size_t R = left.size();
     const auto ranks = static_cast<std::int64_t>(R);
-    const std::int64_t budget = e.chunked_prefill ? std::max<std::int64_t>(1, e.max_batched_tokens / ranks) : INT64_MAX / 4;
-    const std::int64_t limit = std::max<std::int64_t>(1, e.max_num_seqs / ranks);
+    // (At least 1 each: a limit below the ranks is refused, validate_ranks.)
+    const std::int64_t budget = e.chunked_prefill ? e.max_batched_tokens / ranks : INT64_MAX / 4;
+    const std::int64_t limit = e.max_num_seqs / ranks;
     for (std::size_t g = 0; g < R; ++g) {
       left[g] = budget - (e.mixed_chunk ? r.rank_decode[g] * r.queries() : 0);
       input_left[g] = e.max_prefill_tokens > 0 ? e.max_prefill_tokens : budget;
