@@ -35,9 +35,9 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   const double l1[5] = {p1.matrix, p1.vector, p1.memory, p1.comm, p1.launch};
   const double lower = sum_max_affine(l0, l1, 5, n);
   const hw::KernelClass k = g.ops[i].kernel;
-  const std::array<double, 5> s0 = realistic_parts(p0, rates, k), s1 = realistic_parts(p1, rates, k);
+  const RealisticParts s0 = realistic_parts(p0, rates, k), s1 = realistic_parts(p1, rates, k);
   t.t_lower_s += r * lower;
-  t.t_realistic_s += r * sum_max_affine(s0.data(), s1.data(), 5, n);
+  t.t_realistic_s += r * sum_max_affine(s0.data(), s1.data(), kRealisticParts, n);
   t.t_upper_s += r * n * (p0.upper(rates, k) + p1.upper(rates, k)) / 2;
   t.flops += r * n * (a.flops + z.flops) / 2;
   t.bytes += r * n * (a.bytes + z.bytes) / 2;
@@ -312,8 +312,8 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
     for (int i = 0; i < c.fixed_count; ++i) step += t[i];
     for (int i = 0; i < c.attention_count; ++i) {
       const ServingCurve::Piece& pc = c.attention[i];
-      const std::array<double, 5> a = parts_at(pc.first, B, 0), z = parts_at(pc.last, B, 0);
-      decode += pc.first.rep * sum_max_affine(a.data(), z.data(), 5, pc.steps);
+      const RealisticParts a = parts_at(pc.first, B, 0), z = parts_at(pc.last, B, 0);
+      decode += pc.first.rep * sum_max_affine(a.data(), z.data(), kRealisticParts, pc.steps);
     }
     decode += c.steps * step;
     if (c.cuda_graphs) decode = std::max(decode, c.steps * c.launch_s);

@@ -17,10 +17,10 @@ double sum_max_affine(const double* a, const double* z, int count, double n) noe
   const int i0 = static_cast<int>(std::max_element(a, a + count) - a);
   const int i1 = static_cast<int>(std::max_element(z, z + count) - z);
   if (i0 == i1) return n * (a[i0] + z[i0]) / 2;
-  double slope[5];
+  double slope[kRealisticParts];
   for (int i = 0; i < count; ++i) slope[i] = (z[i] - a[i]) / (n - 1);
   // Breakpoints: pairwise crossings inside (0, n-1).
-  double cuts[12];
+  double cuts[kRealisticParts * (kRealisticParts - 1) / 2];
   int nc = 0;
   for (int i = 0; i < count; ++i) {
     for (int k = i + 1; k < count; ++k) {
@@ -30,7 +30,7 @@ double sum_max_affine(const double* a, const double* z, int count, double n) noe
       if (x > 0 && x < n - 1) cuts[nc++] = x;
     }
   }
-  for (int i = 1; i < nc; ++i) {  // insertion sort: at most 10 cuts
+  for (int i = 1; i < nc; ++i) {  // insertion sort: at most 15 cuts
     for (int k = i; k > 0 && cuts[k - 1] > cuts[k]; --k) std::swap(cuts[k - 1], cuts[k]);
   }
   double total = 0, start = 0;  // integer j from `start` on
@@ -81,16 +81,19 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 
 // The line through an op's realistic parts at batches B1 and B2 (x1, x2); for a MoE expert
 // GEMM the touched experts' weight reads are taken out first (they are not affine in B).
-OpLine fit_line(const std::array<double, 5>& x1, const std::array<double, 5>& x2, double B1, double B2,
+OpLine fit_line(const RealisticParts& x1, const RealisticParts& x2, double B1, double B2,
                 const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept {
   OpLine l;
   l.rep = rep;
-  l.mem_per_expert =
-      op1.expert_bytes * r.s_per_byte[0] * r.achievable[static_cast<int>(op1.kernel)].inv_memory;
-  std::array<double, 5> y1 = x1, y2 = x2;
+  const ops::Rates::Achievable& a = r.achievable[static_cast<int>(op1.kernel)];
+  l.mem_per_expert = op1.expert_bytes * r.s_per_byte[0] * a.inv_memory;
+  l.overlap = a.overlap > 0.5 ? a.overlap : 0;
+  RealisticParts y1 = x1, y2 = x2;
   y1[2] -= op1.touched * l.mem_per_expert;
   y2[2] -= op2.touched * l.mem_per_expert;
-  for (int i = 0; i < 5; ++i) {
+  y1[5] -= l.overlap * op1.touched * l.mem_per_expert;
+  y2[5] -= l.overlap * op2.touched * l.mem_per_expert;
+  for (int i = 0; i < kRealisticParts; ++i) {
     l.b[i] = (y2[i] - y1[i]) / (B2 - B1);
     l.a[i] = y1[i] - B1 * l.b[i];
   }
@@ -121,7 +124,7 @@ struct Event {
 // The part of `l` that is the highest at x (ties: the steeper).
 int top_part(const OpLine& l, double x) noexcept {
   int cur = 0;
-  for (int i = 1; i < 5; ++i) {
+  for (int i = 1; i < kRealisticParts; ++i) {
     const double vi = l.a[i] + l.b[i] * x, vc = l.a[cur] + l.b[cur] * x;
     if (vi > vc || (vi == vc && l.b[i] > l.b[cur])) cur = i;
   }
@@ -131,10 +134,10 @@ int top_part(const OpLine& l, double x) noexcept {
 // From part `cur` at x, the max of l's parts moves at each crossing to the steeper part
 // crossed first; each move before `to` is an event. Returns the part at `to`.
 int walk(const OpLine& l, int cur, double x, double to, Event* events, int& ne) noexcept {
-  for (int moves = 0; moves < 4; ++moves) {
+  for (int moves = 0; moves < kRealisticParts - 1; ++moves) {
     int next = -1;
     double best = 0;
-    for (int j = 0; j < 5; ++j) {
+    for (int j = 0; j < kRealisticParts; ++j) {
       if (!(l.b[j] > l.b[cur])) continue;
       const double xj = std::max(x, (l.a[cur] - l.a[j]) / (l.b[j] - l.b[cur]));
       if (next < 0 || xj < best || (xj == best && l.b[j] > l.b[next])) next = j, best = xj;

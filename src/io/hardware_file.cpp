@@ -533,7 +533,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (!e[key]) continue;
       const std::string p = "efficiency." + key;
       YAML::Node n = e[key];
-      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead"});
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap"});
       hw::ClassEfficiency& ce = c.efficiency.kernel[k];
       if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
       if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
@@ -542,6 +542,12 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (n["overhead"]) {
         ce.overhead_s = r.quantity(n["overhead"], Quantity::time, p + ".overhead", false);
         if (ce.overhead_s > 1) r.fail(p + ".overhead", fmt::format("{} s per kernel: expected at most 1 s", ce.overhead_s));
+      }
+      if (n["overlap"]) {
+        ce.overlap = r.fraction(n["overlap"], p + ".overlap");
+        if (ce.overlap < 0.5) {
+          r.fail(p + ".overlap", fmt::format("{}: expected 0.5 (matrix and memory fully overlapped) to 1 (not overlapped)", ce.overlap));
+        }
       }
     }
   }
@@ -631,6 +637,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
       if (v > 0) fields += fmt::format("{}{}: {:.17g}", fields.empty() ? "" : ", ", key, v);
     }
     if (ce.overhead_s > 0) fields += fmt::format("{}overhead: {:.17g} s", fields.empty() ? "" : ", ", ce.overhead_s);
+    if (ce.overlap > 0) fields += fmt::format("{}overlap: {:.17g}", fields.empty() ? "" : ", ", ce.overlap);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
   if (!c.curves.empty()) y += curves_yaml(c.curves);

@@ -18,6 +18,7 @@ std::string figures(const hw::ClassEfficiency& e) {
     if (v > 0) out += fmt::format("{}{} {:.3f}", out.empty() ? "" : ", ", part, v);
   }
   if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
+  if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + memory", out.empty() ? "" : ", ", e.overlap);
   return out;
 }
 
@@ -62,6 +63,7 @@ nlohmann::json curves_json(const hw::ChipSpec& chip, const std::vector<analysis:
     j["vector"] = f.efficiency.vector;
     j["memory"] = f.efficiency.memory;
     j["link"] = f.efficiency.link;
+    j["overlap"] = f.efficiency.overlap;
     j["notes"] = f.notes;
     out.push_back(std::move(j));
   }
@@ -78,6 +80,7 @@ std::string fitted_efficiency_yaml(const std::vector<analysis::CurveFit>& fits) 
       if (v > 0) fields += fmt::format("{}{}: {:.4g}", fields.empty() ? "" : ", ", part, v);
     }
     if (e.overhead_s > 0) fields += fmt::format("{}overhead: {:.4g} us", fields.empty() ? "" : ", ", e.overhead_s * 1e6);
+    if (e.overlap > 0.5) fields += fmt::format("{}overlap: {:.4g}", fields.empty() ? "" : ", ", e.overlap);
     y += fmt::format("  {}: {{{}}}\n", hw::name(f.cls), fields);
   }
   return y;

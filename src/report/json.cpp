@@ -108,7 +108,8 @@ json chip_json(const hw::ChipSpec& c) {
         {"vector", pick(ce.vector, c.efficiency.vector)},
         {"memory", pick(ce.memory, c.efficiency.memory)},
         {"link", pick(ce.link, c.efficiency.link)},
-        {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)}};
+        {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
+        {"overlap", pick(ce.overlap, 0.5)}};
   }
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;

@@ -234,8 +234,9 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
   if (e.t_host_s > 0) out += fmt::format("  t_host      {:>14}  (a call waited on, --host-overhead: in every bound)\n", t(e.t_host_s));
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
-  out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{})\n",
+  out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{}{})\n",
                      t(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
+                     e.applied.overlap > 0.5 ? fmt::format("; at least {:.2f} of matrix + memory", e.applied.overlap) : std::string(),
                      e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(e.applied.overhead_s)) : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
   out += e.host_longer ? fmt::format("\n  bound: the host's time per call ({} on the device alone)", name(e.bound))

@@ -143,6 +143,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         const ops::Cost cost = ops::attention_cost(shape, unit);
         const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, classes[v]);
         for (int part = 0; part < 4; ++part) l.per_count[v][part][c] = p[part] - overhead;
+        l.per_count[v][4][c] = p[5] - overhead;
         l.launch_s = p[4];
       }
     }
@@ -152,7 +153,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
 double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept {
   const int v = as_decode ? 1 : 0;
   double best = 0;
-  for (int part = 0; part < 4; ++part) {
+  for (int part = 0; part < 5; ++part) {
     const auto& w = l.per_count[v][part];
     double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
     if (l.naive) x += w[4] * n.scores + w[5] * n.positions;

@@ -8,6 +8,8 @@
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
+#include "ridgeline/ops/estimate.hpp"
+#include "ridgeline/ops/matmul.hpp"
 #include "toy_chip.hpp"
 
 namespace ridgeline {
@@ -143,6 +145,39 @@ TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt
   EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
   EXPECT_NEAR(fits[0].efficiency.matrix, 0.4, 0.4 * 1e-6);
   EXPECT_NEAR(fits[0].rms_residual, 0, 1e-6);
+}
+
+TEST(KernelCurves, AGemmWhoseMatrixAndMemoryTimesAreNearEqualFindsItsOverlapShare) {
+  // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s at the chip-wide matrix 0.8,
+  // 1 TB/s, untiled): matrix time M = 2·m·4096² / 80e12, bytes 4·4096·m + 2·4096². A GEMM
+  // class made as 3 us + max(M, bytes / 0.85 TB/s, 0.7 x (M + bytes / 0.85 TB/s)): m = 1, 2
+  // stream their weights; m = 64 (M 26.8435 us, memory 34 603 008 B / 0.85 TB/s = 40.7094 us)
+  // and 96 take 0.7 of the two added; m = 4096 is compute-bound. No fit without a share
+  // matches m = 64 and 96; holding 0.70 matches every point.
+  auto mm = [](double m) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = 4096;
+    const double matrix = 2 * m * 4096 * 4096 / 80e12, memory = (4 * 4096 * m + 2.0 * 4096 * 4096) / 0.85e12;
+    p.time_s = 3e-6 + std::max({matrix, memory, 0.7 * (matrix + memory)});
+    return p;
+  };
+  const hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph, {mm(1), mm(2), mm(64), mm(96), mm(4096)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_DOUBLE_EQ(fits[0].efficiency.overlap, 0.7);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * kTol);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * kTol);
+  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-9);
+  // The chip with the fit prices m = 64 at 3 + 0.7 x (26.8435 + 40.7094) = 50.2870 us, where
+  // the max of the two alone gave 43.7094.
+  const hw::ChipSpec fitted = analysis::with_curve_fits(c, fits);
+  ops::MatmulShape s;
+  s.m = 64, s.k = 4096, s.n = 4096;
+  const ops::Estimate e = ops::estimate(ops::matmul_cost(s), fitted, KernelClass::gemm);
+  EXPECT_NEAR(e.t_realistic_s, 50.2870e-6, 1e-10);
+  EXPECT_NEAR(e.t_realistic_s, 3e-6 + 0.7 * (2.0 * 64 * 4096 * 4096 / 80e12 + 34603008 / 0.85e12), 1e-15);
 }
 
 TEST(KernelCurves, ChipFilesReadAndWriteTheirCurves) {

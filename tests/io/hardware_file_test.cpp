@@ -186,6 +186,9 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 1.5}}\n").find("efficiency.gemm.matrix"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {speed: 1}}\n").find("efficiency.gemm"), std::string::npos);
+  // An overlap share under 0.5 would be faster than the max of the parts it overlaps.
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {overlap: 0.4}}\n").find("efficiency.gemm.overlap"),
+            std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {overhead: 4}}\n").find("efficiency.gemm.overhead"),
             std::string::npos);
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);

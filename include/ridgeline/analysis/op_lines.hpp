@@ -91,18 +91,27 @@ void finish(PhaseTimes& t) noexcept;
 void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept;
 
 /// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
-/// plus each part over its efficiency (matrix, vector, memory, comm), and the launch.
-inline std::array<double, 5> realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
+/// plus each part over its efficiency (matrix, vector, memory, comm), the launch, and the
+/// class's overlap share of the matrix and memory parts added (the last).
+inline constexpr int kRealisticParts = 6;
+using RealisticParts = std::array<double, kRealisticParts>;
+inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  return {a.overhead_s + (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], a.overhead_s + p.vector * a.inv_vector,
-          a.overhead_s + p.memory * a.inv_memory, a.overhead_s + p.comm_realistic(a), p.launch};
+  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], b = p.memory * a.inv_memory;
+  // Where the overlap never binds (0.5) the last part repeats the matrix part, which an
+  // envelope never moves to (the same line): results are those of the five parts.
+  return {a.overhead_s + m, a.overhead_s + p.vector * a.inv_vector, a.overhead_s + b, a.overhead_s + p.comm_realistic(a), p.launch,
+          a.overhead_s + (a.overlap > 0.5 ? a.overlap * (m + b) : m)};
 }
 
-/// One op's five realistic parts as a + b·x in a quantity x it is affine in, plus the memory
+/// One op's realistic parts as a + b·x in a quantity x it is affine in, plus the memory
 /// time per touched expert for MoE expert GEMMs (whose weight reads are not affine).
 struct OpLine {
-  std::array<double, 5> a{}, b{};
+  RealisticParts a{}, b{};
   double mem_per_expert = 0;
+  /// The class's overlap share where it binds (above 0.5), else 0 (the last part repeats the
+  /// matrix part): what touched experts and padding add to the last part.
+  double overlap = 0;
   double rep = 1;  ///< repeat count (layers)
   /// A quantised GEMM (model::GraphOp::quantised): its rows per unit of x (0: none), its
   /// tiling on the chip's multiprocessors, and the realistic seconds per FLOP of matrix work;
@@ -132,9 +141,10 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
 struct Envelope {
   /// Switch lines kept in an envelope (each op of a graph has at most one).
   static constexpr int kMaxSwitches = 16;
-  /// A max of 5 lines bends at most 4 times; a switch line changes option at most
-  /// kMaxOptions - 1 times and bends at most 4 times on each option's line.
-  static constexpr int kMaxPieces = 4 * model::Graph::kMaxOps + 1 + kMaxSwitches * (comm::kMaxOptions * 5 - 5);
+  /// A max of 6 lines bends at most 5 times; a switch line changes option at most
+  /// kMaxOptions - 1 times and bends at most 5 times on each option's line.
+  static constexpr int kMaxPieces =
+      (kRealisticParts - 1) * model::Graph::kMaxOps + 1 + kMaxSwitches * (comm::kMaxOptions * kRealisticParts - kRealisticParts);
   std::array<double, kMaxPieces> x{}, a{}, s{};
   int count = 0;
   double at(double v) const noexcept;
@@ -142,7 +152,7 @@ struct Envelope {
 
 /// The line through an op's realistic parts p1 at x1 and p2 at x2 (op1, op2: the op in the two
 /// graphs, for its touched experts), repeated `rep` times.
-OpLine fit_line(const std::array<double, 5>& p1, const std::array<double, 5>& p2, double x1, double x2,
+OpLine fit_line(const RealisticParts& p1, const RealisticParts& p2, double x1, double x2,
                 const model::GraphOp& op1, const model::GraphOp& op2, const ops::Rates& r, double rep) noexcept;
 /// The line through the realistic parts of an op of class op1.cls costing c1 at x1 and c2
 /// at x2 (`graphs`: launched inside a CUDA graph), repeated `rep` times: fit_line of them.
@@ -154,11 +164,13 @@ void build_envelope(const OpLine* lines, int n, double lo, Envelope& env, const 
                     int ns = 0) noexcept;
 
 /// A line's parts at x with `touched` experts, its GEMM's padded FLOPs given (0: none).
-inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched, double pad_flops) noexcept {
-  std::array<double, 5> p;
-  for (int i = 0; i < 5; ++i) p[i] = l.a[i] + x * l.b[i];
-  p[2] += touched * l.mem_per_expert;
-  p[0] += l.pad_s_per_flop * pad_flops;
+inline RealisticParts parts_at(const OpLine& l, double x, double touched, double pad_flops) noexcept {
+  RealisticParts p;
+  for (int i = 0; i < kRealisticParts; ++i) p[i] = l.a[i] + x * l.b[i];
+  const double mem = touched * l.mem_per_expert, pad = l.pad_s_per_flop * pad_flops;
+  p[2] += mem;
+  p[0] += pad;
+  p[5] = l.overlap > 0 ? p[5] + l.overlap * (mem + pad) : p[0];
   return p;
 }
 /// A quantised GEMM's tile work (ops::GemmPadding::work) at `rows`, from `table` where it has
@@ -181,15 +193,15 @@ inline double pad_flops_at(const OpLine& l, double x) noexcept {
   return l.gemm_rows_per_x > 0 ? l.padding.flops(x * l.gemm_rows_per_x) : 0;
 }
 /// A line's parts at x with `touched` experts.
-inline std::array<double, 5> parts_at(const OpLine& l, double x, double touched) noexcept {
+inline RealisticParts parts_at(const OpLine& l, double x, double touched) noexcept {
   return parts_at(l, x, touched, pad_flops_at(l, x));
 }
 /// A line's realistic time (one instance) at x with `touched` experts, its GEMM's padded
 /// FLOPs given.
 inline double realistic_at(const OpLine& l, double x, double touched, double pad_flops) noexcept {
-  const std::array<double, 5> p = parts_at(l, x, touched, pad_flops);
+  const RealisticParts p = parts_at(l, x, touched, pad_flops);
   double m = p[0];
-  for (int i = 1; i < 5; ++i) m = p[i] > m ? p[i] : m;
+  for (int i = 1; i < kRealisticParts; ++i) m = p[i] > m ? p[i] : m;
   return m;
 }
 /// A line's realistic time (one instance) at x with `touched` experts.
@@ -210,7 +222,7 @@ inline int chosen_option(const SwitchLine& s, double x) noexcept {
 /// The realistic time (one instance) of the option chosen at x.
 inline double realistic_at(const SwitchLine& s, double x) noexcept { return realistic_at(s.lines[chosen_option(s, x)], x, 0); }
 
-/// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for `count` (at most 5) lines given at j = 0 (a)
+/// Sum over j = 0..n-1 of max_i(a_i + b_i·j) for `count` (at most kRealisticParts) lines given at j = 0 (a)
 /// and j = n-1 (z): exact, split where the maximum changes line.
 double sum_max_affine(const double* a, const double* z, int count, double n) noexcept;
 

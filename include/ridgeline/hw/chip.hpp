@@ -83,6 +83,11 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 struct ClassEfficiency {
   double matrix = 0, vector = 0, memory = 0, link = 0;
   double overhead_s = 0;
+  /// A kernel takes at least this share of its matrix and memory times added (each over its
+  /// fraction): 0.5 (unset: 0) never binds, their max being at least that; 1, no overlap at
+  /// all. Where both are near equal a GEMM hides neither behind the other (docs/cost-model.md#overlap).
+  /// A kernel's own: a refining class does not take its parent's.
+  double overlap = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
 

@@ -49,6 +49,7 @@ struct Estimate {
   /// for comm its link's own where the chip file gives one) and the fixed time per kernel.
   struct Applied {
     double matrix = 1, vector = 1, memory = 1, link = 1, overhead_s = 0;
+    double overlap = 0.5;  ///< the share of matrix + memory the kernel takes at least (0.5: never binds)
   } applied;
 };
 
@@ -89,6 +90,9 @@ struct Rates {
     /// The class has a link fraction of its own (a kernel curve's fit, e.g. the engines'
     /// all-reduce): it replaces the link's own efficiency, which is NCCL's.
     bool own_link = false;
+    /// The share of the matrix and memory parts added that a kernel takes at least
+    /// (hw::ClassEfficiency::overlap); 0.5 never binds.
+    double overlap = 0.5;
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 
@@ -143,6 +147,8 @@ struct TimeParts {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     double m = (matrix + matrix_pad) * a.inv_matrix[matrix_dtype];
     const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
+    const double s = a.overlap * (m + b);
+    if (s > m) m = s;
     if (v > m) m = v;
     if (b > m) m = b;
     if (c > m) m = c;

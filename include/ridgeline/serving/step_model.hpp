@@ -93,7 +93,8 @@ class StepModel {
   // efficiencies) per unit of each count of one group's sequences (AttentionCounts order), and the kernel's fixed parts, run as a kernel of the attention
   // class ([0]) and of the decode-attention class ([1]).
   struct AttentionLine {
-    std::array<std::array<std::array<double, 6>, 4>, 2> per_count{};
+    /// Per count, the parts less the fixed time: matrix, vector, memory, comm and the overlap share.
+    std::array<std::array<std::array<double, 6>, 5>, 2> per_count{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
     std::array<double, 2> overhead_s{};  // the class's fixed time
     double launch_s = 0;    // launched eagerly
