@@ -42,6 +42,9 @@ void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
 
 void Simulation::reject(std::int32_t qi, Ps t) {
   const Req& q = pool_[qi];
+  // A request refused after a preemption (its recompute no longer fits an empty instance)
+  // leaves with no answer: the tokens it had emitted are not counted as generated.
+  output_tokens_all_ -= static_cast<double>(q.emitted);
   RequestRecord rec;
   rec.id = q.id;
   rec.arrival_s = to_s(q.arrival);

@@ -1441,6 +1441,39 @@ RC_GTEST_PROP(Simulator, AttentionDataParallelRanksEndEveryRequestOnce, ()) {
   RC_ASSERT(std::abs(r.itl.mean * gaps - decode_s) <= 1e-9 * std::max(1.0, decode_s));
 }
 
+TEST(Simulator, ARequestRefusedAfterAPreemptionGeneratedNothing) {
+  // Found by the property above: Mixtral-8x7B at --ep 4 under vLLM 0.6 (10 steps a scheduler
+  // call), one closed-loop client, 16 requests (seed 57) of lognormal:300,1 prompts and
+  // uniform:1,120 outputs, in 55 blocks of 16 tokens (880). A request outgrows the cache while
+  // decoding, is preempted, and its recompute (prompt and the tokens it emitted) no longer fits
+  // the empty instance: it is refused. Its emitted tokens were counted as generated while the
+  // served requests' outputs were not (1072 against 981); they are not counted now.
+  static const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  cfg.engine.scheduler_steps = 10;
+  cfg.forward.ep = 4;
+  WorkloadSpec& w = cfg.workload;
+  w.requests = 16;
+  w.seed = 57;
+  w.prompt = parse_length("lognormal:300,1", "--prompt");
+  w.gen = parse_length("uniform:1,120", "--gen");
+  w.arrival = Arrival::closed;
+  w.concurrency = 1;
+  w.warmup = 0;
+  cfg.engine.max_batched_tokens = 2048;
+  cfg.engine.max_num_seqs = 64;
+  cfg.engine.kv_blocks_override = 55;
+  cfg.find_max_rate = false;
+  double outputs = 0;
+  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
+    if (!q.rejected) outputs += static_cast<double>(q.output);
+  });
+  EXPECT_GE(r.preemptions, 1);
+  EXPECT_GE(r.rejected_by.scheduler, 1);
+  EXPECT_EQ(r.generated_tokens, outputs);
+}
+
 RC_GTEST_PROP(Simulator, LittlesLaw, ()) {
   // Mean requests in the system (integrated over time) = arrival rate x mean time in it.
   static const model::ModelConfig m = io::bundled_model("llama-3.1-8b");

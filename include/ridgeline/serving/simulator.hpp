@@ -293,7 +293,7 @@ struct ServingResult {
   double max_sustainable_qps = 0;     ///< when not sustainable: the largest rate found sustainable (0: not searched)
   double offered_qps = 0;             ///< open loop: measured requests over their arrival span
   std::int64_t preemptions = 0;
-  double generated_tokens = 0;        ///< output tokens emitted, warm-up requests included
+  double generated_tokens = 0;        ///< output tokens of the requests served, warm-up requests included (not those of a request refused after a preemption)
   double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
   /// KV use: the fleet's blocks in use over all its blocks, time-averaged (over the window when
   /// there is one); and the fullest cache's peak (each replica's pool, or each attention rank's).
