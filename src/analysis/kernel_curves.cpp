@@ -266,6 +266,18 @@ std::array<double, kParams> current(const hw::ChipSpec& chip, KernelClass cls) {
   return {a.overhead_s, a.inv_matrix[index(DType::bf16)], a.inv_vector, a.inv_memory, a.inv_link, a.overlap};
 }
 
+// Marks in `freed` the figures a kernel binding on part `s` leaves to the fit: that part's
+// unless held, and the matrix and memory parts' (unless held) when it binds on the overlap.
+void mark_freed(const Parts& k, int s, std::array<bool, kParams>& freed) {
+  if (s != kOverlap) {
+    freed[s] = freed[s] || !k.held[s];
+    return;
+  }
+  freed[kOverlap] = true;
+  freed[kMatrix] = freed[kMatrix] || !k.held[kMatrix];
+  freed[kMemory] = freed[kMemory] || !k.held[kMemory];
+}
+
 // The fit from the parameters `x`: each point's binding part is decided at x, then again at
 // each fit until it settles.
 CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<double, kParams> x) {
@@ -285,16 +297,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   for (int iter = 0; iter < kRounds && !settled; ++iter) {
     std::array<bool, kParams> used{};
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
-        const Parts& k = rows[i].mine[j];
-        const int s = side[i][j];
-        if (s == kOverlap) {
-          used[kMatrix] = used[kMatrix] || !k.held[kMatrix];
-          used[kMemory] = used[kMemory] || !k.held[kMemory];
-        } else if (!k.held[s]) {
-          used[s] = true;
-        }
-      }
+      for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], used);
     }
     p.value = x;
     p.fixed = {false, !used[kMatrix], !used[kVector], !used[kMemory], !used[kLink], true};
@@ -370,17 +373,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   fit.efficiency.overhead_s = x[kFixed];
   std::array<bool, kParams> bound{};
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    for (std::size_t j = 0; j < rows[i].mine.size(); ++j) {
-      const Parts& k = rows[i].mine[j];
-      const int s = side[i][j];
-      if (s == kOverlap) {
-        bound[kOverlap] = true;
-        bound[kMatrix] = bound[kMatrix] || !k.held[kMatrix];
-        bound[kMemory] = bound[kMemory] || !k.held[kMemory];
-      } else if (!k.held[s]) {
-        bound[s] = true;
-      }
-    }
+    for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], bound);
   }
   if (bound[kOverlap]) fit.efficiency.overlap = x[kOverlap];
   double* out[kParams] = {nullptr, &fit.efficiency.matrix, &fit.efficiency.vector, &fit.efficiency.memory, &fit.efficiency.link};
