@@ -93,26 +93,36 @@ add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 
 
 # 4. SGLang v0.3.0 and vLLM v0.6.0 on ShareGPT, Poisson arrivals (sgl-project/sglang
 #    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians. ShareGPT's lengths are modelled
-#    as lognormal with the means of the vLLM v0.6.0 blog's ShareGPT sample (202 in, 179 out) and sigma 1
-#    (assumed).
-SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:179,1"]
+#    as lognormal with sigma 1 (assumed). The output mean is the README's own: its offline runs send
+#    5000 prompts of the same sample through the same client (sglang.bench_serving, ShareGPT), and
+#    output tokens/s over requests/s is the mean output of a request: 4281.51 / 22.03 = 194.4 and
+#    4132.37 / 21.27 = 194.3 (8B), 3856.01 / 19.84 = 194.4 and 3700.64 / 19.04 = 194.4 (70B). The
+#    README gives no input total: the input mean is the vLLM v0.6.0 blog's ShareGPT sample's, 202.
+SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:194,1"]
 # vLLM's launch flags in that README: --num-scheduler-steps 10 --max_model_len 4096, so (no chunked prefill)
 # max_num_batched_tokens = max(4096, 2048) = 4096.
 V060 = ["--num-scheduler-steps", "10", "--max-batched-tokens", "4096"]
+# The median ITL of SGLang's rows (its table's last column) is the gap between two tokens of a stream: one
+# decode step, where TPOT also spreads the prefill steps between them. vLLM's with 10 steps a scheduler call
+# is a window of ten (its tokens reach the client together), which the simulator's per-step ITL is not: left
+# out. SGLang's 8B runs were launched with --enable-torch-compile (its decode steps of up to 32 sequences
+# compiled: fewer, fused small kernels), which no preset models: it makes the measured steps faster.
 for eng, release, preset, runs in [
         ("sglang", "SGLang 0.3.0 (overlap scheduler opt-in)", "sglang@0.3",
-         [("llama-3.1-8b", "a100-80gb", 1, 4, 1564, 32, 13.2), ("llama-3.1-8b", "a100-80gb", 1, 8, 2175, 36, 17.9),
-          ("llama-3.1-70b", "h100-sxm", 4, 4, 3005, 54, 25.0), ("llama-3.1-70b", "h100-sxm", 4, 8, 4065, 58, 33.1)]),
+         [("llama-3.1-8b", "a100-80gb", 1, 4, 1564, 32, 13.2, 11.93), ("llama-3.1-8b", "a100-80gb", 1, 8, 2175, 36, 17.9, 14.41),
+          ("llama-3.1-70b", "h100-sxm", 4, 4, 3005, 54, 25.0, 21.67), ("llama-3.1-70b", "h100-sxm", 4, 8, 4065, 58, 33.1, 24.45)]),
         ("vllm", "vLLM 0.6.0 (V0, multi-step scheduling of 10, max_model_len 4096)", "vllm@0.6",
-         [("llama-3.1-8b", "a100-80gb", 1, 4, 1692, 100, 14.1), ("llama-3.1-70b", "h100-sxm", 4, 4, 2916, 179, 23.6),
-          ("llama-3.1-8b", "a100-80gb", 1, 8, 2137.16, 120.39, 17.09), ("llama-3.1-70b", "h100-sxm", 4, 8, 3752.38, 207.12, 29.15)])]:
+         [("llama-3.1-8b", "a100-80gb", 1, 4, 1692, 100, 14.1, None), ("llama-3.1-70b", "h100-sxm", 4, 4, 2916, 179, 23.6, None),
+          ("llama-3.1-8b", "a100-80gb", 1, 8, 2137.16, 120.39, 17.09, None),
+          ("llama-3.1-70b", "h100-sxm", 4, 8, 3752.38, 207.12, 29.15, None)])]:
     add_set(f"sharegpt-{eng}", f"ShareGPT at 4 and 8 requests/s ({release.split(' (')[0]}; medians)",
             "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb): medians of sglang.bench_serving on ShareGPT, Poisson",
             release, preset, "p50",
             [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT,
                *(V060 if eng == "vllm" else [])],
-              {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3}, [m, hw, tp, q], "16-bit")
-             for m, hw, tp, q, e2e, ttft, tpot in runs],
+              {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3, **({"itl": itl / 1e3} if itl else {})},
+              [m, hw, tp, q], "16-bit")
+             for m, hw, tp, q, e2e, ttft, tpot, itl in runs],
             ["model", "GPU", "TP", "req/s"], None)
 
 # 5. TensorRT-LLM 0.14.0 behind Triton's tensorrtllm_backend, BF16, 500 requests at each rate (NVIDIA/TensorRT-LLM
