@@ -102,6 +102,8 @@ SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:194,1"]
 # vLLM's launch flags in that README: --num-scheduler-steps 10 --max_model_len 4096, so (no chunked prefill)
 # max_num_batched_tokens = max(4096, 2048) = 4096.
 V060 = ["--num-scheduler-steps", "10", "--max-batched-tokens", "4096"]
+# SGLang's launch flags there: --disable-radix-cache (both models; no prefix of these prompts is shared anyway).
+SG030 = ["--prefix-caching", "off"]
 # The median ITL of SGLang's rows (its table's last column) is the gap between two tokens of a stream: one
 # decode step, where TPOT also spreads the prefill steps between them. vLLM's with 10 steps a scheduler call
 # is a window of ten (its tokens reach the client together), which the simulator's per-step ITL is not: left
@@ -119,11 +121,26 @@ for eng, release, preset, runs in [
             "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb): medians of sglang.bench_serving on ShareGPT, Poisson",
             release, preset, "p50",
             [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT,
-               *(V060 if eng == "vllm" else [])],
+               *(V060 if eng == "vllm" else SG030)],
               {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3, **({"itl": itl / 1e3} if itl else {})},
               [m, hw, tp, q], "16-bit")
              for m, hw, tp, q, e2e, ttft, tpot, itl in runs],
             ["model", "GPU", "TP", "req/s"], None)
+
+# 4b. The same README's offline runs: 5000 ShareGPT prompts sent at once (request rate inf), output tokens/s.
+#     SGLang's memory fraction was 0.88 at both TP 1 (its default there) and TP 4 (set by hand: --mem-frac 0.88);
+#     vLLM kept its default 0.9.
+for eng, release, preset, flags, runs in [
+        ("sglang", "SGLang 0.3.0 (overlap scheduler opt-in)", "sglang@0.3", ["--kv-memory-fraction", "0.88", *SG030],
+         [("llama-3.1-8b", "a100-80gb", 1, 4281.51), ("llama-3.1-70b", "h100-sxm", 4, 3856.01)]),
+        ("vllm", "vLLM 0.6.0 (V0, multi-step scheduling of 10, max_model_len 4096)", "vllm@0.6", V060,
+         [("llama-3.1-8b", "a100-80gb", 1, 4132.37), ("llama-3.1-70b", "h100-sxm", 4, 3700.64)])]:
+    add_set(f"sharegpt-offline-{eng}", f"Every ShareGPT prompt at once, 5000 requests ({release.split(' (')[0]}; output tokens/s)",
+            "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb), offline benchmark results: "
+            "sglang.bench_serving on ShareGPT, 5000 prompts, request rate inf", release, preset, "mean",
+            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", "1e6", "--arrival", "constant", "--requests", "5000",
+               *SHAREGPT, *flags], {"output_tps": tps}, [m, hw, tp], "16-bit") for m, hw, tp, tps in runs],
+            ["model", "GPU", "TP"], None)
 
 # 5. TensorRT-LLM 0.14.0 behind Triton's tensorrtllm_backend, BF16, 500 requests at each rate (NVIDIA/TensorRT-LLM
 #    docs/source/performance/perf-overview.md "Online Serving Measurements", commit 258c754): mean TTFT and ITL.
