@@ -15,12 +15,16 @@ Usage:
 RIDGELINE defaults to build/dev/apps/ridgeline/ridgeline.
 """
 
+import atexit
 import concurrent.futures
 import json
+import math
 import os
+import random
 import statistics
 import subprocess
 import sys
+import tempfile
 
 MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
 if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
@@ -93,12 +97,44 @@ add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 
 
 # 4. SGLang v0.3.0 and vLLM v0.6.0 on ShareGPT, Poisson arrivals (sgl-project/sglang
 #    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians. ShareGPT's lengths are modelled
-#    as lognormal with sigma 1 (assumed). The output mean is the README's own: its offline runs send
-#    5000 prompts of the same sample through the same client (sglang.bench_serving, ShareGPT), and
+#    as lognormal with sigma 1 (assumed), drawn as the client keeps ShareGPT's conversations: prompt and
+#    output of at least 4 tokens, prompt at most 1024 and the two at most 2048 (sglang.bench_serving's
+#    sample_sharegpt_requests, as vLLM's benchmark_serving). The output mean of the kept pairs is the
+#    README's own: its offline runs send 5000 prompts of the same sample through the same client, and
 #    output tokens/s over requests/s is the mean output of a request: 4281.51 / 22.03 = 194.4 and
 #    4132.37 / 21.27 = 194.3 (8B), 3856.01 / 19.84 = 194.4 and 3700.64 / 19.04 = 194.4 (70B). The
 #    README gives no input total: the input mean is the vLLM v0.6.0 blog's ShareGPT sample's, 202.
-SHAREGPT = ["--prompt", "lognormal:202,1", "--gen", "lognormal:194,1"]
+#    The pairs go to serve as a trace whose arrivals --qps replaces.
+def sharegpt_trace(n, prompt_mean=202, gen_mean=194.4, sigma=1.0, seed=20240905):
+    """A CSV trace of n (prompt, output) pairs: lognormal(sigma) lengths rounded as serve rounds them,
+    kept as the client keeps ShareGPT's, the two lognormals' means set so that the kept pairs' means are
+    prompt_mean and gen_mean (a fixed point over 100000 kept pairs). Returns its path."""
+    def draw(rng, mean):
+        return max(1, round(math.exp(math.log(mean) - sigma * sigma / 2 + sigma * rng.gauss(0, 1))))
+
+    def kept(a_p, a_g, count, rng):
+        out = []
+        while len(out) < count:
+            p, g = draw(rng, a_p), draw(rng, a_g)
+            if 4 <= p <= 1024 and g >= 4 and p + g <= 2048:
+                out.append((p, g))
+        return out
+
+    a_p, a_g = float(prompt_mean), float(gen_mean)
+    for _ in range(5):
+        pairs = kept(a_p, a_g, 100000, random.Random(seed))
+        a_p *= prompt_mean / statistics.fmean(p for p, _ in pairs)
+        a_g *= gen_mean / statistics.fmean(g for _, g in pairs)
+    fd, path = tempfile.mkstemp(prefix="sharegpt-", suffix=".csv")
+    atexit.register(os.remove, path)
+    with os.fdopen(fd, "w") as f:
+        f.write("timestamp_s,input_tokens,output_tokens\n")
+        for i, (p, g) in enumerate(kept(a_p, a_g, n, random.Random(seed + 1))):
+            f.write(f"{i},{p},{g}\n")
+    return path
+
+
+SHAREGPT = ["--trace", sharegpt_trace(5000)]
 # vLLM's launch flags in that README: --num-scheduler-steps 10 --max_model_len 4096, so (no chunked prefill)
 # max_num_batched_tokens = max(4096, 2048) = 4096.
 V060 = ["--num-scheduler-steps", "10", "--max-batched-tokens", "4096"]
