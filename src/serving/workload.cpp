@@ -16,11 +16,12 @@ namespace {
 constexpr std::int64_t kMaxTokens = std::int64_t{1} << 26;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-// "A,B" after a distribution's name: two numbers.
-std::pair<double, double> two_numbers(std::string_view args, std::string_view s, const char* flag) {
+// "A,B" after a distribution's name: two numbers (`example` the name's own, as in
+// lognormal:200,0.6).
+std::pair<double, double> two_numbers(std::string_view args, std::string_view s, const char* flag, const char* example) {
   const auto comma = args.find(',');
   if (comma == std::string_view::npos) {
-    throw InputError(fmt::format("{}: '{}' needs two numbers after the colon, as in uniform:100,200", flag, s));
+    throw InputError(fmt::format("{}: '{}' needs two numbers after the colon, as in {}", flag, s, example));
   }
   const std::string where = fmt::format("{} '{}'", flag, s);
   return {parse_number(args.substr(0, comma), where), parse_number(args.substr(comma + 1), where)};
@@ -73,8 +74,13 @@ LengthDist parse_length(std::string_view s, const char* flag) {
     }
     return d;
   }
+  // The name first: a length that is none of these is refused as such, not for its numbers.
   const std::string_view kind = s.substr(0, colon);
-  const auto [a, b] = two_numbers(s.substr(colon + 1), s, flag);
+  const char* example = kind == "uniform" ? "uniform:100,200" : kind == "normal" ? "normal:200,50" : kind == "lognormal" ? "lognormal:200,0.6" : nullptr;
+  if (example == nullptr) {
+    throw InputError(fmt::format("{}: '{}' is not a length: expected N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA", flag, s));
+  }
+  const auto [a, b] = two_numbers(s.substr(colon + 1), s, flag, example);
   const double max = static_cast<double>(kMaxTokens);
   if (kind == "uniform") {
     d.kind = LengthDist::Kind::uniform;
@@ -86,13 +92,11 @@ LengthDist parse_length(std::string_view s, const char* flag) {
     if (!(a >= 1 && a <= max && b >= 0 && b <= max)) {
       throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a standard deviation of 0 or more", flag, s, kMaxTokens));
     }
-  } else if (kind == "lognormal") {
+  } else {
     d.kind = LengthDist::Kind::lognormal;
     if (!(a >= 1 && a <= max && b >= 0 && b <= 4)) {
       throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a sigma of 0 to 4", flag, s, kMaxTokens));
     }
-  } else {
-    throw InputError(fmt::format("{}: '{}' is not a length: expected N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA", flag, s));
   }
   d.a = a;
   d.b = b;

@@ -119,6 +119,24 @@ TEST(Workload, BadLengthsAndArrivals) {
   for (const char* s : {"gamma", "gamma:0", "gamma:-1", "bursty"}) EXPECT_THROW(parse_arrival(s, w), InputError) << s;
 }
 
+// The message names what is wrong: an unknown distribution as such (not for its numbers), and a
+// known one missing its second number with an example of its own kind.
+TEST(Workload, ALengthsErrorNamesItsKind) {
+  const auto message = [](const char* s) {
+    try {
+      parse_length(s, "--gen");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("poisson:200"),
+            "--gen: 'poisson:200' is not a length: expected N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA");
+  EXPECT_EQ(message("lognormal:200"), "--gen: 'lognormal:200' needs two numbers after the colon, as in lognormal:200,0.6");
+  EXPECT_EQ(message("normal:200"), "--gen: 'normal:200' needs two numbers after the colon, as in normal:200,50");
+  EXPECT_EQ(message("uniform:5"), "--gen: 'uniform:5' needs two numbers after the colon, as in uniform:100,200");
+}
+
 TEST(Distribution, PercentilesAsNumpyComputesThem) {
   // numpy.percentile([1, 2, 3, 4, 5], q) with linear interpolation: rank q/100 x 4.
   Distribution d;
