@@ -165,6 +165,23 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
   return j;
 }
 
+// What widens a space whose every deployment was refused for `reason` before it was simulated.
+std::string_view reject_hint(planning::Reject reason) {
+  switch (reason) {
+    case planning::Reject::layout: return "the --tp and --ep values do not divide the model's heads, experts or widths";
+    case planning::Reject::dtype: return "a chip has no rate for a dtype of the plan: other --weight-dtype or --kv-dtype";
+    case planning::Reject::memory:
+      return "the weights and a step's activations leave no KV cache on any layout searched: more chips a replica (a larger --tp), "
+             "fp8 or fp4 weights (--weight-dtype), or chips with more memory";
+    case planning::Reject::too_long: return "some request does not fit a replica's cache or the model's positions: shorter --prompt or --gen, or more memory";
+    case planning::Reject::ttft_floor: return "even alone, a prompt's prefill is beyond the TTFT target: a larger --tp, faster chips or a looser target";
+    case planning::Reject::tpot_floor: return "a decode step of one sequence alone is beyond the TPOT target: a larger --tp, faster chips or a looser target";
+    case planning::Reject::fleet_size: return "more GPUs than --max-gpus would be needed: raise --max-gpus";
+    case planning::Reject::count: break;
+  }
+  return "";
+}
+
 std::string closest_text(const planning::FleetSpace& s, const planning::Closest& c) {
   const Deployment& d = c.deployment;
   const std::string what = c.reason == planning::Reject::fleet_size
@@ -315,8 +332,17 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   if (!rej.empty()) s += "rejected: " + rej + "\n";
   if (r.best && space.chips.size() > 1) s += "\n" + per_chip_text(space, r);
   if (!r.best) {
-    s += "\nno feasible deployment meets the SLOs\n";
+    const bool slo = space.slo_asked.any() || space.base.slo.any();
+    s += slo ? "\nno feasible deployment meets the SLOs\n" : "\nno feasible deployment sustains the load\n";
     if (r.closest) s += closest_text(space, *r.closest);
+    if (r.simulations == 0 && r.evaluated > 0) {
+      // Nothing ran: what each refusal asks of the space.
+      s += fmt::format("every one of the {} deployments was refused before it was simulated:\n", r.evaluated);
+      for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
+        const auto n = r.rejected[static_cast<std::size_t>(i)];
+        if (n > 0) s += fmt::format("  {} ({}): {}\n", name(static_cast<planning::Reject>(i)), n, reject_hint(static_cast<planning::Reject>(i)));
+      }
+    }
     return s;
   }
   const Deployment& b = *r.best;

@@ -344,6 +344,27 @@ TEST(SearchServeCli, PriceFromAChipFile) {
   EXPECT_NEAR(k["best"]["usd_per_hour"].get<double>(), 1.0 * k["best"]["gpus"].get<double>(), 1e-12);
 }
 
+TEST(SearchServeCli, ASpaceRefusedWholeSaysWhatWouldWidenIt) {
+  // Llama 3.1 405B's bf16 weights are 2 x 405.9e9 B = 812 GB; eight A100 40GB hold 8 x 42.9 GB =
+  // 344 GB: every layout of at most --max-gpus 8 is refused for memory before it is simulated.
+  const std::string cmd = "search serve --model llama-3.1-405b --hw a100-40gb --qps 1 --requests 100 --max-gpus 8";
+  auto j = run_json(cmd);
+  EXPECT_TRUE(j["best"].is_null());
+  EXPECT_EQ(j["simulations"], 0);
+  ASSERT_GT(j["evaluated"].get<int>(), 0);
+  EXPECT_EQ(j["rejected"]["memory"], j["evaluated"]);
+  auto r = run(cmd);
+  EXPECT_EQ(r.status, 0) << r.err;
+  // No SLO was asked: the search looks for a deployment that sustains the load.
+  EXPECT_NE(r.out.find("no feasible deployment sustains the load"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("meets the SLOs"), std::string::npos) << r.out;
+  const int n = j["evaluated"].get<int>();
+  EXPECT_NE(r.out.find("every one of the " + std::to_string(n) + " deployments was refused before it was simulated"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  memory (" + std::to_string(n) + "): the weights and a step's activations leave no KV cache"), std::string::npos)
+      << r.out;
+}
+
 TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {
   // 1 ms per output token is below any decode step of an 8B model on one node of H100s: no
   // deployment is simulated, the closest is named with its floor.
@@ -351,6 +372,9 @@ TEST(SearchServeCli, NothingFeasibleNamesTheClosest) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("no feasible deployment"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("closest:"), std::string::npos) << r.out;
+  // Nothing was simulated: the refusals say what would widen the space.
+  EXPECT_NE(r.out.find("  tpot_floor ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a decode step of one sequence alone is beyond the TPOT target"), std::string::npos) << r.out;
   auto j = run_json(kServe.substr(0, kServe.find(" --slo")) + " --hw h100-sxm --slo tpot_p99=1ms");
   EXPECT_TRUE(j["best"].is_null());
   EXPECT_EQ(j["simulations"], 0);
