@@ -275,6 +275,10 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                      size(mem.weights_bytes), size(mem.kv_cache_bytes), size(mem.kv_bytes_per_token), size(mem.activations_bytes),
                      size(mem.total_bytes), size(mem.capacity_bytes), 100 * cfg.memory_utilization,
                      size(sys.chip.main_capacity_bytes()), mem.fits ? "fits" : "DOES NOT FIT");
+  if (!mem.fits) {
+    out += "            (the times above are what it would take if it fit: more chips (--chips N, --tp N), fp8 or fp4 weights "
+           "(--weight-dtype), or `ridgeline search infer` for the layouts that fit)\n";
+  }
   out += fmt::format("max batch   {} at {} tokens of context\n", r.max_batch, cfg.prompt + cfg.gen);
   if (r.critical_batch > 0) {
     out += fmt::format("decode GEMMs turn compute-bound at batch {:.0f}\n", std::ceil(r.critical_batch));

@@ -267,6 +267,10 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
                      mem.buffers_bytes > 0 ? fmt::format(", gathered layers {}", size(mem.buffers_bytes)) : std::string(), size(mem.activations_bytes),
                      size(mem.activation_bytes_per_layer), std::ceil(static_cast<double>(m.layers) / static_cast<double>(c.pp * c.vpp)) * static_cast<double>(c.vpp), mem.in_flight_micro_batches, size(mem.margin_bytes));
   out += fmt::format("  total {} of {} -> {}\n", size(mem.total_bytes), size(mem.capacity_bytes), mem.fits ? "fits" : "DOES NOT FIT");
+  if (!mem.fits) {
+    out += "  (the step above is what it would take if it fit: `ridgeline search train` lists the plans that do, over TP, PP, ZeRO and "
+           "recomputation)\n";
+  }
   if (c.recompute == analysis::Recompute::automatic) {
     const analysis::RecomputeChoice& ch = r.recompute_choice;
     out += fmt::format("\nrecompute auto{} ({:.3g} choices covered exactly, {} on the front): per layer and micro-batch{}, {} of "

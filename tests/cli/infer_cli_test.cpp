@@ -42,6 +42,12 @@ TEST(InferCli, ChipsSetTensorParallelism) {
   EXPECT_TRUE(j["memory"]["fits"].get<bool>());
   auto one = run_json("infer --model llama-3.1-70b --hw h100-sxm");
   EXPECT_FALSE(one["memory"]["fits"].get<bool>());
+  // The text says the times are a what-if and points to what fits; a plan that fits has no such line.
+  const std::string pointer = "(the times above are what it would take if it fit: more chips";
+  auto text = run("infer --model llama-3.1-70b --hw h100-sxm");
+  EXPECT_NE(text.out.find("-> DOES NOT FIT\n            " + pointer), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("`ridgeline search infer` for the layouts that fit)"), std::string::npos) << text.out;
+  EXPECT_EQ(run("infer --model llama-3.1-70b --hw h100-sxm --chips 4").out.find(pointer), std::string::npos);
 }
 
 TEST(InferCli, UserConfigJson) {

@@ -159,6 +159,10 @@ TEST(TrainCli, BadPlans) {
   // A valid plan that does not fit is a result, not an error.
   auto j = run_json("train --model llama-3.1-70b --hw h100-sxm --gpus 8");
   EXPECT_FALSE(j["memory_per_gpu"]["fits"].get<bool>());
+  // Its text says the step is a what-if and points to the search; a plan that fits has no such line.
+  const std::string pointer = "  (the step above is what it would take if it fit: `ridgeline search train` lists the plans that do";
+  EXPECT_NE(run("train --model llama-3.1-70b --hw h100-sxm --gpus 8").out.find("-> DOES NOT FIT\n" + pointer), std::string::npos);
+  EXPECT_EQ(run("train --model llama-3.2-1b --gpus 8").out.find(pointer), std::string::npos);  // (fits: 1.2B x 16 B of Adam state)
 }
 
 // Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU Clusters
