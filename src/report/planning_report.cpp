@@ -324,10 +324,13 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,
                    r.elapsed_s > 0 ? r.simulated_requests / r.elapsed_s : 0);
-  std::string rej;
+  std::string rej, hints;  // the refusals on one line; each with what would widen the space, one a line
   for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
     const auto n = r.rejected[static_cast<std::size_t>(i)];
-    if (n > 0) rej += fmt::format("{}{} {}", rej.empty() ? "" : ", ", name(static_cast<planning::Reject>(i)), n);
+    if (n == 0) continue;
+    const auto reason = static_cast<planning::Reject>(i);
+    rej += fmt::format("{}{} {}", rej.empty() ? "" : ", ", name(reason), n);
+    hints += fmt::format("  {} ({}): {}\n", name(reason), n, reject_hint(reason));
   }
   if (!rej.empty()) s += "rejected: " + rej + "\n";
   if (r.best && space.chips.size() > 1) s += "\n" + per_chip_text(space, r);
@@ -337,11 +340,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     if (r.closest) s += closest_text(space, *r.closest);
     if (r.simulations == 0 && r.evaluated > 0) {
       // Nothing ran: what each refusal asks of the space.
-      s += fmt::format("every one of the {} deployments was refused before it was simulated:\n", r.evaluated);
-      for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
-        const auto n = r.rejected[static_cast<std::size_t>(i)];
-        if (n > 0) s += fmt::format("  {} ({}): {}\n", name(static_cast<planning::Reject>(i)), n, reject_hint(static_cast<planning::Reject>(i)));
-      }
+      s += fmt::format("every one of the {} deployments was refused before it was simulated:\n{}", r.evaluated, hints);
     }
     return s;
   }

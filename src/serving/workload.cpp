@@ -76,24 +76,30 @@ LengthDist parse_length(std::string_view s, const char* flag) {
   }
   // The name first: a length that is none of these is refused as such, not for its numbers.
   const std::string_view kind = s.substr(0, colon);
-  const char* example = kind == "uniform" ? "uniform:100,200" : kind == "normal" ? "normal:200,50" : kind == "lognormal" ? "lognormal:200,0.6" : nullptr;
-  if (example == nullptr) {
+  const char* example = nullptr;
+  if (kind == "uniform") {
+    d.kind = LengthDist::Kind::uniform;
+    example = "uniform:100,200";
+  } else if (kind == "normal") {
+    d.kind = LengthDist::Kind::normal;
+    example = "normal:200,50";
+  } else if (kind == "lognormal") {
+    d.kind = LengthDist::Kind::lognormal;
+    example = "lognormal:200,0.6";
+  } else {
     throw InputError(fmt::format("{}: '{}' is not a length: expected N, uniform:A,B, normal:MEAN,SD or lognormal:MEAN,SIGMA", flag, s));
   }
   const auto [a, b] = two_numbers(s.substr(colon + 1), s, flag, example);
   const double max = static_cast<double>(kMaxTokens);
-  if (kind == "uniform") {
-    d.kind = LengthDist::Kind::uniform;
+  if (d.kind == LengthDist::Kind::uniform) {
     if (!(a >= 1 && b >= a && b <= max) || a != std::floor(a) || b != std::floor(b)) {
       throw InputError(fmt::format("{}: '{}' needs whole numbers 1 <= A <= B <= {}", flag, s, kMaxTokens));
     }
-  } else if (kind == "normal") {
-    d.kind = LengthDist::Kind::normal;
+  } else if (d.kind == LengthDist::Kind::normal) {
     if (!(a >= 1 && a <= max && b >= 0 && b <= max)) {
       throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a standard deviation of 0 or more", flag, s, kMaxTokens));
     }
-  } else {
-    d.kind = LengthDist::Kind::lognormal;
+  } else {  // lognormal
     if (!(a >= 1 && a <= max && b >= 0 && b <= 4)) {
       throw InputError(fmt::format("{}: '{}' needs a mean of 1 to {} tokens and a sigma of 0 to 4", flag, s, kMaxTokens));
     }
