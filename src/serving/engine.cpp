@@ -177,6 +177,19 @@ SglangMemory sglang_memory(double mem_bytes, std::int64_t tp) {
   return {16384, 512};
 }
 
+// SGLang 0.3's own (the 0.3 line's python/sglang/srt/server_args.py and
+// model_executor/cuda_graph_runner.py): chunked_prefill_size 8192 and max_prefill_tokens 16384
+// whatever the memory; decode graphs captured for batches 1, 2, 4 and 8, 16, ..., 160
+// (`capture_bs = [1, 2, 4] + [i * 8 for i in range(1, 21)]`), a batch padded to the next; larger
+// batches eager. No cuda_graph_max_bs flag yet.
+SglangMemory sglang03_memory() { return {8192, 160}; }
+
+// 0.3's mem_fraction_static by TP (ServerArgs.__post_init__): 0.79 from TP 16, 0.83 from 8,
+// 0.85 from 4, 0.87 from 2, else 0.88; no reserve by memory.
+double sglang03_fraction(std::int64_t tp) {
+  return tp >= 16 ? 0.79 : tp >= 8 ? 0.83 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+}
+
 // SGLang. `version` 3: 0.3.x, whose overlap scheduler was opt-in (--enable-overlap-schedule,
 // PR #1738) until PR #2067 made it the default (November 2024); 0: 0.4 and later.
 EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
@@ -189,20 +202,24 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
   e.memory_rule = MemoryRule::static_fraction;
   const double mem = chip.main_capacity_bytes();
-  const SglangMemory s = sglang_memory(mem, tp);
+  const SglangMemory s = version == 3 ? sglang03_memory() : sglang_memory(mem, tp);
   e.max_batched_tokens = s.chunk;  // chunked_prefill_size
   e.max_prefill_tokens = 16384;    // max_prefill_tokens
   e.max_num_seqs = 0;              // max_running_requests: from the cache size (resolved by the simulator)
   e.chunked_prefill = true;
   e.mixed_chunk = false;           // --enable-mixed-chunk is off by default
   e.kv_block = 1;                  // page_size 1: the radix cache works token by token
-  // mem_fraction_static = (mem - reserved) / mem, reserved in MB: 512 + 1.5 x chunk + 2 x
-  // cuda_graph_max_bs + tp / 8 x 1024, at least 10 GiB on GPUs of more than 60 GiB.
-  const double mem_mb = mem / kMiB;
-  double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
-                       2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
-  if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
-  e.kv_memory_fraction = mem_mb > reserved_mb ? (mem_mb - reserved_mb) / mem_mb : 0.88;
+  if (version == 3) {
+    e.kv_memory_fraction = sglang03_fraction(tp);
+  } else {
+    // mem_fraction_static = (mem - reserved) / mem, reserved in MB: 512 + 1.5 x chunk + 2 x
+    // cuda_graph_max_bs + tp / 8 x 1024, at least 10 GiB on GPUs of more than 60 GiB.
+    const double mem_mb = mem / kMiB;
+    double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
+                         2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
+    if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
+    e.kv_memory_fraction = mem_mb > reserved_mb ? (mem_mb - reserved_mb) / mem_mb : 0.88;
+  }
   e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
   e.fused_attention = false;
   e.decode_graphs = GraphMode::graph;
@@ -220,7 +237,9 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
   e.scaled_gemm = version == 3 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
-  e.new_token_ratio_min = 0.7 * 0.14;  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR
+  // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14; 0.3: global_config.py base_min_new_token_ratio 0.1,
+  // new_token_ratio_decay 0.001 a step (600 steps from 0.7).
+  e.new_token_ratio_min = version == 3 ? 0.1 : 0.7 * 0.14;
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
   e.reserve_clip_tokens = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
   e.retract_steps = 20;          // SGLANG_RETRACT_DECODE_STEPS
@@ -231,7 +250,11 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
       "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
       "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off); "
       "block-fp8 GEMMs by DeepGEMM (on by default since PR #5628, Apr 2025; sglang@0.3: the Triton kernel); "
-      "front end per request as vLLM's (4 ms; none published for SGLang)";
+      "front end per request as vLLM's (4 ms; none published for SGLang)" +
+      std::string(version == 3 ? "; sglang@0.3: the 0.3 line's server_args.py (chunked_prefill_size 8192, mem_fraction_static "
+                                 "0.88 / 0.87 / 0.85 / 0.83 / 0.79 from TP 1 / 2 / 4 / 8 / 16), cuda_graph_runner.py (decode "
+                                 "graphs of 1, 2, 4, 8, 16, ..., 160, padded), global_config.py (ratio 0.7 -> 0.1 by 0.001 a step)"
+                               : "");
   return e;
 }
 

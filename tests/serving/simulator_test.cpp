@@ -501,6 +501,33 @@ TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");
 }
 
+// SGLang 0.3: the defaults of the 0.3 line's code, not today's (which size the chunk, the graphs
+// and the memory fraction by the GPU's memory).
+TEST(Engine, Sglang03PresetFollowsItsOwnDefaults) {
+  const hw::ChipSpec a100_40 = testing::catalog_system("a100-40gb").chip;
+  const EngineRef v03{EngineKind::sglang, 3};
+  // chunked_prefill_size 8192 whatever the memory: today's gives a 40 GB GPU (under 60 GiB) 4096.
+  EXPECT_EQ(engine_preset(v03, a100_40).max_batched_tokens, 8192);
+  EXPECT_EQ(engine_preset(EngineKind::sglang, a100_40).max_batched_tokens, 4096);
+  EXPECT_EQ(engine_preset(v03, h100().chip).max_prefill_tokens, 16384);
+  // mem_fraction_static by TP alone: 0.88 at 1, 0.87 at 2, 0.85 at 4, 0.83 at 8, 0.79 at 16.
+  EXPECT_DOUBLE_EQ(engine_preset(v03, h100().chip, 1).kv_memory_fraction, 0.88);
+  EXPECT_DOUBLE_EQ(engine_preset(v03, h100().chip, 2).kv_memory_fraction, 0.87);
+  EXPECT_DOUBLE_EQ(engine_preset(v03, h100().chip, 4).kv_memory_fraction, 0.85);
+  EXPECT_DOUBLE_EQ(engine_preset(v03, h100().chip, 8).kv_memory_fraction, 0.83);
+  EXPECT_DOUBLE_EQ(engine_preset(v03, h100().chip, 16).kv_memory_fraction, 0.79);
+  // Decode graphs of 1, 2, 4, 8, 16, ..., 160, padded: 160 sequences replay one, 161 run eagerly
+  // (today's capture up to cuda_graph_max_bs, 512 at TP 4 on 80 GB).
+  const EngineConfig e = engine_preset(v03, h100().chip, 4);
+  EXPECT_EQ(e.graph_max_batch, 160);
+  EXPECT_EQ(decode_step_graphs(e, 160), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 161), GraphMode::eager);
+  EXPECT_EQ(engine_preset(EngineKind::sglang, h100().chip, 4).graph_max_batch, 512);
+  // new_token_ratio 0.7 down to 0.1 by 0.001 a decode step: 600 steps.
+  EXPECT_DOUBLE_EQ(e.new_token_ratio_min, 0.1);
+  EXPECT_NEAR((e.new_token_ratio_init - e.new_token_ratio_min) / static_cast<double>(e.new_token_ratio_decay_steps), 0.001, 1e-15);
+}
+
 // vLLM 0.6 (V0): the defaults of its own code, not V1's.
 TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
   const EngineConfig e = engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip);
