@@ -312,6 +312,34 @@ TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   ADD_FAILURE() << "the b200 has no gemm_scaled curve";
 }
 
+TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) {
+  // 128 sequences of 1024 keys, 32 query / 4 KV heads of 128, an fp16 cache (Llama-2-70B at TP 2,
+  // as Vidur's A100 profile ran it: 192 us measured). Bytes: the queries 32 x 128 x 128 x 2 =
+  // 1048576, the outputs as many, the cache 4 x (128 x 1024) x (128 + 128) x 2 = 268435456:
+  // 270532608 in all. At the A100's attention_decode fit (17.03 us, memory 0.7544 of 2039 GB/s
+  // = 1538.26 GB/s): 270532608 / 1538.26e9 = 175.873 us; a profiler's kernel time leaves the
+  // 0.8 us boundary out: 17.03 - 0.8 + 175.873 = 192.103 us. The chip-wide figures it had before
+  // (90%, no fixed time) gave 270532608 / 1835.1e9 = 147.4 us.
+  hw::ChipSpec c = io::catalog_chip("a100-80gb");
+  hw::CurvePoint p;
+  p.op = CurveOp::decode_attention;
+  p.batch = 128;
+  p.kv_len = 1024;
+  p.heads = 32;
+  p.kv_heads = 4;
+  p.head_dim = 128;
+  p.dtype = DType::fp16;
+  p.time_s = 192e-6;
+  c.curves.push_back({KernelClass::attention_decode, "a serving decode", "made up for the test", hw::CurveTiming::kernel, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls != KernelClass::attention_decode) continue;
+    ASSERT_FALSE(f.residuals.empty());
+    EXPECT_NEAR(f.residuals.back().predicted_s, 192.103e-6, 192.103e-6 * 1e-4);
+    return;
+  }
+  ADD_FAILURE() << "the a100-80gb has no attention_decode curve";
+}
+
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
   for (const io::CatalogEntry& e : io::catalog()) {
     const hw::ChipSpec c = io::catalog_chip(e.name);

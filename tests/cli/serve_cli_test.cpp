@@ -306,9 +306,10 @@ TEST(ServeCli, ComponentsNameTheirSources) {
   EXPECT_NE(j["decode_step"]["sources"]["host"].get<std::string>().find("#42131"), std::string::npos);
   EXPECT_NE(j["request"]["sources"]["front_end"].get<std::string>().find("tt-inference-server #190"), std::string::npos);
   for (const char* k : {"queue", "prefill", "decode"}) EXPECT_FALSE(j["request"]["sources"][k].get<std::string>().empty()) << k;
-  // The A100's two classes with curves (its GEMMs and a STREAM kernel); an L40S without any: its kernel boundary.
+  // The A100's three classes with curves (its GEMMs, a STREAM kernel, FlashAttention-2's decode); an
+  // L40S without any: its kernel boundary.
   EXPECT_EQ(run_json(q + " --hw a100-80gb")["decode_step"]["sources"]["kernel_fixed"],
-            "a100-80gb's kernel classes gemm, pointwise (their curves and sources: hw show a100-80gb)");
+            "a100-80gb's kernel classes gemm, pointwise, attention_decode (their curves and sources: hw show a100-80gb)");
   EXPECT_EQ(run_json(q + " --hw l40s")["decode_step"]["sources"]["kernel_fixed"],
             "l40s's kernel boundary, no kernel curve (hw show l40s)");
   // TensorRT-LLM's exposed host time cites its issue; flags that set a figure are named.
