@@ -36,6 +36,17 @@ hw::ChipSpec with_curve(KernelClass cls, hw::CurveTiming timing, std::vector<hw:
   return c;
 }
 
+// What a catalog chip's figures price one more point of class `cls` at (its residual's
+// prediction); -1 when the chip has no curve of that class.
+double priced_on(const char* chip, KernelClass cls, hw::CurveTiming timing, const hw::CurvePoint& p) {
+  hw::ChipSpec c = io::catalog_chip(chip);
+  c.curves.push_back({cls, "one point", "made up for the test", timing, {p}});
+  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
+    if (f.cls == cls && !f.residuals.empty()) return f.residuals.back().predicted_s;
+  }
+  return -1;
+}
+
 TEST(KernelCurves, FitRecoversTheFixedTimeAndTheMemoryFraction) {
   // Points made as 2 us + bytes / (0.8 x 1 TB/s): 1 MB 2 + 1.25 = 3.25 us, 10 MB 2 + 12.5 =
   // 14.5 us, 100 MB 2 + 125 = 127 us. The fit gives back 2 us and 0.8.
@@ -269,21 +280,12 @@ TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
   // link 0.4016 of 18 x 50 GB/s = 361.44 GB/s): 11.04 + 2 x 1 us + 12582912 / 361.44e9 =
   // 11.04 + 2 + 34.813 = 47.853 us. The chip-wide figures it had before (0.8 us, link 0.758)
   // gave 0.8 + 2 + 12582912 / 682.2e9 = 21.24 us.
-  hw::ChipSpec c = io::catalog_chip("b200");
   hw::CurvePoint p;
   p.op = CurveOp::allreduce;
   p.bytes = 12582912;
   p.chips = 2;
   p.time_s = 47.853e-6;
-  c.curves.push_back({KernelClass::allreduce_custom, "a TP-2 decode all-reduce", "made up for the test",
-                      hw::CurveTiming::graph, {p}});
-  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
-    if (f.cls != KernelClass::allreduce_custom) continue;
-    ASSERT_FALSE(f.residuals.empty());
-    EXPECT_NEAR(f.residuals.back().predicted_s, 47.853e-6, 47.853e-6 * 1e-4);
-    return;
-  }
-  ADD_FAILURE() << "the b200 has no allreduce_custom curve";
+  EXPECT_NEAR(priced_on("b200", KernelClass::allreduce_custom, hw::CurveTiming::graph, p), 47.853e-6, 47.853e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
@@ -294,7 +296,6 @@ TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   // (4.5289e15 x 0.998607) = 4.715 + 1701.80 = 1706.5 us. The weights (57344 x 8192 x 0.5625 B
   // = 264 MB), the bf16 input (134 MB) and output (940 MB) at 0.313 x 8 TB/s take 534 us: the
   // compute binds. The fit of m <= 1024 alone (6.575 us, 0.736) gave 1170 us.
-  hw::ChipSpec c = io::catalog_chip("b200");
   hw::CurvePoint p;
   p.op = CurveOp::matmul;
   p.m = 8192;
@@ -302,14 +303,7 @@ TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   p.k = 8192;
   p.dtype = DType::fp4;
   p.time_s = 1706.5e-6;
-  c.curves.push_back({KernelClass::gemm_scaled, "a prefill GEMM", "made up for the test", hw::CurveTiming::graph, {p}});
-  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
-    if (f.cls != KernelClass::gemm_scaled) continue;
-    ASSERT_FALSE(f.residuals.empty());
-    EXPECT_NEAR(f.residuals.back().predicted_s, 1706.5e-6, 1706.5e-6 * 1e-3);
-    return;
-  }
-  ADD_FAILURE() << "the b200 has no gemm_scaled curve";
+  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_scaled, hw::CurveTiming::graph, p), 1706.5e-6, 1706.5e-6 * 1e-3);
 }
 
 TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) {
@@ -320,7 +314,6 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
   // = 1538.26 GB/s): 270532608 / 1538.26e9 = 175.873 us; a profiler's kernel time leaves the
   // 0.8 us boundary out: 17.03 - 0.8 + 175.873 = 192.103 us. The chip-wide figures it had before
   // (90%, no fixed time) gave 270532608 / 1835.1e9 = 147.4 us.
-  hw::ChipSpec c = io::catalog_chip("a100-80gb");
   hw::CurvePoint p;
   p.op = CurveOp::decode_attention;
   p.batch = 128;
@@ -330,14 +323,8 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
   p.head_dim = 128;
   p.dtype = DType::fp16;
   p.time_s = 192e-6;
-  c.curves.push_back({KernelClass::attention_decode, "a serving decode", "made up for the test", hw::CurveTiming::kernel, {p}});
-  for (const analysis::CurveFit& f : analysis::curve_residuals(c)) {
-    if (f.cls != KernelClass::attention_decode) continue;
-    ASSERT_FALSE(f.residuals.empty());
-    EXPECT_NEAR(f.residuals.back().predicted_s, 192.103e-6, 192.103e-6 * 1e-4);
-    return;
-  }
-  ADD_FAILURE() << "the a100-80gb has no attention_decode curve";
+  EXPECT_NEAR(priced_on("a100-80gb", KernelClass::attention_decode, hw::CurveTiming::kernel, p), 192.103e-6,
+              192.103e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
