@@ -92,10 +92,15 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
 
 namespace {
 
+// Activation groups of fp8 block-scaled GEMMs: 1 x 128 values a scale (DeepSeek-V3's
+// quantization_config, and every engine's kernels for it).
+constexpr double kActGroup = 128;
+
 // A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
-// (for totals), `active` the per-token count, `bias` the output width that has a bias.
+// (for totals), `active` the per-token count, `bias` the output width that has a bias;
+// `rows` what m_rows counts (the op's Scale).
 GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, double n, double params, double active,
-              bool bias, bool expert = false) {
+              bool bias, bool expert = false, Scale rows = Scale::tokens) {
   const DType w = expert ? c.expert_w : c.dense_w;
   const double scale = expert ? c.expert_scale_bits : c.dense_scale_bits;
   ops::MatmulShape s;
@@ -106,6 +111,18 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   s.b = w;
   s.out = c.act;
   s.compute = expert ? c.compute_expert : c.compute_dense;
+  // An fp8 block-scaled GEMM run in fp8 (W8A8) reads its activations quantised in 1x128
+  // groups, by a kernel of its own before it: vLLM's per_token_group_quant_fp8
+  // (apply_w8a8_block_fp8_linear), SGLang's sglang_per_token_group_quant_fp8, TensorRT-LLM's
+  // fp8_quantize_1x128. A row kernel (each group's amax, then scale and convert), priced in
+  // the norm class, whose kernels have its shape (docs/models.md#engine-kernels). The
+  // experts' own quantisation is inside their fused-MoE kernels' curves.
+  if (!expert && scale > 0 && is_fp8(w) && is_fp8(s.compute)) {
+    GraphOp& q = c.g.add("act_quant", OpClass::elementwise, block, ops::group_quant_cost({m_rows, k, c.act, DType::fp32}, w, kActGroup));
+    q.kernel = hw::KernelClass::norm;
+    q.scale = rows;
+    s.a = w;
+  }
   Cost cost = ops::matmul_cost(s);
   cost.add_main_bytes(k * n * scale / 8);
   const int sms = c.sys.chip.gemm_sms();
@@ -119,6 +136,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
     bias_params = params / k;
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
+  op.scale = rows;
   // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels: fp8
   // blocks the engine's (vLLM's Triton kernel or DeepGEMM's), fp4 blocks gemm_scaled's.
   if (!expert && scale > 0) {
@@ -132,6 +150,22 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   op.params = params + bias_params;
   op.active_params = active + (bias ? active / k : 0);
   op.weight_bytes = k * n * wbytes(w, scale) + (bias ? n * bytes(c.act) : 0);
+  return op;
+}
+
+// A GEMM on weights in the activation dtype whatever the checkpoint's (its dense weights
+// restored after): a MoE router, which no engine quantises (vLLM's ReplicatedLinear with
+// quant_config=None, SGLang's MoEGate, TensorRT-LLM's DeepseekV3Gate), and MLA's absorbed
+// projections where the engine dequantises them (ForwardConfig::absorb_dequantised).
+GraphOp& gemm_16bit(Ctx& c, const char* name, Block block, double m_rows, double k, double n, double params, double active,
+                    Scale rows = Scale::tokens) {
+  const DType w = c.dense_w, compute = c.compute_dense;
+  const double scale = c.dense_scale_bits;
+  c.dense_w = c.act;
+  c.dense_scale_bits = 0;
+  c.compute_dense = ops::default_compute_dtype(c.act, c.act, c.sys.chip);
+  GraphOp& op = gemm(c, name, block, m_rows, k, n, params, active, false, false, rows);
+  c.dense_w = w, c.dense_scale_bits = scale, c.compute_dense = compute;
   return op;
 }
 
@@ -318,8 +352,7 @@ void attention_block(Ctx& c, double window) {
       // Prefill: decompress K and V of every position for all local heads, then MHA.
       const double positions = c.mix != nullptr ? c.mix->prefill_positions / c.ep : c.batch * c.kv_len;
       gemm(c, "kv_b_proj", Block::attention, positions, lora, c.heads * (nope + v), lora * H * (nope + v),
-           lora * H * (nope + v), false)
-          .scale = Scale::prefill_positions;
+           lora * H * (nope + v), false, false, Scale::prefill_positions);
       ops::AttentionShape mha = a;
       mha.heads = mha.kv_heads = c.heads;
       mha.head_dim = qk;
@@ -330,10 +363,15 @@ void attention_block(Ctx& c, double window) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
       const double dt = c.mix != nullptr ? c.mix->decode_tokens / c.ep : T;
-      GraphOp& uk = gemm(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora, false);
-      uk.cost.main_bytes += (c.heads - 1) * nope * lora * wbytes(c.dense_w, c.dense_scale_bits);  // one matrix per head
+      // Each head's matrix (one batched GEMM), on 16-bit weights where the engine dequantises them.
+      const bool dq = c.f.absorb_dequantised;
+      const double wb = dq ? bytes(c.act) : wbytes(c.dense_w, c.dense_scale_bits);
+      GraphOp& uk = dq ? gemm_16bit(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora,
+                                    Scale::decode_tokens)
+                       : gemm(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora, false,
+                              false, Scale::decode_tokens);
+      uk.cost.main_bytes += (c.heads - 1) * nope * lora * wb;  // one matrix per head
       uk.weight_bytes *= c.heads;
-      uk.scale = Scale::decode_tokens;
       ops::AttentionShape lat = a;
       lat.heads = c.heads;
       lat.kv_heads = 1;
@@ -341,10 +379,12 @@ void attention_block(Ctx& c, double window) {
       lat.v_head_dim = lora;
       lat.latent_kv = true;
       attention_ops(c, lat, false, true);
-      GraphOp& uv = gemm(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v, false);
-      uv.cost.main_bytes += (c.heads - 1) * lora * v * wbytes(c.dense_w, c.dense_scale_bits);
+      GraphOp& uv = dq ? gemm_16bit(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v,
+                                    Scale::decode_tokens)
+                       : gemm(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v, false, false,
+                              Scale::decode_tokens);
+      uv.cost.main_bytes += (c.heads - 1) * lora * v * wb;
       uv.weight_bytes *= c.heads;
-      uv.scale = Scale::decode_tokens;
     }
     o_in = c.heads * v;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);
@@ -444,7 +484,7 @@ void moe_mlp(Ctx& c) {
   // each of its te = tp chips holds whole experts, and its share of the tokens' pairs.
   const double te = c.f.experts == ForwardConfig::Experts::expert ? c.tp : 1;
   const double I = static_cast<double>(moe.intermediate), Il = te > 1 ? I : I / c.tp;
-  GraphOp& router = gemm(c, "router", Block::moe, T, h, E, h * E, h * E, false);
+  GraphOp& router = gemm_16bit(c, "router", Block::moe, T, h, E, h * E, h * E);
   if (moe.router_bias) {
     router.params += E;
     router.active_params += E;

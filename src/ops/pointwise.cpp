@@ -32,6 +32,13 @@ Cost rmsnorm_cost(const RowsShape& s, DType out) noexcept {
   return vector_op(s, flops, in + s.cols * bytes(s.dtype), s.rows * s.cols * bytes(out));
 }
 
+Cost group_quant_cost(const RowsShape& s, DType out, double group) noexcept {
+  // Per value: an absolute value and a max (the group's amax), a scale and a conversion;
+  // per group: the scale (amax / the format's largest value), written in fp32.
+  const double e = s.rows * s.cols, groups = group > 0 ? e / group : s.rows;
+  return vector_op(s, 3 * e + groups, e * bytes(s.dtype), e * bytes(out) + groups * bytes(DType::fp32));
+}
+
 void add_residual(Cost& c, const RowsShape& s) noexcept {
   const double residual = s.rows * s.cols * bytes(s.dtype);
   c.add_main_bytes(residual);   // read it

@@ -61,6 +61,11 @@ struct ForwardConfig {
   /// SGLang and recent vLLM call (serving::EngineConfig::scaled_gemm, docs/serving.md#engines).
   /// Other block-scaled weights (fp4) keep gemm_scaled.
   enum class ScaledGemm : std::uint8_t { triton, deepgemm } scaled_gemm = ScaledGemm::triton;
+  /// MLA's absorbed up-projections (q_absorb, v_absorb) on weights dequantised to the
+  /// activation dtype when the model loads, as batched 16-bit GEMMs (the gemm class): vLLM's
+  /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm). Otherwise they
+  /// keep the checkpoint's dtype and block-scaled kernels (SGLang's and TensorRT-LLM's fp8 bmm).
+  bool absorb_dequantised = false;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
   /// mean (1: balanced; 1 to ep_size(); 0: the routing model of a balanced router,
   /// model::routing_imbalance, a function of the tokens routed in the pass). The busiest chip

@@ -23,6 +23,10 @@ Cost reduction_cost(const RowsShape& s) noexcept;
 Cost rmsnorm_cost(const RowsShape& s) noexcept;
 /// rmsnorm_cost with y written in `out` (a norm fused with its quantisation to fp8).
 Cost rmsnorm_cost(const RowsShape& s, DType out) noexcept;
+/// Dynamic quantisation of an activation to `out` in groups of `group` values along cols
+/// (1x128 for DeepSeek's block-fp8 GEMMs): each group's absolute maximum, its fp32 scale,
+/// every value scaled and converted. Reads x, writes the quantised values and the scales.
+Cost group_quant_cost(const RowsShape& s, DType out, double group) noexcept;
 /// Adds to a norm's cost the residual add fused in front of it (the engines' fused add +
 /// RMSNorm): it also reads the residual and stores the sum back, one add per element.
 void add_residual(Cost& c, const RowsShape& s) noexcept;
