@@ -25,6 +25,16 @@ const model::GraphOp* find_op(const model::Graph& g, std::string_view name) {
   return nullptr;
 }
 
+// DeepSeek-V3's pass of 64 decode tokens at 1024 of context, TP 8 on `sys`, as `engine`'s
+// preset builds it.
+void build_deepseek_tp8(const model::ModelConfig& m, const hw::System& sys, EngineRef engine, model::Graph& g) {
+  model::ForwardConfig f;
+  f.tp = 8;
+  f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+  g.clear();
+  model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, g);
+}
+
 TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   // DeepSeek-V3 (fp8 weights in 128x128 blocks) at TP 8 on H200s, 64 decode tokens.
   // TensorRT-LLM (DeepGEMM on by default, PR #3341), SGLang 0.4+ (PR #5628) and vLLM 0.14+
@@ -47,11 +57,7 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   auto g = std::make_unique<model::Graph>();
   for (const Case& c : cases) {
     SCOPED_TRACE(name(c.engine));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(c.engine, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    build_deepseek_tp8(m, sys, c.engine, *g);
     ASSERT_FALSE(g->overflow);
     for (const char* dense : {"q_a_proj", "kv_a_proj", "o_proj"}) {
       const model::GraphOp* op = find_op(*g, dense);
@@ -82,11 +88,7 @@ TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {
   for (const auto& [engine, want] : {std::pair{EngineRef{EngineKind::trtllm, 0}, 6.551716e-6},
                                      std::pair{EngineRef{EngineKind::vllm, 13}, 24.425726e-6}}) {
     SCOPED_TRACE(name(engine));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(engine, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    build_deepseek_tp8(m, sys, engine, *g);
     const model::GraphOp* op = find_op(*g, "q_a_proj");
     ASSERT_NE(op, nullptr);
     const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
@@ -109,11 +111,7 @@ TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
   auto g = std::make_unique<model::Graph>();
   for (EngineKind k : {EngineKind::vllm, EngineKind::sglang, EngineKind::trtllm}) {
     SCOPED_TRACE(name(k));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(k, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    build_deepseek_tp8(m, sys, k, *g);
     ASSERT_FALSE(g->overflow);
     int at = -1;
     for (int i = 0; i < g->op_count; ++i) {
@@ -155,11 +153,7 @@ TEST(EngineKernels, RoutersAndVllmsAbsorbedMlaProjectionsRunOn16BitWeights) {
   for (const Case& c : {Case{EngineKind::vllm, KernelClass::gemm, 2097152},
                         Case{EngineKind::sglang, KernelClass::gemm_scaled_deepgemm, 1048832}}) {
     SCOPED_TRACE(name(c.engine));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(c.engine, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    build_deepseek_tp8(m, sys, c.engine, *g);
     const model::GraphOp* router = find_op(*g, "router");
     ASSERT_NE(router, nullptr);
     EXPECT_EQ(router->kernel, KernelClass::gemm);
