@@ -97,8 +97,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
       "(prefix hits in whole blocks, the last token recomputed), csrc/custom_all_reduce.cuh (one- and two-shot all-reduce "
-      "over NVLink); MLA's absorbed projections on bf16 weights (kv_b_proj dequantised at load, torch.bmm); host time per step from PR #42131 and #46112; front end per request 4 ms (tenstorrent/tt-inference-server "
-      "issue #190: vLLM online against offline)";
+      "over NVLink); MLA's absorbed projections on bf16 weights (kv_b_proj dequantised at load, torch.bmm); host time "
+      "per step from PR #42131 and #46112; front end per request 4 ms (tenstorrent/tt-inference-server issue #190: vLLM "
+      "online against offline)";
   return e;
 }
 
