@@ -288,6 +288,21 @@ TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
   EXPECT_NEAR(priced_on("b200", KernelClass::allreduce_custom, hw::CurveTiming::graph, p), 47.853e-6, 47.853e-6 * 1e-4);
 }
 
+TEST(KernelCurves, TheMi300xPricesATp2DecodeAllReduceAtVllmsRocmCurve) {
+  // 16 decode sequences of Llama-3.1-70B at TP 2 all-reduce 16 x 8192 x 2 bytes = 262144 (256
+  // KiB); direct over 2 chips, the whole message crosses the one xGMI link each way, in 2 steps
+  // of its 1 us latency. At the MI300X's allreduce_custom figures (the fit of vLLM's custom
+  // all-reduce on ROCm, aiter PR #801: 4.763 us, link 0.7735 of 64 GB/s = 49.504 GB/s):
+  // 4.763 + 2 x 1 + 262144 / 49.504e9 = 4.763 + 2 + 5.2954 = 12.058 us (the PR measured 11.45
+  // us). The MI300X has no kernel boundary of its own (0): a kernel time is compared as is.
+  hw::CurvePoint p;
+  p.op = CurveOp::allreduce;
+  p.bytes = 262144;
+  p.chips = 2;
+  p.time_s = 11.45e-6;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::allreduce_custom, hw::CurveTiming::kernel, p), 12.058e-6, 12.058e-6 * 1e-4);
+}
+
 TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   // Llama-3.1-70B's gate_up at TP 1 over an 8192-token prefill chunk, NVFP4 on a B200:
   // 2 x 8192 x 57344 x 8192 = 7.6966e12 FLOPs. Tiles of 256x128: 32 x 448 = 14336 in
