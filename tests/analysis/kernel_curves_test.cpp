@@ -28,6 +28,15 @@ hw::CurvePoint elementwise(double bytes, double time) {
   return p;
 }
 
+hw::CurvePoint allreduce(double bytes, int chips, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::allreduce;
+  p.bytes = bytes;
+  p.chips = chips;
+  p.time_s = time;
+  return p;
+}
+
 // The toy chip (1 TB/s, chip-wide memory 0.9, a 1 us kernel boundary) with one curve.
 hw::ChipSpec with_curve(KernelClass cls, hw::CurveTiming timing, std::vector<hw::CurvePoint> points) {
   hw::ChipSpec c = testing::toy_chip();
@@ -280,12 +289,8 @@ TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
   // link 0.4016 of 18 x 50 GB/s = 361.44 GB/s): 11.04 + 2 x 1 us + 12582912 / 361.44e9 =
   // 11.04 + 2 + 34.813 = 47.853 us. The chip-wide figures it had before (0.8 us, link 0.758)
   // gave 0.8 + 2 + 12582912 / 682.2e9 = 21.24 us.
-  hw::CurvePoint p;
-  p.op = CurveOp::allreduce;
-  p.bytes = 12582912;
-  p.chips = 2;
-  p.time_s = 47.853e-6;
-  EXPECT_NEAR(priced_on("b200", KernelClass::allreduce_custom, hw::CurveTiming::graph, p), 47.853e-6, 47.853e-6 * 1e-4);
+  EXPECT_NEAR(priced_on("b200", KernelClass::allreduce_custom, hw::CurveTiming::graph, allreduce(12582912, 2, 47.853e-6)),
+              47.853e-6, 47.853e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheMi300xPricesATp2DecodeAllReduceAtVllmsRocmCurve) {
@@ -295,12 +300,8 @@ TEST(KernelCurves, TheMi300xPricesATp2DecodeAllReduceAtVllmsRocmCurve) {
   // all-reduce on ROCm, aiter PR #801: 4.763 us, link 0.7735 of 64 GB/s = 49.504 GB/s):
   // 4.763 + 2 x 1 + 262144 / 49.504e9 = 4.763 + 2 + 5.2954 = 12.058 us (the PR measured 11.45
   // us). The MI300X has no kernel boundary of its own (0): a kernel time is compared as is.
-  hw::CurvePoint p;
-  p.op = CurveOp::allreduce;
-  p.bytes = 262144;
-  p.chips = 2;
-  p.time_s = 11.45e-6;
-  EXPECT_NEAR(priced_on("mi300x", KernelClass::allreduce_custom, hw::CurveTiming::kernel, p), 12.058e-6, 12.058e-6 * 1e-4);
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::allreduce_custom, hw::CurveTiming::kernel, allreduce(262144, 2, 11.45e-6)),
+              12.058e-6, 12.058e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
