@@ -33,6 +33,7 @@ void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
   rec.tpot_s = q.output > 1 ? to_s(t - q.first_token) / static_cast<double>(q.output - 1) : 0;
   rec.input = q.input;
   rec.output = q.output;
+  rec.emitted = q.output;
   rec.cached_tokens = q.cached;
   rec.preemptions = q.preemptions;
   rec.warmup = q.warmup;
@@ -50,6 +51,7 @@ void Simulation::reject(std::int32_t qi, Ps t) {
   rec.arrival_s = to_s(q.arrival);
   rec.input = q.input;
   rec.output = q.output;
+  rec.emitted = q.emitted;
   rec.warmup = q.warmup;
   rec.rejected = true;
   ++result_.rejected;

@@ -166,6 +166,10 @@ struct RequestRecord {
   double tpot_s = 0;               ///< mean time between its output tokens (0 with one token)
   double e2e_s = 0;                ///< arrival to its last token
   std::int64_t input = 0, output = 0;
+  /// Output tokens streamed before it ended: `output` for a served request; for a refused one,
+  /// those it streamed before a preemption left it unable to fit again (their inter-token gaps
+  /// are in the ITL distribution, which records each gap as the client sees it).
+  std::int64_t emitted = 0;
   std::int64_t cached_tokens = 0;  ///< prompt tokens found in the prefix cache
   std::int32_t preemptions = 0;
   bool warmup = false;             ///< left out of the statistics
