@@ -363,15 +363,17 @@ void attention_block(Ctx& c, double window) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
       const double dt = c.mix != nullptr ? c.mix->decode_tokens / c.ep : T;
-      // Each head's matrix (one batched GEMM), on 16-bit weights where the engine dequantises them.
+      // Each head's k x n matrix (one batched GEMM), on 16-bit weights where the engine
+      // dequantises them.
       const bool dq = c.f.absorb_dequantised;
       const double wb = dq ? bytes(c.act) : wbytes(c.dense_w, c.dense_scale_bits);
-      GraphOp& uk = dq ? gemm_16bit(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora,
-                                    Scale::decode_tokens)
-                       : gemm(c, "q_absorb", Block::attention, dt * c.heads, nope, lora, H * nope * lora, H * nope * lora, false,
-                              false, Scale::decode_tokens);
-      uk.cost.main_bytes += (c.heads - 1) * nope * lora * wb;  // one matrix per head
-      uk.weight_bytes *= c.heads;
+      const auto absorb = [&](const char* name, double k, double n) {
+        GraphOp& op = dq ? gemm_16bit(c, name, Block::attention, dt * c.heads, k, n, H * k * n, H * k * n, Scale::decode_tokens)
+                         : gemm(c, name, Block::attention, dt * c.heads, k, n, H * k * n, H * k * n, false, false, Scale::decode_tokens);
+        op.cost.main_bytes += (c.heads - 1) * k * n * wb;  // one matrix per head
+        op.weight_bytes *= c.heads;
+      };
+      absorb("q_absorb", nope, lora);
       ops::AttentionShape lat = a;
       lat.heads = c.heads;
       lat.kv_heads = 1;
@@ -379,12 +381,7 @@ void attention_block(Ctx& c, double window) {
       lat.v_head_dim = lora;
       lat.latent_kv = true;
       attention_ops(c, lat, false, true);
-      GraphOp& uv = dq ? gemm_16bit(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v,
-                                    Scale::decode_tokens)
-                       : gemm(c, "v_absorb", Block::attention, dt * c.heads, lora, v, H * lora * v, H * lora * v, false, false,
-                              Scale::decode_tokens);
-      uv.cost.main_bytes += (c.heads - 1) * lora * v * wb;
-      uv.weight_bytes *= c.heads;
+      absorb("v_absorb", lora, v);
     }
     o_in = c.heads * v;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);

@@ -85,10 +85,6 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11). The 0.8-0.13 preset
   // follows 0.8-0.10 here.
   e.scaled_gemm = version == 13 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
-  // MLA: kv_b_proj dequantised at load for the absorbed decode path (MLACommonImpl.
-  // process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and W_UV in the
-  // activation dtype, torch.bmm).
-  e.absorb_dequantised = true;
   e.sources =
       std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off; block-fp8 GEMMs by the Triton kernel, as 0.8-0.10): "
                                 : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
@@ -129,7 +125,6 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.admission = Admission::step_blocks;  // BlockSpaceManager.can_allocate: the prompt's blocks
   e.preemption = Preemption::recompute;  // PreemptionMode.RECOMPUTE for single-sequence groups
   e.memory_rule = MemoryRule::profiled;
-  e.absorb_dequantised = true;  // as V1 (vllm()): 16-bit absorbed MLA projections
   // SchedulerConfig without chunked prefill: max_num_batched_tokens = max(max_model_len, 2048);
   // 2048 for a max_model_len of 2048 or less (--max-batched-tokens for a longer one). Chunked
   // prefill is off (auto-enabled only above a max_model_len of 32K), and 0.6.0 refuses it with
@@ -470,7 +465,10 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.algo = e.collective_algo;
   f.merged_kernels = e.merged_kernels;
   f.scaled_gemm = e.scaled_gemm;
-  f.absorb_dequantised = e.absorb_dequantised;
+  // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
+  // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
+  // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.
+  f.absorb_dequantised = e.kind == EngineKind::vllm;
   return f;
 }
 

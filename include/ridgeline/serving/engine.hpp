@@ -101,8 +101,6 @@ struct EngineConfig {
   /// DeepGEMM where the release calls it by default (TensorRT-LLM, PR #3341; SGLang 0.4.6+,
   /// PR #5628; vLLM from v0.11, PR #24462), else vLLM's Triton w8a8 block-fp8 kernel.
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
-  /// MLA's absorbed up-projections on 16-bit weights (model::ForwardConfig::absorb_dequantised): vLLM.
-  bool absorb_dequantised = false;
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
