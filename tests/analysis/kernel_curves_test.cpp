@@ -322,6 +322,30 @@ TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   EXPECT_NEAR(priced_on("b200", KernelClass::gemm_scaled, hw::CurveTiming::graph, p), 1706.5e-6, 1706.5e-6 * 1e-3);
 }
 
+TEST(KernelCurves, TheB200PricesAOneTokenMoeAtTrtllmGensCurve) {
+  // One token through DeepSeek-V3's experts with 32 of 256 local (expert parallelism of 8), NVFP4,
+  // as FlashInfer PR #4048 timed trtllm-gen's fused MoE (37 us): a point of 32 experts, top 1.
+  // One expert touched (32 x (1 - 31/32)). Its gate-up GEMM reads the expert's 7168 x 4096
+  // weights at 0.5625 B (4 bits and an e4m3 scale per 16) = 16515072 B, the bf16 row 7168 x 2 =
+  // 14336 and writes 4096 x 2 = 8192: 16537600 B at the gemm_expert fit (17.54 us, memory
+  // 0.7533 of 8 TB/s = 6.0264 TB/s): 17.54 + 2.744192 = 20.284192 us. The down GEMM: 2048 x
+  // 7168 x 0.5625 = 8257536 + 2048 x 2 + 7168 x 2 = 8275968 B: 17.54 + 1.373285 = 18.913285 us.
+  // Three pointwise kernels at the chip's boundary (0.8 us) and 90% of 8 TB/s: the top-k's 32
+  // fp32 logits (128 B), SwiGLU (2 x 2048 x 2 in, 2048 x 2 out: 12288 B), the weighted sum
+  // (7168 x 2 in and out: 28672 B): 2.4 + 41088 / 7.2e12 = 2.405707 us. In all 41.603184 us.
+  // The cuBLAS GEMM figures that priced the experts before (5.092 us, memory 0.7579) gave 16.68.
+  hw::CurvePoint p;
+  p.op = CurveOp::moe;
+  p.tokens = 1;
+  p.hidden = 7168;
+  p.intermediate = 2048;
+  p.experts = 32;
+  p.topk = 1;
+  p.dtype = DType::fp4;
+  p.time_s = 37e-6;
+  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert, hw::CurveTiming::graph, p), 41.603184e-6, 41.603184e-6 * 1e-4);
+}
+
 TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) {
   // 128 sequences of 1024 keys, 32 query / 4 KV heads of 128, an fp16 cache (Llama-2-70B at TP 2,
   // as Vidur's A100 profile ran it: 192 us measured). Bytes: the queries 32 x 128 x 128 x 2 =
