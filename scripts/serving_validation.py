@@ -251,6 +251,35 @@ add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR, ["in/out"], None, moe=True)
 
+# 8. The same runs with --enable-expert-parallel (the repository's README: 'vLLM_EP'): attention stays
+#    tensor-parallel over the 8 GPUs, each holds 32 whole experts (--experts ep), files vllm-*-ep.json.
+DSR_EP = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--experts", "ep", "--prefix-caching", "off", "--qps", "10",
+            "--requests", "50", "--prompt", str(isl), "--gen", str(osl)], {"ttft": ttft / 1e3, "tpot": tpot / 1e3}, [f"{isl}/{osl}"],
+           "fp8")
+          for isl, osl, ttft, tpot in [(1000, 2000, 670.63, 44.47), (5000, 1000, 7486.11, 52.89), (10000, 500, 18228.38, 83.56)]]
+add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, experts over the GPUs (vLLM 0.8.4, TP 8, EP 8; means)",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the -ep files: "
+        "vllm serve --enable-expert-parallel, benchmark_serving.py, 50 requests",
+        "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_EP, ["in/out"], None, moe=True)
+
+# 9. TensorRT-LLM on the same DGX H200 that day: its main branch built from source on 2025-04-18
+#    (the PyTorch backend; the repository's trt-guide.md): trtllm-serve --backend pytorch --tp_size 8
+#    --ep_size 8 --max_num_tokens 11000 --kv_cache_free_gpu_memory_fraction 0.80, the overlap scheduler
+#    and CUDA graphs of up to 256 sequences, padded (cuda_graph_padding_enabled); block reuse could not be
+#    turned off (random prompts share no block). TPOT only: each scenario ran on a freshly started server
+#    (to clear the cache), and its first steps are slower than any later one (1000/2000: a step of 2.4 s
+#    where the prompts' steps later take 0.15-0.6 s), which the TTFTs of the first requests and the queue
+#    behind them hold.
+DSR_TRT = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--experts", "ep", "--max-batched-tokens", "11000",
+             "--kv-memory-fraction", "0.8", "--graph-max-batch", "256", "--graph-padding", "on", "--qps", "10", "--requests", "50",
+             "--prompt", str(isl), "--gen", str(osl)], {"tpot": tpot / 1e3}, [f"{isl}/{osl}"], "fp8")
+           for isl, osl, tpot in [(1000, 2000, 28.70), (5000, 1000, 38.59), (10000, 500, 66.64)]]
+add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorRT-LLM, April 2025, PyTorch backend, TP 8, EP 8; means)",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the trt- files: "
+        "trtllm-serve (trt-guide.md), benchmark_serving.py, 50 requests",
+        "TensorRT-LLM main of 2025-04-18 (the PyTorch backend: the trtllm preset)", "trtllm", "mean", DSR_TRT, ["in/out"], None,
+        moe=True)
+
 
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
