@@ -37,6 +37,19 @@ hw::CurvePoint allreduce(double bytes, int chips, double time) {
   return p;
 }
 
+hw::CurvePoint moe(double tokens, double hidden, double intermediate, double experts, double topk, DType dtype, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::moe;
+  p.tokens = tokens;
+  p.hidden = hidden;
+  p.intermediate = intermediate;
+  p.experts = experts;
+  p.topk = topk;
+  p.dtype = dtype;
+  p.time_s = time;
+  return p;
+}
+
 // The toy chip (1 TB/s, chip-wide memory 0.9, a 1 us kernel boundary) with one curve.
 hw::ChipSpec with_curve(KernelClass cls, hw::CurveTiming timing, std::vector<hw::CurvePoint> points) {
   hw::ChipSpec c = testing::toy_chip();
@@ -334,16 +347,8 @@ TEST(KernelCurves, TheB200PricesAOneTokenMoeAtTrtllmGensCurve) {
   // fp32 logits (128 B), SwiGLU (2 x 2048 x 2 in, 2048 x 2 out: 12288 B), the weighted sum
   // (7168 x 2 in and out: 28672 B): 2.4 + 41088 / 7.2e12 = 2.405707 us. In all 41.603184 us.
   // The cuBLAS GEMM figures that priced the experts before (5.092 us, memory 0.7579) gave 16.68.
-  hw::CurvePoint p;
-  p.op = CurveOp::moe;
-  p.tokens = 1;
-  p.hidden = 7168;
-  p.intermediate = 2048;
-  p.experts = 32;
-  p.topk = 1;
-  p.dtype = DType::fp4;
-  p.time_s = 37e-6;
-  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert, hw::CurveTiming::graph, p), 41.603184e-6, 41.603184e-6 * 1e-4);
+  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert, hw::CurveTiming::graph, moe(1, 7168, 2048, 32, 1, DType::fp4, 37e-6)),
+              41.603184e-6, 41.603184e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) {
