@@ -280,6 +280,22 @@ add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorR
         "TensorRT-LLM main of 2025-04-18 (the PyTorch backend: the trtllm preset)", "trtllm", "mean", DSR_TRT, ["in/out"], None,
         moe=True)
 
+# 10. TensorRT-LLM v0.21.0rc2 (built from source), DeepSeek-R1 FP8 on 8 x H200, trtllm-serve at TP 8 with the
+#     experts split over the 8 (EP None) or whole on each (EP 8), LLMPerf at 1 and 8 concurrent requests
+#     (NVIDIA/TensorRT-LLM issue #5929, 2025-07-10): ITL and TTFT p50. The issue's EP 4 column (experts
+#     over 4 x 2 GPUs) is left out: no ridgeline layout splits them so. The B200 rows are left out too:
+#     nvidia/DeepSeek-R1-FP4 keeps some GEMMs out of fp4, which --weight-dtype fp4 does not.
+DSR_TRT21 = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *(["--experts", "ep"] if ep == 8 else []),
+               "--concurrency", str(c), "--requests", str(4 * c), "--prompt", str(isl), "--gen", str(osl)],
+              {"ttft": ttft, "itl": itl}, [c, f"{isl}/{osl}", "8" if ep == 8 else "None"], "fp8")
+             for c, isl, osl, ep, itl, ttft in [(1, 1600, 600, 1, 0.01378, 0.16463), (1, 1600, 600, 8, 0.011, 0.12411),
+                                                (1, 8192, 600, 1, 0.01453, 0.51583), (1, 8192, 600, 8, 0.01178, 0.35281),
+                                                (8, 1600, 600, 1, 0.01818, 0.69481), (8, 1600, 600, 8, 0.01642, 0.47733)]]
+add_set("trtllm-0.21-deepseek-r1", "DeepSeek-R1 FP8 on 8 x H200, 1 and 8 clients (TensorRT-LLM 0.21.0rc2, TP 8; p50)",
+        "NVIDIA/TensorRT-LLM issue #5929 (2025-07-10): LLMPerf against trtllm-serve, v0.21.0rc2 built from source, ITL and TTFT p50",
+        "TensorRT-LLM 0.21 (PyTorch backend: the trtllm preset)", "trtllm", "p50", DSR_TRT21, ["clients", "in/out", "EP"], None,
+        moe=True)
+
 
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
