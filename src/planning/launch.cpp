@@ -332,7 +332,11 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
   }
   const std::string preset = serving::name(serving::EngineRef{e.kind, e.version});
   const io::EngineCliSpec* cli = io::engine_cli(preset);
-  if (cli == nullptr) throw std::logic_error(fmt::format("launch: no flag list for the preset {}", preset));
+  if (cli == nullptr) {
+    throw InputError(fmt::format("--emit {}: no flag list for the preset {} ({}): launch files are written for the presets whose release's "
+                                 "flags are listed (data/engines); simulate with one of those",
+                                 name(target), preset, e.releases));
+  }
   LaunchPlan plan;
   plan.target = target;
   plan.preset = preset;

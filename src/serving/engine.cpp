@@ -38,13 +38,20 @@ bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
 
-// vLLM V1. `version` 13: 0.8-0.13, async scheduling off by default; 0: 0.14 and later, on
-// (release notes of v0.14.0: "Async scheduling is now enabled by default", PR #27614).
+// vLLM V1, by the release whose defaults differ:
+// - `version` 10, 0.8-0.10: decode steps replayed as piecewise graphs, each layer's attention
+//   run eagerly between the pieces (cudagraph_mode PIECEWISE, the default until v0.11.0 made it
+//   FULL_AND_PIECEWISE: release notes of v0.11.0, PR #25444); block-fp8 GEMMs by vLLM's Triton
+//   kernel; async scheduling off;
+// - 13, 0.11-0.13: decode steps as one graph (FULL_AND_PIECEWISE); block-fp8 GEMMs by DeepGEMM
+//   (VLLM_USE_DEEP_GEMM on by default, PR #24462, September 2025: v0.11); async scheduling off;
+// - 0, 0.14 and later: async scheduling on (release notes of v0.14.0: "Async scheduling is now
+//   enabled by default", PR #27614).
 EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.version = version;
-  e.releases = version == 13 ? "0.8-0.13" : "0.14+";
+  e.releases = version == 10 ? "0.8-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -69,10 +76,11 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.prefix_caching = true;   // automatic prefix caching, on by default in V1
   // Hybrid KV cache manager (vllm/v1/core/kv_cache_coordinator.py, single_type_kv_cache_manager.py
   // SlidingWindowManager): sliding-window layers free the blocks that left their window. On
-  // from v0.10.0; the 0.8-0.13 preset follows 0.10-0.13 here.
+  // from v0.10.0; the 0.8-0.10 preset follows 0.10 here.
   e.free_window_blocks = true;
   e.fused_attention = true;  // FlashAttention backend: one varlen kernel for the whole batch
-  e.decode_graphs = GraphMode::graph;       // cudagraph_mode FULL_AND_PIECEWISE: full graphs for decode-only steps
+  // FULL_AND_PIECEWISE: full graphs for decode-only steps (0.11+); 0.8-0.10: PIECEWISE only.
+  e.decode_graphs = version == 10 ? GraphMode::piecewise : GraphMode::graph;
   e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise
   e.graph_max_batch = 512;   // largest captured batch
   e.step_overhead_s = kPythonStepS;
@@ -80,15 +88,17 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.front_end_s = kFrontEndS;
   e.host_source = kPythonHostSource;
   e.front_end_source = kFrontEndSource;
-  e.overlap_scheduling = version != 13;  // async scheduling: on by default from v0.14
+  e.overlap_scheduling = version == 0;  // async scheduling: on by default from v0.14
   // Block-fp8 linear layers: vLLM's Triton w8a8_block_fp8_matmul until DeepGEMM became the
-  // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11). The 0.8-0.13 preset
-  // follows 0.8-0.10 here.
-  e.scaled_gemm = version == 13 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11).
+  e.scaled_gemm = version == 10 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   e.sources =
-      std::string(version == 13 ? "vLLM V1 (0.8-0.13, async scheduling off; block-fp8 GEMMs by the Triton kernel, as 0.8-0.10): "
-                                : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
-                                  "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462): ") +
+      std::string(version == 10 ? "vLLM V1 (0.8-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
+                                  "#25444; block-fp8 GEMMs by the Triton kernel; async scheduling off): "
+                  : version == 13 ? "vLLM V1 (0.11-0.13: FULL_AND_PIECEWISE graphs, v0.11.0 release notes, PR #25444; block-fp8 "
+                                    "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462; async scheduling off): "
+                                  : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
+                                    "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462): ") +
       "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
@@ -377,15 +387,17 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   const std::string given(s);
   switch (e.kind) {
     case EngineKind::vllm:
-      // V1 became the default engine in 0.8.0; 0.6 is the V0 engine (vllm_v0), 0.7 is not modelled.
+      // V1 became the default engine in 0.8.0; 0.6 is the V0 engine (vllm_v0), 0.7 is not modelled;
+      // V1's presets: 0.8-0.10, 0.11-0.13, 0.14+.
       if (release == 6) {
         e.version = 6;
         break;
       }
       if (release < 8) {
-        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8-0.13 and 0.14+", given, major, minor));
+        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8-0.10, 0.11-0.13 and 0.14+", given,
+                                     major, minor));
       }
-      e.version = release < 14 ? 13 : 0;
+      e.version = release < 11 ? 10 : release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
       if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));

@@ -37,9 +37,9 @@ void build_deepseek_tp8(const model::ModelConfig& m, const hw::System& sys, Engi
 
 TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   // DeepSeek-V3 (fp8 weights in 128x128 blocks) at TP 8 on H200s, 64 decode tokens.
-  // TensorRT-LLM (DeepGEMM on by default, PR #3341), SGLang 0.4+ (PR #5628) and vLLM 0.14+
-  // (PR #24462) run the dense block-fp8 GEMMs with DeepGEMM; vLLM 0.8-0.13 (as 0.8-0.10) and
-  // SGLang 0.3 with vLLM's Triton kernel. The experts stay with the fused MoE class whatever
+  // TensorRT-LLM (DeepGEMM on by default, PR #3341), SGLang 0.4+ (PR #5628) and vLLM 0.11+
+  // (PR #24462) run the dense block-fp8 GEMMs with DeepGEMM; vLLM 0.8-0.10 and SGLang 0.3 with
+  // vLLM's Triton kernel. The experts stay with the fused MoE class whatever
   // the engine.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
@@ -48,7 +48,8 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
     EngineRef engine;
     KernelClass dense;
   };
-  const Case cases[] = {{{EngineKind::vllm, 13}, KernelClass::gemm_scaled},
+  const Case cases[] = {{{EngineKind::vllm, 10}, KernelClass::gemm_scaled},
+                        {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm},
                         {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm},
                         {{EngineKind::sglang, 3}, KernelClass::gemm_scaled},
                         {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm},
@@ -79,14 +80,14 @@ TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {
   // padding): 0.712156 us at 1978.9 TFLOP/s. TensorRT-LLM, DeepGEMM's curve (the H100's fit,
   // memory x 0.94: 3.396 us, matrix 0.7738, memory 0.94, overlap 0.9): 3.396 + max(0.712156 /
   // 0.7738 = 0.920336, 2.430853 / 0.94 = 2.586014, 0.9 x (0.920336 + 2.586014) = 3.155716) =
-  // 6.551716 us. vLLM, its Triton kernel's (20.32 us, matrix 0.2797, memory 0.94, overlap 0.8):
+  // 6.551716 us. vLLM 0.8-0.10, its Triton kernel's (20.32 us, matrix 0.2797, memory 0.94, overlap 0.8):
   // 20.32 + max(0.712156 / 0.2797 = 2.546143, 2.586014, 0.8 x 5.132157 = 4.105726) = 24.425726 us.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
   auto g = std::make_unique<model::Graph>();
   for (const auto& [engine, want] : {std::pair{EngineRef{EngineKind::trtllm, 0}, 6.551716e-6},
-                                     std::pair{EngineRef{EngineKind::vllm, 13}, 24.425726e-6}}) {
+                                     std::pair{EngineRef{EngineKind::vllm, 10}, 24.425726e-6}}) {
     SCOPED_TRACE(name(engine));
     build_deepseek_tp8(m, sys, engine, *g);
     const model::GraphOp* op = find_op(*g, "q_a_proj");

@@ -20,8 +20,8 @@ std::string_view name(EngineKind k) noexcept;
 
 /// An engine and the release whose defaults its preset follows: `version` 0 is the newest the
 /// project models, else major·1000 + minor of the first release of a preset whose defaults
-/// differ (vLLM 0.9-0.13 before async scheduling became the default: 13; vLLM 0.6, the V0
-/// engine: 6).
+/// differ (vLLM 0.8-0.10, piecewise decode graphs: 10; 0.11-0.13, before async scheduling became
+/// the default: 13; vLLM 0.6, the V0 engine: 6).
 struct EngineRef {
   EngineKind kind = EngineKind::vllm;
   int version = 0;
