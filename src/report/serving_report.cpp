@@ -22,6 +22,9 @@ std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
+  if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
+    return "every step as piecewise graphs, attention launched eagerly between them";
+  }
   std::string s = e.graph_exact_sizes
                       ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
                                     e.graph_max_batch)

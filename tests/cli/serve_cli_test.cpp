@@ -274,6 +274,10 @@ TEST(ServeCli, GraphCaptureFlags) {
   const nlohmann::json p = run_json(q + " --graph-max-batch 8192 --graph-padding on")["engine"];
   EXPECT_EQ(p["graph_max_batch"], 8192);
   EXPECT_FALSE(p["graph_exact_sizes"].get<bool>());
+  // vLLM 0.8-0.10: PIECEWISE only, decode steps too.
+  const RunResult v10 = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5");
+  ASSERT_EQ(v10.status, 0) << v10.err;
+  EXPECT_NE(v10.out.find("every step as piecewise graphs, attention launched eagerly between them"), std::string::npos) << v10.out;
   expect_bad(q + " --graph-max-batch 0", "--graph-max-batch");
   expect_bad(q + " --graph-padding sometimes", "--graph-padding");
   expect_bad(q + " --graph-max-batch 64 --eager", "--eager");
