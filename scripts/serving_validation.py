@@ -244,8 +244,14 @@ add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorR
 # 7. DeepSeek-R1 (fp8 block-scaled MoE with MLA) on 8 x H200, vLLM 0.8.4 at TP 8 without prefix caching, 50 requests
 #    of fixed lengths at 10 requests/s Poisson (simon-mo/vLLM-Benchmark @d538cdc, saved-results/v0.8.4/deepseek-r1/h200/
 #    2025-04-18, the DGX H200 runs; benchmark_serving.py): mean TTFT and TPOT. DeepSeek-V3's config is R1's architecture.
-DSR = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--prefix-caching", "off", "--qps", "10", "--requests", "50",
-         "--prompt", str(isl), "--gen", str(osl)], {"ttft": ttft / 1e3, "tpot": tpot / 1e3}, [f"{isl}/{osl}"], "fp8")
+def dgx_h200_deepseek(flags, isl, osl, measured):
+    """A row of that DGX H200's DeepSeek-R1 runs: 50 requests of isl/osl tokens at 10 requests/s, TP 8 and the
+    engine's own `flags`."""
+    return (["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *flags, "--qps", "10", "--requests", "50", "--prompt",
+             str(isl), "--gen", str(osl)], measured, [f"{isl}/{osl}"], "fp8")
+
+
+DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3})
        for isl, osl, ttft, tpot in [(1000, 2000, 309.02, 42.14), (5000, 1000, 5828.09, 50.14), (10000, 500, 14937.28, 75.74)]]
 add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests",
@@ -253,9 +259,7 @@ add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 
 
 # 8. The same runs with --enable-expert-parallel (the repository's README: 'vLLM_EP'): attention stays
 #    tensor-parallel over the 8 GPUs, each holds 32 whole experts (--experts ep), files vllm-*-ep.json.
-DSR_EP = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--experts", "ep", "--prefix-caching", "off", "--qps", "10",
-            "--requests", "50", "--prompt", str(isl), "--gen", str(osl)], {"ttft": ttft / 1e3, "tpot": tpot / 1e3}, [f"{isl}/{osl}"],
-           "fp8")
+DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3})
           for isl, osl, ttft, tpot in [(1000, 2000, 670.63, 44.47), (5000, 1000, 7486.11, 52.89), (10000, 500, 18228.38, 83.56)]]
 add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, experts over the GPUs (vLLM 0.8.4, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the -ep files: "
@@ -270,9 +274,8 @@ add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, ex
 #    (to clear the cache), and its first steps are slower than any later one (1000/2000: a step of 2.4 s
 #    where the prompts' steps later take 0.15-0.6 s), which the TTFTs of the first requests and the queue
 #    behind them hold.
-DSR_TRT = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--experts", "ep", "--max-batched-tokens", "11000",
-             "--kv-memory-fraction", "0.8", "--graph-max-batch", "256", "--graph-padding", "on", "--qps", "10", "--requests", "50",
-             "--prompt", str(isl), "--gen", str(osl)], {"tpot": tpot / 1e3}, [f"{isl}/{osl}"], "fp8")
+DSR_TRT = [dgx_h200_deepseek(["--experts", "ep", "--max-batched-tokens", "11000", "--kv-memory-fraction", "0.8", "--graph-max-batch",
+                              "256", "--graph-padding", "on"], isl, osl, {"tpot": tpot / 1e3})
            for isl, osl, tpot in [(1000, 2000, 28.70), (5000, 1000, 38.59), (10000, 500, 66.64)]]
 add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorRT-LLM, April 2025, PyTorch backend, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the trt- files: "
