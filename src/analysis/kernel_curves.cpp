@@ -87,7 +87,8 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
-    out.push_back({c, op.kernel == KernelClass::gemm_expert ? cls : op.kernel});
+    const bool expert = op.kernel == KernelClass::gemm_expert || op.kernel == KernelClass::gemm_expert_scaled;
+    out.push_back({c, expert ? cls : op.kernel});
   }
 }
 
@@ -425,7 +426,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
   // kernel: a `moe` point is several kernels (top-k, two grouped GEMMs, activation, sum),
   // and its share trades against its matrix fraction (Mixtral's and Qwen3's fused MoE on an
   // H100 fit as well with matrix 0.48 and no share as with 0.98 and 0.88): not told apart.
-  if (hw::parent(cls) != KernelClass::gemm || cls == KernelClass::gemm_expert) return best;
+  if (hw::parent(cls) != KernelClass::gemm || cls == KernelClass::gemm_expert || cls == KernelClass::gemm_expert_scaled) return best;
   const double base = best.rms_residual;
   for (int step = 51; step <= 100; ++step) {
     CurveFit other = fit_held(rows, chip, cls, step / 100.0);
@@ -442,7 +443,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
-                                  KernelClass::allreduce_custom,   KernelClass::gemm_expert};
+                                  KernelClass::allreduce_custom,   KernelClass::gemm_expert, KernelClass::gemm_expert_scaled};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 
 bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {

@@ -19,6 +19,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::allreduce_custom: return "allreduce_custom";
     case KernelClass::gemm_scaled: return "gemm_scaled";
     case KernelClass::gemm_scaled_deepgemm: return "gemm_scaled_deepgemm";
+    case KernelClass::gemm_expert_scaled: return "gemm_expert_scaled";
   }
   return "other";
 }

@@ -516,7 +516,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     YAML::Node e = root["efficiency"];
     r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "overhead", "gemm", "attention", "pointwise", "collective",
                                   "attention_backward", "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom",
-                                  "gemm_scaled", "gemm_scaled_deepgemm"});
+                                  "gemm_scaled", "gemm_scaled_deepgemm", "gemm_expert_scaled"});
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
     if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");

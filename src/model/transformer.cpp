@@ -512,7 +512,13 @@ void moe_mlp(Ctx& c) {
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
-    op.kernel = hw::KernelClass::gemm_expert;
+    // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
+    // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled):
+    // their own class (gemm_expert_scaled). DeepGEMM's grouped GEMMs, and every other MoE
+    // kernel, are gemm_expert's.
+    const bool scaled_loop = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert) &&
+                             c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton;
+    op.kernel = scaled_loop ? hw::KernelClass::gemm_expert_scaled : hw::KernelClass::gemm_expert;
     op.all_groups = true;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);

@@ -37,6 +37,24 @@ TEST(HwCli, ShowNamesMeasuredRatesAndTheExpCost) {
   EXPECT_NE(run("hw show t4").out.find("an exp costs 8.0 fp32 FLOPs"), std::string::npos);
 }
 
+TEST(HwCli, ShowSaysWhatAComposedClassTakesFromEachOfItsTwo) {
+  // The H100's fused-MoE fit (matrix 0.476, memory 0.883, 12.88 us) and vLLM's Triton block-fp8
+  // GEMM's (matrix 0.280): block-scaled experts in Triton's fused MoE take the lower matrix
+  // fraction, 0.28, and the rest of the fused MoE's.
+  const std::string out = run("hw show h100-sxm").out;
+  EXPECT_NE(out.find("gemm_expert_scaled  matrix 0.28, memory 0.88, 12.88 us per kernel (the lower matrix fraction of gemm_expert "
+                     "and gemm_scaled, the rest gemm_expert's)"),
+            std::string::npos)
+      << out;
+  auto j = run_json("hw show h100-sxm");
+  EXPECT_DOUBLE_EQ(j["efficiency"]["gemm_expert_scaled"]["matrix"].get<double>(),
+                   j["efficiency"]["gemm_scaled"]["matrix"].get<double>());
+  EXPECT_DOUBLE_EQ(j["efficiency"]["gemm_expert_scaled"]["memory"].get<double>(),
+                   j["efficiency"]["gemm_expert"]["memory"].get<double>());
+  // A chip with neither class's figures shows no line for it.
+  EXPECT_EQ(run("hw show t4").out.find("gemm_expert_scaled"), std::string::npos);
+}
+
 TEST(HwCli, OverridesApply) {
   auto j = run_json("hw show tpu-v5e --mem-bw 8.1e11 --peak int8=3.94e14");
   EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 8.1e11);

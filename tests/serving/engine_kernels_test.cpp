@@ -39,22 +39,22 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   // DeepSeek-V3 (fp8 weights in 128x128 blocks) at TP 8 on H200s, 64 decode tokens.
   // TensorRT-LLM (DeepGEMM on by default, PR #3341), SGLang 0.4+ (PR #5628) and vLLM 0.11+
   // (PR #24462) run the dense block-fp8 GEMMs with DeepGEMM; vLLM 0.8-0.10 and SGLang 0.3 with
-  // vLLM's Triton kernel. The experts stay with the fused MoE class whatever
-  // the engine.
+  // vLLM's Triton kernel. The experts are fused MoE kernels: where the engine's kernel is Triton's,
+  // one that scales each K block's product in its loop (gemm_expert_scaled), else gemm_expert.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
   struct Case {
     EngineRef engine;
-    KernelClass dense;
+    KernelClass dense, experts;
   };
-  const Case cases[] = {{{EngineKind::vllm, 10}, KernelClass::gemm_scaled},
-                        {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm},
-                        {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm},
-                        {{EngineKind::sglang, 3}, KernelClass::gemm_scaled},
-                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm},
-                        {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm},
-                        {{EngineKind::static_batch, 0}, KernelClass::gemm_scaled}};
+  const Case cases[] = {{{EngineKind::vllm, 10}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
+                        {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::sglang, 3}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
+                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::static_batch, 0}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled}};
   auto g = std::make_unique<model::Graph>();
   for (const Case& c : cases) {
     SCOPED_TRACE(name(c.engine));
@@ -65,9 +65,47 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
       ASSERT_NE(op, nullptr) << dense;
       EXPECT_EQ(op->kernel, c.dense) << dense;
     }
-    const model::GraphOp* experts = find_op(*g, "experts_gate_up");
-    ASSERT_NE(experts, nullptr);
-    EXPECT_EQ(experts->kernel, KernelClass::gemm_expert);
+    for (const char* experts : {"experts_gate_up", "experts_down"}) {
+      const model::GraphOp* op = find_op(*g, experts);
+      ASSERT_NE(op, nullptr) << experts;
+      EXPECT_EQ(op->kernel, c.experts) << experts;
+    }
+  }
+}
+
+TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatrixRate) {
+  // DeepSeek-V3's experts' gate-up GEMM at 4096 tokens, TP 8 on H200s (each expert split to 512
+  // of its 2 x 2048 columns). Pairs 4096 x 8 = 32768; FLOPs 2 x 32768 x 7168 x 512 =
+  // 240 518 168 576 in fp8: 121.541 us at 1978.9 TFLOP/s. Bytes: the bf16 rows 32768 x 7168 x 2
+  // = 469 762 048, every expert touched (256 (1 - (248/256)^4096) = 256 to double precision),
+  // each 7168 x 512 = 3 670 016 fp8 weights and a 32-bit scale per 128 x 128 block (1/512 bit a
+  // weight, 896 B an expert): 256 x 3 670 912 = 939 753 472, the bf16 out 32768 x 512 x 2 =
+  // 33 554 432: 1 443 069 952 B at 4.8 TB/s = 300.639573 us. The H200's gemm_expert fit (the
+  // H100's: 12.88 us, matrix 0.4757, memory x 0.94 = 0.83) and gemm_scaled's matrix 0.2797.
+  // TensorRT-LLM (DeepGEMM's grouped GEMM, gemm_expert): 12.88 + max(121.541 / 0.4757 =
+  // 255.499, 300.639573 / 0.83 = 362.216353) = 375.096353 us. vLLM 0.8-0.10 (Triton's
+  // fused_moe_kernel, gemm_expert_scaled): 12.88 + max(121.541 / 0.2797 = 434.541, 362.216) =
+  // 447.421 us: its K loop (accumulator += dot(a, b) * a_scale * b_scale each 128-wide block) is
+  // the dense Triton kernel's, whose compute plateau gemm_scaled's curve measures.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  const double flops = 2.0 * 32768 * 7168 * 512, matrix_s = flops / 1978.9e12;
+  EXPECT_NEAR(matrix_s, 121.541e-6, 1e-9);
+  auto g = std::make_unique<model::Graph>();
+  for (const auto& [engine, want] : {std::pair{EngineRef{EngineKind::trtllm, 0}, 375.096353e-6},
+                                     std::pair{EngineRef{EngineKind::vllm, 10}, 12.88e-6 + matrix_s / 0.2797}}) {
+    SCOPED_TRACE(name(engine));
+    model::ForwardConfig f;
+    f.tp = 8;
+    f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+    g->clear();
+    model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
+    const model::GraphOp* op = find_op(*g, "experts_gate_up");
+    ASSERT_NE(op, nullptr);
+    const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
+    EXPECT_NEAR(e.main_bytes, 1443069952, 1);
+    EXPECT_NEAR(e.t_realistic_s, want, want * 1e-5);
   }
 }
 

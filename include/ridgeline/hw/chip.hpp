@@ -46,19 +46,23 @@ struct LinkSpec {
 /// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
 /// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks, as vLLM's
 /// Triton kernel runs them) and `gemm_scaled_deepgemm` (the same fp8 block-scaled GEMMs as
-/// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) refine gemm;
+/// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) and
+/// `gemm_expert_scaled` (MoE grouped GEMMs of fp8 block-scaled experts in a fused-MoE kernel that
+/// scales each 128-wide K block's product in its loop, as vLLM's Triton fused_moe_kernel does)
+/// refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
 /// give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
-  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm
+  attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
+  gemm_expert_scaled
 };
-inline constexpr int kKernelClassCount = 13;
+inline constexpr int kKernelClassCount = 14;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
-/// "gemm_scaled_deepgemm".
+/// "gemm_scaled_deepgemm", "gemm_expert_scaled".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -68,7 +72,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::attention_decode: return KernelClass::attention;
     case KernelClass::gemm_expert:
     case KernelClass::gemm_scaled:
-    case KernelClass::gemm_scaled_deepgemm: return KernelClass::gemm;
+    case KernelClass::gemm_scaled_deepgemm:
+    case KernelClass::gemm_expert_scaled: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling: return KernelClass::pointwise;
     case KernelClass::allreduce_custom: return KernelClass::collective;
@@ -112,6 +117,22 @@ struct EfficiencySpec {
 /// figure, to its parent class's (hw::parent) before the chip-wide ones.
 inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
+  if (k == KernelClass::gemm_expert_scaled) {
+    // Where it has no figures of its own: a fused-MoE kernel (gemm_expert's memory fraction and
+    // fixed time: the same gather, grid and launch) whose K loop is the dense block-scaled
+    // kernel's (accumulator += dot(a, b) * a_scale * b_scale each 128-wide block, gemm_scaled):
+    // its matrix rate is the lower of the two classes' (docs/cost-model.md#kernel-curves).
+    const ClassEfficiency x = class_efficiency(e, KernelClass::gemm_expert);
+    const ClassEfficiency s = class_efficiency(e, KernelClass::gemm_scaled);
+    if (c.matrix <= 0) {
+      c.matrix = x.matrix > 0 && s.matrix > 0 ? (x.matrix < s.matrix ? x.matrix : s.matrix) : (x.matrix > 0 ? x.matrix : s.matrix);
+    }
+    if (c.vector <= 0) c.vector = x.vector;
+    if (c.memory <= 0) c.memory = x.memory;
+    if (c.link <= 0) c.link = x.link;
+    if (c.overhead_s <= 0) c.overhead_s = x.overhead_s;
+    return c;
+  }
   const KernelClass p = parent(k);
   if (p != k) {
     const ClassEfficiency& a = e.kernel[static_cast<int>(p)];
