@@ -515,9 +515,10 @@ void moe_mlp(Ctx& c) {
     // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
     // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled):
     // their own class (gemm_expert_scaled). DeepGEMM's grouped GEMMs, and every other MoE
-    // kernel, are gemm_expert's.
-    const bool scaled_loop = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert) &&
-                             c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton;
+    // kernel, are gemm_expert's. vLLM 0.12+ runs Triton's for experts split over 8 or more.
+    const bool triton_moe = c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton ||
+                            (c.f.triton_moe_from_tp > 0 && te == 1 && c.tp >= c.f.triton_moe_from_tp);
+    const bool scaled_loop = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert) && triton_moe;
     op.kernel = scaled_loop ? hw::KernelClass::gemm_expert_scaled : hw::KernelClass::gemm_expert;
     op.all_groups = true;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).

@@ -92,6 +92,10 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // Block-fp8 linear layers: vLLM's Triton w8a8_block_fp8_matmul until DeepGEMM became the
   // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11).
   e.scaled_gemm = version == 10 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
+  // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
+  // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
+  e.triton_moe_from_tp = version == 10 ? 0 : 8;
   e.sources =
       std::string(version == 10 ? "vLLM V1 (0.8-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
                                   "#25444; block-fp8 GEMMs by the Triton kernel; async scheduling off): "
@@ -477,6 +481,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.algo = e.collective_algo;
   f.merged_kernels = e.merged_kernels;
   f.scaled_gemm = e.scaled_gemm;
+  f.triton_moe_from_tp = e.triton_moe_from_tp;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.

@@ -48,9 +48,11 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
     EngineRef engine;
     KernelClass dense, experts;
   };
+  // vLLM 0.12+ runs the experts in Triton's fused MoE at a MoE tensor-parallel size of 8 (PR
+  // #29346): TP 8 here.
   const Case cases[] = {{{EngineKind::vllm, 10}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
-                        {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
-                        {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
+                        {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::sglang, 3}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
                         {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
                         {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
@@ -70,6 +72,35 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
       ASSERT_NE(op, nullptr) << experts;
       EXPECT_EQ(op->kernel, c.experts) << experts;
     }
+  }
+}
+
+TEST(EngineKernels, RecentVllmRunsTritonsFusedMoeOnlyWhereTheMoeIsSplitOverEightOrMore) {
+  // vLLM 0.12+ (PR #29346): DeepGEMM's MoE unless the MoE's tensor-parallel size is 8 or more;
+  // with --enable-expert-parallel that size is 1 (whole experts on each GPU). DeepSeek-V3 on
+  // H200s, 64 decode tokens.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  auto g = std::make_unique<model::Graph>();
+  struct Case {
+    int tp;
+    model::ForwardConfig::Experts experts;
+    KernelClass want;
+  };
+  for (const Case& c : {Case{8, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert_scaled},
+                        Case{8, model::ForwardConfig::Experts::expert, KernelClass::gemm_expert},
+                        Case{4, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert}}) {
+    SCOPED_TRACE(c.tp);
+    hw::System sys = testing::catalog_system("h200");
+    sys.chips = c.tp;
+    model::ForwardConfig f;
+    f.tp = c.tp;
+    f.experts = c.experts;
+    f = engine_forward(f, engine_preset(EngineRef{EngineKind::vllm, 0}, sys.chip, c.tp));
+    g->clear();
+    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    const model::GraphOp* op = find_op(*g, "experts_down");
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->kernel, c.want);
   }
 }
 

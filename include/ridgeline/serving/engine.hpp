@@ -101,6 +101,10 @@ struct EngineConfig {
   /// DeepGEMM where the release calls it by default (TensorRT-LLM, PR #3341; SGLang 0.4.6+,
   /// PR #5628; vLLM from v0.11, PR #24462), else vLLM's Triton w8a8 block-fp8 kernel.
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  /// From this tensor-parallel size the experts' fp8 block-scaled GEMMs run in Triton's fused
+  /// MoE even where scaled_gemm is DeepGEMM (model::ForwardConfig::triton_moe_from_tp; vLLM
+  /// 0.12+: 8, PR #29346). 0: never.
+  int triton_moe_from_tp = 0;
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
