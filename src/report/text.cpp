@@ -112,22 +112,15 @@ std::string chip_text(const hw::ChipSpec& c) {
                        t(c.efficiency.overhead_s));
   }
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
-    const hw::ClassEfficiency& own = c.efficiency.kernel[k];
-    // A class composed of two others (hw::class_efficiency) shows what it takes from them where
-    // both have figures of their own.
-    const bool composed = k == static_cast<int>(hw::KernelClass::gemm_expert_scaled) && own == hw::ClassEfficiency{} &&
-                          c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_expert)] != hw::ClassEfficiency{} &&
-                          c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled)].matrix > 0;
-    if (own == hw::ClassEfficiency{} && !composed) continue;
-    const hw::ClassEfficiency ce = composed ? hw::class_efficiency(c.efficiency, hw::KernelClass::gemm_expert_scaled) : own;
+    const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
+    if (ce == hw::ClassEfficiency{}) continue;
     std::string parts;
     for (auto [unit, v] : {std::pair{"matrix", ce.matrix}, {"vector", ce.vector}, {"memory", ce.memory}, {"link", ce.link}}) {
       if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
     }
     if (!parts.empty()) parts.resize(parts.size() - 2);
-    out += fmt::format("  {:<19} {}{}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
-                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", t(ce.overhead_s)) : std::string(),
-                       composed ? " (the lower matrix fraction of gemm_expert and gemm_scaled, the rest gemm_expert's)" : "");
+    out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
+                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", t(ce.overhead_s)) : std::string());
   }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";

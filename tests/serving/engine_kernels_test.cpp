@@ -112,7 +112,8 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
   // each 7168 x 512 = 3 670 016 fp8 weights and a 32-bit scale per 128 x 128 block (1/512 bit a
   // weight, 896 B an expert): 256 x 3 670 912 = 939 753 472, the bf16 out 32768 x 512 x 2 =
   // 33 554 432: 1 443 069 952 B at 4.8 TB/s = 300.639573 us. The H200's gemm_expert fit (the
-  // H100's: 12.88 us, matrix 0.4757, memory x 0.94 = 0.83) and gemm_scaled's matrix 0.2797.
+  // H100's: 12.88 us, matrix 0.4757, memory x 0.94 = 0.83); gemm_expert_scaled takes its memory and
+  // fixed time and, from the file, gemm_scaled's matrix fraction 0.2797.
   // TensorRT-LLM (DeepGEMM's grouped GEMM, gemm_expert): 12.88 + max(121.541 / 0.4757 =
   // 255.499, 300.639573 / 0.83 = 362.216353) = 375.096353 us. vLLM 0.8-0.10 (Triton's
   // fused_moe_kernel, gemm_expert_scaled): 12.88 + max(121.541 / 0.2797 = 434.541, 362.216) =

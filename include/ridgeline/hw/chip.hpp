@@ -48,8 +48,8 @@ struct LinkSpec {
 /// Triton kernel runs them) and `gemm_scaled_deepgemm` (the same fp8 block-scaled GEMMs as
 /// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) and
 /// `gemm_expert_scaled` (MoE grouped GEMMs of fp8 block-scaled experts in a fused-MoE kernel that
-/// scales each 128-wide K block's product in its loop, as vLLM's Triton fused_moe_kernel does)
-/// refine gemm;
+/// scales each 128-wide K block's product in its loop, as vLLM's Triton fused_moe_kernel does,
+/// taking gemm_expert's figures where it has none) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
@@ -118,15 +118,11 @@ struct EfficiencySpec {
 inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
   if (k == KernelClass::gemm_expert_scaled) {
-    // Where it has no figures of its own: a fused-MoE kernel (gemm_expert's memory fraction and
-    // fixed time: the same gather, grid and launch) whose K loop is the dense block-scaled
-    // kernel's (accumulator += dot(a, b) * a_scale * b_scale each 128-wide block, gemm_scaled):
-    // its matrix rate is the lower of the two classes' (docs/cost-model.md#kernel-curves).
+    // A fused-MoE kernel first: figure by figure, its own, else gemm_expert's (the same gather,
+    // grid and launch). A chip file gives it the matrix fraction of the block-scaled loop where
+    // that loop is measured (docs/cost-model.md#kernel-curves).
     const ClassEfficiency x = class_efficiency(e, KernelClass::gemm_expert);
-    const ClassEfficiency s = class_efficiency(e, KernelClass::gemm_scaled);
-    if (c.matrix <= 0) {
-      c.matrix = x.matrix > 0 && s.matrix > 0 ? (x.matrix < s.matrix ? x.matrix : s.matrix) : (x.matrix > 0 ? x.matrix : s.matrix);
-    }
+    if (c.matrix <= 0) c.matrix = x.matrix;
     if (c.vector <= 0) c.vector = x.vector;
     if (c.memory <= 0) c.memory = x.memory;
     if (c.link <= 0) c.link = x.link;
