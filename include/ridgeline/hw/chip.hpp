@@ -117,21 +117,14 @@ struct EfficiencySpec {
 /// figure, to its parent class's (hw::parent) before the chip-wide ones.
 inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) noexcept {
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
-  if (k == KernelClass::gemm_expert_scaled) {
-    // A fused-MoE kernel first: figure by figure, its own, else gemm_expert's (the same gather,
-    // grid and launch). A chip file gives it the matrix fraction of the block-scaled loop where
-    // that loop is measured (docs/cost-model.md#kernel-curves).
-    const ClassEfficiency x = class_efficiency(e, KernelClass::gemm_expert);
-    if (c.matrix <= 0) c.matrix = x.matrix;
-    if (c.vector <= 0) c.vector = x.vector;
-    if (c.memory <= 0) c.memory = x.memory;
-    if (c.link <= 0) c.link = x.link;
-    if (c.overhead_s <= 0) c.overhead_s = x.overhead_s;
-    return c;
-  }
   const KernelClass p = parent(k);
   if (p != k) {
-    const ClassEfficiency& a = e.kernel[static_cast<int>(p)];
+    // gemm_expert_scaled is a fused-MoE kernel first: where it has no figure of its own,
+    // gemm_expert's (the same gather, grid and launch), and through it gemm's. A chip file gives
+    // it the matrix fraction of the block-scaled loop where that loop is measured
+    // (docs/cost-model.md#kernel-curves).
+    const ClassEfficiency a = k == KernelClass::gemm_expert_scaled ? class_efficiency(e, KernelClass::gemm_expert)
+                                                                   : e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;
     if (c.vector <= 0) c.vector = a.vector;
     if (c.memory <= 0) c.memory = a.memory;
