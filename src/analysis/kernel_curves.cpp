@@ -87,8 +87,7 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
-    const bool expert = op.kernel == KernelClass::gemm_expert || op.kernel == KernelClass::gemm_expert_scaled;
-    out.push_back({c, expert ? cls : op.kernel});
+    out.push_back({c, op.kernel == KernelClass::gemm_expert ? cls : op.kernel});
   }
 }
 
