@@ -33,15 +33,17 @@ bench: deps
 	@cmake --build --preset release --target ridgeline_bench
 	@build/release/bench/ridgeline_bench
 
+# The tests and the libFuzzer targets share one clang build under AddressSanitizer + UBSan
+# (build/asan): `make asan` builds both and runs the tests, `make fuzz` runs the targets.
 asan: deps
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan
 	@ctest --preset asan
 
 fuzz: deps
-	@cmake --preset fuzz >/dev/null
-	@cmake --build --preset fuzz --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result fuzz_serving
-	@bash scripts/run-fuzz.sh build/fuzz/fuzz 100000
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result fuzz_serving
+	@bash scripts/run-fuzz.sh build/asan/fuzz 100000
 
 # The CLI into PREFIX/bin (with the library, headers and CMake package): `make install
 # PREFIX=~/.local` puts `ridgeline` on a PATH that has ~/.local/bin.

@@ -10,3 +10,8 @@ if(RIDGELINE_ENABLE_SANITIZERS)
   add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+# The libFuzzer targets (clang) steer by the coverage of the library they call, so all of it is
+# built with the coverage hooks; outside a fuzz target the sanitizer runtime's defaults take them.
+if(RIDGELINE_ENABLE_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

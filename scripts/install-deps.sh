@@ -23,7 +23,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev           # unit and CLI tests
   librapidcheck-dev                   # property tests
   libbenchmark-dev                    # bench/
-  clang libclang-rt-14-dev            # libFuzzer targets in fuzz/
+  clang libclang-rt-14-dev            # the sanitizer build: tests and libFuzzer targets (fuzz/)
 )
 
 missing=()

@@ -4,10 +4,12 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "ridgeline/core/error.hpp"
@@ -93,6 +95,9 @@ class Reader {
 
   // Checks that `node` is a map whose keys are all in `allowed`, without duplicates.
   void check_map(const YAML::Node& node, const std::string& path, std::initializer_list<std::string_view> allowed) {
+    check_map(node, path, std::span<const std::string_view>(allowed.begin(), allowed.size()));
+  }
+  void check_map(const YAML::Node& node, const std::string& path, std::span<const std::string_view> allowed) {
     if (!node.IsMap()) fail(path.empty() ? "(top level)" : path, "expected a mapping of keys to values");
     std::set<std::string> seen;
     for (const auto& kv : node) {
@@ -514,9 +519,10 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
-    r.check_map(e, "efficiency", {"matrix", "vector", "memory", "link", "overhead", "gemm", "attention", "pointwise", "collective",
-                                  "attention_backward", "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom",
-                                  "gemm_scaled", "gemm_scaled_deepgemm", "gemm_expert_scaled"});
+    // The chip-wide figures, then every kernel class by name (hw::name), in the enum's order.
+    std::array<std::string_view, 5 + hw::kKernelClassCount - 1> keys{"matrix", "vector", "memory", "link", "overhead"};
+    for (int k = 1; k < hw::kKernelClassCount; ++k) keys[static_cast<std::size_t>(4 + k)] = hw::name(static_cast<hw::KernelClass>(k));
+    r.check_map(e, "efficiency", keys);
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
     if (e["memory"]) c.efficiency.memory = r.fraction(e["memory"], "efficiency.memory");

@@ -5,6 +5,21 @@
 
 namespace ridgeline::testing {
 
+// Whether the binaries are built with AddressSanitizer (gcc defines __SANITIZE_ADDRESS__,
+// clang answers __has_feature): it reserves terabytes of address space, so no test puts a
+// limit on that under it.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitized = true;
+#else
+inline constexpr bool kAddressSanitized = false;
+#endif
+#else
+inline constexpr bool kAddressSanitized = false;
+#endif
+
 struct RunResult {
   int status = -1;
   std::string out;

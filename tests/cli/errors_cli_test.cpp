@@ -233,9 +233,7 @@ TEST(ReliabilityCli, MeasureChecksItsOutputFirst) {
 // Under a small address-space limit, commands that run no GEMM finish: OpenBLAS (whose start
 // maps buffers and spawns a thread per core) is opened only when a GEMM is timed.
 TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space";
-#endif
+  if (kAddressSanitized) GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space";
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/small_limit.csv";
   std::ofstream(csv) << "name,duration_us,flops,bytes\ngemm,100,2e12,1e9\n";
   for (const std::string& cmd : {std::string("hw list"), "profile " + csv + " --hw h100-sxm",

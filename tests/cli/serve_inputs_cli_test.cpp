@@ -78,12 +78,6 @@ Limited run_limited(const std::string& args, long limit_kb) {
   return r;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;  // AddressSanitizer reserves terabytes of address space: no limit on it
-#else
-constexpr bool kSanitized = false;
-#endif
-
 // ---- 1. Simulated time overflows -----------------------------------------------------------
 
 TEST(ServeInputsCli, StepsPastTheSimulatedTimeAreAnError) {
@@ -374,14 +368,14 @@ TEST(ServeInputsCli, ATenMillionRowTraceRunsInBoundedMemory) {
     ASSERT_EQ(std::fwrite(buf.data(), 1, buf.size(), f), buf.size());
     std::fclose(f);
   }
-  const long limit_kb = kSanitized ? 0 : 256 * 1024;
+  const long limit_kb = kAddressSanitized ? 0 : 256 * 1024;
   const Limited r = run_limited(kM + " --trace " + trace + " --requests 1000 --json", limit_kb);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["simulated_requests"], 1000);
   // 1000 requests at 10/s: the last arrives at 99.9 s.
   EXPECT_EQ(j["workload"]["requests"], 1000);
-  EXPECT_LT(r.max_rss_kb, kSanitized ? 400 * 1024 : 64 * 1024) << r.max_rss_kb << " kB";
+  EXPECT_LT(r.max_rss_kb, kAddressSanitized ? 400 * 1024 : 64 * 1024) << r.max_rss_kb << " kB";
   std::printf("[ measured ] serve --trace (10^7 rows) --requests 1000: %.2f s, peak RSS %ld kB\n", r.seconds, r.max_rss_kb);
   // search serve takes its 500 requests the same way (it held 2 GB).
   const Limited s = run_limited("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --trace " + trace +
@@ -389,7 +383,7 @@ TEST(ServeInputsCli, ATenMillionRowTraceRunsInBoundedMemory) {
                                 limit_kb);
   ASSERT_EQ(s.status, 0) << s.err;
   EXPECT_FALSE(nlohmann::json::parse(s.out)["best"].is_null());
-  EXPECT_LT(s.max_rss_kb, kSanitized ? 400 * 1024 : 96 * 1024) << s.max_rss_kb << " kB";
+  EXPECT_LT(s.max_rss_kb, kAddressSanitized ? 400 * 1024 : 96 * 1024) << s.max_rss_kb << " kB";
   std::printf("[ measured ] search serve --trace (10^7 rows) --requests 500: %.2f s, peak RSS %ld kB\n", s.seconds, s.max_rss_kb);
   std::filesystem::remove_all(d);
 }
@@ -398,10 +392,10 @@ TEST(ServeInputsCli, MemoryFollowsWhatIsSimulated) {
   // 2^24 prefix groups and 100 requests: each replica kept a slot for every group id up to the
   // largest drawn (623 MB); now for the groups that occur (at most 100).
   const Limited g = run_limited(kM + " --qps 10 --requests 100 --prompt 512 --gen 16 --prefix-groups 16777216 --prefix-tokens 100",
-                                kSanitized ? 0 : 256 * 1024);
+                                kAddressSanitized ? 0 : 256 * 1024);
   EXPECT_EQ(g.status, 0) << g.err;
-  EXPECT_LT(g.max_rss_kb, kSanitized ? 400 * 1024 : 64 * 1024) << g.max_rss_kb << " kB";
-  if (kSanitized) GTEST_SKIP() << "the rest sizes runs by the address-space limit";
+  EXPECT_LT(g.max_rss_kb, kAddressSanitized ? 400 * 1024 : 64 * 1024) << g.max_rss_kb << " kB";
+  if (kAddressSanitized) GTEST_SKIP() << "the rest sizes runs by the address-space limit";
   // 2^27 requests at 1e7/s arrive in 13.4 s; one replica finishes at most 13.4 s / 0.4 ms (its
   // host time a step) x 1024 sequences / 256 steps each = 134,218 of them: >= 1.34e8 requests
   // in the system at once, > 30 GB. It grew to 13.9 GB before "out of memory"; now refused

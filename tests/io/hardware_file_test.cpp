@@ -244,6 +244,13 @@ TEST(HardwareFile, ErrorsNameTheKeyPath) {
     return s;
   };
   EXPECT_NE(error_of(base + "colour: red\n").find("colour: unknown key"), std::string::npos);
+  // An efficiency key that is no figure and no kernel class: the five chip-wide figures, then
+  // every class but `other`, in hw::KernelClass's order.
+  EXPECT_NE(error_of(base + "efficiency: {gemm_experts: {matrix: 0.5}}\n")
+                .find("efficiency.gemm_experts: unknown key: expected one of matrix, vector, memory, link, overhead, gemm, attention, "
+                      "pointwise, collective, attention_backward, attention_decode, gemm_expert, norm, sampling, allreduce_custom, "
+                      "gemm_scaled, gemm_scaled_deepgemm, gemm_expert_scaled"),
+            std::string::npos);
   EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 1")).find("memory[0].bandwidth"), std::string::npos);
   EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 0 TB/s")).find("greater than zero"), std::string::npos);
   EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: nan TB/s")).find("memory[0].bandwidth"), std::string::npos);
