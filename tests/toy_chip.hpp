@@ -36,5 +36,11 @@ inline hw::System catalog_system(const char* name) {
   s.chips_per_node = s.chip.chips_per_node;
   return s;
 }
+inline hw::System chip(const char* name) { return catalog_system(name); }
+
+/// The serving simulator keeps time in whole picoseconds (kPs); kExact is the relative tolerance
+/// of sums of step times rounded to them or added in another order.
+inline constexpr double kPs = 1e-12;
+inline constexpr double kExact = 1e-9;
 
 }  // namespace ridgeline::testing

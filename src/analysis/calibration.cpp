@@ -3,22 +3,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "least_squares.hpp"
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 
 namespace ridgeline::analysis {
 
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
 
 bool has_any(const std::string& s, std::initializer_list<std::string_view> words) {
   return std::any_of(words.begin(), words.end(), [&](std::string_view w) { return s.find(w) != std::string::npos; });
@@ -144,7 +138,7 @@ void fit_class(std::vector<CalibrationSample*>& mine, ClassFit& fit) {
 }  // namespace
 
 hw::KernelClass classify_kernel(std::string_view name, std::string_view op) {
-  const std::string n = lower(name), o = lower(op);
+  const std::string n = ascii_lower(name), o = ascii_lower(op);
   if (has_any(n, {"nccl", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
                   "alltoall", "all_to_all", "sendrecv"}) ||
       has_any(o, {"c10d::", "nccl"})) {

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace ridgeline {
 
 namespace {
@@ -71,6 +73,12 @@ std::string one_line(std::string_view s) {
     else out += ch;
   }
   return out;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string r(s);
+  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return r;
 }
 
 }  // namespace ridgeline

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/embedded.hpp"
 
@@ -23,7 +23,7 @@ namespace {
 // 2 adds `topology` and a link's `efficiency`; version 1 files are still read (their
 // topology is the default: one switched domain of chips_per_node).
 constexpr int kSchemaVersion = 2;
-constexpr size_t kMaxFileBytes = 1 << 20;
+constexpr size_t kMaxChipFileBytes = 1 << 20;
 constexpr int kMaxNesting = 16;
 
 // yaml-cpp recurses per nesting level; refuse pathological nesting before it sees the text.
@@ -66,13 +66,13 @@ void check_nesting(std::string_view text, std::string_view source) {
 void check_expanded_size(const YAML::Node& root, std::string_view source) {
   std::size_t bytes = 0, nodes = 0;
   auto fail = [&] {
-    throw InputError(fmt::format("{}: its aliases expand it beyond {} bytes or 100000 nodes: not a hardware file", source, kMaxFileBytes));
+    throw InputError(fmt::format("{}: its aliases expand it beyond {} bytes or 100000 nodes: not a hardware file", source, kMaxChipFileBytes));
   };
   auto walk = [&](auto&& self, const YAML::Node& n, int depth) -> void {
     if (++nodes > 100000 || depth > 2 * kMaxNesting) fail();
     if (n.IsScalar()) {
       bytes += n.Scalar().size();
-      if (bytes > kMaxFileBytes) fail();
+      if (bytes > kMaxChipFileBytes) fail();
     } else if (n.IsSequence()) {
       for (const YAML::Node& c : n) self(self, c, depth + 1);
     } else if (n.IsMap()) {
@@ -396,7 +396,7 @@ std::string catalog_name_for_device(std::string_view device, double memory_bytes
 }
 
 hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
-  if (text.size() > kMaxFileBytes) {
+  if (text.size() > kMaxChipFileBytes) {
     throw InputError(fmt::format("{}: file is {} bytes: expected a hardware file under 1 MiB", source, text.size()));
   }
   check_nesting(text, source);
@@ -662,12 +662,6 @@ hw::ChipSpec load_chip_file(const std::string& path) {
 
 namespace {
 bool is_hardware(const EmbeddedFile& f) { return f.path.rfind("hardware/", 0) == 0; }
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return r;
-}
 }  // namespace
 
 std::vector<CatalogEntry> catalog() {
@@ -682,7 +676,7 @@ std::vector<CatalogEntry> catalog() {
 }
 
 hw::ChipSpec catalog_chip(std::string_view name) {
-  std::string want = lower(name);
+  std::string want = ascii_lower(name);
   for (const auto& f : embedded_files()) {
     if (!is_hardware(f)) continue;
     // File names are the catalog names: hardware/<vendor>/<name>.yaml.

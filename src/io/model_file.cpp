@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
@@ -19,12 +19,12 @@ namespace {
 
 using nlohmann::json;
 using i64 = std::int64_t;
-constexpr size_t kMaxFileBytes = 4 << 20;
+constexpr size_t kMaxConfigBytes = 4 << 20;
 constexpr i64 kMaxDim = i64{1} << 24;  // 16.7M: no real dimension comes near
 
-class Reader {
+class ConfigReader {
  public:
-  Reader(const json& j, std::string_view source) : j_(j), source_(source) {}
+  ConfigReader(const json& j, std::string_view source) : j_(j), source_(source) {}
 
   [[noreturn]] void fail(std::string_view key, const std::string& why) const {
     throw InputError(fmt::format("{}: {}: {}", source_, key, why));
@@ -81,7 +81,7 @@ class Reader {
   std::string source_;
 };
 
-DType torch_dtype(const Reader& r) {
+DType torch_dtype(const ConfigReader& r) {
   std::string t = r.string("torch_dtype", r.string("dtype", "bfloat16"));
   if (t == "bfloat16") return DType::bf16;
   if (t == "float16") return DType::fp16;
@@ -89,7 +89,7 @@ DType torch_dtype(const Reader& r) {
   r.fail("torch_dtype", fmt::format("'{}' is not supported: expected bfloat16, float16 or float32", t));
 }
 
-void read_quantization(const Reader& r, model::ModelConfig& m) {
+void read_quantization(const ConfigReader& r, model::ModelConfig& m) {
   if (!r.has("quantization_config")) return;
   const json& q = r.at("quantization_config");
   if (!q.is_object()) r.fail("quantization_config", "expected an object");
@@ -148,7 +148,7 @@ void read_routing(const json& j, std::string_view source, model::ModelConfig& m)
   const std::string where = fmt::format("{}: _routing", source);
   if (!m.is_moe()) throw InputError(fmt::format("{}: a routing measurement on a model without experts: expected none", where));
   if (!it->is_object()) throw InputError(fmt::format("{}: {}: expected an object", where, it->dump()));
-  const Reader r(*it, where);
+  const ConfigReader r(*it, where);
   model::RoutingMeasurement& g = m.moe.routing;
   const auto gpus = r.integer({"gpus"});
   if (!gpus || *gpus < 2 || *gpus > m.moe.experts || m.moe.experts % *gpus != 0) {
@@ -185,7 +185,7 @@ std::string hf_repo(const json& j) {
 
 model::ModelConfig parse(const json& j, std::string_view source) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
-  Reader r(j, source);
+  ConfigReader r(j, source);
   model::ModelConfig m;
   m.name = std::string(source);
   m.model_type = r.string("model_type", "unknown");
@@ -324,16 +324,10 @@ std::string stem_of(std::string_view path) {
   return std::string(s.substr(0, s.rfind('.')));
 }
 
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return r;
-}
-
 }  // namespace
 
 model::ModelConfig parse_model_config(std::string_view text, std::string_view source) {
-  if (text.size() > kMaxFileBytes) {
+  if (text.size() > kMaxConfigBytes) {
     throw InputError(fmt::format("{}: file is {} bytes: expected a config.json under 4 MiB", source, text.size()));
   }
   json j;
@@ -374,7 +368,7 @@ std::vector<std::string> bundled_model_names() {
 }
 
 model::ModelConfig bundled_model(std::string_view name) {
-  std::string want = lower(name);
+  std::string want = ascii_lower(name);
   for (const auto& f : embedded_files()) {
     if (is_model(f) && stem_of(f.path) == want) {
       model::ModelConfig m = parse_model_config(f.text, f.path);

@@ -23,7 +23,7 @@ namespace ridgeline::io {
 
 namespace {
 
-constexpr size_t kMaxFileBytes = size_t{1} << 30;
+constexpr size_t kMaxProfileBytes = size_t{1} << 30;
 
 // "4,963,609,951.19" -> 4963609951.19; nullopt for text that is not a number ("n/a", "").
 std::optional<double> number(std::string_view s) {
@@ -179,7 +179,7 @@ void check_launch_capacity(std::size_t held, std::string_view source, std::size_
 }
 
 profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
-  if (raw.size() > kMaxFileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
+  if (raw.size() > kMaxProfileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
   const std::string text = without_tool_lines(raw);
   auto rows = parse_csv(text, source);
   size_t h = 0;
@@ -250,7 +250,7 @@ profile::Profile parse_ncu_csv(std::string_view raw, std::string_view source) {
 }
 
 profile::Profile parse_generic_csv(std::string_view text, std::string_view source, std::size_t max_launches) {
-  if (text.size() > kMaxFileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
+  if (text.size() > kMaxProfileBytes) throw InputError(fmt::format("{}: larger than 1 GiB", source));
   auto rows = parse_csv(text, source);
   if (rows.empty()) throw InputError(fmt::format("{}: empty: expected a header name,duration,flops,bytes[,count]", source));
   const auto& header = rows[0];

@@ -4,12 +4,12 @@
 #include <fmt/format.h>
 
 #include "ridgeline/core/units.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
 namespace {
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
 
 // The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel".
 std::string figures(const hw::ClassEfficiency& e) {

@@ -10,6 +10,7 @@
 #include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
@@ -17,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string esc(const std::string& s) { return escape_markup(s); }
 
 double num(const json& j, const char* key) { return json_number(j, key); }
 
@@ -87,8 +87,6 @@ std::string cards(const std::vector<Card>& cs) {
   return s + "</div>\n";
 }
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
-std::string b(double v) { return format_quantity(v, Quantity::bytes); }
 
 // A sortable table: columns with a kind (text or a Quantity), rows of JSON values.
 struct Column {
@@ -104,7 +102,7 @@ std::string cell(const json& v, Column::Kind k) {
   std::string shown;
   switch (k) {
     case Column::time: shown = t(x); break;
-    case Column::bytes: shown = b(x); break;
+    case Column::bytes: shown = size(x); break;
     case Column::flops: shown = format_si(x); break;
     case Column::percent: shown = fmt::format("{:.1f}%", 100 * x); break;
     default:
@@ -258,8 +256,8 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                 {"tokens/s", fmt::format("{:.0f}", num(j, "tokens_per_s")), "whole job"},
                 {"MFU", fmt::format("{:.1f}%", 100 * num(j, "mfu")), fmt::format("HFU {:.1f}%", 100 * num(j, "hfu"))},
                 {"exposed communication", t(num(j, "exposed_comm_s")), fmt::format("bubble {}", t(num(j, "bubble_s")))},
-                {"memory per GPU", b(num(mem, "total_bytes")),
-                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")}});
+                {"memory per GPU", size(num(mem, "total_bytes")),
+                 fmt::format("of {} - {}", size(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")}});
   } else {
     const json& mem = j.contains("memory") ? j["memory"] : json::object();
     const json prefill = j.contains("prefill") ? j["prefill"] : json::object();
@@ -268,8 +266,8 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                 {"TPOT", t(num(j, "tpot_s")), "mean over the generation"},
                 {"end to end", t(num(j, "e2e_latency_s")), fmt::format("{} .. {}", t(num(j, "e2e_latency_lower_s")), t(num(j, "e2e_latency_upper_s")))},
                 {"output tokens/s per chip", fmt::format("{:.1f}", num(j, "output_tokens_per_s_per_chip")), "generated tokens"},
-                {"memory per chip", b(num(mem, "total_bytes")),
-                 fmt::format("of {} - {}", b(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")},
+                {"memory per chip", size(num(mem, "total_bytes")),
+                 fmt::format("of {} - {}", size(num(mem, "capacity_bytes")), json_bool(mem, "fits", false) ? "fits" : "DOES NOT FIT")},
                 {"largest batch", text(j.contains("max_batch") ? j["max_batch"] : json(nullptr)), "that fits"},
                 {"decode floor", t(json_number(decode, "kernel_fixed_s") + json_number(decode, "link_latency_s")),
                  fmt::format("of a step: kernels' fixed times {}, collective latency {}", t(json_number(decode, "kernel_fixed_s")),

@@ -6,6 +6,7 @@
 #include "ridgeline/report/inference.hpp"
 #include "ridgeline/report/error_band.hpp"
 #include "ridgeline/report/text.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
@@ -15,8 +16,6 @@ namespace {
 
 constexpr const char* kBounds[4] = {"compute", "memory", "comm", "launch"};
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
-std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 
 json phase_json(const analysis::PhaseTimes& p) {
   json j;

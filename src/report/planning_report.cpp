@@ -10,6 +10,7 @@
 #include "ridgeline/report/serving.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
@@ -18,7 +19,6 @@ using planning::Deployment;
 
 namespace {
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
 
 std::string dtype_or(const std::optional<DType>& d, const char* fallback) { return d ? std::string(name(*d)) : fallback; }
 

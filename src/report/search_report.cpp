@@ -5,14 +5,13 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/search.hpp"
 #include "ridgeline/report/svg.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
 using nlohmann::json;
 
 namespace {
-std::string t(double s) { return format_quantity(s, Quantity::time); }
-std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 std::string count(double n) {
   if (n >= 1e9) return fmt::format("{:.2f}G", n / 1e9);
   if (n >= 1e6) return fmt::format("{:.2f}M", n / 1e6);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ridgeline/core/units.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
@@ -15,7 +16,6 @@ using nlohmann::json;
 using serving::ServingResult;
 using serving::Summary;
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
 
 // The latencies and the statistics of each, as their JSON keys name them.
 struct Latency {

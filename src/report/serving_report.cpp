@@ -9,6 +9,7 @@
 #include "ridgeline/report/serving.hpp"
 
 #include "ridgeline/report/error_band.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
@@ -17,8 +18,6 @@ using serving::ServingResult;
 
 namespace {
 
-std::string t(double s) { return format_quantity(s, Quantity::time); }
-std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";

@@ -5,14 +5,14 @@
 #include <algorithm>
 
 #include "ridgeline/core/units.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
 namespace {
-std::string t(double s) { return std::isfinite(s) ? format_quantity(s, Quantity::time) : "n/a"; }
+std::string time_or_na(double s) { return std::isfinite(s) ? format_quantity(s, Quantity::time) : "n/a"; }
 std::string rate(double v) { return format_quantity(v, Quantity::flop_rate); }
 std::string bw(double v) { return format_quantity(v, Quantity::bandwidth); }
-std::string size(double v) { return format_quantity(v, Quantity::bytes); }
 std::string dt(const std::optional<DType>& d, DType fallback) { return std::string(d.has_value() ? name(*d) : name(fallback)); }
 }  // namespace
 
@@ -69,11 +69,11 @@ std::string chip_text(const hw::ChipSpec& c) {
   if (!c.links.empty()) out += "links (per direction, per chip)\n";
   for (const auto& l : c.links) {
     out += fmt::format("  {:<16} {:>12}  = {} x {}, latency {}, scope {}", l.name, bw(l.chip_bandwidth_Bps()), l.count,
-                       bw(l.bandwidth_Bps), t(l.latency_s), hw::name(l.scope));
+                       bw(l.bandwidth_Bps), time_or_na(l.latency_s), hw::name(l.scope));
     if (l.efficiency > 0) out += fmt::format(", collectives reach {:.0f}%", 100 * l.efficiency);
     out += "\n";
   }
-  out += fmt::format("kernel launch   {}\nchips per node  {}\n", t(c.launch_overhead_s), c.chips_per_node);
+  out += fmt::format("kernel launch   {}\nchips per node  {}\n", time_or_na(c.launch_overhead_s), c.chips_per_node);
   if (c.sms > 0) {
     out += fmt::format("multiprocessors {} (GEMM tiles run in waves over them; fewer tiles {})\n", c.sms,
                        c.gemm_split == hw::GemmSplit::stream_k ? "share their K loops over all of them: stream-K" : "split their K loops whole ways: split-K");
@@ -109,7 +109,7 @@ std::string chip_text(const hw::ChipSpec& c) {
                      c.efficiency.matrix, c.efficiency.vector, c.efficiency.memory, c.efficiency.link);
   if (c.efficiency.overhead_s > 0) {
     out += fmt::format("kernel boundary {} per kernel on the device, inside a CUDA graph too (realistic figures only)\n",
-                       t(c.efficiency.overhead_s));
+                       time_or_na(c.efficiency.overhead_s));
   }
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
@@ -120,7 +120,7 @@ std::string chip_text(const hw::ChipSpec& c) {
     }
     if (!parts.empty()) parts.resize(parts.size() - 2);
     out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
-                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", t(ce.overhead_s)) : std::string());
+                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", time_or_na(ce.overhead_s)) : std::string());
   }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";
@@ -182,8 +182,8 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
     out += fmt::format("algorithm {}{}{}", comm::name(collective->algo),
                        library ? fmt::format(", protocol {}{}, {} fixed{}", proto_label(collective->proto),
                                              collective->chunk_bytes > 0 ? fmt::format(" in {:g} KiB chunks", collective->chunk_bytes / 1024) : std::string(),
-                                             t(collective->latency_s),
-                                             collective->chunk_wait_s > 0 ? fmt::format(" + {} chunk waits", t(collective->chunk_wait_s)) : std::string())
+                                             time_or_na(collective->latency_s),
+                                             collective->chunk_wait_s > 0 ? fmt::format(" + {} chunk waits", time_or_na(collective->chunk_wait_s)) : std::string())
                                : std::string(),
                        op.algo == comm::Algo::automatic ? " (auto: the fastest for this size on this topology)" : "");
     if (collective->net_bytes > 0 && net >= 0) {
@@ -219,7 +219,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
                        e.ridge_flops_per_byte, hw::name(e.compute_unit), name(e.compute_dtype));
   }
   out += "\n";
-  out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", t(e.t_math_s), t(e.t_matrix_s), t(e.t_vector_s));
+  out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", time_or_na(e.t_math_s), time_or_na(e.t_matrix_s), time_or_na(e.t_vector_s));
   if (tiling != nullptr && tiling->tiles > 0) {
     out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
                        format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
@@ -227,18 +227,18 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
                        : c.gemm_split == hw::GemmSplit::stream_k ? fmt::format(", each K loop shared by {:.3g} (stream-K)", tiling->split_k)
                                                                  : fmt::format(", K split {:g} ways", tiling->split_k),
                        c.gemm_sms(),
-                       tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, t(e.t_matrix_pad_s));
+                       tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, time_or_na(e.t_matrix_pad_s));
   }
-  out += fmt::format("  t_memory    {:>14}{}\n", t(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
-  if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", t(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
-  out += fmt::format("  t_launch    {:>14}  ({} launches)\n", t(e.t_launch_s), cost.launches);
-  if (e.t_host_s > 0) out += fmt::format("  t_host      {:>14}  (a call waited on, --host-overhead: in every bound)\n", t(e.t_host_s));
-  out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", t(e.t_lower_s));
+  out += fmt::format("  t_memory    {:>14}{}\n", time_or_na(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
+  if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", time_or_na(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");
+  out += fmt::format("  t_launch    {:>14}  ({} launches)\n", time_or_na(e.t_launch_s), cost.launches);
+  if (e.t_host_s > 0) out += fmt::format("  t_host      {:>14}  (a call waited on, --host-overhead: in every bound)\n", time_or_na(e.t_host_s));
+  out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", time_or_na(e.t_lower_s));
   out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{}{})\n",
-                     t(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
+                     time_or_na(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
                      e.applied.overlap > 0.5 ? fmt::format("; at least {:.2f} of matrix + memory", e.applied.overlap) : std::string(),
-                     e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", t(e.applied.overhead_s)) : std::string());
-  out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", t(e.t_upper_s), t(e.t_sum_at_peak_s));
+                     e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", time_or_na(e.applied.overhead_s)) : std::string());
+  out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", time_or_na(e.t_upper_s), time_or_na(e.t_sum_at_peak_s));
   out += e.host_longer ? fmt::format("\n  bound: the host's time per call ({} on the device alone)", name(e.bound))
                        : fmt::format("\n  bound: {}", name(e.bound));
   if (e.flops > 0) {

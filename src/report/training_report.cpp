@@ -7,14 +7,13 @@
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
+#include "spellings.hpp"
 
 namespace ridgeline::report {
 
 using nlohmann::json;
 
 namespace {
-std::string t(double s) { return format_quantity(s, Quantity::time); }
-std::string size(double b) { return format_quantity(b, Quantity::bytes); }
 json part(const analysis::StepPart& p) {
   return {{"t_lower_s", p.lower_s}, {"t_upper_s", p.upper_s}, {"t_realistic_s", p.realistic_s}};
 }

@@ -14,7 +14,7 @@
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) { return testing::catalog_system(name); }
+using testing::chip;
 
 bool fired(const std::vector<Advice>& v, const std::string& rule) {
   for (const auto& a : v) {

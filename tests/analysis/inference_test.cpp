@@ -15,7 +15,7 @@
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) { return testing::catalog_system(name); }
+using testing::chip;
 
 std::unique_ptr<InferenceResult> run(const char* model, const char* hw, InferenceConfig cfg) {
   auto r = std::make_unique<InferenceResult>();

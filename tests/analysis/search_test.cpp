@@ -15,7 +15,7 @@
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) { return testing::catalog_system(name); }
+using testing::chip;
 
 // Llama 2 7B: 32 heads, 32 KV heads, 32 layers, MLP width 11008.
 TrainSearchSpace small_space() {

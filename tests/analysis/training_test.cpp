@@ -19,7 +19,7 @@
 namespace ridgeline::analysis {
 namespace {
 
-hw::System chip(const char* name) { return testing::catalog_system(name); }
+using testing::chip;
 
 std::unique_ptr<TrainResult> run(const model::ModelConfig& m, const char* hw, const TrainConfig& cfg) {
   auto r = std::make_unique<TrainResult>();

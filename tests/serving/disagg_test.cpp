@@ -17,7 +17,7 @@
 namespace ridgeline::serving {
 namespace {
 
-constexpr double kPs = 1e-12;
+using testing::kPs;
 constexpr double kHost = 0.4e-3 + 1.1e-6;  // vLLM's host time for a step of one request
 
 struct Lone {

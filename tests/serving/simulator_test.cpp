@@ -18,8 +18,8 @@
 namespace ridgeline::serving {
 namespace {
 
-constexpr double kPs = 1e-12;      // simulated time is kept in whole picoseconds
-constexpr double kExact = 1e-9;    // relative, for sums of step times rounded to picoseconds
+using testing::kExact;
+using testing::kPs;
 
 hw::System h100() { return testing::catalog_system("h100-sxm"); }
 

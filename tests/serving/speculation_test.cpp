@@ -16,7 +16,7 @@
 namespace ridgeline::serving {
 namespace {
 
-constexpr double kPs = 1e-12;
+using testing::kPs;
 
 model::Speculation spec(const model::ModelConfig& draft, int k, std::initializer_list<double> rates, bool mtp) {
   model::Speculation s;

@@ -18,7 +18,7 @@
 namespace ridgeline::serving {
 namespace {
 
-constexpr double kExact = 1e-9;  // relative: the same sums in another order, lines fitted once
+using testing::kExact;  // the same sums in another order, lines fitted once
 
 struct Plan {
   const char* model;

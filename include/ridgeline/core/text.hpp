@@ -16,4 +16,7 @@ std::string valid_utf8(std::string_view s);
 /// `s` as one line of valid UTF-8: control characters written as escapes (\n, \t, \xNN).
 std::string one_line(std::string_view s);
 
+/// `s` with ASCII letters in lower case, other bytes as they are (names matched without case).
+std::string ascii_lower(std::string_view s);
+
 }  // namespace ridgeline
