@@ -225,9 +225,12 @@ void name_value_kinds(CLI::App& app) {
   const std::string path = command_path(&app);
   for (CLI::Option* o : app.get_options()) {
     if (o->get_expected_min() == 0) continue;  // a flag
+    // Once an option: CLI11 builds the name anew at each call, and every process runs this
+    // over every option of every command (under the sanitizers it was a third of `--help`).
+    const std::string name = o->get_name();
     std::string_view kind;
     for (const ValueKind& v : kValueKinds) {
-      if (v.flag != o->get_name()) continue;
+      if (v.flag != name) continue;
       if (v.command == path) {
         kind = v.kind;
         break;
