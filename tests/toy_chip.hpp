@@ -1,5 +1,6 @@
 #pragma once
-// A chip with round numbers so expected values can be derived by hand.
+// A chip with round numbers so expected values can be derived by hand, and what the tests share
+// beside it: catalog chips as systems, the simulator's time step and its tolerance.
 #include "ridgeline/hw/chip.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 

@@ -10,7 +10,6 @@ namespace ridgeline::report {
 
 namespace {
 
-
 // The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel".
 std::string figures(const hw::ClassEfficiency& e) {
   std::string out;

@@ -18,7 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-
 double num(const json& j, const char* key) { return json_number(j, key); }
 
 std::string text(const json& v) {
@@ -86,7 +85,6 @@ std::string cards(const std::vector<Card>& cs) {
   }
   return s + "</div>\n";
 }
-
 
 // A sortable table: columns with a kind (text or a Quantity), rows of JSON values.
 struct Column {

@@ -16,7 +16,6 @@ namespace {
 
 constexpr const char* kBounds[4] = {"compute", "memory", "comm", "launch"};
 
-
 json phase_json(const analysis::PhaseTimes& p) {
   json j;
   j["t_lower_s"] = p.t_lower_s;

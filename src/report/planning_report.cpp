@@ -19,7 +19,6 @@ using planning::Deployment;
 
 namespace {
 
-
 std::string dtype_or(const std::optional<DType>& d, const char* fallback) { return d ? std::string(name(*d)) : fallback; }
 
 std::string seqs_text(std::int64_t n) { return n > 0 ? fmt::format("{}", n) : "auto"; }

@@ -16,7 +16,6 @@ using nlohmann::json;
 using serving::ServingResult;
 using serving::Summary;
 
-
 // The latencies and the statistics of each, as their JSON keys name them.
 struct Latency {
   const char* key;

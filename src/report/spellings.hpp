@@ -1,6 +1,6 @@
 #pragma once
-// The short spellings the report back-ends share, one definition each: t(0.0015) is "1.50 ms",
-// size(2e9) "2.00 GB" (format_quantity), esc() markup-escaped text for SVG and HTML.
+// The short spellings the report back-ends share, one definition each: t(1.0107e-3) is
+// "1.011 ms", size(80e9) "80 GB" (format_quantity), esc() markup-escaped text for SVG and HTML.
 #include <string>
 
 #include "ridgeline/core/units.hpp"

@@ -41,7 +41,6 @@ namespace {
 constexpr double kW = 920, kH = 600, kL = 110, kR = 200, kT = 50, kB = 70;  // canvas and margins
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
-
 // Text on a chart that must not cross other text: boxes as the text measures (about 0.55 em
 // per character) and where a new label fits, inside the plot area.
 class Labels {

@@ -30,5 +30,11 @@ TEST(Text, OneLineEscapesControlCharacters) {
   EXPECT_EQ(one_line("\xff"), "\xEF\xBF\xBD");
 }
 
+TEST(Text, AsciiLowerLeavesOtherBytes) {
+  EXPECT_EQ(ascii_lower("H100-SXM"), "h100-sxm");
+  EXPECT_EQ(ascii_lower("Caf\xC3\x89 @Z[`a"), "caf\xC3\x89 @z[`a");  // É's bytes and the neighbours of A-Z kept
+  EXPECT_EQ(ascii_lower(""), "");
+}
+
 }  // namespace
 }  // namespace ridgeline
