@@ -143,7 +143,8 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   static const model::ModelConfig gpt_oss = io::bundled_model("gpt-oss-120b"), mistral = io::bundled_model("mistral-7b");
   const std::uint8_t pick = n >= 17 ? d[16] % 3 : 0;
   const model::ModelConfig& m = pick == 1 ? gpt_oss : pick == 2 ? mistral : llama;
-  // Read once: parsing the chip file was half of a run's time (fuzz_hardware_file fuzzes that parser).
+  // Read once: parsing the chip file was three quarters of an input's time (fuzz_hardware_file
+  // fuzzes that parser).
   static const hw::ChipSpec h100 = io::catalog_chip("h100-sxm");
   hw::System sys;
   sys.chip = h100;
