@@ -8,8 +8,8 @@ set -euo pipefail
 dir=$1
 runs=${2:-20000}
 root=$(cd "$(dirname "$0")/.." && pwd)
-targets=(units hardware_file model_config profile result serving)
 lanes=("serving hardware_file" "profile result units model_config")
+read -ra targets <<< "${lanes[*]}"  # every target, once
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cmath>
 #include <iostream>
 
@@ -355,9 +354,7 @@ std::vector<std::string> chip_names(const std::string& hw, std::string_view wher
   // Catalog names are case-insensitive (h200 is H200); a file is its path.
   auto key = [](const std::string& n) {
     if (n.find('/') != std::string::npos || n.find('.') != std::string::npos) return n;
-    std::string k = n;
-    for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return k;
+    return ascii_lower(n);
   };
   for (const std::string& item : split_list(hw)) {
     if (item.empty()) throw InputError(fmt::format("--hw: '{}' has an empty item: expected chips separated by commas", hw));

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/core/text.hpp"
 
 namespace ridgeline {
 
@@ -136,8 +136,7 @@ void AtomicFile::commit() {
 }
 
 void check_extension(const std::string& path, std::string_view flag, std::initializer_list<std::string_view> extensions) {
-  std::string lower = path;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(path);
   std::string list;
   for (const std::string_view e : extensions) {
     if (lower.size() > e.size() && lower.compare(lower.size() - e.size(), e.size(), e) == 0) return;

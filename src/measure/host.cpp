@@ -17,12 +17,12 @@
 #include <sstream>
 #include <thread>
 #include <tuple>
-#include <cctype>
 
 #ifdef RIDGELINE_HAVE_HWLOC
 #include <hwloc.h>
 #endif
 
+#include "ridgeline/core/text.hpp"
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/io/hardware_file.hpp"
 #include "ridgeline/measure/kernels.hpp"
@@ -819,8 +819,7 @@ std::string chip_yaml(const hw::ChipSpec& c, const MeasureResult& r) {
   // Each level's roof: the kernel that set it and its spread; the unstable ones named.
   std::string unstable;
   for (const LevelRoof& l : level_roofs(r)) {
-    std::string key = l.name;
-    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    const std::string key = ascii_lower(l.name);
     m += fmt::format("  {}_kernel: {}\n  {}_spread: {:.3f}\n", key, l.kernel, key, l.spread);
     if (l.unstable) unstable += (unstable.empty() ? "" : ", ") + l.name;
   }

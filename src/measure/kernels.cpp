@@ -12,7 +12,6 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -20,6 +19,8 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
+#include "ridgeline/core/text.hpp"
 
 #ifdef RIDGELINE_HAVE_OPENBLAS
 #include <cblas.h>
@@ -236,8 +237,7 @@ int blas_vector_bits() {
   if (!have_blas()) return 0;
   // OpenBLAS's x86 core names (driver/others/dynamic.c's corename[]; a build for one target
   // names it in capitals), compared without case. "Unknown" and "GENERIC" stay 0.
-  std::string core = openblas().get_corename();
-  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string core = ascii_lower(openblas().get_corename());
   for (const char* c : {"skylakex", "cooperlake", "sapphirerapids"}) {
     if (core == c) return 512;
   }
