@@ -32,6 +32,21 @@ constexpr double kPythonPerRequestS = 1.1e-6;
 constexpr double kFrontEndS = 4e-3;
 
 constexpr const char* kPythonHostSource = "vLLM V1's loop: vllm-project/vllm PRs #42131 and #46112";
+
+// SGLang's own loop before its overlap scheduler: the scheduling time of an iteration (all of it
+// but the model's forward: the last batch's results processed, the next batch chosen and
+// prepared), SGLang 0.2.13 (commit 3694f8f, the line 0.3.0 followed a month later) on A100s,
+// 300 requests sent at once, prefill chunks of 512, no prefix caching: Llama 1.3B 3.13 / 4.29 /
+// 3.55 ms (1024:64, 1024:1024, ShareGPT), Llama-3 8B 1.91 / 2.70 / 2.16 / 1.87 ms (the same and
+// LooGLE), Llama-3 70B 5.30 / 2.30 / 4.20 ms (WukLab, "Can Scheduling Overhead Dominate LLM
+// Inference Performance?", mlsys.wuklab.io, 2024-09-10, figures 10-12; Nsight Systems and timers:
+// the bars' heights in the figures' matplotlib SVGs, WukLab/wuklab_sysml
+// static/images/scheduling_overhead/SGLang_A100.svg_{0,1,2}.svg). A step costs their median,
+// 2.915 ms, whatever its batch: the study does not state its batches, so no part is split out per
+// request.
+constexpr double kSglang02StepS = 2.915e-3;
+constexpr const char* kSglang02HostSource =
+    "SGLang 0.2.13's loop on A100s: 2.915 ms a step, the median of ten runs (WukLab, mlsys.wuklab.io, 2024-09-10, figures 10-12)";
 constexpr const char* kFrontEndSource = "vLLM's server against its LLM class: tenstorrent/tt-inference-server #190";
 
 bool is_a100(const hw::ChipSpec& chip) {
@@ -240,12 +255,14 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.decode_graphs = GraphMode::graph;
   e.mixed_graphs = GraphMode::eager;
   e.graph_max_batch = s.graph_bs;
-  // No SGLang host figure is published; its Python loop is taken to cost what vLLM's does,
-  // hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
-  e.step_overhead_s = kPythonStepS;
-  e.per_request_overhead_s = kPythonPerRequestS;
+  // 0.3: SGLang's own loop as measured before the overlap scheduler, between device steps.
+  // 0.4+: no figure of the rewritten loop is published; it is taken to cost what vLLM V1's
+  // does, hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
+  e.step_overhead_s = version == 3 ? kSglang02StepS : kPythonStepS;
+  e.per_request_overhead_s = version == 3 ? 0 : kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
-  e.host_source = std::string(kPythonHostSource) + " (none published for SGLang)";
+  e.host_source = version == 3 ? std::string(kSglang02HostSource)
+                               : std::string(kPythonHostSource) + " (none published for SGLang 0.4+)";
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   e.overlap_scheduling = version != 3;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
@@ -268,7 +285,9 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
       "front end per request as vLLM's (4 ms; none published for SGLang)" +
       std::string(version == 3 ? "; sglang@0.3: the 0.3 line's server_args.py (chunked_prefill_size 8192, mem_fraction_static "
                                  "0.88 / 0.87 / 0.85 / 0.83 / 0.79 from TP 1 / 2 / 4 / 8 / 16), cuda_graph_runner.py (decode "
-                                 "graphs of 1, 2, 4, 8, 16, ..., 160, padded), global_config.py (ratio 0.7 -> 0.1 by 0.001 a step)"
+                                 "graphs of 1, 2, 4, 8, 16, ..., 160, padded), global_config.py (ratio 0.7 -> 0.1 by 0.001 a step); "
+                                 "host 2.915 ms a step between device steps, SGLang 0.2.13's scheduling time per iteration on "
+                                 "A100s (WukLab, mlsys.wuklab.io, 2024-09-10)"
                                : "");
   return e;
 }
