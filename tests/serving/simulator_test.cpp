@@ -112,6 +112,29 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   EXPECT_TRUE(r.sustainable);
 }
 
+TEST(Simulator, Sglang03PaysItsLoopsMeasuredHostTimeBetweenDecodeSteps) {
+  // SGLang 0.3 (no overlap scheduler), one client at a time on the 8B: each of a request's 99
+  // decode steps is one token at context 1001..1099 as one graph (SGLang's merged kernels),
+  // then the loop's 2.915 ms (SGLang 0.2.13's median scheduling time per iteration, WukLab
+  // 2024-09-10; nothing per request) before the next: TPOT is their mean.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineRef{EngineKind::sglang, 3}, sys);
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 3;
+  const ServingResult r = simulate(m, sys, cfg);
+  StepModel step;
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  double decode = 0;
+  for (int c = 1001; c <= 1099; ++c) decode += step.time(decode_mix(1, c), GraphMode::graph) + 2.915e-3;
+  EXPECT_EQ(r.measured_requests, 3);
+  EXPECT_NEAR(r.tpot.mean, decode / 99, 200 * kPs);
+  EXPECT_NEAR(r.tpot.min, decode / 99, 200 * kPs);
+}
+
 TEST(Simulator, KvSlackIsTheRoomTheFullestCheckLeft) {
   // The same client on a cache of 100 blocks of 16 tokens. A request of 1000 + 100 tokens fits
   // an empty cache with 100 - ceil(1100 / 16) = 100 - 69 = 31 blocks to spare; at its fullest
