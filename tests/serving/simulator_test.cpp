@@ -54,6 +54,19 @@ model::StepMix decode_mix(double n, double context) {
   return mix;
 }
 
+// One client at a time (a closed loop of one), three requests of cfg's lengths; `step` prepared
+// as the engines run the model (merged kernels: QKV and gate-up merged, residuals in the
+// norms; on one chip no all-reduce, whichever the engine runs).
+ServingResult one_client(const model::ModelConfig& m, const hw::System& sys, ServeConfig& cfg, StepModel& step) {
+  cfg.workload.arrival = Arrival::closed;
+  cfg.workload.concurrency = 1;
+  cfg.workload.requests = 3;
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  return simulate(m, sys, cfg);
+}
+
 // n prompts of `tokens` tokens each, prefilled whole (under one attention kernel when `fused`).
 model::StepMix prompt_mix(int n, double tokens, bool fused = true) {
   model::StepMix mix;
@@ -89,14 +102,8 @@ TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
   ServeConfig cfg = base(kVllmSerialHost, sys);
-  cfg.workload.arrival = Arrival::closed;
-  cfg.workload.concurrency = 1;
-  cfg.workload.requests = 3;
-  const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  model::ForwardConfig f = cfg.forward;  // one chip: no all-reduce, whichever the engine runs
-  f.merged_kernels = true;               // vLLM's kernels: QKV and gate-up merged, residuals in the norms
-  step.prepare(m, sys, f);
+  const ServingResult r = one_client(m, sys, cfg, step);
   const double host = 0.4e-3 + 1.1e-6;
   const double ttft = lone_prefill_s(step, 1000);
   double decode = 0;
@@ -120,14 +127,8 @@ TEST(Simulator, Sglang03PaysItsLoopsMeasuredHostTimeBetweenDecodeSteps) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
   ServeConfig cfg = base(EngineRef{EngineKind::sglang, 3}, sys);
-  cfg.workload.arrival = Arrival::closed;
-  cfg.workload.concurrency = 1;
-  cfg.workload.requests = 3;
-  const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  model::ForwardConfig f = cfg.forward;
-  f.merged_kernels = true;
-  step.prepare(m, sys, f);
+  const ServingResult r = one_client(m, sys, cfg, step);
   double decode = 0;
   for (int c = 1001; c <= 1099; ++c) decode += step.time(decode_mix(1, c), GraphMode::graph) + 2.915e-3;
   EXPECT_EQ(r.measured_requests, 3);
@@ -439,14 +440,8 @@ TEST(Simulator, TheFrontEndDelaysEachRequestBeforeTheSchedulerSeesIt) {
   ServeConfig cfg = base(kVllmSerialHost, sys);
   EXPECT_EQ(engine_preset(kVllmSerialHost, sys.chip).front_end_s, 4e-3);  // tt-inference-server issue #190
   cfg.engine.front_end_s = 4e-3;
-  cfg.workload.arrival = Arrival::closed;
-  cfg.workload.concurrency = 1;
-  cfg.workload.requests = 3;
-  const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  model::ForwardConfig f = cfg.forward;
-  f.merged_kernels = true;
-  step.prepare(m, sys, f);
+  const ServingResult r = one_client(m, sys, cfg, step);
   const double host = 0.4e-3 + 1.1e-6, F = 4e-3;
   const double prefill = lone_prefill_s(step, 1000);
   double decode = 0;
