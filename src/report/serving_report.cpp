@@ -336,7 +336,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("engine: {} tokens/step, {} sequences{}, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs, per_rank,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
-  s += fmt::format("        host {} + {}/request per step{}{}{}{}\n", t(e.step_overhead_s), t(e.per_request_overhead_s),
+  // A host figure with no part per request (vLLM V0's scheduler, SGLang 0.3's loop, --step-overhead)
+  // reads as one time a step.
+  const std::string per_request = e.per_request_overhead_s > 0 ? fmt::format(" + {}/request", t(e.per_request_overhead_s)) : std::string();
+  s += fmt::format("        host {}{} per step{}{}{}{}\n", t(e.step_overhead_s), per_request,
                    e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                         : ", between device steps",
                    e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),

@@ -326,6 +326,13 @@ TEST(ServeCli, ComponentsNameTheirSources) {
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("  fixed times: h100-sxm's kernel classes"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("  front end: vLLM's server against its LLM class"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host 400 us + 1.1 us/request per step"), std::string::npos) << text.out;
+  // SGLang 0.3's loop is its own line's measured time, between steps and nothing per request: the
+  // engine line shows one time a step, and the step's host source is the study's.
+  const RunResult sg = run(q + " --hw a100-80gb --engine sglang@0.3");
+  ASSERT_EQ(sg.status, 0) << sg.err;
+  EXPECT_NE(sg.out.find("        host 2.915 ms per step, between device steps\n"), std::string::npos) << sg.out;
+  EXPECT_NE(sg.out.find("host: SGLang 0.2.13's loop on A100s"), std::string::npos) << sg.out;
 }
 
 // vLLM 0.6 (V0): `--engine vllm@0.6` runs its own preset, and `--num-scheduler-steps` its
