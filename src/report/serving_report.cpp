@@ -18,6 +18,13 @@ using serving::ServingResult;
 
 namespace {
 
+// A host time of `step` a step and `per_request` a running request: "400 us + 1.1 us/request",
+// or one time a step when nothing is per request (vLLM V0's scheduler, SGLang 0.3's loop,
+// --step-overhead).
+std::string host_time(double step, double per_request) {
+  return per_request > 0 ? fmt::format("{} + {}/request", t(step), t(per_request)) : t(step);
+}
+
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
@@ -336,18 +343,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("engine: {} tokens/step, {} sequences{}, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs, per_rank,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
-  // A host figure with no part per request (vLLM V0's scheduler, SGLang 0.3's loop, --step-overhead)
-  // reads as one time a step.
-  const std::string per_request = e.per_request_overhead_s > 0 ? fmt::format(" + {}/request", t(e.per_request_overhead_s)) : std::string();
-  s += fmt::format("        host {}{} per step{}{}{}{}\n", t(e.step_overhead_s), per_request,
+  s += fmt::format("        host {} per step{}{}{}{}\n", host_time(e.step_overhead_s, e.per_request_overhead_s),
                    e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                         : ", between device steps",
                    e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
                    e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
                                                        "waits for its end)", e.scheduler_steps)
                                          : std::string(),
-                   e.async_step_s > 0 ? fmt::format("; output processing {} + {}/request beside the device", t(e.async_step_s),
-                                                    t(e.async_per_request_s))
+                   e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
                                       : std::string());
   if (e.front_end_s > 0) {
     s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",

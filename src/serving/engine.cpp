@@ -32,6 +32,7 @@ constexpr double kPythonPerRequestS = 1.1e-6;
 constexpr double kFrontEndS = 4e-3;
 
 constexpr const char* kPythonHostSource = "vLLM V1's loop: vllm-project/vllm PRs #42131 and #46112";
+constexpr const char* kFrontEndSource = "vLLM's server against its LLM class: tenstorrent/tt-inference-server #190";
 
 // SGLang's own loop before its overlap scheduler: the scheduling time of an iteration (all of it
 // but the model's forward: the last batch's results processed, the next batch chosen and
@@ -47,7 +48,6 @@ constexpr const char* kPythonHostSource = "vLLM V1's loop: vllm-project/vllm PRs
 constexpr double kSglang02StepS = 2.915e-3;
 constexpr const char* kSglang02HostSource =
     "SGLang 0.2.13's loop on A100s: 2.915 ms a step, the median of ten runs (WukLab, mlsys.wuklab.io, 2024-09-10, figures 10-12)";
-constexpr const char* kFrontEndSource = "vLLM's server against its LLM class: tenstorrent/tt-inference-server #190";
 
 bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
@@ -258,11 +258,16 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // 0.3: SGLang's own loop as measured before the overlap scheduler, between device steps.
   // 0.4+: no figure of the rewritten loop is published; it is taken to cost what vLLM V1's
   // does, hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
-  e.step_overhead_s = version == 3 ? kSglang02StepS : kPythonStepS;
-  e.per_request_overhead_s = version == 3 ? 0 : kPythonPerRequestS;
+  if (version == 3) {
+    e.step_overhead_s = kSglang02StepS;
+    e.per_request_overhead_s = 0;
+    e.host_source = kSglang02HostSource;
+  } else {
+    e.step_overhead_s = kPythonStepS;
+    e.per_request_overhead_s = kPythonPerRequestS;
+    e.host_source = std::string(kPythonHostSource) + " (none published for SGLang 0.4+)";
+  }
   e.front_end_s = kFrontEndS;
-  e.host_source = version == 3 ? std::string(kSglang02HostSource)
-                               : std::string(kPythonHostSource) + " (none published for SGLang 0.4+)";
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   e.overlap_scheduling = version != 3;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
