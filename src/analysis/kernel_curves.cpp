@@ -103,6 +103,8 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       op.a_dtype = op.b_dtype = p.dtype;
       op.out_dtype = DType::bf16;
       ops::Cost cost = op_cost(op, one_chip(chip));
+      // Tiled as the class's kernel spreads its tiles (op_cost's is the BLAS library's).
+      cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls));
       // NVFP4's block scales ride with the weights, an e4m3 per 16, as the graph counts them.
       if (p.dtype == DType::fp4) cost.add_main_bytes(p.k * p.n * 0.5 / 8);
       out.push_back({cost, cls});
@@ -181,7 +183,7 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
   const ops::Rates::Achievable& own = rates.achievable[static_cast<int>(cls)];
   // cuBLAS's GEMMs keep the chip's measured matmul rate; other GEMM kernels (MoE's grouped
   // ones, block-scaled ones) are their own and fit theirs.
-  const bool gemm = cls == KernelClass::gemm;
+  const bool gemm = cls == KernelClass::gemm, shared = !(chip.efficiency.kernel[static_cast<int>(cls)].matrix > 0);
   const double boundary = chip.efficiency.overhead_s;
   std::vector<Row> rows;
   for (const hw::KernelCurve& curve : chip.curves) {
@@ -205,9 +207,19 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
         parts.raw[kMemory] = t.memory;
         parts.comm_latency = t.comm_latency;
         parts.raw[kLink] = t.comm - t.comm_latency;
-        // A GEMM's matrix rate is the chip's measured one, with its tiling; a link with an
+        // cuBLAS's GEMMs run at a share of the chip's measured matmul rate (the best shape's),
+        // fitted through their tiling (ClassEfficiency::matmul): the part at that rate, the
+        // share the fit's. A dtype without a measured rate, or a class with a matrix fraction
+        // of its own (calibrated, the tiling inside it), keeps its rate. A link with an
         // efficiency of its own keeps it.
-        if (gemm) parts.held[kMatrix] = true, parts.constant[kMatrix] = parts.raw[kMatrix] * own.inv_matrix[t.matrix_dtype];
+        if (gemm) {
+          const double measured = chip.matmul_achievable_flops_per_s[t.matrix_dtype], peak = chip.matrix_flops_per_s[t.matrix_dtype];
+          if (shared && measured > 0 && peak > 0) {
+            parts.raw[kMatrix] *= peak / measured;
+          } else {
+            parts.held[kMatrix] = true, parts.constant[kMatrix] = parts.raw[kMatrix] * own.inv_matrix[t.matrix_dtype];
+          }
+        }
         // The link part is the class's to fit: its fraction replaces the link's own (NCCL's).
         row.mine.push_back(parts);
       }
@@ -263,7 +275,10 @@ CurveFit residuals_at(const std::vector<Row>& rows, KernelClass cls, const std::
 std::array<double, kParams> current(const hw::ChipSpec& chip, KernelClass cls) {
   const ops::Rates rates(chip);
   const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(cls)];
-  return {a.overhead_s, a.inv_matrix[index(DType::bf16)], a.inv_vector, a.inv_memory, a.inv_link, a.overlap};
+  // cuBLAS's matrix parameter is 1 / its share of the measured matmul rate (rows_of).
+  const double matmul = hw::class_efficiency(chip.efficiency, cls).matmul;
+  const double matrix = cls == KernelClass::gemm ? 1 / (matmul > 0 ? matmul : 1) : a.inv_matrix[index(DType::bf16)];
+  return {a.overhead_s, matrix, a.inv_vector, a.inv_memory, a.inv_link, a.overlap};
 }
 
 // Marks in `freed` the figures a kernel binding on part `s` leaves to the fit: that part's
@@ -366,7 +381,9 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   static constexpr const char* kPart[kParams] = {"", "matrix", "vector", "memory", "link", "overlap"};
   for (int i = kMatrix; i < kOverlap; ++i) {
     if (held[i] && p.value[i] == 1) {
-      fit.notes.push_back(fmt::format("{} fraction held at 1: points ran faster than the peak (the counts or the chip's peak are off)", kPart[i]));
+      fit.notes.push_back(i == kMatrix && cls == KernelClass::gemm
+                              ? std::string("share of the measured matmul rate held at 1: points ran faster than it (the tiling or the chip's rate is off)")
+                              : fmt::format("{} fraction held at 1: points ran faster than the peak (the counts or the chip's peak are off)", kPart[i]));
     }
   }
   fit.fitted = true;
@@ -376,7 +393,9 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], bound);
   }
   if (bound[kOverlap]) fit.efficiency.overlap = x[kOverlap];
-  double* out[kParams] = {nullptr, &fit.efficiency.matrix, &fit.efficiency.vector, &fit.efficiency.memory, &fit.efficiency.link};
+  // cuBLAS's matrix parameter is its share of the measured matmul rate.
+  double* out[kParams] = {nullptr, cls == KernelClass::gemm ? &fit.efficiency.matmul : &fit.efficiency.matrix,
+                          &fit.efficiency.vector, &fit.efficiency.memory, &fit.efficiency.link};
   for (int i = kMatrix; i < kOverlap; ++i) {
     if (!bound[i]) continue;
     *out[i] = 1 / x[i];
@@ -403,8 +422,8 @@ CurveFit fit_held(const std::vector<Row>& rows, const hw::ChipSpec& chip, Kernel
   // starting from the chip-wide matrix rate may never let its largest points bind on the
   // matrix, though they run far below it (vLLM's fused MoE at 1024 tokens). A second start at
   // half that rate lets them; that fit is kept when it brings the rms residual down by a tenth
-  // or more (a fraction freed for a point or two of noise is not). cuBLAS's class keeps the
-  // chip's measured rate and needs none.
+  // or more (a fraction freed for a point or two of noise is not). cuBLAS's class starts at
+  // the chip's measured rate, the best shape's, and needs none.
   if (cls != KernelClass::gemm && rows.size() >= 2) {
     x[kMatrix] *= 2;
     CurveFit other = fit_from(rows, cls, x);
@@ -473,6 +492,7 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.memory > 0) e.memory = f.efficiency.memory;
     if (f.efficiency.link > 0) e.link = f.efficiency.link;
     if (f.efficiency.overlap > 0) e.overlap = f.efficiency.overlap;
+    if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
   }
   return c;
 }

@@ -404,7 +404,8 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     bp.matrix_pad = 0;
     if (op.quantised && k > 0) {
       const double M = op.gemm_m, K = op.gemm_k, N = op.gemm_n;
-      const double pad = ops::gemm_pad_flops(M, K, N, 1, rates.sms, rates.gemm_split) + ops::gemm_pad_flops(K, N, M, 1, rates.sms, rates.gemm_split);
+      const hw::GemmSplit split = hw::gemm_split_for(rates.gemm_split, op.kernel);
+      const double pad = ops::gemm_pad_flops(M, K, N, 1, rates.sms, split) + ops::gemm_pad_flops(K, N, M, 1, rates.sms, split);
       bp.matrix_pad = pad * rates.s_per_flop[0][fp.matrix_dtype];
     }
     out.bwd[i] = {bp,

@@ -539,7 +539,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (!e[key]) continue;
       const std::string p = "efficiency." + key;
       YAML::Node n = e[key];
-      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap"});
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul"});
       hw::ClassEfficiency& ce = c.efficiency.kernel[k];
       if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
       if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
@@ -548,6 +548,12 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (n["overhead"]) {
         ce.overhead_s = r.quantity(n["overhead"], Quantity::time, p + ".overhead", false);
         if (ce.overhead_s > 1) r.fail(p + ".overhead", fmt::format("{} s per kernel: expected at most 1 s", ce.overhead_s));
+      }
+      if (n["matmul"]) {
+        ce.matmul = r.fraction(n["matmul"], p + ".matmul");
+        if (hw::parent(static_cast<hw::KernelClass>(k)) != hw::KernelClass::gemm) {
+          r.fail(p + ".matmul", fmt::format("{}: only a GEMM class runs at a share of the measured matmul rate", ce.matmul));
+        }
       }
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");
@@ -644,6 +650,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     }
     if (ce.overhead_s > 0) fields += fmt::format("{}overhead: {:.17g} s", fields.empty() ? "" : ", ", ce.overhead_s);
     if (ce.overlap > 0) fields += fmt::format("{}overlap: {:.17g}", fields.empty() ? "" : ", ", ce.overlap);
+    if (ce.matmul > 0) fields += fmt::format("{}matmul: {:.17g}", fields.empty() ? "" : ", ", ce.matmul);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
   if (!c.curves.empty()) y += curves_yaml(c.curves);

@@ -125,9 +125,16 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   }
   Cost cost = ops::matmul_cost(s);
   cost.add_main_bytes(k * n * scale / 8);
+  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels: fp8
+  // blocks the engine's (vLLM's Triton kernel or DeepGEMM's), fp4 blocks gemm_scaled's.
+  hw::KernelClass kernel = hw::KernelClass::gemm;
+  if (!expert && scale > 0) {
+    const bool deepgemm = c.f.scaled_gemm == ForwardConfig::ScaledGemm::deepgemm && is_fp8(w);
+    kernel = deepgemm ? hw::KernelClass::gemm_scaled_deepgemm : hw::KernelClass::gemm_scaled;
+  }
   const int sms = c.sys.chip.gemm_sms();
   const bool quantised = !expert && sms > 0;
-  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, c.sys.chip.gemm_split);
+  if (quantised) cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, hw::gemm_split_for(c.sys.chip.gemm_split, kernel));
   double bias_params = 0;
   if (bias) {
     // Added in the GEMM's epilogue: read n bias values, one add per output.
@@ -137,12 +144,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   }
   GraphOp& op = c.g.add(name, OpClass::gemm, block, cost);
   op.scale = rows;
-  // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels: fp8
-  // blocks the engine's (vLLM's Triton kernel or DeepGEMM's), fp4 blocks gemm_scaled's.
-  if (!expert && scale > 0) {
-    const bool deepgemm = c.f.scaled_gemm == ForwardConfig::ScaledGemm::deepgemm && is_fp8(w);
-    op.kernel = deepgemm ? hw::KernelClass::gemm_scaled_deepgemm : hw::KernelClass::gemm_scaled;
-  }
+  op.kernel = kernel;
   op.gemm_m = m_rows;
   op.gemm_k = k;
   op.gemm_n = n;

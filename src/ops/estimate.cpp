@@ -100,12 +100,14 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency c = hw::class_efficiency(e, static_cast<hw::KernelClass>(k));
     const bool own = k != static_cast<int>(hw::KernelClass::other);
-    // The gemm class: its own figure, else the measured matmul rate in each dtype, else the chip's.
+    // The gemm class: its own figure, else the measured matmul rate in each dtype (times the
+    // class's share of it), else the chip's.
+    const double share = own && c.matmul > 0 ? c.matmul : 1;
     for (int d = 0; d < kDTypeCount; ++d) {
       const double measured = chip.matmul_achievable_flops_per_s[d], peak = chip.matrix_flops_per_s[d];
       const bool gemm = hw::parent(static_cast<hw::KernelClass>(k)) == hw::KernelClass::gemm;
       achievable[k].inv_matrix[d] = own && c.matrix > 0 ? 1 / c.matrix
-                                    : gemm && measured > 0 && peak > 0 ? peak / measured
+                                    : gemm && measured > 0 && peak > 0 ? peak / (measured * share)
                                                                        : 1 / e.matrix;
     }
     achievable[k].inv_vector = 1 / (own && c.vector > 0 ? c.vector : e.vector);

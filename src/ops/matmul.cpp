@@ -29,13 +29,17 @@ double ceil_div(double a, double s, double inv_s) noexcept {
 // fewer, each K loop split max(1, min(⌊s/tiles⌋, k_cap)) ways, the slices in waves (split-K),
 // or the tiles' K iterations shared out over all s, each tile's over min(s/tiles, k_cap) (at
 // least 1), in one wave (stream-K): the tiles' own work where k_cap lets the share reach s/tiles.
+// As many or more, waves of s whole tiles; with `tail` (stream-K past one wave), a last wave
+// less than half full is shared out over all s with the full wave before it, CUTLASS's SM90
+// rule: the tiles' own work, tiles/s waves.
 struct Split {
-  double split, waves;  // split_k (stream-K: not whole) and waves
+  double split, waves;  // split_k (stream-K: not whole) and waves (not whole when the tail is shared)
   double num, den;      // per unit of tile_m·tile_n: work = num / den tiles
 };
-Split split_and_waves(double tiles, double s, double inv_s, double k_cap, bool stream_k) noexcept {
+Split split_and_waves(double tiles, double s, double inv_s, double k_cap, bool stream_k, bool tail) noexcept {
   if (tiles >= s) {
     const double w = ceil_div(tiles, s, inv_s);
+    if (tail && 2 * (tiles - (w - 1) * s) < s) return {1, tiles * inv_s, tiles, 1};
     return {1, w, w * s, 1};
   }
   if (stream_k) {
@@ -53,13 +57,13 @@ Split split_and_waves(double tiles, double s, double inv_s, double k_cap, bool s
 // its tiles on s multiprocessors: compared as fractions of whole numbers (exact), the least
 // wins, the first of equal ones.
 template <class Count>
-GemmTiling least_work(double m, double n, double batch, double s, double k_cap, bool stream_k, Count count) noexcept {
+GemmTiling least_work(double m, double n, double batch, double s, double k_cap, bool stream_k, bool tail, Count count) noexcept {
   GemmTiling best;
   double best_num = 0, best_den = 1;
   const double inv_s = 1 / s;
   for (const auto& tile : kGemmTiles) {
     GemmTiling t = count(tile);
-    const Split sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k);
+    const Split sw = split_and_waves(t.tiles, s, inv_s, k_cap, stream_k, tail);
     t.split_k = sw.split;
     t.waves = sw.waves;
     const double num = sw.num * t.tile_m * t.tile_n;
@@ -78,7 +82,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
   const bool finite = std::isfinite(m) && std::isfinite(n) && std::isfinite(k) && std::isfinite(batch);
   if (sms <= 0 || !finite || m <= 0 || n <= 0 || k <= 0 || batch <= 0) return {};
   const double s = sms;
-  const bool stream_k = split == hw::GemmSplit::stream_k;
+  const bool stream_k = split != hw::GemmSplit::split_k, tail = shares_tail(split, k);
   const double k_cap = std::floor(k / kMinSplitDepth);
   // A whole batch while 128x128 tiles stay under 2^40 (and k under 2^53): the tile counts in
   // whole numbers, by shifts, where the doubles below take ceilings (the same values: every
@@ -88,7 +92,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
     const auto M = static_cast<std::int64_t>(std::ceil(m)), N = static_cast<std::int64_t>(std::ceil(n));
     const auto B = static_cast<std::int64_t>(batch);
     const std::int64_t rows16 = (M + 15) >> 4 << 4, cols16 = (N + 15) >> 4 << 4;
-    return least_work(m, n, batch, s, k_cap, stream_k, [&](const double* tile) {
+    return least_work(m, n, batch, s, k_cap, stream_k, tail, [&](const double* tile) {
       const auto bm = static_cast<std::int64_t>(tile[0]), bn = static_cast<std::int64_t>(tile[1]);
       const std::int64_t tm = std::min(bm, rows16), tn = std::min(bn, cols16);
       const std::int64_t rows = tm < bm ? 1 : (M + bm - 1) >> (bm == 256 ? 8 : 7);
@@ -101,7 +105,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
     });
   }
   const double rows16 = 16 * std::ceil(m * (1.0 / 16)), cols16 = 16 * std::ceil(n * (1.0 / 16));
-  return least_work(m, n, batch, s, k_cap, stream_k, [&](const double* tile) {
+  return least_work(m, n, batch, s, k_cap, stream_k, tail, [&](const double* tile) {
     GemmTiling t;
     t.tile_m = std::min(tile[0], rows16);
     t.tile_n = std::min(tile[1], cols16);
@@ -123,12 +127,14 @@ GemmPadding::GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexc
   n_ = n;
   k_ = k;
   sms_ = sms;
-  stream_k_ = split == hw::GemmSplit::stream_k;
+  split_ = split;
+  stream_k_ = split != hw::GemmSplit::split_k;
+  tail_ = shares_tail(split, k);
   const double inv_sms = 1 / sms_, k_cap = std::floor(k / kMinSplitDepth);
   small_ = mid_wide_ = mid_rest_ = std::numeric_limits<double>::infinity();
   // Work per row of tile height (or the whole work) of `tiles` tiles tile_n wide.
   const auto per_height = [&](double tiles, double tile_n) {
-    const Split sw = split_and_waves(tiles, sms_, inv_sms, k_cap, stream_k_);
+    const Split sw = split_and_waves(tiles, sms_, inv_sms, k_cap, stream_k_, tail_);
     return sw.num * tile_n / sw.den;
   };
   // ⌊a/s⌋ = (a·magic) >> 40 for a < 2^24, s <= 2^16: magic = ⌊2^40/s⌋ + 1 errs by under
@@ -142,6 +148,7 @@ GemmPadding::GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexc
     const double bn = std::min(kGemmTiles[t][1], 16 * std::ceil(n / 16)), cols = std::ceil(n / bn);
     cols_i_[t] = cols < 16777216 ? static_cast<std::uint64_t>(cols) : 0;
     wave_work_[t] = sms_ * kGemmTiles[t][0] * bn;
+    tile_work_[t] = kGemmTiles[t][0] * bn;
     // Up to 128 rows every tile is narrowed to ⌈m/16⌉·16 rows: one row of `cols` tiles.
     small_ = std::min(small_, per_height(cols, bn));
     // 129..256 rows: the 256-row tile is narrowed (one row of tiles), the 128-row ones make two.
@@ -182,14 +189,13 @@ double GemmPadding::work_split(double m) const noexcept {
         break;
       }
       if (tiles >= sms_i_) {
-        const std::uint64_t waves = ((tiles + sms_i_ - 1) * magic_) >> 40;
-        work = std::min(work, static_cast<double>(waves) * wave_work_[t]);
+        work = std::min(work, whole_waves(tiles, t));
         continue;
       }
       if (stream_k_) {
         // Fewer tiles than multiprocessors, stream-K: as split_and_waves lays them out (one wave).
-        const Split sw = split_and_waves(static_cast<double>(tiles), sms_, 1 / sms_, static_cast<double>(k_cap_i_), true);
-        work = std::min(work, sw.num * (wave_work_[t] / sms_) / sw.den);  // wave_work_ / sms_ = tile_m·tile_n: exact
+        const Split sw = split_and_waves(static_cast<double>(tiles), sms_, 1 / sms_, static_cast<double>(k_cap_i_), true, false);
+        work = std::min(work, sw.num * tile_work_[t] / sw.den);
         continue;
       }
       // Fewer tiles than multiprocessors: K split min(⌊sms/tiles⌋, ⌊k/128⌋) ways, at least 1.
@@ -200,7 +206,7 @@ double GemmPadding::work_split(double m) const noexcept {
     if (whole) return work;
   }
   // Rows beyond the whole-number range, tiles by the millions, one multiprocessor: the tiling.
-  const GemmTiling t = gemm_tiling(m, n_, k_, 1, static_cast<int>(sms_), stream_k_ ? hw::GemmSplit::stream_k : hw::GemmSplit::split_k);
+  const GemmTiling t = gemm_tiling(m, n_, k_, 1, static_cast<int>(sms_), split_);
   return t.waves * sms_ * t.tile_m * t.tile_n / t.split_k;
 }
 

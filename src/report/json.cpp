@@ -109,7 +109,8 @@ json chip_json(const hw::ChipSpec& c) {
         {"memory", pick(ce.memory, c.efficiency.memory)},
         {"link", pick(ce.link, c.efficiency.link)},
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
-        {"overlap", pick(ce.overlap, 0.5)}};
+        {"overlap", pick(ce.overlap, 0.5)},
+        {"matmul", pick(ce.matmul, 1)}};
   }
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;

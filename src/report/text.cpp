@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "ridgeline/core/units.hpp"
 #include "spellings.hpp"
@@ -76,7 +77,7 @@ std::string chip_text(const hw::ChipSpec& c) {
   out += fmt::format("kernel launch   {}\nchips per node  {}\n", time_or_na(c.launch_overhead_s), c.chips_per_node);
   if (c.sms > 0) {
     out += fmt::format("multiprocessors {} (GEMM tiles run in waves over them; fewer tiles {})\n", c.sms,
-                       c.gemm_split == hw::GemmSplit::stream_k ? "share their K loops over all of them: stream-K" : "split their K loops whole ways: split-K");
+                       c.gemm_split == hw::GemmSplit::stream_k ? "share their K loops over all of them, as does a last wave under half full with the one before it: stream-K" : "split their K loops whole ways: split-K");
   }
   {
     const hw::TopologySpec& tp = c.topology;
@@ -221,13 +222,15 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += "\n";
   out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", time_or_na(e.t_math_s), time_or_na(e.t_matrix_s), time_or_na(e.t_vector_s));
   if (tiling != nullptr && tiling->tiles > 0) {
-    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:g} wave{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
+    const bool shared = tiling->waves != std::floor(tiling->waves);
+    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:.3g} wave{}{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
                        format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
                        tiling->split_k == 1 ? std::string()
                        : c.gemm_split == hw::GemmSplit::stream_k ? fmt::format(", each K loop shared by {:.3g} (stream-K)", tiling->split_k)
                                                                  : fmt::format(", K split {:g} ways", tiling->split_k),
                        c.gemm_sms(),
-                       tiling->waves, tiling->waves == 1 ? "" : "s", 100 * tiling->useful, time_or_na(e.t_matrix_pad_s));
+                       tiling->waves, tiling->waves == 1 ? "" : "s", shared ? ", the last under half full and shared out with the one before it (stream-K)" : "",
+                       100 * tiling->useful, time_or_na(e.t_matrix_pad_s));
   }
   out += fmt::format("  t_memory    {:>14}{}\n", time_or_na(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", time_or_na(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");

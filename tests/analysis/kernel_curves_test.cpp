@@ -153,6 +153,32 @@ TEST(KernelCurves, AGemmsMatrixRateStaysTheChipsAndOnlyItsMemoryBoundPointsMove)
   EXPECT_EQ(fits[0].efficiency.matrix, 0);
 }
 
+TEST(KernelCurves, AGemmOnAChipWithAMeasuredMatmulRateFitsItsShareOfIt) {
+  // The test above on a toy chip that has measured its best matmul shape at 80 TFLOP/s: the
+  // m = 4096 point at 0.9 of that rate, 137.4 GFLOP / 72 TFLOP/s + 3 us. The fit gives the
+  // share, 0.9, as `matmul`, no matrix fraction (the tiling stays on), and the same 3 us and 0.85.
+  auto mm = [](double m, double t) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = 4096;
+    p.time_s = t;
+    return p;
+  };
+  const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
+  const double big = 2.0 * 4096 * 4096 * 4096 / 72e12;
+  hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph,
+                              {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + big)});
+  c.matmul_achievable_flops_per_s[index(DType::bf16)] = 80e12;
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
+  EXPECT_NEAR(fits[0].efficiency.matmul, 0.9, 0.9 * 1e-6);
+  EXPECT_EQ(fits[0].efficiency.matrix, 0);
+  EXPECT_NEAR(analysis::with_curve_fits(c, fits).efficiency.kernel[static_cast<int>(KernelClass::gemm)].matmul, 0.9, 0.9 * 1e-6);
+}
+
 TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt) {
   // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s, chip-wide matrix 0.8 and
   // memory 0.9, 1 TB/s): bytes 4·4096·m + 2·4096² (33.554 MB of weights). A block-scaled GEMM
@@ -382,7 +408,7 @@ TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
       const hw::ClassEfficiency& stored = c.efficiency.kernel[static_cast<int>(f.cls)];
       EXPECT_NEAR(stored.overhead_s, f.efficiency.overhead_s, 5e-4 * f.efficiency.overhead_s + 1e-12);
       for (auto [s, v] : {std::pair{stored.matrix, f.efficiency.matrix}, {stored.vector, f.efficiency.vector},
-                          {stored.memory, f.efficiency.memory}, {stored.link, f.efficiency.link}}) {
+                          {stored.memory, f.efficiency.memory}, {stored.link, f.efficiency.link}, {stored.matmul, f.efficiency.matmul}}) {
         if (v > 0) {
           EXPECT_NEAR(s, v, 5e-4 * v);
         }

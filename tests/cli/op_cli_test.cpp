@@ -14,16 +14,16 @@ TEST(OpCli, MatmulHasTheContractKeys) {
   EXPECT_EQ(j["flops"].get<double>(), 2.0 * 256 * 4096 * 4096);
   EXPECT_EQ(j["bytes"].get<double>(), 4.0 * 256 * 4096 + 2.0 * 4096 * 4096);
   EXPECT_EQ(j["bound"], "compute");
-  // Realistic: the 4.226 us a GEMM costs on Hopper beyond its parts (the gemm class's fixed time,
+  // Realistic: the 4.549 us a GEMM costs on Hopper beyond its parts (the gemm class's fixed time,
   // fitted to the H100's kernel curves, the same GH100 on the H200) plus its overlap share,
-  // 0.58 of its matrix and memory times added: the FLOPs at the H200's achievable bf16 matmul
-  // rate, 794.5 TFLOP/s (the H100 SXM's measured figure: the same GH100), 2*256*4096^2 /
-  // 794.5e12 = 10.810 us, with the tiling's padding: none here, as the 32 tiles of 256x128
-  // share their K loops over all 132 SMs (stream-K, 132/32 each) in one wave; and the bytes
-  // at 0.8626 of 4.8 TB/s (the H100's gemm fraction x 0.94): 9.117 us. 0.58 x 19.927 =
-  // 11.557 us, above both.
-  const double matrix = 2.0 * 256 * 4096 * 4096 / 794.5e12, memory = (4.0 * 256 * 4096 + 2.0 * 4096 * 4096) / 4.8e12 / 0.8626;
-  EXPECT_NEAR(j["t_realistic_s"].get<double>(), 4.226e-6 + 0.58 * (matrix + memory), 1e-15);
+  // 0.66 of its matrix and memory times added: the FLOPs at the class's 0.9104 of the H200's
+  // achievable bf16 matmul rate, 794.5 TFLOP/s (the H100 SXM's measured figure: the same
+  // GH100), 2*256*4096^2 / (0.9104 x 794.5e12) = 11.876 us, with the tiling's padding: none
+  // here, as the 32 tiles of 256x128 share their K loops over all 132 SMs (stream-K, 132/32
+  // each) in one wave; and the bytes at 0.8776 of 4.8 TB/s (the H100's gemm fraction x 0.94):
+  // 8.961 us. 0.66 x 20.837 = 13.752 us, above both.
+  const double matrix = 2.0 * 256 * 4096 * 4096 / (0.9104 * 794.5e12), memory = (4.0 * 256 * 4096 + 2.0 * 4096 * 4096) / 4.8e12 / 0.8776;
+  EXPECT_NEAR(j["t_realistic_s"].get<double>(), 4.549e-6 + 0.66 * (matrix + memory), 1e-15);
 }
 
 // How a chip's library spreads fewer GEMM tiles than multiprocessors, in `op matmul --json`:

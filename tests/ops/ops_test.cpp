@@ -159,6 +159,37 @@ TEST(GemmTiling, StreamKSharesFewTilesOverEveryMultiprocessor) {
   EXPECT_NEAR(GemmPadding(4096, 4096, 132, kStreamK).flops(1), 2.0 * 4096 * (16 * 4096 - 4096), 1e-3);
 }
 
+TEST(GemmTiling, StreamKSharesALastWaveUnderHalfFullWithTheOneBeforeIt) {
+  // m 2048 x n 2112 x k 7168 on 132 SMs (vLLM PR #23280's shape). 256x128: 8 x 17 = 136
+  // tiles, a second wave of 4 (under 66): shared, 136 tiles' work, 136 x 32768 = 4456448
+  // for 2048 x 2112 = 4325376 useful (33/34). 128x256: 16 x 9 = 144, shared: 4718592.
+  // 128x128: 16 x 17 = 272, a third wave of 8: shared, 4456448, a tie the first tile wins.
+  GemmTiling t = gemm_tiling(2048, 2112, 7168, 1, 132, kStreamK);
+  EXPECT_EQ(t.tile_m, 256);
+  EXPECT_EQ(t.tile_n, 128);
+  EXPECT_EQ(t.tiles, 136);
+  EXPECT_EQ(t.split_k, 1);
+  EXPECT_NEAR(t.waves, 136.0 / 132, 1e-15);
+  EXPECT_NEAR(t.useful, 33.0 / 34, 1e-15);
+  EXPECT_NEAR(GemmPadding(2112, 7168, 132, kStreamK).flops(2048), 2.0 * 7168 * (4456448 - 4325376), 1e-3);
+  // Waves whole (the block-scaled kernels' one-wave stream-K, split-K, or K of 512: 8 K tiles
+  // of 64, too few to share): 128x128 in 3 waves, 396 x 16384 = 6488064, useful 2/3.
+  for (const GemmTiling& w : {gemm_tiling(2048, 2112, 7168, 1, 132, hw::GemmSplit::stream_k_one_wave),
+                              gemm_tiling(2048, 2112, 7168, 1, 132, kSplitK), gemm_tiling(2048, 2112, 512, 1, 132, kStreamK)}) {
+    EXPECT_EQ(w.waves, 3);
+    EXPECT_NEAR(w.useful, 2.0 / 3, 1e-15);
+  }
+  // A last wave half full or more runs whole: 4096 x 4096 makes 16 x 32 = 512 tiles of
+  // 256x128, a fourth wave of 116 (over 66): 4 waves, useful 512/528.
+  t = gemm_tiling(4096, 4096, 4096, 1, 132, kStreamK);
+  EXPECT_EQ(t.waves, 4);
+  EXPECT_NEAR(t.useful, 32.0 / 33, 1e-15);
+  // Only the BLAS library's class shares past one wave.
+  static_assert(hw::gemm_split_for(hw::GemmSplit::stream_k, hw::KernelClass::gemm) == hw::GemmSplit::stream_k);
+  static_assert(hw::gemm_split_for(hw::GemmSplit::stream_k, hw::KernelClass::gemm_scaled_deepgemm) == hw::GemmSplit::stream_k_one_wave);
+  static_assert(hw::gemm_split_for(hw::GemmSplit::split_k, hw::KernelClass::gemm_scaled) == hw::GemmSplit::split_k);
+}
+
 TEST(GemmTiling, TallGemmsPickTheTileWithTheLeastWaves) {
   // 2^30 rows x 4608 columns on 108 SMs (worked in whole numbers) and 2^50 rows (past them:
   // in doubles, exact below 2^53), by hand with R = 2^30 or 2^50: 256x128 makes R/256 x 36
@@ -196,9 +227,9 @@ TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
   // the shapes whose best tile changes with m and the narrow ones that split K, and past the
   // whole-number range (one multiprocessor, rows by the billions) where it asks gemm_tiling.
-  for (const hw::GemmSplit split : {kSplitK, kStreamK}) {
+  for (const hw::GemmSplit split : {kSplitK, kStreamK, hw::GemmSplit::stream_k_one_wave}) {
   for (const int sms : {1, 108, 132, 148, 152, 304}) {
-    for (const double n : {64.0, 576.0, 1280.0, 4608.0, 14336.0}) {
+    for (const double n : {64.0, 576.0, 1280.0, 2112.0, 4608.0, 14336.0}) {
       for (const double k : {128.0, 256.0, 8192.0}) {
         const GemmPadding p(n, k, sms, split);
         for (double m = 0.5; m < 2e6; m = m < 300 ? m + 0.5 : m * 1.01) {

@@ -38,8 +38,9 @@ struct CurveFit {
   hw::KernelClass cls = hw::KernelClass::other;
   bool fitted = false;
   /// The figures fitted: the fixed time per kernel and the fraction of each part some point
-  /// binds on (0: not determined, the chip's figure stays). A GEMM class's matrix fraction is
-  /// never fitted: it comes from the chip's measured matmul rates and tiling (#gemm-shape).
+  /// binds on (0: not determined, the chip's figure stays). The gemm class's matrix part is
+  /// fitted as its share of the chip's measured matmul rate, through the tiling (`matmul`,
+  /// docs/cost-model.md#past-one-wave), never as a fraction of the peak.
   hw::ClassEfficiency efficiency;
   int points = 0;
   double rms_residual = 0, max_residual = 0;

@@ -93,6 +93,11 @@ struct ClassEfficiency {
   /// all. Where both are near equal a GEMM hides neither behind the other (docs/cost-model.md#overlap).
   /// A kernel's own: a refining class does not take its parent's.
   double overlap = 0;
+  /// A GEMM class without a matrix fraction of its own: the fraction of the chip's measured
+  /// matmul rate (ChipSpec::matmul_achievable_flops_per_s, the best shape's) its GEMMs reach
+  /// over their tiles' work, in every dtype measured (0: all of it). Fitted from the class's
+  /// curves through the tiling, which it leaves on (docs/cost-model.md#past-one-wave).
+  double matmul = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
 
@@ -130,6 +135,7 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     if (c.memory <= 0) c.memory = a.memory;
     if (c.link <= 0) c.link = a.link;
     if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
+    if (c.matmul <= 0) c.matmul = a.matmul;
   }
   return c;
 }
@@ -151,7 +157,18 @@ enum class CollectiveLibrary : std::uint8_t { none, nccl };
 /// How the chip's GEMM library fills the multiprocessors when a GEMM has fewer output tiles
 /// than them (docs/cost-model.md#gemm-shape): each tile's K loop split a whole number of ways
 /// (split-K), or the tiles' K iterations shared out over every multiprocessor (stream-K).
-enum class GemmSplit : std::uint8_t { split_k, stream_k };
+/// stream_k also shares a last wave less than half full, with the full wave before it, over
+/// every multiprocessor when a tile's K loop is deeper than 512 (CUTLASS's SM90 stream-K
+/// heuristic, docs/cost-model.md#past-one-wave). stream_k_one_wave is no chip file's: the
+/// chip's stream-K for the kernels whose curves were fitted with waves whole past one wave
+/// (hw::gemm_split_for).
+enum class GemmSplit : std::uint8_t { split_k, stream_k, stream_k_one_wave };
+/// How a GEMM of kernel class `k` spreads its tiles on a chip whose library does `chip`:
+/// stream-K past one wave is the BLAS library's (the gemm class); the block-scaled GEMMs
+/// (Triton's, DeepGEMM's), whose curves were fitted with waves whole, keep stream-K's one wave.
+constexpr GemmSplit gemm_split_for(GemmSplit chip, KernelClass k) noexcept {
+  return chip == GemmSplit::stream_k && k != KernelClass::gemm ? GemmSplit::stream_k_one_wave : chip;
+}
 std::string_view name(CollectiveLibrary l) noexcept;
 
 /// The machine as it is wired: the scale-up domain (the chips the `node` link joins) and

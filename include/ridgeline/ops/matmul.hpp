@@ -46,7 +46,7 @@ struct GemmTiling {
   double tile_m = 0, tile_n = 0;  ///< the tile: a large tile, narrowed to the GEMM's rows or columns in steps of 16
   double tiles = 0;               ///< output tiles, every batch
   double split_k = 1;             ///< multiprocessors sharing each tile's K loop when tiles are few (stream-K: sms/tiles, not whole)
-  double waves = 0;               ///< rounds of tile slices over the multiprocessors
+  double waves = 0;               ///< rounds of tile slices over the multiprocessors (tiles / sms, not whole, where a last wave is shared)
   /// The fraction of the matrix units' work that is the GEMM's:
   /// batch·m·n·split_k / (waves·sms·tile_m·tile_n); 1 without multiprocessors.
   double useful = 1;
@@ -57,12 +57,18 @@ struct GemmTiling {
 inline constexpr double kGemmTiles[3][2] = {{256, 128}, {128, 256}, {128, 128}};
 /// Depth each slice of a split K loop keeps at least (two k-steps of 64).
 inline constexpr double kMinSplitDepth = 128;
+/// Whether a GEMM of depth k shares a last partial wave (hw::GemmSplit): stream-K past one wave
+/// and more than 8 K tiles of 64 to share (CUTLASS's `min_iters_per_sk_unit_`, SM90's
+/// `get_num_sk_tiles`; 64-deep K tiles are a 128-byte row of bf16).
+inline bool shares_tail(hw::GemmSplit split, double k) noexcept { return split == hw::GemmSplit::stream_k && k > 8 * 64; }
 /// The tiling of `batch` GEMMs [m, k] x [k, n] over `sms` multiprocessors with the least
 /// matrix work among kGemmTiles (each narrowed to m and n rounded up to 16 when smaller);
 /// with fewer tiles than multiprocessors each tile's K loop is split over
-/// max(1, min(⌊sms / tiles⌋, ⌊k / kMinSplitDepth⌋)) of them (split-K), or, `stream_k`, the
+/// max(1, min(⌊sms / tiles⌋, ⌊k / kMinSplitDepth⌋)) of them (split-K), or, stream-K, the
 /// tiles' K iterations are shared out over all of them, each tile's over min(sms / tiles,
-/// ⌊k / kMinSplitDepth⌋) (at least 1), in one wave. sms <= 0: useful 1.
+/// ⌊k / kMinSplitDepth⌋) (at least 1), in one wave. With as many tiles or more they run in
+/// waves of sms, whole, except where shares_tail: a last wave less than half full is shared
+/// out with the full one before it, tiles / sms waves of the tiles' own work. sms <= 0: useful 1.
 GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept;
 /// The matrix work a tiling adds beyond the GEMM's 2·batch·m·k·n FLOPs, in FLOPs
 /// (Cost::matrix_pad_flops): those FLOPs x (1 / useful - 1).
@@ -95,10 +101,8 @@ class GemmPadding {
     if (x > full_lo_ && x <= full_hi_) {
       auto r = static_cast<std::uint64_t>(x);
       r += static_cast<double>(r) < x;  // ⌈m/128⌉
-      const std::uint64_t r256 = (r + 1) >> 1, s1 = sms_i_ - 1;
-      const double w0 = static_cast<double>(((r256 * cols_i_[0] + s1) * magic_) >> 40) * wave_work_[0];
-      const double w1 = static_cast<double>(((r * cols_i_[1] + s1) * magic_) >> 40) * wave_work_[1];
-      const double w2 = static_cast<double>(((r * cols_i_[2] + s1) * magic_) >> 40) * wave_work_[2];
+      const std::uint64_t r256 = (r + 1) >> 1;
+      const double w0 = whole_waves(r256 * cols_i_[0], 0), w1 = whole_waves(r * cols_i_[1], 1), w2 = whole_waves(r * cols_i_[2], 2);
       const double w01 = w1 < w0 ? w1 : w0;
       return w2 < w01 ? w2 : w01;
     }
@@ -124,12 +128,21 @@ class GemmPadding {
   // Above 256 rows, in integers while tiles + sms < 2^24: ⌈a/sms⌉ = ((a + sms - 1)·magic_) >> 40.
   std::array<std::uint64_t, 3> cols_i_{};
   std::array<double, 3> wave_work_{};  ///< sms·tile_m·tile_n: a full wave's work
+  std::array<double, 3> tile_work_{};  ///< tile_m·tile_n
   std::uint64_t sms_i_ = 0, magic_ = 0, k_cap_i_ = 0;
-  bool stream_k_ = false;
+  hw::GemmSplit split_ = hw::GemmSplit::split_k;
+  bool stream_k_ = false, tail_ = false;  ///< split_ is not split-K; shares_tail(split_, k_)
   /// m/128 above full_lo_ and up to full_hi_ (never when lo > hi): above 256 rows, every tile
   /// shape has at least sms tiles and fewer than 2^24 − sms, in whole numbers.
   double full_lo_ = 1, full_hi_ = 0;
   double work_split(double m) const noexcept;  ///< work() elsewhere
+  /// The work of `tiles` >= sms tiles of shape t (< 2^24): whole waves, or with tail_ a last
+  /// wave under half full shared out with the one before it (the tiles' own work).
+  double whole_waves(std::uint64_t tiles, int t) const noexcept {
+    const std::uint64_t waves = ((tiles + sms_i_ - 1) * magic_) >> 40;
+    if (tail_ && 2 * (tiles - (waves - 1) * sms_i_) < sms_i_) return static_cast<double>(tiles) * tile_work_[t];
+    return static_cast<double>(waves) * wave_work_[t];
+  }
 };
 
 /// FLOPs 2·batch·m·k·n on the matrix unit; bytes X + W + Y each in its own dtype, with
