@@ -69,6 +69,22 @@ double priced_on(const char* chip, KernelClass cls, hw::CurveTiming timing, cons
   return -1;
 }
 
+// The toy chip with a gemm curve of m x 4096 x 4096 bf16 GEMMs: m = 1 and 2 at 3 us + their
+// bytes (2·4096·m in, 2·4096² of weights, 2·4096·m out) over 0.85 TB/s, m = 4096 at 3 us +
+// its 2·4096³ FLOPs at `rate`.
+hw::ChipSpec square_gemms(double rate) {
+  auto mm = [](double m, double t) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = 4096;
+    p.time_s = t;
+    return p;
+  };
+  const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
+  return with_curve(KernelClass::gemm, hw::CurveTiming::graph,
+                    {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + 2.0 * 4096 * 4096 * 4096 / rate)});
+}
+
 TEST(KernelCurves, FitRecoversTheFixedTimeAndTheMemoryFraction) {
   // Points made as 2 us + bytes / (0.8 x 1 TB/s): 1 MB 2 + 1.25 = 3.25 us, 10 MB 2 + 12.5 =
   // 14.5 us, 100 MB 2 + 125 = 127 us. The fit gives back 2 us and 0.8.
@@ -134,17 +150,7 @@ TEST(KernelCurves, AGemmsMatrixRateStaysTheChipsAndOnlyItsMemoryBoundPointsMove)
   // 137.4 GFLOP at 80 TFLOP/s = 1.718 ms, compute-bound. Points at 3 us + bytes / 0.85 TB/s for
   // m = 1 and 2 (33.570 and 33.587 MB: 42.494 and 42.514 us), and 1.718 ms + 3 us for m = 4096:
   // the fit gives 3 us and 0.85, and no matrix fraction of its own.
-  auto mm = [](double m, double t) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = 4096;
-    p.time_s = t;
-    return p;
-  };
-  const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
-  const double big = 2.0 * 4096 * 4096 * 4096 / 80e12;
-  const hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph,
-                                    {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + big)});
+  const hw::ChipSpec c = square_gemms(80e12);
   const auto fits = analysis::fit_curves(c);
   ASSERT_EQ(fits.size(), 1u);
   EXPECT_TRUE(fits[0].fitted);
@@ -157,17 +163,7 @@ TEST(KernelCurves, AGemmOnAChipWithAMeasuredMatmulRateFitsItsShareOfIt) {
   // The test above on a toy chip that has measured its best matmul shape at 80 TFLOP/s: the
   // m = 4096 point at 0.9 of that rate, 137.4 GFLOP / 72 TFLOP/s + 3 us. The fit gives the
   // share, 0.9, as `matmul`, no matrix fraction (the tiling stays on), and the same 3 us and 0.85.
-  auto mm = [](double m, double t) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = 4096;
-    p.time_s = t;
-    return p;
-  };
-  const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
-  const double big = 2.0 * 4096 * 4096 * 4096 / 72e12;
-  hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph,
-                              {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + big)});
+  hw::ChipSpec c = square_gemms(72e12);
   c.matmul_achievable_flops_per_s[index(DType::bf16)] = 80e12;
   const auto fits = analysis::fit_curves(c);
   ASSERT_EQ(fits.size(), 1u);
