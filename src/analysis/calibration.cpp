@@ -242,7 +242,13 @@ CalibrationResult calibrate(std::vector<CalibrationSample> samples, int skipped)
 hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& r) {
   hw::ChipSpec c = base;
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
-    if (r.fits[k].fitted) c.efficiency.kernel[k] = r.fits[k].efficiency;
+    if (!r.fits[k].fitted) continue;
+    hw::ClassEfficiency& e = c.efficiency.kernel[k];
+    const double share = e.matmul;
+    e = r.fits[k].efficiency;
+    // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
+    // of the measured matmul rate as it was.
+    if (e.matrix <= 0) e.matmul = share;
   }
   return c;
 }

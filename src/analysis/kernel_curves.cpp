@@ -401,8 +401,9 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     *out[i] = 1 / x[i];
     if (*out[i] < kMinFraction) {
       fit.fitted = false;
-      fit.notes.push_back(fmt::format("{} fraction {:.3g} is below {}: the counts are missing or wrong; not used", kPart[i], *out[i],
-                                      kMinFraction));
+      fit.notes.push_back(fmt::format("{} {:.3g} is below {}: the counts are missing or wrong; not used",
+                                      i == kMatrix && cls == KernelClass::gemm ? "share of the measured matmul rate" : std::string(kPart[i]) + " fraction",
+                                      *out[i], kMinFraction));
     }
   }
   if (fit.rms_residual > 0.5) {

@@ -551,9 +551,10 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       }
       if (n["matmul"]) {
         ce.matmul = r.fraction(n["matmul"], p + ".matmul");
-        if (hw::parent(static_cast<hw::KernelClass>(k)) != hw::KernelClass::gemm) {
-          r.fail(p + ".matmul", fmt::format("{}: only a GEMM class runs at a share of the measured matmul rate", ce.matmul));
+        if (k != static_cast<int>(hw::KernelClass::gemm)) {
+          r.fail(p + ".matmul", fmt::format("{}: only the gemm class (the BLAS library's GEMMs) runs at a share of the measured matmul rate", ce.matmul));
         }
+        if (n["matrix"]) r.fail(p + ".matmul", fmt::format("{}: the class's own matrix fraction replaces the measured rate and any share of it", ce.matmul));
       }
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");

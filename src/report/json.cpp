@@ -109,8 +109,9 @@ json chip_json(const hw::ChipSpec& c) {
         {"memory", pick(ce.memory, c.efficiency.memory)},
         {"link", pick(ce.link, c.efficiency.link)},
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
-        {"overlap", pick(ce.overlap, 0.5)},
-        {"matmul", pick(ce.matmul, 1)}};
+        {"overlap", pick(ce.overlap, 0.5)}};
+    // The gemm class's share of the measured matmul rate (1: all of it).
+    if (k == static_cast<int>(hw::KernelClass::gemm)) j["efficiency"]["gemm"]["matmul"] = pick(ce.matmul, 1);
   }
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;

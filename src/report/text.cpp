@@ -224,13 +224,13 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  t_math      {:>14}  (matrix {}, vector {})\n", time_or_na(e.t_math_s), time_or_na(e.t_matrix_s), time_or_na(e.t_vector_s));
   if (tiling != nullptr && tiling->tiles > 0) {
     const bool shared = tiling->waves != std::floor(tiling->waves);
-    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {:.3g} wave{}{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
+    out += fmt::format("  tiles       {:>14}  ({:g}x{:g}{} over {} multiprocessors in {} wave{}{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
                        format_si(tiling->tiles), tiling->tile_m, tiling->tile_n,
                        tiling->split_k == 1 ? std::string()
                        : c.gemm_split == hw::GemmSplit::stream_k ? fmt::format(", each K loop shared by {:.3g} (stream-K)", tiling->split_k)
                                                                  : fmt::format(", K split {:g} ways", tiling->split_k),
                        c.gemm_sms(),
-                       tiling->waves, tiling->waves == 1 ? "" : "s", shared ? ", the last under half full and shared out with the one before it (stream-K)" : "",
+                       shared ? fmt::format("{:.3g}", tiling->waves) : fmt::format("{:g}", tiling->waves), tiling->waves == 1 ? "" : "s", shared ? ", the last under half full and shared out with the one before it (stream-K)" : "",
                        100 * tiling->useful, time_or_na(e.t_matrix_pad_s));
   }
   out += fmt::format("  t_memory    {:>14}{}\n", time_or_na(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");

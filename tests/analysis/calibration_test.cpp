@@ -63,6 +63,15 @@ TEST(Calibration, RecoversTheModelThatMadeTheKernels) {
   EXPECT_NEAR(c.efficiency.kernel[static_cast<int>(K::gemm)].matrix, 0.8, 1e-9);
   EXPECT_EQ(c.efficiency.kernel[static_cast<int>(K::attention)], hw::ClassEfficiency{});
   EXPECT_EQ(c.efficiency.matrix, 0.7);
+  // A class's share of the measured matmul rate stays where the profile fits no matrix
+  // fraction (the pointwise class here, given one by hand), and goes with one (gemm: 0.8 of
+  // the peak replaces it).
+  base.efficiency.kernel[static_cast<int>(K::pointwise)].matmul = 0.9;
+  base.efficiency.kernel[static_cast<int>(K::gemm)].matmul = 0.9;
+  const hw::ChipSpec d = calibrated_chip(base, r);
+  EXPECT_EQ(d.efficiency.kernel[static_cast<int>(K::pointwise)].matmul, 0.9);
+  EXPECT_NEAR(d.efficiency.kernel[static_cast<int>(K::pointwise)].memory, 0.9, 1e-9);
+  EXPECT_EQ(d.efficiency.kernel[static_cast<int>(K::gemm)].matmul, 0);
 }
 
 TEST(Calibration, BindingPartIsDecidedAtTheFittedRates) {

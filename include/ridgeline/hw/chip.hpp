@@ -96,7 +96,8 @@ struct ClassEfficiency {
   /// A GEMM class without a matrix fraction of its own: the fraction of the chip's measured
   /// matmul rate (ChipSpec::matmul_achievable_flops_per_s, the best shape's) its GEMMs reach
   /// over their tiles' work, in every dtype measured (0: all of it). Fitted from the class's
-  /// curves through the tiling, which it leaves on (docs/cost-model.md#past-one-wave).
+  /// curves through the tiling, which it leaves on (docs/cost-model.md#past-one-wave). The
+  /// gemm class's own: a refining class does not take it.
   double matmul = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
@@ -135,7 +136,8 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     if (c.memory <= 0) c.memory = a.memory;
     if (c.link <= 0) c.link = a.link;
     if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
-    if (c.matmul <= 0) c.matmul = a.matmul;
+    // Not `matmul`: the share is the BLAS library's, fitted through its tiling (stream-K past
+    // one wave), which the refining classes' kernels do not share.
   }
   return c;
 }

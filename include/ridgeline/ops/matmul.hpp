@@ -59,7 +59,8 @@ inline constexpr double kGemmTiles[3][2] = {{256, 128}, {128, 256}, {128, 128}};
 inline constexpr double kMinSplitDepth = 128;
 /// Whether a GEMM of depth k shares a last partial wave (hw::GemmSplit): stream-K past one wave
 /// and more than 8 K tiles of 64 to share (CUTLASS's `min_iters_per_sk_unit_`, SM90's
-/// `get_num_sk_tiles`; 64-deep K tiles are a 128-byte row of bf16).
+/// `get_num_sk_tiles`; 64-deep K tiles are a 128-byte row of bf16; fp8's 128-deep ones would
+/// make it K > 1024, not told apart here: the K of an LLM's GEMMs is past both).
 inline bool shares_tail(hw::GemmSplit split, double k) noexcept { return split == hw::GemmSplit::stream_k && k > 8 * 64; }
 /// The tiling of `batch` GEMMs [m, k] x [k, n] over `sms` multiprocessors with the least
 /// matrix work among kGemmTiles (each narrowed to m and n rounded up to 16 when smaller);
