@@ -181,8 +181,8 @@ namespace {
 std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
   const ops::Rates rates(chip);
   const ops::Rates::Achievable& own = rates.achievable[static_cast<int>(cls)];
-  // cuBLAS's GEMMs keep the chip's measured matmul rate; other GEMM kernels (MoE's grouped
-  // ones, block-scaled ones) are their own and fit theirs.
+  // cuBLAS's GEMMs fit their share of the chip's measured matmul rate (below); other GEMM
+  // kernels (MoE's grouped ones, block-scaled ones) are their own and fit theirs.
   const bool gemm = cls == KernelClass::gemm, shared = !(chip.efficiency.kernel[static_cast<int>(cls)].matrix > 0);
   const double boundary = chip.efficiency.overhead_s;
   std::vector<Row> rows;
@@ -379,11 +379,14 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   if (!settled) fit.notes.push_back(fmt::format("which part binds did not settle in {} rounds; the last fit is kept", kRounds));
   if (held[kFixed]) fit.notes.push_back("fixed time held at 0 (the fit wanted none or a negative one)");
   static constexpr const char* kPart[kParams] = {"", "matrix", "vector", "memory", "link", "overlap"};
+  // cuBLAS's matrix parameter is its share of the measured matmul rate (rows_of), the others
+  // fractions of the peaks.
+  const auto is_share = [&](int i) { return i == kMatrix && cls == KernelClass::gemm; };
+  const auto what = [&](int i) { return is_share(i) ? std::string("share of the measured matmul rate") : std::string(kPart[i]) + " fraction"; };
   for (int i = kMatrix; i < kOverlap; ++i) {
     if (held[i] && p.value[i] == 1) {
-      fit.notes.push_back(i == kMatrix && cls == KernelClass::gemm
-                              ? std::string("share of the measured matmul rate held at 1: points ran faster than it (the tiling or the chip's rate is off)")
-                              : fmt::format("{} fraction held at 1: points ran faster than the peak (the counts or the chip's peak are off)", kPart[i]));
+      fit.notes.push_back(fmt::format("{} held at 1: points ran faster than {}", what(i),
+                                      is_share(i) ? "it (the tiling or the chip's rate is off)" : "the peak (the counts or the chip's peak are off)"));
     }
   }
   fit.fitted = true;
@@ -393,17 +396,14 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], bound);
   }
   if (bound[kOverlap]) fit.efficiency.overlap = x[kOverlap];
-  // cuBLAS's matrix parameter is its share of the measured matmul rate.
-  double* out[kParams] = {nullptr, cls == KernelClass::gemm ? &fit.efficiency.matmul : &fit.efficiency.matrix,
+  double* out[kParams] = {nullptr, is_share(kMatrix) ? &fit.efficiency.matmul : &fit.efficiency.matrix,
                           &fit.efficiency.vector, &fit.efficiency.memory, &fit.efficiency.link};
   for (int i = kMatrix; i < kOverlap; ++i) {
     if (!bound[i]) continue;
     *out[i] = 1 / x[i];
     if (*out[i] < kMinFraction) {
       fit.fitted = false;
-      fit.notes.push_back(fmt::format("{} {:.3g} is below {}: the counts are missing or wrong; not used",
-                                      i == kMatrix && cls == KernelClass::gemm ? "share of the measured matmul rate" : std::string(kPart[i]) + " fraction",
-                                      *out[i], kMinFraction));
+      fit.notes.push_back(fmt::format("{} {:.3g} is below {}: the counts are missing or wrong; not used", what(i), *out[i], kMinFraction));
     }
   }
   if (fit.rms_residual > 0.5) {

@@ -110,9 +110,10 @@ json chip_json(const hw::ChipSpec& c) {
         {"link", pick(ce.link, c.efficiency.link)},
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
         {"overlap", pick(ce.overlap, 0.5)}};
-    // The gemm class's share of the measured matmul rate (1: all of it).
-    if (k == static_cast<int>(hw::KernelClass::gemm)) j["efficiency"]["gemm"]["matmul"] = pick(ce.matmul, 1);
   }
+  // The gemm class's share of the measured matmul rate (1: all of it).
+  const double share = c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matmul;
+  j["efficiency"]["gemm"]["matmul"] = share > 0 ? share : 1;
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;
   return j;
