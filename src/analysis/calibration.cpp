@@ -244,11 +244,12 @@ hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& 
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     if (!r.fits[k].fitted) continue;
     hw::ClassEfficiency& e = c.efficiency.kernel[k];
-    const double share = e.matmul;
+    const double share = e.matmul, tiles = e.tile_keys;
     e = r.fits[k].efficiency;
     // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
-    // of the measured matmul rate as it was.
-    if (e.matrix <= 0) e.matmul = share;
+    // of the measured matmul rate as it was; so for attention the work of a query tile, which
+    // a fraction fitted to its kernels' FLOPs holds already.
+    if (e.matrix <= 0) e.matmul = share, e.tile_keys = tiles;
   }
   return c;
 }

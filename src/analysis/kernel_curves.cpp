@@ -154,6 +154,20 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       break;
     }
     case CurveOp::moe: moe_kernels(p, cls, chip, out); break;
+    case CurveOp::attention: {
+      ops::AttentionShape a;
+      a.batch = p.batch;
+      a.q_len = a.kv_len = p.kv_len;
+      a.heads = p.heads;
+      a.kv_heads = p.kv_heads;
+      a.head_dim = p.head_dim;
+      a.v_head_dim = p.v_head_dim > 0 ? p.v_head_dim : p.head_dim;
+      a.causal = p.causal;
+      a.tile_keys = chip.efficiency.kernel[static_cast<int>(KernelClass::attention)].tile_keys;
+      a.dtype = a.kv_dtype = a.compute = p.dtype;
+      out.push_back({ops::attention_cost(a), cls});
+      break;
+    }
   }
   return out;
 }
@@ -171,6 +185,9 @@ std::string describe(const hw::CurvePoint& p) {
     case CurveOp::allreduce: return fmt::format("allreduce {:.4g} KB x{}", p.bytes / 1e3, p.chips);
     case CurveOp::moe:
       return fmt::format("moe {} tokens {}x{} {}/{} {}", p.tokens, p.hidden, p.intermediate, p.topk, p.experts, name(p.dtype));
+    case CurveOp::attention:
+      return fmt::format("attention b{} s{} {}/{}x{}{} {}", p.batch, p.kv_len, p.heads, p.kv_heads, p.head_dim,
+                         p.causal ? " causal" : "", name(p.dtype));
   }
   return "?";
 }
@@ -219,6 +236,15 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
           } else {
             parts.held[kMatrix] = true, parts.constant[kMatrix] = parts.raw[kMatrix] * own.inv_matrix[t.matrix_dtype];
           }
+        }
+        // A flash forward over whole prompts overlaps its loads with its math and binds on
+        // the matrix part (its tiles' work included) at every size its curve has: its memory
+        // and vector parts stay the chip's, not the fit's to free (fit_from holds its fixed
+        // time too).
+        if (cls == KernelClass::attention) {
+          parts.held[kVector] = parts.held[kMemory] = true;
+          parts.constant[kVector] = parts.raw[kVector] * own.inv_vector;
+          parts.constant[kMemory] = parts.raw[kMemory] * own.inv_memory;
         }
         // The link part is the class's to fit: its fraction replaces the link's own (NCCL's).
         row.mine.push_back(parts);
@@ -309,6 +335,10 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   LinearParams<kParams> p;
   bool ok = false, settled = false;
   std::array<bool, kParams> held{};
+  // A flash prefill's points run for 100 us and more: they do not tell a fixed time (the
+  // chip's kernel boundary stays; rows_of).
+  const bool hold_fixed = cls == KernelClass::attention;
+  held[kFixed] = hold_fixed;
   for (int iter = 0; iter < kRounds && !settled; ++iter) {
     std::array<bool, kParams> used{};
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -377,7 +407,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     return fit;
   }
   if (!settled) fit.notes.push_back(fmt::format("which part binds did not settle in {} rounds; the last fit is kept", kRounds));
-  if (held[kFixed]) fit.notes.push_back("fixed time held at 0 (the fit wanted none or a negative one)");
+  if (held[kFixed] && !hold_fixed) fit.notes.push_back("fixed time held at 0 (the fit wanted none or a negative one)");
   static constexpr const char* kPart[kParams] = {"", "matrix", "vector", "memory", "link", "overlap"};
   // cuBLAS's matrix parameter is its share of the measured matmul rate (rows_of), the others
   // fractions of the peaks.
@@ -390,7 +420,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     }
   }
   fit.fitted = true;
-  fit.efficiency.overhead_s = x[kFixed];
+  fit.efficiency.overhead_s = hold_fixed ? 0 : x[kFixed];  // (held: the chip's, not the class's own)
   std::array<bool, kParams> bound{};
   for (std::size_t i = 0; i < rows.size(); ++i) {
     for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], bound);
@@ -433,7 +463,32 @@ CurveFit fit_held(const std::vector<Row>& rows, const hw::ChipSpec& chip, Kernel
   return best;
 }
 
+// Tile work tried for the attention class (ClassEfficiency::tile_keys): 0 to 1024 keys.
+constexpr int kMaxTileKeys = 1024;
+
 CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
+  if (cls == KernelClass::attention) {
+    // A flash prefill's tile work (docs/cost-model.md#attention-tiles) is, like the overlap
+    // share, not a least-squares unknown: it enters every point through its tiles' count, at
+    // the matrix fraction. Each whole number of keys from 0 to 1024 is held in turn, the rest
+    // fitted; the one of least rms residual is kept (the first of equals: the least work).
+    CurveFit best;
+    bool any = false;
+    hw::ChipSpec c = chip;
+    hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(cls)];
+    for (int keys = 0; keys <= kMaxTileKeys; ++keys) {
+      e.tile_keys = keys;
+      CurveFit f = fit_held(rows_of(c, cls), c, cls, 0.5);
+      if (!f.fitted) continue;
+      f.efficiency.tile_keys = keys;
+      if (!any || f.rms_residual < best.rms_residual - 1e-12) best = std::move(f), any = true;
+    }
+    if (!any) return fit_held(rows_of(chip, cls), chip, cls, 0.5);
+    if (best.efficiency.tile_keys == kMaxTileKeys) {
+      best.notes.push_back(fmt::format("tile work held at {} keys, the most tried: the points want more", kMaxTileKeys));
+    }
+    return best;
+  }
   const std::vector<Row> rows = rows_of(chip, cls);
   CurveFit best = fit_held(rows, chip, cls, 0.5);
   if (rows.size() < 2 || !best.fitted) return best;
@@ -494,6 +549,7 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.link > 0) e.link = f.efficiency.link;
     if (f.efficiency.overlap > 0) e.overlap = f.efficiency.overlap;
     if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
+    if (f.cls == KernelClass::attention) e.tile_keys = f.efficiency.tile_keys;
   }
   return c;
 }

@@ -32,6 +32,7 @@ std::string_view name(CurveOp o) noexcept {
     case CurveOp::elementwise: return "elementwise";
     case CurveOp::allreduce: return "allreduce";
     case CurveOp::moe: return "moe";
+    case CurveOp::attention: return "attention";
   }
   return "matmul";
 }

@@ -139,6 +139,10 @@ class Reader {
     return v;
   }
 
+  double number(const YAML::Node& node, const std::string& path) const {
+    return parse_number(scalar(node, path), fmt::format("{}: {}", source_, path));
+  }
+
   long long integer(const YAML::Node& node, const std::string& path) const {
     return parse_positive_int(scalar(node, path), fmt::format("{}: {}", source_, path));
   }
@@ -234,11 +238,14 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   } else if (op == "moe") {
     p.op = hw::CurveOp::moe;
     r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "dtype", "time"});
+  } else if (op == "attention") {
+    p.op = hw::CurveOp::attention;
+    r.check_map(node, path, {"op", "batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "time"});
   } else {
-    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce or moe", op));
+    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, moe or attention", op));
   }
   // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
-  // residual, the dtypes).
+  // causal, residual, the dtypes).
   auto dim = [&](const char* key, double& out, long long hi) {
     const std::string full = path + "." + key;
     const long long v = r.integer(r.required(node, key, path), full);
@@ -265,10 +272,12 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       dim("m", p.m, kRows), dim("n", p.n, kDim), dim("k", p.k, kDim);
       break;
     case hw::CurveOp::decode_attention:
-      dim("batch", p.batch, kDim), dim("kv_len", p.kv_len, kDim), dim("heads", p.heads, 1 << 16);
-      dim("kv_heads", p.kv_heads, 1 << 16), dim("head_dim", p.head_dim, 1 << 16);
+    case hw::CurveOp::attention:
+      dim("batch", p.batch, kDim), dim(p.op == hw::CurveOp::attention ? "seq_len" : "kv_len", p.kv_len, kDim);
+      dim("heads", p.heads, 1 << 16), dim("kv_heads", p.kv_heads, 1 << 16), dim("head_dim", p.head_dim, 1 << 16);
       if (node["v_head_dim"]) dim("v_head_dim", p.v_head_dim, 1 << 16);
       flag("latent", p.latent);
+      flag("causal", p.causal);
       if (p.heads < p.kv_heads || static_cast<long long>(p.heads) % static_cast<long long>(p.kv_heads) != 0) {
         r.fail(path + ".kv_heads", fmt::format("{} must divide heads ({})", p.kv_heads, p.heads));
       }
@@ -361,6 +370,12 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
           num("head_dim", p.head_dim);
           if (p.v_head_dim > 0) num("v_head_dim", p.v_head_dim);
           if (p.latent) f += ", latent: true";
+          break;
+        case hw::CurveOp::attention:
+          num("batch", p.batch), num("seq_len", p.kv_len), num("heads", p.heads), num("kv_heads", p.kv_heads);
+          num("head_dim", p.head_dim);
+          if (p.v_head_dim > 0) num("v_head_dim", p.v_head_dim);
+          if (p.causal) f += ", causal: true";
           break;
         case hw::CurveOp::rmsnorm:
           num("tokens", p.tokens), num("hidden", p.hidden);
@@ -539,7 +554,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (!e[key]) continue;
       const std::string p = "efficiency." + key;
       YAML::Node n = e[key];
-      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul"});
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul", "tile_keys"});
       hw::ClassEfficiency& ce = c.efficiency.kernel[k];
       if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
       if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
@@ -555,6 +570,15 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
           r.fail(p + ".matmul", fmt::format("{}: only the gemm class (the BLAS library's GEMMs) runs at a share of the measured matmul rate", ce.matmul));
         }
         if (n["matrix"]) r.fail(p + ".matmul", fmt::format("{}: the class's own matrix fraction replaces the measured rate and any share of it", ce.matmul));
+      }
+      if (n["tile_keys"]) {
+        ce.tile_keys = r.number(n["tile_keys"], p + ".tile_keys");
+        if (k != static_cast<int>(hw::KernelClass::attention)) {
+          r.fail(p + ".tile_keys", fmt::format("{}: only the attention class (a flash prefill's forward) runs in query tiles", ce.tile_keys));
+        }
+        if (!(ce.tile_keys >= 0 && ce.tile_keys <= 65536)) {
+          r.fail(p + ".tile_keys", fmt::format("{}: expected 0 to 65536 keys a tile", ce.tile_keys));
+        }
       }
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");
@@ -652,6 +676,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     if (ce.overhead_s > 0) fields += fmt::format("{}overhead: {:.17g} s", fields.empty() ? "" : ", ", ce.overhead_s);
     if (ce.overlap > 0) fields += fmt::format("{}overlap: {:.17g}", fields.empty() ? "" : ", ", ce.overlap);
     if (ce.matmul > 0) fields += fmt::format("{}matmul: {:.17g}", fields.empty() ? "" : ", ", ce.matmul);
+    if (ce.tile_keys > 0) fields += fmt::format("{}tile_keys: {:.17g}", fields.empty() ? "" : ", ", ce.tile_keys);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
   if (!c.curves.empty()) y += curves_yaml(c.curves);

@@ -264,10 +264,7 @@ GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::Attention
 }
 
 // One chip's share (1/ep: attention is data-parallel across EP groups) of a step's counts.
-ops::AttentionCounts per_chip(ops::AttentionCounts n, double ep) {
-  n.seqs /= ep, n.queries /= ep, n.pairs /= ep, n.keys /= ep, n.scores /= ep, n.positions /= ep;
-  return n;
-}
+ops::AttentionCounts per_chip(ops::AttentionCounts n, double ep) { return n *= 1 / ep; }
 
 // The attention kernels of a pass: the shape's own counts, or a step's prefill chunks and
 // decode tokens (one kernel or two, StepMix::fused_attention). `prefill` / `decode` select
@@ -310,6 +307,7 @@ void attention_block(Ctx& c, double window) {
   a.kv_len = c.kv_len;
   a.causal = true;
   a.window = window;
+  a.tile_keys = hw::class_efficiency(c.sys.chip.efficiency, hw::KernelClass::attention).tile_keys;
   a.impl = c.f.attention;
   a.dtype = c.act;
   a.kv_dtype = c.kv;
@@ -576,16 +574,14 @@ void StepMix::add_decode(double kv, double window, double q) noexcept {
   a.causal = true;
   decode_seqs += 1;
   decode_tokens += q;
-  decode_full += ops::attention_counts(a);
+  decode_full += ops::attention_counts(a).untiled();
   a.window = window;
-  decode_window += ops::attention_counts(a);
+  decode_window += ops::attention_counts(a).untiled();
 }
 
 void StepMix::scale(double n) noexcept {
   decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n;
-  for (ops::AttentionCounts* c : {&decode_full, &decode_window, &prefill_full, &prefill_window}) {
-    c->seqs *= n, c->queries *= n, c->pairs *= n, c->keys *= n, c->scores *= n, c->positions *= n;
-  }
+  for (ops::AttentionCounts* c : {&decode_full, &decode_window, &prefill_full, &prefill_window}) *c *= n;
 }
 
 void StepMix::add_prefill(double q, double kv, double window) noexcept {

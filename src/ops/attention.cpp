@@ -12,6 +12,11 @@ Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept 
   // Softmax per score: scale, max, subtract, exp, sum (5); normalise each output (1).
   c.add_flops(hw::Unit::vector, s.vector, s.heads * (5 * n.pairs + n.queries * dv));
   c.special_ops = s.heads * n.pairs;  // the exp of each score, on the special-function units
+  // A flash prefill's tiles: the pairs they compute past the useful ones, and each tile's own
+  // work as tile_keys more keys (docs/cost-model.md#attention-tiles). Time, not FLOPs.
+  // (Linear in the counts, as the step model needs.)
+  const double extra = n.tile_waste + n.q_tiles * kQueryTile * s.tile_keys;
+  if (extra > 0) c.matrix_pad_flops += 2 * s.heads * extra * (s.head_dim + dv);
 
   const double q_bytes = s.heads * n.queries * s.head_dim * bytes(s.dtype);
   const double o_bytes = s.heads * n.queries * dv * bytes(s.dtype);

@@ -124,7 +124,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
 // even where its rate is infinite (a dtype or link the chip lacks).
 TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   double t[hw::kUnitCount] = {0, 0};
-  double most = 0;
+  double most = -1;
   int matrix_dtype = 0;
   for (std::uint32_t mask = c.flop_mask; mask != 0; mask &= mask - 1) {
     const int bit = __builtin_ctz(mask);
@@ -132,6 +132,8 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
     const double f = c.flops(static_cast<hw::Unit>(u), static_cast<DType>(d));
     const double td = f > 0 ? f * r.s_per_flop[u][d] : 0;
     t[u] += td;
+    // (An entry of no FLOPs still names the dtype: the tile work of an attention kernel's
+    // count alone, the step model's unit, runs at it.)
     if (u == 0 && td > most) most = td, matrix_dtype = d;
   }
   double memory = main_traffic(c, r) * r.s_per_byte[0], comm = 0, latency = 0;

@@ -19,6 +19,7 @@ std::string figures(const hw::ClassEfficiency& e) {
   if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
   if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + memory", out.empty() ? "" : ", ", e.overlap);
   if (e.matmul > 0) out += fmt::format("{}{:.3f} of the measured matmul rate", out.empty() ? "" : ", ", e.matmul);
+  if (e.tile_keys > 0) out += fmt::format("{}{:g} keys' work a query tile", out.empty() ? "" : ", ", e.tile_keys);
   return out;
 }
 
@@ -65,6 +66,7 @@ nlohmann::json curves_json(const hw::ChipSpec& chip, const std::vector<analysis:
     j["link"] = f.efficiency.link;
     j["overlap"] = f.efficiency.overlap;
     j["matmul"] = f.efficiency.matmul;
+    j["tile_keys"] = f.efficiency.tile_keys;
     j["notes"] = f.notes;
     out.push_back(std::move(j));
   }
@@ -83,6 +85,7 @@ std::string fitted_efficiency_yaml(const std::vector<analysis::CurveFit>& fits) 
     if (e.overhead_s > 0) fields += fmt::format("{}overhead: {:.4g} us", fields.empty() ? "" : ", ", e.overhead_s * 1e6);
     if (e.overlap > 0.5) fields += fmt::format("{}overlap: {:.4g}", fields.empty() ? "" : ", ", e.overlap);
     if (e.matmul > 0) fields += fmt::format("{}matmul: {:.4g}", fields.empty() ? "" : ", ", e.matmul);
+    if (e.tile_keys > 0) fields += fmt::format("{}tile_keys: {:g}", fields.empty() ? "" : ", ", e.tile_keys);
     y += fmt::format("  {}: {{{}}}\n", hw::name(f.cls), fields);
   }
   return y;

@@ -114,6 +114,8 @@ json chip_json(const hw::ChipSpec& c) {
   // The gemm class's share of the measured matmul rate (1: all of it).
   const double share = c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matmul;
   j["efficiency"]["gemm"]["matmul"] = share > 0 ? share : 1;
+  // The attention class's work of a prefill's query tile, in keys (0: its tiles' shape only).
+  j["efficiency"]["attention"]["tile_keys"] = c.efficiency.kernel[static_cast<int>(hw::KernelClass::attention)].tile_keys;
   j["sources"] = c.sources;
   j["provenance"] = c.provenance;
   return j;

@@ -120,6 +120,7 @@ std::string chip_text(const hw::ChipSpec& c) {
       if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
     }
     if (ce.matmul > 0) parts += fmt::format("matmul {:.3f} of the measured rate, ", ce.matmul);
+    if (ce.tile_keys > 0) parts += fmt::format("a prefill's query tile {:g} keys' work, ", ce.tile_keys);
     if (!parts.empty()) parts.resize(parts.size() - 2);
     out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
                        ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", time_or_na(ce.overhead_s)) : std::string());

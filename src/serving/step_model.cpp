@@ -136,9 +136,10 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     for (int v = 0; v < 2; ++v) {
       const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s;
       l.overhead_s[v] = overhead;
-      for (int c = 0; c < 6; ++c) {
+      for (int c = 0; c < kAttentionCounts; ++c) {
         ops::AttentionCounts unit;
-        double* field[6] = {&unit.seqs, &unit.queries, &unit.pairs, &unit.keys, &unit.scores, &unit.positions};
+        double* field[kAttentionCounts] = {&unit.seqs,   &unit.queries,   &unit.pairs,   &unit.keys,
+                                           &unit.scores, &unit.positions, &unit.q_tiles, &unit.tile_waste};
         *field[c] = 1;
         const ops::Cost cost = ops::attention_cost(shape, unit);
         const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, classes[v]);
@@ -155,7 +156,7 @@ double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCou
   double best = 0;
   for (int part = 0; part < 5; ++part) {
     const auto& w = l.per_count[v][part];
-    double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
+    double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys + w[6] * n.q_tiles + w[7] * n.tile_waste;
     if (l.naive) x += w[4] * n.scores + w[5] * n.positions;
     best = x > best ? x : best;
   }

@@ -235,6 +235,48 @@ TEST(KernelCurves, AGemmWhoseMatrixAndMemoryTimesAreNearEqualFindsItsOverlapShar
   EXPECT_NEAR(e.t_realistic_s, 3e-6 + 0.7 * (2.0 * 64 * 4096 * 4096 / 80e12 + 34603008 / 0.85e12), 1e-15);
 }
 
+TEST(KernelCurves, AFlashPrefillFitsItsRateAndItsTilesWork) {
+  // The toy chip (bf16 100 TFLOPS, a 1 us kernel boundary) with flash forwards of 16 heads of
+  // 128 (2 x 16 x 256 = 8192 FLOPs a pair) made as 1 us + 8192 x (pairs + waste + tiles x
+  // 128 x 100) / (0.5 x 100 TFLOPS), in tiles of 128 x 128:
+  //   8 x 512 not causal: 8 x 512² = 2097152 pairs, 8 x 4 = 32 tiles, no waste;
+  //   8 x 512 causal: 8 x 512·513/2 = 1050624 pairs; each sequence's tiles see 1 + 2 + 3 + 4
+  //     = 10 key tiles: 8 x 10 x 16384 = 1310720 computed, 260096 wasted; 32 tiles;
+  //   2 x 2048 causal: 2 x 2048·2049/2 = 4196352 pairs; 1 + ... + 16 = 136 key tiles a
+  //     sequence: 2 x 136 x 16384 = 4456448 computed, 260096 wasted; 32 tiles;
+  //   2 x 2048 not causal: 8388608 pairs, 32 tiles.
+  // The fit gives back 0.5 and 100 keys a tile; its memory and vector parts stay the chip's.
+  auto point = [](double batch, double seq, bool causal, double pairs, double waste) {
+    hw::CurvePoint p;
+    p.op = CurveOp::attention;
+    p.batch = batch, p.kv_len = seq, p.heads = p.kv_heads = 16, p.head_dim = 128, p.causal = causal;
+    p.time_s = 1e-6 + 8192 * (pairs + waste + 32 * 128 * 100) / 50e12;
+    return p;
+  };
+  const hw::ChipSpec c = with_curve(KernelClass::attention, hw::CurveTiming::graph,
+                                    {point(8, 512, false, 2097152, 0), point(8, 512, true, 1050624, 260096),
+                                     point(2, 2048, true, 4196352, 260096), point(2, 2048, false, 8388608, 0)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_EQ(fits[0].efficiency.tile_keys, 100);
+  EXPECT_NEAR(fits[0].efficiency.matrix, 0.5, 0.5 * kTol);
+  EXPECT_EQ(fits[0].efficiency.memory, 0);
+  EXPECT_EQ(fits[0].efficiency.overhead_s, 0);  // the chip's boundary, not the class's own
+  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-9);
+  // The chip with the fit prices a prefill of 1000 tokens of the same heads at 1 us +
+  // 8192 x (500500 + 89324 wasted + 8 x 128 x 100) / 50 TFLOPS (ops' tile counts).
+  const hw::ChipSpec fitted = analysis::with_curve_fits(c, fits);
+  EXPECT_EQ(fitted.efficiency.kernel[static_cast<int>(KernelClass::attention)].tile_keys, 100);
+  hw::CurvePoint one = point(1, 1000, true, 0, 0);
+  one.time_s = 1;
+  hw::ChipSpec more = fitted;
+  more.curves[0].points = {one};
+  const auto r = analysis::curve_residuals(more);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_NEAR(r[0].residuals[0].predicted_s, 1e-6 + 8192.0 * (500500 + 89324 + 8 * 128 * 100) / 50e12, 1e-15);
+}
+
 TEST(KernelCurves, ChipFilesReadAndWriteTheirCurves) {
   const std::string yaml = R"(schema_version: 2
 name: curvy
@@ -263,6 +305,7 @@ kernel_curves:
       - {op: moe, tokens: 8, hidden: 4096, intermediate: 14336, experts: 8, topk: 2, dtype: bf16, time: 300 us}
       - {op: elementwise, bytes: 1 MB, time: 3 us}
       - {op: matmul, m: 1, n: 4096, k: 4096, time: 30 us}
+      - {op: attention, batch: 4, seq_len: 2048, heads: 32, kv_heads: 8, head_dim: 128, causal: true, time: 400 us}
 )";
   const hw::ChipSpec c = io::parse_chip_yaml(yaml, "curvy.yaml");
   ASSERT_EQ(c.curves.size(), 2u);
@@ -278,6 +321,11 @@ kernel_curves:
   EXPECT_EQ(ar.op, CurveOp::allreduce);
   EXPECT_EQ(ar.bytes, 32768);
   EXPECT_EQ(ar.chips, 4);
+  const hw::CurvePoint& fwd = c.curves[1].points[5];
+  EXPECT_EQ(fwd.op, CurveOp::attention);
+  EXPECT_EQ(fwd.kv_len, 2048);
+  EXPECT_TRUE(fwd.causal);
+  EXPECT_EQ(analysis::describe(fwd), "attention b4 s2048 32/8x128 causal bf16");
   // Written back and read again: the same curves.
   const hw::ChipSpec again = io::parse_chip_yaml(io::chip_yaml(c, "", ""), "again.yaml");
   ASSERT_EQ(again.curves.size(), 2u);
@@ -313,6 +361,10 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
   fails_with(ok + "      - {op: decode_attention, batch: 1, kv_len: 8, heads: 6, kv_heads: 4, head_dim: 64, time: 1 us}\n",
              "kv_heads: 4 must divide heads (6)");
   fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, dtype: fp7, time: 1 us}\n", "unknown dtype 'fp7'");
+  fails_with(ok + "      - {op: attention, batch: 1, kv_len: 8, heads: 4, kv_heads: 4, head_dim: 64, time: 1 us}\n",
+             "kernel_curves[0].points[0].kv_len: unknown key");
+  fails_with(ok + "      - {op: attention, batch: 1, seq_len: 8, heads: 4, kv_heads: 4, head_dim: 64, causal: yes, time: 1 us}\n",
+             "causal: 'yes' must be true or false");
 }
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant
@@ -409,6 +461,7 @@ TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
           EXPECT_NEAR(s, v, 5e-4 * v);
         }
       }
+      EXPECT_EQ(stored.tile_keys, f.efficiency.tile_keys);
     }
   }
 }

@@ -230,6 +230,22 @@ TEST(HardwareFile, AGemmClassRunsAtAShareOfTheMeasuredMatmulRate) {
   EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matmul: 1.2}}\n").find("efficiency.gemm.matmul"), std::string::npos);
 }
 
+// The attention class's `tile_keys`: the work of a flash prefill's query tile, which it
+// round-trips and neither a refining class nor any other class takes; out of range, refused.
+TEST(HardwareFile, TheAttentionClassCarriesTheWorkOfAQueryTile) {
+  const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  attention: {matrix: 0.6, tile_keys: 228}\n", "toy.yaml");
+  EXPECT_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::attention)].tile_keys, 228);
+  EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::attention)].tile_keys, 228);
+  EXPECT_EQ(hw::class_efficiency(c.efficiency, hw::KernelClass::attention_backward).tile_keys, 0);
+  EXPECT_EQ(hw::class_efficiency(c.efficiency, hw::KernelClass::attention_decode).tile_keys, 0);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {gemm: {tile_keys: 100}}\n"),
+            "toy.yaml: efficiency.gemm.tile_keys: 100: only the attention class (a flash prefill's forward) runs in query tiles");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: -1}}\n"),
+            "toy.yaml: efficiency.attention.tile_keys: -1: expected 0 to 65536 keys a tile");
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: many}}\n").find("efficiency.attention.tile_keys"),
+            std::string::npos);
+}
+
 TEST(HardwareFile, TopologyAndLinkEfficiency) {
   // Version 1 files (kMinimal) read with the default topology: one switched domain.
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").topology, hw::TopologySpec{});

@@ -325,6 +325,71 @@ TEST(Attention, CausalPairs) {
   EXPECT_EQ(attention_pairs(s), 100.0 * 1000);
 }
 
+TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
+  // 1000 prompt tokens under the causal mask: ceil(1000/128) = 8 query tiles. Tile j < 7 ends
+  // at query 128(j + 1) and sees key tiles 1..j + 1 (1 + 2 + ... + 7 = 28); the last, 8: 36
+  // tiles of 16384 pairs = 589824 computed, against 1000·1001/2 = 500500 useful.
+  AttentionShape s{.q_len = 1000, .kv_len = 1000, .causal = true};
+  AttentionCounts n = attention_counts(s);
+  EXPECT_EQ(n.q_tiles, 8);
+  EXPECT_EQ(n.tile_waste, 589824 - 500500);
+  // A chunk of 300 after 1000 cached: 3 tiles; the first two see ceil(1000/128) = 8 key tiles
+  // and 1 and 2 more (19), the last ceil(1300/128) = 11: 30 x 16384 = 491520 against
+  // 300·1000 + 300·301/2 = 345150.
+  s.q_len = 300, s.kv_len = 1300;
+  n = attention_counts(s);
+  EXPECT_EQ(n.q_tiles, 3);
+  EXPECT_EQ(n.tile_waste, 491520 - 345150);
+  // Without the mask, 512 x 512 is 4 x 4 whole tiles: nothing wasted.
+  s = {.batch = 2, .q_len = 512, .kv_len = 512};
+  n = attention_counts(s);
+  EXPECT_EQ(n.q_tiles, 2 * 4);
+  EXPECT_EQ(n.tile_waste, 0);
+  // A window of 256 over 1000 tokens: 8 tiles, each band's two ragged ends half a tile each.
+  s = {.q_len = 1000, .kv_len = 1000, .window = 256, .causal = true};
+  n = attention_counts(s);
+  EXPECT_EQ(n.q_tiles, 8);
+  EXPECT_EQ(n.tile_waste, 8 * 16384);
+  // A decode query runs packed, as does a decode kernel's every count; naive attention has no tiles.
+  s = {.q_len = 1, .kv_len = 1000, .causal = true};
+  EXPECT_EQ(attention_counts(s).q_tiles, 0);
+  s = {.q_len = 4, .kv_len = 1000, .causal = true};
+  EXPECT_GT(attention_counts(s).q_tiles, 0);
+  EXPECT_EQ(attention_counts(s).untiled().q_tiles, 0);
+  EXPECT_EQ(attention_counts(s).untiled().tile_waste, 0);
+  s = {.q_len = 1000, .kv_len = 1000, .causal = true, .impl = AttentionImpl::naive};
+  EXPECT_EQ(attention_counts(s).q_tiles, 0);
+  EXPECT_EQ(attention_counts(s).tile_waste, 0);
+  // The cost: 16 heads of 128 with 200 keys' work a tile, over the 1000-token prompt: the
+  // waste and 8 x 128 x 200 = 204800 pairs of tile work, at 2 x 16 x (128 + 128) = 8192
+  // FLOPs a pair, as time (pad), never as FLOPs.
+  s = {.q_len = 1000, .kv_len = 1000, .heads = 16, .kv_heads = 16, .head_dim = 128, .causal = true, .tile_keys = 200};
+  const Cost c = attention_cost(s);
+  EXPECT_EQ(c.matrix_pad_flops, 8192.0 * (589824 - 500500 + 204800));
+  EXPECT_EQ(matrix(c, DType::bf16), 8192.0 * 500500);
+}
+
+TEST(Attention, TileCountsEqualTheTilesCountedOneByOne) {
+  // The closed form against a loop over the query tiles: tile j of a chunk of q after p cached
+  // ends at query p + min(q, 128(j + 1)) and computes 128 rows x its key tiles up to there.
+  for (const double q : {2.0, 100.0, 128.0, 129.0, 1000.0, 4096.0}) {
+    for (const double p : {0.0, 1.0, 127.0, 128.0, 1000.0}) {
+      for (const bool causal : {true, false}) {
+        const AttentionShape s{.q_len = q, .kv_len = p + q, .causal = causal};
+        double tiles = 0, computed = 0;
+        for (double j = 0; j * 128 < q; ++j) {
+          const double last = causal ? p + std::min(q, 128 * (j + 1)) : p + q;
+          tiles += 1;
+          computed += 128 * 128 * std::ceil(last / 128);
+        }
+        const AttentionCounts n = attention_counts(s);
+        EXPECT_EQ(n.q_tiles, tiles) << q << " " << p << " " << causal;
+        EXPECT_EQ(n.tile_waste, computed - attention_pairs(s)) << q << " " << p << " " << causal;
+      }
+    }
+  }
+}
+
 TEST(Attention, NaiveMaterialisesScoresAndExpandsKv) {
   AttentionShape s{.batch = 2, .q_len = 1024, .kv_len = 1024, .heads = 16, .kv_heads = 4, .head_dim = 64,
                    .impl = AttentionImpl::naive};

@@ -99,6 +99,10 @@ struct ClassEfficiency {
   /// curves through the tiling, which it leaves on (docs/cost-model.md#past-one-wave). The
   /// gemm class's own: a refining class does not take it.
   double matmul = 0;
+  /// The attention class's: the keys' worth of work each tile of 128 queries of a head costs
+  /// in a flash prefill beyond its keys (ops::AttentionShape::tile_keys; 0: none). Fitted from
+  /// the class's curves (docs/cost-model.md#attention-tiles). Not taken by a refining class.
+  double tile_keys = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
 
@@ -137,7 +141,8 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     if (c.link <= 0) c.link = a.link;
     if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
     // Not `matmul`: the share is the BLAS library's, fitted through its tiling (stream-K past
-    // one wave), which the refining classes' kernels do not share.
+    // one wave), which the refining classes' kernels do not share. Nor `tile_keys`: the
+    // forward's tiles, not the backward's or a decode kernel's.
   }
   return c;
 }
@@ -201,9 +206,11 @@ struct TopologySpec {
 /// decode-attention kernel (a query per sequence over the cache; MLA's absorbed form with
 /// `latent`); an RMSNorm (with the residual added first); an elementwise kernel reading and
 /// writing `bytes` in all; an all-reduce of `bytes` over `chips`; a MoE layer's experts as
-/// an engine runs them (top-k, the two grouped GEMMs, the activation, the weighted sum).
-enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe };
-/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe".
+/// an engine runs them (top-k, the two grouped GEMMs, the activation, the weighted sum); a
+/// flash attention forward over whole sequences (`batch` of `kv_len` queries over their own
+/// `kv_len` keys, `causal` or not).
+enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention };
+/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention".
 std::string_view name(CurveOp o) noexcept;
 
 /// How a curve's times were taken: `graph` — per call of a CUDA graph replayed back to back
@@ -217,9 +224,10 @@ std::string_view name(CurveTiming t) noexcept;
 struct CurvePoint {
   CurveOp op = CurveOp::matmul;
   double m = 0, n = 0, k = 0;                   ///< matmul: X[m,k]·W[k,n]
-  double batch = 0, kv_len = 0;                 ///< decode attention: sequences, context of each
-  double heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;  ///< decode attention (v_head_dim 0: head_dim)
+  double batch = 0, kv_len = 0;                 ///< attention: sequences, context of each (the forward's: its length)
+  double heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;  ///< attention (v_head_dim 0: head_dim)
   bool latent = false;                          ///< decode attention: MLA's latent cache (one KV head, K and V shared)
+  bool causal = false;                          ///< attention (the forward): under a causal mask
   double tokens = 0, hidden = 0;                ///< rmsnorm, moe: rows and width
   bool residual = false;                        ///< rmsnorm: the residual added first (read, and the sum written)
   double bytes = 0;                             ///< elementwise: bytes read and written; allreduce: the message

@@ -2,6 +2,7 @@
 /// Scaled dot-product attention, flash (fused) or naive (scores materialised); causal
 /// masking, GQA/MQA through kv_heads (docs/cost-model.md#attention).
 #include <algorithm>
+#include <cmath>
 
 #include "ridgeline/core/dtype.hpp"
 #include "ridgeline/ops/cost.hpp"
@@ -21,12 +22,25 @@ struct AttentionShape {
   double window = 0;        ///< sliding window in keys (0: none); implies a causal mask
   bool latent_kv = false;   ///< K and V are one shared latent tensor of head_dim (absorbed MLA)
   bool causal = false;
+  /// Flash prefill (more than one query a sequence): the keys' worth of work each tile of
+  /// kQueryTile queries of a head costs beyond its keys — loading its queries, the softmax's
+  /// last rescale, writing its output, filling and draining the pipeline. The chip's attention
+  /// class's figure (hw::ClassEfficiency::tile_keys), fitted from measured kernels; 0 counts
+  /// only the tiles' own shape (docs/cost-model.md#attention-tiles).
+  double tile_keys = 0;
   AttentionImpl impl = AttentionImpl::flash;
   DType dtype = DType::bf16;     ///< Q, O and the materialised scores
   DType kv_dtype = DType::bf16;  ///< K and V
   DType compute = DType::bf16;   ///< matrix-unit dtype
   DType vector = DType::fp32;    ///< softmax math
 };
+
+/// A flash kernel's tile in the forward over a prompt: kQueryTile query rows of one head
+/// against kKeyTile keys at a time (FlashAttention-2's and -3's forward at head dim 128:
+/// kBlockM 128; FA3 hopper/tile_size.h, tile_size_fwd_sm90: kBlockN 128 under a causal mask).
+/// A tile is computed whole: its rows past the last query, and its pairs past the causal
+/// mask's diagonal.
+inline constexpr double kQueryTile = 128, kKeyTile = 128;
 
 namespace detail {
 // Sum of min(x, w) for x = a..b (a <= b).
@@ -51,6 +65,31 @@ inline double attention_pairs(const AttentionShape& s) noexcept {
   return s.q_len * (s.kv_len - s.q_len) + s.q_len * (s.q_len + 1) / 2;
 }
 
+/// Of a flash prefill over one sequence, its query tiles (kQueryTile rows each; none for a
+/// single query, which decode kernels run with the query heads packed, not in tiles of their
+/// own) and the query-key pairs they compute (kQueryTile x kKeyTile whole, up to each tile's
+/// last query's last key; a window's band costs its two ragged ends, half a tile each).
+struct QueryTiles {
+  double tiles = 0, pairs = 0;
+};
+inline QueryTiles query_tiles(const AttentionShape& s) noexcept {
+  if (s.impl == AttentionImpl::naive || s.q_len <= 1) return {};
+  const double nb = std::ceil(s.q_len / kQueryTile);
+  const double prefix = s.kv_len - s.q_len;
+  double key_tiles = 0;
+  if (s.window > 0) {
+    return {nb, attention_pairs(s) + nb * kQueryTile * kKeyTile};
+  }
+  if (!s.causal) {
+    key_tiles = nb * std::ceil(s.kv_len / kKeyTile);
+  } else {
+    // Tile j (0-based) ends at query prefix + min(q, 128(j + 1)) and sees the key tiles up to
+    // it: ceil(prefix / 128) + j + 1 for every tile but the last, ceil(kv / 128) for the last.
+    key_tiles = (nb - 1) * std::ceil(prefix / kKeyTile) + (nb - 1) * nb / 2 + std::ceil(s.kv_len / kKeyTile);
+  }
+  return {nb, key_tiles * kQueryTile * kKeyTile};
+}
+
 /// Keys each sequence reads from memory: kv_len, or at most the window for a single query.
 inline double attention_keys_read(const AttentionShape& s) noexcept {
   if (s.window > 0 && s.impl == AttentionImpl::flash) {
@@ -70,8 +109,22 @@ struct AttentionCounts {
   double keys = 0;       ///< keys read from memory (attention_keys_read per sequence)
   double scores = 0;     ///< q_len·kv_len per sequence (naive: the materialised score matrix)
   double positions = 0;  ///< kv_len per sequence (naive: K and V expanded to every head)
+  double q_tiles = 0;    ///< a flash prefill's query tiles (query_tiles per sequence)
+  double tile_waste = 0; ///< the pairs those tiles compute past `pairs` (padded rows, the masked diagonal)
   AttentionCounts& operator+=(const AttentionCounts& o) noexcept {
     seqs += o.seqs, queries += o.queries, pairs += o.pairs, keys += o.keys, scores += o.scores, positions += o.positions;
+    q_tiles += o.q_tiles, tile_waste += o.tile_waste;
+    return *this;
+  }
+  /// Every count times `k` (a chip's share, a group's).
+  AttentionCounts& operator*=(double k) noexcept {
+    seqs *= k, queries *= k, pairs *= k, keys *= k, scores *= k, positions *= k, q_tiles *= k, tile_waste *= k;
+    return *this;
+  }
+  /// As a decode kernel runs the queries: packed over the heads, without tiles of their own
+  /// (a speculative step's few queries a sequence).
+  AttentionCounts& untiled() noexcept {
+    q_tiles = tile_waste = 0;
     return *this;
   }
 };
@@ -85,6 +138,9 @@ inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
   n.keys = s.batch * attention_keys_read(s);
   n.scores = s.batch * s.q_len * s.kv_len;
   n.positions = s.batch * s.kv_len;
+  const QueryTiles t = query_tiles(s);
+  n.q_tiles = s.batch * t.tiles;
+  n.tile_waste = t.tiles > 0 ? s.batch * std::max(0.0, t.pairs - attention_pairs(s)) : 0;
   return n;
 }
 

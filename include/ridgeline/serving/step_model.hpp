@@ -89,12 +89,14 @@ class StepModel {
   // Quantities the non-attention ops are linear in: model::Scale's tokens, seqs,
   // prefill_positions and decode_tokens of one group, and the tokens of all groups.
   static constexpr int kQuantities = 5, kAllGroups = 4;
+  // The fields of ops::AttentionCounts.
+  static constexpr int kAttentionCounts = 8;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
   // efficiencies) per unit of each count of one group's sequences (AttentionCounts order), and the kernel's fixed parts, run as a kernel of the attention
   // class ([0]) and of the decode-attention class ([1]).
   struct AttentionLine {
     /// Per count, the parts less the fixed time: matrix, vector, memory, comm and the overlap share.
-    std::array<std::array<std::array<double, 6>, 5>, 2> per_count{};
+    std::array<std::array<std::array<double, kAttentionCounts>, 5>, 2> per_count{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
     std::array<double, 2> overhead_s{};  // the class's fixed time
     double launch_s = 0;    // launched eagerly
