@@ -433,8 +433,9 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                               return;
                             }
                             const ops::GemmTiling tiling = analysis::op_tiling(cfg, sys);
-                            emit(f->json, report::estimate_json(cfg, sys, cost, e, nullptr, &tiling),
-                                 report::estimate_text(cfg, sys, cost, e, nullptr, &tiling));
+                            const ops::AttentionTiling tiles = analysis::op_attention_tiling(cfg, sys);
+                            emit(f->json, report::estimate_json(cfg, sys, cost, e, nullptr, &tiling, &tiles),
+                                 report::estimate_text(cfg, sys, cost, e, nullptr, &tiling, &tiles));
                           }});
     }
     if (kind == OpKind::custom || is_collective(kind)) continue;

@@ -206,7 +206,29 @@ ops::MatmulShape matmul_shape(const OpConfig& op, DType compute) noexcept {
   if (op.shard == Shard::k) s.k = ceil_div(op.k, op.chips);
   return s;
 }
+// An attention op's shape, its tile work the chip's attention class's (docs/cost-model.md#attention-tiles).
+ops::AttentionShape attention_shape(const OpConfig& op, const hw::System& sys, DType compute) noexcept {
+  ops::AttentionShape s;
+  s.batch = static_cast<double>(op.batch);
+  s.q_len = static_cast<double>(op.q_len);
+  s.kv_len = static_cast<double>(op.kv_len);
+  s.heads = static_cast<double>(op.heads);
+  s.kv_heads = static_cast<double>(op.kv_heads == 0 ? op.heads : op.kv_heads);
+  s.head_dim = static_cast<double>(op.head_dim);
+  s.causal = op.causal;
+  s.tile_keys = hw::class_efficiency(sys.chip.efficiency, hw::KernelClass::attention).tile_keys;
+  s.impl = op.impl;
+  s.dtype = op.dtype;
+  s.kv_dtype = op.kv_dtype.value_or(op.dtype);
+  s.compute = compute;
+  return s;
+}
 }  // namespace
+
+ops::AttentionTiling op_attention_tiling(const OpConfig& op, const hw::System& sys) noexcept {
+  if (op.kind != OpKind::attention) return {};
+  return ops::attention_tiling(attention_shape(op, sys, effective_compute_dtype(op)));
+}
 
 ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept {
   if (op.kind != OpKind::matmul) return {};
@@ -251,21 +273,7 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
     case OpKind::softmax: return ops::softmax_cost(rows());
     case OpKind::swiglu: return ops::swiglu_cost(rows());
     case OpKind::embedding: return ops::embedding_cost(rows());
-    case OpKind::attention: {
-      ops::AttentionShape s;
-      s.batch = static_cast<double>(op.batch);
-      s.q_len = static_cast<double>(op.q_len);
-      s.kv_len = static_cast<double>(op.kv_len);
-      s.heads = static_cast<double>(op.heads);
-      s.kv_heads = static_cast<double>(op.kv_heads == 0 ? op.heads : op.kv_heads);
-      s.head_dim = static_cast<double>(op.head_dim);
-      s.causal = op.causal;
-      s.impl = op.impl;
-      s.dtype = op.dtype;
-      s.kv_dtype = op.kv_dtype.value_or(op.dtype);
-      s.compute = compute;
-      return ops::attention_cost(s);
-    }
+    case OpKind::attention: return ops::attention_cost(attention_shape(op, sys, compute));
     case OpKind::allreduce:
     case OpKind::allgather:
     case OpKind::reducescatter:

@@ -182,7 +182,7 @@ json op_config_json(const analysis::OpConfig& op) {
 }
 
 json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
-                   const comm::Priced* collective, const ops::GemmTiling* tiling) {
+                   const comm::Priced* collective, const ops::GemmTiling* tiling, const ops::AttentionTiling* attention) {
   const auto& chip = sys.chip;
   json j;
   j["op"] = op_config_json(op);
@@ -239,6 +239,10 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
                         {"split_k", tiling->split_k}, {"waves", tiling->waves}, {"useful", tiling->useful},
                         {"multiprocessors", sys.chip.gemm_sms()},
                         {"split", sys.chip.gemm_split == hw::GemmSplit::stream_k ? "stream-k" : "split-k"}};
+  }
+  if (attention != nullptr && attention->tiles > 0) {
+    j["attention_tiling"] = {{"tile_queries", ops::kQueryTile}, {"tile_keys", ops::kKeyTile}, {"tiles", attention->tiles},
+                             {"tile_work_keys", attention->tile_keys}, {"useful", attention->useful}};
   }
   j["t_vector_s"] = number_or_null(e.t_vector_s);
   j["t_math_s"] = number_or_null(e.t_math_s);

@@ -176,7 +176,7 @@ std::string_view proto_label(comm::Proto p) noexcept {
 }
 
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost, const ops::Estimate& e,
-                          const comm::Priced* collective, const ops::GemmTiling* tiling) {
+                          const comm::Priced* collective, const ops::GemmTiling* tiling, const ops::AttentionTiling* attention) {
   const auto& c = sys.chip;
   std::string out = fmt::format("{}\non {} ({})\n", op_title(op), c.display_name, c.name);
   if (collective != nullptr) {
@@ -233,6 +233,12 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
                        c.gemm_sms(),
                        shared ? fmt::format("{:.3g}", tiling->waves) : fmt::format("{:g}", tiling->waves), tiling->waves == 1 ? "" : "s", shared ? ", the last under half full and shared out with the one before it (stream-K)" : "",
                        100 * tiling->useful, time_or_na(e.t_matrix_pad_s));
+  }
+  if (attention != nullptr && attention->tiles > 0) {
+    out += fmt::format("  tiles       {:>14}  ({:g} queries of a head x {:g} keys, computed whole{}: {:.1f}% of the matrix work useful; the rest, {} at the peak, is in realistic and upper)\n",
+                       format_si(attention->tiles), ops::kQueryTile, ops::kKeyTile,
+                       attention->tile_keys > 0 ? fmt::format(", and {:g} keys' work more each", attention->tile_keys) : std::string(),
+                       100 * attention->useful, time_or_na(e.t_matrix_pad_s));
   }
   out += fmt::format("  t_memory    {:>14}{}\n", time_or_na(e.t_memory_s), c.memory.empty() ? "" : "  (" + c.memory[e.memory_level].name + ")");
   if (e.link >= 0) out += fmt::format("  t_comm      {:>14}  ({})\n", time_or_na(e.t_comm_s), e.link < static_cast<int>(c.links.size()) ? c.links[e.link].name : "?");

@@ -85,6 +85,9 @@ comm::Priced op_collective(const OpConfig& op, const hw::System& sys) noexcept;
 /// How a matmul op runs on the chip's multiprocessors (ops::gemm_tiling on the busiest chip's
 /// share); useful 1 and no tiles for other ops and chips without `sms`.
 ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept;
+/// How an attention op runs in query tiles (ops::attention_tiling, the chip's tile work);
+/// no tiles for other ops, decode queries and naive attention.
+ops::AttentionTiling op_attention_tiling(const OpConfig& op, const hw::System& sys) noexcept;
 /// The op's Cost on one chip of `sys` (the busiest chip when sharded), a matmul with its tile
 /// and wave quantisation (op_tiling). Does not validate.
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept;

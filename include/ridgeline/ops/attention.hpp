@@ -144,6 +144,22 @@ inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
   return n;
 }
 
+/// How a flash prefill runs in tiles (docs/cost-model.md#attention-tiles): its query tiles
+/// over all heads and sequences, and the share of the work they do that is the useful pairs'
+/// (against the tiles' whole pairs and their tile_keys work); no tiles, useful 1, for decode
+/// queries and naive attention.
+struct AttentionTiling {
+  double tiles = 0;
+  double useful = 1;
+  double tile_keys = 0;
+};
+inline AttentionTiling attention_tiling(const AttentionShape& s) noexcept {
+  const AttentionCounts n = attention_counts(s);
+  if (n.q_tiles <= 0) return {};
+  const double work = n.pairs + n.tile_waste + n.q_tiles * kQueryTile * s.tile_keys;
+  return {s.heads * n.q_tiles, work > 0 ? n.pairs / work : 1, s.tile_keys};
+}
+
 /// One kernel over `n` (the per-sequence fields of `s` — batch, q_len, kv_len — unused): heads,
 /// dims, dtypes and implementation from `s`.
 Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept;

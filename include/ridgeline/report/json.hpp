@@ -25,7 +25,8 @@ nlohmann::json op_config_json(const analysis::OpConfig& op);
 /// and the traffic on each link.
 nlohmann::json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost,
                              const ops::Estimate& e, const comm::Priced* collective = nullptr,
-                          const ops::GemmTiling* tiling = nullptr);
+                          const ops::GemmTiling* tiling = nullptr,
+                             const ops::AttentionTiling* attention = nullptr);
 /// `threshold`: critical_<var> and how it was found.
 nlohmann::json threshold_json(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
                               const analysis::ThresholdResult& r);

@@ -29,7 +29,8 @@ std::string chip_text(const hw::ChipSpec& chip);
 std::string op_title(const analysis::OpConfig& op);
 std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, const ops::Cost& cost,
                           const ops::Estimate& e, const comm::Priced* collective = nullptr,
-                          const ops::GemmTiling* tiling = nullptr);
+                          const ops::GemmTiling* tiling = nullptr,
+                          const ops::AttentionTiling* attention = nullptr);
 std::string threshold_text(const analysis::OpConfig& op, const hw::System& sys, analysis::SolveVar var,
                            const analysis::ThresholdResult& r);
 
