@@ -574,9 +574,9 @@ void StepMix::add_decode(double kv, double window, double q) noexcept {
   a.causal = true;
   decode_seqs += 1;
   decode_tokens += q;
-  decode_full += ops::attention_counts(a).untiled();
+  decode_full += ops::decode_attention_counts(a);
   a.window = window;
-  decode_window += ops::attention_counts(a).untiled();
+  decode_window += ops::decode_attention_counts(a);
 }
 
 void StepMix::scale(double n) noexcept {

@@ -331,13 +331,13 @@ void Replica::add_cohorts(model::StepMix& mix, std::size_t first, std::size_t la
   if (nb > 0) {
     a.batch = nb;
     a.kv_len = below / nb;
-    mix.decode_window += ops::attention_counts(a).untiled();
+    mix.decode_window += ops::decode_attention_counts(a);
   }
   if (n > nb) {
     a.batch = n - nb;
     a.kv_len = window_ + q - 1;
     a.window = window_;
-    mix.decode_window += ops::attention_counts(a).untiled();
+    mix.decode_window += ops::decode_attention_counts(a);
   }
 }
 

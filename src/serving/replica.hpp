@@ -253,7 +253,7 @@ class Replica {
     a.causal = true;
     a.batch = n;
     a.kv_len = context / n;
-    return ops::attention_counts(a).untiled();
+    return ops::decode_attention_counts(a);
   }
   // A leap's step `offset` steps on (Replica::quiet_steps: one cohort, one token a step, no
   // window): the decode counts add_decodes(mix, 1, offset) adds, by the same operations

@@ -153,10 +153,12 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
 
 double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept {
   const int v = as_decode ? 1 : 0;
+  const bool tiled = n.q_tiles > 0;
   double best = 0;
   for (int part = 0; part < 5; ++part) {
     const auto& w = l.per_count[v][part];
-    double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys + w[6] * n.q_tiles + w[7] * n.tile_waste;
+    double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
+    if (tiled) x += w[6] * n.q_tiles + w[7] * n.tile_waste;  // (never a decode's counts: the leaps' steps skip it)
     if (l.naive) x += w[4] * n.scores + w[5] * n.positions;
     best = x > best ? x : best;
   }

@@ -355,8 +355,9 @@ TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
   EXPECT_EQ(attention_counts(s).q_tiles, 0);
   s = {.q_len = 4, .kv_len = 1000, .causal = true};
   EXPECT_GT(attention_counts(s).q_tiles, 0);
-  EXPECT_EQ(attention_counts(s).untiled().q_tiles, 0);
-  EXPECT_EQ(attention_counts(s).untiled().tile_waste, 0);
+  EXPECT_EQ(decode_attention_counts(s).q_tiles, 0);
+  EXPECT_EQ(decode_attention_counts(s).tile_waste, 0);
+  EXPECT_EQ(decode_attention_counts(s).pairs, attention_counts(s).pairs);
   s = {.q_len = 1000, .kv_len = 1000, .causal = true, .impl = AttentionImpl::naive};
   EXPECT_EQ(attention_counts(s).q_tiles, 0);
   EXPECT_EQ(attention_counts(s).tile_waste, 0);

@@ -121,16 +121,12 @@ struct AttentionCounts {
     seqs *= k, queries *= k, pairs *= k, keys *= k, scores *= k, positions *= k, q_tiles *= k, tile_waste *= k;
     return *this;
   }
-  /// As a decode kernel runs the queries: packed over the heads, without tiles of their own
-  /// (a speculative step's few queries a sequence).
-  AttentionCounts& untiled() noexcept {
-    q_tiles = tile_waste = 0;
-    return *this;
-  }
 };
 
-/// The counts of `s` (its batch of sequences, each q_len queries over kv_len keys).
-inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
+/// The counts of `s` as a decode kernel runs its queries: packed over the heads, without
+/// tiles of their own (one query a sequence, or a speculative step's few). The serving
+/// simulator's decode counts, at every step.
+inline AttentionCounts decode_attention_counts(const AttentionShape& s) noexcept {
   AttentionCounts n;
   n.seqs = s.batch;
   n.queries = s.batch * s.q_len;
@@ -138,9 +134,18 @@ inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
   n.keys = s.batch * attention_keys_read(s);
   n.scores = s.batch * s.q_len * s.kv_len;
   n.positions = s.batch * s.kv_len;
+  return n;
+}
+
+/// The counts of `s` (its batch of sequences, each q_len queries over kv_len keys), a flash
+/// prefill's in its query tiles.
+inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
+  AttentionCounts n = decode_attention_counts(s);
   const QueryTiles t = query_tiles(s);
-  n.q_tiles = s.batch * t.tiles;
-  n.tile_waste = t.tiles > 0 ? s.batch * std::max(0.0, t.pairs - attention_pairs(s)) : 0;
+  if (t.tiles > 0) {
+    n.q_tiles = s.batch * t.tiles;
+    n.tile_waste = s.batch * std::max(0.0, t.pairs - attention_pairs(s));
+  }
   return n;
 }
 
