@@ -326,30 +326,31 @@ TEST(Attention, CausalPairs) {
 }
 
 TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
-  // 1000 prompt tokens under the causal mask: ceil(1000/128) = 8 query tiles. Tile j < 7 ends
-  // at query 128(j + 1) and sees key tiles 1..j + 1 (1 + 2 + ... + 7 = 28); the last, 8: 36
-  // tiles of 16384 pairs = 589824 computed, against 1000·1001/2 = 500500 useful.
+  // 1000 prompt tokens under the causal mask: 1000/128 = 7.8125 query tiles. Tile j < 7 ends
+  // at query 128(j + 1) and sees key tiles 1..j + 1 (1 + 2 + ... + 7 = 28 of 128 x 128 =
+  // 458752 pairs); the last, its 104 queries (the rest of its rows another head's: PackGQA),
+  // 8 key tiles: 104 x 1024 = 106496. 565248 computed against 1000·1001/2 = 500500 useful.
   AttentionShape s{.q_len = 1000, .kv_len = 1000, .causal = true};
   AttentionCounts n = attention_counts(s);
-  EXPECT_EQ(n.q_tiles, 8);
-  EXPECT_EQ(n.tile_waste, 589824 - 500500);
-  // A chunk of 300 after 1000 cached: 3 tiles; the first two see ceil(1000/128) = 8 key tiles
-  // and 1 and 2 more (19), the last ceil(1300/128) = 11: 30 x 16384 = 491520 against
-  // 300·1000 + 300·301/2 = 345150.
+  EXPECT_EQ(n.q_tiles, 7.8125);
+  EXPECT_EQ(n.tile_waste, 565248 - 500500);
+  // A chunk of 300 after 1000 cached: 2.34375 tiles; the first two see ceil(1000/128) = 8 key
+  // tiles and 1 and 2 more (19 x 16384 = 311296), the last 44 queries ceil(1300/128) = 11
+  // (44 x 1408 = 61952): 373248 against 300·1000 + 300·301/2 = 345150.
   s.q_len = 300, s.kv_len = 1300;
   n = attention_counts(s);
-  EXPECT_EQ(n.q_tiles, 3);
-  EXPECT_EQ(n.tile_waste, 491520 - 345150);
+  EXPECT_EQ(n.q_tiles, 2.34375);
+  EXPECT_EQ(n.tile_waste, 373248 - 345150);
   // Without the mask, 512 x 512 is 4 x 4 whole tiles: nothing wasted.
   s = {.batch = 2, .q_len = 512, .kv_len = 512};
   n = attention_counts(s);
   EXPECT_EQ(n.q_tiles, 2 * 4);
   EXPECT_EQ(n.tile_waste, 0);
-  // A window of 256 over 1000 tokens: 8 tiles, each band's two ragged ends half a tile each.
+  // A window of 256 over 1000 tokens: 7.8125 tiles, each band's two ragged ends half a tile each.
   s = {.q_len = 1000, .kv_len = 1000, .window = 256, .causal = true};
   n = attention_counts(s);
-  EXPECT_EQ(n.q_tiles, 8);
-  EXPECT_EQ(n.tile_waste, 8 * 16384);
+  EXPECT_EQ(n.q_tiles, 7.8125);
+  EXPECT_EQ(n.tile_waste, 1000 * 128);
   // A decode query runs packed, as does a decode kernel's every count; naive attention has no tiles.
   s = {.q_len = 1, .kv_len = 1000, .causal = true};
   EXPECT_EQ(attention_counts(s).q_tiles, 0);
@@ -362,26 +363,27 @@ TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
   EXPECT_EQ(attention_counts(s).q_tiles, 0);
   EXPECT_EQ(attention_counts(s).tile_waste, 0);
   // The cost: 16 heads of 128 with 200 keys' work a tile, over the 1000-token prompt: the
-  // waste and 8 x 128 x 200 = 204800 pairs of tile work, at 2 x 16 x (128 + 128) = 8192
+  // waste and 7.8125 x 128 x 200 = 200000 pairs of tile work, at 2 x 16 x (128 + 128) = 8192
   // FLOPs a pair, as time (pad), never as FLOPs.
-  s = {.q_len = 1000, .kv_len = 1000, .heads = 16, .kv_heads = 16, .head_dim = 128, .causal = true, .tile_keys = 200};
+  s = {.q_len = 1000, .kv_len = 1000, .heads = 16, .kv_heads = 4, .head_dim = 128, .causal = true, .tile_keys = 200};
   const Cost c = attention_cost(s);
-  EXPECT_EQ(c.matrix_pad_flops, 8192.0 * (589824 - 500500 + 204800));
+  EXPECT_EQ(c.matrix_pad_flops, 8192.0 * (565248 - 500500 + 200000));
   EXPECT_EQ(matrix(c, DType::bf16), 8192.0 * 500500);
 }
 
 TEST(Attention, TileCountsEqualTheTilesCountedOneByOne) {
   // The closed form against a loop over the query tiles: tile j of a chunk of q after p cached
-  // ends at query p + min(q, 128(j + 1)) and computes 128 rows x its key tiles up to there.
+  // holds queries 128j to min(q, 128(j + 1)) and computes its rows x its key tiles up to the
+  // last one's keys.
   for (const double q : {2.0, 100.0, 128.0, 129.0, 1000.0, 4096.0}) {
     for (const double p : {0.0, 1.0, 127.0, 128.0, 1000.0}) {
       for (const bool causal : {true, false}) {
         const AttentionShape s{.q_len = q, .kv_len = p + q, .causal = causal};
         double tiles = 0, computed = 0;
         for (double j = 0; j * 128 < q; ++j) {
-          const double last = causal ? p + std::min(q, 128 * (j + 1)) : p + q;
-          tiles += 1;
-          computed += 128 * 128 * std::ceil(last / 128);
+          const double rows = std::min(128.0, q - 128 * j), last = causal ? p + 128 * j + rows : p + q;
+          tiles += rows / 128;
+          computed += rows * 128 * std::ceil(last / 128);
         }
         const AttentionCounts n = attention_counts(s);
         EXPECT_EQ(n.q_tiles, tiles) << q << " " << p << " " << causal;

@@ -35,11 +35,10 @@ struct AttentionShape {
   DType vector = DType::fp32;    ///< softmax math
 };
 
-/// A flash kernel's tile in the forward over a prompt: kQueryTile query rows of one head
-/// against kKeyTile keys at a time (FlashAttention-2's and -3's forward at head dim 128:
-/// kBlockM 128; FA3 hopper/tile_size.h, tile_size_fwd_sm90: kBlockN 128 under a causal mask).
-/// A tile is computed whole: its rows past the last query, and its pairs past the causal
-/// mask's diagonal.
+/// A flash kernel's tile in the forward over a prompt: kQueryTile query rows against kKeyTile
+/// keys at a time (FlashAttention-2's and -3's forward at head dim 128: kBlockM 128; FA3
+/// hopper/tile_size.h, tile_size_fwd_sm90: kBlockN 128 under a causal mask). A tile is
+/// computed whole, its pairs past the causal mask's diagonal too.
 inline constexpr double kQueryTile = 128, kKeyTile = 128;
 
 namespace detail {
@@ -65,29 +64,26 @@ inline double attention_pairs(const AttentionShape& s) noexcept {
   return s.q_len * (s.kv_len - s.q_len) + s.q_len * (s.q_len + 1) / 2;
 }
 
-/// Of a flash prefill over one sequence, its query tiles (kQueryTile rows each; none for a
-/// single query, which decode kernels run with the query heads packed, not in tiles of their
-/// own) and the query-key pairs they compute (kQueryTile x kKeyTile whole, up to each tile's
-/// last query's last key; a window's band costs its two ragged ends, half a tile each).
+/// Of a flash prefill over one sequence, its query tiles and the query-key pairs they compute
+/// (none for a single query, which decode kernels run with the query heads packed). Tile j
+/// (0-based) holds queries 128j to 128(j + 1) and computes its rows against whole key tiles up
+/// to its last query's last key. A last tile of fewer queries is that fraction of a tile: its
+/// other rows hold other query heads of the same KV head (FA3's PackGQA, always on for varlen
+/// batches of a GQA model, as engines run them: hopper/heuristics.h, should_pack_gqa), not
+/// padding. A window's band costs its two ragged ends, half a tile each.
 struct QueryTiles {
   double tiles = 0, pairs = 0;
 };
 inline QueryTiles query_tiles(const AttentionShape& s) noexcept {
   if (s.impl == AttentionImpl::naive || s.q_len <= 1) return {};
-  const double nb = std::ceil(s.q_len / kQueryTile);
-  const double prefix = s.kv_len - s.q_len;
-  double key_tiles = 0;
-  if (s.window > 0) {
-    return {nb, attention_pairs(s) + nb * kQueryTile * kKeyTile};
-  }
-  if (!s.causal) {
-    key_tiles = nb * std::ceil(s.kv_len / kKeyTile);
-  } else {
-    // Tile j (0-based) ends at query prefix + min(q, 128(j + 1)) and sees the key tiles up to
-    // it: ceil(prefix / 128) + j + 1 for every tile but the last, ceil(kv / 128) for the last.
-    key_tiles = (nb - 1) * std::ceil(prefix / kKeyTile) + (nb - 1) * nb / 2 + std::ceil(s.kv_len / kKeyTile);
-  }
-  return {nb, key_tiles * kQueryTile * kKeyTile};
+  const double tiles = s.q_len / kQueryTile;
+  if (s.window > 0) return {tiles, attention_pairs(s) + tiles * kQueryTile * kKeyTile};
+  if (!s.causal) return {tiles, s.q_len * kKeyTile * std::ceil(s.kv_len / kKeyTile)};
+  // Tile j < n - 1 ends at query prefix + 128(j + 1) and sees ceil(prefix / 128) + j + 1 key
+  // tiles; the last, of the remaining r queries, ceil(kv / 128).
+  const double n = std::ceil(tiles), prefix = s.kv_len - s.q_len, r = s.q_len - (n - 1) * kQueryTile;
+  const double whole = (n - 1) * std::ceil(prefix / kKeyTile) + (n - 1) * n / 2;
+  return {tiles, (whole * kQueryTile + r * std::ceil(s.kv_len / kKeyTile)) * kKeyTile};
 }
 
 /// Keys each sequence reads from memory: kv_len, or at most the window for a single query.
