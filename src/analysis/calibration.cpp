@@ -248,7 +248,9 @@ hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& 
     e = r.fits[k].efficiency;
     // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
     // of the measured matmul rate as it was; so for attention the work of a query tile, which
-    // a fraction fitted to its kernels' FLOPs holds already.
+    // a fraction fitted to its kernels' FLOPs holds already. (A flash prefill's tiles' own
+    // shape, the masked diagonal, stays priced: a profile's FLOPs are its counters', which
+    // count the pairs computed, and `validate` times naive attention, which has no tiles.)
     if (e.matrix <= 0) e.matmul = share, e.tile_keys = tiles;
   }
   return c;

@@ -420,7 +420,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
     }
   }
   fit.fitted = true;
-  fit.efficiency.overhead_s = hold_fixed ? 0 : x[kFixed];  // (held: the chip's, not the class's own)
+  fit.efficiency.overhead_s = x[kFixed];  // (held: the class's own figure or the chip's, fit_class says which)
   std::array<bool, kParams> bound{};
   for (std::size_t i = 0; i < rows.size(); ++i) {
     for (std::size_t j = 0; j < rows[i].mine.size(); ++j) mark_freed(rows[i].mine[j], side[i][j], bound);
@@ -484,6 +484,9 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
       if (!any || f.rms_residual < best.rms_residual - 1e-12) best = std::move(f), any = true;
     }
     if (!any) return fit_held(rows_of(chip, cls), chip, cls, 0.5);
+    // The fixed time was held at the class's own (or, without one, the chip's kernel
+    // boundary): what the class keeps.
+    best.efficiency.overhead_s = chip.efficiency.kernel[static_cast<int>(cls)].overhead_s;
     if (best.efficiency.tile_keys == kMaxTileKeys) {
       best.notes.push_back(fmt::format("tile work held at {} keys, the most tried: the points want more", kMaxTileKeys));
     }

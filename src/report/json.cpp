@@ -241,7 +241,7 @@ json estimate_json(const analysis::OpConfig& op, const hw::System& sys, const op
                         {"split", sys.chip.gemm_split == hw::GemmSplit::stream_k ? "stream-k" : "split-k"}};
   }
   if (attention != nullptr && attention->tiles > 0) {
-    j["attention_tiling"] = {{"tile_queries", ops::kQueryTile}, {"tile_keys", ops::kKeyTile}, {"tiles", attention->tiles},
+    j["attention_tiling"] = {{"query_tile", ops::kQueryTile}, {"key_tile", ops::kKeyTile}, {"tiles", attention->tiles},
                              {"tile_work_keys", attention->tile_keys}, {"useful", attention->useful}};
   }
   j["t_vector_s"] = number_or_null(e.t_vector_s);

@@ -44,12 +44,13 @@ TEST(OpCli, MatmulSaysHowFewTilesAreSpread) {
 // A causal prefill of 2048 tokens, 32 heads of 128, on an H100 (docs/cost-model.md#attention-tiles):
 // 16 query tiles a head, 512 in all; tile j sees j + 1 key tiles, 136 a head, 136 x 16384 =
 // 2228224 pairs computed for 2048·2049/2 = 2098176, and each tile 228 keys' work more (the
-// H100's fit): 16 x 128 x 228 = 466944. Useful 2098176 / 2695168; the rest, 8192 FLOPs a pair,
-// at the bf16 peak (989.4 TFLOP/s) is t_matrix_pad.
+// H100's fit): 16 x 128 x 228 = 466944. Useful 2098176 / 2695168; the rest, 2 x 32 x 256 =
+// 16384 FLOPs a pair, at the bf16 peak (989.4 TFLOP/s) is t_matrix_pad.
 TEST(OpCli, APrefillsAttentionSaysItsTiles) {
   auto j = run_json("op attention --q-len 2048 --heads 32 --kv-heads 8 --head-dim 128 --causal --hw h100-sxm --json");
   EXPECT_EQ(j["attention_tiling"]["tiles"].get<double>(), 512);
   EXPECT_EQ(j["attention_tiling"]["tile_work_keys"].get<double>(), 228);
+  EXPECT_EQ(j["attention_tiling"]["key_tile"].get<double>(), 128);
   EXPECT_NEAR(j["attention_tiling"]["useful"].get<double>(), 2098176.0 / 2695168, 1e-12);
   EXPECT_NEAR(j["t_matrix_pad_s"].get<double>(), 32 * 256.0 * 2 * (2695168 - 2098176) / 989.4e12, 1e-15);
   EXPECT_NE(run("op attention --q-len 2048 --heads 32 --kv-heads 8 --head-dim 128 --causal --hw h100-sxm")

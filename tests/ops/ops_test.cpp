@@ -346,11 +346,16 @@ TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
   n = attention_counts(s);
   EXPECT_EQ(n.q_tiles, 2 * 4);
   EXPECT_EQ(n.tile_waste, 0);
-  // A window of 256 over 1000 tokens: 7.8125 tiles, each band's two ragged ends half a tile each.
+  // A window of 256 over 1000 tokens: tiles 0 and 1 reach key tiles 0..0 and 0..1 (their
+  // first queries, at 0 and 128, see from key 0); tile j of 2..6 from key tile j - 2 (its first
+  // query, 128j, sees from 128j - 255) to j: 3 each; the last, queries 896-999, from key tile
+  // 5 (641) to 7: 3. (1 + 2 + 5 x 3) x 16384 + 104 x 128 x 3 = 294912 + 39936 = 334848
+  // computed, against 1 + 2 + ... + 256 and 744 x 256 = 32896 + 190464 = 223360 useful.
   s = {.q_len = 1000, .kv_len = 1000, .window = 256, .causal = true};
   n = attention_counts(s);
   EXPECT_EQ(n.q_tiles, 7.8125);
-  EXPECT_EQ(n.tile_waste, 1000 * 128);
+  EXPECT_EQ(attention_pairs(s), 223360);
+  EXPECT_EQ(n.tile_waste, 334848 - 223360);
   // A decode query runs packed, as does a decode kernel's every count; naive attention has no tiles.
   s = {.q_len = 1, .kv_len = 1000, .causal = true};
   EXPECT_EQ(attention_counts(s).q_tiles, 0);
@@ -372,22 +377,27 @@ TEST(Attention, APrefillComputesWholeTilesOf128QueriesBy128Keys) {
 }
 
 TEST(Attention, TileCountsEqualTheTilesCountedOneByOne) {
-  // The closed form against a loop over the query tiles: tile j of a chunk of q after p cached
-  // holds queries 128j to min(q, 128(j + 1)) and computes its rows x its key tiles up to the
-  // last one's keys.
+  // The closed forms against a loop over the query tiles: tile j of a chunk of q after p cached
+  // holds the queries at positions p + 128j to p + min(q, 128(j + 1)) - 1 and computes its rows
+  // x the key tiles (128 keys from key 0) from its first query's first key (key 0, or in a
+  // window W the query's position - W + 1) to its last query (every key without the mask).
   for (const double q : {2.0, 100.0, 128.0, 129.0, 1000.0, 4096.0}) {
-    for (const double p : {0.0, 1.0, 127.0, 128.0, 1000.0}) {
-      for (const bool causal : {true, false}) {
-        const AttentionShape s{.q_len = q, .kv_len = p + q, .causal = causal};
-        double tiles = 0, computed = 0;
-        for (double j = 0; j * 128 < q; ++j) {
-          const double rows = std::min(128.0, q - 128 * j), last = causal ? p + 128 * j + rows : p + q;
-          tiles += rows / 128;
-          computed += rows * 128 * std::ceil(last / 128);
+    for (const double p : {0.0, 1.0, 127.0, 128.0, 1000.0, 5000.0}) {
+      for (const double window : {0.0, 1.0, 128.0, 129.0, 256.0, 4096.0}) {
+        for (const bool causal : {true, false}) {
+          if (window > 0 && !causal) continue;  // a window implies the causal mask
+          const AttentionShape s{.q_len = q, .kv_len = p + q, .window = window, .causal = causal};
+          double tiles = 0, computed = 0;
+          for (double j = 0; j * 128 < q; ++j) {
+            const double rows = std::min(128.0, q - 128 * j), first = p + 128 * j, end = p + 128 * j + rows - 1;
+            const double lo = window > 0 ? std::max(0.0, first - window + 1) : 0, hi = causal ? end : p + q - 1;
+            tiles += rows / 128;
+            computed += rows * 128 * (std::floor(hi / 128) - std::floor(lo / 128) + 1);
+          }
+          const AttentionCounts n = attention_counts(s);
+          EXPECT_EQ(n.q_tiles, tiles) << q << " " << p << " " << window << " " << causal;
+          EXPECT_EQ(n.tile_waste, computed - attention_pairs(s)) << q << " " << p << " " << window << " " << causal;
         }
-        const AttentionCounts n = attention_counts(s);
-        EXPECT_EQ(n.q_tiles, tiles) << q << " " << p << " " << causal;
-        EXPECT_EQ(n.tile_waste, computed - attention_pairs(s)) << q << " " << p << " " << causal;
       }
     }
   }

@@ -66,24 +66,38 @@ inline double attention_pairs(const AttentionShape& s) noexcept {
 
 /// Of a flash prefill over one sequence, its query tiles and the query-key pairs they compute
 /// (none for a single query, which decode kernels run with the query heads packed). Tile j
-/// (0-based) holds queries 128j to 128(j + 1) and computes its rows against whole key tiles up
-/// to its last query's last key. A last tile of fewer queries is that fraction of a tile: its
+/// (0-based) holds queries 128j to 128(j + 1) and computes its rows against the whole key
+/// tiles (from key 0, 128 at a time) its queries reach: up to its last query, from its first
+/// query's first key in a window. A last tile of fewer queries is that fraction of a tile: its
 /// other rows hold other query heads of the same KV head (FA3's PackGQA, always on for varlen
 /// batches of a GQA model, as engines run them: hopper/heuristics.h, should_pack_gqa), not
-/// padding. A window's band costs its two ragged ends, half a tile each.
+/// padding. Closed forms, whatever the chunk's length (the serving simulator adds them at
+/// every step).
 struct QueryTiles {
   double tiles = 0, pairs = 0;
 };
 inline QueryTiles query_tiles(const AttentionShape& s) noexcept {
   if (s.impl == AttentionImpl::naive || s.q_len <= 1) return {};
   const double tiles = s.q_len / kQueryTile;
-  if (s.window > 0) return {tiles, attention_pairs(s) + tiles * kQueryTile * kKeyTile};
-  if (!s.causal) return {tiles, s.q_len * kKeyTile * std::ceil(s.kv_len / kKeyTile)};
-  // Tile j < n - 1 ends at query prefix + 128(j + 1) and sees ceil(prefix / 128) + j + 1 key
-  // tiles; the last, of the remaining r queries, ceil(kv / 128).
-  const double n = std::ceil(tiles), prefix = s.kv_len - s.q_len, r = s.q_len - (n - 1) * kQueryTile;
-  const double whole = (n - 1) * std::ceil(prefix / kKeyTile) + (n - 1) * n / 2;
-  return {tiles, (whole * kQueryTile + r * std::ceil(s.kv_len / kKeyTile)) * kKeyTile};
+  if (!s.causal && !(s.window > 0)) return {tiles, s.q_len * kKeyTile * std::ceil(s.kv_len / kKeyTile)};
+  // Tile j < n - 1 holds the queries at positions p + 128j to p + 128j + 127 (p cached before
+  // the chunk) and reaches key tile floor((p + 128j + 127) / 128) = a + j, a = ceil(p / 128)
+  // (positions are whole); in a window W, from key tile floor((p + 128j - W + 1) / 128) =
+  // j + c, c = floor((p - W + 1) / 128), or 0: a + j + 1 - max(0, j + c) tiles. The last
+  // tile, of the remaining r queries, reaches ceil(kv / 128) = floor((kv - 1) / 128) + 1 less
+  // its own window start.
+  const double n = std::ceil(tiles), p = s.kv_len - s.q_len, r = s.q_len - (n - 1) * kQueryTile;
+  const double a = std::ceil(p / kKeyTile);
+  double whole = (n - 1) * (a + 1) + (n - 1) * (n - 2) / 2;  // sum over j < n - 1 of a + j + 1
+  double last = std::ceil(s.kv_len / kKeyTile);
+  if (s.window > 0) {
+    const double c = std::floor((p - s.window + 1) / kKeyTile);
+    // Sum over j = lo..n - 2 of j + c, where j + c > 0.
+    const double lo = std::max(0.0, 1 - c), hi = n - 2;
+    if (lo <= hi) whole -= (lo + c + hi + c) * (hi - lo + 1) / 2;
+    last -= std::max(0.0, std::floor((p + (n - 1) * kQueryTile - s.window + 1) / kKeyTile));
+  }
+  return {tiles, (whole * kQueryTile + r * last) * kKeyTile};
 }
 
 /// Keys each sequence reads from memory: kv_len, or at most the window for a single query.
