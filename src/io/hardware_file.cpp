@@ -366,15 +366,11 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
       switch (p.op) {
         case hw::CurveOp::matmul: num("m", p.m), num("n", p.n), num("k", p.k); break;
         case hw::CurveOp::decode_attention:
-          num("batch", p.batch), num("kv_len", p.kv_len), num("heads", p.heads), num("kv_heads", p.kv_heads);
-          num("head_dim", p.head_dim);
+        case hw::CurveOp::attention:
+          num("batch", p.batch), num(p.op == hw::CurveOp::attention ? "seq_len" : "kv_len", p.kv_len);
+          num("heads", p.heads), num("kv_heads", p.kv_heads), num("head_dim", p.head_dim);
           if (p.v_head_dim > 0) num("v_head_dim", p.v_head_dim);
           if (p.latent) f += ", latent: true";
-          break;
-        case hw::CurveOp::attention:
-          num("batch", p.batch), num("seq_len", p.kv_len), num("heads", p.heads), num("kv_heads", p.kv_heads);
-          num("head_dim", p.head_dim);
-          if (p.v_head_dim > 0) num("v_head_dim", p.v_head_dim);
           if (p.causal) f += ", causal: true";
           break;
         case hw::CurveOp::rmsnorm:

@@ -120,7 +120,7 @@ struct AttentionCounts {
   double scores = 0;     ///< q_len·kv_len per sequence (naive: the materialised score matrix)
   double positions = 0;  ///< kv_len per sequence (naive: K and V expanded to every head)
   double q_tiles = 0;    ///< a flash prefill's query tiles (query_tiles per sequence)
-  double tile_waste = 0; ///< the pairs those tiles compute past `pairs` (padded rows, the masked diagonal)
+  double tile_waste = 0; ///< the pairs those tiles compute past `pairs` (the masked diagonal, a window's ragged start, key tiles' rounding)
   AttentionCounts& operator+=(const AttentionCounts& o) noexcept {
     seqs += o.seqs, queries += o.queries, pairs += o.pairs, keys += o.keys, scores += o.scores, positions += o.positions;
     q_tiles += o.q_tiles, tile_waste += o.tile_waste;
