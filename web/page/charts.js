@@ -106,7 +106,11 @@ const RL = (() => {
       for (const t of xt) {
         if (t < x0 || t > x1) continue;
         el('line', { x1: px(t), x2: px(t), y1: m.t, y2: H - m.b, class: 'grid' }, g);
-        el('text', { x: px(t), y: H - m.b + 16, 'text-anchor': 'middle', class: 'tick' }, g, (o.x.fmt || si)(t));
+        // Centred under its tick, unless that would cut it at the chart's edge (a tick at the
+        // axis's end, "100 ms" under a range padded to 100.2): then flush with the edge.
+        const label = (o.x.fmt || si)(t), half = label.length * 3.25;
+        const at = px(t) + half > W - 1 ? { x: W - 1, a: 'end' } : px(t) - half < 1 ? { x: 1, a: 'start' } : { x: px(t), a: 'middle' };
+        el('text', { x: at.x, y: H - m.b + 16, 'text-anchor': at.a, class: 'tick' }, g, label);
       }
       for (const t of yt) {
         if (t < y0 || t > y1) continue;
