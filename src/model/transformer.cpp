@@ -592,7 +592,13 @@ void StepMix::add_prefill(double q, double kv, double window) noexcept {
   prefill_seqs += 1;
   prefill_tokens += q;
   prefill_positions += kv;
-  prefill_full += ops::attention_counts(a);
+  const ops::AttentionCounts full = ops::attention_counts(a);
+  prefill_full += full;
+  // (Without a window, or one the chunk's context does not reach, the same counts.)
+  if (!(window > 0) || window >= kv) {
+    prefill_window += full;
+    return;
+  }
   a.window = window;
   prefill_window += ops::attention_counts(a);
 }

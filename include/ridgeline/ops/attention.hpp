@@ -42,6 +42,19 @@ struct AttentionShape {
 inline constexpr double kQueryTile = 128, kKeyTile = 128;
 
 namespace detail {
+// std::ceil and std::floor without the library call they are on x86-64's baseline (no
+// SSE4.1 roundsd): the tile counts run for every prefill chunk of every serving step.
+// Exact for |x| < 2^52; beyond, or NaN, the library's.
+inline double ceil_fast(double x) noexcept {
+  if (!(std::fabs(x) < 4503599627370496.0)) return std::ceil(x);
+  const double t = static_cast<double>(static_cast<long long>(x));
+  return t < x ? t + 1 : t;
+}
+inline double floor_fast(double x) noexcept {
+  if (!(std::fabs(x) < 4503599627370496.0)) return std::floor(x);
+  const double t = static_cast<double>(static_cast<long long>(x));
+  return t > x ? t - 1 : t;
+}
 // Sum of min(x, w) for x = a..b (a <= b).
 inline double sum_min(double a, double b, double w) noexcept {
   if (b <= w) return (a + b) * (b - a + 1) / 2;
@@ -79,23 +92,23 @@ struct QueryTiles {
 inline QueryTiles query_tiles(const AttentionShape& s) noexcept {
   if (s.impl == AttentionImpl::naive || s.q_len <= 1) return {};
   const double tiles = s.q_len / kQueryTile;
-  if (!s.causal && !(s.window > 0)) return {tiles, s.q_len * kKeyTile * std::ceil(s.kv_len / kKeyTile)};
+  if (!s.causal && !(s.window > 0)) return {tiles, s.q_len * kKeyTile * detail::ceil_fast(s.kv_len / kKeyTile)};
   // Tile j < n - 1 holds the queries at positions p + 128j to p + 128j + 127 (p cached before
   // the chunk) and reaches key tile floor((p + 128j + 127) / 128) = a + j, a = ceil(p / 128)
   // (positions are whole); in a window W, from key tile floor((p + 128j - W + 1) / 128) =
   // j + c, c = floor((p - W + 1) / 128), or 0: a + j + 1 - max(0, j + c) tiles. The last
   // tile, of the remaining r queries, reaches ceil(kv / 128) = floor((kv - 1) / 128) + 1 less
   // its own window start.
-  const double n = std::ceil(tiles), p = s.kv_len - s.q_len, r = s.q_len - (n - 1) * kQueryTile;
-  const double a = std::ceil(p / kKeyTile);
+  const double n = detail::ceil_fast(tiles), p = s.kv_len - s.q_len, r = s.q_len - (n - 1) * kQueryTile;
+  const double a = detail::ceil_fast(p / kKeyTile);
   double whole = (n - 1) * (a + 1) + (n - 1) * (n - 2) / 2;  // sum over j < n - 1 of a + j + 1
-  double last = std::ceil(s.kv_len / kKeyTile);
+  double last = detail::ceil_fast(s.kv_len / kKeyTile);
   if (s.window > 0) {
-    const double c = std::floor((p - s.window + 1) / kKeyTile);
+    const double c = detail::floor_fast((p - s.window + 1) / kKeyTile);
     // Sum over j = lo..n - 2 of j + c, where j + c > 0.
     const double lo = std::max(0.0, 1 - c), hi = n - 2;
     if (lo <= hi) whole -= (lo + c + hi + c) * (hi - lo + 1) / 2;
-    last -= std::max(0.0, std::floor((p + (n - 1) * kQueryTile - s.window + 1) / kKeyTile));
+    last -= std::max(0.0, detail::floor_fast((p + (n - 1) * kQueryTile - s.window + 1) / kKeyTile));
   }
   return {tiles, (whole * kQueryTile + r * last) * kKeyTile};
 }
