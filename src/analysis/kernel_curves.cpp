@@ -163,7 +163,7 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       a.head_dim = p.head_dim;
       a.v_head_dim = p.v_head_dim > 0 ? p.v_head_dim : p.head_dim;
       a.causal = p.causal;
-      a.tile_keys = chip.efficiency.kernel[static_cast<int>(KernelClass::attention)].tile_keys;
+      a.tile_keys = hw::class_efficiency(chip.efficiency, KernelClass::attention).tile_keys;
       a.dtype = a.kv_dtype = a.compute = p.dtype;
       out.push_back({ops::attention_cost(a), cls});
       break;

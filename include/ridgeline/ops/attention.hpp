@@ -167,7 +167,7 @@ inline AttentionCounts attention_counts(const AttentionShape& s) noexcept {
   const QueryTiles t = query_tiles(s);
   if (t.tiles > 0) {
     n.q_tiles = s.batch * t.tiles;
-    n.tile_waste = s.batch * std::max(0.0, t.pairs - attention_pairs(s));
+    n.tile_waste = std::max(0.0, s.batch * t.pairs - n.pairs);
   }
   return n;
 }
