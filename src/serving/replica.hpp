@@ -245,15 +245,19 @@ class Replica {
     if (!steps_apart) add_cohorts(mix, 0, cohorts_.size(), n_decode, queries, offset);
     else add_lane_decodes(mix, queries, offset);
   }
-  // A decode sequence's counts (ops::attention_counts at q_len q, causal) are affine in its
-  // context: those of n sequences of `context` cached keys in all are n at the mean context.
+  // A decode sequence's counts (ops::decode_attention_counts at q_len q, causal, no window) are
+  // affine in its context kv: q·kv − q(q − 1)/2 pairs, kv keys read, q·kv scores, kv positions.
+  // Those of n sequences of `context` keys in all (the tokens computed now included) are their
+  // sums, without dividing the context (a leap prices every step with them).
   static ops::AttentionCounts decode_counts(double n, double q, double context) noexcept {
-    ops::AttentionShape a;
-    a.q_len = q;
-    a.causal = true;
-    a.batch = n;
-    a.kv_len = context / n;
-    return ops::decode_attention_counts(a);
+    ops::AttentionCounts c;
+    c.seqs = n;
+    c.queries = n * q;
+    c.pairs = q * context - n * (q * (q - 1) / 2);
+    c.keys = context;
+    c.scores = q * context;
+    c.positions = context;
+    return c;
   }
   // A leap's step `offset` steps on (Replica::quiet_steps: one cohort, one token a step, no
   // window): the decode counts add_decodes(mix, 1, offset) adds, by the same operations

@@ -8,7 +8,7 @@
 namespace ridgeline::serving::detail {
 
 Ps Simulation::start_leap(Replica& r, Tier& k) {
-  const StepPlan& p = r.plan;
+  StepPlan& p = r.plan;
   // A decode-only step, and nothing else for the replica to schedule.
   if (!p.decode || !p.chunks.empty() || p.extra_s != 0 || p.preempted != 0 || !p.scheduled || !r.waiting.empty() ||
       !r.incoming.empty() || !r.prefilling.empty() || !r.arrived.empty()) {
@@ -25,7 +25,11 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   // The steps' tokens and sequences are the same: the part of their price that reads only
   // those (StepTimeMemo::base) is the same too.
   const EngineConfig& e = k.engine;
-  model::StepMix mix = p.mix;
+  // Each step's mix is the plan's with its decodes' sums changed, in place (a copy of the whole
+  // mix at every leap was a tenth of this function's time); the plan's own are put back after.
+  model::StepMix& mix = p.mix;
+  const double seqs0 = mix.decode_seqs, tokens0 = mix.decode_tokens;
+  const ops::AttentionCounts full0 = mix.decode_full, window0 = mix.decode_window;
   const GraphMode mode = decode_step_graphs(e, mix.decode_tokens);
   const double base = k.memo.base(k.step, mix, mode);
   std::int32_t n = 0;
@@ -48,6 +52,10 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
     keys[j] = mix.decode_full.keys;
     n = static_cast<std::int32_t>(j);
   }
+  mix.decode_seqs = seqs0;
+  mix.decode_tokens = tokens0;
+  mix.decode_full = full0;
+  mix.decode_window = window0;
   if (n == 0) return r.busy_until;
   r.leap_k = n;
   r.leap_f = 0;

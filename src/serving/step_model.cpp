@@ -148,6 +148,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         l.launch_s = p[4];
       }
     }
+    for (int c = 0; c < 6; ++c) {
+      for (int part = 0; part < 5; ++part) l.decode_w[c][part] = l.per_count[1][part][c];
+    }
   }
 }
 
@@ -158,13 +161,35 @@ double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCou
   for (int part = 0; part < 5; ++part) {
     const auto& w = l.per_count[v][part];
     double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
-    if (tiled) x += w[6] * n.q_tiles + w[7] * n.tile_waste;  // (never a decode's counts: the leaps' steps skip it)
+    if (tiled) x += w[6] * n.q_tiles + w[7] * n.tile_waste;  // (zeros in a decode's counts)
     if (l.naive) x += w[4] * n.scores + w[5] * n.positions;
     best = x > best ? x : best;
   }
   best += l.overhead_s[v];
   const double launch = eager ? l.launch_s : 0;
   return launch > best ? launch : best;
+}
+
+double StepModel::decode_attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
+  // attention_time(l, n, eager, true) of counts without tiles (a decode's), their terms (zeros)
+  // left out: each count times its weights for all parts at once (two parts an instruction).
+  std::array<double, 6> x{};
+  const auto add = [&](int c, double count) {
+    for (int part = 0; part < 6; ++part) x[part] += l.decode_w[c][part] * count;
+  };
+  add(0, n.seqs);
+  add(1, n.queries);
+  add(2, n.pairs);
+  add(3, n.keys);
+  if (l.naive) {
+    add(4, n.scores);
+    add(5, n.positions);
+  }
+  // (The 6th part is zero: the max with none.)
+  double best = std::max(std::max(std::max(x[0], x[1]), std::max(x[2], x[3])), std::max(x[4], x[5]));
+  best += l.overhead_s[1];
+  const double launch = eager ? l.launch_s : 0;
+  return std::max(launch, best);
 }
 
 model::StepMix StepModel::group_share(const model::StepMix& mix) const noexcept {
@@ -251,22 +276,30 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;
   const bool fused = mix.fused_attention && !mla_;
+  if (!prefill) {
+    // Decode sequences only (most steps): the decode kernels, or one fused kernel run as a
+    // decode kernel (the prefill kernel's line), each over the decode counts.
+    if (decode) {
+      for (int i = 0; i < attention_count_; ++i) {
+        const AttentionLine& l = attention_[i];
+        if (l.decode == fused) continue;
+        t += l.rep * decode_attention_time(l, l.window ? mix.decode_window : mix.decode_full, eager_attention);
+      }
+    }
+    if (mode != GraphMode::eager) t = std::max(t, launch_s_);
+    return t;
+  }
   for (int i = 0; i < attention_count_; ++i) {
     const AttentionLine& l = attention_[i];
     if (fused) {
       // One kernel over both kinds: the prefill kernel's line (the same shape) with all counts.
-      if (l.decode || !(prefill || decode)) continue;
-      const ops::AttentionCounts& d = l.window ? mix.decode_window : mix.decode_full;
-      if (!prefill) {  // the prefill counts are zeros: the sum is the decode counts, exactly; a decode kernel
-        t += l.rep * attention_time(l, d, eager_attention, true);
-        continue;
-      }
+      if (l.decode) continue;
       ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
-      n += d;
+      n += l.window ? mix.decode_window : mix.decode_full;
       t += l.rep * attention_time(l, n, eager_attention, false);
       continue;
     }
-    if (l.decode ? !decode : !prefill) continue;
+    if (l.decode && !decode) continue;
     const ops::AttentionCounts& n = l.decode ? (l.window ? mix.decode_window : mix.decode_full)
                                              : (l.window ? mix.prefill_window : mix.prefill_full);
     t += l.rep * attention_time(l, n, eager_attention, l.decode);

@@ -97,6 +97,9 @@ class StepModel {
   struct AttentionLine {
     /// Per count, the parts less the fixed time: matrix, vector, memory, comm and the overlap share.
     std::array<std::array<std::array<double, kAttentionCounts>, 5>, 2> per_count{};
+    /// per_count[1] by count then part, for a decode's counts (seqs to positions), the parts
+    /// padded to 6 with zeros: summed two parts at a time.
+    std::array<std::array<double, 6>, 6> decode_w{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
     std::array<double, 2> overhead_s{};  // the class's fixed time
     double launch_s = 0;    // launched eagerly
@@ -120,6 +123,8 @@ class StepModel {
   // `as_decode`: priced as a decode-attention kernel (the decode tokens' kernel, or a fused
   // kernel holding no prefill chunk).
   static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept;
+  // attention_time(l, n, eager, true) of a decode's counts (no tiles): a step of decodes only.
+  static double decode_attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
   // base and with_attention of one group's sequences (`group`) among all groups' (`mix`).
   double base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept;
   // The expert part of base (the ops on all groups' tokens: kAllGroups), its quantity and the
