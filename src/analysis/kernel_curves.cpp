@@ -26,7 +26,7 @@ using hw::KernelClass;
 
 // The fit's parameters: the fixed time, then 1 / the fraction of the matrix, vector, memory
 // and link parts, and the overlap share (a kernel takes at least that share of its matrix
-// and memory parts added: hw::ClassEfficiency::overlap).
+// part and its partner's added, memory or attention's vector: hw::ClassEfficiency::overlap).
 enum Param { kFixed, kMatrix, kVector, kMemory, kLink, kOverlap, kParams };
 // Rounds of a fit: each decides again which part binds.
 constexpr int kRounds = 20;
@@ -38,6 +38,7 @@ struct Parts {
   std::array<bool, kParams> held{};     // the part's time is `constant`, whatever the fit
   std::array<double, kParams> constant{};
   double comm_latency = 0;              // added to the link part as it is
+  int partner = kMemory;                // the part the overlap share adds to the matrix part (hw::overlaps_vector)
 };
 
 struct Row {
@@ -219,6 +220,7 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
           continue;
         }
         Parts parts;
+        parts.partner = hw::overlaps_vector(cls) ? kVector : kMemory;
         parts.raw[kMatrix] = t.matrix + t.matrix_pad;
         parts.raw[kVector] = t.vector;
         parts.raw[kMemory] = t.memory;
@@ -257,7 +259,7 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
 
 // A part's time at the parameters (the link's latency included).
 double part_time(const Parts& k, int part, const std::array<double, kParams>& x) {
-  if (part == kOverlap) return x[kOverlap] * (part_time(k, kMatrix, x) + part_time(k, kMemory, x));
+  if (part == kOverlap) return x[kOverlap] * (part_time(k, kMatrix, x) + part_time(k, k.partner, x));
   const double t = k.held[part] ? k.constant[part] : k.raw[part] * x[part];
   return part == kLink && k.raw[kLink] + k.comm_latency > 0 ? t + k.comm_latency : t;
 }
@@ -308,7 +310,8 @@ std::array<double, kParams> current(const hw::ChipSpec& chip, KernelClass cls) {
 }
 
 // Marks in `freed` the figures a kernel binding on part `s` leaves to the fit: that part's
-// unless held, and the matrix and memory parts' (unless held) when it binds on the overlap.
+// unless held, and the matrix part's and its partner's (unless held) when it binds on the
+// overlap.
 void mark_freed(const Parts& k, int s, std::array<bool, kParams>& freed) {
   if (s != kOverlap) {
     freed[s] = freed[s] || !k.held[s];
@@ -316,7 +319,7 @@ void mark_freed(const Parts& k, int s, std::array<bool, kParams>& freed) {
   }
   freed[kOverlap] = true;
   freed[kMatrix] = freed[kMatrix] || !k.held[kMatrix];
-  freed[kMemory] = freed[kMemory] || !k.held[kMemory];
+  freed[k.partner] = freed[k.partner] || !k.held[k.partner];
 }
 
 // The fit from the parameters `x`: each point's binding part is decided at x, then again at
@@ -354,8 +357,8 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
         const int s = side[i][j];
         a[kFixed] += 1;
         if (s == kOverlap) {
-          // The share is held (fit_class tries each): the matrix and memory parts, times it.
-          for (const int part : {kMatrix, kMemory}) {
+          // The share is held (fit_class tries each): the matrix part and its partner, times it.
+          for (const int part : std::array<int, 2>{kMatrix, k.partner}) {
             if (k.held[part]) {
               rhs -= x[kOverlap] * k.constant[part];
             } else {
@@ -466,32 +469,60 @@ CurveFit fit_held(const std::vector<Row>& rows, const hw::ChipSpec& chip, Kernel
 // Tile work tried for the attention class (ClassEfficiency::tile_keys): 0 to 1024 keys.
 constexpr int kMaxTileKeys = 1024;
 
-CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
-  if (cls == KernelClass::attention) {
-    // A flash prefill's tile work (docs/cost-model.md#attention-tiles) is, like the overlap
-    // share, not a least-squares unknown: it enters every point through its tiles' count, at
-    // the matrix fraction. Each whole number of keys from 0 to 1024 is held in turn, the rest
-    // fitted; the one of least rms residual is kept (the first of equals: the least work).
-    CurveFit best;
-    bool any = false;
-    hw::ChipSpec c = chip;
-    hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(cls)];
-    for (int keys = 0; keys <= kMaxTileKeys; ++keys) {
+// The attention class's fit: its tile work and its overlap share held in turn, the rest fitted.
+CurveFit fit_attention(const hw::ChipSpec& chip) {
+  constexpr KernelClass cls = KernelClass::attention;
+  // A flash prefill's tile work (docs/cost-model.md#attention-tiles) and its overlap share
+  // (the matmuls' and the softmax's, docs/cost-model.md#overlap) are not least-squares
+  // unknowns: the work enters every point through its tiles' count, at the matrix fraction;
+  // the share's product with it would make the error a surface of several minima. Each pair
+  // is held in turn on a grid (every 16 keys from 0 to 1024, shares 0.5 and 0.52 to 1 in steps
+  // of 0.02), then around the best of it (every key within 16, shares within 0.02 in steps of
+  // 0.01); the pair of least rms residual is kept (the first of equals: the least work, the
+  // least share). A share is kept only when its fit is a tenth or more under the best without
+  // one (0.5), as for the GEMM classes.
+  hw::ChipSpec c = chip;
+  hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(cls)];
+  CurveFit best, plain;
+  bool any = false, any_plain = false;
+  int best_keys = 0;
+  double best_share = 0.5;
+  const auto consider = [&](const std::vector<Row>& rows, int keys, double share) {
+    CurveFit f = fit_held(rows, c, cls, share);
+    if (!f.fitted) return;
+    f.efficiency.tile_keys = keys;
+    if (share == 0.5 && (!any_plain || f.rms_residual < plain.rms_residual - 1e-12)) plain = f, any_plain = true;
+    if (!any || f.rms_residual < best.rms_residual - 1e-12) best = std::move(f), any = true, best_keys = keys, best_share = share;
+  };
+  const auto scan = [&](int keys_from, int keys_to, int keys_step, double share_from, double share_to, double share_step) {
+    for (int keys = std::max(0, keys_from); keys <= std::min(kMaxTileKeys, keys_to); keys += keys_step) {
       e.tile_keys = keys;
-      CurveFit f = fit_held(rows_of(c, cls), c, cls, 0.5);
-      if (!f.fitted) continue;
-      f.efficiency.tile_keys = keys;
-      if (!any || f.rms_residual < best.rms_residual - 1e-12) best = std::move(f), any = true;
+      const std::vector<Row> rows = rows_of(c, cls);
+      consider(rows, keys, 0.5);
+      for (double s = std::max(0.51, share_from); s <= std::min(1.0, share_to) + 1e-9; s += share_step) {
+        consider(rows, keys, std::round(s * 100) / 100);
+      }
     }
-    if (!any) return fit_held(rows_of(chip, cls), chip, cls, 0.5);
-    // The fixed time was held at the class's own (or, without one, the chip's kernel
-    // boundary): what the class keeps.
-    best.efficiency.overhead_s = chip.efficiency.kernel[static_cast<int>(cls)].overhead_s;
-    if (best.efficiency.tile_keys == kMaxTileKeys) {
-      best.notes.push_back(fmt::format("tile work held at {} keys, the most tried: the points want more", kMaxTileKeys));
-    }
-    return best;
+  };
+  scan(0, kMaxTileKeys, 16, 0.52, 1, 0.02);
+  if (!any) return fit_held(rows_of(chip, cls), chip, cls, 0.5);
+  const int k0 = best_keys;
+  const double s0 = best_share;
+  scan(k0 - 16, k0 + 16, 1, s0 - 0.02, s0 + 0.02, 0.01);
+  // Without a share: every key from 0 to 1024, as the fit was before shares.
+  scan(0, kMaxTileKeys, 1, 2, 0, 1);
+  if (any_plain && best.efficiency.overlap > 0.5 && !(best.rms_residual < 0.9 * plain.rms_residual)) best = plain;
+  // The fixed time was held at the class's own (or, without one, the chip's kernel
+  // boundary): what the class keeps.
+  best.efficiency.overhead_s = chip.efficiency.kernel[static_cast<int>(cls)].overhead_s;
+  if (best.efficiency.tile_keys == kMaxTileKeys) {
+    best.notes.push_back(fmt::format("tile work held at {} keys, the most tried: the points want more", kMaxTileKeys));
   }
+  return best;
+}
+
+CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
+  if (cls == KernelClass::attention) return fit_attention(chip);
   const std::vector<Row> rows = rows_of(chip, cls);
   CurveFit best = fit_held(rows, chip, cls, 0.5);
   if (rows.size() < 2 || !best.fitted) return best;

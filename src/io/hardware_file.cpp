@@ -579,7 +579,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");
         if (ce.overlap < 0.5) {
-          r.fail(p + ".overlap", fmt::format("{}: expected 0.5 (matrix and memory fully overlapped) to 1 (not overlapped)", ce.overlap));
+          r.fail(p + ".overlap", fmt::format("{}: expected 0.5 (matrix and its partner, memory or attention's vector, fully overlapped) to 1 (not overlapped)", ce.overlap));
         }
       }
     }

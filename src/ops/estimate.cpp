@@ -116,6 +116,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].own_link = own && c.link > 0;
     achievable[k].overhead_s = own && c.overhead_s > 0 ? c.overhead_s : e.overhead_s;
     achievable[k].overlap = own && c.overlap > 0 ? c.overlap : 0.5;
+    achievable[k].overlap_vector = hw::overlaps_vector(static_cast<hw::KernelClass>(k));
   }
 }
 
@@ -178,7 +179,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
   const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s, a.overlap};
+  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s, a.overlap, a.overlap_vector};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

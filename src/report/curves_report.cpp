@@ -11,13 +11,13 @@ namespace ridgeline::report {
 namespace {
 
 // The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel".
-std::string figures(const hw::ClassEfficiency& e) {
+std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls) {
   std::string out;
   for (auto [part, v] : {std::pair{"matrix", e.matrix}, {"vector", e.vector}, {"memory", e.memory}, {"link", e.link}}) {
     if (v > 0) out += fmt::format("{}{} {:.3f}", out.empty() ? "" : ", ", part, v);
   }
   if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
-  if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + memory", out.empty() ? "" : ", ", e.overlap);
+  if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + {}", out.empty() ? "" : ", ", e.overlap, hw::overlap_partner(cls));
   if (e.matmul > 0) out += fmt::format("{}{:.3f} of the measured matmul rate", out.empty() ? "" : ", ", e.matmul);
   if (e.tile_keys > 0) out += fmt::format("{}{:g} keys' work a query tile", out.empty() ? "" : ", ", e.tile_keys);
   return out;
@@ -29,7 +29,7 @@ std::string curves_text(const hw::ChipSpec& chip, const std::vector<analysis::Cu
   if (fits.empty()) return "";
   std::string out = "kernel curves (measured times by size; a class's figures are their fit: `ridgeline hw fit`)\n";
   for (const analysis::CurveFit& f : fits) {
-    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency));
+    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency, f.cls));
     for (const hw::KernelCurve& k : chip.curves) {
       if (k.cls == f.cls) out += fmt::format("    {} ({} timing): {}\n", k.kernel, hw::name(k.timing), k.source);
     }

@@ -109,7 +109,8 @@ json chip_json(const hw::ChipSpec& c) {
         {"memory", pick(ce.memory, c.efficiency.memory)},
         {"link", pick(ce.link, c.efficiency.link)},
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
-        {"overlap", pick(ce.overlap, 0.5)}};
+        {"overlap", pick(ce.overlap, 0.5)},
+        {"overlap_with", hw::overlap_partner(static_cast<hw::KernelClass>(k))}};
   }
   // The gemm class's share of the measured matmul rate (1: all of it).
   const double share = c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matmul;

@@ -121,6 +121,7 @@ std::string chip_text(const hw::ChipSpec& c) {
     }
     if (ce.matmul > 0) parts += fmt::format("matmul {:.3f} of the measured rate, ", ce.matmul);
     if (ce.tile_keys > 0) parts += fmt::format("a prefill's query tile {:g} keys' work, ", ce.tile_keys);
+    if (ce.overlap > 0.5) parts += fmt::format("at least {:.2f} of matrix + {}, ", ce.overlap, hw::overlap_partner(static_cast<hw::KernelClass>(k)));
     if (!parts.empty()) parts.resize(parts.size() - 2);
     out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
                        ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", time_or_na(ce.overhead_s)) : std::string());
@@ -247,7 +248,7 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  lower bound {:>14}  (perfect overlap)\n", time_or_na(e.t_lower_s));
   out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{}{})\n",
                      time_or_na(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
-                     e.applied.overlap > 0.5 ? fmt::format("; at least {:.2f} of matrix + memory", e.applied.overlap) : std::string(),
+                     e.applied.overlap > 0.5 ? fmt::format("; at least {:.2f} of matrix + {}", e.applied.overlap, e.applied.overlap_vector ? "vector" : "memory") : std::string(),
                      e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary", time_or_na(e.applied.overhead_s)) : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", time_or_na(e.t_upper_s), time_or_na(e.t_sum_at_peak_s));
   out += e.host_longer ? fmt::format("\n  bound: the host's time per call ({} on the device alone)", name(e.bound))

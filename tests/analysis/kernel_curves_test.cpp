@@ -278,6 +278,43 @@ TEST(KernelCurves, AFlashPrefillFitsItsRateAndItsTilesWork) {
   EXPECT_NEAR(r[0].residuals[0].predicted_s, 1e-6 + 8192.0 * (500500 + 64748 + 100000) / 50e12, 1e-15);
 }
 
+TEST(KernelCurves, AFlashPrefillsSoftmaxOverlapsItsMatmulsOnlyInPart) {
+  // The same four prefills on the toy chip with a vector unit of 1 TFLOP/s (fp32, at the
+  // chip's 0.5): a pair's softmax, 5 FLOPs on each of 16 heads, takes 16 x 5 / 0.5e12 = 160 ps,
+  // near its matmuls' 8192 / (0.5 x 100e12) = 163.84 ps; and each query's normalisation 16 x
+  // 128 FLOPs. The points are made as 1 us + 0.7 x (matrix + vector): the two overlapping
+  // only in part, at a share of 0.7 (hw::overlaps_vector: attention's share adds its vector
+  // part, not its memory part):
+  //   matrix = 8192 x (pairs + waste + 32 tiles x 128 x 100 keys) / 50e12,
+  //   vector = 16 x (5 x pairs + 4096 queries x 128) / 0.5e12.
+  // Each point's 0.7 x (matrix + vector) is above either part alone and above its bytes (16
+  // heads x 4096 x 128 x 2 B for each of Q, K, V and O: 67.1 MB, 74.6 us at 0.9 TB/s). The fit
+  // gives back 0.5, 100 keys a tile and the share 0.7.
+  auto point = [](double batch, double seq, bool causal, double pairs, double waste) {
+    hw::CurvePoint p;
+    p.op = CurveOp::attention;
+    p.batch = batch, p.kv_len = seq, p.heads = p.kv_heads = 16, p.head_dim = 128, p.causal = causal;
+    const double matrix = 8192 * (pairs + waste + 32 * 128 * 100) / 50e12, vector = 16 * (5 * pairs + 4096 * 128) / 0.5e12;
+    p.time_s = 1e-6 + 0.7 * (matrix + vector);
+    return p;
+  };
+  hw::ChipSpec c = with_curve(KernelClass::attention, hw::CurveTiming::graph,
+                              {point(8, 512, false, 2097152, 0), point(8, 512, true, 1050624, 260096),
+                               point(2, 2048, true, 4196352, 260096), point(2, 2048, false, 8388608, 0)});
+  c.vector_flops_per_s[index(DType::fp32)] = 1e12;
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_EQ(fits[0].efficiency.tile_keys, 100);
+  EXPECT_DOUBLE_EQ(fits[0].efficiency.overlap, 0.7);
+  EXPECT_NEAR(fits[0].efficiency.matrix, 0.5, 0.5 * kTol);
+  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-9);
+  // Without the share (the class's max of its parts) the same points fit only in part.
+  hw::ChipSpec plain = analysis::with_curve_fits(c, fits);
+  plain.efficiency.kernel[static_cast<int>(KernelClass::attention)].overlap = 0;
+  EXPECT_GT(analysis::curve_residuals(plain)[0].rms_residual, 0.1);
+}
+
 TEST(KernelCurves, ChipFilesReadAndWriteTheirCurves) {
   const std::string yaml = R"(schema_version: 2
 name: curvy

@@ -43,18 +43,18 @@ TEST(OpCli, MatmulSaysHowFewTilesAreSpread) {
 
 // A causal prefill of 2048 tokens, 32 heads of 128, on an H100 (docs/cost-model.md#attention-tiles):
 // 16 query tiles a head, 512 in all; tile j sees j + 1 key tiles, 136 a head, 136 x 16384 =
-// 2228224 pairs computed for 2048·2049/2 = 2098176, and each tile 228 keys' work more (the
-// H100's fit): 16 x 128 x 228 = 466944. Useful 2098176 / 2695168; the rest, 2 x 32 x 256 =
+// 2228224 pairs computed for 2048·2049/2 = 2098176, and each tile 280 keys' work more (the
+// H100's fit): 16 x 128 x 280 = 573440. Useful 2098176 / 2801664; the rest, 2 x 32 x 256 =
 // 16384 FLOPs a pair, at the bf16 peak (989.4 TFLOP/s) is t_matrix_pad.
 TEST(OpCli, APrefillsAttentionSaysItsTiles) {
   auto j = run_json("op attention --q-len 2048 --heads 32 --kv-heads 8 --head-dim 128 --causal --hw h100-sxm --json");
   EXPECT_EQ(j["attention_tiling"]["tiles"].get<double>(), 512);
-  EXPECT_EQ(j["attention_tiling"]["tile_work_keys"].get<double>(), 228);
+  EXPECT_EQ(j["attention_tiling"]["tile_work_keys"].get<double>(), 280);
   EXPECT_EQ(j["attention_tiling"]["key_tile"].get<double>(), 128);
-  EXPECT_NEAR(j["attention_tiling"]["useful"].get<double>(), 2098176.0 / 2695168, 1e-12);
-  EXPECT_NEAR(j["t_matrix_pad_s"].get<double>(), 32 * 256.0 * 2 * (2695168 - 2098176) / 989.4e12, 1e-15);
+  EXPECT_NEAR(j["attention_tiling"]["useful"].get<double>(), 2098176.0 / 2801664, 1e-12);
+  EXPECT_NEAR(j["t_matrix_pad_s"].get<double>(), 32 * 256.0 * 2 * (2801664 - 2098176) / 989.4e12, 1e-15);
   EXPECT_NE(run("op attention --q-len 2048 --heads 32 --kv-heads 8 --head-dim 128 --causal --hw h100-sxm")
-                .out.find("128 queries of a head x 128 keys, computed whole, and 228 keys' work more each: 77.8%"),
+                .out.find("128 queries of a head x 128 keys, computed whole, and 280 keys' work more each: 74.9%"),
             std::string::npos);
   // A decode query has no tiles of its own.
   EXPECT_FALSE(run_json("op attention --q-len 1 --kv-len 4096 --heads 32 --kv-heads 8 --hw h100-sxm --json").contains("attention_tiling"));

@@ -162,6 +162,31 @@ TEST(Estimate, MatrixAndVectorOverlapInTheLowerBoundOnly) {
   EXPECT_DOUBLE_EQ(e.fraction_of_peak, 1.0);
 }
 
+// A class's overlap share adds to the matrix part its partner: memory for a GEMM (its tiles
+// wait on their loads), vector for attention (its softmax on the warps that issue its
+// matmuls). Toy chip: 1e11 bf16 FLOPs on the matrix unit, 1 ms at the peak, 1.25 ms at 0.8;
+// 5e9 fp32 vector FLOPs, 0.5 ms, 1 ms at 0.5; 1e9 bytes, 1 ms, 1.111 ms at 0.9. A share of
+// 0.7: attention 0.7 x (1.25 + 1) = 1.575 ms, a GEMM 0.7 x (1.25 + 1/0.9) = 1.6528 ms; each
+// above the largest part alone (1.25 ms).
+TEST(Estimate, AttentionsOverlapShareAddsItsVectorPartAGemmsItsMemory) {
+  hw::ChipSpec chip = toy_chip();
+  chip.efficiency.kernel[static_cast<int>(hw::KernelClass::attention)].overlap = 0.7;
+  chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].overlap = 0.7;
+  Cost c;
+  c.add_flops(hw::Unit::matrix, DType::bf16, 1e11);
+  c.add_flops(hw::Unit::vector, DType::fp32, 5e9);
+  c.add_main_bytes(1e9);
+  const Estimate a = estimate(c, chip, hw::KernelClass::attention);
+  EXPECT_DOUBLE_EQ(a.t_realistic_s, 0.7 * (1e-3 / 0.8 + 0.5e-3 / 0.5));
+  EXPECT_NEAR(a.t_realistic_s, 1.575e-3, 1e-15);
+  EXPECT_TRUE(a.applied.overlap_vector);
+  const Estimate g = estimate(c, chip, hw::KernelClass::gemm);
+  EXPECT_DOUBLE_EQ(g.t_realistic_s, 0.7 * (1e-3 / 0.8 + 1e-3 / 0.9));
+  EXPECT_FALSE(g.applied.overlap_vector);
+  // The share is the class's own: attention's decode kernels (a refining class) overlap none.
+  EXPECT_DOUBLE_EQ(estimate(c, chip, hw::KernelClass::attention_decode).t_realistic_s, 1e-3 / 0.8);
+}
+
 TEST(Estimate, CommUsesAllLinksOfItsKindAndLatencySteps) {
   Cost c;
   c.link_bytes[0] = 1e8;  // over 2 x 50 GB/s = 100 GB/s: 1 ms

@@ -92,16 +92,17 @@ void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, Phase
 
 /// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
 /// plus each part over its efficiency (matrix, vector, memory, comm), the launch, and the
-/// class's overlap share of the matrix and memory parts added (the last).
+/// class's overlap share of the matrix part and its partner's added (the last: memory, or
+/// vector for attention, hw::overlaps_vector).
 inline constexpr int kRealisticParts = 6;
 using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], b = p.memory * a.inv_memory;
+  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], v = p.vector * a.inv_vector, b = p.memory * a.inv_memory;
   // Where the overlap never binds (0.5) the last part repeats the matrix part, which an
   // envelope never moves to (the same line): results are those of the five parts.
-  return {a.overhead_s + m, a.overhead_s + p.vector * a.inv_vector, a.overhead_s + b, a.overhead_s + p.comm_realistic(a), p.launch,
-          a.overhead_s + (a.overlap > 0.5 ? a.overlap * (m + b) : m)};
+  return {a.overhead_s + m, a.overhead_s + v, a.overhead_s + b, a.overhead_s + p.comm_realistic(a), p.launch,
+          a.overhead_s + (a.overlap > 0.5 ? a.overlap * (m + (a.overlap_vector ? v : b)) : m)};
 }
 
 /// One op's realistic parts as a + b·x in a quantity x it is affine in, plus the memory
@@ -110,7 +111,8 @@ struct OpLine {
   RealisticParts a{}, b{};
   double mem_per_expert = 0;
   /// The class's overlap share where it binds (above 0.5), else 0 (the last part repeats the
-  /// matrix part): what touched experts and padding add to the last part.
+  /// matrix part): what touched experts and padding add to the last part (GEMMs', whose
+  /// partner is memory).
   double overlap = 0;
   double rep = 1;  ///< repeat count (layers)
   /// A quantised GEMM (model::GraphOp::quantised): its rows per unit of x (0: none), its

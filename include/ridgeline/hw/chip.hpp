@@ -88,10 +88,11 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 struct ClassEfficiency {
   double matrix = 0, vector = 0, memory = 0, link = 0;
   double overhead_s = 0;
-  /// A kernel takes at least this share of its matrix and memory times added (each over its
-  /// fraction): 0.5 (unset: 0) never binds, their max being at least that; 1, no overlap at
-  /// all. Where both are near equal a GEMM hides neither behind the other (docs/cost-model.md#overlap).
-  /// A kernel's own: a refining class does not take its parent's.
+  /// A kernel takes at least this share of its matrix time and its partner's added (each over
+  /// its fraction; the partner: hw::overlaps_vector): 0.5 (unset: 0) never binds, their max
+  /// being at least that; 1, no overlap at all. Where both are near equal a GEMM hides neither
+  /// behind the other, nor FlashAttention its softmax behind its matmuls
+  /// (docs/cost-model.md#overlap). A kernel's own: a refining class does not take its parent's.
   double overlap = 0;
   /// A GEMM class without a matrix fraction of its own: the fraction of the chip's measured
   /// matmul rate (ChipSpec::matmul_achievable_flops_per_s, the best shape's) its GEMMs reach
@@ -105,6 +106,15 @@ struct ClassEfficiency {
   double tile_keys = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
+
+/// Whether a class's overlap share (ClassEfficiency::overlap) adds its vector part to its
+/// matrix part rather than its memory part: attention's, whose softmax (an exp a score on the
+/// special-function units, and the max, scale and sum on the vector units) runs on the warps
+/// that issue its matmuls, while its loads are asynchronous (FlashAttention-3's TMA producer
+/// warps); a GEMM's tiles wait on their loads. docs/cost-model.md#overlap.
+constexpr bool overlaps_vector(KernelClass k) noexcept { return parent(k) == KernelClass::attention; }
+/// The part overlaps_vector names: "vector" or "memory".
+constexpr const char* overlap_partner(KernelClass k) noexcept { return overlaps_vector(k) ? "vector" : "memory"; }
 
 /// Achievable fraction of each peak in ordinary use; kept apart from the peaks and only
 /// applied to the "realistic" figure, never to the bounds.

@@ -49,7 +49,8 @@ struct Estimate {
   /// for comm its link's own where the chip file gives one) and the fixed time per kernel.
   struct Applied {
     double matrix = 1, vector = 1, memory = 1, link = 1, overhead_s = 0;
-    double overlap = 0.5;  ///< the share of matrix + memory the kernel takes at least (0.5: never binds)
+    double overlap = 0.5;  ///< the share of matrix + its partner the kernel takes at least (0.5: never binds)
+    bool overlap_vector = false;  ///< the partner is the vector part, not memory (hw::overlaps_vector)
   } applied;
 };
 
@@ -90,9 +91,11 @@ struct Rates {
     /// The class has a link fraction of its own (a kernel curve's fit, e.g. the engines'
     /// all-reduce): it replaces the link's own efficiency, which is NCCL's.
     bool own_link = false;
-    /// The share of the matrix and memory parts added that a kernel takes at least
-    /// (hw::ClassEfficiency::overlap); 0.5 never binds.
+    /// The share of the matrix part and its partner's added that a kernel takes at least
+    /// (hw::ClassEfficiency::overlap); 0.5 never binds. The partner is the vector part for
+    /// attention, memory for the others (hw::overlaps_vector).
     double overlap = 0.5;
+    bool overlap_vector = false;
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 
@@ -147,7 +150,7 @@ struct TimeParts {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     double m = (matrix + matrix_pad) * a.inv_matrix[matrix_dtype];
     const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
-    const double s = a.overlap * (m + b);
+    const double s = a.overlap * (m + (a.overlap_vector ? v : b));
     if (s > m) m = s;
     if (v > m) m = v;
     if (b > m) m = b;
