@@ -43,7 +43,8 @@ struct Fixture {
 // `sms`: the chip's multiprocessors, whose GEMM tiling the step model adds at each count
 // (0: GEMMs unquantised).
 // `imbalance`: ForwardConfig::expert_imbalance (0: the routing model, model/routing.hpp).
-std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1) {
+// `naive`: attention materialises its scores (its lines read the scores and positions counts).
+std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -52,6 +53,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.ep = p.ep;
   fx->f.merged_kernels = merged;
   fx->f.expert_imbalance = imbalance;
+  if (naive) fx->f.attention = ops::AttentionImpl::naive;
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -64,7 +66,8 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
-  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0));
+  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
+                    *rc::gen::arbitrary<bool>());
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
