@@ -244,14 +244,19 @@ hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& 
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     if (!r.fits[k].fitted) continue;
     hw::ClassEfficiency& e = c.efficiency.kernel[k];
-    const double share = e.matmul, tiles = e.tile_keys;
+    const hw::ClassEfficiency was = e;
     e = r.fits[k].efficiency;
     // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
-    // of the measured matmul rate as it was; so for attention the work of a query tile, which
-    // a fraction fitted to its kernels' FLOPs holds already. (A flash prefill's tiles' own
-    // shape, the masked diagonal, stays priced: a profile's FLOPs are its counters', which
+    // of the measured matmul rate as it was, and its overlap share (fitted with it); so for
+    // attention the work of a query tile and the matrix fraction fitted with it and its share,
+    // which a fraction fitted to its kernels' FLOPs holds already. (A flash prefill's tiles'
+    // own shape, the masked diagonal, stays priced: a profile's FLOPs are its counters', which
     // count the pairs computed, and `validate` times naive attention, which has no tiles.)
-    if (e.matrix <= 0) e.matmul = share, e.tile_keys = tiles;
+    if (e.matrix <= 0) {
+      e.matmul = was.matmul, e.tile_keys = was.tile_keys;
+      if (e.overlap <= 0) e.overlap = was.overlap;
+      if (was.tile_keys > 0) e.matrix = was.matrix;
+    }
   }
   return c;
 }

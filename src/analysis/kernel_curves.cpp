@@ -478,9 +478,9 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
   // the share's product with it would make the error a surface of several minima. Each pair
   // is held in turn on a grid (every 16 keys from 0 to 1024, shares 0.5 and 0.52 to 1 in steps
   // of 0.02), then around the best of it (every key within 16, shares within 0.02 in steps of
-  // 0.01); the pair of least rms residual is kept (the first of equals: the least work, the
-  // least share). A share is kept only when its fit is a tenth or more under the best without
-  // one (0.5), as for the GEMM classes.
+  // 0.01), then every key without a share; the pair of least rms residual is kept (of equals,
+  // the first tried: within a pass the least work and the least share). A share is kept only
+  // when its fit is a tenth or more under the best without one (0.5), as for the GEMM classes.
   hw::ChipSpec c = chip;
   hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(cls)];
   CurveFit best, plain;

@@ -87,6 +87,8 @@ OpLine fit_line(const RealisticParts& x1, const RealisticParts& x2, double B1, d
   l.rep = rep;
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(op1.kernel)];
   l.mem_per_expert = op1.expert_bytes * r.s_per_byte[0] * a.inv_memory;
+  // (Touched experts and GEMM padding, which the share adds to the memory and matrix parts,
+  // are GEMMs': a class whose share adds its vector part, attention's, has neither.)
   l.overlap = a.overlap > 0.5 ? a.overlap : 0;
   RealisticParts y1 = x1, y2 = x2;
   y1[2] -= op1.touched * l.mem_per_expert;

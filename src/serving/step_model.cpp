@@ -181,9 +181,8 @@ double StepModel::decode_attention_time(const AttentionLine& l, const ops::Atten
   add(1, n.queries);
   add(2, n.pairs);
   add(3, n.keys);
-  if (l.naive) {
-    add(4, n.scores);
-    add(5, n.positions);
+  if (l.naive) {  // (the two terms summed first, as attention_time adds them)
+    for (int part = 0; part < 6; ++part) x[part] += l.decode_w[4][part] * n.scores + l.decode_w[5][part] * n.positions;
   }
   // (The 6th part is zero: the max with none.)
   double best = std::max(std::max(std::max(x[0], x[1]), std::max(x[2], x[3])), std::max(x[4], x[5]));

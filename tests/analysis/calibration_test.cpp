@@ -72,6 +72,19 @@ TEST(Calibration, RecoversTheModelThatMadeTheKernels) {
   EXPECT_EQ(d.efficiency.kernel[static_cast<int>(K::pointwise)].matmul, 0.9);
   EXPECT_NEAR(d.efficiency.kernel[static_cast<int>(K::pointwise)].memory, 0.9, 1e-9);
   EXPECT_EQ(d.efficiency.kernel[static_cast<int>(K::gemm)].matmul, 0);
+  // So does its overlap share, fitted with it (the pointwise class given one by hand here too);
+  // and a class with a prefill's tile work (the pointwise class standing in for attention's,
+  // tile_keys 280) keeps the matrix fraction that work was fitted with, 0.718, beside it.
+  base.efficiency.kernel[static_cast<int>(K::pointwise)].overlap = 0.7;
+  base.efficiency.kernel[static_cast<int>(K::pointwise)].tile_keys = 280;
+  base.efficiency.kernel[static_cast<int>(K::pointwise)].matrix = 0.718;
+  base.efficiency.kernel[static_cast<int>(K::gemm)].overlap = 0.66;
+  const hw::ChipSpec e = calibrated_chip(base, r);
+  EXPECT_EQ(e.efficiency.kernel[static_cast<int>(K::pointwise)].overlap, 0.7);
+  EXPECT_EQ(e.efficiency.kernel[static_cast<int>(K::pointwise)].tile_keys, 280);
+  EXPECT_EQ(e.efficiency.kernel[static_cast<int>(K::pointwise)].matrix, 0.718);
+  EXPECT_NEAR(e.efficiency.kernel[static_cast<int>(K::pointwise)].memory, 0.9, 1e-9);  // the profile's
+  EXPECT_EQ(e.efficiency.kernel[static_cast<int>(K::gemm)].overlap, 0);  // gone with the matrix fraction it went with
 }
 
 TEST(Calibration, BindingPartIsDecidedAtTheFittedRates) {

@@ -108,11 +108,14 @@ struct ClassEfficiency {
 };
 
 /// Whether a class's overlap share (ClassEfficiency::overlap) adds its vector part to its
-/// matrix part rather than its memory part: attention's, whose softmax (an exp a score on the
-/// special-function units, and the max, scale and sum on the vector units) runs on the warps
-/// that issue its matmuls, while its loads are asynchronous (FlashAttention-3's TMA producer
-/// warps); a GEMM's tiles wait on their loads. docs/cost-model.md#overlap.
-constexpr bool overlaps_vector(KernelClass k) noexcept { return parent(k) == KernelClass::attention; }
+/// matrix part rather than its memory part: a flash attention's, forward or backward, whose
+/// softmax (an exp a score on the special-function units, and the max, scale and sum on the
+/// vector units) runs on the warps that issue its matmuls, while its loads are asynchronous
+/// (FlashAttention-3's TMA producer warps); a GEMM's tiles, and a decode attention kernel's
+/// (memory-bound), wait on their loads. docs/cost-model.md#overlap.
+constexpr bool overlaps_vector(KernelClass k) noexcept {
+  return k == KernelClass::attention || k == KernelClass::attention_backward;
+}
 /// The part overlaps_vector names: "vector" or "memory".
 constexpr const char* overlap_partner(KernelClass k) noexcept { return overlaps_vector(k) ? "vector" : "memory"; }
 
