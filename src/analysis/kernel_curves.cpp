@@ -476,11 +476,11 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
   // (the matmuls' and the softmax's, docs/cost-model.md#overlap) are not least-squares
   // unknowns: the work enters every point through its tiles' count, at the matrix fraction;
   // the share's product with it would make the error a surface of several minima. Each pair
-  // is held in turn on a grid (every 16 keys from 0 to 1024, shares 0.5 and 0.52 to 1 in steps
-  // of 0.02), then around the best of it (every key within 16, shares within 0.02 in steps of
-  // 0.01), then every key without a share; the pair of least rms residual is kept (of equals,
-  // the first tried: within a pass the least work and the least share). A share is kept only
-  // when its fit is a tenth or more under the best without one (0.5), as for the GEMM classes.
+  // is held in turn: every key from 0 to 1024 without a share (0.5), every 16th with shares
+  // 0.52 to 1 in steps of 0.02 too, then around the best of those (every key within 16, shares
+  // within 0.02 in steps of 0.01); the pair of least rms residual is kept (of equals, the first
+  // tried: within a pass the least work and the least share). A share is kept only when its
+  // fit is a tenth or more under the best without one, as for the GEMM classes.
   hw::ChipSpec c = chip;
   hw::ClassEfficiency& e = c.efficiency.kernel[static_cast<int>(cls)];
   CurveFit best, plain;
@@ -494,23 +494,19 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
     if (share == 0.5 && (!any_plain || f.rms_residual < plain.rms_residual - 1e-12)) plain = f, any_plain = true;
     if (!any || f.rms_residual < best.rms_residual - 1e-12) best = std::move(f), any = true, best_keys = keys, best_share = share;
   };
-  const auto scan = [&](int keys_from, int keys_to, int keys_step, double share_from, double share_to, double share_step) {
-    for (int keys = std::max(0, keys_from); keys <= std::min(kMaxTileKeys, keys_to); keys += keys_step) {
-      e.tile_keys = keys;
-      const std::vector<Row> rows = rows_of(c, cls);
-      consider(rows, keys, 0.5);
-      for (double s = std::max(0.51, share_from); s <= std::min(1.0, share_to) + 1e-9; s += share_step) {
-        consider(rows, keys, std::round(s * 100) / 100);
-      }
-    }
+  // The shares from `from` to `to` (whole hundredths) in steps of `step` at `keys`, and none
+  // (0.5) if `unshared`.
+  const auto scan = [&](int keys, bool unshared, double from, double to, double step) {
+    e.tile_keys = keys;
+    const std::vector<Row> rows = rows_of(c, cls);
+    if (unshared) consider(rows, keys, 0.5);
+    for (double s = std::max(0.51, from); s <= std::min(1.0, to) + 1e-9; s += step) consider(rows, keys, std::round(s * 100) / 100);
   };
-  scan(0, kMaxTileKeys, 16, 0.52, 1, 0.02);
+  for (int keys = 0; keys <= kMaxTileKeys; ++keys) scan(keys, true, keys % 16 == 0 ? 0.52 : 2, 1, 0.02);
   if (!any) return fit_held(rows_of(chip, cls), chip, cls, 0.5);
   const int k0 = best_keys;
   const double s0 = best_share;
-  scan(k0 - 16, k0 + 16, 1, s0 - 0.02, s0 + 0.02, 0.01);
-  // Without a share: every key from 0 to 1024, as the fit was before shares.
-  scan(0, kMaxTileKeys, 1, 2, 0, 1);
+  for (int keys = std::max(0, k0 - 16); keys <= std::min(kMaxTileKeys, k0 + 16); ++keys) scan(keys, false, s0 - 0.02, s0 + 0.02, 0.01);
   if (any_plain && best.efficiency.overlap > 0.5 && !(best.rms_residual < 0.9 * plain.rms_residual)) best = plain;
   // The fixed time was held at the class's own (or, without one, the chip's kernel
   // boundary): what the class keeps.

@@ -136,43 +136,38 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     for (int v = 0; v < 2; ++v) {
       const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s;
       l.overhead_s[v] = overhead;
-      for (int c = 0; c < kAttentionCounts; ++c) {
+      for (int c = 0; c < (v == 0 ? kAttentionCounts : 6); ++c) {
         ops::AttentionCounts unit;
         double* field[kAttentionCounts] = {&unit.seqs,   &unit.queries,   &unit.pairs,   &unit.keys,
                                            &unit.scores, &unit.positions, &unit.q_tiles, &unit.tile_waste};
         *field[c] = 1;
         const ops::Cost cost = ops::attention_cost(shape, unit);
         const auto p = analysis::realistic_parts(ops::time_parts(cost, rates), rates, classes[v]);
-        for (int part = 0; part < 4; ++part) l.per_count[v][part][c] = p[part] - overhead;
-        l.per_count[v][4][c] = p[5] - overhead;
+        const double parts[5] = {p[0] - overhead, p[1] - overhead, p[2] - overhead, p[3] - overhead, p[5] - overhead};
+        for (int part = 0; part < 5; ++part) (v == 0 ? l.per_count[part][c] : l.decode_w[c][part]) = parts[part];
         l.launch_s = p[4];
       }
-    }
-    for (int c = 0; c < 6; ++c) {
-      for (int part = 0; part < 5; ++part) l.decode_w[c][part] = l.per_count[1][part][c];
     }
   }
 }
 
-double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept {
-  const int v = as_decode ? 1 : 0;
+double StepModel::attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
   const bool tiled = n.q_tiles > 0;
   double best = 0;
   for (int part = 0; part < 5; ++part) {
-    const auto& w = l.per_count[v][part];
+    const auto& w = l.per_count[part];
     double x = w[0] * n.seqs + w[1] * n.queries + w[2] * n.pairs + w[3] * n.keys;
-    if (tiled) x += w[6] * n.q_tiles + w[7] * n.tile_waste;  // (zeros in a decode's counts)
+    if (tiled) x += w[6] * n.q_tiles + w[7] * n.tile_waste;
     if (l.naive) x += w[4] * n.scores + w[5] * n.positions;
     best = x > best ? x : best;
   }
-  best += l.overhead_s[v];
+  best += l.overhead_s[0];
   const double launch = eager ? l.launch_s : 0;
   return launch > best ? launch : best;
 }
 
 double StepModel::decode_attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept {
-  // attention_time(l, n, eager, true) of counts without tiles (a decode's), their terms (zeros)
-  // left out: each count times its weights for all parts at once (two parts an instruction).
+  // Each count times its weights for all parts at once (two parts an instruction).
   std::array<double, 6> x{};
   const auto add = [&](int c, double count) {
     for (int part = 0; part < 6; ++part) x[part] += l.decode_w[c][part] * count;
@@ -181,7 +176,7 @@ double StepModel::decode_attention_time(const AttentionLine& l, const ops::Atten
   add(1, n.queries);
   add(2, n.pairs);
   add(3, n.keys);
-  if (l.naive) {  // (the two terms summed first, as attention_time adds them)
+  if (l.naive) {  // (the two terms summed first, as attention_time sums them)
     for (int part = 0; part < 6; ++part) x[part] += l.decode_w[4][part] * n.scores + l.decode_w[5][part] * n.positions;
   }
   // (The 6th part is zero: the max with none.)
@@ -275,33 +270,25 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   // Attention: each kind's counts on the kernels of the step (the lines take the chip's share).
   const bool eager_attention = mode != GraphMode::graph;
   const bool fused = mix.fused_attention && !mla_;
-  if (!prefill) {
-    // Decode sequences only (most steps): the decode kernels, or one fused kernel run as a
-    // decode kernel (the prefill kernel's line), each over the decode counts.
-    if (decode) {
-      for (int i = 0; i < attention_count_; ++i) {
-        const AttentionLine& l = attention_[i];
-        if (l.decode == fused) continue;
-        t += l.rep * decode_attention_time(l, l.window ? mix.decode_window : mix.decode_full, eager_attention);
-      }
-    }
-    if (mode != GraphMode::eager) t = std::max(t, launch_s_);
-    return t;
-  }
-  for (int i = 0; i < attention_count_; ++i) {
+  for (int i = 0; i < attention_count_ && (prefill || decode); ++i) {
     const AttentionLine& l = attention_[i];
+    const ops::AttentionCounts& d = l.window ? mix.decode_window : mix.decode_full;
     if (fused) {
-      // One kernel over both kinds: the prefill kernel's line (the same shape) with all counts.
+      // One kernel over both kinds, the prefill kernel's line (the same shape): with a prefill
+      // chunk an attention-class kernel over all counts, else a decode kernel over the decodes'.
       if (l.decode) continue;
+      if (!prefill) {
+        t += l.rep * decode_attention_time(l, d, eager_attention);
+        continue;
+      }
       ops::AttentionCounts n = l.window ? mix.prefill_window : mix.prefill_full;
-      n += l.window ? mix.decode_window : mix.decode_full;
-      t += l.rep * attention_time(l, n, eager_attention, false);
-      continue;
+      n += d;
+      t += l.rep * attention_time(l, n, eager_attention);
+    } else if (l.decode) {
+      if (decode) t += l.rep * decode_attention_time(l, d, eager_attention);
+    } else if (prefill) {
+      t += l.rep * attention_time(l, l.window ? mix.prefill_window : mix.prefill_full, eager_attention);
     }
-    if (l.decode && !decode) continue;
-    const ops::AttentionCounts& n = l.decode ? (l.window ? mix.decode_window : mix.decode_full)
-                                             : (l.window ? mix.prefill_window : mix.prefill_full);
-    t += l.rep * attention_time(l, n, eager_attention, l.decode);
   }
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   return t;

@@ -116,8 +116,9 @@ struct ClassEfficiency {
 constexpr bool overlaps_vector(KernelClass k) noexcept {
   return k == KernelClass::attention || k == KernelClass::attention_backward;
 }
-/// The part overlaps_vector names: "vector" or "memory".
-constexpr const char* overlap_partner(KernelClass k) noexcept { return overlaps_vector(k) ? "vector" : "memory"; }
+/// The part a share adds to the matrix part, by name: "vector" (overlaps_vector) or "memory".
+constexpr const char* overlap_partner(bool vector) noexcept { return vector ? "vector" : "memory"; }
+constexpr const char* overlap_partner(KernelClass k) noexcept { return overlap_partner(overlaps_vector(k)); }
 
 /// Achievable fraction of each peak in ordinary use; kept apart from the peaks and only
 /// applied to the "realistic" figure, never to the bounds.

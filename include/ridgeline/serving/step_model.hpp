@@ -92,13 +92,15 @@ class StepModel {
   // The fields of ops::AttentionCounts.
   static constexpr int kAttentionCounts = 8;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
-  // efficiencies) per unit of each count of one group's sequences (AttentionCounts order), and the kernel's fixed parts, run as a kernel of the attention
-  // class ([0]) and of the decode-attention class ([1]).
+  // efficiencies) per unit of each count of one group's sequences (AttentionCounts order), and
+  // the kernel's fixed parts, run as a kernel of the attention class ([0]: a prefill's, or a
+  // fused kernel holding one) and of the decode-attention class ([1]: a decode's counts only).
   struct AttentionLine {
-    /// Per count, the parts less the fixed time: matrix, vector, memory, comm and the overlap share.
-    std::array<std::array<std::array<double, kAttentionCounts>, 5>, 2> per_count{};
-    /// per_count[1] by count then part, for a decode's counts (seqs to positions), the parts
-    /// padded to 6 with zeros: summed two parts at a time.
+    /// As an attention-class kernel: per part (matrix, vector, memory, comm and the overlap
+    /// share), per count, the part less the fixed time.
+    std::array<std::array<double, kAttentionCounts>, 5> per_count{};
+    /// As a decode-attention kernel: per count of a decode (seqs to positions: a decode has no
+    /// tiles), per part, the same, the parts padded to 6 with zeros (summed two at a time).
     std::array<std::array<double, 6>, 6> decode_w{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
     std::array<double, 2> overhead_s{};  // the class's fixed time
@@ -122,8 +124,9 @@ class StepModel {
   };
   // `as_decode`: priced as a decode-attention kernel (the decode tokens' kernel, or a fused
   // kernel holding no prefill chunk).
-  static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager, bool as_decode) noexcept;
-  // attention_time(l, n, eager, true) of a decode's counts (no tiles): a step of decodes only.
+  static double attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
+  // The same kernel run as a decode-attention kernel over a decode's counts (no tiles): the
+  // decode tokens' kernel, or a fused kernel holding no prefill chunk.
   static double decode_attention_time(const AttentionLine& l, const ops::AttentionCounts& n, bool eager) noexcept;
   // base and with_attention of one group's sequences (`group`) among all groups' (`mix`).
   double base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept;
