@@ -784,16 +784,34 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     // each sequence's whole vocabulary (vLLM V1's Sampler: logits.to(torch.float32), then
     // argmax when every request is greedy; vllm/v1/sample/sampler.py).
     const double logits = rows * V;
-    Cost cast, argmax;
-    cast.add_main_bytes(2 * logits);
-    cast.add_main_stores(4 * logits);
-    cast.add_flops(hw::Unit::vector, DType::fp32, logits);
-    cast.launches = 1;
-    argmax.add_main_bytes(4 * logits);
-    argmax.add_flops(hw::Unit::vector, DType::fp32, logits);
-    argmax.launches = 1;
-    c.g.add("sample_cast", OpClass::elementwise, Block::head, cast);
-    c.g.add("sample_argmax", OpClass::elementwise, Block::head, argmax);
+    // A kernel over every logit: `read` bytes (in-place stores among them) and `write` bytes of new output, `flops` fp32 vector FLOPs and `exps`
+    // exponentials (on the special-function units) a logit.
+    const auto pass = [&](const char* name, double read, double write, double flops, double exps) {
+      Cost k;
+      k.add_main_bytes(read * logits);
+      if (write > 0) k.add_main_stores(write * logits);
+      k.add_flops(hw::Unit::vector, DType::fp32, flops * logits);
+      k.special_ops = exps * logits;
+      k.launches = 1;
+      c.g.add(name, OpClass::elementwise, Block::head, k);
+    };
+    pass("sample_cast", bytes(act), 4, 1, 0);
+    if (f.sampler == ForwardConfig::Sampler::probs) {
+      // vLLM V0's Sampler.forward (vllm/model_executor/layers/sampler.py) for a greedy batch:
+      // logits.div_(temperatures) in place (read 4, write 4; a greedy request's temperature is
+      // 1 there), torch.softmax and torch.log_softmax in fp32, then torch.argmax over
+      // logprobs[sample_indices], a gathered copy (read 4, write 4) read once more (4). A row
+      // of the vocabulary in fp32 (128256 x 4 = 513 kB) is past a multiprocessor's shared
+      // memory, so PyTorch's softmax kernel (cunn_SoftMaxForward) reads it three times: its
+      // max, its sum of exponentials, and the output it writes (read 12, write 4; an exp in
+      // the sum and one in the output); log-softmax alike, its output x - max - log(sum)
+      // with one exp a logit. 48 bytes a logit more than V1's greedy path, in four kernels.
+      pass("sample_temperature", 8, 0, 1, 0);  // in place: its stores go back to the lines it read
+      pass("sample_softmax", 12, 4, 6, 2);
+      pass("sample_log_softmax", 12, 4, 5, 1);
+      pass("sample_gather", 4, 4, 0, 0);
+    }
+    pass("sample_argmax", 4, 0, 1, 0);
     // Logits of the last positions: the head scales with the sequences, not the tokens.
     for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
     if (f.merged_kernels) final_norm.scale = Scale::tokens;

@@ -81,6 +81,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"collective_algo", std::string(comm::name(e.collective_algo))},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
+          {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"sources", e.sources}};
 }
 

@@ -180,13 +180,15 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.front_end_source = std::string(kFrontEndSource) + " (V1-era; V0 0.6.0 has the same ZMQ front end, PR #6883)";
   e.overlap_scheduling = false;
   e.scheduler_steps = 1;  // --num-scheduler-steps 1 by default (multi-step opt-in)
+  e.sampler = model::ForwardConfig::Sampler::probs;  // Sampler.forward: softmax and log_softmax every step
   e.sources =
       "vLLM 0.6 (V0): vllm/engine/arg_utils.py (max_num_seqs 256, block 16, gpu_memory_utilization 0.9, num_scheduler_steps 1, "
       "async output processing on), vllm/config.py SchedulerConfig (max_num_batched_tokens max(max_model_len, 2048) without "
       "chunked prefill), vllm/core/scheduler.py _schedule_default (prefills first in steps of their own, recompute preemption), "
       "vllm/engine/llm_engine.py step (multi-step: the scheduler skipped while a window has steps left; not with chunked "
       "prefill, issue #8274; a window's outputs streamed at its end, per-step streaming only from PR #8335, after 0.6.0), "
-      "vllm/worker/model_runner.py (decode graphs 1-256, padded; prefill eager); host: scheduler 2 ms per call (PR #4280), "
+      "vllm/worker/model_runner.py (decode graphs 1-256, padded; prefill eager), vllm/model_executor/layers/sampler.py (Sampler.forward: the logits in fp32 divided by the temperature, "
+      "their softmax and log_softmax, the argmax of the gathered log-probabilities); host: scheduler 2 ms per call (PR #4280), "
       "output processing 0.2 ms + 0.1 ms per request, overlapped (issue #6913, PR #7049); front end per request 4 ms "
       "(tenstorrent/tt-inference-server #190)";
   return e;
@@ -506,6 +508,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.merged_kernels = e.merged_kernels;
   f.scaled_gemm = e.scaled_gemm;
   f.triton_moe_from_tp = e.triton_moe_from_tp;
+  f.sampler = e.sampler;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.

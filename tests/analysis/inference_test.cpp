@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <map>
 #include <memory>
+#include <string_view>
 
 #include "ridgeline/analysis/block.hpp"
 #include "ridgeline/core/error.hpp"
@@ -538,6 +541,41 @@ TEST(Inference, GreedySamplingReadsTheWholeVocabularyTwice) {
     }
   }
   EXPECT_EQ(seen, 2);
+}
+
+TEST(Inference, VllmV0sSamplerAddsItsSoftmaxesOverTheVocabulary) {
+  // The same batch with vLLM V0's sampler (ForwardConfig::Sampler::probs): 1026048 logits.
+  // Besides the cast (6 bytes a logit) and the argmax (4): the temperature's in-place
+  // division reads and writes fp32 in place (8 bytes: 8208384, none to new lines); the softmax reads a
+  // row three times and writes it once (16: 16416768, 4104192 stored) with two exps a logit
+  // (2052096 special-function ops); the log-softmax alike with one exp (1026048); the gather
+  // of the sampled rows copies them (8: 8208384, 4104192 stored). Six kernels over the
+  // vocabulary, 58 bytes a logit in all: 59510784 bytes.
+  InferenceConfig cfg;
+  cfg.batch = 8;
+  cfg.prompt = 32;
+  cfg.gen = 4;
+  cfg.forward.sampler = model::ForwardConfig::Sampler::probs;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  const std::map<std::string_view, std::array<double, 3>> want = {
+      {"sample_cast", {6156288, 4104192, 0}},           {"sample_temperature", {8208384, 0, 0}},
+      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_log_softmax", {16416768, 4104192, 1026048}},
+      {"sample_gather", {8208384, 4104192, 0}},         {"sample_argmax", {4104192, 0, 0}}};
+  double total = 0;
+  int seen = 0;
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    const auto& op = r->decode_graph.ops[i];
+    const auto it = want.find(op.name);
+    if (it == want.end()) continue;
+    ++seen;
+    EXPECT_DOUBLE_EQ(op.cost.main_bytes, it->second[0]) << op.name;
+    EXPECT_DOUBLE_EQ(op.cost.main_store_bytes, it->second[1]) << op.name;
+    EXPECT_DOUBLE_EQ(op.cost.special_ops, it->second[2]) << op.name;
+    EXPECT_EQ(op.cost.launches, 1) << op.name;
+    total += op.cost.main_bytes;
+  }
+  EXPECT_EQ(seen, 6);
+  EXPECT_DOUBLE_EQ(total, 59510784);
 }
 
 TEST(Inference, DecodeStepFloorByHand) {

@@ -628,9 +628,8 @@ TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndEndsARequestAtItsWindow
   cfg.workload.gen.text = "10";
   const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
-  model::ForwardConfig f = cfg.forward;
-  f.merged_kernels = true;
-  step.prepare(m, sys, f);
+  // The engine's kernels (merged, V0's sampler), as the simulator builds its steps.
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
   const double h = 2e-3;
   model::StepMix prefill;
   prefill.add_prefill(1000, 1000, 0);
@@ -662,9 +661,7 @@ TEST(Simulator, MultiStepARequestArrivingInAWindowWaitsForItsEnd) {
   const hw::System sys = h100();
   StepModel step;
   ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
-  model::ForwardConfig f = cfg.forward;
-  f.merged_kernels = true;
-  step.prepare(m, sys, f);
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
   const double h = 2e-3;
   model::StepMix prefill;
   prefill.add_prefill(1000, 1000, 0);

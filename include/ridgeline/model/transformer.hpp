@@ -77,6 +77,11 @@ struct ForwardConfig {
   /// bounds every MoE layer: its expert GEMMs process, and its all-to-alls receive and return,
   /// this factor more token-expert pairs.
   double expert_imbalance = 1;
+  /// Greedy sampling's kernels over each sequence's logits (serving engines;
+  /// docs/models.md#sampling): `argmax`, the logits cast to fp32 and their argmax (vLLM V1,
+  /// SGLang, TensorRT-LLM), or `probs`, vLLM V0's Sampler, which also divides them by the
+  /// temperature and takes their softmax and log-softmax before the argmax of a gathered copy.
+  enum class Sampler : std::uint8_t { argmax, probs } sampler = Sampler::argmax;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

@@ -105,6 +105,9 @@ struct EngineConfig {
   /// MoE even where scaled_gemm is DeepGEMM (model::ForwardConfig::triton_moe_from_tp; vLLM
   /// 0.12+: 8, PR #29346). 0: never.
   int triton_moe_from_tp = 0;
+  /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
+  /// probabilities and log-probabilities over the vocabulary every step (`probs`).
+  model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
