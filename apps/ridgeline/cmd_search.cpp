@@ -179,7 +179,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
                   "on, off or both: prompts split over steps within the token budget or not (default: each engine's own, on for vLLM and SGLang, off for TensorRT-LLM)");
   app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
-  app->add_option("--margin", f->margin, "headroom: meet every --slo target with this fraction to spare, e.g. 0.1 or 10%")
+  app->add_option("--margin", f->margin,
+                  "headroom: meet every --slo target with this fraction to spare, e.g. 0.1 or 10%; or band: each deployment's targets "
+                  "tightened by its class's median error in the validation table, where its class runs optimistic")
       ->type_name("FRACTION");
   app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
   app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
@@ -316,7 +318,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.disaggregated = on_off_both(v->disagg, "--disagg", false);
   if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
   s.slo_asked = b.slo;
-  if (!v->margin.empty()) {
+  if (v->margin == "band") {
+    // Each deployment's own targets, from its class's errors (planning::band_slo).
+    if (!b.slo.any()) throw InputError("--margin: band: headroom over the SLO needs --slo targets");
+    s.margin_band = true;
+  } else if (!v->margin.empty()) {
     // A fraction, or a percentage: the fleet must meet each target with it to spare.
     const std::string& mg = v->margin;
     const bool pct = mg.size() > 1 && mg.back() == '%';
@@ -758,7 +764,7 @@ void register_report_fleet(CLI::App& root, std::vector<Command>& commands) {
                         // The chosen deployment again, in full: its CDFs and its load over time.
                         nlohmann::json best_run = nullptr;
                         if (res.best) {
-                          const serving::ServeConfig cfg = planning::serve_config(run.space, *res.best);
+                          const serving::ServeConfig cfg = planning::serve_config(run.model, run.space, *res.best);
                           const hw::System& sys = run.space.chips[res.best->chip].sys;
                           best_run = report::serving_json(run.model, sys, cfg, serving::simulate(run.model, sys, cfg));
                         }

@@ -122,7 +122,7 @@ void emit_fleet_launches(planning::LaunchTarget target, const std::string& dir, 
       ++other_engine;
       return;
     }
-    const serving::ServeConfig cfg = planning::serve_config(space, d);
+    const serving::ServeConfig cfg = planning::serve_config(m, space, d);
     std::vector<std::string> heading{
         fmt::format("ridgeline search serve chose this deployment ({}); `{} {}` reproduces its numbers.", list, serve_prefix,
                     report::deployment_flags(space, d)),

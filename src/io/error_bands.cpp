@@ -38,6 +38,19 @@ std::string error_class(std::string_view engine, DType gemm_dtype, bool moe) {
   return fmt::format("{}, {}, {}", engine, dtype, moe ? "MoE" : "dense");
 }
 
+std::string answer_class(std::string_view engine, const model::ModelConfig& m, const model::ForwardConfig& f,
+                         const hw::ChipSpec& chip) {
+  // The checkpoint's dtype of the weights doing most of the work: a MoE checkpoint with its
+  // experts alone quantised (gpt-oss's mxfp4) runs most of its FLOPs there.
+  const model::GemmDtypes d = model::gemm_dtypes(m, f, chip);
+  const bool experts = m.is_moe() && m.quantized && m.quant.experts_only;
+  const DType w = experts ? d.expert_weight : d.dense_weight;
+  const DType gemm = experts ? d.expert : d.dense;
+  // 4-bit float weights are their own class whatever they are multiplied in (the table's
+  // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
+  return error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());
+}
+
 std::optional<ErrorBand> error_band(std::string_view cls) {
   const nlohmann::json& t = table();
   const auto it = t.find(std::string(cls));

@@ -13,6 +13,7 @@
 #include "../analysis/search_pool.hpp"
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/units.hpp"
+#include "ridgeline/io/error_bands.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/ops/estimate.hpp"
 #include "ridgeline/serving/step_model.hpp"
@@ -122,7 +123,7 @@ class Evaluator {
     d.spec_tokens = c.k;
     d.draft = c.draft;
     const hw::System& sys = s_.chips[c.chip].sys;
-    ServeConfig cfg = serve_config(s_, d);
+    ServeConfig cfg = serve_config(m_, s_, d);
     // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
     const serving::InstancePlan dp = serving::instance_plan(cfg, c.disagg);
     // One replica (disaggregated: a prefill and a decode instance) until a fleet is sized: what
@@ -714,8 +715,31 @@ std::vector<const Deployment*> best_per_chip(const FleetSpace& space, const std:
   return out;
 }
 
-serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d) {
+std::string deployment_class(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
+  model::ForwardConfig f = space.base.forward;
+  if (d.weight_dtype) f.precision.weight = d.weight_dtype;
+  return io::answer_class(serving::band_name(d.engine), m, f, space.chips[d.chip].sys.chip);
+}
+
+double band_error(std::string_view cls, serving::SloMetric metric) {
+  const auto band = io::error_band(cls);
+  if (!band) return 0;
+  // ITL's rows are in the TPOT line (the table keeps a stream's per-token times together).
+  const char* key = metric == serving::SloMetric::ttft ? "ttft" : metric == serving::SloMetric::e2e ? "e2e" : "tpot";
+  const auto it = band->metrics.find(key);
+  return it == band->metrics.end() ? 0 : std::min(0.0, it->second.median);
+}
+
+serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
+  serving::Slo slo = space.slo_asked;
+  const std::string cls = deployment_class(m, space, d);
+  for (serving::SloTarget& g : slo.targets) g.limit_s *= 1 + band_error(cls, g.metric);
+  return slo;
+}
+
+serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
   ServeConfig c = space.base;
+  if (space.margin_band) c.slo = band_slo(m, space, d);
   c.forward.tp = d.tp;
   c.forward.ep = d.ep;
   c.forward.experts = d.experts;

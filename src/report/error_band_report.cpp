@@ -8,19 +8,6 @@
 
 namespace ridgeline::report {
 
-std::string answer_class(std::string_view engine, const model::ModelConfig& m, const model::ForwardConfig& f,
-                         const hw::ChipSpec& chip) {
-  // The checkpoint's dtype of the weights doing most of the work: a MoE checkpoint with its
-  // experts alone quantised (gpt-oss's mxfp4) runs most of its FLOPs there.
-  const model::GemmDtypes d = model::gemm_dtypes(m, f, chip);
-  const bool experts = m.is_moe() && m.quantized && m.quant.experts_only;
-  const DType w = experts ? d.expert_weight : d.dense_weight;
-  const DType gemm = experts ? d.expert : d.dense;
-  // 4-bit float weights are their own class whatever they are multiplied in (the table's
-  // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
-  return io::error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());
-}
-
 nlohmann::json error_band_json(std::string_view cls) {
   nlohmann::json j = {{"class", cls}, {"source", io::kErrorBandSource}, {"metrics", nlohmann::json::object()}};
   const auto band = io::error_band(cls);

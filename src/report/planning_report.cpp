@@ -81,19 +81,39 @@ std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return 
 
 std::string slo_text(const serving::Slo& s);
 
-// A deployment's class in the validation table (docs/serving.md#errors-by-class).
-std::string deployment_class(const model::ModelConfig& m, const planning::FleetSpace& space, const Deployment& d) {
-  model::ForwardConfig f = space.base.forward;
-  if (d.weight_dtype) f.precision.weight = d.weight_dtype;
-  return answer_class(serving::band_name(d.engine), m, f, space.chips[d.chip].sys.chip);
-}
+using planning::deployment_class;  // its class in the validation table (docs/serving.md#errors-by-class)
 
 // The SLO as asked and the headroom the search sized fleets with.
 std::string space_slo_text(const planning::FleetSpace& space) {
   const serving::Slo& asked = space.slo_asked.any() ? space.slo_asked : space.base.slo;
   std::string s = slo_text(asked);
   if (space.margin > 0) s += fmt::format("; sized with a {:.3g}% margin (to {})", 100 * space.margin, slo_text(space.base.slo));
+  if (space.margin_band) s += "; each deployment sized for its class's median error (--margin band)";
   return s;
+}
+
+const serving::Slo& asked_slo(const planning::FleetSpace& s);
+
+// With --margin band: the targets the best deployment was held to, each with the class's
+// median error that set it ("ttft_p99 857 ms (TTFT -14%)"). Without: where its spare is less
+// than its class's median error, a line saying so.
+std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& space, const Deployment& b) {
+  const std::string cls = deployment_class(m, space, b);
+  std::string s;
+  for (const serving::SloTarget& g : asked_slo(space).targets) {
+    const double e = planning::band_error(cls, g.metric);
+    const double spare = b.target_slack[static_cast<std::size_t>(g.metric)];
+    const std::string stat = g.q < 0 ? "mean" : fmt::format("p{:.0f}", g.q * 100);
+    if (space.margin_band) {
+      s += fmt::format("{}{}_{} {} ({})", s.empty() ? "" : ", ", serving::name(g.metric), stat, t(g.limit_s * (1 + e)),
+                       e < 0 ? fmt::format("{:+.0f}%", 100 * e) : "as asked");
+    } else if (e < 0 && spare < -e) {
+      s += fmt::format("{}{}: {:.0f}% to spare, the class runs {:+.0f}%", s.empty() ? "" : "; ", serving::name(g.metric), 100 * spare, 100 * e);
+    }
+  }
+  if (s.empty()) return s;
+  return space.margin_band ? "  targets held to (its class's median errors): " + s + "\n"
+                           : "  its spare is less than its class's median error (" + s + "): --margin band sizes each deployment for it\n";
 }
 
 std::string slo_text(const serving::Slo& s) {
@@ -107,6 +127,13 @@ std::string slo_text(const serving::Slo& s) {
 
 // The SLO as asked: the targets the spare of each deployment is measured against.
 const serving::Slo& asked_slo(const planning::FleetSpace& s) { return s.slo_asked.any() ? s.slo_asked : s.base.slo; }
+
+// {"ttft": 0.857, "tpot": 0.046}: each target's limit in seconds.
+json targets_json(const serving::Slo& slo) {
+  json j = json::object();
+  for (const serving::SloTarget& g : slo.targets) j[std::string(serving::name(g.metric))] = g.limit_s;
+  return j;
+}
 
 // {"ttft": 0.59, "tpot": 0.37}: the distance to each target there is.
 json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
@@ -238,6 +265,8 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"workload", arrival_text(space.base.workload)},
          {"slo", slo_text(space.slo_asked.any() ? space.slo_asked : space.base.slo)},
          {"margin", space.margin},
+         {"margin_band", space.margin_band},
+         {"best_targets", r.best && space.margin_band ? targets_json(planning::band_slo(m, space, *r.best)) : json(nullptr)},
          {"seeds", {{"count", space.seeds.count}, {"quantile", space.seeds.quantile}}},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
@@ -353,6 +382,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += "\n";
   if (!prefix.empty()) s += "  " + prefix + " " + deployment_flags(space, b) + "\n";
   s += "  " + error_band_text(deployment_class(m, space, b));
+  s += band_text(m, space, b);
 
   // Deployments that differ only in their sequence limit and ran the same are one row, with
   // the range of limits ("64-1024").

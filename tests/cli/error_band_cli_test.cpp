@@ -119,6 +119,24 @@ TEST(ErrorBandCli, SloSlackAndMargin) {
   expect_bad(q + " --margin 95%", "--margin");
   expect_bad(q + " --margin -0.1", "--margin");
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --margin 0.1", "--margin");
+
+  // --margin band: each deployment held to its class's targets, target x (1 + e) for the
+  // table's median error e of its metric where negative; the best's targets in the JSON, and
+  // every deployment kept at least -e from the targets asked.
+  const nlohmann::json band = run_json(q + " --margin band");
+  EXPECT_TRUE(band["margin_band"].get<bool>());
+  EXPECT_EQ(band["margin"].get<double>(), 0);
+  const nlohmann::json row = table()["vllm, 16-bit, dense"];
+  const double e_ttft = std::min(0.0, row["ttft"]["median"].get<double>()), e_tpot = std::min(0.0, row["tpot"]["median"].get<double>());
+  EXPECT_DOUBLE_EQ(band["best_targets"]["ttft"].get<double>(), 0.3 * (1 + e_ttft));
+  EXPECT_DOUBLE_EQ(band["best_targets"]["tpot"].get<double>(), 0.011 * (1 + e_tpot));
+  ASSERT_FALSE(band["feasible"].empty());
+  for (const auto& d : band["feasible"]) {
+    EXPECT_GE(d["slo_slack_by_target"]["ttft"].get<double>(), -e_ttft - 1e-12) << d["command"];
+    EXPECT_GE(d["slo_slack_by_target"]["tpot"].get<double>(), -e_tpot - 1e-12) << d["command"];
+  }
+  EXPECT_TRUE(plain["best_targets"].is_null());
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --margin band", "--margin");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/io/error_bands.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/speculation.hpp"
 #include "ridgeline/serving/step_model.hpp"
@@ -78,7 +79,7 @@ TEST(Fleet, ReplicasRoundRobinAtConstantRateAreOneReplicaAtItsShare) {
     d.max_num_seqs = 256;
     d.max_batched_tokens = 8192;
     s.chips = {chip("h100-sxm")};
-    ServeConfig many = serve_config(s, d);
+    ServeConfig many = serve_config(m, s, d);
     ServeConfig one = many;
     one.replicas = 1;
     one.workload.qps = lambda / static_cast<double>(R);
@@ -126,7 +127,7 @@ TEST(Fleet, FewestReplicasAgreeWithBruteForce) {
         std::int64_t first = 0;
         for (std::int64_t rep = 1; rep <= 32 && first == 0; ++rep) {
           d.replicas = rep;
-          if (met(serve_config(s, d), run(m, s.chips[ci].sys, serve_config(s, d)))) first = rep;
+          if (met(serve_config(m, s, d), run(m, s.chips[ci].sys, serve_config(m, s, d)))) first = rep;
         }
         ASSERT_GT(first, 0) << "no count up to 32 serves " << s.chips[ci].sys.chip.name << " tp " << tp;
         fewest = std::min(fewest, static_cast<double>(first * tp));
@@ -148,6 +149,81 @@ TEST(Fleet, FewestReplicasAgreeWithBruteForce) {
   EXPECT_EQ(s.chips[r.best->chip].sys.chip.name, "h100-sxm");
 }
 
+TEST(Fleet, BandSloTightensEachTargetByItsClasssMedianError) {
+  // Llama-3.1-8B in bf16 under vLLM on an H100 is the class "vllm, 16-bit, dense". Each
+  // target asked becomes target x (1 + e), e its metric's median error in the embedded table
+  // where negative (the model optimistic there): TTFT's for ttft, TPOT's for tpot and itl,
+  // E2E's for e2e. A prediction p meets it when p / (1 + e), the measurement a typical
+  // error implies, meets the target asked.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(10, 100);
+  s.chips = {chip("h100-sxm")};
+  s.slo_asked.set(serving::SloMetric::ttft, 1.0);
+  s.slo_asked.set(serving::SloMetric::tpot, 0.05);
+  s.slo_asked.set(serving::SloMetric::itl, 0.08);
+  s.slo_asked.set(serving::SloMetric::e2e, 20);
+  s.base.slo = s.slo_asked;
+  s.margin_band = true;
+  Deployment d;
+  d.engine = {serving::EngineKind::vllm, 14};
+  d.max_num_seqs = 64;
+  d.max_batched_tokens = 8192;
+  ASSERT_EQ(deployment_class(m, s, d), "vllm, 16-bit, dense");
+  const auto band = io::error_band("vllm, 16-bit, dense");
+  ASSERT_TRUE(band && band->metrics.count("ttft") && band->metrics.count("tpot"));
+  const double e_ttft = std::min(0.0, band->metrics.at("ttft").median), e_tpot = std::min(0.0, band->metrics.at("tpot").median);
+  ASSERT_LT(e_ttft, 0) << "a class that runs optimistic, or the tightening is not tested";
+  const double e_e2e = band->metrics.count("e2e") ? std::min(0.0, band->metrics.at("e2e").median) : 0;
+  const serving::Slo slo = serve_config(m, s, d).slo;
+  EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::ttft)->limit_s, 1.0 * (1 + e_ttft));
+  EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::tpot)->limit_s, 0.05 * (1 + e_tpot));
+  EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::itl)->limit_s, 0.08 * (1 + e_tpot));
+  EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::e2e)->limit_s, 20 * (1 + e_e2e));
+  EXPECT_DOUBLE_EQ(band_error("vllm, 16-bit, dense", serving::SloMetric::itl), e_tpot);
+  // Without the band the targets are the base's; a class with no row leaves them as asked.
+  s.margin_band = false;
+  EXPECT_DOUBLE_EQ(serve_config(m, s, d).slo.find(serving::SloMetric::ttft)->limit_s, 1.0);
+  EXPECT_EQ(band_error("static, fp4, MoE", serving::SloMetric::ttft), 0);
+}
+
+TEST(Fleet, MarginBandSizesEveryDeploymentForItsClass) {
+  // The search with --margin band keeps a deployment only when its spare on each target
+  // covers its class's median error: the best's distance to the TTFT asked is at least -e.
+  // The TTFT target is set 5% above what the plain search's best predicts, less than the
+  // class's error (14% in today's table; the test asks only that it be over 5%), so the band
+  // needs more replicas than the plain search.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(30, 300);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.max_num_seqs = {256};
+  s.max_rate = false;
+  s.base.engine = serving::engine_preset({serving::EngineKind::vllm, 14}, s.chips[0].sys.chip, 1);
+  s.engines = {{serving::EngineKind::vllm, 14}};
+  s.base.slo.set(serving::SloMetric::ttft, 0.2);
+  s.base.slo.set(serving::SloMetric::tpot, 0.03);
+  s.slo_asked = s.base.slo;
+  const FleetSearchResult loose = search_fleet(m, s);
+  ASSERT_TRUE(loose.best);
+  s.base.slo.set(serving::SloMetric::ttft, loose.best->ttft.p99 / 0.95);
+  s.slo_asked = s.base.slo;
+  const FleetSearchResult plain = search_fleet(m, s);
+  s.margin_band = true;
+  const FleetSearchResult banded = search_fleet(m, s);
+  ASSERT_TRUE(plain.best && banded.best);
+  const std::string cls = deployment_class(m, s, *banded.best);
+  ASSERT_LT(band_error(cls, serving::SloMetric::ttft), -0.05);
+  EXPECT_EQ(plain.best->gpus, loose.best->gpus);
+  for (const serving::SloMetric k : {serving::SloMetric::ttft, serving::SloMetric::tpot}) {
+    EXPECT_GE(banded.best->target_slack[static_cast<std::size_t>(k)], -band_error(cls, k) - 1e-12) << serving::name(k);
+  }
+  EXPECT_GT(banded.best->gpus, plain.best->gpus);
+  // The run the search kept is the run serve gives with the tightened targets.
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *banded.best));
+  EXPECT_TRUE(met(serve_config(m, s, *banded.best), again));
+  EXPECT_DOUBLE_EQ(banded.best->ttft.p99, again.ttft.p99);
+}
+
 TEST(Fleet, PricesRankByCostNotByGpus) {
   // At $10/h an H100 costs more than three A100s at $1/h: priced, the cheapest fleet is the
   // A100s'; unpriced, the fewest GPUs are the H100s'. Its cost is the price times its GPUs,
@@ -166,7 +242,7 @@ TEST(Fleet, PricesRankByCostNotByGpus) {
   EXPECT_EQ(s.chips[priced.best->chip].sys.chip.name, "a100-80gb");
   const Deployment& b = *priced.best;
   EXPECT_DOUBLE_EQ(b.usd_per_hour, 1.0 * b.gpus);
-  const ServingResult again = run(m, s.chips[b.chip].sys, serve_config(s, b));
+  const ServingResult again = run(m, s.chips[b.chip].sys, serve_config(m, s, b));
   EXPECT_DOUBLE_EQ(b.output_tokens_per_s, again.output_tokens_per_s);
   EXPECT_NEAR(b.usd_per_million_output_tokens, b.gpus * 1.0 / 3600 / again.output_tokens_per_s * 1e6, 1e-12);
   EXPECT_NEAR(b.usd_per_million_tokens, b.gpus * 1.0 / 3600 / (again.output_tokens_per_s + again.input_tokens_per_s) * 1e6, 1e-12);
@@ -207,7 +283,7 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   d.max_batched_tokens = serving::engine_preset(serving::EngineKind::vllm, s.chips[0].sys.chip, 1).max_batched_tokens;
   d.replicas = 1;  // a disaggregated deployment is one fleet of its instances
   d.prefill = d.decode = 1;
-  ServeConfig cfg = serve_config(s, d);
+  ServeConfig cfg = serve_config(m, s, d);
   serving::DisaggResult rates;
   serving::disagg_rates(m, s.chips[0].sys, cfg, 1000, 100, rates);
   const double ratio = rates.prefill_per_decode;
@@ -215,12 +291,12 @@ TEST(Fleet, DisaggregatedInstancesAreTheFewestTheSplitRuleAllows) {
   for (std::int64_t n = 2; n <= 16 && first == 0; ++n) {
     d.prefill = std::clamp<std::int64_t>(std::llround(static_cast<double>(n) * ratio / (1 + ratio)), 1, n - 1);
     d.decode = n - d.prefill;
-    if (met(serve_config(s, d), run(m, s.chips[0].sys, serve_config(s, d)))) first = n;
+    if (met(serve_config(m, s, d), run(m, s.chips[0].sys, serve_config(m, s, d)))) first = n;
   }
   ASSERT_GT(first, 2) << "the load must need more than one pair, or the count search is not tested";
   EXPECT_EQ(r.best->prefill + r.best->decode, first);
   EXPECT_EQ(r.best->gpus, static_cast<double>(first));
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *r.best));
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
 }
@@ -242,7 +318,7 @@ TEST(Fleet, EverySplitCheaperThanRateMatchingsIsSearched) {
   std::int64_t fewest = 1 << 30;
   for (d.prefill = 1; d.prefill <= 12; ++d.prefill) {
     for (d.decode = 1; d.decode <= 6 && d.prefill + 2 * d.decode < fewest; ++d.decode) {
-      if (met(serve_config(s, d), run(m, s.chips[0].sys, serve_config(s, d)))) fewest = d.prefill + 2 * d.decode;
+      if (met(serve_config(m, s, d), run(m, s.chips[0].sys, serve_config(m, s, d)))) fewest = d.prefill + 2 * d.decode;
     }
   }
   ASSERT_LT(fewest, 1 << 30) << "no split within 12 + 6 instances meets the SLO";
@@ -250,7 +326,7 @@ TEST(Fleet, EverySplitCheaperThanRateMatchingsIsSearched) {
   // Rate matching's split here gives the decode instances more than the SLO needs: the test
   // must see a cheaper split, or it tests nothing beyond the count search.
   EXPECT_LT(r.best->gpus, matched.best->gpus);
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *r.best));
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
 }
@@ -281,7 +357,7 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryTpWithEachPrefillTp) {
     fewest = std::min(fewest, d.gpus);
   }
   EXPECT_EQ(r.best->gpus, fewest);
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *r.best));
   EXPECT_EQ(again.gpus, r.best->gpus);
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
@@ -325,7 +401,7 @@ TEST(Fleet, DecodeInstancesAreSearchedAtEveryEpOfTheirTp) {
   EXPECT_EQ(a.best->prefill, r.best->prefill);
   EXPECT_EQ(a.best->decode, r.best->decode);
   EXPECT_EQ(a.best->tpot.p99, r.best->tpot.p99);
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *r.best));
   EXPECT_EQ(again.gpus, r.best->gpus);
   EXPECT_EQ(again.disagg.decode_ep, r.best->decode_ep);
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
@@ -362,7 +438,7 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   s.drafts = {mtp};
   const FleetSearchResult specd = search_fleet(m, s);
   ASSERT_TRUE(specd.best);
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *specd.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *specd.best));
   EXPECT_LT(again.tpot.p99, 3e-3);
   EXPECT_DOUBLE_EQ(specd.best->output_tokens_per_s, again.output_tokens_per_s);
 }
@@ -409,7 +485,7 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
       EXPECT_GT(d.spec_tokens, 0) << what;
     }
   }
-  const ServingResult again = run(m, s.chips[0].sys, serve_config(s, *r.best));
+  const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *r.best));
   EXPECT_EQ(again.speculation.k, r.best->spec_tokens);
   EXPECT_DOUBLE_EQ(r.best->tpot.p99, again.tpot.p99);
   EXPECT_DOUBLE_EQ(r.best->output_tokens_per_s, again.output_tokens_per_s);
@@ -439,7 +515,7 @@ TEST(Fleet, ChunkedPrefillIsAKnobOfTheSpace) {
   ASSERT_TRUE(r.best);
   ASSERT_TRUE(r.best->chunked_prefill);
   EXPECT_TRUE(*r.best->chunked_prefill);
-  const ServeConfig cfg = serve_config(s, *r.best);
+  const ServeConfig cfg = serve_config(m, s, *r.best);
   EXPECT_TRUE(cfg.engine.chunked_prefill);
   const ServingResult again = run(m, s.chips[0].sys, cfg);
   EXPECT_EQ(again.rejected, 0);
@@ -494,7 +570,7 @@ TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
     EXPECT_EQ(d.replicas, alone.feasible.front().replicas) << which;
     EXPECT_EQ(d.tpot.p99, alone.feasible.front().tpot.p99) << which;
     EXPECT_EQ(d.output_tokens_per_s, alone.feasible.front().output_tokens_per_s) << which;
-    const ServingResult again = run(m, s.chips[0].sys, serve_config(s, d));
+    const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, d));
     EXPECT_EQ(again.speculation.k, d.spec_tokens) << which;
     EXPECT_NEAR(again.speculation.tokens_per_step, which == 0 ? 1 : which == 1 ? 2.44 : 1.75, 1e-12) << which;
     EXPECT_DOUBLE_EQ(d.output_tokens_per_s, again.output_tokens_per_s) << which;
@@ -522,7 +598,7 @@ double lone_step_s(const model::ModelConfig& m, const FleetSpace& s, model::Step
   d.ep = ep;
   d.max_num_seqs = 256;
   d.max_batched_tokens = 8192;
-  const ServeConfig cfg = serve_config(s, d);
+  const ServeConfig cfg = serve_config(m, s, d);
   serving::StepModel step;
   step.prepare(m, s.chips[0].sys, serving::engine_forward(cfg.forward, cfg.engine));
   mix.fused_attention = cfg.engine.fused_attention;
@@ -575,7 +651,7 @@ TEST(Fleet, MoeDeploymentsAreSearchedWithBothExpertLayoutsAtTpAboveOne) {
     if (d.experts != model::ForwardConfig::Experts::expert) continue;
     ++whole;
     EXPECT_EQ(d.tp, 2);
-    EXPECT_EQ(serve_config(s, d).forward.ep_size(), 2);
+    EXPECT_EQ(serve_config(m, s, d).forward.ep_size(), 2);
   }
   EXPECT_EQ(whole, 1);
   s.experts = {model::ForwardConfig::Experts::tensor};
@@ -639,7 +715,7 @@ TEST(Fleet, MaxRateIsMetAndABitMoreIsNot) {
   ASSERT_TRUE(r.best);
   const Deployment& b = *r.best;
   ASSERT_GT(b.max_qps, 10);
-  ServeConfig cfg = serve_config(s, b);
+  ServeConfig cfg = serve_config(m, s, b);
   cfg.workload.qps = b.max_qps;
   EXPECT_TRUE(met(cfg, run(m, s.chips[0].sys, cfg)));
   cfg.workload.qps = b.max_qps * 1.1;

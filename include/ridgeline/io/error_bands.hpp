@@ -10,6 +10,9 @@
 #include <string_view>
 
 #include "ridgeline/core/dtype.hpp"
+#include "ridgeline/hw/chip.hpp"
+#include "ridgeline/model/model_config.hpp"
+#include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::io {
 
@@ -30,6 +33,12 @@ struct ErrorBand {
 /// The class of an answer: the engine ("vllm", "sglang", "trtllm", "static"), the dtype the
 /// GEMMs run in (fp8, fp4, else "16-bit") and whether the model is a mixture of experts.
 std::string error_class(std::string_view engine, DType gemm_dtype, bool moe);
+
+/// The class of `m` served by `engine` ("vllm", "sglang", "trtllm", "static") as `f` runs it
+/// on `chip`: the dtype most of its GEMM work runs in (its experts' for a MoE checkpoint
+/// whose experts alone are quantised).
+std::string answer_class(std::string_view engine, const model::ModelConfig& m, const model::ForwardConfig& f,
+                         const hw::ChipSpec& chip);
 
 /// The band of `cls` from the embedded table, or nullopt when the table has no row of it.
 std::optional<ErrorBand> error_band(std::string_view cls);

@@ -92,6 +92,11 @@ struct FleetSpace {
   /// Headroom (`--margin`): the fraction every target is met with to spare. `base.slo` holds
   /// the targets the simulations check, those asked (`slo_asked`) times 1 − margin.
   double margin = 0;
+  /// Headroom from the validation table (`--margin band`, docs/serving.md#headroom-and-the-distance-to-the-slo):
+  /// each deployment's targets tightened by its own class's median error where the class runs
+  /// optimistic, target × (1 + e) for a median e < 0 (TTFT's for ttft, TPOT's for tpot and
+  /// itl, E2E's for e2e; io::error_band). `base.slo` then holds the targets as asked.
+  bool margin_band = false;
   serving::Slo slo_asked;
   int top = 10;                                   ///< feasible deployments kept, cheapest first
   /// Every run of a deployment with this many seeds, the fleet sized on the worst (or the
@@ -188,8 +193,22 @@ struct FleetSearchResult {
   bool interrupted = false;
 };
 
-/// The configuration `serve` runs for a deployment: `base` with its plan, engine and replicas.
-serving::ServeConfig serve_config(const FleetSpace& space, const Deployment& d);
+/// The configuration `serve` runs for a deployment: `base` with its plan, engine and replicas,
+/// and its targets (band_slo with FleetSpace::margin_band).
+serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
+
+/// The deployment's class in the validation table (io::answer_class of its engine, its
+/// weights' dtype and the model on its chip).
+std::string deployment_class(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
+
+/// The targets as asked (FleetSpace::slo_asked), each tightened by the median error of the
+/// deployment's class for its metric where that error is negative: target × (1 + e). A
+/// prediction p within it is within the target asked once divided by 1 + e, the class's
+/// typical ratio of predicted to measured. Metrics with no row in the class are left as asked.
+serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
+
+/// The median error band_slo applies to a metric of the class (0 where it leaves the target).
+double band_error(std::string_view cls, serving::SloMetric metric);
 
 /// Throws InputError naming the flag for a space no search can run (no chips, a price on
 /// some chips only, limits out of range, a workload that cannot make requests).

@@ -7,16 +7,13 @@
 #include <nlohmann/json.hpp>
 
 #include "ridgeline/hw/chip.hpp"
+#include "ridgeline/io/error_bands.hpp"
 #include "ridgeline/model/model_config.hpp"
 #include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::report {
 
-/// The class of `m` served by `engine` ("vllm", "sglang", "trtllm", "static") as `f` runs it
-/// on `chip`: the dtype most of its GEMM work runs in (its experts' for a MoE checkpoint
-/// whose experts alone are quantised).
-std::string answer_class(std::string_view engine, const model::ModelConfig& m, const model::ForwardConfig& f,
-                         const hw::ChipSpec& chip);
+using io::answer_class;  // (the class of an answer: io/error_bands.hpp)
 /// {class, source, metrics: {ttft: {n, median, median_abs, p90_abs, low, high}, ...}}; a
 /// class the table has no row of: metrics {} and a note saying so.
 nlohmann::json error_band_json(std::string_view cls);
