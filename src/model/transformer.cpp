@@ -603,14 +603,58 @@ void StepMix::add_prefill(double q, double kv, double window) noexcept {
   prefill_window += ops::attention_counts(a);
 }
 
+namespace {
+
+// x^n for a whole n ≥ 1 by squaring (the chips of a layout: 2, 4, 8 ... three products for 8).
+double whole_power(double x, std::int64_t n) noexcept {
+  double out = 1;
+  for (; n > 0; n >>= 1, x *= x) {
+    if (n & 1) out *= x;
+  }
+  return out;
+}
+
+}  // namespace
+
+double busiest_of_binomials(double n, double p, double chips) noexcept {
+  if (!(n >= 1) || !(p > 0) || !(chips > 1)) return n * std::clamp(p, 0.0, 1.0);
+  if (p >= 1) return n;
+  const bool whole = chips == std::floor(chips) && chips <= 4096;
+  const auto power = [&](double x) { return whole ? whole_power(x, static_cast<std::int64_t>(chips)) : std::pow(x, chips); };
+  // E[max] = Σ_{x=1..n} P(max ≥ x) = Σ (1 − F(x−1)^chips), F the binomial CDF. Past one half
+  // the complement counts instead: untouched ~ Bin(n, 1 − p), E[max touched] = n − E[min
+  // untouched] = n − Σ (1 − G(x−1))^chips. Either way the first probability, q^n with q ≥ 1/2,
+  // does not underflow for any n a model has (2^−1024 is past 1000 experts a chip).
+  const bool low = p <= 0.5;
+  const double s = low ? p : 1 - p;  // the counted variable's probability
+  const int count = static_cast<int>(n);
+  double pmf = std::pow(1 - s, count), cdf = 0, sum = 0;
+  const double ratio = s / (1 - s);
+  for (int x = 1; x <= count; ++x) {
+    cdf += pmf;  // F(x − 1)
+    // Below 1e-17 of probability mass the power is 1 to the last bit (max) or 1 − chips·cdf
+    // within 1e-30 (min): no power taken for the many x far below the maximum's range.
+    const double term = low ? (cdf < 1e-17 ? 1 : 1 - power(cdf)) : (cdf < 1e-17 ? 1 - chips * cdf : power(std::max(0.0, 1 - cdf)));
+    sum += term;
+    // Once the terms vanish (F near 1 for the max, 1 − G near 0 for the min) the rest do too.
+    if (term < 1e-15) break;
+    pmf *= static_cast<double>(count - x + 1) / x * ratio;
+  }
+  return low ? sum : n - sum;
+}
+
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
-  const double mean = E / ep * (1 - std::pow(1 - k / E, group_tokens));
-  // The busiest chip, which the layer waits for: the experts touched sit on some chip, so
-  // once a token is routed one of them reads at least one whole expert (a lone decode token
-  // of Mixtral on 8 chips of one expert each: 2 chips read a whole expert, 6 none; the mean
-  // is a quarter). A lower bound of the busiest chip's expectation: max(mean, min(1, ep·mean)).
-  return ep > 1 ? std::max(mean, std::min(1.0, ep * mean)) : mean;
+  const double p = 1 - std::pow(1 - k / E, group_tokens);
+  const double mean = E / ep * p;
+  if (!(ep > 1)) return mean;
+  // The busiest chip, which the layer waits for. Each expert is touched with probability p,
+  // independently (a balanced router), so a chip's count is Bin(E/ep, p) and the busiest of
+  // ep chips reads the expected maximum of ep of them: DeepSeek-V3 decoding one token on 8
+  // GPUs (32 experts each, p = 1/32) reads 2.3 experts on its busiest GPU where the mean is 1.
+  // At least one whole expert once a token is routed (independence lets every chip draw none:
+  // a lone decode token of Mixtral on 8 chips of one expert each makes two chips read one).
+  return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
 }
 
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {

@@ -61,6 +61,16 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   launch_s_ = rates.launch_s;
   moe_ = m.is_moe();
   own_touched_ = false;
+  touched_.clear();
+  touched_all_ = false;
+  if (moe_ && ep_size_ > 1) {
+    const double all = static_cast<double>(m.moe.experts) / ep_size_;
+    touched_.reserve(256);
+    for (int t = 0; t <= kTouchedTable && !touched_all_; ++t) {
+      touched_.push_back(model::touched_experts(m, ep_size_, t));
+      touched_all_ = touched_.back() == all;
+    }
+  }
   mla_ = m.is_mla();
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
@@ -201,11 +211,19 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   if (v.all_tokens.count > 0) e.s += v.all_tokens.at(e.all);
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
-  e.touched = moe_ ? model::touched_experts(*model_, ep_size_, mix.tokens()) : 0;
+  e.touched = moe_ ? touched_at(mix.tokens()) : 0;
   for (int i = 0; i < v.apart_count; ++i) {
     if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched);
   }
   return e;
+}
+
+double StepModel::touched_at(double tokens) const noexcept {
+  if (!touched_.empty() && tokens >= 0 && tokens == std::floor(tokens)) {
+    if (tokens < static_cast<double>(touched_.size())) return touched_[static_cast<std::size_t>(tokens)];
+    if (touched_all_) return touched_.back();
+  }
+  return model::touched_experts(*model_, ep_size_, tokens);
 }
 
 double StepModel::apart_at(const Variant& v, int i, double x, double touched) const noexcept {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "ridgeline/io/model_file.hpp"
+#include "ridgeline/model/transformer.hpp"
 
 namespace ridgeline::model {
 namespace {
@@ -19,6 +20,33 @@ TEST(Routing, ExpectedMaximumOfNormalsInClosedForm) {
   EXPECT_NEAR(expected_max_normal(2), 1 / std::sqrt(pi), 1e-12);                                 // 0.5641895835
   EXPECT_NEAR(expected_max_normal(3), 3 / (2 * std::sqrt(pi)), 1e-12);                           // 0.8462843753
   EXPECT_NEAR(expected_max_normal(4), 3 / std::sqrt(pi) * (0.5 + std::asin(1.0 / 3) / pi), 1e-12);  // 1.0293753730
+}
+
+TEST(Routing, BusiestChipsTouchedExpertsByHand) {
+  // Two chips of n = 2 experts, each touched with probability p = 1/4: a chip's count is
+  // Bin(2, 1/4), pmf 9/16, 6/16, 1/16, CDF F(0) = 9/16, F(1) = 15/16. E[max of two] =
+  // (1 − F(0)²) + (1 − F(1)²) = (1 − 81/256) + (1 − 225/256) = 175/256 + 31/256 = 206/256.
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(2, 0.25, 2), 206.0 / 256);
+  // p = 3/4 (past one half, counted by the untouched, Bin(2, 1/4)): E[max touched] = 2 −
+  // E[min untouched] = 2 − ((1 − G(0))² + (1 − G(1))²) = 2 − (49/256 + 1/256) = 462/256.
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(2, 0.75, 2), 462.0 / 256);
+  // At one half both ways agree: E[max] of two Bin(2, 1/2) = (1 − (1/4)²) + (1 − (3/4)²) =
+  // 15/16 + 7/16 = 22/16.
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(2, 0.5, 2), 22.0 / 16);
+  // One chip: its mean; certain touch: all of them.
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(32, 0.25, 1), 8);
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(32, 1, 8), 32);
+  // A toy MoE of E = 4 experts, top 2, over 2 chips: two tokens touch an expert with
+  // p = 1 − (1 − 2/4)² = 3/4, so the busiest chip reads 462/256 = 1.8046875 experts where the
+  // mean is 1.5. One token of top 1 (p = 1/4): 206/256 from the binomials, but one expert is
+  // surely read somewhere: min(1, E·p) = 1.
+  ModelConfig m = io::bundled_model("mixtral-8x7b");
+  m.moe.experts = 4;
+  m.moe.experts_per_token = 2;
+  EXPECT_DOUBLE_EQ(touched_experts(m, 2, 2), 462.0 / 256);
+  EXPECT_DOUBLE_EQ(touched_experts(m, 1, 2), 3);  // no expert parallelism: the mean of all 4
+  m.moe.experts_per_token = 1;
+  EXPECT_DOUBLE_EQ(touched_experts(m, 2, 1), 1);
 }
 
 TEST(Routing, MixtralOverFourGpusAtFortyEightTokens) {

@@ -117,6 +117,25 @@ TEST(StepModel, UniformStepsEqualInfer) {
   }
 }
 
+TEST(StepModel, TouchedExpertsKeptByTokensPriceAsTheStepGraph) {
+  // DeepSeek-V3 at --tp 1 --ep 8: the busiest GPU's touched experts, kept at 0, 1, 2 ...
+  // tokens from preparation up to the count at which all 32 of its experts are read, then
+  // 32 for every count above (model::busiest_of_binomials is exactly 32 once every expert is
+  // surely touched). Steps inside the table, near its end and far past it cost what the step
+  // graph built op by op with model::touched_experts costs.
+  const Plan p{"deepseek-v3", "h200", 1, 8};
+  auto fx = fixture(p, false, 0, 1);
+  for (const int n : {1, 8, 50, 400, 1500, 5000}) {
+    model::StepMix mix;
+    mix.add_prefill(static_cast<double>(n), static_cast<double>(n), 0);
+    EXPECT_NEAR(fx->step->time(mix, GraphMode::eager) / reference(*fx, mix, GraphMode::eager), 1, kExact) << n;
+  }
+  // The busiest of 8 GPUs reads 32 experts once a step routes 5000 tokens (p = 1 − (31/32)^5000).
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  EXPECT_EQ(model::touched_experts(m, 8, 5000), 32);
+  EXPECT_LT(model::touched_experts(m, 8, 50), 32);
+}
+
 TEST(StepModel, RoutingModelPricesEachStepAtItsTokens) {
   // Mixtral-8x7B at --tp 1 --ep 4 (experts over G 4 GPUs, 2 each). A decode step of 48
   // sequences routes 48 tokens: the routing model's busiest GPU has F = 1 + e_4·√(4·6/(7·2·48))

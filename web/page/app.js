@@ -159,6 +159,8 @@ const TABS = {
       { key: 'requests', flag: '--requests', label: 'Requests per simulation', type: 'number', min: 1, def: '200', always: true },
       { key: 'ttft', label: 'SLO: TTFT p99', type: 'text', def: '1s', noflag: true },
       { key: 'tpot', label: 'SLO: TPOT p99', type: 'text', def: '50ms', noflag: true },
+      { key: 'margin', flag: '--margin', label: 'Headroom', type: 'select', options: ['', 'band', '10%', '20%'],
+        names: { '': 'none', band: "each class's measured error" }, def: '' },
       { key: 'max_gpus', flag: '--max-gpus', label: 'Largest fleet (GPUs)', type: 'number', min: 1, def: '64', always: true },
       { key: 'top', flag: '--top', label: 'Deployments listed', type: 'number', min: 1, def: '50', always: true },
     ],
@@ -623,6 +625,7 @@ function renderCapacity(d) {
       ...(b.usd_per_hour ? [['Cost', RL.si(b.usd_per_hour, 'USD/h')]] : []),
       ['TTFT p99', RL.time(b.ttft_s?.p99)], ['TPOT p99', RL.time(b.tpot_s?.p99)],
       ['Output tokens/s per GPU', RL.si(b.output_tokens_per_s_per_gpu, 'tok/s')],
+      ...(d.best_targets ? [['Held to (its class\'s error)', Object.entries(d.best_targets).map(([k, v]) => `${k.toUpperCase()} p99 ${RL.time(v)}`).join(', '), 'wide']] : []),
     ]);
     $('#capacity-best-cmd').textContent = b.command || '';
   } else {

@@ -57,6 +57,8 @@ const cases = [
   ['serve', '--model', 'llama-3.1-8b', '--hw', 'a100-80gb', '--tp', '2', '--engine', 'trtllm', '--qps', '8', '--prompt', 'uniform:512,2048', '--gen', 'lognormal:200,0.5', '--requests', '400', '--slo', 'ttft_p99=1s,tpot_p99=50ms', '--json'],
   // Capacity: the page's default search.
   ['search', 'serve', '--model', 'llama-3.1-8b', '--hw', 'h100-sxm,a100-80gb', '--qps', '5', '--requests', '200', '--max-gpus', '64', '--top', '50', '--slo', 'ttft_p99=1s,tpot_p99=50ms', '--json'],
+  // ... sized for each deployment's class (--margin band: the embedded validation table).
+  ['search', 'serve', '--model', 'llama-3.1-8b', '--hw', 'h100-sxm', '--qps', '5', '--requests', '200', '--max-gpus', '64', '--top', '50', '--slo', 'ttft_p99=1s,tpot_p99=50ms', '--margin', 'band', '--json'],
   // Bad input: the same one-line error and exit status 2.
   ['infer', '--model', 'no-such-model', '--json'],
   ['infer', '--batch', '0', '--json'],

@@ -160,10 +160,14 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
 
 /// Experts of one chip's E/ep (`ep`: the chips the experts are spread over, ep_size()) whose
 /// weights a MoE layer reads when the `group_tokens` tokens routed over them each pick k of
-/// the E experts, routing balanced and independent: E/ep·(1 - (1 - k/E)^group_tokens) on
-/// average, and on the busiest chip (returned) at least one whole expert once a token is
-/// routed: max(that, min(1, E·(1 - (1 - k/E)^group_tokens))) for ep > 1.
+/// the E experts, routing balanced and independent: each expert touched with probability
+/// p = 1 - (1 - k/E)^group_tokens, E/ep·p on average; for ep > 1 the busiest chip's
+/// (returned), the expected maximum of ep counts Bin(E/ep, p) (busiest_of_binomials), and at
+/// least one whole expert once a token is routed: max(that, min(1, E·p)).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
+
+/// The expected maximum of `chips` independent Binomial(n, p) counts (n a whole number).
+double busiest_of_binomials(double n, double p, double chips) noexcept;
 
 /// Parameter counts from the graph (tp = 1). `active` counts the weights one token
 /// multiplies (routed experts: top-k only), without the input embedding table;

@@ -154,6 +154,14 @@ class StepModel {
   bool moe_ = false;
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
+  // model::touched_experts at 0, 1, 2 ... tokens for experts spread over chips (ep_size > 1),
+  // to the first count at which the busiest chip reads all of its experts (then every larger
+  // count does: touched_all_) or kTouchedTable: the busiest chip's expectation is a sum over
+  // its experts, priced once here instead of at every step.
+  static constexpr int kTouchedTable = 4096;
+  std::vector<double> touched_;
+  bool touched_all_ = false;
+  double touched_at(double tokens) const noexcept;
   model::Graph g1_, g2_;  // scratch for prepare
 };
 
