@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -318,7 +320,11 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.disaggregated = on_off_both(v->disagg, "--disagg", false);
   if (!v->slo.empty()) b.slo = serving::parse_slo(v->slo);
   s.slo_asked = b.slo;
-  if (v->margin == "band") {
+  std::string margin_word = v->margin;  // "band" in any case, spaces around it allowed
+  margin_word.erase(0, margin_word.find_first_not_of(" \t"));
+  margin_word.erase(margin_word.find_last_not_of(" \t") + 1);
+  std::transform(margin_word.begin(), margin_word.end(), margin_word.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (margin_word == "band") {
     // Each deployment's own targets, from its class's errors (planning::band_slo).
     if (!b.slo.any()) throw InputError("--margin: band: headroom over the SLO needs --slo targets");
     s.margin_band = true;
@@ -326,8 +332,13 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     // A fraction, or a percentage: the fleet must meet each target with it to spare.
     const std::string& mg = v->margin;
     const bool pct = mg.size() > 1 && mg.back() == '%';
+    if (std::any_of(mg.begin(), mg.end(), [](unsigned char c) { return std::isalpha(c) && c != 'e' && c != 'E'; })) {
+      throw InputError(fmt::format("--margin: '{}' is not headroom: expected a fraction from 0 to 0.9 (or 0% to 90%), or band", mg));
+    }
     const double x = parse_number(pct ? mg.substr(0, mg.size() - 1) : mg, "--margin") / (pct ? 100 : 1);
-    if (!(x >= 0 && x < 0.9)) throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%)", mg));
+    if (!(x >= 0 && x < 0.9)) {
+      throw InputError(fmt::format("--margin: '{}' is out of range: expected a fraction from 0 to 0.9 (or 0% to 90%), or band", mg));
+    }
     if (!b.slo.any()) throw InputError("--margin: headroom over the SLO needs --slo targets");
     s.margin = x;
     for (serving::SloTarget& g : b.slo.targets) g.limit_s *= 1 - x;

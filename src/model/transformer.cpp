@@ -605,7 +605,7 @@ void StepMix::add_prefill(double q, double kv, double window) noexcept {
 
 namespace {
 
-// x^n for a whole n ≥ 1 by squaring (the chips of a layout: 2, 4, 8 ... three products for 8).
+// x^n for a whole n ≥ 1 by squaring (the chips of a layout: 2, 4, 8 ... four squarings for 8).
 double whole_power(double x, std::int64_t n) noexcept {
   double out = 1;
   for (; n > 0; n >>= 1, x *= x) {
@@ -618,29 +618,38 @@ double whole_power(double x, std::int64_t n) noexcept {
 
 double busiest_of_binomials(double n, double p, double chips) noexcept {
   if (!(n >= 1) || !(p > 0) || !(chips > 1)) return n * std::clamp(p, 0.0, 1.0);
-  if (p >= 1) return n;
+  const double count = std::floor(std::min(n, 1e7));  // a whole count (a chip's experts); 10^7 bounds the loop
+  if (p >= 1) return count;
   const bool whole = chips == std::floor(chips) && chips <= 4096;
   const auto power = [&](double x) { return whole ? whole_power(x, static_cast<std::int64_t>(chips)) : std::pow(x, chips); };
   // E[max] = Σ_{x=1..n} P(max ≥ x) = Σ (1 − F(x−1)^chips), F the binomial CDF. Past one half
   // the complement counts instead: untouched ~ Bin(n, 1 − p), E[max touched] = n − E[min
-  // untouched] = n − Σ (1 − G(x−1))^chips. Either way the first probability, q^n with q ≥ 1/2,
-  // does not underflow for any n a model has (2^−1024 is past 1000 experts a chip).
+  // untouched] = n − Σ (1 − G(x−1))^chips.
   const bool low = p <= 0.5;
-  const double s = low ? p : 1 - p;  // the counted variable's probability
-  const int count = static_cast<int>(n);
-  double pmf = std::pow(1 - s, count), cdf = 0, sum = 0;
+  const double s = low ? p : 1 - p;  // the counted variable's probability, at most one half
+  // The sum starts 12 standard deviations below the counted variable's mean, where the mass
+  // below is under 1e-30 (every term before is 1 to the last bit): its first probability from
+  // log-gamma there, or (1 − s)^n at 0, which cannot underflow when the start is 0 (then
+  // n·s ≤ 144(1 − s), so n·ln(1/(1 − s)) stays far above −745).
+  const double mu = count * s, sd = std::sqrt(count * s * (1 - s));
+  const double x0 = std::max(0.0, std::floor(mu - 12 * sd));
+  double pmf = x0 > 0 ? std::exp(std::lgamma(count + 1) - std::lgamma(x0 + 1) - std::lgamma(count - x0 + 1) + x0 * std::log(s) +
+                                 (count - x0) * std::log1p(-s))
+                      : std::pow(1 - s, count);
+  double cdf = 0, sum = x0;
   const double ratio = s / (1 - s);
-  for (int x = 1; x <= count; ++x) {
+  for (double x = x0 + 1; x <= count; ++x) {
     cdf += pmf;  // F(x − 1)
     // Below 1e-17 of probability mass the power is 1 to the last bit (max) or 1 − chips·cdf
     // within 1e-30 (min): no power taken for the many x far below the maximum's range.
-    const double term = low ? (cdf < 1e-17 ? 1 : 1 - power(cdf)) : (cdf < 1e-17 ? 1 - chips * cdf : power(std::max(0.0, 1 - cdf)));
+    const double term = low ? (cdf < 1e-17 ? 1 : 1 - power(cdf))
+                            : (cdf < 1e-17 ? std::max(0.0, 1 - chips * cdf) : power(std::max(0.0, 1 - cdf)));
     sum += term;
     // Once the terms vanish (F near 1 for the max, 1 − G near 0 for the min) the rest do too.
     if (term < 1e-15) break;
-    pmf *= static_cast<double>(count - x + 1) / x * ratio;
+    pmf *= (count - x + 1) / x * ratio;  // the pmf at x from the pmf at x − 1
   }
-  return low ? sum : n - sum;
+  return low ? sum : count - sum;
 }
 
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept {
@@ -651,7 +660,7 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   // The busiest chip, which the layer waits for. Each expert is touched with probability p,
   // independently (a balanced router), so a chip's count is Bin(E/ep, p) and the busiest of
   // ep chips reads the expected maximum of ep of them: DeepSeek-V3 decoding one token on 8
-  // GPUs (32 experts each, p = 1/32) reads 2.3 experts on its busiest GPU where the mean is 1.
+  // GPUs (32 experts each, p = 1/32) reads 2.54 experts on its busiest GPU where the mean is 1.
   // At least one whole expert once a token is routed (independence lets every chip draw none:
   // a lone decode token of Mixtral on 8 chips of one expert each makes two chips read one).
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
@@ -839,7 +848,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
       k.launches = 1;
       c.g.add(name, OpClass::elementwise, Block::head, k);
     };
-    pass("sample_cast", bytes(act), 4, 1, 0);
+    if (act != DType::fp32) pass("sample_cast", bytes(act), 4, 1, 0);  // (on fp32 logits .to(float32) runs no kernel)
     if (f.sampler == ForwardConfig::Sampler::probs) {
       // vLLM V0's Sampler.forward (vllm/model_executor/layers/sampler.py) for a greedy batch:
       // logits.div_(temperatures) in place (read 4, write 4; a greedy request's temperature is

@@ -561,10 +561,10 @@ class Evaluator {
     d.kv_utilisation_mean = r.kv_utilisation_mean;
     d.mean_decode_batch = r.mean_decode_batch;
     Outcome o;
-    binding_target(s_.slo_asked.any() ? s_.slo_asked : s_.base.slo, r, o);
+    binding_target(asked_slo(s_), r, o);
     d.slo_slack = o.binding.empty() ? 1 : 1 - o.value_s / o.target_s;
     d.slo_binding = o.binding;
-    const serving::Slo& asked = s_.slo_asked.any() ? s_.slo_asked : s_.base.slo;
+    const serving::Slo& asked = asked_slo(s_);
     d.target_slack.fill(1);
     for (const serving::SloTarget& g : asked.targets) {
       d.target_slack[static_cast<std::size_t>(g.metric)] = 1 - serving::statistic(serving::summary_of(r, g.metric), g.q) / g.limit_s;
@@ -715,6 +715,8 @@ std::vector<const Deployment*> best_per_chip(const FleetSpace& space, const std:
   return out;
 }
 
+const serving::Slo& asked_slo(const FleetSpace& space) noexcept { return space.slo_asked.any() ? space.slo_asked : space.base.slo; }
+
 std::string deployment_class(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
   model::ForwardConfig f = space.base.forward;
   if (d.weight_dtype) f.precision.weight = d.weight_dtype;
@@ -731,7 +733,7 @@ double band_error(std::string_view cls, serving::SloMetric metric) {
 }
 
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
-  serving::Slo slo = space.slo_asked;
+  serving::Slo slo = asked_slo(space);
   const std::string cls = deployment_class(m, space, d);
   for (serving::SloTarget& g : slo.targets) g.limit_s *= 1 + band_error(cls, g.metric);
   return slo;
@@ -768,6 +770,8 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
 
 void validate(const model::ModelConfig& m, const FleetSpace& s) {
   if (s.chips.empty()) throw InputError("--hw: no chip to deploy");
+  if (s.margin_band && !asked_slo(s).any()) throw InputError("--margin: band: headroom over the SLO needs --slo targets");
+  if (s.margin_band && s.margin > 0) throw InputError("--margin: band and a fraction together: give one of them");
   std::size_t priced = 0;
   for (const ChipChoice& c : s.chips) priced += c.usd_per_hour > 0 ? 1 : 0;
   if (priced > 0 && priced < s.chips.size()) {

@@ -81,31 +81,34 @@ std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return 
 
 std::string slo_text(const serving::Slo& s);
 
+// A target as --slo names it: "ttft_p99", "tpot_p99.9", "e2e_mean".
+std::string target_name(const serving::SloTarget& g) {
+  return fmt::format("{}_{}", serving::name(g.metric), g.q < 0 ? std::string("mean") : fmt::format("p{:g}", g.q * 100));
+}
+
 using planning::deployment_class;  // its class in the validation table (docs/serving.md#errors-by-class)
 
 // The SLO as asked and the headroom the search sized fleets with.
 std::string space_slo_text(const planning::FleetSpace& space) {
-  const serving::Slo& asked = space.slo_asked.any() ? space.slo_asked : space.base.slo;
+  const serving::Slo& asked = planning::asked_slo(space);
   std::string s = slo_text(asked);
   if (space.margin > 0) s += fmt::format("; sized with a {:.3g}% margin (to {})", 100 * space.margin, slo_text(space.base.slo));
   if (space.margin_band) s += "; each deployment sized for its class's median error (--margin band)";
   return s;
 }
 
-const serving::Slo& asked_slo(const planning::FleetSpace& s);
-
 // With --margin band: the targets the best deployment was held to, each with the class's
 // median error that set it ("ttft_p99 857 ms (TTFT -14%)"). Without: where its spare is less
 // than its class's median error, a line saying so.
 std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& space, const Deployment& b) {
   const std::string cls = deployment_class(m, space, b);
+  const serving::Slo held = planning::band_slo(m, space, b);
   std::string s;
-  for (const serving::SloTarget& g : asked_slo(space).targets) {
+  for (const serving::SloTarget& g : planning::asked_slo(space).targets) {
     const double e = planning::band_error(cls, g.metric);
     const double spare = b.target_slack[static_cast<std::size_t>(g.metric)];
-    const std::string stat = g.q < 0 ? "mean" : fmt::format("p{:.0f}", g.q * 100);
     if (space.margin_band) {
-      s += fmt::format("{}{}_{} {} ({})", s.empty() ? "" : ", ", serving::name(g.metric), stat, t(g.limit_s * (1 + e)),
+      s += fmt::format("{}{} {} ({})", s.empty() ? "" : ", ", target_name(g), t(held.find(g.metric)->limit_s),
                        e < 0 ? fmt::format("{:+.0f}%", 100 * e) : "as asked");
     } else if (e < 0 && spare < -e) {
       s += fmt::format("{}{}: {:.0f}% to spare, the class runs {:+.0f}%", s.empty() ? "" : "; ", serving::name(g.metric), 100 * spare, 100 * e);
@@ -118,20 +121,17 @@ std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& s
 
 std::string slo_text(const serving::Slo& s) {
   std::string out;
-  for (const serving::SloTarget& g : s.targets) {
-    const std::string stat = g.q < 0 ? "mean" : fmt::format("p{:.0f}", g.q * 100);
-    out += fmt::format("{}{}_{} {}", out.empty() ? "" : ", ", serving::name(g.metric), stat, t(g.limit_s));
-  }
+  for (const serving::SloTarget& g : s.targets) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", target_name(g), t(g.limit_s));
   return out.empty() ? "none (sustainable load only)" : out;
 }
 
 // The SLO as asked: the targets the spare of each deployment is measured against.
-const serving::Slo& asked_slo(const planning::FleetSpace& s) { return s.slo_asked.any() ? s.slo_asked : s.base.slo; }
+using planning::asked_slo;
 
-// {"ttft": 0.857, "tpot": 0.046}: each target's limit in seconds.
+// {"ttft_p99": 0.857, "tpot_p99": 0.046}: each target's limit in seconds, named as --slo names it.
 json targets_json(const serving::Slo& slo) {
   json j = json::object();
-  for (const serving::SloTarget& g : slo.targets) j[std::string(serving::name(g.metric))] = g.limit_s;
+  for (const serving::SloTarget& g : slo.targets) j[target_name(g)] = g.limit_s;
   return j;
 }
 
@@ -263,7 +263,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
   for (const Deployment* d : planning::best_per_chip(space, r.feasible)) per_chip.push_back(deployment_json(space, *d, prefix));
   json j{{"model", m.name},
          {"workload", arrival_text(space.base.workload)},
-         {"slo", slo_text(space.slo_asked.any() ? space.slo_asked : space.base.slo)},
+         {"slo", slo_text(asked_slo(space))},
          {"margin", space.margin},
          {"margin_band", space.margin_band},
          {"best_targets", r.best && space.margin_band ? targets_json(planning::band_slo(m, space, *r.best)) : json(nullptr)},

@@ -128,8 +128,8 @@ TEST(ErrorBandCli, SloSlackAndMargin) {
   EXPECT_EQ(band["margin"].get<double>(), 0);
   const nlohmann::json row = table()["vllm, 16-bit, dense"];
   const double e_ttft = std::min(0.0, row["ttft"]["median"].get<double>()), e_tpot = std::min(0.0, row["tpot"]["median"].get<double>());
-  EXPECT_DOUBLE_EQ(band["best_targets"]["ttft"].get<double>(), 0.3 * (1 + e_ttft));
-  EXPECT_DOUBLE_EQ(band["best_targets"]["tpot"].get<double>(), 0.011 * (1 + e_tpot));
+  EXPECT_DOUBLE_EQ(band["best_targets"]["ttft_p99"].get<double>(), 0.3 * (1 + e_ttft));
+  EXPECT_DOUBLE_EQ(band["best_targets"]["tpot_p99"].get<double>(), 0.011 * (1 + e_tpot));
   ASSERT_FALSE(band["feasible"].empty());
   for (const auto& d : band["feasible"]) {
     EXPECT_GE(d["slo_slack_by_target"]["ttft"].get<double>(), -e_ttft - 1e-12) << d["command"];
@@ -137,6 +137,8 @@ TEST(ErrorBandCli, SloSlackAndMargin) {
   }
   EXPECT_TRUE(plain["best_targets"].is_null());
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 20 --margin band", "--margin");
+  EXPECT_TRUE(run_json(q + " --margin ' Band '")["margin_band"].get<bool>());
+  expect_bad(q + " --margin band,10%", "--margin");
 }
 
 }  // namespace

@@ -33,6 +33,15 @@ TEST(Routing, BusiestChipsTouchedExpertsByHand) {
   // At one half both ways agree: E[max] of two Bin(2, 1/2) = (1 − (1/4)²) + (1 − (3/4)²) =
   // 15/16 + 7/16 = 22/16.
   EXPECT_DOUBLE_EQ(busiest_of_binomials(2, 0.5, 2), 22.0 / 16);
+  // A count whose first probability underflows a double: 32768 experts a chip at p = 0.05,
+  // (0.95)^32768 = 10^−730. The sum starts 12 deviations below the mean; the binomial is
+  // near normal there, mean 1638.4 and σ = √(32768·0.05·0.95) = 39.454, and the larger of
+  // two normals is σ/√π above the mean: 1638.4 + 22.259 = 1660.66.
+  EXPECT_NEAR(busiest_of_binomials(32768, 0.05, 2), 1638.4 + std::sqrt(32768 * 0.05 * 0.95) / std::sqrt(3.14159265358979), 0.1);
+  // Past one half likewise (p = 0.95: 32768 − the lesser of two Bin(32768, 0.05)).
+  EXPECT_NEAR(busiest_of_binomials(32768, 0.95, 2), 32768 - 1638.4 + std::sqrt(32768 * 0.05 * 0.95) / std::sqrt(3.14159265358979), 0.1);
+  // A count that is not whole is floored (the chips divide the experts in every layout).
+  EXPECT_DOUBLE_EQ(busiest_of_binomials(2.5, 0.25, 2), 206.0 / 256);
   // One chip: its mean; certain touch: all of them.
   EXPECT_DOUBLE_EQ(busiest_of_binomials(32, 0.25, 1), 8);
   EXPECT_DOUBLE_EQ(busiest_of_binomials(32, 1, 8), 32);

@@ -184,6 +184,19 @@ TEST(Fleet, BandSloTightensEachTargetByItsClasssMedianError) {
   s.margin_band = false;
   EXPECT_DOUBLE_EQ(serve_config(m, s, d).slo.find(serving::SloMetric::ttft)->limit_s, 1.0);
   EXPECT_EQ(band_error("static, fp4, MoE", serving::SloMetric::ttft), 0);
+  // The targets as asked may be the base's alone (a library caller's): the same limits.
+  s.margin_band = true;
+  FleetSpace only_base = s;
+  only_base.slo_asked = {};
+  EXPECT_DOUBLE_EQ(serve_config(m, only_base, d).slo.find(serving::SloMetric::ttft)->limit_s, 1.0 * (1 + e_ttft));
+  // No targets, or a fraction besides: refused.
+  FleetSpace none = s;
+  none.slo_asked = {};
+  none.base.slo = {};
+  EXPECT_THROW(validate(m, none), InputError);
+  FleetSpace both = s;
+  both.margin = 0.1;
+  EXPECT_THROW(validate(m, both), InputError);
 }
 
 TEST(Fleet, MarginBandSizesEveryDeploymentForItsClass) {

@@ -625,7 +625,7 @@ function renderCapacity(d) {
       ...(b.usd_per_hour ? [['Cost', RL.si(b.usd_per_hour, 'USD/h')]] : []),
       ['TTFT p99', RL.time(b.ttft_s?.p99)], ['TPOT p99', RL.time(b.tpot_s?.p99)],
       ['Output tokens/s per GPU', RL.si(b.output_tokens_per_s_per_gpu, 'tok/s')],
-      ...(d.best_targets ? [['Held to (its class\'s error)', Object.entries(d.best_targets).map(([k, v]) => `${k.toUpperCase()} p99 ${RL.time(v)}`).join(', '), 'wide']] : []),
+      ...(d.best_targets ? [['Held to (its class\'s error)', Object.entries(d.best_targets).map(([k, v]) => `${k} ${RL.time(v)}`).join(', '), 'wide']] : []),
     ]);
     $('#capacity-best-cmd').textContent = b.command || '';
   } else {

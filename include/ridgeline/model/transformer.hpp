@@ -166,7 +166,8 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
 /// least one whole expert once a token is routed: max(that, min(1, E·p)).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
 
-/// The expected maximum of `chips` independent Binomial(n, p) counts (n a whole number).
+/// The expected maximum of `chips` independent Binomial(n, p) counts (n whole: its floor is
+/// taken, up to 10^7).
 double busiest_of_binomials(double n, double p, double chips) noexcept;
 
 /// Parameter counts from the graph (tp = 1). `active` counts the weights one token

@@ -197,11 +197,15 @@ struct FleetSearchResult {
 /// and its targets (band_slo with FleetSpace::margin_band).
 serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 
+/// The SLO as asked: `slo_asked`, or `base.slo` where the caller set that alone (before any
+/// headroom).
+const serving::Slo& asked_slo(const FleetSpace& space) noexcept;
+
 /// The deployment's class in the validation table (io::answer_class of its engine, its
 /// weights' dtype and the model on its chip).
 std::string deployment_class(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 
-/// The targets as asked (FleetSpace::slo_asked), each tightened by the median error of the
+/// The targets as asked (asked_slo), each tightened by the median error of the
 /// deployment's class for its metric where that error is negative: target × (1 + e). A
 /// prediction p within it is within the target asked once divided by 1 + e, the class's
 /// typical ratio of predicted to measured. Metrics with no row in the class are left as asked.
