@@ -81,10 +81,7 @@ std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return 
 
 std::string slo_text(const serving::Slo& s);
 
-// A target as --slo names it: "ttft_p99", "tpot_p99.9", "e2e_mean".
-std::string target_name(const serving::SloTarget& g) {
-  return fmt::format("{}_{}", serving::name(g.metric), g.q < 0 ? std::string("mean") : fmt::format("p{:g}", g.q * 100));
-}
+std::string target_name(const serving::SloTarget& g) { return serving::name(g); }
 
 using planning::deployment_class;  // its class in the validation table (docs/serving.md#errors-by-class)
 

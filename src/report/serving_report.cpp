@@ -8,6 +8,7 @@
 #include "ridgeline/core/units.hpp"
 #include "ridgeline/report/serving.hpp"
 
+#include "ridgeline/planning/fleet.hpp"
 #include "ridgeline/report/error_band.hpp"
 #include "spellings.hpp"
 
@@ -180,7 +181,22 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
-  j["error_band"] = error_band_json(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
+  const std::string cls = answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+  j["error_band"] = error_band_json(cls);
+  if (cfg.slo.any()) {
+    // Each target's percentile as the class's median error says a measurement would read it:
+    // predicted / (1 + e), e its metric's median error where negative (planning::band_error).
+    json targets = json::object();
+    bool met = true;
+    for (const serving::SloTarget& g : cfg.slo.targets) {
+      const double p = serving::statistic(serving::summary_of(r, g.metric), g.q), e = planning::band_error(cls, g.metric);
+      const double expected = p / (1 + e);
+      met = met && expected <= g.limit_s;
+      targets[serving::name(g)] = {{"predicted_s", p}, {"median_error", e}, {"expected_s", expected}, {"target_s", g.limit_s},
+                                   {"within", expected <= g.limit_s}};
+    }
+    j["slo_with_error_band"] = {{"class", cls}, {"met", met}, {"targets", targets}};
+  }
   j["ttft_s"] = summary_json(r.ttft);
   j["tpot_s"] = summary_json(r.tpot);
   j["itl_s"] = summary_json(r.itl);
@@ -404,7 +420,23 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
                      r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
   }
-  s += error_band_text(answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip));
+  const std::string cls = answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+  s += error_band_text(cls);
+  if (cfg.slo.any()) {
+    // The targets again, each percentile divided by 1 + its class's median error where the
+    // class runs optimistic: what a measurement would typically read.
+    std::string line;
+    bool met = true;
+    for (const serving::SloTarget& g : cfg.slo.targets) {
+      const double err = planning::band_error(cls, g.metric);
+      if (!(err < 0)) continue;
+      const double p = serving::statistic(serving::summary_of(r, g.metric), g.q), expected = p / (1 + err);
+      met = met && expected <= g.limit_s;
+      line += fmt::format("{}{} {} / (1 {:+.0f}%) = {} {} {}", line.empty() ? "" : "; ", serving::name(g), t(p), 100 * err, t(expected),
+                          expected <= g.limit_s ? "within" : "over", t(g.limit_s));
+    }
+    if (!line.empty()) s += fmt::format("SLO with the class's median errors: {}: {}\n", met ? "met" : "likely missed", line);
+  }
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
   if (r.decode_step.device_s > 0) {

@@ -57,6 +57,10 @@ std::string_view name(SloMetric m) noexcept {
   return "?";
 }
 
+std::string name(const SloTarget& g) {
+  return fmt::format("{}_{}", name(g.metric), g.q < 0 ? std::string("mean") : fmt::format("p{:g}", g.q * 100));
+}
+
 const SloTarget* Slo::find(SloMetric m) const noexcept {
   for (const SloTarget& t : targets) {
     if (t.metric == m) return &t;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "cli/cli_harness.hpp"
 
@@ -81,6 +82,29 @@ double slack_of(const nlohmann::json& d, double ttft_target, double tpot_target,
   const double tpot = 1 - d["tpot_s"]["p99"].get<double>() / tpot_target;
   binding = ttft < tpot ? "ttft" : "tpot";
   return std::min(ttft, tpot);
+}
+
+TEST(ErrorBandCli, ServeReadsItsSloThroughTheClasssMedianErrors) {
+  // Each target's percentile divided by 1 + e, e the class's median error of its metric where
+  // negative (ITL's the TPOT line): what a measurement would typically read, against the target.
+  const nlohmann::json j = run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 20 --prompt 512 --gen 128 --requests 300 "
+                                    "--weight-dtype bf16 --kv-dtype bf16 --slo ttft_p99=300ms,tpot_p99=11ms,itl_p90=20ms");
+  const nlohmann::json row = table()["vllm, 16-bit, dense"];
+  const nlohmann::json& b = j["slo_with_error_band"];
+  EXPECT_EQ(b["class"], "vllm, 16-bit, dense");
+  bool met = true;
+  for (const auto& [name, key, metric, stat, limit] :
+       {std::tuple{"ttft_p99", "ttft", "ttft_s", "p99", 0.3}, {"tpot_p99", "tpot", "tpot_s", "p99", 0.011}, {"itl_p90", "tpot", "itl_s", "p90", 0.02}}) {
+    const double e = std::min(0.0, row[key]["median"].get<double>()), p = j[metric][stat].get<double>();
+    const nlohmann::json& g = b["targets"][name];
+    EXPECT_DOUBLE_EQ(g["predicted_s"].get<double>(), p) << name;
+    EXPECT_DOUBLE_EQ(g["median_error"].get<double>(), e) << name;
+    EXPECT_DOUBLE_EQ(g["expected_s"].get<double>(), p / (1 + e)) << name;
+    EXPECT_EQ(g["within"].get<bool>(), p / (1 + e) <= limit) << name;
+    met = met && p / (1 + e) <= limit;
+  }
+  EXPECT_EQ(b["met"].get<bool>(), met);
+  EXPECT_TRUE(run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 20")["slo_with_error_band"].is_null());
 }
 
 TEST(ErrorBandCli, SloSlackAndMargin) {

@@ -66,6 +66,9 @@ enum class SloMetric : std::uint8_t {
 };
 inline constexpr std::size_t kSloMetrics = 4;
 std::string_view name(SloMetric m) noexcept;
+struct SloTarget;
+/// A target as --slo names it: "ttft_p99", "e2e_mean".
+std::string name(const SloTarget& g);
 
 /// One target: a statistic of a metric within a limit.
 struct SloTarget {
