@@ -389,6 +389,8 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
     for (const auto& [reason, n] : search["rejected"].items()) rejected += fmt::format("{}{} {}", rejected.empty() ? "" : ", ", reason, text(n));
   }
   inputs["rejected"] = rejected.empty() ? "none" : rejected;
+  // --margin band: each deployment's own headroom, from its class (planning::band_slo).
+  if (search.value("margin_band", false)) inputs["margin"] = "each deployment's class's median error (--margin band)";
   if (inputs.contains("ranked_by")) inputs["ranked_by"] = json_string(search, "ranked_by") == "usd_per_hour" ? "cost per hour" : "GPUs";
   s += inputs_table({{"", &inputs, {{"model", "model"}, {"workload", "workload"}, {"slo", "SLO"}, {"margin", "headroom", Field::percent},
                                     {"ranked_by", "ranked by"}, {"evaluated", "deployments evaluated"},

@@ -177,6 +177,11 @@ TEST(FindingThings, OverviewAndReportHelp) {
   const std::string out = std::string(RIDGELINE_TMP_DIR) + "/fleet_help.html";
   const auto j = run_json("report --fleet --model llama-3.1-8b --hw h100-sxm --tp 1 --qps 2 --requests 40 --out " + out);
   EXPECT_EQ(j["out"], out);
+  // Headroom from the error bands reads as such in the fleet view's inputs, not as 0%.
+  run_json("report --fleet --model llama-3.1-8b --hw h100-sxm --tp 1 --qps 2 --requests 40 --slo ttft_p99=2s --margin band --out " + out);
+  const std::string html = slurp(out);
+  EXPECT_NE(html.find("<th>headroom</th><td>each deployment's class's median error (--margin band)</td>"), std::string::npos)
+      << html.substr(html.find("headroom"), 300);
 }
 
 }  // namespace
