@@ -53,6 +53,28 @@ std::string fixed_times_source(const hw::ChipSpec& c) {
   return fmt::format("{}'s kernel classes {} (their curves and sources: hw show {})", c.name, classes, c.name);
 }
 
+// Each target's percentile as its class's median error says a measurement would read it:
+// predicted / (1 + e), e the metric's median error where negative (planning::band_error; 0
+// elsewhere, the prediction as it is).
+struct BandRead {
+  const serving::SloTarget* target = nullptr;
+  double predicted_s = 0, error = 0, expected_s = 0;
+  bool within = false;
+};
+std::vector<BandRead> band_reads(const std::string& cls, const serving::Slo& slo, const serving::ServingResult& r) {
+  std::vector<BandRead> out;
+  for (const serving::SloTarget& g : slo.targets) {
+    BandRead b;
+    b.target = &g;
+    b.predicted_s = serving::statistic(serving::summary_of(r, g.metric), g.q);
+    b.error = planning::band_error(cls, g.metric);
+    b.expected_s = b.predicted_s / (1 + b.error);
+    b.within = b.expected_s <= g.limit_s;
+    out.push_back(b);
+  }
+  return out;
+}
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -184,16 +206,12 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   const std::string cls = answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
   j["error_band"] = error_band_json(cls);
   if (cfg.slo.any()) {
-    // Each target's percentile as the class's median error says a measurement would read it:
-    // predicted / (1 + e), e its metric's median error where negative (planning::band_error).
     json targets = json::object();
     bool met = true;
-    for (const serving::SloTarget& g : cfg.slo.targets) {
-      const double p = serving::statistic(serving::summary_of(r, g.metric), g.q), e = planning::band_error(cls, g.metric);
-      const double expected = p / (1 + e);
-      met = met && expected <= g.limit_s;
-      targets[serving::name(g)] = {{"predicted_s", p}, {"median_error", e}, {"expected_s", expected}, {"target_s", g.limit_s},
-                                   {"within", expected <= g.limit_s}};
+    for (const BandRead& b : band_reads(cls, cfg.slo, r)) {
+      met = met && b.within;
+      targets[serving::name(*b.target)] = {{"predicted_s", b.predicted_s}, {"median_error", b.error}, {"expected_s", b.expected_s},
+                                           {"target_s", b.target->limit_s}, {"within", b.within}};
     }
     j["slo_with_error_band"] = {{"class", cls}, {"met", met}, {"targets", targets}};
   }
@@ -425,15 +443,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   if (cfg.slo.any()) {
     // The targets again, each percentile divided by 1 + its class's median error where the
     // class runs optimistic: what a measurement would typically read.
+    // (Every target decides met; the line lists those the class reads optimistic.)
     std::string line;
     bool met = true;
-    for (const serving::SloTarget& g : cfg.slo.targets) {
-      const double err = planning::band_error(cls, g.metric);
-      if (!(err < 0)) continue;
-      const double p = serving::statistic(serving::summary_of(r, g.metric), g.q), expected = p / (1 + err);
-      met = met && expected <= g.limit_s;
-      line += fmt::format("{}{} {} / (1 {:+.0f}%) = {} {} {}", line.empty() ? "" : "; ", serving::name(g), t(p), 100 * err, t(expected),
-                          expected <= g.limit_s ? "within" : "over", t(g.limit_s));
+    for (const BandRead& b : band_reads(cls, cfg.slo, r)) {
+      met = met && b.within;
+      if (!(b.error < 0)) continue;
+      line += fmt::format("{}{} {} / (1 {:+.0f}%) = {} {} {}", line.empty() ? "" : "; ", serving::name(*b.target), t(b.predicted_s),
+                          100 * b.error, t(b.expected_s), b.within ? "within" : "over", t(b.target->limit_s));
     }
     if (!line.empty()) s += fmt::format("SLO with the class's median errors: {}: {}\n", met ? "met" : "likely missed", line);
   }
