@@ -105,6 +105,14 @@ TEST(ErrorBandCli, ServeReadsItsSloThroughTheClasssMedianErrors) {
   }
   EXPECT_EQ(b["met"].get<bool>(), met);
   EXPECT_TRUE(run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 20")["slo_with_error_band"].is_null());
+  // A target the class has no lean on (E2E: no row of this class) still decides: an E2E p99
+  // of 1 ms no request meets leaves the reading missed in JSON and text, whatever the others.
+  const std::string tight = "serve --model llama-3.1-8b --hw h100-sxm --qps 2 --prompt 512 --gen 128 --requests 40 "
+                            "--weight-dtype bf16 --kv-dtype bf16 --slo ttft_p99=10s,e2e_p99=1ms";
+  ASSERT_FALSE(row.contains("e2e"));
+  EXPECT_FALSE(run_json(tight)["slo_with_error_band"]["met"].get<bool>());
+  const RunResult text = run(tight);
+  EXPECT_NE(text.out.find("SLO with the class's median errors: likely missed: ttft_p99 "), std::string::npos) << text.out;
 }
 
 TEST(ErrorBandCli, SloSlackAndMargin) {
