@@ -325,8 +325,8 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   margin_word.erase(margin_word.find_last_not_of(" \t") + 1);
   std::transform(margin_word.begin(), margin_word.end(), margin_word.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (margin_word == "band") {
-    // Each deployment's own targets, from its class's errors (planning::band_slo).
-    if (!b.slo.any()) throw InputError("--margin: band: headroom over the SLO needs --slo targets");
+    // Each deployment's own targets, from its class's errors (planning::band_slo); planning::validate
+    // refuses it without --slo targets.
     s.margin_band = true;
   } else if (!v->margin.empty()) {
     // A fraction, or a percentage: the fleet must meet each target with it to spare.

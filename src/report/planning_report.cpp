@@ -81,8 +81,6 @@ std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return 
 
 std::string slo_text(const serving::Slo& s);
 
-std::string target_name(const serving::SloTarget& g) { return serving::name(g); }
-
 using planning::deployment_class;  // its class in the validation table (docs/serving.md#errors-by-class)
 
 // The SLO as asked and the headroom the search sized fleets with.
@@ -105,7 +103,7 @@ std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& s
     const double e = planning::band_error(cls, g.metric);
     const double spare = b.target_slack[static_cast<std::size_t>(g.metric)];
     if (space.margin_band) {
-      s += fmt::format("{}{} {} ({})", s.empty() ? "" : ", ", target_name(g), t(held.find(g.metric)->limit_s),
+      s += fmt::format("{}{} {} ({})", s.empty() ? "" : ", ", serving::name(g), t(held.find(g.metric)->limit_s),
                        e < 0 ? fmt::format("{:+.0f}%", 100 * e) : "as asked");
     } else if (e < 0 && spare < -e) {
       s += fmt::format("{}{}: {:.0f}% to spare, the class runs {:+.0f}%", s.empty() ? "" : "; ", serving::name(g.metric), 100 * spare, 100 * e);
@@ -118,7 +116,7 @@ std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& s
 
 std::string slo_text(const serving::Slo& s) {
   std::string out;
-  for (const serving::SloTarget& g : s.targets) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", target_name(g), t(g.limit_s));
+  for (const serving::SloTarget& g : s.targets) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", serving::name(g), t(g.limit_s));
   return out.empty() ? "none (sustainable load only)" : out;
 }
 
@@ -128,7 +126,7 @@ using planning::asked_slo;
 // {"ttft_p99": 0.857, "tpot_p99": 0.046}: each target's limit in seconds, named as --slo names it.
 json targets_json(const serving::Slo& slo) {
   json j = json::object();
-  for (const serving::SloTarget& g : slo.targets) j[target_name(g)] = g.limit_s;
+  for (const serving::SloTarget& g : slo.targets) j[serving::name(g)] = g.limit_s;
   return j;
 }
 
