@@ -218,7 +218,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   std::array<ServingCurve::Line, Graph::kMaxOps> lines;
   int nl = 0;
   c.prefill_count = c.prefill_switch_count = c.fixed_switch_count = 0;
-  const comm::Wiring wr = comm::wiring(sys);
+  const comm::Wiring wr = model::collective_wiring(sys, f);
   std::array<SwitchLine, Envelope::kMaxSwitches> switches;  // scratch: the prefill's, then the decode's
   for (int i = 0; i < p1.op_count; ++i) {
     if (c.prefill_switch_count < Envelope::kMaxSwitches &&

@@ -229,20 +229,38 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   if (op1.collective < 0 || op2.collective < 0 || x2 == x1) return false;
   const model::CollectiveOp& c1 = g1.collectives[op1.collective];
   const model::CollectiveOp& c2 = g2.collectives[op2.collective];
+  // An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options.
+  const bool engine = c1.custom_max > 0 && c2.custom_max == c1.custom_max && c2.bytes != c1.bytes;
   comm::Option opts[comm::kMaxOptions];
-  const int n = comm::options(wr, c1.group, c1.kind, c1.algo, opts);
+  int n = 0;
+  if (engine) opts[n++] = {comm::Algo::direct};
+  n += comm::options(wr, c1.group, c1.kind, engine ? comm::Algo::automatic : c1.algo, opts + n);
   if (n < 2) return false;
   out.count = n;
   out.rep = g1.repeat(i);
+  model::GraphOp o1 = op1, o2 = op2;
   for (int o = 0; o < n; ++o) {
     const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes, c1.dtype, opts[o]);
     const comm::Priced p2 = comm::price(wr, c2.group, c2.kind, c2.bytes, c2.dtype, opts[o]);
     // As the graph holds it: in compact form.
     ops::OpCost k1, k2;
     if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
-    out.lines[o] = fit_costs(k1, k2, x1, x2, op1, op2, r, graphs, out.rep);
+    if (engine) o1.kernel = o2.kernel = o == 0 ? hw::KernelClass::allreduce_custom : hw::KernelClass::collective;
+    out.lines[o] = fit_costs(k1, k2, x1, x2, o1, o2, r, graphs, out.rep);
     out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
     out.t0[o] = p1.time_s - out.t1[o] * x1;
+  }
+  if (engine) {
+    // The choice is the engine's, not the fastest: its own kernel below the limit, at x* where
+    // the bytes reach it, NCCL's fastest from there. Its choice line is made to cross NCCL's
+    // fastest at x* more steeply than any of NCCL's lines (K > their slopes: below them all
+    // before x*, above after); its priced line stays its own.
+    const double xs = x1 + (c1.custom_max - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
+    double at = std::numeric_limits<double>::infinity(), steepest = 0;
+    for (int o = 1; o < n; ++o) at = std::min(at, out.t0[o] + out.t1[o] * xs), steepest = std::max(steepest, std::abs(out.t1[o]));
+    // A hair above at x* itself: from the limit on, NCCL (as the graph decides, bytes >= limit).
+    out.t1[0] = 4 * steepest + 1e-12;
+    out.t0[0] = at * (1 + 1e-9) - out.t1[0] * xs;
   }
   return true;
 }

@@ -205,12 +205,15 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
 GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
                 comm::Algo algo) {
   if (group.size <= 1) return nullptr;
+  // An engine's own all-reduce up to its size limit, NCCL from it.
+  const double custom_max = kind == comm::Collective::all_reduce && algo == comm::Algo::direct ? c.f.custom_allreduce_max_bytes : 0;
+  if (custom_max > 0 && bytes_ >= custom_max) algo = comm::Algo::automatic;
   auto& l = c.last;
   if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_) {
     l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost, -1};
     if (c.g.collective_count < Graph::kMaxCollectives) {
       l.index = c.g.collective_count++;
-      c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_};
+      c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_, custom_max};
     }
   }
   GraphOp& op = c.g.add(name, OpClass::comm, block, l.cost);
@@ -715,6 +718,13 @@ void validate(const ModelConfig& m, const ForwardConfig& f) {
   }
 }
 
+comm::Wiring collective_wiring(const hw::System& sys, const ForwardConfig& f) noexcept {
+  comm::Wiring w = comm::wiring(sys);
+  // In-switch reduction gates NVLS alone (comm::options).
+  if (!f.nccl_nvls) w.topology.in_switch_reduction = false;
+  return w;
+}
+
 void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::System& sys, const PassShape& shape,
                    Graph& g) noexcept {
   g.clear();
@@ -737,7 +747,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   c.mix = shape.mix;
   if (f.tp > 1 || f.ep > 1 || f.cp > 1) {
     // Ranks as Megatron orders them: tensor parallel innermost, then context, then expert.
-    c.wiring = comm::wiring(sys);
+    c.wiring = collective_wiring(sys, f);
     if (f.tp > 1) c.tp_group = comm::place(c.wiring, tp);
     if (f.cp > 1) c.cp_group = comm::place(c.wiring, static_cast<double>(f.cp), tp);
     if (f.ep > 1) c.ep_group = comm::place(c.wiring, ep, tp * static_cast<double>(std::max<std::int64_t>(1, f.cp)));

@@ -102,6 +102,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"graph_exact_sizes", e.graph_exact_sizes},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
           {"collective_algo", std::string(comm::name(e.collective_algo))},
+          {"custom_allreduce_max_bytes", e.custom_allreduce_max_bytes},
+          {"nccl_nvls", e.nccl_nvls},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},

@@ -15,6 +15,9 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024;
+// vLLM's custom all-reduce takes messages under 8 MiB (CustomAllreduce max_size=8192 * 1024,
+// should_custom_ar: inp_size < max_size, on two GPUs or fully connected ones), NCCL the rest.
+constexpr double kCustomAllreduceMax = 8 * kMiB;
 
 // Host time per step of a Python engine loop, measured on vLLM V1: schedule() ~0.2 ms,
 // _update_states ~0.18 ms and _prepare_inputs ~0.05 ms (vllm-project/vllm PR #42131, B200),
@@ -66,6 +69,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.version = version;
+  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
   e.releases = version == 10 ? "0.8-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
@@ -147,6 +151,7 @@ constexpr double kV0OutputPerRequestS = (3.4e-3 - 0.2e-3) / 31;
 EngineConfig vllm_v0(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
+  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
   e.version = 6;
   e.releases = "0.6 (V0)";
   e.policy = StepPolicy::running_first;
@@ -227,6 +232,10 @@ double sglang03_fraction(std::int64_t tp) {
 EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   EngineConfig e;
   e.kind = EngineKind::sglang;
+  // Its custom all-reduce (vLLM's in 0.3, its own since: _MAX_CAR_SIZE 8 MiB on CUDA), and NCCL
+  // without NVLS: NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls (PR #631, July 2024; PR #3502).
+  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
+  e.nccl_nvls = false;
   e.version = version;
   e.releases = version == 3 ? "0.3" : "0.4+";
   e.policy = StepPolicy::prefill_first;
@@ -302,6 +311,10 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
 EngineConfig trtllm(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
+  // AllReduceStrategy AUTO (cpp/tensorrt_llm/thop/allreduceOp.cpp, getRuntimeStrategy, 2025):
+  // its own kernels within the workspace (getMaxRequiredWorkspaceSize: 16 MB at TP 2, else
+  // 8 MB) at TP 2, under 1 MB at TP 3-4 and under 500 kB past 4; NCCL otherwise.
+  e.custom_allreduce_max_bytes = {16e6, 1e6, 500e3};
   e.releases = "PyTorch backend, 0.19+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
@@ -505,6 +518,8 @@ void validate(const EngineConfig& e) {
 
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept {
   f.algo = e.collective_algo;
+  f.custom_allreduce_max_bytes = e.custom_allreduce_max_bytes[f.tp <= 2 ? 0 : f.tp <= 4 ? 1 : 2];
+  f.nccl_nvls = e.nccl_nvls;
   f.merged_kernels = e.merged_kernels;
   f.scaled_gemm = e.scaled_gemm;
   f.triton_moe_from_tp = e.triton_moe_from_tp;

@@ -83,7 +83,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   model::build_forward(m, fit, sys, {1, 1, 1, &m1}, g1_);
   model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
 
-  const comm::Wiring wiring = comm::wiring(sys);
+  const comm::Wiring wiring = model::collective_wiring(sys, f);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
   for (const bool graphs : {false, true}) {
     Variant& v = graphs ? graph_ : eager_;

@@ -44,7 +44,10 @@ struct Fixture {
 // (0: GEMMs unquantised).
 // `imbalance`: ForwardConfig::expert_imbalance (0: the routing model, model/routing.hpp).
 // `naive`: attention materialises its scores (its lines read the scores and positions counts).
-std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false) {
+// `allreduce`: 0 the fastest collective at each size; 1 an engine's own all-reduce under 8 MiB
+// and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls).
+std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
+                                 int allreduce = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -54,6 +57,11 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.merged_kernels = merged;
   fx->f.expert_imbalance = imbalance;
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
+  if (allreduce > 0) {
+    fx->f.algo = comm::Algo::direct;
+    fx->f.custom_allreduce_max_bytes = allreduce == 1 ? 8 * 1024 * 1024 : 500e3;
+    fx->f.nccl_nvls = allreduce == 1;
+  }
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -67,7 +75,7 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
-                    *rc::gen::arbitrary<bool>());
+                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();

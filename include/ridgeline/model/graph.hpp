@@ -84,6 +84,9 @@ struct CollectiveOp {
   DType dtype = DType::bf16;
   comm::Placement group;
   double bytes = 0;
+  /// An engine's all-reduce rule (ForwardConfig::custom_allreduce_max_bytes): its own kernel
+  /// (direct) below this many bytes, NCCL (automatic) from it; 0: `algo` at every size.
+  double custom_max = 0;
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).

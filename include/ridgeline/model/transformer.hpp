@@ -34,6 +34,14 @@ struct ForwardConfig {
   std::int64_t ep_size() const noexcept { return experts == Experts::expert ? tp * ep : ep; }
   ops::AttentionImpl attention = ops::AttentionImpl::flash;
   comm::Algo algo = comm::Algo::automatic;  // collectives: the fastest for the size (comm::price)
+  /// A serving engine's own all-reduce (`algo` direct) has a size limit: an all-reduce of this
+  /// many bytes or more runs in NCCL instead, the fastest of its algorithms for the size (vLLM's
+  /// CustomAllreduce up to 8 MiB; docs/serving.md#all-reduce). 0: no limit.
+  double custom_allreduce_max_bytes = 0;
+  /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: vLLM 0.5-0.10
+  /// sets NCCL_CUMEM_ENABLE=0, and NCCL runs NVLS only on cuMem buffers; SGLang sets
+  /// NCCL_NVLS_ENABLE=0 (docs/serving.md#all-reduce).
+  bool nccl_nvls = true;
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
   /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.
   bool sequence_parallel = false;
@@ -141,6 +149,10 @@ LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept;
 /// Throws InputError naming the flag when the plan does not fit the model (tp not
 /// dividing the heads, ep not dividing the experts, ...).
 void validate(const ModelConfig& m, const ForwardConfig& f);
+
+/// The system's links as a forward pass's collectives see them: comm::wiring, without NVLS
+/// where the engine turns NCCL's off (ForwardConfig::nccl_nvls).
+comm::Wiring collective_wiring(const hw::System& sys, const ForwardConfig& f) noexcept;
 
 /// Builds the graph of one forward pass on one chip of `sys`: embedding group, one group
 /// per distinct layer kind (dense/MoE x full/sliding attention) with its layer count, head.

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 /// A serving engine's scheduler as documented knobs (docs/serving.md#engines): presets for
 /// vLLM (V1), SGLang and TensorRT-LLM whose defaults come from each engine's own code and
 /// documentation, and `static`, which serves batches the way `infer` models them. Every knob
@@ -93,6 +94,13 @@ struct EngineConfig {
   /// all-reduce, TensorRT-LLM's AUTO strategy): peers' buffers read directly over NVLink in one
   /// or two shots, `direct`: 2 latency steps for 2(P-1)/P of the bytes, not a ring's 2(P-1).
   comm::Algo collective_algo = comm::Algo::direct;
+  /// The engine's own all-reduce takes messages under this many bytes, NCCL the rest (the
+  /// fastest of its algorithms: model::ForwardConfig::custom_allreduce_max_bytes), by
+  /// tensor-parallel size: 2 or fewer, 3-4, more. vLLM and SGLang: 8 MiB (CustomAllreduce
+  /// max_size); TensorRT-LLM's AUTO strategy: 16 MB, 1 MB, 500 kB. 0: no limit (docs/serving.md#all-reduce).
+  std::array<double, 3> custom_allreduce_max_bytes{0, 0, 0};
+  /// NCCL may reduce in the switches (NVLS): SGLang sets NCCL_NVLS_ENABLE=0 (model::ForwardConfig::nccl_nvls).
+  bool nccl_nvls = true;
   /// The engine's kernels: QKV and gate-up GEMMs merged, residual adds fused into the norms
   /// (vLLM QKVParallelLinear, MergedColumnParallelLinear, fused_add_rms_norm; SGLang and
   /// TensorRT-LLM alike). model::ForwardConfig::merged_kernels.
