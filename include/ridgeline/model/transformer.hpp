@@ -38,9 +38,9 @@ struct ForwardConfig {
   /// many bytes or more runs in NCCL instead, the fastest of its algorithms for the size (vLLM's
   /// CustomAllreduce up to 8 MiB; docs/serving.md#all-reduce). 0: no limit.
   double custom_allreduce_max_bytes = 0;
-  /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: vLLM 0.5-0.10
-  /// sets NCCL_CUMEM_ENABLE=0, and NCCL runs NVLS only on cuMem buffers; SGLang sets
-  /// NCCL_NVLS_ENABLE=0 (docs/serving.md#all-reduce).
+  /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: SGLang sets
+  /// NCCL_NVLS_ENABLE=0 (vLLM's NCCL_CUMEM_ENABLE=0 of 0.5-0.10 does not: NCCL's NVLS asks for
+  /// NCCL_NVLS_ENABLE, more than two GPUs and multicast support; docs/serving.md#all-reduce).
   bool nccl_nvls = true;
   /// Sequence parallelism: norms and residuals on T/tp tokens; each all-reduce becomes an
   /// all-gather before the column-parallel GEMMs and a reduce-scatter after the row-parallel ones.

@@ -1,10 +1,10 @@
 #pragma once
-#include <array>
 /// A serving engine's scheduler as documented knobs (docs/serving.md#engines): presets for
 /// vLLM (V1), SGLang and TensorRT-LLM whose defaults come from each engine's own code and
 /// documentation, and `static`, which serves batches the way `infer` models them. Every knob
 /// can be overridden.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
