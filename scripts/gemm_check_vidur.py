@@ -6,11 +6,12 @@ each op's kernels timed by the torch profiler inside a layer's forward (fp16), b
 128 x 128 tiles. A check only: nothing is fitted to it.
 
 Usage:
-  gemm_check_vidur.py RIDGELINE VIDUR_GIT_DIR [h100|a100] [DTYPE]
+  gemm_check_vidur.py RIDGELINE VIDUR_GIT_DIR [h100|a100] [DTYPE] [REV]
 
-VIDUR_GIT_DIR: a clone (or bare mirror) of microsoft/vidur; its files are read at HEAD with
-`git show` (data/profiling/compute/<chip>/<model>/mlp.csv). DTYPE: the dtype priced (default
-bf16, whose measured matmul rate the catalog holds; fp16 runs at the same tensor-core rate).
+VIDUR_GIT_DIR: a clone (or bare mirror) of microsoft/vidur; its files are read at REV (default
+e26eb8f, the commit that last changed them, May 2024) with `git show`
+(data/profiling/compute/<chip>/<model>/mlp.csv). DTYPE: the dtype priced (default bf16, whose
+measured matmul rate the catalog holds; fp16 runs at the same tensor-core rate).
 """
 import csv
 import io
@@ -26,6 +27,7 @@ if len(sys.argv) < 3:
 BIN, VIDUR = sys.argv[1], sys.argv[2]
 CHIP = sys.argv[3] if len(sys.argv) > 3 else "h100"
 DTYPE = sys.argv[4] if len(sys.argv) > 4 else "bf16"
+REV = sys.argv[5] if len(sys.argv) > 5 else "e26eb8f"
 CATALOG = {"h100": "h100-sxm", "a100": "a100-80gb"}[CHIP]
 SMS = {"h100": 132, "a100": 108}[CHIP]
 MODELS = ["meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-7b-hf", "Qwen/Qwen-72B", "internlm/internlm-20b",
@@ -47,7 +49,7 @@ def shapes(r):
 
 jobs = []
 for model in MODELS:
-    text = subprocess.run(["git", "-C", VIDUR, "show", f"HEAD:data/profiling/compute/{CHIP}/{model}/mlp.csv"],
+    text = subprocess.run(["git", "-C", VIDUR, "show", f"{REV}:data/profiling/compute/{CHIP}/{model}/mlp.csv"],
                           capture_output=True, text=True, check=True).stdout
     seen = set()
     for r in csv.DictReader(io.StringIO(text)):

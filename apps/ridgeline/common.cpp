@@ -195,7 +195,7 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
   app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default: fp8 weights on a chip with fp8 compute run in fp8, W8A8; else from weights and activations)");
   app->add_option("--attention", f.attention, "flash or naive")->capture_default_str();
-  app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct)");
+  app->add_option("--algo", f.algo, "collective algorithm: auto, ring, tree, direct, nvls (default auto: the fastest for the size; serve's engines: direct under each engine's size limit, NCCL's fastest above it)");
   app->add_flag("--sequence-parallel", f.sequence_parallel, "norms and residuals split over tp; reduce-scatter + all-gather");
   app->add_option("--expert-imbalance", f.expert_imbalance,
                   "MoE under expert parallelism: routed tokens of the busiest chip over the mean (1: balanced, up to the "

@@ -229,13 +229,15 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   if (op1.collective < 0 || op2.collective < 0 || x2 == x1) return false;
   const model::CollectiveOp& c1 = g1.collectives[op1.collective];
   const model::CollectiveOp& c2 = g2.collectives[op2.collective];
-  // An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options.
-  const bool engine = c1.custom_max > 0 && c2.custom_max == c1.custom_max && c2.bytes != c1.bytes;
-  comm::Option opts[comm::kMaxOptions];
+  // An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options
+  // (a finite limit, the bytes growing with x as every graph's do).
+  const bool engine = c1.custom_max > 0 && std::isfinite(c1.custom_max) && c2.custom_max == c1.custom_max &&
+                      (c2.bytes - c1.bytes) * (x2 - x1) > 0;
+  comm::Option opts[comm::kMaxOptions + 1];
   int n = 0;
   if (engine) opts[n++] = {comm::Algo::direct};
   n += comm::options(wr, c1.group, c1.kind, engine ? comm::Algo::automatic : c1.algo, opts + n);
-  if (n < 2) return false;
+  if (n < 2 || n > comm::kMaxOptions) return false;
   out.count = n;
   out.rep = g1.repeat(i);
   model::GraphOp o1 = op1, o2 = op2;
@@ -258,7 +260,8 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
     const double xs = x1 + (c1.custom_max - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
     double at = std::numeric_limits<double>::infinity(), steepest = 0;
     for (int o = 1; o < n; ++o) at = std::min(at, out.t0[o] + out.t1[o] * xs), steepest = std::max(steepest, std::abs(out.t1[o]));
-    // A hair above at x* itself: from the limit on, NCCL (as the graph decides, bytes >= limit).
+    // A hair above at x* itself: from the limit on, NCCL (as the graph decides, bytes >= limit);
+    // the hair hands over a billionth of the limit early, less than a byte at engines' limits.
     out.t1[0] = 4 * steepest + 1e-12;
     out.t0[0] = at * (1 + 1e-9) - out.t1[0] * xs;
   }

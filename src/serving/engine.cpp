@@ -313,8 +313,10 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.kind = EngineKind::trtllm;
   // AllReduceStrategy AUTO (cpp/tensorrt_llm/thop/allreduceOp.cpp, getRuntimeStrategy, 2025):
   // its own kernels within the workspace (getMaxRequiredWorkspaceSize: 16 MB at TP 2, else
-  // 8 MB) at TP 2, under 1 MB at TP 3-4 and under 500 kB past 4; NCCL otherwise.
-  e.custom_allreduce_max_bytes = {16e6, 1e6, 500e3};
+  // 8 MB) at TP 2, under 1 MB at TP 3-4 and under 500 kB past 4; NCCL otherwise. At TP 2 up
+  // to the workspace's 16e6 bytes inclusive (`messageSizeBytes <= maxWorkspaceSize`): NCCL from
+  // the byte past it.
+  e.custom_allreduce_max_bytes = {16e6 + 1, 1e6, 500e3};
   e.releases = "PyTorch backend, 0.19+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
@@ -489,6 +491,10 @@ void validate(const EngineConfig& e) {
     if (v < lo || v > hi) throw InputError(fmt::format("{}: {} is out of range: expected {} to {}", flag, v, lo, hi));
   };
   range(e.max_batched_tokens, 1, std::int64_t{1} << 24, "--max-batched-tokens");
+  if (e.collective_algo == comm::Algo::nvls && !e.nccl_nvls) {
+    throw InputError(fmt::format("--algo: nvls: {} runs NCCL with NVLS off (NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls; "
+                                 "docs/serving.md#all-reduce)", name(e.kind)));
+  }
   if (e.max_num_seqs != 0) range(e.max_num_seqs, 1, std::int64_t{1} << 20, "--max-num-seqs");
   range(e.kv_block, 1, 4096, "--kv-block");
   if (e.kv_blocks_override != 0) range(e.kv_blocks_override, 1, std::int64_t{1} << 40, "--kv-blocks");

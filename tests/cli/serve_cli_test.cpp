@@ -49,6 +49,17 @@ TEST(ServeCli, ItlTargetsAndBadSloKeys) {
   }
 }
 
+TEST(ServeCli, NvlsIsRefusedForAnEngineWhoseNcclHasItOff) {
+  // SGLang sets NCCL_NVLS_ENABLE=0 (docs/serving.md#all-reduce): `--algo nvls` cannot be its
+  // all-reduce. Exit 2, one line naming the flag and why; vLLM on the same 8 H100s takes it.
+  const std::string base = "serve --model llama-3.1-70b --hw h100-sxm --tp 8 --concurrency 1 --requests 2 --prompt 64 --gen 4 --algo nvls";
+  const auto r = run(base + " --engine sglang");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--algo: nvls: sglang runs NCCL with NVLS off"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(run(base + " --engine vllm").status, 0);
+}
+
 TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {
   // One client: no queueing, and TTFT is the same for every request (same prompt, alone).
   const auto j = run_json(kSmall + " --concurrency 1 --requests 5");

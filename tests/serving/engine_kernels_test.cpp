@@ -253,33 +253,38 @@ TEST(EngineKernels, Fp4BlocksKeepTheirOwnClassUnderDeepGemmEngines) {
 }
 
 TEST(EngineKernels, EachEnginesOwnAllReduceTakesMessagesUnderItsLimitAndNcclTheRest) {
-  // Llama-3.1-70B at TP 8 on H100s: an all-reduce moves 8192 x 2 B = 16384 B a token.
-  // vLLM's custom all-reduce takes messages under 8 MiB (max_size 8192 x 1024): 511 tokens
-  // (8372224 B) run in it, 512 (8388608 B = 8 MiB) in NCCL, priced as NCCL's fastest
-  // algorithm for the size. TensorRT-LLM's AUTO strategy past TP 4 takes them under 500 kB:
-  // 30 tokens (491520 B) in its own kernel, 31 (507904 B) in NCCL. SGLang's NCCL runs without
-  // NVLS (NCCL_NVLS_ENABLE=0): at 8192 tokens (128 MiB), where the switches' reduction is
-  // NCCL's fastest over these 8 H100s (vLLM's), SGLang's is a ring.
+  // Llama-3.1-70B on H100s: an all-reduce moves 8192 x 2 B = 16384 B a token, at any TP.
+  // vLLM's custom all-reduce takes messages under 8 MiB (max_size 8192 x 1024): at TP 8, 511
+  // tokens (8372224 B) run in it, 512 (8388608 B = 8 MiB) in NCCL, priced as NCCL's fastest
+  // algorithm for the size. TensorRT-LLM's AUTO strategy takes them under 500 kB past TP 4: 30
+  // tokens (491520 B) in its own kernel, 31 (507904 B) in NCCL; under 1 MB at TP 4: 61 tokens
+  // (999424 B), not 62 (1015808 B); up to its 16 MB workspace at TP 2: 976 tokens (15990784 B),
+  // not 977 (16007168 B). SGLang's NCCL runs without NVLS (NCCL_NVLS_ENABLE=0): at 8192 tokens
+  // (128 MiB), where the switches' reduction is NCCL's fastest over these 8 H100s (vLLM's),
+  // SGLang's is a ring.
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   hw::System sys = testing::catalog_system("h100-sxm");
-  sys.chips = 8;
   struct Case {
     EngineRef engine;
+    int tp;
     double tokens;
     bool custom;
     comm::Algo nccl;  // the algorithm NCCL prices (automatic: not checked)
   };
   constexpr comm::Algo kAny = comm::Algo::automatic;
-  const Case cases[] = {{{EngineKind::vllm, 10}, 511, true, kAny},        {{EngineKind::vllm, 10}, 512, false, kAny},
-                        {{EngineKind::vllm, 0}, 8192, false, comm::Algo::nvls}, {{EngineKind::trtllm, 0}, 30, true, kAny},
-                        {{EngineKind::trtllm, 0}, 31, false, kAny},       {{EngineKind::sglang, 0}, 511, true, kAny},
-                        {{EngineKind::sglang, 0}, 8192, false, comm::Algo::ring}};
+  const Case cases[] = {{{EngineKind::vllm, 10}, 8, 511, true, kAny},  {{EngineKind::vllm, 10}, 8, 512, false, kAny},
+                        {{EngineKind::vllm, 0}, 8, 8192, false, comm::Algo::nvls},
+                        {{EngineKind::trtllm, 0}, 8, 30, true, kAny},  {{EngineKind::trtllm, 0}, 8, 31, false, kAny},
+                        {{EngineKind::trtllm, 0}, 4, 61, true, kAny},  {{EngineKind::trtllm, 0}, 4, 62, false, kAny},
+                        {{EngineKind::trtllm, 0}, 2, 976, true, kAny}, {{EngineKind::trtllm, 0}, 2, 977, false, kAny},
+                        {{EngineKind::sglang, 0}, 8, 511, true, kAny}, {{EngineKind::sglang, 0}, 8, 8192, false, comm::Algo::ring}};
   auto g = std::make_unique<model::Graph>();
   for (const Case& c : cases) {
-    SCOPED_TRACE(name(c.engine) + " at " + std::to_string(static_cast<int>(c.tokens)) + " tokens");
+    SCOPED_TRACE(name(c.engine) + " at TP " + std::to_string(c.tp) + ", " + std::to_string(static_cast<int>(c.tokens)) + " tokens");
+    sys.chips = c.tp;
     model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(c.engine, sys.chip, 8));
+    f.tp = c.tp;
+    f = engine_forward(f, engine_preset(c.engine, sys.chip, c.tp));
     g->clear();
     model::build_forward(m, f, sys, {1, c.tokens, c.tokens, nullptr}, *g);
     ASSERT_FALSE(g->overflow);

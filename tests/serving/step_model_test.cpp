@@ -93,6 +93,30 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   }
 }
 
+TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {
+  // Llama-3.1-70B at TP 4 on H100s, vLLM's rule: its own all-reduce under 8 MiB, NCCL from
+  // there. A step of one prefill chunk moves 16384 B a token in each all-reduce: 511 tokens
+  // (8372224 B) run in the custom kernel, 512 (exactly 8 MiB) and 513 in NCCL; the step model
+  // prices each as the step's graph, and the two sides of the limit as the two kernels do.
+  auto fx = fixture(kPlans[1], true, 132, 1, false, 1);
+  for (const double q : {511.0, 512.0, 513.0}) {
+    model::StepMix mix;
+    mix.add_prefill(q, q, 0);
+    for (const GraphMode mode : {GraphMode::eager, GraphMode::piecewise}) {
+      EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, kExact) << q;
+    }
+  }
+  // The same steps with no limit (the custom kernel at every size) differ only from 512 on.
+  auto plain = fixture(kPlans[1], true, 132, 1, false, 0);
+  plain->f.algo = comm::Algo::direct;
+  plain->step->prepare(plain->m, plain->sys, plain->f);
+  model::StepMix at511, at512;
+  at511.add_prefill(511, 511, 0);
+  at512.add_prefill(512, 512, 0);
+  EXPECT_NEAR(fx->step->time(at511, GraphMode::eager) / plain->step->time(at511, GraphMode::eager), 1, kExact);
+  EXPECT_GT(std::abs(fx->step->time(at512, GraphMode::eager) / plain->step->time(at512, GraphMode::eager) - 1), 1e-3);
+}
+
 TEST(StepModel, UniformStepsEqualInfer) {
   // A step of B prompts of P tokens is infer's prefill (eager); a step of B decode tokens at
   // context P + 1 is its first decode step and at P + G - 1 its last (graphs as --cuda-graphs),

@@ -125,8 +125,9 @@ struct OpLine {
 };
 
 /// A collective whose algorithm and protocol change with its size (comm::options): one line
-/// per option, and the time comm::price compares for each, t0 + t1·x; the option with the
-/// smallest is the one priced (the first of equal ones).
+/// per option, and the time each is chosen by, t0 + t1·x; the option with the smallest is the
+/// one priced (the first of equal ones). The time is comm::price's, but for an engine's own
+/// all-reduce (CollectiveOp::custom_max), whose line hands over to NCCL's at the engine's limit.
 struct SwitchLine {
   std::array<OpLine, comm::kMaxOptions> lines{};
   std::array<double, comm::kMaxOptions> t0{}, t1{};

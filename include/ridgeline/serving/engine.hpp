@@ -97,7 +97,8 @@ struct EngineConfig {
   /// The engine's own all-reduce takes messages under this many bytes, NCCL the rest (the
   /// fastest of its algorithms: model::ForwardConfig::custom_allreduce_max_bytes), by
   /// tensor-parallel size: 2 or fewer, 3-4, more. vLLM and SGLang: 8 MiB (CustomAllreduce
-  /// max_size); TensorRT-LLM's AUTO strategy: 16 MB, 1 MB, 500 kB. 0: no limit (docs/serving.md#all-reduce).
+  /// max_size); TensorRT-LLM's AUTO strategy: 16 MB (inclusive), 1 MB, 500 kB. 0: no limit
+  /// (docs/serving.md#all-reduce).
   std::array<double, 3> custom_allreduce_max_bytes{0, 0, 0};
   /// NCCL may reduce in the switches (NVLS): SGLang sets NCCL_NVLS_ENABLE=0 (model::ForwardConfig::nccl_nvls).
   bool nccl_nvls = true;
