@@ -75,6 +75,11 @@ std::vector<BandRead> band_reads(const std::string& cls, const serving::Slo& slo
   return out;
 }
 
+// The run's class in the validation table (docs/serving.md#errors-by-class).
+std::string run_class(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const serving::ServingResult& r) {
+  return answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+}
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -205,7 +210,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens}};
-  const std::string cls = answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+  const std::string cls = run_class(m, sys, cfg, r);
   j["error_band"] = error_band_json(cls);
   if (cfg.slo.any()) {
     json targets = json::object();
@@ -440,7 +445,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("SLO: {}; goodput {:.4g} req/s ({:.1f}% of requests within every target)\n",
                      r.slo_met ? "met" : "not met", r.goodput_requests_per_s, 100 * r.slo_attainment);
   }
-  const std::string cls = answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+  const std::string cls = run_class(m, sys, cfg, r);
   s += error_band_text(cls);
   if (cfg.slo.any()) {
     // The targets again, each percentile divided by 1 + its class's median error where the

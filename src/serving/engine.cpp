@@ -16,8 +16,9 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024;
 // vLLM's custom all-reduce takes messages under 8 MiB (CustomAllreduce max_size=8192 * 1024,
-// should_custom_ar: inp_size < max_size, on two GPUs or fully connected ones), NCCL the rest.
-constexpr double kCustomAllreduceMax = 8 * kMiB;
+// should_custom_ar: inp_size < max_size, on two GPUs or fully connected ones), NCCL the rest:
+// at every tensor-parallel size (EngineConfig::custom_allreduce_max_bytes).
+constexpr std::array<double, 3> kCustomAllreduceMax{8 * kMiB, 8 * kMiB, 8 * kMiB};
 
 // Host time per step of a Python engine loop, measured on vLLM V1: schedule() ~0.2 ms,
 // _update_states ~0.18 ms and _prepare_inputs ~0.05 ms (vllm-project/vllm PR #42131, B200),
@@ -69,7 +70,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.version = version;
-  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
+  e.custom_allreduce_max_bytes = kCustomAllreduceMax;
   e.releases = version == 10 ? "0.8-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
@@ -151,7 +152,7 @@ constexpr double kV0OutputPerRequestS = (3.4e-3 - 0.2e-3) / 31;
 EngineConfig vllm_v0(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
-  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
+  e.custom_allreduce_max_bytes = kCustomAllreduceMax;
   e.version = 6;
   e.releases = "0.6 (V0)";
   e.policy = StepPolicy::running_first;
@@ -234,7 +235,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.kind = EngineKind::sglang;
   // Its custom all-reduce (vLLM's in 0.3, its own since: _MAX_CAR_SIZE 8 MiB on CUDA), and NCCL
   // without NVLS: NCCL_NVLS_ENABLE=0 unless --enable-nccl-nvls (PR #631, July 2024; PR #3502).
-  e.custom_allreduce_max_bytes = {kCustomAllreduceMax, kCustomAllreduceMax, kCustomAllreduceMax};
+  e.custom_allreduce_max_bytes = kCustomAllreduceMax;
   e.nccl_nvls = false;
   e.version = version;
   e.releases = version == 3 ? "0.3" : "0.4+";

@@ -45,7 +45,8 @@ struct Fixture {
 // `imbalance`: ForwardConfig::expert_imbalance (0: the routing model, model/routing.hpp).
 // `naive`: attention materialises its scores (its lines read the scores and positions counts).
 // `allreduce`: 0 the fastest collective at each size; 1 an engine's own all-reduce under 8 MiB
-// and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls).
+// and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls);
+// 3 the engine's own at every size (no limit).
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
                                  int allreduce = 0) {
   auto fx = std::make_unique<Fixture>();
@@ -59,8 +60,8 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
   if (allreduce > 0) {
     fx->f.algo = comm::Algo::direct;
-    fx->f.custom_allreduce_max_bytes = allreduce == 1 ? 8 * 1024 * 1024 : 500e3;
-    fx->f.nccl_nvls = allreduce == 1;
+    fx->f.custom_allreduce_max_bytes = allreduce == 1 ? 8 * 1024 * 1024 : allreduce == 2 ? 500e3 : 0;
+    fx->f.nccl_nvls = allreduce != 2;
   }
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
@@ -107,9 +108,7 @@ TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {
     }
   }
   // The same steps with no limit (the custom kernel at every size) differ only from 512 on.
-  auto plain = fixture(kPlans[1], true, 132, 1, false, 0);
-  plain->f.algo = comm::Algo::direct;
-  plain->step->prepare(plain->m, plain->sys, plain->f);
+  auto plain = fixture(kPlans[1], true, 132, 1, false, 3);
   model::StepMix at511, at512;
   at511.add_prefill(511, 511, 0);
   at512.add_prefill(512, 512, 0);
