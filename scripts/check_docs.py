@@ -211,10 +211,13 @@ def matches(expected, actual):
 
 
 def main():
-    binary, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    with tempfile.TemporaryDirectory(prefix="ridgeline-docs-") as scratch:  # the files samples write, removed after
+        return check(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), scratch)
+
+
+def check(binary, root, scratch):
     files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
     drift = checked = 0
-    scratch = tempfile.mkdtemp(prefix="ridgeline-docs-")
     for f in files:
         for line, command, expected in blocks(f):
             command = re.sub(r"\s{2,}\([^)]*\)$", "", command)  # "    (totals)": a note on what the block shows

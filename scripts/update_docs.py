@@ -76,9 +76,12 @@ def updated(expected, actual):
 
 
 def main():
-    binary, root = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    with tempfile.TemporaryDirectory(prefix="ridgeline-docs-") as scratch:  # the files samples write (--out, --plot)
+        update(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), scratch)
+
+
+def update(binary, root, scratch):
     files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
-    scratch = tempfile.mkdtemp(prefix="ridgeline-docs-")  # the files samples write (--out, --plot)
     for f in files:
         text = open(f, encoding="utf-8").read().split("\n")
         edits = []
