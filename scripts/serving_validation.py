@@ -251,20 +251,38 @@ def dgx_h200_deepseek(flags, isl, osl, measured):
              str(isl), "--gen", str(osl)], measured, [f"{isl}/{osl}"], "fp8")
 
 
-DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3})
-       for isl, osl, ttft, tpot in [(1000, 2000, 309.02, 42.14), (5000, 1000, 5828.09, 50.14), (10000, 500, 14937.28, 75.74)]]
+# Output tokens/s: the files' output_throughput (the output tokens over the run's duration, first request
+# sent to last token received), as the repository's README tables give them.
+DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
+       for isl, osl, ttft, tpot, tps in [(1000, 2000, 309.02, 42.14, 1145.36), (5000, 1000, 5828.09, 50.14, 853.46),
+                                         (10000, 500, 14937.28, 75.74, 446.90)]]
 add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR, ["in/out"], None, moe=True)
 
 # 8. The same runs with --enable-expert-parallel (the repository's README: 'vLLM_EP'): attention stays
 #    tensor-parallel over the 8 GPUs, each holds 32 whole experts (--experts ep), files vllm-*-ep.json.
-DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3})
-          for isl, osl, ttft, tpot in [(1000, 2000, 670.63, 44.47), (5000, 1000, 7486.11, 52.89), (10000, 500, 18228.38, 83.56)]]
+DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl,
+                            {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
+          for isl, osl, ttft, tpot, tps in [(1000, 2000, 670.63, 44.47, 1086.94), (5000, 1000, 7486.11, 52.89, 793.69),
+                                            (10000, 500, 18228.38, 83.56, 395.92)]]
 add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, experts over the GPUs (vLLM 0.8.4, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the -ep files: "
         "vllm serve --enable-expert-parallel, benchmark_serving.py, 50 requests",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_EP, ["in/out"], None, moe=True)
+
+# 8b. The same software and runs on a second node the same day: Nebius's 8 x H200, whose host CPU (Xeon
+#     8468) clocks higher than the DGX's (Xeon 8480C); the repository's LOG.md (04/18/2025) traced SGLang's
+#     numbers not reproducing between the two nodes to that CPU. Only the README's output tokens/s are kept
+#     for this node (its table 'Nebius H200 (CPU Xeon 8468)', columns vLLM and VLLM_EP).
+DSR_NEBIUS = [(dgx_h200_deepseek([*(["--experts", "ep"] if ep else []), "--prefix-caching", "off"], isl, osl,
+                                 {"output_tps": tps})[0], {"output_tps": tps}, ["EP 8" if ep else "TP 8", f"{isl}/{osl}"], "fp8")
+              for ep, isl, osl, tps in [(False, 1000, 2000, 1500.11), (False, 5000, 1000, 1049.73), (False, 10000, 500, 497.91),
+                                        (True, 1000, 2000, 1372.98), (True, 5000, 1000, 830.49), (True, 10000, 500, 356.38)]]
+add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8 and EP 8; output tokens/s)",
+        "simon-mo/vLLM-Benchmark (commit d538cdc) README.md, 'Nebius H200 (CPU Xeon 8468)': benchmark_serving.py, 50 requests, "
+        "output tokens/s; the same runs as the DGX H200's",
+        "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_NEBIUS, ["experts", "in/out"], None, moe=True)
 
 # 9. TensorRT-LLM on the same DGX H200 that day: its main branch built from source on 2025-04-18
 #    (the PyTorch backend; the repository's trt-guide.md): trtllm-serve --backend pytorch --tp_size 8
