@@ -244,20 +244,28 @@ add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorR
 # 7. DeepSeek-R1 (fp8 block-scaled MoE with MLA) on 8 x H200, vLLM 0.8.4 at TP 8 without prefix caching, 50 requests
 #    of fixed lengths at 10 requests/s Poisson (simon-mo/vLLM-Benchmark @d538cdc, saved-results/v0.8.4/deepseek-r1/h200/
 #    2025-04-18, the DGX H200 runs; benchmark_serving.py): mean TTFT and TPOT. DeepSeek-V3's config is R1's architecture.
+#    The ShareGPT scenario: 500 requests at 10 requests/s of the lengths the files record (input_lens and
+#    output_lens, the same in every run: benchmark_serving.py --dataset-name sharegpt --ignore-eos, seed 0),
+#    kept in data/validation/vllm-benchmark-sharegpt-500.csv and replayed as a trace whose arrivals --qps sets.
+SHAREGPT_R1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "data", "validation",
+                           "vllm-benchmark-sharegpt-500.csv")
+
+
 def dgx_h200_deepseek(flags, isl, osl, measured):
-    """A row of that DGX H200's DeepSeek-R1 runs: 50 requests of isl/osl tokens at 10 requests/s, TP 8 and the
-    engine's own `flags`."""
-    return (["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *flags, "--qps", "10", "--requests", "50", "--prompt",
-             str(isl), "--gen", str(osl)], measured, [f"{isl}/{osl}"], "fp8")
+    """A row of that DGX H200's DeepSeek-R1 runs: 50 requests of isl/osl tokens (or, isl "sharegpt", the 500
+    ShareGPT requests) at 10 requests/s, TP 8 and the engine's own `flags`."""
+    load = ["--trace", SHAREGPT_R1] if isl == "sharegpt" else ["--requests", "50", "--prompt", str(isl), "--gen", str(osl)]
+    return (["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *flags, "--qps", "10", *load], measured,
+            ["sharegpt" if isl == "sharegpt" else f"{isl}/{osl}"], "fp8")
 
 
 # Output tokens/s: the files' output_throughput (the output tokens over the run's duration, first request
 # sent to last token received), as the repository's README tables give them.
 DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
        for isl, osl, ttft, tpot, tps in [(1000, 2000, 309.02, 42.14, 1145.36), (5000, 1000, 5828.09, 50.14, 853.46),
-                                         (10000, 500, 14937.28, 75.74, 446.90)]]
+                                         (10000, 500, 14937.28, 75.74, 446.90), ("sharegpt", None, 125.43, 61.23, 1380.59)]]
 add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8; means)",
-        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR, ["in/out"], None, moe=True)
 
 # 8. The same runs with --enable-expert-parallel (the repository's README: 'vLLM_EP'): attention stays
@@ -265,10 +273,10 @@ add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 
 DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl,
                             {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
           for isl, osl, ttft, tpot, tps in [(1000, 2000, 670.63, 44.47, 1086.94), (5000, 1000, 7486.11, 52.89, 793.69),
-                                            (10000, 500, 18228.38, 83.56, 395.92)]]
+                                            (10000, 500, 18228.38, 83.56, 395.92), ("sharegpt", None, 133.89, 62.20, 1375.64)]]
 add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, experts over the GPUs (vLLM 0.8.4, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the -ep files: "
-        "vllm serve --enable-expert-parallel, benchmark_serving.py, 50 requests",
+        "vllm serve --enable-expert-parallel, benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_EP, ["in/out"], None, moe=True)
 
 # 8b. The same software and runs on a second node the same day: Nebius's 8 x H200, whose host CPU (Xeon
@@ -276,11 +284,13 @@ add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, ex
 #     numbers not reproducing between the two nodes to that CPU. Only the README's output tokens/s are kept
 #     for this node (its table 'Nebius H200 (CPU Xeon 8468)', columns vLLM and VLLM_EP).
 DSR_NEBIUS = [(dgx_h200_deepseek([*(["--experts", "ep"] if ep else []), "--prefix-caching", "off"], isl, osl,
-                                 {"output_tps": tps})[0], {"output_tps": tps}, ["EP 8" if ep else "TP 8", f"{isl}/{osl}"], "fp8")
+                                 {"output_tps": tps})[0], {"output_tps": tps},
+               ["EP 8" if ep else "TP 8", "sharegpt" if isl == "sharegpt" else f"{isl}/{osl}"], "fp8")
               for ep, isl, osl, tps in [(False, 1000, 2000, 1500.11), (False, 5000, 1000, 1049.73), (False, 10000, 500, 497.91),
-                                        (True, 1000, 2000, 1372.98), (True, 5000, 1000, 830.49), (True, 10000, 500, 356.38)]]
+                                        (False, "sharegpt", None, 1512.76), (True, 1000, 2000, 1372.98),
+                                        (True, 5000, 1000, 830.49), (True, 10000, 500, 356.38), (True, "sharegpt", None, 1487.22)]]
 add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8 and EP 8; output tokens/s)",
-        "simon-mo/vLLM-Benchmark (commit d538cdc) README.md, 'Nebius H200 (CPU Xeon 8468)': benchmark_serving.py, 50 requests, "
+        "simon-mo/vLLM-Benchmark (commit d538cdc) README.md, 'Nebius H200 (CPU Xeon 8468)': benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT, "
         "output tokens/s; the same runs as the DGX H200's",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_NEBIUS, ["experts", "in/out"], None, moe=True)
 
@@ -292,6 +302,8 @@ add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 r
 #    (to clear the cache), and its first steps are slower than any later one (1000/2000: a step of 2.4 s
 #    where the prompts' steps later take 0.15-0.6 s), which the TTFTs of the first requests and the queue
 #    behind them hold.
+#    Its ShareGPT run is left out too (mean TPOT 131.7 ms, against 28.7-66.6 ms in the fixed-length runs; not
+#    read further).
 DSR_TRT = [dgx_h200_deepseek(["--experts", "ep", "--max-batched-tokens", "11000", "--kv-memory-fraction", "0.8", "--graph-max-batch",
                               "256", "--graph-padding", "on"], isl, osl, {"tpot": tpot / 1e3})
            for isl, osl, tpot in [(1000, 2000, 28.70), (5000, 1000, 38.59), (10000, 500, 66.64)]]
