@@ -251,47 +251,54 @@ SHAREGPT_R1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir
                            "vllm-benchmark-sharegpt-500.csv")
 
 
-def dgx_h200_deepseek(flags, isl, osl, measured):
-    """A row of that DGX H200's DeepSeek-R1 runs: 50 requests of isl/osl tokens (or, isl "sharegpt", the 500
-    ShareGPT requests) at 10 requests/s, TP 8 and the engine's own `flags`."""
+def dgx_h200_deepseek(flags, isl, osl, measured, cells=()):
+    """A row of that DGX H200's DeepSeek-R1 runs (or another node's, the same benchmark): 50 requests of isl/osl
+    tokens (or, isl "sharegpt", the 500 ShareGPT requests) at 10 requests/s, TP 8 and the engine's own `flags`;
+    its label cells are `cells` and the lengths."""
     load = ["--trace", SHAREGPT_R1] if isl == "sharegpt" else ["--requests", "50", "--prompt", str(isl), "--gen", str(osl)]
     return (["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *flags, "--qps", "10", *load], measured,
-            ["sharegpt" if isl == "sharegpt" else f"{isl}/{osl}"], "fp8")
+            [*cells, "sharegpt" if isl == "sharegpt" else f"{isl}/{osl}"], "fp8")
 
 
-# Output tokens/s: the files' output_throughput (the output tokens over the run's duration, first request
-# sent to last token received), as the repository's README tables give them.
-DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
-       for isl, osl, ttft, tpot, tps in [(1000, 2000, 309.02, 42.14, 1145.36), (5000, 1000, 5828.09, 50.14, 853.46),
-                                         (10000, 500, 14937.28, 75.74, 446.90), ("sharegpt", None, 125.43, 61.23, 1380.59)]]
+def means(ttft_ms, tpot_ms, tps):
+    """A row's measured means: TTFT and TPOT (ms), output tokens/s (the files' output_throughput: the output
+    tokens over the run's duration, first request sent to last token received, as the README tables give it)."""
+    return {"ttft": ttft_ms / 1e3, "tpot": tpot_ms / 1e3, "output_tps": tps}
+
+
+DSR = [dgx_h200_deepseek(["--prefix-caching", "off"], isl, osl, means(*m))
+       for isl, osl, *m in [(1000, 2000, 309.02, 42.14, 1145.36), (5000, 1000, 5828.09, 50.14, 853.46),
+                            (10000, 500, 14937.28, 75.74, 446.90), ("sharegpt", None, 125.43, 61.23, 1380.59)]]
 add_set("vllm-0.8-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8; means)",
-        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200): "
+        "benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR, ["in/out"], None, moe=True)
 
 # 8. The same runs with --enable-expert-parallel (the repository's README: 'vLLM_EP'): attention stays
 #    tensor-parallel over the 8 GPUs, each holds 32 whole experts (--experts ep), files vllm-*-ep.json.
-DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl,
-                            {"ttft": ttft / 1e3, "tpot": tpot / 1e3, "output_tps": tps})
-          for isl, osl, ttft, tpot, tps in [(1000, 2000, 670.63, 44.47, 1086.94), (5000, 1000, 7486.11, 52.89, 793.69),
-                                            (10000, 500, 18228.38, 83.56, 395.92), ("sharegpt", None, 133.89, 62.20, 1375.64)]]
+DSR_EP = [dgx_h200_deepseek(["--experts", "ep", "--prefix-caching", "off"], isl, osl, means(*m))
+          for isl, osl, *m in [(1000, 2000, 670.63, 44.47, 1086.94), (5000, 1000, 7486.11, 52.89, 793.69),
+                               (10000, 500, 18228.38, 83.56, 395.92), ("sharegpt", None, 133.89, 62.20, 1375.64)]]
 add_set("vllm-0.8-deepseek-r1-ep", "DeepSeek-R1 on 8 x H200 at 10 requests/s, experts over the GPUs (vLLM 0.8.4, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the -ep files: "
         "vllm serve --enable-expert-parallel, benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_EP, ["in/out"], None, moe=True)
 
-# 8b. The same software and runs on a second node the same day: Nebius's 8 x H200, whose host CPU (Xeon
-#     8468) clocks higher than the DGX's (Xeon 8480C); the repository's LOG.md (04/18/2025) traced SGLang's
-#     numbers not reproducing between the two nodes to that CPU. Only the README's output tokens/s are kept
-#     for this node (its table 'Nebius H200 (CPU Xeon 8468)', columns vLLM and VLLM_EP).
-DSR_NEBIUS = [(dgx_h200_deepseek([*(["--experts", "ep"] if ep else []), "--prefix-caching", "off"], isl, osl,
-                                 {"output_tps": tps})[0], {"output_tps": tps},
-               ["EP 8" if ep else "TP 8", "sharegpt" if isl == "sharegpt" else f"{isl}/{osl}"], "fp8")
-              for ep, isl, osl, tps in [(False, 1000, 2000, 1500.11), (False, 5000, 1000, 1049.73), (False, 10000, 500, 497.91),
-                                        (False, "sharegpt", None, 1512.76), (True, 1000, 2000, 1372.98),
-                                        (True, 5000, 1000, 830.49), (True, 10000, 500, 356.38), (True, "sharegpt", None, 1487.22)]]
-add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8 and EP 8; output tokens/s)",
-        "simon-mo/vLLM-Benchmark (commit d538cdc) README.md, 'Nebius H200 (CPU Xeon 8468)': benchmark_serving.py, 50 requests of fixed lengths, 500 of ShareGPT, "
-        "output tokens/s; the same runs as the DGX H200's",
+# 8b. The same software and benchmark on a second node the same day: Nebius's 8 x H200 (saved-results/v0.8.4/
+#     deepseek-r1/nebius-h200/2025-04-18, both layouts; the README's table 'Nebius H200 (CPU Xeon 8468)' gives
+#     the same output tokens/s). Its host CPU (Xeon 8468) clocks higher than the DGX's (Xeon 8480C); the
+#     repository's LOG.md (04/18/2025) traced SGLang's numbers not reproducing between the two nodes to that
+#     CPU. These files keep the summary statistics, not every request's gaps.
+DSR_NEBIUS = [dgx_h200_deepseek([*(["--experts", "ep"] if ep else []), "--prefix-caching", "off"], isl, osl, means(*m),
+                                ["EP 8" if ep else "TP 8"])
+              for ep, isl, osl, *m in [
+                  (False, 1000, 2000, 1524.56, 31.44, 1500.11), (False, 5000, 1000, 5653.73, 39.40, 1049.73),
+                  (False, 10000, 500, 14617.88, 65.15, 497.91), (False, "sharegpt", None, 136.70, 49.11, 1512.76),
+                  (True, 1000, 2000, 722.96, 34.90, 1372.98), (True, 5000, 1000, 10479.91, 47.15, 830.49),
+                  (True, 10000, 500, 24110.99, 86.06, 356.38), (True, "sharegpt", None, 135.15, 54.04, 1487.22)]]
+add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 requests/s (vLLM 0.8.4, TP 8 and EP 8; means)",
+        "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/nebius-h200/2025-04-18: benchmark_serving.py, "
+        "50 requests of fixed lengths, 500 of ShareGPT; the same benchmark as the DGX H200's",
         "vLLM 0.8.4 (V1)", "vllm@0.8", "mean", DSR_NEBIUS, ["experts", "in/out"], None, moe=True)
 
 # 9. TensorRT-LLM on the same DGX H200 that day: its main branch built from source on 2025-04-18
@@ -332,8 +339,10 @@ add_set("trtllm-0.21-deepseek-r1", "DeepSeek-R1 FP8 on 8 x H200, 1 and 8 clients
 
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
-    out = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], check=True, capture_output=True, text=True).stdout
-    return json.loads(out)
+    r = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:  # the binary's own one-line message (a missing trace file, a bad flag)
+        sys.exit(f"serving_validation: `serve --engine {engine} {' '.join(args)}` failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)
 
 
 def predicted(j, metric, stat):

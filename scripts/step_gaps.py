@@ -3,14 +3,15 @@
 read from the gaps between tokens (docs/serving.md, "The same node's other runs say where the
 DeepSeek steps go"). A check only: nothing is fitted to it.
 
-Each benchmark_serving.py result keeps every request's inter-token gaps. At 10 requests/s the
-prompts of a run arrive while earlier requests decode, so a request's gaps are of two kinds:
-a decode step's (tens of ms), and the steps that carry a prompt or a chunk of one (hundreds of
-ms), which every request decoding then sees. The median gap is a decode step; the gaps over
-100 ms are the prompt-carrying steps, their count how many such steps ran while the longest
-request decoded (in the fixed-length runs the first, which decodes while most prompts arrive). Beside them, `ridgeline serve` on the same run (the arguments of
-serving_validation.py): its gaps' p50 and p99 against the measured ones, and its
-prompt-carrying steps (mixed or prefill) against the count and median of the long gaps.
+Each benchmark_serving.py result holds the run's gap statistics (median and p99 of the gaps
+between tokens, every request's gaps pooled), and the DGX H200's files every request's gaps.
+At 10 requests/s the prompts of a run arrive while earlier requests decode, so a request's gaps
+are of two kinds: a decode step's (tens of ms), and the steps that carry a prompt or a chunk of
+one (hundreds of ms), which every request decoding then sees. The median gap is a decode step,
+the p99 gap (with long prompts) a step that carries one. In the fixed-length runs, whose
+requests all decode as long, the gaps over 100 ms that the first request saw count and time
+the prompt-carrying steps. Beside them, `ridgeline serve` on the same run (the arguments of
+serving_validation.py): its gaps' p50 and p99, and its prompt-carrying (mixed or prefill) steps.
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
@@ -28,47 +29,58 @@ if len(sys.argv) < 3:
     sys.exit(__doc__)
 BIN, REPO = sys.argv[1], sys.argv[2]
 REV = sys.argv[3] if len(sys.argv) > 3 else "d538cdc"
-DIR = "saved-results/v0.8.4/deepseek-r1/h200/2025-04-18/deepseek-r1-h200-04182025"
 LONG = 0.1  # s: a gap this long carried a prompt (a decode step of these runs takes 14-85 ms)
 
-sys.argv = [sys.argv[0], BIN]  # serving_validation reads its own arguments at import
+sys.dont_write_bytecode = True  # (no __pycache__ beside the scripts)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import serving_validation as sv  # noqa: E402  (its sets: the same rows, the same serve arguments)
 
-# The sets and the file of each row (by its in/out label): vLLM at TP 8, with expert parallelism,
-# and TensorRT-LLM (whose TTFTs are left out of the validation; its gaps are not).
-FILES = {"vllm-0.8-deepseek-r1": "vllm-{}-.json", "vllm-0.8-deepseek-r1-ep": "vllm-{}-ep.json",
-         "trtllm-deepseek-r1": "trt-{}.json"}
+sv.BIN = BIN
+DGX = "saved-results/v0.8.4/deepseek-r1/h200/2025-04-18/deepseek-r1-h200-04182025"
+NEBIUS = "saved-results/v0.8.4/deepseek-r1/nebius-h200/2025-04-18/deepseek-r1-nebius-h200-04182025"
 
 
-def measured(name):
-    d = json.loads(subprocess.run(["git", "-C", REPO, "show", f"{REV}:{DIR}/{name}"], capture_output=True, text=True,
-                                  check=True).stdout)
-    gaps = [g for itl in d["itls"] for g in itl]
-    longest = max(d["itls"], key=len)  # the first of the longest (fixed lengths: the first request)
-    long_first = [g for g in longest if g > LONG]
-    return dict(p50=statistics.median(gaps), p99=d["p99_itl_ms"] / 1e3, long_n=len(long_first),
-                long_median=statistics.median(long_first) if long_first else float("nan"))
+def file_of(key, cells):
+    """The result file of a row of the sets read here (None for the others): vLLM at TP 8 and with
+    expert parallelism, TensorRT-LLM (whose TTFTs the validation leaves out; its gaps are not), and
+    the Nebius node's vLLM runs (cells: layout, lengths)."""
+    lengths = str(cells[-1]).replace("/", "-")
+    return {"vllm-0.8-deepseek-r1": f"{DGX}/vllm-{lengths}-.json", "vllm-0.8-deepseek-r1-ep": f"{DGX}/vllm-{lengths}-ep.json",
+            "trtllm-deepseek-r1": f"{DGX}/trt-{lengths}.json",
+            "vllm-0.8-deepseek-r1-nebius": f"{NEBIUS}/vllm-{lengths}-{'ep' if cells[0] == 'EP 8' else ''}.json"}.get(key)
+
+
+def measured(path, fixed):
+    text = subprocess.run(["git", "-C", REPO, "show", f"{REV}:{path}"], capture_output=True, text=True)
+    if text.returncode != 0:
+        sys.exit(f"step_gaps: {REV}:{path}: {text.stderr.strip()}")
+    d = json.loads(text.stdout)
+    m = dict(p50=d["median_itl_ms"] / 1e3, p99=d["p99_itl_ms"] / 1e3, long_n=None, long_median=None)
+    if fixed and d.get("itls"):  # every request decodes as long: the first sees the prompts that arrive
+        long_gaps = [g for g in d["itls"][0] if g > LONG]
+        m["long_n"] = len(long_gaps)
+        m["long_median"] = statistics.median(long_gaps) if long_gaps else None
+    return m
 
 
 def main():
-    rows = []
-    for s in sv.SETS:
-        if s["key"] not in FILES:
-            continue
-        for args, _, cells, _ in s["rows"]:
-            label = cells[0].replace("/", "-")
-            m = measured(FILES[s["key"]].format(label))
-            j = sv.serve(args, s["engine"])
-            rows.append((s["key"], cells[0], m, j))
     print("| run | in/out | gap p50 (ms) | measured | error | gap p99 (ms) | measured | error "
-          "| prompt steps | measured, while the longest request decodes | its long gaps' median (ms) |")
+          "| prompt steps | measured (gaps > 100 ms the first request saw) | their median (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for key, io, m, j in rows:
-        p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
-        steps = j["steps"]["mixed"] + j["steps"]["prefill"]
-        print(f"| {key} | {io} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} | {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} "
-              f"| {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} | {m['long_n']} | {m['long_median'] * 1e3:.0f} |")
+    for s in sv.SETS:
+        for args, _, cells, _ in s["rows"]:
+            path = file_of(s["key"], cells)
+            if path is None:
+                continue
+            m = measured(path, cells[-1] != "sharegpt")
+            j = sv.serve(args, s["engine"])
+            p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
+            steps = j["steps"]["mixed"] + j["steps"]["prefill"]
+            n = "n/a" if m["long_n"] is None else m["long_n"]
+            med = "n/a" if m["long_median"] is None else f"{m['long_median'] * 1e3:.0f}"
+            print(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
+                  f"| {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} | {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} "
+                  f"| {n} | {med} |")
 
 
 if __name__ == "__main__":
