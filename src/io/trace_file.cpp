@@ -466,6 +466,10 @@ struct Collected {
   profile::TimeShare no_op{"(no CPU op)", 0, 0};  // kernels without an External id
   std::uint64_t launches = 0, without_flops = 0, without_bytes = 0;
   std::size_t without_dur = 0;  // kernel events with no "dur": instants, or a damaged trace
+  // Kernel events of "dur" 0: shorter than the trace's resolution (a trace in whole
+  // microseconds, as deepseek-ai/profile-data's are, gives 0 to what ran under one), with no
+  // rate to place: counted, not placed.
+  std::size_t zero_dur = 0;
 };
 
 void add_to_stream(Collected& out, const object& args, double dur_us, std::string_view source) {
@@ -481,7 +485,8 @@ void add_to_stream(Collected& out, const object& args, double dur_us, std::strin
 void copy(const object& e, std::string_view cat, Collected& out, std::string_view source, std::size_t n) {
   double dur = -1;
   if (e["dur"].get_double().get(dur) != simdjson::SUCCESS) return;
-  if (!launch_duration_ok(dur * 1e-6)) check_launch_duration(dur * 1e-6, fmt::format("{}: event {} ({})", source, n, cat));
+  // (0: under the trace's resolution, a copy's time of nothing as far as it can tell)
+  if (dur != 0 && !launch_duration_ok(dur * 1e-6)) check_launch_duration(dur * 1e-6, fmt::format("{}: event {} ({})", source, n, cat));
   profile::TimeShare& s = cat == "gpu_memcpy" ? out.p.memcpy : out.p.memset;
   s.time_s += dur * 1e-6;
   s.count += 1;
@@ -559,6 +564,10 @@ void kernel(const object& e, std::string_view cat, Collected& out, std::string_v
   }
   double dur = -1;
   if (d.get_double().get(dur) != simdjson::SUCCESS) throw InputError(fmt::format("{}: dur is not a number", where()));
+  if (dur == 0) {  // under the trace's resolution: no rate to place
+    ++out.zero_dur;
+    return;
+  }
   if (!launch_duration_ok(dur * 1e-6)) check_launch_duration(dur * 1e-6, where());  // Chrome traces count microseconds
   profile::KernelLaunch k;                     // this launch's figures (its name is the record's)
   k.duration_s = dur * 1e-6;
@@ -728,6 +737,13 @@ profile::Profile finish(Collected& c, std::string_view source) {
   if (estimated) {
     p.warnings.push_back(fmt::format("{} of {} kernels have FLOPs and bytes estimated from their aten op's shapes (record_shapes)",
                                      estimated, c.launches));
+  }
+  if (c.zero_dur > 0) {
+    p.warnings.push_back(fmt::format("{} kernel events last 0 us (shorter than the trace's resolution): counted, not placed",
+                                     c.zero_dur));
+  }
+  if (p.launches.empty() && c.zero_dur > 0) {
+    throw InputError(fmt::format("{}: its {} GPU kernel events all last 0 us: nothing to place", source, c.zero_dur));
   }
   if (p.launches.empty() && c.without_dur > 0) {
     throw InputError(fmt::format("{}: its {} GPU kernel events have no \"dur\" (a duration in microseconds): nothing to place", source,

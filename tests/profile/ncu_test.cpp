@@ -137,6 +137,32 @@ TEST(TorchTrace, DamagedTimesAreErrorsNotDropped) {
   }
 }
 
+TEST(TorchTrace, ZeroDurationsAreUnderTheResolution) {
+  // A trace in whole microseconds gives "dur": 0 to what ran under one (deepseek-ai/profile-data's
+  // train.json: seven 'Memset (Device)' events): a fill of no time, and a kernel counted and not
+  // placed (no rate), never an error. Here a kernel of 0, one of 3 us and a fill of 0.
+  const profile::Profile p = io::parse_torch_trace(
+      R"j({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "tiny", "ts": 0, "dur": 0},
+                          {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 3},
+                          {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "ts": 4, "dur": 0}]})j",
+      "z.json");
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(p.launches[0].name, "k");
+  EXPECT_DOUBLE_EQ(p.launches[0].duration_s, 3e-6);
+  EXPECT_EQ(p.memset.count, 1.0);
+  EXPECT_EQ(p.memset.time_s, 0.0);
+  bool said = false;
+  for (const std::string& w : p.warnings) said = said || w.find("1 kernel events last 0 us") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Only such kernels: nothing to place, and the error says why.
+  try {
+    io::parse_torch_trace(R"([{"ph": "X", "cat": "kernel", "name": "k", "ts": 0, "dur": 0}])", "z0.json");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("z0.json: its 1 GPU kernel events all last 0 us"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ProfileAnalysis, TheRoofIncludesTheKernelBoundary) {
   // A 17.6 us GEMM of 2 MFLOP and 100 kB on an H100 (bf16 989.4 TFLOP/s, 3.35 TB/s, a 1.3 us
   // kernel boundary): at the roof it would take 1.3 us + max(2.02 ns, 29.85 ns) = 1.32985 us,
