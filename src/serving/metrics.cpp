@@ -2,12 +2,15 @@
 #include "ridgeline/serving/metrics.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace ridgeline::serving {
 
 namespace {
-constexpr int kSub = 1024;      // buckets per factor of two
+constexpr int kSubBits = 10;
+constexpr int kSub = 1 << kSubBits;  // buckets per factor of two
 constexpr int kMinExp = -40;    // 2^-40 s (~1 ps) and below share bucket 0
 constexpr int kMaxExp = 30;     // up to 2^30 s
 constexpr int kBuckets = (kMaxExp - kMinExp) * kSub + 1;
@@ -15,11 +18,14 @@ constexpr int kBuckets = (kMaxExp - kMinExp) * kSub + 1;
 
 int Distribution::bucket(double v) noexcept {
   if (!(v > 0)) return 0;
-  int e = 0;
-  const double m = std::frexp(v, &e);  // v = m·2^e, m in [0.5, 1)
+  // frexp's v = m·2^e, m in [0.5, 1), read off the bits of a positive double (no call): e is
+  // the biased exponent less 1022, and (m - 0.5)·2·kSub, whose floor is the sub-bucket, is
+  // the mantissa's top log2(kSub) bits (m = (1 + f)/2, so (m - 0.5)·2·kSub = f·kSub).
+  const auto bits = std::bit_cast<std::uint64_t>(v);
+  const int e = static_cast<int>(bits >> 52) - 1022;  // (a subnormal: -1022, far under kMinExp)
   if (e <= kMinExp) return 0;
-  if (e > kMaxExp) return kBuckets - 1;
-  const int sub = std::min(kSub - 1, static_cast<int>((m - 0.5) * 2 * kSub));
+  if (e > kMaxExp) return kBuckets - 1;  // (infinity too)
+  const int sub = static_cast<int>((bits >> (52 - kSubBits)) & (kSub - 1));
   return 1 + (e - kMinExp - 1) * kSub + sub;
 }
 
