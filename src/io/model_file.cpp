@@ -183,13 +183,55 @@ std::string hf_repo(const json& j) {
   return "";
 }
 
-model::ModelConfig parse(const json& j, std::string_view source) {
+// Layers ridgeline does not price: a config that has them is refused by name, never priced
+// as if its every layer were attention (docs/models.md#what-a-config-may-hold).
+void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
+  // Linear attention (Qwen3-Next's Gated DeltaNet, MiniMax's lightning attention) and state-space
+  // layers (Mamba in Jamba, Nemotron-H, Falcon-H1, Zamba) keep a fixed state, not a KV cache.
+  if (r.has("layer_types") && r.at("layer_types").is_array()) {
+    for (const auto& lt : r.at("layer_types")) {
+      if (!lt.is_string() || (lt != "full_attention" && lt != "sliding_attention")) {
+        r.fail("layer_types", fmt::format("a layer of type {}: only full_attention and sliding_attention layers are modelled", lt.dump()));
+      }
+    }
+  }
+  for (const char* key : {"full_attention_interval", "linear_num_value_heads", "attn_type_list"}) {
+    if (r.has(key)) r.fail(key, fmt::format("model_type '{}' mixes linear-attention layers with attention: not modelled", type));
+  }
+  for (const char* key : {"hybrid_override_pattern", "layers_block_type", "attn_layer_period", "mamba_d_state", "ssm_cfg"}) {
+    if (r.has(key)) r.fail(key, fmt::format("model_type '{}' has state-space (Mamba) layers: not modelled", type));
+  }
+  if (type.find("mamba") != std::string::npos || type == "rwkv" || type == "qwen3_next") {
+    r.fail("model_type", fmt::format("'{}' is not a transformer of attention layers: not modelled", type));
+  }
+  // Llama 4's chunked attention (each position sees its chunk of attention_chunk_size only) is
+  // neither full nor a sliding window.
+  if (r.has("attention_chunk_size")) r.fail("attention_chunk_size", "chunked attention (Llama 4) is not modelled");
+  // DeepSeek's sparse attention (V3.2: an indexer picks index_topk keys of each query's context).
+  if (r.has("index_topk")) r.fail("index_topk", "DeepSeek's sparse attention (an indexer's top-k keys) is not modelled");
+}
+
+model::ModelConfig parse(const json& j, std::string_view source, bool nested = false) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
+  // A multimodal checkpoint (Gemma 3, Qwen2.5-VL's successors, Llama 4) nests its language
+  // model under text_config: that model is read, with the file's own quantisation, dtype and
+  // name where text_config leaves them out. The vision tower is not priced.
+  if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && j.contains("text_config") &&
+      j.at("text_config").is_object()) {
+    json text = j.at("text_config");
+    for (const char* key : {"quantization_config", "torch_dtype", "dtype", "_name_or_path", "_source", "tie_word_embeddings"}) {
+      if (j.contains(key) && !text.contains(key)) text[key] = j.at(key);
+    }
+    model::ModelConfig m = parse(text, fmt::format("{}: text_config", source), true);
+    m.name = std::string(source);
+    return m;
+  }
   ConfigReader r(j, source);
   model::ModelConfig m;
   m.name = std::string(source);
   m.model_type = r.string("model_type", "unknown");
   const std::string& t = m.model_type;
+  refuse_unmodelled_layers(r, t);
   const bool gpt2 = t == "gpt2" || r.has("n_embd");
 
   m.hidden = r.required({"hidden_size", "n_embd", "d_model"});

@@ -75,6 +75,55 @@ TEST(ModelFile, ErrorsNameTheKey) {
     "num_local_experts": 8, "intermediate_size": 8})").find("num_experts_per_tok"), std::string::npos);
 }
 
+TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
+  // Gemma 3 4B's config.json (google/gemma-3-4b-it) nests its language model under text_config
+  // and keeps torch_dtype at the top: the text model is read (34 layers, 256-wide heads, five
+  // sliding layers in six), its dtype the file's, its name the file's path.
+  auto m = parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+    "torch_dtype": "float32", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+    "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
+    "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072, "sliding_window": 1024,
+    "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh"},
+    "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}})", "gemma3.json");
+  EXPECT_EQ(m.name, "gemma3.json");
+  EXPECT_EQ(m.hidden, 2560);
+  EXPECT_EQ(m.layers, 34);
+  EXPECT_EQ(m.weight_dtype, DType::fp32);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_TRUE(m.tie_embeddings);
+  EXPECT_EQ(m.sliding_layers, 34 - 34 / 6);  // 29: every sixth layer global
+  // Its errors name the nested object; only one level is read (no text_config inside it).
+  EXPECT_NE(error_of(R"({"text_config": {"num_hidden_layers": 2}})").find("config.json: text_config: hidden_size: required"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"text_config": {"text_config": {"hidden_size": 8}}})").find("text_config: hidden_size: required"),
+            std::string::npos);
+}
+
+TEST(ModelFile, LayersNotModelledAreRefusedByName) {
+  // A config whose layers are not all attention (linear attention, Mamba), or whose attention is
+  // chunked or sparse, is an error naming what, never priced as full attention in every layer.
+  const std::string base = R"("hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
+    "num_key_value_heads": 2, "vocab_size": 1000, "intermediate_size": 4096)";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("model_type": "qwen3_next", "full_attention_interval": 4)", "full_attention_interval"},
+      {R"("layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"])",
+       "layer_types: a layer of type \"linear_attention\""},
+      {R"("model_type": "nemotron_h", "hybrid_override_pattern": "M-M*")", "hybrid_override_pattern"},
+      {R"("model_type": "jamba", "attn_layer_period": 8)", "attn_layer_period"},
+      {R"("model_type": "mamba2")", "model_type: 'mamba2'"},
+      {R"("model_type": "llama4_text", "attention_chunk_size": 8192)", "attention_chunk_size: chunked attention"},
+      {R"("model_type": "deepseek_v32", "index_topk": 2048)", "index_topk"},
+      {R"("model_type": "minimax", "attn_type_list": [0, 0, 0, 1])", "attn_type_list"},
+  };
+  for (const auto& [extra, want] : cases) {
+    const std::string e = error_of("{" + base + ", " + extra + "}");
+    EXPECT_NE(e.find("config.json: " + want), std::string::npos) << extra << ": " << e;
+  }
+  // Sliding and full attention layers stay modelled.
+  EXPECT_NO_THROW(parse_model_config("{" + base + R"(, "sliding_window": 128, "max_position_embeddings": 4096,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]})", "ok.json"));
+}
+
 TEST(ModelFile, CheckpointFormats) {
   auto ds = bundled_model("deepseek-v3");
   EXPECT_TRUE(ds.quantized);
