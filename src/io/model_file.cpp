@@ -213,14 +213,19 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 
 model::ModelConfig parse(const json& j, std::string_view source, bool nested = false) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
-  // A multimodal checkpoint (Gemma 3, Qwen2.5-VL's successors, Llama 4) nests its language
-  // model under text_config: that model is read, with the file's own quantisation, dtype and
-  // name where text_config leaves them out. The vision tower is not priced.
+  // A multimodal checkpoint (Gemma 3, Llama 4) nests its language model under text_config:
+  // that model is read, with the file's own quantisation, dtype and name where text_config
+  // leaves them out. The vision tower is not priced.
   if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && j.contains("text_config") &&
       j.at("text_config").is_object()) {
     json text = j.at("text_config");
-    for (const char* key : {"quantization_config", "torch_dtype", "dtype", "_name_or_path", "_source", "tie_word_embeddings"}) {
+    for (const char* key : {"quantization_config", "_name_or_path", "_source", "tie_word_embeddings"}) {
       if (j.contains(key) && !text.contains(key)) text[key] = j.at(key);
+    }
+    if (!text.contains("torch_dtype") && !text.contains("dtype")) {  // (either key names it: the text's own first)
+      for (const char* key : {"torch_dtype", "dtype"}) {
+        if (j.contains(key)) text[key] = j.at(key);
+      }
     }
     model::ModelConfig m = parse(text, fmt::format("{}: text_config", source), true);
     m.name = std::string(source);

@@ -92,6 +92,10 @@ TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
   EXPECT_TRUE(m.qk_norm);
   EXPECT_TRUE(m.tie_embeddings);
   EXPECT_EQ(m.sliding_layers, 34 - 34 / 6);  // 29: every sixth layer global
+  // The text model's own dtype (either key) comes before the file's.
+  auto own = parse_model_config(R"({"torch_dtype": "float32", "text_config": {"dtype": "float16", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}})", "own.json");
+  EXPECT_EQ(own.weight_dtype, DType::fp16);
   // Its errors name the nested object; only one level is read (no text_config inside it).
   EXPECT_NE(error_of(R"({"text_config": {"num_hidden_layers": 2}})").find("config.json: text_config: hidden_size: required"),
             std::string::npos);
