@@ -186,8 +186,9 @@ std::string hf_repo(const json& j) {
 // Layers ridgeline does not price: a config that has them is refused by name, never priced
 // as if its every layer were attention (docs/models.md#what-a-config-may-hold).
 void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
-  // Linear attention (Qwen3-Next's Gated DeltaNet, MiniMax's lightning attention) and state-space
-  // layers (Mamba in Jamba, Nemotron-H, Falcon-H1, Zamba) keep a fixed state, not a KV cache.
+  // Linear attention (Qwen3-Next's Gated DeltaNet, Kimi Linear, MiniMax-Text-01's lightning
+  // attention) and recurrent or state-space layers (Mamba in Jamba, Nemotron-H, Falcon-H1, Zamba;
+  // RecurrentGemma; RWKV) keep a fixed state, not a KV cache.
   if (r.has("layer_types") && r.at("layer_types").is_array()) {
     for (const auto& lt : r.at("layer_types")) {
       if (!lt.is_string() || (lt != "full_attention" && lt != "sliding_attention")) {
@@ -195,13 +196,24 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
       }
     }
   }
-  for (const char* key : {"full_attention_interval", "linear_num_value_heads", "attn_type_list"}) {
+  for (const char* key : {"full_attention_interval", "linear_num_value_heads", "linear_attn_config"}) {
     if (r.has(key)) r.fail(key, fmt::format("model_type '{}' mixes linear-attention layers with attention: not modelled", type));
   }
-  for (const char* key : {"hybrid_override_pattern", "layers_block_type", "attn_layer_period", "mamba_d_state", "ssm_cfg"}) {
-    if (r.has(key)) r.fail(key, fmt::format("model_type '{}' has state-space (Mamba) layers: not modelled", type));
+  // MiniMax's per-layer kinds: 0 lightning (linear) attention, 1 softmax attention (MiniMax-M2's
+  // every layer, modelled).
+  if (r.has("attn_type_list") && r.at("attn_type_list").is_array()) {
+    for (const auto& a : r.at("attn_type_list")) {
+      if (!(a.is_number_integer() && a.get<long long>() == 1)) {
+        r.fail("attn_type_list", fmt::format("a layer of type {} (0: linear attention): only softmax attention (1) is modelled", a.dump()));
+      }
+    }
   }
-  if (type.find("mamba") != std::string::npos || type == "rwkv" || type == "qwen3_next") {
+  for (const char* key : {"hybrid_override_pattern", "layers_block_type", "attn_layer_period", "mamba_d_state", "ssm_cfg", "block_types"}) {
+    if (r.has(key)) r.fail(key, fmt::format("model_type '{}' has recurrent or state-space layers: not modelled", type));
+  }
+  // Llama 3.2 Vision's cross-attention layers attend to the image's tokens, not the text's.
+  if (r.has("cross_attention_layers")) r.fail("cross_attention_layers", "cross-attention layers (to an image's tokens) are not modelled");
+  if (type.find("mamba") != std::string::npos || type.rfind("rwkv", 0) == 0 || type == "qwen3_next") {
     r.fail("model_type", fmt::format("'{}' is not a transformer of attention layers: not modelled", type));
   }
   // Llama 4's chunked attention (each position sees its chunk of attention_chunk_size only) is
@@ -213,9 +225,10 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 
 model::ModelConfig parse(const json& j, std::string_view source, bool nested = false) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
-  // A multimodal checkpoint (Gemma 3, Llama 4) nests its language model under text_config:
-  // that model is read, with the file's own quantisation, dtype and name where text_config
-  // leaves them out. The vision tower is not priced.
+  // A multimodal checkpoint (Gemma 3, Llama 4, Llama 3.2 Vision) nests its language model under
+  // text_config: that model is read, with the file's own quantisation, dtype and name where
+  // text_config leaves them out (and refused as any config is: Llama 4's chunked attention,
+  // 3.2 Vision's cross-attention). The vision tower is not priced.
   if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && j.contains("text_config") &&
       j.at("text_config").is_object()) {
     json text = j.at("text_config");

@@ -739,11 +739,12 @@ profile::Profile finish(Collected& c, std::string_view source) {
                                      estimated, c.launches));
   }
   if (c.zero_dur > 0) {
-    p.warnings.push_back(fmt::format("{} kernel events last 0 us (shorter than the trace's resolution): counted, not placed",
+    p.warnings.push_back(fmt::format("kernel events of 0 us (shorter than the trace's resolution): {}, counted, not placed",
                                      c.zero_dur));
   }
   if (p.launches.empty() && c.zero_dur > 0) {
-    throw InputError(fmt::format("{}: its {} GPU kernel events all last 0 us: nothing to place", source, c.zero_dur));
+    throw InputError(fmt::format("{}: no GPU kernel event to place: {} last 0 us, {} have no \"dur\"", source, c.zero_dur,
+                                 c.without_dur));
   }
   if (p.launches.empty() && c.without_dur > 0) {
     throw InputError(fmt::format("{}: its {} GPU kernel events have no \"dur\" (a duration in microseconds): nothing to place", source,

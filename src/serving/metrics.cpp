@@ -2,9 +2,9 @@
 #include "ridgeline/serving/metrics.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 namespace ridgeline::serving {
 
@@ -21,10 +21,11 @@ int Distribution::bucket(double v) noexcept {
   // frexp's v = m·2^e, m in [0.5, 1), read off the bits of a positive double (no call): e is
   // the biased exponent less 1022, and (m - 0.5)·2·kSub, whose floor is the sub-bucket, is
   // the mantissa's top log2(kSub) bits (m = (1 + f)/2, so (m - 0.5)·2·kSub = f·kSub).
-  const auto bits = std::bit_cast<std::uint64_t>(v);
+  std::uint64_t bits = 0;  // (std::bit_cast's bytes: the web build's libc++ has no bit_cast)
+  std::memcpy(&bits, &v, sizeof bits);
   const int e = static_cast<int>(bits >> 52) - 1022;  // (a subnormal: -1022, far under kMinExp)
   if (e <= kMinExp) return 0;
-  if (e > kMaxExp) return kBuckets - 1;  // (infinity too)
+  if (e > kMaxExp) return kBuckets - 1;  // (infinity too, which frexp left undefined here)
   const int sub = static_cast<int>((bits >> (52 - kSubBits)) & (kSub - 1));
   return 1 + (e - kMinExp - 1) * kSub + sub;
 }

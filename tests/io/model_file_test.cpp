@@ -76,9 +76,11 @@ TEST(ModelFile, ErrorsNameTheKey) {
 }
 
 TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
-  // Gemma 3 4B's config.json (google/gemma-3-4b-it) nests its language model under text_config
-  // and keeps torch_dtype at the top: the text model is read (34 layers, 256-wide heads, five
-  // sliding layers in six), its dtype the file's, its name the file's path.
+  // A config in Gemma 3's layout (Gemma3ForConditionalGeneration) nests its language model under
+  // text_config and keeps torch_dtype at the top: the text model is read (34 layers, 256-wide
+  // heads, five sliding layers in six: Gemma 3 4B's shape with every key stated, as the published
+  // file is not: it leaves heads and vocabulary to Transformers' defaults, which ridgeline does
+  // not hold), its dtype the file's, its name the file's path.
   auto m = parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
     "torch_dtype": "float32", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
     "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
@@ -117,13 +119,19 @@ TEST(ModelFile, LayersNotModelledAreRefusedByName) {
       {R"("model_type": "mamba2")", "model_type: 'mamba2'"},
       {R"("model_type": "llama4_text", "attention_chunk_size": 8192)", "attention_chunk_size: chunked attention"},
       {R"("model_type": "deepseek_v32", "index_topk": 2048)", "index_topk"},
-      {R"("model_type": "minimax", "attn_type_list": [0, 0, 0, 1])", "attn_type_list"},
+      {R"("model_type": "minimax", "attn_type_list": [0, 0, 0, 1])", "attn_type_list: a layer of type 0"},
+      {R"("model_type": "mllama_text_model", "cross_attention_layers": [3])", "cross_attention_layers"},
+      {R"("model_type": "kimi_linear", "linear_attn_config": {"kda_layers": [1, 2, 3]})", "linear_attn_config"},
+      {R"("model_type": "recurrent_gemma", "block_types": ["recurrent", "recurrent", "attention"])", "block_types"},
+      {R"("model_type": "rwkv7")", "model_type: 'rwkv7'"},
   };
   for (const auto& [extra, want] : cases) {
     const std::string e = error_of("{" + base + ", " + extra + "}");
     EXPECT_NE(e.find("config.json: " + want), std::string::npos) << extra << ": " << e;
   }
-  // Sliding and full attention layers stay modelled.
+  // Sliding and full attention layers stay modelled, and so do MiniMax-M2's layers, every one of
+  // type 1 (softmax attention).
+  EXPECT_NO_THROW(parse_model_config("{" + base + R"(, "model_type": "minimax_m2", "attn_type_list": [1, 1, 1, 1]})", "m2.json"));
   EXPECT_NO_THROW(parse_model_config("{" + base + R"(, "sliding_window": 128, "max_position_embeddings": 4096,
     "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]})", "ok.json"));
 }
