@@ -223,7 +223,41 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
   if (r.has("index_topk")) r.fail("index_topk", "DeepSeek's sparse attention (an indexer's top-k keys) is not modelled");
 }
 
-model::ModelConfig parse(const json& j, std::string_view source, bool nested = false) {
+// What Transformers' config class fills in for a key its checkpoint's file leaves out, for the
+// model types whose published files rely on it: Transformers saves a nested config (a multimodal
+// checkpoint's text_config) with only the keys that differ from the class's defaults, so
+// google/gemma-3-4b-it and -12b-it state neither their heads' width nor their vocabulary.
+// Gemma3TextConfig.__init__ (huggingface/transformers src/transformers/models/gemma3/
+// configuration_gemma3.py): vocab_size 262208, head_dim 256, 8 heads and 4 KV heads,
+// hidden_activation gelu_pytorch_tanh, max_position_embeddings 131072, tied embeddings, a
+// 4096-token window on five layers in six (sliding_window_pattern 6); and, for a file that
+// leaves even its size out, the class's own 2304 x 26 layers with a 9216-wide MLP.
+const json* class_defaults(std::string_view type) {
+  static const json gemma3_text = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                                   {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                                   {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
+                                   {"max_position_embeddings", 131072}, {"tie_word_embeddings", true},
+                                   {"sliding_window", 4096}, {"sliding_window_pattern", 6}};
+  return type == "gemma3_text" ? &gemma3_text : nullptr;
+}
+
+model::ModelConfig parse(const json& j, std::string_view source, bool nested = false);
+
+// A config with its model type's class defaults under the keys it leaves out (a key present as
+// null stays null: Transformers passes it to the class, which keeps it, so a null
+// sliding_window is no window).
+model::ModelConfig parse_with_defaults(const json& j, std::string_view source, bool nested) {
+  const auto type = j.is_object() ? j.find("model_type") : j.end();
+  const json* defaults = type != j.end() && type->is_string() ? class_defaults(type->get_ref<const std::string&>()) : nullptr;
+  if (defaults == nullptr) return parse(j, source, nested);
+  json filled = j;
+  for (const auto& [key, value] : defaults->items()) {
+    if (!filled.contains(key)) filled[key] = value;
+  }
+  return parse(filled, source, nested);
+}
+
+model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object (a Hugging Face config.json)", source));
   // A multimodal checkpoint (Gemma 3, Llama 4, Llama 3.2 Vision) nests its language model under
   // text_config: that model is read, with the file's own quantisation, dtype and name where
@@ -240,7 +274,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested = f
         if (j.contains(key)) text[key] = j.at(key);
       }
     }
-    model::ModelConfig m = parse(text, fmt::format("{}: text_config", source), true);
+    model::ModelConfig m = parse_with_defaults(text, fmt::format("{}: text_config", source), true);
     m.name = std::string(source);
     return m;
   }
@@ -404,7 +438,7 @@ model::ModelConfig parse_model_config(std::string_view text, std::string_view so
                                  token.empty() ? "" : fmt::format(" ({})", token.substr(0, 40))));
   }
   try {
-    return parse(j, source);
+    return parse_with_defaults(j, source, false);
   } catch (const json::exception& e) {
     // A value of an unexpected type deep inside (e.g. in quantization_config): the library's
     // reason without its "[json.exception.type_error.302]" tag.

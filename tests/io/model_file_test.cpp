@@ -76,24 +76,45 @@ TEST(ModelFile, ErrorsNameTheKey) {
 }
 
 TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
-  // A config in Gemma 3's layout (Gemma3ForConditionalGeneration) nests its language model under
-  // text_config and keeps torch_dtype at the top: the text model is read (34 layers, 256-wide
-  // heads, five sliding layers in six: Gemma 3 4B's shape with every key stated, as the published
-  // file is not: it leaves heads and vocabulary to Transformers' defaults, which ridgeline does
-  // not hold), its dtype the file's, its name the file's path.
+  // google/gemma-3-4b-it's config.json as published (Gemma3ForConditionalGeneration): the language
+  // model nests under text_config, torch_dtype stays at the top (float32 here, to tell it from
+  // the default), and text_config states only what differs from Gemma3TextConfig's defaults.
+  // Those fill the rest: 8 heads of 256 and 4 KV heads, a vocabulary of 262208, 131072 positions,
+  // gated GELU, tied embeddings and five sliding layers in six (34 - floor(34/6) = 29 of the 1024
+  // tokens the file gives). The name is the file's path.
   auto m = parse_model_config(R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-    "torch_dtype": "float32", "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
-    "intermediate_size": 10240, "num_hidden_layers": 34, "num_attention_heads": 8, "num_key_value_heads": 4,
-    "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072, "sliding_window": 1024,
-    "sliding_window_pattern": 6, "hidden_activation": "gelu_pytorch_tanh"},
-    "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}})", "gemma3.json");
+    "torch_dtype": "float32", "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+    "model_type": "gemma3_text", "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+    "sliding_window": 1024}, "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}})", "gemma3.json");
   EXPECT_EQ(m.name, "gemma3.json");
   EXPECT_EQ(m.hidden, 2560);
   EXPECT_EQ(m.layers, 34);
+  EXPECT_EQ(m.heads, 8);
+  EXPECT_EQ(m.kv_heads, 4);
+  EXPECT_EQ(m.head_dim, 256);
+  EXPECT_EQ(m.vocab, 262208);
+  EXPECT_EQ(m.max_positions, 131072);
+  EXPECT_EQ(m.mlp, model::MlpKind::gated_gelu);
   EXPECT_EQ(m.weight_dtype, DType::fp32);
   EXPECT_TRUE(m.qk_norm);
   EXPECT_TRUE(m.tie_embeddings);
-  EXPECT_EQ(m.sliding_layers, 34 - 34 / 6);  // 29: every sixth layer global
+  EXPECT_EQ(m.sliding_window, 1024);
+  EXPECT_EQ(m.sliding_layers, 34 - 34 / 6);
+  // What the file states wins over a default, and a null window is no window (Transformers keeps
+  // an explicit None).
+  auto small = parse_model_config(R"({"model_type": "gemma3_text", "hidden_size": 1152, "num_hidden_layers": 26,
+    "intermediate_size": 6912, "num_attention_heads": 4, "num_key_value_heads": 1, "vocab_size": 262144,
+    "sliding_window": null})", "gemma-3-1b.json");
+  EXPECT_EQ(small.heads, 4);
+  EXPECT_EQ(small.kv_heads, 1);
+  EXPECT_EQ(small.head_dim, 256);  // not stated: the default
+  EXPECT_EQ(small.vocab, 262144);
+  EXPECT_EQ(small.sliding_window, 0);
+  EXPECT_EQ(small.sliding_layers, 0);
+  // No other model type gets defaults: a llama text_config without heads is still an error.
+  EXPECT_NE(error_of(R"({"text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "vocab_size": 100}})").find("text_config: num_attention_heads: required key is missing"),
+            std::string::npos);
   // The text model's own dtype (either key) comes before the file's.
   auto own = parse_model_config(R"({"torch_dtype": "float32", "text_config": {"dtype": "float16", "hidden_size": 64,
     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}})", "own.json");
