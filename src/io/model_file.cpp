@@ -266,7 +266,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && j.contains("text_config") &&
       j.at("text_config").is_object()) {
     json text = j.at("text_config");
-    for (const char* key : {"quantization_config", "_name_or_path", "_source", "tie_word_embeddings"}) {
+    for (const char* key : {"quantization_config", "_name_or_path", "_source", "tie_word_embeddings", "_routing"}) {
       if (j.contains(key) && !text.contains(key)) text[key] = j.at(key);
     }
     if (!text.contains("torch_dtype") && !text.contains("dtype")) {  // (either key names it: the text's own first)
@@ -331,10 +331,16 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     else r.fail("hidden_act", fmt::format("'{}' is not supported: expected silu or gelu", act));
     const bool gemma = t.rfind("gemma", 0) == 0;
     m.tie_embeddings = r.boolean("tie_word_embeddings", gemma);
-    m.qkv_bias = r.boolean("attention_bias", t == "qwen2" || t == "qwen2_moe");
+    // The Qwen families by prefix, their vision-language models' text types too (qwen2_5_vl,
+    // qwen2_5_vl_text, qwen3_vl_text, qwen3_vl_moe_text): Qwen 2's attention has q, k and v
+    // biases (Transformers' Qwen2Attention, Qwen2MoeAttention, Qwen2_5_VLAttention: bias=True),
+    // Qwen 3's an RMSNorm over each head's q and k (Qwen3Attention, Qwen3VLTextAttention), as
+    // Gemma 3's.
+    const bool qwen2 = t.rfind("qwen2", 0) == 0, qwen3 = t.rfind("qwen3", 0) == 0;
+    m.qkv_bias = r.boolean("attention_bias", qwen2);
     m.o_bias = r.boolean("attention_bias", false);
     m.mlp_bias = r.boolean("mlp_bias", false);
-    m.qk_norm = t == "qwen3" || t == "qwen3_moe" || t == "gemma3" || t == "gemma3_text";
+    m.qk_norm = qwen3 || t == "gemma3" || t == "gemma3_text";
     m.attention_sinks = t == "gpt_oss";
   }
 
@@ -353,7 +359,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
       m.sliding_layers = m.layers / 2;
     } else if (auto pattern = r.integer({"sliding_window_pattern"}); pattern && *pattern > 0) {
       m.sliding_layers = m.layers - m.layers / *pattern;
-    } else if (t == "qwen2" || t == "qwen3") {
+    } else if (t.rfind("qwen2", 0) == 0 || t.rfind("qwen3", 0) == 0) {
       m.sliding_layers = m.layers - r.integer({"max_window_layers"}).value_or(m.layers);
     } else {
       m.sliding_layers = m.layers;

@@ -40,6 +40,32 @@ TEST(ModelFile, Qwen3HasQkNorm) {
   EXPECT_EQ(model::count_params(m).total, 28 * layer + 151936.0 * 1024 + 1024);
 }
 
+TEST(ModelFile, QwenFamiliesByPrefix) {
+  // A vision-language model's text type keeps its family's attention: Qwen2.5-VL's q, k and v
+  // biases (Qwen/Qwen2.5-VL-7B-Instruct's file states no attention_bias), Qwen3-VL's q/k norms;
+  // Llama's neither. The window stays off where use_sliding_window is false (Qwen2.5-VL).
+  const std::string body = R"("hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "sliding_window": 32768,
+    "max_position_embeddings": 128000, "use_sliding_window": false, "max_window_layers": 2)";
+  const auto of = [&](const std::string& type) { return parse_model_config("{\"model_type\": \"" + type + "\", " + body + "}", type); };
+  for (const char* t : {"qwen2", "qwen2_moe", "qwen2_5_vl", "qwen2_5_vl_text"}) {
+    EXPECT_TRUE(of(t).qkv_bias) << t;
+    EXPECT_FALSE(of(t).qk_norm) << t;
+  }
+  for (const char* t : {"qwen3", "qwen3_moe", "qwen3_vl_text", "qwen3_vl_moe_text"}) {
+    EXPECT_TRUE(of(t).qk_norm) << t;
+    EXPECT_FALSE(of(t).qkv_bias) << t;
+  }
+  EXPECT_FALSE(of("llama").qkv_bias);
+  EXPECT_FALSE(of("llama").qk_norm);
+  EXPECT_EQ(of("qwen2_5_vl").sliding_layers, 0);
+  // With the window on, the layers from max_window_layers up slide: 4 - 2 of them.
+  auto on = parse_model_config(R"({"model_type": "qwen2_vl_text", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 1000, "sliding_window": 4096,
+    "max_position_embeddings": 128000, "use_sliding_window": true, "max_window_layers": 2})", "vl.json");
+  EXPECT_EQ(on.sliding_layers, 2);
+}
+
 TEST(ModelFile, QwenMoeSharedExpertWidth) {
   auto m = parse_model_config(R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
     "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
@@ -111,6 +137,13 @@ TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
   EXPECT_EQ(small.vocab, 262144);
   EXPECT_EQ(small.sliding_window, 0);
   EXPECT_EQ(small.sliding_layers, 0);
+  // A routing measurement beside text_config (ridgeline's own key) is the text model's.
+  auto routed = parse_model_config(R"({"_routing": {"gpus": 2, "tokens_per_step": 100, "imbalance": 1.5,
+    "balancer": "none", "source": "a test"}, "text_config": {"hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "vocab_size": 100, "num_local_experts": 4, "num_experts_per_tok": 2,
+    "intermediate_size": 32}})", "moe.json");
+  EXPECT_EQ(routed.moe.routing.gpus, 2);
+  EXPECT_EQ(routed.moe.routing.imbalance, 1.5);
   // No other model type gets defaults: a llama text_config without heads is still an error.
   EXPECT_NE(error_of(R"({"text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 2, "vocab_size": 100}})").find("text_config: num_attention_heads: required key is missing"),
