@@ -60,8 +60,8 @@ bool is_a100(const hw::ChipSpec& chip) {
 // vLLM V1, by the release whose defaults differ:
 // - `version` 10, 0.8-0.10: decode steps replayed as piecewise graphs, each layer's attention
 //   run eagerly between the pieces (cudagraph_mode PIECEWISE, the default until v0.11.0 made it
-//   FULL_AND_PIECEWISE: release notes of v0.11.0, PR #25444); block-fp8 GEMMs by vLLM's Triton
-//   kernel; async scheduling off;
+//   FULL_AND_PIECEWISE: release notes of v0.11.0, PR #25444); block-fp8 GEMMs priced by vLLM's
+//   Triton kernel's curve (see below); async scheduling off;
 // - 13, 0.11-0.13: decode steps as one graph (FULL_AND_PIECEWISE); block-fp8 GEMMs by DeepGEMM
 //   (VLLM_USE_DEEP_GEMM on by default, PR #24462, September 2025: v0.11); async scheduling off;
 // - 0, 0.14 and later: async scheduling on (release notes of v0.14.0: "Async scheduling is now
@@ -109,8 +109,17 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.host_source = kPythonHostSource;
   e.front_end_source = kFrontEndSource;
   e.overlap_scheduling = version == 0;  // async scheduling: on by default from v0.14
-  // Block-fp8 linear layers: vLLM's Triton w8a8_block_fp8_matmul until DeepGEMM became the
-  // default (VLLM_USE_DEEP_GEMM=1, PR #24462, September 2025: v0.11).
+  // Block-fp8 linear layers until DeepGEMM became the default (VLLM_USE_DEEP_GEMM=1, PR #24462,
+  // September 2025: v0.11): on Hopper, apply_w8a8_block_fp8_linear ran vLLM's own CUTLASS sm90
+  // blockwise kernel (ops.cutlass_scaled_mm, from PR #11868) wherever the weight's N and K divide
+  // by 128, and Triton's w8a8_block_fp8_matmul only elsewhere (DeepSeek's kv_a_proj_with_mqa, 576
+  // rows, or once fused with q_a_proj the 2112 of both: PR #23280's shapes) until PR #23280 (August 2025) put upstream CUTLASS in its place. No timing of that
+  // CUTLASS kernel on a named GPU is published, so both are priced by the Triton kernel's curve
+  // (gemm_scaled). The tables that exist (sgl-project/sglang PRs #5207 and #5820, April 2025, the
+  // installed vLLM's cutlass_scaled_mm beside SGLang's Triton kernel, GPU not named) put the
+  // CUTLASS kernel at 0.66-1.06 of Triton's time at DeepSeek's shapes except one (N 24576, K 7168,
+  // 64 rows: 1.30), and 0.74 from 1024 rows on: the dense layers of these presets are likely
+  // priced slow, where ridgeline's DeepSeek errors are fast (docs/serving.md#block-scaled-fp8).
   e.scaled_gemm = version == 10 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
@@ -118,7 +127,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.triton_moe_from_tp = version == 10 ? 0 : 8;
   e.sources =
       std::string(version == 10 ? "vLLM V1 (0.8-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
-                                  "#25444; block-fp8 GEMMs by the Triton kernel; async scheduling off): "
+                                  "#25444; block-fp8 GEMMs at the Triton kernel's curve; async scheduling off): "
                   : version == 13 ? "vLLM V1 (0.11-0.13: FULL_AND_PIECEWISE graphs, v0.11.0 release notes, PR #25444; block-fp8 "
                                     "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462; async scheduling off): "
                                   : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
