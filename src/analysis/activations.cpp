@@ -94,8 +94,15 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({"v", {"v_proj"}, "v_proj", 2 * T * kvh * hd, false});
     out.add({"attn_out", {"attention", "attn_dropout"}, "attention", 2 * T * heads * hd + core, false});
   }
-  out.add({"attn_residual_out", {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"},
-           "o_proj, all-reduce, residual add", 2 * outside * h, false});
+  if (m.sandwich_norms) {
+    // Gemma 2/3: the attention's output feeds a norm of its own (its backward needs that input),
+    // whose output the residual add sums with the stream.
+    out.add({"attn_proj_out", {"o_proj", "attn_allreduce", "attn_reducescatter"}, "o_proj, all-reduce", 2 * outside * h, false});
+    out.add({"attn_residual_out", {"attn_out_norm", "attn_residual"}, "attn_out_norm, residual add", 2 * outside * h, true});
+  } else {
+    out.add({"attn_residual_out", {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"},
+             "o_proj, all-reduce, residual add", 2 * outside * h, false});
+  }
   out.add({"mlp_norm_out", {"post_attention_norm"}, "post_attention_norm", 2 * outside * h, true});
 
   // The MLP: gate and up outputs (the activation's backward), the activation's output (the
@@ -107,6 +114,11 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({up_name, {up}, up, 2 * T * I, false});
     out.add({act_name, {act}, act, 2 * T * I, true});
   };
+  // Gemma 2/3: the MLP's output feeds its own norm before the residual add.
+  if (m.sandwich_norms) {
+    out.add({"mlp_proj_out", {"down_proj", "experts_down", "moe_combine", "shared_down", "mlp_allreduce", "mlp_reducescatter"},
+             "the MLP's output, all-reduce", 2 * outside * h, false});
+  }
   if (!moe) {
     dense(static_cast<double>(m.intermediate), "gate_proj", "up_proj", act_op, "gate_out", "up_out", "act_out");
     return;

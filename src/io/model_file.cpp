@@ -341,6 +341,10 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     m.o_bias = r.boolean("attention_bias", false);
     m.mlp_bias = r.boolean("mlp_bias", false);
     m.qk_norm = qwen3 || t == "gemma3" || t == "gemma3_text";
+    // Gemma 2 and 3 normalise each sublayer's output before the residual add (Gemma2DecoderLayer,
+    // Gemma3DecoderLayer: post_attention_layernorm after attention, pre_ and
+    // post_feedforward_layernorm around the MLP); Gemma 1 does not.
+    m.sandwich_norms = t == "gemma2" || t == "gemma3" || t == "gemma3_text";
     m.attention_sinks = t == "gpt_oss";
   }
 

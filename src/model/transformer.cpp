@@ -451,6 +451,9 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
   tp_exit(c, "attn_allreduce", "attn_reducescatter", Block::attention);
+  // Gemma 2/3: the attention's output is normalised before its residual add (a norm of its own:
+  // the add stays with the next norm).
+  if (m.sandwich_norms) norm(c, "attn_out_norm", Block::attention, outer_tokens(c), h, h);
   if (!c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
 }
 
@@ -565,6 +568,7 @@ void layer(Ctx& c, bool moe, double window) {
               c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
   }
   tp_exit(c, "mlp_allreduce", "mlp_reducescatter", moe ? Block::moe : Block::mlp);
+  if (c.m.sandwich_norms) norm(c, "mlp_out_norm", moe ? Block::moe : Block::mlp, outer_tokens(c), h, h);
   if (!c.f.merged_kernels) residual_add(c, "mlp_residual", moe ? Block::moe : Block::mlp, outer_tokens(c), h);
 }
 

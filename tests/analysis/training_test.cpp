@@ -63,6 +63,38 @@ TEST(Training, KorthikantiActivationMemory) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * 32 + 4 * a * s * b);
 }
 
+TEST(Training, SandwichNormsKeepTheirInputs) {
+  // Gemma 2's norms on each sublayer's output need their inputs in the backward: the attention's
+  // output after o_proj and the MLP's after down_proj, two more 16-bit tensors of s·b·h a layer
+  // than the same layer without them (4·s·b·h bytes), the rest unchanged.
+  const auto gemma = io::parse_model_config(R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "vocab_size": 256000, "hidden_activation": "gelu_pytorch_tanh"})", "gemma2.json");
+  ASSERT_TRUE(gemma.sandwich_norms);
+  auto plain = gemma;
+  plain.sandwich_norms = false;
+  TrainConfig c;
+  c.seq = 4096;
+  c.micro_batch = 2;
+  const double s = 4096, b = 2, h = 2304;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(gemma, c) - layer_activation_bytes(plain, c), 4 * s * b * h);
+  // The same in the accounting a plan uses (its saved tensors, by name): one GPU, no recomputation.
+  c.gpus = 1;
+  c.global_batch = 2;
+  const auto with = run(gemma, "h100-sxm", c), without = run(plain, "h100-sxm", c);
+  ASSERT_TRUE(with && without);
+  EXPECT_DOUBLE_EQ(with->memory.activation_bytes_per_layer - without->memory.activation_bytes_per_layer, 4 * s * b * h);
+  const LayerTensors& t = with->tensors;
+  int found = 0;
+  for (int i = 0; i < t.kinds[0].first + t.kinds[0].count; ++i) {
+    if (t.tensors[i].name == std::string_view("attn_proj_out") || t.tensors[i].name == std::string_view("mlp_proj_out")) {
+      EXPECT_DOUBLE_EQ(t.tensors[i].bytes, 2 * s * b * h) << t.tensors[i].name;
+      ++found;
+    }
+  }
+  EXPECT_EQ(found, 2);
+}
+
 TEST(Training, ZeroStagesShardStatesOverDataParallelism) {
   // Llama-2-7B on 8 GPUs, dp 8: P = 6738415616 bf16 parameters on every GPU; bf16 weights
   // (2 B), fp32 gradients (4 B), Adam's fp32 master weights and two moments (12 B).

@@ -27,6 +27,14 @@ TEST(ModelFile, Gemma2SlidesEveryOtherLayerAndTiesEmbeddings) {
   EXPECT_TRUE(m.tie_embeddings);
   EXPECT_EQ(m.sliding_window, 4096);
   EXPECT_EQ(m.sliding_layers, 13);
+  // Gemma 2 2B's 2,614,341,888 parameters (the Hugging Face model's count): per layer q and o
+  // 2304·2048 each, k and v 2304·1024 each, the MLP 3·2304·9216, and four norms of 2304 (input,
+  // post-attention, pre- and post-feedforward: the sandwich); 26 such layers, the tied
+  // embedding 256000·2304 and the final norm 2304.
+  EXPECT_TRUE(m.sandwich_norms);
+  const double layer = 2 * 2304.0 * 2048 + 2 * 2304.0 * 1024 + 3 * 2304.0 * 9216 + 4 * 2304;
+  EXPECT_EQ(model::count_params(m).total, 26 * layer + 256000.0 * 2304 + 2304);
+  EXPECT_EQ(26 * layer + 256000.0 * 2304 + 2304, 2614341888.0);
 }
 
 TEST(ModelFile, Qwen3HasQkNorm) {

@@ -77,6 +77,9 @@ struct ModelConfig {
   bool o_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;          ///< per-head RMSNorm on q and k (qwen3, gemma3)
+  /// An RMSNorm on each sublayer's output before its residual add, four norms a layer (gemma2,
+  /// gemma3: Transformers' post_attention_layernorm and post_feedforward_layernorm).
+  bool sandwich_norms = false;
   bool attention_sinks = false;  ///< one learned logit per head (gpt-oss)
   MlpKind mlp = MlpKind::gated_silu;
   NormKind norm = NormKind::rmsnorm;
