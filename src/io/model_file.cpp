@@ -345,6 +345,8 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     // Gemma3DecoderLayer: post_attention_layernorm after attention, pre_ and
     // post_feedforward_layernorm around the MLP); Gemma 1 does not.
     m.sandwich_norms = t == "gemma2" || t == "gemma3" || t == "gemma3_text";
+    // Every Gemma scales its embedding by √hidden (GemmaModel: hidden_states * normalizer).
+    m.embed_scale = gemma;
     m.attention_sinks = t == "gpt_oss";
   }
 

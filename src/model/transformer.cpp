@@ -776,6 +776,9 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     } else {
       tp_allreduce(c, "embedding_allreduce", Block::embedding);
     }
+    // Gemma: the looked-up rows times √h (vLLM's and SGLang's Gemma models multiply after the
+    // lookup: one pass over the step's T·h activations).
+    if (m.embed_scale) g.add("embed_scale", OpClass::elementwise, Block::embedding, ops::elementwise_cost({c.tokens, h, act, DType::fp32}, 1, 1, 1));
     if (m.positions == PositionKind::learned) {
       GraphOp& p = g.add("position_embedding", OpClass::embedding, Block::embedding,
                          ops::elementwise_cost({c.tokens, h, act, DType::fp32}, 2, 1, 1));

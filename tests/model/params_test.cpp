@@ -80,6 +80,36 @@ TEST(Params, DenseModelsAreAllActive) {
   EXPECT_EQ(c.active + c.embedding, c.total);  // untied: the LM head is active, the table is not
 }
 
+TEST(Graph, GemmaScalesItsEmbeddingAndNormsEachSublayersOutput) {
+  // Gemma 2 (26 layers of hidden 2304) against the same file read as another type, one decode
+  // token at a context of 100: one kernel more in the embedding group (the row times √h, 2304
+  // values read and written in bf16: 2·2304·2 = 9216 bytes) and two norms more a layer (each
+  // RMSNorm reads and writes the 2304 activations and reads its 2304 bf16 weights: 9216 + 4608 =
+  // 13824 bytes), with merged kernels as the engines run them (the residual adds stay inside
+  // the next norms).
+  const std::string body = R"("hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": true})";
+  const ModelConfig gemma = io::parse_model_config(R"({"model_type": "gemma2", )" + body, "gemma2.json");
+  const ModelConfig other = io::parse_model_config(R"({"model_type": "other", )" + body, "other.json");
+  ASSERT_TRUE(gemma.embed_scale && gemma.sandwich_norms);
+  ASSERT_FALSE(other.embed_scale || other.sandwich_norms);
+  hw::System sys;
+  ForwardConfig f;
+  f.merged_kernels = true;
+  auto a = std::make_unique<Graph>(), b = std::make_unique<Graph>();
+  build_forward(gemma, f, sys, {1, 1, 100}, *a);
+  build_forward(other, f, sys, {1, 1, 100}, *b);
+  auto totals = [](const Graph& g) {
+    double k = 0, bytes = 0;
+    for (int i = 0; i < g.op_count; ++i) k += g.repeat(i) * g.ops[i].cost.launches, bytes += g.repeat(i) * g.ops[i].cost.main_bytes;
+    return std::array<double, 2>{k, bytes};
+  };
+  const auto x = totals(*a), y = totals(*b);
+  EXPECT_EQ(x[0] - y[0], 1 + 2 * 26);
+  EXPECT_NEAR(x[1] - y[1], 9216.0 + 2 * 26 * 13824.0, 1e-3);
+}
+
 }  // namespace
 }  // namespace ridgeline::model
 

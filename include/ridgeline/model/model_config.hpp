@@ -80,6 +80,8 @@ struct ModelConfig {
   /// An RMSNorm on each sublayer's output before its residual add, four norms a layer (gemma2,
   /// gemma3: Transformers' post_attention_layernorm and post_feedforward_layernorm).
   bool sandwich_norms = false;
+  /// The embedding's output multiplied by √hidden in a kernel of its own (Gemma's normalizer).
+  bool embed_scale = false;
   bool attention_sinks = false;  ///< one learned logit per head (gpt-oss)
   MlpKind mlp = MlpKind::gated_silu;
   NormKind norm = NormKind::rmsnorm;
