@@ -35,11 +35,25 @@ std::optional<planning::LaunchTarget> emit_target(const EmitFlags& f) {
 
 std::string emit_dir(const EmitFlags& f) { return !f.dir.empty() ? f.dir : fmt::format("launch-{}", f.target); }
 
+namespace {
+
+// A model the engine loads: its repository, else what --model gave; a config.json given by path
+// names the directory holding it, the checkpoint's (vllm serve DIR, --model-path DIR,
+// trtllm-serve DIR: the engines load a local model from its directory, never from the file).
+std::string engine_model(const model::ModelConfig& m, const std::string& arg) {
+  if (!m.hf_repo.empty()) return m.hf_repo;
+  const std::filesystem::path p(arg);
+  if (p.extension() != ".json") return arg;
+  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+}  // namespace
+
 planning::LaunchNames launch_names(const model::ModelConfig& m, const std::string& model_arg, const serving::ServeConfig& cfg,
                                    const std::string& draft_arg) {
   planning::LaunchNames n;
-  n.model = !m.hf_repo.empty() ? m.hf_repo : model_arg;
-  if (cfg.spec.on() && !cfg.spec.mtp && cfg.spec.draft != nullptr) n.draft = !cfg.spec.draft->hf_repo.empty() ? cfg.spec.draft->hf_repo : draft_arg;
+  n.model = engine_model(m, model_arg);
+  if (cfg.spec.on() && !cfg.spec.mtp && cfg.spec.draft != nullptr) n.draft = engine_model(*cfg.spec.draft, draft_arg);
   return n;
 }
 

@@ -66,6 +66,19 @@ TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/pareto/01/replica.sh"));
 }
 
+// A config.json without a repository in it: the launch names the directory that holds it (the
+// checkpoint's, which engines load), not the file.
+TEST(EmitCli, AConfigFileNamesItsDirectory) {
+  const std::string dir = tmp("emit_config");
+  std::filesystem::create_directories(dir + "/my-model");
+  std::ofstream(dir + "/my-model/config.json") << R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
+    "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096})";
+  const auto j = run_json("serve --model " + dir + "/my-model/config.json --hw h100-sxm --qps 2 --requests 20 --prompt 128 --gen 16 "
+                          "--emit sglang --engine sglang --emit-dir " + dir + "/launch");
+  EXPECT_EQ(j["emitted"]["model"], dir + "/my-model");
+  EXPECT_NE(slurp(dir + "/launch/replica.sh").find("--model-path " + dir + "/my-model \\\n"), std::string::npos);
+}
+
 TEST(EmitCli, BadEmitFlags) {
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit dynamo", "--emit: 'dynamo' is not an engine");
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit sglang", "--emit sglang: the simulation ran vllm");
