@@ -329,6 +329,19 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     if (act == "silu" || act == "swish") m.mlp = model::MlpKind::gated_silu;
     else if (act.rfind("gelu", 0) == 0) m.mlp = model::MlpKind::gated_gelu;
     else r.fail("hidden_act", fmt::format("'{}' is not supported: expected silu or gelu", act));
+    // GPT-NeoX (Pythia), StarCoder 2 and Phi-1/1.5/2: one GELU between two projections (fc,
+    // proj: not gated), LayerNorm, and biases on every projection unless the file says not
+    // (Transformers' GPTNeoXMLP and GPTNeoXAttention's attention_bias, Starcoder2's use_bias,
+    // PhiMLP and PhiAttention).
+    const bool plain_gelu = t == "gpt_neox" || t == "starcoder2" || t == "phi";
+    if (plain_gelu) {
+      if (m.mlp != model::MlpKind::gated_gelu) {
+        r.fail("hidden_act", fmt::format("'{}' for model_type '{}': expected a GELU (its MLP is fc, GELU, proj)", act, t));
+      }
+      m.mlp = model::MlpKind::gelu;
+      m.norm = model::NormKind::layernorm;
+    }
+    const bool biased = plain_gelu && r.boolean("use_bias", true);
     const bool gemma = t.rfind("gemma", 0) == 0;
     m.tie_embeddings = r.boolean("tie_word_embeddings", gemma);
     // The Qwen families by prefix, their vision-language models' text types too (qwen2_5_vl,
@@ -337,9 +350,9 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     // Qwen 3's an RMSNorm over each head's q and k (Qwen3Attention, Qwen3VLTextAttention), as
     // Gemma 3's.
     const bool qwen2 = t.rfind("qwen2", 0) == 0, qwen3 = t.rfind("qwen3", 0) == 0;
-    m.qkv_bias = r.boolean("attention_bias", qwen2);
-    m.o_bias = r.boolean("attention_bias", false);
-    m.mlp_bias = r.boolean("mlp_bias", false);
+    m.qkv_bias = r.boolean("attention_bias", qwen2 || biased);
+    m.o_bias = r.boolean("attention_bias", biased);
+    m.mlp_bias = r.boolean("mlp_bias", biased);
     m.qk_norm = qwen3 || t == "gemma3" || t == "gemma3_text";
     // Gemma 2 and 3 normalise each sublayer's output before the residual add (Gemma2DecoderLayer,
     // Gemma3DecoderLayer: post_attention_layernorm after attention, pre_ and

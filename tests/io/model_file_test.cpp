@@ -74,6 +74,32 @@ TEST(ModelFile, QwenFamiliesByPrefix) {
   EXPECT_EQ(on.sliding_layers, 2);
 }
 
+TEST(ModelFile, NonGatedGeluFamilies) {
+  // EleutherAI/pythia-1.4b's config.json (gpt_neox): 1,414,647,808 parameters (the Pythia
+  // paper's table). Per layer: the fused q/k/v 2048·6144 + 6144 biases, the output 2048·2048 +
+  // 2048, the MLP 2048·8192 + 8192 and 8192·2048 + 2048 (one GELU, not gated), two LayerNorms
+  // of 2·2048; 24 layers, the final LayerNorm 2·2048, and untied embeddings in and out of
+  // 50304·2048 each.
+  auto m = parse_model_config(R"({"architectures": ["GPTNeoXForCausalLM"], "model_type": "gpt_neox",
+    "hidden_act": "gelu", "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 16,
+    "num_hidden_layers": 24, "max_position_embeddings": 2048, "rotary_pct": 0.25, "tie_word_embeddings": false,
+    "use_parallel_residual": true, "vocab_size": 50304, "torch_dtype": "float16"})", "pythia.json");
+  EXPECT_EQ(m.mlp, model::MlpKind::gelu);
+  EXPECT_EQ(m.norm, model::NormKind::layernorm);
+  EXPECT_TRUE(m.qkv_bias && m.o_bias && m.mlp_bias);
+  const double layer = 2048.0 * 6144 + 6144 + 2048.0 * 2048 + 2048 + 2048.0 * 8192 + 8192 + 8192.0 * 2048 + 2048 + 2 * 2 * 2048;
+  EXPECT_EQ(model::count_params(m).total, 24 * layer + 2 * 2048 + 2 * 50304.0 * 2048);
+  EXPECT_EQ(24 * layer + 2 * 2048 + 2 * 50304.0 * 2048, 1414647808.0);
+  // StarCoder 2's use_bias false drops them; a gated activation is an error naming the type.
+  auto nobias = parse_model_config(R"({"model_type": "starcoder2", "hidden_act": "gelu_pytorch_tanh", "hidden_size": 256,
+    "intermediate_size": 1024, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000, "use_bias": false})", "sc2.json");
+  EXPECT_EQ(nobias.mlp, model::MlpKind::gelu);
+  EXPECT_FALSE(nobias.qkv_bias || nobias.o_bias || nobias.mlp_bias);
+  EXPECT_NE(error_of(R"({"model_type": "phi", "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 1024,
+    "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000})").find("hidden_act: 'silu' for model_type 'phi'"),
+            std::string::npos);
+}
+
 TEST(ModelFile, QwenMoeSharedExpertWidth) {
   auto m = parse_model_config(R"({"model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
     "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632, "num_experts": 60,
