@@ -219,6 +219,10 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
   // Llama 4's chunked attention (each position sees its chunk of attention_chunk_size only) is
   // neither full nor a sliding window.
   if (r.has("attention_chunk_size")) r.fail("attention_chunk_size", "chunked attention (Llama 4) is not modelled");
+  // Gemma 4's global layers keep KV heads and a head width of their own.
+  for (const char* key : {"num_global_key_value_heads", "global_head_dim"}) {
+    if (r.has(key)) r.fail(key, "layers with KV heads or a head width of their own (Gemma 4's global layers) are not modelled");
+  }
   // DeepSeek's sparse attention (V3.2: an indexer picks index_topk keys of each query's context).
   if (r.has("index_topk")) r.fail("index_topk", "DeepSeek's sparse attention (an indexer's top-k keys) is not modelled");
 }
@@ -387,27 +391,41 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   }
 
   // Mixture of experts.
-  m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts"}).value_or(0);
+  // (ERNIE 4.5 names its experts' keys moe_*: moe_num_experts, moe_k, moe_num_shared_experts,
+  // moe_layer_start_index, moe_layer_interval.)
+  m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"}).value_or(0);
   if (m.moe.experts > 65536) r.fail("num_local_experts", fmt::format("{} experts: expected at most 65536", m.moe.experts));
-  if (m.moe.experts == 0 && r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0) > 0) {
+  if (m.moe.experts == 0 && r.integer({"moe_intermediate_size"}).value_or(0) > 0) {
+    r.fail("moe_intermediate_size", "an expert width but no expert count (num_local_experts, n_routed_experts, num_experts or "
+                                    "moe_num_experts): expected both or neither");
+  }
+  if (m.moe.experts == 0 && r.integer({"num_experts_per_tok", "experts_per_token", "moe_k"}).value_or(0) > 0) {
     r.fail("num_local_experts", "0 experts but num_experts_per_tok routes tokens to some: expected at least 1 (or leave both out)");
   }
   if (m.moe.experts > 0) {
-    m.moe.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token"}).value_or(0);
+    m.moe.experts_per_token = r.integer({"num_experts_per_tok", "experts_per_token", "moe_k"}).value_or(0);
     if (m.moe.experts_per_token <= 0) r.fail("num_experts_per_tok", "required for a mixture of experts");
     if (m.moe.experts_per_token > m.moe.experts) {
       r.fail("num_experts_per_tok", fmt::format("{} exceeds the {} experts", m.moe.experts_per_token, m.moe.experts));
     }
     m.moe.intermediate = r.integer({"moe_intermediate_size"}).value_or(m.intermediate);
     if (m.moe.intermediate <= 0) r.fail("moe_intermediate_size", "required for a mixture of experts");
-    m.moe.shared_experts = r.integer({"n_shared_experts"}).value_or(0);
+    m.moe.shared_experts = r.integer({"n_shared_experts", "moe_num_shared_experts"}).value_or(0);
     m.moe.shared_intermediate = r.integer({"shared_expert_intermediate_size"}).value_or(m.moe.shared_experts * m.moe.intermediate);
     if (m.moe.shared_intermediate > 0 && m.moe.shared_experts == 0) m.moe.shared_experts = 1;
-    m.moe.first_dense_layers = r.integer({"first_k_dense_replace"}).value_or(0);
+    m.moe.first_dense_layers = r.integer({"first_k_dense_replace", "moe_layer_start_index"}).value_or(0);
     if (m.moe.first_dense_layers > m.layers) {
       r.fail("first_k_dense_replace", fmt::format("{} dense layers of {}: expected at most the layers", m.moe.first_dense_layers, m.layers));
     }
-    const i64 freq = r.integer({"moe_layer_freq", "decoder_sparse_step"}).value_or(1);
+    const i64 freq = r.integer({"moe_layer_freq", "decoder_sparse_step", "moe_layer_interval"}).value_or(1);
+    // ERNIE's last expert layer: dense layers after it are not modelled (its files end the
+    // experts at the last layer).
+    // (-1, Transformers' default, is the last layer.)
+    const bool to_last = r.has("moe_layer_end_index") && r.at("moe_layer_end_index").is_number_integer() &&
+                         r.at("moe_layer_end_index").get<long long>() == -1;
+    if (const auto end = to_last ? std::nullopt : r.integer({"moe_layer_end_index"}); end && *end < m.layers - 1) {
+      r.fail("moe_layer_end_index", fmt::format("{} of {} layers: dense layers after the last expert layer are not modelled", *end, m.layers));
+    }
     if (freq == 0) r.fail("moe_layer_freq", "0: expected an expert layer every N >= 1 layers");
     m.moe.layer_freq = freq;
     if (m.moe.first_dense_layers > 0 && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
