@@ -41,10 +41,15 @@ namespace {
 // names the directory holding it, the checkpoint's (vllm serve DIR, --model-path DIR,
 // trtllm-serve DIR: the engines load a local model from its directory, never from the file).
 std::string engine_model(const model::ModelConfig& m, const std::string& arg) {
-  if (!m.hf_repo.empty()) return m.hf_repo;
+  // A checkpoint's own config.json: its directory, absolute (the launch may run elsewhere), even
+  // where `_name_or_path` names a repository (a local fine-tune keeps its base model's name).
   const std::filesystem::path p(arg);
-  if (p.extension() != ".json") return arg;
-  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  if (p.filename() == "config.json") {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(p, ec);
+    return (ec ? p : abs).parent_path().lexically_normal().string();
+  }
+  return m.hf_repo.empty() ? arg : m.hf_repo;
 }
 
 }  // namespace

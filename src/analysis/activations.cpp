@@ -94,7 +94,9 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({"v", {"v_proj"}, "v_proj", 2 * T * kvh * hd, false});
     out.add({"attn_out", {"attention", "attn_dropout"}, "attention", 2 * T * heads * hd + core, false});
   }
-  if (m.sandwich_norms) {
+  if (m.parallel_block) {
+    // Phi: the MLP reads the input norm's output (kept above); no norm reads the sum.
+  } else if (m.sandwich_norms) {
     // Gemma 2/3: the attention's output feeds a norm of its own (its backward needs that input),
     // whose output the residual add sums with the stream.
     out.add({"attn_proj_out", {"o_proj", "attn_allreduce", "attn_reducescatter"}, "o_proj, all-reduce", 2 * outside * h, false});
@@ -103,7 +105,7 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({"attn_residual_out", {"o_proj", "attn_allreduce", "attn_reducescatter", "attn_residual"},
              "o_proj, all-reduce, residual add", 2 * outside * h, false});
   }
-  out.add({"mlp_norm_out", {"post_attention_norm"}, "post_attention_norm", 2 * outside * h, true});
+  if (!m.parallel_block) out.add({"mlp_norm_out", {"post_attention_norm"}, "post_attention_norm", 2 * outside * h, true});
 
   // The MLP: gate and up outputs (the activation's backward), the activation's output (the
   // down projection's weight gradient); a GELU MLP keeps its input and output.

@@ -213,6 +213,12 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
   }
   // Llama 3.2 Vision's cross-attention layers attend to the image's tokens, not the text's.
   if (r.has("cross_attention_layers")) r.fail("cross_attention_layers", "cross-attention layers (to an image's tokens) are not modelled");
+  // Gemma 3n (AltUp, per-layer embeddings, a sparse MLP) and Gemma 4 (global layers of their
+  // own shape) by type too: a file of theirs that leaves those keys to the class is still them.
+  if (type.rfind("gemma3n", 0) == 0 || type.rfind("gemma4", 0) == 0) {
+    r.fail("model_type", fmt::format("'{}' has layers of shapes ridgeline does not model (Gemma 3n's AltUp and per-layer "
+                                     "embeddings, Gemma 4's global layers)", type));
+  }
   if (type.find("mamba") != std::string::npos || type.rfind("rwkv", 0) == 0 || type == "qwen3_next") {
     r.fail("model_type", fmt::format("'{}' is not a transformer of attention layers: not modelled", type));
   }
@@ -236,13 +242,23 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 // hidden_activation gelu_pytorch_tanh, max_position_embeddings 131072, tied embeddings, a
 // 4096-token window on five layers in six (sliding_window_pattern 6); and, for a file that
 // leaves even its size out, the class's own 2304 x 26 layers with a 9216-wide MLP.
+// The same for a default that differs from what ridgeline assumes of any config, where a
+// file leaving the key out would be priced as another model: Starcoder2Config's tied embeddings
+// (configuration_starcoder2.py: tie_word_embeddings True), Ernie4_5_MoeConfig's tied embeddings
+// and first expert layer (configuration_ernie4_5_moe.py: tie_word_embeddings True,
+// moe_layer_start_index 1).
 const json* class_defaults(std::string_view type) {
   static const json gemma3_text = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
                                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
                                    {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
                                    {"max_position_embeddings", 131072}, {"tie_word_embeddings", true},
                                    {"sliding_window", 4096}, {"sliding_window_pattern", 6}};
-  return type == "gemma3_text" ? &gemma3_text : nullptr;
+  static const json starcoder2 = {{"tie_word_embeddings", true}};
+  static const json ernie4_5_moe = {{"tie_word_embeddings", true}, {"moe_layer_start_index", 1}};
+  if (type == "gemma3_text") return &gemma3_text;
+  if (type == "starcoder2") return &starcoder2;
+  if (type == "ernie4_5_moe") return &ernie4_5_moe;
+  return nullptr;
 }
 
 model::ModelConfig parse(const json& j, std::string_view source, bool nested = false);
@@ -344,6 +360,9 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
       }
       m.mlp = model::MlpKind::gelu;
       m.norm = model::NormKind::layernorm;
+      // Phi-1/1.5/2: one LayerNorm feeds attention and MLP side by side (PhiDecoderLayer), and
+      // the LM head has a bias (PhiForCausalLM).
+      m.parallel_block = m.head_bias = t == "phi";
     }
     const bool biased = plain_gelu && r.boolean("use_bias", true);
     const bool gemma = t.rfind("gemma", 0) == 0;

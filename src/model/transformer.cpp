@@ -559,7 +559,13 @@ void moe_mlp(Ctx& c) {
 void layer(Ctx& c, bool moe, double window) {
   attention_block(c, window);
   const double h = static_cast<double>(c.m.hidden);
-  residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+  if (c.m.parallel_block) {
+    // Phi: the MLP reads the input norm's output too; the attention's output joins the residual
+    // by an add of its own (the MLP's then by the next norm's, or its own add).
+    if (c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
+  } else {
+    residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+  }
   tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   if (moe) {
     moe_mlp(c);
@@ -828,7 +834,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   // Training keeps the LM head in the activations' dtype (Transformer Engine's fp8 recipe
   // leaves the output layer in bf16).
   c.compute_dense = f.training ? act : f.precision.compute.value_or(ops::default_compute_dtype(act, table_w, sys.chip));
-  GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, false);
+  GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {
     // Vocab-parallel cross-entropy as Megatron-Core runs it, fused or not (the same passes:

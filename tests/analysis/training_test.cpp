@@ -95,6 +95,27 @@ TEST(Training, SandwichNormsKeepTheirInputs) {
   EXPECT_EQ(found, 2);
 }
 
+TEST(Training, PhisOneNormAFewerTensors) {
+  // Phi's attention and MLP both read the one input norm's output: no post-attention norm, so
+  // neither its input (the residual after attention) nor its output (the MLP's input) is kept,
+  // two 16-bit tensors of s·b·h a layer (4·s·b·h bytes) fewer than a sequential layer.
+  const auto phi = io::parse_model_config(R"({"model_type": "phi", "hidden_act": "gelu_new", "hidden_size": 2560,
+    "intermediate_size": 10240, "num_attention_heads": 32, "num_hidden_layers": 32, "vocab_size": 51200})", "phi-2.json");
+  ASSERT_TRUE(phi.parallel_block);
+  auto sequential = phi;
+  sequential.parallel_block = false;
+  TrainConfig c;
+  c.seq = 2048;
+  c.micro_batch = 2;
+  const double s = 2048, b = 2, h = 2560;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(sequential, c) - layer_activation_bytes(phi, c), 4 * s * b * h);
+  c.gpus = 1;
+  c.global_batch = 2;
+  const auto par = run(phi, "h100-sxm", c), seq = run(sequential, "h100-sxm", c);
+  ASSERT_TRUE(par && seq);
+  EXPECT_DOUBLE_EQ(seq->memory.activation_bytes_per_layer - par->memory.activation_bytes_per_layer, 4 * s * b * h);
+}
+
 TEST(Training, ZeroStagesShardStatesOverDataParallelism) {
   // Llama-2-7B on 8 GPUs, dp 8: P = 6738415616 bf16 parameters on every GPU; bf16 weights
   // (2 B), fp32 gradients (4 B), Adam's fp32 master weights and two moments (12 B).

@@ -77,6 +77,16 @@ TEST(EmitCli, AConfigFileNamesItsDirectory) {
                           "--emit sglang --engine sglang --emit-dir " + dir + "/launch");
   EXPECT_EQ(j["emitted"]["model"], dir + "/my-model");
   EXPECT_NE(slurp(dir + "/launch/replica.sh").find("--model-path " + dir + "/my-model \\\n"), std::string::npos);
+  // A fine-tune's config keeps its base model's _name_or_path: the directory is still the model.
+  // A config under another name is no checkpoint: its repository names the model.
+  std::ofstream(dir + "/my-model/config.json") << R"({"_name_or_path": "meta-llama/Llama-3.1-8B", "model_type": "llama",
+    "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+    "vocab_size": 32000, "max_position_embeddings": 4096})";
+  std::filesystem::copy_file(dir + "/my-model/config.json", dir + "/renamed.json");
+  const std::string tail = " --hw h100-sxm --qps 2 --requests 20 --prompt 128 --gen 16 --emit vllm --emit-dir " + dir + "/launch2";
+  EXPECT_EQ(run_json("serve --model " + dir + "/my-model/config.json" + tail)["emitted"]["model"], dir + "/my-model");
+  std::filesystem::remove_all(dir + "/launch2");
+  EXPECT_EQ(run_json("serve --model " + dir + "/renamed.json" + tail)["emitted"]["model"], "meta-llama/Llama-3.1-8B");
 }
 
 TEST(EmitCli, BadEmitFlags) {

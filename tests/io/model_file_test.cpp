@@ -100,6 +100,38 @@ TEST(ModelFile, NonGatedGeluFamilies) {
             std::string::npos);
 }
 
+TEST(ModelFile, PhiAndStarCoder2AsPublished) {
+  // microsoft/phi-2's config.json: 2,779,683,840 parameters (the "2.78B" Hugging Face counts).
+  // Per layer: q, k, v and dense 2560·2560 + 2560 each (biased), fc1 2560·10240 + 10240, fc2
+  // 10240·2560 + 2560, and ONE LayerNorm of 2·2560 (attention and MLP read the same norm's
+  // output): 78,671,360; 32 layers, the embedding 51200·2560, the final LayerNorm 2·2560 and an
+  // untied, biased LM head 2560·51200 + 51200.
+  auto phi = parse_model_config(R"({"architectures": ["PhiForCausalLM"], "model_type": "phi", "hidden_act": "gelu_new",
+    "hidden_size": 2560, "intermediate_size": 10240, "num_attention_heads": 32, "num_hidden_layers": 32,
+    "max_position_embeddings": 2048, "partial_rotary_factor": 0.4, "tie_word_embeddings": false,
+    "vocab_size": 51200, "torch_dtype": "float16"})", "phi-2.json");
+  EXPECT_TRUE(phi.parallel_block);
+  EXPECT_TRUE(phi.head_bias);
+  const double layer = 4 * (2560.0 * 2560 + 2560) + 2560.0 * 10240 + 10240 + 10240.0 * 2560 + 2560 + 2 * 2560;
+  EXPECT_EQ(layer, 78671360.0);
+  EXPECT_EQ(model::count_params(phi).total, 32 * layer + 51200.0 * 2560 + 2 * 2560 + 2560.0 * 51200 + 51200);
+  EXPECT_EQ(32 * layer + 51200.0 * 2560 + 2 * 2560 + 2560.0 * 51200 + 51200, 2779683840.0);
+  // bigcode/starcoder2-3b's config.json states no tie_word_embeddings: Starcoder2Config's default
+  // ties them. 3,030,371,328 parameters: per layer q and o 3072·3072 + 3072 each, k and v
+  // 3072·256 + 256 each (2 KV heads of 128), c_fc 3072·12288 + 12288, c_proj 12288·3072 + 3072,
+  // two LayerNorms of 2·3072; 30 layers, the tied embedding 49152·3072 and the final LayerNorm.
+  auto sc = parse_model_config(R"({"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+    "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072, "intermediate_size": 12288, "num_attention_heads": 24,
+    "num_key_value_heads": 2, "num_hidden_layers": 30, "max_position_embeddings": 16384, "sliding_window": 4096,
+    "use_bias": true, "vocab_size": 49152, "torch_dtype": "bfloat16"})", "starcoder2-3b.json");
+  EXPECT_TRUE(sc.tie_embeddings);
+  EXPECT_FALSE(sc.parallel_block || sc.head_bias);
+  const double sc_layer = 2 * (3072.0 * 3072 + 3072) + 2 * (3072.0 * 256 + 256) + 3072.0 * 12288 + 12288 +
+                          12288.0 * 3072 + 3072 + 2 * 2 * 3072;
+  EXPECT_EQ(model::count_params(sc).total, 30 * sc_layer + 49152.0 * 3072 + 2 * 3072);
+  EXPECT_EQ(30 * sc_layer + 49152.0 * 3072 + 2 * 3072, 3030371328.0);
+}
+
 TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
   // baidu/ERNIE-4.5-21B-A3B's config.json: 64 experts of 1536, 6 a token, 2 shared, layer 0 dense
   // (moe_layer_start_index 1), the experts to the last layer (27 of 28). By hand: attention per
@@ -119,6 +151,14 @@ TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
   const double attn = 2 * 2560.0 * 2560 + 2 * 2560.0 * 512 + 2 * 2560;
   const double dense = attn + 3 * 2560.0 * 12288, expert = attn + 2560.0 * 64 + 64 * 3 * 2560.0 * 1536 + 3 * 2560.0 * 3072;
   EXPECT_EQ(model::count_params(m).total, dense + 27 * expert + 103424.0 * 2560 + 2560);
+  EXPECT_EQ(dense + 27 * expert + 103424.0 * 2560 + 2560, 21825436160.0);
+  // Ernie4_5_MoeConfig's defaults: a file leaving out the tie and the first expert layer still
+  // ties its embedding and keeps layer 0 dense.
+  auto bare = parse_model_config(R"({"model_type": "ernie4_5_moe", "hidden_size": 256, "intermediate_size": 1024,
+    "moe_intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "moe_num_experts": 8, "moe_k": 2,
+    "vocab_size": 1000})", "ernie-bare.json");
+  EXPECT_TRUE(bare.tie_embeddings);
+  EXPECT_EQ(bare.moe_layer_count(), 3);
   // Dense layers after the last expert layer are refused, as is an expert width without experts
   // (a file whose experts' keys ridgeline does not know is not priced as a dense model).
   EXPECT_NE(error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
@@ -243,7 +283,9 @@ TEST(ModelFile, LayersNotModelledAreRefusedByName) {
       {R"("model_type": "kimi_linear", "linear_attn_config": {"kda_layers": [1, 2, 3]})", "linear_attn_config"},
       {R"("model_type": "recurrent_gemma", "block_types": ["recurrent", "recurrent", "attention"])", "block_types"},
       {R"("model_type": "rwkv7")", "model_type: 'rwkv7'"},
-      {R"("model_type": "gemma4_text", "num_global_key_value_heads": 1, "global_head_dim": 512)", "num_global_key_value_heads"},
+      {R"("model_type": "llama", "num_global_key_value_heads": 1, "global_head_dim": 512)", "num_global_key_value_heads"},
+      {R"("model_type": "gemma4_text")", "model_type: 'gemma4_text'"},
+      {R"("model_type": "gemma3n_text")", "model_type: 'gemma3n_text'"},
   };
   for (const auto& [extra, want] : cases) {
     const std::string e = error_of("{" + base + ", " + extra + "}");

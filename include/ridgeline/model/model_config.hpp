@@ -82,6 +82,10 @@ struct ModelConfig {
   bool sandwich_norms = false;
   /// The embedding's output multiplied by √hidden in a kernel of its own (Gemma's normalizer).
   bool embed_scale = false;
+  /// Attention and MLP side by side on one norm's output, summed into the residual (phi-1/1.5/2:
+  /// one LayerNorm a layer).
+  bool parallel_block = false;
+  bool head_bias = false;  ///< a bias on the LM head (phi)
   bool attention_sinks = false;  ///< one learned logit per head (gpt-oss)
   MlpKind mlp = MlpKind::gated_silu;
   NormKind norm = NormKind::rmsnorm;
