@@ -246,7 +246,10 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 // file leaving the key out would be priced as another model: Starcoder2Config's tied embeddings
 // (configuration_starcoder2.py: tie_word_embeddings True), Ernie4_5_MoeConfig's tied embeddings
 // and first expert layer (configuration_ernie4_5_moe.py: tie_word_embeddings True,
-// moe_layer_start_index 1).
+// moe_layer_start_index 1), CohereConfig's and Cohere2Config's tied embeddings and Cohere2's
+// 4096-token window on three layers in four (configuration_cohere.py, configuration_cohere2.py:
+// sliding_window 4096, sliding_window_pattern 4), GPTBigCodeConfig's multi-query attention
+// (configuration_gpt_bigcode.py: multi_query True, one KV head).
 const json* class_defaults(std::string_view type) {
   static const json gemma3_text = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
                                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
@@ -258,6 +261,12 @@ const json* class_defaults(std::string_view type) {
   if (type == "gemma3_text") return &gemma3_text;
   if (type == "starcoder2") return &starcoder2;
   if (type == "ernie4_5_moe") return &ernie4_5_moe;
+  static const json cohere = {{"tie_word_embeddings", true}};
+  static const json cohere2 = {{"tie_word_embeddings", true}, {"sliding_window", 4096}, {"sliding_window_pattern", 4}};
+  static const json gpt_bigcode = {{"multi_query", true}};
+  if (type == "cohere") return &cohere;
+  if (type == "cohere2") return &cohere2;
+  if (type == "gpt_bigcode") return &gpt_bigcode;
   return nullptr;
 }
 
@@ -311,6 +320,8 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   if (m.layers > 65536) r.fail("num_hidden_layers", fmt::format("{} layers: expected at most 65536", m.layers));
   m.heads = r.required({"num_attention_heads", "n_head"});
   m.kv_heads = r.integer({"num_key_value_heads"}).value_or(m.heads);
+  // GPT-BigCode (StarCoder, SantaCoder) and Falcon name multi-query attention by a flag: one KV head.
+  if (!r.has("num_key_value_heads") && r.boolean("multi_query", false)) m.kv_heads = 1;
   if (m.kv_heads <= 0) r.fail("num_key_value_heads", "must be at least 1");
   if (m.heads % m.kv_heads != 0) {
     r.fail("num_key_value_heads", fmt::format("{} does not divide num_attention_heads {}", m.kv_heads, m.heads));
@@ -384,6 +395,21 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     // Every Gemma scales its embedding by √hidden (GemmaModel: hidden_states * normalizer).
     m.embed_scale = gemma;
     m.attention_sinks = t == "gpt_oss";
+    // Cohere (Command R, R+, A): attention and MLP side by side on one LayerNorm's output
+    // (CohereDecoderLayer), a LayerNorm without bias (CohereLayerNorm), and with use_qk_norm a
+    // LayerNorm on q and k whose weights are each head's own ([heads, head_dim]).
+    if (t == "cohere" || t == "cohere2") {
+      m.parallel_block = true;
+      m.norm = model::NormKind::layernorm;
+      m.norm_bias = false;
+      m.qk_norm = m.qk_norm_per_head = r.boolean("use_qk_norm", false);
+    }
+    // The GLM family's attention output projection has no bias whatever attention_bias says
+    // (GlmAttention, Glm4MoeAttention: o_proj bias=False); GLM-4-0414 (glm4) normalises each
+    // sublayer's output before its residual add, as Gemma 2 (Glm4DecoderLayer:
+    // post_self_attn_layernorm, post_mlp_layernorm).
+    if (t.rfind("glm", 0) == 0) m.o_bias = false;
+    if (t == "glm4") m.sandwich_norms = true;
   }
 
   // Sliding-window attention: which layers use it.

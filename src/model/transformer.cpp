@@ -177,7 +177,7 @@ GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, d
   Cost cost = c.m.norm == NormKind::rmsnorm ? ops::rmsnorm_cost(s) : ops::layernorm_cost(s);
   if (residual) ops::add_residual(cost, s);
   GraphOp& op = c.g.add(name, OpClass::norm, block, cost);
-  const double per = c.m.norm == NormKind::rmsnorm ? 1 : 2;  // gamma (and beta)
+  const double per = c.m.norm == NormKind::rmsnorm || !c.m.norm_bias ? 1 : 2;  // gamma (and beta)
   op.params = op.active_params = per * params;
   op.weight_bytes = per * cols * bytes(c.act);
   return op;
@@ -399,8 +399,12 @@ void attention_block(Ctx& c, double window) {
       gemm(c, "v_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
     }
     if (m.qk_norm) {
-      norm(c, "q_norm", Block::attention, T * c.heads, hd, hd);
-      norm(c, "k_norm", Block::attention, T * c.kv_heads, hd, hd);
+      // One head_dim weight for every head, or (Cohere) each head's own: H·hd and KV·hd of them,
+      // the chip's heads' read.
+      const bool own = m.qk_norm_per_head;
+      GraphOp& qn = norm(c, "q_norm", Block::attention, T * c.heads, hd, own ? H * hd : hd);
+      GraphOp& kn = norm(c, "k_norm", Block::attention, T * c.kv_heads, hd, own ? KV * hd : hd);
+      if (own) qn.weight_bytes *= c.heads, kn.weight_bytes *= c.kv_heads;
     }
     if (m.positions == PositionKind::rope) {
       c.g.add("rope", OpClass::elementwise, Block::attention,

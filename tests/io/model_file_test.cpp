@@ -132,6 +132,72 @@ TEST(ModelFile, PhiAndStarCoder2AsPublished) {
   EXPECT_EQ(30 * sc_layer + 49152.0 * 3072 + 2 * 3072, 3030371328.0);
 }
 
+TEST(ModelFile, CohereSideBySideTiedAndBiasFree) {
+  // CohereForAI/c4ai-command-r-v01's shape: 64 heads of 128 with as many KV heads, an MLP of
+  // 22528, no tie key (CohereConfig ties). One LayerNorm a layer without bias (8192 weights), its
+  // output read by attention and MLP side by side: per layer 4·8192² + 3·8192·22528 + 8192 =
+  // 822,091,776; 40 layers, the tied embedding 256000·8192 and the final norm's 8192:
+  // 34,980,831,232, the "35B" of its card.
+  auto r = parse_model_config(R"({"model_type": "cohere", "hidden_size": 8192, "intermediate_size": 22528,
+    "num_hidden_layers": 40, "num_attention_heads": 64, "num_key_value_heads": 64, "vocab_size": 256000,
+    "max_position_embeddings": 8192, "logit_scale": 0.0625, "hidden_act": "silu"})", "command-r.json");
+  EXPECT_TRUE(r.parallel_block && r.tie_embeddings);
+  EXPECT_EQ(r.norm, model::NormKind::layernorm);
+  EXPECT_FALSE(r.norm_bias || r.qk_norm);
+  const double layer = 4 * 8192.0 * 8192 + 3 * 8192.0 * 22528 + 8192;
+  EXPECT_EQ(model::count_params(r).total, 40 * layer + 256000.0 * 8192 + 8192);
+  EXPECT_EQ(40 * layer + 256000.0 * 8192 + 8192, 34980831232.0);
+  // c4ai-command-r-plus: use_qk_norm, each head's own q and k weights (96·128 and 8·128 a layer):
+  // per layer 2·12288² + 2·12288·1024 + 3·12288·33792 + 12288 + 96·128 + 8·128; 64 layers, the
+  // tied embedding 256000·12288 and the final norm: 103,810,674,688, its "104B".
+  auto plus = parse_model_config(R"({"model_type": "cohere", "hidden_size": 12288, "intermediate_size": 33792,
+    "num_hidden_layers": 64, "num_attention_heads": 96, "num_key_value_heads": 8, "vocab_size": 256000,
+    "use_qk_norm": true, "tie_word_embeddings": true})", "command-r-plus.json");
+  EXPECT_TRUE(plus.qk_norm && plus.qk_norm_per_head);
+  const double plus_layer = 2 * 12288.0 * 12288 + 2 * 12288.0 * 1024 + 3 * 12288.0 * 33792 + 12288 + 96 * 128 + 8 * 128;
+  EXPECT_EQ(model::count_params(plus).total, 64 * plus_layer + 256000.0 * 12288 + 12288);
+  EXPECT_EQ(64 * plus_layer + 256000.0 * 12288 + 12288, 103810674688.0);
+  // Cohere2Config's window: 4096 tokens on three layers in four where the file leaves it out.
+  auto r7b = parse_model_config(R"({"model_type": "cohere2", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 256000,
+    "max_position_embeddings": 132096})", "command-r7b.json");
+  EXPECT_EQ(r7b.sliding_window, 4096);
+  EXPECT_EQ(r7b.sliding_layers, 24);
+  EXPECT_TRUE(r7b.tie_embeddings && r7b.parallel_block);
+}
+
+TEST(ModelFile, StarCoderHasOneKvHead) {
+  // bigcode/starcoder's config.json (gpt_bigcode, multi_query true): 48 query heads of 128 and one
+  // KV head, so c_attn is 6144·(6144 + 2·128) + 6400; c_proj 6144² + 6144; the MLP 6144·24576 +
+  // 24576 and 24576·6144 + 6144; two LayerNorms of 2·6144; 40 layers, the tied embedding
+  // 49152·6144, 8192 learned positions of 6144 and the final LayerNorm: 15,517,456,384 (15.5B).
+  const std::string body = R"("model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "n_inner": 24576,
+    "n_positions": 8192, "vocab_size": 49152, "activation_function": "gelu_pytorch_tanh")";
+  auto sc = parse_model_config("{" + body + R"(, "multi_query": true})", "starcoder.json");
+  EXPECT_EQ(sc.kv_heads, 1);
+  const double layer = 6144.0 * 6400 + 6400 + 6144.0 * 6144 + 6144 + 6144.0 * 24576 + 24576 + 24576.0 * 6144 + 6144 + 4 * 6144;
+  EXPECT_EQ(model::count_params(sc).total, 40 * layer + 49152.0 * 6144 + 8192.0 * 6144 + 2 * 6144);
+  EXPECT_EQ(40 * layer + 49152.0 * 6144 + 8192.0 * 6144 + 2 * 6144, 15517456384.0);
+  // The class's default is multi-query too; a file that says false has a KV head per head.
+  EXPECT_EQ(parse_model_config("{" + body + "}", "sc.json").kv_heads, 1);
+  EXPECT_EQ(parse_model_config("{" + body + R"(, "multi_query": false})", "sc.json").kv_heads, 48);
+}
+
+TEST(ModelFile, Glm4NormsEachSublayersOutput) {
+  // THUDM/GLM-4-9B-0414's shape: q, k and v biased (attention_bias), the output projection not
+  // (GlmAttention), four RMSNorms a layer (Glm4DecoderLayer). Per layer q 4096·4096 + 4096, k and
+  // v 4096·256 + 256 each, o 4096·4096, the MLP 3·4096·13696, norms 4·4096; 40 layers, untied
+  // embeddings 2·151552·4096 and the final norm: 9,400,279,040 (its card's 9.4B).
+  auto g = parse_model_config(R"({"model_type": "glm4", "hidden_size": 4096, "intermediate_size": 13696,
+    "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
+    "vocab_size": 151552, "attention_bias": true, "partial_rotary_factor": 0.5, "tie_word_embeddings": false})", "glm4.json");
+  EXPECT_TRUE(g.qkv_bias && g.sandwich_norms);
+  EXPECT_FALSE(g.o_bias);
+  const double layer = 4096.0 * 4096 + 4096 + 2 * (4096.0 * 256 + 256) + 4096.0 * 4096 + 3 * 4096.0 * 13696 + 4 * 4096;
+  EXPECT_EQ(model::count_params(g).total, 40 * layer + 2 * 151552.0 * 4096 + 4096);
+  EXPECT_EQ(40 * layer + 2 * 151552.0 * 4096 + 4096, 9400279040.0);
+}
+
 TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
   // baidu/ERNIE-4.5-21B-A3B's config.json: 64 experts of 1536, 6 a token, 2 shared, layer 0 dense
   // (moe_layer_start_index 1), the experts to the last layer (27 of 28). By hand: attention per

@@ -77,6 +77,9 @@ struct ModelConfig {
   bool o_bias = false;
   bool mlp_bias = false;
   bool qk_norm = false;          ///< per-head RMSNorm on q and k (qwen3, gemma3)
+  /// The q and k norms' weights are each head's own (Cohere's use_qk_norm: a [heads, head_dim]
+  /// weight), not one head_dim vector shared by every head.
+  bool qk_norm_per_head = false;
   /// An RMSNorm on each sublayer's output before its residual add, four norms a layer (gemma2,
   /// gemma3: Transformers' post_attention_layernorm and post_feedforward_layernorm).
   bool sandwich_norms = false;
@@ -86,6 +89,7 @@ struct ModelConfig {
   /// one LayerNorm a layer).
   bool parallel_block = false;
   bool head_bias = false;  ///< a bias on the LM head (phi)
+  bool norm_bias = true;   ///< a LayerNorm's beta (Cohere's LayerNorm has none); RMSNorm has none
   bool attention_sinks = false;  ///< one learned logit per head (gpt-oss)
   MlpKind mlp = MlpKind::gated_silu;
   NormKind norm = NormKind::rmsnorm;
