@@ -291,10 +291,14 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   // A multimodal checkpoint (Gemma 3, Llama 4, Llama 3.2 Vision) nests its language model under
   // text_config: that model is read, with the file's own quantisation, dtype and name where
   // text_config leaves them out (and refused as any config is: Llama 4's chunked attention,
-  // 3.2 Vision's cross-attention). The vision tower is not priced.
-  if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && j.contains("text_config") &&
-      j.at("text_config").is_object()) {
-    json text = j.at("text_config");
+  // 3.2 Vision's cross-attention). The vision tower is not priced. InternVL names that object
+  // llm_config, DeepSeek-VL2 language_config.
+  const char* lm_key = nullptr;
+  for (const char* key : {"text_config", "llm_config", "language_config"}) {
+    if (lm_key == nullptr && j.contains(key) && j.at(key).is_object()) lm_key = key;
+  }
+  if (!nested && !j.contains("hidden_size") && !j.contains("n_embd") && !j.contains("d_model") && lm_key != nullptr) {
+    json text = j.at(lm_key);
     for (const char* key : {"quantization_config", "_name_or_path", "_source", "tie_word_embeddings", "_routing"}) {
       if (j.contains(key) && !text.contains(key)) text[key] = j.at(key);
     }
@@ -303,7 +307,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
         if (j.contains(key)) text[key] = j.at(key);
       }
     }
-    model::ModelConfig m = parse_with_defaults(text, fmt::format("{}: text_config", source), true);
+    model::ModelConfig m = parse_with_defaults(text, fmt::format("{}: {}", source, lm_key), true);
     m.name = std::string(source);
     return m;
   }
@@ -410,6 +414,22 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     // post_self_attn_layernorm, post_mlp_layernorm).
     if (t.rfind("glm", 0) == 0) m.o_bias = false;
     if (t == "glm4") m.sandwich_norms = true;
+    // OLMo 2 and 3, OLMoE: an RMSNorm over the whole q projection and one over k (Olmo2Attention:
+    // q_norm of heads·head_dim weights, k_norm of kv_heads·head_dim), so a weight per head.
+    if (t == "olmo2" || t == "olmo3" || t == "olmoe") m.qk_norm = m.qk_norm_per_head = true;
+    // Phi-3.5-MoE: LayerNorm with bias (PhimoeDecoderLayer), the LM head's bias by lm_head_bias.
+    if (t == "phimoe") {
+      m.norm = model::NormKind::layernorm;
+      m.head_bias = r.boolean("lm_head_bias", false);
+    }
+    // StableLM: LayerNorm with bias, q/k/v biases by use_qkv_bias, and with use_parallel_residual
+    // one norm whose output attention and MLP read side by side (StableLmDecoderLayer). (StableLM
+    // 2 12B's qk_layernorm, bias-free per-head norms of q and k, is not counted.)
+    if (t == "stablelm") {
+      m.norm = model::NormKind::layernorm;
+      if (!r.has("attention_bias")) m.qkv_bias = r.boolean("use_qkv_bias", false);
+      m.parallel_block = r.boolean("use_parallel_residual", false);
+    }
   }
 
   // Sliding-window attention: which layers use it.

@@ -198,6 +198,60 @@ TEST(ModelFile, Glm4NormsEachSublayersOutput) {
   EXPECT_EQ(40 * layer + 2 * 151552.0 * 4096 + 4096, 9400279040.0);
 }
 
+TEST(ModelFile, OlmoPhiMoeStableLmNormsAndBiases) {
+  // allenai/OLMo-2-1124-7B's shape: RMSNorms over the whole q and k projections (4096 weights
+  // each here: 32 heads and 32 KV heads of 128) besides the layer's two norms. Per layer
+  // 4·4096² + 3·4096·11008 + 2·4096 + 4096 + 4096; 32 layers, untied embeddings 2·100352·4096
+  // and the final norm: 7,298,617,344 (its card's 7.3B).
+  auto olmo = parse_model_config(R"({"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+    "tie_word_embeddings": false})", "olmo2.json");
+  EXPECT_TRUE(olmo.qk_norm && olmo.qk_norm_per_head);
+  const double ol = 4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096 + 4096 + 4096;
+  EXPECT_EQ(model::count_params(olmo).total, 32 * ol + 2 * 100352.0 * 4096 + 4096);
+  EXPECT_EQ(32 * ol + 2 * 100352.0 * 4096 + 4096, 7298617344.0);
+  // microsoft/Phi-3.5-MoE-instruct's shape: LayerNorms with bias, q/k/v/o biased, a biased LM
+  // head (lm_head_bias). Per layer q and o 4096² + 4096 each, k and v 4096·1024 + 1024 each, the
+  // router 4096·16, 16 experts of 3·4096·6400, two LayerNorms of 2·4096; 32 layers, untied
+  // embeddings 2·32064·4096, the final LayerNorm 2·4096 and the head's 32064 biases:
+  // 41,873,153,344 (its card's 41.9B).
+  auto pm = parse_model_config(R"({"model_type": "phimoe", "hidden_size": 4096, "intermediate_size": 6400,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 16,
+    "num_experts_per_tok": 2, "vocab_size": 32064, "attention_bias": true, "lm_head_bias": true,
+    "tie_word_embeddings": false})", "phimoe.json");
+  EXPECT_EQ(pm.norm, model::NormKind::layernorm);
+  EXPECT_TRUE(pm.head_bias && pm.qkv_bias && pm.o_bias);
+  const double pl = 2 * (4096.0 * 4096 + 4096) + 2 * (4096.0 * 1024 + 1024) + 4096.0 * 16 + 16 * 3 * 4096.0 * 6400 + 4 * 4096;
+  EXPECT_EQ(model::count_params(pm).total, 32 * pl + 2 * 32064.0 * 4096 + 2 * 4096 + 32064);
+  EXPECT_EQ(32 * pl + 2 * 32064.0 * 4096 + 2 * 4096 + 32064, 41873153344.0);
+  // stabilityai/stablelm-2-1_6b's shape: LayerNorms with bias and q/k/v biases by use_qkv_bias.
+  // Per layer q, k, v 2048² + 2048 each, o 2048², the MLP 3·2048·5632, two LayerNorms of 2·2048;
+  // 24 layers, untied embeddings 2·100352·2048 and the final LayerNorm: 1,644,515,328 (1.6B).
+  auto st = parse_model_config(R"({"model_type": "stablelm", "hidden_size": 2048, "intermediate_size": 5632,
+    "num_hidden_layers": 24, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+    "use_qkv_bias": true, "use_parallel_residual": false, "tie_word_embeddings": false})", "stablelm.json");
+  EXPECT_TRUE(st.qkv_bias);
+  EXPECT_FALSE(st.o_bias || st.parallel_block);
+  const double sl = 3 * (2048.0 * 2048 + 2048) + 2048.0 * 2048 + 3 * 2048.0 * 5632 + 4 * 2048;
+  EXPECT_EQ(model::count_params(st).total, 24 * sl + 2 * 100352.0 * 2048 + 2 * 2048);
+  EXPECT_EQ(24 * sl + 2 * 100352.0 * 2048 + 2 * 2048, 1644515328.0);
+}
+
+TEST(ModelFile, InternVlAndDeepSeekVl2NameTheirLanguageModelsOtherwise) {
+  // InternVL's config nests its language model as llm_config, DeepSeek-VL2's as language_config:
+  // read as text_config is, with the top level's dtype; errors name the object.
+  const std::string lm = R"({"model_type": "qwen2", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000})";
+  for (const char* key : {"llm_config", "language_config"}) {
+    auto m = parse_model_config(std::string("{\"torch_dtype\": \"float16\", \"vision_config\": {}, \"") + key + "\": " + lm + "}", "vl.json");
+    EXPECT_EQ(m.hidden, 256) << key;
+    EXPECT_TRUE(m.qkv_bias) << key;
+    EXPECT_EQ(m.weight_dtype, DType::fp16) << key;
+  }
+  EXPECT_NE(error_of(R"({"llm_config": {"num_hidden_layers": 2}})").find("config.json: llm_config: hidden_size: required"),
+            std::string::npos);
+}
+
 TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
   // baidu/ERNIE-4.5-21B-A3B's config.json: 64 experts of 1536, 6 a token, 2 shared, layer 0 dense
   // (moe_layer_start_index 1), the experts to the last layer (27 of 28). By hand: attention per
