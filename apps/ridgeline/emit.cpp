@@ -43,8 +43,10 @@ namespace {
 std::string engine_model(const model::ModelConfig& m, const std::string& arg) {
   // A checkpoint's own config.json: its directory, absolute (the launch may run elsewhere), even
   // where `_name_or_path` names a repository (a local fine-tune keeps its base model's name).
+  // Another .json: its repository, else its directory too (an engine loads no single file).
   const std::filesystem::path p(arg);
-  if (p.filename() == "config.json") {
+  const bool json_file = p.extension() == ".json";
+  if (json_file && (p.filename() == "config.json" || m.hf_repo.empty())) {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(p, ec);
     return (ec ? p : abs).parent_path().lexically_normal().string();

@@ -245,11 +245,12 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 // The same for a default that differs from what ridgeline assumes of any config, where a
 // file leaving the key out would be priced as another model: Starcoder2Config's tied embeddings
 // (configuration_starcoder2.py: tie_word_embeddings True), Ernie4_5_MoeConfig's tied embeddings
-// and first expert layer (configuration_ernie4_5_moe.py: tie_word_embeddings True,
-// moe_layer_start_index 1), CohereConfig's and Cohere2Config's tied embeddings and Cohere2's
+// first expert layer and two shared experts (configuration_ernie4_5_moe.py: tie_word_embeddings
+// True, moe_layer_start_index 1, moe_num_shared_experts 2), CohereConfig's and Cohere2Config's tied embeddings and Cohere2's
 // 4096-token window on three layers in four (configuration_cohere.py, configuration_cohere2.py:
 // sliding_window 4096, sliding_window_pattern 4), GPTBigCodeConfig's multi-query attention
-// (configuration_gpt_bigcode.py: multi_query True, one KV head).
+// (configuration_gpt_bigcode.py: multi_query True, one KV head), and GlmConfig's and
+// Glm4Config's biased q, k and v (attention_bias True).
 const json* class_defaults(std::string_view type) {
   static const json gemma3_text = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
                                    {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
@@ -257,7 +258,7 @@ const json* class_defaults(std::string_view type) {
                                    {"max_position_embeddings", 131072}, {"tie_word_embeddings", true},
                                    {"sliding_window", 4096}, {"sliding_window_pattern", 6}};
   static const json starcoder2 = {{"tie_word_embeddings", true}};
-  static const json ernie4_5_moe = {{"tie_word_embeddings", true}, {"moe_layer_start_index", 1}};
+  static const json ernie4_5_moe = {{"tie_word_embeddings", true}, {"moe_layer_start_index", 1}, {"moe_num_shared_experts", 2}};
   if (type == "gemma3_text") return &gemma3_text;
   if (type == "starcoder2") return &starcoder2;
   if (type == "ernie4_5_moe") return &ernie4_5_moe;
@@ -267,6 +268,8 @@ const json* class_defaults(std::string_view type) {
   if (type == "cohere") return &cohere;
   if (type == "cohere2") return &cohere2;
   if (type == "gpt_bigcode") return &gpt_bigcode;
+  static const json glm = {{"attention_bias", true}};
+  if (type == "glm" || type == "glm4") return &glm;
   return nullptr;
 }
 
@@ -324,8 +327,8 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   if (m.layers > 65536) r.fail("num_hidden_layers", fmt::format("{} layers: expected at most 65536", m.layers));
   m.heads = r.required({"num_attention_heads", "n_head"});
   m.kv_heads = r.integer({"num_key_value_heads"}).value_or(m.heads);
-  // GPT-BigCode (StarCoder, SantaCoder) and Falcon name multi-query attention by a flag: one KV head.
-  if (!r.has("num_key_value_heads") && r.boolean("multi_query", false)) m.kv_heads = 1;
+  // GPT-BigCode (StarCoder, SantaCoder) names multi-query attention by a flag: one KV head.
+  if (t == "gpt_bigcode" && !r.has("num_key_value_heads") && r.boolean("multi_query", false)) m.kv_heads = 1;
   if (m.kv_heads <= 0) r.fail("num_key_value_heads", "must be at least 1");
   if (m.heads % m.kv_heads != 0) {
     r.fail("num_key_value_heads", fmt::format("{} does not divide num_attention_heads {}", m.kv_heads, m.heads));
@@ -413,10 +416,10 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     // sublayer's output before its residual add, as Gemma 2 (Glm4DecoderLayer:
     // post_self_attn_layernorm, post_mlp_layernorm).
     if (t.rfind("glm", 0) == 0) m.o_bias = false;
-    if (t == "glm4") m.sandwich_norms = true;
+    if (t == "glm4" || t == "glm4v" || t == "glm4v_text") m.sandwich_norms = true;
     // OLMo 2 and 3, OLMoE: an RMSNorm over the whole q projection and one over k (Olmo2Attention:
     // q_norm of heads·head_dim weights, k_norm of kv_heads·head_dim), so a weight per head.
-    if (t == "olmo2" || t == "olmo3" || t == "olmoe") m.qk_norm = m.qk_norm_per_head = true;
+    if (t == "olmo2" || t == "olmo3" || t == "olmoe") m.qk_norm = m.qk_norm_whole = true;
     // Phi-3.5-MoE: LayerNorm with bias (PhimoeDecoderLayer), the LM head's bias by lm_head_bias.
     if (t == "phimoe") {
       m.norm = model::NormKind::layernorm;
@@ -428,6 +431,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     if (t == "stablelm") {
       m.norm = model::NormKind::layernorm;
       if (!r.has("attention_bias")) m.qkv_bias = r.boolean("use_qkv_bias", false);
+      m.o_bias = false;  // (StableLmAttention's o_proj: bias=False)
       m.parallel_block = r.boolean("use_parallel_residual", false);
     }
   }

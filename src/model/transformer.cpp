@@ -398,7 +398,17 @@ void attention_block(Ctx& c, double window) {
       gemm(c, "k_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
       gemm(c, "v_proj", Block::attention, T, h, c.kv_heads * hd, h * KV * hd, h * KV * hd, m.qkv_bias);
     }
-    if (m.qk_norm) {
+    if (m.qk_norm && m.qk_norm_whole) {
+      // OLMo 2/3, OLMoE: one RMSNorm over all of q and one over all of k, so each chip gathers
+      // the whole projections, normalises them with all the weights and keeps its heads (vLLM's
+      // and SGLang's Olmo2Attention._apply_qk_norm: all-gather over tp, norm, split).
+      if (c.tp > 1) {
+        collective(c, "q_norm_allgather", Block::attention, comm::Collective::all_gather, T * H * hd * bytes(c.act), c.tp_group, c.f.algo);
+        collective(c, "k_norm_allgather", Block::attention, comm::Collective::all_gather, T * KV * hd * bytes(c.act), c.tp_group, c.f.algo);
+      }
+      norm(c, "q_norm", Block::attention, T, H * hd, H * hd);
+      norm(c, "k_norm", Block::attention, T, KV * hd, KV * hd);
+    } else if (m.qk_norm) {
       // One head_dim weight for every head, or (Cohere) each head's own: H·hd and KV·hd of them,
       // the chip's heads' read.
       const bool own = m.qk_norm_per_head;
@@ -570,7 +580,8 @@ void layer(Ctx& c, bool moe, double window) {
   } else {
     residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
   }
-  tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
+  // (With sequence parallelism a side-by-side MLP reads the sequence the attention gathered.)
+  if (!c.m.parallel_block) tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   if (moe) {
     moe_mlp(c);
   } else {

@@ -87,6 +87,11 @@ TEST(EmitCli, AConfigFileNamesItsDirectory) {
   EXPECT_EQ(run_json("serve --model " + dir + "/my-model/config.json" + tail)["emitted"]["model"], dir + "/my-model");
   std::filesystem::remove_all(dir + "/launch2");
   EXPECT_EQ(run_json("serve --model " + dir + "/renamed.json" + tail)["emitted"]["model"], "meta-llama/Llama-3.1-8B");
+  // Without a repository either, its directory (an engine loads no single file).
+  std::filesystem::remove_all(dir + "/launch2");
+  std::ofstream(dir + "/my-model/other.json") << R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
+    "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096})";
+  EXPECT_EQ(run_json("serve --model " + dir + "/my-model/other.json" + tail)["emitted"]["model"], dir + "/my-model");
 }
 
 TEST(EmitCli, BadEmitFlags) {

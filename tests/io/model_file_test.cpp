@@ -178,6 +178,10 @@ TEST(ModelFile, StarCoderHasOneKvHead) {
   const double layer = 6144.0 * 6400 + 6400 + 6144.0 * 6144 + 6144 + 6144.0 * 24576 + 24576 + 24576.0 * 6144 + 6144 + 4 * 6144;
   EXPECT_EQ(model::count_params(sc).total, 40 * layer + 49152.0 * 6144 + 8192.0 * 6144 + 2 * 6144);
   EXPECT_EQ(40 * layer + 49152.0 * 6144 + 8192.0 * 6144 + 2 * 6144, 15517456384.0);
+  // Only GPT-BigCode's flag is read so (Falcon's multi_query means one KV head only together with
+  // new_decoder_architecture false: another type's flag is not taken for GPT-BigCode's).
+  EXPECT_EQ(parse_model_config(R"({"model_type": "other", "hidden_size": 256, "intermediate_size": 1024,
+    "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000, "multi_query": true})", "other.json").kv_heads, 8);
   // The class's default is multi-query too; a file that says false has a KV head per head.
   EXPECT_EQ(parse_model_config("{" + body + "}", "sc.json").kv_heads, 1);
   EXPECT_EQ(parse_model_config("{" + body + R"(, "multi_query": false})", "sc.json").kv_heads, 48);
@@ -196,20 +200,25 @@ TEST(ModelFile, Glm4NormsEachSublayersOutput) {
   const double layer = 4096.0 * 4096 + 4096 + 2 * (4096.0 * 256 + 256) + 4096.0 * 4096 + 3 * 4096.0 * 13696 + 4 * 4096;
   EXPECT_EQ(model::count_params(g).total, 40 * layer + 2 * 151552.0 * 4096 + 4096);
   EXPECT_EQ(40 * layer + 2 * 151552.0 * 4096 + 4096, 9400279040.0);
+  // Glm4Config's q/k/v biases where the file leaves attention_bias out.
+  auto bare = parse_model_config(R"({"model_type": "glm4", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000})", "glm4-bare.json");
+  EXPECT_TRUE(bare.qkv_bias && bare.sandwich_norms);
+  EXPECT_FALSE(bare.o_bias);
 }
 
 TEST(ModelFile, OlmoPhiMoeStableLmNormsAndBiases) {
-  // allenai/OLMo-2-1124-7B's shape: RMSNorms over the whole q and k projections (4096 weights
-  // each here: 32 heads and 32 KV heads of 128) besides the layer's two norms. Per layer
-  // 4·4096² + 3·4096·11008 + 2·4096 + 4096 + 4096; 32 layers, untied embeddings 2·100352·4096
-  // and the final norm: 7,298,617,344 (its card's 7.3B).
-  auto olmo = parse_model_config(R"({"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008,
-    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 100352,
+  // allenai/OLMo-2-0325-32B's shape: an RMSNorm over the whole q projection (40 heads of 128:
+  // 5120 weights) and one over k (8 KV heads: 1024) besides the layer's two norms. Per layer
+  // 2·5120² + 2·5120·1024 + 3·5120·27648 + 2·5120 + 5120 + 1024; 64 layers, untied embeddings
+  // 2·100352·5120 and the final norm: 32,234,279,936 (its card's 32B).
+  auto olmo = parse_model_config(R"({"model_type": "olmo2", "hidden_size": 5120, "intermediate_size": 27648,
+    "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 100352,
     "tie_word_embeddings": false})", "olmo2.json");
-  EXPECT_TRUE(olmo.qk_norm && olmo.qk_norm_per_head);
-  const double ol = 4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096 + 4096 + 4096;
-  EXPECT_EQ(model::count_params(olmo).total, 32 * ol + 2 * 100352.0 * 4096 + 4096);
-  EXPECT_EQ(32 * ol + 2 * 100352.0 * 4096 + 4096, 7298617344.0);
+  EXPECT_TRUE(olmo.qk_norm && olmo.qk_norm_whole);
+  const double ol = 2 * 5120.0 * 5120 + 2 * 5120.0 * 1024 + 3 * 5120.0 * 27648 + 2 * 5120 + 5120 + 1024;
+  EXPECT_EQ(model::count_params(olmo).total, 64 * ol + 2 * 100352.0 * 5120 + 5120);
+  EXPECT_EQ(64 * ol + 2 * 100352.0 * 5120 + 5120, 32234279936.0);
   // microsoft/Phi-3.5-MoE-instruct's shape: LayerNorms with bias, q/k/v/o biased, a biased LM
   // head (lm_head_bias). Per layer q and o 4096² + 4096 each, k and v 4096·1024 + 1024 each, the
   // router 4096·16, 16 experts of 3·4096·6400, two LayerNorms of 2·4096; 32 layers, untied
@@ -232,6 +241,9 @@ TEST(ModelFile, OlmoPhiMoeStableLmNormsAndBiases) {
     "use_qkv_bias": true, "use_parallel_residual": false, "tie_word_embeddings": false})", "stablelm.json");
   EXPECT_TRUE(st.qkv_bias);
   EXPECT_FALSE(st.o_bias || st.parallel_block);
+  // StableLM 2 12B's use_parallel_residual: one norm a layer read side by side.
+  EXPECT_TRUE(parse_model_config(R"({"model_type": "stablelm", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000, "use_parallel_residual": true})", "st12.json").parallel_block);
   const double sl = 3 * (2048.0 * 2048 + 2048) + 2048.0 * 2048 + 3 * 2048.0 * 5632 + 4 * 2048;
   EXPECT_EQ(model::count_params(st).total, 24 * sl + 2 * 100352.0 * 2048 + 2 * 2048);
   EXPECT_EQ(24 * sl + 2 * 100352.0 * 2048 + 2 * 2048, 1644515328.0);
@@ -279,6 +291,8 @@ TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
     "vocab_size": 1000})", "ernie-bare.json");
   EXPECT_TRUE(bare.tie_embeddings);
   EXPECT_EQ(bare.moe_layer_count(), 3);
+  EXPECT_EQ(bare.moe.shared_experts, 2);  // moe_num_shared_experts 2
+  EXPECT_EQ(bare.moe.shared_intermediate, 2 * 128);
   // Dense layers after the last expert layer are refused, as is an expert width without experts
   // (a file whose experts' keys ridgeline does not know is not priced as a dense model).
   EXPECT_NE(error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,

@@ -7,6 +7,7 @@
 
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/transformer.hpp"
+#include "toy_chip.hpp"
 
 namespace ridgeline::model {
 namespace {
@@ -108,6 +109,81 @@ TEST(Graph, GemmaScalesItsEmbeddingAndNormsEachSublayersOutput) {
   const auto x = totals(*a), y = totals(*b);
   EXPECT_EQ(x[0] - y[0], 1 + 2 * 26);
   EXPECT_NEAR(x[1] - y[1], 9216.0 + 2 * 26 * 13824.0, 1e-3);
+}
+
+// Instances of the ops named `name` in a graph (each op times its group's repeat).
+double count_named(const Graph& g, std::string_view name) {
+  double n = 0;
+  for (int i = 0; i < g.op_count; ++i) n += g.ops[i].name == name ? g.repeat(i) : 0;
+  return n;
+}
+
+TEST(Graph, SideBySideLayersAddEachResidualOnce) {
+  // Cohere's layer: attention and MLP read one norm's output. Against the same file with the
+  // layer made sequential: no post-attention norm; the attention's residual add is its own
+  // kernel in every layer (merged kernels fold the MLP's into the next norm, as for any layer;
+  // unmerged, each sublayer has its add). With sequence parallelism over 2 chips the MLP reads
+  // the sequence the attention gathered: one all-gather a layer fewer.
+  const ModelConfig par = io::parse_model_config(R"({"model_type": "cohere", "hidden_size": 256, "intermediate_size": 512,
+    "num_hidden_layers": 3, "num_attention_heads": 4, "vocab_size": 1000})", "cohere.json");
+  ASSERT_TRUE(par.parallel_block);
+  ModelConfig seq = par;
+  seq.parallel_block = false;
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  for (const bool merged : {true, false}) {
+    ForwardConfig f;
+    f.merged_kernels = merged;
+    auto a = std::make_unique<Graph>(), b = std::make_unique<Graph>();
+    build_forward(par, f, sys, {1, 16, 16}, *a);
+    build_forward(seq, f, sys, {1, 16, 16}, *b);
+    EXPECT_EQ(count_named(*a, "post_attention_norm") + count_named(*a, "add_post_attention_norm"), 0) << merged;
+    EXPECT_EQ(count_named(*b, merged ? "add_post_attention_norm" : "post_attention_norm"), 3) << merged;
+    EXPECT_EQ(count_named(*a, "attn_residual"), 3) << merged;
+    EXPECT_EQ(count_named(*a, "mlp_residual"), merged ? 0 : 3) << merged;
+    EXPECT_EQ(count_named(*a, "mlp_residual"), count_named(*b, "mlp_residual")) << merged;
+  }
+  hw::System two = sys;
+  two.chips = 2;
+  ForwardConfig sp;
+  sp.tp = 2;
+  sp.sequence_parallel = true;
+  auto a = std::make_unique<Graph>(), b = std::make_unique<Graph>();
+  build_forward(par, sp, two, {1, 16, 16}, *a);
+  build_forward(seq, sp, two, {1, 16, 16}, *b);
+  EXPECT_EQ(count_named(*a, "attn_allgather"), 3);
+  EXPECT_EQ(count_named(*a, "mlp_allgather"), 0);
+  EXPECT_EQ(count_named(*b, "mlp_allgather"), 3);
+}
+
+TEST(Graph, OlmoGathersQAndKToNormThem) {
+  // OLMo 2 32B's attention (40 heads and 8 KV heads of 128) at tp 2, one decode token: q and k
+  // are gathered over the two chips (an all-gather of 40·128 and of 8·128 bf16 values a layer)
+  // and each chip norms all of them with every weight, 40·128·2 = 10240 and 8·128·2 = 2048
+  // bytes of bf16 weights; at tp 1 nothing is gathered.
+  const ModelConfig olmo = io::parse_model_config(R"({"model_type": "olmo2", "hidden_size": 5120, "intermediate_size": 27648,
+    "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 100352})", "olmo2.json");
+  ASSERT_TRUE(olmo.qk_norm_whole);
+  hw::System two = testing::catalog_system("h100-sxm");
+  two.chips = 2;
+  ForwardConfig f;
+  f.tp = 2;
+  auto g = std::make_unique<Graph>();
+  build_forward(olmo, f, two, {1, 1, 100}, *g);
+  EXPECT_EQ(count_named(*g, "q_norm_allgather"), 64);
+  EXPECT_EQ(count_named(*g, "k_norm_allgather"), 64);
+  for (int i = 0; i < g->op_count; ++i) {
+    const std::string_view n = g->ops[i].name;
+    if (n == "q_norm") {
+      EXPECT_EQ(g->ops[i].weight_bytes, 40 * 128 * 2);
+    }
+    if (n == "k_norm") {
+      EXPECT_EQ(g->ops[i].weight_bytes, 8 * 128 * 2);
+    }
+  }
+  ForwardConfig one;
+  build_forward(olmo, one, testing::catalog_system("h100-sxm"), {1, 1, 100}, *g);
+  EXPECT_EQ(count_named(*g, "q_norm_allgather"), 0);
+  EXPECT_EQ(count_named(*g, "q_norm"), 64);
 }
 
 }  // namespace

@@ -80,6 +80,9 @@ struct ModelConfig {
   /// The q and k norms' weights are each head's own (Cohere's use_qk_norm: a [heads, head_dim]
   /// weight), not one head_dim vector shared by every head.
   bool qk_norm_per_head = false;
+  /// One norm over the whole q projection and one over the whole k (OLMo 2/3, OLMoE: heads·head_dim
+  /// and kv_heads·head_dim weights), which tensor parallelism runs after gathering q and k.
+  bool qk_norm_whole = false;
   /// An RMSNorm on each sublayer's output before its residual add, four norms a layer (gemma2,
   /// gemma3: Transformers' post_attention_layernorm and post_feedforward_layernorm).
   bool sandwich_norms = false;
