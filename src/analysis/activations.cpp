@@ -95,7 +95,8 @@ void layer_items(const model::ModelConfig& m, const TrainConfig& cfg, const mode
     out.add({"attn_out", {"attention", "attn_dropout"}, "attention", 2 * T * heads * hd + core, false});
   }
   if (m.parallel_block) {
-    // Phi: the MLP reads the input norm's output (kept above); no norm reads the sum.
+    // Phi, Cohere, StableLM's parallel residual: the MLP reads the input norm's output (kept
+    // above); no norm reads the sum.
   } else if (m.sandwich_norms) {
     // Gemma 2/3: the attention's output feeds a norm of its own (its backward needs that input),
     // whose output the residual add sums with the stream.

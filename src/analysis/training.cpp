@@ -180,8 +180,8 @@ double layer_activation_bytes(const model::ModelConfig& m, const TrainConfig& cf
   // sequence parallelism splits them): the two norms' inputs, the QKV input, the MLP input,
   // and with dropout the two 1-byte masks.
   double outside = 2 * sb * h * 4 + (cfg.dropout ? 2 * sb * h : 0);
-  // Gemma 2/3's norms on each sublayer's output: their inputs too. Phi's one norm a layer: its
-  // input and its output, which both sublayers read.
+  // Gemma 2/3's norms on each sublayer's output: their inputs too. One norm a layer read by
+  // both sublayers (Phi, Cohere, StableLM's parallel residual): its input and its output only.
   if (m.sandwich_norms) outside += 2 * sb * h * 2;
   if (m.parallel_block) outside -= 2 * sb * h * 2;
   // Inside (split over tp): Q, K, V, the attention output (o_proj input), and the MLP's

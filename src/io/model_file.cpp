@@ -244,32 +244,31 @@ void refuse_unmodelled_layers(const ConfigReader& r, const std::string& type) {
 // leaves even its size out, the class's own 2304 x 26 layers with a 9216-wide MLP.
 // The same for a default that differs from what ridgeline assumes of any config, where a
 // file leaving the key out would be priced as another model: Starcoder2Config's tied embeddings
-// (configuration_starcoder2.py: tie_word_embeddings True), Ernie4_5_MoeConfig's tied embeddings
+// (configuration_starcoder2.py: tie_word_embeddings True); Ernie4_5_MoeConfig's tied embeddings,
 // first expert layer and two shared experts (configuration_ernie4_5_moe.py: tie_word_embeddings
-// True, moe_layer_start_index 1, moe_num_shared_experts 2), CohereConfig's and Cohere2Config's tied embeddings and Cohere2's
-// 4096-token window on three layers in four (configuration_cohere.py, configuration_cohere2.py:
-// sliding_window 4096, sliding_window_pattern 4), GPTBigCodeConfig's multi-query attention
-// (configuration_gpt_bigcode.py: multi_query True, one KV head), and GlmConfig's and
-// Glm4Config's biased q, k and v (attention_bias True).
+// True, moe_layer_start_index 1, moe_num_shared_experts 2); CohereConfig's and Cohere2Config's
+// tied embeddings and Cohere2's 4096-token window on three layers in four
+// (configuration_cohere.py, configuration_cohere2.py: sliding_window 4096, sliding_window_pattern
+// 4); GPTBigCodeConfig's multi-query attention (configuration_gpt_bigcode.py: multi_query True,
+// one KV head); GlmConfig's and Glm4Config's biased q, k and v (attention_bias True).
 const json* class_defaults(std::string_view type) {
-  static const json gemma3_text = {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
-                                   {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
-                                   {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
-                                   {"max_position_embeddings", 131072}, {"tie_word_embeddings", true},
-                                   {"sliding_window", 4096}, {"sliding_window_pattern", 6}};
-  static const json starcoder2 = {{"tie_word_embeddings", true}};
-  static const json ernie4_5_moe = {{"tie_word_embeddings", true}, {"moe_layer_start_index", 1}, {"moe_num_shared_experts", 2}};
-  if (type == "gemma3_text") return &gemma3_text;
-  if (type == "starcoder2") return &starcoder2;
-  if (type == "ernie4_5_moe") return &ernie4_5_moe;
-  static const json cohere = {{"tie_word_embeddings", true}};
-  static const json cohere2 = {{"tie_word_embeddings", true}, {"sliding_window", 4096}, {"sliding_window_pattern", 4}};
-  static const json gpt_bigcode = {{"multi_query", true}};
-  if (type == "cohere") return &cohere;
-  if (type == "cohere2") return &cohere2;
-  if (type == "gpt_bigcode") return &gpt_bigcode;
-  static const json glm = {{"attention_bias", true}};
-  if (type == "glm" || type == "glm4") return &glm;
+  static const std::pair<std::string_view, json> table[] = {
+      {"gemma3_text", {{"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216},
+                       {"num_hidden_layers", 26}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+                       {"head_dim", 256}, {"hidden_activation", "gelu_pytorch_tanh"},
+                       {"max_position_embeddings", 131072}, {"tie_word_embeddings", true},
+                       {"sliding_window", 4096}, {"sliding_window_pattern", 6}}},
+      {"starcoder2", {{"tie_word_embeddings", true}}},
+      {"ernie4_5_moe", {{"tie_word_embeddings", true}, {"moe_layer_start_index", 1}, {"moe_num_shared_experts", 2}}},
+      {"cohere", {{"tie_word_embeddings", true}}},
+      {"cohere2", {{"tie_word_embeddings", true}, {"sliding_window", 4096}, {"sliding_window_pattern", 4}}},
+      {"gpt_bigcode", {{"multi_query", true}}},
+      {"glm", {{"attention_bias", true}}},
+      {"glm4", {{"attention_bias", true}}},
+  };
+  for (const auto& [name, defaults] : table) {
+    if (name == type) return &defaults;
+  }
   return nullptr;
 }
 
@@ -418,7 +417,7 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     if (t.rfind("glm", 0) == 0) m.o_bias = false;
     if (t == "glm4" || t == "glm4v" || t == "glm4v_text") m.sandwich_norms = true;
     // OLMo 2 and 3, OLMoE: an RMSNorm over the whole q projection and one over k (Olmo2Attention:
-    // q_norm of heads·head_dim weights, k_norm of kv_heads·head_dim), so a weight per head.
+    // q_norm of heads·head_dim weights, k_norm of kv_heads·head_dim).
     if (t == "olmo2" || t == "olmo3" || t == "olmoe") m.qk_norm = m.qk_norm_whole = true;
     // Phi-3.5-MoE: LayerNorm with bias (PhimoeDecoderLayer), the LM head's bias by lm_head_bias.
     if (t == "phimoe") {

@@ -574,14 +574,14 @@ void layer(Ctx& c, bool moe, double window) {
   attention_block(c, window);
   const double h = static_cast<double>(c.m.hidden);
   if (c.m.parallel_block) {
-    // Phi: the MLP reads the input norm's output too; the attention's output joins the residual
-    // by an add of its own (the MLP's then by the next norm's, or its own add).
+    // Phi, Cohere, StableLM's parallel residual: the MLP reads the input norm's output too (with
+    // sequence parallelism, the sequence the attention gathered); the attention's output joins
+    // the residual by an add of its own (the MLP's then by the next norm's, or its own add).
     if (c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
   } else {
     residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+    tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   }
-  // (With sequence parallelism a side-by-side MLP reads the sequence the attention gathered.)
-  if (!c.m.parallel_block) tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   if (moe) {
     moe_mlp(c);
   } else {

@@ -63,6 +63,25 @@ TEST(Training, KorthikantiActivationMemory) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(m, c), s * b * h * 32 + 4 * a * s * b);
 }
 
+// `more` keeps `extra` bytes of activations a layer more than `fewer` at seq x micro_batch, in
+// the formula (layer_activation_bytes) and in the accounting a plan uses (its saved tensors, by
+// name: one GPU, no recomputation). Returns the plan of `more` (null if it failed).
+std::unique_ptr<TrainResult> expect_extra_activations(const model::ModelConfig& more, const model::ModelConfig& fewer,
+                                                      std::int64_t seq, std::int64_t micro_batch, double extra) {
+  TrainConfig c;
+  c.seq = seq;
+  c.micro_batch = micro_batch;
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(more, c) - layer_activation_bytes(fewer, c), extra);
+  c.gpus = 1;
+  c.global_batch = micro_batch;
+  auto a = run(more, "h100-sxm", c), b = run(fewer, "h100-sxm", c);
+  EXPECT_TRUE(a && b);
+  if (a && b) {
+    EXPECT_DOUBLE_EQ(a->memory.activation_bytes_per_layer - b->memory.activation_bytes_per_layer, extra);
+  }
+  return a;
+}
+
 TEST(Training, SandwichNormsKeepTheirInputs) {
   // Gemma 2's norms on each sublayer's output need their inputs in the backward: the attention's
   // output after o_proj and the MLP's after down_proj, two more 16-bit tensors of s·b·h a layer
@@ -73,17 +92,9 @@ TEST(Training, SandwichNormsKeepTheirInputs) {
   ASSERT_TRUE(gemma.sandwich_norms);
   auto plain = gemma;
   plain.sandwich_norms = false;
-  TrainConfig c;
-  c.seq = 4096;
-  c.micro_batch = 2;
   const double s = 4096, b = 2, h = 2304;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(gemma, c) - layer_activation_bytes(plain, c), 4 * s * b * h);
-  // The same in the accounting a plan uses (its saved tensors, by name): one GPU, no recomputation.
-  c.gpus = 1;
-  c.global_batch = 2;
-  const auto with = run(gemma, "h100-sxm", c), without = run(plain, "h100-sxm", c);
-  ASSERT_TRUE(with && without);
-  EXPECT_DOUBLE_EQ(with->memory.activation_bytes_per_layer - without->memory.activation_bytes_per_layer, 4 * s * b * h);
+  const auto with = expect_extra_activations(gemma, plain, 4096, 2, 4 * s * b * h);
+  ASSERT_TRUE(with);
   const LayerTensors& t = with->tensors;
   int found = 0;
   for (int i = 0; i < t.kinds[0].first + t.kinds[0].count; ++i) {
@@ -104,16 +115,8 @@ TEST(Training, PhisOneNormAFewerTensors) {
   ASSERT_TRUE(phi.parallel_block);
   auto sequential = phi;
   sequential.parallel_block = false;
-  TrainConfig c;
-  c.seq = 2048;
-  c.micro_batch = 2;
   const double s = 2048, b = 2, h = 2560;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(sequential, c) - layer_activation_bytes(phi, c), 4 * s * b * h);
-  c.gpus = 1;
-  c.global_batch = 2;
-  const auto par = run(phi, "h100-sxm", c), seq = run(sequential, "h100-sxm", c);
-  ASSERT_TRUE(par && seq);
-  EXPECT_DOUBLE_EQ(seq->memory.activation_bytes_per_layer - par->memory.activation_bytes_per_layer, 4 * s * b * h);
+  EXPECT_TRUE(expect_extra_activations(sequential, phi, 2048, 2, 4 * s * b * h));
 }
 
 TEST(Training, ZeroStagesShardStatesOverDataParallelism) {
