@@ -34,7 +34,7 @@ struct ServeFlags {
   std::string engine = "vllm";
   std::string num_scheduler_steps;
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, front_end, mixed_chunk, graph_max_batch, graph_padding;
+  std::string preemption, step_overhead, front_end, eager_host, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
@@ -95,6 +95,14 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.front_end.empty()) {
     e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
     e.front_end_source = "--front-end";
+  }
+  if (!f.eager_host.empty()) {
+    e.eager_host_s = parse_quantity(f.eager_host, Quantity::time, "--eager-host", false);
+    if (e.eager_host_s > 1e-3) {
+      throw InputError(fmt::format("--eager-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '30 us'",
+                                   f.eager_host));
+    }
+    e.eager_host_source = "--eager-host";
   }
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
   if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
@@ -235,6 +243,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--preemption", f->preemption, "recompute or swap (to host memory)");
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
   s->add_option("--front-end", f->front_end, "the server's time per request before the scheduler sees it (HTTP, tokenise, hand-over), e.g. '4 ms' (engine default)");
+  s->add_option("--eager-host", f->eager_host,
+                "the engine's host time per kernel it launches outside a graph, e.g. '30 us': an eager step lasts at least its kernels times it (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");

@@ -98,6 +98,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"front_end_s", e.front_end_s},
+          {"eager_host_s", e.eager_host_s},
+          {"eager_host_source", e.eager_host_source},
           {"overlap_scheduling", e.overlap_scheduling},
           {"exposed_step_s", e.exposed_step_s},
           {"async_step_s", e.async_step_s},
@@ -397,6 +399,11 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   if (e.front_end_s > 0) {
     s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
                      t(e.front_end_s));
+  }
+  if (e.eager_host_s > 0) {
+    s += fmt::format("        eager kernels {} each on the host (its Python): a step launched outside a graph lasts at least its kernels "
+                     "times that ({})\n",
+                     t(e.eager_host_s), e.eager_host_source);
   }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {

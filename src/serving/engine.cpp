@@ -53,6 +53,21 @@ constexpr double kSglang02StepS = 2.915e-3;
 constexpr const char* kSglang02HostSource =
     "SGLang 0.2.13's loop on A100s: 2.915 ms a step, the median of ten runs (WukLab, mlsys.wuklab.io, 2024-09-10, figures 10-12)";
 
+// Host time per kernel an engine's Python model code launches outside a graph (EngineConfig::
+// eager_host_s; docs/serving.md#eager-host). SGLang on an H100-class GPU (7.35 ms a step for
+// Llama-3-8B's 16 GB: 2.2 TB/s, past an A100's), Llama-3-8B at batch 1: 8.23 ms a decode step
+// without CUDA graphs, 7.35 ms with them (FlashInfer backend; sgl-project/sglang PR #1401,
+// 2024-09). The eager step is the host's launches of its kernels (325 in ridgeline's graph: 10
+// a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
+// most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
+// eager forward of one token took 82.6 ms against 23.1 ms as a graph in SGLang (PR #12160,
+// 2025-10), 1941 kernels here, 42.6 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
+// eager against 39.5 ms with graphs (PR #12222, 2025-01), 1823 kernels, 55 us. TensorRT-LLM's
+// PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
+// figure none of them contradicts: MLA and MoE layers' host time is priced short.
+constexpr double kEagerHostS = 25e-6;
+constexpr const char* kEagerHostSource = "SGLang's Llama-3-8B eager step: sgl-project/sglang PR #1401";
+
 bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
 }
@@ -107,6 +122,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
   e.host_source = kPythonHostSource;
+  e.eager_host_s = kEagerHostS;
+  e.eager_host_source = kEagerHostSource;
   e.front_end_source = kFrontEndSource;
   e.overlap_scheduling = version == 0;  // async scheduling: on by default from v0.14
   // Block-fp8 linear layers until DeepGEMM became the default (VLLM_USE_DEEP_GEMM=1, PR #24462,
@@ -191,6 +208,8 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.async_step_s = kV0OutputS;
   e.async_per_request_s = kV0OutputPerRequestS;
   e.front_end_s = kFrontEndS;  // the API server in its own process, requests to the engine over ZMQ (PR #6883, 0.6.0)
+  e.eager_host_s = kEagerHostS;
+  e.eager_host_source = kEagerHostSource;
   e.host_source = "vLLM V0's loop: scheduler 2 ms (vllm-project/vllm PR #4280), output processing 0.2 ms + 0.1 ms/request, async (issue #6913, PR #7049)";
   e.front_end_source = std::string(kFrontEndSource) + " (V1-era; V0 0.6.0 has the same ZMQ front end, PR #6883)";
   e.overlap_scheduling = false;
@@ -290,6 +309,8 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   }
   e.front_end_s = kFrontEndS;
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
+  e.eager_host_s = kEagerHostS;
+  e.eager_host_source = kEagerHostSource;
   e.overlap_scheduling = version != 3;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
   // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
@@ -355,6 +376,8 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
   e.host_source = std::string(kPythonHostSource) + "; exposed: NVIDIA/TensorRT-LLM #13957";
+  e.eager_host_s = kEagerHostS;
+  e.eager_host_source = kEagerHostSource;
   e.front_end_source = std::string(kFrontEndSource) + " (none published for trtllm-serve)";
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;
@@ -540,6 +563,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.scaled_gemm = e.scaled_gemm;
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.sampler = e.sampler;
+  f.eager_host_s = e.eager_host_s;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.

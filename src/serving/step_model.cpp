@@ -72,6 +72,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     }
   }
   mla_ = m.is_mla();
+  eager_host_s_ = f.eager_host_s;
+  launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
   // Under the routing model the imbalance changes with the step's tokens: the expert part is
@@ -101,6 +103,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       const model::GraphOp& op2 = g2_.ops[i];
       // tokens, seqs, prefill_positions, decode_tokens; kAllGroups (tokens) for the expert part
       const int q = op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
+      if (!graphs) launches_[q] += op1.cost.launches * g1_.repeat(i);
       const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
       if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
           analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, graphs, switches[q][switch_counts[q]])) {
@@ -140,6 +143,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     const ops::AttentionShape& shape = g1_.attention[op.attention];
     AttentionLine& l = attention_[attention_count_++];
     l.rep = g1_.repeat(i);
+    l.kernels = op.cost.launches;
     l.decode = op.scale == Scale::decode_attention;
     l.window = shape.window > 0;
     l.naive = shape.impl == ops::AttentionImpl::naive;
@@ -309,7 +313,27 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
     }
   }
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
+  // The host issues an eager step's kernels no faster than the engine's code runs: the step
+  // lasts at least their count times eager_host_s (docs/serving.md#eager-host).
+  if (eager_host_s_ > 0 && mode != GraphMode::graph) t = std::max(t, eager_host_s_ * eager_kernels(mix, mode));
   return t;
+}
+
+double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
+  const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
+  double n = 0;
+  if (mode == GraphMode::eager) {
+    n = launches_[0] + launches_[1] + launches_[kAllGroups] + (prefill ? launches_[2] : 0) + (decode ? launches_[3] : 0);
+  }
+  if (mode == GraphMode::graph) return n;
+  // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
+  // kernel over both (as with_group_attention prices them).
+  const bool fused = mix.fused_attention && !mla_;
+  for (int i = 0; i < attention_count_; ++i) {
+    const AttentionLine& l = attention_[i];
+    if (fused ? !l.decode && (prefill || decode) : (l.decode ? decode : prefill)) n += l.rep * l.kernels;
+  }
+  return n;
 }
 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
@@ -317,11 +341,14 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   const ops::Rates rates(sys.chip);
   model::build_forward(m, f, sys, {1, 1, 1, &mix}, g);
   analysis::PhaseTimes t;
+  double eager_launches = 0;  // kernels the host launches itself
   for (int i = 0; i < g.op_count; ++i) {
     const bool in_graph = mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(g.ops[i].scale));
     analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph), g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
+    if (!in_graph) eager_launches += g.ops[i].cost.launches * g.repeat(i);
   }
   analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
+  t.t_realistic_s = std::max(t.t_realistic_s, f.eager_host_s * eager_launches);
   analysis::finish(t);
   out = t;
 }

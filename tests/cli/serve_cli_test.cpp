@@ -143,6 +143,21 @@ TEST(ServeCli, TheFrontEndAddsToEachRequestsTtftAndE2e) {
   EXPECT_NEAR(ten["request"]["decode_s"].get<double>(), none["e2e_s"]["mean"].get<double>() - none["ttft_s"]["mean"].get<double>(), 1e-9);
 }
 
+TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
+  // One client, every step eager, the host 1 ms a kernel: a decode step of Llama-3.1-8B launches
+  // 325 kernels (32 layers x 10 and 5 more: StepModel.AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime),
+  // 325 ms, longer than the device's few ms and vLLM's 0.4 ms of host a step beside it. The
+  // engine names the figure and where it came from.
+  const auto j = run_json(kSmall + " --concurrency 1 --requests 2 --eager --eager-host 1ms");
+  EXPECT_DOUBLE_EQ(j["engine"]["eager_host_s"].get<double>(), 1e-3);
+  EXPECT_EQ(j["engine"]["eager_host_source"], "--eager-host");
+  EXPECT_NEAR(j["tpot_s"]["mean"].get<double>(), 0.325, 1e-9);
+  // The preset's own figure and source.
+  const auto preset = run_json(kSmall + " --concurrency 1 --requests 2");
+  EXPECT_DOUBLE_EQ(preset["engine"]["eager_host_s"].get<double>(), 25e-6);
+  EXPECT_NE(preset["engine"]["eager_host_source"].get<std::string>().find("#1401"), std::string::npos);
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";
@@ -245,6 +260,8 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --chunked-prefill maybe", "--chunked-prefill"},
            {kSmall + " --qps 1 --front-end 20s", "--front-end"},
            {kSmall + " --qps 1 --front-end 1", "--front-end"},
+           {kSmall + " --qps 1 --eager-host 2ms", "--eager-host"},
+           {kSmall + " --qps 1 --eager-host fast", "--eager-host"},
            {kSmall + " --qps 1 --max-num-seqs 100000", "--max-num-seqs"},
            {kSmall + " --qps 1 --requests-out out.txt", "--requests-out"},
            {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},

@@ -47,8 +47,9 @@ struct Fixture {
 // `allreduce`: 0 the fastest collective at each size; 1 an engine's own all-reduce under 8 MiB
 // and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls);
 // 3 the engine's own at every size (no limit).
+// `eager_host`: ForwardConfig::eager_host_s, the host's time per kernel it launches itself.
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
-                                 int allreduce = 0) {
+                                 int allreduce = 0, double eager_host = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -57,6 +58,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.ep = p.ep;
   fx->f.merged_kernels = merged;
   fx->f.expert_imbalance = imbalance;
+  fx->f.eager_host_s = eager_host;
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
   if (allreduce > 0) {
     fx->f.algo = comm::Algo::direct;
@@ -76,7 +78,7 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3));
+                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -189,6 +191,38 @@ TEST(StepModel, RoutingModelPricesEachStepAtItsTokens) {
     auto even = fixture(p, false, 0, 1);
     EXPECT_GT(model->step->time(mix, GraphMode::graph), even->step->time(mix, GraphMode::graph));
   }
+}
+
+TEST(StepModel, AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime) {
+  // Llama-3.1-8B with an engine's merged kernels, its host 1 ms a kernel it launches (far past
+  // any kernel here). A layer launches 10 kernels: add + input norm, qkv_proj, rope,
+  // kv_cache_write, attention, o_proj, add + post-attention norm, gate_up_proj, silu_mul,
+  // down_proj; the pass 5 more: embedding, final add + norm, lm_head, the logits' cast to fp32
+  // and their argmax. 32 x 10 + 5 = 325 kernels: an eager step of two decodes lasts 325 ms. A
+  // prefill chunk beside them adds its own attention kernel on each layer (357 ms), or none
+  // when one fused kernel takes both (325 ms). Piecewise graphs leave the host the 32 attention
+  // kernels (32 ms); one graph, none: the step is its device time, as without the host's cost.
+  auto fx = fixture(kPlans[0], true, 0, 1, false, 0, 1e-3);
+  auto plain = fixture(kPlans[0], true);
+  model::StepMix decodes, mixed;
+  decodes.add_decode(1000, 0);
+  decodes.add_decode(1000, 0);
+  mixed = decodes;
+  mixed.add_prefill(100, 100, 0);
+  EXPECT_NEAR(fx->step->time(decodes, GraphMode::eager), 0.325, 1e-12);
+  EXPECT_NEAR(fx->step->time(mixed, GraphMode::eager), 0.357, 1e-12);
+  EXPECT_NEAR(fx->step->time(decodes, GraphMode::piecewise), 0.032, 1e-12);
+  EXPECT_NEAR(fx->step->time(mixed, GraphMode::piecewise), 0.064, 1e-12);
+  mixed.fused_attention = true;
+  EXPECT_NEAR(fx->step->time(mixed, GraphMode::eager), 0.325, 1e-12);
+  EXPECT_NEAR(fx->step->time(mixed, GraphMode::piecewise), 0.032, 1e-12);
+  EXPECT_EQ(fx->step->time(decodes, GraphMode::graph), plain->step->time(decodes, GraphMode::graph));
+  // The device's time stays the floor's when it is longer: 10 us a kernel is 3.25 ms, under the
+  // device's time for these decodes, which stays as without the host's cost.
+  auto light = fixture(kPlans[0], true, 0, 1, false, 0, 10e-6);
+  EXPECT_GT(plain->step->time(decodes, GraphMode::eager), 325 * 10e-6);
+  EXPECT_EQ(light->step->time(decodes, GraphMode::eager), plain->step->time(decodes, GraphMode::eager));
+  EXPECT_DOUBLE_EQ(fx->step->eager_kernels(mixed, GraphMode::eager), 325);
 }
 
 TEST(StepModel, DecodeAttentionByHand) {

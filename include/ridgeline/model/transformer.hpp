@@ -90,6 +90,12 @@ struct ForwardConfig {
   /// SGLang, TensorRT-LLM), or `probs`, vLLM V0's Sampler, which also divides them by the
   /// temperature and takes their softmax and log-softmax before the argmax of a gathered copy.
   enum class Sampler : std::uint8_t { argmax, probs } sampler = Sampler::argmax;
+  /// Host time to issue one eagerly launched kernel from the engine's model code, seconds:
+  /// the Python of its module (the op's dispatch, views, metadata, the launch itself). A step
+  /// run eagerly lasts at least its kernels times this: the host issues them no faster, and
+  /// the device waits once it has caught up (serving::StepModel; docs/serving.md#eager-host).
+  /// 0: only the chip's launch overhead, kernel by kernel (a C++ runtime).
+  double eager_host_s = 0;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

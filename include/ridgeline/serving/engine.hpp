@@ -123,6 +123,9 @@ struct EngineConfig {
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
+  /// Host time per eagerly launched kernel of the model's forward (model::ForwardConfig::eager_host_s):
+  /// an eager step lasts at least its kernels times this (docs/serving.md#eager-host).
+  double eager_host_s = 0;
   double step_overhead_s = 0;              ///< host time per step (schedule, prepare inputs, sample, detokenize)
   double per_request_overhead_s = 0;       ///< host time per request in the step
   /// The server's own time for each request, outside the scheduler's steps: the HTTP request
@@ -162,6 +165,8 @@ struct EngineConfig {
   /// the step's host time (step_overhead_s, per_request_overhead_s, exposed_step_s) and the
   /// front end per request (front_end_s). A flag that sets one says so instead.
   std::string host_source, front_end_source;
+  /// Where eager_host_s comes from (a flag that sets it says so instead).
+  std::string eager_host_source;
 };
 
 /// The engine's name in the validation table's classes (docs/serving.md#errors-by-class): its

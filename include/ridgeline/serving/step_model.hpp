@@ -82,6 +82,13 @@ class StepModel {
 
   /// Host launch overhead of one kernel on the chip, seconds.
   double launch_s() const noexcept { return launch_s_; }
+  /// Kernels the host launches itself in a step of `mix` run as `mode`: every kernel of an
+  /// eager step, the attention kernels between a piecewise step's captured pieces, none of a
+  /// graph (whose replay is one launch). Times model::ForwardConfig::eager_host_s, the step's
+  /// least time (docs/serving.md#eager-host).
+  double eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept;
+  /// model::ForwardConfig::eager_host_s of the prepared plan.
+  double eager_host_s() const noexcept { return eager_host_s_; }
 
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
@@ -105,6 +112,7 @@ class StepModel {
     bool naive = false;     // scores and positions count (flash kernels cost neither)
     std::array<double, 2> overhead_s{};  // the class's fixed time
     double launch_s = 0;    // launched eagerly
+    double kernels = 1;     // launches of one (naive attention's several)
     double rep = 1;
     bool decode = false;    // decode tokens' kernel (else prefill chunks')
     bool window = false;    // on sliding-window layers
@@ -151,6 +159,10 @@ class StepModel {
   // the routing model, a function of the step's tokens applied to all groups' tokens in base.
   model::RoutingImbalance routing_;
   double launch_s_ = 0;
+  // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
+  // prefill positions, with decode tokens, the expert part), attention kernels not counted.
+  std::array<double, kQuantities> launches_{};
+  double eager_host_s_ = 0;
   bool moe_ = false;
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
