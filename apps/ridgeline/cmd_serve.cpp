@@ -99,7 +99,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.eager_host.empty()) {
     e.eager_host_s = parse_quantity(f.eager_host, Quantity::time, "--eager-host", false);
     if (e.eager_host_s > 1e-3) {
-      throw InputError(fmt::format("--eager-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '30 us'",
+      throw InputError(fmt::format("--eager-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '25 us'",
                                    f.eager_host));
     }
     e.eager_host_source = "--eager-host";
@@ -244,7 +244,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
   s->add_option("--front-end", f->front_end, "the server's time per request before the scheduler sees it (HTTP, tokenise, hand-over), e.g. '4 ms' (engine default)");
   s->add_option("--eager-host", f->eager_host,
-                "the engine's host time per kernel it launches outside a graph, e.g. '30 us': an eager step lasts at least its kernels times it (engine default)");
+                "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");

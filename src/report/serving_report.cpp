@@ -271,11 +271,13 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["decode_step"] = {{"sequences", d.sequences},           {"context", d.context},
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
-                      {"host_s", d.host_s}};
+                      {"host_s", d.host_s},                 {"host_launches", d.host_launches},
+                      {"eager_host_s", d.eager_host_s}};
   j["decode_step"]["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
                                  {"kernel_fixed", fixed_times_source(sys.chip)},
                                  {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
-                                 {"host", r.engine.host_source}};
+                                 {"host", r.engine.host_source},
+                                 {"eager_host", r.engine.eager_host_source}};
   if (!d.expert_imbalance_source.empty()) {
     j["decode_step"]["expert_imbalance"] = d.expert_imbalance;
     j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
@@ -476,6 +478,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
+    if (d.eager_host_s > 0) {
+      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} at {} each{}\n", d.host_launches, t(d.eager_host_s),
+                       t(r.engine.eager_host_s), d.eager_host_s > d.device_s ? ": longer than the device's time, the step lasts that" : "");
+    }
     s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
                      r.engine.host_source.empty() ? "none" : r.engine.host_source);
     if (!d.expert_imbalance_source.empty()) {

@@ -340,11 +340,12 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   auto g = std::make_unique<model::Graph>();
   // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
-  auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t) {
+  auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t,
+                  const model::ForwardConfig& plan) {
     model::StepMix mix;
     for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, k.ctx.window, queries);
     mix.fused_attention = engine.fused_attention;
-    step_reference(m, sys_, f, mix, decode_step_graphs(engine, mix.decode_tokens), *g, t);
+    step_reference(m, sys_, plan, mix, decode_step_graphs(engine, mix.decode_tokens), *g, t);
     return t.t_realistic_s;
   };
   analysis::PhaseTimes t;
@@ -356,10 +357,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     const double c = std::max(0.0, d.context - q);  // cached context before the step
     s.k = cfg_.spec.k;
     s.tokens_per_step = model::tokens_per_step(cfg_.spec);
-    s.draft_s = step(dm, 1, c + 1, t) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2, t) : 0);
-    s.plain_s = step(m_, 1, c + 1, t);
+    s.draft_s = step(dm, 1, c + 1, t, f) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2, t, f) : 0);
+    s.plain_s = step(m_, 1, c + 1, t, f);
   }
-  step(m_, q, d.context, t);
+  step(m_, q, d.context, t, f);
   // The imbalance the tier's steps were priced with (its StepModel, prepared from the same forward pass).
   const model::RoutingImbalance& routing = k.step.routing();
   if (m_.is_moe() && f.ep_size() > 1) {
@@ -379,6 +380,16 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     const auto even = model::break_even_accept(s.k, (s.verify_s + s.draft_s) / s.plain_s);
     s.break_even = even.has_value();
     s.break_even_accept = even.value_or(1);
+  }
+  // The composition's device time is the kernels' alone; the host's launches of the step
+  // (its floor when eager: docs/serving.md#eager-host) are a part of their own.
+  const GraphMode mode = decode_step_graphs(engine, d.sequences * q);
+  d.host_launches = host_launches(*g, mode);
+  d.eager_host_s = f.eager_host_s * d.host_launches;
+  if (d.eager_host_s > 0) {
+    model::ForwardConfig device_only = f;
+    device_only.eager_host_s = 0;
+    step(m_, q, d.context, t, device_only);
   }
   d.device_s = t.t_realistic_s;
   d.kernel_fixed_s = t.kernel_fixed_s;

@@ -152,6 +152,14 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
   EXPECT_DOUBLE_EQ(j["engine"]["eager_host_s"].get<double>(), 1e-3);
   EXPECT_EQ(j["engine"]["eager_host_source"], "--eager-host");
   EXPECT_NEAR(j["tpot_s"]["mean"].get<double>(), 0.325, 1e-9);
+  // The decode step's parts keep the two apart: its 325 kernels launched by the host, 325 ms of
+  // them, and the device's own time, a few ms (8B's 16 GB of weights at an H100's rates).
+  const auto& d = j["decode_step"];
+  EXPECT_DOUBLE_EQ(d["host_launches"].get<double>(), 325);
+  EXPECT_NEAR(d["eager_host_s"].get<double>(), 0.325, 1e-12);
+  EXPECT_GT(d["device_s"].get<double>(), 16e9 / 3.35e12);
+  EXPECT_LT(d["device_s"].get<double>(), 0.02);
+  EXPECT_EQ(d["sources"]["eager_host"], "--eager-host");
   // The preset's own figure and source.
   const auto preset = run_json(kSmall + " --concurrency 1 --requests 2");
   EXPECT_DOUBLE_EQ(preset["engine"]["eager_host_s"].get<double>(), 25e-6);

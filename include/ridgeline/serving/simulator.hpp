@@ -213,6 +213,9 @@ struct DecodeStepComposition {
   double link_latency_s = 0;          ///< of it: collective latency steps
   double kernels = 0;                 ///< kernels the step runs
   double host_s = 0;                  ///< the engine's host time for such a step
+  /// Of its kernels, those the host launches itself (outside a graph), and their time on the
+  /// host at the engine's eager_host_s: the step lasts at least that (docs/serving.md#eager-host).
+  double host_launches = 0, eager_host_s = 0;
   /// Expert parallelism: the busiest chip's routed pairs over the mean in such a step
   /// (model::routing_imbalance), and where it comes from; "" without expert parallelism.
   double expert_imbalance = 1;

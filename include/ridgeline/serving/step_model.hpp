@@ -226,7 +226,14 @@ class StepTimeMemo {
 /// The same step built op by op (model::build_forward with the mix) and evaluated kernel by
 /// kernel: the reference the step model is tested against, with the bounds and the split by
 /// bound and op class for reports. `g` receives the step's graph.
+/// The host's launches of an eager step bound its realistic time (and its upper bound) from
+/// below (docs/serving.md#eager-host).
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
                     const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept;
+
+/// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
+/// every kernel eagerly, the attention kernels between piecewise graphs' pieces, none of one
+/// graph. Times model::ForwardConfig::eager_host_s: the step's least time.
+double host_launches(const model::Graph& g, GraphMode mode) noexcept;
 
 }  // namespace ridgeline::serving
