@@ -66,7 +66,12 @@ constexpr const char* kSglang02HostSource =
 // PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
 // figure none of them contradicts: MLA and MoE layers' host time is priced short.
 constexpr double kEagerHostS = 25e-6;
-constexpr const char* kEagerHostSource = "SGLang's Llama-3-8B eager step: sgl-project/sglang PR #1401";
+
+// The Python engines' host time per kernel they launch outside a graph, with its source.
+void python_launches(EngineConfig& e) {
+  e.eager_host_s = kEagerHostS;
+  e.eager_host_source = "SGLang's Llama-3-8B eager step: sgl-project/sglang PR #1401";
+}
 
 bool is_a100(const hw::ChipSpec& chip) {
   return chip.name.find("a100") != std::string::npos || chip.display_name.find("A100") != std::string::npos;
@@ -122,8 +127,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
   e.host_source = kPythonHostSource;
-  e.eager_host_s = kEagerHostS;
-  e.eager_host_source = kEagerHostSource;
+  python_launches(e);
   e.front_end_source = kFrontEndSource;
   e.overlap_scheduling = version == 0;  // async scheduling: on by default from v0.14
   // Block-fp8 linear layers until DeepGEMM became the default (VLLM_USE_DEEP_GEMM=1, PR #24462,
@@ -208,8 +212,7 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.async_step_s = kV0OutputS;
   e.async_per_request_s = kV0OutputPerRequestS;
   e.front_end_s = kFrontEndS;  // the API server in its own process, requests to the engine over ZMQ (PR #6883, 0.6.0)
-  e.eager_host_s = kEagerHostS;
-  e.eager_host_source = kEagerHostSource;
+  python_launches(e);
   e.host_source = "vLLM V0's loop: scheduler 2 ms (vllm-project/vllm PR #4280), output processing 0.2 ms + 0.1 ms/request, async (issue #6913, PR #7049)";
   e.front_end_source = std::string(kFrontEndSource) + " (V1-era; V0 0.6.0 has the same ZMQ front end, PR #6883)";
   e.overlap_scheduling = false;
@@ -309,8 +312,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   }
   e.front_end_s = kFrontEndS;
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
-  e.eager_host_s = kEagerHostS;
-  e.eager_host_source = kEagerHostSource;
+  python_launches(e);
   e.overlap_scheduling = version != 3;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
   // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
@@ -376,8 +378,7 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
   e.host_source = std::string(kPythonHostSource) + "; exposed: NVIDIA/TensorRT-LLM #13957";
-  e.eager_host_s = kEagerHostS;
-  e.eager_host_source = kEagerHostSource;
+  python_launches(e);
   e.front_end_source = std::string(kFrontEndSource) + " (none published for trtllm-serve)";
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;

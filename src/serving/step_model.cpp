@@ -325,12 +325,12 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
 }
 
 double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
+  if (mode == GraphMode::graph) return 0;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   double n = 0;
   if (mode == GraphMode::eager) {
     n = launches_[0] + launches_[1] + launches_[kAllGroups] + (prefill ? launches_[2] : 0) + (decode ? launches_[3] : 0);
   }
-  if (mode == GraphMode::graph) return n;
   // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
   // kernel over both (as with_group_attention prices them).
   const bool fused = mix.fused_attention && !mla_;

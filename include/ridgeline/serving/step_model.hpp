@@ -87,8 +87,6 @@ class StepModel {
   /// graph (whose replay is one launch). Times model::ForwardConfig::eager_host_s, the step's
   /// least time (docs/serving.md#eager-host).
   double eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept;
-  /// model::ForwardConfig::eager_host_s of the prepared plan.
-  double eager_host_s() const noexcept { return eager_host_s_; }
 
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
