@@ -109,6 +109,8 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.graph_max_batch.empty()) {
     if (f.eager) throw InputError("--graph-max-batch/--eager: --eager captures no graph");
     e.graph_max_batch = parse_positive_int(f.graph_max_batch, "--graph-max-batch");
+    // vLLM V1 captures by tokens: its --max-cudagraph-capture-size bounds every step's graphs.
+    if (e.graph_max_tokens > 0) e.graph_max_tokens = e.graph_max_batch;
   }
   if (!f.graph_padding.empty()) {
     if (f.eager) throw InputError("--graph-padding/--eager: --eager captures no graph");

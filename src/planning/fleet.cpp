@@ -441,7 +441,7 @@ class Evaluator {
         model::StepMix mix;
         mix.fused_attention = e.fused_attention;
         mix.add_prefill(c, done + c, window);
-        t += serving::step_period(e, step_.time(mix, mix, e.mixed_graphs), 1);  // on one group, as tpot_floor
+        t += serving::step_period(e, step_.time(mix, mix, serving::mixed_step_graphs(e, c)), 1);  // on one group, as tpot_floor
         done += c;
       }
       prompt_s_[k] = t;
@@ -482,7 +482,7 @@ class Evaluator {
     model::StepMix pre;
     pre.fused_attention = e.fused_attention;
     pre.add_prefill(chunk, chunk, window);
-    const double t_prompt_token = serving::step_period(e, step_.time(pre, e.mixed_graphs), 1) / chunk;
+    const double t_prompt_token = serving::step_period(e, step_.time(pre, serving::mixed_step_graphs(e, chunk)), 1) / chunk;
     const double per_request = prompt * t_prompt_token + gen * t_token;
     double rate = w.qps;
     if (w.arrival == serving::Arrival::trace && requests_.size() > 1) {

@@ -29,14 +29,20 @@ std::string host_time(double step, double per_request) {
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
-    return "every step as piecewise graphs, attention launched eagerly between them";
+    return e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, attention launched eagerly between them; "
+                                                "longer steps eagerly",
+                                                e.graph_max_tokens)
+                                  : "every step as piecewise graphs, attention launched eagerly between them";
   }
   std::string s = e.graph_exact_sizes
                       ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
                                     e.graph_max_batch)
                       : fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
-  if (e.mixed_graphs == serving::GraphMode::piecewise) s += ", other steps piecewise graphs";
+  if (e.mixed_graphs == serving::GraphMode::piecewise) {
+    s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)
+                                : ", other steps piecewise graphs";
+  }
   return s;
 }
 
@@ -95,6 +101,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"decode_graphs", std::string(serving::name(e.decode_graphs))},
           {"mixed_graphs", std::string(serving::name(e.mixed_graphs))},
           {"graph_max_batch", e.graph_max_batch},
+          {"graph_max_tokens", e.graph_max_tokens},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"front_end_s", e.front_end_s},

@@ -122,7 +122,12 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // FULL_AND_PIECEWISE: full graphs for decode-only steps (0.11+); 0.8-0.10: PIECEWISE only.
   e.decode_graphs = version == 10 ? GraphMode::piecewise : GraphMode::graph;
   e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise
-  e.graph_max_batch = 512;   // largest captured batch
+  // Graphs of 1, 2, 4, 8, 16, ... 512 tokens (vllm/config.py, V1: [1, 2, 4] + range(8, 513, 8);
+  // max_cudagraph_capture_size 512 from v0.11), a step padded to the next; a step of more tokens,
+  // a long prompt's chunk with or without decodes, runs the compiled model without graphs
+  // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
+  e.graph_max_batch = 512;
+  e.graph_max_tokens = 512;
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
@@ -573,10 +578,15 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 }
 
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
-  if (seqs > static_cast<double>(e.graph_max_batch)) return e.mixed_graphs;
+  if (seqs > static_cast<double>(e.graph_max_batch)) return mixed_step_graphs(e, seqs);
   // Exact sizes only: 1-32, 64, 128 (TensorRT-LLM's default capture list).
   if (e.graph_exact_sizes && seqs > 32 && seqs != 64 && seqs != 128) return e.mixed_graphs;
   return e.decode_graphs;
+}
+
+GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
+  if (e.graph_max_tokens > 0 && tokens > static_cast<double>(e.graph_max_tokens)) return GraphMode::eager;
+  return e.mixed_graphs;
 }
 
 }  // namespace ridgeline::serving

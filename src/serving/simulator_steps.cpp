@@ -12,16 +12,32 @@
 
 namespace ridgeline::serving::detail {
 
+namespace {
+
+// How a step is launched (graphs, pieces or eagerly), chosen by its tokens: the whole step's,
+// or with attention data-parallel ranks the most any rank runs. Each rank runs its own forward,
+// padded to the largest (vLLM's num_tokens_across_dp; SGLang's global_num_tokens).
+GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
+  double tokens = chunks ? whole.tokens() : whole.decode_tokens;
+  if (n > 0) {
+    tokens = 0;
+    for (std::size_t g = 0; g < n; ++g) tokens = std::max(tokens, chunks ? ranks[g].tokens() : ranks[g].decode_tokens);
+  }
+  return chunks ? mixed_step_graphs(e, tokens) : decode_step_graphs(e, tokens);
+}
+
+}  // namespace
+
 double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, const model::StepMix& first, const model::StepMix& rest,
                       bool chunks, StepTimeMemo (&memo)[2], std::size_t ranks, const model::StepMix* first_ranks,
                       const model::StepMix* rest_ranks, StepModel::RankMemo* rank_memo) {
   double t = 0;
   if (first.seqs() > 0) {
-    const GraphMode mode = chunks ? e.mixed_graphs : decode_step_graphs(e, first.decode_tokens);
+    const GraphMode mode = step_graphs(e, chunks, first, first_ranks, ranks);
     t += ranks > 0 ? draft.slowest(first_ranks, ranks, first, mode, &rank_memo[0]) : memo[0].time(draft, first, mode);
   }
   if (k > 1 && rest.decode_seqs > 0) {
-    const GraphMode mode = decode_step_graphs(e, rest.decode_tokens);
+    const GraphMode mode = step_graphs(e, false, rest, rest_ranks, ranks);
     t += static_cast<double>(k - 1) * (ranks > 0 ? draft.slowest(rest_ranks, ranks, rest, mode, &rank_memo[1]) : memo[1].time(draft, rest, mode));
   }
   return t;
@@ -111,7 +127,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   const double mix_seqs = p.mix.seqs();
   const bool prefill = !p.chunks.empty();
   const EngineConfig& e = k.engine;
-  const GraphMode mode = prefill ? e.mixed_graphs : decode_step_graphs(e, p.mix.decode_tokens);
+  const GraphMode mode = step_graphs(e, prefill, p.mix, p.ranks.data(), p.ranks.size());
   // Attention data-parallel ranks step together: the step lasts as long as the slowest rank,
   // its own part and the expert part over all ranks' tokens (docs/serving.md#moe-layouts).
   double device = (p.ranks.empty() ? k.memo.time(k.step, p.mix, mode) : k.step.slowest(p.ranks.data(), p.ranks.size(), p.mix, mode, &k.rank_memo)) + p.extra_s;

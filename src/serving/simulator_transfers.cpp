@@ -188,7 +188,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     prompts = std::floor(budget / prompt);
     for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
   }
-  out.prefill_rate = prompts / step_period(pe, step->time(pre, pe.mixed_graphs), pre.seqs());
+  out.prefill_rate = prompts / step_period(pe, step->time(pre, mixed_step_graphs(pe, pre.tokens())), pre.seqs());
   const model::ForwardConfig f = engine_forward(dp.forward, e);
   step->prepare(m, sys, f);
   const double limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;

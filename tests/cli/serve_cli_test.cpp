@@ -166,6 +166,22 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
   EXPECT_NE(preset["engine"]["eager_host_source"].get<std::string>().find("#1401"), std::string::npos);
 }
 
+TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
+  // One client, the host 1 ms a kernel. vLLM V1 replays a step of up to 512 tokens as piecewise
+  // graphs: a 512-token prompt's step leaves the host its 32 attention kernels (32 ms, past the
+  // device's ~12 ms for 8 TFLOP). A 513-token one runs without graphs: all 325 kernels, 325 ms
+  // (StepModel.AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime). The same host time a step
+  // beside both: the prompts' steps differ by 325 - 32 = 293 ms.
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --gen 4 --concurrency 1 --requests 1 --eager-host 1ms --prompt ";
+  const auto at512 = run_json(q + "512"), at513 = run_json(q + "513");
+  EXPECT_EQ(at512["engine"]["graph_max_tokens"], 512);
+  EXPECT_NEAR(at513["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0.293, 1e-9);
+  // --graph-max-batch moves V1's largest graph, which bounds every step: 1024 captures the 513.
+  const auto captured = run_json(q + "513 --graph-max-batch 1024");
+  EXPECT_EQ(captured["engine"]["graph_max_tokens"], 1024);
+  EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";
@@ -313,7 +329,9 @@ TEST(ServeCli, GraphCaptureFlags) {
   // vLLM 0.8-0.10: PIECEWISE only, decode steps too.
   const RunResult v10 = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5");
   ASSERT_EQ(v10.status, 0) << v10.err;
-  EXPECT_NE(v10.out.find("every step as piecewise graphs, attention launched eagerly between them"), std::string::npos) << v10.out;
+  EXPECT_NE(v10.out.find("steps of up to 512 tokens as piecewise graphs, attention launched eagerly between them; longer steps eagerly"),
+            std::string::npos)
+      << v10.out;
   expect_bad(q + " --graph-max-batch 0", "--graph-max-batch");
   expect_bad(q + " --graph-padding sometimes", "--graph-padding");
   expect_bad(q + " --graph-max-batch 64 --eager", "--eager");

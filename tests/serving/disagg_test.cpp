@@ -44,7 +44,7 @@ struct Lone {
     model::StepMix p;
     p.add_prefill(1000, 1000, 0);
     p.fused_attention = true;
-    return step.time(p, GraphMode::piecewise) + kHost;
+    return step.time(p, GraphMode::eager) + kHost;  // past vLLM's largest graph, 512 tokens
   }
   double decode(double kv) const {
     model::StepMix d;
@@ -111,7 +111,7 @@ TEST(Disagg, TheDecodeInstancePullsOnlyWhatItsPrefixCacheLacks) {
 
 TEST(Disagg, RateMatchingByHand) {
   // Prompts of 1000 under the 8192-token budget: 8 a prefill step (8 sequences: host 0.4 ms
-  // + 8·1.1 us), 8 requests per step time. Decodes: the cache's tokens over 1100 per request
+  // + 8·1.1 us; 8000 tokens, eager), 8 requests per step time. Decodes: the cache's tokens over 1100 per request
   // (at most 1024 sequences), at context 1000 + 100/2, 100 tokens each.
   Lone x;
   x.cfg.workload.requests = 20;
@@ -119,7 +119,7 @@ TEST(Disagg, RateMatchingByHand) {
   model::StepMix pre;
   for (int i = 0; i < 8; ++i) pre.add_prefill(1000, 1000, 0);
   pre.fused_attention = true;
-  const double prefill_rate = 8 / (x.step.time(pre, GraphMode::piecewise) + 0.4e-3 + 8 * 1.1e-6);
+  const double prefill_rate = 8 / (x.step.time(pre, GraphMode::eager) + 0.4e-3 + 8 * 1.1e-6);
   const double batch = std::min(1024.0, std::floor(static_cast<double>(r.memory.kv_tokens) / 1100));
   model::StepMix dec;
   for (int i = 0; i < batch; ++i) dec.add_decode(1051, 0);
@@ -213,7 +213,7 @@ TEST(Disagg, DecodeInstancesOfTheirOwnTpStepAtTheirPlan) {
   };
   double rest = 0;
   for (int kv = 1002; kv <= 1010; ++kv) rest += decode(kv);
-  const double ttft = p.time(pre, GraphMode::piecewise) + kHost + 1.6384e-3 + 10080 * 2.4e-6 + decode(1001);
+  const double ttft = p.time(pre, GraphMode::eager) + kHost + 1.6384e-3 + 10080 * 2.4e-6 + decode(1001);  // 1001 tokens: eager
   EXPECT_NEAR(r.ttft.mean, ttft, 100 * kPs);
   EXPECT_NEAR(r.tpot.mean, rest / 9, 10 * kPs);
 }

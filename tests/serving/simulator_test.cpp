@@ -40,12 +40,13 @@ ServeConfig base(EngineRef kind, const hw::System& sys, std::int64_t tp = 1) {
 }
 
 // vLLM's TTFT of a lone request of `prompt` tokens: one step of the whole prompt (one fused
-// attention kernel, piecewise graphs) and the host's 0.4 ms + 1.1 us for one request.
+// attention kernel; piecewise graphs up to 512 tokens, eager past them) and the host's 0.4 ms +
+// 1.1 us for one request.
 double lone_prefill_s(const StepModel& step, double prompt) {
   model::StepMix prefill;
   prefill.add_prefill(prompt, prompt, 0);
   prefill.fused_attention = true;
-  return step.time(prefill, GraphMode::piecewise) + 0.4e-3 + 1.1e-6;
+  return step.time(prefill, prompt > 512 ? GraphMode::eager : GraphMode::piecewise) + 0.4e-3 + 1.1e-6;
 }
 
 model::StepMix decode_mix(double n, double context) {
@@ -96,7 +97,8 @@ ServingResult run_rank_trace(EngineRef engine, const std::vector<Request>& trace
 TEST(Simulator, OneClientIsOnePrefillThenOneDecodeStepPerToken) {
   // vLLM (0.13: the host between steps), one client at a time: a request arrives when the last ends, is admitted at once
   // (queue 0), its 1000-token prompt fits the 8192-token budget: TTFT is one step of a
-  // 1000-token chunk (piecewise graphs) plus the host's 0.4 ms + 1.1 us for one request.
+  // 1000-token chunk (eager: past vLLM's largest graph, 512 tokens) plus the host's 0.4 ms +
+  // 1.1 us for one request.
   // Each of the 99 decode steps is one token at context 1001..1099 as one graph, plus the
   // same host time: TPOT is their mean, E2E = TTFT + 99 x TPOT.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
@@ -462,7 +464,8 @@ TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep)
   // arrives halfway through A's first decode step, at t_B = P + h + d1/2: the next step was
   // fixed when that one started, so B's prompt runs in the step after it, beside A's token at
   // context 1003: B's TTFT is that mixed step's end less t_B, (P + h + d1 + d2 + m) - t_B =
-  // d1/2 + d2 + m, where m is the mixed step's device time (the host hides behind it too).
+  // d1/2 + d2 + m, where m is the mixed step's device time, eager at 1001 tokens (the host
+  // hides behind it too).
   // Without the lag it would be d1/2 + m.
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
@@ -478,7 +481,7 @@ TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep)
   model::StepMix mixed = decode_mix(1, 1003);
   mixed.add_prefill(1000, 1000, 0);
   mixed.fused_attention = true;
-  const double mx = step.time(mixed, GraphMode::piecewise);
+  const double mx = step.time(mixed, GraphMode::eager);
   const double t_b = P + h + d / 2;
   cfg.workload.arrival = Arrival::constant;
   cfg.workload.qps = 1 / t_b;
@@ -562,6 +565,26 @@ TEST(Engine, Sglang03PresetFollowsItsOwnDefaults) {
   // new_token_ratio 0.7 down to 0.1 by 0.001 a decode step: 600 steps.
   EXPECT_DOUBLE_EQ(e.new_token_ratio_min, 0.1);
   EXPECT_NEAR((e.new_token_ratio_init - e.new_token_ratio_min) / static_cast<double>(e.new_token_ratio_decay_steps), 0.001, 1e-15);
+}
+
+// vLLM V1 captures graphs by a step's tokens, 1 to 512 of them whatever their kind; a step of
+// more runs the compiled model without graphs (GPUModelRunner.execute_model, "Eager mode."):
+// a 513-token step, prompt chunk or decodes, launches every kernel from the host. The engines
+// that capture decode batches alone keep their mixed steps' mode at any size.
+TEST(Engine, VllmV1StepsPastTheLargestCapturedSizeRunEagerly) {
+  for (const int version : {10, 13, 0}) {
+    const EngineConfig e = engine_preset(EngineRef{EngineKind::vllm, version}, h100().chip);
+    EXPECT_EQ(e.graph_max_tokens, 512) << version;
+    EXPECT_EQ(mixed_step_graphs(e, 512), GraphMode::piecewise) << version;
+    EXPECT_EQ(mixed_step_graphs(e, 513), GraphMode::eager) << version;
+    EXPECT_EQ(decode_step_graphs(e, 512), version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
+    EXPECT_EQ(decode_step_graphs(e, 513), GraphMode::eager) << version;
+  }
+  for (const EngineKind k : {EngineKind::sglang, EngineKind::trtllm, EngineKind::static_batch}) {
+    const EngineConfig e = engine_preset(k, h100().chip);
+    EXPECT_EQ(e.graph_max_tokens, 0);
+    EXPECT_EQ(mixed_step_graphs(e, 1e6), e.mixed_graphs);
+  }
 }
 
 // vLLM 0.6 (V0): the defaults of its own code, not V1's.
@@ -815,10 +838,10 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   model::StepMix prefill;
   prefill.add_prefill(8000, 8000, 0);
   prefill.fused_attention = true;
-  const double group = step.time(prefill, prefill, GraphMode::piecewise) + 0.4e-3 + 1.1e-6;
+  const double group = step.time(prefill, prefill, GraphMode::eager) + 0.4e-3 + 1.1e-6;  // 8000 tokens: eager
   EXPECT_NEAR(dp.ttft.max, group, 200 * kPs);
   EXPECT_NEAR(dp.ttft.min, group, 200 * kPs);
-  EXPECT_GT(group - 0.4e-3 - 1.1e-6, step.time(prefill, GraphMode::piecewise));  // the balanced step: 1000 tokens per group
+  EXPECT_GT(group - 0.4e-3 - 1.1e-6, step.time(prefill, GraphMode::eager));  // the balanced step: 1000 tokens per group
   EXPECT_GT(dp.ttft.max, tp.ttft.max);
 }
 
@@ -854,7 +877,8 @@ TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
   prompts.add_prefill(8000, 8000, 0);
   prompts.add_prefill(100, 100, 0);
   for (model::StepMix* x : {&long_prompt, &short_prompt, &prompts}) x->fused_attention = true;
-  const double prefill = std::max(step.time(long_prompt, prompts, GraphMode::piecewise), step.time(short_prompt, prompts, GraphMode::piecewise));
+  // Rank 0's 8000 tokens, past vLLM's 512-token graphs: both ranks run eagerly.
+  const double prefill = std::max(step.time(long_prompt, prompts, GraphMode::eager), step.time(short_prompt, prompts, GraphMode::eager));
   const model::StepMix long_decode = decode_mix(1, 8001), short_decode = decode_mix(1, 101);
   model::StepMix decodes = decode_mix(1, 8001);
   decodes.add_decode(101, 0);
@@ -1238,7 +1262,7 @@ TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
   two.add_prefill(1000, 1000, 0);
   two.add_prefill(1000, 1000, 0);
   one.fused_attention = two.fused_attention = true;
-  const double ttft = step.time(one, two, GraphMode::piecewise) + 0.4e-3 + 2 * 1.1e-6;
+  const double ttft = step.time(one, two, GraphMode::eager) + 0.4e-3 + 2 * 1.1e-6;  // 1000 tokens a rank: eager
   EXPECT_EQ(r.measured_requests, 2);
   EXPECT_NEAR(r.ttft.min, ttft, 200 * kPs);
   EXPECT_NEAR(r.ttft.max, ttft, 200 * kPs);

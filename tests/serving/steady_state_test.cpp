@@ -29,7 +29,7 @@ struct Fixture {
 
 TEST(SteadyState, OneUserIsAPrefillStepThenDecodeStepsAlone) {
   // B = 1: no other user's prompt or decode shares a step. Its prompt of 1000 fits the
-  // 8192-token budget: one prefill step (piecewise graphs) and the host's 0.4 ms + 1.1 us;
+  // 8192-token budget: one prefill step (eager: past vLLM's 512-token graphs) and the host's 0.4 ms + 1.1 us;
   // each of its 99 decode steps one sequence at the mean context 1000 + 100/2 (one graph).
   Fixture x;
   const SteadyState s = steady_state(x.step, x.e, 1000, 100, 1, 0);
@@ -39,7 +39,7 @@ TEST(SteadyState, OneUserIsAPrefillStepThenDecodeStepsAlone) {
   d.add_decode(1050, 0);
   d.fused_attention = true;
   const double host = 0.4e-3 + 1.1e-6;
-  const double ttft = x.step.time(p, GraphMode::piecewise) + host, tpot = x.step.time(d, GraphMode::graph) + host;
+  const double ttft = x.step.time(p, GraphMode::eager) + host, tpot = x.step.time(d, GraphMode::graph) + host;
   EXPECT_DOUBLE_EQ(s.cycle_steps, 100);
   EXPECT_DOUBLE_EQ(s.prefill_steps, 1);
   EXPECT_NEAR(s.ttft_s, ttft, 1e-15);

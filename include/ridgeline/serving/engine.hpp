@@ -120,6 +120,10 @@ struct EngineConfig {
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
+  /// Graphs captured by a step's tokens, whatever their kind (vLLM V1: cudagraph_capture_sizes up
+  /// to max_cudagraph_capture_size, 512 by default): a step of more tokens than this runs without
+  /// graphs, every kernel launched by the host, a mixed step too (mixed_step_graphs). 0: no cap.
+  std::int64_t graph_max_tokens = 0;
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
@@ -198,6 +202,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
 /// captured batch, else as a mixed step.
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
+/// How a step with prefill tokens, `tokens` of all kinds, is launched: as mixed_graphs, or
+/// eagerly past graph_max_tokens.
+GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
 /// step shows. `after_idle`: the step starts an engine that was idle, whose host could not
