@@ -34,7 +34,7 @@ struct ServeFlags {
   std::string engine = "vllm";
   std::string num_scheduler_steps;
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, front_end, eager_host, mixed_chunk, graph_max_batch, graph_padding;
+  std::string preemption, step_overhead, front_end, eager_host, compiled_host, mixed_chunk, graph_max_batch, graph_padding;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
@@ -104,8 +104,23 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     }
     e.eager_host_source = "--eager-host";
   }
+  if (!f.compiled_host.empty()) {
+    e.compiled_host_s = parse_quantity(f.compiled_host, Quantity::time, "--compiled-host", false);
+    if (e.compiled_host_s > 1e-3) {
+      throw InputError(fmt::format(
+          "--compiled-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '9 us'", f.compiled_host));
+    }
+    e.compiled_host_source = "--compiled-host";
+  }
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
-  if (f.eager) e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
+  if (!f.compiled_host.empty() && f.eager) throw InputError("--compiled-host/--eager: --eager runs the model uncompiled");
+  if (f.eager) {
+    // vLLM's --enforce-eager also turns torch.compile off (optimization level -O0): every kernel
+    // the Python model's own.
+    e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
+    e.compiled_host_s = 0;
+    e.compiled_host_source.clear();
+  }
   if (!f.graph_max_batch.empty()) {
     if (f.eager) throw InputError("--graph-max-batch/--eager: --eager captures no graph");
     e.graph_max_batch = parse_positive_int(f.graph_max_batch, "--graph-max-batch");
@@ -245,6 +260,9 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--preemption", f->preemption, "recompute or swap (to host memory)");
   s->add_option("--step-overhead", f->step_overhead, "host time per step, e.g. '0.5 ms' (engine default)");
   s->add_option("--front-end", f->front_end, "the server's time per request before the scheduler sees it (HTTP, tokenise, hand-over), e.g. '4 ms' (engine default)");
+  s->add_option("--compiled-host", f->compiled_host,
+                "the host's time per kernel of a compiled model run outside a graph (vLLM V1 past its largest graph), e.g. '9 us' (engine "
+                "default)");
   s->add_option("--eager-host", f->eager_host,
                 "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");

@@ -198,7 +198,7 @@ constexpr ValueKind kValueKinds[] = {
     {"", "--capacity", "LEVEL=SIZE"}, {"", "--dtype", "DTYPE"}, {"", "--kv-dtype", "DTYPE"}, {"", "--act-dtype", "DTYPE"},
     {"", "--weight-dtype", "DTYPE"}, {"", "--compute-dtype", "DTYPE"}, {"", "--a-dtype", "DTYPE"}, {"", "--b-dtype", "DTYPE"},
     {"", "--out-dtype", "DTYPE"}, {"", "--tensor-dtype", "DTYPE"}, {"", "--weight-dtypes", "DTYPE[,DTYPE...]"},
-    {"", "--kv-dtypes", "DTYPE[,DTYPE...]"}, {"", "--horizon", "TIME"}, {"", "--step-overhead", "TIME"}, {"", "--front-end", "TIME"}, {"", "--eager-host", "TIME"}, {"", "--kv-descriptor", "TIME"}, {"", "--host-overhead", "TIME"}, {"", "--ttft-max", "TIME"},
+    {"", "--kv-dtypes", "DTYPE[,DTYPE...]"}, {"", "--horizon", "TIME"}, {"", "--step-overhead", "TIME"}, {"", "--front-end", "TIME"}, {"", "--eager-host", "TIME"}, {"", "--compiled-host", "TIME"}, {"", "--kv-descriptor", "TIME"}, {"", "--host-overhead", "TIME"}, {"", "--ttft-max", "TIME"},
     {"", "--tpot-max", "TIME"}, {"", "--memory-utilization", "FRACTION"}, {"", "--memory-margin", "FRACTION"},
     {"", "--memory-headroom", "FRACTION"}, {"", "--kv-memory-fraction", "FRACTION"}, {"", "--expert-imbalance", "FACTOR|auto"},
     {"", "--qps", "RATE[,RATE...]"}, {"", "--slo", "ttft_p99=TIME,..."}, {"", "--out", "FILE"}, {"", "--plot", "FILE.svg|.png"},

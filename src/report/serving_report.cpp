@@ -107,6 +107,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"front_end_s", e.front_end_s},
           {"eager_host_s", e.eager_host_s},
           {"eager_host_source", e.eager_host_source},
+          {"compiled_host_s", e.compiled_host_s},
+          {"compiled_host_source", e.compiled_host_source},
           {"overlap_scheduling", e.overlap_scheduling},
           {"exposed_step_s", e.exposed_step_s},
           {"async_step_s", e.async_step_s},
@@ -285,6 +287,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                                  {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
                                  {"host", r.engine.host_source},
                                  {"eager_host", r.engine.eager_host_source}};
+  if (r.engine.compiled_host_s > 0) j["decode_step"]["sources"]["compiled_host"] = r.engine.compiled_host_source;
   if (!d.expert_imbalance_source.empty()) {
     j["decode_step"]["expert_imbalance"] = d.expert_imbalance;
     j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
@@ -414,6 +417,11 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "times that ({})\n",
                      t(e.eager_host_s), e.eager_host_source);
   }
+  if (e.compiled_host_s > 0) {
+    s += fmt::format("        compiled kernels {} each on the host outside a graph (every kernel but attention's, past the largest "
+                     "graph: {})\n",
+                     t(e.compiled_host_s), e.compiled_host_source);
+  }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     // The rates as given, and each position's given the ones before where that differs.
@@ -486,8 +494,13 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
     if (d.eager_host_s > 0) {
-      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} at {} each{}\n", d.host_launches, t(d.eager_host_s),
-                       t(r.engine.eager_host_s), d.eager_host_s > d.device_s ? ": longer than the device's time, the step lasts that" : "");
+      // One time per kernel, or attention's and the compiled model's apart when they differ.
+      const double h = r.engine.eager_host_s, hc = r.engine.compiled_host_s;
+      const std::string each = hc > 0 && hc != h && d.eager_host_s != h * d.host_launches
+                                   ? fmt::format("(attention's at {} each, the compiled model's at {})", t(h), t(hc))
+                                   : fmt::format("at {} each", t(d.eager_host_s / d.host_launches));
+      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} {}{}\n", d.host_launches, t(d.eager_host_s), each,
+                       d.eager_host_s > d.device_s ? ": longer than the device's time, the step lasts that" : "");
     }
     s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
                      r.engine.host_source.empty() ? "none" : r.engine.host_source);

@@ -67,6 +67,14 @@ constexpr const char* kSglang02HostSource =
 // figure none of them contradicts: MLA and MoE layers' host time is priced short.
 constexpr double kEagerHostS = 25e-6;
 
+// Host time per kernel of a model torch.compile made, run without graphs (vLLM V1 past its largest
+// graph): Inductor's generated call() launching each kernel through CachingAutotuner.run, 6.8 us
+// with no argument and 9.1 us with 19 on a GB200's Grace host (meta-pytorch/tritonbench PR #1017,
+// 2026-04-14: nop_inductor_per_kernel, the per-kernel part of a compiled graph's call path;
+// cuLaunchKernel alone 3.0-3.3 us). A GEMM, norm or activation of a layer takes a dozen or more
+// pointers and sizes: 9.1 us.
+constexpr double kCompiledHostS = 9.1e-6;
+
 // The Python engines' host time per kernel they launch outside a graph, with its source.
 void python_launches(EngineConfig& e) {
   e.eager_host_s = kEagerHostS;
@@ -128,6 +136,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
   e.graph_max_batch = 512;
   e.graph_max_tokens = 512;
+  e.compiled_host_s = kCompiledHostS;  // past the largest graph, the compiled model's kernels
+  e.compiled_host_source = "Inductor's launch of a compiled kernel, CachingAutotuner.run: meta-pytorch/tritonbench PR #1017";
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;
@@ -570,6 +580,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.sampler = e.sampler;
   f.eager_host_s = e.eager_host_s;
+  f.compiled_host_s = e.compiled_host_s;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.

@@ -385,10 +385,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   // (its floor when eager: docs/serving.md#eager-host) are a part of their own.
   const GraphMode mode = decode_step_graphs(engine, d.sequences * q);
   d.host_launches = host_launches(*g, mode);
-  d.eager_host_s = f.eager_host_s * d.host_launches;
+  d.eager_host_s = host_launch_s(*g, mode, f);
   if (d.eager_host_s > 0) {
     model::ForwardConfig device_only = f;
-    device_only.eager_host_s = 0;
+    device_only.eager_host_s = device_only.compiled_host_s = 0;
     step(m_, q, d.context, t, device_only);
   }
   d.device_s = t.t_realistic_s;

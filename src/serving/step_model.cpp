@@ -78,6 +78,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   }
   mla_ = m.is_mla();
   eager_host_s_ = f.eager_host_s;
+  compiled_host_s_ = f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s;
   launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
@@ -319,26 +320,36 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   }
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   // The host issues an eager step's kernels no faster than the engine's code runs: the step
-  // lasts at least their count times eager_host_s (docs/serving.md#eager-host).
-  if (eager_host_s_ > 0 && mode != GraphMode::graph) t = std::max(t, eager_host_s_ * eager_kernels(mix, mode));
+  // lasts at least their count times its time per kernel (docs/serving.md#eager-host).
+  if (compiled_host_s_ > 0 && mode != GraphMode::graph) t = std::max(t, eager_host_s(mix, mode));
   return t;
 }
 
-double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
-  if (mode == GraphMode::graph) return 0;
+StepModel::EagerLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept {
+  EagerLaunches n;
+  if (mode == GraphMode::graph) return n;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
-  double n = 0;
   if (mode == GraphMode::eager) {
-    n = launches_[0] + launches_[1] + launches_[kAllGroups] + (prefill ? launches_[2] : 0) + (decode ? launches_[3] : 0);
+    n.other = launches_[0] + launches_[1] + launches_[kAllGroups] + (prefill ? launches_[2] : 0) + (decode ? launches_[3] : 0);
   }
   // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
   // kernel over both (as with_group_attention prices them).
   const bool fused = mix.fused_attention && !mla_;
   for (int i = 0; i < attention_count_; ++i) {
     const AttentionLine& l = attention_[i];
-    if (fused ? !l.decode && (prefill || decode) : (l.decode ? decode : prefill)) n += l.rep * l.kernels;
+    if (fused ? !l.decode && (prefill || decode) : (l.decode ? decode : prefill)) n.attention += l.rep * l.kernels;
   }
   return n;
+}
+
+double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
+  const EagerLaunches n = eager_launches(mix, mode);
+  return n.attention + n.other;
+}
+
+double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept {
+  const EagerLaunches n = eager_launches(mix, mode);
+  return eager_host_s_ * n.attention + compiled_host_s_ * n.other;
 }
 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
@@ -351,7 +362,7 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
                          g.ops[i].kernel);
   }
   analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
-  const double host = f.eager_host_s * host_launches(g, mode);
+  const double host = host_launch_s(g, mode, f);
   t.t_realistic_s = std::max(t.t_realistic_s, host);
   t.t_upper_s = std::max(t.t_upper_s, host);
   analysis::finish(t);
@@ -364,6 +375,16 @@ double host_launches(const model::Graph& g, GraphMode mode) noexcept {
     if (!in_graph(g.ops[i], mode)) n += g.ops[i].cost.launches * g.repeat(i);
   }
   return n;
+}
+
+double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept {
+  const double compiled = f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s;
+  double t = 0;
+  for (int i = 0; i < g.op_count; ++i) {
+    const model::GraphOp& op = g.ops[i];
+    if (!in_graph(op, mode)) t += (is_attention(op.scale) ? f.eager_host_s : compiled) * op.cost.launches * g.repeat(i);
+  }
+  return t;
 }
 
 }  // namespace ridgeline::serving

@@ -169,14 +169,22 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
 TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   // One client, the host 1 ms a kernel. vLLM V1 replays a step of up to 512 tokens as piecewise
   // graphs: a 512-token prompt's step leaves the host its 32 attention kernels (32 ms, past the
-  // device's ~12 ms for 8 TFLOP). A 513-token one runs without graphs: all 325 kernels, 325 ms
-  // (StepModel.AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime). The same host time a step
-  // beside both: the prompts' steps differ by 325 - 32 = 293 ms.
+  // device's ~12 ms for 8 TFLOP). A 513-token one runs without graphs: all 325 kernels
+  // (StepModel.AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime), the compiled model's 293
+  // at 1 ms too here (--compiled-host): 325 ms. The same host time a step beside both: the
+  // prompts' steps differ by 325 - 32 = 293 ms.
   const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --gen 4 --concurrency 1 --requests 1 --eager-host 1ms --prompt ";
-  const auto at512 = run_json(q + "512"), at513 = run_json(q + "513");
+  const auto at512 = run_json(q + "512"), at513 = run_json(q + "513"), all = run_json(q + "513 --compiled-host 1ms");
   EXPECT_EQ(at512["engine"]["graph_max_tokens"], 512);
-  EXPECT_NEAR(at513["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0.293, 1e-9);
+  EXPECT_NEAR(all["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0.293, 1e-9);
   // --graph-max-batch moves V1's largest graph, which bounds every step: 1024 captures the 513.
+  // Past the graph the compiled model's 293 other kernels cost the host its own time, vLLM's
+  // 9.1 us (tritonbench PR #1017) or the flag's: at 0.1 ms they add 29.3 ms, 32 + 29.3 = 61.3 ms
+  // in all, 29.3 ms past the 512-token step's 32.
+  EXPECT_DOUBLE_EQ(at513["engine"]["compiled_host_s"].get<double>(), 9.1e-6);
+  EXPECT_NE(at513["engine"]["compiled_host_source"].get<std::string>().find("#1017"), std::string::npos);
+  const auto compiled = run_json(q + "513 --compiled-host 0.1ms");
+  EXPECT_NEAR(compiled["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0.0293, 1e-9);
   const auto captured = run_json(q + "513 --graph-max-batch 1024");
   EXPECT_EQ(captured["engine"]["graph_max_tokens"], 1024);
   EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
@@ -286,6 +294,9 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --front-end 1", "--front-end"},
            {kSmall + " --qps 1 --eager-host 2ms", "--eager-host"},
            {kSmall + " --qps 1 --eager-host fast", "--eager-host"},
+           {kSmall + " --qps 1 --compiled-host 2ms", "--compiled-host"},
+           {kSmall + " --qps 1 --compiled-host -1us", "--compiled-host"},
+           {kSmall + " --qps 1 --compiled-host 9us --eager", "--eager"},
            {kSmall + " --qps 1 --max-num-seqs 100000", "--max-num-seqs"},
            {kSmall + " --qps 1 --requests-out out.txt", "--requests-out"},
            {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},

@@ -49,7 +49,7 @@ struct Fixture {
 // 3 the engine's own at every size (no limit).
 // `eager_host`: ForwardConfig::eager_host_s, the host's time per kernel it launches itself.
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
-                                 int allreduce = 0, double eager_host = 0) {
+                                 int allreduce = 0, double eager_host = 0, double compiled_host = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -59,6 +59,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.merged_kernels = merged;
   fx->f.expert_imbalance = imbalance;
   fx->f.eager_host_s = eager_host;
+  fx->f.compiled_host_s = compiled_host;
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
   if (allreduce > 0) {
     fx->f.algo = comm::Algo::direct;
@@ -78,7 +79,8 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3));
+                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3),
+                    *rc::gen::element(0.0, 9.1e-6, 0.3e-3));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -223,6 +225,24 @@ TEST(StepModel, AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime) {
   EXPECT_GT(plain->step->time(decodes, GraphMode::eager), 325 * 10e-6);
   EXPECT_EQ(light->step->time(decodes, GraphMode::eager), plain->step->time(decodes, GraphMode::eager));
   EXPECT_DOUBLE_EQ(fx->step->eager_kernels(mixed, GraphMode::eager), 325);
+}
+
+TEST(StepModel, ACompiledModelsKernelsCostTheHostTheirOwnTime) {
+  // The same 8B with its attention launched by the engine's Python at 1 ms a kernel and every
+  // other kernel by the compiled model's code at 0.1 ms (vLLM V1 past its largest graph): an
+  // eager step of two decodes holds 32 attention kernels and 325 - 32 = 293 others, 32 x 1 +
+  // 293 x 0.1 = 61.3 ms. Piecewise graphs leave the host attention alone: 32 ms, as before.
+  auto fx = fixture(kPlans[0], true, 0, 1, false, 0, 1e-3, 0.1e-3);
+  model::StepMix decodes;
+  decodes.add_decode(1000, 0);
+  decodes.add_decode(1000, 0);
+  EXPECT_NEAR(fx->step->time(decodes, GraphMode::eager), 0.0613, 1e-12);
+  EXPECT_NEAR(fx->step->eager_host_s(decodes, GraphMode::eager), 0.0613, 1e-12);
+  EXPECT_NEAR(fx->step->time(decodes, GraphMode::piecewise), 0.032, 1e-12);
+  EXPECT_NEAR(reference(*fx, decodes, GraphMode::eager), 0.0613, 1e-12);
+  // Without a compiled figure every kernel costs the Python's: 325 ms.
+  auto plain = fixture(kPlans[0], true, 0, 1, false, 0, 1e-3);
+  EXPECT_NEAR(plain->step->eager_host_s(decodes, GraphMode::eager), 0.325, 1e-12);
 }
 
 TEST(StepModel, DecodeAttentionByHand) {

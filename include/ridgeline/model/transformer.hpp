@@ -96,6 +96,11 @@ struct ForwardConfig {
   /// the device waits once it has caught up (serving::StepModel; docs/serving.md#eager-host).
   /// 0: only the chip's launch overhead, kernel by kernel (a C++ runtime).
   double eager_host_s = 0;
+  /// Host time per kernel of a compiled model run outside a graph, seconds: torch.compile's
+  /// generated code launching its kernels (vLLM V1), every kernel but attention's, which the
+  /// engine's Python calls between the compiled pieces at eager_host_s. 0: eager_host_s for
+  /// every kernel.
+  double compiled_host_s = 0;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

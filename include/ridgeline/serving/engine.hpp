@@ -130,6 +130,9 @@ struct EngineConfig {
   /// Host time per eagerly launched kernel of the model's forward (model::ForwardConfig::eager_host_s):
   /// an eager step lasts at least its kernels times this (docs/serving.md#eager-host).
   double eager_host_s = 0;
+  /// Host time per kernel of the compiled model outside a graph (model::ForwardConfig::
+  /// compiled_host_s: vLLM V1's torch.compile'd code past its largest graph). 0: eager_host_s.
+  double compiled_host_s = 0;
   double step_overhead_s = 0;              ///< host time per step (schedule, prepare inputs, sample, detokenize)
   double per_request_overhead_s = 0;       ///< host time per request in the step
   /// The server's own time for each request, outside the scheduler's steps: the HTTP request
@@ -171,6 +174,8 @@ struct EngineConfig {
   std::string host_source, front_end_source;
   /// Where eager_host_s comes from (a flag that sets it says so instead).
   std::string eager_host_source;
+  /// Where compiled_host_s comes from.
+  std::string compiled_host_source;
 };
 
 /// The engine's name in the validation table's classes (docs/serving.md#errors-by-class): its

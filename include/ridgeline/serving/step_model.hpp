@@ -84,9 +84,12 @@ class StepModel {
   double launch_s() const noexcept { return launch_s_; }
   /// Kernels the host launches itself in a step of `mix` run as `mode`: every kernel of an
   /// eager step, the attention kernels between a piecewise step's captured pieces, none of a
-  /// graph (whose replay is one launch). Times model::ForwardConfig::eager_host_s, the step's
-  /// least time (docs/serving.md#eager-host).
+  /// graph (whose replay is one launch). Times the host's time per kernel, the step's least
+  /// time (eager_host_s; docs/serving.md#eager-host).
   double eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept;
+  /// Those kernels' time on the host: attention's at model::ForwardConfig::eager_host_s, the
+  /// others at compiled_host_s where the model is compiled (else eager_host_s too).
+  double eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept;
 
  private:
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
@@ -160,7 +163,12 @@ class StepModel {
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
-  double eager_host_s_ = 0;
+  double eager_host_s_ = 0, compiled_host_s_ = 0;
+  // The kernels a step launches outside a graph: attention's, and the others.
+  struct EagerLaunches {
+    double attention = 0, other = 0;
+  };
+  EagerLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
@@ -231,7 +239,10 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
 
 /// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
 /// every kernel eagerly, the attention kernels between piecewise graphs' pieces, none of one
-/// graph. Times model::ForwardConfig::eager_host_s: the step's least time.
+/// graph.
 double host_launches(const model::Graph& g, GraphMode mode) noexcept;
+/// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, the
+/// others at `f.compiled_host_s` where it is set (else eager_host_s).
+double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept;
 
 }  // namespace ridgeline::serving
