@@ -105,6 +105,10 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     e.eager_host_source = "--eager-host";
   }
   if (!f.compiled_host.empty()) {
+    if (e.compiled_host_s <= 0) {
+      throw InputError(fmt::format("--compiled-host: the {} engine runs no compiled model outside a graph (vLLM V1 does)",
+                                   serving::name(serving::EngineRef{e.kind, e.version})));
+    }
     e.compiled_host_s = parse_quantity(f.compiled_host, Quantity::time, "--compiled-host", false);
     if (e.compiled_host_s > 1e-3) {
       throw InputError(fmt::format(
@@ -267,7 +271,9 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
                 "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it (engine default)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
-  s->add_option("--graph-max-batch", f->graph_max_batch, "largest decode batch captured as a CUDA graph (engine default)")->type_name("INT");
+  s->add_option("--graph-max-batch", f->graph_max_batch,
+                "largest decode batch captured as a CUDA graph; vLLM V1: the largest step of any kind, in tokens (engine default)")
+      ->type_name("INT");
   s->add_option("--graph-padding", f->graph_padding,
                 "on: a decode batch pads to the next captured size; off: only batches of 1-32, 64, 128 run as graphs (engine default)")
       ->type_name("on|off");

@@ -281,7 +281,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                       {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
                       {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
                       {"host_s", d.host_s},                 {"host_launches", d.host_launches},
-                      {"eager_host_s", d.eager_host_s}};
+                      {"compiled_launches", d.compiled_launches}, {"eager_host_s", d.eager_host_s}};
   j["decode_step"]["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
                                  {"kernel_fixed", fixed_times_source(sys.chip)},
                                  {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
@@ -494,12 +494,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
                      t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
     if (d.eager_host_s > 0) {
-      // One time per kernel, or attention's and the compiled model's apart when they differ.
-      const double h = r.engine.eager_host_s, hc = r.engine.compiled_host_s;
-      const std::string each = hc > 0 && hc != h && d.eager_host_s != h * d.host_launches
-                                   ? fmt::format("(attention's at {} each, the compiled model's at {})", t(h), t(hc))
-                                   : fmt::format("at {} each", t(d.eager_host_s / d.host_launches));
-      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} {}{}\n", d.host_launches, t(d.eager_host_s), each,
+      // The engine's Python kernels at its time, and the compiled model's at its own.
+      const double python = d.host_launches - d.compiled_launches;
+      std::string each;
+      if (python > 0) each = fmt::format("{:.0f} at {} each", python, t(r.engine.eager_host_s));
+      if (d.compiled_launches > 0) {
+        each += fmt::format("{}{:.0f} of the compiled model at {}", each.empty() ? "" : ", ", d.compiled_launches, t(r.engine.compiled_host_s));
+      }
+      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} ({}){}\n", d.host_launches, t(d.eager_host_s), each,
                        d.eager_host_s > d.device_s ? ": longer than the device's time, the step lasts that" : "");
     }
     s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),

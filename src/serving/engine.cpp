@@ -138,6 +138,13 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.graph_max_tokens = 512;
   e.compiled_host_s = kCompiledHostS;  // past the largest graph, the compiled model's kernels
   e.compiled_host_source = "Inductor's launch of a compiled kernel, CachingAutotuner.run: meta-pytorch/tritonbench PR #1017";
+  if (chip.kind == "tpu") {
+    // XLA programs compiled per padded shape: no CUDA graph to fall out of, no kernel launched
+    // one by one from Python.
+    e.graph_max_tokens = 0;
+    e.compiled_host_s = 0;
+    e.compiled_host_source.clear();
+  }
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
   e.front_end_s = kFrontEndS;

@@ -338,6 +338,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   d.context = std::max(1.0, std::round(decode_context_sum_ / decode_batch_sum_));
   const double q = static_cast<double>(cfg_.spec.k + 1);
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
+  // Launched as the simulator launches it: attention data-parallel ranks by the busiest rank's
+  // tokens (the mean batch spread evenly over them).
+  const double groups = static_cast<double>(std::max<std::int64_t>(1, k.ctx.groups));
+  auto graphs = [&](double tokens) { return decode_step_graphs(engine, std::ceil(tokens / groups)); };
   auto g = std::make_unique<model::Graph>();
   // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
   auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t,
@@ -345,7 +349,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     model::StepMix mix;
     for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, k.ctx.window, queries);
     mix.fused_attention = engine.fused_attention;
-    step_reference(m, sys_, plan, mix, decode_step_graphs(engine, mix.decode_tokens), *g, t);
+    step_reference(m, sys_, plan, mix, graphs(mix.decode_tokens), *g, t);
     return t.t_realistic_s;
   };
   analysis::PhaseTimes t;
@@ -383,8 +387,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   }
   // The composition's device time is the kernels' alone; the host's launches of the step
   // (its floor when eager: docs/serving.md#eager-host) are a part of their own.
-  const GraphMode mode = decode_step_graphs(engine, d.sequences * q);
-  d.host_launches = host_launches(*g, mode);
+  const GraphMode mode = graphs(d.sequences * q);
+  const HostLaunches launched = host_launch_counts(*g, mode);
+  d.host_launches = launched.attention + launched.other;
+  d.compiled_launches = f.compiled_host_s > 0 ? launched.other : 0;
   d.eager_host_s = host_launch_s(*g, mode, f);
   if (d.eager_host_s > 0) {
     model::ForwardConfig device_only = f;

@@ -369,22 +369,23 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   out = t;
 }
 
-double host_launches(const model::Graph& g, GraphMode mode) noexcept {
-  double n = 0;
+HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept {
+  HostLaunches n;
   for (int i = 0; i < g.op_count; ++i) {
-    if (!in_graph(g.ops[i], mode)) n += g.ops[i].cost.launches * g.repeat(i);
+    const model::GraphOp& op = g.ops[i];
+    if (!in_graph(op, mode)) (is_attention(op.scale) ? n.attention : n.other) += op.cost.launches * g.repeat(i);
   }
   return n;
 }
 
+double host_launches(const model::Graph& g, GraphMode mode) noexcept {
+  const HostLaunches n = host_launch_counts(g, mode);
+  return n.attention + n.other;
+}
+
 double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept {
-  const double compiled = f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s;
-  double t = 0;
-  for (int i = 0; i < g.op_count; ++i) {
-    const model::GraphOp& op = g.ops[i];
-    if (!in_graph(op, mode)) t += (is_attention(op.scale) ? f.eager_host_s : compiled) * op.cost.launches * g.repeat(i);
-  }
-  return t;
+  const HostLaunches n = host_launch_counts(g, mode);
+  return f.eager_host_s * n.attention + (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
 }
 
 }  // namespace ridgeline::serving

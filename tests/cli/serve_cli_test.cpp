@@ -190,6 +190,25 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
 }
 
+TEST(ServeCli, AnEagerV1DecodeStepNamesItsPythonAndCompiledLaunchesApart) {
+  // --graph-max-batch 1: vLLM V1's largest graph holds one token, so two clients' decode steps
+  // of two run without graphs. Of the 8B's 325 kernels 32 are attention's, launched by the
+  // engine's Python at 25 us, and 293 the compiled model's at 9.1 us (tritonbench PR #1017):
+  // 32 x 25 + 293 x 9.1 = 800 + 2666.3 us = 3.4663 ms.
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --prompt 512 --gen 64 --concurrency 2 --requests 4 --graph-max-batch 1";
+  const auto d = run_json(q)["decode_step"];
+  EXPECT_DOUBLE_EQ(d["sequences"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(d["host_launches"].get<double>(), 325);
+  EXPECT_DOUBLE_EQ(d["compiled_launches"].get<double>(), 293);
+  EXPECT_NEAR(d["eager_host_s"].get<double>(), 32 * 25e-6 + 293 * 9.1e-6, 1e-12);
+  EXPECT_NE(d["sources"]["compiled_host"].get<std::string>().find("#1017"), std::string::npos);
+  const RunResult text = run(q);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("325 kernels, 3.466 ms (32 at 25 us each, 293 of the compiled model at 9.1 us)"), std::string::npos) << text.out;
+  // An engine without a compiled model refuses the flag.
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine sglang --compiled-host 9us", "--compiled-host");
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";

@@ -580,11 +580,14 @@ TEST(Engine, VllmV1StepsPastTheLargestCapturedSizeRunEagerly) {
     EXPECT_EQ(decode_step_graphs(e, 512), version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
     EXPECT_EQ(decode_step_graphs(e, 513), GraphMode::eager) << version;
   }
-  for (const EngineKind k : {EngineKind::sglang, EngineKind::trtllm, EngineKind::static_batch}) {
-    const EngineConfig e = engine_preset(k, h100().chip);
-    EXPECT_EQ(e.graph_max_tokens, 0);
-    EXPECT_EQ(mixed_step_graphs(e, 1e6), e.mixed_graphs);
+  for (const EngineRef k : {EngineRef{EngineKind::sglang, 0}, EngineRef{EngineKind::trtllm, 0}, EngineRef{EngineKind::static_batch, 0},
+                            EngineRef{EngineKind::vllm, 6}}) {
+    EXPECT_EQ(engine_preset(k, h100().chip).graph_max_tokens, 0) << name(k);
   }
+  // No cap (0): a mixed step of any size keeps the engine's mode, piecewise here.
+  EngineConfig uncapped = engine_preset(EngineKind::vllm, h100().chip);
+  uncapped.graph_max_tokens = 0;
+  EXPECT_EQ(mixed_step_graphs(uncapped, 1e6), GraphMode::piecewise);
 }
 
 // vLLM 0.6 (V0): the defaults of its own code, not V1's.
@@ -1264,6 +1267,27 @@ TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
   one.fused_attention = two.fused_attention = true;
   const double ttft = step.time(one, two, GraphMode::eager) + 0.4e-3 + 2 * 1.1e-6;  // 1000 tokens a rank: eager
   EXPECT_EQ(r.measured_requests, 2);
+  EXPECT_NEAR(r.ttft.min, ttft, 200 * kPs);
+  EXPECT_NEAR(r.ttft.max, ttft, 200 * kPs);
+}
+
+TEST(Simulator, AttentionDataParallelRanksLaunchByTheBusiestRanksTokens) {
+  // As above with two 400-token prompts, one a rank: the step holds 800 tokens, past vLLM's
+  // largest graph (512), but each rank runs its own forward of 400, padded to the busiest
+  // rank's 400: piecewise graphs, not eager. TTFT of both = that step on a rank + host 0.4 ms
+  // + 2 x 1.1 us; priced eagerly (the whole step's tokens) it would be longer.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  std::map<std::int64_t, RequestRecord> seen;
+  const ServingResult r = run_rank_trace(kVllmSerialHost, {{0, 400, 2, -1, 0}, {0, 400, 2, -1, 0}}, seen, [](EngineConfig&) {});
+  model::ForwardConfig f;
+  f.ep = 2;
+  StepModel step;
+  step.prepare(m, sys, engine_forward(f, r.engine));
+  const model::StepMix one = prompt_mix(1, 400), two = prompt_mix(2, 400);
+  const double host = 0.4e-3 + 2 * 1.1e-6;
+  const double ttft = step.time(one, two, GraphMode::piecewise) + host;
+  EXPECT_GT(step.time(one, two, GraphMode::eager) + host, ttft);
   EXPECT_NEAR(r.ttft.min, ttft, 200 * kPs);
   EXPECT_NEAR(r.ttft.max, ttft, 200 * kPs);
 }

@@ -216,6 +216,8 @@ struct DecodeStepComposition {
   /// Of its kernels, those the host launches itself (outside a graph), and their time on the
   /// host at the engine's eager_host_s: the step lasts at least that (docs/serving.md#eager-host).
   double host_launches = 0, eager_host_s = 0;
+  /// Of those, the compiled model's own (model::ForwardConfig::compiled_host_s; 0 when it has none).
+  double compiled_launches = 0;
   /// Expert parallelism: the busiest chip's routed pairs over the mean in such a step
   /// (model::routing_imbalance), and where it comes from; "" without expert parallelism.
   double expert_imbalance = 1;

@@ -241,6 +241,12 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
 /// every kernel eagerly, the attention kernels between piecewise graphs' pieces, none of one
 /// graph.
 double host_launches(const model::Graph& g, GraphMode mode) noexcept;
+/// Those kernels apart: attention's (launched by the engine's Python between a compiled
+/// model's pieces) and the others.
+struct HostLaunches {
+  double attention = 0, other = 0;
+};
+HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept;
 /// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, the
 /// others at `f.compiled_host_s` where it is set (else eager_host_s).
 double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept;
