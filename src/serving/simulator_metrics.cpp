@@ -391,7 +391,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const HostLaunches launched = host_launch_counts(*g, mode);
   d.host_launches = launched.attention + launched.other;
   d.compiled_launches = f.compiled_host_s > 0 ? launched.other : 0;
-  d.eager_host_s = host_launch_s(*g, mode, f);
+  d.eager_host_s = host_launch_s(launched, f);
   if (d.eager_host_s > 0) {
     model::ForwardConfig device_only = f;
     device_only.eager_host_s = device_only.compiled_host_s = 0;

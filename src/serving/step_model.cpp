@@ -77,8 +77,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     }
   }
   mla_ = m.is_mla();
-  eager_host_s_ = f.eager_host_s;
-  compiled_host_s_ = f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s;
+  host_ = {};
+  host_.eager_host_s = f.eager_host_s;
+  host_.compiled_host_s = f.compiled_host_s;
   launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
@@ -321,12 +322,12 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   // The host issues an eager step's kernels no faster than the engine's code runs: the step
   // lasts at least their count times its time per kernel (docs/serving.md#eager-host).
-  if (compiled_host_s_ > 0 && mode != GraphMode::graph) t = std::max(t, eager_host_s(mix, mode));
+  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0) && mode != GraphMode::graph) t = std::max(t, eager_host_s(mix, mode));
   return t;
 }
 
-StepModel::EagerLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept {
-  EagerLaunches n;
+HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept {
+  HostLaunches n;
   if (mode == GraphMode::graph) return n;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   if (mode == GraphMode::eager) {
@@ -343,13 +344,12 @@ StepModel::EagerLaunches StepModel::eager_launches(const model::StepMix& mix, Gr
 }
 
 double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
-  const EagerLaunches n = eager_launches(mix, mode);
+  const HostLaunches n = eager_launches(mix, mode);
   return n.attention + n.other;
 }
 
 double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept {
-  const EagerLaunches n = eager_launches(mix, mode);
-  return eager_host_s_ * n.attention + compiled_host_s_ * n.other;
+  return host_launch_s(eager_launches(mix, mode), host_);
 }
 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
@@ -362,7 +362,7 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
                          g.ops[i].kernel);
   }
   analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
-  const double host = host_launch_s(g, mode, f);
+  const double host = host_launch_s(host_launch_counts(g, mode), f);
   t.t_realistic_s = std::max(t.t_realistic_s, host);
   t.t_upper_s = std::max(t.t_upper_s, host);
   analysis::finish(t);
@@ -378,13 +378,7 @@ HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept 
   return n;
 }
 
-double host_launches(const model::Graph& g, GraphMode mode) noexcept {
-  const HostLaunches n = host_launch_counts(g, mode);
-  return n.attention + n.other;
-}
-
-double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept {
-  const HostLaunches n = host_launch_counts(g, mode);
+double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept {
   return f.eager_host_s * n.attention + (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
 }
 

@@ -26,6 +26,15 @@ enum class GraphMode : std::uint8_t {
 };
 std::string_view name(GraphMode g) noexcept;
 
+/// Kernels a step launches outside a graph (docs/serving.md#eager-host): attention's, launched
+/// by the engine's Python (between a compiled model's pieces), and the others.
+struct HostLaunches {
+  double attention = 0, other = 0;
+};
+/// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, the
+/// others at `f.compiled_host_s` where it is set (else eager_host_s).
+double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept;
+
 class StepModel {
  public:
   /// Fits the model for `m` on `sys` run as `f` (tp, ep, dtypes). Assumes a validated plan
@@ -163,12 +172,8 @@ class StepModel {
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
-  double eager_host_s_ = 0, compiled_host_s_ = 0;
-  // The kernels a step launches outside a graph: attention's, and the others.
-  struct EagerLaunches {
-    double attention = 0, other = 0;
-  };
-  EagerLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
+  model::ForwardConfig host_;  // the plan's eager_host_s and compiled_host_s (host_launch_s)
+  HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
@@ -240,15 +245,6 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
 /// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
 /// every kernel eagerly, the attention kernels between piecewise graphs' pieces, none of one
 /// graph.
-double host_launches(const model::Graph& g, GraphMode mode) noexcept;
-/// Those kernels apart: attention's (launched by the engine's Python between a compiled
-/// model's pieces) and the others.
-struct HostLaunches {
-  double attention = 0, other = 0;
-};
 HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept;
-/// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, the
-/// others at `f.compiled_host_s` where it is set (else eager_host_s).
-double host_launch_s(const model::Graph& g, GraphMode mode, const model::ForwardConfig& f) noexcept;
 
 }  // namespace ridgeline::serving
