@@ -96,12 +96,17 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     e.front_end_s = parse_quantity(f.front_end, Quantity::time, "--front-end", false);
     e.front_end_source = "--front-end";
   }
-  if (!f.eager_host.empty()) {
-    e.eager_host_s = parse_quantity(f.eager_host, Quantity::time, "--eager-host", false);
-    if (e.eager_host_s > 1e-3) {
-      throw InputError(fmt::format("--eager-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '25 us'",
-                                   f.eager_host));
+  // A host time per kernel (--eager-host, --compiled-host): at most a millisecond.
+  auto kernel_host_s = [](const std::string& value, const char* flag, const char* example) {
+    const double s = parse_quantity(value, Quantity::time, flag, false);
+    if (s > 1e-3) {
+      throw InputError(fmt::format("{}: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '{}'", flag,
+                                   value, example));
     }
+    return s;
+  };
+  if (!f.eager_host.empty()) {
+    e.eager_host_s = kernel_host_s(f.eager_host, "--eager-host", "25 us");
     e.eager_host_source = "--eager-host";
   }
   if (!f.compiled_host.empty()) {
@@ -109,11 +114,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
       throw InputError(fmt::format("--compiled-host: the {} engine runs no compiled model outside a graph (vLLM V1 does)",
                                    serving::name(serving::EngineRef{e.kind, e.version})));
     }
-    e.compiled_host_s = parse_quantity(f.compiled_host, Quantity::time, "--compiled-host", false);
-    if (e.compiled_host_s > 1e-3) {
-      throw InputError(fmt::format(
-          "--compiled-host: '{}' is more than a millisecond a kernel: expected the host's time to launch one, e.g. '9 us'", f.compiled_host));
-    }
+    e.compiled_host_s = kernel_host_s(f.compiled_host, "--compiled-host", "9 us");
     e.compiled_host_source = "--compiled-host";
   }
   if (f.cuda_graphs && f.eager) throw InputError("--cuda-graphs/--eager: choose one");
