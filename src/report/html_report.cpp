@@ -20,6 +20,8 @@ namespace {
 
 double num(const json& j, const char* key) { return json_number(j, key); }
 
+const json kEmptyObject = json::object();
+
 std::string text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
@@ -337,6 +339,8 @@ std::string html_serving_report(const json& j) {
   };
   const json kv = j.contains("kv_utilisation") ? j["kv_utilisation"] : json::object();
   s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
+  // (A file may hold anything under a key: only an object is read.)
+  const json& prompt_step = j.contains("prompt_step") && j["prompt_step"].is_object() ? j["prompt_step"] : kEmptyObject;
   s += cards({{"TTFT p50 / p99", fmt::format("{} / {}", t(stat("ttft_s", "p50")), t(stat("ttft_s", "p99"))), "arrival to first token"},
               {"TPOT p50 / p99", fmt::format("{} / {}", t(stat("tpot_s", "p50")), t(stat("tpot_s", "p99"))), "per request, mean between its tokens"},
               {"output tokens/s", fmt::format("{:.4g}", num(j, "output_tokens_per_s")),
@@ -351,7 +355,11 @@ std::string html_serving_report(const json& j) {
                j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernels' fixed times {}, collective latency {}",
                                                        json_number(j["decode_step"], "sequences"), t(json_number(j["decode_step"], "kernel_fixed_s")),
                                                        t(json_number(j["decode_step"], "link_latency_s")))
-                                         : ""}});
+                                         : ""},
+              {"mean prompt step", t(json_number(prompt_step, "device_s")),
+               prompt_step.contains("launch") ? fmt::format("{:.3g} chunks of {:.0f} tokens, {:.0f} decodes; launched {}", json_number(prompt_step, "chunks"),
+                                                            json_number(prompt_step, "chunk_tokens"), json_number(prompt_step, "decodes"), text(prompt_step["launch"]))
+                                              : ""}});
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
   s += "<figure id=\"chart-latency\">" + serving_latency_svg(j, "the report") + "</figure>\n";
   s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(j, "the report") + "</figure>\n";

@@ -276,22 +276,33 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["measured_span_s"] = r.measured_span_s;
   j["steps"] = {{"total", r.steps}, {"decode", r.decode_steps}, {"prefill", r.prefill_steps}, {"mixed", r.mixed_steps},
                 {"mean_s", r.mean_step_s}, {"mean_decode_batch", r.mean_decode_batch}};
+  // A composed step: its parts and where each comes from.
+  const auto composition = [&](const serving::StepComposition& c) {
+    json o = {{"device_s", c.device_s},       {"kernel_fixed_s", c.kernel_fixed_s},
+              {"link_latency_s", c.link_latency_s}, {"kernels", c.kernels},
+              {"host_s", c.host_s},           {"launch", serving::name(c.launch)},
+              {"host_launches", c.host_launches}, {"compiled_launches", c.compiled_launches},
+              {"eager_host_s", c.eager_host_s}};
+    o["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
+                    {"kernel_fixed", fixed_times_source(sys.chip)},
+                    {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
+                    {"host", r.engine.host_source},
+                    {"eager_host", r.engine.eager_host_source}};
+    if (r.engine.compiled_host_s > 0) o["sources"]["compiled_host"] = r.engine.compiled_host_source;
+    return o;
+  };
   const serving::DecodeStepComposition& d = r.decode_step;
-  j["decode_step"] = {{"sequences", d.sequences},           {"context", d.context},
-                      {"device_s", d.device_s},             {"kernel_fixed_s", d.kernel_fixed_s},
-                      {"link_latency_s", d.link_latency_s}, {"kernels", d.kernels},
-                      {"host_s", d.host_s},                 {"host_launches", d.host_launches},
-                      {"compiled_launches", d.compiled_launches}, {"eager_host_s", d.eager_host_s}};
-  j["decode_step"]["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
-                                 {"kernel_fixed", fixed_times_source(sys.chip)},
-                                 {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
-                                 {"host", r.engine.host_source},
-                                 {"eager_host", r.engine.eager_host_source}};
-  if (r.engine.compiled_host_s > 0) j["decode_step"]["sources"]["compiled_host"] = r.engine.compiled_host_source;
+  j["decode_step"] = composition(d);
+  j["decode_step"]["sequences"] = d.sequences;
+  j["decode_step"]["context"] = d.context;
   if (!d.expert_imbalance_source.empty()) {
     j["decode_step"]["expert_imbalance"] = d.expert_imbalance;
     j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
   }
+  const serving::PromptStepComposition& ps = r.prompt_step;
+  j["prompt_step"] = composition(ps);
+  j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
+                           {"decodes", ps.decodes}, {"decode_context", ps.decode_context}});
   // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
@@ -487,29 +498,42 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   s += fmt::format("steps: {:.0f}, mean {} ({:.0f} decode, {:.0f} prefill, {:.0f} mixed); mean decode batch {:.1f}\n", r.steps,
                    t(r.mean_step_s), r.decode_steps, r.prefill_steps, r.mixed_steps, r.mean_decode_batch);
-  if (r.decode_step.device_s > 0) {
-    const serving::DecodeStepComposition& d = r.decode_step;
-    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {} on the device, of which {:.0f} kernels' fixed times {} "
-                     "({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
-                     d.sequences, d.context, t(d.device_s), d.kernels, t(d.kernel_fixed_s), 100 * d.kernel_fixed_s / d.device_s,
-                     t(d.link_latency_s), 100 * d.link_latency_s / d.device_s, t(d.host_s));
-    if (d.eager_host_s > 0) {
+  // A composed step's device time and its parts, its host time, and the kernels the host
+  // launches outside a graph when there are any.
+  const auto parts = [&](const serving::StepComposition& c) {
+    std::string out = fmt::format("{} on the device, of which {:.0f} kernels' fixed times {} ({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
+                                  t(c.device_s), c.kernels, t(c.kernel_fixed_s), 100 * c.kernel_fixed_s / c.device_s, t(c.link_latency_s),
+                                  100 * c.link_latency_s / c.device_s, t(c.host_s));
+    if (c.eager_host_s > 0) {
       // The engine's Python kernels at its time, and the compiled model's at its own.
-      const double python = d.host_launches - d.compiled_launches;
+      const double python = c.host_launches - c.compiled_launches;
       std::string each;
       if (python > 0) each = fmt::format("{:.0f} at {} each", python, t(r.engine.eager_host_s));
-      if (d.compiled_launches > 0) {
-        each += fmt::format("{}{:.0f} of the compiled model at {}", each.empty() ? "" : ", ", d.compiled_launches, t(r.engine.compiled_host_s));
+      if (c.compiled_launches > 0) {
+        each += fmt::format("{}{:.0f} of the compiled model at {}", each.empty() ? "" : ", ", c.compiled_launches, t(r.engine.compiled_host_s));
       }
-      s += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} ({}){}\n", d.host_launches, t(d.eager_host_s), each,
-                       d.eager_host_s > d.device_s ? ": longer than the device's time, the step lasts that" : "");
+      out += fmt::format("  launched by the host outside a graph: {:.0f} kernels, {} ({}){}\n", c.host_launches, t(c.eager_host_s), each,
+                         c.eager_host_s > c.device_s ? ": longer than the device's time, the step lasts that" : "");
     }
+    return out;
+  };
+  if (r.decode_step.device_s > 0) {
+    const serving::DecodeStepComposition& d = r.decode_step;
+    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {}", d.sequences, d.context, parts(d));
     s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
                      r.engine.host_source.empty() ? "none" : r.engine.host_source);
     if (!d.expert_imbalance_source.empty()) {
       s += fmt::format("  expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs: {}\n", d.expert_imbalance,
                        d.expert_imbalance_source);
     }
+  }
+  if (r.prompt_step.device_s > 0) {
+    const serving::PromptStepComposition& p = r.prompt_step;
+    const std::string decodes = p.decodes > 0 ? fmt::format(" and {:.0f} decode{} at context {:.0f}", p.decodes, p.decodes == 1 ? "" : "s", p.decode_context) : "";
+    const std::string_view launch = p.launch == serving::GraphMode::eager ? "eagerly" : p.launch == serving::GraphMode::piecewise ? "as piecewise graphs" : "as one graph";
+    s += fmt::format("a mean step with prompt tokens ({:.0f} of {:.0f} steps; {:.3g} chunk{} of {:.0f} tokens to context {:.0f}{}, launched {}{}): {}", p.steps, r.steps,
+                     p.chunks, p.chunks == 1 ? "" : "s", p.chunk_tokens, p.chunk_context, decodes, launch,
+                     cfg.spec.on() ? "; the target model's" : "", parts(p));
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;

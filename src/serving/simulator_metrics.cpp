@@ -263,6 +263,7 @@ void Simulation::summarise() {
   const double dsteps = r.decode_steps + r.mixed_steps;
   r.mean_decode_batch = dsteps > 0 ? decode_batch_sum_ / dsteps : 0;
   if (decode_batch_sum_ > 0 && !cfg_.lean) compose_decode_step(r);
+  if (prompt_sums_.chunks > 0 && !cfg_.lean) compose_prompt_step(r);
   if (cfg_.disagg.on() && measured_ > 0 && !cfg_.lean) rate_match(r);
   r.memory = tiers_[0]->mem;
   r.engine = tiers_[0]->engine;
@@ -328,6 +329,35 @@ bool Simulation::queue_trend() const {
   return rise > kQueueTrend * static_cast<double>(measured_total_) + 2;
 }
 
+namespace {
+
+// `mix` launched as `mode`, priced op by op into `c`: the device's time (the kernels alone:
+// the host's launches, the step's floor when eager, are a part of their own, docs/serving.md#eager-host),
+// its fixed times and latencies, its kernels and those the host launches.
+void compose_step(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f, const model::StepMix& mix,
+                  GraphMode mode, StepComposition& c) {
+  auto g = std::make_unique<model::Graph>();
+  analysis::PhaseTimes t;
+  step_reference(m, sys, f, mix, mode, *g, t);
+  c.launch = mode;
+  const HostLaunches launched = host_launch_counts(*g, mode);
+  c.host_launches = launched.attention + launched.other;
+  c.compiled_launches = f.compiled_host_s > 0 ? launched.other : 0;
+  c.eager_host_s = host_launch_s(launched, f);
+  if (c.eager_host_s > 0) {
+    model::ForwardConfig device_only = f;
+    device_only.eager_host_s = device_only.compiled_host_s = 0;
+    step_reference(m, sys, device_only, mix, mode, *g, t);
+  }
+  c.device_s = t.t_realistic_s;
+  c.kernel_fixed_s = t.kernel_fixed_s;
+  c.link_latency_s = t.link_latency_s;
+  c.kernels = 0;
+  for (int i = 0; i < g->op_count; ++i) c.kernels += g->repeat(i) * g->ops[i].cost.launches;
+}
+
+}  // namespace
+
 // A decode step of the mean batch at the mean context, built op by op (step_reference).
 void Simulation::compose_decode_step(ServingResult& r) const {
   // The instances that decode: every replica, or the decode instances.
@@ -342,29 +372,38 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   // tokens (the mean batch spread evenly over them).
   const double groups = static_cast<double>(std::max<std::int64_t>(1, k.ctx.groups));
   auto graphs = [&](double tokens) { return decode_step_graphs(engine, std::ceil(tokens / groups)); };
-  auto g = std::make_unique<model::Graph>();
-  // A decode step of the mean batch, `queries` tokens per sequence at context `kv`, of `m`, op by op.
-  auto step = [&](const model::ModelConfig& m, double queries, double kv, analysis::PhaseTimes& t,
-                  const model::ForwardConfig& plan) {
+  // The mean batch, `queries` tokens per sequence at context `kv`.
+  auto batch = [&](double queries, double kv) {
     model::StepMix mix;
     for (double i = 0; i < d.sequences; ++i) mix.add_decode(kv, k.ctx.window, queries);
     mix.fused_attention = engine.fused_attention;
-    step_reference(m, sys_, plan, mix, graphs(mix.decode_tokens), *g, t);
-    return t.t_realistic_s;
+    return mix;
   };
-  analysis::PhaseTimes t;
   if (cfg_.spec.on()) {
     // The draft's passes (as draft_time prices them) and the plain step, at the same batch and
-    // context, before the verification step's graph is built last for the composition.
+    // context.
+    auto g = std::make_unique<model::Graph>();
+    auto step = [&](const model::ModelConfig& m, double queries, double kv) {
+      const model::StepMix mix = batch(queries, kv);
+      analysis::PhaseTimes t;
+      step_reference(m, sys_, f, mix, graphs(mix.decode_tokens), *g, t);
+      return t.t_realistic_s;
+    };
     SpeculationCost& s = r.speculation;
     const model::ModelConfig& dm = *cfg_.spec.draft;
     const double c = std::max(0.0, d.context - q);  // cached context before the step
     s.k = cfg_.spec.k;
     s.tokens_per_step = model::tokens_per_step(cfg_.spec);
-    s.draft_s = step(dm, 1, c + 1, t, f) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2, t, f) : 0);
-    s.plain_s = step(m_, 1, c + 1, t, f);
+    s.draft_s = step(dm, 1, c + 1) + (q > 2 ? (q - 2) * step(dm, 1, c + 1 + (q - 1) / 2) : 0);
+    s.plain_s = step(m_, 1, c + 1);
+    // The verification step as the simulator prices it (the eager floor included).
+    s.verify_s = step(m_, q, d.context);
+    s.speedup = s.plain_s / ((s.verify_s + s.draft_s) / s.tokens_per_step);
+    const auto even = model::break_even_accept(s.k, (s.verify_s + s.draft_s) / s.plain_s);
+    s.break_even = even.has_value();
+    s.break_even_accept = even.value_or(1);
   }
-  step(m_, q, d.context, t, f);
+  compose_step(m_, sys_, f, batch(q, d.context), graphs(d.sequences * q), d);
   // The imbalance the tier's steps were priced with (its StepModel, prepared from the same forward pass).
   const model::RoutingImbalance& routing = k.step.routing();
   if (m_.is_moe() && f.ep_size() > 1) {
@@ -377,32 +416,35 @@ void Simulation::compose_decode_step(ServingResult& r) const {
                            : fmt::format("a balanced router's expected busiest of {} GPUs for the step's {:.0f} token{} (docs/serving.md#moe-layouts)",
                                          f.ep_size(), T, T == 1 ? "" : "s");
   }
-  if (cfg_.spec.on()) {
-    SpeculationCost& s = r.speculation;
-    s.verify_s = t.t_realistic_s;
-    s.speedup = s.plain_s / ((s.verify_s + s.draft_s) / s.tokens_per_step);
-    const auto even = model::break_even_accept(s.k, (s.verify_s + s.draft_s) / s.plain_s);
-    s.break_even = even.has_value();
-    s.break_even_accept = even.value_or(1);
-  }
-  // The composition's device time is the kernels' alone; the host's launches of the step
-  // (its floor when eager: docs/serving.md#eager-host) are a part of their own.
-  const GraphMode mode = graphs(d.sequences * q);
-  const HostLaunches launched = host_launch_counts(*g, mode);
-  d.host_launches = launched.attention + launched.other;
-  d.compiled_launches = f.compiled_host_s > 0 ? launched.other : 0;
-  d.eager_host_s = host_launch_s(launched, f);
-  if (d.eager_host_s > 0) {
-    model::ForwardConfig device_only = f;
-    device_only.eager_host_s = device_only.compiled_host_s = 0;
-    step(m_, q, d.context, t, device_only);
-  }
-  d.device_s = t.t_realistic_s;
-  d.kernel_fixed_s = t.kernel_fixed_s;
-  d.link_latency_s = t.link_latency_s;
-  for (int i = 0; i < g->op_count; ++i) d.kernels += g->repeat(i) * g->ops[i].cost.launches;
   // A multi-step window (vLLM V0) pays the scheduler once in n decode steps: a step's share.
   d.host_s = (engine.step_overhead_s + engine.per_request_overhead_s * d.sequences) * decode_schedule_share(engine);
+}
+
+// The mean step that computes prompt tokens, built op by op: its mean count of chunks, each of
+// the mean chunk's tokens at the mean context they end at, and the decodes it carries.
+void Simulation::compose_prompt_step(ServingResult& r) const {
+  // The instances that prefill: every replica, or the prefill instances.
+  const Tier& k = *tiers_[0];
+  const EngineConfig& engine = k.engine;
+  PromptStepComposition& p = r.prompt_step;
+  const PromptSums& s = prompt_sums_;
+  p.steps = s.steps;
+  p.chunks = s.chunks / s.steps;  // a mean: 1.6 chunks of 1000 tokens are 1600 tokens, not 2000
+  p.chunk_tokens = std::max(1.0, std::round(s.tokens / s.chunks));
+  p.chunk_context = std::max(p.chunk_tokens, std::round(s.positions / s.chunks));
+  p.decodes = std::round(s.decodes / s.steps);
+  p.decode_context = s.decodes > 0 ? std::max(1.0, std::round(s.decode_context / s.decodes)) : 0;
+  const double q = static_cast<double>(cfg_.spec.k + 1);
+  model::StepMix mix;
+  mix.add_prefill(p.chunk_tokens, p.chunk_context, k.ctx.window);
+  mix.scale(p.chunks);
+  for (double i = 0; i < p.decodes; ++i) mix.add_decode(p.decode_context, k.ctx.window, q);
+  mix.fused_attention = engine.fused_attention;
+  // Launched by the busiest attention data-parallel rank's tokens (the step's spread evenly).
+  const double groups = static_cast<double>(std::max<std::int64_t>(1, k.ctx.groups));
+  const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
+  compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, std::ceil(mix.tokens() / groups)), p);
+  p.host_s = engine.step_overhead_s + engine.per_request_overhead_s * mix.seqs();
 }
 
 void Simulation::rate_match(ServingResult& r) const {

@@ -152,6 +152,11 @@ void Simulation::start_step(Replica& r, Ps t) {
   else if (prefill) ++result_.prefill_steps;
   else ++result_.decode_steps;
   if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
+  if (prefill) {
+    PromptSums& s = prompt_sums_;
+    s.steps += 1, s.chunks += p.mix.prefill_seqs, s.tokens += p.mix.prefill_tokens, s.positions += p.mix.prefill_positions;
+    s.decodes += p.mix.decode_seqs, s.decode_context += p.mix.decode_full.keys;
+  }
   steps_.set(r.index, leap_on_ ? start_leap(r, k) : r.busy_until);
 }
 

@@ -209,6 +209,56 @@ TEST(ServeCli, AnEagerV1DecodeStepNamesItsPythonAndCompiledLaunchesApart) {
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine sglang --compiled-host 9us", "--compiled-host");
 }
 
+TEST(ServeCli, TheMeanPromptStepIsComposedAsTheStepsThatRanIt) {
+  // One request of 1000 prompt tokens: its one prompt step (1000 > 512 tokens: vLLM V1 runs it
+  // without graphs) is 1 chunk of 1000 tokens to context 1000, with no decodes. Launched by the
+  // host: the 8B's 325 kernels, 32 attention's at 25 us and 293 the compiled model's at 9.1 us,
+  // 3.4663 ms (the test above); the host's step, 400 us + 1.1 us for one request. The device's
+  // time is the step's: a lone request's TTFT is the front end, the host's step and the step.
+  const std::string lone = "serve --model llama-3.1-8b --hw h100-sxm --prompt 1000 --gen 2 --concurrency 1 --requests 1";
+  const auto j = run_json(lone);
+  const auto p = j["prompt_step"];
+  EXPECT_DOUBLE_EQ(p["steps"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(p["chunks"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(p["chunk_tokens"].get<double>(), 1000);
+  EXPECT_DOUBLE_EQ(p["chunk_context"].get<double>(), 1000);
+  EXPECT_DOUBLE_EQ(p["decodes"].get<double>(), 0);
+  EXPECT_EQ(p["launch"], "eager");
+  EXPECT_DOUBLE_EQ(p["host_launches"].get<double>(), 325);
+  EXPECT_DOUBLE_EQ(p["compiled_launches"].get<double>(), 293);
+  EXPECT_NEAR(p["eager_host_s"].get<double>(), 32 * 25e-6 + 293 * 9.1e-6, 1e-12);
+  EXPECT_NEAR(p["host_s"].get<double>(), 400e-6 + 1.1e-6, 1e-12);
+  EXPECT_NEAR(p["device_s"].get<double>(), j["ttft_s"]["mean"].get<double>() - j["engine"]["front_end_s"].get<double>() - (400e-6 + 1.1e-6), 1e-9);
+  EXPECT_NE(p["sources"]["compiled_host"].get<std::string>().find("#1017"), std::string::npos);
+  // Within a budget of 512 tokens the prompt runs in two steps: 512 tokens to context 512, then
+  // 488 to 1000. Their mean: 1 chunk of 500 tokens to context 756, under 512 tokens: piecewise
+  // graphs, the host launching attention's 32 kernels alone (800 us).
+  const std::string chunked = lone + " --max-batched-tokens 512 --max-num-seqs 256";
+  const auto c = run_json(chunked)["prompt_step"];
+  EXPECT_DOUBLE_EQ(c["steps"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(c["chunks"].get<double>(), 1);
+  EXPECT_DOUBLE_EQ(c["chunk_tokens"].get<double>(), 500);
+  EXPECT_DOUBLE_EQ(c["chunk_context"].get<double>(), 756);
+  EXPECT_EQ(c["launch"], "piecewise");
+  EXPECT_DOUBLE_EQ(c["host_launches"].get<double>(), 32);
+  EXPECT_DOUBLE_EQ(c["compiled_launches"].get<double>(), 0);
+  EXPECT_NEAR(c["eager_host_s"].get<double>(), 32 * 25e-6, 1e-12);
+  const RunResult text = run(chunked);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("a mean step with prompt tokens (2 of 3 steps; 1 chunk of 500 tokens to context 756, launched as piecewise graphs)"),
+            std::string::npos)
+      << text.out;
+  // Three requests 200 ms apart, each decoding 99 steps of several ms (longer than 400 ms): the
+  // second's prompt step carries the first's decode, the third's both: 0, 1 and 2 decodes,
+  // 1 on average, each at a context past its 1000-token prompt and short of its 1100 tokens.
+  const auto mixed = run_json("serve --model llama-3.1-8b --hw h100-sxm --prompt 1000 --gen 100 --arrival constant --qps 5 --requests 3");
+  EXPECT_DOUBLE_EQ(mixed["steps"]["mixed"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(mixed["prompt_step"]["steps"].get<double>(), 3);
+  EXPECT_DOUBLE_EQ(mixed["prompt_step"]["decodes"].get<double>(), 1);
+  EXPECT_GT(mixed["prompt_step"]["decode_context"].get<double>(), 1000);
+  EXPECT_LT(mixed["prompt_step"]["decode_context"].get<double>(), 1100);
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";

@@ -204,24 +204,40 @@ struct ServingCdf {
   std::vector<double> q, ttft_s, tpot_s, itl_s, e2e_s;
 };
 
-/// A decode step of the run's mean batch at its mean context, priced op by op: how much of
-/// it is the kernels' floor and the collectives' latency rather than bandwidth or compute.
-struct DecodeStepComposition {
-  double sequences = 0, context = 0;  ///< the mean decode batch and its mean context
-  double device_s = 0;                ///< realistic device time of the step
+/// A step of the run's mean composition, priced op by op (serving::step_reference): how much
+/// of it is the kernels' floor and the collectives' latency rather than bandwidth or compute,
+/// and what the host spends on it.
+struct StepComposition {
+  double device_s = 0;                ///< realistic device time of the step (its kernels alone)
   double kernel_fixed_s = 0;          ///< of it: kernel boundaries (analysis::PhaseTimes)
   double link_latency_s = 0;          ///< of it: collective latency steps
   double kernels = 0;                 ///< kernels the step runs
   double host_s = 0;                  ///< the engine's host time for such a step
+  GraphMode launch = GraphMode::graph;  ///< how the engine launches it (EngineConfig's graph caps)
   /// Of its kernels, those the host launches itself (outside a graph), and their time on the
   /// host at the engine's eager_host_s: the step lasts at least that (docs/serving.md#eager-host).
   double host_launches = 0, eager_host_s = 0;
   /// Of those, the compiled model's own (model::ForwardConfig::compiled_host_s; 0 when it has none).
   double compiled_launches = 0;
+};
+
+/// A decode step of the run's mean batch at its mean context.
+struct DecodeStepComposition : StepComposition {
+  double sequences = 0, context = 0;  ///< the mean decode batch and its mean context
   /// Expert parallelism: the busiest chip's routed pairs over the mean in such a step
   /// (model::routing_imbalance), and where it comes from; "" without expert parallelism.
   double expert_imbalance = 1;
   std::string expert_imbalance_source;
+};
+
+/// The run's mean step that computes prompt tokens (a prefill step, or a mixed one with the
+/// decodes it carries): its mean count of prompt chunks, each of the mean chunk's tokens
+/// ending at the chunks' mean context, and its mean count of decodes at their mean context.
+/// With a draft model, the target's forward alone (the draft's passes apart).
+struct PromptStepComposition : StepComposition {
+  double steps = 0;                          ///< steps that compute prompt tokens (every instance that prefills)
+  double chunks = 0, chunk_tokens = 0, chunk_context = 0;
+  double decodes = 0, decode_context = 0;    ///< decodes carried (0: prefill steps only)
 };
 
 /// Speculative decoding at the run's mean decode batch and context (docs/serving.md#speculative-decoding).
@@ -293,6 +309,7 @@ struct ServingResult {
   Summary ttft, tpot, itl, e2e, queue;
   DisaggResult disagg;
   DecodeStepComposition decode_step;
+  PromptStepComposition prompt_step;
   SpeculationCost speculation;
   ServingCdf cdf;
   double requests_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
