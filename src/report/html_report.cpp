@@ -356,10 +356,11 @@ std::string html_serving_report(const json& j) {
                                                        json_number(j["decode_step"], "sequences"), t(json_number(j["decode_step"], "kernel_fixed_s")),
                                                        t(json_number(j["decode_step"], "link_latency_s")))
                                          : ""},
-              {"mean prompt step", t(json_number(prompt_step, "device_s")),
-               prompt_step.contains("launch") ? fmt::format("{:.3g} chunks of {:.0f} tokens, {:.0f} decodes; launched {}", json_number(prompt_step, "chunks"),
-                                                            json_number(prompt_step, "chunk_tokens"), json_number(prompt_step, "decodes"), text(prompt_step["launch"]))
-                                              : ""}});
+              {"mean prompt step", prompt_step.contains("launch") ? t(json_number(prompt_step, "device_s")) : "-",
+               prompt_step.contains("launch") ? fmt::format("{:.3g} chunks of {:.0f} tokens, {:.3g} decodes; launched {}", json_number(prompt_step, "chunks"),
+                                                            json_number(prompt_step, "chunk_tokens"), json_number(prompt_step, "decodes"),
+                                                            launched(text(prompt_step["launch"])))
+                                              : "no step computed prompt tokens"}});
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
   s += "<figure id=\"chart-latency\">" + serving_latency_svg(j, "the report") + "</figure>\n";
   s += "<figure id=\"chart-timeline\">" + serving_timeline_svg(j, "the report") + "</figure>\n";

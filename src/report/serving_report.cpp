@@ -300,9 +300,11 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
   }
   const serving::PromptStepComposition& ps = r.prompt_step;
-  j["prompt_step"] = composition(ps);
-  j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
-                           {"decodes", ps.decodes}, {"decode_context", ps.decode_context}});
+  if (ps.steps > 0) {
+    j["prompt_step"] = composition(ps);
+    j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
+                             {"decodes", ps.decodes}, {"decode_context", ps.decode_context}, {"launch_tokens", ps.launch_tokens}});
+  }
   // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
@@ -529,8 +531,8 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   if (r.prompt_step.device_s > 0) {
     const serving::PromptStepComposition& p = r.prompt_step;
-    const std::string decodes = p.decodes > 0 ? fmt::format(" and {:.0f} decode{} at context {:.0f}", p.decodes, p.decodes == 1 ? "" : "s", p.decode_context) : "";
-    const std::string_view launch = p.launch == serving::GraphMode::eager ? "eagerly" : p.launch == serving::GraphMode::piecewise ? "as piecewise graphs" : "as one graph";
+    const std::string decodes = p.decodes > 0 ? fmt::format(" and {:.3g} decode{} at context {:.0f}", p.decodes, p.decodes == 1 ? "" : "s", p.decode_context) : "";
+    const std::string launch = launched(serving::name(p.launch));
     s += fmt::format("a mean step with prompt tokens ({:.0f} of {:.0f} steps; {:.3g} chunk{} of {:.0f} tokens to context {:.0f}{}, launched {}{}): {}", p.steps, r.steps,
                      p.chunks, p.chunks == 1 ? "" : "s", p.chunk_tokens, p.chunk_context, decodes, launch,
                      cfg.spec.on() ? "; the target model's" : "", parts(p));

@@ -238,10 +238,12 @@ class Simulation {
   double backlog_fraction_ = 1;  // sustainable(): finished requests over the span less the fastest latency, per offered rate
   double first_arrival_measured_ = 1e300, last_measured_arrival_ = 0;
   double step_time_sum_ = 0, decode_batch_sum_ = 0, decode_context_sum_ = 0;
-  // Over the steps that compute prompt tokens: their count, their chunks, the chunks' tokens and
-  // the contexts they end at, the decodes they carry and those decodes' contexts.
+  // Over the steps that compute prompt tokens (on the instances that prefill): their count,
+  // their chunks, the chunks' tokens and the contexts they end at, the decodes they carry and
+  // those decodes' contexts, and the tokens each step's launch was chosen by (the busiest
+  // attention data-parallel rank's).
   struct PromptSums {
-    double steps = 0, chunks = 0, tokens = 0, positions = 0, decodes = 0, decode_context = 0;
+    double steps = 0, chunks = 0, tokens = 0, positions = 0, decodes = 0, decode_context = 0, launch_tokens = 0;
   } prompt_sums_;
   struct Snapshot {
     std::int64_t running = 0, waiting = 0, used = 0;  // used: KV blocks taken

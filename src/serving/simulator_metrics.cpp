@@ -421,7 +421,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
 }
 
 // The mean step that computes prompt tokens, built op by op: its mean count of chunks, each of
-// the mean chunk's tokens at the mean context they end at, and the decodes it carries.
+// the mean chunk's tokens at the mean context they end at, and the decodes it carries (means,
+// fractional counts: 1.6 chunks of 1000 tokens are 1600 tokens, not 2000), launched as the mean
+// of the tokens each step's launch was chosen by. With attention data-parallel ranks the step's
+// work is spread evenly over them, as the decode step's.
 void Simulation::compose_prompt_step(ServingResult& r) const {
   // The instances that prefill: every replica, or the prefill instances.
   const Tier& k = *tiers_[0];
@@ -429,21 +432,24 @@ void Simulation::compose_prompt_step(ServingResult& r) const {
   PromptStepComposition& p = r.prompt_step;
   const PromptSums& s = prompt_sums_;
   p.steps = s.steps;
-  p.chunks = s.chunks / s.steps;  // a mean: 1.6 chunks of 1000 tokens are 1600 tokens, not 2000
+  p.chunks = s.chunks / s.steps;
   p.chunk_tokens = std::max(1.0, std::round(s.tokens / s.chunks));
   p.chunk_context = std::max(p.chunk_tokens, std::round(s.positions / s.chunks));
-  p.decodes = std::round(s.decodes / s.steps);
+  p.decodes = s.decodes / s.steps;
   p.decode_context = s.decodes > 0 ? std::max(1.0, std::round(s.decode_context / s.decodes)) : 0;
-  const double q = static_cast<double>(cfg_.spec.k + 1);
-  model::StepMix mix;
+  p.launch_tokens = std::ceil(s.launch_tokens / s.steps);
+  model::StepMix mix, decodes;
   mix.add_prefill(p.chunk_tokens, p.chunk_context, k.ctx.window);
   mix.scale(p.chunks);
-  for (double i = 0; i < p.decodes; ++i) mix.add_decode(p.decode_context, k.ctx.window, q);
+  if (p.decodes > 0) {
+    decodes.add_decode(p.decode_context, k.ctx.window, static_cast<double>(cfg_.spec.k + 1));
+    decodes.scale(p.decodes);
+  }
+  mix.decode_seqs = decodes.decode_seqs, mix.decode_tokens = decodes.decode_tokens;
+  mix.decode_full = decodes.decode_full, mix.decode_window = decodes.decode_window;
   mix.fused_attention = engine.fused_attention;
-  // Launched by the busiest attention data-parallel rank's tokens (the step's spread evenly).
-  const double groups = static_cast<double>(std::max<std::int64_t>(1, k.ctx.groups));
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
-  compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, std::ceil(mix.tokens() / groups)), p);
+  compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, p.launch_tokens), p);
   p.host_s = engine.step_overhead_s + engine.per_request_overhead_s * mix.seqs();
 }
 

@@ -17,12 +17,17 @@ namespace {
 // How a step is launched (graphs, pieces or eagerly), chosen by its tokens: the whole step's,
 // or with attention data-parallel ranks the most any rank runs. Each rank runs its own forward,
 // padded to the largest (vLLM's num_tokens_across_dp; SGLang's global_num_tokens).
-GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
+double launch_tokens(bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
   double tokens = chunks ? whole.tokens() : whole.decode_tokens;
   if (n > 0) {
     tokens = 0;
     for (std::size_t g = 0; g < n; ++g) tokens = std::max(tokens, chunks ? ranks[g].tokens() : ranks[g].decode_tokens);
   }
+  return tokens;
+}
+
+GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
+  const double tokens = launch_tokens(chunks, whole, ranks, n);
   return chunks ? mixed_step_graphs(e, tokens) : decode_step_graphs(e, tokens);
 }
 
@@ -152,10 +157,12 @@ void Simulation::start_step(Replica& r, Ps t) {
   else if (prefill) ++result_.prefill_steps;
   else ++result_.decode_steps;
   if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
-  if (prefill) {
+  // (A decode instance's prompt steps, recomputing preempted requests, are its own: not these.)
+  if (prefill && r.role != detail::Role::decode) {
     PromptSums& s = prompt_sums_;
     s.steps += 1, s.chunks += p.mix.prefill_seqs, s.tokens += p.mix.prefill_tokens, s.positions += p.mix.prefill_positions;
     s.decodes += p.mix.decode_seqs, s.decode_context += p.mix.decode_full.keys;
+    s.launch_tokens += launch_tokens(true, p.mix, p.ranks.data(), p.ranks.size());
   }
   steps_.set(r.index, leap_on_ ? start_leap(r, k) : r.busy_until);
 }

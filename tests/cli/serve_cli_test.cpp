@@ -259,6 +259,25 @@ TEST(ServeCli, TheMeanPromptStepIsComposedAsTheStepsThatRanIt) {
   EXPECT_LT(mixed["prompt_step"]["decode_context"].get<double>(), 1100);
 }
 
+TEST(ServeCli, TheMeanPromptStepIsThePrefillInstancesAndTheBusiestRanks) {
+  // Disaggregated with a decode cache of 1500 blocks for requests of 3000 tokens: decode
+  // instances preempt and recompute, their own mixed steps. The prompt step is the prefill
+  // instances': their steps hold no decodes, so it is their prefill steps alone.
+  const auto d = run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 50 --requests 300 --prompt 1000 --gen 2000 --disagg 1:1 --kv-blocks 1500");
+  ASSERT_GT(d["steps"]["mixed"].get<double>(), 0);  // the decode instances' recomputes
+  EXPECT_DOUBLE_EQ(d["prompt_step"]["steps"].get<double>(), d["steps"]["prefill"].get<double>());
+  EXPECT_DOUBLE_EQ(d["prompt_step"]["decodes"].get<double>(), 0);
+  // gpt-oss-120b on 8 attention data-parallel B200 ranks: a 1024-token prompt's chunk sits whole
+  // on its request's rank, so the busiest rank runs at least 1024 tokens, past vLLM V1's 512:
+  // the step runs without graphs, its 545 kernels launched by the host, 36 of them attention's
+  // at 25 us and 509 the compiled model's at 9.1 us: 900 + 4631.9 us = 5.5319 ms.
+  const auto p = run_json("serve --model gpt-oss-120b --hw b200 --chips 8 --ep 8 --experts ep --tp 1 --qps 20 --requests 200 --prompt 1024")["prompt_step"];
+  EXPECT_GE(p["launch_tokens"].get<double>(), 1024);
+  EXPECT_EQ(p["launch"], "eager");
+  EXPECT_DOUBLE_EQ(p["host_launches"].get<double>(), 545);
+  EXPECT_NEAR(p["eager_host_s"].get<double>(), 36 * 25e-6 + 509 * 9.1e-6, 1e-12);
+}
+
 TEST(ServeCli, RequestsOutCsvAndJsonl) {
   const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.csv";
   const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_requests.jsonl";

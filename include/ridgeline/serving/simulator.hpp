@@ -231,13 +231,16 @@ struct DecodeStepComposition : StepComposition {
 };
 
 /// The run's mean step that computes prompt tokens (a prefill step, or a mixed one with the
-/// decodes it carries): its mean count of prompt chunks, each of the mean chunk's tokens
-/// ending at the chunks' mean context, and its mean count of decodes at their mean context.
-/// With a draft model, the target's forward alone (the draft's passes apart).
+/// decodes it carries) on the instances that prefill: its mean count of prompt chunks, each of
+/// the mean chunk's tokens ending at the chunks' mean context, and its mean count of decodes at
+/// their mean context (counts are means, fractional). Launched by the mean of the tokens each
+/// step's launch was chosen by (with attention data-parallel ranks, the busiest rank's); its
+/// work spread evenly over such ranks. With a draft model, the target's forward alone.
 struct PromptStepComposition : StepComposition {
-  double steps = 0;                          ///< steps that compute prompt tokens (every instance that prefills)
+  double steps = 0;                          ///< steps that compute prompt tokens (0: none ran)
   double chunks = 0, chunk_tokens = 0, chunk_context = 0;
   double decodes = 0, decode_context = 0;    ///< decodes carried (0: prefill steps only)
+  double launch_tokens = 0;                  ///< the tokens its launch is chosen by
 };
 
 /// Speculative decoding at the run's mean decode batch and context (docs/serving.md#speculative-decoding).
