@@ -519,11 +519,13 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     }
     return out;
   };
+  // Where a composed step's parts come from (once, after the first step line).
+  const std::string sources =
+      fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip), r.engine.host_source.empty() ? "none" : r.engine.host_source);
   if (r.decode_step.device_s > 0) {
     const serving::DecodeStepComposition& d = r.decode_step;
     s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {}", d.sequences, d.context, parts(d));
-    s += fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip),
-                     r.engine.host_source.empty() ? "none" : r.engine.host_source);
+    s += sources;
     if (!d.expert_imbalance_source.empty()) {
       s += fmt::format("  expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs: {}\n", d.expert_imbalance,
                        d.expert_imbalance_source);
@@ -536,6 +538,8 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("a mean step with prompt tokens ({:.0f} of {:.0f} steps; {:.3g} chunk{} of {:.0f} tokens to context {:.0f}{}, launched {}{}): {}", p.steps, r.steps,
                      p.chunks, p.chunks == 1 ? "" : "s", p.chunk_tokens, p.chunk_context, decodes, launch,
                      cfg.spec.on() ? "; the target model's" : "", parts(p));
+    // (Sources as the decode step's line gives them, when there was none: prompts of one token out.)
+    if (!(r.decode_step.device_s > 0)) s += sources;
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;

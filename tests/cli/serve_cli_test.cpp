@@ -248,6 +248,15 @@ TEST(ServeCli, TheMeanPromptStepIsComposedAsTheStepsThatRanIt) {
   EXPECT_NE(text.out.find("a mean step with prompt tokens (2 of 3 steps; 1 chunk of 500 tokens to context 756, launched as piecewise graphs)"),
             std::string::npos)
       << text.out;
+  // Outputs of one token: no decode step, so the prompt step's line is followed by where its
+  // parts come from. One client, five requests: five steps, each one prompt.
+  const RunResult lone_tokens = run("serve --model llama-3.1-8b --hw h100-sxm --prompt 1000 --gen 1 --concurrency 1 --requests 5");
+  ASSERT_EQ(lone_tokens.status, 0) << lone_tokens.err;
+  EXPECT_EQ(lone_tokens.out.find("a mean decode step"), std::string::npos) << lone_tokens.out;
+  EXPECT_NE(lone_tokens.out.find("a mean step with prompt tokens (5 of 5 steps; 1 chunk of 1000 tokens to context 1000, launched eagerly)"),
+            std::string::npos)
+      << lone_tokens.out;
+  EXPECT_NE(lone_tokens.out.find("  fixed times: h100-sxm's kernel classes"), std::string::npos) << lone_tokens.out;
   // Three requests 200 ms apart, each decoding 99 steps of several ms (longer than 400 ms): the
   // second's prompt step carries the first's decode, the third's both: 0, 1 and 2 decodes,
   // 1 on average, each at a context past its 1000-token prompt and short of its 1100 tokens.
