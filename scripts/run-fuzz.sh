@@ -3,9 +3,7 @@
 # starting from a copy of the checked-in corpus. Usage: run-fuzz.sh BUILD_DIR RUNS
 # The targets run in two lanes, one a core (CI machines have two), each lane's targets one after
 # another; the lanes' times are about even (measured: serving 92 s + hardware_file 44 s against
-# profile 94 + result 25 + units 19 + model_config 17 s at 100000 runs), so the wall time is about
-# half the sum. `make fuzz` (CI) runs 60000, to keep CI within its 30 minutes: with a fixed seed
-# and corpus a run repeats the last CI run's inputs wherever the parsers did not change.
+# profile 94 + result 25 + units 19 + model_config 17 s), so the wall time is about half the sum.
 set -euo pipefail
 dir=$1
 runs=${2:-20000}

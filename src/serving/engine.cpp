@@ -131,8 +131,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.decode_graphs = version == 10 ? GraphMode::piecewise : GraphMode::graph;
   e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise
   // Graphs of 1, 2, 4, 8, 16, ... 512 tokens (vllm/config.py, V1: [1, 2, 4] + range(8, 513, 8);
-  // later max_cudagraph_capture_size, min(2 x max_num_seqs, 512) by default: 512 at the presets'
-  // limits: docs/serving.md#step-model), a step padded to the next; a step of more tokens,
+  // from 0.10 min(2 x max_num_seqs, 512) by default, later min(2 x max_num_seqs x (1 + k), 512):
+  // 512 at the presets' limits, docs/serving.md#step-model), a step padded to the next; a step of more tokens,
   // a long prompt's chunk with or without decodes, runs the compiled model without graphs
   // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
   e.graph_max_batch = 512;
