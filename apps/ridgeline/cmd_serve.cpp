@@ -123,12 +123,14 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
     // vLLM's --enforce-eager also turns torch.compile off (optimization level -O0): every kernel
     // the Python model's own.
     e.decode_graphs = e.mixed_graphs = serving::GraphMode::eager;
+    e.capture_follows_seqs = false;
     e.compiled_host_s = 0;
     e.compiled_host_source.clear();
   }
   if (!f.graph_max_batch.empty()) {
     if (f.eager) throw InputError("--graph-max-batch/--eager: --eager captures no graph");
     e.graph_max_batch = parse_positive_int(f.graph_max_batch, "--graph-max-batch");
+    e.capture_follows_seqs = false;
     // vLLM V1 captures by tokens: its --max-cudagraph-capture-size bounds every step's graphs.
     if (e.graph_max_tokens > 0) e.graph_max_tokens = e.graph_max_batch;
   }
@@ -167,6 +169,7 @@ void decode_instances(const ServeFlags& f, const hw::System& sys, serving::Serve
   serving::EngineConfig& e = dg.decode_engine.emplace(engine_config(f, sys, cfg.forward, dg.decode_tp > 0 ? dg.decode_tp : cfg.forward.tp));
   if (seqs > 0) e.max_num_seqs = seqs;
   if (budget > 0) e.max_batched_tokens = budget;
+  serving::capture_from_seqs(e, cfg.spec.k);
 }
 
 // `draft` holds the draft model of speculative decoding (it must outlive the configuration).
@@ -179,6 +182,8 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     cfg.accept_spread = parse_number(f.accept_spread, "--accept-spread");
   }
   cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
+  // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell it).
+  serving::capture_from_seqs(cfg.engine, cfg.spec.k);
 
   cfg.workload = workload_spec(f.load);
   cfg.window = measurement_window(f.load);

@@ -43,6 +43,10 @@ std::string graphs_text(const serving::EngineConfig& e) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)
                                 : ", other steps piecewise graphs";
   }
+  // Below the presets' 512, the largest graph is the one vLLM sizes from the sequence limit.
+  if (e.capture_follows_seqs && e.graph_max_batch < 512) {
+    s += fmt::format(" (vLLM's largest graph from max_num_seqs {}; --graph-max-batch sets it)", e.max_num_seqs);
+  }
   return s;
 }
 
@@ -102,6 +106,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"mixed_graphs", std::string(serving::name(e.mixed_graphs))},
           {"graph_max_batch", e.graph_max_batch},
           {"graph_max_tokens", e.graph_max_tokens},
+          {"capture_follows_seqs", e.capture_follows_seqs},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"front_end_s", e.front_end_s},

@@ -137,12 +137,15 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
   e.graph_max_batch = 512;
   e.graph_max_tokens = 512;
+  // 0.10 first sized it from max_num_seqs (PR #20628); the 0.8-0.10 preset keeps 0.8's 512.
+  e.capture_follows_seqs = version != 10;
   e.compiled_host_s = kCompiledHostS;  // past the largest graph, the compiled model's kernels
   e.compiled_host_source = "Inductor's launch of a compiled kernel, CachingAutotuner.run: meta-pytorch/tritonbench PR #1017";
   if (chip.kind == "tpu") {
     // XLA programs compiled per padded shape: no CUDA graph to fall out of, no kernel launched
     // one by one from Python.
     e.graph_max_tokens = 0;
+    e.capture_follows_seqs = false;
     e.compiled_host_s = 0;
     e.compiled_host_source.clear();
   }
@@ -606,6 +609,18 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
   if (e.graph_max_tokens > 0 && tokens > static_cast<double>(e.graph_max_tokens)) return GraphMode::eager;
   return e.mixed_graphs;
+}
+
+// vLLM V1 with no capture size given: SchedulerConfig's cuda_graph_sizes default of
+// [min(max_num_seqs x 2, 512)] (PR #20628, July 2025: from 0.10), later
+// max_cudagraph_capture_size = min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512) in
+// vllm/config/vllm.py (PR #30330, December 2025; quoted in issue #32324): the 0.14+ preset's.
+void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
+  if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
+  const std::int64_t query = e.version == 0 ? 1 + std::max(0, spec_tokens) : 1;
+  const std::int64_t size = std::min<std::int64_t>(512, 2 * query * std::min<std::int64_t>(e.max_num_seqs, 512));
+  e.graph_max_batch = size;
+  if (e.graph_max_tokens > 0) e.graph_max_tokens = size;
 }
 
 }  // namespace ridgeline::serving

@@ -68,6 +68,21 @@ TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
 
 // A config.json without a repository in it: the launch names the directory that holds it (the
 // checkpoint's, which engines load), not the file.
+// A sequence limit below vLLM's 256 lowers the largest graph vLLM captures by default (min(2 x
+// max_num_seqs, 512), PR #20628): the simulation prices that graph and the launch files say it,
+// each kind of instance its own: 2 x 64 = 128 for the prefill instances, 2 x 16 = 32 for decode.
+TEST(EmitCli, TheLargestGraphFollowsEachInstancesSequenceLimit) {
+  const std::string dir = tmp("emit_capture");
+  const RunResult r = run("serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 2 --disagg 1:1 "
+                          "--max-num-seqs 64 --disagg-decode max-num-seqs=16 --emit vllm --emit-dir " + dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string prefill = slurp(dir + "/prefill.sh"), decode = slurp(dir + "/decode.sh");
+  EXPECT_NE(prefill.find("--max-num-seqs 64 \\\n"), std::string::npos) << prefill;
+  EXPECT_NE(prefill.find("--max-cudagraph-capture-size 128 \\\n"), std::string::npos) << prefill;
+  EXPECT_NE(decode.find("--max-num-seqs 16 \\\n"), std::string::npos) << decode;
+  EXPECT_NE(decode.find("--max-cudagraph-capture-size 32 \\\n"), std::string::npos) << decode;
+}
+
 TEST(EmitCli, AConfigFileNamesItsDirectory) {
   const std::string dir = tmp("emit_config");
   std::filesystem::create_directories(dir + "/my-model");

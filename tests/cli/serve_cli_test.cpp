@@ -190,6 +190,46 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
 }
 
+TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
+  // vLLM from 0.10 captures graphs up to min(2 x max_num_seqs, 512) tokens unless told (PR
+  // #20628), and the 0.14+ preset min(2 x max_num_seqs x (1 + k), 512) with k speculative
+  // tokens (PR #30330). One client, a prompt of 100 tokens: within the preset's 512 its step is
+  // piecewise graphs.
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 1";
+  const auto preset = run_json(q);
+  EXPECT_EQ(preset["engine"]["graph_max_tokens"], 512);
+  EXPECT_EQ(preset["prompt_step"]["launch"], "piecewise");
+  // --max-num-seqs 32: graphs up to 2 x 32 = 64 tokens; the 100-token step runs without them,
+  // all 325 kernels launched by the host (32 attention's, 293 the compiled model's).
+  const auto small = run_json(q + " --max-num-seqs 32");
+  EXPECT_EQ(small["engine"]["graph_max_tokens"], 64);
+  EXPECT_EQ(small["engine"]["graph_max_batch"], 64);
+  EXPECT_EQ(small["engine"]["capture_follows_seqs"], true);
+  EXPECT_EQ(small["prompt_step"]["launch"], "eager");
+  EXPECT_DOUBLE_EQ(small["prompt_step"]["host_launches"].get<double>(), 325);
+  const RunResult text = run(q + " --max-num-seqs 32");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("up to 64 tokens piecewise graphs, longer ones eagerly (vLLM's largest graph from max_num_seqs 32;"), std::string::npos)
+      << text.out;
+  // 300 sequences: 600, capped at 512. --graph-max-batch gives the size itself.
+  EXPECT_EQ(run_json(q + " --max-num-seqs 300")["engine"]["graph_max_tokens"], 512);
+  const auto given = run_json(q + " --max-num-seqs 32 --graph-max-batch 256");
+  EXPECT_EQ(given["engine"]["graph_max_tokens"], 256);
+  EXPECT_EQ(given["engine"]["capture_follows_seqs"], false);
+  EXPECT_EQ(given["prompt_step"]["launch"], "piecewise");
+  // The 0.8-0.10 preset keeps 0.8's fixed list up to 512; 0.11-0.13 follows the sequences.
+  EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.8")["engine"]["graph_max_tokens"], 512);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.13")["engine"]["graph_max_tokens"], 64);
+  // Three draft tokens: 2 x 32 x 4 = 256 on the 0.14+ preset, still 64 on 0.11-0.13.
+  const std::string spec = q + " --max-num-seqs 32 --draft mtp --spec-tokens 3 --accept 0.8";
+  EXPECT_EQ(run_json(spec)["engine"]["graph_max_tokens"], 256);
+  EXPECT_EQ(run_json(spec + " --engine vllm@0.13")["engine"]["graph_max_tokens"], 64);
+  // Engines that capture by batch keep theirs: SGLang's and TensorRT-LLM's decode graphs never
+  // see a batch past the limit.
+  EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine trtllm")["engine"]["graph_max_batch"], 128);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine trtllm")["engine"]["capture_follows_seqs"], false);
+}
+
 TEST(ServeCli, AnEagerV1DecodeStepNamesItsPythonAndCompiledLaunchesApart) {
   // --graph-max-batch 1: vLLM V1's largest graph holds one token, so two clients' decode steps
   // of two run without graphs. Of the 8B's 325 kernels 32 are attention's, launched by the

@@ -124,6 +124,9 @@ struct EngineConfig {
   /// to max_cudagraph_capture_size, 512 by default): a step of more tokens than this runs without
   /// graphs, every kernel launched by the host, a mixed step too (mixed_step_graphs). 0: no cap.
   std::int64_t graph_max_tokens = 0;
+  /// vLLM V1 0.11+: with no capture size given, the largest graph is sized from the sequence
+  /// limit (capture_from_seqs); false once --graph-max-batch gives one.
+  bool capture_follows_seqs = false;
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
@@ -210,6 +213,11 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// How a step with prefill tokens, `tokens` of all kinds, is launched: as mixed_graphs, or
 /// eagerly past graph_max_tokens.
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
+/// vLLM V1's default largest graph from its sequence limit, where the engine sizes it so
+/// (capture_follows_seqs): min(2 x max_num_seqs, 512) tokens, and from 0.13 min(2 x max_num_seqs
+/// x (1 + k), 512) with k speculative tokens a sequence (docs/serving.md#step-model). Sets
+/// graph_max_batch and graph_max_tokens; at the presets' limits (256 or more) it stays 512.
+void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
 /// step shows. `after_idle`: the step starts an engine that was idle, whose host could not
