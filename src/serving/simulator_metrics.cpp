@@ -438,15 +438,15 @@ void Simulation::compose_prompt_step(ServingResult& r) const {
   p.decodes = s.decodes / s.steps;
   p.decode_context = s.decodes > 0 ? std::max(1.0, std::round(s.decode_context / s.decodes)) : 0;
   p.launch_tokens = std::ceil(s.launch_tokens / s.steps);
-  model::StepMix mix, decodes;
+  model::StepMix mix;
   mix.add_prefill(p.chunk_tokens, p.chunk_context, k.ctx.window);
   mix.scale(p.chunks);
   if (p.decodes > 0) {
+    model::StepMix decodes;
     decodes.add_decode(p.decode_context, k.ctx.window, static_cast<double>(cfg_.spec.k + 1));
     decodes.scale(p.decodes);
+    mix.add_decodes(decodes);
   }
-  mix.decode_seqs = decodes.decode_seqs, mix.decode_tokens = decodes.decode_tokens;
-  mix.decode_full = decodes.decode_full, mix.decode_window = decodes.decode_window;
   mix.fused_attention = engine.fused_attention;
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, p.launch_tokens), p);

@@ -128,6 +128,11 @@ struct StepMix {
   void add_prefill(double q, double kv, double window) noexcept;
   /// n times these sequences (every count is a sum over them).
   void scale(double n) noexcept;
+  /// Adds `o`'s decode sequences (its prefill chunks left out).
+  void add_decodes(const StepMix& o) noexcept {
+    decode_seqs += o.decode_seqs, decode_tokens += o.decode_tokens;
+    decode_full += o.decode_full, decode_window += o.decode_window;
+  }
   /// Without its decode sequences (the prefill chunks kept).
   void clear_decodes() noexcept {
     decode_seqs = decode_tokens = 0;
