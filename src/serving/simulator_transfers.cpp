@@ -178,6 +178,12 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   auto step = std::make_unique<StepModel>();
   step->prepare(m, sys, engine_forward(pp.forward, pe));
   const double budget = static_cast<double>(pe.max_batched_tokens), window = static_cast<double>(m.sliding_window);
+  // Attention data-parallel ranks (docs/serving.md#moe-layouts): each runs its own forward,
+  // launched by its own tokens; under vLLM V1 and TensorRT-LLM each has the whole budget and
+  // sequence limit, under SGLang its share of the server's.
+  const double pranks = static_cast<double>(std::max<std::int64_t>(1, pp.forward.ep));
+  const double dranks = static_cast<double>(std::max<std::int64_t>(1, dp.forward.ep));
+  const double budgets = limits_per_rank(pe, pp.forward.ep) ? pranks : 1;
   model::StepMix pre;
   pre.fused_attention = pe.fused_attention;
   double prompts = 0;  // prompts one step prefills
@@ -188,10 +194,12 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     prompts = std::floor(budget / prompt);
     for (double i = 0; i < prompts; ++i) pre.add_prefill(prompt, prompt, window);
   }
-  out.prefill_rate = prompts / step_period(pe, step->time(pre, mixed_step_graphs(pe, pre.tokens())), pre.seqs());
+  pre.scale(budgets);
+  prompts *= budgets;
+  out.prefill_rate = prompts / step_period(pe, step->time(pre, mixed_step_graphs(pe, std::ceil(pre.tokens() / pranks))), pre.seqs());
   const model::ForwardConfig f = engine_forward(dp.forward, e);
   step->prepare(m, sys, f);
-  const double limit = e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048;
+  const double limit = (e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048) * (limits_per_rank(e, dp.forward.ep) ? dranks : 1);
   const double batch = std::max(1.0, std::floor(std::min(limit, static_cast<double>(mem.kv_tokens) / (prompt + gen))));
   const double q = static_cast<double>(cfg.spec.k + 1), k = static_cast<double>(cfg.spec.k), c = prompt + gen / 2;
   model::StepMix dec, first, rest;
@@ -200,7 +208,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     first.add_decode(c + 1, window), rest.add_decode(c + 1 + k / 2, window);
   }
   dec.fused_attention = first.fused_attention = rest.fused_attention = e.fused_attention;
-  const GraphMode mode = decode_step_graphs(e, dec.decode_tokens);
+  const GraphMode mode = decode_step_graphs(e, std::ceil(dec.decode_tokens / dranks));
   double device = step->time(dec, mode);
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them.

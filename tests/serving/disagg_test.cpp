@@ -130,6 +130,41 @@ TEST(Disagg, RateMatchingByHand) {
   EXPECT_NEAR(r.disagg.prefill_per_decode, decode_rate / prefill_rate, 1e-9);
 }
 
+TEST(Disagg, RateMatchingGivesEachAttentionRankItsOwnBudgetAndLimit) {
+  // Mixtral-8x7B at TP 1 over 2 attention data-parallel ranks, the experts whole over them,
+  // vLLM 0.13: each rank's EngineCore has the whole 8192-token budget and its own
+  // max_num_seqs, here 300. Prompts of 500 and outputs of 100. Prefill: floor(8192 / 500) =
+  // 16 prompts a rank, 32 in an instance's step (host 0.4 ms + 32 x 1.1 us), each rank's
+  // forward 8000 tokens: eager (past 512). Decode: up to 300 sequences a rank, min(600, the
+  // cache's tokens over 600) in a step, at context 500 + 100/2 + 1; each rank's forward half
+  // of them: under 512 tokens, one graph (the step's 600 would not be).
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  ServeConfig cfg;
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 2;
+  cfg.forward.experts = model::ForwardConfig::Experts::expert;
+  cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);
+  cfg.engine.max_num_seqs = 300;
+  cfg.disagg.prefill = cfg.disagg.decode = 1;
+  StepModel step;
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
+  DisaggResult r;
+  disagg_rates(m, sys, cfg, 500, 100, r);
+  model::StepMix pre;
+  for (int i = 0; i < 32; ++i) pre.add_prefill(500, 500, 0);
+  pre.fused_attention = true;
+  const double prefill_rate = 32 / (step.time(pre, GraphMode::eager) + 0.4e-3 + 32 * 1.1e-6);
+  const double batch = std::min(600.0, std::floor(static_cast<double>(serve_memory(m, sys, cfg, true).kv_tokens) / 600));
+  ASSERT_GT(batch, 512);  // the whole step past vLLM's largest graph, each rank's forward within it
+  model::StepMix dec;
+  for (int i = 0; i < batch; ++i) dec.add_decode(551, 0);
+  dec.fused_attention = true;
+  const double decode_rate = batch / (100 * (step.time(dec, GraphMode::graph) + 0.4e-3 + batch * 1.1e-6));
+  EXPECT_NEAR(r.prefill_rate, prefill_rate, 1e-9 * prefill_rate);
+  EXPECT_NEAR(r.decode_rate, decode_rate, 1e-9 * decode_rate);
+}
+
 TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
   Lone x;
   x.cfg.disagg.prefill = 0;
