@@ -739,6 +739,14 @@ serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, cons
   return slo;
 }
 
+std::int64_t pinned_graph_max_batch(const FleetSpace& space, const Deployment& d) {
+  const serving::EngineConfig preset = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
+  serving::EngineConfig own = preset;
+  own.max_num_seqs = d.max_num_seqs;
+  serving::capture_from_seqs(own, d.spec_tokens);
+  return own.graph_max_batch != preset.graph_max_batch ? preset.graph_max_batch : 0;
+}
+
 serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
   ServeConfig c = space.base;
   if (space.margin_band) c.slo = band_slo(m, space, d);

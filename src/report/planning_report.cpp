@@ -228,6 +228,8 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   f += fmt::format(" --engine {}", serving::name(d.engine));
   if (d.max_num_seqs > 0) f += fmt::format(" --max-num-seqs {}", d.max_num_seqs);
   f += fmt::format(" --max-batched-tokens {}", d.max_batched_tokens);
+  // The searched graphs, where serve alone would size them from the sequence limit.
+  if (const std::int64_t g = planning::pinned_graph_max_batch(s, d); g > 0) f += fmt::format(" --graph-max-batch {}", g);
   if (d.chunked_prefill) f += fmt::format(" --chunked-prefill {}", *d.chunked_prefill ? "on" : "off");
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
   if (own_decode_tp(d) || own_decode_ep(d)) {

@@ -254,6 +254,24 @@ TEST(SearchServeCli, ChunkedPrefillOnOffOrBoth) {
   expect_bad("search serve --model mixtral-8x7b --hw h100-sxm --qps 1 --experts tp,dp", "--experts: 'dp'");
 }
 
+TEST(SearchServeCli, ACommandRunsTheGraphsTheSearchPriced) {
+  // The search prices vLLM at the preset's largest graph, 512 tokens, and its launch files say
+  // so. `serve --max-num-seqs 64` alone would size it as vLLM does, 2 x 64 = 128, and run the
+  // 300-token prompts' steps without graphs: the command pins 512, and `serve` of it gives the
+  // search's numbers. At 256 sequences vLLM's own size is 512: nothing to pin.
+  const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine vllm --prompt 300 --gen 50 --qps 4 --requests 100 "
+                        "--max-rate off --weight-dtype bf16 --kv-dtype bf16 --max-num-seqs ";
+  const auto j = run_json(q + "64");
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object()) << j.dump();
+  const std::string command = b["command"];
+  EXPECT_NE(command.find("--max-num-seqs 64 --max-batched-tokens 8192 --graph-max-batch 512"), std::string::npos) << command;
+  const auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  const std::string plain = run_json(q + "256")["best"]["command"];
+  EXPECT_EQ(plain.find("--graph-max-batch"), std::string::npos) << plain;
+}
+
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
   // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its

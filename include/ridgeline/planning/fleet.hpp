@@ -196,6 +196,10 @@ struct FleetSearchResult {
 /// The configuration `serve` runs for a deployment: `base` with its plan, engine and replicas,
 /// and its targets (band_slo with FleetSpace::margin_band).
 serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
+/// The largest CUDA graph `serve` must be told (--graph-max-batch) to run `d` as it was
+/// searched: the preset's, where the engine would otherwise size it from d's sequence limit
+/// (vLLM V1 0.11+: serving::capture_from_seqs). 0: serve's own default is the searched one.
+std::int64_t pinned_graph_max_batch(const FleetSpace& space, const Deployment& d);
 
 /// The SLO as asked: `slo_asked`, or `base.slo` where the caller set that alone (before any
 /// headroom).
