@@ -37,7 +37,7 @@ std::string graphs_text(const serving::EngineConfig& e) {
   std::string s = e.graph_exact_sizes
                       ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
                                     e.graph_max_batch)
-                      : fmt::format("decode steps up to {} sequences as {}", e.graph_max_batch,
+                      : fmt::format("decode steps up to {} {} as {}", e.graph_max_batch, e.graph_max_tokens > 0 ? "tokens" : "sequences",
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
   if (e.mixed_graphs == serving::GraphMode::piecewise) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)

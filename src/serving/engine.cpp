@@ -138,7 +138,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.graph_max_batch = 512;
   e.graph_max_tokens = 512;
   // 0.10 first sized it from max_num_seqs (PR #20628); the 0.8-0.10 preset keeps 0.8's 512.
-  e.capture_follows_seqs = version != 10;
+  // CUDA graphs on GPUs only (a CPU backend captures none).
+  e.capture_follows_seqs = version != 10 && chip.kind == "gpu";
   e.compiled_host_s = kCompiledHostS;  // past the largest graph, the compiled model's kernels
   e.compiled_host_source = "Inductor's launch of a compiled kernel, CachingAutotuner.run: meta-pytorch/tritonbench PR #1017";
   if (chip.kind == "tpu") {
@@ -614,11 +615,19 @@ GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
 // vLLM V1 with no capture size given: SchedulerConfig's cuda_graph_sizes default of
 // [min(max_num_seqs x 2, 512)] (PR #20628, July 2025: from 0.10), later
 // max_cudagraph_capture_size = min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512) in
-// vllm/config/vllm.py (PR #30330, December 2025; quoted in issue #32324): the 0.14+ preset's.
+// vllm/config/vllm.py (PR #30330, December 2025, in 0.13: the 0.11-0.13 preset follows 0.13
+// here; quoted in issue #32324). Graphs are captured at the sizes of a list, [1, 2, 4] then
+// steps of 8 (0.11's _set_cudagraph_sizes), later steps of 16 from 256 (the 0.14+ preset), and
+// none past the token budget: the largest is the list's last entry within both (a size off the
+// list is truncated to the one below, vLLM PR #37865: "300 -> 288").
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
-  const std::int64_t query = e.version == 0 ? 1 + std::max(0, spec_tokens) : 1;
-  const std::int64_t size = std::min<std::int64_t>(512, 2 * query * std::min<std::int64_t>(e.max_num_seqs, 512));
+  const std::int64_t query = 1 + std::max(0, spec_tokens);
+  std::int64_t n = std::min<std::int64_t>(512, 2 * query * std::min<std::int64_t>(e.max_num_seqs, 512));
+  if (e.max_batched_tokens > 0) n = std::min(n, e.max_batched_tokens);
+  const std::int64_t size = n < 8                       ? (n >= 4 ? 4 : n >= 2 ? 2 : 1)
+                            : n < 256 || e.version != 0 ? n / 8 * 8
+                                                        : 256 + (n - 256) / 16 * 16;
   e.graph_max_batch = size;
   if (e.graph_max_tokens > 0) e.graph_max_tokens = size;
 }

@@ -192,9 +192,9 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
 
 TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   // vLLM from 0.10 captures graphs up to min(2 x max_num_seqs, 512) tokens unless told (PR
-  // #20628), and the 0.14+ preset min(2 x max_num_seqs x (1 + k), 512) with k speculative
-  // tokens (PR #30330). One client, a prompt of 100 tokens: within the preset's 512 its step is
-  // piecewise graphs.
+  // #20628), from 0.13 min(2 x max_num_seqs x (1 + k), 512) with k speculative tokens (PR
+  // #30330), rounded down to its capture list and within the token budget. One client, a
+  // prompt of 100 tokens: within the preset's 512 its step is piecewise graphs.
   const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 1";
   const auto preset = run_json(q);
   EXPECT_EQ(preset["engine"]["graph_max_tokens"], 512);
@@ -211,8 +211,16 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("up to 64 tokens piecewise graphs, longer ones eagerly (vLLM's largest graph from max_num_seqs 32;"), std::string::npos)
       << text.out;
-  // 300 sequences: 600, capped at 512. --graph-max-batch gives the size itself.
+  // 300 sequences: 600, capped at 512. Off the list: 2 x 30 = 60 is captured up to 56 (steps
+  // of 8), 2 x 3 = 6 up to 4 (1, 2, 4); 2 x 150 = 300 up to 288 on the 0.14+ preset (steps of 16
+  // from 256), 296 on 0.11-0.13 (steps of 8). A budget of 40 tokens drops the sizes past it.
   EXPECT_EQ(run_json(q + " --max-num-seqs 300")["engine"]["graph_max_tokens"], 512);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 30")["engine"]["graph_max_tokens"], 56);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 3")["engine"]["graph_max_tokens"], 4);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 150")["engine"]["graph_max_tokens"], 288);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 150 --engine vllm@0.13")["engine"]["graph_max_tokens"], 296);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 32 --max-batched-tokens 40")["engine"]["graph_max_tokens"], 40);
+  // --graph-max-batch gives the size itself.
   const auto given = run_json(q + " --max-num-seqs 32 --graph-max-batch 256");
   EXPECT_EQ(given["engine"]["graph_max_tokens"], 256);
   EXPECT_EQ(given["engine"]["capture_follows_seqs"], false);
@@ -220,10 +228,17 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   // The 0.8-0.10 preset keeps 0.8's fixed list up to 512; 0.11-0.13 follows the sequences.
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.8")["engine"]["graph_max_tokens"], 512);
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.13")["engine"]["graph_max_tokens"], 64);
-  // Three draft tokens: 2 x 32 x 4 = 256 on the 0.14+ preset, still 64 on 0.11-0.13.
+  // Three draft tokens: 2 x 32 x 4 = 256 (0.13 and later); the engine line counts tokens.
   const std::string spec = q + " --max-num-seqs 32 --draft mtp --spec-tokens 3 --accept 0.8";
   EXPECT_EQ(run_json(spec)["engine"]["graph_max_tokens"], 256);
-  EXPECT_EQ(run_json(spec + " --engine vllm@0.13")["engine"]["graph_max_tokens"], 64);
+  EXPECT_EQ(run_json(spec + " --engine vllm@0.13")["engine"]["graph_max_tokens"], 256);
+  const RunResult spec_text = run(spec);
+  ASSERT_EQ(spec_text.status, 0) << spec_text.err;
+  EXPECT_NE(spec_text.out.find("decode steps up to 256 tokens as one graph"), std::string::npos) << spec_text.out;
+  // A CPU captures no CUDA graph: vLLM's CPU backend keeps the preset's figures.
+  const auto cpu = run_json("serve --model llama-3.1-8b --hw epyc-9654 --prompt 100 --gen 4 --concurrency 1 --requests 1 --max-num-seqs 32");
+  EXPECT_EQ(cpu["engine"]["capture_follows_seqs"], false);
+  EXPECT_EQ(cpu["engine"]["graph_max_tokens"], 512);
   // Engines that capture by batch keep theirs: SGLang's and TensorRT-LLM's decode graphs never
   // see a batch past the limit.
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine trtllm")["engine"]["graph_max_batch"], 128);

@@ -214,9 +214,10 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// eagerly past graph_max_tokens.
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
 /// vLLM V1's default largest graph from its sequence limit, where the engine sizes it so
-/// (capture_follows_seqs): min(2 x max_num_seqs, 512) tokens, and from 0.13 min(2 x max_num_seqs
-/// x (1 + k), 512) with k speculative tokens a sequence (docs/serving.md#step-model). Sets
-/// graph_max_batch and graph_max_tokens; at the presets' limits (256 or more) it stays 512.
+/// (capture_follows_seqs): min(2 x max_num_seqs x (1 + k), 512) tokens with k speculative tokens
+/// a sequence (0.10-0.12: k left out), rounded down to vLLM's capture list and within the token
+/// budget (docs/serving.md#step-model). Sets graph_max_batch and graph_max_tokens; at the
+/// presets' limits (256 sequences or more) it stays 512.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
