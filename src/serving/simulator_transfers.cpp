@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <vector>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/serving/kv_connector.hpp"
@@ -211,10 +212,14 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   const GraphMode mode = decode_step_graphs(e, std::ceil(dec.decode_tokens / dranks));
   double device = step->time(dec, mode);
   if (cfg.spec.on()) {
-    // The draft's k passes, as the simulator prices them.
+    // The draft's k passes, as the simulator prices them: with ranks, each rank's equal share,
+    // launched by its own tokens.
     step->prepare(*cfg.spec.draft, sys, f);
     StepTimeMemo memo[2];
-    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, memo);
+    const std::size_t n = dranks > 1 ? static_cast<std::size_t>(dranks) : 0;
+    const std::vector<model::StepMix> first_ranks(n, step->group_share(first)), rest_ranks(n, step->group_share(rest));
+    StepModel::RankMemo rank_memo[2];
+    device += draft_passes_s(*step, e, cfg.spec.k, first, rest, false, memo, n, first_ranks.data(), rest_ranks.data(), rank_memo);
   }
   out.decode_rate = batch * model::tokens_per_step(cfg.spec) / (gen * step_period(e, device, batch, false, decode_schedule_share(e)));
   out.prefill_per_decode = out.decode_rate / out.prefill_rate;

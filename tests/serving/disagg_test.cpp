@@ -163,6 +163,27 @@ TEST(Disagg, RateMatchingGivesEachAttentionRankItsOwnBudgetAndLimit) {
   const double decode_rate = batch / (100 * (step.time(dec, GraphMode::graph) + 0.4e-3 + batch * 1.1e-6));
   EXPECT_NEAR(r.prefill_rate, prefill_rate, 1e-9 * prefill_rate);
   EXPECT_NEAR(r.decode_rate, decode_rate, 1e-9 * decode_rate);
+  // Speculating one token with an MTP layer accepted at 0.8: 1.8 tokens a step. The target
+  // verifies 2 tokens a sequence at context 552, each rank's forward of 2 x 300 = 600 tokens
+  // without graphs; the draft's one pass, a token a sequence at context 551, each rank's 300
+  // in one graph (the step's 600 would not be).
+  const model::ModelConfig draft = model::mtp_draft(m);
+  cfg.spec.k = 1;
+  cfg.spec.accept.fill(0.8);
+  cfg.spec.draft = &draft;
+  cfg.spec.mtp = true;
+  DisaggResult sr;
+  disagg_rates(m, sys, cfg, 500, 100, sr);
+  const double sbatch = std::min(600.0, std::floor(static_cast<double>(serve_memory(m, sys, cfg, true).kv_tokens) / 600));
+  ASSERT_GT(sbatch, 512);
+  model::StepMix verify, drafts;
+  for (int i = 0; i < sbatch; ++i) verify.add_decode(552, 0, 2), drafts.add_decode(551, 0);
+  verify.fused_attention = drafts.fused_attention = true;
+  StepModel d;
+  d.prepare(draft, sys, engine_forward(cfg.forward, cfg.engine));
+  const double device = step.time(verify, GraphMode::eager) + d.time(drafts, GraphMode::graph);
+  const double spec_rate = sbatch * 1.8 / (100 * (device + 0.4e-3 + sbatch * 1.1e-6));
+  EXPECT_NEAR(sr.decode_rate, spec_rate, 1e-9 * spec_rate);
 }
 
 TEST(Disagg, LayoutsWithoutAnInstanceAreRefused) {
