@@ -477,7 +477,7 @@ class Evaluator {
     dec.fused_attention = e.fused_attention;
     for (double i = 0; i < batch; ++i) dec.add_decode(prompt + gen / 2, window);
     const double t_token =
-        serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, std::ceil(batch / static_cast<double>(std::max<std::int64_t>(1, cfg.forward.ep))))), batch,
+        serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, serving::rank_tokens(batch, cfg.forward.ep))), batch,
                              false, serving::decode_schedule_share(e)) /
         batch;
     const double chunk = std::max(1.0, std::min(static_cast<double>(e.max_batched_tokens), std::round(prompt)));

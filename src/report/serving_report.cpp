@@ -44,7 +44,7 @@ std::string graphs_text(const serving::EngineConfig& e) {
                                 : ", other steps piecewise graphs";
   }
   // Below the presets' 512, the largest graph is the one vLLM sizes from the sequence limit.
-  if (e.capture_follows_seqs && e.graph_max_batch < 512) {
+  if (e.capture_follows_seqs && e.graph_max_batch < serving::kVllmLargestGraph) {
     s += fmt::format(" (vLLM's largest graph from max_num_seqs {}; --graph-max-batch sets it)", e.max_num_seqs);
   }
   return s;

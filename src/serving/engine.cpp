@@ -135,8 +135,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // 512 at the presets' limits, docs/serving.md#step-model), a step padded to the next; a step of more tokens,
   // a long prompt's chunk with or without decodes, runs the compiled model without graphs
   // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
-  e.graph_max_batch = 512;
-  e.graph_max_tokens = 512;
+  e.graph_max_batch = kVllmLargestGraph;
+  e.graph_max_tokens = kVllmLargestGraph;
   // 0.10 first sized it from max_num_seqs (PR #20628); the 0.8-0.10 preset keeps 0.8's 512.
   // CUDA graphs on GPUs only (a CPU backend captures none).
   e.capture_follows_seqs = version != 10 && chip.kind == "gpu";
@@ -623,7 +623,7 @@ GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
   const std::int64_t query = 1 + std::max(0, spec_tokens);
-  std::int64_t n = std::min<std::int64_t>(512, 2 * query * std::min<std::int64_t>(e.max_num_seqs, 512));
+  std::int64_t n = std::min(kVllmLargestGraph, 2 * query * std::min(e.max_num_seqs, kVllmLargestGraph));
   if (e.max_batched_tokens > 0) n = std::min(n, e.max_batched_tokens);
   const std::int64_t size = n < 8                       ? (n >= 4 ? 4 : n >= 2 ? 2 : 1)
                             : n < 256 || e.version != 0 ? n / 8 * 8

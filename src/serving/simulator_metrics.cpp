@@ -370,8 +370,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   // Launched as the simulator launches it: attention data-parallel ranks by the busiest rank's
   // tokens (the mean batch spread evenly over them).
-  const double groups = static_cast<double>(std::max<std::int64_t>(1, k.ctx.groups));
-  auto graphs = [&](double tokens) { return decode_step_graphs(engine, std::ceil(tokens / groups)); };
+  auto graphs = [&](double tokens) { return decode_step_graphs(engine, rank_tokens(tokens, k.ctx.groups)); };
   // The mean batch, `queries` tokens per sequence at context `kv`.
   auto batch = [&](double queries, double kv) {
     model::StepMix mix;

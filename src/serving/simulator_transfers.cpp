@@ -197,7 +197,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   }
   pre.scale(budgets);
   prompts *= budgets;
-  out.prefill_rate = prompts / step_period(pe, step->time(pre, mixed_step_graphs(pe, std::ceil(pre.tokens() / pranks))), pre.seqs());
+  out.prefill_rate = prompts / step_period(pe, step->time(pre, mixed_step_graphs(pe, rank_tokens(pre.tokens(), pp.forward.ep))), pre.seqs());
   const model::ForwardConfig f = engine_forward(dp.forward, e);
   step->prepare(m, sys, f);
   const double limit = (e.max_num_seqs > 0 ? static_cast<double>(e.max_num_seqs) : 2048) * (limits_per_rank(e, dp.forward.ep) ? dranks : 1);
@@ -209,7 +209,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     first.add_decode(c + 1, window), rest.add_decode(c + 1 + k / 2, window);
   }
   dec.fused_attention = first.fused_attention = rest.fused_attention = e.fused_attention;
-  const GraphMode mode = decode_step_graphs(e, std::ceil(dec.decode_tokens / dranks));
+  const GraphMode mode = decode_step_graphs(e, rank_tokens(dec.decode_tokens, dp.forward.ep));
   double device = step->time(dec, mode);
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them: with ranks, each rank's equal share,

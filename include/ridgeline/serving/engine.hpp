@@ -5,6 +5,7 @@
 /// can be overridden.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -213,6 +214,13 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
 /// How a step with prefill tokens, `tokens` of all kinds, is launched: as mixed_graphs, or
 /// eagerly past graph_max_tokens.
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
+/// vLLM V1's largest graph at its presets' limits, in tokens (max_cudagraph_capture_size's 512).
+inline constexpr std::int64_t kVllmLargestGraph = 512;
+/// The tokens of the busiest of `ranks` attention data-parallel ranks when a step's `tokens`
+/// are spread evenly over them: each rank's forward, whose size chooses its launch.
+inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
+  return std::ceil(tokens / static_cast<double>(std::max<std::int64_t>(1, ranks)));
+}
 /// vLLM V1's default largest graph from its sequence limit, where the engine sizes it so
 /// (capture_follows_seqs): min(2 x max_num_seqs x (1 + k), 512) tokens with k speculative tokens
 /// a sequence (0.10-0.12: k left out), rounded down to vLLM's capture list and within the token
