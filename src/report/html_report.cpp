@@ -329,6 +329,7 @@ std::string html_serving_report(const json& j) {
                                           {"mixed_graphs", "mixed steps"},
                                           {"graph_max_tokens", "largest graph of any step (tokens; 0: no cap)"},
                                           {"capture_follows_seqs", "largest graph from the sequence limit (vLLM's default)"},
+                                          {"mla_eager_region", "MLA's projections launched eagerly with attention (vLLM 0.8)"},
                                           {"compiled_host_s", "host time per compiled kernel outside a graph", Field::time},
                                           {"step_overhead_s", "host time per step", Field::time},
                                           {"per_request_overhead_s", "host time per request in a step", Field::time},

@@ -29,10 +29,12 @@ std::string host_time(double step, double per_request) {
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
-    return e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, attention launched eagerly between them; "
+    // vLLM 0.8's MLA attention op holds q_proj to o_proj's all-reduce (EngineConfig::mla_eager_region).
+    const char* eager = e.mla_eager_region ? "attention (with MLA, its op from q_proj to o_proj's all-reduce)" : "attention";
+    return e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, {} launched eagerly between them; "
                                                 "longer steps eagerly",
-                                                e.graph_max_tokens)
-                                  : "every step as piecewise graphs, attention launched eagerly between them";
+                                                e.graph_max_tokens, eager)
+                                  : fmt::format("every step as piecewise graphs, {} launched eagerly between them", eager);
   }
   std::string s = e.graph_exact_sizes
                       ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
@@ -107,6 +109,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"graph_max_batch", e.graph_max_batch},
           {"graph_max_tokens", e.graph_max_tokens},
           {"capture_follows_seqs", e.capture_follows_seqs},
+          {"mla_eager_region", e.mla_eager_region},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"front_end_s", e.front_end_s},

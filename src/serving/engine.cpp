@@ -86,10 +86,16 @@ bool is_a100(const hw::ChipSpec& chip) {
 }
 
 // vLLM V1, by the release whose defaults differ:
-// - `version` 10, 0.8-0.10: decode steps replayed as piecewise graphs, each layer's attention
+// - `version` 10, 0.9-0.10: decode steps replayed as piecewise graphs, each layer's attention
 //   run eagerly between the pieces (cudagraph_mode PIECEWISE, the default until v0.11.0 made it
 //   FULL_AND_PIECEWISE: release notes of v0.11.0, PR #25444); block-fp8 GEMMs priced by vLLM's
 //   Triton kernel's curve (see below); async scheduling off;
+// - 8, 0.8: the same, and MLA's attention op holds more than attention: MLACommonImpl.forward
+//   (vllm/v1/attention/backends/mla/common.py) runs q_proj (q_b_proj), the absorbed
+//   up-projections (torch.bmm), RoPE, concat_and_cache_mla, the attention kernel, o_proj and
+//   o_proj's all-reduce (a RowParallelLinear), all eagerly between the pieces, until PR #17484
+//   ("MLA move o_proj q_proj into cuda-graph region", opened 2025-04-30, after 0.8.4) put them
+//   in the graphs;
 // - 13, 0.11-0.13: decode steps as one graph (FULL_AND_PIECEWISE); block-fp8 GEMMs by DeepGEMM
 //   (VLLM_USE_DEEP_GEMM on by default, PR #24462, September 2025: v0.11); async scheduling off;
 // - 0, 0.14 and later: async scheduling on (release notes of v0.14.0: "Async scheduling is now
@@ -99,7 +105,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.kind = EngineKind::vllm;
   e.version = version;
   e.custom_allreduce_max_bytes = kCustomAllreduceMax;
-  e.releases = version == 10 ? "0.8-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
+  e.releases = version == 8 ? "0.8" : version == 10 ? "0.9-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
+  const bool piecewise_only = version == 8 || version == 10;  // cudagraph_mode PIECEWISE
+  e.mla_eager_region = version == 8;
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -124,11 +132,11 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.prefix_caching = true;   // automatic prefix caching, on by default in V1
   // Hybrid KV cache manager (vllm/v1/core/kv_cache_coordinator.py, single_type_kv_cache_manager.py
   // SlidingWindowManager): sliding-window layers free the blocks that left their window. On
-  // from v0.10.0; the 0.8-0.10 preset follows 0.10 here.
+  // from v0.10.0; the 0.8 and 0.9-0.10 presets follow 0.10 here.
   e.free_window_blocks = true;
   e.fused_attention = true;  // FlashAttention backend: one varlen kernel for the whole batch
   // FULL_AND_PIECEWISE: full graphs for decode-only steps (0.11+); 0.8-0.10: PIECEWISE only.
-  e.decode_graphs = version == 10 ? GraphMode::piecewise : GraphMode::graph;
+  e.decode_graphs = piecewise_only ? GraphMode::piecewise : GraphMode::graph;
   e.mixed_graphs = GraphMode::piecewise;    // piecewise graphs around eager attention otherwise
   // Graphs of 1, 2, 4, 8, 16, ... 512 tokens (vllm/config.py, V1: [1, 2, 4] + range(8, 513, 8);
   // from 0.10 min(2 x max_num_seqs, 512) by default, later min(2 x max_num_seqs x (1 + k), 512):
@@ -137,9 +145,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // (GPUModelRunner.execute_model: "Eager mode." past cudagraph_batch_sizes[-1]).
   e.graph_max_batch = kVllmLargestGraph;
   e.graph_max_tokens = kVllmLargestGraph;
-  // 0.10 first sized it from max_num_seqs (PR #20628); the 0.8-0.10 preset keeps 0.8's 512.
-  // CUDA graphs on GPUs only (a CPU backend captures none).
-  e.capture_follows_seqs = version != 10 && chip.kind == "gpu";
+  // 0.10 first sized it from max_num_seqs (PR #20628); the 0.8 and 0.9-0.10 presets keep 0.8's
+  // 512. CUDA graphs on GPUs only (a CPU backend captures none).
+  e.capture_follows_seqs = !piecewise_only && chip.kind == "gpu";
   e.compiled_host_s = kCompiledHostS;  // past the largest graph, the compiled model's kernels
   e.compiled_host_source = "Inductor's launch of a compiled kernel, CachingAutotuner.run: meta-pytorch/tritonbench PR #1017";
   if (chip.kind == "tpu") {
@@ -168,13 +176,17 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // CUTLASS kernel at 0.66-1.06 of Triton's time at DeepSeek's shapes except one (N 24576, K 7168,
   // 64 rows: 1.30), and 0.74 from 1024 rows on: the dense layers of these presets are likely
   // priced slow, where ridgeline's DeepSeek errors are fast (docs/serving.md#block-scaled-fp8).
-  e.scaled_gemm = version == 10 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  e.scaled_gemm = piecewise_only ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
   // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
-  e.triton_moe_from_tp = version == 10 ? 0 : 8;
+  e.triton_moe_from_tp = piecewise_only ? 0 : 8;
   e.sources =
-      std::string(version == 10 ? "vLLM V1 (0.8-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
+      std::string(version == 8 ? "vLLM V1 (0.8: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
+                                 "#25444; MLA's q_proj, absorptions, RoPE, cache write, o_proj and its all-reduce inside the "
+                                 "eager attention op, MLACommonImpl.forward, until PR #17484; block-fp8 GEMMs at the Triton "
+                                 "kernel's curve; async scheduling off): "
+                  : version == 10 ? "vLLM V1 (0.9-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
                                   "#25444; block-fp8 GEMMs at the Triton kernel's curve; async scheduling off): "
                   : version == 13 ? "vLLM V1 (0.11-0.13: FULL_AND_PIECEWISE graphs, v0.11.0 release notes, PR #25444; block-fp8 "
                                     "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462; async scheduling off): "
@@ -494,16 +506,16 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
   switch (e.kind) {
     case EngineKind::vllm:
       // V1 became the default engine in 0.8.0; 0.6 is the V0 engine (vllm_v0), 0.7 is not modelled;
-      // V1's presets: 0.8-0.10, 0.11-0.13, 0.14+.
+      // V1's presets: 0.8, 0.9-0.10, 0.11-0.13, 0.14+.
       if (release == 6) {
         e.version = 6;
         break;
       }
       if (release < 8) {
-        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8-0.10, 0.11-0.13 and 0.14+", given,
+        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8, 0.9-0.10, 0.11-0.13 and 0.14+", given,
                                      major, minor));
       }
-      e.version = release < 11 ? 10 : release < 14 ? 13 : 0;
+      e.version = release < 9 ? 8 : release < 11 ? 10 : release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
       if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));
@@ -597,6 +609,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.
   f.absorb_dequantised = e.kind == EngineKind::vllm;
+  f.mla_eager_region = e.mla_eager_region;
   return f;
 }
 

@@ -118,8 +118,8 @@ std::int64_t Replica::least_scored_rank() const {
   // num_waiting_reqs and num_running_reqs, at most every 100 ms) with 1 added to the chosen
   // engine's waiting at each request sent. Read here at the arrival, exact: a request the engine
   // has not yet queued (incoming) counts waiting, as the front end's own increment counts it.
-  // (Early V1, 0.8.x, took the engine of fewest requests in flight, unweighted; the 0.8-0.10
-  // preset follows 0.10. Newer main rotates the scan start and weighs waiting by KV use,
+  // (Early V1, 0.8.x, took the engine of fewest requests in flight, unweighted; the 0.8 and
+  // 0.9-0.10 presets follow 0.10. Newer main rotates the scan start and weighs waiting by KV use,
   // PRs #47420 and #49204: not modelled, docs/serving.md#moe-layouts.)
   std::int64_t k = 0, best = std::numeric_limits<std::int64_t>::max();
   for (std::int64_t g = 0; g < ranks_; ++g) {

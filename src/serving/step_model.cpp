@@ -42,9 +42,10 @@ bool is_attention(Scale s) {
   return s == Scale::prefill_attention || s == Scale::decode_attention || s == Scale::fused_attention;
 }
 
-// Whether `op` runs inside a captured graph when its step runs as `mode`.
+// Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
+// launches attention, and whatever the engine's attention op holds besides, between its graphs.
 bool in_graph(const model::GraphOp& op, GraphMode mode) {
-  return mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(op.scale));
+  return mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(op.scale) && !op.eager_in_piecewise);
 }
 
 }  // namespace
@@ -81,6 +82,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   host_.eager_host_s = f.eager_host_s;
   host_.compiled_host_s = f.compiled_host_s;
   launches_ = {};
+  piecewise_launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
   // Under the routing model the imbalance changes with the step's tokens: the expert part is
@@ -94,6 +96,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
 
   const comm::Wiring wiring = model::collective_wiring(sys, f);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
+  // The graph variant prices a step of graphs: whole (GraphMode::graph) or piecewise, whose ops
+  // inside the engine's attention op (GraphOp::eager_in_piecewise, only on engines without
+  // whole graphs) run eagerly.
   for (const bool graphs : {false, true}) {
     Variant& v = graphs ? graph_ : eager_;
     // By quantity: a group's tokens, sequences, prefill positions, decode tokens, and (kAllGroups)
@@ -111,13 +116,15 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       // tokens, seqs, prefill_positions, decode_tokens; kAllGroups (tokens) for the expert part
       const int q = op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
       if (!graphs) launches_[q] += op1.cost.launches * g1_.repeat(i);
+      const bool in_graphs = graphs && !op1.eager_in_piecewise;
+      if (graphs && !in_graphs) piecewise_launches_[q] += op1.cost.launches * g1_.repeat(i);
       const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
       if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
-          analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, graphs, switches[q][switch_counts[q]])) {
+          analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, in_graphs, switches[q][switch_counts[q]])) {
         ++switch_counts[q];
         continue;
       }
-      const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, graphs, g1_.repeat(i));
+      const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, in_graphs, g1_.repeat(i));
       if (l.apart()) {
         v.apart_quantity[v.apart_count] = static_cast<std::uint8_t>(q);
         v.apart[v.apart_count++] = l;
@@ -330,9 +337,12 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
   HostLaunches n;
   if (mode == GraphMode::graph) return n;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
-  if (mode == GraphMode::eager) {
-    n.other = launches_[0] + launches_[1] + launches_[kAllGroups] + (prefill ? launches_[2] : 0) + (decode ? launches_[3] : 0);
-  }
+  const auto present = [&](const std::array<double, kQuantities>& l) {
+    return l[0] + l[1] + l[kAllGroups] + (prefill ? l[2] : 0) + (decode ? l[3] : 0);
+  };
+  if (mode == GraphMode::eager) n.other = present(launches_);
+  // The rest of the engine's attention op, launched by the same code as attention's kernels.
+  if (mode == GraphMode::piecewise) n.attention += present(piecewise_launches_);
   // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
   // kernel over both (as with_group_attention prices them).
   const bool fused = mix.fused_attention && !mla_;
@@ -373,7 +383,8 @@ HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept 
   HostLaunches n;
   for (int i = 0; i < g.op_count; ++i) {
     const model::GraphOp& op = g.ops[i];
-    if (!in_graph(op, mode)) (is_attention(op.scale) ? n.attention : n.other) += op.cost.launches * g.repeat(i);
+    const bool with_attention = is_attention(op.scale) || (mode == GraphMode::piecewise && op.eager_in_piecewise);
+    if (!in_graph(op, mode)) (with_attention ? n.attention : n.other) += op.cost.launches * g.repeat(i);
   }
   return n;
 }

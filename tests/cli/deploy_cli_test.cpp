@@ -117,7 +117,9 @@ TEST(EmitCli, BadEmitFlags) {
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm,h200 --qps 2 --emit vllm", "--emit");
   // No flag list is kept for vLLM 0.8-0.10 (data/engines has 0.13's and 0.14's).
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --engine vllm@0.9 --emit vllm",
-             "--emit vllm: no flag list for the preset vllm@0.10 (0.8-0.10)");
+             "--emit vllm: no flag list for the preset vllm@0.10 (0.9-0.10)");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --engine vllm@0.8 --emit vllm",
+             "--emit vllm: no flag list for the preset vllm@0.8 (0.8)");
 }
 
 // Without --weight-dtype and --kv-dtype the search tries the checkpoint's and fp8 on a chip that

@@ -190,6 +190,44 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
 }
 
+TEST(ServeCli, Vllm08LaunchesMlasProjectionsWithAttention) {
+  // vLLM 0.8's MLA attention op (MLACommonImpl.forward) runs q_proj, the absorbed
+  // up-projections, RoPE, the cache write, attention, o_proj and o_proj's all-reduce, launched
+  // eagerly between the piecewise graphs until PR #17484 moved them into the graphs (0.9).
+  // DeepSeek-V3 at TP 8 (fp8 128x128 blocks: each block-scaled GEMM has its activations'
+  // quantisation kernel before it), one client. Per layer, ridgeline's graph holds in that op:
+  // - a decode step: q_b_proj's quantisation and GEMM (2), RoPE (1), the cache write (1),
+  //   q_absorb (1), the decode attention (1), v_absorb (1), o_proj's quantisation and GEMM (2)
+  //   and the all-reduce (1): 10 kernels, x 61 layers = 610, where 0.9 launches attention's 61;
+  // - a step of a 300-token prompt (piecewise, within 512 tokens): q_b_proj (2), RoPE, the
+  //   cache write, kv_b_proj's quantisation and GEMM (2), the prefill attention, o_proj (2), the
+  //   all-reduce: 10 again, 610.
+  // At 25 us each the decode step's launches take the host 15.25 ms (1.525 ms on 0.9).
+  const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
+  const auto v08 = run_json(q + "vllm@0.8"), v09 = run_json(q + "vllm@0.9");
+  EXPECT_EQ(v08["engine"]["mla_eager_region"], true);
+  EXPECT_EQ(v09["engine"]["mla_eager_region"], false);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["host_launches"].get<double>(), 610);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["host_launches"].get<double>(), 61);
+  EXPECT_NEAR(v08["decode_step"]["eager_host_s"].get<double>(), 15.25e-3, 1e-12);
+  EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 1.525e-3, 1e-12);
+  EXPECT_EQ(v08["prompt_step"]["launch"], "piecewise");
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 610);
+  // The same 1819 kernels a step: only where they are launched from moves.
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), v09["decode_step"]["kernels"].get<double>());
+  // Where the launches outlast the device, the step lasts them plus the loop's host time
+  // (400 us + 1.1 us a request, serial on 0.8): 15.25 + 0.4011 = 15.6511 ms a token.
+  ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 15.25e-3);
+  EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 15.6511e-3, 1e-9);
+  // A dense model's attention op is attention alone: Llama's 32 layers launch 32 either way.
+  const std::string dense = "serve --model llama-3.1-8b --hw h100-sxm --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
+  EXPECT_DOUBLE_EQ(run_json(dense + "vllm@0.8")["decode_step"]["host_launches"].get<double>(), 32);
+  const RunResult text = run(q + "vllm@0.8");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("attention (with MLA, its op from q_proj to o_proj's all-reduce) launched eagerly between them"), std::string::npos)
+      << text.out;
+}
+
 TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   // vLLM from 0.10 captures graphs up to min(2 x max_num_seqs, 512) tokens unless told (PR
   // #20628), from 0.13 min(2 x max_num_seqs x (1 + k), 512) with k speculative tokens (PR

@@ -501,11 +501,18 @@ TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep)
 }
 
 TEST(Engine, ReleasesMapToThePresetCoveringThem) {
-  // vLLM 0.8-0.10: the 0.10 preset (piecewise decode graphs); 0.11-0.13: the 0.13 preset (full
+  // vLLM 0.8: the 0.8 preset (piecewise decode graphs, MLA's projections in the eager attention
+  // op); 0.9-0.10: the 0.10 preset (piecewise decode graphs); 0.11-0.13: the 0.13 preset (full
   // decode graphs, async scheduling off); 0.14 and later: the newest (on).
   EXPECT_EQ(*parse_engine("vllm"), (EngineRef{EngineKind::vllm, 0}));
-  EXPECT_EQ(*parse_engine("vllm@0.8.4"), (EngineRef{EngineKind::vllm, 10}));  // V1 the default from 0.8.0
+  EXPECT_EQ(*parse_engine("vllm@0.8.4"), (EngineRef{EngineKind::vllm, 8}));  // V1 the default from 0.8.0
+  EXPECT_EQ(*parse_engine("vllm@0.9"), (EngineRef{EngineKind::vllm, 10}));
   EXPECT_EQ(*parse_engine("vllm@0.10.2"), (EngineRef{EngineKind::vllm, 10}));
+  EXPECT_EQ(name(EngineRef{EngineKind::vllm, 8}), "vllm@0.8");
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip).decode_graphs, GraphMode::piecewise);
+  EXPECT_TRUE(engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip).mla_eager_region);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 10}, h100().chip).mla_eager_region);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 0}, h100().chip).mla_eager_region);
   EXPECT_EQ(*parse_engine("vllm@0.11"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(*parse_engine("vllm@0.13.2"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 10}), "vllm@0.10");

@@ -68,6 +68,9 @@ struct GraphOp {
   /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
   /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.
   bool all_groups = false;
+  /// Runs inside the engine's attention op: launched eagerly between the graphs of a step
+  /// replayed as piecewise graphs, as attention is (ForwardConfig::mla_eager_region).
+  bool eager_in_piecewise = false;
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
   std::int8_t collective = -1;  ///< for a collective, its terms' index in Graph::collectives (to re-price it at another size)
   Scale scale = Scale::tokens;  ///< what its cost is affine in
@@ -142,6 +145,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.quantised = false;
   op.expert_bytes = op.touched = 0;
   op.all_groups = false;
+  op.eager_in_piecewise = false;
   op.backward = 0;
   return op;
 }

@@ -79,6 +79,11 @@ struct ForwardConfig {
   /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm). Otherwise they
   /// keep the checkpoint's dtype and block-scaled kernels (SGLang's and TensorRT-LLM's fp8 bmm).
   bool absorb_dequantised = false;
+  /// MLA: the ops from q_b_proj (q_proj) to the attention's all-reduce run inside the engine's
+  /// attention op, which a piecewise-graph step launches eagerly between its graphs
+  /// (GraphOp::eager_in_piecewise): vLLM 0.8's MLACommonImpl.forward holds q_proj, the
+  /// absorptions, RoPE, the cache write, attention, o_proj and its all-reduce.
+  bool mla_eager_region = false;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
   /// mean (1: balanced; 1 to ep_size(); 0: the routing model of a balanced router,
   /// model::routing_imbalance, a function of the tokens routed in the pass). The busiest chip

@@ -22,8 +22,9 @@ std::string_view name(EngineKind k) noexcept;
 
 /// An engine and the release whose defaults its preset follows: `version` 0 is the newest the
 /// project models, else major·1000 + minor of the first release of a preset whose defaults
-/// differ (vLLM 0.8-0.10, piecewise decode graphs: 10; 0.11-0.13, before async scheduling became
-/// the default: 13; vLLM 0.6, the V0 engine: 6).
+/// differ (vLLM 0.8, MLA's projections inside its eager attention op: 8; 0.9-0.10, piecewise
+/// decode graphs: 10; 0.11-0.13, before async scheduling became the default: 13; vLLM 0.6, the
+/// V0 engine: 6).
 struct EngineRef {
   EngineKind kind = EngineKind::vllm;
   int version = 0;
@@ -115,6 +116,10 @@ struct EngineConfig {
   /// MoE even where scaled_gemm is DeepGEMM (model::ForwardConfig::triton_moe_from_tp; vLLM
   /// 0.12+: 8, PR #29346). 0: never.
   int triton_moe_from_tp = 0;
+  /// MLA's work between the latent projections and the output all-reduce runs inside the
+  /// attention op, eagerly between the piecewise graphs (model::ForwardConfig::mla_eager_region;
+  /// vLLM 0.8, until PR #17484 moved q_proj and o_proj into the graphs).
+  bool mla_eager_region = false;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;

@@ -172,6 +172,9 @@ class StepModel {
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
+  /// Those of the ops a piecewise step launches eagerly besides attention's
+  /// (model::GraphOp::eager_in_piecewise), by quantity.
+  std::array<double, kQuantities> piecewise_launches_{};
   model::ForwardConfig host_;  // the plan's eager_host_s and compiled_host_s (host_launch_s)
   HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
