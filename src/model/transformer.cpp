@@ -324,12 +324,17 @@ void attention_block(Ctx& c, double window) {
   // H100 sweep; vllm-project/flash-attention PRs #104, #125).
   a.compute = c.act;
   double o_in = 0;
-  // vLLM 0.8's MLA attention op (ForwardConfig::mla_eager_region): from q_b_proj to the
-  // all-reduce after o_proj, but not kv_a_proj and its norm, which the model runs before it.
-  int region = -1;
-  const auto eager_from = [&](int first, int end) {
-    for (int i = first; i < end; ++i) c.g.ops[i].eager_in_piecewise = true;
+  // vLLM's MLA attention op (ForwardConfig::mla_op): the ops from `first` to `end` marked as
+  // its own kernels or as the projections it holds. vLLM 0.8's runs from q_b_proj to o_proj's
+  // all-reduce (not kv_a_proj and its norm, which the model runs before it), later ones from
+  // the cache write to the absorption after attention.
+  using InOp = GraphOp::InAttentionOp;
+  const bool in_op = m.is_mla() && c.f.mla_op != ForwardConfig::MlaOp::attention;
+  const bool projections = in_op && c.f.mla_op == ForwardConfig::MlaOp::projections;
+  const auto mark = [&](int first, InOp how) {
+    for (int i = first; i < c.g.op_count; ++i) c.g.ops[i].attention_op = how;
   };
+  int o_first = -1;  // o_proj's first op (with its activations' quantisation)
   if (m.is_mla()) {
     const auto& la = m.mla;
     const double qk = static_cast<double>(la.qk_nope_head_dim + la.qk_rope_head_dim);
@@ -341,15 +346,15 @@ void attention_block(Ctx& c, double window) {
       norm(c, "q_a_norm", Block::attention, T, ql, ql);
       const int q_b = c.g.op_count;
       gemm(c, "q_b_proj", Block::attention, T, ql, c.heads * qk, ql * H * qk, ql * H * qk, false);
-      if (c.f.mla_eager_region) eager_from(q_b, c.g.op_count);  // with its activations' quantisation
+      if (projections) mark(q_b, InOp::projection);  // with its activations' quantisation
     } else {
       const int q = c.g.op_count;
       gemm(c, "q_proj", Block::attention, T, h, c.heads * qk, h * H * qk, h * H * qk, false);
-      if (c.f.mla_eager_region) eager_from(q, c.g.op_count);
+      if (projections) mark(q, InOp::projection);
     }
     gemm(c, "kv_a_proj", Block::attention, T, h, lora + rope, h * (lora + rope), h * (lora + rope), false);
     norm(c, "kv_a_norm", Block::attention, T, lora, lora);
-    region = c.g.op_count;
+    const int rope_op = c.g.op_count;
     c.g.add("rope", OpClass::elementwise, Block::attention,
             ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
     if (!c.f.training) {
@@ -397,7 +402,10 @@ void attention_block(Ctx& c, double window) {
       attention_ops(c, lat, false, true);
       absorb("v_absorb", lora, v);
     }
+    // The op's own kernels: from the cache write (RoPE's too under 0.8) to the last absorption.
+    if (in_op) mark(projections ? rope_op : rope_op + 1, InOp::own);
     o_in = c.heads * v;
+    o_first = c.g.op_count;
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * v * h, H * v * h, m.o_bias);
   } else {
     const double KV = static_cast<double>(m.kv_heads);
@@ -476,7 +484,7 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "o_proj", Block::attention, T, o_in, h, H * hd * h, H * hd * h, m.o_bias);
   }
   tp_exit(c, "attn_allreduce", "attn_reducescatter", Block::attention);
-  if (region >= 0 && c.f.mla_eager_region) eager_from(region, c.g.op_count);
+  if (projections) mark(o_first, InOp::projection);  // o_proj and its all-reduce
   // Gemma 2/3: the attention's output is normalised before its residual add (a norm of its own:
   // the add stays with the next norm).
   if (m.sandwich_norms) norm(c, "attn_out_norm", Block::attention, outer_tokens(c), h, h);

@@ -29,8 +29,9 @@ std::string host_time(double step, double per_request) {
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
-    // vLLM 0.8's MLA attention op holds q_proj to o_proj's all-reduce (EngineConfig::mla_eager_region).
-    const char* eager = e.mla_eager_region ? "attention (with MLA, its op from q_proj to o_proj's all-reduce)" : "attention";
+    // vLLM 0.8's MLA attention op holds q_proj to o_proj's all-reduce (EngineConfig::mla_op).
+    const char* eager = e.mla_op == model::ForwardConfig::MlaOp::projections ? "attention (with MLA, its op from q_proj to o_proj's all-reduce)"
+                                                                              : "attention";
     return e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, {} launched eagerly between them; "
                                                 "longer steps eagerly",
                                                 e.graph_max_tokens, eager)
@@ -109,7 +110,11 @@ json engine_json(const serving::EngineConfig& e) {
           {"graph_max_batch", e.graph_max_batch},
           {"graph_max_tokens", e.graph_max_tokens},
           {"capture_follows_seqs", e.capture_follows_seqs},
-          {"mla_eager_region", e.mla_eager_region},
+          {"mla_attention_op", e.mla_op == model::ForwardConfig::MlaOp::projections ? "projections"
+                               : e.mla_op == model::ForwardConfig::MlaOp::absorbed  ? "absorbed"
+                                                                                     : "attention"},
+          {"mla_op_host_s", e.mla_op_host_s},
+          {"mla_op_host_source", e.mla_op_host_source},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"front_end_s", e.front_end_s},
@@ -289,7 +294,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     json o = {{"device_s", c.device_s},       {"kernel_fixed_s", c.kernel_fixed_s},
               {"link_latency_s", c.link_latency_s}, {"kernels", c.kernels},
               {"host_s", c.host_s},           {"launch", serving::name(c.launch)},
-              {"host_launches", c.host_launches}, {"compiled_launches", c.compiled_launches},
+              {"host_launches", c.host_launches}, {"compiled_launches", c.compiled_launches}, {"mla_op_launches", c.mla_op_launches},
               {"eager_host_s", c.eager_host_s}};
     o["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
                     {"kernel_fixed", fixed_times_source(sys.chip)},
@@ -297,6 +302,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                     {"host", r.engine.host_source},
                     {"eager_host", r.engine.eager_host_source}};
     if (r.engine.compiled_host_s > 0) o["sources"]["compiled_host"] = r.engine.compiled_host_source;
+    if (c.mla_op_launches > 0) o["sources"]["mla_op_host"] = r.engine.mla_op_host_source;
     return o;
   };
   const serving::DecodeStepComposition& d = r.decode_step;
@@ -443,6 +449,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      "graph: {})\n",
                      t(e.compiled_host_s), e.compiled_host_source);
   }
+  if (m.is_mla() && e.mla_op_host_s > 0) {
+    s += fmt::format("        MLA's attention op: {} each on the host outside a whole graph for its own kernels ({}; {})\n",
+                     t(e.mla_op_host_s),
+                     e.mla_op == model::ForwardConfig::MlaOp::projections ? "RoPE, the cache write, absorptions, attention; its q_proj, "
+                                                                            "o_proj and all-reduce at the eager kernels' time"
+                                                                          : "the cache write, absorptions or a prompt's kv_b_proj, attention",
+                     e.mla_op_host_source);
+  }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     // The rates as given, and each position's given the ones before where that differs.
@@ -516,9 +530,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                                   100 * c.link_latency_s / c.device_s, t(c.host_s));
     if (c.eager_host_s > 0) {
       // The engine's Python kernels at its time, and the compiled model's at its own.
-      const double python = c.host_launches - c.compiled_launches;
+      const double python = c.host_launches - c.compiled_launches - c.mla_op_launches;
       std::string each;
       if (python > 0) each = fmt::format("{:.0f} at {} each", python, t(r.engine.eager_host_s));
+      if (c.mla_op_launches > 0) {
+        each += fmt::format("{}{:.0f} of MLA's attention op at {}", each.empty() ? "" : ", ", c.mla_op_launches, t(r.engine.mla_op_host_s));
+      }
       if (c.compiled_launches > 0) {
         each += fmt::format("{}{:.0f} of the compiled model at {}", each.empty() ? "" : ", ", c.compiled_launches, t(r.engine.compiled_host_s));
       }

@@ -64,7 +64,8 @@ constexpr const char* kSglang02HostSource =
 // 2025-10), 1941 kernels here, 42.6 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
 // eager against 39.5 ms with graphs (PR #12222, 2025-01), 1823 kernels, 55 us. TensorRT-LLM's
 // PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
-// figure none of them contradicts: MLA and MoE layers' host time is priced short.
+// figure none of them contradicts: MLA and MoE layers' host time is priced short, but for vLLM's
+// MLA attention op, whose own CPU time is measured (EngineConfig::mla_op_host_s, below).
 constexpr double kEagerHostS = 25e-6;
 
 // Host time per kernel of a model torch.compile made, run without graphs (vLLM V1 past its largest
@@ -107,7 +108,18 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.custom_allreduce_max_bytes = kCustomAllreduceMax;
   e.releases = version == 8 ? "0.8" : version == 10 ? "0.9-0.10" : version == 13 ? "0.11-0.13" : "0.14+";
   const bool piecewise_only = version == 8 || version == 10;  // cudagraph_mode PIECEWISE
-  e.mla_eager_region = version == 8;
+  // MLA's attention op (MLACommonImpl.forward) and its CPU time per call, vLLM's torch profile
+  // of a DeepSeek-V2-Lite step in PR #17668 (2025-05-05, main after PR #17484 had moved q_proj
+  // and o_proj into the graphs): "CPU time for unified_attention is 216us" with RoPE inside,
+  // the cache write, the absorptions and attention (5 kernels of the step graph: 43.2 us each),
+  // 149 us once the PR moved RoPE out (4 kernels: 37.25 us each). 0.8's op holds q_proj, RoPE,
+  // o_proj and its all-reduce too: its own kernels at 216 / 5, the projections it holds (vLLM
+  // linear layers and the all-reduce, launched as any other layer's) at the engines' 25 us. The
+  // 0.9-0.10 preset takes the op after PR #17668; 0.9.0 may predate it (RoPE still inside).
+  e.mla_op = version == 8 ? model::ForwardConfig::MlaOp::projections : model::ForwardConfig::MlaOp::absorbed;
+  e.mla_op_host_s = version == 8 ? 216e-6 / 5 : 149e-6 / 4;
+  e.mla_op_host_source = version == 8 ? "vLLM's MLA attention op, 216 us a call over 5 kernels: vllm-project/vllm PR #17668"
+                                      : "vLLM's MLA attention op, 149 us a call over 4 kernels: vllm-project/vllm PR #17668";
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -157,6 +169,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
     e.capture_follows_seqs = false;
     e.compiled_host_s = 0;
     e.compiled_host_source.clear();
+    e.mla_op = model::ForwardConfig::MlaOp::attention;
+    e.mla_op_host_s = 0;
+    e.mla_op_host_source.clear();
   }
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
@@ -609,7 +624,8 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.
   f.absorb_dequantised = e.kind == EngineKind::vllm;
-  f.mla_eager_region = e.mla_eager_region;
+  f.mla_op = e.mla_op;
+  f.mla_op_host_s = e.mla_op_host_s;
   return f;
 }
 

@@ -42,10 +42,12 @@ bool is_attention(Scale s) {
   return s == Scale::prefill_attention || s == Scale::decode_attention || s == Scale::fused_attention;
 }
 
+bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model::GraphOp::InAttentionOp::no; }
+
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
 // launches attention, and whatever the engine's attention op holds besides, between its graphs.
 bool in_graph(const model::GraphOp& op, GraphMode mode) {
-  return mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(op.scale) && !op.eager_in_piecewise);
+  return mode == GraphMode::graph || (mode == GraphMode::piecewise && !is_attention(op.scale) && !in_attention_op(op));
 }
 
 }  // namespace
@@ -81,8 +83,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   host_ = {};
   host_.eager_host_s = f.eager_host_s;
   host_.compiled_host_s = f.compiled_host_s;
+  host_.mla_op_host_s = f.mla_op_host_s;
   launches_ = {};
-  piecewise_launches_ = {};
+  op_launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
   // Under the routing model the imbalance changes with the step's tokens: the expert part is
@@ -95,12 +98,16 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
 
   const comm::Wiring wiring = model::collective_wiring(sys, f);
-  // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity.
-  // The graph variant prices a step of graphs: whole (GraphMode::graph) or piecewise, whose ops
-  // inside the engine's attention op (GraphOp::eager_in_piecewise, only on engines without
-  // whole graphs) run eagerly.
-  for (const bool graphs : {false, true}) {
-    Variant& v = graphs ? graph_ : eager_;
+  // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity,
+  // for a step launched eagerly, as one graph and as piecewise graphs. The last differs from the
+  // graph only where ops run inside the engine's attention op (GraphOp::attention_op: MLA's
+  // under vLLM), launched eagerly between the pieces; otherwise it is the graph's.
+  has_op_ = false;
+  for (int i = 0; i < g1_.op_count; ++i) has_op_ = has_op_ || in_attention_op(g1_.ops[i]);
+  for (const GraphMode kind : {GraphMode::eager, GraphMode::graph, GraphMode::piecewise}) {
+    if (kind == GraphMode::piecewise && !has_op_) break;
+    const bool graphs = kind != GraphMode::eager;
+    Variant& v = kind == GraphMode::eager ? eager_ : kind == GraphMode::graph ? graph_ : piecewise_;
     // By quantity: a group's tokens, sequences, prefill positions, decode tokens, and (kAllGroups)
     // the tokens of every group (the expert part of a MoE layer under attention data parallelism).
     std::array<analysis::OpLine, Graph::kMaxOps> lines[kQuantities];
@@ -115,9 +122,13 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       const model::GraphOp& op2 = g2_.ops[i];
       // tokens, seqs, prefill_positions, decode_tokens; kAllGroups (tokens) for the expert part
       const int q = op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
-      if (!graphs) launches_[q] += op1.cost.launches * g1_.repeat(i);
-      const bool in_graphs = graphs && !op1.eager_in_piecewise;
-      if (graphs && !in_graphs) piecewise_launches_[q] += op1.cost.launches * g1_.repeat(i);
+      const bool in_op = in_attention_op(op1);
+      if (!graphs) {
+        const int own = op1.attention_op == model::GraphOp::InAttentionOp::own ? 0 : 1;
+        (in_op ? op_launches_[static_cast<std::size_t>(own)] : launches_)[static_cast<std::size_t>(q)] +=
+            op1.cost.launches * g1_.repeat(i);
+      }
+      const bool in_graphs = graphs && !(kind == GraphMode::piecewise && in_op);
       const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
       if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
           analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, in_graphs, switches[q][switch_counts[q]])) {
@@ -161,6 +172,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     l.decode = op.scale == Scale::decode_attention;
     l.window = shape.window > 0;
     l.naive = shape.impl == ops::AttentionImpl::naive;
+    l.own_op = op.attention_op == model::GraphOp::InAttentionOp::own;
     for (int v = 0; v < 2; ++v) {
       const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s;
       l.overhead_s[v] = overhead;
@@ -221,7 +233,7 @@ model::StepMix StepModel::group_share(const model::StepMix& mix) const noexcept 
 }
 
 StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) const noexcept {
-  const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
+  const Variant& v = variant(mode);
   Expert e;
   // all: the expert part's quantity, the tokens of all groups over ep, times the busiest
   // chip's share over the mean under the routing model.
@@ -255,7 +267,7 @@ double StepModel::apart_at(const Variant& v, int i, double x, double touched) co
 }
 
 double StepModel::own_part(const model::StepMix& group, double all, double touched, GraphMode mode) const noexcept {
-  const Variant& v = mode == GraphMode::eager ? eager_ : graph_;
+  const Variant& v = variant(mode);
   const double T = group.tokens();
   double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
   const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;
@@ -281,7 +293,8 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
                           RankMemo* memo) const noexcept {
   // The expert part is the same for every group: priced once.
   const Expert e = expert(mix, mode);
-  std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[mode == GraphMode::eager ? 0 : 1] : nullptr;
+  const std::size_t slot = mode == GraphMode::eager ? 0 : mode == GraphMode::piecewise && has_op_ ? 2 : 1;
+  std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[slot] : nullptr;
   double t = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const model::StepMix& g = groups[i];
@@ -329,7 +342,9 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   // The host issues an eager step's kernels no faster than the engine's code runs: the step
   // lasts at least their count times its time per kernel (docs/serving.md#eager-host).
-  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0) && mode != GraphMode::graph) t = std::max(t, eager_host_s(mix, mode));
+  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0 || host_.mla_op_host_s > 0) && mode != GraphMode::graph) {
+    t = std::max(t, eager_host_s(mix, mode));
+  }
   return t;
 }
 
@@ -341,21 +356,23 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
     return l[0] + l[1] + l[kAllGroups] + (prefill ? l[2] : 0) + (decode ? l[3] : 0);
   };
   if (mode == GraphMode::eager) n.other = present(launches_);
-  // The rest of the engine's attention op, launched by the same code as attention's kernels.
-  if (mode == GraphMode::piecewise) n.attention += present(piecewise_launches_);
+  // The rest of the engine's attention op (MLA's under vLLM), launched from its Python in both
+  // modes: its own kernels and the projections it holds.
+  n.mla_op = present(op_launches_[0]);
+  n.attention = present(op_launches_[1]);
   // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
   // kernel over both (as with_group_attention prices them).
   const bool fused = mix.fused_attention && !mla_;
   for (int i = 0; i < attention_count_; ++i) {
     const AttentionLine& l = attention_[i];
-    if (fused ? !l.decode && (prefill || decode) : (l.decode ? decode : prefill)) n.attention += l.rep * l.kernels;
+    if (fused ? !l.decode && (prefill || decode) : (l.decode ? decode : prefill)) (l.own_op ? n.mla_op : n.attention) += l.rep * l.kernels;
   }
   return n;
 }
 
 double StepModel::eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept {
   const HostLaunches n = eager_launches(mix, mode);
-  return n.attention + n.other;
+  return n.attention + n.mla_op + n.other;
 }
 
 double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept {
@@ -383,14 +400,19 @@ HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept 
   HostLaunches n;
   for (int i = 0; i < g.op_count; ++i) {
     const model::GraphOp& op = g.ops[i];
-    const bool with_attention = is_attention(op.scale) || (mode == GraphMode::piecewise && op.eager_in_piecewise);
-    if (!in_graph(op, mode)) (with_attention ? n.attention : n.other) += op.cost.launches * g.repeat(i);
+    if (in_graph(op, mode)) continue;
+    // MLA's attention op's own kernels, the projections it holds with attention's, the rest.
+    double& count = op.attention_op == model::GraphOp::InAttentionOp::own                    ? n.mla_op
+                    : is_attention(op.scale) || op.attention_op == model::GraphOp::InAttentionOp::projection ? n.attention
+                                                                                                             : n.other;
+    count += op.cost.launches * g.repeat(i);
   }
   return n;
 }
 
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept {
-  return f.eager_host_s * n.attention + (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
+  return f.eager_host_s * n.attention + (f.mla_op_host_s > 0 ? f.mla_op_host_s : f.eager_host_s) * n.mla_op +
+         (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
 }
 
 }  // namespace ridgeline::serving

@@ -190,41 +190,55 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   EXPECT_NEAR(captured["request"]["prefill_s"].get<double>() - at512["request"]["prefill_s"].get<double>(), 0, 1e-6);
 }
 
-TEST(ServeCli, Vllm08LaunchesMlasProjectionsWithAttention) {
-  // vLLM 0.8's MLA attention op (MLACommonImpl.forward) runs q_proj, the absorbed
-  // up-projections, RoPE, the cache write, attention, o_proj and o_proj's all-reduce, launched
-  // eagerly between the piecewise graphs until PR #17484 moved them into the graphs (0.9).
+TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
+  // vLLM's MLA attention op (MLACommonImpl.forward) holds more than attention, and a piecewise
+  // step launches all of it from Python between the graphs. Its CPU time a call, vLLM PR #17668:
+  // 216 us holding RoPE, the cache write, the two absorptions and attention (5 kernels of the
+  // step graph: 43.2 us each), 149 us once RoPE moved out (4: 37.25 us each). vLLM 0.8's op also
+  // held q_proj, o_proj and o_proj's all-reduce (until PR #17484), linear layers launched at the
+  // engines' 25 us a kernel.
   // DeepSeek-V3 at TP 8 (fp8 128x128 blocks: each block-scaled GEMM has its activations'
-  // quantisation kernel before it), one client. Per layer, ridgeline's graph holds in that op:
-  // - a decode step: q_b_proj's quantisation and GEMM (2), RoPE (1), the cache write (1),
-  //   q_absorb (1), the decode attention (1), v_absorb (1), o_proj's quantisation and GEMM (2)
-  //   and the all-reduce (1): 10 kernels, x 61 layers = 610, where 0.9 launches attention's 61;
-  // - a step of a 300-token prompt (piecewise, within 512 tokens): q_b_proj (2), RoPE, the
-  //   cache write, kv_b_proj's quantisation and GEMM (2), the prefill attention, o_proj (2), the
-  //   all-reduce: 10 again, 610.
-  // At 25 us each the decode step's launches take the host 15.25 ms (1.525 ms on 0.9).
+  // quantisation kernel before it), one client, 61 layers. A decode step:
+  // - 0.8: own RoPE, cache write, q_absorb, attention, v_absorb = 5, x 61 = 305 at 43.2 us =
+  //   13.176 ms; projections q_b_proj (quantisation + GEMM), o_proj (the same) and the
+  //   all-reduce = 5, x 61 = 305 at 25 us = 7.625 ms; 610 kernels, 20.801 ms;
+  // - 0.9 (the 0.9-0.10 preset): own cache write, q_absorb, attention, v_absorb = 4, x 61 = 244
+  //   at 37.25 us = 9.089 ms.
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto v08 = run_json(q + "vllm@0.8"), v09 = run_json(q + "vllm@0.9");
-  EXPECT_EQ(v08["engine"]["mla_eager_region"], true);
-  EXPECT_EQ(v09["engine"]["mla_eager_region"], false);
+  EXPECT_EQ(v08["engine"]["mla_attention_op"], "projections");
+  EXPECT_EQ(v09["engine"]["mla_attention_op"], "absorbed");
   EXPECT_DOUBLE_EQ(v08["decode_step"]["host_launches"].get<double>(), 610);
-  EXPECT_DOUBLE_EQ(v09["decode_step"]["host_launches"].get<double>(), 61);
-  EXPECT_NEAR(v08["decode_step"]["eager_host_s"].get<double>(), 15.25e-3, 1e-12);
-  EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 1.525e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["mla_op_launches"].get<double>(), 305);
+  EXPECT_NEAR(v08["decode_step"]["eager_host_s"].get<double>(), 20.801e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["host_launches"].get<double>(), 244);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["mla_op_launches"].get<double>(), 244);
+  EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 9.089e-3, 1e-12);
+  EXPECT_NE(v08["decode_step"]["sources"]["mla_op_host"].get<std::string>().find("#17668"), std::string::npos);
+  // A 300-token prompt's step (piecewise, within 512 tokens) under 0.8: own RoPE, cache write,
+  // kv_b_proj (quantisation + GEMM) and the prefill attention = 5; the same 5 projections.
   EXPECT_EQ(v08["prompt_step"]["launch"], "piecewise");
   EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 610);
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 305);
   // The same 1819 kernels a step: only where they are launched from moves.
   EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), v09["decode_step"]["kernels"].get<double>());
   // Where the launches outlast the device, the step lasts them plus the loop's host time
-  // (400 us + 1.1 us a request, serial on 0.8): 15.25 + 0.4011 = 15.6511 ms a token.
-  ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 15.25e-3);
-  EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 15.6511e-3, 1e-9);
-  // A dense model's attention op is attention alone: Llama's 32 layers launch 32 either way.
+  // (400 us + 1.1 us a request, serial on 0.8): 20.801 + 0.4011 = 21.2021 ms a token.
+  ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 20.801e-3);
+  EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 21.2021e-3, 1e-9);
+  // A dense model's attention op is attention alone: Llama's 32 layers launch 32, at 25 us.
   const std::string dense = "serve --model llama-3.1-8b --hw h100-sxm --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
-  EXPECT_DOUBLE_EQ(run_json(dense + "vllm@0.8")["decode_step"]["host_launches"].get<double>(), 32);
+  const auto llama = run_json(dense + "vllm@0.8");
+  EXPECT_DOUBLE_EQ(llama["decode_step"]["host_launches"].get<double>(), 32);
+  EXPECT_DOUBLE_EQ(llama["decode_step"]["mla_op_launches"].get<double>(), 0);
+  // SGLang's decode step is one graph: nothing launched from the host.
+  EXPECT_DOUBLE_EQ(run_json(q + "sglang")["decode_step"]["host_launches"].get<double>(), 0);
   const RunResult text = run(q + "vllm@0.8");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("attention (with MLA, its op from q_proj to o_proj's all-reduce) launched eagerly between them"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("launched by the host outside a graph: 610 kernels, 20.8 ms (305 at 25 us each, 305 of MLA's attention op at 43.2 us)"),
+            std::string::npos)
       << text.out;
 }
 

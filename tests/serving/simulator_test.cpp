@@ -510,9 +510,12 @@ TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   EXPECT_EQ(*parse_engine("vllm@0.10.2"), (EngineRef{EngineKind::vllm, 10}));
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 8}), "vllm@0.8");
   EXPECT_EQ(engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip).decode_graphs, GraphMode::piecewise);
-  EXPECT_TRUE(engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip).mla_eager_region);
-  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 10}, h100().chip).mla_eager_region);
-  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 0}, h100().chip).mla_eager_region);
+  using MlaOp = model::ForwardConfig::MlaOp;
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip).mla_op, MlaOp::projections);
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::vllm, 10}, h100().chip).mla_op, MlaOp::absorbed);
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::vllm, 0}, h100().chip).mla_op, MlaOp::absorbed);
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::sglang, 0}, h100().chip).mla_op, MlaOp::attention);
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::trtllm, 0}, h100().chip).mla_op, MlaOp::attention);
   EXPECT_EQ(*parse_engine("vllm@0.11"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(*parse_engine("vllm@0.13.2"), (EngineRef{EngineKind::vllm, 13}));
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 10}), "vllm@0.10");

@@ -48,10 +48,12 @@ struct Fixture {
 // and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls);
 // 3 the engine's own at every size (no limit).
 // `eager_host`: ForwardConfig::eager_host_s, the host's time per kernel it launches itself.
-// `mla_region`: ForwardConfig::mla_eager_region (vLLM 0.8: MLA's op launched eagerly in a
-// piecewise step; its engine has no whole-graph step).
+// `mla_op`: ForwardConfig::mla_op (0 attention alone, 1 absorbed, 2 projections: what MLA's
+// attention op holds, launched from the engine's Python outside whole graphs), its kernels at
+// `mla_op_host` on the host.
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
-                                 int allreduce = 0, double eager_host = 0, double compiled_host = 0, bool mla_region = false) {
+                                 int allreduce = 0, double eager_host = 0, double compiled_host = 0, int mla_op = 0,
+                                 double mla_op_host = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -62,7 +64,8 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.expert_imbalance = imbalance;
   fx->f.eager_host_s = eager_host;
   fx->f.compiled_host_s = compiled_host;
-  fx->f.mla_eager_region = mla_region;
+  fx->f.mla_op = static_cast<model::ForwardConfig::MlaOp>(mla_op);
+  fx->f.mla_op_host_s = mla_op_host;
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
   if (allreduce > 0) {
     fx->f.algo = comm::Algo::direct;
@@ -83,7 +86,7 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
                     *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3),
-                    *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::arbitrary<bool>());
+                    *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -95,7 +98,6 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
     mix.add_prefill(q, q + *rc::gen::inRange(0, 8000), window);
   }
   for (const GraphMode mode : {GraphMode::eager, GraphMode::graph, GraphMode::piecewise}) {
-    if (mode == GraphMode::graph && fx->f.mla_eager_region) continue;  // (no whole graph on such an engine)
     const double ref = reference(*fx, mix, mode);
     RC_ASSERT(fx->g->overflow == false);
     RC_ASSERT(std::abs(fx->step->time(mix, mode) / ref - 1) < kExact);

@@ -68,9 +68,11 @@ struct GraphOp {
   /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
   /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.
   bool all_groups = false;
-  /// Runs inside the engine's attention op: launched eagerly between the graphs of a step
-  /// replayed as piecewise graphs, as attention is (ForwardConfig::mla_eager_region).
-  bool eager_in_piecewise = false;
+  /// Inside the engine's attention op (ForwardConfig::mla_op), launched from its Python in every
+  /// step but a whole graph: as one of the op's own kernels (priced at
+  /// ForwardConfig::mla_op_host_s on the host) or as a projection it holds (at eager_host_s).
+  /// The attention kernels of such an op are its own too.
+  enum class InAttentionOp : std::uint8_t { no, own, projection } attention_op = InAttentionOp::no;
   std::int8_t attention = -1;  ///< for an attention op, its shape's index in Graph::attention (to re-cost it at another context)
   std::int8_t collective = -1;  ///< for a collective, its terms' index in Graph::collectives (to re-price it at another size)
   Scale scale = Scale::tokens;  ///< what its cost is affine in
@@ -145,7 +147,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.quantised = false;
   op.expert_bytes = op.touched = 0;
   op.all_groups = false;
-  op.eager_in_piecewise = false;
+  op.attention_op = GraphOp::InAttentionOp::no;
   op.backward = 0;
   return op;
 }

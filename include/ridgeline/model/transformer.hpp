@@ -79,11 +79,17 @@ struct ForwardConfig {
   /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm). Otherwise they
   /// keep the checkpoint's dtype and block-scaled kernels (SGLang's and TensorRT-LLM's fp8 bmm).
   bool absorb_dequantised = false;
-  /// MLA: the ops from q_b_proj (q_proj) to the attention's all-reduce run inside the engine's
-  /// attention op, which a piecewise-graph step launches eagerly between its graphs
-  /// (GraphOp::eager_in_piecewise): vLLM 0.8's MLACommonImpl.forward holds q_proj, the
-  /// absorptions, RoPE, the cache write, attention, o_proj and its all-reduce.
-  bool mla_eager_region = false;
+  /// MLA: what the engine's attention op holds besides the attention kernels, launched from
+  /// its Python in every step but a whole graph (GraphOp::attention_op): `attention` nothing
+  /// more (SGLang, TensorRT-LLM, `infer`); `absorbed` vLLM V1 from 0.9 (MLACommonImpl.forward):
+  /// the cache write, a prompt's kv_b_proj and a decode's two absorptions; `projections` vLLM
+  /// 0.8: also q_proj, RoPE, o_proj and o_proj's all-reduce, until PRs #17484 and #17668 moved
+  /// them into the graphs.
+  enum class MlaOp : std::uint8_t { attention, absorbed, projections } mla_op = MlaOp::attention;
+  /// The host's time per kernel of that op's own (its attention, cache write, absorptions and,
+  /// with `projections`, RoPE: GraphOp::InAttentionOp::own), the op's CPU time over its kernels
+  /// (serving::EngineConfig::mla_op_host_s); 0: eager_host_s. Its projections cost eager_host_s.
+  double mla_op_host_s = 0;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
   /// mean (1: balanced; 1 to ep_size(); 0: the routing model of a balanced router,
   /// model::routing_imbalance, a function of the tokens routed in the pass). The busiest chip

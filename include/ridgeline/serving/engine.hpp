@@ -116,10 +116,14 @@ struct EngineConfig {
   /// MoE even where scaled_gemm is DeepGEMM (model::ForwardConfig::triton_moe_from_tp; vLLM
   /// 0.12+: 8, PR #29346). 0: never.
   int triton_moe_from_tp = 0;
-  /// MLA's work between the latent projections and the output all-reduce runs inside the
-  /// attention op, eagerly between the piecewise graphs (model::ForwardConfig::mla_eager_region;
-  /// vLLM 0.8, until PR #17484 moved q_proj and o_proj into the graphs).
-  bool mla_eager_region = false;
+  /// What MLA's attention op holds, launched from the engine's Python outside whole graphs
+  /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections too (`projections`, until PRs
+  /// #17484 and #17668), vLLM from 0.9 the cache write and absorptions (`absorbed`), others
+  /// attention alone.
+  model::ForwardConfig::MlaOp mla_op = model::ForwardConfig::MlaOp::attention;
+  /// The host's time per kernel of that op's own (model::ForwardConfig::mla_op_host_s), with its source.
+  double mla_op_host_s = 0;
+  std::string mla_op_host_source;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;

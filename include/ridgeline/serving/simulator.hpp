@@ -219,6 +219,8 @@ struct StepComposition {
   double host_launches = 0, eager_host_s = 0;
   /// Of those, the compiled model's own (model::ForwardConfig::compiled_host_s; 0 when it has none).
   double compiled_launches = 0;
+  /// Of those, MLA's attention op's own (model::ForwardConfig::mla_op_host_s; 0 when it has none).
+  double mla_op_launches = 0;
 };
 
 /// A decode step of the run's mean batch at its mean context.

@@ -27,12 +27,15 @@ enum class GraphMode : std::uint8_t {
 std::string_view name(GraphMode g) noexcept;
 
 /// Kernels a step launches outside a graph (docs/serving.md#eager-host): attention's, launched
-/// by the engine's Python (between a compiled model's pieces), and the others.
+/// by the engine's Python (between a compiled model's pieces), with the projections MLA's
+/// attention op holds; the op's own kernels where it has a time of its own
+/// (model::ForwardConfig::mla_op_host_s: the attention kernels of MLA's op among them); and the others.
 struct HostLaunches {
-  double attention = 0, other = 0;
+  double attention = 0, other = 0, mla_op = 0;
 };
-/// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, the
-/// others at `f.compiled_host_s` where it is set (else eager_host_s).
+/// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, MLA's
+/// op's own at `f.mla_op_host_s` (else eager_host_s), the others at `f.compiled_host_s` where it
+/// is set (else eager_host_s).
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept;
 
 class StepModel {
@@ -63,9 +66,10 @@ class StepModel {
   /// groups' tokens, the same for each (priced once). Groups without a sequence (running a
   /// dummy pass) are skipped; max over the groups of time(groups[i], mix, mode).
   /// `memo` (optional, the caller's): own parts of groups of decode sequences only, by their
-  /// decode tokens (its vectors sized by the caller, filled with -1), eager [0] or not [1].
+  /// decode tokens (its vectors sized by the caller, filled with -1), eager [0], graph [1] or
+  /// piecewise [2] (the graph's where no op runs in the engine's attention op).
   struct RankMemo {
-    std::array<std::vector<double>, 2> own;
+    std::array<std::vector<double>, 3> own;
   };
   double slowest(const model::StepMix* groups, std::size_t n, const model::StepMix& mix, GraphMode mode,
                  RankMemo* memo = nullptr) const noexcept;
@@ -126,6 +130,7 @@ class StepModel {
     double rep = 1;
     bool decode = false;    // decode tokens' kernel (else prefill chunks')
     bool window = false;    // on sliding-window layers
+    bool own_op = false;    // MLA's attention op's own kernel (model::GraphOp::InAttentionOp::own)
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
     analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, all_tokens;
@@ -159,7 +164,11 @@ class StepModel {
   double apart_at(const Variant& v, int i, double x, double touched) const noexcept;
   double with_group_attention(double base, const model::StepMix& group, GraphMode mode) const noexcept;
 
-  Variant eager_, graph_;
+  Variant eager_, graph_, piecewise_;  // piecewise_: only where has_op_ (else graph_'s)
+  bool has_op_ = false;                // some op inside the engine's attention op (GraphOp::attention_op)
+  const Variant& variant(GraphMode mode) const noexcept {
+    return mode == GraphMode::eager ? eager_ : mode == GraphMode::piecewise && has_op_ ? piecewise_ : graph_;
+  }
   std::array<AttentionLine, kMaxAttention> attention_{};
   int attention_count_ = 0;
   const model::ModelConfig* model_ = nullptr;
@@ -172,9 +181,10 @@ class StepModel {
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
-  /// Those of the ops a piecewise step launches eagerly besides attention's
-  /// (model::GraphOp::eager_in_piecewise), by quantity.
-  std::array<double, kQuantities> piecewise_launches_{};
+  /// The kernels of the ops inside MLA's attention op (model::GraphOp::attention_op: [0] its own,
+  /// [1] the projections it holds), by quantity, launched from Python in every step but a whole
+  /// graph; not in launches_.
+  std::array<std::array<double, kQuantities>, 2> op_launches_{};
   model::ForwardConfig host_;  // the plan's eager_host_s and compiled_host_s (host_launch_s)
   HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
