@@ -108,6 +108,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.eager_host.empty()) {
     e.eager_host_s = kernel_host_s(f.eager_host, "--eager-host", "25 us");
     e.eager_host_source = "--eager-host";
+    // Every kernel the engine's Python launches, those of MLA's attention op among them.
+    if (e.mla_op_host_s > 0) {
+      e.mla_op_host_s = e.eager_host_s;
+      e.mla_op_host_source = "--eager-host";
+    }
   }
   if (!f.compiled_host.empty()) {
     if (e.compiled_host_s <= 0) {
@@ -274,7 +279,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
                 "the host's time per kernel of a compiled model run outside a graph (vLLM V1 past its largest graph), e.g. '9 us' (engine "
                 "default)");
   s->add_option("--eager-host", f->eager_host,
-                "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it (engine default)");
+                "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it "
+                "(engine default; with MLA under vLLM its attention op's kernels too)");
   s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch,

@@ -324,8 +324,8 @@ void attention_block(Ctx& c, double window) {
   // H100 sweep; vllm-project/flash-attention PRs #104, #125).
   a.compute = c.act;
   double o_in = 0;
-  // vLLM's MLA attention op (ForwardConfig::mla_op): the ops from `first` to `end` marked as
-  // its own kernels or as the projections it holds. vLLM 0.8's runs from q_b_proj to o_proj's
+  // vLLM's MLA attention op (ForwardConfig::mla_op): the ops from `first` to the last built
+  // marked as its own kernels or as the projections it holds. vLLM 0.8's runs from q_b_proj to o_proj's
   // all-reduce (not kv_a_proj and its norm, which the model runs before it), later ones from
   // the cache write to the absorption after attention.
   using InOp = GraphOp::InAttentionOp;

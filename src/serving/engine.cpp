@@ -91,12 +91,13 @@ bool is_a100(const hw::ChipSpec& chip) {
 //   run eagerly between the pieces (cudagraph_mode PIECEWISE, the default until v0.11.0 made it
 //   FULL_AND_PIECEWISE: release notes of v0.11.0, PR #25444); block-fp8 GEMMs priced by vLLM's
 //   Triton kernel's curve (see below); async scheduling off;
-// - 8, 0.8: the same, and MLA's attention op holds more than attention: MLACommonImpl.forward
-//   (vllm/v1/attention/backends/mla/common.py) runs q_proj (q_b_proj), the absorbed
-//   up-projections (torch.bmm), RoPE, concat_and_cache_mla, the attention kernel, o_proj and
-//   o_proj's all-reduce (a RowParallelLinear), all eagerly between the pieces, until PR #17484
-//   ("MLA move o_proj q_proj into cuda-graph region", opened 2025-04-30, after 0.8.4) put them
-//   in the graphs;
+// - 8, 0.8: the same, and MLA's attention op holds more than it does later: MLACommonImpl.forward
+//   (vllm/v1/attention/backends/mla/common.py) runs q_proj (q_b_proj), RoPE,
+//   concat_and_cache_mla, the absorbed up-projections (torch.bmm), the attention kernel, o_proj
+//   and o_proj's all-reduce (a RowParallelLinear), all eagerly between the pieces, until PR
+//   #17484 ("MLA move o_proj q_proj into cuda-graph region", opened 2025-04-30, after 0.8.4) put
+//   q_proj and o_proj in the graphs and PR #17668 (2025-05-05) RoPE; the cache write, the
+//   absorptions and attention stay in the op in every release;
 // - 13, 0.11-0.13: decode steps as one graph (FULL_AND_PIECEWISE); block-fp8 GEMMs by DeepGEMM
 //   (VLLM_USE_DEEP_GEMM on by default, PR #24462, September 2025: v0.11); async scheduling off;
 // - 0, 0.14 and later: async scheduling on (release notes of v0.14.0: "Async scheduling is now
@@ -198,8 +199,8 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.triton_moe_from_tp = piecewise_only ? 0 : 8;
   e.sources =
       std::string(version == 8 ? "vLLM V1 (0.8: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
-                                 "#25444; MLA's q_proj, absorptions, RoPE, cache write, o_proj and its all-reduce inside the "
-                                 "eager attention op, MLACommonImpl.forward, until PR #17484; block-fp8 GEMMs at the Triton "
+                                 "#25444; MLA's q_proj, RoPE, o_proj and its all-reduce inside the eager attention op, "
+                                 "MLACommonImpl.forward, until PRs #17484 and #17668; block-fp8 GEMMs at the Triton "
                                  "kernel's curve; async scheduling off): "
                   : version == 10 ? "vLLM V1 (0.9-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
                                   "#25444; block-fp8 GEMMs at the Triton kernel's curve; async scheduling off): "

@@ -226,6 +226,20 @@ TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   // (400 us + 1.1 us a request, serial on 0.8): 20.801 + 0.4011 = 21.2021 ms a token.
   ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 20.801e-3);
   EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 21.2021e-3, 1e-9);
+  // A 1000-token prompt passes the largest graph (512 tokens): the compiled model runs without
+  // graphs, its kernels at Inductor's 9.1 us, but the op's stay the op's: 305 own at 43.2 us,
+  // 305 projections at 25 us, the other 1819 - 610 = 1209 at 9.1 us: 13.176 + 7.625 + 11.0019
+  // = 31.8029 ms.
+  const auto long_prompt = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1000 --gen 20 --concurrency 1 --requests 1 --engine vllm@0.8");
+  EXPECT_EQ(long_prompt["prompt_step"]["launch"], "eager");
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["host_launches"].get<double>(), 1819);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["mla_op_launches"].get<double>(), 305);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["compiled_launches"].get<double>(), 1209);
+  EXPECT_NEAR(long_prompt["prompt_step"]["eager_host_s"].get<double>(), 31.8029e-3, 1e-12);
+  // --eager-host sets every kernel the engine's Python launches, the op's too: 610 x 10 us.
+  const auto given = run_json(q + "vllm@0.8 --eager-host 10us");
+  EXPECT_NEAR(given["decode_step"]["eager_host_s"].get<double>(), 6.1e-3, 1e-12);
+  EXPECT_EQ(given["engine"]["mla_op_host_source"], "--eager-host");
   // A dense model's attention op is attention alone: Llama's 32 layers launch 32, at 25 us.
   const std::string dense = "serve --model llama-3.1-8b --hw h100-sxm --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto llama = run_json(dense + "vllm@0.8");
@@ -277,7 +291,7 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   EXPECT_EQ(given["engine"]["graph_max_tokens"], 256);
   EXPECT_EQ(given["engine"]["capture_follows_seqs"], false);
   EXPECT_EQ(given["prompt_step"]["launch"], "piecewise");
-  // The 0.8-0.10 preset keeps 0.8's fixed list up to 512; 0.11-0.13 follows the sequences.
+  // The 0.8 and 0.9-0.10 presets keep 0.8's fixed list up to 512; 0.11-0.13 follows the sequences.
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.8")["engine"]["graph_max_tokens"], 512);
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine vllm@0.13")["engine"]["graph_max_tokens"], 64);
   // Three draft tokens: 2 x 32 x 4 = 256 (0.13 and later); the engine line counts tokens.

@@ -586,12 +586,12 @@ TEST(Engine, Sglang03PresetFollowsItsOwnDefaults) {
 // a 513-token step, prompt chunk or decodes, launches every kernel from the host. The engines
 // that capture decode batches alone keep their mixed steps' mode at any size.
 TEST(Engine, VllmV1StepsPastTheLargestCapturedSizeRunEagerly) {
-  for (const int version : {10, 13, 0}) {
+  for (const int version : {8, 10, 13, 0}) {
     const EngineConfig e = engine_preset(EngineRef{EngineKind::vllm, version}, h100().chip);
     EXPECT_EQ(e.graph_max_tokens, 512) << version;
     EXPECT_EQ(mixed_step_graphs(e, 512), GraphMode::piecewise) << version;
     EXPECT_EQ(mixed_step_graphs(e, 513), GraphMode::eager) << version;
-    EXPECT_EQ(decode_step_graphs(e, 512), version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
+    EXPECT_EQ(decode_step_graphs(e, 512), version == 8 || version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
     EXPECT_EQ(decode_step_graphs(e, 513), GraphMode::eager) << version;
   }
   for (const EngineRef k : {EngineRef{EngineKind::sglang, 0}, EngineRef{EngineKind::trtllm, 0}, EngineRef{EngineKind::static_batch, 0},

@@ -81,7 +81,7 @@ struct ForwardConfig {
   bool absorb_dequantised = false;
   /// MLA: what the engine's attention op holds besides the attention kernels, launched from
   /// its Python in every step but a whole graph (GraphOp::attention_op): `attention` nothing
-  /// more (SGLang, TensorRT-LLM, `infer`); `absorbed` vLLM V1 from 0.9 (MLACommonImpl.forward):
+  /// more (SGLang, TensorRT-LLM, vLLM on TPUs, `infer`); `absorbed` vLLM V1 from 0.9 (MLACommonImpl.forward):
   /// the cache write, a prompt's kv_b_proj and a decode's two absorptions; `projections` vLLM
   /// 0.8: also q_proj, RoPE, o_proj and o_proj's all-reduce, until PRs #17484 and #17668 moved
   /// them into the graphs.

@@ -96,12 +96,14 @@ class StepModel {
   /// Host launch overhead of one kernel on the chip, seconds.
   double launch_s() const noexcept { return launch_s_; }
   /// Kernels the host launches itself in a step of `mix` run as `mode`: every kernel of an
-  /// eager step, the attention kernels between a piecewise step's captured pieces, none of a
-  /// graph (whose replay is one launch). Times the host's time per kernel, the step's least
-  /// time (eager_host_s; docs/serving.md#eager-host).
+  /// eager step, the attention kernels (with whatever the engine's attention op holds:
+  /// model::GraphOp::attention_op) between a piecewise step's captured pieces, none of a graph
+  /// (whose replay is one launch). Times the host's time per kernel, the step's least time
+  /// (eager_host_s; docs/serving.md#eager-host).
   double eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept;
-  /// Those kernels' time on the host: attention's at model::ForwardConfig::eager_host_s, the
-  /// others at compiled_host_s where the model is compiled (else eager_host_s too).
+  /// Those kernels' time on the host: attention's and the projections MLA's op holds at
+  /// model::ForwardConfig::eager_host_s, MLA's op's own at mla_op_host_s, the others at
+  /// compiled_host_s where the model is compiled (else eager_host_s too).
   double eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept;
 
  private:
@@ -256,8 +258,8 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
                     const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept;
 
 /// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
-/// every kernel eagerly, the attention kernels between piecewise graphs' pieces, none of one
-/// graph.
+/// every kernel eagerly, the attention kernels (and what the engine's attention op holds)
+/// between piecewise graphs' pieces, none of one graph.
 HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept;
 
 }  // namespace ridgeline::serving
