@@ -293,8 +293,7 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
                           RankMemo* memo) const noexcept {
   // The expert part is the same for every group: priced once.
   const Expert e = expert(mix, mode);
-  const std::size_t slot = mode == GraphMode::eager ? 0 : mode == GraphMode::piecewise && has_op_ ? 2 : 1;
-  std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[slot] : nullptr;
+  std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[variant_slot(mode)] : nullptr;
   double t = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const model::StepMix& g = groups[i];

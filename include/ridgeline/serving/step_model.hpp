@@ -168,8 +168,14 @@ class StepModel {
 
   Variant eager_, graph_, piecewise_;  // piecewise_: only where has_op_ (else graph_'s)
   bool has_op_ = false;                // some op inside the engine's attention op (GraphOp::attention_op)
+  // The variant that prices a step launched as `mode` (0 eager, 1 graph, 2 piecewise where an op
+  // runs in the engine's attention op, else the graph's): also its RankMemo slot.
+  std::size_t variant_slot(GraphMode mode) const noexcept {
+    return mode == GraphMode::eager ? 0 : mode == GraphMode::piecewise && has_op_ ? 2 : 1;
+  }
   const Variant& variant(GraphMode mode) const noexcept {
-    return mode == GraphMode::eager ? eager_ : mode == GraphMode::piecewise && has_op_ ? piecewise_ : graph_;
+    const std::size_t slot = variant_slot(mode);
+    return slot == 0 ? eager_ : slot == 2 ? piecewise_ : graph_;
   }
   std::array<AttentionLine, kMaxAttention> attention_{};
   int attention_count_ = 0;
