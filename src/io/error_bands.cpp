@@ -13,16 +13,22 @@ namespace {
 
 constexpr std::string_view kPath = "validation/serving_error_bands.json";
 
-// The parsed table, once: a missing or malformed file (a build without it) has no bands.
+// The parsed file's object under `key` ("classes", "pooled"), once: a missing or malformed
+// file (a build without it) has no bands.
+nlohmann::json section(const char* key) {
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (f.path != kPath) continue;
+    nlohmann::json j = nlohmann::json::parse(f.text, nullptr, false);
+    if (!j.is_discarded() && j.contains(key) && j[key].is_object()) return j[key];
+  }
+  return nlohmann::json::object();
+}
 const nlohmann::json& table() {
-  static const nlohmann::json t = [] {
-    for (const EmbeddedFile& f : embedded_files()) {
-      if (f.path != kPath) continue;
-      nlohmann::json j = nlohmann::json::parse(f.text, nullptr, false);
-      if (!j.is_discarded() && j.contains("classes") && j["classes"].is_object()) return j["classes"];
-    }
-    return nlohmann::json::object();
-  }();
+  static const nlohmann::json t = section("classes");
+  return t;
+}
+const nlohmann::json& pooled() {
+  static const nlohmann::json t = section("pooled");
   return t;
 }
 
@@ -51,22 +57,58 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
   return error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());
 }
 
+namespace {
+
+MetricBand metric_band(const nlohmann::json& v) {
+  MetricBand m;
+  m.n = static_cast<int>(number(v, "n"));
+  m.median = number(v, "median");
+  m.median_abs = number(v, "median_abs");
+  m.p90_abs = number(v, "p90_abs");
+  m.low = number(v, "low");
+  m.high = number(v, "high");
+  return m;
+}
+
+// The row of `cls` in table `t`, or nullptr.
+const nlohmann::json* row(const nlohmann::json& t, const std::string& cls) {
+  const auto it = t.find(cls);
+  return it != t.end() && it->is_object() ? &*it : nullptr;
+}
+
+}  // namespace
+
 std::optional<ErrorBand> error_band(std::string_view cls) {
-  const nlohmann::json& t = table();
-  const auto it = t.find(std::string(cls));
-  if (it == t.end() || !it->is_object()) return std::nullopt;
+  const nlohmann::json* r = row(table(), std::string(cls));
+  if (r == nullptr) return std::nullopt;
   ErrorBand b;
   b.cls = std::string(cls);
-  for (const auto& [metric, v] : it->items()) {
-    if (!v.is_object()) continue;
-    MetricBand m;
-    m.n = static_cast<int>(number(v, "n"));
-    m.median = number(v, "median");
-    m.median_abs = number(v, "median_abs");
-    m.p90_abs = number(v, "p90_abs");
-    m.low = number(v, "low");
-    m.high = number(v, "high");
-    b.metrics[metric] = m;
+  b.own_rows = true;
+  for (const auto& [metric, v] : r->items()) {
+    if (v.is_object()) b.metrics[metric] = metric_band(v);
+  }
+  return b;
+}
+
+ErrorBand quoted_band(std::string_view cls) {
+  ErrorBand b = error_band(cls).value_or(ErrorBand{});
+  b.cls = std::string(cls);
+  // A class is "engine, dtype, kind"; its pools keep the dtype and kind, then the kind.
+  const std::size_t kind_at = cls.rfind(", ");
+  const std::size_t dtype_at = kind_at == std::string_view::npos || kind_at == 0 ? std::string_view::npos : cls.rfind(", ", kind_at - 1);
+  if (dtype_at == std::string_view::npos) return b;
+  const std::string_view kind = cls.substr(kind_at + 2), dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
+  const std::string pools[] = {fmt::format("any engine, {}, {}", dtype, kind), fmt::format("any engine, any dtype, {}", kind)};
+  for (const char* metric : kBandMetrics) {
+    if (b.metrics.count(metric) > 0) continue;
+    for (const std::string& pool : pools) {
+      const nlohmann::json* r = row(pooled(), pool);
+      if (r == nullptr || !r->contains(metric) || !(*r)[metric].is_object()) continue;
+      MetricBand m = metric_band((*r)[metric]);
+      m.from = pool;
+      b.metrics[metric] = m;
+      break;
+    }
   }
   return b;
 }

@@ -726,12 +726,13 @@ std::string deployment_class(const model::ModelConfig& m, const FleetSpace& spac
 }
 
 double band_error(std::string_view cls, serving::SloMetric metric) {
-  const auto band = io::error_band(cls);
-  if (!band) return 0;
+  // The band the answer quotes: a class without rows of the metric borrows a pooled class's
+  // (io::quoted_band), so no class is held to its targets as asked for want of a measurement.
+  const io::ErrorBand band = io::quoted_band(cls);
   // ITL's rows are in the TPOT line (the table keeps a stream's per-token times together).
   const char* key = metric == serving::SloMetric::ttft ? "ttft" : metric == serving::SloMetric::e2e ? "e2e" : "tpot";
-  const auto it = band->metrics.find(key);
-  return it == band->metrics.end() ? 0 : std::min(0.0, it->second.median);
+  const auto it = band.metrics.find(key);
+  return it == band.metrics.end() ? 0 : std::min(0.0, it->second.median);
 }
 
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {

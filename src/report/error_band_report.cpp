@@ -10,34 +10,39 @@ namespace ridgeline::report {
 
 nlohmann::json error_band_json(std::string_view cls) {
   nlohmann::json j = {{"class", cls}, {"source", io::kErrorBandSource}, {"metrics", nlohmann::json::object()}};
-  const auto band = io::error_band(cls);
-  if (!band) {
-    j["note"] = "the validation table has no published measurement of this class";
-    return j;
+  const io::ErrorBand band = io::quoted_band(cls);
+  if (!band.own_rows) {
+    j["note"] = band.metrics.empty() ? "the validation table has no published measurement of this class"
+                                     : "the validation table has no published measurement of this class: each metric is a pooled "
+                                       "class's, named by its 'from' (docs/serving.md#borrowed-bands)";
   }
-  for (const auto& [metric, v] : band->metrics) {
-    j["metrics"][metric] = {{"n", v.n}, {"median", v.median}, {"median_abs", v.median_abs}, {"p90_abs", v.p90_abs},
-                            {"low", v.low}, {"high", v.high}};
+  for (const auto& [metric, v] : band.metrics) {
+    nlohmann::json& m = j["metrics"][metric];
+    m = {{"n", v.n}, {"median", v.median}, {"median_abs", v.median_abs}, {"p90_abs", v.p90_abs}, {"low", v.low}, {"high", v.high}};
+    if (!v.from.empty()) m["from"] = v.from;
   }
   return j;
 }
 
 std::string error_band_text(std::string_view cls) {
-  const auto band = io::error_band(cls);
-  if (!band || band->metrics.empty()) {
+  const io::ErrorBand band = io::quoted_band(cls);
+  if (band.metrics.empty()) {
     return fmt::format("error band ({}): no published measurement of this class in the validation table ({})\n", cls,
                        io::kErrorBandSource);
   }
-  std::string out = fmt::format("error band ({}; against published runs, {}):", cls, io::kErrorBandSource);
+  std::string out = band.own_rows ? fmt::format("error band ({}; against published runs, {}):", cls, io::kErrorBandSource)
+                                  : fmt::format("error band ({}; no published measurement of this class, its pooled classes' "
+                                                "instead, docs/serving.md#borrowed-bands):",
+                                                cls);
   static constexpr std::pair<const char*, const char*> kOrder[] = {
       {"ttft", "TTFT"}, {"tpot", "TPOT"}, {"e2e", "E2E"}, {"output_tps", "output tok/s"}};
   bool first = true;
   for (const auto& [key, label] : kOrder) {
-    const auto it = band->metrics.find(key);
-    if (it == band->metrics.end()) continue;
+    const auto it = band.metrics.find(key);
+    if (it == band.metrics.end()) continue;
     const io::MetricBand& v = it->second;
-    out += fmt::format("{} {} {:+.0f}% median, |error| {:.0f}% median, {:.0f}% p90 ({} runs)", first ? "" : ";", label, 100 * v.median,
-                       100 * v.median_abs, 100 * v.p90_abs, v.n);
+    out += fmt::format("{} {} {:+.0f}% median, |error| {:.0f}% median, {:.0f}% p90 ({} runs{}{})", first ? "" : ";", label, 100 * v.median,
+                       100 * v.median_abs, 100 * v.p90_abs, v.n, v.from.empty() ? "" : " of ", v.from);
     first = false;
   }
   return out + "\n";

@@ -23,11 +23,15 @@ struct MetricBand {
   double median_abs = 0;    ///< the median |error|
   double p90_abs = 0;       ///< the 90th percentile |error|
   double low = 0, high = 0; ///< the most negative and the most positive error
+  /// The class these figures are from: empty for the band's own class, else the pooled class
+  /// a class without rows of the metric borrows them from (quoted_band).
+  std::string from;
 };
 
 struct ErrorBand {
   std::string cls;  ///< "vllm, 16-bit, dense"
   std::map<std::string, MetricBand> metrics;  ///< ttft, tpot, e2e, output_tps (those measured)
+  bool own_rows = false;  ///< the table has rows of the class itself
 };
 
 /// The class of an answer: the engine ("vllm", "sglang", "trtllm", "static"), the dtype the
@@ -42,6 +46,16 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
 
 /// The band of `cls` from the embedded table, or nullopt when the table has no row of it.
 std::optional<ErrorBand> error_band(std::string_view cls);
+
+/// The metrics a band quotes, in the order answers print them.
+inline constexpr const char* kBandMetrics[] = {"ttft", "tpot", "e2e", "output_tps"};
+
+/// The band an answer of `cls` quotes (docs/serving.md#borrowed-bands): each metric from the
+/// class's own rows where the table has them, else from the first pooled class that has it:
+/// every modelled engine's rows of the same dtype and kind ("any engine, fp8, MoE"), then of
+/// the kind over every dtype ("any engine, any dtype, MoE"); the metric's `from` names it. A
+/// class without rows is no longer an answer without a band: its figures are its neighbours'.
+ErrorBand quoted_band(std::string_view cls);
 
 /// Where the bands come from, for reports.
 inline constexpr const char* kErrorBandSource = "docs/serving.md#against-published-measurements";

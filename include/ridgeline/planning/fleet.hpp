@@ -212,7 +212,8 @@ std::string deployment_class(const model::ModelConfig& m, const FleetSpace& spac
 /// The targets as asked (asked_slo), each tightened by the median error of the
 /// deployment's class for its metric where that error is negative: target × (1 + e). A
 /// prediction p within it is within the target asked once divided by 1 + e, the class's
-/// typical ratio of predicted to measured. Metrics with no row in the class are left as asked.
+/// typical ratio of predicted to measured. A metric with no row in the class takes its pooled
+/// class's error, as the answer quotes it (io::quoted_band).
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 
 /// The median error band_slo applies to a metric of the class (0 where it leaves the target).

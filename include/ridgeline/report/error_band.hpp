@@ -14,10 +14,12 @@
 namespace ridgeline::report {
 
 using io::answer_class;  // (the class of an answer: io/error_bands.hpp)
-/// {class, source, metrics: {ttft: {n, median, median_abs, p90_abs, low, high}, ...}}; a
-/// class the table has no row of: metrics {} and a note saying so.
+/// {class, source, metrics: {ttft: {n, median, median_abs, p90_abs, low, high[, from]}, ...}}:
+/// the band the answer quotes (io::quoted_band), a borrowed metric's `from` naming the pooled
+/// class; a class the table has no row of also carries a note saying so.
 nlohmann::json error_band_json(std::string_view cls);
-/// "error band (vllm, 16-bit, dense; published runs): TTFT -8% median (|error| 12%, p90 25%, n 30), ..."
+/// "error band (vllm, 16-bit, dense; against published runs, ...): TTFT -14% median, |error| 14% median,
+/// 15% p90 (2 runs); ...; E2E -7% median, ... (14 runs of any engine, 16-bit, dense)"
 std::string error_band_text(std::string_view cls);
 
 }  // namespace ridgeline::report
