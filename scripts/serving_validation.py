@@ -439,22 +439,31 @@ def bands(rows):
 
 
 # What an answer of a class without rows of a metric borrows (io::quoted_band, docs/serving.md#borrowed-bands):
-# the errors of every modelled engine pooled, first with the same dtype and kind (dense or MoE), then with the
-# same kind over every dtype. The classes of releases no preset follows ("(not modelled)") are left out.
+# the errors of every modelled serving engine pooled, first with the same dtype and kind (dense or MoE), then
+# with the same kind over every dtype, then every serving row; the static engine's (one batch, no scheduler:
+# infer) have a pool of their own, by kind. The classes of releases no preset follows ("(not modelled)") are in
+# no pool.
+def pool_names(row):
+    kind = "MoE" if row["set"]["moe"] else "dense"
+    if engine_family(row["set"]["engine"]) == "static":
+        return [f"static, any dtype, {kind}"]
+    return [f"any engine, {row['dtype']}, {kind}", f"any engine, any dtype, {kind}", "any engine, any dtype, any kind"]
+
+
 def pooled_bands(rows):
     out = {}
     for r, metric, e in row_errors(rows):
         if r["set"]["unmodelled"] is not None:
             continue
-        kind = "MoE" if r["set"]["moe"] else "dense"
-        for cls in (f"any engine, {r['dtype']}, {kind}", f"any engine, any dtype, {kind}"):
+        for cls in pool_names(r):
             out.setdefault(cls, {}).setdefault(metric, []).append(e)
     return summarise(out)
 
 
 def print_bands(b, pooled):
     print("### Errors by class\n")
-    print("Every answer of `infer`, `serve` and `search serve` quotes its class's line (JSON `error_band`).\n")
+    print("Every answer of `infer`, `serve` and `search serve` quotes its class's line (JSON `error_band`), or for a metric "
+          "its class has no row of, its pool's (#borrowed-bands).\n")
     header = "| class | metric | rows | median error | median \\|error\\| | p90 \\|error\\| | range |\n|---|---|---|---|---|---|---|"
     line = lambda cls, m, v: (f"| {cls} | {m} | {v['n']} | {100 * v['median']:+.0f}% | {100 * v['median_abs']:.0f}% | "
                               f"{100 * v['p90_abs']:.0f}% | {100 * v['low']:+.0f}% to {100 * v['high']:+.0f}% |")
@@ -463,7 +472,8 @@ def print_bands(b, pooled):
         for m, v in metrics.items():
             print(line(cls, m, v))
     print()
-    print("Pooled over the modelled engines: what a class without rows of a metric quotes instead (#borrowed-bands).\n")
+    print("Pooled: what a class without rows of a metric quotes instead (#borrowed-bands): the modelled serving engines' rows "
+          "by dtype and kind, by kind, then all of them; the static engine's by kind.\n")
     print(header)
     for cls, metrics in pooled.items():
         for m, v in metrics.items():
@@ -474,6 +484,10 @@ def print_bands(b, pooled):
 def main():
     rows = run_all()
     b, pooled = bands(rows), pooled_bands(rows)
+    # The metrics an answer quotes (io::kBandMetrics): a row of another would be dropped unseen.
+    unknown = {m for table in (b, pooled) for metrics in table.values() for m in metrics} - {"ttft", "tpot", "e2e", "output_tps"}
+    if unknown:
+        sys.exit(f"serving_validation: metrics {sorted(unknown)} are not among those answers quote (io::kBandMetrics)")
     if MODE == "--check":
         stored_doc = json.load(open(BAND_FILE))
         stored = {**stored_doc["classes"], **stored_doc.get("pooled", {})}
@@ -496,8 +510,8 @@ def main():
         doc = {"about": "Errors of ridgeline serve against published measurements, by class (engine, dtype, dense or MoE): "
                         "median signed error, median and p90 |error|, range; made by scripts/serving_validation.py "
                         "(docs/serving.md#against-published-measurements). Errors are predicted / measured - 1. 'pooled': "
-                        "the modelled engines' errors by dtype and kind, then by kind, which a class without rows of a "
-                        "metric quotes (docs/serving.md#borrowed-bands).",
+                        "the modelled serving engines' errors by dtype and kind, by kind, then all; the static engine's by "
+                        "kind: what a class without rows of a metric quotes (docs/serving.md#borrowed-bands).",
                "sources": [s["source"] for s in SETS], "classes": b,
                "pooled": pooled}
         with open(BAND_FILE, "w") as f:

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <vector>
+
 #include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
@@ -93,12 +95,19 @@ std::optional<ErrorBand> error_band(std::string_view cls) {
 ErrorBand quoted_band(std::string_view cls) {
   ErrorBand b = error_band(cls).value_or(ErrorBand{});
   b.cls = std::string(cls);
-  // A class is "engine, dtype, kind"; its pools keep the dtype and kind, then the kind.
+  // A class is "engine, dtype, kind". A serving engine's pools keep the dtype and kind, then
+  // the kind, then neither; the static engine's (one batch: infer) is its own, by kind.
   const std::size_t kind_at = cls.rfind(", ");
   const std::size_t dtype_at = kind_at == std::string_view::npos || kind_at == 0 ? std::string_view::npos : cls.rfind(", ", kind_at - 1);
   if (dtype_at == std::string_view::npos) return b;
-  const std::string_view kind = cls.substr(kind_at + 2), dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
-  const std::string pools[] = {fmt::format("any engine, {}, {}", dtype, kind), fmt::format("any engine, any dtype, {}", kind)};
+  const std::string_view engine = cls.substr(0, dtype_at), kind = cls.substr(kind_at + 2);
+  const std::string_view dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
+  std::vector<std::string> pools;
+  if (engine == "static") {
+    pools = {fmt::format("static, any dtype, {}", kind)};
+  } else {
+    pools = {fmt::format("any engine, {}, {}", dtype, kind), fmt::format("any engine, any dtype, {}", kind), "any engine, any dtype, any kind"};
+  }
   for (const char* metric : kBandMetrics) {
     if (b.metrics.count(metric) > 0) continue;
     for (const std::string& pool : pools) {

@@ -725,15 +725,18 @@ std::string deployment_class(const model::ModelConfig& m, const FleetSpace& spac
   return io::answer_class(serving::band_name(d.engine), m, f, space.chips[d.chip].sys.chip);
 }
 
-double band_error(std::string_view cls, serving::SloMetric metric) {
-  // The band the answer quotes: a class without rows of the metric borrows a pooled class's
-  // (io::quoted_band), so no class is held to its targets as asked for want of a measurement.
+BandLean band_lean(std::string_view cls, serving::SloMetric metric) {
+  // The band the answer quotes: a serving class without rows of the metric borrows a pooled
+  // class's (io::quoted_band), so none is held to its targets as asked for want of a row.
   const io::ErrorBand band = io::quoted_band(cls);
   // ITL's rows are in the TPOT line (the table keeps a stream's per-token times together).
   const char* key = metric == serving::SloMetric::ttft ? "ttft" : metric == serving::SloMetric::e2e ? "e2e" : "tpot";
   const auto it = band.metrics.find(key);
-  return it == band.metrics.end() ? 0 : std::min(0.0, it->second.median);
+  if (it == band.metrics.end()) return {};
+  return {std::min(0.0, it->second.median), it->second.from};
 }
+
+double band_error(std::string_view cls, serving::SloMetric metric) { return band_lean(cls, metric).error; }
 
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
   serving::Slo slo = asked_slo(space);

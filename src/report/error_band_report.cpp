@@ -11,6 +11,7 @@ namespace ridgeline::report {
 nlohmann::json error_band_json(std::string_view cls) {
   nlohmann::json j = {{"class", cls}, {"source", io::kErrorBandSource}, {"metrics", nlohmann::json::object()}};
   const io::ErrorBand band = io::quoted_band(cls);
+  j["own_rows"] = band.own_rows;
   if (!band.own_rows) {
     j["note"] = band.metrics.empty() ? "the validation table has no published measurement of this class"
                                      : "the validation table has no published measurement of this class: each metric is a pooled "
@@ -34,10 +35,10 @@ std::string error_band_text(std::string_view cls) {
                                   : fmt::format("error band ({}; no published measurement of this class, its pooled classes' "
                                                 "instead, docs/serving.md#borrowed-bands):",
                                                 cls);
-  static constexpr std::pair<const char*, const char*> kOrder[] = {
-      {"ttft", "TTFT"}, {"tpot", "TPOT"}, {"e2e", "E2E"}, {"output_tps", "output tok/s"}};
   bool first = true;
-  for (const auto& [key, label] : kOrder) {
+  for (const char* key : io::kBandMetrics) {
+    const std::string_view k = key;
+    const char* label = k == "ttft" ? "TTFT" : k == "tpot" ? "TPOT" : k == "e2e" ? "E2E" : "output tok/s";
     const auto it = band.metrics.find(key);
     if (it == band.metrics.end()) continue;
     const io::MetricBand& v = it->second;

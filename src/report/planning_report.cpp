@@ -100,13 +100,16 @@ std::string band_text(const model::ModelConfig& m, const planning::FleetSpace& s
   const serving::Slo held = planning::band_slo(m, space, b);
   std::string s;
   for (const serving::SloTarget& g : planning::asked_slo(space).targets) {
-    const double e = planning::band_error(cls, g.metric);
+    const planning::BandLean l = planning::band_lean(cls, g.metric);
+    const double e = l.error;
+    const std::string of = l.from.empty() ? "" : " of " + l.from;  // a borrowed lean names its pool
     const double spare = b.target_slack[static_cast<std::size_t>(g.metric)];
     if (space.margin_band) {
       s += fmt::format("{}{} {} ({})", s.empty() ? "" : ", ", serving::name(g), t(held.find(g.metric)->limit_s),
-                       e < 0 ? fmt::format("{:+.0f}%", 100 * e) : "as asked");
+                       e < 0 ? fmt::format("{:+.0f}%{}", 100 * e, of) : "as asked");
     } else if (e < 0 && spare < -e) {
-      s += fmt::format("{}{}: {:.0f}% to spare, the class runs {:+.0f}%", s.empty() ? "" : "; ", serving::name(g.metric), 100 * spare, 100 * e);
+      s += fmt::format("{}{}: {:.0f}% to spare, the class runs {:+.0f}%{}", s.empty() ? "" : "; ", serving::name(g.metric), 100 * spare,
+                       100 * e, of);
     }
   }
   if (s.empty()) return s;
@@ -127,6 +130,17 @@ using planning::asked_slo;
 json targets_json(const serving::Slo& slo) {
   json j = json::object();
   for (const serving::SloTarget& g : slo.targets) j[serving::name(g)] = g.limit_s;
+  return j;
+}
+
+// {"ttft_p99": {"error": -0.46, "from": "any engine, fp8, MoE"}}: the lean each target of the
+// class was held to, and the pooled class it is borrowed from (null: the class's own rows).
+json leans_json(const std::string& cls, const serving::Slo& slo) {
+  json j = json::object();
+  for (const serving::SloTarget& g : slo.targets) {
+    const planning::BandLean l = planning::band_lean(cls, g.metric);
+    j[serving::name(g)] = {{"error", l.error}, {"from", l.from.empty() ? json(nullptr) : json(l.from)}};
+  }
   return j;
 }
 
@@ -264,6 +278,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"margin", space.margin},
          {"margin_band", space.margin_band},
          {"best_targets", r.best && space.margin_band ? targets_json(planning::band_slo(m, space, *r.best)) : json(nullptr)},
+         {"best_target_leans", r.best && space.margin_band ? leans_json(deployment_class(m, space, *r.best), asked_slo(space)) : json(nullptr)},
          {"seeds", {{"count", space.seeds.count}, {"quantile", space.seeds.quantile}}},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},

@@ -72,6 +72,7 @@ std::string fixed_times_source(const hw::ChipSpec& c) {
 struct BandRead {
   const serving::SloTarget* target = nullptr;
   double predicted_s = 0, error = 0, expected_s = 0;
+  std::string from;  // the pool a class without rows of the metric borrows its error from
   bool within = false;
 };
 std::vector<BandRead> band_reads(const std::string& cls, const serving::Slo& slo, const serving::ServingResult& r) {
@@ -80,7 +81,9 @@ std::vector<BandRead> band_reads(const std::string& cls, const serving::Slo& slo
     BandRead b;
     b.target = &g;
     b.predicted_s = serving::statistic(serving::summary_of(r, g.metric), g.q);
-    b.error = planning::band_error(cls, g.metric);
+    const planning::BandLean l = planning::band_lean(cls, g.metric);
+    b.error = l.error;
+    b.from = l.from;
     b.expected_s = b.predicted_s / (1 + b.error);
     b.within = b.expected_s <= g.limit_s;
     out.push_back(b);
@@ -241,7 +244,8 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     bool met = true;
     for (const BandRead& b : band_reads(cls, cfg.slo, r)) {
       met = met && b.within;
-      targets[serving::name(*b.target)] = {{"predicted_s", b.predicted_s}, {"median_error", b.error}, {"expected_s", b.expected_s},
+      targets[serving::name(*b.target)] = {{"predicted_s", b.predicted_s}, {"median_error", b.error},
+                                           {"error_from", b.from.empty() ? json(nullptr) : json(b.from)}, {"expected_s", b.expected_s},
                                            {"target_s", b.target->limit_s}, {"within", b.within}};
     }
     j["slo_with_error_band"] = {{"class", cls}, {"met", met}, {"targets", targets}};
@@ -515,8 +519,9 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     for (const BandRead& b : band_reads(cls, cfg.slo, r)) {
       met = met && b.within;
       if (!(b.error < 0)) continue;
-      line += fmt::format("{}{} {} / (1 {:+.0f}%) = {} {} {}", line.empty() ? "" : "; ", serving::name(*b.target), t(b.predicted_s),
-                          100 * b.error, t(b.expected_s), b.within ? "within" : "over", t(b.target->limit_s));
+      line += fmt::format("{}{} {} / (1 {:+.0f}%{}) = {} {} {}", line.empty() ? "" : "; ", serving::name(*b.target), t(b.predicted_s),
+                          100 * b.error, b.from.empty() ? "" : " of " + b.from, t(b.expected_s), b.within ? "within" : "over",
+                          t(b.target->limit_s));
     }
     if (!line.empty()) s += fmt::format("SLO with the class's median errors: {}: {}\n", met ? "met" : "likely missed", line);
   }

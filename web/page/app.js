@@ -160,7 +160,7 @@ const TABS = {
       { key: 'ttft', label: 'SLO: TTFT p99', type: 'text', def: '1s', noflag: true },
       { key: 'tpot', label: 'SLO: TPOT p99', type: 'text', def: '50ms', noflag: true },
       { key: 'margin', flag: '--margin', label: 'Headroom', type: 'select', options: ['', 'band', '10%', '20%'],
-        names: { '': 'none', band: "each class's measured error" }, def: '' },
+        names: { '': 'none', band: "each class's (or its pool's) measured error" }, def: '' },
       { key: 'max_gpus', flag: '--max-gpus', label: 'Largest fleet (GPUs)', type: 'number', min: 1, def: '64', always: true },
       { key: 'top', flag: '--top', label: 'Deployments listed', type: 'number', min: 1, def: '50', always: true },
     ],

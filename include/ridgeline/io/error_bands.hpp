@@ -52,9 +52,10 @@ inline constexpr const char* kBandMetrics[] = {"ttft", "tpot", "e2e", "output_tp
 
 /// The band an answer of `cls` quotes (docs/serving.md#borrowed-bands): each metric from the
 /// class's own rows where the table has them, else from the first pooled class that has it:
-/// every modelled engine's rows of the same dtype and kind ("any engine, fp8, MoE"), then of
-/// the kind over every dtype ("any engine, any dtype, MoE"); the metric's `from` names it. A
-/// class without rows is no longer an answer without a band: its figures are its neighbours'.
+/// the modelled serving engines' rows of the same dtype and kind ("any engine, fp8, MoE"),
+/// then of the kind over every dtype ("any engine, any dtype, MoE"), then all of them ("any
+/// engine, any dtype, any kind"); the static engine's (`infer`) pool is its own rows by kind
+/// ("static, any dtype, dense"). The metric's `from` names the pool.
 ErrorBand quoted_band(std::string_view cls);
 
 /// Where the bands come from, for reports.

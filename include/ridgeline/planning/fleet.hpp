@@ -95,7 +95,8 @@ struct FleetSpace {
   /// Headroom from the validation table (`--margin band`, docs/serving.md#headroom-and-the-distance-to-the-slo):
   /// each deployment's targets tightened by its own class's median error where the class runs
   /// optimistic, target × (1 + e) for a median e < 0 (TTFT's for ttft, TPOT's for tpot and
-  /// itl, E2E's for e2e; io::error_band). `base.slo` then holds the targets as asked.
+  /// itl, E2E's for e2e; io::quoted_band: a metric the class has no row of, its pool's). `base.slo`
+  /// then holds the targets as asked.
   bool margin_band = false;
   serving::Slo slo_asked;
   int top = 10;                                   ///< feasible deployments kept, cheapest first
@@ -216,7 +217,14 @@ std::string deployment_class(const model::ModelConfig& m, const FleetSpace& spac
 /// class's error, as the answer quotes it (io::quoted_band).
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 
-/// The median error band_slo applies to a metric of the class (0 where it leaves the target).
+/// The median error band_slo applies to a metric of the class (0 where it leaves the target),
+/// and the pooled class it is borrowed from (empty: the class's own rows; io::quoted_band).
+struct BandLean {
+  double error = 0;
+  std::string from;
+};
+BandLean band_lean(std::string_view cls, serving::SloMetric metric);
+/// band_lean(cls, metric).error.
 double band_error(std::string_view cls, serving::SloMetric metric);
 
 /// Throws InputError naming the flag for a space no search can run (no chips, a price on
