@@ -11,7 +11,8 @@ Usage:
   serving_validation.py [RIDGELINE]                    the markdown tables (docs/serving.md)
   serving_validation.py RIDGELINE --write FILE.json    and the error bands by class into FILE
   serving_validation.py RIDGELINE --check FILE.json    exit 1 when a class's median |error| of a
-                                                       metric grew by more than 5 points over FILE's
+                                                       metric grew by more than 5 points over FILE's,
+                                                       or FILE's pool order is not this script's
 RIDGELINE defaults to build/dev/apps/ridgeline/ridgeline.
 """
 
@@ -443,11 +444,16 @@ def bands(rows):
 # with the same kind over every dtype, then every serving row; the static engine's (one batch, no scheduler:
 # infer) have a pool of their own, by kind. The classes of releases no preset follows ("(not modelled)") are in
 # no pool.
+# The order is written into the bands file ('pool_order': each family's pools, first to last, {dtype} and
+# {kind} standing for the class's own), and io::quoted_band follows it: one order, kept here.
+POOL_ORDER = {"static": ["static, any dtype, {kind}"],
+              "serving": ["any engine, {dtype}, {kind}", "any engine, any dtype, {kind}", "any engine, any dtype, any kind"]}
+
+
 def pool_names(row):
     kind = "MoE" if row["set"]["moe"] else "dense"
-    if engine_family(row["set"]["engine"]) == "static":
-        return [f"static, any dtype, {kind}"]
-    return [f"any engine, {row['dtype']}, {kind}", f"any engine, any dtype, {kind}", "any engine, any dtype, any kind"]
+    family = "static" if engine_family(row["set"]["engine"]) == "static" else "serving"
+    return [p.format(dtype=row["dtype"], kind=kind) for p in POOL_ORDER[family]]
 
 
 def pooled_bands(rows):
@@ -492,6 +498,8 @@ def main():
         stored_doc = json.load(open(BAND_FILE))
         stored = {**stored_doc["classes"], **stored_doc.get("pooled", {})}
         bad = []
+        if stored_doc.get("pool_order") != POOL_ORDER:
+            bad.append(f"pool_order: {stored_doc.get('pool_order')} in {BAND_FILE}, {POOL_ORDER} here (rerun with --write)")
         for cls, metrics in {**b, **pooled}.items():
             for m, v in metrics.items():
                 old = stored.get(cls, {}).get(m)
@@ -501,8 +509,9 @@ def main():
                     bad.append(f"{cls} {m}: median |error| {100 * v['median_abs']:.1f}% against {100 * old['median_abs']:.1f}% recorded")
         for line in bad:
             print(f"serving_validation: {line}")
-        print(f"serving_validation: {sum(len(m) for m in b.values()) + sum(len(m) for m in pooled.values())} class metrics checked, {len(bad)} grew by more than "
-              f"{100 * TOLERANCE:.0f} points")
+        print(f"serving_validation: {sum(len(m) for m in b.values()) + sum(len(m) for m in pooled.values())} class metrics and the pool order "
+              f"checked, {len(bad)} failed (a median |error| grown by more than {100 * TOLERANCE:.0f} points, a metric or pool order not "
+              f"as recorded)")
         return 1 if bad else 0
     print_tables(rows)
     print_bands(b, pooled)
@@ -511,9 +520,10 @@ def main():
                         "median signed error, median and p90 |error|, range; made by scripts/serving_validation.py "
                         "(docs/serving.md#against-published-measurements). Errors are predicted / measured - 1. 'pooled': "
                         "the modelled serving engines' errors by dtype and kind, by kind, then all; the static engine's by "
-                        "kind: what a class without rows of a metric quotes (docs/serving.md#borrowed-bands).",
+                        "kind: what a class without rows of a metric quotes (docs/serving.md#borrowed-bands), in the order of "
+                        "'pool_order' ({dtype} and {kind} the class's own).",
                "sources": [s["source"] for s in SETS], "classes": b,
-               "pooled": pooled}
+               "pooled": pooled, "pool_order": POOL_ORDER}
         with open(BAND_FILE, "w") as f:
             json.dump(doc, f, indent=1, sort_keys=True)
             f.write("\n")

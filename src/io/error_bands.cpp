@@ -33,6 +33,12 @@ const nlohmann::json& pooled() {
   static const nlohmann::json t = section("pooled");
   return t;
 }
+// Each engine family's pools, first to last ("serving", "static"), as scripts/serving_validation.py
+// wrote them: names with {dtype} and {kind} for the class's own.
+const nlohmann::json& pool_order() {
+  static const nlohmann::json t = section("pool_order");
+  return t;
+}
 
 double number(const nlohmann::json& j, const char* key) {
   const auto it = j.find(key);
@@ -95,18 +101,25 @@ std::optional<ErrorBand> error_band(std::string_view cls) {
 ErrorBand quoted_band(std::string_view cls) {
   ErrorBand b = error_band(cls).value_or(ErrorBand{});
   b.cls = std::string(cls);
-  // A class is "engine, dtype, kind". A serving engine's pools keep the dtype and kind, then
-  // the kind, then neither; the static engine's (one batch: infer) is its own, by kind.
+  // A class is "engine, dtype, kind". Its pools in the order the file gives its family
+  // (pool_order): a serving engine's keep the dtype and kind, then the kind, then neither; the
+  // static engine's (one batch: infer) is its own, by kind.
   const std::size_t kind_at = cls.rfind(", ");
   const std::size_t dtype_at = kind_at == std::string_view::npos || kind_at == 0 ? std::string_view::npos : cls.rfind(", ", kind_at - 1);
   if (dtype_at == std::string_view::npos) return b;
   const std::string_view engine = cls.substr(0, dtype_at), kind = cls.substr(kind_at + 2);
   const std::string_view dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
   std::vector<std::string> pools;
-  if (engine == "static") {
-    pools = {fmt::format("static, any dtype, {}", kind)};
-  } else {
-    pools = {fmt::format("any engine, {}, {}", dtype, kind), fmt::format("any engine, any dtype, {}", kind), "any engine, any dtype, any kind"};
+  const auto order = pool_order().find(engine == "static" ? "static" : "serving");
+  if (order != pool_order().end() && order->is_array()) {
+    for (const nlohmann::json& name : *order) {
+      if (!name.is_string()) continue;
+      try {
+        pools.push_back(fmt::format(fmt::runtime(name.get_ref<const std::string&>()), fmt::arg("dtype", dtype), fmt::arg("kind", kind)));
+      } catch (const fmt::format_error&) {
+        // (a name the script did not write: no pool)
+      }
+    }
   }
   for (const char* metric : kBandMetrics) {
     if (b.metrics.count(metric) > 0) continue;
