@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from bands import band, write_json
+
 MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
 if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
     sys.exit(f"serving_validation.py: {MODE} needs a FILE.json")
@@ -417,10 +419,7 @@ def summarise(errors_by_class):
     for cls, metrics in sorted(errors_by_class.items()):
         result[cls] = {}
         for m, es in sorted(metrics.items()):
-            abs_sorted = sorted(abs(e) for e in es)
-            p90 = abs_sorted[min(len(es) - 1, int(0.9 * len(es)))]
-            result[cls][m] = dict(n=len(es), median=statistics.median(es), median_abs=statistics.median(abs_sorted), p90_abs=p90,
-                                  low=min(es), high=max(es))
+            result[cls][m] = band(es)
     return result
 
 
@@ -524,9 +523,7 @@ def main():
                         "'pool_order' ({dtype} and {kind} the class's own).",
                "sources": [s["source"] for s in SETS], "classes": b,
                "pooled": pooled, "pool_order": POOL_ORDER}
-        with open(BAND_FILE, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.write("\n")
+        write_json(BAND_FILE, doc)
     return 0
 
 

@@ -159,6 +159,20 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   EXPECT_EQ(ds["class"], "static, fp8, MoE");
   EXPECT_TRUE(ds["metrics"].empty());
   EXPECT_NE(ds["note"].get<std::string>().find("no published measurement"), std::string::npos);
+  // A static class without rows borrows its own engine's pool, in the file's order: fp4 weights
+  // under infer take TensorRT-LLM 0.5's eight first tokens, whatever their dtype (docs/serving.md's
+  // table: -33 -18 -36 -5 on the H100 in fp8, -19 -6 -16 -0 on the A100 in fp16). Sorted: -36 -33
+  // -19 -18 | -16 -6 -5 -0: a median of (-18 - 16) / 2 = -17%, within a point (the rounding).
+  const nlohmann::json fp4 = run_json("infer --model llama-2-7b --hw b200 --batch 1 --prompt 128 --gen 8 --weight-dtype fp4")["error_band"];
+  EXPECT_EQ(fp4["class"], "static, fp4, dense");
+  EXPECT_FALSE(fp4["own_rows"].get<bool>());
+  EXPECT_EQ(fp4["metrics"]["ttft"]["from"], "static, any dtype, dense");
+  EXPECT_EQ(fp4["metrics"]["ttft"]["n"], 4 + 4);
+  EXPECT_NEAR(fp4["metrics"]["ttft"]["median"].get<double>(), -0.17, 0.01);
+  // The order the answers follow is the file's, one list per engine family (serving_validation.py writes it).
+  const nlohmann::json order = bands_file()["pool_order"];
+  EXPECT_EQ(order["serving"].size(), 3u);
+  EXPECT_EQ(order["static"].size(), 1u);
   // The pools hold no NIM row: the serving fp8 dense pool has throughputs only (TensorRT-LLM's).
   EXPECT_EQ(p["any engine, fp8, dense"].size(), 1u);
   // serve --slo reads a borrowed lean as a class's own and names its pool, in JSON and text:

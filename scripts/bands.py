@@ -1,0 +1,17 @@
+"""What the validation scripts share (serving_validation.py, gemm_check_vidur.py): a group's errors summed
+up as its band, and a bands file written the one way."""
+import json
+import statistics
+
+
+def band(errors):
+    """n, median signed error, median and p90 |error|, range of one group's errors (predicted / measured - 1)."""
+    abs_sorted = sorted(abs(e) for e in errors)
+    return dict(n=len(errors), median=statistics.median(errors), median_abs=statistics.median(abs_sorted),
+                p90_abs=abs_sorted[min(len(errors) - 1, int(0.9 * len(errors)))], low=min(errors), high=max(errors))
+
+
+def write_json(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, sort_keys=True)
+        f.write("\n")
