@@ -15,3 +15,13 @@ def write_json(path, doc):
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True)
         f.write("\n")
+
+
+def grown(name, band_now, band_recorded, path, tolerance):
+    """What is wrong with a group's band against the one recorded in `path`, or None: not recorded, or its
+    median |error| grown by more than `tolerance`."""
+    if band_recorded is None:
+        return f"{name}: not in {path} (rerun with --write)"
+    if band_now["median_abs"] > band_recorded["median_abs"] + tolerance:
+        return f"{name}: median |error| {100 * band_now['median_abs']:.1f}% against {100 * band_recorded['median_abs']:.1f}% recorded"
+    return None

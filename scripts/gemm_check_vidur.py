@@ -32,7 +32,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from bands import band, write_json
+from bands import band, grown, write_json
 
 EXCERPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "validation", "vidur-linears.csv")
 CATALOG = {"h100": "h100-sxm", "a100": "a100-80gb"}
@@ -141,12 +141,7 @@ def groups(jobs):
 def check(g, path):
     stored = json.load(open(path))["groups"]
     bad = [f"{key}: in {path}, not in this run" for key in stored if key not in g]
-    for key, v in g.items():
-        old = stored.get(key)
-        if old is None:
-            bad.append(f"{key}: not in {path} (rerun with --write)")
-        elif v["median_abs"] > old["median_abs"] + TOLERANCE:
-            bad.append(f"{key}: median |error| {100 * v['median_abs']:.1f}% against {100 * old['median_abs']:.1f}% recorded")
+    bad += [line for key, v in g.items() if (line := grown(key, v, stored.get(key), path, TOLERANCE))]
     for line in bad:
         print(f"gemm_check_vidur: {line}")
     print(f"gemm_check_vidur: {len(g)} groups checked, {len(bad)} failed (a median |error| grown by more than "

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from bands import band, write_json
+from bands import band, grown, write_json
 
 MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
 if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
@@ -500,12 +500,7 @@ def main():
         if stored_doc.get("pool_order") != POOL_ORDER:
             bad.append(f"pool_order: {stored_doc.get('pool_order')} in {BAND_FILE}, {POOL_ORDER} here (rerun with --write)")
         for cls, metrics in {**b, **pooled}.items():
-            for m, v in metrics.items():
-                old = stored.get(cls, {}).get(m)
-                if old is None:
-                    bad.append(f"{cls} {m}: not in {BAND_FILE} (rerun with --write)")
-                elif v["median_abs"] > old["median_abs"] + TOLERANCE:
-                    bad.append(f"{cls} {m}: median |error| {100 * v['median_abs']:.1f}% against {100 * old['median_abs']:.1f}% recorded")
+            bad += [line for m, v in metrics.items() if (line := grown(f"{cls} {m}", v, stored.get(cls, {}).get(m), BAND_FILE, TOLERANCE))]
         for line in bad:
             print(f"serving_validation: {line}")
         print(f"serving_validation: {sum(len(m) for m in b.values()) + sum(len(m) for m in pooled.values())} class metrics and the pool order "
