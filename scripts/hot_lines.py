@@ -59,8 +59,8 @@ def read(path, wanted):
                 obj = name("ob", line[3:])
             elif line.startswith("fn="):
                 fn = name("fn", line[3:])
-            elif line.startswith(("cob=", "cfn=", "cfi=", "cfl=")):
-                name({"cob": "ob", "cfn": "fn"}.get(line[:3], "fl"), line[4:])
+            elif line.startswith(("cob=", "cfn=")):
+                name(line[1:3], line[4:])  # a callee's object or function may be named here first
             elif line.startswith("calls="):
                 skip = True  # the next cost line is the call's inclusive cost
             elif line[0] in "0123456789+-*":

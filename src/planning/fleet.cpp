@@ -736,12 +736,10 @@ BandLean band_lean(std::string_view cls, serving::SloMetric metric) {
   return {std::min(0.0, it->second.median), it->second.from};
 }
 
-double band_error(std::string_view cls, serving::SloMetric metric) { return band_lean(cls, metric).error; }
-
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d) {
   serving::Slo slo = asked_slo(space);
   const std::string cls = deployment_class(m, space, d);
-  for (serving::SloTarget& g : slo.targets) g.limit_s *= 1 + band_error(cls, g.metric);
+  for (serving::SloTarget& g : slo.targets) g.limit_s *= 1 + band_lean(cls, g.metric).error;
   return slo;
 }
 

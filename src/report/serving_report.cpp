@@ -67,7 +67,7 @@ std::string fixed_times_source(const hw::ChipSpec& c) {
 }
 
 // Each target's percentile as its class's median error says a measurement would read it:
-// predicted / (1 + e), e the metric's median error where negative (planning::band_error; 0
+// predicted / (1 + e), e the metric's median error where negative (planning::band_lean; 0
 // elsewhere, the prediction as it is).
 struct BandRead {
   const serving::SloTarget* target = nullptr;

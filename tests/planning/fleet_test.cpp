@@ -186,7 +186,7 @@ TEST(Fleet, BandSloTightensEachTargetByItsClasssMedianError) {
   EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::tpot)->limit_s, 0.05 * (1 + e_tpot));
   EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::itl)->limit_s, 0.08 * (1 + e_tpot));
   EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::e2e)->limit_s, 20 * (1 + e_e2e));
-  EXPECT_DOUBLE_EQ(band_error("vllm, 16-bit, dense", serving::SloMetric::itl), e_tpot);
+  EXPECT_DOUBLE_EQ(band_lean("vllm, 16-bit, dense", serving::SloMetric::itl).error, e_tpot);
   // Without the band the targets are the base's. A class with no row (fp4 MoE has none, nor has
   // any engine's fp4 MoE) is held to the MoE pool's lean: the 22 DeepSeek TTFTs of vLLM 0.8.4 and
   // TensorRT-LLM 0.21, their median -46% (the rows sorted in ErrorBandCli.AClassWithoutRowsBorrowsItsPools).
@@ -196,7 +196,7 @@ TEST(Fleet, BandSloTightensEachTargetByItsClasssMedianError) {
   EXPECT_EQ(moe.from, "any engine, any dtype, MoE");
   EXPECT_NEAR(moe.error, -0.46, 0.005);
   // The static engine's MoE class has no row and no pool of its kind: as asked.
-  EXPECT_EQ(band_error("static, fp4, MoE", serving::SloMetric::ttft), 0);
+  EXPECT_EQ(band_lean("static, fp4, MoE", serving::SloMetric::ttft).error, 0);
   // The targets as asked may be the base's alone (a library caller's): the same limits.
   s.margin_band = true;
   FleetSpace only_base = s;
@@ -238,10 +238,10 @@ TEST(Fleet, MarginBandSizesEveryDeploymentForItsClass) {
   const FleetSearchResult banded = search_fleet(m, s);
   ASSERT_TRUE(plain.best && banded.best);
   const std::string cls = deployment_class(m, s, *banded.best);
-  ASSERT_LT(band_error(cls, serving::SloMetric::ttft), -0.05);
+  ASSERT_LT(band_lean(cls, serving::SloMetric::ttft).error, -0.05);
   EXPECT_EQ(plain.best->gpus, loose.best->gpus);
   for (const serving::SloMetric k : {serving::SloMetric::ttft, serving::SloMetric::tpot}) {
-    EXPECT_GE(banded.best->target_slack[static_cast<std::size_t>(k)], -band_error(cls, k) - 1e-12) << serving::name(k);
+    EXPECT_GE(banded.best->target_slack[static_cast<std::size_t>(k)], -band_lean(cls, k).error - 1e-12) << serving::name(k);
   }
   EXPECT_GT(banded.best->gpus, plain.best->gpus);
   // The run the search kept is the run serve gives with the tightened targets.

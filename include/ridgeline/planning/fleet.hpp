@@ -224,8 +224,6 @@ struct BandLean {
   std::string from;
 };
 BandLean band_lean(std::string_view cls, serving::SloMetric metric);
-/// band_lean(cls, metric).error.
-double band_error(std::string_view cls, serving::SloMetric metric);
 
 /// Throws InputError naming the flag for a space no search can run (no chips, a price on
 /// some chips only, limits out of range, a workload that cannot make requests).
