@@ -17,6 +17,11 @@ def write_json(path, doc):
         f.write("\n")
 
 
+def vanished(now, recorded, path):
+    """The groups recorded in `path` that a run no longer has: a check that silently lost rows has checked less."""
+    return [f"{key}: in {path}, not in this run (rerun with --write if they were removed on purpose)" for key in recorded if key not in now]
+
+
 def grown(name, band_now, band_recorded, path, tolerance):
     """What is wrong with a group's band against the one recorded in `path`, or None: not recorded, or its
     median |error| grown by more than `tolerance`."""

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from bands import band, grown, write_json
+from bands import band, grown, vanished, write_json
 
 EXCERPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "validation", "vidur-linears.csv")
 CATALOG = {"h100": "h100-sxm", "a100": "a100-80gb"}
@@ -140,7 +140,7 @@ def groups(jobs):
 
 def check(g, path):
     stored = json.load(open(path))["groups"]
-    bad = [f"{key}: in {path}, not in this run" for key in stored if key not in g]
+    bad = vanished(g, stored, path)
     bad += [line for key, v in g.items() if (line := grown(key, v, stored.get(key), path, TOLERANCE))]
     for line in bad:
         print(f"gemm_check_vidur: {line}")

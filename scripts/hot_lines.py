@@ -25,7 +25,7 @@ def read(path, wanted):
     object whose path holds `wanted`."""
     names, ir, misses, fn_of = {}, collections.Counter(), collections.Counter(), {}
     obj = fn = None
-    addr, skip, i1mr, with_line = 0, False, None, False
+    addr, skip, i1mr, with_line, events = 0, False, None, False, None
 
     def name(kind, text):
         m = re.match(r"\((\d+)\)(?: (.*))?", text)
@@ -76,16 +76,26 @@ def read(path, wanted):
                 if i1mr is not None and len(costs) > i1mr:
                     misses[addr] += int(costs[i1mr])
                 fn_of[addr] = fn
+    if events is None:
+        raise ValueError("no 'events:' line")
     return ir, misses, fn_of
 
 
 def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(sys.argv) >= 2 else 2
     path = sys.argv[1]
+    if len(sys.argv) > 2 and not sys.argv[2].isdigit():
+        print(f"hot_lines.py: N '{sys.argv[2]}' is not a count of executions: expected a whole number, as in 3000", file=sys.stderr)
+        return 2
     least = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
     wanted = sys.argv[3] if len(sys.argv) > 3 else "ridgeline_bench"
-    ir, misses, fn_of = read(path, wanted)
+    try:
+        ir, misses, fn_of = read(path, wanted)
+    except (OSError, UnicodeDecodeError, ValueError, IndexError) as e:
+        print(f"hot_lines.py: {path}: not a callgrind profile it can read ({e})", file=sys.stderr)
+        return 2
     count, line_misses, line_fn = collections.Counter(), collections.Counter(), {}
     for a, n in ir.items():
         count[a // LINE] = max(count[a // LINE], n)

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from bands import band, grown, write_json
+from bands import band, grown, vanished, write_json
 
 MODE = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
 if MODE and sys.argv.index(MODE) + 1 >= len(sys.argv):
@@ -495,17 +495,19 @@ def main():
         sys.exit(f"serving_validation: metrics {sorted(unknown)} are not among those answers quote (io::kBandMetrics)")
     if MODE == "--check":
         stored_doc = json.load(open(BAND_FILE))
-        stored = {**stored_doc["classes"], **stored_doc.get("pooled", {})}
+        flat = lambda table: {f"{cls} {m}": v for cls, metrics in table.items() for m, v in metrics.items()}
+        stored = flat({**stored_doc["classes"], **stored_doc.get("pooled", {})})
+        now = flat({**b, **pooled})
         bad = []
         if stored_doc.get("pool_order") != POOL_ORDER:
             bad.append(f"pool_order: {stored_doc.get('pool_order')} in {BAND_FILE}, {POOL_ORDER} here (rerun with --write)")
-        for cls, metrics in {**b, **pooled}.items():
-            bad += [line for m, v in metrics.items() if (line := grown(f"{cls} {m}", v, stored.get(cls, {}).get(m), BAND_FILE, TOLERANCE))]
+        bad += vanished(now, stored, BAND_FILE)
+        bad += [line for key, v in now.items() if (line := grown(key, v, stored.get(key), BAND_FILE, TOLERANCE))]
         for line in bad:
             print(f"serving_validation: {line}")
         print(f"serving_validation: {sum(len(m) for m in b.values()) + sum(len(m) for m in pooled.values())} class metrics and the pool order "
               f"checked, {len(bad)} failed (a median |error| grown by more than {100 * TOLERANCE:.0f} points, a metric or pool order not "
-              f"as recorded)")
+              f"as recorded, a recorded metric gone)")
         return 1 if bad else 0
     print_tables(rows)
     print_bands(b, pooled)
