@@ -125,6 +125,16 @@ std::vector<Case> cases() {
     add("vllm-closed-loop", "llama-3.1-8b", c);
   }
   {
+    // One replica, every arrival its own: its leaps stop pricing at the next arrival (open
+    // loop) or the next client's request (closed loop).
+    add("vllm-one-replica", "llama-3.1-8b", open_loop(EngineKind::vllm, h100, 3, 1, 300));
+    ServeConfig c = open_loop(EngineKind::trtllm, h100, 1, 1, 200);
+    c.workload.arrival = Arrival::closed;
+    c.workload.concurrency = 4;
+    c.workload.think = parse_think_time("exp:1s", "--think");
+    add("trtllm-one-replica-closed-loop", "llama-3.1-8b", c);
+  }
+  {
     // The measurement window (opens and closes while replicas leap), warm-up and an SLO.
     ServeConfig c = open_loop(EngineKind::trtllm, h100, 8, 8, 2000);
     c.window.on = true;
