@@ -11,9 +11,11 @@ Usage:
   gemm_check_vidur.py RIDGELINE all --write FILE.json            and the errors by chip, model and
                                                                  projection into FILE (at 96 rows and
                                                                  the powers of two)
-  gemm_check_vidur.py RIDGELINE all --check FILE.json            exit 1 when a group's median |error|
+  gemm_check_vidur.py RIDGELINE [h100|a100|all] --check FILE.json
+                                                                 exit 1 when a group's median |error|
                                                                  grew by more than 5 points over FILE's,
-                                                                 or a group is in one and not the other
+                                                                 or a group of the chips run is in one
+                                                                 and not the other (bad arguments: 2)
   gemm_check_vidur.py --extract VIDUR_GIT_DIR [REV]              rewrite the excerpt from a clone (or bare
                                                                  mirror) of microsoft/vidur at REV
                                                                  (default e26eb8f, May 2024)
@@ -138,8 +140,9 @@ def groups(jobs):
     return {g: band(e) for g, e in out.items()}
 
 
-def check(g, path):
-    stored = json.load(open(path))["groups"]
+def check(g, path, chips):
+    # The recorded groups of the chips this run prices (a run of one chip checks that chip's).
+    stored = {key: v for key, v in json.load(open(path))["groups"].items() if key.split(",")[0] in chips}
     bad = vanished(g, stored, path)
     bad += [line for key, v in g.items() if (line := grown(key, v, stored.get(key), path, TOLERANCE))]
     for line in bad:
@@ -149,20 +152,28 @@ def check(g, path):
     return 1 if bad else 0
 
 
+def usage_error(message):
+    """Bad arguments: one line on stderr, exit 2."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "--extract":
         extract(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "e26eb8f")
         return 0
     mode = next((a for a in sys.argv[1:] if a in ("--write", "--check")), None)
     if mode and sys.argv.index(mode) + 1 >= len(sys.argv):
-        sys.exit(f"gemm_check_vidur.py: {mode} needs a FILE.json")
+        usage_error(f"gemm_check_vidur.py: {mode} needs a FILE.json")
     path = sys.argv[sys.argv.index(mode) + 1] if mode else None
     args = [a for a in sys.argv[1:] if not a.startswith("--") and a != path]
     if not args:
-        sys.exit(__doc__)
+        usage_error(__doc__)
     bin_, which = args[0], args[1] if len(args) > 1 else "all"
     if which not in ("h100", "a100", "all"):
-        sys.exit(f"gemm_check_vidur.py: '{which}' is not a chip of the profile: expected h100, a100 or all")
+        usage_error(f"gemm_check_vidur.py: '{which}' is not a chip of the profile: expected h100, a100 or all")
+    if mode == "--write" and which != "all":
+        usage_error(f"gemm_check_vidur.py: --write records both chips' groups: run it with all, not {which}")
     chips = list(CATALOG) if which == "all" else [which]
     jobs = read_jobs(chips)
     if mode == "--check":
@@ -172,7 +183,7 @@ def main():
             j["error"] = t / j["measured"] - 1
     g = groups(jobs)
     if mode == "--check":
-        return check(g, path)
+        return check(g, path, chips)
     for chip in chips:
         print_chip(chip, [j for j in jobs if j["chip"] == chip])
     print("by chip, model and projection (over TP 1-8 and the rows --check reads) | GEMMs | median error | median |error| | p90 |error| | range")

@@ -53,7 +53,7 @@ def read(path, wanted):
                 i1mr = events.index("I1mr") if "I1mr" in events else None
             elif line.startswith("positions:"):
                 if line.split()[1:2] != ["instr"]:
-                    sys.exit(f"hot_lines.py: {path} has no instruction positions: take it with --dump-instr=yes")
+                    raise ValueError("no instruction positions: take it with --dump-instr=yes")
                 with_line = "line" in line.split()[2:]  # (a line number after the address)
             elif line.startswith("ob="):
                 obj = name("ob", line[3:])
@@ -82,11 +82,14 @@ def read(path, wanted):
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) >= 2 and sys.argv[1] in ("-h", "--help"):
         print(__doc__)
-        return 0 if len(sys.argv) >= 2 else 2
+        return 0
+    if len(sys.argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
     path = sys.argv[1]
-    if len(sys.argv) > 2 and not sys.argv[2].isdigit():
+    if len(sys.argv) > 2 and not re.fullmatch(r"[0-9]+", sys.argv[2]):
         print(f"hot_lines.py: N '{sys.argv[2]}' is not a count of executions: expected a whole number, as in 3000", file=sys.stderr)
         return 2
     least = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
