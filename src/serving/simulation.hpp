@@ -110,6 +110,9 @@ class Simulation {
   bool fits_step(const Tier& k, const Req& q) const;
   std::int32_t dense_group(std::int32_t group);
   Replica& route(const Req& q, std::int32_t group);
+  // The instance the next arrival will be routed to where route() knows it before the arrival
+  // comes (the only one, or the next in turn under round-robin); -1 where it depends on it.
+  std::int32_t next_routed() const;
   Replica& pick(std::size_t first, std::size_t n, std::size_t& turn);
   std::int32_t alloc_slot();
 

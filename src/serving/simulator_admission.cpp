@@ -155,6 +155,12 @@ Replica& Simulation::route(const Req& q, std::int32_t group) {
   return pick(0, n, rr_);
 }
 
+std::int32_t Simulation::next_routed() const {
+  if (routed_ == 1) return 0;
+  if (cfg_.router == Router::round_robin) return static_cast<std::int32_t>(rr_ % routed_);  // pick's turn
+  return -1;
+}
+
 // One of the instances [first, first + n): in turn (`turn` counts them) under round-robin,
 // else the one with the fewest tokens still to compute.
 Replica& Simulation::pick(std::size_t first, std::size_t n, std::size_t& turn) {

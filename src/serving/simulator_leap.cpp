@@ -37,12 +37,11 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   // step, and they are computed as add_decodes computes them.
   const bool alone = r.leap_counts_alone();
   const double at = alone ? r.leap_at() : 0;
-  // The instance the next arrival goes to (the only one, or the next in turn under round-robin)
-  // ends its leap then (end_leap): a step starting then or later is planned again, so it is not
-  // priced here (it was priced for nothing). An arrival turned away before routing ends no
-  // leap and leaves the turn: the leap is only shorter, its steps the same.
-  const bool next_here = routed_ == 1 || (cfg_.router == Router::round_robin && static_cast<std::size_t>(r.index) == rr_ % routed_);
-  const Ps cut = next_here ? next_arrival_time() : kNever;
+  // The instance the next arrival goes to (next_routed) ends its leap then (end_leap): a step
+  // starting then or later is planned again, so it is not priced here (it was priced for
+  // nothing). An arrival turned away before routing ends no leap and leaves the turn: the leap
+  // is only shorter, its steps the same.
+  const Ps cut = next_routed() == r.index ? next_arrival_time() : kNever;
   for (std::int64_t j = 1; j <= most && end[j - 1] < cut; ++j) {
     if (alone && j > 1) {
       mix.decode_full = mix.decode_window = r.leap_counts(at, static_cast<double>(j));
