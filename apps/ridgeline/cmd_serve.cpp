@@ -65,6 +65,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
   if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
   if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;
   if (!f.fw.block_fp8_gemms.empty()) e.scaled_gemm = forward.scaled_gemm;
+  if (!f.fw.moe_a2a.empty()) e.moe_a2a = forward.moe_a2a;
   if (!f.max_num_seqs.empty()) e.max_num_seqs = parse_positive_int(f.max_num_seqs, "--max-num-seqs");
   if (!f.max_batched_tokens.empty()) e.max_batched_tokens = parse_positive_int(f.max_batched_tokens, "--max-batched-tokens");
   if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");

@@ -208,6 +208,10 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
   app->add_option("--block-fp8-gemms", f.block_fp8_gemms,
                   "triton or deepgemm: the kernel of fp8 block-scaled GEMMs (DeepSeek's 128x128 blocks), vLLM's Triton kernel or "
                   "DeepGEMM's, each priced by its kernel curve (default triton; serve's engines: the one their release calls)");
+  app->add_option("--moe-a2a", f.moe_a2a,
+                  "pairs or deepep: how expert parallelism moves the tokens, an all-to-all of every token-expert pair in the "
+                  "activations' dtype, or DeepEP's kernels (fp8 out, bf16 back; low-latency up to 128 tokens a chip, above them "
+                  "each token once per node holding its experts, docs/serving.md#deepep) (default pairs)");
 }
 
 void add_spec_flags(CLI::App* app, SpecFlags& f) {
@@ -290,6 +294,10 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   if (f.block_fp8_gemms == "deepgemm") fw.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
   else if (!f.block_fp8_gemms.empty() && f.block_fp8_gemms != "triton") {
     throw InputError(fmt::format("--block-fp8-gemms: '{}' is not a kernel: expected triton or deepgemm", f.block_fp8_gemms));
+  }
+  if (f.moe_a2a == "deepep") fw.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  else if (!f.moe_a2a.empty() && f.moe_a2a != "pairs") {
+    throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", f.moe_a2a));
   }
   return fw;
 }

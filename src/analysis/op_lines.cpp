@@ -229,21 +229,32 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   if (op1.collective < 0 || op2.collective < 0 || x2 == x1) return false;
   const model::CollectiveOp& c1 = g1.collectives[op1.collective];
   const model::CollectiveOp& c2 = g2.collectives[op2.collective];
+  // The bytes growing with x, as every graph's do.
+  const bool grows = (c2.bytes - c1.bytes) * (x2 - x1) > 0;
   // An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options
-  // (a finite limit, the bytes growing with x as every graph's do).
-  const bool engine = c1.custom_max > 0 && std::isfinite(c1.custom_max) && c2.custom_max == c1.custom_max &&
-                      (c2.bytes - c1.bytes) * (x2 - x1) > 0;
+  // (a finite limit).
+  const bool engine = c1.custom_max > 0 && std::isfinite(c1.custom_max) && c2.custom_max == c1.custom_max && grows;
+  // DeepEP's (CollectiveOp::deepep_ll_max): its low-latency kernel on the pairs' bytes, then its
+  // normal kernel on normal_share of them, each its all-to-all (direct).
+  const bool deepep = c1.deepep_ll_max > 0 && std::isfinite(c1.deepep_ll_max) && c2.deepep_ll_max == c1.deepep_ll_max &&
+                      c2.normal_share == c1.normal_share && grows;
   comm::Option opts[comm::kMaxOptions + 1];
   int n = 0;
-  if (engine) opts[n++] = {comm::Algo::direct};
-  n += comm::options(wr, c1.group, c1.kind, engine ? comm::Algo::automatic : c1.algo, opts + n);
+  if (deepep) {
+    opts[n++] = {c1.algo};
+    opts[n++] = {c1.algo};
+  } else {
+    if (engine) opts[n++] = {comm::Algo::direct};
+    n += comm::options(wr, c1.group, c1.kind, engine ? comm::Algo::automatic : c1.algo, opts + n);
+  }
   if (n < 2 || n > comm::kMaxOptions) return false;
   out.count = n;
   out.rep = g1.repeat(i);
   model::GraphOp o1 = op1, o2 = op2;
   for (int o = 0; o < n; ++o) {
-    const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes, c1.dtype, opts[o]);
-    const comm::Priced p2 = comm::price(wr, c2.group, c2.kind, c2.bytes, c2.dtype, opts[o]);
+    const double share = deepep && o == 1 ? c1.normal_share : 1;
+    const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes * share, c1.dtype, opts[o]);
+    const comm::Priced p2 = comm::price(wr, c2.group, c2.kind, c2.bytes * share, c2.dtype, opts[o]);
     // As the graph holds it: in compact form.
     ops::OpCost k1, k2;
     if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
@@ -252,18 +263,21 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
     out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
     out.t0[o] = p1.time_s - out.t1[o] * x1;
   }
-  if (engine) {
+  if (engine || deepep) {
     // The choice is the engine's, not the fastest: its own kernel below the limit, at x* where
-    // the bytes reach it, NCCL's fastest from there. Its choice line is made to cross NCCL's
+    // the bytes reach it, NCCL's fastest from there (DeepEP: its low-latency kernel, then its
+    // normal one). Its choice line is made to cross NCCL's
     // fastest at x* more steeply than any of NCCL's lines (K > their slopes: below them all
     // before x*, above after); its priced line stays its own.
-    const double xs = x1 + (c1.custom_max - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
+    const double limit = engine ? c1.custom_max : c1.deepep_ll_max;
+    const double xs = x1 + (limit - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
     double at = std::numeric_limits<double>::infinity(), steepest = 0;
     for (int o = 1; o < n; ++o) at = std::min(at, out.t0[o] + out.t1[o] * xs), steepest = std::max(steepest, std::abs(out.t1[o]));
     // A hair above at x* itself: from the limit on, NCCL (as the graph decides, bytes >= limit);
     // the hair hands over a billionth of the limit early, less than a byte at engines' limits.
+    // DeepEP's low-latency kernel takes the limit itself (CollectiveOp::moved): a hair below.
     out.t1[0] = 4 * steepest + 1e-12;
-    out.t0[0] = at * (1 + 1e-9) - out.t1[0] * xs;
+    out.t0[0] = at * (deepep ? 1 - 1e-9 : 1 + 1e-9) - out.t1[0] * xs;
   }
   return true;
 }

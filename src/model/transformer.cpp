@@ -44,6 +44,7 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
     const comm::Placement* group = nullptr;
     ops::Cost cost;
     int index = -1;  // its terms in Graph::collectives
+    double ll_max = 0, share = 1;  // DeepEP's (CollectiveOp)
   } last{};
 };
 
@@ -202,18 +203,22 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
 }
 
 // Returns the op made (null for a group of one chip).
+// `deepep`: DeepEP's all-to-all of `bytes_` of token-expert pairs (CollectiveOp::deepep_ll_max,
+// normal_share), else the collective of `bytes_`.
 GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
-                comm::Algo algo) {
+                comm::Algo algo, const CollectiveOp* deepep = nullptr) {
   if (group.size <= 1) return nullptr;
   // An engine's own all-reduce up to its size limit, NCCL from it.
   const double custom_max = kind == comm::Collective::all_reduce && algo == comm::Algo::direct ? c.f.custom_allreduce_max_bytes : 0;
   if (custom_max > 0 && bytes_ >= custom_max) algo = comm::Algo::automatic;
+  const double ll_max = deepep != nullptr ? deepep->deepep_ll_max : 0, share = deepep != nullptr ? deepep->normal_share : 1;
   auto& l = c.last;
-  if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_) {
-    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, bytes_, c.act, algo).cost, -1};
+  if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_ || l.ll_max != ll_max || l.share != share) {
+    CollectiveOp op{kind, algo, c.act, group, bytes_, custom_max, ll_max, share};
+    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, op.moved(bytes_), c.act, algo).cost, -1, ll_max, share};
     if (c.g.collective_count < Graph::kMaxCollectives) {
       l.index = c.g.collective_count++;
-      c.g.collectives[l.index] = {kind, algo, c.act, group, bytes_, custom_max};
+      c.g.collectives[l.index] = op;
     }
   }
   GraphOp& op = c.g.add(name, OpClass::comm, block, l.cost);
@@ -537,9 +542,23 @@ void moe_mlp(Ctx& c) {
   const double routed = T * k / te;
   const double ep_size = c.ep * te;
   // Given, or the routing model's expectation over the T·ep tokens routed this pass (model/routing.hpp).
-  const double imbalance = routing_imbalance(m, c.f).at(T * c.ep);
-  if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act),
-                               c.ep_group, comm::Algo::direct)) {
+  const RoutingImbalance routing = routing_imbalance(m, c.f);
+  const double imbalance = routing.at(T * c.ep);
+  // The bytes of a pair each way: the activations', or DeepEP's fp8 out (a 4-byte scale per
+  // 128 values) and bf16 back (docs/serving.md#deepep).
+  const bool deepep = c.f.moe_a2a == ForwardConfig::MoeA2A::deepep;
+  const double out_bytes = deepep ? h * (1 + 4.0 / 128) : h * bytes(c.act);
+  const double back_bytes = deepep ? h * 2 : h * bytes(c.act);
+  // DeepEP's kernel for the size: the low-latency one while this chip sends at most
+  // deepep_ll_tokens tokens, their pairs' bytes at the busiest chip's F for that many (or the
+  // F the step model fits the limit at: deepep_ll_imbalance).
+  const double ll_pairs = c.f.deepep_ll_tokens * k / te *
+                          (c.f.deepep_ll_imbalance > 0 ? c.f.deepep_ll_imbalance : routing.at(c.f.deepep_ll_tokens * c.ep));
+  const double share = deepep ? deepep_normal_share(m, c.ep_group) : 1;
+  const CollectiveOp dispatch{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * out_bytes, share};
+  const CollectiveOp combine{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * back_bytes, share};
+  if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
+                               comm::Algo::direct, deepep ? &dispatch : nullptr)) {
     op->all_groups = true;
   }
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
@@ -578,8 +597,8 @@ void moe_mlp(Ctx& c) {
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
   // The busiest chip returns the outputs of its F times the mean pairs.
-  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * h * bytes(c.act), c.ep_group,
-                               comm::Algo::direct)) {
+  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
+                               comm::Algo::direct, deepep ? &combine : nullptr)) {
     op->all_groups = true;
   }
   // Weighted sum of each token's k expert outputs.
@@ -712,6 +731,19 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   // At least one whole expert once a token is routed (independence lets every chip draw none:
   // a lone decode token of Mixtral on 8 chips of one expert each makes two chips read one).
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
+}
+
+double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group) noexcept {
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
+  const double P = ep_group.size, g = std::max(1.0, ep_group.per_domain);
+  if (!(P > 1) || !(k > 0) || !(E >= k)) return 1;
+  // Nodes (scale-up domains) when the group spans several, else its chips.
+  const double units = P > g ? P / g : P, held = E / units;
+  // A unit is missed when all k experts come from the E - held it does not hold:
+  // C(E - held, k) / C(E, k) = Π_{i<k} (E - held - i) / (E - i).
+  double miss = 1;
+  for (double i = 0; i < k; ++i) miss *= std::max(0.0, (E - held - i) / (E - i));
+  return units * (1 - miss) / k;
 }
 
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {

@@ -138,6 +138,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"nccl_nvls", e.nccl_nvls},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
+          {"moe_a2a", e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? "deepep" : "pairs"},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"sources", e.sources}};
 }

@@ -618,6 +618,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.merged_kernels = e.merged_kernels;
   f.scaled_gemm = e.scaled_gemm;
   f.triton_moe_from_tp = e.triton_moe_from_tp;
+  f.moe_a2a = e.moe_a2a;
   f.sampler = e.sampler;
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;

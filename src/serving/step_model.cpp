@@ -93,7 +93,12 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // at F(tokens) times the tokens (base).
   routing_ = model::routing_imbalance(m, f);
   model::ForwardConfig fit = f;
-  if (routing_.model()) fit.expert_imbalance = 1;
+  if (routing_.model()) {
+    fit.expert_imbalance = 1;
+    // DeepEP's kernel switches where a chip's own tokens reach its low-latency limit: in the
+    // busiest chip's pairs, the fitted quantity, at F for that many tokens.
+    fit.deepep_ll_imbalance = routing_.at(f.deepep_ll_tokens * ep_);
+  }
   model::build_forward(m, fit, sys, {1, 1, 1, &m1}, g1_);
   model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
 

@@ -497,6 +497,76 @@ TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
   EXPECT_THROW(run("llama-3.1-8b", "h100-sxm", cfg), InputError);
 }
 
+TEST(Inference, DeepEpMovesFp8OutBf16BackAndEachTokenOncePerNode) {
+  // DeepSeek-V3 (hidden 7168, 256 experts, top 8) at --tp 1 --ep 16 on H100s: two nodes of 8,
+  // routing balanced. DeepEP dispatches a token in fp8 with a 4-byte scale per 128 values,
+  // 7168 + 56·4 = 7392 B, and combines it in bf16, 14336 B; the all-to-all's network share
+  // is the other node's 8 of 16 chips.
+  // Decode, 1024 sequences: 64 tokens a chip, under the low-latency limit of 128: every pair
+  // moves, 64·8 = 512 pairs: 512·7392/2 = 1892352 B out and 512·14336/2 = 3670016 B back over
+  // the network.
+  // Prefill, 16 x 512 tokens: 512 a chip, over the limit: the normal kernels send a token once
+  // to each node holding one of its experts. A node holds 128 of the 256 experts and misses a
+  // token with probability C(128, 8)/C(256, 8) = 852841/244371090: D = 2·(1 − that) = 1.99302
+  // nodes a token, 512·D·7392/2 = 3771495.6 B out, 512·D·14336/2 = 7314418.6 B back; the pairs
+  // would be 512·8·7392/2 = 15138816 B (4.01 times, 8/D).
+  InferenceConfig cfg;
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 16;
+  cfg.forward.expert_imbalance = 1;
+  cfg.batch = 1024;
+  cfg.prompt = 16;
+  cfg.gen = 2;
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  auto decode = run("deepseek-v3", "h100-sxm", cfg);
+  cfg.batch = 16;
+  cfg.prompt = 512;
+  auto prefill = run("deepseek-v3", "h100-sxm", cfg);
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::pairs;
+  auto pairs = run("deepseek-v3", "h100-sxm", cfg);
+  const double D = 2 * (1 - 852841.0 / 244371090.0);
+  int seen = 0;
+  for (int i = 0; i < decode->decode_graph.op_count; ++i) {
+    const model::GraphOp& o = decode->decode_graph.ops[i];
+    if (std::string_view(o.name) == "ep_dispatch") {
+      ++seen;
+      EXPECT_NEAR(o.cost.link_bytes, 1892352, 1e-6);
+    }
+    if (std::string_view(o.name) == "ep_combine") {
+      ++seen;
+      EXPECT_NEAR(o.cost.link_bytes, 3670016, 1e-6);
+    }
+  }
+  for (int i = 0; i < prefill->prefill_graph.op_count; ++i) {
+    const model::GraphOp& o = prefill->prefill_graph.ops[i];
+    const double p = pairs->prefill_graph.ops[i].cost.link_bytes;
+    if (std::string_view(o.name) == "ep_dispatch") {
+      ++seen;
+      EXPECT_NEAR(o.cost.link_bytes / (512 * D * 7392 / 2), 1, 1e-12);
+      EXPECT_NEAR(p, 512.0 * 8 * 7168 * 2 / 2, 1e-6);  // the pairs in bf16
+    }
+    if (std::string_view(o.name) == "ep_combine") {
+      ++seen;
+      EXPECT_NEAR(o.cost.link_bytes / (512 * D * 14336 / 2), 1, 1e-12);
+    }
+  }
+  EXPECT_EQ(seen, 4);  // both, in the MoE layers (one group, repeated 58 times) of both passes
+  EXPECT_LT(prefill->ttft_s, pairs->ttft_s);
+}
+
+TEST(Inference, DeepEpNormalShareByHand) {
+  // Mixtral (8 experts, top 2) over 8 chips of one expert each: a token's two experts are on
+  // two chips, D = 2 = k (share 1). DeepSeek-V3 over one node of 8: a chip holds 32 experts
+  // and misses a token with probability C(224, 8)/C(256, 8) = 0.338168: D = 8·0.661832 =
+  // 5.29465 chips, share D/8 = 0.661832. Over 32 chips in 4 nodes: a node holds 64 and misses
+  // with probability C(192, 8)/C(256, 8) = 0.0964464: D = 3.61421 nodes, share 0.451777.
+  const model::ModelConfig mixtral = io::bundled_model("mixtral-8x7b"), ds = io::bundled_model("deepseek-v3");
+  EXPECT_NEAR(model::deepep_normal_share(mixtral, {8, 8}), 1, 1e-12);
+  EXPECT_NEAR(model::deepep_normal_share(ds, {8, 8}), 0.661832, 1e-6);
+  EXPECT_NEAR(model::deepep_normal_share(ds, {32, 8}), 0.451777, 1e-6);
+  EXPECT_EQ(model::deepep_normal_share(ds, {1, 1}), 1);
+}
+
 TEST(Inference, MlaWritesItsCacheInTheKvDtype) {
   // DeepSeek-V3 decode at batch 4, TP 8, fp8 KV cache: each layer writes the new tokens'
   // latent and RoPE key, 512 + 64 = 576 values per token (replicated on every TP rank),

@@ -36,6 +36,15 @@ TEST(InferCli, BlockFp8GemmKernelFlag) {
   expect_bad(q + " --block-fp8-gemms cutlass", "--block-fp8-gemms");
 }
 
+// --moe-a2a: how expert parallelism moves the tokens (an all-to-all of the pairs by default,
+// DeepEP's kernels on request), and a clear error for any other.
+TEST(InferCli, MoeAllToAllFlag) {
+  const std::string q = "infer --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --batch 2 --prompt 16 --gen 2";
+  EXPECT_EQ(run_json(q)["moe_a2a"], "pairs");
+  EXPECT_EQ(run_json(q + " --moe-a2a deepep")["moe_a2a"], "deepep");
+  expect_bad(q + " --moe-a2a nccl", "--moe-a2a");
+}
+
 TEST(InferCli, ChipsSetTensorParallelism) {
   auto j = run_json("infer --model llama-3.1-70b --hw h100-sxm --chips 4");
   EXPECT_EQ(j["tp"], 4);

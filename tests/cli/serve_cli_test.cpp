@@ -580,6 +580,15 @@ TEST(ServeCli, BlockFp8GemmKernelsAreTheEnginesOwn) {
   expect_bad(q + "vllm --block-fp8-gemms cutlass", "--block-fp8-gemms");
 }
 
+// Every engine's default moves expert-parallel tokens as an all-to-all of the pairs; DeepEP is
+// each one's option (docs/serving.md#deepep), which the flag turns on.
+TEST(ServeCli, MoeAllToAllIsThePairsUnlessDeepEpIsAsked) {
+  const std::string q = "serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --qps 1 --requests 5 --engine ";
+  for (const char* e : {"vllm", "sglang", "trtllm"}) EXPECT_EQ(run_json(q + e)["engine"]["moe_a2a"], "pairs") << e;
+  EXPECT_EQ(run_json(q + "sglang --moe-a2a deepep")["engine"]["moe_a2a"], "deepep");
+  expect_bad(q + "sglang --moe-a2a mooncake", "--moe-a2a");
+}
+
 // Every component of a step and of a request names where its figure comes from: the chip's
 // kernel classes (or its bare kernel boundary), the engine's host path and front end (or the
 // flag that set them), the simulation for the rest.

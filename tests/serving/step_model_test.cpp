@@ -126,6 +126,31 @@ TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {
   EXPECT_GT(std::abs(fx->step->time(at512, GraphMode::eager) / plain->step->time(at512, GraphMode::eager) - 1), 1e-3);
 }
 
+TEST(StepModel, DeepEpChangesKernelAtItsLowLatencyLimitAsTheStepGraphDoes) {
+  // DeepSeek-V3 at --tp 1 --ep 16 (two nodes of H100s) with DeepEP: decode steps of 127, 128
+  // and 129 tokens a chip (x 16 chips). Up to 128 its low-latency kernels move every pair, from
+  // 129 its normal ones each token once per node (docs/serving.md#deepep). The step model
+  // prices each step as the step's graph, routing balanced and under the routing model (which
+  // F it fits the limit at: the busiest chip's at 128 tokens a chip); the kernels' bytes
+  // differ: 128 tokens cost more than 129.
+  const Plan p{"deepseek-v3", "h100-sxm", 1, 16};
+  for (const double imbalance : {1.0, 0.0}) {
+    auto fx = fixture(p, true, 132, imbalance);
+    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+    fx->step->prepare(fx->m, fx->sys, fx->f);
+    double at128 = 0, at129 = 0;
+    for (const double per_chip : {127.0, 128.0, 129.0}) {
+      model::StepMix mix;
+      for (int i = 0; i < 16 * static_cast<int>(per_chip); ++i) mix.add_decode(1000, 0);
+      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << per_chip;
+      }
+      (per_chip == 128 ? at128 : at129) = fx->step->time(mix, GraphMode::graph);
+    }
+    EXPECT_GT(at128, at129) << imbalance;
+  }
+}
+
 TEST(StepModel, UniformStepsEqualInfer) {
   // A step of B prompts of P tokens is infer's prefill (eager); a step of B decode tokens at
   // context P + 1 is its first decode step and at P + G - 1 its last (graphs as --cuda-graphs),

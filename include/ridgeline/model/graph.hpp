@@ -92,6 +92,16 @@ struct CollectiveOp {
   /// An engine's all-reduce rule (ForwardConfig::custom_allreduce_max_bytes): its own kernel
   /// (direct) below this many bytes, NCCL (automatic) from it; 0: `algo` at every size.
   double custom_max = 0;
+  /// DeepEP's expert all-to-alls (ForwardConfig::MoeA2A::deepep): its low-latency kernels,
+  /// which send every token-expert pair, up to this many bytes (`bytes` counts the pairs); its
+  /// normal kernels from it, which send each token once to every node (or, within one, every
+  /// chip) holding one of its experts: `normal_share` of the pairs' bytes. 0: not DeepEP.
+  double deepep_ll_max = 0;
+  double normal_share = 1;
+  /// The bytes this collective moves at `pair_bytes` of pairs (DeepEP's kernel for the size).
+  double moved(double pair_bytes) const noexcept {
+    return deepep_ll_max > 0 && pair_bytes > deepep_ll_max ? pair_bytes * normal_share : pair_bytes;
+  }
 };
 
 /// A run of identical layers (or the model's head/tail, repeat 1).

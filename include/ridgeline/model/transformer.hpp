@@ -96,6 +96,19 @@ struct ForwardConfig {
   /// bounds every MoE layer: its expert GEMMs process, and its all-to-alls receive and return,
   /// this factor more token-expert pairs.
   double expert_imbalance = 1;
+  /// How expert parallelism moves the tokens (docs/serving.md#deepep): `pairs`, every
+  /// token-expert pair in the activations' dtype each way (an all-to-all of the pairs), or
+  /// `deepep`, DeepEP's kernels: tokens dispatched in fp8 with a 4-byte scale per 128 values
+  /// and combined in bf16; its low-latency kernels (every pair, over RDMA) while a chip sends
+  /// at most deepep_ll_tokens tokens, its normal kernels above, which send each token once to
+  /// every node holding one of its experts (within one node, every chip) and forward it there.
+  enum class MoeA2A : std::uint8_t { pairs, deepep } moe_a2a = MoeA2A::pairs;
+  /// DeepEP's low-latency buffer: tokens a chip dispatches per call (SGLang's
+  /// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 128).
+  double deepep_ll_tokens = 128;
+  /// The busiest chip's F at that many tokens a chip, where the step model fits the expert
+  /// part balanced and applies F after (serving::StepModel); 0: the pass's routing model's.
+  double deepep_ll_imbalance = 0;
   /// Greedy sampling's kernels over each sequence's logits (serving engines;
   /// docs/models.md#sampling): `argmax`, the logits cast to fp32 and their argmax (vLLM V1,
   /// SGLang, TensorRT-LLM), or `probs`, vLLM V0's Sampler, which also divides them by the
@@ -204,6 +217,13 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
 /// (returned), the expected maximum of ep counts Bin(E/ep, p) (busiest_of_binomials), and at
 /// least one whole expert once a token is routed: max(that, min(1, E·p)).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
+
+/// DeepEP's normal kernels send a token once to every unit holding one of its experts: every
+/// node (scale-up domain) when the expert-parallel group spans several, else every chip. Their
+/// bytes over the pairs': D/k, D the expected units among a token's k distinct experts chosen
+/// uniformly of E held E/units a unit, units·(1 − C(E − E/units, k)/C(E, k)) (docs/serving.md#deepep).
+/// 1 for a group of one chip.
+double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group) noexcept;
 
 /// The expected maximum of `chips` independent Binomial(n, p) counts (n whole: its floor is
 /// taken, up to 10^7).
