@@ -144,9 +144,12 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       out.push_back({c, cls});
       break;
     }
-    case CurveOp::allreduce: {
+    case CurveOp::allreduce:
+    case CurveOp::alltoall: {
+      // An alltoall is DeepEP's kernels as the graph prices them (docs/serving.md#deepep): an
+      // all-to-all of the bytes over the chips, direct, placed a node at a time.
       OpConfig op;
-      op.kind = OpKind::allreduce;
+      op.kind = p.op == CurveOp::allreduce ? OpKind::allreduce : OpKind::alltoall;
       op.bytes = p.bytes;
       op.chips = p.chips;
       op.algo = comm::Algo::direct;
@@ -184,6 +187,7 @@ std::string describe(const hw::CurvePoint& p) {
                          name(p.out_dtype));
     case CurveOp::elementwise: return fmt::format("elementwise {:.4g} MB", p.bytes / 1e6);
     case CurveOp::allreduce: return fmt::format("allreduce {:.4g} KB x{}", p.bytes / 1e3, p.chips);
+    case CurveOp::alltoall: return fmt::format("alltoall {:.4g} KB x{}", p.bytes / 1e3, p.chips);
     case CurveOp::moe:
       return fmt::format("moe {} tokens {}x{} {}/{} {}", p.tokens, p.hidden, p.intermediate, p.topk, p.experts, name(p.dtype));
     case CurveOp::attention:
@@ -547,7 +551,8 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
-                                  KernelClass::allreduce_custom,   KernelClass::gemm_expert, KernelClass::gemm_expert_scaled};
+                                  KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
+                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 
 bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {

@@ -20,6 +20,8 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::gemm_scaled: return "gemm_scaled";
     case KernelClass::gemm_scaled_deepgemm: return "gemm_scaled_deepgemm";
     case KernelClass::gemm_expert_scaled: return "gemm_expert_scaled";
+    case KernelClass::deepep_dispatch: return "deepep_dispatch";
+    case KernelClass::deepep_combine: return "deepep_combine";
   }
   return "other";
 }
@@ -33,6 +35,7 @@ std::string_view name(CurveOp o) noexcept {
     case CurveOp::allreduce: return "allreduce";
     case CurveOp::moe: return "moe";
     case CurveOp::attention: return "attention";
+    case CurveOp::alltoall: return "alltoall";
   }
   return "matmul";
 }

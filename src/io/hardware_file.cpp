@@ -235,6 +235,9 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   } else if (op == "allreduce") {
     p.op = hw::CurveOp::allreduce;
     r.check_map(node, path, {"op", "bytes", "chips", "time"});
+  } else if (op == "alltoall") {
+    p.op = hw::CurveOp::alltoall;
+    r.check_map(node, path, {"op", "bytes", "chips", "time"});
   } else if (op == "moe") {
     p.op = hw::CurveOp::moe;
     r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "dtype", "time"});
@@ -242,7 +245,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
     p.op = hw::CurveOp::attention;
     r.check_map(node, path, {"op", "batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "time"});
   } else {
-    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, moe or attention", op));
+    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, alltoall, moe or attention", op));
   }
   // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
   // causal, residual, the dtypes).
@@ -289,12 +292,13 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       break;
     case hw::CurveOp::elementwise:
     case hw::CurveOp::allreduce:
+    case hw::CurveOp::alltoall:
       p.bytes = r.quantity(r.required(node, "bytes", path), Quantity::bytes, path + ".bytes", true);
       if (p.bytes > 1e15) r.fail(path + ".bytes", fmt::format("{} bytes: expected at most 1 PB", p.bytes));
-      if (p.op == hw::CurveOp::allreduce) {
+      if (p.op != hw::CurveOp::elementwise) {
         double chips = 0;
         dim("chips", chips, 1 << 16);
-        if (chips < 2) r.fail(path + ".chips", "an all-reduce needs at least 2 chips");
+        if (chips < 2) r.fail(path + ".chips", fmt::format("an {} needs at least 2 chips", p.op == hw::CurveOp::allreduce ? "all-reduce" : "all-to-all"));
         p.chips = static_cast<int>(chips);
       }
       break;
@@ -379,13 +383,16 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
           f += fmt::format(", out_dtype: {}", name(p.out_dtype));
           break;
         case hw::CurveOp::elementwise: f += fmt::format(", bytes: {:.17g} B", p.bytes); break;
-        case hw::CurveOp::allreduce: f += fmt::format(", bytes: {:.17g} B, chips: {}", p.bytes, p.chips); break;
+        case hw::CurveOp::allreduce:
+        case hw::CurveOp::alltoall: f += fmt::format(", bytes: {:.17g} B, chips: {}", p.bytes, p.chips); break;
         case hw::CurveOp::moe:
           num("tokens", p.tokens), num("hidden", p.hidden), num("intermediate", p.intermediate), num("experts", p.experts);
           num("topk", p.topk);
           break;
       }
-      if (p.op != hw::CurveOp::elementwise && p.op != hw::CurveOp::allreduce) f += fmt::format(", dtype: {}", name(p.dtype));
+      if (p.op != hw::CurveOp::elementwise && p.op != hw::CurveOp::allreduce && p.op != hw::CurveOp::alltoall) {
+        f += fmt::format(", dtype: {}", name(p.dtype));
+      }
       y += fmt::format("      - {{{}, time: {:.17g} s}}\n", f, p.time_s);
     }
   }

@@ -545,9 +545,9 @@ void moe_mlp(Ctx& c) {
   const RoutingImbalance routing = routing_imbalance(m, c.f);
   const double imbalance = routing.at(T * c.ep);
   // The bytes of a pair each way: the activations', or DeepEP's fp8 out (a 4-byte scale per
-  // 128 values) and bf16 back (docs/serving.md#deepep).
+  // 128 values and 16 bytes of the token's source) and bf16 back (docs/serving.md#deepep).
   const bool deepep = c.f.moe_a2a == ForwardConfig::MoeA2A::deepep;
-  const double out_bytes = deepep ? h * (1 + 4.0 / 128) : h * bytes(c.act);
+  const double out_bytes = deepep ? h * (1 + 4.0 / 128) + 16 : h * bytes(c.act);
   const double back_bytes = deepep ? h * 2 : h * bytes(c.act);
   // DeepEP's kernel for the size: the low-latency one while this chip sends at most
   // deepep_ll_tokens tokens, their pairs' bytes at the busiest chip's F for that many (or the
@@ -560,6 +560,7 @@ void moe_mlp(Ctx& c) {
   if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
                                comm::Algo::direct, deepep ? &dispatch : nullptr)) {
     op->all_groups = true;
+    if (deepep) op->kernel = hw::KernelClass::deepep_dispatch;
   }
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
@@ -600,6 +601,7 @@ void moe_mlp(Ctx& c) {
   if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
                                comm::Algo::direct, deepep ? &combine : nullptr)) {
     op->all_groups = true;
+    if (deepep) op->kernel = hw::KernelClass::deepep_combine;
   }
   // Weighted sum of each token's k expert outputs.
   elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);

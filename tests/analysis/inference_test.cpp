@@ -499,17 +499,17 @@ TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
 
 TEST(Inference, DeepEpMovesFp8OutBf16BackAndEachTokenOncePerNode) {
   // DeepSeek-V3 (hidden 7168, 256 experts, top 8) at --tp 1 --ep 16 on H100s: two nodes of 8,
-  // routing balanced. DeepEP dispatches a token in fp8 with a 4-byte scale per 128 values,
-  // 7168 + 56·4 = 7392 B, and combines it in bf16, 14336 B; the all-to-all's network share
-  // is the other node's 8 of 16 chips.
+  // routing balanced. DeepEP dispatches a token in fp8 with a 4-byte scale per 128 values and
+  // 16 bytes of its source, 7168 + 56·4 + 16 = 7408 B, and combines it in bf16, 14336 B; the
+  // all-to-all's network share is the other node's 8 of 16 chips.
   // Decode, 1024 sequences: 64 tokens a chip, under the low-latency limit of 128: every pair
-  // moves, 64·8 = 512 pairs: 512·7392/2 = 1892352 B out and 512·14336/2 = 3670016 B back over
+  // moves, 64·8 = 512 pairs: 512·7408/2 = 1896448 B out and 512·14336/2 = 3670016 B back over
   // the network.
   // Prefill, 16 x 512 tokens: 512 a chip, over the limit: the normal kernels send a token once
   // to each node holding one of its experts. A node holds 128 of the 256 experts and misses a
   // token with probability C(128, 8)/C(256, 8) = 852841/244371090: D = 2·(1 − that) = 1.99302
-  // nodes a token, 512·D·7392/2 = 3771495.6 B out, 512·D·14336/2 = 7314418.6 B back; the pairs
-  // would be 512·8·7392/2 = 15138816 B (4.01 times, 8/D).
+  // nodes a token, 512·D·7408/2 = 3779659.0 B out, 512·D·14336/2 = 7314415.7 B back; the pairs
+  // would be 512·8·7408/2 = 15171584 B (4.01 times, 8/D).
   InferenceConfig cfg;
   cfg.forward.tp = 1;
   cfg.forward.ep = 16;
@@ -530,7 +530,7 @@ TEST(Inference, DeepEpMovesFp8OutBf16BackAndEachTokenOncePerNode) {
     const model::GraphOp& o = decode->decode_graph.ops[i];
     if (std::string_view(o.name) == "ep_dispatch") {
       ++seen;
-      EXPECT_NEAR(o.cost.link_bytes, 1892352, 1e-6);
+      EXPECT_NEAR(o.cost.link_bytes, 1896448, 1e-6);
     }
     if (std::string_view(o.name) == "ep_combine") {
       ++seen;
@@ -542,7 +542,7 @@ TEST(Inference, DeepEpMovesFp8OutBf16BackAndEachTokenOncePerNode) {
     const double p = pairs->prefill_graph.ops[i].cost.link_bytes;
     if (std::string_view(o.name) == "ep_dispatch") {
       ++seen;
-      EXPECT_NEAR(o.cost.link_bytes / (512 * D * 7392 / 2), 1, 1e-12);
+      EXPECT_NEAR(o.cost.link_bytes / (512 * D * 7408 / 2), 1, 1e-12);
       EXPECT_NEAR(p, 512.0 * 8 * 7168 * 2 / 2, 1e-6);  // the pairs in bf16
     }
     if (std::string_view(o.name) == "ep_combine") {

@@ -340,6 +340,7 @@ kernel_curves:
     points:
       - {op: rmsnorm, tokens: 64, hidden: 4096, residual: true, out_dtype: fp8_e4m3, time: 4 us}
       - {op: allreduce, bytes: 32 KiB, chips: 4, time: 5 us}
+      - {op: alltoall, bytes: 7585792 B, chips: 16, time: 118 us}
       - {op: moe, tokens: 8, hidden: 4096, intermediate: 14336, experts: 8, topk: 2, dtype: bf16, time: 300 us}
       - {op: elementwise, bytes: 1 MB, time: 3 us}
       - {op: matmul, m: 1, n: 4096, k: 4096, time: 30 us}
@@ -359,7 +360,12 @@ kernel_curves:
   EXPECT_EQ(ar.op, CurveOp::allreduce);
   EXPECT_EQ(ar.bytes, 32768);
   EXPECT_EQ(ar.chips, 4);
-  const hw::CurvePoint& fwd = c.curves[1].points[5];
+  const hw::CurvePoint& a2a = c.curves[1].points[2];
+  EXPECT_EQ(a2a.op, CurveOp::alltoall);
+  EXPECT_EQ(a2a.bytes, 7585792);
+  EXPECT_EQ(a2a.chips, 16);
+  EXPECT_EQ(analysis::describe(a2a), "alltoall 7586 KB x16");
+  const hw::CurvePoint& fwd = c.curves[1].points[6];
   EXPECT_EQ(fwd.op, CurveOp::attention);
   EXPECT_EQ(fwd.kv_len, 2048);
   EXPECT_TRUE(fwd.causal);
@@ -395,7 +401,8 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
   fails_with(ok + "      - {op: matmul, m: 1, n: 2, time: 1 us}\n", "kernel_curves[0].points[0].k: required key is missing");
   fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, time: 1}\n", "kernel_curves[0].points[0].time");
   fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, heads: 4, time: 1 us}\n", "kernel_curves[0].points[0].heads: unknown key");
-  fails_with(ok + "      - {op: allreduce, bytes: 1 MB, chips: 1, time: 1 us}\n", "at least 2 chips");
+  fails_with(ok + "      - {op: allreduce, bytes: 1 MB, chips: 1, time: 1 us}\n", "an all-reduce needs at least 2 chips");
+  fails_with(ok + "      - {op: alltoall, bytes: 1 MB, chips: 1, time: 1 us}\n", "an all-to-all needs at least 2 chips");
   fails_with(ok + "      - {op: decode_attention, batch: 1, kv_len: 8, heads: 6, kv_heads: 4, head_dim: 64, time: 1 us}\n",
              "kv_heads: 4 must divide heads (6)");
   fails_with(ok + "      - {op: matmul, m: 1, n: 2, k: 3, dtype: fp7, time: 1 us}\n", "unknown dtype 'fp7'");
@@ -416,6 +423,20 @@ TEST(KernelCurves, TheB200PricesATp2DecodeAllReduceAtItsEnginesCurve) {
   // gave 0.8 + 2 + 12582912 / 682.2e9 = 21.24 us.
   EXPECT_NEAR(priced_on("b200", KernelClass::allreduce_custom, hw::CurveTiming::graph, allreduce(12582912, 2, 47.853e-6)),
               47.853e-6, 47.853e-6 * 1e-4);
+}
+
+TEST(KernelCurves, TheH100PricesDeepEpsNormalDispatchAtItsDispatchCurvesFit) {
+  // DeepSeek's prefill micro-batch of 8192 tokens a GPU at EP 32 (4 nodes of 8), balanced: the
+  // normal kernels send a token to D = 4·(1 − C(192, 8)/C(256, 8)) = 3.614214 nodes, 7408 B
+  // each (docs/serving.md#deepep): 8192 x 3.614214 x 7408 = 219333424 B, direct, 24/32 of it
+  // over the network: 164500068 B. At the H100's deepep_dispatch figures (the fit of DeepEP's
+  // low-latency dispatch: 33.19 us, link 0.9456 of 50 GB/s = 47.28 GB/s), plus the NIC's one
+  // 5 us step, less the 1.3 us boundary a kernel time leaves out: 164500068 / 47.28e9 + 5 +
+  // 33.19 - 1.3 us = 3479.27 + 36.89 = 3516.16 us (DeepSeek's profile: 4.74 ms, its kernels
+  // sharing the SMs with compute).
+  hw::CurvePoint p = allreduce(219333423.7, 32, 4.74e-3);
+  p.op = CurveOp::alltoall;
+  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::deepep_dispatch, hw::CurveTiming::kernel, p), 3516.16e-6, 3516.16e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheMi300xPricesATp2DecodeAllReduceAtVllmsRocmCurve) {

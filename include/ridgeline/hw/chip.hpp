@@ -52,17 +52,18 @@ struct LinkSpec {
 /// taking gemm_expert's figures where it has none) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
-/// two-shot all-reduce over NVLink) refines collective. Kernel curves measured on a chip
+/// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
+/// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep) refine collective. Kernel curves measured on a chip
 /// give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
-  gemm_expert_scaled
+  gemm_expert_scaled, deepep_dispatch, deepep_combine
 };
-inline constexpr int kKernelClassCount = 14;
+inline constexpr int kKernelClassCount = 16;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
-/// "gemm_scaled_deepgemm", "gemm_expert_scaled".
+/// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -76,7 +77,9 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_expert_scaled: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling: return KernelClass::pointwise;
-    case KernelClass::allreduce_custom: return KernelClass::collective;
+    case KernelClass::allreduce_custom:
+    case KernelClass::deepep_dispatch:
+    case KernelClass::deepep_combine: return KernelClass::collective;
     default: return k;
   }
 }
@@ -219,12 +222,13 @@ struct TopologySpec {
 /// What a kernel curve's point measured (docs/cost-model.md#kernel-curves): one GEMM; one
 /// decode-attention kernel (a query per sequence over the cache; MLA's absorbed form with
 /// `latent`); an RMSNorm (with the residual added first); an elementwise kernel reading and
-/// writing `bytes` in all; an all-reduce of `bytes` over `chips`; a MoE layer's experts as
+/// writing `bytes` in all; an all-reduce of `bytes` over `chips`; an all-to-all of `bytes`
+/// a chip over `chips`, direct (DeepEP's kernels, priced as the graph prices them); a MoE layer's experts as
 /// an engine runs them (top-k, the two grouped GEMMs, the activation, the weighted sum); a
 /// flash attention forward over whole sequences (`batch` of `kv_len` queries over their own
 /// `kv_len` keys, `causal` or not).
-enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention };
-/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention".
+enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall };
+/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention", "alltoall".
 std::string_view name(CurveOp o) noexcept;
 
 /// How a curve's times were taken: `graph` — per call of a CUDA graph replayed back to back
