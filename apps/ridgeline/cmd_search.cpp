@@ -146,7 +146,7 @@ struct ServeSearchFlags {
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
   const CLI::App* app = nullptr;             // the command: the order its flags were given in
   std::string spec_tokens;
-  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill;
+  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill, moe_a2a;
   EmitFlags emit;
 };
 
@@ -170,6 +170,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--experts", f->experts,
                   "MoE: expert layouts to try inside each tp group, tp,ep (tp: each expert's width split; ep: whole experts, "
                   "attention tensor-parallel; default: both at tp > 1)");
+  app->add_option("--moe-a2a", f->moe_a2a,
+                  "pairs or deepep: how every deployment's expert parallelism moves the tokens, an all-to-all of the pairs (the "
+                  "engines' default) or DeepEP's kernels (docs/serving.md#deepep)");
   app->add_option("--weight-dtype", f->weight_dtypes,
                   "weight dtypes to try, comma-separated (default: the checkpoint's, and fp8 on chips that compute fp8 unless the checkpoint is quantised)");
   app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype, and fp8 on chips that compute fp8)");
@@ -366,6 +369,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
       if (std::find(s.experts.begin(), s.experts.end(), e) == s.experts.end()) s.experts.push_back(e);
     }
   }
+  if (v->moe_a2a == "deepep") s.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  else if (!v->moe_a2a.empty() && v->moe_a2a != "pairs") {
+    throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", v->moe_a2a));
+  }
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
   if (v->decode_ep == "same") s.decode_ep_same = true;
@@ -426,6 +433,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (!v->hw.link_bw.empty()) flag("--link-bw", v->hw.link_bw);
   if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
   if (v->router != "round-robin") flag("--router", v->router);
+  if (s.moe_a2a == model::ForwardConfig::MoeA2A::deepep) flag("--moe-a2a", "deepep");
   if (!v->slo.empty()) flag("--slo", v->slo);
   // Speculation (--draft, --spec-tokens, --accept) is each deployment's own.
 }

@@ -763,6 +763,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   if (d.chunked_prefill) c.engine.chunked_prefill = *d.chunked_prefill;
+  c.engine.moe_a2a = space.moe_a2a;
   c.replicas = d.replicas;
   c.spec = d.spec_tokens > 0 ? space.drafts.at(d.draft).spec : model::Speculation{};
   c.spec.k = d.spec_tokens;
@@ -776,6 +777,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     e.max_num_seqs = d.max_num_seqs;
     e.max_batched_tokens = d.max_batched_tokens;
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
+    e.moe_a2a = space.moe_a2a;
   }
   return c;
 }

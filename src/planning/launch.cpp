@@ -119,6 +119,15 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
     // Attention tensor-parallel, whole experts over the same GPUs.
     b.flag("--enable-expert-parallel");
   }
+  if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep) {
+    // DeepEP (docs/serving.md#deepep): vLLM runs one of its kernels at every step, the
+    // low-latency one on a decode instance, the normal one elsewhere.
+    b.flag("--all2all-backend", decode ? "deepep_low_latency" : "deepep_high_throughput");
+    if (!decode) {
+      c.plan.notes.push_back("DeepEP: vLLM runs its normal kernels (deepep_high_throughput) at every step, where the simulation "
+                             "priced the low-latency ones at 128 tokens a GPU or fewer (SGLang's deepep auto mode)");
+    }
+  }
   b.flag("--dtype", torch_dtype(f.precision.activation));
   if (const auto wd = asked_weights(c.m, f); wd && online_fp8(c, *wd, "vLLM")) b.flag("--quantization", "fp8");
   if (const auto kv = asked_kv(f)) {
@@ -180,6 +189,12 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     if (old) throw InputError("--emit sglang: SGLang 0.3 has no expert parallelism (--ep-size came later): simulate --experts tp or --engine sglang");
     b.flag("--ep-size", num(f.ep_size()));
   }
+  if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep) {
+    // DeepEP, its mode `auto` (the default): low-latency kernels for decode batches, normal ones
+    // for the others (docs/serving.md#deepep).
+    if (old) throw InputError("--emit sglang: SGLang 0.3 has no DeepEP: simulate --moe-a2a pairs or --engine sglang");
+    b.flag("--moe-a2a-backend", "deepep");
+  }
   b.flag("--dtype", torch_dtype(f.precision.activation));
   if (const auto wd = asked_weights(c.m, f); wd && online_fp8(c, *wd, "SGLang")) b.flag("--quantization", "fp8");
   if (const auto kv = asked_kv(f)) {
@@ -237,6 +252,10 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   // TensorRT-LLM's tp_size is every GPU of the instance; moe_tp = tp_size / ep_size.
   b.flag("--tp_size", num(f.tp * f.ep));
   if (f.ep_size() > 1) b.flag("--ep_size", num(f.ep_size()));
+  if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep && !decode) {
+    c.plan.notes.push_back("DeepEP: TensorRT-LLM chooses its MoE all-to-all itself (its wide-EP MoE backend, set in the MoE "
+                           "config); nothing here sets it");
+  }
   b.flag("--max_batch_size", num(e.max_num_seqs));
   b.flag("--max_num_tokens", num(e.max_batched_tokens));
   b.flag("--kv_cache_free_gpu_memory_fraction", num(e.kv_memory_fraction));

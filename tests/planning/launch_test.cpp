@@ -232,6 +232,31 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   }
 }
 
+// DeepEP (--moe-a2a deepep, docs/serving.md#deepep) at TP 2 x EP 4: SGLang's --moe-a2a-backend
+// deepep (its auto mode: low-latency kernels for decode batches, normal ones else); vLLM's
+// --all2all-backend, the normal kernels on an aggregated instance with a note that it runs them
+// at every step, the low-latency ones on a decode instance; TensorRT-LLM a note only. The pairs'
+// default sets neither flag.
+TEST(Launch, DeepEpOnEachEngine) {
+  const model::ModelConfig m = io::resolve_model("mixtral-8x7b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  auto deepep = [&](serving::ServeConfig c) {
+    c.engine.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+    return c;
+  };
+  const LaunchPlan s = launch_plan(m, deepep(config(EngineKind::sglang, sys, 2, 4)), LaunchTarget::sglang, {"x", ""});
+  expect_listed(s);
+  EXPECT_EQ(arg(s.workers[0], "--moe-a2a-backend"), "deepep");
+  EXPECT_EQ(arg(launch_plan(m, config(EngineKind::sglang, sys, 2, 4), LaunchTarget::sglang, {"x", ""}).workers[0], "--moe-a2a-backend"),
+            "<absent>");
+  const LaunchPlan v = launch_plan(m, deepep(config(EngineKind::vllm, sys, 2, 4)), LaunchTarget::vllm, {"x", ""});
+  expect_listed(v);
+  EXPECT_EQ(arg(v.workers[0], "--all2all-backend"), "deepep_high_throughput");
+  EXPECT_TRUE(std::any_of(v.notes.begin(), v.notes.end(), [](const std::string& n) { return n.find("DeepEP: vLLM runs") != std::string::npos; }));
+  const LaunchPlan t = launch_plan(m, deepep(config(EngineKind::trtllm, sys, 2, 4)), LaunchTarget::trtllm, {"x", ""});
+  EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [](const std::string& n) { return n.find("DeepEP: TensorRT-LLM") != std::string::npos; }));
+}
+
 // Mixtral at TP 4 with whole experts over the 4 GPUs (--experts ep; docs/serving.md#moe-layouts):
 // vLLM -tp 4 --enable-expert-parallel and no data-parallel ranks; SGLang --tp-size 4 --ep-size 4
 // without dp attention; TensorRT-LLM --tp_size 4 --ep_size 4. With --ep 2 on top (8 GPUs,
