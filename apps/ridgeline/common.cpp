@@ -299,6 +299,10 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   else if (!f.moe_a2a.empty() && f.moe_a2a != "pairs") {
     throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", f.moe_a2a));
   }
+  if (fw.moe_a2a == model::ForwardConfig::MoeA2A::deepep && (fw.ep < 2 || !m.is_moe())) {
+    throw InputError(fmt::format("--moe-a2a: deepep moves tokens between expert-parallel groups, and {} has none: expected a MoE "
+                                 "model at --ep 2 or more", m.is_moe() ? fmt::format("--ep {}", fw.ep) : m.name + " (dense)"));
+  }
   return fw;
 }
 

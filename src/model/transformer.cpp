@@ -544,17 +544,18 @@ void moe_mlp(Ctx& c) {
   // Given, or the routing model's expectation over the T·ep tokens routed this pass (model/routing.hpp).
   const RoutingImbalance routing = routing_imbalance(m, c.f);
   const double imbalance = routing.at(T * c.ep);
-  // The bytes of a pair each way: the activations', or DeepEP's fp8 out (a 4-byte scale per
-  // 128 values and 16 bytes of the token's source) and bf16 back (docs/serving.md#deepep).
-  const bool deepep = c.f.moe_a2a == ForwardConfig::MoeA2A::deepep;
-  const double out_bytes = deepep ? h * (1 + 4.0 / 128) + 16 : h * bytes(c.act);
+  // The bytes of a pair each way: the activations', or DeepEP's (docs/serving.md#deepep): out
+  // in fp8 where the experts compute in fp8 (a 4-byte scale per 128 values and 16 bytes of the
+  // token's source), else in bf16, and back in bf16.
+  const bool deepep = c.f.moe_a2a == ForwardConfig::MoeA2A::deepep && c.ep_group.size > 1;
+  const double out_bytes = !deepep ? h * bytes(c.act) : is_fp8(c.compute_expert) ? h * (1 + 4.0 / 128) + 16 : h * 2;
   const double back_bytes = deepep ? h * 2 : h * bytes(c.act);
   // DeepEP's kernel for the size: the low-latency one while this chip sends at most
   // deepep_ll_tokens tokens, their pairs' bytes at the busiest chip's F for that many (or the
   // F the step model fits the limit at: deepep_ll_imbalance).
   const double ll_pairs = c.f.deepep_ll_tokens * k / te *
                           (c.f.deepep_ll_imbalance > 0 ? c.f.deepep_ll_imbalance : routing.at(c.f.deepep_ll_tokens * c.ep));
-  const double share = deepep ? deepep_normal_share(m, c.ep_group) : 1;
+  const double share = deepep ? deepep_normal_share(m, c.ep_group, te) : 1;
   const CollectiveOp dispatch{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * out_bytes, share};
   const CollectiveOp combine{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * back_bytes, share};
   if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
@@ -603,8 +604,8 @@ void moe_mlp(Ctx& c) {
     op->all_groups = true;
     if (deepep) op->kernel = hw::KernelClass::deepep_combine;
   }
-  // Weighted sum of each token's k expert outputs.
-  elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
+  // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
+  if (!deepep) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
   if (moe.shared_experts > 0) {
     dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
               "shared_down");
@@ -735,17 +736,19 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
 }
 
-double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group) noexcept {
+double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
   const double P = ep_group.size, g = std::max(1.0, ep_group.per_domain);
-  if (!(P > 1) || !(k > 0) || !(E >= k)) return 1;
-  // Nodes (scale-up domains) when the group spans several, else its chips.
-  const double units = P > g ? P / g : P, held = E / units;
+  if (!(P > 1) || !(k > 0) || !(E >= k) || !(te >= 1)) return 1;
+  // Nodes (scale-up domains) when the group spans several, else its chips; with whole experts
+  // inside each tensor-parallel group (te > 1) a chip's group holds the E/te experts of its
+  // column, E/(units·te) a unit, and a token sends k/te pairs into it.
+  const double units = P > g ? P / g : P, held = E / (units * te);
   // A unit is missed when all k experts come from the E - held it does not hold:
   // C(E - held, k) / C(E, k) = Π_{i<k} (E - held - i) / (E - i).
   double miss = 1;
   for (double i = 0; i < k; ++i) miss *= std::max(0.0, (E - held - i) / (E - i));
-  return units * (1 - miss) / k;
+  return units * (1 - miss) * te / k;
 }
 
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {

@@ -552,6 +552,32 @@ TEST(Inference, DeepEpMovesFp8OutBf16BackAndEachTokenOncePerNode) {
   }
   EXPECT_EQ(seen, 4);  // both, in the MoE layers (one group, repeated 58 times) of both passes
   EXPECT_LT(prefill->ttft_s, pairs->ttft_s);
+  // DeepEP's combine sums each token's k outputs itself: no moe_combine kernel of its own.
+  auto has = [](const model::Graph& g, std::string_view name) {
+    for (int i = 0; i < g.op_count; ++i) {
+      if (std::string_view(g.ops[i].name) == name) return true;
+    }
+    return false;
+  };
+  EXPECT_FALSE(has(prefill->prefill_graph, "moe_combine"));
+  EXPECT_TRUE(has(pairs->prefill_graph, "moe_combine"));
+  // Experts computing in bf16 (Mixtral's bf16 checkpoint on 8 H100s, --ep 8, 4096 hidden,
+  // top 2): DeepEP dispatches bf16, 4096·2 = 8192 B a pair; decode at 64 tokens a chip,
+  // 128 pairs, 7/8 of them to the other chips over NVLink: 128·8192·7/8 = 917504 B.
+  cfg.forward.ep = 8;
+  cfg.batch = 512;
+  cfg.prompt = 16;
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  auto bf16 = run("mixtral-8x7b", "h100-sxm", cfg);
+  seen = 0;
+  for (int i = 0; i < bf16->decode_graph.op_count; ++i) {
+    const model::GraphOp& o = bf16->decode_graph.ops[i];
+    if (std::string_view(o.name) == "ep_dispatch") {
+      ++seen;
+      EXPECT_NEAR(o.cost.link_bytes, 917504, 1e-6);
+    }
+  }
+  EXPECT_EQ(seen, 1);
 }
 
 TEST(Inference, DeepEpNormalShareByHand) {
@@ -560,10 +586,15 @@ TEST(Inference, DeepEpNormalShareByHand) {
   // and misses a token with probability C(224, 8)/C(256, 8) = 0.338168: D = 8·0.661832 =
   // 5.29465 chips, share D/8 = 0.661832. Over 32 chips in 4 nodes: a node holds 64 and misses
   // with probability C(192, 8)/C(256, 8) = 0.0964464: D = 3.61421 nodes, share 0.451777.
+  // Whole experts inside TP groups of 8 (--tp 8 --ep 2 --experts ep, one group a node): a
+  // chip's column holds 256/8 = 32 experts, 16 on each node; a token sends 8/8 = 1 pair into
+  // it on average and misses a node with probability C(240, 8)/C(256, 8) = 0.592295: D =
+  // 2·0.407705 = 0.815410 nodes, share D/(8/8) = 0.815410.
   const model::ModelConfig mixtral = io::bundled_model("mixtral-8x7b"), ds = io::bundled_model("deepseek-v3");
   EXPECT_NEAR(model::deepep_normal_share(mixtral, {8, 8}), 1, 1e-12);
   EXPECT_NEAR(model::deepep_normal_share(ds, {8, 8}), 0.661832, 1e-6);
   EXPECT_NEAR(model::deepep_normal_share(ds, {32, 8}), 0.451777, 1e-6);
+  EXPECT_NEAR(model::deepep_normal_share(ds, {2, 1}, 8), 0.815410, 1e-6);
   EXPECT_EQ(model::deepep_normal_share(ds, {1, 1}), 1);
 }
 

@@ -43,6 +43,9 @@ TEST(InferCli, MoeAllToAllFlag) {
   EXPECT_EQ(run_json(q)["moe_a2a"], "pairs");
   EXPECT_EQ(run_json(q + " --moe-a2a deepep")["moe_a2a"], "deepep");
   expect_bad(q + " --moe-a2a nccl", "--moe-a2a");
+  // No all-to-all to price: one expert-parallel group, or a dense model.
+  expect_bad("infer --model mixtral-8x7b --hw h100-sxm --tp 2 --moe-a2a deepep", "--moe-a2a: deepep moves tokens");
+  expect_bad("infer --model llama-3.1-8b --hw h100-sxm --moe-a2a deepep", "--moe-a2a: deepep moves tokens");
 }
 
 TEST(InferCli, ChipsSetTensorParallelism) {

@@ -220,10 +220,12 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
 
 /// DeepEP's normal kernels send a token once to every unit holding one of its experts: every
 /// node (scale-up domain) when the expert-parallel group spans several, else every chip. Their
-/// bytes over the pairs': D/k, D the expected units among a token's k distinct experts chosen
-/// uniformly of E held E/units a unit, units·(1 − C(E − E/units, k)/C(E, k)) (docs/serving.md#deepep).
-/// 1 for a group of one chip.
-double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group) noexcept;
+/// bytes over the pairs': D/(k/te), D the expected units among a token's k distinct experts
+/// chosen uniformly of E, each unit holding E/(units·te) of them (te: the chips of a
+/// tensor-parallel group holding whole experts, --experts ep; 1 otherwise), D = units·(1 −
+/// C(E − E/(units·te), k)/C(E, k)), and k/te the pairs a token sends into the group
+/// (docs/serving.md#deepep). 1 for a group of one chip.
+double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te = 1) noexcept;
 
 /// The expected maximum of `chips` independent Binomial(n, p) counts (n whole: its floor is
 /// taken, up to 10^7).
