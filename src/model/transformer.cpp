@@ -751,6 +751,13 @@ double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group
   return units * (1 - miss) * te / k;
 }
 
+double deepep_buffer_bytes(const ModelConfig& m, const ForwardConfig& f) noexcept {
+  if (f.moe_a2a != ForwardConfig::MoeA2A::deepep || f.ep < 2 || !m.is_moe()) return 0;
+  const double h = static_cast<double>(m.hidden), E = static_cast<double>(m.moe.experts), T = f.deepep_ll_tokens;
+  const double d = 16 + std::max(2 * h, h + 4 * std::floor(h / 128)), c = 2 * h;
+  return 2 * (std::max(T * d, E * T * c) + std::max(E * T * d, E * T * c) + 4 * E);
+}
+
 LayoutFault check(const ModelConfig& m, const ForwardConfig& f) noexcept {
   if (f.tp < 1 || f.tp > 4096) return LayoutFault::tp_range;
   if (f.ep < 1 || f.ep > 4096) return LayoutFault::ep_range;

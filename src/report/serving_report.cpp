@@ -477,9 +477,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("speculative decoding: {} drafts {} token{} a step, acceptance {}: {:.3g} tokens per verification step\n",
                      cfg.spec.draft->name, cfg.spec.k, cfg.spec.k == 1 ? "" : "s", rates, model::tokens_per_step(cfg.spec));
   }
-  s += fmt::format("memory per chip: weights {}, activations {}, KV cache {} = {} tokens ({} blocks per {})\n",
-                   size(mem.weights_bytes), size(mem.activations_bytes), size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks,
-                   own_decode ? "prefill instance" : "replica");
+  s += fmt::format("memory per chip: weights {}, activations {}, {}KV cache {} = {} tokens ({} blocks per {})\n",
+                   size(mem.weights_bytes), size(mem.activations_bytes),
+                   mem.reserved_bytes > 0 ? fmt::format("reserved {}{}, ", size(mem.reserved_bytes),
+                                                        e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? " (DeepEP's buffers)" : "")
+                                          : std::string(),
+                   size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks, own_decode ? "prefill instance" : "replica");
   if (own_decode || (cfg.disagg.on() && (dr.decode_engine.max_num_seqs != e.max_num_seqs ||
                                           dr.decode_engine.max_batched_tokens != e.max_batched_tokens))) {
     const serving::EngineConfig& de = dr.decode_engine;

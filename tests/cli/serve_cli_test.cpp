@@ -587,6 +587,16 @@ TEST(ServeCli, MoeAllToAllIsThePairsUnlessDeepEpIsAsked) {
   for (const char* e : {"vllm", "sglang", "trtllm"}) EXPECT_EQ(run_json(q + e)["engine"]["moe_a2a"], "pairs") << e;
   EXPECT_EQ(run_json(q + "sglang --moe-a2a deepep")["engine"]["moe_a2a"], "deepep");
   expect_bad(q + "sglang --moe-a2a mooncake", "--moe-a2a");
+  // DeepEP's low-latency buffer (csrc/config.hpp LowLatencyLayout) for DeepSeek-V3 (h 7168, 256
+  // experts) at 128 tokens a chip: a dispatch message 16 + max(2·7168, 7168 + 4·56) = 14352 B,
+  // a combine message 14336 B; send max(128·14352, 256·128·14336) = 469762048, receive
+  // max(256·128·14352, 256·128·14336) = 470286336, signaling 256·4 = 1024, each twice:
+  // 1880098816 B a GPU, reserved, and the KV cache that much smaller.
+  const std::string d = "serve --model deepseek-v3 --hw h100-sxm --tp 1 --ep 16 --qps 1 --requests 5 --engine sglang";
+  const auto with = run_json(d + " --moe-a2a deepep"), without = run_json(d);
+  EXPECT_EQ(with["memory"]["reserved_bytes"], 1880098816.0);
+  EXPECT_EQ(without["memory"]["reserved_bytes"], 0.0);
+  EXPECT_NEAR(without["memory"]["kv_bytes"].get<double>() - with["memory"]["kv_bytes"].get<double>(), 1880098816.0, 1e-3);
 }
 
 // Every component of a step and of a request names where its figure comes from: the chip's

@@ -227,6 +227,13 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
 /// (docs/serving.md#deepep). 1 for a group of one chip.
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te = 1) noexcept;
 
+/// DeepEP's low-latency buffer on each chip (its LowLatencyLayout, csrc/config.hpp): odd and
+/// even send, receive and signaling buffers for deepep_ll_tokens tokens a chip, hidden h and E
+/// experts: 2·(max(T·d, E·T·c) + max(E·T·d, E·T·c) + 4E) bytes, a dispatch message d = 16 +
+/// max(2h, h + 4·⌊h/128⌋), a combine message c = 2h. 0 unless moe_a2a is deepep over ep > 1
+/// groups of a MoE model.
+double deepep_buffer_bytes(const ModelConfig& m, const ForwardConfig& f) noexcept;
+
 /// The expected maximum of `chips` independent Binomial(n, p) counts (n whole: its floor is
 /// taken, up to 10^7).
 double busiest_of_binomials(double n, double p, double chips) noexcept;
