@@ -266,9 +266,9 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   if (engine || deepep) {
     // The choice is the engine's, not the fastest: its own kernel below the limit, at x* where
     // the bytes reach it, NCCL's fastest from there (DeepEP: its low-latency kernel, then its
-    // normal one). Its choice line is made to cross NCCL's
-    // fastest at x* more steeply than any of NCCL's lines (K > their slopes: below them all
-    // before x*, above after); its priced line stays its own.
+    // normal one). Its choice line is made to cross NCCL's fastest at x* more steeply than any
+    // of NCCL's lines (K > their slopes: below them all before x*, above after); its priced
+    // line stays its own.
     const double limit = engine ? c1.custom_max : c1.deepep_ll_max;
     const double xs = x1 + (limit - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
     double at = std::numeric_limits<double>::infinity(), steepest = 0;

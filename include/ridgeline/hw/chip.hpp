@@ -53,8 +53,8 @@ struct LinkSpec {
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
-/// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep) refine collective. Kernel curves measured on a chip
-/// give a class its own figures (docs/cost-model.md#kernel-curves).
+/// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep) refine collective. Kernel
+/// curves measured on a chip give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
@@ -223,8 +223,9 @@ struct TopologySpec {
 /// decode-attention kernel (a query per sequence over the cache; MLA's absorbed form with
 /// `latent`); an RMSNorm (with the residual added first); an elementwise kernel reading and
 /// writing `bytes` in all; an all-reduce of `bytes` over `chips`; an all-to-all of `bytes`
-/// a chip over `chips`, direct (DeepEP's kernels, priced as the graph prices them); a MoE layer's experts as
-/// an engine runs them (top-k, the two grouped GEMMs, the activation, the weighted sum); a
+/// a chip over `chips`, direct (DeepEP's kernels, priced as the graph prices them); a MoE
+/// layer's experts as an engine runs them (top-k, the two grouped GEMMs, the activation, the
+/// weighted sum); a
 /// flash attention forward over whole sequences (`batch` of `kv_len` queries over their own
 /// `kv_len` keys, `causal` or not).
 enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall };
