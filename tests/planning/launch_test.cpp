@@ -255,6 +255,16 @@ TEST(Launch, DeepEpOnEachEngine) {
   EXPECT_TRUE(std::any_of(v.notes.begin(), v.notes.end(), [](const std::string& n) { return n.find("DeepEP: vLLM runs") != std::string::npos; }));
   const LaunchPlan t = launch_plan(m, deepep(config(EngineKind::trtllm, sys, 2, 4)), LaunchTarget::trtllm, {"x", ""});
   EXPECT_TRUE(std::any_of(t.notes.begin(), t.notes.end(), [](const std::string& n) { return n.find("DeepEP: TensorRT-LLM") != std::string::npos; }));
+  // Disaggregated under vLLM: the prefill instances run the normal kernels, the decode ones
+  // (their own engine, DeepEP too) the low-latency ones.
+  serving::ServeConfig dg = deepep(config(EngineKind::vllm, sys, 2, 4));
+  dg.disagg.prefill = 1;
+  dg.disagg.decode = 1;
+  dg.disagg.decode_engine = dg.engine;
+  const LaunchPlan d = launch_plan(m, dg, LaunchTarget::vllm, {"x", ""});
+  ASSERT_EQ(d.workers.size(), 2u);
+  EXPECT_EQ(arg(d.workers[0], "--all2all-backend"), "deepep_high_throughput");
+  EXPECT_EQ(arg(d.workers[1], "--all2all-backend"), "deepep_low_latency");
 }
 
 // Mixtral at TP 4 with whole experts over the 4 GPUs (--experts ep; docs/serving.md#moe-layouts):
