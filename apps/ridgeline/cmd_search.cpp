@@ -369,10 +369,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
       if (std::find(s.experts.begin(), s.experts.end(), e) == s.experts.end()) s.experts.push_back(e);
     }
   }
-  if (v->moe_a2a == "deepep") s.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-  else if (!v->moe_a2a.empty() && v->moe_a2a != "pairs") {
-    throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", v->moe_a2a));
-  }
+  s.moe_a2a = parse_moe_a2a(v->moe_a2a);
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
   if (v->decode_ep == "same") s.decode_ep_same = true;

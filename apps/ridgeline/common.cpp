@@ -253,6 +253,12 @@ model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& tar
   return s;
 }
 
+model::ForwardConfig::MoeA2A parse_moe_a2a(const std::string& v) {
+  if (v == "deepep") return model::ForwardConfig::MoeA2A::deepep;
+  if (!v.empty() && v != "pairs") throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", v));
+  return model::ForwardConfig::MoeA2A::pairs;
+}
+
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m) {
   model::ForwardConfig fw;
   fw.ep = parse_positive_int(f.ep, "--ep");
@@ -295,10 +301,7 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
   else if (!f.block_fp8_gemms.empty() && f.block_fp8_gemms != "triton") {
     throw InputError(fmt::format("--block-fp8-gemms: '{}' is not a kernel: expected triton or deepgemm", f.block_fp8_gemms));
   }
-  if (f.moe_a2a == "deepep") fw.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-  else if (!f.moe_a2a.empty() && f.moe_a2a != "pairs") {
-    throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", f.moe_a2a));
-  }
+  fw.moe_a2a = parse_moe_a2a(f.moe_a2a);
   if (fw.moe_a2a == model::ForwardConfig::MoeA2A::deepep && (fw.ep < 2 || !m.is_moe())) {
     throw InputError(fmt::format("--moe-a2a: deepep moves tokens between expert-parallel groups, and {} has none: expected a MoE "
                                  "model at --ep 2 or more", m.is_moe() ? fmt::format("--ep {}", fw.ep) : m.name + " (dense)"));

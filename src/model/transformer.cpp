@@ -203,15 +203,14 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
 }
 
 // Returns the op made (null for a group of one chip).
-// `deepep`: DeepEP's all-to-all of `bytes_` of token-expert pairs (CollectiveOp::deepep_ll_max,
-// normal_share), else the collective of `bytes_`.
+// `ll_max` > 0: DeepEP's all-to-all of `bytes_` of token-expert pairs (CollectiveOp::deepep_ll_max,
+// normal_share `share`), else the collective of `bytes_`.
 GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
-                comm::Algo algo, const CollectiveOp* deepep = nullptr) {
+                comm::Algo algo, double ll_max = 0, double share = 1) {
   if (group.size <= 1) return nullptr;
   // An engine's own all-reduce up to its size limit, NCCL from it.
   const double custom_max = kind == comm::Collective::all_reduce && algo == comm::Algo::direct ? c.f.custom_allreduce_max_bytes : 0;
   if (custom_max > 0 && bytes_ >= custom_max) algo = comm::Algo::automatic;
-  const double ll_max = deepep != nullptr ? deepep->deepep_ll_max : 0, share = deepep != nullptr ? deepep->normal_share : 1;
   auto& l = c.last;
   if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_ || l.ll_max != ll_max || l.share != share) {
     CollectiveOp op{kind, algo, c.act, group, bytes_, custom_max, ll_max, share};
@@ -556,10 +555,8 @@ void moe_mlp(Ctx& c) {
   const double ll_pairs = c.f.deepep_ll_tokens * k / te *
                           (c.f.deepep_ll_imbalance > 0 ? c.f.deepep_ll_imbalance : routing.at(c.f.deepep_ll_tokens * c.ep));
   const double share = deepep ? deepep_normal_share(m, c.ep_group, te) : 1;
-  const CollectiveOp dispatch{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * out_bytes, share};
-  const CollectiveOp combine{comm::Collective::all_to_all, comm::Algo::direct, c.act, c.ep_group, 0, 0, ll_pairs * back_bytes, share};
   if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
-                               comm::Algo::direct, deepep ? &dispatch : nullptr)) {
+                               comm::Algo::direct, deepep ? ll_pairs * out_bytes : 0, share)) {
     op->all_groups = true;
     if (deepep) op->kernel = hw::KernelClass::deepep_dispatch;
   }
@@ -600,7 +597,7 @@ void moe_mlp(Ctx& c) {
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
   // The busiest chip returns the outputs of its F times the mean pairs.
   if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
-                               comm::Algo::direct, deepep ? &combine : nullptr)) {
+                               comm::Algo::direct, deepep ? ll_pairs * back_bytes : 0, share)) {
     op->all_groups = true;
     if (deepep) op->kernel = hw::KernelClass::deepep_combine;
   }

@@ -88,9 +88,7 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   mem.activations_bytes = analysis::activation_bytes(m, f, std::max(1.0, seqs / ep), std::max(1.0, budget / ep));
   // DeepEP's low-latency buffer, registered for RDMA on every chip (docs/serving.md#deepep):
   // the engine's all-to-all.
-  model::ForwardConfig a2a = f;
-  a2a.moe_a2a = e.moe_a2a;
-  mem.reserved_bytes = e.reserved_bytes + model::deepep_buffer_bytes(m, a2a);
+  mem.reserved_bytes = e.reserved_bytes + model::deepep_buffer_bytes(m, engine_forward(f, e));
   const double C = mem.capacity_bytes, W = mem.weights_bytes, A = mem.activations_bytes, R = mem.reserved_bytes;
   switch (e.memory_rule) {
     case MemoryRule::profiled: mem.kv_bytes = e.kv_memory_fraction * C - W - A - R; break;
