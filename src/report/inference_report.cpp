@@ -57,6 +57,8 @@ json ops_json(const char* phase, const model::Graph& g, const std::array<analysi
                    {"attained_flops_per_s", e.attained_total_flops_per_s},
                    {"t_lower_s", e.t_lower_s},
                    {"t_total_lower_s", e.t_lower_s * rep},
+                   {"kernel_class", std::string(hw::name(op.kernel))},
+                   {"t_realistic_s", e.t_realistic_s},
                    {"share", phase_lower > 0 ? e.t_lower_s * rep / phase_lower : 0.0}});
   }
   return out;

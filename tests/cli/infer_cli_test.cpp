@@ -36,6 +36,29 @@ TEST(InferCli, BlockFp8GemmKernelFlag) {
   expect_bad(q + " --block-fp8-gemms cutlass", "--block-fp8-gemms");
 }
 
+// Each op of the JSON names its kernel class and its realistic time (the class's fixed time and
+// fractions applied), beside the lower bound.
+TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
+  // DeepSeek-V3's prefill of 4096 tokens at TP 8 on H200s, vLLM's Triton kernels (the default):
+  // the experts' gate-up GEMM runs in Triton's fused MoE over block-scaled fp8 experts
+  // (gemm_expert_scaled). FLOPs 2 x 32768 pairs x 7168 x 512 = 240518168576: 121.541 us at
+  // 1978.9 TFLOP/s, over the class's matrix fraction 0.1856 = 654.855 us, and its fixed time
+  // 12.88 us: 667.735 us (its 1443069952 B at 0.83 x 4.8 TB/s take 362.2 us). The lower bound
+  // is the bytes at the peak bandwidth: 300.64 us.
+  auto j = run_json("infer --model deepseek-v3 --hw h200 --tp 8 --batch 1 --prompt 4096 --gen 1");
+  const nlohmann::json* op = nullptr;
+  for (const auto& o : j["ops"]) {
+    if (o["phase"] == "prefill" && o["name"] == "experts_gate_up") op = &o;
+  }
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ((*op)["kernel_class"], "gemm_expert_scaled");
+  EXPECT_NEAR((*op)["t_realistic_s"].get<double>(), 667.735e-6, 667.735e-6 * 1e-5);
+  EXPECT_NEAR((*op)["t_lower_s"].get<double>(), 300.64e-6, 300.64e-6 * 1e-4);
+  for (const auto& o : j["ops"]) {
+    EXPECT_GE(o["t_realistic_s"].get<double>(), o["t_lower_s"].get<double>()) << o["name"];
+  }
+}
+
 // --moe-a2a: how expert parallelism moves the tokens (an all-to-all of the pairs by default,
 // DeepEP's kernels on request), and a clear error for any other.
 TEST(InferCli, MoeAllToAllFlag) {
