@@ -345,6 +345,21 @@ add_set("trtllm-0.21-deepseek-r1", "DeepSeek-R1 FP8 on 8 x H200, 1 and 8 clients
         moe=True)
 
 
+# 11. vLLM's main branch of 2025-11-17 (commit 5a84b76: between 0.11.1 and 0.12, the vllm@0.13 preset's 0.11-0.13),
+#     DeepSeek-R1 on 8 x H200 at TP 8 with its Triton MoE (the experts split over the 8), 1600 in / 600 out at 8, 16 and
+#     32 concurrent requests (vllm-project/vllm issue #28887, 2025-11-17, "TP8-TRITON"): mean TTFT. The issue's text
+#     table gives the TTFTs; its other columns (expert parallelism with Triton's or FlashInfer's MoE) are left out:
+#     TEP8-TRITON's dense GEMMs are not stated, and FlashInfer's CUTLASS MoE is no ridgeline kernel class. The number
+#     of requests is not stated either: ten per client here (5 or 20 per client move the 32-client TTFT by +10/-5%).
+DSR_VLLM11 = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--concurrency", str(c), "--requests", str(10 * c),
+                "--prompt", "1600", "--gen", "600"], {"ttft": ttft_ms / 1e3}, [c, "1600/600"], "fp8")
+              for c, ttft_ms in [(8, 545.59), (16, 683.84), (32, 816.39)]]
+add_set("vllm-0.11-deepseek-r1", "DeepSeek-R1 on 8 x H200, 8-32 clients (vLLM main of November 2025, TP 8, Triton MoE; means)",
+        "vllm-project/vllm issue #28887 (2025-11-17, commit 5a84b76): 8 x H200, 1600/600, mean TTFT of the TP8-TRITON column",
+        "vLLM main of 2025-11-17 (V1; the vllm@0.13 preset: 0.11-0.13)", "vllm@0.13", "mean", DSR_VLLM11, ["clients", "in/out"], None,
+        moe=True)
+
+
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
     r = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], capture_output=True, text=True)

@@ -131,15 +131,16 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   EXPECT_EQ(m["tpot"]["n"], 8 + 8 + 4);
   EXPECT_EQ(m["e2e"]["from"], "any engine, any dtype, dense");
   EXPECT_EQ(m["e2e"]["n"], 4 + 10);
-  // DeepSeek-V3 on SGLang: the fp8 MoE pool. Its 22 TTFTs are vLLM 0.8.4's 16 (DGX TP 8: -52 -34
-  // -32 -40; DGX EP 8: -75 -38 -36 -45; Nebius TP 8: -90 -32 -31 -45; Nebius EP 8: -77 -56 -51 -45)
-  // and TensorRT-LLM 0.21's 6 (-54 -42 -51 -24 -65 -46). Sorted: -90 -77 -75 -65 -56 -54 -52 -51
-  // -51 -46 -45 | -45 -45 -42 -40 -38 -36 -34 -32 -32 -31 -24: a median of -45%, the highest -24%.
+  // DeepSeek-V3 on SGLang: the fp8 MoE pool. Its 25 TTFTs are vLLM's 19: 0.8.4's 16 (DGX TP 8: -52
+  // -34 -32 -40; DGX EP 8: -75 -38 -36 -45; Nebius TP 8: -90 -32 -31 -45; Nebius EP 8: -77 -56 -51
+  // -45) and November 2025's 3 (-35 -29 -30); and TensorRT-LLM 0.21's 6 (-54 -42 -51 -24 -65 -46).
+  // Sorted: -90 -77 -75 -65 -56 -54 -52 -51 -51 -46 -45 -45 | -45 | -42 -40 -38 -36 -35 -34 -32 -32
+  // -31 -30 -29 -24: a median of -45%, the highest -24%.
   // Its TPOTs are vLLM's 16 and TensorRT-LLM's 3 + 6; its throughputs vLLM's 16 alone (that pool
   // is vLLM's class). No MoE row has an E2E: every serving row's, the same 14 as above.
   const nlohmann::json moe = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --engine sglang --prompt 256 --gen 16 --qps 1 "
                                       "--requests 8")["error_band"]["metrics"];
-  EXPECT_EQ(moe["ttft"]["n"], 16 + 6);
+  EXPECT_EQ(moe["ttft"]["n"], 19 + 6);
   EXPECT_NEAR(moe["ttft"]["median"].get<double>(), -0.45, 0.005);
   EXPECT_NEAR(moe["ttft"]["high"].get<double>(), -0.24, 0.005);
   EXPECT_EQ(moe["tpot"]["n"], 16 + 3 + 6);
@@ -147,10 +148,10 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   for (const char* k : {"ttft", "tpot", "output_tps"}) EXPECT_EQ(moe[k]["from"], "any engine, fp8, MoE") << k;
   EXPECT_EQ(moe["e2e"]["from"], "any engine, any dtype, any kind");
   EXPECT_EQ(moe["e2e"]["n"], 4 + 10);
-  // A class with rows of a metric keeps them: vLLM's own 16 TTFTs, not the pool's 22.
+  // A class with rows of a metric keeps them: vLLM's own 19 TTFTs, not the pool's 25.
   const nlohmann::json vllm = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 256 --gen 16 --qps 1 --requests 8")["error_band"];
   expect_band(vllm, "vllm, fp8, MoE");
-  EXPECT_EQ(vllm["metrics"]["ttft"]["n"], 16);
+  EXPECT_EQ(vllm["metrics"]["ttft"]["n"], 19);
   // The static engine (infer) borrows nothing from serving: Llama's class has its own TTFTs and
   // its pool has nothing else; DeepSeek's has no row and no pool (TensorRT-LLM 0.5's rows are
   // dense), so it quotes no band, and says so.

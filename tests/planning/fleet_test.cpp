@@ -188,7 +188,7 @@ TEST(Fleet, BandSloTightensEachTargetByItsClasssMedianError) {
   EXPECT_DOUBLE_EQ(slo.find(serving::SloMetric::e2e)->limit_s, 20 * (1 + e_e2e));
   EXPECT_DOUBLE_EQ(band_lean("vllm, 16-bit, dense", serving::SloMetric::itl).error, e_tpot);
   // Without the band the targets are the base's. A class with no row (fp4 MoE has none, nor has
-  // any engine's fp4 MoE) is held to the MoE pool's lean: the 22 DeepSeek TTFTs of vLLM 0.8.4 and
+  // any engine's fp4 MoE) is held to the MoE pool's lean: the 25 DeepSeek TTFTs of vLLM (0.8.4 and November 2025) and
   // TensorRT-LLM 0.21, their median -45% (the rows sorted in ErrorBandCli.AClassWithoutRowsBorrowsItsPools).
   s.margin_band = false;
   EXPECT_DOUBLE_EQ(serve_config(m, s, d).slo.find(serving::SloMetric::ttft)->limit_s, 1.0);
