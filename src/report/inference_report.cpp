@@ -337,11 +337,12 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
       if (op.group != group) {
         group = op.group;
         out += fmt::format("  {} (x{:g})\n", g.groups[group].name, g.groups[group].repeat);
-        out += fmt::format("    {:<20} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6}\n", "op", "FLOPs", "bytes", "FLOP/B", "bound",
-                           "time", "share");
+        out += fmt::format("    {:<20} {:>10} {:>10} {:>9} {:>8} {:>10} {:>6} {:>10}  {}\n", "op", "FLOPs", "bytes", "FLOP/B", "bound",
+                           "lower", "share", "realistic", "kernel class");
       }
-      out += fmt::format("    {:<20} {:>10} {:>10} {:>9.3g} {:>8} {:>10} {:>5.1f}%\n", op.name, format_si(e.flops),
-                         size(e.main_bytes), e.intensity_flops_per_byte, ops::name(e.bound), t(e.t_lower_s), 100 * share);
+      out += fmt::format("    {:<20} {:>10} {:>10} {:>9.3g} {:>8} {:>10} {:>5.1f}% {:>10}  {}\n", op.name, format_si(e.flops),
+                         size(e.main_bytes), e.intensity_flops_per_byte, ops::name(e.bound), t(e.t_lower_s), 100 * share,
+                         t(e.t_realistic_s), hw::name(op.kernel));
     }
   };
   table("prefill", r.prefill_graph, r.prefill_ops, r.prefill);

@@ -57,6 +57,11 @@ TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
   for (const auto& o : j["ops"]) {
     EXPECT_GE(o["t_realistic_s"].get<double>(), o["t_lower_s"].get<double>()) << o["name"];
   }
+  // The text's op table: the lower bound, the share, then the realistic time and its class.
+  const RunResult text = run("infer --model deepseek-v3 --hw h200 --tp 8 --batch 1 --prompt 4096 --gen 1");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("lower  share  realistic  kernel class\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("300.6 us  17.6%   667.7 us  gemm_expert_scaled\n"), std::string::npos) << text.out;
 }
 
 // --moe-a2a: how expert parallelism moves the tokens (an all-to-all of the pairs by default,
