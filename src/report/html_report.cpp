@@ -296,12 +296,13 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
                              {"repeat", "repeat", Column::number}, {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops},
                              {"bytes", "bytes", Column::bytes}, {"FLOPs/byte", "intensity_flops_per_byte", Column::number},
                              {"bound", "bound", Column::label}, {"time", "t_lower_s", Column::time},
-                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent}},
+                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent},
+                             {"realistic", "t_realistic_s", Column::time}, {"kernel class", "kernel_class", Column::label}},
                rows);
   }
   s += "</div>\n</section>\n<pre id=\"selftest\" hidden></pre>\n";
   s += "<footer>Made by ridgeline from first principles: FLOPs over compute rates, bytes over bandwidths. Times per op are lower bounds "
-       "(perfect overlap of its parts); see docs/cost-model.md.</footer>\n";
+       "(perfect overlap of its parts), and for inference also realistic (its kernel class's fixed time and fractions); see docs/cost-model.md.</footer>\n";
   s += fmt::format("<script>{}</script>\n</body></html>\n", kScript);
   return s;
 }

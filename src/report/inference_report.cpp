@@ -59,6 +59,7 @@ json ops_json(const char* phase, const model::Graph& g, const std::array<analysi
                    {"t_total_lower_s", e.t_lower_s * rep},
                    {"kernel_class", std::string(hw::name(op.kernel))},
                    {"t_realistic_s", e.t_realistic_s},
+                   {"t_total_realistic_s", e.t_realistic_s * rep},
                    {"share", phase_lower > 0 ? e.t_lower_s * rep / phase_lower : 0.0}});
   }
   return out;

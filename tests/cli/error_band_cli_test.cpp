@@ -131,11 +131,11 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   EXPECT_EQ(m["tpot"]["n"], 8 + 8 + 4);
   EXPECT_EQ(m["e2e"]["from"], "any engine, any dtype, dense");
   EXPECT_EQ(m["e2e"]["n"], 4 + 10);
-  // DeepSeek-V3 on SGLang: the fp8 MoE pool. Its 25 TTFTs are vLLM's 19: 0.8.4's 16 (DGX TP 8: -52
-  // -34 -32 -40; DGX EP 8: -75 -38 -36 -45; Nebius TP 8: -90 -32 -31 -45; Nebius EP 8: -77 -56 -51
-  // -45) and November 2025's 3 (-35 -29 -30); and TensorRT-LLM 0.21's 6 (-54 -42 -51 -24 -65 -46).
-  // Sorted: -90 -77 -75 -65 -56 -54 -52 -51 -51 -46 -45 -45 | -45 | -42 -40 -38 -36 -35 -34 -32 -32
-  // -31 -30 -29 -24: a median of -45%, the highest -24%.
+  // DeepSeek-V3 on SGLang: the fp8 MoE pool. Its 25 TTFTs are vLLM's 19: 0.8.4's 16 (DGX TP 8: -51
+  // -34 -32 -40; DGX EP 8: -75 -38 -36 -45; Nebius TP 8: -90 -32 -30 -45; Nebius EP 8: -77 -56 -51
+  // -45) and November 2025's 3 (-35 -29 -29); and TensorRT-LLM 0.21's 6 (-54 -42 -51 -24 -65 -46).
+  // Sorted: -90 -77 -75 -65 -56 -54 -51 -51 -51 -46 -45 -45 | -45 | -42 -40 -38 -36 -35 -34 -32 -32
+  // -30 -29 -29 -24: a median of -45%, the highest -24%.
   // Its TPOTs are vLLM's 16 and TensorRT-LLM's 3 + 6; its throughputs vLLM's 16 alone (that pool
   // is vLLM's class). No MoE row has an E2E: every serving row's, the same 14 as above.
   const nlohmann::json moe = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --engine sglang --prompt 256 --gen 16 --qps 1 "
