@@ -555,9 +555,9 @@ function drawRoofline(d, spec) {
 
 function drawOpTable(d) {
   const ops = d.ops.filter((o) => inferView.phase === 'all' || o.phase === inferView.phase);
-  table($('#infer-ops'), ['phase', 'group', 'op', 'kind', '×', 'FLOPs', 'bytes', 'FLOP/B', 'bound', 'time each', 'share'],
-    ops.map((o) => [o.phase, o.group, o.name, o.kind, o.repeat, RL.si(o.flops), RL.bytes(o.bytes), RL.num(o.intensity_flops_per_byte), o.bound, RL.time(o.t_lower_s), RL.pct(o.share)]),
-    { num: [false, false, false, false, true, true, true, true, false, true, true], cls: 'ops' });
+  table($('#infer-ops'), ['phase', 'group', 'op', 'kind', '×', 'FLOPs', 'bytes', 'FLOP/B', 'bound', 'lower each', 'share', 'realistic each', 'kernel class'],
+    ops.map((o) => [o.phase, o.group, o.name, o.kind, o.repeat, RL.si(o.flops), RL.bytes(o.bytes), RL.num(o.intensity_flops_per_byte), o.bound, RL.time(o.t_lower_s), RL.pct(o.share), RL.time(o.t_realistic_s), o.kernel_class]),
+    { num: [false, false, false, false, true, true, true, true, false, true, true, true, false], cls: 'ops' });
 }
 
 // ---------------------------------------------------------------------------------------
