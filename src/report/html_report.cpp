@@ -295,8 +295,8 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
     s += table("ops-table", {{"op", "name", Column::label}, {"phase", "phase", Column::label}, {"group", "group", Column::label},
                              {"repeat", "repeat", Column::number}, {"kind", "kind", Column::label}, {"FLOPs", "flops", Column::flops},
                              {"bytes", "bytes", Column::bytes}, {"FLOPs/byte", "intensity_flops_per_byte", Column::number},
-                             {"bound", "bound", Column::label}, {"time", "t_lower_s", Column::time},
-                             {"time x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent},
+                             {"bound", "bound", Column::label}, {"lower", "t_lower_s", Column::time},
+                             {"lower x repeat", "t_total_lower_s", Column::time}, {"share", "share", Column::percent},
                              {"realistic", "t_realistic_s", Column::time}, {"kernel class", "kernel_class", Column::label}},
                rows);
   }
