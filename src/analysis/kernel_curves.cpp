@@ -98,6 +98,19 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
   std::vector<CurveKernel> out;
   switch (p.op) {
     case CurveOp::matmul: {
+      if (p.groups > 0) {
+        // A grouped GEMM as the graph prices MoE's experts under DeepGEMM (model/transformer.cpp):
+        // the groups' rows as one GEMM's FLOPs, each group's weights read once, no tile padding,
+        // the activations in the weights' dtype (quantised before it), a bf16 output.
+        ops::MatmulShape s;
+        s.m = p.m, s.k = p.k, s.n = p.n;
+        s.batch = p.groups;
+        s.per_sample_weights = true;
+        s.a = s.b = s.compute = p.dtype;
+        s.out = DType::bf16;
+        out.push_back({ops::matmul_cost(s), cls});
+        break;
+      }
       OpConfig op;
       op.kind = OpKind::matmul;
       op.m = static_cast<std::int64_t>(p.m), op.n = static_cast<std::int64_t>(p.n), op.k = static_cast<std::int64_t>(p.k);
@@ -178,7 +191,9 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
 
 std::string describe(const hw::CurvePoint& p) {
   switch (p.op) {
-    case CurveOp::matmul: return fmt::format("matmul {}x{}x{} {}", p.m, p.n, p.k, name(p.dtype));
+    case CurveOp::matmul:
+      return p.groups > 0 ? fmt::format("matmul {} group{} of {}x{}x{} {}", p.groups, p.groups > 1 ? "s" : "", p.m, p.n, p.k, name(p.dtype))
+                          : fmt::format("matmul {}x{}x{} {}", p.m, p.n, p.k, name(p.dtype));
     case CurveOp::decode_attention:
       return fmt::format("decode_attention b{} kv{} {}/{}x{}{} {}", p.batch, p.kv_len, p.heads, p.kv_heads, p.head_dim,
                          p.latent ? " latent" : "", name(p.dtype));
@@ -552,7 +567,7 @@ constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,   
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
-                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled};
+                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 
 bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {

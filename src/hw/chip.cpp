@@ -22,6 +22,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::gemm_expert_scaled: return "gemm_expert_scaled";
     case KernelClass::deepep_dispatch: return "deepep_dispatch";
     case KernelClass::deepep_combine: return "deepep_combine";
+    case KernelClass::gemm_expert_deepgemm: return "gemm_expert_deepgemm";
   }
   return "other";
 }

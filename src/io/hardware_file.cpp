@@ -222,7 +222,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   const std::string op = r.scalar(r.required(node, "op", path), path + ".op");
   if (op == "matmul") {
     p.op = hw::CurveOp::matmul;
-    r.check_map(node, path, {"op", "m", "n", "k", "dtype", "time"});
+    r.check_map(node, path, {"op", "groups", "m", "n", "k", "dtype", "time"});
   } else if (op == "decode_attention") {
     p.op = hw::CurveOp::decode_attention;
     r.check_map(node, path, {"op", "batch", "kv_len", "heads", "kv_heads", "head_dim", "v_head_dim", "latent", "dtype", "time"});
@@ -273,6 +273,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   switch (p.op) {
     case hw::CurveOp::matmul:
       dim("m", p.m, kRows), dim("n", p.n, kDim), dim("k", p.k, kDim);
+      if (node["groups"]) dim("groups", p.groups, 1 << 16);
       break;
     case hw::CurveOp::decode_attention:
     case hw::CurveOp::attention:
@@ -368,7 +369,10 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
       std::string f = fmt::format("op: {}", hw::name(p.op));
       auto num = [&](const char* key, double v) { f += fmt::format(", {}: {:.17g}", key, v); };
       switch (p.op) {
-        case hw::CurveOp::matmul: num("m", p.m), num("n", p.n), num("k", p.k); break;
+        case hw::CurveOp::matmul:
+          if (p.groups > 0) num("groups", p.groups);
+          num("m", p.m), num("n", p.n), num("k", p.k);
+          break;
         case hw::CurveOp::decode_attention:
         case hw::CurveOp::attention:
           num("batch", p.batch), num(p.op == hw::CurveOp::attention ? "seq_len" : "kv_len", p.kv_len);

@@ -46,6 +46,9 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
     int index = -1;  // its terms in Graph::collectives
     double ll_max = 0, share = 1;  // DeepEP's (CollectiveOp)
   } last{};
+  // The expert GEMM being built reads its activations in its weights' fp8 (DeepGEMM's grouped
+  // kernels: quantised before it, or delivered so by DeepEP's dispatch).
+  bool expert_a_fp8 = false;
 };
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
@@ -108,7 +111,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   s.m = m_rows;
   s.k = k;
   s.n = n;
-  s.a = c.act;
+  s.a = expert && c.expert_a_fp8 ? w : c.act;
   s.b = w;
   s.out = c.act;
   s.compute = expert ? c.compute_expert : c.compute_dense;
@@ -567,17 +570,32 @@ void moe_mlp(Ctx& c) {
   const double touched = touched_experts(m, ep_size, T * c.ep);
   const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
   const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
+  // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
+  // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled): their
+  // own class (gemm_expert_scaled). vLLM 0.12+ runs Triton's for experts split over 8 or more.
+  // Elsewhere the engines that call DeepGEMM run them in its grouped kernels (TensorRT-LLM in its
+  // port of them, fp8_blockscale_gemm's GroupedWithOffset): gemm_expert_deepgemm, whose
+  // activations are fp8 in 1x128 groups, quantised by a kernel before each GEMM (TensorRT-LLM's
+  // scale_1x128 over the expanded rows) but where DeepEP's dispatch delivers them so. Every
+  // other MoE kernel is gemm_expert's (docs/cost-model.md#grouped-gemms).
+  const bool triton_moe = c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton ||
+                          (c.f.triton_moe_from_tp > 0 && te == 1 && c.tp >= c.f.triton_moe_from_tp);
+  const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
+  const bool deepgemm_moe = block_fp8 && !triton_moe;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
-                          bool bias) {
+                          bool bias, bool quantise) {
+    if (deepgemm_moe && quantise) {
+      GraphOp& q = c.g.add("experts_quant", OpClass::elementwise, Block::moe,
+                           ops::group_quant_cost({pairs, kk, c.act, DType::fp32}, c.expert_w, kActGroup));
+      q.kernel = hw::KernelClass::norm;
+      q.all_groups = true;
+    }
+    c.expert_a_fp8 = deepgemm_moe;
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
-    // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
-    // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled):
-    // their own class (gemm_expert_scaled). DeepGEMM's grouped GEMMs, and every other MoE
-    // kernel, are gemm_expert's. vLLM 0.12+ runs Triton's for experts split over 8 or more.
-    const bool triton_moe = c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton ||
-                            (c.f.triton_moe_from_tp > 0 && te == 1 && c.tp >= c.f.triton_moe_from_tp);
-    const bool scaled_loop = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert) && triton_moe;
-    op.kernel = scaled_loop ? hw::KernelClass::gemm_expert_scaled : hw::KernelClass::gemm_expert;
+    c.expert_a_fp8 = false;
+    op.kernel = !block_fp8      ? hw::KernelClass::gemm_expert
+                : deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm
+                               : hw::KernelClass::gemm_expert_scaled;
     op.all_groups = true;
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
@@ -592,9 +610,9 @@ void moe_mlp(Ctx& c) {
       op.active_params = k * per_expert_params + k * nn * bias_split;
     }
   };
-  experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias);
+  experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
-  experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias);
+  experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias, true);
   // The busiest chip returns the outputs of its F times the mean pairs.
   if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
                                comm::Algo::direct, deepep ? ll_pairs * back_bytes : 0, share)) {

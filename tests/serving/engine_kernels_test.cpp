@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "ridgeline/io/model_file.hpp"
@@ -39,8 +40,9 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   // DeepSeek-V3 (fp8 weights in 128x128 blocks) at TP 8 on H200s, 64 decode tokens.
   // TensorRT-LLM (DeepGEMM on by default, PR #3341), SGLang 0.4+ (PR #5628) and vLLM 0.11+
   // (PR #24462) run the dense block-fp8 GEMMs with DeepGEMM; vLLM 0.8-0.10 and SGLang 0.3 with
-  // vLLM's Triton kernel. The experts are fused MoE kernels: where the engine's kernel is Triton's,
-  // one that scales each K block's product in its loop (gemm_expert_scaled), else gemm_expert.
+  // vLLM's Triton kernel. The experts: where the engine's kernel is Triton's, its fused MoE, which
+  // scales each K block's product in its loop (gemm_expert_scaled), else DeepGEMM's grouped GEMMs
+  // (gemm_expert_deepgemm; TensorRT-LLM's port of them, fp8_blockscale_gemm).
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -54,8 +56,8 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
                         {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::sglang, 3}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
-                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
-                        {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert},
+                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_deepgemm},
+                        {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_deepgemm},
                         {{EngineKind::static_batch, 0}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled}};
   auto g = std::make_unique<model::Graph>();
   for (const Case& c : cases) {
@@ -87,8 +89,8 @@ TEST(EngineKernels, RecentVllmRunsTritonsFusedMoeOnlyWhereTheMoeIsSplitOverEight
     KernelClass want;
   };
   for (const Case& c : {Case{8, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert_scaled},
-                        Case{8, model::ForwardConfig::Experts::expert, KernelClass::gemm_expert},
-                        Case{4, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert}}) {
+                        Case{8, model::ForwardConfig::Experts::expert, KernelClass::gemm_expert_deepgemm},
+                        Case{4, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert_deepgemm}}) {
     SCOPED_TRACE(c.tp);
     hw::System sys = testing::catalog_system("h200");
     sys.chips = c.tp;
@@ -108,16 +110,15 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
   // DeepSeek-V3's experts' gate-up GEMM at 4096 tokens, TP 8 on H200s (each expert split to 512
   // of its 2 x 2048 columns). Pairs 4096 x 8 = 32768; FLOPs 2 x 32768 x 7168 x 512 =
   // 240 518 168 576 in fp8: 121.541 us at 1978.9 TFLOP/s. Bytes: the bf16 rows 32768 x 7168 x 2
-  // = 469 762 048, every expert touched (256 (1 - (248/256)^4096) = 256 to double precision),
-  // each 7168 x 512 = 3 670 016 fp8 weights and a 32-bit scale per 128 x 128 block (1/512 bit a
-  // weight, 896 B an expert): 256 x 3 670 912 = 939 753 472, the bf16 out 32768 x 512 x 2 =
-  // 33 554 432: 1 443 069 952 B at 4.8 TB/s = 300.639573 us. The H200's gemm_expert fit (the
-  // H100's: 12.88 us, matrix 0.4757, memory x 0.94 = 0.83); gemm_expert_scaled takes its memory and
-  // fixed time and, from the file, its own matrix fraction 0.1851 (SGLang's Triton fused MoE over
-  // block-scaled experts on an H200 at 4096 tokens, sgl-project/sglang PR #29652).
-  // TensorRT-LLM (DeepGEMM's grouped GEMM, gemm_expert): 12.88 + max(121.541 / 0.4757 =
-  // 255.499, 300.639573 / 0.83 = 362.216353) = 375.096353 us. vLLM 0.8-0.10 (Triton's
-  // fused_moe_kernel, gemm_expert_scaled): 12.88 + max(121.541 / 0.1851 = 656.623, 362.216) =
+  // = 469 762 048 (the fused MoE gathers them itself), every expert touched (256 (1 -
+  // (248/256)^4096) = 256 to double precision), each 7168 x 512 = 3 670 016 fp8 weights and a
+  // 32-bit scale per 128 x 128 block (1/512 bit a weight, 896 B an expert): 256 x 3 670 912 =
+  // 939 753 472, the bf16 out 32768 x 512 x 2 = 33 554 432: 1 443 069 952 B at 4.8 TB/s =
+  // 300.639573 us. The H200's gemm_expert fit (the H100's: 12.88 us, memory x 0.94 = 0.83);
+  // gemm_expert_scaled takes its memory and fixed time and, from the file, its own matrix
+  // fraction 0.1851 (SGLang's Triton fused MoE over block-scaled experts on an H200 at 4096
+  // tokens, sgl-project/sglang PR #29652). vLLM 0.8-0.10 (Triton's fused_moe_kernel,
+  // gemm_expert_scaled): 12.88 + max(121.541 / 0.1851 = 656.623, 300.639573 / 0.83 = 362.216) =
   // 669.503 us: its K loop scales each 128-wide block's product (accumulator += dot(a, b) *
   // a_scale * b_scale).
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
@@ -126,20 +127,89 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
   const double flops = 2.0 * 32768 * 7168 * 512, matrix_s = flops / 1978.9e12;
   EXPECT_NEAR(matrix_s, 121.541e-6, 1e-9);
   auto g = std::make_unique<model::Graph>();
-  for (const auto& [engine, want] : {std::pair{EngineRef{EngineKind::trtllm, 0}, 375.096353e-6},
-                                     std::pair{EngineRef{EngineKind::vllm, 10}, 12.88e-6 + matrix_s / 0.1851}}) {
-    SCOPED_TRACE(name(engine));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(engine, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
-    const model::GraphOp* op = find_op(*g, "experts_gate_up");
-    ASSERT_NE(op, nullptr);
-    const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
-    EXPECT_NEAR(e.main_bytes, 1443069952, 1);
-    EXPECT_NEAR(e.t_realistic_s, want, want * 1e-5);
+  model::ForwardConfig f;
+  f.tp = 8;
+  f = engine_forward(f, engine_preset(EngineRef{EngineKind::vllm, 10}, sys.chip, 8));
+  model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
+  const model::GraphOp* op = find_op(*g, "experts_gate_up");
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(find_op(*g, "experts_quant"), nullptr);  // inside the fused MoE
+  const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
+  EXPECT_NEAR(e.main_bytes, 1443069952, 1);
+  const double want = 12.88e-6 + matrix_s / 0.1851;
+  EXPECT_NEAR(e.t_realistic_s, want, want * 1e-5);
+}
+
+TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantisedBefore) {
+  // The same gate-up GEMM under TensorRT-LLM, which runs it in its port of DeepGEMM's grouped
+  // kernel (fp8_blockscale_gemm, GroupedWithOffset) after quantising the expanded rows in 1x128
+  // groups (scale_1x128). The quantisation: read 32768 x 7168 x 2 = 469 762 048 B of bf16, write
+  // 234 881 024 of fp8 and 32768 x 56 fp32 scales = 7 340 032: 711 983 104 B. The GEMM: the
+  // fp8 rows 234 881 024, the weights and scales 939 753 472, the bf16 out 33 554 432:
+  // 1 208 188 928 B at 4.8 TB/s = 251.706027 us; its FLOPs 121.541345 us at 1978.9 TFLOP/s.
+  // gemm_expert_deepgemm on the H200 (the H100's fit of DeepGEMM's grouped GEMMs, memory x 0.94:
+  // 5.997 us, matrix 0.6568, memory 0.7949, overlap 0.71): 5.997 + max(121.541345 / 0.6568 =
+  // 185.050770, 251.706027 / 0.7949 = 316.651185, 0.71 x 501.701955 = 356.208388) =
+  // 362.205388 us.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  auto g = std::make_unique<model::Graph>();
+  model::ForwardConfig f;
+  f.tp = 8;
+  f = engine_forward(f, engine_preset(EngineRef{EngineKind::trtllm, 0}, sys.chip, 8));
+  model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
+  int at = -1;
+  for (int i = 0; i < g->op_count; ++i) {
+    if (std::string_view(g->ops[i].name) == "experts_gate_up") {
+      at = i;
+      break;
+    }
   }
+  ASSERT_GT(at, 0);
+  const model::GraphOp& q = g->ops[at - 1];
+  ASSERT_STREQ(q.name, "experts_quant");
+  EXPECT_EQ(q.kernel, KernelClass::norm);
+  EXPECT_NEAR(ops::estimate(q.cost.expand(), sys.chip, q.kernel).main_bytes, 711983104, 1);
+  const model::GraphOp& op = g->ops[at];
+  EXPECT_EQ(op.kernel, KernelClass::gemm_expert_deepgemm);
+  const ops::Estimate e = ops::estimate(op.cost.expand(), sys.chip, op.kernel);
+  EXPECT_NEAR(e.main_bytes, 1208188928, 1);
+  EXPECT_NEAR(e.t_realistic_s, 362.205388e-6, 1e-11);
+}
+
+TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {
+  // DeepSeek-V3 at EP 8 on H200s (tp 1, routing balanced), DeepGEMM's kernels and DeepEP's:
+  // the dispatch sends each pair's row in fp8 with its scales, so no kernel quantises the
+  // gate-up GEMM's rows; the down GEMM's (the activation's bf16 output) are quantised before it.
+  // 64 decode tokens, attention data-parallel over the 8: 8 a GPU, 8 x 8 = 64 pairs, each expert
+  // whole (2048 wide). The down GEMM's quantisation reads 64 x 2048 x 2 = 262 144 B, writes
+  // 131 072 of fp8 and 64 x 16 fp32 scales = 4096: 397 312 B.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  model::ForwardConfig f;
+  f.ep = 8;
+  f.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  auto g = std::make_unique<model::Graph>();
+  model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+  ASSERT_FALSE(g->overflow);
+  std::string order;
+  for (int i = 0; i < g->op_count; ++i) {
+    const std::string_view n = g->ops[i].name;
+    if (n == "ep_dispatch" || n == "experts_quant" || n == "experts_gate_up" || n == "experts_act" || n == "experts_down") {
+      order += std::string(n) + " ";
+    }
+    if (n == "experts_down") break;
+  }
+  EXPECT_EQ(order, "ep_dispatch experts_gate_up experts_act experts_quant experts_down ");
+  const model::GraphOp* q = find_op(*g, "experts_quant");
+  ASSERT_NE(q, nullptr);
+  EXPECT_NEAR(ops::estimate(q->cost.expand(), sys.chip, q->kernel).main_bytes, 397312, 1);
+  const model::GraphOp* up = find_op(*g, "experts_gate_up");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->kernel, KernelClass::gemm_expert_deepgemm);
 }
 
 TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {

@@ -49,7 +49,9 @@ struct LinkSpec {
 /// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) and
 /// `gemm_expert_scaled` (MoE grouped GEMMs of fp8 block-scaled experts in a fused-MoE kernel that
 /// scales each 128-wide K block's product in its loop, as vLLM's Triton fused_moe_kernel does,
-/// taking gemm_expert's figures where it has none) refine gemm;
+/// taking gemm_expert's figures where it has none) and `gemm_expert_deepgemm` (MoE grouped GEMMs
+/// of fp8 block-scaled experts as DeepGEMM's grouped kernels run them, and TensorRT-LLM's port of
+/// them: fp8 activations quantised before, taking gemm_expert's figures where it has none) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
@@ -58,12 +60,13 @@ struct LinkSpec {
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
-  gemm_expert_scaled, deepep_dispatch, deepep_combine
+  gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm
 };
-inline constexpr int kKernelClassCount = 16;
+inline constexpr int kKernelClassCount = 17;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
-/// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine".
+/// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
+/// "gemm_expert_deepgemm".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -74,7 +77,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_expert:
     case KernelClass::gemm_scaled:
     case KernelClass::gemm_scaled_deepgemm:
-    case KernelClass::gemm_expert_scaled: return KernelClass::gemm;
+    case KernelClass::gemm_expert_scaled:
+    case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
@@ -149,9 +153,10 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     // gemm_expert_scaled is a fused-MoE kernel first: where it has no figure of its own,
     // gemm_expert's (the same gather, grid and launch), and through it gemm's. A chip file gives
     // it the matrix fraction of the block-scaled loop where that loop is measured
-    // (docs/cost-model.md#kernel-curves).
-    const ClassEfficiency a = k == KernelClass::gemm_expert_scaled ? class_efficiency(e, KernelClass::gemm_expert)
-                                                                   : e.kernel[static_cast<int>(p)];
+    // (docs/cost-model.md#kernel-curves). gemm_expert_deepgemm too, on a chip where DeepGEMM's
+    // grouped kernels are not measured (none but Hopper's run them).
+    const bool expert = k == KernelClass::gemm_expert_scaled || k == KernelClass::gemm_expert_deepgemm;
+    const ClassEfficiency a = expert ? class_efficiency(e, KernelClass::gemm_expert) : e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;
     if (c.vector <= 0) c.vector = a.vector;
     if (c.memory <= 0) c.memory = a.memory;
@@ -243,6 +248,9 @@ std::string_view name(CurveTiming t) noexcept;
 struct CurvePoint {
   CurveOp op = CurveOp::matmul;
   double m = 0, n = 0, k = 0;                   ///< matmul: X[m,k]·W[k,n]
+  /// matmul: a grouped GEMM of `groups` such products, each of its own weights W[k,n] and m
+  /// rows (MoE's experts, as DeepGEMM's grouped kernels take them); 0: a dense GEMM
+  double groups = 0;
   double batch = 0, kv_len = 0;                 ///< attention: sequences, context of each (the forward's: its length)
   double heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;  ///< attention (v_head_dim 0: head_dim)
   bool latent = false;                          ///< decode attention: MLA's latent cache (one KV head, K and V shared)
