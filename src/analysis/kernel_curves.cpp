@@ -108,7 +108,9 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
         s.per_sample_weights = true;
         s.a = s.b = s.compute = p.dtype;
         s.out = DType::bf16;
-        out.push_back({ops::matmul_cost(s), cls});
+        ops::Cost cost = ops::matmul_cost(s);
+        if (p.dtype == DType::fp4) cost.add_main_bytes(p.groups * p.k * p.n * 0.5 / 8);  // NVFP4's scales, as below
+        out.push_back({cost, cls});
         break;
       }
       OpConfig op;

@@ -572,14 +572,16 @@ void moe_mlp(Ctx& c) {
   const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
   // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
   // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled): their
-  // own class (gemm_expert_scaled). vLLM 0.12+ runs Triton's for experts split over 8 or more.
+  // own class (gemm_expert_scaled). vLLM 0.12+ runs Triton's for experts split over 8 or more,
+  // SGLang for experts split over any (its DeepGEMM MoE runner is expert parallelism's):
+  // ForwardConfig::triton_moe_from_tp, for experts not expert-parallel (te = 1, one ep group).
   // Elsewhere the engines that call DeepGEMM run them in its grouped kernels (TensorRT-LLM in its
   // port of them, fp8_blockscale_gemm's GroupedWithOffset): gemm_expert_deepgemm, whose
   // activations are fp8 in 1x128 groups, quantised by a kernel before each GEMM (TensorRT-LLM's
   // scale_1x128 over the expanded rows) but where DeepEP's dispatch delivers them so. Every
   // other MoE kernel is gemm_expert's (docs/cost-model.md#grouped-gemms).
   const bool triton_moe = c.f.scaled_gemm == ForwardConfig::ScaledGemm::triton ||
-                          (c.f.triton_moe_from_tp > 0 && te == 1 && c.tp >= c.f.triton_moe_from_tp);
+                          (c.f.triton_moe_from_tp > 0 && te == 1 && c.ep == 1 && c.tp >= c.f.triton_moe_from_tp);
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,

@@ -372,6 +372,11 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
   // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
   e.scaled_gemm = version == 3 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  // Its experts: DeepGEMM's grouped kernels only under expert parallelism (the deep_gemm MoE
+  // runner, with DeepEP), Triton's fused MoE for experts split by width (the triton runner, which
+  // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,
+  // dtype=fp8_w8a8,block_shape=[128, 128].json, tuned for DeepSeek-V3 at --tp-size 8).
+  e.triton_moe_from_tp = version == 3 ? 0 : 1;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14; 0.3: global_config.py base_min_new_token_ratio 0.1,
   // new_token_ratio_decay 0.001 a step (600 steps from 0.7).

@@ -1,6 +1,7 @@
 // The kernels an engine preset runs a checkpoint's fp8 block-scaled GEMMs with (vLLM's Triton
 // kernel or DeepGEMM's), and what each costs on the chip (docs/serving.md#engines,
 // docs/cost-model.md#kernel-curves).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -42,7 +43,8 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   // (PR #24462) run the dense block-fp8 GEMMs with DeepGEMM; vLLM 0.8-0.10 and SGLang 0.3 with
   // vLLM's Triton kernel. The experts: where the engine's kernel is Triton's, its fused MoE, which
   // scales each K block's product in its loop (gemm_expert_scaled), else DeepGEMM's grouped GEMMs
-  // (gemm_expert_deepgemm; TensorRT-LLM's port of them, fp8_blockscale_gemm).
+  // (gemm_expert_deepgemm; TensorRT-LLM's port of them, fp8_blockscale_gemm), but where the engine
+  // keeps Triton's for experts split by width: vLLM 0.12+ over 8 or more, SGLang over any.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -56,7 +58,7 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
                         {{EngineKind::vllm, 13}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::vllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::sglang, 3}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled},
-                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_deepgemm},
+                        {{EngineKind::sglang, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_scaled},
                         {{EngineKind::trtllm, 0}, KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_deepgemm},
                         {{EngineKind::static_batch, 0}, KernelClass::gemm_scaled, KernelClass::gemm_expert_scaled}};
   auto g = std::make_unique<model::Graph>();
@@ -77,27 +79,36 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   }
 }
 
-TEST(EngineKernels, RecentVllmRunsTritonsFusedMoeOnlyWhereTheMoeIsSplitOverEightOrMore) {
+TEST(EngineKernels, VllmAndSglangKeepTritonsFusedMoeForExpertsSplitByWidthAsTheirReleasesDo) {
   // vLLM 0.12+ (PR #29346): DeepGEMM's MoE unless the MoE's tensor-parallel size is 8 or more;
-  // with --enable-expert-parallel that size is 1 (whole experts on each GPU). DeepSeek-V3 on
-  // H200s, 64 decode tokens.
+  // with --enable-expert-parallel that size is 1 (whole experts on each GPU). SGLang 0.4+: its
+  // DeepGEMM MoE runner under expert parallelism only, Triton's fused MoE for experts split by
+  // width over any number of GPUs. DeepSeek-V3 on H200s, 64 decode tokens.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   auto g = std::make_unique<model::Graph>();
   struct Case {
-    int tp;
+    EngineKind engine;
+    int tp, ep;
     model::ForwardConfig::Experts experts;
     KernelClass want;
   };
-  for (const Case& c : {Case{8, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert_scaled},
-                        Case{8, model::ForwardConfig::Experts::expert, KernelClass::gemm_expert_deepgemm},
-                        Case{4, model::ForwardConfig::Experts::tensor, KernelClass::gemm_expert_deepgemm}}) {
-    SCOPED_TRACE(c.tp);
+  using X = model::ForwardConfig::Experts;
+  for (const Case& c : {Case{EngineKind::vllm, 8, 1, X::tensor, KernelClass::gemm_expert_scaled},
+                        Case{EngineKind::vllm, 8, 1, X::expert, KernelClass::gemm_expert_deepgemm},
+                        Case{EngineKind::vllm, 4, 1, X::tensor, KernelClass::gemm_expert_deepgemm},
+                        Case{EngineKind::vllm, 1, 8, X::tensor, KernelClass::gemm_expert_deepgemm},
+                        Case{EngineKind::sglang, 8, 1, X::tensor, KernelClass::gemm_expert_scaled},
+                        Case{EngineKind::sglang, 2, 1, X::tensor, KernelClass::gemm_expert_scaled},
+                        Case{EngineKind::sglang, 8, 1, X::expert, KernelClass::gemm_expert_deepgemm},
+                        Case{EngineKind::sglang, 1, 8, X::tensor, KernelClass::gemm_expert_deepgemm}}) {
+    SCOPED_TRACE(fmt::format("{} tp {} ep {}", name(c.engine), c.tp, c.ep));
     hw::System sys = testing::catalog_system("h200");
-    sys.chips = c.tp;
+    sys.chips = c.tp * c.ep;
     model::ForwardConfig f;
     f.tp = c.tp;
+    f.ep = c.ep;
     f.experts = c.experts;
-    f = engine_forward(f, engine_preset(EngineRef{EngineKind::vllm, 0}, sys.chip, c.tp));
+    f = engine_forward(f, engine_preset(EngineRef{c.engine, 0}, sys.chip, c.tp));
     g->clear();
     model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
     const model::GraphOp* op = find_op(*g, "experts_down");
@@ -148,9 +159,9 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   // fp8 rows 234 881 024, the weights and scales 939 753 472, the bf16 out 33 554 432:
   // 1 208 188 928 B at 4.8 TB/s = 251.706027 us; its FLOPs 121.541345 us at 1978.9 TFLOP/s.
   // gemm_expert_deepgemm on the H200 (the H100's fit of DeepGEMM's grouped GEMMs, memory x 0.94:
-  // 5.997 us, matrix 0.6568, memory 0.7949, overlap 0.71): 5.997 + max(121.541345 / 0.6568 =
-  // 185.050770, 251.706027 / 0.7949 = 316.651185, 0.71 x 501.701955 = 356.208388) =
-  // 362.205388 us.
+  // 5.957 us, matrix 0.6563, memory 0.7925, overlap 0.71): 5.957 + max(121.541345 / 0.6563 =
+  // 185.191750, 251.706027 / 0.7925 = 317.610128, 0.71 x 502.801878 = 356.989334) =
+  // 362.946334 us.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -175,7 +186,7 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   EXPECT_EQ(op.kernel, KernelClass::gemm_expert_deepgemm);
   const ops::Estimate e = ops::estimate(op.cost.expand(), sys.chip, op.kernel);
   EXPECT_NEAR(e.main_bytes, 1208188928, 1);
-  EXPECT_NEAR(e.t_realistic_s, 362.205388e-6, 1e-11);
+  EXPECT_NEAR(e.t_realistic_s, 362.946334e-6, 1e-11);
 }
 
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {

@@ -153,8 +153,8 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     // gemm_expert_scaled is a fused-MoE kernel first: where it has no figure of its own,
     // gemm_expert's (the same gather, grid and launch), and through it gemm's. A chip file gives
     // it the matrix fraction of the block-scaled loop where that loop is measured
-    // (docs/cost-model.md#kernel-curves). gemm_expert_deepgemm too, on a chip where DeepGEMM's
-    // grouped kernels are not measured (none but Hopper's run them).
+    // (docs/cost-model.md#kernel-curves). gemm_expert_deepgemm too, on a chip whose file has no
+    // figure of DeepGEMM's grouped kernels (the H100's and H200's have).
     const bool expert = k == KernelClass::gemm_expert_scaled || k == KernelClass::gemm_expert_deepgemm;
     const ClassEfficiency a = expert ? class_efficiency(e, KernelClass::gemm_expert) : e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;

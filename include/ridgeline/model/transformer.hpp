@@ -70,9 +70,11 @@ struct ForwardConfig {
   /// Other block-scaled weights (fp4) keep gemm_scaled.
   enum class ScaledGemm : std::uint8_t { triton, deepgemm } scaled_gemm = ScaledGemm::triton;
   /// From this tensor-parallel size (0: never), fp8 block-scaled experts split by width
-  /// (Experts::tensor) run in Triton's fused MoE whatever scaled_gemm says: vLLM 0.12+ turns
-  /// DeepGEMM's MoE off by default when the MoE's tensor-parallel size is 8 or more (PR #29346;
-  /// serving::EngineConfig::triton_moe_from_tp). The experts' class: gemm_expert_scaled.
+  /// (Experts::tensor, and no expert parallelism: ep 1) run in Triton's fused MoE whatever
+  /// scaled_gemm says: vLLM 0.12+ turns DeepGEMM's MoE off by default when the MoE's
+  /// tensor-parallel size is 8 or more (PR #29346); SGLang runs DeepGEMM's only under expert
+  /// parallelism, Triton's fused MoE for experts split by width (1)
+  /// (serving::EngineConfig::triton_moe_from_tp). The experts' class: gemm_expert_scaled.
   int triton_moe_from_tp = 0;
   /// MLA's absorbed up-projections (q_absorb, v_absorb) on weights dequantised to the
   /// activation dtype when the model loads, as batched 16-bit GEMMs (the gemm class): vLLM's

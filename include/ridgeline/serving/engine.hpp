@@ -113,8 +113,8 @@ struct EngineConfig {
   /// PR #5628; vLLM from v0.11, PR #24462), else vLLM's Triton w8a8 block-fp8 kernel.
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
   /// From this tensor-parallel size the experts' fp8 block-scaled GEMMs run in Triton's fused
-  /// MoE even where scaled_gemm is DeepGEMM (model::ForwardConfig::triton_moe_from_tp; vLLM
-  /// 0.12+: 8, PR #29346). 0: never.
+  /// MoE even where scaled_gemm is DeepGEMM, unless the experts are expert-parallel
+  /// (model::ForwardConfig::triton_moe_from_tp; vLLM 0.12+: 8, PR #29346; SGLang 0.4+: 1). 0: never.
   int triton_moe_from_tp = 0;
   /// How expert parallelism moves the tokens (model::ForwardConfig::moe_a2a): every engine's
   /// default is an all-to-all of the pairs; DeepEP is an option of each (SGLang's
