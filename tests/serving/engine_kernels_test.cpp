@@ -20,11 +20,17 @@ namespace {
 
 using hw::KernelClass;
 
-const model::GraphOp* find_op(const model::Graph& g, std::string_view name) {
+// The index of the graph's first op named `name` (-1: none).
+int op_index(const model::Graph& g, std::string_view name) {
   for (int i = 0; i < g.op_count; ++i) {
-    if (name == g.ops[i].name) return &g.ops[i];
+    if (name == g.ops[i].name) return i;
   }
-  return nullptr;
+  return -1;
+}
+
+const model::GraphOp* find_op(const model::Graph& g, std::string_view name) {
+  const int i = op_index(g, name);
+  return i < 0 ? nullptr : &g.ops[i];
 }
 
 // DeepSeek-V3's pass of 64 decode tokens at 1024 of context, TP 8 on `sys`, as `engine`'s
@@ -170,13 +176,7 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   f.tp = 8;
   f = engine_forward(f, engine_preset(EngineRef{EngineKind::trtllm, 0}, sys.chip, 8));
   model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
-  int at = -1;
-  for (int i = 0; i < g->op_count; ++i) {
-    if (std::string_view(g->ops[i].name) == "experts_gate_up") {
-      at = i;
-      break;
-    }
-  }
+  const int at = op_index(*g, "experts_gate_up");
   ASSERT_GT(at, 0);
   const model::GraphOp& q = g->ops[at - 1];
   ASSERT_STREQ(q.name, "experts_quant");
@@ -266,13 +266,7 @@ TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
     SCOPED_TRACE(name(k));
     build_deepseek_tp8(m, sys, k, *g);
     ASSERT_FALSE(g->overflow);
-    int at = -1;
-    for (int i = 0; i < g->op_count; ++i) {
-      if (std::string_view(g->ops[i].name) == "q_a_proj") {
-        at = i;
-        break;
-      }
-    }
+    const int at = op_index(*g, "q_a_proj");
     ASSERT_GT(at, 0);
     const model::GraphOp& q = g->ops[at - 1];
     ASSERT_STREQ(q.name, "act_quant");
