@@ -612,6 +612,12 @@ void moe_mlp(Ctx& c) {
       op.active_params = k * per_expert_params + k * nn * bias_split;
     }
   };
+  // The gate-up GEMM's rows, each token's copied once per routed expert first where the engine
+  // does so (ForwardConfig::moe_expand_rows: TensorRT-LLM): read and written in the activations'
+  // dtype, a gather as the kernel runs it (each copy reads its token's row).
+  if (deepgemm_moe && !deepep && c.f.moe_expand_rows) {
+    elementwise(c, "experts_permute", Block::moe, pairs, h, 1, 1, 0).all_groups = true;
+  }
   experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias, true);

@@ -631,6 +631,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.
   f.absorb_dequantised = e.kind == EngineKind::vllm;
+  // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
+  // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
+  f.moe_expand_rows = e.kind == EngineKind::trtllm;
   f.mla_op = e.mla_op;
   f.mla_op_host_s = e.mla_op_host_s;
   return f;

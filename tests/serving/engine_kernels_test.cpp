@@ -159,8 +159,10 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
 
 TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantisedBefore) {
   // The same gate-up GEMM under TensorRT-LLM, which runs it in its port of DeepGEMM's grouped
-  // kernel (fp8_blockscale_gemm, GroupedWithOffset) after quantising the expanded rows in 1x128
-  // groups (scale_1x128). The quantisation: read 32768 x 7168 x 2 = 469 762 048 B of bf16, write
+  // kernel (fp8_blockscale_gemm, GroupedWithOffset) after copying each token's row once per
+  // routed expert (expandInputRowsKernel: 32768 rows of 7168 bf16 read and written, 2 x
+  // 469 762 048 = 939 524 096 B) and quantising the expanded rows in 1x128 groups
+  // (scale_1x128). The quantisation: read 32768 x 7168 x 2 = 469 762 048 B of bf16, write
   // 234 881 024 of fp8 and 32768 x 56 fp32 scales = 7 340 032: 711 983 104 B. The GEMM: the
   // fp8 rows 234 881 024, the weights and scales 939 753 472, the bf16 out 33 554 432:
   // 1 208 188 928 B at 4.8 TB/s = 251.706027 us; its FLOPs 121.541345 us at 1978.9 TFLOP/s.
@@ -177,7 +179,11 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   f = engine_forward(f, engine_preset(EngineRef{EngineKind::trtllm, 0}, sys.chip, 8));
   model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
   const int at = op_index(*g, "experts_gate_up");
-  ASSERT_GT(at, 0);
+  ASSERT_GT(at, 1);
+  const model::GraphOp& permute = g->ops[at - 2];
+  ASSERT_STREQ(permute.name, "experts_permute");
+  EXPECT_EQ(permute.kernel, KernelClass::pointwise);
+  EXPECT_NEAR(ops::estimate(permute.cost.expand(), sys.chip, permute.kernel).main_bytes, 939524096, 1);
   const model::GraphOp& q = g->ops[at - 1];
   ASSERT_STREQ(q.name, "experts_quant");
   EXPECT_EQ(q.kernel, KernelClass::norm);
@@ -215,6 +221,7 @@ TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {
     if (n == "experts_down") break;
   }
   EXPECT_EQ(order, "ep_dispatch experts_gate_up experts_act experts_quant experts_down ");
+  EXPECT_EQ(find_op(*g, "experts_permute"), nullptr);  // the dispatch lays the rows out
   const model::GraphOp* q = find_op(*g, "experts_quant");
   ASSERT_NE(q, nullptr);
   EXPECT_NEAR(ops::estimate(q->cost.expand(), sys.chip, q->kernel).main_bytes, 397312, 1);

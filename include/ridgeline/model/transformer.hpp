@@ -76,6 +76,13 @@ struct ForwardConfig {
   /// parallelism, Triton's fused MoE for experts split by width (1)
   /// (serving::EngineConfig::triton_moe_from_tp). The experts' class: gemm_expert_scaled.
   int triton_moe_from_tp = 0;
+  /// DeepGEMM's grouped experts (gemm_expert_deepgemm) take their rows from a kernel that copies
+  /// each token's row once per routed expert, in the activations' dtype and in expert order, as
+  /// TensorRT-LLM's CutlassFusedMoE does (expandInputRowsKernel into permuted_data_, which its
+  /// fp8 block-scale FC1 then quantises: `experts_permute`); not under DeepEP, whose dispatch
+  /// lays the rows out. The engines whose experts' curves time the whole fused MoE have that
+  /// copy inside them.
+  bool moe_expand_rows = false;
   /// MLA's absorbed up-projections (q_absorb, v_absorb) on weights dequantised to the
   /// activation dtype when the model loads, as batched 16-bit GEMMs (the gemm class): vLLM's
   /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm). Otherwise they
