@@ -100,6 +100,16 @@ namespace {
 // quantization_config, and every engine's kernels for it).
 constexpr double kActGroup = 128;
 
+// A kernel quantising `rows` rows of `cols` activations to `to` in 1x128 groups with fp32
+// scales, before a block-fp8 GEMM that reads them so: a row kernel (each group's amax, then
+// scale and convert), priced in the norm class, whose kernels have its shape
+// (docs/models.md#engine-kernels).
+GraphOp& group_quant(Ctx& c, const char* name, Block block, double rows, double cols, DType to) {
+  GraphOp& q = c.g.add(name, OpClass::elementwise, block, ops::group_quant_cost({rows, cols, c.act, DType::fp32}, to, kActGroup));
+  q.kernel = hw::KernelClass::norm;
+  return q;
+}
+
 // A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
 // (for totals), `active` the per-token count, `bias` the output width that has a bias;
 // `rows` what m_rows counts (the op's Scale).
@@ -116,15 +126,11 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   s.out = c.act;
   s.compute = expert ? c.compute_expert : c.compute_dense;
   // An fp8 block-scaled GEMM run in fp8 (W8A8) reads its activations quantised in 1x128
-  // groups, by a kernel of its own before it: vLLM's per_token_group_quant_fp8
+  // groups, by a kernel of its own before it (group_quant): vLLM's per_token_group_quant_fp8
   // (apply_w8a8_block_fp8_linear), SGLang's sglang_per_token_group_quant_fp8, TensorRT-LLM's
-  // fp8_quantize_1x128. A row kernel (each group's amax, then scale and convert), priced in
-  // the norm class, whose kernels have its shape (docs/models.md#engine-kernels). The
-  // experts' own quantisation is inside their fused-MoE kernels' curves.
+  // fp8_quantize_1x128. The experts' own quantisation is moe_mlp's.
   if (!expert && scale > 0 && is_fp8(w) && is_fp8(s.compute)) {
-    GraphOp& q = c.g.add("act_quant", OpClass::elementwise, block, ops::group_quant_cost({m_rows, k, c.act, DType::fp32}, w, kActGroup));
-    q.kernel = hw::KernelClass::norm;
-    q.scale = rows;
+    group_quant(c, "act_quant", block, m_rows, k, w).scale = rows;
     s.a = w;
   }
   Cost cost = ops::matmul_cost(s);
@@ -586,12 +592,7 @@ void moe_mlp(Ctx& c) {
   const bool deepgemm_moe = block_fp8 && !triton_moe;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias, bool quantise) {
-    if (deepgemm_moe && quantise) {
-      GraphOp& q = c.g.add("experts_quant", OpClass::elementwise, Block::moe,
-                           ops::group_quant_cost({pairs, kk, c.act, DType::fp32}, c.expert_w, kActGroup));
-      q.kernel = hw::KernelClass::norm;
-      q.all_groups = true;
-    }
+    if (deepgemm_moe && quantise) group_quant(c, "experts_quant", Block::moe, pairs, kk, c.expert_w).all_groups = true;
     c.expert_a_fp8 = deepgemm_moe;
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
     c.expert_a_fp8 = false;
