@@ -343,6 +343,13 @@ void mark_freed(const Parts& k, int s, std::array<bool, kParams>& freed) {
   freed[k.partner] = freed[k.partner] || !k.held[k.partner];
 }
 
+// Classes whose points are all long enough that they cannot tell a fixed time: it is held at
+// what the class takes without a fit (fit_from).
+bool holds_fixed(KernelClass cls) {
+  return cls == KernelClass::attention || cls == KernelClass::deepep_intranode_dispatch ||
+         cls == KernelClass::deepep_intranode_combine;
+}
+
 // The fit from the parameters `x`: each point's binding part is decided at x, then again at
 // each fit until it settles.
 CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<double, kParams> x) {
@@ -359,9 +366,10 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   LinearParams<kParams> p;
   bool ok = false, settled = false;
   std::array<bool, kParams> held{};
-  // A flash prefill's points run for 100 us and more: they do not tell a fixed time (the
-  // chip's kernel boundary stays; rows_of).
-  const bool hold_fixed = cls == KernelClass::attention;
+  // A flash prefill's points run for 100 us and more, DeepEP's normal kernels' inside a node
+  // for 500 us and more: they do not tell a fixed time (the chip's kernel boundary stays,
+  // rows_of; DeepEP's low-latency kernels' fixed times, hw::fallback).
+  const bool hold_fixed = holds_fixed(cls);
   held[kFixed] = hold_fixed;
   for (int iter = 0; iter < kRounds && !settled; ++iter) {
     std::array<bool, kParams> used{};
@@ -542,6 +550,8 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
   if (cls == KernelClass::attention) return fit_attention(chip);
   const std::vector<Row> rows = rows_of(chip, cls);
   CurveFit best = fit_held(rows, chip, cls, 0.5);
+  // A held fixed time is the class's own figure (0: none, the one it falls back to applies).
+  if (holds_fixed(cls)) best.efficiency.overhead_s = chip.efficiency.kernel[static_cast<int>(cls)].overhead_s;
   if (rows.size() < 2 || !best.fitted) return best;
   // The overlap share (docs/cost-model.md#overlap) is not a least-squares unknown: its product
   // with the memory fraction would make the fit's error a surface of several minima. Each
@@ -569,6 +579,7 @@ constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,   
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
+                                  KernelClass::deepep_intranode_dispatch, KernelClass::deepep_intranode_combine,
                                   KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 

@@ -259,6 +259,7 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
     ops::OpCost k1, k2;
     if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
     if (engine) o1.kernel = o2.kernel = o == 0 ? hw::KernelClass::allreduce_custom : hw::KernelClass::collective;
+    if (deepep) o1.kernel = o2.kernel = model::deepep_kernel(op1.kernel, c1.group, o == 1);
     out.lines[o] = fit_costs(k1, k2, x1, x2, o1, o2, r, graphs, out.rep);
     out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
     out.t0[o] = p1.time_s - out.t1[o] * x1;

@@ -23,6 +23,8 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::deepep_dispatch: return "deepep_dispatch";
     case KernelClass::deepep_combine: return "deepep_combine";
     case KernelClass::gemm_expert_deepgemm: return "gemm_expert_deepgemm";
+    case KernelClass::deepep_intranode_dispatch: return "deepep_intranode_dispatch";
+    case KernelClass::deepep_intranode_combine: return "deepep_intranode_combine";
   }
   return "other";
 }

@@ -567,7 +567,7 @@ void moe_mlp(Ctx& c) {
   if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
                                comm::Algo::direct, deepep ? ll_pairs * out_bytes : 0, share)) {
     op->all_groups = true;
-    if (deepep) op->kernel = hw::KernelClass::deepep_dispatch;
+    if (deepep) op->kernel = deepep_kernel(hw::KernelClass::deepep_dispatch, c.ep_group, routed * imbalance * out_bytes > ll_pairs * out_bytes);
   }
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
@@ -626,7 +626,7 @@ void moe_mlp(Ctx& c) {
   if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
                                comm::Algo::direct, deepep ? ll_pairs * back_bytes : 0, share)) {
     op->all_groups = true;
-    if (deepep) op->kernel = hw::KernelClass::deepep_combine;
+    if (deepep) op->kernel = deepep_kernel(hw::KernelClass::deepep_combine, c.ep_group, routed * imbalance * back_bytes > ll_pairs * back_bytes);
   }
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
   if (!deepep) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);

@@ -449,6 +449,34 @@ TEST(KernelCurves, TheH100PricesDeepEpsNormalDispatchAtItsDispatchCurvesFit) {
   EXPECT_NEAR(priced_on("h100-sxm", KernelClass::deepep_dispatch, hw::CurveTiming::kernel, p), 3516.16e-6, 3516.16e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheH100PricesDeepEpsNormalKernelsInsideANodeAtTheirOwnFitAndTheLowLatencyFixedTimes) {
+  // The H200 run of DeepEP's test_intranode.py (awslabs/awsome-distributed-ai, 4096 tokens a GPU,
+  // 256 experts, top 8, 8 GPUs): a token reaches D = 8·(1 − C(224, 8)/C(256, 8)) = 5.294652 GPUs,
+  // its own among them. The dispatch in fp8, 4096 x 5.294652 x 7408 = 160656515 B, direct over
+  // the one node: 7/8 of it, 140574450.6 B, over NVLink's 18 x 25 GB/s at the intranode class's
+  // link 0.6498 (292.41 GB/s), 480.744 us, plus its one step of the link's 1 us and the fixed
+  // time it takes from the low-latency dispatch (33.19 us; its own points, 500 us and more, do not
+  // tell one): 514.934 us (measured 500.93). The combine in bf16, 4096 x 5.294652 x 14336 =
+  // 310903321 B: 7/8 of it at link 0.5985 (269.325 GB/s), 1010.082 us, + 1 + 11.32 (the
+  // low-latency combine's): 1022.402 us (measured 971.32).
+  hw::CurvePoint p = allreduce(160656515, 8, 500.93e-6);
+  p.op = CurveOp::alltoall;
+  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::deepep_intranode_dispatch, hw::CurveTiming::graph, p), 514.934e-6, 514.934e-6 * 1e-5);
+  p.bytes = 310903321;
+  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::deepep_intranode_combine, hw::CurveTiming::graph, p), 1022.402e-6, 1022.402e-6 * 1e-5);
+  // A chip whose file measures no normal kernel inside a node prices them at its low-latency
+  // classes' figures, fixed time and link alike (hw::fallback).
+  const hw::ChipSpec h100 = io::catalog_chip("h100-sxm");
+  hw::ChipSpec bare = h100;
+  bare.efficiency.kernel[static_cast<int>(KernelClass::deepep_intranode_dispatch)] = {};
+  const hw::ClassEfficiency own = hw::class_efficiency(h100.efficiency, KernelClass::deepep_intranode_dispatch);
+  const hw::ClassEfficiency borrowed = hw::class_efficiency(bare.efficiency, KernelClass::deepep_intranode_dispatch);
+  EXPECT_DOUBLE_EQ(own.link, 0.6498);
+  EXPECT_DOUBLE_EQ(own.overhead_s, 33.19e-6);
+  EXPECT_DOUBLE_EQ(borrowed.link, 0.9456);
+  EXPECT_DOUBLE_EQ(borrowed.overhead_s, 33.19e-6);
+}
+
 TEST(KernelCurves, TheMi300xPricesATp2DecodeAllReduceAtVllmsRocmCurve) {
   // 16 decode sequences of Llama-3.1-70B at TP 2 all-reduce 16 x 8192 x 2 bytes = 262144 (256
   // KiB); direct over 2 chips, the whole message crosses the one xGMI link each way, in 2 steps

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -146,8 +147,48 @@ TEST(StepModel, DeepEpChangesKernelAtItsLowLatencyLimitAsTheStepGraphDoes) {
         EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << per_chip;
       }
       (per_chip == 128 ? at128 : at129) = fx->step->time(mix, GraphMode::graph);
+      // Across nodes the normal kernels keep the low-latency classes' figures.
+      for (int i = 0; i < fx->g->op_count; ++i) {
+        if (std::string_view(fx->g->ops[i].name) == "ep_dispatch") {
+          EXPECT_EQ(fx->g->ops[i].kernel, hw::KernelClass::deepep_dispatch);
+        }
+      }
     }
     EXPECT_GT(at128, at129) << imbalance;
+  }
+}
+
+TEST(StepModel, DeepEpsNormalKernelsInsideANodeAreAClassOfTheirOwnAsTheStepGraphHasThem) {
+  // DeepSeek-V3 at --tp 1 --ep 8, one node of H100s, DeepEP: up to 128 tokens a chip its
+  // low-latency kernels (deepep_dispatch, deepep_combine), from 129 its normal ones, which
+  // inside one node are intranode.cu's, priced at their own class (deepep_intranode_dispatch,
+  // deepep_intranode_combine: docs/serving.md#deepep). The step model switches class where the
+  // step graph does and prices every step as that graph, at 127-129 tokens a chip and at 1000.
+  const Plan p{"deepseek-v3", "h100-sxm", 1, 8};
+  for (const double imbalance : {1.0, 0.0}) {
+    auto fx = fixture(p, true, 132, imbalance);
+    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+    fx->step->prepare(fx->m, fx->sys, fx->f);
+    for (const double per_chip : {127.0, 128.0, 129.0, 1000.0}) {
+      model::StepMix mix;
+      for (int i = 0; i < 8 * static_cast<int>(per_chip); ++i) mix.add_decode(1000, 0);
+      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << per_chip;
+      }
+      const bool normal = per_chip > 128;
+      int seen = 0;
+      for (int i = 0; i < fx->g->op_count; ++i) {
+        const std::string_view name = fx->g->ops[i].name;
+        if (name == "ep_dispatch" || name == "ep_combine") {
+          ++seen;
+          const bool dispatch = name == "ep_dispatch";
+          const hw::KernelClass want = normal ? (dispatch ? hw::KernelClass::deepep_intranode_dispatch : hw::KernelClass::deepep_intranode_combine)
+                                              : (dispatch ? hw::KernelClass::deepep_dispatch : hw::KernelClass::deepep_combine);
+          EXPECT_EQ(fx->g->ops[i].kernel, want) << per_chip << " " << name;
+        }
+      }
+      EXPECT_EQ(seen, 2) << per_chip;
+    }
   }
 }
 

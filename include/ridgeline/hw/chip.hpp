@@ -55,18 +55,22 @@ struct LinkSpec {
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
-/// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep) refine collective. Kernel
+/// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep: its low-latency kernels, and its
+/// normal ones across scale-up domains) and `deepep_intranode_dispatch` and
+/// `deepep_intranode_combine` (DeepEP's normal kernels inside one scale-up domain, intranode.cu's,
+/// taking the low-latency classes' figures where they have none) refine collective. Kernel
 /// curves measured on a chip give a class its own figures (docs/cost-model.md#kernel-curves).
 enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
-  gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm
+  gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
+  deepep_intranode_combine
 };
-inline constexpr int kKernelClassCount = 17;
+inline constexpr int kKernelClassCount = 19;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
-/// "gemm_expert_deepgemm".
+/// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -83,9 +87,35 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::sampling: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
     case KernelClass::deepep_dispatch:
-    case KernelClass::deepep_combine: return KernelClass::collective;
+    case KernelClass::deepep_combine:
+    case KernelClass::deepep_intranode_dispatch:
+    case KernelClass::deepep_intranode_combine: return KernelClass::collective;
     default: return k;
   }
+}
+
+/// The class whose figures a refining class `k` falls back to, figure by figure, before the
+/// chip-wide ones: its parent's, but for the kernels that are a sibling's first. The fused-MoE
+/// GEMMs of block-scaled experts (Triton's, DeepGEMM's) take gemm_expert's (the same gather,
+/// grid and launch) where a chip's file measures none of their own, and through it gemm's;
+/// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction.
+constexpr KernelClass fallback(KernelClass k) noexcept {
+  switch (k) {
+    case KernelClass::gemm_expert_scaled:
+    case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm_expert;
+    case KernelClass::deepep_intranode_dispatch: return KernelClass::deepep_dispatch;
+    case KernelClass::deepep_intranode_combine: return KernelClass::deepep_combine;
+    default: return parent(k);
+  }
+}
+
+/// DeepEP's kernel class for an all-to-all of its direction (`k`, any of its four classes):
+/// the normal kernels' inside one scale-up domain (`normal_in_domain`), else the low-latency
+/// kernels', whose figures the normal kernels across domains take (docs/serving.md#deepep).
+constexpr KernelClass deepep_class(KernelClass k, bool normal_in_domain) noexcept {
+  const bool combine = k == KernelClass::deepep_combine || k == KernelClass::deepep_intranode_combine;
+  if (normal_in_domain) return combine ? KernelClass::deepep_intranode_combine : KernelClass::deepep_intranode_dispatch;
+  return combine ? KernelClass::deepep_combine : KernelClass::deepep_dispatch;
 }
 
 /// What one class of kernels achieves: a fraction of each peak (0: the chip-wide figure)
@@ -150,13 +180,12 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
   ClassEfficiency c = e.kernel[static_cast<int>(k)];
   const KernelClass p = parent(k);
   if (p != k) {
-    // gemm_expert_scaled is a fused-MoE kernel first: where it has no figure of its own,
-    // gemm_expert's (the same gather, grid and launch), and through it gemm's. A chip file gives
-    // it the matrix fraction of the block-scaled loop where that loop is measured
-    // (docs/cost-model.md#kernel-curves). gemm_expert_deepgemm too, on a chip whose file has no
-    // figure of DeepGEMM's grouped kernels (the H100's and H200's have).
-    const bool expert = k == KernelClass::gemm_expert_scaled || k == KernelClass::gemm_expert_deepgemm;
-    const ClassEfficiency a = expert ? class_efficiency(e, KernelClass::gemm_expert) : e.kernel[static_cast<int>(p)];
+    // A sibling's first where the class has one (hw::fallback): gemm_expert_scaled's matrix
+    // fraction of the block-scaled loop, where a chip file measures that loop, and the rest
+    // gemm_expert's (docs/cost-model.md#kernel-curves); gemm_expert_deepgemm's on a chip whose
+    // file has no figure of DeepGEMM's grouped kernels (the H100's and H200's have).
+    const KernelClass via = fallback(k);
+    const ClassEfficiency a = via != p ? class_efficiency(e, via) : e.kernel[static_cast<int>(p)];
     if (c.matrix <= 0) c.matrix = a.matrix;
     if (c.vector <= 0) c.vector = a.vector;
     if (c.memory <= 0) c.memory = a.memory;

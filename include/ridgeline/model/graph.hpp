@@ -1,6 +1,7 @@
 #pragma once
 /// Ordered op instances with tags and repeat counts; identical layers are built once and
 /// multiplied (docs/models.md#graph). Fixed capacity: building never allocates.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -103,6 +104,13 @@ struct CollectiveOp {
     return deepep_ll_max > 0 && pair_bytes > deepep_ll_max ? pair_bytes * normal_share : pair_bytes;
   }
 };
+
+/// The kernel class of DeepEP's all-to-all of direction `k` (hw::deepep_class) over `group`:
+/// its normal kernels (`normal`) inside one scale-up domain are intranode.cu's, a class of their
+/// own; across domains, and its low-latency kernels anywhere, the low-latency figures.
+inline hw::KernelClass deepep_kernel(hw::KernelClass k, const comm::Placement& group, bool normal) noexcept {
+  return hw::deepep_class(k, normal && group.size <= std::max(1.0, group.per_domain));
+}
 
 /// A run of identical layers (or the model's head/tail, repeat 1).
 struct LayerGroup {
