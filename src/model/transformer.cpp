@@ -762,9 +762,10 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
 
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
-  const double P = ep_group.size, g = std::max(1.0, ep_group.per_domain);
+  const double P = ep_group.size, g = deepep_nvl_group(ep_group);
   if (!(P > 1) || !(k > 0) || !(E >= k) || !(te >= 1)) return 1;
-  // Nodes (scale-up domains) when the group spans several, else its chips; with whole experts
+  // NVLink groups (nodes, or DeepEP's groups of 8 in a larger domain: deepep_nvl_group) when the
+  // group spans several, else its chips; with whole experts
   // inside each tensor-parallel group (te > 1) a chip's group holds the E/te experts of its
   // column, E/(units·te) a unit, and a token sends k/te pairs into it.
   const double units = P > g ? P / g : P, held = E / (units * te);

@@ -123,8 +123,15 @@ std::string chip_text(const hw::ChipSpec& c) {
     if (ce.tile_keys > 0) parts += fmt::format("a prefill's query tile {:g} keys' work, ", ce.tile_keys);
     if (ce.overlap > 0.5) parts += fmt::format("at least {:.2f} of matrix + {}, ", ce.overlap, hw::overlap_partner(static_cast<hw::KernelClass>(k)));
     if (!parts.empty()) parts.resize(parts.size() - 2);
-    out += fmt::format("  {:<19} {}{}\n", hw::name(static_cast<hw::KernelClass>(k)), parts,
-                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", parts.empty() ? "" : ", ", time_or_na(ce.overhead_s)) : std::string());
+    // Without a fixed time of its own, a class that borrows a sibling's (hw::fallback) names it.
+    const auto cls = static_cast<hw::KernelClass>(k);
+    const hw::KernelClass via = hw::fallback(cls);
+    const double borrowed = via != hw::parent(cls) ? hw::class_efficiency(c.efficiency, cls).overhead_s : 0;
+    const std::string sep = parts.empty() ? "" : ", ";
+    out += fmt::format("  {:<25} {}{}\n", hw::name(cls), parts,
+                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", sep, time_or_na(ce.overhead_s))
+                       : borrowed > 0    ? fmt::format("{}{}'s {} per kernel", sep, hw::name(via), time_or_na(borrowed))
+                                         : std::string());
   }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";

@@ -596,6 +596,16 @@ TEST(Inference, DeepEpNormalShareByHand) {
   EXPECT_NEAR(model::deepep_normal_share(ds, {32, 8}), 0.451777, 1e-6);
   EXPECT_NEAR(model::deepep_normal_share(ds, {2, 1}, 8), 0.815410, 1e-6);
   EXPECT_EQ(model::deepep_normal_share(ds, {1, 1}), 1);
+  // DeepEP's normal kernels reach at most 8 GPUs over NVLink (NUM_MAX_NVL_PEERS): 32 chips of one
+  // 72-chip domain (a GB200 NVL72) are 4 groups of 8 to them, as 4 nodes: the same 0.451777. Its
+  // intranode kernels (and their class) only for a group of 8 or fewer in one domain.
+  EXPECT_NEAR(model::deepep_normal_share(ds, {32, 72}), 0.451777, 1e-6);
+  using hw::KernelClass;
+  EXPECT_EQ(model::deepep_kernel(KernelClass::deepep_dispatch, {8, 8}, true), KernelClass::deepep_intranode_dispatch);
+  EXPECT_EQ(model::deepep_kernel(KernelClass::deepep_combine, {8, 72}, true), KernelClass::deepep_intranode_combine);
+  EXPECT_EQ(model::deepep_kernel(KernelClass::deepep_intranode_dispatch, {32, 72}, true), KernelClass::deepep_dispatch);
+  EXPECT_EQ(model::deepep_kernel(KernelClass::deepep_dispatch, {16, 8}, true), KernelClass::deepep_dispatch);
+  EXPECT_EQ(model::deepep_kernel(KernelClass::deepep_intranode_combine, {8, 8}, false), KernelClass::deepep_combine);
 }
 
 TEST(Inference, MlaWritesItsCacheInTheKvDtype) {

@@ -149,8 +149,9 @@ TEST(StepModel, DeepEpChangesKernelAtItsLowLatencyLimitAsTheStepGraphDoes) {
       (per_chip == 128 ? at128 : at129) = fx->step->time(mix, GraphMode::graph);
       // Across nodes the normal kernels keep the low-latency classes' figures.
       for (int i = 0; i < fx->g->op_count; ++i) {
-        if (std::string_view(fx->g->ops[i].name) == "ep_dispatch") {
-          EXPECT_EQ(fx->g->ops[i].kernel, hw::KernelClass::deepep_dispatch);
+        const std::string_view name = fx->g->ops[i].name;
+        if (name == "ep_dispatch" || name == "ep_combine") {
+          EXPECT_EQ(fx->g->ops[i].kernel, name == "ep_dispatch" ? hw::KernelClass::deepep_dispatch : hw::KernelClass::deepep_combine);
         }
       }
     }

@@ -105,11 +105,23 @@ struct CollectiveOp {
   }
 };
 
+/// The most GPUs DeepEP's normal kernels reach over NVLink alone (NUM_MAX_NVL_PEERS,
+/// csrc/kernels/configs.cuh): a larger group runs its internode kernels, over RDMA between
+/// groups of this many, whatever the scale-up domain.
+inline constexpr double kDeepEpNvlPeers = 8;
+
+/// The GPUs DeepEP's normal kernels treat as one NVLink group of `group`: its scale-up domain's,
+/// at most kDeepEpNvlPeers.
+inline double deepep_nvl_group(const comm::Placement& group) noexcept {
+  return std::min(kDeepEpNvlPeers, std::max(1.0, group.per_domain));
+}
+
 /// The kernel class of DeepEP's all-to-all of direction `k` (hw::deepep_class) over `group`:
-/// its normal kernels (`normal`) inside one scale-up domain are intranode.cu's, a class of their
-/// own; across domains, and its low-latency kernels anywhere, the low-latency figures.
+/// its normal kernels (`normal`) within one NVLink group (deepep_nvl_group) are intranode.cu's,
+/// a class of their own; across groups, and its low-latency kernels anywhere, the low-latency
+/// figures.
 inline hw::KernelClass deepep_kernel(hw::KernelClass k, const comm::Placement& group, bool normal) noexcept {
-  return hw::deepep_class(k, normal && group.size <= std::max(1.0, group.per_domain));
+  return hw::deepep_class(k, normal && group.size <= deepep_nvl_group(group));
 }
 
 /// A run of identical layers (or the model's head/tail, repeat 1).
