@@ -359,6 +359,27 @@ add_set("vllm-0.11-deepseek-r1", "DeepSeek-R1 on 8 x H200, 8-32 clients (vLLM ma
         "vLLM main of 2025-11-17 (V1; the vllm@0.13 preset: 0.11-0.13)", "vllm@0.13", "mean", DSR_VLLM11, ["clients", "in/out"], None,
         moe=True)
 
+# 12. SGLang's bench_one_batch (python -m sglang.bench_one_batch: its model runner alone, one batch, no server,
+#     no scheduler), DeepSeek-V3 fp8 on 8 x H200 at --tp 8: "Prefill. latency" (one forward over the batch's
+#     prompts, launched eagerly) as TTFT and "Decode.  median latency" (the median step of the batch, CUDA
+#     graphs) as TPOT; no front end. Every such run found with the GPU named and the full checkpoint:
+#     sgl-project/sglang PR #5432 (2025-04-15), its main before the change (SGL_ENABLE_JIT_DEEPGEMM=1
+#     SGL_ENABLE_JIT_DEEPGEMM_BMM=0; the PR's own change, DeepGEMM for MLA's absorbed bmm, left out): batch 1,
+#     1000 in / 100 out; PR #14764 (2025-12-10, DeepSeek-V3.1: the same architecture) with
+#     --enable-flashinfer-allreduce-fusion, which the PR made the default: batch 16, 512 in / 512 out (without
+#     it: prefill 288.27 ms). Runs whose GPU is not named (PR #3236), with torch.compile (DataCrunch's guide)
+#     or whose command is not shown (PR #5662) are left out.
+SGL_ONE_BATCH = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--concurrency", str(b), "--requests", str(b),
+                   "--prompt", str(isl), "--gen", str(osl), "--front-end", "0 s"], {"ttft": pre_ms / 1e3, "tpot": dec_ms / 1e3},
+                  [run, b, f"{isl}/{osl}"], "fp8")
+                 for run, b, isl, osl, pre_ms, dec_ms in [("PR #5432, April 2025", 1, 1000, 100, 179.55, 17.20),
+                                                         ("PR #14764, December 2025", 16, 512, 512, 288.94, 16.20)]]
+add_set("sglang-one-batch-deepseek", "One batch, DeepSeek-V3 on 8 x H200 (SGLang bench_one_batch, TP 8; the prefill, the median decode step)",
+        "sgl-project/sglang PRs #5432 (2025-04-15) and #14764 (2025-12-10): python -m sglang.bench_one_batch --tp 8, "
+        "'Prefill. latency' and 'Decode.  median latency'",
+        "SGLang main of April and December 2025 (the model runner alone: the sglang preset, no front end)", "sglang", "p50",
+        SGL_ONE_BATCH, ["run", "batch", "in/out"], None, moe=True)
+
 
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
