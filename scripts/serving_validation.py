@@ -375,7 +375,8 @@ SGL_ONE_BATCH = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--con
                  for run, b, isl, osl, pre_ms, dec_ms in [("PR #5432, April 2025", 1, 1000, 100, 179.55, 17.20),
                                                          ("PR #14764, December 2025", 16, 512, 512, 288.94, 16.20)]]
 add_set("sglang-one-batch-deepseek", "One batch, DeepSeek-V3 on 8 x H200 (SGLang bench_one_batch, TP 8; the prefill, the median decode step)",
-        "sgl-project/sglang PRs #5432 (2025-04-15) and #14764 (2025-12-10): python -m sglang.bench_one_batch --tp 8, "
+        "sgl-project/sglang PRs #5432 (2025-04-15, DeepSeek-V3) and #14764 (2025-12-10, DeepSeek-V3.1: the same architecture): "
+        "python -m sglang.bench_one_batch --tp 8, "
         "'Prefill. latency' and 'Decode.  median latency'",
         "SGLang main of April and December 2025 (the model runner alone: the sglang preset, no front end)", "sglang", "p50",
         SGL_ONE_BATCH, ["run", "batch", "in/out"], None, moe=True)

@@ -60,8 +60,8 @@ constexpr const char* kSglang02HostSource =
 // 2024-09). The eager step is the host's launches of its kernels (325 in ridgeline's graph: 10
 // a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
 // most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
-// eager forward of one token took 82.6 ms against 23.1 ms as a graph in SGLang (PR #12160,
-// 2025-10), 1941 kernels here, 42.6 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
+// eager prefill forward of one new token took 82.6 ms against 23.1 ms as a graph in SGLang (PR
+// #12160, 2025-10, GPU not stated), 1819 kernels here, 45.4 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
 // eager against 39.5 ms with graphs (PR #12222, 2025-01), 1823 kernels, 55 us. TensorRT-LLM's
 // PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
 // figure none of them contradicts: MLA and MoE layers' host time is priced short, but for vLLM's
