@@ -564,11 +564,15 @@ void moe_mlp(Ctx& c) {
   const double ll_pairs = c.f.deepep_ll_tokens * k / te *
                           (c.f.deepep_ll_imbalance > 0 ? c.f.deepep_ll_imbalance : routing.at(c.f.deepep_ll_tokens * c.ep));
   const double share = deepep ? deepep_normal_share(m, c.ep_group, te) : 1;
-  if (GraphOp* op = collective(c, "ep_dispatch", Block::moe, comm::Collective::all_to_all, routed * imbalance * out_bytes, c.ep_group,
-                               comm::Algo::direct, deepep ? ll_pairs * out_bytes : 0, share)) {
-    op->all_groups = true;
-    if (deepep) op->kernel = deepep_kernel(hw::KernelClass::deepep_dispatch, c.ep_group, routed * imbalance * out_bytes > ll_pairs * out_bytes);
-  }
+  // One direction's all-to-all: the busiest chip's pairs, DeepEP's kernel for their bytes.
+  const auto all_to_all = [&](const char* name, hw::KernelClass ll_class, double bytes_per_pair) {
+    const double pair_bytes = routed * imbalance * bytes_per_pair, ll_max = deepep ? ll_pairs * bytes_per_pair : 0;
+    if (GraphOp* op = collective(c, name, Block::moe, comm::Collective::all_to_all, pair_bytes, c.ep_group, comm::Algo::direct, ll_max, share)) {
+      op->all_groups = true;
+      if (deepep) op->kernel = deepep_kernel(ll_class, c.ep_group, deepep_normal(pair_bytes, ll_max));
+    }
+  };
+  all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
   // E/(ep·te)·(1 - (1 - k/E)^(T·ep)) of them are touched.
@@ -623,11 +627,7 @@ void moe_mlp(Ctx& c) {
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias, true);
   // The busiest chip returns the outputs of its F times the mean pairs.
-  if (GraphOp* op = collective(c, "ep_combine", Block::moe, comm::Collective::all_to_all, routed * imbalance * back_bytes, c.ep_group,
-                               comm::Algo::direct, deepep ? ll_pairs * back_bytes : 0, share)) {
-    op->all_groups = true;
-    if (deepep) op->kernel = deepep_kernel(hw::KernelClass::deepep_combine, c.ep_group, routed * imbalance * back_bytes > ll_pairs * back_bytes);
-  }
+  all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
   if (!deepep) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
   if (moe.shared_experts > 0) {

@@ -82,6 +82,10 @@ struct GraphOp {
   double backward = 0;
 };
 
+/// Whether DeepEP moves `pair_bytes` of token-expert pairs with its normal kernels: above its
+/// low-latency kernels' limit `ll_max` (CollectiveOp::deepep_ll_max; 0: not DeepEP).
+constexpr bool deepep_normal(double pair_bytes, double ll_max) noexcept { return ll_max > 0 && pair_bytes > ll_max; }
+
 /// A collective's terms: what comm::price priced, to price it again at another size (its
 /// algorithm and protocol change with the bytes).
 struct CollectiveOp {
@@ -101,7 +105,7 @@ struct CollectiveOp {
   double normal_share = 1;
   /// The bytes this collective moves at `pair_bytes` of pairs (DeepEP's kernel for the size).
   double moved(double pair_bytes) const noexcept {
-    return deepep_ll_max > 0 && pair_bytes > deepep_ll_max ? pair_bytes * normal_share : pair_bytes;
+    return deepep_normal(pair_bytes, deepep_ll_max) ? pair_bytes * normal_share : pair_bytes;
   }
 };
 
