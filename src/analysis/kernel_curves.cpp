@@ -151,6 +151,18 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       out.push_back({c, cls});
       break;
     }
+    case CurveOp::group_quant:
+      if (p.copy) {
+        // The benchmark's copy of the input before each call: read and written once.
+        ops::Cost c;
+        c.add_main_bytes(p.tokens * p.hidden * bytes(p.dtype));
+        c.add_main_stores(p.tokens * p.hidden * bytes(p.dtype));
+        c.launches = 1;
+        out.push_back({c, KernelClass::pointwise});
+      }
+      // As the graph prices it (model/transformer.cpp group_quant): 1x128 groups, fp32 scales.
+      out.push_back({ops::group_quant_cost({p.tokens, p.hidden, p.dtype, DType::fp32}, p.out_dtype, 128), cls});
+      break;
     case CurveOp::elementwise: {
       ops::Cost c;
       c.add_main_bytes(p.bytes / 2);
@@ -202,6 +214,8 @@ std::string describe(const hw::CurvePoint& p) {
     case CurveOp::rmsnorm:
       return fmt::format("rmsnorm {}x{}{} {}->{}", p.tokens, p.hidden, p.residual ? " +residual" : "", name(p.dtype),
                          name(p.out_dtype));
+    case CurveOp::group_quant:
+      return fmt::format("group_quant {}x{}{} {}->{}", p.tokens, p.hidden, p.copy ? " +copy" : "", name(p.dtype), name(p.out_dtype));
     case CurveOp::elementwise: return fmt::format("elementwise {:.4g} MB", p.bytes / 1e6);
     case CurveOp::allreduce: return fmt::format("allreduce {:.4g} KB x{}", p.bytes / 1e3, p.chips);
     case CurveOp::alltoall: return fmt::format("alltoall {:.4g} KB x{}", p.bytes / 1e3, p.chips);
@@ -350,6 +364,11 @@ bool holds_fixed(KernelClass cls) {
          cls == KernelClass::deepep_intranode_combine;
 }
 
+// Classes whose points all run inside the L2 (a benchmark that keeps it warm, at the sizes of
+// a decode step): they cannot tell a bandwidth, so the memory fraction is held at what the
+// class takes without a fit (its fallback's: the quantisation kernels take the norms').
+bool holds_memory(KernelClass cls) { return cls == KernelClass::quant; }
+
 // The fit from the parameters `x`: each point's binding part is decided at x, then again at
 // each fit until it settles.
 CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<double, kParams> x) {
@@ -371,6 +390,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   // rows_of; DeepEP's low-latency kernels' fixed times, hw::fallback).
   const bool hold_fixed = holds_fixed(cls);
   held[kFixed] = hold_fixed;
+  held[kMemory] = holds_memory(cls);
   for (int iter = 0; iter < kRounds && !settled; ++iter) {
     std::array<bool, kParams> used{};
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -446,7 +466,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   const auto is_share = [&](int i) { return i == kMatrix && cls == KernelClass::gemm; };
   const auto what = [&](int i) { return is_share(i) ? std::string("share of the measured matmul rate") : std::string(kPart[i]) + " fraction"; };
   for (int i = kMatrix; i < kOverlap; ++i) {
-    if (held[i] && p.value[i] == 1) {
+    if (held[i] && p.value[i] == 1 && !(i == kMemory && holds_memory(cls))) {
       fit.notes.push_back(fmt::format("{} held at 1: points ran faster than {}", what(i),
                                       is_share(i) ? "it (the tiling or the chip's rate is off)" : "the peak (the counts or the chip's peak are off)"));
     }
@@ -552,6 +572,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
   CurveFit best = fit_held(rows, chip, cls, 0.5);
   // A held fixed time is the class's own figure (0: none, the one it falls back to applies).
   if (holds_fixed(cls)) best.efficiency.overhead_s = chip.efficiency.kernel[static_cast<int>(cls)].overhead_s;
+  if (holds_memory(cls)) best.efficiency.memory = chip.efficiency.kernel[static_cast<int>(cls)].memory;
   if (rows.size() < 2 || !best.fitted) return best;
   // The overlap share (docs/cost-model.md#overlap) is not a least-squares unknown: its product
   // with the memory fraction would make the fit's error a surface of several minima. Each
@@ -575,7 +596,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 }
 
 // Classes in an order where each one's points see the fits of the classes they also run.
-constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::sampling,
+constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::quant,       KernelClass::sampling,
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,

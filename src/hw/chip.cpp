@@ -25,6 +25,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::gemm_expert_deepgemm: return "gemm_expert_deepgemm";
     case KernelClass::deepep_intranode_dispatch: return "deepep_intranode_dispatch";
     case KernelClass::deepep_intranode_combine: return "deepep_intranode_combine";
+    case KernelClass::quant: return "quant";
   }
   return "other";
 }
@@ -39,6 +40,7 @@ std::string_view name(CurveOp o) noexcept {
     case CurveOp::moe: return "moe";
     case CurveOp::attention: return "attention";
     case CurveOp::alltoall: return "alltoall";
+    case CurveOp::group_quant: return "group_quant";
   }
   return "matmul";
 }

@@ -241,11 +241,14 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   } else if (op == "moe") {
     p.op = hw::CurveOp::moe;
     r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "dtype", "time"});
+  } else if (op == "group_quant") {
+    p.op = hw::CurveOp::group_quant;
+    r.check_map(node, path, {"op", "tokens", "hidden", "copy", "dtype", "out_dtype", "time"});
   } else if (op == "attention") {
     p.op = hw::CurveOp::attention;
     r.check_map(node, path, {"op", "batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "time"});
   } else {
-    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, alltoall, moe or attention", op));
+    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, alltoall, moe, attention or group_quant", op));
   }
   // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
   // causal, residual, the dtypes).
@@ -291,6 +294,12 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       flag("residual", p.residual);
       dtype("out_dtype", p.out_dtype);
       break;
+    case hw::CurveOp::group_quant:
+      dim("tokens", p.tokens, kRows), dim("hidden", p.hidden, kDim);
+      flag("copy", p.copy);
+      p.out_dtype = DType::fp8_e4m3;
+      dtype("out_dtype", p.out_dtype);
+      break;
     case hw::CurveOp::elementwise:
     case hw::CurveOp::allreduce:
     case hw::CurveOp::alltoall:
@@ -310,7 +319,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       break;
   }
   dtype("dtype", p.dtype);
-  if (p.op != hw::CurveOp::rmsnorm) p.out_dtype = p.dtype;
+  if (p.op != hw::CurveOp::rmsnorm && p.op != hw::CurveOp::group_quant) p.out_dtype = p.dtype;
   p.time_s = r.quantity(r.required(node, "time", path), Quantity::time, path + ".time", true);
   if (p.time_s > 10) r.fail(path + ".time", fmt::format("{} s per call: expected at most 10 s", p.time_s));
   return p;
@@ -384,6 +393,11 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
         case hw::CurveOp::rmsnorm:
           num("tokens", p.tokens), num("hidden", p.hidden);
           if (p.residual) f += ", residual: true";
+          f += fmt::format(", out_dtype: {}", name(p.out_dtype));
+          break;
+        case hw::CurveOp::group_quant:
+          num("tokens", p.tokens), num("hidden", p.hidden);
+          if (p.copy) f += ", copy: true";
           f += fmt::format(", out_dtype: {}", name(p.out_dtype));
           break;
         case hw::CurveOp::elementwise: f += fmt::format(", bytes: {:.17g} B", p.bytes); break;

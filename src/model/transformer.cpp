@@ -102,11 +102,11 @@ constexpr double kActGroup = 128;
 
 // A kernel quantising `rows` rows of `cols` activations to `to` in 1x128 groups with fp32
 // scales, before a block-fp8 GEMM that reads them so: a row kernel (each group's amax, then
-// scale and convert), priced in the norm class, whose kernels have its shape
-// (docs/models.md#engine-kernels).
+// scale and convert), priced in a class of its own, quant, where the chip's file measures it
+// (else the norms' figures, whose kernels have its shape; docs/models.md#engine-kernels).
 GraphOp& group_quant(Ctx& c, const char* name, Block block, double rows, double cols, DType to) {
   GraphOp& q = c.g.add(name, OpClass::elementwise, block, ops::group_quant_cost({rows, cols, c.act, DType::fp32}, to, kActGroup));
-  q.kernel = hw::KernelClass::norm;
+  q.kernel = hw::KernelClass::quant;
   return q;
 }
 

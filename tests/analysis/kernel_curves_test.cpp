@@ -122,6 +122,51 @@ TEST(KernelCurves, AProfilersKernelTimeLeavesTheBoundaryOut) {
   EXPECT_NEAR(fits[0].residuals[0].predicted_s, 2.25e-6, 2.25e-6 * 1e-6);
 }
 
+hw::CurvePoint group_quant(double tokens, double hidden, bool copy, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::group_quant;
+  p.tokens = tokens;
+  p.hidden = hidden;
+  p.copy = copy;
+  p.out_dtype = DType::fp8_e4m3;
+  p.time_s = time;
+  return p;
+}
+
+TEST(KernelCurves, AQuantisationCurveInsideTheL2FitsItsFixedTimeAndKeepsTheNormsMemoryFraction) {
+  // The toy chip's norms at memory 0.5 (0.5 TB/s). Points made as 2 us + bytes / 0.5 TB/s, a
+  // bf16 row of h read (2h B), written in fp8 (h B) with h/128 fp32 scales: 1 x 7168 moves
+  // 14336 + 7168 + 224 = 21728 B, 2 + 0.043456 = 2.043456 us; 16 x 7168 347648 B, 2.695296 us;
+  // 128 x 2048 794624 B, 3.589248 us (its 3·262144 + 2048 FLOPs take 0.158 us at 0.5 of 10
+  // TFLOP/s: under the memory part). One more point copies its input first (copy: true), a
+  // pointwise kernel at the chip-wide figures: 1 us boundary + 2·14336 B / 0.9 TB/s = 1.031858
+  // us, then the 1 x 7168 quantisation: 3.075314 us. The fit takes 2 us and leaves the memory
+  // fraction to the norms' (its own stays unset).
+  hw::ChipSpec c = with_curve(KernelClass::quant, hw::CurveTiming::graph,
+                              {group_quant(1, 7168, false, 2.043456e-6), group_quant(16, 7168, false, 2.695296e-6),
+                               group_quant(128, 2048, false, 3.589248e-6), group_quant(1, 7168, true, 3.075314e-6)});
+  c.efficiency.kernel[static_cast<int>(KernelClass::norm)].memory = 0.5;
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  const analysis::CurveFit& f = fits[0];
+  EXPECT_TRUE(f.fitted);
+  EXPECT_NEAR(f.efficiency.overhead_s, 2e-6, 2e-6 * 1e-6);
+  EXPECT_EQ(f.efficiency.memory, 0);
+  EXPECT_LT(f.rms_residual, 1e-6);
+  for (const auto& n : f.notes) EXPECT_EQ(n.find("held at 1"), std::string::npos) << n;
+  ASSERT_EQ(f.residuals.size(), 4u);
+  EXPECT_EQ(f.residuals[3].shape, "group_quant 1x7168 +copy bf16->fp8_e4m3");
+}
+
+TEST(KernelCurves, TheH100PricesADecodeTokensQuantisationAtItsCurvesFixedTime) {
+  // One decode token's 7168 activations before a block-fp8 GEMM (21728 B, above) at the H100's
+  // quant figures (vLLM's CUDA kernel, PR #25427: 2.28 us) and the norms' memory fraction
+  // (0.6036 of 3.35 TB/s = 2.02206 TB/s): 2.28 + 0.010746 = 2.290746 us, where the norms' own
+  // fixed time (0.8837 us) priced it at 0.894446 us.
+  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::quant, hw::CurveTiming::graph, group_quant(1, 7168, false, 2.3e-6)),
+              2.290746e-6, 2.290746e-6 * 1e-5);
+}
+
 TEST(KernelCurves, FractionsAboveThePeakAreHeldAtOneAndSaid) {
   // 100 MB in 50 us is 2 TB/s on a 1 TB/s chip: the fit holds the fraction at 1 and says so.
   const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::graph,
@@ -346,6 +391,7 @@ kernel_curves:
       - {op: matmul, m: 1, n: 4096, k: 4096, time: 30 us}
       - {op: attention, batch: 4, seq_len: 2048, heads: 32, kv_heads: 8, head_dim: 128, causal: true, time: 400 us}
       - {op: matmul, groups: 4, m: 256, n: 4096, k: 7168, dtype: fp8_e4m3, time: 64.52 us}
+      - {op: group_quant, tokens: 16, hidden: 7168, copy: true, time: 3.885 us}
 )";
   const hw::ChipSpec c = io::parse_chip_yaml(yaml, "curvy.yaml");
   ASSERT_EQ(c.curves.size(), 2u);
@@ -376,6 +422,11 @@ kernel_curves:
   EXPECT_EQ(grouped.groups, 4);
   EXPECT_EQ(analysis::describe(grouped), "matmul 4 groups of 256x4096x7168 fp8_e4m3");
   EXPECT_EQ(c.curves[1].points[5].groups, 0);  // a dense GEMM
+  const hw::CurvePoint& quant = c.curves[1].points[8];
+  EXPECT_EQ(quant.op, CurveOp::group_quant);
+  EXPECT_TRUE(quant.copy);
+  EXPECT_EQ(quant.out_dtype, DType::fp8_e4m3);  // unless given
+  EXPECT_EQ(analysis::describe(quant), "group_quant 16x7168 +copy bf16->fp8_e4m3");
   // Written back and read again: the same curves.
   const hw::ChipSpec again = io::parse_chip_yaml(io::chip_yaml(c, "", ""), "again.yaml");
   ASSERT_EQ(again.curves.size(), 2u);
@@ -420,6 +471,10 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
              "kernel_curves[0].points[0].kv_len: unknown key");
   fails_with(ok + "      - {op: attention, batch: 1, seq_len: 8, heads: 4, kv_heads: 4, head_dim: 64, causal: yes, time: 1 us}\n",
              "causal: 'yes' must be true or false");
+  fails_with(ok + "      - {op: group_quant, tokens: 1, hidden: 8, copy: yes, time: 1 us}\n", "copy: 'yes' must be true or false");
+  fails_with(ok + "      - {op: group_quant, tokens: 1, hidden: 8, residual: true, time: 1 us}\n",
+             "kernel_curves[0].points[0].residual: unknown key");
+  fails_with(ok + "      - {op: group_quant, hidden: 8, time: 1 us}\n", "kernel_curves[0].points[0].tokens: required key is missing");
 }
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant

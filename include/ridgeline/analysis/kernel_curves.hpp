@@ -18,7 +18,8 @@ struct CurveKernel {
 
 /// The kernels point `p` of a curve of class `cls` runs on `chip`: its one kernel (in class
 /// `cls`), or for a `moe` point the engine's MoE layer without its router GEMM (top-k, the
-/// grouped expert GEMMs in `cls`, the activation, the weighted sum), as the graph builds it.
+/// grouped expert GEMMs in `cls`, the activation, the weighted sum), as the graph builds it;
+/// a `group_quant` point with `copy` runs its input's copy first (a pointwise kernel).
 std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, hw::KernelClass cls, const hw::ChipSpec& chip);
 
 /// The point's op in a few words: "matmul 1x12288x5376 bf16", "decode_attention b16 kv4096 32/8x128 bf16".

@@ -64,13 +64,13 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine
+  deepep_intranode_combine, quant
 };
-inline constexpr int kKernelClassCount = 19;
+inline constexpr int kKernelClassCount = 20;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
-/// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine".
+/// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -84,7 +84,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm;
     case KernelClass::norm:
-    case KernelClass::sampling: return KernelClass::pointwise;
+    case KernelClass::sampling:
+    case KernelClass::quant: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
     case KernelClass::deepep_dispatch:
     case KernelClass::deepep_combine:
@@ -98,9 +99,12 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 /// chip-wide ones: its parent's, but for the kernels that are a sibling's first. The fused-MoE
 /// GEMMs of block-scaled experts (Triton's, DeepGEMM's) take gemm_expert's (the same gather,
 /// grid and launch) where a chip's file measures none of their own, and through it gemm's;
-/// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction.
+/// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction;
+/// the 1x128 fp8 quantisation kernels before block-scaled GEMMs take the norms' (a row kernel
+/// that reduces, then scales and writes).
 constexpr KernelClass fallback(KernelClass k) noexcept {
   switch (k) {
+    case KernelClass::quant: return KernelClass::norm;
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm_expert;
     case KernelClass::deepep_intranode_dispatch: return KernelClass::deepep_dispatch;
@@ -261,9 +265,11 @@ struct TopologySpec {
 /// layer's experts as an engine runs them (top-k, the two grouped GEMMs, the activation, the
 /// weighted sum); a
 /// flash attention forward over whole sequences (`batch` of `kv_len` queries over their own
-/// `kv_len` keys, `causal` or not).
-enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall };
-/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention", "alltoall".
+/// `kv_len` keys, `causal` or not); a quantisation of `tokens` rows of `hidden` values to fp8
+/// in 1x128 groups with fp32 scales (the kernel before a block-scaled fp8 GEMM).
+enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall, group_quant };
+/// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention", "alltoall",
+/// "group_quant".
 std::string_view name(CurveOp o) noexcept;
 
 /// How a curve's times were taken: `graph` — per call of a CUDA graph replayed back to back
@@ -284,13 +290,16 @@ struct CurvePoint {
   double heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;  ///< attention (v_head_dim 0: head_dim)
   bool latent = false;                          ///< decode attention: MLA's latent cache (one KV head, K and V shared)
   bool causal = false;                          ///< attention (the forward): under a causal mask
-  double tokens = 0, hidden = 0;                ///< rmsnorm, moe: rows and width
+  double tokens = 0, hidden = 0;                ///< rmsnorm, moe, group_quant: rows and width
   bool residual = false;                        ///< rmsnorm: the residual added first (read, and the sum written)
+  /// group_quant: each timed call copies its input first (a benchmark's x.clone()), an
+  /// elementwise kernel of the pointwise class
+  bool copy = false;
   double bytes = 0;                             ///< elementwise: bytes read and written; allreduce: the message
   int chips = 0;                                ///< allreduce: the group
   double experts = 0, topk = 0, intermediate = 0;  ///< moe: experts, experts per token, each expert's width
   DType dtype = DType::bf16;     ///< weights (matmul, moe), the cache (decode attention), or the data
-  DType out_dtype = DType::bf16; ///< rmsnorm: its output (fp8 when fused with a quantisation)
+  DType out_dtype = DType::bf16; ///< rmsnorm: its output (fp8 when fused with a quantisation); group_quant: its output, fp8_e4m3 unless given
   double time_s = 0;             ///< measured, per call
 };
 
