@@ -629,8 +629,12 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.compiled_host_s = e.compiled_host_s;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
-  // W_UV in the activation dtype, torch.bmm); SGLang and TensorRT-LLM keep them fp8.
-  f.absorb_dequantised = e.kind == EngineKind::vllm;
+  // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
+  // CUDA (DeepseekV2ForCausalLM.post_load_weights, python/sglang/srt/models/deepseek_v2.py at
+  // 00114ae: block_quant_dequant to the model's bf16, then torch.bmm; DeepGEMM's masked bmm of
+  // PR #5432 only with SGL_USE_DEEPGEMM_BMM, off by default). sglang@0.3 and TensorRT-LLM
+  // keep them fp8 (bmm_fp8 on a per-tensor requantisation; fp8_block_scaling_bmm).
+  f.absorb_dequantised = e.kind == EngineKind::vllm || (e.kind == EngineKind::sglang && e.version != 3);
   // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
   // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
   f.moe_expand_rows = e.kind == EngineKind::trtllm;

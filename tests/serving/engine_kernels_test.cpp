@@ -287,14 +287,15 @@ TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
   }
 }
 
-TEST(EngineKernels, RoutersAndVllmsAbsorbedMlaProjectionsRunOn16BitWeights) {
+TEST(EngineKernels, RoutersAndVllmsAndSglangsAbsorbedMlaProjectionsRunOn16BitWeights) {
   // No engine quantises a MoE router (vLLM's ReplicatedLinear with quant_config=None, SGLang's
   // MoEGate, TensorRT-LLM's DeepseekV3Gate): DeepSeek-V3's 7168 x 256 gate reads bf16 weights,
-  // 7168·256·2 = 3 670 016 B, in cuBLAS (the gemm class). vLLM dequantises kv_b_proj when the
-  // model loads and runs the absorbed projections as bf16 torch.bmm: q_absorb's 16 local heads
-  // of 128 x 512 read 16·128·512·2 = 2 097 152 B of weights; SGLang keeps them fp8 (1 B a
-  // weight and a fp32 scale per 128 x 128 block: 16·(65 536 + 16) = 1 048 832 B) in its
-  // block-scaled kernel, after their activations' act_quant.
+  // 7168·256·2 = 3 670 016 B, in cuBLAS (the gemm class). vLLM and SGLang 0.4+ dequantise
+  // kv_b_proj when the model loads and run the absorbed projections as bf16 torch.bmm:
+  // q_absorb's 16 local heads of 128 x 512 read 16·128·512·2 = 2 097 152 B of weights, with no
+  // quantisation kernel before them; TensorRT-LLM keeps them fp8 (1 B a weight and a fp32 scale
+  // per 128 x 128 block: 16·(65 536 + 16) = 1 048 832 B) in its block-scaled kernel (DeepGEMM's
+  // class, the block-fp8 GEMMs' kernel it calls), after their activations' act_quant.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -304,8 +305,8 @@ TEST(EngineKernels, RoutersAndVllmsAbsorbedMlaProjectionsRunOn16BitWeights) {
     KernelClass absorb;
     double absorb_weight_bytes;
   };
-  for (const Case& c : {Case{EngineKind::vllm, KernelClass::gemm, 2097152},
-                        Case{EngineKind::sglang, KernelClass::gemm_scaled_deepgemm, 1048832}}) {
+  for (const Case& c : {Case{EngineKind::vllm, KernelClass::gemm, 2097152}, Case{EngineKind::sglang, KernelClass::gemm, 2097152},
+                        Case{EngineKind::trtllm, KernelClass::gemm_scaled_deepgemm, 1048832}}) {
     SCOPED_TRACE(name(c.engine));
     build_deepseek_tp8(m, sys, c.engine, *g);
     const model::GraphOp* router = find_op(*g, "router");
@@ -316,6 +317,8 @@ TEST(EngineKernels, RoutersAndVllmsAbsorbedMlaProjectionsRunOn16BitWeights) {
     ASSERT_NE(uk, nullptr);
     EXPECT_EQ(uk->kernel, c.absorb);
     EXPECT_DOUBLE_EQ(uk->weight_bytes, c.absorb_weight_bytes);
+    const bool quantised = std::string_view((uk - 1)->name) == "act_quant";
+    EXPECT_EQ(quantised, c.absorb != KernelClass::gemm);
   }
 }
 

@@ -85,8 +85,9 @@ struct ForwardConfig {
   bool moe_expand_rows = false;
   /// MLA's absorbed up-projections (q_absorb, v_absorb) on weights dequantised to the
   /// activation dtype when the model loads, as batched 16-bit GEMMs (the gemm class): vLLM's
-  /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm). Otherwise they
-  /// keep the checkpoint's dtype and block-scaled kernels (SGLang's and TensorRT-LLM's fp8 bmm).
+  /// MLA backends (get_and_maybe_dequant_weights of kv_b_proj, then torch.bmm), SGLang 0.4+'s on
+  /// 128x128 fp8 blocks (block_quant_dequant). Otherwise they keep the checkpoint's dtype and
+  /// block-scaled kernels (TensorRT-LLM's fp8 bmm).
   bool absorb_dequantised = false;
   /// MLA: what the engine's attention op holds besides the attention kernels, launched from
   /// its Python in every step but a whole graph (GraphOp::attention_op): `attention` nothing
