@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include "ridgeline/core/units.hpp"
 #include "spellings.hpp"
 
@@ -10,11 +12,19 @@ namespace ridgeline::report {
 
 namespace {
 
-// The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel".
-std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls) {
+// The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel"; a fraction the
+// chip's file gives the class none of, which it takes from a sibling class (hw::fallback), is
+// named as the sibling's: "norm's memory 0.604".
+std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw::EfficiencySpec& file) {
+  const hw::ClassEfficiency& own = file.kernel[static_cast<int>(cls)];
+  const hw::KernelClass via = hw::fallback(cls);
+  const hw::ClassEfficiency lent = via != hw::parent(cls) ? file.kernel[static_cast<int>(via)] : hw::ClassEfficiency{};
   std::string out;
-  for (auto [part, v] : {std::pair{"matrix", e.matrix}, {"vector", e.vector}, {"memory", e.memory}, {"link", e.link}}) {
-    if (v > 0) out += fmt::format("{}{} {:.3f}", out.empty() ? "" : ", ", part, v);
+  for (auto [part, v, mine, theirs] : {std::tuple{"matrix", e.matrix, own.matrix, lent.matrix}, {"vector", e.vector, own.vector, lent.vector},
+                                       {"memory", e.memory, own.memory, lent.memory}, {"link", e.link, own.link, lent.link}}) {
+    if (v <= 0) continue;
+    const bool borrowed = mine <= 0 && theirs > 0 && v == theirs;
+    out += fmt::format("{}{}{} {:.3f}", out.empty() ? "" : ", ", borrowed ? std::string(hw::name(via)) + "'s " : "", part, v);
   }
   if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
   if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + {}", out.empty() ? "" : ", ", e.overlap, hw::overlap_partner(cls));
@@ -29,7 +39,7 @@ std::string curves_text(const hw::ChipSpec& chip, const std::vector<analysis::Cu
   if (fits.empty()) return "";
   std::string out = "kernel curves (measured times by size; a class's figures are their fit: `ridgeline hw fit`)\n";
   for (const analysis::CurveFit& f : fits) {
-    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency, f.cls));
+    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency, f.cls, chip.efficiency));
     for (const hw::KernelCurve& k : chip.curves) {
       if (k.cls == f.cls) out += fmt::format("    {} ({} timing): {}\n", k.kernel, hw::name(k.timing), k.source);
     }
