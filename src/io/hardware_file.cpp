@@ -299,6 +299,9 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       flag("copy", p.copy);
       p.out_dtype = DType::fp8_e4m3;
       dtype("out_dtype", p.out_dtype);
+      if (!is_fp8(p.out_dtype)) {
+        r.fail(path + ".out_dtype", fmt::format("'{}': a group quantisation writes fp8_e4m3 or fp8_e5m2", name(p.out_dtype)));
+      }
       break;
     case hw::CurveOp::elementwise:
     case hw::CurveOp::allreduce:

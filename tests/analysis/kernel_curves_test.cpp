@@ -475,6 +475,8 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
   fails_with(ok + "      - {op: group_quant, tokens: 1, hidden: 8, residual: true, time: 1 us}\n",
              "kernel_curves[0].points[0].residual: unknown key");
   fails_with(ok + "      - {op: group_quant, hidden: 8, time: 1 us}\n", "kernel_curves[0].points[0].tokens: required key is missing");
+  fails_with(ok + "      - {op: group_quant, tokens: 1, hidden: 8, out_dtype: bf16, time: 1 us}\n",
+             "kernel_curves[0].points[0].out_dtype: 'bf16': a group quantisation writes fp8_e4m3 or fp8_e5m2");
 }
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant
