@@ -57,6 +57,15 @@ hw::System one_chip(const hw::ChipSpec& chip, int chips = 1) {
   return sys;
 }
 
+// An elementwise kernel reading `read` bytes and writing `written`.
+ops::Cost elementwise_cost(double read, double written) {
+  ops::Cost c;
+  c.add_main_bytes(read);
+  c.add_main_stores(written);
+  c.launches = 1;
+  return c;
+}
+
 // The MoE layer of a one-layer model of the point's shape, as build_forward makes it.
 void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& chip, std::vector<CurveKernel>& out) {
   model::ModelConfig m;
@@ -152,25 +161,12 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       break;
     }
     case CurveOp::group_quant:
-      if (p.copy) {
-        // The benchmark's copy of the input before each call: read and written once.
-        ops::Cost c;
-        c.add_main_bytes(p.tokens * p.hidden * bytes(p.dtype));
-        c.add_main_stores(p.tokens * p.hidden * bytes(p.dtype));
-        c.launches = 1;
-        out.push_back({c, KernelClass::pointwise});
-      }
+      // The benchmark's copy of the input before each call: read and written once.
+      if (p.copy) out.push_back({elementwise_cost(p.tokens * p.hidden * bytes(p.dtype), p.tokens * p.hidden * bytes(p.dtype)), KernelClass::pointwise});
       // As the graph prices it (model/transformer.cpp group_quant): 1x128 groups, fp32 scales.
       out.push_back({ops::group_quant_cost({p.tokens, p.hidden, p.dtype, DType::fp32}, p.out_dtype, 128), cls});
       break;
-    case CurveOp::elementwise: {
-      ops::Cost c;
-      c.add_main_bytes(p.bytes / 2);
-      c.add_main_stores(p.bytes / 2);
-      c.launches = 1;
-      out.push_back({c, cls});
-      break;
-    }
+    case CurveOp::elementwise: out.push_back({elementwise_cost(p.bytes / 2, p.bytes / 2), cls}); break;
     case CurveOp::allreduce:
     case CurveOp::alltoall: {
       // An alltoall is DeepEP's kernels as the graph prices them (docs/serving.md#deepep): an

@@ -18,7 +18,7 @@ namespace {
 std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw::EfficiencySpec& file) {
   const hw::ClassEfficiency& own = file.kernel[static_cast<int>(cls)];
   const hw::KernelClass via = hw::fallback(cls);
-  const hw::ClassEfficiency lent = via != hw::parent(cls) ? file.kernel[static_cast<int>(via)] : hw::ClassEfficiency{};
+  const hw::ClassEfficiency lent = hw::lent_figures(file, cls);
   std::string out;
   for (auto [part, v, mine, theirs] : {std::tuple{"matrix", e.matrix, own.matrix, lent.matrix}, {"vector", e.vector, own.vector, lent.vector},
                                        {"memory", e.memory, own.memory, lent.memory}, {"link", e.link, own.link, lent.link}}) {

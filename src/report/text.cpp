@@ -119,7 +119,7 @@ std::string chip_text(const hw::ChipSpec& c) {
     // Without a figure of its own, a class that borrows a sibling's (hw::fallback) names it.
     const auto cls = static_cast<hw::KernelClass>(k);
     const hw::KernelClass via = hw::fallback(cls);
-    const hw::ClassEfficiency lent = via != hw::parent(cls) ? c.efficiency.kernel[static_cast<int>(via)] : hw::ClassEfficiency{};
+    const hw::ClassEfficiency lent = hw::lent_figures(c.efficiency, cls);
     std::string parts;
     for (auto [unit, v, b] : {std::tuple{"matrix", ce.matrix, lent.matrix}, {"vector", ce.vector, lent.vector},
                               {"memory", ce.memory, lent.memory}, {"link", ce.link, lent.link}}) {

@@ -202,6 +202,13 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
   return c;
 }
 
+/// The figures a sibling class lends `k` (hw::fallback's class, where it is not `k`'s parent),
+/// as the chip's file gives that sibling; none (all 0) where `k` falls back to its parent.
+inline ClassEfficiency lent_figures(const EfficiencySpec& e, KernelClass k) noexcept {
+  const KernelClass via = fallback(k);
+  return via != parent(k) ? e.kernel[static_cast<int>(via)] : ClassEfficiency{};
+}
+
 /// How the chips of one scale-up domain are wired (docs/collectives.md#topology).
 enum class Fabric : std::uint8_t {
   switched,  ///< every chip reaches every other through switches at its full link rate (NVSwitch, PCIe switch)
