@@ -362,8 +362,11 @@ bool holds_fixed(KernelClass cls) {
 
 // Classes whose points all run inside the L2 (a benchmark that keeps it warm, at the sizes of
 // a decode step): they cannot tell a bandwidth, so the memory fraction is held at what the
-// class takes without a fit (its fallback's: the quantisation kernels take the norms').
-bool holds_memory(KernelClass cls) { return cls == KernelClass::quant; }
+// class takes without a fit (its fallback's: the quantisation kernels take the norms', the
+// routing kernels the pointwise kernels').
+bool holds_memory(KernelClass cls) {
+  return cls == KernelClass::quant || cls == KernelClass::routing || cls == KernelClass::routing_compiled;
+}
 
 // The fit from the parameters `x`: each point's binding part is decided at x, then again at
 // each fit until it settles.
@@ -592,7 +595,8 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 }
 
 // Classes in an order where each one's points see the fits of the classes they also run.
-constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::quant,       KernelClass::sampling,
+constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::quant,       KernelClass::routing,
+                                  KernelClass::routing_compiled, KernelClass::sampling,
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,

@@ -26,6 +26,8 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::deepep_intranode_dispatch: return "deepep_intranode_dispatch";
     case KernelClass::deepep_intranode_combine: return "deepep_intranode_combine";
     case KernelClass::quant: return "quant";
+    case KernelClass::routing: return "routing";
+    case KernelClass::routing_compiled: return "routing_compiled";
   }
   return "other";
 }

@@ -499,6 +499,16 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     if (m.moe.first_dense_layers > 0 && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
     m.moe.router_bias = t == "gpt_oss" || t == "deepseek_v3";
     m.moe.expert_bias = t == "gpt_oss";
+    // Group-limited routing (DeepSeek's n_group, topk_group): the experts in equal groups, a
+    // token's top-k taken from its best topk_group groups.
+    m.moe.groups = r.integer({"n_group"}).value_or(1);
+    if (m.moe.groups < 1 || m.moe.experts % m.moe.groups != 0) {
+      r.fail("n_group", fmt::format("{} groups of {} experts: expected a divisor of the experts, at least 1", m.moe.groups, m.moe.experts));
+    }
+    m.moe.group_topk = r.integer({"topk_group"}).value_or(m.moe.groups);
+    if (m.moe.group_topk < 1 || m.moe.group_topk > m.moe.groups) {
+      r.fail("topk_group", fmt::format("{} of {} groups: expected 1 to the groups", m.moe.group_topk, m.moe.groups));
+    }
   }
 
   // Multi-head latent attention.

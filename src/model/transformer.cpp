@@ -539,7 +539,25 @@ void moe_mlp(Ctx& c) {
     router.params += E;
     router.active_params += E;
   }
-  c.g.add("router_topk", OpClass::elementwise, Block::moe, ops::softmax_cost({T, E, c.act, DType::fp32}));
+  // The top k of the router's scores: one kernel over each token's E logits, read and written
+  // (softmax_cost), or DeepSeek's group-limited router in the engine's own kernels, each over
+  // the same bytes (ForwardConfig::routing, docs/serving.md#routing-kernels).
+  const ops::Cost scores = ops::softmax_cost({T, E, c.act, DType::fp32});
+  const auto routing_op = [&](const char* name, hw::KernelClass kernel) {
+    c.g.add(name, OpClass::elementwise, Block::moe, scores).kernel = kernel;
+  };
+  using Routing = ForwardConfig::Routing;
+  const Routing routing_kind = moe.grouped_biased() ? c.f.routing : Routing::generic;
+  switch (routing_kind) {
+    case Routing::generic: routing_op("router_topk", hw::KernelClass::pointwise); break;
+    case Routing::fused: routing_op("router_topk", hw::KernelClass::routing); break;
+    case Routing::scored_pair: routing_op("router_scores", hw::KernelClass::pointwise); [[fallthrough]];
+    case Routing::pair:
+      routing_op("router_group_top2", hw::KernelClass::pointwise);
+      routing_op("router_topk", hw::KernelClass::routing);
+      break;
+    case Routing::compiled: routing_op("router_topk", hw::KernelClass::routing_compiled); break;
+  }
   // Tokens leave for the chips holding their experts (expert parallelism) and come back.
   // Token-expert pairs of this chip: its tokens' T·k, or with whole experts inside the
   // tensor-parallel group (which holds the same T tokens on every chip), the 1/te of them

@@ -638,6 +638,27 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
   // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
   f.moe_expand_rows = e.kind == EngineKind::trtllm;
+  // DeepSeek-V3's group-limited router after its GEMM (docs/serving.md#routing-kernels):
+  // - vLLM to 0.10 and SGLang 0.3: torch's ops under torch.compile (vLLM's grouped_topk in
+  //   fused_moe.py, its tests' vllm_compiled_grouped_topk; SGLang's biased_grouped_topk),
+  //   one op of routing_compiled;
+  // - vLLM 0.11-0.13: the CUDA kernels of PR #23274 (v0.10.2), topk_with_k2 and
+  //   group_idx_and_topk_idx (issue #28084's H200 trace, November 2025), the sigmoid and bias
+  //   folded into them by PR #28124 (November 2025);
+  // - vLLM 0.14+: one fused kernel (PR #32058, v0.15.0; PR #34206, v0.17.0);
+  // - SGLang 0.4+: moe_fused_gate, one kernel (sgl-kernel, PR #4530; on for DeepSeek-V3 by
+  //   PR #5371, April 2025);
+  // - TensorRT-LLM: DeepseekV3Gate's sigmoid and bias add, then noaux_tc_op's two kernels
+  //   (cpp/tensorrt_llm/kernels/noAuxTcKernels.cu, whose topk_with_k2 and
+  //   group_idx_and_topk_idx vLLM ported);
+  // - the static engine: one top-k kernel, as `infer` prices any router.
+  using Routing = model::ForwardConfig::Routing;
+  switch (e.kind) {
+    case EngineKind::vllm: f.routing = e.version == 0 ? Routing::fused : e.version == 13 ? Routing::pair : Routing::compiled; break;
+    case EngineKind::sglang: f.routing = e.version == 3 ? Routing::compiled : Routing::fused; break;
+    case EngineKind::trtllm: f.routing = Routing::scored_pair; break;
+    default: f.routing = Routing::generic; break;
+  }
   f.mla_op = e.mla_op;
   f.mla_op_host_s = e.mla_op_host_s;
   return f;

@@ -167,6 +167,25 @@ TEST(KernelCurves, TheH100PricesADecodeTokensQuantisationAtItsCurvesFixedTime) {
               2.392746e-6, 2.392746e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {
+  // DeepSeek-V3's routing kernels as profilers timed them on H200s (data/hardware/nvidia/
+  // h200.yaml): 8, 7.3, 7 and 4 us, each with the 1.3 us boundary back: t = 9.3, 8.6, 8.3 and
+  // 5.3 us. Their bytes (4096, 4096, 16384, 16384) at the pointwise kernels' memory fraction,
+  // which the class holds (0.7068 of 4.8 TB/s = 3.39264 TB/s): m = 1.207319, 1.207319,
+  // 4.829277 and 4.829277 ns. The one free figure, the fixed time f, minimises
+  // sum(((f + m - t) / t)^2): f = sum((t - m) / t^2) / sum(1 / t^2) = 7.083839 us (the file's
+  // 7.084).
+  const hw::ChipSpec c = io::catalog_chip("h200");
+  const auto fits = analysis::fit_curves(c);
+  const auto it = std::find_if(fits.begin(), fits.end(), [](const analysis::CurveFit& x) { return x.cls == KernelClass::routing; });
+  ASSERT_NE(it, fits.end());
+  const analysis::CurveFit& f = *it;
+  EXPECT_TRUE(f.fitted);
+  EXPECT_NEAR(f.efficiency.overhead_s, 7.083839e-6, 1e-11);
+  EXPECT_EQ(f.efficiency.memory, 0);  // held: the pointwise kernels' applies
+  ASSERT_EQ(f.residuals.size(), 4u);
+}
+
 TEST(KernelCurves, FractionsAboveThePeakAreHeldAtOneAndSaid) {
   // 100 MB in 50 us is 2 TB/s on a 1 TB/s chip: the fit holds the fraction at 1 and says so.
   const hw::ChipSpec c = with_curve(KernelClass::pointwise, hw::CurveTiming::graph,

@@ -459,6 +459,10 @@ TEST(ModelFile, NonsenseValuesAreErrors) {
   const std::string moe = R"("intermediate_size": 8, "num_local_experts": 4, "num_experts_per_tok": 2, )";
   EXPECT_NE(err(moe + R"("first_k_dense_replace": 1000)").find("first_k_dense_replace"), std::string::npos);
   EXPECT_NE(err(moe + R"("moe_layer_freq": 0)").find("moe_layer_freq"), std::string::npos);
+  // Expert groups must divide the experts; a token's groups are 1 to the groups.
+  EXPECT_NE(err(moe + R"("n_group": 3)").find("n_group: 3 groups of 4 experts"), std::string::npos);
+  EXPECT_NE(err(moe + R"("n_group": 0)").find("n_group"), std::string::npos);
+  EXPECT_NE(err(moe + R"("n_group": 2, "topk_group": 3)").find("topk_group: 3 of 2 groups"), std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]})")
                 .find("weight_block_size"),
             std::string::npos);
@@ -470,6 +474,13 @@ TEST(ModelFile, NonsenseValuesAreErrors) {
 // `_routing`: a published routing measurement (docs/serving.md#moe-layouts), read and checked.
 TEST(ModelFile, RoutingMeasurement) {
   const model::ModelConfig ds = bundled_model("deepseek-v3");
+  // DeepSeek-V3's router: 8 groups of 32 experts, a token's 8 from its best 4 groups, with the
+  // correction bias: grouped and biased. Mixtral's has neither.
+  EXPECT_EQ(ds.moe.groups, 8);
+  EXPECT_EQ(ds.moe.group_topk, 4);
+  EXPECT_TRUE(ds.moe.grouped_biased());
+  EXPECT_FALSE(bundled_model("mixtral-8x7b").moe.grouped_biased());
+  EXPECT_FALSE(bundled_model("gpt-oss-120b").moe.grouped_biased());  // a router bias, no groups
   EXPECT_EQ(ds.moe.routing.gpus, 32);
   EXPECT_EQ(ds.moe.routing.tokens_per_step, 4096);
   EXPECT_EQ(ds.moe.routing.imbalance, 2.564);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/graph.hpp"
@@ -193,6 +194,75 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   const ops::Estimate e = ops::estimate(op.cost.expand(), sys.chip, op.kernel);
   EXPECT_NEAR(e.main_bytes, 1208188928, 1);
   EXPECT_NEAR(e.t_realistic_s, 362.946334e-6, 1e-11);
+}
+
+TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) {
+  // After the router's GEMM, DeepSeek-V3's group-limited router (n_group 8, topk_group 4,
+  // sigmoid with a correction bias) as each release runs it (docs/serving.md#routing-kernels).
+  // Each op reads and writes the 4 tokens' 256 bf16 scores: 2 x 4 x 256 x 2 = 4096 B, at the
+  // pointwise kernels' memory fraction on the H200 (0.7068 of 4.8 TB/s): 1.207319 ns. The
+  // routing kernel: 7.084 us + 1.207319 ns = 7.085207 us; the compiled torch ops: 37.3 us +
+  // 1.207319 ns = 37.301207 us; a pointwise kernel 1.222 us + 1.207319 ns = 1.223207 us.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  struct Step {
+    const char* name;
+    KernelClass kernel;
+    double seconds;
+  };
+  const Step fused{"router_topk", KernelClass::routing, 7.085207e-6};
+  const Step compiled{"router_topk", KernelClass::routing_compiled, 37.301207e-6};
+  const Step top2{"router_group_top2", KernelClass::pointwise, 1.223207e-6};
+  const Step scores{"router_scores", KernelClass::pointwise, 1.223207e-6};
+  const Step generic{"router_topk", KernelClass::pointwise, 1.223207e-6};
+  struct Case {
+    EngineRef engine;
+    std::vector<Step> steps;
+  };
+  const Case cases[] = {
+      {EngineRef{EngineKind::sglang, 0}, {fused}},
+      {EngineRef{EngineKind::sglang, 3}, {compiled}},
+      {EngineRef{EngineKind::vllm, 0}, {fused}},
+      {EngineRef{EngineKind::vllm, 13}, {top2, fused}},
+      {EngineRef{EngineKind::vllm, 10}, {compiled}},
+      {EngineRef{EngineKind::vllm, 8}, {compiled}},
+      {EngineRef{EngineKind::trtllm, 0}, {scores, top2, fused}},
+      {EngineRef{EngineKind::static_batch, 0}, {generic}},
+  };
+  const ops::Rates rates(sys.chip);
+  auto g = std::make_unique<model::Graph>();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(name(c.engine)));
+    model::ForwardConfig f;
+    f.tp = 8;
+    f = engine_forward(f, engine_preset(c.engine, sys.chip, 8));
+    g->clear();
+    model::build_forward(m, f, sys, {4, 1, 1024, nullptr}, *g);
+    const int router = op_index(*g, "router");
+    ASSERT_GE(router, 0);
+    for (std::size_t i = 0; i < c.steps.size(); ++i) {
+      const model::GraphOp& op = g->ops[router + 1 + static_cast<int>(i)];
+      EXPECT_STREQ(op.name, c.steps[i].name);
+      EXPECT_EQ(op.kernel, c.steps[i].kernel);
+      // Inside a graph: no host launch.
+      ops::TimeParts t = ops::time_parts(op.cost.expand(), rates);
+      t.launch = 0;
+      EXPECT_NEAR(t.realistic(rates, op.kernel), c.steps[i].seconds, 1e-12);
+    }
+    // Then the experts' kernels (TensorRT-LLM's row copy and quantisation first).
+    EXPECT_NE(std::string_view(g->ops[router + 1 + static_cast<int>(c.steps.size())].name).substr(0, 6), "router");
+  }
+  // A router without groups (Mixtral's softmax top 2) keeps the one top-k kernel in every engine.
+  const model::ModelConfig mixtral = io::bundled_model("mixtral-8x7b");
+  model::ForwardConfig f;
+  f.tp = 2;
+  f = engine_forward(f, engine_preset(EngineRef{EngineKind::sglang, 0}, sys.chip, 2));
+  g->clear();
+  model::build_forward(mixtral, f, sys, {4, 1, 1024, nullptr}, *g);
+  const model::GraphOp* topk = find_op(*g, "router_topk");
+  ASSERT_NE(topk, nullptr);
+  EXPECT_EQ(topk->kernel, KernelClass::pointwise);
 }
 
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {

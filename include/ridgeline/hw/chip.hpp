@@ -64,13 +64,14 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine, quant
+  deepep_intranode_combine, quant, routing, routing_compiled
 };
-inline constexpr int kKernelClassCount = 20;
+inline constexpr int kKernelClassCount = 22;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
-/// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant".
+/// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
+/// "routing", "routing_compiled".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -85,7 +86,9 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling:
-    case KernelClass::quant: return KernelClass::pointwise;
+    case KernelClass::quant:
+    case KernelClass::routing:
+    case KernelClass::routing_compiled: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
     case KernelClass::deepep_dispatch:
     case KernelClass::deepep_combine:

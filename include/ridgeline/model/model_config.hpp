@@ -38,6 +38,12 @@ struct MoeSpec {
   std::int64_t layer_freq = 1;         ///< every layer_freq-th layer after those is MoE
   bool router_bias = false;            ///< router has a bias (gpt-oss) or a correction bias (deepseek v3)
   bool expert_bias = false;            ///< expert projections have biases (gpt-oss)
+  std::int64_t groups = 1;             ///< expert groups of a group-limited router (DeepSeek's n_group; 1: none)
+  std::int64_t group_topk = 1;         ///< groups a token's experts come from (topk_group)
+  /// DeepSeek-V3's router: sigmoid scores with a correction bias, the top k taken from the
+  /// best group_topk of `groups` groups (topk_method noaux_tc), which engines run in kernels of
+  /// their own (ForwardConfig::routing).
+  bool grouped_biased() const noexcept { return groups > 1 && router_bias; }
   RoutingMeasurement routing;          ///< a measured routing skew, when published
 };
 
