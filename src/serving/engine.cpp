@@ -639,18 +639,21 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
   f.moe_expand_rows = e.kind == EngineKind::trtllm;
   // DeepSeek-V3's group-limited router after its GEMM (docs/serving.md#routing-kernels):
-  // - vLLM to 0.10 and SGLang 0.3: torch's ops under torch.compile (vLLM's grouped_topk in
-  //   fused_moe.py, its tests' vllm_compiled_grouped_topk; SGLang's biased_grouped_topk),
-  //   one op of routing_compiled;
-  // - vLLM 0.11-0.13: the CUDA kernels of PR #23274 (v0.10.2), topk_with_k2 and
-  //   group_idx_and_topk_idx (issue #28084's H200 trace, November 2025), the sigmoid and bias
-  //   folded into them by PR #28124 (November 2025);
-  // - vLLM 0.14+: one fused kernel (PR #32058, v0.15.0; PR #34206, v0.17.0);
-  // - SGLang 0.4+: moe_fused_gate, one kernel (sgl-kernel, PR #4530; on for DeepSeek-V3 by
-  //   PR #5371, April 2025);
-  // - TensorRT-LLM: DeepseekV3Gate's sigmoid and bias add, then noaux_tc_op's two kernels
-  //   (cpp/tensorrt_llm/kernels/noAuxTcKernels.cu, whose topk_with_k2 and
-  //   group_idx_and_topk_idx vLLM ported);
+  // - vLLM 0.6-0.10 (to 0.10.1): torch's ops under torch.compile (vLLM's grouped_topk in
+  //   fused_moe.py, its tests' vllm_compiled_grouped_topk), one op of routing_compiled; so
+  //   sglang@0.3, whose torch route (biased_grouped_topk) SGLang ran until PR #5371 (DeepSeek-V3
+  //   itself came after 0.3, with 0.4.1);
+  // - vllm@0.13 (0.11-0.13) as 0.12-0.13: PR #23274's CUDA kernels (v0.10.2), topk_with_k2 and
+  //   group_idx_and_topk_idx, with the sigmoid and bias inside since PR #28124 (November 2025;
+  //   0.11.0 ran them as a Triton kernel and a cast besides, issue #28084's H200 trace);
+  // - vllm (0.14+) as its newest releases: one fused kernel (PR #32058, v0.15.0; PR #34206,
+  //   v0.17.0), where 0.14 still ran the pair;
+  // - sglang (0.4+) as SGLang from PR #5371 (April 2025) on: moe_fused_gate (sgl-kernel, PR
+  //   #4530), one kernel; the 0.4 releases before it ran the compiled ops;
+  // - trtllm as TensorRT-LLM to 1.0: DeepseekV3Gate's sigmoid and bias add (priced as one
+  //   kernel), then noaux_tc_op's two kernels (cpp/tensorrt_llm/kernels/noAuxTcKernels.cu, whose
+  //   topk_with_k2 and group_idx_and_topk_idx vLLM ported); later releases fold all of it into
+  //   one kernel (PR #7761, September 2025), which the preset does not follow;
   // - the static engine: one top-k kernel, as `infer` prices any router.
   using Routing = model::ForwardConfig::Routing;
   switch (e.kind) {

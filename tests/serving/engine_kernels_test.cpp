@@ -227,6 +227,7 @@ TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) 
       {EngineRef{EngineKind::vllm, 13}, {top2, fused}},
       {EngineRef{EngineKind::vllm, 10}, {compiled}},
       {EngineRef{EngineKind::vllm, 8}, {compiled}},
+      {EngineRef{EngineKind::vllm, 6}, {compiled}},
       {EngineRef{EngineKind::trtllm, 0}, {scores, top2, fused}},
       {EngineRef{EngineKind::static_batch, 0}, {generic}},
   };
@@ -253,16 +254,23 @@ TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) 
     // Then the experts' kernels (TensorRT-LLM's row copy and quantisation first).
     EXPECT_NE(std::string_view(g->ops[router + 1 + static_cast<int>(c.steps.size())].name).substr(0, 6), "router");
   }
-  // A router without groups (Mixtral's softmax top 2) keeps the one top-k kernel in every engine.
-  const model::ModelConfig mixtral = io::bundled_model("mixtral-8x7b");
-  model::ForwardConfig f;
-  f.tp = 2;
-  f = engine_forward(f, engine_preset(EngineRef{EngineKind::sglang, 0}, sys.chip, 2));
-  g->clear();
-  model::build_forward(mixtral, f, sys, {4, 1, 1024, nullptr}, *g);
-  const model::GraphOp* topk = find_op(*g, "router_topk");
-  ASSERT_NE(topk, nullptr);
-  EXPECT_EQ(topk->kernel, KernelClass::pointwise);
+  // A router without groups keeps the one top-k kernel in every engine: Mixtral's softmax top 2,
+  // and gpt-oss's, which has a bias but no groups.
+  for (const char* name : {"mixtral-8x7b", "gpt-oss-120b"}) {
+    SCOPED_TRACE(name);
+    for (const EngineRef engine : {EngineRef{EngineKind::sglang, 0}, EngineRef{EngineKind::vllm, 8}, EngineRef{EngineKind::trtllm, 0}}) {
+      model::ForwardConfig f;
+      f.tp = 2;
+      f = engine_forward(f, engine_preset(engine, sys.chip, 2));
+      g->clear();
+      model::build_forward(io::bundled_model(name), f, sys, {4, 1, 1024, nullptr}, *g);
+      const int router = op_index(*g, "router");
+      ASSERT_GE(router, 0);
+      EXPECT_STREQ(g->ops[router + 1].name, "router_topk");
+      EXPECT_EQ(g->ops[router + 1].kernel, KernelClass::pointwise);
+      EXPECT_EQ(find_op(*g, "router_group_top2"), nullptr);
+    }
+  }
 }
 
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {

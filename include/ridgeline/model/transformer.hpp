@@ -86,13 +86,13 @@ struct ForwardConfig {
   /// DeepSeek-V3's group-limited, biased router (ModelConfig::MoeSpec::grouped_biased) as the
   /// engine runs it after the router's GEMM (docs/serving.md#routing-kernels): `generic` one
   /// top-k kernel over the scores as for any router (`infer`, the static engine); `fused` one
-  /// CUDA kernel of the routing class (SGLang 0.4+'s moe_fused_gate, vLLM 0.15+'s
-  /// grouped_topk); `pair` the two kernels vLLM ported from TensorRT-LLM's noaux_tc
+  /// CUDA kernel of the routing class (SGLang's moe_fused_gate from PR #5371, vLLM 0.15+'s
+  /// fused grouped top-k); `pair` the two kernels vLLM ported from TensorRT-LLM's noaux_tc
   /// (topk_with_k2 over each group, a pointwise kernel's figures; group_idx_and_topk_idx, the
   /// routing class), as vLLM 0.12-0.14 runs them; `scored_pair` those after a kernel that takes
-  /// the sigmoid and adds the bias (TensorRT-LLM's DeepseekV3Gate); `compiled` the torch ops
-  /// torch.compile makes of it, as one op of the routing_compiled class (vLLM to 0.10, SGLang
-  /// 0.3).
+  /// the sigmoid and adds the bias (TensorRT-LLM's DeepseekV3Gate to 1.0); `compiled` the torch
+  /// ops torch.compile makes of it, as one op of the routing_compiled class (vLLM to 0.10.1,
+  /// SGLang before PR #5371).
   enum class Routing : std::uint8_t { generic, fused, pair, scored_pair, compiled } routing = Routing::generic;
   /// MLA's absorbed up-projections (q_absorb, v_absorb) on weights dequantised to the
   /// activation dtype when the model loads, as batched 16-bit GEMMs (the gemm class): vLLM's
