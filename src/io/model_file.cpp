@@ -509,6 +509,11 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     if (m.moe.group_topk < 1 || m.moe.group_topk > m.moe.groups) {
       r.fail("topk_group", fmt::format("{} of {} groups: expected 1 to the groups", m.moe.group_topk, m.moe.groups));
     }
+    // A token's experts come from its best groups: they must hold at least its top k.
+    if (m.moe.group_topk * (m.moe.experts / m.moe.groups) < m.moe.experts_per_token) {
+      r.fail("topk_group", fmt::format("{} groups of {} experts hold fewer than the {} a token routes to (num_experts_per_tok)",
+                                       m.moe.group_topk, m.moe.experts / m.moe.groups, m.moe.experts_per_token));
+    }
   }
 
   // Multi-head latent attention.

@@ -463,6 +463,9 @@ TEST(ModelFile, NonsenseValuesAreErrors) {
   EXPECT_NE(err(moe + R"("n_group": 3)").find("n_group: 3 groups of 4 experts"), std::string::npos);
   EXPECT_NE(err(moe + R"("n_group": 0)").find("n_group"), std::string::npos);
   EXPECT_NE(err(moe + R"("n_group": 2, "topk_group": 3)").find("topk_group: 3 of 2 groups"), std::string::npos);
+  // 4 experts in 4 groups, a token's 2 from its best 1 group of 1 expert: not enough.
+  EXPECT_NE(err(moe + R"("n_group": 4, "topk_group": 1)").find("topk_group: 1 groups of 1 experts hold fewer than the 2"),
+            std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 8, "quantization_config": {"quant_method": "fp8", "weight_block_size": [0, 0]})")
                 .find("weight_block_size"),
             std::string::npos);
