@@ -34,14 +34,15 @@ const model::GraphOp* find_op(const model::Graph& g, std::string_view name) {
   return i < 0 ? nullptr : &g.ops[i];
 }
 
-// DeepSeek-V3's pass of 64 decode tokens at 1024 of context, TP 8 on `sys`, as `engine`'s
-// preset builds it.
-void build_deepseek_tp8(const model::ModelConfig& m, const hw::System& sys, EngineRef engine, model::Graph& g) {
+// DeepSeek-V3's pass of `tokens` decode tokens (64 unless said) at 1024 of context, TP 8 on
+// `sys`, as `engine`'s preset builds it.
+void build_deepseek_tp8(const model::ModelConfig& m, const hw::System& sys, EngineRef engine, model::Graph& g,
+                        double tokens = 64) {
   model::ForwardConfig f;
   f.tp = 8;
   f = engine_forward(f, engine_preset(engine, sys.chip, 8));
   g.clear();
-  model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, g);
+  model::build_forward(m, f, sys, {tokens, 1, 1024, nullptr}, g);
 }
 
 TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
@@ -235,11 +236,7 @@ TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) 
   auto g = std::make_unique<model::Graph>();
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(name(c.engine)));
-    model::ForwardConfig f;
-    f.tp = 8;
-    f = engine_forward(f, engine_preset(c.engine, sys.chip, 8));
-    g->clear();
-    model::build_forward(m, f, sys, {4, 1, 1024, nullptr}, *g);
+    build_deepseek_tp8(m, sys, c.engine, *g, 4);
     const int router = op_index(*g, "router");
     ASSERT_GE(router, 0);
     for (std::size_t i = 0; i < c.steps.size(); ++i) {
