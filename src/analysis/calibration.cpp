@@ -249,13 +249,14 @@ hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& 
     // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
     // of the measured matmul rate as it was, and its overlap share (fitted with it); so for
     // attention the work of a query tile and the matrix fraction fitted with it and its share,
-    // which a fraction fitted to its kernels' FLOPs holds already. (A flash prefill's tiles'
+    // which a fraction fitted to its kernels' FLOPs holds already, and a GEMM class's tile
+    // fill with the fraction fitted with it, likewise. (A flash prefill's tiles'
     // own shape, the masked diagonal, stays priced: a profile's FLOPs are its counters', which
     // count the pairs computed, and `validate` times naive attention, which has no tiles.)
     if (e.matrix <= 0) {
-      e.matmul = was.matmul, e.tile_keys = was.tile_keys;
+      e.matmul = was.matmul, e.tile_keys = was.tile_keys, e.fill_k = was.fill_k;
       if (e.overlap <= 0) e.overlap = was.overlap;
-      if (was.tile_keys > 0) e.matrix = was.matrix;
+      if (was.tile_keys > 0 || was.fill_k > 0) e.matrix = was.matrix;
     }
   }
   return c;

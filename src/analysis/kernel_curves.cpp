@@ -101,6 +101,9 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   }
 }
 
+// The columns of K a tile of the class's GEMMs costs beyond its own (ClassEfficiency::fill_k).
+double fill_k(const hw::ChipSpec& chip, KernelClass cls) { return chip.efficiency.kernel[static_cast<int>(cls)].fill_k; }
+
 }  // namespace
 
 std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& chip) {
@@ -119,6 +122,8 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
         s.out = DType::bf16;
         ops::Cost cost = ops::matmul_cost(s);
         if (p.dtype == DType::fp4) cost.add_main_bytes(p.groups * p.k * p.n * 0.5 / 8);  // NVFP4's scales, as below
+        // Each tile's fill (ClassEfficiency::fill_k), over the groups' rows untiled.
+        cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, p.groups, ops::GemmTiling{}, fill_k(chip, cls));
         out.push_back({cost, cls});
         break;
       }
@@ -129,7 +134,7 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       op.out_dtype = DType::bf16;
       ops::Cost cost = op_cost(op, one_chip(chip));
       // Tiled as the class's kernel spreads its tiles (op_cost's is the BLAS library's).
-      cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls));
+      cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls), fill_k(chip, cls));
       // NVFP4's block scales ride with the weights, an e4m3 per 16, as the graph counts them.
       if (p.dtype == DType::fp4) cost.add_main_bytes(p.k * p.n * 0.5 / 8);
       out.push_back({cost, cls});
@@ -466,6 +471,7 @@ CurveFit fit_from(const std::vector<Row>& rows, KernelClass cls, std::array<doub
   const auto what = [&](int i) { return is_share(i) ? std::string("share of the measured matmul rate") : std::string(kPart[i]) + " fraction"; };
   for (int i = kMatrix; i < kOverlap; ++i) {
     if (held[i] && p.value[i] == 1 && !(i == kMemory && holds_memory(cls))) {
+      fit.past_peak = true;
       fit.notes.push_back(fmt::format("{} held at 1: points ran faster than {}", what(i),
                                       is_share(i) ? "it (the tiling or the chip's rate is off)" : "the peak (the counts or the chip's peak are off)"));
     }
@@ -565,8 +571,8 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
   return best;
 }
 
-CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
-  if (cls == KernelClass::attention) return fit_attention(chip);
+// The class's fit at the chip's figures of what it does not fit (fit_class, below).
+CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
   const std::vector<Row> rows = rows_of(chip, cls);
   CurveFit best = fit_held(rows, chip, cls, 0.5);
   // A held fixed time is the class's own figure (0: none, the one it falls back to applies).
@@ -592,6 +598,49 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
     }
   }
   return best;
+}
+
+// Columns of K tried for a GEMM class's tile fill (ClassEfficiency::fill_k): 0 to 2048.
+constexpr int kMaxFillK = 2048;
+
+// Classes whose curves vary K enough to tell each tile's fill from the rate: DeepGEMM's (its
+// dense table's K runs from 512 to 16384; its grouped GEMMs' 2048 and 7168).
+bool fits_fill(KernelClass cls) { return cls == KernelClass::gemm_scaled_deepgemm || cls == KernelClass::gemm_expert_deepgemm; }
+
+// A GEMM class's fit with its tile fill held in turn (fit_rates for the rest): the fill enters
+// every point through its K at the matrix fraction, its product with which is not a least-squares
+// unknown (as attention's tile work, fit_attention). Every 32nd column of K from 0 to 2048, then
+// every one within 31 of the best; the least rms residual is kept (of equals, the first tried),
+// and kept only when it is a tenth or more under the fit without a fill, as an overlap share is
+CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
+  hw::ChipSpec c = chip;
+  double& fill = c.efficiency.kernel[static_cast<int>(cls)].fill_k;
+  fill = 0;
+  CurveFit plain = fit_rates(c, cls), best = plain;
+  int best_fill = 0;
+  const auto consider = [&](int k) {
+    fill = k;
+    CurveFit f = fit_rates(c, cls);
+    if (!f.fitted || (best.fitted && !(f.rms_residual < best.rms_residual - 1e-12))) return;
+    f.efficiency.fill_k = k;
+    best = std::move(f), best_fill = k;
+  };
+  for (int k = 32; k <= kMaxFillK; k += 32) consider(k);
+  const int k0 = best_fill;
+  for (int k = std::max(1, k0 - 31); k <= std::min(kMaxFillK, k0 + 31); ++k) {
+    if (k != k0) consider(k);
+  }
+  // (or where the fit without one held a fraction at 1, points faster than a peak, and the
+  // fill's holds none: the fill is what let the points run as fast)
+  const bool admits = plain.fitted && plain.past_peak && !best.past_peak;
+  if (best_fill == 0 || !(plain.fitted && (best.rms_residual < 0.9 * plain.rms_residual || admits))) return plain;
+  if (best_fill == kMaxFillK) best.notes.push_back(fmt::format("tile fill held at {} columns of K, the most tried: the points want more", kMaxFillK));
+  return best;
+}
+
+CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
+  if (cls == KernelClass::attention) return fit_attention(chip);
+  return fits_fill(cls) ? fit_filled(chip, cls) : fit_rates(chip, cls);
 }
 
 // Classes in an order where each one's points see the fits of the classes they also run.
@@ -634,6 +683,7 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.overlap > 0) e.overlap = f.efficiency.overlap;
     if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
     if (f.cls == KernelClass::attention) e.tile_keys = f.efficiency.tile_keys;
+    if (fits_fill(f.cls)) e.fill_k = f.efficiency.fill_k;
   }
   return c;
 }

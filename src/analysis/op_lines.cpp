@@ -111,7 +111,7 @@ OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double
   OpLine l = fit_line(realistic_parts(p1, r, k), realistic_parts(p2, r, k), x1, x2, op1, op2, r, rep);
   if (quantised) {
     l.gemm_rows_per_x = op1.gemm_m / x1;
-    l.padding = ops::GemmPadding(op1.gemm_n, op1.gemm_k, r.sms, hw::gemm_split_for(r.gemm_split, k));
+    l.padding = ops::GemmPadding(op1.gemm_n, op1.gemm_k, r.sms, hw::gemm_split_for(r.gemm_split, k), r.achievable[static_cast<int>(k)].fill_k);
     l.pad_s_per_flop = r.s_per_flop[0][index(c1.matrix_dtype)] * r.achievable[static_cast<int>(k)].inv_matrix[index(c1.matrix_dtype)];
   }
   return l;

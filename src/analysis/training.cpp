@@ -409,7 +409,9 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     if (op.quantised && k > 0) {
       const double M = op.gemm_m, K = op.gemm_k, N = op.gemm_n;
       const hw::GemmSplit split = hw::gemm_split_for(rates.gemm_split, op.kernel);
-      const double pad = ops::gemm_pad_flops(M, K, N, 1, rates.sms, split) + ops::gemm_pad_flops(K, N, M, 1, rates.sms, split);
+      // (each with its tiles' fill at its own depth, where the backward's class has one)
+      const double fill = rates.achievable[static_cast<int>(model::backward_kernel_class(op.kernel))].fill_k;
+      const double pad = ops::gemm_pad_flops(M, K, N, 1, rates.sms, split, fill) + ops::gemm_pad_flops(K, N, M, 1, rates.sms, split, fill);
       bp.matrix_pad = pad * rates.s_per_flop[0][fp.matrix_dtype];
     }
     out.bwd[i] = {bp,

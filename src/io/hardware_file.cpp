@@ -578,7 +578,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (!e[key]) continue;
       const std::string p = "efficiency." + key;
       YAML::Node n = e[key];
-      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul", "tile_keys"});
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul", "tile_keys", "fill_k"});
       hw::ClassEfficiency& ce = c.efficiency.kernel[k];
       if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
       if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
@@ -603,6 +603,13 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
         if (!(ce.tile_keys >= 0 && ce.tile_keys <= 65536)) {
           r.fail(p + ".tile_keys", fmt::format("{}: expected 0 to 65536 keys a tile", ce.tile_keys));
         }
+      }
+      if (n["fill_k"]) {
+        ce.fill_k = r.number(n["fill_k"], p + ".fill_k");
+        if (hw::parent(static_cast<hw::KernelClass>(k)) != hw::KernelClass::gemm) {
+          r.fail(p + ".fill_k", fmt::format("{}: only a GEMM class's tiles run a K loop", ce.fill_k));
+        }
+        if (!(ce.fill_k >= 0 && ce.fill_k <= 65536)) r.fail(p + ".fill_k", fmt::format("{}: expected 0 to 65536 columns of K a tile", ce.fill_k));
       }
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");
@@ -701,6 +708,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     if (ce.overlap > 0) fields += fmt::format("{}overlap: {:.17g}", fields.empty() ? "" : ", ", ce.overlap);
     if (ce.matmul > 0) fields += fmt::format("{}matmul: {:.17g}", fields.empty() ? "" : ", ", ce.matmul);
     if (ce.tile_keys > 0) fields += fmt::format("{}tile_keys: {:.17g}", fields.empty() ? "" : ", ", ce.tile_keys);
+    if (ce.fill_k > 0) fields += fmt::format("{}fill_k: {:.17g}", fields.empty() ? "" : ", ", ce.fill_k);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
   if (!c.curves.empty()) y += curves_yaml(c.curves);

@@ -122,10 +122,11 @@ static_assert(kGemmTiles[0][0] == 256 && kGemmTiles[1][0] == 128 && kGemmTiles[2
               "gemm_tiling and GemmPadding divide by tiles of 128 and 256 exactly");
 
 
-GemmPadding::GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexcept {
+GemmPadding::GemmPadding(double n, double k, int sms, hw::GemmSplit split, double fill_k) noexcept {
   if (sms <= 0 || !std::isfinite(n) || !std::isfinite(k) || n <= 0 || k <= 0) return;
   n_ = n;
   k_ = k;
+  fill_ = std::isfinite(fill_k) && fill_k > 0 ? fill_k : 0;
   sms_ = sms;
   split_ = split;
   stream_k_ = split != hw::GemmSplit::split_k;

@@ -30,6 +30,7 @@ std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw:
   if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + {}", out.empty() ? "" : ", ", e.overlap, hw::overlap_partner(cls));
   if (e.matmul > 0) out += fmt::format("{}{:.3f} of the measured matmul rate", out.empty() ? "" : ", ", e.matmul);
   if (e.tile_keys > 0) out += fmt::format("{}{:g} keys' work a query tile", out.empty() ? "" : ", ", e.tile_keys);
+  if (e.fill_k > 0) out += fmt::format("{}{:g} columns of K more a tile", out.empty() ? "" : ", ", e.fill_k);
   return out;
 }
 
@@ -77,6 +78,7 @@ nlohmann::json curves_json(const hw::ChipSpec& chip, const std::vector<analysis:
     j["overlap"] = f.efficiency.overlap;
     j["matmul"] = f.efficiency.matmul;
     j["tile_keys"] = f.efficiency.tile_keys;
+    j["fill_k"] = f.efficiency.fill_k;
     j["notes"] = f.notes;
     out.push_back(std::move(j));
   }
@@ -96,6 +98,7 @@ std::string fitted_efficiency_yaml(const std::vector<analysis::CurveFit>& fits) 
     if (e.overlap > 0.5) fields += fmt::format("{}overlap: {:.4g}", fields.empty() ? "" : ", ", e.overlap);
     if (e.matmul > 0) fields += fmt::format("{}matmul: {:.4g}", fields.empty() ? "" : ", ", e.matmul);
     if (e.tile_keys > 0) fields += fmt::format("{}tile_keys: {:g}", fields.empty() ? "" : ", ", e.tile_keys);
+    if (e.fill_k > 0) fields += fmt::format("{}fill_k: {:g}", fields.empty() ? "" : ", ", e.fill_k);
     y += fmt::format("  {}: {{{}}}\n", hw::name(f.cls), fields);
   }
   return y;

@@ -110,6 +110,7 @@ json chip_json(const hw::ChipSpec& c) {
         {"link", pick(ce.link, c.efficiency.link)},
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
         {"overlap", pick(ce.overlap, 0.5)},
+        {"fill_k", ce.fill_k},
         {"overlap_with", hw::overlap_partner(static_cast<hw::KernelClass>(k))}};
   }
   // The gemm class's share of the measured matmul rate (1: all of it).

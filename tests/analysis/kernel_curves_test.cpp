@@ -239,6 +239,48 @@ TEST(KernelCurves, AGemmOnAChipWithAMeasuredMatmulRateFitsItsShareOfIt) {
   EXPECT_NEAR(analysis::with_curve_fits(c, fits).efficiency.kernel[static_cast<int>(KernelClass::gemm)].matmul, 0.9, 0.9 * 1e-6);
 }
 
+TEST(KernelCurves, DeepGemmsFitFindsEachTilesFillWhereItsPointsVaryK) {
+  // matmul m x 4096 x k in bf16 on the toy chip (100 TFLOP/s, 1 TB/s, no multiprocessors: no
+  // tiling), a DeepGEMM class made as 3 us + max(bytes / 0.85 TB/s, 2·m·4096·(k + 300) / 0.5 x
+  // 100 TFLOP/s): each tile 300 columns of K more. m = 1 and 2 at k = 4096 stream their bytes
+  // (2·m·k + 2·k·4096 + 2·m·4096); m = 4096 at k = 256, 1024 and 4096 is compute-bound (at k =
+  // 256, 2·4096²·556 = 18.66 GFLOP, 373.2 us, against 37.7 MB, 44.4 us): its rate falls from
+  // 0.5 x 4096/4396 = 0.466 of the peak at k = 4096 to 0.5 x 256/556 = 0.230 at 256, which no
+  // fraction alone follows. The fit gives back 300 columns, 0.5, 0.85 and 3 us.
+  auto mm = [](double m, double k) {
+    hw::CurvePoint p;
+    p.op = CurveOp::matmul;
+    p.m = m, p.n = 4096, p.k = k;
+    const double bytes = 2 * m * k + 2 * k * 4096 + 2 * m * 4096, flops = 2 * m * 4096 * (k + 300);
+    p.time_s = 3e-6 + std::max(bytes / 0.85e12, flops / 50e12);
+    return p;
+  };
+  ASSERT_NEAR(mm(4096, 256).time_s, 3e-6 + 2.0 * 4096 * 4096 * 556 / 50e12, 1e-12);
+  const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled_deepgemm, hw::CurveTiming::graph,
+                                    {mm(1, 4096), mm(2, 4096), mm(4096, 256), mm(4096, 1024), mm(4096, 4096)});
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  EXPECT_TRUE(fits[0].fitted);
+  EXPECT_EQ(fits[0].efficiency.fill_k, 300);
+  EXPECT_NEAR(fits[0].efficiency.matrix, 0.5, 0.5 * kTol);
+  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * kTol);
+  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * kTol);
+  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-9);
+  EXPECT_EQ(analysis::with_curve_fits(c, fits).efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled_deepgemm)].fill_k, 300);
+  // The same points without the fill's K dependence (every k at 0.5 of the peak) keep none.
+  auto flat = [&](double m, double k) {
+    hw::CurvePoint p = mm(m, k);
+    const double bytes = 2 * m * k + 2 * k * 4096 + 2 * m * 4096, flops = 2 * m * 4096 * k;
+    p.time_s = 3e-6 + std::max(bytes / 0.85e12, flops / 50e12);
+    return p;
+  };
+  const auto plain = analysis::fit_curves(with_curve(KernelClass::gemm_scaled_deepgemm, hw::CurveTiming::graph,
+                                                     {flat(1, 4096), flat(2, 4096), flat(4096, 256), flat(4096, 1024), flat(4096, 4096)}));
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].efficiency.fill_k, 0);
+  EXPECT_NEAR(plain[0].efficiency.matrix, 0.5, 0.5 * kTol);
+}
+
 TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt) {
   // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s, chip-wide matrix 0.8 and
   // memory 0.9, 1 TB/s): bytes 4·4096·m + 2·4096² (33.554 MB of weights). A block-scaled GEMM
@@ -625,19 +667,19 @@ TEST(KernelCurves, TheH100PricesDeepGemmsGroupedGemmAtItsRidgeWithItsOverlapShar
   // 7168), fp8 (DeepGEMM README at 327ec92, H800: 932 TFLOPS = 64.52 us, kernel time). FLOPs
   // 2 x 4 x 256 x 4096 x 7168 = 60 129 542 144: 30.385336 us at 1978.9 TFLOP/s. Bytes: fp8 rows
   // 4 x 256 x 7168 = 7 340 032, weights 4 x 4096 x 7168 = 117 440 512, bf16 out 4 x 256 x 4096
-  // x 2 = 8 388 608: 133 169 152 B, 39.751986 us at 3.35 TB/s. At the H100's
-  // gemm_expert_deepgemm fit (5.957 us, matrix 0.6563, memory 0.8431, overlap 0.71): matrix
-  // 46.297937, memory 47.149787, both near equal, so the share binds: 0.71 x 93.447725 =
-  // 66.347885 us; 5.957 + 66.347885 = 72.304885 us, less the 1.3 us boundary a profiler's
-  // kernel time leaves out: 71.004885 us (+10.1% against the measurement: the fit's largest
-  // residual after the 1024-row down GEMM's).
+  // x 2 = 8 388 608: 133 169 152 B, 39.751986 us at 3.35 TB/s. Each tile's fill, 281 columns of
+  // K: 2 x 4 x 256 x 4096 x 281 = 2 357 198 848 FLOPs more, 1.191166 us. At the H100's
+  // gemm_expert_deepgemm fit (5.485 us, matrix 0.7041, memory 0.8405, overlap 0.71): matrix
+  // 31.576502 / 0.7041 = 44.846616, memory 47.295640, both near equal, so the share binds: 0.71
+  // x 92.142256 = 65.421002 us; 5.485 + 65.421002 = 70.906002 us, less the 1.3 us boundary a
+  // profiler's kernel time leaves out: 69.606002 us (+7.9% against the measurement).
   hw::CurvePoint p;
   p.op = CurveOp::matmul;
   p.groups = 4;
   p.m = 256, p.n = 4096, p.k = 7168;
   p.dtype = DType::fp8_e4m3;
   p.time_s = 64.52e-6;
-  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::gemm_expert_deepgemm, hw::CurveTiming::kernel, p), 71.004885e-6, 1e-11);
+  EXPECT_NEAR(priced_on("h100-sxm", KernelClass::gemm_expert_deepgemm, hw::CurveTiming::kernel, p), 69.606002e-6, 1e-11);
 }
 
 TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) {
@@ -677,6 +719,7 @@ TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
         }
       }
       EXPECT_EQ(stored.tile_keys, f.efficiency.tile_keys);
+      EXPECT_EQ(stored.fill_k, f.efficiency.fill_k);
     }
   }
 }

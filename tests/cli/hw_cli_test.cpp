@@ -62,8 +62,12 @@ TEST(HwCli, BlockScaledExpertsTakeTheFusedMoesFiguresWhereTheyHaveNoneOfTheirOwn
   }
   // DeepGEMM's grouped GEMMs: the H100's own fit (its curves), and on a chip without them (the
   // B200) the fused MoE's figures, whole; an overlap share is a class's own, never taken.
-  EXPECT_DOUBLE_EQ(e["gemm_expert_deepgemm"]["matrix"].get<double>(), 0.6563);
+  EXPECT_DOUBLE_EQ(e["gemm_expert_deepgemm"]["matrix"].get<double>(), 0.7041);
   EXPECT_DOUBLE_EQ(e["gemm_expert_deepgemm"]["overlap"].get<double>(), 0.71);
+  // Its tiles' fill is its own: the fused MoE's class has none to lend, nor does the B200's.
+  EXPECT_DOUBLE_EQ(e["gemm_expert_deepgemm"]["fill_k"].get<double>(), 281);
+  EXPECT_DOUBLE_EQ(e["gemm_expert"]["fill_k"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(b["efficiency"]["gemm_expert_deepgemm"]["fill_k"].get<double>(), 0);
   for (const char* f : {"matrix", "memory", "overhead_s"}) {
     EXPECT_DOUBLE_EQ(b["efficiency"]["gemm_expert_deepgemm"][f].get<double>(), b["efficiency"]["gemm_expert"][f].get<double>()) << f;
   }

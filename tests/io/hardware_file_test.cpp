@@ -246,6 +246,22 @@ TEST(HardwareFile, TheAttentionClassCarriesTheWorkOfAQueryTile) {
             std::string::npos);
 }
 
+// A GEMM class's `fill_k`: the columns of K each tile's loop costs beyond its own, its class's
+// alone (a refining class does not take it), round-tripped; on a class that runs no GEMM tiles,
+// or out of range, refused.
+TEST(HardwareFile, AGemmClassCarriesItsTilesFill) {
+  const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  gemm_scaled_deepgemm: {matrix: 0.8, fill_k: 500}\n", "toy.yaml");
+  EXPECT_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled_deepgemm)].fill_k, 500);
+  EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled_deepgemm)].fill_k, 500);
+  const hw::ChipSpec g = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  gemm: {fill_k: 64}\n", "toy.yaml");
+  EXPECT_EQ(hw::class_efficiency(g.efficiency, hw::KernelClass::gemm_expert).fill_k, 0);
+  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {norm: {fill_k: 100}}\n"),
+            "toy.yaml: efficiency.norm.fill_k: 100: only a GEMM class's tiles run a K loop");
+  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: 1e9}}\n"),
+            "toy.yaml: efficiency.gemm.fill_k: 1000000000: expected 0 to 65536 columns of K a tile");
+  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: lots}}\n").find("efficiency.gemm.fill_k"), std::string::npos);
+}
+
 TEST(HardwareFile, TopologyAndLinkEfficiency) {
   // Version 1 files (kMinimal) read with the default topology: one switched domain.
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").topology, hw::TopologySpec{});

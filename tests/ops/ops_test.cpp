@@ -227,21 +227,24 @@ TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   // the padded FLOPs of gemm_tiling's choice (the step model's lines rely on it), including
   // the shapes whose best tile changes with m and the narrow ones that split K, and past the
   // whole-number range (one multiprocessor, rows by the billions) where it asks gemm_tiling.
+  // With a kernel's tile fill too (ClassEfficiency::fill_k).
+  for (const double fill : {0.0, 281.0}) {
   for (const hw::GemmSplit split : {kSplitK, kStreamK, hw::GemmSplit::stream_k_one_wave}) {
   for (const int sms : {1, 108, 132, 148, 152, 304}) {
     for (const double n : {64.0, 576.0, 1280.0, 2112.0, 4608.0, 14336.0}) {
       for (const double k : {128.0, 256.0, 8192.0}) {
-        const GemmPadding p(n, k, sms, split);
+        const GemmPadding p(n, k, sms, split, fill);
         for (double m = 0.5; m < 2e6; m = m < 300 ? m + 0.5 : m * 1.01) {
-          const double want = gemm_pad_flops(m, n, k, 1, sms, split);
-          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
+          const double want = gemm_pad_flops(m, n, k, 1, sms, split, fill);
+          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m << " " << fill;
         }
         for (const double m : {3e9, 1e12}) {
-          const double want = gemm_pad_flops(m, n, k, 1, sms, split);
-          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m;
+          const double want = gemm_pad_flops(m, n, k, 1, sms, split, fill);
+          ASSERT_NEAR(p.flops(m), want, 1e-9 * (want + 2 * m * n * k)) << sms << " " << n << " " << k << " " << m << " " << fill;
         }
       }
     }
+  }
   }
   }
   // Padded work for one row, by hand: n 4096, k 4096 on 132 SMs: 32 tiles of 16x128 split 4
@@ -252,6 +255,21 @@ TEST(GemmTiling, PaddingForAnyRowsIsTheTilingsPadding) {
   EXPECT_EQ(GemmPadding(4096, 4096, 132, kSplitK).flops(0), 0);
   EXPECT_EQ(GemmPadding(0, 4096, 132, kSplitK).flops(16), 0);
   EXPECT_EQ(GemmPadding(4096, 4096, 132, kSplitK).flops(std::numeric_limits<double>::infinity()), 0);
+}
+
+TEST(GemmTiling, ATilesFillRunsAsMoreColumnsOfK) {
+  // Each tile's fill (hw::ClassEfficiency::fill_k) runs as more columns of K over the tiles'
+  // work, the padded rows and columns included. 4096 x 7168 x 2048 on 132 SMs, tiles of
+  // 256 x 128: 16 x 56 = 896 tiles in 7 whole waves (split-K keeps them whole): 7 x 132 x 256 x
+  // 128 = 30277632 outputs of work for 29360128 useful. Without a fill the padding is 2 x 2048 x
+  // (30277632 - 29360128) = 3758096384 FLOPs; with 500 columns each, 2 x (2548 x 30277632 -
+  // 2048 x 29360128) = 2 x (77147406336 - 60129542144) = 34035728384.
+  EXPECT_NEAR(gemm_pad_flops(4096, 7168, 2048, 1, 132, kSplitK), 3758096384.0, 1);
+  EXPECT_NEAR(gemm_pad_flops(4096, 7168, 2048, 1, 132, kSplitK, 500), 34035728384.0, 1);
+  EXPECT_NEAR(GemmPadding(7168, 2048, 132, kSplitK, 500).flops(4096), 34035728384.0, 1);
+  // Untiled (a grouped GEMM's rows, or no multiprocessors): the fill alone, 2 x m x n x fill.
+  EXPECT_NEAR(gemm_pad_flops(32768, 512, 7168, 1, GemmTiling{}, 281), 2.0 * 32768 * 512 * 281, 1e-3);
+  EXPECT_EQ(gemm_pad_flops(32768, 512, 7168, 1, GemmTiling{}), 0);
 }
 
 TEST(Dot, SeedCounts) {

@@ -45,6 +45,8 @@ struct CurveFit {
   hw::ClassEfficiency efficiency;
   int points = 0;
   double rms_residual = 0, max_residual = 0;
+  /// A fraction was held at 1: some points ran faster than its peak allows (said in `notes`).
+  bool past_peak = false;
   std::vector<PointResidual> residuals;  ///< every point of the class's curves, in file order
   std::vector<std::string> notes;        ///< figures held at a limit, or why the class was not fitted
 };

@@ -148,6 +148,12 @@ struct ClassEfficiency {
   /// in a flash prefill beyond its keys (ops::AttentionShape::tile_keys; 0: none). Fitted from
   /// the class's curves (docs/cost-model.md#attention-tiles). Not taken by a refining class.
   double tile_keys = 0;
+  /// A GEMM class's: the columns of K each output tile's K loop costs beyond its own (the
+  /// pipeline's fill before the first product and the epilogue after the last), so that a
+  /// GEMM of depth K runs its tiles' work as if K were K + fill_k (0: none). Fitted from the
+  /// class's curves where their K varies (docs/cost-model.md#short-k). Not taken by a
+  /// refining class.
+  double fill_k = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
 
@@ -200,7 +206,8 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
     // Not `matmul`: the share is the BLAS library's, fitted through its tiling (stream-K past
     // one wave), which the refining classes' kernels do not share. Nor `tile_keys`: the
-    // forward's tiles, not the backward's or a decode kernel's.
+    // forward's tiles, not the backward's or a decode kernel's. Nor `fill_k`: a kernel's own
+    // pipeline.
   }
   return c;
 }

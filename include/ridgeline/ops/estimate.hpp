@@ -96,6 +96,9 @@ struct Rates {
     /// attention, memory for the others (hw::overlaps_vector).
     double overlap = 0.5;
     bool overlap_vector = false;
+    /// The columns of K each tile of the class's GEMMs costs beyond its own (hw::
+    /// ClassEfficiency::fill_k, the class's own; 0: none).
+    double fill_k = 0;
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 

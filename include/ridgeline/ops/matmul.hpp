@@ -72,13 +72,16 @@ inline bool shares_tail(hw::GemmSplit split, double k) noexcept { return split =
 /// out with the full one before it, tiles / sms waves of the tiles' own work. sms <= 0: useful 1.
 GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept;
 /// The matrix work a tiling adds beyond the GEMM's 2·batch·m·k·n FLOPs, in FLOPs
-/// (Cost::matrix_pad_flops): those FLOPs x (1 / useful - 1).
-inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t) noexcept {
-  return t.useful > 0 && t.useful < 1 ? 2 * batch * m * k * n * (1 / t.useful - 1) : 0;
+/// (Cost::matrix_pad_flops): those FLOPs x (1 / useful - 1); with a kernel's fill (`fill_k`
+/// columns of K each tile costs more, hw::ClassEfficiency::fill_k) the tiles' work at depth
+/// k + fill_k: 2·batch·m·n·((k + fill_k) / useful − k). No tiling (useful 1): the fill alone.
+inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t, double fill_k = 0) noexcept {
+  const double useful = t.useful > 0 && t.useful < 1 ? t.useful : 1;
+  return useful < 1 || fill_k > 0 ? 2 * batch * m * n * ((k + fill_k) / useful - k) : 0;
 }
 /// The same for the tiling gemm_tiling chooses on `sms` multiprocessors.
-inline double gemm_pad_flops(double m, double n, double k, double batch, int sms, hw::GemmSplit split) noexcept {
-  return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms, split));
+inline double gemm_pad_flops(double m, double n, double k, double batch, int sms, hw::GemmSplit split, double fill_k = 0) noexcept {
+  return gemm_pad_flops(m, n, k, batch, gemm_tiling(m, n, k, batch, sms, split), fill_k);
 }
 
 /// gemm_pad_flops(m, n, k, 1, sms, split) of one GEMM's columns and depth for any rows m, with what
@@ -90,7 +93,7 @@ inline double gemm_pad_flops(double m, double n, double k, double batch, int sms
 class GemmPadding {
  public:
   GemmPadding() = default;
-  GemmPadding(double n, double k, int sms, hw::GemmSplit split) noexcept;
+  GemmPadding(double n, double k, int sms, hw::GemmSplit split, double fill_k = 0) noexcept;
   /// Padded FLOPs for m rows (0 without multiprocessors, for m <= 0 or not finite).
   double flops(double m) const noexcept { return from_work(m, work(m)); }
   /// The tiles' matrix work for m rows > 0, in units of 2k FLOPs (waves·sms·tile_m·tile_n /
@@ -117,13 +120,14 @@ class GemmPadding {
   }
   /// Padded FLOPs for m rows when the tiles' work is `work` (from work(m)).
   double from_work(double m, double work) const noexcept {
-    return sms_ > 0 && m > 0 && m <= kMaxRows ? 2 * k_ * (work > m * n_ ? work - m * n_ : 0) : 0;
+    if (!(sms_ > 0 && m > 0 && m <= kMaxRows)) return 0;
+    return fill_ > 0 ? 2 * ((k_ + fill_) * (work > m * n_ ? work : m * n_) - k_ * m * n_) : 2 * k_ * (work > m * n_ ? work - m * n_ : 0);
   }
   /// Rows beyond which (and non-finite m) nothing is padded: no graph has so many.
   static constexpr double kMaxRows = 1e15;
 
  private:
-  double n_ = 0, k_ = 0, sms_ = 0;
+  double n_ = 0, k_ = 0, sms_ = 0, fill_ = 0;  ///< fill_: the kernel's fill_k (gemm_pad_flops)
   double small_ = 0;  ///< up to 128 rows: the least waves·sms·tile_n/split_k, work per row
   double mid_wide_ = 0, mid_rest_ = 0;  ///< 129..256 rows: the 256-row tile's work per row, the others' least work
   // Above 256 rows, in integers while tiles + sms < 2^24: ⌈a/sms⌉ = ((a + sms - 1)·magic_) >> 40.
