@@ -571,6 +571,12 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
   return best;
 }
 
+// GEMM classes whose fit holds each overlap share in turn (fit_rates): one GEMM a kernel, not
+// a fused MoE's several.
+bool scans_overlap(KernelClass cls) {
+  return hw::parent(cls) == KernelClass::gemm && cls != KernelClass::gemm_expert && cls != KernelClass::gemm_expert_scaled;
+}
+
 // The class's fit at the chip's figures of what it does not fit (fit_class, below).
 CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
   const std::vector<Row> rows = rows_of(chip, cls);
@@ -587,7 +593,7 @@ CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
   // kernel: a `moe` point is several kernels (top-k, two grouped GEMMs, activation, sum),
   // and its share trades against its matrix fraction (Mixtral's and Qwen3's fused MoE on an
   // H100 fit as well with matrix 0.48 and no share as with 0.98 and 0.88): not told apart.
-  if (hw::parent(cls) != KernelClass::gemm || cls == KernelClass::gemm_expert || cls == KernelClass::gemm_expert_scaled) return best;
+  if (!scans_overlap(cls)) return best;
   const double base = best.rms_residual;
   for (int step = 51; step <= 100; ++step) {
     CurveFit other = fit_held(rows, chip, cls, step / 100.0);
@@ -617,11 +623,12 @@ CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   double& fill = c.efficiency.kernel[static_cast<int>(cls)].fill_k;
   fill = 0;
   CurveFit plain = fit_rates(c, cls), best = plain;
+  if (!plain.fitted) return plain;
   int best_fill = 0;
   const auto consider = [&](int k) {
     fill = k;
     CurveFit f = fit_rates(c, cls);
-    if (!f.fitted || (best.fitted && !(f.rms_residual < best.rms_residual - 1e-12))) return;
+    if (!f.fitted || !(f.rms_residual < best.rms_residual - 1e-12)) return;
     f.efficiency.fill_k = k;
     best = std::move(f), best_fill = k;
   };
@@ -632,8 +639,8 @@ CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   }
   // (or where the fit without one held a fraction at 1, points faster than a peak, and the
   // fill's holds none: the fill is what let the points run as fast)
-  const bool admits = plain.fitted && plain.past_peak && !best.past_peak;
-  if (best_fill == 0 || !(plain.fitted && (best.rms_residual < 0.9 * plain.rms_residual || admits))) return plain;
+  const bool admits = plain.past_peak && !best.past_peak;
+  if (best_fill == 0 || !(best.rms_residual < 0.9 * plain.rms_residual || admits)) return plain;
   if (best_fill == kMaxFillK) best.notes.push_back(fmt::format("tile fill held at {} columns of K, the most tried: the points want more", kMaxFillK));
   return best;
 }
@@ -680,7 +687,9 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.vector > 0) e.vector = f.efficiency.vector;
     if (f.efficiency.memory > 0) e.memory = f.efficiency.memory;
     if (f.efficiency.link > 0) e.link = f.efficiency.link;
-    if (f.efficiency.overlap > 0) e.overlap = f.efficiency.overlap;
+    // A class whose fit tries every share keeps the one it found, or none (0) where it kept
+    // none, whatever the file said.
+    if (f.efficiency.overlap > 0 || scans_overlap(f.cls)) e.overlap = f.efficiency.overlap;
     if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
     if (f.cls == KernelClass::attention) e.tile_keys = f.efficiency.tile_keys;
     if (fits_fill(f.cls)) e.fill_k = f.efficiency.fill_k;

@@ -254,7 +254,8 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
     case OpKind::matmul: {
       const ops::MatmulShape s = matmul_shape(op, compute);
       ops::Cost c = ops::matmul_cost(s);
-      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split);
+      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split,
+                                               sys.chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].fill_k);
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

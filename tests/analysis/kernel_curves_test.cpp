@@ -244,7 +244,7 @@ TEST(KernelCurves, DeepGemmsFitFindsEachTilesFillWhereItsPointsVaryK) {
   // tiling), a DeepGEMM class made as 3 us + max(bytes / 0.85 TB/s, 2·m·4096·(k + 300) / 0.5 x
   // 100 TFLOP/s): each tile 300 columns of K more. m = 1 and 2 at k = 4096 stream their bytes
   // (2·m·k + 2·k·4096 + 2·m·4096); m = 4096 at k = 256, 1024 and 4096 is compute-bound (at k =
-  // 256, 2·4096²·556 = 18.66 GFLOP, 373.2 us, against 37.7 MB, 44.4 us): its rate falls from
+  // 256, 2·4096²·556 = 18.66 GFLOP, 373.1 us, against 37.7 MB, 44.4 us): its rate falls from
   // 0.5 x 4096/4396 = 0.466 of the peak at k = 4096 to 0.5 x 256/556 = 0.230 at 256, which no
   // fraction alone follows. The fit gives back 300 columns, 0.5, 0.85 and 3 us.
   auto mm = [](double m, double k) {
@@ -267,6 +267,12 @@ TEST(KernelCurves, DeepGemmsFitFindsEachTilesFillWhereItsPointsVaryK) {
   EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * kTol);
   EXPECT_NEAR(fits[0].rms_residual, 0, 1e-9);
   EXPECT_EQ(analysis::with_curve_fits(c, fits).efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled_deepgemm)].fill_k, 300);
+  // The fit tried every overlap share and kept none (the points take the max of their parts):
+  // a share the chip's file gave is not kept beside the fill (`hw fit --out` writes the fit).
+  EXPECT_EQ(fits[0].efficiency.overlap, 0);
+  hw::ChipSpec shared = c;
+  shared.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled_deepgemm)].overlap = 0.9;
+  EXPECT_EQ(analysis::with_curve_fits(shared, analysis::fit_curves(shared)).efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled_deepgemm)].overlap, 0);
   // The same points without the fill's K dependence (every k at 0.5 of the peak) keep none.
   auto flat = [&](double m, double k) {
     hw::CurvePoint p = mm(m, k);

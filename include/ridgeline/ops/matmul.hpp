@@ -76,6 +76,7 @@ GemmTiling gemm_tiling(double m, double n, double k, double batch, int sms, hw::
 /// columns of K each tile costs more, hw::ClassEfficiency::fill_k) the tiles' work at depth
 /// k + fill_k: 2·batch·m·n·((k + fill_k) / useful − k). No tiling (useful 1): the fill alone.
 inline double gemm_pad_flops(double m, double n, double k, double batch, const GemmTiling& t, double fill_k = 0) noexcept {
+  if (!(m > 0) || !std::isfinite(m)) return 0;
   const double useful = t.useful > 0 && t.useful < 1 ? t.useful : 1;
   return useful < 1 || fill_k > 0 ? 2 * batch * m * n * ((k + fill_k) / useful - k) : 0;
 }
