@@ -101,9 +101,6 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   }
 }
 
-// The columns of K a tile of the class's GEMMs costs beyond its own (ClassEfficiency::fill_k).
-double fill_k(const hw::ChipSpec& chip, KernelClass cls) { return chip.efficiency.kernel[static_cast<int>(cls)].fill_k; }
-
 }  // namespace
 
 std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& chip) {
@@ -123,7 +120,7 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
         ops::Cost cost = ops::matmul_cost(s);
         if (p.dtype == DType::fp4) cost.add_main_bytes(p.groups * p.k * p.n * 0.5 / 8);  // NVFP4's scales, as below
         // Each tile's fill (ClassEfficiency::fill_k), over the groups' rows untiled.
-        cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, p.groups, ops::GemmTiling{}, fill_k(chip, cls));
+        cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, p.groups, ops::GemmTiling{}, hw::fill_k(chip.efficiency, cls));
         out.push_back({cost, cls});
         break;
       }
@@ -134,7 +131,7 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       op.out_dtype = DType::bf16;
       ops::Cost cost = op_cost(op, one_chip(chip));
       // Tiled as the class's kernel spreads its tiles (op_cost's is the BLAS library's).
-      cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls), fill_k(chip, cls));
+      cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls), hw::fill_k(chip.efficiency, cls));
       // NVFP4's block scales ride with the weights, an e4m3 per 16, as the graph counts them.
       if (p.dtype == DType::fp4) cost.add_main_bytes(p.k * p.n * 0.5 / 8);
       out.push_back({cost, cls});
@@ -617,7 +614,9 @@ bool fits_fill(KernelClass cls) { return cls == KernelClass::gemm_scaled_deepgem
 // every point through its K at the matrix fraction, its product with which is not a least-squares
 // unknown (as attention's tile work, fit_attention). Every 32nd column of K from 0 to 2048, then
 // every one within 31 of the best; the least rms residual is kept (of equals, the first tried),
-// and kept only when it is a tenth or more under the fit without a fill, as an overlap share is
+// and kept only when it is a tenth or more under the fit without a fill, as an overlap share is,
+// or where the fit without one held a fraction at 1 (points faster than a peak) and the fill's
+// holds none: the fill is what let those points run as fast.
 CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   hw::ChipSpec c = chip;
   double& fill = c.efficiency.kernel[static_cast<int>(cls)].fill_k;
@@ -637,8 +636,6 @@ CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   for (int k = std::max(1, k0 - 31); k <= std::min(kMaxFillK, k0 + 31); ++k) {
     if (k != k0) consider(k);
   }
-  // (or where the fit without one held a fraction at 1, points faster than a peak, and the
-  // fill's holds none: the fill is what let the points run as fast)
   const bool admits = plain.past_peak && !best.past_peak;
   if (best_fill == 0 || !(best.rms_residual < 0.9 * plain.rms_residual || admits)) return plain;
   if (best_fill == kMaxFillK) best.notes.push_back(fmt::format("tile fill held at {} columns of K, the most tried: the points want more", kMaxFillK));

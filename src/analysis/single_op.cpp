@@ -255,7 +255,7 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
       const ops::MatmulShape s = matmul_shape(op, compute);
       ops::Cost c = ops::matmul_cost(s);
       c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split,
-                                               sys.chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].fill_k);
+                                               hw::fill_k(sys.chip.efficiency, hw::KernelClass::gemm));
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

@@ -110,10 +110,6 @@ GraphOp& group_quant(Ctx& c, const char* name, Block block, double rows, double 
   return q;
 }
 
-// The columns of K each tile of class `k`'s GEMMs costs beyond its own on this chip
-// (hw::ClassEfficiency::fill_k, the class's own).
-double fill_k(const Ctx& c, hw::KernelClass k) { return c.sys.chip.efficiency.kernel[static_cast<int>(k)].fill_k; }
-
 // A GEMM tokens x [k, n] on this chip; `params` is the whole model's count of this weight
 // (for totals), `active` the per-token count, `bias` the output width that has a bias;
 // `rows` what m_rows counts (the op's Scale).
@@ -151,9 +147,9 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   // With the tiles' fill where the kernel's class has one (docs/cost-model.md#short-k).
   // (untiled without multiprocessors: the fill over the rows, as a grouped GEMM's).
   if (quantised) {
-    cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, hw::gemm_split_for(c.sys.chip.gemm_split, kernel), fill_k(c, kernel));
+    cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, hw::gemm_split_for(c.sys.chip.gemm_split, kernel), hw::fill_k(c.sys.chip.efficiency, kernel));
   } else if (!expert) {
-    cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, ops::GemmTiling{}, fill_k(c, kernel));
+    cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, ops::GemmTiling{}, hw::fill_k(c.sys.chip.efficiency, kernel));
   }
   double bias_params = 0;
   if (bias) {
@@ -634,7 +630,7 @@ void moe_mlp(Ctx& c) {
     op.all_groups = true;
     // Each tile's fill where the class has one, over the pairs' rows (the experts' own row
     // tiles are not modelled: no padding).
-    op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, fill_k(c, op.kernel));
+    op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, hw::fill_k(c.sys.chip.efficiency, op.kernel));
     // Weights: the touched experts only, each its own matrix (grouped GEMM).
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
     op.cost.main_bytes += (touched - 1) * per_expert_local * wb;

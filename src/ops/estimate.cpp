@@ -117,7 +117,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].overhead_s = own && c.overhead_s > 0 ? c.overhead_s : e.overhead_s;
     achievable[k].overlap = own && c.overlap > 0 ? c.overlap : 0.5;
     achievable[k].overlap_vector = hw::overlaps_vector(static_cast<hw::KernelClass>(k));
-    achievable[k].fill_k = own ? c.fill_k : 0;
+    achievable[k].fill_k = own ? hw::fill_k(e, static_cast<hw::KernelClass>(k)) : 0;
   }
 }
 

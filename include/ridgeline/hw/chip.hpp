@@ -212,6 +212,10 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
   return c;
 }
 
+/// The columns of K each tile of class `k`'s GEMMs costs beyond its own: the class's own
+/// figure (ClassEfficiency::fill_k), never a parent's or a sibling's.
+inline double fill_k(const EfficiencySpec& e, KernelClass k) noexcept { return e.kernel[static_cast<int>(k)].fill_k; }
+
 /// The figures a sibling class lends `k` (hw::fallback's class, where it is not `k`'s parent),
 /// as the chip's file gives that sibling; none (all 0) where `k` falls back to its parent.
 inline ClassEfficiency lent_figures(const EfficiencySpec& e, KernelClass k) noexcept {
