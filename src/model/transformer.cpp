@@ -144,12 +144,10 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   }
   const int sms = c.sys.chip.gemm_sms();
   const bool quantised = !expert && sms > 0;
-  // With the tiles' fill where the kernel's class has one (docs/cost-model.md#short-k).
-  // (untiled without multiprocessors: the fill over the rows, as a grouped GEMM's).
-  if (quantised) {
+  // With the tiles' fill where the kernel's class has one (docs/cost-model.md#short-k); without
+  // multiprocessors, untiled: the fill alone, over the rows.
+  if (!expert) {
     cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, hw::gemm_split_for(c.sys.chip.gemm_split, kernel), hw::fill_k(c.sys.chip.efficiency, kernel));
-  } else if (!expert) {
-    cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, ops::GemmTiling{}, hw::fill_k(c.sys.chip.efficiency, kernel));
   }
   double bias_params = 0;
   if (bias) {

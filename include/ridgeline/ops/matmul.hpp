@@ -122,7 +122,7 @@ class GemmPadding {
   /// Padded FLOPs for m rows when the tiles' work is `work` (from work(m)).
   double from_work(double m, double work) const noexcept {
     if (!(sms_ > 0 && m > 0 && m <= kMaxRows)) return 0;
-    return fill_ > 0 ? 2 * ((k_ + fill_) * (work > m * n_ ? work : m * n_) - k_ * m * n_) : 2 * k_ * (work > m * n_ ? work - m * n_ : 0);
+    return 2 * ((k_ + fill_) * (work > m * n_ ? work : m * n_) - k_ * m * n_);
   }
   /// Rows beyond which (and non-finite m) nothing is padded: no graph has so many.
   static constexpr double kMaxRows = 1e15;
