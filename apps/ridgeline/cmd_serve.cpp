@@ -57,11 +57,12 @@ double horizon_s(const std::string& v) {
   return s;
 }
 
-// The engine's preset at tensor parallelism `tp` with the knobs given as flags.
-serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, const model::ForwardConfig& forward, std::int64_t tp) {
+// The engine's preset for `m` at tensor parallelism `tp` with the knobs given as flags.
+serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& forward,
+                                    std::int64_t tp) {
   const auto kind = serving::parse_engine(f.engine);
   if (!kind) throw InputError(fmt::format("--engine: '{}' is not an engine: expected vllm, sglang, trtllm or static (each optionally @MAJOR.MINOR)", f.engine));
-  serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp);
+  serving::EngineConfig e = serving::engine_preset(*kind, sys.chip, tp, m);
   if (!f.fw.algo.empty()) e.collective_algo = forward.algo;  // --algo given: the engine's collectives too
   if (!f.fw.kernels.empty()) e.merged_kernels = forward.merged_kernels;
   if (!f.fw.block_fp8_gemms.empty()) e.scaled_gemm = forward.scaled_gemm;
@@ -150,7 +151,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const hw::System& sys, 
 
 // --disagg-decode tp=8,ep=1,max-num-seqs=256,max-batched-tokens=2048: the decode instances'
 // own plan, and their engine (the preset at their TP with the flags' knobs and these limits).
-void decode_instances(const ServeFlags& f, const hw::System& sys, serving::ServeConfig& cfg) {
+void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, serving::ServeConfig& cfg) {
   serving::Disagg& dg = cfg.disagg;
   std::int64_t seqs = 0, budget = 0;
   std::vector<std::string> seen;
@@ -172,7 +173,7 @@ void decode_instances(const ServeFlags& f, const hw::System& sys, serving::Serve
     else if (key == "max-batched-tokens") budget = v;
     else throw InputError(fmt::format("--disagg-decode: '{}' is not a key: expected tp, ep, max-num-seqs or max-batched-tokens", key));
   }
-  serving::EngineConfig& e = dg.decode_engine.emplace(engine_config(f, sys, cfg.forward, dg.decode_tp > 0 ? dg.decode_tp : cfg.forward.tp));
+  serving::EngineConfig& e = dg.decode_engine.emplace(engine_config(f, m, sys, cfg.forward, dg.decode_tp > 0 ? dg.decode_tp : cfg.forward.tp));
   if (seqs > 0) e.max_num_seqs = seqs;
   if (budget > 0) e.max_batched_tokens = budget;
   serving::capture_from_seqs(e, cfg.spec.k);
@@ -187,7 +188,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     if (!cfg.spec.on()) throw InputError("--accept-spread: the spread of speculative decoding's acceptance needs --draft");
     cfg.accept_spread = parse_number(f.accept_spread, "--accept-spread");
   }
-  cfg.engine = engine_config(f, sys, cfg.forward, cfg.forward.tp);
+  cfg.engine = engine_config(f, m, sys, cfg.forward, cfg.forward.tp);
   // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell it).
   serving::capture_from_seqs(cfg.engine, cfg.spec.k);
 
@@ -217,7 +218,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   if ((!f.disagg_link_bw.empty() || cfg.disagg.layerwise || !f.disagg_decode.empty() || !f.kv_descriptor.empty()) && !cfg.disagg.on()) {
     throw InputError("--disagg-link-bw/--kv-transfer/--disagg-decode/--kv-descriptor: a KV transfer needs --disagg P:D");
   }
-  if (!f.disagg_decode.empty()) decode_instances(f, sys, cfg);
+  if (!f.disagg_decode.empty()) decode_instances(f, m, sys, cfg);
   return cfg;
 }
 

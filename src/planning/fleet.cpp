@@ -660,7 +660,7 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
       for (const std::int64_t ep : eps_at(tp)) {
        for (const Experts experts : experts_at(tp)) {
         for (const serving::EngineRef kind : engines) {
-          const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp);
+          const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp, m);
           // A static batch prefills its prompts whole whatever the flag: its preset only.
           const std::vector<std::optional<bool>> chunk_choices =
               kind.kind == serving::EngineKind::static_batch ? std::vector<std::optional<bool>>{std::nullopt} : chunkings;
@@ -759,7 +759,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
   c.forward.experts = d.experts;
   c.forward.precision.weight = d.weight_dtype;
   c.forward.precision.kv_cache = d.kv_dtype;
-  c.engine = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
+  c.engine = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp, m);
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   if (d.chunked_prefill) c.engine.chunked_prefill = *d.chunked_prefill;
@@ -773,7 +773,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     // The decode instances' preset at their own TP, with the same limits.
     c.disagg.decode_tp = d.decode_tp > 0 ? d.decode_tp : d.tp;
     c.disagg.decode_ep = d.decode_ep > 0 ? d.decode_ep : d.ep;
-    serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, c.disagg.decode_tp));
+    serving::EngineConfig& e = c.disagg.decode_engine.emplace(serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, c.disagg.decode_tp, m));
     e.max_num_seqs = d.max_num_seqs;
     e.max_batched_tokens = d.max_batched_tokens;
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;

@@ -569,6 +569,24 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   return vllm(chip, engine.version);
 }
 
+// SGLang's host time per kernel of an MLA model's forward launched outside a graph (DeepSeek's
+// architecture: MLA attention, MoE layers), where its Llama-3-8B step gives 25 us: DeepSeek-V3's
+// forward of one new token took 82.6 ms eagerly against 23.1 ms as a CUDA graph (sgl-project/sglang
+// PR #12160, 2025-10, its log's "forward cost"; GPU not stated), so the eager forward is its host's
+// launches: 1819 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8, 82.6 ms / 1819 =
+// 45.4 us each. SGLang's releases of January 2025 spent more (a 128-token prefill in 169 ms, PR
+// #3236, GPU not named: 93 us); the 0.4+ preset takes October's, the newer.
+constexpr double kSglangMlaEagerHostS = 45.4e-6;
+
+EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
+  EngineConfig e = engine_preset(engine, chip, tp);
+  if (m.is_mla() && e.kind == EngineKind::sglang && e.version != 3 && e.eager_host_s > 0) {
+    e.eager_host_s = kSglangMlaEagerHostS;
+    e.eager_host_source = "SGLang's DeepSeek-V3 eager forward (MLA, MoE): sgl-project/sglang PR #12160";
+  }
+  return e;
+}
+
 void validate_ranks(const EngineConfig& e, std::int64_t ranks) {
   if (e.kind != EngineKind::sglang || ranks <= 1) return;
   const auto refuse = [&](const char* flag, std::int64_t v, const char* what) {

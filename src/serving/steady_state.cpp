@@ -213,7 +213,7 @@ analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const 
                                              const analysis::InferenceConfig& cfg) {
   ServeConfig sc;
   sc.forward = cfg.forward;
-  sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp);
+  sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp, m);
   // An engine that runs prompts whole runs each in one step, within its budget.
   if (!fits_budget(sc.engine, static_cast<double>(cfg.prompt), static_cast<double>(cfg.gen))) return analysis::Reject::too_long;
   mem_ = serve_memory(m, sys, sc);

@@ -166,6 +166,34 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
   EXPECT_NE(preset["engine"]["eager_host_source"].get<std::string>().find("#1401"), std::string::npos);
 }
 
+TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
+  // SGLang's DeepSeek-V3 forward of one new token: 82.6 ms eager (sgl-project/sglang PR #12160),
+  // its host's launches; ridgeline's prompt step of DeepSeek-V3 at TP 8 is 1819 kernels (the
+  // vLLM 0.8 test below counts them too), so 82.6 ms / 1819 = 45.4 us a kernel. A one-token
+  // prompt's step (SGLang prefills eagerly): 1819 x 45.4 us = 82.5826 ms on the host, over its
+  // device's ~11 ms, so the TTFT is that plus the front end (4 ms) and one step's host time
+  // beside it (0.4 ms + 1.1 us a request under the overlap: hidden).
+  const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1 --gen 20 --concurrency 1 --requests 1 --engine ";
+  const auto sgl = run_json(q + "sglang");
+  EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 45.4e-6);
+  EXPECT_NE(sgl["engine"]["eager_host_source"].get<std::string>().find("#12160"), std::string::npos);
+  EXPECT_EQ(sgl["prompt_step"]["launch"], "eager");
+  EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1819);
+  EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.5826e-3, 1e-12);
+  ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.5826e-3);
+  EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.5826e-3 + 4e-3);
+  // Only an MLA model and only SGLang 0.4+: Llama under SGLang, DeepSeek under SGLang 0.3 and
+  // under TensorRT-LLM keep the 25 us of SGLang's Llama-3-8B step (PR #1401).
+  const std::string llama = "serve --model llama-3.1-8b --hw h100-sxm --prompt 1 --gen 4 --concurrency 1 --requests 1 --engine ";
+  EXPECT_DOUBLE_EQ(run_json(llama + "sglang")["engine"]["eager_host_s"].get<double>(), 25e-6);
+  EXPECT_DOUBLE_EQ(run_json(q + "sglang@0.3")["engine"]["eager_host_s"].get<double>(), 25e-6);
+  EXPECT_DOUBLE_EQ(run_json(q + "trtllm")["engine"]["eager_host_s"].get<double>(), 25e-6);
+  // --eager-host still sets it: 1819 x 10 us = 18.19 ms.
+  const auto given = run_json(q + "sglang --eager-host 10us");
+  EXPECT_EQ(given["engine"]["eager_host_source"], "--eager-host");
+  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 18.19e-3, 1e-12);
+}
+
 TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   // One client, the host 1 ms a kernel. vLLM V1 replays a step of up to 512 tokens as piecewise
   // graphs: a 512-token prompt's step leaves the host its 32 attention kernels (32 ms, past the

@@ -251,6 +251,26 @@ TEST(Fleet, MarginBandSizesEveryDeploymentForItsClass) {
   EXPECT_DOUBLE_EQ(banded.best->ttft.p99, again.ttft.p99);
 }
 
+TEST(Fleet, EachDeploymentsEngineIsItsModelsPreset) {
+  // search serve plans a model: its engines take the figures measured on its architecture, as
+  // serve's do (ServeCli.SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime). SGLang launches an
+  // MLA model's eager kernels at 45.4 us (82.6 ms / 1819, sgl-project/sglang PR #12160), a dense
+  // model's at 25 us (PR #1401); so do the decode instances of a split deployment.
+  FleetSpace s = space(1, 10);
+  s.chips = {chip("h200")};
+  Deployment d;
+  d.engine = {serving::EngineKind::sglang, 0};
+  d.tp = 8;
+  d.max_num_seqs = 64;
+  d.max_batched_tokens = 8192;
+  EXPECT_DOUBLE_EQ(serve_config(io::bundled_model("deepseek-v3"), s, d).engine.eager_host_s, 45.4e-6);
+  EXPECT_DOUBLE_EQ(serve_config(io::bundled_model("llama-3.1-70b"), s, d).engine.eager_host_s, 25e-6);
+  d.prefill = 1, d.decode = 1, d.decode_tp = 4;
+  const ServeConfig split = serve_config(io::bundled_model("deepseek-v3"), s, d);
+  ASSERT_TRUE(split.disagg.decode_engine.has_value());
+  EXPECT_DOUBLE_EQ(split.disagg.decode_engine->eager_host_s, 45.4e-6);
+}
+
 TEST(Fleet, PricesRankByCostNotByGpus) {
   // At $10/h an H100 costs more than three A100s at $1/h: priced, the cheapest fleet is the
   // A100s'; unpriced, the fewest GPUs are the H100s'. Its cost is the price times its GPUs,

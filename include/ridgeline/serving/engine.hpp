@@ -199,8 +199,13 @@ struct EngineConfig {
 /// family ("vllm", "sglang", ...), except vLLM's V0 engine, another engine than V1: "vllm@0.6".
 std::string band_name(EngineRef e);
 
-/// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them).
+/// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them),
+/// for any model: the figures its engine measured on every architecture.
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp = 1);
+/// The same for model `m`, with the figures its engine measured on `m`'s architecture in place
+/// of those: SGLang's (0.4+) host time per eager kernel of an MLA model, DeepSeek-V3's forward
+/// (docs/serving.md#eager-host). What serves or plans a model takes this one.
+EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m);
 
 /// Throws InputError naming the flag for knobs no engine could run with.
 void validate(const EngineConfig& e);
