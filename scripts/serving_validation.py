@@ -505,7 +505,7 @@ def pooled_bands(rows):
 def print_bands(b, pooled):
     print("### Errors by class\n")
     print("Every answer of `infer`, `serve` and `search serve` quotes its class's line (JSON `error_band`), or for a metric "
-          "its class has no row of, its pool's (#borrowed-bands).\n")
+          "its class has fewer than three rows of, its pool's (#borrowed-bands).\n")
     header = "| class | metric | rows | median error | median \\|error\\| | p90 \\|error\\| | range |\n|---|---|---|---|---|---|---|"
     line = lambda cls, m, v: (f"| {cls} | {m} | {v['n']} | {100 * v['median']:+.0f}% | {100 * v['median_abs']:.0f}% | "
                               f"{100 * v['p90_abs']:.0f}% | {100 * v['low']:+.0f}% to {100 * v['high']:+.0f}% |")

@@ -122,12 +122,19 @@ ErrorBand quoted_band(std::string_view cls) {
     }
   }
   for (const char* metric : kBandMetrics) {
-    if (b.metrics.count(metric) > 0) continue;
+    const auto own = b.metrics.find(metric);
+    if (own != b.metrics.end() && own->second.n >= kMinOwnRows) continue;
     for (const std::string& pool : pools) {
       const nlohmann::json* r = row(pooled(), pool);
       if (r == nullptr || !r->contains(metric) || !(*r)[metric].is_object()) continue;
       MetricBand m = metric_band((*r)[metric]);
       m.from = pool;
+      if (own != b.metrics.end()) {
+        m.own_n = own->second.n;
+        m.own_median = own->second.median;
+        m.own_low = own->second.low;
+        m.own_high = own->second.high;
+      }
       b.metrics[metric] = m;
       break;
     }

@@ -21,6 +21,8 @@ nlohmann::json error_band_json(std::string_view cls) {
     nlohmann::json& m = j["metrics"][metric];
     m = {{"n", v.n}, {"median", v.median}, {"median_abs", v.median_abs}, {"p90_abs", v.p90_abs}, {"low", v.low}, {"high", v.high}};
     if (!v.from.empty()) m["from"] = v.from;
+    // A borrowed metric's own rows, too few to quote (io::kMinOwnRows).
+    if (v.own_n > 0) m["own"] = {{"n", v.own_n}, {"median", v.own_median}, {"low", v.own_low}, {"high", v.own_high}};
   }
   return j;
 }
@@ -42,8 +44,11 @@ std::string error_band_text(std::string_view cls) {
     const auto it = band.metrics.find(key);
     if (it == band.metrics.end()) continue;
     const io::MetricBand& v = it->second;
-    out += fmt::format("{} {} {:+.0f}% median, |error| {:.0f}% median, {:.0f}% p90 ({} runs{}{})", first ? "" : ";", label, 100 * v.median,
-                       100 * v.median_abs, 100 * v.p90_abs, v.n, v.from.empty() ? "" : " of ", v.from);
+    const std::string own = v.own_n > 0 ? fmt::format("; its own {}, too few: {:+.0f}% median, {:+.0f}% to {:+.0f}%", v.own_n,
+                                                      100 * v.own_median, 100 * v.own_low, 100 * v.own_high)
+                                        : "";
+    out += fmt::format("{} {} {:+.0f}% median, |error| {:.0f}% median, {:.0f}% p90 ({} runs{}{}{})", first ? "" : ";", label, 100 * v.median,
+                       100 * v.median_abs, 100 * v.p90_abs, v.n, v.from.empty() ? "" : " of ", v.from, own);
     first = false;
   }
   return out + "\n";

@@ -24,9 +24,17 @@ struct MetricBand {
   double p90_abs = 0;       ///< the 90th percentile |error|
   double low = 0, high = 0; ///< the most negative and the most positive error
   /// The class these figures are from: empty for the band's own class, else the pooled class
-  /// a class without rows of the metric borrows them from (quoted_band).
+  /// a class without rows enough of the metric borrows them from (quoted_band).
   std::string from;
+  /// A borrowed metric's own rows, too few to quote (kMinOwnRows): how many, their median and
+  /// extremes (own_n 0: none).
+  int own_n = 0;
+  double own_median = 0, own_low = 0, own_high = 0;
 };
+
+/// Rows a class needs of a metric to quote its own band: a median needs a middle row (two rows'
+/// "median" is their mean, their p90 the worse). With fewer it quotes its pool's, its own beside.
+inline constexpr int kMinOwnRows = 3;
 
 struct ErrorBand {
   std::string cls;  ///< "vllm, 16-bit, dense"
@@ -51,7 +59,8 @@ std::optional<ErrorBand> error_band(std::string_view cls);
 inline constexpr const char* kBandMetrics[] = {"ttft", "tpot", "e2e", "output_tps"};
 
 /// The band an answer of `cls` quotes (docs/serving.md#borrowed-bands): each metric from the
-/// class's own rows where the table has them, else from the first pooled class that has it:
+/// class's own rows where the table has kMinOwnRows of them, else from the first pooled class
+/// that has it (the own rows, if any, kept beside: MetricBand::own_n), else the few own rows:
 /// the modelled serving engines' rows of the same dtype and kind ("any engine, fp8, MoE"),
 /// then of the kind over every dtype ("any engine, any dtype, MoE"), then all of them ("any
 /// engine, any dtype, any kind"); the static engine's (`infer`) pool is its own rows by kind
