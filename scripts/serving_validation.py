@@ -475,7 +475,7 @@ def bands(rows):
     return summarise(out)
 
 
-# What an answer of a class without rows of a metric borrows (io::quoted_band, docs/serving.md#borrowed-bands):
+# What an answer of a class with fewer than three rows of a metric borrows (io::quoted_band, docs/serving.md#borrowed-bands):
 # the errors of every modelled serving engine pooled, first with the same dtype and kind (dense or MoE), then
 # with the same kind over every dtype, then every serving row; the static engine's (one batch, no scheduler:
 # infer) have a pool of their own, by kind. The classes of releases no preset follows ("(not modelled)") are in
@@ -514,7 +514,7 @@ def print_bands(b, pooled):
         for m, v in metrics.items():
             print(line(cls, m, v))
     print()
-    print("Pooled: what a class without rows of a metric quotes instead (#borrowed-bands): the modelled serving engines' rows "
+    print("Pooled: what a class with fewer than three rows of a metric quotes instead (#borrowed-bands): the modelled serving engines' rows "
           "by dtype and kind, by kind, then all of them; the static engine's by kind.\n")
     print(header)
     for cls, metrics in pooled.items():
@@ -554,7 +554,7 @@ def main():
                         "median signed error, median and p90 |error|, range; made by scripts/serving_validation.py "
                         "(docs/serving.md#against-published-measurements). Errors are predicted / measured - 1. 'pooled': "
                         "the modelled serving engines' errors by dtype and kind, by kind, then all; the static engine's by "
-                        "kind: what a class without rows of a metric quotes (docs/serving.md#borrowed-bands), in the order of "
+                        "kind: what a class with fewer than three rows of a metric quotes (docs/serving.md#borrowed-bands), in the order of "
                         "'pool_order' ({dtype} and {kind} the class's own).",
                "sources": [s["source"] for s in SETS], "classes": b,
                "pooled": pooled, "pool_order": POOL_ORDER}

@@ -121,14 +121,21 @@ ErrorBand quoted_band(std::string_view cls) {
       }
     }
   }
+  // Of the class's own rows of a metric and its pools', in that order, the first with
+  // kMinOwnRows rows, else the first with any (a few rows beat none).
   for (const char* metric : kBandMetrics) {
     const auto own = b.metrics.find(metric);
     if (own != b.metrics.end() && own->second.n >= kMinOwnRows) continue;
+    std::optional<MetricBand> few;
     for (const std::string& pool : pools) {
       const nlohmann::json* r = row(pooled(), pool);
       if (r == nullptr || !r->contains(metric) || !(*r)[metric].is_object()) continue;
       MetricBand m = metric_band((*r)[metric]);
       m.from = pool;
+      if (m.n < kMinOwnRows) {
+        if (!few) few = m;
+        continue;
+      }
       if (own != b.metrics.end()) {
         m.own_n = own->second.n;
         m.own_median = own->second.median;
@@ -136,8 +143,10 @@ ErrorBand quoted_band(std::string_view cls) {
         m.own_high = own->second.high;
       }
       b.metrics[metric] = m;
+      few.reset();
       break;
     }
+    if (few && own == b.metrics.end()) b.metrics[metric] = *few;
   }
   return b;
 }

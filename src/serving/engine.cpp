@@ -64,8 +64,10 @@ constexpr const char* kSglang02HostSource =
 // #12160, 2025-10, GPU not stated), 1819 kernels here, 45.4 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
 // eager against 39.5 ms with graphs (PR #12222, 2025-01), 1823 kernels, 55 us. TensorRT-LLM's
 // PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
-// figure none of them contradicts: MLA and MoE layers' host time is priced short, but for vLLM's
-// MLA attention op, whose own CPU time is measured (EngineConfig::mla_op_host_s, below).
+// figure none of them contradicts; an engine whose own time of an MLA model's forward is measured
+// takes it for such a model (SGLang 0.4+: kSglangMlaEagerHostS, engine_preset with the model), and
+// vLLM's MLA attention op has its own CPU time (EngineConfig::mla_op_host_s, below). Elsewhere
+// MLA and MoE layers' host time is priced short.
 constexpr double kEagerHostS = 25e-6;
 
 // Host time per kernel of a model torch.compile made, run without graphs (vLLM V1 past its largest
@@ -582,7 +584,7 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   EngineConfig e = engine_preset(engine, chip, tp);
   if (m.is_mla() && e.kind == EngineKind::sglang && e.version != 3 && e.eager_host_s > 0) {
     e.eager_host_s = kSglangMlaEagerHostS;
-    e.eager_host_source = "SGLang's DeepSeek-V3 eager forward (MLA, MoE): sgl-project/sglang PR #12160";
+    e.eager_host_source = "SGLang's DeepSeek-V3 eager forward, MLA and MoE: sgl-project/sglang PR #12160";
   }
   return e;
 }

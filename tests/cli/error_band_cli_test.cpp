@@ -191,6 +191,12 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   EXPECT_NEAR(sgl["metrics"]["ttft"]["own"]["low"].get<double>(), -0.54, 0.005);
   EXPECT_NEAR(sgl["metrics"]["ttft"]["own"]["high"].get<double>(), 0.036, 0.001);
   EXPECT_EQ(sgl["metrics"]["output_tps"]["from"], "any engine, fp8, MoE");
+  // The text says both: the pool's 27 and the two of its own, their median (-25%, their mean)
+  // and extremes.
+  const RunResult sgl_text = run("serve --model deepseek-v3 --hw h200 --tp 8 --engine sglang --prompt 256 --gen 16 --qps 1 --requests 8");
+  ASSERT_EQ(sgl_text.status, 0) << sgl_text.err;
+  EXPECT_NE(sgl_text.out.find("(27 runs of any engine, fp8, MoE; its own 2, too few: -25% median, -54% to +4%)"), std::string::npos)
+      << sgl_text.out;
   EXPECT_EQ(sgl["metrics"]["e2e"]["from"], "any engine, any dtype, any kind");
   // A class with rows of a metric keeps them: vLLM's own 19 TTFTs, not the pool's 27.
   const nlohmann::json vllm = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 256 --gen 16 --qps 1 --requests 8")["error_band"];

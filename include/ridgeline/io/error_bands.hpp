@@ -60,7 +60,8 @@ inline constexpr const char* kBandMetrics[] = {"ttft", "tpot", "e2e", "output_tp
 
 /// The band an answer of `cls` quotes (docs/serving.md#borrowed-bands): each metric from the
 /// class's own rows where the table has kMinOwnRows of them, else from the first pooled class
-/// that has it (the own rows, if any, kept beside: MetricBand::own_n), else the few own rows:
+/// that has that many (the own rows, if any, kept beside: MetricBand::own_n), else the class's
+/// few own rows, else the first pool's few:
 /// the modelled serving engines' rows of the same dtype and kind ("any engine, fp8, MoE"),
 /// then of the kind over every dtype ("any engine, any dtype, MoE"), then all of them ("any
 /// engine, any dtype, any kind"); the static engine's (`infer`) pool is its own rows by kind

@@ -98,7 +98,8 @@ struct FleetSpace {
   /// Headroom from the validation table (`--margin band`, docs/serving.md#headroom-and-the-distance-to-the-slo):
   /// each deployment's targets tightened by its own class's median error where the class runs
   /// optimistic, target × (1 + e) for a median e < 0 (TTFT's for ttft, TPOT's for tpot and
-  /// itl, E2E's for e2e; io::quoted_band: a metric the class has no row of, its pool's). `base.slo`
+  /// itl, E2E's for e2e; io::quoted_band: a metric the class has fewer than three rows of, its
+  /// pool's). `base.slo`
   /// then holds the targets as asked.
   bool margin_band = false;
   serving::Slo slo_asked;
@@ -216,8 +217,8 @@ std::string deployment_class(const model::ModelConfig& m, const FleetSpace& spac
 /// The targets as asked (asked_slo), each tightened by the median error of the
 /// deployment's class for its metric where that error is negative: target × (1 + e). A
 /// prediction p within it is within the target asked once divided by 1 + e, the class's
-/// typical ratio of predicted to measured. A metric with no row in the class takes its pooled
-/// class's error, as the answer quotes it (io::quoted_band).
+/// typical ratio of predicted to measured. A metric with fewer than three rows in the class
+/// takes its pooled class's error, as the answer quotes it (io::quoted_band).
 serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 
 /// The median error band_slo applies to a metric of the class (0 where it leaves the target),
