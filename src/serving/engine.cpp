@@ -61,9 +61,11 @@ constexpr const char* kSglang02HostSource =
 // a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
 // most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
 // eager prefill forward of one new token took 82.6 ms against 23.1 ms as a graph in SGLang (PR
-// #12160, 2025-10, GPU not stated), 1819 kernels here, 45.4 us each; vLLM's DeepSeek-V3 at TP 8, batch 1, 100 ms a token
-// eager against 39.5 ms with graphs (PR #12222, 2025-01), 1823 kernels, 55 us. TensorRT-LLM's
-// PyTorch path launches small kernels ~35 us apart (NVIDIA/TensorRT-LLM PR #12653). 25 us is the
+// #12160, 2025-10, GPU not stated), 1819 kernels here, 45.4 us each; vLLM V0's DeepSeek-V3 (AWQ,
+// 8 A100s, batch 1) 10.0 tokens/s eager against 25.3 with graphs (PR #12222, 2025-01: 100 and
+// 39.5 ms a token, 1823 kernels, 55 us, inflated by a memory allocation in each MoE alignment call
+// the PR removed). TensorRT-LLM's PyTorch path launched a diffusion transformer's small kernels
+// ~35 us apart (LTX-2, NVIDIA/TensorRT-LLM PR #12653): no DeepSeek figure. 25 us is the
 // figure none of them contradicts; an engine whose own time of an MLA model's forward is measured
 // takes it for such a model (SGLang 0.4+: kSglangMlaEagerHostS, engine_preset with the model), and
 // vLLM's MLA attention op has its own CPU time (EngineConfig::mla_op_host_s, below). Elsewhere
