@@ -125,28 +125,28 @@ ErrorBand quoted_band(std::string_view cls) {
   // kMinOwnRows rows, else the first with any (a few rows beat none).
   for (const char* metric : kBandMetrics) {
     const auto own = b.metrics.find(metric);
-    if (own != b.metrics.end() && own->second.n >= kMinOwnRows) continue;
-    std::optional<MetricBand> few;
+    const bool has_own = own != b.metrics.end();
+    if (has_own && own->second.n >= kMinOwnRows) continue;
+    std::optional<MetricBand> enough, few;
     for (const std::string& pool : pools) {
       const nlohmann::json* r = row(pooled(), pool);
       if (r == nullptr || !r->contains(metric) || !(*r)[metric].is_object()) continue;
       MetricBand m = metric_band((*r)[metric]);
       m.from = pool;
-      if (m.n < kMinOwnRows) {
-        if (!few) few = m;
-        continue;
+      if (m.n >= kMinOwnRows) {
+        enough = m;
+        break;
       }
-      if (own != b.metrics.end()) {
-        m.own_n = own->second.n;
-        m.own_median = own->second.median;
-        m.own_low = own->second.low;
-        m.own_high = own->second.high;
-      }
-      b.metrics[metric] = m;
-      few.reset();
-      break;
+      if (!few) few = m;
     }
-    if (few && own == b.metrics.end()) b.metrics[metric] = *few;
+    if (enough && has_own) {
+      enough->own_n = own->second.n;
+      enough->own_median = own->second.median;
+      enough->own_low = own->second.low;
+      enough->own_high = own->second.high;
+    }
+    if (enough) b.metrics[metric] = *enough;
+    else if (few && !has_own) b.metrics[metric] = *few;
   }
   return b;
 }

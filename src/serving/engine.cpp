@@ -584,7 +584,7 @@ constexpr double kSglangMlaEagerHostS = 45.4e-6;
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
-  if (m.is_mla() && e.kind == EngineKind::sglang && e.version != 3 && e.eager_host_s > 0) {
+  if (m.is_mla() && e.kind == EngineKind::sglang && e.version != 3) {
     e.eager_host_s = kSglangMlaEagerHostS;
     e.eager_host_source = "SGLang's DeepSeek-V3 eager forward, MLA and MoE: sgl-project/sglang PR #12160";
   }

@@ -39,11 +39,14 @@ std::vector<std::string> pools_of(const std::string& cls) {
   return {"any engine, " + dtype + ", " + kind, "any engine, any dtype, " + kind, "any engine, any dtype, any kind"};
 }
 
-// The median error a class quotes for a metric: its own row's where it has three rows or more,
-// else the first of its pools' that has the metric.
+// Rows a class needs of a metric to quote its own band: a median with a middle row.
+constexpr int kQuotedRows = 3;
+
+// The median error a class quotes for a metric: its own row's where it has kQuotedRows rows or
+// more, else the first of its pools' that has the metric.
 double quoted_median(const std::string& cls, const std::string& metric) {
   const nlohmann::json t = table(), p = pooled();
-  if (t.contains(cls) && t[cls].contains(metric) && t[cls][metric]["n"].get<int>() >= 3) return t[cls][metric]["median"].get<double>();
+  if (t.contains(cls) && t[cls].contains(metric) && t[cls][metric]["n"].get<int>() >= kQuotedRows) return t[cls][metric]["median"].get<double>();
   for (const std::string& pool : pools_of(cls)) {
     if (p.contains(pool) && p[pool].contains(metric)) return p[pool][metric]["median"].get<double>();
   }
@@ -63,7 +66,7 @@ void expect_band(const nlohmann::json& band, const std::string& cls) {
   EXPECT_TRUE(band["own_rows"].get<bool>());
   std::set<std::string> want;
   for (const auto& [metric, v] : t[cls].items()) {
-    if (v["n"].get<int>() < 3) continue;
+    if (v["n"].get<int>() < kQuotedRows) continue;
     want.insert(metric);
     ASSERT_TRUE(band["metrics"].contains(metric)) << metric;
     EXPECT_FALSE(band["metrics"][metric].contains("from")) << metric;
