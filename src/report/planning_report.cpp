@@ -282,6 +282,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"seeds", {{"count", space.seeds.count}, {"quantile", space.seeds.quantile}}},
          {"best", r.best ? deployment_json(space, *r.best, prefix) : json(nullptr)},
          {"error_band", r.best ? error_band_json(deployment_class(m, space, *r.best)) : json(nullptr)},
+         {"best_engine", r.best ? engine_json(planning::serve_config(m, space, *r.best).engine) : json(nullptr)},
          {"feasible", feasible},
          {"pareto", pareto},
          {"pareto_at", std::string(planning::name(space.pareto))},
@@ -395,6 +396,12 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   if (!prefix.empty()) s += "  " + prefix + " " + deployment_flags(space, b) + "\n";
   s += "  " + error_band_text(deployment_class(m, space, b));
   s += band_text(m, space, b);
+  // Its engine's host components, as `serve` on the command above prints them.
+  const serving::EngineConfig e = planning::serve_config(m, space, b).engine;
+  s += fmt::format("  its engine, {} ({}), on the host as serve prices it:\n", serving::name(serving::EngineRef{e.kind, e.version}), e.releases);
+  s += engine_host_text(m, e, "    ");
+  s += fmt::format("    sources: host: {}; front end: {}\n", e.host_source.empty() ? "none" : e.host_source,
+                   e.front_end_source.empty() ? "none" : e.front_end_source);
 
   // Deployments that differ only in their sequence limit and ran the same are one row, with
   // the range of limits ("64-1024").

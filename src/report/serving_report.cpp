@@ -96,6 +96,9 @@ std::string run_class(const model::ModelConfig& m, const hw::System& sys, const 
   return answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
 }
 
+
+}  // namespace
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -120,7 +123,9 @@ json engine_json(const serving::EngineConfig& e) {
           {"mla_op_host_source", e.mla_op_host_source},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
+          {"host_source", e.host_source},
           {"front_end_s", e.front_end_s},
+          {"front_end_source", e.front_end_source},
           {"eager_host_s", e.eager_host_s},
           {"eager_host_source", e.eager_host_source},
           {"compiled_host_s", e.compiled_host_s},
@@ -142,8 +147,6 @@ json engine_json(const serving::EngineConfig& e) {
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"sources", e.sources}};
 }
-
-}  // namespace
 
 json summary_json(const serving::Summary& s) {
   return {{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"min", s.min}, {"max", s.max},
@@ -389,6 +392,42 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   return j;
 }
 
+std::string engine_host_text(const model::ModelConfig& m, const serving::EngineConfig& e, std::string_view indent) {
+  std::string s;
+  s += fmt::format("{}host {} per step{}{}{}{}\n", indent, host_time(e.step_overhead_s, e.per_request_overhead_s),
+                   e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
+                                        : ", between device steps",
+                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
+                   e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
+                                                       "waits for its end)", e.scheduler_steps)
+                                         : std::string(),
+                   e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
+                                      : std::string());
+  if (e.front_end_s > 0) {
+    s += fmt::format("{}front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
+                     indent, t(e.front_end_s));
+  }
+  if (e.eager_host_s > 0) {
+    s += fmt::format("{}eager kernels {} each on the host (its Python): a step launched outside a graph lasts at least its kernels "
+                     "times that ({})\n",
+                     indent, t(e.eager_host_s), e.eager_host_source);
+  }
+  if (e.compiled_host_s > 0) {
+    s += fmt::format("{}compiled kernels {} each on the host outside a graph (every kernel but attention's, past the largest "
+                     "graph: {})\n",
+                     indent, t(e.compiled_host_s), e.compiled_host_source);
+  }
+  if (m.is_mla() && e.mla_op_host_s > 0) {
+    s += fmt::format("{}MLA's attention op: {} each on the host outside a whole graph for its own kernels ({}; {})\n",
+                     indent, t(e.mla_op_host_s),
+                     e.mla_op == model::ForwardConfig::MlaOp::projections ? "RoPE, the cache write, absorptions, attention; its q_proj, "
+                                                                            "o_proj and all-reduce at the eager kernels' time"
+                                                                          : "the cache write, absorptions or a prompt's kv_b_proj, attention",
+                     e.mla_op_host_source);
+  }
+  return s;
+}
+
 std::string serving_text(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
                          const ServingResult& r) {
   const serving::EngineConfig& e = r.engine;
@@ -431,37 +470,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   s += fmt::format("engine: {} tokens/step, {} sequences{}, {}, KV block {}, {}; {}\n", e.max_batched_tokens, e.max_num_seqs, per_rank,
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
-  s += fmt::format("        host {} per step{}{}{}{}\n", host_time(e.step_overhead_s, e.per_request_overhead_s),
-                   e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
-                                        : ", between device steps",
-                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
-                   e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
-                                                       "waits for its end)", e.scheduler_steps)
-                                         : std::string(),
-                   e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
-                                      : std::string());
-  if (e.front_end_s > 0) {
-    s += fmt::format("        front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
-                     t(e.front_end_s));
-  }
-  if (e.eager_host_s > 0) {
-    s += fmt::format("        eager kernels {} each on the host (its Python): a step launched outside a graph lasts at least its kernels "
-                     "times that ({})\n",
-                     t(e.eager_host_s), e.eager_host_source);
-  }
-  if (e.compiled_host_s > 0) {
-    s += fmt::format("        compiled kernels {} each on the host outside a graph (every kernel but attention's, past the largest "
-                     "graph: {})\n",
-                     t(e.compiled_host_s), e.compiled_host_source);
-  }
-  if (m.is_mla() && e.mla_op_host_s > 0) {
-    s += fmt::format("        MLA's attention op: {} each on the host outside a whole graph for its own kernels ({}; {})\n",
-                     t(e.mla_op_host_s),
-                     e.mla_op == model::ForwardConfig::MlaOp::projections ? "RoPE, the cache write, absorptions, attention; its q_proj, "
-                                                                            "o_proj and all-reduce at the eager kernels' time"
-                                                                          : "the cache write, absorptions or a prompt's kv_b_proj, attention",
-                     e.mla_op_host_source);
-  }
+  s += engine_host_text(m, e, "        ");
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     // The rates as given, and each position's given the ones before where that differs.

@@ -184,6 +184,14 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   EXPECT_EQ(s["output_tokens_per_s"], b["output_tokens_per_s"]);
   EXPECT_EQ(s["gpus"], b["gpus"]);
   EXPECT_EQ(s["slo_attainment"], b["slo_attainment"]);
+  // Its engine's host components are the ones its command runs, each with its source.
+  ASSERT_TRUE(j["best_engine"].is_object());
+  EXPECT_EQ(j["best_engine"]["name"], b["engine"]);
+  for (const char* k : {"step_overhead_s", "per_request_overhead_s", "host_source", "front_end_s", "front_end_source", "eager_host_s",
+                        "eager_host_source", "compiled_host_s", "compiled_host_source", "overlap_scheduling", "exposed_step_s",
+                        "async_step_s", "async_per_request_s"}) {
+    EXPECT_EQ(s["engine"][k], j["best_engine"][k]) << k;
+  }
   // The Pareto front: each point faster per user than the one before and slower per GPU.
   const auto& p = j["pareto"];
   ASSERT_GE(p.size(), 1u);
@@ -191,6 +199,25 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
     EXPECT_GT(p[i]["output_tokens_per_s_per_user"].get<double>(), p[i - 1]["output_tokens_per_s_per_user"].get<double>());
     EXPECT_LT(p[i]["output_tokens_per_s_per_gpu"].get<double>(), p[i - 1]["output_tokens_per_s_per_gpu"].get<double>());
   }
+}
+
+TEST(SearchServeCli, TheBestsEngineHostIsItsModels) {
+  // SGLang 0.4+ on an MLA model: its host launches an eager kernel in 82.6 ms / 1819 = 45.4 us
+  // (DeepSeek-V3's eager forward, sgl-project/sglang PR #12160, over ridgeline's 1819 kernels of
+  // its step at TP 8; ServeCli.SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime). The best
+  // deployment's engine says so under its command, in text and JSON, with the source.
+  const std::string q = "search serve --model deepseek-v3 --hw h200 --tp 8 --engine sglang --prompt 64 --gen 8 --qps 1 --requests 20 "
+                        "--slo ttft_p99=5s --max-rate off --max-num-seqs 64 --top 1";
+  const auto j = run_json(q);
+  ASSERT_TRUE(j["best_engine"].is_object());
+  EXPECT_DOUBLE_EQ(j["best_engine"]["eager_host_s"].get<double>(), 45.4e-6);
+  EXPECT_NE(j["best_engine"]["eager_host_source"].get<std::string>().find("#12160"), std::string::npos);
+  const RunResult r = run(q);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  its engine, sglang (0.4+), on the host as serve prices it:\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    eager kernels 45.4 us each on the host"), std::string::npos) << r.out;
+  // No deployment, no engine.
+  EXPECT_TRUE(run_json(q + " --max-gpus 4")["best_engine"].is_null());
 }
 
 TEST(SearchServeCli, DeepEpDeploymentsAreWhatServeGivesWithItsCommand) {

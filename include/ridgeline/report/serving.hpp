@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/core/files.hpp"
@@ -22,6 +23,13 @@ std::string arrival_text(const serving::WorkloadSpec& w);
 std::string rejections_text(const model::ModelConfig& m, const serving::ServingResult& r);
 /// "prompt 1024, gen 256", or "lengths from the trace".
 std::string lengths_text(const serving::WorkloadSpec& w);
+
+/// The engine as `serve --json` gives it (`engine`): its limits, graphs, host components and sources.
+nlohmann::json engine_json(const serving::EngineConfig& e);
+/// The engine's host components as `serve` prints them under its engine line, a line each, each
+/// line starting with `indent`: the scheduler per step, the front end per request, the host time
+/// of a kernel launched eagerly or compiled outside a graph, and an MLA model's attention op.
+std::string engine_host_text(const model::ModelConfig& m, const serving::EngineConfig& e, std::string_view indent);
 
 /// `serve --json`.
 nlohmann::json serving_json(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg,
