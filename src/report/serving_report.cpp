@@ -96,7 +96,6 @@ std::string run_class(const model::ModelConfig& m, const hw::System& sys, const 
   return answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
 }
 
-
 }  // namespace
 
 json engine_json(const serving::EngineConfig& e) {
