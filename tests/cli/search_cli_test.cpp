@@ -185,11 +185,14 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   EXPECT_EQ(s["gpus"], b["gpus"]);
   EXPECT_EQ(s["slo_attainment"], b["slo_attainment"]);
   // Its engine's host components are the ones its command runs, each with its source.
+  EXPECT_FALSE(j["best_engine"]["host_source"].get<std::string>().empty());
+  EXPECT_FALSE(j["best_engine"]["front_end_source"].get<std::string>().empty());
   ASSERT_TRUE(j["best_engine"].is_object());
   EXPECT_EQ(j["best_engine"]["name"], b["engine"]);
   for (const char* k : {"step_overhead_s", "per_request_overhead_s", "host_source", "front_end_s", "front_end_source", "eager_host_s",
                         "eager_host_source", "compiled_host_s", "compiled_host_source", "overlap_scheduling", "exposed_step_s",
-                        "async_step_s", "async_per_request_s"}) {
+                        "async_step_s", "async_per_request_s", "mla_op_host_s", "mla_op_host_source", "num_scheduler_steps"}) {
+    ASSERT_TRUE(j["best_engine"].contains(k) && s["engine"].contains(k)) << k;
     EXPECT_EQ(s["engine"][k], j["best_engine"][k]) << k;
   }
   // The Pareto front: each point faster per user than the one before and slower per GPU.

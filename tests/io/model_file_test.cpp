@@ -452,6 +452,12 @@ TEST(ModelFile, NonsenseValuesAreErrors) {
   auto err = [&](const std::string& extra) { return error_of("{" + base + ", " + extra + "}"); };
   EXPECT_NE(err(R"("intermediate_size": 8, "num_local_experts": 0, "num_experts_per_tok": 2)").find("num_local_experts"), std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 0)").find("intermediate_size"), std::string::npos);
+  // An expert count of 0 is a dense model: the fuzzer's Phi file with num_local_experts 0 and
+  // intermediate_size 0 loaded with NaN parameters (its MLP of no width).
+  const std::string phi = err(R"("model_type": "phi", "hidden_act": "gelu_new", "intermediate_size": 0, "num_local_experts": 0)");
+  EXPECT_NE(phi.find("intermediate_size: 0: a dense model's MLP needs a width"), std::string::npos) << phi;
+  const std::string none = err(R"("num_experts": 0)");
+  EXPECT_NE(none.find("intermediate_size"), std::string::npos) << none;
   EXPECT_NE(err(R"("intermediate_size": 8, "kv_lora_rank": 0)").find("kv_lora_rank"), std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 8, "max_position_embeddings": 0)").find("max_position_embeddings"), std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 8, "sliding_window": 2, "layer_types": ["sliding_attention"])").find("layer_types: 1 entries for 4"),
