@@ -357,7 +357,10 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     m.tie_embeddings = r.boolean("tie_word_embeddings", true);
     if (m.max_positions == 0) r.fail("n_positions", "required key is missing (learned positions need a table size)");
   } else {
-    const bool moe_only = r.has("num_local_experts") || r.has("n_routed_experts") || r.has("num_experts");
+    // Experts in place of the MLP may leave intermediate_size out; an expert count of 0 is a dense
+    // model, whose MLP needs its width (a Phi file with num_local_experts 0 and intermediate_size 0
+    // loaded with NaN parameters while a present key was enough).
+    const bool moe_only = r.integer({"num_local_experts", "n_routed_experts", "num_experts"}).value_or(0) > 0;
     auto inter = r.integer({"intermediate_size"});
     if (!inter && !moe_only) r.fail("intermediate_size", "required key is missing");
     if (inter && *inter == 0 && !moe_only) r.fail("intermediate_size", "0: a dense model's MLP needs a width");
@@ -463,11 +466,6 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
   // moe_layer_start_index, moe_layer_interval.)
   m.moe.experts = r.integer({"num_local_experts", "n_routed_experts", "num_experts", "moe_num_experts"}).value_or(0);
   if (m.moe.experts > 65536) r.fail("num_local_experts", fmt::format("{} experts: expected at most 65536", m.moe.experts));
-  // An expert-count key of 0 is a dense model: its MLP needs a width as any dense model's does
-  // (the width check above lets a file with an expert-count key leave intermediate_size out).
-  if (m.moe.experts == 0 && m.intermediate <= 0) {
-    r.fail("intermediate_size", fmt::format("{}: a dense model's MLP needs a width", m.intermediate));
-  }
   if (m.moe.experts == 0 && r.integer({"moe_intermediate_size"}).value_or(0) > 0) {
     r.fail("moe_intermediate_size", "an expert width but no expert count (num_local_experts, n_routed_experts, num_experts or "
                                     "moe_num_experts): expected both or neither");

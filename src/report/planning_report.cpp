@@ -398,7 +398,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += band_text(m, space, b);
   // Its engine's host components, as `serve` on the command above prints them.
   const serving::EngineConfig e = planning::serve_config(m, space, b).engine;
-  s += fmt::format("  its engine, {} ({}), on the host as serve prices it:\n", serving::name(serving::EngineRef{e.kind, e.version}), e.releases);
+  s += fmt::format("  its engine, {}, on the host as serve prices it:\n", engine_label(e));
   s += engine_host_text(m, e, "    ");
   s += fmt::format("    sources: host: {}; front end: {}\n", e.host_source.empty() ? "none" : e.host_source,
                    e.front_end_source.empty() ? "none" : e.front_end_source);

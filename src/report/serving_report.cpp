@@ -98,6 +98,10 @@ std::string run_class(const model::ModelConfig& m, const hw::System& sys, const 
 
 }  // namespace
 
+std::string engine_label(const serving::EngineConfig& e) {
+  return fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases);
+}
+
 json engine_json(const serving::EngineConfig& e) {
   return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
           {"releases", e.releases},
@@ -441,12 +445,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                       ? fmt::format("{} on {} prefill instance{} of {} x {} (tp {}, ep {}) + {} decode instance{} of {} (tp {}, ep {}): {} engine\n",
                                     m.name, cfg.disagg.prefill, cfg.disagg.prefill == 1 ? "" : "s", chips, chip, cfg.forward.tp,
                                     ep, cfg.disagg.decode, cfg.disagg.decode == 1 ? "" : "s", dr.decode_tp * dr.decode_ep,
-                                    dr.decode_tp, dr.decode_ep, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
+                                    dr.decode_tp, dr.decode_ep, engine_label(e))
                   : cfg.disagg.on()
                       ? fmt::format("{} on {} x {} (tp {}, ep {}) x ({} prefill + {} decode instances): {} engine\n", m.name, chips,
-                                    chip, cfg.forward.tp, ep, cfg.disagg.prefill, cfg.disagg.decode, fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases))
+                                    chip, cfg.forward.tp, ep, cfg.disagg.prefill, cfg.disagg.decode, engine_label(e))
                       : fmt::format("{} on {} x {} (tp {}, ep {}) x {} replica{}: {} engine\n", m.name, chips, chip, cfg.forward.tp,
-                                    ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases));
+                                    ep, cfg.replicas, cfg.replicas == 1 ? "" : "s", engine_label(e));
   if (cfg.window.on) {
     const serving::MeasuredWindow& ss = r.steady_state;
     s += fmt::format("workload: {}, {}; {} requests chosen by the run ({} warm-up, {} measured, {} cool-down), seed {}\n", arrival_text(w),

@@ -185,9 +185,9 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   EXPECT_EQ(s["gpus"], b["gpus"]);
   EXPECT_EQ(s["slo_attainment"], b["slo_attainment"]);
   // Its engine's host components are the ones its command runs, each with its source.
+  ASSERT_TRUE(j["best_engine"].is_object());
   EXPECT_FALSE(j["best_engine"]["host_source"].get<std::string>().empty());
   EXPECT_FALSE(j["best_engine"]["front_end_source"].get<std::string>().empty());
-  ASSERT_TRUE(j["best_engine"].is_object());
   EXPECT_EQ(j["best_engine"]["name"], b["engine"]);
   for (const char* k : {"step_overhead_s", "per_request_overhead_s", "host_source", "front_end_s", "front_end_source", "eager_host_s",
                         "eager_host_source", "compiled_host_s", "compiled_host_source", "overlap_scheduling", "exposed_step_s",

@@ -24,6 +24,8 @@ std::string rejections_text(const model::ModelConfig& m, const serving::ServingR
 /// "prompt 1024, gen 256", or "lengths from the trace".
 std::string lengths_text(const serving::WorkloadSpec& w);
 
+/// "vllm (0.14+)": the engine's name and the releases its preset follows.
+std::string engine_label(const serving::EngineConfig& e);
 /// The engine as `serve --json` gives it (`engine`): its limits, graphs, host components and sources.
 nlohmann::json engine_json(const serving::EngineConfig& e);
 /// The engine's host components as `serve` prints them under its engine line, a line each, each
