@@ -73,12 +73,13 @@ add_set("trtllm-0.5-prefill", "Prefill of one request (TensorRT-LLM v0.5, batch 
 #    server, so no front end (--front-end 0). Its test file (.buildkite/nightly-benchmarks/tests/
 #    latency-tests.json, the copy read at commit d5ce924) gives the model, TP, dummy weights and 5 + 15
 #    iterations and no num_scheduler_steps: the default, 1. Which copy of that file the autumn-2024
-#    builds ran, and the exact vLLM release of each build, are not verified.
+#    builds ran, and the exact vLLM release of each build, are not verified. Its SamplingParams sample at
+#    temperature 1.0 with top_p 1.0: nothing cut (--sampling random, docs/serving.md#sampling).
 add_set("vllm-ci-latency", "Batch of 8 requests, 32 in / 128 out (vLLM nightly CI, autumn 2024)",
         "vLLM performance-benchmark CI, Buildkite builds 9555 (H100), 9515 (H200), 9523 (A100): benchmark_latency.py, mean of 15 iterations",
         "vLLM V0 of autumn 2024 (the vllm@0.6 preset; offline LLM class, one step per scheduler call)", "vllm@0.6", "mean",
         [(["--model", m, "--hw", hw, "--tp", str(tp), "--concurrency", "8", "--requests", "8", "--prompt", "32", "--gen", "128",
-           "--front-end", "0 s"],
+           "--front-end", "0 s", "--sampling", "random"],
           {"e2e": ms / 1e3}, [m, hw, tp], "16-bit")
          for m, hw, tp, ms in [("llama-3.1-8b", "h100-sxm", 1, 997.542), ("llama-3.1-70b", "h100-sxm", 4, 2444.47),
                                ("llama-3.1-8b", "h200", 1, 833.421), ("llama-3.1-70b", "h200", 4, 2077.53),

@@ -262,6 +262,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
     throw InputError("--qps: one rate for a search (the search finds each deployment's largest)");
   }
   b.forward.precision.activation = parse_dtype_or_throw(v->act_dtype, "--act-dtype");
+  b.forward.sampling = sampling_mode(v->load);
   b.forward.expert_imbalance = 0;  // serve's default: the routing model (docs/serving.md#moe-layouts)
   // Speculation: each --draft with the --accept after it; --spec-tokens may list counts to try
   // with each (0: plain decoding), else each draft's own (as many as its rates).
@@ -425,6 +426,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (l.arrival != "poisson") flag("--arrival", l.arrival);
   if (l.warmup != "0") flag("--warmup-requests", l.warmup);
   if (l.seed != "1") flag("--seed", l.seed);
+  if (l.sampling != "greedy") flag("--sampling", l.sampling);
   for (const std::string& p : v->hw.peaks) flag("--peak", p);
   if (!v->hw.mem_bw.empty()) flag("--mem-bw", v->hw.mem_bw);
   if (!v->hw.link_bw.empty()) flag("--link-bw", v->hw.link_bw);

@@ -183,6 +183,7 @@ void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw
 serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig& m, const hw::System& sys, model::ModelConfig& draft) {
   serving::ServeConfig cfg;
   cfg.forward = forward_config(f.fw, f.hw, m);
+  cfg.forward.sampling = sampling_mode(f.load);
   cfg.spec = speculation(f.spec, m, draft);
   if (!f.accept_spread.empty()) {
     if (!cfg.spec.on()) throw InputError("--accept-spread: the spread of speculative decoding's acceptance needs --draft");

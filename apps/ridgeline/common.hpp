@@ -93,6 +93,7 @@ struct WorkloadFlags {
   std::string prompt = "1024", gen = "256", requests, warmup = "0", seed = "1";  // requests "": chosen by the run, or a whole trace
   std::string prefix_groups, prefix_tokens;
   std::string seeds, seed_quantile;  // "": one seed
+  std::string sampling = "greedy";
   const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);
@@ -100,6 +101,8 @@ void add_workload_flags(CLI::App* app, WorkloadFlags& f);
 std::vector<double> qps_rates(const std::string& v);
 /// The workload the flags give (open loop: at the first --qps rate); InputError naming the flag.
 serving::WorkloadSpec workload_spec(const WorkloadFlags& f);
+/// --sampling: greedy or random (docs/serving.md#sampling); InputError naming the flag.
+model::ForwardConfig::Sampling sampling_mode(const WorkloadFlags& f);
 /// The measurement window: chosen by the run (docs/serving.md#measurement-window) unless
 /// --requests or --warmup-requests fixes the count, or a trace gives the requests.
 serving::MeasurementWindow measurement_window(const WorkloadFlags& f);

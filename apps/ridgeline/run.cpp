@@ -207,7 +207,7 @@ constexpr ValueKind kValueKinds[] = {
     {"", "--engine", "vllm|sglang|trtllm|static"}, {"", "--router", "round-robin|least-loaded|prefix"},
     {"", "--cp-algo", "ulysses|ring"}, {"", "--dp-overlap", "on|off"}, {"", "--overlap-efficiency", "FRACTION"},
     {"", "--framework", "megatron|megatron-lm|fsdp2"}, {"", "--prefetch", "INT"}, {"", "--grad-reduce-dtype", "fp32|bf16|fp16"},
-    {"", "--prefix-caching", "on|off"},
+    {"", "--prefix-caching", "on|off"}, {"", "--sampling", "greedy|random"},
     {"", "--chunked-prefill", "on|off"}, {"search serve", "--chunked-prefill", "on|off|both"}, {"", "--mixed-chunk", "on|off"}, {"", "--preemption", "recompute|swap"},
     {"", "--method", "detailed|quick"}, {"", "--shapes", "exact|seed"}, {"", "--format", "ncu|csv|torch|ert"},
     {"", "--kernels", "unfused|merged"}, {"", "--block-fp8-gemms", "triton|deepgemm"},

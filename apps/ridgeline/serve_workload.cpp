@@ -58,6 +58,16 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
       ->type_name("Q");
   s->add_option("--prefix-groups", f.prefix_groups, "requests spread over this many groups sharing a prefix");
   s->add_option("--prefix-tokens", f.prefix_tokens, "tokens of the prefix a group shares");
+  s->add_option("--sampling", f.sampling,
+                "the clients' sampling: greedy (temperature 0) or random (a temperature, nothing cut); top-p and top-k are not modelled")
+      ->capture_default_str();
+}
+
+model::ForwardConfig::Sampling sampling_mode(const WorkloadFlags& f) {
+  if (f.sampling == "greedy") return model::ForwardConfig::Sampling::greedy;
+  if (f.sampling == "random") return model::ForwardConfig::Sampling::random;
+  throw InputError(fmt::format("--sampling: '{}': expected greedy or random (top-p and top-k are not modelled: docs/serving.md#sampling)",
+                               f.sampling));
 }
 
 std::vector<double> qps_rates(const std::string& v) {

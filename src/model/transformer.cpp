@@ -984,7 +984,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);
-    // Greedy sampling, as serving benchmarks run it (temperature 0): the logits cast to fp32
+    // Greedy sampling, as vLLM's benchmark_serving runs it (temperature 0): the logits cast to fp32
     // (read 2 bytes, write 4 a logit) and their argmax (read 4, one compare), two kernels over
     // each sequence's whole vocabulary (vLLM V1's Sampler: logits.to(torch.float32), then
     // argmax when every request is greedy; vllm/v1/sample/sampler.py).
@@ -1001,7 +1001,15 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
       c.g.add(name, OpClass::elementwise, Block::head, k);
     };
     if (act != DType::fp32) pass("sample_cast", bytes(act), 4, 1, 0);  // (on fp32 logits .to(float32) runs no kernel)
-    if (f.sampler == ForwardConfig::Sampler::probs) {
+    const bool v0 = f.sampler == ForwardConfig::Sampler::probs, draws = f.sampling == ForwardConfig::Sampling::random;
+    if (draws && !v0) {
+      // A temperature, nothing cut (docs/serving.md#sampling): the logits divided by it in
+      // place (vLLM V1's apply_temperature, logits.div_; SGLang's and TensorRT-LLM's alike),
+      // then their softmax in fp32, the row read three times as V0's below.
+      pass("sample_temperature", 8, 0, 1, 0);
+      pass("sample_softmax", 12, 4, 6, 2);
+    }
+    if (v0) {
       // vLLM V0's Sampler.forward (vllm/model_executor/layers/sampler.py) for a greedy batch:
       // logits.div_(temperatures) in place (read 4, write 4; a greedy request's temperature is
       // 1 there), torch.softmax and torch.log_softmax in fp32, then torch.argmax over
@@ -1016,7 +1024,20 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
       pass("sample_log_softmax", 12, 4, 5, 1);
       pass("sample_gather", 4, 4, 0, 0);
     }
-    pass("sample_argmax", 4, 0, 1, 0);
+    if (draws && f.draw == ForwardConfig::Draw::probs_kernel) {
+      // One kernel over each row of probabilities: a uniform draw against their running sum
+      // (FlashInfer's sampling kernel, torch.multinomial's one sample a row), read once.
+      pass("sample_draw", 4, 0, 2, 0);
+    } else {
+      if (draws) {
+        // vLLM's random_sample (V0's _multinomial on the gathered copy): q.exponential_()
+        // writes a draw a logit (a uniform and its log), probs.div_(q) in place (read 8 and
+        // the store), then the argmax below: 16 bytes a logit more than greedy's argmax.
+        pass("sample_noise", 0, 4, 2, 1);
+        pass("sample_divide", 12, 0, 1, 0);
+      }
+      pass("sample_argmax", 4, 0, 1, 0);
+    }
     // Logits of the last positions: the head scales with the sequences, not the tokens.
     for (int i = head_start; i < g.op_count; ++i) g.ops[i].scale = Scale::seqs;
     if (f.merged_kernels) final_norm.scale = Scale::tokens;

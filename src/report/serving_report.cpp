@@ -148,6 +148,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"moe_a2a", e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? "deepep" : "pairs"},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
+          {"draw", e.draw == model::ForwardConfig::Draw::probs_kernel ? "probs_kernel" : "exponential"},
+          {"draw_source", e.draw_source},
           {"sources", e.sources}};
 }
 
@@ -243,7 +245,8 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"warmup_requests", cfg.window.on ? r.steady_state.warmup_requests : w.warmup},
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
-                   {"prefix_tokens", w.prefix_tokens}};
+                   {"prefix_tokens", w.prefix_tokens},
+                   {"sampling", cfg.forward.sampling == model::ForwardConfig::Sampling::random ? "random" : "greedy"}};
   const std::string cls = run_class(m, sys, cfg, r);
   j["error_band"] = error_band_json(cls);
   if (cfg.slo.any()) {
@@ -461,6 +464,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      w.seed);
   }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
+  if (cfg.forward.sampling == model::ForwardConfig::Sampling::random) {
+    s += fmt::format("          sampled at a temperature, nothing cut: each step the logits divided by it, their softmax and a draw: {}\n",
+                     e.draw_source);
+  }
   // Attention data-parallel ranks: vLLM V1's and TensorRT-LLM's limits are each rank's; SGLang's
   // the server's, which it divides over its ranks (docs/serving.md#moe-layouts).
   const std::int64_t dp = cfg.forward.ep;

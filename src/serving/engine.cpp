@@ -563,7 +563,9 @@ std::string band_name(EngineRef e) {
   return std::string(name(e.kind));
 }
 
-EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
+namespace {
+
+EngineConfig preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   switch (engine.kind) {
     case EngineKind::vllm: return engine.version == 6 ? vllm_v0(chip) : vllm(chip, engine.version);
     case EngineKind::sglang: return sglang(chip, tp, engine.version);
@@ -571,6 +573,45 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
     case EngineKind::static_batch: return static_batch(chip);
   }
   return vllm(chip, engine.version);
+}
+
+// How each engine draws a batch's tokens at a temperature with nothing cut (docs/serving.md#sampling):
+// - vLLM V1: TopKTopPSampler.forward_cuda hands a batch with no top-k or top-p to forward_native,
+//   softmax then random_sample (exponential noise, the probabilities divided by it, argmax;
+//   vllm/v1/sample/ops/topk_topp_sampler.py); V0 the same draw (_multinomial in
+//   vllm/model_executor/layers/sampler.py);
+// - SGLang 0.3 and 0.4+: softmax, then FlashInfer's top_k_top_p_sampling_from_probs for any
+//   batch not all greedy (python/sglang/srt/layers/sampler.py, sampling_backend flashinfer);
+// - TensorRT-LLM's PyTorch backend: TorchSampler's softmax and torch.multinomial (PR #7294,
+//   August 2025; before it the sampler took the argmax unless enable_mixed_sampler was set, and
+//   from PR #9454, November 2025, FlashInfer's sampling_from_logits, one kernel over the logits);
+// - the static engine: as vLLM's.
+void set_draw(EngineConfig& e) {
+  using Draw = model::ForwardConfig::Draw;
+  switch (e.kind) {
+    case EngineKind::sglang:
+      e.draw = Draw::probs_kernel;
+      e.draw_source = "FlashInfer's top_k_top_p_sampling_from_probs (python/sglang/srt/layers/sampler.py)";
+      break;
+    case EngineKind::trtllm:
+      e.draw = Draw::probs_kernel;
+      e.draw_source = "TorchSampler's torch.multinomial (NVIDIA/TensorRT-LLM PR #7294)";
+      break;
+    default:
+      e.draw = Draw::exponential;
+      e.draw_source = e.version == 6 ? "vLLM V0's Sampler: the log-softmax and a gathered copy too, then _multinomial's exponential "
+                                       "noise, divide and argmax (vllm/model_executor/layers/sampler.py)"
+                                     : "vLLM's random_sample: exponential noise, the probabilities divided by it, their argmax "
+                                       "(vllm/v1/sample/ops/topk_topp_sampler.py)";
+  }
+}
+
+}  // namespace
+
+EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
+  EngineConfig e = preset(engine, chip, tp);
+  set_draw(e);
+  return e;
 }
 
 // SGLang's host time per kernel of an MLA model's forward launched outside a graph (DeepSeek's
@@ -647,6 +688,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.moe_a2a = e.moe_a2a;
   f.sampler = e.sampler;
+  f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path

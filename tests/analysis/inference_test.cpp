@@ -689,6 +689,70 @@ TEST(Inference, VllmV0sSamplerAddsItsSoftmaxesOverTheVocabulary) {
   EXPECT_DOUBLE_EQ(total, 59510784);
 }
 
+// The sampling kernels of a decode step of Llama-3.1-8B at batch 8 (1026048 logits of its 128256-token
+// vocabulary), by name: bytes read (stores among them), bytes stored, exponentials.
+std::map<std::string, std::array<double, 3>> sampling_kernels(const model::ForwardConfig& f) {
+  InferenceConfig cfg;
+  cfg.batch = 8;
+  cfg.prompt = 32;
+  cfg.gen = 4;
+  cfg.forward = f;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  std::map<std::string, std::array<double, 3>> out;
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    const auto& op = r->decode_graph.ops[i];
+    if (std::string_view(op.name).rfind("sample_", 0) != 0) continue;
+    EXPECT_EQ(op.cost.launches, 1) << op.name;
+    EXPECT_EQ(out.count(op.name), 0u) << op.name;
+    out[op.name] = {op.cost.main_bytes, op.cost.main_store_bytes, op.cost.special_ops};
+  }
+  return out;
+}
+
+TEST(Inference, SamplingAtATemperatureAddsTheDrawsKernels) {
+  // 1026048 logits. Greedy (vLLM V1): the cast (read 2, write 4: 6156288, 4104192 stored) and
+  // the argmax (read 4: 4104192). At a temperature, nothing cut (docs/serving.md#sampling):
+  // the temperature's division in place (8 a logit: 8208384), the softmax (a row read three
+  // times, written once: 16416768, 4104192 stored, two exps a logit: 2052096), then vLLM's
+  // random_sample: the exponential noise written (4104192 stored, one log a logit: 1026048),
+  // the probabilities divided by it in place (12: 12312576) and the argmax: six kernels, 50
+  // bytes a logit, 51302400 bytes.
+  model::ForwardConfig f;
+  const auto greedy = sampling_kernels(f);
+  ASSERT_EQ(greedy.size(), 2u);
+  EXPECT_DOUBLE_EQ(greedy.at("sample_cast")[0], 6156288);
+  EXPECT_DOUBLE_EQ(greedy.at("sample_argmax")[0], 4104192);
+  f.sampling = model::ForwardConfig::Sampling::random;
+  const std::map<std::string, std::array<double, 3>> v1 = {
+      {"sample_cast", {6156288, 4104192, 0}},      {"sample_temperature", {8208384, 0, 0}},
+      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_noise", {4104192, 4104192, 1026048}},
+      {"sample_divide", {12312576, 0, 0}},          {"sample_argmax", {4104192, 0, 0}}};
+  EXPECT_EQ(sampling_kernels(f), v1);
+  double total = 0;
+  for (const auto& [name, k] : v1) total += k[0];
+  EXPECT_DOUBLE_EQ(total, 51302400);
+  // One kernel that reads each row of probabilities and draws (SGLang's FlashInfer kernel,
+  // TensorRT-LLM's torch.multinomial): the noise, division and argmax give way to one read of
+  // 4 bytes a logit (4104192): four kernels, 34 bytes a logit.
+  f.draw = model::ForwardConfig::Draw::probs_kernel;
+  const std::map<std::string, std::array<double, 3>> one = {
+      {"sample_cast", {6156288, 4104192, 0}}, {"sample_temperature", {8208384, 0, 0}},
+      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_draw", {4104192, 0, 0}}};
+  EXPECT_EQ(sampling_kernels(f), one);
+  // vLLM V0's sampler runs its temperature, softmax, log-softmax and gather at any temperature
+  // (58 bytes a logit greedy); the draw adds the noise and the division: eight kernels, 74
+  // bytes a logit, 75927552 bytes.
+  f.draw = model::ForwardConfig::Draw::exponential;
+  f.sampler = model::ForwardConfig::Sampler::probs;
+  const auto v0 = sampling_kernels(f);
+  ASSERT_EQ(v0.size(), 8u);
+  total = 0;
+  for (const auto& [name, k] : v0) total += k[0];
+  EXPECT_DOUBLE_EQ(total, 75927552);
+  EXPECT_DOUBLE_EQ(v0.at("sample_noise")[1], 4104192);
+  EXPECT_DOUBLE_EQ(v0.at("sample_divide")[0], 12312576);
+}
+
 TEST(Inference, DecodeStepFloorByHand) {
   // Llama-3.1-8B on one H100 with CUDA graphs: a decode step runs 15 kernels per layer
   // (input norm, q, k, v, RoPE, KV write, attention, o, residual, post-attention norm, gate,

@@ -159,6 +159,19 @@ namespace {
 
 const std::string kServe = "search serve --model llama-3.1-8b --qps 20 --requests 400 --slo ttft_p99=1s,tpot_p99=50ms";
 
+TEST(SearchServeCli, SamplingAtATemperatureIsInTheBestsCommand) {
+  // The clients' sampling is the workload's: every deployment is priced with it, and the best
+  // one's command carries it, so `serve` on that command gives the same numbers.
+  auto j = run_json(kServe + " --hw h100-sxm --tp 1 --sampling random");
+  ASSERT_TRUE(j["best"].is_object());
+  const std::string command = j["best"]["command"];
+  EXPECT_NE(command.find(" --sampling random"), std::string::npos) << command;
+  auto s = run_json(command.substr(10));
+  EXPECT_EQ(s["workload"]["sampling"], "random");
+  for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) EXPECT_EQ(s[k], j["best"][k]) << k;
+  EXPECT_EQ(run_json(kServe + " --hw h100-sxm --tp 1")["best"]["command"].get<std::string>().find("--sampling"), std::string::npos);
+}
+
 TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   // Each deployment carries the `serve` command that runs it: the best one, run by `serve`,
   // gives the same numbers to the last bit (the same requests from the same seed).

@@ -135,6 +135,17 @@ struct ForwardConfig {
   /// SGLang, TensorRT-LLM), or `probs`, vLLM V0's Sampler, which also divides them by the
   /// temperature and takes their softmax and log-softmax before the argmax of a gathered copy.
   enum class Sampler : std::uint8_t { argmax, probs } sampler = Sampler::argmax;
+  /// What the clients ask of sampling (serve --sampling; docs/serving.md#sampling): `greedy`,
+  /// temperature 0 (the kernels of `sampler` above), or `random`, a temperature and nothing
+  /// cut: the logits divided by it in place and their softmax, then the engine's `draw`.
+  /// Top-p and top-k are not modelled.
+  enum class Sampling : std::uint8_t { greedy, random } sampling = Sampling::greedy;
+  /// How the engine draws a token from the probabilities when `random`: `exponential`, vLLM's
+  /// random_sample (exponential noise written, the probabilities divided by it in place, their
+  /// argmax; V0's _multinomial alike), or `probs_kernel`, one kernel that reads each row of
+  /// probabilities and draws (SGLang: FlashInfer's top_k_top_p_sampling_from_probs;
+  /// TensorRT-LLM's TorchSampler: torch.multinomial).
+  enum class Draw : std::uint8_t { exponential, probs_kernel } draw = Draw::exponential;
   /// Host time to issue one eagerly launched kernel from the engine's model code, seconds:
   /// the Python of its module (the op's dispatch, views, metadata, the launch itself). A step
   /// run eagerly lasts at least its kernels times this: the host issues them no faster, and

@@ -131,6 +131,10 @@ struct EngineConfig {
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;
+  /// How a batch sampled at a temperature draws its tokens (model::ForwardConfig::draw;
+  /// docs/serving.md#sampling), and where that comes from.
+  model::ForwardConfig::Draw draw = model::ForwardConfig::Draw::exponential;
+  std::string draw_source;
   GraphMode decode_graphs = GraphMode::graph;  ///< steps of decode tokens only, up to graph_max_batch
   GraphMode mixed_graphs = GraphMode::eager;   ///< steps with prefill tokens
   std::int64_t graph_max_batch = 512;      ///< largest captured decode batch
