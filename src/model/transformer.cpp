@@ -1024,11 +1024,23 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
       pass("sample_log_softmax", 12, 4, 5, 1);
       pass("sample_gather", 4, 4, 0, 0);
     }
-    if (draws && f.draw == ForwardConfig::Draw::probs_kernel) {
-      // One kernel over each row of probabilities: a uniform draw against their running sum
-      // (FlashInfer's sampling kernel, torch.multinomial's one sample a row), read once.
+    if (draws && f.draw == ForwardConfig::Draw::flashinfer) {
+      // SGLang (python/sglang/srt/layers/sampler.py): `logits[:] = torch.softmax(logits, dim=-1)`,
+      // the softmax above into a new tensor and a copy back over the logits (read 4, write 4);
+      // then FlashInfer's top_k_top_p_sampling_from_probs, one kernel over each row: a uniform
+      // against the running sum, then its check of the drawn token, at least one read of the
+      // row (4; a second read of a row the L2 no longer holds is not counted).
+      pass("sample_copy", 4, 4, 0, 0);
       pass("sample_draw", 4, 0, 2, 0);
     } else {
+      if (draws && f.draw == ForwardConfig::Draw::multinomial) {
+        // torch.multinomial of one sample (aten/src/ATen/native/Distributions.cpp): the
+        // probabilities checked first, their max, min and row sums (a read each), then the
+        // exponential race below (q = empty_like(p).exponential_(), div_out(q, p, q), argmax).
+        pass("sample_max", 4, 0, 1, 0);
+        pass("sample_min", 4, 0, 1, 0);
+        pass("sample_sum", 4, 0, 1, 0);
+      }
       if (draws) {
         // vLLM's random_sample (V0's _multinomial on the gathered copy): q.exponential_()
         // writes a draw a logit (a uniform and its log), probs.div_(q) in place (read 8 and

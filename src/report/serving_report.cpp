@@ -148,7 +148,9 @@ json engine_json(const serving::EngineConfig& e) {
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"moe_a2a", e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? "deepep" : "pairs"},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
-          {"draw", e.draw == model::ForwardConfig::Draw::probs_kernel ? "probs_kernel" : "exponential"},
+          {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
+                   : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"
+                                                                        : "exponential"},
           {"draw_source", e.draw_source},
           {"sources", e.sources}};
 }

@@ -580,22 +580,30 @@ EngineConfig preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp)
 //   softmax then random_sample (exponential noise, the probabilities divided by it, argmax;
 //   vllm/v1/sample/ops/topk_topp_sampler.py); V0 the same draw (_multinomial in
 //   vllm/model_executor/layers/sampler.py);
-// - SGLang 0.3 and 0.4+: softmax, then FlashInfer's top_k_top_p_sampling_from_probs for any
-//   batch not all greedy (python/sglang/srt/layers/sampler.py, sampling_backend flashinfer);
-// - TensorRT-LLM's PyTorch backend: TorchSampler's softmax and torch.multinomial (PR #7294,
-//   August 2025; before it the sampler took the argmax unless enable_mixed_sampler was set, and
-//   from PR #9454, November 2025, FlashInfer's sampling_from_logits, one kernel over the logits);
+// - SGLang 0.3 and 0.4+: softmax written back over the logits, then FlashInfer's
+//   top_k_top_p_sampling_from_probs for any batch not all greedy (python/sglang/srt/layers/
+//   sampler.py, sampling_backend flashinfer);
+// - TensorRT-LLM's PyTorch backend: TorchSampler's softmax and torch.multinomial from PR #7294
+//   (August 2025) until PR #9454 (November 2025), FlashInfer's sampling_from_logits after it
+//   (one kernel over the logits), which the preset (to 1.0) does not follow; before PR #7294
+//   TorchSampler's fast path took the argmax unless enable_mixed_sampler was set;
 // - the static engine: as vLLM's.
 void set_draw(EngineConfig& e) {
   using Draw = model::ForwardConfig::Draw;
   switch (e.kind) {
     case EngineKind::sglang:
-      e.draw = Draw::probs_kernel;
-      e.draw_source = "FlashInfer's top_k_top_p_sampling_from_probs (python/sglang/srt/layers/sampler.py)";
+      e.draw = Draw::flashinfer;
+      e.draw_source = "the softmax written back over the logits, then FlashInfer's top_k_top_p_sampling_from_probs "
+                      "(python/sglang/srt/layers/sampler.py)";
       break;
     case EngineKind::trtllm:
-      e.draw = Draw::probs_kernel;
-      e.draw_source = "TorchSampler's torch.multinomial (NVIDIA/TensorRT-LLM PR #7294)";
+      e.draw = Draw::multinomial;
+      e.draw_source = "TorchSampler's torch.multinomial: the probabilities' max, min and sums checked, exponential noise, divide, "
+                      "argmax (NVIDIA/TensorRT-LLM PR #7294, until FlashInfer's from PR #9454)";
+      break;
+    case EngineKind::static_batch:
+      e.draw = Draw::exponential;
+      e.draw_source = "as vLLM's random_sample: exponential noise, the probabilities divided by it, their argmax";
       break;
     default:
       e.draw = Draw::exponential;
@@ -677,6 +685,11 @@ void validate(const EngineConfig& e) {
   if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
     throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));
   }
+}
+
+model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept {
+  f.sampling = model::ForwardConfig::Sampling::greedy;
+  return f;
 }
 
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept {

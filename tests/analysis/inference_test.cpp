@@ -654,41 +654,6 @@ TEST(Inference, GreedySamplingReadsTheWholeVocabularyTwice) {
   EXPECT_EQ(seen, 2);
 }
 
-TEST(Inference, VllmV0sSamplerAddsItsSoftmaxesOverTheVocabulary) {
-  // The same batch with vLLM V0's sampler (ForwardConfig::Sampler::probs): 1026048 logits.
-  // Besides the cast (6 bytes a logit) and the argmax (4): the temperature's in-place
-  // division reads and writes fp32 in place (8 bytes: 8208384, none to new lines); the softmax reads a
-  // row three times and writes it once (16: 16416768, 4104192 stored) with two exps a logit
-  // (2052096 special-function ops); the log-softmax alike with one exp (1026048); the gather
-  // of the sampled rows copies them (8: 8208384, 4104192 stored). Six kernels over the
-  // vocabulary, 58 bytes a logit in all: 59510784 bytes.
-  InferenceConfig cfg;
-  cfg.batch = 8;
-  cfg.prompt = 32;
-  cfg.gen = 4;
-  cfg.forward.sampler = model::ForwardConfig::Sampler::probs;
-  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
-  const std::map<std::string_view, std::array<double, 3>> want = {
-      {"sample_cast", {6156288, 4104192, 0}},           {"sample_temperature", {8208384, 0, 0}},
-      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_log_softmax", {16416768, 4104192, 1026048}},
-      {"sample_gather", {8208384, 4104192, 0}},         {"sample_argmax", {4104192, 0, 0}}};
-  double total = 0;
-  int seen = 0;
-  for (int i = 0; i < r->decode_graph.op_count; ++i) {
-    const auto& op = r->decode_graph.ops[i];
-    const auto it = want.find(op.name);
-    if (it == want.end()) continue;
-    ++seen;
-    EXPECT_DOUBLE_EQ(op.cost.main_bytes, it->second[0]) << op.name;
-    EXPECT_DOUBLE_EQ(op.cost.main_store_bytes, it->second[1]) << op.name;
-    EXPECT_DOUBLE_EQ(op.cost.special_ops, it->second[2]) << op.name;
-    EXPECT_EQ(op.cost.launches, 1) << op.name;
-    total += op.cost.main_bytes;
-  }
-  EXPECT_EQ(seen, 6);
-  EXPECT_DOUBLE_EQ(total, 59510784);
-}
-
 // The sampling kernels of a decode step of Llama-3.1-8B at batch 8 (1026048 logits of its 128256-token
 // vocabulary), by name: bytes read (stores among them), bytes stored, exponentials.
 std::map<std::string, std::array<double, 3>> sampling_kernels(const model::ForwardConfig& f) {
@@ -707,6 +672,27 @@ std::map<std::string, std::array<double, 3>> sampling_kernels(const model::Forwa
     out[op.name] = {op.cost.main_bytes, op.cost.main_store_bytes, op.cost.special_ops};
   }
   return out;
+}
+
+TEST(Inference, VllmV0sSamplerAddsItsSoftmaxesOverTheVocabulary) {
+  // The same batch with vLLM V0's sampler (ForwardConfig::Sampler::probs): 1026048 logits.
+  // Besides the cast (6 bytes a logit) and the argmax (4): the temperature's in-place
+  // division reads and writes fp32 in place (8 bytes: 8208384, none to new lines); the softmax reads a
+  // row three times and writes it once (16: 16416768, 4104192 stored) with two exps a logit
+  // (2052096 special-function ops); the log-softmax alike with one exp (1026048); the gather
+  // of the sampled rows copies them (8: 8208384, 4104192 stored). Six kernels over the
+  // vocabulary, 58 bytes a logit in all: 59510784 bytes.
+  model::ForwardConfig f;
+  f.sampler = model::ForwardConfig::Sampler::probs;
+  const std::map<std::string, std::array<double, 3>> want = {
+      {"sample_cast", {6156288, 4104192, 0}},           {"sample_temperature", {8208384, 0, 0}},
+      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_log_softmax", {16416768, 4104192, 1026048}},
+      {"sample_gather", {8208384, 4104192, 0}},         {"sample_argmax", {4104192, 0, 0}}};
+  const auto got = sampling_kernels(f);
+  EXPECT_EQ(got, want);
+  double total = 0;
+  for (const auto& [name, k] : got) total += k[0];
+  EXPECT_DOUBLE_EQ(total, 59510784);
 }
 
 TEST(Inference, SamplingAtATemperatureAddsTheDrawsKernels) {
@@ -731,14 +717,25 @@ TEST(Inference, SamplingAtATemperatureAddsTheDrawsKernels) {
   double total = 0;
   for (const auto& [name, k] : v1) total += k[0];
   EXPECT_DOUBLE_EQ(total, 51302400);
-  // One kernel that reads each row of probabilities and draws (SGLang's FlashInfer kernel,
-  // TensorRT-LLM's torch.multinomial): the noise, division and argmax give way to one read of
-  // 4 bytes a logit (4104192): four kernels, 34 bytes a logit.
-  f.draw = model::ForwardConfig::Draw::probs_kernel;
-  const std::map<std::string, std::array<double, 3>> one = {
+  // SGLang's draw: the softmax copied back over the logits (read 4, write 4: 8208384, 4104192
+  // stored), then FlashInfer's kernel reading each row once (4: 4104192): five kernels, 42
+  // bytes a logit, 43094016 bytes.
+  f.draw = model::ForwardConfig::Draw::flashinfer;
+  const std::map<std::string, std::array<double, 3>> sglang = {
       {"sample_cast", {6156288, 4104192, 0}}, {"sample_temperature", {8208384, 0, 0}},
-      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_draw", {4104192, 0, 0}}};
-  EXPECT_EQ(sampling_kernels(f), one);
+      {"sample_softmax", {16416768, 4104192, 2052096}}, {"sample_copy", {8208384, 4104192, 0}},
+      {"sample_draw", {4104192, 0, 0}}};
+  EXPECT_EQ(sampling_kernels(f), sglang);
+  // TensorRT-LLM's torch.multinomial: the probabilities' max, min and row sums (a read of 4
+  // each: 4104192), then vLLM's noise, division and argmax: nine kernels, 62 bytes a logit,
+  // 63614976 bytes.
+  f.draw = model::ForwardConfig::Draw::multinomial;
+  auto trt = v1;
+  for (const char* check : {"sample_max", "sample_min", "sample_sum"}) trt[check] = {4104192, 0, 0};
+  EXPECT_EQ(sampling_kernels(f), trt);
+  total = 0;
+  for (const auto& [name, k] : trt) total += k[0];
+  EXPECT_DOUBLE_EQ(total, 63614976);
   // vLLM V0's sampler runs its temperature, softmax, log-softmax and gather at any temperature
   // (58 bytes a logit greedy); the draw adds the noise and the division: eight kernels, 74
   // bytes a logit, 75927552 bytes.

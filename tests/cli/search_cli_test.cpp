@@ -165,6 +165,7 @@ TEST(SearchServeCli, SamplingAtATemperatureIsInTheBestsCommand) {
   auto j = run_json(kServe + " --hw h100-sxm --tp 1 --sampling random");
   ASSERT_TRUE(j["best"].is_object());
   const std::string command = j["best"]["command"];
+  ASSERT_EQ(command.rfind("ridgeline serve ", 0), 0u) << command;
   EXPECT_NE(command.find(" --sampling random"), std::string::npos) << command;
   auto s = run_json(command.substr(10));
   EXPECT_EQ(s["workload"]["sampling"], "random");

@@ -160,13 +160,13 @@ TEST(ServeCli, SamplingAtATemperatureAddsItsKernelsToEveryStep) {
   const double step = 5130240 / (3.35e12 * 0.9) + 4 * 1.3e-6;
   EXPECT_NEAR(random["tpot_s"]["mean"].get<double>() - greedy["tpot_s"]["mean"].get<double>(), step, 1e-9);
   EXPECT_NEAR(random["ttft_s"]["mean"].get<double>() - greedy["ttft_s"]["mean"].get<double>(), step, 1e-9);
-  // The text names the draw; SGLang and TensorRT-LLM draw in one kernel over the probabilities.
+  // The text names the draw; SGLang draws with FlashInfer's kernel, TensorRT-LLM with torch.multinomial.
   const RunResult text = run(kSmall + " --concurrency 1 --requests 3 --sampling random");
   EXPECT_EQ(text.status, 0);
   EXPECT_NE(text.out.find("sampled at a temperature, nothing cut"), std::string::npos) << text.out;
   EXPECT_EQ(run(kSmall + " --concurrency 1 --requests 3").out.find("sampled at a temperature"), std::string::npos);
-  EXPECT_EQ(run_json(kSmall + " --concurrency 1 --requests 3 --sampling random --engine sglang")["engine"]["draw"], "probs_kernel");
-  EXPECT_EQ(run_json(kSmall + " --concurrency 1 --requests 3 --sampling random --engine trtllm")["engine"]["draw"], "probs_kernel");
+  EXPECT_EQ(run_json(kSmall + " --concurrency 1 --requests 3 --sampling random --engine sglang")["engine"]["draw"], "flashinfer");
+  EXPECT_EQ(run_json(kSmall + " --concurrency 1 --requests 3 --sampling random --engine trtllm")["engine"]["draw"], "multinomial");
   // Top-p is not modelled: refused, not priced as something else.
   expect_bad(kSmall + " --concurrency 1 --requests 3 --sampling top-p", "--sampling");
 }

@@ -142,10 +142,11 @@ struct ForwardConfig {
   enum class Sampling : std::uint8_t { greedy, random } sampling = Sampling::greedy;
   /// How the engine draws a token from the probabilities when `random`: `exponential`, vLLM's
   /// random_sample (exponential noise written, the probabilities divided by it in place, their
-  /// argmax; V0's _multinomial alike), or `probs_kernel`, one kernel that reads each row of
-  /// probabilities and draws (SGLang: FlashInfer's top_k_top_p_sampling_from_probs;
-  /// TensorRT-LLM's TorchSampler: torch.multinomial).
-  enum class Draw : std::uint8_t { exponential, probs_kernel } draw = Draw::exponential;
+  /// argmax; V0's _multinomial alike); `flashinfer`, SGLang's (the softmax written back over the
+  /// logits, then FlashInfer's top_k_top_p_sampling_from_probs, one kernel that reads each row
+  /// and draws); `multinomial`, TensorRT-LLM's TorchSampler (torch.multinomial of one sample: its
+  /// checks of the probabilities' max, min and row sums, then the same exponential race).
+  enum class Draw : std::uint8_t { exponential, flashinfer, multinomial } draw = Draw::exponential;
   /// Host time to issue one eagerly launched kernel from the engine's model code, seconds:
   /// the Python of its module (the op's dispatch, views, metadata, the launch itself). A step
   /// run eagerly lasts at least its kernels times this: the host issues them no faster, and

@@ -230,6 +230,11 @@ constexpr bool fits_budget(const EngineConfig& e, double input, double output) n
 
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
+/// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)
+/// sampled greedily, whatever the clients ask: vLLM V1's drafters take the argmax of their
+/// logits (vllm/v1/spec_decode/eagle.py). A target's verification at a temperature (vLLM's
+/// RejectionSampler) is not modelled (docs/serving.md#sampling).
+model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
 /// captured batch, else as a mixed step.
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
