@@ -1002,25 +1002,22 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     };
     if (act != DType::fp32) pass("sample_cast", bytes(act), 4, 1, 0);  // (on fp32 logits .to(float32) runs no kernel)
     const bool v0 = f.sampler == ForwardConfig::Sampler::probs, draws = f.sampling == ForwardConfig::Sampling::random;
-    if (draws && !v0) {
-      // A temperature, nothing cut (docs/serving.md#sampling): the logits divided by it in
-      // place (vLLM V1's apply_temperature, logits.div_; SGLang's and TensorRT-LLM's alike),
-      // then their softmax in fp32, the row read three times as V0's below.
-      pass("sample_temperature", 8, 0, 1, 0);
+    // vLLM V0's Sampler.forward (vllm/model_executor/layers/sampler.py) at any temperature, and
+    // every engine at one (docs/serving.md#sampling: vLLM V1's apply_temperature, SGLang's and
+    // TensorRT-LLM's alike): logits.div_(temperatures) in place (read 4, write 4; a greedy
+    // request's temperature is 1 in V0), then torch.softmax in fp32. A row of the vocabulary in
+    // fp32 (128256 x 4 = 513 kB) is past a multiprocessor's shared memory, so PyTorch's softmax
+    // kernel (cunn_SoftMaxForward) reads it three times: its max, its sum of exponentials, and
+    // the output it writes (read 12, write 4; an exp in the sum and one in the output).
+    if (v0 || draws) {
+      pass("sample_temperature", 8, 0, 1, 0);  // in place: its stores go back to the lines it read
       pass("sample_softmax", 12, 4, 6, 2);
     }
     if (v0) {
-      // vLLM V0's Sampler.forward (vllm/model_executor/layers/sampler.py) for a greedy batch:
-      // logits.div_(temperatures) in place (read 4, write 4; a greedy request's temperature is
-      // 1 there), torch.softmax and torch.log_softmax in fp32, then torch.argmax over
-      // logprobs[sample_indices], a gathered copy (read 4, write 4) read once more (4). A row
-      // of the vocabulary in fp32 (128256 x 4 = 513 kB) is past a multiprocessor's shared
-      // memory, so PyTorch's softmax kernel (cunn_SoftMaxForward) reads it three times: its
-      // max, its sum of exponentials, and the output it writes (read 12, write 4; an exp in
-      // the sum and one in the output); log-softmax alike, its output x - max - log(sum)
-      // with one exp a logit. 48 bytes a logit more than V1's greedy path, in four kernels.
-      pass("sample_temperature", 8, 0, 1, 0);  // in place: its stores go back to the lines it read
-      pass("sample_softmax", 12, 4, 6, 2);
+      // V0 also takes torch.log_softmax in fp32, alike, its output x - max - log(sum) with one
+      // exp a logit, then torch.argmax over logprobs[sample_indices], a gathered copy (read 4,
+      // write 4) read once more (4). For a greedy batch 48 bytes a logit more than V1's greedy
+      // path, in four kernels.
       pass("sample_log_softmax", 12, 4, 5, 1);
       pass("sample_gather", 4, 4, 0, 0);
     }
