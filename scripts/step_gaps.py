@@ -11,7 +11,8 @@ one (hundreds of ms), which every request decoding then sees. The median gap is 
 the p99 gap (with long prompts) a step that carries one. In the fixed-length runs, whose
 requests all decode as long, the gaps over 100 ms that the first request saw count and time
 the prompt-carrying steps. Beside them, `ridgeline serve` on the same run (the arguments of
-serving_validation.py): its gaps' p50 and p99, and its prompt-carrying (mixed or prefill) steps.
+serving_validation.py): its gaps' p50 and p99, and its prompt-carrying (mixed or prefill) steps,
+their count and their median period (`serve --steps-out`).
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
@@ -19,11 +20,13 @@ Usage:
 VLLM_BENCHMARK_GIT_DIR: a clone (or bare mirror) of simon-mo/vLLM-Benchmark, read at REV
 (default d538cdc) with `git show`.
 """
+import csv
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 if len(sys.argv) < 3:
     sys.exit(__doc__)
@@ -65,22 +68,27 @@ def measured(path, fixed):
 
 def main():
     print("| run | in/out | gap p50 (ms) | measured | error | gap p99 (ms) | measured | error "
-          "| prompt steps | measured (gaps > 100 ms the first request saw) | their median (ms) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| prompt steps | measured (gaps > 100 ms the first request saw) | their median (ms) | measured |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sv.SETS:
         for args, _, cells, _ in s["rows"]:
             path = file_of(s["key"], cells)
             if path is None:
                 continue
             m = measured(path, cells[-1] != "sharegpt")
-            j = sv.serve(args, s["engine"])
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "steps.csv")
+                j = sv.serve([*args, "--steps-out", out], s["engine"])
+                with open(out) as f:
+                    prompt_periods = [float(r["period_s"]) for r in csv.DictReader(f) if float(r["prompt_tokens"]) > 0]
             p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
             steps = j["steps"]["mixed"] + j["steps"]["prefill"]
+            assert steps == len(prompt_periods)
             n = "n/a" if m["long_n"] is None else m["long_n"]
             med = "n/a" if m["long_median"] is None else f"{m['long_median'] * 1e3:.0f}"
             print(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
                   f"| {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} | {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} "
-                  f"| {n} | {med} |")
+                  f"| {n} | {statistics.median(prompt_periods) * 1e3:.0f} | {med} |")
 
 
 if __name__ == "__main__":

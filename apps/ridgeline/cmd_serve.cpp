@@ -38,7 +38,7 @@ struct ServeFlags {
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
-  std::string replicas = "1", router = "round-robin", slo, requests_out, horizon, plot;
+  std::string replicas = "1", router = "round-robin", slo, requests_out, steps_out, horizon, plot;
   EmitFlags emit;
 };
 
@@ -311,6 +311,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   s->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms (goodput counts requests meeting all)");
   s->add_option("--requests-out", f->requests_out, "every request's times to FILE.csv or FILE.jsonl");
+  s->add_option("--steps-out", f->steps_out,
+                "every engine step to FILE.csv or FILE.jsonl: start, period, device time, prompt tokens and chunks, decodes and their context, launch");
   s->add_flag("--per-request", f->per_request, "--json: add every request's times as columns (`requests`)");
   s->add_option("--horizon", f->horizon, "stop at this simulated time, e.g. '600 s' or 2h");
   s->add_option("--plot", f->plot, "chart (.svg or .png): latency CDFs, or throughput against latency for a --qps sweep");
@@ -339,8 +341,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
   add_serve_flags(s, f.get());
   commands.push_back({s, [f] {
                         per_chip(f->hw, f->json, kServeRows, [&] {
-                        if (!f->hw.listed.empty() && (!f->plot.empty() || !f->requests_out.empty() || !f->emit.target.empty())) {
-                          throw InputError("--plot, --requests-out, --emit: one file per chip: run with one --hw to write them");
+                        if (!f->hw.listed.empty() && (!f->plot.empty() || !f->requests_out.empty() || !f->steps_out.empty() || !f->emit.target.empty())) {
+                          throw InputError("--plot, --requests-out, --steps-out, --emit: one file per chip: run with one --hw to write them");
                         }
                         const auto emit_to = emit_target(f->emit);
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
@@ -352,8 +354,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (seeds.count > 1) {
                           if (sweep.size() > 1) throw InputError("--seeds: one rate at a time, not a --qps sweep");
                           if (f->replicas == "auto") throw InputError("--seeds/--replicas auto: search serve --seeds sizes a fleet on the worst seed");
-                          if (!f->requests_out.empty() || f->per_request) {
-                            throw InputError("--requests-out/--per-request: one seed's requests: run that seed alone (--seed S)");
+                          if (!f->requests_out.empty() || !f->steps_out.empty() || f->per_request) {
+                            throw InputError("--requests-out/--steps-out/--per-request: one seed's run: run that seed alone (--seed S)");
                           }
                           if (sweep.size() == 1) cfg.workload.qps = sweep[0];
                           const serving::SeedsResult runs =
@@ -370,8 +372,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         }
                         if (sweep.size() > 1) {
                           if (f->replicas == "auto") throw InputError("--replicas auto: one rate at a time, not a --qps sweep");
-                          if (!f->requests_out.empty() || f->per_request || emit_to) {
-                            throw InputError("--requests-out/--per-request/--emit: one rate at a time, not a --qps sweep");
+                          if (!f->requests_out.empty() || !f->steps_out.empty() || f->per_request || emit_to) {
+                            throw InputError("--requests-out/--steps-out/--per-request/--emit: one rate at a time, not a --qps sweep");
                           }
                           std::vector<serving::ServingResult> runs;
                           nlohmann::json arr = nlohmann::json::array();
@@ -389,8 +391,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         if (sweep.size() == 1) cfg.workload.qps = sweep[0];
                         if (f->replicas == "auto") {
                           if (!cfg.slo.any()) throw InputError("--replicas auto: give the targets to meet with --slo, as in ttft_p99=1s");
-                          if (!f->requests_out.empty() || f->per_request) {
-                            throw InputError("--requests-out/--per-request: run the count --replicas auto finds");
+                          if (!f->requests_out.empty() || !f->steps_out.empty() || f->per_request) {
+                            throw InputError("--requests-out/--steps-out/--per-request: run the count --replicas auto finds");
                           }
                           const serving::ReplicaSearch found = serving::fewest_replicas(m, sys, cfg);
                           require_served(m, found.result);
@@ -410,6 +412,22 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           }
                           writer = std::make_unique<report::RequestWriter>(f->requests_out);
                         }
+                        std::unique_ptr<report::StepWriter> step_writer;
+                        serving::StepSink step_sink;
+                        if (!f->steps_out.empty()) {
+                          std::error_code ec;
+                          for (const std::string* other : {&f->load.trace, &f->requests_out}) {
+                            if (!other->empty() && std::filesystem::equivalent(*other, f->steps_out, ec)) {
+                              throw InputError(fmt::format("--steps-out: {} is the {} file: it would be overwritten", f->steps_out,
+                                                           other == &f->load.trace ? "--trace" : "--requests-out"));
+                            }
+                          }
+                          if (f->steps_out == f->requests_out) {
+                            throw InputError(fmt::format("--steps-out: {} is the --requests-out file: give each its own", f->steps_out));
+                          }
+                          step_writer = std::make_unique<report::StepWriter>(f->steps_out);
+                          step_sink = [&](const serving::StepRecord& rec) { step_writer->write(rec); };
+                        }
                         report::RequestColumns columns;
                         serving::RequestSink sink;
                         if (writer || f->per_request) {
@@ -419,9 +437,10 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                           };
                         }
                         if (f->per_request) check_columns_fit(cfg.workload);
-                        const serving::ServingResult r = serving::simulate(m, sys, cfg, sink, progress_bar());
+                        const serving::ServingResult r = serving::simulate(m, sys, cfg, sink, progress_bar(), step_sink);
                         require_served(m, r);
                         if (writer) writer->commit();
+                        if (step_writer) step_writer->commit();
                         nlohmann::json j = report::serving_json(m, sys, cfg, r);
                         if (f->per_request) j["requests"] = columns.json();
                         if (!f->plot.empty()) report::write_chart(f->plot, report::serving_latency_svg(j, "the run"), "--plot");
@@ -443,6 +462,9 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
   hide_flags(r, {"--emit", "--emit-dir"});
   commands.push_back({r, [f, out] {
                         if (!f->emit.target.empty()) throw InputError("--emit: launch files come from serve --emit, not a report");
+                        if (!f->requests_out.empty() || !f->steps_out.empty()) {
+                          throw InputError("--requests-out/--steps-out: files of a run come from serve, not a report");
+                        }
                         const model::ModelConfig m = io::resolve_model(f->fw.model);
                         const hw::System sys = load_chip_system(f->hw);
                         model::ModelConfig draft;

@@ -202,7 +202,7 @@ constexpr ValueKind kValueKinds[] = {
     {"", "--tpot-max", "TIME"}, {"", "--memory-utilization", "FRACTION"}, {"", "--memory-margin", "FRACTION"},
     {"", "--memory-headroom", "FRACTION"}, {"", "--kv-memory-fraction", "FRACTION"}, {"", "--expert-imbalance", "FACTOR|auto"},
     {"", "--qps", "RATE[,RATE...]"}, {"", "--slo", "ttft_p99=TIME,..."}, {"", "--out", "FILE"}, {"", "--plot", "FILE.svg|.png"},
-    {"", "--trace", "FILE.csv|.jsonl"}, {"", "--requests-out", "FILE.csv|.jsonl"}, {"", "--attention", "flash|naive"},
+    {"", "--trace", "FILE.csv|.jsonl"}, {"", "--requests-out", "FILE.csv|.jsonl"}, {"", "--steps-out", "FILE.csv|.jsonl"}, {"", "--attention", "flash|naive"},
     {"", "--algo", "auto|ring|tree|direct|nvls"}, {"", "--recompute", "none|selective|full|auto"},
     {"", "--engine", "vllm|sglang|trtllm|static"}, {"", "--router", "round-robin|least-loaded|prefix"},
     {"", "--cp-algo", "ulysses|ring"}, {"", "--dp-overlap", "on|off"}, {"", "--overlap-efficiency", "FRACTION"},

@@ -690,38 +690,64 @@ json request_json(const serving::RequestRecord& r) {
           {"warmup", r.warmup},   {"rejected", r.rejected}};
 }
 
-RequestWriter::RequestWriter(std::string path) : path_(std::move(path)) {
-  const auto ends = [&](const char* ext) {
-    const std::string e(ext);
-    return path_.size() >= e.size() && path_.compare(path_.size() - e.size(), e.size(), e) == 0;
-  };
+RowFile::RowFile(std::string path, std::string_view flag, std::string_view header) {
+  const auto ends = [&](std::string_view e) { return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0; };
   if (ends(".csv")) csv_ = true;
   else if (ends(".jsonl")) csv_ = false;
-  else throw InputError(fmt::format("--requests-out: '{}' needs the extension .csv or .jsonl", path_));
-  file_ = std::make_unique<AtomicFile>(path_, "--requests-out");
+  else throw InputError(fmt::format("{}: '{}' needs the extension .csv or .jsonl", flag, path));
+  file_ = std::make_unique<AtomicFile>(std::move(path), flag);
   f_ = file_->stream();
-  if (csv_) {
-    std::fputs("id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected\n", f_);
-  }
+  if (csv_) fmt::print(f_, "{}\n", header);
 }
 
-RequestWriter::~RequestWriter() = default;  // an uncommitted file_ removes its temporary
+RowFile::~RowFile() = default;  // an uncommitted file_ removes its temporary
 
-void RequestWriter::write(const serving::RequestRecord& r) {
+void RowFile::write_json(const nlohmann::json& row) {
   if (f_ == nullptr) return;
-  if (csv_) {
-    fmt::print(f_, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s,
-               r.tpot_s, r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0);
-  } else {
-    const std::string line = request_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::fputs(line.c_str(), f_);
-  }
+  const std::string line = row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::fputs(line.c_str(), f_);
 }
 
-void RequestWriter::commit() {
+void RowFile::commit() {
   if (f_ == nullptr) return;
   f_ = nullptr;
   file_->commit();
+}
+
+RequestWriter::RequestWriter(std::string path)
+    : file_(std::move(path), "--requests-out",
+            "id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected") {}
+
+void RequestWriter::write(const serving::RequestRecord& r) {
+  std::FILE* f = file_.stream();
+  if (f == nullptr) return;
+  if (!file_.csv()) return file_.write_json(request_json(r));
+  fmt::print(f, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s, r.tpot_s,
+             r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0);
+}
+
+json step_json(const serving::StepRecord& s) {
+  return {{"step", s.index},
+          {"replica", s.replica},
+          {"start_s", s.start_s},
+          {"period_s", s.period_s},
+          {"device_s", s.device_s},
+          {"prompt_tokens", s.prompt_tokens},
+          {"prompt_chunks", s.prompt_chunks},
+          {"decodes", s.decodes},
+          {"decode_context", s.decode_context},
+          {"launch", std::string(serving::name(s.launch))}};
+}
+
+StepWriter::StepWriter(std::string path)
+    : file_(std::move(path), "--steps-out", "step,replica,start_s,period_s,device_s,prompt_tokens,prompt_chunks,decodes,decode_context,launch") {}
+
+void StepWriter::write(const serving::StepRecord& s) {
+  std::FILE* f = file_.stream();
+  if (f == nullptr) return;
+  if (!file_.csv()) return file_.write_json(step_json(s));
+  fmt::print(f, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", s.index, s.replica, s.start_s, s.period_s, s.device_s,
+             s.prompt_tokens, s.prompt_chunks, s.decodes, s.decode_context, serving::name(s.launch));
 }
 
 void RequestColumns::add(const serving::RequestRecord& r) { rows_.push_back(r); }

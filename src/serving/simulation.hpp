@@ -94,7 +94,8 @@ class Simulation {
  public:
   // `mem`: the prefill (or every) instances' memory; `decode_mem`: the decode instances'.
   Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
-             const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress);
+             const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress,
+             const StepSink& steps = {});
 
   ServingResult run();
 
@@ -202,6 +203,7 @@ class Simulation {
   const ServeConfig& cfg_;
   RequestSink sink_;  // copies: a caller's temporaries end with the constructor
   std::function<void(double)> progress_;
+  StepSink step_sink_;  // every step as it starts (leaps off)
   std::vector<Req> pool_;
   std::vector<std::int32_t> free_slots_;
   std::size_t max_in_system_ = SIZE_MAX;  // pool slots this process's memory allows (half of it)

@@ -139,8 +139,9 @@ Slo parse_slo(std::string_view s) {
 namespace detail {
 
 Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const ServeMemory& mem,
-           const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress)
-    : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), source_(cfg.workload, cfg.drawn),
+           const ServeMemory& decode_mem, const RequestSink& sink, const std::function<void(double)>& progress,
+           const StepSink& steps)
+    : m_(m), sys_(sys), cfg_(cfg), sink_(sink), progress_(progress), step_sink_(steps), source_(cfg.workload, cfg.drawn),
       steps_(static_cast<std::size_t>(cfg.disagg.on() ? cfg.disagg.prefill + cfg.disagg.decode : cfg.replicas)),
       timeline_(cfg.timeline_points) {
   itl_on_ = !cfg.lean || cfg.slo.find(SloMetric::itl) != nullptr;
@@ -172,8 +173,9 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
   routed_ = static_cast<std::size_t>(dg.on() ? dg.prefill : instances);
   // Leaps where a quiet step is one of plain decoding that plan() fills the same every time:
   // not with speculative decoding (its own emission), a multi-step window, attention
-  // data-parallel groups (each its own share of the batch) or disaggregated instances.
-  leap_on_ = cfg.leap && !dg.on() && !cfg.spec.on() && tiers_[0]->engine.scheduler_steps <= 1 && tiers_[0]->ctx.groups == 1;
+  // data-parallel groups (each its own share of the batch) or disaggregated instances; nor
+  // when every step is streamed out.
+  leap_on_ = cfg.leap && !step_sink_ && !dg.on() && !cfg.spec.on() && tiers_[0]->engine.scheduler_steps <= 1 && tiers_[0]->ctx.groups == 1;
   if (leap_on_) {
     const std::size_t n = replicas_.size() * (kLeapMost + 1);
     leap_end_.assign(n, 0);
@@ -289,14 +291,14 @@ std::int64_t window_requests_per_instance(const ServeConfig& cfg) {
 }
 
 ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg, const RequestSink& sink,
-                       const std::function<void(double)>& progress) {
+                       const std::function<void(double)>& progress, const StepSink& steps) {
   validate(m, sys, cfg);
   const ServeMemory mem = serve_memory(m, sys, cfg);
   const ServeMemory decode_mem = cfg.disagg.on() ? serve_memory(m, sys, cfg, true) : mem;  // once for every run below
   check_memory(m, cfg, mem, decode_mem);
   ServingResult result;
   {
-    auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, decode_mem, sink, progress);
+    auto sim = std::make_unique<Simulation>(m, sys, cfg, mem, decode_mem, sink, progress, steps);
     result = sim->run();
   }
   const bool open = cfg.workload.arrival == Arrival::poisson || cfg.workload.arrival == Arrival::gamma ||

@@ -164,6 +164,20 @@ void Simulation::start_step(Replica& r, Ps t) {
     s.decodes += p.mix.decode_seqs, s.decode_context += p.mix.decode_full.keys;
     s.launch_tokens += tokens;
   }
+  if (step_sink_) {
+    StepRecord s;
+    s.replica = r.index;
+    s.index = static_cast<std::int64_t>(result_.steps) - 1;
+    s.start_s = to_s(t);
+    s.period_s = period;
+    s.device_s = device;
+    s.prompt_tokens = p.mix.prefill_tokens;
+    s.prompt_chunks = p.mix.prefill_seqs;
+    s.decodes = p.mix.decode_seqs;
+    s.decode_context = p.mix.decode_seqs > 0 ? p.mix.decode_full.positions / p.mix.decode_seqs : 0;
+    s.launch = mode;
+    step_sink_(s);
+  }
   steps_.set(r.index, leap_on_ ? start_leap(r, k) : r.busy_until);
 }
 

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/cli_harness.hpp"
 
@@ -485,6 +488,78 @@ TEST(ServeCli, RequestsOutCsvAndJsonl) {
   EXPECT_EQ(rows, 20);
 }
 
+// Every step of a closed loop of one client, 2 requests of 100 prompt and 4 output tokens on
+// vLLM (the 0.14+ preset): each request a prompt step (its 100 tokens, one chunk, no decodes:
+// the first output token) and 3 decode steps of one sequence at contexts 101, 102 and 103 (the
+// token fed back and the ones before it): 8 rows, as the JSON counts them. The first request
+// reaches the scheduler after the front end's 4 ms; the engine, idle until then, plans its step
+// only then: the period is the device's time plus the host's 400 us + 1.1 us per request; the
+// decode steps follow back to back, their host time under the device's (async scheduling). The
+// second request is sent as the first ends, and reaches the scheduler 4 ms later.
+TEST(ServeCli, StepsOutListsEveryStep) {
+  const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/serve_steps.csv";
+  const auto j = run_json("serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 2 --steps-out " + csv);
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "step,replica,start_s,period_s,device_s,prompt_tokens,prompt_chunks,decodes,decode_context,launch");
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    ASSERT_EQ(cells.size(), 10u) << line;
+    rows.push_back(cells);
+  }
+  ASSERT_EQ(rows.size(), 8u);
+  EXPECT_EQ(j["steps"]["total"], 8);
+  const auto num = [&](std::size_t i, std::size_t col) { return std::stod(rows[i][col]); };
+  for (std::size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(rows[i][0], std::to_string(i));
+    const bool prompt = i % 4 == 0;
+    EXPECT_DOUBLE_EQ(num(i, 5), prompt ? 100 : 0) << i;
+    EXPECT_DOUBLE_EQ(num(i, 6), prompt ? 1 : 0) << i;
+    EXPECT_DOUBLE_EQ(num(i, 7), prompt ? 0 : 1) << i;
+    EXPECT_DOUBLE_EQ(num(i, 8), prompt ? 0 : 100 + static_cast<double>(i % 4)) << i;
+    if (!prompt) {
+      EXPECT_NEAR(num(i, 3), num(i, 4), 1e-12) << i;  // the host's time hidden
+    }
+    if (i % 4 != 3) {
+      EXPECT_NEAR(num(i + 1, 2), num(i, 2) + num(i, 3), 1e-9) << i;
+    }
+  }
+  EXPECT_NEAR(num(0, 2), 4e-3, 1e-12);
+  EXPECT_NEAR(num(0, 3) - num(0, 4), 400e-6 + 1.1e-6, 1e-9);
+  EXPECT_NEAR(num(4, 2), num(3, 2) + num(3, 3) + 4e-3, 1e-9);
+}
+
+// Streaming the steps prices each one on its own, without leaping over the quiet ones: the
+// same run. JSON lines carry the CSV's columns.
+TEST(ServeCli, StepsOutChangesNothing) {
+  const std::string jsonl = std::string(RIDGELINE_TMP_DIR) + "/serve_steps.jsonl";
+  const auto with = run_json(kSmall + " --qps 20 --requests 300 --steps-out " + jsonl);
+  const auto without = run_json(kSmall + " --qps 20 --requests 300");
+  for (const char* metric : {"ttft_s", "tpot_s", "itl_s", "e2e_s"}) {
+    for (const char* q : {"p50", "p99", "mean"}) {
+      EXPECT_NEAR(with[metric][q].get<double>(), without[metric][q].get<double>(), 1e-9 * without[metric][q].get<double>()) << metric << q;
+    }
+  }
+  EXPECT_EQ(with["steps"]["total"], without["steps"]["total"]);
+  std::ifstream in(jsonl);
+  std::string line;
+  long rows = 0;
+  double prompt_tokens = 0;
+  while (std::getline(in, line)) {
+    const auto row = nlohmann::json::parse(line);
+    EXPECT_EQ(row["step"], rows);
+    prompt_tokens += row["prompt_tokens"].get<double>();
+    ++rows;
+  }
+  EXPECT_EQ(rows, without["steps"]["total"].get<long>());
+  EXPECT_DOUBLE_EQ(prompt_tokens, 300 * 512);  // every prompt computed once (no prefix shared, no preemption)
+  EXPECT_EQ(without["preemptions"], 0);
+}
+
 TEST(ServeCli, PerRequestColumns) {
   const auto j = run_json(kSmall + " --qps 5 --requests 30 --per-request");
   ASSERT_TRUE(j.contains("requests"));
@@ -573,6 +648,11 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --compiled-host 9us --eager", "--eager"},
            {kSmall + " --qps 1 --max-num-seqs 100000", "--max-num-seqs"},
            {kSmall + " --qps 1 --requests-out out.txt", "--requests-out"},
+           {kSmall + " --qps 1 --steps-out out.txt", "--steps-out"},
+           {kSmall + " --qps 1,2 --steps-out s.csv", "--steps-out"},
+           {kSmall + " --qps 1 --seeds 2 --steps-out s.csv", "--steps-out"},
+           {kSmall + " --qps 1 --steps-out s.csv --requests-out s.csv", "--steps-out"},
+           {"report --serve --model llama-3.1-8b --hw h100-sxm --qps 1 --out r.html --steps-out s.csv", "--steps-out"},
            {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},
            {kSmall + " --qps 1 --replicas 0", "--replicas"},
            {kSmall + " --qps 1 --replicas auto", "--slo"},

@@ -128,7 +128,7 @@ TEST(ServeInputsCli, SeedsOutOfRangeOrAQuantileWithoutSeedsAreRefused) {
   expect_bad(kM + " --qps 1 --requests 10 --seeds 3 --seed-quantile 1.5", "--seed-quantile: 1.5 is out of range");
   expect_bad(kM + " --qps 1 --requests 10 --seed-quantile 0.5", "--seed-quantile: a quantile of the seeds needs --seeds N of 2 or more");
   expect_bad(kM + " --qps 1,2 --requests 10 --seeds 2", "--seeds: one rate at a time");
-  expect_bad(kM + " --qps 1 --requests 10 --seeds 2 --requests-out x.csv", "--requests-out/--per-request: one seed's requests");
+  expect_bad(kM + " --qps 1 --requests 10 --seeds 2 --requests-out x.csv", "--requests-out/--steps-out/--per-request: one seed's run");
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 10 --slo ttft_p99=1s --seeds 70", "--seeds: 70 is out of range");
 }
 

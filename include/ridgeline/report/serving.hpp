@@ -49,25 +49,54 @@ std::string replica_search_text(const serving::ReplicaSearch& s, const serving::
 /// One request as a JSON object (the CSV columns as keys).
 nlohmann::json request_json(const serving::RequestRecord& r);
 
-/// Per-request rows streamed to PATH (.csv or .jsonl) through a temporary beside it (an
-/// AtomicFile: unpredictable name, created exclusively), renamed on commit(): a failed run
-/// leaves the old file as it was.
-class RequestWriter {
+/// Rows streamed to PATH (.csv or .jsonl) through a temporary beside it (an AtomicFile:
+/// unpredictable name, created exclusively), renamed on commit(): a failed run leaves the old
+/// file as it was.
+class RowFile {
  public:
-  /// InputError naming --requests-out for an extension other than .csv / .jsonl or a file
-  /// that cannot be written.
-  explicit RequestWriter(std::string path);
-  ~RequestWriter();
-  RequestWriter(const RequestWriter&) = delete;
-  RequestWriter& operator=(const RequestWriter&) = delete;
-  void write(const serving::RequestRecord& r);
+  /// InputError naming `flag` for an extension other than .csv / .jsonl or a file that cannot
+  /// be written; a CSV starts with `header` (its column names, comma-separated).
+  RowFile(std::string path, std::string_view flag, std::string_view header);
+  ~RowFile();
+  RowFile(const RowFile&) = delete;
+  RowFile& operator=(const RowFile&) = delete;
+  bool csv() const noexcept { return csv_; }
+  /// The open stream; null once committed.
+  std::FILE* stream() const noexcept { return f_; }
+  /// One JSON object as a line.
+  void write_json(const nlohmann::json& row);
   void commit();
 
  private:
-  std::string path_;
   std::unique_ptr<AtomicFile> file_;
   std::FILE* f_ = nullptr;  // file_'s stream
   bool csv_ = true;
+};
+
+/// Per-request rows (`--requests-out`).
+class RequestWriter {
+ public:
+  explicit RequestWriter(std::string path);
+  void write(const serving::RequestRecord& r);
+  void commit() { file_.commit(); }
+
+ private:
+  RowFile file_;
+};
+
+/// One step as a JSON object (the CSV columns as keys).
+nlohmann::json step_json(const serving::StepRecord& s);
+
+/// Every engine step of a run (`--steps-out`): its replica, start, period and device time, and
+/// what it computed (prompt tokens and chunks, decoding sequences and their mean context).
+class StepWriter {
+ public:
+  explicit StepWriter(std::string path);
+  void write(const serving::StepRecord& s);
+  void commit() { file_.commit(); }
+
+ private:
+  RowFile file_;
 };
 
 /// Column arrays of per-request records (pandas-ready): {"id": [...], "ttft_s": [...], ...}.

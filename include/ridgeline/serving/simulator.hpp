@@ -180,6 +180,21 @@ struct RequestRecord {
 };
 using RequestSink = std::function<void(const RequestRecord&)>;
 
+/// One engine step as the simulator priced it, streamed to a StepSink as it starts.
+struct StepRecord {
+  std::int32_t replica = 0;
+  std::int64_t index = 0;        ///< steps started before it, over the run
+  double start_s = 0;            ///< when it starts
+  double period_s = 0;           ///< start to the earliest start of the replica's next step (host time not overlapped included)
+  double device_s = 0;           ///< the device's time: its kernels (the draft's passes too when speculating)
+  double prompt_tokens = 0;      ///< prompt tokens computed (Σ chunks)
+  double prompt_chunks = 0;      ///< sequences computing a prompt chunk
+  double decodes = 0;            ///< sequences computing decode tokens
+  double decode_context = 0;     ///< their mean context (tokens attended on full-attention layers)
+  GraphMode launch = GraphMode::eager;  ///< how the host launched it
+};
+using StepSink = std::function<void(const StepRecord&)>;
+
 /// State of the fleet at one time (time-averaged over the interval the point stands for).
 struct TimePoint {
   double t_s = 0;
@@ -388,8 +403,10 @@ std::int64_t window_requests_per_instance(const ServeConfig& cfg);
 
 /// Runs the simulation (validate first); `sink`, when set, receives every request as it ends.
 /// `progress`, when set, is called now and then with the fraction of requests finished.
+/// `steps`, when set, receives every engine step as it starts (the run then prices each step
+/// on its own, without leaping over quiet ones: the same results, more slowly).
 ServingResult simulate(const model::ModelConfig& m, const hw::System& sys, const ServeConfig& cfg,
-                       const RequestSink& sink = {}, const std::function<void(double)>& progress = {});
+                       const RequestSink& sink = {}, const std::function<void(double)>& progress = {}, const StepSink& steps = {});
 
 /// The fewest replicas meeting every SLO target of `cfg` (which must have one) with a
 /// sustainable load: counts doubled from 1 until one meets them, then bisected; each count a
