@@ -28,7 +28,7 @@ import sys
 import tempfile
 
 # Flags whose value is a file or directory the command writes: redirected to a scratch directory.
-WRITES = ("--out", "--plot", "--requests-out")
+WRITES = ("--out", "--plot", "--requests-out", "--steps-out")
 
 
 def scratch_args(args, scratch):

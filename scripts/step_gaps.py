@@ -11,8 +11,9 @@ one (hundreds of ms), which every request decoding then sees. The median gap is 
 the p99 gap (with long prompts) a step that carries one. In the fixed-length runs, whose
 requests all decode as long, the gaps over 100 ms that the first request saw count and time
 the prompt-carrying steps. Beside them, `ridgeline serve` on the same run (the arguments of
-serving_validation.py): its gaps' p50 and p99, and its prompt-carrying (mixed or prefill) steps,
-their count and their median period (`serve --steps-out`).
+serving_validation.py): its gaps' p50 and p99, its prompt-carrying (mixed or prefill) steps, and
+of those the ones the first request would see as gaps over 100 ms (`serve --steps-out` and
+`--requests-out`: started while it decodes, lasting longer), their count and median.
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
@@ -68,7 +69,8 @@ def measured(path, fixed):
 
 def main():
     print("| run | in/out | gap p50 (ms) | measured | error | gap p99 (ms) | measured | error "
-          "| prompt steps | measured (gaps > 100 ms the first request saw) | their median (ms) | measured |")
+          "| prompt steps | of them > 100 ms while the first request decodes: count, median (ms) "
+          "| measured (gaps > 100 ms the first request saw) | their median (ms) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in sv.SETS:
         for args, _, cells, _ in s["rows"]:
@@ -77,18 +79,27 @@ def main():
                 continue
             m = measured(path, cells[-1] != "sharegpt")
             with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "steps.csv")
-                j = sv.serve([*args, "--steps-out", out], s["engine"])
-                with open(out) as f:
-                    prompt_periods = [float(r["period_s"]) for r in csv.DictReader(f) if float(r["prompt_tokens"]) > 0]
+                steps_csv, requests_csv = os.path.join(tmp, "steps.csv"), os.path.join(tmp, "requests.csv")
+                j = sv.serve([*args, "--steps-out", steps_csv, "--requests-out", requests_csv], s["engine"])
+                with open(requests_csv) as f:
+                    first = next(r for r in csv.DictReader(f) if r["id"] == "0")
+                with open(steps_csv) as f:
+                    rows = list(csv.DictReader(f))
+            # The model's steps read as the measured ones are: those that carry prompt tokens while
+            # the first request decodes (its first token to its last), over LONG.
+            t0 = float(first["arrival_s"]) + float(first["ttft_s"])
+            t1 = float(first["arrival_s"]) + float(first["e2e_s"])
+            carried = [float(r["period_s"]) for r in rows
+                       if float(r["prompt_tokens"]) > 0 and t0 <= float(r["start_s"]) < t1 and float(r["period_s"]) > LONG]
             p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
             steps = j["steps"]["mixed"] + j["steps"]["prefill"]
-            assert steps == len(prompt_periods)
+            assert steps == sum(1 for r in rows if float(r["prompt_tokens"]) > 0)
             n = "n/a" if m["long_n"] is None else m["long_n"]
             med = "n/a" if m["long_median"] is None else f"{m['long_median'] * 1e3:.0f}"
+            model = f"{len(carried)}, {statistics.median(carried) * 1e3:.0f}" if carried else "0"
             print(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
                   f"| {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} | {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} "
-                  f"| {n} | {statistics.median(prompt_periods) * 1e3:.0f} | {med} |")
+                  f"| {model} | {n} | {med} |")
 
 
 if __name__ == "__main__":

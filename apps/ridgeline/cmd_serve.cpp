@@ -415,15 +415,19 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         std::unique_ptr<report::StepWriter> step_writer;
                         serving::StepSink step_sink;
                         if (!f->steps_out.empty()) {
-                          std::error_code ec;
-                          for (const std::string* other : {&f->load.trace, &f->requests_out}) {
-                            if (!other->empty() && std::filesystem::equivalent(*other, f->steps_out, ec)) {
-                              throw InputError(fmt::format("--steps-out: {} is the {} file: it would be overwritten", f->steps_out,
-                                                           other == &f->load.trace ? "--trace" : "--requests-out"));
+                          // (An input, such as the --trace file, is refused by the writer: check_output_path.)
+                          if (!f->requests_out.empty()) {
+                            // The same file by another spelling, existing or not (./s.csv, d/../s.csv, a link to it).
+                            std::error_code ec, ec_a, ec_b;
+                            const auto full = [](const std::string& p, std::error_code& e) {
+                              return std::filesystem::weakly_canonical(std::filesystem::absolute(p, e), e);
+                            };
+                            const bool same = std::filesystem::equivalent(f->requests_out, f->steps_out, ec) ||
+                                              (full(f->requests_out, ec_a) == full(f->steps_out, ec_b) && !ec_a && !ec_b);
+                            if (same) {
+                              throw InputError(fmt::format("--steps-out: {} is the --requests-out file ({}): give each its own", f->steps_out,
+                                                           f->requests_out));
                             }
-                          }
-                          if (f->steps_out == f->requests_out) {
-                            throw InputError(fmt::format("--steps-out: {} is the --requests-out file: give each its own", f->steps_out));
                           }
                           step_writer = std::make_unique<report::StepWriter>(f->steps_out);
                           step_sink = [&](const serving::StepRecord& rec) { step_writer->write(rec); };
@@ -459,7 +463,7 @@ void register_report_serve(CLI::App& root, std::vector<Command>& commands) {
   r->group("");
   add_serve_flags(r, f.get());
   r->add_option("--out", *out, "HTML file to write")->required();
-  hide_flags(r, {"--emit", "--emit-dir"});
+  hide_flags(r, {"--emit", "--emit-dir", "--requests-out", "--steps-out"});
   commands.push_back({r, [f, out] {
                         if (!f->emit.target.empty()) throw InputError("--emit: launch files come from serve --emit, not a report");
                         if (!f->requests_out.empty() || !f->steps_out.empty()) {

@@ -746,7 +746,7 @@ void StepWriter::write(const serving::StepRecord& s) {
   std::FILE* f = file_.stream();
   if (f == nullptr) return;
   if (!file_.csv()) return file_.write_json(step_json(s));
-  fmt::print(f, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", s.index, s.replica, s.start_s, s.period_s, s.device_s,
+  fmt::print(f, "{},{},{:.12g},{:.12g},{:.12g},{:.9g},{:.9g},{:.9g},{:.9g},{}\n", s.index, s.replica, s.start_s, s.period_s, s.device_s,
              s.prompt_tokens, s.prompt_chunks, s.decodes, s.decode_context, serving::name(s.launch));
 }
 

@@ -185,8 +185,8 @@ struct StepRecord {
   std::int32_t replica = 0;
   std::int64_t index = 0;        ///< steps started before it, over the run
   double start_s = 0;            ///< when it starts
-  double period_s = 0;           ///< start to the earliest start of the replica's next step (host time not overlapped included)
-  double device_s = 0;           ///< the device's time: its kernels (the draft's passes too when speculating)
+  double period_s = 0;           ///< start to the earliest start of the replica's next step (with what the host adds outside the device's time)
+  double device_s = 0;           ///< the device's time: its kernels, a swap's copies, the draft's passes when speculating
   double prompt_tokens = 0;      ///< prompt tokens computed (Σ chunks)
   double prompt_chunks = 0;      ///< sequences computing a prompt chunk
   double decodes = 0;            ///< sequences computing decode tokens
