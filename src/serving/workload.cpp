@@ -212,6 +212,15 @@ double Rng::gamma(double shape) noexcept {
   }
 }
 
+namespace {
+
+// A lognormal length's mu, `a` being its mean: ln(a) - sigma^2 / 2 (0 for the other kinds).
+double lognormal_mu(const LengthDist& d) noexcept {
+  return d.kind == LengthDist::Kind::lognormal ? std::log(d.a) - d.b * d.b / 2 : 0;
+}
+
+}  // namespace
+
 RequestSource::RequestSource(const WorkloadSpec& spec, const std::vector<Request>* drawn)
     : spec_(spec), drawn_list_(drawn), arrivals_(spec.seed * 3 + 1), lengths_(spec.seed * 3 + 2), groups_(spec.seed * 3 + 3),
       retime_(spec.seed * 7 + 5), think_(spec.seed * 11 + 6) {
@@ -220,6 +229,8 @@ RequestSource::RequestSource(const WorkloadSpec& spec, const std::vector<Request
                                            : std::min<std::int64_t>(spec.requests, static_cast<std::int64_t>(spec.trace.size()));
   if (drawn_list_ != nullptr && static_cast<std::int64_t>(drawn_list_->size()) != total_) drawn_list_ = nullptr;
   if (drawn_list_ == nullptr && spec.arrival == Arrival::trace && spec.open_trace) stream_ = spec.open_trace();
+  prompt_mu_ = lognormal_mu(spec.prompt);
+  gen_mu_ = lognormal_mu(spec.gen);
 }
 
 double RequestSource::think_s() noexcept {
@@ -233,7 +244,7 @@ double RequestSource::think_s() noexcept {
   return 0;
 }
 
-std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
+std::int64_t RequestSource::length(const LengthDist& d, double mu, Rng& rng) noexcept {
   double v = d.a;
   switch (d.kind) {
     case LengthDist::Kind::fixed: break;
@@ -241,12 +252,7 @@ std::int64_t RequestSource::length(const LengthDist& d, Rng& rng) noexcept {
       v = d.a + std::floor(rng.uniform() * (d.b - d.a + 1));
       break;
     case LengthDist::Kind::normal: v = std::round(d.a + d.b * rng.normal()); break;
-    case LengthDist::Kind::lognormal: {
-      // `a` is the distribution's mean: mu = ln(a) - sigma^2 / 2.
-      const double mu = std::log(d.a) - d.b * d.b / 2;
-      v = std::round(std::exp(mu + d.b * rng.normal()));
-      break;
-    }
+    case LengthDist::Kind::lognormal: v = std::round(std::exp(mu + d.b * rng.normal())); break;
     case LengthDist::Kind::empirical:
       v = d.values.empty() ? 1
                            : static_cast<double>(d.values[static_cast<std::size_t>(
@@ -302,8 +308,8 @@ bool RequestSource::next(Request& r) {
     }
   }
   r.arrival_s = clock_s_;
-  r.input = length(spec_.prompt, lengths_);
-  r.output = length(spec_.gen, lengths_);
+  r.input = length(spec_.prompt, prompt_mu_, lengths_);
+  r.output = length(spec_.gen, gen_mu_, lengths_);
   r.prefix_group = -1;
   r.prefix_tokens = 0;
   if (spec_.prefix_groups > 0) {

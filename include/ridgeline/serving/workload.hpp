@@ -137,8 +137,10 @@ class RequestSource {
   double think_s() noexcept;
 
  private:
-  std::int64_t length(const LengthDist& d, Rng& rng) noexcept;
+  /// `mu`: a lognormal's ln(mean) - sigma^2 / 2, worked out once (lognormal_mu).
+  std::int64_t length(const LengthDist& d, double mu, Rng& rng) noexcept;
   const WorkloadSpec& spec_;
+  double prompt_mu_ = 0, gen_mu_ = 0;
   const std::vector<Request>* drawn_list_ = nullptr;
   std::unique_ptr<RequestStream> stream_;  // a trace read row by row
   Rng arrivals_, lengths_, groups_, retime_, think_;
