@@ -415,20 +415,8 @@ void register_serve(CLI::App& root, std::vector<Command>& commands) {
                         std::unique_ptr<report::StepWriter> step_writer;
                         serving::StepSink step_sink;
                         if (!f->steps_out.empty()) {
-                          // (An input, such as the --trace file, is refused by the writer: check_output_path.)
-                          if (!f->requests_out.empty()) {
-                            // The same file by another spelling, existing or not (./s.csv, d/../s.csv, a link to it).
-                            std::error_code ec, ec_a, ec_b;
-                            const auto full = [](const std::string& p, std::error_code& e) {
-                              return std::filesystem::weakly_canonical(std::filesystem::absolute(p, e), e);
-                            };
-                            const bool same = std::filesystem::equivalent(f->requests_out, f->steps_out, ec) ||
-                                              (full(f->requests_out, ec_a) == full(f->steps_out, ec_b) && !ec_a && !ec_b);
-                            if (same) {
-                              throw InputError(fmt::format("--steps-out: {} is the --requests-out file ({}): give each its own", f->steps_out,
-                                                           f->requests_out));
-                            }
-                          }
+                          // (An input such as the --trace file, or the --requests-out file by any
+                          // spelling, is refused by the writer: AtomicFile.)
                           step_writer = std::make_unique<report::StepWriter>(f->steps_out);
                           step_sink = [&](const serving::StepRecord& rec) { step_writer->write(rec); };
                         }

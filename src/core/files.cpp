@@ -30,6 +30,33 @@ Inputs& inputs() {
   return in;
 }
 
+// The outputs being written now (AtomicFiles alive): two writers of one run never take the
+// same file, whatever the spellings.
+struct Output {
+  std::string key;                    // absolute, weakly canonical path
+  std::pair<dev_t, ino_t> id{0, 0};   // the existing file's, else zeros
+  std::string flag, path;             // as given
+};
+struct Outputs {
+  std::mutex mutex;
+  std::vector<Output> files;
+};
+
+Outputs& outputs() {
+  static Outputs out;
+  return out;
+}
+
+Output output_of(const std::string& path, std::string_view flag) {
+  Output o{path, {0, 0}, std::string(flag), path};
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (!ec) o.key = full.string();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) o.id = {st.st_dev, st.st_ino};
+  return o;
+}
+
 }  // namespace
 
 void note_input(const std::string& path) noexcept {
@@ -86,6 +113,18 @@ std::string random_suffix() {
 
 AtomicFile::AtomicFile(std::string path, std::string_view flag) : path_(std::move(path)), flag_(flag) {
   check_output_path(path_, flag_);
+  {
+    Output o = output_of(path_, flag_);
+    Outputs& out = outputs();
+    std::lock_guard<std::mutex> lock(out.mutex);
+    for (const Output& other : out.files) {
+      if (other.key == o.key || (o.id != std::pair<dev_t, ino_t>{0, 0} && other.id == o.id)) {
+        throw InputError(fmt::format("{}: {} is also written by {} ({}): give each its own", flag_, path_, other.flag, other.path));
+      }
+    }
+    out.files.push_back(std::move(o));
+    registered_ = true;
+  }
   const std::filesystem::path p(path_);
   const std::string dir = p.parent_path().string(), base = p.filename().string();
   // In the target's folder (the rename stays on one file system), hidden, never an existing
@@ -108,6 +147,16 @@ AtomicFile::AtomicFile(std::string path, std::string_view flag) : path_(std::mov
 }
 
 AtomicFile::~AtomicFile() {
+  if (registered_) {
+    Outputs& out = outputs();
+    std::lock_guard<std::mutex> lock(out.mutex);
+    for (auto it = out.files.begin(); it != out.files.end(); ++it) {
+      if (it->flag == flag_ && it->path == path_) {
+        out.files.erase(it);
+        break;
+      }
+    }
+  }
   if (f_ == nullptr) return;
   std::fclose(f_);
   ::unlink(tmp_.c_str());

@@ -21,7 +21,8 @@ void check_output_path(const std::string& path, std::string_view flag);
 /// (O_CREAT | O_EXCL | O_NOFOLLOW: an existing file or link of that name is never opened), and
 /// commit() renames it over `path`; the temporary is removed when the writer ends uncommitted.
 /// `path` is checked with check_output_path on creation and again before the rename (an input
-/// read since is refused then).
+/// read since is refused then); a second writer alive at the same time is refused the same file
+/// by any spelling (two output flags of one command naming it).
 class AtomicFile {
  public:
   /// InputError naming `flag` when `path` cannot take the output or no temporary can be made.
@@ -40,6 +41,7 @@ class AtomicFile {
  private:
   std::string path_, flag_, tmp_;
   std::FILE* f_ = nullptr;
+  bool registered_ = false;  // among the outputs being written (until destroyed)
 };
 
 /// Throws InputError naming `flag` unless `path` ends with one of `extensions` (without regard
