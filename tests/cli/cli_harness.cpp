@@ -10,6 +10,8 @@
 
 namespace ridgeline::testing {
 
+std::string tmp_path(const std::string& name) { return std::string(RIDGELINE_TMP_DIR) + "/" + name; }
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;

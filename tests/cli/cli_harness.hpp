@@ -35,6 +35,9 @@ nlohmann::json run_json(const std::string& args);
 /// Expects exit status 2, nothing on stdout and one line on stderr mentioning `mentions`.
 void expect_bad(const std::string& args, const std::string& mentions);
 
+/// A path under the build's test directory (RIDGELINE_TMP_DIR).
+std::string tmp_path(const std::string& name);
+
 /// The whole contents of a file (empty when it cannot be read).
 std::string slurp(const std::string& path);
 

@@ -13,8 +13,8 @@
 namespace ridgeline::testing {
 namespace {
 
-std::string tmp(const char* name) {
-  const std::string d = std::string(RIDGELINE_TMP_DIR) + "/" + name;
+std::string cleared_path(const char* name) {
+  const std::string d = tmp_path(name);
   std::filesystem::remove_all(d);
   return d;
 }
@@ -23,7 +23,7 @@ std::string tmp(const char* name) {
 // model's Hugging Face repository with the preset's limits (an H100: 8192 tokens, 1024
 // sequences), the replicas are the README's instances.
 TEST(EmitCli, ServeWritesTheEngineLaunch) {
-  const std::string dir = tmp("emit_serve");
+  const std::string dir = cleared_path("emit_serve");
   const auto j = run_json("serve --model llama-3.1-8b --hw h100-sxm --tp 2 --replicas 3 --qps 6 --requests 100 --prompt 512 --gen 64 "
                           "--kv-dtype fp8 --emit vllm --emit-dir " + dir);
   ASSERT_TRUE(j.contains("emitted"));
@@ -52,7 +52,7 @@ TEST(EmitCli, ServeWritesTheEngineLaunch) {
 // search serve --emit: the best deployment, the Pareto front and the listed rows, each in its
 // own directory with the serve command that reproduces its numbers.
 TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
-  const std::string dir = tmp("emit_search");
+  const std::string dir = cleared_path("emit_search");
   const auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1,2 --qps 4 --requests 100 --prompt 512 --gen 64 "
                           "--slo ttft_p99=1s,tpot_p99=50ms --top 2 --emit sglang --engine sglang --emit-dir " + dir);
   ASSERT_TRUE(j["emitted"]["best"].is_object());
@@ -72,7 +72,7 @@ TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
 // max_num_seqs, 512), PR #20628): the simulation prices that graph and the launch files say it,
 // each kind of instance its own: 2 x 64 = 128 for the prefill instances, 2 x 16 = 32 for decode.
 TEST(EmitCli, TheLargestGraphFollowsEachInstancesSequenceLimit) {
-  const std::string dir = tmp("emit_capture");
+  const std::string dir = cleared_path("emit_capture");
   const RunResult r = run("serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 2 --disagg 1:1 "
                           "--max-num-seqs 64 --disagg-decode max-num-seqs=16 --emit vllm --emit-dir " + dir);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -84,7 +84,7 @@ TEST(EmitCli, TheLargestGraphFollowsEachInstancesSequenceLimit) {
 }
 
 TEST(EmitCli, AConfigFileNamesItsDirectory) {
-  const std::string dir = tmp("emit_config");
+  const std::string dir = cleared_path("emit_config");
   std::filesystem::create_directories(dir + "/my-model");
   std::ofstream(dir + "/my-model/config.json") << R"({"model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816,
     "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096})";

@@ -128,8 +128,6 @@ namespace {
 
 const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 
-std::string tmp(const std::string& name) { return std::string(RIDGELINE_TMP_DIR) + "/" + name; }
-
 // Bytes that are not UTF-8 in a chip's name, a kernel's name or a path reach JSON, SVG and
 // text as U+FFFD: never an internal error (exit 1) or a raw byte in a document.
 TEST(ReliabilityCli, NonUtf8BytesAreReplacedNotAnInternalError) {
@@ -137,23 +135,23 @@ TEST(ReliabilityCli, NonUtf8BytesAreReplacedNotAnInternalError) {
   const std::size_t at = chip.find("display_name:");
   ASSERT_NE(at, std::string::npos);
   chip.replace(at, chip.find('\n', at) - at, "display_name: bad \xff name");
-  std::ofstream(tmp("non_utf8_chip.yaml"), std::ios::binary) << chip;
-  auto j = run_json("hw show " + tmp("non_utf8_chip.yaml"));  // parsing checks the document is UTF-8
+  std::ofstream(tmp_path("non_utf8_chip.yaml"), std::ios::binary) << chip;
+  auto j = run_json("hw show " + tmp_path("non_utf8_chip.yaml"));  // parsing checks the document is UTF-8
   EXPECT_EQ(j["display_name"], "bad " + kReplacement + " name");
 
-  std::ofstream(tmp("non_utf8_kernels.csv"), std::ios::binary) << "name,duration_us,flops,bytes,count\nco\xffpy_kernel,10,1e6,4e8,2\n";
-  auto p = run_json("profile " + tmp("non_utf8_kernels.csv") + " --hw t4");
+  std::ofstream(tmp_path("non_utf8_kernels.csv"), std::ios::binary) << "name,duration_us,flops,bytes,count\nco\xffpy_kernel,10,1e6,4e8,2\n";
+  auto p = run_json("profile " + tmp_path("non_utf8_kernels.csv") + " --hw t4");
   EXPECT_NE(p.dump().find("co\xEF\xBF\xBD"), std::string::npos);
-  run_json("advise profile " + tmp("non_utf8_kernels.csv") + " --hw t4");
-  const std::string svg = tmp("non_utf8_roofline.svg");
-  auto r = run("plot roofline --profile " + tmp("non_utf8_kernels.csv") + " --hw t4 --out " + svg);
+  run_json("advise profile " + tmp_path("non_utf8_kernels.csv") + " --hw t4");
+  const std::string svg = tmp_path("non_utf8_roofline.svg");
+  auto r = run("plot roofline --profile " + tmp_path("non_utf8_kernels.csv") + " --hw t4 --out " + svg);
   EXPECT_EQ(r.status, 0) << r.err;
   const std::string body = slurp(svg);
   EXPECT_EQ(body.find('\xff'), std::string::npos);
   EXPECT_NE(body.find(kReplacement), std::string::npos);
 
   // A model file under a directory whose name is not UTF-8 (printf writes the byte 0xff).
-  const std::string dir = tmp("non_utf8_dir_");
+  const std::string dir = tmp_path("non_utf8_dir_");
   ASSERT_EQ(std::system(("mkdir -p \"" + dir + "$(printf '\\377')\" && cp " + std::string(RIDGELINE_SOURCE_DIR) +
                          "/tests/data/models/megatron-145b.json \"" + dir + "$(printf '\\377')/\"").c_str()),
             0);
@@ -164,7 +162,7 @@ TEST(ReliabilityCli, NonUtf8BytesAreReplacedNotAnInternalError) {
 TEST(ReliabilityCli, StdoutWriteErrorsFail) {
   // The harness redirects stdout itself: these run the binary directly.
   auto status_and_err = [](const std::string& redirect) {
-    const std::string err = tmp("stdout_error.err");
+    const std::string err = tmp_path("stdout_error.err");
     const int rc = std::system((std::string(RIDGELINE_BIN) + " hw show h200 --json " + redirect + " 2>" + err).c_str());
     return std::pair{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(err)};
   };
@@ -240,7 +238,7 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
                                  std::string("search train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 8 --threads 1")}) {
     SCOPED_TRACE(cmd);
     // timeout: a hang fails the test rather than the suite; 150 MB of address space (what the adversarial run used).
-    const std::string out = tmp("small_limit.out"), err = tmp("small_limit.err");
+    const std::string out = tmp_path("small_limit.out"), err = tmp_path("small_limit.err");
     const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) + " " + cmd + " >" + out + " 2>" + err).c_str());
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
     EXPECT_FALSE(slurp(out).empty());
@@ -249,7 +247,7 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
   // 50-character names (some 250 bytes each when every launch was kept: out of memory here)
   // read in 150 MB, every launch counted.
   {
-    const std::string trace = tmp("small_limit_trace.json");
+    const std::string trace = tmp_path("small_limit_trace.json");
     {
       std::ofstream f(trace);
       f << "{\"traceEvents\": [";
@@ -259,7 +257,7 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
       }
       f << "]}";
     }
-    const std::string out = tmp("small_limit_trace.out"), err = tmp("small_limit_trace.err");
+    const std::string out = tmp_path("small_limit_trace.out"), err = tmp_path("small_limit_trace.err");
     const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) + " profile " + trace +
                                 " --hw h100-sxm --json >" + out + " 2>" + err).c_str());
     EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 0) << slurp(err);
@@ -267,7 +265,7 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
   }
   // Memory that cannot be had is a clean error (exit 2, one line), never an abort: three
   // million concurrent clients do not fit 150 MB, which serve says before it starts (issue 42).
-  const std::string err = tmp("small_limit_oom.err");
+  const std::string err = tmp_path("small_limit_oom.err");
   const int rc = std::system(("ulimit -v 150000; timeout 60 " + std::string(RIDGELINE_BIN) +
                               " serve --model llama-3.1-8b --hw h100-sxm --concurrency 3000000 --requests 3000000 --prompt 10 --gen 2"
                               " >/dev/null 2>" + err).c_str());
@@ -276,7 +274,7 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
   // validate under 250 MB: OpenBLAS (128 MiB per thread) is not started, which the notes say,
   // rather than its threads waiting forever; measuring first (no --hw) fails cleanly when its
   // bandwidth arrays cannot be allocated, rather than writing through a null pointer.
-  const std::string out = tmp("small_limit_validate.json");
+  const std::string out = tmp_path("small_limit_validate.json");
   const int v = std::system(("ulimit -v 250000; timeout 120 " + std::string(RIDGELINE_BIN) + " validate --hw " +
                              std::string(RIDGELINE_SOURCE_DIR) + "/tests/data/validate-host.yaml --only gemm --json >" + out + " 2>" + err).c_str());
   EXPECT_EQ(WIFEXITED(v) ? WEXITSTATUS(v) : -1, 0) << slurp(err);
@@ -290,13 +288,13 @@ TEST(ReliabilityCli, SmallAddressSpaceLimitNeitherHangsNorCrashes) {
 // calibrate keeps a fit only within physical fractions and consistent kernels, and writes no
 // chip file without one: pointwise kernels at 0.2% of the bandwidth are miscounted, not slow.
 TEST(ReliabilityCli, CalibrateRefusesUnphysicalFits) {
-  const std::string csv = tmp("unphysical.csv");
+  const std::string csv = tmp_path("unphysical.csv");
   // 3.35e7 k bytes (10 k us at 3.35 TB/s) measured at 2 us + 10 k us / 0.002.
   std::ofstream(csv) << "name,duration,flops,bytes,count\nelementwise_1,0.005002,0,3.35e7,2\nelementwise_10,0.050002,0,3.35e8,2\n"
                         "elementwise_100,0.500002,0,3.35e9,2\n";
   auto j = run_json("calibrate " + csv + " --hw h100-sxm");
   EXPECT_NE(j.dump().find("memory fraction 0.002 is below 0.05"), std::string::npos) << j.dump();
-  expect_bad("calibrate " + csv + " --hw h100-sxm --out " + tmp("unphysical.yaml"), "no kernel class could be fitted");
+  expect_bad("calibrate " + csv + " --hw h100-sxm --out " + tmp_path("unphysical.yaml"), "no kernel class could be fitted");
 }
 
 // A trace says which GPU it ran on (Kineto's deviceProperties): without --hw that chip is
@@ -327,7 +325,7 @@ TEST(ReliabilityCli, ProfileTakesTheChipFromTheTrace) {
 
 // A profile's tensor FLOPs under a roof the chip does not have is refused.
 TEST(ReliabilityCli, TensorDtypeTheChipLacks) {
-  const std::string csv = tmp("tensor_dtype.csv");
+  const std::string csv = tmp_path("tensor_dtype.csv");
   std::ofstream(csv) << "name,duration_us,flops,bytes\nk,10,1e9,1e6\n";
   expect_bad("profile " + csv + " --hw h100-sxm --tensor-dtype fp4", "fp4 has no matrix rate on h100-sxm");
   expect_bad("advise profile " + csv + " --hw h100-sxm --tensor-dtype fp4", "--tensor-dtype");
@@ -455,7 +453,7 @@ TEST(ReliabilityCli, JsonCountsAreIntegers) {
 // A kernel without FLOP or byte counts (or without byte counts) is unknown: no bound, no share of the bound totals,
 // no gap (it was "compute-bound, 0.0% of roof" with its whole time as the gap).
 TEST(ReliabilityCli, ProfileKernelsWithoutCountsAreUnknown) {
-  const std::string csv = tmp("unknown_kernel.csv");
+  const std::string csv = tmp_path("unknown_kernel.csv");
   // gemm: 2e12 FLOPs, 1e9 bytes in 5 ms; empty: nothing counted in 1 ms.
   std::ofstream(csv) << "name,duration,flops,bytes\ngemm,5e-3,2e12,1e9\nempty,1e-3,0,0\n";
   auto j = run_json("profile " + csv + " --hw h100-sxm");

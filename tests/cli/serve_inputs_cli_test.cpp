@@ -23,11 +23,9 @@ namespace {
 
 const std::string kM = "serve --model llama-3.1-8b --hw h100-sxm";
 
-std::string tmp(const std::string& name) { return std::string(RIDGELINE_TMP_DIR) + "/" + name; }
-
 // A fresh directory of its own under the build's test directory.
 std::string fresh_dir(const std::string& name) {
-  const std::string d = tmp(name);
+  const std::string d = tmp_path(name);
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
@@ -51,7 +49,7 @@ struct Limited {
 };
 Limited run_limited(const std::string& args, long limit_kb) {
   static int counter = 0;
-  const std::string base = tmp("limited_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  const std::string base = tmp_path("limited_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
   const std::string cmd = "exec " + std::string(RIDGELINE_BIN) + " " + args + " >" + base + ".out 2>" + base + ".err";
   const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = fork();
@@ -143,7 +141,7 @@ TEST(ServeInputsCli, NothingServedIsAnErrorNamingWhy) {
   expect_bad(kM + " --qps 1 --kv-blocks 1", "all 1341 were rejected (1341 beyond the KV cache of 16 tokens per instance)");
   expect_bad("serve --model llama-3.1-70b --hw h100-sxm --tp 2 --qps 1 --prompt 100000 --requests 20",
              "all 20 were rejected (20 beyond the KV cache of");
-  const std::string trace = tmp("two_million_out.csv");
+  const std::string trace = tmp_path("two_million_out.csv");
   std::ofstream(trace) << "timestamp_s,input_tokens,output_tokens\n0,100,2000000\n";
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --trace " + trace, "all 1 were rejected (1 longer than the model's context");
 }
@@ -176,7 +174,7 @@ TEST(ServeInputsCli, AServedFractionOfTheOfferedRateIsSaid) {
 // ---- 3. Flags that are ignored or contradict the output ------------------------------------
 
 TEST(ServeInputsCli, FlagsATraceDoesNotUseAreRefused) {
-  const std::string trace = tmp("three_requests.csv");
+  const std::string trace = tmp_path("three_requests.csv");
   std::ofstream(trace) << "timestamp_s,input_tokens,output_tokens\n0,100,10\n0.5,200,20\n1.5,300,30\n";
   const std::string t = kM + " --trace " + trace;
   // Accepted before, with arrivals at -158 s, or a rate beyond every other path's 1e7.
@@ -314,14 +312,14 @@ TEST(ServeInputsCli, MessagesSayWhatIsWrong) {
   // Elsewhere a time beyond an hour names its range in seconds.
   expect_bad("search infer --model llama-3.1-8b --hw h100-sxm --ttft-max 7200s", "--ttft-max: '7200s' is outside the plausible range 0 s to 3600 s");
   // An unsorted JSON lines trace of 3 lines named row 4; a CSV with blank lines named a row.
-  const std::string jsonl = tmp("unsorted.jsonl"), csv = tmp("blank_lines.csv");
+  const std::string jsonl = tmp_path("unsorted.jsonl"), csv = tmp_path("blank_lines.csv");
   std::ofstream(jsonl) << "{\"timestamp_s\":1,\"input_tokens\":5,\"output_tokens\":5}\n{\"timestamp_s\":2,\"input_tokens\":5,\"output_tokens\":5}\n"
                           "{\"timestamp_s\":0,\"input_tokens\":5,\"output_tokens\":5}\n";
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --trace " + jsonl, "unsorted.jsonl: line 3: its timestamp is earlier than line 2's");
   std::ofstream(csv) << "timestamp_s,input_tokens,output_tokens\n\n0,100,10\n\n0.5,x,20\n";
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --trace " + csv, "blank_lines.csv: line 5: input_tokens 'x'");
   // The Azure reader took 31 February and year 0000.
-  const std::string feb = tmp("feb31.csv"), year0 = tmp("year0.csv");
+  const std::string feb = tmp_path("feb31.csv"), year0 = tmp_path("year0.csv");
   std::ofstream(feb) << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-02-31 00:00:00,10,5\n";
   std::ofstream(year0) << "TIMESTAMP,ContextTokens,GeneratedTokens\n0000-01-01 00:00:00,10,5\n0000-01-01 00:00:01,10,5\n";
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --trace " + feb, "TIMESTAMP '2023-02-31 00:00:00': expected a day of the month from 1 to 28");
@@ -415,7 +413,7 @@ TEST(ServeInputsCli, MemoryFollowsWhatIsSimulated) {
 TEST(ServeInputsCli, AKernelFasterThanTheRoofIsFlagged) {
   // 1e15 FLOP in 1 ps on an H100 (989 TFLOP/s: 1.01 s at the roof): gap_s -1.01 and nothing
   // else said. Now a warning in the text, in the JSON's warnings and on stderr.
-  const std::string csv = tmp("above_roof.csv");
+  const std::string csv = tmp_path("above_roof.csv");
   std::ofstream(csv) << "name,duration_us,flops,bytes,count\nfast,0.000001,1e15,1e3,1\n";
   const RunResult t = run("profile " + csv + " --hw h100-sxm");
   ASSERT_EQ(t.status, 0) << t.err;

@@ -21,7 +21,7 @@ memory:
 launch_overhead: 2 us
 )";
 
-std::string error_of(const std::string& text) {
+std::string chip_error_of(const std::string& text) {
   try {
     parse_chip_yaml(text, "toy.yaml");
   } catch (const InputError& e) {
@@ -48,9 +48,9 @@ TEST(HardwareFile, ParsesAMinimalFile) {
 TEST(HardwareFile, WriteAllocate) {
   EXPECT_TRUE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: true\n", "toy.yaml").write_allocate);
   EXPECT_FALSE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: false\n", "toy.yaml").write_allocate);
-  EXPECT_NE(error_of(std::string(kMinimal) + "write_allocate: yes\n").find("write_allocate: 'yes' must be true or false"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "write_allocate: yes\n").find("write_allocate: 'yes' must be true or false"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "write_allocate: [true]\n").find("write_allocate"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "write_allocate: [true]\n").find("write_allocate"), std::string::npos);
   EXPECT_TRUE(catalog_chip("epyc-9654").write_allocate);
   EXPECT_FALSE(catalog_chip("h100-sxm").write_allocate);
 }
@@ -65,9 +65,9 @@ TEST(HardwareFile, Multiprocessors) {
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").sms, 0);
   c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm)].matrix = 0.7;
   EXPECT_EQ(c.gemm_sms(), 0);
-  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 0\n").find("sms"), std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 1.5\n").find("sms"), std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "sms: 100000\n").find("sms: 100000: expected at most 65536"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "sms: 0\n").find("sms"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "sms: 1.5\n").find("sms"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "sms: 100000\n").find("sms: 100000: expected at most 65536"), std::string::npos);
 }
 
 // gemm_split: split-k (the default) or stream-k, nothing else; it round-trips through
@@ -78,7 +78,7 @@ TEST(HardwareFile, GemmSplit) {
   const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "sms: 132\ngemm_split: stream-k\n", "toy.yaml");
   EXPECT_EQ(c.gemm_split, hw::GemmSplit::stream_k);
   EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").gemm_split, hw::GemmSplit::stream_k);
-  EXPECT_EQ(error_of(std::string(kMinimal) + "gemm_split: streamk\n"), "toy.yaml: gemm_split: 'streamk': expected split-k or stream-k");
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "gemm_split: streamk\n"), "toy.yaml: gemm_split: 'streamk': expected split-k or stream-k");
   for (const char* chip : {"h100-sxm", "h100-pcie", "h200", "b200", "gb200-nvl72"}) {
     EXPECT_EQ(catalog_chip(chip).gemm_split, hw::GemmSplit::stream_k) << chip;
   }
@@ -90,11 +90,11 @@ TEST(HardwareFile, GemmSplit) {
 TEST(HardwareFile, AliasAmplificationIsRefused) {
   std::string text = std::string(kMinimal) + "notes: &big \"" + std::string(60000, 'x') + "\"\nsources:\n";
   for (int i = 0; i < 20000; ++i) text += "  - *big\n";
-  const std::string e = error_of(text);
+  const std::string e = chip_error_of(text);
   EXPECT_NE(e.find("aliases expand it"), std::string::npos) << e.substr(0, 200);
   EXPECT_EQ(e.find('\n'), std::string::npos);
   // A self-referencing alias (yaml-cpp makes it a cycle) ends too.
-  EXPECT_FALSE(error_of(std::string(kMinimal) + "sources: &s [a, *s]\n").empty());
+  EXPECT_FALSE(chip_error_of(std::string(kMinimal) + "sources: &s [a, *s]\n").empty());
   // An alias or two within the limits is fine.
   EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "notes: &n \"same\"\nsources: [*n, *n]\n", "toy.yaml").sources.size(), 2u);
 }
@@ -107,9 +107,9 @@ TEST(HardwareFile, PricePerHour) {
   EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").usd_per_hour, 2.69);
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").usd_per_hour, 0);
   EXPECT_EQ(catalog_chip("h100-sxm").usd_per_hour, 0);
-  const std::string e = error_of(std::string(kMinimal) + "price_per_hour: 2.69\n");
+  const std::string e = chip_error_of(std::string(kMinimal) + "price_per_hour: 2.69\n");
   EXPECT_NE(e.find("toy.yaml: price_per_hour"), std::string::npos) << e;
-  EXPECT_NE(error_of(std::string(kMinimal) + "price_per_hour: 2 EUR/h\n").find("USD"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "price_per_hour: 2 EUR/h\n").find("USD"), std::string::npos);
 }
 
 // `measured.threads` (written by `ridgeline measure`): the threads the ceilings were
@@ -118,8 +118,8 @@ TEST(HardwareFile, MeasuredThreads) {
   EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "measured:\n  threads: 3\n  date: \"x\"\n", "toy.yaml").measured_threads, 3);
   EXPECT_EQ(parse_chip_yaml(std::string(kMinimal) + "measured:\n  date: \"x\"\n", "toy.yaml").measured_threads, 0);
   EXPECT_EQ(catalog_chip("epyc-9654").measured_threads, 0);
-  EXPECT_NE(error_of(std::string(kMinimal) + "measured:\n  threads: two\n").find("measured.threads"), std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "measured:\n  threads: 0\n").find("measured.threads"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "measured:\n  threads: two\n").find("measured.threads"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "measured:\n  threads: 0\n").find("measured.threads"), std::string::npos);
 }
 
 // chip_yaml writes what parse_chip_yaml reads back to the same chip: every catalog chip,
@@ -184,15 +184,15 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_DOUBLE_EQ(ab.matrix, 0.4);
   EXPECT_DOUBLE_EQ(ab.overhead_s, 2e-6);
   EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(b, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::attention_backward)].matrix, 0.4);
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 1.5}}\n").find("efficiency.gemm.matrix"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 1.5}}\n").find("efficiency.gemm.matrix"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {speed: 1}}\n").find("efficiency.gemm"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {speed: 1}}\n").find("efficiency.gemm"), std::string::npos);
   // An overlap share under 0.5 would be faster than the max of the parts it overlaps.
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {overlap: 0.4}}\n").find("efficiency.gemm.overlap"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {overlap: 0.4}}\n").find("efficiency.gemm.overlap"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {overhead: 4}}\n").find("efficiency.gemm.overhead"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {overhead: 4}}\n").find("efficiency.gemm.overhead"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
 }
 
 TEST(HardwareFile, MeasuredMatmulRates) {
@@ -200,11 +200,11 @@ TEST(HardwareFile, MeasuredMatmulRates) {
   EXPECT_DOUBLE_EQ(c.matmul_achievable_flops_per_s[index(DType::bf16)], 80e12);
   EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").matmul_achievable_flops_per_s[index(DType::bf16)], 80e12);
   // Above the peak, a dtype without a peak, a missing unit: named by key.
-  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 120 TFLOPS}\n").find("matmul_achievable.bf16: 1.2e+14 FLOP/s exceeds the bf16 matrix peak"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 120 TFLOPS}\n").find("matmul_achievable.bf16: 1.2e+14 FLOP/s exceeds the bf16 matrix peak"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {fp8_e4m3: 80 TFLOPS}\n").find("matmul_achievable.fp8_e4m3: the chip has no fp8_e4m3 matrix peak"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "matmul_achievable: {fp8_e4m3: 80 TFLOPS}\n").find("matmul_achievable.fp8_e4m3: the chip has no fp8_e4m3 matrix peak"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 80}\n").find("matmul_achievable.bf16"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "matmul_achievable: {bf16: 80}\n").find("matmul_achievable.bf16"), std::string::npos);
 }
 
 // The gemm class's `matmul`: its share of the measured matmul rate, which it round-trips and
@@ -223,11 +223,11 @@ TEST(HardwareFile, AGemmClassRunsAtAShareOfTheMeasuredMatmulRate) {
   EXPECT_NEAR(r.achievable[static_cast<int>(hw::KernelClass::gemm)].inv_matrix[index(DType::bf16)], 1 / 0.72, 1e-15);
   EXPECT_NEAR(r.achievable[static_cast<int>(hw::KernelClass::gemm_expert)].inv_matrix[index(DType::bf16)], 1 / 0.8, 1e-15);
   EXPECT_NEAR(r.achievable[static_cast<int>(hw::KernelClass::gemm_scaled)].inv_matrix[index(DType::bf16)], 1 / 0.3, 1e-15);
-  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {gemm_expert: {matmul: 0.9}}\n"),
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {gemm_expert: {matmul: 0.9}}\n"),
             "toy.yaml: efficiency.gemm_expert.matmul: 0.9: only the gemm class (the BLAS library's GEMMs) runs at a share of the measured matmul rate");
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 0.7, matmul: 0.9}}\n").find("efficiency.gemm.matmul: 0.9: the class's own matrix"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {matrix: 0.7, matmul: 0.9}}\n").find("efficiency.gemm.matmul: 0.9: the class's own matrix"),
             std::string::npos);
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {matmul: 1.2}}\n").find("efficiency.gemm.matmul"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {matmul: 1.2}}\n").find("efficiency.gemm.matmul"), std::string::npos);
 }
 
 // The attention class's `tile_keys`: the work of a flash prefill's query tile, which it
@@ -238,11 +238,11 @@ TEST(HardwareFile, TheAttentionClassCarriesTheWorkOfAQueryTile) {
   EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::attention)].tile_keys, 228);
   EXPECT_EQ(hw::class_efficiency(c.efficiency, hw::KernelClass::attention_backward).tile_keys, 0);
   EXPECT_EQ(hw::class_efficiency(c.efficiency, hw::KernelClass::attention_decode).tile_keys, 0);
-  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {gemm: {tile_keys: 100}}\n"),
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {tile_keys: 100}}\n"),
             "toy.yaml: efficiency.gemm.tile_keys: 100: only the attention class (a flash prefill's forward) runs in query tiles");
-  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: -1}}\n"),
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: -1}}\n"),
             "toy.yaml: efficiency.attention.tile_keys: -1: expected 0 to 65536 keys a tile");
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: many}}\n").find("efficiency.attention.tile_keys"),
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {attention: {tile_keys: many}}\n").find("efficiency.attention.tile_keys"),
             std::string::npos);
 }
 
@@ -255,11 +255,11 @@ TEST(HardwareFile, AGemmClassCarriesItsTilesFill) {
   EXPECT_EQ(parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml").efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled_deepgemm)].fill_k, 500);
   const hw::ChipSpec g = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  gemm: {fill_k: 64}\n", "toy.yaml");
   EXPECT_EQ(hw::class_efficiency(g.efficiency, hw::KernelClass::gemm_expert).fill_k, 0);
-  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {norm: {fill_k: 100}}\n"),
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {norm: {fill_k: 100}}\n"),
             "toy.yaml: efficiency.norm.fill_k: 100: only a GEMM class's tiles run a K loop");
-  EXPECT_EQ(error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: 1e9}}\n"),
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: 1e9}}\n"),
             "toy.yaml: efficiency.gemm.fill_k: 1000000000: expected 0 to 65536 columns of K a tile");
-  EXPECT_NE(error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: lots}}\n").find("efficiency.gemm.fill_k"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {fill_k: lots}}\n").find("efficiency.gemm.fill_k"), std::string::npos);
 }
 
 TEST(HardwareFile, TopologyAndLinkEfficiency) {
@@ -275,7 +275,7 @@ TEST(HardwareFile, TopologyAndLinkEfficiency) {
   const hw::ChipSpec sfu = parse_chip_yaml(v2 + "special_function_rate: 2 TFLOPS\n", "s.yaml");
   EXPECT_DOUBLE_EQ(sfu.special_function_rate, 2e12);
   EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(sfu, "", ""), "back.yaml").special_function_rate, 2e12);
-  EXPECT_NE(error_of(v2 + "special_function_rate: fast\n").find("special_function_rate"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "special_function_rate: fast\n").find("special_function_rate"), std::string::npos);
   EXPECT_EQ(c.topology.torus_dims, 2);
   EXPECT_EQ(c.topology.max_slice, 64);
   EXPECT_DOUBLE_EQ(c.links[0].efficiency, 0.7);
@@ -283,13 +283,13 @@ TEST(HardwareFile, TopologyAndLinkEfficiency) {
   const hw::ChipSpec back = parse_chip_yaml(chip_yaml(c, "", ""), "back.yaml");
   EXPECT_EQ(back.topology, c.topology);
   EXPECT_DOUBLE_EQ(back.links[0].efficiency, 0.7);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: ring}\n").find("topology.fabric"), std::string::npos);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, library: mpi}\n").find("topology.library"), std::string::npos);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: torus}\n").find("torus_dims"), std::string::npos);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: mesh, in_switch_reduction: true}\n").find("in_switch_reduction"), std::string::npos);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, torus_dims: 3}\n").find("torus"), std::string::npos);
-  EXPECT_NE(error_of(v2 + "topology: {fabric: switched, domain: 0}\n").find("topology.domain"), std::string::npos);
-  EXPECT_NE(error_of(v2 + links.substr(0, links.size() - 5) + "1.5}\n").find("links[0].efficiency"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: ring}\n").find("topology.fabric"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: switched, library: mpi}\n").find("topology.library"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: torus}\n").find("torus_dims"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: mesh, in_switch_reduction: true}\n").find("in_switch_reduction"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: switched, torus_dims: 3}\n").find("torus"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + "topology: {fabric: switched, domain: 0}\n").find("topology.domain"), std::string::npos);
+  EXPECT_NE(chip_error_of(v2 + links.substr(0, links.size() - 5) + "1.5}\n").find("links[0].efficiency"), std::string::npos);
 }
 
 TEST(HardwareFile, ErrorsNameTheKeyPath) {
@@ -299,33 +299,33 @@ TEST(HardwareFile, ErrorsNameTheKeyPath) {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
-  EXPECT_NE(error_of(base + "colour: red\n").find("colour: unknown key"), std::string::npos);
+  EXPECT_NE(chip_error_of(base + "colour: red\n").find("colour: unknown key"), std::string::npos);
   // An efficiency key that is no figure and no kernel class: the five chip-wide figures, then
   // every class but `other`, in hw::KernelClass's order.
-  EXPECT_NE(error_of(base + "efficiency: {gemm_experts: {matrix: 0.5}}\n")
+  EXPECT_NE(chip_error_of(base + "efficiency: {gemm_experts: {matrix: 0.5}}\n")
                 .find("efficiency.gemm_experts: unknown key: expected one of matrix, vector, memory, link, overhead, gemm, attention, "
                       "pointwise, collective, attention_backward, attention_decode, gemm_expert, norm, sampling, allreduce_custom, "
                       "gemm_scaled, gemm_scaled_deepgemm, gemm_expert_scaled"),
             std::string::npos);
-  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 1")).find("memory[0].bandwidth"), std::string::npos);
-  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: 0 TB/s")).find("greater than zero"), std::string::npos);
-  EXPECT_NE(error_of(with("bandwidth: 1 TB/s", "bandwidth: nan TB/s")).find("memory[0].bandwidth"), std::string::npos);
-  EXPECT_NE(error_of(with("bf16: 100 TFLOPS", "bf17: 100 TFLOPS")).find("matrix_peak.bf17"), std::string::npos);
-  EXPECT_NE(error_of(with("kind: gpu", "kind: fpga")).find("kind"), std::string::npos);
-  EXPECT_NE(error_of(with("schema_version: 1", "schema_version: 3")).find("schema_version"), std::string::npos);
-  EXPECT_NE(error_of(with("launch_overhead: 2 us\n", "")).find("launch_overhead: required"), std::string::npos);
-  EXPECT_NE(error_of(with("{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}", "{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB, speed: 3}"))
+  EXPECT_NE(chip_error_of(with("bandwidth: 1 TB/s", "bandwidth: 1")).find("memory[0].bandwidth"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("bandwidth: 1 TB/s", "bandwidth: 0 TB/s")).find("greater than zero"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("bandwidth: 1 TB/s", "bandwidth: nan TB/s")).find("memory[0].bandwidth"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("bf16: 100 TFLOPS", "bf17: 100 TFLOPS")).find("matrix_peak.bf17"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("kind: gpu", "kind: fpga")).find("kind"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("schema_version: 1", "schema_version: 3")).find("schema_version"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("launch_overhead: 2 us\n", "")).find("launch_overhead: required"), std::string::npos);
+  EXPECT_NE(chip_error_of(with("{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB}", "{name: HBM, bandwidth: 1 TB/s, capacity: 16 GB, speed: 3}"))
                 .find("memory[0].speed"),
             std::string::npos);
-  EXPECT_NE(error_of("memory: [unclosed").find("malformed YAML"), std::string::npos);
-  EXPECT_NE(error_of("- a\n- b\n").find("expected a mapping"), std::string::npos);
-  EXPECT_NE(error_of(std::string(100, '[')).find("nesting"), std::string::npos);
-  EXPECT_NE(error_of(base + "name: again\n").find("duplicate key"), std::string::npos);
+  EXPECT_NE(chip_error_of("memory: [unclosed").find("malformed YAML"), std::string::npos);
+  EXPECT_NE(chip_error_of("- a\n- b\n").find("expected a mapping"), std::string::npos);
+  EXPECT_NE(chip_error_of(std::string(100, '[')).find("nesting"), std::string::npos);
+  EXPECT_NE(chip_error_of(base + "name: again\n").find("duplicate key"), std::string::npos);
 }
 
 TEST(HardwareFile, EveryErrorIsOneLineNamingTheFile) {
   for (const char* bad : {"", "schema_version: 1", "a: [1, {b: ]", "\t\t", "name: x\nname: y"}) {
-    std::string e = error_of(bad);
+    std::string e = chip_error_of(bad);
     EXPECT_EQ(e.rfind("toy.yaml", 0), 0u) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }

@@ -8,7 +8,7 @@
 namespace ridgeline::io {
 namespace {
 
-std::string error_of(const std::string& text) {
+std::string model_error_of(const std::string& text) {
   try {
     parse_model_config(text, "config.json");
   } catch (const InputError& e) {
@@ -95,7 +95,7 @@ TEST(ModelFile, NonGatedGeluFamilies) {
     "intermediate_size": 1024, "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000, "use_bias": false})", "sc2.json");
   EXPECT_EQ(nobias.mlp, model::MlpKind::gelu);
   EXPECT_FALSE(nobias.qkv_bias || nobias.o_bias || nobias.mlp_bias);
-  EXPECT_NE(error_of(R"({"model_type": "phi", "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 1024,
+  EXPECT_NE(model_error_of(R"({"model_type": "phi", "hidden_act": "silu", "hidden_size": 256, "intermediate_size": 1024,
     "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 1000})").find("hidden_act: 'silu' for model_type 'phi'"),
             std::string::npos);
 }
@@ -260,7 +260,7 @@ TEST(ModelFile, InternVlAndDeepSeekVl2NameTheirLanguageModelsOtherwise) {
     EXPECT_TRUE(m.qkv_bias) << key;
     EXPECT_EQ(m.weight_dtype, DType::fp16) << key;
   }
-  EXPECT_NE(error_of(R"({"llm_config": {"num_hidden_layers": 2}})").find("config.json: llm_config: hidden_size: required"),
+  EXPECT_NE(model_error_of(R"({"llm_config": {"num_hidden_layers": 2}})").find("config.json: llm_config: hidden_size: required"),
             std::string::npos);
 }
 
@@ -295,10 +295,10 @@ TEST(ModelFile, ErnieNamesItsExpertsKeysItsOwnWay) {
   EXPECT_EQ(bare.moe.shared_intermediate, 2 * 128);
   // Dense layers after the last expert layer are refused, as is an expert width without experts
   // (a file whose experts' keys ridgeline does not know is not priced as a dense model).
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
     "vocab_size": 100, "moe_num_experts": 8, "moe_k": 2, "moe_layer_end_index": 2})").find("moe_layer_end_index: 2 of 4 layers"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
     "vocab_size": 100, "n_experts": 8, "moe_intermediate_size": 32})").find("moe_intermediate_size: an expert width but no expert count"),
             std::string::npos);
   EXPECT_NO_THROW(parse_model_config(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
@@ -326,17 +326,17 @@ TEST(ModelFile, Gpt2Style) {
 }
 
 TEST(ModelFile, ErrorsNameTheKey) {
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8})")
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10, "intermediate_size": 8})")
                 .find("num_attention_heads: required"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": "big", "num_hidden_layers": 2})").find("hidden_size"), std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3,
+  EXPECT_NE(model_error_of(R"({"hidden_size": "big", "num_hidden_layers": 2})").find("hidden_size"), std::string::npos);
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 3,
     "vocab_size": 10, "intermediate_size": 8})").find("num_key_value_heads"), std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": -2})").find("num_hidden_layers"), std::string::npos);
-  EXPECT_NE(error_of("{not json").find("malformed JSON"), std::string::npos);
-  EXPECT_NE(error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": 1e400})").find("config.json"), std::string::npos);
-  EXPECT_NE(error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10,
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "num_hidden_layers": -2})").find("num_hidden_layers"), std::string::npos);
+  EXPECT_NE(model_error_of("{not json").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(model_error_of("[1, 2]").find("expected a JSON object"), std::string::npos);
+  EXPECT_NE(model_error_of(R"({"hidden_size": 1e400})").find("config.json"), std::string::npos);
+  EXPECT_NE(model_error_of(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 10,
     "num_local_experts": 8, "intermediate_size": 8})").find("num_experts_per_tok"), std::string::npos);
 }
 
@@ -384,7 +384,7 @@ TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
   EXPECT_EQ(routed.moe.routing.gpus, 2);
   EXPECT_EQ(routed.moe.routing.imbalance, 1.5);
   // No other model type gets defaults: a llama text_config without heads is still an error.
-  EXPECT_NE(error_of(R"({"text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+  EXPECT_NE(model_error_of(R"({"text_config": {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_hidden_layers": 2, "vocab_size": 100}})").find("text_config: num_attention_heads: required key is missing"),
             std::string::npos);
   // The text model's own dtype (either key) comes before the file's.
@@ -392,9 +392,9 @@ TEST(ModelFile, MultimodalCheckpointsReadTheirLanguageModel) {
     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}})", "own.json");
   EXPECT_EQ(own.weight_dtype, DType::fp16);
   // Its errors name the nested object; only one level is read (no text_config inside it).
-  EXPECT_NE(error_of(R"({"text_config": {"num_hidden_layers": 2}})").find("config.json: text_config: hidden_size: required"),
+  EXPECT_NE(model_error_of(R"({"text_config": {"num_hidden_layers": 2}})").find("config.json: text_config: hidden_size: required"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"text_config": {"text_config": {"hidden_size": 8}}})").find("text_config: hidden_size: required"),
+  EXPECT_NE(model_error_of(R"({"text_config": {"text_config": {"hidden_size": 8}}})").find("text_config: hidden_size: required"),
             std::string::npos);
 }
 
@@ -422,7 +422,7 @@ TEST(ModelFile, LayersNotModelledAreRefusedByName) {
       {R"("model_type": "gemma3n_text")", "model_type: 'gemma3n_text'"},
   };
   for (const auto& [extra, want] : cases) {
-    const std::string e = error_of("{" + base + ", " + extra + "}");
+    const std::string e = model_error_of("{" + base + ", " + extra + "}");
     EXPECT_NE(e.find("config.json: " + want), std::string::npos) << extra << ": " << e;
   }
   // Sliding and full attention layers stay modelled, and so do MiniMax-M2's layers, every one of
@@ -449,7 +449,7 @@ TEST(ModelFile, CheckpointFormats) {
 // Values that used to change the model silently (an adversarial run) name their key.
 TEST(ModelFile, NonsenseValuesAreErrors) {
   const std::string base = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 10)";
-  auto err = [&](const std::string& extra) { return error_of("{" + base + ", " + extra + "}"); };
+  auto err = [&](const std::string& extra) { return model_error_of("{" + base + ", " + extra + "}"); };
   EXPECT_NE(err(R"("intermediate_size": 8, "num_local_experts": 0, "num_experts_per_tok": 2)").find("num_local_experts"), std::string::npos);
   EXPECT_NE(err(R"("intermediate_size": 0)").find("intermediate_size"), std::string::npos);
   // An expert count of 0 is a dense model: the fuzzer's Phi file with num_local_experts 0 and
@@ -498,7 +498,7 @@ TEST(ModelFile, RoutingMeasurement) {
   const std::string base = R"("hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 10, "intermediate_size": 8)";
   const std::string moe = base + R"(, "num_local_experts": 8, "num_experts_per_tok": 2)";
   auto err = [&](const std::string& fields, const std::string& routing) {
-    return error_of("{" + fields + R"(, "_routing": )" + routing + "}");
+    return model_error_of("{" + fields + R"(, "_routing": )" + routing + "}");
   };
   const std::string ok = R"("tokens_per_step": 64, "imbalance": 1.5, "balancer": "none", "source": "a paper")";
   EXPECT_EQ(err(moe, R"({"gpus": 4, )" + ok + "}"), "");

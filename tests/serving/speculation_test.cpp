@@ -99,14 +99,14 @@ TEST(Speculation, ADraftOfAnotherVocabularyIsRefused) {
 }
 
 // vLLM, one client, prompt 1000, gen `gen`, on one H100, llama-3.1-8b with an MTP layer.
-struct Lone {
+struct LoneDrafting {
   model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   model::ModelConfig draft = model::mtp_draft(m);
   hw::System sys = testing::catalog_system("h100-sxm");
   ServeConfig cfg;
   StepModel target, drafter;
   static constexpr double kHost = 0.4e-3 + 1.1e-6;  // vLLM's host time for a step of one request
-  explicit Lone(std::int64_t gen) {
+  explicit LoneDrafting(std::int64_t gen) {
     cfg.engine = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
     cfg.engine.front_end_s = 0;  // the steps alone
     cfg.accept_spread = 0;       // every request at the rates given (per-request classes: their own tests)
@@ -150,7 +150,7 @@ struct Lone {
 TEST(Speculation, AtAcceptanceOneEachStepEmitsKPlusOneTokens) {
   // α = 1, k = 3: every step emits 4 tokens. After the prefill's first token, 99 remain: 24
   // steps of 4 and a last of 3, 25 decode steps; step j verifies after 1000 + 4j cached.
-  Lone x(100);
+  LoneDrafting x(100);
   x.cfg.spec = spec(x.draft, 3, {1.0}, true);
   const ServingResult r = simulate(x.m, x.sys, x.cfg);
   double decode = 0;
@@ -166,7 +166,7 @@ TEST(Speculation, AtAcceptanceZeroItCostsExactlyTheDraftAndVerificationOverhead)
   // α = 0, k = 2: one token a step, as plain decoding, 99 steps at 1000 + j cached; each
   // costs the 3-token verification and the draft's passes instead of a one-token step, and
   // the prefill the draft's too.
-  Lone plain(100), specd(100);
+  LoneDrafting plain(100), specd(100);
   specd.cfg.spec = spec(specd.draft, 2, {0.0}, true);
   const ServingResult a = simulate(plain.m, plain.sys, plain.cfg), b = simulate(specd.m, specd.sys, specd.cfg);
   double overhead = specd.prefill(true) - plain.prefill(false);
@@ -179,7 +179,7 @@ TEST(Speculation, AtAcceptanceZeroItCostsExactlyTheDraftAndVerificationOverhead)
 TEST(Speculation, FractionalTokensPerStepAlternate) {
   // Rates 1 and 0.5 over k = 2: 2.5 tokens a step, emitted as 2, 3, 2, 3 (G(d) = floor(2.5 d)).
   // 10 tokens after the prefill's: 4 decode steps, after 1000, 1002, 1005, 1007 cached.
-  Lone x(11);
+  LoneDrafting x(11);
   x.cfg.spec = spec(x.draft, 2, {1.0, 0.5}, true);
   const ServingResult r = simulate(x.m, x.sys, x.cfg);
   EXPECT_EQ(r.decode_steps, 2 * 4);
@@ -214,7 +214,7 @@ TEST(Speculation, SlowAcceptingRequestsHaveTheirOwnTpot) {
   // steps), both over contexts 1000..1100 with steps of the same cost (a 2-token
   // verification and one draft pass, within the context's drift): their TPOTs differ by 2x
   // (within 1%), the p99 is the slow class's. 40 requests: the 8 classes all drawn.
-  Lone x(101);
+  LoneDrafting x(101);
   x.cfg.workload.requests = 40;
   x.cfg.spec = spec(x.draft, 1, {0.5}, true);
   const ServingResult same = simulate(x.m, x.sys, x.cfg);
@@ -286,7 +286,7 @@ TEST(Speculation, TheDraftsWeightsAndCacheTakeMemory) {
   // o 16,777,216, gate/up/down 3·4096·14336 = 176,160,768, two norms 2·4096 = 8,192:
   // 218,112,000 weights, 436,224,000 bytes (embedding, final norm and head shared with the target). Its KV: 2 (K, V) · 1 layer · 8 heads
   // · 128 · 2 bytes = 4096 bytes a token, beside the target's 2·32·8·128·2 = 131,072.
-  Lone x(100);
+  LoneDrafting x(100);
   x.cfg.spec = spec(x.draft, 2, {0.7}, true);
   const ServeMemory mem = serve_memory(x.m, x.sys, x.cfg);
   EXPECT_DOUBLE_EQ(mem.draft_weights_bytes, 436224000);

@@ -15,12 +15,12 @@
 namespace ridgeline::serving {
 namespace {
 
-struct Fixture {
+struct SteadyRun {
   model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   hw::System sys = testing::catalog_system("h100-sxm");
   EngineConfig e = engine_preset({EngineKind::vllm, 13}, sys.chip, 1);  // 0.13: the host between steps
   StepModel step;
-  Fixture() {
+  SteadyRun() {
     e.front_end_s = 0;  // the server's front end apart: SteadyState.TheFrontEnd*
     model::ForwardConfig f;
     step.prepare(m, sys, engine_forward(f, e));
@@ -31,7 +31,7 @@ TEST(SteadyState, OneUserIsAPrefillStepThenDecodeStepsAlone) {
   // B = 1: no other user's prompt or decode shares a step. Its prompt of 1000 fits the
   // 8192-token budget: one prefill step (eager: past vLLM's 512-token graphs) and the host's 0.4 ms + 1.1 us;
   // each of its 99 decode steps one sequence at the mean context 1000 + 100/2 (one graph).
-  Fixture x;
+  SteadyRun x;
   const SteadyState s = steady_state(x.step, x.e, 1000, 100, 1, 0);
   model::StepMix p, d;
   p.add_prefill(1000, 1000, 0);
@@ -51,7 +51,7 @@ TEST(SteadyState, AnEngineThatDoesNotChunkRunsNoPromptOverItsBudget) {
   // TensorRT-LLM's preset runs each prompt whole in one step of at most 8192 tokens: a prompt
   // of 8193 never starts; one of 8192 does, alone in its step (B = 1: TTFT one prefill step).
   // vLLM's chunks the longer prompt.
-  Fixture x;
+  SteadyRun x;
   const EngineConfig trt = engine_preset(EngineKind::trtllm, x.sys.chip, 1);
   EXPECT_FALSE(steady_state(x.step, trt, 8193, 100, 1, 0).stable);
   const SteadyState fits = steady_state(x.step, trt, 8192, 100, 1, 0);
@@ -75,7 +75,7 @@ TEST(SteadyState, ACycleBoundByTheBudgetIsFoundWhereTheRoundsCircle) {
   // steps of the budget. There the decodes, 7600·999/L = 7446.6 a step, leave c = 745.4
   // tokens: its prompt fits one step (999 + 1 = 1000 below L) and B·P/c = L. Iterated, the
   // rounds alternate between 1000 and 1267.5 and never settle.
-  Fixture x;
+  SteadyRun x;
   const SteadyState s = steady_state(x.step, x.e, 100, 1000, 7600, 0);
   EXPECT_TRUE(s.stable);
   EXPECT_NEAR(s.cycle_steps, 7600.0 * 1099 / 8192, 1e-6);
@@ -84,14 +84,14 @@ TEST(SteadyState, ACycleBoundByTheBudgetIsFoundWhereTheRoundsCircle) {
 
 TEST(SteadyState, DecodesFillingTheBudgetLeaveNoRoomForPrompts) {
   // 9000 users of 10 + 1000 tokens: B(G - 1)/L decodes alone exceed the 8192-token budget.
-  Fixture x;
+  SteadyRun x;
   EXPECT_FALSE(steady_state(x.step, x.e, 10, 1000, 9000, 0).stable);
 }
 
 // B users in the simulator's closed loop under the fixture's engine, their lengths uniform
 // around P and G (so that they do not run in lock-step as fixed lengths make them), 40
 // requests each, the first 10 each left out as warm-up.
-ServingResult closed_loop(const Fixture& x, int P, int G, int B) {
+ServingResult closed_loop(const SteadyRun& x, int P, int G, int B) {
   ServeConfig cfg;
   cfg.engine = x.e;
   cfg.workload.arrival = Arrival::closed;
@@ -106,7 +106,7 @@ ServingResult closed_loop(const Fixture& x, int P, int G, int B) {
 // The steady state against the simulator's closed loop of the same users (lengths uniform
 // around the means), over five (prompt, generation, users) setups: TPOT within 7%, throughput
 // within 10%, TTFT within `ttft_tolerance`.
-void expect_agrees_with_closed_loop(const Fixture& x, double ttft_tolerance) {
+void expect_agrees_with_closed_loop(const SteadyRun& x, double ttft_tolerance) {
   for (const auto& [P, G, B] : {std::tuple{1000, 100, 8}, {1000, 100, 64}, {200, 400, 128}, {3000, 200, 32}, {1000, 250, 256}}) {
     const ServingResult r = closed_loop(x, P, G, B);
     const SteadyState s = steady_state(x.step, x.e, P, G, B, 0);
@@ -123,12 +123,12 @@ TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
   // and 7% on TPOT (measured: TTFT within 4%, throughput 5.1%, TPOT 5.6%; it prices steps at
   // the mean context and the budget's queueing by its mean, and the H100's GEMM waves are a
   // step function of a step's tokens, which the mean step lands on one side of).
-  Fixture x;
+  SteadyRun x;
   expect_agrees_with_closed_loop(x, 0.10);
 }
 
 // SGLang's preset on the fixture's plan.
-void use_sglang(Fixture& x) {
+void use_sglang(SteadyRun& x) {
   x.e = engine_preset(EngineKind::sglang, x.sys.chip, 1);
   x.e.front_end_s = 0;
   model::ForwardConfig f;
@@ -140,7 +140,7 @@ TEST(SteadyState, PrefillFirstByHand) {
   // of x prompts (the engine's mixed-step graphs) or the host's 0.4 ms + 1.1 us a request,
   // whichever is longer (SGLang overlaps its scheduling with the device); d(n): a decode step
   // of n sequences at the mean context 1000 + G/2 (one graph), likewise.
-  Fixture x;
+  SteadyRun x;
   use_sglang(x);
   const double host = 0.4e-3, per_request = 1.1e-6;
   auto t = [&](double n) {
@@ -186,7 +186,7 @@ TEST(SteadyState, PrefillFirstAgreesWithTheSimulatorsClosedLoop) {
   // above. Measured: TTFT 2.6-9.1% below, TPOT 0.2-3.7% below, throughput 3.2-6.4% above. The
   // closed form prices the mean prompt, and on the H100 a 1000-token prefill sits just below
   // a GEMM wave (the simulator's prompts of 1000 to 1040 tokens take 21.6 to 27.1 ms).
-  Fixture x;
+  SteadyRun x;
   use_sglang(x);
   expect_agrees_with_closed_loop(x, 0.12);
 }
@@ -200,7 +200,7 @@ TEST(SteadyState, TheFrontEndWaitsForTheStepItLandsIn) {
   // s = (2d + t(1) + t(2)/2) / 3.5. It joins when the step it lands in ends, ceil(F/s)·s after
   // that last token, and a step later still on an engine that plans ahead (SGLang's overlap):
   // TTFT grows by (ceil(F/s) + 1)·s.
-  Fixture x;
+  SteadyRun x;
   const double F = 4e-3;
   const SteadyState none = steady_state(x.step, x.e, 1000, 100, 1, 0);
   x.e.front_end_s = F;
@@ -232,7 +232,7 @@ TEST(SteadyState, TheFrontEndWaitsForTheStepItLandsIn) {
 
 TEST(SteadyState, WithTheFrontEndItStillAgreesWithTheSimulatorsClosedLoop) {
   // The agreement tests above with the presets' front end of 4 ms, in both models.
-  Fixture x;
+  SteadyRun x;
   x.e.front_end_s = 4e-3;
   expect_agrees_with_closed_loop(x, 0.10);
   use_sglang(x);
@@ -244,7 +244,7 @@ TEST(SteadyState, TheSearchReturnsThePlansSteadyStateNumbers) {
   // search infer with continuous batching: every plan returned carries exactly what
   // ContinuousBatching prices at its batch (its group prepared alone), and fits its cache;
   // under vLLM's mixed steps and SGLang's prefill-first ones.
-  Fixture x;
+  SteadyRun x;
   for (const EngineKind kind : {EngineKind::vllm, EngineKind::sglang}) {
     analysis::InferSearchSpace s;
     s.chips_max = 2;
@@ -275,7 +275,7 @@ TEST(SteadyState, AdviceOnTheBatchIsSizedAsTheEngineServesIt) {
   // critical batch within what the static analysis and the engine's cache hold) and the
   // tokens/s, TTFT and TPOT that many users get in the steady state, its gain per request
   // batch (1/now - 1/then)·B·G from those numbers.
-  Fixture x;
+  SteadyRun x;
   analysis::InferenceConfig cfg;
   cfg.batch = 8;
   cfg.prompt = 1024;
