@@ -83,8 +83,18 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   m.moe.intermediate = m.intermediate;
   m.weight_dtype = p.dtype;
   model::ForwardConfig f;
-  f.precision.weight = p.dtype;
   f.merged_kernels = true;
+  if (cls == KernelClass::gemm_expert_scaled) {
+    // Experts in fp8 with a float scale a 128 x 128 block (DeepSeek-V3's quantization_config,
+    // the checkpoints this class's kernel runs), in the engines' Triton fused MoE.
+    m.quantized = true;
+    m.quant.experts_only = true;
+    m.quant.dtype = p.dtype;
+    m.quant.scale_bits_per_weight = 32.0 / (128 * 128);
+    f.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  } else {
+    f.precision.weight = p.dtype;
+  }
   model::Graph g;
   model::build_forward(m, f, one_chip(chip), {p.tokens, 1, 1, nullptr}, g);
   for (int i = 0; i < g.op_count; ++i) {
@@ -94,6 +104,7 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     ops::Cost c;
     c.add_flops(hw::Unit::matrix, op.cost.matrix_dtype, op.cost.matrix_flops);
     c.add_flops(hw::Unit::vector, op.cost.vector_dtype, op.cost.vector_flops);
+    c.matrix_pad_flops = op.cost.matrix_pad_flops;  // each tile's fill, where the class has one
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
@@ -607,8 +618,12 @@ CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
 constexpr int kMaxFillK = 2048;
 
 // Classes whose curves vary K enough to tell each tile's fill from the rate: DeepGEMM's (its
-// dense table's K runs from 512 to 16384; its grouped GEMMs' 2048 and 7168).
-bool fits_fill(KernelClass cls) { return cls == KernelClass::gemm_scaled_deepgemm || cls == KernelClass::gemm_expert_deepgemm; }
+// dense table's K runs from 512 to 16384; its grouped GEMMs' 2048 and 7168), and the Triton
+// fused MoE of block-scaled experts, whose fill costs its loads too (hw::fill_reads; the H200's
+// curves have K of 256 to 7168 in their two GEMMs).
+bool fits_fill(KernelClass cls) {
+  return cls == KernelClass::gemm_scaled_deepgemm || cls == KernelClass::gemm_expert_deepgemm || cls == KernelClass::gemm_expert_scaled;
+}
 
 // A GEMM class's fit with its tile fill held in turn (fit_rates for the rest): the fill enters
 // every point through its K at the matrix fraction, its product with which is not a least-squares

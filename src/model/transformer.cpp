@@ -629,10 +629,13 @@ void moe_mlp(Ctx& c) {
     // Each tile's fill where the class has one, over the pairs' rows (the experts' own row
     // tiles are not modelled: no padding).
     op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, hw::fill_k(c.sys.chip.efficiency, op.kernel));
-    // Weights: the touched experts only, each its own matrix (grouped GEMM).
+    // Weights: the touched experts only, each its own matrix (grouped GEMM); where the class's
+    // tile fill costs its loads too (hw::fill_reads), each expert's nn columns as if K were
+    // K + fill_k.
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
-    op.cost.main_bytes += (touched - 1) * per_expert_local * wb;
-    op.expert_bytes = per_expert_local * wb;
+    const double read_fill = hw::fill_reads(op.kernel) ? nn * hw::fill_k(c.sys.chip.efficiency, op.kernel) : 0;
+    op.cost.main_bytes += ((touched - 1) * per_expert_local + touched * read_fill) * wb;
+    op.expert_bytes = (per_expert_local + read_fill) * wb;
     op.touched = touched;
     op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {

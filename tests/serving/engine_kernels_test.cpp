@@ -133,13 +133,14 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
   // (248/256)^4096) = 256 to double precision), each 7168 x 512 = 3 670 016 fp8 weights and a
   // 32-bit scale per 128 x 128 block (1/512 bit a weight, 896 B an expert): 256 x 3 670 912 =
   // 939 753 472, the bf16 out 32768 x 512 x 2 = 33 554 432: 1 443 069 952 B at 4.8 TB/s =
-  // 300.639573 us. The H200's gemm_expert fit (the H100's: 12.88 us, memory x 0.94 = 0.83);
-  // gemm_expert_scaled takes its memory and fixed time and, from the file, its own matrix
-  // fraction 0.1851 (SGLang's Triton fused MoE over block-scaled experts on an H200 at 4096
-  // tokens, sgl-project/sglang PR #29652). vLLM 0.8-0.10 (Triton's fused_moe_kernel,
-  // gemm_expert_scaled): 12.88 + max(121.541 / 0.1851 = 656.623, 300.639573 / 0.83 = 362.216) =
-  // 669.503 us: its K loop scales each 128-wide block's product (accumulator += dot(a, b) *
-  // a_scale * b_scale).
+  // 300.639573 us. vLLM 0.8-0.10 runs it in Triton's fused_moe_kernel, whose K loop scales each
+  // 128-wide block's product (accumulator += dot(a, b) * a_scale * b_scale): the class
+  // gemm_expert_scaled, the H200's fit of that kernel's curves (vLLM PRs #36559 and #36554,
+  // SGLang PR #29652: 13.31 us, matrix 0.2293, memory 0.9256, each tile 166 columns of K more).
+  // The fill costs the tiles' work, 2 x 32768 x 512 x 166 = 5 570 035 712 FLOPs more
+  // (246 088 204 288 in all: 542.329082 us at 0.2293), and the weights' read (hw::fill_reads),
+  // 256 x 512 x 166 x (1 + 1/512/8) = 21 763 264 B more (1 464 833 216 in all: 329.703529 us at
+  // 0.9256): 13.31 + 542.329082 = 555.639082 us.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -152,10 +153,12 @@ TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatri
   model::build_forward(m, f, sys, {4096, 1, 1, nullptr}, *g);
   const model::GraphOp* op = find_op(*g, "experts_gate_up");
   ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->kernel, hw::KernelClass::gemm_expert_scaled);
   EXPECT_EQ(find_op(*g, "experts_quant"), nullptr);  // inside the fused MoE
   const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
-  EXPECT_NEAR(e.main_bytes, 1443069952, 1);
-  const double want = 12.88e-6 + matrix_s / 0.1851;
+  EXPECT_NEAR(e.main_bytes, 1443069952 + 21763264, 1);
+  const double want = 13.31e-6 + (flops + 5570035712.0) / (0.2293 * 1978.9e12);
+  EXPECT_NEAR(want, 555.639082e-6, 1e-12);
   EXPECT_NEAR(e.t_realistic_s, want, want * 1e-5);
 }
 

@@ -216,6 +216,13 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
 /// figure (ClassEfficiency::fill_k), never a parent's or a sibling's.
 inline double fill_k(const EfficiencySpec& e, KernelClass k) noexcept { return e.kernel[static_cast<int>(k)].fill_k; }
 
+/// Whether class `k`'s tile fill (ClassEfficiency::fill_k) costs its weights' read too, not its
+/// products only: Triton's fused MoE (gemm_expert_scaled), one program a tile of 16-64 rows
+/// and 128 columns, whose K loop waits for its pipeline's fill and ends in its epilogue whether
+/// its loads or its products bind it; at decode sizes its loads do, and each touched expert's
+/// weights are read as if K were K + fill_k (docs/cost-model.md#short-k).
+constexpr bool fill_reads(KernelClass k) noexcept { return k == KernelClass::gemm_expert_scaled; }
+
 /// The figures a sibling class lends `k` (hw::fallback's class, where it is not `k`'s parent),
 /// as the chip's file gives that sibling; none (all 0) where `k` falls back to its parent.
 inline ClassEfficiency lent_figures(const EfficiencySpec& e, KernelClass k) noexcept {
