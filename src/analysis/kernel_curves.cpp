@@ -104,7 +104,8 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     ops::Cost c;
     c.add_flops(hw::Unit::matrix, op.cost.matrix_dtype, op.cost.matrix_flops);
     c.add_flops(hw::Unit::vector, op.cost.vector_dtype, op.cost.vector_flops);
-    c.matrix_pad_flops = op.cost.matrix_pad_flops;  // each tile's fill, where the class has one
+    c.matrix_pad_flops = op.cost.matrix_pad_flops;  // each tile's fill, where the class has one,
+    c.main_pad_bytes = op.cost.main_pad_bytes;      // on its loads too (hw::fill_reads)
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
@@ -267,7 +268,7 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
         parts.partner = hw::overlaps_vector(cls) ? kVector : kMemory;
         parts.raw[kMatrix] = t.matrix + t.matrix_pad;
         parts.raw[kVector] = t.vector;
-        parts.raw[kMemory] = t.memory;
+        parts.raw[kMemory] = t.memory + t.memory_pad;
         parts.comm_latency = t.comm_latency;
         parts.raw[kLink] = t.comm - t.comm_latency;
         // cuBLAS's GEMMs run at a share of the chip's measured matmul rate (the best shape's),
@@ -626,8 +627,9 @@ bool fits_fill(KernelClass cls) {
 }
 
 // A GEMM class's fit with its tile fill held in turn (fit_rates for the rest): the fill enters
-// every point through its K at the matrix fraction, its product with which is not a least-squares
-// unknown (as attention's tile work, fit_attention). Every 32nd column of K from 0 to 2048, then
+// every point through its K at the matrix fraction (at the memory fraction, on the experts'
+// weights, for a class whose fill costs its loads: hw::fill_reads), its product with which is
+// not a least-squares unknown (as attention's tile work, fit_attention). Every 32nd column of K from 0 to 2048, then
 // every one within 31 of the best; the least rms residual is kept (of equals, the first tried),
 // and kept only when it is a tenth or more under the fit without a fill, as an overlap share is,
 // or where the fit without one held a fraction at 1 (points faster than a peak) and the fill's

@@ -406,6 +406,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // A dense GEMM's backward is two GEMMs of other shapes, each quantised on its own: the
     // input gradient [m, n] x [n, k] -> [m, k] and the weight gradient [k, m] x [m, n] -> [k, n].
     bp.matrix_pad = 0;
+    bp.memory_pad = 0;  // (a forward kernel's fill on its loads: the backward's kernels are others)
     if (op.quantised && k > 0) {
       const double M = op.gemm_m, K = op.gemm_k, N = op.gemm_n;
       const hw::GemmSplit split = hw::gemm_split_for(rates.gemm_split, op.kernel);

@@ -627,15 +627,19 @@ void moe_mlp(Ctx& c) {
                                : hw::KernelClass::gemm_expert_scaled;
     op.all_groups = true;
     // Each tile's fill where the class has one, over the pairs' rows (the experts' own row
-    // tiles are not modelled: no padding).
-    op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, hw::fill_k(c.sys.chip.efficiency, op.kernel));
-    // Weights: the touched experts only, each its own matrix (grouped GEMM); where the class's
-    // tile fill costs its loads too (hw::fill_reads), each expert's nn columns as if K were
-    // K + fill_k.
+    // tiles are not modelled: no padding), on its work, or on its loads (hw::fill_reads).
+    const double fill = hw::fill_k(c.sys.chip.efficiency, op.kernel);
+    const bool fill_reads = hw::fill_reads(op.kernel);
+    op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, fill_reads ? 0 : fill);
+    // Weights: the touched experts only, each its own matrix (grouped GEMM). Where the class's
+    // tile fill costs its loads, each expert's nn columns are read as if K were K + fill_k:
+    // main-memory time beyond its bytes (Cost::main_pad_bytes), in the realistic time, not the
+    // lower bound; expert_bytes, the realistic read of one touched expert, holds both.
     const double wb = wbytes(c.expert_w, c.expert_scale_bits);
-    const double read_fill = hw::fill_reads(op.kernel) ? nn * hw::fill_k(c.sys.chip.efficiency, op.kernel) : 0;
-    op.cost.main_bytes += ((touched - 1) * per_expert_local + touched * read_fill) * wb;
-    op.expert_bytes = (per_expert_local + read_fill) * wb;
+    const double read_fill = fill_reads ? nn * fill * wb : 0;
+    op.cost.main_bytes += (touched - 1) * per_expert_local * wb;
+    op.cost.main_pad_bytes += touched * read_fill;
+    op.expert_bytes = per_expert_local * wb + read_fill;
     op.touched = touched;
     op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {

@@ -17,6 +17,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
   launches += o.launches;
   special_ops += o.special_ops;
   matrix_pad_flops += o.matrix_pad_flops;
+  main_pad_bytes += o.main_pad_bytes;
   in_switch = in_switch || o.in_switch;
   return *this;
 }
@@ -33,6 +34,7 @@ Cost& Cost::operator*=(double k) noexcept {
   launches *= k;
   special_ops *= k;
   matrix_pad_flops *= k;
+  main_pad_bytes *= k;
   return *this;
 }
 
@@ -49,6 +51,7 @@ Cost OpCost::expand() const noexcept {
   c.launches = launches;
   c.special_ops = special_ops;
   c.matrix_pad_flops = matrix_pad_flops;
+  c.main_pad_bytes = main_pad_bytes;
   c.in_switch = in_switch;
   return c;
 }

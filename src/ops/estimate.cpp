@@ -151,6 +151,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   p.comm_latency = latency;
   p.matrix_dtype = static_cast<std::uint8_t>(matrix_dtype);
   p.matrix_pad = c.matrix_pad_flops > 0 ? c.matrix_pad_flops * r.s_per_flop[0][matrix_dtype] : 0;
+  p.memory_pad = c.main_pad_bytes > 0 ? c.main_pad_bytes * r.s_per_byte[0] : 0;
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
   }

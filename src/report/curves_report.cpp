@@ -30,7 +30,9 @@ std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw:
   if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + {}", out.empty() ? "" : ", ", e.overlap, hw::overlap_partner(cls));
   if (e.matmul > 0) out += fmt::format("{}{:.3f} of the measured matmul rate", out.empty() ? "" : ", ", e.matmul);
   if (e.tile_keys > 0) out += fmt::format("{}{:g} keys' work a query tile", out.empty() ? "" : ", ", e.tile_keys);
-  if (e.fill_k > 0) out += fmt::format("{}{:g} columns of K more a tile", out.empty() ? "" : ", ", e.fill_k);
+  if (e.fill_k > 0) {
+    out += fmt::format("{}{:g} columns of K more a tile{}", out.empty() ? "" : ", ", e.fill_k, hw::fill_reads(cls) ? " on its loads" : "");
+  }
   return out;
 }
 

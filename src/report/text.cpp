@@ -128,7 +128,9 @@ std::string chip_text(const hw::ChipSpec& c) {
     }
     if (ce.matmul > 0) parts += fmt::format("matmul {:.3f} of the measured rate, ", ce.matmul);
     if (ce.tile_keys > 0) parts += fmt::format("a prefill's query tile {:g} keys' work, ", ce.tile_keys);
-    if (ce.fill_k > 0) parts += fmt::format("each tile {:g} columns of K more, ", ce.fill_k);
+    if (ce.fill_k > 0) {
+      parts += fmt::format("each tile {:g} columns of K more{}, ", ce.fill_k, hw::fill_reads(static_cast<hw::KernelClass>(k)) ? " on its loads" : "");
+    }
     if (ce.overlap > 0.5) parts += fmt::format("at least {:.2f} of matrix + {}, ", ce.overlap, hw::overlap_partner(static_cast<hw::KernelClass>(k)));
     if (!parts.empty()) parts.resize(parts.size() - 2);
     const double borrowed = lent.overhead_s;

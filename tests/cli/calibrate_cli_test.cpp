@@ -15,8 +15,9 @@ namespace {
 // On the H100 SXM: bf16 matrix peak 989.4e12 FLOP/s, HBM 3.35e12 B/s.
 // GEMMs: 989.4e9·k FLOPs (k ms at the peak) and 3.35e8 bytes (0.1 ms), measured at
 // 5 us + k ms / 0.8. Pointwise: 3.35e7·k bytes (10·k us) and no FLOPs, at 2 us + 10k us / 0.9.
-std::string write_profile() {
-  const std::string path = ::testing::TempDir() + "calibrate_profile.csv";
+// Each test its own file (`name`): ctest runs the tests of a binary in parallel processes.
+std::string write_profile(const std::string& name) {
+  const std::string path = ::testing::TempDir() + name;
   std::ofstream out(path);
   out << "name,duration,flops,bytes,count\n";
   for (double k : {1.0, 4.0, 10.0}) {
@@ -29,7 +30,7 @@ std::string write_profile() {
 }
 
 TEST(CalibrateCli, FitsWritesAndIsUsed) {
-  const std::string csv = write_profile();
+  const std::string csv = write_profile("calibrate_profile_fits.csv");
   const std::string out = ::testing::TempDir() + "calibrated.yaml";
   std::remove(out.c_str());
   auto j = run_json("calibrate " + csv + " --hw h100-sxm --out " + out + " --name h100-test");
@@ -69,7 +70,7 @@ TEST(CalibrateCli, FitsWritesAndIsUsed) {
 }
 
 TEST(CalibrateCli, BadInput) {
-  const std::string csv = write_profile();
+  const std::string csv = write_profile("calibrate_profile_bad_input.csv");
   expect_bad("calibrate /nonexistent/profile.csv --hw h100-sxm", "/nonexistent/profile.csv");
   expect_bad("calibrate " + csv + " --hw h100-sxm --format xyz", "--format");
   expect_bad("calibrate " + csv + " --hw h100-sxm --out " + ::testing::TempDir() + "x.yaml --name 'Bad Name'", "name");

@@ -41,11 +41,11 @@ TEST(InferCli, BlockFp8GemmKernelFlag) {
 TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
   // DeepSeek-V3's prefill of 4096 tokens at TP 8 on H200s, vLLM's Triton kernels (the default):
   // the experts' gate-up GEMM runs in Triton's fused MoE over block-scaled fp8 experts
-  // (gemm_expert_scaled). FLOPs 2 x 32768 pairs x 7168 x 512 = 240518168576 and each tile's
-  // fill of 166 columns of K, 2 x 32768 x 512 x 166 = 5570035712: 246088204288 at the class's
-  // matrix fraction 0.2293 of 1978.9 TFLOP/s, 542.329 us, and its fixed time 13.31 us: 555.639
-  // us (its 1443069952 B and the fill's 21763264 at 0.9256 x 4.8 TB/s take 329.7 us). The lower
-  // bound is the bytes at the peak bandwidth: 1464833216 / 4.8e12 = 305.17 us.
+  // (gemm_expert_scaled). FLOPs 2 x 32768 pairs x 7168 x 512 = 240518168576: 121.541 us at
+  // 1978.9 TFLOP/s, over the class's matrix fraction 0.1858 = 654.151 us, and its fixed time
+  // 13.31 us: 667.461 us (its 1443069952 B and its tiles' fill on its loads, 21763264 B more, at
+  // 0.9256 x 4.8 TB/s take 329.7 us). The lower bound is the bytes at the peak bandwidth, the
+  // fill's left out: 1443069952 / 4.8e12 = 300.64 us.
   auto j = run_json("infer --model deepseek-v3 --hw h200 --tp 8 --batch 1 --prompt 4096 --gen 1");
   const nlohmann::json* op = nullptr;
   for (const auto& o : j["ops"]) {
@@ -53,10 +53,10 @@ TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
   }
   ASSERT_NE(op, nullptr);
   EXPECT_EQ((*op)["kernel_class"], "gemm_expert_scaled");
-  EXPECT_NEAR((*op)["t_realistic_s"].get<double>(), 555.639e-6, 555.639e-6 * 1e-5);
-  EXPECT_NEAR((*op)["t_lower_s"].get<double>(), 305.17e-6, 305.17e-6 * 1e-4);
-  // Over its 58 MoE layers: 58 x 555.639082 = 32227.067 us.
-  EXPECT_NEAR((*op)["t_total_realistic_s"].get<double>(), 32227.067e-6, 32227.067e-6 * 1e-5);
+  EXPECT_NEAR((*op)["t_realistic_s"].get<double>(), 667.461e-6, 667.461e-6 * 1e-5);
+  EXPECT_NEAR((*op)["t_lower_s"].get<double>(), 300.64e-6, 300.64e-6 * 1e-4);
+  // Over its 58 MoE layers: 58 x 667.461483 = 38712.766 us.
+  EXPECT_NEAR((*op)["t_total_realistic_s"].get<double>(), 38712.766e-6, 38712.766e-6 * 1e-5);
   for (const auto& o : j["ops"]) {
     EXPECT_GE(o["t_realistic_s"].get<double>(), o["t_lower_s"].get<double>()) << o["name"];
   }
@@ -64,13 +64,13 @@ TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
   const RunResult text = run("infer --model deepseek-v3 --hw h200 --tp 8 --batch 1 --prompt 4096 --gen 1");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("lower  share  realistic  kernel class\n"), std::string::npos) << text.out;
-  // The gate-up row: its lower bound (305.17 us above), a share of the phase (not derived here),
-  // then 555.639 us and the class.
+  // The gate-up row: its lower bound (300.64 us above), a share of the phase (not derived here),
+  // then 667.461 us and the class.
   const std::size_t row = text.out.find("    experts_gate_up ");
   ASSERT_NE(row, std::string::npos) << text.out;
   const std::string line = text.out.substr(row, text.out.find('\n', row) - row);
-  EXPECT_NE(line.find(" 305.2 us "), std::string::npos) << line;
-  EXPECT_TRUE(line.ends_with("   555.6 us  gemm_expert_scaled")) << line;
+  EXPECT_NE(line.find(" 300.6 us "), std::string::npos) << line;
+  EXPECT_TRUE(line.ends_with("   667.5 us  gemm_expert_scaled")) << line;
 }
 
 // --moe-a2a: how expert parallelism moves the tokens (an all-to-all of the pairs by default,

@@ -98,7 +98,7 @@ inline constexpr int kRealisticParts = 6;
 using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], v = p.vector * a.inv_vector, b = p.memory * a.inv_memory;
+  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], v = p.vector * a.inv_vector, b = (p.memory + p.memory_pad) * a.inv_memory;
   // Where the overlap never binds (0.5) the last part repeats the matrix part, which an
   // envelope never moves to (the same line): results are those of the five parts.
   return {a.overhead_s + m, a.overhead_s + v, a.overhead_s + b, a.overhead_s + p.comm_realistic(a), p.launch,

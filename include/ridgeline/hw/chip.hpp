@@ -216,11 +216,14 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
 /// figure (ClassEfficiency::fill_k), never a parent's or a sibling's.
 inline double fill_k(const EfficiencySpec& e, KernelClass k) noexcept { return e.kernel[static_cast<int>(k)].fill_k; }
 
-/// Whether class `k`'s tile fill (ClassEfficiency::fill_k) costs its weights' read too, not its
-/// products only: Triton's fused MoE (gemm_expert_scaled), one program a tile of 16-64 rows
-/// and 128 columns, whose K loop waits for its pipeline's fill and ends in its epilogue whether
-/// its loads or its products bind it; at decode sizes its loads do, and each touched expert's
-/// weights are read as if K were K + fill_k (docs/cost-model.md#short-k).
+/// Whether class `k`'s tile fill (ClassEfficiency::fill_k) costs its weights' read rather than
+/// its work: Triton's fused MoE (gemm_expert_scaled), one program a tile of 16-64 rows and 128
+/// columns, several resident on a multiprocessor. At decode sizes a few such tiles of a short K
+/// loop stream each expert's weights and wait out their pipeline's fill and epilogue between
+/// loads: each touched expert's weights are read as if K were K + fill_k. At prefill sizes the
+/// other resident programs' products hide one program's fill, where DeepGEMM's persistent
+/// kernels, one program a multiprocessor taking tile after tile, pay it on their work
+/// (docs/cost-model.md#short-k).
 constexpr bool fill_reads(KernelClass k) noexcept { return k == KernelClass::gemm_expert_scaled; }
 
 /// The figures a sibling class lends `k` (hw::fallback's class, where it is not `k`'s parent),

@@ -64,7 +64,7 @@ struct GraphOp {
   /// the dense GEMMs on a chip with ChipSpec::gemm_sms (not MoE experts, whose rows per expert
   /// the graph does not keep). Lines in the tokens keep these apart (analysis::OpLine::apart).
   bool quantised = false;
-  double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them)
+  double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them), with its tiles' fill where that costs the loads (cost.main_pad_bytes: hw::fill_reads)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
   /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
   /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.

@@ -33,6 +33,11 @@ class Cost {
   /// (docs/cost-model.md#gemm-shape). Time in the realistic and upper estimates, never FLOPs
   /// counted or the lower bound.
   double matrix_pad_flops = 0;
+  /// Main-memory time beyond the bytes, in bytes at main memory's rate: each tile's fill where
+  /// a kernel class waits it out on its loads (hw::fill_reads: Triton's fused MoE over
+  /// block-scaled experts, docs/cost-model.md#short-k). Time in the realistic and upper
+  /// estimates, never bytes counted or the lower bound.
+  double main_pad_bytes = 0;
   /// True for a collective the switches reduce (NVLink SHARP): its link time runs at the
   /// topology's reduction efficiency, not the link's (hw::TopologySpec::reduction_efficiency).
   bool in_switch = false;
@@ -45,7 +50,7 @@ class Cost {
   // and copying whole objects, compiled to `rep stos` / `rep movs`, was a third of a graph build.)
   Cost() noexcept {}  // NOLINT(modernize-use-equals-default): must not zero flops_
   Cost(const Cost& o) noexcept
-      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), special_ops(o.special_ops), matrix_pad_flops(o.matrix_pad_flops), in_switch(o.in_switch), flop_mask(o.flop_mask) {
+      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), special_ops(o.special_ops), matrix_pad_flops(o.matrix_pad_flops), main_pad_bytes(o.main_pad_bytes), in_switch(o.in_switch), flop_mask(o.flop_mask) {
     copy_flops(o);
   }
   Cost& operator=(const Cost& o) noexcept {
@@ -56,6 +61,7 @@ class Cost {
     launches = o.launches;
     special_ops = o.special_ops;
     matrix_pad_flops = o.matrix_pad_flops;
+    main_pad_bytes = o.main_pad_bytes;
     in_switch = o.in_switch;
     flop_mask = o.flop_mask;
     copy_flops(o);
@@ -152,6 +158,7 @@ struct OpCost {
   double launches = 0;
   double special_ops = 0;   ///< Cost::special_ops
   double matrix_pad_flops = 0;  ///< Cost::matrix_pad_flops
+  double main_pad_bytes = 0;    ///< Cost::main_pad_bytes
   DType matrix_dtype = DType::bf16;
   DType vector_dtype = DType::fp32;
   std::int8_t link = -1;    ///< link index (ChipSpec::links), -1 without communication
@@ -181,6 +188,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   o.launches = c.launches;
   o.special_ops = c.special_ops;
   o.matrix_pad_flops = c.matrix_pad_flops;
+  o.main_pad_bytes = c.main_pad_bytes;
   o.in_switch = c.in_switch;
   // Most ops cross no link: one test of the summed magnitudes skips the scan.
   const double any_link = std::fabs(c.link_bytes[0]) + std::fabs(c.link_bytes[1]) + std::fabs(c.link_bytes[2]) +

@@ -118,6 +118,9 @@ struct TimeParts {
   /// A GEMM's tile and wave quantisation (Cost::matrix_pad_flops) at the matrix peak: matrix
   /// work the realistic and upper times add to `matrix`; the lower bound leaves it out.
   double matrix_pad = 0;
+  /// Main-memory time beyond the bytes (Cost::main_pad_bytes) at the bandwidth: time the
+  /// realistic and upper times add to `memory`; the lower bound leaves it out.
+  double memory_pad = 0;
   /// The dtype of the matrix part (of most of its time where it mixes dtypes): which
   /// achievable matrix rate applies (Rates::Achievable::inv_matrix).
   std::uint8_t matrix_dtype = 0;
@@ -142,8 +145,8 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector + memory * a.inv_memory +
-           comm_realistic(a) + launch;
+    return a.overhead_s + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector +
+           (memory + memory_pad) * a.inv_memory + comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
@@ -152,7 +155,7 @@ struct TimeParts {
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
     double m = (matrix + matrix_pad) * a.inv_matrix[matrix_dtype];
-    const double v = vector * a.inv_vector, b = memory * a.inv_memory, c = comm_realistic(a);
+    const double v = vector * a.inv_vector, b = (memory + memory_pad) * a.inv_memory, c = comm_realistic(a);
     const double s = a.overlap * (m + (a.overlap_vector ? v : b));
     if (s > m) m = s;
     if (v > m) m = v;
@@ -171,7 +174,7 @@ struct TimeParts {
     return b;
   }
   TimeParts& operator*=(double k) noexcept {
-    matrix *= k, vector *= k, memory *= k, comm *= k, launch *= k, matrix_pad *= k;
+    matrix *= k, vector *= k, memory *= k, comm *= k, launch *= k, matrix_pad *= k, memory_pad *= k;
     return *this;
   }
 };
@@ -197,6 +200,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   p.matrix = u(c.matrix_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
   p.matrix_dtype = static_cast<std::uint8_t>(index(c.matrix_dtype));
   p.matrix_pad = u(c.matrix_pad_flops, r.s_per_flop[0][index(c.matrix_dtype)]);
+  p.memory_pad = u(c.main_pad_bytes, r.s_per_byte[0]);
   p.vector = u(c.vector_flops, r.s_per_flop[1][index(c.vector_dtype)]);
   const double main = main_traffic(c, r);
   p.memory = main > 0 ? main * r.s_per_byte[0] : 0;
