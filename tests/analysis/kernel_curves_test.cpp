@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/io/hardware_file.hpp"
@@ -734,6 +735,34 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
   p.time_s = 192e-6;
   EXPECT_NEAR(priced_on("a100-80gb", KernelClass::attention_decode, hw::CurveTiming::kernel, p), 192.103e-6,
               192.103e-6 * 1e-4);
+}
+
+// The H100 SXM and the H200 are one GH100 die at the same clocks: the classes that no curve on
+// one of them measures take the other's fit, every figure as it is but the memory fraction,
+// scaled by 0.94, the ratio of one copy kernel's fractions of the two chips' bandwidths (86% of
+// the H200's 4.8 TB/s, 91% of the H100's 3.35 TB/s: 0.856 / 0.910). The H200 takes the H100's
+// fits of these classes, and the H100 the H200's of the block-scaled fused MoE's; each file
+// writes four digits, so a memory fraction agrees to within half of the fourth.
+TEST(KernelCurves, TheH100AndH200ShareTheirFitsTheMemoryFractionScaledByTheCopyRatio) {
+  const hw::ChipSpec h100 = io::catalog_chip("h100-sxm"), h200 = io::catalog_chip("h200");
+  for (const KernelClass k : {KernelClass::norm, KernelClass::quant, KernelClass::gemm, KernelClass::attention_decode,
+                              KernelClass::allreduce_custom, KernelClass::gemm_expert, KernelClass::gemm_scaled,
+                              KernelClass::gemm_scaled_deepgemm, KernelClass::gemm_expert_deepgemm,
+                              KernelClass::gemm_expert_scaled, KernelClass::deepep_dispatch, KernelClass::deepep_combine}) {
+    SCOPED_TRACE(hw::name(k));
+    const hw::ClassEfficiency& a = h100.efficiency.kernel[static_cast<int>(k)];
+    const hw::ClassEfficiency& b = h200.efficiency.kernel[static_cast<int>(k)];
+    EXPECT_EQ(a.matrix, b.matrix);
+    EXPECT_EQ(a.vector, b.vector);
+    EXPECT_EQ(a.link, b.link);
+    EXPECT_EQ(a.overhead_s, b.overhead_s);
+    EXPECT_EQ(a.overlap, b.overlap);
+    EXPECT_EQ(a.matmul, b.matmul);
+    EXPECT_EQ(a.fill_k, b.fill_k);
+    // The H200's fraction from the H100's, or (the fit the other way) the H100's from the H200's.
+    const double near = k == KernelClass::gemm_expert_scaled ? std::abs(a.memory - b.memory / 0.94) : std::abs(b.memory - a.memory * 0.94);
+    EXPECT_LE(near, 0.5e-4 + 1e-12) << a.memory << " " << b.memory;
+  }
 }
 
 TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
