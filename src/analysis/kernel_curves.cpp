@@ -105,7 +105,7 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     c.add_flops(hw::Unit::matrix, op.cost.matrix_dtype, op.cost.matrix_flops);
     c.add_flops(hw::Unit::vector, op.cost.vector_dtype, op.cost.vector_flops);
     c.matrix_pad_flops = op.cost.matrix_pad_flops;  // each tile's fill, where the class has one,
-    c.main_pad_bytes = op.cost.main_pad_bytes;      // on its loads too (hw::fill_reads)
+    c.main_pad_bytes = op.cost.main_pad_bytes;      // or on its loads (hw::fill_reads)
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
@@ -620,8 +620,8 @@ constexpr int kMaxFillK = 2048;
 
 // Classes whose curves vary K enough to tell each tile's fill from the rate: DeepGEMM's (its
 // dense table's K runs from 512 to 16384; its grouped GEMMs' 2048 and 7168), and the Triton
-// fused MoE of block-scaled experts, whose fill costs its loads too (hw::fill_reads; the H200's
-// curves have K of 256 to 7168 in their two GEMMs).
+// fused MoE of block-scaled experts, whose fill costs its loads instead (hw::fill_reads; the
+// H200's curves have K of 256 to 7168 in their two GEMMs).
 bool fits_fill(KernelClass cls) {
   return cls == KernelClass::gemm_scaled_deepgemm || cls == KernelClass::gemm_expert_deepgemm || cls == KernelClass::gemm_expert_scaled;
 }
@@ -629,11 +629,11 @@ bool fits_fill(KernelClass cls) {
 // A GEMM class's fit with its tile fill held in turn (fit_rates for the rest): the fill enters
 // every point through its K at the matrix fraction (at the memory fraction, on the experts'
 // weights, for a class whose fill costs its loads: hw::fill_reads), its product with which is
-// not a least-squares unknown (as attention's tile work, fit_attention). Every 32nd column of K from 0 to 2048, then
-// every one within 31 of the best; the least rms residual is kept (of equals, the first tried),
-// and kept only when it is a tenth or more under the fit without a fill, as an overlap share is,
-// or where the fit without one held a fraction at 1 (points faster than a peak) and the fill's
-// holds none: the fill is what let those points run as fast.
+// not a least-squares unknown (as attention's tile work, fit_attention). Every 32nd column of K
+// from 0 to 2048, then every one within 31 of the best; the least rms residual is kept (of
+// equals, the first tried), and kept only when it is a tenth or more under the fit without a
+// fill, as an overlap share is, or where the fit without one held a fraction at 1 (points
+// faster than a peak) and the fill's holds none: the fill is what let those points run as fast.
 CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   hw::ChipSpec c = chip;
   double& fill = c.efficiency.kernel[static_cast<int>(cls)].fill_k;

@@ -43,10 +43,10 @@ TEST(HwCli, ShowNamesMeasuredRatesAndTheExpCost) {
 TEST(HwCli, BlockScaledExpertsTakeTheFusedMoesFiguresWhereTheyHaveNoneOfTheirOwn) {
   // The H100's file gives gemm_expert_scaled every figure (the H200's fit of the Triton fused
   // MoE over block-scaled experts: matrix 0.1858, its memory fraction 0.9256 over 0.94 = 0.9847,
-  // 13.31 us, each tile 166 columns of K more on its loads). A file that gives it only a matrix fraction
-  // (the same file with {matrix: 0.1851} in its place) has memory and fixed time the fused
-  // MoE's (gemm_expert: memory 0.883, 12.88 us), figure by figure, and no fill (a class's own);
-  // the text names whose figures. The fp8 quantisation kernels have a fixed time of their own
+  // 13.31 us, each tile 166 columns of K more on its loads). A file that gives it only a matrix
+  // fraction (the same file with {matrix: 0.1851} in its place) has memory and fixed time the
+  // fused MoE's (gemm_expert: memory 0.883, 12.88 us), figure by figure, and no fill (a class's
+  // own); the text names whose figures. The fp8 quantisation kernels have a fixed time of their own
   // (2.382 us) and the norms' memory fraction (0.6036).
   const std::string out = run("hw show h100-sxm").out;
   EXPECT_NE(out.find("gemm_expert_scaled        matrix 0.19, memory 0.98, each tile 166 columns of K more on its loads, 13.31 us per kernel\n"),
