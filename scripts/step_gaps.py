@@ -13,7 +13,11 @@ requests all decode as long, the gaps over 100 ms that the first request saw cou
 the prompt-carrying steps. Beside them, `ridgeline serve` on the same run (the arguments of
 serving_validation.py): its gaps' p50 and p99, its prompt-carrying (mixed or prefill) steps, and
 of those the ones the first request would see as gaps over 100 ms (`serve --steps-out` and
-`--requests-out`: started while it decodes, lasting longer), their count and median.
+`--requests-out`: started while it decodes, lasting longer), their count and median. A second
+table puts the same steps by the prompts they held: the model's prompt-carrying steps while the
+first request decodes, by their prompt chunks, beside the gaps over 100 ms it saw, sorted into
+runs of near values (prompts arrive at random, so a step may carry one, two or more; at fixed
+lengths the runs count them).
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
@@ -59,15 +63,31 @@ def measured(path, fixed):
     if text.returncode != 0:
         sys.exit(f"step_gaps: {REV}:{path}: {text.stderr.strip()}")
     d = json.loads(text.stdout)
-    m = dict(p50=d["median_itl_ms"] / 1e3, p99=d["p99_itl_ms"] / 1e3, long_n=None, long_median=None)
+    m = dict(p50=d["median_itl_ms"] / 1e3, p99=d["p99_itl_ms"] / 1e3, long_n=None, long_median=None, long=None)
     if fixed and d.get("itls"):  # every request decodes as long: the first sees the prompts that arrive
         long_gaps = [g for g in d["itls"][0] if g > LONG]
         m["long_n"] = len(long_gaps)
         m["long_median"] = statistics.median(long_gaps) if long_gaps else None
+        m["long"] = sorted(long_gaps)
     return m
 
 
+def groups(times):
+    """Sorted times (s) as runs of near values, each within 8% of the one before: "count x lo-hi ms".
+    Prompts arrive at random, so some steps carry several: the runs count the prompts a step held."""
+    out, run = [], []
+    for t in sorted(times):
+        if run and t > run[-1] * 1.08:
+            out.append(run)
+            run = []
+        run.append(t)
+    if run:
+        out.append(run)
+    return ", ".join(f"{len(r)} x {r[0] * 1e3:.0f}" + (f"-{r[-1] * 1e3:.0f}" if len(r) > 1 else "") for r in out)
+
+
 def main():
+    by_prompts = []  # the second table's rows
     print("| run | in/out | gap p50 (ms) | measured | error | gap p99 (ms) | measured | error "
           "| prompt steps | of them > 100 ms while the first request decodes: count, median (ms) "
           "| measured (gaps > 100 ms the first request saw) | their median (ms) |")
@@ -89,8 +109,13 @@ def main():
             # the first request decodes (its first token to its last), over LONG.
             t0 = float(first["arrival_s"]) + float(first["ttft_s"])
             t1 = float(first["arrival_s"]) + float(first["e2e_s"])
-            carried = [float(r["period_s"]) for r in rows
-                       if float(r["prompt_tokens"]) > 0 and t0 <= float(r["start_s"]) < t1 and float(r["period_s"]) > LONG]
+            during = [r for r in rows if float(r["prompt_tokens"]) > 0 and t0 <= float(r["start_s"]) < t1]
+            carried = [float(r["period_s"]) for r in during if float(r["period_s"]) > LONG]
+            if m["long"] is not None:
+                chunks = sorted({int(r["prompt_chunks"]) for r in during})
+                model_by = "; ".join(f"{c}: {groups([float(r['period_s']) for r in during if int(r['prompt_chunks']) == c])}"
+                                     for c in chunks)
+                by_prompts.append(f"| {s['key']} | {cells[-1]} | {model_by} | {groups(m['long'])} |")
             p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
             steps = j["steps"]["mixed"] + j["steps"]["prefill"]
             assert steps == sum(1 for r in rows if float(r["prompt_tokens"]) > 0)
@@ -100,6 +125,13 @@ def main():
             print(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
                   f"| {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} | {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} "
                   f"| {model} | {n} | {med} |")
+    # The same steps by the prompts they held: the model's prompt-carrying steps while the first
+    # request decodes, by their prompt chunks, beside the gaps over 100 ms it saw, in runs of near values.
+    print()
+    print("| run | in/out | model: prompt-carrying steps while the first request decodes, by chunks: count x ms "
+          "| measured: gaps > 100 ms the first request saw, in runs of near values: count x ms |")
+    print("|---|---|---|---|")
+    print("\n".join(by_prompts))
 
 
 if __name__ == "__main__":
