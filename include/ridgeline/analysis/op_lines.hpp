@@ -90,19 +90,17 @@ void finish(PhaseTimes& t) noexcept;
 /// Every op of `g` on the chip, kernels one after another (`graphs`: one launch for the pass).
 void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept;
 
-/// The parts whose max is the realistic time (TimeParts::realistic): the class's fixed time
-/// plus each part over its efficiency (matrix, vector, memory, comm), the launch, and the
-/// class's overlap share of the matrix part and its partner's added (the last: memory, or
-/// vector for attention, hw::overlaps_vector).
+/// The parts whose max is the realistic time (ops::TimeParts::realistic): the class's fixed time
+/// plus each of ops::TimeParts::scaled's parts (matrix, vector, memory, comm), the launch, and
+/// the fixed time plus the overlap part (the matrix part where the overlap never binds: an
+/// envelope never moves to it, the same line).
 inline constexpr int kRealisticParts = 6;
 using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  const double m = (p.matrix + p.matrix_pad) * a.inv_matrix[p.matrix_dtype], v = p.vector * a.inv_vector, b = (p.memory + p.memory_pad) * a.inv_memory;
-  // Where the overlap never binds (0.5) the last part repeats the matrix part, which an
-  // envelope never moves to (the same line): results are those of the five parts.
-  return {a.overhead_s + m, a.overhead_s + v, a.overhead_s + b, a.overhead_s + p.comm_realistic(a), p.launch,
-          a.overhead_s + (a.overlap > 0.5 ? a.overlap * (m + (a.overlap_vector ? v : b)) : m)};
+  const ops::TimeParts::Scaled s = p.scaled(a);
+  return {a.overhead_s + s.matrix, a.overhead_s + s.vector, a.overhead_s + s.memory, a.overhead_s + s.comm, p.launch,
+          a.overhead_s + s.overlap};
 }
 
 /// One op's realistic parts as a + b·x in a quantity x it is affine in, plus the memory
