@@ -16,8 +16,8 @@ of those the ones the first request would see as gaps over 100 ms (`serve --step
 `--requests-out`: started while it decodes, lasting longer), their count and median. A second
 table puts the same steps by the prompts they held: the model's prompt-carrying steps while the
 first request decodes, by their prompt chunks, beside the gaps over 100 ms it saw, sorted into
-runs of near values (prompts arrive at random, so a step may carry one, two or more; at fixed
-lengths the runs count them).
+runs of near values (prompts arrive at random, so a step may carry one, two or more; where a
+prompt fits in one step, as the 1000-token ones do, the runs count them).
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
