@@ -14,10 +14,11 @@ the prompt-carrying steps. Beside them, `ridgeline serve` on the same run (the a
 serving_validation.py): its gaps' p50 and p99, its prompt-carrying (mixed or prefill) steps, and
 of those the ones the first request would see as gaps over 100 ms (`serve --steps-out` and
 `--requests-out`: started while it decodes, lasting longer), their count and median. A second
-table puts the same steps by the prompts they held: the model's prompt-carrying steps while the
-first request decodes, by their prompt chunks, beside the gaps over 100 ms it saw, sorted into
-runs of near values (prompts arrive at random, so a step may carry one, two or more; where a
-prompt fits in one step, as the 1000-token ones do, the runs count them).
+table puts these steps by the prompts they held: the model's prompt-carrying steps while the
+first request decodes (all of them, those under 100 ms too), by their prompt chunks, beside the
+gaps over 100 ms it saw, sorted into runs of near values (prompts arrive at random, so a step may
+carry one, two or more; where a prompt fits in one step, as the 1000-token ones do, the runs
+tell how many).
 
 Usage:
   step_gaps.py RIDGELINE VLLM_BENCHMARK_GIT_DIR [REV]
@@ -73,8 +74,9 @@ def measured(path, fixed):
 
 
 def groups(times):
-    """Sorted times (s) as runs of near values, each within 8% of the one before: "count x lo-hi ms".
-    Prompts arrive at random, so some steps carry several: the runs count the prompts a step held."""
+    """Sorted times (s) as runs of near values, each within 8% of the one before: "count x lo-hi ms"
+    ("none" for no times). Prompts arrive at random, so some steps carry several: where a prompt fits
+    in one step the runs tell how many a step held, though a chained run may join neighbouring counts."""
     out, run = [], []
     for t in sorted(times):
         if run and t > run[-1] * 1.08:
@@ -83,7 +85,13 @@ def groups(times):
         run.append(t)
     if run:
         out.append(run)
-    return ", ".join(f"{len(r)} x {r[0] * 1e3:.0f}" + (f"-{r[-1] * 1e3:.0f}" if len(r) > 1 else "") for r in out)
+    if not out:
+        return "none"
+
+    def span(r):
+        lo, hi = f"{r[0] * 1e3:.0f}", f"{r[-1] * 1e3:.0f}"
+        return lo if lo == hi else f"{lo}-{hi}"
+    return ", ".join(f"{len(r)} x {span(r)}" for r in out)
 
 
 def main():
@@ -112,10 +120,11 @@ def main():
             during = [r for r in rows if float(r["prompt_tokens"]) > 0 and t0 <= float(r["start_s"]) < t1]
             carried = [float(r["period_s"]) for r in during if float(r["period_s"]) > LONG]
             if m["long"] is not None:
-                chunks = sorted({int(r["prompt_chunks"]) for r in during})
-                model_by = "; ".join(f"{c}: {groups([float(r['period_s']) for r in during if int(r['prompt_chunks']) == c])}"
-                                     for c in chunks)
-                by_prompts.append(f"| {s['key']} | {cells[-1]} | {model_by} | {groups(m['long'])} |")
+                chunks = sorted({int(float(r["prompt_chunks"])) for r in during})
+                model_by = "; ".join(
+                    f"{c}: {groups([float(r['period_s']) for r in during if int(float(r['prompt_chunks'])) == c])}" for c in chunks)
+                by_prompts.append(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {model_by} "
+                                  f"| {groups(m['long'])} |")
             p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
             steps = j["steps"]["mixed"] + j["steps"]["prefill"]
             assert steps == sum(1 for r in rows if float(r["prompt_tokens"]) > 0)

@@ -91,14 +91,14 @@ void finish(PhaseTimes& t) noexcept;
 void evaluate(const model::Graph& g, const ops::Rates& rates, bool graphs, PhaseTimes& t) noexcept;
 
 /// The parts whose max is the realistic time (ops::TimeParts::realistic): the class's fixed time
-/// plus each of ops::TimeParts::scaled's parts (matrix, vector, memory, comm), the launch, and
-/// the fixed time plus the overlap part (the matrix part where the overlap never binds: an
-/// envelope never moves to it, the same line).
+/// plus each of ops::TimeParts::at_efficiency's parts (matrix, vector, memory, comm), the
+/// launch, and the fixed time plus the overlap part (the matrix part where the overlap never
+/// binds: an envelope never moves to it, the same line).
 inline constexpr int kRealisticParts = 6;
 using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  const ops::TimeParts::Scaled s = p.scaled(a);
+  const ops::TimeParts::AtEfficiency s = p.at_efficiency(a);
   return {a.overhead_s + s.matrix, a.overhead_s + s.vector, a.overhead_s + s.memory, a.overhead_s + s.comm, p.launch,
           a.overhead_s + s.overlap};
 }

@@ -151,23 +151,24 @@ struct TimeParts {
   /// Seed 003's upper bound: the parts at their peaks, summed.
   double sum_at_peak() const noexcept { return matrix + vector + memory + comm + launch; }
   /// The realistic time's parts before the class's fixed time: each part over its efficiency
-  /// (matrix, vector, memory, comm) and the class's overlap share of the matrix part and its
-  /// partner's added (memory, or vector where the class overlaps it, hw::overlaps_vector). Where
-  /// the overlap never binds (a share of 0.5 or less: it is then under the larger of the two) the
-  /// last is the matrix part, so a line fitted through the parts (analysis::OpLine) never moves to it.
-  struct Scaled {
+  /// (matrix, vector, memory; comm as comm_realistic, its fixed costs unscaled) and the class's
+  /// overlap share of the matrix part and its partner's added (memory, or vector where the class
+  /// overlaps it, hw::overlaps_vector). Where the overlap never binds (a share of 0.5 or less: it
+  /// is then under the larger of the two) the last is the matrix part, so a line fitted through
+  /// the parts (analysis::OpLine) never moves to it.
+  struct AtEfficiency {
     double matrix, vector, memory, comm, overlap;
   };
-  Scaled scaled(const Rates::Achievable& a) const noexcept {
+  AtEfficiency at_efficiency(const Rates::Achievable& a) const noexcept {
     const double m = (matrix + matrix_pad) * a.inv_matrix[matrix_dtype], v = vector * a.inv_vector,
                  b = (memory + memory_pad) * a.inv_memory;
     return {m, v, b, comm_realistic(a), a.overlap > 0.5 ? a.overlap * (m + (a.overlap_vector ? v : b)) : m};
   }
-  /// Overlap at the achievable rates: the class's fixed time plus the largest of scaled(), or the
-  /// launch when the host is slower.
+  /// Overlap at the achievable rates: the class's fixed time plus the largest of
+  /// at_efficiency(), or the launch when the host is slower.
   double realistic(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    const Scaled p = scaled(a);
+    const AtEfficiency p = at_efficiency(a);
     double m = p.matrix;
     if (p.overlap > m) m = p.overlap;
     if (p.vector > m) m = p.vector;
