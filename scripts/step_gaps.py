@@ -26,6 +26,7 @@ Usage:
 VLLM_BENCHMARK_GIT_DIR: a clone (or bare mirror) of simon-mo/vLLM-Benchmark, read at REV
 (default d538cdc) with `git show`.
 """
+import collections
 import csv
 import json
 import os
@@ -64,12 +65,9 @@ def measured(path, fixed):
     if text.returncode != 0:
         sys.exit(f"step_gaps: {REV}:{path}: {text.stderr.strip()}")
     d = json.loads(text.stdout)
-    m = dict(p50=d["median_itl_ms"] / 1e3, p99=d["p99_itl_ms"] / 1e3, long_n=None, long_median=None, long=None)
+    m = dict(p50=d["median_itl_ms"] / 1e3, p99=d["p99_itl_ms"] / 1e3, long=None)
     if fixed and d.get("itls"):  # every request decodes as long: the first sees the prompts that arrive
-        long_gaps = [g for g in d["itls"][0] if g > LONG]
-        m["long_n"] = len(long_gaps)
-        m["long_median"] = statistics.median(long_gaps) if long_gaps else None
-        m["long"] = sorted(long_gaps)
+        m["long"] = sorted(g for g in d["itls"][0] if g > LONG)
     return m
 
 
@@ -119,19 +117,21 @@ def main():
             t1 = float(first["arrival_s"]) + float(first["e2e_s"])
             during = [r for r in rows if float(r["prompt_tokens"]) > 0 and t0 <= float(r["start_s"]) < t1]
             carried = [float(r["period_s"]) for r in during if float(r["period_s"]) > LONG]
+            label = f"{s['key']}{' ' + cells[0] if len(cells) > 1 else ''}"
             if m["long"] is not None:
-                chunks = sorted({int(float(r["prompt_chunks"])) for r in during})
-                model_by = "; ".join(
-                    f"{c}: {groups([float(r['period_s']) for r in during if int(float(r['prompt_chunks'])) == c])}" for c in chunks)
-                by_prompts.append(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {model_by} "
-                                  f"| {groups(m['long'])} |")
+                by_chunks = collections.defaultdict(list)
+                for r in during:
+                    by_chunks[int(float(r["prompt_chunks"]))].append(float(r["period_s"]))
+                model_by = "; ".join(f"{c}: {groups(by_chunks[c])}" for c in sorted(by_chunks))
+                by_prompts.append(f"| {label} | {cells[-1]} | {model_by} | {groups(m['long'])} |")
             p50, p99 = j["itl_s"]["p50"], j["itl_s"]["p99"]
             steps = j["steps"]["mixed"] + j["steps"]["prefill"]
             assert steps == sum(1 for r in rows if float(r["prompt_tokens"]) > 0)
-            n = "n/a" if m["long_n"] is None else m["long_n"]
-            med = "n/a" if m["long_median"] is None else f"{m['long_median'] * 1e3:.0f}"
+            long = m["long"]
+            n = "n/a" if long is None else len(long)
+            med = "n/a" if not long else f"{statistics.median(long) * 1e3:.0f}"
             model = f"{len(carried)}, {statistics.median(carried) * 1e3:.0f}" if carried else "0"
-            print(f"| {s['key']}{' ' + cells[0] if len(cells) > 1 else ''} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
+            print(f"| {label} | {cells[-1]} | {p50 * 1e3:.1f} | {m['p50'] * 1e3:.1f} "
                   f"| {p50 / m['p50'] - 1:+.0%} | {p99 * 1e3:.0f} | {m['p99'] * 1e3:.0f} | {p99 / m['p99'] - 1:+.0%} | {steps} "
                   f"| {model} | {n} | {med} |")
     # The same steps by the prompts they held: the model's prompt-carrying steps while the first
