@@ -10,39 +10,34 @@
 
 namespace ridgeline::report {
 
-namespace {
-
-// The fitted or applied figures of a class: "memory 0.93, 3.85 us per kernel"; a fraction the
-// chip's file gives the class none of, which it takes from a sibling class (hw::fallback), is
-// named as the sibling's: "norm's memory 0.604".
-std::string figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw::EfficiencySpec& file) {
+std::string class_figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw::EfficiencySpec& file) {
   const hw::ClassEfficiency& own = file.kernel[static_cast<int>(cls)];
-  const hw::KernelClass via = hw::fallback(cls);
   const hw::ClassEfficiency lent = hw::lent_figures(file, cls);
+  const std::string via = std::string(hw::name(hw::fallback(cls))) + "'s ";
   std::string out;
+  const auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+  // A figure `e` lacks is the lender's; one that equals the lender's where the file gives the
+  // class none of its own is named as the lender's.
+  const auto lender = [&](double mine, double theirs, double v) { return mine <= 0 && theirs > 0 && v == theirs ? via : std::string(); };
   for (auto [part, v, mine, theirs] : {std::tuple{"matrix", e.matrix, own.matrix, lent.matrix}, {"vector", e.vector, own.vector, lent.vector},
                                        {"memory", e.memory, own.memory, lent.memory}, {"link", e.link, own.link, lent.link}}) {
-    if (v <= 0) continue;
-    const bool borrowed = mine <= 0 && theirs > 0 && v == theirs;
-    out += fmt::format("{}{}{} {:.3f}", out.empty() ? "" : ", ", borrowed ? std::string(hw::name(via)) + "'s " : "", part, v);
+    const double shown = v > 0 ? v : theirs;
+    if (shown > 0) add(fmt::format("{}{} {:.3f}", lender(mine, theirs, shown), part, shown));
   }
-  if (e.overhead_s > 0) out += fmt::format("{}{} per kernel", out.empty() ? "" : ", ", t(e.overhead_s));
-  if (e.overlap > 0.5) out += fmt::format("{}at least {:.3f} of matrix + {}", out.empty() ? "" : ", ", e.overlap, hw::overlap_partner(cls));
-  if (e.matmul > 0) out += fmt::format("{}{:.3f} of the measured matmul rate", out.empty() ? "" : ", ", e.matmul);
-  if (e.tile_keys > 0) out += fmt::format("{}{:g} keys' work a query tile", out.empty() ? "" : ", ", e.tile_keys);
-  if (e.fill_k > 0) {
-    out += fmt::format("{}{:g} columns of K more a tile{}", out.empty() ? "" : ", ", e.fill_k, hw::fill_reads(cls) ? " on its loads" : "");
-  }
+  if (e.matmul > 0) add(fmt::format("{:.3f} of the measured matmul rate", e.matmul));
+  if (e.tile_keys > 0) add(fmt::format("a prefill's query tile {:g} keys' work", e.tile_keys));
+  if (e.fill_k > 0) add(fmt::format("each tile {:g} columns of K more{}", e.fill_k, hw::fill_reads(cls) ? " on its loads" : ""));
+  if (e.overlap > 0.5) add(fmt::format("at least {:.3f} of matrix + {}", e.overlap, hw::overlap_partner(cls)));
+  const double overhead = e.overhead_s > 0 ? e.overhead_s : lent.overhead_s;
+  if (overhead > 0) add(fmt::format("{}{} per kernel", lender(own.overhead_s, lent.overhead_s, overhead), t(overhead)));
   return out;
 }
-
-}  // namespace
 
 std::string curves_text(const hw::ChipSpec& chip, const std::vector<analysis::CurveFit>& fits) {
   if (fits.empty()) return "";
   std::string out = "kernel curves (measured times by size; a class's figures are their fit: `ridgeline hw fit`)\n";
   for (const analysis::CurveFit& f : fits) {
-    out += fmt::format("  {}: {}\n", hw::name(f.cls), figures(f.efficiency, f.cls, chip.efficiency));
+    out += fmt::format("  {}: {}\n", hw::name(f.cls), class_figures(f.efficiency, f.cls, chip.efficiency));
     for (const hw::KernelCurve& k : chip.curves) {
       if (k.cls == f.cls) out += fmt::format("    {} ({} timing): {}\n", k.kernel, hw::name(k.timing), k.source);
     }

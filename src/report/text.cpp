@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "ridgeline/core/units.hpp"
+#include "ridgeline/report/curves.hpp"
 #include "spellings.hpp"
 
 namespace ridgeline::report {
@@ -116,29 +117,8 @@ std::string chip_text(const hw::ChipSpec& c) {
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
     if (ce == hw::ClassEfficiency{}) continue;
-    // Without a figure of its own, a class that borrows a sibling's (hw::fallback) names it.
     const auto cls = static_cast<hw::KernelClass>(k);
-    const hw::KernelClass via = hw::fallback(cls);
-    const hw::ClassEfficiency lent = hw::lent_figures(c.efficiency, cls);
-    std::string parts;
-    for (auto [unit, v, b] : {std::tuple{"matrix", ce.matrix, lent.matrix}, {"vector", ce.vector, lent.vector},
-                              {"memory", ce.memory, lent.memory}, {"link", ce.link, lent.link}}) {
-      if (v > 0) parts += fmt::format("{} {:.2f}, ", unit, v);
-      else if (b > 0) parts += fmt::format("{}'s {} {:.2f}, ", hw::name(via), unit, b);
-    }
-    if (ce.matmul > 0) parts += fmt::format("matmul {:.3f} of the measured rate, ", ce.matmul);
-    if (ce.tile_keys > 0) parts += fmt::format("a prefill's query tile {:g} keys' work, ", ce.tile_keys);
-    if (ce.fill_k > 0) {
-      parts += fmt::format("each tile {:g} columns of K more{}, ", ce.fill_k, hw::fill_reads(static_cast<hw::KernelClass>(k)) ? " on its loads" : "");
-    }
-    if (ce.overlap > 0.5) parts += fmt::format("at least {:.2f} of matrix + {}, ", ce.overlap, hw::overlap_partner(static_cast<hw::KernelClass>(k)));
-    if (!parts.empty()) parts.resize(parts.size() - 2);
-    const double borrowed = lent.overhead_s;
-    const std::string sep = parts.empty() ? "" : ", ";
-    out += fmt::format("  {:<25} {}{}\n", hw::name(cls), parts,
-                       ce.overhead_s > 0 ? fmt::format("{}{} per kernel", sep, time_or_na(ce.overhead_s))
-                       : borrowed > 0    ? fmt::format("{}{}'s {} per kernel", sep, hw::name(via), time_or_na(borrowed))
-                                         : std::string());
+    out += fmt::format("  {:<25} {}\n", hw::name(cls), class_figures(ce, cls, c.efficiency));
   }
   if (!c.sources.empty()) out += "sources\n";
   for (const auto& s : c.sources) out += "  - " + s + "\n";

@@ -11,6 +11,14 @@
 
 namespace ridgeline::report {
 
+/// A kernel class's figures in words, the one spelling of `hw show`'s class list and of each
+/// fit's (`hw show`, `hw fit`): "matrix 0.186, memory 0.926, each tile 166 columns of K more on
+/// its loads, 13.31 us per kernel". `e` holds the figures (the chip file's own, or a fit's);
+/// a fraction or fixed time it lacks that a sibling lends the class (hw::lent_figures), or
+/// one equal to the lender's where `file` gives the class none, is named as the lender's:
+/// "gemm_expert's memory 0.931".
+std::string class_figures(const hw::ClassEfficiency& e, hw::KernelClass cls, const hw::EfficiencySpec& file);
+
 /// The curves of `chip` with `fits` (analysis::curve_residuals or fit_curves, one per class
 /// with curves): per class its kernels and sources, every point measured and modelled, the
 /// residuals, and the figures (fitted, or the chip's own) with the notes.
