@@ -389,11 +389,37 @@ void attention_block(Ctx& c, double window) {
       const double positions = c.mix != nullptr ? c.mix->prefill_positions / c.ep : c.batch * c.kv_len;
       gemm(c, "kv_b_proj", Block::attention, positions, lora, c.heads * (nope + v), lora * H * (nope + v),
            lora * H * (nope + v), false, false, Scale::prefill_positions);
+      // A copy kernel over the prefill: `read` and `written` bytes of each position (or token).
+      const double ab = bytes(c.act);
+      const auto copy = [&](const char* name, double rows, double read, double written, Scale scale) {
+        Cost cost;
+        cost.add_main_bytes(rows * read);
+        cost.add_main_stores(rows * written);
+        cost.launches = 1;
+        c.g.add(name, OpClass::elementwise, Block::attention, cost).scale = scale;
+      };
+      // The keys attention reads, assembled into one tensor of qk columns a head: each
+      // position's nope columns of every head beside its one RoPE key, which the heads share
+      // (vLLM's torch.cat((k_nope, k_pe.expand(...)), dim=-1) in MLACommonImpl._forward_prefill;
+      // SGLang's copies into torch.empty_like(q) in DeepseekV2AttentionMLA.forward_normal, later
+      // its concat_mla_k kernel): one kernel reading both, writing the keys.
+      copy("k_concat", positions, (c.heads * nope + rope) * ab, c.heads * qk * ab, Scale::prefill_positions);
+      // vLLM to 0.8.4 (ForwardConfig::mla_pad_v): V padded with zeros to qk columns for
+      // FlashAttention (torch.nn.functional.pad: reads V, writes the padded copy), attention
+      // run with V and its output that wide, and the output's first v columns of each head
+      // copied out ([..., :v].reshape of a strided view) for o_proj. On a later chunk of a
+      // prompt, each chunk of its cached context is decompressed, assembled and padded so too
+      // (the positions); merging those partial outputs (merge_attn_states) is not priced.
+      if (c.f.mla_pad_v) copy("v_pad", positions, c.heads * v * ab, c.heads * qk * ab, Scale::prefill_positions);
       ops::AttentionShape mha = a;
       mha.heads = mha.kv_heads = c.heads;
       mha.head_dim = qk;
-      mha.v_head_dim = v;
+      mha.v_head_dim = c.f.mla_pad_v ? qk : v;
       attention_ops(c, mha, true, false);
+      if (c.f.mla_pad_v) {
+        const double chunk_tokens = c.mix != nullptr ? c.mix->prefill_tokens / c.ep : T;
+        copy("attn_out_slice", chunk_tokens, c.heads * v * ab, c.heads * v * ab, Scale::prefill_tokens);
+      }
     }
     if (decode) {
       // Decode with the up-projections absorbed: queries move into the latent space,
@@ -665,6 +691,11 @@ void moe_mlp(Ctx& c) {
   if (moe.shared_experts > 0) {
     dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
               "shared_down");
+    // The routed experts' output and the shared experts' added, before the layer's all-reduce:
+    // one kernel reading both, writing the sum (vLLM's DeepseekV2MoE.forward,
+    // `experts(...) * routed_scaling_factor + shared_output`, one kernel under torch.compile;
+    // SGLang's `final_hidden_states + shared_output`; Megatron's MoE layer adds them too).
+    elementwise(c, "shared_add", Block::moe, T, h, 2, 1, 1);
   }
 }
 

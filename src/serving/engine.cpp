@@ -61,9 +61,9 @@ constexpr const char* kSglang02HostSource =
 // a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
 // most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
 // eager prefill forward of one new token took 82.6 ms against 23.1 ms as a graph in SGLang (PR
-// #12160, 2025-10, GPU not stated), 1819 kernels here, 45.4 us each; vLLM V0's DeepSeek-V3 (AWQ,
+// #12160, 2025-10, GPU not stated), 1938 kernels here, 42.6 us each; vLLM V0's DeepSeek-V3 (AWQ,
 // 8 A100s, batch 1) 10.0 tokens/s eager against 25.3 with graphs (PR #12222, 2025-01: 100 and
-// 39.5 ms a token, 1823 kernels, 55 us, inflated by a memory allocation in each MoE alignment call
+// 39.5 ms a token, 1823 kernels as counted then, 55 us, inflated by a memory allocation in each MoE alignment call
 // the PR removed). TensorRT-LLM's PyTorch path launched a diffusion transformer's small kernels
 // ~35 us apart (LTX-2, NVIDIA/TensorRT-LLM PR #12653): no DeepSeek figure. 25 us is the
 // figure none of them contradicts; an engine whose own time of an MLA model's forward is measured
@@ -125,6 +125,11 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   e.mla_op_host_s = version == 8 ? 216e-6 / 5 : 149e-6 / 4;
   e.mla_op_host_source = version == 8 ? "vLLM's MLA attention op, 216 us a call over 5 kernels: vllm-project/vllm PR #17668"
                                       : "vLLM's MLA attention op, 149 us a call over 4 kernels: vllm-project/vllm PR #17668";
+  // MLA's prefill attention: vLLM to 0.8.4 padded V from 128 to 192 columns for FlashAttention
+  // and sliced the output back (vllm/v1/attention/backends/mla/common.py at v0.8.4, commit
+  // dc1b4a6: _forward_prefill and _compute_prefill_context); PR #13111 (2025-04-17, after 0.8.4)
+  // passes V as it is to FA3 on Hopper. The 0.8 preset follows 0.8.4.
+  e.mla_pad_v = version == 8;
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -177,6 +182,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
     e.mla_op = model::ForwardConfig::MlaOp::attention;
     e.mla_op_host_s = 0;
     e.mla_op_host_source.clear();
+    e.mla_pad_v = false;
   }
   e.step_overhead_s = kPythonStepS;
   e.per_request_overhead_s = kPythonPerRequestS;
@@ -626,10 +632,11 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 // architecture: MLA attention, MoE layers), where its Llama-3-8B step gives 25 us: DeepSeek-V3's
 // forward of one new token took 82.6 ms eagerly against 23.1 ms as a CUDA graph (sgl-project/sglang
 // PR #12160, 2025-10, its log's "forward cost"; GPU not stated), so the eager forward is its host's
-// launches: 1819 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8, 82.6 ms / 1819 =
-// 45.4 us each. SGLang's releases of January 2025 spent more (a 128-token prefill in 169 ms, PR
-// #3236, GPU not named: 93 us); the 0.4+ preset takes October's, the newer.
-constexpr double kSglangMlaEagerHostS = 45.4e-6;
+// launches: 1938 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8 (the keys' assembly of
+// MLA's prefill and the shared experts' add among them), 82.6 ms / 1938 = 42.6 us each. SGLang's
+// releases of January 2025 spent more (a 128-token prefill in 169 ms, PR #3236, GPU not named:
+// 93 us); the 0.4+ preset takes October's, the newer.
+constexpr double kSglangMlaEagerHostS = 42.6e-6;
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
@@ -741,6 +748,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   }
   f.mla_op = e.mla_op;
   f.mla_op_host_s = e.mla_op_host_s;
+  f.mla_pad_v = e.mla_pad_v;
   return f;
 }
 

@@ -34,6 +34,7 @@ double quantity(Scale s, const model::StepMix& mix, double ep) {
     case Scale::seqs: return mix.head_rows() / ep;
     case Scale::prefill_positions: return mix.prefill_positions / ep;
     case Scale::decode_tokens: return mix.decode_tokens / ep;
+    case Scale::prefill_tokens: return mix.prefill_tokens / ep;
     default: return 0;
   }
 }
@@ -113,19 +114,20 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     if (kind == GraphMode::piecewise && !has_op_) break;
     const bool graphs = kind != GraphMode::eager;
     Variant& v = kind == GraphMode::eager ? eager_ : kind == GraphMode::graph ? graph_ : piecewise_;
-    // By quantity: a group's tokens, sequences, prefill positions, decode tokens, and (kAllGroups)
-    // the tokens of every group (the expert part of a MoE layer under attention data parallelism).
+    // By quantity: a group's tokens, sequences, prefill positions, decode tokens, prefill tokens,
+    // and (kAllGroups) the tokens of every group (the expert part of a MoE layer under attention
+    // data parallelism).
     std::array<analysis::OpLine, Graph::kMaxOps> lines[kQuantities];
-    int counts[kQuantities] = {0, 0, 0, 0, 0};
+    int counts[kQuantities] = {};
     // Collectives whose algorithm or protocol changes with the size, by quantity.
     std::array<analysis::SwitchLine, analysis::Envelope::kMaxSwitches> switches[kQuantities];
-    int switch_counts[kQuantities] = {0, 0, 0, 0, 0};
+    int switch_counts[kQuantities] = {};
     v.apart_count = 0;
     for (int i = 0; i < g1_.op_count; ++i) {
       const model::GraphOp& op1 = g1_.ops[i];
       if (is_attention(op1.scale)) continue;
       const model::GraphOp& op2 = g2_.ops[i];
-      // tokens, seqs, prefill_positions, decode_tokens; kAllGroups (tokens) for the expert part
+      // tokens, seqs, prefill_positions, decode_tokens, prefill_tokens; kAllGroups (tokens) for the expert part
       const int q = op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
       const bool in_op = in_attention_op(op1);
       if (!graphs) {
@@ -156,7 +158,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       if (v.apart[i].gemm_rows_per_x <= 0) continue;
       analysis::fill_work_table(v.apart[i].padding, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows);
     }
-    analysis::Envelope* env[kQuantities] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens, &v.all_tokens};
+    analysis::Envelope* env[kQuantities] = {&v.tokens, &v.seqs, &v.prefill_positions, &v.decode_tokens, &v.prefill_tokens, &v.all_tokens};
     for (int q = 0; q < kQuantities; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
     }
@@ -277,14 +279,15 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
   double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
   const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;
   if (v.apart_count > 0) {
-    const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, all};
-    const bool present[kQuantities] = {true, true, prefill, decode, false};  // (the expert part: StepModel::expert)
+    const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, group.prefill_tokens, all};
+    const bool present[kQuantities] = {true, true, prefill, decode, prefill, false};  // (the expert part: StepModel::expert)
     for (int i = 0; i < v.apart_count; ++i) {
       const int q = v.apart_quantity[i];
       if (present[q]) t += apart_at(v, i, x[q], touched);
     }
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(group.prefill_positions);
+  if (prefill && v.prefill_tokens.count > 0) t += v.prefill_tokens.at(group.prefill_tokens);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(group.decode_tokens);
   return t;
 }
@@ -357,7 +360,7 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
   if (mode == GraphMode::graph) return n;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   const auto present = [&](const std::array<double, kQuantities>& l) {
-    return l[0] + l[1] + l[kAllGroups] + (prefill ? l[2] : 0) + (decode ? l[3] : 0);
+    return l[0] + l[1] + l[kAllGroups] + (prefill ? l[2] + l[4] : 0) + (decode ? l[3] : 0);
   };
   if (mode == GraphMode::eager) n.other = present(launches_);
   // The rest of the engine's attention op (MLA's under vLLM), launched from its Python in both

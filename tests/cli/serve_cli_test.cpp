@@ -199,30 +199,32 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
 
 TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   // SGLang's DeepSeek-V3 forward of one new token: 82.6 ms eager (sgl-project/sglang PR #12160),
-  // its host's launches; ridgeline's prompt step of DeepSeek-V3 at TP 8 is 1819 kernels (the
-  // vLLM 0.8 test below counts them too), so 82.6 ms / 1819 = 45.4 us a kernel. A one-token
-  // prompt's step (SGLang prefills eagerly): 1819 x 45.4 us = 82.5826 ms on the host, over its
+  // its host's launches; ridgeline's prompt step of DeepSeek-V3 at TP 8 is 1938 kernels (the
+  // vLLM 0.8 test below counts a decode step's 1877: 58 MoE layers' shared experts' add among
+  // them; a prompt adds each of the 61 layers' keys' assembly for MLA's prefill, 1877 + 61), so
+  // 82.6 ms / 1938 = 42.6 us a kernel. A one-token
+  // prompt's step (SGLang prefills eagerly): 1938 x 42.6 us = 82.5588 ms on the host, over its
   // device's ~11 ms, so the TTFT is that plus the front end (4 ms) and one step's host time
   // beside it (0.4 ms + 1.1 us a request under the overlap: hidden).
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto sgl = run_json(q + "sglang");
-  EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 45.4e-6);
+  EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 42.6e-6);
   EXPECT_NE(sgl["engine"]["eager_host_source"].get<std::string>().find("#12160"), std::string::npos);
   EXPECT_EQ(sgl["prompt_step"]["launch"], "eager");
-  EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1819);
-  EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.5826e-3, 1e-12);
-  ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.5826e-3);
-  EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.5826e-3 + 4e-3);
+  EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1938);
+  EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.5588e-3, 1e-12);
+  ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.5588e-3);
+  EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.5588e-3 + 4e-3);
   // Only an MLA model and only SGLang 0.4+: Llama under SGLang, DeepSeek under SGLang 0.3 and
   // under TensorRT-LLM keep the 25 us of SGLang's Llama-3-8B step (PR #1401).
   const std::string llama = "serve --model llama-3.1-8b --hw h100-sxm --prompt 1 --gen 4 --concurrency 1 --requests 1 --engine ";
   EXPECT_DOUBLE_EQ(run_json(llama + "sglang")["engine"]["eager_host_s"].get<double>(), 25e-6);
   EXPECT_DOUBLE_EQ(run_json(q + "sglang@0.3")["engine"]["eager_host_s"].get<double>(), 25e-6);
   EXPECT_DOUBLE_EQ(run_json(q + "trtllm")["engine"]["eager_host_s"].get<double>(), 25e-6);
-  // --eager-host still sets it: 1819 x 10 us = 18.19 ms.
+  // --eager-host still sets it: 1938 x 10 us = 19.38 ms.
   const auto given = run_json(q + "sglang --eager-host 10us");
   EXPECT_EQ(given["engine"]["eager_host_source"], "--eager-host");
-  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 18.19e-3, 1e-12);
+  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 19.38e-3, 1e-12);
 }
 
 TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
@@ -275,26 +277,27 @@ TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 9.089e-3, 1e-12);
   EXPECT_NE(v08["decode_step"]["sources"]["mla_op_host"].get<std::string>().find("#17668"), std::string::npos);
   // A 300-token prompt's step (piecewise, within 512 tokens) under 0.8: own RoPE, cache write,
-  // kv_b_proj (quantisation + GEMM) and the prefill attention = 5; the same 5 projections.
+  // kv_b_proj (quantisation + GEMM), the keys' assembly, V's padding, the prefill attention and
+  // its output's slice = 8, x 61 = 488; the same 5 projections, 305: 793.
   EXPECT_EQ(v08["prompt_step"]["launch"], "piecewise");
-  EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 610);
-  EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 305);
-  // The same 1819 kernels a step: only where they are launched from moves.
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 793);
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 488);
+  // The same 1877 kernels a decode step: only where they are launched from moves.
   EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), v09["decode_step"]["kernels"].get<double>());
   // Where the launches outlast the device, the step lasts them plus the loop's host time
   // (400 us + 1.1 us a request, serial on 0.8): 20.801 + 0.4011 = 21.2021 ms a token.
   ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 20.801e-3);
   EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 21.2021e-3, 1e-9);
   // A 1000-token prompt passes the largest graph (512 tokens): the compiled model runs without
-  // graphs, its kernels at Inductor's 9.1 us, but the op's stay the op's: 305 own at 43.2 us,
-  // 305 projections at 25 us, the other 1819 - 610 = 1209 at 9.1 us: 13.176 + 7.625 + 11.0019
-  // = 31.8029 ms.
+  // graphs, its kernels at Inductor's 9.1 us, but the op's stay the op's: 488 own at 43.2 us,
+  // 305 projections at 25 us, the other 2060 - 793 = 1267 at 9.1 us (2060: the decode step's
+  // 1877 and the 3 x 61 copies above): 21.0816 + 7.625 + 11.5297 = 40.2363 ms.
   const auto long_prompt = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1000 --gen 20 --concurrency 1 --requests 1 --engine vllm@0.8");
   EXPECT_EQ(long_prompt["prompt_step"]["launch"], "eager");
-  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["host_launches"].get<double>(), 1819);
-  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["mla_op_launches"].get<double>(), 305);
-  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["compiled_launches"].get<double>(), 1209);
-  EXPECT_NEAR(long_prompt["prompt_step"]["eager_host_s"].get<double>(), 31.8029e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["host_launches"].get<double>(), 2060);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["mla_op_launches"].get<double>(), 488);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["compiled_launches"].get<double>(), 1267);
+  EXPECT_NEAR(long_prompt["prompt_step"]["eager_host_s"].get<double>(), 40.2363e-3, 1e-12);
   // --eager-host sets every kernel the engine's Python launches, the op's too: 610 x 10 us.
   const auto given = run_json(q + "vllm@0.8 --eager-host 10us");
   EXPECT_NEAR(given["decode_step"]["eager_host_s"].get<double>(), 6.1e-3, 1e-12);

@@ -483,5 +483,56 @@ TEST(EngineKernels, EachEnginesOwnAllReduceTakesMessagesUnderItsLimitAndNcclTheR
   }
 }
 
+// The main-memory bytes (read and written) of `name` in `g` (-1: no such op).
+double op_bytes(const model::Graph& g, std::string_view name) {
+  const model::GraphOp* op = find_op(g, name);
+  return op == nullptr ? -1 : op->cost.main_bytes;
+}
+
+TEST(EngineKernels, MlaPrefillAssemblesItsKeysAndVllm08PadsV) {
+  // DeepSeek-V3 at TP 8: 16 heads a GPU, keys of 128 nope columns and one 64-column RoPE key a
+  // position that the heads share (qk 192), V of 128 columns, hidden 7168, bf16 activations.
+  // A prompt of 1000 tokens (1000 positions).
+  // - Every engine assembles the keys attention reads (vLLM's torch.cat in
+  //   MLACommonImpl._forward_prefill, SGLang's copies in forward_normal): reads 16·128·2 + 64·2 =
+  //   4224 B and writes 16·192·2 = 6144 B a position: 10 368 000 B.
+  // - Each MoE layer adds its shared experts' output to the routed experts' sum: reads two
+  //   1000 x 7168 bf16 tensors and writes one, 3·1000·7168·2 = 43 008 000 B.
+  // - vLLM 0.8 (to 0.8.4's _forward_prefill) pads V to 192 columns: reads 16·128·2 = 4096 B,
+  //   writes 6144 B a position, 10 240 000 B; attention's PV then runs 192 columns wide, its
+  //   matrix FLOPs (QK 2·192 and PV 2·dv a pair and head) by (192 + 192) / (192 + 128) = 1.2 and
+  //   its output 16·1000·192·2 = 6 144 000 B against 4 096 000; the output's 128 columns a head
+  //   are copied out, 4096 B read and written a token, 8 192 000 B. Later releases (PR #13111)
+  //   do neither.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  auto g08 = std::make_unique<model::Graph>(), g14 = std::make_unique<model::Graph>();
+  for (auto [engine, g] : {std::pair{EngineRef{EngineKind::vllm, 8}, g08.get()}, std::pair{EngineRef{EngineKind::vllm, 0}, g14.get()}}) {
+    model::ForwardConfig f;
+    f.tp = 8;
+    f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+    model::build_forward(m, f, sys, {1, 1000, 1000, nullptr}, *g);
+  }
+  for (const model::Graph* g : {g08.get(), g14.get()}) {
+    EXPECT_DOUBLE_EQ(op_bytes(*g, "k_concat"), 10368000);
+    EXPECT_DOUBLE_EQ(op_bytes(*g, "shared_add"), 43008000);
+  }
+  EXPECT_DOUBLE_EQ(op_bytes(*g08, "v_pad"), 10240000);
+  EXPECT_DOUBLE_EQ(op_bytes(*g08, "attn_out_slice"), 8192000);
+  EXPECT_DOUBLE_EQ(op_bytes(*g14, "v_pad"), -1);
+  EXPECT_DOUBLE_EQ(op_bytes(*g14, "attn_out_slice"), -1);
+  // The prefill attention: the first attention op after kv_b_proj.
+  const auto prefill_attention = [](const model::Graph& g) -> const model::GraphOp& {
+    return g.ops[op_index(g, "kv_b_proj") + 1 + (op_index(g, "v_pad") >= 0 ? 2 : 1)];
+  };
+  const model::GraphOp& a08 = prefill_attention(*g08);
+  const model::GraphOp& a14 = prefill_attention(*g14);
+  ASSERT_STREQ(a08.name, "attention");
+  ASSERT_STREQ(a14.name, "attention");
+  EXPECT_DOUBLE_EQ(a08.cost.matrix_flops / a14.cost.matrix_flops, 1.2);
+  EXPECT_DOUBLE_EQ(a08.cost.main_store_bytes - a14.cost.main_store_bytes, 6144000 - 4096000);
+}
+
 }  // namespace
 }  // namespace ridgeline::serving

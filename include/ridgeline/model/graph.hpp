@@ -42,8 +42,18 @@ std::string_view name(Block b) noexcept;
 /// The quantity an op's cost is affine in, within one pass (docs/serving.md#step-model):
 /// the tokens of the pass, its sequences (the head's last positions), the context positions
 /// of its prefill chunks (MLA's decompression), its decode tokens (MLA's absorbed
-/// projections), or attention counts (prefill chunks, decode tokens, or both in one kernel).
-enum class Scale : std::uint8_t { tokens, seqs, prefill_positions, decode_tokens, prefill_attention, decode_attention, fused_attention };
+/// projections), its prefill chunks' tokens (MLA's prefill attention output under vLLM 0.8), or
+/// attention counts (prefill chunks, decode tokens, or both in one kernel).
+enum class Scale : std::uint8_t {
+  tokens,
+  seqs,
+  prefill_positions,
+  decode_tokens,
+  prefill_tokens,
+  prefill_attention,
+  decode_attention,
+  fused_attention
+};
 
 struct GraphOp {
   const char* name = "";   ///< e.g. "q_proj" (static storage)

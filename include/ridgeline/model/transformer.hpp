@@ -107,6 +107,13 @@ struct ForwardConfig {
   /// 0.8: also q_proj, RoPE, o_proj and o_proj's all-reduce, until PRs #17484 and #17668 moved
   /// them into the graphs.
   enum class MlaOp : std::uint8_t { attention, absorbed, projections } mla_op = MlaOp::attention;
+  /// MLA's prefill attention with V padded to the query-key head dim (128 to 192 columns on
+  /// DeepSeek-V3) and its output sliced back: vLLM V1 to 0.8.4 called FlashAttention with equal
+  /// head dims (MLACommonImpl._forward_prefill: torch.nn.functional.pad of v, then
+  /// output[..., :v_head_dim].reshape, a copy), until PR #13111 (2025-04-17) let FA3 on Hopper
+  /// take V's own (serving::EngineConfig::mla_pad_v). The pad's copy, the attention's PV work
+  /// and output at 192 columns, and the slice's copy are priced (docs/serving.md#mla-under-vllm-08).
+  bool mla_pad_v = false;
   /// The host's time per kernel of that op's own (its attention, cache write, absorptions and,
   /// with `projections`, RoPE: GraphOp::InAttentionOp::own), the op's CPU time over its kernels
   /// (serving::EngineConfig::mla_op_host_s); 0: eager_host_s. Its projections cost eager_host_s.

@@ -110,8 +110,8 @@ class StepModel {
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
   static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
   // Quantities the non-attention ops are linear in: model::Scale's tokens, seqs,
-  // prefill_positions and decode_tokens of one group, and the tokens of all groups.
-  static constexpr int kQuantities = 5, kAllGroups = 4;
+  // prefill_positions, decode_tokens and prefill_tokens of one group, and the tokens of all groups.
+  static constexpr int kQuantities = 6, kAllGroups = 5;
   // The fields of ops::AttentionCounts.
   static constexpr int kAttentionCounts = 8;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
@@ -135,10 +135,10 @@ class StepModel {
     bool own_op = false;    // MLA's attention op's own kernel (model::GraphOp::InAttentionOp::own)
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
-    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, all_tokens;
+    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, prefill_tokens, all_tokens;
     // Ops kept out of the envelopes (OpLine::apart): MoE expert GEMMs (tokens, touched
     // experts) and quantised GEMMs, each with its quantity (tokens, seqs, prefill_positions,
-    // decode_tokens, all groups' tokens: kQuantities).
+    // decode_tokens, prefill_tokens, all groups' tokens: kQuantities).
     std::array<analysis::OpLine, model::Graph::kMaxOps> apart{};
     std::array<std::uint8_t, model::Graph::kMaxOps> apart_quantity{};
     int apart_count = 0;
@@ -187,7 +187,7 @@ class StepModel {
   model::RoutingImbalance routing_;
   double launch_s_ = 0;
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
-  // prefill positions, with decode tokens, the expert part), attention kernels not counted.
+  // prefill positions, with decode tokens, with prefill tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
   /// The kernels of the ops inside MLA's attention op (model::GraphOp::attention_op: [0] its own,
   /// [1] the projections it holds), by quantity, launched from Python in every step but a whole
