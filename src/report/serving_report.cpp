@@ -426,11 +426,16 @@ std::string engine_host_text(const model::ModelConfig& m, const serving::EngineC
                      indent, t(e.compiled_host_s), e.compiled_host_source);
   }
   if (m.is_mla() && e.mla_op_host_s > 0) {
+    // A prompt's kernels in the op: its latents' up-projection and its keys' assembly, and under
+    // vLLM 0.8 V's padding and the output's slice (model::ForwardConfig::mla_pad_v).
+    const std::string prompt = std::string("a prompt's kv_b_proj and keys' assembly") + (e.mla_pad_v ? ", V's padding and output's slice" : "");
     s += fmt::format("{}MLA's attention op: {} each on the host outside a whole graph for its own kernels ({}; {})\n",
                      indent, t(e.mla_op_host_s),
-                     e.mla_op == model::ForwardConfig::MlaOp::projections ? "RoPE, the cache write, absorptions, attention; its q_proj, "
-                                                                            "o_proj and all-reduce at the eager kernels' time"
-                                                                          : "the cache write, absorptions or a prompt's kv_b_proj, attention",
+                     e.mla_op == model::ForwardConfig::MlaOp::projections
+                         ? fmt::format("RoPE, the cache write, absorptions or {}, attention; its q_proj, o_proj and all-reduce at the eager "
+                                       "kernels' time",
+                                       prompt)
+                         : fmt::format("the cache write, absorptions or {}, attention", prompt),
                      e.mla_op_host_source);
   }
   return s;

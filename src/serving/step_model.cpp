@@ -15,7 +15,7 @@ using model::Scale;
 
 // A mix whose every quantity doubles from `k` = 1 to 2: per chip 8k decode tokens at context
 // 200 and 8k prefill chunks of 64 tokens after 64 cached, so that each op's own quantity
-// (tokens, sequences, prefill positions, decode tokens) differs between the two fits and is
+// (tokens, sequences, prefill positions, decode tokens, prefill tokens) differs between the two fits and is
 // large enough that the fitted slopes carry no visible rounding.
 model::StepMix fit_mix(double ep, double k, double window) {
   model::StepMix mix;
@@ -81,6 +81,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     }
   }
   mla_ = m.is_mla();
+  prefill_tokens_ops_ = false;
   host_ = {};
   host_.eager_host_s = f.eager_host_s;
   host_.compiled_host_s = f.compiled_host_s;
@@ -162,6 +163,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     for (int q = 0; q < kQuantities; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
     }
+    prefill_tokens_ops_ = prefill_tokens_ops_ || v.prefill_tokens.count > 0;
   }
 
   // Attention kernels: linear in their counts (ops::attention_cost), so the realistic parts
@@ -287,7 +289,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
     }
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(group.prefill_positions);
-  if (prefill && v.prefill_tokens.count > 0) t += v.prefill_tokens.at(group.prefill_tokens);
+  if (prefill && prefill_tokens_ops_ && v.prefill_tokens.count > 0) t += v.prefill_tokens.at(group.prefill_tokens);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(group.decode_tokens);
   return t;
 }

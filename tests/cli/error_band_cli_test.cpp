@@ -165,8 +165,8 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   // -27); TensorRT-LLM 0.21's 6 (-45 -37 -34 -21 -53 -43); and SGLang's bench_one_batch 2 (-54,
   // +6), docs/serving.md's tables. Sorted: -89 -76 -74 -54 -53 -53 -49 -48 -45 -43 -43 -42 -38 |
   // -37 | -34 -34 -33 -32 -32 -29 -27 -27 -27 -26 -26 -21 +6: a median of -37% (TensorRT-LLM's
-  // 1600-token prompt with its experts whole, 78.0 against 124 ms: -37.2%), the highest +6%
-  // (SGLang's December prefill, 307 against 289 ms: +6.1%).
+  // 1600-token prompt with its experts whole, 78.0 against 124 ms: -37.2% before rounding), the
+  // highest +6% (SGLang's December prefill, 307 against 289 ms: +6.1% before rounding).
   // Its TPOTs are vLLM's 16, TensorRT-LLM's 3 + 6 and SGLang's 2; its throughputs vLLM's 16 alone
   // (that pool is vLLM's class). No MoE row has an E2E: every serving row's, the same 14 as above.
   const nlohmann::json moe = run_json("serve --model mixtral-8x7b --hw h100-sxm --tp 2 --engine sglang --prompt 256 --gen 16 --qps 1 "

@@ -282,8 +282,18 @@ TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   EXPECT_EQ(v08["prompt_step"]["launch"], "piecewise");
   EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 793);
   EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 488);
-  // The same 1877 kernels a decode step: only where they are launched from moves.
+  // The same 1877 kernels a decode step (1819 before each of the 58 MoE layers added its shared
+  // experts' output in a kernel): only where they are launched from moves.
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), 1877);
   EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), v09["decode_step"]["kernels"].get<double>());
+  // The engine lines name the op's own kernels, a prompt's among them: V's padding and the
+  // output's slice under 0.8 alone (ForwardConfig::mla_pad_v).
+  const RunResult t08 = run(q + "vllm@0.8"), t09 = run(q + "vllm@0.9");
+  EXPECT_NE(t08.out.find("absorptions or a prompt's kv_b_proj and keys' assembly, V's padding and output's slice, attention; its q_proj"),
+            std::string::npos)
+      << t08.out;
+  EXPECT_NE(t09.out.find("(the cache write, absorptions or a prompt's kv_b_proj and keys' assembly, attention; "), std::string::npos)
+      << t09.out;
   // Where the launches outlast the device, the step lasts them plus the loop's host time
   // (400 us + 1.1 us a request, serial on 0.8): 20.801 + 0.4011 = 21.2021 ms a token.
   ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 20.801e-3);

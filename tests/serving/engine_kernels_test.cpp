@@ -503,7 +503,7 @@ TEST(EngineKernels, MlaPrefillAssemblesItsKeysAndVllm08PadsV) {
   //   matrix FLOPs (QK 2·192 and PV 2·dv a pair and head) by (192 + 192) / (192 + 128) = 1.2 and
   //   its output 16·1000·192·2 = 6 144 000 B against 4 096 000; the output's 128 columns a head
   //   are copied out, 4096 B read and written a token, 8 192 000 B. Later releases (PR #13111)
-  //   do neither.
+  //   do neither on Hopper, where FA3 takes V's own width.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
