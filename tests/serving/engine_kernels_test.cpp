@@ -534,5 +534,47 @@ TEST(EngineKernels, MlaPrefillAssemblesItsKeysAndVllm08PadsV) {
   EXPECT_DOUBLE_EQ(a08.cost.main_store_bytes - a14.cost.main_store_bytes, 6144000 - 4096000);
 }
 
+TEST(EngineKernels, EveryBundledModelsGraphFitsItsOpsUnderEveryPreset) {
+  // A graph holds at most Graph::kMaxOps ops; one that does not fit sets Graph::overflow and
+  // drops ops, which would price a step short. Every bundled model, under each engine's preset
+  // (vLLM 0.8 with MLA's padded V and its op's projections, vLLM 0.14+, SGLang, TensorRT-LLM:
+  // merged kernels, routers, DeepGEMM's rows copied out), its experts split or whole over TP 2,
+  // for a prompt's pass and for a step mixing decodes with a chunk after cached context: none
+  // overflows.
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 2;
+  auto g = std::make_unique<model::Graph>();
+  int built = 0;
+  const std::vector<std::string> names = io::bundled_model_names();
+  for (const std::string& name : names) {
+    const model::ModelConfig m = io::bundled_model(name);
+    const double window = static_cast<double>(m.sliding_window);
+    model::StepMix mix;
+    for (int i = 0; i < 4; ++i) mix.add_decode(1000, window);
+    mix.add_prefill(512, 1536, window);
+    for (const EngineRef engine : {EngineRef{EngineKind::vllm, 8}, EngineRef{EngineKind::vllm, 0}, EngineRef{EngineKind::sglang, 0},
+                                   EngineRef{EngineKind::trtllm, 0}}) {
+      for (const auto experts : {model::ForwardConfig::Experts::tensor, model::ForwardConfig::Experts::expert}) {
+        if (experts == model::ForwardConfig::Experts::expert && !m.is_moe()) continue;
+        SCOPED_TRACE(name + " " + std::string(serving::name(engine.kind)) + (experts == model::ForwardConfig::Experts::expert ? " ep" : ""));
+        model::ForwardConfig f;
+        f.tp = 2;
+        f.experts = experts;
+        f = engine_forward(f, engine_preset(engine, sys.chip, 2));
+        for (const model::PassShape pass : {model::PassShape{1, 2048, 2048, nullptr}, model::PassShape{1, 1, 1, &mix}}) {
+          g->clear();
+          model::build_forward(m, f, sys, pass, *g);
+          EXPECT_FALSE(g->overflow);
+          EXPECT_LE(g->op_count, model::Graph::kMaxOps);
+          ++built;
+        }
+      }
+    }
+  }
+  // Every model was built, each preset, both passes (MoE models with both layouts too). The
+  // largest graph holds 79 ops (of 96) when this was written.
+  EXPECT_GE(built, static_cast<int>(names.size()) * 4 * 2);
+}
+
 }  // namespace
 }  // namespace ridgeline::serving
