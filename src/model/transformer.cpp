@@ -208,6 +208,16 @@ GraphOp& elementwise(Ctx& c, const char* name, Block block, double rows, double 
   return c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
 }
 
+// A kernel that only moves data: `read` bytes in and `written` bytes out (the KV cache's write,
+// MLA's copies of a prefill's keys, V and output), no arithmetic.
+GraphOp& copy_kernel(Ctx& c, const char* name, Block block, double read, double written) {
+  Cost cost;
+  cost.add_main_bytes(read);
+  cost.add_main_stores(written);
+  cost.launches = 1;
+  return c.g.add(name, OpClass::elementwise, block, cost);
+}
+
 // A residual add; in training with dropout, Megatron's fused bias-dropout-add: it also draws
 // and writes the 1-byte mask (half an element of a 16-bit activation) and scales (2 FLOPs).
 void residual_add(Ctx& c, const char* name, Block block, double rows, double cols) {
@@ -376,11 +386,7 @@ void attention_block(Ctx& c, double window) {
             ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
     if (!c.f.training) {
       // The latent and the shared RoPE key of the new tokens, written into the cache in the KV dtype.
-      Cost write;
-      write.add_main_bytes(T * (lora + rope) * bytes(c.act));
-      write.add_main_stores(T * (lora + rope) * bytes(c.kv));
-      write.launches = 1;
-      c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);
+      copy_kernel(c, "kv_cache_write", Block::attention, T * (lora + rope) * bytes(c.act), T * (lora + rope) * bytes(c.kv));
     }
     const bool prefill = c.mix != nullptr ? c.mix->prefill_seqs > 0 : c.q_len > 1;
     const bool decode = c.mix != nullptr ? c.mix->decode_seqs > 0 : c.q_len <= 1;
@@ -392,11 +398,7 @@ void attention_block(Ctx& c, double window) {
       // A copy kernel over the prefill: `read` and `written` bytes of each position (or token).
       const double ab = bytes(c.act);
       const auto copy = [&](const char* name, double rows, double read, double written, Scale scale) {
-        Cost cost;
-        cost.add_main_bytes(rows * read);
-        cost.add_main_stores(rows * written);
-        cost.launches = 1;
-        c.g.add(name, OpClass::elementwise, Block::attention, cost).scale = scale;
+        copy_kernel(c, name, Block::attention, rows * read, rows * written).scale = scale;
       };
       // The keys attention reads, assembled into one tensor of qk columns a head: each
       // position's nope columns of every head beside its one RoPE key, which the heads share
@@ -483,11 +485,9 @@ void attention_block(Ctx& c, double window) {
               ops::rope_cost({T, (c.heads + c.kv_heads) * hd, c.act, DType::fp32}, hd));
     }
     // K and V of the new tokens are written into the cache (in the KV dtype).
-    Cost write;
-    write.add_main_bytes(T * 2 * c.kv_heads * hd * bytes(c.act));
-    write.add_main_stores(T * 2 * c.kv_heads * hd * bytes(c.kv));
-    write.launches = 1;
-    if (!c.f.training) c.g.add("kv_cache_write", OpClass::elementwise, Block::attention, write);  // no cache in training
+    if (!c.f.training) {  // no cache in training
+      copy_kernel(c, "kv_cache_write", Block::attention, T * 2 * c.kv_heads * hd * bytes(c.act), T * 2 * c.kv_heads * hd * bytes(c.kv));
+    }
     a.heads = c.heads;
     a.kv_heads = c.kv_heads;
     a.head_dim = hd;

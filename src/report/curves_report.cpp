@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <tuple>
+#include <utility>
 
 #include "ridgeline/core/units.hpp"
 #include "spellings.hpp"
@@ -17,19 +18,23 @@ std::string class_figures(const hw::ClassEfficiency& e, hw::KernelClass cls, con
   std::string out;
   const auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
   // A figure `e` lacks is the file's own for the class, else the lender's; one that equals the
-  // lender's where the file gives the class none of its own is named as the lender's.
-  const auto lender = [&](double mine, double theirs, double v) { return mine <= 0 && theirs > 0 && v == theirs ? via : std::string(); };
+  // lender's where the file gives the class none of its own is named as the lender's: the
+  // figure shown and the name before it.
+  const auto pick = [&](double v, double mine, double theirs) {
+    const double shown = v > 0 ? v : mine > 0 ? mine : theirs;
+    return std::pair{shown, mine <= 0 && theirs > 0 && shown == theirs ? via : std::string()};
+  };
   for (auto [part, v, mine, theirs] : {std::tuple{"matrix", e.matrix, own.matrix, lent.matrix}, {"vector", e.vector, own.vector, lent.vector},
                                        {"memory", e.memory, own.memory, lent.memory}, {"link", e.link, own.link, lent.link}}) {
-    const double shown = v > 0 ? v : mine > 0 ? mine : theirs;
-    if (shown > 0) add(fmt::format("{}{} {:.3f}", lender(mine, theirs, shown), part, shown));
+    const auto [shown, name] = pick(v, mine, theirs);
+    if (shown > 0) add(fmt::format("{}{} {:.3f}", name, part, shown));
   }
   if (e.matmul > 0) add(fmt::format("{:.3f} of the measured matmul rate", e.matmul));
   if (e.tile_keys > 0) add(fmt::format("a prefill's query tile {:g} keys' work", e.tile_keys));
   if (e.fill_k > 0) add(fmt::format("each tile {:g} columns of K more{}", e.fill_k, hw::fill_reads(cls) ? " on its loads" : ""));
   if (e.overlap > 0.5) add(fmt::format("at least {:.3f} of matrix + {}", e.overlap, hw::overlap_partner(cls)));
-  const double overhead = e.overhead_s > 0 ? e.overhead_s : own.overhead_s > 0 ? own.overhead_s : lent.overhead_s;
-  if (overhead > 0) add(fmt::format("{}{} per kernel", lender(own.overhead_s, lent.overhead_s, overhead), t(overhead)));
+  const auto [overhead, name] = pick(e.overhead_s, own.overhead_s, lent.overhead_s);
+  if (overhead > 0) add(fmt::format("{}{} per kernel", name, t(overhead)));
   return out;
 }
 

@@ -81,7 +81,6 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     }
   }
   mla_ = m.is_mla();
-  prefill_tokens_ops_ = false;
   host_ = {};
   host_.eager_host_s = f.eager_host_s;
   host_.compiled_host_s = f.compiled_host_s;
@@ -163,7 +162,6 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     for (int q = 0; q < kQuantities; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
     }
-    prefill_tokens_ops_ = prefill_tokens_ops_ || v.prefill_tokens.count > 0;
   }
 
   // Attention kernels: linear in their counts (ops::attention_cost), so the realistic parts
@@ -289,7 +287,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
     }
   }
   if (prefill && v.prefill_positions.count > 0) t += v.prefill_positions.at(group.prefill_positions);
-  if (prefill && prefill_tokens_ops_ && v.prefill_tokens.count > 0) t += v.prefill_tokens.at(group.prefill_tokens);
+  if (prefill && v.prefill_tokens.count > 0) t += v.prefill_tokens.at(group.prefill_tokens);
   if (decode && v.decode_tokens.count > 0) t += v.decode_tokens.at(group.decode_tokens);
   return t;
 }

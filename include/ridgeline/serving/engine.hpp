@@ -127,10 +127,10 @@ struct EngineConfig {
   model::ForwardConfig::MlaOp mla_op = model::ForwardConfig::MlaOp::attention;
   /// The host's time per kernel of that op's own (model::ForwardConfig::mla_op_host_s), with its source.
   double mla_op_host_s = 0;
+  std::string mla_op_host_source;
   /// MLA's prefill attention over V padded to the query-key head dim and sliced back
   /// (model::ForwardConfig::mla_pad_v): vLLM 0.8 to 0.8.4 on GPUs.
   bool mla_pad_v = false;
-  std::string mla_op_host_source;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;

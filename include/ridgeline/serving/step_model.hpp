@@ -135,8 +135,7 @@ class StepModel {
     bool own_op = false;    // MLA's attention op's own kernel (model::GraphOp::InAttentionOp::own)
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
-    // (prefill_tokens last: few models have an op on it, StepModel::prefill_tokens_ops_)
-    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, all_tokens, prefill_tokens;
+    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, prefill_tokens, all_tokens;
     // Ops kept out of the envelopes (OpLine::apart): MoE expert GEMMs (tokens, touched
     // experts) and quantised GEMMs, each with its quantity (tokens, seqs, prefill_positions,
     // decode_tokens, prefill_tokens, all groups' tokens: kQuantities).
@@ -198,7 +197,6 @@ class StepModel {
   HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
   bool mla_ = false;
-  bool prefill_tokens_ops_ = false;  // some variant has an op on the prefill chunks' tokens (Scale::prefill_tokens)
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
   // model::touched_experts at 0, 1, 2 ... tokens for experts spread over chips (ep_size > 1),
   // to the first count at which the busiest chip reads all of its experts (then every larger
