@@ -110,9 +110,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.eager_host.empty()) {
     e.eager_host_s = kernel_host_s(f.eager_host, "--eager-host", "25 us");
     e.eager_host_source = "--eager-host";
-    // Every kernel the engine's Python launches, those of MLA's attention op among them.
+    // Every kernel the engine's Python launches, those of MLA's attention op among them, and
+    // nothing more a call of it.
     if (e.mla_op_host_s > 0) {
       e.mla_op_host_s = e.eager_host_s;
+      e.mla_op_call_host_s = 0;
       e.mla_op_host_source = "--eager-host";
     }
   }

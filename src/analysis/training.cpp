@@ -402,6 +402,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // time scales by k too (bytes over bandwidth, latency steps, launches alike).
     const ops::TimeParts& fp = out.fwd[i].parts;
     ops::TimeParts bp = fp;
+    bp.kernels = 1;  // (the backward's kernels: backward_kernels, below)
     bp.matrix *= k, bp.vector *= k, bp.memory *= k, bp.comm *= k, bp.launch *= k, bp.comm_latency *= k;
     // A dense GEMM's backward is two GEMMs of other shapes, each quantised on its own: the
     // input gradient [m, n] x [n, k] -> [m, k] and the weight gradient [k, m] x [m, n] -> [k, n].
@@ -423,13 +424,11 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     const hw::KernelClass kc = op.kernel, bkc = model::backward_kernel_class(op.kernel);
     StepPart pf = part_of(out.fwd[i].parts, rates, kc);
     StepPart pb = part_of(out.bwd[i].parts, rates, bkc);
-    // Every kernel pays its class's fixed time (docs/cost-model.md#kernel-boundaries); an op's
-    // time part counts one. An op of several kernels pays the others' too, and a backward runs
-    // more kernels than its forward (backward_kernels).
+    // Every kernel pays its class's fixed time (docs/cost-model.md#kernel-boundaries): an op of
+    // several kernels all of theirs (ops::TimeParts::kernels), and a backward runs more kernels
+    // than its forward (backward_kernels), whose time part counts one.
     if (k > 0) {
-      const double of = (std::max(1.0, op.cost.launches) - 1) * rates.achievable[static_cast<int>(kc)].overhead_s;
       const double ob = (backward_kernels(op, cfg.attention, k) - 1) * rates.achievable[static_cast<int>(bkc)].overhead_s;
-      pf.realistic_s += of, pf.upper_s += of;
       pb.realistic_s += ob, pb.upper_s += ob;
     }
     if (cast_f.launches > 0) {

@@ -208,13 +208,13 @@ GraphOp& elementwise(Ctx& c, const char* name, Block block, double rows, double 
   return c.g.add(name, OpClass::elementwise, block, ops::elementwise_cost({rows, cols, c.act, DType::fp32}, in, out, flops));
 }
 
-// A kernel that only moves data: `read` bytes in and `written` bytes out (the KV cache's write,
-// MLA's copies of a prefill's keys, V and output), no arithmetic.
-GraphOp& copy_kernel(Ctx& c, const char* name, Block block, double read, double written) {
+// Kernels that only move data: `read` bytes in and `written` bytes out (the KV cache's write,
+// MLA's copies of a prefill's keys, V and output), no arithmetic, in `kernels` launches.
+GraphOp& copy_kernel(Ctx& c, const char* name, Block block, double read, double written, double kernels = 1) {
   Cost cost;
   cost.add_main_bytes(read);
   cost.add_main_stores(written);
-  cost.launches = 1;
+  cost.launches = kernels;
   return c.g.add(name, OpClass::elementwise, block, cost);
 }
 
@@ -354,7 +354,7 @@ void attention_block(Ctx& c, double window) {
   // vLLM's MLA attention op (ForwardConfig::mla_op): the ops from `first` to the last built
   // marked as its own kernels or as the projections it holds. vLLM 0.8's runs from q_b_proj to o_proj's
   // all-reduce (not kv_a_proj and its norm, which the model runs before it), later ones from
-  // the cache write to the absorption after attention.
+  // the cache write to the op's copies after attention.
   using InOp = GraphOp::InAttentionOp;
   const bool in_op = m.is_mla() && c.f.mla_op != ForwardConfig::MlaOp::attention;
   const bool projections = in_op && c.f.mla_op == ForwardConfig::MlaOp::projections;
@@ -363,6 +363,12 @@ void attention_block(Ctx& c, double window) {
   };
   int o_first = -1;  // o_proj's first op (with its activations' quantisation)
   if (m.is_mla()) {
+    // The pass's prefill and decode paths (MLA runs them apart), and their tokens: the step's
+    // prefill chunks' and its decodes' (this group's: attention is data-parallel over ep).
+    const bool prefill = c.mix != nullptr ? c.mix->prefill_seqs > 0 : c.q_len > 1;
+    const bool decode = c.mix != nullptr ? c.mix->decode_seqs > 0 : c.q_len <= 1;
+    const double prefill_T = c.mix != nullptr ? c.mix->prefill_tokens / c.ep : T;
+    const double dt = c.mix != nullptr ? c.mix->decode_tokens / c.ep : T;
     const auto& la = m.mla;
     const double qk = static_cast<double>(la.qk_nope_head_dim + la.qk_rope_head_dim);
     const double rope = static_cast<double>(la.qk_rope_head_dim), nope = static_cast<double>(la.qk_nope_head_dim);
@@ -382,24 +388,43 @@ void attention_block(Ctx& c, double window) {
     gemm(c, "kv_a_proj", Block::attention, T, h, lora + rope, h * (lora + rope), h * (lora + rope), false);
     norm(c, "kv_a_norm", Block::attention, T, lora, lora);
     const int rope_op = c.g.op_count;
-    c.g.add("rope", OpClass::elementwise, Block::attention,
-            ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
+    const double ab = bytes(c.act);
+    if (projections) {
+      // vLLM 0.8's op runs RoPE itself, outside the compiled graph: DeepseekScalingRotaryEmbedding
+      // .forward's PyTorch ops (vllm/model_executor/layers/rotary_embedding.py at v0.8.4), eagerly,
+      // once for each path (MLACommonImpl.forward: the decode tokens', then the prefill's), after
+      // making the queries' RoPE part contiguous and writing both results back
+      // (`decode_q_pe[...], decode_k_pe[...] = self.rotary_emb(...)`): 16 kernels a path
+      // (ops::rope_torch_cost). vllm-project/vllm PR #19771 counts the same decomposition from
+      // the other side: its fused kernel took "approximately from 37 to 25" launches a layer.
+      const auto torch_rope = [&](const char* name, double rows, Scale scale) {
+        c.g.add(name, OpClass::elementwise, Block::attention, ops::rope_torch_cost({rows, 1, c.act, DType::fp32}, c.heads, rope)).scale =
+            scale;
+      };
+      if (decode) torch_rope("rope_decode", dt, Scale::decode_tokens);
+      if (prefill) torch_rope("rope_prefill", prefill_T, Scale::prefill_tokens);
+    } else {
+      c.g.add("rope", OpClass::elementwise, Block::attention, ops::rope_cost({T, (c.heads + 1) * rope, c.act, DType::fp32}, rope));
+    }
     if (!c.f.training) {
       // The latent and the shared RoPE key of the new tokens, written into the cache in the KV dtype.
-      copy_kernel(c, "kv_cache_write", Block::attention, T * (lora + rope) * bytes(c.act), T * (lora + rope) * bytes(c.kv));
+      copy_kernel(c, "kv_cache_write", Block::attention, T * (lora + rope) * ab, T * (lora + rope) * bytes(c.kv));
     }
-    const bool prefill = c.mix != nullptr ? c.mix->prefill_seqs > 0 : c.q_len > 1;
-    const bool decode = c.mix != nullptr ? c.mix->decode_seqs > 0 : c.q_len <= 1;
+    // A copy kernel of a path's `rows`: `read` and `written` bytes a row.
+    const auto copy = [&](const char* name, double rows, double read, double written, Scale scale) {
+      copy_kernel(c, name, Block::attention, rows * read, rows * written).scale = scale;
+    };
+    // vLLM's op writes each path's output into the step's output tensor (MLACommonImpl.forward:
+    // `output[num_decode_tokens:] = self._forward_prefill(...)`, `output[:num_decode_tokens] =
+    // self._forward_decode(...)`), a copy of the heads' attention output, or under 0.8 of o_proj's
+    // reduced output (o_proj inside the op): `out` values a row. (Graph order is not run order:
+    // the copies' times add where they stand.)
+    const double out = projections ? h : c.heads * v;
     if (prefill) {
       // Prefill: decompress K and V of every position for all local heads, then MHA.
       const double positions = c.mix != nullptr ? c.mix->prefill_positions / c.ep : c.batch * c.kv_len;
       gemm(c, "kv_b_proj", Block::attention, positions, lora, c.heads * (nope + v), lora * H * (nope + v),
            lora * H * (nope + v), false, false, Scale::prefill_positions);
-      // A copy kernel over the prefill: `read` and `written` bytes of each position (or token).
-      const double ab = bytes(c.act);
-      const auto copy = [&](const char* name, double rows, double read, double written, Scale scale) {
-        copy_kernel(c, name, Block::attention, rows * read, rows * written).scale = scale;
-      };
       // The keys attention reads, assembled into one tensor of qk columns a head: each
       // position's nope columns of every head beside its one RoPE key, which the heads share
       // (vLLM's torch.cat((k_nope, k_pe.expand(...)), dim=-1) in MLACommonImpl._forward_prefill;
@@ -418,15 +443,12 @@ void attention_block(Ctx& c, double window) {
       mha.head_dim = qk;
       mha.v_head_dim = c.f.mla_pad_v ? qk : v;
       attention_ops(c, mha, true, false);
-      if (c.f.mla_pad_v) {
-        const double chunk_tokens = c.mix != nullptr ? c.mix->prefill_tokens / c.ep : T;
-        copy("attn_out_slice", chunk_tokens, c.heads * v * ab, c.heads * v * ab, Scale::prefill_tokens);
-      }
+      if (c.f.mla_pad_v) copy("attn_out_slice", prefill_T, c.heads * v * ab, c.heads * v * ab, Scale::prefill_tokens);
+      if (in_op) copy("attn_out_prefill", prefill_T, out * ab, out * ab, Scale::prefill_tokens);
     }
     if (decode) {
       // Decode with the up-projections absorbed: queries move into the latent space,
       // attention runs MQA-like over the cached latent, outputs move back.
-      const double dt = c.mix != nullptr ? c.mix->decode_tokens / c.ep : T;
       // Each head's k x n matrix (one batched GEMM), on 16-bit weights where the engine
       // dequantises them.
       const bool dq = c.f.absorb_dequantised;
@@ -446,6 +468,15 @@ void attention_block(Ctx& c, double window) {
       lat.latent_kv = true;
       attention_ops(c, lat, false, true);
       absorb("v_absorb", lora, v);
+      if (in_op) {
+        // vLLM's op copies three times around FlashMLA, one op of three kernels: the query
+        // concatenated into one tensor (`torch.cat([q_nope, q_pe], dim=-1)` in FlashMLA's and
+        // Triton MLA's _forward_decode: lora + rope values a head), the absorbed output back to
+        // token-major (_v_up_proj's `.transpose(0, 1).reshape(...)`: v a head), and the result
+        // written into the step's output (`out`). Each read and written.
+        const double row = (c.heads * (lora + rope) + c.heads * v + out) * ab;
+        copy_kernel(c, "mla_op_copies", Block::attention, dt * row, dt * row, 3).scale = Scale::decode_tokens;
+      }
     }
     // The op's own kernels: from the cache write (RoPE's too under 0.8) to the last absorption.
     if (in_op) mark(projections ? rope_op : rope_op + 1, InOp::own);

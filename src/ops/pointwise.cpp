@@ -61,6 +61,18 @@ Cost rope_cost(const RowsShape& s, double head_dim) noexcept {
   return vector_op(s, flops, out + 2 * s.rows * (head_dim / 2) * bytes(s.dtype), out);
 }
 
+Cost rope_torch_cost(const RowsShape& s, double heads, double rope) noexcept {
+  const double a = bytes(s.dtype), T = s.rows;
+  const double eq = T * heads * rope, ek = T * rope, table = T * rope;  // elements
+  // Reads: the queries 7.5 times (contiguous 1, ·cos 1, -x₂ 0.5, stack 1, ·sin 1, + 2,
+  // write-back 1), the key 6.5 (no contiguous copy), the table's rows 6 (gathered 1, the two
+  // halves repeated 1, broadcast into the four products 4), the positions once (int64).
+  // Writes: the queries 6.5 times, the key 5.5, the table 3 (gathered, two repeated halves).
+  Cost c = vector_op(s, 3.5 * (eq + ek), (7.5 * eq + 6.5 * ek + 6 * table) * a + 8 * T, (6.5 * eq + 5.5 * ek + 3 * table) * a);
+  c.launches = 16;
+  return c;
+}
+
 Cost softmax_cost(const RowsShape& s) noexcept {
   // Per row: max (h-1), subtract (h), exp (h), sum (h-1), divide (h).
   double flops = s.rows * (5 * s.cols - 2);

@@ -332,6 +332,7 @@ std::string html_serving_report(const json& j) {
                                           {"capture_follows_seqs", "largest graph from the sequence limit (vLLM's default)"},
                                           {"mla_attention_op", "what MLA's attention op holds (vLLM: absorbed; 0.8: projections)"},
                                           {"mla_op_host_s", "host time per kernel of MLA's attention op", Field::time},
+                                          {"mla_op_call_host_s", "host time per call of MLA's attention op", Field::time},
                                           {"compiled_host_s", "host time per compiled kernel outside a graph", Field::time},
                                           {"step_overhead_s", "host time per step", Field::time},
                                           {"per_request_overhead_s", "host time per request in a step", Field::time},

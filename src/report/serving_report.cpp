@@ -123,6 +123,7 @@ json engine_json(const serving::EngineConfig& e) {
                                : e.mla_op == model::ForwardConfig::MlaOp::absorbed  ? "absorbed"
                                                                                      : "attention"},
           {"mla_op_host_s", e.mla_op_host_s},
+          {"mla_op_call_host_s", e.mla_op_call_host_s},
           {"mla_op_host_source", e.mla_op_host_source},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
@@ -311,6 +312,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
               {"link_latency_s", c.link_latency_s}, {"kernels", c.kernels},
               {"host_s", c.host_s},           {"launch", serving::name(c.launch)},
               {"host_launches", c.host_launches}, {"compiled_launches", c.compiled_launches}, {"mla_op_launches", c.mla_op_launches},
+              {"mla_op_calls", c.mla_op_calls},
               {"eager_host_s", c.eager_host_s}};
     o["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
                     {"kernel_fixed", fixed_times_source(sys.chip)},
@@ -429,13 +431,15 @@ std::string engine_host_text(const model::ModelConfig& m, const serving::EngineC
     // A prompt's kernels in the op: its latents' up-projection and its keys' assembly, and under
     // vLLM 0.8 V's padding and the output's slice (model::ForwardConfig::mla_pad_v).
     const std::string prompt = std::string("a prompt's kv_b_proj and keys' assembly") + (e.mla_pad_v ? ", V's padding and output's slice" : "");
-    s += fmt::format("{}MLA's attention op: {} each on the host outside a whole graph for its own kernels ({}; {})\n",
-                     indent, t(e.mla_op_host_s),
+    const std::string decode = "absorptions with FlashMLA's query concatenation and the output's reshape";
+    const std::string call = e.mla_op_call_host_s > 0 ? fmt::format("{} a call (one a layer) and ", t(e.mla_op_call_host_s)) : "";
+    s += fmt::format("{}MLA's attention op: {}{} each of its own kernels on the host outside a whole graph ({}; {})\n", indent, call,
+                     t(e.mla_op_host_s),
                      e.mla_op == model::ForwardConfig::MlaOp::projections
-                         ? fmt::format("RoPE, the cache write, absorptions or {}, attention; its q_proj, o_proj and all-reduce at the eager "
-                                       "kernels' time",
-                                       prompt)
-                         : fmt::format("the cache write, absorptions or {}, attention", prompt),
+                         ? fmt::format("RoPE's 16 PyTorch kernels a path, the cache write, {} or {}, attention, each path's output "
+                                       "copied into the step's; its q_proj, o_proj and all-reduce at the eager kernels' time",
+                                       decode, prompt)
+                         : fmt::format("the cache write, {} or {}, attention, each path's output copied into the step's", decode, prompt),
                      e.mla_op_host_source);
   }
   return s;
@@ -570,6 +574,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
       if (python > 0) each = fmt::format("{:.0f} at {} each", python, t(r.engine.eager_host_s));
       if (c.mla_op_launches > 0) {
         each += fmt::format("{}{:.0f} of MLA's attention op at {}", each.empty() ? "" : ", ", c.mla_op_launches, t(r.engine.mla_op_host_s));
+        if (c.mla_op_calls > 0) each += fmt::format(" and its {:.0f} calls at {}", c.mla_op_calls, t(r.engine.mla_op_call_host_s));
       }
       if (c.compiled_launches > 0) {
         each += fmt::format("{}{:.0f} of the compiled model at {}", each.empty() ? "" : ", ", c.compiled_launches, t(r.engine.compiled_host_s));

@@ -80,6 +80,12 @@ constexpr double kEagerHostS = 25e-6;
 // pointers and sizes: 9.1 us.
 constexpr double kCompiledHostS = 9.1e-6;
 
+// vLLM's MLA attention op's CPU time (EngineConfig::mla_op_host_s and mla_op_call_host_s): a
+// line through PR #17668's two measured calls, 216 us over 22 ops that launch kernels and 149 us
+// over 7 (the derivation at `vllm` below).
+constexpr double kMlaOpKernelHostS = (216e-6 - 149e-6) / (22 - 7);
+constexpr double kMlaOpCallHostS = 149e-6 - 7 * kMlaOpKernelHostS;
+
 // The Python engines' host time per kernel they launch outside a graph, with its source.
 void python_launches(EngineConfig& e) {
   e.eager_host_s = kEagerHostS;
@@ -116,15 +122,20 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // MLA's attention op (MLACommonImpl.forward) and its CPU time per call, vLLM's torch profile
   // of a DeepSeek-V2-Lite step in PR #17668 (2025-05-05, main after PR #17484 had moved q_proj
   // and o_proj into the graphs): "CPU time for unified_attention is 216us" with RoPE inside,
-  // the cache write, the absorptions and attention (5 kernels of the step graph: 43.2 us each),
-  // 149 us once the PR moved RoPE out (4 kernels: 37.25 us each). 0.8's op holds q_proj, RoPE,
-  // o_proj and its all-reduce too: its own kernels at 216 / 5, the projections it holds (vLLM
-  // linear layers and the all-reduce, launched as any other layer's) at the engines' 25 us. The
-  // 0.9-0.10 preset takes the op after PR #17668; 0.9.0 may predate it (RoPE still inside).
+  // 149 us once the PR moved RoPE out. The op's decode path then (main at afcb3f8, PR #17484's
+  // merge, read in the tensorflowt/vllm-0.8.5 mirror) ran 22 torch ops that launch kernels: the
+  // query's absorption (torch.bmm), RoPE's 13 (DeepseekScalingRotaryEmbedding.forward:
+  // ops::rope_torch_cost) and its two write-backs, the cache write, FlashMLA's query concatenation
+  // and its kernel, the output's absorption and reshape, the output's copy into the step's
+  // tensor; 7 once RoPE left. One line through both: 67 us / 15 = 4.47 us an op and 149 - 7 x
+  // 4.47 = 117.7 us a call (the custom op's dispatch, the forward context, the metadata's slices
+  // and views). 0.8.4's op holds one copy more (the query's RoPE part made contiguous) and q_proj,
+  // o_proj and its all-reduce, vLLM linear layers launched as any other layer's: at the engines'
+  // 25 us. The 0.9-0.10 preset takes the op after PR #17668; 0.9.0 may predate it (RoPE still inside).
   e.mla_op = version == 8 ? model::ForwardConfig::MlaOp::projections : model::ForwardConfig::MlaOp::absorbed;
-  e.mla_op_host_s = version == 8 ? 216e-6 / 5 : 149e-6 / 4;
-  e.mla_op_host_source = version == 8 ? "vLLM's MLA attention op, 216 us a call over 5 kernels: vllm-project/vllm PR #17668"
-                                      : "vLLM's MLA attention op, 149 us a call over 4 kernels: vllm-project/vllm PR #17668";
+  e.mla_op_host_s = kMlaOpKernelHostS;
+  e.mla_op_call_host_s = kMlaOpCallHostS;
+  e.mla_op_host_source = "vLLM's MLA attention op, 216 us a call over 22 kernel-launching ops and 149 us over 7: vllm-project/vllm PR #17668";
   // MLA's prefill attention: vLLM to 0.8.4 padded V from 128 to 192 columns for FlashAttention
   // and sliced the output back (vllm/v1/attention/backends/mla/common.py at v0.8.4, commit
   // dc1b4a6: _forward_prefill and _compute_prefill_context); PR #13111 (2025-04-17, after 0.8.4)
@@ -180,7 +191,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
     e.compiled_host_s = 0;
     e.compiled_host_source.clear();
     e.mla_op = model::ForwardConfig::MlaOp::attention;
-    e.mla_op_host_s = 0;
+    e.mla_op_host_s = e.mla_op_call_host_s = 0;
     e.mla_op_host_source.clear();
     e.mla_pad_v = false;
   }
@@ -748,6 +759,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   }
   f.mla_op = e.mla_op;
   f.mla_op_host_s = e.mla_op_host_s;
+  f.mla_op_call_host_s = e.mla_op_call_host_s;
   f.mla_pad_v = e.mla_pad_v;
   return f;
 }

@@ -344,10 +344,11 @@ void compose_step(const model::ModelConfig& m, const hw::System& sys, const mode
   c.host_launches = launched.attention + launched.mla_op + launched.other;
   c.compiled_launches = f.compiled_host_s > 0 ? launched.other : 0;
   c.mla_op_launches = f.mla_op_host_s > 0 ? launched.mla_op : 0;
+  c.mla_op_calls = f.mla_op_call_host_s > 0 ? launched.mla_op_calls : 0;
   c.eager_host_s = host_launch_s(launched, f);
   if (c.eager_host_s > 0) {
     model::ForwardConfig device_only = f;
-    device_only.eager_host_s = device_only.compiled_host_s = device_only.mla_op_host_s = 0;
+    device_only.eager_host_s = device_only.compiled_host_s = device_only.mla_op_host_s = device_only.mla_op_call_host_s = 0;
     step_reference(m, sys, device_only, mix, mode, *g, t);
   }
   c.device_s = t.t_realistic_s;

@@ -85,6 +85,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   host_.eager_host_s = f.eager_host_s;
   host_.compiled_host_s = f.compiled_host_s;
   host_.mla_op_host_s = f.mla_op_host_s;
+  host_.mla_op_call_host_s = f.mla_op_call_host_s;
   launches_ = {};
   op_launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
@@ -110,6 +111,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // under vLLM), launched eagerly between the pieces; otherwise it is the graph's.
   has_op_ = false;
   for (int i = 0; i < g1_.op_count; ++i) has_op_ = has_op_ || in_attention_op(g1_.ops[i]);
+  op_calls_ = op_calls(g1_, GraphMode::eager);
   for (const GraphMode kind : {GraphMode::eager, GraphMode::graph, GraphMode::piecewise}) {
     if (kind == GraphMode::piecewise && !has_op_) break;
     const bool graphs = kind != GraphMode::eager;
@@ -181,7 +183,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     l.naive = shape.impl == ops::AttentionImpl::naive;
     l.own_op = op.attention_op == model::GraphOp::InAttentionOp::own;
     for (int v = 0; v < 2; ++v) {
-      const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s;
+      // Every kernel's fixed time (a naive attention runs several: ops::TimeParts::kernels).
+      const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s * std::max(1.0, op.cost.launches);
       l.overhead_s[v] = overhead;
       for (int c = 0; c < (v == 0 ? kAttentionCounts : 6); ++c) {
         ops::AttentionCounts unit;
@@ -367,6 +370,7 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
   // modes: its own kernels and the projections it holds.
   n.mla_op = present(op_launches_[0]);
   n.attention = present(op_launches_[1]);
+  n.mla_op_calls = op_calls_;
   // Attention kernels run eagerly in both other modes: each kind the step holds, or one fused
   // kernel over both (as with_group_attention prices them).
   const bool fused = mix.fused_attention && !mla_;
@@ -403,8 +407,20 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   out = t;
 }
 
+double op_calls(const model::Graph& g, GraphMode mode) noexcept {
+  // One call a layer: the repeats of the layer groups holding an op launched from the op.
+  std::array<bool, model::Graph::kMaxGroups> holds{};
+  for (int i = 0; i < g.op_count; ++i) {
+    if (in_attention_op(g.ops[i]) && !in_graph(g.ops[i], mode)) holds[static_cast<std::size_t>(g.ops[i].group)] = true;
+  }
+  double calls = 0;
+  for (int k = 0; k < g.group_count; ++k) calls += holds[static_cast<std::size_t>(k)] ? g.groups[static_cast<std::size_t>(k)].repeat : 0;
+  return calls;
+}
+
 HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept {
   HostLaunches n;
+  n.mla_op_calls = op_calls(g, mode);
   for (int i = 0; i < g.op_count; ++i) {
     const model::GraphOp& op = g.ops[i];
     if (in_graph(op, mode)) continue;
@@ -419,7 +435,7 @@ HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept 
 
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept {
   return f.eager_host_s * n.attention + (f.mla_op_host_s > 0 ? f.mla_op_host_s : f.eager_host_s) * n.mla_op +
-         (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
+         f.mla_op_call_host_s * n.mla_op_calls + (f.compiled_host_s > 0 ? f.compiled_host_s : f.eager_host_s) * n.other;
 }
 
 }  // namespace ridgeline::serving

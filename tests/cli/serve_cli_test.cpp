@@ -254,76 +254,100 @@ TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
 TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   // vLLM's MLA attention op (MLACommonImpl.forward) holds more than attention, and a piecewise
   // step launches all of it from Python between the graphs. Its CPU time a call, vLLM PR #17668:
-  // 216 us holding RoPE, the cache write, the two absorptions and attention (5 kernels of the
-  // step graph: 43.2 us each), 149 us once RoPE moved out (4: 37.25 us each). vLLM 0.8's op also
-  // held q_proj, o_proj and o_proj's all-reduce (until PR #17484), linear layers launched at the
-  // engines' 25 us a kernel.
+  // 216 us over 22 torch ops that launch kernels (the query's absorption, RoPE's 13 PyTorch
+  // kernels and two write-backs, the cache write, FlashMLA's query concatenation and kernel, the
+  // output's absorption and reshape, the output's copy), 149 us over 7 once RoPE moved out. One
+  // line through both: c = 67 us / 15 = 4.46667 us an op, F = 149 - 7c = 117.73333 us a call.
+  // vLLM 0.8's op also held q_proj, o_proj and o_proj's all-reduce (until PR #17484), linear
+  // layers launched at the engines' 25 us a kernel.
   // DeepSeek-V3 at TP 8 (fp8 128x128 blocks: each block-scaled GEMM has its activations'
   // quantisation kernel before it), one client, 61 layers. A decode step:
-  // - 0.8: own RoPE, cache write, q_absorb, attention, v_absorb = 5, x 61 = 305 at 43.2 us =
-  //   13.176 ms; projections q_b_proj (quantisation + GEMM), o_proj (the same) and the
-  //   all-reduce = 5, x 61 = 305 at 25 us = 7.625 ms; 610 kernels, 20.801 ms;
-  // - 0.9 (the 0.9-0.10 preset): own cache write, q_absorb, attention, v_absorb = 4, x 61 = 244
-  //   at 37.25 us = 9.089 ms.
+  // - 0.8: own RoPE (16: the query's RoPE part made contiguous, 13, two write-backs), cache
+  //   write, q_absorb, attention, v_absorb and mla_op_copies' 3 (FlashMLA's query concatenation,
+  //   the absorbed output's reshape, the output's copy) = 23, x 61
+  //   = 1403 at c = 6.26673 ms, 61 calls at F = 7.18173 ms; projections q_b_proj (quantisation +
+  //   GEMM), o_proj (the same) and the all-reduce = 5, x 61 = 305 at 25 us = 7.625 ms; 1708
+  //   kernels, 21.07347 ms;
+  // - 0.9 (the 0.9-0.10 preset): own cache write, q_absorb, attention, v_absorb and the 3
+  //   copies = 7, x 61 = 427 at c = 1.90727 ms, and 61 calls at F:
+  //   9.089 ms, 61 x 149 us, the measured call.
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto v08 = run_json(q + "vllm@0.8"), v09 = run_json(q + "vllm@0.9");
   EXPECT_EQ(v08["engine"]["mla_attention_op"], "projections");
   EXPECT_EQ(v09["engine"]["mla_attention_op"], "absorbed");
-  EXPECT_DOUBLE_EQ(v08["decode_step"]["host_launches"].get<double>(), 610);
-  EXPECT_DOUBLE_EQ(v08["decode_step"]["mla_op_launches"].get<double>(), 305);
-  EXPECT_NEAR(v08["decode_step"]["eager_host_s"].get<double>(), 20.801e-3, 1e-12);
-  EXPECT_DOUBLE_EQ(v09["decode_step"]["host_launches"].get<double>(), 244);
-  EXPECT_DOUBLE_EQ(v09["decode_step"]["mla_op_launches"].get<double>(), 244);
-  EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 9.089e-3, 1e-12);
+  EXPECT_NEAR(v08["engine"]["mla_op_host_s"].get<double>(), 67e-6 / 15, 1e-15);
+  EXPECT_NEAR(v08["engine"]["mla_op_call_host_s"].get<double>(), 117.73333333e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["host_launches"].get<double>(), 1708);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["mla_op_launches"].get<double>(), 1403);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["mla_op_calls"].get<double>(), 61);
+  EXPECT_NEAR(v08["decode_step"]["eager_host_s"].get<double>(), 21.0734667e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["host_launches"].get<double>(), 427);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["mla_op_launches"].get<double>(), 427);
+  EXPECT_NEAR(v09["decode_step"]["eager_host_s"].get<double>(), 9.089e-3, 1e-9);
   EXPECT_NE(v08["decode_step"]["sources"]["mla_op_host"].get<std::string>().find("#17668"), std::string::npos);
-  // A 300-token prompt's step (piecewise, within 512 tokens) under 0.8: own RoPE, cache write,
-  // kv_b_proj (quantisation + GEMM), the keys' assembly, V's padding, the prefill attention and
-  // its output's slice = 8, x 61 = 488; the same 5 projections, 305: 793.
+  // A 300-token prompt's step (piecewise, within 512 tokens) under 0.8: own RoPE (16), cache
+  // write, kv_b_proj (quantisation + GEMM), the keys' assembly, V's padding, the prefill
+  // attention, its output's slice and the output's copy = 24, x 61 = 1464; the same 5
+  // projections, 305: 1769.
   EXPECT_EQ(v08["prompt_step"]["launch"], "piecewise");
-  EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 793);
-  EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 488);
-  // The same 1877 kernels a decode step (1819 before each of the 58 MoE layers added its shared
-  // experts' output in a kernel): only where they are launched from moves.
-  EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), 1877);
-  EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), v09["decode_step"]["kernels"].get<double>());
-  // The engine lines name the op's own kernels, a prompt's among them: V's padding and the
-  // output's slice under 0.8 alone (ForwardConfig::mla_pad_v).
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["host_launches"].get<double>(), 1769);
+  EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 1464);
+  // The kernels of a decode step: 1877 in the layers' other kernels, attention, absorptions and
+  // cache writes (1819 before each of the 58 MoE layers added its shared experts' output in a
+  // kernel), and the op's copies: 0.9's query concatenation, reshape and output copy, 3 x 61 =
+  // 2060; 0.8's RoPE 15 kernels more a layer, 2060 + 915 = 2975.
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["kernels"].get<double>(), 2060);
+  EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), 2975);
+  // The engine lines name the op's own kernels, a prompt's among them: RoPE's and V's padding
+  // and the output's slice under 0.8 alone (ForwardConfig::mla_pad_v).
   const RunResult t08 = run(q + "vllm@0.8"), t09 = run(q + "vllm@0.9");
-  EXPECT_NE(t08.out.find("absorptions or a prompt's kv_b_proj and keys' assembly, V's padding and output's slice, attention; its q_proj"),
+  EXPECT_NE(t08.out.find("MLA's attention op: 117.7 us a call (one a layer) and 4.467 us each of its own kernels on the host outside a "
+                         "whole graph (RoPE's 16 PyTorch kernels a path, the cache write, absorptions with FlashMLA's query "
+                         "concatenation and the output's reshape or a prompt's kv_b_proj and keys' assembly, V's padding and output's "
+                         "slice, attention, each path's output copied into the step's; its q_proj"),
             std::string::npos)
       << t08.out;
-  EXPECT_NE(t09.out.find("(the cache write, absorptions or a prompt's kv_b_proj and keys' assembly, attention; "), std::string::npos)
+  EXPECT_NE(t09.out.find("(the cache write, absorptions with FlashMLA's query concatenation and the output's reshape or a prompt's "
+                         "kv_b_proj and keys' assembly, attention, each path's output copied into the step's; "),
+            std::string::npos)
       << t09.out;
-  // Where the launches outlast the device, the step lasts them plus the loop's host time
-  // (400 us + 1.1 us a request, serial on 0.8): 20.801 + 0.4011 = 21.2021 ms a token.
-  ASSERT_LT(v08["decode_step"]["device_s"].get<double>(), 20.801e-3);
-  EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), 21.2021e-3, 1e-9);
+  // A step lasts the longer of the device's time and the launches, plus the loop's host time
+  // (serial on 0.8): here the device's, with RoPE's launches on it.
+  const double device = v08["decode_step"]["device_s"].get<double>();
+  ASSERT_GT(device, 21.0734667e-3);
+  EXPECT_NEAR(v08["tpot_s"]["mean"].get<double>(), device + v08["decode_step"]["host_s"].get<double>(), 1e-9);
   // A 1000-token prompt passes the largest graph (512 tokens): the compiled model runs without
-  // graphs, its kernels at Inductor's 9.1 us, but the op's stay the op's: 488 own at 43.2 us,
-  // 305 projections at 25 us, the other 2060 - 793 = 1267 at 9.1 us (2060: the decode step's
-  // 1877 and the 3 x 61 copies above): 21.0816 + 7.625 + 11.5297 = 40.2363 ms.
+  // graphs, its kernels at Inductor's 9.1 us, but the op's stay the op's: 1464 own at c and 61
+  // calls at F, 305 projections at 25 us, the other 3036 - 1769 = 1267 at 9.1 us (3036: the
+  // 2975 a decode step has, less its 23 own a layer, plus the prompt path's 24):
+  // 6.5392 + 7.18173 + 7.625 + 11.5297 = 32.87563 ms.
   const auto long_prompt = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1000 --gen 20 --concurrency 1 --requests 1 --engine vllm@0.8");
   EXPECT_EQ(long_prompt["prompt_step"]["launch"], "eager");
-  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["host_launches"].get<double>(), 2060);
-  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["mla_op_launches"].get<double>(), 488);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["kernels"].get<double>(), 3036);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["host_launches"].get<double>(), 3036);
+  EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["mla_op_launches"].get<double>(), 1464);
   EXPECT_DOUBLE_EQ(long_prompt["prompt_step"]["compiled_launches"].get<double>(), 1267);
-  EXPECT_NEAR(long_prompt["prompt_step"]["eager_host_s"].get<double>(), 40.2363e-3, 1e-12);
-  // --eager-host sets every kernel the engine's Python launches, the op's too: 610 x 10 us.
+  EXPECT_NEAR(long_prompt["prompt_step"]["eager_host_s"].get<double>(), 32.8756333e-3, 1e-9);
+  // --eager-host sets every kernel the engine's Python launches, the op's too, and nothing a
+  // call: 1708 x 10 us.
   const auto given = run_json(q + "vllm@0.8 --eager-host 10us");
-  EXPECT_NEAR(given["decode_step"]["eager_host_s"].get<double>(), 6.1e-3, 1e-12);
+  EXPECT_NEAR(given["decode_step"]["eager_host_s"].get<double>(), 17.08e-3, 1e-12);
   EXPECT_EQ(given["engine"]["mla_op_host_source"], "--eager-host");
+  EXPECT_DOUBLE_EQ(given["engine"]["mla_op_call_host_s"].get<double>(), 0);
   // A dense model's attention op is attention alone: Llama's 32 layers launch 32, at 25 us.
   const std::string dense = "serve --model llama-3.1-8b --hw h100-sxm --prompt 300 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto llama = run_json(dense + "vllm@0.8");
   EXPECT_DOUBLE_EQ(llama["decode_step"]["host_launches"].get<double>(), 32);
   EXPECT_DOUBLE_EQ(llama["decode_step"]["mla_op_launches"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(llama["decode_step"]["mla_op_calls"].get<double>(), 0);
   // SGLang's decode step is one graph: nothing launched from the host.
   EXPECT_DOUBLE_EQ(run_json(q + "sglang")["decode_step"]["host_launches"].get<double>(), 0);
   const RunResult text = run(q + "vllm@0.8");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("attention (with MLA, its op from q_proj to o_proj's all-reduce) launched eagerly between them"), std::string::npos)
       << text.out;
-  EXPECT_NE(text.out.find("launched by the host outside a graph: 610 kernels, 20.8 ms (305 at 25 us each, 305 of MLA's attention op at 43.2 us)"),
+  EXPECT_NE(text.out.find("launched by the host outside a graph: 1708 kernels, 21.07 ms (305 at 25 us each, 1403 of MLA's attention op at "
+                          "4.467 us and its 61 calls at 117.7 us)"),
             std::string::npos)
       << text.out;
 }

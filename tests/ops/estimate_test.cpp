@@ -88,6 +88,21 @@ TEST(Estimate, KernelClassEfficiencyAndOverhead) {
   EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 3e-6 + 1e-9 / 0.9);
 }
 
+// An op of several kernels (Cost::launches) pays each one's fixed time, in the realistic and
+// upper times (docs/cost-model.md#kernel-boundaries). Toy chip: 1 TB/s at 0.9, launches 2 us.
+TEST(Estimate, AnOpOfSeveralKernelsPaysEachOnesFixedTime) {
+  hw::ChipSpec chip = toy_chip();
+  chip.efficiency.kernel[static_cast<int>(hw::KernelClass::pointwise)].overhead_s = 3e-6;
+  Cost c;
+  c.add_main_bytes(1e3);  // 1 ns at the peak
+  c.launches = 16;        // 32 us of launches
+  const Estimate e = estimate(c, chip, hw::KernelClass::pointwise);
+  EXPECT_DOUBLE_EQ(e.t_realistic_s, 16 * 3e-6 + 1e-9 / 0.9);           // 48 us of fixed times, over the 32 us of launches
+  EXPECT_DOUBLE_EQ(e.t_upper_s, 16 * 3e-6 + 1e-9 / 0.9 + 16 * 2e-6);  // and the launches summed
+  c.launches = 1;
+  EXPECT_DOUBLE_EQ(estimate(c, chip, hw::KernelClass::pointwise).t_realistic_s, 3e-6 + 1e-9 / 0.9);
+}
+
 // A GEMM's tiling (Cost::matrix_pad_flops) is matrix work at the achievable rate: in the
 // realistic and upper times, not in the lower bound or the FLOPs. Toy chip: bf16 100 TFLOP/s,
 // matrix efficiency 0.8: 1e12 FLOPs + 0.125e12 padded = 11.25 ms at the peak, 14.0625 ms

@@ -318,6 +318,26 @@ TEST(Pointwise, HandCounts) {
   EXPECT_EQ(rope.main_store_bytes, 1024 * 2);
 }
 
+TEST(Ops, RopeAsPyTorchRunsItIsSixteenKernels) {
+  // vLLM 0.8's DeepseekScalingRotaryEmbedding.forward, 2 tokens, 16 query heads and one key of
+  // 64 RoPE dims, bf16: 2048 query elements, 128 key elements, a 128-element table (a row of 32
+  // cos and 32 sin values a token, 64 after the halves are repeated).
+  // Reads: the queries' contiguous copy 2048, x·cos 2048 + 128 (the row broadcast), -x2 1024,
+  // stack 2048, ·sin 2048 + 128, the sum 4096, the write-back 2048: 7.5 x 2048 + 256; the key
+  // the same less the contiguous copy: 6.5 x 128 + 256; the gather 2 x 8 (int64 positions) +
+  // 128, the two repeats 64 each: 15360 + 832 + (256 + 256 + 128 + 128) = 16960 elements,
+  // 33920 B, and 16 B of positions: 33936 B.
+  // Writes: the queries 2048 + 2048 + 1024 + 2048 + 2048 + 2048 + 2048 = 6.5 x 2048, the key 5.5
+  // x 128, the gathered row 128 and the two repeated halves 128 each: 13312 + 704 + 384 = 14400
+  // elements, 28800 B. FLOPs: a product, half a negation, a product and a sum an element, 3.5 x
+  // (2048 + 128) = 7616. Kernels: 1 + 1 + 2 + 5 + 5 + 2 = 16.
+  const Cost c = rope_torch_cost({.rows = 2, .cols = 1}, 16, 64);
+  EXPECT_DOUBLE_EQ(c.main_bytes() - c.main_store_bytes, 33936);
+  EXPECT_DOUBLE_EQ(c.main_store_bytes, 28800);
+  EXPECT_DOUBLE_EQ(c.total_flops(), 7616);
+  EXPECT_DOUBLE_EQ(c.launches, 16);
+}
+
 TEST(Attention, FlashGqa) {
   // batch 2, 1024 x 1024, 16 heads over 4 kv heads, d = 64, bf16, not causal.
   AttentionShape s{.batch = 2, .q_len = 1024, .kv_len = 1024, .heads = 16, .kv_heads = 4, .head_dim = 64};

@@ -534,6 +534,59 @@ TEST(EngineKernels, MlaPrefillAssemblesItsKeysAndVllm08PadsV) {
   EXPECT_DOUBLE_EQ(a08.cost.main_store_bytes - a14.cost.main_store_bytes, 6144000 - 4096000);
 }
 
+TEST(EngineKernels, VllmsMlaOpCopiesAndRunsRopeAsItsCodeDoes) {
+  // DeepSeek-V3 at TP 8 (16 heads a GPU, latent 512, RoPE 64, V 128, hidden 7168, bf16), 64
+  // decode tokens. vLLM's attention op (MLACommonImpl.forward and FlashMLA's _forward_decode)
+  // copies three times, one op of three kernels (mla_op_copies), each copy read and written:
+  // FlashMLA's query, 16·(512 + 64) values a token; _v_up_proj's reshape, 16·128; the result
+  // copied into the step's output, under 0.8 o_proj's reduced output (7168), later the heads'
+  // (16·128). 0.8: 64·(9216 + 2048 + 7168)·2·2 = 4 718 592 B; later 64·(9216 + 2048 + 2048)·2·2
+  // = 3 407 872 B.
+  // Under 0.8, RoPE as PyTorch runs it (ops::rope_torch_cost, 16 kernels) in place of the fused
+  // `rope`: 64 tokens, 65 536 query and 4096 key elements, a 4096-element table; reads
+  // (7.5·65536 + 6.5·4096 + 6·4096)·2 + 8·64 = 1 085 952 B, writes (6.5·65536 + 5.5·4096 +
+  // 3·4096)·2 = 921 600 B: 2 007 552 B.
+  // SGLang's graph holds none of them.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  auto g08 = std::make_unique<model::Graph>(), g14 = std::make_unique<model::Graph>(), sgl = std::make_unique<model::Graph>();
+  build_deepseek_tp8(m, sys, EngineRef{EngineKind::vllm, 8}, *g08);
+  build_deepseek_tp8(m, sys, EngineRef{EngineKind::vllm, 0}, *g14);
+  build_deepseek_tp8(m, sys, EngineRef{EngineKind::sglang, 0}, *sgl);
+  EXPECT_DOUBLE_EQ(op_bytes(*g08, "mla_op_copies"), 4718592);
+  EXPECT_DOUBLE_EQ(op_bytes(*g14, "mla_op_copies"), 3407872);
+  for (const model::Graph* g : {g08.get(), g14.get()}) {
+    const model::GraphOp* copies = find_op(*g, "mla_op_copies");
+    ASSERT_NE(copies, nullptr);
+    EXPECT_DOUBLE_EQ(copies->cost.launches, 3);
+    EXPECT_EQ(copies->attention_op, model::GraphOp::InAttentionOp::own);
+    EXPECT_EQ(copies->scale, model::Scale::decode_tokens);
+  }
+  EXPECT_DOUBLE_EQ(op_bytes(*g08, "rope_decode"), 2007552);
+  EXPECT_DOUBLE_EQ(find_op(*g08, "rope_decode")->cost.launches, 16);
+  EXPECT_EQ(find_op(*g08, "rope_decode")->attention_op, model::GraphOp::InAttentionOp::own);
+  EXPECT_EQ(find_op(*g08, "rope"), nullptr);
+  EXPECT_EQ(find_op(*g14, "rope_decode"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(*g14, "rope")->cost.launches, 1);
+  for (const char* name : {"mla_op_copies", "rope_decode", "attn_out_prefill"}) EXPECT_EQ(find_op(*sgl, name), nullptr) << name;
+  // A prompt of 1000 tokens: its path's output copied so too, 1000·7168·2·2 = 28 672 000 B under
+  // 0.8, 1000·16·128·2·2 = 8 192 000 B later, and under 0.8 its own RoPE.
+  for (auto [engine, g] : {std::pair{EngineRef{EngineKind::vllm, 8}, g08.get()}, std::pair{EngineRef{EngineKind::vllm, 0}, g14.get()}}) {
+    model::ForwardConfig f;
+    f.tp = 8;
+    f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+    g->clear();
+    model::build_forward(m, f, sys, {1, 1000, 1000, nullptr}, *g);
+  }
+  EXPECT_DOUBLE_EQ(op_bytes(*g08, "attn_out_prefill"), 28672000);
+  EXPECT_DOUBLE_EQ(op_bytes(*g14, "attn_out_prefill"), 8192000);
+  EXPECT_EQ(find_op(*g08, "attn_out_prefill")->scale, model::Scale::prefill_tokens);
+  EXPECT_EQ(find_op(*g08, "attn_out_prefill")->attention_op, model::GraphOp::InAttentionOp::own);
+  EXPECT_DOUBLE_EQ(find_op(*g08, "rope_prefill")->cost.launches, 16);
+  EXPECT_EQ(find_op(*g08, "mla_op_copies"), nullptr);
+}
+
 TEST(EngineKernels, EveryBundledModelsGraphFitsItsOpsUnderEveryPreset) {
   // A graph holds at most Graph::kMaxOps ops; one that does not fit sets Graph::overflow and
   // drops ops, which would price a step short. Every bundled model, under each engine's preset
@@ -571,9 +624,24 @@ TEST(EngineKernels, EveryBundledModelsGraphFitsItsOpsUnderEveryPreset) {
       }
     }
   }
-  // Every model was built, each preset, both passes (MoE models with both layouts too). The
-  // largest graph holds 79 ops (of 96) when this was written.
+  // Every model was built, each preset, both passes (MoE models with both layouts too).
   EXPECT_GE(built, static_cast<int>(names.size()) * 4 * 2);
+  // The most a plan can ask of DeepSeek-V3's graph, which the step model's fits build (its
+  // StepModel.EqualsTheStepGraphBuiltOpByOp draws such plans): vLLM 0.8's op with its
+  // projections, V padded, the absorbed projections on fp8 blocks with their activations'
+  // quantisation, kernels unmerged, a step of both paths.
+  const model::ModelConfig ds = io::bundled_model("deepseek-v3");
+  model::StepMix both;
+  for (int i = 0; i < 8; ++i) both.add_decode(200, 0), both.add_prefill(64, 128, 0);
+  model::ForwardConfig f;
+  f.tp = 2;
+  f.mla_op = model::ForwardConfig::MlaOp::projections;
+  f.mla_pad_v = true;
+  g->clear();
+  model::build_forward(ds, f, sys, {1, 1, 1, &both}, *g);
+  EXPECT_FALSE(g->overflow);
+  RecordProperty("deepseek_v3_most_ops", g->op_count);
+  EXPECT_LE(g->op_count, model::Graph::kMaxOps - 8) << "keep room for a few ops more";
 }
 
 }  // namespace

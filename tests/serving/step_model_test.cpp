@@ -51,13 +51,13 @@ struct Fixture {
 // `eager_host`: ForwardConfig::eager_host_s, the host's time per kernel it launches itself.
 // `mla_op`: ForwardConfig::mla_op (0 attention alone, 1 absorbed, 2 projections: what MLA's
 // attention op holds, launched from the engine's Python outside whole graphs), its kernels at
-// `mla_op_host` on the host.
+// `mla_op_host` on the host and its calls (one a layer) at `mla_op_call`.
 // `deepgemm`: block-fp8 GEMMs in DeepGEMM's kernels, whose tiles cost their fill (fill_k).
 // `pad_v`: ForwardConfig::mla_pad_v (MLA's prefill over V padded to the keys' width, its output
 // sliced back: copies over the prefill positions and over the prefill tokens).
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
                                  int allreduce = 0, double eager_host = 0, double compiled_host = 0, int mla_op = 0,
-                                 double mla_op_host = 0, bool deepgemm = false, bool pad_v = false) {
+                                 double mla_op_host = 0, bool deepgemm = false, bool pad_v = false, double mla_op_call = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -70,6 +70,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->f.compiled_host_s = compiled_host;
   fx->f.mla_op = static_cast<model::ForwardConfig::MlaOp>(mla_op);
   fx->f.mla_op_host_s = mla_op_host;
+  fx->f.mla_op_call_host_s = mla_op_call;
   if (deepgemm) fx->f.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
   fx->f.mla_pad_v = pad_v;
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
@@ -93,7 +94,7 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
                     *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3),
                     *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>());
+                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();

@@ -71,7 +71,7 @@ template <class C>
   // A kernel the host's launch holds up (eager, shorter than its launch) has no floor of its own.
   if (o.parts.launch < realistic) {
     const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
-    t.kernel_fixed_s += r * a.overhead_s;
+    t.kernel_fixed_s += r * a.overhead_s * o.parts.kernels;
     t.link_latency_s += r * o.parts.comm_latency;
   }
   t.flops += r * o.flops;
@@ -99,8 +99,8 @@ using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
   const ops::TimeParts::AtEfficiency s = p.at_efficiency(a);
-  return {a.overhead_s + s.matrix, a.overhead_s + s.vector, a.overhead_s + s.memory, a.overhead_s + s.comm, p.launch,
-          a.overhead_s + s.overlap};
+  const double fixed = a.overhead_s * p.kernels;
+  return {fixed + s.matrix, fixed + s.vector, fixed + s.memory, fixed + s.comm, p.launch, fixed + s.overlap};
 }
 
 /// One op's realistic parts as a + b·x in a quantity x it is affine in, plus the memory

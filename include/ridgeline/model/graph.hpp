@@ -145,7 +145,7 @@ struct LayerGroup {
 };
 
 struct Graph {
-  static constexpr int kMaxOps = 96;
+  static constexpr int kMaxOps = 112;
   static constexpr int kMaxGroups = 8;
   std::array<GraphOp, kMaxOps> ops{};
   std::array<LayerGroup, kMaxGroups> groups{};

@@ -118,6 +118,9 @@ struct ForwardConfig {
   /// with `projections`, RoPE: GraphOp::InAttentionOp::own), the op's CPU time over its kernels
   /// (serving::EngineConfig::mla_op_host_s); 0: eager_host_s. Its projections cost eager_host_s.
   double mla_op_host_s = 0;
+  /// The host's time a call of that op (one a layer a step outside a whole graph) beyond its
+  /// kernels' (serving::EngineConfig::mla_op_call_host_s); 0 where it is not measured.
+  double mla_op_call_host_s = 0;
   /// Expert parallelism's load imbalance: the routed tokens of the busiest chip over the
   /// mean (1: balanced; 1 to ep_size(); 0: the routing model of a balanced router,
   /// model::routing_imbalance, a function of the tokens routed in the pass). The busiest chip

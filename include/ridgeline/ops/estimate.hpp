@@ -114,6 +114,10 @@ struct TimeParts {
   double memory = 0;  ///< slowest memory level
   double comm = 0;    ///< slowest link
   double launch = 0;  ///< launches x overhead
+  /// The kernels the op runs (Cost::launches, at least 1): each pays its class's fixed time on
+  /// the device (docs/cost-model.md#kernel-boundaries), as a torch-native op of several
+  /// kernels does (vLLM 0.8's RoPE of MLA, 16).
+  double kernels = 1;
   double comm_latency = 0;  ///< of comm: the fixed costs (latency steps, a protocol's per-call cost)
   /// A GEMM's tile and wave quantisation (Cost::matrix_pad_flops) at the matrix peak: matrix
   /// work the realistic and upper times add to `matrix`; the lower bound leaves it out.
@@ -145,7 +149,7 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector +
+    return a.overhead_s * kernels + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector +
            (memory + memory_pad) * a.inv_memory + comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
@@ -174,7 +178,7 @@ struct TimeParts {
     if (p.vector > m) m = p.vector;
     if (p.memory > m) m = p.memory;
     if (p.comm > m) m = p.comm;
-    m += a.overhead_s;
+    m += a.overhead_s * kernels;
     return launch > m ? launch : m;
   }
   /// The largest part; ties go to compute, then memory, then comm.
@@ -223,6 +227,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[c.link];
   }
   p.launch = c.launches * r.launch_s;
+  p.kernels = c.launches > 1 ? c.launches : 1;
   p.vector += c.special_ops * r.special_extra_s;
   return p;
 }

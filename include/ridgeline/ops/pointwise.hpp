@@ -34,6 +34,14 @@ void add_residual(Cost& c, const RowsShape& s) noexcept;
 Cost layernorm_cost(const RowsShape& s) noexcept;
 /// Rotary embedding of x[rows, cols] with cos/sin tables [rows, head_dim / 2].
 Cost rope_cost(const RowsShape& s, double head_dim) noexcept;
+/// RoPE of `heads` query heads and one shared key head of `rope` dims a token, `rows` tokens, as
+/// PyTorch's own ops run it eagerly, GPT-J style (interleaved pairs: vLLM's
+/// DeepseekScalingRotaryEmbedding.forward to 0.8.x, inside its MLA op): the query part made
+/// contiguous, the cos-sin table gathered by position (int64) and each half repeated
+/// (repeat_interleave), then for the queries and the key x·cos, -x₂, stack, ·sin, + (five
+/// kernels each), and both written back into their tensors: 16 kernels, each reading and writing
+/// its operands in s.dtype. docs/serving.md#mla-under-vllm-08.
+Cost rope_torch_cost(const RowsShape& s, double heads, double rope) noexcept;
 /// Softmax over cols.
 Cost softmax_cost(const RowsShape& s) noexcept;
 /// silu(gate) · up on the intermediate width `cols`: two inputs, one output.

@@ -125,8 +125,10 @@ struct EngineConfig {
   /// #17484 and #17668), vLLM from 0.9 the cache write and absorptions (`absorbed`), others
   /// attention alone.
   model::ForwardConfig::MlaOp mla_op = model::ForwardConfig::MlaOp::attention;
-  /// The host's time per kernel of that op's own (model::ForwardConfig::mla_op_host_s), with its source.
+  /// The host's time per kernel of that op's own (model::ForwardConfig::mla_op_host_s) and per
+  /// call (model::ForwardConfig::mla_op_call_host_s), with their source.
   double mla_op_host_s = 0;
+  double mla_op_call_host_s = 0;
   std::string mla_op_host_source;
   /// MLA's prefill attention over V padded to the query-key head dim and sliced back
   /// (model::ForwardConfig::mla_pad_v): vLLM 0.8 to 0.8.4 on GPUs.

@@ -236,6 +236,8 @@ struct StepComposition {
   double compiled_launches = 0;
   /// Of those, MLA's attention op's own (model::ForwardConfig::mla_op_host_s; 0 when it has none).
   double mla_op_launches = 0;
+  /// And that op's calls (one a layer), each at model::ForwardConfig::mla_op_call_host_s (0: none).
+  double mla_op_calls = 0;
 };
 
 /// A decode step of the run's mean batch at its mean context.

@@ -32,10 +32,11 @@ std::string_view name(GraphMode g) noexcept;
 /// (model::ForwardConfig::mla_op_host_s: the attention kernels of MLA's op among them); and the others.
 struct HostLaunches {
   double attention = 0, other = 0, mla_op = 0;
+  double mla_op_calls = 0;  ///< calls of MLA's attention op (one a layer), each at f.mla_op_call_host_s
 };
 /// Their time on the host, the step's least time: attention's kernels at `f.eager_host_s`, MLA's
-/// op's own at `f.mla_op_host_s` (else eager_host_s), the others at `f.compiled_host_s` where it
-/// is set (else eager_host_s).
+/// op's own at `f.mla_op_host_s` (else eager_host_s) and its calls at `f.mla_op_call_host_s`, the
+/// others at `f.compiled_host_s` where it is set (else eager_host_s).
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept;
 
 class StepModel {
@@ -193,6 +194,8 @@ class StepModel {
   /// [1] the projections it holds), by quantity, launched from Python in every step but a whole
   /// graph; not in launches_.
   std::array<std::array<double, kQuantities>, 2> op_launches_{};
+  /// Calls of that op a step outside a whole graph: its layers (op_calls).
+  double op_calls_ = 0;
   model::ForwardConfig host_;  // the plan's eager_host_s and compiled_host_s (host_launch_s)
   HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
@@ -267,5 +270,8 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
 /// every kernel eagerly, the attention kernels (and what the engine's attention op holds)
 /// between piecewise graphs' pieces, none of one graph.
 HostLaunches host_launch_counts(const model::Graph& g, GraphMode mode) noexcept;
+/// Calls of the engine's attention op (MLA's under vLLM) in `g` run as `mode`: one a layer whose
+/// op the host launches (every mode but one graph).
+double op_calls(const model::Graph& g, GraphMode mode) noexcept;
 
 }  // namespace ridgeline::serving
