@@ -110,10 +110,8 @@ void decode_phase(const Graph& g, const ops::Rates& rates, bool graphs, double P
 // Full estimates of every op, for the report's tables.
 void fill_rows(const Graph& g, const hw::ChipSpec& chip, bool graphs, std::array<OpRow, Graph::kMaxOps>& rows) {
   for (int i = 0; i < g.op_count; ++i) {
-    ops::Cost c = g.ops[i].cost.expand();
-    if (graphs) c.launches = 0;
     rows[i].op = i;
-    rows[i].e = ops::estimate(c, chip, g.ops[i].kernel);
+    rows[i].e = ops::estimate(g.ops[i].cost.expand(), chip, g.ops[i].kernel, graphs);
   }
 }
 

@@ -478,7 +478,7 @@ void attention_block(Ctx& c, double window) {
         copy_kernel(c, "mla_op_copies", Block::attention, dt * row, dt * row, 3).scale = Scale::decode_tokens;
       }
     }
-    // The op's own kernels: from the cache write (RoPE's too under 0.8) to the last absorption.
+    // The op's own kernels: from the cache write (RoPE's too under 0.8) to its copies.
     if (in_op) mark(projections ? rope_op : rope_op + 1, InOp::own);
     o_in = c.heads * v;
     o_first = c.g.op_count;

@@ -161,10 +161,11 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
 
 TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept { return time_parts(c, Rates(chip)); }
 
-Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) noexcept {
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k, bool graphs) noexcept {
   Estimate e;
   const Rates r(chip);
-  const TimeParts p = time_parts(c, r);
+  TimeParts p = time_parts(c, r);
+  if (graphs) p.launch = 0;
   const FlopScan f = scan_flops(c);
   e.t_matrix_s = p.matrix;
   e.t_matrix_pad_s = p.matrix_pad;
@@ -182,7 +183,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k) no
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
   const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s, a.overlap, a.overlap_vector};
+  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s * p.kernels, a.overlap, a.overlap_vector};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

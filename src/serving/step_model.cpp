@@ -352,7 +352,8 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   // The host issues an eager step's kernels no faster than the engine's code runs: the step
   // lasts at least their count times its time per kernel (docs/serving.md#eager-host).
-  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0 || host_.mla_op_host_s > 0) && mode != GraphMode::graph) {
+  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0 || host_.mla_op_host_s > 0 || host_.mla_op_call_host_s > 0) &&
+      mode != GraphMode::graph) {
     t = std::max(t, eager_host_s(mix, mode));
   }
   return t;

@@ -103,9 +103,10 @@ struct ForwardConfig {
   /// MLA: what the engine's attention op holds besides the attention kernels, launched from
   /// its Python in every step but a whole graph (GraphOp::attention_op): `attention` nothing
   /// more (SGLang, TensorRT-LLM, vLLM on TPUs, `infer`); `absorbed` vLLM V1 from 0.9 (MLACommonImpl.forward):
-  /// the cache write, a prompt's kv_b_proj and a decode's two absorptions; `projections` vLLM
-  /// 0.8: also q_proj, RoPE, o_proj and o_proj's all-reduce, until PRs #17484 and #17668 moved
-  /// them into the graphs.
+  /// the cache write, a prompt's kv_b_proj and a decode's two absorptions, and its copies (a
+  /// decode's query concatenation, reshape and output copy; a prompt's output copy);
+  /// `projections` vLLM 0.8: also q_proj, RoPE (as PyTorch ops, 16 kernels a path), o_proj and
+  /// o_proj's all-reduce, until PRs #17484 and #17668 moved them into the graphs.
   enum class MlaOp : std::uint8_t { attention, absorbed, projections } mla_op = MlaOp::attention;
   /// MLA's prefill attention with V padded to the query-key head dim (128 to 192 columns on
   /// DeepSeek-V3) and its output sliced back: vLLM V1 to 0.8.4 called FlashAttention with equal
@@ -114,9 +115,10 @@ struct ForwardConfig {
   /// take V's own (serving::EngineConfig::mla_pad_v). The pad's copy, the attention's PV work
   /// and output at 192 columns, and the slice's copy are priced (docs/serving.md#mla-under-vllm-08).
   bool mla_pad_v = false;
-  /// The host's time per kernel of that op's own (its attention, cache write, absorptions and,
-  /// with `projections`, RoPE: GraphOp::InAttentionOp::own), the op's CPU time over its kernels
-  /// (serving::EngineConfig::mla_op_host_s); 0: eager_host_s. Its projections cost eager_host_s.
+  /// The host's time per kernel of that op's own (its attention, cache write, absorptions,
+  /// copies and, with `projections`, RoPE: GraphOp::InAttentionOp::own), the slope of the op's
+  /// measured CPU time in its kernels (serving::EngineConfig::mla_op_host_s); 0: eager_host_s.
+  /// Its projections cost eager_host_s.
   double mla_op_host_s = 0;
   /// The host's time a call of that op (one a layer a step outside a whole graph) beyond its
   /// kernels' (serving::EngineConfig::mla_op_call_host_s); 0 where it is not measured.

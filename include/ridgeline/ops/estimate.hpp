@@ -46,7 +46,8 @@ struct Estimate {
   double fraction_of_peak = 0;               ///< FLOPs of the compute unit and dtype / t_lower / their peak
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
   /// The achievable fractions the realistic and upper times applied (the kernel class's, and
-  /// for comm its link's own where the chip file gives one) and the fixed time per kernel.
+  /// for comm its link's own where the chip file gives one) and the fixed time of its kernels
+  /// (the class's per kernel, times the op's kernels).
   struct Applied {
     double matrix = 1, vector = 1, memory = 1, link = 1, overhead_s = 0;
     double overlap = 0.5;  ///< the share of matrix + its partner the kernel takes at least (0.5: never binds)
@@ -237,7 +238,8 @@ TimeParts time_parts(const Cost& c, const hw::ChipSpec& chip) noexcept;
 /// Evaluates `c` on `chip` as a kernel of class `k` (its realistic and upper times use the
 /// class's efficiencies). Never allocates, never throws; FLOPs in a dtype the chip lacks
 /// give infinite time and `supported = false` (check_supported names them).
-Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k = hw::KernelClass::other) noexcept;
+/// `graphs`: replayed inside a CUDA graph, no launch of its own (its kernels keep their fixed times).
+Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k = hw::KernelClass::other, bool graphs = false) noexcept;
 
 /// A call that the program waits on, one at a time (a benchmark that synchronises after each
 /// call): the host's own time per call (framework dispatch, the library's enqueue, the launch

@@ -121,9 +121,9 @@ struct EngineConfig {
   /// --moe-a2a-backend deepep, vLLM's --all2all-backend deepep_*, TensorRT-LLM's wide EP).
   model::ForwardConfig::MoeA2A moe_a2a = model::ForwardConfig::MoeA2A::pairs;
   /// What MLA's attention op holds, launched from the engine's Python outside whole graphs
-  /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections too (`projections`, until PRs
-  /// #17484 and #17668), vLLM from 0.9 the cache write and absorptions (`absorbed`), others
-  /// attention alone.
+  /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections and RoPE too (`projections`, until
+  /// PRs #17484 and #17668), vLLM from 0.9 the cache write, absorptions and copies (`absorbed`),
+  /// others attention alone.
   model::ForwardConfig::MlaOp mla_op = model::ForwardConfig::MlaOp::attention;
   /// The host's time per kernel of that op's own (model::ForwardConfig::mla_op_host_s) and per
   /// call (model::ForwardConfig::mla_op_call_host_s), with their source.

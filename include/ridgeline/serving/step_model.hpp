@@ -103,8 +103,9 @@ class StepModel {
   /// (eager_host_s; docs/serving.md#eager-host).
   double eager_kernels(const model::StepMix& mix, GraphMode mode) const noexcept;
   /// Those kernels' time on the host: attention's and the projections MLA's op holds at
-  /// model::ForwardConfig::eager_host_s, MLA's op's own at mla_op_host_s, the others at
-  /// compiled_host_s where the model is compiled (else eager_host_s too).
+  /// model::ForwardConfig::eager_host_s, MLA's op's own at mla_op_host_s and its calls at
+  /// mla_op_call_host_s, the others at compiled_host_s where the model is compiled (else
+  /// eager_host_s too).
   double eager_host_s(const model::StepMix& mix, GraphMode mode) const noexcept;
 
  private:
@@ -127,7 +128,7 @@ class StepModel {
     /// tiles), per part, the same, the parts padded to 6 with zeros (summed two at a time).
     std::array<std::array<double, 6>, 6> decode_w{};
     bool naive = false;     // scores and positions count (flash kernels cost neither)
-    std::array<double, 2> overhead_s{};  // the class's fixed time
+    std::array<double, 2> overhead_s{};  // the class's fixed time times the kernels
     double launch_s = 0;    // launched eagerly
     double kernels = 1;     // launches of one (naive attention's several)
     double rep = 1;
