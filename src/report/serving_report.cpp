@@ -125,6 +125,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"mla_op_host_s", e.mla_op_host_s},
           {"mla_op_call_host_s", e.mla_op_call_host_s},
           {"mla_op_host_source", e.mla_op_host_source},
+          {"mla_pad_v", e.mla_pad_v},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"host_source", e.host_source},

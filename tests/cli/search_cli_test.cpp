@@ -205,7 +205,8 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   EXPECT_EQ(j["best_engine"]["name"], b["engine"]);
   for (const char* k : {"step_overhead_s", "per_request_overhead_s", "host_source", "front_end_s", "front_end_source", "eager_host_s",
                         "eager_host_source", "compiled_host_s", "compiled_host_source", "overlap_scheduling", "exposed_step_s",
-                        "async_step_s", "async_per_request_s", "mla_op_host_s", "mla_op_host_source", "num_scheduler_steps"}) {
+                        "async_step_s", "async_per_request_s", "mla_op_host_s", "mla_op_call_host_s", "mla_op_host_source", "mla_pad_v",
+                        "num_scheduler_steps"}) {
     ASSERT_TRUE(j["best_engine"].contains(k) && s["engine"].contains(k)) << k;
     EXPECT_EQ(s["engine"][k], j["best_engine"][k]) << k;
   }

@@ -275,6 +275,9 @@ TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   const auto v08 = run_json(q + "vllm@0.8"), v09 = run_json(q + "vllm@0.9");
   EXPECT_EQ(v08["engine"]["mla_attention_op"], "projections");
   EXPECT_EQ(v09["engine"]["mla_attention_op"], "absorbed");
+  // V padded to the keys' width in a prompt's attention: 0.8.4 alone (PR #13111 came after).
+  EXPECT_EQ(v08["engine"]["mla_pad_v"], true);
+  EXPECT_EQ(v09["engine"]["mla_pad_v"], false);
   EXPECT_NEAR(v08["engine"]["mla_op_host_s"].get<double>(), 67e-6 / 15, 1e-15);
   EXPECT_NEAR(v08["engine"]["mla_op_call_host_s"].get<double>(), 117.73333333e-6, 1e-12);
   EXPECT_DOUBLE_EQ(v08["decode_step"]["host_launches"].get<double>(), 1708);
