@@ -149,7 +149,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   }
   TimeParts p{t[0], t[1] + c.special_ops * r.special_extra_s, memory, comm, c.launches * r.launch_s};
   p.comm_latency = latency;
-  p.kernels = c.launches > 1 ? c.launches : 1;
+  p.kernels = TimeParts::kernels_of(c.launches);
   p.matrix_dtype = static_cast<std::uint8_t>(matrix_dtype);
   p.matrix_pad = c.matrix_pad_flops > 0 ? c.matrix_pad_flops * r.s_per_flop[0][matrix_dtype] : 0;
   p.memory_pad = c.main_pad_bytes > 0 ? c.main_pad_bytes * r.s_per_byte[0] : 0;

@@ -184,7 +184,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     l.own_op = op.attention_op == model::GraphOp::InAttentionOp::own;
     for (int v = 0; v < 2; ++v) {
       // Every kernel's fixed time (a naive attention runs several: ops::TimeParts::kernels).
-      const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s * std::max(1.0, op.cost.launches);
+      const double overhead = rates.achievable[static_cast<int>(classes[v])].overhead_s * ops::TimeParts::kernels_of(op.cost.launches);
       l.overhead_s[v] = overhead;
       for (int c = 0; c < (v == 0 ? kAttentionCounts : 6); ++c) {
         ops::AttentionCounts unit;

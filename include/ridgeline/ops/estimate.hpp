@@ -119,6 +119,8 @@ struct TimeParts {
   /// the device (docs/cost-model.md#kernel-boundaries), as a torch-native op of several
   /// kernels does (vLLM 0.8's RoPE of MLA, 16).
   double kernels = 1;
+  /// The kernels of an op of `launches` (0 or 1: one, its fixed time paid once).
+  static constexpr double kernels_of(double launches) noexcept { return launches > 1 ? launches : 1; }
   double comm_latency = 0;  ///< of comm: the fixed costs (latency steps, a protocol's per-call cost)
   /// A GEMM's tile and wave quantisation (Cost::matrix_pad_flops) at the matrix peak: matrix
   /// work the realistic and upper times add to `matrix`; the lower bound leaves it out.
@@ -228,7 +230,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[c.link];
   }
   p.launch = c.launches * r.launch_s;
-  p.kernels = c.launches > 1 ? c.launches : 1;
+  p.kernels = TimeParts::kernels_of(c.launches);
   p.vector += c.special_ops * r.special_extra_s;
   return p;
 }
