@@ -86,6 +86,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   host_.compiled_host_s = f.compiled_host_s;
   host_.mla_op_host_s = f.mla_op_host_s;
   host_.mla_op_call_host_s = f.mla_op_call_host_s;
+  // The host floor holds where one launch of any kind costs host time: host_launch_s's own rule.
+  host_priced_ = host_launch_s(HostLaunches{1, 1, 1, 1}, host_) > 0;
   launches_ = {};
   op_launches_ = {};
   const double window = static_cast<double>(m.sliding_window);
@@ -352,8 +354,7 @@ double StepModel::with_group_attention(double t, const model::StepMix& mix, Grap
   if (mode != GraphMode::eager) t = std::max(t, launch_s_);
   // The host issues an eager step's kernels no faster than the engine's code runs: the step
   // lasts at least their count times its time per kernel (docs/serving.md#eager-host).
-  if ((host_.eager_host_s > 0 || host_.compiled_host_s > 0 || host_.mla_op_host_s > 0 || host_.mla_op_call_host_s > 0) &&
-      mode != GraphMode::graph) {
+  if (host_priced_ && mode != GraphMode::graph) {
     t = std::max(t, eager_host_s(mix, mode));
   }
   return t;

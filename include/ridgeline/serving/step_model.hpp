@@ -198,6 +198,7 @@ class StepModel {
   /// Calls of that op a step outside a whole graph: its layers (op_calls).
   double op_calls_ = 0;
   model::ForwardConfig host_;  // the plan's eager_host_s and compiled_host_s (host_launch_s)
+  bool host_priced_ = false;   // a launch of some kind costs host time: the step's host floor applies
   HostLaunches eager_launches(const model::StepMix& mix, GraphMode mode) const noexcept;
   bool moe_ = false;
   bool mla_ = false;
