@@ -92,6 +92,13 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     m.quant.dtype = p.dtype;
     m.quant.scale_bits_per_weight = 32.0 / (128 * 128);
     f.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  } else if (cls == KernelClass::gemm_expert_w4a16) {
+    // 4-bit experts with an 8-bit scale a 32 (MXFP4: gpt-oss's quantization_config), the rest
+    // and the activations 16-bit: the products run in bf16 (W4A16).
+    m.quantized = true;
+    m.quant.experts_only = true;
+    m.quant.dtype = p.dtype;
+    m.quant.scale_bits_per_weight = 8.0 / 32;
   } else {
     f.precision.weight = p.dtype;
   }
@@ -109,7 +116,10 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     c.add_main_bytes(op.cost.main_bytes - op.cost.main_store_bytes);
     c.add_main_stores(op.cost.main_store_bytes);
     c.launches = 1;
-    out.push_back({c, op.kernel == KernelClass::gemm_expert ? cls : op.kernel});
+    // The experts' GEMMs are the curve's class (a 4-bit expert the graph would run W4A16 on a
+    // chip without fp4 products is still the curve's kernel).
+    const bool experts = op.kernel == KernelClass::gemm_expert || op.kernel == KernelClass::gemm_expert_w4a16;
+    out.push_back({c, experts ? cls : op.kernel});
   }
 }
 
@@ -371,7 +381,7 @@ void mark_freed(const Parts& k, int s, std::array<bool, kParams>& freed) {
 // what the class takes without a fit (fit_from).
 bool holds_fixed(KernelClass cls) {
   return cls == KernelClass::attention || cls == KernelClass::deepep_intranode_dispatch ||
-         cls == KernelClass::deepep_intranode_combine;
+         cls == KernelClass::deepep_intranode_combine || cls == KernelClass::gemm_expert_w4a16;
 }
 
 // Classes whose points all run inside the L2 (a benchmark that keeps it warm, at the sizes of
@@ -583,7 +593,8 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
 // GEMM classes whose fit holds each overlap share in turn (fit_rates): one GEMM a kernel, not
 // a fused MoE's several.
 bool scans_overlap(KernelClass cls) {
-  return hw::parent(cls) == KernelClass::gemm && cls != KernelClass::gemm_expert && cls != KernelClass::gemm_expert_scaled;
+  return hw::parent(cls) == KernelClass::gemm && cls != KernelClass::gemm_expert && cls != KernelClass::gemm_expert_scaled &&
+         cls != KernelClass::gemm_expert_w4a16;
 }
 
 // The class's fit at the chip's figures of what it does not fit (fit_class, below).
@@ -671,7 +682,8 @@ constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,   
                                   KernelClass::attention_decode, KernelClass::attention_backward, KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
                                   KernelClass::deepep_intranode_dispatch, KernelClass::deepep_intranode_combine,
-                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm};
+                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm,
+                                  KernelClass::gemm_expert_w4a16};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 
 bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {

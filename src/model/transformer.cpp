@@ -673,15 +673,20 @@ void moe_mlp(Ctx& c) {
                           (c.f.triton_moe_from_tp > 0 && te == 1 && c.ep == 1 && c.tp >= c.f.triton_moe_from_tp);
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
+  // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
+  // that widens each weight tile in its loop before bf16 products, its own class where the chip's
+  // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
+  // gemm_expert's figures.
+  const bool w4a16 = c.expert_w == DType::fp4 && bits(c.compute_expert) == 16;
   auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
                           bool bias, bool quantise) {
     if (deepgemm_moe && quantise) group_quant(c, "experts_quant", Block::moe, pairs, kk, c.expert_w).all_groups = true;
     c.expert_a_fp8 = deepgemm_moe;
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
     c.expert_a_fp8 = false;
-    op.kernel = !block_fp8      ? hw::KernelClass::gemm_expert
-                : deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm
-                               : hw::KernelClass::gemm_expert_scaled;
+    op.kernel = block_fp8      ? (deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm : hw::KernelClass::gemm_expert_scaled)
+                : w4a16        ? hw::KernelClass::gemm_expert_w4a16
+                               : hw::KernelClass::gemm_expert;
     op.all_groups = true;
     // Each tile's fill where the class has one, over the pairs' rows (the experts' own row
     // tiles are not modelled: no padding), on its work, or on its loads (hw::fill_reads).

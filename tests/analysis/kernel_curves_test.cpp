@@ -647,6 +647,28 @@ TEST(KernelCurves, TheB200PricesAOneTokenMoeAtTrtllmGensCurve) {
               41.603184e-6, 41.603184e-6 * 1e-4);
 }
 
+TEST(KernelCurves, TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPrefillRate) {
+  // gpt-oss-120b's experts as FlashInfer's trtllm-gen MoE pads them (128 of 3072 x 3072, top 4),
+  // MXFP4 weights (4 bits and an 8-bit scale a 32: 0.53125 B) and bf16 rows, 2048 tokens
+  // (flashinfer-ai/flashinfer issue #2671, FlashInfer 0.6.0: 1.589 ms). The class
+  // gemm_expert_w4a16 on the B200: matrix 0.1371 of the bf16 peak (2.25 PFLOP/s: 308.475
+  // TFLOP/s), gemm_expert's memory 0.7533 of 8 TB/s and 17.54 us. Pairs 2048 x 4 = 8192, every
+  // expert touched (128 (1 - (124/128)^2048) = 128 to double precision):
+  //  top-k, a softmax over 2048 x 128 bf16: 2 x 524288 B at the chip's 0.8 us and 90% of 8 TB/s:
+  //    0.945636 us;
+  //  gate-up: 2 x 8192 x 3072 x 6144 = 309237645312 FLOPs, 1002.472308 us, over its bytes'
+  //    (8192 x 3072 x 2 in, 128 x 6144 x 3072 x 0.53125 of weights, 8192 x 6144 x 2 out:
+  //    1434451968 B, 238.028005 us): 17.54 + 1002.472308 = 1020.012308 us;
+  //  SiLU-and-mul: 8192 x 6144 x 2 in, 8192 x 3072 x 2 out: 150994944 B: 0.8 + 20.971520 =
+  //    21.771520 us;
+  //  down: 154618822656 FLOPs, 501.236154 us (bytes 742391808, 123.189932 us): 518.776154 us;
+  //  weighted sum: 4 x 2048 x 3072 x 2 in, 2048 x 3072 x 2 out: 62914560 B: 9.538133 us.
+  // In all 1571.043751 us against the measured 1589 (the fit's two points, 1.1% each way).
+  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert_w4a16, hw::CurveTiming::graph,
+                        moe(2048, 3072, 3072, 128, 4, DType::fp4, 1.589e-3)),
+              1571.043751e-6, 1571.043751e-6 * 1e-5);
+}
+
 TEST(KernelCurves, TheH200PricesSglangsBlockFp8FusedMoeAtItsMeasuredPrefillTime) {
   // SGLang's Triton fused MoE over fp8 experts in 128x128 blocks, E=257, N=256 (GLM-5.1 at TP 8:
   // hidden 6144, top 8), 4096 tokens on an H200: 1020.99 us (sgl-project/sglang PR #29652), the

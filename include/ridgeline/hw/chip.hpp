@@ -51,7 +51,10 @@ struct LinkSpec {
 /// scales each 128-wide K block's product in its loop, as vLLM's Triton fused_moe_kernel does,
 /// taking gemm_expert's figures where it has none) and `gemm_expert_deepgemm` (MoE grouped GEMMs
 /// of fp8 block-scaled experts as DeepGEMM's grouped kernels run them, and TensorRT-LLM's port of
-/// them: fp8 activations quantised before, taking gemm_expert's figures where it has none) refine gemm;
+/// them: fp8 activations quantised before, taking gemm_expert's figures where it has none) and
+/// `gemm_expert_w4a16` (MoE grouped GEMMs of 4-bit experts, MXFP4's, with 16-bit activations: the
+/// weights widened inside the kernel, the products in bf16, as vLLM runs gpt-oss by default;
+/// taking gemm_expert's figures where it has none) refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
@@ -64,14 +67,14 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine, quant, routing, routing_compiled
+  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16
 };
-inline constexpr int kKernelClassCount = 22;
+inline constexpr int kKernelClassCount = 23;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
-/// "routing", "routing_compiled".
+/// "routing", "routing_compiled", "gemm_expert_w4a16".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -83,7 +86,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_scaled:
     case KernelClass::gemm_scaled_deepgemm:
     case KernelClass::gemm_expert_scaled:
-    case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm;
+    case KernelClass::gemm_expert_deepgemm:
+    case KernelClass::gemm_expert_w4a16: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling:
     case KernelClass::quant:
@@ -100,7 +104,7 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 
 /// The class whose figures a refining class `k` falls back to, figure by figure, before the
 /// chip-wide ones: its parent's, but for the kernels that are a sibling's first. The fused-MoE
-/// GEMMs of block-scaled experts (Triton's, DeepGEMM's) take gemm_expert's (the same gather,
+/// GEMMs of block-scaled or 4-bit experts (Triton's, DeepGEMM's, W4A16's) take gemm_expert's (the same gather,
 /// grid and launch) where a chip's file measures none of their own, and through it gemm's;
 /// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction;
 /// the 1x128 fp8 quantisation kernels before block-scaled GEMMs take the norms' (a row kernel
@@ -109,7 +113,8 @@ constexpr KernelClass fallback(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::quant: return KernelClass::norm;
     case KernelClass::gemm_expert_scaled:
-    case KernelClass::gemm_expert_deepgemm: return KernelClass::gemm_expert;
+    case KernelClass::gemm_expert_deepgemm:
+    case KernelClass::gemm_expert_w4a16: return KernelClass::gemm_expert;
     case KernelClass::deepep_intranode_dispatch: return KernelClass::deepep_dispatch;
     case KernelClass::deepep_intranode_combine: return KernelClass::deepep_combine;
     default: return parent(k);
