@@ -56,6 +56,7 @@ double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
 // NVFP4's block scales: an fp8 e4m3 scale per 16 values, 0.5 bits a weight (NVIDIA's NVFP4
 // format; its one fp32 scale per tensor aside). MXFP4's are 8 bits per 32 (0.25).
 constexpr double kNvfp4ScaleBits = 0.5;
+constexpr double kMxfp4ScaleBits = 0.25;
 
 // The dtype a GEMM runs in unless --compute-dtype says: NVFP4 weights run W4A4 where the chip
 // multiplies fp4 (the engines quantise the activations to NVFP4 too: TensorRT-LLM's and vLLM's
@@ -658,7 +659,14 @@ void moe_mlp(Ctx& c) {
   const double local_experts = E / ep_size;
   const double touched = touched_experts(m, ep_size, T * c.ep);
   const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
-  const double per_expert_gate_up = h * 2 * Il, per_expert_down = Il * h;
+  // MXFP4 experts as the engine's kernel pads them (ForwardConfig::mxfp4_expert_align): the
+  // hidden width and this chip's intermediate share rounded up, hp and Ip, in their GEMMs'
+  // shapes and weights (the parameters counted stay the checkpoint's).
+  const double align = c.f.mxfp4_expert_align > 0 && c.expert_w == DType::fp4 && c.expert_scale_bits == kMxfp4ScaleBits
+                           ? static_cast<double>(c.f.mxfp4_expert_align)
+                           : 1;
+  const double hp = std::ceil(h / align) * align, Ip = std::ceil(Il / align) * align;
+  const double per_expert_gate_up = hp * 2 * Ip, per_expert_down = Ip * hp;
   // fp8 block-scaled experts run in fp8 by the engine's Triton fused-MoE kernel scale each
   // 128-wide K block's product in its loop, as the dense Triton kernel does (gemm_scaled): their
   // own class (gemm_expert_scaled). vLLM 0.12+ runs Triton's for experts split over 8 or more,
@@ -678,8 +686,10 @@ void moe_mlp(Ctx& c) {
   // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
   // gemm_expert's figures.
   const bool w4a16 = c.expert_w == DType::fp4 && bits(c.compute_expert) == 16;
-  auto experts_gemm = [&](const char* name, double kk, double nn, double per_expert_local, double per_expert_params,
-                          bool bias, bool quantise) {
+  // nn_params: the checkpoint's width of this chip's output (nn before the padding), whose bias
+  // the parameters count.
+  auto experts_gemm = [&](const char* name, double kk, double nn, double nn_params, double per_expert_local,
+                          double per_expert_params, bool bias, bool quantise) {
     if (deepgemm_moe && quantise) group_quant(c, "experts_quant", Block::moe, pairs, kk, c.expert_w).all_groups = true;
     c.expert_a_fp8 = deepgemm_moe;
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
@@ -707,8 +717,8 @@ void moe_mlp(Ctx& c) {
     if (bias) {
       // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).
       const double bias_split = te > 1 ? 1 : c.tp;
-      op.params = E * per_expert_params + E * nn * bias_split;
-      op.active_params = k * per_expert_params + k * nn * bias_split;
+      op.params = E * per_expert_params + E * nn_params * bias_split;
+      op.active_params = k * per_expert_params + k * nn_params * bias_split;
     }
   };
   // The gate-up GEMM's rows, each token's copied once per routed expert first where the engine
@@ -717,9 +727,9 @@ void moe_mlp(Ctx& c) {
   if (deepgemm_moe && !deepep && c.f.moe_expand_rows) {
     elementwise(c, "experts_permute", Block::moe, pairs, h, 1, 1, 0).all_groups = true;
   }
-  experts_gemm("experts_gate_up", h, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
-  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Il, c.act, DType::fp32})).all_groups = true;
-  experts_gemm("experts_down", Il, h, per_expert_down, I * h, moe.expert_bias, true);
+  experts_gemm("experts_gate_up", hp, 2 * Ip, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
+  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Ip, c.act, DType::fp32})).all_groups = true;
+  experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
   // The busiest chip returns the outputs of its F times the mean pairs.
   all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).

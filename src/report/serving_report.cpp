@@ -126,6 +126,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"mla_op_call_host_s", e.mla_op_call_host_s},
           {"mla_op_host_source", e.mla_op_host_source},
           {"mla_pad_v", e.mla_pad_v},
+          {"mxfp4_expert_align", e.mxfp4_expert_align},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"host_source", e.host_source},
@@ -369,6 +370,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                 {"activations_bytes", mem.activations_bytes}, {"reserved_bytes", mem.reserved_bytes},
                 {"kv_bytes", mem.kv_bytes}, {"kv_bytes_per_token", mem.kv_bytes_per_token},
                 {"draft_weights_bytes", mem.draft_weights_bytes}, {"draft_kv_bytes_per_token", mem.draft_kv_bytes_per_token},
+                {"expert_pad_bytes", mem.expert_pad_bytes}, {"expert_pad_align", mem.expert_pad_align},
                 {"kv_blocks", mem.kv_blocks}, {"kv_tokens", mem.kv_tokens}};
   };
   if (cfg.disagg.on()) {
@@ -521,6 +523,11 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("decode instances: {} tokens/step, {} sequences; per chip weights {}, activations {}, KV cache {} = {} tokens ({} blocks)\n",
                      de.max_batched_tokens, de.max_num_seqs, size(dm.weights_bytes), size(dm.activations_bytes), size(dm.kv_bytes),
                      dm.kv_tokens, dm.kv_blocks);
+  }
+  if (mem.expert_pad_bytes > 0) {
+    s += fmt::format("                 of the weights {} the MXFP4 experts' padding: each chip's widths rounded up to {} for the "
+                     "engine's fused MoE (FlashInfer's trtllm-gen), their products and reads priced too\n",
+                     size(mem.expert_pad_bytes), mem.expert_pad_align);
   }
   if (cfg.spec.on()) {
     s += fmt::format("                 of which the draft's weights {}, its KV {} of {} per token\n", size(mem.draft_weights_bytes),

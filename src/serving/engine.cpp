@@ -141,6 +141,13 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // dc1b4a6: _forward_prefill and _compute_prefill_context); PR #13111 (2025-04-17, after 0.8.4)
   // passes V as it is to FA3 on Hopper. The 0.8 preset follows 0.8.4.
   e.mla_pad_v = version == 8;
+  // gpt-oss's MXFP4 experts on Blackwell (SM100): FlashInfer's trtllm-gen MoE (vLLM's default
+  // there, get_mxfp4_backend: SM100_FI_MXFP4_BF16), whose weights Mxfp4MoEMethod.create_weights
+  // allocates with each chip's intermediate share and the hidden width rounded up to 256
+  // (round_up(intermediate_size_per_partition, 256), round_up(hidden_size, 256): gpt-oss-120b's
+  // 2880 to 3072). gpt-oss came with 0.10.1; the 0.9-0.10 preset takes it so. Hopper's Triton
+  // kernels pad the intermediate share to 64 (2880 is a multiple of it at TP 1): not priced.
+  e.mxfp4_expert_align = chip.peak(hw::Unit::matrix, DType::fp4) > 0 && version != 8 ? 256 : 0;
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -398,6 +405,10 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,
   // dtype=fp8_w8a8,block_shape=[128, 128].json, tuned for DeepSeek-V3 at --tp-size 8).
   e.triton_moe_from_tp = version == 3 ? 0 : 1;
+  // gpt-oss's MXFP4 experts on Blackwell: FlashInfer's trtllm-gen MoE (the flashinfer_mxfp4
+  // runner), whose weights Mxfp4MoEMethod.create_weights rounds up to 256 in the hidden width
+  // and each chip's intermediate share (python/sglang/srt/layers/quantization/mxfp4.py, as vLLM).
+  e.mxfp4_expert_align = chip.peak(hw::Unit::matrix, DType::fp4) > 0 && version != 3 ? 256 : 0;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14; 0.3: global_config.py base_min_new_token_ratio 0.1,
   // new_token_ratio_decay 0.001 a step (600 steps from 0.7).
@@ -761,6 +772,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.mla_op_host_s = e.mla_op_host_s;
   f.mla_op_call_host_s = e.mla_op_call_host_s;
   f.mla_pad_v = e.mla_pad_v;
+  f.mxfp4_expert_align = e.mxfp4_expert_align;
   return f;
 }
 

@@ -69,9 +69,19 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   const EngineConfig& e = plan.engine;
   ServeMemory mem;
   auto g = std::make_unique<model::Graph>();
-  model::build_forward(m, f, sys, {static_cast<double>(f.ep), 1, 1}, *g);
+  // The weights as the engine holds them (its kernels' layouts: MXFP4 experts padded,
+  // ForwardConfig::mxfp4_expert_align; MLA's absorbed projections dequantised), and of them the
+  // padding: the same graph without it.
+  model::ForwardConfig held = engine_forward(f, e);
+  model::build_forward(m, held, sys, {static_cast<double>(f.ep), 1, 1}, *g);
   mem.capacity_bytes = sys.chip.main_capacity_bytes();
   mem.weights_bytes = analysis::weight_bytes(*g);
+  if (held.mxfp4_expert_align > 0) {
+    held.mxfp4_expert_align = 0;
+    model::build_forward(m, held, sys, {static_cast<double>(f.ep), 1, 1}, *g);
+    mem.expert_pad_bytes = mem.weights_bytes - analysis::weight_bytes(*g);
+    mem.expert_pad_align = mem.expert_pad_bytes > 0 ? e.mxfp4_expert_align : 0;
+  }
   mem.kv_bytes_per_token = model::kv_bytes_per_token(m, f);
   if (cfg.spec.on()) {
     // The draft's weights (an MTP layer shares the target's embedding and head) and its own

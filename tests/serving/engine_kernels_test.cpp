@@ -648,9 +648,10 @@ TEST(EngineKernels, Mxfp4ExpertsWithBf16RowsAreTheW4a16KernelsClassAndNvfp4Exper
   // gpt-oss-120b's experts (MXFP4, an 8-bit scale a 32) keep 16-bit rows (gemm_dtype's rule, as
   // vLLM runs them by default), their products in bf16: gemm_expert_w4a16 on every chip. On the
   // B200, whose file measures that kernel at a prefill's size (FlashInfer's trtllm-gen MXFP4 x
-  // BF16, issue #2671), the class has its own matrix fraction, 0.1371; elsewhere it takes
-  // gemm_expert's figures, so that the H200's price is what it was. NVFP4 experts (DeepSeek-V3
-  // with --weight-dtype fp4) run W4A4 on the B200, in fp4: gemm_expert's.
+  // BF16, issue #2671), the class has its own matrix fraction, 0.1371, and vLLM's preset pads the
+  // experts as that kernel takes them (2880 to 3072: mxfp4_expert_align 256); on the H200 neither,
+  // the class taking gemm_expert's figures, so that its price is what it was. NVFP4 experts
+  // (DeepSeek-V3 with --weight-dtype fp4) run W4A4 on the B200, in fp4: gemm_expert's.
   const model::ModelConfig oss = io::bundled_model("gpt-oss-120b");
   auto g = std::make_unique<model::Graph>();
   for (const char* chip : {"b200", "h200"}) {
@@ -666,19 +667,26 @@ TEST(EngineKernels, Mxfp4ExpertsWithBf16RowsAreTheW4a16KernelsClassAndNvfp4Exper
     const ops::Estimate own = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
     const ops::Estimate before = ops::estimate(op->cost.expand(), sys.chip, KernelClass::gemm_expert);
     if (std::string_view(chip) == "h200") {
+      EXPECT_EQ(f.mxfp4_expert_align, 0);
+      EXPECT_DOUBLE_EQ(op->cost.matrix_flops, 2.0 * 8192 * 2880 * 5760);  // unpadded
       EXPECT_DOUBLE_EQ(own.t_realistic_s, before.t_realistic_s);
       continue;
     }
-    // The B200: 2048 x 4 = 8192 pairs through 2880 x 5760 (gate and up): 2 x 8192 x 2880 x 5760
-    // = 271790899200 FLOPs at 0.1371 x 2.25 PFLOP/s = 881.079177 us, over its bytes' read (the
-    // rows 8192 x 2880 x 2 = 47185920 B, every expert's weights 128 x 2880 x 5760 x 0.53125 =
-    // 1128038400, the out 8192 x 5760 x 2 = 94371840, the bias 5760 x 2 = 11520 (one row, as
-    // the GEMM's shape counts it): 1269607680 B at 0.7533 x 8 TB/s = 210.674 us), with
-    // gemm_expert's 17.54 us: 898.619177 us. At gemm_expert's figures (the chip's 0.8 of the
-    // peak: 150.994944 us of products) its bytes bound it: 228.214313 us.
-    EXPECT_DOUBLE_EQ(op->cost.matrix_flops, 271790899200.0);
-    EXPECT_NEAR(own.t_realistic_s, 898.619177e-6, 898.619177e-6 * 1e-6);
-    EXPECT_NEAR(before.t_realistic_s, 228.214313e-6, 0.001e-6);
+    // The B200: 2048 x 4 = 8192 pairs through 3072 x 6144 (gate and up, padded): 2 x 8192 x
+    // 3072 x 6144 = 309237645312 FLOPs at 0.1371 x 2.25 PFLOP/s = 1002.472308 us, over its bytes'
+    // read (the rows 8192 x 3072 x 2 = 50331648 B, every expert's weights 128 x 3072 x 6144 x
+    // 0.53125 = 1283457024, the out 8192 x 6144 x 2 = 100663296, the bias 6144 x 2 = 12288 (one
+    // row, as the GEMM's shape counts it): 1434464256 B at 0.7533 x 8 TB/s = 238.030 us), with
+    // gemm_expert's 17.54 us: 1020.012308 us, the measured kernel's gate-up at this shape
+    // (KernelCurves.TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPrefillRate). At
+    // gemm_expert's figures (the chip's 0.8 of the peak: 171.798692 us of products) its bytes
+    // bound it: 255.570044 us.
+    EXPECT_EQ(f.mxfp4_expert_align, 256);
+    EXPECT_DOUBLE_EQ(op->cost.matrix_flops, 309237645312.0);
+    EXPECT_NEAR(own.t_realistic_s, 1020.012308e-6, 1020.012308e-6 * 1e-6);
+    EXPECT_NEAR(before.t_realistic_s, 255.570044e-6, 0.001e-6);
+    // The parameters counted stay the checkpoint's: 128 experts of 2880 x 5760 and their bias.
+    EXPECT_DOUBLE_EQ(op->params, 128.0 * 2880 * 5760 + 128.0 * 5760);
   }
   // DeepSeek-V3 with NVFP4 weights on the B200: W4A4, fp4 products, gemm_expert.
   const model::ModelConfig ds = io::bundled_model("deepseek-v3");

@@ -1385,6 +1385,23 @@ TEST(Simulator, SlidingWindowLayersDoubleGptOssCache) {
   EXPECT_EQ(freed.kv_tokens, freed.kv_blocks / 2 * 16);
 }
 
+TEST(Simulator, GptOssExpertsTakeThePaddedWeightsMemoryOnABlackwell) {
+  // vLLM on a B200 holds gpt-oss-120b's MXFP4 experts as FlashInfer's trtllm-gen MoE takes them,
+  // 2880 rounded up to 3072 in both widths (mxfp4_expert_align 256); on an H100 as the
+  // checkpoint has them. Each of the 36 layers' 128 experts grows from 2880 x 5760 + 2880 x 2880
+  // = 24883200 weights to 3072 x 6144 + 3072 x 3072 = 28311552, 3428352 more at 0.53125 B (4
+  // bits and an 8-bit scale a 32): 1821312 B, and its biases from 5760 + 2880 to 6144 + 3072
+  // bf16 values, 576 more, 1152 B: 36 x 128 x 1822464 = 8397914112 B more weights.
+  const model::ModelConfig m = io::bundled_model("gpt-oss-120b");
+  const hw::System b200 = testing::catalog_system("b200");
+  ServeConfig cfg = base(EngineKind::vllm, b200);
+  const ServeMemory padded = serve_memory(m, b200, cfg);
+  cfg.engine.mxfp4_expert_align = 0;
+  const ServeMemory as_checkpoint = serve_memory(m, b200, cfg);
+  EXPECT_DOUBLE_EQ(padded.weights_bytes - as_checkpoint.weights_bytes, 8397914112.0);
+  EXPECT_EQ(base(EngineKind::vllm, h100()).engine.mxfp4_expert_align, 0);
+}
+
 TEST(Simulator, PreemptionExactlyWhenTheCacheIsFull) {
   // 10 blocks of 16 tokens; two clients with 64-token prompts and 64 output tokens. Step 0
   // prefills both (4 blocks each, 8 of 10). Decode step d (1-based) computes each one's token

@@ -115,6 +115,12 @@ struct ForwardConfig {
   /// take V's own (serving::EngineConfig::mla_pad_v). The pad's copy, the attention's PV work
   /// and output at 192 columns, and the slice's copy are priced (docs/serving.md#mla-under-vllm-08).
   bool mla_pad_v = false;
+  /// MXFP4 experts (an 8-bit scale a 32: gpt-oss) padded, their hidden width and each chip's
+  /// share of their intermediate width, up to a multiple of this (0: none): FlashInfer's
+  /// trtllm-gen MXFP4 MoE takes them so, and vLLM and SGLang allocate them so where they call it
+  /// (serving::EngineConfig::mxfp4_expert_align). The padded GEMMs' work and weights are priced
+  /// (and held in memory); the rows' pad and the output's slice are not.
+  int mxfp4_expert_align = 0;
   /// The host's time per kernel of that op's own (its attention, cache write, absorptions,
   /// copies and, with `projections`, RoPE: GraphOp::InAttentionOp::own), the slope of the op's
   /// measured CPU time in its kernels (serving::EngineConfig::mla_op_host_s); 0: eager_host_s.

@@ -133,6 +133,10 @@ struct EngineConfig {
   /// MLA's prefill attention over V padded to the query-key head dim and sliced back
   /// (model::ForwardConfig::mla_pad_v): vLLM 0.8 to 0.8.4 on GPUs.
   bool mla_pad_v = false;
+  /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
+  /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
+  /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
+  int mxfp4_expert_align = 0;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;

@@ -208,6 +208,10 @@ struct ServeMemory {
   double capacity_bytes = 0, weights_bytes = 0, activations_bytes = 0, reserved_bytes = 0, kv_bytes = 0;
   double kv_bytes_per_token = 0;  ///< the target's cache and the draft's, when speculating
   double draft_weights_bytes = 0, draft_kv_bytes_per_token = 0;  ///< of which the draft's (in weights_bytes, kv_bytes_per_token)
+  /// Of weights_bytes, the engine's padding of MXFP4 experts (model::ForwardConfig::mxfp4_expert_align;
+  /// 0: none), and the alignment it pads to.
+  double expert_pad_bytes = 0;
+  int expert_pad_align = 0;
   std::int64_t kv_blocks = 0;  ///< per replica
   std::int64_t kv_tokens = 0;  ///< context tokens kv_blocks hold per request's block tables (KvLayout::tokens_in)
   double kv_block_bytes = 0;   ///< one block: a page of KvLayout::layers_per_block layers
