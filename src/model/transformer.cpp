@@ -95,6 +95,11 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
   return d;
 }
 
+bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept {
+  const GemmDtypes d = gemm_dtypes(m, f, chip);
+  return m.moe.experts > 0 && d.expert_weight == DType::fp4 && d.expert_scale_bits == kMxfp4ScaleBits;
+}
+
 namespace {
 
 // Activation groups of fp8 block-scaled GEMMs: 1 x 128 values a scale (DeepSeek-V3's

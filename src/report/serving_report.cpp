@@ -516,6 +516,19 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                                                         e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? " (DeepEP's buffers)" : "")
                                           : std::string(),
                    size(mem.kv_bytes), mem.kv_tokens, mem.kv_blocks, own_decode ? "prefill instance" : "replica");
+  // The padding of MXFP4 experts (ServeMemory::expert_pad_bytes) under the memory line it is of.
+  const auto pad_line = [](const serving::ServeMemory& x) {
+    return x.expert_pad_bytes > 0 ? fmt::format("                 of the weights {} the MXFP4 experts' padding: each chip's widths "
+                                                "rounded up to {} for the engine's fused MoE (FlashInfer's trtllm-gen), their "
+                                                "products and reads priced too\n",
+                                                size(x.expert_pad_bytes), x.expert_pad_align)
+                                  : std::string();
+  };
+  s += pad_line(mem);
+  if (cfg.spec.on()) {
+    s += fmt::format("                 of which the draft's weights {}, its KV {} of {} per token\n", size(mem.draft_weights_bytes),
+                     size(mem.draft_kv_bytes_per_token), size(mem.kv_bytes_per_token));
+  }
   if (own_decode || (cfg.disagg.on() && (dr.decode_engine.max_num_seqs != e.max_num_seqs ||
                                           dr.decode_engine.max_batched_tokens != e.max_batched_tokens))) {
     const serving::EngineConfig& de = dr.decode_engine;
@@ -523,15 +536,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("decode instances: {} tokens/step, {} sequences; per chip weights {}, activations {}, KV cache {} = {} tokens ({} blocks)\n",
                      de.max_batched_tokens, de.max_num_seqs, size(dm.weights_bytes), size(dm.activations_bytes), size(dm.kv_bytes),
                      dm.kv_tokens, dm.kv_blocks);
-  }
-  if (mem.expert_pad_bytes > 0) {
-    s += fmt::format("                 of the weights {} the MXFP4 experts' padding: each chip's widths rounded up to {} for the "
-                     "engine's fused MoE (FlashInfer's trtllm-gen), their products and reads priced too\n",
-                     size(mem.expert_pad_bytes), mem.expert_pad_align);
-  }
-  if (cfg.spec.on()) {
-    s += fmt::format("                 of which the draft's weights {}, its KV {} of {} per token\n", size(mem.draft_weights_bytes),
-                     size(mem.draft_kv_bytes_per_token), size(mem.kv_bytes_per_token));
+    s += pad_line(dm);
   }
   s += "\n";
 

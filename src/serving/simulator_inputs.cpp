@@ -69,16 +69,18 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   const EngineConfig& e = plan.engine;
   ServeMemory mem;
   auto g = std::make_unique<model::Graph>();
-  // The weights as the engine holds them (its kernels' layouts: MXFP4 experts padded,
-  // ForwardConfig::mxfp4_expert_align; MLA's absorbed projections dequantised), and of them the
-  // padding: the same graph without it.
-  model::ForwardConfig held = engine_forward(f, e);
+  // The decode pass's weights as the engine lays them out: MXFP4 experts padded for its kernel
+  // (ForwardConfig::mxfp4_expert_align) and MLA's absorbed projections dequantised where it does
+  // (a prompt's fp8 kv_b_proj, which vLLM keeps beside them, is not in this pass: not counted);
+  // and of them the padding, the same pass without it, where the experts are MXFP4.
+  const model::ForwardConfig held = engine_forward(f, e);
   model::build_forward(m, held, sys, {static_cast<double>(f.ep), 1, 1}, *g);
   mem.capacity_bytes = sys.chip.main_capacity_bytes();
   mem.weights_bytes = analysis::weight_bytes(*g);
-  if (held.mxfp4_expert_align > 0) {
-    held.mxfp4_expert_align = 0;
-    model::build_forward(m, held, sys, {static_cast<double>(f.ep), 1, 1}, *g);
+  if (held.mxfp4_expert_align > 0 && model::mxfp4_experts(m, held, sys.chip)) {
+    model::ForwardConfig unpadded = held;
+    unpadded.mxfp4_expert_align = 0;
+    model::build_forward(m, unpadded, sys, {static_cast<double>(f.ep), 1, 1}, *g);
     mem.expert_pad_bytes = mem.weights_bytes - analysis::weight_bytes(*g);
     mem.expert_pad_align = mem.expert_pad_bytes > 0 ? e.mxfp4_expert_align : 0;
   }
@@ -86,7 +88,7 @@ ServeMemory serve_memory(const model::ModelConfig& m, const hw::System& sys, con
   if (cfg.spec.on()) {
     // The draft's weights (an MTP layer shares the target's embedding and head) and its own
     // KV cache beside the target's, in the same blocks.
-    mem.draft_weights_bytes = analysis::draft_weight_bytes(cfg.spec, sys, f, *g);
+    mem.draft_weights_bytes = analysis::draft_weight_bytes(cfg.spec, sys, held, *g);
     mem.draft_kv_bytes_per_token = model::kv_bytes_per_token(*cfg.spec.draft, f);
     mem.weights_bytes += mem.draft_weights_bytes;
     mem.kv_bytes_per_token += mem.draft_kv_bytes_per_token;

@@ -679,8 +679,8 @@ TEST(EngineKernels, Mxfp4ExpertsWithBf16RowsAreTheW4a16KernelsClassAndNvfp4Exper
     // row, as the GEMM's shape counts it): 1434464256 B at 0.7533 x 8 TB/s = 238.030 us), with
     // gemm_expert's 17.54 us: 1020.012308 us, the measured kernel's gate-up at this shape
     // (KernelCurves.TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPrefillRate). At
-    // gemm_expert's figures (the chip's 0.8 of the peak: 171.798692 us of products) its bytes
-    // bound it: 255.570044 us.
+    // gemm_expert's figures (the gemm family's rate on the B200, its file's measured matmul rate:
+    // 1745 TFLOP/s bf16, 177.213 us of products) its bytes bound it: 255.570044 us.
     EXPECT_EQ(f.mxfp4_expert_align, 256);
     EXPECT_DOUBLE_EQ(op->cost.matrix_flops, 309237645312.0);
     EXPECT_NEAR(own.t_realistic_s, 1020.012308e-6, 1020.012308e-6 * 1e-6);

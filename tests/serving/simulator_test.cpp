@@ -1399,7 +1399,16 @@ TEST(Simulator, GptOssExpertsTakeThePaddedWeightsMemoryOnABlackwell) {
   cfg.engine.mxfp4_expert_align = 0;
   const ServeMemory as_checkpoint = serve_memory(m, b200, cfg);
   EXPECT_DOUBLE_EQ(padded.weights_bytes - as_checkpoint.weights_bytes, 8397914112.0);
-  EXPECT_EQ(base(EngineKind::vllm, h100()).engine.mxfp4_expert_align, 0);
+  EXPECT_DOUBLE_EQ(padded.expert_pad_bytes, 8397914112.0);  // named apart: serve's memory line and JSON
+  EXPECT_EQ(padded.expert_pad_align, 256);
+  EXPECT_DOUBLE_EQ(as_checkpoint.expert_pad_bytes, 0);
+  // On an H100 (no fp4 products: Hopper's Triton kernels) the preset pads nothing.
+  const hw::System h = h100();
+  const ServeConfig hopper = base(EngineKind::vllm, h);
+  EXPECT_EQ(hopper.engine.mxfp4_expert_align, 0);
+  EXPECT_DOUBLE_EQ(serve_memory(m, h, hopper).expert_pad_bytes, 0);
+  // A model whose experts are not MXFP4 is not padded on the B200 either (Mixtral, bf16).
+  EXPECT_DOUBLE_EQ(serve_memory(io::bundled_model("mixtral-8x7b"), b200, base(EngineKind::vllm, b200, 2)).expert_pad_bytes, 0);
 }
 
 TEST(Simulator, PreemptionExactlyWhenTheCacheIsFull) {

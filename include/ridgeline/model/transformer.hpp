@@ -260,6 +260,9 @@ struct GemmDtypes {
   DType dense = DType::bf16, expert = DType::bf16;
 };
 GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept;
+/// Whether `m`'s routed experts are MXFP4 under `f` (4-bit values, an 8-bit scale a 32: gpt-oss's
+/// checkpoints), the experts ForwardConfig::mxfp4_expert_align pads.
+bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept;
 
 /// Experts of one chip's E/ep (`ep`: the chips the experts are spread over, ep_size()) whose
 /// weights a MoE layer reads when the `group_tokens` tokens routed over them each pick k of
