@@ -667,6 +667,14 @@ TEST(KernelCurves, TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPref
   EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert_w4a16, hw::CurveTiming::graph,
                         moe(2048, 3072, 3072, 128, 4, DType::fp4, 1.589e-3)),
               1571.043751e-6, 1571.043751e-6 * 1e-5);
+  // The GB200 NVL72's file holds the same curve (the same SM100 kernel, none measured on it),
+  // fitted on its 2.5 PFLOP/s: matrix 0.1234, 308.5 TFLOP/s against the B200's 308.475, its
+  // other figures the B200's (gemm_expert's curve too) or the same chip-wide ones (0.8 us, 90% of
+  // 8 TB/s): its products 1503.587 us where the B200 takes 1503.708, 1570.922 us, the B200's
+  // time within 1e-4.
+  EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::gemm_expert_w4a16, hw::CurveTiming::graph,
+                        moe(2048, 3072, 3072, 128, 4, DType::fp4, 1.589e-3)),
+              1571.043751e-6, 1571.043751e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheH200PricesSglangsBlockFp8FusedMoeAtItsMeasuredPrefillTime) {
