@@ -57,6 +57,8 @@ double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
 // format; its one fp32 scale per tensor aside). MXFP4's are 8 bits per 32 (0.25).
 constexpr double kNvfp4ScaleBits = 0.5;
 constexpr double kMxfp4ScaleBits = 0.25;
+// MXFP4 weights: 4-bit values with an 8-bit scale a 32 (gpt-oss's checkpoints).
+constexpr bool is_mxfp4(DType w, double scale_bits) noexcept { return w == DType::fp4 && scale_bits == kMxfp4ScaleBits; }
 
 // The dtype a GEMM runs in unless --compute-dtype says: NVFP4 weights run W4A4 where the chip
 // multiplies fp4 (the engines quantise the activations to NVFP4 too: TensorRT-LLM's and vLLM's
@@ -97,7 +99,7 @@ GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::C
 
 bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept {
   const GemmDtypes d = gemm_dtypes(m, f, chip);
-  return m.moe.experts > 0 && d.expert_weight == DType::fp4 && d.expert_scale_bits == kMxfp4ScaleBits;
+  return m.moe.experts > 0 && is_mxfp4(d.expert_weight, d.expert_scale_bits);
 }
 
 namespace {
@@ -667,7 +669,7 @@ void moe_mlp(Ctx& c) {
   // MXFP4 experts as the engine's kernel pads them (ForwardConfig::mxfp4_expert_align): the
   // hidden width and this chip's intermediate share rounded up, hp and Ip, in their GEMMs'
   // shapes and weights (the parameters counted stay the checkpoint's).
-  const double align = c.f.mxfp4_expert_align > 0 && c.expert_w == DType::fp4 && c.expert_scale_bits == kMxfp4ScaleBits
+  const double align = c.f.mxfp4_expert_align > 0 && is_mxfp4(c.expert_w, c.expert_scale_bits)
                            ? static_cast<double>(c.f.mxfp4_expert_align)
                            : 1;
   const double hp = std::ceil(h / align) * align, Ip = std::ceil(Il / align) * align;

@@ -37,6 +37,10 @@ constexpr double kFrontEndS = 4e-3;
 
 constexpr const char* kPythonHostSource = "vLLM V1's loop: vllm-project/vllm PRs #42131 and #46112";
 constexpr const char* kFrontEndSource = "vLLM's server against its LLM class: tenstorrent/tt-inference-server #190";
+// MXFP4 experts as FlashInfer's trtllm-gen MoE takes them on Blackwell (a chip that multiplies
+// fp4): vLLM's and SGLang's Mxfp4MoEMethod.create_weights round the hidden width and each chip's
+// intermediate share up to 256 for it (EngineConfig::mxfp4_expert_align); 0 elsewhere.
+int trtllm_gen_mxfp4_align(const hw::ChipSpec& chip) noexcept { return chip.peak(hw::Unit::matrix, DType::fp4) > 0 ? 256 : 0; }
 
 // SGLang's own loop before its overlap scheduler: the scheduling time of an iteration (all of it
 // but the model's forward: the last batch's results processed, the next batch chosen and
@@ -147,7 +151,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // (round_up(intermediate_size_per_partition, 256), round_up(hidden_size, 256): gpt-oss-120b's
   // 2880 to 3072). gpt-oss came with 0.10.1; the 0.9-0.10 preset takes it so. Hopper's Triton
   // kernels pad the intermediate share to 64 (2880 is a multiple of it at TP 1): not priced.
-  e.mxfp4_expert_align = chip.peak(hw::Unit::matrix, DType::fp4) > 0 && version != 8 ? 256 : 0;
+  e.mxfp4_expert_align = version != 8 ? trtllm_gen_mxfp4_align(chip) : 0;
   e.policy = StepPolicy::running_first;
   e.admission = Admission::step_blocks;
   e.preemption = Preemption::recompute;
@@ -408,7 +412,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // gpt-oss's MXFP4 experts on Blackwell: FlashInfer's trtllm-gen MoE (the flashinfer_mxfp4
   // runner), whose weights Mxfp4MoEMethod.create_weights rounds up to 256 in the hidden width
   // and each chip's intermediate share (python/sglang/srt/layers/quantization/mxfp4.py, as vLLM).
-  e.mxfp4_expert_align = chip.peak(hw::Unit::matrix, DType::fp4) > 0 && version != 3 ? 256 : 0;
+  e.mxfp4_expert_align = version != 3 ? trtllm_gen_mxfp4_align(chip) : 0;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14; 0.3: global_config.py base_min_new_token_ratio 0.1,
   // new_token_ratio_decay 0.001 a step (600 steps from 0.7).
