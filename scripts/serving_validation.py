@@ -86,17 +86,14 @@ add_set("vllm-ci-latency", "Batch of 8 requests, 32 in / 128 out (vLLM nightly C
                                ("llama-3.1-8b", "a100-80gb", 1, 1579.27), ("llama-3.1-70b", "a100-80gb", 4, 3990.59)]],
         ["model", "GPU", "TP"], None)
 
-# TensorRT-LLM's TensorRT-engine flow (its C++ executor: NIM 1.8, TensorRT-LLM 0.14 behind Triton) launches
-# its kernels from C++, not from Python modules: the PyTorch backend's host time per eager kernel
-# (docs/serving.md#eager-host) is left out of the runs standing in for it.
-CPP_RUNTIME = ["--eager-host", "0s"]
-
 # 3. NVIDIA NIM 1.8.0 (TensorRT-LLM inside), Llama-3.3-70B-Instruct FP8 on 2 x H100 at TP 2, 5000 in /
 #    500 out, closed loop (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance): mean TTFT, mean ITL, tok/s.
+#    NIM runs TensorRT-LLM engines under the C++ executor, its TensorRT-LLM's release not stated: the
+#    nearest preset is the TensorRT engine flow's (trtllm@0.15), and its rows keep a class of their own.
 add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 TP 2 (NVIDIA NIM 1.8.0, TensorRT-LLM)",
         "docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance: Llama-3.3-70B-Instruct FP8, 2 x H100 80GB, TP 2",
-        "NIM 1.8.0 (its TensorRT-LLM's release not stated: the trtllm preset)", "trtllm", "mean",
-        [(["--model", "llama-3.1-70b", "--hw", "h100-sxm", "--tp", "2", *FP8, *CPP_RUNTIME, "--concurrency", str(c),
+        "NIM 1.8.0 (TensorRT-LLM engines, its release not stated: the TensorRT engine flow's preset)", "trtllm@0.15", "mean",
+        [(["--model", "llama-3.1-70b", "--hw", "h100-sxm", "--tp", "2", *FP8, "--concurrency", str(c),
            "--requests", str(max(60, 6 * c)), "--warmup-requests", str(c), "--prompt", "5000", "--gen", "500"],
           {"ttft": ttft / 1e3, "itl": itl / 1e3, "output_tps": tps}, [c], "fp8")
          for c, ttft, itl, tps in [(1, 406.77, 18.58, 51.67), (5, 546.7, 21.83, 218.48), (25, 688.69, 38.75, 623.4),
@@ -203,12 +200,12 @@ for m, hw, tp, gen, rows in [
         ("llama-3.1-8b", "h200", 1, 256, [(2, 21, 6), (4, 23, 7), (8, 24, 7), (16, 27, 9)]),
         ("llama-3.1-8b", "h200", 1, 16, [(2, 18, 5), (4, 19, 6), (8, 20, 6), (16, 22, 7)])]:
     for q, ttft, itl in rows:
-        T14.append((["--model", m, "--hw", hw, "--tp", str(tp), *CPP_RUNTIME, "--qps", str(q), "--requests", "500", "--prompt", "467",
+        T14.append((["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "500", "--prompt", "467",
                      "--gen", str(gen)], {"ttft": ttft / 1e3, "itl": itl / 1e3}, [m, hw, tp, gen, q], "16-bit"))
 add_set("trtllm-0.14-online", "Request rates 2-16/s, 467 in (TensorRT-LLM 0.14 behind Triton, BF16; means)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md, 'Online Serving Measurements' (commit 258c754): version 0.14.0, 500 requests, BF16",
-        "TensorRT-LLM 0.14 (the TensorRT engine flow and C++ executor; not modelled: the trtllm preset)", "trtllm", "mean", T14,
-        ["model", "GPU", "TP", "gen", "req/s"], None, modelled="trtllm 0.14")
+        "TensorRT-LLM 0.14 (the TensorRT engine flow under the C++ executor: the trtllm@0.15 preset, 0.9-0.15)", "trtllm@0.14", "mean", T14,
+        ["model", "GPU", "TP", "gen", "req/s"], None)
 
 # 6. vLLM v0.19.1 on one H100 with FlashAttention-3 (vllm-project/vllm-project.github.io _posts/2026-04-22-fp8-kvcache.md,
 #    commit 5ffe2dd): 150 requests at concurrency 8 of ~20k in / ~2k out (±15%), medians; and one request at a time, 128
@@ -406,7 +403,7 @@ def run_all():
         args, measured, cells, dtype = r
         errors = {m: predicted(j, m, s["stat"]) / v - 1 for m, v in measured.items()}
         out.append(dict(set=s, cells=cells, measured=measured, predicted={m: predicted(j, m, s["stat"]) for m in measured},
-                        errors=errors, dtype=dtype))
+                        errors=errors, dtype=dtype, band=j["error_band"]["class"].split(", ")[0]))
     return out
 
 
@@ -415,13 +412,15 @@ def fmt_value(metric, v):
 
 
 def engine_family(engine):
-    # vLLM's V0 engine (vllm@0.6) is another engine than V1: a class of its own.
-    return engine if engine.startswith("vllm@0.6") else engine.split("@")[0]
+    return engine.split("@")[0]
 
 
 def class_of(row):
+    # The engine's name in the classes is the binary's own (its answers' `error_band.class`): the
+    # family, but a class of its own for a preset that is another engine (vLLM's V0 engine,
+    # vllm@0.6; TensorRT-LLM's TensorRT engine flow, trtllm@0.15).
     s = row["set"]
-    engine = engine_family(s["engine"]) if s["unmodelled"] is None else f"{s['unmodelled']} (not modelled)"
+    engine = row["band"] if s["unmodelled"] is None else f"{s['unmodelled']} (not modelled)"
     return f"{engine}, {row['dtype']}, {'MoE' if s['moe'] else 'dense'}"
 
 

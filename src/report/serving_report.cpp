@@ -407,15 +407,22 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
 
 std::string engine_host_text(const model::ModelConfig& m, const serving::EngineConfig& e, std::string_view indent) {
   std::string s;
-  s += fmt::format("{}host {} per step{}{}{}{}\n", indent, host_time(e.step_overhead_s, e.per_request_overhead_s),
-                   e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
-                                        : ", between device steps",
-                   e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
-                   e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
-                                                       "waits for its end)", e.scheduler_steps)
-                                         : std::string(),
-                   e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
-                                      : std::string());
+  if (e.step_overhead_s <= 0 && e.per_request_overhead_s <= 0 && e.exposed_step_s <= 0 && e.async_step_s <= 0 && e.async_per_request_s <= 0 &&
+      !e.overlap_scheduling && e.scheduler_steps <= 1) {
+    // No host time priced and nothing planned ahead (TensorRT-LLM's C++ executor, whose loop has
+    // no published figure; the static engine): said so, with where that comes from.
+    s += fmt::format("{}host: none priced per step{}\n", indent, e.host_source.empty() ? std::string() : fmt::format(" ({})", e.host_source));
+  } else {
+    s += fmt::format("{}host {} per step{}{}{}{}\n", indent, host_time(e.step_overhead_s, e.per_request_overhead_s),
+                     e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
+                                          : ", between device steps",
+                     e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
+                     e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
+                                                         "waits for its end)", e.scheduler_steps)
+                                           : std::string(),
+                     e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
+                                        : std::string());
+  }
   if (e.front_end_s > 0) {
     s += fmt::format("{}front end {} per request before the scheduler sees it (HTTP, tokenise, hand-over; first token back): in TTFT and E2E\n",
                      indent, t(e.front_end_s));

@@ -491,6 +491,59 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   return e;
 }
 
+// TensorRT-LLM's TensorRT engine flow, 0.9-0.15 (`trtllm@0.15`): engines built by trtllm-build
+// and run by the C++ executor (the Executor API from 0.9; Triton's tensorrtllm_backend and NIM
+// serve them). Its batch manager is the one the PyTorch backend later reused, so the scheduler,
+// admission and cache sizing are the `trtllm` preset's (microBatchScheduler, GUARANTEED_NO_EVICT,
+// free_gpu_memory_fraction 0.9; BuildConfig's max_num_tokens 8192 and max_batch_size 2048,
+// tensorrt_llm/builder.py at 1730a58, October 2024). What differs, each as these releases ran:
+// - no overlap: the executor's loop syncs step n, returns its tokens, fetches new requests and
+//   only then launches step n+1 (a request waits for the step in flight, no more); the overlap
+//   of two micro-batches (enable_trt_overlap) was deprecated and ignored by 0.13-0.17's
+//   tensorrtllm_backend, and an overlap of the next step's preparation came to the C++ runtime
+//   only in 0.20 (PR #3625), off by default;
+// - no CUDA graphs: ExtendedRuntimePerfKnobConfig's cudaGraphMode = false (executor.h), Triton's
+//   cuda_graph_mode "(default=false)" (0.15-0.17; 0.14 never sets it): every kernel launched by
+//   the C++ runtime's enqueue of the engine, with no Python per kernel (eager_host_s 0);
+//   --cuda-graphs captures every decode batch (cuda_graph_cache_size);
+// - KV blocks of 64 tokens (plugin.py tokens_per_block default=64 at f14d1d4 and 548b5b7; 32 from
+//   early 2025) and no block reuse (KvCacheConfig enableBlockReuse = false; on with paged context
+//   FMHA only from 0.17); chunked context off (enableChunkedContext = false);
+// - the all-reduce plugin's AUTO (allreducePlugin.cpp at b7868dd, November 2024): its one-shot
+//   kernel within the 16 MB workspace at TP 2, under 1 MB at TP 3-4, under 500 kB past 4, NCCL
+//   otherwise: the `trtllm` preset's limits;
+// - no DeepGEMM (TensorRT-LLM's port came in PR #3341, April 2025).
+// The C++ loop's own time per iteration is not published: none is priced (--step-overhead).
+EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
+  EngineConfig e = trtllm(chip);
+  e.version = 15;
+  e.releases = "TensorRT engine flow, C++ executor, 0.9-0.15";
+  e.kv_block = 64;
+  e.prefix_caching = false;
+  e.partial_reuse = false;
+  e.decode_graphs = GraphMode::eager;
+  e.mixed_graphs = GraphMode::eager;
+  e.graph_max_batch = e.max_num_seqs;
+  e.graph_exact_sizes = false;
+  e.eager_host_s = 0;
+  e.eager_host_source.clear();
+  e.overlap_scheduling = false;
+  e.exposed_step_s = 0;
+  e.step_overhead_s = 0;
+  e.per_request_overhead_s = 0;
+  e.host_source = "the C++ executor's loop: none published";
+  e.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  e.sources =
+      "TensorRT-LLM's TensorRT engine flow (trtllm-build engines under the C++ executor, 0.9-0.15): builder.py BuildConfig "
+      "(max_num_tokens 8192, max_batch_size 2048), executor.h (chunked context off, cudaGraphMode false, KvCacheConfig block "
+      "reuse off, free_gpu_memory_fraction 0.9, GUARANTEED_NO_EVICT), plugin.py (tokens_per_block 64), tensorrtllm_backend "
+      "docs/model_config.md (enable_trt_overlap deprecated and ignored), allreducePlugin.cpp AUTO (one-shot within 16 MB at "
+      "TP 2, under 1 MB at TP 3-4, 500 kB past 4); no host time per iteration published; front end per request as "
+      "vLLM's (4 ms; none published for Triton's tensorrtllm_backend)";
+  e.front_end_source = std::string(kFrontEndSource) + " (none published for Triton's tensorrtllm_backend)";
+  return e;
+}
+
 EngineConfig static_batch(const hw::ChipSpec&) {
   EngineConfig e;
   e.kind = EngineKind::static_batch;
@@ -579,11 +632,22 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
       e.version = release < 4 ? 3 : 0;
       break;
     case EngineKind::trtllm:
-      // The PyTorch backend, which 0.19 and 0.20 ran with --backend pytorch and 1.0 made the default.
-      if (release < 19) {
-        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.19 (the TensorRT engine flow) is not modelled: the preset is "
-                                     "the PyTorch backend (0.19+, the default from 1.0)", given));
+      // The PyTorch backend, which 0.19 and 0.20 ran with --backend pytorch and 1.0 made the default;
+      // before it the TensorRT engine flow under the C++ executor (0.9-0.15: trtllm_engines).
+      if (release < 9) {
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.9 (GptManager, before the Executor API) is not modelled: presets "
+                                     "cover the TensorRT engine flow of 0.9-0.15 (trtllm@0.15) and the PyTorch backend (0.19+)",
+                                     given));
       }
+      if (release >= 16 && release < 19) {
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM 0.16-0.18 is not modelled: their TensorRT engine flow changed "
+                                     "its defaults (chunked context with paged context FMHA, KV block reuse, blocks of 32 tokens); "
+                                     "expected trtllm@0.15 "
+                                     "(with --chunked-prefill on --prefix-caching on --kv-block 32 for those defaults) or trtllm "
+                                     "(the PyTorch backend, 0.19+)",
+                                     given));
+      }
+      if (release < 16) e.version = 15;
       break;
     case EngineKind::static_batch: break;
   }
@@ -591,7 +655,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
 }
 
 std::string band_name(EngineRef e) {
-  if (e.kind == EngineKind::vllm && e.version == 6) return name(e);
+  if ((e.kind == EngineKind::vllm && e.version == 6) || (e.kind == EngineKind::trtllm && e.version == 15)) return name(e);
   return std::string(name(e.kind));
 }
 
@@ -601,7 +665,7 @@ EngineConfig preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp)
   switch (engine.kind) {
     case EngineKind::vllm: return engine.version == 6 ? vllm_v0(chip) : vllm(chip, engine.version);
     case EngineKind::sglang: return sglang(chip, tp, engine.version);
-    case EngineKind::trtllm: return trtllm(chip);
+    case EngineKind::trtllm: return engine.version == 15 ? trtllm_engines(chip) : trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
   }
   return vllm(chip, engine.version);
@@ -629,6 +693,14 @@ void set_draw(EngineConfig& e) {
                       "(python/sglang/srt/layers/sampler.py)";
       break;
     case EngineKind::trtllm:
+      if (e.version == 15) {
+        // The C++ runtime's sampling layers (DynamicDecodeLayer), whose kernels at a temperature
+        // with nothing cut are not modelled: priced as vLLM's draw.
+        e.draw = Draw::exponential;
+        e.draw_source = "the C++ runtime's sampling layers, not modelled: priced as vLLM's random_sample (exponential noise, the "
+                        "probabilities divided by it, their argmax)";
+        break;
+      }
       e.draw = Draw::multinomial;
       e.draw_source = "TorchSampler's torch.multinomial: the probabilities' max, min and sums checked, exponential noise, divide, "
                       "argmax (NVIDIA/TensorRT-LLM PR #7294, until FlashInfer's from PR #9454)";

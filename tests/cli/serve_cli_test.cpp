@@ -227,6 +227,30 @@ TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 19.38e-3, 1e-12);
 }
 
+TEST(ServeCli, TheTensorRtEngineFlowSaysHowItRunsAndQuotesItsOwnClass) {
+  // trtllm@0.14 is the TensorRT engine flow's preset (0.9-0.15): its name, every kernel launched
+  // by the C++ runtime (no graphs, no Python time a kernel), no host time priced (none published)
+  // and no step planned ahead; its answers quote its own class, TensorRT-LLM 0.14's 32 rows behind
+  // Triton (docs/serving.md#against-published-measurements).
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 40 --prompt 467 --gen 16 --engine trtllm@0.14";
+  const RunResult text = run(q);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("trtllm@0.15 (TensorRT engine flow, C++ executor, 0.9-0.15) engine"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("kernels launched eagerly"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host: none priced per step (the C++ executor's loop: none published)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("eager kernels"), std::string::npos) << text.out;
+  const nlohmann::json j = run_json(q + " --json");
+  EXPECT_EQ(j["engine"]["eager_host_s"].get<double>(), 0);
+  EXPECT_FALSE(j["engine"]["overlap_scheduling"].get<bool>());
+  EXPECT_EQ(j["engine"]["kv_block"].get<int>(), 64);
+  EXPECT_EQ(j["error_band"]["class"], "trtllm@0.15, 16-bit, dense");
+  EXPECT_TRUE(j["error_band"]["own_rows"].get<bool>());
+  EXPECT_EQ(j["error_band"]["metrics"]["ttft"]["n"].get<int>(), 32);
+  // The PyTorch backend's preset keeps its own class (no 16-bit dense row of its own: pooled).
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 40 --prompt 467 --gen 16 --engine trtllm --json")["error_band"]["class"],
+            "trtllm, 16-bit, dense");
+}
+
 TEST(ServeCli, VllmV1PromptsPastTheLargestGraphRunEagerly) {
   // One client, the host 1 ms a kernel. vLLM V1 replays a step of up to 512 tokens as piecewise
   // graphs: a 512-token prompt's step leaves the host its 32 attention kernels (32 ms, past the

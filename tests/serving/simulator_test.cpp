@@ -460,6 +460,20 @@ TEST(Simulator, TheFrontEndDelaysEachRequestBeforeTheSchedulerSeesIt) {
   EXPECT_EQ(r.steps, 3 * 100);
 }
 
+// Two requests of 10 output tokens, the second arriving at t_b (constant arrivals of period
+// t_b), their records in arrival order.
+std::vector<RequestRecord> second_at(const model::ModelConfig& m, const hw::System& sys, ServeConfig& cfg, double t_b) {
+  cfg.workload.arrival = Arrival::constant;
+  cfg.workload.qps = 1 / t_b;
+  cfg.workload.requests = 2;
+  cfg.workload.gen.a = 10;
+  cfg.workload.gen.text = "10";
+  std::vector<RequestRecord> seen;
+  simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
+  std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+  return seen;
+}
+
 TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep) {
   // vLLM 0.14+ (async scheduling): step n+1 is planned while step n runs. Request A arrives at
   // 0 on an idle engine: its prefill step could not be planned ahead, so it takes the device's
@@ -487,17 +501,42 @@ TEST(Simulator, AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep)
   mixed.fused_attention = true;
   const double mx = step.time(mixed, GraphMode::eager);
   const double t_b = P + h + d / 2;
-  cfg.workload.arrival = Arrival::constant;
-  cfg.workload.qps = 1 / t_b;
-  cfg.workload.requests = 2;
-  cfg.workload.gen.a = 10;
-  cfg.workload.gen.text = "10";
-  std::vector<RequestRecord> seen;
-  simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
+  const std::vector<RequestRecord> seen = second_at(m, sys, cfg, t_b);
   ASSERT_EQ(seen.size(), 2u);
-  std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
   EXPECT_NEAR(seen[0].ttft_s, P + h, 200 * kPs);
   EXPECT_NEAR(seen[1].ttft_s, d / 2 + d2 + mx, 400 * kPs);
+}
+
+TEST(Simulator, TensorRtLlmsCppExecutorRunsANewRequestInTheStepAfterTheOneInFlight) {
+  // TensorRT-LLM 0.9-0.15's TensorRT engine flow (trtllm@0.15): the C++ executor syncs step n,
+  // fetches new requests, then launches step n+1; no CUDA graphs, no host time priced. Request A
+  // arrives at 0 on an idle engine: its prefill step is the device's P alone (context FMHA apart
+  // from the generation kernels; one chip, no all-reduce). Its decode steps follow back to back,
+  // each eager: d1 at context 1001. Request B arrives halfway through that first decode step, at
+  // t_B = P + d1/2: the executor fetches it when the step ends, and its prompt runs in the very
+  // next step beside A's token at context 1002: B's TTFT is (P + d1 + m) - t_B = d1/2 + m, m that
+  // mixed step's device time, eager. (The PyTorch backend's overlap scheduler would add the
+  // decode step it planned ahead: AnEngineThatSchedulesAheadHidesItsHostAndLagsANewRequestByAStep.)
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(*parse_engine("trtllm@0.14"), sys);
+  ASSERT_FALSE(cfg.engine.overlap_scheduling);
+  StepModel step;
+  model::ForwardConfig f = cfg.forward;
+  f.merged_kernels = true;
+  step.prepare(m, sys, f);
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  const double P = step.time(prefill, GraphMode::eager);
+  const double d = step.time(decode_mix(1, 1001), GraphMode::eager);
+  model::StepMix mixed = decode_mix(1, 1002);
+  mixed.add_prefill(1000, 1000, 0);
+  const double mx = step.time(mixed, GraphMode::eager);
+  const double t_b = P + d / 2;
+  const std::vector<RequestRecord> seen = second_at(m, sys, cfg, t_b);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NEAR(seen[0].ttft_s, P, 200 * kPs);
+  EXPECT_NEAR(seen[1].ttft_s, d / 2 + mx, 400 * kPs);
 }
 
 TEST(Engine, ReleasesMapToThePresetCoveringThem) {
@@ -541,6 +580,15 @@ TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   EXPECT_DOUBLE_EQ(sg.per_request_overhead_s, 1.1e-6);
   EXPECT_EQ(*parse_engine("trtllm@1.1"), (EngineRef{EngineKind::trtllm, 0}));
   EXPECT_EQ(*parse_engine("trtllm@0.20"), (EngineRef{EngineKind::trtllm, 0}));  // the PyTorch backend, opt-in then
+  // 0.9-0.15: the TensorRT engine flow under the C++ executor, a preset and a class of its own;
+  // 0.16-0.18 changed that flow's defaults and are refused, as is 0.8's GptManager.
+  EXPECT_EQ(*parse_engine("trtllm@0.9"), (EngineRef{EngineKind::trtllm, 15}));
+  EXPECT_EQ(*parse_engine("trtllm@0.14.0"), (EngineRef{EngineKind::trtllm, 15}));
+  EXPECT_EQ(*parse_engine("trtllm@0.15"), (EngineRef{EngineKind::trtllm, 15}));
+  EXPECT_EQ(name(EngineRef{EngineKind::trtllm, 15}), "trtllm@0.15");
+  EXPECT_EQ(band_name(EngineRef{EngineKind::trtllm, 15}), "trtllm@0.15");
+  EXPECT_EQ(band_name(EngineRef{EngineKind::trtllm, 0}), "trtllm");
+  for (const char* refused : {"trtllm@0.8", "trtllm@0.16", "trtllm@0.18.2"}) EXPECT_THROW(parse_engine(refused), InputError) << refused;
   EXPECT_EQ(name(EngineRef{EngineKind::vllm, 13}), "vllm@0.13");
   EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 13}, h100().chip).overlap_scheduling);
   EXPECT_TRUE(engine_preset(EngineKind::vllm, h100().chip).overlap_scheduling);
@@ -579,6 +627,38 @@ TEST(Engine, Sglang03PresetFollowsItsOwnDefaults) {
   // new_token_ratio 0.7 down to 0.1 by 0.001 a decode step: 600 steps.
   EXPECT_DOUBLE_EQ(e.new_token_ratio_min, 0.1);
   EXPECT_NEAR((e.new_token_ratio_init - e.new_token_ratio_min) / static_cast<double>(e.new_token_ratio_decay_steps), 0.001, 1e-15);
+}
+
+// TensorRT-LLM's TensorRT engine flow, 0.9-0.15, as its code and docs of October-November 2024
+// set it (src/serving/engine.cpp trtllm_engines): the C++ executor's batch manager, the PyTorch
+// backend's scheduler and limits; no overlap, no CUDA graphs, no Python per kernel, 64-token
+// blocks, no block reuse, no DeepGEMM.
+TEST(Engine, TensorRtEngineFlowPresetFollowsItsOwnDefaults) {
+  const EngineConfig e = engine_preset(EngineRef{EngineKind::trtllm, 15}, h100().chip, 4);
+  const EngineConfig py = engine_preset(EngineRef{EngineKind::trtllm, 0}, h100().chip, 4);
+  EXPECT_EQ(e.version, 15);
+  EXPECT_FALSE(e.overlap_scheduling);
+  EXPECT_EQ(e.exposed_step_s, 0);
+  EXPECT_EQ(e.step_overhead_s, 0);
+  EXPECT_EQ(e.per_request_overhead_s, 0);
+  EXPECT_EQ(e.eager_host_s, 0);
+  EXPECT_EQ(decode_step_graphs(e, 1), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(e, 64), GraphMode::eager);
+  EXPECT_EQ(mixed_step_graphs(e, 100), GraphMode::eager);
+  EXPECT_EQ(e.kv_block, 64);
+  EXPECT_FALSE(e.prefix_caching);
+  EXPECT_FALSE(e.chunked_prefill);
+  EXPECT_EQ(e.scaled_gemm, model::ForwardConfig::ScaledGemm::triton);
+  // What stays the batch manager's: the step policy, admission, limits, memory and all-reduce.
+  EXPECT_EQ(e.policy, py.policy);
+  EXPECT_EQ(e.admission, py.admission);
+  EXPECT_EQ(e.max_batched_tokens, 8192);
+  EXPECT_EQ(e.max_num_seqs, 2048);
+  EXPECT_DOUBLE_EQ(e.kv_memory_fraction, 0.9);
+  EXPECT_EQ(e.custom_allreduce_max_bytes, py.custom_allreduce_max_bytes);
+  // --cuda-graphs (its cuda_graph_mode) captures any decode batch up to the sequence limit.
+  EXPECT_EQ(e.graph_max_batch, 2048);
+  EXPECT_FALSE(e.graph_exact_sizes);
 }
 
 // vLLM V1 captures graphs by a step's tokens, 1 to 512 of them whatever their kind; a step of

@@ -209,7 +209,8 @@ struct EngineConfig {
 };
 
 /// The engine's name in the validation table's classes (docs/serving.md#errors-by-class): its
-/// family ("vllm", "sglang", ...), except vLLM's V0 engine, another engine than V1: "vllm@0.6".
+/// family ("vllm", "sglang", ...), except the presets that are other engines than their family's
+/// newest: vLLM's V0 engine ("vllm@0.6") and TensorRT-LLM's TensorRT engine flow ("trtllm@0.15").
 std::string band_name(EngineRef e);
 
 /// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them),
