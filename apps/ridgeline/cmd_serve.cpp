@@ -286,7 +286,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--eager-host", f->eager_host,
                 "the engine's host time per kernel it launches outside a graph, e.g. '25 us': an eager step lasts at least its kernels times it "
                 "(engine default; with MLA under vLLM its attention op's kernels too)");
-  s->add_flag("--cuda-graphs", f->cuda_graphs, "static: decode steps as one graph (the engines capture graphs already)");
+  s->add_flag("--cuda-graphs", f->cuda_graphs, "decode steps as one graph, for the presets that capture none (static, trtllm@0.15: the TensorRT engine flow's cuda_graph_mode); the others capture graphs already");
   s->add_flag("--eager", f->eager, "no CUDA graphs: every kernel launched by the host");
   s->add_option("--graph-max-batch", f->graph_max_batch,
                 "largest decode batch captured as a CUDA graph; vLLM V1: the largest step of any kind, in tokens (engine default)")

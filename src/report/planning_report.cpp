@@ -429,7 +429,10 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
     // A column of chunked prefill (on or off) when the space chooses it.
     const bool chunking = !space.chunked_prefill.empty();
-    s += fmt::format("  {:<12}{:>4}{:>5}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine",
+    // The engine column as wide as its longest preset's name and a space (8 at least).
+    std::size_t engine_w = 8;
+    for (const Deployment& d : v) engine_w = std::max(engine_w, serving::name(d.engine).size() + 1);
+    s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine", engine_w,
                      spec_head, "seqs", "tokens", chunking ? " chunk" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
                      "tok/s/G", "tok/s/u", "max qps", "spare");
     for (std::size_t i = 0; i < v.size();) {
@@ -441,9 +444,9 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");
-      s += fmt::format("  {:<12}{:>4}{:>5}{:>8}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
+      s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
                        space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d) + (d.experts == model::ForwardConfig::Experts::expert ? "e" : ""),
-                       serving::name(d.engine), k, seqs, d.max_batched_tokens, chunk,
+                       serving::name(d.engine), engine_w, k, seqs, d.max_batched_tokens, chunk,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,

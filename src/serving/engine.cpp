@@ -523,7 +523,7 @@ EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   e.partial_reuse = false;
   e.decode_graphs = GraphMode::eager;
   e.mixed_graphs = GraphMode::eager;
-  e.graph_max_batch = e.max_num_seqs;
+  e.graph_max_batch = INT64_MAX / 4;  // (--cuda-graphs: any batch, whatever --max-num-seqs)
   e.graph_exact_sizes = false;
   e.eager_host_s = 0;
   e.eager_host_source.clear();
@@ -640,11 +640,10 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
                                      given));
       }
       if (release >= 16 && release < 19) {
-        throw InputError(fmt::format("--engine {}: TensorRT-LLM 0.16-0.18 is not modelled: their TensorRT engine flow changed "
-                                     "its defaults (chunked context with paged context FMHA, KV block reuse, blocks of 32 tokens); "
-                                     "expected trtllm@0.15 "
-                                     "(with --chunked-prefill on --prefix-caching on --kv-block 32 for those defaults) or trtllm "
-                                     "(the PyTorch backend, 0.19+)",
+        throw InputError(fmt::format("--engine {}: TensorRT-LLM 0.16-0.18 is not modelled: the TensorRT engine flow's defaults "
+                                     "changed over them (paged context FMHA and with it chunked context, KV block reuse from 0.17, "
+                                     "blocks of 32 tokens by February 2025); expected trtllm@0.15 with --chunked-prefill, "
+                                     "--prefix-caching and --kv-block as the release sets them, or trtllm (the PyTorch backend, 0.19+)",
                                      given));
       }
       if (release < 16) e.version = 15;
@@ -746,7 +745,14 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 }
 
 void validate_ranks(const EngineConfig& e, std::int64_t ranks) {
-  if (e.kind != EngineKind::sglang || ranks <= 1) return;
+  if (ranks <= 1) return;
+  if (e.kind == EngineKind::trtllm && e.version == 15) {
+    throw InputError(fmt::format("--ep {}: trtllm@0.15 (TensorRT-LLM's TensorRT engine flow) has no attention data parallelism, the "
+                                 "PyTorch backend's (enable_attention_dp); expected --ep 1 (--experts ep for its MoE expert "
+                                 "parallelism) or --engine trtllm",
+                                 ranks));
+  }
+  if (e.kind != EngineKind::sglang) return;
   const auto refuse = [&](const char* flag, std::int64_t v, const char* what) {
     throw InputError(fmt::format("{}: {} under SGLang at --ep {}: SGLang divides the server's {} over its attention data-parallel "
                                  "ranks ({} // {} = 0 per rank); expected at least {}",
@@ -841,7 +847,8 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   switch (e.kind) {
     case EngineKind::vllm: f.routing = e.version == 0 ? Routing::fused : e.version == 13 ? Routing::pair : Routing::compiled; break;
     case EngineKind::sglang: f.routing = e.version == 3 ? Routing::compiled : Routing::fused; break;
-    case EngineKind::trtllm: f.routing = Routing::scored_pair; break;
+    // (trtllm@0.15, the TensorRT engine flow: its MoE plugin's one top-k kernel, as any router.)
+    case EngineKind::trtllm: f.routing = e.version == 15 ? Routing::generic : Routing::scored_pair; break;
     default: f.routing = Routing::generic; break;
   }
   f.mla_op = e.mla_op;

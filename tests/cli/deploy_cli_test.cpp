@@ -123,7 +123,8 @@ TEST(EmitCli, BadEmitFlags) {
   // Nor for TensorRT-LLM's TensorRT engine flow: its engines are built by trtllm-build, not served
   // by trtllm-serve's flags.
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --engine trtllm@0.14 --emit trtllm",
-             "--emit trtllm: no flag list for the preset trtllm@0.15 (TensorRT engine flow, C++ executor, 0.9-0.15)");
+             "--emit trtllm: no flag list for the preset trtllm@0.15 (TensorRT engine flow, C++ executor, 0.9-0.15): its engines are "
+             "built by trtllm-build");
 }
 
 // Without --weight-dtype and --kv-dtype the search tries the checkpoint's and fp8 on a chip that

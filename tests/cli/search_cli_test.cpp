@@ -173,6 +173,19 @@ TEST(SearchServeCli, SamplingAtATemperatureIsInTheBestsCommand) {
   EXPECT_EQ(run_json(kServe + " --hw h100-sxm --tp 1")["best"]["command"].get<std::string>().find("--sampling"), std::string::npos);
 }
 
+TEST(SearchServeCli, TheEngineColumnIsAsWideAsItsLongestPreset) {
+  // "trtllm@0.15" is 11 characters: its column widens to 12 (a space before it), so the ep
+  // column's 1 and the name do not run together as "1trtllm@0.15"; with the family names alone
+  // it stays 8 wide.
+  const RunResult r = run(kServe + " --hw h100-sxm --tp 1 --max-num-seqs 256 --weight-dtype bf16 --kv-dtype bf16 --engine trtllm@0.15,vllm --top 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  ep      engine  "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    1 trtllm@0.15  "), std::string::npos) << r.out;
+  const RunResult plain = run(kServe + " --hw h100-sxm --tp 1 --max-num-seqs 256 --weight-dtype bf16 --kv-dtype bf16 --engine vllm --top 1");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.out.find("  ep  engine  "), std::string::npos) << plain.out;
+}
+
 TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   // Each deployment carries the `serve` command that runs it: the best one, run by `serve`,
   // gives the same numbers to the last bit (the same requests from the same seed).

@@ -246,6 +246,9 @@ TEST(ServeCli, TheTensorRtEngineFlowSaysHowItRunsAndQuotesItsOwnClass) {
   EXPECT_EQ(j["error_band"]["class"], "trtllm@0.15, 16-bit, dense");
   EXPECT_TRUE(j["error_band"]["own_rows"].get<bool>());
   EXPECT_EQ(j["error_band"]["metrics"]["ttft"]["n"].get<int>(), 32);
+  // Attention data parallelism is the PyTorch backend's: refused with one line.
+  expect_bad("serve --model deepseek-v3 --hw h200 --tp 1 --ep 8 --qps 1 --engine trtllm@0.15",
+             "--ep 8: trtllm@0.15 (TensorRT-LLM's TensorRT engine flow) has no attention data parallelism");
   // The PyTorch backend's preset keeps its own class (no 16-bit dense row of its own: pooled).
   EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --requests 40 --prompt 467 --gen 16 --engine trtllm --json")["error_band"]["class"],
             "trtllm, 16-bit, dense");

@@ -656,9 +656,21 @@ TEST(Engine, TensorRtEngineFlowPresetFollowsItsOwnDefaults) {
   EXPECT_EQ(e.max_num_seqs, 2048);
   EXPECT_DOUBLE_EQ(e.kv_memory_fraction, 0.9);
   EXPECT_EQ(e.custom_allreduce_max_bytes, py.custom_allreduce_max_bytes);
-  // --cuda-graphs (its cuda_graph_mode) captures any decode batch up to the sequence limit.
-  EXPECT_EQ(e.graph_max_batch, 2048);
-  EXPECT_FALSE(e.graph_exact_sizes);
+  // --cuda-graphs (its cuda_graph_mode: decode_graphs set to graph) captures any decode batch,
+  // past the preset's sequence limit too (--max-num-seqs may raise it).
+  EngineConfig graphs = e;
+  graphs.decode_graphs = GraphMode::graph;
+  EXPECT_EQ(decode_step_graphs(graphs, 2048), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(graphs, 4096), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(graphs, 33), GraphMode::graph);  // (the PyTorch backend's list skips 33-63)
+  EXPECT_EQ(decode_step_graphs(py, 33), GraphMode::eager);
+  // Its MoE plugin's router is one top-k kernel, as any router's (not DeepseekV3Gate's pair).
+  EXPECT_EQ(engine_forward(model::ForwardConfig{}, e).routing, model::ForwardConfig::Routing::generic);
+  EXPECT_EQ(engine_forward(model::ForwardConfig{}, py).routing, model::ForwardConfig::Routing::scored_pair);
+  // No attention data parallelism (the PyTorch backend's enable_attention_dp): refused.
+  EXPECT_THROW(validate_ranks(e, 8), InputError);
+  EXPECT_NO_THROW(validate_ranks(e, 1));
+  EXPECT_NO_THROW(validate_ranks(py, 8));
 }
 
 // vLLM V1 captures graphs by a step's tokens, 1 to 512 of them whatever their kind; a step of
