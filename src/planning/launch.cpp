@@ -351,16 +351,14 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
   }
   const std::string preset = serving::name(serving::EngineRef{e.kind, e.version});
   const io::EngineCliSpec* cli = io::engine_cli(preset);
-  if (cli == nullptr && e.kind == serving::EngineKind::trtllm) {
-    throw InputError(fmt::format("--emit {}: no flag list for the preset {} ({}): its engines are built by trtllm-build, not "
-                                 "launched by trtllm-serve's flags; simulate with --engine trtllm (the PyTorch backend) to emit "
-                                 "a launch",
-                                 name(target), preset, e.releases));
-  }
   if (cli == nullptr) {
-    throw InputError(fmt::format("--emit {}: no flag list for the preset {} ({}): launch files are written for the presets whose release's "
-                                 "flags are listed (data/engines); simulate with one of those",
-                                 name(target), preset, e.releases));
+    // Why there is none: TensorRT-LLM's TensorRT engine flow is built, not launched by flags.
+    const char* why = e.kind == serving::EngineKind::trtllm
+                          ? "its engines are built by trtllm-build, not launched by trtllm-serve's flags; simulate with --engine trtllm "
+                            "(the PyTorch backend) to emit a launch"
+                          : "launch files are written for the presets whose release's flags are listed (data/engines); simulate with "
+                            "one of those";
+    throw InputError(fmt::format("--emit {}: no flag list for the preset {} ({}): {}", name(target), preset, e.releases, why));
   }
   LaunchPlan plan;
   plan.target = target;

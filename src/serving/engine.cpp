@@ -15,6 +15,8 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024;
+// A graph batch no step reaches: --cuda-graphs on a preset that captures none captures any decode batch.
+constexpr std::int64_t kAnyBatch = INT64_MAX / 4;
 // vLLM's custom all-reduce takes messages under 8 MiB (CustomAllreduce max_size=8192 * 1024,
 // should_custom_ar: inp_size < max_size, on two GPUs or fully connected ones), NCCL the rest:
 // at every tensor-parallel size (EngineConfig::custom_allreduce_max_bytes).
@@ -523,7 +525,7 @@ EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   e.partial_reuse = false;
   e.decode_graphs = GraphMode::eager;
   e.mixed_graphs = GraphMode::eager;
-  e.graph_max_batch = INT64_MAX / 4;  // (--cuda-graphs: any batch, whatever --max-num-seqs)
+  e.graph_max_batch = kAnyBatch;  // (whatever --max-num-seqs)
   e.graph_exact_sizes = false;
   e.eager_host_s = 0;
   e.eager_host_source.clear();
@@ -559,7 +561,7 @@ EngineConfig static_batch(const hw::ChipSpec&) {
   e.prefix_caching = false;
   e.decode_graphs = GraphMode::eager;  // --cuda-graphs, as for infer
   e.mixed_graphs = GraphMode::eager;
-  e.graph_max_batch = INT64_MAX / 4;
+  e.graph_max_batch = kAnyBatch;
   e.collective_algo = comm::Algo::automatic;  // as `infer`
   e.merged_kernels = false;
   e.sources = "static batching as `ridgeline infer` models it: no host time, prompts prefilled together";
