@@ -202,6 +202,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   c.ep = ep;
   c.ep_size = static_cast<double>(f.ep_size());
   c.moe = m.is_moe();
+  c.swap_ab_below = f.expert_swap_ab_below;
   c.model = &m;
   c.cuda_graphs = cfg.cuda_graphs;
   c.launch_s = rates.launch_s;
@@ -292,19 +293,28 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   // through the loop made every line wait for the one before.
   std::array<double, model::Graph::kMaxOps> t;
   const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep_size, B * c.prompt) : 0;
-  for (int i = 0; i < c.prefill_count; ++i) t[i] = c.prefill[i].rep * realistic_at(c.prefill[i], B, touched_prefill);
+  // Experts' rows in whole tiles (the lines that have them: OpLine::row_tile_flops_per_x).
+  const auto row_tiles = [&](double tokens) {
+    return c.moe ? model::expert_row_tiles(*c.model, tokens, model::kDeepGemmRowTile, c.swap_ab_below) : 1;
+  };
+  const double tiles_prefill = row_tiles(B * c.prompt);
+  for (int i = 0; i < c.prefill_count; ++i) {
+    const ServingCurve::Line& l = c.prefill[i];
+    t[i] = l.rep * realistic_at(l, B, touched_prefill, pad_flops_at(l, B) + row_tile_pad_flops(l, B, tiles_prefill));
+  }
   double ttft = c.prefill_sum.at(B);
   for (int i = 0; i < c.prefill_count; ++i) ttft += t[i];
   double decode = 0;
   if (c.steps >= 1) {
     const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep_size, B) : 0;
+    const double tiles_decode = row_tiles(B);
     for (int i = 0; i < c.fixed_count; ++i) {
       const ServingCurve::Line& l = c.fixed[i];
       const double rows = B * l.gemm_rows_per_x;
       const double pad = l.gemm_rows_per_x > 0
                              ? l.padding.from_work(rows, tabulated_work(l.padding, rows, c.fixed_pad.data() + c.fixed_pad_first[i], c.fixed_pad_count[i]))
                              : 0;
-      t[i] = l.rep * realistic_at(l, B, touched_decode, pad);
+      t[i] = l.rep * realistic_at(l, B, touched_decode, pad + row_tile_pad_flops(l, B, tiles_decode));
     }
     double step = c.fixed_sum.at(B);
     for (int i = 0; i < c.fixed_count; ++i) step += t[i];

@@ -105,13 +105,23 @@ OpLine fit_line(const RealisticParts& x1, const RealisticParts& x2, double B1, d
 OpLine fit_costs(const ops::OpCost& c1, const ops::OpCost& c2, double x1, double x2, const model::GraphOp& op1,
                  const model::GraphOp& op2, const ops::Rates& r, bool graphs, double rep) noexcept {
   const hw::KernelClass k = op1.kernel;
-  ops::TimeParts p1 = op_times(c1, r, graphs).parts, p2 = op_times(c2, r, graphs).parts;
+  // Row tiles: the line through the routed rows' work (the padded rows' is added at each x).
+  const bool row_tiles = op1.row_tile_flops > 0 && x1 > 0;
+  ops::OpCost d1 = c1, d2 = c2;
+  if (row_tiles) d1.matrix_pad_flops -= op1.row_tile_pad, d2.matrix_pad_flops -= op2.row_tile_pad;
+  ops::TimeParts p1 = op_times(d1, r, graphs).parts, p2 = op_times(d2, r, graphs).parts;
   const bool quantised = op1.quantised && r.sms > 0 && x1 > 0 && op1.gemm_m > 0;
   if (quantised) p1.matrix_pad = p2.matrix_pad = 0;  // the line holds the GEMM's own work; the tiling's is added at each x
   OpLine l = fit_line(realistic_parts(p1, r, k), realistic_parts(p2, r, k), x1, x2, op1, op2, r, rep);
   if (quantised) {
     l.gemm_rows_per_x = op1.gemm_m / x1;
     l.padding = ops::GemmPadding(op1.gemm_n, op1.gemm_k, r.sms, hw::gemm_split_for(r.gemm_split, k), r.achievable[static_cast<int>(k)].fill_k);
+  }
+  if (row_tiles) {
+    l.row_tile_flops_per_x = op1.row_tile_flops * op1.gemm_m / x1;
+    l.row_tile_min_x = op1.row_tile_min_rows * x1 / op1.gemm_m;
+  }
+  if (quantised || row_tiles) {
     l.pad_s_per_flop = r.s_per_flop[0][index(c1.matrix_dtype)] * r.achievable[static_cast<int>(k)].inv_matrix[index(c1.matrix_dtype)];
   }
   return l;

@@ -688,6 +688,7 @@ void moe_mlp(Ctx& c) {
                           (c.f.triton_moe_from_tp > 0 && te == 1 && c.ep == 1 && c.tp >= c.f.triton_moe_from_tp);
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
+  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep, kDeepGemmRowTile, c.f.expert_swap_ab_below) : 1;
   // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
   // that widens each weight tile in its loop before bf16 products, its own class where the chip's
   // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
@@ -705,11 +706,24 @@ void moe_mlp(Ctx& c) {
                 : w4a16        ? hw::KernelClass::gemm_expert_w4a16
                                : hw::KernelClass::gemm_expert;
     op.all_groups = true;
-    // Each tile's fill where the class has one, over the pairs' rows (the experts' own row
-    // tiles are not modelled: no padding), on its work, or on its loads (hw::fill_reads).
+    // Each tile's fill where the class has one, over the pairs' rows, on its work, or on its
+    // loads (hw::fill_reads).
     const double fill = hw::fill_k(c.sys.chip.efficiency, op.kernel);
     const bool fill_reads = hw::fill_reads(op.kernel);
     op.cost.matrix_pad_flops += ops::gemm_pad_flops(pairs, nn, kk, 1, ops::GemmTiling{}, fill_reads ? 0 : fill);
+    // DeepGEMM's contiguous layouts run each expert's rows in whole tiles of 128
+    // (model::expert_row_tiles), each padded row a row of the tiles' work with their fill; its
+    // masked layout, behind DeepEP's low-latency kernels (while this chip's pairs are at most
+    // ll_pairs), runs blocks of the height its heuristic picks, not priced. The other kernels'
+    // row tiles are not priced either: Triton's fused MoE pads each expert to its configuration's
+    // BLOCK_SIZE_M (docs/cost-model.md#row-tiles says why not), FlashInfer's and CUTLASS's tile
+    // sizes are their autotuners' (docs/cost-model.md#row-tiles).
+    if (deepgemm_moe) {
+      op.row_tile_flops = 2 * nn * (kk + fill);
+      op.row_tile_min_rows = deepep ? ll_pairs : 0;
+      op.row_tile_pad = pairs > op.row_tile_min_rows ? op.row_tile_flops * pairs * (row_tiles - 1) : 0;
+      op.cost.matrix_pad_flops += op.row_tile_pad;
+    }
     // Weights: the touched experts only, each its own matrix (grouped GEMM). Where the class's
     // tile fill costs its loads, each expert's nn columns are read as if K were K + fill_k:
     // main-memory time beyond its bytes (Cost::main_pad_bytes), in the realistic time, not the
@@ -874,6 +888,38 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   // At least one whole expert once a token is routed (independence lets every chip draw none:
   // a lone decode token of Mixtral on 8 chips of one expert each makes two chips read one).
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
+}
+
+double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile, double swap_below) noexcept {
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
+  const double n = group_tokens, q = E > 0 ? k / E : 0, mean = n * q;
+  if (!(tile > 1) || !(n > 0) || !(q > 0) || !std::isfinite(n) || !(mean >= swap_below)) return 1;
+  if (!(q < 1)) return tile * std::ceil(n / tile) / n;  // every expert takes every token
+  const double sd = std::sqrt(mean * (1 - q));
+  if (sd >= tile) return 1 + (tile - 1) / (2 * mean);
+  // The pmf relative to its mode's, walked out both ways (σ < tile bounds the terms: each way
+  // stops within about 9σ of the mode, where a term falls under 1e-16 of it).
+  const double top = std::floor(n), odds = q / (1 - q);
+  const double mode = std::min(top, std::floor((n + 1) * q));
+  double rows = 0, tiled = 0;
+  const auto add = [&](double x, double p) {
+    rows += p * x;
+    tiled += p * tile * std::ceil(x / tile);
+  };
+  add(mode, 1);
+  for (double x = mode, p = 1; x < top;) {
+    p *= (n - x) / (x + 1) * odds;
+    ++x;
+    if (p < 1e-16) break;
+    add(x, p);
+  }
+  for (double x = mode, p = 1; x > 0;) {
+    p *= x / (n - x + 1) / odds;
+    --x;
+    if (p < 1e-16) break;
+    add(x, p);
+  }
+  return rows > 0 ? tiled / rows : 1;
 }
 
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te) noexcept {

@@ -335,6 +335,7 @@ std::string html_serving_report(const json& j) {
                                           {"mla_op_call_host_s", "host time per call of MLA's attention op", Field::time},
                                           {"mla_pad_v", "MLA's prefill pads V to the keys' width"},
                                           {"mxfp4_expert_align", "MXFP4 experts padded to a multiple of (0: none)"},
+                                          {"expert_swap_ab_below", "DeepGEMM port's experts swap A and B below (tokens an expert; 0: never)"},
                                           {"compiled_host_s", "host time per compiled kernel outside a graph", Field::time},
                                           {"step_overhead_s", "host time per step", Field::time},
                                           {"per_request_overhead_s", "host time per request in a step", Field::time},

@@ -127,6 +127,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"mla_op_host_source", e.mla_op_host_source},
           {"mla_pad_v", e.mla_pad_v},
           {"mxfp4_expert_align", e.mxfp4_expert_align},
+          {"expert_swap_ab_below", e.expert_swap_ab_below},
           {"step_overhead_s", e.step_overhead_s},
           {"per_request_overhead_s", e.per_request_overhead_s},
           {"host_source", e.host_source},

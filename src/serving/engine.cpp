@@ -439,7 +439,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   return e;
 }
 
-EngineConfig trtllm(const hw::ChipSpec&) {
+EngineConfig trtllm(const hw::ChipSpec& chip) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
   // AllReduceStrategy AUTO (cpp/tensorrt_llm/thop/allreduceOp.cpp, getRuntimeStrategy, 2025):
@@ -482,6 +482,10 @@ EngineConfig trtllm(const hw::ChipSpec&) {
   e.exposed_step_s = 0.58e-3;
   // Block-fp8 linear layers by DeepGEMM (TRTLLM_DG_ENABLED on unless set to 0, PR #3341, April 2025).
   e.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+  // Its port of DeepGEMM's grouped GEMM (fp8_blockscale_gemm.cu, grouped_gemm_dispatch) swaps
+  // its operands while an expert expects fewer tokens than m_per_expert_threshold: 64 on the
+  // H20 (78 SMs), 32 elsewhere ("32 for H100/H200").
+  e.expert_swap_ab_below = chip.sms == 78 ? 64 : 32;
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
@@ -535,6 +539,7 @@ EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   e.per_request_overhead_s = 0;
   e.host_source = "the C++ executor's loop: none published";
   e.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  e.expert_swap_ab_below = 0;  // (no DeepGEMM)
   e.sources =
       "TensorRT-LLM's TensorRT engine flow (trtllm-build engines under the C++ executor, 0.9-0.15): builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048), executor.h (chunked context off, cudaGraphMode false, KvCacheConfig block "
@@ -858,6 +863,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.mla_op_call_host_s = e.mla_op_call_host_s;
   f.mla_pad_v = e.mla_pad_v;
   f.mxfp4_expert_align = e.mxfp4_expert_align;
+  f.expert_swap_ab_below = e.expert_swap_ab_below;
   return f;
 }
 

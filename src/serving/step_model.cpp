@@ -70,6 +70,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   launch_s_ = rates.launch_s;
   moe_ = m.is_moe();
   own_touched_ = false;
+  row_tiles_ = false;
+  swap_ab_below_ = f.expert_swap_ab_below;
   touched_.clear();
   touched_all_ = false;
   if (moe_ && ep_size_ > 1) {
@@ -156,6 +158,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     }
     for (int i = 0; i < v.apart_count; ++i) {
       if (v.apart_quantity[i] != kAllGroups && v.apart[i].mem_per_expert != 0) own_touched_ = true;
+      if (v.apart[i].row_tile_flops_per_x > 0) row_tiles_ = true;
     }
     v.pad_work.assign(static_cast<std::size_t>(v.apart_count) * kPadRows, 0);
     for (int i = 0; i < v.apart_count; ++i) {
@@ -254,8 +257,10 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
   e.touched = moe_ ? touched_at(mix.tokens()) : 0;
+  // Each expert's rows in whole tiles: the ratio at the tokens of all groups, as the graph's.
+  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens(), model::kDeepGemmRowTile, swap_ab_below_);
   for (int i = 0; i < v.apart_count; ++i) {
-    if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched);
+    if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched, e.row_tiles);
   }
   return e;
 }
@@ -268,12 +273,12 @@ double StepModel::touched_at(double tokens) const noexcept {
   return model::touched_experts(*model_, ep_size_, tokens);
 }
 
-double StepModel::apart_at(const Variant& v, int i, double x, double touched) const noexcept {
+double StepModel::apart_at(const Variant& v, int i, double x, double touched, double row_tiles) const noexcept {
   const analysis::OpLine& l = v.apart[i];
-  double pad = 0;
+  double pad = analysis::row_tile_pad_flops(l, x, row_tiles);
   if (l.gemm_rows_per_x > 0) {  // the tile work from the table where it has it
     const double rows = x * l.gemm_rows_per_x;
-    pad = l.padding.from_work(rows, analysis::tabulated_work(l.padding, rows, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows));
+    pad += l.padding.from_work(rows, analysis::tabulated_work(l.padding, rows, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows));
   }
   return l.rep * analysis::realistic_at(l, x, l.mem_per_expert != 0 ? touched : 0, pad);
 }

@@ -219,5 +219,31 @@ TEST(Routing, GivenFactorsAndNoExpertParallelism) {
   EXPECT_EQ(check(m, f), LayoutFault::ep_imbalance);
 }
 
+TEST(Routing, ExpertRowTilesByHand) {
+  // DeepSeek-V3: 256 experts, 8 a token, q = 1/32 (model::expert_row_tiles, tiles of 128 rows).
+  const ModelConfig m = io::bundled_model("deepseek-v3");
+  // One token: an expert has a row with probability q and then runs a whole tile: 128 q / q.
+  EXPECT_NEAR(expert_row_tiles(m, 1, 128), 128, 1e-12);
+  // Two: a tile when it has one row or two, 128 (1 − (31/32)²) over 2/32 rows: 128 (1 − q/2) = 126.
+  EXPECT_NEAR(expert_row_tiles(m, 2, 128), 126, 1e-12);
+  // No tiles, no tokens: the rows as routed.
+  EXPECT_EQ(expert_row_tiles(m, 4096, 1), 1);
+  EXPECT_EQ(expert_row_tiles(m, 0, 128), 1);
+  // TensorRT-LLM's swap below 32 tokens an expert: 1023 tokens expect 31.97 (not priced), 1024 expect 32.
+  EXPECT_EQ(expert_row_tiles(m, 1023, 128, 32), 1);
+  EXPECT_GT(expert_row_tiles(m, 1024, 128, 32), 1);
+  EXPECT_EQ(expert_row_tiles(m, 1024, 128, 32), expert_row_tiles(m, 1024, 128));
+  // Spread wider than a tile (σ = √(65536·31/32) = 252 at 2^21 tokens): the remainder is
+  // uniform over 0..127 rows, (128 − 1)/2 padded rows an expert on a mean of 65536.
+  EXPECT_NEAR(expert_row_tiles(m, 2097152, 128), 1 + 127.0 / 131072, 1e-15);
+  // Just inside the walk (σ = √16368 = 127.94 at 540 672 tokens, mean 16 896): the summed terms
+  // agree with the uniform remainder to the e^(−2π²σ²/128²) ≈ 3e-9 of its amplitude.
+  EXPECT_NEAR(expert_row_tiles(m, 540672, 128), 1 + 127.0 / (2 * 16896), 1e-9);
+  // Every expert takes every token (k = E): 100 rows each in one tile of 128.
+  ModelConfig all = m;
+  all.moe.experts = all.moe.experts_per_token = 8;
+  EXPECT_NEAR(expert_row_tiles(all, 100, 128), 1.28, 1e-15);
+}
+
 }  // namespace
 }  // namespace ridgeline::model

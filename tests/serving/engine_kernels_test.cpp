@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -175,10 +176,15 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   // fp8 rows 234 881 024, the weights and scales 939 753 472, the bf16 out 33 554 432:
   // 1 208 188 928 B at 4.8 TB/s = 251.706027 us; its FLOPs 121.541345 us at 1978.9 TFLOP/s,
   // and its tiles' fill (281 columns of K each) 2 x 32768 x 512 x 281 = 9 428 795 392 FLOPs
-  // more, 4.764665 us. gemm_expert_deepgemm on the H200 (the H100's fit of DeepGEMM's grouped
-  // GEMMs, memory x 0.94: 5.485 us, matrix 0.7041, memory 0.7901, overlap 0.71): 5.485 +
-  // max(126.306010 / 0.7041 = 179.386466, 251.706027 / 0.7901 = 318.574898, 0.71 x 497.961364
-  // = 353.552568) = 359.037568 us.
+  // more, 4.764665 us. Each expert's rows run in whole tiles of 128 (model::kDeepGemmRowTile):
+  // an expert's rows are Bin(4096, 8/256), mean 128, so it runs one tile, or two when it has
+  // more than 128 rows (P = 0.476513, the binomial's tail summed below; three need more than
+  // 256, P < 1e-30): 1.476513 rows computed a routed row, and 0.476513 x 32768 padded rows of
+  // 2 x 512 x (7168 + 281) FLOPs, 119 102 875 482, 60.186 us more. gemm_expert_deepgemm on the
+  // H200 (the H100's fit of DeepGEMM's grouped GEMMs, memory x 0.94: 5.485 us, matrix 0.7041,
+  // memory 0.7901, overlap 0.71): 5.485 + max(186.492 / 0.7041 = 264.866, 251.706027 / 0.7901 =
+  // 318.574898, 0.71 x 583.441 = 414.243) = 419.728 us; without the row tiles (as before them)
+  // 5.485 + max(179.386466, 318.574898, 0.71 x 497.961364 = 353.552568) = 359.037568 us.
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   hw::System sys = testing::catalog_system("h200");
   sys.chips = 8;
@@ -201,15 +207,28 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   EXPECT_EQ(op.kernel, KernelClass::gemm_expert_deepgemm);
   const ops::Estimate e = ops::estimate(op.cost.expand(), sys.chip, op.kernel);
   EXPECT_NEAR(e.main_bytes, 1208188928, 1);
-  EXPECT_NEAR(e.t_realistic_s, 359.037568e-6, 1e-11);
+  // P(m > 128) for m ~ Bin(4096, 1/32), its terms from their log-gammas.
+  double tail = 0;
+  for (int x = 129; x <= 4096; ++x) {
+    tail += std::exp(std::lgamma(4097.0) - std::lgamma(x + 1.0) - std::lgamma(4097.0 - x) + x * std::log(1 / 32.0) +
+                     (4096 - x) * std::log(31 / 32.0));
+  }
+  EXPECT_NEAR(tail, 0.476513, 1e-6);
+  EXPECT_NEAR(op.row_tile_pad, 2.0 * 512 * (7168 + 281) * 32768 * tail, 1);
+  EXPECT_NEAR(e.t_realistic_s, 5.485e-6 + 0.71 * ((121.541345e-6 + 4.764665e-6 + 2.0 * 512 * 7449 * 32768 * tail / 1978.9e12) / 0.7041 +
+                                                  251.706027e-6 / 0.7901),
+              1e-10);
+  EXPECT_NEAR(e.t_realistic_s, 419.728e-6, 1e-9);
   // The down GEMM's K is each expert's 2048 columns over 8 chips, 256: the tiles' fill more
   // than doubles its matrix work, 2 x 32768 x 7168 x 256 = 120 259 084 288 FLOPs and 2 x 32768
-  // x 7168 x 281 = 132 003 135 488 more.
+  // x 7168 x 281 = 132 003 135 488 more; its padded rows 0.476513 x 32768 of 2 x 7168 x (256 +
+  // 281) FLOPs, 120 206 124 027 more.
   const model::GraphOp* down = find_op(*g, "experts_down");
   ASSERT_NE(down, nullptr);
   EXPECT_EQ(down->kernel, KernelClass::gemm_expert_deepgemm);
   EXPECT_NEAR(down->cost.matrix_flops, 120259084288.0, 1);
-  EXPECT_NEAR(down->cost.matrix_pad_flops, 132003135488.0, 1);
+  EXPECT_NEAR(down->cost.matrix_pad_flops, 132003135488.0 + 2.0 * 7168 * 537 * 32768 * tail, 1);
+  EXPECT_NEAR(down->cost.matrix_pad_flops - 132003135488.0, 120206124027.0, 1);
 }
 
 TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) {

@@ -118,8 +118,14 @@ struct OpLine {
   /// its matrix part adds the tiling's padded work at each x (the lines hold the GEMM's own).
   double gemm_rows_per_x = 0, pad_s_per_flop = 0;
   ops::GemmPadding padding;
-  /// Whether the line is kept out of envelopes (touched experts or a quantised GEMM).
-  bool apart() const noexcept { return mem_per_expert != 0 || gemm_rows_per_x > 0; }
+  /// Grouped expert GEMMs in whole row tiles (model::GraphOp::row_tile_flops): the matrix work
+  /// a padded row costs times the rows per unit of x (0: none), and the x at or below which
+  /// the kernel's layout has none (GraphOp::row_tile_min_rows). The lines hold the routed rows'
+  /// work; the tiles' padded rows, x times this times (model::expert_row_tiles − 1) at the
+  /// step's tokens, are added at each (row_tile_pad_flops), at pad_s_per_flop.
+  double row_tile_flops_per_x = 0, row_tile_min_x = 0;
+  /// Whether the line is kept out of envelopes (touched experts, a quantised GEMM or row tiles).
+  bool apart() const noexcept { return mem_per_expert != 0 || gemm_rows_per_x > 0 || row_tile_flops_per_x > 0; }
 };
 
 /// A collective whose algorithm and protocol change with its size (comm::options): one line
@@ -173,6 +179,11 @@ inline RealisticParts parts_at(const OpLine& l, double x, double touched, double
   p[0] += pad;
   p[5] = l.overlap > 0 ? p[5] + l.overlap * (mem + pad) : p[0];
   return p;
+}
+/// A line's padded row-tile FLOPs at x when the tiles compute `row_tiles` rows a routed row
+/// (model::expert_row_tiles at the step's tokens; 0 without row tiles).
+inline double row_tile_pad_flops(const OpLine& l, double x, double row_tiles) noexcept {
+  return l.row_tile_flops_per_x > 0 && row_tiles > 1 && x > l.row_tile_min_x ? l.row_tile_flops_per_x * x * (row_tiles - 1) : 0;
 }
 /// A quantised GEMM's tile work (ops::GemmPadding::work) at `rows`, from `table` where it has
 /// it: above 256 rows the work depends on the rows only through r = ⌈rows/128⌉, and

@@ -76,6 +76,13 @@ struct GraphOp {
   bool quantised = false;
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them), with its tiles' fill where that costs the loads (cost.main_pad_bytes: hw::fill_reads)
   double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
+  /// Grouped expert GEMMs whose experts' rows run in whole tiles (model::expert_row_tiles):
+  /// the matrix work of one row in the class's tiles, 2·gemm_n·(gemm_k + fill_k); the rows
+  /// (gemm_m) at or below which the kernel runs another layout whose tiles are not priced
+  /// (DeepGEMM's masked one behind DeepEP's low-latency kernels; 0: none); and the work the
+  /// tiles' padded rows add at this pass's tokens (held in cost.matrix_pad_flops, which lines in
+  /// the tokens take out and add back at each step's: analysis::OpLine).
+  double row_tile_flops = 0, row_tile_min_rows = 0, row_tile_pad = 0;
   /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
   /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.
   bool all_groups = false;
@@ -190,6 +197,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.quantised = false;
   op.expert_bytes = op.touched = 0;
+  op.row_tile_flops = op.row_tile_min_rows = op.row_tile_pad = 0;
   op.all_groups = false;
   op.attention_op = GraphOp::InAttentionOp::no;
   op.backward = 0;

@@ -83,6 +83,13 @@ struct ForwardConfig {
   /// lays the rows out. The engines whose experts' curves time the whole fused MoE have that
   /// copy inside them.
   bool moe_expand_rows = false;
+  /// Tokens an expert expected (the step's routed rows over E) below which TensorRT-LLM's port of
+  /// DeepGEMM's grouped GEMM swaps its operands, the tokens on the tile's columns (0: never):
+  /// 32 on H100 and H200, 64 on the H20's 78 SMs (m_per_expert_threshold in
+  /// fp8_blockscale_gemm.cu's grouped_gemm_dispatch). Below it the token tile's padding is not
+  /// priced; from it each expert's rows run in whole tiles of kDeepGemmRowTile
+  /// (expert_row_tiles).
+  double expert_swap_ab_below = 0;
   /// DeepSeek-V3's group-limited, biased router (ModelConfig::MoeSpec::grouped_biased) as the
   /// engine runs it after the router's GEMM (docs/serving.md#routing-kernels): `generic` one
   /// top-k kernel over the scores as for any router (`infer`, the static engine); `fused` one
@@ -271,6 +278,21 @@ bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipS
 /// (returned), the expected maximum of ep counts Bin(E/ep, p) (busiest_of_binomials), and at
 /// least one whole expert once a token is routed: max(that, min(1, E·p)).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
+
+/// The rows of each expert's tile DeepGEMM's grouped GEMMs compute whole: its contiguous layout
+/// pads every expert's rows to a multiple of 128 (get_mk_alignment_for_contiguous_layout,
+/// deepseek-ai/DeepGEMM csrc/utils/layout.hpp; vLLM rounds each expert's count up to it,
+/// deep_gemm_utils.py; DeepEP aligns SGLang's, expert_alignment=128), and TensorRT-LLM's port
+/// (GroupedWithOffset) runs ⌈m_e/128⌉ tiles of 128 rows an expert, storing the rows it has.
+inline constexpr double kDeepGemmRowTile = 128;
+/// The rows a grouped GEMM's tiles compute over the rows routed to the experts, when each
+/// expert's rows run in whole tiles of `tile` (docs/cost-model.md#row-tiles): an expert's rows m
+/// are Bin(group_tokens, k/E) under a balanced router (as touched_experts), its tiles'
+/// rows tile·⌈m/tile⌉, and the ratio E[tile·⌈m/tile⌉] / E[m]. Summed over the binomial's
+/// terms within 10^-16 of its mode while its deviation σ is under a tile; past that the
+/// rows' remainder in a tile is uniform (to about e^(-2π²σ²/tile²)) and the ratio
+/// 1 + (tile − 1)/(2·E[m]). 1 for tile <= 1, no tokens, or E[m] under `swap_below` (ForwardConfig::expert_swap_ab_below).
+double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile, double swap_below = 0) noexcept;
 
 /// DeepEP's normal kernels send a token once to every unit holding one of its experts: every
 /// node (scale-up domain) when the expert-parallel group spans several, else every chip. Their

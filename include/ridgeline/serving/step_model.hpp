@@ -161,11 +161,12 @@ class StepModel {
   // experts the step touches; the rest of base, one group's own part, given it.
   struct Expert {
     double s = 0, all = 0, touched = 0;
+    double row_tiles = 1;  // model::expert_row_tiles at the step's tokens (1: no line has row tiles)
   };
   Expert expert(const model::StepMix& mix, GraphMode mode) const noexcept;
   double own_part(const model::StepMix& group, double all, double touched, GraphMode mode) const noexcept;
-  // Apart line i of v at quantity x.
-  double apart_at(const Variant& v, int i, double x, double touched) const noexcept;
+  // Apart line i of v at quantity x, its experts' rows in whole tiles computing `row_tiles` rows a routed row.
+  double apart_at(const Variant& v, int i, double x, double touched, double row_tiles = 1) const noexcept;
   double with_group_attention(double base, const model::StepMix& group, GraphMode mode) const noexcept;
 
   Variant eager_, graph_, piecewise_;  // piecewise_: only where has_op_ (else graph_'s)
@@ -203,6 +204,8 @@ class StepModel {
   bool moe_ = false;
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
+  bool row_tiles_ = false;    // an expert line runs its rows in whole tiles (model::expert_row_tiles)
+  double swap_ab_below_ = 0;  // model::ForwardConfig::expert_swap_ab_below
   // model::touched_experts at 0, 1, 2 ... tokens for experts spread over chips (ep_size > 1),
   // to the first count at which the busiest chip reads all of its experts (then every larger
   // count does: touched_all_) or kTouchedTable: the busiest chip's expectation is a sum over
