@@ -202,7 +202,8 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   c.ep = ep;
   c.ep_size = static_cast<double>(f.ep_size());
   c.moe = m.is_moe();
-  c.swap_ab_below = f.expert_swap_ab_below;
+  c.expert_tiles = f.expert_tiles;
+  c.expert_imbalance = model::routing_imbalance(m, f).at(1);
   c.model = &m;
   c.cuda_graphs = cfg.cuda_graphs;
   c.launch_s = rates.launch_s;
@@ -295,7 +296,7 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep_size, B * c.prompt) : 0;
   // Experts' rows in whole tiles (the lines that have them: OpLine::row_tile_flops_per_x).
   const auto row_tiles = [&](double tokens) {
-    return c.moe ? model::expert_row_tiles(*c.model, tokens, model::kDeepGemmRowTile, c.swap_ab_below) : 1;
+    return c.moe ? model::expert_row_tiles(*c.model, tokens * c.expert_imbalance, c.expert_tiles) : 1;
   };
   const double tiles_prefill = row_tiles(B * c.prompt);
   for (int i = 0; i < c.prefill_count; ++i) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/model/routing.hpp"
@@ -688,7 +689,8 @@ void moe_mlp(Ctx& c) {
                           (c.f.triton_moe_from_tp > 0 && te == 1 && c.ep == 1 && c.tp >= c.f.triton_moe_from_tp);
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
-  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep, kDeepGemmRowTile, c.f.expert_swap_ab_below) : 1;
+  // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
+  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep * imbalance, c.f.expert_tiles) : 1;
   // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
   // that widens each weight tile in its loop before bf16 products, its own class where the chip's
   // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
@@ -720,7 +722,7 @@ void moe_mlp(Ctx& c) {
     // sizes are their autotuners' (docs/cost-model.md#row-tiles).
     if (deepgemm_moe) {
       op.row_tile_flops = 2 * nn * (kk + fill);
-      op.row_tile_min_rows = deepep ? ll_pairs : 0;
+      op.row_tile_min_rows = !deepep ? 0 : ll_pairs > 0 ? ll_pairs : std::numeric_limits<double>::infinity();
       op.row_tile_pad = pairs > op.row_tile_min_rows ? op.row_tile_flops * pairs * (row_tiles - 1) : 0;
       op.cost.matrix_pad_flops += op.row_tile_pad;
     }
@@ -890,16 +892,18 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
 }
 
-double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile, double swap_below) noexcept {
+double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) noexcept {
   const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
   const double n = group_tokens, q = E > 0 ? k / E : 0, mean = n * q;
-  if (!(tile > 1) || !(n > 0) || !(q > 0) || !std::isfinite(n) || !(mean >= swap_below)) return 1;
+  if (!(tile > 1) || !std::isfinite(tile) || !(n > 0) || !(q > 0) || !std::isfinite(n)) return 1;
+  if (n < 1) return tile;  // (the limit of tile·P(m ≥ 1)/E[m] as the tokens vanish)
   if (!(q < 1)) return tile * std::ceil(n / tile) / n;  // every expert takes every token
   const double sd = std::sqrt(mean * (1 - q));
-  if (sd >= tile) return 1 + (tile - 1) / (2 * mean);
+  if (sd >= tile || mean > 0x1p52) return 1 + (tile - 1) / (2 * mean);
   // The pmf relative to its mode's, walked out both ways (σ < tile bounds the terms: each way
-  // stops within about 9σ of the mode, where a term falls under 1e-16 of it).
-  const double top = std::floor(n), odds = q / (1 - q);
+  // stops within about 9σ of the mode, where a term falls under 1e-16 of it; and at 64 tiles'
+  // worth of rows whatever the rounding).
+  const double top = std::floor(n), odds = q / (1 - q), most = 64 * tile;
   const double mode = std::min(top, std::floor((n + 1) * q));
   double rows = 0, tiled = 0;
   const auto add = [&](double x, double p) {
@@ -907,19 +911,26 @@ double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile, 
     tiled += p * tile * std::ceil(x / tile);
   };
   add(mode, 1);
-  for (double x = mode, p = 1; x < top;) {
+  for (double x = mode, p = 1, i = 0; x < top && i < most; ++i) {
     p *= (n - x) / (x + 1) * odds;
     ++x;
     if (p < 1e-16) break;
     add(x, p);
   }
-  for (double x = mode, p = 1; x > 0;) {
+  for (double x = mode, p = 1, i = 0; x > 0 && i < most; ++i) {
     p *= x / (n - x + 1) / odds;
     --x;
     if (p < 1e-16) break;
     add(x, p);
   }
   return rows > 0 ? tiled / rows : 1;
+}
+
+double expert_row_tiles(const ModelConfig& m, double group_tokens, const ForwardConfig::ExpertTiles& t) noexcept {
+  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
+  const double expected = E > 0 ? group_tokens * k / E : 0;  // rows an expert expects
+  if (!(group_tokens >= t.from_tokens) || !(expected >= t.swap_below)) return 1;
+  return expert_row_tiles(m, group_tokens, t.small_upto > 0 && expected <= t.small_upto ? 64 : kDeepGemmRowTile);
 }
 
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te) noexcept {

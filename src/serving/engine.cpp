@@ -231,6 +231,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
   // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
   e.triton_moe_from_tp = piecewise_only ? 0 : 8;
+  // DeepGEMM's MoE takes a step of at least 128 tokens (_valid_deep_gemm_shape: align <= M);
+  // Triton's fused MoE runs below, its rows priced as routed (docs/cost-model.md#row-tiles).
+  e.expert_tiles.from_tokens = 128;
   e.sources =
       std::string(version == 8 ? "vLLM V1 (0.8: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
                                  "#25444; MLA's q_proj, RoPE, o_proj and its all-reduce inside the eager attention op, "
@@ -485,7 +488,10 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
   // Its port of DeepGEMM's grouped GEMM (fp8_blockscale_gemm.cu, grouped_gemm_dispatch) swaps
   // its operands while an expert expects fewer tokens than m_per_expert_threshold: 64 on the
   // H20 (78 SMs), 32 elsewhere ("32 for H100/H200").
-  e.expert_swap_ab_below = chip.sms == 78 ? 64 : 32;
+  e.expert_tiles.swap_below = chip.sms == 78 ? 64 : 32;
+  // Its get_best_gemm_config takes 64-row tiles for expected_m <= 64 (the grouped problem is not
+  // flagged contiguous there), 128 above.
+  e.expert_tiles.small_upto = 64;
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
@@ -539,7 +545,7 @@ EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   e.per_request_overhead_s = 0;
   e.host_source = "the C++ executor's loop: none published";
   e.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
-  e.expert_swap_ab_below = 0;  // (no DeepGEMM)
+  e.expert_tiles = {};  // (no DeepGEMM)
   e.sources =
       "TensorRT-LLM's TensorRT engine flow (trtllm-build engines under the C++ executor, 0.9-0.15): builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048), executor.h (chunked context off, cudaGraphMode false, KvCacheConfig block "
@@ -863,7 +869,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.mla_op_call_host_s = e.mla_op_call_host_s;
   f.mla_pad_v = e.mla_pad_v;
   f.mxfp4_expert_align = e.mxfp4_expert_align;
-  f.expert_swap_ab_below = e.expert_swap_ab_below;
+  f.expert_tiles = e.expert_tiles;
   return f;
 }
 

@@ -71,7 +71,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   moe_ = m.is_moe();
   own_touched_ = false;
   row_tiles_ = false;
-  swap_ab_below_ = f.expert_swap_ab_below;
+  expert_tiles_ = f.expert_tiles;
   touched_.clear();
   touched_all_ = false;
   if (moe_ && ep_size_ > 1) {
@@ -257,8 +257,9 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
   e.touched = moe_ ? touched_at(mix.tokens()) : 0;
-  // Each expert's rows in whole tiles: the ratio at the tokens of all groups, as the graph's.
-  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens(), model::kDeepGemmRowTile, swap_ab_below_);
+  // Each expert's rows in whole tiles: the ratio at the busiest chip's rows, the tokens of all
+  // groups times its share F (given, or the routing model's), as the graph's.
+  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens() * routing_.at(mix.tokens()), expert_tiles_);
   for (int i = 0; i < v.apart_count; ++i) {
     if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched, e.row_tiles);
   }

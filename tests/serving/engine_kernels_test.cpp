@@ -179,7 +179,7 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   // more, 4.764665 us. Each expert's rows run in whole tiles of 128 (model::kDeepGemmRowTile):
   // an expert's rows are Bin(4096, 8/256), mean 128, so it runs one tile, or two when it has
   // more than 128 rows (P = 0.476513, the binomial's tail summed below; three need more than
-  // 256, P < 1e-30): 1.476513 rows computed a routed row, and 0.476513 x 32768 padded rows of
+  // 256, P = 1e-24): 1.476513 rows computed a routed row, and 0.476513 x 32768 padded rows of
   // 2 x 512 x (7168 + 281) FLOPs, 119 102 875 482, 60.186 us more. gemm_expert_deepgemm on the
   // H200 (the H100's fit of DeepGEMM's grouped GEMMs, memory x 0.94: 5.485 us, matrix 0.7041,
   // memory 0.7901, overlap 0.71): 5.485 + max(186.492 / 0.7041 = 264.866, 251.706027 / 0.7901 =

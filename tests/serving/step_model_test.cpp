@@ -255,47 +255,56 @@ TEST(StepModel, TouchedExpertsKeptByTokensPriceAsTheStepGraph) {
 
 TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
   // DeepSeek-V3's fp8 experts in DeepGEMM's grouped kernels, each expert's rows in whole tiles
-  // of 128 (model::expert_row_tiles at the tokens of all groups), over 8 GPUs by width (--tp 8)
-  // and by expert (--ep 8), with and without DeepEP, and with TensorRT-LLM's swap below 32 tokens
-  // an expert: 1023 tokens expect 31.97 an expert (no row tiles priced), 1024 expect 32. Behind
-  // DeepEP's low-latency kernels (up to 128 tokens a GPU: 1024 here, 1032 past it) DeepGEMM's
-  // masked layout runs, whose tiles are not priced. Each step costs what its graph costs.
+  // (model::expert_row_tiles at the busiest GPU's rows), over 8 GPUs by width (--tp 8), by
+  // expert (--ep 8, with and without DeepEP, routing balanced and under the routing model) and
+  // whole in each tensor-parallel group (--experts ep); under DeepGEMM's contiguous layout
+  // (128-row tiles at any size), TensorRT-LLM's port (swapped below 32 rows an expert, 64-row
+  // tiles to 64) and vLLM's (from 128 tokens). Each step costs what its graph costs.
   struct Case {
     Plan plan;
-    bool deepep;
+    bool deepep, by_expert;
   };
-  for (const Case& c : {Case{{"deepseek-v3", "h200", 8, 1}, false}, Case{{"deepseek-v3", "h200", 1, 8}, false},
-                        Case{{"deepseek-v3", "h200", 1, 8}, true}}) {
-    for (const double swap : {0.0, 32.0}) {
-      auto fx = std::make_unique<Fixture>();
-      fx->m = io::bundled_model(c.plan.model);
-      fx->sys = testing::catalog_system(c.plan.hw);
-      fx->f.tp = c.plan.tp;
-      fx->f.ep = c.plan.ep;
-      fx->f.expert_imbalance = 1;
-      fx->f.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
-      if (c.deepep) fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-      fx->f.expert_swap_ab_below = swap;
-      fx->step->prepare(fx->m, fx->sys, fx->f);
-      for (const double n : {1.0, 7.0, 1023.0, 1024.0, 1032.0, 1600.0, 4096.0, 8192.0}) {
-        model::StepMix mix;
-        mix.add_prefill(n, n, 0);
-        EXPECT_NEAR(fx->step->time(mix, GraphMode::eager) / reference(*fx, mix, GraphMode::eager), 1, kExact) << n;
-      }
-      // The gate-up GEMM's padded rows in the step graph.
-      const auto padded = [&](double n) {
-        model::StepMix mix;
-        mix.add_prefill(n, n, 0);
-        analysis::PhaseTimes t;
-        step_reference(fx->m, fx->sys, fx->f, mix, GraphMode::eager, *fx->g, t);
-        for (int i = 0; i < fx->g->op_count; ++i) {
-          if (std::string_view(fx->g->ops[i].name) == "experts_gate_up") return fx->g->ops[i].row_tile_pad;
+  const model::ForwardConfig::ExpertTiles rules[] = {{}, {0, 32, 64}, {128, 0, 0}};
+  for (const Case& c : {Case{{"deepseek-v3", "h200", 8, 1}, false, false}, Case{{"deepseek-v3", "h200", 1, 8}, false, false},
+                        Case{{"deepseek-v3", "h200", 1, 8}, true, false}, Case{{"deepseek-v3", "h200", 8, 1}, false, true}}) {
+    for (const double imbalance : {1.0, 0.0}) {
+      for (const model::ForwardConfig::ExpertTiles& rule : rules) {
+        auto fx = std::make_unique<Fixture>();
+        fx->m = io::bundled_model(c.plan.model);
+        fx->sys = testing::catalog_system(c.plan.hw);
+        fx->f.tp = c.plan.tp;
+        fx->f.ep = c.plan.ep;
+        fx->f.expert_imbalance = imbalance;
+        fx->f.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+        if (c.deepep) fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+        if (c.by_expert) fx->f.experts = model::ForwardConfig::Experts::expert;
+        fx->f.expert_tiles = rule;
+        fx->step->prepare(fx->m, fx->sys, fx->f);
+        for (const double n : {1.0, 7.0, 127.0, 128.0, 1023.0, 1024.0, 1032.0, 1600.0, 2080.0, 4096.0, 8192.0}) {
+          model::StepMix mix;
+          mix.add_prefill(n, n, 0);
+          EXPECT_NEAR(fx->step->time(mix, GraphMode::eager) / reference(*fx, mix, GraphMode::eager), 1, imbalance == 1 ? kExact : 1e-7)
+              << n << " " << c.plan.ep << c.deepep << c.by_expert << " " << rule.from_tokens << rule.swap_below;
         }
-        return -1.0;
-      };
-      EXPECT_GT(padded(1032), 0);
-      EXPECT_EQ(padded(1024) > 0, !c.deepep);
-      EXPECT_EQ(padded(1023) > 0, !c.deepep && swap == 0);
+        if (imbalance != 1) continue;
+        // The gate-up GEMM's padded rows in the step graph: none behind DeepEP's low-latency
+        // kernels (to 128 tokens a GPU, 1024 here), below the swap or below vLLM's 128 tokens.
+        const auto padded = [&](double n) {
+          model::StepMix mix;
+          mix.add_prefill(n, n, 0);
+          analysis::PhaseTimes t;
+          step_reference(fx->m, fx->sys, fx->f, mix, GraphMode::eager, *fx->g, t);
+          for (int i = 0; i < fx->g->op_count; ++i) {
+            if (std::string_view(fx->g->ops[i].name) == "experts_gate_up") return fx->g->ops[i].row_tile_pad;
+          }
+          return -1.0;
+        };
+        EXPECT_GT(padded(1032), 0);
+        EXPECT_EQ(padded(1024) > 0, !c.deepep);
+        EXPECT_EQ(padded(1023) > 0, !c.deepep && rule.swap_below == 0);
+        EXPECT_EQ(padded(127) > 0, !c.deepep && rule.swap_below == 0 && rule.from_tokens == 0);
+        EXPECT_EQ(padded(128) > 0, !c.deepep && rule.swap_below == 0);
+      }
     }
   }
 }

@@ -145,7 +145,8 @@ struct ServingCurve {
   double ep = 1;
   double ep_size = 1;  ///< chips the experts are spread over (model::ForwardConfig::ep_size)
   bool moe = false;
-  double swap_ab_below = 0;  ///< model::ForwardConfig::expert_swap_ab_below (the lines' row tiles, model::expert_row_tiles)
+  model::ForwardConfig::ExpertTiles expert_tiles;  ///< model::ForwardConfig::expert_tiles (the lines' row tiles, model::expert_row_tiles)
+  double expert_imbalance = 1;  ///< the busiest chip's share F the lines are fitted at (the row tiles' tokens times it)
   bool cuda_graphs = false;
   double launch_s = 0;
   double memory0 = 0, memory1 = 0;  ///< bytes per chip: memory0 + memory1·B

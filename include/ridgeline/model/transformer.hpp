@@ -83,13 +83,24 @@ struct ForwardConfig {
   /// lays the rows out. The engines whose experts' curves time the whole fused MoE have that
   /// copy inside them.
   bool moe_expand_rows = false;
-  /// Tokens an expert expected (the step's routed rows over E) below which TensorRT-LLM's port of
-  /// DeepGEMM's grouped GEMM swaps its operands, the tokens on the tile's columns (0: never):
-  /// 32 on H100 and H200, 64 on the H20's 78 SMs (m_per_expert_threshold in
-  /// fp8_blockscale_gemm.cu's grouped_gemm_dispatch). Below it the token tile's padding is not
-  /// priced; from it each expert's rows run in whole tiles of kDeepGemmRowTile
-  /// (expert_row_tiles).
-  double expert_swap_ab_below = 0;
+  /// How the engine's grouped GEMMs over block-fp8 experts in DeepGEMM's kernels tile each
+  /// expert's rows (expert_row_tiles, docs/cost-model.md#row-tiles); all 0: in whole tiles of
+  /// kDeepGemmRowTile at any size (DeepGEMM's contiguous layout).
+  struct ExpertTiles {
+    /// Tokens of a step (all groups) below which the engine runs another kernel, whose rows are
+    /// priced as routed: vLLM's DeepGEMM MoE takes at least 128 (`_valid_deep_gemm_shape`,
+    /// `align <= M`) and Triton's fused MoE runs below.
+    double from_tokens = 0;
+    /// Rows an expert expects (the step's routed rows over E) below which TensorRT-LLM's port of
+    /// DeepGEMM's grouped GEMM swaps its operands, the tokens on the tile's columns, whose
+    /// padding is not priced: 32 on H100 and H200, 64 on the H20's 78 SMs
+    /// (m_per_expert_threshold in fp8_blockscale_gemm.cu's grouped_gemm_dispatch).
+    double swap_below = 0;
+    /// Rows an expert expects up to which the port's tiles are 64 rows, not 128: its
+    /// get_best_gemm_config takes block_m 64 for a problem not flagged contiguous with
+    /// expected_m <= 64 (deep_gemm/jit_utils.cuh), and grouped_gemm_dispatch does not flag it.
+    double small_upto = 0;
+  } expert_tiles;
   /// DeepSeek-V3's group-limited, biased router (ModelConfig::MoeSpec::grouped_biased) as the
   /// engine runs it after the router's GEMM (docs/serving.md#routing-kernels): `generic` one
   /// top-k kernel over the scores as for any router (`infer`, the static engine); `fused` one
@@ -291,8 +302,13 @@ inline constexpr double kDeepGemmRowTile = 128;
 /// rows tile·⌈m/tile⌉, and the ratio E[tile·⌈m/tile⌉] / E[m]. Summed over the binomial's
 /// terms within 10^-16 of its mode while its deviation σ is under a tile; past that the
 /// rows' remainder in a tile is uniform (to about e^(-2π²σ²/tile²)) and the ratio
-/// 1 + (tile − 1)/(2·E[m]). 1 for tile <= 1, no tokens, or E[m] under `swap_below` (ForwardConfig::expert_swap_ab_below).
-double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile, double swap_below = 0) noexcept;
+/// 1 + (tile − 1)/(2·E[m]). 1 for tile <= 1 or no tokens; `tile` for fewer than one token.
+double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) noexcept;
+/// The same for the engine's kernel at a step of `group_tokens` (its busiest chip's share times
+/// the chips: the rows its experts see), under `t`: 1 below t.from_tokens or where an expert
+/// expects fewer than t.swap_below rows; tiles of 64 rows where it expects at most t.small_upto,
+/// else of kDeepGemmRowTile.
+double expert_row_tiles(const ModelConfig& m, double group_tokens, const ForwardConfig::ExpertTiles& t) noexcept;
 
 /// DeepEP's normal kernels send a token once to every unit holding one of its experts: every
 /// node (scale-up domain) when the expert-parallel group spans several, else every chip. Their

@@ -137,10 +137,11 @@ struct EngineConfig {
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
   int mxfp4_expert_align = 0;
-  /// Tokens an expert expected below which the engine's DeepGEMM grouped GEMM swaps its
-  /// operands (model::ForwardConfig::expert_swap_ab_below): TensorRT-LLM's port, 32 on H100 and
-  /// H200, 64 on the H20; 0 elsewhere (DeepGEMM's own kernels run every expert in 128-row tiles).
-  double expert_swap_ab_below = 0;
+  /// How its grouped GEMMs in DeepGEMM's kernels tile each expert's rows
+  /// (model::ForwardConfig::ExpertTiles): vLLM from 128 tokens (Triton's below); TensorRT-LLM's
+  /// port swapped below 32 rows an expert (64 on the H20), in tiles of 64 rows up to 64; 0
+  /// elsewhere (DeepGEMM's contiguous layout: every expert in 128-row tiles).
+  model::ForwardConfig::ExpertTiles expert_tiles;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
   /// probabilities and log-probabilities over the vocabulary every step (`probs`).
   model::ForwardConfig::Sampler sampler = model::ForwardConfig::Sampler::argmax;

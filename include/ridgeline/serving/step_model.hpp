@@ -205,7 +205,7 @@ class StepModel {
   bool mla_ = false;
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
   bool row_tiles_ = false;    // an expert line runs its rows in whole tiles (model::expert_row_tiles)
-  double swap_ab_below_ = 0;  // model::ForwardConfig::expert_swap_ab_below
+  model::ForwardConfig::ExpertTiles expert_tiles_;  // model::ForwardConfig::expert_tiles
   // model::touched_experts at 0, 1, 2 ... tokens for experts spread over chips (ep_size > 1),
   // to the first count at which the busiest chip reads all of its experts (then every larger
   // count does: touched_all_) or kTouchedTable: the busiest chip's expectation is a sum over
