@@ -294,7 +294,8 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
 /// pads every expert's rows to a multiple of 128 (get_mk_alignment_for_contiguous_layout,
 /// deepseek-ai/DeepGEMM csrc/utils/layout.hpp; vLLM rounds each expert's count up to it,
 /// deep_gemm_utils.py; DeepEP aligns SGLang's, expert_alignment=128), and TensorRT-LLM's port
-/// (GroupedWithOffset) runs ⌈m_e/128⌉ tiles of 128 rows an expert, storing the rows it has.
+/// (GroupedWithOffset) runs ⌈m_e/128⌉ tiles of 128 rows an expert, storing the rows it has,
+/// once an expert expects more than 64 (ForwardConfig::ExpertTiles::small_upto: 64 below).
 inline constexpr double kDeepGemmRowTile = 128;
 /// The rows a grouped GEMM's tiles compute over the rows routed to the experts, when each
 /// expert's rows run in whole tiles of `tile` (docs/cost-model.md#row-tiles): an expert's rows m
