@@ -296,7 +296,7 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep_size, B * c.prompt) : 0;
   // Experts' rows in whole tiles (the lines that have them: OpLine::row_tile_flops_per_x).
   const auto row_tiles = [&](double tokens) {
-    return c.moe ? model::expert_row_tiles(*c.model, tokens * c.expert_imbalance, c.expert_tiles) : 1;
+    return c.moe ? model::expert_row_tiles(*c.model, tokens, c.expert_imbalance, c.expert_tiles) : 1;
   };
   const double tiles_prefill = row_tiles(B * c.prompt);
   for (int i = 0; i < c.prefill_count; ++i) {

@@ -690,7 +690,7 @@ void moe_mlp(Ctx& c) {
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
-  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep * imbalance, c.f.expert_tiles) : 1;
+  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep, imbalance, c.f.expert_tiles) : 1;
   // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
   // that widens each weight tile in its loop before bf16 products, its own class where the chip's
   // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
@@ -926,11 +926,9 @@ double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) 
   return rows > 0 ? tiled / rows : 1;
 }
 
-double expert_row_tiles(const ModelConfig& m, double group_tokens, const ForwardConfig::ExpertTiles& t) noexcept {
-  const double E = static_cast<double>(m.moe.experts), k = static_cast<double>(m.moe.experts_per_token);
-  const double expected = E > 0 ? group_tokens * k / E : 0;  // rows an expert expects
-  if (!(group_tokens >= t.from_tokens) || !(expected >= t.swap_below)) return 1;
-  return expert_row_tiles(m, group_tokens, t.small_upto > 0 && expected <= t.small_upto ? 64 : kDeepGemmRowTile);
+double expert_row_tiles(const ModelConfig& m, double tokens, double share, const ForwardConfig::ExpertTiles& t) noexcept {
+  if (!(tokens >= t.from_tokens) || !(tokens >= t.swap_below)) return 1;
+  return expert_row_tiles(m, tokens * share, t.small_upto > 0 && tokens <= t.small_upto ? 64 : kDeepGemmRowTile);
 }
 
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te) noexcept {

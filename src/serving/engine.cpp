@@ -486,11 +486,11 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
   // Block-fp8 linear layers by DeepGEMM (TRTLLM_DG_ENABLED on unless set to 0, PR #3341, April 2025).
   e.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
   // Its port of DeepGEMM's grouped GEMM (fp8_blockscale_gemm.cu, grouped_gemm_dispatch) swaps
-  // its operands while an expert expects fewer tokens than m_per_expert_threshold: 64 on the
-  // H20 (78 SMs), 32 elsewhere ("32 for H100/H200").
+  // its operands while its expected_m, the MoE call's rows (num_rows: getWorkspaceSize sets it
+  // at every call), is under m_per_expert_threshold: 64 on the H20 (78 SMs), 32 elsewhere ("32
+  // for H100/H200"); its get_best_gemm_config takes 64-row tiles for expected_m <= 64 (the
+  // grouped problem is not flagged contiguous there), 128 above.
   e.expert_tiles.swap_below = chip.sms == 78 ? 64 : 32;
-  // Its get_best_gemm_config takes 64-row tiles for expected_m <= 64 (the grouped problem is not
-  // flagged contiguous there), 128 above.
   e.expert_tiles.small_upto = 64;
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "

@@ -259,7 +259,7 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   e.touched = moe_ ? touched_at(mix.tokens()) : 0;
   // Each expert's rows in whole tiles: the ratio at the busiest chip's rows, the tokens of all
   // groups times its share F (given, or the routing model's), as the graph's.
-  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens() * routing_.at(mix.tokens()), expert_tiles_);
+  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens(), routing_.at(mix.tokens()), expert_tiles_);
   for (int i = 0; i < v.apart_count; ++i) {
     if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched, e.row_tiles);
   }

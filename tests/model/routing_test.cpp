@@ -230,24 +230,26 @@ TEST(Routing, ExpertRowTilesByHand) {
   EXPECT_EQ(expert_row_tiles(m, 4096, 1), 1);
   EXPECT_EQ(expert_row_tiles(m, 0, 128), 1);
   EXPECT_EQ(expert_row_tiles(m, 0.5, 128), 128);
-  // DeepGEMM's contiguous layout (no engine rule): tiles of 128 at any size.
-  EXPECT_EQ(expert_row_tiles(m, 7, ForwardConfig::ExpertTiles{}), expert_row_tiles(m, 7, 128));
-  // TensorRT-LLM's port: swapped below 32 rows an expert (1023 tokens expect 31.97: not priced,
-  // 1024 expect 32), tiles of 64 rows up to 64 expected (2048 tokens), 128 past them (2080: 65).
+  // DeepGEMM's contiguous layout (no engine rule): tiles of 128 at any size, at the busiest
+  // chip's rows (its share F times the tokens).
+  EXPECT_EQ(expert_row_tiles(m, 7, 1, ForwardConfig::ExpertTiles{}), expert_row_tiles(m, 7, 128));
+  EXPECT_EQ(expert_row_tiles(m, 1000, 1.5, ForwardConfig::ExpertTiles{}), expert_row_tiles(m, 1500, 128));
+  // TensorRT-LLM's port, by the MoE call's tokens (its expected_m): swapped below 32 (not
+  // priced), tiles of 64 rows up to 64 tokens, of 128 past them.
   const ForwardConfig::ExpertTiles port{0, 32, 64};
-  EXPECT_EQ(expert_row_tiles(m, 1023, port), 1);
-  EXPECT_EQ(expert_row_tiles(m, 1024, port), expert_row_tiles(m, 1024, 64));
-  EXPECT_EQ(expert_row_tiles(m, 2048, port), expert_row_tiles(m, 2048, 64));
-  EXPECT_EQ(expert_row_tiles(m, 2080, port), expert_row_tiles(m, 2080, 128));
-  // Its 1600 tokens expect 50 rows an expert: one tile of 64 unless past 64 rows
-  // (P(m > 64) for Bin(1600, 1/32), σ = 6.96: 0.021812), 64·1.021812/50 = 1.307920 rows a routed
-  // row, against 128·(1 + P(m > 128), 1e-21)/50 = 2.56 in tiles of 128.
+  EXPECT_EQ(expert_row_tiles(m, 31, 1, port), 1);
+  EXPECT_EQ(expert_row_tiles(m, 32, 1, port), expert_row_tiles(m, 32, 64));
+  EXPECT_EQ(expert_row_tiles(m, 64, 1, port), expert_row_tiles(m, 64, 64));
+  EXPECT_EQ(expert_row_tiles(m, 65, 1, port), expert_row_tiles(m, 65, 128));
+  // Its 1600 tokens: 50 rows an expert in tiles of 128, one unless past 128 rows (P = 1e-21):
+  // 128/50 = 2.56 rows a routed row; in tiles of 64 it would be one unless past 64 rows
+  // (P(m > 64) for Bin(1600, 1/32), σ = 6.96: 0.021812), 64·1.021812/50 = 1.307920.
+  EXPECT_NEAR(expert_row_tiles(m, 1600, 1, port), 2.56, 1e-6);
   EXPECT_NEAR(expert_row_tiles(m, 1600, 64), 1.307920, 1e-6);
-  EXPECT_NEAR(expert_row_tiles(m, 1600, 128), 2.56, 1e-6);
   // vLLM's DeepGEMM MoE from 128 tokens (Triton's below).
   const ForwardConfig::ExpertTiles vllm{128, 0, 0};
-  EXPECT_EQ(expert_row_tiles(m, 127, vllm), 1);
-  EXPECT_EQ(expert_row_tiles(m, 128, vllm), expert_row_tiles(m, 128, 128));
+  EXPECT_EQ(expert_row_tiles(m, 127, 1, vllm), 1);
+  EXPECT_EQ(expert_row_tiles(m, 128, 1, vllm), expert_row_tiles(m, 128, 128));
   // Spread wider than a tile (σ = √(65536·31/32) = 252 at 2^21 tokens): the remainder is
   // uniform over 0..127 rows, (128 − 1)/2 padded rows an expert on a mean of 65536.
   EXPECT_NEAR(expert_row_tiles(m, 2097152, 128), 1 + 127.0 / 131072, 1e-15);

@@ -258,8 +258,8 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
   // (model::expert_row_tiles at the busiest GPU's rows), over 8 GPUs by width (--tp 8), by
   // expert (--ep 8, with and without DeepEP, routing balanced and under the routing model) and
   // whole in each tensor-parallel group (--experts ep); under DeepGEMM's contiguous layout
-  // (128-row tiles at any size), TensorRT-LLM's port (swapped below 32 rows an expert, 64-row
-  // tiles to 64) and vLLM's (from 128 tokens). Each step costs what its graph costs.
+  // (128-row tiles at any size), TensorRT-LLM's port (swapped below 32 tokens, 64-row tiles to
+  // 64) and vLLM's (from 128 tokens). Each step costs what its graph costs.
   struct Case {
     Plan plan;
     bool deepep, by_expert;
@@ -280,7 +280,7 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
         if (c.by_expert) fx->f.experts = model::ForwardConfig::Experts::expert;
         fx->f.expert_tiles = rule;
         fx->step->prepare(fx->m, fx->sys, fx->f);
-        for (const double n : {1.0, 7.0, 127.0, 128.0, 1023.0, 1024.0, 1032.0, 1600.0, 2080.0, 4096.0, 8192.0}) {
+        for (const double n : {1.0, 7.0, 31.0, 32.0, 64.0, 65.0, 127.0, 128.0, 1024.0, 1032.0, 1600.0, 4096.0, 8192.0}) {
           model::StepMix mix;
           mix.add_prefill(n, n, 0);
           EXPECT_NEAR(fx->step->time(mix, GraphMode::eager) / reference(*fx, mix, GraphMode::eager), 1, imbalance == 1 ? kExact : 1e-7)
@@ -288,7 +288,8 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
         }
         if (imbalance != 1) continue;
         // The gate-up GEMM's padded rows in the step graph: none behind DeepEP's low-latency
-        // kernels (to 128 tokens a GPU, 1024 here), below the swap or below vLLM's 128 tokens.
+        // kernels (to 128 tokens a GPU, 1024 here), below the port's swap (32 tokens) or below
+        // vLLM's 128 tokens.
         const auto padded = [&](double n) {
           model::StepMix mix;
           mix.add_prefill(n, n, 0);
@@ -301,9 +302,9 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
         };
         EXPECT_GT(padded(1032), 0);
         EXPECT_EQ(padded(1024) > 0, !c.deepep);
-        EXPECT_EQ(padded(1023) > 0, !c.deepep && rule.swap_below == 0);
-        EXPECT_EQ(padded(127) > 0, !c.deepep && rule.swap_below == 0 && rule.from_tokens == 0);
-        EXPECT_EQ(padded(128) > 0, !c.deepep && rule.swap_below == 0);
+        EXPECT_EQ(padded(31) > 0, !c.deepep && rule.swap_below == 0 && rule.from_tokens == 0);
+        EXPECT_EQ(padded(32) > 0, !c.deepep && rule.from_tokens == 0);
+        EXPECT_EQ(padded(128) > 0, !c.deepep);
       }
     }
   }

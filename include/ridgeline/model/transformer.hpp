@@ -91,12 +91,13 @@ struct ForwardConfig {
     /// priced as routed: vLLM's DeepGEMM MoE takes at least 128 (`_valid_deep_gemm_shape`,
     /// `align <= M`) and Triton's fused MoE runs below.
     double from_tokens = 0;
-    /// Rows an expert expects (the step's routed rows over E) below which TensorRT-LLM's port of
-    /// DeepGEMM's grouped GEMM swaps its operands, the tokens on the tile's columns, whose
-    /// padding is not priced: 32 on H100 and H200, 64 on the H20's 78 SMs
-    /// (m_per_expert_threshold in fp8_blockscale_gemm.cu's grouped_gemm_dispatch).
+    /// Tokens of a step below which TensorRT-LLM's port of DeepGEMM's grouped GEMM swaps its
+    /// operands, the tokens on the tile's columns, whose padding is not priced: 32 on H100 and
+    /// H200, 64 on the H20's 78 SMs (m_per_expert_threshold in fp8_blockscale_gemm.cu's
+    /// grouped_gemm_dispatch, against its expected_m: the MoE call's rows, num_rows, set by
+    /// getWorkspaceSize at every call from moe_kernels.cu's configureWsPtrs).
     double swap_below = 0;
-    /// Rows an expert expects up to which the port's tiles are 64 rows, not 128: its
+    /// Tokens of a step up to which the port's tiles are 64 rows, not 128: its
     /// get_best_gemm_config takes block_m 64 for a problem not flagged contiguous with
     /// expected_m <= 64 (deep_gemm/jit_utils.cuh), and grouped_gemm_dispatch does not flag it.
     double small_upto = 0;
@@ -295,7 +296,7 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
 /// deepseek-ai/DeepGEMM csrc/utils/layout.hpp; vLLM rounds each expert's count up to it,
 /// deep_gemm_utils.py; DeepEP aligns SGLang's, expert_alignment=128), and TensorRT-LLM's port
 /// (GroupedWithOffset) runs ⌈m_e/128⌉ tiles of 128 rows an expert, storing the rows it has,
-/// once an expert expects more than 64 (ForwardConfig::ExpertTiles::small_upto: 64 below).
+/// for a call of more than 64 tokens (ForwardConfig::ExpertTiles::small_upto: 64 below).
 inline constexpr double kDeepGemmRowTile = 128;
 /// The rows a grouped GEMM's tiles compute over the rows routed to the experts, when each
 /// expert's rows run in whole tiles of `tile` (docs/cost-model.md#row-tiles): an expert's rows m
@@ -305,11 +306,11 @@ inline constexpr double kDeepGemmRowTile = 128;
 /// rows' remainder in a tile is uniform (to about e^(-2π²σ²/tile²)) and the ratio
 /// 1 + (tile − 1)/(2·E[m]). 1 for tile <= 1 or no tokens; `tile` for fewer than one token.
 double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) noexcept;
-/// The same for the engine's kernel at a step of `group_tokens` (its busiest chip's share times
-/// the chips: the rows its experts see), under `t`: 1 below t.from_tokens or where an expert
-/// expects fewer than t.swap_below rows; tiles of 64 rows where it expects at most t.small_upto,
-/// else of kDeepGemmRowTile.
-double expert_row_tiles(const ModelConfig& m, double group_tokens, const ForwardConfig::ExpertTiles& t) noexcept;
+/// The same for the engine's kernel at a step of `tokens` (of every group: the MoE layer's
+/// rows), its experts' rows those of the busiest chip, `share` (F) times the mean, under `t`: 1
+/// below t.from_tokens or t.swap_below tokens; tiles of 64 rows up to t.small_upto tokens,
+/// else of kDeepGemmRowTile; r at tokens·share.
+double expert_row_tiles(const ModelConfig& m, double tokens, double share, const ForwardConfig::ExpertTiles& t) noexcept;
 
 /// DeepEP's normal kernels send a token once to every unit holding one of its experts: every
 /// node (scale-up domain) when the expert-parallel group spans several, else every chip. Their

@@ -139,7 +139,7 @@ struct EngineConfig {
   int mxfp4_expert_align = 0;
   /// How its grouped GEMMs in DeepGEMM's kernels tile each expert's rows
   /// (model::ForwardConfig::ExpertTiles): vLLM from 128 tokens (Triton's below); TensorRT-LLM's
-  /// port swapped below 32 rows an expert (64 on the H20), in tiles of 64 rows up to 64; 0
+  /// port swapped below 32 tokens a step (64 on the H20), in tiles of 64 rows up to 64 tokens; 0
   /// elsewhere (DeepGEMM's contiguous layout: every expert in 128-row tiles).
   model::ForwardConfig::ExpertTiles expert_tiles;
   /// Greedy sampling's kernels (model::ForwardConfig::sampler): vLLM V0's Sampler computes
