@@ -231,6 +231,30 @@ TEST(EngineKernels, BlockFp8ExpertsInDeepGemmsGroupedKernelsReadFp8RowsQuantised
   EXPECT_NEAR(down->cost.matrix_pad_flops - 132003135488.0, 120206124027.0, 1);
 }
 
+TEST(EngineKernels, EachEnginesRuleForDeepGemmsRowTilesFollowsItsCode) {
+  // docs/cost-model.md#row-tiles: vLLM calls DeepGEMM's MoE from 128 tokens a step; TensorRT-LLM's
+  // port swaps below 32 tokens on a GPU of 132 SMs (64 on the H20's 78) and takes 64-row tiles up
+  // to 64 tokens; its TensorRT engine flow has no DeepGEMM and SGLang's runner the contiguous
+  // layout's rule (none). engine_forward hands the rule to the graph.
+  const hw::ChipSpec h100 = testing::catalog_system("h100-sxm").chip;
+  hw::ChipSpec h20 = h100;
+  h20.sms = 78;
+  const auto rule = [](const EngineConfig& e) { return engine_forward(model::ForwardConfig{}, e).expert_tiles; };
+  const model::ForwardConfig::ExpertTiles vllm = rule(engine_preset(EngineRef{EngineKind::vllm, 0}, h100, 8));
+  EXPECT_EQ(vllm.from_tokens, 128);
+  EXPECT_EQ(vllm.swap_below, 0);
+  EXPECT_EQ(vllm.small_upto, 0);
+  const model::ForwardConfig::ExpertTiles port = rule(engine_preset(EngineRef{EngineKind::trtllm, 0}, h100, 8));
+  EXPECT_EQ(port.from_tokens, 0);
+  EXPECT_EQ(port.swap_below, 32);
+  EXPECT_EQ(port.small_upto, 64);
+  EXPECT_EQ(rule(engine_preset(EngineRef{EngineKind::trtllm, 0}, h20, 8)).swap_below, 64);
+  for (const EngineRef none : {EngineRef{EngineKind::trtllm, 15}, EngineRef{EngineKind::sglang, 0}}) {
+    const model::ForwardConfig::ExpertTiles t = rule(engine_preset(none, h100, 8));
+    EXPECT_EQ(t.from_tokens + t.swap_below + t.small_upto, 0) << name(none);
+  }
+}
+
 TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) {
   // After the router's GEMM, DeepSeek-V3's group-limited router (n_group 8, topk_group 4,
   // sigmoid with a correction bias) as each release runs it (docs/serving.md#routing-kernels).
