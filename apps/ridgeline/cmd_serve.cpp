@@ -267,7 +267,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   add_hardware_flags(s, f->hw);
   add_forward_flags(s, f->fw);
   s->add_flag("--json", f->json, "JSON on stdout");
-  s->add_option("--engine", f->engine, "vllm, sglang, trtllm or static (each a preset of the knobs below)")->capture_default_str();
+  s->add_option("--engine", f->engine, "vllm, sglang, trtllm or static (each a preset of the knobs below); " + serving::engine_releases())
+      ->capture_default_str();
   s->add_option("--max-num-seqs", f->max_num_seqs, "running requests at most (engine default)");
   s->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens of one step (engine default)");
   s->add_option("--chunked-prefill", f->chunked_prefill, "on or off (engine default)");

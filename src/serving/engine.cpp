@@ -597,6 +597,20 @@ std::string name(EngineRef e) {
   return s;
 }
 
+namespace {
+
+// The releases each family's presets cover (parse_engine maps any release inside to its preset).
+constexpr std::string_view kVllmReleases = "0.6 (V0), 0.8, 0.9-0.10, 0.11-0.13 and 0.14+";
+constexpr std::string_view kSglangReleases = "0.3 and 0.4+";
+constexpr std::string_view kTrtllmReleases = "the TensorRT engine flow of 0.9-0.15 (trtllm@0.15) and the PyTorch backend (0.19+)";
+
+}  // namespace
+
+std::string engine_releases() {
+  return fmt::format("@MAJOR.MINOR follows a release's defaults: vllm {}; sglang {}; trtllm {}", kVllmReleases, kSglangReleases,
+                     kTrtllmReleases);
+}
+
 std::optional<EngineRef> parse_engine(std::string_view s) {
   const std::size_t at = s.find('@');
   const std::string_view family = s.substr(0, at);
@@ -635,13 +649,12 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
         break;
       }
       if (release < 8) {
-        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover 0.6 (V0), 0.8, 0.9-0.10, 0.11-0.13 and 0.14+", given,
-                                     major, minor));
+        throw InputError(fmt::format("--engine {}: vLLM {}.{} is not modelled: presets cover {}", given, major, minor, kVllmReleases));
       }
       e.version = release < 9 ? 8 : release < 11 ? 10 : release < 14 ? 13 : 0;
       break;
     case EngineKind::sglang:
-      if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover 0.3 and 0.4+", given));
+      if (release < 3) throw InputError(fmt::format("--engine {}: SGLang before 0.3 is not modelled: presets cover {}", given, kSglangReleases));
       e.version = release < 4 ? 3 : 0;
       break;
     case EngineKind::trtllm:
@@ -649,8 +662,8 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
       // before it the TensorRT engine flow under the C++ executor (0.9-0.15: trtllm_engines).
       if (release < 9) {
         throw InputError(fmt::format("--engine {}: TensorRT-LLM before 0.9 (GptManager, before the Executor API) is not modelled: presets "
-                                     "cover the TensorRT engine flow of 0.9-0.15 (trtllm@0.15) and the PyTorch backend (0.19+)",
-                                     given));
+                                     "cover {}",
+                                     given, kTrtllmReleases));
       }
       if (release >= 16 && release < 19) {
         throw InputError(fmt::format("--engine {}: TensorRT-LLM 0.16-0.18 is not modelled: the TensorRT engine flow's defaults "

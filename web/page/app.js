@@ -107,6 +107,13 @@ let long = null; // started on first use
 // out of the command line (the CLI's default then applies, and is the same value).
 
 const DTYPES = ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'fp4'];
+// The engines' presets, each release range as `serve --engine` takes it (its help lists them).
+const ENGINES = ['vllm', 'vllm@0.13', 'vllm@0.10', 'vllm@0.8', 'vllm@0.6', 'sglang', 'sglang@0.3', 'trtllm', 'trtllm@0.15', 'static'];
+const ENGINE_NAMES = {
+  vllm: 'vLLM 0.14+', 'vllm@0.13': 'vLLM 0.11-0.13', 'vllm@0.10': 'vLLM 0.9-0.10', 'vllm@0.8': 'vLLM 0.8', 'vllm@0.6': 'vLLM 0.6 (V0)',
+  sglang: 'SGLang 0.4+', 'sglang@0.3': 'SGLang 0.3', trtllm: 'TensorRT-LLM 0.19+ (PyTorch)', 'trtllm@0.15': 'TensorRT-LLM 0.9-0.15 (engines)',
+  static: 'static batches',
+};
 const POW2 = (max) => Array.from({ length: Math.log2(max) + 1 }, (_, i) => String(2 ** i));
 
 const TABS = {
@@ -134,7 +141,7 @@ const TABS = {
       { key: 'model', flag: '--model', label: 'Model', type: 'model', def: 'llama-3.1-8b' },
       { key: 'hw', flag: '--hw', label: 'Chip', type: 'chip', def: 'h100-sxm' },
       { key: 'tp', flag: '--tp', label: 'Tensor parallel (TP)', type: 'select', options: POW2(64), def: '1', always: true },
-      { key: 'engine', flag: '--engine', label: 'Engine', type: 'select', options: ['vllm', 'sglang', 'trtllm', 'static'], def: 'vllm' },
+      { key: 'engine', flag: '--engine', label: 'Engine', type: 'select', options: ENGINES, names: ENGINE_NAMES, def: 'vllm' },
       { key: 'load', label: 'Load', type: 'select', options: ['qps', 'concurrency'], names: { qps: 'rate (requests/s)', concurrency: 'users (closed loop)' }, def: 'qps', noflag: true },
       { key: 'rate', label: 'Requests/s or users', type: 'number', min: 0, step: 'any', def: '5', noflag: true },
       { key: 'prompt', flag: '--prompt', label: 'Prompt tokens (N or uniform:A,B …)', type: 'text', def: '1024' },

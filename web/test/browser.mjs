@@ -166,6 +166,13 @@ try {
   await sameAsCli(page, 'serve');
   await readableCharts(page, 'serving 1400 px');
   await shot(page, 'serve-1400');
+  // A release's preset from the engine list (TensorRT-LLM's engine flow of 0.9-0.15).
+  const ns = Number(await page.evaluate(() => document.body.dataset.ranServe));
+  await page.selectOption('#serve-engine', 'trtllm@0.15');
+  await ran(page, 'ranServe', ns, 120000);
+  const sdoc = JSON.parse(await text(page, '#source-serve-main pre.json'));
+  check('serving: a release\'s preset reaches the engine', sdoc.engine.name === 'trtllm@0.15', sdoc.engine.name);
+  await sameAsCli(page, 'serve');
 
   // Capacity: search serve with its progress.
   await page.click('#tab-capacity');

@@ -38,6 +38,9 @@ std::string name(EngineRef e);
 /// defaults to follow; any release maps to the preset covering it); nullopt otherwise. A
 /// release before what the presets cover throws InputError naming it and what they cover.
 std::optional<EngineRef> parse_engine(std::string_view s);
+/// The releases each family's presets cover, as --engine's help says them: "vllm@0.6 (V0),
+/// @0.8, ..." (the refusals of a release outside them name the same).
+std::string engine_releases();
 
 /// What a step holds and in which order the scheduler fills it.
 enum class StepPolicy : std::uint8_t {
