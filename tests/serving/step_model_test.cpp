@@ -269,13 +269,8 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
                         Case{{"deepseek-v3", "h200", 1, 8}, true, false}, Case{{"deepseek-v3", "h200", 8, 1}, false, true}}) {
     for (const double imbalance : {1.0, 0.0}) {
       for (const model::ForwardConfig::ExpertTiles& rule : rules) {
-        auto fx = std::make_unique<Fixture>();
-        fx->m = io::bundled_model(c.plan.model);
-        fx->sys = testing::catalog_system(c.plan.hw);
-        fx->f.tp = c.plan.tp;
-        fx->f.ep = c.plan.ep;
-        fx->f.expert_imbalance = imbalance;
-        fx->f.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+        // The chip's own multiprocessors (its GEMMs tiled), DeepGEMM's kernels.
+        auto fx = fixture(c.plan, false, testing::catalog_system(c.plan.hw).chip.sms, imbalance, false, 0, 0, 0, 0, 0, true);
         if (c.deepep) fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
         if (c.by_expert) fx->f.experts = model::ForwardConfig::Experts::expert;
         fx->f.expert_tiles = rule;
