@@ -342,12 +342,15 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
                              {"decodes", ps.decodes}, {"decode_context", ps.decode_context}, {"launch_tokens", ps.launch_tokens}});
   }
-  // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps).
+  // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps
+  // + its first token's output lag).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"queue_s", r.queue.mean},
-                  {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean)},
+                  {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean - r.output_lag_s)},
+                  {"output_s", r.output_lag_s},
                   {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)},
                   {"sources", {{"front_end", r.engine.front_end_source}, {"queue", "the simulation"}, {"prefill", "the simulated steps"},
+                               {"output", serving::engine_outputs_next_step(r.engine) ? serving::kOutputLagSource : "none: sent as computed"},
                                {"decode", "the simulated steps"}}}};
   if (cfg.spec.on()) {
     const serving::SpeculationCost& sc = r.speculation;
@@ -396,6 +399,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["mean_in_system"] = r.mean_in_system;
   j["mean_running"] = r.mean_running;
   j["mean_waiting"] = r.mean_waiting;
+  j["mean_ending"] = r.mean_ending;
   j["memory"] = memory_json(r.memory);
   json tl = json::array();
   for (const serving::TimePoint& p : r.timeline) {
@@ -631,10 +635,13 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;
-    s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
-                     t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean)), t(r.ttft.mean),
+    const bool lag = serving::engine_outputs_next_step(r.engine);
+    s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {}{} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
+                     t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean - r.output_lag_s)),
+                     lag ? fmt::format(", its first token sent during the next step {}", t(r.output_lag_s)) : std::string(), t(r.ttft.mean),
                      t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
     if (fe > 0) s += fmt::format("  front end: {}\n", r.engine.front_end_source);
+    if (lag) s += fmt::format("  output: {}\n", serving::kOutputLagSource);
   }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {
     const serving::SpeculationCost& sc = r.speculation;
@@ -658,7 +665,9 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   s += fmt::format("KV cache: {:.1f}% used on average, the fullest {:.1f}% at its peak; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
-  s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system\n", r.mean_running, r.mean_waiting,
+  s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {}{:.1f} in the system\n", r.mean_running, r.mean_waiting,
+                   r.mean_ending != 0 ? fmt::format("{:+.2f} between the engine's end and the client's (docs/serving.md#output-lag), ", r.mean_ending)
+                                      : std::string(),
                    r.mean_in_system);
   if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit ({})\n", r.rejected, rejections_text(m, r));
   if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
@@ -720,7 +729,7 @@ json request_json(const serving::RequestRecord& r) {
   return {{"id", r.id},           {"replica", r.replica},        {"arrival_s", r.arrival_s}, {"queue_s", r.queue_s},
           {"ttft_s", r.ttft_s},   {"tpot_s", r.tpot_s},          {"e2e_s", r.e2e_s},         {"input_tokens", r.input},
           {"output_tokens", r.output}, {"cached_tokens", r.cached_tokens}, {"preemptions", r.preemptions},
-          {"warmup", r.warmup},   {"rejected", r.rejected}};
+          {"warmup", r.warmup},   {"rejected", r.rejected},      {"first_lag_s", r.first_lag_s}, {"end_lag_s", r.end_lag_s}};
 }
 
 RowFile::RowFile(std::string path, std::string_view flag, std::string_view header) {
@@ -749,14 +758,16 @@ void RowFile::commit() {
 
 RequestWriter::RequestWriter(std::string path)
     : file_(std::move(path), "--requests-out",
-            "id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected") {}
+            "id,replica,arrival_s,queue_s,ttft_s,tpot_s,e2e_s,input_tokens,output_tokens,cached_tokens,preemptions,warmup,rejected,"
+            "first_lag_s,end_lag_s") {}
 
 void RequestWriter::write(const serving::RequestRecord& r) {
   std::FILE* f = file_.stream();
   if (f == nullptr) return;
   if (!file_.csv()) return file_.write_json(request_json(r));
-  fmt::print(f, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s, r.tpot_s,
-             r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0);
+  fmt::print(f, "{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{:.9g},{:.9g}\n", r.id, r.replica, r.arrival_s, r.queue_s, r.ttft_s,
+             r.tpot_s, r.e2e_s, r.input, r.output, r.cached_tokens, r.preemptions, r.warmup ? 1 : 0, r.rejected ? 1 : 0, r.first_lag_s,
+             r.end_lag_s);
 }
 
 json step_json(const serving::StepRecord& s) {
@@ -806,6 +817,8 @@ json RequestColumns::json() const {
   col("preemptions", [](const R& r) { return r.preemptions; });
   col("warmup", [](const R& r) { return r.warmup; });
   col("rejected", [](const R& r) { return r.rejected; });
+  col("first_lag_s", [](const R& r) { return r.first_lag_s; });
+  col("end_lag_s", [](const R& r) { return r.end_lag_s; });
   return j;
 }
 

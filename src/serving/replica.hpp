@@ -56,6 +56,11 @@ struct Req {
   std::int64_t source_commit = 0;  // disaggregated: blocks committed to it on the prefill instance
   std::int64_t dest_shared = 0;    // disaggregated: blocks of its prefix the decode instance holds while its KV is in transfer
   Ps prefill_end = -1;        // disaggregated: when its prompt was prefilled
+  // Outputs sent during the next step (engine_outputs_next_step): how much later than the step
+  // that computed it its first token reached the client, and whether its end is recorded (a
+  // sequence that ends inside a multi-step window is, while it keeps its place in the batch).
+  Ps first_lag = 0;
+  bool recorded = false;
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
   Phase phase = Phase::waiting;
   bool warmup = false;
@@ -178,6 +183,13 @@ class Replica {
   // The sequences whose last token a step of the window computed: they keep their place to its
   // end (Simulation::emit_decode), their last token's gap counted then.
   std::vector<DecodeEvent> window_done;
+  // Outputs sent during the next step (engine_outputs_next_step): the requests whose first
+  // token, whose end, or (inside a multi-step window) whose last token the last step computed,
+  // sent when the next step has been launched (Simulation::send_outputs); the processing time
+  // of that step's outputs.
+  std::vector<std::int32_t> unsent_first, unsent_done, unsent_window;
+  double unsent_proc_s = 0;
+  bool unsent() const noexcept { return !unsent_first.empty() || !unsent_done.empty() || !unsent_window.empty(); }
   // A leap (Simulation::start_leap): quiet decode steps after the one started, leap_k of them;
   // steps [0, leap_f) of it finished and [0, leap_s) started (0: the one started normally).
   std::int32_t leap_k = 0, leap_f = 0, leap_s = 1;

@@ -68,6 +68,7 @@ void check_memory(const model::ModelConfig& m, const ServeConfig& cfg, const Ser
 // Integrals over time of what the statistics average.
 struct Integrals {
   double in_system = 0, running = 0, waiting = 0, kv_used = 0;
+  double ending = 0;  // of Simulation::ending_
 };
 
 // What the instances of one kind share: their plan, engine, cache, step pricing and
@@ -176,7 +177,19 @@ class Simulation {
   bool queue_trend() const;
 
   // --- completions, statistics, the result (simulator_metrics.cpp) ----------------------
-  void complete(Replica& r, std::int32_t qi, Ps t);
+  // A request leaves at t: its state released (retire) and its end recorded (record_end).
+  void complete(Replica& r, std::int32_t qi, Ps t) {
+    retire(r, qi);
+    record_end(qi, t);
+  }
+  // Its last token computed at t: completed, or where outputs go out during the next step
+  // (engine_outputs_next_step), its state released now and its end recorded when they do.
+  void end(Replica& r, std::int32_t qi, Ps t);
+  void retire(Replica& r, std::int32_t qi);
+  // Its end seen by the client at t; its slot freed once it is retired too.
+  void record_end(std::int32_t qi, Ps t);
+  // The last step's outputs reach the client at t (engine_outputs_next_step).
+  void send_outputs(Replica& r, Ps t);
   void reject(std::int32_t qi, Ps t);
   void record(const RequestRecord& rec, Ps t);
   bool missed(const SloTarget& target, std::int64_t over) const;
@@ -237,6 +250,11 @@ class Simulation {
   Distribution ttft_, tpot_, itl_, e2e_, queue_;
   bool itl_on_ = false;  // inter-token latencies recorded: not lean, or an SLO target on them
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
+  double output_lag_sum_ = 0;  // measured requests: their first token's time from its step's end to the client
+  // Requests in the system neither running nor waiting, less those running out of it: ended on
+  // the engine with their end not yet sent, less those whose end was sent while their place in a
+  // multi-step window runs on (engine_outputs_next_step). In the system = running + waiting + this.
+  std::int64_t ending_ = 0;
   double first_measured_arrival_ = 1e300, last_measured_end_ = 0;
   // Every measured request's arrival, served or not (the rate offered).
   std::int64_t measured_arrivals_ = 0, measured_rejected_ = 0;

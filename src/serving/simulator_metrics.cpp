@@ -13,9 +13,8 @@
 
 namespace ridgeline::serving::detail {
 
-// A request leaves (its last token at t): blocks freed, statistics, the sink, the next
-// request of its client in a closed loop.
-void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
+// A request's state released: blocks freed, out of the running list and its rank.
+void Simulation::retire(Replica& r, std::int32_t qi) {
   Req& q = pool_[qi];
   r.release(q);
   r.kv_of(q).committed -= q.commit;
@@ -23,6 +22,33 @@ void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
   r.remove_running(qi);
   r.leave_rank(q);
   q.phase = Phase::done;
+  ++ending_;
+  if (q.recorded) free_slots_.push_back(qi);
+}
+
+void Simulation::end(Replica& r, std::int32_t qi, Ps t) {
+  if (!engine_outputs_next_step(tier(r).engine)) {
+    complete(r, qi, t);
+    return;
+  }
+  const bool recorded = pool_[qi].recorded;  // inside a multi-step window, when its end went out
+  retire(r, qi);
+  if (!recorded) r.unsent_done.push_back(qi);
+}
+
+// Its end as the client sees it (its last token at t): statistics, the sink, the next request
+// of its client in a closed loop.
+void Simulation::record_end(std::int32_t qi, Ps t) {
+  Req& q = pool_[qi];
+  q.recorded = true;
+  --ending_;
+  // Sent after now (engine_outputs_next_step): in the system until then, the time integrated
+  // here (what advance() integrates from now on no longer counts it).
+  if (t > clock_) {
+    const double ahead = to_s(t - clock_);
+    integrals_.in_system += ahead;
+    integrals_.ending += ahead;
+  }
   RequestRecord rec;
   rec.id = q.id;
   rec.replica = q.replica;
@@ -36,9 +62,29 @@ void Simulation::complete(Replica& r, std::int32_t qi, Ps t) {
   rec.emitted = q.output;
   rec.cached_tokens = q.cached;
   rec.preemptions = q.preemptions;
+  rec.first_lag_s = to_s(q.first_lag);
+  rec.end_lag_s = to_s(t - q.last_token);
   rec.warmup = q.warmup;
+  if (!q.warmup) output_lag_sum_ += rec.first_lag_s;
   record(rec, t);
-  free_slots_.push_back(qi);
+  if (q.phase == Phase::done) free_slots_.push_back(qi);
+}
+
+// vLLM V0's asynchronous output processor (engine_outputs_next_step): the last step's outputs
+// are processed while the next one runs, once it is launched, and sent then: first tokens,
+// ends, and the ends of sequences that stopped inside a multi-step window (which keep their
+// place in it).
+void Simulation::send_outputs(Replica& r, Ps t) {
+  for (const std::int32_t qi : r.unsent_first) {
+    Req& q = pool_[qi];
+    q.first_lag = t - q.first_token;
+    q.first_token = t;
+  }
+  for (const std::int32_t qi : r.unsent_window) record_end(qi, t);
+  for (const std::int32_t qi : r.unsent_done) record_end(qi, t);
+  r.unsent_first.clear();
+  r.unsent_window.clear();
+  r.unsent_done.clear();
 }
 
 void Simulation::reject(std::int32_t qi, Ps t) {
@@ -159,6 +205,7 @@ void Simulation::advance(Ps t) {
   }
   const double kv = kv_now_;
   integrals_.in_system += static_cast<double>(in_system_) * dt;
+  integrals_.ending += static_cast<double>(ending_) * dt;
   integrals_.running += running * dt;
   integrals_.waiting += waiting * dt;
   integrals_.kv_used += kv * dt;
@@ -187,6 +234,7 @@ void Simulation::summarise() {
   r.ttft = ttft_.summary();
   r.tpot = tpot_.summary();
   r.e2e = e2e_.summary();
+  if (measured_ > 0) r.output_lag_s = output_lag_sum_ / static_cast<double>(measured_);
   if (itl_on_) r.itl = itl_.summary();
   if (!cfg_.lean) {
     r.queue = queue_.summary();
@@ -246,11 +294,13 @@ void Simulation::summarise() {
   if (window_span > 0) {
     in.in_system = at_close_.in_system - at_open_.in_system, in.running = at_close_.running - at_open_.running;
     in.waiting = at_close_.waiting - at_open_.waiting, in.kv_used = at_close_.kv_used - at_open_.kv_used;
+    in.ending = at_close_.ending - at_open_.ending;
   }
   if (T > 0) {
     r.mean_in_system = in.in_system / T;
     r.mean_running = in.running / T;
     r.mean_waiting = in.waiting / T;
+    r.mean_ending = in.ending / T;
     r.kv_utilisation_mean = in.kv_used / T;
   }
   // The fullest cache at its fullest: each pool's peak (a replica's, or an attention rank's).

@@ -125,6 +125,9 @@ void Simulation::start_step(Replica& r, Ps t) {
     }
     r.busy = false;
     if (steps_.end(r.index) != kNever) steps_.set(r.index, kNever);  // its last step's end, left by run()
+    // No next step: the engine processes the last outputs at once (AsyncLLMEngine, when no
+    // request is left unfinished).
+    if (r.unsent()) send_outputs(r, t + std::max<Ps>(0, to_ps(r.unsent_proc_s)));
     return;
   }
   // Waiting requests that were admitted leave the queue count.
@@ -141,7 +144,15 @@ void Simulation::start_step(Replica& r, Ps t) {
                              p.draft_ranks_first.data(), p.draft_ranks_rest.data(), k.draft_rank_memo);
   }
   // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
-  const double period = step_period(e, device, mix_seqs, r.busy_until != t || !r.ahead, p.scheduled ? 1 : 0);
+  const bool after_idle = r.busy_until != t || !r.ahead;
+  const double period = step_period(e, device, mix_seqs, after_idle, p.scheduled ? 1 : 0);
+  if (r.unsent()) {
+    // The last step's outputs go out once this step is scheduled (its host time before the
+    // device, as step_period counts it) and its forward launched (a graph's replay at once, an
+    // eager step's kernels at the host's pace), and they have been processed.
+    const double host = e.overlap_scheduling && !after_idle ? 0 : (e.step_overhead_s + e.per_request_overhead_s * mix_seqs) * (p.scheduled ? 1 : 0);
+    send_outputs(r, t + std::max<Ps>(0, to_ps(host + k.step.eager_host_s(p.mix, mode) + r.unsent_proc_s)));
+  }
   if (!(period <= kMaxSimulated_s - to_s(t))) {
     double chunk_tokens = 0;
     for (const auto& c : p.chunks) chunk_tokens += static_cast<double>(c.second);
@@ -184,6 +195,9 @@ void Simulation::start_step(Replica& r, Ps t) {
 void Simulation::finish_step(Replica& r, Ps t) {
   touch(r);
   const detail::StepPlan& p = r.plan;
+  const EngineConfig& e = tier(r).engine;
+  const bool lag = engine_outputs_next_step(e);  // this step's outputs go out during the next one
+  if (lag) r.unsent_proc_s = e.async_step_s + e.async_per_request_s * p.mix.seqs();
   if (p.decode) emit_decode(r, t);
   for (const auto& [qi, chunk] : p.chunks) {
     Req& q = pool_[qi];
@@ -203,12 +217,13 @@ void Simulation::finish_step(Replica& r, Ps t) {
     output_tokens_all_ += 1;
     if (q.first_token < 0) {
       q.first_token = t;
+      if (lag) r.unsent_first.push_back(qi);
     } else if (!q.warmup && itl_on_) {
       itl_.add(to_s(t - q.last_token));  // a token after a preemption waited since its last one
     }
     q.last_token = t;
     if (q.emitted >= q.output) {
-      complete(r, qi, t);
+      end(r, qi, t);
       continue;
     }
     r.prefilling.erase(std::find(r.prefilling.begin(), r.prefilling.end(), qi));
@@ -221,10 +236,10 @@ void Simulation::finish_step(Replica& r, Ps t) {
 }
 
 void Simulation::emit_decode(Replica& r, Ps t) {
+  const bool lag = engine_outputs_next_step(tier(r).engine);  // outputs go out during the next step
   // Every sequence emits the step's tokens; those that finish, only what they had left. In a
-  // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends,
-  // when its last tokens come out: the tokens it computed beyond them are dropped. (Of lane l,
-  // at its decode step d.)
+  // multi-step window (vLLM V0) a sequence that is done keeps its place until the window ends:
+  // the tokens it computed beyond its last are dropped then. (Of lane l, at its decode step d.)
   std::int64_t emitted = 0;
   // Sequence qi's last tokens come out at t (its decode step d the last it ran).
   const auto ends = [&](std::int32_t qi, std::int64_t d) __attribute__((always_inline)) {
@@ -250,21 +265,34 @@ void Simulation::emit_decode(Replica& r, Ps t) {
     const std::int64_t d = r.dstep;  // (one lane: its decode steps are the replica's)
     const Ps last = r.lane(0).last_end;
     // Inside a multi-step window (vLLM V0) a sequence whose last token this step computes keeps
-    // its place to the window's end, when its tokens come out: its last gap is counted then,
-    // from its token before (its last gaps are one, as many as its tokens).
+    // its place to the window's end. Where outputs go out during the next step (V0's
+    // asynchronous output processor, on by default: engine_outputs_next_step), its end goes out
+    // during the window's next step (MultiStepModelRunner's callback stops it there), its last
+    // gap counted now; without it, its tokens come out at the window's end, its last gap
+    // counted then, from its token before (its last gaps are one, as many as its tokens).
     const bool window = r.window_left > 0;
-    std::int64_t kept = 0;  // of those, not in warm-up and not joined at this step
+    std::int64_t kept = 0;  // of those done at an earlier step (or all, without the lag), not in warm-up, not joined now
     if (window || !r.window_done.empty()) {
       detail::EventHeap& finishes = r.lane(0).finishes;
+      const std::size_t before = r.window_done.size();
       while (window && !finishes.empty() && finishes.top().step <= d) {
         const detail::DecodeEvent ev = finishes.top();
         finishes.pop();
         Req& q = pool_[ev.req];
         if (ev.version != q.version || q.phase != Phase::decode) continue;
-        if (q.d0 < d) q.last_token = last;
+        if (lag) {
+          r.unsent_window.push_back(ev.req);
+          if (q.d0 < d) q.last_token = t;  // (one that joined now: its gap below, from its token before)
+        } else if (q.d0 < d) {
+          q.last_token = last;
+        }
         r.window_done.push_back(ev);
       }
-      for (const detail::DecodeEvent& ev : r.window_done) kept += pool_[ev.req].warmup || pool_[ev.req].d0 == d ? 0 : 1;
+      const std::size_t counted = lag ? before : r.window_done.size();
+      for (std::size_t i = 0; i < counted; ++i) {
+        const Req& q = pool_[r.window_done[i].req];
+        kept += q.warmup || q.d0 == d ? 0 : 1;
+      }
     }
     std::int64_t joined = 0;  // not in warm-up
     for (const std::int32_t qi : r.new_decoders) {
@@ -273,10 +301,13 @@ void Simulation::emit_decode(Replica& r, Ps t) {
       if (q.first_token < 0) {
         // Handed over by a prefill instance: this step gives its first token (no gap before it).
         q.first_token = q.last_token = t;
+        if (lag) r.unsent_first.push_back(qi);
         continue;
       }
-      if (window && r.emitted_before(q) + r.step_tokens(q, d) >= q.output) continue;  // (its last gap at the window's end)
+      const bool done_in_window = window && r.emitted_before(q) + r.step_tokens(q, d) >= q.output;
+      if (done_in_window && !lag) continue;  // (its last gap at the window's end)
       if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
+      if (done_in_window) q.last_token = t;
     }
     const std::int64_t old = r.n_decode - r.n_warm_decode - joined - kept;
     if (old > 0 && last >= 0 && itl_on_) itl_.add(to_s(t - last), static_cast<double>(old));
@@ -287,7 +318,7 @@ void Simulation::emit_decode(Replica& r, Ps t) {
       for (const detail::DecodeEvent& ev : r.window_done) {
         const Req& q = pool_[ev.req];
         if (ev.version != q.version || q.phase != Phase::decode) continue;
-        if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
+        if (!q.warmup && itl_on_ && !lag) itl_.add(to_s(t - q.last_token));
         ends(ev.req, d);
       }
       r.window_done.clear();
@@ -308,6 +339,7 @@ void Simulation::emit_decode(Replica& r, Ps t) {
       r.lane(l).joined += q.warmup ? 0 : 1;
       if (q.first_token < 0) {
         q.first_token = q.last_token = t;
+        if (lag) r.unsent_first.push_back(qi);
         continue;
       }
       if (!q.warmup && itl_on_) itl_.add(to_s(t - q.last_token));
@@ -327,7 +359,7 @@ void Simulation::emit_decode(Replica& r, Ps t) {
   if (window_state_ == 1) window_tokens_ += static_cast<double>(emitted);
   if (!cfg_.lean) timeline_.tokens(t, static_cast<double>(emitted));
   output_tokens_all_ += static_cast<double>(emitted);
-  for (const std::int32_t qi : finished_now_) complete(r, qi, t);
+  for (const std::int32_t qi : finished_now_) end(r, qi, t);
   finished_now_.clear();
 }
 

@@ -189,7 +189,9 @@ struct EngineConfig {
   double exposed_step_s = 0;
   /// Host time per step (and per request in it) that runs while the device runs the next step:
   /// vLLM V0's asynchronous output processing (outputs detokenised and checked for stops on the
-  /// CPU during the next forward pass). A step lasts at least this long (docs/serving.md#host-time).
+  /// CPU during the next forward pass). A step lasts at least this long, and its outputs reach
+  /// the client only then: once the next step has been scheduled and launched, and they have
+  /// been processed (engine_outputs_next_step; docs/serving.md#output-lag).
   double async_step_s = 0, async_per_request_s = 0;
   /// vLLM V0 without chunked prefill: a step holds prefills or decodes, never both; waiting
   /// requests' prompts go first ("Don't schedule decodes if prefills are scheduled",
@@ -197,7 +199,8 @@ struct EngineConfig {
   bool prefills_apart = false;
   /// vLLM V0 --num-scheduler-steps n: the scheduler runs once per window of n decode steps, whose
   /// batch is fixed; a request arriving in a window waits for its end, a sequence that ends in it
-  /// keeps its place (and its last tokens come out) at the window's end, and the scheduler's host
+  /// keeps its place to the window's end (its end sent to the client during the window's next
+  /// step), the other sequences' tokens come out at the window's end, and the scheduler's host
   /// time (step_overhead_s, per_request_overhead_s) is paid once per window (docs/serving.md#multi-step).
   std::int64_t scheduler_steps = 1;
   // SGLang admission (Admission::ratio_reserve).
@@ -298,6 +301,18 @@ constexpr bool limits_per_rank(const EngineConfig& e, std::int64_t ranks) noexce
 /// limit below the ranks leaves a rank none, and it would never run a request. Throws
 /// InputError naming the flag.
 void validate_ranks(const EngineConfig& e, std::int64_t ranks);
+/// Whether a step's outputs reach the client only during the next step (vLLM V0's asynchronous
+/// output processor: LLMEngine._process_model_outputs passed to the model runner as its
+/// async_callback, called once the next forward has been launched; vllm-project/vllm PR #7049):
+/// an engine that processes outputs beside the device (async_step_s, async_per_request_s).
+constexpr bool engine_outputs_next_step(const EngineConfig& e) noexcept {
+  return e.async_step_s > 0 || e.async_per_request_s > 0;
+}
+/// Where that comes from, for a line of output.
+inline constexpr const char* kOutputLagSource =
+    "vLLM V0's asynchronous output processor: a step's outputs processed and sent once the next step is scheduled and launched "
+    "(vllm/engine/async_llm_engine.py step_async, worker/model_runner.py async_callback, PR #7049; multi-step: a sequence's "
+    "end during the window's next step, the others' tokens after the window, worker/multi_step_model_runner.py, v0.6.0)";
 /// The share of the scheduler's host time a decode step pays on average: 1 / scheduler_steps.
 constexpr double decode_schedule_share(const EngineConfig& e) noexcept {
   return e.scheduler_steps > 1 ? 1.0 / static_cast<double>(e.scheduler_steps) : 1.0;

@@ -175,6 +175,11 @@ struct RequestRecord {
   std::int64_t emitted = 0;
   std::int64_t cached_tokens = 0;  ///< prompt tokens found in the prefix cache
   std::int32_t preemptions = 0;
+  /// An engine whose outputs go out during the next step (vLLM V0: engine_outputs_next_step):
+  /// how much later than the end of the step that computed it its first token, and its last,
+  /// reached the client; in ttft_s and e2e_s, not in the ITL, which takes each token at the
+  /// end of its step (docs/serving.md#output-lag).
+  double first_lag_s = 0, end_lag_s = 0;
   bool warmup = false;             ///< left out of the statistics
   bool rejected = false;           ///< can never fit (prompt + output beyond the cache or the model's context)
 };
@@ -347,6 +352,10 @@ struct ServingResult {
   Unsustainable unsustainable = Unsustainable::none;  ///< why not
   double max_sustainable_qps = 0;     ///< when not sustainable: the largest rate found sustainable (0: not searched)
   double offered_qps = 0;             ///< open loop: measured requests over their arrival span
+  /// The measured requests' mean time from the end of the step that computed their first token
+  /// to the client (an engine whose outputs go out during the next step, engine_outputs_next_step:
+  /// vLLM V0); part of TTFT.
+  double output_lag_s = 0;
   std::int64_t preemptions = 0;
   double generated_tokens = 0;        ///< output tokens of the requests served, warm-up requests included (not those of a request refused after a preemption)
   double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
@@ -368,6 +377,11 @@ struct ServingResult {
   double mean_step_s = 0, mean_decode_batch = 0;
   double mean_in_system = 0;          ///< time average of requests in the system (Little's law: throughput x mean e2e)
   double mean_running = 0, mean_waiting = 0;
+  /// Time average of requests in the system that neither run nor wait, less those that run out
+  /// of it: vLLM V0's ends computed on the engine and not yet sent to the client, less sequences
+  /// whose end was sent while their place in a multi-step window runs on (engine_outputs_next_step;
+  /// 0 for every other engine). mean_in_system = mean_running + mean_waiting + mean_ending.
+  double mean_ending = 0;
   bool horizon_reached = false;
   MeasuredWindow steady_state;
   /// The least room any check of a KV cache left (blocks, on any instance, the check on
