@@ -143,6 +143,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"exposed_step_s", e.exposed_step_s},
           {"async_step_s", e.async_step_s},
           {"async_per_request_s", e.async_per_request_s},
+          {"outputs_in_step", e.outputs_in_step},
           {"prefills_apart", e.prefills_apart},
           {"num_scheduler_steps", e.scheduler_steps},
           {"graph_exact_sizes", e.graph_exact_sizes},
@@ -427,7 +428,9 @@ std::string engine_host_text(const model::ModelConfig& m, const serving::EngineC
                      e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
                                                          "waits for its end)", e.scheduler_steps)
                                            : std::string(),
-                     e.async_step_s > 0 ? fmt::format("; output processing {} beside the device", host_time(e.async_step_s, e.async_per_request_s))
+                     e.async_step_s > 0 ? fmt::format("; output processing {} {}", host_time(e.async_step_s, e.async_per_request_s),
+                                                      e.outputs_in_step ? "after the device (its asynchronous processor off: no graphs, or a draft)"
+                                                                        : "beside the device, a step's outputs sent during the next one")
                                         : std::string());
   }
   if (e.front_end_s > 0) {
@@ -665,10 +668,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   s += fmt::format("KV cache: {:.1f}% used on average, the fullest {:.1f}% at its peak; {} preemptions; prefix hits {:.1f}% of prompt tokens\n",
                    100 * r.kv_utilisation_mean, 100 * r.kv_utilisation_max, r.preemptions, 100 * r.prefix_hit_rate);
-  s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {}{:.1f} in the system\n", r.mean_running, r.mean_waiting,
-                   r.mean_ending != 0 ? fmt::format("{:+.2f} between the engine's end and the client's (docs/serving.md#output-lag), ", r.mean_ending)
-                                      : std::string(),
-                   r.mean_in_system);
+  s += fmt::format("requests: mean {:.1f} running, {:.1f} waiting, {:.1f} in the system{}\n", r.mean_running, r.mean_waiting,
+                   r.mean_in_system,
+                   r.mean_ending != 0 ? fmt::format(" (its ends sent apart from the engine's: {:+.2f}, docs/serving.md#output-lag)", r.mean_ending)
+                                      : std::string());
   if (r.rejected > 0) s += fmt::format("rejected: {} requests can never fit ({})\n", r.rejected, rejections_text(m, r));
   if (r.horizon_reached) s += fmt::format("horizon reached: {} requests unfinished\n", r.unfinished);
   s += steady_state_text(r);

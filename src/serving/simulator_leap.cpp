@@ -32,6 +32,9 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   const ops::AttentionCounts full0 = mix.decode_full, window0 = mix.decode_window;
   const GraphMode mode = decode_step_graphs(e, mix.decode_tokens);
   const double base = k.memo.base(k.step, mix, mode);
+  // vLLM V0's host processes the last step's outputs (the same sequences') once it has launched
+  // this one's forward, as start_step prices it.
+  const double launch = engine_outputs_next_step(e) ? k.step.eager_host_s(mix, mode) : 0;
   std::int32_t n = 0;
   // One cohort without a window (most leaps): only the attention counts change from step to
   // step, and they are computed as add_decodes computes them.
@@ -50,7 +53,7 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
       r.add_decodes(mix, 1, static_cast<double>(j));
     }
     const double device = k.step.with_attention(base, mix, mode) + p.extra_s;
-    const double s = step_period(e, device, mix.seqs(), false, 1);
+    const double s = step_period(e, device, mix.seqs(), false, 1, launch);
     if (!(s <= kMaxSimulated_s - to_s(end[j - 1]))) break;  // start_step says why
     end[j] = end[j - 1] + std::max<Ps>(1, to_ps(s));
     period[j] = s;

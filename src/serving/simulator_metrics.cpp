@@ -219,8 +219,10 @@ void Simulation::advance(Ps t) {
 
 void Simulation::summarise() {
   ServingResult& r = result_;
-  // Every block comes back when every request has ended: a leak is a bug, not a result.
-  if (finished_ == total_) {
+  // Every block comes back when every request has ended: a leak is a bug, not a result. (A run
+  // stopped early can have sent a request's end while its place in a multi-step window runs on:
+  // ending_ < 0.)
+  if (finished_ == total_ && ending_ == 0) {
     for (const Replica& rep : replicas_) {
       for (std::size_t k = 0; k < rep.kv.size(); ++k) {
         const Replica::KvPool& p = rep.kv[k];

@@ -125,9 +125,15 @@ void Simulation::start_step(Replica& r, Ps t) {
     }
     r.busy = false;
     if (steps_.end(r.index) != kNever) steps_.set(r.index, kNever);  // its last step's end, left by run()
-    // No next step: the engine processes the last outputs at once (AsyncLLMEngine, when no
-    // request is left unfinished).
-    if (r.unsent()) send_outputs(r, t + std::max<Ps>(0, to_ps(r.unsent_proc_s)));
+    // No next step here, but the engine's: it learns of a request's end only by processing
+    // its outputs, so it runs one more decode step of the sequences it still has running ("an
+    // extra decode run is done to process the final tokens", vllm/core/scheduler.py
+    // _schedule_running, v0.6.0), its scheduler's host time and a graph's launch before the
+    // processing. That step's own device time is not priced.
+    if (r.unsent()) {
+      const EngineConfig& e = tier(r).engine;
+      send_outputs(r, t + std::max<Ps>(0, to_ps(e.step_overhead_s + r.unsent_proc_s)));
+    }
     return;
   }
   // Waiting requests that were admitted leave the queue count.
@@ -145,13 +151,19 @@ void Simulation::start_step(Replica& r, Ps t) {
   }
   // An engine idle until now (no step ended at t, or it left no work) planned this step only now.
   const bool after_idle = r.busy_until != t || !r.ahead;
-  const double period = step_period(e, device, mix_seqs, after_idle, p.scheduled ? 1 : 0);
+  // An engine whose outputs go out during the next step (vLLM V0) processes them once it has
+  // launched the step's forward: a graph's replay at once, an eager step's kernels at the host's
+  // pace (step_period: the step lasts at least that launch and the processing).
+  const bool lag = engine_outputs_next_step(e);
+  const double launch = lag ? k.step.eager_host_s(p.mix, mode) : 0;
+  // (The outputs it processes: those of the step that ended now, none after an idle engine.)
+  const double period = step_period(e, device, mix_seqs, after_idle, p.scheduled ? 1 : 0, launch,
+                                    lag ? (r.busy_until == t ? r.unsent_proc_s : 0) : -1);
   if (r.unsent()) {
     // The last step's outputs go out once this step is scheduled (its host time before the
-    // device, as step_period counts it) and its forward launched (a graph's replay at once, an
-    // eager step's kernels at the host's pace), and they have been processed.
+    // device, as step_period counts it) and launched, and they have been processed.
     const double host = e.overlap_scheduling && !after_idle ? 0 : (e.step_overhead_s + e.per_request_overhead_s * mix_seqs) * (p.scheduled ? 1 : 0);
-    send_outputs(r, t + std::max<Ps>(0, to_ps(host + k.step.eager_host_s(p.mix, mode) + r.unsent_proc_s)));
+    send_outputs(r, t + std::max<Ps>(0, to_ps(host + launch + r.unsent_proc_s)));
   }
   if (!(period <= kMaxSimulated_s - to_s(t))) {
     double chunk_tokens = 0;

@@ -794,51 +794,70 @@ TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndSendsARequestsEndDuring
   EXPECT_EQ(r.mixed_steps, 0);
 }
 
-// vLLM 0.6 (V0) one step per scheduler call, a token budget of 1500: two requests of 1000 in /
-// 2 out arrive together. A's prompt runs alone, P + h (prefills first, one prompt a step within
-// the budget); B's next, P + h again; then a decode step of both at context 1001, h + d2; then
-// none. V0's asynchronous output processor sends a step's outputs once the next step is
-// scheduled and launched and they are processed (o(n) = 0.2 ms + n (3.4 - 0.2) / 31 ms, issue
-// #6913): A's first token once B's prefill step is scheduled (h) and its eager forward
-// launched (its kernels at the host's 25 us each, L), o(1) after: TTFT_A = P + h + h + L +
-// o(1). B's, once the decode step is scheduled (h; a graph's replay launched at once): TTFT_B =
-// 2(P + h) + h + o(1). Their ends: no step follows the decode step, its outputs processed at
-// once: E2E = 2(P + h) + h + d2 + o(2) for both.
+// vLLM 0.6 (V0) one step per scheduler call: two requests of n in / 2 out arrive together, a
+// token budget of 1.5 n (one prompt a step; 8 sequences). A's prompt runs alone, P + h (prefills first); B's
+// next; then a decode step of both at context n + 1, h + d2; then none. V0's asynchronous
+// output processor sends a step's outputs once the next step is scheduled (h) and its forward
+// launched and they are processed (o(k) = 0.2 ms + k (3.4 - 0.2) / 31 ms for k sequences,
+// issue #6913): A's first token once B's prefill step is launched eagerly (its kernels at the
+// host's 25 us each, L), o(1) after: TTFT_A = P + h + h + L + o(1). B's step lasts h + the
+// longer of P and L + o(1) (the host processes A's outputs once it has launched B's kernels),
+// S. B's first token, once the decode step is scheduled (a graph's replay launched at once):
+// TTFT_B = P + h + S + h + o(1). Their ends: the engine learns of them only by processing the
+// decode step's outputs, so it runs one more decode step ("an extra decode run is done to
+// process the final tokens", vllm/core/scheduler.py, v0.6.0), its h and a graph's launch
+// before the processing: E2E = P + h + S + h + d2 + h + o(2) for both. At n = 1000 the device
+// outlasts the launch (S = h + P); at n = 100 the step is the host's (S = h + L + o(1), A's
+// first token sent as B's step ends).
 TEST(Simulator, VllmV0SendsAStepsOutputsOnceTheNextStepIsScheduledAndLaunched) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
-  cfg.engine.max_batched_tokens = 1500;
-  closed_batch(cfg, 2, 2);
-  StepModel step;
-  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
   const double h = 2e-3;
-  auto o = [](double n) { return 0.2e-3 + n * (3.4e-3 - 0.2e-3) / 31; };
-  model::StepMix prefill;
-  prefill.add_prefill(1000, 1000, 0);
-  const double P = step.time(prefill, GraphMode::eager), L = step.eager_host_s(prefill, GraphMode::eager);
-  ASSERT_GT(L, 0);
-  const double d2 = step.time(decode_mix(2, 1001), GraphMode::graph);
-  std::vector<RequestRecord> seen;
-  const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
-  ASSERT_EQ(seen.size(), 2u);
-  std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
-  EXPECT_NEAR(seen[0].ttft_s, P + 2 * h + L + o(1), 400 * kPs);
-  EXPECT_NEAR(seen[1].ttft_s, 2 * (P + h) + h + o(1), 400 * kPs);
-  for (const RequestRecord& q : seen) {
-    EXPECT_NEAR(q.e2e_s, 2 * (P + h) + h + d2 + o(2), 400 * kPs) << q.id;
-    EXPECT_NEAR(q.end_lag_s, o(2), 200 * kPs) << q.id;
+  auto o = [](double k) { return 0.2e-3 + k * (3.4e-3 - 0.2e-3) / 31; };
+  for (const std::int64_t n : {1000, 100}) {
+    ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+    cfg.engine.max_batched_tokens = n * 3 / 2;
+    cfg.engine.max_num_seqs = 8;
+    cfg.workload.prompt.a = static_cast<double>(n);
+    cfg.workload.prompt.text = std::to_string(n);
+    closed_batch(cfg, 2, 2);
+    StepModel step;
+    step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
+    model::StepMix prefill;
+    prefill.add_prefill(static_cast<double>(n), static_cast<double>(n), 0);
+    const double P = step.time(prefill, GraphMode::eager), L = step.eager_host_s(prefill, GraphMode::eager);
+    ASSERT_GT(L, 0);
+    const double S = h + std::max(P, L + o(1));
+    EXPECT_EQ(S == h + P, n == 1000) << n;  // (which of the two lasts longer, as the comment says)
+    const double d2 = step.time(decode_mix(2, static_cast<double>(n + 1)), GraphMode::graph);
+    std::vector<RequestRecord> seen;
+    const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) { seen.push_back(q); });
+    ASSERT_EQ(seen.size(), 2u);
+    std::sort(seen.begin(), seen.end(), [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+    EXPECT_NEAR(seen[0].ttft_s, P + 2 * h + L + o(1), 400 * kPs) << n;
+    EXPECT_NEAR(seen[0].first_lag_s, h + L + o(1), 400 * kPs) << n;
+    EXPECT_NEAR(seen[1].ttft_s, P + h + S + h + o(1), 400 * kPs) << n;
+    for (const RequestRecord& q : seen) {
+      EXPECT_NEAR(q.e2e_s, P + h + S + h + d2 + h + o(2), 600 * kPs) << n << " " << q.id;
+      EXPECT_NEAR(q.end_lag_s, h + o(2), 200 * kPs) << n << " " << q.id;
+    }
+    EXPECT_NEAR(r.output_lag_s, (2 * h + L + 2 * o(1)) / 2, 400 * kPs) << n;
+    EXPECT_EQ(r.prefill_steps, 2) << n;
+    EXPECT_EQ(r.decode_steps, 1) << n;
   }
-  EXPECT_NEAR(seen[0].first_lag_s, h + L + o(1), 400 * kPs);
-  EXPECT_NEAR(r.output_lag_s, (2 * h + L + 2 * o(1)) / 2, 400 * kPs);
-  EXPECT_EQ(r.prefill_steps, 2);
-  EXPECT_EQ(r.decode_steps, 1);
-  // Every other engine sends a token at the end of its step.
+  // Every other engine sends a token at the end of its step; and V0 without graphs (or with a
+  // draft) turns the processor off: its outputs processed after each step, sent at its end.
   ServeConfig v1 = base(EngineKind::vllm, sys);
-  v1.workload = cfg.workload;
+  closed_batch(v1, 2, 2);
   const ServingResult w = simulate(m, sys, v1);
   EXPECT_EQ(w.output_lag_s, 0);
   EXPECT_EQ(w.mean_ending, 0);
+  ServeConfig eager = base(EngineRef{EngineKind::vllm, 6}, sys);
+  eager.engine.decode_graphs = eager.engine.mixed_graphs = GraphMode::eager;
+  closed_batch(eager, 2, 2);
+  const ServingResult x = simulate(m, sys, eager);
+  EXPECT_TRUE(x.engine.outputs_in_step);
+  EXPECT_EQ(x.output_lag_s, 0);
 }
 
 // The same engine, two requests of 1000 in / 20 out. A arrives at 0 on an idle engine: its

@@ -193,6 +193,11 @@ struct EngineConfig {
   /// the client only then: once the next step has been scheduled and launched, and they have
   /// been processed (engine_outputs_next_step; docs/serving.md#output-lag).
   double async_step_s = 0, async_per_request_s = 0;
+  /// That processing done after each step's device work instead, on the critical path, its
+  /// outputs sent at the step's end: vLLM V0 turns its asynchronous output processor off under
+  /// --enforce-eager and speculative decoding (vllm/config.py ModelConfig.verify_async_output_proc,
+  /// v0.6.0); set by instance_plan for a run without graphs or with a draft.
+  bool outputs_in_step = false;
   /// vLLM V0 without chunked prefill: a step holds prefills or decodes, never both; waiting
   /// requests' prompts go first ("Don't schedule decodes if prefills are scheduled",
   /// vllm/core/scheduler.py _schedule_default).
@@ -282,11 +287,18 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// scheduler's host time this step pays (1; 0 inside a multi-step window; 1/n on average over
 /// a window of n decode steps). Asynchronous output processing runs beside the device: the step
 /// lasts at least that long. (Inline: a leap prices each of its steps with it.)
-inline double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1) noexcept {
+inline double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1,
+                          double launch_s = 0, double beside_s = -1) noexcept {
   const double host = (e.step_overhead_s + e.per_request_overhead_s * seqs) * scheduled;
-  // Output processing beside the device (vLLM V0's async output processor): the step lasts as
-  // long as the longer of the two.
-  const double device = std::max(device_s, e.async_step_s + e.async_per_request_s * seqs);
+  // Output processing beside the device (vLLM V0's async output processor): the host runs it
+  // once it has launched the step's forward (`launch_s`: an eager step's kernels at the host's
+  // pace, none for a graph), and the step lasts as long as the longer of that and the device.
+  // It processes the last step's outputs: `beside_s` where the caller knows it (none after an
+  // idle engine), else as many sequences' as this step's. With the processor off
+  // (outputs_in_step) it processes the step's own after its device work, on the critical path.
+  const double own = e.async_step_s + e.async_per_request_s * seqs;
+  const double beside = beside_s >= 0 && !e.outputs_in_step ? beside_s : own;
+  const double device = e.outputs_in_step ? device_s + own : std::max(device_s, beside > 0 ? launch_s + beside : 0.0);
   return (e.overlap_scheduling && !after_idle ? std::max(device, host) : device + host) + e.exposed_step_s;
 }
 /// Whether each of `ranks` attention data-parallel ranks runs the configured sequence limit and
@@ -306,7 +318,7 @@ void validate_ranks(const EngineConfig& e, std::int64_t ranks);
 /// async_callback, called once the next forward has been launched; vllm-project/vllm PR #7049):
 /// an engine that processes outputs beside the device (async_step_s, async_per_request_s).
 constexpr bool engine_outputs_next_step(const EngineConfig& e) noexcept {
-  return e.async_step_s > 0 || e.async_per_request_s > 0;
+  return (e.async_step_s > 0 || e.async_per_request_s > 0) && !e.outputs_in_step;
 }
 /// Where that comes from, for a line of output.
 inline constexpr const char* kOutputLagSource =
