@@ -778,7 +778,9 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     e.max_batched_tokens = d.max_batched_tokens;
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     e.moe_a2a = space.moe_a2a;
+    serving::settle_output_processing(e, c.spec.on());
   }
+  serving::settle_output_processing(c.engine, c.spec.on());
   return c;
 }
 

@@ -61,11 +61,7 @@ InstancePlan instance_plan(const ServeConfig& cfg, bool decode) {
     if (dg.decode_ep > 0) p.forward.ep = dg.decode_ep;
     if (dg.decode_engine) p.engine = *dg.decode_engine;
   }
-  // vLLM V0 turns its asynchronous output processor off under --enforce-eager ("async output
-  // processor cannot be used") and speculative decoding (vllm/config.py
-  // ModelConfig.verify_async_output_proc, v0.6.0): each step's outputs processed after it.
-  EngineConfig& e = p.engine;
-  if ((e.async_step_s > 0 || e.async_per_request_s > 0) && (e.decode_graphs == GraphMode::eager || cfg.spec.on())) e.outputs_in_step = true;
+  settle_output_processing(p.engine, cfg.spec.on());
   return p;
 }
 

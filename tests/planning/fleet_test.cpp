@@ -35,6 +35,16 @@ ChipChoice chip(const char* name, double usd_per_hour = 0) {
 }
 
 // Llama-3.1-8B, Poisson at `qps`, fixed 1000-token prompts and 100-token outputs.
+// A multi-token-prediction draft of `k` tokens, each accepted at `accept`.
+DraftChoice mtp_draft(const model::ModelConfig& draft, int k, double accept) {
+  DraftChoice c;
+  c.spec.k = k;
+  c.spec.accept.fill(accept);
+  c.spec.draft = &draft;
+  c.spec.mtp = true;
+  return c;
+}
+
 FleetSpace space(double qps, std::int64_t requests) {
   FleetSpace s;
   serving::WorkloadSpec& w = s.base.workload;
@@ -485,12 +495,7 @@ TEST(Fleet, SpeculationMeetsATpotBelowAPlainDecodeStep) {
   const FleetSearchResult plain = search_fleet(m, s);
   EXPECT_FALSE(plain.best);
   EXPECT_EQ(plain.rejected[static_cast<int>(Reject::tpot_floor)], 1u);
-  DraftChoice mtp;
-  mtp.spec.k = 3;
-  mtp.spec.accept.fill(1);
-  mtp.spec.draft = &draft;
-  mtp.spec.mtp = true;
-  s.drafts = {mtp};
+  s.drafts = {mtp_draft(draft, 3, 1)};
   const FleetSearchResult specd = search_fleet(m, s);
   ASSERT_TRUE(specd.best);
   const ServingResult again = run(m, s.chips[0].sys, serve_config(m, s, *specd.best));
@@ -514,12 +519,7 @@ TEST(Fleet, DraftTokensAreSearchedLikeAnyOtherKnob) {
   s.max_num_seqs = {256};
   s.max_rate = false;
   s.base.slo.set(serving::SloMetric::tpot, 4e-3);
-  DraftChoice mtp;
-  mtp.spec.accept.fill(0.8);
-  mtp.spec.draft = &draft;
-  mtp.spec.mtp = true;
-  mtp.spec.k = 3;
-  s.drafts = {mtp};
+  s.drafts = {mtp_draft(draft, 3, 0.8)};
   s.spec_tokens = {0, 1, 3};
   const FleetSearchResult r = search_fleet(m, s);
   ASSERT_EQ(r.evaluated, 6u);
@@ -1037,6 +1037,30 @@ TEST(Fleet, FleetLargerThanAllowedIsRejected) {
   ASSERT_TRUE(r.closest);
   EXPECT_EQ(r.closest->deployment.replicas, 2);
   EXPECT_GT(r.closest->value_s, r.closest->target_s);
+}
+
+TEST(Fleet, AVllmV0DeploymentWithADraftRunsWithoutItsAsynchronousOutputProcessor) {
+  // vLLM V0 turns its asynchronous output processor off under speculative decoding
+  // (vllm/config.py ModelConfig.verify_async_output_proc, v0.6.0): a deployment the search
+  // builds with a draft runs as serve runs it, its outputs processed after each step.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(2, 100);
+  s.chips = {chip("h100-sxm")};
+  s.drafts = {mtp_draft(m, 1, 0.5)};
+  Deployment d;
+  d.engine = {serving::EngineKind::vllm, 6};
+  d.tp = 1;
+  d.replicas = 1;
+  d.max_num_seqs = 256;
+  d.max_batched_tokens = 2048;
+  EXPECT_FALSE(serve_config(m, s, d).engine.outputs_in_step);
+  d.spec_tokens = 1;
+  const ServeConfig c = serve_config(m, s, d);
+  EXPECT_TRUE(c.engine.outputs_in_step);
+  EXPECT_FALSE(serving::engine_outputs_next_step(c.engine));
+  EXPECT_EQ(serving::instance_plan(c, false).engine.outputs_in_step, c.engine.outputs_in_step);
+  d.engine = {serving::EngineKind::vllm, 13};  // (V1 has no such processor)
+  EXPECT_FALSE(serve_config(m, s, d).engine.outputs_in_step);
 }
 
 }  // namespace

@@ -320,6 +320,11 @@ void validate_ranks(const EngineConfig& e, std::int64_t ranks);
 constexpr bool engine_outputs_next_step(const EngineConfig& e) noexcept {
   return (e.async_step_s > 0 || e.async_per_request_s > 0) && !e.outputs_in_step;
 }
+/// vLLM V0 turns its asynchronous output processor off under --enforce-eager ("async output
+/// processor cannot be used") and speculative decoding (vllm/config.py
+/// ModelConfig.verify_async_output_proc, v0.6.0): `e` as it runs without graphs or with a draft,
+/// its outputs processed after each step (outputs_in_step, said in its host_source).
+void settle_output_processing(EngineConfig& e, bool speculative);
 /// Where that comes from, for a line of output.
 inline constexpr const char* kOutputLagSource =
     "vLLM V0's asynchronous output processor: a step's outputs processed and sent once the next step is scheduled and launched "
