@@ -860,6 +860,36 @@ TEST(Simulator, VllmV0SendsAStepsOutputsOnceTheNextStepIsScheduledAndLaunched) {
   EXPECT_EQ(x.output_lag_s, 0);
 }
 
+// The multi-step run above stopped between the send of the request's end (step 1009 ends at P
+// + 4h + d(1001..1009), its end sent o later, during step 1010) and the window's end at 1012. The request is served (its end went out) while its place in the window
+// still runs: the run ends with one sequence running and its blocks held, which is no leak
+// (mean_ending counts it apart), and the result is the one request's.
+TEST(Simulator, MultiStepStoppedInsideTheWindowAfterARequestsEndWentOutIsNoLeak) {
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  cfg.engine.scheduler_steps = 4;
+  closed_batch(cfg, 1, 10);
+  StepModel step;
+  step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
+  const double h = 2e-3, o = 0.2e-3 + (3.4e-3 - 0.2e-3) / 31;
+  model::StepMix prefill;
+  prefill.add_prefill(1000, 1000, 0);
+  double end = step.time(prefill, GraphMode::eager) + 4 * h;
+  for (int c = 1001; c <= 1009; ++c) end += step.time(decode_mix(1, c), GraphMode::graph);
+  const double window_end = end + step.time(decode_mix(1, 1010), GraphMode::graph) + step.time(decode_mix(1, 1011), GraphMode::graph) +
+                            step.time(decode_mix(1, 1012), GraphMode::graph);
+  cfg.horizon_s = (end + o + window_end) / 2;  // after its end went out, before the window ends
+  ASSERT_GT(cfg.horizon_s, end + o);
+  ASSERT_LT(cfg.horizon_s, window_end);
+  ServingResult r;
+  ASSERT_NO_THROW(r = simulate(m, sys, cfg));
+  EXPECT_TRUE(r.horizon_reached);
+  EXPECT_EQ(r.measured_requests, 1);
+  EXPECT_EQ(r.unfinished, 0);
+  EXPECT_NEAR(r.e2e.mean, end + o, 400 * kPs);
+}
+
 // The same engine, two requests of 1000 in / 20 out. A arrives at 0 on an idle engine: its
 // prefill step ends at P + h, its first token sent during the next step, after its scheduler's
 // h and the processing o (as above): TTFT_A = P + h + h + o. B arrives halfway through A's
