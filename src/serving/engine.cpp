@@ -582,7 +582,7 @@ EngineConfig static_batch(const hw::ChipSpec&) {
 }  // namespace
 
 void settle_output_processing(EngineConfig& e, bool speculative) {
-  if (e.outputs_in_step || !(e.async_step_s > 0 || e.async_per_request_s > 0)) return;
+  if (!engine_outputs_next_step(e)) return;  // (none, or already off)
   if (e.decode_graphs != GraphMode::eager && !speculative) return;
   e.outputs_in_step = true;
   e.host_source += "; its output processor off without graphs or with a draft (vllm/config.py verify_async_output_proc)";

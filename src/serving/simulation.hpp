@@ -132,6 +132,12 @@ class Simulation {
   void finish_step(Replica& r, Ps t);
   // A decode step's end: its tokens, the gaps before them, the sequences it completes.
   void emit_decode(Replica& r, Ps t);
+  // A step of r's plan ended: where its outputs go out during the next step (vLLM V0), the
+  // processing that step does of them.
+  void note_outputs(Replica& r) {
+    const EngineConfig& e = tier(r).engine;
+    if (engine_outputs_next_step(e)) r.unsent_proc_s = output_processing_s(e, r.plan.mix.seqs());
+  }
 
   // --- leaps: quiet decode steps in one loop (simulator_leap.cpp) -----------------------
   // After start_step: the quiet steps that follow (Replica::quiet_steps) priced now, the

@@ -90,9 +90,7 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
       if (r.leap_f >= r.leap_k || end[r.leap_f] > t) break;
       emit_decode(r, end[r.leap_f]);
       r.ahead = true;  // its sequences go on
-      // (vLLM V0: the outputs the next step processes are this one's, as finish_step notes them.)
-      const EngineConfig& e = tier(r).engine;
-      if (engine_outputs_next_step(e)) r.unsent_proc_s = e.async_step_s + e.async_per_request_s * r.plan.mix.seqs();
+      note_outputs(r);  // (vLLM V0: the outputs the next step processes are this one's, as finish_step notes them)
       ++r.leap_f;
     } else {
       // Step leap_s starts as the one before ends, as start_step would count it.

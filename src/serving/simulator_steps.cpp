@@ -130,10 +130,7 @@ void Simulation::start_step(Replica& r, Ps t) {
     // extra decode run is done to process the final tokens", vllm/core/scheduler.py
     // _schedule_running, v0.6.0), its scheduler's host time and a graph's launch before the
     // processing. That step's own device time is not priced.
-    if (r.unsent()) {
-      const EngineConfig& e = tier(r).engine;
-      send_outputs(r, t + std::max<Ps>(0, to_ps(e.step_overhead_s + r.unsent_proc_s)));
-    }
+    if (r.unsent()) send_outputs(r, t + std::max<Ps>(0, to_ps(k.engine.step_overhead_s + r.unsent_proc_s)));
     return;
   }
   // Waiting requests that were admitted leave the queue count.
@@ -207,9 +204,8 @@ void Simulation::start_step(Replica& r, Ps t) {
 void Simulation::finish_step(Replica& r, Ps t) {
   touch(r);
   const detail::StepPlan& p = r.plan;
-  const EngineConfig& e = tier(r).engine;
-  const bool lag = engine_outputs_next_step(e);  // this step's outputs go out during the next one
-  if (lag) r.unsent_proc_s = e.async_step_s + e.async_per_request_s * p.mix.seqs();
+  const bool lag = engine_outputs_next_step(tier(r).engine);  // this step's outputs go out during the next one
+  note_outputs(r);
   if (p.decode) emit_decode(r, t);
   for (const auto& [qi, chunk] : p.chunks) {
     Req& q = pool_[qi];

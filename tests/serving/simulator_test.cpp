@@ -48,6 +48,20 @@ void closed_batch(ServeConfig& cfg, std::int64_t clients, std::int64_t gen) {
   cfg.workload.gen.text = std::to_string(gen);
 }
 
+// vLLM V0's scheduler call, h = 2 ms a call (vllm-project/vllm PR #4280), and its processing of
+// a step's outputs, o(k) = 0.2 ms + k (3.4 - 0.2) / 31 ms for k sequences (issue #6913: 0.2 ms
+// at batch 1, 3.4 ms at batch 32).
+constexpr double kV0SchedulerS = 2e-3;
+double v0_output_s(double k) { return 0.2e-3 + k * (3.4e-3 - 0.2e-3) / 31; }
+
+// vLLM 0.6 (V0) with --num-scheduler-steps 4 and one client's one request of 1000 in / 10 out.
+ServeConfig lone_multi_step(const hw::System& sys) {
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  cfg.engine.scheduler_steps = 4;
+  closed_batch(cfg, 1, 10);
+  return cfg;
+}
+
 // vLLM's TTFT of a lone request of `prompt` tokens: one step of the whole prompt (one fused
 // attention kernel; piecewise graphs up to 512 tokens, eager past them) and the host's 0.4 ms +
 // 1.1 us for one request.
@@ -62,6 +76,13 @@ model::StepMix decode_mix(double n, double context) {
   model::StepMix mix;
   for (int i = 0; i < n; ++i) mix.add_decode(context, 0);
   return mix;
+}
+
+// The device time of one sequence's decode steps at contexts from..to (graphs).
+double decodes_s(const StepModel& step, int from, int to) {
+  double d = 0;
+  for (int c = from; c <= to; ++c) d += step.time(decode_mix(1, c), GraphMode::graph);
+  return d;
 }
 
 // One client at a time (a closed loop of one), three requests of cfg's lengths; `step` prepared
@@ -766,20 +787,17 @@ TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
 TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndSendsARequestsEndDuringTheWindowsNextStep) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
-  cfg.engine.scheduler_steps = 4;
-  closed_batch(cfg, 1, 10);
+  const ServeConfig cfg = lone_multi_step(sys);
   const ServingResult r = simulate(m, sys, cfg);
   StepModel step;
   // The engine's kernels (merged, V0's sampler), as the simulator builds its steps.
   step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
-  const double h = 2e-3, o = 0.2e-3 + (3.4e-3 - 0.2e-3) / 31;
+  const double h = kV0SchedulerS, o = v0_output_s(1);
   model::StepMix prefill;
   prefill.add_prefill(1000, 1000, 0);
   const double P = step.time(prefill, GraphMode::eager);
   const double ttft = P + h + h + o;
-  double d = 0;
-  for (int c = 1001; c <= 1009; ++c) d += step.time(decode_mix(1, c), GraphMode::graph);
+  const double d = decodes_s(step, 1001, 1009);
   const double e2e = P + h + 3 * h + d + o;
   EXPECT_NEAR(r.ttft.mean, ttft, 200 * kPs);
   EXPECT_NEAR(r.output_lag_s, h + o, 200 * kPs);
@@ -795,8 +813,8 @@ TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndSendsARequestsEndDuring
 }
 
 // vLLM 0.6 (V0) one step per scheduler call: two requests of n in / 2 out arrive together, a
-// token budget of 1.5 n (one prompt a step; 8 sequences). A's prompt runs alone, P + h (prefills first); B's
-// next; then a decode step of both at context n + 1, h + d2; then none. V0's asynchronous
+// token budget of 1.5 n (one prompt a step; 8 sequences). A's prompt runs alone, P + h
+// (prefills first); B's next; then a decode step of both at context n + 1, h + d2; then none. V0's asynchronous
 // output processor sends a step's outputs once the next step is scheduled (h) and its forward
 // launched and they are processed (o(k) = 0.2 ms + k (3.4 - 0.2) / 31 ms for k sequences,
 // issue #6913): A's first token once B's prefill step is launched eagerly (its kernels at the
@@ -812,8 +830,8 @@ TEST(Simulator, MultiStepRunsTheSchedulerOncePerWindowAndSendsARequestsEndDuring
 TEST(Simulator, VllmV0SendsAStepsOutputsOnceTheNextStepIsScheduledAndLaunched) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  const double h = 2e-3;
-  auto o = [](double k) { return 0.2e-3 + k * (3.4e-3 - 0.2e-3) / 31; };
+  const double h = kV0SchedulerS;
+  auto o = v0_output_s;
   for (const std::int64_t n : {1000, 100}) {
     ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
     cfg.engine.max_batched_tokens = n * 3 / 2;
@@ -861,24 +879,21 @@ TEST(Simulator, VllmV0SendsAStepsOutputsOnceTheNextStepIsScheduledAndLaunched) {
 }
 
 // The multi-step run above stopped between the send of the request's end (step 1009 ends at P
-// + 4h + d(1001..1009), its end sent o later, during step 1010) and the window's end at 1012. The request is served (its end went out) while its place in the window
-// still runs: the run ends with one sequence running and its blocks held, which is no leak
-// (mean_ending counts it apart), and the result is the one request's.
+// + 4h + d(1001..1009), its end sent o later, during step 1010) and the window's end at 1012.
+// The request is served (its end went out) while its place in the window still runs: the run
+// ends with one sequence running and its blocks held, which is no leak (mean_ending counts it
+// apart), and the result is the one request's.
 TEST(Simulator, MultiStepStoppedInsideTheWindowAfterARequestsEndWentOutIsNoLeak) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
-  cfg.engine.scheduler_steps = 4;
-  closed_batch(cfg, 1, 10);
+  ServeConfig cfg = lone_multi_step(sys);
   StepModel step;
   step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
-  const double h = 2e-3, o = 0.2e-3 + (3.4e-3 - 0.2e-3) / 31;
+  const double h = kV0SchedulerS, o = v0_output_s(1);
   model::StepMix prefill;
   prefill.add_prefill(1000, 1000, 0);
-  double end = step.time(prefill, GraphMode::eager) + 4 * h;
-  for (int c = 1001; c <= 1009; ++c) end += step.time(decode_mix(1, c), GraphMode::graph);
-  const double window_end = end + step.time(decode_mix(1, 1010), GraphMode::graph) + step.time(decode_mix(1, 1011), GraphMode::graph) +
-                            step.time(decode_mix(1, 1012), GraphMode::graph);
+  const double end = step.time(prefill, GraphMode::eager) + 4 * h + decodes_s(step, 1001, 1009);
+  const double window_end = end + decodes_s(step, 1010, 1012);
   cfg.horizon_s = (end + o + window_end) / 2;  // after its end went out, before the window ends
   ASSERT_GT(cfg.horizon_s, end + o);
   ASSERT_LT(cfg.horizon_s, window_end);
@@ -905,7 +920,7 @@ TEST(Simulator, MultiStepARequestArrivingInAWindowWaitsForItsEnd) {
   StepModel step;
   ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
   step.prepare(m, sys, engine_forward(cfg.forward, cfg.engine));
-  const double h = 2e-3, o = 0.2e-3 + (3.4e-3 - 0.2e-3) / 31;
+  const double h = kV0SchedulerS, o = v0_output_s(1);
   model::StepMix prefill;
   prefill.add_prefill(1000, 1000, 0);
   const double P = step.time(prefill, GraphMode::eager);

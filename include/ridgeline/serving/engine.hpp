@@ -287,6 +287,11 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// scheduler's host time this step pays (1; 0 inside a multi-step window; 1/n on average over
 /// a window of n decode steps). Asynchronous output processing runs beside the device: the step
 /// lasts at least that long. (Inline: a leap prices each of its steps with it.)
+/// vLLM V0's processing of a step's outputs, `seqs` sequences of them (async_step_s +
+/// async_per_request_s · seqs; 0 for an engine without it).
+constexpr double output_processing_s(const EngineConfig& e, double seqs) noexcept {
+  return e.async_step_s + e.async_per_request_s * seqs;
+}
 inline double step_period(const EngineConfig& e, double device_s, double seqs, bool after_idle = false, double scheduled = 1,
                           double launch_s = 0, double beside_s = -1) noexcept {
   const double host = (e.step_overhead_s + e.per_request_overhead_s * seqs) * scheduled;
@@ -296,7 +301,7 @@ inline double step_period(const EngineConfig& e, double device_s, double seqs, b
   // It processes the last step's outputs: `beside_s` where the caller knows it (none after an
   // idle engine), else as many sequences' as this step's. With the processor off
   // (outputs_in_step) it processes the step's own after its device work, on the critical path.
-  const double own = e.async_step_s + e.async_per_request_s * seqs;
+  const double own = output_processing_s(e, seqs);
   const double beside = beside_s >= 0 && !e.outputs_in_step ? beside_s : own;
   const double device = e.outputs_in_step ? device_s + own : std::max(device_s, beside > 0 ? launch_s + beside : 0.0);
   return (e.overlap_scheduling && !after_idle ? std::max(device, host) : device + host) + e.exposed_step_s;
