@@ -190,7 +190,7 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
                   "MoE: how each group of --tp chips splits the experts: tp (each expert's width over them) or ep (whole experts over "
                   "them, attention staying tensor-parallel: vLLM's --enable-expert-parallel, SGLang's and TensorRT-LLM's MoE EP)")
       ->capture_default_str();
-  app->add_option("--weight-dtype", f.weight_dtype, "weights (default: the checkpoint's, quantised modules kept)");
+  app->add_option("--weight-dtype", f.weight_dtype, "weights (default: the checkpoint's, quantised modules kept; under 16 bits the linear layers only, the embedding and LM head kept, docs/models.md#quantised-weights)");
   app->add_option("--kv-dtype", f.kv_dtype, "KV cache (default --act-dtype)");
   app->add_option("--act-dtype", f.act_dtype, "activations")->capture_default_str();
   app->add_option("--compute-dtype", f.compute_dtype, "matrix-unit dtype (default: fp8 weights on a chip with fp8 compute run in fp8, W8A8; else from weights and activations)");

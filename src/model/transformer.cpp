@@ -1039,8 +1039,10 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   }
   const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
-  // fp8, gpt-oss mxfp4) leave them unconverted.
-  const DType table_w = f.precision.weight.value_or(m.weight_dtype);
+  // fp8, gpt-oss mxfp4) leave them unconverted, and so does a quantising --weight-dtype (fewer
+  // than 16 bits: fp8, fp4, int8, int4), as every quantiser and engine quantises the linear
+  // layers only (docs/models.md#quantised-weights). A 16- or 32-bit one converts them too.
+  const DType table_w = f.precision.weight && bits(*f.precision.weight) >= 16 ? *f.precision.weight : m.weight_dtype;
 
   g.begin_group("embedding", 1);
   {

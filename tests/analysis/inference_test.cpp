@@ -357,6 +357,32 @@ TEST(Block, SeedShapesReproduceSeed000) {
 namespace ridgeline::analysis {
 namespace {
 
+TEST(Inference, AQuantisingWeightDtypeLeavesTheEmbeddingAndTheLmHeadInTheCheckpointsDtype) {
+  // Llama-3.1-8B (bf16 checkpoint: hidden 4096, 32 layers, 32 / 8 heads of 128, MLP 14336,
+  // vocab 128256, untied head) with --weight-dtype fp8: the linear layers in fp8, 1 byte a
+  // weight: 32 x 4096 x (4096 + 1024 + 1024 + 4096 + 3 x 14336) = 6,979,321,856 bytes; the
+  // embedding table and the LM head stay bf16 (as quantisers and engines leave them):
+  // 2 x 128256 x 4096 x 2 = 2,101,346,304 bytes; the norms bf16: (2 x 32 + 1) x 4096 x 2 =
+  // 532,480 bytes. 9,081,200,640 bytes in all. fp4 (NVFP4: 4 bits and an 8-bit scale a 16, 4.5 bits a weight) halves the
+  // linear layers to 3,925,868,544 bytes and leaves the rest: 6,027,747,328. A 16-bit flag
+  // converts the tables too: fp16 everywhere is the bf16 model's 16,060,522,496 bytes.
+  InferenceConfig cfg;
+  cfg.forward.precision.weight = DType::fp8_e4m3;
+  EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "h100-sxm", cfg)->memory.weights_bytes, 9081200640.0);
+  cfg.forward.precision.weight = DType::fp4;
+  EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "b200", cfg)->memory.weights_bytes, 6027747328.0);
+  cfg.forward.precision.weight = DType::fp16;
+  EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "h100-sxm", cfg)->memory.weights_bytes, 16060522496.0);
+  // The head at batch 1 streams its bf16 weights: 128256 x 4096 x 2 bytes.
+  cfg.forward.precision.weight = DType::fp8_e4m3;
+  auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  for (int i = 0; i < r->decode_graph.op_count; ++i) {
+    if (std::string_view(r->decode_graph.ops[i].name) == "lm_head") {
+      EXPECT_DOUBLE_EQ(r->decode_graph.ops[i].weight_bytes, 128256.0 * 4096 * 2);
+    }
+  }
+}
+
 TEST(Inference, Fp8WeightsComputeInFp8WhereTheChipCan) {
   // fp8 weights on an H100 (1979 TFLOP/s in fp8): the GEMMs run in fp8, the activations
   // quantised on the fly (W8A8, as vLLM and TensorRT-LLM run fp8 checkpoints); on an A100
@@ -370,7 +396,9 @@ TEST(Inference, Fp8WeightsComputeInFp8WhereTheChipCan) {
     for (int i = 0; i < r->prefill_graph.op_count; ++i) {
       if (r->prefill_graph.ops[i].cls != model::OpClass::gemm) continue;
       ++gemms;
-      EXPECT_EQ(r->prefill_graph.ops[i].cost.matrix_dtype, want) << hw << " " << r->prefill_graph.ops[i].name;
+      // The LM head keeps the checkpoint's bf16 weights, and runs in bf16.
+      const bool head = std::string_view(r->prefill_graph.ops[i].name) == "lm_head";
+      EXPECT_EQ(r->prefill_graph.ops[i].cost.matrix_dtype, head ? DType::bf16 : want) << hw << " " << r->prefill_graph.ops[i].name;
     }
     EXPECT_EQ(gemms, 8);  // q, k, v, o, gate, up, down (one layer, repeated 32 times) and the LM head
   }
