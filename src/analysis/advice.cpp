@@ -168,7 +168,8 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
                      "seed 003, critical batch"});
     }
   }
-  // Seed 003: weights in 8 bits halve the weight bytes and the critical batch.
+  // Seed 003: weights in 8 bits halve the linear layers' bytes and the critical batch (the
+  // embedding and the LM head stay 16-bit: docs/models.md#quantised-weights).
   const DType w = cfg.forward.precision.weight.value_or(m.quantized ? m.quant.dtype : m.weight_dtype);
   if (bytes(w) >= 2 && r.decode_total.bound == ops::Bound::memory && steps >= 1) {
     InferenceConfig q = cfg;
@@ -177,7 +178,9 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
     if (e2e_q < r.e2e_s) {
       out.push_back({"quantize-weights",
                      fmt::format("decode is memory-bound and reads {}-bit weights", bits(w)), r.e2e_s - e2e_q, "request batch",
-                     "store weights in fp8 or int8 (--weight-dtype fp8): half the bytes per step, and the critical batch halves",
+                     fmt::format("store the linear layers' weights in fp8 or int8 (--weight-dtype fp8; the embedding and LM head stay "
+                                 "16-bit): {:.2f}x the weight bytes, and the critical batch halves",
+                                 alt->memory.weights_bytes / r.memory.weights_bytes),
                      "seed 003, int8 weights with bf16 activations"});
     }
   }

@@ -1041,8 +1041,12 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
   // fp8, gpt-oss mxfp4) leave them unconverted, and so does a quantising --weight-dtype (fewer
   // than 16 bits: fp8, fp4, int8, int4), as every quantiser and engine quantises the linear
-  // layers only (docs/models.md#quantised-weights). A 16- or 32-bit one converts them too.
-  const DType table_w = f.precision.weight && bits(*f.precision.weight) >= 16 ? *f.precision.weight : m.weight_dtype;
+  // layers only (docs/models.md#quantised-weights); a float32 checkpoint's are loaded in the
+  // activations' dtype then. A 16- or 32-bit --weight-dtype converts them too.
+  DType table_w = m.weight_dtype;
+  if (f.precision.weight) {
+    table_w = bits(*f.precision.weight) >= 16 ? *f.precision.weight : bits(m.weight_dtype) > 16 ? act : m.weight_dtype;
+  }
 
   g.begin_group("embedding", 1);
   {
@@ -1109,8 +1113,13 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   c.dense_w = table_w;
   c.dense_scale_bits = 0;
   // Training keeps the LM head in the activations' dtype (Transformer Engine's fp8 recipe
-  // leaves the output layer in bf16).
-  c.compute_dense = f.training ? act : f.precision.compute.value_or(ops::default_compute_dtype(act, table_w, sys.chip));
+  // leaves the output layer in bf16). Serving multiplies it at its weights' dtype: a
+  // --compute-dtype narrower than them is the quantised layers', not the head's, which no
+  // engine quantises (docs/models.md#quantised-weights).
+  const bool narrower = f.precision.compute && bits(*f.precision.compute) < bits(table_w);
+  c.compute_dense = f.training ? act
+                    : f.precision.compute && !narrower ? *f.precision.compute
+                                                       : ops::default_compute_dtype(act, table_w, sys.chip);
   GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {

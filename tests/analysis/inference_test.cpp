@@ -364,8 +364,8 @@ TEST(Inference, AQuantisingWeightDtypeLeavesTheEmbeddingAndTheLmHeadInTheCheckpo
   // embedding table and the LM head stay bf16 (as quantisers and engines leave them):
   // 2 x 128256 x 4096 x 2 = 2,101,346,304 bytes; the norms bf16: (2 x 32 + 1) x 4096 x 2 =
   // 532,480 bytes. 9,081,200,640 bytes in all. fp4 (NVFP4: 4 bits and an 8-bit scale a 16, 4.5 bits a weight) halves the
-  // linear layers to 3,925,868,544 bytes and leaves the rest: 6,027,747,328. A 16-bit flag
-  // converts the tables too: fp16 everywhere is the bf16 model's 16,060,522,496 bytes.
+  // linear layers to 9/16 of their bytes, 3,925,868,544, and leaves the rest: 6,027,747,328.
+  // A 16-bit flag converts the tables too: fp16 everywhere is the bf16 model's 16,060,522,496.
   InferenceConfig cfg;
   cfg.forward.precision.weight = DType::fp8_e4m3;
   EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "h100-sxm", cfg)->memory.weights_bytes, 9081200640.0);
@@ -373,14 +373,30 @@ TEST(Inference, AQuantisingWeightDtypeLeavesTheEmbeddingAndTheLmHeadInTheCheckpo
   EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "b200", cfg)->memory.weights_bytes, 6027747328.0);
   cfg.forward.precision.weight = DType::fp16;
   EXPECT_DOUBLE_EQ(run("llama-3.1-8b", "h100-sxm", cfg)->memory.weights_bytes, 16060522496.0);
-  // The head at batch 1 streams its bf16 weights: 128256 x 4096 x 2 bytes.
+  // A float32 checkpoint's tables are loaded in the activations' bf16 under fp8: the same
+  // 9,081,200,640 bytes as the bf16 checkpoint's.
+  model::ModelConfig fp32 = io::bundled_model("llama-3.1-8b");
+  fp32.weight_dtype = DType::fp32;
   cfg.forward.precision.weight = DType::fp8_e4m3;
+  InferenceResult f32;
+  infer(fp32, chip("h100-sxm"), cfg, f32);
+  EXPECT_DOUBLE_EQ(f32.memory.weights_bytes, 9081200640.0);
+  // The head at batch 1 streams its bf16 weights, 128256 x 4096 x 2 bytes, and multiplies in
+  // bf16 even where --compute-dtype fp8 runs the linear layers in fp8.
+  cfg.forward.precision.compute = DType::fp8_e4m3;
   auto r = run("llama-3.1-8b", "h100-sxm", cfg);
+  int heads = 0;
   for (int i = 0; i < r->decode_graph.op_count; ++i) {
-    if (std::string_view(r->decode_graph.ops[i].name) == "lm_head") {
-      EXPECT_DOUBLE_EQ(r->decode_graph.ops[i].weight_bytes, 128256.0 * 4096 * 2);
+    const model::GraphOp& op = r->decode_graph.ops[i];
+    if (std::string_view(op.name) == "lm_head") {
+      ++heads;
+      EXPECT_DOUBLE_EQ(op.weight_bytes, 128256.0 * 4096 * 2);
+      EXPECT_EQ(op.cost.matrix_dtype, DType::bf16);
+    } else if (std::string_view(op.name) == "down_proj") {
+      EXPECT_EQ(op.cost.matrix_dtype, DType::fp8_e4m3);
     }
   }
+  EXPECT_EQ(heads, 1);
 }
 
 TEST(Inference, Fp8WeightsComputeInFp8WhereTheChipCan) {
