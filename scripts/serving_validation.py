@@ -229,7 +229,41 @@ add_set("vllm-0.19-h100", "One H100, Llama-3.1-8B (vLLM v0.19.1, FlashAttention-
 # 8. TensorRT-LLM 0.20 with its PyTorch backend, every request at once, fixed lengths, output tokens/s (NVIDIA/TensorRT-LLM
 #    docs/source/performance/perf-overview.md, v0.20: trtllm-bench throughput --backend pytorch, CUDA graphs padded to sizes
 #    up to 8192, kv_cache_free_gpu_mem_fraction 0.95 "in the majority of cases"; ModelOpt fp8 (W8A8, fp8 KV) and nvfp4
-#    checkpoints). max_batch_size and max_num_tokens are trtllm-bench's heuristics, not published: the preset's are used.
+#    checkpoints). max_batch_size and max_num_tokens: trtllm-bench's own heuristic (trtllm_bench_sizes, below).
+#    "The data collected for the v0.20 benchmarks was run with the following file": llm_options.yml, use_cuda_graph true,
+#    cuda_graph_padding_enabled true and these cuda_graph_batch_sizes, each decode batch rounded up to the next.
+V20_GRAPHS = "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192"
+
+
+def trtllm_bench_sizes(model, hw, tp, dtype, isl, osl, kv_fraction=0.95):
+    """trtllm-bench's max_batch_size and max_num_tokens for a throughput run (tensorrt_llm/bench/build/tuning.py,
+    calc_engine_setting and finetune_setting): the KV cache's requests of isl + osl tokens in what the checkpoint's
+    bytes leave of the GPUs' memory (GiB, as torch reports it: the catalog's nvidia-smi figures), rounded up. The
+    checkpoint's parameter count is its safetensors elements (get_param_count): an fp8 checkpoint's are the model's
+    parameters; NVFP4 packs two weights in a uint8 element beside an fp8 scale a 16, the embedding and LM head bf16."""
+    # (linear-layer weights, the rest), Llama-3.1's configs: 32 x 4096 x 53248 and 80 x 8192 x 104448; the
+    # embedding and LM head 2 x 128256 x hidden, the norms (2 x layers + 1) x hidden.
+    linear, rest, layers = {"llama-3.1-8b": (6979321856, 1050673152 + 266240, 32),
+                            "llama-3.1-70b": (68451041280, 2101346304 + 1318912, 80)}[model]
+    params = linear + rest if dtype == "fp8" else linear / 2 + linear / 16 + rest
+    byte_per_elem = {"fp8": 1.0, "fp4": 0.5}[dtype]
+    gib = 1024 ** 3
+    device_gib = {"h100-sxm": 81559, "h200": 143771, "b200": 183359}[hw] / 1024  # MiB
+    byte_per_token = 2 * layers * max(tp, 8) * 128 * 1.0 / gib  # fp8 KV
+    cache = (device_gib * tp - params * byte_per_elem / gib) * kv_fraction
+    requests = cache / (byte_per_token * (isl + osl))
+    raw_bs = min(requests, 4096)
+    raw_token = min(raw_bs * (1 + isl / osl), 32768)
+
+    def round_up(x, bands, least):
+        # x up to a multiple of the step of the first band it is under, at least `least`.
+        step = next(step for limit, step in bands if x < limit)
+        return max(least, step * math.ceil(x / step))
+
+    return (round_up(raw_bs, [(256, 32), (1024, 128), (math.inf, 256)], 64),
+            round_up(raw_token, [(4096, 256), (8192, 512), (math.inf, 1024)], 2048))
+
+
 T20 = []
 for m, hw, tp, dt, isl, osl, n, tps in [
         ("llama-3.1-8b", "h100-sxm", 1, "fp8", 128, 2048, 3000, 21841.15), ("llama-3.1-8b", "h200", 1, "fp8", 128, 2048, 3000, 23326.38),
@@ -240,8 +274,12 @@ for m, hw, tp, dt, isl, osl, n, tps in [
         ("llama-3.1-70b", "h200", 2, "fp8", 128, 2048, 3000, 8464.03), ("llama-3.1-70b", "h200", 4, "fp8", 128, 2048, 3000, 13508.59),
         ("llama-3.1-70b", "b200", 1, "fp4", 128, 2048, 3000, 9580.46), ("llama-3.1-70b", "b200", 2, "fp4", 128, 2048, 3000, 15432.35),
         ("llama-3.1-70b", "b200", 1, "fp4", 1000, 1000, 3000, 6752.53), ("llama-3.1-70b", "b200", 2, "fp4", 1000, 1000, 3000, 10815.88)]:
+    # The heuristic's token budget where it holds a whole prompt (the preset's, 8192, where it does not: the
+    # runs of longer prompts were served, without chunked prefill, so their budget was not the heuristic's).
+    bs, tokens = trtllm_bench_sizes(m, hw, tp, dt, isl, osl)
+    budget = ["--max-batched-tokens", str(tokens)] if tokens >= isl else []
     T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
-                 "--graph-max-batch", "8192", "--graph-padding", "on", "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
+                 "--max-num-seqs", str(bs), *budget, "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
                  "--prompt", str(isl), "--gen", str(osl)], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
 add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",

@@ -34,13 +34,31 @@ struct ServeFlags {
   std::string engine = "vllm";
   std::string num_scheduler_steps;
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
-  std::string preemption, step_overhead, front_end, eager_host, compiled_host, mixed_chunk, graph_max_batch, graph_padding;
+  std::string preemption, step_overhead, front_end, eager_host, compiled_host, mixed_chunk, graph_max_batch, graph_padding, graph_sizes;
   WorkloadFlags load;
   SpecFlags spec;
   std::string disagg, disagg_link_bw, kv_transfer = "after", disagg_decode, kv_descriptor, accept_spread;
   std::string replicas = "1", router = "round-robin", slo, requests_out, steps_out, horizon, plot;
   EmitFlags emit;
 };
+
+// --graph-sizes 1,2,4,8,...: positive whole numbers, each larger than the one before, at most
+// serving::kMaxGraphSizes of them.
+std::vector<std::int64_t> graph_size_list(const std::string& v) {
+  std::vector<std::int64_t> out;
+  for (const std::string& item : split_list(v)) {
+    const std::int64_t n = parse_positive_int(item, "--graph-sizes");
+    if (!out.empty() && n <= out.back()) {
+      throw InputError(fmt::format("--graph-sizes: {} after {}: expected the sizes in ascending order, each once", n, out.back()));
+    }
+    if (static_cast<int>(out.size()) == serving::kMaxGraphSizes) {
+      throw InputError(fmt::format("--graph-sizes: more than {} sizes", serving::kMaxGraphSizes));
+    }
+    out.push_back(n);
+  }
+  if (out.empty()) throw InputError("--graph-sizes: no size given: expected a comma-separated list, e.g. 1,2,4,8,16");
+  return out;
+}
 
 bool on_off(const std::string& v, const char* flag) {
   if (v == "on") return true;
@@ -146,6 +164,27 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.graph_padding.empty()) {
     if (f.eager) throw InputError("--graph-padding/--eager: --eager captures no graph");
     e.graph_exact_sizes = !on_off(f.graph_padding, "--graph-padding");
+  }
+  if (!f.graph_sizes.empty()) {
+    if (f.eager) throw InputError("--graph-sizes/--eager: --eager captures no graph");
+    if (!f.graph_max_batch.empty()) {
+      throw InputError("--graph-sizes/--graph-max-batch: the largest captured size is the list's; give one of them");
+    }
+    if (!f.graph_padding.empty() && !on_off(f.graph_padding, "--graph-padding")) {
+      throw InputError("--graph-sizes/--graph-padding off: a batch pads to the next of the sizes; without padding give --graph-max-batch");
+    }
+    e.graph_sizes = graph_size_list(f.graph_sizes);
+    e.graph_exact_sizes = false;
+    e.capture_follows_seqs = false;
+    serving::pad_graphs(e);
+    if (e.graph_sizes.empty()) {
+      throw InputError(fmt::format("--graph-sizes: {}: none within the engine's sequence limit ({}) and token budget ({}): no graph would be "
+                                   "captured",
+                                   f.graph_sizes, e.max_num_seqs, e.max_batched_tokens));
+    }
+    if (e.graph_max_tokens > 0) e.graph_max_tokens = e.graph_max_batch;
+  } else {
+    serving::pad_graphs(e);
   }
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
   return e;
@@ -293,8 +332,13 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
                 "largest decode batch captured as a CUDA graph; vLLM V1: the largest step of any kind, in tokens (engine default)")
       ->type_name("INT");
   s->add_option("--graph-padding", f->graph_padding,
-                "on: a decode batch pads to the next captured size; off: only batches of 1-32, 64, 128 run as graphs (engine default)")
+                "on: a decode batch pads to the next captured size (trtllm: its generated list, the padding rows priced); off: only batches of "
+                "1-32, 64, 128 run as graphs (engine default)")
       ->type_name("on|off");
+  s->add_option("--graph-sizes", f->graph_sizes,
+                "the decode batch sizes captured as graphs, ascending, a batch padded to the next and its padding rows priced (TensorRT-LLM's "
+                "cuda_graph_batch_sizes with padding); the largest is the largest graph")
+      ->type_name("N,N,...");
   add_workload_flags(s, f->load);
   add_spec_flags(s, f->spec);
   s->add_option("--accept-spread", f->accept_spread,

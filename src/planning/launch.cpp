@@ -282,6 +282,13 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   }
   if (e.decode_graphs == serving::GraphMode::eager) {
     b.yaml("cuda_graph_config", "null");
+  } else if (!e.graph_sizes.empty()) {
+    // The capture list the run padded to (--graph-sizes, or the one TensorRT-LLM generates):
+    // given as a list, each size within the engine's limits.
+    std::string sizes;
+    for (const std::int64_t n : e.graph_sizes) sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", n);
+    b.yaml("cuda_graph_config.batch_sizes", "[" + sizes + "]");
+    b.yaml("cuda_graph_config.enable_padding", "true");
   } else {
     b.yaml("cuda_graph_config.max_batch_size", num(e.graph_max_batch));
     b.yaml("cuda_graph_config.enable_padding", e.graph_exact_sizes ? "false" : "true");

@@ -42,6 +42,11 @@ std::string graphs_text(const serving::EngineConfig& e) {
                                     e.graph_max_batch)
                       : fmt::format("decode steps up to {} {} as {}", e.graph_max_batch, e.graph_max_tokens > 0 ? "tokens" : "sequences",
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
+  if (!e.graph_sizes.empty()) {
+    std::string sizes;
+    for (std::size_t i = 0; i < e.graph_sizes.size(); ++i) sizes += fmt::format("{}{}", i == 0 ? "" : ", ", e.graph_sizes[i]);
+    s += fmt::format(", a batch padded to the next captured size ({}): the padding rows' kernels but attention priced", sizes);
+  }
   if (e.mixed_graphs == serving::GraphMode::piecewise) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)
                                 : ", other steps piecewise graphs";
@@ -147,6 +152,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"prefills_apart", e.prefills_apart},
           {"num_scheduler_steps", e.scheduler_steps},
           {"graph_exact_sizes", e.graph_exact_sizes},
+          {"graph_sizes", e.graph_sizes},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
           {"collective_algo", std::string(comm::name(e.collective_algo))},
           {"custom_allreduce_max_bytes", e.custom_allreduce_max_bytes},

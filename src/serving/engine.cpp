@@ -848,6 +848,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;
+  f.graph_pad_sizes = e.graph_sizes.empty() ? nullptr : &e.graph_sizes;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -891,6 +892,37 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.mxfp4_expert_align = e.mxfp4_expert_align;
   f.expert_tiles = e.expert_tiles;
   return f;
+}
+
+// TensorRT-LLM's PyTorch backend with padding on and no list given captures
+// [1, 2, 4] and the multiples of 8 to 128, the powers of two from 256 below the largest power of
+// two within its largest batch, and that batch (tensorrt_llm/llmapi/llm_args.py,
+// _generate_cuda_graph_batch_sizes, as TorchLlmArgs computes it from cuda_graph_max_batch_size
+// with cuda_graph_padding_enabled, 2025), and rounds a batch up to the next ("If true, batches
+// are rounded up to the nearest cuda_graph_batch_size"). A list's sizes above the engine's
+// sequence limit or token budget are not captured (`_cuda_graph_batch_sizes`: bs <=
+// max_num_tokens and bs <= batch_size, tensorrt_llm/_torch/pyexecutor/model_engine.py; vLLM
+// keeps its capture sizes within both too): a batch past the largest left runs without a
+// graph. Other engines pad too (vLLM and SGLang to steps of 8 to 32), their padding rows not
+// priced without --graph-sizes (docs/serving.md#graph-padding).
+void pad_graphs(EngineConfig& e) {
+  if (e.graph_sizes.empty()) {
+    if (e.kind != EngineKind::trtllm || e.version == 15 || e.graph_exact_sizes || e.decode_graphs != GraphMode::graph) return;
+    const std::int64_t max = e.graph_max_batch;
+    std::vector<std::int64_t> s = {1, 2, 4};
+    for (std::int64_t i = 8; i <= 128; i += 8) s.push_back(i);
+    int floor_log2 = 0;
+    while (floor_log2 < 62 && (std::int64_t{2} << floor_log2) <= max) ++floor_log2;
+    for (int i = 8; i < floor_log2; ++i) s.push_back(std::int64_t{1} << i);
+    while (!s.empty() && s.back() > max) s.pop_back();
+    if (s.empty() || s.back() != max) s.push_back(max);
+    e.graph_sizes = std::move(s);
+  }
+  const auto captured = [&](std::int64_t n) {
+    return (e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
+  };
+  while (!e.graph_sizes.empty() && !captured(e.graph_sizes.back())) e.graph_sizes.pop_back();
+  if (!e.graph_sizes.empty()) e.graph_max_batch = e.graph_sizes.back();
 }
 
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {

@@ -72,6 +72,13 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   own_touched_ = false;
   row_tiles_ = false;
   expert_tiles_ = f.expert_tiles;
+  pad_count_ = 0;
+  if (f.graph_pad_sizes != nullptr) {
+    for (const std::int64_t n : *f.graph_pad_sizes) {
+      if (pad_count_ == kMaxGraphSizes) break;
+      pad_sizes_[static_cast<std::size_t>(pad_count_++)] = static_cast<double>(n);
+    }
+  }
   touched_.clear();
   touched_all_ = false;
   if (moe_ && ep_size_ > 1) {
@@ -303,7 +310,26 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
   return t;
 }
 
+bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
+  // One group (no attention data parallelism) of decode sequences only, in one graph.
+  if (pad_count_ == 0 || mode != GraphMode::graph || ep_ != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0)) return false;
+  const double* end = pad_sizes_.data() + pad_count_;
+  const double* size = std::lower_bound(pad_sizes_.data(), end, mix.decode_seqs);
+  if (size == end || *size <= mix.decode_seqs) return false;
+  out = mix;
+  out.decode_tokens = mix.decode_tokens / mix.decode_seqs * *size;
+  out.decode_seqs = *size;
+  return true;
+}
+
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
+  // A graph padded to its captured size: the padding rows run every kernel but attention,
+  // whose dummy sequences hold a token or two (TensorRT-LLM's CUDA-graph dummy requests).
+  model::StepMix pad;
+  if (padded(mix, mode, pad)) {
+    const Expert e = expert(pad, mode);
+    return own_part(pad, e.all, e.touched, mode) + e.s;
+  }
   const Expert e = expert(mix, mode);
   return own_part(group, e.all, e.touched, mode) + e.s;
 }

@@ -757,10 +757,43 @@ TEST(ServeCli, GraphCaptureFlags) {
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("decode steps of 1-32, 64 or 128 sequences as one graph"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("580 us exposed per step"), std::string::npos) << text.out;
-  // trtllm-bench's setting in the published throughput runs: sizes up to 8192, padded.
+  // Padding on: TensorRT-LLM's generated list (llm_args.py _generate_cuda_graph_batch_sizes) for
+  // 8192: 1, 2, 4, the multiples of 8 to 128, the powers of two 256-4096 (from 2^8 below
+  // 2^floor(log2 8192) = 2^13) and 8192; the sizes past the preset's 2048 sequences not captured
+  // (model_engine.py: bs <= batch_size), the largest graph 2048.
+  std::vector<std::int64_t> want = {1, 2, 4};
+  for (std::int64_t i = 8; i <= 128; i += 8) want.push_back(i);
+  for (const std::int64_t i : {256, 512, 1024, 2048}) want.push_back(i);
   const nlohmann::json p = run_json(q + " --graph-max-batch 8192 --graph-padding on")["engine"];
-  EXPECT_EQ(p["graph_max_batch"], 8192);
+  EXPECT_EQ(p["graph_max_batch"], 2048);
   EXPECT_FALSE(p["graph_exact_sizes"].get<bool>());
+  EXPECT_EQ(p["graph_sizes"].get<std::vector<std::int64_t>>(), want);
+  // For 300: no power of two from 256 below 2^floor(log2 300) = 256, so 128 then 300.
+  const auto odd = run_json(q + " --graph-max-batch 300 --graph-padding on")["engine"]["graph_sizes"].get<std::vector<std::int64_t>>();
+  ASSERT_GE(odd.size(), 2u);
+  EXPECT_EQ(odd[odd.size() - 2], 128);
+  EXPECT_EQ(odd.back(), 300);
+  // An explicit list (the TensorRT-LLM 0.20 runs' llm_options.yml), within the limits given.
+  const nlohmann::json g =
+      run_json(q + " --graph-sizes 1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192 --max-num-seqs 384")["engine"];
+  EXPECT_EQ(g["graph_max_batch"], 384);
+  EXPECT_EQ(g["graph_sizes"].get<std::vector<std::int64_t>>(), (std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 384}));
+  const RunResult listed = run(q + " --graph-sizes 1,8,64");
+  ASSERT_EQ(listed.status, 0) << listed.err;
+  EXPECT_NE(listed.out.find("a batch padded to the next captured size (1, 8, 64)"), std::string::npos) << listed.out;
+  // The preset without padding prices no padding rows.
+  EXPECT_TRUE(d["graph_sizes"].empty());
+  expect_bad(q + " --graph-sizes 8,4", "--graph-sizes");
+  expect_bad(q + " --graph-sizes 4,4", "--graph-sizes");
+  expect_bad(q + " --graph-sizes 0,4", "--graph-sizes");
+  expect_bad(q + " --graph-sizes 1,x", "--graph-sizes");
+  expect_bad(q + " --graph-sizes 4096 --max-num-seqs 256", "--graph-sizes");
+  expect_bad(q + " --graph-sizes 8 --graph-max-batch 8", "--graph-max-batch");
+  expect_bad(q + " --graph-sizes 8 --graph-padding off", "--graph-padding");
+  expect_bad(q + " --graph-sizes 8 --eager", "--eager");
+  std::string many;
+  for (int i = 1; i <= 65; ++i) many += (i == 1 ? "" : ",") + std::to_string(i);
+  expect_bad(q + " --graph-sizes " + many, "more than 64");
   // vLLM 0.8-0.10: PIECEWISE only, decode steps too.
   const RunResult v10 = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5");
   ASSERT_EQ(v10.status, 0) << v10.err;

@@ -387,6 +387,14 @@ TEST(Launch, TrtllmServeAndItsYaml) {
   ASSERT_NE(y, files.end());
   EXPECT_NE(y->text.find("kv_cache_config:\n  enable_block_reuse: true\n  dtype: fp8\n"), std::string::npos) << y->text;
   EXPECT_NE(y->text.find("cuda_graph_config:\n  max_batch_size: 128\n  enable_padding: false\n"), std::string::npos) << y->text;
+  // A run padded to a list (--graph-sizes, serving.md#graph-padding) launches with that list.
+  serving::ServeConfig listed = c;
+  listed.engine.graph_sizes = {1, 8, 64};
+  listed.engine.graph_exact_sizes = false;
+  const LaunchPlan pl = launch_plan(m, listed, LaunchTarget::trtllm, {"x", ""});
+  expect_listed(pl);
+  EXPECT_EQ(yaml(pl.workers[0], "cuda_graph_config.batch_sizes"), "[1, 8, 64]");
+  EXPECT_EQ(yaml(pl.workers[0], "cuda_graph_config.enable_padding"), "true");
 }
 
 // A disaggregated fleet: the prefill and decode instances, each with its own plan, the KV

@@ -527,3 +527,42 @@ TEST(StepModel, TheSlowestGroupPricesTheExpertPartOnceAndEachGroupsOwnPart) {
 
 }  // namespace
 }  // namespace ridgeline::serving
+
+namespace ridgeline::serving {
+namespace {
+
+// A CUDA graph's padding (docs/serving.md#graph-padding): TensorRT-LLM rounds a decode batch up
+// to the next captured size and runs the graph on dummy requests of a token or two for the
+// rest. A decode step of 261 sequences with graphs of 256 and 384 computes every kernel but
+// attention on 384 rows: its non-attention part (base) is 384 sequences' unpadded, and its
+// attention 261's. A step at a captured size, past the largest one, launched eagerly or with a
+// prompt chunk is its own.
+TEST(StepModel, AGraphStepPaddedToItsCapturedSizeComputesEveryKernelButAttentionOnThePaddingRows) {
+  const Plan p{"llama-3.1-70b", "h100-sxm", 4, 1};
+  auto plain = fixture(p, true, 132);
+  auto padded = fixture(p, true, 132);
+  const std::vector<std::int64_t> sizes = {256, 384};
+  padded->f.graph_pad_sizes = &sizes;
+  padded->step->prepare(padded->m, padded->sys, padded->f);
+  auto decodes = [](int n) {
+    model::StepMix mix;
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0);
+    return mix;
+  };
+  const model::StepMix m261 = decodes(261), m384 = decodes(384);
+  const StepModel& a = *plain->step;
+  const StepModel& b = *padded->step;
+  EXPECT_DOUBLE_EQ(b.base(m261, GraphMode::graph), a.base(m384, GraphMode::graph));
+  EXPECT_DOUBLE_EQ(b.time(m261, GraphMode::graph), a.with_attention(a.base(m384, GraphMode::graph), m261, GraphMode::graph));
+  EXPECT_GT(b.time(m261, GraphMode::graph), a.time(m261, GraphMode::graph));
+  for (const int n : {256, 384, 385}) {
+    EXPECT_DOUBLE_EQ(b.time(decodes(n), GraphMode::graph), a.time(decodes(n), GraphMode::graph)) << n;
+  }
+  EXPECT_DOUBLE_EQ(b.time(m261, GraphMode::eager), a.time(m261, GraphMode::eager));
+  model::StepMix mixed = m261;
+  mixed.add_prefill(128, 128, 0);
+  EXPECT_DOUBLE_EQ(b.time(mixed, GraphMode::graph), a.time(mixed, GraphMode::graph));
+}
+
+}  // namespace
+}  // namespace ridgeline::serving

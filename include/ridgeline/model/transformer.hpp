@@ -3,6 +3,7 @@
 /// counts, and its memory on one chip.
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "ridgeline/comm/collective.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -195,6 +196,12 @@ struct ForwardConfig {
   /// engine's Python calls between the compiled pieces at eager_host_s. 0: eager_host_s for
   /// every kernel.
   double compiled_host_s = 0;
+  /// A serving engine's captured decode batch sizes, ascending, where a batch pads to the next
+  /// (TensorRT-LLM's cuda_graph_batch_sizes with padding on): a decode-only step run as one
+  /// graph computes its non-attention kernels on the padded rows (serving::StepModel). The
+  /// engine's list (serving::EngineConfig::graph_sizes), read while a step model is fitted;
+  /// null: each step at its own rows.
+  const std::vector<std::int64_t>* graph_pad_sizes = nullptr;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

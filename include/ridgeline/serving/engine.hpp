@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ridgeline/comm/collective.hpp"
 #include "ridgeline/hw/chip.hpp"
@@ -165,6 +166,11 @@ struct EngineConfig {
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
+  /// The decode batch sizes captured as graphs, ascending, when a batch pads to the next
+  /// (TensorRT-LLM's cuda_graph_batch_sizes with padding on; --graph-sizes): a decode-only step
+  /// computes its kernels but attention on the padded rows (docs/serving.md#graph-padding).
+  /// Empty: each step priced at its own rows.
+  std::vector<std::int64_t> graph_sizes;
   /// Host time per eagerly launched kernel of the model's forward (model::ForwardConfig::eager_host_s):
   /// an eager step lasts at least its kernels times this (docs/serving.md#eager-host).
   double eager_host_s = 0;
@@ -261,6 +267,11 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 /// logits (vllm/v1/spec_decode/eagle.py). A target's verification at a temperature (vLLM's
 /// RejectionSampler) is not modelled (docs/serving.md#sampling).
 model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
+/// The capture list a batch pads to (docs/serving.md#graph-padding): TensorRT-LLM's PyTorch
+/// backend with padding on (graph_exact_sizes false) and no list given gets its generated one up
+/// to graph_max_batch; any list keeps only the sizes within max_num_seqs and max_batched_tokens,
+/// graph_max_batch its largest. Other engines without a list are left as they are.
+void pad_graphs(EngineConfig& e);
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
 /// captured batch, else as a mixed step.
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;

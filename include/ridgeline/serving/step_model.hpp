@@ -39,6 +39,9 @@ struct HostLaunches {
 /// others at `f.compiled_host_s` where it is set (else eager_host_s).
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept;
 
+/// Most captured batch sizes a step model pads to (ForwardConfig::graph_pad_sizes; --graph-sizes).
+inline constexpr int kMaxGraphSizes = 64;
+
 class StepModel {
  public:
   /// Fits the model for `m` on `sys` run as `f` (tp, ep, dtypes). Assumes a validated plan
@@ -189,6 +192,14 @@ class StepModel {
   // the routing model, a function of the step's tokens applied to all groups' tokens in base.
   model::RoutingImbalance routing_;
   double launch_s_ = 0;
+  // The captured decode batch sizes a graph step pads to (ForwardConfig::graph_pad_sizes),
+  // ascending; pad_count_ 0: none.
+  std::array<double, kMaxGraphSizes> pad_sizes_{};
+  int pad_count_ = 0;
+  // The decode-only mix a graph step computes its non-attention kernels on: its sequences
+  // padded to the next captured size (their tokens as many a sequence), its attention counts
+  // its own; `mix` itself (false) where nothing pads.
+  bool padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept;
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, with prefill tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
