@@ -274,12 +274,13 @@ for m, hw, tp, dt, isl, osl, n, tps in [
         ("llama-3.1-70b", "h200", 2, "fp8", 128, 2048, 3000, 8464.03), ("llama-3.1-70b", "h200", 4, "fp8", 128, 2048, 3000, 13508.59),
         ("llama-3.1-70b", "b200", 1, "fp4", 128, 2048, 3000, 9580.46), ("llama-3.1-70b", "b200", 2, "fp4", 128, 2048, 3000, 15432.35),
         ("llama-3.1-70b", "b200", 1, "fp4", 1000, 1000, 3000, 6752.53), ("llama-3.1-70b", "b200", 2, "fp4", 1000, 1000, 3000, 10815.88)]:
-    # The heuristic's token budget where it holds a whole prompt (the preset's, 8192, where it does not: the
-    # runs of longer prompts were served, without chunked prefill, so their budget was not the heuristic's).
+    # Without chunked prefill (the 0.20 default) trtllm-bench raises the budget to hold the longest prompt and
+    # a token for every sequence: max(heuristic, max_isl + max_batch_size) (tensorrt_llm/bench/benchmark/utils/
+    # general.py, get_settings).
     bs, tokens = trtllm_bench_sizes(m, hw, tp, dt, isl, osl)
-    budget = ["--max-batched-tokens", str(tokens)] if tokens >= isl else []
+    tokens = max(tokens, isl + bs)
     T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
-                 "--max-num-seqs", str(bs), *budget, "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
+                 "--max-num-seqs", str(bs), "--max-batched-tokens", str(tokens), "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
                  "--prompt", str(isl), "--gen", str(osl)], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
 add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",

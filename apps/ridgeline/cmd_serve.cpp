@@ -173,6 +173,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     if (!f.graph_padding.empty() && !on_off(f.graph_padding, "--graph-padding")) {
       throw InputError("--graph-sizes/--graph-padding off: a batch pads to the next of the sizes; without padding give --graph-max-batch");
     }
+    if (e.decode_graphs == serving::GraphMode::piecewise || (e.decode_graphs == serving::GraphMode::eager && !f.cuda_graphs)) {
+      throw InputError(fmt::format("--graph-sizes: the {} engine's decode steps are not captured as one graph ({}): nothing pads (--cuda-graphs "
+                                   "for the presets that capture none)",
+                                   f.engine, serving::name(e.decode_graphs)));
+    }
     e.graph_sizes = graph_size_list(f.graph_sizes);
     e.graph_exact_sizes = false;
     e.capture_follows_seqs = false;
@@ -218,6 +223,13 @@ void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw
   if (seqs > 0) e.max_num_seqs = seqs;
   if (budget > 0) e.max_batched_tokens = budget;
   serving::capture_from_seqs(e, cfg.spec.k);
+  // The capture list within the decode instances' own limits.
+  if (!e.graph_sizes.empty()) {
+    serving::pad_graphs(e);
+    if (e.graph_sizes.empty()) {
+      throw InputError(fmt::format("--disagg-decode: '{}': no captured batch size within the decode instances' limits", f.disagg_decode));
+    }
+  }
 }
 
 // `draft` holds the draft model of speculative decoding (it must outlive the configuration).

@@ -339,6 +339,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   j["decode_step"] = composition(d);
   j["decode_step"]["sequences"] = d.sequences;
   j["decode_step"]["context"] = d.context;
+  j["decode_step"]["padded_sequences"] = d.padded_sequences;
   if (!d.expert_imbalance_source.empty()) {
     j["decode_step"]["expert_imbalance"] = d.expert_imbalance;
     j["decode_step"]["sources"]["expert_imbalance"] = d.expert_imbalance_source;
@@ -625,7 +626,9 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
       fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip), r.engine.host_source.empty() ? "none" : r.engine.host_source);
   if (r.decode_step.device_s > 0) {
     const serving::DecodeStepComposition& d = r.decode_step;
-    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}): {}", d.sequences, d.context, parts(d));
+    const std::string pad =
+        d.padded_sequences > d.sequences ? fmt::format(", run padded to {:.0f} in their graph, docs/serving.md#graph-padding", d.padded_sequences) : "";
+    s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}{}): {}", d.sequences, d.context, pad, parts(d));
     s += sources;
     if (!d.expert_imbalance_source.empty()) {
       s += fmt::format("  expert load: the busiest GPU routes {:.3g}x the mean token-expert pairs: {}\n", d.expert_imbalance,

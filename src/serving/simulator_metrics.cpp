@@ -456,7 +456,10 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     s.break_even = even.has_value();
     s.break_even_accept = even.value_or(1);
   }
-  compose_step(m_, sys_, f, batch(q, d.context), graphs(d.sequences * q), d);
+  const model::StepMix mean = batch(q, d.context);
+  const GraphMode mode = graphs(d.sequences * q);
+  compose_step(m_, sys_, f, mean, mode, d);
+  d.padded_sequences = padded_sequences(f, mean, mode);
   // The imbalance the tier's steps were priced with (its StepModel, prepared from the same forward pass).
   const model::RoutingImbalance& routing = k.step.routing();
   if (m_.is_moe() && f.ep_size() > 1) {

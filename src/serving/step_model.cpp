@@ -45,6 +45,21 @@ bool is_attention(Scale s) {
 
 bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model::GraphOp::InAttentionOp::no; }
 
+// The mix a step computes its kernels but attention on when its graph pads (docs/serving.md#graph-padding):
+// a decode-only step of one group (no attention data parallelism, ep 1) launched as one graph,
+// its sequences rounded up to the next of the captured sizes [first, last) (ascending; their
+// tokens as many a sequence), its attention counts its own. False where nothing pads.
+template <class It>
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, It first, It last, model::StepMix& out) noexcept {
+  if (first == last || mode != GraphMode::graph || ep != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0)) return false;
+  const It size = std::lower_bound(first, last, mix.decode_seqs, [](auto s, double v) { return static_cast<double>(s) < v; });
+  if (size == last || static_cast<double>(*size) <= mix.decode_seqs) return false;
+  out = mix;
+  out.decode_tokens = mix.decode_tokens / mix.decode_seqs * static_cast<double>(*size);
+  out.decode_seqs = static_cast<double>(*size);
+  return true;
+}
+
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
 // launches attention, and whatever the engine's attention op holds besides, between its graphs.
 bool in_graph(const model::GraphOp& op, GraphMode mode) {
@@ -311,24 +326,18 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  // One group (no attention data parallelism) of decode sequences only, in one graph.
-  if (pad_count_ == 0 || mode != GraphMode::graph || ep_ != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0)) return false;
-  const double* end = pad_sizes_.data() + pad_count_;
-  const double* size = std::lower_bound(pad_sizes_.data(), end, mix.decode_seqs);
-  if (size == end || *size <= mix.decode_seqs) return false;
-  out = mix;
-  out.decode_tokens = mix.decode_tokens / mix.decode_seqs * *size;
-  out.decode_seqs = *size;
-  return true;
+  return pad_rows(mix, mode, ep_, pad_sizes_.data(), pad_sizes_.data() + pad_count_, out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
   // A graph padded to its captured size: the padding rows run every kernel but attention,
   // whose dummy sequences hold a token or two (TensorRT-LLM's CUDA-graph dummy requests).
-  model::StepMix pad;
-  if (padded(mix, mode, pad)) {
-    const Expert e = expert(pad, mode);
-    return own_part(pad, e.all, e.touched, mode) + e.s;
+  if (pad_count_ > 0) {
+    model::StepMix pad;
+    if (padded(mix, mode, pad)) {
+      const Expert e = expert(pad, mode);
+      return own_part(pad, e.all, e.touched, mode) + e.s;
+    }
   }
   const Expert e = expert(mix, mode);
   return own_part(group, e.all, e.touched, mode) + e.s;
@@ -427,7 +436,11 @@ double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
                     const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept {
   const ops::Rates rates(sys.chip);
-  model::build_forward(m, f, sys, {1, 1, 1, &mix}, g);
+  // A graph padded to its captured size: built on the padded rows, as StepModel::base prices it.
+  model::StepMix pad;
+  const bool pads = f.graph_pad_sizes != nullptr &&
+                    pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), pad);
+  model::build_forward(m, f, sys, {1, 1, 1, pads ? &pad : &mix}, g);
   analysis::PhaseTimes t;
   for (int i = 0; i < g.op_count; ++i) {
     analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph(g.ops[i], mode)), g.repeat(i), rates, g.ops[i].cls,
@@ -439,6 +452,15 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   t.t_upper_s = std::max(t.t_upper_s, host);
   analysis::finish(t);
   out = t;
+}
+
+double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode) noexcept {
+  model::StepMix pad;
+  if (f.graph_pad_sizes == nullptr ||
+      !pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), pad)) {
+    return mix.decode_seqs;
+  }
+  return pad.decode_seqs;
 }
 
 double op_calls(const model::Graph& g, GraphMode mode) noexcept {

@@ -783,6 +783,17 @@ TEST(ServeCli, GraphCaptureFlags) {
   EXPECT_NE(listed.out.find("a batch padded to the next captured size (1, 8, 64)"), std::string::npos) << listed.out;
   // The preset without padding prices no padding rows.
   EXPECT_TRUE(d["graph_sizes"].empty());
+  // Five clients decode 2-5 sequences a step, padded to the list's next size, 8: the step
+  // breakdown names the rows its graph ran.
+  const nlohmann::json five =
+      run_json("serve --model llama-3.1-8b --hw h100-sxm --engine trtllm --concurrency 5 --requests 40 --graph-sizes 1,8,64")["decode_step"];
+  EXPECT_GE(five["sequences"].get<double>(), 2);
+  EXPECT_LE(five["sequences"].get<double>(), 5);
+  EXPECT_EQ(five["padded_sequences"].get<double>(), 8);
+  // Nothing pads where decode steps are not one graph (vLLM 0.8-0.10's piecewise ones).
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5 --graph-sizes 1,8,64", "--graph-sizes");
+  // Disaggregated decode instances keep the sizes within their own limits.
+  expect_bad(q + " --graph-sizes 64,128 --disagg 1:1 --disagg-decode max-num-seqs=32", "--disagg-decode");
   expect_bad(q + " --graph-sizes 8,4", "--graph-sizes");
   expect_bad(q + " --graph-sizes 4,4", "--graph-sizes");
   expect_bad(q + " --graph-sizes 0,4", "--graph-sizes");

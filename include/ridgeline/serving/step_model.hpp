@@ -38,6 +38,10 @@ struct HostLaunches {
 /// op's own at `f.mla_op_host_s` (else eager_host_s) and its calls at `f.mla_op_call_host_s`, the
 /// others at `f.compiled_host_s` where it is set (else eager_host_s).
 double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexcept;
+/// The rows a decode step of `mix` launched as `mode` computes its kernels but attention on: its
+/// sequences, or the captured size its graph pads them to (ForwardConfig::graph_pad_sizes; one
+/// group of decode sequences only; docs/serving.md#graph-padding).
+double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode) noexcept;
 
 /// Most captured batch sizes a step model pads to (ForwardConfig::graph_pad_sizes; --graph-sizes).
 inline constexpr int kMaxGraphSizes = 64;
