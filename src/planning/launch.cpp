@@ -4,6 +4,7 @@
 #include "ridgeline/planning/launch.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <stdexcept>
 
@@ -285,9 +286,7 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   } else if (!e.graph_sizes.empty()) {
     // The capture list the run padded to (--graph-sizes, or the one TensorRT-LLM generates):
     // given as a list, each size within the engine's limits.
-    std::string sizes;
-    for (const std::int64_t n : e.graph_sizes) sizes += fmt::format("{}{}", sizes.empty() ? "" : ", ", n);
-    b.yaml("cuda_graph_config.batch_sizes", "[" + sizes + "]");
+    b.yaml("cuda_graph_config.batch_sizes", fmt::format("[{}]", fmt::join(e.graph_sizes, ", ")));
     b.yaml("cuda_graph_config.enable_padding", "true");
   } else {
     b.yaml("cuda_graph_config.max_batch_size", num(e.graph_max_batch));

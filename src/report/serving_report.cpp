@@ -1,5 +1,6 @@
 // `serve` reports: text, JSON, per-request rows.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -43,9 +44,8 @@ std::string graphs_text(const serving::EngineConfig& e) {
                       : fmt::format("decode steps up to {} {} as {}", e.graph_max_batch, e.graph_max_tokens > 0 ? "tokens" : "sequences",
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
   if (!e.graph_sizes.empty()) {
-    std::string sizes;
-    for (std::size_t i = 0; i < e.graph_sizes.size(); ++i) sizes += fmt::format("{}{}", i == 0 ? "" : ", ", e.graph_sizes[i]);
-    s += fmt::format(", a batch padded to the next captured size ({}): the padding rows' kernels but attention priced", sizes);
+    s += fmt::format(", a batch padded to the next captured size ({}): the padding rows' kernels but attention priced",
+                     fmt::join(e.graph_sizes, ", "));
   }
   if (e.mixed_graphs == serving::GraphMode::piecewise) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)

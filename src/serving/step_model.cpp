@@ -60,6 +60,12 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, It first, It
   return true;
 }
 
+// pad_rows over the engine's list a forward pass carries (ForwardConfig::graph_pad_sizes).
+bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out) noexcept {
+  return f.graph_pad_sizes != nullptr &&
+         pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), out);
+}
+
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
 // launches attention, and whatever the engine's attention op holds besides, between its graphs.
 bool in_graph(const model::GraphOp& op, GraphMode mode) {
@@ -438,8 +444,7 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
   const ops::Rates rates(sys.chip);
   // A graph padded to its captured size: built on the padded rows, as StepModel::base prices it.
   model::StepMix pad;
-  const bool pads = f.graph_pad_sizes != nullptr &&
-                    pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), pad);
+  const bool pads = pad_rows(f, mix, mode, pad);
   model::build_forward(m, f, sys, {1, 1, 1, pads ? &pad : &mix}, g);
   analysis::PhaseTimes t;
   for (int i = 0; i < g.op_count; ++i) {
@@ -456,11 +461,7 @@ void step_reference(const model::ModelConfig& m, const hw::System& sys, const mo
 
 double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode) noexcept {
   model::StepMix pad;
-  if (f.graph_pad_sizes == nullptr ||
-      !pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), pad)) {
-    return mix.decode_seqs;
-  }
-  return pad.decode_seqs;
+  return pad_rows(f, mix, mode, pad) ? pad.decode_seqs : mix.decode_seqs;
 }
 
 double op_calls(const model::Graph& g, GraphMode mode) noexcept {
