@@ -779,8 +779,11 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
+    serving::pad_graphs(e);
   }
   serving::settle_output_processing(c.engine, c.spec.on());
+  // The capture list a decode batch pads to, within the deployment's own limits (as serve's).
+  serving::pad_graphs(c.engine);
   return c;
 }
 

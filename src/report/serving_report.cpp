@@ -1,6 +1,5 @@
 // `serve` reports: text, JSON, per-request rows.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -27,6 +26,28 @@ std::string host_time(double step, double per_request) {
   return per_request > 0 ? fmt::format("{} + {}/request", t(step), t(per_request)) : t(step);
 }
 
+// A capture list with its runs of four or more sizes an equal step apart written as one:
+// "1, 2, 4, 8 to 256 in steps of 8, 272 to 512 in steps of 16".
+std::string size_list_text(const std::vector<std::int64_t>& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t j = i + 1;
+    if (j < s.size()) {
+      const std::int64_t d = s[j] - s[i];
+      while (j + 1 < s.size() && s[j + 1] - s[j] == d) ++j;
+    }
+    if (!out.empty()) out += ", ";
+    if (j < s.size() && j - i + 1 >= 4) {
+      out += fmt::format("{} to {} in steps of {}", s[i], s[j], s[i + 1] - s[i]);
+      i = j + 1;
+    } else {
+      out += fmt::format("{}", s[i]);
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string graphs_text(const serving::EngineConfig& e) {
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) return "kernels launched eagerly";
   if (e.decode_graphs == serving::GraphMode::piecewise && e.mixed_graphs == serving::GraphMode::piecewise) {
@@ -45,7 +66,7 @@ std::string graphs_text(const serving::EngineConfig& e) {
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
   if (!e.graph_sizes.empty()) {
     s += fmt::format(", a batch padded to the next captured size ({}): the padding rows' kernels but attention priced",
-                     fmt::join(e.graph_sizes, ", "));
+                     size_list_text(e.graph_sizes));
   }
   if (e.mixed_graphs == serving::GraphMode::piecewise) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ridgeline/core/error.hpp"
+#include "ridgeline/serving/step_model.hpp"
 
 namespace ridgeline::serving {
 
@@ -849,6 +850,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;
   f.graph_pad_sizes = e.graph_sizes.empty() ? nullptr : &e.graph_sizes;
+  f.graph_pad_tokens = e.kind == EngineKind::vllm;  // vLLM pads a step's tokens, the others its sequences
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -894,34 +896,100 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   return f;
 }
 
-// TensorRT-LLM's PyTorch backend with padding on and no list given captures
-// [1, 2, 4] and the multiples of 8 to 128, the powers of two from 256 below the largest power of
-// two within its largest batch, and that batch (tensorrt_llm/llmapi/llm_args.py,
-// _generate_cuda_graph_batch_sizes, as TorchLlmArgs computes it from cuda_graph_max_batch_size
-// with cuda_graph_padding_enabled, 2025), and rounds a batch up to the next ("If true, batches
-// are rounded up to the nearest cuda_graph_batch_size"). A list's sizes above the engine's
-// sequence limit or token budget are not captured (`_cuda_graph_batch_sizes`: bs <=
-// max_num_tokens and bs <= batch_size, tensorrt_llm/_torch/pyexecutor/model_engine.py; vLLM
-// keeps its capture sizes within both too): a batch past the largest left runs without a
-// graph. Other engines pad too (vLLM and SGLang to steps of 8 to 32), their padding rows not
-// priced without --graph-sizes (docs/serving.md#graph-padding).
-void pad_graphs(EngineConfig& e) {
-  if (e.graph_sizes.empty()) {
-    if (e.kind != EngineKind::trtllm || e.version == 15 || e.graph_exact_sizes || e.decode_graphs != GraphMode::graph) return;
-    const std::int64_t max = e.graph_max_batch;
-    std::vector<std::int64_t> s = {1, 2, 4};
-    for (std::int64_t i = 8; i <= 128; i += 8) s.push_back(i);
-    int floor_log2 = 0;
-    while (floor_log2 < 62 && (std::int64_t{2} << floor_log2) <= max) ++floor_log2;
-    for (int i = 8; i < floor_log2; ++i) s.push_back(std::int64_t{1} << i);
-    while (!s.empty() && s.back() > max) s.pop_back();
-    if (s.empty() || s.back() != max) s.push_back(max);
-    e.graph_sizes = std::move(s);
+namespace {
+
+// Sizes from `from` in steps of `step` while below `until` and within `max`, and no more than a
+// step model pads to (kMaxGraphSizes in all: a list that would hold more stops short of `max`).
+void capture_steps(std::vector<std::int64_t>& s, std::int64_t from, std::int64_t until, std::int64_t step, std::int64_t max) {
+  for (std::int64_t i = from; i < until && i <= max && s.size() < static_cast<std::size_t>(kMaxGraphSizes); i += step) s.push_back(i);
+}
+
+// The decode batch sizes an engine captures and pads to when no list is given, up to its
+// largest graph (graph_max_batch); empty where it pads none (docs/serving.md#graph-padding).
+std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
+  std::vector<std::int64_t> s;
+  const std::int64_t max = e.graph_max_batch;
+  if (e.graph_exact_sizes || e.decode_graphs != GraphMode::graph || max <= 0) return s;
+  switch (e.kind) {
+    case EngineKind::trtllm: {
+      // TensorRT-LLM's PyTorch backend with padding on: [1, 2, 4] and the multiples of 8 to 128,
+      // the powers of two from 256 below the largest power of two within its largest batch, and
+      // that batch (tensorrt_llm/llmapi/llm_args.py, _generate_cuda_graph_batch_sizes, as
+      // TorchLlmArgs computes it from cuda_graph_max_batch_size with cuda_graph_padding_enabled,
+      // 2025), a batch rounded up to the next ("If true, batches are rounded up to the nearest
+      // cuda_graph_batch_size"). The TensorRT engine flow (0.15) pads none.
+      if (e.version == 15) return s;
+      s = {1, 2, 4};
+      capture_steps(s, 8, 129, 8, max);
+      int floor_log2 = 0;
+      while (floor_log2 < 62 && (std::int64_t{2} << floor_log2) <= max) ++floor_log2;
+      for (int i = 8; i < floor_log2; ++i) s.push_back(std::int64_t{1} << i);
+      while (!s.empty() && s.back() > max) s.pop_back();
+      if (s.empty() || s.back() != max) s.push_back(max);
+      return s;
+    }
+    case EngineKind::vllm:
+      s = {1, 2, 4};
+      if (e.version == 6) {
+        // V0 0.6 (worker/model_runner.py at v0.6.0: _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i
+        // for i in range(1, 1025)], captured up to the sequence limit padded, 256 by default;
+        // _get_graph_batch_size pads a decode-only batch to the next): steps of 8.
+        capture_steps(s, 8, max + 1, 8, max);
+      } else {
+        // V1 0.11.1+: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16) (vllm/config/vllm.py,
+        // _set_cudagraph_sizes after PR #26016), a step's tokens padded to the next
+        // (pad_for_cudagraph); 0.11.0's steps of 8 past 256 not followed.
+        capture_steps(s, 8, 256, 8, max);
+        capture_steps(s, 256, max + 1, 16, max);
+      }
+      break;
+    case EngineKind::sglang:
+      if (e.version == 3) {
+        // 0.3: capture_bs = [1, 2, 4] + [i * 8 for i in range(1, 21)] (cuda_graph_runner.py),
+        // a batch padded to the next (bisect_left).
+        s = {1, 2, 4};
+        capture_steps(s, 8, max + 1, 8, max);
+      } else {
+        // 2025-26: [1, 2, 4, 8, 12], steps of 8 from 16 to 256, of 16 to 512, of 32 past it
+        // (server_args.py, _generate_cuda_graph_batch_sizes), up to cuda_graph_max_bs.
+        s = {1, 2, 4, 8, 12};
+        capture_steps(s, 16, 257, 8, max);
+        capture_steps(s, 272, 512, 16, max);
+        capture_steps(s, 512, max + 1, 32, max);
+        // and cuda_graph_max_bs itself (PR #21005, 2026).
+        if (s.back() != max && s.size() < static_cast<std::size_t>(kMaxGraphSizes)) s.push_back(max);
+      }
+      break;
+    default: return s;
   }
+  while (!s.empty() && s.back() > max) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+// With no list given, the engine's own (default_capture_list). A list keeps only the sizes an
+// engine captures within its limits: none past the sequence limit in TensorRT-LLM
+// (`_cuda_graph_batch_sizes`: bs <= max_num_tokens and bs <= batch_size,
+// tensorrt_llm/_torch/pyexecutor/model_engine.py) and SGLang 0.4+ (the sizes past its request
+// pool dropped and the pool's size captured instead: get_batch_sizes_to_capture), none past the
+// token budget in either or in vLLM (whose graphs count tokens, up to twice the sequence limit);
+// SGLang 0.3 captures its list whatever its limits. A batch past the largest left runs without a
+// graph.
+void pad_graphs(EngineConfig& e) {
+  if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e);
+  const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
+  const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
+  const bool token_limit = !(e.kind == EngineKind::sglang && e.version == 3);
   const auto captured = [&](std::int64_t n) {
-    return (e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
+    return (!seq_limit || e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (!token_limit || e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
   };
-  while (!e.graph_sizes.empty() && !captured(e.graph_sizes.back())) e.graph_sizes.pop_back();
+  bool cut = false;
+  while (!e.graph_sizes.empty() && !captured(e.graph_sizes.back())) e.graph_sizes.pop_back(), cut = true;
+  if (cut && sglang_pool && e.max_num_seqs > 0 && captured(e.max_num_seqs) &&
+      (e.graph_sizes.empty() || e.graph_sizes.back() < e.max_num_seqs)) {
+    e.graph_sizes.push_back(e.max_num_seqs);
+  }
   if (!e.graph_sizes.empty()) e.graph_max_batch = e.graph_sizes.back();
 }
 
@@ -942,8 +1010,8 @@ GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
 // max_cudagraph_capture_size = min(max_num_seqs x (1 + num_speculative_tokens) x 2, 512) in
 // vllm/config/vllm.py (PR #30330, December 2025, in 0.13: the 0.11-0.13 preset follows 0.13
 // here; quoted in issue #32324). Graphs are captured at the sizes of a list, [1, 2, 4] then
-// steps of 8 (0.11's _set_cudagraph_sizes), later steps of 16 from 256 (the 0.14+ preset), and
-// none past the token budget: the largest is the list's last entry within both (a size off the
+// steps of 8, and of 16 from 256 (PR #26016, October 2025: from 0.11.1; 0.11.0 kept steps of 8),
+// and none past the token budget: the largest is the list's last entry within both (a size off the
 // list is truncated to the one below, vLLM PR #37865: "300 -> 288").
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
@@ -951,10 +1019,11 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   std::int64_t n = std::min(kVllmLargestGraph, 2 * query * std::min(e.max_num_seqs, kVllmLargestGraph));
   if (e.max_batched_tokens > 0) n = std::min(n, e.max_batched_tokens);
   const std::int64_t size = n < 8                       ? (n >= 4 ? 4 : n >= 2 ? 2 : 1)
-                            : n < 256 || e.version != 0 ? n / 8 * 8
-                                                        : 256 + (n - 256) / 16 * 16;
+                            : n < 256 ? n / 8 * 8
+                                      : 256 + (n - 256) / 16 * 16;
   e.graph_max_batch = size;
   if (e.graph_max_tokens > 0) e.graph_max_tokens = size;
+  while (!e.graph_sizes.empty() && e.graph_sizes.back() > size) e.graph_sizes.pop_back();
 }
 
 }  // namespace ridgeline::serving

@@ -47,23 +47,28 @@ bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model
 
 // The mix a step computes its kernels but attention on when its graph pads (docs/serving.md#graph-padding):
 // a decode-only step of one group (no attention data parallelism, ep 1) launched as one graph,
-// its sequences rounded up to the next of the captured sizes [first, last) (ascending; their
-// tokens as many a sequence), its attention counts its own. False where nothing pads.
+// its sequences (`tokens`: its tokens, as vLLM counts its graphs) rounded up to the next of the
+// captured sizes [first, last) (ascending; the other count grows in proportion), its attention
+// counts its own. False where nothing pads.
 template <class It>
-bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, It first, It last, model::StepMix& out) noexcept {
-  if (first == last || mode != GraphMode::graph || ep != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0)) return false;
-  const It size = std::lower_bound(first, last, mix.decode_seqs, [](auto s, double v) { return static_cast<double>(s) < v; });
-  if (size == last || static_cast<double>(*size) <= mix.decode_seqs) return false;
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, It first, It last, model::StepMix& out) noexcept {
+  if (first == last || mode != GraphMode::graph || ep != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0) || !(mix.decode_tokens > 0)) {
+    return false;
+  }
+  const double rows = tokens ? mix.decode_tokens : mix.decode_seqs;
+  const It size = std::lower_bound(first, last, rows, [](auto s, double v) { return static_cast<double>(s) < v; });
+  if (size == last || static_cast<double>(*size) <= rows) return false;
+  const double n = static_cast<double>(*size);
   out = mix;
-  out.decode_tokens = mix.decode_tokens / mix.decode_seqs * static_cast<double>(*size);
-  out.decode_seqs = static_cast<double>(*size);
+  out.decode_tokens = tokens ? n : mix.decode_tokens / mix.decode_seqs * n;
+  out.decode_seqs = tokens ? mix.decode_seqs / mix.decode_tokens * n : n;
   return true;
 }
 
 // pad_rows over the engine's list a forward pass carries (ForwardConfig::graph_pad_sizes).
 bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out) noexcept {
-  return f.graph_pad_sizes != nullptr &&
-         pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_sizes->begin(), f.graph_pad_sizes->end(), out);
+  return f.graph_pad_sizes != nullptr && pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_tokens, f.graph_pad_sizes->begin(),
+                                                  f.graph_pad_sizes->end(), out);
 }
 
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
@@ -94,6 +99,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   row_tiles_ = false;
   expert_tiles_ = f.expert_tiles;
   pad_count_ = 0;
+  pad_tokens_ = f.graph_pad_tokens;
   if (f.graph_pad_sizes != nullptr) {
     for (const std::int64_t n : *f.graph_pad_sizes) {
       if (pad_count_ == kMaxGraphSizes) break;
@@ -332,7 +338,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, pad_sizes_.data(), pad_sizes_.data() + pad_count_, out);
+  return pad_rows(mix, mode, ep_, pad_tokens_, pad_sizes_.data(), pad_sizes_.data() + pad_count_, out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {

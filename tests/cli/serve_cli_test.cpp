@@ -404,13 +404,13 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   EXPECT_NE(text.out.find("up to 64 tokens piecewise graphs, longer ones eagerly (vLLM's largest graph from max_num_seqs 32;"), std::string::npos)
       << text.out;
   // 300 sequences: 600, capped at 512. Off the list: 2 x 30 = 60 is captured up to 56 (steps
-  // of 8), 2 x 3 = 6 up to 4 (1, 2, 4); 2 x 150 = 300 up to 288 on the 0.14+ preset (steps of 16
-  // from 256), 296 on 0.11-0.13 (steps of 8). A budget of 40 tokens drops the sizes past it.
+  // of 8), 2 x 3 = 6 up to 4 (1, 2, 4); 2 x 150 = 300 up to 288 (steps of 16 from 256, from
+  // 0.11.1: PR #26016), on the 0.11-0.13 preset too. A budget of 40 tokens drops the sizes past it.
   EXPECT_EQ(run_json(q + " --max-num-seqs 300")["engine"]["graph_max_tokens"], 512);
   EXPECT_EQ(run_json(q + " --max-num-seqs 30")["engine"]["graph_max_tokens"], 56);
   EXPECT_EQ(run_json(q + " --max-num-seqs 3")["engine"]["graph_max_tokens"], 4);
   EXPECT_EQ(run_json(q + " --max-num-seqs 150")["engine"]["graph_max_tokens"], 288);
-  EXPECT_EQ(run_json(q + " --max-num-seqs 150 --engine vllm@0.13")["engine"]["graph_max_tokens"], 296);
+  EXPECT_EQ(run_json(q + " --max-num-seqs 150 --engine vllm@0.13")["engine"]["graph_max_tokens"], 288);
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --max-batched-tokens 40")["engine"]["graph_max_tokens"], 40);
   // --graph-max-batch gives the size itself.
   const auto given = run_json(q + " --max-num-seqs 32 --graph-max-batch 256");
@@ -803,8 +803,8 @@ TEST(ServeCli, GraphCaptureFlags) {
   expect_bad(q + " --graph-sizes 8 --graph-padding off", "--graph-padding");
   expect_bad(q + " --graph-sizes 8 --eager", "--eager");
   std::string many;
-  for (int i = 1; i <= 65; ++i) many += (i == 1 ? "" : ",") + std::to_string(i);
-  expect_bad(q + " --graph-sizes " + many, "more than 64");
+  for (int i = 1; i <= 513; ++i) many += (i == 1 ? "" : ",") + std::to_string(i);
+  expect_bad(q + " --graph-sizes " + many, "more than 512");
   // vLLM 0.8-0.10: PIECEWISE only, decode steps too.
   const RunResult v10 = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5");
   ASSERT_EQ(v10.status, 0) << v10.err;
@@ -815,6 +815,45 @@ TEST(ServeCli, GraphCaptureFlags) {
   expect_bad(q + " --graph-padding sometimes", "--graph-padding");
   expect_bad(q + " --graph-max-batch 64 --eager", "--eager");
   expect_bad(q + " --graph-padding on --eager", "--eager");
+}
+
+// The lists vLLM and SGLang capture and pad a decode batch to when none is given
+// (docs/serving.md#graph-padding), each written out from its release's code.
+TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
+  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 5 --engine ";
+  auto sizes = [&](const std::string& flags) { return run_json(q + flags)["engine"]["graph_sizes"].get<std::vector<std::int64_t>>(); };
+  auto steps = [](std::vector<std::int64_t> s, std::int64_t from, std::int64_t to, std::int64_t step) {
+    for (std::int64_t i = from; i <= to; i += step) s.push_back(i);
+    return s;
+  };
+  // vLLM V1 0.11.1+ (vllm/config/vllm.py _set_cudagraph_sizes): [1, 2, 4] + range(8, 256, 8) +
+  // range(256, 513, 16) for its largest graph of 512 tokens (1024 sequences on an H100): 51 sizes.
+  const std::vector<std::int64_t> v14 = steps(steps({1, 2, 4}, 8, 248, 8), 256, 512, 16);
+  ASSERT_EQ(v14.size(), 51u);
+  EXPECT_EQ(sizes("vllm"), v14);
+  EXPECT_EQ(sizes("vllm@0.13"), v14);
+  // 32 sequences: min(2 x 32, 512) = 64 tokens, the list up to 64.
+  EXPECT_EQ(sizes("vllm --max-num-seqs 32"), steps({1, 2, 4}, 8, 64, 8));
+  // V0 0.6 (worker/model_runner.py): [1, 2, 4] + [8 * i for i in range(1, 1025)] up to the
+  // sequence limit of 256: 35 sizes.
+  EXPECT_EQ(sizes("vllm@0.6"), steps({1, 2, 4}, 8, 256, 8));
+  // SGLang 0.3 (cuda_graph_runner.py): [1, 2, 4] + [i * 8 for i in range(1, 21)].
+  EXPECT_EQ(sizes("sglang@0.3"), steps({1, 2, 4}, 8, 160, 8));
+  // SGLang 2025-26 (server_args.py _generate_cuda_graph_batch_sizes) to cuda_graph_max_bs, 256
+  // on an 80 GB GPU at TP 1: [1, 2, 4, 8, 12] + range(16, 257, 8).
+  EXPECT_EQ(sizes("sglang"), steps({1, 2, 4, 8, 12}, 16, 256, 8));
+  // Its request pool of 100 drops the sizes past 100 and is captured itself.
+  std::vector<std::int64_t> pool = steps({1, 2, 4, 8, 12}, 16, 96, 8);
+  pool.push_back(100);
+  EXPECT_EQ(sizes("sglang --max-num-seqs 100"), pool);
+  // Nothing pads where decode steps are piecewise graphs (vLLM 0.8-0.10) or eager.
+  EXPECT_TRUE(sizes("vllm@0.9").empty());
+  EXPECT_TRUE(sizes("vllm --eager").empty());
+  // Five clients: a mean decode step of more than 4 sequences (at most 5) runs padded to 8.
+  const nlohmann::json five = run_json("serve --model llama-3.1-8b --hw h100-sxm --engine vllm --concurrency 5 --requests 40")["decode_step"];
+  EXPECT_GT(five["sequences"].get<double>(), 4);
+  EXPECT_LE(five["sequences"].get<double>(), 5);
+  EXPECT_EQ(five["padded_sequences"].get<double>(), 8);
 }
 
 // The kernel each engine's release multiplies fp8 blocks with (docs/serving.md#engines):

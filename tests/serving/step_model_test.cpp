@@ -566,5 +566,32 @@ TEST(StepModel, AGraphStepPaddedToItsCapturedSizeComputesEveryKernelButAttention
   EXPECT_DOUBLE_EQ(b.time(mixed, GraphMode::graph), a.time(mixed, GraphMode::graph));
 }
 
+// vLLM's graphs count a step's tokens (pad_for_cudagraph on its scheduled tokens): 100 sequences
+// verifying 2 drafts each are 300 tokens, padded to 384 in a list of 256 and 384 — 84 padding
+// tokens, 28 sequences' worth at 3 a sequence: the step computes its kernels but attention as
+// 128 sequences of 3 tokens. Counted by sequences (TensorRT-LLM, SGLang), 100 pads to 256.
+TEST(StepModel, VllmPadsATokenCountToItsCapturedSize) {
+  const Plan p{"llama-3.1-70b", "h100-sxm", 4, 1};
+  auto plain = fixture(p, true, 132);
+  auto by_tokens = fixture(p, true, 132);
+  auto by_seqs = fixture(p, true, 132);
+  const std::vector<std::int64_t> sizes = {256, 384};
+  by_tokens->f.graph_pad_sizes = by_seqs->f.graph_pad_sizes = &sizes;
+  by_tokens->f.graph_pad_tokens = true;
+  by_tokens->step->prepare(by_tokens->m, by_tokens->sys, by_tokens->f);
+  by_seqs->step->prepare(by_seqs->m, by_seqs->sys, by_seqs->f);
+  auto verifying = [](int n) {
+    model::StepMix mix;
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0, 3);
+    return mix;
+  };
+  const StepModel& a = *plain->step;
+  EXPECT_DOUBLE_EQ(by_tokens->step->base(verifying(100), GraphMode::graph), a.base(verifying(128), GraphMode::graph));
+  EXPECT_DOUBLE_EQ(by_seqs->step->base(verifying(100), GraphMode::graph), a.base(verifying(256), GraphMode::graph));
+  EXPECT_DOUBLE_EQ(padded_sequences(by_tokens->f, verifying(100), GraphMode::graph), 128);
+  // 128 sequences are 384 tokens, a captured size: no padding.
+  EXPECT_DOUBLE_EQ(by_tokens->step->base(verifying(128), GraphMode::graph), a.base(verifying(128), GraphMode::graph));
+}
+
 }  // namespace
 }  // namespace ridgeline::serving

@@ -202,6 +202,9 @@ struct ForwardConfig {
   /// engine's list (serving::EngineConfig::graph_sizes), read while a step model is fitted;
   /// null: each step at its own rows.
   const std::vector<std::int64_t>* graph_pad_sizes = nullptr;
+  /// The sizes count a step's tokens (vLLM: pad_for_cudagraph on its scheduled tokens), not its
+  /// sequences (TensorRT-LLM, SGLang): the same but for speculative decoding's several a sequence.
+  bool graph_pad_tokens = false;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

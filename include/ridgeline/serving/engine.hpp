@@ -167,7 +167,7 @@ struct EngineConfig {
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
   /// The decode batch sizes captured as graphs, ascending, when a batch pads to the next
-  /// (TensorRT-LLM's cuda_graph_batch_sizes with padding on; --graph-sizes): a decode-only step
+  /// (pad_graphs: the engine's own list, or --graph-sizes): a decode-only step
   /// computes its kernels but attention on the padded rows (docs/serving.md#graph-padding).
   /// Empty: each step priced at its own rows.
   std::vector<std::int64_t> graph_sizes;
@@ -267,10 +267,11 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 /// logits (vllm/v1/spec_decode/eagle.py). A target's verification at a temperature (vLLM's
 /// RejectionSampler) is not modelled (docs/serving.md#sampling).
 model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
-/// The capture list a batch pads to (docs/serving.md#graph-padding): TensorRT-LLM's PyTorch
-/// backend with padding on (graph_exact_sizes false) and no list given gets its generated one up
-/// to graph_max_batch; any list keeps only the sizes within max_num_seqs and max_batched_tokens,
-/// graph_max_batch its largest. Other engines without a list are left as they are.
+/// The capture list a batch pads to (docs/serving.md#graph-padding): with no list given, the
+/// engine's own up to graph_max_batch where it pads (TensorRT-LLM's PyTorch backend with padding
+/// on, vLLM V0 and V1 0.11+, SGLang; none for piecewise-only or eager decode, exact sizes or the
+/// TensorRT engine flow); any list keeps only the sizes within max_batched_tokens and (but for
+/// vLLM, whose graphs count tokens) max_num_seqs, graph_max_batch its largest.
 void pad_graphs(EngineConfig& e);
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
 /// captured batch, else as a mixed step.

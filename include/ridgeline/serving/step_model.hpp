@@ -44,7 +44,7 @@ double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexc
 double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode) noexcept;
 
 /// Most captured batch sizes a step model pads to (ForwardConfig::graph_pad_sizes; --graph-sizes).
-inline constexpr int kMaxGraphSizes = 64;
+inline constexpr int kMaxGraphSizes = 512;
 
 class StepModel {
  public:
@@ -200,6 +200,7 @@ class StepModel {
   // ascending; pad_count_ 0: none.
   std::array<double, kMaxGraphSizes> pad_sizes_{};
   int pad_count_ = 0;
+  bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
   // The decode-only mix a graph step computes its non-attention kernels on: its sequences
   // padded to the next captured size (their tokens as many a sequence), its attention counts
   // its own; `mix` itself (false) where nothing pads.
