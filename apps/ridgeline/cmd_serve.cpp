@@ -163,6 +163,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   }
   if (!f.graph_padding.empty()) {
     if (f.eager) throw InputError("--graph-padding/--eager: --eager captures no graph");
+    if (e.kind == serving::EngineKind::vllm) {
+      throw InputError(fmt::format("--graph-padding: the {} engine always pads a step to its next captured size (vLLM has no switch for it); "
+                                   "--graph-sizes or --graph-max-batch set its graphs",
+                                   f.engine));
+    }
     e.graph_exact_sizes = !on_off(f.graph_padding, "--graph-padding");
   }
   if (!f.graph_sizes.empty()) {
@@ -187,10 +192,9 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
                                    "captured",
                                    f.graph_sizes, e.max_num_seqs, e.max_batched_tokens));
     }
-    if (e.graph_max_tokens > 0) e.graph_max_tokens = e.graph_max_batch;
-  } else {
-    serving::pad_graphs(e);
   }
+  // (Without --graph-sizes the engine's own list comes once every limit is set: pad_graphs in
+  // serve_config and decode_instances.)
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
   return e;
 }
@@ -224,11 +228,10 @@ void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw
   if (budget > 0) e.max_batched_tokens = budget;
   serving::capture_from_seqs(e, cfg.spec.k);
   // The capture list within the decode instances' own limits.
-  if (!e.graph_sizes.empty()) {
-    serving::pad_graphs(e);
-    if (e.graph_sizes.empty()) {
-      throw InputError(fmt::format("--disagg-decode: '{}': no captured batch size within the decode instances' limits", f.disagg_decode));
-    }
+  const bool listed = !e.graph_sizes.empty();
+  serving::pad_graphs(e);
+  if (listed && e.graph_sizes.empty()) {
+    throw InputError(fmt::format("--disagg-decode: '{}': no captured batch size within the decode instances' limits", f.disagg_decode));
   }
 }
 
@@ -243,8 +246,10 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
     cfg.accept_spread = parse_number(f.accept_spread, "--accept-spread");
   }
   cfg.engine = engine_config(f, m, sys, cfg.forward, cfg.forward.tp);
-  // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell it).
+  // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell
+  // it); then the list a decode batch pads to.
   serving::capture_from_seqs(cfg.engine, cfg.spec.k);
+  serving::pad_graphs(cfg.engine);
 
   cfg.workload = workload_spec(f.load);
   cfg.window = measurement_window(f.load);

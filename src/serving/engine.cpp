@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "ridgeline/core/error.hpp"
-#include "ridgeline/serving/step_model.hpp"
 
 namespace ridgeline::serving {
 
@@ -850,7 +849,8 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;
   f.graph_pad_sizes = e.graph_sizes.empty() ? nullptr : &e.graph_sizes;
-  f.graph_pad_tokens = e.kind == EngineKind::vllm;  // vLLM pads a step's tokens, the others its sequences
+  // vLLM V1 pads a step's tokens, V0 (a decode-only batch's sequences) and the others its sequences.
+  f.graph_pad_tokens = e.kind == EngineKind::vllm && e.version != 6;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -898,10 +898,13 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 
 namespace {
 
-// Sizes from `from` in steps of `step` while below `until` and within `max`, and no more than a
-// step model pads to (kMaxGraphSizes in all: a list that would hold more stops short of `max`).
+// Most sizes a generated list holds: a largest graph that would need more (past some 30000
+// sequences in steps of 8) stops short of it, its largest graph the list's last.
+constexpr std::size_t kMaxCaptureSizes = 4096;
+
+// Sizes from `from` in steps of `step` while below `until` and within `max`.
 void capture_steps(std::vector<std::int64_t>& s, std::int64_t from, std::int64_t until, std::int64_t step, std::int64_t max) {
-  for (std::int64_t i = from; i < until && i <= max && s.size() < static_cast<std::size_t>(kMaxGraphSizes); i += step) s.push_back(i);
+  for (std::int64_t i = from; i < until && i <= max && s.size() < kMaxCaptureSizes; i += step) s.push_back(i);
 }
 
 // The decode batch sizes an engine captures and pads to when no list is given, up to its
@@ -945,8 +948,8 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
       break;
     case EngineKind::sglang:
       if (e.version == 3) {
-        // 0.3: capture_bs = [1, 2, 4] + [i * 8 for i in range(1, 21)] (cuda_graph_runner.py),
-        // a batch padded to the next (bisect_left).
+        // 0.3: [1, 2, 4] + [i * 8 for i in range(1, 21)] (ModelRunner.init_cuda_graphs,
+        // model_runner.py at v0.3.0), a batch padded to the next (CudaGraphRunner.replay's bisect_left).
         s = {1, 2, 4};
         capture_steps(s, 8, max + 1, 8, max);
       } else {
@@ -956,8 +959,9 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
         capture_steps(s, 16, 257, 8, max);
         capture_steps(s, 272, 512, 16, max);
         capture_steps(s, 512, max + 1, 32, max);
-        // and cuda_graph_max_bs itself (PR #21005, 2026).
-        if (s.back() != max && s.size() < static_cast<std::size_t>(kMaxGraphSizes)) s.push_back(max);
+        // and cuda_graph_max_bs itself (PR #21005, 2026), past the sizes above it.
+        while (!s.empty() && s.back() > max) s.pop_back();
+        if ((s.empty() || s.back() != max) && s.size() < kMaxCaptureSizes) s.push_back(max);
       }
       break;
     default: return s;
@@ -969,18 +973,18 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
 }  // namespace
 
 // With no list given, the engine's own (default_capture_list). A list keeps only the sizes an
-// engine captures within its limits: none past the sequence limit in TensorRT-LLM
+// engine captures within its limits: TensorRT-LLM none past its sequence limit or token budget
 // (`_cuda_graph_batch_sizes`: bs <= max_num_tokens and bs <= batch_size,
-// tensorrt_llm/_torch/pyexecutor/model_engine.py) and SGLang 0.4+ (the sizes past its request
-// pool dropped and the pool's size captured instead: get_batch_sizes_to_capture), none past the
-// token budget in either or in vLLM (whose graphs count tokens, up to twice the sequence limit);
-// SGLang 0.3 captures its list whatever its limits. A batch past the largest left runs without a
-// graph.
+// tensorrt_llm/_torch/pyexecutor/model_engine.py), vLLM none past its token budget (its graphs
+// count tokens, up to twice the sequence limit), SGLang 0.4+ none past its request pool, whose
+// size it captures instead (get_batch_sizes_to_capture); SGLang 0.3 its list whatever its
+// limits. A batch past the largest left runs without a graph. vLLM's largest graph bounds its
+// mixed steps' graphs too (graph_max_tokens).
 void pad_graphs(EngineConfig& e) {
   if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e);
   const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
-  const bool token_limit = !(e.kind == EngineKind::sglang && e.version == 3);
+  const bool token_limit = e.kind == EngineKind::trtllm || e.kind == EngineKind::vllm;
   const auto captured = [&](std::int64_t n) {
     return (!seq_limit || e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (!token_limit || e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
   };
@@ -990,7 +994,10 @@ void pad_graphs(EngineConfig& e) {
       (e.graph_sizes.empty() || e.graph_sizes.back() < e.max_num_seqs)) {
     e.graph_sizes.push_back(e.max_num_seqs);
   }
-  if (!e.graph_sizes.empty()) e.graph_max_batch = e.graph_sizes.back();
+  if (!e.graph_sizes.empty()) {
+    e.graph_max_batch = e.graph_sizes.back();
+    if (e.graph_max_tokens > 0) e.graph_max_tokens = e.graph_max_batch;
+  }
 }
 
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {

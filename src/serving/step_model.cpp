@@ -98,13 +98,10 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   own_touched_ = false;
   row_tiles_ = false;
   expert_tiles_ = f.expert_tiles;
-  pad_count_ = 0;
+  pad_sizes_.clear();
   pad_tokens_ = f.graph_pad_tokens;
   if (f.graph_pad_sizes != nullptr) {
-    for (const std::int64_t n : *f.graph_pad_sizes) {
-      if (pad_count_ == kMaxGraphSizes) break;
-      pad_sizes_[static_cast<std::size_t>(pad_count_++)] = static_cast<double>(n);
-    }
+    for (const std::int64_t n : *f.graph_pad_sizes) pad_sizes_.push_back(static_cast<double>(n));
   }
   touched_.clear();
   touched_all_ = false;
@@ -338,13 +335,13 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, pad_tokens_, pad_sizes_.data(), pad_sizes_.data() + pad_count_, out);
+  return pad_rows(mix, mode, ep_, pad_tokens_, pad_sizes_.begin(), pad_sizes_.end(), out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
   // A graph padded to its captured size: the padding rows run every kernel but attention,
   // whose dummy sequences hold a token or two (TensorRT-LLM's CUDA-graph dummy requests).
-  if (pad_count_ > 0) {
+  if (!pad_sizes_.empty()) {
     model::StepMix pad;
     if (padded(mix, mode, pad)) {
       const Expert e = expert(pad, mode);

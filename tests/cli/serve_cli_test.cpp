@@ -846,6 +846,19 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   std::vector<std::int64_t> pool = steps({1, 2, 4, 8, 12}, 16, 96, 8);
   pool.push_back(100);
   EXPECT_EQ(sizes("sglang --max-num-seqs 100"), pool);
+  // A largest graph of 10 (--graph-max-batch, SGLang's --cuda-graph-max-bs): the sizes past it
+  // dropped, 10 itself captured.
+  EXPECT_EQ(sizes("sglang --graph-max-batch 10"), (std::vector<std::int64_t>{1, 2, 4, 8, 10}));
+  // The engine line writes a run of four or more sizes an equal step apart as one.
+  const RunResult line = run(q + "sglang");
+  ASSERT_EQ(line.status, 0) << line.err;
+  EXPECT_NE(line.out.find("captured size (1, 2, 4 to 16 in steps of 4, 24 to 256 in steps of 8)"), std::string::npos) << line.out;
+  // vLLM's largest graph of 300 tokens is its list's 288 (steps of 16 from 256), for decode and
+  // mixed steps alike; vLLM has no switch for padding.
+  const nlohmann::json v300 = run_json(q + "vllm --graph-max-batch 300")["engine"];
+  EXPECT_EQ(v300["graph_max_batch"], 288);
+  EXPECT_EQ(v300["graph_max_tokens"], 288);
+  expect_bad(q + "vllm --graph-padding off", "--graph-padding");
   // Nothing pads where decode steps are piecewise graphs (vLLM 0.8-0.10) or eager.
   EXPECT_TRUE(sizes("vllm@0.9").empty());
   EXPECT_TRUE(sizes("vllm --eager").empty());

@@ -43,7 +43,7 @@ double host_launch_s(const HostLaunches& n, const model::ForwardConfig& f) noexc
 /// group of decode sequences only; docs/serving.md#graph-padding).
 double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode) noexcept;
 
-/// Most captured batch sizes a step model pads to (ForwardConfig::graph_pad_sizes; --graph-sizes).
+/// Most captured batch sizes --graph-sizes takes.
 inline constexpr int kMaxGraphSizes = 512;
 
 class StepModel {
@@ -197,9 +197,8 @@ class StepModel {
   model::RoutingImbalance routing_;
   double launch_s_ = 0;
   // The captured decode batch sizes a graph step pads to (ForwardConfig::graph_pad_sizes),
-  // ascending; pad_count_ 0: none.
-  std::array<double, kMaxGraphSizes> pad_sizes_{};
-  int pad_count_ = 0;
+  // ascending (filled by prepare, off the step path); empty: none.
+  std::vector<double> pad_sizes_;
   bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
   // The decode-only mix a graph step computes its non-attention kernels on: its sequences
   // padded to the next captured size (their tokens as many a sequence), its attention counts
