@@ -178,7 +178,8 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     if (!f.graph_padding.empty() && !on_off(f.graph_padding, "--graph-padding")) {
       throw InputError("--graph-sizes/--graph-padding off: a batch pads to the next of the sizes; without padding give --graph-max-batch");
     }
-    if (e.decode_graphs == serving::GraphMode::piecewise || (e.decode_graphs == serving::GraphMode::eager && !f.cuda_graphs)) {
+    if ((e.decode_graphs == serving::GraphMode::piecewise && e.kind != serving::EngineKind::vllm) ||
+        (e.decode_graphs == serving::GraphMode::eager && !f.cuda_graphs)) {
       throw InputError(fmt::format("--graph-sizes: the {} engine's decode steps are not captured as one graph ({}): nothing pads (--cuda-graphs "
                                    "for the presets that capture none)",
                                    f.engine, serving::name(e.decode_graphs)));

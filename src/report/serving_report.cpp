@@ -54,10 +54,15 @@ std::string graphs_text(const serving::EngineConfig& e) {
     // vLLM 0.8's MLA attention op holds q_proj to o_proj's all-reduce (EngineConfig::mla_op).
     const char* eager = e.mla_op == model::ForwardConfig::MlaOp::projections ? "attention (with MLA, its op from q_proj to o_proj's all-reduce)"
                                                                               : "attention";
-    return e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, {} launched eagerly between them; "
-                                                "longer steps eagerly",
-                                                e.graph_max_tokens, eager)
-                                  : fmt::format("every step as piecewise graphs, {} launched eagerly between them", eager);
+    std::string s = e.graph_max_tokens > 0 ? fmt::format("steps of up to {} tokens as piecewise graphs, {} launched eagerly between them; "
+                                                         "longer steps eagerly",
+                                                         e.graph_max_tokens, eager)
+                                           : fmt::format("every step as piecewise graphs, {} launched eagerly between them", eager);
+    if (!e.graph_sizes.empty()) {
+      s += fmt::format("; a step padded to the next captured size ({}): the padding rows' kernels but attention priced",
+                       size_list_text(e.graph_sizes));
+    }
+    return s;
   }
   std::string s = e.graph_exact_sizes
                       ? fmt::format("decode steps of 1-32, 64 or {} sequences as one graph, other decode steps as mixed ones",
@@ -65,8 +70,8 @@ std::string graphs_text(const serving::EngineConfig& e) {
                       : fmt::format("decode steps up to {} {} as {}", e.graph_max_batch, e.graph_max_tokens > 0 ? "tokens" : "sequences",
                                     e.decode_graphs == serving::GraphMode::graph ? "one graph" : std::string(serving::name(e.decode_graphs)));
   if (!e.graph_sizes.empty()) {
-    s += fmt::format(", a batch padded to the next captured size ({}): the padding rows' kernels but attention priced",
-                     size_list_text(e.graph_sizes));
+    s += fmt::format(", a {} padded to the next captured size ({}): the padding rows' kernels but attention priced",
+                     e.graph_max_tokens > 0 ? "step" : "batch", size_list_text(e.graph_sizes));
   }
   if (e.mixed_graphs == serving::GraphMode::piecewise) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)

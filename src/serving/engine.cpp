@@ -912,7 +912,9 @@ void capture_steps(std::vector<std::int64_t>& s, std::int64_t from, std::int64_t
 std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
   std::vector<std::int64_t> s;
   const std::int64_t max = e.graph_max_batch;
-  if (e.graph_exact_sizes || e.decode_graphs != GraphMode::graph || max <= 0) return s;
+  // Graphs a decode batch pads to: whole ones, or vLLM's piecewise ones (0.8-0.10).
+  const bool captured = e.decode_graphs == GraphMode::graph || (e.kind == EngineKind::vllm && e.decode_graphs == GraphMode::piecewise);
+  if (e.graph_exact_sizes || !captured || max <= 0) return s;
   switch (e.kind) {
     case EngineKind::trtllm: {
       // TensorRT-LLM's PyTorch backend with padding on: [1, 2, 4] and the multiples of 8 to 128,
@@ -933,10 +935,12 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
     }
     case EngineKind::vllm:
       s = {1, 2, 4};
-      if (e.version == 6) {
+      if (e.version == 6 || e.version == 8 || e.version == 10) {
         // V0 0.6 (worker/model_runner.py at v0.6.0: _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i
         // for i in range(1, 1025)], captured up to the sequence limit padded, 256 by default;
-        // _get_graph_batch_size pads a decode-only batch to the next): steps of 8.
+        // _get_graph_batch_size pads a decode-only batch to the next) and V1 before 0.11.1
+        // ([1, 2, 4] + range(8, 513, 8), vllm/config.py; any step's tokens padded, its graphs
+        // piecewise): steps of 8.
         capture_steps(s, 8, max + 1, 8, max);
       } else {
         // V1 0.11.1+: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16) (vllm/config/vllm.py,

@@ -46,22 +46,34 @@ bool is_attention(Scale s) {
 bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model::GraphOp::InAttentionOp::no; }
 
 // The mix a step computes its kernels but attention on when its graph pads (docs/serving.md#graph-padding):
-// a decode-only step of one group (no attention data parallelism, ep 1) launched as one graph,
-// its sequences (`tokens`: its tokens, as vLLM counts its graphs) rounded up to the next of the
-// captured sizes [first, last) (ascending; the other count grows in proportion), its attention
-// counts its own. False where nothing pads.
+// a step of one group (no attention data parallelism, ep 1) whose count rounds up to the next of
+// the captured sizes [first, last) (ascending), its attention counting its own. By sequences
+// (`tokens` false: TensorRT-LLM, SGLang, vLLM V0): a decode-only step launched as one graph, its
+// tokens as many a sequence. By tokens (vLLM V1, pad_for_cudagraph): any step launched as graphs,
+// whole or piecewise; a decode-only step's sequences grow in proportion, a step with prompt
+// chunks gets its padding as chunk tokens (no sequence, no position, no logits). False where
+// nothing pads.
 template <class It>
 bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, It first, It last, model::StepMix& out) noexcept {
-  if (first == last || mode != GraphMode::graph || ep != 1 || mix.prefill_seqs > 0 || !(mix.decode_seqs > 0) || !(mix.decode_tokens > 0)) {
-    return false;
-  }
-  const double rows = tokens ? mix.decode_tokens : mix.decode_seqs;
+  if (first == last || ep != 1 || mode == GraphMode::eager) return false;
+  const bool prompts = mix.prefill_seqs > 0;
+  if (!tokens && (mode != GraphMode::graph || prompts || !(mix.decode_seqs > 0))) return false;
+  if (tokens && !prompts && !(mix.decode_seqs > 0 && mix.decode_tokens > 0)) return false;
+  const double rows = tokens ? mix.tokens() : mix.decode_seqs;
+  if (!(rows > 0)) return false;
   const It size = std::lower_bound(first, last, rows, [](auto s, double v) { return static_cast<double>(s) < v; });
   if (size == last || static_cast<double>(*size) <= rows) return false;
   const double n = static_cast<double>(*size);
   out = mix;
-  out.decode_tokens = tokens ? n : mix.decode_tokens / mix.decode_seqs * n;
-  out.decode_seqs = tokens ? mix.decode_seqs / mix.decode_tokens * n : n;
+  if (tokens && prompts) {
+    out.prefill_tokens += n - rows;
+  } else if (tokens) {
+    out.decode_tokens = n;
+    out.decode_seqs = mix.decode_seqs / mix.decode_tokens * n;
+  } else {
+    out.decode_tokens = mix.decode_tokens / mix.decode_seqs * n;
+    out.decode_seqs = n;
+  }
   return true;
 }
 

@@ -790,8 +790,9 @@ TEST(ServeCli, GraphCaptureFlags) {
   EXPECT_GE(five["sequences"].get<double>(), 2);
   EXPECT_LE(five["sequences"].get<double>(), 5);
   EXPECT_EQ(five["padded_sequences"].get<double>(), 8);
-  // Nothing pads where decode steps are not one graph (vLLM 0.8-0.10's piecewise ones).
-  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5 --graph-sizes 1,8,64", "--graph-sizes");
+  // vLLM 0.8-0.10's piecewise graphs pad too (by tokens): a list is taken.
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5 --graph-sizes 1,8,64")["engine"]["graph_sizes"],
+            (std::vector<std::int64_t>{1, 8, 64}));
   // Disaggregated decode instances keep the sizes within their own limits.
   expect_bad(q + " --graph-sizes 64,128 --disagg 1:1 --disagg-decode max-num-seqs=32", "--disagg-decode");
   expect_bad(q + " --graph-sizes 8,4", "--graph-sizes");
@@ -859,8 +860,9 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   EXPECT_EQ(v300["graph_max_batch"], 288);
   EXPECT_EQ(v300["graph_max_tokens"], 288);
   expect_bad(q + "vllm --graph-padding off", "--graph-padding");
-  // Nothing pads where decode steps are piecewise graphs (vLLM 0.8-0.10) or eager.
-  EXPECT_TRUE(sizes("vllm@0.9").empty());
+  // vLLM 0.8-0.10 (piecewise graphs only): [1, 2, 4] + range(8, 513, 8), vllm/config.py before
+  // PR #26016. Nothing pads where every step is eager.
+  EXPECT_EQ(sizes("vllm@0.9"), steps({1, 2, 4}, 8, 512, 8));
   EXPECT_TRUE(sizes("vllm --eager").empty());
   // Five clients: a mean decode step of more than 4 sequences (at most 5) runs padded to 8.
   const nlohmann::json five = run_json("serve --model llama-3.1-8b --hw h100-sxm --engine vllm --concurrency 5 --requests 40")["decode_step"];

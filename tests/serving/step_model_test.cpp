@@ -591,6 +591,20 @@ TEST(StepModel, VllmPadsATokenCountToItsCapturedSize) {
   EXPECT_DOUBLE_EQ(padded_sequences(by_tokens->f, verifying(100), GraphMode::graph), 128);
   // 128 sequences are 384 tokens, a captured size: no padding.
   EXPECT_DOUBLE_EQ(by_tokens->step->base(verifying(128), GraphMode::graph), a.base(verifying(128), GraphMode::graph));
+  // A step with a prompt chunk, launched as piecewise graphs: 5 decodes and a chunk of 290
+  // tokens are 295 tokens, padded to 384 — 89 more chunk tokens, no more sequences (the chunk's
+  // own attention, positions and logits unchanged). Eager, or counted by sequences, it is not.
+  model::StepMix mixed;
+  for (int i = 0; i < 5; ++i) mixed.add_decode(1000, 0);
+  mixed.add_prefill(290, 290, 0);
+  model::StepMix wide = mixed;
+  wide.prefill_tokens = 290 + 89;
+  EXPECT_DOUBLE_EQ(by_tokens->step->base(mixed, GraphMode::piecewise), a.base(wide, GraphMode::piecewise));
+  EXPECT_GT(by_tokens->step->base(mixed, GraphMode::piecewise), a.base(mixed, GraphMode::piecewise));
+  EXPECT_DOUBLE_EQ(by_tokens->step->base(mixed, GraphMode::eager), a.base(mixed, GraphMode::eager));
+  EXPECT_DOUBLE_EQ(by_seqs->step->base(mixed, GraphMode::piecewise), a.base(mixed, GraphMode::piecewise));
+  // The step built op by op on the padded rows agrees.
+  EXPECT_LT(std::abs(by_tokens->step->time(mixed, GraphMode::piecewise) / reference(*by_tokens, mixed, GraphMode::piecewise) - 1), kExact);
 }
 
 }  // namespace

@@ -269,8 +269,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// The capture list a batch pads to (docs/serving.md#graph-padding): with no list given, the
 /// engine's own up to graph_max_batch where it pads (TensorRT-LLM's PyTorch backend with padding
-/// on, vLLM V0 and V1 0.11+, SGLang; none for piecewise-only or eager decode, exact sizes or the
-/// TensorRT engine flow); any list keeps only the sizes within max_batched_tokens and (but for
+/// on, vLLM V0 and V1, SGLang; none for eager decode, exact sizes or the TensorRT engine flow); any list keeps only the sizes within max_batched_tokens and (but for
 /// vLLM, whose graphs count tokens) max_num_seqs, graph_max_batch its largest.
 void pad_graphs(EngineConfig& e);
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
