@@ -168,6 +168,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   e.prefix_caching = (d[3] & 2) != 0;
   e.preemption = (d[3] & 4) != 0 ? serving::Preemption::swap : serving::Preemption::recompute;
   e.mixed_chunk = (d[3] & 8) != 0;
+  serving::pad_graphs(e);  // the capture list a step pads to, within these limits, as serve has it
   e.kv_block = e.kind == serving::EngineKind::sglang ? 1 : 1 + d[4] % 32;
   e.kv_blocks_override = (1 + d[5] % 64) * 16 / e.kv_block;
   serving::WorkloadSpec& w = cfg.workload;
@@ -216,6 +217,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       serving::EngineConfig& de = cfg.disagg.decode_engine.emplace(cfg.engine);
       de.max_num_seqs = std::min<std::int64_t>(de.max_batched_tokens, 1 + (d[14] >> 2) % 64);
       de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
+      serving::pad_graphs(de);
     }
   }
   // Two more: a window the run chooses (up to 8 measured per instance, at most 16 x the

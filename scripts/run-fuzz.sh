@@ -4,8 +4,8 @@
 # The targets run in two lanes, one a core (CI machines have two), each lane's targets one after
 # another; the lanes' times are about even, so the wall time is about half the sum. Measured
 # (2026-12-05, a tenth of CI's runs, times ten): profile 200 s + result 34 s against serving 98 s
-# + hardware_file 90 s + units 34 s + model_config 36 s (the profile target had grown to twice
-# the others' lane, which set the stage's time).
+# + hardware_file 90 s + units 34 s + model_config 36 s, 234 s against 258 s (the lanes had been
+# 287 s, profile's with result, units and model_config, against 188 s).
 set -euo pipefail
 dir=$1
 runs=${2:-20000}

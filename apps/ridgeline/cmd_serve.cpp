@@ -187,15 +187,9 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     e.graph_sizes = graph_size_list(f.graph_sizes);
     e.graph_exact_sizes = false;
     e.capture_follows_seqs = false;
-    serving::pad_graphs(e);
-    if (e.graph_sizes.empty()) {
-      throw InputError(fmt::format("--graph-sizes: {}: none within the engine's sequence limit ({}) and token budget ({}): no graph would be "
-                                   "captured",
-                                   f.graph_sizes, e.max_num_seqs, e.max_batched_tokens));
-    }
   }
-  // (Without --graph-sizes the engine's own list comes once every limit is set: pad_graphs in
-  // serve_config and decode_instances.)
+  // The list (the engine's own, or --graph-sizes) is cut to the limits once every limit is set:
+  // pad_graphs in serve_config and decode_instances.
   if (f.cuda_graphs && e.decode_graphs == serving::GraphMode::eager) e.decode_graphs = serving::GraphMode::graph;
   return e;
 }
@@ -251,6 +245,11 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   // it); then the list a decode batch pads to.
   serving::capture_from_seqs(cfg.engine, cfg.spec.k);
   serving::pad_graphs(cfg.engine);
+  if (!f.graph_sizes.empty() && cfg.engine.graph_sizes.empty()) {
+    throw InputError(fmt::format("--graph-sizes: {}: none within the engine's sequence limit ({}) and token budget ({}): no graph would be "
+                                 "captured",
+                                 f.graph_sizes, cfg.engine.max_num_seqs, cfg.engine.max_batched_tokens));
+  }
 
   cfg.workload = workload_spec(f.load);
   cfg.window = measurement_window(f.load);

@@ -934,6 +934,8 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
       return s;
     }
     case EngineKind::vllm:
+      // V1 on a TPU (no graph_max_tokens) pads to XLA's own token buckets, not modelled: no list.
+      if (e.version != 6 && e.graph_max_tokens == 0) return s;
       s = {1, 2, 4};
       if (e.version == 6 || e.version == 8 || e.version == 10) {
         // V0 0.6 (worker/model_runner.py at v0.6.0: _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i

@@ -793,8 +793,11 @@ TEST(ServeCli, GraphCaptureFlags) {
   // vLLM 0.8-0.10's piecewise graphs pad too (by tokens): a list is taken.
   EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.9 --qps 1 --requests 5 --graph-sizes 1,8,64")["engine"]["graph_sizes"],
             (std::vector<std::int64_t>{1, 8, 64}));
-  // Disaggregated decode instances keep the sizes within their own limits.
+  // Disaggregated decode instances keep the sizes within their own limits, whatever the prefill
+  // instances' (64 dropped for these at 32 sequences, kept for decode instances of 128).
   expect_bad(q + " --graph-sizes 64,128 --disagg 1:1 --disagg-decode max-num-seqs=32", "--disagg-decode");
+  const RunResult split = run(q + " --max-num-seqs 32 --graph-sizes 8,64 --disagg 1:1 --disagg-decode max-num-seqs=128");
+  EXPECT_EQ(split.status, 0) << split.err;
   expect_bad(q + " --graph-sizes 8,4", "--graph-sizes");
   expect_bad(q + " --graph-sizes 4,4", "--graph-sizes");
   expect_bad(q + " --graph-sizes 0,4", "--graph-sizes");

@@ -605,6 +605,11 @@ TEST(StepModel, VllmPadsATokenCountToItsCapturedSize) {
   EXPECT_DOUBLE_EQ(by_seqs->step->base(mixed, GraphMode::piecewise), a.base(mixed, GraphMode::piecewise));
   // The step built op by op on the padded rows agrees.
   EXPECT_LT(std::abs(by_tokens->step->time(mixed, GraphMode::piecewise) / reference(*by_tokens, mixed, GraphMode::piecewise) - 1), kExact);
+  // 5 decodes and a chunk of 380 are 385 tokens, past the largest size: not padded.
+  model::StepMix past;
+  for (int i = 0; i < 5; ++i) past.add_decode(1000, 0);
+  past.add_prefill(380, 380, 0);
+  EXPECT_DOUBLE_EQ(by_tokens->step->base(past, GraphMode::piecewise), a.base(past, GraphMode::piecewise));
 }
 
 }  // namespace

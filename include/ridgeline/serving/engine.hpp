@@ -166,10 +166,10 @@ struct EngineConfig {
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
   bool graph_exact_sizes = false;
-  /// The decode batch sizes captured as graphs, ascending, when a batch pads to the next
-  /// (pad_graphs: the engine's own list, or --graph-sizes): a decode-only step
-  /// computes its kernels but attention on the padded rows (docs/serving.md#graph-padding).
-  /// Empty: each step priced at its own rows.
+  /// The sizes captured as graphs, ascending, when a step pads to the next (pad_graphs: the
+  /// engine's own list, or --graph-sizes): sequences of a decode-only step, or (vLLM V1) tokens
+  /// of any step launched as graphs; a padded step computes its kernels but attention on the
+  /// padded rows (docs/serving.md#graph-padding). Empty: each step priced at its own rows.
   std::vector<std::int64_t> graph_sizes;
   /// Host time per eagerly launched kernel of the model's forward (model::ForwardConfig::eager_host_s):
   /// an eager step lasts at least its kernels times this (docs/serving.md#eager-host).
@@ -269,8 +269,10 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// The capture list a batch pads to (docs/serving.md#graph-padding): with no list given, the
 /// engine's own up to graph_max_batch where it pads (TensorRT-LLM's PyTorch backend with padding
-/// on, vLLM V0 and V1, SGLang; none for eager decode, exact sizes or the TensorRT engine flow); any list keeps only the sizes within max_batched_tokens and (but for
-/// vLLM, whose graphs count tokens) max_num_seqs, graph_max_batch its largest.
+/// on, vLLM V0 and V1 on GPUs, SGLang; none for eager decode, exact sizes or the TensorRT engine
+/// flow); a list is cut to the engine's limits as the engine cuts it (TensorRT-LLM: its sequence
+/// limit and token budget; vLLM: its token budget; SGLang 0.4+: its request pool, captured
+/// itself; SGLang 0.3: none), graph_max_batch its largest.
 void pad_graphs(EngineConfig& e);
 /// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
 /// captured batch, else as a mixed step.

@@ -200,9 +200,9 @@ class StepModel {
   // ascending (filled by prepare, off the step path); empty: none.
   std::vector<double> pad_sizes_;
   bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
-  // The decode-only mix a graph step computes its non-attention kernels on: its sequences
-  // padded to the next captured size (their tokens as many a sequence), its attention counts
-  // its own; `mix` itself (false) where nothing pads.
+  // The mix a graph step computes its non-attention kernels on: its sequences (vLLM V1: its
+  // tokens) padded to the next captured size, its attention counts its own; false where nothing
+  // pads (pad_rows in step_model.cpp).
   bool padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept;
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, with prefill tokens, the expert part), attention kernels not counted.
