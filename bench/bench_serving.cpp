@@ -60,8 +60,7 @@ serving::ServeConfig serve_70b(const hw::System& sys, std::int64_t requests) {
   serving::ServeConfig cfg;
   cfg.forward.tp = 4;
   cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
-  serving::capture_from_seqs(cfg.engine, 0);
-  serving::pad_graphs(cfg.engine);  // the capture list serve pads a decode batch to
+  serving::settle_graphs(cfg.engine, 0);  // the largest graph and the list serve pads a step to
   cfg.workload.qps = 8;
   cfg.workload.requests = requests;
   cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");

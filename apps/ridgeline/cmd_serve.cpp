@@ -221,10 +221,9 @@ void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw
   serving::EngineConfig& e = dg.decode_engine.emplace(engine_config(f, m, sys, cfg.forward, dg.decode_tp > 0 ? dg.decode_tp : cfg.forward.tp));
   if (seqs > 0) e.max_num_seqs = seqs;
   if (budget > 0) e.max_batched_tokens = budget;
-  serving::capture_from_seqs(e, cfg.spec.k);
   // The capture list within the decode instances' own limits.
   const bool listed = !e.graph_sizes.empty();
-  serving::pad_graphs(e);
+  serving::settle_graphs(e, cfg.spec.k);
   if (listed && e.graph_sizes.empty()) {
     throw InputError(fmt::format("--disagg-decode: '{}': no captured batch size within the decode instances' limits", f.disagg_decode));
   }
@@ -243,8 +242,7 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   cfg.engine = engine_config(f, m, sys, cfg.forward, cfg.forward.tp);
   // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell
   // it); then the list a decode batch pads to.
-  serving::capture_from_seqs(cfg.engine, cfg.spec.k);
-  serving::pad_graphs(cfg.engine);
+  serving::settle_graphs(cfg.engine, cfg.spec.k);
   if (!f.graph_sizes.empty() && cfg.engine.graph_sizes.empty()) {
     throw InputError(fmt::format("--graph-sizes: {}: none within the engine's sequence limit ({}) and token budget ({}): no graph would be "
                                  "captured",

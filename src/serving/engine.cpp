@@ -1036,7 +1036,11 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
                                       : 256 + (n - 256) / 16 * 16;
   e.graph_max_batch = size;
   if (e.graph_max_tokens > 0) e.graph_max_tokens = size;
-  while (!e.graph_sizes.empty() && e.graph_sizes.back() > size) e.graph_sizes.pop_back();
+}
+
+void settle_graphs(EngineConfig& e, int spec_tokens) {
+  capture_from_seqs(e, spec_tokens);
+  pad_graphs(e);
 }
 
 }  // namespace ridgeline::serving

@@ -215,8 +215,7 @@ analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const 
   sc.forward = cfg.forward;
   sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp, m);
   // Its largest graph and the list a decode batch pads to, as serve has them.
-  capture_from_seqs(sc.engine, 0);
-  pad_graphs(sc.engine);
+  settle_graphs(sc.engine, 0);
   // An engine that runs prompts whole runs each in one step, within its budget.
   if (!fits_budget(sc.engine, static_cast<double>(cfg.prompt), static_cast<double>(cfg.gen))) return analysis::Reject::too_long;
   mem_ = serve_memory(m, sys, sc);

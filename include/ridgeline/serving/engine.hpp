@@ -293,6 +293,10 @@ inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
 /// budget (docs/serving.md#step-model). Sets graph_max_batch and graph_max_tokens; at the
 /// presets' limits (256 sequences or more) it stays 512.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
+/// The engine's graphs once every limit is set: its largest graph from the sequence limit
+/// (capture_from_seqs), then the list a step pads to within the limits (pad_graphs), in that
+/// order (the list is generated up to the largest graph).
+void settle_graphs(EngineConfig& e, int spec_tokens);
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
 /// step shows. `after_idle`: the step starts an engine that was idle, whose host could not
