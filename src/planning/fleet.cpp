@@ -422,7 +422,7 @@ class Evaluator {
     // Inside a multi-step window no scheduler runs: the floor leaves its time out.
     // One group's step (attention data-parallel groups: the sequence on one of them, as the
     // simulation prices a lone request; not its tokens spread over the groups).
-    return serving::step_period(e, step.time(mix, mix, serving::decode_step_graphs(e, q)), 1, false, e.scheduler_steps > 1 ? 0 : 1) / q;
+    return serving::step_period(e, step.time(mix, mix, serving::decode_step_graphs(e, 1, q)), 1, false, e.scheduler_steps > 1 ? 0 : 1) / q;
   }
 
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
@@ -476,8 +476,9 @@ class Evaluator {
     model::StepMix dec;
     dec.fused_attention = e.fused_attention;
     for (double i = 0; i < batch; ++i) dec.add_decode(prompt + gen / 2, window);
+    const double rank = serving::rank_tokens(batch, cfg.forward.ep);
     const double t_token =
-        serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, serving::rank_tokens(batch, cfg.forward.ep))), batch,
+        serving::step_period(e, step_.time(dec, serving::decode_step_graphs(e, rank, rank)), batch,
                              false, serving::decode_schedule_share(e)) /
         batch;
     const double chunk = std::max(1.0, std::min(static_cast<double>(e.max_batched_tokens), std::round(prompt)));

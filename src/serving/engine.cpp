@@ -849,8 +849,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.eager_host_s = e.eager_host_s;
   f.compiled_host_s = e.compiled_host_s;
   f.graph_pad_sizes = e.graph_sizes.empty() ? nullptr : &e.graph_sizes;
-  // vLLM V1 pads a step's tokens, V0 (a decode-only batch's sequences) and the others its sequences.
-  f.graph_pad_tokens = e.kind == EngineKind::vllm && e.version != 6;
+  f.graph_pad_tokens = graphs_count_tokens(e);
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -1006,10 +1005,13 @@ void pad_graphs(EngineConfig& e) {
   }
 }
 
-GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept {
-  if (seqs > static_cast<double>(e.graph_max_batch)) return mixed_step_graphs(e, seqs);
+bool graphs_count_tokens(const EngineConfig& e) noexcept { return e.kind == EngineKind::vllm && e.version != 6; }
+
+GraphMode decode_step_graphs(const EngineConfig& e, double seqs, double tokens) noexcept {
+  const double rows = graphs_count_tokens(e) ? tokens : seqs;
+  if (rows > static_cast<double>(e.graph_max_batch)) return mixed_step_graphs(e, tokens);
   // Exact sizes only: 1-32, 64, 128 (TensorRT-LLM's default capture list).
-  if (e.graph_exact_sizes && seqs > 32 && seqs != 64 && seqs != 128) return e.mixed_graphs;
+  if (e.graph_exact_sizes && rows > 32 && rows != 64 && rows != 128) return e.mixed_graphs;
   return e.decode_graphs;
 }
 

@@ -30,7 +30,7 @@ Ps Simulation::start_leap(Replica& r, Tier& k) {
   model::StepMix& mix = p.mix;
   const double seqs0 = mix.decode_seqs, tokens0 = mix.decode_tokens;
   const ops::AttentionCounts full0 = mix.decode_full, window0 = mix.decode_window;
-  const GraphMode mode = decode_step_graphs(e, mix.decode_tokens);
+  const GraphMode mode = decode_step_graphs(e, mix.decode_seqs, mix.decode_tokens);
   const double base = k.memo.base(k.step, mix, mode);
   // vLLM V0's host processes the last step's outputs (the same sequences') once it has launched
   // this one's forward, as start_step prices it.

@@ -424,7 +424,9 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   // Launched as the simulator launches it: attention data-parallel ranks by the busiest rank's
   // tokens (the mean batch spread evenly over them).
-  auto graphs = [&](double tokens) { return decode_step_graphs(engine, rank_tokens(tokens, k.ctx.groups)); };
+  auto graphs = [&](double seqs, double tokens) {
+    return decode_step_graphs(engine, rank_tokens(seqs, k.ctx.groups), rank_tokens(tokens, k.ctx.groups));
+  };
   // The mean batch, `queries` tokens per sequence at context `kv`.
   auto batch = [&](double queries, double kv) {
     model::StepMix mix;
@@ -439,7 +441,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     auto step = [&](const model::ModelConfig& m, double queries, double kv) {
       const model::StepMix mix = batch(queries, kv);
       analysis::PhaseTimes t;
-      step_reference(m, sys_, f, mix, graphs(mix.decode_tokens), *g, t);
+      step_reference(m, sys_, f, mix, graphs(mix.decode_seqs, mix.decode_tokens), *g, t);
       return t.t_realistic_s;
     };
     SpeculationCost& s = r.speculation;
@@ -457,7 +459,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     s.break_even_accept = even.value_or(1);
   }
   const model::StepMix mean = batch(q, d.context);
-  const GraphMode mode = graphs(d.sequences * q);
+  const GraphMode mode = graphs(d.sequences, d.sequences * q);
   compose_step(m_, sys_, f, mean, mode, d);
   d.padded_sequences = padded_sequences(f, mean, mode);
   // The imbalance the tier's steps were priced with (its StepModel, prepared from the same forward pass).

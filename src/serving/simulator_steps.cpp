@@ -26,8 +26,16 @@ double launch_tokens(bool chunks, const model::StepMix& whole, const model::Step
   return tokens;
 }
 
-GraphMode step_graphs(const EngineConfig& e, bool chunks, double tokens) {
-  return chunks ? mixed_step_graphs(e, tokens) : decode_step_graphs(e, tokens);
+// How a step is launched (by its busiest rank's counts where attention data-parallel ranks split it).
+GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
+  const double tokens = launch_tokens(chunks, whole, ranks, n);
+  if (chunks) return mixed_step_graphs(e, tokens);
+  double seqs = whole.decode_seqs;
+  if (n > 0) {
+    seqs = 0;
+    for (std::size_t g = 0; g < n; ++g) seqs = std::max(seqs, ranks[g].decode_seqs);
+  }
+  return decode_step_graphs(e, seqs, tokens);
 }
 
 }  // namespace
@@ -37,11 +45,11 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
                       const model::StepMix* rest_ranks, StepModel::RankMemo* rank_memo) {
   double t = 0;
   if (first.seqs() > 0) {
-    const GraphMode mode = step_graphs(e, chunks, launch_tokens(chunks, first, first_ranks, ranks));
+    const GraphMode mode = step_graphs(e, chunks, first, first_ranks, ranks);
     t += ranks > 0 ? draft.slowest(first_ranks, ranks, first, mode, &rank_memo[0]) : memo[0].time(draft, first, mode);
   }
   if (k > 1 && rest.decode_seqs > 0) {
-    const GraphMode mode = step_graphs(e, false, launch_tokens(false, rest, rest_ranks, ranks));
+    const GraphMode mode = step_graphs(e, false, rest, rest_ranks, ranks);
     t += static_cast<double>(k - 1) * (ranks > 0 ? draft.slowest(rest_ranks, ranks, rest, mode, &rank_memo[1]) : memo[1].time(draft, rest, mode));
   }
   return t;
@@ -138,7 +146,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   const bool prefill = !p.chunks.empty();
   const EngineConfig& e = k.engine;
   const double tokens = launch_tokens(prefill, p.mix, p.ranks.data(), p.ranks.size());
-  const GraphMode mode = step_graphs(e, prefill, tokens);
+  const GraphMode mode = step_graphs(e, prefill, p.mix, p.ranks.data(), p.ranks.size());
   // Attention data-parallel ranks step together: the step lasts as long as the slowest rank,
   // its own part and the expert part over all ranks' tokens (docs/serving.md#moe-layouts).
   double device = (p.ranks.empty() ? k.memo.time(k.step, p.mix, mode) : k.step.slowest(p.ranks.data(), p.ranks.size(), p.mix, mode, &k.rank_memo)) + p.extra_s;

@@ -209,7 +209,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
     first.add_decode(c + 1, window), rest.add_decode(c + 1 + k / 2, window);
   }
   dec.fused_attention = first.fused_attention = rest.fused_attention = e.fused_attention;
-  const GraphMode mode = decode_step_graphs(e, rank_tokens(dec.decode_tokens, dp.forward.ep));
+  const GraphMode mode = decode_step_graphs(e, rank_tokens(dec.decode_seqs, dp.forward.ep), rank_tokens(dec.decode_tokens, dp.forward.ep));
   double device = step->time(dec, mode);
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them: with ranks, each rank's equal share,

@@ -27,7 +27,7 @@ double step_s(const StepModel& step, const EngineConfig& e, double decodes, doub
   mix.prefill_full = p.prefill_full, mix.prefill_window = p.prefill_window;
   mix.fused_attention = e.fused_attention;
   if (mix.seqs() <= 0) return 0;
-  const GraphMode mode = chunks > 0 ? mixed_step_graphs(e, mix.tokens()) : decode_step_graphs(e, decodes);
+  const GraphMode mode = chunks > 0 ? mixed_step_graphs(e, mix.tokens()) : decode_step_graphs(e, decodes, decodes);
   return step_period(e, step.time(mix, mode), mix.seqs(), false, chunks > 0 ? 1 : decode_schedule_share(e));
 }
 

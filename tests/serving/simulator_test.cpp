@@ -651,8 +651,8 @@ TEST(Engine, Sglang03PresetFollowsItsOwnDefaults) {
   // (today's capture up to cuda_graph_max_bs, 512 at TP 4 on 80 GB).
   const EngineConfig e = engine_preset(v03, h100().chip, 4);
   EXPECT_EQ(e.graph_max_batch, 160);
-  EXPECT_EQ(decode_step_graphs(e, 160), GraphMode::graph);
-  EXPECT_EQ(decode_step_graphs(e, 161), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(e, 160, 160), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 161, 161), GraphMode::eager);
   EXPECT_EQ(engine_preset(EngineKind::sglang, h100().chip, 4).graph_max_batch, 512);
   // new_token_ratio 0.7 down to 0.1 by 0.001 a decode step: 600 steps.
   EXPECT_DOUBLE_EQ(e.new_token_ratio_min, 0.1);
@@ -672,8 +672,8 @@ TEST(Engine, TensorRtEngineFlowPresetFollowsItsOwnDefaults) {
   EXPECT_EQ(e.step_overhead_s, 0);
   EXPECT_EQ(e.per_request_overhead_s, 0);
   EXPECT_EQ(e.eager_host_s, 0);
-  EXPECT_EQ(decode_step_graphs(e, 1), GraphMode::eager);
-  EXPECT_EQ(decode_step_graphs(e, 64), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(e, 1, 1), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(e, 64, 64), GraphMode::eager);
   EXPECT_EQ(mixed_step_graphs(e, 100), GraphMode::eager);
   EXPECT_EQ(e.kv_block, 64);
   EXPECT_FALSE(e.prefix_caching);
@@ -690,10 +690,10 @@ TEST(Engine, TensorRtEngineFlowPresetFollowsItsOwnDefaults) {
   // past the preset's sequence limit too (--max-num-seqs may raise it).
   EngineConfig graphs = e;
   graphs.decode_graphs = GraphMode::graph;
-  EXPECT_EQ(decode_step_graphs(graphs, 2048), GraphMode::graph);
-  EXPECT_EQ(decode_step_graphs(graphs, 4096), GraphMode::graph);
-  EXPECT_EQ(decode_step_graphs(graphs, 33), GraphMode::graph);  // (the PyTorch backend's list skips 33-63)
-  EXPECT_EQ(decode_step_graphs(py, 33), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(graphs, 2048, 2048), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(graphs, 4096, 4096), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(graphs, 33, 33), GraphMode::graph);  // (the PyTorch backend's list skips 33-63)
+  EXPECT_EQ(decode_step_graphs(py, 33, 33), GraphMode::eager);
   // Its MoE plugin's router is one top-k kernel, as any router's (not DeepseekV3Gate's pair).
   EXPECT_EQ(engine_forward(model::ForwardConfig{}, e).routing, model::ForwardConfig::Routing::generic);
   EXPECT_EQ(engine_forward(model::ForwardConfig{}, py).routing, model::ForwardConfig::Routing::scored_pair);
@@ -713,8 +713,8 @@ TEST(Engine, VllmV1StepsPastTheLargestCapturedSizeRunEagerly) {
     EXPECT_EQ(e.graph_max_tokens, 512) << version;
     EXPECT_EQ(mixed_step_graphs(e, 512), GraphMode::piecewise) << version;
     EXPECT_EQ(mixed_step_graphs(e, 513), GraphMode::eager) << version;
-    EXPECT_EQ(decode_step_graphs(e, 512), version == 8 || version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
-    EXPECT_EQ(decode_step_graphs(e, 513), GraphMode::eager) << version;
+    EXPECT_EQ(decode_step_graphs(e, 512, 512), version == 8 || version == 10 ? GraphMode::piecewise : GraphMode::graph) << version;
+    EXPECT_EQ(decode_step_graphs(e, 513, 513), GraphMode::eager) << version;
   }
   for (const EngineRef k : {EngineRef{EngineKind::sglang, 0}, EngineRef{EngineKind::trtllm, 0}, EngineRef{EngineKind::static_batch, 0},
                             EngineRef{EngineKind::vllm, 6}}) {
@@ -739,8 +739,8 @@ TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
   EXPECT_EQ(e.scheduler_steps, 1);       // --num-scheduler-steps 1 unless given
   EXPECT_FALSE(e.overlap_scheduling);
   EXPECT_EQ(e.graph_max_batch, 256);     // captured decode batches 1, 2, 4, 8, ..., 256
-  EXPECT_EQ(decode_step_graphs(e, 100), GraphMode::graph);
-  EXPECT_EQ(decode_step_graphs(e, 257), GraphMode::eager);  // prefill steps and larger batches eager
+  EXPECT_EQ(decode_step_graphs(e, 100, 100), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 257, 257), GraphMode::eager);  // prefill steps and larger batches eager
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");  // its own class in the validation table
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 13}), "vllm");
   // Its host: the scheduler's 2 ms (PR #4280) on the critical path; output processing, 0.2 ms
@@ -993,11 +993,27 @@ TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
   // cuda_graph_config's default sizes, no padding: 1-32, 64 and 128 as one graph; a decode
   // batch of 33, 100 or 129 runs as a mixed step does, eagerly.
   const EngineConfig e = engine_preset(EngineKind::trtllm, h100().chip);
-  for (const double b : {1.0, 17.0, 32.0, 64.0, 128.0}) EXPECT_EQ(decode_step_graphs(e, b), GraphMode::graph) << b;
-  for (const double b : {33.0, 100.0, 129.0, 256.0}) EXPECT_EQ(decode_step_graphs(e, b), GraphMode::eager) << b;
+  for (const double b : {1.0, 17.0, 32.0, 64.0, 128.0}) EXPECT_EQ(decode_step_graphs(e, b, b), GraphMode::graph) << b;
+  for (const double b : {33.0, 100.0, 129.0, 256.0}) EXPECT_EQ(decode_step_graphs(e, b, b), GraphMode::eager) << b;
   // vLLM pads to its captured sizes: any batch up to 512 is one graph.
   const EngineConfig v = engine_preset(EngineKind::vllm, h100().chip);
-  EXPECT_EQ(decode_step_graphs(v, 100), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(v, 100, 100), GraphMode::graph);
+  // Under speculative decoding a sequence's drafts ride in its graph: TensorRT-LLM's and
+  // SGLang's sizes count sequences (a batch size), vLLM V1's tokens. 20 sequences verifying 3
+  // drafts (80 tokens) replay TensorRT-LLM's graph of 20 (20 <= 32), where 80 tokens would be
+  // off its list; SGLang at TP 4 on an H100 captures to 512 sequences: 200 verifying 3 (800
+  // tokens) replay one. vLLM's 512 count tokens: 200 sequences of 4 tokens (800) do not, and run
+  // eagerly past its largest graph; 128 of them (512 tokens) do.
+  EXPECT_TRUE(graphs_count_tokens(v));
+  EXPECT_FALSE(graphs_count_tokens(e));
+  EXPECT_FALSE(graphs_count_tokens(engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip)));
+  EXPECT_EQ(decode_step_graphs(e, 20, 80), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 33, 132), GraphMode::eager);
+  const EngineConfig sg = engine_preset(EngineKind::sglang, h100().chip, 4);
+  ASSERT_EQ(sg.graph_max_batch, 512);
+  EXPECT_EQ(decode_step_graphs(sg, 200, 800), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(v, 200, 800), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(v, 128, 512), GraphMode::graph);
   // TensorRT-LLM's host: 0.58 ms shows every step even overlapped, on top of the device's
   // time or the host's 0.4 ms + 1.1 us per request, whichever is longer.
   EXPECT_DOUBLE_EQ(step_period(e, 5e-3, 10), 5e-3 + 0.58e-3);

@@ -155,7 +155,7 @@ TEST(SteadyState, PrefillFirstByHand) {
     m.add_decode(kv, 0);
     m.scale(n);
     m.fused_attention = x.e.fused_attention;
-    return std::max(x.step.time(m, decode_step_graphs(x.e, n)), host + n * per_request);
+    return std::max(x.step.time(m, decode_step_graphs(x.e, n, n)), host + n * per_request);
   };
   // One user, 100 outputs: its prompt's step, then 99 decode steps alone (the simulator's lone
   // request).
@@ -216,7 +216,7 @@ TEST(SteadyState, TheFrontEndWaitsForTheStepItLandsIn) {
   m.add_decode(1001.5, 0);
   m.scale(2);
   m.fused_attention = x.e.fused_attention;
-  const double d = std::max(x.step.time(m, decode_step_graphs(x.e, 2)), 0.4e-3 + 2 * 1.1e-6);
+  const double d = std::max(x.step.time(m, decode_step_graphs(x.e, 2, 2)), 0.4e-3 + 2 * 1.1e-6);
   auto t = [&](double n) {
     model::StepMix p;
     p.add_prefill(1000, 1000, 0);

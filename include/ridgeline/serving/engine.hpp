@@ -274,9 +274,13 @@ model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// limit and token budget; vLLM: its token budget; SGLang 0.4+: its request pool, captured
 /// itself; SGLang 0.3: none), graph_max_batch its largest.
 void pad_graphs(EngineConfig& e);
-/// How a step of decode tokens only, of `seqs` sequences, is launched: one graph up to the
-/// captured batch, else as a mixed step.
-GraphMode decode_step_graphs(const EngineConfig& e, double seqs) noexcept;
+/// Whether the engine's graphs are captured and chosen by a step's tokens (vLLM V1's
+/// pad_for_cudagraph) rather than by its sequences (vLLM V0, SGLang, TensorRT-LLM: a batch
+/// size, each sequence's drafts inside its graph under speculative decoding).
+bool graphs_count_tokens(const EngineConfig& e) noexcept;
+/// How a step of decode tokens only, `tokens` of `seqs` sequences, is launched: one graph up to
+/// the captured size (in the count graphs_count_tokens names), else as a mixed step of its tokens.
+GraphMode decode_step_graphs(const EngineConfig& e, double seqs, double tokens) noexcept;
 /// How a step with prefill tokens, `tokens` of all kinds, is launched: as mixed_graphs, or
 /// eagerly past graph_max_tokens.
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
