@@ -105,13 +105,18 @@ add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 
 #    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians. ShareGPT's lengths are modelled
 #    as lognormal with sigma 1 (assumed), drawn as the client keeps ShareGPT's conversations: prompt and
 #    output of at least 4 tokens, prompt at most 1024 and the two at most 2048 (sglang.bench_serving's
-#    sample_sharegpt_requests, as vLLM's benchmark_serving). The output mean of the kept pairs is the
-#    README's own: its offline runs send 5000 prompts of the same sample through the same client, and
-#    output tokens/s over requests/s is the mean output of a request: 4281.51 / 22.03 = 194.4 and
-#    4132.37 / 21.27 = 194.3 (8B), 3856.01 / 19.84 = 194.4 and 3700.64 / 19.04 = 194.4 (70B). The
-#    README gives no input total: the input mean is the vLLM v0.6.0 blog's ShareGPT sample's, 202.
-#    The pairs go to serve as a trace whose arrivals --qps replaces.
-def sharegpt_trace(n, prompt_mean=202, gen_mean=194.4, sigma=1.0, seed=20240905):
+#    sample_sharegpt_requests, as vLLM's benchmark_serving). The means of the kept pairs are those of the
+#    client's own sample: sglang.bench_serving shuffles the dataset with its fixed seed (--seed 1,
+#    random.seed(args.seed), unchanged from v0.3.0 to v0.3.2) and keeps pairs in order, so 5000 prompts
+#    are the same 5000 whatever the server. sgl-project/sglang issue #1505 (2024-09-24, v0.3.1.post3's
+#    client, --num-prompts 5000, a Llama-3.1-8B tokenizer) prints them: "Total input tokens: 1130466",
+#    "Total generated tokens: 971613" (the completions' lengths: ignore_eos is the client's default),
+#    226.09 and 194.32 a request. The README's offline rows agree on the output: output tokens/s over
+#    requests/s, 4281.51 / 22.03 = 194.35 and 4132.37 / 21.27 = 194.28 (8B), 3856.01 / 19.84 = 194.36
+#    and 3700.64 / 19.04 = 194.36 (70B). (Earlier this took the vLLM v0.6.0 blog's 202 for the input:
+#    another client's 500 prompts at another seed.) The pairs go to serve as a trace whose arrivals
+#    --qps replaces.
+def sharegpt_trace(n, prompt_mean=1130466 / 5000, gen_mean=971613 / 5000, sigma=1.0, seed=20240905):
     """A CSV trace of n (prompt, output) pairs: lognormal(sigma) lengths rounded as serve rounds them,
     kept as the client keeps ShareGPT's, the two lognormals' means set so that the kept pairs' means are
     prompt_mean and gen_mean (a fixed point over 100000 kept pairs). Returns its path."""
