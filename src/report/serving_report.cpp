@@ -77,8 +77,9 @@ std::string graphs_text(const serving::EngineConfig& e) {
     s += e.graph_max_tokens > 0 ? fmt::format(", other steps of up to {} tokens piecewise graphs, longer ones eagerly", e.graph_max_tokens)
                                 : ", other steps piecewise graphs";
   }
-  // Below the presets' 512, the largest graph is the one vLLM sizes from the sequence limit.
-  if (e.capture_follows_seqs && e.graph_max_batch < serving::kVllmLargestGraph) {
+  // Off the presets' own (V1: 512 tokens; V0: 256 sequences, its default limit's), the largest
+  // graph is the one vLLM sizes from the sequence limit.
+  if (e.capture_follows_seqs && e.graph_max_batch != (e.version == 6 ? 256 : serving::kVllmLargestGraph)) {
     s += fmt::format(" (vLLM's largest graph from max_num_seqs {}; --graph-max-batch sets it)", e.max_num_seqs);
   }
   return s;

@@ -271,7 +271,7 @@ constexpr double kV0SchedulerS = 2e-3;
 constexpr double kV0OutputS = 0.2e-3;
 constexpr double kV0OutputPerRequestS = (3.4e-3 - 0.2e-3) / 31;
 
-EngineConfig vllm_v0(const hw::ChipSpec&) {
+EngineConfig vllm_v0(const hw::ChipSpec& chip) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.custom_allreduce_max_bytes = kCustomAllreduceMax;
@@ -299,6 +299,7 @@ EngineConfig vllm_v0(const hw::ChipSpec&) {
   e.decode_graphs = GraphMode::graph;
   e.mixed_graphs = GraphMode::eager;
   e.graph_max_batch = 256;
+  e.capture_follows_seqs = chip.kind == "gpu";  // from max_num_seqs (capture_from_seqs)
   e.step_overhead_s = kV0SchedulerS;
   e.per_request_overhead_s = 0;
   e.async_step_s = kV0OutputS;
@@ -1028,8 +1029,17 @@ GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
 // steps of 8, and of 16 from 256 (PR #26016, October 2025: from 0.11.1; 0.11.0 kept steps of 8),
 // and none past the token budget: the largest is the list's last entry within both (a size off the
 // list is truncated to the one below, vLLM PR #37865: "300 -> 288").
+//
+// vLLM V0 0.6.0 (worker/model_runner.py at v0.6.0, _get_max_graph_batch_size): the sequence
+// limit padded as a decode batch pads (_get_graph_batch_size: 1, 2, 4, then up to a multiple
+// of 8), at most the list's last size, 8192: 256 at its default max_num_seqs.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
+  if (e.kind == EngineKind::vllm && e.version == 6) {
+    const std::int64_t n = e.max_num_seqs;
+    e.graph_max_batch = n <= 2 ? n : n <= 4 ? 4 : std::min<std::int64_t>(kVllmV0LargestGraph, (n + 7) / 8 * 8);
+    return;
+  }
   const std::int64_t query = 1 + std::max(0, spec_tokens);
   std::int64_t n = std::min(kVllmLargestGraph, 2 * query * std::min(e.max_num_seqs, kVllmLargestGraph));
   if (e.max_batched_tokens > 0) n = std::min(n, e.max_batched_tokens);

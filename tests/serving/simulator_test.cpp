@@ -741,6 +741,18 @@ TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
   EXPECT_EQ(e.graph_max_batch, 256);     // captured decode batches 1, 2, 4, 8, ..., 256
   EXPECT_EQ(decode_step_graphs(e, 100, 100), GraphMode::graph);
   EXPECT_EQ(decode_step_graphs(e, 257, 257), GraphMode::eager);  // prefill steps and larger batches eager
+  // Its largest graph follows the sequence limit padded as a batch pads (_get_max_graph_batch_size:
+  // 1, 2, 4, then up to a multiple of 8), at most 8192: 100 -> 104, 3 -> 4, 1000 -> 1000, 9000 ->
+  // 8192 (a budget of 16384 tokens; the default 2048 holds no decode batch past 2048).
+  for (const auto& [seqs, largest] : {std::pair<std::int64_t, std::int64_t>{100, 104}, {3, 4}, {1000, 1000}, {9000, 8192}}) {
+    EngineConfig v = e;
+    v.max_num_seqs = seqs;
+    v.max_batched_tokens = 16384;
+    settle_graphs(v, 0);
+    EXPECT_EQ(v.graph_max_batch, largest) << seqs;
+    ASSERT_FALSE(v.graph_sizes.empty());
+    EXPECT_EQ(v.graph_sizes.back(), largest) << seqs;
+  }
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");  // its own class in the validation table
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 13}), "vllm");
   // Its host: the scheduler's 2 ms (PR #4280) on the critical path; output processing, 0.2 ms

@@ -160,8 +160,8 @@ struct EngineConfig {
   /// to max_cudagraph_capture_size, 512 by default): a step of more tokens than this runs without
   /// graphs, every kernel launched by the host, a mixed step too (mixed_step_graphs). 0: no cap.
   std::int64_t graph_max_tokens = 0;
-  /// vLLM V1 0.11+: with no capture size given, the largest graph is sized from the sequence
-  /// limit (capture_from_seqs); false once --graph-max-batch gives one.
+  /// vLLM V1 0.11+ and V0: with no capture size given, the largest graph is sized from the
+  /// sequence limit (capture_from_seqs); false once --graph-max-batch gives one.
   bool capture_follows_seqs = false;
   /// Decode batches captured only at exact sizes, no padding (TensorRT-LLM's default
   /// cuda_graph_config: 1-32, 64 and 128): any other batch runs as mixed_graphs.
@@ -286,6 +286,8 @@ GraphMode decode_step_graphs(const EngineConfig& e, double seqs, double tokens) 
 GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept;
 /// vLLM V1's largest graph at its presets' limits, in tokens (max_cudagraph_capture_size's 512).
 inline constexpr std::int64_t kVllmLargestGraph = 512;
+/// vLLM V0's (0.6) last capture size, in sequences (_BATCH_SIZES_TO_CAPTURE's 8 x 1024).
+inline constexpr std::int64_t kVllmV0LargestGraph = 8192;
 /// The tokens of the busiest of `ranks` attention data-parallel ranks when a step's `tokens`
 /// are spread evenly over them: each rank's forward, whose size chooses its launch.
 inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
@@ -295,7 +297,8 @@ inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
 /// (capture_follows_seqs): min(2 x max_num_seqs x (1 + k), 512) tokens with k speculative tokens
 /// a sequence (0.10-0.12: k left out), rounded down to vLLM's capture list and within the token
 /// budget (docs/serving.md#step-model). Sets graph_max_batch and graph_max_tokens; at the
-/// presets' limits (256 sequences or more) it stays 512.
+/// presets' limits (256 sequences or more) it stays 512. vLLM V0 (0.6): the sequence limit
+/// padded to its capture list (1, 2, 4, then multiples of 8), at most 8192 sequences.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// The engine's graphs once every limit is set: its largest graph from the sequence limit
 /// (capture_from_seqs), then the list a step pads to within the limits (pad_graphs), in that
