@@ -744,8 +744,16 @@ serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, cons
   return slo;
 }
 
+// vLLM V0 (0.6) sizes its graphs from the sequence limit and has no flag to size them otherwise:
+// a deployment is priced with what it captures (serve_config), where vLLM V1's is pinned to the
+// preset's and launched so (--max-cudagraph-capture-size).
+namespace {
+bool capture_unpinned(const serving::EngineConfig& e) { return e.kind == serving::EngineKind::vllm && e.version == 6; }
+}  // namespace
+
 std::int64_t pinned_graph_max_batch(const FleetSpace& space, const Deployment& d) {
   const serving::EngineConfig preset = serving::engine_preset(d.engine, space.chips[d.chip].sys.chip, d.tp);
+  if (capture_unpinned(preset)) return 0;
   serving::EngineConfig own = preset;
   own.max_num_seqs = d.max_num_seqs;
   serving::capture_from_seqs(own, d.spec_tokens);
@@ -780,10 +788,12 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
+    if (capture_unpinned(e)) serving::capture_from_seqs(e, d.spec_tokens);
     serving::pad_graphs(e);
   }
   serving::settle_output_processing(c.engine, c.spec.on());
   // The capture list a decode batch pads to, within the deployment's own limits (as serve's).
+  if (capture_unpinned(c.engine)) serving::capture_from_seqs(c.engine, d.spec_tokens);
   serving::pad_graphs(c.engine);
   return c;
 }

@@ -294,8 +294,9 @@ EngineConfig vllm_v0(const hw::ChipSpec& chip) {
   e.kv_memory_fraction = 0.9;  // gpu_memory_utilization 0.9
   e.prefix_caching = false;  // enable_prefix_caching off by default in V0
   e.fused_attention = false; // prefill and decode steps apart: never one kernel for both
-  // CUDA graphs for decode-only batches of 1, 2, 4, 8, 16, ... 256 (_BATCH_SIZES_TO_CAPTURE, capped at
-  // max_num_seqs), a batch padded to the next captured size; prefill steps eager (model_runner.py).
+  // CUDA graphs for decode-only batches of 1, 2, 4, 8, 16, ... up to max_num_seqs padded, 256 by
+  // default (_BATCH_SIZES_TO_CAPTURE, _get_max_graph_batch_size: capture_from_seqs), a batch padded
+  // to the next captured size; prefill steps eager (model_runner.py).
   e.decode_graphs = GraphMode::graph;
   e.mixed_graphs = GraphMode::eager;
   e.graph_max_batch = 256;
@@ -317,7 +318,7 @@ EngineConfig vllm_v0(const hw::ChipSpec& chip) {
       "chunked prefill), vllm/core/scheduler.py _schedule_default (prefills first in steps of their own, recompute preemption), "
       "vllm/engine/llm_engine.py step (multi-step: the scheduler skipped while a window has steps left; not with chunked "
       "prefill, issue #8274; a window's outputs streamed at its end, per-step streaming only from PR #8335, after 0.6.0), "
-      "vllm/worker/model_runner.py (decode graphs 1-256, padded; prefill eager), vllm/model_executor/layers/sampler.py (Sampler.forward: the logits in fp32 divided by the temperature, "
+      "vllm/worker/model_runner.py (decode graphs 1, 2, 4, 8, ... to max_num_seqs padded, 256 by default; padded; prefill eager), vllm/model_executor/layers/sampler.py (Sampler.forward: the logits in fp32 divided by the temperature, "
       "their softmax and log_softmax, the argmax of the gathered log-probabilities); host: scheduler 2 ms per call (PR #4280), "
       "output processing 0.2 ms + 0.1 ms per request, overlapped (issue #6913, PR #7049); front end per request 4 ms "
       "(tenstorrent/tt-inference-server #190)";
@@ -990,7 +991,8 @@ void pad_graphs(EngineConfig& e) {
   if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e);
   const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
-  const bool token_limit = e.kind == EngineKind::trtllm || e.kind == EngineKind::vllm;
+  // vLLM V0 sizes its list from the sequence limit alone (a decode batch never passes the budget).
+  const bool token_limit = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && e.version != 6);
   const auto captured = [&](std::int64_t n) {
     return (!seq_limit || e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (!token_limit || e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
   };
@@ -1006,7 +1008,11 @@ void pad_graphs(EngineConfig& e) {
   }
 }
 
-bool graphs_count_tokens(const EngineConfig& e) noexcept { return e.kind == EngineKind::vllm && e.version != 6; }
+// vLLM V1 pads a step's tokens (pad_for_cudagraph). V0 0.6.0 scores drafts by batch expansion
+// (BatchExpansionTop1Scorer: a sequence with k drafts is k + 1 single-token rows of one decode
+// batch, whose size _use_captured_graph compares with its largest graph; the MQA scorer of PR
+// #8839 came after 0.6.0 and is off under CUDA graphs): its rows are the step's tokens too.
+bool graphs_count_tokens(const EngineConfig& e) noexcept { return e.kind == EngineKind::vllm; }
 
 GraphMode decode_step_graphs(const EngineConfig& e, double seqs, double tokens) noexcept {
   const double rows = graphs_count_tokens(e) ? tokens : seqs;

@@ -423,7 +423,7 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const double q = static_cast<double>(cfg_.spec.k + 1);
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   // Launched as the simulator launches it: attention data-parallel ranks by the busiest rank's
-  // tokens (the mean batch spread evenly over them).
+  // sequences and tokens (the mean batch spread evenly over them).
   auto graphs = [&](double seqs, double tokens) {
     return decode_step_graphs(engine, rank_tokens(seqs, k.ctx.groups), rank_tokens(tokens, k.ctx.groups));
   };

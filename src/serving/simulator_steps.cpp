@@ -14,9 +14,9 @@ namespace ridgeline::serving::detail {
 
 namespace {
 
-// How a step is launched (graphs, pieces or eagerly), chosen by its tokens: the whole step's,
-// or with attention data-parallel ranks the most any rank runs. Each rank runs its own forward,
-// padded to the largest (vLLM's num_tokens_across_dp; SGLang's global_num_tokens).
+// The tokens a step's launch is chosen by: the whole step's, or with attention data-parallel
+// ranks the most any rank runs. Each rank runs its own forward, padded to the largest (vLLM's
+// num_tokens_across_dp; SGLang's global_num_tokens).
 double launch_tokens(bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
   double tokens = chunks ? whole.tokens() : whole.decode_tokens;
   if (n > 0) {
@@ -26,7 +26,9 @@ double launch_tokens(bool chunks, const model::StepMix& whole, const model::Step
   return tokens;
 }
 
-// How a step is launched (by its busiest rank's counts where attention data-parallel ranks split it).
+// How a step is launched (graphs, pieces or eagerly): a step with prompt chunks by its tokens, a
+// decode-only step by its sequences and tokens (decode_step_graphs), the busiest rank's counts
+// where attention data-parallel ranks split it.
 GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
   const double tokens = launch_tokens(chunks, whole, ranks, n);
   if (chunks) return mixed_step_graphs(e, tokens);

@@ -48,8 +48,9 @@ bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model
 // The mix a step computes its kernels but attention on when its graph pads (docs/serving.md#graph-padding):
 // a step of one group (no attention data parallelism, ep 1) whose count rounds up to the next of
 // the captured sizes [first, last) (ascending), its attention counting its own. By sequences
-// (`tokens` false: TensorRT-LLM, SGLang, vLLM V0): a decode-only step launched as one graph, its
-// tokens as many a sequence. By tokens (vLLM V1, pad_for_cudagraph): any step launched as graphs,
+// (`tokens` false: TensorRT-LLM, SGLang): a decode-only step launched as one graph, its tokens as
+// many a sequence. By tokens (vLLM: V1's pad_for_cudagraph, V0's rows; V0 launches no step with
+// prompts as graphs): any step launched as graphs,
 // whole or piecewise; a decode-only step's sequences grow in proportion, a step with prompt
 // chunks gets its padding as chunk tokens (no sequence, no position, no logits). False where
 // nothing pads.

@@ -349,6 +349,19 @@ TEST(SearchServeCli, ACommandRunsTheGraphsTheSearchPriced) {
   for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
   const std::string plain = run_json(q + "256")["best"]["command"];
   EXPECT_EQ(plain.find("--graph-max-batch"), std::string::npos) << plain;
+  // vLLM 0.6 has no flag to size its graphs: the search prices the ones its limit captures (64
+  // sequences: to 64, 0.6.0's _get_max_graph_batch_size) and the command pins nothing; `serve`
+  // of it captures the same and gives the search's numbers.
+  const std::string v0q = "search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine vllm@0.6 --prompt 300 --gen 50 --qps 4 "
+                          "--requests 100 --max-rate off --weight-dtype bf16 --kv-dtype bf16 --max-num-seqs 64";
+  const auto v0_search = run_json(v0q);
+  const auto& v0 = v0_search["best"];
+  ASSERT_TRUE(v0.is_object()) << v0_search.dump();
+  const std::string v0_command = v0["command"];
+  EXPECT_EQ(v0_command.find("--graph-max-batch"), std::string::npos) << v0_command;
+  const auto v0_serve = run_json(v0_command.substr(10));
+  EXPECT_EQ(v0_serve["engine"]["graph_max_batch"], 64);
+  for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(v0_serve[k], v0[k]) << k;
 }
 
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {

@@ -435,6 +435,24 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   // see a batch past the limit.
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine trtllm")["engine"]["graph_max_batch"], 128);
   EXPECT_EQ(run_json(q + " --max-num-seqs 32 --engine trtllm")["engine"]["capture_follows_seqs"], false);
+  // TensorRT-LLM's graphs count sequences, a sequence's drafts inside its graph: 10 clients
+  // verifying 3 drafts decode at most 10 sequences a step, 40 tokens, and replay the graph of
+  // their batch (1-32 captured). Counted by tokens, 33-40 would be off its exact sizes.
+  const auto trt_spec = run_json("serve --model llama-3.1-8b --hw h100-sxm --engine trtllm --draft mtp --spec-tokens 3 --accept 0.8 "
+                                 "--concurrency 10 --requests 40");
+  EXPECT_GT(trt_spec["decode_step"]["sequences"].get<double>() * 4, 32);
+  EXPECT_EQ(trt_spec["decode_step"]["launch"], "graph");
+  // vLLM 0.6 sizes its largest graph from the limit too (0.6.0's _get_max_graph_batch_size: 100
+  // padded to 104) and its engine line says so; at its default 256 it says nothing.
+  const auto v0 = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.6 --concurrency 2 --requests 4 --max-num-seqs 100");
+  ASSERT_EQ(v0.status, 0) << v0.err;
+  EXPECT_NE(v0.out.find("decode steps up to 104 sequences as one graph"), std::string::npos) << v0.out;
+  EXPECT_NE(v0.out.find("vLLM's largest graph from max_num_seqs 100"), std::string::npos) << v0.out;
+  const auto v0_default = run("serve --model llama-3.1-8b --hw h100-sxm --engine vllm@0.6 --concurrency 2 --requests 4");
+  EXPECT_EQ(v0_default.out.find("largest graph from max_num_seqs"), std::string::npos) << v0_default.out;
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw epyc-9654 --engine vllm@0.6 --prompt 100 --gen 4 --concurrency 1 --requests 1 "
+                     "--max-num-seqs 100")["engine"]["capture_follows_seqs"],
+            false);
 }
 
 TEST(ServeCli, AnEagerV1DecodeStepNamesItsPythonAndCompiledLaunchesApart) {

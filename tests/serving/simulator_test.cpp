@@ -753,6 +753,13 @@ TEST(Engine, VllmV0PresetFollowsItsOwnDefaults) {
     ASSERT_FALSE(v.graph_sizes.empty());
     EXPECT_EQ(v.graph_sizes.back(), largest) << seqs;
   }
+  // Not cut by the token budget (V0 sizes its list from the sequence limit alone): 1001
+  // sequences within 1001 tokens capture to 1008.
+  EngineConfig budget = e;
+  budget.max_num_seqs = budget.max_batched_tokens = 1001;
+  settle_graphs(budget, 0);
+  EXPECT_EQ(budget.graph_max_batch, 1008);
+  EXPECT_EQ(budget.graph_sizes.back(), 1008);
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 6}), "vllm@0.6");  // its own class in the validation table
   EXPECT_EQ(band_name(EngineRef{EngineKind::vllm, 13}), "vllm");
   // Its host: the scheduler's 2 ms (PR #4280) on the critical path; output processing, 0.2 ms
@@ -1011,16 +1018,21 @@ TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
   const EngineConfig v = engine_preset(EngineKind::vllm, h100().chip);
   EXPECT_EQ(decode_step_graphs(v, 100, 100), GraphMode::graph);
   // Under speculative decoding a sequence's drafts ride in its graph: TensorRT-LLM's and
-  // SGLang's sizes count sequences (a batch size), vLLM V1's tokens. 20 sequences verifying 3
-  // drafts (80 tokens) replay TensorRT-LLM's graph of 20 (20 <= 32), where 80 tokens would be
-  // off its list; SGLang at TP 4 on an H100 captures to 512 sequences: 200 verifying 3 (800
-  // tokens) replay one. vLLM's 512 count tokens: 200 sequences of 4 tokens (800) do not, and run
-  // eagerly past its largest graph; 128 of them (512 tokens) do.
+  // SGLang's sizes count sequences (a batch size), vLLM's tokens (V1's pad_for_cudagraph; V0's
+  // batch expansion, k + 1 rows a sequence). 20 sequences verifying 3 drafts (80 tokens) replay
+  // TensorRT-LLM's graph of 20 (20 <= 32), where 80 tokens would be off its list; 40 verifying
+  // 1 (64 tokens, a captured size) run eagerly: 40 sequences are not. SGLang at TP 4 on an H100
+  // captures to 512 sequences: 200 verifying 3 (800 tokens) replay one. vLLM's 512 count tokens:
+  // 200 sequences of 4 tokens (800) do not, and run eagerly past its largest graph; 128 of them
+  // (512 tokens) do. V0's 256 rows: 100 sequences of 3 rows (300) run eagerly, 64 (192) in one.
   EXPECT_TRUE(graphs_count_tokens(v));
   EXPECT_FALSE(graphs_count_tokens(e));
-  EXPECT_FALSE(graphs_count_tokens(engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip)));
+  const EngineConfig v0 = engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip);
+  EXPECT_TRUE(graphs_count_tokens(v0));
   EXPECT_EQ(decode_step_graphs(e, 20, 80), GraphMode::graph);
-  EXPECT_EQ(decode_step_graphs(e, 33, 132), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(e, 40, 64), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(v0, 100, 300), GraphMode::eager);
+  EXPECT_EQ(decode_step_graphs(v0, 64, 192), GraphMode::graph);
   const EngineConfig sg = engine_preset(EngineKind::sglang, h100().chip, 4);
   ASSERT_EQ(sg.graph_max_batch, 512);
   EXPECT_EQ(decode_step_graphs(sg, 200, 800), GraphMode::graph);

@@ -203,7 +203,8 @@ struct FleetSearchResult {
 serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace& space, const Deployment& d);
 /// The largest CUDA graph `serve` must be told (--graph-max-batch) to run `d` as it was
 /// searched: the preset's, where the engine would otherwise size it from d's sequence limit
-/// (vLLM V1 0.11+: serving::capture_from_seqs). 0: serve's own default is the searched one.
+/// (vLLM V1 0.11+: serving::capture_from_seqs). 0: serve's own default is the searched one (vLLM
+/// V0 always: no flag sizes its graphs, each deployment is searched with the ones it captures).
 std::int64_t pinned_graph_max_batch(const FleetSpace& space, const Deployment& d);
 
 /// The SLO as asked: `slo_asked`, or `base.slo` where the caller set that alone (before any

@@ -274,9 +274,10 @@ model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// limit and token budget; vLLM: its token budget; SGLang 0.4+: its request pool, captured
 /// itself; SGLang 0.3: none), graph_max_batch its largest.
 void pad_graphs(EngineConfig& e);
-/// Whether the engine's graphs are captured and chosen by a step's tokens (vLLM V1's
-/// pad_for_cudagraph) rather than by its sequences (vLLM V0, SGLang, TensorRT-LLM: a batch
-/// size, each sequence's drafts inside its graph under speculative decoding).
+/// Whether the engine's graphs are captured and chosen by a step's tokens (vLLM: V1's
+/// pad_for_cudagraph; V0's rows, a sequence's drafts expanded into rows of their own) rather
+/// than by its sequences (SGLang, TensorRT-LLM: a batch size, each sequence's drafts inside its
+/// graph under speculative decoding).
 bool graphs_count_tokens(const EngineConfig& e) noexcept;
 /// How a step of decode tokens only, `tokens` of `seqs` sequences, is launched: one graph up to
 /// the captured size (in the count graphs_count_tokens names), else as a mixed step of its tokens.
