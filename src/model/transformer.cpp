@@ -663,9 +663,11 @@ void moe_mlp(Ctx& c) {
   all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
-  // E/(ep·te)·(1 - (1 - k/E)^(T·ep)) of them are touched.
+  // E/(ep·te)·(1 - (1 - k/E)^(T·ep)) of them are touched; rows repeating another
+  // (StepMix::repeated_rows) pick the same experts and touch none more.
   const double local_experts = E / ep_size;
-  const double touched = touched_experts(m, ep_size, T * c.ep);
+  const double repeated = c.mix != nullptr ? c.mix->repeated_rows / c.ep : 0;
+  const double touched = touched_experts(m, ep_size, (T - repeated) * c.ep);
   const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
   // MXFP4 experts as the engine's kernel pads them (ForwardConfig::mxfp4_expert_align): the
   // hidden width and this chip's intermediate share rounded up, hp and Ip, in their GEMMs'
@@ -806,7 +808,7 @@ void StepMix::add_decode(double kv, double window, double q) noexcept {
 }
 
 void StepMix::scale(double n) noexcept {
-  decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n;
+  decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n, repeated_rows *= n;
   for (ops::AttentionCounts* c : {&decode_full, &decode_window, &prefill_full, &prefill_window}) *c *= n;
 }
 

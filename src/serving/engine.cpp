@@ -852,6 +852,10 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.compiled_host_s = e.compiled_host_s;
   f.graph_pad_sizes = e.graph_sizes.empty() ? nullptr : &e.graph_sizes;
   f.graph_pad_tokens = graphs_count_tokens(e);
+  // TensorRT-LLM pads with its one dummy request repeated (_get_padded_batch:
+  // generation_requests.extend([self.cuda_graph_dummy_request] * padding_size),
+  // tensorrt_llm/_torch/pyexecutor/model_engine.py): the same token at the same position.
+  f.graph_pad_repeats = e.kind == EngineKind::trtllm;
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on

@@ -54,8 +54,12 @@ bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model
 // whole or piecewise; a decode-only step's sequences grow in proportion, a step with prompt
 // chunks gets its padding as chunk tokens (no sequence, no position, no logits). False where
 // nothing pads.
+//
+// `repeats` (TensorRT-LLM: one dummy request repeated): the padding's rows past its first
+// sequence's repeat it (StepMix::repeated_rows).
 template <class It>
-bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, It first, It last, model::StepMix& out) noexcept {
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, bool repeats, It first, It last,
+              model::StepMix& out) noexcept {
   if (first == last || ep != 1 || mode == GraphMode::eager) return false;
   const bool prompts = mix.prefill_seqs > 0;
   if (!tokens && (mode != GraphMode::graph || prompts || !(mix.decode_seqs > 0))) return false;
@@ -72,15 +76,17 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens,
     out.decode_tokens = n;
     out.decode_seqs = mix.decode_seqs / mix.decode_tokens * n;
   } else {
-    out.decode_tokens = mix.decode_tokens / mix.decode_seqs * n;
+    const double q = mix.decode_tokens / mix.decode_seqs;
+    out.decode_tokens = q * n;
     out.decode_seqs = n;
+    if (repeats) out.repeated_rows += q * (n - rows - 1);
   }
   return true;
 }
 
 // pad_rows over the engine's list a forward pass carries (ForwardConfig::graph_pad_sizes).
 bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out) noexcept {
-  return f.graph_pad_sizes != nullptr && pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_tokens, f.graph_pad_sizes->begin(),
+  return f.graph_pad_sizes != nullptr && pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_tokens, f.graph_pad_repeats, f.graph_pad_sizes->begin(),
                                                   f.graph_pad_sizes->end(), out);
 }
 
@@ -113,6 +119,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   expert_tiles_ = f.expert_tiles;
   pad_sizes_.clear();
   pad_tokens_ = f.graph_pad_tokens;
+  pad_repeats_ = f.graph_pad_repeats;
   if (f.graph_pad_sizes != nullptr) {
     for (const std::int64_t n : *f.graph_pad_sizes) pad_sizes_.push_back(static_cast<double>(n));
   }
@@ -300,7 +307,7 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   if (v.all_tokens.count > 0) e.s += v.all_tokens.at(e.all);
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
-  e.touched = moe_ ? touched_at(mix.tokens()) : 0;
+  e.touched = moe_ ? touched_at(mix.tokens() - mix.repeated_rows) : 0;
   // Each expert's rows in whole tiles: the ratio at the busiest chip's rows, the tokens of all
   // groups times its share F (given, or the routing model's), as the graph's.
   if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens(), routing_.at(mix.tokens()), expert_tiles_);
@@ -348,7 +355,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, pad_tokens_, pad_sizes_.begin(), pad_sizes_.end(), out);
+  return pad_rows(mix, mode, ep_, pad_tokens_, pad_repeats_, pad_sizes_.begin(), pad_sizes_.end(), out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {

@@ -566,6 +566,56 @@ TEST(StepModel, AGraphStepPaddedToItsCapturedSizeComputesEveryKernelButAttention
   EXPECT_DOUBLE_EQ(b.time(mixed, GraphMode::graph), a.time(mixed, GraphMode::graph));
 }
 
+// TensorRT-LLM pads a batch with its one dummy request repeated
+// (`[cuda_graph_dummy_request] * padding_size`): the padding rows are one token's, and route to
+// its experts alone. DeepSeek-V3 at TP 8 (256 experts on every GPU, top 8): 9 sequences padded
+// to 16 compute 16 rows, but touch the experts of 10 distinct tokens, 256 x (1 - (248/256)^10)
+// = 69.55, where 16 tokens routed each to its own touch 256 x (1 - (248/256)^16) = 101.76. The
+// padded mix carries 16 - 9 - 1 = 6 repeated rows, so the step is priced as 16 decodes of which
+// 6 repeat, below the random padding's 16 decodes; the op-by-op reference agrees with each, and
+// its gate-up GEMM reads (101.76 - 69.55) experts' weights fewer.
+TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
+  const Plan p{"deepseek-v3", "h200", 8, 1};
+  auto plain = fixture(p, true);
+  auto random = fixture(p, true);
+  auto repeats = fixture(p, true);
+  const std::vector<std::int64_t> sizes = {8, 16, 24};
+  random->f.graph_pad_sizes = repeats->f.graph_pad_sizes = &sizes;
+  repeats->f.graph_pad_repeats = true;
+  random->step->prepare(random->m, random->sys, random->f);
+  repeats->step->prepare(repeats->m, repeats->sys, repeats->f);
+  auto decodes = [](int n, double repeated = 0) {
+    model::StepMix mix;
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0);
+    mix.repeated_rows = repeated;
+    return mix;
+  };
+  EXPECT_NEAR(model::touched_experts(repeats->m, 1, 10), 256 * (1 - std::pow(248.0 / 256, 10)), 1e-9);
+  EXPECT_NEAR(model::touched_experts(repeats->m, 1, 16), 256 * (1 - std::pow(248.0 / 256, 16)), 1e-9);
+  const StepModel& a = *plain->step;
+  const model::StepMix m9 = decodes(9);
+  EXPECT_DOUBLE_EQ(random->step->base(m9, GraphMode::graph), a.base(decodes(16), GraphMode::graph));
+  EXPECT_DOUBLE_EQ(repeats->step->base(m9, GraphMode::graph), a.base(decodes(16, 6), GraphMode::graph));
+  EXPECT_LT(repeats->step->time(m9, GraphMode::graph), random->step->time(m9, GraphMode::graph));
+  EXPECT_GT(repeats->step->time(m9, GraphMode::graph), a.time(m9, GraphMode::graph));
+  // The reference, op by op, on each padding; the gate-up GEMM's bytes differ by the weights of
+  // the experts the repeated rows do not touch: (touched(16) - touched(10)) x each expert's
+  // gate-up share at TP 8, 2 x 2048 / 8 = 512 rows of 7168 fp8 bytes and one fp32 scale a 128 x
+  // 128 block (4 x 56 of them): 3670016 + 896 bytes.
+  auto gate_up_bytes = [](Fixture& fx, const model::StepMix& mix) {
+    EXPECT_LT(std::abs(fx.step->time(mix, GraphMode::graph) / reference(fx, mix, GraphMode::graph) - 1), kExact);
+    for (int i = 0; i < fx.g->op_count; ++i) {
+      if (std::string_view(fx.g->ops[i].name) == "experts_gate_up") return fx.g->ops[i].cost.main_bytes;
+    }
+    ADD_FAILURE() << "no experts_gate_up";
+    return 0.0;
+  };
+  const double fewer = model::touched_experts(repeats->m, 1, 16) - model::touched_experts(repeats->m, 1, 10);
+  EXPECT_NEAR(gate_up_bytes(*random, m9) - gate_up_bytes(*repeats, m9), fewer * (3670016 + 896), 1);
+  // At a captured size nothing pads: the two agree.
+  EXPECT_DOUBLE_EQ(repeats->step->time(decodes(16), GraphMode::graph), random->step->time(decodes(16), GraphMode::graph));
+}
+
 // vLLM's graphs count a step's tokens (pad_for_cudagraph on its scheduled tokens): 100 sequences
 // verifying 2 drafts each are 300 tokens, padded to 384 in a list of 256 and 384 — 84 padding
 // tokens, 28 sequences' worth at 3 a sequence: the step computes its kernels but attention as

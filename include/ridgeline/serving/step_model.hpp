@@ -200,6 +200,7 @@ class StepModel {
   // ascending (filled by prepare, off the step path); empty: none.
   std::vector<double> pad_sizes_;
   bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
+  bool pad_repeats_ = false;  // the padding rows repeat one request (ForwardConfig::graph_pad_repeats)
   // The mix a graph step computes its non-attention kernels on: its sequences (vLLM V1: its
   // tokens) padded to the next captured size, its attention counts its own; false where nothing
   // pads (pad_rows in step_model.cpp).
