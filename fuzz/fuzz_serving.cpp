@@ -168,7 +168,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   e.prefix_caching = (d[3] & 2) != 0;
   e.preemption = (d[3] & 4) != 0 ? serving::Preemption::swap : serving::Preemption::recompute;
   e.mixed_chunk = (d[3] & 8) != 0;
-  serving::pad_graphs(e);  // the capture list a step pads to, within these limits, as serve has it
+  serving::pad_graphs(e, 0);  // the capture list a step pads to, within these limits, as serve has it (again below with drafts)
   e.kv_block = e.kind == serving::EngineKind::sglang ? 1 : 1 + d[4] % 32;
   e.kv_blocks_override = (1 + d[5] % 64) * 16 / e.kv_block;
   serving::WorkloadSpec& w = cfg.workload;
@@ -204,6 +204,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
     cfg.accept_spread = n >= 18 ? d[17] / 255.0 : 0;  // requests in acceptance classes of their own
+    serving::pad_graphs(e, cfg.spec.k);  // vLLM's sizes rounded to multiples of 1 + k
   }
   if (n >= 14 && (d[12] & 0x20) != 0) {
     cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;
@@ -217,7 +218,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       serving::EngineConfig& de = cfg.disagg.decode_engine.emplace(cfg.engine);
       de.max_num_seqs = std::min<std::int64_t>(de.max_batched_tokens, 1 + (d[14] >> 2) % 64);
       de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
-      serving::pad_graphs(de);
+      serving::pad_graphs(de, cfg.spec.k);
     }
   }
   // Two more: a window the run chooses (up to 8 measured per instance, at most 16 x the

@@ -789,12 +789,12 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
     if (capture_unpinned(e)) serving::capture_from_seqs(e, d.spec_tokens);
-    serving::pad_graphs(e);
+    serving::pad_graphs(e, d.spec_tokens);
   }
   serving::settle_output_processing(c.engine, c.spec.on());
   // The capture list a decode batch pads to, within the deployment's own limits (as serve's).
   if (capture_unpinned(c.engine)) serving::capture_from_seqs(c.engine, d.spec_tokens);
-  serving::pad_graphs(c.engine);
+  serving::pad_graphs(c.engine, d.spec_tokens);
   return c;
 }
 

@@ -991,7 +991,7 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
 // size it captures instead (get_batch_sizes_to_capture); SGLang 0.3 its list whatever its
 // limits. A batch past the largest left runs without a graph. vLLM's largest graph bounds its
 // mixed steps' graphs too (graph_max_tokens).
-void pad_graphs(EngineConfig& e) {
+void pad_graphs(EngineConfig& e, int spec_tokens) {
   if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e);
   const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
@@ -1005,6 +1005,26 @@ void pad_graphs(EngineConfig& e) {
   if (cut && sglang_pool && e.max_num_seqs > 0 && captured(e.max_num_seqs) &&
       (e.graph_sizes.empty() || e.graph_sizes.back() < e.max_num_seqs)) {
     e.graph_sizes.push_back(e.max_num_seqs);
+  }
+  // vLLM 0.11+ under speculative decoding, its decode steps whole graphs (FULL): each size rounded
+  // up to a multiple of the uniform decode query, 1 + k tokens, those past the largest dropped, or
+  // the query itself if none is left (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode,
+  // vllm/config/compilation.py, PR #28315, November 2025; not in PIECEWISE mode, 0.8-0.10). With
+  // none, vLLM refuses to start ("No valid cudagraph sizes after rounding").
+  const std::int64_t q = 1 + std::max(0, spec_tokens);
+  if (e.kind == EngineKind::vllm && e.version != 6 && e.decode_graphs == GraphMode::graph && q > 1 && !e.graph_sizes.empty()) {
+    const std::int64_t largest = e.graph_sizes.back();
+    std::vector<std::int64_t> rounded;
+    for (const std::int64_t n : e.graph_sizes) {
+      const std::int64_t up = (n + q - 1) / q * q;
+      if (up <= largest && (rounded.empty() || rounded.back() != up)) rounded.push_back(up);
+    }
+    if (rounded.empty()) {
+      throw InputError(fmt::format("--spec-tokens {}: vLLM rounds its CUDA-graph sizes to multiples of {} (1 + the draft tokens) and "
+                                   "none is within its largest graph of {} tokens: raise --graph-max-batch or lower --spec-tokens",
+                                   spec_tokens, q, largest));
+    }
+    e.graph_sizes = std::move(rounded);
   }
   if (!e.graph_sizes.empty()) {
     e.graph_max_batch = e.graph_sizes.back();
@@ -1062,7 +1082,7 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
 
 void settle_graphs(EngineConfig& e, int spec_tokens) {
   capture_from_seqs(e, spec_tokens);
-  pad_graphs(e);
+  pad_graphs(e, spec_tokens);
 }
 
 }  // namespace ridgeline::serving

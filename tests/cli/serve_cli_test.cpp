@@ -472,6 +472,8 @@ TEST(ServeCli, AnEagerV1DecodeStepNamesItsPythonAndCompiledLaunchesApart) {
   EXPECT_NE(text.out.find("325 kernels, 3.466 ms (32 at 25 us each, 293 of the compiled model at 9.1 us)"), std::string::npos) << text.out;
   // An engine without a compiled model refuses the flag.
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine sglang --compiled-host 9us", "--compiled-host");
+  expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine vllm --graph-max-batch 4 --draft mtp --spec-tokens 7 --accept 0.5",
+             "--spec-tokens 7: vLLM rounds its CUDA-graph sizes to multiples of 8");
 }
 
 TEST(ServeCli, TheMeanPromptStepIsComposedAsTheStepsThatRanIt) {

@@ -707,6 +707,43 @@ TEST(Engine, TensorRtEngineFlowPresetFollowsItsOwnDefaults) {
 // more runs the compiled model without graphs (GPUModelRunner.execute_model, "Eager mode."):
 // a 513-token step, prompt chunk or decodes, launches every kernel from the host. The engines
 // that capture decode batches alone keep their mixed steps' mode at any size.
+// vLLM 0.11+ under speculative decoding rounds each captured size up to a multiple of the uniform
+// decode query, 1 + k tokens, and drops those past its largest
+// (adjust_cudagraph_sizes_for_spec_decode). Two drafts (q = 3) on 0.14's list to 512: 1 and 2
+// become 3, 4 becomes 6, the 31 steps of 8 from 8 to 248 each the next multiple of 3 (9, 18,
+// 24, 33, ...), the 16 steps of 16 from 256 to 496 likewise (258, 273, 288, ..., 498) and 512
+// becomes 513, past 512: 49 sizes, the largest 498. A step of 166 sequences verifying 2 (498
+// tokens) replays a graph, 167 (501) run eagerly; 0.8's piecewise graphs are not rounded.
+TEST(Engine, VllmRoundsItsGraphSizesToTheSpeculativeQuery) {
+  EngineConfig e = engine_preset(EngineKind::vllm, h100().chip);
+  settle_graphs(e, 2);
+  ASSERT_EQ(e.graph_sizes.size(), 49u);
+  EXPECT_EQ(e.graph_sizes[0], 3);
+  EXPECT_EQ(e.graph_sizes[1], 6);
+  EXPECT_EQ(e.graph_sizes[2], 9);
+  EXPECT_EQ(e.graph_sizes[3], 18);
+  EXPECT_EQ(e.graph_sizes[4], 24);
+  EXPECT_EQ(e.graph_sizes[33], 258);
+  for (const std::int64_t n : e.graph_sizes) EXPECT_EQ(n % 3, 0) << n;
+  EXPECT_EQ(e.graph_max_batch, 498);
+  EXPECT_EQ(e.graph_max_tokens, 498);
+  EXPECT_EQ(decode_step_graphs(e, 166, 498), GraphMode::graph);
+  EXPECT_EQ(decode_step_graphs(e, 167, 501), GraphMode::eager);
+  // Without drafts, and for 0.8's piecewise graphs, the list stays: to 512, 51 sizes; 0.8's 67.
+  EngineConfig plain = engine_preset(EngineKind::vllm, h100().chip);
+  settle_graphs(plain, 0);
+  EXPECT_EQ(plain.graph_sizes.size(), 51u);
+  EngineConfig v08 = engine_preset(EngineRef{EngineKind::vllm, 8}, h100().chip);
+  settle_graphs(v08, 2);
+  EXPECT_EQ(v08.graph_sizes.size(), 67u);
+  EXPECT_EQ(v08.graph_max_batch, 512);
+  // None left (a largest graph of 4 tokens, 7 drafts: q = 8): vLLM refuses to start, and so does serve.
+  EngineConfig tiny = engine_preset(EngineKind::vllm, h100().chip);
+  tiny.capture_follows_seqs = false;
+  tiny.graph_max_batch = tiny.graph_max_tokens = 4;
+  EXPECT_THROW(settle_graphs(tiny, 7), InputError);
+}
+
 TEST(Engine, VllmV1StepsPastTheLargestCapturedSizeRunEagerly) {
   for (const int version : {8, 10, 13, 0}) {
     const EngineConfig e = engine_preset(EngineRef{EngineKind::vllm, version}, h100().chip);

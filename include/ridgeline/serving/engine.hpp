@@ -272,8 +272,10 @@ model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
 /// on, vLLM V0 and V1 on GPUs, SGLang; none for eager decode, exact sizes or the TensorRT engine
 /// flow); a list is cut to the engine's limits as the engine cuts it (TensorRT-LLM: its sequence
 /// limit and token budget; vLLM: its token budget; SGLang 0.4+: its request pool, captured
-/// itself; SGLang 0.3: none), graph_max_batch its largest.
-void pad_graphs(EngineConfig& e);
+/// itself; SGLang 0.3: none), graph_max_batch its largest. vLLM 0.11+ with `spec_tokens` draft
+/// tokens a step rounds each size up to a multiple of 1 + spec_tokens within the largest (an
+/// InputError where none is left, as vLLM refuses to start).
+void pad_graphs(EngineConfig& e, int spec_tokens);
 /// Whether the engine's graphs are captured and chosen by a step's tokens (vLLM: V1's
 /// pad_for_cudagraph; V0's rows, a sequence's drafts expanded into rows of their own) rather
 /// than by its sequences (SGLang, TensorRT-LLM: a batch size, each sequence's drafts inside its
