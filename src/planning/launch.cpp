@@ -148,7 +148,9 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   if (e.decode_graphs == serving::GraphMode::eager && e.mixed_graphs == serving::GraphMode::eager) {
     b.flag("--enforce-eager");
   } else {
-    b.flag("--max-cudagraph-capture-size", num(e.graph_max_batch));
+    // Under speculative decoding the size vLLM rounds from (its list to 512 rounded to 498 for two
+    // drafts: given 498, vLLM would truncate it to its list's 496 first, and round to 480).
+    b.flag("--max-cudagraph-capture-size", num(e.graph_capture_max > 0 ? e.graph_capture_max : e.graph_max_batch));
     if (e.graph_exact_sizes && !decode) c.plan.notes.push_back("graph padding off: vLLM pads a decode batch to the next captured size");
   }
   if (e.preemption == serving::Preemption::swap && !decode) {

@@ -1025,6 +1025,7 @@ void pad_graphs(EngineConfig& e, int spec_tokens) {
                                    spec_tokens, q, largest));
     }
     e.graph_sizes = std::move(rounded);
+    if (e.graph_capture_max == 0) e.graph_capture_max = largest;  // (a list rounded again keeps the first)
   }
   if (!e.graph_sizes.empty()) {
     e.graph_max_batch = e.graph_sizes.back();

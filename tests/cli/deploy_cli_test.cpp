@@ -81,6 +81,15 @@ TEST(EmitCli, TheLargestGraphFollowsEachInstancesSequenceLimit) {
   EXPECT_NE(prefill.find("--max-cudagraph-capture-size 128 \\\n"), std::string::npos) << prefill;
   EXPECT_NE(decode.find("--max-num-seqs 16 \\\n"), std::string::npos) << decode;
   EXPECT_NE(decode.find("--max-cudagraph-capture-size 32 \\\n"), std::string::npos) << decode;
+  // Two drafts: vLLM rounds its list to 512 into multiples of 3 up to 498 (PR #28315), what serve
+  // prices; the launch file gives the 512 it rounds from (given 498, vLLM would truncate it to its
+  // list's 496 and round to 480).
+  const std::string spec_dir = cleared_path("emit_capture_spec");
+  const auto spec = run_json("serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 2 --draft mtp "
+                             "--spec-tokens 2 --accept 0.8 --emit vllm --emit-dir " + spec_dir);
+  EXPECT_EQ(spec["engine"]["graph_max_batch"], 498);
+  const std::string spec_sh = slurp(spec_dir + "/replica.sh");
+  EXPECT_NE(spec_sh.find("--max-cudagraph-capture-size 512 \\\n"), std::string::npos) << spec_sh;
 }
 
 TEST(EmitCli, AConfigFileNamesItsDirectory) {

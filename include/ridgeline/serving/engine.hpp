@@ -160,6 +160,10 @@ struct EngineConfig {
   /// to max_cudagraph_capture_size, 512 by default): a step of more tokens than this runs without
   /// graphs, every kernel launched by the host, a mixed step too (mixed_step_graphs). 0: no cap.
   std::int64_t graph_max_tokens = 0;
+  /// vLLM under speculative decoding: the largest graph it is configured with
+  /// (max_cudagraph_capture_size), before it rounds its sizes to multiples of 1 + k
+  /// (pad_graphs); what a launch file writes. 0 where nothing was rounded.
+  std::int64_t graph_capture_max = 0;
   /// vLLM V1 0.11+ and V0: with no capture size given, the largest graph is sized from the
   /// sequence limit (capture_from_seqs); false once --graph-max-batch gives one.
   bool capture_follows_seqs = false;
