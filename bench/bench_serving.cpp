@@ -96,6 +96,8 @@ void BM_Serve70BVariants(benchmark::State& state) {
   const hw::System sys = h100();
   serving::ServeConfig cfg = serve_70b(sys, state.range(0));
   if (state.range(1) == 1) {
+    cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
+    serving::settle_graphs(cfg.engine, 4);  // vLLM's sizes rounded to multiples of 1 + 4, as serve has them
     cfg.spec.k = 4;
     cfg.spec.accept = {0.8, 0.7, 0.6, 0.5};
     cfg.spec.draft = &draft;

@@ -204,7 +204,11 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
     cfg.accept_spread = n >= 18 ? d[17] / 255.0 : 0;  // requests in acceptance classes of their own
-    serving::pad_graphs(e, cfg.spec.k);  // vLLM's sizes rounded to multiples of 1 + k
+    try {
+      serving::pad_graphs(e, cfg.spec.k);  // vLLM's sizes rounded to multiples of 1 + k
+    } catch (const InputError&) {
+      return;  // none left: the engine would not start
+    }
   }
   if (n >= 14 && (d[12] & 0x20) != 0) {
     cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;

@@ -123,7 +123,14 @@ class Evaluator {
     d.spec_tokens = c.k;
     d.draft = c.draft;
     const hw::System& sys = s_.chips[c.chip].sys;
-    ServeConfig cfg = serve_config(m_, s_, d);
+    ServeConfig cfg;
+    try {
+      cfg = serve_config(m_, s_, d);
+    } catch (const InputError&) {
+      // An engine that would not start so (vLLM with no CUDA-graph size left once rounded to its
+      // drafts' query): this deployment, not the search.
+      return reject(o, Reject::layout);
+    }
     // Every kind of instance: its plan fits the model and the chip, and leaves room for a cache.
     const serving::InstancePlan dp = serving::instance_plan(cfg, c.disagg);
     // One replica (disaggregated: a prefill and a decode instance) until a fleet is sized: what

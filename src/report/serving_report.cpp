@@ -79,7 +79,9 @@ std::string graphs_text(const serving::EngineConfig& e) {
   }
   // Off the presets' own (V1: 512 tokens; V0: 256 sequences, its default limit's), the largest
   // graph is the one vLLM sizes from the sequence limit.
-  if (e.capture_follows_seqs && e.graph_max_batch != (e.version == 6 ? 256 : serving::kVllmLargestGraph)) {
+  // (Under speculative decoding the size before vLLM rounds it to the drafts' query.)
+  const std::int64_t largest = e.graph_capture_max > 0 ? e.graph_capture_max : e.graph_max_batch;
+  if (e.capture_follows_seqs && largest != (e.version == 6 ? 256 : serving::kVllmLargestGraph)) {
     s += fmt::format(" (vLLM's largest graph from max_num_seqs {}; --graph-max-batch sets it)", e.max_num_seqs);
   }
   return s;

@@ -854,8 +854,11 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.graph_pad_tokens = graphs_count_tokens(e);
   // TensorRT-LLM pads with its one dummy request repeated (_get_padded_batch:
   // generation_requests.extend([self.cuda_graph_dummy_request] * padding_size),
-  // tensorrt_llm/_torch/pyexecutor/model_engine.py): the same token at the same position.
-  f.graph_pad_repeats = e.kind == EngineKind::trtllm;
+  // tensorrt_llm/_torch/pyexecutor/model_engine.py): the same token at the same position. vLLM
+  // V0 pads a decode batch's tokens and positions with zeros (ModelInputForGPUBuilder.build:
+  // input_tokens.extend(itertools.repeat(0, cuda_graph_pad_size))). V1 and SGLang leave their
+  // buffers' other rows as they were: earlier tokens, routed like real ones.
+  f.graph_pad_repeats = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && e.version == 6);
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -1019,6 +1022,7 @@ void pad_graphs(EngineConfig& e, int spec_tokens) {
       const std::int64_t up = (n + q - 1) / q * q;
       if (up <= largest && (rounded.empty() || rounded.back() != up)) rounded.push_back(up);
     }
+    if (rounded.empty() && q <= largest) rounded.push_back(q);  // "if one valid but would be round_down use that"
     if (rounded.empty()) {
       throw InputError(fmt::format("--spec-tokens {}: vLLM rounds its CUDA-graph sizes to multiples of {} (1 + the draft tokens) and "
                                    "none is within its largest graph of {} tokens: raise --graph-max-batch or lower --spec-tokens",

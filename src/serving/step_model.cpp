@@ -55,8 +55,8 @@ bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model
 // chunks gets its padding as chunk tokens (no sequence, no position, no logits). False where
 // nothing pads.
 //
-// `repeats` (TensorRT-LLM: one dummy request repeated): the padding's rows past its first
-// sequence's repeat it (StepMix::repeated_rows).
+// `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
+// padding row): the padding's rows past its first sequence's repeat it (StepMix::repeated_rows).
 template <class It>
 bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, bool repeats, It first, It last,
               model::StepMix& out) noexcept {
@@ -70,16 +70,21 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens,
   if (size == last || static_cast<double>(*size) <= rows) return false;
   const double n = static_cast<double>(*size);
   out = mix;
+  // The padding's rows but its first (sequence's) repeat it; less than one row of padding (a
+  // fractional mean batch) repeats none.
+  const double repeated = std::max(0.0, n - rows - 1);
   if (tokens && prompts) {
     out.prefill_tokens += n - rows;
+    if (repeats) out.repeated_rows += repeated;
   } else if (tokens) {
     out.decode_tokens = n;
     out.decode_seqs = mix.decode_seqs / mix.decode_tokens * n;
+    if (repeats) out.repeated_rows += repeated;
   } else {
     const double q = mix.decode_tokens / mix.decode_seqs;
     out.decode_tokens = q * n;
     out.decode_seqs = n;
-    if (repeats) out.repeated_rows += q * (n - rows - 1);
+    if (repeats) out.repeated_rows += q * repeated;
   }
   return true;
 }

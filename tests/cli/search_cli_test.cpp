@@ -364,6 +364,17 @@ TEST(SearchServeCli, ACommandRunsTheGraphsTheSearchPriced) {
   for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(v0_serve[k], v0[k]) << k;
 }
 
+TEST(SearchServeCli, ADeploymentVllmWouldNotStartIsRejectedNotTheSearch) {
+  // 8 draft tokens: vLLM rounds its graph sizes to multiples of 9, and a budget of 8 tokens leaves
+  // it sizes of 1-8 only, none of which rounds within 8: that engine would not start. Its
+  // deployments are rejected (as layouts), the 8192-token ones searched.
+  const auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine vllm --max-batched-tokens 8,8192 --draft mtp "
+                          "--spec-tokens 8 --accept 0.5 --qps 2 --requests 100 --max-rate off --slo tpot_p99=100ms");
+  ASSERT_TRUE(j["best"].is_object()) << j.dump();
+  EXPECT_EQ(j["best"]["max_batched_tokens"], 8192);
+  EXPECT_GT(j["rejected"]["layout"].get<int>(), 0);
+}
+
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
   // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its

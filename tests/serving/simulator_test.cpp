@@ -737,6 +737,15 @@ TEST(Engine, VllmRoundsItsGraphSizesToTheSpeculativeQuery) {
   settle_graphs(v08, 2);
   EXPECT_EQ(v08.graph_sizes.size(), 67u);
   EXPECT_EQ(v08.graph_max_batch, 512);
+  // Every size past the largest once rounded: the query itself (a list of 100 with two drafts: 102
+  // > 100, so [3]); the launch size stays the 100 it rounds from.
+  EngineConfig listed = engine_preset(EngineKind::vllm, h100().chip);
+  listed.capture_follows_seqs = false;
+  listed.graph_sizes = {100};
+  settle_graphs(listed, 2);
+  EXPECT_EQ(listed.graph_sizes, (std::vector<std::int64_t>{3}));
+  EXPECT_EQ(listed.graph_max_batch, 3);
+  EXPECT_EQ(listed.graph_capture_max, 100);
   // None left (a largest graph of 4 tokens, 7 drafts: q = 8): vLLM refuses to start, and so does serve.
   EngineConfig tiny = engine_preset(EngineKind::vllm, h100().chip);
   tiny.capture_follows_seqs = false;
@@ -1064,6 +1073,12 @@ TEST(Engine, TensorRtLlmCapturesExactDecodeBatchesOnly) {
   // (512 tokens) do. V0's 256 rows: 100 sequences of 3 rows (300) run eagerly, 64 (192) in one.
   EXPECT_TRUE(graphs_count_tokens(v));
   EXPECT_FALSE(graphs_count_tokens(e));
+  // Padding rows that repeat one row: TensorRT-LLM's dummy request, vLLM V0's zeros; vLLM V1's and
+  // SGLang's leftover rows route apart.
+  EXPECT_TRUE(engine_forward(model::ForwardConfig{}, e).graph_pad_repeats);
+  EXPECT_TRUE(engine_forward(model::ForwardConfig{}, engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip)).graph_pad_repeats);
+  EXPECT_FALSE(engine_forward(model::ForwardConfig{}, v).graph_pad_repeats);
+  EXPECT_FALSE(engine_forward(model::ForwardConfig{}, engine_preset(EngineKind::sglang, h100().chip)).graph_pad_repeats);
   const EngineConfig v0 = engine_preset(EngineRef{EngineKind::vllm, 6}, h100().chip);
   EXPECT_TRUE(graphs_count_tokens(v0));
   EXPECT_EQ(decode_step_graphs(e, 20, 80), GraphMode::graph);

@@ -570,10 +570,12 @@ TEST(StepModel, AGraphStepPaddedToItsCapturedSizeComputesEveryKernelButAttention
 // (`[cuda_graph_dummy_request] * padding_size`): the padding rows are one token's, and route to
 // its experts alone. DeepSeek-V3 at TP 8 (256 experts on every GPU, top 8): 9 sequences padded
 // to 16 compute 16 rows, but touch the experts of 10 distinct tokens, 256 x (1 - (248/256)^10)
-// = 69.55, where 16 tokens routed each to its own touch 256 x (1 - (248/256)^16) = 101.76. The
+// = 69.64, where 16 tokens routed each to its own touch 256 x (1 - (248/256)^16) = 101.96. The
 // padded mix carries 16 - 9 - 1 = 6 repeated rows, so the step is priced as 16 decodes of which
 // 6 repeat, below the random padding's 16 decodes; the op-by-op reference agrees with each, and
-// its gate-up GEMM reads (101.76 - 69.55) experts' weights fewer.
+// its gate-up GEMM reads (101.96 - 69.64) experts' weights fewer. A mean batch of 15.5 pads to 16
+// with half a row of padding: no row repeats (16 - 15.5 - 1 < 0), and it prices as the random
+// padding does.
 TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
   const Plan p{"deepseek-v3", "h200", 8, 1};
   auto plain = fixture(p, true);
@@ -612,6 +614,10 @@ TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
   };
   const double fewer = model::touched_experts(repeats->m, 1, 16) - model::touched_experts(repeats->m, 1, 10);
   EXPECT_NEAR(gate_up_bytes(*random, m9) - gate_up_bytes(*repeats, m9), fewer * (3670016 + 896), 1);
+  model::StepMix half;
+  half.add_decode(1000, 0);
+  half.scale(15.5);
+  EXPECT_DOUBLE_EQ(repeats->step->time(half, GraphMode::graph), random->step->time(half, GraphMode::graph));
   // At a captured size nothing pads: the two agree.
   EXPECT_DOUBLE_EQ(repeats->step->time(decodes(16), GraphMode::graph), random->step->time(decodes(16), GraphMode::graph));
 }
