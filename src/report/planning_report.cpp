@@ -203,7 +203,9 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
 // What widens a space whose every deployment was refused for `reason` before it was simulated.
 std::string_view reject_hint(planning::Reject reason) {
   switch (reason) {
-    case planning::Reject::layout: return "the --tp and --ep values do not divide the model's heads, experts or widths";
+    case planning::Reject::layout:
+      return "the --tp and --ep values do not divide the model's heads, experts or widths, or the engine would not start with the "
+             "limits tried (e.g. vLLM with no CUDA-graph size left for its draft tokens: `serve` with one of them names it)";
     case planning::Reject::dtype: return "a chip has no rate for a dtype of the plan: other --weight-dtype or --kv-dtype";
     case planning::Reject::memory:
       return "the weights and a step's activations leave no KV cache on any layout searched: more chips a replica (a larger --tp), "

@@ -74,8 +74,7 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens,
   // fractional mean batch) repeats none.
   const double repeated = std::max(0.0, n - rows - 1);
   if (tokens && prompts) {
-    out.prefill_tokens += n - rows;
-    if (repeats) out.repeated_rows += repeated;
+    out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
   } else if (tokens) {
     out.decode_tokens = n;
     out.decode_seqs = mix.decode_seqs / mix.decode_tokens * n;

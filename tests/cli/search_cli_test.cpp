@@ -369,7 +369,7 @@ TEST(SearchServeCli, ADeploymentVllmWouldNotStartIsRejectedNotTheSearch) {
   // it sizes of 1-8 only, none of which rounds within 8: that engine would not start. Its
   // deployments are rejected (as layouts), the 8192-token ones searched.
   const auto j = run_json("search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine vllm --max-batched-tokens 8,8192 --draft mtp "
-                          "--spec-tokens 8 --accept 0.5 --qps 2 --requests 100 --max-rate off --slo tpot_p99=100ms");
+                          "--spec-tokens 8 --accept 0.5 --max-num-seqs 8 --qps 2 --requests 100 --max-rate off --slo tpot_p99=100ms");
   ASSERT_TRUE(j["best"].is_object()) << j.dump();
   EXPECT_EQ(j["best"]["max_batched_tokens"], 8192);
   EXPECT_GT(j["rejected"]["layout"].get<int>(), 0);

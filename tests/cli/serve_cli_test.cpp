@@ -427,6 +427,13 @@ TEST(ServeCli, VllmSizesItsLargestGraphFromTheSequenceLimit) {
   const RunResult spec_text = run(spec);
   ASSERT_EQ(spec_text.status, 0) << spec_text.err;
   EXPECT_NE(spec_text.out.find("decode steps up to 256 tokens as one graph"), std::string::npos) << spec_text.out;
+  // At the default limit two drafts round vLLM's 512 to 498 (multiples of 3): the rounding, not
+  // the sequence limit, so the line does not blame the limit.
+  const RunResult two = run("serve --model llama-3.1-8b --hw h100-sxm --prompt 100 --gen 4 --concurrency 1 --requests 1 --draft mtp "
+                            "--spec-tokens 2 --accept 0.8");
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_NE(two.out.find("decode steps up to 498 tokens as one graph"), std::string::npos) << two.out;
+  EXPECT_EQ(two.out.find("largest graph from max_num_seqs"), std::string::npos) << two.out;
   // A CPU captures no CUDA graph: vLLM's CPU backend keeps the preset's figures.
   const auto cpu = run_json("serve --model llama-3.1-8b --hw epyc-9654 --prompt 100 --gen 4 --concurrency 1 --requests 1 --max-num-seqs 32");
   EXPECT_EQ(cpu["engine"]["capture_follows_seqs"], false);

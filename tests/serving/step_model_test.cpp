@@ -614,6 +614,12 @@ TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
   };
   const double fewer = model::touched_experts(repeats->m, 1, 16) - model::touched_experts(repeats->m, 1, 10);
   EXPECT_NEAR(gate_up_bytes(*random, m9) - gate_up_bytes(*repeats, m9), fewer * (3670016 + 896), 1);
+  // vLLM V0 counts rows (tokens) and pads with zeros: one token a sequence here, the same price.
+  auto v0 = fixture(p, true);
+  v0->f.graph_pad_sizes = &sizes;
+  v0->f.graph_pad_tokens = v0->f.graph_pad_repeats = true;
+  v0->step->prepare(v0->m, v0->sys, v0->f);
+  EXPECT_DOUBLE_EQ(v0->step->base(m9, GraphMode::graph), a.base(decodes(16, 6), GraphMode::graph));
   model::StepMix half;
   half.add_decode(1000, 0);
   half.scale(15.5);

@@ -205,9 +205,10 @@ struct ForwardConfig {
   /// The sizes count a step's tokens (vLLM: pad_for_cudagraph on its scheduled tokens), not its
   /// sequences (TensorRT-LLM, SGLang): the same but for speculative decoding's several a sequence.
   bool graph_pad_tokens = false;
-  /// The padding rows are one request repeated (TensorRT-LLM's CUDA-graph dummy request,
-  /// `[cuda_graph_dummy_request] * padding_size`): they route to one token's experts, not each
-  /// to its own (vLLM's and SGLang's leftover input rows route like real tokens).
+  /// The padding rows are one row repeated (TensorRT-LLM's CUDA-graph dummy request,
+  /// `[cuda_graph_dummy_request] * padding_size`; vLLM V0's token 0 at position 0): they route to
+  /// one token's experts, not each to its own (vLLM V1's and SGLang's leftover input rows route
+  /// like real tokens).
   bool graph_pad_repeats = false;
 };
 
@@ -221,8 +222,8 @@ struct StepMix {
   double prefill_seqs = 0;   ///< sequences computing a prefill chunk
   double prefill_tokens = 0; ///< Σ chunk tokens
   double prefill_positions = 0;  ///< Σ context after the chunk (MLA decompresses K and V of every position)
-  /// Of the tokens, rows repeating another row exactly (a CUDA graph's padding by one dummy
-  /// request, ForwardConfig::graph_pad_repeats): computed as any row, routed as the row they
+  /// Of the tokens, rows repeating another row exactly (a CUDA graph's padding by one row
+  /// repeated, ForwardConfig::graph_pad_repeats): computed as any row, routed as the row they
   /// repeat, so the experts they touch are the others' (model::touched_experts).
   double repeated_rows = 0;
   /// Attention counts of the decode sequences and of the prefill chunks, on full-attention

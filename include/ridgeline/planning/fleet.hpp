@@ -115,7 +115,7 @@ struct FleetSpace {
 
 /// Why a deployment was rejected.
 enum class Reject : std::uint8_t {
-  layout,      ///< tp / ep do not divide the model's heads, experts or widths
+  layout,      ///< tp / ep do not divide the model's heads, experts or widths, or the engine would not start so
   dtype,       ///< the chip has no rate for a dtype the plan computes in
   memory,      ///< no room for a KV cache block after weights and activations
   too_long,    ///< some request cannot fit its cache or the model's positions
