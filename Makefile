@@ -43,7 +43,7 @@ asan: deps
 fuzz: deps
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan --target fuzz_units fuzz_hardware_file fuzz_model_config fuzz_profile fuzz_result fuzz_serving
-	@bash scripts/run-fuzz.sh build/asan/fuzz 100000
+	@bash scripts/run-fuzz.sh build/asan/fuzz 80000
 
 # The CLI into PREFIX/bin (with the library, headers and CMake package): `make install
 # PREFIX=~/.local` puts `ridgeline` on a PATH that has ~/.local/bin.
