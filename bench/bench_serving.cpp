@@ -56,11 +56,12 @@ BENCHMARK(BM_StepPrepare70B)->Arg(0)->Arg(132)->Unit(benchmark::kMicrosecond);
 // A million requests of Llama 3.1 70B at TP 4 on H100 through vLLM's scheduler: Poisson
 // arrivals at 8 requests/s (the largest sustainable rate is about 11), prompts and outputs
 // lognormal around 1000 and 250 tokens. Counter: simulated requests per second of wall time.
-serving::ServeConfig serve_70b(const hw::System& sys, std::int64_t requests) {
+// `spec_tokens`: the draft tokens a step its graphs are settled for (vLLM rounds its sizes to 1 + k).
+serving::ServeConfig serve_70b(const hw::System& sys, std::int64_t requests, int spec_tokens = 0) {
   serving::ServeConfig cfg;
   cfg.forward.tp = 4;
   cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
-  serving::settle_graphs(cfg.engine, 0);  // the largest graph and the list serve pads a step to
+  serving::settle_graphs(cfg.engine, spec_tokens);  // the largest graph and the list serve pads a step to
   cfg.workload.qps = 8;
   cfg.workload.requests = requests;
   cfg.workload.prompt = serving::parse_length("lognormal:1000,0.6", "--prompt");
@@ -94,10 +95,8 @@ void BM_Serve70BVariants(benchmark::State& state) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-70b");
   static const model::ModelConfig draft = io::bundled_model("llama-3.1-8b");
   const hw::System sys = h100();
-  serving::ServeConfig cfg = serve_70b(sys, state.range(0));
+  serving::ServeConfig cfg = serve_70b(sys, state.range(0), state.range(1) == 1 ? 4 : 0);
   if (state.range(1) == 1) {
-    cfg.engine = serving::engine_preset(serving::EngineKind::vllm, sys.chip, 4);
-    serving::settle_graphs(cfg.engine, 4);  // vLLM's sizes rounded to multiples of 1 + 4, as serve has them
     cfg.spec.k = 4;
     cfg.spec.accept = {0.8, 0.7, 0.6, 0.5};
     cfg.spec.draft = &draft;

@@ -168,7 +168,6 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   e.prefix_caching = (d[3] & 2) != 0;
   e.preemption = (d[3] & 4) != 0 ? serving::Preemption::swap : serving::Preemption::recompute;
   e.mixed_chunk = (d[3] & 8) != 0;
-  serving::pad_graphs(e, 0);  // the capture list a step pads to, within these limits, as serve has it (again below with drafts)
   e.kv_block = e.kind == serving::EngineKind::sglang ? 1 : 1 + d[4] % 32;
   e.kv_blocks_override = (1 + d[5] % 64) * 16 / e.kv_block;
   serving::WorkloadSpec& w = cfg.workload;
@@ -204,11 +203,13 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.spec.draft = &draft;
     cfg.spec.mtp = true;
     cfg.accept_spread = n >= 18 ? d[17] / 255.0 : 0;  // requests in acceptance classes of their own
-    try {
-      serving::pad_graphs(e, cfg.spec.k);  // vLLM's sizes rounded to multiples of 1 + k
-    } catch (const InputError&) {
-      return;  // none left: the engine would not start
-    }
+  }
+  // The capture list a step pads to, within these limits and rounded to the drafts' query (vLLM),
+  // as serve has it.
+  try {
+    serving::pad_graphs(e, cfg.spec.k);
+  } catch (const InputError&) {
+    return;  // no size left: the engine would not start
   }
   if (n >= 14 && (d[12] & 0x20) != 0) {
     cfg.disagg.prefill = 1 + (d[13] >> 4) % 2;

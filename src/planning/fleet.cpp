@@ -756,6 +756,13 @@ serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, cons
 // preset's and launched so (--max-cudagraph-capture-size).
 namespace {
 bool capture_unpinned(const serving::EngineConfig& e) { return e.kind == serving::EngineKind::vllm && e.version == 6; }
+
+// A deployment's graphs as searched: vLLM V0's from its sequence limit, then the list a step pads
+// to within its limits, rounded to the drafts' query (as serve's).
+void searched_graphs(serving::EngineConfig& e, int spec_tokens) {
+  if (capture_unpinned(e)) serving::capture_from_seqs(e, spec_tokens);
+  serving::pad_graphs(e, spec_tokens);
+}
 }  // namespace
 
 std::int64_t pinned_graph_max_batch(const FleetSpace& space, const Deployment& d) {
@@ -795,13 +802,10 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
-    if (capture_unpinned(e)) serving::capture_from_seqs(e, d.spec_tokens);
-    serving::pad_graphs(e, d.spec_tokens);
+    searched_graphs(e, d.spec_tokens);
   }
   serving::settle_output_processing(c.engine, c.spec.on());
-  // The capture list a decode batch pads to, within the deployment's own limits (as serve's).
-  if (capture_unpinned(c.engine)) serving::capture_from_seqs(c.engine, d.spec_tokens);
-  serving::pad_graphs(c.engine, d.spec_tokens);
+  searched_graphs(c.engine, d.spec_tokens);
   return c;
 }
 

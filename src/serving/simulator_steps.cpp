@@ -14,30 +14,28 @@ namespace ridgeline::serving::detail {
 
 namespace {
 
-// The tokens a step's launch is chosen by: the whole step's, or with attention data-parallel
-// ranks the most any rank runs. Each rank runs its own forward, padded to the largest (vLLM's
+// The counts a step's launch is chosen by: the whole step's tokens (with prompt chunks, all of
+// them; else its decode tokens) and decode sequences, or with attention data-parallel ranks the
+// most any rank runs. Each rank runs its own forward, padded to the largest (vLLM's
 // num_tokens_across_dp; SGLang's global_num_tokens).
-double launch_tokens(bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
-  double tokens = chunks ? whole.tokens() : whole.decode_tokens;
-  if (n > 0) {
-    tokens = 0;
-    for (std::size_t g = 0; g < n; ++g) tokens = std::max(tokens, chunks ? ranks[g].tokens() : ranks[g].decode_tokens);
+struct LaunchCounts {
+  double tokens = 0, seqs = 0;
+};
+
+LaunchCounts launch_counts(bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
+  if (n == 0) return {chunks ? whole.tokens() : whole.decode_tokens, whole.decode_seqs};
+  LaunchCounts c;
+  for (std::size_t g = 0; g < n; ++g) {
+    c.tokens = std::max(c.tokens, chunks ? ranks[g].tokens() : ranks[g].decode_tokens);
+    c.seqs = std::max(c.seqs, ranks[g].decode_seqs);
   }
-  return tokens;
+  return c;
 }
 
 // How a step is launched (graphs, pieces or eagerly): a step with prompt chunks by its tokens, a
-// decode-only step by its sequences and tokens (decode_step_graphs), the busiest rank's counts
-// where attention data-parallel ranks split it.
-GraphMode step_graphs(const EngineConfig& e, bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
-  const double tokens = launch_tokens(chunks, whole, ranks, n);
-  if (chunks) return mixed_step_graphs(e, tokens);
-  double seqs = whole.decode_seqs;
-  if (n > 0) {
-    seqs = 0;
-    for (std::size_t g = 0; g < n; ++g) seqs = std::max(seqs, ranks[g].decode_seqs);
-  }
-  return decode_step_graphs(e, seqs, tokens);
+// decode-only step by its sequences and tokens (decode_step_graphs).
+GraphMode step_graphs(const EngineConfig& e, bool chunks, const LaunchCounts& c) {
+  return chunks ? mixed_step_graphs(e, c.tokens) : decode_step_graphs(e, c.seqs, c.tokens);
 }
 
 }  // namespace
@@ -47,11 +45,11 @@ double draft_passes_s(const StepModel& draft, const EngineConfig& e, int k, cons
                       const model::StepMix* rest_ranks, StepModel::RankMemo* rank_memo) {
   double t = 0;
   if (first.seqs() > 0) {
-    const GraphMode mode = step_graphs(e, chunks, first, first_ranks, ranks);
+    const GraphMode mode = step_graphs(e, chunks, launch_counts(chunks, first, first_ranks, ranks));
     t += ranks > 0 ? draft.slowest(first_ranks, ranks, first, mode, &rank_memo[0]) : memo[0].time(draft, first, mode);
   }
   if (k > 1 && rest.decode_seqs > 0) {
-    const GraphMode mode = step_graphs(e, false, rest, rest_ranks, ranks);
+    const GraphMode mode = step_graphs(e, false, launch_counts(false, rest, rest_ranks, ranks));
     t += static_cast<double>(k - 1) * (ranks > 0 ? draft.slowest(rest_ranks, ranks, rest, mode, &rank_memo[1]) : memo[1].time(draft, rest, mode));
   }
   return t;
@@ -147,8 +145,9 @@ void Simulation::start_step(Replica& r, Ps t) {
   const double mix_seqs = p.mix.seqs();
   const bool prefill = !p.chunks.empty();
   const EngineConfig& e = k.engine;
-  const double tokens = launch_tokens(prefill, p.mix, p.ranks.data(), p.ranks.size());
-  const GraphMode mode = step_graphs(e, prefill, p.mix, p.ranks.data(), p.ranks.size());
+  const LaunchCounts counts = launch_counts(prefill, p.mix, p.ranks.data(), p.ranks.size());
+  const double tokens = counts.tokens;
+  const GraphMode mode = step_graphs(e, prefill, counts);
   // Attention data-parallel ranks step together: the step lasts as long as the slowest rank,
   // its own part and the expert part over all ranks' tokens (docs/serving.md#moe-layouts).
   double device = (p.ranks.empty() ? k.memo.time(k.step, p.mix, mode) : k.step.slowest(p.ranks.data(), p.ranks.size(), p.mix, mode, &k.rank_memo)) + p.extra_s;
