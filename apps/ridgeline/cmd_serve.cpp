@@ -139,7 +139,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.compiled_host.empty()) {
     if (e.compiled_host_s <= 0) {
       throw InputError(fmt::format("--compiled-host: the {} engine runs no compiled model outside a graph (vLLM V1 does)",
-                                   serving::name(serving::EngineRef{e.kind, e.version})));
+                                   serving::name(e.ref())));
     }
     e.compiled_host_s = kernel_host_s(f.compiled_host, "--compiled-host", "9 us");
     e.compiled_host_source = "--compiled-host";

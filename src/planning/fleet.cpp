@@ -755,7 +755,7 @@ serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, cons
 // a deployment is priced with what it captures (serve_config), where vLLM V1's is pinned to the
 // preset's and launched so (--max-cudagraph-capture-size).
 namespace {
-bool capture_unpinned(const serving::EngineConfig& e) { return e.kind == serving::EngineKind::vllm && e.version == 6; }
+bool capture_unpinned(const serving::EngineConfig& e) { return serving::is_vllm_v0(e.ref()); }
 
 // A deployment's graphs as searched: vLLM V0's from its sequence limit, then the list a step pads
 // to within its limits, rounded to the drafts' query (as serve's).

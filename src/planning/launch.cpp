@@ -357,7 +357,7 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
     throw InputError(fmt::format("--emit {}: the simulation ran {}: give --engine {} to size the deployment on the engine it launches", name(target),
                                  serving::name(e.kind), name(target)));
   }
-  const std::string preset = serving::name(serving::EngineRef{e.kind, e.version});
+  const std::string preset = serving::name(e.ref());
   const io::EngineCliSpec* cli = io::engine_cli(preset);
   if (cli == nullptr) {
     // Why there is none: TensorRT-LLM's TensorRT engine flow is built, not launched by flags.

@@ -81,7 +81,7 @@ std::string graphs_text(const serving::EngineConfig& e) {
   // graph is the one vLLM sizes from the sequence limit.
   // (Under speculative decoding the size before vLLM rounds it to the drafts' query.)
   const std::int64_t largest = e.graph_capture_max > 0 ? e.graph_capture_max : e.graph_max_batch;
-  if (e.capture_follows_seqs && largest != (e.version == 6 ? 256 : serving::kVllmLargestGraph)) {
+  if (e.capture_follows_seqs && largest != (serving::is_vllm_v0(e.ref()) ? 256 : serving::kVllmLargestGraph)) {
     s += fmt::format(" (vLLM's largest graph from max_num_seqs {}; --graph-max-batch sets it)", e.max_num_seqs);
   }
   return s;
@@ -133,11 +133,11 @@ std::string run_class(const model::ModelConfig& m, const hw::System& sys, const 
 }  // namespace
 
 std::string engine_label(const serving::EngineConfig& e) {
-  return fmt::format("{} ({})", serving::name(serving::EngineRef{e.kind, e.version}), e.releases);
+  return fmt::format("{} ({})", serving::name(e.ref()), e.releases);
 }
 
 json engine_json(const serving::EngineConfig& e) {
-  return {{"name", serving::name(serving::EngineRef{e.kind, e.version})},
+  return {{"name", serving::name(e.ref())},
           {"releases", e.releases},
           {"max_batched_tokens", e.max_batched_tokens},
           {"max_num_seqs", e.max_num_seqs},

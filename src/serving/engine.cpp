@@ -275,7 +275,7 @@ EngineConfig vllm_v0(const hw::ChipSpec& chip) {
   EngineConfig e;
   e.kind = EngineKind::vllm;
   e.custom_allreduce_max_bytes = kCustomAllreduceMax;
-  e.version = 6;
+  e.version = kVllmV0Version;
   e.releases = "0.6 (V0)";
   e.policy = StepPolicy::running_first;
   e.prefills_apart = true;   // vllm/core/scheduler.py _schedule_default: prefills first, decodes only when none is scheduled
@@ -530,7 +530,7 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
 // The C++ loop's own time per iteration is not published: none is priced (--step-overhead).
 EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   EngineConfig e = trtllm(chip);
-  e.version = 15;
+  e.version = kTrtllmEnginesVersion;
   e.releases = "TensorRT engine flow, C++ executor, 0.9-0.15";
   e.kv_block = 64;
   e.prefix_caching = false;
@@ -654,7 +654,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
       // V1 became the default engine in 0.8.0; 0.6 is the V0 engine (vllm_v0), 0.7 is not modelled;
       // V1's presets: 0.8, 0.9-0.10, 0.11-0.13, 0.14+.
       if (release == 6) {
-        e.version = 6;
+        e.version = kVllmV0Version;
         break;
       }
       if (release < 8) {
@@ -681,7 +681,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
                                      "--prefix-caching and --kv-block as the release sets them, or trtllm (the PyTorch backend, 0.19+)",
                                      given));
       }
-      if (release < 16) e.version = 15;
+      if (release < 16) e.version = kTrtllmEnginesVersion;
       break;
     case EngineKind::static_batch: break;
   }
@@ -689,7 +689,7 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
 }
 
 std::string band_name(EngineRef e) {
-  if ((e.kind == EngineKind::vllm && e.version == 6) || (e.kind == EngineKind::trtllm && e.version == 15)) return name(e);
+  if (is_vllm_v0(e) || is_trtllm_engines(e)) return name(e);
   return std::string(name(e.kind));
 }
 
@@ -697,9 +697,9 @@ namespace {
 
 EngineConfig preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   switch (engine.kind) {
-    case EngineKind::vllm: return engine.version == 6 ? vllm_v0(chip) : vllm(chip, engine.version);
+    case EngineKind::vllm: return is_vllm_v0(engine) ? vllm_v0(chip) : vllm(chip, engine.version);
     case EngineKind::sglang: return sglang(chip, tp, engine.version);
-    case EngineKind::trtllm: return engine.version == 15 ? trtllm_engines(chip) : trtllm(chip);
+    case EngineKind::trtllm: return is_trtllm_engines(engine) ? trtllm_engines(chip) : trtllm(chip);
     case EngineKind::static_batch: return static_batch(chip);
   }
   return vllm(chip, engine.version);
@@ -727,7 +727,7 @@ void set_draw(EngineConfig& e) {
                       "(python/sglang/srt/layers/sampler.py)";
       break;
     case EngineKind::trtllm:
-      if (e.version == 15) {
+      if (is_trtllm_engines(e.ref())) {
         // The C++ runtime's sampling layers (DynamicDecodeLayer), whose kernels at a temperature
         // with nothing cut are not modelled: priced as vLLM's draw.
         e.draw = Draw::exponential;
@@ -745,7 +745,7 @@ void set_draw(EngineConfig& e) {
       break;
     default:
       e.draw = Draw::exponential;
-      e.draw_source = e.version == 6 ? "vLLM V0's Sampler: the log-softmax and a gathered copy too, then _multinomial's exponential "
+      e.draw_source = is_vllm_v0(e.ref()) ? "vLLM V0's Sampler: the log-softmax and a gathered copy too, then _multinomial's exponential "
                                        "noise, divide and argmax (vllm/model_executor/layers/sampler.py)"
                                      : "vLLM's random_sample: exponential noise, the probabilities divided by it, their argmax "
                                        "(vllm/v1/sample/ops/topk_topp_sampler.py)";
@@ -781,7 +781,7 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 
 void validate_ranks(const EngineConfig& e, std::int64_t ranks) {
   if (ranks <= 1) return;
-  if (e.kind == EngineKind::trtllm && e.version == 15) {
+  if (is_trtllm_engines(e.ref())) {
     throw InputError(fmt::format("--ep {}: trtllm@0.15 (TensorRT-LLM's TensorRT engine flow) has no attention data parallelism, the "
                                  "PyTorch backend's (enable_attention_dp); expected --ep 1 (--experts ep for its MoE expert "
                                  "parallelism) or --engine trtllm",
@@ -858,7 +858,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // V0 pads a decode batch's tokens and positions with zeros (ModelInputForGPUBuilder.build:
   // input_tokens.extend(itertools.repeat(0, cuda_graph_pad_size))). V1 and SGLang leave their
   // buffers' other rows as they were: earlier tokens, routed like real ones.
-  f.graph_pad_repeats = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && e.version == 6);
+  f.graph_pad_repeats = e.kind == EngineKind::trtllm || is_vllm_v0(e.ref());
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on
@@ -892,7 +892,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
     case EngineKind::vllm: f.routing = e.version == 0 ? Routing::fused : e.version == 13 ? Routing::pair : Routing::compiled; break;
     case EngineKind::sglang: f.routing = e.version == 3 ? Routing::compiled : Routing::fused; break;
     // (trtllm@0.15, the TensorRT engine flow: its MoE plugin's one top-k kernel, as any router.)
-    case EngineKind::trtllm: f.routing = e.version == 15 ? Routing::generic : Routing::scored_pair; break;
+    case EngineKind::trtllm: f.routing = is_trtllm_engines(e.ref()) ? Routing::generic : Routing::scored_pair; break;
     default: f.routing = Routing::generic; break;
   }
   f.mla_op = e.mla_op;
@@ -931,7 +931,7 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
       // TorchLlmArgs computes it from cuda_graph_max_batch_size with cuda_graph_padding_enabled,
       // 2025), a batch rounded up to the next ("If true, batches are rounded up to the nearest
       // cuda_graph_batch_size"). The TensorRT engine flow (0.15) pads none.
-      if (e.version == 15) return s;
+      if (is_trtllm_engines(e.ref())) return s;
       s = {1, 2, 4};
       capture_steps(s, 8, 129, 8, max);
       int floor_log2 = 0;
@@ -943,9 +943,9 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
     }
     case EngineKind::vllm:
       // V1 on a TPU (no graph_max_tokens) pads to XLA's own token buckets, not modelled: no list.
-      if (e.version != 6 && e.graph_max_tokens == 0) return s;
+      if (!is_vllm_v0(e.ref()) && e.graph_max_tokens == 0) return s;
       s = {1, 2, 4};
-      if (e.version == 6 || e.version == 8 || e.version == 10) {
+      if (is_vllm_v0(e.ref()) || e.version == 8 || e.version == 10) {
         // V0 0.6 (worker/model_runner.py at v0.6.0: _BATCH_SIZES_TO_CAPTURE = [1, 2, 4] + [8 * i
         // for i in range(1, 1025)], captured up to the sequence limit padded, 256 by default;
         // _get_graph_batch_size pads a decode-only batch to the next) and V1 before 0.11.1
@@ -999,7 +999,7 @@ void pad_graphs(EngineConfig& e, int spec_tokens) {
   const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
   // vLLM V0 sizes its list from the sequence limit alone (a decode batch never passes the budget).
-  const bool token_limit = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && e.version != 6);
+  const bool token_limit = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && !is_vllm_v0(e.ref()));
   const auto captured = [&](std::int64_t n) {
     return (!seq_limit || e.max_num_seqs <= 0 || n <= e.max_num_seqs) && (!token_limit || e.max_batched_tokens <= 0 || n <= e.max_batched_tokens);
   };
@@ -1015,7 +1015,7 @@ void pad_graphs(EngineConfig& e, int spec_tokens) {
   // vllm/config/compilation.py, PR #28315, November 2025; not in PIECEWISE mode, 0.8-0.10). With
   // none, vLLM refuses to start ("No valid cudagraph sizes after rounding").
   const std::int64_t q = 1 + std::max(0, spec_tokens);
-  if (e.kind == EngineKind::vllm && e.version != 6 && e.decode_graphs == GraphMode::graph && q > 1 && !e.graph_sizes.empty()) {
+  if (e.kind == EngineKind::vllm && !is_vllm_v0(e.ref()) && e.decode_graphs == GraphMode::graph && q > 1 && !e.graph_sizes.empty()) {
     const std::int64_t largest = e.graph_sizes.back();
     std::vector<std::int64_t> rounded;
     for (const std::int64_t n : e.graph_sizes) {
@@ -1070,7 +1070,7 @@ GraphMode mixed_step_graphs(const EngineConfig& e, double tokens) noexcept {
 // of 8), at most the list's last size, 8192: 256 at its default max_num_seqs.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (!e.capture_follows_seqs || e.max_num_seqs <= 0) return;
-  if (e.kind == EngineKind::vllm && e.version == 6) {
+  if (is_vllm_v0(e.ref())) {
     const std::int64_t n = e.max_num_seqs;
     e.graph_max_batch = n <= 2 ? n : n <= 4 ? 4 : std::min<std::int64_t>(kVllmV0LargestGraph, (n + 7) / 8 * 8);
     return;

@@ -33,6 +33,15 @@ struct EngineRef {
   constexpr EngineRef(EngineKind k, int v = 0) noexcept : kind(k), version(v) {}  // NOLINT: an engine is its newest preset
   bool operator==(const EngineRef&) const = default;
 };
+/// The two presets that are another engine, not another release's defaults: vLLM 0.6's V0 (its
+/// own scheduler, batch expansion for drafts, graphs sized by the sequence limit) and
+/// TensorRT-LLM's TensorRT engine flow of 0.9-0.15 (trtllm-build engines, no Python runtime).
+inline constexpr int kVllmV0Version = 6;
+inline constexpr int kTrtllmEnginesVersion = 15;
+constexpr bool is_vllm_v0(EngineRef e) noexcept { return e.kind == EngineKind::vllm && e.version == kVllmV0Version; }
+constexpr bool is_trtllm_engines(EngineRef e) noexcept {
+  return e.kind == EngineKind::trtllm && e.version == kTrtllmEnginesVersion;
+}
 /// "vllm", "vllm@0.13", "sglang", "trtllm", "static".
 std::string name(EngineRef e);
 /// "vllm", "sglang", "trtllm" or "static", each optionally "@MAJOR.MINOR" (the release whose
@@ -75,6 +84,7 @@ enum class MemoryRule : std::uint8_t {
 struct EngineConfig {
   EngineKind kind = EngineKind::vllm;
   int version = 0;                         ///< EngineRef::version of the preset
+  constexpr EngineRef ref() const noexcept { return {kind, version}; }
   std::string releases;                    ///< the releases the preset follows, e.g. "0.14+"
   StepPolicy policy = StepPolicy::running_first;
   Admission admission = Admission::step_blocks;
