@@ -7,6 +7,7 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -39,6 +40,7 @@ struct Fixture {
   model::ForwardConfig f;
   std::unique_ptr<StepModel> step = std::make_unique<StepModel>();
   std::unique_ptr<model::Graph> g = std::make_unique<model::Graph>();
+  std::vector<std::int64_t> pad_sizes;  // ForwardConfig::graph_pad_sizes, when the step pads
 };
 
 // `sms`: the chip's multiprocessors, whose GEMM tiling the step model adds at each count
@@ -55,9 +57,13 @@ struct Fixture {
 // `deepgemm`: block-fp8 GEMMs in DeepGEMM's kernels, whose tiles cost their fill (fill_k).
 // `pad_v`: ForwardConfig::mla_pad_v (MLA's prefill over V padded to the keys' width, its output
 // sliced back: copies over the prefill positions and over the prefill tokens).
+// `pad`: a CUDA graph's padding to its captured sizes (docs/serving.md#graph-padding), 0 none;
+// 1 by sequences, the padding one row repeated (TensorRT-LLM); 2 by sequences, leftover rows
+// (SGLang); 3 by tokens, leftover rows (vLLM V1); 4 by tokens, one row repeated (vLLM V0).
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
                                  int allreduce = 0, double eager_host = 0, double compiled_host = 0, int mla_op = 0,
-                                 double mla_op_host = 0, bool deepgemm = false, bool pad_v = false, double mla_op_call = 0) {
+                                 double mla_op_host = 0, bool deepgemm = false, bool pad_v = false, double mla_op_call = 0,
+                                 int pad = 0) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
@@ -79,6 +85,19 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
     fx->f.custom_allreduce_max_bytes = allreduce == 1 ? 8 * 1024 * 1024 : allreduce == 2 ? 500e3 : 0;
     fx->f.nccl_nvls = allreduce != 2;
   }
+  if (pad > 0) {
+    // TensorRT-LLM's 1-32, 64, 128; vLLM's 1, 2, 4, then steps of 8 to 512.
+    if (pad <= 2) {
+      for (std::int64_t n = 1; n <= 32; ++n) fx->pad_sizes.push_back(n);
+      fx->pad_sizes.insert(fx->pad_sizes.end(), {64, 128});
+    } else {
+      fx->pad_sizes = {1, 2, 4};
+      for (std::int64_t n = 8; n <= 512; n += 8) fx->pad_sizes.push_back(n);
+    }
+    fx->f.graph_pad_sizes = &fx->pad_sizes;
+    fx->f.graph_pad_tokens = pad >= 3;
+    fx->f.graph_pad_repeats = pad == 1 || pad == 4;
+  }
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -94,17 +113,22 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
                     *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3),
                     *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3));
+                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3),
+                    *rc::gen::inRange(0, 5));
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
-  const int decodes = *rc::gen::inRange(0, 300);
-  for (int i = 0; i < decodes; ++i) mix.add_decode(*rc::gen::inRange(1, 20000), window);
-  const int chunks = *rc::gen::inRange(decodes == 0 ? 1 : 0, 4);
+  // Small batches half the time, where a graph's captured sizes are dense and most steps pad.
+  const int decodes = *rc::gen::arbitrary<bool>() ? *rc::gen::inRange(0, 40) : *rc::gen::inRange(0, 300);
+  const double q = *rc::gen::element(1.0, 2.0, 4.0);  // a decode's tokens: 1 + its drafts
+  for (int i = 0; i < decodes; ++i) mix.add_decode(*rc::gen::inRange(1, 20000), window, q);
+  const int chunks = decodes == 0 ? *rc::gen::inRange(1, 4) : *rc::gen::element(0, 0, 1, 2, 3);
   for (int i = 0; i < chunks; ++i) {
-    const double q = *rc::gen::inRange(1, 4096);
-    mix.add_prefill(q, q + *rc::gen::inRange(0, 8000), window);
+    const double chunk = *rc::gen::inRange(1, 4096);
+    mix.add_prefill(chunk, chunk + *rc::gen::inRange(0, 8000), window);
   }
+  // How often a graph pads (rapidcheck's classes, printed with its report).
+  RC_CLASSIFY(padded_sequences(fx->f, mix, GraphMode::graph) != mix.decode_seqs, "decodes padded");
   for (const GraphMode mode : {GraphMode::eager, GraphMode::graph, GraphMode::piecewise}) {
     const double ref = reference(*fx, mix, mode);
     RC_ASSERT(fx->g->overflow == false);
