@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -385,7 +386,8 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
     double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
                          2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
     if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
-    e.kv_memory_fraction = mem_mb > reserved_mb ? (mem_mb - reserved_mb) / mem_mb : 0.88;
+    // round((gpu_mem - reserved_mem) / gpu_mem, 3) (PR #10372).
+    e.kv_memory_fraction = mem_mb > reserved_mb ? std::round((mem_mb - reserved_mb) / mem_mb * 1000) / 1000 : 0.88;
   }
   e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
   e.fused_attention = false;
@@ -916,8 +918,9 @@ void capture_steps(std::vector<std::int64_t>& s, std::int64_t from, std::int64_t
 }
 
 // The decode batch sizes an engine captures and pads to when no list is given, up to its
-// largest graph (graph_max_batch); empty where it pads none (docs/serving.md#graph-padding).
-std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
+// largest graph (graph_max_batch), under speculative decoding of `spec_tokens` drafts; empty
+// where it pads none (docs/serving.md#graph-padding).
+std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_tokens) {
   std::vector<std::int64_t> s;
   const std::int64_t max = e.graph_max_batch;
   // Graphs a decode batch pads to: whole ones, or vLLM's piecewise ones (0.8-0.10).
@@ -966,6 +969,16 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
         // model_runner.py at v0.3.0), a batch padded to the next (CudaGraphRunner.replay's bisect_left).
         s = {1, 2, 4};
         capture_steps(s, 8, max + 1, 8, max);
+      } else if (spec_tokens > 0) {
+        // 2025-26 under speculative decoding ("less padding for smaller batch sizes"): every size
+        // to 8, steps of 2 from 10 to 32, of 4 from 40 to 64, of 8 from 72 to 256, of 16 from 272
+        // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch, PR #10372), up to
+        // cuda_graph_max_bs; a graph holds a sequence's drafts (its tokens, bs x draft tokens).
+        capture_steps(s, 1, 9, 1, max);
+        capture_steps(s, 10, 33, 2, max);
+        capture_steps(s, 40, 65, 4, max);
+        capture_steps(s, 72, 257, 8, max);
+        capture_steps(s, 272, max + 1, 16, max);
       } else {
         // 2025-26: [1, 2, 4, 8, 12], steps of 8 from 16 to 256, of 16 to 512, of 32 past it
         // (server_args.py, _generate_cuda_graph_batch_sizes), up to cuda_graph_max_bs.
@@ -973,7 +986,10 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
         capture_steps(s, 16, 257, 8, max);
         capture_steps(s, 272, 512, 16, max);
         capture_steps(s, 512, max + 1, 32, max);
-        // and cuda_graph_max_bs itself (PR #21005, 2026), past the sizes above it.
+      }
+      if (e.version != 3) {
+        // Either list, and cuda_graph_max_bs itself (PR #21005, 2026: "ensure generated cuda graph
+        // batch sizes always include the configured cuda_graph_max_bs"), past the sizes above it.
         while (!s.empty() && s.back() > max) s.pop_back();
         if ((s.empty() || s.back() != max) && s.size() < kMaxCaptureSizes) s.push_back(max);
       }
@@ -995,7 +1011,7 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e) {
 // limits. A batch past the largest left runs without a graph. vLLM's largest graph bounds its
 // mixed steps' graphs too (graph_max_tokens).
 void pad_graphs(EngineConfig& e, int spec_tokens) {
-  if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e);
+  if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e, spec_tokens);
   const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
   // vLLM V0 sizes its list from the sequence limit alone (a decode batch never passes the budget).

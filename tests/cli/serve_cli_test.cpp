@@ -877,6 +877,18 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   std::vector<std::int64_t> pool = steps({1, 2, 4, 8, 12}, 16, 96, 8);
   pool.push_back(100);
   EXPECT_EQ(sizes("sglang --max-num-seqs 100"), pool);
+  // Under speculative decoding its other list ("less padding for smaller batch sizes",
+  // _generate_cuda_graph_batch_sizes' speculative branch): range(1, 9) + range(10, 33, 2) +
+  // range(40, 65, 4) + range(72, 257, 8) to 256, 8 + 12 + 7 + 24 = 51 sizes; 9 sequences
+  // verifying drafts pad to 10, where without drafts they pad to 12.
+  const std::string mtp = "sglang --draft mtp --spec-tokens 2 --accept 0.7";
+  const std::vector<std::int64_t> spec = steps(steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 64, 4), 72, 256, 8);
+  ASSERT_EQ(spec.size(), 51u);
+  EXPECT_EQ(sizes(mtp), spec);
+  // Its request pool of 100 cuts it the same way, 100 itself captured.
+  std::vector<std::int64_t> spec_pool = steps(steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 64, 4), 72, 96, 8);
+  spec_pool.push_back(100);
+  EXPECT_EQ(sizes(mtp + " --max-num-seqs 100"), spec_pool);
   // A largest graph of 10 (--graph-max-batch, SGLang's --cuda-graph-max-bs): the sizes past it
   // dropped, 10 itself captured.
   EXPECT_EQ(sizes("sglang --graph-max-batch 10"), (std::vector<std::int64_t>{1, 2, 4, 8, 10}));
