@@ -91,10 +91,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.num_scheduler_steps.empty()) e.scheduler_steps = parse_positive_int(f.num_scheduler_steps, "--num-scheduler-steps");
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");
   if (!f.kv_blocks.empty()) e.kv_blocks_override = parse_positive_int(f.kv_blocks, "--kv-blocks");
-  if (!f.kv_memory_fraction.empty()) {
-    e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
-    e.fraction_reserved_mib = 0;  // (the fraction given, not the engine's rule: a draft leaves it)
-  }
+  if (!f.kv_memory_fraction.empty()) e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
   if (!f.prefix_caching.empty()) e.prefix_caching = on_off(f.prefix_caching, "--prefix-caching");
   if (!f.mixed_chunk.empty()) {
     e.mixed_chunk = on_off(f.mixed_chunk, "--mixed-chunk");
@@ -227,7 +224,6 @@ void decode_instances(const ServeFlags& f, const model::ModelConfig& m, const hw
   // The capture list within the decode instances' own limits.
   const bool listed = !e.graph_sizes.empty();
   serving::settle_graphs(e, cfg.spec.k);
-  serving::settle_draft_memory(e, cfg.spec.on(), cfg.spec.mtp);
   if (listed && e.graph_sizes.empty()) {
     throw InputError(fmt::format("--disagg-decode: '{}': no captured batch size within the decode instances' limits", f.disagg_decode));
   }
@@ -247,7 +243,6 @@ serving::ServeConfig serve_config(const ServeFlags& f, const model::ModelConfig&
   // vLLM sizes its graphs from the sequence limit when not told (search serve's launch files tell
   // it); then the list a decode batch pads to.
   serving::settle_graphs(cfg.engine, cfg.spec.k);
-  serving::settle_draft_memory(cfg.engine, cfg.spec.on(), cfg.spec.mtp);
   if (!f.graph_sizes.empty() && cfg.engine.graph_sizes.empty()) {
     throw InputError(fmt::format("--graph-sizes: {}: none within the engine's sequence limit ({}) and token budget ({}): no graph would be "
                                  "captured",

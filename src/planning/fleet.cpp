@@ -802,11 +802,9 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
-    serving::settle_draft_memory(e, c.spec.on(), c.spec.mtp);
     searched_graphs(e, d.spec_tokens);
   }
   serving::settle_output_processing(c.engine, c.spec.on());
-  serving::settle_draft_memory(c.engine, c.spec.on(), c.spec.mtp);
   searched_graphs(c.engine, d.spec_tokens);
   return c;
 }

@@ -354,12 +354,6 @@ double sglang03_fraction(std::int64_t tp) {
   return tp >= 16 ? 0.79 : tp >= 8 ? 0.83 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
 }
 
-// SGLang's mem_fraction_static from the memory and what it reserves, in MiB: round((gpu_mem -
-// reserved_mem) / gpu_mem, 3), or 0.88 where nothing is left (server_args.py).
-double sglang_fraction(double mem_mb, double reserved_mb) {
-  return mem_mb > reserved_mb ? std::round((mem_mb - reserved_mb) / mem_mb * 1000) / 1000 : 0.88;
-}
-
 // SGLang. `version` 3: 0.3.x, whose overlap scheduler was opt-in (--enable-overlap-schedule,
 // PR #1738) until PR #2067 made it the default (November 2024); 0: 0.4 and later.
 EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
@@ -393,8 +387,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
                          2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
     if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
     // round((gpu_mem - reserved_mem) / gpu_mem, 3) (PR #10372).
-    e.kv_memory_fraction = sglang_fraction(mem_mb, reserved_mb);
-    if (mem_mb > reserved_mb) e.fraction_memory_mib = mem_mb, e.fraction_reserved_mib = reserved_mb;
+    e.kv_memory_fraction = mem_mb > reserved_mb ? std::round((mem_mb - reserved_mb) / mem_mb * 1000) / 1000 : 0.88;
   }
   e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
   e.fused_attention = false;
@@ -597,12 +590,6 @@ void settle_output_processing(EngineConfig& e, bool speculative) {
   if (e.decode_graphs != GraphMode::eager && !speculative) return;
   e.outputs_in_step = true;
   e.host_source += "; its output processor off without graphs or with a draft (vllm/config.py verify_async_output_proc)";
-}
-
-void settle_draft_memory(EngineConfig& e, bool speculative, bool mtp) {
-  if (e.kind != EngineKind::sglang || !(e.fraction_reserved_mib > 0)) return;
-  const double draft_mib = !speculative ? 0 : mtp ? 2 * 1024 : 6 * 1024;
-  e.kv_memory_fraction = sglang_fraction(e.fraction_memory_mib, e.fraction_reserved_mib + draft_mib);
 }
 
 std::string_view name(EngineKind k) noexcept {

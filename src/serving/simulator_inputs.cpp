@@ -62,7 +62,6 @@ InstancePlan instance_plan(const ServeConfig& cfg, bool decode) {
     if (dg.decode_engine) p.engine = *dg.decode_engine;
   }
   settle_output_processing(p.engine, cfg.spec.on());
-  settle_draft_memory(p.engine, cfg.spec.on(), cfg.spec.mtp);
   return p;
 }
 

@@ -850,30 +850,6 @@ TEST(ServeCli, GraphCaptureFlags) {
 
 // The lists vLLM and SGLang capture and pad a decode batch to when none is given
 // (docs/serving.md#graph-padding), each written out from its release's code.
-// SGLang keeps memory out of mem_fraction_static for a draft (server_args.py,
-// _handle_gpu_memory_settings): 2 GiB for EAGLE-style drafts (an MTP layer), 6 GiB for a
-// standalone draft model. Llama-3.1-8B on an H100 (81559 MiB) at TP 1 reserves max(512 + 1.5 x
-// 8192 + 2 x 256 + 1/8 x 1024, 10240) = 13440 MiB: round(68119 / 81559, 3) = 0.835 without a
-// draft, round((68119 - 2048) / 81559, 3) = round(0.81010, 3) = 0.81 with MTP, round((68119 -
-// 6144) / 81559, 3) = round(0.75988, 3) = 0.76 with Llama-3.2-1B. A fraction given stays.
-TEST(ServeCli, SglangKeepsMemoryOutOfItsFractionForADraft) {
-  const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 5 --engine sglang";
-  const std::string spec = " --spec-tokens 2 --accept 0.7";
-  auto fraction = [&](const std::string& flags) { return run_json(q + flags)["engine"]["kv_memory_fraction"].get<double>(); };
-  EXPECT_DOUBLE_EQ(fraction(""), 0.835);
-  EXPECT_DOUBLE_EQ(fraction(" --draft mtp" + spec), 0.81);
-  EXPECT_DOUBLE_EQ(fraction(" --draft llama-3.2-1b" + spec), 0.76);
-  EXPECT_DOUBLE_EQ(fraction(" --draft mtp" + spec + " --kv-memory-fraction 0.8"), 0.8);
-  // The cache is what that fraction leaves (static_fraction: f x C - W - R), the draft's weights
-  // among W.
-  const nlohmann::json mem = run_json(q + " --draft mtp" + spec)["memory"];
-  EXPECT_NEAR(mem["kv_bytes"].get<double>(),
-              0.81 * mem["capacity_bytes"].get<double>() - mem["weights_bytes"].get<double>() - mem["reserved_bytes"].get<double>(), 1);
-  // vLLM's gpu_memory_utilization has no such rule.
-  EXPECT_DOUBLE_EQ(run_json("serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 5 --engine vllm --draft mtp" + spec)["engine"]
-                       ["kv_memory_fraction"].get<double>(), 0.9);
-}
-
 TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   const std::string q = "serve --model llama-3.1-8b --hw h100-sxm --qps 1 --requests 5 --engine ";
   auto sizes = [&](const std::string& flags) { return run_json(q + flags)["engine"]["graph_sizes"].get<std::vector<std::int64_t>>(); };

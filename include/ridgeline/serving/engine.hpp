@@ -97,10 +97,6 @@ struct EngineConfig {
   bool mixed_chunk = false;                ///< SGLang --enable-mixed-chunk: decodes ride in the prefill step
   std::int64_t kv_block = 16;              ///< tokens per KV block (page)
   double kv_memory_fraction = 0.9;         ///< see MemoryRule
-  /// SGLang's mem_fraction_static rule, (memory - reserved) / memory rounded to three places, as
-  /// the preset applied it, in MiB: what settle_draft_memory recomputes it from with a draft's
-  /// reserve. Zero reserved: the fraction is not the rule's (another engine, SGLang 0.3, or given).
-  double fraction_memory_mib = 0, fraction_reserved_mib = 0;
   double reserved_bytes = 0;               ///< memory neither weights, activations nor cache (CUDA context, NCCL, graph pool), per chip
   std::int64_t kv_blocks_override = 0;     ///< cache blocks per replica instead of the memory's (vLLM num_gpu_blocks_override; 0: computed)
   bool prefix_caching = true;
@@ -375,13 +371,6 @@ constexpr bool engine_outputs_next_step(const EngineConfig& e) noexcept {
 /// ModelConfig.verify_async_output_proc, v0.6.0): `e` as it runs without graphs or with a draft,
 /// its outputs processed after each step (outputs_in_step, said in its host_source).
 void settle_output_processing(EngineConfig& e, bool speculative);
-
-/// SGLang (2025-26) keeps memory out of mem_fraction_static for a draft, its weights' and graphs'
-/// headroom: 2 GiB for EAGLE-style drafts (EAGLE, EAGLE3, NEXTN: an MTP layer, `mtp`), 6 GiB for a
-/// standalone draft model (STANDALONE) (server_args.py, _handle_gpu_memory_settings). `e` with
-/// its fraction from its rule and that reserve, when the fraction is the rule's; else unchanged.
-/// As often as called, the same.
-void settle_draft_memory(EngineConfig& e, bool speculative, bool mtp);
 /// Where that comes from, for a line of output.
 inline constexpr const char* kOutputLagSource =
     "vLLM V0's asynchronous output processor: a step's outputs processed and sent once the next step is scheduled and launched "
