@@ -204,7 +204,7 @@ TEST(InferCli, BadInput) {
 
 TEST(ModelsCli, ListsTheBundledModels) {
   auto j = run_json("models");
-  ASSERT_EQ(j.size(), 15u);
+  ASSERT_EQ(j.size(), 19u);
   for (const auto& m : j) EXPECT_GT(m["params"].get<double>(), 1e9) << m;
 }
 

@@ -37,6 +37,10 @@ constexpr Published kPublished[] = {
     {"qwen2.5-7b", 7615616512, "Qwen2.5-7B (model card 7.61B)"},
     {"qwen2.5-72b", 72706203648, "Qwen2.5-72B (model card 72.7B)"},
     {"deepseek-v3", 671e9, "DeepSeek-V3 README: 671B main model (685B with the 14B MTP module)"},
+    {"deepseek-r1", 671e9, "DeepSeek-R1 README: 671B total (DeepSeek-V3-Base's architecture)"},
+    {"qwen3-235b-a22b", 235e9, "Qwen/Qwen3-235B-A22B model card: 235B in total"},
+    {"qwen3-30b-a3b", 30.5e9, "Qwen/Qwen3-30B-A3B model card: 30.5B in total"},
+    {"qwen3-32b", 32.8e9, "Qwen/Qwen3-32B model card: 32.8B"},
     {"gpt-oss-120b", 116829156672, "gpt-oss-120b parameter count (model card: 117B)"},
     {"gpt3-175b", 175.0e9, "Brown et al. 2020, Table 2.1: 175.0B"},
 };
@@ -70,6 +74,10 @@ TEST(Params, MoeActiveParameters) {
   // gpt-oss-120b: the model card's 5.1B active excludes the input embedding (4.55B in the
   // layers + 0.58B unembedding).
   EXPECT_NEAR(count_params(io::bundled_model("gpt-oss-120b")).active / 5.1e9, 1.0, 0.01);
+  // Qwen3-30B-A3B (model card: 3.3B activated): per layer q 2048·4096 + k, v 2048·512 each + o
+  // 4096·2048 = 18874368, q and k norms 2·128, 8 of 128 experts 8·3·2048·768 = 37748736, router
+  // 2048·128, norms 2·2048: 56889600; ·48 + embeddings 2·151936·2048 + final norm 2048.
+  EXPECT_EQ(count_params(io::bundled_model("qwen3-30b-a3b")).active_with_embedding, 48 * 56889600.0 + 2 * 151936.0 * 2048 + 2048);
   // DeepSeek-V3: "37B activated", a figure rounded to the billion: [36.5, 37.5).
   ParamCount ds = count_params(io::bundled_model("deepseek-v3"));
   EXPECT_GE(ds.active, 36.5e9);
