@@ -207,6 +207,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   // The capture list a step pads to, within these limits and rounded to the drafts' query (vLLM),
   // as serve has it.
   try {
+    serving::settle_draft_limits(e, cfg.spec.k);
     serving::pad_graphs(e, cfg.spec.k);
   } catch (const InputError&) {
     return;  // no size left: the engine would not start
@@ -223,6 +224,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       serving::EngineConfig& de = cfg.disagg.decode_engine.emplace(cfg.engine);
       de.max_num_seqs = std::min<std::int64_t>(de.max_batched_tokens, 1 + (d[14] >> 2) % 64);
       de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
+      serving::settle_draft_limits(de, cfg.spec.k);
       serving::pad_graphs(de, cfg.spec.k);
     }
   }

@@ -618,7 +618,7 @@ std::vector<std::int64_t> powers_of_two_up_to(std::int64_t max) {
 std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& s) {
   std::vector<Candidate> out;
   std::vector<serving::EngineRef> engines = s.engines;
-  if (engines.empty()) engines.push_back({s.base.engine.kind, s.base.engine.version});
+  if (engines.empty()) engines.push_back(s.base.engine.ref());
   std::vector<std::optional<DType>> ws_given = s.weight_dtypes, kvs_given = s.kv_dtypes;
   if (ws_given.empty()) ws_given.push_back(s.base.forward.precision.weight);
   if (kvs_given.empty()) kvs_given.push_back(s.base.forward.precision.kv_cache);
@@ -757,9 +757,11 @@ serving::Slo band_slo(const model::ModelConfig& m, const FleetSpace& space, cons
 namespace {
 bool capture_unpinned(const serving::EngineConfig& e) { return serving::is_vllm_v0(e.ref()); }
 
-// A deployment's graphs as searched: vLLM V0's from its sequence limit, then the list a step pads
-// to within its limits, rounded to the drafts' query (as serve's).
+// A deployment's graphs as searched: the limits its drafts impose (SGLang's 48 requests), vLLM
+// V0's graphs from its sequence limit, then the list a step pads to within its limits, rounded
+// to the drafts' query (as serve's).
 void searched_graphs(serving::EngineConfig& e, int spec_tokens) {
+  serving::settle_draft_limits(e, spec_tokens);
   if (capture_unpinned(e)) serving::capture_from_seqs(e, spec_tokens);
   serving::pad_graphs(e, spec_tokens);
 }

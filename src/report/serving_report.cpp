@@ -127,7 +127,7 @@ std::vector<BandRead> band_reads(const std::string& cls, const serving::Slo& slo
 
 // The run's class in the validation table (docs/serving.md#errors-by-class).
 std::string run_class(const model::ModelConfig& m, const hw::System& sys, const serving::ServeConfig& cfg, const serving::ServingResult& r) {
-  return answer_class(serving::band_name({r.engine.kind, r.engine.version}), m, cfg.forward, sys.chip);
+  return answer_class(serving::band_name(r.engine.ref()), m, cfg.forward, sys.chip);
 }
 
 }  // namespace

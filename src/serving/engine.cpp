@@ -386,7 +386,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
     double reserved_mb = 512 + 1.5 * static_cast<double>(std::max<std::int64_t>(s.chunk, 2048)) +
                          2.0 * static_cast<double>(s.graph_bs) + static_cast<double>(tp) / 8 * 1024;
     if (mem_mb > 60 * 1024) reserved_mb = std::max(reserved_mb, 10.0 * 1024);
-    // round((gpu_mem - reserved_mem) / gpu_mem, 3) (PR #10372).
+    // round((gpu_mem - reserved_mem) / gpu_mem, 3) (PR #7054, June 2025).
     e.kv_memory_fraction = mem_mb > reserved_mb ? std::round((mem_mb - reserved_mb) / mem_mb * 1000) / 1000 : 0.88;
   }
   e.prefix_caching = true;  // RadixAttention, on unless --disable-radix-cache
@@ -972,7 +972,7 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_t
       } else if (spec_tokens > 0) {
         // 2025-26 under speculative decoding ("less padding for smaller batch sizes"): every size
         // to 8, steps of 2 from 10 to 32, of 4 from 40 to 64, of 8 from 72 to 256, of 16 from 272
-        // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch, PR #10372), up to
+        // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch; from PR #4908), up to
         // cuda_graph_max_bs; a graph holds a sequence's drafts (its tokens, bs x draft tokens).
         capture_steps(s, 1, 9, 1, max);
         capture_steps(s, 10, 33, 2, max);
@@ -1101,7 +1101,16 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
   if (e.graph_max_tokens > 0) e.graph_max_tokens = size;
 }
 
+void settle_draft_limits(EngineConfig& e, int spec_tokens) {
+  if (e.kind != EngineKind::sglang || e.version == 3 || spec_tokens <= 0 || e.max_num_seqs > 0) return;
+  e.max_num_seqs = kSglangDraftRequests;
+  e.mixed_chunk = false;
+  e.sources += "; under speculative decoding max_running_requests 48 unless given, mixed chunks off (arg_groups/speculative_hook.py "
+               "_handle_eagle_family; server_args.py from PR #4908)";
+}
+
 void settle_graphs(EngineConfig& e, int spec_tokens) {
+  settle_draft_limits(e, spec_tokens);
   capture_from_seqs(e, spec_tokens);
   pad_graphs(e, spec_tokens);
 }

@@ -880,12 +880,18 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   // Under speculative decoding its other list ("less padding for smaller batch sizes",
   // _generate_cuda_graph_batch_sizes' speculative branch): range(1, 9) + range(10, 33, 2) +
   // range(40, 65, 4) + range(72, 257, 8) to 256, 8 + 12 + 7 + 24 = 51 sizes; 9 sequences
-  // verifying drafts pad to 10, where without drafts they pad to 12.
+  // verifying drafts pad to 10, where without drafts they pad to 12. With no running-request
+  // limit given SGLang runs 48 under drafts (speculative_hook.py), so its pool cuts the list at
+  // 48: 1-8, 10-32 in steps of 2, 40, 44, 48 (23 sizes).
   const std::string mtp = "sglang --draft mtp --spec-tokens 2 --accept 0.7";
   const std::vector<std::int64_t> spec = steps(steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 64, 4), 72, 256, 8);
   ASSERT_EQ(spec.size(), 51u);
-  EXPECT_EQ(sizes(mtp), spec);
-  // Its request pool of 100 cuts it the same way, 100 itself captured.
+  EXPECT_EQ(sizes(mtp + " --max-num-seqs 1000"), spec);
+  const std::vector<std::int64_t> spec48 = steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 48, 4);
+  ASSERT_EQ(spec48.size(), 23u);
+  EXPECT_EQ(sizes(mtp), spec48);
+  EXPECT_EQ(run_json(q + mtp)["engine"]["max_num_seqs"], 48);
+  // A request pool of 100 cuts it the same way, 100 itself captured.
   std::vector<std::int64_t> spec_pool = steps(steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 64, 4), 72, 96, 8);
   spec_pool.push_back(100);
   EXPECT_EQ(sizes(mtp + " --max-num-seqs 100"), spec_pool);

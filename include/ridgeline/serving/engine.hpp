@@ -317,9 +317,16 @@ inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
 /// presets' limits (256 sequences or more) it stays 512. vLLM V0 (0.6): the sequence limit
 /// padded to its capture list (1, 2, 4, then multiples of 8), at most 8192 sequences.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
-/// The engine's graphs once every limit is set: its largest graph from the sequence limit
-/// (capture_from_seqs), then the list a step pads to within the limits (pad_graphs), in that
-/// order (the list is generated up to the largest graph).
+/// SGLang (0.4+) under speculative decoding with no running-request limit given runs at most
+/// kSglangDraftRequests ("Max running requests is reset to 48 for speculative decoding") and no
+/// mixed chunks (_handle_eagle_family, python/sglang/srt/arg_groups/speculative_hook.py; in
+/// server_args.py from PR #4908, March 2025). `e` so, said in its sources; any other engine, a
+/// limit given or no drafts: unchanged. As often as called, the same.
+inline constexpr std::int64_t kSglangDraftRequests = 48;
+void settle_draft_limits(EngineConfig& e, int spec_tokens);
+/// The engine's graphs once every limit is set: the limits drafts impose (settle_draft_limits),
+/// its largest graph from the sequence limit (capture_from_seqs), then the list a step pads to
+/// within the limits (pad_graphs), in that order (the list is generated up to the largest graph).
 void settle_graphs(EngineConfig& e, int spec_tokens);
 /// One engine iteration from its device time: the host's time per step and per sequence
 /// hidden behind the device (overlapped scheduling) or added to it, and the host time every
