@@ -58,8 +58,9 @@ struct Fixture {
 // `pad_v`: ForwardConfig::mla_pad_v (MLA's prefill over V padded to the keys' width, its output
 // sliced back: copies over the prefill positions and over the prefill tokens).
 // `pad`: a CUDA graph's padding to its captured sizes (docs/serving.md#graph-padding), 0 none;
-// 1 by sequences, the padding one row repeated (TensorRT-LLM); 2 by sequences, leftover rows
-// (SGLang); 3 by tokens, leftover rows (vLLM V1); 4 by tokens, one row repeated (vLLM V0).
+// 1 by sequences, the padding one row repeated (TensorRT-LLM's list with padding on); 2 by
+// sequences, leftover rows (SGLang's list under speculative decoding); 3 by tokens, leftover
+// rows (vLLM V1); 4 by tokens, one row repeated (vLLM V0).
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
                                  int allreduce = 0, double eager_host = 0, double compiled_host = 0, int mla_op = 0,
                                  double mla_op_host = 0, bool deepgemm = false, bool pad_v = false, double mla_op_call = 0,
@@ -86,10 +87,17 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
     fx->f.nccl_nvls = allreduce != 2;
   }
   if (pad > 0) {
-    // TensorRT-LLM's 1-32, 64, 128; vLLM's 1, 2, 4, then steps of 8 to 512.
-    if (pad <= 2) {
-      for (std::int64_t n = 1; n <= 32; ++n) fx->pad_sizes.push_back(n);
-      fx->pad_sizes.insert(fx->pad_sizes.end(), {64, 128});
+    // TensorRT-LLM's 1, 2, 4, steps of 8 to 128, 256, 512; SGLang's 1-8, steps of 2 to 32, of 4
+    // to 64, of 8 to 256; vLLM's 1, 2, 4, then steps of 8 to 512.
+    if (pad == 1) {
+      fx->pad_sizes = {1, 2, 4};
+      for (std::int64_t n = 8; n <= 128; n += 8) fx->pad_sizes.push_back(n);
+      fx->pad_sizes.insert(fx->pad_sizes.end(), {256, 512});
+    } else if (pad == 2) {
+      for (std::int64_t n = 1; n <= 8; ++n) fx->pad_sizes.push_back(n);
+      for (std::int64_t n = 10; n <= 32; n += 2) fx->pad_sizes.push_back(n);
+      for (std::int64_t n = 40; n <= 64; n += 4) fx->pad_sizes.push_back(n);
+      for (std::int64_t n = 72; n <= 256; n += 8) fx->pad_sizes.push_back(n);
     } else {
       fx->pad_sizes = {1, 2, 4};
       for (std::int64_t n = 8; n <= 512; n += 8) fx->pad_sizes.push_back(n);
@@ -588,6 +596,35 @@ TEST(StepModel, AGraphStepPaddedToItsCapturedSizeComputesEveryKernelButAttention
   model::StepMix mixed = m261;
   mixed.add_prefill(128, 128, 0);
   EXPECT_DOUBLE_EQ(b.time(mixed, GraphMode::graph), a.time(mixed, GraphMode::graph));
+}
+
+// What a padded step holds, counted by hand (the property test above shares pad_rows between
+// its two sides, so these pin the rule itself). SGLang's speculative list (..., 8, 10, 12, ...)
+// counts sequences: 9 verifying 2 drafts each (27 tokens) pad to 10 sequences, 30 tokens.
+// vLLM V0 counts rows, a sequence's k + 1 of them: 5 verifying 1 draft are 10 rows, padded to
+// 16 (1, 2, 4, 8, 16, ...): 8 sequences' worth, 16 - 10 - 1 = 5 rows repeating the first padding
+// row. vLLM V1 pads a step with a prompt chunk by chunk tokens: 3 decodes and a 70-token chunk
+// (73 tokens) to 80, the 3 sequences kept, dearer than unpadded as graphs, the same eagerly.
+TEST(StepModel, APaddedStepHoldsTheRowsItsEngineCounts) {
+  auto sglang = fixture(kPlans[0], true, 132, 1, false, 0, 0, 0, 0, 0, false, false, 0, 2);
+  model::StepMix nine;
+  for (int i = 0; i < 9; ++i) nine.add_decode(1000, 0, 3);
+  EXPECT_DOUBLE_EQ(padded_sequences(sglang->f, nine, GraphMode::graph), 10);
+  EXPECT_DOUBLE_EQ(padded_sequences(sglang->f, nine, GraphMode::eager), 9);
+  auto v0 = fixture(kPlans[3], true, 132, 1, false, 0, 0, 0, 0, 0, false, false, 0, 4);
+  model::StepMix five;
+  for (int i = 0; i < 5; ++i) five.add_decode(1000, 0, 2);
+  EXPECT_DOUBLE_EQ(padded_sequences(v0->f, five, GraphMode::graph), 8);
+  // The repeated rows reach the experts: 11 distinct rows' (10 real, 1 padding), not 16.
+  auto v1 = fixture(kPlans[3], true, 132, 1, false, 0, 0, 0, 0, 0, false, false, 0, 3);
+  EXPECT_LT(v0->step->time(five, GraphMode::graph), v1->step->time(five, GraphMode::graph));
+  model::StepMix mixed;
+  for (int i = 0; i < 3; ++i) mixed.add_decode(1000, 0);
+  mixed.add_prefill(70, 70, 0);
+  EXPECT_DOUBLE_EQ(padded_sequences(v1->f, mixed, GraphMode::piecewise), 3);
+  auto plain = fixture(kPlans[3], true, 132);
+  EXPECT_GT(v1->step->time(mixed, GraphMode::piecewise), plain->step->time(mixed, GraphMode::piecewise));
+  EXPECT_DOUBLE_EQ(v1->step->time(mixed, GraphMode::eager), plain->step->time(mixed, GraphMode::eager));
 }
 
 // TensorRT-LLM pads a batch with its one dummy request repeated
