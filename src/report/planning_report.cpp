@@ -22,6 +22,9 @@ namespace {
 std::string dtype_or(const std::optional<DType>& d, const char* fallback) { return d ? std::string(name(*d)) : fallback; }
 
 std::string seqs_text(std::int64_t n) { return n > 0 ? fmt::format("{}", n) : "auto"; }
+// The running-request limit a deployment ran with: the one searched, or its engine's under its
+// drafts (SGLang's 48), else 0 (the engine's own rule).
+std::int64_t run_seqs(const Deployment& d) { return serving::draft_request_limit(d.engine, d.max_num_seqs, d.spec_tokens); }
 
 
 // The instances: "3" replicas, or "1P+2D" (disaggregated prefill and decode instances).
@@ -74,7 +77,7 @@ std::string knobs_text(const planning::FleetSpace& s, const Deployment& d) {
 std::string label(const planning::FleetSpace& s, const Deployment& d) {
   std::string l = fmt::format("{} x {} tp {}", instances(d), s.chips[d.chip].sys.chip.name, tp_text(d));
   if (d.ep > 1 || own_decode_ep(d)) l += fmt::format(" ep {}", ep_text(d));
-  return l + fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(d.max_num_seqs)) + knobs_text(s, d);
+  return l + fmt::format(", {} {} seqs", serving::name(d.engine), seqs_text(run_seqs(d))) + knobs_text(s, d);
 }
 
 std::string s_chip(const planning::FleetSpace& s, const Deployment& d) { return s.chips[d.chip].sys.chip.name; }
@@ -163,7 +166,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"engine", std::string(serving::name(d.engine))},
          {"weight_dtype", d.weight_dtype ? json(std::string(name(*d.weight_dtype))) : json(nullptr)},
          {"kv_dtype", d.kv_dtype ? json(std::string(name(*d.kv_dtype))) : json(nullptr)},
-         {"max_num_seqs", d.max_num_seqs},
+         {"max_num_seqs", run_seqs(d)},
          {"max_batched_tokens", d.max_batched_tokens},
          {"chunked_prefill", d.chunked_prefill.value_or(serving::engine_preset(d.engine, s.chips[d.chip].sys.chip, d.tp).chunked_prefill)},
          {"spec_tokens", d.spec_tokens},
@@ -439,10 +442,10 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
                      "tok/s/G", "tok/s/u", "max qps", "spare");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
-      std::int64_t lo = d.max_num_seqs, hi = d.max_num_seqs;
+      std::int64_t lo = run_seqs(d), hi = run_seqs(d);
       std::size_t j = i + 1;
-      for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, v[j].max_num_seqs), hi = std::max(hi, v[j].max_num_seqs);
-      const std::string seqs = lo == hi ? seqs_text(d.max_num_seqs) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
+      for (; j < v.size() && same_run(d, v[j]); ++j) lo = std::min(lo, run_seqs(v[j])), hi = std::max(hi, run_seqs(v[j]));
+      const std::string seqs = lo == hi ? seqs_text(lo) : fmt::format("{}-{}", seqs_text(lo), seqs_text(hi));
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");

@@ -795,7 +795,10 @@ void validate_ranks(const EngineConfig& e, std::int64_t ranks) {
                                  "ranks ({} // {} = 0 per rank); expected at least {}",
                                  flag, v, ranks, what, v, ranks, ranks));
   };
-  if (e.max_num_seqs > 0 && e.max_num_seqs < ranks) refuse("--max-num-seqs", e.max_num_seqs, "request limit");
+  if (e.max_num_seqs > 0 && e.max_num_seqs < ranks) {
+    refuse(e.seqs_by_draft ? "--draft (SGLang's request limit under speculative decoding, unless --max-num-seqs)" : "--max-num-seqs",
+           e.max_num_seqs, "request limit");
+  }
   if (e.chunked_prefill && e.max_batched_tokens < ranks) refuse("--max-batched-tokens", e.max_batched_tokens, "chunk budget");
 }
 
@@ -970,9 +973,10 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_t
         s = {1, 2, 4};
         capture_steps(s, 8, max + 1, 8, max);
       } else if (spec_tokens > 0) {
-        // 2025-26 under speculative decoding ("less padding for smaller batch sizes"): every size
-        // to 8, steps of 2 from 10 to 32, of 4 from 40 to 64, of 8 from 72 to 256, of 16 from 272
-        // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch; from PR #4908), up to
+        // 2025-26 under speculative decoding ("less padding for smaller batch sizes", PR #15015): every
+        // size to 8, steps of 2 from 10 to 32, of 4 from 40 to 64, of 8 from 72 to 256, of 16 from 272
+        // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch: PRs #10372 and
+        // #12002; its first form, to 160, PR #4908), up to
         // cuda_graph_max_bs; a graph holds a sequence's drafts (its tokens, bs x draft tokens).
         capture_steps(s, 1, 9, 1, max);
         capture_steps(s, 10, 33, 2, max);
@@ -1102,11 +1106,13 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
 }
 
 void settle_draft_limits(EngineConfig& e, int spec_tokens) {
-  if (e.kind != EngineKind::sglang || e.version == 3 || spec_tokens <= 0 || e.max_num_seqs > 0) return;
-  e.max_num_seqs = kSglangDraftRequests;
+  if (e.kind != EngineKind::sglang || e.version == 3 || spec_tokens <= 0) return;
   e.mixed_chunk = false;
-  e.sources += "; under speculative decoding max_running_requests 48 unless given, mixed chunks off (arg_groups/speculative_hook.py "
-               "_handle_eagle_family; server_args.py from PR #4908)";
+  if (e.max_num_seqs > 0) return;  // (given, or already settled)
+  e.max_num_seqs = draft_request_limit(e.ref(), e.max_num_seqs, spec_tokens);
+  e.seqs_by_draft = true;
+  e.sources += "; under speculative decoding max_running_requests 48 unless given and mixed chunks off (arg_groups/speculative_hook.py, "
+               "every algorithm's handler; server_args.py from PR #4908)";
 }
 
 void settle_graphs(EngineConfig& e, int spec_tokens) {

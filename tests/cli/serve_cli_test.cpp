@@ -890,7 +890,15 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   const std::vector<std::int64_t> spec48 = steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 48, 4);
   ASSERT_EQ(spec48.size(), 23u);
   EXPECT_EQ(sizes(mtp), spec48);
-  EXPECT_EQ(run_json(q + mtp)["engine"]["max_num_seqs"], 48);
+  const nlohmann::json by_draft = run_json(q + mtp + " --mixed-chunk on")["engine"];
+  EXPECT_EQ(by_draft["max_num_seqs"], 48);
+  // Mixed chunks off under drafts whatever the limit (every handler turns them off, and
+  // server_args.py asserts it); a limit given stays.
+  EXPECT_EQ(by_draft["mixed_chunk"], false);
+  const nlohmann::json given = run_json(q + mtp + " --max-num-seqs 64 --mixed-chunk on")["engine"];
+  EXPECT_EQ(given["max_num_seqs"], 64);
+  EXPECT_EQ(given["mixed_chunk"], false);
+  EXPECT_EQ(run_json(q + "sglang --mixed-chunk on")["engine"]["mixed_chunk"], true);
   // A request pool of 100 cuts it the same way, 100 itself captured.
   std::vector<std::int64_t> spec_pool = steps(steps(steps(steps({}, 1, 8, 1), 10, 32, 2), 40, 64, 4), 72, 96, 8);
   spec_pool.push_back(100);

@@ -327,6 +327,16 @@ TEST(Launch, SglangMemoryAndSchedulerKnobs) {
   EXPECT_EQ(arg(w, "--disable-radix-cache"), "<absent>");
   EXPECT_EQ(arg(w, "--disable-overlap-schedule"), "<absent>");
   EXPECT_EQ(arg(w, "--max-total-tokens"), "<absent>");
+  // Under drafts the 48 running requests are SGLang's own: left to it, not written (written, its
+  // PD hook would reserve decode slots besides); a limit given is written.
+  serving::ServeConfig drafted = config(EngineKind::sglang, sys, 1);
+  serving::settle_draft_limits(drafted.engine, 2);
+  ASSERT_EQ(drafted.engine.max_num_seqs, 48);
+  EXPECT_EQ(arg(launch_plan(m, drafted, LaunchTarget::sglang, {"x", ""}).workers[0], "--max-running-requests"), "<absent>");
+  serving::ServeConfig limited = config(EngineKind::sglang, sys, 1);
+  limited.engine.max_num_seqs = 64;
+  serving::settle_draft_limits(limited.engine, 2);
+  EXPECT_EQ(arg(launch_plan(m, limited, LaunchTarget::sglang, {"x", ""}).workers[0], "--max-running-requests"), "64");
   // A cache given in blocks (--kv-blocks 1000) of 16-token pages: SGLang's pool is in tokens,
   // 1000 x 16 = 16000.
   serving::ServeConfig sized = config(EngineKind::sglang, sys, 1);
