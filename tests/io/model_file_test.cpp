@@ -314,6 +314,22 @@ TEST(ModelFile, QwenMoeSharedExpertWidth) {
   EXPECT_EQ(m.moe.shared_intermediate, 5632);
   EXPECT_EQ(m.moe.shared_experts, 1);
   EXPECT_EQ(m.moe_layer_count(), 24);
+  // Qwen's decoder_sparse_step: layer i has experts when (i + 1) % step == 0
+  // (Qwen3MoeDecoderLayer): of 5 layers at step 2, layers 1 and 3, two (every other layer from
+  // layer 0 would be three); the others dense at intermediate_size.
+  auto sparse = parse_model_config(R"({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512,
+    "moe_intermediate_size": 128, "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 5,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000, "decoder_sparse_step": 2,
+    "mlp_only_layers": []})", "qwen3_moe.json");
+  EXPECT_EQ(sparse.moe_layer_count(), 2);
+  EXPECT_FALSE(sparse.moe_layer(0));
+  EXPECT_TRUE(sparse.moe_layer(1));
+  EXPECT_TRUE(sparse.moe_layer(3));
+  // Dense layers by index are refused, not priced as expert layers.
+  EXPECT_NE(model_error_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
+    "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100,
+    "mlp_only_layers": [0, 2]})").find("mlp_only_layers: [0,2]: dense layers by index are not modelled"),
+            std::string::npos);
 }
 
 TEST(ModelFile, Gpt2Style) {
