@@ -223,6 +223,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       cfg.disagg.decode_tp = 1 + (d[14] >> 1) % 2;
       serving::EngineConfig& de = cfg.disagg.decode_engine.emplace(cfg.engine);
       de.max_num_seqs = std::min<std::int64_t>(de.max_batched_tokens, 1 + (d[14] >> 2) % 64);
+      de.seqs_by_draft = false;  // (a limit given)
       de.kv_blocks_override = (1 + (d[14] >> 2) % 64) * 16 / de.kv_block;
       serving::settle_draft_limits(de, cfg.spec.k);
       serving::pad_graphs(de, cfg.spec.k);

@@ -499,14 +499,14 @@ model::ModelConfig parse(const json& j, std::string_view source, bool nested) {
     }
     if (freq == 0) r.fail("moe_layer_freq", "0: expected an expert layer every N >= 1 layers");
     m.moe.layer_freq = freq;
-    m.moe.freq_from_one = r.has("decoder_sparse_step");
+    m.moe.freq_from_one = r.has("decoder_sparse_step") || r.has("moe_layer_interval");
     // Qwen's dense layers by index (mlp_only_layers): not modelled, refused rather than priced as
     // expert layers.
     if (r.has("mlp_only_layers") && !(r.at("mlp_only_layers").is_array() && r.at("mlp_only_layers").empty())) {
       r.fail("mlp_only_layers", fmt::format("{}: dense layers by index are not modelled; expected [] (every layer by decoder_sparse_step)",
                                             r.at("mlp_only_layers").dump()));
     }
-    if (m.moe.first_dense_layers > 0 && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
+    if (m.moe_layer_count() < m.layers && m.intermediate <= 0) r.fail("intermediate_size", "required for the dense layers");
     m.moe.router_bias = t == "gpt_oss" || t == "deepseek_v3";
     m.moe.expert_bias = t == "gpt_oss";
     // Group-limited routing (DeepSeek's n_group, topk_group): the experts in equal groups, a

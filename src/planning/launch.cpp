@@ -212,9 +212,9 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   // A cache of a given size: SGLang's pool in tokens, each rank's model runner capping its own
   // at --max-total-tokens (model_runner_kv_cache_mixin.py _apply_token_constraints, per dp worker).
   if (e.kv_blocks_override > 0) b.flag("--max-total-tokens", num(rank_blocks(c, f, e, decode, "SGLang", "--max-total-tokens") * e.kv_block));
-  // (Not SGLang's own 48 under drafts: given, it would also reserve decode slots under
-  // disaggregation, server_args.py's PD hook running before the speculative one.)
-  if (e.max_num_seqs > 0 && !e.seqs_by_draft) b.flag("--max-running-requests", num(e.max_num_seqs));
+  // Under disaggregation not SGLang's own 48 under drafts: given, its PD hook (run before the
+  // speculative one in server_args.py) would reserve decode slots besides.
+  if (e.max_num_seqs > 0 && !(e.seqs_by_draft && c.disagg)) b.flag("--max-running-requests", num(e.max_num_seqs));
   b.flag("--chunked-prefill-size", e.chunked_prefill ? num(e.max_batched_tokens) : "-1");
   if (e.max_prefill_tokens > 0) b.flag("--max-prefill-tokens", num(e.max_prefill_tokens));
   if (!old) b.flag("--page-size", num(e.kv_block));

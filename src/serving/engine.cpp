@@ -1107,12 +1107,15 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
 
 void settle_draft_limits(EngineConfig& e, int spec_tokens) {
   if (e.kind != EngineKind::sglang || e.version == 3 || spec_tokens <= 0) return;
-  e.mixed_chunk = false;
+  if (e.mixed_chunk) {
+    e.mixed_chunk = false;
+    e.sources += "; --enable-mixed-chunk off under speculative decoding (arg_groups/speculative_hook.py, every algorithm's handler)";
+  }
   if (e.max_num_seqs > 0) return;  // (given, or already settled)
   e.max_num_seqs = draft_request_limit(e.ref(), e.max_num_seqs, spec_tokens);
   e.seqs_by_draft = true;
-  e.sources += "; under speculative decoding max_running_requests 48 unless given and mixed chunks off (arg_groups/speculative_hook.py, "
-               "every algorithm's handler; server_args.py from PR #4908)";
+  e.sources += "; under speculative decoding max_running_requests 48 unless given (arg_groups/speculative_hook.py, every algorithm's "
+               "handler; server_args.py from PR #4908)";
 }
 
 void settle_graphs(EngineConfig& e, int spec_tokens) {

@@ -325,6 +325,20 @@ TEST(ModelFile, QwenMoeSharedExpertWidth) {
   EXPECT_FALSE(sparse.moe_layer(0));
   EXPECT_TRUE(sparse.moe_layer(1));
   EXPECT_TRUE(sparse.moe_layer(3));
+  // Its dense layers need their width: a file at step 2 without intermediate_size is refused.
+  EXPECT_NE(model_error_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "moe_intermediate_size": 32, "num_experts": 8,
+    "num_experts_per_tok": 2, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100, "decoder_sparse_step": 2})")
+                .find("intermediate_size: required for the dense layers"),
+            std::string::npos);
+  // DeepSeek's moe_layer_freq counts from layer 0 (DeepseekV3DecoderLayer: layer_idx >=
+  // first_k_dense_replace and layer_idx % moe_layer_freq == 0): of 6 layers, the first dense,
+  // every second, layers 2 and 4 (not 1, 3, 5).
+  auto ds = parse_model_config(R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 6, "num_attention_heads": 4,
+    "vocab_size": 100, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
+    "moe_layer_freq": 2})", "ds.json");
+  EXPECT_EQ(ds.moe_layer_count(), 2);
+  EXPECT_TRUE(ds.moe_layer(2));
+  EXPECT_FALSE(ds.moe_layer(1));
   // Dense layers by index are refused, not priced as expert layers.
   EXPECT_NE(model_error_of(R"({"model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32,
     "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 4, "num_attention_heads": 4, "vocab_size": 100,

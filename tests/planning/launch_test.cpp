@@ -327,12 +327,17 @@ TEST(Launch, SglangMemoryAndSchedulerKnobs) {
   EXPECT_EQ(arg(w, "--disable-radix-cache"), "<absent>");
   EXPECT_EQ(arg(w, "--disable-overlap-schedule"), "<absent>");
   EXPECT_EQ(arg(w, "--max-total-tokens"), "<absent>");
-  // Under drafts the 48 running requests are SGLang's own: left to it, not written (written, its
-  // PD hook would reserve decode slots besides); a limit given is written.
+  // Under drafts the 48 running requests are SGLang's own: written for one server (a release
+  // before the rule runs the same), left to SGLang under disaggregation (written, its PD hook
+  // would reserve decode slots besides); a limit given is written.
   serving::ServeConfig drafted = config(EngineKind::sglang, sys, 1);
   serving::settle_draft_limits(drafted.engine, 2);
   ASSERT_EQ(drafted.engine.max_num_seqs, 48);
-  EXPECT_EQ(arg(launch_plan(m, drafted, LaunchTarget::sglang, {"x", ""}).workers[0], "--max-running-requests"), "<absent>");
+  EXPECT_EQ(arg(launch_plan(m, drafted, LaunchTarget::sglang, {"x", ""}).workers[0], "--max-running-requests"), "48");
+  drafted.disagg.prefill = drafted.disagg.decode = 1;
+  const LaunchPlan pd = launch_plan(m, drafted, LaunchTarget::sglang, {"x", ""});
+  ASSERT_FALSE(pd.workers.empty());
+  for (const LaunchWorker& pw : pd.workers) EXPECT_EQ(arg(pw, "--max-running-requests"), "<absent>");
   serving::ServeConfig limited = config(EngineKind::sglang, sys, 1);
   limited.engine.max_num_seqs = 64;
   serving::settle_draft_limits(limited.engine, 2);

@@ -36,8 +36,10 @@ struct MoeSpec {
   std::int64_t intermediate = 0;       ///< width of one expert's MLP
   std::int64_t first_dense_layers = 0; ///< leading layers with a dense MLP (deepseek first_k_dense_replace)
   std::int64_t layer_freq = 1;         ///< every layer_freq-th layer after those is MoE
-  /// Qwen's rule for layer_freq (decoder_sparse_step): layer i is MoE when (i + 1) % freq == 0
-  /// (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer), the freq-th, 2·freq-th, ... layer.
+  /// Qwen's and ERNIE's rule for layer_freq (decoder_sparse_step, moe_layer_interval): layer i
+  /// is MoE when (i + 1) % freq == 0 (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer,
+  /// Ernie4_5_MoeDecoderLayer), the freq-th, 2·freq-th, ... layer; else DeepSeek's
+  /// (moe_layer_freq: DeepseekV3DecoderLayer, i % freq == 0), both from first_dense_layers on.
   bool freq_from_one = false;
   bool router_bias = false;            ///< router has a bias (gpt-oss) or a correction bias (deepseek v3)
   bool expert_bias = false;            ///< expert projections have biases (gpt-oss)
@@ -120,7 +122,7 @@ struct ModelConfig {
   /// Whether layer `i` (0-based) has a MoE MLP.
   bool moe_layer(std::int64_t i) const noexcept {
     if (moe.freq_from_one) return is_moe() && i >= moe.first_dense_layers && (i + 1) % moe.layer_freq == 0;
-    return is_moe() && i >= moe.first_dense_layers && (i - moe.first_dense_layers) % moe.layer_freq == 0;
+    return is_moe() && i >= moe.first_dense_layers && i % moe.layer_freq == 0;
   }
   std::int64_t moe_layer_count() const noexcept {
     std::int64_t n = 0;

@@ -318,18 +318,19 @@ inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
 /// presets' limits (256 sequences or more) it stays 512. vLLM V0 (0.6): the sequence limit
 /// padded to its capture list (1, 2, 4, then multiples of 8), at most 8192 sequences.
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
-/// SGLang (0.4+) under speculative decoding runs no mixed chunks, and with no running-request
-/// limit given at most kSglangDraftRequests ("Max running requests is reset to 48 for
-/// speculative decoding"; every algorithm's handler in
-/// python/sglang/srt/arg_groups/speculative_hook.py; in server_args.py from PR #4908, March
-/// 2025). `e` so, said in its sources (seqs_by_draft: the 48 is the rule's, not given); any
-/// other engine or no drafts: unchanged. As often as called, the same.
+/// SGLang's running-request limit under speculative decoding when none is given.
 inline constexpr std::int64_t kSglangDraftRequests = 48;
 /// The running-request limit `engine` runs with under `spec_tokens` drafts when `given` (0:
 /// none given, the engine's own rule): SGLang's 48 under drafts, else `given`.
 constexpr std::int64_t draft_request_limit(EngineRef engine, std::int64_t given, int spec_tokens) noexcept {
   return engine.kind == EngineKind::sglang && engine.version != 3 && spec_tokens > 0 && given <= 0 ? kSglangDraftRequests : given;
 }
+/// SGLang (0.4+) under speculative decoding runs no mixed chunks, and with no running-request
+/// limit given at most kSglangDraftRequests ("Max running requests is reset to 48 for
+/// speculative decoding"; every algorithm's handler in
+/// python/sglang/srt/arg_groups/speculative_hook.py; in server_args.py from PR #4908, March
+/// 2025). `e` so, said in its sources (seqs_by_draft: the 48 is the rule's, not given); any
+/// other engine or no drafts: unchanged. As often as called, the same.
 void settle_draft_limits(EngineConfig& e, int spec_tokens);
 /// The engine's graphs once every limit is set: the limits drafts impose (settle_draft_limits),
 /// its largest graph from the sequence limit (capture_from_seqs), then the list a step pads to
