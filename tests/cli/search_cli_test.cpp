@@ -375,6 +375,26 @@ TEST(SearchServeCli, ADeploymentVllmWouldNotStartIsRejectedNotTheSearch) {
   EXPECT_GT(j["rejected"]["layout"].get<int>(), 0);
 }
 
+TEST(SearchServeCli, SglangDeploymentsWithDraftsRunAndShowItsLimitOf48) {
+  // SGLang with drafts and no running-request limit given runs 48 (speculative_hook.py): the
+  // deployment shows 48, in its label and JSON, and its command (no --max-num-seqs) reproduces
+  // the search's numbers with serve, whose engine has the same 48.
+  const std::string q = "search serve --model llama-3.1-8b --hw h100-sxm --tp 1 --engine sglang --draft mtp --spec-tokens 2 "
+                        "--accept 0.7 --qps 2 --requests 100 --max-rate off --slo tpot_p99=50ms";
+  const auto j = run_json(q);
+  ASSERT_TRUE(j["best"].is_object()) << j.dump();
+  const auto& best = j["best"];
+  EXPECT_EQ(best["max_num_seqs"], 48);
+  const std::string command = best["command"];
+  EXPECT_EQ(command.find("--max-num-seqs"), std::string::npos) << command;
+  const auto s = run_json(command.substr(10));
+  EXPECT_EQ(s["engine"]["max_num_seqs"], 48);
+  EXPECT_EQ(s["tpot_s"], best["tpot_s"]);
+  const RunResult text = run(q);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("sglang 48 seqs"), std::string::npos) << text.out;
+}
+
 TEST(SearchServeCli, EachDraftWithItsOwnRates) {
   // Two drafts, each with the --accept after it: Llama-3.1-8B at 0.8,0.7 and an MTP layer at
   // 0.6, 2 draft tokens a step, and plain decoding: 3 deployments at TP 4. Each carries its
