@@ -176,7 +176,7 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
 
 void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& e, LaunchWorker& w, bool decode) {
   WorkerBuilder b(c.cli, w);
-  const bool old = e.version == 3;  // 0.3: no --page-size, --ep-size, speculative or disaggregation flags
+  const bool old = serving::is_sglang_03(e.ref());  // 0.3: no --page-size, --ep-size, speculative or disaggregation flags
   b.flag("--model-path", c.names.model);
   b.flag("--port", num(w.port));
   b.flag("--tp-size", num(f.tp * f.ep));

@@ -364,20 +364,21 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.custom_allreduce_max_bytes = kCustomAllreduceMax;
   e.nccl_nvls = false;
   e.version = version;
-  e.releases = version == 3 ? "0.3" : "0.4+";
+  const bool v03 = is_sglang_03(e.ref());
+  e.releases = v03 ? "0.3" : "0.4+";
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
   e.memory_rule = MemoryRule::static_fraction;
   const double mem = chip.main_capacity_bytes();
-  const SglangMemory s = version == 3 ? sglang03_memory() : sglang_memory(mem, tp);
+  const SglangMemory s = v03 ? sglang03_memory() : sglang_memory(mem, tp);
   e.max_batched_tokens = s.chunk;  // chunked_prefill_size
   e.max_prefill_tokens = 16384;    // max_prefill_tokens
   e.max_num_seqs = 0;              // max_running_requests: from the cache size (resolved by the simulator)
   e.chunked_prefill = true;
   e.mixed_chunk = false;           // --enable-mixed-chunk is off by default
   e.kv_block = 1;                  // page_size 1: the radix cache works token by token
-  if (version == 3) {
+  if (v03) {
     e.kv_memory_fraction = sglang03_fraction(tp);
   } else {
     // mem_fraction_static = (mem - reserved) / mem, reserved in MB: 512 + 1.5 x chunk + 2 x
@@ -397,7 +398,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // 0.3: SGLang's own loop as measured before the overlap scheduler, between device steps.
   // 0.4+: no figure of the rewritten loop is published; it is taken to cost what vLLM V1's
   // does, hidden behind the device by the overlap ("zero-overhead") scheduler, on by default.
-  if (version == 3) {
+  if (v03) {
     e.step_overhead_s = kSglang02StepS;
     e.per_request_overhead_s = 0;
     e.host_source = kSglang02HostSource;
@@ -409,23 +410,23 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.front_end_s = kFrontEndS;
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   python_launches(e);
-  e.overlap_scheduling = version != 3;
+  e.overlap_scheduling = !v03;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
   // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
-  e.scaled_gemm = version == 3 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  e.scaled_gemm = v03 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
   // Its experts: DeepGEMM's grouped kernels only under expert parallelism (the deep_gemm MoE
   // runner, with DeepEP), Triton's fused MoE for experts split by width (the triton runner, which
   // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,
   // dtype=fp8_w8a8,block_shape=[128, 128].json, tuned for DeepSeek-V3 at --tp-size 8).
-  e.triton_moe_from_tp = version == 3 ? 0 : 1;
+  e.triton_moe_from_tp = v03 ? 0 : 1;
   // gpt-oss's MXFP4 experts on Blackwell: FlashInfer's trtllm-gen MoE (the flashinfer_mxfp4
   // runner), whose weights Mxfp4MoEMethod.create_weights rounds up to 256 in the hidden width
   // and each chip's intermediate share (python/sglang/srt/layers/quantization/mxfp4.py, as vLLM).
-  e.mxfp4_expert_align = version != 3 ? trtllm_gen_mxfp4_align(chip) : 0;
+  e.mxfp4_expert_align = !v03 ? trtllm_gen_mxfp4_align(chip) : 0;
   e.new_token_ratio_init = 0.7;  // SGLANG_INIT_NEW_TOKEN_RATIO x schedule_conservativeness 1.0
   // SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR 0.14; 0.3: global_config.py base_min_new_token_ratio 0.1,
   // new_token_ratio_decay 0.001 a step (600 steps from 0.7).
-  e.new_token_ratio_min = version == 3 ? 0.1 : 0.7 * 0.14;
+  e.new_token_ratio_min = v03 ? 0.1 : 0.7 * 0.14;
   e.new_token_ratio_decay_steps = 600;  // SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS
   e.reserve_clip_tokens = 4096;  // SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION
   e.retract_steps = 20;          // SGLANG_RETRACT_DECODE_STEPS
@@ -437,7 +438,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
       "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off); "
       "block-fp8 GEMMs by DeepGEMM (on by default since PR #5628, Apr 2025; sglang@0.3: the Triton kernel); "
       "front end per request as vLLM's (4 ms; none published for SGLang)" +
-      std::string(version == 3 ? "; sglang@0.3: the 0.3 line's server_args.py (chunked_prefill_size 8192, mem_fraction_static "
+      std::string(v03 ? "; sglang@0.3: the 0.3 line's server_args.py (chunked_prefill_size 8192, mem_fraction_static "
                                  "0.88 / 0.87 / 0.85 / 0.83 / 0.79 from TP 1 / 2 / 4 / 8 / 16), cuda_graph_runner.py (decode "
                                  "graphs of 1, 2, 4, 8, 16, ..., 160, padded), global_config.py (ratio 0.7 -> 0.1 by 0.001 a step); "
                                  "host 2.915 ms a step between device steps, SGLang 0.2.13's scheduling time per iteration on "
@@ -774,7 +775,7 @@ constexpr double kSglangMlaEagerHostS = 42.6e-6;
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
-  if (m.is_mla() && e.kind == EngineKind::sglang && e.version != 3) {
+  if (m.is_mla() && e.kind == EngineKind::sglang && !is_sglang_03(e.ref())) {
     e.eager_host_s = kSglangMlaEagerHostS;
     e.eager_host_source = "SGLang's DeepSeek-V3 eager forward, MLA and MoE: sgl-project/sglang PR #12160";
   }
@@ -871,7 +872,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // 00114ae: block_quant_dequant to the model's bf16, then torch.bmm; DeepGEMM's masked bmm of
   // PR #5432 only with SGL_USE_DEEPGEMM_BMM, off by default). sglang@0.3 and TensorRT-LLM
   // keep them fp8 (bmm_fp8 on a per-tensor requantisation; fp8_block_scaling_bmm).
-  f.absorb_dequantised = e.kind == EngineKind::vllm || (e.kind == EngineKind::sglang && e.version != 3);
+  f.absorb_dequantised = e.kind == EngineKind::vllm || (e.kind == EngineKind::sglang && !is_sglang_03(e.ref()));
   // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
   // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
   f.moe_expand_rows = e.kind == EngineKind::trtllm;
@@ -895,7 +896,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   using Routing = model::ForwardConfig::Routing;
   switch (e.kind) {
     case EngineKind::vllm: f.routing = e.version == 0 ? Routing::fused : e.version == 13 ? Routing::pair : Routing::compiled; break;
-    case EngineKind::sglang: f.routing = e.version == 3 ? Routing::compiled : Routing::fused; break;
+    case EngineKind::sglang: f.routing = is_sglang_03(e.ref()) ? Routing::compiled : Routing::fused; break;
     // (trtllm@0.15, the TensorRT engine flow: its MoE plugin's one top-k kernel, as any router.)
     case EngineKind::trtllm: f.routing = is_trtllm_engines(e.ref()) ? Routing::generic : Routing::scored_pair; break;
     default: f.routing = Routing::generic; break;
@@ -967,12 +968,14 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_t
       }
       break;
     case EngineKind::sglang:
-      if (e.version == 3) {
+      if (is_sglang_03(e.ref())) {
         // 0.3: [1, 2, 4] + [i * 8 for i in range(1, 21)] (ModelRunner.init_cuda_graphs,
         // model_runner.py at v0.3.0), a batch padded to the next (CudaGraphRunner.replay's bisect_left).
         s = {1, 2, 4};
         capture_steps(s, 8, max + 1, 8, max);
-      } else if (spec_tokens > 0) {
+        break;
+      }
+      if (spec_tokens > 0) {
         // 2025-26 under speculative decoding ("less padding for smaller batch sizes", PR #15015): every
         // size to 8, steps of 2 from 10 to 32, of 4 from 40 to 64, of 8 from 72 to 256, of 16 from 272
         // (server_args.py, _generate_cuda_graph_batch_sizes' speculative branch: PRs #10372 and
@@ -991,12 +994,10 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_t
         capture_steps(s, 272, 512, 16, max);
         capture_steps(s, 512, max + 1, 32, max);
       }
-      if (e.version != 3) {
-        // Either list, and cuda_graph_max_bs itself (PR #21005, 2026: "ensure generated cuda graph
-        // batch sizes always include the configured cuda_graph_max_bs"), past the sizes above it.
-        while (!s.empty() && s.back() > max) s.pop_back();
-        if ((s.empty() || s.back() != max) && s.size() < kMaxCaptureSizes) s.push_back(max);
-      }
+      // Either list, and cuda_graph_max_bs itself (PR #21005, 2026: "ensure generated cuda graph
+      // batch sizes always include the configured cuda_graph_max_bs"), past the sizes above it.
+      while (!s.empty() && s.back() > max) s.pop_back();
+      if ((s.empty() || s.back() != max) && s.size() < kMaxCaptureSizes) s.push_back(max);
       break;
     default: return s;
   }
@@ -1016,7 +1017,7 @@ std::vector<std::int64_t> default_capture_list(const EngineConfig& e, int spec_t
 // mixed steps' graphs too (graph_max_tokens).
 void pad_graphs(EngineConfig& e, int spec_tokens) {
   if (e.graph_sizes.empty()) e.graph_sizes = default_capture_list(e, spec_tokens);
-  const bool sglang_pool = e.kind == EngineKind::sglang && e.version != 3;
+  const bool sglang_pool = e.kind == EngineKind::sglang && !is_sglang_03(e.ref());
   const bool seq_limit = e.kind == EngineKind::trtllm || sglang_pool;
   // vLLM V0 sizes its list from the sequence limit alone (a decode batch never passes the budget).
   const bool token_limit = e.kind == EngineKind::trtllm || (e.kind == EngineKind::vllm && !is_vllm_v0(e.ref()));
@@ -1106,7 +1107,7 @@ void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept {
 }
 
 void settle_draft_limits(EngineConfig& e, int spec_tokens) {
-  if (e.kind != EngineKind::sglang || e.version == 3 || spec_tokens <= 0) return;
+  if (!sglang_draft_rules(e.ref(), spec_tokens)) return;
   if (e.mixed_chunk) {
     e.mixed_chunk = false;
     e.sources += "; --enable-mixed-chunk off under speculative decoding (arg_groups/speculative_hook.py, every algorithm's handler)";

@@ -42,6 +42,10 @@ constexpr bool is_vllm_v0(EngineRef e) noexcept { return e.kind == EngineKind::v
 constexpr bool is_trtllm_engines(EngineRef e) noexcept {
   return e.kind == EngineKind::trtllm && e.version == kTrtllmEnginesVersion;
 }
+/// SGLang 0.3's preset: another release's defaults (no overlap scheduler, its own capture list,
+/// memory rule and flags), named once as the two above are.
+inline constexpr int kSglang03Version = 3;
+constexpr bool is_sglang_03(EngineRef e) noexcept { return e.kind == EngineKind::sglang && e.version == kSglang03Version; }
 /// "vllm", "vllm@0.13", "sglang", "trtllm", "static".
 std::string name(EngineRef e);
 /// "vllm", "sglang", "trtllm" or "static", each optionally "@MAJOR.MINOR" (the release whose
@@ -320,10 +324,15 @@ inline double rank_tokens(double tokens, std::int64_t ranks) noexcept {
 void capture_from_seqs(EngineConfig& e, int spec_tokens) noexcept;
 /// SGLang's running-request limit under speculative decoding when none is given.
 inline constexpr std::int64_t kSglangDraftRequests = 48;
+/// Whether `engine` under `spec_tokens` drafts follows SGLang's speculative rules (0.4+: a
+/// limit of kSglangDraftRequests unless given, no mixed chunks; settle_draft_limits).
+constexpr bool sglang_draft_rules(EngineRef engine, int spec_tokens) noexcept {
+  return engine.kind == EngineKind::sglang && !is_sglang_03(engine) && spec_tokens > 0;
+}
 /// The running-request limit `engine` runs with under `spec_tokens` drafts when `given` (0:
 /// none given, the engine's own rule): SGLang's 48 under drafts, else `given`.
 constexpr std::int64_t draft_request_limit(EngineRef engine, std::int64_t given, int spec_tokens) noexcept {
-  return engine.kind == EngineKind::sglang && engine.version != 3 && spec_tokens > 0 && given <= 0 ? kSglangDraftRequests : given;
+  return sglang_draft_rules(engine, spec_tokens) && given <= 0 ? kSglangDraftRequests : given;
 }
 /// SGLang (0.4+) under speculative decoding runs no mixed chunks, and with no running-request
 /// limit given at most kSglangDraftRequests ("Max running requests is reset to 48 for
