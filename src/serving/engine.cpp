@@ -839,6 +839,32 @@ void validate(const EngineConfig& e) {
   }
 }
 
+// How attention data-parallel ranks pad their forwards (docs/serving.md#rank-padding):
+// - vLLM 0.9.1-0.16 (the vllm@0.10 and vllm@0.13 presets): every step, each rank's tokens padded
+//   to its graph size, then to the largest over the ranks (GPUModelRunner.get_dp_padding, PR
+//   #18724, May 2025: max_tokens_across_dp_cpu - num_tokens), eager steps too while graphs are
+//   configured (allow_dp_padding = cudagraph_mode != NONE, PR #26375; with --enforce-eager none);
+// - vLLM 0.17+ (the vllm preset follows it): only steps launched as graphs ("Only use DP padding
+//   when cudagraphs are actually used", PR #34102, February 2026: should_dp_pad =
+//   synced_cudagraph_mode != 0), to the graph size of the busiest rank's tokens;
+// - SGLang (decode graphs under --enable-dp-attention, cuda_graph_runner.py since PR #8280, July
+//   2025: bisect_left(capture_bs, max(global_num_tokens_cpu))) and TensorRT-LLM's PyTorch backend
+//   (_get_padded_batch: the largest batch over the ranks, then its capture sizes): graph steps;
+// - vLLM 0.8 ran no graphs under data parallelism (resolved_engine) and padded nothing; V0, SGLang
+//   0.3 and the TensorRT engine flow have no attention data parallelism.
+model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept {
+  using RankPad = model::ForwardConfig::RankPad;
+  if (e.decode_graphs == GraphMode::eager && e.mixed_graphs == GraphMode::eager) return RankPad::none;
+  switch (e.kind) {
+    case EngineKind::vllm:
+      if (is_vllm_v0(e.ref()) || e.version == 8) return RankPad::none;
+      return e.version == 10 || e.version == 13 ? RankPad::always : RankPad::graphs;
+    case EngineKind::sglang: return is_sglang_03(e.ref()) ? RankPad::none : RankPad::graphs;
+    case EngineKind::trtllm: return is_trtllm_engines(e.ref()) ? RankPad::none : RankPad::graphs;
+    default: return RankPad::none;
+  }
+}
+
 model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept {
   f.sampling = model::ForwardConfig::Sampling::greedy;
   return f;
@@ -865,6 +891,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // input_tokens.extend(itertools.repeat(0, cuda_graph_pad_size))). V1 and SGLang leave their
   // buffers' other rows as they were: earlier tokens, routed like real ones.
   f.graph_pad_repeats = e.kind == EngineKind::trtllm || is_vllm_v0(e.ref());
+  f.rank_pad = rank_padding(e);
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and
   // W_UV in the activation dtype, torch.bmm); so does SGLang 0.4+ for 128x128 fp8 blocks on

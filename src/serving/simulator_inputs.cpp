@@ -48,6 +48,26 @@ EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& pl
     e.new_token_ratio_init *= 0.3;
     e.new_token_ratio_min *= 0.3;
   }
+  // vLLM 0.8 (from PR #13931, March 2025, to PR #18724, May 2025) ran data-parallel ranks
+  // without graphs: "Data Parallel: Forcing enforce eager to be True since DP is currently not
+  // supported with CUDA Graphs" (vllm/platforms/cuda.py check_and_update_config).
+  if (e.kind == EngineKind::vllm && e.version == 8 && plan.forward.ep > 1 &&
+      (e.decode_graphs != GraphMode::eager || e.mixed_graphs != GraphMode::eager)) {
+    e.decode_graphs = e.mixed_graphs = GraphMode::eager;
+    e.sources += "; under data parallelism every step eager (vllm/platforms/cuda.py: enforce_eager forced from PR #13931 to PR #18724)";
+  }
+  if (plan.forward.ep > 1) {
+    switch (rank_padding(e)) {
+      case model::ForwardConfig::RankPad::always:
+        e.sources += "; data-parallel ranks padded to the busiest's tokens in every step, to its graph size in graph steps "
+                     "(get_dp_padding, PRs #18724, #26375; docs/serving.md#rank-padding)";
+        break;
+      case model::ForwardConfig::RankPad::graphs:
+        e.sources += "; data-parallel ranks padded to the busiest's graph size in graph steps (docs/serving.md#rank-padding)";
+        break;
+      case model::ForwardConfig::RankPad::none: break;
+    }
+  }
   return e;
 }
 

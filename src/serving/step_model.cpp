@@ -45,53 +45,87 @@ bool is_attention(Scale s) {
 
 bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model::GraphOp::InAttentionOp::no; }
 
-// The mix a step computes its kernels but attention on when its graph pads (docs/serving.md#graph-padding):
-// a step of one group (no attention data parallelism, ep 1) whose count rounds up to the next of
-// the captured sizes [first, last) (ascending), its attention counting its own. By sequences
-// (`tokens` false: TensorRT-LLM, SGLang): a decode-only step launched as one graph, its tokens as
-// many a sequence. By tokens (vLLM: V1's pad_for_cudagraph, V0's rows; V0 launches no step with
-// prompts as graphs): any step launched as graphs,
-// whole or piecewise; a decode-only step's sequences grow in proportion, a step with prompt
-// chunks gets its padding as chunk tokens (no sequence, no position, no logits). False where
-// nothing pads.
-//
-// `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
-// padding row): the padding's rows past its first sequence's repeat it (StepMix::repeated_rows).
+// The rows a forward pads to when its graph pads (docs/serving.md#graph-padding) or attention
+// data-parallel ranks pad to their busiest (docs/serving.md#rank-padding): `busiest`, the rows
+// of the step's one group or of its busiest rank, up to the next of the captured sizes [first,
+// last) (ascending); ranks under RankPad::always, in a step launched eagerly or past the list,
+// to `busiest` itself; 0 where nothing pads. By sequences (`tokens` false: TensorRT-LLM,
+// SGLang): a decode-only step launched as one graph. By tokens (vLLM: V1's pad_for_cudagraph,
+// V0's rows; V0 launches no step with prompts as graphs): any step launched as graphs, whole or
+// piecewise.
 template <class It>
-bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, bool tokens, bool repeats, It first, It last,
-              model::StepMix& out) noexcept {
-  if (first == last || ep != 1 || mode == GraphMode::eager) return false;
-  const bool prompts = mix.prefill_seqs > 0;
-  if (!tokens && (mode != GraphMode::graph || prompts || !(mix.decode_seqs > 0))) return false;
-  if (tokens && !prompts && !(mix.decode_seqs > 0 && mix.decode_tokens > 0)) return false;
-  const double rows = tokens ? mix.tokens() : mix.decode_seqs;
-  if (!(rows > 0)) return false;
-  const It size = std::lower_bound(first, last, rows, [](auto s, double v) { return static_cast<double>(s) < v; });
-  if (size == last || static_cast<double>(*size) <= rows) return false;
-  const double n = static_cast<double>(*size);
-  out = mix;
-  // The padding's rows but its first (sequence's) repeat it; less than one row of padding (a
-  // fractional mean batch) repeats none.
+double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad,
+                  bool tokens, It first, It last) noexcept {
+  using RankPad = model::ForwardConfig::RankPad;
+  if (!(busiest > 0) || (ep != 1 && rank_pad == RankPad::none)) return 0;
+  const double own = ep != 1 && rank_pad == RankPad::always && tokens ? busiest : 0;
+  if (first == last || mode == GraphMode::eager) return own;
+  if (!tokens && (mode != GraphMode::graph || prompts || !decodes)) return 0;
+  if (tokens && !prompts && !decodes) return 0;
+  const It size = std::lower_bound(first, last, busiest, [](auto s, double v) { return static_cast<double>(s) < v; });
+  return size == last ? own : static_cast<double>(*size);
+}
+
+// `out` (a copy of a mix of `rows` rows: one group's or rank's, or ep ranks' together) with
+// padding rows up to `n`: a decode-only mix's sequences grow in proportion, a mix with prompt
+// chunks gets its padding as chunk tokens (no sequence, no position, no logits), its attention
+// counts its own. `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at
+// position 0 in every padding row): the padding's rows past its first (sequence's) repeat it
+// (StepMix::repeated_rows); less than one row of padding (a fractional mean batch) repeats none.
+void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats) noexcept {
+  if (!(n > rows)) return;
   const double repeated = std::max(0.0, n - rows - 1);
-  if (tokens && prompts) {
+  if (tokens && out.prefill_seqs > 0) {
     out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
   } else if (tokens) {
+    out.decode_seqs = out.decode_seqs / out.decode_tokens * n;
     out.decode_tokens = n;
-    out.decode_seqs = mix.decode_seqs / mix.decode_tokens * n;
     if (repeats) out.repeated_rows += repeated;
   } else {
-    const double q = mix.decode_tokens / mix.decode_seqs;
+    const double q = out.decode_tokens / out.decode_seqs;
     out.decode_tokens = q * n;
     out.decode_seqs = n;
     if (repeats) out.repeated_rows += q * repeated;
   }
+}
+
+// The rows of `mix` padding counts: its tokens (vLLM) or its decode sequences.
+double pad_count(const model::StepMix& mix, bool tokens) noexcept { return tokens ? mix.tokens() : mix.decode_seqs; }
+
+bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decode_seqs > 0 && (!tokens || mix.decode_tokens > 0); }
+
+// All attention data-parallel ranks' `mix` with `padding` rows more, the dummy rows of ranks
+// padded to the busiest's: as much of them as the expert part reads (model::StepMix::tokens, and
+// the repeats). The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
+// rows route as one.
+model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool tokens, bool repeats) noexcept {
+  const double q = tokens ? 1 : mix.decode_tokens / mix.decode_seqs;
+  model::StepMix whole = mix;
+  whole.decode_tokens += q * padding;
+  if (repeats) whole.repeated_rows += q * std::max(0.0, padding - 1);
+  return whole;
+}
+
+// The mix a step computes its kernels but attention on when it pads: `mix` of one group, or of
+// ep attention data-parallel ranks evenly loaded (the busiest holding ⌈rows / ep⌉, serving::rank_tokens), each
+// padded to pad_target's rows; false where nothing pads.
+template <class It>
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, bool tokens, bool repeats,
+              It first, It last, model::StepMix& out) noexcept {
+  const double rows = pad_count(mix, tokens);
+  const double n = pad_target(ep == 1 ? rows : std::ceil(rows / ep), mix.prefill_seqs > 0, decodes(mix, tokens),
+                              mode, ep, rank_pad, tokens, first, last);
+  if (!(n * ep > rows)) return false;
+  out = mix;
+  add_padding(out, rows, n * ep, tokens, repeats);
   return true;
 }
 
 // pad_rows over the engine's list a forward pass carries (ForwardConfig::graph_pad_sizes).
 bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out) noexcept {
-  return f.graph_pad_sizes != nullptr && pad_rows(mix, mode, static_cast<double>(f.ep), f.graph_pad_tokens, f.graph_pad_repeats, f.graph_pad_sizes->begin(),
-                                                  f.graph_pad_sizes->end(), out);
+  static const std::vector<std::int64_t> none;
+  const std::vector<std::int64_t>& sizes = f.graph_pad_sizes != nullptr ? *f.graph_pad_sizes : none;
+  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, sizes.begin(), sizes.end(), out);
 }
 
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
@@ -124,6 +158,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   pad_sizes_.clear();
   pad_tokens_ = f.graph_pad_tokens;
   pad_repeats_ = f.graph_pad_repeats;
+  rank_pad_ = f.rank_pad;
   if (f.graph_pad_sizes != nullptr) {
     for (const std::int64_t n : *f.graph_pad_sizes) pad_sizes_.push_back(static_cast<double>(n));
   }
@@ -359,41 +394,82 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, pad_tokens_, pad_repeats_, pad_sizes_.begin(), pad_sizes_.end(), out);
+  return pad_rows(mix, mode, ep_, rank_pad_, pad_tokens_, pad_repeats_, pad_sizes_.begin(), pad_sizes_.end(), out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
   // A graph padded to its captured size: the padding rows run every kernel but attention,
   // whose dummy sequences hold a token or two (TensorRT-LLM's CUDA-graph dummy requests).
-  if (!pad_sizes_.empty()) {
+  if (ep_ == 1 && !pad_sizes_.empty()) {
     model::StepMix pad;
     if (padded(mix, mode, pad)) {
       const Expert e = expert(pad, mode);
       return own_part(pad, e.all, e.touched, mode) + e.s;
     }
   }
+  // Attention data-parallel ranks padded to the busiest, `group` (or, fractional, their even
+  // share: its rows rounded up, as the busiest of evenly loaded ranks holds).
+  if (ep_ != 1 && rank_pad_ != model::ForwardConfig::RankPad::none) {
+    const double rows = pad_count(group, pad_tokens_);
+    const double target = rank_target(std::ceil(rows), mix, mode);
+    const double padding = target * ep_ - pad_count(mix, pad_tokens_);
+    if (target > 0 && padding > 0) {
+      const Expert e = expert(with_rank_padding(mix, padding, pad_tokens_, pad_repeats_), mode);
+      model::StepMix own = group;
+      add_padding(own, rows, target, pad_tokens_, pad_repeats_);
+      return own_part(own, e.all, e.touched, mode) + e.s;
+    }
+  }
   const Expert e = expert(mix, mode);
   return own_part(group, e.all, e.touched, mode) + e.s;
 }
 
+double StepModel::rank_target(double busiest, const model::StepMix& mix, GraphMode mode) const noexcept {
+  return pad_target(busiest, mix.prefill_seqs > 0, decodes(mix, pad_tokens_), mode, ep_, rank_pad_, pad_tokens_, pad_sizes_.begin(),
+                    pad_sizes_.end());
+}
+
 double StepModel::slowest(const model::StepMix* groups, std::size_t n, const model::StepMix& mix, GraphMode mode,
                           RankMemo* memo) const noexcept {
+  // Ranks that pad (docs/serving.md#rank-padding): each to `target` rows, the busiest rank's
+  // padded, an idle one's dummy pass too; the expert part over all ranks' rows, padding and all.
+  double target = 0;
+  model::StepMix whole;
+  const model::StepMix* all = &mix;
+  if (rank_pad_ != model::ForwardConfig::RankPad::none) {
+    double busiest = 0;
+    for (std::size_t i = 0; i < n; ++i) busiest = std::max(busiest, pad_count(groups[i], pad_tokens_));
+    target = rank_target(busiest, mix, mode);
+    const double padding = target * static_cast<double>(n) - pad_count(mix, pad_tokens_);
+    if (padding > 0) {
+      whole = with_rank_padding(mix, padding, pad_tokens_, pad_repeats_);
+      all = &whole;
+    }
+  }
   // The expert part is the same for every group: priced once.
-  const Expert e = expert(mix, mode);
+  const Expert e = expert(*all, mode);
   std::vector<double>* known = memo != nullptr && !own_touched_ ? &memo->own[variant_slot(mode)] : nullptr;
   double t = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const model::StepMix& g = groups[i];
     if (g.seqs() <= 0) continue;
+    model::StepMix padded_g;
+    const model::StepMix* own_mix = &g;
+    if (target > pad_count(g, pad_tokens_)) {
+      padded_g = g;
+      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_);
+      own_mix = &padded_g;
+    }
     double own = 0;
     // A group of decode sequences only: its own part reads its decode tokens alone.
-    const auto d = static_cast<std::size_t>(g.decode_tokens);
-    if (known != nullptr && g.prefill_seqs == 0 && d < known->size() && static_cast<double>(d) == g.decode_tokens) {
+    const double dt = own_mix->decode_tokens;
+    const auto d = static_cast<std::size_t>(dt);
+    if (known != nullptr && own_mix->prefill_seqs == 0 && d < known->size() && static_cast<double>(d) == dt) {
       double& k = (*known)[d];
-      if (!(k >= 0)) k = own_part(g, e.all, e.touched, mode);
+      if (!(k >= 0)) k = own_part(*own_mix, e.all, e.touched, mode);
       own = k;
     } else {
-      own = own_part(g, e.all, e.touched, mode);
+      own = own_part(*own_mix, e.all, e.touched, mode);
     }
     t = std::max(t, with_group_attention(own + e.s, g, mode));
   }

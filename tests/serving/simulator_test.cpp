@@ -1140,9 +1140,12 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   // and dense layers run on that one GPU over all 8000 tokens; only the expert part (dispatch,
   // expert GEMMs, combine) is spread over the 8 GPUs, 8000/8 tokens each. TTFT is one step of
   // that group (StepModel::time(group, mix) with group = mix) plus vLLM's host time for one
-  // request (0.4 ms + 1.1 us), not the balanced step of 1000 tokens per group. Against TP 8
-  // (each GPU 1/8 of every head and width): the group's attention and dense GEMMs do 8 times
-  // the FLOPs of a TP-8 GPU's, so the lone prompt cannot be faster at --tp 1 --ep 8.
+  // request (0.4 ms + 1.1 us), not the balanced step of 1000 tokens per group. vLLM 0.9.1-0.16
+  // pads every rank to the busiest's tokens, eager steps too (docs/serving.md#rank-padding): the
+  // 7 idle ranks run 8000 dummy tokens each, so the expert part is over 8 x 8000 = 64000 tokens
+  // (56000 of padding). Against TP 8 (each GPU 1/8 of every head and width): the group's
+  // attention and dense GEMMs do 8 times the FLOPs of a TP-8 GPU's, so the lone prompt cannot be
+  // faster at --tp 1 --ep 8.
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
   auto run = [&](std::int64_t tp, std::int64_t ep) {
@@ -1166,9 +1169,12 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   model::StepMix prefill;
   prefill.add_prefill(8000, 8000, 0);
   prefill.fused_attention = true;
-  const double group = step.time(prefill, prefill, GraphMode::eager) + 0.4e-3 + 1.1e-6;  // 8000 tokens: eager
+  model::StepMix ranks = prefill;  // every rank's rows: the prompt's and 7 x 8000 of padding
+  ranks.prefill_tokens += 7 * 8000;
+  const double group = step.time(prefill, ranks, GraphMode::eager) + 0.4e-3 + 1.1e-6;  // 8000 tokens: eager
   EXPECT_NEAR(dp.ttft.max, group, 200 * kPs);
   EXPECT_NEAR(dp.ttft.min, group, 200 * kPs);
+  EXPECT_GT(group, step.time(prefill, prefill, GraphMode::eager) + 0.4e-3 + 1.1e-6);  // the padding's expert rows cost
   EXPECT_GT(group - 0.4e-3 - 1.1e-6, step.time(prefill, GraphMode::eager));  // the balanced step: 1000 tokens per group
   EXPECT_GT(dp.ttft.max, tp.ttft.max);
 }
@@ -1179,8 +1185,10 @@ TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
   // equals). Request 0 (an 8000-token prompt) runs on rank 0 (both empty), request 1 (100
   // tokens) on rank 1 (rank 0 holds request 0 waiting: 4 against 0), both sent at t = 0 with 2
   // output tokens. Step 1 prefills both (8100 tokens, within
-  // the 8192-token budget): rank 0's 8000-token chunk and rank 1's 100-token chunk, the expert
-  // part over all 8100 tokens; it lasts as long as the slower rank, plus the host's 0.4 ms +
+  // the 8192-token budget): rank 0's 8000-token chunk and rank 1's 100-token chunk, padded to
+  // rank 0's 8000 (7900 chunk tokens of padding: vLLM 0.9.1-0.16 pads eager steps too,
+  // docs/serving.md#rank-padding), the expert part over both ranks' 16000; it lasts as long as
+  // the slower rank (rank 0, whose attention is over 8000), plus the host's 0.4 ms +
   // 1.1 us per request for 2 requests; it gives both first tokens (TTFT). Step 2 decodes both,
   // one sequence on each rank: rank 0's at context 8001 (the token after its 8000 cached ones),
   // rank 1's at 101; it lasts as long as rank 0's (its own part at 8001 is the longer, the
@@ -1205,8 +1213,11 @@ TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
   prompts.add_prefill(8000, 8000, 0);
   prompts.add_prefill(100, 100, 0);
   for (model::StepMix* x : {&long_prompt, &short_prompt, &prompts}) x->fused_attention = true;
+  short_prompt.prefill_tokens += 7900;  // padded to rank 0's 8000
+  prompts.prefill_tokens += 7900;
   // Rank 0's 8000 tokens, past vLLM's 512-token graphs: both ranks run eagerly.
   const double prefill = std::max(step.time(long_prompt, prompts, GraphMode::eager), step.time(short_prompt, prompts, GraphMode::eager));
+  EXPECT_GT(step.time(long_prompt, prompts, GraphMode::eager), step.time(short_prompt, prompts, GraphMode::eager));
   const model::StepMix long_decode = decode_mix(1, 8001), short_decode = decode_mix(1, 101);
   model::StepMix decodes = decode_mix(1, 8001);
   decodes.add_decode(101, 0);
@@ -1231,23 +1242,32 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   //   step 1: both prompts (a 100-token chunk on each rank) + host 0.4 ms + 2 x 1.1 us
   //   step 2: both decode (one sequence at context 101 on each rank) + the same host
   //   step 3: request 2's prompt alone + host 0.4 ms + 1.1 us; step 4: its decode alone.
-  // Queue: 0, 0 and steps 1 + 2; request 2's E2E: steps 1 to 4; a rank ran 1 at most.
+  // Queue: 0, 0 and steps 1 + 2; request 2's E2E: steps 1 to 4; a rank ran 1 at most. With
+  // one sequence vLLM captures graphs of 1 and 2 tokens (min(2 x 1, 512), settled as serve
+  // settles them): a step with a 100-token chunk runs eagerly. Every rank pads to the busiest's
+  // tokens (docs/serving.md#rank-padding; vLLM 0.9.1-0.16 eager steps too), an idle one's dummy
+  // as well: step 3's idle rank runs 100 dummy tokens (200 in the expert part), step 4's one.
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
   std::map<std::int64_t, RequestRecord> seen;
   const ServingResult r = run_rank_trace(kVllmSerialHost, {{0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}, {0, 100, 2, -1, 0}}, seen,
-                                         [](EngineConfig& e) { e.max_num_seqs = 1; });
+                                         [](EngineConfig& e) {
+                                           e.max_num_seqs = 1;
+                                           settle_graphs(e, 0);
+                                         });
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
   StepModel step;
   step.prepare(m, sys, f);
   const double host1 = 0.4e-3 + 1.1e-6, host2 = 0.4e-3 + 2 * 1.1e-6;
-  const model::StepMix one = prompt_mix(1, 100), two = prompt_mix(2, 100);
-  const double s1 = step.time(one, two, GraphMode::piecewise) + host2;
+  model::StepMix one = prompt_mix(1, 100), two = prompt_mix(2, 100), alone = prompt_mix(1, 100), dummy = decode_mix(1, 101);
+  alone.prefill_tokens += 100;  // the idle rank's dummy tokens
+  dummy.decode_tokens += 1;     // the idle rank's token
+  const double s1 = step.time(one, two, GraphMode::eager) + host2;
   const double s2 = step.time(decode_mix(1, 101), decode_mix(2, 101), GraphMode::graph) + host2;
-  const double s3 = step.time(one, one, GraphMode::piecewise) + host1;
-  const double s4 = step.time(decode_mix(1, 101), decode_mix(1, 101), GraphMode::graph) + host1;
+  const double s3 = step.time(one, alone, GraphMode::eager) + host1;
+  const double s4 = step.time(decode_mix(1, 101), dummy, GraphMode::graph) + host1;
   EXPECT_EQ(r.peak_running, 1);
   EXPECT_NEAR(r.queue.min, 0, kPs);
   EXPECT_NEAR(r.queue.max, s1 + s2, 400 * kPs);

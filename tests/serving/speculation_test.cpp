@@ -231,8 +231,9 @@ TEST(Speculation, EachAttentionDataParallelRankDraftsItsOwnSequences) {
   // request) with an MTP draft, k = 1 at acceptance 0 (one token a step). Request 0 (8000
   // prompt tokens) on rank 0, request 1 (100) on rank 1 (vLLM's front end: 4 x waiting +
   // running, 0 against 4), both at t = 0 with 2 outputs. Step 1 prefills both: the target's
-  // and the draft's pass each on the slower rank (StepModel::slowest: rank 0's chunk, the
-  // expert part over all 8100 tokens); it gives both first tokens. Step 2: the target verifies 2
+  // and the draft's pass each on the slower rank (StepModel::slowest: rank 0's chunk, rank 1's
+  // padded to its 8000 as vLLM 0.9.1-0.16 pads eager steps, docs/serving.md#rank-padding: the
+  // expert part over 16000 tokens); it gives both first tokens. Step 2: the target verifies 2
   // tokens a sequence (rank 0's after 8000 cached, rank 1's after 100) and the draft's pass
   // drafts one token a sequence (rank 0's at 8001, rank 1's at 101), each on the slower rank:
   // E2E - TTFT. Spread evenly over the ranks (at the mean context), the draft's pass is shorter.
@@ -262,6 +263,8 @@ TEST(Speculation, EachAttentionDataParallelRankDraftsItsOwnSequences) {
   both.add_prefill(8000, 8000, 0);
   both.add_prefill(100, 100, 0);
   for (model::StepMix* x : {&prompts[0], &prompts[1], &both}) x->fused_attention = true;
+  prompts[1].prefill_tokens += 7900;  // rank 1's 100 padded to rank 0's 8000
+  both.prefill_tokens += 7900;
   // Rank 0's 8000 tokens are past vLLM's 512-token graphs: the step runs eagerly.
   const double prefill = target.slowest(prompts, 2, both, GraphMode::eager) + drafter.slowest(prompts, 2, both, GraphMode::eager);
   model::StepMix verify[2], verify_both, first[2], first_both;

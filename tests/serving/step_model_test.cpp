@@ -627,6 +627,95 @@ TEST(StepModel, APaddedStepHoldsTheRowsItsEngineCounts) {
   EXPECT_DOUBLE_EQ(v1->step->time(mixed, GraphMode::eager), plain->step->time(mixed, GraphMode::eager));
 }
 
+// Attention data-parallel ranks padded to their busiest (docs/serving.md#rank-padding),
+// Mixtral-8x7B at TP 1, EP 4: rank 0 holds 3 decodes at context 1000, rank 1 7 at 500, ranks 2
+// and 3 are idle; captured sizes 1, 2, 4, 8, 16. Each padded step is priced as the unpadded
+// model prices the mixes padded by hand: each rank's own part on its rows padded, its attention
+// on its own sequences, the expert part over all four ranks' rows.
+// - By tokens, in graphs (vLLM 0.17+): the busiest's 7 tokens pad to 8, every rank to 8 (rank
+//   0's 3 sequences become 8 rows), the expert part over 4 x 8 = 32 tokens. The same step
+//   launched eagerly pads nothing.
+// - By tokens, always (vLLM 0.9.1-0.16): eagerly every rank to the busiest's own 7 (4 x 7 = 28).
+// - By sequences with one request repeated (TensorRT-LLM), verifying 1 draft (2 tokens a
+//   sequence): the busiest's 7 sequences pad to 8, each rank to 8 sequences of 2 tokens (16),
+//   the expert part over 4 x 16 = 64 tokens of which the padding's 32 - 10 = 22 sequences but the
+//   first repeat it: 2 x 21 = 42 rows. A step with a prompt chunk pads nothing by sequences.
+TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
+  const Plan p{"mixtral-8x7b", "h100-sxm", 1, 4};
+  const std::vector<std::int64_t> sizes = {1, 2, 4, 8, 16};
+  using RankPad = model::ForwardConfig::RankPad;
+  auto padded = [&](RankPad rule, bool tokens, bool repeats) {
+    auto fx = fixture(p, true);
+    fx->f.graph_pad_sizes = &sizes;
+    fx->f.graph_pad_tokens = tokens;
+    fx->f.graph_pad_repeats = repeats;
+    fx->f.rank_pad = rule;
+    fx->step->prepare(fx->m, fx->sys, fx->f);
+    return fx;
+  };
+  auto bare = fixture(p, true);
+  const StepModel& b = *bare->step;
+  auto ranks = [](double q) {
+    std::vector<model::StepMix> g(4);
+    for (int i = 0; i < 3; ++i) g[0].add_decode(1000, 0, q);
+    for (int i = 0; i < 7; ++i) g[1].add_decode(500, 0, q);
+    return g;
+  };
+  // The four ranks' sequences together (with a 100-token prompt besides: `chunk`).
+  auto all = [](double q, bool chunk = false) {
+    model::StepMix mix;
+    for (int i = 0; i < 3; ++i) mix.add_decode(1000, 0, q);
+    for (int i = 0; i < 7; ++i) mix.add_decode(500, 0, q);
+    if (chunk) mix.add_prefill(100, 100, 0);
+    return mix;
+  };
+  // Rank r's own rows padded by hand: `seqs` sequences of `tokens` tokens in all.
+  auto rows = [](model::StepMix x, double seqs, double tokens) {
+    x.decode_seqs = seqs;
+    x.decode_tokens = tokens;
+    return x;
+  };
+  {
+    auto fx = padded(RankPad::graphs, true, false);
+    const std::vector<model::StepMix> g = ranks(1);
+    const model::StepMix mix = all(1);
+    model::StepMix whole = mix;
+    whole.decode_tokens = 32;
+    const double want = std::max(b.time(rows(g[0], 8, 8), whole, GraphMode::graph), b.time(rows(g[1], 8, 8), whole, GraphMode::graph));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::graph) / want, 1, kExact);
+    EXPECT_GT(want, b.slowest(g.data(), g.size(), mix, GraphMode::graph));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::eager) / b.slowest(g.data(), g.size(), mix, GraphMode::eager), 1,
+                kExact);
+    // time(group, mix) takes the group for the busiest: rank 1's 7 pad to 8, so the same step.
+    EXPECT_NEAR(fx->step->time(g[1], mix, GraphMode::graph) / b.time(rows(g[1], 8, 8), whole, GraphMode::graph), 1, kExact);
+  }
+  {
+    auto fx = padded(RankPad::always, true, false);
+    const std::vector<model::StepMix> g = ranks(1);
+    const model::StepMix mix = all(1);
+    model::StepMix whole = mix;
+    whole.decode_tokens = 28;
+    const double want = std::max(b.time(rows(g[0], 7, 7), whole, GraphMode::eager), b.time(g[1], whole, GraphMode::eager));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::eager) / want, 1, kExact);
+  }
+  {
+    auto fx = padded(RankPad::graphs, false, true);
+    const std::vector<model::StepMix> g = ranks(2);
+    const model::StepMix mix = all(2);
+    model::StepMix whole = mix;
+    whole.decode_tokens = 64;
+    whole.repeated_rows = 42;
+    const double want = std::max(b.time(rows(g[0], 8, 16), whole, GraphMode::graph), b.time(rows(g[1], 8, 16), whole, GraphMode::graph));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::graph) / want, 1, kExact);
+    std::vector<model::StepMix> chunked = g;
+    chunked[2].add_prefill(100, 100, 0);
+    const model::StepMix with_chunk = all(2, true);
+    EXPECT_NEAR(fx->step->slowest(chunked.data(), chunked.size(), with_chunk, GraphMode::piecewise) /
+                    b.slowest(chunked.data(), chunked.size(), with_chunk, GraphMode::piecewise),
+                1, kExact);
+  }
+}
+
 // TensorRT-LLM pads a batch with its one dummy request repeated
 // (`[cuda_graph_dummy_request] * padding_size`): the padding rows are one token's, and route to
 // its experts alone. DeepSeek-V3 at TP 8 (256 experts on every GPU, top 8): 9 sequences padded

@@ -210,6 +210,13 @@ struct ForwardConfig {
   /// one token's experts, not each to its own (vLLM V1's and SGLang's leftover input rows route
   /// like real tokens).
   bool graph_pad_repeats = false;
+  /// Attention data-parallel ranks (ep > 1) pad their forwards to the busiest rank's rows
+  /// (docs/serving.md#rank-padding): none; in a step launched as graphs, every rank to the
+  /// captured size (graph_pad_sizes) at or above the busiest rank's rows (vLLM 0.17+, SGLang,
+  /// TensorRT-LLM); or besides, in a step launched eagerly, every rank to the busiest rank's
+  /// tokens (vLLM 0.9.1-0.16, which padded whenever graphs were configured, whatever the step).
+  enum class RankPad : std::uint8_t { none, graphs, always };
+  RankPad rank_pad = RankPad::none;
 };
 
 /// One engine step of continuous batching: decode sequences (one token each, attending to

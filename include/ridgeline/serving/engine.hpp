@@ -279,6 +279,9 @@ constexpr bool fits_budget(const EngineConfig& e, double input, double output) n
   return !whole_prompts(e) || whole <= static_cast<double>(e.max_batched_tokens);
 }
 
+/// How `e`'s attention data-parallel ranks pad their forwards to the busiest rank's
+/// (docs/serving.md#rank-padding; ForwardConfig::rank_pad).
+model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept;
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
 /// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)

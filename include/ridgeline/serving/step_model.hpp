@@ -65,14 +65,17 @@ class StepModel {
   /// sequences, `mix` all groups' together. Every op but the expert part of the
   /// MoE layers runs on the group's own tokens, sequences and attention; the expert part
   /// (dispatch, expert GEMMs, combine) on the tokens of all groups, 1/ep of them per group.
-  /// time(group_share(mix), mix, mode) is time(mix, mode).
+  /// time(group_share(mix), mix, mode) is time(mix, mode). Where the ranks pad to their
+  /// busiest (ForwardConfig::rank_pad, docs/serving.md#rank-padding), `group` is taken for the
+  /// busiest: every rank padded to its target, the expert part over all of them.
   double time(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
     return with_group_attention(base(group, mix, mode), group, mode);
   }
   /// The slowest of the groups `groups[0..n)` (each its own sequences; `mix` all of them
   /// together): the groups step together, each its own part and the expert part over all
   /// groups' tokens, the same for each (priced once). Groups without a sequence (running a
-  /// dummy pass) are skipped; max over the groups of time(groups[i], mix, mode).
+  /// dummy pass) are skipped; max over the groups of time(groups[i], mix, mode), each group's
+  /// own part, where the ranks pad, on its rows padded to the busiest group's target.
   /// `memo` (optional, the caller's): own parts of groups of decode sequences only, by their
   /// decode tokens (its vectors sized by the caller, filled with -1), eager [0], graph [1] or
   /// piecewise [2] (the graph's where no op runs in the engine's attention op).
@@ -201,10 +204,14 @@ class StepModel {
   std::vector<double> pad_sizes_;
   bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
   bool pad_repeats_ = false;  // the padding rows repeat one request (ForwardConfig::graph_pad_repeats)
+  model::ForwardConfig::RankPad rank_pad_ = model::ForwardConfig::RankPad::none;  // ForwardConfig::rank_pad
   // The mix a graph step computes its non-attention kernels on: its sequences (vLLM V1: its
   // tokens) padded to the next captured size, its attention counts its own; false where nothing
   // pads (pad_rows in step_model.cpp).
   bool padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept;
+  // The rows every attention data-parallel rank of a step `mix` pads to when its busiest holds
+  // `busiest` (ForwardConfig::rank_pad, docs/serving.md#rank-padding); 0: none.
+  double rank_target(double busiest, const model::StepMix& mix, GraphMode mode) const noexcept;
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, with prefill tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
