@@ -172,7 +172,7 @@ class Evaluator {
     // candidate's, when it is of them (the sequence limits of a family).
     const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked};
     const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
-    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99), floor_key_ = key;
+    if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99, f.ep), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
     if (ttft && d.floor_ttft_s > ttft->limit_s) return floor(o, Reject::ttft_floor, "ttft", d.floor_ttft_s, ttft->limit_s);
 
@@ -435,7 +435,7 @@ class Evaluator {
   // Each request's prompt prefilled alone, chunk after chunk at the whole budget: its TTFT
   // can only be longer; the percentile of these bounds the percentile of the TTFTs. Not with
   // shared prefixes (a cached prefix is not prefilled).
-  double ttft_floor(const serving::EngineConfig& e, double q) {
+  double ttft_floor(const serving::EngineConfig& e, double q, std::int64_t ranks) {
     if (shared_prefixes_) return e.front_end_s;
     // Each distinct prompt length priced once.
     const double window = static_cast<double>(m_.sliding_window);
@@ -448,7 +448,15 @@ class Evaluator {
         model::StepMix mix;
         mix.fused_attention = e.fused_attention;
         mix.add_prefill(c, done + c, window);
-        t += serving::step_period(e, step_.time(mix, mix, serving::mixed_step_graphs(e, c)), 1);  // on one group, as tpot_floor
+        // On one group, as tpot_floor. Ranks that pad only in graph steps (vLLM 0.17+) pad the
+        // idle ones to a chunk launched as graphs, but not in a step that chunk shares with a
+        // decode past the largest graph, launched eagerly: the cheaper of the two bounds it.
+        const serving::GraphMode mode = serving::mixed_step_graphs(e, c);
+        double step = step_.time(mix, mix, mode);
+        if (mode != serving::GraphMode::eager && serving::rank_padding(e) == model::ForwardConfig::RankPad::graphs && ranks > 1) {
+          step = std::min(step, step_.time(mix, mix, serving::GraphMode::eager));
+        }
+        t += serving::step_period(e, step, 1);
         done += c;
       }
       prompt_s_[k] = t;

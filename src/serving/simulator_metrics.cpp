@@ -385,12 +385,13 @@ namespace {
 
 // `mix` launched as `mode`, priced op by op into `c`: the device's time (the kernels alone:
 // the host's launches, the step's floor when eager, are a part of their own, docs/serving.md#eager-host),
-// its fixed times and latencies, its kernels and those the host launches.
+// its fixed times and latencies, its kernels and those the host launches; `busiest`: its
+// busiest attention data-parallel rank's rows where the ranks pad to it (step_reference).
 void compose_step(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f, const model::StepMix& mix,
-                  GraphMode mode, StepComposition& c) {
+                  GraphMode mode, StepComposition& c, double busiest = 0) {
   auto g = std::make_unique<model::Graph>();
   analysis::PhaseTimes t;
-  step_reference(m, sys, f, mix, mode, *g, t);
+  step_reference(m, sys, f, mix, mode, *g, t, busiest);
   c.launch = mode;
   const HostLaunches launched = host_launch_counts(*g, mode);
   c.host_launches = launched.attention + launched.mla_op + launched.other;
@@ -401,7 +402,7 @@ void compose_step(const model::ModelConfig& m, const hw::System& sys, const mode
   if (c.eager_host_s > 0) {
     model::ForwardConfig device_only = f;
     device_only.eager_host_s = device_only.compiled_host_s = device_only.mla_op_host_s = device_only.mla_op_call_host_s = 0;
-    step_reference(m, sys, device_only, mix, mode, *g, t);
+    step_reference(m, sys, device_only, mix, mode, *g, t, busiest);
   }
   c.device_s = t.t_realistic_s;
   c.kernel_fixed_s = t.kernel_fixed_s;
@@ -507,7 +508,8 @@ void Simulation::compose_prompt_step(ServingResult& r) const {
   }
   mix.fused_attention = engine.fused_attention;
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
-  compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, p.launch_tokens), p);
+  // (Ranks that pad to their busiest: to the mean of the busiest rank's tokens, as they ran.)
+  compose_step(m_, sys_, f, mix, mixed_step_graphs(engine, p.launch_tokens), p, p.launch_tokens);
   p.host_s = engine.step_overhead_s + engine.per_request_overhead_s * mix.seqs();
 }
 

@@ -67,15 +67,16 @@ double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, do
 }
 
 // `out` (a copy of a mix of `rows` rows: one group's or rank's, or ep ranks' together) with
-// padding rows up to `n`: a decode-only mix's sequences grow in proportion, a mix with prompt
-// chunks gets its padding as chunk tokens (no sequence, no position, no logits), its attention
-// counts its own. `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at
-// position 0 in every padding row): the padding's rows past its first (sequence's) repeat it
+// padding rows up to `n`: in a decode-only step the sequences grow in proportion, in a step with
+// prompt chunks (`prompts`: the step's, on any rank) the padding is chunk tokens (no sequence, no
+// position, no logits: vLLM takes logits of the real rows only), its attention counts its own.
+// `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
+// padding row): the padding's rows past its first (sequence's) repeat it
 // (StepMix::repeated_rows); less than one row of padding (a fractional mean batch) repeats none.
-void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats) noexcept {
+void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats, bool prompts) noexcept {
   if (!(n > rows)) return;
   const double repeated = std::max(0.0, n - rows - 1);
-  if (tokens && out.prefill_seqs > 0) {
+  if (tokens && prompts) {
     out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
   } else if (tokens) {
     out.decode_seqs = out.decode_seqs / out.decode_tokens * n;
@@ -102,30 +103,32 @@ model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool
   const double q = tokens ? 1 : mix.decode_tokens / mix.decode_seqs;
   model::StepMix whole = mix;
   whole.decode_tokens += q * padding;
-  if (repeats) whole.repeated_rows += q * std::max(0.0, padding - 1);
+  if (repeats && !(tokens && mix.prefill_seqs > 0)) whole.repeated_rows += q * std::max(0.0, padding - 1);  // (as add_padding)
   return whole;
 }
 
 // The mix a step computes its kernels but attention on when it pads: `mix` of one group, or of
-// ep attention data-parallel ranks evenly loaded (the busiest holding ⌈rows / ep⌉, serving::rank_tokens), each
-// padded to pad_target's rows; false where nothing pads.
+// ep attention data-parallel ranks, the busiest holding `busiest` rows (0: evenly loaded, ⌈rows
+// / ep⌉, serving::rank_tokens), each padded to pad_target's rows; false where nothing pads.
 template <class It>
 bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, bool tokens, bool repeats,
-              It first, It last, model::StepMix& out) noexcept {
+              It first, It last, model::StepMix& out, double busiest = 0) noexcept {
   const double rows = pad_count(mix, tokens);
-  const double n = pad_target(ep == 1 ? rows : std::ceil(rows / ep), mix.prefill_seqs > 0, decodes(mix, tokens),
-                              mode, ep, rank_pad, tokens, first, last);
+  const double most = ep == 1 ? rows : busiest > 0 ? std::max(busiest, std::ceil(rows / ep)) : std::ceil(rows / ep);
+  const bool prompts = mix.prefill_seqs > 0;
+  const double n = pad_target(most, prompts, decodes(mix, tokens), mode, ep, rank_pad, tokens, first, last);
   if (!(n * ep > rows)) return false;
   out = mix;
-  add_padding(out, rows, n * ep, tokens, repeats);
+  add_padding(out, rows, n * ep, tokens, repeats, prompts);
   return true;
 }
 
 // pad_rows over the engine's list a forward pass carries (ForwardConfig::graph_pad_sizes).
-bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out) noexcept {
+bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out, double busiest = 0) noexcept {
   static const std::vector<std::int64_t> none;
   const std::vector<std::int64_t>& sizes = f.graph_pad_sizes != nullptr ? *f.graph_pad_sizes : none;
-  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, sizes.begin(), sizes.end(), out);
+  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, sizes.begin(), sizes.end(), out,
+                  busiest);
 }
 
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
@@ -416,7 +419,7 @@ double StepModel::base(const model::StepMix& group, const model::StepMix& mix, G
     if (target > 0 && padding > 0) {
       const Expert e = expert(with_rank_padding(mix, padding, pad_tokens_, pad_repeats_), mode);
       model::StepMix own = group;
-      add_padding(own, rows, target, pad_tokens_, pad_repeats_);
+      add_padding(own, rows, target, pad_tokens_, pad_repeats_, mix.prefill_seqs > 0);
       return own_part(own, e.all, e.touched, mode) + e.s;
     }
   }
@@ -457,14 +460,14 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
     const model::StepMix* own_mix = &g;
     if (target > pad_count(g, pad_tokens_)) {
       padded_g = g;
-      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_);
+      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_, mix.prefill_seqs > 0);
       own_mix = &padded_g;
     }
     double own = 0;
     // A group of decode sequences only: its own part reads its decode tokens alone.
     const double dt = own_mix->decode_tokens;
     const auto d = static_cast<std::size_t>(dt);
-    if (known != nullptr && own_mix->prefill_seqs == 0 && d < known->size() && static_cast<double>(d) == dt) {
+    if (known != nullptr && own_mix->prefill_seqs == 0 && own_mix->prefill_tokens == 0 && d < known->size() && static_cast<double>(d) == dt) {
       double& k = (*known)[d];
       if (!(k >= 0)) k = own_part(*own_mix, e.all, e.touched, mode);
       own = k;
@@ -543,11 +546,11 @@ double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const 
 }
 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
-                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept {
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest) noexcept {
   const ops::Rates rates(sys.chip);
   // A graph padded to its captured size: built on the padded rows, as StepModel::base prices it.
   model::StepMix pad;
-  const bool pads = pad_rows(f, mix, mode, pad);
+  const bool pads = pad_rows(f, mix, mode, pad, busiest);
   model::build_forward(m, f, sys, {1, 1, 1, pads ? &pad : &mix}, g);
   analysis::PhaseTimes t;
   for (int i = 0; i < g.op_count; ++i) {

@@ -640,9 +640,15 @@ TEST(StepModel, APaddedStepHoldsTheRowsItsEngineCounts) {
 //   sequence): the busiest's 7 sequences pad to 8, each rank to 8 sequences of 2 tokens (16),
 //   the expert part over 4 x 16 = 64 tokens of which the padding's 32 - 10 = 22 sequences but the
 //   first repeat it: 2 x 21 = 42 rows. A step with a prompt chunk pads nothing by sequences.
+// - By tokens, a step with a prompt chunk (rank 2: 100 tokens, launched as piecewise graphs):
+//   every rank to 128, the next size, the decode ranks' padding as chunk tokens (no logits:
+//   rank 0's 3 decodes and 125 tokens, rank 1's 7 and 121, rank 2's 100 and 28), 4 x 128 = 512
+//   tokens in the expert part. Priced again through the memo of decode ranks' own parts, then a
+//   decode-only step whose rank 0 holds as many decode tokens (4, its busiest): the padded
+//   mixed rank's own part is not the decode rank's.
 TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
   const Plan p{"mixtral-8x7b", "h100-sxm", 1, 4};
-  const std::vector<std::int64_t> sizes = {1, 2, 4, 8, 16};
+  const std::vector<std::int64_t> sizes = {1, 2, 4, 8, 16, 128};
   using RankPad = model::ForwardConfig::RankPad;
   auto padded = [&](RankPad rule, bool tokens, bool repeats) {
     auto fx = fixture(p, true);
@@ -713,6 +719,43 @@ TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
     EXPECT_NEAR(fx->step->slowest(chunked.data(), chunked.size(), with_chunk, GraphMode::piecewise) /
                     b.slowest(chunked.data(), chunked.size(), with_chunk, GraphMode::piecewise),
                 1, kExact);
+  }
+  {
+    auto fx = padded(RankPad::graphs, true, false);
+    std::vector<model::StepMix> g = ranks(1);
+    g[2].add_prefill(100, 100, 0);
+    const model::StepMix mix = all(1, true);
+    std::vector<model::StepMix> own = g;
+    own[0].prefill_tokens += 125;
+    own[1].prefill_tokens += 121;
+    own[2].prefill_tokens += 28;
+    model::StepMix whole = mix;
+    whole.decode_tokens += 512 - 110;
+    // Each rank's own part on its padded rows, its attention on its own (time(own, whole) would
+    // count the padding's chunk tokens nowhere else): the ranks' times apart.
+    double want = 0;
+    for (int r = 0; r < 3; ++r) want = std::max(want, b.time(own[static_cast<std::size_t>(r)], whole, GraphMode::piecewise));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::piecewise) / want, 1, kExact);
+    // Rank 0's 3 decodes padded with chunk tokens keep their 3 rows of logits: fewer than the
+    // decode rows the same 128 tokens would be.
+    model::StepMix as_decodes = g[0];
+    as_decodes.decode_seqs = as_decodes.decode_tokens = 128;
+    EXPECT_LT(b.time(own[0], whole, GraphMode::piecewise), b.time(as_decodes, whole, GraphMode::piecewise));
+    StepModel::RankMemo memo;
+    for (auto& slot : memo.own) slot.assign(64, -1.0);
+    std::vector<model::StepMix> four(4);
+    for (int i = 0; i < 4; ++i) four[0].add_decode(1000, 0);
+    four[1].add_decode(500, 0);
+    model::StepMix four_all;
+    for (int i = 0; i < 4; ++i) four_all.add_decode(1000, 0);
+    four_all.add_decode(500, 0);
+    std::vector<model::StepMix> four_mixed = four;
+    four_mixed[2].add_prefill(100, 100, 0);
+    model::StepMix four_mixed_all = four_all;
+    four_mixed_all.add_prefill(100, 100, 0);
+    fx->step->slowest(four_mixed.data(), four_mixed.size(), four_mixed_all, GraphMode::graph, &memo);
+    EXPECT_EQ(fx->step->slowest(four.data(), four.size(), four_all, GraphMode::graph, &memo),
+              fx->step->slowest(four.data(), four.size(), four_all, GraphMode::graph));
   }
 }
 

@@ -290,9 +290,10 @@ class StepTimeMemo {
 /// kernel: the reference the step model is tested against, with the bounds and the split by
 /// bound and op class for reports. `g` receives the step's graph.
 /// The host's launches of an eager step bound its realistic time (and its upper bound) from
-/// below (docs/serving.md#eager-host).
+/// below (docs/serving.md#eager-host). `busiest`: with attention data-parallel ranks that pad to
+/// their busiest (ForwardConfig::rank_pad), the busiest rank's rows (0: the mix spread evenly).
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
-                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out) noexcept;
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest = 0) noexcept;
 
 /// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
 /// every kernel eagerly, the attention kernels (and what the engine's attention op holds)
