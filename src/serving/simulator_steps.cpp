@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -20,22 +21,33 @@ namespace {
 // num_tokens_across_dp; SGLang's global_num_tokens).
 struct LaunchCounts {
   double tokens = 0, seqs = 0;
+  bool unequal = false;  // the ranks' decode batches differ (an idle rank's: its one dummy request)
 };
 
 LaunchCounts launch_counts(bool chunks, const model::StepMix& whole, const model::StepMix* ranks, std::size_t n) {
-  if (n == 0) return {chunks ? whole.tokens() : whole.decode_tokens, whole.decode_seqs};
+  if (n == 0) return {chunks ? whole.tokens() : whole.decode_tokens, whole.decode_seqs, false};
   LaunchCounts c;
+  double fewest = std::numeric_limits<double>::infinity();
   for (std::size_t g = 0; g < n; ++g) {
     c.tokens = std::max(c.tokens, chunks ? ranks[g].tokens() : ranks[g].decode_tokens);
     c.seqs = std::max(c.seqs, ranks[g].decode_seqs);
+    fewest = std::min(fewest, ranks[g].decode_seqs > 0 ? ranks[g].decode_seqs : 1);
   }
+  c.unequal = fewest < std::max(c.seqs, 1.0);
   return c;
 }
 
 // How a step is launched (graphs, pieces or eagerly): a step with prompt chunks by its tokens, a
-// decode-only step by its sequences and tokens (decode_step_graphs).
+// decode-only step by its sequences and tokens (decode_step_graphs). TensorRT-LLM without
+// padding (its default) replays a graph under attention data parallelism only when every rank's
+// batch is the same size (maybe_get_cuda_graph: is_all_gen_only and all_batch_size_equal over the
+// ranks' tp_allgather; an idle rank holds one dummy request, _pad_attention_dp_dummy_request),
+// else every rank runs eagerly; with padding on, _get_padded_batch first pads every rank to the
+// largest (docs/serving.md#rank-padding).
 GraphMode step_graphs(const EngineConfig& e, bool chunks, const LaunchCounts& c) {
-  return chunks ? mixed_step_graphs(e, c.tokens) : decode_step_graphs(e, c.seqs, c.tokens);
+  if (chunks) return mixed_step_graphs(e, c.tokens);
+  if (c.unequal && e.kind == EngineKind::trtllm && e.graph_exact_sizes) return mixed_step_graphs(e, c.tokens);
+  return decode_step_graphs(e, c.seqs, c.tokens);
 }
 
 }  // namespace

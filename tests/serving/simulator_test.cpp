@@ -1277,6 +1277,41 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   EXPECT_EQ(r.steps, 4);
 }
 
+// TensorRT-LLM under attention data parallelism (Mixtral-8x7B, --tp 1 --ep 2), requests of 100
+// prompt tokens and 4 outputs at t = 0, placed on ranks 0, 1, 0 (its executor's balance, as
+// below). With padding off (its default) a graph replays only when both ranks hold batches of
+// the same size (maybe_get_cuda_graph's all_batch_size_equal): two requests (1 and 1) decode in
+// graphs; three (2 and 1) decode eagerly. With padding on, every rank pads to the busiest's
+// captured size (2: _get_padded_batch), and three decode in graphs again.
+TEST(Simulator, TensorRtLlmReplaysAGraphOfRanksOnlyWhenTheirBatchesAreEqualOrPadded) {
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  const hw::System sys = h100();
+  auto launches = [&](int requests, bool padding) {
+    ServeConfig cfg = base(EngineKind::trtllm, sys, 1);
+    cfg.forward.ep = 2;
+    if (padding) {
+      cfg.engine.graph_exact_sizes = false;
+      settle_graphs(cfg.engine, 0);
+    }
+    cfg.workload.arrival = Arrival::trace;
+    for (int i = 0; i < requests; ++i) cfg.workload.trace.push_back({0, 100, 4, -1, 0});
+    cfg.workload.requests = requests;
+    std::map<GraphMode, int> decode_steps;
+    const ServingResult r = simulate(m, sys, cfg, {}, {}, [&](const StepRecord& s) {
+      if (s.prompt_chunks == 0 && s.decodes > 0) ++decode_steps[s.launch];
+    });
+    EXPECT_EQ(r.measured_requests, requests);
+    return decode_steps;
+  };
+  const std::map<GraphMode, int> two = launches(2, false), three = launches(3, false), padded = launches(3, true);
+  EXPECT_GT(two.count(GraphMode::graph), 0u);
+  EXPECT_EQ(two.count(GraphMode::eager), 0u);
+  EXPECT_GT(three.count(GraphMode::eager), 0u);
+  EXPECT_EQ(three.count(GraphMode::graph), 0u);
+  EXPECT_GT(padded.count(GraphMode::graph), 0u);
+  EXPECT_EQ(padded.count(GraphMode::eager), 0u);
+}
+
 TEST(Simulator, TensorRtLlmAttentionDataParallelRanksAdmitUpToTheirOwnBatchSize) {
   // The same three requests under TensorRT-LLM (attention DP: each rank's executor schedules
   // its own requests within max_batch_size) with a batch of 1, ranks as its executor balances
