@@ -271,6 +271,9 @@ class Simulation {
   // their chunks, the chunks' tokens and the contexts they end at, the decodes they carry and
   // those decodes' contexts, and the tokens each step's launch was chosen by (the busiest
   // attention data-parallel rank's).
+  // Decode-only steps by how they were launched (GraphMode: eager, graph, piecewise), for the
+  // composed decode step of attention data-parallel ranks (compose_decode_step).
+  std::array<double, 3> decode_launches_{};
   struct PromptSums {
     double steps = 0, chunks = 0, tokens = 0, positions = 0, decodes = 0, decode_context = 0, launch_tokens = 0;
   } prompt_sums_;

@@ -424,8 +424,14 @@ void Simulation::compose_decode_step(ServingResult& r) const {
   const double q = static_cast<double>(cfg_.spec.k + 1);
   const model::ForwardConfig f = engine_forward(k.plan.forward, engine);
   // Launched as the simulator launches it: attention data-parallel ranks by the busiest rank's
-  // sequences and tokens (the mean batch spread evenly over them).
+  // sequences and tokens (the mean batch spread evenly over them), or as most of the run's
+  // decode steps were where the ranks' own batches chose it (TensorRT-LLM without padding runs
+  // ranks of unequal batches eagerly: step_graphs).
+  const std::size_t most = static_cast<std::size_t>(
+      std::max_element(decode_launches_.begin(), decode_launches_.end()) - decode_launches_.begin());
+  const bool by_steps = k.ctx.groups > 1 && decode_launches_[most] > 0;
   auto graphs = [&](double seqs, double tokens) {
+    if (by_steps) return static_cast<GraphMode>(most);
     return decode_step_graphs(engine, rank_tokens(seqs, k.ctx.groups), rank_tokens(tokens, k.ctx.groups));
   };
   // The mean batch, `queries` tokens per sequence at context `kv`.

@@ -194,9 +194,14 @@ void Simulation::start_step(Replica& r, Ps t) {
   r.busy_until = t + std::max<Ps>(1, to_ps(period));
   ++result_.steps;
   step_time_sum_ += period;
-  if (prefill && p.decode) ++result_.mixed_steps;
-  else if (prefill) ++result_.prefill_steps;
-  else ++result_.decode_steps;
+  if (prefill && p.decode) {
+    ++result_.mixed_steps;
+  } else if (prefill) {
+    ++result_.prefill_steps;
+  } else {
+    ++result_.decode_steps;
+    ++decode_launches_[static_cast<std::size_t>(mode)];
+  }
   if (p.decode) decode_batch_sum_ += p.mix.decode_seqs, decode_context_sum_ += p.mix.decode_full.keys;
   // (A decode instance's prompt steps, recomputing preempted requests, are its own: not these.)
   if (prefill && r.role != detail::Role::decode) {

@@ -1280,9 +1280,10 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
 // TensorRT-LLM under attention data parallelism (Mixtral-8x7B, --tp 1 --ep 2), requests of 100
 // prompt tokens and 4 outputs at t = 0, placed on ranks 0, 1, 0 (its executor's balance, as
 // below). With padding off (its default) a graph replays only when both ranks hold batches of
-// the same size (maybe_get_cuda_graph's all_batch_size_equal): two requests (1 and 1) decode in
-// graphs; three (2 and 1) decode eagerly. With padding on, every rank pads to the busiest's
-// captured size (2: _get_padded_batch), and three decode in graphs again.
+// the same size (maybe_get_cuda_graph's all_batch_size_equal): one request (1, and the idle
+// rank's one dummy request) and two (1 and 1) decode in graphs; three (2 and 1) decode eagerly.
+// With padding on, every rank pads to the busiest's captured size (2: _get_padded_batch), and
+// three decode in graphs again.
 TEST(Simulator, TensorRtLlmReplaysAGraphOfRanksOnlyWhenTheirBatchesAreEqualOrPadded) {
   const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
   const hw::System sys = h100();
@@ -1303,7 +1304,9 @@ TEST(Simulator, TensorRtLlmReplaysAGraphOfRanksOnlyWhenTheirBatchesAreEqualOrPad
     EXPECT_EQ(r.measured_requests, requests);
     return decode_steps;
   };
-  const std::map<GraphMode, int> two = launches(2, false), three = launches(3, false), padded = launches(3, true);
+  const std::map<GraphMode, int> one = launches(1, false), two = launches(2, false), three = launches(3, false), padded = launches(3, true);
+  EXPECT_GT(one.count(GraphMode::graph), 0u);
+  EXPECT_EQ(one.count(GraphMode::eager), 0u);
   EXPECT_GT(two.count(GraphMode::graph), 0u);
   EXPECT_EQ(two.count(GraphMode::eager), 0u);
   EXPECT_GT(three.count(GraphMode::eager), 0u);
