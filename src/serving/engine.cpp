@@ -849,7 +849,8 @@ void validate(const EngineConfig& e) {
 //   synced_cudagraph_mode != 0), to the graph size of the busiest rank's tokens;
 // - SGLang (decode graphs under --enable-dp-attention, cuda_graph_runner.py since PR #8280, July
 //   2025: bisect_left(capture_bs, max(global_num_tokens_cpu))) and TensorRT-LLM's PyTorch backend
-//   (_get_padded_batch: the largest batch over the ranks, then its capture sizes): graph steps;
+//   with padding on (_get_padded_batch: the largest batch over the ranks, then its capture
+//   sizes): graph steps;
 // - vLLM 0.8 ran no graphs under data parallelism (resolved_engine) and padded nothing; V0, SGLang
 //   0.3 and the TensorRT engine flow have no attention data parallelism.
 model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept {
@@ -860,7 +861,8 @@ model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept {
       if (is_vllm_v0(e.ref()) || e.version == 8) return RankPad::none;
       return e.version == 10 || e.version == 13 ? RankPad::always : RankPad::graphs;
     case EngineKind::sglang: return is_sglang_03(e.ref()) ? RankPad::none : RankPad::graphs;
-    case EngineKind::trtllm: return is_trtllm_engines(e.ref()) ? RankPad::none : RankPad::graphs;
+    // (Padding off, its default: nothing pads, and unequal ranks run eagerly, step_graphs.)
+    case EngineKind::trtllm: return is_trtllm_engines(e.ref()) || e.graph_exact_sizes ? RankPad::none : RankPad::graphs;
     default: return RankPad::none;
   }
 }
