@@ -96,14 +96,13 @@ double pad_count(const model::StepMix& mix, bool tokens) noexcept { return token
 bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decode_seqs > 0 && (!tokens || mix.decode_tokens > 0); }
 
 // All attention data-parallel ranks' `mix` with `padding` rows more, the dummy rows of ranks
-// padded to the busiest's: as much of them as the expert part reads (model::StepMix::tokens, and
-// the repeats). The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
+// padded to the busiest's (the expert part reads its tokens and repeats): add_padding's, as one
+// mix's padding. The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
 // rows route as one.
 model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool tokens, bool repeats) noexcept {
-  const double q = tokens ? 1 : mix.decode_tokens / mix.decode_seqs;
   model::StepMix whole = mix;
-  whole.decode_tokens += q * padding;
-  if (repeats && !(tokens && mix.prefill_seqs > 0)) whole.repeated_rows += q * std::max(0.0, padding - 1);  // (as add_padding)
+  const double rows = pad_count(mix, tokens);
+  add_padding(whole, rows, rows + padding, tokens, repeats, mix.prefill_seqs > 0);
   return whole;
 }
 
