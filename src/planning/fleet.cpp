@@ -894,7 +894,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     const Candidate& c = cands[i];
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
-      return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.w == c.w && o.kv == c.kv &&
+      return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.experts == c.experts && o.w == c.w && o.kv == c.kv &&
              o.budget == c.budget && o.chunked == c.chunked && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);

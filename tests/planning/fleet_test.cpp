@@ -714,6 +714,49 @@ TEST(Fleet, MoeDeploymentsAreSearchedWithBothExpertLayoutsAtTpAboveOne) {
   EXPECT_EQ(search_fleet(m, s).evaluated, 2u);
 }
 
+TEST(Fleet, ExpertLayoutsShareNoRuns) {
+  // A deployment's sequence limits share the runs their limit cannot change (a family); its two
+  // expert layouts are two deployments, each its own family: a run of experts split by width is
+  // not one of whole experts, though the two hold the same bytes a GPU (the same cache) and run
+  // the same fleet. Mixtral at TP 1 and 2 under vLLM and SGLang (four families at least, else
+  // every candidate goes alone, sharing nothing), limits 512 then 64: every deployment must
+  // come out as it does searched alone.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  FleetSpace s = space(6, 200);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1, 2};
+  s.ep = {1};
+  s.engines = {serving::EngineKind::vllm, serving::EngineKind::sglang};
+  s.max_num_seqs = {512, 64};
+  s.max_rate = false;
+  s.base.slo.set(serving::SloMetric::ttft, 1.0);
+  s.base.slo.set(serving::SloMetric::tpot, 0.05);
+  analysis::SearchControl control;
+  control.threads = 1;
+  const FleetSearchResult all = search_fleet(m, s, control);
+  // TP 1: one layout; TP 2: two; two engines, two limits: (1 + 2) x 2 x 2 = 12.
+  ASSERT_EQ(all.evaluated, 12u);
+  int whole = 0;
+  for (const Deployment& d : all.feasible) {
+    FleetSpace one = s;
+    one.tp = {d.tp};
+    one.engines = {d.engine};
+    one.experts = {d.experts};
+    one.max_num_seqs = {d.max_num_seqs};
+    const FleetSearchResult r = search_fleet(m, one, control);
+    ASSERT_EQ(r.feasible.size(), 1u);
+    const Deployment& a = r.feasible.front();
+    whole += d.experts == model::ForwardConfig::Experts::expert ? 1 : 0;
+    const std::string what = fmt::format("tp {} experts {} engine {} seqs {}", d.tp, d.experts == model::ForwardConfig::Experts::expert ? "ep" : "tp",
+                                         serving::name(d.engine), d.max_num_seqs);
+    EXPECT_EQ(d.replicas, a.replicas) << what;
+    EXPECT_EQ(d.ttft.p99, a.ttft.p99) << what;
+    EXPECT_EQ(d.tpot.mean, a.tpot.mean) << what;
+    EXPECT_EQ(d.output_tokens_per_s, a.output_tokens_per_s) << what;
+  }
+  EXPECT_EQ(whole, 4);
+}
+
 TEST(Fleet, TtftFloorIsEachPromptPrefilledAlone) {
   // Fixed 1000-token prompts: every request's TTFT is at least the server's front end (vLLM's
   // preset: 4 ms) and one 1000-token prefill step (piecewise graphs) plus the host's time for
