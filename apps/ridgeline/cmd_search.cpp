@@ -146,7 +146,7 @@ struct ServeSearchFlags {
   std::vector<std::string> drafts, accepts;  // --draft and --accept, repeatable: paired in order
   const CLI::App* app = nullptr;             // the command: the order its flags were given in
   std::string spec_tokens;
-  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill, moe_a2a;
+  std::string disagg = "off", decode_tp, decode_ep, disagg_split = "search", chunked_prefill, graph_padding, moe_a2a;
   EmitFlags emit;
 };
 
@@ -182,6 +182,10 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   app->add_option("--max-batched-tokens", f->max_batched_tokens, "token budgets to try (default: the engine's)");
   app->add_option("--chunked-prefill", f->chunked_prefill,
                   "on, off or both: prompts split over steps within the token budget or not (default: each engine's own, on for vLLM and SGLang, off for TensorRT-LLM)");
+  app->add_option("--graph-padding", f->graph_padding,
+                  "TensorRT-LLM: on, off or both: a decode batch padded to the next captured CUDA graph, or replayed as a graph only at "
+                  "1-32, 64 and 128 (cuda_graph_config.enable_padding; default off, its own; vLLM and SGLang pad)")
+      ->type_name("on|off|both");
   app->add_option("--router", f->router, "round-robin, least-loaded or prefix")->capture_default_str();
   app->add_option("--slo", f->slo, "targets, e.g. ttft_p99=1s,tpot_p99=50ms");
   app->add_option("--margin", f->margin,
@@ -385,6 +389,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   s.max_num_seqs = ints(v->max_num_seqs, "--max-num-seqs");
   s.max_batched_tokens = ints(v->max_batched_tokens, "--max-batched-tokens");
   if (!v->chunked_prefill.empty()) s.chunked_prefill = on_off_both(v->chunked_prefill, "--chunked-prefill", true);
+  if (!v->graph_padding.empty()) s.graph_padding = on_off_both(v->graph_padding, "--graph-padding", false);
   if (!v->weight_dtypes.empty()) {
     for (DType d : dtype_list(v->weight_dtypes, "--weight-dtype")) s.weight_dtypes.emplace_back(d);
   }

@@ -51,6 +51,7 @@ struct Candidate {
   std::optional<DType> w, kv;
   std::int64_t seqs = 0, budget = 0;
   std::optional<bool> chunked;  // none: the engine's preset
+  std::optional<bool> padding;  // graph padding; none: the engine's preset
   bool disagg = false;
   std::int64_t dtp = 0, dep = 0;  // disaggregated: the decode instances' TP and EP
   int k = 0;             // speculative decoding: draft tokens per step
@@ -117,6 +118,7 @@ class Evaluator {
     d.max_num_seqs = c.seqs;
     d.max_batched_tokens = c.budget;
     d.chunked_prefill = c.chunked;
+    d.graph_padding = c.padding;
     d.replicas = 1;
     d.order = order;
     if (c.disagg) d.prefill = d.decode = 1, d.decode_tp = c.dtp, d.decode_ep = c.dep;
@@ -170,7 +172,7 @@ class Evaluator {
     }
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
-    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked};
+    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked, c.padding};
     const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
     if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99, f.ep), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
@@ -606,7 +608,7 @@ class Evaluator {
     model::ForwardConfig::Experts experts;
     std::optional<DType> w, kv;
     std::int64_t budget;
-    std::optional<bool> chunked;
+    std::optional<bool> chunked, padding;
     bool operator==(const FloorKey&) const = default;
   };
   std::optional<FloorKey> floor_key_;
@@ -616,6 +618,14 @@ class Evaluator {
   std::int64_t simulations_ = 0;
   double simulated_requests_ = 0;
 };
+
+}  // namespace
+
+bool takes_graph_padding(const serving::EngineConfig& e) noexcept {
+  return e.kind == serving::EngineKind::trtllm && !serving::is_trtllm_engines(e.ref()) && e.decode_graphs == serving::GraphMode::graph;
+}
+
+namespace {
 
 std::vector<std::int64_t> powers_of_two_up_to(std::int64_t max) {
   std::vector<std::int64_t> out;
@@ -634,6 +644,8 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
   if (layouts.empty()) layouts.push_back(false);
   std::vector<std::optional<bool>> chunkings(s.chunked_prefill.begin(), s.chunked_prefill.end());
   if (chunkings.empty()) chunkings.emplace_back();
+  std::vector<std::optional<bool>> paddings(s.graph_padding.begin(), s.graph_padding.end());
+  if (paddings.empty()) paddings.emplace_back();
   // Speculation: (draft tokens, draft) pairs; plain decoding once.
   std::vector<std::pair<int, std::size_t>> specs;
   if (s.spec_tokens.empty()) {
@@ -680,6 +692,9 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
           // A static batch prefills its prompts whole whatever the flag: its preset only.
           const std::vector<std::optional<bool>> chunk_choices =
               kind.kind == serving::EngineKind::static_batch ? std::vector<std::optional<bool>>{std::nullopt} : chunkings;
+          // Graph padding where the engine has the switch (else its preset, once).
+          const std::vector<std::optional<bool>> pad_choices =
+              takes_graph_padding(preset) ? paddings : std::vector<std::optional<bool>>{std::nullopt};
           std::vector<std::int64_t> budgets = s.max_batched_tokens;
           if (budgets.empty()) budgets.push_back(preset.max_batched_tokens);
           std::vector<std::int64_t> seqs = s.max_num_seqs;
@@ -689,27 +704,29 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
               if (preset.max_num_seqs == 0 || v < preset.max_num_seqs) seqs.push_back(v);
             }
           }
-          // The knobs of one engine at this plan: dtypes, budget, chunking, sequence limit,
-          // speculation, layout (and the decode instances' own plan).
+          // The knobs of one engine at this plan: dtypes, budget, chunking, graph padding,
+          // sequence limit, speculation, layout (and the decode instances' own plan).
           for (const auto& w : ws) {
             for (const auto& kv : kvs) {
               for (const std::int64_t b : budgets) {
                 for (const std::optional<bool> chunked : chunk_choices) {
+                 for (const std::optional<bool> pad : pad_choices) {
                   for (const std::int64_t q : seqs) {
                     for (const auto& [k, draft] : specs) {
                       for (const bool disagg : layouts) {
                         if (!disagg) {
-                          out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, false, 0, 0, k, draft});
+                          out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, pad, false, 0, 0, k, draft});
                           continue;
                         }
                         for (const std::int64_t dtp : s.decode_tp_same ? std::vector<std::int64_t>{tp} : s.decode_tp.empty() ? tps : s.decode_tp) {
                           for (const std::int64_t dep : s.decode_ep_same ? std::vector<std::int64_t>{ep} : s.decode_ep.empty() ? eps_at(dtp) : s.decode_ep) {
-                            out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, true, dtp, dep, k, draft});
+                            out.push_back({ci, kind, tp, ep, experts, w, kv, q, b, chunked, pad, true, dtp, dep, k, draft});
                           }
                         }
                       }
                     }
                   }
+                 }
                 }
               }
             }
@@ -796,6 +813,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
   c.engine.max_num_seqs = d.max_num_seqs;
   c.engine.max_batched_tokens = d.max_batched_tokens;
   if (d.chunked_prefill) c.engine.chunked_prefill = *d.chunked_prefill;
+  if (d.graph_padding) c.engine.graph_exact_sizes = !*d.graph_padding;
   c.engine.moe_a2a = space.moe_a2a;
   c.replicas = d.replicas;
   c.spec = d.spec_tokens > 0 ? space.drafts.at(d.draft).spec : model::Speculation{};
@@ -810,6 +828,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     e.max_num_seqs = d.max_num_seqs;
     e.max_batched_tokens = d.max_batched_tokens;
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
+    if (d.graph_padding) e.graph_exact_sizes = !*d.graph_padding;
     e.moe_a2a = space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
     searched_graphs(e, d.spec_tokens);
@@ -842,6 +861,19 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   for (const model::ForwardConfig::Experts e : s.experts) {
     if (e == model::ForwardConfig::Experts::expert && !m.is_moe()) {
       throw InputError(fmt::format("--experts: ep: {} is not a mixture of experts", m.name));
+    }
+  }
+  if (!s.graph_padding.empty()) {
+    // At least one engine of the space with the switch (each preset's graphs are the same at
+    // every chip and TP).
+    std::vector<serving::EngineRef> engines = s.engines;
+    if (engines.empty()) engines.push_back(s.base.engine.ref());
+    const bool any = std::any_of(engines.begin(), engines.end(), [&](const serving::EngineRef& k) {
+      return takes_graph_padding(serving::engine_preset(k, s.chips.front().sys.chip, 1, m));
+    });
+    if (!any) {
+      throw InputError("--graph-padding: none of the engines tried has the knob (TensorRT-LLM's cuda_graph_config.enable_padding; vLLM and "
+                       "SGLang pad by default): add --engine trtllm");
     }
   }
   for (const std::int64_t v : s.max_num_seqs) {
@@ -895,7 +927,7 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
     auto same = [&](const std::vector<std::size_t>& f) {
       const Candidate& o = cands[f.front()];
       return o.chip == c.chip && o.engine == c.engine && o.tp == c.tp && o.ep == c.ep && o.experts == c.experts && o.w == c.w && o.kv == c.kv &&
-             o.budget == c.budget && o.chunked == c.chunked && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
+             o.budget == c.budget && o.chunked == c.chunked && o.padding == c.padding && o.disagg == c.disagg && o.dtp == c.dtp && o.dep == c.dep && o.k == c.k && o.draft == c.draft;
     };
     const auto it = std::find_if(families.begin(), families.end(), same);
     if (it == families.end()) families.push_back({i});

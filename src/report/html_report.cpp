@@ -463,8 +463,8 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
   std::vector<Row> groups;
   std::size_t listed = 0;
   auto same = [&](const json& a, const json& b) {
-    for (const char* k : {"hw", "tp", "ep", "engine", "max_batched_tokens", "chunked_prefill", "spec_tokens", "draft", "weight_dtype",
-                          "kv_dtype", "replicas", "disagg", "gpus"}) {
+    for (const char* k : {"hw", "tp", "ep", "experts", "engine", "max_batched_tokens", "chunked_prefill", "graph_padding", "spec_tokens", "draft",
+                          "weight_dtype", "kv_dtype", "replicas", "disagg", "gpus"}) {
       if (a.value(k, json(nullptr)) != b.value(k, json(nullptr))) return false;
     }
     return p99(a, "ttft_s") == p99(b, "ttft_s") && p99(a, "tpot_s") == p99(b, "tpot_s") &&
@@ -490,6 +490,7 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
                                                     json_number(g, "prefill_tp"), json_number(g, "decode_tp"))
                                       : fmt::format("{:.0f} x tp {:.0f}", json_number(d, "replicas"), json_number(d, "tp"));
     if (json_number(d, "ep", 1) > 1) shape += fmt::format(" ep {:.0f}", json_number(d, "ep"));
+    if (d.value("experts", "") == "ep") shape += ", experts ep";
     const double slack = json_number(d, "slo_slack", 1);
     row.r = json{{"hw", d.value("hw", "")}, {"layout", shape}, {"engine", d.value("engine", "")},
                  {"seqs", lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi)}, {"seqs_v", hi},

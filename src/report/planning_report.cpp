@@ -66,6 +66,7 @@ std::string knobs_text(const planning::FleetSpace& s, const Deployment& d) {
   std::string k;
   if (d.experts == model::ForwardConfig::Experts::expert) k += ", experts ep";
   if (d.chunked_prefill) k += *d.chunked_prefill ? ", chunked prefill" : ", whole prompts";
+  if (d.graph_padding) k += *d.graph_padding ? ", graphs padded" : ", graphs unpadded";
   if (d.spec_tokens > 0) k += fmt::format(", {} drafts", d.spec_tokens);
   if (d.spec_tokens > 0 && s.drafts.size() > 1) k += fmt::format(" of {}", draft_name(s, d));
   if (d.weight_dtype) k += fmt::format(", {} weights", name(*d.weight_dtype));
@@ -154,6 +155,14 @@ json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
   return j;
 }
 
+// Whether a decode batch pads to the next captured graph: the search's choice, or the preset's
+// (vLLM's always); null where the engine captures no decode graph.
+json graph_padding_json(const planning::FleetSpace& s, const Deployment& d) {
+  if (d.graph_padding) return *d.graph_padding;
+  const serving::EngineConfig e = serving::engine_preset(d.engine, s.chips[d.chip].sys.chip, d.tp);
+  return e.decode_graphs == serving::GraphMode::eager ? json(nullptr) : json(!e.graph_exact_sizes);
+}
+
 json deployment_json(const planning::FleetSpace& s, const Deployment& d, const std::string& prefix) {
   json j{{"hw", s.chips[d.chip].sys.chip.name},
          {"tp", d.tp},
@@ -169,6 +178,7 @@ json deployment_json(const planning::FleetSpace& s, const Deployment& d, const s
          {"max_num_seqs", run_seqs(d)},
          {"max_batched_tokens", d.max_batched_tokens},
          {"chunked_prefill", d.chunked_prefill.value_or(serving::engine_preset(d.engine, s.chips[d.chip].sys.chip, d.tp).chunked_prefill)},
+         {"graph_padding", graph_padding_json(s, d)},
          {"spec_tokens", d.spec_tokens},
          {"draft", d.spec_tokens > 0 ? json(draft_name(s, d)) : json(nullptr)},
          {"gpus", d.gpus},
@@ -250,6 +260,7 @@ std::string deployment_flags(const planning::FleetSpace& s, const Deployment& d)
   // The searched graphs, where serve alone would size them from the sequence limit.
   if (const std::int64_t g = planning::pinned_graph_max_batch(s, d); g > 0) f += fmt::format(" --graph-max-batch {}", g);
   if (d.chunked_prefill) f += fmt::format(" --chunked-prefill {}", *d.chunked_prefill ? "on" : "off");
+  if (d.graph_padding) f += fmt::format(" --graph-padding {}", *d.graph_padding ? "on" : "off");
   f += d.prefill > 0 ? fmt::format(" --disagg {}:{}", d.prefill, d.decode) : fmt::format(" --replicas {}", d.replicas);
   if (own_decode_tp(d) || own_decode_ep(d)) {
     f += fmt::format(" --disagg-decode tp={}", decode_tp(d));
@@ -412,7 +423,7 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   // the range of limits ("64-1024").
   auto same_run = [](const Deployment& a, const Deployment& o) {
     return a.chip == o.chip && a.engine == o.engine && a.tp == o.tp && a.ep == o.ep && a.experts == o.experts && a.weight_dtype == o.weight_dtype &&
-           a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.chunked_prefill == o.chunked_prefill && a.replicas == o.replicas &&
+           a.kv_dtype == o.kv_dtype && a.max_batched_tokens == o.max_batched_tokens && a.chunked_prefill == o.chunked_prefill && a.graph_padding == o.graph_padding && a.replicas == o.replicas &&
            a.prefill == o.prefill && a.decode == o.decode && a.decode_tp == o.decode_tp && a.decode_ep == o.decode_ep && a.spec_tokens == o.spec_tokens && a.draft == o.draft &&
            a.ttft.p99 == o.ttft.p99 && a.tpot.p99 == o.tpot.p99 && a.output_tokens_per_s == o.output_tokens_per_s && a.max_qps == o.max_qps;
   };
@@ -432,13 +443,13 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
     std::size_t names = 0;
     for (const Deployment& d : v) names = space.drafts.size() > 1 ? std::max(names, draft_name(space, d).size()) : 0;
     const std::string spec_head = !spec ? "" : names > 0 ? fmt::format("  spec {:<{}}", "draft", std::max<std::size_t>(names, 5)) : "  spec";
-    // A column of chunked prefill (on or off) when the space chooses it.
-    const bool chunking = !space.chunked_prefill.empty();
+    // Columns of chunked prefill and of graph padding (on or off) when the space chooses them.
+    const bool chunking = !space.chunked_prefill.empty(), padding = !space.graph_padding.empty();
     // The engine column as wide as its longest preset's name and a space (8 at least).
     std::size_t engine_w = 8;
     for (const Deployment& d : v) engine_w = std::max(engine_w, serving::name(d.engine).size() + 1);
-    s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine", engine_w,
-                     spec_head, "seqs", "tokens", chunking ? " chunk" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
+    s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9}{:>9}{:>9}{:>7}\n", "hw", "tp", "ep", "engine", engine_w,
+                     spec_head, "seqs", "tokens", chunking ? " chunk" : "", padding ? "  pad" : "", "weights", "KV", "rep", "GPUs", "$/h", "$/M out", "TTFT p99", "TPOT p99",
                      "tok/s/G", "tok/s/u", "max qps", "spare");
     for (std::size_t i = 0; i < v.size();) {
       const Deployment& d = v[i];
@@ -449,9 +460,10 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
       std::string k = !spec ? "" : d.spec_tokens > 0 ? fmt::format("{:>6}", d.spec_tokens) : "     -";
       if (names > 0) k += fmt::format(" {:<{}}", d.spec_tokens > 0 ? draft_name(space, d) : "-", std::max<std::size_t>(names, 5));
       const std::string chunk = !chunking ? "" : fmt::format("{:>6}", !d.chunked_prefill ? "-" : *d.chunked_prefill ? "on" : "off");
-      s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
+      const std::string pad = !padding ? "" : fmt::format("{:>5}", !d.graph_padding ? "-" : *d.graph_padding ? "on" : "off");
+      s += fmt::format("  {:<12}{:>4}{:>5}{:>{}}{}{:>10}{:>7}{}{}{:>10}{:>10}{:>8}{:>5}{:>9}{:>9}{:>10}{:>10}{:>9.4g}{:>9.4g}{:>9}{:>7}\n",
                        space.chips[d.chip].sys.chip.name, tp_text(d), ep_text(d) + (d.experts == model::ForwardConfig::Experts::expert ? "e" : ""),
-                       serving::name(d.engine), engine_w, k, seqs, d.max_batched_tokens, chunk,
+                       serving::name(d.engine), engine_w, k, seqs, d.max_batched_tokens, chunk, pad,
                        dtype_or(d.weight_dtype, "-"), dtype_or(d.kv_dtype, "-"), instances(d), d.gpus,
                        d.usd_per_hour > 0 ? format_usd(d.usd_per_hour) : "-", d.usd_per_hour > 0 ? format_usd(d.usd_per_million_output_tokens) : "-",
                        t(d.ttft.p99), t(d.tpot.p99), d.output_tokens_per_s_per_gpu, d.output_tokens_per_s_per_user,
@@ -514,6 +526,7 @@ std::string fleet_pareto_svg(const model::ModelConfig& m, const planning::FleetS
     if (d.weight_dtype) tag += fmt::format(", {} weights", name(*d.weight_dtype));
     if (d.spec_tokens > 0) tag += fmt::format(" k{}", d.spec_tokens) + (space.drafts.size() > 1 ? " " + draft_name(space, d) : "");
     if (d.chunked_prefill && !*d.chunked_prefill) tag += " whole";
+    if (d.graph_padding) tag += *d.graph_padding ? " padded" : " unpadded";
     front.tags.push_back(tag);
   }
   for (const Deployment& d : r.feasible) add(others, d);

@@ -66,6 +66,36 @@ TEST(EmitCli, SearchServeWritesBestParetoAndRows) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/pareto/01/replica.sh"));
 }
 
+TEST(SearchServeCli, GraphPaddingOnOffOrBothForTensorRtLlm) {
+  // TensorRT-LLM over two attention data-parallel ranks, its graphs padded (--graph-padding on):
+  // the deployment says so in its JSON and its serve command, serve of that command gives the
+  // same numbers, and its launch file pads (cuda_graph_config.enable_padding: true). With both,
+  // two deployments; with vLLM alone the knob has nothing to set.
+  const std::string dir = cleared_path("search_padding");
+  const std::string base = "search serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --qps 4 --requests 100 "
+                           "--prompt 1000 --gen 100 --max-num-seqs 64 --max-rate off --weight-dtype bf16 --kv-dtype bf16";
+  auto j = run_json(base + " --engine trtllm --graph-padding on --emit trtllm --emit-dir " + dir);
+  ASSERT_EQ(j["evaluated"], 1) << j.dump();
+  const auto& b = j["best"];
+  ASSERT_TRUE(b.is_object()) << j.dump();
+  EXPECT_EQ(b["graph_padding"], true);
+  std::string command = b["command"];
+  EXPECT_NE(command.find("--graph-padding on"), std::string::npos) << command;
+  auto s = run_json(command.substr(10));
+  for (const char* k : {"ttft_s", "tpot_s", "output_tokens_per_s"}) EXPECT_EQ(s[k], b[k]) << k;
+  const std::string yml = slurp(dir + "/best/replica-extra-llm-api-config.yml");
+  EXPECT_NE(yml.find("enable_padding: true"), std::string::npos) << yml;
+  EXPECT_NE(yml.find("enable_attention_dp: true"), std::string::npos) << yml;
+  auto both = run_json(base + " --engine trtllm --graph-padding both");
+  EXPECT_EQ(both["evaluated"], 2) << both.dump();
+  // Without the knob, TensorRT-LLM's own (padding off); vLLM's JSON says it pads.
+  auto preset = run_json(base + " --engine trtllm,vllm");
+  for (const auto& d : preset["feasible"]) EXPECT_EQ(d["graph_padding"], d["engine"] == "vllm") << d.dump();
+  expect_bad(base + " --engine trtllm --graph-padding maybe", "--graph-padding: 'maybe' is not on, off or both");
+  expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine vllm,sglang --graph-padding on",
+             "--graph-padding: none of the engines tried has the knob");
+}
+
 // A config.json without a repository in it: the launch names the directory that holds it (the
 // checkpoint's, which engines load), not the file.
 // A sequence limit below vLLM's 256 lowers the largest graph vLLM captures by default (min(2 x

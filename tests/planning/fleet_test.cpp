@@ -582,6 +582,55 @@ TEST(Fleet, ChunkedPrefillIsAKnobOfTheSpace) {
   EXPECT_EQ(st.evaluated, 1u);
 }
 
+TEST(Fleet, GraphPaddingIsAKnobOfTensorRtLlm) {
+  // Mixtral at TP 1 over two attention data-parallel ranks (EP 2), 8 requests/s of 1000 in,
+  // 100 out. TensorRT-LLM without padding (its preset) replays a decode graph only when both
+  // ranks hold the same batch, and runs every other decode step eagerly; with padding each rank
+  // pads to the graph of the larger batch (docs/serving.md#rank-padding). Both are searched
+  // with --graph-padding both: vLLM has no switch and is tried once, so 2 + 1 = 3 deployments.
+  const model::ModelConfig m = io::bundled_model("mixtral-8x7b");
+  FleetSpace s = space(8, 200);
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1};
+  s.ep = {2};
+  s.engines = {serving::EngineKind::trtllm, serving::EngineKind::vllm};
+  s.max_num_seqs = {64};
+  s.max_rate = false;
+  s.graph_padding = {false, true};
+  const FleetSearchResult r = search_fleet(m, s);
+  ASSERT_EQ(r.evaluated, 3u);
+  ASSERT_EQ(r.feasible.size(), 3u);
+  const Deployment *padded = nullptr, *unpadded = nullptr;
+  for (const Deployment& d : r.feasible) {
+    if (d.engine.kind == serving::EngineKind::vllm) {
+      EXPECT_FALSE(d.graph_padding);
+      continue;
+    }
+    ASSERT_TRUE(d.graph_padding);
+    (*d.graph_padding ? padded : unpadded) = &d;
+  }
+  ASSERT_TRUE(padded && unpadded);
+  // A deployment runs in serve as searched: its padding set, the same numbers.
+  for (const Deployment* d : {padded, unpadded}) {
+    const ServeConfig cfg = serve_config(m, s, *d);
+    EXPECT_EQ(cfg.engine.graph_exact_sizes, !*d->graph_padding);
+    EXPECT_EQ(serving::rank_padding(cfg.engine), *d->graph_padding ? model::ForwardConfig::RankPad::graphs : model::ForwardConfig::RankPad::none);
+    const ServingResult again = run(m, s.chips[0].sys, cfg);
+    EXPECT_DOUBLE_EQ(d->tpot.mean, again.tpot.mean);
+    EXPECT_DOUBLE_EQ(d->ttft.p99, again.ttft.p99);
+  }
+  // Unequal ranks' eager decode steps, with their host launches, against graphs of both.
+  EXPECT_LT(padded->tpot.mean, unpadded->tpot.mean);
+  // The preset alone without the knob; the knob without an engine that takes it is refused.
+  s.graph_padding.clear();
+  const FleetSearchResult preset = search_fleet(m, s);
+  EXPECT_EQ(preset.evaluated, 2u);
+  for (const Deployment& d : preset.feasible) EXPECT_FALSE(d.graph_padding);
+  s.graph_padding = {true};
+  s.engines = {serving::EngineKind::vllm, serving::EngineKind::sglang};
+  EXPECT_THROW(search_fleet(m, s), InputError);
+}
+
 TEST(Fleet, DraftsAreSearchedEachWithItsOwnRates) {
   // Two drafts of Llama-3.1-8B, each with the acceptance measured for it: its MTP layer at
   // 0.8 and a 2-layer cut of the model itself at 0.5, with 2 draft tokens a step, and plain

@@ -133,8 +133,8 @@ def test_fleet_report(tmp_path):
     # ran the same on one row, at most 20 rows, the rest counted; costs with their currency.
     def run_key(d):
         return tuple(json.dumps(d.get(k), sort_keys=True) for k in (
-            "hw", "tp", "ep", "engine", "max_batched_tokens", "chunked_prefill", "spec_tokens", "draft", "weight_dtype", "kv_dtype",
-            "replicas", "disagg", "gpus", "max_qps")) + (d["ttft_s"]["p99"], d["tpot_s"]["p99"], d["output_tokens_per_s"])
+            "hw", "tp", "ep", "experts", "engine", "max_batched_tokens", "chunked_prefill", "graph_padding", "spec_tokens", "draft",
+            "weight_dtype", "kv_dtype", "replicas", "disagg", "gpus", "max_qps")) + (d["ttft_s"]["p99"], d["tpot_s"]["p99"], d["output_tokens_per_s"])
     rows = 0
     for i, d in enumerate(doc["feasible"]):
         rows += 1 if i == 0 or run_key(d) != run_key(doc["feasible"][i - 1]) else 0

@@ -68,6 +68,10 @@ struct FleetSpace {
   std::vector<std::int64_t> max_num_seqs;         ///< empty: the preset's and the powers of two from 16 below it
   std::vector<std::int64_t> max_batched_tokens;   ///< empty: the preset's
   std::vector<bool> chunked_prefill;              ///< prompts split over steps or not; empty: each engine's preset
+  /// A decode batch padded to the next captured graph or not (TensorRT-LLM's
+  /// cuda_graph_config.enable_padding), for the engines the search chooses it for
+  /// (takes_graph_padding); empty: each engine's preset.
+  std::vector<bool> graph_padding;
   /// Layouts to try: false, aggregated replicas; true, disaggregated prefill and decode
   /// instances split by rate matching. Empty: aggregated only.
   std::vector<bool> disaggregated;
@@ -150,6 +154,7 @@ struct Deployment {
   std::optional<DType> weight_dtype, kv_dtype;
   std::int64_t max_num_seqs = 0, max_batched_tokens = 0;
   std::optional<bool> chunked_prefill;  ///< the search's choice (FleetSpace::chunked_prefill); none: the engine's preset
+  std::optional<bool> graph_padding;    ///< the search's choice (FleetSpace::graph_padding); none: the engine's preset
   double gpus = 0, usd_per_hour = 0;
   serving::Summary ttft, tpot, e2e;
   double output_tokens_per_s = 0, input_tokens_per_s = 0, output_tokens_per_s_per_gpu = 0;
@@ -197,6 +202,12 @@ struct FleetSearchResult {
   double elapsed_s = 0;
   bool interrupted = false;
 };
+
+/// Whether the search chooses `e`'s graph padding (FleetSpace::graph_padding): TensorRT-LLM's
+/// PyTorch backend, whose decode steps replay one captured graph, padded or at its exact sizes
+/// (its default). vLLM always pads (no switch); SGLang pads by default and its switch
+/// (--disable-cuda-graph-padding) only takes graphs away; the TensorRT engine flow captures none.
+bool takes_graph_padding(const serving::EngineConfig& e) noexcept;
 
 /// The configuration `serve` runs for a deployment: `base` with its plan, engine and replicas,
 /// and its targets (band_slo with FleetSpace::margin_band).
