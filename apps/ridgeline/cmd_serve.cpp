@@ -169,6 +169,14 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
                                    f.engine));
     }
     e.graph_exact_sizes = !on_off(f.graph_padding, "--graph-padding");
+    // SGLang's switch (--disable-cuda-graph-padding) replays a graph only at its own captured
+    // sizes, with its ranks still padded to the busiest's: not the exact sizes modelled here
+    // (TensorRT-LLM's 1-32, 64 and 128).
+    if (e.graph_exact_sizes && e.kind == serving::EngineKind::sglang) {
+      throw InputError(fmt::format("--graph-padding off: the {} engine pads a decode batch to its next captured size; its "
+                                   "--disable-cuda-graph-padding (a graph only at a captured size) is not modelled",
+                                   f.engine));
+    }
   }
   if (!f.graph_sizes.empty()) {
     if (f.eager) throw InputError("--graph-sizes/--eager: --eager captures no graph");

@@ -916,6 +916,8 @@ TEST(ServeCli, VllmAndSglangPadToTheirOwnCaptureLists) {
   EXPECT_EQ(v300["graph_max_batch"], 288);
   EXPECT_EQ(v300["graph_max_tokens"], 288);
   expect_bad(q + "vllm --graph-padding off", "--graph-padding");
+  // SGLang pads by default; its switch off (graphs only at its own sizes) is not modelled.
+  expect_bad(q + "sglang --graph-padding off", "--graph-padding off: the sglang engine pads a decode batch to its next captured size");
   // vLLM 0.8-0.10 (piecewise graphs only): [1, 2, 4] + range(8, 513, 8), vllm/config.py before
   // PR #26016. Nothing pads where every step is eager.
   EXPECT_EQ(sizes("vllm@0.9"), steps({1, 2, 4}, 8, 512, 8));
