@@ -635,11 +635,14 @@ void moe_mlp(Ctx& c) {
   // parallelism the busiest chip receives (and returns) f.expert_imbalance times the mean,
   // and bounds the layer. Inside the tensor-parallel group no token moves: each chip picks
   // its own experts' pairs, and the group's all-reduce after the layer sums the outputs.
-  const double routed = T * k / te;
+  // Padding rows masked before the experts (StepMix::masked_rows) are no token's pairs.
+  const double masked = c.mix != nullptr ? c.mix->masked_rows / c.ep : 0;
+  const double Tr = T - masked;  // the routed tokens
+  const double routed = Tr * k / te;
   const double ep_size = c.ep * te;
-  // Given, or the routing model's expectation over the T·ep tokens routed this pass (model/routing.hpp).
+  // Given, or the routing model's expectation over the Tr·ep tokens routed this pass (model/routing.hpp).
   const RoutingImbalance routing = routing_imbalance(m, c.f);
-  const double imbalance = routing.at(T * c.ep);
+  const double imbalance = routing.at(Tr * c.ep);
   // The bytes of a pair each way: the activations', or DeepEP's (docs/serving.md#deepep): out
   // in fp8 where the experts compute in fp8 (a 4-byte scale per 128 values and 16 bytes of the
   // token's source), else in bf16, and back in bf16.
@@ -663,11 +666,11 @@ void moe_mlp(Ctx& c) {
   all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
-  // E/(ep·te)·(1 - (1 - k/E)^(T·ep)) of them are touched; rows repeating another
-  // (StepMix::repeated_rows) pick the same experts and touch none more.
+  // E/(ep·te)·(1 - (1 - k/E)^(Tr·ep)) of them are touched; rows repeating another
+  // (StepMix::repeated_rows) pick the same experts and touch none more, masked rows none.
   const double local_experts = E / ep_size;
   const double repeated = c.mix != nullptr ? c.mix->repeated_rows / c.ep : 0;
-  const double touched = touched_experts(m, ep_size, (T - repeated) * c.ep);
+  const double touched = touched_experts(m, ep_size, (Tr - repeated) * c.ep);
   const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
   // MXFP4 experts as the engine's kernel pads them (ForwardConfig::mxfp4_expert_align): the
   // hidden width and this chip's intermediate share rounded up, hp and Ip, in their GEMMs'
@@ -692,7 +695,7 @@ void moe_mlp(Ctx& c) {
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
-  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, T * c.ep, imbalance, c.f.expert_tiles) : 1;
+  const double row_tiles = deepgemm_moe ? expert_row_tiles(m, Tr * c.ep, imbalance, c.f.expert_tiles) : 1;
   // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
   // that widens each weight tile in its loop before bf16 products, its own class where the chip's
   // file measures it (vLLM's default on a B200, FlashInfer's trtllm-gen MXFP4 x BF16), else
@@ -808,7 +811,7 @@ void StepMix::add_decode(double kv, double window, double q) noexcept {
 }
 
 void StepMix::scale(double n) noexcept {
-  decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n, repeated_rows *= n;
+  decode_seqs *= n, decode_tokens *= n, prefill_seqs *= n, prefill_tokens *= n, prefill_positions *= n, repeated_rows *= n, masked_rows *= n;
   for (ops::AttentionCounts* c : {&decode_full, &decode_window, &prefill_full, &prefill_window}) *c *= n;
 }
 

@@ -172,7 +172,7 @@ class Evaluator {
     }
     // The same prefill instances (chip, plan, engine and budget) have the same floor: the last
     // candidate's, when it is of them (the sequence limits of a family).
-    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked, c.padding};
+    const FloorKey key{c.chip, c.engine, c.tp, c.ep, c.experts, c.w, c.kv, c.budget, c.chunked, c.padding, c.k, c.draft};
     const serving::SloTarget* ttft = slo.find(serving::SloMetric::ttft);
     if (!(floor_key_ && *floor_key_ == key)) floor_ttft_ = ttft_floor(e, ttft ? ttft->q : 0.99, f.ep), floor_key_ = key;
     d.floor_ttft_s = floor_ttft_;
@@ -344,7 +344,7 @@ class Evaluator {
     for (const KeptRun& k : kept_) {
       if (k.replicas == cfg.replicas && k.prefill == cfg.disagg.prefill && k.decode == cfg.disagg.decode && k.qps == cfg.workload.qps &&
           k.concurrency == cfg.workload.concurrency && k.slo == cfg.slo.any() && k.stop_early == stop_early && same_cache(k) &&
-          seqs > 0 && k.r.peak_running < seqs) {
+          same_graphs(k, cfg) && seqs > 0 && k.r.peak_running < seqs) {
         ServingResult r = k.r;
         // The same blocks held, of a cache of another size.
         const double scale = static_cast<double>(k.kv_blocks[0]) / static_cast<double>(kv_blocks_[0]);
@@ -380,9 +380,37 @@ class Evaluator {
     const std::int64_t limit = cfg.disagg.on() ? std::min(r.engine.max_num_seqs, r.disagg.decode_engine.max_num_seqs) : r.engine.max_num_seqs;
     if (r.peak_running < limit && kept_.size() < kKeep) {
       kept_.push_back({cfg.replicas, cfg.disagg.prefill, cfg.disagg.decode, cfg.workload.qps, cfg.workload.concurrency, cfg.slo.any(),
-                       stop_early, kv_blocks_, r});
+                       stop_early, kv_blocks_, graphs_of(cfg.engine), cfg.disagg.decode_engine ? graphs_of(*cfg.disagg.decode_engine) : Graphs{}, r});
     }
     return r;
+  }
+
+  // An engine's captured graphs: the largest (of a decode batch, of a step's tokens), the list a
+  // batch pads to, and whether its graphs count a step's tokens (serving::graphs_count_tokens).
+  struct Graphs {
+    std::int64_t max = 0, max_tokens = 0;
+    std::vector<std::int64_t> sizes;
+    bool tokens = false;
+    bool operator==(const Graphs&) const = default;
+  };
+  static Graphs graphs_of(const serving::EngineConfig& e) {
+    return {e.graph_max_batch, e.graph_max_tokens, e.graph_sizes, serving::graphs_count_tokens(e)};
+  }
+
+  // Whether `e` launches and pads every decode batch of at most `peak` sequences as graphs `g`
+  // did: the same graphs, or (graphs counting sequences) both largest at `peak` or above and the
+  // lists alike up to their first size at or above it (a batch pads to the next size).
+  static bool same_graphs_to(const Graphs& g, const serving::EngineConfig& e, std::int64_t peak) {
+    if (g.max == e.graph_max_batch && g.max_tokens == e.graph_max_tokens && g.sizes == e.graph_sizes) return true;
+    if (g.tokens || serving::graphs_count_tokens(e) || g.max_tokens != e.graph_max_tokens || g.max < peak || e.graph_max_batch < peak) {
+      return false;
+    }
+    const auto a = std::lower_bound(g.sizes.begin(), g.sizes.end(), peak);
+    const auto b = std::lower_bound(e.graph_sizes.begin(), e.graph_sizes.end(), peak);
+    const bool a_end = a == g.sizes.end(), b_end = b == e.graph_sizes.end();
+    if (a_end != b_end) return false;
+    // (No size at or above the peak: the lists must be alike whole; else through that size.)
+    return a_end ? g.sizes == e.graph_sizes : std::equal(g.sizes.begin(), a + 1, e.graph_sizes.begin(), b + 1);
   }
 
   // A run kept for the family's other sequence limits.
@@ -393,9 +421,20 @@ class Evaluator {
     bool slo = false;  // run against targets (the saturation's runs have none)
     bool stop_early = false;
     std::array<std::int64_t, 2> kv_blocks{};
+    Graphs graphs, decode_graphs;  // the engine's (and the decode instances' own engine's)
     ServingResult r;
   };
   static constexpr std::size_t kKeep = 256;
+
+  // Whether a kept run's graphs are this candidate's for every batch it ran: a sequence limit
+  // can cut the list a batch pads to (TensorRT-LLM's and SGLang's none past it,
+  // serving::pad_graphs), so a batch the run replayed padded could run eagerly under a lower
+  // limit, or the reverse.
+  static bool same_graphs(const KeptRun& k, const ServeConfig& cfg) {
+    const std::int64_t peak = k.r.peak_running;
+    if (!same_graphs_to(k.graphs, cfg.engine, peak)) return false;
+    return cfg.disagg.decode_engine ? same_graphs_to(k.decode_graphs, *cfg.disagg.decode_engine, peak) : k.decode_graphs == Graphs{};
+  }
 
   // Whether a kept run is this candidate's on its cache: the same cache, or one the run's every
   // cache check had room for. The limits of a family reserve different activations, so their
@@ -609,6 +648,8 @@ class Evaluator {
     std::optional<DType> w, kv;
     std::int64_t budget;
     std::optional<bool> chunked, padding;
+    int k;              // draft tokens: the engine's step period under them (settle_output_processing)
+    std::size_t draft;
     bool operator==(const FloorKey&) const = default;
   };
   std::optional<FloorKey> floor_key_;

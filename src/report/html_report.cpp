@@ -496,6 +496,7 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
                  {"seqs", lo == hi ? fmt::format("{}", lo) : fmt::format("{}-{}", lo, hi)}, {"seqs_v", hi},
                  {"tokens", d.value("max_batched_tokens", 0)},
                  {"chunked", d.contains("chunked_prefill") && d["chunked_prefill"].is_boolean() ? json(d["chunked_prefill"].get<bool>() ? "on" : "off") : json(nullptr)},
+                 {"pad", d.contains("graph_padding") && d["graph_padding"].is_boolean() ? json(d["graph_padding"].get<bool>() ? "on" : "off") : json(nullptr)},
                  {"spec", d.value("spec_tokens", 0) > 0 ? json(d.value("spec_tokens", 0)) : json(nullptr)},
                  {"draft", d.contains("draft") ? d["draft"] : json(nullptr)}, {"weights", d.contains("weight_dtype") ? d["weight_dtype"] : json(nullptr)},
                  {"kv", d.contains("kv_dtype") ? d["kv_dtype"] : json(nullptr)}, {"gpus", d.value("gpus", 0.0)},
@@ -523,6 +524,7 @@ std::string html_fleet_report(const json& search, const json& best_run, const st
   cols.push_back({"seqs", "seqs", Column::label});
   if (varies("tokens")) cols.push_back({"tokens", "tokens", Column::number});
   if (any("chunked") && varies("chunked")) cols.push_back({"chunked", "chunked", Column::label});
+  if (any("pad") && varies("pad")) cols.push_back({"pad", "graph padding", Column::label});
   if (any("spec")) cols.push_back({"spec", "spec", Column::number});
   if (any("draft") && varies("draft")) cols.push_back({"draft", "draft", Column::label});
   if (varies("weights")) cols.push_back({"weights", "weights", Column::label});

@@ -839,6 +839,9 @@ void validate(const EngineConfig& e) {
   }
 }
 
+// (engine.hpp: vLLM 0.8 forced enforce_eager under data parallelism.)
+bool ranks_run_eagerly(const EngineConfig& e, std::int64_t ep) noexcept { return e.kind == EngineKind::vllm && e.version == 8 && ep > 1; }
+
 // How attention data-parallel ranks pad their forwards (docs/serving.md#rank-padding):
 // - vLLM 0.9.1-0.16 (the vllm@0.10 and vllm@0.13 presets): every step, each rank's tokens padded
 //   to its graph size, then to the largest over the ranks (GPUModelRunner.get_dp_padding, PR
@@ -893,6 +896,12 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // input_tokens.extend(itertools.repeat(0, cuda_graph_pad_size))). V1 and SGLang leave their
   // buffers' other rows as they were: earlier tokens, routed like real ones.
   f.graph_pad_repeats = e.kind == EngineKind::trtllm || is_vllm_v0(e.ref());
+  // SGLang under expert parallelism (moe_ep_size > 1: enable_num_token_non_padded) masks its
+  // padding rows after the router: _mask_topk_ids_padded_region sets their top-k ids to -1
+  // (python/sglang/srt/layers/moe/topk.py; sgl-project/sglang PR #6175, May 2025, "Speed up when
+  // having padding tokens in DeepEP"), so they are dispatched to no expert and computed by none.
+  // 0.3 predates it; vLLM's and TensorRT-LLM's padding rows route as tokens.
+  f.graph_pad_masked = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && f.ep_size() > 1;
   f.rank_pad = rank_padding(e);
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and

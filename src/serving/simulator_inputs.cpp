@@ -48,11 +48,7 @@ EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& pl
     e.new_token_ratio_init *= 0.3;
     e.new_token_ratio_min *= 0.3;
   }
-  // vLLM 0.8 (from PR #13931, March 2025, to PR #18724, May 2025) ran data-parallel ranks
-  // without graphs: "Data Parallel: Forcing enforce eager to be True since DP is currently not
-  // supported with CUDA Graphs" (vllm/platforms/cuda.py check_and_update_config).
-  if (e.kind == EngineKind::vllm && e.version == 8 && plan.forward.ep > 1 &&
-      (e.decode_graphs != GraphMode::eager || e.mixed_graphs != GraphMode::eager)) {
+  if (ranks_run_eagerly(e, plan.forward.ep) && (e.decode_graphs != GraphMode::eager || e.mixed_graphs != GraphMode::eager)) {
     e.decode_graphs = e.mixed_graphs = GraphMode::eager;
     e.sources += "; under data parallelism every step eager (vllm/platforms/cuda.py: enforce_eager forced from PR #13931 to PR #18724)";
   }

@@ -73,8 +73,10 @@ double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, do
 // `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
 // padding row): the padding's rows past its first (sequence's) repeat it
 // (StepMix::repeated_rows); less than one row of padding (a fractional mean batch) repeats none.
-void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats, bool prompts) noexcept {
+// `masked` (SGLang under expert parallelism): the padding reaches no expert (StepMix::masked_rows).
+void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats, bool masked, bool prompts) noexcept {
   if (!(n > rows)) return;
+  if (masked) out.masked_rows += n - rows;
   const double repeated = std::max(0.0, n - rows - 1);
   if (tokens && prompts) {
     out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
@@ -99,10 +101,10 @@ bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decod
 // padded to the busiest's (the expert part reads its tokens and repeats): add_padding's, as one
 // mix's padding. The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
 // rows route as one.
-model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool tokens, bool repeats) noexcept {
+model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool tokens, bool repeats, bool masked) noexcept {
   model::StepMix whole = mix;
   const double rows = pad_count(mix, tokens);
-  add_padding(whole, rows, rows + padding, tokens, repeats, mix.prefill_seqs > 0);
+  add_padding(whole, rows, rows + padding, tokens, repeats, masked, mix.prefill_seqs > 0);
   return whole;
 }
 
@@ -110,7 +112,7 @@ model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool
 // ep attention data-parallel ranks, the busiest holding `busiest` rows (0: evenly loaded, ⌈rows
 // / ep⌉, serving::rank_tokens), each padded to pad_target's rows; false where nothing pads.
 template <class It>
-bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, bool tokens, bool repeats,
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, bool tokens, bool repeats, bool masked,
               It first, It last, model::StepMix& out, double busiest = 0) noexcept {
   const double rows = pad_count(mix, tokens);
   const double most = ep == 1 ? rows : busiest > 0 ? std::max(busiest, std::ceil(rows / ep)) : std::ceil(rows / ep);
@@ -118,7 +120,7 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::Forwa
   const double n = pad_target(most, prompts, decodes(mix, tokens), mode, ep, rank_pad, tokens, first, last);
   if (!(n * ep > rows)) return false;
   out = mix;
-  add_padding(out, rows, n * ep, tokens, repeats, prompts);
+  add_padding(out, rows, n * ep, tokens, repeats, masked, prompts);
   return true;
 }
 
@@ -126,7 +128,8 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::Forwa
 bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out, double busiest = 0) noexcept {
   static const std::vector<std::int64_t> none;
   const std::vector<std::int64_t>& sizes = f.graph_pad_sizes != nullptr ? *f.graph_pad_sizes : none;
-  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, sizes.begin(), sizes.end(), out,
+  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, f.graph_pad_masked, sizes.begin(),
+                  sizes.end(), out,
                   busiest);
 }
 
@@ -160,6 +163,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   pad_sizes_.clear();
   pad_tokens_ = f.graph_pad_tokens;
   pad_repeats_ = f.graph_pad_repeats;
+  pad_masked_ = f.graph_pad_masked;
   rank_pad_ = f.rank_pad;
   if (f.graph_pad_sizes != nullptr) {
     for (const std::int64_t n : *f.graph_pad_sizes) pad_sizes_.push_back(static_cast<double>(n));
@@ -344,14 +348,16 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   Expert e;
   // all: the expert part's quantity, the tokens of all groups over ep, times the busiest
   // chip's share over the mean under the routing model.
-  e.all = mix.tokens() / ep_ * (routing_.model() ? routing_.at(mix.tokens()) : 1);
+  // Padding masked before the experts routes nothing (StepMix::masked_rows).
+  const double routed = mix.tokens() - mix.masked_rows;
+  e.all = routed / ep_ * (routing_.model() ? routing_.at(routed) : 1);
   if (v.all_tokens.count > 0) e.s += v.all_tokens.at(e.all);
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
-  e.touched = moe_ ? touched_at(mix.tokens() - mix.repeated_rows) : 0;
+  e.touched = moe_ ? touched_at(routed - mix.repeated_rows) : 0;
   // Each expert's rows in whole tiles: the ratio at the busiest chip's rows, the tokens of all
   // groups times its share F (given, or the routing model's), as the graph's.
-  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, mix.tokens(), routing_.at(mix.tokens()), expert_tiles_);
+  if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, routed, routing_.at(routed), expert_tiles_);
   for (int i = 0; i < v.apart_count; ++i) {
     if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched, e.row_tiles);
   }
@@ -396,7 +402,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, rank_pad_, pad_tokens_, pad_repeats_, pad_sizes_.begin(), pad_sizes_.end(), out);
+  return pad_rows(mix, mode, ep_, rank_pad_, pad_tokens_, pad_repeats_, pad_masked_, pad_sizes_.begin(), pad_sizes_.end(), out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
@@ -416,9 +422,9 @@ double StepModel::base(const model::StepMix& group, const model::StepMix& mix, G
     const double target = rank_target(std::ceil(rows), mix, mode);
     const double padding = target * ep_ - pad_count(mix, pad_tokens_);
     if (target > 0 && padding > 0) {
-      const Expert e = expert(with_rank_padding(mix, padding, pad_tokens_, pad_repeats_), mode);
+      const Expert e = expert(with_rank_padding(mix, padding, pad_tokens_, pad_repeats_, pad_masked_), mode);
       model::StepMix own = group;
-      add_padding(own, rows, target, pad_tokens_, pad_repeats_, mix.prefill_seqs > 0);
+      add_padding(own, rows, target, pad_tokens_, pad_repeats_, pad_masked_, mix.prefill_seqs > 0);
       return own_part(own, e.all, e.touched, mode) + e.s;
     }
   }
@@ -444,7 +450,7 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
     target = rank_target(busiest, mix, mode);
     const double padding = target * static_cast<double>(n) - pad_count(mix, pad_tokens_);
     if (padding > 0) {
-      whole = with_rank_padding(mix, padding, pad_tokens_, pad_repeats_);
+      whole = with_rank_padding(mix, padding, pad_tokens_, pad_repeats_, pad_masked_);
       all = &whole;
     }
   }
@@ -459,7 +465,7 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
     const model::StepMix* own_mix = &g;
     if (target > pad_count(g, pad_tokens_)) {
       padded_g = g;
-      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_, mix.prefill_seqs > 0);
+      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_, pad_masked_, mix.prefill_seqs > 0);
       own_mix = &padded_g;
     }
     double own = 0;

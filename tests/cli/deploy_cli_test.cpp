@@ -90,6 +90,7 @@ TEST(SearchServeCli, GraphPaddingOnOffOrBothForTensorRtLlm) {
   EXPECT_EQ(both["evaluated"], 2) << both.dump();
   // Without the knob, TensorRT-LLM's own (padding off); vLLM's JSON says it pads.
   auto preset = run_json(base + " --engine trtllm,vllm");
+  ASSERT_EQ(preset["feasible"].size(), 2u) << preset.dump();
   for (const auto& d : preset["feasible"]) EXPECT_EQ(d["graph_padding"], d["engine"] == "vllm") << d.dump();
   expect_bad(base + " --engine trtllm --graph-padding maybe", "--graph-padding: 'maybe' is not on, off or both");
   expect_bad("search serve --model llama-3.1-8b --hw h100-sxm --qps 1 --engine vllm,sglang --graph-padding on",

@@ -1088,6 +1088,38 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   EXPECT_LT(all.simulations, alone_simulations);
 }
 
+TEST(Fleet, ALimitThatCutsTheGraphsSharesNoRunWithOneThatDoesNot) {
+  // TensorRT-LLM with padding captures no graph past its sequence limit (pad_graphs): at 20 its
+  // list ends at 16, and 18 clients' batches of 17-18 run eagerly; at 512 they pad to 24 in a
+  // graph. A run of one limit is not the other's, though neither limit binds (18 running): each
+  // deployment must come out as searched alone. Four TPs: four families at least, else every
+  // candidate goes alone.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  FleetSpace s = space(1, 200);
+  s.base.workload.arrival = Arrival::closed;
+  s.base.workload.concurrency = 18;
+  s.chips = {chip("h100-sxm")};
+  s.tp = {1, 2, 4, 8};
+  s.engines = {serving::EngineKind::trtllm};
+  s.graph_padding = {true};
+  s.max_num_seqs = {512, 20};
+  s.max_rate = false;
+  analysis::SearchControl control;
+  control.threads = 1;
+  const FleetSearchResult all = search_fleet(m, s, control);
+  ASSERT_EQ(all.feasible.size(), 8u);
+  for (const Deployment& d : all.feasible) {
+    FleetSpace one = s;
+    one.tp = {d.tp};
+    one.max_num_seqs = {d.max_num_seqs};
+    const FleetSearchResult r = search_fleet(m, one, control);
+    ASSERT_EQ(r.feasible.size(), 1u);
+    const std::string what = fmt::format("tp {} seqs {}", d.tp, d.max_num_seqs);
+    EXPECT_EQ(d.tpot.mean, r.feasible.front().tpot.mean) << what;
+    EXPECT_EQ(d.ttft.p99, r.feasible.front().ttft.p99) << what;
+  }
+}
+
 TEST(Fleet, BadSpaces) {
   const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
   FleetSpace s = space(10, 100);

@@ -328,6 +328,27 @@ TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) 
   }
 }
 
+TEST(EngineKernels, SglangMasksItsPaddingRowsUnderExpertParallelismAlone) {
+  // SGLang's enable_num_token_non_padded (moe_ep_size > 1) masks the padding's top-k ids (PR
+  // #6175): whole experts over the TP group or over attention data-parallel ranks, not experts
+  // split by width; SGLang 0.3 (before it), vLLM and TensorRT-LLM route their padding.
+  const hw::ChipSpec chip = testing::catalog_system("h200").chip;
+  auto masks = [&](EngineRef engine, std::int64_t tp, std::int64_t ep, model::ForwardConfig::Experts experts) {
+    model::ForwardConfig f;
+    f.tp = tp;
+    f.ep = ep;
+    f.experts = experts;
+    return engine_forward(f, engine_preset(engine, chip, tp)).graph_pad_masked;
+  };
+  using X = model::ForwardConfig::Experts;
+  EXPECT_TRUE(masks(EngineKind::sglang, 8, 1, X::expert));
+  EXPECT_TRUE(masks(EngineKind::sglang, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::sglang, 8, 1, X::tensor));
+  EXPECT_FALSE(masks(EngineRef{EngineKind::sglang, kSglang03Version}, 8, 1, X::expert));
+  EXPECT_FALSE(masks(EngineKind::vllm, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::trtllm, 1, 8, X::tensor));
+}
+
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {
   // DeepSeek-V3 at EP 8 on H200s (tp 1, routing balanced), DeepGEMM's kernels and DeepEP's:
   // the dispatch sends each pair's row in fp8 with its scales, so no kernel quantises the

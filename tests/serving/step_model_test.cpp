@@ -821,6 +821,76 @@ TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
   EXPECT_DOUBLE_EQ(repeats->step->time(decodes(16), GraphMode::graph), random->step->time(decodes(16), GraphMode::graph));
 }
 
+// SGLang under expert parallelism masks its padding rows after the router
+// (_mask_topk_ids_padded_region: their top-k ids -1, PR #6175): they run every kernel up to the
+// router's but reach no expert. DeepSeek-V3 at TP 8 (256 experts, top 8): 9 sequences padded to
+// 16 route only their own 9 tokens: 9 x 8 = 72 pairs, each a row of the gate-up GEMM's
+// 2 x 72 x 7168 x 512 = 528482304 FLOPs (not 16 x 8 = 128 rows' 939524096), and they touch
+// 256 x (1 - (248/256)^9) = 64.91 experts (not 101.96). The expert part is the unpadded step's;
+// every other kernel runs 16 rows: the step prices between the unpadded and the routed padding.
+// Attention data-parallel ranks padded to the busiest (3 and 7 sequences of four Mixtral ranks to
+// 8): each rank's own part on 8 rows, the expert part on the 10 real ones.
+TEST(StepModel, SglangMasksItsPaddingRowsBeforeTheExperts) {
+  const Plan p{"deepseek-v3", "h200", 8, 1};
+  auto plain = fixture(p, true);
+  auto routed = fixture(p, true);
+  auto masked = fixture(p, true);
+  const std::vector<std::int64_t> sizes = {8, 16, 24};
+  routed->f.graph_pad_sizes = masked->f.graph_pad_sizes = &sizes;
+  masked->f.graph_pad_masked = true;
+  routed->step->prepare(routed->m, routed->sys, routed->f);
+  masked->step->prepare(masked->m, masked->sys, masked->f);
+  auto decodes = [](int n) {
+    model::StepMix mix;
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0);
+    return mix;
+  };
+  const model::StepMix m9 = decodes(9);
+  // The op-by-op reference on the padded rows: the gate-up GEMM's FLOPs and touched experts.
+  auto gate_up = [](Fixture& fx, const model::StepMix& mix) {
+    EXPECT_LT(std::abs(fx.step->time(mix, GraphMode::graph) / reference(fx, mix, GraphMode::graph) - 1), kExact);
+    for (int i = 0; i < fx.g->op_count; ++i) {
+      if (std::string_view(fx.g->ops[i].name) == "experts_gate_up") return std::pair{fx.g->ops[i].cost.matrix_flops, fx.g->ops[i].touched};
+    }
+    ADD_FAILURE() << "no experts_gate_up";
+    return std::pair{0.0, 0.0};
+  };
+  const auto [masked_flops, masked_touched] = gate_up(*masked, m9);
+  const auto [routed_flops, routed_touched] = gate_up(*routed, m9);
+  EXPECT_DOUBLE_EQ(masked_flops, 528482304.0);
+  EXPECT_DOUBLE_EQ(routed_flops, 939524096.0);
+  EXPECT_NEAR(masked_touched, 256 * (1 - std::pow(248.0 / 256, 9)), 1e-9);
+  EXPECT_NEAR(routed_touched, 256 * (1 - std::pow(248.0 / 256, 16)), 1e-9);
+  const StepModel& a = *plain->step;
+  EXPECT_LT(masked->step->time(m9, GraphMode::graph), routed->step->time(m9, GraphMode::graph));
+  EXPECT_GT(masked->step->time(m9, GraphMode::graph), a.time(m9, GraphMode::graph));
+  // At a captured size nothing pads: the two agree.
+  EXPECT_DOUBLE_EQ(masked->step->time(decodes(16), GraphMode::graph), routed->step->time(decodes(16), GraphMode::graph));
+
+  // Ranks: each rank's own part padded by hand (time(group, mix) on the unpadded mix takes the
+  // expert part of the real rows).
+  const Plan q{"mixtral-8x7b", "h100-sxm", 1, 4};
+  const std::vector<std::int64_t> rank_sizes = {1, 2, 4, 8, 16, 128};
+  auto bare = fixture(q, true);
+  auto ranks_masked = fixture(q, true);
+  ranks_masked->f.graph_pad_sizes = &rank_sizes;
+  ranks_masked->f.graph_pad_masked = true;
+  ranks_masked->f.rank_pad = model::ForwardConfig::RankPad::graphs;
+  ranks_masked->step->prepare(ranks_masked->m, ranks_masked->sys, ranks_masked->f);
+  std::vector<model::StepMix> g(4);
+  model::StepMix all;
+  for (int i = 0; i < 3; ++i) g[0].add_decode(1000, 0), all.add_decode(1000, 0);
+  for (int i = 0; i < 7; ++i) g[1].add_decode(500, 0), all.add_decode(500, 0);
+  auto eight = [](model::StepMix x) {
+    x.decode_tokens *= 8 / x.decode_seqs;
+    x.decode_seqs = 8;
+    return x;
+  };
+  const StepModel& b = *bare->step;
+  const double want = std::max(b.time(eight(g[0]), all, GraphMode::graph), b.time(eight(g[1]), all, GraphMode::graph));
+  EXPECT_NEAR(ranks_masked->step->slowest(g.data(), g.size(), all, GraphMode::graph) / want, 1, kExact);
+}
+
 // vLLM's graphs count a step's tokens (pad_for_cudagraph on its scheduled tokens): 100 sequences
 // verifying 2 drafts each are 300 tokens, padded to 384 in a list of 256 and 384 — 84 padding
 // tokens, 28 sequences' worth at 3 a sequence: the step computes its kernels but attention as

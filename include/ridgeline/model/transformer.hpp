@@ -210,6 +210,9 @@ struct ForwardConfig {
   /// one token's experts, not each to its own (vLLM V1's and SGLang's leftover input rows route
   /// like real tokens).
   bool graph_pad_repeats = false;
+  /// The padding rows are masked before the experts (SGLang under expert parallelism: the router
+  /// runs on them, their top-k ids are set to -1 and no expert computes them; StepMix::masked_rows).
+  bool graph_pad_masked = false;
   /// Attention data-parallel ranks (ep > 1) pad their forwards to the busiest rank's rows
   /// (docs/serving.md#rank-padding): none; in a step launched as graphs, every rank to the
   /// captured size (graph_pad_sizes) at or above the busiest rank's rows (vLLM 0.17+, SGLang,
@@ -233,6 +236,9 @@ struct StepMix {
   /// repeated, ForwardConfig::graph_pad_repeats): computed as any row, routed as the row they
   /// repeat, so the experts they touch are the others' (model::touched_experts).
   double repeated_rows = 0;
+  /// Of the tokens, padding rows masked before the experts (ForwardConfig::graph_pad_masked):
+  /// computed by every kernel up to the router's, routed to no expert (no pair, no expert touched).
+  double masked_rows = 0;
   /// Attention counts of the decode sequences and of the prefill chunks, on full-attention
   /// layers and on sliding-window layers.
   ops::AttentionCounts decode_full, decode_window, prefill_full, prefill_window;

@@ -282,6 +282,11 @@ constexpr bool fits_budget(const EngineConfig& e, double input, double output) n
 /// How `e`'s attention data-parallel ranks pad their forwards to the busiest rank's
 /// (docs/serving.md#rank-padding; ForwardConfig::rank_pad).
 model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept;
+/// Whether `e` runs `ep` attention data-parallel ranks without CUDA graphs whatever it
+/// captures: vLLM 0.8 (from PR #13931, March 2025, to PR #18724, May 2025: "Data Parallel:
+/// Forcing enforce eager to be True since DP is currently not supported with CUDA Graphs",
+/// vllm/platforms/cuda.py check_and_update_config).
+bool ranks_run_eagerly(const EngineConfig& e, std::int64_t ep) noexcept;
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
 /// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)

@@ -204,6 +204,7 @@ class StepModel {
   std::vector<double> pad_sizes_;
   bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
   bool pad_repeats_ = false;  // the padding rows repeat one request (ForwardConfig::graph_pad_repeats)
+  bool pad_masked_ = false;   // the padding rows reach no expert (ForwardConfig::graph_pad_masked)
   model::ForwardConfig::RankPad rank_pad_ = model::ForwardConfig::RankPad::none;  // ForwardConfig::rank_pad
   // The mix a graph step computes its non-attention kernels on: its sequences (vLLM V1: its
   // tokens) padded to the next captured size, its attention counts its own; false where nothing
