@@ -157,11 +157,11 @@ json slack_by_target(const planning::FleetSpace& s, const Deployment& d) {
 
 // Whether a decode batch pads to the next captured graph: the search's choice, or the preset's
 // (vLLM's always); null where the engine runs no decode graph (captures none, or runs its ranks
-// eagerly).
+// eagerly: the decode instances' where they are apart).
 json graph_padding_json(const planning::FleetSpace& s, const Deployment& d) {
   if (d.graph_padding) return *d.graph_padding;
   const serving::EngineConfig e = serving::engine_preset(d.engine, s.chips[d.chip].sys.chip, d.tp);
-  const bool graphs = e.decode_graphs != serving::GraphMode::eager && !serving::ranks_run_eagerly(e, d.ep);
+  const bool graphs = e.decode_graphs != serving::GraphMode::eager && !serving::ranks_run_eagerly(e, d.prefill > 0 ? decode_ep(d) : d.ep);
   return graphs ? json(!e.graph_exact_sizes) : json(nullptr);
 }
 

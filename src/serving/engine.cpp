@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -779,6 +780,12 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
     e.eager_host_s = kSglangMlaEagerHostS;
     e.eager_host_source = "SGLang's DeepSeek-V3 eager forward, MLA and MoE: sgl-project/sglang PR #12160";
   }
+  // SGLang's models that pass num_token_non_padded to their top-k on the all-to-all path
+  // (forward_deepep: deepseek_v2.py, which runs V2 and V3, qwen2_moe.py, qwen3_moe.py,
+  // glm4_moe.py; PR #6175, May 2025, 0.4.6.post5+); Mixtral's and gpt-oss's do not.
+  static constexpr std::string_view kMasking[] = {"deepseek_v2", "deepseek_v3", "qwen2_moe", "qwen3_moe", "glm4_moe"};
+  e.mask_moe_padding = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && m.is_moe() &&
+                       std::find(std::begin(kMasking), std::end(kMasking), m.model_type) != std::end(kMasking);
   return e;
 }
 
@@ -896,12 +903,13 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // input_tokens.extend(itertools.repeat(0, cuda_graph_pad_size))). V1 and SGLang leave their
   // buffers' other rows as they were: earlier tokens, routed like real ones.
   f.graph_pad_repeats = e.kind == EngineKind::trtllm || is_vllm_v0(e.ref());
-  // SGLang under expert parallelism (moe_ep_size > 1: enable_num_token_non_padded) masks its
-  // padding rows after the router: _mask_topk_ids_padded_region sets their top-k ids to -1
+  // SGLang's DeepEP path masks its padding rows after the router: forward_deepep passes
+  // num_token_non_padded to its top-k, whose _mask_topk_ids_padded_region sets their ids to -1
   // (python/sglang/srt/layers/moe/topk.py; sgl-project/sglang PR #6175, May 2025, "Speed up when
-  // having padding tokens in DeepEP"), so they are dispatched to no expert and computed by none.
-  // 0.3 predates it; vLLM's and TensorRT-LLM's padding rows route as tokens.
-  f.graph_pad_masked = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && f.ep_size() > 1;
+  // having padding tokens in DeepEP"), so they are dispatched to no expert and computed by none;
+  // its other MoE paths (forward_normal: the gathered rows of every rank, or TP attention's) pass
+  // no count and route the padding. vLLM's and TensorRT-LLM's padding rows route as tokens.
+  f.graph_pad_masked = e.mask_moe_padding && f.moe_a2a == model::ForwardConfig::MoeA2A::deepep && f.ep_size() > 1;
   f.rank_pad = rank_padding(e);
   // vLLM (V0 and V1) dequantises kv_b_proj at load for MLA's absorbed decode path
   // (MLACommonImpl.process_weights_after_loading: get_and_maybe_dequant_weights, W_UK_T and

@@ -73,10 +73,12 @@ double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, do
 // `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
 // padding row): the padding's rows past its first (sequence's) repeat it
 // (StepMix::repeated_rows); less than one row of padding (a fractional mean batch) repeats none.
-// `masked` (SGLang under expert parallelism): the padding reaches no expert (StepMix::masked_rows).
+// `masked` (SGLang's DeepEP path): the padding's tokens reach no expert (StepMix::masked_rows)
+// and repeat none.
 void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats, bool masked, bool prompts) noexcept {
   if (!(n > rows)) return;
-  if (masked) out.masked_rows += n - rows;
+  const double before = out.tokens();
+  repeats = repeats && !masked;
   const double repeated = std::max(0.0, n - rows - 1);
   if (tokens && prompts) {
     out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
@@ -90,6 +92,7 @@ void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool r
     out.decode_seqs = n;
     if (repeats) out.repeated_rows += q * repeated;
   }
+  if (masked) out.masked_rows += out.tokens() - before;  // (a sequence's several tokens under speculation)
 }
 
 // The rows of `mix` padding counts: its tokens (vLLM) or its decode sequences.

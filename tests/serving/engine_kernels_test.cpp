@@ -328,25 +328,35 @@ TEST(EngineKernels, DeepSeeksGroupedRouterRunsInTheKernelsOfEachEnginesRelease) 
   }
 }
 
-TEST(EngineKernels, SglangMasksItsPaddingRowsUnderExpertParallelismAlone) {
-  // SGLang's enable_num_token_non_padded (moe_ep_size > 1) masks the padding's top-k ids (PR
-  // #6175): whole experts over the TP group or over attention data-parallel ranks, not experts
-  // split by width; SGLang 0.3 (before it), vLLM and TensorRT-LLM route their padding.
+TEST(EngineKernels, SglangMasksItsPaddingRowsOnItsDeepEpPathAlone) {
+  // SGLang's forward_deepep passes num_token_non_padded to its top-k, which masks the padding's
+  // ids (PR #6175): under DeepEP with experts spread over chips (the TP group's whole experts, or
+  // the ranks'), for the models whose code does so (DeepSeek's, Qwen's MoE; not Mixtral's or
+  // gpt-oss's). Its other MoE path, SGLang 0.3 (before it), vLLM and TensorRT-LLM route their padding.
   const hw::ChipSpec chip = testing::catalog_system("h200").chip;
-  auto masks = [&](EngineRef engine, std::int64_t tp, std::int64_t ep, model::ForwardConfig::Experts experts) {
+  const model::ModelConfig deepseek = io::bundled_model("deepseek-v3"), qwen = io::bundled_model("qwen3-30b-a3b"),
+                           mixtral = io::bundled_model("mixtral-8x7b"), gpt_oss = io::bundled_model("gpt-oss-120b");
+  using X = model::ForwardConfig::Experts;
+  using A2A = model::ForwardConfig::MoeA2A;
+  auto masks = [&](EngineRef engine, const model::ModelConfig& m, std::int64_t tp, std::int64_t ep, X experts, A2A a2a = A2A::deepep) {
+    EngineConfig e = engine_preset(engine, chip, tp, m);
+    e.moe_a2a = a2a;
     model::ForwardConfig f;
     f.tp = tp;
     f.ep = ep;
     f.experts = experts;
-    return engine_forward(f, engine_preset(engine, chip, tp)).graph_pad_masked;
+    return engine_forward(f, e).graph_pad_masked;
   };
-  using X = model::ForwardConfig::Experts;
-  EXPECT_TRUE(masks(EngineKind::sglang, 8, 1, X::expert));
-  EXPECT_TRUE(masks(EngineKind::sglang, 1, 8, X::tensor));
-  EXPECT_FALSE(masks(EngineKind::sglang, 8, 1, X::tensor));
-  EXPECT_FALSE(masks(EngineRef{EngineKind::sglang, kSglang03Version}, 8, 1, X::expert));
-  EXPECT_FALSE(masks(EngineKind::vllm, 1, 8, X::tensor));
-  EXPECT_FALSE(masks(EngineKind::trtllm, 1, 8, X::tensor));
+  EXPECT_TRUE(masks(EngineKind::sglang, deepseek, 8, 1, X::expert));
+  EXPECT_TRUE(masks(EngineKind::sglang, deepseek, 1, 8, X::tensor));
+  EXPECT_TRUE(masks(EngineKind::sglang, qwen, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::sglang, deepseek, 1, 8, X::tensor, A2A::pairs));
+  EXPECT_FALSE(masks(EngineKind::sglang, deepseek, 8, 1, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::sglang, mixtral, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::sglang, gpt_oss, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineRef{EngineKind::sglang, kSglang03Version}, deepseek, 8, 1, X::expert));
+  EXPECT_FALSE(masks(EngineKind::vllm, deepseek, 1, 8, X::tensor));
+  EXPECT_FALSE(masks(EngineKind::trtllm, deepseek, 1, 8, X::tensor));
 }
 
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {

@@ -821,13 +821,15 @@ TEST(StepModel, TensorRtLlmsDummyRequestRoutesItsPaddingRowsAsOneToken) {
   EXPECT_DOUBLE_EQ(repeats->step->time(decodes(16), GraphMode::graph), random->step->time(decodes(16), GraphMode::graph));
 }
 
-// SGLang under expert parallelism masks its padding rows after the router
-// (_mask_topk_ids_padded_region: their top-k ids -1, PR #6175): they run every kernel up to the
-// router's but reach no expert. DeepSeek-V3 at TP 8 (256 experts, top 8): 9 sequences padded to
-// 16 route only their own 9 tokens: 9 x 8 = 72 pairs, each a row of the gate-up GEMM's
-// 2 x 72 x 7168 x 512 = 528482304 FLOPs (not 16 x 8 = 128 rows' 939524096), and they touch
-// 256 x (1 - (248/256)^9) = 64.91 experts (not 101.96). The expert part is the unpadded step's;
-// every other kernel runs 16 rows: the step prices between the unpadded and the routed padding.
+// SGLang's DeepEP path masks its padding rows after the router (_mask_topk_ids_padded_region:
+// their top-k ids -1, PR #6175): they run every kernel up to the router's but reach no expert.
+// A step model told so (ForwardConfig::graph_pad_masked), DeepSeek-V3 at TP 8 (256 experts, top
+// 8): 9 sequences padded to 16 route only their own 9 tokens: 9 x 8 = 72 pairs, each a row of the
+// gate-up GEMM's 2 x 72 x 7168 x 512 = 528482304 FLOPs (not 16 x 8 = 128 rows' 939524096), and
+// they touch 256 x (1 - (248/256)^9) = 63.62 experts (not 101.96). The expert part is the
+// unpadded step's; every other kernel runs 16 rows: the step prices between the unpadded and the
+// routed padding. Verifying 2 drafts, 3 tokens a sequence: 9 x 3 = 27 tokens routed, 216 pairs,
+// 2 x 216 x 7168 x 512 = 1585446912 FLOPs (the padding's 7 x 3 = 21 tokens masked, not 7).
 // Attention data-parallel ranks padded to the busiest (3 and 7 sequences of four Mixtral ranks to
 // 8): each rank's own part on 8 rows, the expert part on the 10 real ones.
 TEST(StepModel, SglangMasksItsPaddingRowsBeforeTheExperts) {
@@ -840,9 +842,9 @@ TEST(StepModel, SglangMasksItsPaddingRowsBeforeTheExperts) {
   masked->f.graph_pad_masked = true;
   routed->step->prepare(routed->m, routed->sys, routed->f);
   masked->step->prepare(masked->m, masked->sys, masked->f);
-  auto decodes = [](int n) {
+  auto decodes = [](int n, double q = 1) {
     model::StepMix mix;
-    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0);
+    for (int i = 0; i < n; ++i) mix.add_decode(1000, 0, q);
     return mix;
   };
   const model::StepMix m9 = decodes(9);
@@ -859,6 +861,7 @@ TEST(StepModel, SglangMasksItsPaddingRowsBeforeTheExperts) {
   const auto [routed_flops, routed_touched] = gate_up(*routed, m9);
   EXPECT_DOUBLE_EQ(masked_flops, 528482304.0);
   EXPECT_DOUBLE_EQ(routed_flops, 939524096.0);
+  EXPECT_DOUBLE_EQ(gate_up(*masked, decodes(9, 3)).first, 1585446912.0);
   EXPECT_NEAR(masked_touched, 256 * (1 - std::pow(248.0 / 256, 9)), 1e-9);
   EXPECT_NEAR(routed_touched, 256 * (1 - std::pow(248.0 / 256, 16)), 1e-9);
   const StepModel& a = *plain->step;

@@ -152,6 +152,9 @@ struct EngineConfig {
   /// MLA's prefill attention over V padded to the query-key head dim and sliced back
   /// (model::ForwardConfig::mla_pad_v): vLLM 0.8 to 0.8.4 on GPUs.
   bool mla_pad_v = false;
+  /// The model's code masks the padding rows before the experts under an all-to-all (SGLang's
+  /// DeepEP path: ForwardConfig::graph_pad_masked with --moe-a2a deepep); set by the model's preset.
+  bool mask_moe_padding = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
