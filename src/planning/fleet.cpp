@@ -385,24 +385,22 @@ class Evaluator {
     return r;
   }
 
-  // An engine's captured graphs: the largest (of a decode batch, of a step's tokens), the list a
-  // batch pads to, and whether its graphs count a step's tokens (serving::graphs_count_tokens).
+  // An engine's captured graphs: the largest (of a decode batch, of a step's tokens) and the list
+  // a batch pads to.
   struct Graphs {
     std::int64_t max = 0, max_tokens = 0;
     std::vector<std::int64_t> sizes;
-    bool tokens = false;
     bool operator==(const Graphs&) const = default;
   };
-  static Graphs graphs_of(const serving::EngineConfig& e) {
-    return {e.graph_max_batch, e.graph_max_tokens, e.graph_sizes, serving::graphs_count_tokens(e)};
-  }
+  static Graphs graphs_of(const serving::EngineConfig& e) { return {e.graph_max_batch, e.graph_max_tokens, e.graph_sizes}; }
 
   // Whether `e` launches and pads every decode batch of at most `peak` sequences as graphs `g`
-  // did: the same graphs, or (graphs counting sequences) both largest at `peak` or above and the
-  // lists alike up to their first size at or above it (a batch pads to the next size).
+  // (of a run of the same engine) did: the same graphs, or (graphs counting sequences, not
+  // tokens) both largest at `peak` or above and the lists alike up to their first size at or
+  // above it (a batch pads to the next size).
   static bool same_graphs_to(const Graphs& g, const serving::EngineConfig& e, std::int64_t peak) {
     if (g.max == e.graph_max_batch && g.max_tokens == e.graph_max_tokens && g.sizes == e.graph_sizes) return true;
-    if (g.tokens || serving::graphs_count_tokens(e) || g.max_tokens != e.graph_max_tokens || g.max < peak || e.graph_max_batch < peak) {
+    if (serving::graphs_count_tokens(e) || g.max_tokens != e.graph_max_tokens || g.max < peak || e.graph_max_batch < peak) {
       return false;
     }
     const auto a = std::lower_bound(g.sizes.begin(), g.sizes.end(), peak);

@@ -849,6 +849,10 @@ void validate(const EngineConfig& e) {
 // (engine.hpp: vLLM 0.8 forced enforce_eager under data parallelism.)
 bool ranks_run_eagerly(const EngineConfig& e, std::int64_t ep) noexcept { return e.kind == EngineKind::vllm && e.version == 8 && ep > 1; }
 
+bool graphs_need_equal_ranks(const EngineConfig& e) noexcept {
+  return e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref()) && e.graph_exact_sizes;
+}
+
 // How attention data-parallel ranks pad their forwards (docs/serving.md#rank-padding):
 // - vLLM 0.9.1-0.16 (the vllm@0.10 and vllm@0.13 presets): every step, each rank's tokens padded
 //   to its graph size, then to the largest over the ranks (GPUModelRunner.get_dp_padding, PR

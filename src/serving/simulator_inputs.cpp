@@ -62,7 +62,7 @@ EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& pl
         e.sources += "; data-parallel ranks padded to the busiest's graph size in graph steps (docs/serving.md#rank-padding)";
         break;
       case model::ForwardConfig::RankPad::none:
-        if (e.kind == EngineKind::trtllm && e.graph_exact_sizes) {
+        if (graphs_need_equal_ranks(e)) {
           e.sources += "; data-parallel ranks replay a decode graph only when every rank holds the same batch, else run eagerly "
                        "(maybe_get_cuda_graph: all_batch_size_equal; docs/serving.md#rank-padding)";
         }

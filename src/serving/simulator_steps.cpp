@@ -46,7 +46,7 @@ LaunchCounts launch_counts(bool chunks, const model::StepMix& whole, const model
 // largest (docs/serving.md#rank-padding).
 GraphMode step_graphs(const EngineConfig& e, bool chunks, const LaunchCounts& c) {
   if (chunks) return mixed_step_graphs(e, c.tokens);
-  if (c.unequal && e.kind == EngineKind::trtllm && e.graph_exact_sizes) return mixed_step_graphs(e, c.tokens);
+  if (c.unequal && graphs_need_equal_ranks(e)) return mixed_step_graphs(e, c.tokens);
   return decode_step_graphs(e, c.seqs, c.tokens);
 }
 

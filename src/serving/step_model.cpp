@@ -66,19 +66,21 @@ double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, do
   return size == last ? own : static_cast<double>(*size);
 }
 
+PadRule pad_rule(const model::ForwardConfig& f) noexcept { return {f.graph_pad_tokens, f.graph_pad_repeats, f.graph_pad_masked}; }
+
 // `out` (a copy of a mix of `rows` rows: one group's or rank's, or ep ranks' together) with
 // padding rows up to `n`: in a decode-only step the sequences grow in proportion, in a step with
 // prompt chunks (`prompts`: the step's, on any rank) the padding is chunk tokens (no sequence, no
 // position, no logits: vLLM takes logits of the real rows only), its attention counts its own.
-// `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
+// By `rule`: rows counted as tokens or sequences; `repeats` (TensorRT-LLM: one dummy request repeated; vLLM V0: token 0 at position 0 in every
 // padding row): the padding's rows past its first (sequence's) repeat it
 // (StepMix::repeated_rows); less than one row of padding (a fractional mean batch) repeats none.
 // `masked` (SGLang's DeepEP path): the padding's tokens reach no expert (StepMix::masked_rows)
 // and repeat none.
-void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool repeats, bool masked, bool prompts) noexcept {
+void add_padding(model::StepMix& out, double rows, double n, PadRule rule, bool prompts) noexcept {
   if (!(n > rows)) return;
   const double before = out.tokens();
-  repeats = repeats && !masked;
+  const bool tokens = rule.tokens, repeats = rule.repeats && !rule.masked;
   const double repeated = std::max(0.0, n - rows - 1);
   if (tokens && prompts) {
     out.prefill_tokens += n - rows;  // (vLLM V1: its padding rows are leftovers, none repeats)
@@ -92,7 +94,7 @@ void add_padding(model::StepMix& out, double rows, double n, bool tokens, bool r
     out.decode_seqs = n;
     if (repeats) out.repeated_rows += q * repeated;
   }
-  if (masked) out.masked_rows += out.tokens() - before;  // (a sequence's several tokens under speculation)
+  if (rule.masked) out.masked_rows += out.tokens() - before;  // (a sequence's several tokens under speculation)
 }
 
 // The rows of `mix` padding counts: its tokens (vLLM) or its decode sequences.
@@ -104,10 +106,10 @@ bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decod
 // padded to the busiest's (the expert part reads its tokens and repeats): add_padding's, as one
 // mix's padding. The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
 // rows route as one.
-model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool tokens, bool repeats, bool masked) noexcept {
+model::StepMix with_rank_padding(const model::StepMix& mix, double padding, PadRule rule) noexcept {
   model::StepMix whole = mix;
-  const double rows = pad_count(mix, tokens);
-  add_padding(whole, rows, rows + padding, tokens, repeats, masked, mix.prefill_seqs > 0);
+  const double rows = pad_count(mix, rule.tokens);
+  add_padding(whole, rows, rows + padding, rule, mix.prefill_seqs > 0);
   return whole;
 }
 
@@ -115,15 +117,15 @@ model::StepMix with_rank_padding(const model::StepMix& mix, double padding, bool
 // ep attention data-parallel ranks, the busiest holding `busiest` rows (0: evenly loaded, ⌈rows
 // / ep⌉, serving::rank_tokens), each padded to pad_target's rows; false where nothing pads.
 template <class It>
-bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, bool tokens, bool repeats, bool masked,
+bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad, PadRule rule,
               It first, It last, model::StepMix& out, double busiest = 0) noexcept {
-  const double rows = pad_count(mix, tokens);
+  const double rows = pad_count(mix, rule.tokens);
   const double most = ep == 1 ? rows : busiest > 0 ? std::max(busiest, std::ceil(rows / ep)) : std::ceil(rows / ep);
   const bool prompts = mix.prefill_seqs > 0;
-  const double n = pad_target(most, prompts, decodes(mix, tokens), mode, ep, rank_pad, tokens, first, last);
+  const double n = pad_target(most, prompts, decodes(mix, rule.tokens), mode, ep, rank_pad, rule.tokens, first, last);
   if (!(n * ep > rows)) return false;
   out = mix;
-  add_padding(out, rows, n * ep, tokens, repeats, masked, prompts);
+  add_padding(out, rows, n * ep, rule, prompts);
   return true;
 }
 
@@ -131,9 +133,7 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::Forwa
 bool pad_rows(const model::ForwardConfig& f, const model::StepMix& mix, GraphMode mode, model::StepMix& out, double busiest = 0) noexcept {
   static const std::vector<std::int64_t> none;
   const std::vector<std::int64_t>& sizes = f.graph_pad_sizes != nullptr ? *f.graph_pad_sizes : none;
-  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, f.graph_pad_tokens, f.graph_pad_repeats, f.graph_pad_masked, sizes.begin(),
-                  sizes.end(), out,
-                  busiest);
+  return pad_rows(mix, mode, static_cast<double>(f.ep), f.rank_pad, pad_rule(f), sizes.begin(), sizes.end(), out, busiest);
 }
 
 // Whether `op` runs inside a captured graph when its step runs as `mode`: a piecewise step
@@ -164,9 +164,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   row_tiles_ = false;
   expert_tiles_ = f.expert_tiles;
   pad_sizes_.clear();
-  pad_tokens_ = f.graph_pad_tokens;
-  pad_repeats_ = f.graph_pad_repeats;
-  pad_masked_ = f.graph_pad_masked;
+  pad_ = pad_rule(f);
   rank_pad_ = f.rank_pad;
   if (f.graph_pad_sizes != nullptr) {
     for (const std::int64_t n : *f.graph_pad_sizes) pad_sizes_.push_back(static_cast<double>(n));
@@ -405,7 +403,7 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
 }
 
 bool StepModel::padded(const model::StepMix& mix, GraphMode mode, model::StepMix& out) const noexcept {
-  return pad_rows(mix, mode, ep_, rank_pad_, pad_tokens_, pad_repeats_, pad_masked_, pad_sizes_.begin(), pad_sizes_.end(), out);
+  return pad_rows(mix, mode, ep_, rank_pad_, pad_, pad_sizes_.begin(), pad_sizes_.end(), out);
 }
 
 double StepModel::base(const model::StepMix& group, const model::StepMix& mix, GraphMode mode) const noexcept {
@@ -421,13 +419,13 @@ double StepModel::base(const model::StepMix& group, const model::StepMix& mix, G
   // Attention data-parallel ranks padded to the busiest, `group` (or, fractional, their even
   // share: its rows rounded up, as the busiest of evenly loaded ranks holds).
   if (ep_ != 1 && rank_pad_ != model::ForwardConfig::RankPad::none) {
-    const double rows = pad_count(group, pad_tokens_);
+    const double rows = pad_count(group, pad_.tokens);
     const double target = rank_target(std::ceil(rows), mix, mode);
-    const double padding = target * ep_ - pad_count(mix, pad_tokens_);
+    const double padding = target * ep_ - pad_count(mix, pad_.tokens);
     if (target > 0 && padding > 0) {
-      const Expert e = expert(with_rank_padding(mix, padding, pad_tokens_, pad_repeats_, pad_masked_), mode);
+      const Expert e = expert(with_rank_padding(mix, padding, pad_), mode);
       model::StepMix own = group;
-      add_padding(own, rows, target, pad_tokens_, pad_repeats_, pad_masked_, mix.prefill_seqs > 0);
+      add_padding(own, rows, target, pad_, mix.prefill_seqs > 0);
       return own_part(own, e.all, e.touched, mode) + e.s;
     }
   }
@@ -436,7 +434,7 @@ double StepModel::base(const model::StepMix& group, const model::StepMix& mix, G
 }
 
 double StepModel::rank_target(double busiest, const model::StepMix& mix, GraphMode mode) const noexcept {
-  return pad_target(busiest, mix.prefill_seqs > 0, decodes(mix, pad_tokens_), mode, ep_, rank_pad_, pad_tokens_, pad_sizes_.begin(),
+  return pad_target(busiest, mix.prefill_seqs > 0, decodes(mix, pad_.tokens), mode, ep_, rank_pad_, pad_.tokens, pad_sizes_.begin(),
                     pad_sizes_.end());
 }
 
@@ -449,11 +447,11 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
   const model::StepMix* all = &mix;
   if (rank_pad_ != model::ForwardConfig::RankPad::none) {
     double busiest = 0;
-    for (std::size_t i = 0; i < n; ++i) busiest = std::max(busiest, pad_count(groups[i], pad_tokens_));
+    for (std::size_t i = 0; i < n; ++i) busiest = std::max(busiest, pad_count(groups[i], pad_.tokens));
     target = rank_target(busiest, mix, mode);
-    const double padding = target * static_cast<double>(n) - pad_count(mix, pad_tokens_);
+    const double padding = target * static_cast<double>(n) - pad_count(mix, pad_.tokens);
     if (padding > 0) {
-      whole = with_rank_padding(mix, padding, pad_tokens_, pad_repeats_, pad_masked_);
+      whole = with_rank_padding(mix, padding, pad_);
       all = &whole;
     }
   }
@@ -466,9 +464,9 @@ double StepModel::slowest(const model::StepMix* groups, std::size_t n, const mod
     if (g.seqs() <= 0) continue;
     model::StepMix padded_g;
     const model::StepMix* own_mix = &g;
-    if (target > pad_count(g, pad_tokens_)) {
+    if (target > pad_count(g, pad_.tokens)) {
       padded_g = g;
-      add_padding(padded_g, pad_count(g, pad_tokens_), target, pad_tokens_, pad_repeats_, pad_masked_, mix.prefill_seqs > 0);
+      add_padding(padded_g, pad_count(g, pad_.tokens), target, pad_, mix.prefill_seqs > 0);
       own_mix = &padded_g;
     }
     double own = 0;

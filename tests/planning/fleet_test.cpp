@@ -45,6 +45,20 @@ DraftChoice mtp_draft(const model::ModelConfig& draft, int k, double accept) {
   return c;
 }
 
+// `s` narrowed to the aggregated deployment `d` of a search of it (its TP, EP, expert layout,
+// engine, sequence limit, and graph padding where the search chose it): a space of that one
+// deployment, to search it alone.
+FleetSpace alone(const FleetSpace& s, const Deployment& d) {
+  FleetSpace one = s;
+  one.tp = {d.tp};
+  one.ep = {d.ep};
+  one.experts = {d.experts};
+  one.engines = {d.engine};
+  one.max_num_seqs = {d.max_num_seqs};
+  if (d.graph_padding) one.graph_padding = {*d.graph_padding};
+  return one;
+}
+
 FleetSpace space(double qps, std::int64_t requests) {
   FleetSpace s;
   serving::WorkloadSpec& w = s.base.workload;
@@ -787,12 +801,7 @@ TEST(Fleet, ExpertLayoutsShareNoRuns) {
   ASSERT_EQ(all.evaluated, 12u);
   int whole = 0;
   for (const Deployment& d : all.feasible) {
-    FleetSpace one = s;
-    one.tp = {d.tp};
-    one.engines = {d.engine};
-    one.experts = {d.experts};
-    one.max_num_seqs = {d.max_num_seqs};
-    const FleetSearchResult r = search_fleet(m, one, control);
+    const FleetSearchResult r = search_fleet(m, alone(s, d), control);
     ASSERT_EQ(r.feasible.size(), 1u);
     const Deployment& a = r.feasible.front();
     whole += d.experts == model::ForwardConfig::Experts::expert ? 1 : 0;
@@ -1060,11 +1069,7 @@ TEST(Fleet, EachSequenceLimitFindsItsOwnFleetWhenRunsAreShared) {
   ASSERT_EQ(all.feasible.size(), 16u);
   std::int64_t alone_simulations = 0;
   for (const Deployment& d : all.feasible) {
-    FleetSpace one = s;
-    one.tp = {d.tp};
-    one.engines = {d.engine};
-    one.max_num_seqs = {d.max_num_seqs};
-    const FleetSearchResult r = search_fleet(m, one, control);
+    const FleetSearchResult r = search_fleet(m, alone(s, d), control);
     ASSERT_EQ(r.feasible.size(), 1u);
     alone_simulations += r.simulations;
     const Deployment& a = r.feasible.front();
@@ -1109,10 +1114,7 @@ TEST(Fleet, ALimitThatCutsTheGraphsSharesNoRunWithOneThatDoesNot) {
   const FleetSearchResult all = search_fleet(m, s, control);
   ASSERT_EQ(all.feasible.size(), 8u);
   for (const Deployment& d : all.feasible) {
-    FleetSpace one = s;
-    one.tp = {d.tp};
-    one.max_num_seqs = {d.max_num_seqs};
-    const FleetSearchResult r = search_fleet(m, one, control);
+    const FleetSearchResult r = search_fleet(m, alone(s, d), control);
     ASSERT_EQ(r.feasible.size(), 1u);
     const std::string what = fmt::format("tp {} seqs {}", d.tp, d.max_num_seqs);
     EXPECT_EQ(d.tpot.mean, r.feasible.front().tpot.mean) << what;

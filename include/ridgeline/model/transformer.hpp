@@ -210,8 +210,8 @@ struct ForwardConfig {
   /// one token's experts, not each to its own (vLLM V1's and SGLang's leftover input rows route
   /// like real tokens).
   bool graph_pad_repeats = false;
-  /// The padding rows are masked before the experts (SGLang under expert parallelism: the router
-  /// runs on them, their top-k ids are set to -1 and no expert computes them; StepMix::masked_rows).
+  /// The padding rows are masked before the experts (SGLang's DeepEP path: the router runs on
+  /// them, their top-k ids are set to -1 and no expert computes them; StepMix::masked_rows).
   bool graph_pad_masked = false;
   /// Attention data-parallel ranks (ep > 1) pad their forwards to the busiest rank's rows
   /// (docs/serving.md#rank-padding): none; in a step launched as graphs, every rank to the

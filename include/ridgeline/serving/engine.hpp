@@ -290,6 +290,11 @@ model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept;
 /// Forcing enforce eager to be True since DP is currently not supported with CUDA Graphs",
 /// vllm/platforms/cuda.py check_and_update_config).
 bool ranks_run_eagerly(const EngineConfig& e, std::int64_t ep) noexcept;
+/// Whether `e` replays a decode graph of attention data-parallel ranks only when every rank
+/// holds the same batch, else runs every rank eagerly: TensorRT-LLM's PyTorch backend with
+/// padding off, its default (maybe_get_cuda_graph: is_all_gen_only and all_batch_size_equal;
+/// docs/serving.md#rank-padding).
+bool graphs_need_equal_ranks(const EngineConfig& e) noexcept;
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
 /// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)

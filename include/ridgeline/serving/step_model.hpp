@@ -46,6 +46,13 @@ double padded_sequences(const model::ForwardConfig& f, const model::StepMix& mix
 /// Most captured batch sizes --graph-sizes takes.
 inline constexpr int kMaxGraphSizes = 512;
 
+/// How an engine's padding rows are counted and routed (from a model::ForwardConfig): the sizes
+/// count a step's tokens, not its sequences (graph_pad_tokens); the padding repeats one request
+/// (graph_pad_repeats); the padding reaches no expert (graph_pad_masked).
+struct PadRule {
+  bool tokens = false, repeats = false, masked = false;
+};
+
 class StepModel {
  public:
   /// Fits the model for `m` on `sys` run as `f` (tp, ep, dtypes). Assumes a validated plan
@@ -202,9 +209,7 @@ class StepModel {
   // The captured decode batch sizes a graph step pads to (ForwardConfig::graph_pad_sizes),
   // ascending (filled by prepare, off the step path); empty: none.
   std::vector<double> pad_sizes_;
-  bool pad_tokens_ = false;  // the sizes count tokens (ForwardConfig::graph_pad_tokens)
-  bool pad_repeats_ = false;  // the padding rows repeat one request (ForwardConfig::graph_pad_repeats)
-  bool pad_masked_ = false;   // the padding rows reach no expert (ForwardConfig::graph_pad_masked)
+  PadRule pad_;  // how the padding rows count and route
   model::ForwardConfig::RankPad rank_pad_ = model::ForwardConfig::RankPad::none;  // ForwardConfig::rank_pad
   // The mix a graph step computes its non-attention kernels on: its sequences (vLLM V1: its
   // tokens) padded to the next captured size, its attention counts its own; false where nothing
