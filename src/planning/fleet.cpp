@@ -487,12 +487,15 @@ class Evaluator {
         model::StepMix mix;
         mix.fused_attention = e.fused_attention;
         mix.add_prefill(c, done + c, window);
-        // On one group, as tpot_floor. Ranks that pad only in graph steps (vLLM 0.17+) pad the
-        // idle ones to a chunk launched as graphs, but not in a step that chunk shares with a
-        // decode past the largest graph, launched eagerly: the cheaper of the two bounds it.
+        // On one group, as tpot_floor. Ranks that pad a prompt's step only when it runs as graphs
+        // (vLLM 0.17+; SGLang's eager padding is of decodes alone) pad the idle ones to a chunk
+        // launched as graphs, but not in a step that chunk shares with a decode past the largest
+        // graph, launched eagerly: the cheaper of the two bounds it.
         const serving::GraphMode mode = serving::mixed_step_graphs(e, c);
         double step = step_.time(mix, mix, mode);
-        if (mode != serving::GraphMode::eager && serving::rank_padding(e) == model::ForwardConfig::RankPad::graphs && ranks > 1) {
+        const model::ForwardConfig::RankPad pad = serving::rank_padding(e);
+        if (mode != serving::GraphMode::eager && (pad == model::ForwardConfig::RankPad::graphs || pad == model::ForwardConfig::RankPad::max_len) &&
+            ranks > 1) {
           step = std::min(step, step_.time(mix, mix, serving::GraphMode::eager));
         }
         t += serving::step_period(e, step, 1);

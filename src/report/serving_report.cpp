@@ -655,8 +655,11 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
       fmt::format("  fixed times: {}; host: {}\n", fixed_times_source(sys.chip), r.engine.host_source.empty() ? "none" : r.engine.host_source);
   if (r.decode_step.device_s > 0) {
     const serving::DecodeStepComposition& d = r.decode_step;
-    const std::string pad =
-        d.padded_sequences > d.sequences ? fmt::format(", run padded to {:.0f} in their graph, docs/serving.md#graph-padding", d.padded_sequences) : "";
+    // Padded rows in a step launched eagerly: attention data-parallel ranks padded to the busiest's.
+    const std::string pad = !(d.padded_sequences > d.sequences) ? ""
+                            : d.launch == serving::GraphMode::eager
+                                ? fmt::format(", its ranks padded to {:.0f} in all, docs/serving.md#rank-padding", d.padded_sequences)
+                                : fmt::format(", run padded to {:.0f} in their graph, docs/serving.md#graph-padding", d.padded_sequences);
     s += fmt::format("a mean decode step ({:.0f} sequences at context {:.0f}{}): {}", d.sequences, d.context, pad, parts(d));
     s += sources;
     if (!d.expert_imbalance_source.empty()) {

@@ -861,20 +861,24 @@ bool graphs_need_equal_ranks(const EngineConfig& e) noexcept {
 // - vLLM 0.17+ (the vllm preset follows it): only steps launched as graphs ("Only use DP padding
 //   when cudagraphs are actually used", PR #34102, February 2026: should_dp_pad =
 //   synced_cudagraph_mode != 0), to the graph size of the busiest rank's tokens;
-// - SGLang (decode graphs under --enable-dp-attention, cuda_graph_runner.py since PR #8280, July
-//   2025: bisect_left(capture_bs, max(global_num_tokens_cpu))) and TensorRT-LLM's PyTorch backend
-//   with padding on (_get_padded_batch: the largest batch over the ranks, then its capture
-//   sizes): graph steps;
+// - SGLang: decode graphs (under --enable-dp-attention, cuda_graph_runner.py since PR #8280, July
+//   2025: bisect_left(capture_bs, max(global_num_tokens_cpu))), and, graphs or none, an eager
+//   step gathered as DpPaddingMode.MAX_LEN (ForwardBatch.prepare_mlp_sync_batch pads each rank's
+//   inputs to max(global_num_tokens), _pad_inputs_to_size): no rank extending (prompts, mixed,
+//   draft verification: SUM_LEN since PR #10414, September 2025) and sum_len * 2 >= max_len *
+//   dp_size (`>=` from PR #20406, March 2026; `>` before);
+// - TensorRT-LLM's PyTorch backend with padding on (_get_padded_batch: the largest batch over the
+//   ranks, then its capture sizes): graph steps;
 // - vLLM 0.8 ran no graphs under data parallelism (resolved_engine) and padded nothing; V0, SGLang
 //   0.3 and the TensorRT engine flow have no attention data parallelism.
 model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept {
   using RankPad = model::ForwardConfig::RankPad;
+  if (e.kind == EngineKind::sglang) return is_sglang_03(e.ref()) ? RankPad::none : RankPad::max_len;
   if (e.decode_graphs == GraphMode::eager && e.mixed_graphs == GraphMode::eager) return RankPad::none;
   switch (e.kind) {
     case EngineKind::vllm:
       if (is_vllm_v0(e.ref()) || e.version == 8) return RankPad::none;
       return e.version == 10 || e.version == 13 ? RankPad::always : RankPad::graphs;
-    case EngineKind::sglang: return is_sglang_03(e.ref()) ? RankPad::none : RankPad::graphs;
     // (Padding off, its default: nothing pads, and unequal ranks run eagerly, step_graphs.)
     case EngineKind::trtllm: return is_trtllm_engines(e.ref()) || e.graph_exact_sizes ? RankPad::none : RankPad::graphs;
     default: return RankPad::none;

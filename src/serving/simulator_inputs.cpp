@@ -58,6 +58,10 @@ EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& pl
         e.sources += "; data-parallel ranks padded to the busiest's tokens in every step, to its graph size in graph steps "
                      "(get_dp_padding, PRs #18724, #26375; docs/serving.md#rank-padding)";
         break;
+      case model::ForwardConfig::RankPad::max_len:
+        e.sources += "; data-parallel ranks padded to the busiest's graph size in graph steps, to its sequences in eager decode steps "
+                     "whose ranks are balanced (DpPaddingMode.MAX_LEN: sum_len * 2 >= max_len * dp_size; docs/serving.md#rank-padding)";
+        break;
       case model::ForwardConfig::RankPad::graphs:
         e.sources += "; data-parallel ranks padded to the busiest's graph size in graph steps (docs/serving.md#rank-padding)";
         break;

@@ -45,23 +45,34 @@ bool is_attention(Scale s) {
 
 bool in_attention_op(const model::GraphOp& op) { return op.attention_op != model::GraphOp::InAttentionOp::no; }
 
+// The rows of `mix` padding counts: its tokens (vLLM) or its decode sequences.
+double pad_count(const model::StepMix& mix, bool tokens) noexcept { return tokens ? mix.tokens() : mix.decode_seqs; }
+
+bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decode_seqs > 0 && (!tokens || mix.decode_tokens > 0); }
+
 // The rows a forward pads to when its graph pads (docs/serving.md#graph-padding) or attention
 // data-parallel ranks pad to their busiest (docs/serving.md#rank-padding): `busiest`, the rows
 // of the step's one group or of its busiest rank, up to the next of the captured sizes [first,
-// last) (ascending); ranks under RankPad::always, in a step launched eagerly or past the list,
-// to `busiest` itself; 0 where nothing pads. By sequences (`tokens` false: TensorRT-LLM,
-// SGLang): a decode-only step launched as one graph. By tokens (vLLM: V1's pad_for_cudagraph,
-// V0's rows; V0 launches no step with prompts as graphs): any step launched as graphs, whole or
-// piecewise.
+// last) (ascending); in a step launched eagerly or past the list, ranks under RankPad::always
+// to `busiest` itself, and under RankPad::max_len too where `mix` (every rank's rows) is
+// decodes alone, without drafts, and its ranks balanced: 2 x rows >= busiest x ep (SGLang's
+// DpPaddingMode.get_dp_padding_mode, `sum_len * 2 >= max_len * dp_size`; a step with prompts or
+// drafts, ForwardMode.is_extend, gathers SUM_LEN); 0 where nothing pads. By sequences (`tokens`
+// false: TensorRT-LLM, SGLang): a decode-only step launched as one graph. By tokens (vLLM: V1's
+// pad_for_cudagraph, V0's rows; V0 launches no step with prompts as graphs): any step launched
+// as graphs, whole or piecewise.
 template <class It>
-double pad_target(double busiest, bool prompts, bool decodes, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad,
+double pad_target(double busiest, const model::StepMix& mix, GraphMode mode, double ep, model::ForwardConfig::RankPad rank_pad,
                   bool tokens, It first, It last) noexcept {
   using RankPad = model::ForwardConfig::RankPad;
   if (!(busiest > 0) || (ep != 1 && rank_pad == RankPad::none)) return 0;
-  const double own = ep != 1 && rank_pad == RankPad::always && tokens ? busiest : 0;
+  const bool prompts = mix.prefill_seqs > 0, decoding = decodes(mix, tokens);
+  const bool max_len = rank_pad == RankPad::max_len && !prompts && decoding && !(mix.decode_tokens > mix.decode_seqs) &&
+                       2 * pad_count(mix, tokens) >= busiest * ep;
+  const double own = ep != 1 && ((rank_pad == RankPad::always && tokens) || max_len) ? busiest : 0;
   if (first == last || mode == GraphMode::eager) return own;
-  if (!tokens && (mode != GraphMode::graph || prompts || !decodes)) return 0;
-  if (tokens && !prompts && !decodes) return 0;
+  if (!tokens && (mode != GraphMode::graph || prompts || !decoding)) return 0;
+  if (tokens && !prompts && !decoding) return 0;
   const It size = std::lower_bound(first, last, busiest, [](auto s, double v) { return static_cast<double>(s) < v; });
   return size == last ? own : static_cast<double>(*size);
 }
@@ -97,11 +108,6 @@ void add_padding(model::StepMix& out, double rows, double n, PadRule rule, bool 
   if (rule.masked) out.masked_rows += out.tokens() - before;  // (a sequence's several tokens under speculation)
 }
 
-// The rows of `mix` padding counts: its tokens (vLLM) or its decode sequences.
-double pad_count(const model::StepMix& mix, bool tokens) noexcept { return tokens ? mix.tokens() : mix.decode_seqs; }
-
-bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decode_seqs > 0 && (!tokens || mix.decode_tokens > 0); }
-
 // All attention data-parallel ranks' `mix` with `padding` rows more, the dummy rows of ranks
 // padded to the busiest's (the expert part reads its tokens and repeats): add_padding's, as one
 // mix's padding. The repeating engine's dummy (TensorRT-LLM's) is one request on every rank: its
@@ -121,11 +127,10 @@ bool pad_rows(const model::StepMix& mix, GraphMode mode, double ep, model::Forwa
               It first, It last, model::StepMix& out, double busiest = 0) noexcept {
   const double rows = pad_count(mix, rule.tokens);
   const double most = ep == 1 ? rows : busiest > 0 ? std::max(busiest, std::ceil(rows / ep)) : std::ceil(rows / ep);
-  const bool prompts = mix.prefill_seqs > 0;
-  const double n = pad_target(most, prompts, decodes(mix, rule.tokens), mode, ep, rank_pad, rule.tokens, first, last);
+  const double n = pad_target(most, mix, mode, ep, rank_pad, rule.tokens, first, last);
   if (!(n * ep > rows)) return false;
   out = mix;
-  add_padding(out, rows, n * ep, rule, prompts);
+  add_padding(out, rows, n * ep, rule, mix.prefill_seqs > 0);
   return true;
 }
 
@@ -434,8 +439,7 @@ double StepModel::base(const model::StepMix& group, const model::StepMix& mix, G
 }
 
 double StepModel::rank_target(double busiest, const model::StepMix& mix, GraphMode mode) const noexcept {
-  return pad_target(busiest, mix.prefill_seqs > 0, decodes(mix, pad_.tokens), mode, ep_, rank_pad_, pad_.tokens, pad_sizes_.begin(),
-                    pad_sizes_.end());
+  return pad_target(busiest, mix, mode, ep_, rank_pad_, pad_.tokens, pad_sizes_.begin(), pad_sizes_.end());
 }
 
 double StepModel::slowest(const model::StepMix* groups, std::size_t n, const model::StepMix& mix, GraphMode mode,

@@ -359,6 +359,30 @@ TEST(EngineKernels, SglangMasksItsPaddingRowsOnItsDeepEpPathAlone) {
   EXPECT_FALSE(masks(EngineKind::trtllm, deepseek, 1, 8, X::tensor));
 }
 
+TEST(EngineKernels, EachPresetPadsItsAttentionDataParallelRanksAsItsCodeDoes) {
+  // docs/serving.md#rank-padding: vLLM 0.8 nothing (its ranks run eagerly), 0.9.1-0.16 every
+  // step while graphs are configured, 0.17+ graph steps alone; SGLang graph steps and balanced
+  // eager decode steps (MAX_LEN), its graphs off too; SGLang 0.3 nothing (no attention data
+  // parallelism); TensorRT-LLM graph steps with its padding on, nothing with it off (its default).
+  const hw::ChipSpec chip = testing::catalog_system("h200").chip;
+  using RankPad = model::ForwardConfig::RankPad;
+  auto pad = [&](EngineRef r, bool graphs = true, bool trtllm_padding = false) {
+    EngineConfig e = engine_preset(r, chip, 1);
+    if (!graphs) e.decode_graphs = e.mixed_graphs = GraphMode::eager;
+    if (trtllm_padding) e.graph_exact_sizes = false;
+    return rank_padding(e);
+  };
+  EXPECT_EQ(pad({EngineKind::vllm, 8}), RankPad::none);
+  EXPECT_EQ(pad({EngineKind::vllm, 13}), RankPad::always);
+  EXPECT_EQ(pad({EngineKind::vllm, 13}, false), RankPad::none);
+  EXPECT_EQ(pad(EngineKind::vllm), RankPad::graphs);
+  EXPECT_EQ(pad(EngineKind::sglang), RankPad::max_len);
+  EXPECT_EQ(pad(EngineKind::sglang, false), RankPad::max_len);
+  EXPECT_EQ(pad({EngineKind::sglang, kSglang03Version}), RankPad::none);
+  EXPECT_EQ(pad(EngineKind::trtllm), RankPad::none);
+  EXPECT_EQ(pad(EngineKind::trtllm, true, true), RankPad::graphs);
+}
+
 TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {
   // DeepSeek-V3 at EP 8 on H200s (tp 1, routing balanced), DeepGEMM's kernels and DeepEP's:
   // the dispatch sends each pair's row in fp8 with its scales, so no kernel quantises the

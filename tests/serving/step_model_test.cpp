@@ -756,6 +756,49 @@ TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
     fx->step->slowest(four_mixed.data(), four_mixed.size(), four_mixed_all, GraphMode::graph, &memo);
     EXPECT_EQ(fx->step->slowest(four.data(), four.size(), four_all, GraphMode::graph, &memo),
               fx->step->slowest(four.data(), four.size(), four_all, GraphMode::graph));
+  }  {
+    // SGLang's MAX_LEN (RankPad::max_len), by sequences: an eager decode-only step pads every rank
+    // to the busiest's sequences where twice their sum reaches the busiest's times the ranks.
+    // Ranks of 3, 7, 5 and 6 sequences: 2 x 21 = 42 >= 7 x 4 = 28, so each runs 7 and the expert
+    // part 28 (the padding's 7 sequences route as tokens: repeats off). Ranks of 3 and 7 and two
+    // idle: 2 x 10 = 20 < 28, gathered SUM_LEN, nothing pads. A step with a prompt chunk, or
+    // verifying drafts (2 tokens a sequence), is an extend (SUM_LEN): nothing pads eagerly. As
+    // graphs every rank pads to 8, the captured size at or above 7, as under RankPad::graphs.
+    auto fx = padded(RankPad::max_len, false, false);
+    auto balanced = [&](double q, bool chunk = false) {
+      std::vector<model::StepMix> g = ranks(q);
+      model::StepMix mix = all(q, chunk);
+      for (int i = 0; i < 5; ++i) g[2].add_decode(800, 0, q), mix.add_decode(800, 0, q);
+      for (int i = 0; i < 6; ++i) g[3].add_decode(800, 0, q), mix.add_decode(800, 0, q);
+      if (chunk) g[2].add_prefill(100, 100, 0);
+      return std::pair{g, mix};
+    };
+    const auto [g, mix] = balanced(1);
+    auto padded_to = [&](double n) {
+      model::StepMix whole = mix;
+      whole.decode_seqs = whole.decode_tokens = 4 * n;
+      double t = 0;
+      for (const model::StepMix& r : g) t = std::max(t, b.time(rows(r, n, n), whole, GraphMode::eager));
+      return std::pair{t, whole};
+    };
+    const auto [eager, whole7] = padded_to(7);
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::eager) / eager, 1, kExact);
+    EXPECT_GT(eager, b.slowest(g.data(), g.size(), mix, GraphMode::eager));
+    EXPECT_NEAR(fx->step->time(g[1], mix, GraphMode::eager) / b.time(g[1], whole7, GraphMode::eager), 1, kExact);
+    model::StepMix whole8 = mix;
+    whole8.decode_seqs = whole8.decode_tokens = 32;
+    double graph = 0;
+    for (const model::StepMix& r : g) graph = std::max(graph, b.time(rows(r, 8, 8), whole8, GraphMode::graph));
+    EXPECT_NEAR(fx->step->slowest(g.data(), g.size(), mix, GraphMode::graph) / graph, 1, kExact);
+    const std::vector<model::StepMix> apart = ranks(1);
+    const model::StepMix apart_all = all(1);
+    EXPECT_NEAR(fx->step->slowest(apart.data(), apart.size(), apart_all, GraphMode::eager) /
+                    b.slowest(apart.data(), apart.size(), apart_all, GraphMode::eager),
+                1, kExact);
+    for (const auto& [rg, rmix] : {balanced(1, true), balanced(2)}) {
+      EXPECT_NEAR(fx->step->slowest(rg.data(), rg.size(), rmix, GraphMode::eager) / b.slowest(rg.data(), rg.size(), rmix, GraphMode::eager),
+                  1, kExact);
+    }
   }
 }
 
