@@ -55,9 +55,10 @@ bool decodes(const model::StepMix& mix, bool tokens) noexcept { return mix.decod
 // of the step's one group or of its busiest rank, up to the next of the captured sizes [first,
 // last) (ascending); in a step launched eagerly or past the list, ranks under RankPad::always
 // to `busiest` itself, and under RankPad::max_len too where `mix` (every rank's rows) is
-// decodes alone, without drafts, and its ranks balanced: 2 x rows >= busiest x ep (SGLang's
-// DpPaddingMode.get_dp_padding_mode, `sum_len * 2 >= max_len * dp_size`; a step with prompts or
-// drafts, ForwardMode.is_extend, gathers SUM_LEN); 0 where nothing pads. By sequences (`tokens`
+// decodes alone and its ranks balanced: 2 x rows >= busiest x ep (SGLang's
+// DpPaddingMode.get_dp_padding_mode, `sum_len * 2 >= max_len * dp_size`; a step with prompts
+// gathers SUM_LEN: the scheduler's is_extend_in_batch, which a speculative round's batch, DECODE
+// to it, does not set: its verification pads as a decode step); 0 where nothing pads. By sequences (`tokens`
 // false: TensorRT-LLM, SGLang): a decode-only step launched as one graph. By tokens (vLLM: V1's
 // pad_for_cudagraph, V0's rows; V0 launches no step with prompts as graphs): any step launched
 // as graphs, whole or piecewise.
@@ -67,8 +68,7 @@ double pad_target(double busiest, const model::StepMix& mix, GraphMode mode, dou
   using RankPad = model::ForwardConfig::RankPad;
   if (!(busiest > 0) || (ep != 1 && rank_pad == RankPad::none)) return 0;
   const bool prompts = mix.prefill_seqs > 0, decoding = decodes(mix, tokens);
-  const bool max_len = rank_pad == RankPad::max_len && !prompts && decoding && !(mix.decode_tokens > mix.decode_seqs) &&
-                       2 * pad_count(mix, tokens) >= busiest * ep;
+  const bool max_len = rank_pad == RankPad::max_len && !prompts && decoding && 2 * pad_count(mix, tokens) >= busiest * ep;
   const double own = ep != 1 && ((rank_pad == RankPad::always && tokens) || max_len) ? busiest : 0;
   if (first == last || mode == GraphMode::eager) return own;
   if (!tokens && (mode != GraphMode::graph || prompts || !decoding)) return 0;

@@ -760,10 +760,14 @@ TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
     // SGLang's MAX_LEN (RankPad::max_len), by sequences: an eager decode-only step pads every rank
     // to the busiest's sequences where twice their sum reaches the busiest's times the ranks.
     // Ranks of 3, 7, 5 and 6 sequences: 2 x 21 = 42 >= 7 x 4 = 28, so each runs 7 and the expert
-    // part 28 (the padding's 7 sequences route as tokens: repeats off). Ranks of 3 and 7 and two
-    // idle: 2 x 10 = 20 < 28, gathered SUM_LEN, nothing pads. A step with a prompt chunk, or
-    // verifying drafts (2 tokens a sequence), is an extend (SUM_LEN): nothing pads eagerly. As
-    // graphs every rank pads to 8, the captured size at or above 7, as under RankPad::graphs.
+    // part 28 (the padding's 7 sequences route as tokens: repeats off). Ranks of 7, 7 and two idle:
+    // 2 x 14 = 28 >= 28, the same 7 each. Ranks of 3 and 7 and two idle: 2 x 10 = 20 < 28,
+    // gathered SUM_LEN, nothing pads. A step with a prompt chunk is an extend (SUM_LEN): nothing
+    // pads eagerly; a speculative round's verification (2 tokens a sequence) is a decode batch to
+    // the scheduler and pads: 7 sequences of 2 tokens a rank, 28 and 56 in the expert part. As
+    // graphs every rank pads to 8, the captured size at or above 7, as under RankPad::graphs. The
+    // report's mean step, 21 sequences spread evenly: the busiest's ⌈21 / 4⌉ = 6, 2 x 21 >= 24,
+    // so 4 x 6 = 24 eagerly, 4 x 8 = 32 as graphs.
     auto fx = padded(RankPad::max_len, false, false);
     auto balanced = [&](double q, bool chunk = false) {
       std::vector<model::StepMix> g = ranks(q);
@@ -795,10 +799,29 @@ TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
     EXPECT_NEAR(fx->step->slowest(apart.data(), apart.size(), apart_all, GraphMode::eager) /
                     b.slowest(apart.data(), apart.size(), apart_all, GraphMode::eager),
                 1, kExact);
-    for (const auto& [rg, rmix] : {balanced(1, true), balanced(2)}) {
-      EXPECT_NEAR(fx->step->slowest(rg.data(), rg.size(), rmix, GraphMode::eager) / b.slowest(rg.data(), rg.size(), rmix, GraphMode::eager),
-                  1, kExact);
+    std::vector<model::StepMix> pair(4);
+    model::StepMix pair_all;
+    for (int r = 0; r < 2; ++r) {
+      for (int i = 0; i < 7; ++i) pair[static_cast<std::size_t>(r)].add_decode(900, 0), pair_all.add_decode(900, 0);
     }
+    model::StepMix pair_whole = pair_all;
+    pair_whole.decode_seqs = pair_whole.decode_tokens = 28;
+    EXPECT_NEAR(fx->step->slowest(pair.data(), pair.size(), pair_all, GraphMode::eager) /
+                    std::max(b.time(pair[0], pair_whole, GraphMode::eager), b.time(rows(pair[2], 7, 7), pair_whole, GraphMode::eager)),
+                1, kExact);
+    const auto [chunked, chunked_all] = balanced(1, true);
+    EXPECT_NEAR(fx->step->slowest(chunked.data(), chunked.size(), chunked_all, GraphMode::eager) /
+                    b.slowest(chunked.data(), chunked.size(), chunked_all, GraphMode::eager),
+                1, kExact);
+    const auto [verify, verify_all] = balanced(2);
+    model::StepMix verify_whole = verify_all;
+    verify_whole.decode_seqs = 28;
+    verify_whole.decode_tokens = 56;
+    double verified = 0;
+    for (const model::StepMix& r : verify) verified = std::max(verified, b.time(rows(r, 7, 14), verify_whole, GraphMode::eager));
+    EXPECT_NEAR(fx->step->slowest(verify.data(), verify.size(), verify_all, GraphMode::eager) / verified, 1, kExact);
+    EXPECT_EQ(padded_sequences(fx->f, mix, GraphMode::eager), 24);
+    EXPECT_EQ(padded_sequences(fx->f, mix, GraphMode::graph), 32);
   }
 }
 

@@ -216,8 +216,8 @@ struct ForwardConfig {
   /// Attention data-parallel ranks (ep > 1) pad their forwards to the busiest rank's rows
   /// (docs/serving.md#rank-padding): none; in a step launched as graphs, every rank to the
   /// captured size (graph_pad_sizes) at or above the busiest rank's rows (vLLM 0.17+, SGLang,
-  /// TensorRT-LLM); as graphs, and besides, in a decode-only step launched eagerly without drafts
-  /// whose ranks are balanced (their rows sum to at least half the busiest's times the ranks),
+  /// TensorRT-LLM); as graphs, and besides, in a decode-only step launched eagerly (drafts'
+  /// verification too) whose ranks are balanced (their rows sum to at least half the busiest's times the ranks),
   /// every rank to the busiest rank's sequences (SGLang's DpPaddingMode.MAX_LEN: max_len); or as
   /// graphs, and besides, in any step launched eagerly, every rank to the busiest rank's tokens
   /// (vLLM 0.9.1-0.16, which padded whenever graphs were configured, whatever the step: always).

@@ -252,8 +252,9 @@ struct StepComposition {
 /// A decode step of the run's mean batch at its mean context.
 struct DecodeStepComposition : StepComposition {
   double sequences = 0, context = 0;  ///< the mean decode batch and its mean context
-  /// The rows its graph computes its kernels but attention on: `sequences`, or the captured size
-  /// it pads them to (docs/serving.md#graph-padding).
+  /// The rows it computes its kernels but attention on: `sequences`, or the captured size its
+  /// graph pads them to (docs/serving.md#graph-padding), or, launched eagerly, what attention
+  /// data-parallel ranks pad to in all (docs/serving.md#rank-padding).
   double padded_sequences = 0;
   /// Expert parallelism: the busiest chip's routed pairs over the mean in such a step
   /// (model::routing_imbalance), and where it comes from; "" without expert parallelism.
