@@ -171,8 +171,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
                   "MoE: expert layouts to try inside each tp group, tp,ep (tp: each expert's width split; ep: whole experts, "
                   "attention tensor-parallel; default: both at tp > 1)");
   app->add_option("--moe-a2a", f->moe_a2a,
-                  "pairs or deepep: how every deployment's expert parallelism moves the tokens, an all-to-all of the pairs (the "
-                  "engines' default) or DeepEP's kernels (docs/serving.md#deepep)");
+                  "pairs, gather or deepep: how every deployment's expert parallelism moves the tokens, an all-to-all of the "
+                  "pairs, every rank's tokens gathered and the outputs reduce-scattered (the engines' default) or DeepEP's kernels "
+                  "(docs/serving.md#deepep)");
   app->add_option("--weight-dtype", f->weight_dtypes,
                   "weight dtypes to try, comma-separated (default: the checkpoint's, and fp8 on chips that compute fp8 unless the checkpoint is quantised)");
   app->add_option("--kv-dtype", f->kv_dtypes, "KV-cache dtypes to try (default: --act-dtype, and fp8 on chips that compute fp8)");
@@ -374,7 +375,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
       if (std::find(s.experts.begin(), s.experts.end(), e) == s.experts.end()) s.experts.push_back(e);
     }
   }
-  s.moe_a2a = parse_moe_a2a(v->moe_a2a);
+  if (!v->moe_a2a.empty()) s.moe_a2a = parse_moe_a2a(v->moe_a2a);
   if (v->decode_tp == "same") s.decode_tp_same = true;
   else s.decode_tp = ints(v->decode_tp, "--decode-tp");
   if (v->decode_ep == "same") s.decode_ep_same = true;
@@ -437,7 +438,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   if (!v->hw.link_bw.empty()) flag("--link-bw", v->hw.link_bw);
   if (v->act_dtype != "bf16") flag("--act-dtype", v->act_dtype);
   if (v->router != "round-robin") flag("--router", v->router);
-  if (s.moe_a2a == model::ForwardConfig::MoeA2A::deepep) flag("--moe-a2a", "deepep");
+  if (s.moe_a2a) flag("--moe-a2a", model::name(*s.moe_a2a));
   if (!v->slo.empty()) flag("--slo", v->slo);
   // Speculation (--draft, --spec-tokens, --accept) is each deployment's own.
 }

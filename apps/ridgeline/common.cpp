@@ -209,9 +209,11 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f) {
                   "triton or deepgemm: the kernel of fp8 block-scaled GEMMs (DeepSeek's 128x128 blocks), vLLM's Triton kernel or "
                   "DeepGEMM's, each priced by its kernel curve (default triton; serve's engines: the one their release calls)");
   app->add_option("--moe-a2a", f.moe_a2a,
-                  "pairs or deepep: how expert parallelism moves the tokens, an all-to-all of every token-expert pair in the "
-                  "activations' dtype, or DeepEP's kernels (fp8 out, bf16 back; low-latency up to 128 tokens a chip, above them "
-                  "each token once per node holding its experts, docs/serving.md#deepep) (default pairs)");
+                  "pairs, gather or deepep: how expert parallelism between attention data-parallel groups moves the tokens, an "
+                  "all-to-all of every token-expert pair in the activations' dtype, every group's tokens all-gathered to every chip "
+                  "and the outputs reduce-scattered, or DeepEP's kernels (fp8 out, bf16 back; low-latency up to 128 tokens a chip, "
+                  "above them each token once per node holding its experts, docs/serving.md#deepep) (default pairs; serve's "
+                  "engines: gather)");
 }
 
 void add_spec_flags(CLI::App* app, SpecFlags& f) {
@@ -255,7 +257,8 @@ model::Speculation speculation(const SpecFlags& f, const model::ModelConfig& tar
 
 model::ForwardConfig::MoeA2A parse_moe_a2a(const std::string& v) {
   if (v == "deepep") return model::ForwardConfig::MoeA2A::deepep;
-  if (!v.empty() && v != "pairs") throw InputError(fmt::format("--moe-a2a: '{}' is not an all-to-all: expected pairs or deepep", v));
+  if (v == "gather") return model::ForwardConfig::MoeA2A::gather;
+  if (!v.empty() && v != "pairs") throw InputError(fmt::format("--moe-a2a: '{}' is not a way to move tokens: expected pairs, gather or deepep", v));
   return model::ForwardConfig::MoeA2A::pairs;
 }
 

@@ -663,7 +663,24 @@ void moe_mlp(Ctx& c) {
       if (deepep) op->kernel = deepep_kernel(ll_class, c.ep_group, deepep_normal(pair_bytes, ll_max));
     }
   };
-  all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
+  // Gathered instead (ForwardConfig::MoeA2A::gather): every group's T rows, padding and all, to
+  // every chip of the expert-parallel group in the activations' dtype, whatever their experts
+  // (vLLM's allgather_reducescatter, all_gatherv; SGLang's dp_gather into its MAX_LEN buffer;
+  // TensorRT-LLM's allgather under attention DP), and each chip's partial outputs of every row
+  // reduce-scattered back to the rows' groups. The busiest chip's routed pairs do not change what
+  // moves: every chip receives every row.
+  const bool gather = c.f.moe_a2a == ForwardConfig::MoeA2A::gather && c.ep_group.size > 1;
+  const auto gathered = [&](const char* name, comm::Collective kind) {
+    // NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
+    if (GraphOp* op = collective(c, name, Block::moe, kind, T * c.ep * h * bytes(c.act), c.ep_group, comm::Algo::automatic)) {
+      op->all_groups = true;
+    }
+  };
+  if (gather) {
+    gathered("ep_allgather", comm::Collective::all_gather);
+  } else {
+    all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
+  }
   // Balanced routing: this chip's E/(ep·te) experts receive routed pairs in expectation; an
   // expert's weights are read if at least one of the T·ep tokens routed over them picks it:
   // E/(ep·te)·(1 - (1 - k/E)^(Tr·ep)) of them are touched; rows repeating another
@@ -759,9 +776,17 @@ void moe_mlp(Ctx& c) {
   c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Ip, c.act, DType::fp32})).all_groups = true;
   experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
   // The busiest chip returns the outputs of its F times the mean pairs.
-  all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
+  if (gather) {
+    // Each gathered row's weighted sum of the k/(ep·te) expert outputs this chip computed for it
+    // (its pairs read once, every row written), then the rows reduce-scattered to their groups.
+    const double rows = T * c.ep;
+    elementwise(c, "moe_combine", Block::moe, rows, h, k / ep_size, 1, 2 * k / ep_size).all_groups = true;
+    gathered("ep_reducescatter", comm::Collective::reduce_scatter);
+  } else {
+    all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
+  }
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
-  if (!deepep) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
+  if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
   if (moe.shared_experts > 0) {
     dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
               "shared_down");

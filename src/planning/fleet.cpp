@@ -856,7 +856,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
   c.engine.max_batched_tokens = d.max_batched_tokens;
   if (d.chunked_prefill) c.engine.chunked_prefill = *d.chunked_prefill;
   if (d.graph_padding) c.engine.graph_exact_sizes = !*d.graph_padding;
-  c.engine.moe_a2a = space.moe_a2a;
+  if (space.moe_a2a) c.engine.moe_a2a = *space.moe_a2a;
   c.replicas = d.replicas;
   c.spec = d.spec_tokens > 0 ? space.drafts.at(d.draft).spec : model::Speculation{};
   c.spec.k = d.spec_tokens;
@@ -871,7 +871,7 @@ serving::ServeConfig serve_config(const model::ModelConfig& m, const FleetSpace&
     e.max_batched_tokens = d.max_batched_tokens;
     if (d.chunked_prefill) e.chunked_prefill = *d.chunked_prefill;
     if (d.graph_padding) e.graph_exact_sizes = !*d.graph_padding;
-    e.moe_a2a = space.moe_a2a;
+    if (space.moe_a2a) e.moe_a2a = *space.moe_a2a;
     serving::settle_output_processing(e, c.spec.on());
     searched_graphs(e, d.spec_tokens);
   }

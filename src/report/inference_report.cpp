@@ -171,7 +171,7 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["cuda_graphs"] = cfg.cuda_graphs;
   j["kernels"] = cfg.forward.merged_kernels ? "merged" : "unfused";
   j["block_fp8_gemms"] = cfg.forward.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton";
-  j["moe_a2a"] = cfg.forward.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? "deepep" : "pairs";
+  j["moe_a2a"] = model::name(cfg.forward.moe_a2a);
   j["algo"] = std::string(comm::name(cfg.forward.algo));
   j["prefill"] = phase_json(r.prefill);
   json d;

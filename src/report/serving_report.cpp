@@ -188,7 +188,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"nccl_nvls", e.nccl_nvls},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
-          {"moe_a2a", e.moe_a2a == model::ForwardConfig::MoeA2A::deepep ? "deepep" : "pairs"},
+          {"moe_a2a", model::name(e.moe_a2a)},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
                    : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"

@@ -761,6 +761,14 @@ void set_draw(EngineConfig& e) {
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   EngineConfig e = preset(engine, chip, tp);
   set_draw(e);
+  // Expert parallelism between attention data-parallel ranks without an all-to-all backend: the
+  // ranks' tokens gathered to every GPU and the outputs reduce-scattered (docs/serving.md#deepep):
+  // vLLM's --all2all-backend allgather_reducescatter (the default from PR #23964, September 2025,
+  // v0.11; before it "naive", whose broadcasts gather as much), SGLang's MoE layers without
+  // --moe-a2a-backend (LayerScatterModes: ScatterMode.FULL, dp_gather then dp_reduce_scatter),
+  // TensorRT-LLM's MoE under enable_attention_dp (allgather, then reducescatter). The static
+  // engine, no serving engine's, moves the pairs.
+  if (e.kind != EngineKind::static_batch) e.moe_a2a = model::ForwardConfig::MoeA2A::gather;
   return e;
 }
 

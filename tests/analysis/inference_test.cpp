@@ -469,6 +469,51 @@ TEST(Inference, ExpertImbalanceLoadsTheBusiestChip) {
   EXPECT_THROW(run("mixtral-8x7b", "h100-sxm", cfg), InputError);
 }
 
+TEST(Inference, GatheredTokensReachEveryChipWhateverTheirExperts) {
+  // The serving engines' way without an all-to-all backend (--moe-a2a gather): Mixtral-8x7B at
+  // EP 8, prompt 128 x batch 64, 8 sequences a group: 1024 tokens a group all-gathered into a
+  // buffer of 8 x 1024 x 4096 x 2 B = 67108864 B, 7/8 of which reaches each chip from the others
+  // (58720256 B), and its outputs reduce-scattered back, 7/8 leaving each chip. The busiest chip's
+  // 1.5 times the mean pairs change its expert GEMMs, not what moves. Each chip sums its pairs'
+  // outputs for all 8192 gathered rows: its 2048 pairs read (8192 x 4096 x 2/8 x 2 B = 16777216 B),
+  // every row written (67108864 B). As pairs the dispatch moves 2048 x 1.5 x 4096 x 2 x 7/8.
+  InferenceConfig cfg;
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 8;
+  cfg.forward.expert_imbalance = 1.5;
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::gather;
+  cfg.batch = 64;
+  auto gathered = run("mixtral-8x7b", "h100-sxm", cfg);
+  int seen = 0;
+  for (int i = 0; i < gathered->prefill_graph.op_count; ++i) {
+    const model::GraphOp& o = gathered->prefill_graph.ops[i];
+    const std::string_view n = o.name;
+    EXPECT_NE(n, "ep_dispatch");
+    EXPECT_NE(n, "ep_combine");
+    if (n == "ep_allgather" || n == "ep_reducescatter") {
+      EXPECT_DOUBLE_EQ(o.cost.link_bytes, 67108864.0 * 7 / 8) << n;
+      EXPECT_TRUE(o.all_groups) << n;
+      ++seen;
+    }
+    if (n == "experts_gate_up") {
+      EXPECT_DOUBLE_EQ(o.cost.matrix_flops, 2.0 * 3072 * 4096 * 2 * 14336);
+    }
+    if (n == "moe_combine") {
+      EXPECT_DOUBLE_EQ(o.cost.main_bytes, 16777216.0 + 67108864.0);
+      EXPECT_TRUE(o.all_groups);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 3);
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::pairs;
+  auto pairs = run("mixtral-8x7b", "h100-sxm", cfg);
+  for (int i = 0; i < pairs->prefill_graph.op_count; ++i) {
+    if (std::string_view(pairs->prefill_graph.ops[i].name) == "ep_dispatch") {
+      EXPECT_DOUBLE_EQ(pairs->prefill_graph.ops[i].cost.link_bytes, 3072.0 * 4096 * 2 * 7 / 8);
+    }
+  }
+}
+
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
   // Mixtral-8x7B (8 experts, top 2, hidden 4096, expert width 14336), prompt 128 x batch 64 =
   // 8192 tokens, attention TP 4. Experts TP (--experts tp): every GPU runs all 8192 x 2 = 16384

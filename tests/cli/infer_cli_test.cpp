@@ -79,6 +79,7 @@ TEST(InferCli, MoeAllToAllFlag) {
   const std::string q = "infer --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --batch 2 --prompt 16 --gen 2";
   EXPECT_EQ(run_json(q)["moe_a2a"], "pairs");
   EXPECT_EQ(run_json(q + " --moe-a2a deepep")["moe_a2a"], "deepep");
+  EXPECT_EQ(run_json(q + " --moe-a2a gather")["moe_a2a"], "gather");
   expect_bad(q + " --moe-a2a nccl", "--moe-a2a");
   // No all-to-all to price: one expert-parallel group, or a dense model.
   expect_bad("infer --model mixtral-8x7b --hw h100-sxm --tp 2 --moe-a2a deepep", "--moe-a2a: deepep moves tokens");

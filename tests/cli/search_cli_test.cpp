@@ -254,7 +254,8 @@ TEST(SearchServeCli, TheBestsEngineHostIsItsModels) {
 TEST(SearchServeCli, DeepEpDeploymentsAreWhatServeGivesWithItsCommand) {
   // --moe-a2a deepep prices every deployment's expert all-to-alls as DeepEP's kernels
   // (docs/serving.md#deepep): the best one's command carries the flag, and `serve` gives its
-  // numbers; the pairs' all-to-all moves more bytes, so the same deployment differs.
+  // numbers; the engines' gathered tokens move more bytes, so the same deployment differs; a
+  // space's --moe-a2a given is carried by the command (gather, the engines' own, is not).
   const std::string q = "search serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --weight-dtype fp8 --kv-dtype fp8 --qps 2 "
                         "--requests 100 --prompt 512 --gen 64 --slo ttft_p99=5s";
   auto j = run_json(q + " --moe-a2a deepep");
@@ -266,9 +267,10 @@ TEST(SearchServeCli, DeepEpDeploymentsAreWhatServeGivesWithItsCommand) {
   auto s = run_json(command.substr(10));
   EXPECT_EQ(s["engine"]["moe_a2a"], "deepep");
   for (const char* k : {"ttft_s", "tpot_s", "e2e_s"}) EXPECT_EQ(s[k], b[k]) << k;
-  auto pairs = run_json(q);
-  EXPECT_EQ(pairs["best"]["command"].get<std::string>().find("--moe-a2a"), std::string::npos);
-  EXPECT_NE(pairs["best"]["tpot_s"], b["tpot_s"]);
+  auto gathered = run_json(q);
+  EXPECT_EQ(gathered["best"]["command"].get<std::string>().find("--moe-a2a"), std::string::npos);
+  EXPECT_NE(gathered["best"]["tpot_s"], b["tpot_s"]);
+  EXPECT_NE(run_json(q + " --moe-a2a pairs")["best"]["command"].get<std::string>().find(" --moe-a2a pairs"), std::string::npos);
   expect_bad(q + " --moe-a2a nccl", "--moe-a2a: 'nccl'");
 }
 

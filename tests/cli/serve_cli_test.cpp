@@ -944,9 +944,13 @@ TEST(ServeCli, BlockFp8GemmKernelsAreTheEnginesOwn) {
 
 // Every engine's default moves expert-parallel tokens as an all-to-all of the pairs; DeepEP is
 // each one's option (docs/serving.md#deepep), which the flag turns on.
-TEST(ServeCli, MoeAllToAllIsThePairsUnlessDeepEpIsAsked) {
+TEST(ServeCli, MoeTokensAreGatheredUnlessAnotherWayIsAsked) {
+  // The serving engines gather the ranks' tokens (vLLM's allgather_reducescatter, SGLang's
+  // gathered MoE, TensorRT-LLM's attention-DP allgather); the static engine moves the pairs.
   const std::string q = "serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --qps 1 --requests 5 --engine ";
-  for (const char* e : {"vllm", "sglang", "trtllm"}) EXPECT_EQ(run_json(q + e)["engine"]["moe_a2a"], "pairs") << e;
+  for (const char* e : {"vllm", "sglang", "trtllm"}) EXPECT_EQ(run_json(q + e)["engine"]["moe_a2a"], "gather") << e;
+  EXPECT_EQ(run_json(q + "static")["engine"]["moe_a2a"], "pairs");
+  EXPECT_EQ(run_json(q + "sglang --moe-a2a pairs")["engine"]["moe_a2a"], "pairs");
   EXPECT_EQ(run_json(q + "sglang --moe-a2a deepep")["engine"]["moe_a2a"], "deepep");
   expect_bad(q + "sglang --moe-a2a mooncake", "--moe-a2a");
   // DeepEP's low-latency buffer (csrc/config.hpp LowLatencyLayout) for DeepSeek-V3 (h 7168, 256

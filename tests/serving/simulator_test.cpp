@@ -1164,6 +1164,7 @@ TEST(Simulator, ALonePromptOfAttentionDataParallelGroupsRunsOnOneGroup) {
   model::ForwardConfig f;
   f.ep = 8;
   f.merged_kernels = true;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::gather;  // the serving engines' (engine_preset): the ranks' tokens gathered
   StepModel step;
   step.prepare(m, sys, f);
   model::StepMix prefill;
@@ -1204,6 +1205,7 @@ TEST(Simulator, AttentionDataParallelRanksKeepTheirOwnDecodeSequences) {
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::gather;  // the serving engines' (engine_preset): the ranks' tokens gathered
   StepModel step;
   step.prepare(m, sys, f);
   const double host = 0.4e-3 + 2 * 1.1e-6;
@@ -1258,6 +1260,7 @@ TEST(Simulator, EachAttentionDataParallelRankAdmitsUpToItsOwnSequenceLimit) {
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::gather;  // the serving engines' (engine_preset): the ranks' tokens gathered
   StepModel step;
   step.prepare(m, sys, f);
   const double host1 = 0.4e-3 + 1.1e-6, host2 = 0.4e-3 + 2 * 1.1e-6;
@@ -1641,6 +1644,7 @@ TEST(Simulator, EachAttentionDataParallelRankHasItsOwnTokenBudget) {
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::gather;  // the serving engines' (engine_preset): the ranks' tokens gathered
   StepModel step;
   step.prepare(m, sys, f);
   model::StepMix one, two;

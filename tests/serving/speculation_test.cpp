@@ -253,6 +253,7 @@ TEST(Speculation, EachAttentionDataParallelRankDraftsItsOwnSequences) {
   model::ForwardConfig f;
   f.ep = 2;
   f.merged_kernels = true;
+  f.moe_a2a = model::ForwardConfig::MoeA2A::gather;  // the serving engines' (engine_preset): the ranks' tokens gathered
   StepModel target, drafter;
   target.prepare(m, sys, f);
   drafter.prepare(draft, sys, f);

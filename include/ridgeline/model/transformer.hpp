@@ -155,13 +155,17 @@ struct ForwardConfig {
   /// bounds every MoE layer: its expert GEMMs process, and its all-to-alls receive and return,
   /// this factor more token-expert pairs.
   double expert_imbalance = 1;
-  /// How expert parallelism moves the tokens (docs/serving.md#deepep): `pairs`, every
-  /// token-expert pair in the activations' dtype each way (an all-to-all of the pairs), or
-  /// `deepep`, DeepEP's kernels: tokens dispatched in fp8 with a 4-byte scale per 128 values
-  /// and combined in bf16; its low-latency kernels (every pair, over RDMA) while a chip sends
-  /// at most deepep_ll_tokens tokens, its normal kernels above, which send each token once to
-  /// every node holding one of its experts (within one node, every chip) and forward it there.
-  enum class MoeA2A : std::uint8_t { pairs, deepep } moe_a2a = MoeA2A::pairs;
+  /// How expert parallelism between attention data-parallel groups moves the tokens
+  /// (docs/serving.md#deepep): `pairs`, every token-expert pair in the activations' dtype each
+  /// way (an all-to-all of the pairs); `gather`, every group's tokens all-gathered to every chip
+  /// before the router's experts and the outputs reduce-scattered back (the engines' default
+  /// without an all-to-all backend: vLLM's allgather_reducescatter, SGLang's gathered MoE,
+  /// TensorRT-LLM's attention-DP allgather); or `deepep`, DeepEP's kernels: tokens dispatched in
+  /// fp8 with a 4-byte scale per 128 values and combined in bf16; its low-latency kernels (every
+  /// pair, over RDMA) while a chip sends at most deepep_ll_tokens tokens, its normal kernels
+  /// above, which send each token once to every node holding one of its experts (within one
+  /// node, every chip) and forward it there.
+  enum class MoeA2A : std::uint8_t { pairs, gather, deepep } moe_a2a = MoeA2A::pairs;
   /// DeepEP's low-latency buffer: tokens a chip dispatches per call (SGLang's
   /// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 128).
   double deepep_ll_tokens = 128;
@@ -355,6 +359,10 @@ double expert_row_tiles(const ModelConfig& m, double tokens, double share, const
 /// C(E − E/(units·te), k)/C(E, k)), and k/te the pairs a token sends into the group
 /// (docs/serving.md#deepep). 1 for a group of one chip.
 double deepep_normal_share(const ModelConfig& m, const comm::Placement& ep_group, double te = 1) noexcept;
+/// "pairs", "gather" or "deepep" (ForwardConfig::moe_a2a; the CLI's --moe-a2a, JSON `moe_a2a`).
+constexpr const char* name(ForwardConfig::MoeA2A a) noexcept {
+  return a == ForwardConfig::MoeA2A::deepep ? "deepep" : a == ForwardConfig::MoeA2A::gather ? "gather" : "pairs";
+}
 
 /// DeepEP's low-latency buffer on each chip (its LowLatencyLayout, csrc/config.hpp): odd and
 /// even send, receive and signaling buffers for deepep_ll_tokens tokens a chip, hidden h and E

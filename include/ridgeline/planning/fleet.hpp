@@ -56,9 +56,9 @@ struct FleetSpace {
   /// How each tp group splits the experts (model::ForwardConfig::experts). Empty: base.forward's,
   /// and for a MoE model at tp > 1 both (docs/serving.md#moe-layouts).
   std::vector<model::ForwardConfig::Experts> experts;
-  /// How every deployment's expert parallelism moves the tokens (the engines' presets: pairs;
-  /// --moe-a2a deepep: DeepEP's kernels, docs/serving.md#deepep).
-  model::ForwardConfig::MoeA2A moe_a2a = model::ForwardConfig::MoeA2A::pairs;
+  /// How every deployment's expert parallelism moves the tokens (none: each engine preset's, the
+  /// ranks' tokens gathered; --moe-a2a deepep: DeepEP's kernels, docs/serving.md#deepep).
+  std::optional<model::ForwardConfig::MoeA2A> moe_a2a;
   std::vector<std::optional<DType>> weight_dtypes;  ///< empty: base.forward's (and fp8, with fp8_by_default)
   std::vector<std::optional<DType>> kv_dtypes;      ///< empty: base.forward's (and fp8, with fp8_by_default)
   /// With weight_dtypes (kv_dtypes) empty, fp8 (e4m3) besides base.forward's on every chip with

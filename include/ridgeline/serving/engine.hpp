@@ -135,9 +135,10 @@ struct EngineConfig {
   /// MoE even where scaled_gemm is DeepGEMM, unless the experts are expert-parallel
   /// (model::ForwardConfig::triton_moe_from_tp; vLLM 0.12+: 8, PR #29346; SGLang 0.4+: 1). 0: never.
   int triton_moe_from_tp = 0;
-  /// How expert parallelism moves the tokens (model::ForwardConfig::moe_a2a): every engine's
-  /// default is an all-to-all of the pairs; DeepEP is an option of each (SGLang's
-  /// --moe-a2a-backend deepep, vLLM's --all2all-backend deepep_*, TensorRT-LLM's wide EP).
+  /// How expert parallelism moves the tokens (model::ForwardConfig::moe_a2a): every serving
+  /// engine's default gathers the ranks' tokens (engine_preset); DeepEP is an option of each
+  /// (SGLang's --moe-a2a-backend deepep, vLLM's --all2all-backend deepep_*, TensorRT-LLM's wide
+  /// EP); the static engine moves the pairs.
   model::ForwardConfig::MoeA2A moe_a2a = model::ForwardConfig::MoeA2A::pairs;
   /// What MLA's attention op holds, launched from the engine's Python outside whole graphs
   /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections and RoPE too (`projections`, until
