@@ -77,7 +77,7 @@ void add_forward_flags(CLI::App* app, ForwardFlags& f);
 /// The forward pass of `m` as the flags ask (tp from --chips / --ep when --tp is not given);
 /// InputError naming the flag.
 model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& hw, const model::ModelConfig& m);
-/// --moe-a2a's value: pairs (also "", the default) or deepep; InputError naming the flag.
+/// --moe-a2a's value: pairs (also "", the default), gather or deepep; InputError naming the flag.
 model::ForwardConfig::MoeA2A parse_moe_a2a(const std::string& v);
 /// Speculative decoding as given: --draft MODEL|mtp, --spec-tokens K, --accept RATE[,RATE...] (infer, serve, search serve).
 struct SpecFlags {

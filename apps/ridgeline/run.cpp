@@ -211,7 +211,7 @@ constexpr ValueKind kValueKinds[] = {
     {"", "--chunked-prefill", "on|off"}, {"search serve", "--chunked-prefill", "on|off|both"}, {"", "--mixed-chunk", "on|off"}, {"", "--preemption", "recompute|swap"},
     {"", "--method", "detailed|quick"}, {"", "--shapes", "exact|seed"}, {"", "--format", "ncu|csv|torch|ert"},
     {"", "--kernels", "unfused|merged"}, {"", "--block-fp8-gemms", "triton|deepgemm"},
-    {"", "--moe-a2a", "pairs|deepep"},
+    {"", "--moe-a2a", "pairs|gather|deepep"},
     {"", "--grad-compression", "powersgd:RANK"}, {"", "--arrival", "poisson|gamma:CV|constant"},
     {"", "--sweep", "DIM=FROM..TO"}, {"", "--solve", "DIM"}, {"", "--shape", "ROWS,COLS"}, {"", "--tile", "BM,BK,BN"},
     {"", "--shard", "m|n|k"}, {"", "--impl", "flash|naive"}, {"", "--flops-per-element", "NUMBER"}, {"", "--unit", "matrix|vector"},

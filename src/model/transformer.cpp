@@ -673,7 +673,7 @@ void moe_mlp(Ctx& c) {
   const auto gathered = [&](const char* name, comm::Collective kind) {
     // NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
     if (GraphOp* op = collective(c, name, Block::moe, kind, T * c.ep * h * bytes(c.act), c.ep_group, comm::Algo::automatic)) {
-      op->all_groups = true;
+      op->all_groups = op->gathered = true;
     }
   };
   if (gather) {
@@ -779,8 +779,11 @@ void moe_mlp(Ctx& c) {
   if (gather) {
     // Each gathered row's weighted sum of the k/(ep·te) expert outputs this chip computed for it
     // (its pairs read once, every row written), then the rows reduce-scattered to their groups.
+    // The mean chip's pairs: one kernel over the rows, priced without the busiest's share
+    // (GraphOp::gathered), which its expert GEMMs carry.
     const double rows = T * c.ep;
-    elementwise(c, "moe_combine", Block::moe, rows, h, k / ep_size, 1, 2 * k / ep_size).all_groups = true;
+    GraphOp& sum = elementwise(c, "moe_combine", Block::moe, rows, h, k / ep_size, 1, 2 * k / ep_size);
+    sum.all_groups = sum.gathered = true;
     gathered("ep_reducescatter", comm::Collective::reduce_scatter);
   } else {
     all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);

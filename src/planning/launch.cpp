@@ -101,6 +101,16 @@ std::int64_t rank_blocks(Context& c, const model::ForwardConfig& f, const Engine
   return e.kv_blocks_override / f.ep;
 }
 
+// Expert parallelism simulated as an all-to-all of the pairs (--moe-a2a pairs): no engine has
+// such a mode without an all-to-all backend; each gathers its ranks' tokens (docs/serving.md#deepep).
+void pairs_note(Context& c, const model::ForwardConfig& f, const EngineConfig& e, bool decode, const char* engine) {
+  if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::pairs && !decode) {
+    c.plan.notes.push_back(fmt::format("--moe-a2a pairs: {} moves no pairs by default; it gathers every data-parallel rank's tokens "
+                                       "to every GPU (what --moe-a2a gather prices), which this file leaves as it is",
+                                       engine));
+  }
+}
+
 void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& e, LaunchWorker& w, bool decode) {
   WorkerBuilder b(c.cli, w);
   b.flag("--port", num(w.port));
@@ -120,6 +130,7 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
     // Attention tensor-parallel, whole experts over the same GPUs.
     b.flag("--enable-expert-parallel");
   }
+  pairs_note(c, f, e, decode, "vLLM");
   if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep) {
     // DeepEP (docs/serving.md#deepep): vLLM runs one of its kernels at every step, the
     // low-latency one on a decode instance, the normal one elsewhere.
@@ -192,10 +203,11 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     if (old) throw InputError("--emit sglang: SGLang 0.3 has no expert parallelism (--ep-size came later): simulate --experts tp or --engine sglang");
     b.flag("--ep-size", num(f.ep_size()));
   }
+  pairs_note(c, f, e, decode, "SGLang");
   if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep) {
     // DeepEP, its mode `auto` (the default): low-latency kernels for decode batches, normal ones
     // for the others (docs/serving.md#deepep).
-    if (old) throw InputError("--emit sglang: SGLang 0.3 has no DeepEP: simulate --moe-a2a pairs or --engine sglang");
+    if (old) throw InputError("--emit sglang: SGLang 0.3 has no DeepEP: simulate --moe-a2a gather or --engine sglang");
     b.flag("--moe-a2a-backend", "deepep");
   }
   b.flag("--dtype", torch_dtype(f.precision.activation));
@@ -257,6 +269,7 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   // TensorRT-LLM's tp_size is every GPU of the instance; moe_tp = tp_size / ep_size.
   b.flag("--tp_size", num(f.tp * f.ep));
   if (f.ep_size() > 1) b.flag("--ep_size", num(f.ep_size()));
+  pairs_note(c, f, e, decode, "TensorRT-LLM");
   if (f.ep > 1 && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep && !decode) {
     c.plan.notes.push_back("DeepEP: TensorRT-LLM chooses its MoE all-to-all itself (its wide-EP MoE backend, set in the MoE "
                            "config); nothing here sets it");

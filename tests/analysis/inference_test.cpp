@@ -507,11 +507,14 @@ TEST(Inference, GatheredTokensReachEveryChipWhateverTheirExperts) {
   EXPECT_EQ(seen, 3);
   cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::pairs;
   auto pairs = run("mixtral-8x7b", "h100-sxm", cfg);
+  int dispatches = 0;
   for (int i = 0; i < pairs->prefill_graph.op_count; ++i) {
     if (std::string_view(pairs->prefill_graph.ops[i].name) == "ep_dispatch") {
       EXPECT_DOUBLE_EQ(pairs->prefill_graph.ops[i].cost.link_bytes, 3072.0 * 4096 * 2 * 7 / 8);
+      ++dispatches;
     }
   }
+  EXPECT_EQ(dispatches, 1);
 }
 
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {

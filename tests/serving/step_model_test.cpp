@@ -166,6 +166,28 @@ TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {
   EXPECT_GT(std::abs(fx->step->time(at512, GraphMode::eager) / plain->step->time(at512, GraphMode::eager) - 1), 1e-3);
 }
 
+TEST(StepModel, GatheredTokensArePricedAsTheStepGraphWhateverTheBusiestChipsShare) {
+  // The engines' gather (--moe-a2a gather) at Mixtral-8x7B --tp 1 --ep 8: every group's rows to
+  // every GPU and back, whatever their experts. Under the routing model the busiest chip's F
+  // (1.93, 1.33, 1.12 at 8, 64 and 512 tokens) loads its expert GEMMs, not the gather, the
+  // reduce-scatter or the rows' sum: the step model prices each step as the step's graph does,
+  // routing balanced and under the routing model, decode steps and a step with a prompt chunk.
+  const Plan p{"mixtral-8x7b", "h100-sxm", 1, 8};
+  for (const double imbalance : {1.0, 0.0}) {
+    auto fx = fixture(p, true, 132, imbalance);
+    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::gather;
+    fx->step->prepare(fx->m, fx->sys, fx->f);
+    for (const int tokens : {8, 64, 512}) {
+      model::StepMix mix;
+      for (int i = 0; i < tokens; ++i) mix.add_decode(1000, 0);
+      if (tokens == 64) mix.add_prefill(300, 300, 0);
+      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << tokens;
+      }
+    }
+  }
+}
+
 TEST(StepModel, DeepEpChangesKernelAtItsLowLatencyLimitAsTheStepGraphDoes) {
   // DeepSeek-V3 at --tp 1 --ep 16 (two nodes of H100s) with DeepEP: decode steps of 127, 128
   // and 129 tokens a chip (x 16 chips). Up to 128 its low-latency kernels move every pair, from

@@ -86,6 +86,10 @@ struct GraphOp {
   /// Works on the tokens of every attention data-parallel group (ForwardConfig::ep): the
   /// all-to-alls and expert GEMMs of a MoE layer. Every other op works on its group's own.
   bool all_groups = false;
+  /// Of those, one on every group's rows whatever their experts (ForwardConfig::MoeA2A::gather:
+  /// the gather, the reduce-scatter and the rows' sum), which the busiest chip's share of the
+  /// pairs does not load more.
+  bool gathered = false;
   /// Inside the engine's attention op (ForwardConfig::mla_op), launched from its Python in every
   /// step but a whole graph: as one of the op's own kernels (priced at
   /// ForwardConfig::mla_op_host_s on the host) or as a projection it holds (at eager_host_s).
@@ -199,6 +203,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.expert_bytes = op.touched = 0;
   op.row_tile_flops = op.row_tile_min_rows = op.row_tile_pad = 0;
   op.all_groups = false;
+  op.gathered = false;
   op.attention_op = GraphOp::InAttentionOp::no;
   op.backward = 0;
   return op;
