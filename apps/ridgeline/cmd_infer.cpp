@@ -159,7 +159,10 @@ void register_advise_infer(CLI::App* advise, std::vector<Command>& commands) {
                         auto r = std::make_unique<analysis::InferenceResult>();
                         analysis::infer(m, sys, cfg, *r);
                         std::unique_ptr<analysis::BatchModel> served;
-                        if (kind->kind != serving::EngineKind::static_batch) served = std::make_unique<serving::ContinuousBatching>(*kind);
+                        // A --moe-a2a given is the served engine's way too (else the engine's own: serve's rule).
+                        std::optional<model::ForwardConfig::MoeA2A> a2a;
+                        if (!f->fw.moe_a2a.empty()) a2a = cfg.forward.moe_a2a;
+                        if (kind->kind != serving::EngineKind::static_batch) served = std::make_unique<serving::ContinuousBatching>(*kind, a2a);
                         emit_advice(f->json, analysis::advise_inference(m, sys, cfg, *r, served.get()));
                       }});
 }

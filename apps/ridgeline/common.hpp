@@ -68,7 +68,7 @@ struct ForwardFlags {
   std::string weight_dtype, kv_dtype, act_dtype = "bf16", compute_dtype, attention = "flash", algo;  // algo "": auto
   std::string kernels;  // "": unfused
   std::string block_fp8_gemms;  // "": vLLM's Triton kernel (serve: the engine's)
-  std::string moe_a2a;          // "": an all-to-all of the pairs (serve: the engine's)
+  std::string moe_a2a;          // "": an all-to-all of the pairs (serve, advise infer --engine: the engine's)
   std::string expert_imbalance = "auto";  // auto: the routing model (model/routing.hpp)
   std::string experts = "tp";    // how each tp group splits the experts: tp or ep
   bool sequence_parallel = false;

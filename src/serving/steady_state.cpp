@@ -214,6 +214,7 @@ analysis::Reject ContinuousBatching::prepare(const model::ModelConfig& m, const 
   ServeConfig sc;
   sc.forward = cfg.forward;
   sc.engine = engine_preset(kind_, sys.chip, cfg.forward.tp, m);
+  if (moe_a2a_) sc.engine.moe_a2a = *moe_a2a_;
   // Its largest graph and the list a decode batch pads to, as serve has them.
   settle_graphs(sc.engine, 0);
   // An engine that runs prompts whole runs each in one step, within its budget.

@@ -284,6 +284,21 @@ TEST(InferCli, AdviceOnTheBatchUnderEachEngine) {
     EXPECT_TRUE(sized) << engine << ": " << j.dump();
   }
   expect_bad("advise infer --model llama-3.1-8b --hw h100-sxm --engine tgi", "--engine");
+  // The served engine moves its experts' tokens as --moe-a2a says, else as the engine does
+  // (vLLM gathers them, docs/serving.md#deepep): the default's served batch is the gather's, the
+  // pairs' not (infer's own pass moves the pairs unless told otherwise).
+  const std::string q = "advise infer --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 8 --batch 64 --prompt 512 --gen 128 --json --engine vllm";
+  auto served = [&](const std::string& flags) {
+    const auto j = run_json(q + flags);
+    for (const auto& a : j["advice"]) {
+      if (a["rule"] == "batch-below-critical") return a["fix"].get<std::string>();
+    }
+    return std::string();
+  };
+  const std::string own = served(""), gathered = served(" --moe-a2a gather");
+  EXPECT_FALSE(own.empty());
+  EXPECT_EQ(own, gathered);
+  EXPECT_NE(served(" --moe-a2a pairs"), gathered);
 }
 
 }  // namespace

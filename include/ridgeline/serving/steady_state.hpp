@@ -30,16 +30,19 @@ SteadyState steady_state(const StepModel& step, const EngineConfig& e, double pr
                          double window) noexcept;
 
 /// analysis::BatchModel for the plan search: a group's plans priced as `kind` serves B users
-/// (its memory rule sizing the cache, its budget and graphs pricing the steps).
+/// (its memory rule sizing the cache, its budget and graphs pricing the steps); `moe_a2a`, where
+/// given (--moe-a2a), the way its expert parallelism moves the tokens, else the engine's own.
 class ContinuousBatching final : public analysis::BatchModel {
  public:
-  explicit ContinuousBatching(EngineRef kind) : kind_(kind) {}
+  explicit ContinuousBatching(EngineRef kind, std::optional<model::ForwardConfig::MoeA2A> moe_a2a = std::nullopt)
+      : kind_(kind), moe_a2a_(moe_a2a) {}
   analysis::Reject prepare(const model::ModelConfig& m, const hw::System& sys, const analysis::InferenceConfig& cfg) override;
   analysis::ServingPoint at(double batch) const override;
   std::int64_t max_batch() const override { return max_batch_; }
 
  private:
   EngineRef kind_;
+  std::optional<model::ForwardConfig::MoeA2A> moe_a2a_;
   EngineConfig engine_;
   ServeMemory mem_;
   std::unique_ptr<StepModel> step_ = std::make_unique<StepModel>();
