@@ -799,7 +799,10 @@ TEST(StepModel, AttentionDataParallelRanksPadToTheirBusiest) {
       if (chunk) g[2].add_prefill(100, 100, 0);
       return std::pair{g, mix};
     };
-    const auto [g, mix] = balanced(1);
+    // (Not structured bindings: a lambda below captures them, which clang 14 refuses.)
+    const auto balanced_ranks = balanced(1);
+    const std::vector<model::StepMix>& g = balanced_ranks.first;
+    const model::StepMix& mix = balanced_ranks.second;
     auto padded_to = [&](double n) {
       model::StepMix whole = mix;
       whole.decode_seqs = whole.decode_tokens = 4 * n;
