@@ -116,6 +116,23 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
   return t.t_realistic_s;
 }
 
+// A MoE plan whose expert parallelism moves its tokens as `a2a`, merged kernels on a 132-SM
+// chip, routing balanced (`imbalance` 1) or under the routing model (0), prepared.
+std::unique_ptr<Fixture> moving(const Plan& p, model::ForwardConfig::MoeA2A a2a, double imbalance) {
+  auto fx = fixture(p, true, 132, imbalance);
+  fx->f.moe_a2a = a2a;
+  fx->step->prepare(fx->m, fx->sys, fx->f);
+  return fx;
+}
+
+// The step model prices `mix` eagerly and as one graph as the step's graph does: exactly with
+// routing balanced, to 1e-7 under the routing model (whose F it fits at the step's tokens).
+void expect_as_graph(Fixture& fx, const model::StepMix& mix, double imbalance, double label) {
+  for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
+    EXPECT_NEAR(fx.step->time(mix, mode) / reference(fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << label << " " << name(mode);
+  }
+}
+
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
@@ -174,16 +191,12 @@ TEST(StepModel, GatheredTokensArePricedAsTheStepGraphWhateverTheBusiestChipsShar
   // routing balanced and under the routing model, decode steps and a step with a prompt chunk.
   const Plan p{"mixtral-8x7b", "h100-sxm", 1, 8};
   for (const double imbalance : {1.0, 0.0}) {
-    auto fx = fixture(p, true, 132, imbalance);
-    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::gather;
-    fx->step->prepare(fx->m, fx->sys, fx->f);
+    auto fx = moving(p, model::ForwardConfig::MoeA2A::gather, imbalance);
     for (const int tokens : {8, 64, 512}) {
       model::StepMix mix;
       for (int i = 0; i < tokens; ++i) mix.add_decode(1000, 0);
       if (tokens == 64) mix.add_prefill(300, 300, 0);
-      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
-        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << tokens;
-      }
+      expect_as_graph(*fx, mix, imbalance, tokens);
     }
   }
 }
@@ -197,16 +210,12 @@ TEST(StepModel, DeepEpChangesKernelAtItsLowLatencyLimitAsTheStepGraphDoes) {
   // differ: 128 tokens cost more than 129.
   const Plan p{"deepseek-v3", "h100-sxm", 1, 16};
   for (const double imbalance : {1.0, 0.0}) {
-    auto fx = fixture(p, true, 132, imbalance);
-    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-    fx->step->prepare(fx->m, fx->sys, fx->f);
+    auto fx = moving(p, model::ForwardConfig::MoeA2A::deepep, imbalance);
     double at128 = 0, at129 = 0;
     for (const double per_chip : {127.0, 128.0, 129.0}) {
       model::StepMix mix;
       for (int i = 0; i < 16 * static_cast<int>(per_chip); ++i) mix.add_decode(1000, 0);
-      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
-        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << per_chip;
-      }
+      expect_as_graph(*fx, mix, imbalance, per_chip);
       (per_chip == 128 ? at128 : at129) = fx->step->time(mix, GraphMode::graph);
       // Across nodes the normal kernels keep the low-latency classes' figures.
       for (int i = 0; i < fx->g->op_count; ++i) {
@@ -228,15 +237,11 @@ TEST(StepModel, DeepEpsNormalKernelsInsideANodeAreAClassOfTheirOwnAsTheStepGraph
   // step graph does and prices every step as that graph, at 127-129 tokens a chip and at 1000.
   const Plan p{"deepseek-v3", "h100-sxm", 1, 8};
   for (const double imbalance : {1.0, 0.0}) {
-    auto fx = fixture(p, true, 132, imbalance);
-    fx->f.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-    fx->step->prepare(fx->m, fx->sys, fx->f);
+    auto fx = moving(p, model::ForwardConfig::MoeA2A::deepep, imbalance);
     for (const double per_chip : {127.0, 128.0, 129.0, 1000.0}) {
       model::StepMix mix;
       for (int i = 0; i < 8 * static_cast<int>(per_chip); ++i) mix.add_decode(1000, 0);
-      for (const GraphMode mode : {GraphMode::eager, GraphMode::graph}) {
-        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, imbalance == 1 ? kExact : 1e-7) << per_chip;
-      }
+      expect_as_graph(*fx, mix, imbalance, per_chip);
       const bool normal = per_chip > 128;
       int seen = 0;
       for (int i = 0; i < fx->g->op_count; ++i) {
