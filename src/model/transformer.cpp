@@ -574,10 +574,31 @@ void attention_block(Ctx& c, double window) {
   if (!c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
 }
 
-// A dense MLP of width `width` (whole model) split over tp.
-void dense_mlp(Ctx& c, Block block, double width, const char* gate, const char* up, const char* act, const char* down) {
+// Whether this pass runs the parts outside the routed experts on every attention data-parallel
+// group's rows gathered (ForwardConfig::gathered_dense).
+bool dense_gathered(const Ctx& c) { return c.f.gathered_dense && c.ep_group.size > 1; }
+
+// Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
+// the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
+// groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
+void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
+  const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
+  if (GraphOp* op = collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic)) {
+    op->all_groups = op->gathered = true;
+  }
+}
+
+// The ops from `first` on work on every group's rows gathered (GraphOp::gathered).
+void mark_gathered(Ctx& c, int first) {
+  for (int i = first; i < c.g.op_count; ++i) c.g.ops[i].all_groups = c.g.ops[i].gathered = true;
+}
+
+// A dense MLP of width `width` (whole model) split over `split` chips (default tp) on `rows`
+// rows (default the group's tokens).
+void dense_mlp(Ctx& c, Block block, double width, const char* gate, const char* up, const char* act, const char* down,
+               double rows = -1, double split = -1) {
   const ModelConfig& m = c.m;
-  const double h = static_cast<double>(m.hidden), T = c.tokens, w = width / c.tp;
+  const double h = static_cast<double>(m.hidden), T = rows >= 0 ? rows : c.tokens, w = width / (split > 0 ? split : c.tp);
   if (m.mlp == MlpKind::gelu) {
     gemm(c, up, block, T, h, w, h * width, h * width, m.mlp_bias);
     // tanh-approximated GELU: x^3 (2), scale and add (2), scale (1), tanh (1), add (1), two products (2) ~ 8.
@@ -595,6 +616,21 @@ void dense_mlp(Ctx& c, Block block, double width, const char* gate, const char* 
   gemm(c, down, block, T, w, h, width * h, width * h, m.mlp_bias);
 }
 
+// A MoE layer's shared experts on `rows` rows, split over `split` chips, and their output added
+// to the routed experts': one kernel reading both, writing the sum (vLLM's DeepseekV2MoE.forward,
+// `experts(...) * routed_scaling_factor + shared_output`, one kernel under torch.compile; SGLang's
+// `final_hidden_states + shared_output`; Megatron's MoE layer adds them too). `gathered`: on
+// every group's rows (ForwardConfig::gathered_dense).
+void shared_experts(Ctx& c, double rows, double split, bool gathered) {
+  const auto& moe = c.m.moe;
+  if (moe.shared_experts <= 0) return;
+  const int first = c.g.op_count;
+  dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
+            "shared_down", rows, split);
+  elementwise(c, "shared_add", Block::moe, rows, static_cast<double>(c.m.hidden), 2, 1, 1);
+  if (gathered) mark_gathered(c, first);
+}
+
 void moe_mlp(Ctx& c) {
   const ModelConfig& m = c.m;
   const auto& moe = m.moe;
@@ -604,7 +640,15 @@ void moe_mlp(Ctx& c) {
   // each of its te = tp chips holds whole experts, and its share of the tokens' pairs.
   const double te = c.f.experts == ForwardConfig::Experts::expert ? c.tp : 1;
   const double I = static_cast<double>(moe.intermediate), Il = te > 1 ? I : I / c.tp;
-  GraphOp& router = gemm_16bit(c, "router", Block::moe, T, h, E, h * E, h * E);
+  // The tokens gathered for the experts (ForwardConfig::MoeA2A::gather), and the engine running
+  // the whole block on the gathered rows (ForwardConfig::gathered_dense): the rows gathered
+  // first, the router over all of them, and the shared experts beside the routed ones.
+  const bool gather = c.f.moe_a2a == ForwardConfig::MoeA2A::gather && c.ep_group.size > 1;
+  const bool front = gather && dense_gathered(c);
+  if (front) gather_rows(c, "ep_allgather", Block::moe, comm::Collective::all_gather);
+  const int router_first = c.g.op_count;
+  const double router_rows = front ? T * c.ep : T;
+  GraphOp& router = gemm_16bit(c, "router", Block::moe, router_rows, h, E, h * E, h * E);
   if (moe.router_bias) {
     router.params += E;
     router.active_params += E;
@@ -612,7 +656,7 @@ void moe_mlp(Ctx& c) {
   // The top k of the router's scores: one kernel over each token's E logits, read and written
   // (softmax_cost), or DeepSeek's group-limited router in the engine's own kernels, each over
   // the same bytes (ForwardConfig::routing, docs/serving.md#routing-kernels).
-  const ops::Cost scores = ops::softmax_cost({T, E, c.act, DType::fp32});
+  const ops::Cost scores = ops::softmax_cost({router_rows, E, c.act, DType::fp32});
   const auto routing_op = [&](const char* name, hw::KernelClass kernel) {
     c.g.add(name, OpClass::elementwise, Block::moe, scores).kernel = kernel;
   };
@@ -628,6 +672,7 @@ void moe_mlp(Ctx& c) {
       break;
     case Routing::compiled: routing_op("router_topk", hw::KernelClass::routing_compiled); break;
   }
+  if (front) mark_gathered(c, router_first);
   // Tokens leave for the chips holding their experts (expert parallelism) and come back.
   // Token-expert pairs of this chip: its tokens' T·k, or with whole experts inside the
   // tensor-parallel group (which holds the same T tokens on every chip), the 1/te of them
@@ -669,15 +714,8 @@ void moe_mlp(Ctx& c) {
   // TensorRT-LLM's allgather under attention DP), and each chip's partial outputs of every row
   // reduce-scattered back to the rows' groups. The busiest chip's routed pairs do not change what
   // moves: every chip receives every row.
-  const bool gather = c.f.moe_a2a == ForwardConfig::MoeA2A::gather && c.ep_group.size > 1;
-  const auto gathered = [&](const char* name, comm::Collective kind) {
-    // NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
-    if (GraphOp* op = collective(c, name, Block::moe, kind, T * c.ep * h * bytes(c.act), c.ep_group, comm::Algo::automatic)) {
-      op->all_groups = op->gathered = true;
-    }
-  };
   if (gather) {
-    gathered("ep_allgather", comm::Collective::all_gather);
+    if (!front) gather_rows(c, "ep_allgather", Block::moe, comm::Collective::all_gather);
   } else {
     all_to_all("ep_dispatch", hw::KernelClass::deepep_dispatch, out_bytes);
   }
@@ -784,21 +822,16 @@ void moe_mlp(Ctx& c) {
     const double rows = T * c.ep;
     GraphOp& sum = elementwise(c, "moe_combine", Block::moe, rows, h, k / ep_size, 1, 2 * k / ep_size);
     sum.all_groups = sum.gathered = true;
-    gathered("ep_reducescatter", comm::Collective::reduce_scatter);
+    // The shared experts beside them where the engine runs them on the gathered rows (split over
+    // all tp·ep chips), and the two outputs' sum, before the rows go back.
+    if (front) shared_experts(c, T * c.ep, c.tp * c.ep, true);
+    gather_rows(c, "ep_reducescatter", Block::moe, comm::Collective::reduce_scatter);
   } else {
     all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   }
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
   if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
-  if (moe.shared_experts > 0) {
-    dense_mlp(c, Block::moe, static_cast<double>(moe.shared_intermediate), "shared_gate", "shared_up", "shared_act",
-              "shared_down");
-    // The routed experts' output and the shared experts' added, before the layer's all-reduce:
-    // one kernel reading both, writing the sum (vLLM's DeepseekV2MoE.forward,
-    // `experts(...) * routed_scaling_factor + shared_output`, one kernel under torch.compile;
-    // SGLang's `final_hidden_states + shared_output`; Megatron's MoE layer adds them too).
-    elementwise(c, "shared_add", Block::moe, T, h, 2, 1, 1);
-  }
+  if (!front) shared_experts(c, T, c.tp, false);
 }
 
 void layer(Ctx& c, bool moe, double window) {
@@ -813,11 +846,20 @@ void layer(Ctx& c, bool moe, double window) {
     residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
     tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   }
+  const char* act = c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul");
   if (moe) {
     moe_mlp(c);
+  } else if (dense_gathered(c)) {
+    // A MoE model's dense layer on every group's rows gathered, its weights split over all
+    // tp·ep chips, the outputs reduce-scattered back (ForwardConfig::gathered_dense).
+    gather_rows(c, "dense_allgather", Block::mlp, comm::Collective::all_gather);
+    const int first = c.g.op_count;
+    dense_mlp(c, Block::mlp, static_cast<double>(c.m.intermediate), "gate_proj", "up_proj", act, "down_proj",
+              c.tokens * c.ep, c.tp * c.ep);
+    mark_gathered(c, first);
+    gather_rows(c, "dense_reducescatter", Block::mlp, comm::Collective::reduce_scatter);
   } else {
-    dense_mlp(c, Block::mlp, static_cast<double>(c.m.intermediate), "gate_proj", "up_proj",
-              c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul"), "down_proj");
+    dense_mlp(c, Block::mlp, static_cast<double>(c.m.intermediate), "gate_proj", "up_proj", act, "down_proj");
   }
   tp_exit(c, "mlp_allreduce", "mlp_reducescatter", moe ? Block::moe : Block::mlp);
   if (c.m.sandwich_norms) norm(c, "mlp_out_norm", moe ? Block::moe : Block::mlp, outer_tokens(c), h, h);

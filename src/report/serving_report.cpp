@@ -189,6 +189,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"moe_a2a", model::name(e.moe_a2a)},
+          {"gathered_dense", e.gathered_dense},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
                    : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"

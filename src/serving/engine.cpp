@@ -769,6 +769,15 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // TensorRT-LLM's MoE under enable_attention_dp (allgather, then reducescatter). The static
   // engine, no serving engine's, moves the pairs.
   if (e.kind != EngineKind::static_batch) e.moe_a2a = model::ForwardConfig::MoeA2A::gather;
+  // SGLang 0.4+ under --enable-dp-attention runs a MoE model's dense MLPs tensor-parallel over
+  // every GPU on the ranks' gathered rows (LayerScatterModes._compute_mlp_mode: ScatterMode.FULL
+  // unless --moe-dense-tp-size 1, which came in PR #4836, April 2025), and its MoE blocks without
+  // an all-to-all backend on the gathered rows too: the router there, the shared experts
+  // (DeepseekV2MLP) over the whole TP group (tp_size 1 only under such a backend:
+  // _shared_expert_use_tp1), their sum reduce-scattered (python/sglang/srt/layers/communicator.py,
+  // models/deepseek_v2.py). vLLM's data-parallel ranks are engines of their own, and TensorRT-LLM
+  // runs the MLPs at mlp_tp_size 1 under attention DP (_compute_mlp_tp_size), each on its rows.
+  e.gathered_dense = e.kind == EngineKind::sglang && !is_sglang_03(e.ref());
   return e;
 }
 
@@ -906,6 +915,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.scaled_gemm = e.scaled_gemm;
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.moe_a2a = e.moe_a2a;
+  f.gathered_dense = e.gathered_dense;
   f.sampler = e.sampler;
   f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;

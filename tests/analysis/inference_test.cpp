@@ -517,6 +517,68 @@ TEST(Inference, GatheredTokensReachEveryChipWhateverTheirExperts) {
   EXPECT_EQ(dispatches, 1);
 }
 
+TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
+  // SGLang's default under attention data parallelism (ForwardConfig::gathered_dense):
+  // DeepSeek-V3 (hidden 7168, dense width 18432 in its 3 dense layers, one shared expert of
+  // width 2048, 256 routed experts) at --tp 1 --ep 8, prompt 128 x batch 8: 128 tokens a group,
+  // 1024 gathered. A dense layer's rows are all-gathered (8 x 128 x 7168 x 2 B = 14680064 B), its gate and up GEMMs run 1024 rows x 7168 -> 18432/8
+  // = 2304 columns and its down GEMM 2304 -> 7168 (2 x 1024 x 2304 x 7168 FLOPs each), an eighth
+  // of each weight on a chip, and the outputs are reduce-scattered back (as much again). With
+  // the tokens gathered for the experts, the router runs over the 1024 rows (7168 -> 256) and the
+  // shared expert over them at 2048/8 = 256 columns, before the reduce-scatter. Without it each
+  // group runs them on its own 128 rows with whole weights.
+  InferenceConfig cfg;
+  cfg.forward.tp = 1;
+  cfg.forward.ep = 8;
+  cfg.forward.experts = model::ForwardConfig::Experts::expert;
+  cfg.forward.moe_a2a = model::ForwardConfig::MoeA2A::gather;
+  cfg.batch = 8;
+  auto own = run("deepseek-v3", "h200", cfg);
+  cfg.forward.gathered_dense = true;
+  auto gathered = run("deepseek-v3", "h200", cfg);
+  const model::Graph& g = gathered->prefill_graph;
+  const model::Graph& o = own->prefill_graph;
+  const auto find = [](const model::Graph& graph, std::string_view name) -> const model::GraphOp* {
+    for (int i = 0; i < graph.op_count; ++i) {
+      if (std::string_view(graph.ops[i].name) == name) return &graph.ops[i];
+    }
+    return nullptr;
+  };
+  for (const char* n : {"dense_allgather", "dense_reducescatter"}) {
+    const model::GraphOp* op = find(g, n);
+    ASSERT_NE(op, nullptr) << n;
+    ASSERT_GE(op->collective, 0) << n;
+    EXPECT_DOUBLE_EQ(g.collectives[op->collective].bytes, 14680064.0) << n;
+    EXPECT_TRUE(op->gathered) << n;
+    EXPECT_EQ(find(o, n), nullptr) << n;
+  }
+  for (const char* n : {"gate_proj", "up_proj", "down_proj", "router", "shared_gate", "shared_up", "shared_down", "shared_add"}) {
+    const model::GraphOp* on = find(g, n);
+    const model::GraphOp* off = find(o, n);
+    ASSERT_NE(on, nullptr) << n;
+    ASSERT_NE(off, nullptr) << n;
+    EXPECT_TRUE(on->gathered && on->all_groups) << n;
+    EXPECT_FALSE(off->gathered || off->all_groups) << n;
+    const bool down = std::string_view(n).find("down") != std::string_view::npos;
+    if (on->cls == model::OpClass::gemm) {
+      EXPECT_DOUBLE_EQ(on->gemm_m, 1024) << n;
+      EXPECT_DOUBLE_EQ(off->gemm_m, 128) << n;
+      const double split = std::string_view(n) == "router" ? 1 : 8;
+      EXPECT_DOUBLE_EQ(on->weight_bytes * split, off->weight_bytes) << n;
+      EXPECT_DOUBLE_EQ(down ? on->gemm_k : on->gemm_n, (down ? off->gemm_k : off->gemm_n) / split) << n;
+    }
+  }
+  EXPECT_DOUBLE_EQ(find(g, "gate_proj")->cost.matrix_flops, 2.0 * 1024 * 2304 * 7168);
+  EXPECT_DOUBLE_EQ(find(g, "down_proj")->cost.matrix_flops, 2.0 * 1024 * 2304 * 7168);
+  EXPECT_DOUBLE_EQ(find(g, "shared_gate")->gemm_n, 256);
+  EXPECT_DOUBLE_EQ(find(g, "router")->gemm_n, 256);
+  // The sum of the two outputs over every gathered row: both read, one written (3 x 1024 x 7168 x 2 B).
+  EXPECT_DOUBLE_EQ(find(g, "shared_add")->cost.main_bytes, 3.0 * 1024 * 7168 * 2);
+  // The MoE block's one gather of the rows comes before its router here, after it otherwise.
+  EXPECT_LT(find(g, "ep_allgather"), find(g, "router"));
+  EXPECT_GT(find(o, "ep_allgather"), find(o, "router"));
+}
+
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
   // Mixtral-8x7B (8 experts, top 2, hidden 4096, expert width 14336), prompt 128 x batch 64 =
   // 8192 tokens, attention TP 4. Experts TP (--experts tp): every GPU runs all 8192 x 2 = 16384

@@ -948,7 +948,14 @@ TEST(ServeCli, MoeTokensAreGatheredUnlessAnotherWayIsAsked) {
   // The serving engines gather the ranks' tokens (vLLM's allgather_reducescatter, SGLang's
   // gathered MoE, TensorRT-LLM's attention-DP allgather); the static engine moves the pairs.
   const std::string q = "serve --model mixtral-8x7b --hw h100-sxm --tp 1 --ep 2 --qps 1 --requests 5 --engine ";
-  for (const char* e : {"vllm", "sglang", "trtllm"}) EXPECT_EQ(run_json(q + e)["engine"]["moe_a2a"], "gather") << e;
+  for (const char* e : {"vllm", "sglang", "trtllm"}) {
+    const nlohmann::json j = run_json(q + e);
+    EXPECT_EQ(j["engine"]["moe_a2a"], "gather") << e;
+    // SGLang alone runs the router, shared experts and dense layers on the gathered rows
+    // (docs/serving.md#gathered-dense-layers); SGLang 0.3 had no attention data parallelism.
+    EXPECT_EQ(j["engine"]["gathered_dense"], std::string_view(e) == "sglang") << e;
+  }
+  EXPECT_EQ(run_json(q + "sglang@0.3")["engine"]["gathered_dense"], false);
   EXPECT_EQ(run_json(q + "static")["engine"]["moe_a2a"], "pairs");
   EXPECT_EQ(run_json(q + "sglang --moe-a2a pairs")["engine"]["moe_a2a"], "pairs");
   EXPECT_EQ(run_json(q + "sglang --moe-a2a deepep")["engine"]["moe_a2a"], "deepep");
@@ -957,12 +964,17 @@ TEST(ServeCli, MoeTokensAreGatheredUnlessAnotherWayIsAsked) {
   // experts) at 128 tokens a chip: a dispatch message 16 + max(2·7168, 7168 + 4·56) = 14352 B,
   // a combine message 14336 B; send max(128·14352, 256·128·14336) = 469762048, receive
   // max(256·128·14352, 256·128·14336) = 470286336, signaling 256·4 = 1024, each twice:
-  // 1880098816 B a GPU, reserved, and the KV cache that much smaller.
+  // 1880098816 B a GPU, reserved, and the KV cache that much smaller. And more: gathering, SGLang
+  // splits the shared expert over all 16 GPUs; under DeepEP each GPU holds it whole
+  // (_shared_expert_use_tp1). 58 MoE layers x 3 matrices of 7168 x 2048 fp8 weights (1 B) and a
+  // 4-byte scale per 128 x 128 block (16 x 56 = 896 blocks a matrix): 58 x 3 x (14680064 + 3584)
+  // = 2554954752 B, of which 15/16 more on each GPU: 2395270080 B.
   const std::string d = "serve --model deepseek-v3 --hw h100-sxm --tp 1 --ep 16 --qps 1 --requests 5 --engine sglang";
   const auto with = run_json(d + " --moe-a2a deepep"), without = run_json(d);
   EXPECT_EQ(with["memory"]["reserved_bytes"], 1880098816.0);
   EXPECT_EQ(without["memory"]["reserved_bytes"], 0.0);
-  EXPECT_NEAR(without["memory"]["kv_bytes"].get<double>() - with["memory"]["kv_bytes"].get<double>(), 1880098816.0, 1e-3);
+  EXPECT_NEAR(without["memory"]["kv_bytes"].get<double>() - with["memory"]["kv_bytes"].get<double>(), 1880098816.0 + 2395270080.0,
+              1e-3);
 }
 
 // Every component of a step and of a request names where its figure comes from: the chip's

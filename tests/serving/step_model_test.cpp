@@ -117,10 +117,12 @@ double reference(Fixture& fx, const model::StepMix& mix, GraphMode mode) {
 }
 
 // A MoE plan whose expert parallelism moves its tokens as `a2a`, merged kernels on a 132-SM
-// chip, routing balanced (`imbalance` 1) or under the routing model (0), prepared.
-std::unique_ptr<Fixture> moving(const Plan& p, model::ForwardConfig::MoeA2A a2a, double imbalance) {
+// chip, routing balanced (`imbalance` 1) or under the routing model (0), the parts outside the
+// routed experts on the gathered rows or not (`gathered_dense`), prepared.
+std::unique_ptr<Fixture> moving(const Plan& p, model::ForwardConfig::MoeA2A a2a, double imbalance, bool gathered_dense = false) {
   auto fx = fixture(p, true, 132, imbalance);
   fx->f.moe_a2a = a2a;
+  fx->f.gathered_dense = gathered_dense;
   fx->step->prepare(fx->m, fx->sys, fx->f);
   return fx;
 }
@@ -189,14 +191,18 @@ TEST(StepModel, GatheredTokensArePricedAsTheStepGraphWhateverTheBusiestChipsShar
   // (1.93, 1.33, 1.12 at 8, 64 and 512 tokens) loads its expert GEMMs, not the gather, the
   // reduce-scatter or the rows' sum: the step model prices each step as the step's graph does,
   // routing balanced and under the routing model, decode steps and a step with a prompt chunk.
-  const Plan p{"mixtral-8x7b", "h100-sxm", 1, 8};
-  for (const double imbalance : {1.0, 0.0}) {
-    auto fx = moving(p, model::ForwardConfig::MoeA2A::gather, imbalance);
-    for (const int tokens : {8, 64, 512}) {
-      model::StepMix mix;
-      for (int i = 0; i < tokens; ++i) mix.add_decode(1000, 0);
-      if (tokens == 64) mix.add_prefill(300, 300, 0);
-      expect_as_graph(*fx, mix, imbalance, tokens);
+  // So too DeepSeek-V3's dense layers, router and shared expert on the gathered rows (SGLang's
+  // way, ForwardConfig::gathered_dense), whose GEMMs' tiles are over all groups' rows.
+  for (const bool dense : {false, true}) {
+    const Plan p = dense ? Plan{"deepseek-v3", "h200", 1, 8} : Plan{"mixtral-8x7b", "h100-sxm", 1, 8};
+    for (const double imbalance : {1.0, 0.0}) {
+      auto fx = moving(p, model::ForwardConfig::MoeA2A::gather, imbalance, dense);
+      for (const int tokens : {8, 64, 512}) {
+        model::StepMix mix;
+        for (int i = 0; i < tokens; ++i) mix.add_decode(1000, 0);
+        if (tokens == 64) mix.add_prefill(300, 300, 0);
+        expect_as_graph(*fx, mix, imbalance, tokens + (dense ? 0.5 : 0));
+      }
     }
   }
 }

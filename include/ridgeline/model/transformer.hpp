@@ -166,6 +166,17 @@ struct ForwardConfig {
   /// above, which send each token once to every node holding one of its experts (within one
   /// node, every chip) and forward it there.
   enum class MoeA2A : std::uint8_t { pairs, gather, deepep } moe_a2a = MoeA2A::pairs;
+  /// Under attention data parallelism (ep > 1), whether the engine runs what lies outside the
+  /// routed experts' GEMMs on every group's rows gathered, its weights split over all tp·ep
+  /// chips, rather than on each group's own rows with the group's weights
+  /// (docs/serving.md#gathered-dense-layers): a MoE model's dense layers' MLPs (the rows
+  /// all-gathered, then the outputs reduce-scattered back) and, where the tokens are gathered for
+  /// the experts (MoeA2A::gather), the router and the shared experts on the gathered rows before
+  /// the reduce-scatter. SGLang's default (LayerScatterModes: ScatterMode.FULL for a dense MLP
+  /// unless --moe-dense-tp-size 1, and for a MoE block without an all-to-all backend; its shared
+  /// experts over the whole TP group unless such a backend runs them at TP 1); vLLM's ranks and
+  /// TensorRT-LLM's attention-DP ranks run them on their own rows.
+  bool gathered_dense = false;
   /// DeepEP's low-latency buffer: tokens a chip dispatches per call (SGLang's
   /// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 128).
   double deepep_ll_tokens = 128;
