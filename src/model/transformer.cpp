@@ -574,9 +574,19 @@ void attention_block(Ctx& c, double window) {
   if (!c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
 }
 
-// Whether this pass runs the parts outside the routed experts on every attention data-parallel
-// group's rows gathered (ForwardConfig::gathered_dense).
-bool dense_gathered(const Ctx& c) { return c.f.gathered_dense && c.ep_group.size > 1; }
+// Whether this pass runs a dense MLP of `width` (a dense layer's, or the shared experts') on every
+// attention data-parallel group's rows gathered, split over all tp·ep chips
+// (ForwardConfig::gathered_dense): where the split leaves each chip whole blocks of the
+// checkpoint's scales (128 columns of DeepSeek's fp8 blocks; one column otherwise). SGLang's
+// block-fp8 layers refuse a split that cuts a block (its --moe-dense-tp-size 1, PR #4836, came
+// for DeepSeek-V3 on 32 GPUs, where 18432 columns over 32 are 4.5 blocks each); ridgeline keeps
+// such an MLP on each group's own rows.
+bool dense_gathered(const Ctx& c, double width) {
+  if (!c.f.gathered_dense || c.ep_group.size <= 1) return false;
+  const double block = c.dense_scale_bits > 0 && is_fp8(c.dense_w) ? 128 : 1;
+  const double blocks = width / (c.tp * c.ep * block);
+  return blocks == std::floor(blocks);
+}
 
 // Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
 // the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
@@ -644,7 +654,8 @@ void moe_mlp(Ctx& c) {
   // the whole block on the gathered rows (ForwardConfig::gathered_dense): the rows gathered
   // first, the router over all of them, and the shared experts beside the routed ones.
   const bool gather = c.f.moe_a2a == ForwardConfig::MoeA2A::gather && c.ep_group.size > 1;
-  const bool front = gather && dense_gathered(c);
+  const bool front = gather && c.f.gathered_dense;
+  const bool shared_front = front && dense_gathered(c, static_cast<double>(moe.shared_intermediate));
   if (front) gather_rows(c, "ep_allgather", Block::moe, comm::Collective::all_gather);
   const int router_first = c.g.op_count;
   const double router_rows = front ? T * c.ep : T;
@@ -824,14 +835,14 @@ void moe_mlp(Ctx& c) {
     sum.all_groups = sum.gathered = true;
     // The shared experts beside them where the engine runs them on the gathered rows (split over
     // all tp·ep chips), and the two outputs' sum, before the rows go back.
-    if (front) shared_experts(c, T * c.ep, c.tp * c.ep, true);
+    if (shared_front) shared_experts(c, T * c.ep, c.tp * c.ep, true);
     gather_rows(c, "ep_reducescatter", Block::moe, comm::Collective::reduce_scatter);
   } else {
     all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   }
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
   if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
-  if (!front) shared_experts(c, T, c.tp, false);
+  if (!shared_front) shared_experts(c, T, c.tp, false);
 }
 
 void layer(Ctx& c, bool moe, double window) {
@@ -849,7 +860,7 @@ void layer(Ctx& c, bool moe, double window) {
   const char* act = c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul");
   if (moe) {
     moe_mlp(c);
-  } else if (dense_gathered(c)) {
+  } else if (dense_gathered(c, static_cast<double>(c.m.intermediate))) {
     // A MoE model's dense layer on every group's rows gathered, its weights split over all
     // tp·ep chips, the outputs reduce-scattered back (ForwardConfig::gathered_dense).
     gather_rows(c, "dense_allgather", Block::mlp, comm::Collective::all_gather);

@@ -577,6 +577,21 @@ TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
   // The MoE block's one gather of the rows comes before its router here, after it otherwise.
   EXPECT_LT(find(g, "ep_allgather"), find(g, "router"));
   EXPECT_GT(find(o, "ep_allgather"), find(o, "router"));
+  // At --ep 32 a split would cut DeepSeek's 128-wide fp8 blocks (18432 / 32 = 576 columns, 4.5
+  // blocks; the shared expert's 2048 / 32 = 64, half a block), which SGLang's layers refuse: both
+  // stay on each group's 128 rows with whole weights; the router still runs over the 4096
+  // gathered rows.
+  cfg.forward.ep = 32;
+  cfg.batch = 32;
+  auto wide = run("deepseek-v3", "h200", cfg);
+  const model::Graph& w = wide->prefill_graph;
+  EXPECT_EQ(find(w, "dense_allgather"), nullptr);
+  EXPECT_DOUBLE_EQ(find(w, "gate_proj")->gemm_m, 128);
+  EXPECT_DOUBLE_EQ(find(w, "gate_proj")->gemm_n, 18432);
+  EXPECT_DOUBLE_EQ(find(w, "shared_gate")->gemm_m, 128);
+  EXPECT_FALSE(find(w, "shared_gate")->gathered);
+  EXPECT_GT(find(w, "shared_gate"), find(w, "ep_reducescatter"));
+  EXPECT_DOUBLE_EQ(find(w, "router")->gemm_m, 4096);
 }
 
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
