@@ -591,8 +591,9 @@ bool dense_gathered(const Ctx& c, double width) {
 // Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
 // the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
 // groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
-void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
-  const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
+// `rows`: a group's rows (default its tokens; the head's, its sequences' last tokens).
+void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind, double rows = -1) {
+  const double bytes_ = (rows >= 0 ? rows : c.tokens) * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
   if (GraphOp* op = collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic)) {
     op->all_groups = op->gathered = true;
   }
@@ -1206,7 +1207,18 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   c.compute_dense = f.training ? act
                     : f.precision.compute && !narrower ? *f.precision.compute
                                                        : ops::default_compute_dtype(act, table_w, sys.chip);
-  GraphOp& head = gemm(c, "lm_head", Block::head, rows, h, V / tp, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
+  // SGLang under attention data parallelism (ForwardConfig::gathered_dense), unless
+  // --enable-dp-lm-head: every group's last tokens gathered (LogitsProcessor's
+  // dp_gather_replicate), the head vocab-parallel over all tp·ep chips on them (ParallelLMHead
+  // over the whole TP group), their logits all-gathered to every chip
+  // (tensor_model_parallel_all_gather: over the group's chips of this one's tensor-parallel rank,
+  // then over its tensor-parallel group) and the group's own rows copied out (dp_scatter) for
+  // its sampling (python/sglang/srt/layers/logits_processor.py).
+  const bool head_gathered = !f.training && f.gathered_dense && c.ep_group.size > 1;
+  const double head_rows = head_gathered ? rows * c.ep : rows, head_split = head_gathered ? tp * c.ep : tp;
+  const int head_gather_first = g.op_count;
+  if (head_gathered) gather_rows(c, "head_gather", Block::head, comm::Collective::all_gather, rows);
+  GraphOp& head = gemm(c, "lm_head", Block::head, head_rows, h, V / head_split, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
   if (f.training) {
     // Vocab-parallel cross-entropy as Megatron-Core runs it, fused or not (the same passes:
@@ -1225,8 +1237,16 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     ce.launches = 5;
     c.g.add("cross_entropy", OpClass::elementwise, Block::head, ce).backward = 14.0 / 38.0;
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
+  } else if (head_gathered) {
+    collective(c, "logits_ep_allgather", Block::head, comm::Collective::all_gather, head_rows * V / tp * bytes(act), c.ep_group,
+               comm::Algo::automatic);
+    collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, head_rows * V * bytes(act), c.tp_group, f.algo);
+    mark_gathered(c, head_gather_first);
+    copy_kernel(c, "logits_scatter", Block::head, rows * V * bytes(act), rows * V * bytes(act));
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);
+  }
+  if (!f.training) {
     // Greedy sampling, as vLLM's benchmark_serving runs it (temperature 0): the logits cast to fp32
     // (read 2 bytes, write 4 a logit) and their argmax (read 4, one compare), two kernels over
     // each sequence's whole vocabulary (vLLM V1's Sampler: logits.to(torch.float32), then

@@ -236,8 +236,11 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       if (is_attention(op1.scale)) continue;
       const model::GraphOp& op2 = g2_.ops[i];
       // tokens, seqs, prefill_positions, decode_tokens, prefill_tokens; kAllGroups (tokens) for the
-      // expert part, kGathered for its ops on every group's rows (GraphOp::gathered)
-      const int q = op1.gathered ? kGathered : op1.all_groups ? kAllGroups : static_cast<int>(op1.scale);
+      // expert part, kGathered for its ops on every group's rows (GraphOp::gathered), kGatheredSeqs
+      // for those on every group's sequences (the head's under ForwardConfig::gathered_dense)
+      const int q = op1.gathered ? (op1.scale == Scale::seqs ? kGatheredSeqs : kGathered)
+                    : op1.all_groups ? kAllGroups
+                                     : static_cast<int>(op1.scale);
       const bool in_op = in_attention_op(op1);
       if (!graphs) {
         const int own = op1.attention_op == model::GraphOp::InAttentionOp::own ? 0 : 1;
@@ -269,7 +272,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       analysis::fill_work_table(v.apart[i].padding, &v.pad_work[static_cast<std::size_t>(i) * kPadRows], kPadRows);
     }
     analysis::Envelope* env[kQuantities] = {&v.tokens,         &v.seqs,       &v.prefill_positions, &v.decode_tokens,
-                                            &v.prefill_tokens, &v.all_tokens, &v.gathered_tokens};
+                                            &v.prefill_tokens, &v.all_tokens, &v.gathered_tokens, &v.gathered_seqs};
     for (int q = 0; q < kQuantities; ++q) {
       analysis::build_envelope(lines[q].data(), counts[q], 0, *env[q], switches[q].data(), switch_counts[q]);
     }
@@ -363,6 +366,8 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   // Every group's rows, padding and all, whatever their experts: no share of the busiest.
   const double gathered = mix.tokens() / ep_;
   if (v.gathered_tokens.count > 0) e.s += v.gathered_tokens.at(gathered);
+  const double gathered_seqs = mix.head_rows() / ep_;
+  if (v.gathered_seqs.count > 0) e.s += v.gathered_seqs.at(gathered_seqs);
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
   e.touched = moe_ ? touched_at(routed - mix.repeated_rows) : 0;
@@ -372,6 +377,7 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   for (int i = 0; i < v.apart_count; ++i) {
     if (v.apart_quantity[i] == kAllGroups) e.s += apart_at(v, i, e.all, e.touched, e.row_tiles);
     if (v.apart_quantity[i] == kGathered) e.s += apart_at(v, i, gathered, e.touched, e.row_tiles);
+    if (v.apart_quantity[i] == kGatheredSeqs) e.s += apart_at(v, i, gathered_seqs, e.touched, e.row_tiles);
   }
   return e;
 }
@@ -400,8 +406,8 @@ double StepModel::own_part(const model::StepMix& group, double all, double touch
   double t = v.tokens.at(T) + v.seqs.at(group.head_rows());
   const bool prefill = group.prefill_seqs > 0, decode = group.decode_seqs > 0;
   if (v.apart_count > 0) {
-    const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, group.prefill_tokens, all, 0};
-    const bool present[kQuantities] = {true, true, prefill, decode, prefill, false, false};  // (the expert part: StepModel::expert)
+    const double x[kQuantities] = {T, group.head_rows(), group.prefill_positions, group.decode_tokens, group.prefill_tokens, all, 0, 0};
+    const bool present[kQuantities] = {true, true, prefill, decode, prefill, false, false, false};  // (the expert part: StepModel::expert)
     for (int i = 0; i < v.apart_count; ++i) {
       const int q = v.apart_quantity[i];
       if (present[q]) t += apart_at(v, i, x[q], touched);
@@ -534,7 +540,7 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
   if (mode == GraphMode::graph) return n;
   const bool prefill = mix.prefill_seqs > 0, decode = mix.decode_seqs > 0;
   const auto present = [&](const std::array<double, kQuantities>& l) {
-    return l[0] + l[1] + l[kAllGroups] + l[kGathered] + (prefill ? l[2] + l[4] : 0) + (decode ? l[3] : 0);
+    return l[0] + l[1] + l[kAllGroups] + l[kGathered] + l[kGatheredSeqs] + (prefill ? l[2] + l[4] : 0) + (decode ? l[3] : 0);
   };
   if (mode == GraphMode::eager) n.other = present(launches_);
   // The rest of the engine's attention op (MLA's under vLLM), launched from its Python in both

@@ -577,10 +577,27 @@ TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
   // The MoE block's one gather of the rows comes before its router here, after it otherwise.
   EXPECT_LT(find(g, "ep_allgather"), find(g, "router"));
   EXPECT_GT(find(o, "ep_allgather"), find(o, "router"));
+  // The head (vocabulary 129280): each group's one last token gathered (8 x 7168 x 2 B = 114688
+  // B), the head over the 8 rows at 129280/8 = 16160 columns (an eighth of its bf16 weights on a
+  // chip), the 8 x 129280 logits of 2 B all-gathered (2068480 B; at --tp 1 no second gather),
+  // and the group's own row copied out (129280 x 2 B read and written).
+  ASSERT_NE(find(g, "head_gather"), nullptr);
+  EXPECT_DOUBLE_EQ(g.collectives[find(g, "head_gather")->collective].bytes, 114688.0);
+  EXPECT_DOUBLE_EQ(find(g, "lm_head")->gemm_m, 8);
+  EXPECT_DOUBLE_EQ(find(g, "lm_head")->gemm_n, 16160);
+  EXPECT_DOUBLE_EQ(find(g, "lm_head")->weight_bytes * 8, find(o, "lm_head")->weight_bytes);
+  EXPECT_TRUE(find(g, "lm_head")->gathered);
+  ASSERT_NE(find(g, "logits_ep_allgather"), nullptr);
+  EXPECT_DOUBLE_EQ(g.collectives[find(g, "logits_ep_allgather")->collective].bytes, 2068480.0);
+  EXPECT_EQ(find(g, "logits_allgather"), nullptr);
+  EXPECT_DOUBLE_EQ(find(g, "logits_scatter")->cost.main_bytes, 2 * 129280.0 * 2);
+  EXPECT_FALSE(find(g, "logits_scatter")->gathered);
+  EXPECT_EQ(find(o, "head_gather"), nullptr);
+  EXPECT_DOUBLE_EQ(find(o, "lm_head")->gemm_m, 1);
   // At --ep 32 a split would cut DeepSeek's 128-wide fp8 blocks (18432 / 32 = 576 columns, 4.5
   // blocks; the shared expert's 2048 / 32 = 64, half a block), which SGLang's layers refuse: both
   // stay on each group's 128 rows with whole weights; the router still runs over the 4096
-  // gathered rows.
+  // gathered rows, and the head (bf16, no blocks) over the 32 last tokens.
   cfg.forward.ep = 32;
   cfg.batch = 32;
   auto wide = run("deepseek-v3", "h200", cfg);
@@ -592,6 +609,7 @@ TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
   EXPECT_FALSE(find(w, "shared_gate")->gathered);
   EXPECT_GT(find(w, "shared_gate"), find(w, "ep_reducescatter"));
   EXPECT_DOUBLE_EQ(find(w, "router")->gemm_m, 4096);
+  EXPECT_DOUBLE_EQ(find(w, "lm_head")->gemm_m, 32);
 }
 
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {

@@ -130,7 +130,7 @@ class StepModel {
   static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
   // Quantities the non-attention ops are linear in: model::Scale's tokens, seqs,
   // prefill_positions, decode_tokens and prefill_tokens of one group, and the tokens of all groups.
-  static constexpr int kQuantities = 7, kAllGroups = 5, kGathered = 6;
+  static constexpr int kQuantities = 8, kAllGroups = 5, kGathered = 6, kGatheredSeqs = 7;
   // The fields of ops::AttentionCounts.
   static constexpr int kAttentionCounts = 8;
   // Attention kernel `slot`: realistic parts (matrix, vector, memory, comm over their
@@ -154,11 +154,11 @@ class StepModel {
     bool own_op = false;    // MLA's attention op's own kernel (model::GraphOp::InAttentionOp::own)
   };
   struct Variant {  // the non-attention ops, launched eagerly or inside a graph
-    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, prefill_tokens, all_tokens, gathered_tokens;
+    analysis::Envelope tokens, seqs, prefill_positions, decode_tokens, prefill_tokens, all_tokens, gathered_tokens, gathered_seqs;
     // Ops kept out of the envelopes (OpLine::apart): MoE expert GEMMs (tokens, touched
     // experts) and quantised GEMMs, each with its quantity (tokens, seqs, prefill_positions,
     // decode_tokens, prefill_tokens, all groups' tokens at the busiest chip's share, all
-    // groups' rows gathered: kQuantities).
+    // groups' rows gathered, all groups' sequences gathered: kQuantities).
     std::array<analysis::OpLine, model::Graph::kMaxOps> apart{};
     std::array<std::uint8_t, model::Graph::kMaxOps> apart_quantity{};
     int apart_count = 0;
