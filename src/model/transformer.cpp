@@ -35,6 +35,7 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
   comm::Placement tp_group{};  // where each parallel group's members sit (comm::place)
   comm::Placement ep_group{};
   comm::Placement cp_group{};
+  comm::Placement dp_group{};  // every chip of the tp·ep (SGLang's whole TP group under attention DP)
   const StepMix* mix = nullptr;  // an engine step's mix of prefill chunks and decode tokens
   // The last collective priced: a pass repeats the same one (every layer's two tensor-parallel
   // all-reduces and the embedding's move the same bytes over the same group).
@@ -591,9 +592,8 @@ bool dense_gathered(const Ctx& c, double width) {
 // Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
 // the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
 // groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
-// `rows`: a group's rows (default its tokens; the head's, its sequences' last tokens).
-void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind, double rows = -1) {
-  const double bytes_ = (rows >= 0 ? rows : c.tokens) * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
+void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
+  const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
   if (GraphOp* op = collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic)) {
     op->all_groups = op->gathered = true;
   }
@@ -1123,6 +1123,7 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     if (f.tp > 1) c.tp_group = comm::place(c.wiring, tp);
     if (f.cp > 1) c.cp_group = comm::place(c.wiring, static_cast<double>(f.cp), tp);
     if (f.ep > 1) c.ep_group = comm::place(c.wiring, ep, tp * static_cast<double>(std::max<std::int64_t>(1, f.cp)));
+    if (f.ep > 1 && f.gathered_dense) c.dp_group = comm::place(c.wiring, tp * ep);
   }
   const double h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
   // Embedding and LM head stay in the checkpoint's dtype: quantised checkpoints (deepseek
@@ -1208,18 +1209,27 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
                     : f.precision.compute && !narrower ? *f.precision.compute
                                                        : ops::default_compute_dtype(act, table_w, sys.chip);
   // SGLang under attention data parallelism (ForwardConfig::gathered_dense), unless
-  // --enable-dp-lm-head: every group's last tokens gathered (LogitsProcessor's
-  // dp_gather_replicate), the head vocab-parallel over all tp·ep chips on them (ParallelLMHead
-  // over the whole TP group), their logits all-gathered to every chip
-  // (tensor_model_parallel_all_gather: over the group's chips of this one's tensor-parallel rank,
-  // then over its tensor-parallel group) and the group's own rows copied out (dp_scatter) for
-  // its sampling (python/sglang/srt/layers/logits_processor.py).
-  const bool head_gathered = !f.training && f.gathered_dense && c.ep_group.size > 1;
+  // --enable-dp-lm-head (python/sglang/srt/layers/logits_processor.py, dp_attention.py): every
+  // group's last tokens gathered as LogitsMetadata gathers them, by SUM_LEN's all-reduce
+  // (dp_gather_replicate, _dp_gather_via_all_reduce: the buffer zeroed, the group's rows copied
+  // in, an all-reduce over the whole TP group); the head vocab-parallel over all tp·ep chips on
+  // them (ParallelLMHead over the whole TP group); their logits all-gathered to every chip
+  // (tensor_model_parallel_all_gather along the vocabulary: all_gather_into_tensor, then the
+  // chips' slices moved into rows, a copy of every logit); and the group's own rows copied out
+  // for its sampling (dp_scatter: its rows zeroed, then copied).
+  const bool head_gathered = !f.training && f.gathered_dense && c.ep_group.size > 1 && c.dp_group.size > 1;
   const double head_rows = head_gathered ? rows * c.ep : rows, head_split = head_gathered ? tp * c.ep : tp;
-  const int head_gather_first = g.op_count;
-  if (head_gathered) gather_rows(c, "head_gather", Block::head, comm::Collective::all_gather, rows);
+  const auto gathered_op = [&](GraphOp* op) {
+    if (op != nullptr) op->all_groups = op->gathered = true;
+  };
+  if (head_gathered) {
+    gathered_op(&copy_kernel(c, "head_zero", Block::head, 0, head_rows * h * bytes(act)));
+    copy_kernel(c, "head_copy_in", Block::head, rows * h * bytes(act), rows * h * bytes(act));
+    gathered_op(collective(c, "head_gather", Block::head, comm::Collective::all_reduce, head_rows * h * bytes(act), c.dp_group, f.algo));
+  }
   GraphOp& head = gemm(c, "lm_head", Block::head, head_rows, h, V / head_split, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
+  if (head_gathered) gathered_op(&head);
   if (f.training) {
     // Vocab-parallel cross-entropy as Megatron-Core runs it, fused or not (the same passes:
     // tensor_parallel/cross_entropy.py), with the max and the sum all-reduced over tp (two
@@ -1238,10 +1248,10 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     c.g.add("cross_entropy", OpClass::elementwise, Block::head, ce).backward = 14.0 / 38.0;
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else if (head_gathered) {
-    collective(c, "logits_ep_allgather", Block::head, comm::Collective::all_gather, head_rows * V / tp * bytes(act), c.ep_group,
-               comm::Algo::automatic);
-    collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, head_rows * V * bytes(act), c.tp_group, f.algo);
-    mark_gathered(c, head_gather_first);
+    const double logits = head_rows * V * bytes(act);
+    gathered_op(collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, logits, c.dp_group, f.algo));
+    gathered_op(&copy_kernel(c, "logits_rearrange", Block::head, logits, logits));
+    copy_kernel(c, "logits_zero", Block::head, 0, rows * V * bytes(act));
     copy_kernel(c, "logits_scatter", Block::head, rows * V * bytes(act), rows * V * bytes(act));
   } else {
     collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, rows * V * bytes(act), c.tp_group, f.algo);

@@ -577,21 +577,33 @@ TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
   // The MoE block's one gather of the rows comes before its router here, after it otherwise.
   EXPECT_LT(find(g, "ep_allgather"), find(g, "router"));
   EXPECT_GT(find(o, "ep_allgather"), find(o, "router"));
-  // The head (vocabulary 129280): each group's one last token gathered (8 x 7168 x 2 B = 114688
-  // B), the head over the 8 rows at 129280/8 = 16160 columns (an eighth of its bf16 weights on a
-  // chip), the 8 x 129280 logits of 2 B all-gathered (2068480 B; at --tp 1 no second gather),
-  // and the group's own row copied out (129280 x 2 B read and written).
+  // The head (vocabulary 129280): each group's one last token gathered by an all-reduce over the
+  // 8 GPUs of a buffer of 8 x 7168 x 2 B = 114688 B (zeroed first, then the group's row copied
+  // in), the head over the 8 rows at 129280/8 = 16160 columns (an eighth of its bf16 weights on a
+  // chip), the 8 x 129280 logits of 2 B all-gathered (2068480 B) and moved into rows (read and
+  // written), and the group's own row zeroed and copied out (129280 x 2 B read and written).
+  const auto kind = [&](const char* n) { return g.collectives[find(g, n)->collective].kind; };
   ASSERT_NE(find(g, "head_gather"), nullptr);
+  EXPECT_EQ(kind("head_gather"), comm::Collective::all_reduce);
   EXPECT_DOUBLE_EQ(g.collectives[find(g, "head_gather")->collective].bytes, 114688.0);
+  EXPECT_DOUBLE_EQ(g.collectives[find(g, "head_gather")->collective].group.size, 8);
+  EXPECT_DOUBLE_EQ(find(g, "head_zero")->cost.main_bytes, 114688.0);
+  EXPECT_DOUBLE_EQ(find(g, "head_copy_in")->cost.main_bytes, 2 * 7168.0 * 2);
+  EXPECT_FALSE(find(g, "head_copy_in")->gathered);
   EXPECT_DOUBLE_EQ(find(g, "lm_head")->gemm_m, 8);
   EXPECT_DOUBLE_EQ(find(g, "lm_head")->gemm_n, 16160);
   EXPECT_DOUBLE_EQ(find(g, "lm_head")->weight_bytes * 8, find(o, "lm_head")->weight_bytes);
   EXPECT_TRUE(find(g, "lm_head")->gathered);
-  ASSERT_NE(find(g, "logits_ep_allgather"), nullptr);
-  EXPECT_DOUBLE_EQ(g.collectives[find(g, "logits_ep_allgather")->collective].bytes, 2068480.0);
-  EXPECT_EQ(find(g, "logits_allgather"), nullptr);
-  EXPECT_DOUBLE_EQ(find(g, "logits_scatter")->cost.main_bytes, 2 * 129280.0 * 2);
+  EXPECT_EQ(kind("logits_allgather"), comm::Collective::all_gather);
+  EXPECT_DOUBLE_EQ(g.collectives[find(g, "logits_allgather")->collective].bytes, 2068480.0);
+  EXPECT_TRUE(find(g, "logits_allgather")->gathered);
+  EXPECT_DOUBLE_EQ(find(g, "logits_rearrange")->cost.main_bytes, 2 * 2068480.0);
+  EXPECT_DOUBLE_EQ(find(g, "logits_zero")->cost.main_bytes + find(g, "logits_scatter")->cost.main_bytes, 3 * 129280.0 * 2);
   EXPECT_FALSE(find(g, "logits_scatter")->gathered);
+  for (const char* n : {"final_norm", "sample_cast", "sample_argmax"}) EXPECT_FALSE(find(g, n)->gathered) << n;
+  for (const char* n : {"head_gather", "lm_head", "logits_rearrange", "logits_scatter", "sample_argmax"}) {
+    EXPECT_EQ(find(g, n)->scale, model::Scale::seqs) << n;
+  }
   EXPECT_EQ(find(o, "head_gather"), nullptr);
   EXPECT_DOUBLE_EQ(find(o, "lm_head")->gemm_m, 1);
   // At --ep 32 a split would cut DeepSeek's 128-wide fp8 blocks (18432 / 32 = 576 columns, 4.5
@@ -610,6 +622,17 @@ TEST(Inference, GatheredDenseLayersRunOnEveryGroupsRowsSplitOverEveryChip) {
   EXPECT_GT(find(w, "shared_gate"), find(w, "ep_reducescatter"));
   EXPECT_DOUBLE_EQ(find(w, "router")->gemm_m, 4096);
   EXPECT_DOUBLE_EQ(find(w, "lm_head")->gemm_m, 32);
+  // At --tp 2 --ep 4 the head runs over the 4 groups' last tokens at 129280/8 columns, and the
+  // gather and the logits span all 8 GPUs: 4 x 129280 x 2 B of logits.
+  cfg.forward.tp = 2;
+  cfg.forward.ep = 4;
+  cfg.batch = 4;
+  auto both = run("deepseek-v3", "h200", cfg);
+  const model::Graph& b = both->prefill_graph;
+  EXPECT_DOUBLE_EQ(find(b, "lm_head")->gemm_m, 4);
+  EXPECT_DOUBLE_EQ(find(b, "lm_head")->gemm_n, 16160);
+  EXPECT_DOUBLE_EQ(b.collectives[find(b, "logits_allgather")->collective].group.size, 8);
+  EXPECT_DOUBLE_EQ(b.collectives[find(b, "logits_allgather")->collective].bytes, 4 * 129280.0 * 2);
 }
 
 TEST(Inference, WholeExpertsInsideTheTensorParallelGroup) {
