@@ -592,16 +592,19 @@ bool dense_gathered(const Ctx& c, double width) {
 // Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
 // the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
 // groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
-void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
-  const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
-  if (GraphOp* op = collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic)) {
-    op->all_groups = op->gathered = true;
-  }
+// An op on every group's rows gathered (GraphOp::gathered); none for a collective not made.
+void mark_gathered(GraphOp* op) {
+  if (op != nullptr) op->all_groups = op->gathered = true;
 }
 
-// The ops from `first` on work on every group's rows gathered (GraphOp::gathered).
+// The ops from `first` on.
 void mark_gathered(Ctx& c, int first) {
-  for (int i = first; i < c.g.op_count; ++i) c.g.ops[i].all_groups = c.g.ops[i].gathered = true;
+  for (int i = first; i < c.g.op_count; ++i) mark_gathered(&c.g.ops[i]);
+}
+
+void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
+  const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
+  mark_gathered(collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic));
 }
 
 // A dense MLP of width `width` (whole model) split over `split` chips (default tp) on `rows`
@@ -1219,17 +1222,14 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   // for its sampling (dp_scatter: its rows zeroed, then copied).
   const bool head_gathered = !f.training && f.gathered_dense && c.ep_group.size > 1 && c.dp_group.size > 1;
   const double head_rows = head_gathered ? rows * c.ep : rows, head_split = head_gathered ? tp * c.ep : tp;
-  const auto gathered_op = [&](GraphOp* op) {
-    if (op != nullptr) op->all_groups = op->gathered = true;
-  };
   if (head_gathered) {
-    gathered_op(&copy_kernel(c, "head_zero", Block::head, 0, head_rows * h * bytes(act)));
+    mark_gathered(&copy_kernel(c, "head_zero", Block::head, 0, head_rows * h * bytes(act)));
     copy_kernel(c, "head_copy_in", Block::head, rows * h * bytes(act), rows * h * bytes(act));
-    gathered_op(collective(c, "head_gather", Block::head, comm::Collective::all_reduce, head_rows * h * bytes(act), c.dp_group, f.algo));
+    mark_gathered(collective(c, "head_gather", Block::head, comm::Collective::all_reduce, head_rows * h * bytes(act), c.dp_group, f.algo));
   }
   GraphOp& head = gemm(c, "lm_head", Block::head, head_rows, h, V / head_split, m.tie_embeddings ? 0 : h * V, h * V, m.head_bias);
   if (m.tie_embeddings) head.weight_bytes = 0;  // the embedding table, counted once
-  if (head_gathered) gathered_op(&head);
+  if (head_gathered) mark_gathered(&head);
   if (f.training) {
     // Vocab-parallel cross-entropy as Megatron-Core runs it, fused or not (the same passes:
     // tensor_parallel/cross_entropy.py), with the max and the sum all-reduced over tp (two
@@ -1249,8 +1249,8 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
     collective(c, "loss_allreduce", Block::head, comm::Collective::all_reduce, rows * 2 * 4, c.tp_group, f.algo);
   } else if (head_gathered) {
     const double logits = head_rows * V * bytes(act);
-    gathered_op(collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, logits, c.dp_group, f.algo));
-    gathered_op(&copy_kernel(c, "logits_rearrange", Block::head, logits, logits));
+    mark_gathered(collective(c, "logits_allgather", Block::head, comm::Collective::all_gather, logits, c.dp_group, f.algo));
+    mark_gathered(&copy_kernel(c, "logits_rearrange", Block::head, logits, logits));
     copy_kernel(c, "logits_zero", Block::head, 0, rows * V * bytes(act));
     copy_kernel(c, "logits_scatter", Block::head, rows * V * bytes(act), rows * V * bytes(act));
   } else {

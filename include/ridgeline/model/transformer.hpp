@@ -172,10 +172,12 @@ struct ForwardConfig {
   /// (docs/serving.md#gathered-dense-layers): a MoE model's dense layers' MLPs (the rows
   /// all-gathered, then the outputs reduce-scattered back) and, where the tokens are gathered for
   /// the experts (MoeA2A::gather), the router and the shared experts on the gathered rows before
-  /// the reduce-scatter. SGLang's default (LayerScatterModes: ScatterMode.FULL for a dense MLP
-  /// unless --moe-dense-tp-size 1, and for a MoE block without an all-to-all backend; its shared
-  /// experts over the whole TP group unless such a backend runs them at TP 1); vLLM's ranks and
-  /// TensorRT-LLM's attention-DP ranks run them on their own rows.
+  /// the reduce-scatter; and the LM head on every group's last tokens, its logits all-gathered.
+  /// SGLang's default (LayerScatterModes: ScatterMode.FULL for a dense MLP unless
+  /// --moe-dense-tp-size 1, and for a MoE block without an all-to-all backend; its shared experts
+  /// over the whole TP group unless such a backend runs them at TP 1; LogitsProcessor's gathered
+  /// head unless --enable-dp-lm-head); vLLM's ranks and TensorRT-LLM's attention-DP ranks run them
+  /// on their own rows.
   bool gathered_dense = false;
   /// DeepEP's low-latency buffer: tokens a chip dispatches per call (SGLang's
   /// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 128).

@@ -140,9 +140,9 @@ struct EngineConfig {
   /// (SGLang's --moe-a2a-backend deepep, vLLM's --all2all-backend deepep_*, TensorRT-LLM's wide
   /// EP); the static engine moves the pairs.
   model::ForwardConfig::MoeA2A moe_a2a = model::ForwardConfig::MoeA2A::pairs;
-  /// Under attention data parallelism, the dense layers, router and shared experts on every
-  /// rank's rows gathered, split over all GPUs (model::ForwardConfig::gathered_dense): SGLang
-  /// 0.4+'s default (engine_preset).
+  /// Under attention data parallelism, the dense layers, router, shared experts and LM head on
+  /// every rank's rows gathered, split over all GPUs (model::ForwardConfig::gathered_dense):
+  /// SGLang 0.4+'s default (engine_preset).
   bool gathered_dense = false;
   /// What MLA's attention op holds, launched from the engine's Python outside whole graphs
   /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections and RoPE too (`projections`, until

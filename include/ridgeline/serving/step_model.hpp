@@ -129,7 +129,9 @@ class StepModel {
   static constexpr int kMaxAttention = model::Graph::kMaxAttention;
   static constexpr int kPadRows = 128;  // tabulated tile work up to 130·128 = 16640 rows
   // Quantities the non-attention ops are linear in: model::Scale's tokens, seqs,
-  // prefill_positions, decode_tokens and prefill_tokens of one group, and the tokens of all groups.
+  // prefill_positions, decode_tokens and prefill_tokens of one group, the tokens of all groups at
+  // the busiest chip's share (kAllGroups), and every group's rows (kGathered) and sequences
+  // (kGatheredSeqs) gathered (model::GraphOp::gathered).
   static constexpr int kQuantities = 8, kAllGroups = 5, kGathered = 6, kGatheredSeqs = 7;
   // The fields of ops::AttentionCounts.
   static constexpr int kAttentionCounts = 8;
