@@ -74,7 +74,22 @@ DType gemm_dtype(const ForwardConfig& f, DType act, DType w, double scale_bits, 
   return ops::default_compute_dtype(act, w, chip);
 }
 
+// Whether `width` split over `split` chips leaves each whole blocks of the weights' scales: 128
+// columns of block-fp8 weights (DeepSeek's 128 x 128 blocks), one column otherwise.
+bool whole_blocks(DType w, double scale_bits, double width, double split) {
+  const double block = scale_bits > 0 && is_fp8(w) ? 128 : 1;
+  const double blocks = width / (split * block);
+  return blocks == std::floor(blocks);
+}
+
 }  // namespace
+
+bool gathers_dense_mlp(const ModelConfig& m, const ForwardConfig& f, double width) noexcept {
+  if (!f.gathered_dense || f.ep < 2) return false;
+  // The weights' dtypes and scales do not depend on the chip (the GEMMs' compute dtypes do).
+  const GemmDtypes d = gemm_dtypes(m, f, hw::ChipSpec{});
+  return whole_blocks(d.dense_weight, d.dense_scale_bits, width, static_cast<double>(f.tp * f.ep));
+}
 
 GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept {
   GemmDtypes d;
@@ -583,10 +598,7 @@ void attention_block(Ctx& c, double window) {
 // for DeepSeek-V3 on 32 GPUs, where 18432 columns over 32 are 4.5 blocks each); ridgeline keeps
 // such an MLP on each group's own rows.
 bool dense_gathered(const Ctx& c, double width) {
-  if (!c.f.gathered_dense || c.ep_group.size <= 1) return false;
-  const double block = c.dense_scale_bits > 0 && is_fp8(c.dense_w) ? 128 : 1;
-  const double blocks = width / (c.tp * c.ep * block);
-  return blocks == std::floor(blocks);
+  return c.f.gathered_dense && c.ep_group.size > 1 && whole_blocks(c.dense_w, c.dense_scale_bits, width, c.tp * c.ep);
 }
 
 // Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in

@@ -197,6 +197,25 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     // SGLang's MoE tensor parallelism is tp-size / ep-size.
     b.flag("--dp-size", num(f.ep));
     b.flag("--enable-dp-attention");
+    // SGLang runs a MoE model's dense layers over every GPU on the gathered rows, which its fp8
+    // layers refuse where a GPU's share would cut a 128-column block: the simulation priced them on
+    // each rank's own rows there (model::gathers_dense_mlp), SGLang's --moe-dense-tp-size 1 (PR
+    // #4836, April 2025, for DeepSeek-V3 on 32 GPUs). Its shared experts have no such flag.
+    const model::ForwardConfig run = serving::engine_forward(f, e);
+    const double shared = static_cast<double>(c.m.moe.shared_intermediate);
+    if (run.gathered_dense && c.m.is_moe()) {
+      if (c.m.moe_layer_count() < c.m.layers && !model::gathers_dense_mlp(c.m, run, static_cast<double>(c.m.intermediate))) {
+        b.flag("--moe-dense-tp-size", "1");
+      }
+      if (c.m.moe.shared_experts > 0 && e.moe_a2a == model::ForwardConfig::MoeA2A::gather &&
+          !model::gathers_dense_mlp(c.m, run, shared) && !decode) {
+        c.plan.notes.push_back(fmt::format("shared experts: SGLang splits them over all {} GPUs, {} columns each, which cuts the "
+                                           "checkpoint's 128-column fp8 blocks and its fp8 layers refuse; the simulation priced them "
+                                           "whole on each rank's own rows (SGLang's SGLANG_SHARED_EXPERT_TP1=1 where the release "
+                                           "has it, or --moe-a2a deepep, whose backend runs them so)",
+                                           f.tp * f.ep, shared / static_cast<double>(f.tp * f.ep)));
+      }
+    }
   }
   // Whole experts over every GPU (--experts ep), or over the ep groups (each expert split over tp).
   if (f.ep_size() > 1) {

@@ -232,6 +232,35 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
   }
 }
 
+// SGLang under attention data parallelism runs DeepSeek-V3's dense layers over every GPU on the
+// gathered rows where each GPU's share holds whole 128-column fp8 blocks: their 18432 columns are
+// 144 blocks, 18 a GPU over 8 (nothing to ask), 4.5 over 32, where the simulation keeps them on
+// each rank's rows and the file asks for that (--moe-dense-tp-size 1). The shared expert's 2048
+// columns (16 blocks) over 32 GPUs are 64 columns each: a note, no flag.
+TEST(Launch, SglangKeepsDenseLayersOnTheRanksWhereTheirBlocksDoNotSplit) {
+  const model::ModelConfig m = io::resolve_model("deepseek-v3");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  const LaunchPlan eight = launch_plan(m, config(EngineKind::sglang, sys, 1, 8), LaunchTarget::sglang, {"x", ""});
+  expect_listed(eight);
+  EXPECT_EQ(arg(eight.workers[0], "--moe-dense-tp-size"), "<absent>");
+  const auto shared_note = [](const LaunchPlan& p) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("shared experts: SGLang") != std::string::npos; });
+  };
+  EXPECT_FALSE(shared_note(eight));
+  const LaunchPlan wide = launch_plan(m, config(EngineKind::sglang, sys, 1, 32), LaunchTarget::sglang, {"x", ""});
+  expect_listed(wide);
+  EXPECT_EQ(arg(wide.workers[0], "--moe-dense-tp-size"), "1");
+  ASSERT_TRUE(shared_note(wide));
+  // Under DeepEP SGLang runs the shared experts at TP 1 itself: no note.
+  serving::ServeConfig deepep = config(EngineKind::sglang, sys, 1, 32);
+  deepep.engine.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
+  EXPECT_FALSE(shared_note(launch_plan(m, deepep, LaunchTarget::sglang, {"x", ""})));
+  // vLLM's ranks run them on their own rows whatever the split: no such flag, no note.
+  const LaunchPlan v = launch_plan(m, config(EngineKind::vllm, sys, 1, 32), LaunchTarget::vllm, {"x", ""});
+  EXPECT_EQ(arg(v.workers[0], "--moe-dense-tp-size"), "<absent>");
+  EXPECT_FALSE(shared_note(v));
+}
+
 // DeepEP (--moe-a2a deepep, docs/serving.md#deepep) at TP 2 x EP 4: SGLang's --moe-a2a-backend
 // deepep (its auto mode: low-latency kernels for decode batches, normal ones else); vLLM's
 // --all2all-backend, the normal kernels on an aggregated instance with a note that it runs them

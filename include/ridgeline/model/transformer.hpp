@@ -331,6 +331,12 @@ struct GemmDtypes {
   DType dense = DType::bf16, expert = DType::bf16;
 };
 GemmDtypes gemm_dtypes(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept;
+/// Whether a dense MLP of `width` (whole model: a dense layer's, or the shared experts') runs on
+/// every attention data-parallel group's rows gathered, split over all tp·ep chips
+/// (ForwardConfig::gathered_dense, ep > 1): where each chip's share holds whole blocks of the
+/// weights' scales, 128 columns of block-fp8 weights (DeepSeek's), which SGLang's fp8 layers
+/// require; else on each group's own rows (docs/serving.md#gathered-dense-layers).
+bool gathers_dense_mlp(const ModelConfig& m, const ForwardConfig& f, double width) noexcept;
 /// Whether `m`'s routed experts are MXFP4 under `f` (4-bit values, an 8-bit scale a 32: gpt-oss's
 /// checkpoints), the experts ForwardConfig::mxfp4_expert_align pads.
 bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipSpec& chip) noexcept;
