@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "ridgeline/core/error.hpp"
@@ -199,21 +200,28 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.flag("--enable-dp-attention");
     // SGLang runs a MoE model's dense layers over every GPU on the gathered rows, which its fp8
     // layers refuse where a GPU's share would cut a 128-column block: the simulation priced them on
-    // each rank's own rows there (model::gathers_dense_mlp), SGLang's --moe-dense-tp-size 1 (PR
-    // #4836, April 2025, for DeepSeek-V3 on 32 GPUs). Its shared experts have no such flag.
+    // each group's own rows there, split over its tp (model::gathers_dense_mlp), SGLang's
+    // --moe-dense-tp-size TP (1, PR #4836, April 2025, for DeepSeek-V3 on 32 GPUs; the attention
+    // TP size from PR #23996, April 2026). Its shared experts have no such flag.
     const model::ForwardConfig run = serving::engine_forward(f, e);
-    const double shared = static_cast<double>(c.m.moe.shared_intermediate);
+    const double gpus = static_cast<double>(f.tp * f.ep), shared = static_cast<double>(c.m.moe.shared_intermediate);
+    const auto note_once = [&](std::string note) {
+      if (std::find(c.plan.notes.begin(), c.plan.notes.end(), note) == c.plan.notes.end()) c.plan.notes.push_back(std::move(note));
+    };
     if (run.gathered_dense && c.m.is_moe()) {
       if (c.m.moe_layer_count() < c.m.layers && !model::gathers_dense_mlp(c.m, run, static_cast<double>(c.m.intermediate))) {
-        b.flag("--moe-dense-tp-size", "1");
+        b.flag("--moe-dense-tp-size", num(f.tp));
+        if (f.tp > 1) {
+          note_once(fmt::format("dense layers: --moe-dense-tp-size {} (each attention group's TP, as simulated) needs an SGLang of "
+                                "April 2026 or later (PR #23996); before it only 1, each GPU running them whole on its own rows",
+                                f.tp));
+        }
       }
-      if (c.m.moe.shared_experts > 0 && e.moe_a2a == model::ForwardConfig::MoeA2A::gather &&
-          !model::gathers_dense_mlp(c.m, run, shared) && !decode) {
-        c.plan.notes.push_back(fmt::format("shared experts: SGLang splits them over all {} GPUs, {} columns each, which cuts the "
-                                           "checkpoint's 128-column fp8 blocks and its fp8 layers refuse; the simulation priced them "
-                                           "whole on each rank's own rows (SGLang's SGLANG_SHARED_EXPERT_TP1=1 where the release "
-                                           "has it, or --moe-a2a deepep, whose backend runs them so)",
-                                           f.tp * f.ep, shared / static_cast<double>(f.tp * f.ep)));
+      if (c.m.moe.shared_experts > 0 && e.moe_a2a != model::ForwardConfig::MoeA2A::deepep && !model::gathers_dense_mlp(c.m, run, shared)) {
+        note_once(fmt::format("shared experts: SGLang splits them over all {:g} GPUs, {:g} columns each, which cuts the checkpoint's "
+                              "128-column fp8 blocks and its fp8 layers refuse; the simulation priced them on each group's own rows, {}; "
+                              "under --moe-a2a deepep SGLang runs them whole on each GPU and loads them",
+                              gpus, shared / gpus, f.tp > 1 ? fmt::format("split over its {} GPUs", f.tp) : std::string("whole on each GPU")));
       }
     }
   }

@@ -235,30 +235,37 @@ TEST(Launch, ExpertParallelismOnEachEngine) {
 // SGLang under attention data parallelism runs DeepSeek-V3's dense layers over every GPU on the
 // gathered rows where each GPU's share holds whole 128-column fp8 blocks: their 18432 columns are
 // 144 blocks, 18 a GPU over 8 (nothing to ask), 4.5 over 32, where the simulation keeps them on
-// each rank's rows and the file asks for that (--moe-dense-tp-size 1). The shared expert's 2048
-// columns (16 blocks) over 32 GPUs are 64 columns each: a note, no flag.
+// each group's rows over its TP and the file asks for that (--moe-dense-tp-size TP; at TP 2 a note
+// that SGLang takes 2 only from April 2026). The shared expert's 2048 columns (16 blocks) over 32
+// GPUs are 64 columns each: a note, no flag, unless DeepEP runs them (whole on each GPU).
 TEST(Launch, SglangKeepsDenseLayersOnTheRanksWhereTheirBlocksDoNotSplit) {
   const model::ModelConfig m = io::resolve_model("deepseek-v3");
   const hw::System sys = testing::catalog_system("h100-sxm");
+  const auto has_note = [](const LaunchPlan& p, const char* what) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.find(what) != std::string::npos; });
+  };
   const LaunchPlan eight = launch_plan(m, config(EngineKind::sglang, sys, 1, 8), LaunchTarget::sglang, {"x", ""});
   expect_listed(eight);
   EXPECT_EQ(arg(eight.workers[0], "--moe-dense-tp-size"), "<absent>");
-  const auto shared_note = [](const LaunchPlan& p) {
-    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.find("shared experts: SGLang") != std::string::npos; });
-  };
-  EXPECT_FALSE(shared_note(eight));
+  EXPECT_FALSE(has_note(eight, "shared experts: SGLang"));
   const LaunchPlan wide = launch_plan(m, config(EngineKind::sglang, sys, 1, 32), LaunchTarget::sglang, {"x", ""});
   expect_listed(wide);
   EXPECT_EQ(arg(wide.workers[0], "--moe-dense-tp-size"), "1");
-  ASSERT_TRUE(shared_note(wide));
-  // Under DeepEP SGLang runs the shared experts at TP 1 itself: no note.
+  EXPECT_TRUE(has_note(wide, "shared experts: SGLang splits them over all 32 GPUs, 64 columns each"));
+  EXPECT_FALSE(has_note(wide, "dense layers: --moe-dense-tp-size"));
+  // TP 2 x EP 16: the dense layers over each group's 2 GPUs, and the note on the release.
+  const LaunchPlan two = launch_plan(m, config(EngineKind::sglang, sys, 2, 16), LaunchTarget::sglang, {"x", ""});
+  EXPECT_EQ(arg(two.workers[0], "--moe-dense-tp-size"), "2");
+  EXPECT_TRUE(has_note(two, "dense layers: --moe-dense-tp-size 2"));
+  EXPECT_TRUE(has_note(two, "split over its 2 GPUs"));
+  // Under DeepEP SGLang runs the shared experts whole on each GPU itself: no note; the pairs'
+  // simulation leaves SGLang's own gathered layout, which splits them: the note.
   serving::ServeConfig deepep = config(EngineKind::sglang, sys, 1, 32);
   deepep.engine.moe_a2a = model::ForwardConfig::MoeA2A::deepep;
-  EXPECT_FALSE(shared_note(launch_plan(m, deepep, LaunchTarget::sglang, {"x", ""})));
-  // vLLM's ranks run them on their own rows whatever the split: no such flag, no note.
-  const LaunchPlan v = launch_plan(m, config(EngineKind::vllm, sys, 1, 32), LaunchTarget::vllm, {"x", ""});
-  EXPECT_EQ(arg(v.workers[0], "--moe-dense-tp-size"), "<absent>");
-  EXPECT_FALSE(shared_note(v));
+  EXPECT_FALSE(has_note(launch_plan(m, deepep, LaunchTarget::sglang, {"x", ""}), "shared experts: SGLang"));
+  serving::ServeConfig pairs = config(EngineKind::sglang, sys, 1, 32);
+  pairs.engine.moe_a2a = model::ForwardConfig::MoeA2A::pairs;
+  EXPECT_TRUE(has_note(launch_plan(m, pairs, LaunchTarget::sglang, {"x", ""}), "shared experts: SGLang"));
 }
 
 // DeepEP (--moe-a2a deepep, docs/serving.md#deepep) at TP 2 x EP 4: SGLang's --moe-a2a-backend
