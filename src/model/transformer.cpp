@@ -601,9 +601,6 @@ bool dense_gathered(const Ctx& c, double width) {
   return c.f.gathered_dense && c.ep_group.size > 1 && whole_blocks(c.dense_w, c.dense_scale_bits, width, c.tp * c.ep);
 }
 
-// Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
-// the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
-// groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
 // An op on every group's rows gathered (GraphOp::gathered); none for a collective not made.
 void mark_gathered(GraphOp* op) {
   if (op != nullptr) op->all_groups = op->gathered = true;
@@ -614,6 +611,9 @@ void mark_gathered(Ctx& c, int first) {
   for (int i = first; i < c.g.op_count; ++i) mark_gathered(&c.g.ops[i]);
 }
 
+// Every group's T rows, padding and all, gathered to every chip of the expert-parallel group in
+// the activations' dtype, or the chips' partial outputs of them reduce-scattered back to their
+// groups: NCCL's (each engine calls its all_gather and reduce_scatter), its tuner's algorithm.
 void gather_rows(Ctx& c, const char* name, Block block, comm::Collective kind) {
   const double bytes_ = c.tokens * c.ep * static_cast<double>(c.m.hidden) * bytes(c.act);
   mark_gathered(collective(c, name, block, kind, bytes_, c.ep_group, comm::Algo::automatic));
@@ -1232,7 +1232,8 @@ void build_forward(const ModelConfig& m, const ForwardConfig& f, const hw::Syste
   // (tensor_model_parallel_all_gather along the vocabulary: all_gather_into_tensor, then the
   // chips' slices moved into rows, a copy of every logit); and the group's own rows copied out
   // for its sampling (dp_scatter: its rows zeroed, then copied).
-  const bool head_gathered = !f.training && f.gathered_dense && c.ep_group.size > 1 && c.dp_group.size > 1;
+  // (dp_group is placed only under gathered_dense with ep > 1.)
+  const bool head_gathered = !f.training && c.dp_group.size > 1;
   const double head_rows = head_gathered ? rows * c.ep : rows, head_split = head_gathered ? tp * c.ep : tp;
   if (head_gathered) {
     mark_gathered(&copy_kernel(c, "head_zero", Block::head, 0, head_rows * h * bytes(act)));

@@ -776,8 +776,9 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // (DeepseekV2MLP) over the whole TP group (tp_size 1 only under such a backend:
   // _shared_expert_use_tp1), their sum reduce-scattered (python/sglang/srt/layers/communicator.py,
   // models/deepseek_v2.py); and its LM head over every GPU on the ranks' last tokens unless
-  // --enable-dp-lm-head (layers/logits_processor.py). vLLM's data-parallel ranks are engines of their own, and TensorRT-LLM
-  // runs the MLPs at mlp_tp_size 1 under attention DP (_compute_mlp_tp_size), each on its rows.
+  // --enable-dp-lm-head (layers/logits_processor.py). vLLM's data-parallel ranks are engines of
+  // their own, and TensorRT-LLM runs the MLPs at mlp_tp_size 1 under attention DP
+  // (_compute_mlp_tp_size), each on its rows.
   e.gathered_dense = e.kind == EngineKind::sglang && !is_sglang_03(e.ref());
   return e;
 }
