@@ -752,8 +752,8 @@ void moe_mlp(Ctx& c) {
   // (StepMix::repeated_rows) pick the same experts and touch none more, masked rows none.
   const double local_experts = E / ep_size;
   const double repeated = c.mix != nullptr ? c.mix->repeated_rows / c.ep : 0;
-  const double touched = touched_experts(m, ep_size, (Tr - repeated) * c.ep);
-  const double pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
+  const double routed_touched = touched_experts(m, ep_size, (Tr - repeated) * c.ep);
+  const double routed_pairs = routed * imbalance;  // pairs processed on this chip (balanced: T·ep·k/(ep·te))
   // MXFP4 experts as the engine's kernel pads them (ForwardConfig::mxfp4_expert_align): the
   // hidden width and this chip's intermediate share rounded up, hp and Ip, in their GEMMs'
   // shapes and weights (the parameters counted stay the checkpoint's).
@@ -776,6 +776,15 @@ void moe_mlp(Ctx& c) {
                           (c.f.triton_moe_from_tp > 0 && te == 1 && c.ep == 1 && c.tp >= c.f.triton_moe_from_tp);
   const bool block_fp8 = c.expert_scale_bits > 0 && is_fp8(c.expert_w) && is_fp8(c.compute_expert);
   const bool deepgemm_moe = block_fp8 && !triton_moe;
+  // The shared expert as one more expert of the fused kernel (ForwardConfig::fuse_shared_experts):
+  // each routed token's pair with it beside its k, the expert touched once a token is routed, held
+  // beside this chip's E experts; its own GEMMs and add not made (below).
+  const bool fuse_shared = c.f.fuse_shared_experts && te == 1 && c.ep == 1 && !deepgemm_moe && moe.shared_experts == 1 &&
+                           moe.shared_intermediate == moe.intermediate && !moe.expert_bias && !m.mlp_bias &&
+                           c.expert_w == c.dense_w && c.expert_scale_bits == c.dense_scale_bits;
+  const double fused = fuse_shared ? 1 : 0;
+  const double touched = routed_touched + (fuse_shared && Tr > 0 ? 1 : 0);
+  const double pairs = routed_pairs + fused * Tr;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
   const double row_tiles = deepgemm_moe ? expert_row_tiles(m, Tr * c.ep, imbalance, c.f.expert_tiles) : 1;
   // fp4 experts multiplied in 16 bits (MXFP4's, gpt-oss's, under gemm_dtype's rule): a kernel
@@ -789,7 +798,8 @@ void moe_mlp(Ctx& c) {
                           double per_expert_params, bool bias, bool quantise) {
     if (deepgemm_moe && quantise) group_quant(c, "experts_quant", Block::moe, pairs, kk, c.expert_w).all_groups = true;
     c.expert_a_fp8 = deepgemm_moe;
-    GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, E * per_expert_params, k * per_expert_params, bias, true);
+    GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, (E + fused) * per_expert_params, (k + fused) * per_expert_params,
+                       bias, true);
     c.expert_a_fp8 = false;
     op.kernel = block_fp8      ? (deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm : hw::KernelClass::gemm_expert_scaled)
                 : w4a16        ? hw::KernelClass::gemm_expert_w4a16
@@ -823,7 +833,7 @@ void moe_mlp(Ctx& c) {
     op.cost.main_pad_bytes += touched * read_fill;
     op.expert_bytes = per_expert_local * wb + read_fill;
     op.touched = touched;
-    op.weight_bytes = local_experts * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
+    op.weight_bytes = (local_experts + fused) * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).
       const double bias_split = te > 1 ? 1 : c.tp;
@@ -857,8 +867,8 @@ void moe_mlp(Ctx& c) {
     all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   }
   // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
-  if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k, 1, 2 * k);
-  if (!shared_front) shared_experts(c, T, c.tp, false);
+  if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k + fused, 1, 2 * (k + fused));
+  if (!shared_front && !fuse_shared) shared_experts(c, T, c.tp, false);
 }
 
 void layer(Ctx& c, bool moe, double window) {

@@ -69,7 +69,7 @@ constexpr const char* kSglang02HostSource =
 // a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
 // most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
 // eager prefill forward of one new token took 82.6 ms against 23.1 ms as a graph in SGLang (PR
-// #12160, 2025-10, GPU not stated), 1938 kernels here, 42.6 us each; vLLM V0's DeepSeek-V3 (AWQ,
+// #12160, 2025-10, GPU not stated), 1590 kernels here, 51.9 us each; vLLM V0's DeepSeek-V3 (AWQ,
 // 8 A100s, batch 1) 10.0 tokens/s eager against 25.3 with graphs (PR #12222, 2025-01: 100 and
 // 39.5 ms a token, 1823 kernels as counted then, 55 us, inflated by a memory allocation in each MoE alignment call
 // the PR removed). TensorRT-LLM's PyTorch path launched a diffusion transformer's small kernels
@@ -786,12 +786,14 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 // SGLang's host time per kernel of an MLA model's forward launched outside a graph (DeepSeek's
 // architecture: MLA attention, MoE layers), where its Llama-3-8B step gives 25 us: DeepSeek-V3's
 // forward of one new token took 82.6 ms eagerly against 23.1 ms as a CUDA graph (sgl-project/sglang
-// PR #12160, 2025-10, its log's "forward cost"; GPU not stated), so the eager forward is its host's
-// launches: 1938 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8 (the keys' assembly of
-// MLA's prefill and the shared experts' add among them), 82.6 ms / 1938 = 42.6 us each. SGLang's
-// releases of January 2025 spent more (a 128-token prefill in 169 ms, PR #3236, GPU not named:
-// 93 us); the 0.4+ preset takes October's, the newer.
-constexpr double kSglangMlaEagerHostS = 42.6e-6;
+// PR #12160, 2025-10, its log's "forward cost"; GPU and layout not stated), so the eager forward
+// is its host's launches: 1590 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8 as SGLang
+// runs it by default there (the keys' assembly of MLA's prefill among them, the shared expert
+// inside the routed experts' kernel: EngineConfig::fuse_shared_experts), 82.6 ms / 1590 = 51.9 us
+// each. SGLang's releases of January 2025 spent more (a 128-token prefill in 169 ms, PR #3236, GPU
+// not named: 87 us over the 1938 kernels of its layout then, before the fusion); the 0.4+ preset
+// takes October's, the newer.
+constexpr double kSglangMlaEagerHostS = 51.9e-6;
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
@@ -805,6 +807,19 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   static constexpr std::string_view kMasking[] = {"deepseek_v2", "deepseek_v3", "qwen2_moe", "qwen3_moe", "glm4_moe"};
   e.mask_moe_padding = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && m.is_moe() &&
                        std::find(std::begin(kMasking), std::end(kMasking), m.model_type) != std::end(kMasking);
+  // SGLang runs DeepSeek-V3's shared expert as expert 256 of its fused MoE (E = 257, top 9: its
+  // weights loaded as mlp.experts.256, TopK appending it to every token's k with their weights'
+  // sum over routed_scaling_factor), unless --disable-shared-experts-fusion: for the architecture
+  // DeepseekV3ForCausalLM (and its NextN layer) with 256 routed experts and 1 shared, on CUDA of
+  // compute capability 8.0 and up, neither expert parallelism nor DeepEP, TBO nor W4AFP8
+  // (DeepseekV2ForCausalLM.determine_num_fused_shared_experts, python/sglang/srt/models/
+  // deepseek_v2.py: PR #4918, April 2025; on unless disabled by June 2025, PR #7180; the E=257
+  // tuned configs of fused_moe_triton, PR #6885). The layout's conditions are the graph's
+  // (ForwardConfig::fuse_shared_experts); the chip's here, compute capability 8.0 being the first
+  // with bf16 matrix units.
+  e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && chip.kind == "gpu" &&
+                          chip.vendor == "nvidia" && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
+                          m.model_type == "deepseek_v3" && m.moe.experts == 256 && m.moe.shared_experts == 1;
   return e;
 }
 
@@ -918,6 +933,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.moe_a2a = e.moe_a2a;
   f.gathered_dense = e.gathered_dense;
+  f.fuse_shared_experts = e.fuse_shared_experts;
   f.sampler = e.sampler;
   f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;

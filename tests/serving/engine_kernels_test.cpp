@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -357,6 +358,75 @@ TEST(EngineKernels, SglangMasksItsPaddingRowsOnItsDeepEpPathAlone) {
   EXPECT_FALSE(masks(EngineRef{EngineKind::sglang, kSglang03Version}, deepseek, 8, 1, X::expert));
   EXPECT_FALSE(masks(EngineKind::vllm, deepseek, 1, 8, X::tensor));
   EXPECT_FALSE(masks(EngineKind::trtllm, deepseek, 1, 8, X::tensor));
+}
+
+TEST(EngineKernels, SglangRunsDeepSeeksSharedExpertAsOneMoreExpertOfItsFusedMoe) {
+  // SGLang 0.4+ loads DeepSeek-V3's shared expert as expert 256 of the routed experts' fused MoE
+  // (E = 257, top 9) on CUDA of compute capability 8.0+ (DeepseekV2ForCausalLM.
+  // determine_num_fused_shared_experts): not SGLang 0.3, vLLM or TensorRT-LLM, not a model without
+  // one shared expert of 256 routed, not a T4 (7.5: no bf16 matrix units).
+  const hw::ChipSpec h200 = testing::catalog_system("h200").chip, t4 = testing::catalog_system("t4").chip;
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  EXPECT_TRUE(engine_preset(EngineKind::sglang, h200, 8, m).fuse_shared_experts);
+  EXPECT_TRUE(engine_preset(EngineKind::sglang, h200, 8, io::bundled_model("deepseek-r1")).fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineKind::sglang, t4, 8, m).fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::sglang, kSglang03Version}, h200, 8, m).fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineKind::vllm, h200, 8, m).fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineKind::trtllm, h200, 8, m).fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineKind::sglang, h200, 8, io::bundled_model("qwen3-30b-a3b")).fuse_shared_experts);
+  // Its graph at TP 8 on H200s, 64 decode tokens: the fused MoE's pairs 64 x (8 + 1) = 576 where
+  // the routed alone are 512; each chip holds 257 experts' slices of 7168 x 2 x 256 fp8 weights
+  // and a 4-byte scale per 128 x 128 block (3670016 B and 224 x 4 B = 3670912 B each): 257 x
+  // 3670912 = 943424384 B against 256 x 3670912 = 939753472; the shared expert touched beside the
+  // routed ones; the parameters 257 x 7168 x 4096 = 7545552896, 9 x 29360128 = 264241152 active.
+  // The combine reads 9 outputs of 7168 bf16 values a token, not 8, and writes one: 64 x 7168 x 10
+  // x 2 = 9175040 B against 8257536. No shared GEMMs of their own, no add, the same parameters.
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  auto graph = [&](bool fuse, model::ForwardConfig::Experts experts = model::ForwardConfig::Experts::tensor) {
+    EngineConfig e = engine_preset(EngineKind::sglang, sys.chip, 8, m);
+    e.fuse_shared_experts = fuse;
+    model::ForwardConfig f;
+    f.tp = 8;
+    f.experts = experts;
+    f = engine_forward(f, e);
+    auto g = std::make_unique<model::Graph>();
+    model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+    return g;
+  };
+  const auto fused = graph(true), apart = graph(false);
+  ASSERT_FALSE(fused->overflow || apart->overflow);
+  const model::GraphOp* up = find_op(*fused, "experts_gate_up");
+  const model::GraphOp* up0 = find_op(*apart, "experts_gate_up");
+  ASSERT_NE(up, nullptr);
+  ASSERT_NE(up0, nullptr);
+  EXPECT_DOUBLE_EQ(up->gemm_m, 576);
+  EXPECT_DOUBLE_EQ(up0->gemm_m, 512);
+  EXPECT_DOUBLE_EQ(up->cost.matrix_flops, 2.0 * 576 * 7168 * 512);
+  EXPECT_DOUBLE_EQ(up->weight_bytes, 943424384.0);
+  EXPECT_DOUBLE_EQ(up0->weight_bytes, 939753472.0);
+  EXPECT_DOUBLE_EQ(up->touched, up0->touched + 1);
+  EXPECT_DOUBLE_EQ(up->params, 7545552896.0);
+  EXPECT_DOUBLE_EQ(up->active_params, 264241152.0);
+  EXPECT_DOUBLE_EQ(find_op(*fused, "experts_down")->gemm_m, 576);
+  EXPECT_DOUBLE_EQ(find_op(*fused, "moe_combine")->cost.main_bytes, 9175040.0);
+  EXPECT_DOUBLE_EQ(find_op(*apart, "moe_combine")->cost.main_bytes, 8257536.0);
+  for (const char* n : {"shared_act", "shared_down", "shared_add"}) {
+    EXPECT_EQ(find_op(*fused, n), nullptr) << n;
+    EXPECT_NE(find_op(*apart, n), nullptr) << n;
+  }
+  const auto params = [](const model::Graph& g) {
+    double p = 0, active = 0;
+    for (int i = 0; i < g.op_count; ++i) {
+      p += g.ops[i].params * g.repeat(i);
+      active += g.ops[i].active_params * g.repeat(i);
+    }
+    return std::pair{p, active};
+  };
+  EXPECT_DOUBLE_EQ(params(*fused).first, params(*apart).first);
+  EXPECT_DOUBLE_EQ(params(*fused).second, params(*apart).second);
+  // Whole experts on each chip (SGLang's --ep-size): the fusion is off, the shared expert its own.
+  EXPECT_NE(find_op(*graph(true, model::ForwardConfig::Experts::expert), "shared_down"), nullptr);
 }
 
 TEST(EngineKernels, EachPresetPadsItsAttentionDataParallelRanksAsItsCodeDoes) {

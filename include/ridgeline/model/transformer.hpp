@@ -77,6 +77,14 @@ struct ForwardConfig {
   /// parallelism, Triton's fused MoE for experts split by width (1)
   /// (serving::EngineConfig::triton_moe_from_tp). The experts' class: gemm_expert_scaled.
   int triton_moe_from_tp = 0;
+  /// The MoE layers' one shared expert run as one more expert of the routed experts' fused
+  /// kernel, picked by every token beside its k (SGLang 0.4+ for DeepSeek-V3's architecture:
+  /// serving::EngineConfig::fuse_shared_experts): where the experts are split by width with no
+  /// expert parallelism (Experts::tensor, ep 1), the shared expert has the routed experts' width
+  /// and weights' dtype, and the experts run outside DeepGEMM. The kernel's pairs are T·(k + 1),
+  /// one more expert held and touched; no GEMMs of the shared expert's own and no add (the
+  /// combine sums k + 1 outputs; docs/serving.md#fused-shared-expert).
+  bool fuse_shared_experts = false;
   /// DeepGEMM's grouped experts (gemm_expert_deepgemm) take their rows from a kernel that copies
   /// each token's row once per routed expert, in the activations' dtype and in expert order, as
   /// TensorRT-LLM's CutlassFusedMoE does (expandInputRowsKernel into permuted_data_, which its

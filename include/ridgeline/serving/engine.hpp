@@ -160,6 +160,10 @@ struct EngineConfig {
   /// The model's code masks the padding rows before the experts under an all-to-all (SGLang's
   /// DeepEP path: ForwardConfig::graph_pad_masked with --moe-a2a deepep); set by the model's preset.
   bool mask_moe_padding = false;
+  /// DeepSeek-V3's shared expert as a 257th expert of the fused MoE (model::ForwardConfig::
+  /// fuse_shared_experts): SGLang 0.4+ on chips with bf16 matrix units (compute capability 8.0+);
+  /// set by the model's preset.
+  bool fuse_shared_experts = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
