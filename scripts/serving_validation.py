@@ -463,6 +463,40 @@ add_set("gpustack-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200, every request a
                      128: (3626.25, 802.48, 624.94)}), ["in/out", "requests"], None, moe=True)
 
 
+# 14. DeepSeek-R1-0528 on 8 x H200 under SGLang v0.5.12 (lmsysorg/sglang:v0.5.12-cu130), SemiAnalysis's InferenceX
+#     curve published 2026-05-17 (GitHub Actions run 25980019087, attempt 2; SemiAnalysisAI/InferenceX PR #1423),
+#     as SemiAnalysisAI/InferenceX PRs #3173 (2026-09-16) and #3288 (2026-09-19) quote it, "Mean latency": mean TTFT
+#     and TPOT, output tokens/s per GPU (x 8 here). The run (benchmarks/single_node/dsr1_fp8_h200.sh and
+#     benchmarks/benchmark_lib.sh at PR #1423's commits): `sglang.launch_server --tensor-parallel-size 8
+#     --data-parallel-size 1 --disable-radix-cache --chunked-prefill-size 32768 --max-prefill-tokens 32768
+#     --mem-fraction-static 0.82 --attention-backend flashinfer --stream-interval 10`, --max-running-requests and
+#     --cuda-graph-max-bs 512 at 1k/1k, 256 at 8k/1k; the client (utils/bench_serving/benchmark_serving.py,
+#     --backend vllm: the completions endpoint, no chat template) at --max-concurrency C, 10·C random prompts after
+#     2·C warm-up requests, request rate inf, --ignore-eos, every input and output length uniform in [0.8·L, L]
+#     (RANDOM_RANGE_RATIO 0.8 in .github/workflows/benchmark-tmpl.yml: 819-1024 and 6553-8192). FlashInfer's MLA
+#     backend is not modelled apart (the preset's attention figures); its ITL is per streamed chunk of 10 tokens
+#     (--stream-interval 10), left out.
+INFX_SOURCE = ("SemiAnalysisAI/InferenceX PRs #3173 and #3288 (the curve published 2026-05-17 by run 25980019087): "
+               "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
+
+
+def inferencex_r1(isl, lo, max_running, rows):
+    return [(["--model", "deepseek-r1", "--hw", "h200", "--tp", "8", "--concurrency", str(c), "--requests", str(12 * c),
+              "--warmup-requests", str(2 * c), "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
+              "--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs", str(max_running),
+              "--graph-max-batch", str(max_running), "--prefix-caching", "off"],
+             means(ttft, tpot, out_per_gpu * 8), [f"{isl // 1024}k/1k", c], "fp8")
+            for c, ttft, tpot, out_per_gpu in rows]
+
+
+add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 clients (SGLang 0.5.12, TP 8; means)", INFX_SOURCE,
+        "SGLang 0.5.12 (the sglang preset)", "sglang", "mean",
+        inferencex_r1(1024, 819, 512, [(4, 157.77, 9.7, 49.17), (8, 165.36, 11.73, 82.37), (16, 197.84, 15.28, 126.62),
+                                       (32, 307.02, 21.8, 177.14), (64, 359.75, 29.77, 259.8)]) +
+        inferencex_r1(8192, 6553, 256, [(4, 373.26, 10.94, 43.12), (8, 490.53, 13.88, 68.33), (16, 688.2, 20.02, 93.89),
+                                        (32, 979.34, 31.37, 121.01), (64, 2245.58, 49.33, 150.98)]),
+        ["in/out", "clients"], None, moe=True)
+
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
     r = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], capture_output=True, text=True)

@@ -91,10 +91,13 @@ OpLine fit_line(const RealisticParts& x1, const RealisticParts& x2, double B1, d
   // are GEMMs': a class whose share adds its vector part, attention's, has neither.)
   l.overlap = a.overlap > 0.5 ? a.overlap : 0;
   RealisticParts y1 = x1, y2 = x2;
-  y1[2] -= op1.touched * l.mem_per_expert;
-  y2[2] -= op2.touched * l.mem_per_expert;
-  y1[5] -= l.overlap * op1.touched * l.mem_per_expert;
-  y2[5] -= l.overlap * op2.touched * l.mem_per_expert;
+  // The experts touched as the tokens route them come out, to be added back at each point
+  // (model::touched_experts); those every pass touches (GraphOp::touched_fixed) stay, a constant.
+  const double t1 = op1.touched - op1.touched_fixed, t2 = op2.touched - op2.touched_fixed;
+  y1[2] -= t1 * l.mem_per_expert;
+  y2[2] -= t2 * l.mem_per_expert;
+  y1[5] -= l.overlap * t1 * l.mem_per_expert;
+  y2[5] -= l.overlap * t2 * l.mem_per_expert;
   for (int i = 0; i < kRealisticParts; ++i) {
     l.b[i] = (y2[i] - y1[i]) / (B2 - B1);
     l.a[i] = y1[i] - B1 * l.b[i];

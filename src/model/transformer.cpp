@@ -783,7 +783,8 @@ void moe_mlp(Ctx& c) {
                            moe.shared_intermediate == moe.intermediate && !moe.expert_bias && !m.mlp_bias &&
                            c.expert_w == c.dense_w && c.expert_scale_bits == c.dense_scale_bits;
   const double fused = fuse_shared ? 1 : 0;
-  const double touched = routed_touched + (fuse_shared && Tr > 0 ? 1 : 0);
+  const double touched_fixed = fuse_shared && Tr > 0 ? 1 : 0;
+  const double touched = routed_touched + touched_fixed;
   const double pairs = routed_pairs + fused * Tr;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
   const double row_tiles = deepgemm_moe ? expert_row_tiles(m, Tr * c.ep, imbalance, c.f.expert_tiles) : 1;
@@ -833,6 +834,7 @@ void moe_mlp(Ctx& c) {
     op.cost.main_pad_bytes += touched * read_fill;
     op.expert_bytes = per_expert_local * wb + read_fill;
     op.touched = touched;
+    op.touched_fixed = touched_fixed;
     op.weight_bytes = (local_experts + fused) * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).

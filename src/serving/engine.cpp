@@ -816,10 +816,14 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // deepseek_v2.py: PR #4918, April 2025; on unless disabled by June 2025, PR #7180; the E=257
   // tuned configs of fused_moe_triton, PR #6885). The layout's conditions are the graph's
   // (ForwardConfig::fuse_shared_experts); the chip's here, compute capability 8.0 being the first
-  // with bf16 matrix units.
+  // with bf16 matrix units. Not on Blackwell (the chips that multiply fp4): there server_args.py
+  // turns the MoE runner `auto` into FlashInfer's TRTLLM MoE for DeepseekV3ForCausalLM's fp8 and
+  // fp4 checkpoints without an all-to-all backend, and that runner sets
+  // disable_shared_experts_fusion.
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && chip.kind == "gpu" &&
                           chip.vendor == "nvidia" && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
-                          m.model_type == "deepseek_v3" && m.moe.experts == 256 && m.moe.shared_experts == 1;
+                          chip.peak(hw::Unit::matrix, DType::fp4) == 0 && m.model_type == "deepseek_v3" &&
+                          m.moe.experts == 256 && m.moe.shared_experts == 1;
   return e;
 }
 

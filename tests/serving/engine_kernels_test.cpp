@@ -364,8 +364,13 @@ TEST(EngineKernels, SglangRunsDeepSeeksSharedExpertAsOneMoreExpertOfItsFusedMoe)
   // SGLang 0.4+ loads DeepSeek-V3's shared expert as expert 256 of the routed experts' fused MoE
   // (E = 257, top 9) on CUDA of compute capability 8.0+ (DeepseekV2ForCausalLM.
   // determine_num_fused_shared_experts): not SGLang 0.3, vLLM or TensorRT-LLM, not a model without
-  // one shared expert of 256 routed, not a T4 (7.5: no bf16 matrix units).
+  // one shared expert of 256 routed, not a T4 (7.5: no bf16 matrix units), not a B200 (SM100,
+  // where SGLang's FlashInfer TRTLLM MoE runner turns the fusion off).
   const hw::ChipSpec h200 = testing::catalog_system("h200").chip, t4 = testing::catalog_system("t4").chip;
+  EXPECT_TRUE(engine_preset(EngineKind::sglang, testing::catalog_system("a100-80gb").chip, 8, io::bundled_model("deepseek-v3"))
+                  .fuse_shared_experts);
+  EXPECT_FALSE(engine_preset(EngineKind::sglang, testing::catalog_system("b200").chip, 8, io::bundled_model("deepseek-v3"))
+                   .fuse_shared_experts);
   const model::ModelConfig m = io::bundled_model("deepseek-v3");
   EXPECT_TRUE(engine_preset(EngineKind::sglang, h200, 8, m).fuse_shared_experts);
   EXPECT_TRUE(engine_preset(EngineKind::sglang, h200, 8, io::bundled_model("deepseek-r1")).fuse_shared_experts);

@@ -26,13 +26,16 @@ struct Plan {
   const char* model;
   const char* hw;
   int tp, ep;
+  bool fuse_shared = false;  // ForwardConfig::fuse_shared_experts (SGLang's DeepSeek-V3)
 };
 
 // Dense GQA, TP across a node, MoE with EP, MLA + MoE, sliding windows + sinks + mxfp4
-// experts, a sliding window on every layer.
+// experts, a sliding window on every layer, MLA + MoE with the shared expert inside the routed
+// experts' kernel (its weights read by every pass: GraphOp::touched_fixed).
 const Plan kPlans[] = {{"llama-3.1-8b", "h100-sxm", 1, 1},   {"llama-3.1-70b", "h100-sxm", 4, 1},
                        {"mixtral-8x7b", "h100-sxm", 2, 2},   {"deepseek-v3", "h200", 8, 1},
-                       {"gpt-oss-120b", "h100-sxm", 2, 1},   {"mistral-7b", "a100-80gb", 1, 1}};
+                       {"gpt-oss-120b", "h100-sxm", 2, 1},   {"mistral-7b", "a100-80gb", 1, 1},
+                       {"deepseek-v3", "h200", 8, 1, true}};
 
 struct Fixture {
   model::ModelConfig m;
@@ -71,6 +74,7 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   fx->sys.chip.sms = sms;
   fx->f.tp = p.tp;
   fx->f.ep = p.ep;
+  fx->f.fuse_shared_experts = p.fuse_shared;
   fx->f.merged_kernels = merged;
   fx->f.expert_imbalance = imbalance;
   fx->f.eager_host_s = eager_host;

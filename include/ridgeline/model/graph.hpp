@@ -75,7 +75,12 @@ struct GraphOp {
   /// the graph does not keep). Lines in the tokens keep these apart (analysis::OpLine::apart).
   bool quantised = false;
   double expert_bytes = 0;   ///< grouped expert GEMMs: weight bytes read per touched expert (cost.main_bytes holds touched of them), with its tiles' fill where that costs the loads (cost.main_pad_bytes: hw::fill_reads)
-  double touched = 0;        ///< those experts touched in this pass (model::touched_experts)
+  double touched = 0;        ///< those experts touched in this pass (model::touched_experts, plus touched_fixed)
+  /// Of them, the experts every pass with a token touches whatever its tokens (SGLang's shared
+  /// expert inside the routed experts' kernel: ForwardConfig::fuse_shared_experts): their read a
+  /// constant of the pass, which lines in the tokens keep in their affine part, adding the routed
+  /// experts' model::touched_experts where they are evaluated (analysis::OpLine).
+  double touched_fixed = 0;
   /// Grouped expert GEMMs whose experts' rows run in whole tiles (model::expert_row_tiles):
   /// the matrix work of one row in the class's tiles, 2·gemm_n·(gemm_k + fill_k); the rows
   /// (gemm_m) at or below which the kernel runs another layout whose tiles are not priced
@@ -200,7 +205,7 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.scale = Scale::tokens;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.quantised = false;
-  op.expert_bytes = op.touched = 0;
+  op.expert_bytes = op.touched = op.touched_fixed = 0;
   op.row_tile_flops = op.row_tile_min_rows = op.row_tile_pad = 0;
   op.all_groups = false;
   op.gathered = false;
