@@ -161,8 +161,9 @@ struct EngineConfig {
   /// DeepEP path: ForwardConfig::graph_pad_masked with --moe-a2a deepep); set by the model's preset.
   bool mask_moe_padding = false;
   /// DeepSeek-V3's shared expert as a 257th expert of the fused MoE (model::ForwardConfig::
-  /// fuse_shared_experts): SGLang 0.4+ on chips with bf16 matrix units (compute capability 8.0+);
-  /// set by the model's preset.
+  /// fuse_shared_experts): SGLang 0.4+ on NVIDIA chips with bf16 matrix units (compute capability
+  /// 8.0+) but Blackwell (whose FlashInfer TRTLLM MoE runner turns it off); set by the model's
+  /// preset, the graph fusing where its layout allows (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
