@@ -868,7 +868,8 @@ void moe_mlp(Ctx& c) {
   } else {
     all_to_all("ep_combine", hw::KernelClass::deepep_combine, back_bytes);
   }
-  // Weighted sum of each token's k expert outputs (DeepEP's combine sums them itself).
+  // Weighted sum of each token's k expert outputs, k + 1 with the shared expert inside the fused
+  // kernel (DeepEP's combine sums them itself).
   if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k + fused, 1, 2 * (k + fused));
   if (!shared_front && !fuse_shared) shared_experts(c, T, c.tp, false);
 }
