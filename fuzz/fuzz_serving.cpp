@@ -172,6 +172,9 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   e.kv_blocks_override = (1 + d[5] % 64) * 16 / e.kv_block;
   serving::WorkloadSpec& w = cfg.workload;
   w.requests = 1 + d[6] % 4;
+  // The byte's higher bits: a warm-up of up to all but one request, in one stream or drained first.
+  w.warmup = (d[6] >> 2) % w.requests;
+  w.warmup_drained = ((d[6] >> 5) & 1) != 0;
   w.seed = d[7];
   w.prompt.kind = serving::LengthDist::Kind::uniform;
   w.prompt.a = 1, w.prompt.b = 1 + 2.0 * d[8];
@@ -235,6 +238,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
     cfg.window.on = true;
     cfg.window.per_instance = 1 + (d[16] >> 1) % 8;
     w.requests *= 16;
+    w.warmup = 0;  // (serve takes no --warmup-requests with a window of the run's own)
   }
   const int seeds = n >= 18 ? 1 + d[17] % 4 : 1;
   try {

@@ -88,6 +88,9 @@ add_set("vllm-ci-latency", "Batch of 8 requests, 32 in / 128 out (vLLM nightly C
 
 # 3. NVIDIA NIM 1.8.0 (TensorRT-LLM inside), Llama-3.3-70B-Instruct FP8 on 2 x H100 at TP 2, 5000 in /
 #    500 out, closed loop (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance): mean TTFT, mean ITL, tok/s.
+#    Measured by genai-perf, whose perf_analyzer keeps the load on and measures it in time windows
+#    (--measurement-interval in NVIDIA's NIM benchmarking commands, no request count) until they agree:
+#    a load already running, as the continuous warm-up (--warmup-drain off) leaves it.
 #    NIM runs TensorRT-LLM engines under the C++ executor, its TensorRT-LLM's release not stated: the
 #    nearest preset is the TensorRT engine flow's (trtllm@0.15), and its rows keep a class of their own.
 add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 TP 2 (NVIDIA NIM 1.8.0, TensorRT-LLM)",
@@ -102,7 +105,8 @@ add_set("nim-1.8-70b-fp8", "Closed loop, 5000 in / 500 out, 70B FP8 on 2 x H100 
         ["clients"], None, modelled="NIM 1.8")
 
 # 4. SGLang v0.3.0 and vLLM v0.6.0 on ShareGPT, Poisson arrivals (sgl-project/sglang
-#    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians. ShareGPT's lengths are modelled
+#    benchmark/benchmark_vllm_060/README.md, commit 120affb): medians of `--num-prompts 1200 --request-rate 4`
+#    and `--num-prompts 2400 --request-rate 8`, every request measured from an idle server. ShareGPT's lengths are modelled
 #    as lognormal with sigma 1 (assumed), drawn as the client keeps ShareGPT's conversations: prompt and
 #    output of at least 4 tokens, prompt at most 1024 and the two at most 2048 (sglang.bench_serving's
 #    sample_sharegpt_requests, as vLLM's benchmark_serving). The means of the kept pairs are those of the
@@ -167,7 +171,7 @@ for eng, release, preset, runs in [
     add_set(f"sharegpt-{eng}", f"ShareGPT at 4 and 8 requests/s ({release.split(' (')[0]}; medians)",
             "sgl-project/sglang benchmark/benchmark_vllm_060/README.md (commit 120affb): medians of sglang.bench_serving on ShareGPT, Poisson",
             release, preset, "p50",
-            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", "1200", "--warmup-requests", "100", *SHAREGPT,
+            [(["--model", m, "--hw", hw, "--tp", str(tp), "--qps", str(q), "--requests", str(300 * q), *SHAREGPT,
                *(V060 if eng == "vllm" else SG030)],
               {"e2e": e2e / 1e3, "ttft": ttft / 1e3, "tpot": tpot / 1e3, **({"itl": itl / 1e3} if itl else {})},
               [m, hw, tp, q], "16-bit")
@@ -472,7 +476,8 @@ add_set("gpustack-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200, every request a
 #     --mem-fraction-static 0.82 --attention-backend flashinfer --stream-interval 10`, --max-running-requests and
 #     --cuda-graph-max-bs 512 at 1k/1k, 256 at 8k/1k; the client (utils/bench_serving/benchmark_serving.py,
 #     --backend vllm: the completions endpoint, no chat template) at --max-concurrency C, 10·C random prompts after
-#     2·C warm-up requests, request rate inf, --ignore-eos, every input and output length uniform in [0.8·L, L]
+#     2·C warm-up requests (a phase of their own: benchmark() awaits them all, asyncio.gather, before the
+#     measured ones start, all C at once: --warmup-drain on), request rate inf, --ignore-eos, every input and output length uniform in [0.8·L, L]
 #     (RANDOM_RANGE_RATIO 0.8 in .github/workflows/benchmark-tmpl.yml: 819-1024 and 6553-8192). FlashInfer's MLA
 #     backend is not modelled apart (the preset's attention figures); its ITL is per streamed chunk of 10 tokens
 #     (--stream-interval 10), left out.
@@ -482,7 +487,7 @@ INFX_SOURCE = ("SemiAnalysisAI/InferenceX PRs #3173 and #3288 (the curve publish
 
 def inferencex_r1(isl, lo, max_running, rows):
     return [(["--model", "deepseek-r1", "--hw", "h200", "--tp", "8", "--concurrency", str(c), "--requests", str(12 * c),
-              "--warmup-requests", str(2 * c), "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
+              "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
               "--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs", str(max_running),
               "--graph-max-batch", str(max_running), "--prefix-caching", "off"],
              means(ttft, tpot, out_per_gpu * 8), [f"{isl // 1024}k/1k", c], "fp8")

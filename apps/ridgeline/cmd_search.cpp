@@ -431,6 +431,7 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   }
   if (l.arrival != "poisson") flag("--arrival", l.arrival);
   if (l.warmup != "0") flag("--warmup-requests", l.warmup);
+  if (l.warmup_drain != "off") flag("--warmup-drain", l.warmup_drain);
   if (l.seed != "1") flag("--seed", l.seed);
   if (l.sampling != "greedy") flag("--sampling", l.sampling);
   for (const std::string& p : v->hw.peaks) flag("--peak", p);

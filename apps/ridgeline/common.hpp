@@ -94,6 +94,7 @@ struct WorkloadFlags {
   std::string prefix_groups, prefix_tokens;
   std::string seeds, seed_quantile;  // "": one seed
   std::string sampling = "greedy";
+  std::string warmup_drain = "off";  // on: the warm-up a phase of its own (WorkloadSpec::warmup_drained)
   const CLI::App* app = nullptr;  ///< the command they were given to (which flags were given)
 };
 void add_workload_flags(CLI::App* app, WorkloadFlags& f);

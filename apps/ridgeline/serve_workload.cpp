@@ -50,6 +50,10 @@ void add_workload_flags(CLI::App* s, WorkloadFlags& f) {
                 "requests to send, the first --warmup-requests left out (default: the run measures a window of its own, warm-up "
                 "and drain left out; with --trace, all its rows)");
   s->add_option("--warmup-requests", f.warmup, "first requests served but left out of the statistics (a count fixed by hand)")->capture_default_str();
+  s->add_option("--warmup-drain", f.warmup_drain,
+                "with --warmup-requests: off, the measured requests follow the warm-up's in one stream; on, they start once the "
+                "warm-up's have all ended, on an idle fleet, as benchmark clients run a warm-up")
+      ->capture_default_str();
   s->add_option("--seed", f.seed, "random seed")->capture_default_str();
   s->add_option("--seeds", f.seeds, "runs with seeds S, S+1, ..., S+N-1: every percentile's spread, fleets sized on the worst (1 to 64)")
       ->type_name("N");
@@ -131,6 +135,13 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   // Without --requests the run chooses its window: this is then the most it may send.
   w.requests = f.requests.empty() ? kWindowRequests : parse_positive_int(f.requests, "--requests");
   w.warmup = count_flag(f.warmup, "--warmup-requests");
+  if (f.warmup_drain != "on" && f.warmup_drain != "off") {
+    throw InputError(fmt::format("--warmup-drain: '{}': expected on or off", f.warmup_drain));
+  }
+  if (given("--warmup-drain") && w.warmup == 0) {
+    throw InputError("--warmup-drain: how the warm-up ends: give --warmup-requests K too (with none, the measured requests start at once)");
+  }
+  w.warmup_drained = f.warmup_drain == "on";
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));
   if (!f.prefix_groups.empty()) w.prefix_groups = count_flag(f.prefix_groups, "--prefix-groups");
   if (!f.prefix_tokens.empty()) w.prefix_tokens = count_flag(f.prefix_tokens, "--prefix-tokens");

@@ -262,6 +262,11 @@ std::string steady_state_text(const ServingResult& r) {
                                     ss.warmup_requests);
   }
   if (ss.reached) return fmt::format("steady state: yes ({}, before the first measured request)\n", stopped);
+  if (ss.drained) {
+    return fmt::format("steady state: NO (the warm-up drained first, as benchmark clients run one: the measured requests start on an "
+                       "idle fleet, and the statistics include the ramp{}; --warmup-drain off keeps the load on)\n",
+                       r.measured_requests > 1 ? " and the drain" : "");
+  }
   return fmt::format("steady state: NO ({}{}: the statistics include the ramp{}; without --requests the run chooses its window)\n", stopped,
                      ss.trend_stopped_s >= 0 ? ", after the first measured request" : "", r.measured_requests > 1 ? " and the drain" : "");
 }
@@ -289,6 +294,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"gen", trace ? json(nullptr) : json(w.gen.text)},
                    {"requests", cfg.window.on ? r.steady_state.sent : w.requests},
                    {"warmup_requests", cfg.window.on ? r.steady_state.warmup_requests : w.warmup},
+                   {"warmup_drained", !cfg.window.on && w.warmup > 0 && w.warmup_drained},
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens},
@@ -528,9 +534,9 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     s += fmt::format("workload: {}, {}; {} requests chosen by the run ({} warm-up, {} measured, {} cool-down), seed {}\n", arrival_text(w),
                      lengths_text(w), ss.sent, ss.warmup_requests, r.measured_requests, ss.cooldown_requests, w.seed);
   } else {
-    s += fmt::format("workload: {}, {}; {} requests ({} warm-up), seed {}\n", arrival_text(w), lengths_text(w),
+    s += fmt::format("workload: {}, {}; {} requests ({} warm-up{}), seed {}\n", arrival_text(w), lengths_text(w),
                      w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
-                     w.seed);
+                     w.warmup > 0 && w.warmup_drained ? ", drained before the measured ones start" : "", w.seed);
   }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
   if (cfg.forward.sampling == model::ForwardConfig::Sampling::random) {

@@ -108,6 +108,7 @@ class Simulation {
     return next_ps_;
   }
   void arrive(Ps t);
+  void release_measured(Ps t);  // a drained warm-up's last request ended at t
   bool fits_cache(const Tier& k, const Req& q);  // noted in cache_slack_
   bool fits_step(const Tier& k, const Req& q) const;
   std::int32_t dense_group(std::int32_t group);
@@ -239,6 +240,12 @@ class Simulation {
   Request next_;
   bool has_next_ = false, closed_ = false;
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
+  // A drained warm-up (WorkloadSpec::warmup_drained) still running: the measured requests wait
+  // until its last request ends (release_measured). An open loop's next request held meanwhile
+  // (held_), its arrival then shifted by shift_, as every arrival after it.
+  bool warming_ = false, held_ = false;
+  Ps shift_ = 0;
+  std::int64_t drawn_ = 0;  // open loop: the requests drawn from the source so far
   // Closed loop: when each free user's next request reaches the scheduler, the earliest first
   // (think times drawn apart need not keep their order).
   std::priority_queue<Ps, std::vector<Ps>, std::greater<>> pending_;

@@ -17,6 +17,7 @@ void Simulation::draw_next() {
     return;
   }
   has_next_ = source_.next(next_);
+  if (has_next_) ++drawn_;
   // A trace's requests within half the time a run can simulate (synthetic arrivals: checked
   // in validate() from their count and rate; a random sum may pass it a little).
   const bool trace = cfg_.workload.arrival == Arrival::trace;
@@ -27,7 +28,33 @@ void Simulation::draw_next() {
     throw InputError(fmt::format("--trace: request {} arrives {:.3g} s after the first: expected at most {:g} s (23 days)", sent_ + 1,
                                  next_.arrival_s, kMaxSimulated_s / 2));
   }
-  next_ps_ = has_next_ ? to_ps(next_.arrival_s) + front_end_ : kNever;
+  // A drained warm-up's requests sent: the first measured one waits for them all to end.
+  if (has_next_ && warming_ && drawn_ > cfg_.workload.warmup) {
+    held_ = true;
+    next_ps_ = kNever;
+    return;
+  }
+  if (has_next_ && shift_ != 0 && !(next_.arrival_s + to_s(shift_) <= kMaxSimulated_s)) {
+    time_overflow(fmt::format("the arrival of request {}", drawn_), shift_, next_.arrival_s);
+  }
+  next_ps_ = has_next_ ? to_ps(next_.arrival_s) + shift_ + front_end_ : kNever;
+}
+
+// A drained warm-up's last request ended at t: the measured requests start now, on an idle
+// fleet, as a benchmark client starts its run once its warm-up requests have returned. A
+// closed loop's clients all send at once; an open loop's arrivals shift so that the first
+// measured one is sent now, the gaps after it kept.
+void Simulation::release_measured(Ps t) {
+  warming_ = false;
+  if (closed_) {
+    const std::int64_t clients = std::min(cfg_.workload.concurrency, total_ - cfg_.workload.warmup);
+    for (std::int64_t i = 0; i < clients; ++i) pending_.push(t + front_end_);
+    return;
+  }
+  if (!held_) return;
+  held_ = false;
+  shift_ = t - to_ps(next_.arrival_s);
+  next_ps_ = t + front_end_;
 }
 
 void Simulation::arrive(Ps t) {

@@ -109,11 +109,13 @@ void Simulation::record(const RequestRecord& rec, Ps t) {
   --in_system_;
   ++finished_;
   // Closed loop: the user sends its next request after its think time (docs/serving.md#workloads).
-  if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < total_) {
+  // (During a drained warm-up only its own requests: the measured ones start once they all ended.)
+  if (closed_ && sent_ + static_cast<std::int64_t>(pending_.size()) < (warming_ ? cfg_.workload.warmup : total_)) {
     const double think = cfg_.workload.think.kind == ThinkTime::Kind::none ? 0 : source_.think_s();
     if (!(to_s(t) + think <= kMaxSimulated_s)) time_overflow(fmt::format("the think time of the user of request {}", rec.id + 1), t, think);
     pending_.push(t + to_ps(think) + front_end_);
   }
+  if (warming_ && finished_ == cfg_.workload.warmup) release_measured(t);
   if (sink_) sink_(rec);
   if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
   if (window_state_ == 1) {

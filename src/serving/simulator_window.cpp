@@ -101,10 +101,13 @@ void Simulation::summarise_window(ServingResult& r) const {
     s.warmup_requests = window_state_ > 0 ? warmup_sent_ : sent_;
     s.cooldown_requests = sent_ - s.warmup_requests - measured_arrivals_;
   } else {
-    // A fixed count: steady when the trend had stopped by the first measured arrival.
+    // A fixed count: steady when the trend had stopped by the first measured arrival; never
+    // after a drained warm-up, whose measured requests start on an idle fleet.
+    s.drained = cfg_.workload.warmup_drained && cfg_.workload.warmup > 0;
     s.warmup_s = measured_arrivals_ > 0 ? first_arrival_measured_ : 0;
     s.window_s = last_measured_arrival_ - first_arrival_measured_;
-    s.reached = trend_stopped_s_ >= 0 && measured_arrivals_ > 0 && trend_stopped_s_ <= first_arrival_measured_ && !queue_trend();
+    s.reached = !s.drained && trend_stopped_s_ >= 0 && measured_arrivals_ > 0 && trend_stopped_s_ <= first_arrival_measured_ &&
+                !queue_trend();
     s.warmup_requests = std::min(cfg_.workload.warmup, sent_);
   }
 }

@@ -92,6 +92,26 @@ TEST(ServeCli, WithoutRequestsTheRunChoosesItsWindow) {
   EXPECT_EQ(given["workload"]["requests"], 5);
 }
 
+TEST(ServeCli, ADrainedWarmUpSaysSoAndIsNoSteadyState) {
+  // One client, 200 requests alike, 180 of them warm-up: in one stream the trend has stopped by
+  // the first measured request (MeasurementWindow.AFixedCountIsSteadyOnlyWhenItsWarmUpOutlastsTheTrend);
+  // drained, the measured 20 start on an idle fleet: never steady, and the text and JSON say why.
+  // One client alone is the same run either way: request 180 is sent as 179 ends, the engine idle
+  // then too, so the two give the same TTFTs.
+  const std::string cmd = kSmall + " --concurrency 1 --requests 200 --warmup-requests 180";
+  const auto on = run_json(cmd + " --warmup-drain on"), off = run_json(cmd);
+  EXPECT_TRUE(on["workload"]["warmup_drained"].get<bool>());
+  EXPECT_FALSE(off["workload"]["warmup_drained"].get<bool>());
+  EXPECT_FALSE(on["steady_state"]["reached"].get<bool>());
+  EXPECT_TRUE(off["steady_state"]["reached"].get<bool>());
+  EXPECT_EQ(on["measured_requests"], 20);
+  EXPECT_DOUBLE_EQ(on["ttft_s"]["mean"].get<double>(), off["ttft_s"]["mean"].get<double>());
+  const RunResult text = run(cmd + " --warmup-drain on");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("200 requests (180 warm-up, drained before the measured ones start)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("steady state: NO (the warm-up drained first"), std::string::npos) << text.out;
+}
+
 TEST(ServeCli, UsersWithoutThinkTimeAreConcurrencyAndWithItSendLess) {
   // --users N alone is --concurrency N (the same run to the bit); thinking 1 s between requests
   // the users send less often: each request's E2E no longer includes anyone's queue behind
@@ -756,6 +776,8 @@ TEST(ServeCli, BadInput) {
            {"serve --model llama-3.1-8b --hw h100-sxm,h200 --qps 1 --steps-out s.csv", "--steps-out"},
            {"report --serve --model llama-3.1-8b --hw h100-sxm --qps 1 --out r.html --steps-out s.csv", "--steps-out"},
            {kSmall + " --qps 1 --requests 200 --warmup-requests 200", "--warmup-requests"},
+           {kSmall + " --qps 1 --requests 200 --warmup-requests 20 --warmup-drain yes", "--warmup-drain"},
+           {kSmall + " --qps 1 --requests 200 --warmup-drain on", "--warmup-drain"},
            {kSmall + " --qps 1 --replicas 0", "--replicas"},
            {kSmall + " --qps 1 --replicas auto", "--slo"},
            {kSmall + " --qps 1 --horizon 5", "--horizon"},

@@ -438,6 +438,58 @@ TEST(MeasurementWindow, AFixedCountIsSteadyOnlyWhenItsWarmUpOutlastsTheTrend) {
   }
 }
 
+TEST(Warmup, ADrainedWarmUpStartsEveryClientOnceItsLastRequestEnded) {
+  // Two clients, three requests, the first a warm-up. Drained (as vLLM's bench serve awaits its
+  // --num-warmups before the run): the warm-up runs alone, d long (OneClient's one request
+  // alone), and both clients send their measured requests at d, which then run side by side
+  // (the same lengths: the same E2E); the window's first measured arrival is d. In one stream
+  // (the default) the second client sends request 1 at 0, beside the warm-up.
+  OneClient c;
+  c.cfg.workload.concurrency = 2;
+  c.cfg.workload.requests = 3;
+  c.cfg.workload.warmup = 1;
+  for (const bool drained : {true, false}) {
+    c.cfg.workload.warmup_drained = drained;
+    std::vector<RequestRecord> seen(3);
+    const ServingResult r = simulate(c.m, c.sys, c.cfg, [&](const RequestRecord& q) { seen[static_cast<std::size_t>(q.id)] = q; });
+    EXPECT_EQ(r.measured_requests, 2) << drained;
+    EXPECT_TRUE(seen[0].warmup);
+    EXPECT_FALSE(seen[1].warmup);
+    EXPECT_EQ(seen[0].arrival_s, 0);
+    if (drained) {
+      EXPECT_NEAR(seen[0].e2e_s, c.d, 200 * kPs);
+      EXPECT_NEAR(seen[1].arrival_s, c.d, 200 * kPs);
+      EXPECT_NEAR(seen[2].arrival_s, c.d, 200 * kPs);
+      EXPECT_EQ(seen[1].e2e_s, seen[2].e2e_s);
+      EXPECT_NEAR(r.steady_state.warmup_s, c.d, 200 * kPs);
+    } else {
+      EXPECT_EQ(seen[1].arrival_s, 0);
+      EXPECT_GT(seen[2].arrival_s, 0);
+    }
+  }
+}
+
+TEST(Warmup, ADrainedWarmUpShiftsAnOpenLoopsArrivalsToStartWhenItEnded) {
+  // Constant arrivals of period p, three requests, the first a warm-up, drained: request 0 runs
+  // alone from 0 to d; request 1, due at p, is sent at d instead, and request 2 at d + p, the gap
+  // kept. At p = d / 10 the measured run starts later than its arrivals were due; at p = 2d
+  // earlier (the client starts its run as soon as the warm-up has ended, not at p).
+  OneClient c;
+  c.cfg.workload.arrival = Arrival::constant;
+  c.cfg.workload.requests = 3;
+  c.cfg.workload.warmup = 1;
+  c.cfg.workload.warmup_drained = true;
+  for (const double p : {c.d / 10, 2 * c.d}) {
+    c.cfg.workload.qps = 1 / p;
+    std::vector<RequestRecord> seen(3);
+    simulate(c.m, c.sys, c.cfg, [&](const RequestRecord& q) { seen[static_cast<std::size_t>(q.id)] = q; });
+    EXPECT_EQ(seen[0].arrival_s, 0) << p;
+    EXPECT_NEAR(seen[0].e2e_s, c.d, 200 * kPs) << p;
+    EXPECT_NEAR(seen[1].arrival_s, c.d, 200 * kPs) << p;
+    EXPECT_NEAR(seen[2].arrival_s, c.d + p, 400 * kPs) << p;
+  }
+}
+
 TEST(MeasurementWindow, DoublingADefaultRunsRequestsMovesItsTpotP99ByUnderThreePercent) {
   // Issue 40's first example, Llama 3.1 8B on 4 H100 replicas, prompts and outputs lognormal
   // around 1000 and 250 tokens, at 80 req/s (100 is beyond the fleet: its queue grows, no steady
@@ -1868,6 +1920,7 @@ ServeConfig random_config(const hw::System& sys) {
     w.prefix_tokens = *rc::gen::inRange(1, 200);  // below every prompt distribution's mean (200, 300.5, 300)
   }
   w.warmup = *rc::gen::inRange<std::int64_t>(0, w.requests);
+  w.warmup_drained = *rc::gen::arbitrary<bool>();
   cfg.engine.max_batched_tokens = *rc::gen::element<std::int64_t>(256, 2048, 8192);
   cfg.engine.max_num_seqs = std::min<std::int64_t>(cfg.engine.max_batched_tokens, *rc::gen::element<std::int64_t>(4, 64, 256));
   // 50 to 400 blocks of 16 tokens (800 to 6400 tokens) or the same in SGLang's 1-token pages.

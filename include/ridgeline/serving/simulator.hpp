@@ -330,9 +330,11 @@ struct Rejections {
 /// Whether the run measured the fleet in steady state (docs/serving.md#measurement-window).
 struct MeasuredWindow {
   /// The running requests and KV use had stopped trending when the measured requests began
-  /// (with a fixed --warmup-requests: by the first measured arrival; 0 warm-up: never).
+  /// (with a fixed --warmup-requests: by the first measured arrival; 0 warm-up or one drained
+  /// first: never).
   bool reached = false;
   bool window = false;            ///< the run chose its window (MeasurementWindow::on)
+  bool drained = false;           ///< a warm-up ended before the measured requests began (WorkloadSpec::warmup_drained)
   double warmup_s = 0;            ///< when the window opened (the first measured arrival)
   double window_s = 0;            ///< its length: the first to the last measured arrival
   double trend_stopped_s = -1;    ///< when the trend was first seen to stop (-1: never)

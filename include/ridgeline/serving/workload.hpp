@@ -77,6 +77,13 @@ struct WorkloadSpec {
   LengthDist prompt, gen;   ///< lengths of synthetic requests
   std::int64_t requests = 1000;  ///< requests to send (a trace: at most its rows)
   std::int64_t warmup = 0;  ///< the first requests, served but left out of every statistic
+  /// false: the warm-up is the first requests of one stream, the measured ones following on
+  /// without a pause (a load already running, as a fleet sees it). true (`--warmup-drain on`):
+  /// a phase of its own, as benchmark clients run it (vLLM's `bench serve --num-warmups`,
+  /// perf_analyzer's `--warmup-request-count`, AIPerf's, InferenceX's client): the measured
+  /// requests start once every warm-up request has ended, on an idle fleet (a closed loop's
+  /// clients all at once; open-loop arrivals shifted to start then, their gaps kept).
+  bool warmup_drained = false;
   std::uint64_t seed = 1;
   std::int64_t prefix_groups = 0;  ///< synthetic: requests spread uniformly over this many groups
   std::int64_t prefix_tokens = 0;  ///< sharing their first prefix_tokens (at most the prompt)
