@@ -398,9 +398,15 @@ void attention_block(Ctx& c, double window) {
     const double qk = static_cast<double>(la.qk_nope_head_dim + la.qk_rope_head_dim);
     const double rope = static_cast<double>(la.qk_rope_head_dim), nope = static_cast<double>(la.qk_nope_head_dim);
     const double lora = static_cast<double>(la.kv_lora_rank), v = static_cast<double>(la.v_head_dim);
+    // The engines' one GEMM of both down-projections (ForwardConfig::fused_qkv_a), or two.
+    const bool fused_a = c.f.fused_qkv_a && la.q_lora_rank > 0;
+    if (fused_a) {
+      const double n = static_cast<double>(la.q_lora_rank) + lora + rope;
+      gemm(c, "qkv_a_proj", Block::attention, T, h, n, h * n, h * n, false);
+    }
     if (la.q_lora_rank > 0) {
       const double ql = static_cast<double>(la.q_lora_rank);
-      gemm(c, "q_a_proj", Block::attention, T, h, ql, h * ql, h * ql, false);
+      if (!fused_a) gemm(c, "q_a_proj", Block::attention, T, h, ql, h * ql, h * ql, false);
       norm(c, "q_a_norm", Block::attention, T, ql, ql);
       const int q_b = c.g.op_count;
       gemm(c, "q_b_proj", Block::attention, T, ql, c.heads * qk, ql * H * qk, ql * H * qk, false);
@@ -410,7 +416,7 @@ void attention_block(Ctx& c, double window) {
       gemm(c, "q_proj", Block::attention, T, h, c.heads * qk, h * H * qk, h * H * qk, false);
       if (projections) mark(q, InOp::projection);
     }
-    gemm(c, "kv_a_proj", Block::attention, T, h, lora + rope, h * (lora + rope), h * (lora + rope), false);
+    if (!fused_a) gemm(c, "kv_a_proj", Block::attention, T, h, lora + rope, h * (lora + rope), h * (lora + rope), false);
     norm(c, "kv_a_norm", Block::attention, T, lora, lora);
     const int rope_op = c.g.op_count;
     const double ab = bytes(c.act);

@@ -190,6 +190,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
           {"moe_a2a", model::name(e.moe_a2a)},
           {"gathered_dense", e.gathered_dense},
+          {"fused_qkv_a", e.fused_qkv_a},
           {"fuse_shared_experts", e.fuse_shared_experts},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"

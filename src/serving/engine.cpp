@@ -69,7 +69,7 @@ constexpr const char* kSglang02HostSource =
 // a layer and 5 more) or the device's time, whichever is longer, so a kernel costs the host at
 // most 8.23 ms / 325 = 25.3 us: 25 us. Heavier layers cost their host more a kernel: DeepSeek-V3's
 // eager prefill forward of one new token took 82.6 ms against 23.1 ms as a graph in SGLang (PR
-// #12160, 2025-10, GPU not stated), 1590 kernels here, 51.9 us each; vLLM V0's DeepSeek-V3 (AWQ,
+// #12160, 2025-10, GPU not stated), 1468 kernels here, 56.3 us each; vLLM V0's DeepSeek-V3 (AWQ,
 // 8 A100s, batch 1) 10.0 tokens/s eager against 25.3 with graphs (PR #12222, 2025-01: 100 and
 // 39.5 ms a token, 1823 kernels as counted then, 55 us, inflated by a memory allocation in each MoE alignment call
 // the PR removed). TensorRT-LLM's PyTorch path launched a diffusion transformer's small kernels
@@ -780,6 +780,19 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // their own, and TensorRT-LLM runs the MLPs at mlp_tp_size 1 under attention DP
   // (_compute_mlp_tp_size), each on its rows.
   e.gathered_dense = e.kind == EngineKind::sglang && !is_sglang_03(e.ref());
+  // MLA's q_a_proj and kv_a_proj_with_mqa as one GEMM of 1536 + 576 = 2112 columns for
+  // DeepSeek-V3, the checkpoint's two weights concatenated at load, the input (fp8 block-scaled:
+  // its per-token-group quantisation) made once: SGLang's fused_qkv_a_proj_with_mqa
+  // (python/sglang/srt/models/deepseek_v2.py, PR #5619, April 2025, v0.4.6; whenever q_lora_rank
+  // is set), vLLM's fused_qkv_a_proj (vllm/model_executor/models/deepseek_v2.py, PR #21116, July
+  // 2025, v0.10.0; v0.8.4 to v0.9.2 ran two ReplicatedLinear layers), TensorRT-LLM's PyTorch
+  // backend's fused_a, later kv_a_proj_with_mqa of the summed width (tensorrt_llm/_torch/
+  // modules/attention.py, from its DeepSeek-V3 support, PR #2783, February 2025). The 0.9-0.10
+  // preset takes 0.10's. Not vLLM V0 nor 0.8, SGLang 0.3, the TensorRT engine flow or the
+  // static engine.
+  e.fused_qkv_a = (e.kind == EngineKind::sglang && !is_sglang_03(e.ref())) ||
+                  (e.kind == EngineKind::vllm && !is_vllm_v0(e.ref()) && e.version != 8) ||
+                  (e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref()));
   return e;
 }
 
@@ -787,13 +800,14 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 // architecture: MLA attention, MoE layers), where its Llama-3-8B step gives 25 us: DeepSeek-V3's
 // forward of one new token took 82.6 ms eagerly against 23.1 ms as a CUDA graph (sgl-project/sglang
 // PR #12160, 2025-10, its log's "forward cost"; GPU and layout not stated), so the eager forward
-// is its host's launches: 1590 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8 as SGLang
+// is its host's launches: 1468 kernels in ridgeline's prompt step of DeepSeek-V3 at TP 8 as SGLang
 // runs it by default there (the keys' assembly of MLA's prefill among them, the shared expert
-// inside the routed experts' kernel: EngineConfig::fuse_shared_experts), 82.6 ms / 1590 = 51.9 us
-// each. SGLang's releases of January 2025 spent more (a 128-token prefill in 169 ms, PR #3236, GPU
-// not named: 87 us over the 1938 kernels of its layout then, before the fusion); the 0.4+ preset
-// takes October's, the newer.
-constexpr double kSglangMlaEagerHostS = 51.9e-6;
+// inside the routed experts' kernel: EngineConfig::fuse_shared_experts; q_a_proj and kv_a_proj
+// as one GEMM: EngineConfig::fused_qkv_a), 82.6 ms / 1468 = 56.3 us each. SGLang's releases of
+// January 2025 spent more (a 128-token prefill in 169 ms, PR #3236, GPU not named: 87 us over the
+// 1938 kernels of its layout then, before both fusions); the 0.4+ preset takes October's, the
+// newer.
+constexpr double kSglangMlaEagerHostS = 56.3e-6;
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
@@ -937,6 +951,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.triton_moe_from_tp = e.triton_moe_from_tp;
   f.moe_a2a = e.moe_a2a;
   f.gathered_dense = e.gathered_dense;
+  f.fused_qkv_a = e.fused_qkv_a;
   f.fuse_shared_experts = e.fuse_shared_experts;
   f.sampler = e.sampler;
   f.draw = e.draw;

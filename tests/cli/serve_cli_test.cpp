@@ -219,25 +219,28 @@ TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
 
 TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   // SGLang's DeepSeek-V3 forward of one new token: 82.6 ms eager (sgl-project/sglang PR #12160),
-  // its host's launches; ridgeline's prompt step of DeepSeek-V3 at TP 8 as SGLang runs it is 1590
+  // its host's launches; ridgeline's prompt step of DeepSeek-V3 at TP 8 as SGLang runs it is 1468
   // kernels (the vLLM 0.8 test below counts a decode step's 1877: 58 MoE layers' shared experts
   // among them, 6 kernels each, their input's quantisation, gate-up GEMM, activation, the
   // activation's quantisation, down GEMM and add, which SGLang's fused shared expert runs inside
-  // the routed experts' kernel: 1877 - 58 x 6 = 1529; a prompt adds each of the 61 layers' keys'
-  // assembly for MLA's prefill, 1529 + 61), so 82.6 ms / 1590 = 51.9 us a kernel. A one-token
-  // prompt's step (SGLang prefills eagerly): 1590 x 51.9 us = 82.521 ms on the host, over its
-  // device's ~11 ms, so the TTFT is that plus the front end (4 ms) and one step's host time
-  // beside it (0.4 ms + 1.1 us a request under the overlap: hidden).
+  // the routed experts' kernel: 1877 - 58 x 6 = 1529; each of the 61 layers' q_a_proj and
+  // kv_a_proj, two GEMMs each after its input's quantisation under vLLM 0.8, one under SGLang:
+  // 1529 - 61 x 2 = 1407; a prompt adds each layer's keys' assembly for MLA's prefill, 1407 +
+  // 61), so 82.6 ms / 1468 = 56.3 us a kernel. A one-token prompt's step (SGLang prefills
+  // eagerly): 1468 x 56.3 us = 82.6484 ms on the host, over its device's ~11 ms, so the TTFT is
+  // that plus the front end (4 ms) and one step's host time beside it (0.4 ms + 1.1 us a request
+  // under the overlap: hidden).
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1 --gen 20 --concurrency 1 --requests 1 --engine ";
   const auto sgl = run_json(q + "sglang");
-  EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 51.9e-6);
+  EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 56.3e-6);
   EXPECT_NE(sgl["engine"]["eager_host_source"].get<std::string>().find("#12160"), std::string::npos);
   EXPECT_EQ(sgl["prompt_step"]["launch"], "eager");
-  EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1590);
+  EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1468);
   EXPECT_EQ(sgl["engine"]["fuse_shared_experts"], true);
-  EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.521e-3, 1e-12);
-  ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.521e-3);
-  EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.521e-3 + 4e-3);
+  EXPECT_EQ(sgl["engine"]["fused_qkv_a"], true);
+  EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.6484e-3, 1e-12);
+  ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.6484e-3);
+  EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.6484e-3 + 4e-3);
   // Only an MLA model and only SGLang 0.4+: Llama under SGLang, DeepSeek under SGLang 0.3 and
   // under TensorRT-LLM keep the 25 us of SGLang's Llama-3-8B step (PR #1401).
   const std::string llama = "serve --model llama-3.1-8b --hw h100-sxm --prompt 1 --gen 4 --concurrency 1 --requests 1 --engine ";
@@ -246,10 +249,10 @@ TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   const auto trt = run_json(q + "trtllm");
   EXPECT_DOUBLE_EQ(trt["engine"]["eager_host_s"].get<double>(), 25e-6);
   EXPECT_EQ(trt["engine"]["fuse_shared_experts"], false);
-  // --eager-host still sets it: 1590 x 10 us = 15.9 ms.
+  // --eager-host still sets it: 1468 x 10 us = 14.68 ms.
   const auto given = run_json(q + "sglang --eager-host 10us");
   EXPECT_EQ(given["engine"]["eager_host_source"], "--eager-host");
-  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 15.9e-3, 1e-12);
+  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 14.68e-3, 1e-12);
 }
 
 TEST(ServeCli, TheTensorRtEngineFlowSaysHowItRunsAndQuotesItsOwnClass) {
@@ -349,9 +352,13 @@ TEST(ServeCli, VllmLaunchesMlasAttentionOpFromPython) {
   EXPECT_DOUBLE_EQ(v08["prompt_step"]["mla_op_launches"].get<double>(), 1464);
   // The kernels of a decode step: 1877 in the layers' other kernels, attention, absorptions and
   // cache writes (1819 before each of the 58 MoE layers added its shared experts' output in a
-  // kernel), and the op's copies: 0.9's query concatenation, reshape and output copy, 3 x 61 =
-  // 2060; 0.8's RoPE 15 kernels more a layer, 2060 + 915 = 2975.
-  EXPECT_DOUBLE_EQ(v09["decode_step"]["kernels"].get<double>(), 2060);
+  // kernel), and the op's copies: 0.8's query concatenation, reshape and output copy, 3 x 61 =
+  // 2060, and RoPE's 15 kernels more a layer, 2060 + 915 = 2975. The 0.9-0.10 preset runs
+  // q_a_proj and kv_a_proj as one GEMM, as 0.10.0 does (vLLM PR #21116): one GEMM and its
+  // input's quantisation fewer a layer, 2060 - 2 x 61 = 1938.
+  EXPECT_EQ(v08["engine"]["fused_qkv_a"], false);
+  EXPECT_EQ(v09["engine"]["fused_qkv_a"], true);
+  EXPECT_DOUBLE_EQ(v09["decode_step"]["kernels"].get<double>(), 1938);
   EXPECT_DOUBLE_EQ(v08["decode_step"]["kernels"].get<double>(), 2975);
   // The engine lines name the op's own kernels, a prompt's among them: RoPE's and V's padding
   // and the output's slice under 0.8 alone (ForwardConfig::mla_pad_v).

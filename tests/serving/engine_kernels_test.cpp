@@ -37,12 +37,14 @@ const model::GraphOp* find_op(const model::Graph& g, std::string_view name) {
 }
 
 // DeepSeek-V3's pass of `tokens` decode tokens (64 unless said) at 1024 of context, TP 8 on
-// `sys`, as `engine`'s preset builds it.
+// `sys`, as `engine`'s preset builds it; `split_a`: its q_a_proj and kv_a_proj apart whatever
+// the engine (ForwardConfig::fused_qkv_a off).
 void build_deepseek_tp8(const model::ModelConfig& m, const hw::System& sys, EngineRef engine, model::Graph& g,
-                        double tokens = 64) {
+                        double tokens = 64, bool split_a = false) {
   model::ForwardConfig f;
   f.tp = 8;
   f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+  if (split_a) f.fused_qkv_a = false;
   g.clear();
   model::build_forward(m, f, sys, {tokens, 1, 1024, nullptr}, g);
 }
@@ -76,7 +78,10 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
     SCOPED_TRACE(name(c.engine));
     build_deepseek_tp8(m, sys, c.engine, *g);
     ASSERT_FALSE(g->overflow);
-    for (const char* dense : {"q_a_proj", "kv_a_proj", "o_proj"}) {
+    // (The down-projections as one GEMM where the engine fuses them: EngineKernels.
+    // TheEnginesRunMlasTwoDownProjectionsAsOneGemm.)
+    const bool fused = engine_preset(c.engine, sys.chip, 8).fused_qkv_a;
+    for (const char* dense : {fused ? "qkv_a_proj" : "q_a_proj", fused ? "qkv_a_proj" : "kv_a_proj", "o_proj"}) {
       const model::GraphOp* op = find_op(*g, dense);
       ASSERT_NE(op, nullptr) << dense;
       EXPECT_EQ(op->kernel, c.dense) << dense;
@@ -494,7 +499,9 @@ TEST(EngineKernels, DeepEpsDispatchDeliversTheExpertsRowsInFp8) {
 }
 
 TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {
-  // DeepSeek-V3's q_a_proj at 64 decode tokens on an H200 (TP 8 leaves it whole: 7168 -> 1536):
+  // DeepSeek-V3's q_a_proj at 64 decode tokens on an H200 (TP 8 leaves it whole: 7168 -> 1536;
+  // apart from kv_a_proj here, where both engines run the two as one GEMM, whose 2112 columns
+  // fill their tiles unevenly):
   // bytes: fp8 activations (quantised by the act_quant kernel before it) 64·7168 = 458 752, fp8
   // weights 7168·1536 = 11 010 048, their fp32 scale per 128 x 128 block 11 010 048·32/16384/8 =
   // 2688, bf16 out 64·1536·2 = 196 608: 11 668 096 B at 4.8 TB/s = 2.430853 us. FLOPs
@@ -513,7 +520,7 @@ TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {
   for (const auto& [engine, want] : {std::pair{EngineRef{EngineKind::trtllm, 0}, 6.576723e-6},
                                      std::pair{EngineRef{EngineKind::vllm, 10}, 24.425726e-6}}) {
     SCOPED_TRACE(name(engine));
-    build_deepseek_tp8(m, sys, engine, *g);
+    build_deepseek_tp8(m, sys, engine, *g, 64, true);
     const model::GraphOp* op = find_op(*g, "q_a_proj");
     ASSERT_NE(op, nullptr);
     const ops::Estimate e = ops::estimate(op->cost.expand(), sys.chip, op->kernel);
@@ -523,8 +530,8 @@ TEST(EngineKernels, ABlockFp8GemmCostsTheCurveOfTheKernelItsEngineCalls) {
 }
 
 TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
-  // Before DeepSeek-V3's q_a_proj (64 decode tokens, K 7168, H200 at TP 8), every engine
-  // quantises its input in 1x128 groups (vLLM per_token_group_quant_fp8, SGLang
+  // Before DeepSeek-V3's down-projections (qkv_a_proj: q_a_proj and kv_a_proj as one GEMM; 64
+  // decode tokens, K 7168, H200 at TP 8), every engine quantises its input in 1x128 groups (vLLM per_token_group_quant_fp8, SGLang
   // sglang_per_token_group_quant_fp8, TensorRT-LLM fp8_quantize_1x128): read 64·7168·2 =
   // 917 504 B of bf16, write 64·7168 = 458 752 B of fp8 and 64·56 fp32 scales = 14 336 B:
   // 1 390 592 B at 4.8 TB/s = 0.289707 us. In the quant class (the H200's: 2.382 us, and the
@@ -538,7 +545,7 @@ TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
     SCOPED_TRACE(name(k));
     build_deepseek_tp8(m, sys, k, *g);
     ASSERT_FALSE(g->overflow);
-    const int at = op_index(*g, "q_a_proj");
+    const int at = op_index(*g, "qkv_a_proj");
     ASSERT_GT(at, 0);
     const model::GraphOp& q = g->ops[at - 1];
     ASSERT_STREQ(q.name, "act_quant");
@@ -549,6 +556,65 @@ TEST(EngineKernels, ABlockFp8GemmsActivationsAreQuantisedByAKernelOfTheirOwn) {
     ops::TimeParts p = ops::time_parts(q.cost.expand(), r);
     p.launch = 0;  // replayed in the decode step's graph: no host launch
     EXPECT_NEAR(p.realistic(r, q.kernel), 2.892586e-6, 1e-11);
+  }
+}
+
+TEST(EngineKernels, TheEnginesRunMlasTwoDownProjectionsAsOneGemm) {
+  // SGLang 0.4.6+ (fused_qkv_a_proj_with_mqa, PR #5619), vLLM 0.10+ (fused_qkv_a_proj, PR #21116;
+  // the 0.9-0.10 preset takes 0.10's) and TensorRT-LLM's PyTorch backend (fused_a) run
+  // DeepSeek-V3's q_a_proj (7168 -> 1536) and kv_a_proj (7168 -> 512 + 64) as one GEMM of 2112
+  // columns after one quantisation of its input; vLLM 0.8, V0, SGLang 0.3, the TensorRT engine
+  // flow and the static engine run two. At 64 decode tokens on an H200 at TP 8 (the projections
+  // replicated, whole on each GPU), bytes of each GEMM (its fp8 activations, fp8 weights with a
+  // fp32 scale a 128 x 128 block, bf16 out): q_a_proj 458 752 + 11 010 048 + 2688 + 196 608 =
+  // 11 668 096; kv_a_proj 458 752 + 7168·576 = 4 128 768 + 4 128 768·4/16384 = 1008 + 64·576·2 =
+  // 73 728: 4 662 256; qkv_a_proj 458 752 + 7168·2112 = 15 138 816 + 3696 + 64·2112·2 = 270 336:
+  // 15 871 600, the pair's 16 330 352 less one read of the input. Its weights are the pair's, its
+  // input's quantisation one kernel (before it), and a pass has two kernels fewer a layer: 122
+  // over DeepSeek-V3's 61.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("h200");
+  sys.chips = 8;
+  struct Case {
+    EngineRef engine;
+    bool fused;
+  };
+  const Case cases[] = {{{EngineKind::sglang, 0}, true},   {{EngineKind::sglang, kSglang03Version}, false},
+                        {{EngineKind::vllm, 0}, true},     {{EngineKind::vllm, 13}, true},
+                        {{EngineKind::vllm, 10}, true},    {{EngineKind::vllm, 8}, false},
+                        {{EngineKind::vllm, kVllmV0Version}, false}, {{EngineKind::trtllm, 0}, true},
+                        {{EngineKind::trtllm, kTrtllmEnginesVersion}, false}, {{EngineKind::static_batch, 0}, false}};
+  auto g = std::make_unique<model::Graph>(), apart = std::make_unique<model::Graph>();
+  const auto kernels = [](const model::Graph& x) {
+    double n = 0;
+    for (int i = 0; i < x.op_count; ++i) n += x.ops[i].cost.launches * x.repeat(i);
+    return n;
+  };
+  const auto bytes = [&](const model::GraphOp& op) { return ops::estimate(op.cost.expand(), sys.chip, op.kernel).main_bytes; };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(name(c.engine));
+    EXPECT_EQ(engine_preset(c.engine, sys.chip, 8).fused_qkv_a, c.fused);
+    build_deepseek_tp8(m, sys, c.engine, *g);
+    ASSERT_FALSE(g->overflow);
+    EXPECT_EQ(find_op(*g, "qkv_a_proj") != nullptr, c.fused);
+    EXPECT_EQ(find_op(*g, "q_a_proj") == nullptr, c.fused);
+    EXPECT_EQ(find_op(*g, "kv_a_proj") == nullptr, c.fused);
+    if (!c.fused) continue;
+    const int at = op_index(*g, "qkv_a_proj");
+    const model::GraphOp& fused = g->ops[at];
+    EXPECT_STREQ(g->ops[at - 1].name, "act_quant");
+    EXPECT_EQ(fused.gemm_k, 7168);
+    EXPECT_EQ(fused.gemm_n, 2112);
+    EXPECT_NEAR(bytes(fused), 15871600, 1);
+    build_deepseek_tp8(m, sys, c.engine, *apart, 64, true);
+    const model::GraphOp* q = find_op(*apart, "q_a_proj");
+    const model::GraphOp* kv = find_op(*apart, "kv_a_proj");
+    ASSERT_TRUE(q != nullptr && kv != nullptr);
+    EXPECT_NEAR(bytes(*q), 11668096, 1);
+    EXPECT_NEAR(bytes(*kv), 4662256, 1);
+    EXPECT_EQ(fused.weight_bytes, q->weight_bytes + kv->weight_bytes);
+    EXPECT_EQ(fused.params, q->params + kv->params);
+    EXPECT_EQ(kernels(*apart) - kernels(*g), 122);
   }
 }
 

@@ -187,6 +187,10 @@ struct ForwardConfig {
   /// head unless --enable-dp-lm-head); vLLM's ranks and TensorRT-LLM's attention-DP ranks run them
   /// on their own rows.
   bool gathered_dense = false;
+  /// MLA with a query LoRA (q_lora_rank > 0): q_a_proj and kv_a_proj, which read the same
+  /// hidden states, run as one GEMM "qkv_a_proj" of n = q_lora_rank + kv_lora_rank +
+  /// qk_rope_head_dim, its input quantised once (serving::EngineConfig::fused_qkv_a).
+  bool fused_qkv_a = false;
   /// DeepEP's low-latency buffer: tokens a chip dispatches per call (SGLang's
   /// SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK, 128).
   double deepep_ll_tokens = 128;

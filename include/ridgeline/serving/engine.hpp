@@ -144,6 +144,11 @@ struct EngineConfig {
   /// every rank's rows gathered, split over all GPUs (model::ForwardConfig::gathered_dense):
   /// SGLang 0.4+'s default (engine_preset).
   bool gathered_dense = false;
+  /// MLA's two down-projections of the hidden states, the query's (q_lora_rank wide) and the
+  /// latent's with its RoPE key (kv_lora_rank + qk_rope_head_dim), as one GEMM of their widths
+  /// summed (model::ForwardConfig::fused_qkv_a): SGLang 0.4.6+, vLLM 0.10+, TensorRT-LLM's
+  /// PyTorch backend.
+  bool fused_qkv_a = false;
   /// What MLA's attention op holds, launched from the engine's Python outside whole graphs
   /// (model::ForwardConfig::mla_op): vLLM 0.8 its projections and RoPE too (`projections`, until
   /// PRs #17484 and #17668), vLLM from 0.9 the cache write, absorptions and copies (`absorbed`),
