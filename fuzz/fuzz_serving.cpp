@@ -173,7 +173,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
   serving::WorkloadSpec& w = cfg.workload;
   w.requests = 1 + d[6] % 4;
   // The byte's higher bits: a warm-up of up to all but one request, in one stream or drained first.
-  w.warmup = (d[6] >> 2) % w.requests;
+  w.warmup = ((d[6] >> 2) & 7) % w.requests;
   w.warmup_drained = ((d[6] >> 5) & 1) != 0;
   w.seed = d[7];
   w.prompt.kind = serving::LengthDist::Kind::uniform;
@@ -252,6 +252,7 @@ void simulation(const std::uint8_t* d, std::size_t n) {
       if (r.sustainable && r.measured_requests == 0) __builtin_trap();  // nothing served is not sustainable
       if (!(r.makespan_s >= 0 && r.makespan_s <= 4e6) || !(r.ttft.max <= r.makespan_s)) __builtin_trap();
       if (r.steady_state.window && r.steady_state.reached && r.steady_state.trend_stopped_s < 0) __builtin_trap();
+      if (r.steady_state.drained && r.steady_state.reached) __builtin_trap();  // a drained warm-up leaves an idle fleet
     }
   } catch (const InputError&) {
   }

@@ -138,8 +138,8 @@ serving::WorkloadSpec workload_spec(const WorkloadFlags& f) {
   if (f.warmup_drain != "on" && f.warmup_drain != "off") {
     throw InputError(fmt::format("--warmup-drain: '{}': expected on or off", f.warmup_drain));
   }
-  if (given("--warmup-drain") && w.warmup == 0) {
-    throw InputError("--warmup-drain: how the warm-up ends: give --warmup-requests K too (with none, the measured requests start at once)");
+  if (f.warmup_drain == "on" && w.warmup == 0) {
+    throw InputError("--warmup-drain: on drains a warm-up: give --warmup-requests K too (with none, the measured requests start at once)");
   }
   w.warmup_drained = f.warmup_drain == "on";
   w.seed = static_cast<std::uint64_t>(count_flag(f.seed, "--seed"));

@@ -35,7 +35,7 @@ void Simulation::draw_next() {
     return;
   }
   if (has_next_ && shift_ != 0 && !(next_.arrival_s + to_s(shift_) <= kMaxSimulated_s)) {
-    time_overflow(fmt::format("the arrival of request {}", drawn_), shift_, next_.arrival_s);
+    time_overflow(fmt::format("the arrival of request {}, after the warm-up drained", drawn_), 0, next_.arrival_s + to_s(shift_));
   }
   next_ps_ = has_next_ ? to_ps(next_.arrival_s) + shift_ + front_end_ : kNever;
 }

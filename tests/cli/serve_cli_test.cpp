@@ -110,6 +110,8 @@ TEST(ServeCli, ADrainedWarmUpSaysSoAndIsNoSteadyState) {
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("200 requests (180 warm-up, drained before the measured ones start)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("steady state: NO (the warm-up drained first"), std::string::npos) << text.out;
+  // Off, the default, stands with no warm-up too (on without one is refused: the table of bad input).
+  EXPECT_EQ(run(kSmall + " --concurrency 1 --requests 5 --warmup-drain off").status, 0);
 }
 
 TEST(ServeCli, UsersWithoutThinkTimeAreConcurrencyAndWithItSendLess) {

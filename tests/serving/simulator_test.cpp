@@ -1937,9 +1937,13 @@ RC_GTEST_PROP(Simulator, EveryRequestEndsOnceAndEveryTokenIsCounted, ()) {
   const ServeConfig cfg = random_config(sys);
   std::map<std::int64_t, int> ends;
   double outputs = 0, gaps = 0, decode_s = 0;
+  // A drained warm-up (WorkloadSpec::warmup_drained): the last warm-up's end, the first measured arrival.
+  double warm_end = 0, first_measured = 1e300;
   bool ordered = true, streamed_refusal = false;
   const ServingResult r = simulate(m, sys, cfg, [&](const RequestRecord& q) {
     ++ends[q.id];
+    if (q.warmup && !q.rejected) warm_end = std::max(warm_end, q.arrival_s + q.e2e_s);
+    if (!q.warmup) first_measured = std::min(first_measured, q.arrival_s);
     if (q.rejected) {
       // Refused after a preemption: the gaps of the tokens it had streamed stay in the ITL
       // (its record has no token times to sum them from).
@@ -1962,6 +1966,11 @@ RC_GTEST_PROP(Simulator, EveryRequestEndsOnceAndEveryTokenIsCounted, ()) {
   if (!streamed_refusal) RC_ASSERT(std::abs(r.itl.mean * gaps - decode_s) <= 1e-9 * std::max(1.0, decode_s));
   RC_ASSERT(r.kv_utilisation_max <= 1.0);
   RC_ASSERT(r.measured_requests + r.rejected >= cfg.workload.requests - cfg.workload.warmup);
+  // Drained: no measured request before every warm-up ended, and never a steady state.
+  if (cfg.workload.warmup_drained && cfg.workload.warmup > 0) {
+    RC_ASSERT(first_measured >= warm_end - 1e-9);
+    RC_ASSERT(r.steady_state.drained && !r.steady_state.reached);
+  }
 }
 
 RC_GTEST_PROP(Simulator, LeapsChangeNothing, ()) {

@@ -82,7 +82,8 @@ struct WorkloadSpec {
   /// a phase of its own, as benchmark clients run it (vLLM's `bench serve --num-warmups`,
   /// perf_analyzer's `--warmup-request-count`, AIPerf's, InferenceX's client): the measured
   /// requests start once every warm-up request has ended, on an idle fleet (a closed loop's
-  /// clients all at once; open-loop arrivals shifted to start then, their gaps kept).
+  /// clients all at once; open-loop arrivals shifted to start then, their gaps kept). The
+  /// warm-up requests themselves come as the load sends any request.
   bool warmup_drained = false;
   std::uint64_t seed = 1;
   std::int64_t prefix_groups = 0;  ///< synthetic: requests spread uniformly over this many groups
