@@ -332,6 +332,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
   const serving::MeasuredWindow& ss = r.steady_state;
   j["steady_state"] = {{"reached", ss.reached},
                        {"window", ss.window ? "chosen by the run" : "the requests given"},
+                       {"drained", ss.drained},
                        {"warmup_s", ss.warmup_s},
                        {"window_s", ss.window_s},
                        {"trend_stopped_s", ss.trend_stopped_s >= 0 ? json(ss.trend_stopped_s) : json(nullptr)},

@@ -104,6 +104,8 @@ TEST(ServeCli, ADrainedWarmUpSaysSoAndIsNoSteadyState) {
   EXPECT_FALSE(off["workload"]["warmup_drained"].get<bool>());
   EXPECT_FALSE(on["steady_state"]["reached"].get<bool>());
   EXPECT_TRUE(off["steady_state"]["reached"].get<bool>());
+  EXPECT_TRUE(on["steady_state"]["drained"].get<bool>());
+  EXPECT_FALSE(off["steady_state"]["drained"].get<bool>());
   EXPECT_EQ(on["measured_requests"], 20);
   EXPECT_DOUBLE_EQ(on["ttft_s"]["mean"].get<double>(), off["ttft_s"]["mean"].get<double>());
   const RunResult text = run(cmd + " --warmup-drain on");
