@@ -295,7 +295,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"gen", trace ? json(nullptr) : json(w.gen.text)},
                    {"requests", cfg.window.on ? r.steady_state.sent : w.requests},
                    {"warmup_requests", cfg.window.on ? r.steady_state.warmup_requests : w.warmup},
-                   {"warmup_drained", !cfg.window.on && w.warmup > 0 && w.warmup_drained},
+                   {"warmup_drained", r.steady_state.drained},
                    {"seed", w.seed},
                    {"prefix_groups", w.prefix_groups},
                    {"prefix_tokens", w.prefix_tokens},
@@ -538,7 +538,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   } else {
     s += fmt::format("workload: {}, {}; {} requests ({} warm-up{}), seed {}\n", arrival_text(w), lengths_text(w),
                      w.arrival == serving::Arrival::trace && !w.open_trace ? static_cast<std::int64_t>(w.trace.size()) : w.requests, w.warmup,
-                     w.warmup > 0 && w.warmup_drained ? ", drained before the measured ones start" : "", w.seed);
+                     r.steady_state.drained ? ", drained before the measured ones start" : "", w.seed);
   }
   if (w.prefix_groups > 0) s += fmt::format("          {} prefix groups sharing their first {} tokens\n", w.prefix_groups, w.prefix_tokens);
   if (cfg.forward.sampling == model::ForwardConfig::Sampling::random) {

@@ -109,6 +109,11 @@ class Simulation {
   }
   void arrive(Ps t);
   void release_measured(Ps t);  // a drained warm-up's last request ended at t
+  // Closed loop: up to --concurrency clients, at most n, each sending a request at t.
+  void send_clients(Ps t, std::int64_t n);
+  // The run drains its warm-up before the measured requests (WorkloadSpec::warmup_drained; a
+  // fixed count's, never a window's).
+  bool drains_warmup() const noexcept { return !window_ && cfg_.workload.warmup_drained && cfg_.workload.warmup > 0; }
   bool fits_cache(const Tier& k, const Req& q);  // noted in cache_slack_
   bool fits_step(const Tier& k, const Req& q) const;
   std::int32_t dense_group(std::int32_t group);

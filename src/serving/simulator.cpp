@@ -215,12 +215,9 @@ Simulation::Simulation(const model::ModelConfig& m, const hw::System& sys, const
 ServingResult Simulation::run() {
   const auto wall0 = std::chrono::steady_clock::now();
   closed_ = cfg_.workload.arrival == Arrival::closed;
-  warming_ = !window_ && cfg_.workload.warmup_drained && cfg_.workload.warmup > 0;
-  if (closed_) {
-    // A drained warm-up's clients send only its requests first (release_measured).
-    const std::int64_t first = warming_ ? cfg_.workload.warmup : total_;
-    for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < first; ++i) pending_.push(front_end_);
-  }
+  warming_ = drains_warmup();
+  // A drained warm-up's clients send only its requests first (release_measured).
+  if (closed_) send_clients(0, warming_ ? cfg_.workload.warmup : total_);
   draw_next();
   Ps last = 0;  // the events at this time are in
   for (;;) {

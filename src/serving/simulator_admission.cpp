@@ -47,14 +47,17 @@ void Simulation::draw_next() {
 void Simulation::release_measured(Ps t) {
   warming_ = false;
   if (closed_) {
-    const std::int64_t clients = std::min(cfg_.workload.concurrency, total_ - cfg_.workload.warmup);
-    for (std::int64_t i = 0; i < clients; ++i) pending_.push(t + front_end_);
+    send_clients(t, total_ - cfg_.workload.warmup);
     return;
   }
   if (!held_) return;
   held_ = false;
   shift_ = t - to_ps(next_.arrival_s);
   next_ps_ = t + front_end_;
+}
+
+void Simulation::send_clients(Ps t, std::int64_t n) {
+  for (std::int64_t i = 0; i < cfg_.workload.concurrency && i < n; ++i) pending_.push(t + front_end_);
 }
 
 void Simulation::arrive(Ps t) {

@@ -103,7 +103,7 @@ void Simulation::summarise_window(ServingResult& r) const {
   } else {
     // A fixed count: steady when the trend had stopped by the first measured arrival; never
     // after a drained warm-up, whose measured requests start on an idle fleet.
-    s.drained = cfg_.workload.warmup_drained && cfg_.workload.warmup > 0;
+    s.drained = drains_warmup();
     s.warmup_s = measured_arrivals_ > 0 ? first_arrival_measured_ : 0;
     s.window_s = last_measured_arrival_ - first_arrival_measured_;
     s.reached = !s.drained && trend_stopped_s_ >= 0 && measured_arrivals_ > 0 && trend_stopped_s_ <= first_arrival_measured_ &&
