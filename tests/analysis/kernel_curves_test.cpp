@@ -767,6 +767,23 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
               192.103e-6 * 1e-4);
 }
 
+TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
+  // cuDNN's flash forward on a B200, 128 query heads over 8 KV heads of 128, causal, one
+  // sequence of 2048 tokens: 151 us (data/hardware/nvidia/b200.yaml's attention curve). At the
+  // fit (matrix 0.7318 of 2.25 PFLOP/s = 1.64655 PFLOP/s, 772 keys' work a tile, no share):
+  // pairs 2048 x 2049 / 2 = 2098176; 16 query tiles seeing 1 + ... + 16 = 136 key tiles,
+  // 136 x 16384 = 2228224 computed (130048 wasted), and 16 x 128 x 772 = 1581056 keys of tile
+  // work; 2 x 128 x (128 + 128) x 3809280 = 249644974080 FLOPs: 151.617 us. The softmax, 128 x
+  // (5 x 2098176 + 2048 x 128) fp32 FLOPs at 0.8 of 75 TFLOP/s (22.94 us) and 268566528
+  // exponentials at 4.395 T/s (61.1 us), stays under it; plus the chip's 0.8 us: 152.417 us
+  // (+0.9%). With the chip's figures, as before the curve, it was 95.6 us.
+  hw::CurvePoint p;
+  p.op = CurveOp::attention;
+  p.batch = 1, p.kv_len = 2048, p.heads = 128, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
+  p.time_s = 151e-6;
+  EXPECT_NEAR(priced_on("b200", KernelClass::attention, hw::CurveTiming::graph, p), 152.417e-6, 152.417e-6 * 1e-5);
+}
+
 // Out of the fit: cuDNN's flash forward on an H200 (NVIDIA/cudnn-frontend benchmark/
 // sdpa_benchmark_training/results/h200_919_only_cudnn/, dsv3_20260227_034744.csv and
 // llama3.1_20260227_034703.csv: cuDNN backend 91901, frontend 1.19.0, one sequence, fwd_time_ms)
