@@ -247,9 +247,11 @@ class Simulation {
   Ps next_ps_ = kNever;  // the next arrival's time (open loop)
   // A drained warm-up (WorkloadSpec::warmup_drained) still running: the measured requests wait
   // until its last request ends (release_measured). An open loop's next request held meanwhile
-  // (held_), its arrival then shifted by shift_, as every arrival after it.
+  // (held_), its arrival then shifted by shift_, as every arrival after it. warm_end_: the
+  // latest end of its requests recorded so far (an end sent with the next step's outputs is
+  // recorded at its own time, which may come after a later-recorded one's: record_end).
   bool warming_ = false, held_ = false;
-  Ps shift_ = 0;
+  Ps shift_ = 0, warm_end_ = 0;
   std::int64_t drawn_ = 0;  // open loop: the requests drawn from the source so far
   // Closed loop: when each free user's next request reaches the scheduler, the earliest first
   // (think times drawn apart need not keep their order).

@@ -115,7 +115,13 @@ void Simulation::record(const RequestRecord& rec, Ps t) {
     if (!(to_s(t) + think <= kMaxSimulated_s)) time_overflow(fmt::format("the think time of the user of request {}", rec.id + 1), t, think);
     pending_.push(t + to_ps(think) + front_end_);
   }
-  if (warming_ && finished_ == cfg_.workload.warmup) release_measured(t);
+  if (warming_) {
+    // The client starts its measured requests once every warm-up has come back: at the latest
+    // of their ends, not the last recorded (vLLM V0 records an end at the time its step's
+    // outputs go out, which can come after an end recorded later on another instance).
+    warm_end_ = std::max(warm_end_, t);
+    if (finished_ == cfg_.workload.warmup) release_measured(warm_end_);
+  }
   if (sink_) sink_(rec);
   if (progress_ && (finished_ & 0xffff) == 0) progress_(static_cast<double>(finished_) / static_cast<double>(total_));
   if (window_state_ == 1) {

@@ -490,6 +490,46 @@ TEST(Warmup, ADrainedWarmUpShiftsAnOpenLoopsArrivalsToStartWhenItEnded) {
   }
 }
 
+TEST(Warmup, ADrainedWarmUpReleasesItsRunAtTheLatestEndOfAnyInstance) {
+  // vLLM V0 (async output processing: an end goes out with the next step's outputs, recorded at
+  // that time) on two replicas, four decode steps a scheduler call, three clients, 20 requests of
+  // uniform 1-600 prompt tokens and one output token, the first 10 a drained warm-up (the
+  // property test EveryRequestEndsOnceAndEveryTokenIsCounted's shrunk counterexample). One
+  // instance records a warm-up's end at 12.528 ms after the other recorded one at 12.631 ms: the
+  // tenth recorded is not the latest, and the measured clients started at 12.528 ms, before the
+  // warm-up had all come back. They start at the latest end of any warm-up.
+  const model::ModelConfig m = io::bundled_model("llama-3.1-8b");
+  const hw::System sys = h100();
+  ServeConfig cfg = base(EngineRef{EngineKind::vllm, 6}, sys);
+  cfg.engine.scheduler_steps = 4;
+  WorkloadSpec& w = cfg.workload;
+  w.requests = 20;
+  w.seed = 141;
+  w.prompt = parse_length("uniform:1,600", "--prompt");
+  w.gen = parse_length("1", "--gen");
+  w.arrival = Arrival::closed;
+  w.concurrency = 3;
+  w.prefix_groups = 1;
+  w.prefix_tokens = 1;
+  w.warmup = 10;
+  w.warmup_drained = true;
+  cfg.engine.max_batched_tokens = 256;
+  cfg.engine.max_num_seqs = 64;
+  cfg.engine.kv_blocks_override = 50;
+  cfg.replicas = 2;
+  cfg.find_max_rate = false;
+  for (const Router router : {Router::round_robin, Router::least_loaded, Router::prefix}) {
+    cfg.router = router;
+    double warm_end = 0, first_measured = 1e300;
+    simulate(m, sys, cfg, [&](const RequestRecord& q) {
+      if (q.warmup) warm_end = std::max(warm_end, q.arrival_s + q.e2e_s);
+      else first_measured = std::min(first_measured, q.arrival_s);
+    });
+    EXPECT_GE(first_measured, warm_end - 1e-12) << static_cast<int>(router);
+    EXPECT_LT(first_measured, warm_end + 1e-3) << static_cast<int>(router);  // (not later: the clients send at once)
+  }
+}
+
 TEST(MeasurementWindow, DoublingADefaultRunsRequestsMovesItsTpotP99ByUnderThreePercent) {
   // Issue 40's first example, Llama 3.1 8B on 4 H100 replicas, prompts and outputs lognormal
   // around 1000 and 250 tokens, at 80 req/s (100 is beyond the fleet: its queue grows, no steady
