@@ -784,9 +784,27 @@ TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
   EXPECT_NEAR(priced_on("b200", KernelClass::attention, hw::CurveTiming::graph, p), 152.417e-6, 152.417e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheGb200PricesShortPromptsAttentionAtCudnnsCurve) {
+  // cuDNN's flash forward on a GB200 (profiler kernel time): two sequences of 2048 tokens, 64
+  // query heads over 8 KV heads of 128, causal: 125 us (data/hardware/nvidia/gb200-nvl72.yaml's
+  // attention curve). At the fit (matrix 0.7296 of 2.5 PFLOP/s = 1.824 PFLOP/s, 574 keys' work a
+  // tile, no share), each sequence's 2098176 pairs, 130048 wasted on the diagonal (136 key tiles
+  // of 16384) and 16 x 128 x 574 = 1175552 keys of tile work: 2 x 64 x (128 + 128) x 2 x 3403776
+  // = 223069863936 FLOPs, 122.297 us. The softmax (2 x 64 x (5 x 2098176 + 2048 x 128) fp32
+  // FLOPs at 0.8 of 80 TFLOP/s, 21.5 us; 268566528 exponentials at 4.883 T/s, 55.0 us) stays
+  // under it, and a profiler's kernel time leaves the 0.8 us boundary out: 122.297 us (-2.2%).
+  // With the chip's figures, as before the curve, it was 86.9 us (-30.5%).
+  hw::CurvePoint p;
+  p.op = CurveOp::attention;
+  p.batch = 2, p.kv_len = 2048, p.heads = 64, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
+  p.time_s = 125e-6;
+  EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::attention, hw::CurveTiming::kernel, p), 122.297e-6, 122.297e-6 * 1e-5);
+}
+
 // Out of the fit: cuDNN's flash forward on an H200 (NVIDIA/cudnn-frontend benchmark/
 // sdpa_benchmark_training/results/h200_919_only_cudnn/, dsv3_20260227_034744.csv and
-// llama3.1_20260227_034703.csv: cuDNN backend 91901, frontend 1.19.0, one sequence, fwd_time_ms)
+// llama3.1_20260227_034703.csv: cuDNN backend 91901, frontend 1.19.0, one sequence, fwd_time_ms:
+// benchmark_single_sdpa.py's torch-profiler kernel time)
 // against the H200's attention class, which is the H100's fit of FlashAttention-3's forward
 // (fp16, head dim 128, 2024). DeepSeek-V3's prompt attention (MLA without absorption: 128
 // heads, query and key head dim 192, value 128) under the causal mask at 8192 tokens, by hand:
@@ -795,11 +813,12 @@ TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
 // 2 x 128 x (192 + 128) x (34078720 + 2293760) = 2979633561600 FLOPs at 0.718 of 989.4
 // TFLOP/s (710.3892 TFLOP/s): 4.194368 ms, the matrix part binding (its softmax, 128 x (5 x
 // 33558528 + 8192 x 128) fp32 FLOPs at 0.8 of 66.9 TFLOP/s, 0.403806 ms, and its exps keep 0.7
-// of the two parts under it); plus the chip's 1.3 us: 4.195668 ms, measured 4.278 (-1.9%). Every bf16 and fp8
+// of the two parts under it), a profiler's kernel time without the chip's 1.3 us boundary: 4.194368 ms, measured
+// 4.278 (-2.0%). Every bf16 and fp8
 // point of the two files, Llama 3.1 405B's shape too (64 query heads over 8 KV heads of 128,
-// with and without the mask, 2k-32k tokens), comes within 15% (-14.4% to +10.2%): the class
+// with and without the mask, 2k-32k tokens), comes within 16% (-15.7% to +10.2%): the class
 // holds on another library's kernels, another head dim and fp8.
-TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinFifteenPercent) {
+TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinSixteenPercent) {
   auto point = [](double heads, double kv_heads, double dqk, double dv, double seq, bool causal, DType dt, double ms) {
     hw::CurvePoint p;
     p.op = CurveOp::attention;
@@ -809,8 +828,8 @@ TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinFifteenPercen
     p.time_s = ms * 1e-3;
     return p;
   };
-  EXPECT_NEAR(priced_on("h200", KernelClass::attention, hw::CurveTiming::graph, point(128, 128, 192, 128, 8192, true, DType::bf16, 4.278)),
-              4.195668e-3, 4.195668e-3 * 1e-6);
+  EXPECT_NEAR(priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel, point(128, 128, 192, 128, 8192, true, DType::bf16, 4.278)),
+              4.194368e-3, 4.194368e-3 * 1e-6);
   struct Measured {
     double heads, kv_heads, dqk, dv, seq;
     bool causal;
@@ -833,8 +852,8 @@ TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinFifteenPercen
       {64, 8, 128, 128, 32768, false, fp8, 33.120}};
   for (const Measured& m : rows) {
     const double predicted =
-        priced_on("h200", KernelClass::attention, hw::CurveTiming::graph, point(m.heads, m.kv_heads, m.dqk, m.dv, m.seq, m.causal, m.dt, m.ms));
-    EXPECT_NEAR(predicted, m.ms * 1e-3, 0.15 * m.ms * 1e-3)
+        priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel, point(m.heads, m.kv_heads, m.dqk, m.dv, m.seq, m.causal, m.dt, m.ms));
+    EXPECT_NEAR(predicted, m.ms * 1e-3, 0.16 * m.ms * 1e-3)
         << m.heads << " heads of " << m.dqk << "/" << m.dv << ", " << m.seq << " tokens, causal " << m.causal << ", " << name(m.dt);
   }
 }
