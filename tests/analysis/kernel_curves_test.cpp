@@ -801,6 +801,23 @@ TEST(KernelCurves, TheGb200PricesShortPromptsAttentionAtCudnnsCurve) {
   EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::attention, hw::CurveTiming::kernel, p), 122.297e-6, 122.297e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheMi300xPricesAPromptsAttentionAtAitersCurve) {
+  // AITER's asm flash forward on an MI300X, one sequence of 8192 tokens, 64 query heads over 8 KV
+  // heads of 128, causal: 518.29 TFLOPS by the table's count (4 x 8192² x 64 x 128 / 2), 2.1214 ms
+  // (data/hardware/amd/mi300x.yaml's attention curve). At the fit (matrix 0.462 of 1307.4
+  // TFLOP/s = 604.0188 TFLOP/s, 426 keys' work a tile, no share; the chip keeps no kernel
+  // boundary): 33558528 pairs, 2080 key tiles of 16384 computed (520192 wasted), 64 x 128 x 426
+  // = 3489792 keys of tile work: 2 x 64 x (128 + 128) x 37568512 = 1231045001216 FLOPs, 2.038091
+  // ms (-3.9%). The softmax (64 x (5 x 33558528 + 8192 x 128) fp32 FLOPs at 0.8 of 163.4
+  // TFLOP/s, 82.7 us; 2147745792 exponentials at 10.2144 T/s, 210.3 us) stays under it. With the
+  // chip's figures, as before the curve, it was 1.068 ms (-50%).
+  hw::CurvePoint p;
+  p.op = CurveOp::attention;
+  p.batch = 1, p.kv_len = 8192, p.heads = 64, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
+  p.time_s = 2.1214e-3;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention, hw::CurveTiming::graph, p), 2.038091e-3, 2.038091e-3 * 1e-6);
+}
+
 // Out of the fit: cuDNN's flash forward on an H200 (NVIDIA/cudnn-frontend benchmark/
 // sdpa_benchmark_training/results/h200_919_only_cudnn/, dsv3_20260227_034744.csv and
 // llama3.1_20260227_034703.csv: cuDNN backend 91901, frontend 1.19.0, one sequence, fwd_time_ms:
