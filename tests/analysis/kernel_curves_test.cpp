@@ -29,6 +29,19 @@ hw::CurvePoint elementwise(double bytes, double time) {
   return p;
 }
 
+// A flash forward over `batch` sequences of `seq` tokens (queries and keys), at head dims `dqk`
+// and `dv`, measured at `time` seconds.
+hw::CurvePoint prompt_attention(double batch, double seq, double heads, double kv_heads, double dqk, double dv, bool causal,
+                                DType dtype, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::attention;
+  p.batch = batch, p.kv_len = seq, p.heads = heads, p.kv_heads = kv_heads, p.head_dim = dqk, p.v_head_dim = dv;
+  p.causal = causal;
+  p.dtype = dtype;
+  p.time_s = time;
+  return p;
+}
+
 hw::CurvePoint allreduce(double bytes, int chips, double time) {
   hw::CurvePoint p;
   p.op = CurveOp::allreduce;
@@ -773,15 +786,14 @@ TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
   // fit (matrix 0.7318 of 2.25 PFLOP/s = 1.64655 PFLOP/s, 772 keys' work a tile, no share):
   // pairs 2048 x 2049 / 2 = 2098176; 16 query tiles seeing 1 + ... + 16 = 136 key tiles,
   // 136 x 16384 = 2228224 computed (130048 wasted), and 16 x 128 x 772 = 1581056 keys of tile
-  // work; 2 x 128 x (128 + 128) x 3809280 = 249644974080 FLOPs: 151.617 us. The softmax, 128 x
-  // (5 x 2098176 + 2048 x 128) fp32 FLOPs at 0.8 of 75 TFLOP/s (22.94 us) and 268566528
-  // exponentials at 4.395 T/s (61.1 us), stays under it; plus the chip's 0.8 us: 152.417 us
-  // (+0.9%). With the chip's figures, as before the curve, it was 95.6 us.
-  hw::CurvePoint p;
-  p.op = CurveOp::attention;
-  p.batch = 1, p.kv_len = 2048, p.heads = 128, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
-  p.time_s = 151e-6;
-  EXPECT_NEAR(priced_on("b200", KernelClass::attention, hw::CurveTiming::graph, p), 152.417e-6, 152.417e-6 * 1e-5);
+  // work; 2 x 128 x (128 + 128) x 3809280 = 249644974080 FLOPs: 151.617 us. The softmax's part
+  // (128 x (5 x 2098176 + 2048 x 128) fp32 FLOPs at the 75 TFLOP/s vector peak, each of its
+  // 268566528 exponentials at 4.395 T/s in place of one of them, over 0.8: 94.848 us) stays under
+  // it; plus the chip's 0.8 us: 152.417 us (+0.9%). With the chip's figures, as before the curve,
+  // the softmax's part bound it: 95.6 us.
+  EXPECT_NEAR(priced_on("b200", KernelClass::attention, hw::CurveTiming::graph,
+                        prompt_attention(1, 2048, 128, 8, 128, 128, true, DType::bf16, 151e-6)),
+              152.417e-6, 152.417e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheGb200PricesShortPromptsAttentionAtCudnnsCurve) {
@@ -790,15 +802,14 @@ TEST(KernelCurves, TheGb200PricesShortPromptsAttentionAtCudnnsCurve) {
   // attention curve). At the fit (matrix 0.7296 of 2.5 PFLOP/s = 1.824 PFLOP/s, 574 keys' work a
   // tile, no share), each sequence's 2098176 pairs, 130048 wasted on the diagonal (136 key tiles
   // of 16384) and 16 x 128 x 574 = 1175552 keys of tile work: 2 x 64 x (128 + 128) x 2 x 3403776
-  // = 223069863936 FLOPs, 122.297 us. The softmax (2 x 64 x (5 x 2098176 + 2048 x 128) fp32
-  // FLOPs at 0.8 of 80 TFLOP/s, 21.5 us; 268566528 exponentials at 4.883 T/s, 55.0 us) stays
-  // under it, and a profiler's kernel time leaves the 0.8 us boundary out: 122.297 us (-2.2%).
-  // With the chip's figures, as before the curve, it was 86.9 us (-30.5%).
-  hw::CurvePoint p;
-  p.op = CurveOp::attention;
-  p.batch = 2, p.kv_len = 2048, p.heads = 64, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
-  p.time_s = 125e-6;
-  EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::attention, hw::CurveTiming::kernel, p), 122.297e-6, 122.297e-6 * 1e-5);
+  // = 223069863936 FLOPs, 122.297 us. The softmax's part (2 x 64 x (5 x 2098176 + 2048 x 128)
+  // fp32 FLOPs at the 80 TFLOP/s vector peak, each of its 268566528 exponentials at 4.883 T/s in
+  // place of one of them, over 0.8: 86.060 us) stays under it, and a profiler's kernel time
+  // leaves the 0.8 us boundary out: 122.297 us (-2.2%). With the chip's figures, as before the
+  // curve, the softmax's part bound it: 86.06 us (-31.2%).
+  EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::attention, hw::CurveTiming::kernel,
+                        prompt_attention(2, 2048, 64, 8, 128, 128, true, DType::bf16, 125e-6)),
+              122.297e-6, 122.297e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheMi300xPricesAPromptsAttentionAtAitersCurve) {
@@ -808,44 +819,35 @@ TEST(KernelCurves, TheMi300xPricesAPromptsAttentionAtAitersCurve) {
   // TFLOP/s = 602.84214 TFLOP/s, 413 keys' work a tile, no share): 33558528 pairs, 2080 key tiles
   // of 16384 computed (520192 wasted), 64 x 128 x 413 = 3383296 keys of tile work: 2 x 64 x (128
   // + 128) x 37462016 = 1227555340288 FLOPs, 2.036280 ms, plus the chip's 1.536 us kernel
-  // boundary: 2.037816 ms (-3.9%). The softmax (64 x (5 x 33558528 + 8192 x 128) fp32 FLOPs at
-  // 0.8 of 163.4 TFLOP/s, 82.7 us; 2147745792 exponentials at 10.2144 T/s, 210.3 us) stays under
-  // it. With the chip's figures, as before the curve, it was 1.068 ms (-50%).
-  hw::CurvePoint p;
-  p.op = CurveOp::attention;
-  p.batch = 1, p.kv_len = 8192, p.heads = 64, p.kv_heads = 8, p.head_dim = 128, p.causal = true;
-  p.time_s = 2.1214e-3;
-  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention, hw::CurveTiming::graph, p), 2.037816e-3, 2.037816e-3 * 1e-6);
+  // boundary: 2.037816 ms (-3.9%). The softmax's part (64 x (5 x 33558528 + 8192 x 128) fp32
+  // FLOPs at the 163.4 TFLOP/s vector peak, each of its 2147745792 exponentials at 10.2144 T/s in
+  // place of one of them, over 0.8: 329.07 us) stays under it. With the chip's figures, as before
+  // the curve, it was 1.068 ms (-50%).
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention, hw::CurveTiming::graph,
+                        prompt_attention(1, 8192, 64, 8, 128, 128, true, DType::bf16, 2.1214e-3)),
+              2.037816e-3, 2.037816e-3 * 1e-6);
 }
 
-// Out of the fit: cuDNN's flash forward on an H200 (NVIDIA/cudnn-frontend benchmark/
-// sdpa_benchmark_training/results/h200_919_only_cudnn/, dsv3_20260227_034744.csv and
+// Out of the fit: cuDNN's flash forward on an H200 (NVIDIA/cudnn-frontend
+// benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn/, dsv3_20260227_034744.csv and
 // llama3.1_20260227_034703.csv: cuDNN backend 91901, frontend 1.19.0, one sequence, fwd_time_ms:
-// benchmark_single_sdpa.py's torch-profiler kernel time)
-// against the H200's attention class, which is the H100's fit of FlashAttention-3's forward
-// (fp16, head dim 128, 2024). DeepSeek-V3's prompt attention (MLA without absorption: 128
-// heads, query and key head dim 192, value 128) under the causal mask at 8192 tokens, by hand:
-// pairs 8192 x 8193 / 2 = 33558528; 64 query tiles of 128, tile j seeing j + 1 key tiles:
-// 2080 x 128 x 128 = 34078720 computed (520192 wasted), and 64 x 128 x 280 keys of tile work;
-// 2 x 128 x (192 + 128) x (34078720 + 2293760) = 2979633561600 FLOPs at 0.718 of 989.4
-// TFLOP/s (710.3892 TFLOP/s): 4.194368 ms, the matrix part binding (its softmax, 128 x (5 x
-// 33558528 + 8192 x 128) fp32 FLOPs at 0.8 of 66.9 TFLOP/s, 0.403806 ms, and its exps keep 0.7
-// of the two parts under it), a profiler's kernel time without the chip's 1.3 us boundary: 4.194368 ms, measured
-// 4.278 (-2.0%). Every bf16 and fp8
-// point of the two files, Llama 3.1 405B's shape too (64 query heads over 8 KV heads of 128,
-// with and without the mask, 2k-32k tokens), comes within 16% (-15.7% to +10.2%): the class
-// holds on another library's kernels, another head dim and fp8.
+// benchmark_single_sdpa.py's torch-profiler kernel time) against the H200's attention class, which
+// is the H100's fit of FlashAttention-3's forward (fp16, head dim 128, 2024). DeepSeek-V3's prompt
+// attention (MLA without absorption: 128 heads, query and key head dim 192, value 128) under the
+// causal mask at 8192 tokens, by hand: pairs 8192 x 8193 / 2 = 33558528; 64 query tiles of 128,
+// tile j seeing j + 1 key tiles: 2080 x 128 x 128 = 34078720 computed (520192 wasted), and 64 x
+// 128 x 280 keys of tile work; 2 x 128 x (192 + 128) x (34078720 + 2293760) = 2979633561600 FLOPs
+// at 0.718 of 989.4 TFLOP/s (710.3892 TFLOP/s): 4.194368 ms, the matrix part binding (its
+// softmax's part, 128 x (5 x 33558528 + 8192 x 128) fp32 FLOPs at the 66.9 TFLOP/s vector peak,
+// each exponential at 3.9 T/s in place of one of them, over 0.8: 1.700306 ms; 0.7 of the two
+// parts, 4.126272 ms, under it); a profiler's kernel time leaves out the chip's 1.3 us boundary:
+// 4.194368 ms, measured 4.278 (-2.0%). Every bf16 and fp8 point of the two files, Llama 3.1 405B's
+// shape too (64 query heads over 8 KV heads of 128, with and without the mask, 2k-32k tokens),
+// comes within 16% (-15.7% to +10.2%): the class holds on another library's kernels, another head
+// dim and fp8.
 TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinSixteenPercent) {
-  auto point = [](double heads, double kv_heads, double dqk, double dv, double seq, bool causal, DType dt, double ms) {
-    hw::CurvePoint p;
-    p.op = CurveOp::attention;
-    p.batch = 1, p.kv_len = seq, p.heads = heads, p.kv_heads = kv_heads, p.head_dim = dqk, p.v_head_dim = dv;
-    p.causal = causal;
-    p.dtype = dt;
-    p.time_s = ms * 1e-3;
-    return p;
-  };
-  EXPECT_NEAR(priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel, point(128, 128, 192, 128, 8192, true, DType::bf16, 4.278)),
+  EXPECT_NEAR(priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel,
+                        prompt_attention(1, 8192, 128, 128, 192, 128, true, DType::bf16, 4.278e-3)),
               4.194368e-3, 4.194368e-3 * 1e-6);
   struct Measured {
     double heads, kv_heads, dqk, dv, seq;
@@ -869,7 +871,8 @@ TEST(KernelCurves, TheH200PricesCudnnsFlashForwardOfMlaAndGqaWithinSixteenPercen
       {64, 8, 128, 128, 32768, false, fp8, 33.120}};
   for (const Measured& m : rows) {
     const double predicted =
-        priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel, point(m.heads, m.kv_heads, m.dqk, m.dv, m.seq, m.causal, m.dt, m.ms));
+        priced_on("h200", KernelClass::attention, hw::CurveTiming::kernel,
+                  prompt_attention(1, m.seq, m.heads, m.kv_heads, m.dqk, m.dv, m.causal, m.dt, m.ms * 1e-3));
     EXPECT_NEAR(predicted, m.ms * 1e-3, 0.16 * m.ms * 1e-3)
         << m.heads << " heads of " << m.dqk << "/" << m.dv << ", " << m.seq << " tokens, causal " << m.causal << ", " << name(m.dt);
   }
