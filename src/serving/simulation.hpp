@@ -108,7 +108,7 @@ class Simulation {
     return next_ps_;
   }
   void arrive(Ps t);
-  void release_measured(Ps t);  // a drained warm-up's last request ended at t
+  void release_measured(Ps t);  // a drained warm-up's requests have all ended, the latest at t
   // Closed loop: up to --concurrency clients, at most n, each sending a request at t.
   void send_clients(Ps t, std::int64_t n);
   // The run drains its warm-up before the measured requests (WorkloadSpec::warmup_drained; a

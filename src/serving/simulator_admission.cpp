@@ -40,10 +40,11 @@ void Simulation::draw_next() {
   next_ps_ = has_next_ ? to_ps(next_.arrival_s) + shift_ + front_end_ : kNever;
 }
 
-// A drained warm-up's last request ended at t: the measured requests start now, on an idle
-// fleet, as a benchmark client starts its run once its warm-up requests have returned. A
-// closed loop's clients all send at once; an open loop's arrivals shift so that the first
-// measured one is sent now, the gaps after it kept.
+// A drained warm-up's last request ended at t (the latest end of its requests, which may lie
+// after the clock: an end sent with the next step's outputs, Simulation::record): the measured
+// requests start at t, on an idle fleet, as a benchmark client starts its run once its warm-up
+// requests have returned. A closed loop's clients all send at once; an open loop's arrivals
+// shift so that the first measured one is sent at t, the gaps after it kept.
 void Simulation::release_measured(Ps t) {
   warming_ = false;
   if (closed_) {
