@@ -181,6 +181,23 @@ TEST(KernelCurves, TheH100PricesADecodeTokensQuantisationAtItsCurvesFixedTime) {
               2.392746e-6, 2.392746e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheB200PricesANormFusedWithItsQuantisationAtFlashInfersCurve) {
+  // FlashInfer's rmsnorm_quant on a B200 (sglang PR #32994, 4096 tokens of 4096: 11.798 us
+  // measured) at the B200's norm figures (memory 0.6176 of 8 TB/s = 4.9408 TB/s, 1.466 us):
+  // 4096·4096 bf16 read (33554432 B), written in fp8 (16777216 B), γ in bf16 (8192 B):
+  // 50339840 B / 4.9408e12 = 10.188601 us, + 1.466 = 11.654601 us (its 4096·(4·4096 + 2)
+  // fp32 FLOPs, 1.1 us at 0.8 of 75 TFLOP/s, stay under). The chip's figures priced it at 0.9 of
+  // 8 TB/s and the 0.8 us boundary: 7.79 us, 34% short.
+  hw::CurvePoint n;
+  n.op = CurveOp::rmsnorm;
+  n.tokens = 4096, n.hidden = 4096, n.out_dtype = DType::fp8_e4m3, n.time_s = 11.798e-6;
+  EXPECT_NEAR(priced_on("b200", KernelClass::norm, hw::CurveTiming::graph, n), 11.654601e-6, 11.654601e-6 * 1e-5);
+  // The 1x128 quantisation of one decode token's 7168 activations (21728 B, above) takes the
+  // norms' figures, having none of its own on the chip: 1.466 + 0.0043977 = 1.4703977 us.
+  EXPECT_NEAR(priced_on("b200", KernelClass::quant, hw::CurveTiming::graph, group_quant(1, 7168, false, 2e-6)),
+              1.4703977e-6, 1.4703977e-6 * 1e-5);
+}
+
 TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {
   // DeepSeek-V3's routing kernels as profilers timed them on H200s (data/hardware/nvidia/
   // h200.yaml): 8, 7.3, 7 and 4 us, each with the 1.3 us boundary back: t = 9.3, 8.6, 8.3 and
