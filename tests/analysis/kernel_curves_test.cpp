@@ -198,6 +198,24 @@ TEST(KernelCurves, TheB200PricesANormFusedWithItsQuantisationAtFlashInfersCurve)
               1.4703977e-6, 1.4703977e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheMi300xPricesVllmsFusedAddNormAndQuantisationAtItsCurve) {
+  // vLLM 0.6.6's scaled_fused_add_rms_norm on an MI300X (the Hugging Face blog's table, 1024
+  // rows of 16384: 44.81 us measured) at the MI300X's norm figures (memory 0.6688 of 5.3 TB/s
+  // = 3.54464 TB/s, 5.124 us): 1024·16384 fp16 rows and residuals read (2 + 2 B), their sum
+  // written back (2 B) and the fp8 output (1 B), 117440512 B, and γ (32768 B): 117473280 B /
+  // 3.54464e12 = 33.14110 us, + 5.124 = 38.26510 us (-14.6%: the fit's). The chip's figures
+  // priced one row at 1.567 us (0.9 of the bandwidth, the 1.536 us boundary) against 5.51.
+  hw::CurvePoint n;
+  n.op = CurveOp::rmsnorm;
+  n.tokens = 1024, n.hidden = 16384, n.residual = true, n.dtype = DType::fp16, n.out_dtype = DType::fp8_e4m3;
+  n.time_s = 44.8143e-6;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::norm, hw::CurveTiming::graph, n), 38.26510e-6, 38.26510e-6 * 1e-5);
+  // The 1x128 quantisation of one decode token's 7168 activations (21728 B) at the norms'
+  // figures: 5.124 + 0.0061298 = 5.1301298 us.
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::quant, hw::CurveTiming::graph, group_quant(1, 7168, false, 6e-6)),
+              5.1301298e-6, 5.1301298e-6 * 1e-5);
+}
+
 TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {
   // DeepSeek-V3's routing kernels as profilers timed them on H200s (data/hardware/nvidia/
   // h200.yaml): 8, 7.3, 7 and 4 us, each with the 1.3 us boundary back: t = 9.3, 8.6, 8.3 and
