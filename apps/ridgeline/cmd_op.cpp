@@ -346,7 +346,7 @@ void run_sweep(OpKind kind, const OpFlags& f, const Sweep& sw, analysis::OpConfi
     }
     ops::Cost cost = analysis::op_cost(cfg, sys);
     ops::check_supported(cost, chip);
-    const ops::Estimate e = ops::estimate(cost, chip, analysis::kernel_class(cfg.kind));
+    const ops::Estimate e = ops::estimate(cost, chip, analysis::op_kernel_class(cfg, chip));
     xs.push_back(static_cast<double>(value));
     ys.push_back(e.attained_flops_per_s);
     ts.push_back(e.t_lower_s);
@@ -425,7 +425,7 @@ void register_op(CLI::App& root, std::vector<Command>& commands) {
                             hw::System sys = op_system(f->hw, cfg);
                             ops::Cost cost = analysis::op_cost(cfg, sys);
                             ops::check_supported(cost, sys.chip);
-                            ops::Estimate e = ops::estimate(cost, sys.chip, analysis::kernel_class(cfg.kind));
+                            ops::Estimate e = ops::estimate(cost, sys.chip, analysis::op_kernel_class(cfg, sys.chip));
                             ops::add_host_time(e, host_s);
                             if (is_collective(kind)) {
                               const comm::Priced pr = analysis::op_collective(cfg, sys);

@@ -683,7 +683,7 @@ constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,   
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
                                   KernelClass::deepep_intranode_dispatch, KernelClass::deepep_intranode_combine,
                                   KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm,
-                                  KernelClass::gemm_expert_w4a16};
+                                  KernelClass::gemm_expert_w4a16, KernelClass::gemm_fp8};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 
 bool has_curves(const hw::ChipSpec& chip, KernelClass cls) {

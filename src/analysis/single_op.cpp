@@ -144,6 +144,13 @@ void validate(const OpConfig& op) {
   }
 }
 
+hw::KernelClass op_kernel_class(const OpConfig& op, const hw::ChipSpec& chip) noexcept {
+  if (op.kind == OpKind::matmul && is_fp8(op.b_dtype.value_or(op.dtype)) && is_fp8(effective_compute_dtype(op))) {
+    return hw::fp8_gemm_class(chip.efficiency);
+  }
+  return kernel_class(op.kind);
+}
+
 DType effective_compute_dtype(const OpConfig& op) noexcept {
   if (op.compute_dtype) return *op.compute_dtype;
   switch (op.kind) {
@@ -233,7 +240,7 @@ ops::AttentionTiling op_attention_tiling(const OpConfig& op, const hw::System& s
 ops::GemmTiling op_tiling(const OpConfig& op, const hw::System& sys) noexcept {
   if (op.kind != OpKind::matmul) return {};
   const ops::MatmulShape s = matmul_shape(op, op.dtype);
-  return ops::gemm_tiling(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split);
+  return ops::gemm_tiling(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), hw::gemm_split_for(sys.chip.gemm_split, op_kernel_class(op, sys.chip)));
 }
 
 ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
@@ -254,8 +261,9 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
     case OpKind::matmul: {
       const ops::MatmulShape s = matmul_shape(op, compute);
       ops::Cost c = ops::matmul_cost(s);
-      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), sys.chip.gemm_split,
-                                               hw::fill_k(sys.chip.efficiency, hw::KernelClass::gemm));
+      const hw::KernelClass cls = op_kernel_class(op, sys.chip);
+      c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), hw::gemm_split_for(sys.chip.gemm_split, cls),
+                                               hw::fill_k(sys.chip.efficiency, cls));
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

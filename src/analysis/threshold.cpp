@@ -30,7 +30,7 @@ Probe probe(OpConfig op, const hw::System& sys, SolveVar v, std::int64_t value) 
     return p;
   }
   p.valid = true;
-  p.e = ops::estimate(op_cost(op, sys), sys.chip, kernel_class(op.kind));
+  p.e = ops::estimate(op_cost(op, sys), sys.chip, op_kernel_class(op, sys.chip));
   double other = std::max({p.e.t_memory_s, p.e.t_comm_s, p.e.t_launch_s});
   p.margin = p.e.t_math_s - other;
   p.compute = p.e.bound == ops::Bound::compute;

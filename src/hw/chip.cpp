@@ -29,6 +29,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::routing: return "routing";
     case KernelClass::routing_compiled: return "routing_compiled";
     case KernelClass::gemm_expert_w4a16: return "gemm_expert_w4a16";
+    case KernelClass::gemm_fp8: return "gemm_fp8";
   }
   return "other";
 }

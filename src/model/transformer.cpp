@@ -162,10 +162,14 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   cost.add_main_bytes(k * n * scale / 8);
   // A checkpoint's block-scaled weights (DeepSeek's fp8 blocks) run their own kernels: fp8
   // blocks the engine's (vLLM's Triton kernel or DeepGEMM's), fp4 blocks gemm_scaled's.
+  // fp8 weights with per-tensor or per-row scales run in fp8 (W8A8) take the chip's fp8 GEMM
+  // class: its own where its file measures its fp8 libraries apart (hw::fp8_gemm_class).
   hw::KernelClass kernel = hw::KernelClass::gemm;
   if (!expert && scale > 0) {
     const bool deepgemm = c.f.scaled_gemm == ForwardConfig::ScaledGemm::deepgemm && is_fp8(w);
     kernel = deepgemm ? hw::KernelClass::gemm_scaled_deepgemm : hw::KernelClass::gemm_scaled;
+  } else if (!expert && is_fp8(w) && is_fp8(s.compute)) {
+    kernel = hw::fp8_gemm_class(c.sys.chip.efficiency);
   }
   const int sms = c.sys.chip.gemm_sms();
   const bool quantised = !expert && sms > 0;

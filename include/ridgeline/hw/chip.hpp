@@ -54,7 +54,10 @@ struct LinkSpec {
 /// them: fp8 activations quantised before, taking gemm_expert's figures where it has none) and
 /// `gemm_expert_w4a16` (MoE grouped GEMMs of 4-bit experts, MXFP4's, with 16-bit activations: the
 /// weights widened inside the kernel, the products in bf16, as vLLM runs gpt-oss by default;
-/// taking gemm_expert's figures where it has none) refine gemm;
+/// taking gemm_expert's figures where it has none) and `gemm_fp8` (dense GEMMs of fp8 weights and
+/// activations with per-tensor or per-row scales, an fp8 checkpoint's linear layers out of
+/// blocks, on a chip whose file measures their kernels apart from its 16-bit GEMMs: hw::fp8_gemm_class)
+/// refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
 /// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
@@ -67,14 +70,14 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16
+  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8
 };
-inline constexpr int kKernelClassCount = 23;
+inline constexpr int kKernelClassCount = 24;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
-/// "routing", "routing_compiled", "gemm_expert_w4a16".
+/// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -87,7 +90,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_scaled_deepgemm:
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm:
-    case KernelClass::gemm_expert_w4a16: return KernelClass::gemm;
+    case KernelClass::gemm_expert_w4a16:
+    case KernelClass::gemm_fp8: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling:
     case KernelClass::quant:
@@ -215,6 +219,16 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     // pipeline.
   }
   return c;
+}
+
+/// The class of a dense GEMM of fp8 weights and activations with per-tensor or per-row scales:
+/// gemm_fp8 on a chip whose file gives that class figures of its own (its fp8 kernels measured
+/// apart from its 16-bit GEMMs: the MI300X's, whose fp8 libraries stream their weights well below
+/// its 16-bit decode kernels), else the gemm class, whose figures the 16-bit and fp8 GEMMs share
+/// (docs/cost-model.md#fp8-gemms).
+inline KernelClass fp8_gemm_class(const EfficiencySpec& e) noexcept {
+  const ClassEfficiency& c = e.kernel[static_cast<int>(KernelClass::gemm_fp8)];
+  return c.matrix > 0 || c.memory > 0 || c.overhead_s > 0 || c.overlap > 0 ? KernelClass::gemm_fp8 : KernelClass::gemm;
 }
 
 /// The columns of K each tile of class `k`'s GEMMs costs beyond its own: the class's own
