@@ -99,8 +99,10 @@ json chip_json(const hw::ChipSpec& c) {
                      {"link", c.efficiency.link},
                      {"overhead_s", c.efficiency.overhead_s}};
   // Per kernel class, the fractions in effect (the class's own or the chip-wide) and the
-  // fixed time per kernel.
+  // fixed time per kernel. gemm_fp8 only where the chip's fp8 GEMMs run at it (elsewhere gemm's
+  // figures price them: hw::fp8_gemm_class).
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
+    if (k == static_cast<int>(hw::KernelClass::gemm_fp8) && hw::fp8_gemm_class(c.efficiency) != hw::KernelClass::gemm_fp8) continue;
     const hw::ClassEfficiency ce = hw::class_efficiency(c.efficiency, static_cast<hw::KernelClass>(k));
     auto pick = [](double own, double chip) { return own > 0 ? own : chip; };
     j["efficiency"][std::string(hw::name(static_cast<hw::KernelClass>(k)))] = {

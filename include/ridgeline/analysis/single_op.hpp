@@ -77,7 +77,9 @@ void validate(const OpConfig& op, const hw::System& sys);
 /// The dtype the op's main FLOPs run in (after defaults).
 DType effective_compute_dtype(const OpConfig& op) noexcept;
 /// The kernel class the op runs at on `chip`: kernel_class(kind), but a matmul of fp8 weights
-/// computed in fp8 at the chip's fp8 GEMM class (hw::fp8_gemm_class), as the model's layers are.
+/// computed in fp8 (fp8 operands, or --compute-dtype fp8; bf16 rows with fp8 weights compute in
+/// bf16 here, where a model's W8A8 layers quantise their rows first) at the chip's fp8 GEMM class
+/// (hw::fp8_gemm_class), as the model's W8A8 layers are.
 hw::KernelClass op_kernel_class(const OpConfig& op, const hw::ChipSpec& chip) noexcept;
 
 /// The collective of a collective kind (allreduce ... sendrecv).

@@ -226,9 +226,13 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
 /// apart from its 16-bit GEMMs: the MI300X's, whose fp8 libraries stream their weights well below
 /// its 16-bit decode kernels), else the gemm class, whose figures the 16-bit and fp8 GEMMs share
 /// (docs/cost-model.md#fp8-gemms).
+/// Any figure of its own selects the class; those it lacks fall back as a refining class's do
+/// (hw::class_efficiency): not to gemm's overlap share or its share of the measured matmul rate,
+/// so a file gives gemm_fp8 the whole fit of its curves.
 inline KernelClass fp8_gemm_class(const EfficiencySpec& e) noexcept {
   const ClassEfficiency& c = e.kernel[static_cast<int>(KernelClass::gemm_fp8)];
-  return c.matrix > 0 || c.memory > 0 || c.overhead_s > 0 || c.overlap > 0 ? KernelClass::gemm_fp8 : KernelClass::gemm;
+  const bool own = c.matrix > 0 || c.vector > 0 || c.memory > 0 || c.link > 0 || c.overhead_s > 0 || c.overlap > 0 || c.fill_k > 0;
+  return own ? KernelClass::gemm_fp8 : KernelClass::gemm;
 }
 
 /// The columns of K each tile of class `k`'s GEMMs costs beyond its own: the class's own
@@ -276,8 +280,9 @@ enum class CollectiveLibrary : std::uint8_t { none, nccl };
 /// (hw::gemm_split_for).
 enum class GemmSplit : std::uint8_t { split_k, stream_k, stream_k_one_wave };
 /// How a GEMM of kernel class `k` spreads its tiles on a chip whose library does `chip`:
-/// stream-K past one wave is the BLAS library's (the gemm class); the block-scaled GEMMs
-/// (Triton's, DeepGEMM's), whose curves were fitted with waves whole, keep stream-K's one wave.
+/// stream-K past one wave is the BLAS library's (the gemm class); the other GEMM classes (the
+/// block-scaled GEMMs of Triton and DeepGEMM, whose curves were fitted with waves whole, and
+/// gemm_fp8) keep stream-K's one wave.
 constexpr GemmSplit gemm_split_for(GemmSplit chip, KernelClass k) noexcept {
   return chip == GemmSplit::stream_k && k != KernelClass::gemm ? GemmSplit::stream_k_one_wave : chip;
 }
