@@ -136,6 +136,20 @@ TEST(KernelCurves, AProfilersKernelTimeLeavesTheBoundaryOut) {
   EXPECT_NEAR(fits[0].residuals[0].predicted_s, 2.25e-6, 2.25e-6 * 1e-6);
 }
 
+// An RMSNorm of `tokens` rows of `hidden` in `dtype`, written in fp8 (fused with its quantisation),
+// its residual added first where `residual`.
+hw::CurvePoint rmsnorm_fp8(double tokens, double hidden, bool residual, DType dtype, double time) {
+  hw::CurvePoint p;
+  p.op = CurveOp::rmsnorm;
+  p.tokens = tokens;
+  p.hidden = hidden;
+  p.residual = residual;
+  p.dtype = dtype;
+  p.out_dtype = DType::fp8_e4m3;
+  p.time_s = time;
+  return p;
+}
+
 hw::CurvePoint group_quant(double tokens, double hidden, bool copy, double time) {
   hw::CurvePoint p;
   p.op = CurveOp::group_quant;
@@ -188,10 +202,8 @@ TEST(KernelCurves, TheB200PricesANormFusedWithItsQuantisationAtFlashInfersCurve)
   // 50339840 B / 4.9408e12 = 10.188601 us, + 1.466 = 11.654601 us (its 4096·(4·4096 + 2)
   // fp32 FLOPs, 1.1 us at 0.8 of 75 TFLOP/s, stay under). The chip's figures priced it at 0.9 of
   // 8 TB/s and the 0.8 us boundary: 7.79 us, 34% short.
-  hw::CurvePoint n;
-  n.op = CurveOp::rmsnorm;
-  n.tokens = 4096, n.hidden = 4096, n.out_dtype = DType::fp8_e4m3, n.time_s = 11.798e-6;
-  EXPECT_NEAR(priced_on("b200", KernelClass::norm, hw::CurveTiming::graph, n), 11.654601e-6, 11.654601e-6 * 1e-5);
+  EXPECT_NEAR(priced_on("b200", KernelClass::norm, hw::CurveTiming::graph, rmsnorm_fp8(4096, 4096, false, DType::bf16, 11.798e-6)),
+              11.654601e-6, 11.654601e-6 * 1e-5);
   // The 1x128 quantisation of one decode token's 7168 activations (21728 B, above) takes the
   // norms' figures, having none of its own on the chip: 1.466 + 0.0043977 = 1.4703977 us.
   EXPECT_NEAR(priced_on("b200", KernelClass::quant, hw::CurveTiming::graph, group_quant(1, 7168, false, 2e-6)),
@@ -205,11 +217,8 @@ TEST(KernelCurves, TheMi300xPricesVllmsFusedAddNormAndQuantisationAtItsCurve) {
   // written back (2 B) and the fp8 output (1 B), 117440512 B, and γ (32768 B): 117473280 B /
   // 3.54464e12 = 33.14110 us, + 5.124 = 38.26510 us (-14.6%: the fit's). The chip's figures
   // priced one row at 1.567 us (0.9 of the bandwidth, the 1.536 us boundary) against 5.51.
-  hw::CurvePoint n;
-  n.op = CurveOp::rmsnorm;
-  n.tokens = 1024, n.hidden = 16384, n.residual = true, n.dtype = DType::fp16, n.out_dtype = DType::fp8_e4m3;
-  n.time_s = 44.8143e-6;
-  EXPECT_NEAR(priced_on("mi300x", KernelClass::norm, hw::CurveTiming::graph, n), 38.26510e-6, 38.26510e-6 * 1e-5);
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::norm, hw::CurveTiming::graph, rmsnorm_fp8(1024, 16384, true, DType::fp16, 44.8143e-6)),
+              38.26510e-6, 38.26510e-6 * 1e-5);
   // The 1x128 quantisation of one decode token's 7168 activations (21728 B) at the norms'
   // figures: 5.124 + 0.0061298 = 5.1301298 us.
   EXPECT_NEAR(priced_on("mi300x", KernelClass::quant, hw::CurveTiming::graph, group_quant(1, 7168, false, 6e-6)),
