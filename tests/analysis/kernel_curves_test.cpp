@@ -225,6 +225,19 @@ TEST(KernelCurves, TheMi300xPricesVllmsFusedAddNormAndQuantisationAtItsCurve) {
               5.1301298e-6, 5.1301298e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheMi300xStreamsPointwiseKernelsAtStreamsScaleRate) {
+  // gpu-stream's scale kernel on an MI300X (te42kyfo/gpu-benches mi300x.txt): two arrays of
+  // 2^28 + 2 doubles, one read and one written, 2 x 268435458 x 8 = 4294967328 B, at 3997 GB/s
+  // measured: 1074.55 us. At the chip's pointwise figures (memory 0.7542 of 5.3 TB/s =
+  // 3.99726 TB/s, the 1.536 us kernel boundary): 4294967328 / 3.99726e12 = 1074.478 us, +
+  // 1.536 = 1076.014 us. At the chip-wide 0.9 it was 900.413 + 1.536 = 901.949 us, 16% short.
+  hw::CurvePoint p;
+  p.op = CurveOp::elementwise;
+  p.bytes = 4294967328.0;
+  p.time_s = 4294967328.0 / 3997e9;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::pointwise, hw::CurveTiming::graph, p), 1076.014e-6, 1076.014e-6 * 1e-5);
+}
+
 TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {
   // DeepSeek-V3's routing kernels as profilers timed them on H200s (data/hardware/nvidia/
   // h200.yaml): 8, 7.3, 7 and 4 us, each with the 1.3 us boundary back: t = 9.3, 8.6, 8.3 and
