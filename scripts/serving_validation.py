@@ -502,6 +502,33 @@ add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 client
                                         (32, 979.34, 31.37, 121.01), (64, 2245.58, 49.33, 150.98)]),
         ["in/out", "clients"], None, moe=True)
 
+# 15. AMD's vLLM latency table on 8 x MI300X (ROCm/vllm docs/dev-docker/README.md at 68af055, 2025-06-11, the
+#     20250605_aiter image: ROCm 6.4.1, vLLM 0.9.0.1, hipBLASLt 0.15; the same numbers on amd.com's performance
+#     results page): benchmark_latency.py, the mean end-to-end time of one batch over 5 iterations after 3
+#     warm-ups, amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV (Quark: fp8 weights and activations with per-tensor
+#     scales, an fp8 KV cache), --dtype float16, --tensor-parallel-size 8, VLLM_USE_TRITON_FLASH_ATTN=0,
+#     nothing else set. benchmark_latency.py runs the offline LLM class (no server: --front-end 0) and samples at
+#     temperature 1.0, top_p 1.0, ignore_eos (--sampling random). The fork's source at that commit runs the V1
+#     engine (VLLM_USE_V1 defaults to 1, and its V1 oracle admits an fp8 KV cache on ROCm), with V1's offline
+#     defaults for a device of 70 GB or more, 16384 tokens a step and 1024 sequences; the image's own default is
+#     not verified (its next release notes say "V1 on by default"), nor are its kernels modelled (ROCm's
+#     attention and fp8 GEMM paths): the nearest preset, vllm@0.8, and a class of its own.
+add_set("amd-vllm-mi300x-latency", "One batch, 128 or 2048 in / 2048 out, Llama-3.1 FP8 on 8 x MI300X (AMD's vLLM 0.9.0.1 image, TP 8; mean E2E)",
+        "ROCm/vllm docs/dev-docker/README.md (commit 68af055, 2025-06-11), 'MI300X Latency (sec)': benchmark_latency.py, "
+        "mean of 5 iterations, amd/Llama-3.1-70B- and 405B-Instruct-FP8-KV",
+        "vLLM 0.9.0.1 on ROCm 6.4.1 (AMD's 20250605_aiter image; V1 by its source, not modelled: the nearest preset)",
+        "vllm@0.8", "mean",
+        [(["--model", m, "--hw", "mi300x", "--tp", "8", *FP8, "--act-dtype", "fp16", "--concurrency", str(bs), "--requests", str(bs),
+           "--prompt", str(isl), "--gen", "2048", "--front-end", "0 s", "--sampling", "random",
+           "--max-batched-tokens", "16384", "--max-num-seqs", "1024"],
+          {"e2e": sec}, [m, bs, f"{isl}/2048"], "fp8")
+         for m, isl, secs in [("llama-3.1-70b", 128, [15.566, 16.858, 17.518, 18.898, 21.023, 23.896, 30.753, 43.767]),
+                              ("llama-3.1-70b", 2048, [15.496, 17.380, 17.983, 19.771, 22.702, 27.392, 36.879, 57.003]),
+                              ("llama-3.1-405b", 128, [45.828, 46.757, 48.322, 51.479, 54.861, 63.119, 82.362, 109.698]),
+                              ("llama-3.1-405b", 2048, [46.514, 47.271, 49.679, 54.366, 60.390, 74.209, 104.728, 154.041])]
+         for bs, sec in zip([1, 2, 4, 8, 16, 32, 64, 128], secs)],
+        ["model", "batch", "in/out"], None, modelled="vLLM 0.9 on ROCm")
+
 # ------------------------------------------------------------------------------------------------
 def serve(args, engine):
     r = subprocess.run([BIN, "serve", "--engine", engine, *args, "--json"], capture_output=True, text=True)
