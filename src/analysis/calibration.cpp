@@ -246,6 +246,7 @@ hw::ChipSpec calibrated_chip(const hw::ChipSpec& base, const CalibrationResult& 
     hw::ClassEfficiency& e = c.efficiency.kernel[k];
     const hw::ClassEfficiency was = e;
     e = r.fits[k].efficiency;
+    e.k_loop_s = 0;  // a profile's kernels record no K: the fixed time fitted to them holds their K loops
     // A profile whose GEMMs fit no matrix fraction (all memory-bound) leaves the class's share
     // of the measured matmul rate as it was, and its overlap share (fitted with it); so for
     // attention the work of a query tile and the matrix fraction fitted with it and its share,

@@ -45,7 +45,7 @@ void sum_steps(const Graph& g, int i, const OpTimes& a, const OpTimes& z, const 
   t.launches += r * n * a.launches;
   if (p1.launch < p1.realistic(rates, k)) {  // not held up by its launch (attention's only changing parts are its bytes and FLOPs)
     const ops::Rates::Achievable& ach = rates.achievable[static_cast<int>(k)];
-    t.kernel_fixed_s += r * n * ach.overhead_s * p1.kernels;
+    t.kernel_fixed_s += r * n * ach.fixed_s(p1.kernels, p1.loop_k);
     t.link_latency_s += r * n * (a.parts.comm_latency + z.parts.comm_latency) / 2;
   }
   // Attribute the op's summed time to its bound at the longer end of the range.

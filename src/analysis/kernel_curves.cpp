@@ -156,6 +156,7 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       cost.matrix_pad_flops = ops::gemm_pad_flops(p.m, p.n, p.k, 1, chip.gemm_sms(), hw::gemm_split_for(chip.gemm_split, cls), hw::fill_k(chip.efficiency, cls));
       // NVFP4's block scales ride with the weights, an e4m3 per 16, as the graph counts them.
       if (p.dtype == DType::fp4) cost.add_main_bytes(p.k * p.n * 0.5 / 8);
+      cost.loop_k = p.k;  // one kernel's K loop, as the graph's GEMMs (model/transformer.cpp gemm)
       out.push_back({cost, cls});
       break;
     }
@@ -274,6 +275,8 @@ std::vector<Row> rows_of(const hw::ChipSpec& chip, KernelClass cls) {
           row.others += t.realistic(rates, k.cls);
           continue;
         }
+        // The class's K-loop time (its own figure, held: fit_looped tries each) a fixed time.
+        row.others += t.loop_k * own.k_loop_s;
         Parts parts;
         parts.partner = hw::overlaps_vector(cls) ? kVector : kMemory;
         parts.raw[kMatrix] = t.matrix + t.matrix_pad;
@@ -637,6 +640,28 @@ bool fits_fill(KernelClass cls) {
   return cls == KernelClass::gemm_scaled_deepgemm || cls == KernelClass::gemm_expert_deepgemm || cls == KernelClass::gemm_expert_scaled;
 }
 
+// The best of a class's fits with one figure held in turn (`hold(c, v)` writes value v into the
+// chip copy c; fit_rates fits the rest): every `step` from `step` to `most`, then every `fine`
+// within step − fine of the best; of equals, the first tried. `best` starts as the fit without
+// the figure (value 0) and is replaced only by a fit of a lower rms residual; returns the value.
+template <class Hold>
+int scan_held(const hw::ChipSpec& chip, KernelClass cls, int step, int most, int fine, CurveFit& best, Hold hold) {
+  hw::ChipSpec c = chip;
+  int best_v = 0;
+  const auto consider = [&](int v) {
+    hold(c, v);
+    CurveFit f = fit_rates(c, cls);
+    if (!f.fitted || !(f.rms_residual < best.rms_residual - 1e-12)) return;
+    best = std::move(f), best_v = v;
+  };
+  for (int v = step; v <= most; v += step) consider(v);
+  const int v0 = best_v;
+  for (int v = std::max(fine, v0 - (step - fine)); v <= std::min(most, v0 + (step - fine)); v += fine) {
+    if (v != v0) consider(v);
+  }
+  return best_v;
+}
+
 // A GEMM class's fit with its tile fill held in turn (fit_rates for the rest): the fill enters
 // every point through its K at the matrix fraction (at the memory fraction, on the experts'
 // weights, for a class whose fill costs its loads: hw::fill_reads), its product with which is
@@ -647,31 +672,43 @@ bool fits_fill(KernelClass cls) {
 // faster than a peak) and the fill's holds none: the fill is what let those points run as fast.
 CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
   hw::ChipSpec c = chip;
-  double& fill = c.efficiency.kernel[static_cast<int>(cls)].fill_k;
-  fill = 0;
+  c.efficiency.kernel[static_cast<int>(cls)].fill_k = 0;
   CurveFit plain = fit_rates(c, cls), best = plain;
   if (!plain.fitted) return plain;
-  int best_fill = 0;
-  const auto consider = [&](int k) {
-    fill = k;
-    CurveFit f = fit_rates(c, cls);
-    if (!f.fitted || !(f.rms_residual < best.rms_residual - 1e-12)) return;
-    f.efficiency.fill_k = k;
-    best = std::move(f), best_fill = k;
-  };
-  for (int k = 32; k <= kMaxFillK; k += 32) consider(k);
-  const int k0 = best_fill;
-  for (int k = std::max(1, k0 - 31); k <= std::min(kMaxFillK, k0 + 31); ++k) {
-    if (k != k0) consider(k);
-  }
+  const int best_fill = scan_held(c, cls, 32, kMaxFillK, 1, best, [cls](hw::ChipSpec& h, int k) { h.efficiency.kernel[static_cast<int>(cls)].fill_k = k; });
+  best.efficiency.fill_k = best_fill;
   const bool admits = plain.past_peak && !best.past_peak;
   if (best_fill == 0 || !(best.rms_residual < 0.9 * plain.rms_residual || admits)) return plain;
   if (best_fill == kMaxFillK) best.notes.push_back(fmt::format("tile fill held at {} columns of K, the most tried: the points want more", kMaxFillK));
   return best;
 }
 
+// K-loop times tried for a GEMM class (ClassEfficiency::k_loop_s), in picoseconds a column of
+// K: every 250 from 0 to 10000, then every 10 within 250 of the best.
+constexpr int kMaxKLoopPs = 10000;
+
+// A GEMM class's fit with its K-loop time held in turn (fit_rates for the rest), for a class
+// whose file gives it one (a kernel that never splits a tile's K loop: the file says so by
+// the figure; the fit finds its value): the time enters every point as a fixed time, K times
+// it a kernel, whose product with the fixed time and the fractions is not a least-squares
+// unknown. The least rms residual is kept (of equals, the first tried), and kept only when it
+// is a tenth or more under the fit without one, as a tile fill is.
+CurveFit fit_looped(const hw::ChipSpec& chip, KernelClass cls) {
+  hw::ChipSpec c = chip;
+  c.efficiency.kernel[static_cast<int>(cls)].k_loop_s = 0;
+  CurveFit plain = fit_rates(c, cls), best = plain;
+  if (!plain.fitted) return plain;
+  const int best_ps = scan_held(c, cls, 250, kMaxKLoopPs, 10, best,
+                                [cls](hw::ChipSpec& h, int ps) { h.efficiency.kernel[static_cast<int>(cls)].k_loop_s = ps * 1e-12; });
+  best.efficiency.k_loop_s = best_ps * 1e-12;
+  if (best_ps == 0 || !(best.rms_residual < 0.9 * plain.rms_residual)) return plain;
+  if (best_ps == kMaxKLoopPs) best.notes.push_back(fmt::format("K-loop time held at {} ns a column, the most tried: the points want more", kMaxKLoopPs / 1000));
+  return best;
+}
+
 CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
   if (cls == KernelClass::attention) return fit_attention(chip);
+  if (chip.efficiency.kernel[static_cast<int>(cls)].k_loop_s > 0) return fit_looped(chip, cls);
   return fits_fill(cls) ? fit_filled(chip, cls) : fit_rates(chip, cls);
 }
 
@@ -719,6 +756,8 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
     if (f.cls == KernelClass::attention) e.tile_keys = f.efficiency.tile_keys;
     if (fits_fill(f.cls)) e.fill_k = f.efficiency.fill_k;
+    // A class whose file gives a K-loop time keeps the one its fit found (0: none helped).
+    if (e.k_loop_s > 0) e.k_loop_s = f.efficiency.k_loop_s;
   }
   return c;
 }

@@ -264,6 +264,7 @@ ops::Cost op_cost(const OpConfig& op, const hw::System& sys) noexcept {
       const hw::KernelClass cls = op_kernel_class(op, sys.chip);
       c.matrix_pad_flops = ops::gemm_pad_flops(s.m, s.n, s.k, s.batch, sys.chip.gemm_sms(), hw::gemm_split_for(sys.chip.gemm_split, cls),
                                                hw::fill_k(sys.chip.efficiency, cls));
+      c.loop_k = s.k;  // one kernel's K loop
       if (op.shard == Shard::k) {
         // Partial sums Y_p[batch, m, n] are all-reduced over the chips.
         const comm::Wiring w = comm::wiring(sys);

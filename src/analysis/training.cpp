@@ -408,6 +408,7 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
     // input gradient [m, n] x [n, k] -> [m, k] and the weight gradient [k, m] x [m, n] -> [k, n].
     bp.matrix_pad = 0;
     bp.memory_pad = 0;  // (a forward kernel's fill on its loads: the backward's kernels are others)
+    bp.loop_k = 0;      // (and its K loop: no backward curve prices one)
     if (op.quantised && k > 0) {
       const double M = op.gemm_m, K = op.gemm_k, N = op.gemm_n;
       const hw::GemmSplit split = hw::gemm_split_for(rates.gemm_split, op.kernel);

@@ -578,7 +578,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       if (!e[key]) continue;
       const std::string p = "efficiency." + key;
       YAML::Node n = e[key];
-      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul", "tile_keys", "fill_k"});
+      r.check_map(n, p, {"matrix", "vector", "memory", "link", "overhead", "overlap", "matmul", "tile_keys", "fill_k", "k_loop"});
       hw::ClassEfficiency& ce = c.efficiency.kernel[k];
       if (n["matrix"]) ce.matrix = r.fraction(n["matrix"], p + ".matrix");
       if (n["vector"]) ce.vector = r.fraction(n["vector"], p + ".vector");
@@ -610,6 +610,15 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
           r.fail(p + ".fill_k", fmt::format("{}: only a GEMM class's tiles run a K loop", ce.fill_k));
         }
         if (!(ce.fill_k >= 0 && ce.fill_k <= 65536)) r.fail(p + ".fill_k", fmt::format("{}: expected 0 to 65536 columns of K a tile", ce.fill_k));
+      }
+      if (n["k_loop"]) {
+        // The time a column of K of one tile's K loop takes at least (such as '1.5 ns').
+        const std::string said = r.scalar(n["k_loop"], p + ".k_loop");
+        ce.k_loop_s = r.quantity(n["k_loop"], Quantity::time, p + ".k_loop", false);
+        if (hw::parent(static_cast<hw::KernelClass>(k)) != hw::KernelClass::gemm) {
+          r.fail(p + ".k_loop", fmt::format("'{}': only a GEMM class's tiles run a K loop", said));
+        }
+        if (ce.k_loop_s > 1e-6) r.fail(p + ".k_loop", fmt::format("'{}' a column of K: expected at most 1 us", said));
       }
       if (n["overlap"]) {
         ce.overlap = r.fraction(n["overlap"], p + ".overlap");
@@ -709,6 +718,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
     if (ce.matmul > 0) fields += fmt::format("{}matmul: {:.17g}", fields.empty() ? "" : ", ", ce.matmul);
     if (ce.tile_keys > 0) fields += fmt::format("{}tile_keys: {:.17g}", fields.empty() ? "" : ", ", ce.tile_keys);
     if (ce.fill_k > 0) fields += fmt::format("{}fill_k: {:.17g}", fields.empty() ? "" : ", ", ce.fill_k);
+    if (ce.k_loop_s > 0) fields += fmt::format("{}k_loop: {:.17g} s", fields.empty() ? "" : ", ", ce.k_loop_s);
     y += fmt::format("  {}: {{{}}}\n", hw::name(static_cast<hw::KernelClass>(k)), fields);
   }
   if (!c.curves.empty()) y += curves_yaml(c.curves);

@@ -177,6 +177,7 @@ GraphOp& gemm(Ctx& c, const char* name, Block block, double m_rows, double k, do
   // multiprocessors, untiled: the fill alone, over the rows.
   if (!expert) {
     cost.matrix_pad_flops = ops::gemm_pad_flops(m_rows, n, k, 1, sms, hw::gemm_split_for(c.sys.chip.gemm_split, kernel), hw::fill_k(c.sys.chip.efficiency, kernel));
+    cost.loop_k = k;  // one kernel's K loop (its class's K-loop time, where it has one: docs/cost-model.md#k-loops)
   }
   double bias_params = 0;
   if (bias) {

@@ -18,6 +18,7 @@ Cost& Cost::operator+=(const Cost& o) noexcept {
   special_ops += o.special_ops;
   matrix_pad_flops += o.matrix_pad_flops;
   main_pad_bytes += o.main_pad_bytes;
+  loop_k += o.loop_k;
   in_switch = in_switch || o.in_switch;
   return *this;
 }
@@ -35,6 +36,7 @@ Cost& Cost::operator*=(double k) noexcept {
   special_ops *= k;
   matrix_pad_flops *= k;
   main_pad_bytes *= k;
+  loop_k *= k;
   return *this;
 }
 
@@ -52,6 +54,7 @@ Cost OpCost::expand() const noexcept {
   c.special_ops = special_ops;
   c.matrix_pad_flops = matrix_pad_flops;
   c.main_pad_bytes = main_pad_bytes;
+  c.loop_k = loop_k;
   c.in_switch = in_switch;
   return c;
 }

@@ -118,6 +118,7 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].overlap = own && c.overlap > 0 ? c.overlap : 0.5;
     achievable[k].overlap_vector = hw::overlaps_vector(static_cast<hw::KernelClass>(k));
     achievable[k].fill_k = own ? hw::fill_k(e, static_cast<hw::KernelClass>(k)) : 0;
+    achievable[k].k_loop_s = own ? e.kernel[k].k_loop_s : 0;
   }
 }
 
@@ -153,6 +154,7 @@ TimeParts time_parts(const Cost& c, const Rates& r) noexcept {
   p.matrix_dtype = static_cast<std::uint8_t>(matrix_dtype);
   p.matrix_pad = c.matrix_pad_flops > 0 ? c.matrix_pad_flops * r.s_per_flop[0][matrix_dtype] : 0;
   p.memory_pad = c.main_pad_bytes > 0 ? c.main_pad_bytes * r.s_per_byte[0] : 0;
+  p.loop_k = c.loop_k;
   if (slowest >= 0) {
     p.comm_inv = c.in_switch && r.inv_reduction_efficiency > 0 ? r.inv_reduction_efficiency : r.inv_link_efficiency[slowest];
   }
@@ -183,7 +185,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k, bo
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
   const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.overhead_s * p.kernels, a.overlap, a.overlap_vector};
+  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.fixed_s(p.kernels, p.loop_k), a.overlap, a.overlap_vector};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

@@ -32,6 +32,7 @@ std::string class_figures(const hw::ClassEfficiency& e, hw::KernelClass cls, con
   if (e.matmul > 0) add(fmt::format("{:.3f} of the measured matmul rate", e.matmul));
   if (e.tile_keys > 0) add(fmt::format("a prefill's query tile {:g} keys' work", e.tile_keys));
   if (e.fill_k > 0) add(fmt::format("each tile {:g} columns of K more{}", e.fill_k, hw::fill_reads(cls) ? " on its loads" : ""));
+  if (e.k_loop_s > 0) add(fmt::format("a tile's K loop at least {} a column", t(e.k_loop_s)));
   if (e.overlap > 0.5) add(fmt::format("at least {:.3f} of matrix + {}", e.overlap, hw::overlap_partner(cls)));
   const auto [overhead, name] = pick(e.overhead_s, own.overhead_s, lent.overhead_s);
   if (overhead > 0) add(fmt::format("{}{} per kernel", name, t(overhead)));
@@ -81,6 +82,7 @@ nlohmann::json curves_json(const hw::ChipSpec& chip, const std::vector<analysis:
     j["matmul"] = f.efficiency.matmul;
     j["tile_keys"] = f.efficiency.tile_keys;
     j["fill_k"] = f.efficiency.fill_k;
+    j["k_loop_s"] = f.efficiency.k_loop_s;
     j["notes"] = f.notes;
     out.push_back(std::move(j));
   }
@@ -101,6 +103,7 @@ std::string fitted_efficiency_yaml(const std::vector<analysis::CurveFit>& fits) 
     if (e.matmul > 0) fields += fmt::format("{}matmul: {:.4g}", fields.empty() ? "" : ", ", e.matmul);
     if (e.tile_keys > 0) fields += fmt::format("{}tile_keys: {:g}", fields.empty() ? "" : ", ", e.tile_keys);
     if (e.fill_k > 0) fields += fmt::format("{}fill_k: {:g}", fields.empty() ? "" : ", ", e.fill_k);
+    if (e.k_loop_s > 0) fields += fmt::format("{}k_loop: {:.4g} ns", fields.empty() ? "" : ", ", e.k_loop_s * 1e9);
     y += fmt::format("  {}: {{{}}}\n", hw::name(f.cls), fields);
   }
   return y;

@@ -113,6 +113,7 @@ json chip_json(const hw::ChipSpec& c) {
         {"overhead_s", pick(ce.overhead_s, c.efficiency.overhead_s)},
         {"overlap", pick(ce.overlap, 0.5)},
         {"fill_k", ce.fill_k},
+        {"k_loop_s", ce.k_loop_s},
         {"overlap_with", hw::overlap_partner(static_cast<hw::KernelClass>(k))}};
   }
   // The gemm class's share of the measured matmul rate (1: all of it).

@@ -244,18 +244,56 @@ TEST(KernelCurves, TheMi300xStreamsPointwiseKernelsAtStreamsScaleRate) {
               1076.014e-6, 1076.014e-6 * 1e-5);
 }
 
-TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurve) {
-  // DeepSeek-V3's o_proj at TP 8, 4096 rows (7168 x 2048, fp8 in 128x128 blocks), AITER's CK
-  // block-scaled GEMM on an MI300X: 179.92 us measured (profiler kernel time). At the chip's
-  // gemm_scaled figures (matrix 0.3075 of 2614.9 TFLOPS, memory 0.3863 of 5.3 TB/s, 5.125 us,
-  // overlap 0.86): 2·4096·7168·2048 = 120259084288 FLOPs over tiles of 256x128, 16 x 56 = 896
-  // in 3 waves of 304 (useful 4096·7168 / (3·304·256·128) = 0.9824561): 152.23150 us; bytes
-  // 4096·2048 + 7168·2048 in fp8 and 4096·7168·2 out = 81788928 at 2.04739 TB/s: 39.94790 us;
-  // the overlap share binds, 0.86 x 192.17940 = 165.27428 us, + 5.125 = 170.39928 us, less
-  // the 1.536 us boundary a profiler's time leaves out: 168.86328 us (-6.1%). Before, at the
-  // chip's fp8 matmul rate and 0.9 of the bandwidth: 91.56 us (-49%).
+TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurveWithItsKLoop) {
+  // AITER's CK block-scaled GEMM on an MI300X (profiler kernel times) at the chip's gemm_scaled
+  // figures: matrix 0.316 of 2614.9 TFLOPS (826.30 TFLOPS), memory 0.6724 of 5.3 TB/s (3.56372
+  // TB/s), overlap 0.92, 3.89 us and 1.52 ns a column of K of its one K loop; a profiler's time
+  // leaves out the 1.536 us boundary.
+  // DeepSeek-V3's o_proj at TP 8, 4096 rows (7168 x 2048), 179.92 us measured: 2·4096·7168·2048 =
+  // 120259084288 FLOPs over tiles of 256x128, 16 x 56 = 896 in 3 waves of 304 (useful
+  // 4096·7168 / (3·304·256·128) = 0.9824561): 148.13666 us; bytes 4096·2048 + 7168·2048 in fp8
+  // and 4096·7168·2 out = 81788928: 22.95044 us; the overlap share binds, 0.92 x 171.08710 =
+  // 157.40013 us; + 3.89 + 2048 x 1.52 ns (3.11296) − 1.536 = 162.86709 us (-9.5%).
   EXPECT_NEAR(priced_on("mi300x", KernelClass::gemm_scaled, hw::CurveTiming::kernel, gemm_point(4096, 7168, 2048, DType::fp8_e4m3, 179.9207e-6)),
-              168.86328e-6, 168.86328e-6 * 1e-5);
+              162.86709e-6, 162.86709e-6 * 1e-5);
+  // q_a_proj at 16 rows (1536 x 7168), 19.30 us measured, where the one K loop binds: 12 tiles of
+  // 16x128 split 25 ways (useful 16·1536·25 / (304·16·128) = 0.9868421); bytes 16·7168 +
+  // 1536·7168 + 16·1536·2 = 11173888: 3.13546 us, the overlap share 0.92 x (0.43207 + 3.13546)
+  // = 3.28212 us; + 3.89 + 7168 x 1.52 ns (10.89536) − 1.536 = 16.53148 us (-14.4%; without
+  // the K loop, rms 26.7%, it was 9.05 us: -53%).
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::gemm_scaled, hw::CurveTiming::kernel, gemm_point(16, 1536, 7168, DType::fp8_e4m3, 19.3027e-6)),
+              16.53148e-6, 16.53148e-6 * 1e-5);
+}
+
+TEST(KernelCurves, AClassWhoseFileGivesAKLoopTimeHasItFitted) {
+  // One-row bf16 GEMMs on the toy chip (1 TB/s, no multiprocessors: untiled), made as 2 us +
+  // K x 1.5 ns + bytes / (0.8 x 1 TB/s), bytes 2K + 2NK + 2N:
+  //   N 4096, K 4096: 33570816 B, 41.96352 us -> 50.10752 us;  N 512, K 8192: 8406016 B,
+  //   10.50752 us -> 24.79552 us;  N 8192, K 512: 8406016 B -> 13.27552 us;  N 1024, K 1024:
+  //   2101248 B, 2.62656 us -> 6.16256 us.
+  // The file gives gemm_scaled a K-loop time (any: the fit finds its value), so the fit holds
+  // each in turn (every 10 ps near the best) and gives back 1.5 ns, 2 us and 0.8. Without one,
+  // the same points fit a fixed time and a fraction with residuals left.
+  hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph,
+                              {gemm_point(1, 4096, 4096, DType::bf16, 50.10752e-6), gemm_point(1, 512, 8192, DType::bf16, 24.79552e-6),
+                               gemm_point(1, 8192, 512, DType::bf16, 13.27552e-6), gemm_point(1, 1024, 1024, DType::bf16, 6.16256e-6)});
+  const auto plain = analysis::fit_curves(c);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0].efficiency.k_loop_s, 0);
+  EXPECT_GT(plain[0].rms_residual, 0.05);
+  c.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled)].k_loop_s = 1e-9;
+  const auto fits = analysis::fit_curves(c);
+  ASSERT_EQ(fits.size(), 1u);
+  const analysis::CurveFit& f = fits[0];
+  EXPECT_TRUE(f.fitted);
+  EXPECT_NEAR(f.efficiency.k_loop_s, 1.5e-9, 1e-15);
+  EXPECT_NEAR(f.efficiency.overhead_s, 2e-6, 2e-6 * 1e-6);
+  EXPECT_NEAR(f.efficiency.memory, 0.8, 0.8 * 1e-6);
+  EXPECT_NEAR(f.rms_residual, 0, 1e-6);
+  // The chip with the fit keeps it, and prices the points back.
+  const hw::ChipSpec fitted = analysis::with_curve_fits(c, fits);
+  EXPECT_NEAR(fitted.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled)].k_loop_s, 1.5e-9, 1e-15);
+  EXPECT_NEAR(analysis::curve_residuals(fitted)[0].residuals[1].predicted_s, 24.79552e-6, 24.79552e-6 * 1e-6);
 }
 
 TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {

@@ -94,6 +94,36 @@ TEST(EngineKernels, EachPresetRunsBlockFp8GemmsWithTheKernelsItsReleaseCalls) {
   }
 }
 
+// On the MI300X, whose gemm_scaled class (AITER's CK block-scaled GEMM) has a K-loop time of
+// 1.52 ns a column, DeepSeek-V3's block-fp8 projections carry their depth, one K loop a kernel:
+// q_a_proj's 7168 (hidden) costs 7168 x 1.52 ns = 10.89536 us more than at the same figures
+// without it, o_proj's 2048 (128 heads of 128 over 8 chips) 3.11296 us. The experts' grouped
+// GEMMs carry none.
+TEST(EngineKernels, BlockFp8GemmsOnTheMi300xPayTheirClassesKLoop) {
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  hw::System sys = testing::catalog_system("mi300x");
+  sys.chips = 8;
+  model::ForwardConfig f;
+  f.tp = 8;
+  auto g = std::make_unique<model::Graph>();
+  model::build_forward(m, f, sys, {256, 1, 1024, nullptr}, *g);
+  hw::ChipSpec without = sys.chip;
+  without.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled)].k_loop_s = 0;
+  const ops::Rates r(sys.chip), r0(without);
+  for (const auto& [name, depth] : {std::pair{"q_a_proj", 7168.0}, std::pair{"o_proj", 2048.0}}) {
+    SCOPED_TRACE(name);
+    const model::GraphOp* op = find_op(*g, name);
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->kernel, KernelClass::gemm_scaled);
+    EXPECT_EQ(op->cost.loop_k, depth);
+    const ops::TimeParts p = ops::time_parts(op->cost, r);
+    EXPECT_NEAR(p.realistic(r, op->kernel) - p.realistic(r0, op->kernel), depth * 1.52e-9, 1e-15);
+  }
+  const model::GraphOp* experts = find_op(*g, "experts_gate_up");
+  ASSERT_NE(experts, nullptr);
+  EXPECT_EQ(experts->cost.loop_k, 0);
+}
+
 TEST(EngineKernels, VllmAndSglangKeepTritonsFusedMoeForExpertsSplitByWidthAsTheirReleasesDo) {
   // vLLM 0.12+ (PR #29346): DeepGEMM's MoE unless the MoE's tensor-parallel size is 8 or more;
   // with --enable-expert-parallel that size is 1 (whole experts on each GPU). SGLang 0.4+: its

@@ -71,7 +71,7 @@ template <class C>
   // A kernel the host's launch holds up (eager, shorter than its launch) has no floor of its own.
   if (o.parts.launch < realistic) {
     const ops::Rates::Achievable& a = rates.achievable[static_cast<int>(k)];
-    t.kernel_fixed_s += r * a.overhead_s * o.parts.kernels;
+    t.kernel_fixed_s += r * a.fixed_s(o.parts.kernels, o.parts.loop_k);
     t.link_latency_s += r * o.parts.comm_latency;
   }
   t.flops += r * o.flops;
@@ -99,7 +99,7 @@ using RealisticParts = std::array<double, kRealisticParts>;
 inline RealisticParts realistic_parts(const ops::TimeParts& p, const ops::Rates& r, hw::KernelClass k) noexcept {
   const ops::Rates::Achievable& a = r.achievable[static_cast<int>(k)];
   const ops::TimeParts::AtEfficiency s = p.at_efficiency(a);
-  const double fixed = a.overhead_s * p.kernels;
+  const double fixed = a.fixed_s(p.kernels, p.loop_k);
   return {fixed + s.matrix, fixed + s.vector, fixed + s.memory, fixed + s.comm, p.launch, fixed + s.overlap};
 }
 

@@ -163,6 +163,13 @@ struct ClassEfficiency {
   /// class's curves where their K varies (docs/cost-model.md#short-k). Not taken by a
   /// refining class.
   double fill_k = 0;
+  /// A GEMM class's: the seconds each column of K of a tile's K loop takes at least, where
+  /// the class's kernel never splits a tile's K loop over multiprocessors and waits on each
+  /// step's loads in turn (0: none). A fixed time of K·k_loop_s a kernel (ops::Cost::loop_k):
+  /// at few rows a narrow, deep GEMM's time whatever its width (AITER's CK block-scaled GEMM
+  /// on the MI300X). Fitted from the class's curves where the file gives it one
+  /// (docs/cost-model.md#k-loops). Not taken by a refining class.
+  double k_loop_s = 0;
   bool operator==(const ClassEfficiency&) const = default;
 };
 
@@ -215,8 +222,8 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
     if (c.overhead_s <= 0) c.overhead_s = a.overhead_s;
     // Not `matmul`: the share is the BLAS library's, fitted through its tiling (stream-K past
     // one wave), which the refining classes' kernels do not share. Nor `tile_keys`: the
-    // forward's tiles, not the backward's or a decode kernel's. Nor `fill_k`: a kernel's own
-    // pipeline.
+    // forward's tiles, not the backward's or a decode kernel's. Nor `fill_k` or `k_loop_s`: a
+    // kernel's own pipeline.
   }
   return c;
 }
@@ -231,7 +238,7 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
 /// so a file gives gemm_fp8 the whole fit of its curves.
 inline KernelClass fp8_gemm_class(const EfficiencySpec& e) noexcept {
   const ClassEfficiency& c = e.kernel[static_cast<int>(KernelClass::gemm_fp8)];
-  const bool own = c.matrix > 0 || c.vector > 0 || c.memory > 0 || c.link > 0 || c.overhead_s > 0 || c.overlap > 0 || c.fill_k > 0;
+  const bool own = c.matrix > 0 || c.vector > 0 || c.memory > 0 || c.link > 0 || c.overhead_s > 0 || c.overlap > 0 || c.fill_k > 0 || c.k_loop_s > 0;
   return own ? KernelClass::gemm_fp8 : KernelClass::gemm;
 }
 

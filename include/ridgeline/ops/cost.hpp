@@ -38,6 +38,11 @@ class Cost {
   /// block-scaled experts, docs/cost-model.md#short-k). Time in the realistic and upper
   /// estimates, never bytes counted or the lower bound.
   double main_pad_bytes = 0;
+  /// Columns of K its GEMM kernels' output tiles loop over, one K loop a kernel, summed over its
+  /// kernels: each column costs at least the class's K-loop time (hw::ClassEfficiency::k_loop_s,
+  /// a kernel that never splits a tile's K loop and waits on its loads step by step;
+  /// docs/cost-model.md#k-loops). A fixed time in the realistic and upper estimates.
+  double loop_k = 0;
   /// True for a collective the switches reduce (NVLink SHARP): its link time runs at the
   /// topology's reduction efficiency, not the link's (hw::TopologySpec::reduction_efficiency).
   bool in_switch = false;
@@ -50,7 +55,7 @@ class Cost {
   // and copying whole objects, compiled to `rep stos` / `rep movs`, was a third of a graph build.)
   Cost() noexcept {}  // NOLINT(modernize-use-equals-default): must not zero flops_
   Cost(const Cost& o) noexcept
-      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), special_ops(o.special_ops), matrix_pad_flops(o.matrix_pad_flops), main_pad_bytes(o.main_pad_bytes), in_switch(o.in_switch), flop_mask(o.flop_mask) {
+      : bytes(o.bytes), main_store_bytes(o.main_store_bytes), link_bytes(o.link_bytes), link_steps(o.link_steps), launches(o.launches), special_ops(o.special_ops), matrix_pad_flops(o.matrix_pad_flops), main_pad_bytes(o.main_pad_bytes), loop_k(o.loop_k), in_switch(o.in_switch), flop_mask(o.flop_mask) {
     copy_flops(o);
   }
   Cost& operator=(const Cost& o) noexcept {
@@ -62,6 +67,7 @@ class Cost {
     special_ops = o.special_ops;
     matrix_pad_flops = o.matrix_pad_flops;
     main_pad_bytes = o.main_pad_bytes;
+    loop_k = o.loop_k;
     in_switch = o.in_switch;
     flop_mask = o.flop_mask;
     copy_flops(o);
@@ -159,6 +165,7 @@ struct OpCost {
   double special_ops = 0;   ///< Cost::special_ops
   double matrix_pad_flops = 0;  ///< Cost::matrix_pad_flops
   double main_pad_bytes = 0;    ///< Cost::main_pad_bytes
+  double loop_k = 0;            ///< Cost::loop_k
   DType matrix_dtype = DType::bf16;
   DType vector_dtype = DType::fp32;
   std::int8_t link = -1;    ///< link index (ChipSpec::links), -1 without communication
@@ -189,6 +196,7 @@ inline bool OpCost::compact(const Cost& c, OpCost& o) noexcept {
   o.special_ops = c.special_ops;
   o.matrix_pad_flops = c.matrix_pad_flops;
   o.main_pad_bytes = c.main_pad_bytes;
+  o.loop_k = c.loop_k;
   o.in_switch = c.in_switch;
   // Most ops cross no link: one test of the summed magnitudes skips the scan.
   const double any_link = std::fabs(c.link_bytes[0]) + std::fabs(c.link_bytes[1]) + std::fabs(c.link_bytes[2]) +

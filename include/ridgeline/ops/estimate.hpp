@@ -100,6 +100,11 @@ struct Rates {
     /// The columns of K each tile of the class's GEMMs costs beyond its own (hw::
     /// ClassEfficiency::fill_k, the class's own; 0: none).
     double fill_k = 0;
+    /// Seconds a column of K of a tile's K loop takes at least (hw::ClassEfficiency::k_loop_s,
+    /// the class's own; 0: none): times TimeParts::loop_k, a fixed time.
+    double k_loop_s = 0;
+    /// The class's fixed time for an op of `kernels` kernels looping over `loop_k` columns of K.
+    double fixed_s(double kernels, double loop_k) const noexcept { return overhead_s * kernels + k_loop_s * loop_k; }
   };
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 
@@ -128,6 +133,9 @@ struct TimeParts {
   /// Main-memory time beyond the bytes (Cost::main_pad_bytes) at the bandwidth: time the
   /// realistic and upper times add to `memory`; the lower bound leaves it out.
   double memory_pad = 0;
+  /// Columns of K the op's GEMM kernels loop over (Cost::loop_k): the class's K-loop time a
+  /// column is a fixed time of the realistic and upper times.
+  double loop_k = 0;
   /// The dtype of the matrix part (of most of its time where it mixes dtypes): which
   /// achievable matrix rate applies (Rates::Achievable::inv_matrix).
   std::uint8_t matrix_dtype = 0;
@@ -152,7 +160,7 @@ struct TimeParts {
   /// efficiency, summed. Always at least realistic(), which overlaps the same parts.
   double upper(const Rates& r, hw::KernelClass k = hw::KernelClass::other) const noexcept {
     const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-    return a.overhead_s * kernels + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector +
+    return a.fixed_s(kernels, loop_k) + (matrix + matrix_pad) * a.inv_matrix[matrix_dtype] + vector * a.inv_vector +
            (memory + memory_pad) * a.inv_memory + comm_realistic(a) + launch;
   }
   /// Seed 003's upper bound: the parts at their peaks, summed.
@@ -181,7 +189,7 @@ struct TimeParts {
     if (p.vector > m) m = p.vector;
     if (p.memory > m) m = p.memory;
     if (p.comm > m) m = p.comm;
-    m += a.overhead_s * kernels;
+    m += a.fixed_s(kernels, loop_k);
     return launch > m ? launch : m;
   }
   /// The largest part; ties go to compute, then memory, then comm.
@@ -231,6 +239,7 @@ inline TimeParts time_parts(const OpCost& c, const Rates& r) noexcept {
   }
   p.launch = c.launches * r.launch_s;
   p.kernels = TimeParts::kernels_of(c.launches);
+  p.loop_k = c.loop_k;
   p.vector += c.special_ops * r.special_extra_s;
   return p;
 }
