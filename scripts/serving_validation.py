@@ -506,9 +506,12 @@ add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 client
 #     20250605_aiter image: ROCm 6.4.1, vLLM 0.9.0.1, hipBLASLt 0.15; the same numbers on amd.com's performance
 #     results page): benchmark_latency.py, the mean end-to-end time of one batch over 5 iterations after 3
 #     warm-ups, amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV (Quark: fp8 weights and activations with per-tensor
-#     scales, an fp8 KV cache), --dtype float16, --tensor-parallel-size 8, VLLM_USE_TRITON_FLASH_ATTN=0,
-#     nothing else set. benchmark_latency.py runs the offline LLM class (no server: --front-end 0) and samples at
-#     temperature 1.0, top_p 1.0, ignore_eos (--sampling random). The fork's source at that commit runs the V1
+#     scales, an fp8 KV cache): its command's --quantization fp8 --kv-cache-dtype fp8 --dtype float16
+#     --gpu-memory-utilization 0.9 --tensor-parallel-size 8 --distributed-executor-backend mp
+#     --trust-remote-code, VLLM_USE_TRITON_FLASH_ATTN=0, no engine argument else (its tables were run with
+#     v0.6.5's benchmark scripts, the README says: the same sampling). benchmark_latency.py runs the offline
+#     LLM class (no server: --front-end 0) and samples at temperature 1.0, top_p 1.0, ignore_eos (--sampling
+#     random). The fork's source the image is built from (71faa18, its Docker manifest's commit) runs the V1
 #     engine (VLLM_USE_V1 defaults to 1, and its V1 oracle admits an fp8 KV cache on ROCm), with V1's offline
 #     defaults for a device of 70 GB or more, 16384 tokens a step and 1024 sequences; the image's own default is
 #     not verified (its next release notes say "V1 on by default"), nor are its kernels modelled (ROCm's

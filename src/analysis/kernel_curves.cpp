@@ -684,7 +684,7 @@ CurveFit fit_filled(const hw::ChipSpec& chip, KernelClass cls) {
 }
 
 // K-loop times tried for a GEMM class (ClassEfficiency::k_loop_s), in picoseconds a column of
-// K: every 250 from 0 to 10000, then every 10 within 250 of the best.
+// K: every 250 from 250 to 10000, then every 10 within 240 of the best (scan_held).
 constexpr int kMaxKLoopPs = 10000;
 
 // A GEMM class's fit with its K-loop time held in turn (fit_rates for the rest), for a class

@@ -615,8 +615,8 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
         // The time a column of K of one tile's K loop takes at least (such as '1.5 ns').
         const std::string said = r.scalar(n["k_loop"], p + ".k_loop");
         ce.k_loop_s = r.quantity(n["k_loop"], Quantity::time, p + ".k_loop", false);
-        if (hw::parent(static_cast<hw::KernelClass>(k)) != hw::KernelClass::gemm) {
-          r.fail(p + ".k_loop", fmt::format("'{}': only a GEMM class's tiles run a K loop", said));
+        if (!hw::takes_k_loop(static_cast<hw::KernelClass>(k))) {
+          r.fail(p + ".k_loop", fmt::format("'{}': only a dense GEMM class without a tile fill (gemm, gemm_scaled, gemm_fp8) takes a K-loop time", said));
         }
         if (ce.k_loop_s > 1e-6) r.fail(p + ".k_loop", fmt::format("'{}' a column of K: expected at most 1 us", said));
       }

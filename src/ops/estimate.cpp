@@ -185,7 +185,7 @@ Estimate estimate(const Cost& c, const hw::ChipSpec& chip, hw::KernelClass k, bo
   e.t_realistic_s = p.realistic(r, k);
   e.bound = p.bound();
   const Rates::Achievable& a = r.achievable[static_cast<int>(k)];
-  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.fixed_s(p.kernels, p.loop_k), a.overlap, a.overlap_vector};
+  e.applied = {1 / a.inv_matrix[p.matrix_dtype], 1 / a.inv_vector, 1 / a.inv_memory, 1 / p.inv_comm(a), a.fixed_s(p.kernels, p.loop_k), a.overlap, a.overlap_vector, a.k_loop_s};
 
   // The unit and dtype that carry the most FLOPs name the compute roof.
   e.compute_unit = static_cast<hw::Unit>(f.unit);

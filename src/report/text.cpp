@@ -243,7 +243,8 @@ std::string estimate_text(const analysis::OpConfig& op, const hw::System& sys, c
   out += fmt::format("  realistic   {:>14}  (overlap, each part over its efficiency: matrix {:.2f}, vector {:.2f}, memory {:.2f}, link {:.2f}{}{})\n",
                      time_or_na(e.t_realistic_s), e.applied.matrix, e.applied.vector, e.applied.memory, e.applied.link,
                      e.applied.overlap > 0.5 ? fmt::format("; at least {:.2f} of matrix + {}", e.applied.overlap, hw::overlap_partner(e.applied.overlap_vector)) : std::string(),
-                     e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary{}", time_or_na(e.applied.overhead_s), cost.launches > 1 ? fmt::format(" ({:g} kernels)", cost.launches) : "") : std::string());
+                     e.applied.overhead_s > 0 ? fmt::format("; + {} kernel boundary{}{}", time_or_na(e.applied.overhead_s), cost.launches > 1 ? fmt::format(" ({:g} kernels)", cost.launches) : "",
+                                                                 cost.loop_k > 0 && e.applied.k_loop_s > 0 ? fmt::format(" with its K loop ({:g} columns)", cost.loop_k) : "") : std::string());
   out += fmt::format("  upper bound {:>14}  (no overlap, at those efficiencies; {} at peak)\n", time_or_na(e.t_upper_s), time_or_na(e.t_sum_at_peak_s));
   out += e.host_longer ? fmt::format("\n  bound: the host's time per call ({} on the device alone)", name(e.bound))
                        : fmt::format("\n  bound: {}", name(e.bound));

@@ -267,16 +267,17 @@ TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurveWithItsKLoop) {
 
 TEST(KernelCurves, AClassWhoseFileGivesAKLoopTimeHasItFitted) {
   // One-row bf16 GEMMs on the toy chip (1 TB/s, no multiprocessors: untiled), made as 2 us +
-  // K x 1.5 ns + bytes / (0.8 x 1 TB/s), bytes 2K + 2NK + 2N:
-  //   N 4096, K 4096: 33570816 B, 41.96352 us -> 50.10752 us;  N 512, K 8192: 8406016 B,
-  //   10.50752 us -> 24.79552 us;  N 8192, K 512: 8406016 B -> 13.27552 us;  N 1024, K 1024:
-  //   2101248 B, 2.62656 us -> 6.16256 us.
+  // K x 1.53 ns + bytes / (0.8 x 1 TB/s), bytes 2K + 2NK + 2N:
+  //   N 4096, K 4096: 33570816 B, 41.96352 us -> 50.23040 us;  N 512, K 8192: 8406016 B,
+  //   10.50752 us -> 25.04128 us;  N 8192, K 512: 8406016 B -> 13.29088 us;  N 1024, K 1024:
+  //   2101248 B, 2.62656 us -> 6.19328 us.
   // The file gives gemm_scaled a K-loop time (any: the fit finds its value), so the fit holds
-  // each in turn (every 10 ps near the best) and gives back 1.5 ns, 2 us and 0.8. Without one,
-  // the same points fit a fixed time and a fraction with residuals left.
+  // each in turn (every 0.25 ns, then every 10 ps near the best: 1.53 ns lies between) and
+  // gives back 1.53 ns, 2 us and 0.8. Without one, the same points fit a fixed time and a
+  // fraction with residuals left.
   hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph,
-                              {gemm_point(1, 4096, 4096, DType::bf16, 50.10752e-6), gemm_point(1, 512, 8192, DType::bf16, 24.79552e-6),
-                               gemm_point(1, 8192, 512, DType::bf16, 13.27552e-6), gemm_point(1, 1024, 1024, DType::bf16, 6.16256e-6)});
+                              {gemm_point(1, 4096, 4096, DType::bf16, 50.2304e-6), gemm_point(1, 512, 8192, DType::bf16, 25.04128e-6),
+                               gemm_point(1, 8192, 512, DType::bf16, 13.29088e-6), gemm_point(1, 1024, 1024, DType::bf16, 6.19328e-6)});
   const auto plain = analysis::fit_curves(c);
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(plain[0].efficiency.k_loop_s, 0);
@@ -286,14 +287,14 @@ TEST(KernelCurves, AClassWhoseFileGivesAKLoopTimeHasItFitted) {
   ASSERT_EQ(fits.size(), 1u);
   const analysis::CurveFit& f = fits[0];
   EXPECT_TRUE(f.fitted);
-  EXPECT_NEAR(f.efficiency.k_loop_s, 1.5e-9, 1e-15);
+  EXPECT_NEAR(f.efficiency.k_loop_s, 1.53e-9, 1e-15);
   EXPECT_NEAR(f.efficiency.overhead_s, 2e-6, 2e-6 * 1e-6);
   EXPECT_NEAR(f.efficiency.memory, 0.8, 0.8 * 1e-6);
   EXPECT_NEAR(f.rms_residual, 0, 1e-6);
   // The chip with the fit keeps it, and prices the points back.
   const hw::ChipSpec fitted = analysis::with_curve_fits(c, fits);
-  EXPECT_NEAR(fitted.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled)].k_loop_s, 1.5e-9, 1e-15);
-  EXPECT_NEAR(analysis::curve_residuals(fitted)[0].residuals[1].predicted_s, 24.79552e-6, 24.79552e-6 * 1e-6);
+  EXPECT_NEAR(fitted.efficiency.kernel[static_cast<int>(KernelClass::gemm_scaled)].k_loop_s, 1.53e-9, 1e-15);
+  EXPECT_NEAR(analysis::curve_residuals(fitted)[0].residuals[1].predicted_s, 25.04128e-6, 25.04128e-6 * 1e-6);
 }
 
 TEST(KernelCurves, TheH200sRoutingKernelsFitOneFixedTimeByRelativeLeastSquares) {

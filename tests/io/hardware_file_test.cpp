@@ -263,7 +263,8 @@ TEST(HardwareFile, AGemmClassCarriesItsTilesFill) {
 }
 
 // A GEMM class's `k_loop`: the time a column of K of one tile's K loop takes at least, its
-// class's alone, round-tripped; on a class that runs no GEMM tiles, or past 1 us, refused.
+// class's alone, round-tripped; on a class that runs no GEMM tiles or whose GEMMs price no K
+// loop (the experts') or fit a tile fill, or past 1 us, refused.
 TEST(HardwareFile, AGemmClassCarriesItsKLoopTime) {
   const hw::ChipSpec c = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  gemm_scaled: {matrix: 0.3, k_loop: 1.52 ns}\n", "toy.yaml");
   EXPECT_DOUBLE_EQ(c.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled)].k_loop_s, 1.52e-9);
@@ -271,7 +272,9 @@ TEST(HardwareFile, AGemmClassCarriesItsKLoopTime) {
   const hw::ChipSpec g = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  gemm: {k_loop: 2 ns}\n", "toy.yaml");
   EXPECT_EQ(hw::class_efficiency(g.efficiency, hw::KernelClass::gemm_scaled).k_loop_s, 0);
   EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {norm: {k_loop: 2 ns}}\n"),
-            "toy.yaml: efficiency.norm.k_loop: '2 ns': only a GEMM class's tiles run a K loop");
+            "toy.yaml: efficiency.norm.k_loop: '2 ns': only a dense GEMM class without a tile fill (gemm, gemm_scaled, gemm_fp8) takes a K-loop time");
+  EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {gemm_expert_scaled: {k_loop: 2 ns}}\n"),
+            "toy.yaml: efficiency.gemm_expert_scaled.k_loop: '2 ns': only a dense GEMM class without a tile fill (gemm, gemm_scaled, gemm_fp8) takes a K-loop time");
   EXPECT_EQ(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {k_loop: 5 us}}\n"),
             "toy.yaml: efficiency.gemm.k_loop: '5 us' a column of K: expected at most 1 us");
   EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {k_loop: slow}}\n").find("efficiency.gemm.k_loop"), std::string::npos);

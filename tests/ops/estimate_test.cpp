@@ -126,6 +126,41 @@ TEST(Estimate, GemmPaddingRunsAtTheAchievableRateOnly) {
   EXPECT_DOUBLE_EQ(compact.expand().matrix_pad_flops, 0.125e12);
 }
 
+// A K-looping class's K loop (hw::ClassEfficiency::k_loop_s) is a fixed time of K x k_loop a
+// kernel, in the realistic and upper times, not the lower bound; the columns (Cost::loop_k) add
+// and scale with the rest and survive the compact form and copies. The toy chip (1 TB/s, 0.9
+// of it for memory, a 1 us kernel boundary) with gemm_scaled at 2 ns a column: 1 GB of
+// memory-bound GEMM over K = 4096, 1e9 / 0.9e12 = 1111.111 us + 1 us + 4096 x 2 ns (8.192 us).
+TEST(Estimate, AKLoopingClassPaysItsKLoopAsAFixedTime) {
+  hw::ChipSpec chip = toy_chip();
+  chip.efficiency.overhead_s = 1e-6;
+  chip.efficiency.kernel[static_cast<int>(hw::KernelClass::gemm_scaled)].k_loop_s = 2e-9;
+  Cost c;
+  c.add_main_bytes(1e9);
+  c.launches = 1;
+  c.loop_k = 4096;
+  const Estimate e = estimate(c, chip, hw::KernelClass::gemm_scaled);
+  EXPECT_DOUBLE_EQ(e.t_lower_s, 1e-3);
+  EXPECT_NEAR(e.t_realistic_s, 1e9 / 0.9e12 + 1e-6 + 8.192e-6, 1e-15);
+  EXPECT_NEAR(e.t_upper_s, 1e9 / 0.9e12 + 1e-6 + 8.192e-6 + 2e-6, 1e-15);  // and the 2 us launch, summed
+  EXPECT_NEAR(e.applied.overhead_s, 9.192e-6, 1e-15);
+  EXPECT_EQ(e.applied.k_loop_s, 2e-9);
+  // Another class (gemm) takes none of it.
+  EXPECT_NEAR(estimate(c, chip, hw::KernelClass::gemm).t_realistic_s, 1e9 / 0.9e12 + 1e-6, 1e-15);
+  Cost copy = c, assigned;
+  assigned = c;
+  EXPECT_EQ(copy.loop_k, 4096);
+  EXPECT_EQ(assigned.loop_k, 4096);
+  EXPECT_EQ((c + c).loop_k, 8192);
+  EXPECT_EQ((c * 3).loop_k, 12288);
+  OpCost compact;
+  ASSERT_TRUE(OpCost::compact(c, compact));
+  EXPECT_EQ(compact.loop_k, 4096);
+  EXPECT_EQ(compact.expand().loop_k, 4096);
+  const Rates r(chip);
+  EXPECT_NEAR(time_parts(compact, r).realistic(r, hw::KernelClass::gemm_scaled), e.t_realistic_s, 1e-15);
+}
+
 // A measured matmul rate (maximum achievable matmul FLOPS) is the gemm class's matrix
 // efficiency in its dtype: achieved / peak. Other dtypes and classes keep the chip-wide 0.8;
 // a class figure of the chip file (calibrate's) replaces it for every dtype.

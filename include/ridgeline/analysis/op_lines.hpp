@@ -31,7 +31,8 @@ struct PhaseTimes {
   double comm_bytes = 0;     ///< per chip, all links
   double launches = 0;
   /// Of t_realistic_s: what kernels cost beyond their roofline parts (each kernel's fixed
-  /// time, hw::EfficiencySpec::overhead_s), and the latency steps of collectives (over the
+  /// time, hw::EfficiencySpec::overhead_s, and a K-looping class's K loops: ops::Rates::
+  /// Achievable::fixed_s), and the latency steps of collectives (over the
   /// link efficiency): the step's floor and latency rather than its bandwidth or compute.
   double kernel_fixed_s = 0, link_latency_s = 0;
   std::array<double, 4> lower_by_bound_s;  ///< t_lower split by each kernel's bound (compute, memory, comm, launch)

@@ -245,6 +245,12 @@ inline KernelClass fp8_gemm_class(const EfficiencySpec& e) noexcept {
 /// The columns of K each tile of class `k`'s GEMMs costs beyond its own: the class's own
 /// figure (ClassEfficiency::fill_k), never a parent's or a sibling's.
 inline double fill_k(const EfficiencySpec& e, KernelClass k) noexcept { return e.kernel[static_cast<int>(k)].fill_k; }
+/// The GEMM classes that take a K-loop time (ClassEfficiency::k_loop_s): the dense ones whose
+/// fit holds no tile fill (gemm, gemm_scaled, gemm_fp8). The experts' grouped GEMMs price no K
+/// loop of their own, and DeepGEMM's dense class fits a tile fill instead (docs/cost-model.md#k-loops).
+constexpr bool takes_k_loop(KernelClass k) noexcept {
+  return k == KernelClass::gemm || k == KernelClass::gemm_scaled || k == KernelClass::gemm_fp8;
+}
 
 /// Whether class `k`'s tile fill (ClassEfficiency::fill_k) costs its weights' read rather than
 /// its work: Triton's fused MoE (gemm_expert_scaled), one program a tile of 16-64 rows and 128

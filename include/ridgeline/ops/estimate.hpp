@@ -47,11 +47,13 @@ struct Estimate {
   bool supported = true;                     ///< false when a dtype has FLOPs but no peak
   /// The achievable fractions the realistic and upper times applied (the kernel class's, and
   /// for comm its link's own where the chip file gives one) and the fixed time of its kernels
-  /// (the class's per kernel, times the op's kernels).
+  /// (the class's per kernel, times the op's kernels, and its K-loop time a column times the
+  /// columns its GEMMs loop over: Rates::Achievable::fixed_s; k_loop_s that time a column).
   struct Applied {
     double matrix = 1, vector = 1, memory = 1, link = 1, overhead_s = 0;
     double overlap = 0.5;  ///< the share of matrix + its partner the kernel takes at least (0.5: never binds)
     bool overlap_vector = false;  ///< the partner is the vector part, not memory (hw::overlaps_vector)
+    double k_loop_s = 0;  ///< the class's K-loop time a column of K (0: none), in overhead_s
   } applied;
 };
 
