@@ -51,6 +51,7 @@ hw::CurvePoint allreduce(double bytes, int chips, double time) {
   return p;
 }
 
+// A GEMM of m rows by n x k weights in `dtype`, measured at `time` seconds.
 hw::CurvePoint gemm_point(double m, double n, double k, DType dtype, double time) {
   hw::CurvePoint p;
   p.op = CurveOp::matmul;
@@ -96,13 +97,7 @@ double priced_on(const char* chip, KernelClass cls, hw::CurveTiming timing, cons
 // bytes (2·4096·m in, 2·4096² of weights, 2·4096·m out) over 0.85 TB/s, m = 4096 at 3 us +
 // its 2·4096³ FLOPs at `rate`.
 hw::ChipSpec square_gemms(double rate) {
-  auto mm = [](double m, double t) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = 4096;
-    p.time_s = t;
-    return p;
-  };
+  auto mm = [](double m, double t) { return gemm_point(m, 4096, 4096, DType::bf16, t); };
   const double b1 = 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 4096, b2 = 2 * 2 * 4096 + 2.0 * 4096 * 4096 + 2 * 2 * 4096;
   return with_curve(KernelClass::gemm, hw::CurveTiming::graph,
                     {mm(1, 3e-6 + b1 / 0.85e12), mm(2, 3e-6 + b2 / 0.85e12), mm(4096, 3e-6 + 2.0 * 4096 * 4096 * 4096 / rate)});
@@ -378,12 +373,8 @@ TEST(KernelCurves, DeepGemmsFitFindsEachTilesFillWhereItsPointsVaryK) {
   // 0.5 x 4096/4396 = 0.466 of the peak at k = 4096 to 0.5 x 256/556 = 0.230 at 256, which no
   // fraction alone follows. The fit gives back 300 columns, 0.5, 0.85 and 3 us.
   auto mm = [](double m, double k) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = k;
     const double bytes = 2 * m * k + 2 * k * 4096 + 2 * m * 4096, flops = 2 * m * 4096 * (k + 300);
-    p.time_s = 3e-6 + std::max(bytes / 0.85e12, flops / 50e12);
-    return p;
+    return gemm_point(m, 4096, k, DType::bf16, 3e-6 + std::max(bytes / 0.85e12, flops / 50e12));
   };
   ASSERT_NEAR(mm(4096, 256).time_s, 3e-6 + 2.0 * 4096 * 4096 * 556 / 50e12, 1e-12);
   const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled_deepgemm, hw::CurveTiming::graph,
@@ -426,12 +417,8 @@ TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt
   // started there never frees the matrix (its best: residuals of several percent). The second
   // start, at half the matrix rate, finds 3 us, memory 0.85 and matrix 0.4 exactly.
   auto mm = [](double m) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = 4096;
     const double bytes = 4 * 4096 * m + 2.0 * 4096 * 4096, flops = 2 * m * 4096 * 4096;
-    p.time_s = 3e-6 + std::max(bytes / 0.85e12, flops / 40e12);
-    return p;
+    return gemm_point(m, 4096, 4096, DType::bf16, 3e-6 + std::max(bytes / 0.85e12, flops / 40e12));
   };
   ASSERT_NEAR(mm(64).time_s, 56.687e-6, 1e-9);
   const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph, {mm(1), mm(2), mm(4), mm(64)});
@@ -452,12 +439,8 @@ TEST(KernelCurves, AGemmWhoseMatrixAndMemoryTimesAreNearEqualFindsItsOverlapShar
   // and 96 take 0.7 of the two added; m = 4096 is compute-bound. No fit without a share
   // matches m = 64 and 96; holding 0.70 matches every point.
   auto mm = [](double m) {
-    hw::CurvePoint p;
-    p.op = CurveOp::matmul;
-    p.m = m, p.n = 4096, p.k = 4096;
     const double matrix = 2 * m * 4096 * 4096 / 80e12, memory = (4 * 4096 * m + 2.0 * 4096 * 4096) / 0.85e12;
-    p.time_s = 3e-6 + std::max({matrix, memory, 0.7 * (matrix + memory)});
-    return p;
+    return gemm_point(m, 4096, 4096, DType::bf16, 3e-6 + std::max({matrix, memory, 0.7 * (matrix + memory)}));
   };
   const hw::ChipSpec c = with_curve(KernelClass::gemm, hw::CurveTiming::graph, {mm(1), mm(2), mm(64), mm(96), mm(4096)});
   const auto fits = analysis::fit_curves(c);
@@ -750,14 +733,8 @@ TEST(KernelCurves, TheB200PricesAPrefillsNvfp4GemmAtItsCurvesRate) {
   // (4.5289e15 x 0.998607) = 4.715 + 1701.80 = 1706.5 us. The weights (57344 x 8192 x 0.5625 B
   // = 264 MB), the bf16 input (134 MB) and output (940 MB) at 0.313 x 8 TB/s take 534 us: the
   // compute binds. The fit of m <= 1024 alone (6.575 us, 0.736) gave 1170 us.
-  hw::CurvePoint p;
-  p.op = CurveOp::matmul;
-  p.m = 8192;
-  p.n = 57344;
-  p.k = 8192;
-  p.dtype = DType::fp4;
-  p.time_s = 1706.5e-6;
-  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_scaled, hw::CurveTiming::graph, p), 1706.5e-6, 1706.5e-6 * 1e-3);
+  EXPECT_NEAR(priced_on("b200", KernelClass::gemm_scaled, hw::CurveTiming::graph, gemm_point(8192, 57344, 8192, DType::fp4, 1706.5e-6)),
+              1706.5e-6, 1706.5e-6 * 1e-3);
 }
 
 TEST(KernelCurves, TheB200PricesAOneTokenMoeAtTrtllmGensCurve) {

@@ -237,8 +237,7 @@ inline ClassEfficiency class_efficiency(const EfficiencySpec& e, KernelClass k) 
 /// (hw::class_efficiency): not to gemm's overlap share or its share of the measured matmul rate,
 /// so a file gives gemm_fp8 the whole fit of its curves.
 inline KernelClass fp8_gemm_class(const EfficiencySpec& e) noexcept {
-  const ClassEfficiency& c = e.kernel[static_cast<int>(KernelClass::gemm_fp8)];
-  const bool own = c.matrix > 0 || c.vector > 0 || c.memory > 0 || c.link > 0 || c.overhead_s > 0 || c.overlap > 0 || c.fill_k > 0 || c.k_loop_s > 0;
+  const bool own = !(e.kernel[static_cast<int>(KernelClass::gemm_fp8)] == ClassEfficiency{});
   return own ? KernelClass::gemm_fp8 : KernelClass::gemm;
 }
 
