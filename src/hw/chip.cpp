@@ -2,6 +2,56 @@
 
 namespace ridgeline::hw {
 
+namespace {
+
+int hex_digit(char ch) noexcept {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::optional<Arch> parse_arch(std::string_view text) noexcept {
+  Arch a;
+  std::string_view digits;
+  if (text.substr(0, 3) == "sm_") {
+    a.isa = Arch::Isa::cuda;
+    digits = text.substr(3);
+    if (digits.size() < 2 || digits.size() > 3) return std::nullopt;
+    for (char ch : digits) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+    }
+    a.minor = digits.back() - '0';
+    digits.remove_suffix(1);
+  } else if (text.substr(0, 3) == "gfx") {
+    // LLVM's AMDGPU processors: gfx<major><minor><stepping>, the last two one hex digit each.
+    a.isa = Arch::Isa::hip;
+    digits = text.substr(3);
+    if (digits.size() < 3 || digits.size() > 4) return std::nullopt;
+    const int minor = hex_digit(digits[digits.size() - 2]), stepping = hex_digit(digits.back());
+    if (minor < 0 || stepping < 0) return std::nullopt;
+    a.minor = minor;
+    digits.remove_suffix(2);
+  } else {
+    return std::nullopt;
+  }
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    a.major = a.major * 10 + (ch - '0');
+  }
+  if (a.major == 0) return std::nullopt;
+  return a;
+}
+
+Arch arch_of(const ChipSpec& c) noexcept { return parse_arch(c.arch).value_or(Arch{}); }
+
+bool runs_deepgemm(const ChipSpec& c) noexcept {
+  const Arch a = arch_of(c);
+  if (a.isa == Arch::Isa::none) return c.vendor == "nvidia" && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp8_e4m3) > 0;
+  return a.isa == Arch::Isa::cuda && ((a.major == 9 && a.minor == 0) || a.major == 10);
+}
+
 std::string_view name(Unit u) noexcept { return u == Unit::matrix ? "matrix" : "vector"; }
 
 std::string_view name(KernelClass k) noexcept {

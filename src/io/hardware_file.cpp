@@ -448,7 +448,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   }
   check_expanded_size(root, source);
   Reader r(source);
-  r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "matrix_peak", "matmul_achievable",
+  r.check_map(root, "", {"schema_version", "name", "display_name", "vendor", "kind", "arch", "matrix_peak", "matmul_achievable",
                          "vector_peak", "special_function_rate", "sparse_factor", "write_allocate", "memory", "links", "launch_overhead",
                          "chips_per_node", "sms", "gemm_split", "topology", "price_per_hour", "efficiency", "kernel_curves", "sources", "notes",
                          "measured", "calibrated"});
@@ -464,6 +464,23 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   c.kind = r.scalar(r.required(root, "kind", ""), "kind");
   if (c.kind != "gpu" && c.kind != "tpu" && c.kind != "cpu") {
     r.fail("kind", fmt::format("'{}' is not a chip kind: expected gpu, tpu or cpu", c.kind));
+  }
+  if (root["arch"]) {
+    // The instruction set the engines choose kernels by (hw::runs_deepgemm): a GPU's only, and
+    // its vendor's (docs/hardware.md#arch).
+    c.arch = r.scalar(root["arch"], "arch");
+    const std::optional<hw::Arch> a = hw::parse_arch(c.arch);
+    if (!a) {
+      r.fail("arch", fmt::format("'{}' is not an instruction set: expected sm_ and a compute capability's digits (sm_90, sm_100) or "
+                                 "an AMD gfx target (gfx942)",
+                                 c.arch));
+    }
+    const bool cuda = a->isa == hw::Arch::Isa::cuda;
+    const char* vendor = cuda ? "nvidia" : "amd";
+    if (c.kind != "gpu" || c.vendor != vendor) {
+      r.fail("arch", fmt::format("'{}' names {} GPU's instruction set: expected vendor {} and kind gpu, not {} {}", c.arch,
+                                 cuda ? "an NVIDIA" : "an AMD", vendor, c.vendor, c.kind));
+    }
   }
   read_peaks(r, r.required(root, "matrix_peak", ""), "matrix_peak", c.matrix_flops_per_s);
   if (std::none_of(c.matrix_flops_per_s.begin(), c.matrix_flops_per_s.end(), [](double v) { return v > 0; })) {
@@ -658,6 +675,7 @@ std::string yaml_quoted(std::string_view s) {
 std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string_view provenance) {
   std::string y = fmt::format("schema_version: {}\nname: {}\ndisplay_name: {}\nvendor: {}\nkind: {}\n", kSchemaVersion, c.name,
                               yaml_quoted(c.display_name), yaml_quoted(c.vendor), c.kind);
+  if (!c.arch.empty()) y += fmt::format("arch: {}\n", c.arch);
   auto peaks = [](const std::array<double, kDTypeCount>& a) {
     std::string s;
     for (DType d : kAllDTypes) {

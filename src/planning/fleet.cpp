@@ -730,6 +730,7 @@ std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& 
       for (const std::int64_t ep : eps_at(tp)) {
        for (const Experts experts : experts_at(tp)) {
         for (const serving::EngineRef kind : engines) {
+          if (!serving::runs_on(kind, sys.chip)) continue;
           const serving::EngineConfig preset = serving::engine_preset(kind, sys.chip, tp, m);
           // A static batch prefills its prompts whole whatever the flag: its preset only.
           const std::vector<std::optional<bool>> chunk_choices =
@@ -893,6 +894,17 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
       }
     }
   }
+  // Each engine tried runs on one of the chips at least (TensorRT-LLM on NVIDIA GPUs only): the
+  // others are left out of its candidates (enumerate).
+  {
+    std::vector<serving::EngineRef> engines = s.engines;
+    if (engines.empty()) engines.push_back(s.base.engine.ref());
+    for (const serving::EngineRef& k : engines) {
+      if (std::none_of(s.chips.begin(), s.chips.end(), [&](const ChipChoice& c) { return serving::runs_on(k, c.sys.chip); })) {
+        (void)serving::engine_preset(k, s.chips.front().sys.chip);  // throws, naming the engine and the chip
+      }
+    }
+  }
   if (s.max_gpus < 1 || s.max_gpus > 1000000) throw InputError(fmt::format("--max-gpus: {} is out of range: expected 1 to 1000000", s.max_gpus));
   if (s.top < 1 || s.top > 10000) throw InputError(fmt::format("--top: {} is out of range: expected 1 to 10000", s.top));
   for (auto [list, flag] : {std::pair{&s.tp, "--tp"}, {&s.ep, "--ep"}, {&s.decode_tp, "--decode-tp"}, {&s.decode_ep, "--decode-ep"}}) {
@@ -911,7 +923,8 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
     std::vector<serving::EngineRef> engines = s.engines;
     if (engines.empty()) engines.push_back(s.base.engine.ref());
     const bool any = std::any_of(engines.begin(), engines.end(), [&](const serving::EngineRef& k) {
-      return takes_graph_padding(serving::engine_preset(k, s.chips.front().sys.chip, 1, m));
+      const auto chip = std::find_if(s.chips.begin(), s.chips.end(), [&](const ChipChoice& c) { return serving::runs_on(k, c.sys.chip); });
+      return chip != s.chips.end() && takes_graph_padding(serving::engine_preset(k, chip->sys.chip, 1, m));
     });
     if (!any) {
       throw InputError("--graph-padding: none of the engines tried has the knob (TensorRT-LLM's cuda_graph_config.enable_padding; vLLM and "

@@ -44,6 +44,7 @@ json chip_json(const hw::ChipSpec& c) {
   j["display_name"] = c.display_name;
   j["vendor"] = c.vendor;
   j["kind"] = c.kind;
+  j["arch"] = c.arch.empty() ? json(nullptr) : json(c.arch);
   j["peak_flops_per_s"] = dtype_map(c.matrix_flops_per_s);
   j["matmul_achievable_flops_per_s"] = dtype_map(c.matmul_achievable_flops_per_s);
   j["sparse_factor"] = c.sparse_factor;

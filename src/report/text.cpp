@@ -41,7 +41,7 @@ std::string catalog_text(const std::vector<io::CatalogEntry>& entries) {
 }
 
 std::string chip_text(const hw::ChipSpec& c) {
-  std::string out = fmt::format("{} ({}, {} {})\n", c.display_name, c.name, c.vendor, c.kind);
+  std::string out = fmt::format("{} ({}, {} {}{})\n", c.display_name, c.name, c.vendor, c.kind, c.arch.empty() ? "" : ", " + c.arch);
   out += "\nmatrix unit, dense peak            ridge vs " + (c.memory.empty() ? std::string("memory") : c.memory[0].name) + "\n";
   for (DType d : kAllDTypes) {
     double p = c.matrix_flops_per_s[index(d)];

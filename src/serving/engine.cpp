@@ -228,7 +228,12 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // CUTLASS kernel at 0.66-1.06 of Triton's time at DeepSeek's shapes except one (N 24576, K 7168,
   // 64 rows: 1.30), and 0.74 from 1024 rows on: the dense layers of these presets are likely
   // priced slow, where ridgeline's DeepSeek errors are fast (docs/serving.md#block-scaled-fp8).
-  e.scaled_gemm = piecewise_only ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  // DeepGEMM on Hopper and datacenter Blackwell only (is_deep_gemm_supported, hw::runs_deepgemm):
+  // elsewhere apply_w8a8_block_fp8_linear's own choice, on ROCm AITER's CK block-scale GEMM
+  // under VLLM_ROCM_USE_AITER (and _LINEAR), Triton's kernel without it or on an older CUDA GPU
+  // (gemm_scaled either way: the chip's figures say which kernel they measured).
+  e.scaled_gemm = piecewise_only || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
+                                                             : model::ForwardConfig::ScaledGemm::deepgemm;
   // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
   // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
@@ -244,9 +249,9 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
                   : version == 10 ? "vLLM V1 (0.9-0.10: decode steps as piecewise graphs, cudagraph_mode PIECEWISE until v0.11.0, PR "
                                   "#25444; block-fp8 GEMMs at the Triton kernel's curve; async scheduling off): "
                   : version == 13 ? "vLLM V1 (0.11-0.13: FULL_AND_PIECEWISE graphs, v0.11.0 release notes, PR #25444; block-fp8 "
-                                    "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462; async scheduling off): "
+                                    "GEMMs by DeepGEMM on Hopper and Blackwell: VLLM_USE_DEEP_GEMM on by default, PR #24462; async scheduling off): "
                                   : "vLLM V1 (0.14+, async scheduling on by default: v0.14.0 release notes, PR #27614; block-fp8 "
-                                    "GEMMs by DeepGEMM: VLLM_USE_DEEP_GEMM on by default, PR #24462): ") +
+                                    "GEMMs by DeepGEMM on Hopper and Blackwell: VLLM_USE_DEEP_GEMM on by default, PR #24462): ") +
       "vllm/engine/arg_utils.py _set_default_args (token budget, max_num_seqs), "
       "vllm/config/cache.py (block 16, gpu_memory_utilization 0.9), vllm/v1/core/sched/scheduler.py "
       "(running first, FCFS, recompute preemption of the last admitted), vllm/v1/core/kv_cache_manager.py "
@@ -412,9 +417,12 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.front_end_source = std::string(kFrontEndSource) + " (none published for SGLang)";
   python_launches(e);
   e.overlap_scheduling = !v03;
-  // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from
-  // PR #5628, April 2025: 0.4.6); the 0.4+ preset follows the newest releases.
-  e.scaled_gemm = v03 ? model::ForwardConfig::ScaledGemm::triton : model::ForwardConfig::ScaledGemm::deepgemm;
+  // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from PR #5628, April 2025:
+  // 0.4.6; deep_gemm_wrapper's ENABLE_JIT_DEEPGEMM wants CUDA and SM90 or later, hw::runs_deepgemm);
+  // the 0.4+ preset follows the newest releases. Elsewhere Triton's w8a8_block_fp8_matmul, or
+  // on ROCm under SGLANG_USE_AITER AITER's CK block-scale GEMM: gemm_scaled.
+  e.scaled_gemm = v03 || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
+                                                  : model::ForwardConfig::ScaledGemm::deepgemm;
   // Its experts: DeepGEMM's grouped kernels only under expert parallelism (the deep_gemm MoE
   // runner, with DeepEP), Triton's fused MoE for experts split by width (the triton runner, which
   // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,
@@ -437,7 +445,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
       "schedule_policy.py PrefillAdder (admission with new_token_ratio), schedule_batch.py retract_decode, "
       "environ.py (ratio 0.7 -> 0.098 over 600 steps, retract 20 steps); page_size 1; host time as vLLM's, overlapped "
       "(the overlap scheduler, on by default since PR #2067, Nov 2024, which delays a new batch by one step; sglang@0.3: off); "
-      "block-fp8 GEMMs by DeepGEMM (on by default since PR #5628, Apr 2025; sglang@0.3: the Triton kernel); "
+      "block-fp8 GEMMs by DeepGEMM on Hopper and Blackwell (on by default since PR #5628, Apr 2025; elsewhere and sglang@0.3: the Triton kernel); "
       "front end per request as vLLM's (4 ms; none published for SGLang)" +
       std::string(v03 ? "; sglang@0.3: the 0.3 line's server_args.py (chunked_prefill_size 8192, mem_fraction_static "
                                  "0.88 / 0.87 / 0.85 / 0.83 / 0.79 from TP 1 / 2 / 4 / 8 / 16), cuda_graph_runner.py (decode "
@@ -489,8 +497,9 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
   e.front_end_source = std::string(kFrontEndSource) + " (none published for trtllm-serve)";
   e.overlap_scheduling = true;
   e.exposed_step_s = 0.58e-3;
-  // Block-fp8 linear layers by DeepGEMM (TRTLLM_DG_ENABLED on unless set to 0, PR #3341, April 2025).
-  e.scaled_gemm = model::ForwardConfig::ScaledGemm::deepgemm;
+  // Block-fp8 linear layers by DeepGEMM (TRTLLM_DG_ENABLED on unless set to 0, PR #3341, April
+  // 2025), on the GPUs it runs on (hw::runs_deepgemm); elsewhere priced as gemm_scaled.
+  e.scaled_gemm = hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::deepgemm : model::ForwardConfig::ScaledGemm::triton;
   // Its port of DeepGEMM's grouped GEMM (fp8_blockscale_gemm.cu, grouped_gemm_dispatch) swaps
   // its operands while its expected_m, the MoE call's rows (num_rows: getWorkspaceSize sets it
   // at every call), is under m_per_expert_threshold: 64 on the H20 (78 SMs), 32 elsewhere ("32
@@ -504,7 +513,7 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
       "KvCacheConfig (tokens_per_block 32, free_gpu_memory_fraction 0.9, block and partial reuse), "
       "batch_manager/capacityScheduler.cpp (GUARANTEED_NO_EVICT), microBatchScheduler.cpp (generation first); overlap scheduler "
       "on (PR #4174; docs features/overlap-scheduler: one extra decoding step); exposed host time from issue #13957; block-fp8 "
-      "GEMMs by DeepGEMM (on by default, PR #3341); front end per "
+      "GEMMs by DeepGEMM on Hopper and Blackwell (on by default, PR #3341); front end per "
       "request as vLLM's (4 ms; none published for trtllm-serve)";
   return e;
 }
@@ -758,7 +767,16 @@ void set_draw(EngineConfig& e) {
 
 }  // namespace
 
+bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept {
+  return engine.kind != EngineKind::trtllm || (chip.kind == "gpu" && chip.vendor == "nvidia");
+}
+
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
+  if (!runs_on(engine, chip)) {
+    throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {} {} {}; expected --engine vllm or sglang "
+                                 "there, or an NVIDIA GPU",
+                                 name(engine), chip.name, std::string_view("aeiou").find(chip.vendor.empty() ? 'x' : chip.vendor[0]) != std::string_view::npos ? "an" : "a", chip.vendor, chip.kind));
+  }
   EngineConfig e = preset(engine, chip, tp);
   set_draw(e);
   // Expert parallelism between attention data-parallel ranks without an all-to-all backend: the
@@ -829,14 +847,19 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // (DeepseekV2ForCausalLM.determine_num_fused_shared_experts, python/sglang/srt/models/
   // deepseek_v2.py: PR #4918, April 2025; on unless disabled by June 2025, PR #7180; the E=257
   // tuned configs of fused_moe_triton, PR #6885). The layout's conditions are the graph's
-  // (ForwardConfig::fuse_shared_experts); the chip's here, compute capability 8.0 being the first
-  // with bf16 matrix units. Not on Blackwell (the chips that multiply fp4): there server_args.py
-  // turns the MoE runner `auto` into FlashInfer's TRTLLM MoE for DeepseekV3ForCausalLM's fp8 and
-  // fp4 checkpoints without an all-to-all backend, and that runner sets
-  // disable_shared_experts_fusion.
-  e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && chip.kind == "gpu" &&
-                          chip.vendor == "nvidia" && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
-                          chip.peak(hw::Unit::matrix, DType::fp4) == 0 && m.model_type == "deepseek_v3" &&
+  // (ForwardConfig::fuse_shared_experts); the chip's here: CUDA of compute capability 8.0 and up,
+  // or HIP of 9.4 and up (the MI300s' gfx942). Not on datacenter Blackwell (is_sm100_supported:
+  // compute capability 10.x): there server_args.py turns the MoE runner `auto` into FlashInfer's
+  // TRTLLM MoE for DeepseekV3ForCausalLM's fp8 and fp4 checkpoints without an all-to-all
+  // backend, and that runner sets disable_shared_experts_fusion. A chip file without `arch`:
+  // an nvidia GPU with bf16 matrix units (8.0's first) that does not multiply fp4 (Blackwell's).
+  const hw::Arch arch = hw::arch_of(chip);
+  const bool fusing_chip =
+      arch.isa == hw::Arch::Isa::cuda  ? arch.at_least(8, 0) && arch.major != 10
+      : arch.isa == hw::Arch::Isa::hip ? arch.at_least(9, 4)
+                                       : chip.kind == "gpu" && chip.vendor == "nvidia" && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
+                                             chip.peak(hw::Unit::matrix, DType::fp4) == 0;
+  e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
   return e;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,25 @@ TEST(ServeCli, NvlsIsRefusedForAnEngineWhoseNcclHasItOff) {
   EXPECT_NE(r.err.find("--algo: nvls: sglang runs NCCL with NVLS off"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_EQ(run(base + " --engine vllm").status, 0);
+}
+
+TEST(ServeCli, TensorRtLlmIsRefusedOffNvidiaGpusAndASearchLeavesItOut) {
+  // TensorRT-LLM runs on NVIDIA GPUs alone (serving::runs_on): serve on an MI300X exits 2 with
+  // one line naming the engine and the chip; a search over both chips and both engines keeps
+  // vLLM on the MI300X and TensorRT-LLM on the H100 alone; a search whose chips none run it is
+  // refused the same way.
+  const auto r = run("serve --model llama-3.1-8b --hw mi300x --engine trtllm --concurrency 1 --requests 2 --prompt 64 --gen 4");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const std::string search = "search serve --model llama-3.1-8b --qps 2 --requests 20 --prompt 64 --gen 4 --tp 1 --max-num-seqs 64 --json";
+  const auto j = run_json(search + " --hw mi300x,h100-sxm --engine vllm,trtllm");
+  std::set<std::string> pairs;
+  for (const auto& d : j["feasible"]) pairs.insert(d["hw"].get<std::string>() + " " + d["engine"].get<std::string>());
+  EXPECT_EQ(pairs, (std::set<std::string>{"h100-sxm trtllm", "h100-sxm vllm", "mi300x vllm"}));
+  const auto none = run(search + " --hw mi300x --engine trtllm");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_NE(none.err.find("--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu"), std::string::npos) << none.err;
 }
 
 TEST(ServeCli, ClosedLoopConcurrencyOneIsOnePrefillAndDecodeSteps) {

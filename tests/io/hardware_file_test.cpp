@@ -280,6 +280,48 @@ TEST(HardwareFile, AGemmClassCarriesItsKLoopTime) {
   EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {k_loop: slow}}\n").find("efficiency.gemm.k_loop"), std::string::npos);
 }
 
+TEST(HardwareFile, AGpuNamesItsInstructionSet) {
+  // `arch`: NVIDIA's compute capability after sm_, its last digit the minor (sm_90 is 9.0,
+  // sm_100 10.0, sm_89 8.9); AMD's gfx target, major then one hex digit each of minor and
+  // stepping (gfx942 is 9.4, gfx90a 9.0, gfx1100 11.0).
+  auto arch = [](const char* vendor, const char* a) {
+    std::string t = kMinimal;
+    t.replace(t.find("vendor: test"), 12, std::string("vendor: ") + vendor);
+    return t + "arch: " + a + "\n";
+  };
+  const hw::ChipSpec h = parse_chip_yaml(arch("nvidia", "sm_90"), "toy.yaml");
+  EXPECT_EQ(h.arch, "sm_90");
+  EXPECT_EQ(parse_chip_yaml(chip_yaml(h, "", ""), "back.yaml").arch, "sm_90");
+  struct Case {
+    const char* text;
+    hw::Arch::Isa isa;
+    int major, minor;
+  };
+  for (const Case& c : {Case{"sm_90", hw::Arch::Isa::cuda, 9, 0}, Case{"sm_100", hw::Arch::Isa::cuda, 10, 0},
+                        Case{"sm_89", hw::Arch::Isa::cuda, 8, 9}, Case{"sm_75", hw::Arch::Isa::cuda, 7, 5},
+                        Case{"gfx942", hw::Arch::Isa::hip, 9, 4}, Case{"gfx90a", hw::Arch::Isa::hip, 9, 0},
+                        Case{"gfx1100", hw::Arch::Isa::hip, 11, 0}}) {
+    SCOPED_TRACE(c.text);
+    const std::optional<hw::Arch> a = hw::parse_arch(c.text);
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->isa, c.isa);
+    EXPECT_EQ(a->major, c.major);
+    EXPECT_EQ(a->minor, c.minor);
+  }
+  for (const char* bad : {"sm_9", "sm_1000", "sm_9a", "sm_", "gfx94", "gfx94g", "gfx", "gfx00a0", "ampere", "SM_90", ""}) {
+    EXPECT_FALSE(hw::parse_arch(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(hw::arch_of(parse_chip_yaml(kMinimal, "toy.yaml")).isa, hw::Arch::Isa::none);
+  EXPECT_EQ(chip_error_of(arch("nvidia", "hopper")),
+            "toy.yaml: arch: 'hopper' is not an instruction set: expected sm_ and a compute capability's digits (sm_90, sm_100) or an AMD "
+            "gfx target (gfx942)");
+  EXPECT_EQ(chip_error_of(arch("amd", "sm_90")), "toy.yaml: arch: 'sm_90' names an NVIDIA GPU's instruction set: expected vendor nvidia and kind gpu, not amd gpu");
+  EXPECT_EQ(chip_error_of(arch("test", "gfx942")), "toy.yaml: arch: 'gfx942' names an AMD GPU's instruction set: expected vendor amd and kind gpu, not test gpu");
+  std::string tpu = arch("nvidia", "sm_90");
+  tpu.replace(tpu.find("kind: gpu"), 9, "kind: tpu");
+  EXPECT_EQ(chip_error_of(tpu), "toy.yaml: arch: 'sm_90' names an NVIDIA GPU's instruction set: expected vendor nvidia and kind gpu, not nvidia tpu");
+}
+
 TEST(HardwareFile, TopologyAndLinkEfficiency) {
   // Version 1 files (kMinimal) read with the default topology: one switched domain.
   EXPECT_EQ(parse_chip_yaml(kMinimal, "toy.yaml").topology, hw::TopologySpec{});

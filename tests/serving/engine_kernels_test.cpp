@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ridgeline/core/error.hpp"
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/graph.hpp"
 #include "ridgeline/model/transformer.hpp"
@@ -159,6 +160,68 @@ TEST(EngineKernels, VllmAndSglangKeepTritonsFusedMoeForExpertsSplitByWidthAsThei
     const model::GraphOp* op = find_op(*g, "experts_down");
     ASSERT_NE(op, nullptr);
     EXPECT_EQ(op->kernel, c.want);
+  }
+}
+
+TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLlmOnNvidiaGpus) {
+  // DeepGEMM's kernels need CUDA of compute capability 9.0 or 10.x (vLLM's is_deep_gemm_supported):
+  // elsewhere vLLM and SGLang run DeepSeek-V3's block-fp8 GEMMs with Triton's kernel (on ROCm
+  // with AITER's CK kernel under VLLM_ROCM_USE_AITER / SGLANG_USE_AITER): gemm_scaled, and their
+  // experts, whole on each GPU (--experts ep), in the fused MoE: gemm_expert_scaled. TP 8, 64
+  // decode tokens, vLLM's and SGLang's newest presets.
+  const model::ModelConfig m = io::bundled_model("deepseek-v3");
+  auto g = std::make_unique<model::Graph>();
+  struct Case {
+    const char* chip;
+    const char* arch;  // replacing the catalog's ("-": as it is)
+    bool deepgemm;
+  };
+  hw::System h200 = testing::catalog_system("h200");
+  for (const Case& c : {Case{"h200", "-", true}, Case{"b200", "-", true}, Case{"h100-pcie", "-", true}, Case{"mi300x", "-", false},
+                        Case{"a100-80gb", "-", false}, Case{"l40s", "-", false}, Case{"h200", "sm_89", false},
+                        Case{"h200", "sm_103", true}, Case{"h200", "", true}, Case{"mi300x", "", false}}) {
+    // (A file without `arch`: an nvidia GPU that multiplies fp8 is taken for one DeepGEMM runs on.)
+    hw::System sys = testing::catalog_system(c.chip);
+    if (std::string_view(c.arch) != "-") sys.chip.arch = c.arch;
+    SCOPED_TRACE(fmt::format("{} arch '{}'", c.chip, sys.chip.arch));
+    EXPECT_EQ(hw::runs_deepgemm(sys.chip), c.deepgemm);
+    sys.chips = 8;
+    for (const EngineKind engine : {EngineKind::vllm, EngineKind::sglang}) {
+      model::ForwardConfig f;
+      f.tp = 8;
+      f.experts = model::ForwardConfig::Experts::expert;
+      f = engine_forward(f, engine_preset(EngineRef{engine, 0}, sys.chip, 8));
+      EXPECT_EQ(f.scaled_gemm, c.deepgemm ? model::ForwardConfig::ScaledGemm::deepgemm : model::ForwardConfig::ScaledGemm::triton);
+      g->clear();
+      model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *g);
+      const model::GraphOp* dense = find_op(*g, "o_proj");
+      const model::GraphOp* experts = find_op(*g, "experts_down");
+      ASSERT_NE(dense, nullptr);
+      ASSERT_NE(experts, nullptr);
+      EXPECT_EQ(dense->kernel, c.deepgemm ? KernelClass::gemm_scaled_deepgemm : KernelClass::gemm_scaled);
+      // (The A100 multiplies no fp8: its experts' weights widened to bf16 take the plain fused MoE's class.)
+      const bool fp8 = sys.chip.peak(hw::Unit::matrix, DType::fp8_e4m3) > 0;
+      EXPECT_EQ(experts->kernel, c.deepgemm ? KernelClass::gemm_expert_deepgemm
+                                 : fp8      ? KernelClass::gemm_expert_scaled
+                                            : KernelClass::gemm_expert);
+    }
+  }
+  // TensorRT-LLM runs on NVIDIA GPUs alone: on others the preset is refused, naming both.
+  EXPECT_TRUE(runs_on(EngineKind::trtllm, h200.chip));
+  EXPECT_EQ(engine_preset(EngineKind::trtllm, h200.chip, 8).scaled_gemm, model::ForwardConfig::ScaledGemm::deepgemm);
+  EXPECT_EQ(engine_preset(EngineKind::trtllm, testing::catalog_system("a100-80gb").chip, 8).scaled_gemm,
+            model::ForwardConfig::ScaledGemm::triton);
+  const hw::ChipSpec mi300x = testing::catalog_system("mi300x").chip;
+  EXPECT_FALSE(runs_on(EngineKind::trtllm, mi300x));
+  EXPECT_FALSE(runs_on(EngineRef{EngineKind::trtllm, kTrtllmEnginesVersion}, testing::catalog_system("tpu-v6e").chip));
+  EXPECT_TRUE(runs_on(EngineKind::vllm, mi300x));
+  EXPECT_TRUE(runs_on(EngineKind::static_batch, mi300x));
+  try {
+    (void)engine_preset(EngineKind::trtllm, mi300x, 8);
+    ADD_FAILURE() << "TensorRT-LLM on the MI300X was not refused";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu; expected --engine "
+                                     "vllm or sglang there, or an NVIDIA GPU");
   }
 }
 
@@ -414,6 +477,11 @@ TEST(EngineKernels, SglangRunsDeepSeeksSharedExpertAsOneMoreExpertOfItsFusedMoe)
   EXPECT_FALSE(engine_preset(EngineKind::vllm, h200, 8, m).fuse_shared_experts);
   EXPECT_FALSE(engine_preset(EngineKind::trtllm, h200, 8, m).fuse_shared_experts);
   EXPECT_FALSE(engine_preset(EngineKind::sglang, h200, 8, io::bundled_model("qwen3-30b-a3b")).fuse_shared_experts);
+  // On ROCm from torch's capability 9.4 (the MI300s' gfx942), not the MI250's gfx90a (9.0).
+  hw::ChipSpec mi = testing::catalog_system("mi300x").chip;
+  EXPECT_TRUE(engine_preset(EngineKind::sglang, mi, 8, m).fuse_shared_experts);
+  mi.arch = "gfx90a";
+  EXPECT_FALSE(engine_preset(EngineKind::sglang, mi, 8, m).fuse_shared_experts);
   // Its graph at TP 8 on H200s, 64 decode tokens: the fused MoE's pairs 64 x (8 + 1) = 576 where
   // the routed alone are 512; each chip holds 257 experts' slices of 7168 x 2 x 256 fp8 weights
   // and a 4-byte scale per 128 x 128 block (3670016 B and 224 x 4 B = 3670912 B each): 257 x

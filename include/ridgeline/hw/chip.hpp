@@ -2,7 +2,9 @@
 /// One accelerator or CPU, as read from a hardware file: peaks, memory hierarchy, links.
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ridgeline/core/dtype.hpp"
@@ -380,6 +382,20 @@ struct KernelCurve {
   std::vector<CurvePoint> points;
 };
 
+/// The instruction set the engines test before choosing a kernel (`arch` in the chip file):
+/// NVIDIA's compute capability (`sm_90` is 9.0, `sm_100` 10.0) or AMD's gfx target, whose
+/// major and minor are what torch reports as its capability (`gfx942` is 9.4, stepping 2).
+struct Arch {
+  enum class Isa : std::uint8_t { none, cuda, hip } isa = Isa::none;
+  int major = 0;
+  int minor = 0;
+  bool at_least(int maj, int min) const noexcept { return major > maj || (major == maj && minor >= min); }
+};
+
+/// `sm_` and two or three digits (the last the minor), or `gfx` and a major of one or two
+/// digits, then the minor and the stepping as hex digits; nothing otherwise.
+std::optional<Arch> parse_arch(std::string_view text) noexcept;
+
 inline constexpr int kMaxMemoryLevels = 4;
 inline constexpr int kMaxLinks = 4;
 
@@ -390,6 +406,8 @@ struct ChipSpec {
   std::string display_name;  ///< e.g. "NVIDIA H100 SXM5 80GB"
   std::string vendor;        ///< e.g. "nvidia"
   std::string kind;          ///< "gpu", "tpu" or "cpu"
+  /// `arch`: the instruction set (parse_arch), e.g. "sm_90" or "gfx942"; empty: not given.
+  std::string arch;
   std::array<double, kDTypeCount> matrix_flops_per_s{};  ///< dense peak per dtype, FLOP/s
   std::array<double, kDTypeCount> vector_flops_per_s{};  ///< vector-unit peak per dtype, FLOP/s
   /// The largest matmul rate measured on the chip per dtype (maximum achievable matmul FLOPS,
@@ -452,6 +470,17 @@ struct ChipSpec {
     return -1;
   }
 };
+
+/// The chip's instruction set, as parse_arch reads its `arch` (Isa::none where it has none).
+Arch arch_of(const ChipSpec& c) noexcept;
+
+/// Whether the engines run DeepGEMM's kernels on the chip (their block-fp8 GEMMs and grouped
+/// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA's Hopper
+/// (compute capability 9.0) and datacenter Blackwell (10.x) only, as vLLM's
+/// is_deep_gemm_supported asks (vllm/utils/deep_gemm.py) and SGLang's and TensorRT-LLM's
+/// block-fp8 paths are built. A chip file that names no `arch` is taken for such a GPU when
+/// its vendor is nvidia and its matrix units multiply fp8 (docs/hardware.md#arch).
+bool runs_deepgemm(const ChipSpec& c) noexcept;
 
 /// Name of a unit ("matrix" / "vector").
 std::string_view name(Unit u) noexcept;

@@ -272,8 +272,13 @@ struct EngineConfig {
 /// newest: vLLM's V0 engine ("vllm@0.6") and TensorRT-LLM's TensorRT engine flow ("trtllm@0.15").
 std::string band_name(EngineRef e);
 
+/// Whether `engine` runs on `chip` at all: TensorRT-LLM on NVIDIA GPUs only; the others, and
+/// the static engine, anywhere (their kernels chosen by the chip's `arch`, hw::runs_deepgemm).
+bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept;
+
 /// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them),
-/// for any model: the figures its engine measured on every architecture.
+/// for any model: the figures its engine measured on every architecture. Throws InputError
+/// where the engine does not run on the chip (runs_on).
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp = 1);
 /// The same for model `m`, with the figures its engine measured on `m`'s architecture in place
 /// of those: SGLang's (0.4+) host time per eager kernel of an MLA model, DeepSeek-V3's forward
