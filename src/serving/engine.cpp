@@ -773,9 +773,10 @@ bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept {
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
   if (!runs_on(engine, chip)) {
+    const bool vowel = !chip.vendor.empty() && std::string_view("aeiou").find(chip.vendor.front()) != std::string_view::npos;
     throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {} {} {}; expected --engine vllm or sglang "
                                  "there, or an NVIDIA GPU",
-                                 name(engine), chip.name, std::string_view("aeiou").find(chip.vendor.empty() ? 'x' : chip.vendor[0]) != std::string_view::npos ? "an" : "a", chip.vendor, chip.kind));
+                                 name(engine), chip.name, vowel ? "an" : "a", chip.vendor, chip.kind));
   }
   EngineConfig e = preset(engine, chip, tp);
   set_draw(e);
