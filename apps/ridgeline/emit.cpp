@@ -74,6 +74,7 @@ std::string launch_lines(const nlohmann::json& emitted) {
                         w["gpus_per_instance"].get<std::int64_t>());
     std::string cmd = w["command"].get<std::string>();
     for (std::size_t at = 0; (at = cmd.find('\n', at)) != std::string::npos; at += 3) cmd.replace(at, 1, "\n  ");
+    for (const auto& [k, v] : w["env"].items()) text += fmt::format("  export {}={}\n", k, v.get<std::string>());
     text += "  " + cmd + "\n";
   }
   for (const auto& n : emitted["notes"]) text += "note: " + n.get<std::string>() + "\n";
@@ -95,8 +96,10 @@ Emitted write_launch(planning::LaunchTarget target, const std::string& dir, cons
   }
   nlohmann::json workers = nlohmann::json::array();
   for (const planning::LaunchWorker& w : plan.workers) {
+    nlohmann::json env = nlohmann::json::object();
+    for (const planning::LaunchArg& v : w.env) env[v.flag] = v.value;
     workers.push_back({{"role", std::string(name(w.role))}, {"instances", w.instances}, {"gpus_per_instance", w.gpus_per_instance},
-                       {"command", report::launch_command(w)}});
+                       {"env", env}, {"command", report::launch_command(w)}});
   }
   e.json = {{"dir", dir},       {"engine", std::string(name(plan.target))}, {"preset", plan.preset}, {"release", plan.release},
             {"model", plan.model}, {"workers", workers}, {"files", names_json}, {"notes", plan.notes}};

@@ -168,14 +168,16 @@ void read_routing(const json& j, std::string_view source, model::ModelConfig& m)
   if (g.source.empty()) r.fail("source", "required: where the measurement was published");
 }
 
-// The repository a config comes from: `_source` of a bundled file ("ORG/NAME config.json"),
-// else `_name_or_path` when it is a repository id.
+// The repository a config comes from: `_source` of a bundled file ("ORG/NAME config.json",
+// alone or before a colon and a note), else `_name_or_path` when it is a repository id.
 std::string hf_repo(const json& j) {
   constexpr std::string_view kSuffix = " config.json";
   if (const auto it = j.find("_source"); it != j.end() && it->is_string()) {
     const std::string& s = it->get_ref<const std::string&>();
-    if (s.size() > kSuffix.size() && s.compare(s.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
-      const std::string id = s.substr(0, s.size() - kSuffix.size());
+    const std::size_t at = s.find(kSuffix);
+    const std::size_t end = at == std::string::npos ? at : at + kSuffix.size();
+    if (at != std::string::npos && (end == s.size() || s[end] == ':')) {
+      const std::string id = s.substr(0, at);
       if (repo_id(id)) return id;
     }
   }

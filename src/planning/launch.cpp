@@ -426,6 +426,11 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
     w.port = port;
     w.command = cli->command;
     if (target != LaunchTarget::sglang) w.command.push_back(names.model);  // SGLang's is --model-path
+    // ROCm's AITER kernels, off by default in both engines (vllm/envs.py VLLM_ROCM_USE_AITER;
+    // python/sglang/srt/environ.py SGLANG_USE_AITER): on as the preset ran them.
+    if (ip.engine.rocm_aiter && target != LaunchTarget::trtllm) {
+      w.env.push_back({target == LaunchTarget::vllm ? "VLLM_ROCM_USE_AITER" : "SGLANG_USE_AITER", "1"});
+    }
     switch (target) {
       case LaunchTarget::vllm: vllm_worker(c, ip.forward, ip.engine, w, decode); break;
       case LaunchTarget::sglang: sglang_worker(c, ip.forward, ip.engine, w, decode); break;
@@ -433,6 +438,12 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
     }
     plan.workers.push_back(std::move(w));
   };
+  if (cfg.engine.rocm_aiter) {
+    plan.notes.push_back(fmt::format("ROCm: {}=1 (the script exports it): the AITER kernels AMD's images and guides switch on, as the "
+                                     "simulation ran them (the MI300X's block-fp8 GEMM curve is AITER's CK kernel's); {} leaves them off "
+                                     "without it",
+                                     target == LaunchTarget::vllm ? "VLLM_ROCM_USE_AITER" : "SGLANG_USE_AITER", serving::name(e.kind)));
+  }
   if (c.disagg) {
     add(LaunchRole::prefill, cfg.disagg.prefill, 8100, false);
     add(LaunchRole::decode, cfg.disagg.decode, 8200, true);

@@ -85,6 +85,7 @@ std::vector<LaunchFile> launch_files(const planning::LaunchPlan& plan, const std
     std::string sh = "#!/bin/sh\n";
     sh += fmt::format("# {} {} ({} of {}; {} GPUs each), written by ridgeline --emit {}: see README.md.\n", engine, plan.release, name(w.role),
                       w.instances, w.gpus_per_instance, name(plan.target));
+    for (const planning::LaunchArg& v : w.env) sh += fmt::format("export {}={}\n", v.flag, shell_word(v.value));
     if (!w.yaml.empty()) sh += "cd \"$(dirname \"$0\")\"  # " + yaml_name(w) + " is beside this script\n";
     sh += "exec " + launch_command(w) + "\n";
     files.push_back({fmt::format("{}.sh", name(w.role)), sh, true});

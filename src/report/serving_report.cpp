@@ -188,6 +188,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"nccl_nvls", e.nccl_nvls},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
           {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
+          {"rocm_aiter", e.rocm_aiter},
           {"moe_a2a", model::name(e.moe_a2a)},
           {"gathered_dense", e.gathered_dense},
           {"fused_qkv_a", e.fused_qkv_a},

@@ -234,6 +234,7 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // (gemm_scaled either way: the chip's figures say which kernel they measured).
   e.scaled_gemm = piecewise_only || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
                                                              : model::ForwardConfig::ScaledGemm::deepgemm;
+  e.rocm_aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
   // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
   // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
@@ -423,6 +424,7 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   // on ROCm under SGLANG_USE_AITER AITER's CK block-scale GEMM: gemm_scaled.
   e.scaled_gemm = v03 || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
                                                   : model::ForwardConfig::ScaledGemm::deepgemm;
+  e.rocm_aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
   // Its experts: DeepGEMM's grouped kernels only under expert parallelism (the deep_gemm MoE
   // runner, with DeepEP), Triton's fused MoE for experts split by width (the triton runner, which
   // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,

@@ -149,6 +149,24 @@ TEST(EmitCli, AConfigFileNamesItsDirectory) {
   EXPECT_EQ(run_json("serve --model " + dir + "/my-model/other.json" + tail)["emitted"]["model"], dir + "/my-model");
 }
 
+TEST(EmitCli, DeepSeekR1OnTheMi300xLoadsItsRepositoryWithAitersKernelsOn) {
+  // DeepSeek-R1's bundled config cites its repository before a note (`_source`
+  // "deepseek-ai/DeepSeek-R1 config.json: ..."): the launch loads that repository. On the MI300X
+  // (a HIP chip) vLLM's preset runs AITER's kernels: the worker's env and the script export
+  // VLLM_ROCM_USE_AITER=1; on the H200 the env is empty.
+  const std::string dir = cleared_path("emit_rocm");
+  const std::string run_args = " --model deepseek-r1 --tp 8 --concurrency 1 --requests 2 --prompt 64 --gen 4 --emit vllm --emit-dir ";
+  const auto j = run_json("serve --hw mi300x" + run_args + dir);
+  EXPECT_EQ(j["engine"]["rocm_aiter"], true);
+  EXPECT_EQ(j["emitted"]["model"], "deepseek-ai/DeepSeek-R1");
+  EXPECT_EQ(j["emitted"]["workers"][0]["env"], nlohmann::json({{"VLLM_ROCM_USE_AITER", "1"}}));
+  EXPECT_NE(slurp(dir + "/replica.sh").find("\nexport VLLM_ROCM_USE_AITER=1\nexec vllm serve deepseek-ai/DeepSeek-R1 \\\n"), std::string::npos)
+      << slurp(dir + "/replica.sh");
+  const auto h = run_json("serve --hw h200" + run_args + cleared_path("emit_cuda"));
+  EXPECT_EQ(h["engine"]["rocm_aiter"], false);
+  EXPECT_TRUE(h["emitted"]["workers"][0]["env"].empty());
+}
+
 TEST(EmitCli, BadEmitFlags) {
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit dynamo", "--emit: 'dynamo' is not an engine");
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit sglang", "--emit sglang: the simulation ran vllm");

@@ -17,6 +17,21 @@ std::string model_error_of(const std::string& text) {
   return "";
 }
 
+TEST(ModelFile, ABundledConfigNamesTheRepositoryItCameFrom) {
+  // `_source` "ORG/NAME config.json", alone or before a colon and a note (DeepSeek-R1's says
+  // whose architecture it is): the repository an engine's launch loads (--emit). GPT-3's cites
+  // a paper: none.
+  EXPECT_EQ(bundled_model("deepseek-r1").hf_repo, "deepseek-ai/DeepSeek-R1");
+  EXPECT_EQ(bundled_model("deepseek-v3").hf_repo, "deepseek-ai/DeepSeek-V3");
+  EXPECT_EQ(bundled_model("llama-3.1-8b").hf_repo, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(bundled_model("gpt3-175b").hf_repo, "");
+  const std::string cfg = R"("model_type": "llama", "hidden_size": 1024, "intermediate_size": 2816, "num_hidden_layers": 4,
+    "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096})";
+  EXPECT_EQ(parse_model_config(R"({"_source": "org/name config.json: a note", )" + cfg, "m.json").hf_repo, "org/name");
+  EXPECT_EQ(parse_model_config(R"({"_source": "org/name config.json and more", )" + cfg, "m.json").hf_repo, "");
+  EXPECT_EQ(parse_model_config(R"({"_source": "not a repo config.json", )" + cfg, "m.json").hf_repo, "");
+}
+
 TEST(ModelFile, Gemma2SlidesEveryOtherLayerAndTiesEmbeddings) {
   auto m = parse_model_config(R"({"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
     "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,

@@ -528,6 +528,38 @@ TEST(Launch, EveryEmittedFlagIsInItsReleaseList) {
   EXPECT_GT(refused, 0);
 }
 
+TEST(Launch, OnRocmTheScriptSwitchesAitersKernelsOnAsThePresetRanThem) {
+  // On the MI300X (gfx942, a HIP chip) vLLM's and SGLang's presets run AITER's kernels (the
+  // chip's block-fp8 GEMM curve is AITER's CK kernel's): each worker exports the engine's switch,
+  // off by default (VLLM_ROCM_USE_AITER, SGLANG_USE_AITER), and a note says why; the script
+  // writes it before the command. On an H100 neither.
+  const model::ModelConfig m = io::resolve_model("deepseek-r1");
+  hw::System mi = testing::catalog_system("mi300x");
+  mi.chips = 8;
+  for (const auto& [target, var] : {std::pair{LaunchTarget::vllm, "VLLM_ROCM_USE_AITER"}, std::pair{LaunchTarget::sglang, "SGLANG_USE_AITER"}}) {
+    SCOPED_TRACE(var);
+    const LaunchPlan p = launch_plan(m, config(EngineRef{engine_kind(target), 0}, mi, 8), target, {"deepseek-ai/DeepSeek-R1", ""});
+    expect_listed(p);
+    ASSERT_EQ(p.workers.size(), 1u);
+    ASSERT_EQ(p.workers[0].env.size(), 1u);
+    EXPECT_EQ(p.workers[0].env[0].flag, var);
+    EXPECT_EQ(p.workers[0].env[0].value, "1");
+    const std::string lead = std::string("ROCm: ") + var + "=1";  // (a lambda takes no structured binding: clang 14)
+    EXPECT_TRUE(std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.rfind(lead, 0) == 0; }));
+    const std::vector<report::LaunchFile> files = report::launch_files(p, {});
+    const auto sh = std::find_if(files.begin(), files.end(), [](const report::LaunchFile& f) { return f.name == "replica.sh"; });
+    ASSERT_NE(sh, files.end());
+    const std::size_t exported = sh->text.find(std::string("\nexport ") + var + "=1\n"), exec = sh->text.find("\nexec ");
+    EXPECT_NE(exported, std::string::npos) << sh->text;
+    EXPECT_LT(exported, exec) << sh->text;
+  }
+  hw::System h100 = testing::catalog_system("h100-sxm");
+  h100.chips = 8;
+  const LaunchPlan p = launch_plan(m, config(EngineKind::vllm, h100, 8), LaunchTarget::vllm, {"deepseek-ai/DeepSeek-R1", ""});
+  EXPECT_TRUE(p.workers[0].env.empty());
+  EXPECT_FALSE(config(EngineKind::vllm, h100, 8).engine.rocm_aiter);
+}
+
 TEST(Launch, AnotherEngineThanTheSimulationsIsRefused) {
   const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
   const hw::System sys = testing::catalog_system("h100-sxm");

@@ -46,6 +46,9 @@ struct LaunchWorker {
   std::int64_t port = 8000;            ///< the port each listens on (a default; one instance per host and port)
   std::vector<std::string> command;    ///< the program, its subcommand and the model: {"vllm", "serve", "meta-llama/Llama-3.1-8B"}
   std::vector<LaunchArg> args;         ///< in the order written, --port first
+  /// Environment variables the script exports before the command (name, value): ROCm's AITER
+  /// switch where the preset has it on (serving::EngineConfig::rocm_aiter).
+  std::vector<LaunchArg> env;
   std::vector<LaunchYaml> yaml;        ///< TensorRT-LLM's extra LLM-API options (its --extra_llm_api_options file)
 };
 

@@ -131,6 +131,11 @@ struct EngineConfig {
   /// DeepGEMM where the release calls it by default (TensorRT-LLM, PR #3341; SGLang 0.4.6+,
   /// PR #5628; vLLM from v0.11, PR #24462), else vLLM's Triton w8a8 block-fp8 kernel.
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+  /// On ROCm (a HIP chip, hw::Arch), the engine's AITER kernels switched on (vLLM's
+  /// VLLM_ROCM_USE_AITER=1, SGLang's SGLANG_USE_AITER=1; both off by default): what AMD's images
+  /// and guides set, and whose block-scale GEMM the MI300X's gemm_scaled curve measures. The
+  /// launch files export it (planning::LaunchWorker::env).
+  bool rocm_aiter = false;
   /// From this tensor-parallel size the experts' fp8 block-scaled GEMMs run in Triton's fused
   /// MoE even where scaled_gemm is DeepGEMM, unless the experts are expert-parallel
   /// (model::ForwardConfig::triton_moe_from_tp; vLLM 0.12+: 8, PR #29346; SGLang 0.4+: 1). 0: never.
