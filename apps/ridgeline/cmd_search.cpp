@@ -652,6 +652,17 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                 "prefilled together and decoded to its end, as infer prices it")
       ->capture_default_str();
   commands.push_back({i, [g] {
+                        // An engine that does not run on one of the chips side by side is refused
+                        // before any is searched (TensorRT-LLM off NVIDIA GPUs: serving::runs_on).
+                        if (const auto k = serving::parse_engine(g->engine); k && g->hw.hw.find(',') != std::string::npos) {
+                          for (const std::string& n : chip_names(g->hw.hw, "side by side")) {
+                            HardwareFlags one = g->hw;
+                            one.hw = n;
+                            one.chips.clear();
+                            const hw::System chip = load_system(one);
+                            if (!serving::runs_on(*k, chip.chip)) (void)serving::engine_preset(*k, chip.chip);  // throws, naming both
+                          }
+                        }
                         per_chip(g->hw, g->json, kSearchInferRows, [&] {
                         if (!g->hw.listed.empty() && !g->plot.empty()) throw InputError("--plot: one chart per chip: run with one --hw to draw it");
                         model::ModelConfig m = io::resolve_model(g->model);

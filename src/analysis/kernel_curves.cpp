@@ -84,6 +84,12 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   m.weight_dtype = p.dtype;
   model::ForwardConfig f;
   f.merged_kernels = true;
+  // On a HIP chip the engines run AITER's fused MoE (serving::EngineConfig::rocm_aiter), whose
+  // tuner's tables are its curves: two kernels, the activation and the weighted sum in their
+  // epilogues, timed alone (csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py: stage 1 and stage
+  // 2, no top-k, no sorting).
+  const bool aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
+  f.moe_fused_epilogues = aiter;
   if (cls == KernelClass::gemm_expert_scaled) {
     // Experts in fp8 with a float scale a 128 x 128 block (DeepSeek-V3's quantization_config,
     // the checkpoints this class's kernel runs), in the engines' Triton fused MoE.
@@ -119,6 +125,7 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     // The experts' GEMMs are the curve's class (a 4-bit expert the graph would run W4A16 on a
     // chip without fp4 products is still the curve's kernel).
     const bool experts = op.kernel == KernelClass::gemm_expert || op.kernel == KernelClass::gemm_expert_w4a16;
+    if (aiter && !experts && op.kernel != cls) continue;
     out.push_back({c, experts ? cls : op.kernel});
   }
 }

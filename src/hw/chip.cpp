@@ -16,8 +16,10 @@ std::optional<Arch> parse_arch(std::string_view text) noexcept {
   Arch a;
   std::string_view digits;
   if (text.substr(0, 3) == "sm_") {
+    // nvcc's spelling: sm_90, sm_100, and the arch-specific sm_90a, sm_100a, sm_100f.
     a.isa = Arch::Isa::cuda;
     digits = text.substr(3);
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) digits.remove_suffix(1);
     if (digits.size() < 2 || digits.size() > 3) return std::nullopt;
     for (char ch : digits) {
       if (ch < '0' || ch > '9') return std::nullopt;
@@ -25,31 +27,48 @@ std::optional<Arch> parse_arch(std::string_view text) noexcept {
     a.minor = digits.back() - '0';
     digits.remove_suffix(1);
   } else if (text.substr(0, 3) == "gfx") {
-    // LLVM's AMDGPU processors: gfx<major><minor><stepping>, the last two one hex digit each.
+    // LLVM's AMDGPU processors: gfx<major><minor><stepping>, the minor a digit, the stepping a
+    // hex digit; torch's gcnArchName adds target features after a colon (gfx942:sramecc+:xnack-).
     a.isa = Arch::Isa::hip;
-    digits = text.substr(3);
+    digits = text.substr(3, text.find(':') == std::string_view::npos ? std::string_view::npos : text.find(':') - 3);
     if (digits.size() < 3 || digits.size() > 4) return std::nullopt;
-    const int minor = hex_digit(digits[digits.size() - 2]), stepping = hex_digit(digits.back());
-    if (minor < 0 || stepping < 0) return std::nullopt;
-    a.minor = minor;
+    const char minor = digits[digits.size() - 2];
+    const int stepping = hex_digit(digits.back());
+    if (minor < '0' || minor > '9' || stepping < 0) return std::nullopt;
+    a.minor = minor - '0';
+    a.stepping = stepping;
     digits.remove_suffix(2);
   } else {
     return std::nullopt;
   }
+  if (digits.empty() || digits.front() == '0') return std::nullopt;  // no major, or a leading zero
   for (char ch : digits) {
     if (ch < '0' || ch > '9') return std::nullopt;
     a.major = a.major * 10 + (ch - '0');
   }
-  if (a.major == 0) return std::nullopt;
   return a;
 }
 
 Arch arch_of(const ChipSpec& c) noexcept { return parse_arch(c.arch).value_or(Arch{}); }
 
+bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept {
+  if (c.vendor.size() != vendor.size()) return false;
+  for (std::size_t i = 0; i < vendor.size(); ++i) {
+    const char ch = c.vendor[i];
+    if ((ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch) != vendor[i]) return false;
+  }
+  return true;
+}
+
 bool runs_deepgemm(const ChipSpec& c) noexcept {
   const Arch a = arch_of(c);
-  if (a.isa == Arch::Isa::none) return c.vendor == "nvidia" && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp8_e4m3) > 0;
-  return a.isa == Arch::Isa::cuda && ((a.major == 9 && a.minor == 0) || a.major == 10);
+  if (a.isa == Arch::Isa::none) return vendor_is(c, "nvidia") && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp8_e4m3) > 0;
+  return a.isa == Arch::Isa::cuda && (a.major == 9 || a.major == 10);
+}
+
+bool runs_aiter(const ChipSpec& c) noexcept {
+  const Arch a = arch_of(c);
+  return a.isa == Arch::Isa::hip && a.major == 9 && (a.minor >= 4 || (a.minor == 0 && a.stepping == 0xa));
 }
 
 std::string_view name(Unit u) noexcept { return u == Unit::matrix ? "matrix" : "vector"; }

@@ -477,7 +477,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
     }
     const bool cuda = a->isa == hw::Arch::Isa::cuda;
     const char* vendor = cuda ? "nvidia" : "amd";
-    if (c.kind != "gpu" || c.vendor != vendor) {
+    if (c.kind != "gpu" || !hw::vendor_is(c, vendor)) {
       r.fail("arch", fmt::format("'{}' names {} GPU's instruction set: expected vendor {} and kind gpu, not {} {}", c.arch,
                                  cuda ? "an NVIDIA" : "an AMD", vendor, c.vendor, c.kind));
     }

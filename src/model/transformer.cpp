@@ -807,7 +807,7 @@ void moe_mlp(Ctx& c) {
   // nn_params: the checkpoint's width of this chip's output (nn before the padding), whose bias
   // the parameters count.
   auto experts_gemm = [&](const char* name, double kk, double nn, double nn_params, double per_expert_local,
-                          double per_expert_params, bool bias, bool quantise) {
+                          double per_expert_params, bool bias, bool quantise) -> GraphOp& {
     if (deepgemm_moe && quantise) group_quant(c, "experts_quant", Block::moe, pairs, kk, c.expert_w).all_groups = true;
     c.expert_a_fp8 = deepgemm_moe;
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, (E + fused) * per_expert_params, (k + fused) * per_expert_params,
@@ -853,6 +853,15 @@ void moe_mlp(Ctx& c) {
       op.params = E * per_expert_params + E * nn_params * bias_split;
       op.active_params = k * per_expert_params + k * nn_params * bias_split;
     }
+    return op;
+  };
+  // An epilogue's work folded into a grouped GEMM (ForwardConfig::moe_fused_epilogues): fewer
+  // bytes stored, fp32 vector FLOPs beside its products.
+  auto fold_epilogue = [](GraphOp& op, double stores_saved, double fp32_flops) {
+    op.cost.main_bytes -= stores_saved;
+    op.cost.main_store_bytes -= stores_saved;
+    if (op.cost.vector_flops == 0) op.cost.vector_dtype = DType::fp32;
+    if (op.cost.vector_dtype == DType::fp32) op.cost.vector_flops += fp32_flops;
   };
   // The gate-up GEMM's rows, each token's copied once per routed expert first where the engine
   // does so (ForwardConfig::moe_expand_rows: TensorRT-LLM): read and written in the activations'
@@ -860,9 +869,21 @@ void moe_mlp(Ctx& c) {
   if (deepgemm_moe && !deepep && c.f.moe_expand_rows) {
     elementwise(c, "experts_permute", Block::moe, pairs, h, 1, 1, 0).all_groups = true;
   }
-  experts_gemm("experts_gate_up", hp, 2 * Ip, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
-  c.g.add("experts_act", OpClass::elementwise, Block::moe, ops::swiglu_cost({pairs, Ip, c.act, DType::fp32})).all_groups = true;
-  experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
+  GraphOp& gate_up = experts_gemm("experts_gate_up", hp, 2 * Ip, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
+  const ops::Cost act = ops::swiglu_cost({pairs, Ip, c.act, DType::fp32});
+  if (c.f.moe_fused_epilogues) {
+    // SiLU-and-mul in stage 1's epilogue: of the product's pairs x 2Ip only the activated
+    // pairs x Ip stored; the activation's FLOPs the GEMM's.
+    fold_epilogue(gate_up, pairs * Ip * bytes(c.act), act.flops(hw::Unit::vector, DType::fp32));
+  } else {
+    c.g.add("experts_act", OpClass::elementwise, Block::moe, act).all_groups = true;
+  }
+  GraphOp& down = experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
+  // The weighted sum over k in stage 2's epilogue, on the rows' own path: each pair's output
+  // scaled by its weight and added into its token's row (a multiply and an add an element), the
+  // T rows stored once instead of the pairs' (the adds' traffic in the cache).
+  const bool fused_sum = c.f.moe_fused_epilogues && !deepep && !gather;
+  if (fused_sum) fold_epilogue(down, (pairs * hp - T * h) * bytes(c.act), 2 * pairs * h);
   // The busiest chip returns the outputs of its F times the mean pairs.
   if (gather) {
     // Each gathered row's weighted sum of the k/(ep·te) expert outputs this chip computed for it
@@ -881,7 +902,7 @@ void moe_mlp(Ctx& c) {
   }
   // Weighted sum of each token's k expert outputs, k + 1 with the shared expert inside the fused
   // kernel (DeepEP's combine sums them itself).
-  if (!deepep && !gather) elementwise(c, "moe_combine", Block::moe, T, h, k + fused, 1, 2 * (k + fused));
+  if (!deepep && !gather && !fused_sum) elementwise(c, "moe_combine", Block::moe, T, h, k + fused, 1, 2 * (k + fused));
   if (!shared_front && !fuse_shared) shared_experts(c, T, c.tp, false);
 }
 

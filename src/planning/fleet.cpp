@@ -966,6 +966,15 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
   const auto t0 = Clock::now();
   FleetSearchResult out;
   out.priced = std::all_of(space.chips.begin(), space.chips.end(), [](const ChipChoice& c) { return c.usd_per_hour > 0; });
+  {
+    std::vector<serving::EngineRef> engines = space.engines;
+    if (engines.empty()) engines.push_back(space.base.engine.ref());
+    for (const serving::EngineRef& k : engines) {
+      for (const ChipChoice& c : space.chips) {
+        if (!serving::runs_on(k, c.sys.chip)) out.left_out.push_back(fmt::format("{} on {}", serving::name(k), c.sys.chip.name));
+      }
+    }
+  }
   // The requests every deployment serves (the simulator draws the same ones from the seed).
   std::vector<serving::Request> requests;
   {

@@ -440,9 +440,11 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
   };
   if (cfg.engine.rocm_aiter) {
     plan.notes.push_back(fmt::format("ROCm: {}=1 (the script exports it): the AITER kernels AMD's images and guides switch on, as the "
-                                     "simulation ran them (the MI300X's block-fp8 GEMM curve is AITER's CK kernel's); {} leaves them off "
-                                     "without it",
-                                     target == LaunchTarget::vllm ? "VLLM_ROCM_USE_AITER" : "SGLANG_USE_AITER", serving::name(e.kind)));
+                                     "simulation assumed (its MoE as AITER's fused kernels{}); {} leaves them off without it",
+                                     target == LaunchTarget::vllm ? "VLLM_ROCM_USE_AITER" : "SGLANG_USE_AITER",
+                                     target == LaunchTarget::vllm ? ", its block-fp8 GEMMs as AITER's CK kernel"
+                                                                  : "; SGLang's block-fp8 GEMMs, AITER's Triton kernel on gfx942, priced by the CK kernel's curve",
+                                     serving::name(e.kind)));
   }
   if (c.disagg) {
     add(LaunchRole::prefill, cfg.disagg.prefill, 8100, false);

@@ -1,5 +1,6 @@
 // `search serve` reports: JSON, text, the Pareto chart.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -307,6 +308,7 @@ json fleet_search_json(const model::ModelConfig& m, const planning::FleetSpace& 
          {"best_per_chip", per_chip},
          {"ranked_by", r.priced ? "usd_per_hour" : "gpus"},
          {"evaluated", r.evaluated},
+         {"left_out", r.left_out},
          {"feasible_count", r.feasible_count},
          {"rejected", rejected},
          {"simulations", r.simulations},
@@ -383,6 +385,9 @@ std::string fleet_search_text(const model::ModelConfig& m, const planning::Fleet
   s += fmt::format("{} deployments ({} feasible) in {}: {} simulations, {:.3g} requests simulated ({:.3g} requests/s)\n", r.evaluated,
                    r.feasible_count, t(r.elapsed_s), r.simulations, r.simulated_requests,
                    r.elapsed_s > 0 ? r.simulated_requests / r.elapsed_s : 0);
+  if (!r.left_out.empty()) {
+    s += fmt::format("left out (the engine does not run on the chip): {}\n", fmt::join(r.left_out, ", "));
+  }
   std::string rej, hints;  // the refusals on one line; each with what would widen the space, one a line
   for (int i = 0; i < static_cast<int>(planning::Reject::count); ++i) {
     const auto n = r.rejected[static_cast<std::size_t>(i)];

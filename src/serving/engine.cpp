@@ -230,11 +230,14 @@ EngineConfig vllm(const hw::ChipSpec& chip, int version) {
   // priced slow, where ridgeline's DeepSeek errors are fast (docs/serving.md#block-scaled-fp8).
   // DeepGEMM on Hopper and datacenter Blackwell only (is_deep_gemm_supported, hw::runs_deepgemm):
   // elsewhere apply_w8a8_block_fp8_linear's own choice, on ROCm AITER's CK block-scale GEMM
-  // under VLLM_ROCM_USE_AITER (and _LINEAR), Triton's kernel without it or on an older CUDA GPU
-  // (gemm_scaled either way: the chip's figures say which kernel they measured).
+  // under VLLM_ROCM_USE_AITER (and _LINEAR; fp8 fnuz, gfx94x), Triton's kernel without it or on
+  // an older CUDA GPU (gemm_scaled either way: the chip's figures say which kernel they measured).
   e.scaled_gemm = piecewise_only || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
                                                              : model::ForwardConfig::ScaledGemm::deepgemm;
-  e.rocm_aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
+  // (vLLM 0.11-0.12 asked for compute capability 10.0 itself, 0.13 the 10.x family: the presets
+  // take the family.) AITER's block-fp8 path came with 0.9 (rocm_aiter_gemm_w8a8_blockscale in
+  // fp8_utils.py; v0.8's has none): the 0.9-0.10 preset and later.
+  e.rocm_aiter = version != 8 && hw::runs_aiter(chip);
   // Its fused MoE too, but not at a MoE tensor-parallel size of 8 or more: there DeepGEMM's MoE
   // is off unless VLLM_MOE_USE_DEEP_GEMM is set, and the Triton fused MoE runs (PR #29346,
   // November 2025: v0.12; the 0.11-0.13 preset follows 0.12 and 0.13).
@@ -419,12 +422,15 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   python_launches(e);
   e.overlap_scheduling = !v03;
   // Block-fp8 linear layers by DeepGEMM (on by default on SM90 from PR #5628, April 2025:
-  // 0.4.6; deep_gemm_wrapper's ENABLE_JIT_DEEPGEMM wants CUDA and SM90 or later, hw::runs_deepgemm);
-  // the 0.4+ preset follows the newest releases. Elsewhere Triton's w8a8_block_fp8_matmul, or
-  // on ROCm under SGLANG_USE_AITER AITER's CK block-scale GEMM: gemm_scaled.
+  // 0.4.6; deep_gemm_wrapper's ENABLE_JIT_DEEPGEMM asks for CUDA of SM90 or later, DeepGEMM's
+  // own kernels for 9.x or 10.x: hw::runs_deepgemm); the 0.4+ preset follows the newest
+  // releases. Elsewhere Triton's w8a8_block_fp8_matmul, or on ROCm under SGLANG_USE_AITER
+  // (0.4.6.post1 on, PR #5816) AITER's Triton block-scale GEMM on gfx942
+  // (aiter_w8a8_block_fp8_linear: use_triton but on gfx950's preshuffled path, PR #13617):
+  // gemm_scaled, whose MI300X curve is AITER's CK kernel (vLLM's): an approximation there.
   e.scaled_gemm = v03 || !hw::runs_deepgemm(chip) ? model::ForwardConfig::ScaledGemm::triton
                                                   : model::ForwardConfig::ScaledGemm::deepgemm;
-  e.rocm_aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
+  e.rocm_aiter = !v03 && hw::runs_aiter(chip);
   // Its experts: DeepGEMM's grouped kernels only under expert parallelism (the deep_gemm MoE
   // runner, with DeepEP), Triton's fused MoE for experts split by width (the triton runner, which
   // its tuned configs are for: fused_moe_triton/configs/E=256,N=256,device_name=NVIDIA_H200,
@@ -770,7 +776,9 @@ void set_draw(EngineConfig& e) {
 }  // namespace
 
 bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept {
-  return engine.kind != EngineKind::trtllm || (chip.kind == "gpu" && chip.vendor == "nvidia");
+  // A GPU not known to be another vendor's (a file of its own, an ERT roofline) is let through.
+  return engine.kind != EngineKind::trtllm ||
+         (chip.kind == "gpu" && hw::arch_of(chip).isa != hw::Arch::Isa::hip && !hw::vendor_is(chip, "amd"));
 }
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
@@ -860,7 +868,7 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   const bool fusing_chip =
       arch.isa == hw::Arch::Isa::cuda  ? arch.at_least(8, 0) && arch.major != 10
       : arch.isa == hw::Arch::Isa::hip ? arch.at_least(9, 4)
-                                       : chip.kind == "gpu" && chip.vendor == "nvidia" && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
+                                       : chip.kind == "gpu" && hw::vendor_is(chip, "nvidia") && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
                                              chip.peak(hw::Unit::matrix, DType::fp4) == 0;
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
@@ -1011,6 +1019,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
   // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
   f.moe_expand_rows = e.kind == EngineKind::trtllm;
+  // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
+  // the routed weights and the sum over k in stage 2's).
+  f.moe_fused_epilogues = e.rocm_aiter;
   // DeepSeek-V3's group-limited router after its GEMM (docs/serving.md#routing-kernels):
   // - vLLM 0.6-0.10 (to 0.10.1): torch's ops under torch.compile (vLLM's grouped_topk in
   //   fused_moe.py, its tests' vllm_compiled_grouped_topk), one op of routing_compiled; so

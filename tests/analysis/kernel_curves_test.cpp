@@ -239,6 +239,21 @@ TEST(KernelCurves, TheMi300xStreamsPointwiseKernelsAtStreamsScaleRate) {
               1076.014e-6, 1076.014e-6 * 1e-5);
 }
 
+TEST(KernelCurves, TheMi300xPricesBf16ExpertsAtAitersFusedMoeCurve) {
+  // AITER's CK two-stage MoE on an MI300X (its tuner's profiler kernel times: the two stages,
+  // no top-k or sorting; on a HIP chip the curve point is those two kernels, the activation and
+  // the weighted sum in their epilogues) at the chip's gemm_expert figures: matrix 0.1884 of
+  // 1307.4 TFLOPS (246.31416 TFLOPS), 10.32 us a kernel, the 1.536 us boundary left out of each.
+  // Qwen3-235B-A22B at TP 8 (hidden 4096, 192 columns an expert, top 8 of 128), 32768 tokens,
+  // 5610.76 us measured: 262144 pairs; stage 1 2·262144·4096·384 = 824633720832 FLOPs, 3347.89409
+  // us; stage 2 2·262144·192·4096 = 412316860416, 1673.94705 us (their epilogues' fp32 FLOPs,
+  // 2.3 and 16.4 us at the vector rate, and their bytes, the pairs' rows and every expert's
+  // weights, under a quarter of each at the memory fraction, bind neither); + 2 x (10.32 −
+  // 1.536) = 5039.40914 us (-10.2%).
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::gemm_expert, hw::CurveTiming::kernel, moe(32768, 4096, 192, 128, 8, DType::bf16, 5610.7573e-6)),
+              5039.40914e-6, 5039.40914e-6 * 1e-5);
+}
+
 TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurveWithItsKLoop) {
   // AITER's CK block-scaled GEMM on an MI300X (profiler kernel times) at the chip's gemm_scaled
   // figures: matrix 0.316 of 2614.9 TFLOPS (826.30 TFLOPS), memory 0.6724 of 5.3 TB/s (3.56372

@@ -78,6 +78,12 @@ TEST(ServeCli, TensorRtLlmIsRefusedOffNvidiaGpusAndASearchLeavesItOut) {
   std::set<std::string> pairs;
   for (const auto& d : j["feasible"]) pairs.insert(d["hw"].get<std::string>() + " " + d["engine"].get<std::string>());
   EXPECT_EQ(pairs, (std::set<std::string>{"h100-sxm trtllm", "h100-sxm vllm", "mi300x vllm"}));
+  EXPECT_EQ(j["left_out"], nlohmann::json::array({"trtllm on mi300x"}));
+  // search infer side by side refuses it before searching either chip.
+  const auto side = run("search infer --model llama-3.1-8b --hw h100-sxm,mi300x --engine trtllm --prompt 64 --gen 4");
+  EXPECT_EQ(side.status, 2);
+  EXPECT_NE(side.err.find("--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu"), std::string::npos) << side.err;
+  EXPECT_EQ(std::count(side.err.begin(), side.err.end(), '\n'), 1) << side.err;
   const auto none = run(search + " --hw mi300x --engine trtllm");
   EXPECT_EQ(none.status, 2);
   EXPECT_NE(none.err.find("--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu"), std::string::npos) << none.err;

@@ -300,7 +300,8 @@ TEST(HardwareFile, AGpuNamesItsInstructionSet) {
   for (const Case& c : {Case{"sm_90", hw::Arch::Isa::cuda, 9, 0}, Case{"sm_100", hw::Arch::Isa::cuda, 10, 0},
                         Case{"sm_89", hw::Arch::Isa::cuda, 8, 9}, Case{"sm_75", hw::Arch::Isa::cuda, 7, 5},
                         Case{"gfx942", hw::Arch::Isa::hip, 9, 4}, Case{"gfx90a", hw::Arch::Isa::hip, 9, 0},
-                        Case{"gfx1100", hw::Arch::Isa::hip, 11, 0}}) {
+                        Case{"gfx1100", hw::Arch::Isa::hip, 11, 0}, Case{"sm_90a", hw::Arch::Isa::cuda, 9, 0},
+                        Case{"sm_100f", hw::Arch::Isa::cuda, 10, 0}, Case{"gfx942:sramecc+:xnack-", hw::Arch::Isa::hip, 9, 4}}) {
     SCOPED_TRACE(c.text);
     const std::optional<hw::Arch> a = hw::parse_arch(c.text);
     ASSERT_TRUE(a.has_value());
@@ -308,10 +309,22 @@ TEST(HardwareFile, AGpuNamesItsInstructionSet) {
     EXPECT_EQ(a->major, c.major);
     EXPECT_EQ(a->minor, c.minor);
   }
-  for (const char* bad : {"sm_9", "sm_1000", "sm_9a", "sm_", "gfx94", "gfx94g", "gfx", "gfx00a0", "ampere", "SM_90", ""}) {
+  for (const char* bad : {"sm_9", "sm_1000", "sm_9a", "sm_", "sm_090", "sm_010", "gfx94", "gfx94g", "gfx", "gfx00a0", "gfx0942", "gfx9a2",
+                          "ampere", "SM_90", ""}) {
     EXPECT_FALSE(hw::parse_arch(bad).has_value()) << bad;
   }
+  EXPECT_EQ(hw::parse_arch("gfx90a")->stepping, 10);
+  EXPECT_EQ(hw::parse_arch("gfx908")->stepping, 8);
   EXPECT_EQ(hw::arch_of(parse_chip_yaml(kMinimal, "toy.yaml")).isa, hw::Arch::Isa::none);
+  // The vendor in any case.
+  EXPECT_EQ(parse_chip_yaml(arch("NVIDIA", "sm_90"), "toy.yaml").arch, "sm_90");
+  // AITER's gfx9 targets (gfx90a, gfx942, gfx950), not the MI100's gfx908 nor RDNA's gfx1100.
+  hw::ChipSpec amd = parse_chip_yaml(arch("amd", "gfx942"), "toy.yaml");
+  for (const auto& [target, runs] : {std::pair{"gfx942", true}, std::pair{"gfx90a", true}, std::pair{"gfx950", true},
+                                     std::pair{"gfx908", false}, std::pair{"gfx1100", false}}) {
+    amd.arch = target;
+    EXPECT_EQ(hw::runs_aiter(amd), runs) << target;
+  }
   EXPECT_EQ(chip_error_of(arch("nvidia", "hopper")),
             "toy.yaml: arch: 'hopper' is not an instruction set: expected sm_ and a compute capability's digits (sm_90, sm_100) or an AMD "
             "gfx target (gfx942)");

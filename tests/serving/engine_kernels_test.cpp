@@ -206,6 +206,12 @@ TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLl
                                             : KernelClass::gemm_expert);
     }
   }
+  // A file without `arch` whose vendor is NVIDIA in capitals: DeepGEMM's and TensorRT-LLM's.
+  hw::ChipSpec capitals = h200.chip;
+  capitals.arch.clear();
+  capitals.vendor = "NVIDIA";
+  EXPECT_TRUE(hw::runs_deepgemm(capitals));
+  EXPECT_TRUE(runs_on(EngineKind::trtllm, capitals));
   // TensorRT-LLM runs on NVIDIA GPUs alone: on others the preset is refused, naming both.
   EXPECT_TRUE(runs_on(EngineKind::trtllm, h200.chip));
   EXPECT_EQ(engine_preset(EngineKind::trtllm, h200.chip, 8).scaled_gemm, model::ForwardConfig::ScaledGemm::deepgemm);
@@ -216,6 +222,15 @@ TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLl
   EXPECT_FALSE(runs_on(EngineRef{EngineKind::trtllm, kTrtllmEnginesVersion}, testing::catalog_system("tpu-v6e").chip));
   EXPECT_TRUE(runs_on(EngineKind::vllm, mi300x));
   EXPECT_TRUE(runs_on(EngineKind::static_batch, mi300x));
+  // AITER's kernels on the MI300X from the releases that have its paths: vLLM's 0.9-0.10 preset
+  // on (not 0.8's, not V0's), SGLang 0.4+ (not 0.3); never on a CUDA chip.
+  EXPECT_TRUE(engine_preset(EngineKind::vllm, mi300x, 8).rocm_aiter);
+  EXPECT_TRUE(engine_preset(EngineRef{EngineKind::vllm, 10}, mi300x, 8).rocm_aiter);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, 8}, mi300x, 8).rocm_aiter);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::vllm, kVllmV0Version}, mi300x, 8).rocm_aiter);
+  EXPECT_TRUE(engine_preset(EngineKind::sglang, mi300x, 8).rocm_aiter);
+  EXPECT_FALSE(engine_preset(EngineRef{EngineKind::sglang, kSglang03Version}, mi300x, 8).rocm_aiter);
+  EXPECT_FALSE(engine_preset(EngineKind::sglang, h200.chip, 8).rocm_aiter);
   try {
     (void)engine_preset(EngineKind::trtllm, mi300x, 8);
     ADD_FAILURE() << "TensorRT-LLM on the MI300X was not refused";
@@ -223,6 +238,53 @@ TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLl
     EXPECT_EQ(std::string(e.what()), "--engine trtllm: TensorRT-LLM runs on NVIDIA GPUs, and mi300x is an amd gpu; expected --engine "
                                      "vllm or sglang there, or an NVIDIA GPU");
   }
+}
+
+TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {
+  // On the MI300X the presets run AITER's CK two-stage MoE (rocm_aiter, moe_fused_epilogues):
+  // Qwen3-235B-A22B at TP 8, 64 decode tokens, top 8 of 128 experts of width 1536 / 8 = 192,
+  // hidden 4096, bf16: 512 pairs. Stage 1 stores the activated 512 x 192 halves only, 512 x 192
+  // x 2 = 196608 B fewer, and takes SiLU-and-mul's 6 x 512 x 192 = 589824 fp32 FLOPs; stage 2
+  // adds each pair into its token's row, storing the 64 rows instead of the 512 pairs': (512 -
+  // 64) x 4096 x 2 = 3670016 B fewer, with a multiply and an add an element, 2 x 512 x 4096 =
+  // 4194304 FLOPs. No experts_act or moe_combine kernel is left.
+  const model::ModelConfig m = io::bundled_model("qwen3-235b-a22b");
+  hw::System sys = testing::catalog_system("mi300x");
+  sys.chips = 8;
+  model::ForwardConfig f;
+  f.tp = 8;
+  f = engine_forward(f, engine_preset(EngineKind::vllm, sys.chip, 8));
+  ASSERT_TRUE(f.moe_fused_epilogues);
+  auto fused = std::make_unique<model::Graph>(), apart = std::make_unique<model::Graph>();
+  model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *fused);
+  f.moe_fused_epilogues = false;
+  model::build_forward(m, f, sys, {64, 1, 1024, nullptr}, *apart);
+  EXPECT_EQ(find_op(*fused, "experts_act"), nullptr);
+  EXPECT_EQ(find_op(*fused, "moe_combine"), nullptr);
+  ASSERT_NE(find_op(*apart, "experts_act"), nullptr);
+  ASSERT_NE(find_op(*apart, "moe_combine"), nullptr);
+  struct Case {
+    const char* op;
+    double stores_saved, flops;
+  };
+  for (const Case& c : {Case{"experts_gate_up", 196608, 589824}, Case{"experts_down", 3670016, 4194304}}) {
+    SCOPED_TRACE(c.op);
+    const model::GraphOp* a = find_op(*fused, c.op);
+    const model::GraphOp* b = find_op(*apart, c.op);
+    ASSERT_NE(a, nullptr);
+    ASSERT_NE(b, nullptr);
+    EXPECT_DOUBLE_EQ(b->cost.main_store_bytes - a->cost.main_store_bytes, c.stores_saved);
+    EXPECT_DOUBLE_EQ(b->cost.main_bytes - a->cost.main_bytes, c.stores_saved);
+    EXPECT_EQ(a->cost.vector_dtype, DType::fp32);
+    EXPECT_DOUBLE_EQ(a->cost.vector_flops - b->cost.vector_flops, c.flops);
+    EXPECT_DOUBLE_EQ(a->cost.matrix_flops, b->cost.matrix_flops);
+  }
+  // On the H200 (CUDA) the presets keep both kernels.
+  hw::System h200 = testing::catalog_system("h200");
+  h200.chips = 8;
+  model::ForwardConfig g;
+  g.tp = 8;
+  EXPECT_FALSE(engine_forward(g, engine_preset(EngineKind::vllm, h200.chip, 8)).moe_fused_epilogues);
 }
 
 TEST(EngineKernels, BlockFp8ExpertsInTritonsFusedMoeTakeTheBlockScaledLoopsMatrixRate) {

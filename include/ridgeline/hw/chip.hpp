@@ -389,11 +389,14 @@ struct Arch {
   enum class Isa : std::uint8_t { none, cuda, hip } isa = Isa::none;
   int major = 0;
   int minor = 0;
+  int stepping = 0;  ///< a gfx target's last hex digit (gfx90a: 10; gfx908: 8); 0 for CUDA
   bool at_least(int maj, int min) const noexcept { return major > maj || (major == maj && minor >= min); }
 };
 
-/// `sm_` and two or three digits (the last the minor), or `gfx` and a major of one or two
-/// digits, then the minor and the stepping as hex digits; nothing otherwise.
+/// `sm_` and two or three digits (the last the minor; nvcc's `a` or `f` after them taken), or
+/// `gfx` and a major of one or two digits, the minor a digit and the stepping a hex digit (a
+/// colon and target features after them taken: torch's gcnArchName); no leading zero; nothing
+/// otherwise.
 std::optional<Arch> parse_arch(std::string_view text) noexcept;
 
 inline constexpr int kMaxMemoryLevels = 4;
@@ -474,13 +477,22 @@ struct ChipSpec {
 /// The chip's instruction set, as parse_arch reads its `arch` (Isa::none where it has none).
 Arch arch_of(const ChipSpec& c) noexcept;
 
-/// Whether the engines run DeepGEMM's kernels on the chip (their block-fp8 GEMMs and grouped
-/// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA's Hopper
-/// (compute capability 9.0) and datacenter Blackwell (10.x) only, as vLLM's
-/// is_deep_gemm_supported asks (vllm/utils/deep_gemm.py) and SGLang's and TensorRT-LLM's
-/// block-fp8 paths are built. A chip file that names no `arch` is taken for such a GPU when
-/// its vendor is nvidia and its matrix units multiply fp8 (docs/hardware.md#arch).
+/// Whether the chip's `vendor` is `vendor` (given in lower case), whatever its case.
+bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept;
+
+/// Whether DeepGEMM's kernels run on the chip (the engines' block-fp8 GEMMs and grouped
+/// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA of compute
+/// capability 9.x and 10.x alone, the architectures its kernels are built for
+/// (deepseek-ai/DeepGEMM csrc/apis/gemm.hpp: arch_major 9 or 10, else "Unsupported
+/// architecture"), as vLLM's is_deep_gemm_supported asks (vllm/utils/deep_gemm.py, 0.13+: 9.0
+/// and the 10.x family). A chip file that names no `arch` is taken for such a GPU when its
+/// vendor is nvidia and its matrix units multiply fp8 (docs/hardware.md#arch).
 bool runs_deepgemm(const ChipSpec& c) noexcept;
+
+/// Whether the ROCm engines' AITER kernels run on the chip: the gfx9 targets vLLM lists
+/// (vllm/_aiter_ops.py is_aiter_found_and_supported, vllm/platforms/rocm.py on_gfx9: gfx90a,
+/// gfx942, gfx950), taken as HIP 9.0 of stepping a and 9.4 up.
+bool runs_aiter(const ChipSpec& c) noexcept;
 
 /// Name of a unit ("matrix" / "vector").
 std::string_view name(Unit u) noexcept;

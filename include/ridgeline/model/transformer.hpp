@@ -92,6 +92,13 @@ struct ForwardConfig {
   /// lays the rows out. The engines whose experts' curves time the whole fused MoE have that
   /// copy inside them.
   bool moe_expand_rows = false;
+  /// The experts' grouped GEMMs carry their neighbours' work in their epilogues, as AITER's CK
+  /// two-stage fused MoE does (the ROCm engines under their AITER switch,
+  /// serving::EngineConfig::rocm_aiter): stage 1 writes the gate-up product through SiLU-and-mul
+  /// (no `experts_act`: half the stores, the activation's FLOPs in its epilogue), stage 2 scales
+  /// each pair's output by its routed weight and adds it into its token's row (no `moe_combine`:
+  /// the tokens' rows stored once; on the rows' own path, not behind a gather or DeepEP).
+  bool moe_fused_epilogues = false;
   /// How the engine's grouped GEMMs over block-fp8 experts in DeepGEMM's kernels tile each
   /// expert's rows (expert_row_tiles, docs/cost-model.md#row-tiles); all 0: in whole tiles of
   /// kDeepGemmRowTile at any size (DeepGEMM's contiguous layout).

@@ -199,6 +199,9 @@ struct FleetSearchResult {
   std::int64_t simulations = 0;
   double simulated_requests = 0;
   bool priced = false;  ///< every chip has a price: ranked by cost, else by GPUs
+  /// The engine and chip pairs not tried because the engine does not run there
+  /// (serving::runs_on): "trtllm on mi300x".
+  std::vector<std::string> left_out;
   double elapsed_s = 0;
   bool interrupted = false;
 };

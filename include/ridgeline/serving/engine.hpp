@@ -129,12 +129,15 @@ struct EngineConfig {
   bool merged_kernels = true;
   /// The kernels of fp8 block-scaled GEMMs outside the experts (model::ForwardConfig::scaled_gemm):
   /// DeepGEMM where the release calls it by default (TensorRT-LLM, PR #3341; SGLang 0.4.6+,
-  /// PR #5628; vLLM from v0.11, PR #24462), else vLLM's Triton w8a8 block-fp8 kernel.
+  /// PR #5628; vLLM from v0.11, PR #24462) on a chip it runs on (hw::runs_deepgemm), else the
+  /// gemm_scaled class: vLLM's Triton w8a8 block-fp8 kernel, or on ROCm AITER's.
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
-  /// On ROCm (a HIP chip, hw::Arch), the engine's AITER kernels switched on (vLLM's
-  /// VLLM_ROCM_USE_AITER=1, SGLang's SGLANG_USE_AITER=1; both off by default): what AMD's images
-  /// and guides set, and whose block-scale GEMM the MI300X's gemm_scaled curve measures. The
-  /// launch files export it (planning::LaunchWorker::env).
+  /// On ROCm (a gfx9 chip AITER runs on, hw::runs_aiter), the engine's AITER kernels switched on
+  /// (vLLM's VLLM_ROCM_USE_AITER=1 from the 0.9-0.10 preset, SGLang's SGLANG_USE_AITER=1 from
+  /// 0.4; both off by default): what AMD's images and guides set. Its MoE runs AITER's two fused
+  /// kernels (model::ForwardConfig::moe_fused_epilogues); its block-fp8 GEMMs AITER's CK kernel
+  /// under vLLM, the MI300X's gemm_scaled curve, and AITER's Triton one under SGLang, priced
+  /// by that curve. The launch files export it (planning::LaunchWorker::env).
   bool rocm_aiter = false;
   /// From this tensor-parallel size the experts' fp8 block-scaled GEMMs run in Triton's fused
   /// MoE even where scaled_gemm is DeepGEMM, unless the experts are expert-parallel
@@ -171,9 +174,11 @@ struct EngineConfig {
   /// DeepEP path: ForwardConfig::graph_pad_masked with --moe-a2a deepep); set by the model's preset.
   bool mask_moe_padding = false;
   /// DeepSeek-V3's shared expert as a 257th expert of the fused MoE (model::ForwardConfig::
-  /// fuse_shared_experts): SGLang 0.4+ on NVIDIA chips with bf16 matrix units (compute capability
-  /// 8.0+) but Blackwell (whose FlashInfer TRTLLM MoE runner turns it off); set by the model's
-  /// preset, the graph fusing where its layout allows (docs/serving.md#fused-shared-expert).
+  /// fuse_shared_experts): SGLang 0.4+ on CUDA of compute capability 8.0+ but datacenter
+  /// Blackwell (10.x, whose FlashInfer TRTLLM MoE runner turns it off) and on HIP of 9.4+ (the
+  /// chip's `arch`; without one, an nvidia GPU with bf16 matrix units that does not multiply
+  /// fp4); set by the model's preset, the graph fusing where its layout allows
+  /// (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
