@@ -84,11 +84,11 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   m.weight_dtype = p.dtype;
   model::ForwardConfig f;
   f.merged_kernels = true;
-  // On a HIP chip the engines run AITER's fused MoE (serving::EngineConfig::rocm_aiter), whose
+  // On a chip AITER runs on the engines run its fused MoE (serving::EngineConfig::rocm_aiter), whose
   // tuner's tables are its curves: two kernels, the activation and the weighted sum in their
   // epilogues, timed alone (csrc/ck_gemm_moe_2stages_codegen/gemm_moe_tune.py: stage 1 and stage
   // 2, no top-k, no sorting).
-  const bool aiter = hw::arch_of(chip).isa == hw::Arch::Isa::hip;
+  const bool aiter = hw::runs_aiter(chip);
   f.moe_fused_epilogues = aiter;
   if (cls == KernelClass::gemm_expert_scaled) {
     // Experts in fp8 with a float scale a 128 x 128 block (DeepSeek-V3's quantization_config,

@@ -879,11 +879,14 @@ void moe_mlp(Ctx& c) {
     c.g.add("experts_act", OpClass::elementwise, Block::moe, act).all_groups = true;
   }
   GraphOp& down = experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
-  // The weighted sum over k in stage 2's epilogue, on the rows' own path: each pair's output
-  // scaled by its weight and added into its token's row (a multiply and an add an element), the
-  // T rows stored once instead of the pairs' (the adds' traffic in the cache).
-  const bool fused_sum = c.f.moe_fused_epilogues && !deepep && !gather;
-  if (fused_sum) fold_epilogue(down, (pairs * hp - T * h) * bytes(c.act), 2 * pairs * h);
+  // The weighted sum over k in stage 2's epilogue, where this chip's pairs are its own tokens'
+  // (no expert-parallel groups: behind pairs moved, a gather or DeepEP the sum is priced as a
+  // kernel of its own): each pair's output scaled by its weight and added into its token's row
+  // (a multiply and an add an element), the rows it adds into stored once instead of the pairs'
+  // (the adds' traffic in the cache); with whole experts over the TP group (te > 1) a chip may
+  // hold fewer pairs than tokens, and stores no more rows than pairs.
+  const bool fused_sum = c.f.moe_fused_epilogues && !deepep && !gather && c.ep_group.size <= 1;
+  if (fused_sum) fold_epilogue(down, std::max(0.0, pairs * hp - std::min(T, pairs) * h) * bytes(c.act), 2 * pairs * h);
   // The busiest chip returns the outputs of its F times the mean pairs.
   if (gather) {
     // Each gathered row's weighted sum of the k/(ep·te) expert outputs this chip computed for it

@@ -439,7 +439,7 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
     plan.workers.push_back(std::move(w));
   };
   if (cfg.engine.rocm_aiter) {
-    plan.notes.push_back(fmt::format("ROCm: {}=1 (the script exports it): the AITER kernels AMD's images and guides switch on, as the "
+    plan.notes.push_back(fmt::format("ROCm: {}=1 (the script exports it): the AITER kernels SGLang's ROCm image and AMD's vLLM guide switch on, as the "
                                      "simulation assumed (its MoE as AITER's fused kernels{}); {} leaves them off without it",
                                      target == LaunchTarget::vllm ? "VLLM_ROCM_USE_AITER" : "SGLANG_USE_AITER",
                                      target == LaunchTarget::vllm ? ", its block-fp8 GEMMs as AITER's CK kernel"

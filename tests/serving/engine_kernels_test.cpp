@@ -279,6 +279,16 @@ TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoG
     EXPECT_DOUBLE_EQ(a->cost.vector_flops - b->cost.vector_flops, c.flops);
     EXPECT_DOUBLE_EQ(a->cost.matrix_flops, b->cost.matrix_flops);
   }
+  // Behind expert-parallel groups (--ep 2 at TP 4, the ranks' tokens gathered: vLLM's default)
+  // the sum stays a kernel of its own; the activation is still stage 1's.
+  model::ForwardConfig e;
+  e.tp = 4;
+  e.ep = 2;
+  e = engine_forward(e, engine_preset(EngineKind::vllm, sys.chip, 4));
+  auto ranks = std::make_unique<model::Graph>();
+  model::build_forward(m, e, sys, {64, 1, 1024, nullptr}, *ranks);
+  EXPECT_EQ(find_op(*ranks, "experts_act"), nullptr);
+  EXPECT_NE(find_op(*ranks, "moe_combine"), nullptr);
   // On the H200 (CUDA) the presets keep both kernels.
   hw::System h200 = testing::catalog_system("h200");
   h200.chips = 8;

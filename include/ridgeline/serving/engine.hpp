@@ -134,7 +134,8 @@ struct EngineConfig {
   model::ForwardConfig::ScaledGemm scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
   /// On ROCm (a gfx9 chip AITER runs on, hw::runs_aiter), the engine's AITER kernels switched on
   /// (vLLM's VLLM_ROCM_USE_AITER=1 from the 0.9-0.10 preset, SGLang's SGLANG_USE_AITER=1 from
-  /// 0.4; both off by default): what AMD's images and guides set. Its MoE runs AITER's two fused
+  /// 0.4; both off by default): what SGLang's ROCm image sets (docker/rocm.Dockerfile) and the
+  /// ROCm fork's vLLM guide enables (ROCm/vllm docs/dev-docker/README.md). Its MoE runs AITER's two fused
   /// kernels (model::ForwardConfig::moe_fused_epilogues); its block-fp8 GEMMs AITER's CK kernel
   /// under vLLM, the MI300X's gemm_scaled curve, and AITER's Triton one under SGLang, priced
   /// by that curve. The launch files export it (planning::LaunchWorker::env).
