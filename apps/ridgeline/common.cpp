@@ -309,6 +309,24 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
     throw InputError(fmt::format("--moe-a2a: deepep moves tokens between expert-parallel groups, and {} has none: expected a MoE "
                                  "model at --ep 2 or more", m.is_moe() ? fmt::format("--ep {}", fw.ep) : m.name + " (dense)"));
   }
+  // CUDA-only kernels asked for on a chip they do not run on (docs/hardware.md#arch): DeepGEMM's
+  // (compute capability 9.x and 10.x) and DeepEP's (NVSHMEM over NVIDIA GPUs; on ROCm SGLang's
+  // all-to-all is MORI's, not modelled).
+  const bool deepgemm = fw.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm;
+  const bool deepep = fw.moe_a2a == model::ForwardConfig::MoeA2A::deepep;
+  if ((deepgemm || deepep) && hw.hw.find(',') == std::string::npos) {
+    const hw::ChipSpec chip = load_chip_system(hw).chip;
+    const std::string what = chip.arch.empty() ? fmt::format("a {} {} without `arch`", chip.vendor, chip.kind) : chip.arch;
+    if (deepgemm && !hw::runs_deepgemm(chip)) {
+      throw InputError(fmt::format("--block-fp8-gemms: deepgemm: DeepGEMM runs on compute capability 9.x and 10.x, and {} is {}; "
+                                   "expected triton there",
+                                   chip.name, what));
+    }
+    if (deepep && (chip.kind != "gpu" || hw::arch_of(chip).isa == hw::Arch::Isa::hip || hw::vendor_is(chip, "amd"))) {
+      throw InputError(fmt::format("--moe-a2a: deepep: DeepEP runs on NVIDIA GPUs, and {} is {}; expected pairs or gather there",
+                                   chip.name, what));
+    }
+  }
   return fw;
 }
 

@@ -187,7 +187,9 @@ json engine_json(const serving::EngineConfig& e) {
           {"custom_allreduce_max_bytes", e.custom_allreduce_max_bytes},
           {"nccl_nvls", e.nccl_nvls},
           {"kernels", e.merged_kernels ? "merged" : "unfused"},
-          {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm" : "triton"},
+          {"block_fp8_gemms", e.scaled_gemm == model::ForwardConfig::ScaledGemm::deepgemm ? "deepgemm"
+                              : e.rocm_aiter                                                 ? "aiter"
+                                                                                             : "triton"},
           {"rocm_aiter", e.rocm_aiter},
           {"moe_a2a", model::name(e.moe_a2a)},
           {"gathered_dense", e.gathered_dense},

@@ -158,6 +158,7 @@ TEST(EmitCli, DeepSeekR1OnTheMi300xLoadsItsRepositoryWithAitersKernelsOn) {
   const std::string run_args = " --model deepseek-r1 --tp 8 --concurrency 1 --requests 2 --prompt 64 --gen 4 --emit vllm --emit-dir ";
   const auto j = run_json("serve --hw mi300x" + run_args + dir);
   EXPECT_EQ(j["engine"]["rocm_aiter"], true);
+  EXPECT_EQ(j["engine"]["block_fp8_gemms"], "aiter");
   EXPECT_EQ(j["emitted"]["model"], "deepseek-ai/DeepSeek-R1");
   EXPECT_EQ(j["emitted"]["workers"][0]["env"], nlohmann::json({{"VLLM_ROCM_USE_AITER", "1"}}));
   EXPECT_NE(slurp(dir + "/replica.sh").find("\nexport VLLM_ROCM_USE_AITER=1\nexec vllm serve deepseek-ai/DeepSeek-R1 \\\n"), std::string::npos)

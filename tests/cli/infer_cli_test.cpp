@@ -34,6 +34,12 @@ TEST(InferCli, BlockFp8GemmKernelFlag) {
   EXPECT_EQ(run_json(q)["block_fp8_gemms"], "triton");
   EXPECT_EQ(run_json(q + " --block-fp8-gemms deepgemm")["block_fp8_gemms"], "deepgemm");
   expect_bad(q + " --block-fp8-gemms cutlass", "--block-fp8-gemms");
+  // DeepGEMM runs on compute capability 9.x and 10.x alone (docs/hardware.md#arch): refused on
+  // an A100 (sm_80) and the MI300X (gfx942), one line naming the chip and its arch; serve too.
+  expect_bad("infer --model llama-3.1-8b --hw a100-80gb --batch 1 --prompt 16 --gen 2 --block-fp8-gemms deepgemm",
+             "--block-fp8-gemms: deepgemm: DeepGEMM runs on compute capability 9.x and 10.x, and a100-80gb is sm_80; expected triton there");
+  expect_bad("serve --model llama-3.1-8b --hw mi300x --concurrency 1 --requests 2 --prompt 16 --gen 2 --block-fp8-gemms deepgemm",
+             "--block-fp8-gemms: deepgemm: DeepGEMM runs on compute capability 9.x and 10.x, and mi300x is gfx942");
 }
 
 // Each op of the JSON names its kernel class and its realistic time (the class's fixed time and
@@ -84,6 +90,9 @@ TEST(InferCli, MoeAllToAllFlag) {
   // No all-to-all to price: one expert-parallel group, or a dense model.
   expect_bad("infer --model mixtral-8x7b --hw h100-sxm --tp 2 --moe-a2a deepep", "--moe-a2a: deepep moves tokens");
   expect_bad("infer --model llama-3.1-8b --hw h100-sxm --moe-a2a deepep", "--moe-a2a: deepep moves tokens");
+  // DeepEP runs on NVIDIA GPUs (NVSHMEM): refused on the MI300X.
+  expect_bad("infer --model mixtral-8x7b --hw mi300x --tp 1 --ep 2 --batch 2 --prompt 16 --gen 2 --moe-a2a deepep",
+             "--moe-a2a: deepep: DeepEP runs on NVIDIA GPUs, and mi300x is gfx942; expected pairs or gather there");
 }
 
 TEST(InferCli, ChipsSetTensorParallelism) {
