@@ -660,7 +660,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
                             one.hw = n;
                             one.chips.clear();
                             const hw::System chip = load_system(one);
-                            if (!serving::runs_on(*k, chip.chip)) (void)serving::engine_preset(*k, chip.chip);  // throws, naming both
+                            serving::check_runs_on(*k, chip.chip);
                           }
                         }
                         per_chip(g->hw, g->json, kSearchInferRows, [&] {

@@ -322,7 +322,7 @@ model::ForwardConfig forward_config(const ForwardFlags& f, const HardwareFlags& 
                                    "expected triton there",
                                    chip.name, what));
     }
-    if (deepep && (chip.kind != "gpu" || hw::arch_of(chip).isa == hw::Arch::Isa::hip || hw::vendor_is(chip, "amd"))) {
+    if (deepep && !hw::may_be_nvidia_gpu(chip)) {
       throw InputError(fmt::format("--moe-a2a: deepep: DeepEP runs on NVIDIA GPUs, and {} is {}; expected pairs or gather there",
                                    chip.name, what));
     }

@@ -675,10 +675,16 @@ std::vector<std::int64_t> powers_of_two_up_to(std::int64_t max) {
   return out;
 }
 
-std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& s) {
-  std::vector<Candidate> out;
+// The engines a space tries: its list, or the base configuration's.
+std::vector<serving::EngineRef> engines_tried(const FleetSpace& s) {
   std::vector<serving::EngineRef> engines = s.engines;
   if (engines.empty()) engines.push_back(s.base.engine.ref());
+  return engines;
+}
+
+std::vector<Candidate> enumerate(const model::ModelConfig& m, const FleetSpace& s) {
+  std::vector<Candidate> out;
+  const std::vector<serving::EngineRef> engines = engines_tried(s);
   std::vector<std::optional<DType>> ws_given = s.weight_dtypes, kvs_given = s.kv_dtypes;
   if (ws_given.empty()) ws_given.push_back(s.base.forward.precision.weight);
   if (kvs_given.empty()) kvs_given.push_back(s.base.forward.precision.kv_cache);
@@ -897,11 +903,9 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   // Each engine tried runs on one of the chips at least (TensorRT-LLM on NVIDIA GPUs only): the
   // others are left out of its candidates (enumerate).
   {
-    std::vector<serving::EngineRef> engines = s.engines;
-    if (engines.empty()) engines.push_back(s.base.engine.ref());
-    for (const serving::EngineRef& k : engines) {
+    for (const serving::EngineRef& k : engines_tried(s)) {
       if (std::none_of(s.chips.begin(), s.chips.end(), [&](const ChipChoice& c) { return serving::runs_on(k, c.sys.chip); })) {
-        (void)serving::engine_preset(k, s.chips.front().sys.chip);  // throws, naming the engine and the chip
+        serving::check_runs_on(k, s.chips.front().sys.chip);
       }
     }
   }
@@ -920,8 +924,7 @@ void validate(const model::ModelConfig& m, const FleetSpace& s) {
   if (!s.graph_padding.empty()) {
     // At least one engine of the space with the switch (each preset's graphs are the same at
     // every chip and TP).
-    std::vector<serving::EngineRef> engines = s.engines;
-    if (engines.empty()) engines.push_back(s.base.engine.ref());
+    const std::vector<serving::EngineRef> engines = engines_tried(s);
     const bool any = std::any_of(engines.begin(), engines.end(), [&](const serving::EngineRef& k) {
       const auto chip = std::find_if(s.chips.begin(), s.chips.end(), [&](const ChipChoice& c) { return serving::runs_on(k, c.sys.chip); });
       return chip != s.chips.end() && takes_graph_padding(serving::engine_preset(k, chip->sys.chip, 1, m));
@@ -966,13 +969,9 @@ FleetSearchResult search_fleet(const model::ModelConfig& m, const FleetSpace& sp
   const auto t0 = Clock::now();
   FleetSearchResult out;
   out.priced = std::all_of(space.chips.begin(), space.chips.end(), [](const ChipChoice& c) { return c.usd_per_hour > 0; });
-  {
-    std::vector<serving::EngineRef> engines = space.engines;
-    if (engines.empty()) engines.push_back(space.base.engine.ref());
-    for (const serving::EngineRef& k : engines) {
-      for (const ChipChoice& c : space.chips) {
-        if (!serving::runs_on(k, c.sys.chip)) out.left_out.push_back(fmt::format("{} on {}", serving::name(k), c.sys.chip.name));
-      }
+  for (const serving::EngineRef& k : engines_tried(space)) {
+    for (const ChipChoice& c : space.chips) {
+      if (!serving::runs_on(k, c.sys.chip)) out.left_out.push_back(fmt::format("{} on {}", serving::name(k), c.sys.chip.name));
     }
   }
   // The requests every deployment serves (the simulator draws the same ones from the seed).

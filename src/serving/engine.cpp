@@ -776,18 +776,19 @@ void set_draw(EngineConfig& e) {
 }  // namespace
 
 bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept {
-  // A GPU not known to be another vendor's (a file of its own, an ERT roofline) is let through.
-  return engine.kind != EngineKind::trtllm ||
-         (chip.kind == "gpu" && hw::arch_of(chip).isa != hw::Arch::Isa::hip && !hw::vendor_is(chip, "amd"));
+  return engine.kind != EngineKind::trtllm || hw::may_be_nvidia_gpu(chip);
+}
+
+void check_runs_on(EngineRef engine, const hw::ChipSpec& chip) {
+  if (runs_on(engine, chip)) return;
+  const bool vowel = !chip.vendor.empty() && std::string_view("aeiou").find(chip.vendor.front()) != std::string_view::npos;
+  throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {} {} {}; expected --engine vllm or sglang "
+                               "there, or an NVIDIA GPU",
+                               name(engine), chip.name, vowel ? "an" : "a", chip.vendor, chip.kind));
 }
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {
-  if (!runs_on(engine, chip)) {
-    const bool vowel = !chip.vendor.empty() && std::string_view("aeiou").find(chip.vendor.front()) != std::string_view::npos;
-    throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {} {} {}; expected --engine vllm or sglang "
-                                 "there, or an NVIDIA GPU",
-                                 name(engine), chip.name, vowel ? "an" : "a", chip.vendor, chip.kind));
-  }
+  check_runs_on(engine, chip);
   EngineConfig e = preset(engine, chip, tp);
   set_draw(e);
   // Expert parallelism between attention data-parallel ranks without an all-to-all backend: the

@@ -480,6 +480,11 @@ Arch arch_of(const ChipSpec& c) noexcept;
 /// Whether the chip's `vendor` is `vendor` (given in lower case), whatever its case.
 bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept;
 
+/// Whether the chip may be an NVIDIA GPU: a GPU not known to be another vendor's (no HIP `arch`,
+/// not vendor amd; a file of its own or an ERT roofline is let through). What CUDA-only engines
+/// and kernels (TensorRT-LLM, DeepEP) ask of a chip.
+bool may_be_nvidia_gpu(const ChipSpec& c) noexcept;
+
 /// Whether DeepGEMM's kernels run on the chip (the engines' block-fp8 GEMMs and grouped
 /// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA of compute
 /// capability 9.x and 10.x alone, the architectures its kernels are built for

@@ -286,6 +286,8 @@ std::string band_name(EngineRef e);
 /// Whether `engine` runs on `chip` at all: TensorRT-LLM on NVIDIA GPUs only; the others, and
 /// the static engine, anywhere (their kernels chosen by the chip's `arch`, hw::runs_deepgemm).
 bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept;
+/// Throws InputError, one line naming the engine and the chip, where `engine` does not run on it.
+void check_runs_on(EngineRef engine, const hw::ChipSpec& chip);
 
 /// The preset of `engine` for a chip at tensor parallelism `tp` (some defaults depend on them),
 /// for any model: the figures its engine measured on every architecture. Throws InputError
