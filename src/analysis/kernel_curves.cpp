@@ -601,10 +601,14 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
 }
 
 // GEMM classes whose fit holds each overlap share in turn (fit_rates): one GEMM a kernel, not
-// a fused MoE's several.
-bool scans_overlap(KernelClass cls) {
-  return hw::parent(cls) == KernelClass::gemm && cls != KernelClass::gemm_expert && cls != KernelClass::gemm_expert_scaled &&
-         cls != KernelClass::gemm_expert_w4a16;
+// a fused MoE's several, but on a chip AITER runs on, whose `moe` points are its fused MoE's
+// two GEMMs alone (moe_kernels: no top-k, the activation and the sum in their epilogues),
+// each a GEMM whose loads and products overlap as a dense one's do.
+bool scans_overlap(const hw::ChipSpec& chip, KernelClass cls) {
+  if (hw::parent(cls) != KernelClass::gemm) return false;
+  const bool fused_moe =
+      cls == KernelClass::gemm_expert || cls == KernelClass::gemm_expert_scaled || cls == KernelClass::gemm_expert_w4a16;
+  return !fused_moe || hw::runs_aiter(chip);
 }
 
 // The class's fit at the chip's figures of what it does not fit (fit_class, below).
@@ -623,7 +627,7 @@ CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
   // kernel: a `moe` point is several kernels (top-k, two grouped GEMMs, activation, sum),
   // and its share trades against its matrix fraction (Mixtral's and Qwen3's fused MoE on an
   // H100 fit as well with matrix 0.48 and no share as with 0.98 and 0.88): not told apart.
-  if (!scans_overlap(cls)) return best;
+  if (!scans_overlap(chip, cls)) return best;
   const double base = best.rms_residual;
   for (int step = 51; step <= 100; ++step) {
     CurveFit other = fit_held(rows, chip, cls, step / 100.0);
@@ -759,7 +763,7 @@ hw::ChipSpec with_curve_fits(const hw::ChipSpec& chip, const std::vector<CurveFi
     if (f.efficiency.link > 0) e.link = f.efficiency.link;
     // A class whose fit tries every share keeps the one it found, or none (0) where it kept
     // none, whatever the file said.
-    if (f.efficiency.overlap > 0 || scans_overlap(f.cls)) e.overlap = f.efficiency.overlap;
+    if (f.efficiency.overlap > 0 || scans_overlap(chip, f.cls)) e.overlap = f.efficiency.overlap;
     if (f.efficiency.matmul > 0) e.matmul = f.efficiency.matmul;
     if (f.cls == KernelClass::attention) e.tile_keys = f.efficiency.tile_keys;
     if (fits_fill(f.cls)) e.fill_k = f.efficiency.fill_k;

@@ -431,6 +431,7 @@ std::string catalog_name_for_device(std::string_view device, double memory_bytes
   if (has("L40S")) return "l40s";
   if (has("TESLA T4") || has(" T4")) return "t4";
   if (has("MI300X")) return "mi300x";
+  if (has("MI325X")) return "mi325x";
   return "";
 }
 

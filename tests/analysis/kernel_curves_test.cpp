@@ -242,16 +242,41 @@ TEST(KernelCurves, TheMi300xStreamsPointwiseKernelsAtStreamsScaleRate) {
 TEST(KernelCurves, TheMi300xPricesBf16ExpertsAtAitersFusedMoeCurve) {
   // AITER's CK two-stage MoE on an MI300X (its tuner's profiler kernel times: the two stages,
   // no top-k or sorting; on a HIP chip the curve point is those two kernels, the activation and
-  // the weighted sum in their epilogues) at the chip's gemm_expert figures: matrix 0.1884 of
-  // 1307.4 TFLOPS (246.31416 TFLOPS), 10.32 us a kernel, the 1.536 us boundary left out of each.
+  // the weighted sum in their epilogues) at the chip's gemm_expert figures: matrix 0.2283 of
+  // 1307.4 TFLOPS (298.47942 TFLOPS), memory 0.7491 of 5.3 TB/s (3.97023 TB/s), each stage at
+  // least 0.93 of its two parts added, 11.49 us a kernel, the 1.536 us boundary left out of each.
   // Qwen3-235B-A22B at TP 8 (hidden 4096, 192 columns an expert, top 8 of 128), 32768 tokens,
-  // 5610.76 us measured: 262144 pairs; stage 1 2·262144·4096·384 = 824633720832 FLOPs, 3347.89409
-  // us; stage 2 2·262144·192·4096 = 412316860416, 1673.94705 us (their epilogues' fp32 FLOPs,
-  // 2.3 and 16.4 us at the vector rate, and their bytes, the pairs' rows and every expert's
-  // weights, under a quarter of each at the memory fraction, bind neither); + 2 x (10.32 −
-  // 1.536) = 5039.40914 us (-10.2%).
+  // 5610.76 us measured: 262144 pairs, every expert touched.
+  //   stage 1: 2·262144·4096·384 = 824633720832 FLOPs, 2762.78251 us; bytes the pairs' rows in
+  //     262144·4096·2 + every expert's gate-up 128·4096·384·2 + the activated pairs out
+  //     262144·192·2 = 2650800128 B, 667.66916 us; 0.93 x 3430.45167 = 3190.32005 us.
+  //   stage 2: 2·262144·192·4096 = 412316860416 FLOPs, 1381.39125 us; bytes 262144·192·2 in +
+  //     128·192·4096·2 weights + the tokens' rows out once 32768·4096·2 = 570425344 B, 143.67564
+  //     us; 0.93 x 1525.06689 = 1418.31221 us.
+  //   (their epilogues' fp32 FLOPs, 2.3 and 16.4 us at the vector rate, bind neither)
+  // 3190.32005 + 1418.31221 + 2 x (11.49 − 1.536) = 4628.54027 us (-17.5%).
   EXPECT_NEAR(priced_on("mi300x", KernelClass::gemm_expert, hw::CurveTiming::kernel, moe(32768, 4096, 192, 128, 8, DType::bf16, 5610.7573e-6)),
-              5039.40914e-6, 5039.40914e-6 * 1e-5);
+              4628.54027e-6, 4628.54027e-6 * 1e-5);
+}
+
+TEST(KernelCurves, TheMi325xPricesBlockFp8ExpertsAtAitersFusedMoeCurve) {
+  // AITER's fused MoE over fp8 experts in 128x128 blocks on an MI325X (its tuner's profiler
+  // kernel times of the two stages) at the chip's gemm_expert_scaled figures: matrix 0.3576 of
+  // 2614.9 TFLOPS (935.08824 TFLOPS), memory 0.7129 of 6 TB/s (4.2774 TB/s), each stage at least
+  // 0.85 of its two parts added, 4.197 us a kernel, the 1.536 us boundary left out of each.
+  // DeepSeek-V3.2 at EP 8 (33 experts of 7168 x 2048, top 9), 512 tokens, 671.55 us measured:
+  // 4608 pairs, every expert touched; the activations bf16 (their quantisation inside the
+  // kernels), the weights fp8 with a 4-byte scale a 128 x 128 block.
+  //   stage 1: 2·4608·7168·4096 = 270582939648 FLOPs, 289.36621 us; bytes the pairs' rows
+  //     4608·7168·2 + 33·7168·4096 weights + their 236544 B of scales + 4608·2048·2 out =
+  //     1054055424 B, 246.42433 us; 0.85 x 535.79054 = 455.42196 us.
+  //   stage 2: 2·4608·2048·7168 = 135291469824 FLOPs, 144.68310 us; bytes 4608·2048·2 in +
+  //     33·2048·7168 weights + 118272 B of scales + the tokens' rows out once 512·7168·2 =
+  //     510774784 B, 119.41244 us; 0.85 x 264.09554 = 224.48122 us.
+  // 455.42196 + 224.48122 + 2 x (4.197 − 1.536) = 685.22517 us (+2.0%). Without the overlap
+  // share the stages would bind on their products alone, 434.04931 + 5.322 = 439.4 us (-35%).
+  EXPECT_NEAR(priced_on("mi325x", KernelClass::gemm_expert_scaled, hw::CurveTiming::kernel, moe(512, 7168, 2048, 33, 9, DType::fp8_e4m3, 671.5514e-6)),
+              685.22517e-6, 685.22517e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurveWithItsKLoop) {

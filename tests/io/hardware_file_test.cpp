@@ -45,6 +45,18 @@ TEST(HardwareFile, ParsesAMinimalFile) {
 }
 
 // write_allocate: true or false, nothing else; the CPU in the catalog allocates.
+// A profile's device name (torch's, the driver's) finds its catalog chip: the A100s by their
+// memory, the H100s by PCIe or not; AMD's two gfx942 parts by their names; anything else none.
+TEST(HardwareFile, ADeviceNameFindsItsCatalogChip) {
+  EXPECT_EQ(catalog_name_for_device("NVIDIA A100-SXM4-80GB", 85e9), "a100-80gb");
+  EXPECT_EQ(catalog_name_for_device("NVIDIA A100-SXM4-40GB", 42e9), "a100-40gb");
+  EXPECT_EQ(catalog_name_for_device("NVIDIA H100 PCIe", 85e9), "h100-pcie");
+  EXPECT_EQ(catalog_name_for_device("NVIDIA H100 80GB HBM3", 85e9), "h100-sxm");
+  EXPECT_EQ(catalog_name_for_device("AMD Instinct MI300X", 206e9), "mi300x");
+  EXPECT_EQ(catalog_name_for_device("AMD Instinct MI325X", 275e9), "mi325x");
+  EXPECT_EQ(catalog_name_for_device("AMD Instinct MI250X", 68e9), "");
+}
+
 TEST(HardwareFile, WriteAllocate) {
   EXPECT_TRUE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: true\n", "toy.yaml").write_allocate);
   EXPECT_FALSE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: false\n", "toy.yaml").write_allocate);
