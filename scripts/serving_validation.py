@@ -502,7 +502,30 @@ add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 client
                                         (32, 979.34, 31.37, 121.01), (64, 2245.58, 49.33, 150.98)]),
         ["in/out", "clients"], None, moe=True)
 
-# 15. AMD's vLLM latency table on 8 x MI300X (ROCm/vllm docs/dev-docker/README.md at 68af055, 2025-06-11, the
+# 15. DeepSeek-R1-0528 on 8 x MI325X under SGLang v0.5.19 (lmsysorg/sglang:v0.5.19-rocm700-mi30x), SemiAnalysis's
+#     InferenceX curve published 2026-09-10 (after PR #2949's image bump: "launch flags ... unchanged"), as
+#     SemiAnalysisAI/InferenceX PR #3318 (2026-09-20) quotes it, "Mean latency": mean TTFT and TPOT, output
+#     tokens/s per GPU (x 8 here). The run (benchmarks/single_node/fixed_seq_len/dsr1_fp8_mi325x.sh, read at
+#     843c625): SGLANG_USE_AITER=1, SGLANG_AITER_MLA_PERSIST=1, `sglang.launch_server --tensor-parallel-size 8
+#     --mem-fraction-static 0.8 --cuda-graph-max-bs 128 --chunked-prefill-size 131072 --max-prefill-tokens 131072
+#     --num-continuous-decode-steps 4 --kv-cache-dtype fp8_e4m3 --attention-backend aiter --disable-radix-cache`;
+#     the client as in 14 (10·C random prompts after 2·C warm-up ones, lengths uniform in [0.8 L, L]). Four decode
+#     steps between the scheduler's looks at new requests (--num-continuous-decode-steps 4) are not modelled: a
+#     new request waits up to three decode steps more, tens of ms against the TTFTs of a second.
+INFX_MI325X_SOURCE = ("SemiAnalysisAI/InferenceX PR #3318 (its baseline: the curve published 2026-09-10): "
+                      "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
+add_set("inferencex-sglang-deepseek-r1-mi325x", "DeepSeek-R1 on 8 x MI325X at 4-64 clients (SGLang 0.5.19 on ROCm 7.0, TP 8; means)",
+        INFX_MI325X_SOURCE, "SGLang 0.5.19 (the sglang preset, AITER's kernels)", "sglang", "mean",
+        [(["--model", "deepseek-r1", "--hw", "mi325x", "--tp", "8", "--concurrency", str(c), "--requests", str(12 * c),
+           "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", "uniform:6553,8192", "--gen", "uniform:819,1024",
+           "--kv-dtype", "fp8_e4m3", "--max-batched-tokens", "131072", "--kv-memory-fraction", "0.8", "--graph-max-batch", "128",
+           "--prefix-caching", "off"],
+          means(ttft, tpot, out_per_gpu * 8), ["8k/1k", c], "fp8")
+         for c, ttft, tpot, out_per_gpu in [(4, 1025.49, 18.53, 24.91), (8, 1026.66, 21.56, 43.38), (16, 1163.49, 26.75, 69.39),
+                                            (32, 1363.26, 39.45, 95.57), (64, 1917.85, 66.55, 114.89)]],
+        ["in/out", "clients"], None, moe=True)
+
+# 16. AMD's vLLM latency table on 8 x MI300X (ROCm/vllm docs/dev-docker/README.md at 68af055, 2025-06-11, the
 #     20250605_aiter image: ROCm 6.4.1, vLLM 0.9.0.1, hipBLASLt 0.15; the same numbers on amd.com's performance
 #     results page): benchmark_latency.py, the mean end-to-end time of one batch over 5 iterations after 3
 #     warm-ups, amd/Llama-3.1-{70B,405B}-Instruct-FP8-KV (Quark: fp8 weights and activations with per-tensor
@@ -634,14 +657,23 @@ def bands(rows):
 # no pool.
 # The order is written into the bands file ('pool_order': each family's pools, first to last, {dtype} and
 # {kind} standing for the class's own), and io::quoted_band follows it: one order, kept here.
+# An engine on ROCm (the binary's class "sglang on ROCm, ...", hw::is_rocm_gpu) has families of their own: its
+# platform's pools of its kind first, which its rows alone fill, then the others' (the rows on every other chip);
+# a kind the platform has no row of takes the other chips' rows of that kind before any other kind's.
+ROCM = " on ROCm"
 POOL_ORDER = {"static": ["static, any dtype, {kind}"],
-              "serving": ["any engine, {dtype}, {kind}", "any engine, any dtype, {kind}", "any engine, any dtype, any kind"]}
+              "serving": ["any engine, {dtype}, {kind}", "any engine, any dtype, {kind}", "any engine, any dtype, any kind"],
+              "static" + ROCM: ["static" + ROCM + ", any dtype, {kind}", "static, any dtype, {kind}"],
+              "serving" + ROCM: ["any engine" + ROCM + ", {dtype}, {kind}", "any engine" + ROCM + ", any dtype, {kind}",
+                                 "any engine, {dtype}, {kind}", "any engine, any dtype, {kind}", "any engine, any dtype, any kind"]}
 
 
 def pool_names(row):
+    """The pools a row's errors join: its family's of its own platform (a row on ROCm fills the ROCm pools alone)."""
     kind = "MoE" if row["set"]["moe"] else "dense"
-    family = "static" if engine_family(row["set"]["engine"]) == "static" else "serving"
-    return [p.format(dtype=row["dtype"], kind=kind) for p in POOL_ORDER[family]]
+    rocm = row["band"].endswith(ROCM)
+    family = ("static" if engine_family(row["set"]["engine"]) == "static" else "serving") + (ROCM if rocm else "")
+    return [p.format(dtype=row["dtype"], kind=kind) for p in POOL_ORDER[family] if (ROCM in p) == rocm]
 
 
 def pooled_bands(rows):
@@ -667,7 +699,8 @@ def print_bands(b, pooled):
             print(line(cls, m, v))
     print()
     print("Pooled: what a class with fewer than three rows of a metric quotes instead (#borrowed-bands): the modelled serving engines' rows "
-          "by dtype and kind, by kind, then all of them; the static engine's by kind.\n")
+          "by dtype and kind, by kind, then all of them; the static engine's by kind. A class on ROCm takes its platform's pools "
+          "of its kind first (\"any engine on ROCm\"), then the others'.\n")
     print(header)
     for cls, metrics in pooled.items():
         for m, v in metrics.items():

@@ -64,6 +64,11 @@ bool may_be_nvidia_gpu(const ChipSpec& c) noexcept {
   return c.kind == "gpu" && arch_of(c).isa != Arch::Isa::hip && !vendor_is(c, "amd");
 }
 
+bool is_rocm_gpu(const ChipSpec& c) noexcept {
+  const Arch a = arch_of(c);
+  return c.kind == "gpu" && (a.isa == Arch::Isa::hip || (a.isa == Arch::Isa::none && vendor_is(c, "amd")));
+}
+
 bool runs_deepgemm(const ChipSpec& c) noexcept {
   const Arch a = arch_of(c);
   if (a.isa == Arch::Isa::none) return vendor_is(c, "nvidia") && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp8_e4m3) > 0;

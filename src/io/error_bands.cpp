@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "ridgeline/hw/chip.hpp"
 #include "ridgeline/io/embedded.hpp"
 
 namespace ridgeline::io {
@@ -62,7 +63,9 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
   const DType gemm = experts ? d.expert : d.dense;
   // 4-bit float weights are their own class whatever they are multiplied in (the table's
   // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
-  return error_class(engine, w == DType::fp4 ? w : gemm, m.is_moe());
+  const DType cls_dtype = w == DType::fp4 ? w : gemm;
+  if (hw::is_rocm_gpu(chip)) return error_class(fmt::format("{} on ROCm", engine), cls_dtype, m.is_moe());
+  return error_class(engine, cls_dtype, m.is_moe());
 }
 
 namespace {
@@ -103,14 +106,19 @@ ErrorBand quoted_band(std::string_view cls) {
   b.cls = std::string(cls);
   // A class is "engine, dtype, kind". Its pools in the order the file gives its family
   // (pool_order): a serving engine's keep the dtype and kind, then the kind, then neither; the
-  // static engine's (one batch: infer) is its own, by kind.
+  // static engine's (one batch: infer) is its own, by kind. An engine on ROCm ("sglang on
+  // ROCm") has families of their own, its platform's pools before the others'.
   const std::size_t kind_at = cls.rfind(", ");
   const std::size_t dtype_at = kind_at == std::string_view::npos || kind_at == 0 ? std::string_view::npos : cls.rfind(", ", kind_at - 1);
   if (dtype_at == std::string_view::npos) return b;
   const std::string_view engine = cls.substr(0, dtype_at), kind = cls.substr(kind_at + 2);
   const std::string_view dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
   std::vector<std::string> pools;
-  const auto order = pool_order().find(engine == "static" ? "static" : "serving");
+  constexpr std::string_view kRocm = " on ROCm";
+  const bool rocm = engine.size() > kRocm.size() && engine.substr(engine.size() - kRocm.size()) == kRocm;
+  const std::string_view family_engine = rocm ? engine.substr(0, engine.size() - kRocm.size()) : engine;
+  const std::string family = std::string(family_engine == "static" ? "static" : "serving") + (rocm ? std::string(kRocm) : "");
+  const auto order = pool_order().find(family);
   if (order != pool_order().end() && order->is_array()) {
     for (const nlohmann::json& name : *order) {
       if (!name.is_string()) continue;

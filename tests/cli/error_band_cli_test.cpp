@@ -30,13 +30,26 @@ void expect_figures(const nlohmann::json& got, const nlohmann::json& want, const
 
 // The pools a class borrows from, in order (io::quoted_band): a serving engine's the same dtype
 // and kind over every engine, the kind over every dtype, then every row; the static engine's its
-// own rows by kind.
+// own rows by kind. An engine on ROCm ("sglang on ROCm") takes its platform's pools of its kind
+// first, then the others'.
 std::vector<std::string> pools_of(const std::string& cls) {
   const std::string kind = cls.substr(cls.rfind(", ") + 2);
   const std::string head = cls.substr(0, cls.rfind(", "));
-  const std::string engine = head.substr(0, head.rfind(", ")), dtype = head.substr(head.rfind(", ") + 2);
-  if (engine == "static") return {"static, any dtype, " + kind};
-  return {"any engine, " + dtype + ", " + kind, "any engine, any dtype, " + kind, "any engine, any dtype, any kind"};
+  std::string engine = head.substr(0, head.rfind(", "));
+  const std::string dtype = head.substr(head.rfind(", ") + 2);
+  const std::string rocm = " on ROCm";
+  const bool on_rocm = engine.size() > rocm.size() && engine.substr(engine.size() - rocm.size()) == rocm;
+  if (on_rocm) engine.resize(engine.size() - rocm.size());
+  if (engine == "static") {
+    if (on_rocm) return {"static on ROCm, any dtype, " + kind, "static, any dtype, " + kind};
+    return {"static, any dtype, " + kind};
+  }
+  std::vector<std::string> pools;
+  if (on_rocm) pools = {"any engine on ROCm, " + dtype + ", " + kind, "any engine on ROCm, any dtype, " + kind};
+  for (const std::string& p : {"any engine, " + dtype + ", " + kind, "any engine, any dtype, " + kind, std::string("any engine, any dtype, any kind")}) {
+    pools.push_back(p);
+  }
+  return pools;
 }
 
 // Rows a class needs of a metric to quote its own band: a median with a middle row.
@@ -257,6 +270,51 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
                                       "--weight-dtype bf16 --kv-dtype bf16 --slo ttft_p99=10s,tpot_p99=1s")["slo_with_error_band"]["targets"];
   EXPECT_EQ(own["ttft_p99"]["error_from"], "any engine, 16-bit, dense");
   EXPECT_TRUE(own["tpot_p99"]["error_from"].is_null());
+}
+
+// An engine's ROCm build is a class of its own (hw::is_rocm_gpu: the MI300X's and MI325X's gfx942),
+// whose rows fill pools of their platform alone: InferenceX's five runs of SGLang 0.5.19 serving
+// DeepSeek-R1 on 8 MI325X (docs/serving.md's table) are the class "sglang on ROCm, fp8, MoE" and
+// every ROCm pool of fp8 or MoE; no other chip's class borrows them.
+TEST(ErrorBandCli, AnEngineOnRocmIsAClassOfItsOwn) {
+  const nlohmann::json t = table(), p = pooled();
+  const std::string serve = " --model deepseek-r1 --tp 8 --prompt 256 --gen 16 --qps 1 --requests 8";
+  // SGLang on the MI325X: its own five TTFTs, TPOTs and throughputs; no ROCm row has an E2E, so
+  // that one is every serving row's (the 4 SGLang 0.3 + 10 vLLM 0.6 E2Es: the ROCm pools' none).
+  const nlohmann::json sgl = run_json("serve --hw mi325x --engine sglang" + serve)["error_band"];
+  expect_band(sgl, "sglang on ROCm, fp8, MoE");
+  for (const char* k : {"ttft", "tpot", "output_tps"}) EXPECT_EQ(sgl["metrics"][k]["n"], 5) << k;
+  EXPECT_EQ(sgl["metrics"]["e2e"]["from"], "any engine, any dtype, any kind");
+  EXPECT_EQ(sgl["metrics"]["e2e"]["n"], 4 + 10);
+  // The ROCm pools hold those five rows and nothing else: each is the class's row exactly.
+  for (const char* pool : {"any engine on ROCm, fp8, MoE", "any engine on ROCm, any dtype, MoE"}) {
+    for (const char* k : {"ttft", "tpot", "output_tps"}) expect_figures(p[pool][k], t["sglang on ROCm, fp8, MoE"][k], std::string(pool) + " " + k);
+  }
+  // vLLM on the MI300X has no row: it borrows the ROCm pool of its dtype and kind first.
+  const nlohmann::json vllm = run_json("serve --hw mi300x --engine vllm" + serve)["error_band"];
+  EXPECT_EQ(vllm["class"], "vllm on ROCm, fp8, MoE");
+  EXPECT_FALSE(vllm["own_rows"].get<bool>());
+  for (const char* k : {"ttft", "tpot", "output_tps"}) EXPECT_EQ(vllm["metrics"][k]["from"], "any engine on ROCm, fp8, MoE") << k;
+  // A dense model on ROCm has no ROCm pool of its kind (AMD's vLLM 0.9 rows are not modelled,
+  // in no pool): the other chips' dense pools, as on an H100, before any MoE row.
+  const nlohmann::json dense = run_json("serve --hw mi300x --engine vllm --model llama-3.1-8b --prompt 256 --gen 16 --qps 1 --requests 8")["error_band"];
+  EXPECT_EQ(dense["class"], "vllm on ROCm, 16-bit, dense");
+  EXPECT_EQ(dense["metrics"]["ttft"]["from"], "any engine, 16-bit, dense");
+  // infer's static engine on the MI300X: "static on ROCm", its ROCm pool empty, TensorRT-LLM 0.5's eight.
+  const nlohmann::json st = run_json("infer --model llama-2-7b --hw mi300x --batch 1 --prompt 128 --gen 8")["error_band"];
+  EXPECT_EQ(st["class"], "static on ROCm, 16-bit, dense");
+  EXPECT_EQ(st["metrics"]["ttft"]["from"], "static, any dtype, dense");
+  EXPECT_EQ(st["metrics"]["ttft"]["n"], 8);
+  // SGLang's DeepSeek class on the H200 keeps its 16 TTFTs, not the MI325X's 5 (above).
+  EXPECT_EQ(run_json("serve --hw h200 --engine sglang" + serve)["error_band"]["metrics"]["ttft"]["n"], 16);
+  // The text names the class.
+  const RunResult text = run("serve --hw mi325x --engine sglang" + serve);
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("error band (sglang on ROCm, fp8, MoE; against published runs"), std::string::npos) << text.out;
+  // Each family's order is in the file.
+  const nlohmann::json order = bands_file()["pool_order"];
+  EXPECT_EQ(order["serving on ROCm"].size(), 5u);
+  EXPECT_EQ(order["static on ROCm"].size(), 2u);
 }
 
 TEST(ErrorBandCli, SearchServeQuotesTheBestsClassAndItsText) {

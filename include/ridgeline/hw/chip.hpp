@@ -485,6 +485,11 @@ bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept;
 /// and kernels (TensorRT-LLM, DeepEP) ask of a chip.
 bool may_be_nvidia_gpu(const ChipSpec& c) noexcept;
 
+/// Whether the chip is a GPU the engines run on ROCm: a HIP `arch`, or vendor amd without one.
+/// The engines' kernels and host paths there are their ROCm builds', a platform of its own in
+/// the validation table's classes (io::answer_class).
+bool is_rocm_gpu(const ChipSpec& c) noexcept;
+
 /// Whether DeepGEMM's kernels run on the chip (the engines' block-fp8 GEMMs and grouped
 /// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA of compute
 /// capability 9.x and 10.x alone, the architectures its kernels are built for

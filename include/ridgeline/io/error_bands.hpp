@@ -48,7 +48,8 @@ std::string error_class(std::string_view engine, DType gemm_dtype, bool moe);
 
 /// The class of `m` served by `engine` ("vllm", "sglang", "trtllm", "static") as `f` runs it
 /// on `chip`: the dtype most of its GEMM work runs in (its experts' for a MoE checkpoint
-/// whose experts alone are quantised).
+/// whose experts alone are quantised); on a ROCm GPU (hw::is_rocm_gpu) the engine's name
+/// reads "<engine> on ROCm", the engines' ROCm builds a class of their own.
 std::string answer_class(std::string_view engine, const model::ModelConfig& m, const model::ForwardConfig& f,
                          const hw::ChipSpec& chip);
 
