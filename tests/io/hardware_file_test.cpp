@@ -337,6 +337,18 @@ TEST(HardwareFile, AGpuNamesItsInstructionSet) {
     amd.arch = target;
     EXPECT_EQ(hw::runs_aiter(amd), runs) << target;
   }
+  // A GPU the engines run on ROCm (their ROCm builds, a class of their own in the validation
+  // table): any HIP arch, AMD's RDNA too; an amd GPU file without one; not an NVIDIA GPU, an
+  // AMD CPU, nor a GPU of no known vendor without an arch.
+  EXPECT_TRUE(hw::is_rocm_gpu(amd));
+  hw::ChipSpec amd_no_arch = amd;
+  amd_no_arch.arch.clear();
+  EXPECT_TRUE(hw::is_rocm_gpu(amd_no_arch));
+  EXPECT_FALSE(hw::is_rocm_gpu(parse_chip_yaml(arch("nvidia", "sm_90"), "toy.yaml")));
+  EXPECT_FALSE(hw::is_rocm_gpu(parse_chip_yaml(kMinimal, "toy.yaml")));
+  hw::ChipSpec amd_cpu = amd_no_arch;
+  amd_cpu.kind = "cpu";
+  EXPECT_FALSE(hw::is_rocm_gpu(amd_cpu));
   EXPECT_EQ(chip_error_of(arch("nvidia", "hopper")),
             "toy.yaml: arch: 'hopper' is not an instruction set: expected sm_ and a compute capability's digits (sm_90, sm_100) or an AMD "
             "gfx target (gfx942)");
