@@ -740,7 +740,9 @@ def main():
                         "(docs/serving.md#against-published-measurements). Errors are predicted / measured - 1. 'pooled': "
                         "the modelled serving engines' errors by dtype and kind, by kind, then all; the static engine's by "
                         "kind: what a class with fewer than three rows of a metric quotes (docs/serving.md#borrowed-bands), in the order of "
-                        "'pool_order' ({dtype} and {kind} the class's own).",
+                        "'pool_order' ({dtype} and {kind} the class's own). An engine on ROCm ('sglang on ROCm') is a class of its "
+                        "own, its rows in the ROCm pools alone ('any engine on ROCm, ...'), which such a class borrows first, then "
+                        "the other chips' pools of its kind and last all of theirs.",
                "sources": [s["source"] for s in SETS], "classes": b,
                "pooled": pooled, "pool_order": POOL_ORDER}
         write_json(BAND_FILE, doc)

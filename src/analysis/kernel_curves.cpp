@@ -624,9 +624,10 @@ CurveFit fit_rates(const hw::ChipSpec& chip, KernelClass cls) {
   // share from 0.51 to 1 in steps of 0.01 is held in turn and the rest fitted as above; the
   // one of least rms residual is kept when that is at least a tenth under the fit without a
   // share (0.5). Whatever the chip file says, then, the fit is the same. Only for one GEMM a
-  // kernel: a `moe` point is several kernels (top-k, two grouped GEMMs, activation, sum),
-  // and its share trades against its matrix fraction (Mixtral's and Qwen3's fused MoE on an
-  // H100 fit as well with matrix 0.48 and no share as with 0.98 and 0.88): not told apart.
+  // kernel (scans_overlap): elsewhere a `moe` point is several kernels (top-k, two grouped
+  // GEMMs, activation, sum), and its share trades against its matrix fraction (Mixtral's and
+  // Qwen3's fused MoE on an H100 fit as well with matrix 0.48 and no share as with 0.98 and
+  // 0.88): not told apart; on a chip AITER runs on it is AITER's two GEMMs alone.
   if (!scans_overlap(chip, cls)) return best;
   const double base = best.rms_residual;
   for (int step = 51; step <= 100; ++step) {

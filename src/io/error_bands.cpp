@@ -34,8 +34,9 @@ const nlohmann::json& pooled() {
   static const nlohmann::json t = section("pooled");
   return t;
 }
-// Each engine family's pools, first to last ("serving", "static"), as scripts/serving_validation.py
-// wrote them: names with {dtype} and {kind} for the class's own.
+// Each engine family's pools, first to last ("serving", "static", and on ROCm "serving on ROCm",
+// "static on ROCm"), as scripts/serving_validation.py wrote them: names with {dtype} and {kind}
+// for the class's own.
 const nlohmann::json& pool_order() {
   static const nlohmann::json t = section("pool_order");
   return t;

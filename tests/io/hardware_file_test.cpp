@@ -44,7 +44,6 @@ TEST(HardwareFile, ParsesAMinimalFile) {
   EXPECT_TRUE(c.links.empty());
 }
 
-// write_allocate: true or false, nothing else; the CPU in the catalog allocates.
 // A profile's device name (torch's, the driver's) finds its catalog chip: the A100s by their
 // memory, the H100s by PCIe or not; AMD's two gfx942 parts by their names; anything else none.
 TEST(HardwareFile, ADeviceNameFindsItsCatalogChip) {
@@ -57,6 +56,7 @@ TEST(HardwareFile, ADeviceNameFindsItsCatalogChip) {
   EXPECT_EQ(catalog_name_for_device("AMD Instinct MI250X", 68e9), "");
 }
 
+// write_allocate: true or false, nothing else; the CPU in the catalog allocates.
 TEST(HardwareFile, WriteAllocate) {
   EXPECT_TRUE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: true\n", "toy.yaml").write_allocate);
   EXPECT_FALSE(parse_chip_yaml(std::string(kMinimal) + "write_allocate: false\n", "toy.yaml").write_allocate);

@@ -67,7 +67,9 @@ inline constexpr const char* kBandMetrics[] = {"ttft", "tpot", "e2e", "output_tp
 /// then of the kind over every dtype ("any engine, any dtype, MoE"), then all of them ("any
 /// engine, any dtype, any kind"); the static engine's (`infer`) pool is its own rows by kind
 /// ("static, any dtype, dense"), in the order the file's `pool_order` gives (written by
-/// scripts/serving_validation.py, the one place it is kept). The metric's `from` names the pool.
+/// scripts/serving_validation.py, the one place it is kept). A class on ROCm ("sglang on ROCm,
+/// fp8, MoE") takes the ROCm rows' pools of its dtype and kind, then of its kind ("any engine
+/// on ROCm, ..."), before the other chips'. The metric's `from` names the pool.
 ErrorBand quoted_band(std::string_view cls);
 
 /// Where the bands come from, for reports.
