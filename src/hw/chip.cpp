@@ -108,6 +108,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::routing_compiled: return "routing_compiled";
     case KernelClass::gemm_expert_w4a16: return "gemm_expert_w4a16";
     case KernelClass::gemm_fp8: return "gemm_fp8";
+    case KernelClass::attention_decode_mla: return "attention_decode_mla";
   }
   return "other";
 }

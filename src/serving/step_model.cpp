@@ -282,11 +282,13 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // per unit of each count are the parts of a kernel with that count alone, less the fixed
   // time; each as a kernel of the attention class and of the decode-attention class.
   attention_count_ = 0;
-  const hw::KernelClass classes[2] = {hw::KernelClass::attention, hw::KernelClass::attention_decode};
   for (int i = 0; i < g1_.op_count && attention_count_ < kMaxAttention; ++i) {
     const model::GraphOp& op = g1_.ops[i];
     if (!is_attention(op.scale) || op.attention < 0) continue;
     const ops::AttentionShape& shape = g1_.attention[op.attention];
+    // (MLA's decode over its latent cache is a class of its own, as transformer.cpp's decode_class says)
+    const hw::KernelClass classes[2] = {hw::KernelClass::attention, shape.latent_kv ? hw::KernelClass::attention_decode_mla
+                                                                                      : hw::KernelClass::attention_decode};
     AttentionLine& l = attention_[attention_count_++];
     l.rep = g1_.repeat(i);
     l.kernels = op.cost.launches;

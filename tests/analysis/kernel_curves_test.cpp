@@ -913,6 +913,43 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
               192.103e-6 * 1e-4);
 }
 
+TEST(KernelCurves, TheMi300xPricesMlasDecodeFloorAtAitersAsmKernel) {
+  // AITER's asm MLA decode on an MI300 (ROCm/aiter PR #2039's MI300 ASM column, profiler kernel
+  // time): one sequence of 21 keys, 128 heads over a latent cache of 576 (values 512), 15.491 us
+  // measured. The chip's attention_decode_mla fixed time, 17.03 us, is that measurement and the
+  // 1.536 us boundary, which a profiler's time leaves out again: 15.494 us. Bytes (bf16): the
+  // queries 128 x 576 x 2 = 147456, the outputs 128 x 512 x 2 = 131072, the cache 21 x 576 x 2 =
+  // 24192: 302720 B at the chip-wide 0.9 of 5.3 TB/s (4.77 TB/s), 0.06346 us; the products (2 x
+  // 128 x 21 x (576 + 512) = 5849088 FLOPs at the attention class's 0.4611 of 1307.4 TFLOP/s,
+  // 0.0097 us) bind less. 15.494 + 0.06346 = 15.55746 us (+0.4%). With the bare boundary, as
+  // before, it was 0.063 us.
+  hw::CurvePoint p;
+  p.op = CurveOp::decode_attention;
+  p.batch = 1;
+  p.kv_len = 21;
+  p.heads = 128;
+  p.kv_heads = 1;
+  p.head_dim = 576;
+  p.v_head_dim = 512;
+  p.latent = true;
+  p.dtype = DType::bf16;
+  p.time_s = 15.491e-6;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode_mla, hw::CurveTiming::kernel, p), 15.55746e-6, 15.55746e-6 * 1e-5);
+  // A GQA model's decode kernel keeps the chip's figures (the bare boundary, which the
+  // profiler's time leaves out): 32 query / 8 KV heads of 128, one sequence of 1024 keys, bf16: queries 32 x 128 x 2 = 8192, outputs as many, cache 8 x 1024 x
+  // 256 x 2 = 4194304; 4210688 B at 4.77 TB/s = 0.88274 us.
+  hw::CurvePoint g;
+  g.op = CurveOp::decode_attention;
+  g.batch = 1;
+  g.kv_len = 1024;
+  g.heads = 32;
+  g.kv_heads = 8;
+  g.head_dim = 128;
+  g.dtype = DType::bf16;
+  g.time_s = 1e-6;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode, hw::CurveTiming::kernel, g), 0.88274e-6, 0.88274e-6 * 1e-4);
+}
+
 TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
   // cuDNN's flash forward on a B200, 128 query heads over 8 KV heads of 128, causal, one
   // sequence of 2048 tokens: 151 us (data/hardware/nvidia/b200.yaml's attention curve). At the

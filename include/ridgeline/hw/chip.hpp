@@ -45,7 +45,9 @@ struct LinkSpec {
 /// The classes after `attention_backward` refine a parent class (hw::parent) and take its
 /// figures, field by field, where they give none: `attention_backward` (FlashAttention's
 /// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
-/// few thread blocks) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
+/// few thread blocks) and `attention_decode_mla` (MLA's decode over its latent cache, heads
+/// absorbed: a kernel of its own on ROCm, AITER's asm one; taking attention_decode's figures
+/// where it has none) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
 /// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks, as vLLM's
 /// Triton kernel runs them) and `gemm_scaled_deepgemm` (the same fp8 block-scaled GEMMs as
 /// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) and
@@ -72,21 +74,22 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8
+  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8, attention_decode_mla
 };
-inline constexpr int kKernelClassCount = 24;
+inline constexpr int kKernelClassCount = 25;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
-/// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8".
+/// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8", "attention_decode_mla".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
 constexpr KernelClass parent(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::attention_backward:
-    case KernelClass::attention_decode: return KernelClass::attention;
+    case KernelClass::attention_decode:
+    case KernelClass::attention_decode_mla: return KernelClass::attention;
     case KernelClass::gemm_expert:
     case KernelClass::gemm_scaled:
     case KernelClass::gemm_scaled_deepgemm:
@@ -114,10 +117,11 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 /// grid and launch) where a chip's file measures none of their own, and through it gemm's;
 /// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction;
 /// the 1x128 fp8 quantisation kernels before block-scaled GEMMs take the norms' (a row kernel
-/// that reduces, then scales and writes).
+/// that reduces, then scales and writes); MLA's decode kernel takes the decode kernels'.
 constexpr KernelClass fallback(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::quant: return KernelClass::norm;
+    case KernelClass::attention_decode_mla: return KernelClass::attention_decode;
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm:
     case KernelClass::gemm_expert_w4a16: return KernelClass::gemm_expert;
