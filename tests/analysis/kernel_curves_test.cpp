@@ -61,6 +61,24 @@ hw::CurvePoint gemm_point(double m, double n, double k, DType dtype, double time
   return p;
 }
 
+// A decode attention point: `batch` sequences of `kv_len` keys, `heads` queries over `kv_heads`
+// of `head_dim` (values `v_head_dim`, 0: head_dim; a latent cache shared by K and V: `latent`).
+hw::CurvePoint decode_point(double batch, double kv_len, double heads, double kv_heads, double head_dim, DType dtype, double time,
+                            double v_head_dim = 0, bool latent = false) {
+  hw::CurvePoint p;
+  p.op = CurveOp::decode_attention;
+  p.batch = batch;
+  p.kv_len = kv_len;
+  p.heads = heads;
+  p.kv_heads = kv_heads;
+  p.head_dim = head_dim;
+  p.v_head_dim = v_head_dim;
+  p.latent = latent;
+  p.dtype = dtype;
+  p.time_s = time;
+  return p;
+}
+
 hw::CurvePoint moe(double tokens, double hidden, double intermediate, double experts, double topk, DType dtype, double time) {
   hw::CurvePoint p;
   p.op = CurveOp::moe;
@@ -900,17 +918,8 @@ TEST(KernelCurves, TheA100PricesAServingDecodeAttentionAtFlashAttention2sCurve) 
   // = 1538.26 GB/s): 270532608 / 1538.26e9 = 175.873 us; a profiler's kernel time leaves the
   // 0.8 us boundary out: 17.03 - 0.8 + 175.873 = 192.103 us. The chip-wide figures it had before
   // (90%, no fixed time) gave 270532608 / 1835.1e9 = 147.4 us.
-  hw::CurvePoint p;
-  p.op = CurveOp::decode_attention;
-  p.batch = 128;
-  p.kv_len = 1024;
-  p.heads = 32;
-  p.kv_heads = 4;
-  p.head_dim = 128;
-  p.dtype = DType::fp16;
-  p.time_s = 192e-6;
-  EXPECT_NEAR(priced_on("a100-80gb", KernelClass::attention_decode, hw::CurveTiming::kernel, p), 192.103e-6,
-              192.103e-6 * 1e-4);
+  EXPECT_NEAR(priced_on("a100-80gb", KernelClass::attention_decode, hw::CurveTiming::kernel, decode_point(128, 1024, 32, 4, 128, DType::fp16, 192e-6)),
+              192.103e-6, 192.103e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheMi300xPricesMlasDecodeFloorAtAitersAsmKernel) {
@@ -923,31 +932,14 @@ TEST(KernelCurves, TheMi300xPricesMlasDecodeFloorAtAitersAsmKernel) {
   // 128 x 21 x (576 + 512) = 5849088 FLOPs at the attention class's 0.4611 of 1307.4 TFLOP/s,
   // 0.0097 us) bind less. 15.494 + 0.06346 = 15.55746 us (+0.4%). With the bare boundary, as
   // before, it was 0.063 us.
-  hw::CurvePoint p;
-  p.op = CurveOp::decode_attention;
-  p.batch = 1;
-  p.kv_len = 21;
-  p.heads = 128;
-  p.kv_heads = 1;
-  p.head_dim = 576;
-  p.v_head_dim = 512;
-  p.latent = true;
-  p.dtype = DType::bf16;
-  p.time_s = 15.491e-6;
-  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode_mla, hw::CurveTiming::kernel, p), 15.55746e-6, 15.55746e-6 * 1e-5);
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode_mla, hw::CurveTiming::kernel,
+                        decode_point(1, 21, 128, 1, 576, DType::bf16, 15.491e-6, 512, true)),
+              15.55746e-6, 15.55746e-6 * 1e-5);
   // A GQA model's decode kernel keeps the chip's figures (the bare boundary, which the
   // profiler's time leaves out): 32 query / 8 KV heads of 128, one sequence of 1024 keys, bf16: queries 32 x 128 x 2 = 8192, outputs as many, cache 8 x 1024 x
   // 256 x 2 = 4194304; 4210688 B at 4.77 TB/s = 0.88274 us.
-  hw::CurvePoint g;
-  g.op = CurveOp::decode_attention;
-  g.batch = 1;
-  g.kv_len = 1024;
-  g.heads = 32;
-  g.kv_heads = 8;
-  g.head_dim = 128;
-  g.dtype = DType::bf16;
-  g.time_s = 1e-6;
-  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode, hw::CurveTiming::kernel, g), 0.88274e-6, 0.88274e-6 * 1e-4);
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode, hw::CurveTiming::kernel, decode_point(1, 1024, 32, 8, 128, DType::bf16, 1e-6)),
+              0.88274e-6, 0.88274e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {
