@@ -309,18 +309,18 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
              c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
 }
 
-// The decode kernel of attention shape `a`: MLA's over its latent cache (heads absorbed) a class
-// of its own (hw::KernelClass::attention_decode_mla: AITER's asm kernel on ROCm), others the
-// decode attention class.
-hw::KernelClass decode_class(const ops::AttentionShape& a) {
-  return a.latent_kv ? hw::KernelClass::attention_decode_mla : hw::KernelClass::attention_decode;
+// The decode kernel of attention shape `a`: MLA's over its latent cache (heads absorbed) in
+// AITER's asm kernel a class of its own (ForwardConfig::aiter_mla,
+// hw::KernelClass::attention_decode_mla), others the decode attention class.
+hw::KernelClass decode_class(const Ctx& c, const ops::AttentionShape& a) {
+  return a.latent_kv && c.f.aiter_mla ? hw::KernelClass::attention_decode_mla : hw::KernelClass::attention_decode;
 }
 
 GraphOp& attention_op(Ctx& c, const ops::AttentionShape& a, const ops::AttentionCounts& n, Scale scale) {
   GraphOp& op = c.g.add("attention", OpClass::attention, Block::attention, ops::attention_cost(a, n));
   op.scale = scale;
   // Decode tokens over the cache run a decode kernel (attention_ops refines a fused one).
-  if (scale == Scale::decode_attention) op.kernel = decode_class(a);
+  if (scale == Scale::decode_attention) op.kernel = decode_class(c, a);
   if (c.g.attention_count < model::Graph::kMaxAttention) {
     op.attention = static_cast<std::int8_t>(c.g.attention_count);
     c.g.attention[c.g.attention_count++] = a;
@@ -350,7 +350,7 @@ GraphOp* attention_ops(Ctx& c, const ops::AttentionShape& a, bool prefill, bool 
     both += d;
     GraphOp& op = attention_op(c, a, both, Scale::fused_attention);
     // One varlen kernel: with no prefill chunk in it, it runs as a decode kernel.
-    if (!has_p) op.kernel = decode_class(a);
+    if (!has_p) op.kernel = decode_class(c, a);
     return &op;
   }
   GraphOp* first = nullptr;

@@ -1023,6 +1023,8 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
   // the routed weights and the sum over k in stage 2's).
   f.moe_fused_epilogues = e.rocm_aiter;
+  // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA).
+  f.aiter_mla = e.rocm_aiter;
   // DeepSeek-V3's group-limited router after its GEMM (docs/serving.md#routing-kernels):
   // - vLLM 0.6-0.10 (to 0.10.1): torch's ops under torch.compile (vLLM's grouped_topk in
   //   fused_moe.py, its tests' vllm_compiled_grouped_topk), one op of routing_compiled; so

@@ -286,9 +286,10 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
     const model::GraphOp& op = g1_.ops[i];
     if (!is_attention(op.scale) || op.attention < 0) continue;
     const ops::AttentionShape& shape = g1_.attention[op.attention];
-    // (MLA's decode over its latent cache is a class of its own, as transformer.cpp's decode_class says)
-    const hw::KernelClass classes[2] = {hw::KernelClass::attention, shape.latent_kv ? hw::KernelClass::attention_decode_mla
-                                                                                      : hw::KernelClass::attention_decode};
+    // (the decode class the graph gave the op: AITER's MLA decode is a class of its own)
+    const hw::KernelClass classes[2] = {hw::KernelClass::attention, op.kernel == hw::KernelClass::attention_decode_mla
+                                                                         ? hw::KernelClass::attention_decode_mla
+                                                                         : hw::KernelClass::attention_decode};
     AttentionLine& l = attention_[attention_count_++];
     l.rep = g1_.repeat(i);
     l.kernels = op.cost.launches;

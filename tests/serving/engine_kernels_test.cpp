@@ -240,6 +240,35 @@ TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLl
   }
 }
 
+// MLA's decode attention over its latent cache is AITER's asm kernel, a class of its own
+// (attention_decode_mla), where the preset runs AITER (rocm_aiter: SGLang 0.4+ and vLLM's
+// releases but 0.8 on gfx9); under the presets without it (sglang@0.3, vllm@0.8), on a CUDA chip,
+// and in infer (no engine) it is the decode attention class; a GQA model's decode kernel is
+// never MLA's.
+TEST(EngineKernels, MlasDecodeUnderAiterIsItsAsmKernelsClass) {
+  const model::ModelConfig ds = io::bundled_model("deepseek-r1"), llama = io::bundled_model("llama-3.1-70b");
+  const auto decode_class = [](const model::ModelConfig& m, const char* chip, const model::ForwardConfig& base, bool preset,
+                               EngineRef engine) {
+    hw::System sys = testing::catalog_system(chip);
+    sys.chips = 8;
+    model::ForwardConfig f = base;
+    f.tp = 8;
+    if (preset) f = engine_forward(f, engine_preset(engine, sys.chip, 8));
+    auto g = std::make_unique<model::Graph>();
+    model::build_forward(m, f, sys, {4, 1, 1024, nullptr}, *g);
+    const model::GraphOp* op = find_op(*g, "attention");
+    return op == nullptr ? hw::KernelClass::other : op->kernel;
+  };
+  const model::ForwardConfig none;
+  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode_mla);
+  EXPECT_EQ(decode_class(ds, "mi325x", none, true, EngineRef{EngineKind::vllm, 0}), hw::KernelClass::attention_decode_mla);
+  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::sglang, kSglang03Version}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::vllm, 8}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "h200", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "mi300x", none, false, EngineRef{}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(llama, "mi300x", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
+}
+
 TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {
   // On the MI300X the presets run AITER's CK two-stage MoE (rocm_aiter, moe_fused_epilogues):
   // Qwen3-235B-A22B at TP 8, 64 decode tokens, top 8 of 128 experts of width 1536 / 8 = 192,

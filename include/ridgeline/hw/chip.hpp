@@ -46,8 +46,8 @@ struct LinkSpec {
 /// figures, field by field, where they give none: `attention_backward` (FlashAttention's
 /// bwd) and `attention_decode` (one query per sequence over a paged KV cache: memory-bound,
 /// few thread blocks) and `attention_decode_mla` (MLA's decode over its latent cache, heads
-/// absorbed: a kernel of its own on ROCm, AITER's asm one; taking attention_decode's figures
-/// where it has none) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
+/// absorbed, in AITER's asm kernel on ROCm: model::ForwardConfig::aiter_mla; taking
+/// attention_decode's figures where it has none) refine attention; `gemm_expert` (MoE grouped GEMMs) and `gemm_scaled`
 /// (GEMMs of a checkpoint's block-scaled weights: DeepSeek's fp8 128x128 blocks, as vLLM's
 /// Triton kernel runs them) and `gemm_scaled_deepgemm` (the same fp8 block-scaled GEMMs as
 /// DeepGEMM runs them, in the engines that call it: ForwardConfig::scaled_gemm) and

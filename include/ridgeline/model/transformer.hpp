@@ -99,6 +99,10 @@ struct ForwardConfig {
   /// each pair's output by its routed weight and adds it into its token's row (no `moe_combine`:
   /// the tokens' rows stored once; on the rows' own path, not behind a gather or DeepEP).
   bool moe_fused_epilogues = false;
+  /// MLA's decode over its latent cache runs AITER's asm kernel (the ROCm engines under their
+  /// AITER switch, serving::EngineConfig::rocm_aiter: aiter.mla.mla_decode_fwd), a kernel class of
+  /// its own (hw::KernelClass::attention_decode_mla); else the decode attention class.
+  bool aiter_mla = false;
   /// How the engine's grouped GEMMs over block-fp8 experts in DeepGEMM's kernels tile each
   /// expert's rows (expert_row_tiles, docs/cost-model.md#row-tiles); all 0: in whole tiles of
   /// kDeepGemmRowTile at any size (DeepGEMM's contiguous layout).
