@@ -15,6 +15,9 @@ namespace ridgeline::io {
 namespace {
 
 constexpr std::string_view kPath = "validation/serving_error_bands.json";
+// What an engine's name in a class says of its ROCm build ("sglang on ROCm"), as answer_class
+// writes it and quoted_band reads it (scripts/serving_validation.py's ROCM).
+constexpr std::string_view kRocm = " on ROCm";
 
 // The parsed file's object under `key` ("classes", "pooled"), once: a missing or malformed
 // file (a build without it) has no bands.
@@ -65,7 +68,7 @@ std::string answer_class(std::string_view engine, const model::ModelConfig& m, c
   // 4-bit float weights are their own class whatever they are multiplied in (the table's
   // rows are NVFP4 checkpoints, priced today as bf16 GEMMs).
   const DType cls_dtype = w == DType::fp4 ? w : gemm;
-  if (hw::is_rocm_gpu(chip)) return error_class(fmt::format("{} on ROCm", engine), cls_dtype, m.is_moe());
+  if (hw::is_rocm_gpu(chip)) return error_class(fmt::format("{}{}", engine, kRocm), cls_dtype, m.is_moe());
   return error_class(engine, cls_dtype, m.is_moe());
 }
 
@@ -115,7 +118,6 @@ ErrorBand quoted_band(std::string_view cls) {
   const std::string_view engine = cls.substr(0, dtype_at), kind = cls.substr(kind_at + 2);
   const std::string_view dtype = cls.substr(dtype_at + 2, kind_at - dtype_at - 2);
   std::vector<std::string> pools;
-  constexpr std::string_view kRocm = " on ROCm";
   const bool rocm = engine.size() > kRocm.size() && engine.substr(engine.size() - kRocm.size()) == kRocm;
   const std::string_view family_engine = rocm ? engine.substr(0, engine.size() - kRocm.size()) : engine;
   const std::string family = std::string(family_engine == "static" ? "static" : "serving") + (rocm ? std::string(kRocm) : "");

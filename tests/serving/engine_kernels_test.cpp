@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <string>
 #include <string_view>
@@ -247,27 +248,31 @@ TEST(EngineKernels, DeepGemmRunsOnHopperAndDatacenterBlackwellAloneAndTensorRtLl
 // never MLA's.
 TEST(EngineKernels, MlasDecodeUnderAiterIsItsAsmKernelsClass) {
   const model::ModelConfig ds = io::bundled_model("deepseek-r1"), llama = io::bundled_model("llama-3.1-70b");
-  const auto decode_class = [](const model::ModelConfig& m, const char* chip, const model::ForwardConfig& base, bool preset,
-                               EngineRef engine) {
+  // The first attention op's class in a pass of 4 decode tokens at TP 8 on 8 of `chip`: as
+  // `engine`'s preset builds it (build_deepseek_tp8), or with no engine (infer).
+  const auto decode_class = [](const model::ModelConfig& m, const char* chip, std::optional<EngineRef> engine) {
     hw::System sys = testing::catalog_system(chip);
     sys.chips = 8;
-    model::ForwardConfig f = base;
-    f.tp = 8;
-    if (preset) f = engine_forward(f, engine_preset(engine, sys.chip, 8));
     auto g = std::make_unique<model::Graph>();
-    model::build_forward(m, f, sys, {4, 1, 1024, nullptr}, *g);
+    if (engine) {
+      build_deepseek_tp8(m, sys, *engine, *g, 4);
+    } else {
+      model::ForwardConfig f;
+      f.tp = 8;
+      model::build_forward(m, f, sys, {4, 1, 1024, nullptr}, *g);
+    }
     const model::GraphOp* op = find_op(*g, "attention");
     return op == nullptr ? hw::KernelClass::other : op->kernel;
   };
-  const model::ForwardConfig none;
-  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode_mla);
-  EXPECT_EQ(decode_class(ds, "mi325x", none, true, EngineRef{EngineKind::vllm, 0}), hw::KernelClass::attention_decode_mla);
-  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::sglang, kSglang03Version}), hw::KernelClass::attention_decode);
-  EXPECT_EQ(decode_class(ds, "mi300x", none, true, EngineRef{EngineKind::vllm, 8}), hw::KernelClass::attention_decode);
-  EXPECT_EQ(decode_class(ds, "h200", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
-  EXPECT_EQ(decode_class(ds, "mi300x", none, false, EngineRef{}), hw::KernelClass::attention_decode);
-  EXPECT_EQ(decode_class(llama, "mi300x", none, true, EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "mi300x", EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode_mla);
+  EXPECT_EQ(decode_class(ds, "mi325x", EngineRef{EngineKind::vllm, 0}), hw::KernelClass::attention_decode_mla);
+  EXPECT_EQ(decode_class(ds, "mi300x", EngineRef{EngineKind::sglang, kSglang03Version}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "mi300x", EngineRef{EngineKind::vllm, 8}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "h200", EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(ds, "mi300x", std::nullopt), hw::KernelClass::attention_decode);
+  EXPECT_EQ(decode_class(llama, "mi300x", EngineRef{EngineKind::sglang, 0}), hw::KernelClass::attention_decode);
 }
+
 
 TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {
   // On the MI300X the presets run AITER's CK two-stage MoE (rocm_aiter, moe_fused_epilogues):
