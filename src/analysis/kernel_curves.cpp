@@ -227,6 +227,11 @@ std::vector<CurveKernel> point_kernels(const hw::CurvePoint& p, KernelClass cls,
       out.push_back({ops::attention_cost(a), cls});
       break;
     }
+    case CurveOp::attention_combine:
+      // As the graph prices the merge after MLA's persistent decode (model/transformer.cpp):
+      // every sequence's splits, one output row each.
+      out.push_back({ops::attention_combine_cost(p.batch * p.splits, p.batch, p.heads, p.v_head_dim, p.dtype), cls});
+      break;
   }
   return out;
 }
@@ -252,6 +257,8 @@ std::string describe(const hw::CurvePoint& p) {
     case CurveOp::attention:
       return fmt::format("attention b{} s{} {}/{}x{}{} {}", p.batch, p.kv_len, p.heads, p.kv_heads, p.head_dim,
                          p.causal ? " causal" : "", name(p.dtype));
+    case CurveOp::attention_combine:
+      return fmt::format("attention_combine b{} x{} splits {}x{} {}", p.batch, p.splits, p.heads, p.v_head_dim, name(p.dtype));
   }
   return "?";
 }
@@ -726,7 +733,7 @@ CurveFit fit_class(const hw::ChipSpec& chip, KernelClass cls) {
 
 // Classes in an order where each one's points see the fits of the classes they also run.
 constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,      KernelClass::quant,       KernelClass::routing,
-                                  KernelClass::routing_compiled, KernelClass::sampling,
+                                  KernelClass::routing_compiled, KernelClass::sampling, KernelClass::attention_combine,
                                   KernelClass::gemm,       KernelClass::gemm_scaled, KernelClass::gemm_scaled_deepgemm, KernelClass::attention,
                                   KernelClass::attention_decode, KernelClass::attention_decode_mla, KernelClass::attention_backward,
                                   KernelClass::collective,

@@ -109,6 +109,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::gemm_expert_w4a16: return "gemm_expert_w4a16";
     case KernelClass::gemm_fp8: return "gemm_fp8";
     case KernelClass::attention_decode_mla: return "attention_decode_mla";
+    case KernelClass::attention_combine: return "attention_combine";
   }
   return "other";
 }
@@ -124,6 +125,7 @@ std::string_view name(CurveOp o) noexcept {
     case CurveOp::attention: return "attention";
     case CurveOp::alltoall: return "alltoall";
     case CurveOp::group_quant: return "group_quant";
+    case CurveOp::attention_combine: return "attention_combine";
   }
   return "matmul";
 }

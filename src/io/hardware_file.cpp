@@ -247,8 +247,12 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
   } else if (op == "attention") {
     p.op = hw::CurveOp::attention;
     r.check_map(node, path, {"op", "batch", "seq_len", "heads", "kv_heads", "head_dim", "v_head_dim", "causal", "dtype", "time"});
+  } else if (op == "attention_combine") {
+    p.op = hw::CurveOp::attention_combine;
+    r.check_map(node, path, {"op", "batch", "splits", "heads", "v_head_dim", "dtype", "time"});
   } else {
-    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, alltoall, moe, attention or group_quant", op));
+    r.fail(path + ".op", fmt::format("'{}': expected matmul, decode_attention, rmsnorm, elementwise, allreduce, alltoall, moe, attention, "
+                                     "group_quant or attention_combine", op));
   }
   // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
   // causal, residual, the dtypes).
@@ -319,6 +323,10 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       dim("tokens", p.tokens, kRows), dim("hidden", p.hidden, kDim), dim("intermediate", p.intermediate, kDim);
       dim("experts", p.experts, 1 << 16), dim("topk", p.topk, 1 << 16);
       if (p.topk > p.experts) r.fail(path + ".topk", fmt::format("{}: expected at most the {} experts", p.topk, p.experts));
+      break;
+    case hw::CurveOp::attention_combine:
+      dim("batch", p.batch, kDim), dim("splits", p.splits, 1 << 16), dim("heads", p.heads, 1 << 16);
+      dim("v_head_dim", p.v_head_dim, 1 << 16);
       break;
   }
   dtype("dtype", p.dtype);
@@ -409,6 +417,9 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
         case hw::CurveOp::moe:
           num("tokens", p.tokens), num("hidden", p.hidden), num("intermediate", p.intermediate), num("experts", p.experts);
           num("topk", p.topk);
+          break;
+        case hw::CurveOp::attention_combine:
+          num("batch", p.batch), num("splits", p.splits), num("heads", p.heads), num("v_head_dim", p.v_head_dim);
           break;
       }
       if (p.op != hw::CurveOp::elementwise && p.op != hw::CurveOp::allreduce && p.op != hw::CurveOp::alltoall) {

@@ -309,6 +309,20 @@ void tp_exit(Ctx& c, const char* allreduce_name, const char* reducescatter_name,
              c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
 }
 
+// Whether MLA's decode runs AITER's persistent kernel, its splits merged by a reduce after it
+// (ForwardConfig::mla_persistent): the engines pad the query heads to 16.
+bool persistent_mla(const Ctx& c) {
+  using P = ForwardConfig::MlaPersistent;
+  if (!c.f.aiter_mla) return false;
+  const double heads = std::max(16.0, c.heads);
+  switch (c.f.mla_persistent) {
+    case P::fp8_cache_or_other_heads: return is_fp8(c.kv) || (heads != 16 && heads != 128);
+    case P::from_16_heads: return c.heads >= 16;
+    case P::off: break;
+  }
+  return false;
+}
+
 // The decode kernel of attention shape `a`: MLA's over its latent cache (heads absorbed) in
 // AITER's asm kernel a class of its own (ForwardConfig::aiter_mla,
 // hw::KernelClass::attention_decode_mla), others the decode attention class.
@@ -510,6 +524,22 @@ void attention_block(Ctx& c, double window) {
       lat.v_head_dim = lora;
       lat.latent_kv = true;
       attention_ops(c, lat, false, true);
+      if (persistent_mla(c)) {
+        // AITER's persistent decode splits the step's keys over the CUs (get_mla_metadata_v1,
+        // csrc/kernels/mla/metadata/v1_2_device.cuh: num_splits = min(CUs, max_split_per_batch x
+        // sequences), vLLM passing no budget, SGLang 64 a sequence, so from 5 sequences all 304 of
+        // an MI300X) and its reduce merges each output row's splits (mla_reduce_v1), each a
+        // partial output of `lora` fp32 values a head and its log-sum-exp, over the heads padded
+        // to 16. Priced at the CUs' splits whatever the step's sequences: below 5 SGLang's are
+        // fewer, each sequence's chain of splits longer (docs/serving.md#engines).
+        const double seqs = c.mix != nullptr ? c.mix->decode_seqs / c.ep : c.batch;
+        const double rows = seqs > 0 ? dt / seqs : 1;  // a sequence's query rows (more under speculation)
+        const double cus = std::max(1, c.sys.chip.sms);
+        GraphOp& op = c.g.add("attention_combine", OpClass::elementwise, Block::attention,
+                              ops::attention_combine_cost(cus * rows, dt, std::max(16.0, c.heads), lora, c.act));
+        op.scale = Scale::decode_tokens;
+        op.kernel = hw::KernelClass::attention_combine;
+      }
       absorb("v_absorb", lora, v);
       if (in_op) {
         // vLLM's op copies three times around FlashMLA, one op of three kernels: the query

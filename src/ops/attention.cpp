@@ -49,4 +49,14 @@ Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept 
 
 Cost attention_cost(const AttentionShape& s) noexcept { return attention_cost(s, attention_counts(s)); }
 
+Cost attention_combine_cost(double partials, double rows, double heads, double v_dim, DType out) noexcept {
+  Cost c;
+  const double f32 = bytes(DType::fp32);
+  c.add_main_bytes(partials * heads * (v_dim + 1) * f32);
+  c.add_main_stores(rows * heads * v_dim * bytes(out));
+  c.add_flops(hw::Unit::vector, DType::fp32, partials * heads * (2 * v_dim + 2) + rows * heads * v_dim);
+  c.launches = 1;
+  return c;
+}
+
 }  // namespace ridgeline::ops

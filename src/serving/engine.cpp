@@ -1023,8 +1023,15 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
   // the routed weights and the sum over k in stage 2's).
   f.moe_fused_epilogues = e.rocm_aiter;
-  // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA).
+  // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA),
+  // the persistent kernel and its reduce where the release runs them: SGLang 0.4+ as its releases
+  // since PR #13147 (December 2025), vLLM's newest (0.19+, PR #36574); not vllm@0.10 or vllm@0.13.
   f.aiter_mla = e.rocm_aiter;
+  using Persistent = model::ForwardConfig::MlaPersistent;
+  f.mla_persistent = !e.rocm_aiter                                     ? Persistent::off
+                     : e.kind == EngineKind::sglang                    ? Persistent::fp8_cache_or_other_heads
+                     : e.kind == EngineKind::vllm && e.version == 0    ? Persistent::from_16_heads
+                                                                       : Persistent::off;
   // DeepSeek-V3's group-limited router after its GEMM (docs/serving.md#routing-kernels):
   // - vLLM 0.6-0.10 (to 0.10.1): torch's ops under torch.compile (vLLM's grouped_topk in
   //   fused_moe.py, its tests' vllm_compiled_grouped_topk), one op of routing_compiled; so

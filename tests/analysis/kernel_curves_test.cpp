@@ -715,6 +715,12 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
   fails_with(ok + "      - {op: group_quant, hidden: 8, time: 1 us}\n", "kernel_curves[0].points[0].tokens: required key is missing");
   fails_with(ok + "      - {op: group_quant, tokens: 1, hidden: 8, out_dtype: bf16, time: 1 us}\n",
              "kernel_curves[0].points[0].out_dtype: 'bf16': a group quantisation writes fp8_e4m3 or fp8_e5m2");
+  fails_with(ok + "      - {op: attention_combine, batch: 8, heads: 16, v_head_dim: 512, time: 1 us}\n",
+             "kernel_curves[0].points[0].splits: required key is missing");
+  fails_with(ok + "      - {op: attention_combine, batch: 8, splits: 0, heads: 16, v_head_dim: 512, time: 1 us}\n",
+             "kernel_curves[0].points[0].splits");
+  fails_with(ok + "      - {op: attention_combine, batch: 8, splits: 2, heads: 16, head_dim: 512, time: 1 us}\n",
+             "kernel_curves[0].points[0].head_dim: unknown key");
 }
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant
@@ -940,6 +946,26 @@ TEST(KernelCurves, TheMi300xPricesMlasDecodeFloorAtAitersAsmKernel) {
   // 256 x 2 = 4194304; 4210688 B at 4.77 TB/s = 0.88274 us.
   EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_decode, hw::CurveTiming::kernel, decode_point(1, 1024, 32, 8, 128, DType::bf16, 1e-6)),
               0.88274e-6, 0.88274e-6 * 1e-4);
+}
+
+TEST(KernelCurves, TheMi300xPricesMlasSplitMergeAtAitersReduce) {
+  // AITER's reduce after its persistent MLA decode on an MI300X (ROCm/aiter PR #3901's HIP
+  // baselines, graph replays): 8 sequences of 32 splits, 16 heads of 512, 6.0 us measured.
+  // Bytes: the partials 8 x 32 x 16 x (512 + 1) x 4 = 8404992 read, the rows 8 x 16 x 512 x 2 =
+  // 131072 written, 8536064 B at the fit's 0.6493 of 5.3 TB/s (3.44129 TB/s): 2.480484 us; the
+  // 8 x 32 x 16 x 1026 + 8 x 16 x 512 = 4268032 fp32 FLOPs at 0.8 of 163.4 TFLOP/s, 0.0327 us,
+  // bind less. With the fit's 3.521 us a call (a graph's time keeps the boundary):
+  // 6.001484 us.
+  hw::CurvePoint p;
+  p.op = CurveOp::attention_combine;
+  p.batch = 8, p.splits = 32, p.heads = 16, p.v_head_dim = 512;
+  p.dtype = DType::bf16;
+  p.time_s = 6.0e-6;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_combine, hw::CurveTiming::graph, p), 6.001484e-6, 6.001484e-6 * 1e-5);
+  // One sequence of 128 splits (left out of the fit: its 14.0 us is a chain of splits one block
+  // merges in turn): 128 x 16 x 513 x 4 + 16 x 512 x 2 = 4218880 B, 1.225958 us: 4.746958 us.
+  p.batch = 1, p.splits = 128;
+  EXPECT_NEAR(priced_on("mi300x", KernelClass::attention_combine, hw::CurveTiming::graph, p), 4.746958e-6, 4.746958e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheB200PricesAShortPromptsAttentionAtCudnnsCurve) {

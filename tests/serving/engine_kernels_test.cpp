@@ -274,6 +274,48 @@ TEST(EngineKernels, MlasDecodeUnderAiterIsItsAsmKernelsClass) {
 }
 
 
+// AITER's persistent MLA decode splits the keys over the CUs, and a reduce after it merges each
+// output row's splits (ForwardConfig::mla_persistent, the class attention_combine): SGLang 0.4+
+// over an fp8 cache (over a 16-bit one at 16 heads a GPU it runs the non-persistent kernel),
+// vLLM's newest at 16 heads or more whatever the cache, none of vllm@0.13, the CUDA chips or
+// infer. Priced at the CUs' splits: DeepSeek-R1 at TP 8 (16 heads, a latent of 512) on the
+// MI300X's 304 CUs, 4 decode tokens: 304 partials x 16 heads x (512 + 1) x 4 B = 9980928 B
+// read, 4 x 16 x 512 x 2 B = 65536 B written; per partial a head 2 x 512 + 2 FLOPs, per output
+// value one: 304 x 16 x 1026 + 4 x 16 x 512 = 5023232 fp32 FLOPs.
+TEST(EngineKernels, AitersPersistentMlaDecodeMergesItsSplitsInAReduce) {
+  const model::ModelConfig ds = io::bundled_model("deepseek-r1");
+  // The reduce op of a pass of 4 decode tokens at TP 8 on 8 of `chip` (nullptr: none), `engine`'s
+  // preset over a `kv` cache, or with no engine (infer).
+  const auto reduce = [&ds](const char* chip, std::optional<EngineRef> engine, DType kv, model::Graph& g) {
+    hw::System sys = testing::catalog_system(chip);
+    sys.chips = 8;
+    model::ForwardConfig f;
+    f.tp = 8;
+    if (engine) f = engine_forward(f, engine_preset(*engine, sys.chip, 8));
+    f.precision.kv_cache = kv;
+    g.clear();
+    model::build_forward(ds, f, sys, {4, 1, 1024, nullptr}, g);
+    return find_op(g, "attention_combine");
+  };
+  auto g = std::make_unique<model::Graph>();
+  const model::GraphOp* op = reduce("mi300x", EngineRef{EngineKind::sglang, 0}, DType::fp8_e4m3, *g);
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->kernel, KernelClass::attention_combine);
+  EXPECT_EQ(op->scale, model::Scale::decode_tokens);
+  EXPECT_DOUBLE_EQ(op->cost.main_bytes, 9980928.0 + 65536.0);
+  EXPECT_DOUBLE_EQ(op->cost.main_store_bytes, 65536.0);
+  EXPECT_DOUBLE_EQ(op->cost.vector_flops, 5023232.0);
+  // Right after the decode kernel (the absorbed output's GEMM follows it).
+  EXPECT_EQ(op_index(*g, "attention_combine"), op_index(*g, "attention") + 1);
+  EXPECT_NE(reduce("mi325x", EngineRef{EngineKind::sglang, 0}, DType::fp8_e4m3, *g), nullptr);
+  EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::sglang, 0}, DType::bf16, *g), nullptr);
+  EXPECT_NE(reduce("mi300x", EngineRef{EngineKind::vllm, 0}, DType::bf16, *g), nullptr);
+  EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::vllm, 13}, DType::fp8_e4m3, *g), nullptr);
+  EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::sglang, kSglang03Version}, DType::fp8_e4m3, *g), nullptr);
+  EXPECT_EQ(reduce("h200", EngineRef{EngineKind::sglang, 0}, DType::fp8_e4m3, *g), nullptr);
+  EXPECT_EQ(reduce("mi300x", std::nullopt, DType::fp8_e4m3, *g), nullptr);
+}
+
 TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {
   // On the MI300X the presets run AITER's CK two-stage MoE (rocm_aiter, moe_fused_epilogues):
   // Qwen3-235B-A22B at TP 8, 64 decode tokens, top 8 of 128 experts of width 1536 / 8 = 192,

@@ -63,7 +63,9 @@ struct LinkSpec {
 /// blocks, on a chip whose file measures their kernels apart from its 16-bit GEMMs: hw::fp8_gemm_class)
 /// refine gemm;
 /// `norm` (RMSNorm/LayerNorm, with a fused residual add) and `sampling` (top-k/top-p over
-/// the vocabulary) refine pointwise; `allreduce_custom` (the serving engines' own one- and
+/// the vocabulary) and `attention_combine` (the merge of a split-KV decode's partial outputs,
+/// AITER's reduce after its persistent MLA decode: model::ForwardConfig::mla_persistent) refine
+/// pointwise; `allreduce_custom` (the serving engines' own one- and
 /// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
 /// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep: its low-latency kernels, and its
 /// normal ones across scale-up domains) and `deepep_intranode_dispatch` and
@@ -74,14 +76,16 @@ enum class KernelClass : std::uint8_t {
   other, gemm, attention, pointwise, collective, attention_backward,
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
-  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8, attention_decode_mla
+  deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8, attention_decode_mla,
+  attention_combine
 };
-inline constexpr int kKernelClassCount = 25;
+inline constexpr int kKernelClassCount = 26;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
-/// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8", "attention_decode_mla".
+/// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8", "attention_decode_mla",
+/// "attention_combine".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -101,7 +105,8 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::sampling:
     case KernelClass::quant:
     case KernelClass::routing:
-    case KernelClass::routing_compiled: return KernelClass::pointwise;
+    case KernelClass::routing_compiled:
+    case KernelClass::attention_combine: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
     case KernelClass::deepep_dispatch:
     case KernelClass::deepep_combine:
@@ -340,9 +345,11 @@ struct TopologySpec {
 /// flash attention forward over whole sequences (`batch` of `kv_len` queries over their own
 /// `kv_len` keys, `causal` or not); a quantisation of `tokens` rows of `hidden` values to fp8
 /// in 1x128 groups with fp32 scales (the kernel before a block-scaled fp8 GEMM).
-enum class CurveOp : std::uint8_t { matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall, group_quant };
+enum class CurveOp : std::uint8_t {
+  matmul, decode_attention, rmsnorm, elementwise, allreduce, moe, attention, alltoall, group_quant, attention_combine
+};
 /// "matmul", "decode_attention", "rmsnorm", "elementwise", "allreduce", "moe", "attention", "alltoall",
-/// "group_quant".
+/// "group_quant", "attention_combine".
 std::string_view name(CurveOp o) noexcept;
 
 /// How a curve's times were taken: `graph` — per call of a CUDA graph replayed back to back
@@ -371,6 +378,9 @@ struct CurvePoint {
   double bytes = 0;                             ///< elementwise: bytes read and written; allreduce: the message
   int chips = 0;                                ///< allreduce: the group
   double experts = 0, topk = 0, intermediate = 0;  ///< moe: experts, experts per token, each expert's width
+  /// attention_combine: the partial outputs each of `batch` sequences' heads merges (its keys'
+  /// splits), each `v_head_dim` fp32 values and a log-sum-exp, into one `dtype` row
+  double splits = 0;
   DType dtype = DType::bf16;     ///< weights (matmul, moe), the cache (decode attention), or the data
   DType out_dtype = DType::bf16; ///< rmsnorm: its output (fp8 when fused with a quantisation); group_quant: its output, fp8_e4m3 unless given
   double time_s = 0;             ///< measured, per call

@@ -103,6 +103,15 @@ struct ForwardConfig {
   /// AITER switch, serving::EngineConfig::rocm_aiter: aiter.mla.mla_decode_fwd), a kernel class of
   /// its own (hw::KernelClass::attention_decode_mla); else the decode attention class.
   bool aiter_mla = false;
+  /// Where aiter_mla holds, whether the engine runs AITER's persistent MLA decode (work metadata
+  /// from get_mla_metadata_v1: the step's keys split over the CUs), whose reduce kernel
+  /// (mla_reduce_v1) merges each output row's splits after it: an op `attention_combine` of
+  /// that class (ops::attention_combine_cost, docs/serving.md#engines). `fp8_cache_or_other_heads`:
+  /// SGLang's aiter backend (SGLANG_AITER_MLA_PERSIST, on by default since PR #13147, December
+  /// 2025) but over a 16-bit cache at 16 or 128 heads a GPU (the heads padded to 16), where it
+  /// runs the non-persistent kernel; `from_16_heads`: vLLM's ROCM_AITER_MLA from 0.19 (PR #36574,
+  /// March 2026), every decode of 16 heads a GPU or more.
+  enum class MlaPersistent : std::uint8_t { off, fp8_cache_or_other_heads, from_16_heads } mla_persistent = MlaPersistent::off;
   /// How the engine's grouped GEMMs over block-fp8 experts in DeepGEMM's kernels tile each
   /// expert's rows (expert_row_tiles, docs/cost-model.md#row-tiles); all 0: in whole tiles of
   /// kDeepGemmRowTile at any size (DeepGEMM's contiguous layout).

@@ -195,4 +195,12 @@ Cost attention_cost(const AttentionShape& s, const AttentionCounts& n) noexcept;
 /// attention_cost(s, attention_counts(s)).
 Cost attention_cost(const AttentionShape& s) noexcept;
 
+/// The merge of a split-KV decode's partial outputs into `rows` output rows of `heads` heads
+/// (AITER's mla_reduce_v1 after its persistent MLA decode, the kernel class
+/// attention_combine): `partials` partial results a head (the rows' splits, summed over the
+/// rows), each `v_dim` fp32 values and its fp32 log-sum-exp, read; per partial a scale
+/// exp(lse_s - lse) and v_dim multiply-adds (an online softmax's merge, 2·v_dim + 2 FLOPs), per
+/// output value its normalisation; each row's v_dim values a head written in `out`.
+Cost attention_combine_cost(double partials, double rows, double heads, double v_dim, DType out) noexcept;
+
 }  // namespace ridgeline::ops
