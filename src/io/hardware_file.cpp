@@ -255,7 +255,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
                                      "group_quant or attention_combine", op));
   }
   // Every shape key the op lists is required but the optional ones (v_head_dim, latent,
-  // causal, residual, the dtypes).
+  // causal, residual, the dtypes; attention_combine's v_head_dim is required).
   auto dim = [&](const char* key, double& out, long long hi) {
     const std::string full = path + "." + key;
     const long long v = r.integer(r.required(node, key, path), full);

@@ -316,7 +316,8 @@ bool persistent_mla(const Ctx& c) {
   if (!c.f.aiter_mla) return false;
   const double heads = std::max(16.0, c.heads);
   switch (c.f.mla_persistent) {
-    case P::fp8_cache_or_other_heads: return is_fp8(c.kv) || (heads != 16 && heads != 128);
+    // SGLang tests its cache against its fp8 dtype (e4m3; fnuz on gfx942), not any fp8.
+    case P::fp8_cache_or_other_heads: return c.kv == DType::fp8_e4m3 || (heads != 16 && heads != 128);
     case P::from_16_heads: return c.heads >= 16;
     case P::off: break;
   }
@@ -527,16 +528,22 @@ void attention_block(Ctx& c, double window) {
       if (persistent_mla(c)) {
         // AITER's persistent decode splits the step's keys over the CUs (get_mla_metadata_v1,
         // csrc/kernels/mla/metadata/v1_2_device.cuh: num_splits = min(CUs, max_split_per_batch x
-        // sequences), vLLM passing no budget, SGLang 64 a sequence, so from 5 sequences all 304 of
-        // an MI300X) and its reduce merges each output row's splits (mla_reduce_v1), each a
-        // partial output of `lora` fp32 values a head and its log-sum-exp, over the heads padded
-        // to 16. Priced at the CUs' splits whatever the step's sequences: below 5 SGLang's are
-        // fewer, each sequence's chain of splits longer (docs/serving.md#engines).
-        const double seqs = c.mix != nullptr ? c.mix->decode_seqs / c.ep : c.batch;
-        const double rows = seqs > 0 ? dt / seqs : 1;  // a sequence's query rows (more under speculation)
+        // sequences), vLLM passing no budget, SGLang 64 in all a sequence (32 with drafts), so
+        // from 5 sequences all 304 of an MI300X) and its reduce merges each output row's splits
+        // (mla_reduce_v1), each a partial output of `lora` fp32 values a head and its
+        // log-sum-exp. The heads are padded to 16; a count gfx942's kernel does not run natively
+        // (16, and 64 or 128 over an fp8 cache) is folded into groups of 16, each group a
+        // sequence of the metadata's, the splits shared by them all: 16 heads a partial. Priced
+        // at the CUs' splits whatever the step's sequences and at one row a sequence (a graph of
+        // engine steps is fitted so, model::StepMix): fewer sequences carry longer chains of
+        // splits, and a verification's k + 1 rows k + 1 times the partials, neither priced
+        // (docs/serving.md#engines).
+        const double heads = std::max(16.0, c.heads);
+        const bool native = heads == 16 || (c.kv == DType::fp8_e4m3 && (heads == 64 || heads == 128));
+        const double partial_heads = native ? heads : 16;
         const double cus = std::max(1, c.sys.chip.sms);
         GraphOp& op = c.g.add("attention_combine", OpClass::elementwise, Block::attention,
-                              ops::attention_combine_cost(cus * rows, dt, std::max(16.0, c.heads), lora, c.act));
+                              ops::attention_combine_cost(cus * partial_heads / heads, dt, heads, lora, c.act));
         op.scale = Scale::decode_tokens;
         op.kernel = hw::KernelClass::attention_combine;
       }

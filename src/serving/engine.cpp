@@ -1024,8 +1024,10 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // the routed weights and the sum over k in stage 2's).
   f.moe_fused_epilogues = e.rocm_aiter;
   // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA),
-  // the persistent kernel and its reduce where the release runs them: SGLang 0.4+ as its releases
-  // since PR #13147 (December 2025), vLLM's newest (0.19+, PR #36574); not vllm@0.10 or vllm@0.13.
+  // the persistent kernel and its reduce where the release runs them: the sglang preset (0.4+) as
+  // SGLang's releases from 0.5.10 (ForwardConfig::mla_persistent), the vllm preset (0.14+) as
+  // vLLM's from 0.19 (PR #36574; 0.14-0.18 ran the non-persistent kernel, which the preset does
+  // not follow); not vllm@0.10 or vllm@0.13.
   f.aiter_mla = e.rocm_aiter;
   using Persistent = model::ForwardConfig::MlaPersistent;
   f.mla_persistent = !e.rocm_aiter                                     ? Persistent::off

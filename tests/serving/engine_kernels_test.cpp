@@ -284,14 +284,14 @@ TEST(EngineKernels, MlasDecodeUnderAiterIsItsAsmKernelsClass) {
 // value one: 304 x 16 x 1026 + 4 x 16 x 512 = 5023232 fp32 FLOPs.
 TEST(EngineKernels, AitersPersistentMlaDecodeMergesItsSplitsInAReduce) {
   const model::ModelConfig ds = io::bundled_model("deepseek-r1");
-  // The reduce op of a pass of 4 decode tokens at TP 8 on 8 of `chip` (nullptr: none), `engine`'s
-  // preset over a `kv` cache, or with no engine (infer).
-  const auto reduce = [&ds](const char* chip, std::optional<EngineRef> engine, DType kv, model::Graph& g) {
+  // The reduce op of a pass of 4 decode tokens at TP `tp` on `tp` of `chip` (nullptr: none),
+  // `engine`'s preset over a `kv` cache, or with no engine (infer).
+  const auto reduce = [&ds](const char* chip, std::optional<EngineRef> engine, DType kv, model::Graph& g, int tp = 8) {
     hw::System sys = testing::catalog_system(chip);
-    sys.chips = 8;
+    sys.chips = tp;
     model::ForwardConfig f;
-    f.tp = 8;
-    if (engine) f = engine_forward(f, engine_preset(*engine, sys.chip, 8));
+    f.tp = tp;
+    if (engine) f = engine_forward(f, engine_preset(*engine, sys.chip, tp));
     f.precision.kv_cache = kv;
     g.clear();
     model::build_forward(ds, f, sys, {4, 1, 1024, nullptr}, g);
@@ -309,7 +309,18 @@ TEST(EngineKernels, AitersPersistentMlaDecodeMergesItsSplitsInAReduce) {
   EXPECT_EQ(op_index(*g, "attention_combine"), op_index(*g, "attention") + 1);
   EXPECT_NE(reduce("mi325x", EngineRef{EngineKind::sglang, 0}, DType::fp8_e4m3, *g), nullptr);
   EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::sglang, 0}, DType::bf16, *g), nullptr);
+  // SGLang tests its cache against its fp8 dtype, e4m3: an e5m2 cache at 16 heads runs the
+  // non-persistent kernel.
+  EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::sglang, 0}, DType::fp8_e5m2, *g), nullptr);
   EXPECT_NE(reduce("mi300x", EngineRef{EngineKind::vllm, 0}, DType::bf16, *g), nullptr);
+  // The vllm preset (0.14+) follows 0.19's persistent decode, 0.15 too.
+  EXPECT_NE(reduce("mi300x", parse_engine("vllm@0.15"), DType::bf16, *g), nullptr);
+  // At TP 4, 32 heads a GPU over a 16-bit cache: not a count gfx942's kernel runs natively, so
+  // folded into two groups of 16 sharing the 304 splits: 304 x 16 x 513 x 4 = 9980928 B read,
+  // the rows' 4 x 32 x 512 x 2 = 131072 B written.
+  op = reduce("mi300x", EngineRef{EngineKind::vllm, 0}, DType::bf16, *g, 4);
+  ASSERT_NE(op, nullptr);
+  EXPECT_DOUBLE_EQ(op->cost.main_bytes, 9980928.0 + 131072.0);
   EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::vllm, 13}, DType::fp8_e4m3, *g), nullptr);
   EXPECT_EQ(reduce("mi300x", EngineRef{EngineKind::sglang, kSglang03Version}, DType::fp8_e4m3, *g), nullptr);
   EXPECT_EQ(reduce("h200", EngineRef{EngineKind::sglang, 0}, DType::fp8_e4m3, *g), nullptr);

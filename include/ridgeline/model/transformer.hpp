@@ -107,10 +107,12 @@ struct ForwardConfig {
   /// from get_mla_metadata_v1: the step's keys split over the CUs), whose reduce kernel
   /// (mla_reduce_v1) merges each output row's splits after it: an op `attention_combine` of
   /// that class (ops::attention_combine_cost, docs/serving.md#engines). `fp8_cache_or_other_heads`:
-  /// SGLang's aiter backend (SGLANG_AITER_MLA_PERSIST, on by default since PR #13147, December
-  /// 2025) but over a 16-bit cache at 16 or 128 heads a GPU (the heads padded to 16), where it
-  /// runs the non-persistent kernel; `from_16_heads`: vLLM's ROCM_AITER_MLA from 0.19 (PR #36574,
-  /// March 2026), every decode of 16 heads a GPU or more.
+  /// SGLang's aiter backend as its releases since 0.5.10 run it (SGLANG_AITER_MLA_PERSIST, on by
+  /// default since PR #13147, December 2025, over any cache; off over a 16-bit cache from PR
+  /// #17327, v0.5.8, at 16 heads only from PR #18607, v0.5.9, at 16 or 128 from PR #19247,
+  /// v0.5.10): over an fp8 (e4m3) cache, and over a 16-bit one at heads other than 16 and 128 a
+  /// GPU (the heads padded to 16); `from_16_heads`: vLLM's ROCM_AITER_MLA from 0.19 (PR
+  /// #36574, March 2026), every decode of 16 heads a GPU or more.
   enum class MlaPersistent : std::uint8_t { off, fp8_cache_or_other_heads, from_16_heads } mla_persistent = MlaPersistent::off;
   /// How the engine's grouped GEMMs over block-fp8 experts in DeepGEMM's kernels tile each
   /// expert's rows (expert_row_tiles, docs/cost-model.md#row-tiles); all 0: in whole tiles of
