@@ -213,6 +213,10 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   Graph& p1 = c.prefill_graph;
   Graph& p2 = c.scratch_prefill;
   model::build_forward(m, f, sys, {B1, P, P}, p1);
+  c.expert_reads = {};
+  for (int i = 0; i < p1.op_count; ++i) {
+    if (p1.ops[i].reread_tile > 0) c.expert_reads = {p1.ops[i].reread_tile, p1.ops[i].reread_fixed};
+  }
   model::build_forward(m, f, sys, {B2, P, P}, p2);
   // Ops with lines go into the envelope; MoE expert GEMMs (not affine in B) are kept apart.
   std::array<ServingCurve::Line, Graph::kMaxOps> lines;
@@ -293,7 +297,7 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   // Each line's time is worked out on its own, then they are added in order: a running sum
   // through the loop made every line wait for the one before.
   std::array<double, model::Graph::kMaxOps> t;
-  const double touched_prefill = c.moe ? model::touched_experts(*c.model, c.ep_size, B * c.prompt) : 0;
+  const double touched_prefill = c.moe ? model::expert_weight_reads(*c.model, c.ep_size, B * c.prompt, c.expert_reads) : 0;
   // Experts' rows in whole tiles (the lines that have them: OpLine::row_tile_flops_per_x).
   const auto row_tiles = [&](double tokens) {
     return c.moe ? model::expert_row_tiles(*c.model, tokens, c.expert_imbalance, c.expert_tiles) : 1;
@@ -307,7 +311,7 @@ ServingPoint serving_at(const ServingCurve& c, double B) noexcept {
   for (int i = 0; i < c.prefill_count; ++i) ttft += t[i];
   double decode = 0;
   if (c.steps >= 1) {
-    const double touched_decode = c.moe ? model::touched_experts(*c.model, c.ep_size, B) : 0;
+    const double touched_decode = c.moe ? model::expert_weight_reads(*c.model, c.ep_size, B, c.expert_reads) : 0;
     const double tiles_decode = row_tiles(B);
     for (int i = 0; i < c.fixed_count; ++i) {
       const ServingCurve::Line& l = c.fixed[i];

@@ -90,7 +90,7 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
   // 2, no top-k, no sorting).
   const bool aiter = hw::runs_aiter(chip);
   f.moe_fused_epilogues = aiter;
-  if (cls == KernelClass::gemm_expert_scaled) {
+  if (cls == KernelClass::gemm_expert_scaled || cls == KernelClass::gemm_expert_onestage) {
     // Experts in fp8 with a float scale a 128 x 128 block (DeepSeek-V3's quantization_config,
     // the checkpoints this class's kernel runs), in the engines' Triton fused MoE.
     m.quantized = true;
@@ -98,6 +98,8 @@ void moe_kernels(const hw::CurvePoint& p, KernelClass cls, const hw::ChipSpec& c
     m.quant.dtype = p.dtype;
     m.quant.scale_bits_per_weight = 32.0 / (128 * 128);
     f.scaled_gemm = model::ForwardConfig::ScaledGemm::triton;
+    // AITER's one-stage kernel reads each expert's weights once per tile of its rows.
+    f.expert_reread_tile = cls == KernelClass::gemm_expert_onestage ? p.tile : 0;
   } else if (cls == KernelClass::gemm_expert_w4a16) {
     // 4-bit experts with an 8-bit scale a 32 (MXFP4: gpt-oss's quantization_config), the rest
     // and the activations 16-bit: the products run in bf16 (W4A16).
@@ -253,7 +255,8 @@ std::string describe(const hw::CurvePoint& p) {
     case CurveOp::allreduce: return fmt::format("allreduce {:.4g} KB x{}", p.bytes / 1e3, p.chips);
     case CurveOp::alltoall: return fmt::format("alltoall {:.4g} KB x{}", p.bytes / 1e3, p.chips);
     case CurveOp::moe:
-      return fmt::format("moe {} tokens {}x{} {}/{} {}", p.tokens, p.hidden, p.intermediate, p.topk, p.experts, name(p.dtype));
+      return fmt::format("moe {} tokens {}x{} {}/{}{} {}", p.tokens, p.hidden, p.intermediate, p.topk, p.experts,
+                         p.tile > 0 ? fmt::format(" tile {}", p.tile) : "", name(p.dtype));
     case CurveOp::attention:
       return fmt::format("attention b{} s{} {}/{}x{}{} {}", p.batch, p.kv_len, p.heads, p.kv_heads, p.head_dim,
                          p.causal ? " causal" : "", name(p.dtype));
@@ -614,7 +617,8 @@ CurveFit fit_attention(const hw::ChipSpec& chip) {
 bool scans_overlap(const hw::ChipSpec& chip, KernelClass cls) {
   if (hw::parent(cls) != KernelClass::gemm) return false;
   const bool fused_moe =
-      cls == KernelClass::gemm_expert || cls == KernelClass::gemm_expert_scaled || cls == KernelClass::gemm_expert_w4a16;
+      cls == KernelClass::gemm_expert || cls == KernelClass::gemm_expert_scaled || cls == KernelClass::gemm_expert_w4a16 ||
+      cls == KernelClass::gemm_expert_onestage;
   return !fused_moe || hw::runs_aiter(chip);
 }
 
@@ -739,7 +743,8 @@ constexpr KernelClass kOrder[] = {KernelClass::pointwise,  KernelClass::norm,   
                                   KernelClass::collective,
                                   KernelClass::allreduce_custom,   KernelClass::deepep_dispatch, KernelClass::deepep_combine,
                                   KernelClass::deepep_intranode_dispatch, KernelClass::deepep_intranode_combine,
-                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_deepgemm,
+                                  KernelClass::gemm_expert, KernelClass::gemm_expert_scaled, KernelClass::gemm_expert_onestage,
+                                  KernelClass::gemm_expert_deepgemm,
                                   KernelClass::gemm_expert_w4a16, KernelClass::gemm_fp8};
 static_assert(std::size(kOrder) == hw::kKernelClassCount - 1, "every class but `other` is fitted in order");
 

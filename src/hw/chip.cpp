@@ -110,6 +110,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::gemm_fp8: return "gemm_fp8";
     case KernelClass::attention_decode_mla: return "attention_decode_mla";
     case KernelClass::attention_combine: return "attention_combine";
+    case KernelClass::gemm_expert_onestage: return "gemm_expert_onestage";
   }
   return "other";
 }

@@ -240,7 +240,7 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
     r.check_map(node, path, {"op", "bytes", "chips", "time"});
   } else if (op == "moe") {
     p.op = hw::CurveOp::moe;
-    r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "dtype", "time"});
+    r.check_map(node, path, {"op", "tokens", "hidden", "intermediate", "experts", "topk", "tile", "dtype", "time"});
   } else if (op == "group_quant") {
     p.op = hw::CurveOp::group_quant;
     r.check_map(node, path, {"op", "tokens", "hidden", "copy", "dtype", "out_dtype", "time"});
@@ -323,6 +323,10 @@ hw::CurvePoint read_curve_point(Reader& r, const YAML::Node& node, const std::st
       dim("tokens", p.tokens, kRows), dim("hidden", p.hidden, kDim), dim("intermediate", p.intermediate, kDim);
       dim("experts", p.experts, 1 << 16), dim("topk", p.topk, 1 << 16);
       if (p.topk > p.experts) r.fail(path + ".topk", fmt::format("{}: expected at most the {} experts", p.topk, p.experts));
+      if (node["tile"]) {
+        dim("tile", p.tile, 1 << 16);
+        if (p.tile < 1) r.fail(path + ".tile", fmt::format("{}: expected the kernel's rows a tile, at least 1", p.tile));
+      }
       break;
     case hw::CurveOp::attention_combine:
       dim("batch", p.batch, kDim), dim("splits", p.splits, 1 << 16), dim("heads", p.heads, 1 << 16);
@@ -365,7 +369,15 @@ void read_curves(Reader& r, const YAML::Node& node, hw::ChipSpec& c) {
       r.fail(path + ".points", fmt::format("{} points: expected at most {}", pts.size(), kMaxCurvePoints));
     }
     for (std::size_t j = 0; j < pts.size(); ++j) {
-      curve.points.push_back(read_curve_point(r, pts[j], fmt::format("{}.points[{}]", path, j)));
+      const std::string pp = fmt::format("{}.points[{}]", path, j);
+      curve.points.push_back(read_curve_point(r, pts[j], pp));
+      // A row tile is the one-stage fused MoE's (its weights read once per tile), and it has one.
+      const hw::CurvePoint& p = curve.points.back();
+      const bool onestage = curve.cls == hw::KernelClass::gemm_expert_onestage;
+      if (p.op == hw::CurveOp::moe && onestage && !(p.tile > 0)) {
+        r.fail(pp + ".tile", "missing: a point of gemm_expert_onestage gives its kernel's rows a tile (the instance's first dimension)");
+      }
+      if (p.tile > 0 && !onestage) r.fail(pp + ".tile", fmt::format("only a point of class gemm_expert_onestage has a row tile (this curve's: {})", cls));
     }
     c.curves.push_back(std::move(curve));
   }
@@ -417,6 +429,7 @@ std::string curves_yaml(const std::vector<hw::KernelCurve>& curves) {
         case hw::CurveOp::moe:
           num("tokens", p.tokens), num("hidden", p.hidden), num("intermediate", p.intermediate), num("experts", p.experts);
           num("topk", p.topk);
+          if (p.tile > 0) num("tile", p.tile);
           break;
         case hw::CurveOp::attention_combine:
           num("batch", p.batch), num("splits", p.splits), num("heads", p.heads), num("v_head_dim", p.v_head_dim);

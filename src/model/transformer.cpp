@@ -838,8 +838,13 @@ void moe_mlp(Ctx& c) {
                            moe.shared_intermediate == moe.intermediate && !moe.expert_bias && !m.mlp_bias &&
                            c.expert_w == c.dense_w && c.expert_scale_bits == c.dense_scale_bits;
   const double fused = fuse_shared ? 1 : 0;
-  const double touched_fixed = fuse_shared && Tr > 0 ? 1 : 0;
-  const double touched = routed_touched + touched_fixed;
+  // AITER's one-stage fused MoE (ForwardConfig::expert_reread_tile), for experts split by width
+  // only: each expert's weights read once per tile of its rows, the fixed expert's with them
+  // (GraphOp::reread_tile), one kernel.
+  const bool onestage = c.f.expert_reread_tile > 0 && block_fp8 && !deepgemm_moe && te == 1 && c.ep == 1;
+  const ExpertReads reads{onestage ? c.f.expert_reread_tile : 0, fuse_shared};
+  const double touched_fixed = !onestage && fuse_shared && Tr > 0 ? 1 : 0;
+  const double touched = onestage ? expert_weight_reads(m, ep_size, Tr - repeated, reads) : routed_touched + touched_fixed;
   const double pairs = routed_pairs + fused * Tr;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
   const double row_tiles = deepgemm_moe ? expert_row_tiles(m, Tr * c.ep, imbalance, c.f.expert_tiles) : 1;
@@ -857,7 +862,8 @@ void moe_mlp(Ctx& c) {
     GraphOp& op = gemm(c, name, Block::moe, pairs, kk, nn, (E + fused) * per_expert_params, (k + fused) * per_expert_params,
                        bias, true);
     c.expert_a_fp8 = false;
-    op.kernel = block_fp8      ? (deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm : hw::KernelClass::gemm_expert_scaled)
+    op.kernel = onestage       ? hw::KernelClass::gemm_expert_onestage
+                : block_fp8    ? (deepgemm_moe ? hw::KernelClass::gemm_expert_deepgemm : hw::KernelClass::gemm_expert_scaled)
                 : w4a16        ? hw::KernelClass::gemm_expert_w4a16
                                : hw::KernelClass::gemm_expert;
     op.all_groups = true;
@@ -890,6 +896,8 @@ void moe_mlp(Ctx& c) {
     op.expert_bytes = per_expert_local * wb + read_fill;
     op.touched = touched;
     op.touched_fixed = touched_fixed;
+    op.reread_tile = reads.tile;
+    op.reread_fixed = onestage && fuse_shared;
     op.weight_bytes = (local_experts + fused) * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).
@@ -915,22 +923,43 @@ void moe_mlp(Ctx& c) {
   }
   GraphOp& gate_up = experts_gemm("experts_gate_up", hp, 2 * Ip, 2 * Il, per_expert_gate_up, h * 2 * I, moe.expert_bias, !deepep);
   const ops::Cost act = ops::swiglu_cost({pairs, Ip, c.act, DType::fp32});
-  if (c.f.moe_fused_epilogues) {
-    // SiLU-and-mul in stage 1's epilogue: of the product's pairs x 2Ip only the activated
-    // pairs x Ip stored; the activation's FLOPs the GEMM's.
+  if (c.f.moe_fused_epilogues || onestage) {
+    // SiLU-and-mul in stage 1's epilogue, or inside the one-stage kernel: of the product's
+    // pairs x 2Ip only the activated pairs x Ip stored; the activation's FLOPs the GEMM's.
     fold_epilogue(gate_up, pairs * Ip * bytes(c.act), act.flops(hw::Unit::vector, DType::fp32));
   } else {
     c.g.add("experts_act", OpClass::elementwise, Block::moe, act).all_groups = true;
   }
   GraphOp& down = experts_gemm("experts_down", Ip, hp, h, per_expert_down, I * h, moe.expert_bias, true);
-  // The weighted sum over k in stage 2's epilogue, where this chip's pairs are its own tokens'
-  // (no expert-parallel groups: behind pairs moved, a gather or DeepEP the sum is priced as a
-  // kernel of its own): each pair's output scaled by its weight and added into its token's row
-  // (a multiply and an add an element), the rows it adds into stored once instead of the pairs'
-  // (the adds' traffic in the cache); with whole experts over the TP group (te > 1) a chip may
-  // hold fewer pairs than tokens, and stores no more rows than pairs.
-  const bool fused_sum = c.f.moe_fused_epilogues && !deepep && !gather && c.ep_group.size <= 1;
+  // The weighted sum over k in stage 2's epilogue (or the one-stage kernel's), where this chip's
+  // pairs are its own tokens' (no expert-parallel groups: behind pairs moved, a gather or DeepEP
+  // the sum is priced as a kernel of its own): each pair's output scaled by its weight and added
+  // into its token's row (a multiply and an add an element), the rows it adds into stored once
+  // instead of the pairs' (the adds' traffic in the cache); with whole experts over the TP group
+  // (te > 1) a chip may hold fewer pairs than tokens, and stores no more rows than pairs.
+  const bool fused_sum = (c.f.moe_fused_epilogues || onestage) && !deepep && !gather && c.ep_group.size <= 1;
   if (fused_sum) fold_epilogue(down, std::max(0.0, pairs * hp - std::min(T, pairs) * h) * bytes(c.act), 2 * pairs * h);
+  // AITER's one-stage kernel (ForwardConfig::expert_reread_tile) is both GEMMs in one launch,
+  // `experts`: the activated rows stay on chip (neither stored by the gate-up nor read by the
+  // down), each expert's weights whole read per tile.
+  if (onestage && !c.g.overflow && c.g.op_count >= 2 && &down == &c.g.ops[c.g.op_count - 1] && &gate_up == &c.g.ops[c.g.op_count - 2]) {
+    const double kept = pairs * Ip * bytes(c.act);
+    ops::OpCost& a = gate_up.cost;
+    const ops::OpCost& b = down.cost;
+    a.matrix_flops += b.matrix_flops;
+    a.vector_flops += b.vector_flops;
+    a.special_ops += b.special_ops;
+    a.matrix_pad_flops += b.matrix_pad_flops;
+    a.main_pad_bytes += b.main_pad_bytes;
+    a.main_bytes += b.main_bytes - 2 * kept;
+    a.main_store_bytes += b.main_store_bytes - kept;
+    gate_up.name = "experts";
+    gate_up.expert_bytes += down.expert_bytes;
+    gate_up.weight_bytes += down.weight_bytes;
+    gate_up.params += down.params;
+    gate_up.active_params += down.active_params;
+    --c.g.op_count;
+  }
   // The busiest chip returns the outputs of its F times the mean pairs.
   if (gather) {
     // Each gathered row's weighted sum of the k/(ep·te) expert outputs this chip computed for it
@@ -1084,6 +1113,14 @@ double touched_experts(const ModelConfig& m, double ep, double group_tokens) noe
   // At least one whole expert once a token is routed (independence lets every chip draw none:
   // a lone decode token of Mixtral on 8 chips of one expert each makes two chips read one).
   return std::max(busiest_of_binomials(E / ep, p, ep), std::min(1.0, ep * mean));
+}
+
+double expert_weight_reads(const ModelConfig& m, double ep, double group_tokens, const ExpertReads& r) noexcept {
+  if (!(r.tile > 0)) return touched_experts(m, ep, group_tokens);
+  if (!(group_tokens > 0)) return 0;
+  const double k = static_cast<double>(m.moe.experts_per_token);
+  const double routed = group_tokens * k * expert_row_tiles(m, group_tokens, r.tile) / r.tile;
+  return routed + (r.fixed ? std::ceil(group_tokens / r.tile) : 0);
 }
 
 double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) noexcept {

@@ -1023,6 +1023,15 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
   // the routed weights and the sum over k in stage 2's).
   f.moe_fused_epilogues = e.rocm_aiter;
+  // Block-fp8 experts split by width there run its one-stage kernel at its default instance of
+  // 32-row tiles (ForwardConfig::expert_reread_tile): AITER's tuned tables hold no row of
+  // DeepSeek-V3's experts split over a TP group on gfx942 (aiter/configs at e4048607a5: its fmoe
+  // rows of 304 CUs and hidden 7168 are the EP-8 shape's, 33 of 7168 x 2048, PR #3951), and
+  // fused_moe's default for fp8 in 1x128 groups past 32 tokens is the one-stage asm kernel of
+  // BLOCK_SIZE_M 32 (get_2stage_cfgs; asm_fmoe.cu's heuristic: ..._1tg_ps_32x256). Below 33
+  // tokens it runs CK's two-stage kernels of 16-row tiles, priced as this one: an expert's rows
+  // fit one tile at either there (docs/serving.md#engines).
+  f.expert_reread_tile = e.rocm_aiter ? 32 : 0;
   // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA),
   // the persistent kernel and its reduce where the release runs them: the sglang preset (0.4+) as
   // SGLang's releases from 0.5.10 (ForwardConfig::mla_persistent), the vllm preset (0.14+) as

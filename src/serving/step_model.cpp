@@ -209,6 +209,12 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   }
   model::build_forward(m, fit, sys, {1, 1, 1, &m1}, g1_);
   model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
+  // Experts whose kernel reads their weights once per row tile (GraphOp::reread_tile): the reads
+  // at each step's tokens (touched_at).
+  reads_ = {};
+  for (int i = 0; i < g1_.op_count; ++i) {
+    if (g1_.ops[i].reread_tile > 0) reads_ = {g1_.ops[i].reread_tile, g1_.ops[i].reread_fixed};
+  }
 
   const comm::Wiring wiring = model::collective_wiring(sys, f);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity,
@@ -390,7 +396,7 @@ double StepModel::touched_at(double tokens) const noexcept {
     if (tokens < static_cast<double>(touched_.size())) return touched_[static_cast<std::size_t>(tokens)];
     if (touched_all_) return touched_.back();
   }
-  return model::touched_experts(*model_, ep_size_, tokens);
+  return model::expert_weight_reads(*model_, ep_size_, tokens, reads_);
 }
 
 double StepModel::apart_at(const Variant& v, int i, double x, double touched, double row_tiles) const noexcept {

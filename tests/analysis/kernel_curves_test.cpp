@@ -92,6 +92,12 @@ hw::CurvePoint moe(double tokens, double hidden, double intermediate, double exp
   return p;
 }
 
+// A one-stage fused MoE's point: its kernel's rows a tile.
+hw::CurvePoint tiled(hw::CurvePoint p, double tile) {
+  p.tile = tile;
+  return p;
+}
+
 // The toy chip (1 TB/s, chip-wide memory 0.9, a 1 us kernel boundary) with one curve.
 hw::ChipSpec with_curve(KernelClass cls, hw::CurveTiming timing, std::vector<hw::CurvePoint> points) {
   hw::ChipSpec c = testing::toy_chip();
@@ -278,24 +284,50 @@ TEST(KernelCurves, TheMi300xPricesBf16ExpertsAtAitersFusedMoeCurve) {
 }
 
 TEST(KernelCurves, TheMi325xPricesBlockFp8ExpertsAtAitersFusedMoeCurve) {
-  // AITER's fused MoE over fp8 experts in 128x128 blocks on an MI325X (its tuner's profiler
-  // kernel times) at the chip's gemm_expert_scaled figures, the fit of three curves (DeepSeek-
-  // V3.2 at EP 8, GLM-5.1 at TP 8 and at EP 8): matrix 0.3591 of 2614.9 TFLOPS (939.01059
-  // TFLOPS), memory 0.9212 of 6 TB/s (5.5272 TB/s), each of the graph's two expert GEMMs at least
-  // 0.99 of its two parts added, 25.22 us a kernel, the 1.536 us boundary left out of each.
+  // AITER's two-stage fused MoE over fp8 experts in 128x128 blocks on an MI325X (its tuner's
+  // profiler kernel times) at the chip's gemm_expert_scaled figures, the fit of two curves
+  // (DeepSeek-V3.2 and GLM-5.1 at EP 8): matrix 0.3281 of 2614.9 TFLOPS (857.94869 TFLOPS),
+  // memory 0.7473 of 6 TB/s (4.4838 TB/s), each of the graph's two expert GEMMs at least 0.87 of
+  // its two parts added, 9.227 us a kernel, the 1.536 us boundary left out of each.
   // DeepSeek-V3.2 at EP 8 (33 experts of 7168 x 2048, top 9), 512 tokens, 671.55 us measured:
   // 4608 pairs, every expert touched; the activations bf16 (their quantisation inside the
   // kernels), the weights fp8 with a 4-byte scale a 128 x 128 block.
-  //   gate-up: 2·4608·7168·4096 = 270582939648 FLOPs, 288.15750 us; bytes the pairs' rows
+  //   gate-up: 2·4608·7168·4096 = 270582939648 FLOPs, 315.38359 us; bytes the pairs' rows
   //     4608·7168·2 + 33·7168·4096 weights + their 236544 B of scales + 4608·2048·2 out =
-  //     1054055424 B, 190.70333 us; 0.99 x 478.86082 = 474.07221 us.
-  //   down: 2·4608·2048·7168 = 135291469824 FLOPs, 144.07875 us; bytes 4608·2048·2 in +
+  //     1054055424 B, 235.08083 us; 0.87 x 550.46442 = 478.90405 us.
+  //   down: 2·4608·2048·7168 = 135291469824 FLOPs, 157.69180 us; bytes 4608·2048·2 in +
   //     33·2048·7168 weights + 118272 B of scales + the tokens' rows out once 512·7168·2 =
-  //     510774784 B, 92.41113 us; 0.99 x 236.48988 = 234.12498 us.
-  // 474.07221 + 234.12498 + 2 x (25.22 − 1.536) = 755.56519 us (+12.5%): the fit trades this
-  // curve's prefill sizes (+6 to +13%) for the TP-8 shape's floor (67 us at one token).
+  //     510774784 B, 113.91560 us; 0.87 x 271.60740 = 236.29844 us.
+  // 478.90405 + 236.29844 + 2 x (9.227 − 1.536) = 730.58448 us (+8.8%).
   EXPECT_NEAR(priced_on("mi325x", KernelClass::gemm_expert_scaled, hw::CurveTiming::kernel, moe(512, 7168, 2048, 33, 9, DType::fp8_e4m3, 671.5514e-6)),
-              755.56519e-6, 755.56519e-6 * 1e-5);
+              730.58448e-6, 730.58448e-6 * 1e-5);
+}
+
+TEST(KernelCurves, TheMi325xPricesAitersOneStageMoeByItsRowTiles) {
+  // AITER's one-stage fused MoE on an MI325X at the chip's gemm_expert_onestage figures: memory
+  // 0.8877 of 6 TB/s (5.3262 TB/s), 58.13 us a kernel (one: gate-up, SiLU-and-mul and down),
+  // the matrix fraction gemm_expert_scaled's 0.3281 (857.94869 TFLOPS), no overlap share, the
+  // 1.536 us boundary left out. GLM-5.1's experts at TP 8: 257 of 6144 x 256 (gate-up 6144 x 512
+  // in fp8, 3145728 B and 768 B of scales; down 256 x 6144, 1572864 B and 384 B): 4719744 B an
+  // expert.
+  // One token, tiles of 32 rows, 67.38 us measured: its 9 experts read once, 42477696 B; its row
+  // read by each pair, 9 x 6144 x 2 = 110592 B, the activated rows kept on chip, and the token's
+  // row written once, 12288 B: 42600576 B, 7.99831 us (the 84934656 FLOPs 0.09900 us);
+  // + 58.13 − 1.536 = 64.59231 us (-4.1%).
+  EXPECT_NEAR(priced_on("mi325x", KernelClass::gemm_expert_onestage, hw::CurveTiming::kernel,
+                        tiled(moe(1, 6144, 256, 257, 9, DType::fp8_e4m3, 67.3825e-6), 32)),
+              64.59231e-6, 64.59231e-6 * 1e-5);
+  // Every expert taking every token (8 of 8), 100 tokens: 800 pairs, 100 rows an expert, read in
+  // ⌈100/32⌉ = 4 tiles each: 32 reads, 151031808 B; the pairs' rows 800 x 6144 x 2 = 9830400 B
+  // and the tokens' rows written once, 1228800 B: 162091008 B, 30.43277 us (the 7549747200
+  // FLOPs 8.79975 us); + 56.594 = 87.02677 us. In tiles of 64, 2 each: 16 reads, 86575104 B,
+  // 16.25458 us, 72.84858 us.
+  EXPECT_NEAR(priced_on("mi325x", KernelClass::gemm_expert_onestage, hw::CurveTiming::kernel,
+                        tiled(moe(100, 6144, 256, 8, 8, DType::fp8_e4m3, 80e-6), 32)),
+              87.02677e-6, 87.02677e-6 * 1e-5);
+  EXPECT_NEAR(priced_on("mi325x", KernelClass::gemm_expert_onestage, hw::CurveTiming::kernel,
+                        tiled(moe(100, 6144, 256, 8, 8, DType::fp8_e4m3, 80e-6), 64)),
+              72.84858e-6, 72.84858e-6 * 1e-5);
 }
 
 TEST(KernelCurves, TheMi300xPricesBlockFp8GemmsAtAitersCkCurveWithItsKLoop) {
@@ -722,6 +754,14 @@ TEST(KernelCurves, BadCurvesNameTheKey) {
              "kernel_curves[0].points[0].splits");
   fails_with(ok + "      - {op: attention_combine, batch: 8, splits: 2, heads: 16, head_dim: 512, time: 1 us}\n",
              "kernel_curves[0].points[0].head_dim: unknown key");
+  // A row tile is the one-stage fused MoE's, and each of its points has one.
+  fails_with(ok + "      - {op: moe, tokens: 1, hidden: 8, intermediate: 8, experts: 2, topk: 1, tile: 32, time: 1 us}\n",
+             "kernel_curves[0].points[0].tile: only a point of class gemm_expert_onestage has a row tile (this curve's: gemm)");
+  const std::string onestage = "  - class: gemm_expert_onestage\n    kernel: k\n    source: s\n    timing: kernel\n    points:\n";
+  fails_with(onestage + "      - {op: moe, tokens: 1, hidden: 8, intermediate: 8, experts: 2, topk: 1, time: 1 us}\n",
+             "kernel_curves[0].points[0].tile: missing");
+  fails_with(onestage + "      - {op: moe, tokens: 1, hidden: 8, intermediate: 8, experts: 2, topk: 1, tile: 0, time: 1 us}\n",
+             "kernel_curves[0].points[0].tile");
 }
 
 // Every catalog chip's class figures are the fit of its own curves (to the four significant

@@ -262,5 +262,28 @@ TEST(Routing, ExpertRowTilesByHand) {
   EXPECT_NEAR(expert_row_tiles(all, 100, 128), 1.28, 1e-15);
 }
 
+TEST(Routing, OneStageExpertReadsByHand) {
+  // AITER's one-stage fused MoE reads an expert's weights once per tile of its rows
+  // (model::expert_weight_reads): E·E[⌈x/tile⌉] for x ~ Bin(tokens, k/E).
+  ModelConfig m = io::bundled_model("deepseek-v3");
+  // Two experts, one a token, three tokens, tiles of 2: x is 0, 1, 2, 3 with 1/8, 3/8, 3/8, 1/8,
+  // ⌈x/2⌉ 0, 1, 1, 2: 3/8 + 3/8 + 2/8 = 1 an expert, 2 reads; the fixed expert, every token's,
+  // ⌈3/2⌉ = 2 more.
+  m.moe.experts = 2;
+  m.moe.experts_per_token = 1;
+  EXPECT_NEAR(expert_weight_reads(m, 1, 3, {2, false}), 2, 1e-12);
+  EXPECT_NEAR(expert_weight_reads(m, 1, 3, {2, true}), 4, 1e-12);
+  EXPECT_EQ(expert_weight_reads(m, 1, 0, {2, true}), 0);
+  // Every expert takes every token (k = E = 4): 70 rows each, ⌈70/32⌉ = 3 tiles, 12 reads.
+  m.moe.experts = m.moe.experts_per_token = 4;
+  EXPECT_NEAR(expert_weight_reads(m, 1, 70, {32, false}), 12, 1e-12);
+  // DeepSeek-V3 (8 of 256, q = 1/32), 64 tokens in tiles of 32: an expert's rows pass 32 with
+  // probability under 1e-30, so one read an expert touched: 256 (1 − (31/32)^64) = 222.44249.
+  const ModelConfig ds = io::bundled_model("deepseek-v3");
+  EXPECT_NEAR(expert_weight_reads(ds, 1, 64, {32, false}), 222.44248768551, 1e-8);
+  // No tile: the touched experts.
+  EXPECT_EQ(expert_weight_reads(ds, 1, 64, {}), touched_experts(ds, 1, 64));
+}
+
 }  // namespace
 }  // namespace ridgeline::model

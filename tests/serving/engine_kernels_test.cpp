@@ -327,6 +327,68 @@ TEST(EngineKernels, AitersPersistentMlaDecodeMergesItsSplitsInAReduce) {
   EXPECT_EQ(reduce("mi300x", std::nullopt, DType::fp8_e4m3, *g), nullptr);
 }
 
+TEST(EngineKernels, AitersOneStageMoeReadsEachExpertOncePerRowTile) {
+  // DeepSeek-R1 at TP 8 on MI325Xs: AITER has no tuned row of its experts split by width, and
+  // its default past 32 tokens is the one-stage kernel of 32-row tiles (ForwardConfig::
+  // expert_reread_tile): one op, `experts`, of class gemm_expert_onestage. 64 decode tokens under
+  // SGLang's preset (the shared expert fused in, 9 a token: 576 pairs). Each chip's slice of an
+  // expert: gate-up 7168 x 512 and down 256 x 7168 in fp8 with a 4-byte scale a 128 x 128 block,
+  // 3670912 + 1835456 = 5506368 B. An expert's rows x ~ Bin(64, 1/32) pass 32 with probability
+  // under 1e-30: each touched routed expert read once, 256 (1 − (31/32)^64) = 222.44249 of them,
+  // and the fixed one ⌈64/32⌉ = 2 times: 224.44249 reads, 1235862932.03 B. Besides, the pairs'
+  // rows read, 576 x 7168 x 2 = 8257536 B, and the tokens' rows written once, 64 x 7168 x 2 =
+  // 917504 B (the activated rows stay on chip): 1245037972.03 B. FLOPs 2 x 576 x 7168 x 512 + 2 x
+  // 576 x 256 x 7168 = 6341787648; weights held 257 x 5506368 = 1415136576 B.
+  const model::ModelConfig ds = io::bundled_model("deepseek-r1");
+  const auto graph = [&ds](const char* chip, EngineRef engine, model::ForwardConfig::Experts experts, model::Graph& g) {
+    hw::System sys = testing::catalog_system(chip);
+    sys.chips = 8;
+    model::ForwardConfig f;
+    f.tp = 8;
+    f.experts = experts;
+    f = engine_forward(f, engine_preset(engine, sys.chip, 8, ds));
+    g.clear();
+    model::build_forward(ds, f, sys, {64, 1, 1024, nullptr}, g);
+  };
+  using Experts = model::ForwardConfig::Experts;
+  auto g = std::make_unique<model::Graph>();
+  graph("mi325x", EngineRef{EngineKind::sglang, 0}, Experts::tensor, *g);
+  ASSERT_FALSE(g->overflow);
+  const model::GraphOp* op = find_op(*g, "experts");
+  ASSERT_NE(op, nullptr);
+  EXPECT_EQ(op->kernel, KernelClass::gemm_expert_onestage);
+  EXPECT_EQ(find_op(*g, "experts_gate_up"), nullptr);
+  EXPECT_EQ(find_op(*g, "experts_down"), nullptr);
+  EXPECT_DOUBLE_EQ(op->expert_bytes, 5506368.0);
+  EXPECT_NEAR(op->touched, 224.4424876855104, 1e-9);
+  EXPECT_DOUBLE_EQ(op->touched_fixed, 0);
+  EXPECT_DOUBLE_EQ(op->reread_tile, 32);
+  EXPECT_TRUE(op->reread_fixed);
+  EXPECT_NEAR(op->cost.main_bytes, 1245037972.0318885, 1e-3);
+  EXPECT_DOUBLE_EQ(op->cost.matrix_flops, 6341787648.0);
+  EXPECT_DOUBLE_EQ(op->weight_bytes, 1415136576.0);
+  EXPECT_DOUBLE_EQ(op->cost.launches, 1);
+  // vLLM's preset keeps the shared expert apart: 512 pairs, 222.44249 reads, 7340032 B of rows in.
+  graph("mi325x", EngineRef{EngineKind::vllm, 0}, Experts::tensor, *g);
+  op = find_op(*g, "experts");
+  ASSERT_NE(op, nullptr);
+  EXPECT_NEAR(op->touched, 222.4424876855104, 1e-9);
+  EXPECT_FALSE(op->reread_fixed);
+  EXPECT_NEAR(op->cost.main_bytes, 1224850196.0318885 + 7340032.0 + 917504.0, 1e-3);
+  // Whole experts on each chip (expert parallelism inside the group: AITER's tuned two-stage
+  // kernels of DeepSeek's EP-8 shape), the H200 (no AITER) and SGLang 0.3 (no AITER switch):
+  // the two GEMMs of their classes.
+  graph("mi325x", EngineRef{EngineKind::sglang, 0}, Experts::expert, *g);
+  EXPECT_EQ(find_op(*g, "experts"), nullptr);
+  ASSERT_NE(find_op(*g, "experts_gate_up"), nullptr);
+  EXPECT_EQ(find_op(*g, "experts_gate_up")->kernel, KernelClass::gemm_expert_scaled);
+  graph("h200", EngineRef{EngineKind::sglang, 0}, Experts::tensor, *g);
+  EXPECT_EQ(find_op(*g, "experts"), nullptr);
+  EXPECT_NE(find_op(*g, "experts_down"), nullptr);
+  graph("mi325x", EngineRef{EngineKind::sglang, kSglang03Version}, Experts::tensor, *g);
+  EXPECT_EQ(find_op(*g, "experts"), nullptr);
+}
+
 TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {
   // On the MI300X the presets run AITER's CK two-stage MoE (rocm_aiter, moe_fused_epilogues):
   // Qwen3-235B-A22B at TP 8, 64 decode tokens, top 8 of 128 experts of width 1536 / 8 = 192,

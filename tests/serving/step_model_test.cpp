@@ -374,6 +374,32 @@ TEST(StepModel, ExpertsRowTilesPriceAtEachStepsTokensAsTheStepGraph) {
   }
 }
 
+TEST(StepModel, OneStageExpertsPriceTheirRowTilesAtEachStepsTokensAsTheStepGraph) {
+  // DeepSeek-V3's fp8 experts split by width over 8 MI325Xs in AITER's one-stage kernel of 32-row
+  // tiles (ForwardConfig::expert_reread_tile: each expert's weights read once per tile of its
+  // rows, model::expert_weight_reads), with and without the shared expert inside it (read once
+  // per tile of every token's rows). Steps from one token to past the tiles' second row of an
+  // expert and a count between two whole ones: each costs what its graph costs.
+  for (const bool fuse : {false, true}) {
+    auto fx = fixture({"deepseek-v3", "mi325x", 8, 1, fuse});
+    fx->f.expert_reread_tile = 32;
+    fx->step->prepare(fx->m, fx->sys, fx->f);
+    for (const double n : {1.0, 7.0, 32.0, 33.0, 64.0, 100.0, 1024.0, 7373.0, 16384.0, 50.5}) {
+      model::StepMix mix;
+      mix.add_prefill(n, n, 0);
+      EXPECT_NEAR(fx->step->time(mix, GraphMode::eager) / reference(*fx, mix, GraphMode::eager), 1, kExact) << n << " " << fuse;
+    }
+    // (the step graph's MoE layers hold the one-stage op, and no two-stage GEMM)
+    int onestage = 0, down = 0;
+    for (int i = 0; i < fx->g->op_count; ++i) {
+      onestage += fx->g->ops[i].kernel == hw::KernelClass::gemm_expert_onestage ? 1 : 0;
+      down += std::string_view(fx->g->ops[i].name) == "experts_down" ? 1 : 0;
+    }
+    EXPECT_GT(onestage, 0);
+    EXPECT_EQ(down, 0);
+  }
+}
+
 TEST(StepModel, RoutingModelPricesEachStepAtItsTokens) {
   // Mixtral-8x7B at --tp 1 --ep 4 (experts over G 4 GPUs, 2 each). A decode step of 48
   // sequences routes 48 tokens: the routing model's busiest GPU has F = 1 + e_4·√(4·6/(7·2·48))

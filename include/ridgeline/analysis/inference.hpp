@@ -146,6 +146,7 @@ struct ServingCurve {
   double ep_size = 1;  ///< chips the experts are spread over (model::ForwardConfig::ep_size)
   bool moe = false;
   model::ForwardConfig::ExpertTiles expert_tiles;  ///< model::ForwardConfig::expert_tiles (the lines' row tiles, model::expert_row_tiles)
+  model::ExpertReads expert_reads;  ///< the experts' weight reads (model::GraphOp::reread_tile: once per row tile; model::expert_weight_reads)
   double expert_imbalance = 1;  ///< the busiest chip's share F the lines are fitted at (the row tiles' tokens times it)
   bool cuda_graphs = false;
   double launch_s = 0;

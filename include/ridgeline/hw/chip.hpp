@@ -58,7 +58,11 @@ struct LinkSpec {
 /// them: fp8 activations quantised before, taking gemm_expert's figures where it has none) and
 /// `gemm_expert_w4a16` (MoE grouped GEMMs of 4-bit experts, MXFP4's, with 16-bit activations: the
 /// weights widened inside the kernel, the products in bf16, as vLLM runs gpt-oss by default;
-/// taking gemm_expert's figures where it has none) and `gemm_fp8` (dense GEMMs of fp8 weights and
+/// taking gemm_expert's figures where it has none) and `gemm_expert_onestage` (AITER's one-stage
+/// fused MoE over fp8 block-scaled experts: gate-up, activation and down in one kernel whose
+/// workgroups each take a tile of an expert's rows through the whole expert, reading its weights
+/// again for every tile: ForwardConfig::expert_reread_tile; taking gemm_expert_scaled's figures
+/// where it has none) and `gemm_fp8` (dense GEMMs of fp8 weights and
 /// activations with per-tensor or per-row scales, an fp8 checkpoint's linear layers out of
 /// blocks, on a chip whose file measures their kernels apart from its 16-bit GEMMs: hw::fp8_gemm_class)
 /// refine gemm;
@@ -77,15 +81,15 @@ enum class KernelClass : std::uint8_t {
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
   deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8, attention_decode_mla,
-  attention_combine
+  attention_combine, gemm_expert_onestage
 };
-inline constexpr int kKernelClassCount = 26;
+inline constexpr int kKernelClassCount = 27;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
 /// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8", "attention_decode_mla",
-/// "attention_combine".
+/// "attention_combine", "gemm_expert_onestage".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -100,6 +104,7 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm:
     case KernelClass::gemm_expert_w4a16:
+    case KernelClass::gemm_expert_onestage:
     case KernelClass::gemm_fp8: return KernelClass::gemm;
     case KernelClass::norm:
     case KernelClass::sampling:
@@ -122,10 +127,13 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 /// grid and launch) where a chip's file measures none of their own, and through it gemm's;
 /// DeepEP's normal kernels inside a domain take its low-latency kernels' of their direction;
 /// the 1x128 fp8 quantisation kernels before block-scaled GEMMs take the norms' (a row kernel
-/// that reduces, then scales and writes); MLA's decode kernel takes the decode kernels'.
+/// that reduces, then scales and writes); MLA's decode kernel takes the decode kernels'; AITER's
+/// one-stage fused MoE takes its two-stage one's (gemm_expert_scaled: the same experts and block
+/// scales), and through it gemm_expert's.
 constexpr KernelClass fallback(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::quant: return KernelClass::norm;
+    case KernelClass::gemm_expert_onestage: return KernelClass::gemm_expert_scaled;
     case KernelClass::attention_decode_mla: return KernelClass::attention_decode;
     case KernelClass::gemm_expert_scaled:
     case KernelClass::gemm_expert_deepgemm:
@@ -378,6 +386,9 @@ struct CurvePoint {
   double bytes = 0;                             ///< elementwise: bytes read and written; allreduce: the message
   int chips = 0;                                ///< allreduce: the group
   double experts = 0, topk = 0, intermediate = 0;  ///< moe: experts, experts per token, each expert's width
+  /// moe, of class gemm_expert_onestage: the rows of an expert each of its workgroups takes, its
+  /// weights read once per such tile (model::ForwardConfig::expert_reread_tile); 0 elsewhere
+  double tile = 0;
   /// attention_combine: the partial outputs each of `batch` sequences' heads merges (its keys'
   /// splits), each `v_head_dim` fp32 values and a log-sum-exp, into one `dtype` row
   double splits = 0;

@@ -81,6 +81,12 @@ struct GraphOp {
   /// constant of the pass, which lines in the tokens keep in their affine part, adding the routed
   /// experts' model::touched_experts where they are evaluated (analysis::OpLine).
   double touched_fixed = 0;
+  /// Grouped expert GEMMs whose kernel reads an expert's weights once per tile of this many of
+  /// its rows (ForwardConfig::expert_reread_tile; 0: once per touched expert): `touched` then
+  /// counts the reads (model::expert_weight_reads), the fixed expert's among them
+  /// (`reread_fixed`; touched_fixed 0), all evaluated at each point by the lines.
+  double reread_tile = 0;
+  bool reread_fixed = false;
   /// Grouped expert GEMMs whose experts' rows run in whole tiles (model::expert_row_tiles):
   /// the matrix work of one row in the class's tiles, 2·gemm_n·(gemm_k + fill_k); the rows
   /// (gemm_m) at or below which the kernel runs another layout whose tiles are not priced
@@ -205,7 +211,8 @@ inline GraphOp& Graph::add(const char* op_name, OpClass cls, Block block, const 
   op.scale = Scale::tokens;
   op.gemm_m = op.gemm_k = op.gemm_n = 0;
   op.quantised = false;
-  op.expert_bytes = op.touched = op.touched_fixed = 0;
+  op.expert_bytes = op.touched = op.touched_fixed = op.reread_tile = 0;
+  op.reread_fixed = false;
   op.row_tile_flops = op.row_tile_min_rows = op.row_tile_pad = 0;
   op.all_groups = false;
   op.gathered = false;

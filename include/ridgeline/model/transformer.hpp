@@ -99,6 +99,16 @@ struct ForwardConfig {
   /// each pair's output by its routed weight and adds it into its token's row (no `moe_combine`:
   /// the tokens' rows stored once; on the rows' own path, not behind a gather or DeepEP).
   bool moe_fused_epilogues = false;
+  /// Experts in fp8 128x128 blocks split by width over the tensor-parallel group (not expert-
+  /// parallel) run AITER's one-stage fused MoE (hw::KernelClass::gemm_expert_onestage): one
+  /// kernel, gate-up, SiLU-and-mul and down, whose workgroups each take a tile of this many of an
+  /// expert's rows through the whole expert (this chip's share of it), reading its weights again
+  /// for every such tile: ⌈m/tile⌉ times for an expert's m rows (expert_weight_reads). AITER's
+  /// fused_moe runs it where its tuned tables hold no row for the shape (aiter/fused_moe.py
+  /// get_2stage_cfgs: for fp8 in 1x128 groups, `run_1stage = token > 32 and inter_dim % 128 ==
+  /// 0`, BLOCK_SIZE_M 32: the ..._1tg_ps_32x256 instance), as DeepSeek-V3's experts at TP 8 on
+  /// gfx942 (docs/serving.md#engines). 0: another kernel, each touched expert's weights read once.
+  double expert_reread_tile = 0;
   /// MLA's decode over its latent cache runs AITER's asm kernel (the ROCm engines under their
   /// AITER switch, serving::EngineConfig::rocm_aiter: aiter.mla.mla_decode_fwd), a kernel class of
   /// its own (hw::KernelClass::attention_decode_mla); else the decode attention class.
@@ -382,6 +392,21 @@ bool mxfp4_experts(const ModelConfig& m, const ForwardConfig& f, const hw::ChipS
 /// (returned), the expected maximum of ep counts Bin(E/ep, p) (busiest_of_binomials), and at
 /// least one whole expert once a token is routed: max(that, min(1, E·p)).
 double touched_experts(const ModelConfig& m, double ep, double group_tokens) noexcept;
+
+/// How a MoE layer's expert GEMMs read their experts' weights (GraphOp::reread_tile): `tile` 0,
+/// each touched expert's once (touched_experts); else once per tile of `tile` of an expert's
+/// rows (ForwardConfig::expert_reread_tile), and with `fixed` the expert inside the kernel every
+/// routed token takes besides its k (ForwardConfig::fuse_shared_experts) among them.
+struct ExpertReads {
+  double tile = 0;
+  bool fixed = false;
+};
+/// The experts' weight reads of one pass over `group_tokens` routed tokens: touched_experts(m,
+/// ep, group_tokens) for r.tile 0; else, the experts unspread (ep 1), E·E[⌈x/tile⌉] for an
+/// expert's rows x ~ Bin(group_tokens, k/E) under a balanced router, which is group_tokens·k·
+/// expert_row_tiles(m, group_tokens, tile)/tile, plus ⌈group_tokens/tile⌉ for r.fixed's expert.
+/// 0 for no tokens.
+double expert_weight_reads(const ModelConfig& m, double ep, double group_tokens, const ExpertReads& r) noexcept;
 
 /// The rows of each expert's tile DeepGEMM's grouped GEMMs compute whole: its contiguous layout
 /// pads every expert's rows to a multiple of 128 (get_mk_alignment_for_contiguous_layout,

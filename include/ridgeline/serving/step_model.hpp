@@ -238,6 +238,7 @@ class StepModel {
   bool own_touched_ = false;  // an op of a group's own part reads the touched experts (no RankMemo)
   bool row_tiles_ = false;    // an expert line runs its rows in whole tiles (model::expert_row_tiles)
   model::ForwardConfig::ExpertTiles expert_tiles_;  // model::ForwardConfig::expert_tiles
+  model::ExpertReads reads_;  // the experts' weight reads a step (GraphOp::reread_tile: once per row tile)
   // model::touched_experts at 0, 1, 2 ... tokens for experts spread over chips (ep_size > 1),
   // to the first count at which the busiest chip reads all of its experts (then every larger
   // count does: touched_all_) or kTouchedTable: the busiest chip's expectation is a sum over
