@@ -844,7 +844,8 @@ void moe_mlp(Ctx& c) {
   const bool onestage = c.f.expert_reread_tile > 0 && block_fp8 && !deepgemm_moe && te == 1 && c.ep == 1;
   const ExpertReads reads{onestage ? c.f.expert_reread_tile : 0, fuse_shared};
   const double touched_fixed = !onestage && fuse_shared && Tr > 0 ? 1 : 0;
-  const double touched = onestage ? expert_weight_reads(m, ep_size, Tr - repeated, reads) : routed_touched + touched_fixed;
+  // (A row repeating another adds rows to its experts' tiles, though it touches none more.)
+  const double touched = onestage ? expert_weight_reads(m, ep_size, Tr, reads) : routed_touched + touched_fixed;
   const double pairs = routed_pairs + fused * Tr;
   // Each expert's rows in whole tiles (below), at the busiest chip's rows: its share F of the pairs.
   const double row_tiles = deepgemm_moe ? expert_row_tiles(m, Tr * c.ep, imbalance, c.f.expert_tiles) : 1;

@@ -799,6 +799,9 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // TensorRT-LLM's MoE under enable_attention_dp (allgather, then reducescatter). The static
   // engine, no serving engine's, moves the pairs.
   if (e.kind != EngineKind::static_batch) e.moe_a2a = model::ForwardConfig::MoeA2A::gather;
+  // AITER's default one-stage fused MoE on gfx942 (EngineConfig::aiter_moe_tile, engine_forward).
+  const hw::Arch arch = hw::arch_of(chip);
+  e.aiter_moe_tile = e.rocm_aiter && arch.isa == hw::Arch::Isa::hip && arch.major == 9 && arch.minor == 4 ? 32 : 0;
   // SGLang 0.4+ under --enable-dp-attention runs a MoE model's dense MLPs tensor-parallel over
   // every GPU on the ranks' gathered rows (LayerScatterModes._compute_mlp_mode: ScatterMode.FULL
   // unless --moe-dense-tp-size 1, which came in PR #4836, April 2025), and its MoE blocks without
@@ -1023,15 +1026,17 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
   // the routed weights and the sum over k in stage 2's).
   f.moe_fused_epilogues = e.rocm_aiter;
-  // Block-fp8 experts split by width there run its one-stage kernel at its default instance of
-  // 32-row tiles (ForwardConfig::expert_reread_tile): AITER's tuned tables hold no row of
+  // Block-fp8 experts split by width there run, on gfx942, its one-stage kernel at its default
+  // instance of 32-row tiles (ForwardConfig::expert_reread_tile, EngineConfig::aiter_moe_tile;
+  // under attention data parallelism with the tokens gathered too, which the graph leaves to
+  // gemm_expert_scaled): AITER's tuned tables hold no row of
   // DeepSeek-V3's experts split over a TP group on gfx942 (aiter/configs at e4048607a5: its fmoe
   // rows of 304 CUs and hidden 7168 are the EP-8 shape's, 33 of 7168 x 2048, PR #3951), and
   // fused_moe's default for fp8 in 1x128 groups past 32 tokens is the one-stage asm kernel of
   // BLOCK_SIZE_M 32 (get_2stage_cfgs; asm_fmoe.cu's heuristic: ..._1tg_ps_32x256). Below 33
-  // tokens it runs CK's two-stage kernels of 16-row tiles, priced as this one: an expert's rows
-  // fit one tile at either there (docs/serving.md#engines).
-  f.expert_reread_tile = e.rocm_aiter ? 32 : 0;
+  // tokens it runs CK's two-stage kernels of 16-row tiles, which no table times at 256 columns:
+  // priced as this one, an assumption (docs/cost-model.md#one-stage-moe).
+  f.expert_reread_tile = e.aiter_moe_tile;
   // And its MLA decode (aiter.mla.mla_decode_fwd: SGLang's aiter backend, vLLM's ROCM_AITER_MLA),
   // the persistent kernel and its reduce where the release runs them: the sglang preset (0.4+) as
   // SGLang's releases from 0.5.10 (ForwardConfig::mla_persistent), the vllm preset (0.14+) as

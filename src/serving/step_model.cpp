@@ -379,7 +379,8 @@ StepModel::Expert StepModel::expert(const model::StepMix& mix, GraphMode mode) c
   if (v.gathered_seqs.count > 0) e.s += v.gathered_seqs.at(gathered_seqs);
   if (v.apart_count == 0) return e;
   // The experts are spread over ep_size_ chips and see the tokens of all ep_ groups.
-  e.touched = moe_ ? touched_at(routed - mix.repeated_rows) : 0;
+  // (Under a kernel reading each expert once per row tile, every row counts: GraphOp::reread_tile.)
+  e.touched = moe_ ? touched_at(reads_.tile > 0 ? routed : routed - mix.repeated_rows) : 0;
   // Each expert's rows in whole tiles: the ratio at the busiest chip's rows, the tokens of all
   // groups times its share F (given, or the routing model's), as the graph's.
   if (row_tiles_) e.row_tiles = model::expert_row_tiles(*model_, routed, routing_.at(routed), expert_tiles_);

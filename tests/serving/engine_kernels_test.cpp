@@ -387,6 +387,14 @@ TEST(EngineKernels, AitersOneStageMoeReadsEachExpertOncePerRowTile) {
   EXPECT_NE(find_op(*g, "experts_down"), nullptr);
   graph("mi325x", EngineRef{EngineKind::sglang, kSglang03Version}, Experts::tensor, *g);
   EXPECT_EQ(find_op(*g, "experts"), nullptr);
+  // The rule is gfx942's: on gfx950 AITER's switch is on but its tables and rules differ.
+  const hw::ChipSpec mi = testing::catalog_system("mi325x").chip;
+  EXPECT_EQ(engine_preset(EngineRef{EngineKind::sglang, 0}, mi, 8, ds).aiter_moe_tile, 32);
+  hw::ChipSpec gfx950 = mi;
+  gfx950.arch = "gfx950";
+  const EngineConfig e950 = engine_preset(EngineRef{EngineKind::sglang, 0}, gfx950, 8, ds);
+  EXPECT_TRUE(e950.rocm_aiter);
+  EXPECT_EQ(e950.aiter_moe_tile, 0);
 }
 
 TEST(EngineKernels, AitersFusedMoeCarriesTheActivationAndTheWeightedSumInItsTwoGemms) {

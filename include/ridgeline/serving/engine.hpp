@@ -140,6 +140,11 @@ struct EngineConfig {
   /// under vLLM, the MI300X's gemm_scaled curve, and AITER's Triton one under SGLang, priced
   /// by that curve. The launch files export it (planning::LaunchWorker::env).
   bool rocm_aiter = false;
+  /// Under rocm_aiter on gfx942 (the MI300X's and MI325X's die), the rows a tile of AITER's default
+  /// one-stage fused MoE, which it runs for block-fp8 experts split by width, shapes its tables do
+  /// not tune there (model::ForwardConfig::expert_reread_tile: 32); 0 elsewhere (gfx950's and
+  /// gfx90a's tables and rules differ).
+  double aiter_moe_tile = 0;
   /// From this tensor-parallel size the experts' fp8 block-scaled GEMMs run in Triton's fused
   /// MoE even where scaled_gemm is DeepGEMM, unless the experts are expert-parallel
   /// (model::ForwardConfig::triton_moe_from_tp; vLLM 0.12+: 8, PR #29346; SGLang 0.4+: 1). 0: never.
