@@ -213,10 +213,7 @@ void prepare_serving_curve(const model::ModelConfig& m, const hw::System& sys, c
   Graph& p1 = c.prefill_graph;
   Graph& p2 = c.scratch_prefill;
   model::build_forward(m, f, sys, {B1, P, P}, p1);
-  c.expert_reads = {};
-  for (int i = 0; i < p1.op_count; ++i) {
-    if (p1.ops[i].reread_tile > 0) c.expert_reads = {p1.ops[i].reread_tile, p1.ops[i].reread_fixed};
-  }
+  c.expert_reads = model::expert_reads(p1);
   model::build_forward(m, f, sys, {B2, P, P}, p2);
   // Ops with lines go into the envelope; MoE expert GEMMs (not affine in B) are kept apart.
   std::array<ServingCurve::Line, Graph::kMaxOps> lines;

@@ -842,7 +842,7 @@ void moe_mlp(Ctx& c) {
   // only: each expert's weights read once per tile of its rows, the fixed expert's with them
   // (GraphOp::reread_tile), one kernel.
   const bool onestage = c.f.expert_reread_tile > 0 && block_fp8 && !deepgemm_moe && te == 1 && c.ep == 1;
-  const ExpertReads reads{onestage ? c.f.expert_reread_tile : 0, fuse_shared};
+  const ExpertReads reads{onestage ? c.f.expert_reread_tile : 0, onestage && fuse_shared};
   const double touched_fixed = !onestage && fuse_shared && Tr > 0 ? 1 : 0;
   // (A row repeating another adds rows to its experts' tiles, though it touches none more.)
   const double touched = onestage ? expert_weight_reads(m, ep_size, Tr, reads) : routed_touched + touched_fixed;
@@ -898,7 +898,7 @@ void moe_mlp(Ctx& c) {
     op.touched = touched;
     op.touched_fixed = touched_fixed;
     op.reread_tile = reads.tile;
-    op.reread_fixed = onestage && fuse_shared;
+    op.reread_fixed = reads.fixed;
     op.weight_bytes = (local_experts + fused) * per_expert_local * wb + (bias ? local_experts * nn * bytes(c.act) : 0);
     if (bias) {
       // The bias of an expert's whole output, once per expert (split by tp: each chip holds nn of it).
@@ -1122,6 +1122,13 @@ double expert_weight_reads(const ModelConfig& m, double ep, double group_tokens,
   const double k = static_cast<double>(m.moe.experts_per_token);
   const double routed = group_tokens * k * expert_row_tiles(m, group_tokens, r.tile) / r.tile;
   return routed + (r.fixed ? std::ceil(group_tokens / r.tile) : 0);
+}
+
+ExpertReads expert_reads(const Graph& g) noexcept {
+  for (int i = 0; i < g.op_count; ++i) {
+    if (g.ops[i].reread_tile > 0) return {g.ops[i].reread_tile, g.ops[i].reread_fixed};
+  }
+  return {};
 }
 
 double expert_row_tiles(const ModelConfig& m, double group_tokens, double tile) noexcept {

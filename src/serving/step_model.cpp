@@ -211,10 +211,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   model::build_forward(m, fit, sys, {1, 1, 1, &m2}, g2_);
   // Experts whose kernel reads their weights once per row tile (GraphOp::reread_tile): the reads
   // at each step's tokens (touched_at).
-  reads_ = {};
-  for (int i = 0; i < g1_.op_count; ++i) {
-    if (g1_.ops[i].reread_tile > 0) reads_ = {g1_.ops[i].reread_tile, g1_.ops[i].reread_fixed};
-  }
+  reads_ = model::expert_reads(g1_);
 
   const comm::Wiring wiring = model::collective_wiring(sys, f);
   // Non-attention ops: a line per op in its own quantity, summed into one envelope per quantity,

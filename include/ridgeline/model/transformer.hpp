@@ -407,6 +407,9 @@ struct ExpertReads {
 /// expert_row_tiles(m, group_tokens, tile)/tile, plus ⌈group_tokens/tile⌉ for r.fixed's expert.
 /// 0 for no tokens.
 double expert_weight_reads(const ModelConfig& m, double ep, double group_tokens, const ExpertReads& r) noexcept;
+/// How graph `g`'s expert GEMMs read their weights (GraphOp::reread_tile and reread_fixed of the
+/// op that has them), for the evaluators of its lines; tile 0 where none reads per row tile.
+ExpertReads expert_reads(const Graph& g) noexcept;
 
 /// The rows of each expert's tile DeepGEMM's grouped GEMMs compute whole: its contiguous layout
 /// pads every expert's rows to a multiple of 128 (get_mk_alignment_for_contiguous_layout,
