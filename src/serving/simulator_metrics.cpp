@@ -399,7 +399,7 @@ void compose_step(const model::ModelConfig& m, const hw::System& sys, const mode
                   GraphMode mode, StepComposition& c, double busiest = 0) {
   auto g = std::make_unique<model::Graph>();
   analysis::PhaseTimes t;
-  step_reference(m, sys, f, mix, mode, *g, t, busiest);
+  step_reference(m, sys, f, mix, mode, *g, t, busiest, &c.by_class_s);
   c.launch = mode;
   const HostLaunches launched = host_launch_counts(*g, mode);
   c.host_launches = launched.attention + launched.mla_op + launched.other;
@@ -410,7 +410,7 @@ void compose_step(const model::ModelConfig& m, const hw::System& sys, const mode
   if (c.eager_host_s > 0) {
     model::ForwardConfig device_only = f;
     device_only.eager_host_s = device_only.compiled_host_s = device_only.mla_op_host_s = device_only.mla_op_call_host_s = 0;
-    step_reference(m, sys, device_only, mix, mode, *g, t, busiest);
+    step_reference(m, sys, device_only, mix, mode, *g, t, busiest, &c.by_class_s);
   }
   c.device_s = t.t_realistic_s;
   c.kernel_fixed_s = t.kernel_fixed_s;

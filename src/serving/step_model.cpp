@@ -575,16 +575,19 @@ double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const 
 }
 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
-                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest) noexcept {
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest,
+                    std::array<double, hw::kKernelClassCount>* by_class) noexcept {
   const ops::Rates rates(sys.chip);
   // A graph padded to its captured size: built on the padded rows, as StepModel::base prices it.
   model::StepMix pad;
   const bool pads = pad_rows(f, mix, mode, pad, busiest);
   model::build_forward(m, f, sys, {1, 1, 1, pads ? &pad : &mix}, g);
   analysis::PhaseTimes t;
+  if (by_class) by_class->fill(0);
   for (int i = 0; i < g.op_count; ++i) {
-    analysis::accumulate(t, analysis::op_times(g.ops[i].cost, rates, in_graph(g.ops[i], mode)), g.repeat(i), rates, g.ops[i].cls,
-                         g.ops[i].kernel);
+    const analysis::OpTimes o = analysis::op_times(g.ops[i].cost, rates, in_graph(g.ops[i], mode));
+    analysis::accumulate(t, o, g.repeat(i), rates, g.ops[i].cls, g.ops[i].kernel);
+    if (by_class) (*by_class)[static_cast<std::size_t>(g.ops[i].kernel)] += g.repeat(i) * o.parts.realistic(rates, g.ops[i].kernel);
   }
   analysis::graph_launches(t, rates, mode != GraphMode::eager, 1);
   const double host = host_launch_s(host_launch_counts(g, mode), f);

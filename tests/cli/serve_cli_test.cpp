@@ -224,6 +224,42 @@ TEST(ServeCli, SamplingAtATemperatureAddsItsKernelsToEveryStep) {
   expect_bad(kSmall + " --concurrency 1 --requests 3 --sampling top-p", "--sampling");
 }
 
+TEST(ServeCli, AStepsDeviceTimeIsSplitByTheKernelClassEachKernelRunsAs) {
+  // One client decoding Llama-3.1-8B on an H100 (vLLM: kernels merged, every decode step one
+  // CUDA graph). Its norms: two a layer and the final one, 32 x 2 + 1 = 65, each with the
+  // residual add inside: the hidden state, the residual and the weight read, the normalised
+  // state and the new residual written, 5 x 4096 bf16 values = 40960 B. The H100's norm class
+  // {memory 0.6036, overhead 0.8837 us} (data/hardware/nvidia/h100-sxm.yaml) prices each at
+  // 0.8837 us + 40960 B / (3.35 TB/s x 0.6036) = 0.8837 + 0.0202566 us = 0.9039566 us; the
+  // 65 take 58.7572 us.
+  const auto j = run_json(kSmall + " --concurrency 1 --requests 3");
+  const auto& d = j["decode_step"];
+  const auto& by = d["by_kernel_class_s"];
+  ASSERT_TRUE(by.contains("norm")) << d.dump();
+  EXPECT_NEAR(by["norm"].get<double>(), 65 * (0.8837e-6 + 40960 / (3.35e12 * 0.6036)), 1e-11);
+  // The classes add up to the device's time (a graph of 325 kernels outlasts its one launch),
+  // and one GPU runs no collective.
+  double sum = 0;
+  for (const auto& [name, seconds] : by.items()) sum += seconds.get<double>();
+  EXPECT_NEAR(sum, d["device_s"].get<double>(), 1e-12 * sum);
+  EXPECT_FALSE(by.contains("allreduce_custom"));
+  EXPECT_TRUE(by.contains("gemm"));
+  EXPECT_TRUE(by.contains("attention_decode"));
+  // Over 2 GPUs each layer's two all-reduces run in vLLM's own kernel (allreduce_custom), and the
+  // prompt step's classes add up to its device time too.
+  const auto tp2 = run_json(kSmall + " --tp 2 --concurrency 1 --requests 3");
+  EXPECT_GT(tp2["decode_step"]["by_kernel_class_s"].value("allreduce_custom", 0.0), 0);
+  double prompt = 0;
+  for (const auto& [name, seconds] : tp2["prompt_step"]["by_kernel_class_s"].items()) prompt += seconds.get<double>();
+  EXPECT_NEAR(prompt, tp2["prompt_step"]["device_s"].get<double>(), 1e-12 * prompt);
+  // The text names them, largest first, with their shares.
+  const RunResult text = run(kSmall + " --concurrency 1 --requests 3");
+  ASSERT_EQ(text.status, 0);
+  const auto line = text.out.find("  by kernel class: gemm ");
+  ASSERT_NE(line, std::string::npos) << text.out;
+  EXPECT_LT(line, text.out.find("a mean request:"));
+}
+
 TEST(ServeCli, EagerStepsLastTheirKernelsTimesTheHostsTime) {
   // One client, every step eager, the host 1 ms a kernel: a decode step of Llama-3.1-8B launches
   // 325 kernels (32 layers x 10 and 5 more: StepModel.AnEagerStepLastsAtLeastItsKernelsTimesTheHostsTime),

@@ -5,6 +5,7 @@
 /// cache, and the step model prices every step. Event-driven (step ends and arrivals only),
 /// integer picoseconds of simulated time, memory proportional to the requests in the system;
 /// finished requests are streamed to a sink and folded into distributions.
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <functional>
@@ -247,6 +248,10 @@ struct StepComposition {
   double mla_op_launches = 0;
   /// And that op's calls (one a layer), each at model::ForwardConfig::mla_op_call_host_s (0: none).
   double mla_op_calls = 0;
+  /// device_s by the kernel class each kernel runs as (hw::KernelClass order): where the
+  /// device's time goes, each class priced by the chip's figures for it (`hw show`). They add up
+  /// to device_s but where a pass's one launch outlasts its kernels (a graph of a few tiny ones).
+  std::array<double, hw::kKernelClassCount> by_class_s{};
 };
 
 /// A decode step of the run's mean batch at its mean context.

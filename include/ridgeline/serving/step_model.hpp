@@ -302,8 +302,11 @@ class StepTimeMemo {
 /// The host's launches of an eager step bound its realistic time (and its upper bound) from
 /// below (docs/serving.md#eager-host). `busiest`: with attention data-parallel ranks that pad to
 /// their busiest (ForwardConfig::rank_pad), the busiest rank's rows (0: the mix spread evenly).
+/// `by_class`, when given, receives the kernels' realistic times by the kernel class each runs
+/// as (hw::KernelClass order; their sum is out.t_realistic_s unless a launch or host floor binds).
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
-                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest = 0) noexcept;
+                    const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest = 0,
+                    std::array<double, hw::kKernelClassCount>* by_class = nullptr) noexcept;
 
 /// Kernels of the step graph `g` that the host launches itself when the step runs as `mode`:
 /// every kernel eagerly, the attention kernels (and what the engine's attention op holds)
