@@ -471,6 +471,12 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
 
 }
 
+std::array<double, hw::kKernelClassCount> realistic_by_class(const Graph& g, const std::array<OpRow, Graph::kMaxOps>& rows) noexcept {
+  std::array<double, hw::kKernelClassCount> by{};
+  for (int i = 0; i < g.op_count; ++i) by[static_cast<std::size_t>(g.ops[i].kernel)] += g.repeat(i) * rows[static_cast<std::size_t>(i)].e.t_realistic_s;
+  return by;
+}
+
 void infer_details(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out) {
   const hw::ChipSpec& chip = sys.chip;
   const auto& f = cfg.forward;

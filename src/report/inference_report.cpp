@@ -6,6 +6,7 @@
 #include "ridgeline/report/inference.hpp"
 #include "ridgeline/report/error_band.hpp"
 #include "ridgeline/report/text.hpp"
+#include "kernel_classes.hpp"
 #include "spellings.hpp"
 
 namespace ridgeline::report {
@@ -174,11 +175,13 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["moe_a2a"] = model::name(cfg.forward.moe_a2a);
   j["algo"] = std::string(comm::name(cfg.forward.algo));
   j["prefill"] = phase_json(r.prefill);
+  j["prefill"]["time_by_kernel_class_s"] = by_class_json(analysis::realistic_by_class(r.prefill_graph, r.prefill_ops));
   json d;
   const double steps = static_cast<double>(cfg.gen - 1);
   d["steps"] = steps;
   d["first"] = phase_json(r.decode_first);
   d["last"] = phase_json(r.decode_last);
+  d["last"]["time_by_kernel_class_s"] = by_class_json(analysis::realistic_by_class(r.decode_graph, r.decode_ops));
   d["total"] = phase_json(r.decode_total);
   d["t_lower_s"] = steps > 0 ? r.decode_total.t_lower_s / steps : 0;
   d["t_upper_s"] = steps > 0 ? r.decode_total.t_upper_s / steps : 0;
@@ -322,13 +325,16 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
 
   auto table = [&](const char* title, const model::Graph& g, const std::array<analysis::OpRow, model::Graph::kMaxOps>& rows,
                    const analysis::PhaseTimes& p) {
-    out += fmt::format("\n{}: time by kind", title);
+    out += fmt::format("\n{}: lower bounds by kind", title);
     for (int c = 0; c < 6; ++c) {
       if (p.lower_by_class_s[c] > 0) {
         out += fmt::format("  {} {:.1f}%", model::name(static_cast<model::OpClass>(c)), 100 * p.lower_by_class_s[c] / p.t_lower_s);
       }
     }
     out += "\n";
+    if (const std::string by = by_class_text(analysis::realistic_by_class(g, rows)); !by.empty()) {
+      out += fmt::format("  realistic by kernel class: {}\n", by);
+    }
     int group = -1;
     for (int i = 0; i < g.op_count; ++i) {
       const auto& op = g.ops[i];

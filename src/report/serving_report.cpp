@@ -1,8 +1,6 @@
 // `serve` reports: text, JSON, per-request rows.
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <array>
 #include <cmath>
 
 #include "ridgeline/core/error.hpp"
@@ -12,6 +10,7 @@
 
 #include "ridgeline/planning/fleet.hpp"
 #include "ridgeline/report/error_band.hpp"
+#include "kernel_classes.hpp"
 #include "spellings.hpp"
 
 namespace ridgeline::report {
@@ -100,45 +99,6 @@ std::string fixed_times_source(const hw::ChipSpec& c) {
   }
   if (classes.empty()) return fmt::format("{}'s kernel boundary, no kernel curve (hw show {})", c.name, c.name);
   return fmt::format("{}'s kernel classes {} (their curves and sources: hw show {})", c.name, classes, c.name);
-}
-
-// A composed step's device time by kernel class, largest first: every class of 1% or more by
-// name with its time and share, the others together (shares of the kernels' sum).
-std::string by_class_text(const serving::StepComposition& c) {
-  std::array<int, hw::kKernelClassCount> order{};
-  double sum = 0;
-  for (int k = 0; k < hw::kKernelClassCount; ++k) {
-    order[static_cast<std::size_t>(k)] = k;
-    sum += c.by_class_s[static_cast<std::size_t>(k)];
-  }
-  if (!(sum > 0)) return "";
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return c.by_class_s[static_cast<std::size_t>(a)] > c.by_class_s[static_cast<std::size_t>(b)]; });
-  std::string out;
-  double rest = 0;
-  int others = 0;
-  for (int k : order) {
-    const double x = c.by_class_s[static_cast<std::size_t>(k)];
-    if (!(x > 0)) break;
-    if (x < 0.01 * sum) {
-      rest += x;
-      ++others;
-      continue;
-    }
-    out += fmt::format("{}{} {} ({:.0f}%)", out.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)), t(x), 100 * x / sum);
-  }
-  if (others > 0) out += fmt::format(", {} other{} {} ({:.0f}%)", others, others == 1 ? "" : "s", t(rest), 100 * rest / sum);
-  return fmt::format("  by kernel class: {}\n", out);
-}
-
-// The same as JSON: seconds by class name, the classes the step runs.
-json by_class_json(const serving::StepComposition& c) {
-  json o = json::object();
-  for (int k = 0; k < hw::kKernelClassCount; ++k) {
-    const double x = c.by_class_s[static_cast<std::size_t>(k)];
-    if (x > 0) o[std::string(hw::name(static_cast<hw::KernelClass>(k)))] = x;
-  }
-  return o;
 }
 
 // Each target's percentile as its class's median error says a measurement would read it:
@@ -409,7 +369,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
               {"host_launches", c.host_launches}, {"compiled_launches", c.compiled_launches}, {"mla_op_launches", c.mla_op_launches},
               {"mla_op_calls", c.mla_op_calls},
               {"eager_host_s", c.eager_host_s}};
-    o["by_kernel_class_s"] = by_class_json(c);
+    o["by_kernel_class_s"] = by_class_json(c.by_class_s);
     o["sources"] = {{"device", fmt::format("{}'s rates and efficiencies (hw show {})", sys.chip.name, sys.chip.name)},
                     {"kernel_fixed", fixed_times_source(sys.chip)},
                     {"link_latency", fmt::format("{}'s links and collectives (hw show {})", sys.chip.name, sys.chip.name)},
@@ -688,7 +648,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     std::string out = fmt::format("{} on the device, of which {:.0f} kernels' fixed times {} ({:.0f}%) and collective latency {} ({:.0f}%); host {}\n",
                                   t(c.device_s), c.kernels, t(c.kernel_fixed_s), 100 * c.kernel_fixed_s / c.device_s, t(c.link_latency_s),
                                   100 * c.link_latency_s / c.device_s, t(c.host_s));
-    out += by_class_text(c);
+    if (const std::string by = by_class_text(c.by_class_s); !by.empty()) out += fmt::format("  by kernel class: {}\n", by);
     if (c.eager_host_s > 0) {
       // The engine's Python kernels at its time, and the compiled model's at its own.
       const double python = c.host_launches - c.compiled_launches - c.mla_op_launches;

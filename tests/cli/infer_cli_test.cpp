@@ -79,6 +79,35 @@ TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
   EXPECT_TRUE(line.ends_with("   667.5 us  gemm_expert_scaled")) << line;
 }
 
+TEST(InferCli, APhasesRealisticTimeIsSplitByKernelClass) {
+  // Llama-3.1-8B on an H100, batch 1, 128-token prompt, kernels unfused (infer's default).
+  // Prefill, launched kernel by kernel: each of its 65 norms (two a layer and the final one)
+  // reads 128 x 4096 bf16 values and the 8192-byte weight and writes 128 x 4096 values,
+  // 2105344 B: 0.8837 us + 2105344 B / (3.35 TB/s x 0.6036) = 1.9249 us under the norm class's
+  // figures, under the H100's 5 us launch, which each kernel waits for: 65 x 5 us = 325 us.
+  // A decode step replayed as one CUDA graph launches none of its own: each norm of one token
+  // reads 8192 + 8192 B and writes 8192 B, 0.8837 us + 24576 B / 2.02206e12 B/s = 0.895854 us;
+  // 65 of them 58.2305 us.
+  const auto j = run_json("infer --model llama-3.1-8b --hw h100-sxm --batch 1 --prompt 128 --gen 4 --cuda-graphs");
+  const auto& prefill = j["prefill"]["time_by_kernel_class_s"];
+  EXPECT_NEAR(prefill["norm"].get<double>(), 65 * 5e-6, 1e-12);
+  const auto& decode = j["decode"]["last"]["time_by_kernel_class_s"];
+  EXPECT_NEAR(decode["norm"].get<double>(), 65 * (0.8837e-6 + 24576 / (3.35e12 * 0.6036)), 1e-11);
+  // The classes add up to each phase's realistic time, and no collective runs on one GPU.
+  for (const auto* phase : {&j["prefill"], &j["decode"]["last"]}) {
+    double sum = 0;
+    for (const auto& [name, seconds] : (*phase)["time_by_kernel_class_s"].items()) sum += seconds.get<double>();
+    EXPECT_NEAR(sum, (*phase)["t_realistic_s"].get<double>(), 1e-12 * sum);
+    EXPECT_FALSE((*phase)["time_by_kernel_class_s"].contains("collective"));
+  }
+  // The text gives them under each table's lower bounds by kind, largest first.
+  const RunResult text = run("infer --model llama-3.1-8b --hw h100-sxm --batch 1 --prompt 128 --gen 4 --cuda-graphs");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("prefill: lower bounds by kind"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("\n  realistic by kernel class: gemm "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("norm 325 us ("), std::string::npos) << text.out;
+}
+
 // --moe-a2a: how expert parallelism moves the tokens (an all-to-all of the pairs by default,
 // DeepEP's kernels on request), and a clear error for any other.
 TEST(InferCli, MoeAllToAllFlag) {

@@ -191,6 +191,12 @@ void infer_core(const model::ModelConfig& m, const hw::System& sys, const Infere
 /// seed 001's quick estimate. Needs infer_core's result.
 void infer_details(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg, InferenceResult& out);
 
+/// The realistic times of `g`'s ops (`rows`, one instance each, as infer_details prices them)
+/// times their repeats, summed by the kernel class each op runs as (hw::KernelClass order):
+/// where a phase's realistic time goes.
+std::array<double, hw::kKernelClassCount> realistic_by_class(const model::Graph& g,
+                                                             const std::array<OpRow, model::Graph::kMaxOps>& rows) noexcept;
+
 /// Throws InputError naming the flag for impossible inputs.
 void validate(const model::ModelConfig& m, const hw::System& sys, const InferenceConfig& cfg);
 
