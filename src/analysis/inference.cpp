@@ -485,6 +485,8 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
   const auto& mem = out.memory;
   fill_rows(out.prefill_graph, chip, false, out.prefill_ops);
   fill_rows(out.decode_graph, chip, cfg.cuda_graphs, out.decode_ops);
+  out.prefill_by_class_s = realistic_by_class(out.prefill_graph, out.prefill_ops);
+  out.decode_last_by_class_s = realistic_by_class(out.decode_graph, out.decode_ops);
   model::ParamCount pc = model::count_params(m);
   out.params = pc.total;
   out.active_params = pc.active;

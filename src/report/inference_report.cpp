@@ -175,13 +175,13 @@ json inference_json(const model::ModelConfig& m, const hw::System& sys, const an
   j["moe_a2a"] = model::name(cfg.forward.moe_a2a);
   j["algo"] = std::string(comm::name(cfg.forward.algo));
   j["prefill"] = phase_json(r.prefill);
-  j["prefill"]["time_by_kernel_class_s"] = by_class_json(analysis::realistic_by_class(r.prefill_graph, r.prefill_ops));
+  j["prefill"]["time_by_kernel_class_s"] = by_class_json(r.prefill_by_class_s);
   json d;
   const double steps = static_cast<double>(cfg.gen - 1);
   d["steps"] = steps;
   d["first"] = phase_json(r.decode_first);
   d["last"] = phase_json(r.decode_last);
-  d["last"]["time_by_kernel_class_s"] = by_class_json(analysis::realistic_by_class(r.decode_graph, r.decode_ops));
+  d["last"]["time_by_kernel_class_s"] = by_class_json(r.decode_last_by_class_s);
   d["total"] = phase_json(r.decode_total);
   d["t_lower_s"] = steps > 0 ? r.decode_total.t_lower_s / steps : 0;
   d["t_upper_s"] = steps > 0 ? r.decode_total.t_upper_s / steps : 0;
@@ -324,7 +324,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   }
 
   auto table = [&](const char* title, const model::Graph& g, const std::array<analysis::OpRow, model::Graph::kMaxOps>& rows,
-                   const analysis::PhaseTimes& p) {
+                   const analysis::PhaseTimes& p, const std::array<double, hw::kKernelClassCount>& by_class) {
     out += fmt::format("\n{}: lower bounds by kind", title);
     for (int c = 0; c < 6; ++c) {
       if (p.lower_by_class_s[c] > 0) {
@@ -332,7 +332,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
       }
     }
     out += "\n";
-    if (const std::string by = by_class_text(analysis::realistic_by_class(g, rows)); !by.empty()) {
+    if (const std::string by = by_class_text(by_class); !by.empty()) {
       out += fmt::format("  realistic by kernel class: {}\n", by);
     }
     int group = -1;
@@ -352,8 +352,8 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
                          t(e.t_realistic_s), hw::name(op.kernel));
     }
   };
-  table("prefill", r.prefill_graph, r.prefill_ops, r.prefill);
-  if (cfg.gen > 1) table("decode (last step)", r.decode_graph, r.decode_ops, r.decode_last);
+  table("prefill", r.prefill_graph, r.prefill_ops, r.prefill, r.prefill_by_class_s);
+  if (cfg.gen > 1) table("decode (last step)", r.decode_graph, r.decode_ops, r.decode_last, r.decode_last_by_class_s);
   if (!all_ops) out += "\n(ops under 0.5% of a phase hidden; --all-ops shows every op)\n";
   return out;
 }

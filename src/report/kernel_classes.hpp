@@ -17,8 +17,9 @@ namespace ridgeline::report {
 
 using ByKernelClass = std::array<double, hw::kKernelClassCount>;
 
-/// "gemm 12.67 ms (73%), attention_decode 2.192 ms (13%), 2 others 19.07 us (0%)": the classes
-/// of 1% or more of the sum, largest first, the others together; "" when nothing ran.
+/// "gemm 12.67 ms (73%), attention_decode 2.192 ms (13%), 2 others 19.07 us (<1%)": the classes
+/// of 1% or more of the sum by name, largest first, then the others together (by name when one
+/// is left); "" when nothing ran.
 inline std::string by_class_text(const ByKernelClass& by) {
   std::array<int, hw::kKernelClassCount> order{};
   double sum = 0;
@@ -29,20 +30,25 @@ inline std::string by_class_text(const ByKernelClass& by) {
   if (!(sum > 0)) return "";
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return by[static_cast<std::size_t>(a)] > by[static_cast<std::size_t>(b)]; });
+  const auto share = [&](double x) { return x < 0.01 * sum ? std::string("<1%") : fmt::format("{:.0f}%", 100 * x / sum); };
   std::string out;
   double rest = 0;
-  int others = 0;
+  int others = 0, last = 0;
   for (int k : order) {
     const double x = by[static_cast<std::size_t>(k)];
     if (!(x > 0)) break;
     if (x < 0.01 * sum) {
       rest += x;
       ++others;
+      last = k;
       continue;
     }
-    out += fmt::format("{}{} {} ({:.0f}%)", out.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)), t(x), 100 * x / sum);
+    out += fmt::format("{}{} {} ({})", out.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)), t(x), share(x));
   }
-  if (others > 0) out += fmt::format(", {} other{} {} ({:.0f}%)", others, others == 1 ? "" : "s", t(rest), 100 * rest / sum);
+  if (others > 0) {
+    const std::string what = others == 1 ? std::string(hw::name(static_cast<hw::KernelClass>(last))) : fmt::format("{} others", others);
+    out += fmt::format("{}{} {} ({})", out.empty() ? "" : ", ", what, t(rest), share(rest));
+  }
   return out;
 }
 

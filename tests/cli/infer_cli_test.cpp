@@ -81,10 +81,11 @@ TEST(InferCli, OpsNameTheirKernelClassAndRealisticTime) {
 
 TEST(InferCli, APhasesRealisticTimeIsSplitByKernelClass) {
   // Llama-3.1-8B on an H100, batch 1, 128-token prompt, kernels unfused (infer's default).
-  // Prefill, launched kernel by kernel: each of its 65 norms (two a layer and the final one)
-  // reads 128 x 4096 bf16 values and the 8192-byte weight and writes 128 x 4096 values,
-  // 2105344 B: 0.8837 us + 2105344 B / (3.35 TB/s x 0.6036) = 1.9249 us under the norm class's
-  // figures, under the H100's 5 us launch, which each kernel waits for: 65 x 5 us = 325 us.
+  // Prefill, launched kernel by kernel: each of its 64 layer norms (two a layer) reads 128 x
+  // 4096 bf16 values and the 8192-byte weight and writes 128 x 4096 values, 2105344 B:
+  // 0.8837 us + 2105344 B / (3.35 TB/s x 0.6036) = 1.9249 us under the norm class's figures;
+  // the final norm runs over the last token alone (the LM head's row), 24576 B, 0.8959 us.
+  // Each is under the H100's 5 us launch, which it waits for: 65 x 5 us = 325 us.
   // A decode step replayed as one CUDA graph launches none of its own: each norm of one token
   // reads 8192 + 8192 B and writes 8192 B, 0.8837 us + 24576 B / 2.02206e12 B/s = 0.895854 us;
   // 65 of them 58.2305 us.

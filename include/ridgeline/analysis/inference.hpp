@@ -102,6 +102,9 @@ struct InferenceResult {
   SpeculativeDecode spec;      ///< filled by infer_details when InferenceConfig::spec is on
   model::Graph prefill_graph, decode_graph;  ///< decode_graph at the last step
   std::array<OpRow, model::Graph::kMaxOps> prefill_ops{}, decode_ops{};  ///< filled by infer_details
+  /// The prefill's and the last decode step's realistic times by kernel class
+  /// (realistic_by_class of the rows above; filled by infer_details).
+  std::array<double, hw::kKernelClassCount> prefill_by_class_s{}, decode_last_by_class_s{};
 };
 
 /// A serving plan's latencies and memory as functions of the batch B, for the plan search
