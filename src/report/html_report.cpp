@@ -10,6 +10,7 @@
 #include "ridgeline/report/result_charts.hpp"
 #include "ridgeline/report/svg.hpp"
 #include "ridgeline/report/text.hpp"
+#include "kernel_classes.hpp"
 #include "spellings.hpp"
 
 namespace ridgeline::report {
@@ -351,6 +352,11 @@ std::string html_serving_report(const json& j) {
   s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
   // (A file may hold anything under a key: only an object is read.)
   const json& prompt_step = j.contains("prompt_step") && j["prompt_step"].is_object() ? j["prompt_step"] : kEmptyObject;
+  // A step's three largest kernel classes, after its other parts ("" without the split).
+  const auto classes = [](const json& step) {
+    const std::string by = step.is_object() && step.contains("by_kernel_class_s") ? by_class_text(by_class_from_json(step["by_kernel_class_s"]), 3) : "";
+    return by.empty() ? by : "; by kernel class: " + by;
+  };
   s += cards({{"TTFT p50 / p99", fmt::format("{} / {}", t(stat("ttft_s", "p50")), t(stat("ttft_s", "p99"))), "arrival to first token"},
               {"TPOT p50 / p99", fmt::format("{} / {}", t(stat("tpot_s", "p50")), t(stat("tpot_s", "p99"))), "per request, mean between its tokens"},
               {"output tokens/s", fmt::format("{:.4g}", num(j, "output_tokens_per_s")),
@@ -362,14 +368,14 @@ std::string html_serving_report(const json& j) {
               {"goodput", j.contains("goodput_requests_per_s") ? fmt::format("{:.4g} req/s", num(j, "goodput_requests_per_s")) : "-",
                j.contains("slo_met") ? (json_bool(j, "slo_met", false) ? "SLO met" : "SLO not met") : "no --slo given"},
               {"mean decode step", t(json_number(j.contains("decode_step") ? j["decode_step"] : json::object(), "device_s")),
-               j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernels' fixed times {}, collective latency {}",
+               j.contains("decode_step") ? fmt::format("{:.0f} sequences: kernels' fixed times {}, collective latency {}{}",
                                                        json_number(j["decode_step"], "sequences"), t(json_number(j["decode_step"], "kernel_fixed_s")),
-                                                       t(json_number(j["decode_step"], "link_latency_s")))
+                                                       t(json_number(j["decode_step"], "link_latency_s")), classes(j["decode_step"]))
                                          : ""},
               {"mean prompt step", prompt_step.contains("launch") ? t(json_number(prompt_step, "device_s")) : "-",
-               prompt_step.contains("launch") ? fmt::format("{:.3g} chunks of {:.0f} tokens, {:.3g} decodes; launched {}", json_number(prompt_step, "chunks"),
+               prompt_step.contains("launch") ? fmt::format("{:.3g} chunks of {:.0f} tokens, {:.3g} decodes; launched {}{}", json_number(prompt_step, "chunks"),
                                                             json_number(prompt_step, "chunk_tokens"), json_number(prompt_step, "decodes"),
-                                                            launched(text(prompt_step["launch"])))
+                                                            launched(text(prompt_step["launch"])), classes(prompt_step))
                                               : "no step computed prompt tokens"}});
   s += "</section>\n<section id=\"charts\"><h2>Charts</h2>\n";
   s += "<figure id=\"chart-latency\">" + serving_latency_svg(j, "the report") + "</figure>\n";

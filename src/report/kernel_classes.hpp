@@ -18,9 +18,9 @@ namespace ridgeline::report {
 using ByKernelClass = std::array<double, hw::kKernelClassCount>;
 
 /// "gemm 12.67 ms (73%), attention_decode 2.192 ms (13%), 2 others 19.07 us (<1%)": the classes
-/// of 1% or more of the sum by name, largest first, then the others together (by name when one
-/// is left); "" when nothing ran.
-inline std::string by_class_text(const ByKernelClass& by) {
+/// of 1% or more of the sum by name, largest first (at most `named` of them), then the others
+/// together (by name when one is left); "" when nothing ran.
+inline std::string by_class_text(const ByKernelClass& by, int named = hw::kKernelClassCount) {
   std::array<int, hw::kKernelClassCount> order{};
   double sum = 0;
   for (int k = 0; k < hw::kKernelClassCount; ++k) {
@@ -37,19 +37,31 @@ inline std::string by_class_text(const ByKernelClass& by) {
   for (int k : order) {
     const double x = by[static_cast<std::size_t>(k)];
     if (!(x > 0)) break;
-    if (x < 0.01 * sum) {
+    if (x < 0.01 * sum || named == 0) {
       rest += x;
       ++others;
       last = k;
       continue;
     }
     out += fmt::format("{}{} {} ({})", out.empty() ? "" : ", ", hw::name(static_cast<hw::KernelClass>(k)), t(x), share(x));
+    --named;
   }
   if (others > 0) {
     const std::string what = others == 1 ? std::string(hw::name(static_cast<hw::KernelClass>(last))) : fmt::format("{} others", others);
     out += fmt::format("{}{} {} ({})", out.empty() ? "" : ", ", what, t(rest), share(rest));
   }
   return out;
+}
+
+/// The split read back from its JSON (by_class_json's object; names it does not know skipped).
+inline ByKernelClass by_class_from_json(const nlohmann::json& o) {
+  ByKernelClass by{};
+  if (!o.is_object()) return by;
+  for (int k = 0; k < hw::kKernelClassCount; ++k) {
+    const auto it = o.find(std::string(hw::name(static_cast<hw::KernelClass>(k))));
+    if (it != o.end() && it->is_number()) by[static_cast<std::size_t>(k)] = it->get<double>();
+  }
+  return by;
 }
 
 /// The same as JSON: seconds by class name, the classes that ran.

@@ -111,6 +111,8 @@ def test_serve_report(tmp_path):
     html = out.read_text()
     self_contained(html)
     assert "goodput" in html
+    # The step cards say where a step's device time goes: its largest kernel classes first.
+    assert "; by kernel class: gemm " in html
     # Counts in full: the ITL row's samples (one per gap between tokens, ~10^5 here) as a whole
     # number, not 9.948e+04.
     assert not re.search(r">[0-9.]+e\+[0-9]+</td>", html), re.search(r">[0-9.]+e\+[0-9]+</td>", html)
