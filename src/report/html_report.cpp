@@ -23,6 +23,13 @@ double num(const json& j, const char* key) { return json_number(j, key); }
 
 const json kEmptyObject = json::object();
 
+// A phase's or step's three largest kernel classes from its split under `key`, as a card's
+// detail goes on after its other parts: "; by kernel class: ..." ("" without the split).
+std::string largest_classes(const json& o, const char* key) {
+  const std::string by = o.is_object() && o.contains(key) ? by_class_text(by_class_from_json(o[key]), 3) : "";
+  return by.empty() ? by : "; by kernel class: " + by;
+}
+
 std::string text(const json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
@@ -263,8 +270,10 @@ std::string html_report(const json& j, const hw::ChipSpec& chip) {
     const json& mem = j.contains("memory") ? j["memory"] : json::object();
     const json prefill = j.contains("prefill") ? j["prefill"] : json::object();
     const json decode = j.contains("decode") ? j["decode"] : json::object();
-    s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound", json_string(prefill, "bound", "?"))},
-                {"TPOT", t(num(j, "tpot_s")), "mean over the generation"},
+    const auto classes = [](const json& phase) { return largest_classes(phase, "time_by_kernel_class_s"); };
+    const json& last = decode.is_object() && decode.contains("last") ? decode["last"] : kEmptyObject;
+    s += cards({{"TTFT", t(num(j, "ttft_s")), fmt::format("prefill, {}-bound{}", json_string(prefill, "bound", "?"), classes(prefill))},
+                {"TPOT", t(num(j, "tpot_s")), fmt::format("mean over the generation{}", classes(last).empty() ? "" : "; its last step" + classes(last))},
                 {"end to end", t(num(j, "e2e_latency_s")), fmt::format("{} .. {}", t(num(j, "e2e_latency_lower_s")), t(num(j, "e2e_latency_upper_s")))},
                 {"output tokens/s per chip", fmt::format("{:.1f}", num(j, "output_tokens_per_s_per_chip")), "generated tokens"},
                 {"memory per chip", size(num(mem, "total_bytes")),
@@ -352,11 +361,7 @@ std::string html_serving_report(const json& j) {
   s += "</section>\n<section id=\"headline\"><h2>Headline</h2>\n";
   // (A file may hold anything under a key: only an object is read.)
   const json& prompt_step = j.contains("prompt_step") && j["prompt_step"].is_object() ? j["prompt_step"] : kEmptyObject;
-  // A step's three largest kernel classes, after its other parts ("" without the split).
-  const auto classes = [](const json& step) {
-    const std::string by = step.is_object() && step.contains("by_kernel_class_s") ? by_class_text(by_class_from_json(step["by_kernel_class_s"]), 3) : "";
-    return by.empty() ? by : "; by kernel class: " + by;
-  };
+  const auto classes = [](const json& step) { return largest_classes(step, "by_kernel_class_s"); };
   s += cards({{"TTFT p50 / p99", fmt::format("{} / {}", t(stat("ttft_s", "p50")), t(stat("ttft_s", "p99"))), "arrival to first token"},
               {"TPOT p50 / p99", fmt::format("{} / {}", t(stat("tpot_s", "p50")), t(stat("tpot_s", "p99"))), "per request, mean between its tokens"},
               {"output tokens/s", fmt::format("{:.4g}", num(j, "output_tokens_per_s")),

@@ -88,6 +88,11 @@ def test_serving_report(tmp_path):
     # Shares as the command line shows them: 5.6%, not 0.0558 (the raw fraction stays in data-v for sorting).
     share = max(op["share"] for op in doc["ops"])
     assert re.search(r'<td data-v="[0-9.e-]+">%.1f%%</td>' % (100 * share), html)
+    # The TTFT and TPOT cards name where the prefill's and the last decode step's time goes,
+    # the JSON's largest kernel class first.
+    largest = max(doc["prefill"]["time_by_kernel_class_s"].items(), key=lambda kv: kv[1])[0]
+    assert "-bound; by kernel class: " + largest + " " in html
+    assert "its last step; by kernel class: " in html
     check_in_browser(out, roofline_points(doc), len(doc["ops"]), "serve", tmp_path)
 
 
