@@ -120,7 +120,7 @@ TEST(SteadyState, AgreesWithTheSimulatorsClosedLoop) {
   // The same users in the simulator: a closed loop whose lengths vary (uniform around the
   // means, so that the users do not run in lock-step as fixed lengths make them), warm-up
   // excluded. The steady state of the mean lengths agrees within 10% on TTFT and throughput
-  // and 7% on TPOT (measured: TTFT within 4%, throughput 5.1%, TPOT 5.6%; it prices steps at
+  // and 7% on TPOT (measured: TTFT within 3.3%, throughput 4.7%, TPOT 2.1%; it prices steps at
   // the mean context and the budget's queueing by its mean, and the H100's GEMM waves are a
   // step function of a step's tokens, which the mean step lands on one side of).
   SteadyRun x;
