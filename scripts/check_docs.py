@@ -17,6 +17,12 @@ linked in) and must exit 0; a block of `make TARGET` lines names targets of the 
 package that is not installed skipped; a block of this machine's measurements is shown, not
 compared. Any other README block is reported as one the check cannot run.
 
+Figures quoted in prose (a step time in a sentence, a percentage in a paragraph) are checked
+too, where docs/figures.json registers them: each entry names the doc, the sentence around the
+figure with `{}` where the figure stands, the `ridgeline` command (its JSON output), the value's
+key path in it and the figure's format; the sentence, with the value the binary gives now, must
+be in the doc (whitespace and line breaks aside).
+
 Usage: check_docs.py RIDGELINE_BINARY REPOSITORY_ROOT. Exit 1 listing each drifted block."""
 import glob
 import json
@@ -210,6 +216,76 @@ def matches(expected, actual):
     return True
 
 
+def json_value(doc, path):
+    """The value at a dot-separated key path of a JSON document (a number for a list's index)."""
+    v = doc
+    for key in path.split("."):
+        v = v[int(key)] if isinstance(v, list) else v[key]
+    return v
+
+
+def collapse(text):
+    return re.sub(r"\s+", " ", text)
+
+
+def check_figures(binary, root, path=None):
+    """docs/figures.json's prose figures (or another registry's at `path`): (checked, drifted)."""
+    path = path or os.path.join(root, "docs", "figures.json")
+    if not os.path.exists(path):
+        return 0, 0
+    entries = json.load(open(path, encoding="utf-8"))["figures"]
+    outputs, docs = {}, {}
+    checked = drift = 0
+    for n, e in enumerate(entries):
+        where = f"docs/figures.json entry {n + 1} ({e.get('doc', '?')})"
+        missing = [k for k in ("doc", "says", "run", "value", "format") if k not in e]
+        if missing or e["says"].count("{}") != 1:
+            drift += 1
+            print(f"{where}: needs doc, says (one '{{}}'), run, value and format; has {sorted(e)}")
+            continue
+        checked += 1
+        if e["run"] not in outputs:
+            r = subprocess.run([binary] + shlex.split(e["run"]), cwd=root, capture_output=True, text=True, timeout=600)
+            try:
+                outputs[e["run"]] = json.loads(r.stdout)
+            except ValueError:
+                outputs[e["run"]] = None
+                print(f"{where}: `ridgeline {e['run']}` exits {r.returncode} without JSON: "
+                      f"{(r.stderr.strip().splitlines() or ['?'])[0]}")
+        if outputs[e["run"]] is None:
+            drift += 1
+            continue
+        try:
+            value = json_value(outputs[e["run"]], e["value"])
+        except (KeyError, IndexError, ValueError, TypeError):
+            drift += 1
+            print(f"{where}: `ridgeline {e['run']}` has no {e['value']}")
+            continue
+        # A figure quoted against a published measurement: its error, value / measured - 1.
+        if "relative_to" in e:
+            value = value / e["relative_to"] - 1
+        figure = e["format"].format(value * e.get("scale", 1))
+        if e["doc"] not in docs:
+            docs[e["doc"]] = collapse(open(os.path.join(root, e["doc"]), encoding="utf-8").read())
+        text = docs[e["doc"]]
+        says = collapse(e["says"])
+        if says.format(figure) in text:
+            continue
+        drift += 1
+        before, after = (re.escape(part) for part in says.split("{}"))
+        # The figure the doc quotes instead: the binary's figure's shape (its numbers any numbers,
+        # its units kept), else any few characters between the sentence's two parts.
+        shape = "".join(r"[-+]?[\d.,]+" if re.fullmatch(r"[-+]?[\d.,]+", t) else re.escape(t)
+                        for t in re.split(r"([-+]?[\d.,]+)", figure) if t)
+        m = re.search(before + "(" + shape + ")" + after, text) or re.search(before + r"(.{1,40}?)" + after, text)
+        if m:
+            print(f"{e['doc']}: says '{says.format(m.group(1))}'; `ridgeline {e['run']}` gives {figure} ({e['value']}); "
+                  f"rerun and mend the prose")
+        else:
+            print(f"{e['doc']}: no longer says '{says}' (the binary gives {figure}): mend the prose or the entry in docs/figures.json")
+    return checked, drift
+
+
 def main():
     with tempfile.TemporaryDirectory(prefix="ridgeline-docs-") as scratch:  # the files samples write, removed after
         return check(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2]), scratch)
@@ -246,7 +322,9 @@ def check(binary, root, scratch):
     c, d = check_readme_blocks(binary, root, scratch)
     checked += c
     drift += d
-    print(f"{checked} samples and README blocks checked, {drift} drifted")
+    fc, fd = check_figures(binary, root)
+    drift += fd
+    print(f"{checked} samples and README blocks and {fc} prose figures checked, {drift} drifted")
     return 1 if drift else 0
 
 
