@@ -225,7 +225,9 @@ def json_value(doc, path):
 
 
 def collapse(text):
-    return re.sub(r"\s+", " ", text)
+    """Whitespace and line breaks as single spaces, and the typographic minus (U+2212) as '-'
+    (a format writes '-3%' where the prose writes '−3%')."""
+    return re.sub(r"\s+", " ", text).replace("\u2212", "-")
 
 
 def check_figures(binary, root, path=None):
@@ -264,7 +266,7 @@ def check_figures(binary, root, path=None):
         # A figure quoted against a published measurement: its error, value / measured - 1.
         if "relative_to" in e:
             value = value / e["relative_to"] - 1
-        figure = e["format"].format(value * e.get("scale", 1))
+        figure = collapse(e["format"].format(value * e.get("scale", 1)))
         if e["doc"] not in docs:
             docs[e["doc"]] = collapse(open(os.path.join(root, e["doc"]), encoding="utf-8").read())
         text = docs[e["doc"]]

@@ -54,8 +54,9 @@ def test_a_sentence_gone_from_the_doc_is_named(tmp_path, capsys):
 
 def test_an_error_against_a_published_measurement(tmp_path, capsys):
     root = str(tmp_path)
-    # 8589934592 FLOPs against a "measured" 10^10: 0.8589934592 - 1 = -14.1%, -14% at no decimals.
-    write(root, "The model is -14% off.\n",
+    # 8589934592 FLOPs against a "measured" 10^10: 0.8589934592 - 1 = -14.1%, -14% at no decimals,
+    # which the prose writes with the typographic minus.
+    write(root, "The model is \u221214% off.\n",
           [entry("model is {} off", scale=100, fmt="{:+.0f}%", relative_to=1e10)])
     assert check_docs.check_figures(BIN, root) == (1, 0)
 
