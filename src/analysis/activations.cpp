@@ -367,6 +367,7 @@ void layer_tensors(const model::ModelConfig& m, const TrainConfig& cfg, const mo
         add(t.recompute, p);
         t.matrix_flops += g.ops[i].cost.matrix_flops;
         t.kind_s[static_cast<int>(g.ops[i].cls)] += lower;
+        t.class_s[static_cast<int>(g.ops[i].kernel)] += p.realistic_s;
         if (g.ops[i].cls == model::OpClass::comm) {
           t.comm_s += lower;
           t.has_comm = true;

@@ -34,6 +34,11 @@ double backward_factor(OpClass c, ops::AttentionImpl impl) {
   return 2;
 }
 
+// Layers on the slowest pipeline stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
+double slowest_stage_layers(const model::ModelConfig& m, const TrainConfig& cfg) {
+  return std::ceil(static_cast<double>(m.layers) / static_cast<double>(cfg.pp * cfg.vpp)) * static_cast<double>(cfg.vpp);
+}
+
 bool in_layer(const Graph& g, int i) {
   const model::Block b = g.ops[i].block;
   return b != model::Block::embedding && b != model::Block::head;
@@ -323,7 +328,32 @@ hw::System training_system(const hw::System& sys_in, const TrainConfig& cfg) {
 
 void train(const model::ModelConfig& m, const hw::System& sys_in, const TrainConfig& cfg, TrainResult& out) {
   validate(m, sys_in, cfg);
-  train_core(m, training_system(sys_in, cfg), cfg, out);
+  // train_core, and the split by kernel class the report shows (off the plan search's path).
+  const hw::System sys = training_system(sys_in, cfg);
+  TrainShape shape;
+  train_shape(m, sys, cfg, out, shape);
+  train_step(m, sys, cfg, shape, out);
+  kernel_class_split(m, cfg, shape, out);
+}
+
+void kernel_class_split(const model::ModelConfig& m, const TrainConfig& cfg, const TrainShape& sh, TrainResult& out) noexcept {
+  const double L = static_cast<double>(m.layers);
+  const double stage_layers = slowest_stage_layers(m, cfg), stage_share = stage_layers / L;
+  const double mbs = static_cast<double>(out.micro_batches);
+  std::array<double, hw::kKernelClassCount> recomputed_s{};  // per layer, per micro-batch
+  if (cfg.recompute == Recompute::automatic && sh.tensors != nullptr) {
+    const LayerTensors& t = *sh.tensors;
+    for (int k = 0; k < t.kind_count; ++k) {
+      const LayerKind& kind = t.kinds[k];
+      for (int i = kind.first; i < kind.first + kind.count; ++i) {
+        if (out.recompute_choice.action[i] != TensorAction::recompute) continue;
+        for (int c = 0; c < hw::kKernelClassCount; ++c) recomputed_s[c] += kind.share * t.tensors[i].class_s[c];
+      }
+    }
+  }
+  for (int c = 0; c < hw::kKernelClassCount; ++c) {
+    out.time_by_kernel_class_s[c] = (sh.class_layers_s[c] * stage_share + sh.class_other_s[c] + recomputed_s[c] * stage_layers) * mbs;
+  }
 }
 
 void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept {
@@ -432,11 +462,24 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       const double ob = (backward_kernels(op, cfg.attention, k) - 1) * rates.achievable[static_cast<int>(bkc)].overhead_s;
       pb.realistic_s += ob, pb.upper_s += ob;
     }
+    double cast_fs = 0, cast_bs = 0;  // the casts' realistic times (pointwise kernels)
     if (cast_f.launches > 0) {
-      add(pf, part_of(ops::time_parts(cast_f, rates), rates, hw::KernelClass::pointwise));
-      add(pb, part_of(ops::time_parts(cast_b, rates), rates, hw::KernelClass::pointwise));
+      const StepPart cf = part_of(ops::time_parts(cast_f, rates), rates, hw::KernelClass::pointwise);
+      const StepPart cb = part_of(ops::time_parts(cast_b, rates), rates, hw::KernelClass::pointwise);
+      add(pf, cf);
+      add(pb, cb);
+      cast_fs = cf.realistic_s, cast_bs = cb.realistic_s;
     }
     const bool again = recomputed(g, i, cfg.recompute);
+    // The realistic time by the class each kernel runs as, a recomputed forward beside the
+    // backward (train's split: kernel_class_split).
+    {
+      auto& by = in_layer(g, i) ? sh.class_layers_s : sh.class_other_s;
+      const double forwards = r * (again ? 2 : 1);
+      by[static_cast<int>(kc)] += forwards * (pf.realistic_s - cast_fs);
+      by[static_cast<int>(bkc)] += r * (pb.realistic_s - cast_bs);
+      by[static_cast<int>(hw::KernelClass::pointwise)] += forwards * cast_fs + r * cast_bs;
+    }
     if (again) add(pb, pf);  // the forward runs again inside backward
     const double mf = op.cost.matrix_flops;
     const bool layer = in_layer(g, i);
@@ -567,7 +610,7 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double tp = static_cast<double>(cfg.tp), pp = static_cast<double>(cfg.pp), vpp = static_cast<double>(cfg.vpp);
   // Layers on the slowest stage: L/pp, or the ceiling over pp·vpp chunks when uneven.
   const double L = static_cast<double>(m.layers);
-  const double stage_layers = std::ceil(L / (pp * vpp)) * vpp;
+  const double stage_layers = slowest_stage_layers(m, cfg);
   const double stage_share = stage_layers / L;
   const std::int64_t dp = cfg.dp > 0 ? cfg.dp : cfg.gpus / (cfg.tp * cfg.pp * cfg.cp);
   const std::int64_t gb = cfg.global_batch > 0 ? cfg.global_batch : dp * cfg.micro_batch;

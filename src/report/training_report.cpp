@@ -7,6 +7,7 @@
 #include "ridgeline/model/transformer.hpp"
 #include "ridgeline/report/text.hpp"
 #include "ridgeline/report/training.hpp"
+#include "kernel_classes.hpp"
 #include "spellings.hpp"
 
 namespace ridgeline::report {
@@ -192,6 +193,7 @@ json training_json(const model::ModelConfig& m, const hw::System& sys, const ana
   j["time_by_kind_s"] = kinds;
   j["forward_time_by_kind_s"] = fwd;
   j["backward_time_by_kind_s"] = bwd;
+  j["time_by_kernel_class_s"] = by_class_json(r.time_by_kernel_class_s);
   // Every op of one micro-batch's forward on one GPU (all layers, repeat counts), with its
   // backward (recomputation not included: it is the forward again).
   json ops = json::array();
@@ -259,6 +261,9 @@ std::string training_text(const model::ModelConfig& m, const hw::System& sys, co
   out += "\ncompute by kind (lower bound, per step):";
   for (int k = 0; k < 6; ++k) {
     if (r.time_by_kind_s[k] > 0) out += fmt::format("  {} {}", model::name(static_cast<model::OpClass>(k)), t(r.time_by_kind_s[k]));
+  }
+  if (const std::string by = by_class_text(r.time_by_kernel_class_s); !by.empty()) {
+    out += "\n  realistic by kernel class (before overlap): " + by;
   }
   const auto& mem = r.memory;
   out += fmt::format("\n\nmemory per GPU (first stage): params {}, grads {}, optimizer {}{}, activations {} ({} x {} layers x {:.2f} micro-batches), margin {}\n",

@@ -408,6 +408,16 @@ TEST(Training, AdamStoresOnlyItsBf16CopyToUnreadLines) {
   EXPECT_GT(w->step_time_lower_s, r->step_time_lower_s);
 }
 
+// One sequence of 8192 tokens a step on 8 GPUs at TP 8.
+TrainConfig one_sequence_at_tp8() {
+  TrainConfig c;
+  c.gpus = 8;
+  c.tp = 8;
+  c.seq = 8192;
+  c.global_batch = 1;
+  return c;
+}
+
 TEST(Training, AttentionBackwardRunsAtItsOwnMeasuredRate) {
   // H100: FlashAttention-3's forward at 0.718 of the matrix peak (efficiency.attention,
   // its curve's fit), its backward at 0.455 (efficiency.attention_backward). Without the
@@ -417,11 +427,7 @@ TEST(Training, AttentionBackwardRunsAtItsOwnMeasuredRate) {
   // forward's, less its tiles) x (1/0.455 - 1/0.718), repeated over its layers; nothing
   // else changes.
   const auto m = io::bundled_model("llama-3.1-8b");
-  TrainConfig c;
-  c.gpus = 8;
-  c.tp = 8;
-  c.seq = 8192;
-  c.global_batch = 1;
+  TrainConfig c = one_sequence_at_tp8();
   hw::System sys = chip("h100-sxm");
   auto with = std::make_unique<TrainResult>();
   train(m, sys, c, *with);
@@ -444,6 +450,102 @@ TEST(Training, AttentionBackwardRunsAtItsOwnMeasuredRate) {
   EXPECT_GT(attention_ops, 0);
   EXPECT_NEAR(with->backward.realistic_s - without->backward.realistic_s, expected, 1e-12);
   EXPECT_DOUBLE_EQ(with->forward.realistic_s, without->forward.realistic_s);
+}
+
+double sum(const std::array<double, hw::kKernelClassCount>& by) {
+  double s = 0;
+  for (double x : by) s += x;
+  return s;
+}
+
+double of(const std::array<double, hw::kKernelClassCount>& by, hw::KernelClass k) { return by[static_cast<int>(k)]; }
+
+TEST(Training, TheStepsComputeIsSplitByTheKernelClassEachKernelRunsAs) {
+  // Llama 3.1 8B at TP 8, one sequence of 8192 per step on one pipeline stage: the split is
+  // every op's forward and backward realistic time by its kernel's class, before any overlap,
+  // so with nothing hidden its classes add up to the micro-batch's forward and backward.
+  const auto m = io::bundled_model("llama-3.1-8b");
+  TrainConfig c = one_sequence_at_tp8();
+  hw::System sys = chip("h100-sxm");
+  auto r = std::make_unique<TrainResult>();
+  train(m, sys, c, *r);
+  const auto& by = r->time_by_kernel_class_s;
+  ASSERT_EQ(r->micro_batches, 1);
+  EXPECT_NEAR(sum(by), r->forward.realistic_s + r->backward.realistic_s, 1e-12);
+  EXPECT_GT(of(by, hw::KernelClass::gemm), 0);
+  EXPECT_GT(of(by, hw::KernelClass::attention), 0);
+  EXPECT_GT(of(by, hw::KernelClass::attention_backward), 0);
+  EXPECT_GT(of(by, hw::KernelClass::collective), 0);  // the TP all-reduces, forward and backward
+  // The backward's attention kernels are attention_backward's: without the H100's figure for
+  // it (0.455 of the matrix peak) they take the forward's fraction (0.718), and that class
+  // alone moves, by each attention op's compute-bound backward matrix time (2.5x its
+  // forward's) x (1/0.455 - 1/0.718), as AttentionBackwardRunsAtItsOwnMeasuredRate derives.
+  double expected = 0;
+  const model::Graph& g = r->graph;
+  for (int i = 0; i < g.op_count; ++i) {
+    if (g.ops[i].cls == model::OpClass::attention) expected += g.repeat(i) * r->bwd[i].parts.matrix * (1 / 0.455 - 1 / 0.718);
+  }
+  sys.chip.efficiency.kernel[static_cast<int>(hw::KernelClass::attention_backward)] = {};
+  auto without = std::make_unique<TrainResult>();
+  train(m, sys, c, *without);
+  const auto& wby = without->time_by_kernel_class_s;
+  EXPECT_NEAR(of(by, hw::KernelClass::attention_backward) - of(wby, hw::KernelClass::attention_backward), expected, 1e-12);
+  for (int k = 0; k < hw::kKernelClassCount; ++k) {
+    if (k != static_cast<int>(hw::KernelClass::attention_backward)) {
+      EXPECT_DOUBLE_EQ(by[k], wby[k]) << hw::name(static_cast<hw::KernelClass>(k));
+    }
+  }
+  // Four micro-batches a step: every class four times.
+  c.global_batch = 4;
+  auto four = std::make_unique<TrainResult>();
+  train(m, chip("h100-sxm"), c, *four);
+  for (int k = 0; k < hw::kKernelClassCount; ++k) EXPECT_NEAR(four->time_by_kernel_class_s[k], 4 * by[k], 1e-12 * (1 + by[k]));
+  // Full recomputation runs every layer's forward again inside the backward: the classes grow
+  // by the backward's growth, none of it attention_backward's (a recomputed forward's
+  // attention is the forward kernel).
+  c.global_batch = 1;
+  c.recompute = Recompute::full;
+  auto full = std::make_unique<TrainResult>();
+  train(m, chip("h100-sxm"), c, *full);
+  EXPECT_NEAR(sum(full->time_by_kernel_class_s) - sum(by), full->backward.realistic_s - r->backward.realistic_s, 1e-12);
+  EXPECT_DOUBLE_EQ(of(full->time_by_kernel_class_s, hw::KernelClass::attention_backward), of(by, hw::KernelClass::attention_backward));
+  EXPECT_GT(of(full->time_by_kernel_class_s, hw::KernelClass::attention), of(by, hw::KernelClass::attention));
+  // Two pipeline stages: the slowest stage's 16 of 32 layers and the embedding or the head,
+  // as compute by kind counts them: the layers' half of each class (from the one-stage run
+  // less the model's parts outside the layers, which both runs keep whole).
+  c.recompute = Recompute::none;
+  c.gpus = 16;
+  c.pp = 2;
+  c.global_batch = 1;
+  auto two = std::make_unique<TrainResult>();
+  train(m, chip("h100-sxm"), c, *two);
+  ASSERT_EQ(two->micro_batches, 1);
+  EXPECT_LT(sum(two->time_by_kernel_class_s), 0.6 * sum(by));
+  EXPECT_GT(sum(two->time_by_kernel_class_s), 0.5 * sum(by) * 0.9);
+}
+
+TEST(Training, AutoRecomputationsChoiceIsInTheSplit) {
+  // --recompute auto under a tight budget recomputes some tensors: the classes grow by the
+  // choice's recomputed forwards (its recompute_s a layer, every layer of the stage, every
+  // micro-batch), its offloads (none without --offload) in no class.
+  const auto m = io::bundled_model("llama-3.1-70b");
+  TrainConfig c;
+  c.gpus = 64;
+  c.tp = 8;
+  c.pp = 4;
+  c.seq = 8192;
+  c.global_batch = 64;
+  auto none = std::make_unique<TrainResult>();
+  train(m, chip("h100-sxm"), c, *none);
+  c.recompute = Recompute::automatic;
+  auto autom = std::make_unique<TrainResult>();
+  train(m, chip("h100-sxm"), c, *autom);
+  ASSERT_GT(autom->recompute_choice.changes, 0);
+  ASSERT_EQ(autom->recompute_choice.offload_exposed_s, 0);
+  // 80 layers over 4 stages: 20 on the slowest; 64 sequences over dp 2: 32 micro-batches.
+  ASSERT_EQ(autom->micro_batches, 32);
+  EXPECT_NEAR(sum(autom->time_by_kernel_class_s) - sum(none->time_by_kernel_class_s), autom->recompute_choice.recompute_s * 20 * 32,
+              1e-9 * sum(none->time_by_kernel_class_s));
 }
 
 TEST(Training, GemmBackwardTilesItsTwoGemmsOnTheirOwn) {

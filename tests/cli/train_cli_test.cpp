@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "cli/cli_harness.hpp"
 
@@ -21,6 +22,18 @@ TEST(TrainCli, ContractKeys) {
   EXPECT_GT(j["mfu"].get<double>(), 0);
   EXPECT_LT(j["mfu"].get<double>(), 1);  // a fraction, not percent
   EXPECT_NEAR(j["tokens_per_s"].get<double>(), 64 * 4096 / j["step_time_s"].get<double>(), 1e-6);
+  // The compute split by kernel class (realistic, before overlap; docs/training.md#kernel-classes):
+  // the GEMMs' share is the largest, and the text says the same line.
+  const auto& by = j["time_by_kernel_class_s"];
+  ASSERT_TRUE(by.is_object());
+  double largest = 0;
+  std::string name;
+  for (const auto& [k, v] : by.items()) {
+    if (v.get<double>() > largest) largest = v.get<double>(), name = k;
+  }
+  EXPECT_EQ(name, "gemm");
+  const std::string text = run("train --model llama-3.1-8b --hw h100-sxm --gpus 8 --seq 4096 --global-batch 64").out;
+  EXPECT_NE(text.find("realistic by kernel class (before overlap): gemm "), std::string::npos) << text;
 }
 
 // What a plan relies on (docs/training.md#interference, #published-mfu): Llama 3.1 70B on 1024

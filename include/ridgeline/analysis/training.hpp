@@ -128,6 +128,7 @@ struct SavedTensor {
   double recompute_s = 0;      ///< = recompute.realistic_s
   double matrix_flops = 0;     ///< of its producers
   std::array<double, 6> kind_s{};  ///< lower-bound time of its producers by op class
+  std::array<double, hw::kKernelClassCount> class_s{};  ///< realistic time of its producers by kernel class
   double comm_s = 0;           ///< lower-bound time of the collectives among them
   double offload_s = 0;        ///< bytes over the host link at its achievable rate, one way
   double offload_peak_s = 0;   ///< the same at the link's peak
@@ -231,6 +232,9 @@ struct TrainShape {
   double powersgd_flops_layers = 0, powersgd_flops_other = 0;
   std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound forward + backward by op class, per micro-batch
   std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_other_s{};  ///< the forward part of those
+  /// Realistic forward + backward (a recomputed forward included) by the kernel class each
+  /// kernel runs as, per micro-batch, before any overlap with communication (train's split).
+  std::array<double, hw::kKernelClassCount> class_layers_s{}, class_other_s{};
   double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
   /// What a collective beside one micro-batch's forward and backward sees of it (realistic; the
   /// layers' all layers, not yet scaled to a stage; the rest the embedding and head).
@@ -315,6 +319,11 @@ struct TrainStep {
 
 struct TrainResult : TrainStep {
   model::Graph graph;                  ///< forward of one micro-batch on one GPU, every layer
+  /// Realistic compute per step on the slowest stage by the kernel class each kernel runs as:
+  /// every op's forward and backward kernels, recomputed forwards (--recompute auto's choice's
+  /// too) and fp8 casts (pointwise), before any overlap with communication; filled by `train`
+  /// (kernel_class_split), not by train_core.
+  std::array<double, hw::kKernelClassCount> time_by_kernel_class_s{};
   std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
   LayerTensors tensors;                ///< --recompute auto
   RecomputeFrontier frontier;          ///< --recompute auto
@@ -348,7 +357,8 @@ Reject plan_fault(const model::ModelConfig& m, const TrainConfig& cfg) noexcept;
 /// Throws InputError naming the flag and the numbers for a plan that cannot run.
 void validate(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg);
 
-/// Validates and evaluates one training step.
+/// Validates and evaluates one training step, its compute split by kernel class too
+/// (TrainResult::time_by_kernel_class_s).
 void train(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out);
 
 /// The system a plan runs on: --gpus-per-node and the network bandwidth override applied.
@@ -362,6 +372,11 @@ void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainC
 /// sums it. Never allocates, never throws.
 void train_shape(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& scratch,
                  TrainShape& shape) noexcept;
+
+/// TrainResult::time_by_kernel_class_s of a plan train_step evaluated from `shape`: the
+/// shape's split scaled to the slowest stage's layers and the micro-batches, with the
+/// recomputation --recompute auto chose. Never allocates, never throws.
+void kernel_class_split(const model::ModelConfig& m, const TrainConfig& cfg, const TrainShape& shape, TrainResult& out) noexcept;
 
 /// The plan part of train_core: pipeline, data parallelism, optimizer, memory, MFU from a
 /// shape computed for the same shape fields of `cfg`. Never allocates, never throws.
