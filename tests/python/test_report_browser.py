@@ -102,7 +102,11 @@ def test_training_report(tmp_path):
     out = tmp_path / "train.html"
     ridgeline("report", "--train", *flags, "--out", str(out))
     doc = json.loads(ridgeline("train", *flags, "--json"))
-    self_contained(out.read_text())
+    html = out.read_text()
+    self_contained(html)
+    # The step time card names where the compute goes, the JSON's largest kernel class first.
+    largest = max(doc["time_by_kernel_class_s"].items(), key=lambda kv: kv[1])[0]
+    assert "; by kernel class: " + largest + " " in html
     check_in_browser(out, roofline_points(doc), len(doc["ops"]), "train", tmp_path)
 
 
