@@ -115,24 +115,34 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
                    "capture the decode step as a CUDA graph (--cuda-graphs); pad to graph buckets for varying batch sizes",
                    "seed 004, CUDA graphs (1.5-3x at batch < 32)"});
   }
-  // Kernel boundaries: a fixed device time per kernel that CUDA graphs do not remove; fusing
-  // kernels removes it (docs/cost-model.md#efficiency).
-  if (steps >= 1 && r.decode_total.kernel_fixed_s > 0.1 * r.decode_total.t_realistic_s) {
-    FusionConfig fc;
-    fc.tokens = std::max<std::int64_t>(1, cfg.batch / cfg.forward.ep);
-    fc.tp = cfg.forward.tp;
-    const FusionResult fr = analyze_fusion(m, sys.chip, fc);
-    const double per_step = r.decode_total.kernel_fixed_s / steps;
-    out.push_back({"kernel-boundaries",
-                   fmt::format("{} of every {} decode step is kernel boundaries ({} per kernel, {:.0f}% of the step), which CUDA "
-                               "graphs do not remove",
-                               t(per_step), t(r.decode_total.t_realistic_s / steps), t(sys.chip.efficiency.overhead_s),
-                               100 * r.decode_total.kernel_fixed_s / r.decode_total.t_realistic_s),
-                   fr.saved_in_graph_per_pass_s * steps, "request batch",
-                   fmt::format("fuse the memory-bound chains and GEMM epilogues ({:.0f} fewer kernels per step, `ridgeline fuse`), "
-                               "or serve a larger batch over the same kernels",
-                               fr.launches_saved_per_pass),
-                   "docs/cost-model.md, kernel boundaries"});
+  // Kernels' fixed times (each class's, docs/cost-model.md#kernel-boundaries): device time per
+  // kernel that CUDA graphs do not remove. Fewer kernels remove it: the engines' merged GEMMs and
+  // norms (--kernels merged: QKV and gate-up one GEMM each, residual adds inside the next norm),
+  // sized by pricing the plan merged.
+  if (steps >= 1 && !cfg.forward.merged_kernels && r.decode_total.kernel_fixed_s > 0.1 * r.decode_total.t_realistic_s) {
+    // Kernels of a decode step, each paying its class's fixed time (ops::TimeParts::kernels),
+    // inside a CUDA graph or not.
+    const auto step_kernels = [](const model::Graph& g) {
+      double n = 0;
+      for (int i = 0; i < g.op_count; ++i) n += g.repeat(i) * ops::TimeParts::kernels_of(g.ops[i].cost.launches);
+      return n;
+    };
+    const double kernels = step_kernels(r.decode_graph), per_step = r.decode_total.kernel_fixed_s / steps;
+    InferenceConfig merged = cfg;
+    merged.forward.merged_kernels = true;
+    const double gain = r.e2e_s - run(merged), merged_kernels = step_kernels(alt->decode_graph);
+    if (gain > 0 && kernels > merged_kernels) {
+      out.push_back({"kernel-boundaries",
+                     fmt::format("{} of every {} decode step is its {:.0f} kernels' fixed times ({} a kernel on average, each at its "
+                                 "class's figure, `hw show`; {:.0f}% of the step), which CUDA graphs do not remove",
+                                 t(per_step), t(r.decode_total.t_realistic_s / steps), kernels, t(per_step / kernels),
+                                 100 * r.decode_total.kernel_fixed_s / r.decode_total.t_realistic_s),
+                     gain, "request batch",
+                     fmt::format("merge QKV and gate-up into one GEMM each and the residual adds into the next norm, as the serving "
+                                 "engines do (--kernels merged): {:.0f} kernels a decode step instead of {:.0f}",
+                                 merged_kernels, kernels),
+                     "docs/cost-model.md#kernel-boundaries"});
+    }
   }
   // Seed 003: decode below the critical batch is memory-bound: larger batches are nearly free.
   if (steps >= 1 && r.decode_total.bound == ops::Bound::memory && r.critical_batch > B && r.max_batch > cfg.batch) {
