@@ -217,10 +217,21 @@ def matches(expected, actual):
 
 
 def json_value(doc, path):
-    """The value at a dot-separated key path of a JSON document (a number for a list's index)."""
+    """The value at a dot-separated key path of a JSON document: a number indexes a list, and
+    `list[key=value,...]` picks the one element of a list whose fields have those values (an
+    op by its name and phase, a rule by its id), which a row added before it does not move."""
     v = doc
-    for key in path.split("."):
-        v = v[int(key)] if isinstance(v, list) else v[key]
+    for key in re.split(r"\.(?![^\[]*\])", path):  # (a dot inside brackets is a value's)
+        select = re.fullmatch(r"(\w+)\[(.+)\]", key)
+        if select:
+            want = dict(pair.split("=", 1) for pair in select.group(2).split(","))
+            rows = [row for row in v[select.group(1)]
+                    if isinstance(row, dict) and all(k in row and str(row[k]) == x for k, x in want.items())]
+            if len(rows) != 1:
+                raise KeyError(f"{len(rows)} rows of {select.group(1)} with {select.group(2)}")
+            v = rows[0]
+        else:
+            v = v[int(key)] if isinstance(v, list) else v[key]
     return v
 
 
@@ -230,62 +241,88 @@ def collapse(text):
     return re.sub(r"\s+", " ", text).replace("\u2212", "-")
 
 
+def run_json(binary, root, args):
+    """A command's JSON output, or (None, why not)."""
+    try:
+        r = subprocess.run([binary] + shlex.split(args), cwd=root, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, "did not finish in 600 s"
+    if r.returncode != 0:
+        return None, f"exits {r.returncode}: {(r.stderr.strip().splitlines() or ['?'])[0]}"
+    try:
+        return json.loads(r.stdout), ""
+    except ValueError:
+        return None, "prints no JSON"
+
+
+def check_figure(binary, root, e, outputs, docs):
+    """One registry entry: None when the doc says what the binary gives, else what is wrong."""
+    if not isinstance(e, dict):
+        return f"not an object: {e!r}"
+    missing = [k for k in ("doc", "says", "run", "value", "format") if k not in e]
+    if missing or not isinstance(e["says"], str) or e["says"].count("{}") != 1:
+        return f"needs doc, says (one '{{}}'), run, value and format; has {sorted(e)}"
+    if e["run"] not in outputs:
+        outputs[e["run"]] = run_json(binary, root, e["run"])
+    doc_json, why = outputs[e["run"]]
+    if doc_json is None:
+        return f"`ridgeline {e['run']}` {why}"
+    try:
+        value = json_value(doc_json, e["value"])
+    except (KeyError, IndexError, ValueError, TypeError):
+        return f"`ridgeline {e['run']}` has no {e['value']}"
+    try:
+        # A figure quoted against a published measurement: its error, value / measured - 1; then
+        # the scale (100 for a percentage, 1000 for ms).
+        if "relative_to" in e:
+            value = value / e["relative_to"] - 1
+        figure = collapse(e["format"].format(value * e["scale"] if "scale" in e else value))
+    except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
+        return f"format {e['format']!r} of {e['value']} = {value!r}: {err}"
+    if e["doc"] not in docs:
+        try:
+            docs[e["doc"]] = collapse(open(os.path.join(root, e["doc"]), encoding="utf-8").read())
+        except OSError as err:
+            docs[e["doc"]] = None
+            return f"cannot read {e['doc']}: {err.strerror}"
+    text = docs[e["doc"]]
+    if text is None:
+        return f"cannot read {e['doc']}"
+    says = collapse(e["says"])
+    before, after = says.split("{}")
+    if before + figure + after in text:
+        return None
+    # The figure the doc quotes instead: the binary's figure's shape (its numbers any numbers, its
+    # units kept), else any few characters between the sentence's two parts.
+    shape = "".join(r"[-+]?[\d.,]+" if re.fullmatch(r"[-+]?[\d.,]+", t) else re.escape(t)
+                    for t in re.split(r"([-+]?[\d.,]+)", figure) if t)
+    m = (re.search(re.escape(before) + "(" + shape + ")" + re.escape(after), text)
+         or re.search(re.escape(before) + r"(.{1,40}?)" + re.escape(after), text))
+    if m:
+        return (f"says '{before + m.group(1) + after}'; `ridgeline {e['run']}` gives {figure} ({e['value']}); "
+                f"rerun and mend the prose")
+    return f"no longer says '{says}' (the binary gives {figure}): mend the prose or the entry in docs/figures.json"
+
+
 def check_figures(binary, root, path=None):
-    """docs/figures.json's prose figures (or another registry's at `path`): (checked, drifted)."""
+    """docs/figures.json's prose figures (or another registry's at `path`): (checked, drifted).
+    Each drifted or broken entry is printed on a line of its own."""
     path = path or os.path.join(root, "docs", "figures.json")
     if not os.path.exists(path):
         return 0, 0
-    entries = json.load(open(path, encoding="utf-8"))["figures"]
+    try:
+        entries = json.load(open(path, encoding="utf-8"))["figures"]
+    except (ValueError, KeyError, TypeError) as err:
+        print(f"{os.path.relpath(path, root)}: not a registry of figures: {err}")
+        return 0, 1
     outputs, docs = {}, {}
-    checked = drift = 0
+    drift = 0
     for n, e in enumerate(entries):
-        where = f"docs/figures.json entry {n + 1} ({e.get('doc', '?')})"
-        missing = [k for k in ("doc", "says", "run", "value", "format") if k not in e]
-        if missing or e["says"].count("{}") != 1:
+        wrong = check_figure(binary, root, e, outputs, docs)
+        if wrong is not None:
             drift += 1
-            print(f"{where}: needs doc, says (one '{{}}'), run, value and format; has {sorted(e)}")
-            continue
-        checked += 1
-        if e["run"] not in outputs:
-            r = subprocess.run([binary] + shlex.split(e["run"]), cwd=root, capture_output=True, text=True, timeout=600)
-            try:
-                outputs[e["run"]] = json.loads(r.stdout)
-            except ValueError:
-                outputs[e["run"]] = None
-                print(f"{where}: `ridgeline {e['run']}` exits {r.returncode} without JSON: "
-                      f"{(r.stderr.strip().splitlines() or ['?'])[0]}")
-        if outputs[e["run"]] is None:
-            drift += 1
-            continue
-        try:
-            value = json_value(outputs[e["run"]], e["value"])
-        except (KeyError, IndexError, ValueError, TypeError):
-            drift += 1
-            print(f"{where}: `ridgeline {e['run']}` has no {e['value']}")
-            continue
-        # A figure quoted against a published measurement: its error, value / measured - 1.
-        if "relative_to" in e:
-            value = value / e["relative_to"] - 1
-        figure = collapse(e["format"].format(value * e.get("scale", 1)))
-        if e["doc"] not in docs:
-            docs[e["doc"]] = collapse(open(os.path.join(root, e["doc"]), encoding="utf-8").read())
-        text = docs[e["doc"]]
-        says = collapse(e["says"])
-        if says.format(figure) in text:
-            continue
-        drift += 1
-        before, after = (re.escape(part) for part in says.split("{}"))
-        # The figure the doc quotes instead: the binary's figure's shape (its numbers any numbers,
-        # its units kept), else any few characters between the sentence's two parts.
-        shape = "".join(r"[-+]?[\d.,]+" if re.fullmatch(r"[-+]?[\d.,]+", t) else re.escape(t)
-                        for t in re.split(r"([-+]?[\d.,]+)", figure) if t)
-        m = re.search(before + "(" + shape + ")" + after, text) or re.search(before + r"(.{1,40}?)" + after, text)
-        if m:
-            print(f"{e['doc']}: says '{says.format(m.group(1))}'; `ridgeline {e['run']}` gives {figure} ({e['value']}); "
-                  f"rerun and mend the prose")
-        else:
-            print(f"{e['doc']}: no longer says '{says}' (the binary gives {figure}): mend the prose or the entry in docs/figures.json")
-    return checked, drift
+            print(f"{os.path.relpath(path, root)} entry {n + 1} ({e.get('doc', '?') if isinstance(e, dict) else '?'}): {wrong}")
+    return len(entries), drift
 
 
 def main():

@@ -117,29 +117,31 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
   }
   // Kernels' fixed times (each class's, docs/cost-model.md#kernel-boundaries): device time per
   // kernel that CUDA graphs do not remove. Fewer kernels remove it: the engines' merged GEMMs and
-  // norms (--kernels merged: QKV and gate-up one GEMM each, residual adds inside the next norm),
-  // sized by pricing the plan merged.
-  if (steps >= 1 && !cfg.forward.merged_kernels && r.decode_total.kernel_fixed_s > 0.1 * r.decode_total.t_realistic_s) {
-    // Kernels of a decode step, each paying its class's fixed time (ops::TimeParts::kernels),
-    // inside a CUDA graph or not.
+  // norms (--kernels merged: the projections sharing an input one GEMM, residual adds inside the
+  // next norm), sized by pricing the plan merged. Both in CUDA graphs, whatever the plan's
+  // setting: the launches are the cuda-graphs rule's.
+  if (steps >= 1 && !cfg.forward.merged_kernels) {
+    // Kernels of a decode step, each paying its class's fixed time (ops::TimeParts::kernels).
     const auto step_kernels = [](const model::Graph& g) {
       double n = 0;
       for (int i = 0; i < g.op_count; ++i) n += g.repeat(i) * ops::TimeParts::kernels_of(g.ops[i].cost.launches);
       return n;
     };
-    const double kernels = step_kernels(r.decode_graph), per_step = r.decode_total.kernel_fixed_s / steps;
-    InferenceConfig merged = cfg;
-    merged.forward.merged_kernels = true;
-    const double gain = r.e2e_s - run(merged), merged_kernels = step_kernels(alt->decode_graph);
-    if (gain > 0 && kernels > merged_kernels) {
+    InferenceConfig graphed = cfg;
+    graphed.cuda_graphs = true;
+    const double e2e = run(graphed), kernels = step_kernels(alt->decode_graph);
+    const double fixed = alt->decode_total.kernel_fixed_s, total = alt->decode_total.t_realistic_s;
+    graphed.forward.merged_kernels = true;
+    const double gain = e2e - run(graphed), merged_kernels = step_kernels(alt->decode_graph);
+    if (fixed > 0.1 * total && gain > 0 && kernels > merged_kernels) {
       out.push_back({"kernel-boundaries",
-                     fmt::format("{} of every {} decode step is its {:.0f} kernels' fixed times ({} a kernel on average, each at its "
-                                 "class's figure, `hw show`; {:.0f}% of the step), which CUDA graphs do not remove",
-                                 t(per_step), t(r.decode_total.t_realistic_s / steps), kernels, t(per_step / kernels),
-                                 100 * r.decode_total.kernel_fixed_s / r.decode_total.t_realistic_s),
+                     fmt::format("{} of every {} decode step (in a CUDA graph) is its {:.0f} kernels' fixed times ({} a kernel on "
+                                 "average, each at its class's figure, `hw show`; {:.0f}% of the step), which graphs do not remove",
+                                 t(fixed / steps), t(total / steps), kernels, t(fixed / steps / kernels), 100 * fixed / total),
                      gain, "request batch",
-                     fmt::format("merge QKV and gate-up into one GEMM each and the residual adds into the next norm, as the serving "
-                                 "engines do (--kernels merged): {:.0f} kernels a decode step instead of {:.0f}",
+                     fmt::format("merge the projections that share an input into one GEMM each (Q, K and V; gate and up in a gated MLP) and the "
+                                 "residual adds into the next norm, as the serving engines do (--kernels merged): {:.0f} kernels a "
+                                 "decode step instead of {:.0f}",
                                  merged_kernels, kernels),
                      "docs/cost-model.md#kernel-boundaries"});
     }

@@ -351,8 +351,11 @@ void kernel_class_split(const model::ModelConfig& m, const TrainConfig& cfg, con
       }
     }
   }
+  // The slowest stage's end of the model, as train_step picked it: both on one stage.
+  const bool pp1 = cfg.pp == 1, head = out.slowest_holds_head;
   for (int c = 0; c < hw::kKernelClassCount; ++c) {
-    out.time_by_kernel_class_s[c] = (sh.class_layers_s[c] * stage_share + sh.class_other_s[c] + recomputed_s[c] * stage_layers) * mbs;
+    const double ends = pp1 ? sh.class_embed_s[c] + sh.class_head_s[c] : head ? sh.class_head_s[c] : sh.class_embed_s[c];
+    out.time_by_kernel_class_s[c] = (sh.class_layers_s[c] * stage_share + ends + recomputed_s[c] * stage_layers) * mbs;
   }
 }
 
@@ -471,14 +474,19 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       cast_fs = cf.realistic_s, cast_bs = cb.realistic_s;
     }
     const bool again = recomputed(g, i, cfg.recompute);
+    // Which part of the model each pass's time belongs to, as f_/b_layers, f_/b_embed and
+    // f_/b_head sum them (below): the embedding's all-reduce's backward is the head's.
+    const int f_part = in_layer(g, i) ? 0 : op.block == model::Block::embedding ? 1 : 2;
+    const int b_part = f_part == 1 && embed_ar ? 2 : f_part;
     // The realistic time by the class each kernel runs as, a recomputed forward beside the
     // backward (train's split: kernel_class_split).
     {
-      auto& by = in_layer(g, i) ? sh.class_layers_s : sh.class_other_s;
+      const std::array<std::array<double, hw::kKernelClassCount>*, 3> parts{&sh.class_layers_s, &sh.class_embed_s, &sh.class_head_s};
       const double forwards = r * (again ? 2 : 1);
-      by[static_cast<int>(kc)] += forwards * (pf.realistic_s - cast_fs);
-      by[static_cast<int>(bkc)] += r * (pb.realistic_s - cast_bs);
-      by[static_cast<int>(hw::KernelClass::pointwise)] += forwards * cast_fs + r * cast_bs;
+      (*parts[f_part])[static_cast<int>(kc)] += forwards * (pf.realistic_s - cast_fs);
+      (*parts[f_part])[static_cast<int>(hw::KernelClass::pointwise)] += forwards * cast_fs;
+      (*parts[b_part])[static_cast<int>(bkc)] += r * (pb.realistic_s - cast_bs);
+      (*parts[b_part])[static_cast<int>(hw::KernelClass::pointwise)] += r * cast_bs;
     }
     if (again) add(pb, pf);  // the forward runs again inside backward
     const double mf = op.cost.matrix_flops;
@@ -522,8 +530,13 @@ void train_shape(const model::ModelConfig& m, const hw::System& sys, const Train
       account(layer ? sh.b_window_layers : sh.b_window_other, out.bwd[i], pb.realistic_s, k + (again ? 1 : 0));
     }
     const double per_mb_lower = r * (pf.lower_s + pb.lower_s);
-    (layer ? sh.kind_layers_s : sh.kind_other_s)[static_cast<int>(op.cls)] += per_mb_lower;
-    (layer ? sh.fwd_kind_layers_s : sh.fwd_kind_other_s)[static_cast<int>(op.cls)] += r * pf.lower_s;
+    {
+      const std::array<std::array<double, 6>*, 3> kinds{&sh.kind_layers_s, &sh.kind_embed_s, &sh.kind_head_s};
+      const std::array<std::array<double, 6>*, 3> fwd_kinds{&sh.fwd_kind_layers_s, &sh.fwd_kind_embed_s, &sh.fwd_kind_head_s};
+      (*kinds[f_part])[static_cast<int>(op.cls)] += r * pf.lower_s;
+      (*kinds[b_part])[static_cast<int>(op.cls)] += r * pb.lower_s;
+      (*fwd_kinds[f_part])[static_cast<int>(op.cls)] += r * pf.lower_s;
+    }
     if (op.cls == OpClass::comm) (layer ? sh.tp_comm_layers_s : sh.tp_comm_other_s) += per_mb_lower;
     // Weight parameters this GPU holds for this op (bf16 weights: bytes / 2).
     const double p = op.weight_bytes / 2 * r;
@@ -623,11 +636,6 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const double matrix_weights = sh.matrix_weights_layers * stage_share + sh.matrix_weights_other;
   const double compressed_weights = sh.compressed_layers * stage_share + sh.compressed_other;
   const double powersgd_flops = sh.powersgd_flops_layers * stage_share + sh.powersgd_flops_other;
-  for (int k = 0; k < 6; ++k) {
-    out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + sh.kind_other_s[k]) * mbs;
-    out.forward_time_by_kind_s[k] = (sh.fwd_kind_layers_s[k] * stage_share + sh.fwd_kind_other_s[k]) * mbs;
-    out.backward_time_by_kind_s[k] = out.time_by_kind_s[k] - out.forward_time_by_kind_s[k];
-  }
   const double params_layers = sh.params_layers, params_embed = sh.params_embed, params_head = sh.params_head;
   const StepPart &f_embed = sh.f_embed, &b_embed = sh.b_embed, &f_head = sh.f_head, &b_head = sh.b_head;
 
@@ -679,12 +687,6 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
     out.activation_budget_bytes = room / (stage_layers * in_flight) - sh.tensors->layer_input_bytes - sh.tensors->fixed_bytes;
     choice = &sh.frontier->best_within(out.activation_budget_bytes);
     out.recompute_choice = *choice;
-    // Its recomputed forwards and exposed offloads run in every layer's backward.
-    for (int k = 0; k < 6; ++k) {
-      const double add_k = choice->kind_s[k] * stage_layers * mbs;
-      out.time_by_kind_s[k] += add_k;
-      out.backward_time_by_kind_s[k] += add_k;
-    }
   }
 
   // The slowest pipeline stage holds L/pp layers and the embedding (first) or the head (last).
@@ -704,6 +706,18 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   const bool last_slower = f_last.realistic_s + b_last.realistic_s > f_first.realistic_s + b_first.realistic_s;
   out.forward = last_slower ? f_last : f_first;
   out.backward = last_slower ? b_last : b_first;
+  out.slowest_holds_head = pp > 1 && last_slower;
+  // Compute by kind on that stage: its layers and its end of the model (both on one stage);
+  // a recomputation choice's forwards run in every layer's backward.
+  for (int k = 0; k < 6; ++k) {
+    const double ends = pp == 1 ? sh.kind_embed_s[k] + sh.kind_head_s[k] : last_slower ? sh.kind_head_s[k] : sh.kind_embed_s[k];
+    const double fwd_ends = pp == 1 ? sh.fwd_kind_embed_s[k] + sh.fwd_kind_head_s[k]
+                            : last_slower ? sh.fwd_kind_head_s[k] : sh.fwd_kind_embed_s[k];
+    const double recomputed_k = choice ? choice->kind_s[k] * stage_layers : 0;
+    out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + ends + recomputed_k) * mbs;
+    out.forward_time_by_kind_s[k] = (sh.fwd_kind_layers_s[k] * stage_share + fwd_ends) * mbs;
+    out.backward_time_by_kind_s[k] = out.time_by_kind_s[k] - out.forward_time_by_kind_s[k];
+  }
   double params_gpu = params_layers * stage_share + (pp == 1 ? params_embed + params_head : std::max(params_embed, params_head));
   if (m.tie_embeddings && pp > 1) params_gpu = params_layers * stage_share + params_embed;  // both ends hold the table
   out.params_computed_per_gpu = params_gpu;

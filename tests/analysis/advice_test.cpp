@@ -55,7 +55,8 @@ TEST(Advice, KernelsFixedTimesAreSizedByMergingTheEnginesWay) {
   // Llama 3.1 8B decoding 4 sequences on an H100, its kernels unfused: their fixed times are
   // over 10% of a step, and merging as the engines do removes 5 kernels a layer (K's and V's
   // GEMMs into Q's, up's into gate's, the two residual adds into the norms after them):
-  // 32 x 5 = 160 fewer. The gain is the plan priced merged against as it is.
+  // 32 x 5 = 160 fewer. The gain is the plan priced merged against as it is, both in CUDA
+  // graphs (the launches the cuda-graphs rule's): the same whether the plan asks for graphs.
   const auto m = io::bundled_model("llama-3.1-8b");
   InferenceConfig c;
   c.batch = 4;
@@ -88,6 +89,15 @@ TEST(Advice, KernelsFixedTimesAreSizedByMergingTheEnginesWay) {
     EXPECT_DOUBLE_EQ(a.gain_s, unfused_e2e - rm->e2e_s);
     EXPECT_NE(a.fix.find(fmt::format("{:.0f} kernels a decode step instead of {:.0f}", kernels - 160, kernels)), std::string::npos) << a.fix;
     EXPECT_NE(a.trigger.find(fmt::format("its {:.0f} kernels' fixed times", kernels)), std::string::npos) << a.trigger;
+  }
+  EXPECT_EQ(found, 1);
+  // Eager, the same gain.
+  infer(m, chip("h100-sxm"), eager, *re);
+  found = 0;
+  for (const auto& a : advise_inference(m, chip("h100-sxm"), eager, *re)) {
+    if (a.rule != "kernel-boundaries") continue;
+    ++found;
+    EXPECT_DOUBLE_EQ(a.gain_s, unfused_e2e - rm->e2e_s);
   }
   EXPECT_EQ(found, 1);
   // Merged already: nothing left to merge, the rule is silent.

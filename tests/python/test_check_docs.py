@@ -66,6 +66,41 @@ def test_a_bad_entry_or_key_is_named(tmp_path, capsys):
     write(root, "The matmul does 8.59 GFLOP.\n",
           [{"doc": "docs/a.md", "says": "no placeholder", "run": RUN, "value": "flops", "format": "{}"},
            entry("does {}.", value="no_such_key")])
-    assert check_docs.check_figures(BIN, root) == (1, 2)
+    assert check_docs.check_figures(BIN, root) == (2, 2)
     out = capsys.readouterr().out
-    assert "needs doc, says (one '{}')" in out and "has no no_such_key" in out
+    assert "entry 1 (docs/a.md): needs doc, says (one '{}')" in out and "entry 2 (docs/a.md):" in out and "has no no_such_key" in out
+
+
+def test_each_broken_entry_is_one_line_not_a_crash(tmp_path, capsys):
+    # A command that fails, a doc that is not there, a format that does not fit the value, a
+    # sentence with other braces, an entry that is no object: each named, the others checked.
+    root = str(tmp_path)
+    write(root, "The matmul does 8.59 GFLOP {sic}.\n",
+          [dict(entry("does {}"), run="op matmul --m 0 --json"),
+           dict(entry("does {}"), doc="docs/gone.md"),
+           entry("does {}", value="bound"),
+           entry("does {} {sic}."),
+           "not an entry"])
+    assert check_docs.check_figures(BIN, root) == (5, 4)
+    out = capsys.readouterr().out
+    assert "entry 1 (docs/a.md): `ridgeline op matmul --m 0 --json` exits 2:" in out
+    assert "entry 2 (docs/gone.md): cannot read docs/gone.md" in out
+    assert "entry 3 (docs/a.md): format '{:.2f} GFLOP' of bound" in out
+    assert "entry 5 (?): not an object" in out
+
+
+def test_a_row_picked_by_its_fields(tmp_path, capsys):
+    # Llama 3.1 8B's decode LM head at batch 1 reads its 4096 x 128256 bf16 weights and the
+    # token's 4096 activations and writes 128256 bf16 logits: (4096 * 128256 + 4096 + 128256)
+    # * 2 = 1050937856 B, 1.051 GB. Picked by name and phase, not by its place in the op table;
+    # by name alone it is two rows (prefill's and decode's), and the entry says so.
+    root = str(tmp_path)
+    run = "infer --model llama-3.1-8b --hw h100-sxm --json"
+    write(root, "Its LM head streams 1.051 GB a step.\n",
+          [dict(doc="docs/a.md", says="streams {} a step", run=run, value="ops[name=lm_head,phase=decode].bytes", scale=1e-9,
+                format="{:.3f} GB"),
+           dict(doc="docs/a.md", says="streams {} a step", run=run, value="ops[name=lm_head].bytes", scale=1e-9,
+                format="{:.3f} GB")])
+    assert check_docs.check_figures(BIN, root) == (2, 1)
+    assert "entry 2 (docs/a.md): `ridgeline infer --model llama-3.1-8b --hw h100-sxm --json` has no ops[name=lm_head].bytes" in \
+        capsys.readouterr().out

@@ -230,11 +230,15 @@ struct TrainShape {
   double matrix_weights_layers = 0, matrix_weights_other = 0;  ///< GEMM weight elements on this GPU
   double compressed_layers = 0, compressed_other = 0;          ///< PowerSGD factor elements
   double powersgd_flops_layers = 0, powersgd_flops_other = 0;
-  std::array<double, 6> kind_layers_s{}, kind_other_s{};       ///< lower-bound forward + backward by op class, per micro-batch
-  std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_other_s{};  ///< the forward part of those
+  /// Lower-bound forward + backward by op class, per micro-batch: of the layers, of the
+  /// embedding (first stage) and of the head (last stage), as f_embed/b_embed and f_head/b_head
+  /// split them.
+  std::array<double, 6> kind_layers_s{}, kind_embed_s{}, kind_head_s{};
+  std::array<double, 6> fwd_kind_layers_s{}, fwd_kind_embed_s{}, fwd_kind_head_s{};  ///< the forward part of those
   /// Realistic forward + backward (a recomputed forward included) by the kernel class each
-  /// kernel runs as, per micro-batch, before any overlap with communication (train's split).
-  std::array<double, hw::kKernelClassCount> class_layers_s{}, class_other_s{};
+  /// kernel runs as, per micro-batch, before any overlap with communication (train's split),
+  /// split the same way.
+  std::array<double, hw::kKernelClassCount> class_layers_s{}, class_embed_s{}, class_head_s{};
   double tp_comm_layers_s = 0, tp_comm_other_s = 0;            ///< lower bound, per micro-batch
   /// What a collective beside one micro-batch's forward and backward sees of it (realistic; the
   /// layers' all layers, not yet scaled to a stage; the rest the embedding and head).
@@ -283,6 +287,7 @@ struct TrainStep {
   std::int64_t dp = 1;
   std::int64_t micro_batches = 1;      ///< per replica per step
   StepPart forward;                    ///< one micro-batch, slowest stage (TP communication included)
+  bool slowest_holds_head = false;     ///< the slowest stage is the last (its head outlasts the embedding), pp > 1
   StepPart backward;                   ///< one micro-batch, with recomputation
   StepPart pipeline;                   ///< all micro-batches through the pipeline, bubble included
   StepPart bubble;
