@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -39,11 +40,25 @@ std::string class_figures(const hw::ClassEfficiency& e, hw::KernelClass cls, con
   return out;
 }
 
+namespace {
+
+// A fit's figures as the chip file keeps them (fitted_efficiency_yaml's 4 significant digits):
+// what `hw show` prints once they are written, 0.8195 and not the fit's 0.81946, which three
+// decimals would print 0.819 against `hw show`'s 0.820.
+hw::ClassEfficiency as_stored(hw::ClassEfficiency e) {
+  for (double* v : {&e.matrix, &e.vector, &e.memory, &e.link, &e.overlap, &e.matmul}) {
+    if (*v > 0) *v = std::stod(fmt::format("{:.4g}", *v));
+  }
+  return e;
+}
+
+}  // namespace
+
 std::string curves_text(const hw::ChipSpec& chip, const std::vector<analysis::CurveFit>& fits) {
   if (fits.empty()) return "";
   std::string out = "kernel curves (measured times by size; a class's figures are their fit: `ridgeline hw fit`)\n";
   for (const analysis::CurveFit& f : fits) {
-    out += fmt::format("  {}: {}\n", hw::name(f.cls), class_figures(f.efficiency, f.cls, chip.efficiency));
+    out += fmt::format("  {}: {}\n", hw::name(f.cls), class_figures(as_stored(f.efficiency), f.cls, chip.efficiency));
     for (const hw::KernelCurve& k : chip.curves) {
       if (k.cls == f.cls) out += fmt::format("    {} ({} timing): {}\n", k.kernel, hw::name(k.timing), k.source);
     }

@@ -98,6 +98,17 @@ TEST(HwCli, BlockScaledExpertsTakeTheFusedMoesFiguresWhereTheyHaveNoneOfTheirOwn
   EXPECT_DOUBLE_EQ(b["efficiency"]["gemm_expert_deepgemm"]["overlap"].get<double>(), 0.5);  // 0.5: none (never binds)
 }
 
+TEST(HwCli, FitPrintsItsFiguresAsTheChipFileKeepsThem) {
+  // DeepGEMM's dense class on the H100: the fit's memory fraction is 0.81946..., which the chip
+  // file keeps as 0.8195 (4 significant digits, `hw fit`'s own YAML line) and `hw show` prints at
+  // three decimals as 0.820; the fit's line says the same, not 0.819.
+  const std::string fit = run("hw fit h100-sxm").out, show = run("hw show h100-sxm").out;
+  EXPECT_NE(fit.find("gemm_scaled_deepgemm: {matrix: 0.7987, memory: 0.8195,"), std::string::npos) << fit;
+  const std::string line = "matrix 0.799, memory 0.820, each tile 500 columns of K more, 3.421 us per kernel";
+  EXPECT_NE(fit.find("  gemm_scaled_deepgemm: " + line + "\n"), std::string::npos) << fit;
+  EXPECT_NE(show.find("  gemm_scaled_deepgemm      " + line + "\n"), std::string::npos) << show;
+}
+
 TEST(HwCli, OverridesApply) {
   auto j = run_json("hw show tpu-v5e --mem-bw 8.1e11 --peak int8=3.94e14");
   EXPECT_DOUBLE_EQ(j["memory"][0]["bandwidth_Bps"].get<double>(), 8.1e11);
