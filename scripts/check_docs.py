@@ -271,6 +271,15 @@ def check_figure(binary, root, e, outputs, docs):
         value = json_value(doc_json, e["value"])
     except (KeyError, IndexError, ValueError, TypeError):
         return f"`ridgeline {e['run']}` has no {e['value']}"
+    if "over" in e:
+        # A share: the value over another of the same output, or over the sum of an object's or
+        # a list's numbers (a class's share of a split).
+        try:
+            whole = json_value(doc_json, e["over"])
+            whole = sum(whole.values() if isinstance(whole, dict) else whole) if isinstance(whole, (dict, list)) else whole
+            value = value / whole
+        except (KeyError, IndexError, ValueError, TypeError, ZeroDivisionError):
+            return f"`ridgeline {e['run']}` has no number at {e['over']} to take {e['value']} over"
     try:
         # A figure quoted against a published measurement: its error, value / measured - 1; then
         # the scale (100 for a percentage, 1000 for ms).

@@ -104,3 +104,14 @@ def test_a_row_picked_by_its_fields(tmp_path, capsys):
     assert check_docs.check_figures(BIN, root) == (2, 1)
     assert "entry 2 (docs/a.md): `ridgeline infer --model llama-3.1-8b --hw h100-sxm --json` has no ops[name=lm_head].bytes" in \
         capsys.readouterr().out
+
+
+def test_a_share_over_another_figure_or_a_sum(tmp_path, capsys):
+    # The matmul's 37748736 B over its 8589934592 FLOPs: 1/227.56 = 0.4395%, 0.44% (its
+    # intensity's inverse); a share over a key the output lacks is named.
+    root = str(tmp_path)
+    write(root, "Bytes are 0.44% of the FLOP count, 0.44% of both.\n",
+          [entry("Bytes are {} of the FLOP count", value="bytes", over="flops", scale=100, fmt="{:.2f}%"),
+           entry("count, {} of both", value="bytes", over="no_such_key", scale=100, fmt="{:.2f}%")])
+    assert check_docs.check_figures(BIN, root) == (2, 1)
+    assert "has no number at no_such_key to take bytes over" in capsys.readouterr().out
