@@ -307,10 +307,12 @@ def check_figure(binary, root, e, outputs, docs):
                     for t in re.split(r"([-+]?[\d.,]+)", figure) if t)
     m = (re.search(re.escape(before) + "(" + shape + ")" + re.escape(after), text)
          or re.search(re.escape(before) + r"(.{1,40}?)" + re.escape(after), text))
+    # (Named as the doc writes them, its minus signs kept, that a search of the doc finds them.)
+    raw_before, raw_after = re.sub(r"\s+", " ", e["says"]).split("{}")
     if m:
-        return (f"says '{before + m.group(1) + after}'; `ridgeline {e['run']}` gives {figure} ({e['value']}); "
+        return (f"says '{raw_before + m.group(1) + raw_after}'; `ridgeline {e['run']}` gives {figure} ({e['value']}); "
                 f"rerun and mend the prose")
-    return f"no longer says '{says}' (the binary gives {figure}): mend the prose or the entry in docs/figures.json"
+    return f"no longer says '{raw_before + '{}' + raw_after}' (the binary gives {figure}): mend the prose or the entry in docs/figures.json"
 
 
 def check_figures(binary, root, path=None):
