@@ -39,6 +39,13 @@ double slowest_stage_layers(const model::ModelConfig& m, const TrainConfig& cfg)
   return std::ceil(static_cast<double>(m.layers) / static_cast<double>(cfg.pp * cfg.vpp)) * static_cast<double>(cfg.vpp);
 }
 
+// The slowest stage's end of the model (TrainShape's embedding and head parts of a sum): both
+// on one stage, else the head's where the last stage is the slowest, the embedding's where the
+// first is.
+double stage_end(double embed, double head, bool one_stage, bool last_slowest) {
+  return one_stage ? embed + head : last_slowest ? head : embed;
+}
+
 bool in_layer(const Graph& g, int i) {
   const model::Block b = g.ops[i].block;
   return b != model::Block::embedding && b != model::Block::head;
@@ -328,12 +335,7 @@ hw::System training_system(const hw::System& sys_in, const TrainConfig& cfg) {
 
 void train(const model::ModelConfig& m, const hw::System& sys_in, const TrainConfig& cfg, TrainResult& out) {
   validate(m, sys_in, cfg);
-  // train_core, and the split by kernel class the report shows (off the plan search's path).
-  const hw::System sys = training_system(sys_in, cfg);
-  TrainShape shape;
-  train_shape(m, sys, cfg, out, shape);
-  train_step(m, sys, cfg, shape, out);
-  kernel_class_split(m, cfg, shape, out);
+  train_core(m, training_system(sys_in, cfg), cfg, out, true);  // with the split by kernel class the report shows
 }
 
 void kernel_class_split(const model::ModelConfig& m, const TrainConfig& cfg, const TrainShape& sh, TrainResult& out) noexcept {
@@ -352,17 +354,17 @@ void kernel_class_split(const model::ModelConfig& m, const TrainConfig& cfg, con
     }
   }
   // The slowest stage's end of the model, as train_step picked it: both on one stage.
-  const bool pp1 = cfg.pp == 1, head = out.slowest_holds_head;
   for (int c = 0; c < hw::kKernelClassCount; ++c) {
-    const double ends = pp1 ? sh.class_embed_s[c] + sh.class_head_s[c] : head ? sh.class_head_s[c] : sh.class_embed_s[c];
+    const double ends = stage_end(sh.class_embed_s[c], sh.class_head_s[c], cfg.pp == 1, out.slowest_holds_head);
     out.time_by_kernel_class_s[c] = (sh.class_layers_s[c] * stage_share + ends + recomputed_s[c] * stage_layers) * mbs;
   }
 }
 
-void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept {
+void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out, bool split) noexcept {
   TrainShape shape;
   train_shape(m, sys, cfg, out, shape);
   train_step(m, sys, cfg, shape, out);
+  if (split) kernel_class_split(m, cfg, shape, out);
 }
 
 void train_shape(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out,
@@ -710,9 +712,8 @@ void train_step(const model::ModelConfig& m, const hw::System& sys, const TrainC
   // Compute by kind on that stage: its layers and its end of the model (both on one stage);
   // a recomputation choice's forwards run in every layer's backward.
   for (int k = 0; k < 6; ++k) {
-    const double ends = pp == 1 ? sh.kind_embed_s[k] + sh.kind_head_s[k] : last_slower ? sh.kind_head_s[k] : sh.kind_embed_s[k];
-    const double fwd_ends = pp == 1 ? sh.fwd_kind_embed_s[k] + sh.fwd_kind_head_s[k]
-                            : last_slower ? sh.fwd_kind_head_s[k] : sh.fwd_kind_embed_s[k];
+    const double ends = stage_end(sh.kind_embed_s[k], sh.kind_head_s[k], pp == 1, last_slower);
+    const double fwd_ends = stage_end(sh.fwd_kind_embed_s[k], sh.fwd_kind_head_s[k], pp == 1, last_slower);
     const double recomputed_k = choice ? choice->kind_s[k] * stage_layers : 0;
     out.time_by_kind_s[k] = (sh.kind_layers_s[k] * stage_share + ends + recomputed_k) * mbs;
     out.forward_time_by_kind_s[k] = (sh.fwd_kind_layers_s[k] * stage_share + fwd_ends) * mbs;

@@ -327,7 +327,7 @@ struct TrainResult : TrainStep {
   /// Realistic compute per step on the slowest stage by the kernel class each kernel runs as:
   /// every op's forward and backward kernels, recomputed forwards (--recompute auto's choice's
   /// too) and fp8 casts (pointwise), before any overlap with communication; filled by `train`
-  /// (kernel_class_split), not by train_core.
+  /// (train_core's `split`, kernel_class_split), not by the plan search.
   std::array<double, hw::kKernelClassCount> time_by_kernel_class_s{};
   std::array<OpTimes, model::Graph::kMaxOps> fwd{}, bwd{};
   LayerTensors tensors;                ///< --recompute auto
@@ -371,7 +371,10 @@ hw::System training_system(const hw::System& sys, const TrainConfig& cfg);
 
 /// The evaluation path on a prepared system (training_system) and a validated plan:
 /// never allocates, never throws.
-void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out) noexcept;
+/// With `split`, TrainResult::time_by_kernel_class_s too (kernel_class_split: `train` asks for it, the
+/// benchmarks and the plan search do not).
+void train_core(const model::ModelConfig& m, const hw::System& sys, const TrainConfig& cfg, TrainResult& out,
+                bool split = false) noexcept;
 
 /// The shape part of train_core: builds the forward graph into `out.graph` (scratch) and
 /// sums it. Never allocates, never throws.
