@@ -502,6 +502,45 @@ add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 client
                                         (32, 979.34, 31.37, 121.01), (64, 2245.58, 49.33, 150.98)]),
         ["in/out", "clients"], None, moe=True)
 
+# 14b. DeepSeek-R1-0528 on 8 x B200 under SGLang v0.5.12 (lmsysorg/sglang:v0.5.12-cu130), SemiAnalysis's InferenceX
+#     curve published 2026-05-22, as SemiAnalysisAI/InferenceX PR #3363 (2026-09-22) quotes it, "Mean latency": mean TTFT
+#     and TPOT, output tokens/s per GPU (x TP here). Its rows with figures: 1k/1k at TP 8 and 1-64 clients, 8k/1k at
+#     TP 8 and one client, 8k/1k at TP 4 and 1-2 clients (the rest of its table was cut from the quote or N/A). The run
+#     (benchmarks/single_node/dsr1_fp8_b200.sh, unchanged from ed5867f, 2026-05-12, to 1b23499, 2026-06-02):
+#     SGL_ENABLE_JIT_DEEPGEMM=false, SGLANG_ENABLE_FLASHINFER_GEMM=true, `sglang.launch_server --tensor-parallel-size TP
+#     --kv-cache-dtype fp8_e4m3 --enable-flashinfer-allreduce-fusion --scheduler-recv-interval R --disable-radix-cache
+#     --attention-backend trtllm_mla --stream-interval 30 --moe-runner-backend flashinfer_trtllm --quantization fp8`; at
+#     TP 8 --cuda-graph-max-bs and --max-running-requests 128, --mem-fraction-static 0.82, --chunked-prefill-size and
+#     --max-prefill-tokens 32768, R 10 below 16 clients and 30 from 16; at TP 4 32, 0.95, 8192 and R 10. The client as
+#     in 14. Not modelled apart: FlashInfer's TensorRT-LLM kernels (the MLA attention, the fp8 block-scaled MoE, the
+#     block-scaled GEMMs in place of DeepGEMM's) and the all-reduce fused with the residual add and norm: the preset's
+#     Blackwell figures price them.
+INFX_B200_SOURCE = ("SemiAnalysisAI/InferenceX PR #3363 (its baseline: the curve published 2026-05-22): "
+                    "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
+
+
+def inferencex_r1_b200(isl, tp, rows):
+    lo = isl * 8 // 10
+    flags = (["--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs", "128", "--graph-max-batch", "128"]
+             if tp == 8 else
+             ["--max-batched-tokens", "8192", "--kv-memory-fraction", "0.95", "--max-num-seqs", "32", "--graph-max-batch", "32"])
+    return [(["--model", "deepseek-r1", "--hw", "b200", "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
+              "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
+              "--kv-dtype", "fp8_e4m3", "--prefix-caching", "off",
+              "--scheduler-recv-interval", str(30 if tp == 8 and c >= 16 else 10)] + flags,
+             means(ttft, tpot, out_per_gpu * tp), [f"{isl // 1024}k/1k", tp, c], "fp8")
+            for c, ttft, tpot, out_per_gpu in rows]
+
+
+add_set("inferencex-sglang-deepseek-r1-b200", "DeepSeek-R1 on 8 x B200 at 1-64 clients (SGLang 0.5.12, TP 8 and 4; means)",
+        INFX_B200_SOURCE, "SGLang 0.5.12 (the sglang preset)", "sglang", "mean",
+        inferencex_r1_b200(1024, 8, [(1, 160.36, 7.18, 17.01), (2, 177.91, 7.93, 30.74), (4, 203.87, 8.82, 53.72),
+                                     (8, 248.74, 10.96, 87.31), (16, 368.49, 13.09, 145.25), (32, 470.96, 16.21, 234.01),
+                                     (64, 1170.32, 21.73, 338.97)]) +
+        inferencex_r1_b200(8192, 8, [(1, 314.28, 7.39, 16.18)]) +
+        inferencex_r1_b200(8192, 4, [(1, 410.18, 7.96, 29.78), (2, 483.64, 9.13, 51.72)]),
+        ["in/out", "TP", "clients"], None, moe=True)
+
 # 15. DeepSeek-R1-0528 on 8 x MI325X under SGLang v0.5.19 (lmsysorg/sglang:v0.5.19-rocm700-mi30x), SemiAnalysis's
 #     InferenceX curve published 2026-09-10 (after PR #2949's image bump: "launch flags ... unchanged"), as
 #     SemiAnalysisAI/InferenceX PR #3318 (2026-09-20) quotes it, "Mean latency": mean TTFT and TPOT, output
@@ -509,9 +548,10 @@ add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 client
 #     843c625): SGLANG_USE_AITER=1, SGLANG_AITER_MLA_PERSIST=1, `sglang.launch_server --tensor-parallel-size 8
 #     --mem-fraction-static 0.8 --cuda-graph-max-bs 128 --chunked-prefill-size 131072 --max-prefill-tokens 131072
 #     --num-continuous-decode-steps 4 --kv-cache-dtype fp8_e4m3 --attention-backend aiter --disable-radix-cache`;
-#     the client as in 14 (10·C random prompts after 2·C warm-up ones, lengths uniform in [0.8 L, L]). Four decode
-#     steps between the scheduler's looks at new requests (--num-continuous-decode-steps 4) are not modelled: a
-#     new request waits up to three decode steps more, tens of ms against the TTFTs of a second.
+#     the client as in 14 (10·C random prompts after 2·C warm-up ones, lengths uniform in [0.8 L, L]).
+#     --num-continuous-decode-steps 4 changes nothing in this release: its loop of decode steps between the
+#     scheduler's reads left the event loop with the overlap scheduler (sgl-project/sglang PR #2095, November 2024),
+#     the argument kept but read nowhere else (its declaration in server_args.py the one use in python/).
 INFX_MI325X_SOURCE = ("SemiAnalysisAI/InferenceX PR #3318 (its baseline: the curve published 2026-09-10): "
                       "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
 add_set("inferencex-sglang-deepseek-r1-mi325x", "DeepSeek-R1 on 8 x MI325X at 4-64 clients (SGLang 0.5.19 on ROCm 7.0, TP 8; means)",

@@ -267,6 +267,7 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     if (e.graph_exact_sizes) b.flag("--disable-cuda-graph-padding");
   }
   if (!old && !e.overlap_scheduling) b.flag("--disable-overlap-schedule");
+  if (e.recv_interval > 1) b.flag("--scheduler-recv-interval", num(e.recv_interval));  // (validate: not SGLang 0.3)
   if (old && e.overlap_scheduling) b.flag("--enable-overlap-schedule");
   if (e.preemption == serving::Preemption::swap && !decode) c.plan.notes.push_back("preemption by swapping: SGLang retracts requests and recomputes them");
   const model::Speculation& sp = c.cfg.spec;

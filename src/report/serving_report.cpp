@@ -181,6 +181,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"outputs_in_step", e.outputs_in_step},
           {"prefills_apart", e.prefills_apart},
           {"num_scheduler_steps", e.scheduler_steps},
+          {"scheduler_recv_interval", e.recv_interval},
           {"graph_exact_sizes", e.graph_exact_sizes},
           {"graph_sizes", e.graph_sizes},
           {"preemption", e.preemption == serving::Preemption::swap ? "swap" : "recompute"},
@@ -472,13 +473,17 @@ std::string engine_host_text(const model::ModelConfig& m, const serving::EngineC
     // no published figure; the static engine): said so, with where that comes from.
     s += fmt::format("{}host: none priced per step{}\n", indent, e.host_source.empty() ? std::string() : fmt::format(" ({})", e.host_source));
   } else {
-    s += fmt::format("{}host {} per step{}{}{}{}\n", indent, host_time(e.step_overhead_s, e.per_request_overhead_s),
+    s += fmt::format("{}host {} per step{}{}{}{}{}\n", indent, host_time(e.step_overhead_s, e.per_request_overhead_s),
                      e.overlap_scheduling ? ", overlapped with the device (the next step planned as one starts: a new request waits a step more)"
                                           : ", between device steps",
                      e.exposed_step_s > 0 ? fmt::format(", and {} exposed per step", t(e.exposed_step_s)) : std::string(),
                      e.scheduler_steps > 1 ? fmt::format(", once per window of {} decode steps (multi-step: a request arriving in a window "
                                                          "waits for its end)", e.scheduler_steps)
                                            : std::string(),
+                     e.recv_interval > 1 ? fmt::format("; new requests read every {} decode steps (--scheduler-recv-interval: one arriving "
+                                                       "among decode steps waits for the count; at once after a step with prompt tokens)",
+                                                       e.recv_interval)
+                                         : std::string(),
                      e.async_step_s > 0 ? fmt::format("; output processing {} {}", host_time(e.async_step_s, e.async_per_request_s),
                                                       e.outputs_in_step ? "after the device (its asynchronous processor off: no graphs, or a draft)"
                                                                         : "beside the device, a step's outputs sent during the next one")

@@ -931,6 +931,12 @@ void validate(const EngineConfig& e) {
     throw InputError(fmt::format("--num-scheduler-steps: {} steps per scheduler call with chunked prefill on: vLLM 0.6 runs multi-step "
                                  "scheduling without chunked prefill (give --chunked-prefill off)", e.scheduler_steps));
   }
+  range(e.recv_interval, 1, 1000, "--scheduler-recv-interval");
+  if (e.recv_interval > 1 && (e.kind != EngineKind::sglang || is_sglang_03(e.ref()))) {
+    throw InputError(fmt::format("--scheduler-recv-interval: {}: SGLang's knob since 2025 (its scheduler reads new requests every n decode "
+                                 "steps); {} reads them every step: drop it or use --engine sglang",
+                                 e.recv_interval, e.kind == EngineKind::sglang ? "SGLang 0.3" : fmt::format("the {} engine", name(e.kind))));
+  }
   if (!(e.front_end_s >= 0 && e.front_end_s < 10)) {
     throw InputError(fmt::format("--front-end: {} s is out of range: expected 0 to 10 s", e.front_end_s));
   }

@@ -197,8 +197,11 @@ class Replica {
   // --- requests ------------------------------------------------------------------------
   std::deque<std::int32_t> waiting;
   // Arrived while a step ran on an engine that schedules one step ahead: the next step was
-  // planned when this one started, so they join the waiting queue after it is planned.
+  // planned when this one started, so they join the waiting queue after it is planned. Under
+  // SGLang's --scheduler-recv-interval N they wait here until the scheduler next reads its
+  // socket (recv_count: the weight of the steps since it last did, Simulation::start_step).
   std::vector<std::int32_t> incoming;
+  std::int64_t recv_count = 0;
   std::int64_t running_count = 0;
   std::int64_t peak_running = 0;  // the most running at once
   std::int32_t head = -1, tail = -1;  // running list

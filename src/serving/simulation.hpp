@@ -153,6 +153,9 @@ class Simulation {
   // of BM_SearchServe70B's priced steps were never applied: 363 M priced, 239 M applied), and a
   // leap's own cost is small beside 16 steps'; 12 to 24 ran alike, 64 4–6% slower.
   static constexpr std::int32_t kLeapMost = 16;
+  // The weight SGLang's SchedulerRecvSkipper gives a step of any mode but decode (and
+  // target-verify): _DEFAULT_WEIGHT, 1000 (SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_DEFAULT).
+  static constexpr std::int64_t kRecvPromptWeight = 1000;
   Ps start_leap(Replica& r, Tier& k);  // the replica's next event
   // Applies the leap's step ends at or before t and its step starts before t (and at t when
   // `starts_at_t`), the blocks those take in the KV integrals from their start.

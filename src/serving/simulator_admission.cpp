@@ -131,8 +131,10 @@ void Simulation::arrive(Ps t) {
   rep.place(q);  // its attention data-parallel rank, from the replica's loads now
   rep.know_group(q);
   // An engine that schedules one step ahead fixed the next step's batch when the running
-  // step started: the request waits for the one after (docs/serving.md#host-time).
-  if (rep.busy && tier(rep).engine.overlap_scheduling) {
+  // step started: the request waits for the one after (docs/serving.md#host-time). One that
+  // reads its socket only every few steps holds it until then (docs/serving.md#recv-interval).
+  const EngineConfig& e = tier(rep).engine;
+  if (rep.busy && (e.overlap_scheduling || e.recv_interval > 1)) {
     rep.incoming.push_back(qi);
     rep.incoming_changed(q, 1);
   } else {

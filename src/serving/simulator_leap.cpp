@@ -77,6 +77,7 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
   const double* periods = leap_periods(r);
   const double* keys = leap_keys(r);
   Scheduler& scheduler = *tier(r).scheduler;
+  const std::int64_t every = tier(r).engine.recv_interval;
   // The blocks the steps applied here take are counted by the next advance from clock_ on: each
   // step's are added to the KV integral over [at, clock_) (taken before clock_), or taken off
   // over [clock_, at) (a step ahead of the last advance: the run stopping at its horizon). On
@@ -105,6 +106,9 @@ void Simulation::catch_up(Replica& r, Ps t, bool starts_at_t) {
       decode_batch_sum_ += static_cast<double>(r.n_decode);
       decode_context_sum_ += keys[j];
       const std::int64_t used = r.used_blocks();
+      // A decode step's weight toward SGLang's next read of its socket, which finds nothing (an
+      // arrival ends the leap): start_step's count.
+      if (every > 1 && ++r.recv_count >= every) r.recv_count = 0;
       scheduler.quiet_decode(r);
       ++r.leap_s;
       const std::int64_t blocks = r.used_blocks() - used;

@@ -111,18 +111,44 @@ void Simulation::start_step(Replica& r, Ps t) {
   }
   r.arrived.clear();
   Tier& k = tier(r);
-  k.scheduler->plan(r);
-  // Requests that came in during the last step: planned from the step after this one, or in
-  // this one when the engine has nothing else to run (its host was idle, not ahead).
-  if (!r.incoming.empty()) {
-    const bool idle = !r.plan.decode && r.plan.chunks.empty();
+  // Requests that came in during the last step join the queue. SGLang's
+  // --scheduler-recv-interval N (SchedulerRecvSkipper) reads them only once the weights of the
+  // steps since it last did reach N: each pass of its loop adds its last batch's, 1 for a decode
+  // step and 1000 for one with prompt tokens (at once), and starts again from 0 when it reads.
+  // Its last batch: the step that just ended (r.plan still), or under overlap scheduling the
+  // one starting now, launched by the pass before (docs/serving.md#recv-interval).
+  const std::int64_t every = k.engine.recv_interval;
+  const bool overlap = k.engine.overlap_scheduling;
+  bool recv = true;
+  const auto tally = [&] {
+    r.recv_count += r.plan.chunks.empty() ? 1 : kRecvPromptWeight;
+    recv = r.recv_count >= every;
+    if (recv) r.recv_count = 0;
+  };
+  const auto take_incoming = [&] {
     for (const std::int32_t qi : r.incoming) {
       r.waiting.push_back(qi);
       r.incoming_changed(pool_[qi], -1);
       r.waiting_changed(pool_[qi], 1);
     }
     r.incoming.clear();
-    if (idle) k.scheduler->plan(r);
+  };
+  if (every > 1 && !overlap) {
+    tally();
+    if (recv) take_incoming();
+  }
+  k.scheduler->plan(r);
+  if (every > 1 && overlap) tally();
+  // Under overlap scheduling they are planned from the step after this one, or in this one when
+  // the engine has nothing else to run (its host was idle, not ahead; an idle loop spins, a
+  // pass in microseconds, and reads them at once whatever the interval).
+  if (!r.incoming.empty()) {
+    const bool idle = !r.plan.decode && r.plan.chunks.empty();
+    if (recv || idle) {
+      if (!recv) r.recv_count = 0;
+      take_incoming();
+      if (idle) k.scheduler->plan(r);
+    }
   }
   // An empty replica that cannot admit the request at the head of its queue never will
   // (checked on arrival; a scheduler's own margin can still refuse it): it is rejected.

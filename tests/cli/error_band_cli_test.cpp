@@ -175,37 +175,39 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   EXPECT_EQ(m["e2e"]["from"], "any engine, any dtype, dense");
   EXPECT_EQ(m["e2e"]["n"], 4 + 10);
   // Mixtral's 16-bit experts on SGLang: no MoE row is 16-bit, so the MoE pool over every dtype. Its
-  // 44 TTFTs are vLLM's 22: 0.8.4's 16 (DGX TP 8: -39 -25 -24 -20; DGX EP 8: -69 -31 -29 -29;
+  // 54 TTFTs are vLLM's 22: 0.8.4's 16 (DGX TP 8: -39 -25 -24 -20; DGX EP 8: -69 -31 -29 -29;
   // Nebius TP 8: -88 -22 -22 -26; Nebius EP 8: -71 -51 -47 -30), November 2025's 3 (-33 -27 -27)
   // and gpustack's 0.11.0 bursts 3 (-16 -28 -32); TensorRT-LLM 0.21's 6 (-41 -34 -34 -21 -53 -44);
-  // SGLang's 16, bench_one_batch's 2 (-54, +4), gpustack's 0.5.3 bursts 4 (-9 -23 -24 -29) and
-  // InferenceX's 0.5.12 clients 10 (1k/1k at 4-64: -30 -23 -17 -34 -23; 8k/1k: +5 -3 -13 -13
-  // -38), docs/serving.md's tables. Sorted: -88 -71 -69 -54 -53 -51 -47 -44 -41 -39 -38 -34 -34
-  // -34 -33 -32 -31 -30 -30 -29 -29 | -29.25 -27.92 | -27 -27 -26 -25 -24 -24 -23 -23 -23 -22 -22
-  // -21 -20 -17 -16 -13 -13 -9 -3 +4 +5: a median of -28.6%, the mean of the middle two
-  // (gpustack's SGLang bursts of 128-token prompts, 1000 at once, and its vLLM bursts of
-  // 4000-token prompts, 500 at once), the highest +5% (InferenceX's 8k/1k at 4 clients, 392
-  // against 373 ms: +5.05% before rounding). Its TPOTs are vLLM's 16 + 3, TensorRT-LLM's
-  // 3 + 6 and SGLang's 2 + 4 + 10; its throughputs vLLM's 16 + 3 and SGLang's 4 + 10. No MoE row has
-  // an E2E: every serving row's, the same 14 as above.
+  // SGLang's 26, bench_one_batch's 2 (-54, +4), gpustack's 0.5.3 bursts 4 (-9 -23 -24 -29),
+  // InferenceX's 0.5.12 clients on the H200 10 (1k/1k at 4-64: -30 -23 -17 -34 -23; 8k/1k: +5 -3
+  // -13 -13 -38) and on the B200 10 (1k/1k at 1-64: -34 -16 -25 -32 -13 -15 -60; 8k/1k: -56 at
+  // TP 8, -59 -54 at TP 4), docs/serving.md's tables. Sorted: -88 -71 -69 -60 -59 -56 -54 -54
+  // -53 -51 -47 -44 -41 -39 -38 -34 -34 -34 -34 -33 -32 -32 -31 -30 -30 -29 | -29.34 -29.25 | -28
+  // -27 -27 -26 -25 -25 -24 -24 -23 -23 -23 -22 -22 -21 -20 -17 -16 -16 -15 -13 -13 -13 -9 -3 +4
+  // +5: a median of -29.3%, the mean of the middle two (vLLM 0.8.4's DGX EP 8 at 10000/500, 12879
+  // against 18228 ms, and gpustack's SGLang bursts of 128-token prompts, 1000 at once), the
+  // highest +5% (InferenceX's H200 8k/1k at 4 clients, 392 against 373 ms: +5.05% before
+  // rounding). Its TPOTs are vLLM's 16 + 3, TensorRT-LLM's 3 + 6 and SGLang's 2 + 4 + 10 + 10;
+  // its throughputs vLLM's 16 + 3 and SGLang's 4 + 10 + 10. No MoE row has an E2E: every serving
+  // row's, the same 14 as above.
   const nlohmann::json moe = run_json("serve --model mixtral-8x7b --hw h100-sxm --tp 2 --engine sglang --prompt 256 --gen 16 --qps 1 "
                                       "--requests 8")["error_band"]["metrics"];
-  EXPECT_EQ(moe["ttft"]["n"], 22 + 6 + 16);
-  EXPECT_NEAR(moe["ttft"]["median"].get<double>(), (-0.2925 - 0.2792) / 2, 2e-4);
+  EXPECT_EQ(moe["ttft"]["n"], 22 + 6 + 26);
+  EXPECT_NEAR(moe["ttft"]["median"].get<double>(), (-0.2934 - 0.2925) / 2, 2e-4);
   EXPECT_NEAR(moe["ttft"]["high"].get<double>(), 0.0505, 0.001);
-  EXPECT_EQ(moe["tpot"]["n"], 19 + 9 + 16);
-  EXPECT_EQ(moe["output_tps"]["n"], 19 + 14);
+  EXPECT_EQ(moe["tpot"]["n"], 19 + 9 + 26);
+  EXPECT_EQ(moe["output_tps"]["n"], 19 + 24);
   for (const char* k : {"ttft", "tpot", "output_tps"}) EXPECT_EQ(moe[k]["from"], "any engine, any dtype, MoE") << k;
   EXPECT_EQ(moe["e2e"]["from"], "any engine, any dtype, any kind");
   EXPECT_EQ(moe["e2e"]["n"], 4 + 10);
-  // DeepSeek-V3 on SGLang has rows of its own now (bench_one_batch's 2, gpustack's 4, InferenceX's 10): its
+  // DeepSeek-V3 on SGLang has rows of its own now (bench_one_batch's 2, gpustack's 4, InferenceX's 10 + 10): its
   // class's TTFTs, TPOTs and throughputs, E2E from every serving row.
   const nlohmann::json sgl = run_json("serve --model deepseek-v3 --hw h200 --tp 8 --engine sglang --prompt 256 --gen 16 --qps 1 "
                                       "--requests 8")["error_band"];
   EXPECT_TRUE(sgl["own_rows"].get<bool>());
   expect_band(sgl, "sglang, fp8, MoE");
   for (const char* k : {"ttft", "tpot", "output_tps"}) expect_figures(sgl["metrics"][k], t["sglang, fp8, MoE"][k], k);
-  EXPECT_EQ(sgl["metrics"]["ttft"]["n"], 2 + 4 + 10);
+  EXPECT_EQ(sgl["metrics"]["ttft"]["n"], 2 + 4 + 10 + 10);
   EXPECT_EQ(sgl["metrics"]["e2e"]["from"], "any engine, any dtype, any kind");
   // vLLM's 16-bit dense class has 2 TTFTs of its own (vLLM 0.19's eight 20k-token clients, with
   // a bf16 and an fp8 cache: -15.05% and -13.57%), too few to quote (a median of two is their
@@ -305,8 +307,8 @@ TEST(ErrorBandCli, AnEngineOnRocmIsAClassOfItsOwn) {
   EXPECT_EQ(st["class"], "static on ROCm, 16-bit, dense");
   EXPECT_EQ(st["metrics"]["ttft"]["from"], "static, any dtype, dense");
   EXPECT_EQ(st["metrics"]["ttft"]["n"], 8);
-  // SGLang's DeepSeek class on the H200 keeps its 16 TTFTs, not the MI325X's 5 (above).
-  EXPECT_EQ(run_json("serve --hw h200 --engine sglang" + serve)["error_band"]["metrics"]["ttft"]["n"], 16);
+  // SGLang's DeepSeek class on the H200 keeps its 26 TTFTs, not the MI325X's 5 (above).
+  EXPECT_EQ(run_json("serve --hw h200 --engine sglang" + serve)["error_band"]["metrics"]["ttft"]["n"], 26);
   // The text names the class.
   const RunResult text = run("serve --hw mi325x --engine sglang" + serve);
   ASSERT_EQ(text.status, 0) << text.err;

@@ -725,6 +725,59 @@ TEST(ServeCli, StepsOutListsEveryStep) {
   EXPECT_NEAR(num(4, 2), num(3, 2) + num(3, 3) + 4e-3, 1e-9);
 }
 
+// SGLang's --scheduler-recv-interval n: its loop reads the requests sent to it only once the
+// steps since it last read weigh n (a decode step 1, one with prompt tokens 1000). Two requests
+// of a trace, A at 0 s (200 tokens to generate) and B at 0.2 s, no front end: A's prompt is
+// step 0, and its weight makes the loop read at once; then A's decode steps 1, 2, ... add 1
+// each, and under overlap scheduling (the sglang preset) the pass that reads is the one that
+// launches step k, so it reads at the start of every step k that is a multiple of n. B arrives
+// during step j (it starts at or before 0.2 s, the next after). Read every step (n = 1) it is
+// taken at the start of step j + 1 and its prompt runs in step j + 2, the step after (the one
+// starting was planned already); at n = 10 it is taken at the first multiple of 10 after j and
+// runs in the step after that. The quiet steps leapt over without --steps-out count alike: B's
+// TTFT is the same either way.
+TEST(ServeCli, SglangReadsNewRequestsEveryNDecodeSteps) {
+  const std::string trace = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_trace.csv";
+  std::ofstream(trace) << "timestamp_s,input_tokens,output_tokens\n0,100,200\n0.2,100,4\n";
+  const std::string base = "serve --engine sglang --model llama-3.1-8b --hw h100-sxm --front-end '0 s' --per-request --trace " + trace;
+  for (const int n : {1, 10}) {
+    const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_steps.csv";
+    const std::string flags = " --scheduler-recv-interval " + std::to_string(n);
+    const auto j = run_json(base + flags + " --steps-out " + csv);
+    EXPECT_EQ(j["engine"]["scheduler_recv_interval"], n);
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    std::vector<double> start;
+    std::vector<int> prompts;  // the steps with prompt tokens
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ss(line);
+      for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+      ASSERT_EQ(cells.size(), 10u) << line;
+      if (std::stod(cells[5]) > 0) prompts.push_back(static_cast<int>(start.size()));
+      start.push_back(std::stod(cells[2]));
+    }
+    ASSERT_EQ(prompts.size(), 2u);
+    EXPECT_EQ(prompts[0], 0);
+    int during = 0;  // the step B arrives in
+    while (during + 1 < static_cast<int>(start.size()) && start[static_cast<std::size_t>(during) + 1] <= 0.2) ++during;
+    ASSERT_GT(during, 10);
+    const int taken = n == 1 ? during + 1 : (during / n + 1) * n;
+    EXPECT_EQ(prompts[1], taken + 1) << "n " << n << ", B arrives in step " << during;
+    // B's TTFT (the rows in the order requests end: found by id).
+    const auto ttft_b = [](const nlohmann::json& r) {
+      for (std::size_t i = 0; i < r["requests"]["id"].size(); ++i) {
+        if (r["requests"]["id"][i] == 1) return r["requests"]["ttft_s"][i].get<double>();
+      }
+      return -1.0;
+    };
+    EXPECT_NEAR(ttft_b(j), start[static_cast<std::size_t>(prompts[1]) + 1] - 0.2, 1e-9) << n;  // its first token as its step ends
+    const auto leapt = run_json(base + flags);
+    EXPECT_DOUBLE_EQ(ttft_b(leapt), ttft_b(j)) << n;
+  }
+}
+
 // Streaming the steps prices each one on its own, without leaping over the quiet ones: the
 // same run. JSON lines carry the CSV's columns.
 TEST(ServeCli, StepsOutChangesNothing) {
@@ -833,6 +886,9 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --chunked-prefill maybe", "--chunked-prefill"},
            {kSmall + " --qps 1 --front-end 20s", "--front-end"},
            {kSmall + " --qps 1 --front-end 1", "--front-end"},
+           {kSmall + " --qps 1 --scheduler-recv-interval 10", "--scheduler-recv-interval"},
+           {kSmall + " --qps 1 --engine sglang --scheduler-recv-interval 0", "--scheduler-recv-interval"},
+           {kSmall + " --qps 1 --engine sglang --scheduler-recv-interval 1001", "--scheduler-recv-interval"},
            {kSmall + " --qps 1 --eager-host 2ms", "--eager-host"},
            {kSmall + " --qps 1 --eager-host fast", "--eager-host"},
            {kSmall + " --qps 1 --compiled-host 2ms", "--compiled-host"},

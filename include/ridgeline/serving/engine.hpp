@@ -267,6 +267,12 @@ struct EngineConfig {
   /// step), the other sequences' tokens come out at the window's end, and the scheduler's host
   /// time (step_overhead_s, per_request_overhead_s) is paid once per window (docs/serving.md#multi-step).
   std::int64_t scheduler_steps = 1;
+  /// SGLang --scheduler-recv-interval n: the scheduler reads the requests sent to it only once
+  /// the steps since it last did weigh n, a decode step 1 and a step with prompt tokens 1000
+  /// (SchedulerRecvSkipper, python/sglang/srt/managers/scheduler_recv_skipper.py): a request
+  /// arriving among decode steps waits up to n of them; an idle engine reads at once
+  /// (docs/serving.md#recv-interval). 1: every step.
+  std::int64_t recv_interval = 1;
   // SGLang admission (Admission::ratio_reserve).
   double new_token_ratio_init = 0.7, new_token_ratio_min = 0.098;
   double new_token_ratio_decay_steps = 600;
