@@ -541,6 +541,40 @@ add_set("inferencex-sglang-deepseek-r1-b200", "DeepSeek-R1 on 8 x B200 at 1-64 c
         inferencex_r1_b200(8192, 4, [(1, 410.18, 7.96, 29.78), (2, 483.64, 9.13, 51.72)]),
         ["in/out", "TP", "clients"], None, moe=True)
 
+# 14c. DeepSeek-R1-0528 on 8 x B200 under TensorRT-LLM 1.3.0rc14 (nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc14),
+#     SemiAnalysis's InferenceX curve published 2026-05-18, as SemiAnalysisAI/InferenceX PR #3317 (2026-09-20) quotes
+#     it, "Mean latency": mean TTFT and TPOT, output tokens/s per GPU (x TP here). Its rows below 64 clients with
+#     figures (1k/1k at TP 8 and 4 clients, TP 4 and 8, TP 8 and 8, TP 4 and 16; 8k/1k at TP 8 and 4; all EP 1): from
+#     64 clients the run turns on piecewise CUDA graphs and (1k/1k) delayed batching, not modelled. The run
+#     (benchmarks/single_node/dsr1_fp8_b200_trt.sh, unchanged from ed5867f, 2026-05-12, to 1b23499, 2026-06-02):
+#     `trtllm-serve --backend pytorch --max_num_tokens max(8192, ceil((C + ISL + 64)/64)*64) --tp_size TP --ep_size 1`,
+#     its options file: cuda_graph_config {enable_padding, max_batch_size C}, kv_cache_config {dtype fp8,
+#     free_gpu_memory_fraction 0.8, enable_block_reuse false}, stream_interval 10, moe_config.backend TRTLLM
+#     (trtllm-gen's fused MoE); the client as in 14 (--backend openai: the completions endpoint). Not modelled apart:
+#     trtllm-gen's fp8 block-scaled MoE and MLA kernels and the all-reduce fused with the residual add and RMSNorm (on by
+#     default for DeepSeek in the PyTorch backend): the trtllm preset's kernels at the B200's figures stand for them.
+INFX_B200_TRT_SOURCE = ("SemiAnalysisAI/InferenceX PR #3317 (its baseline: the curve published 2026-05-18): "
+                        "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
+
+
+def inferencex_r1_b200_trt(rows):
+    out = []
+    for isl, tp, c, ttft, tpot, out_per_gpu in rows:
+        tokens = max(8192, (c + isl + 64 + 63) // 64 * 64)
+        out.append((["--model", "deepseek-r1", "--hw", "b200", "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
+                     "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{isl * 8 // 10},{isl}",
+                     "--gen", "uniform:819,1024", "--kv-dtype", "fp8_e4m3", "--prefix-caching", "off", "--max-batched-tokens",
+                     str(tokens), "--graph-max-batch", str(c), "--kv-memory-fraction", "0.8"],
+                    means(ttft, tpot, out_per_gpu * tp), [f"{isl // 1024}k/1k", tp, c], "fp8"))
+    return out
+
+
+add_set("inferencex-trtllm-deepseek-r1-b200", "DeepSeek-R1 on 8 x B200 at 4-16 clients (TensorRT-LLM 1.3.0rc14, TP 8 and 4; means)",
+        INFX_B200_TRT_SOURCE, "TensorRT-LLM 1.3.0rc14 (PyTorch backend: the trtllm preset)", "trtllm", "mean",
+        inferencex_r1_b200_trt([(1024, 8, 4, 189.91, 8.69, 54.45), (1024, 4, 8, 194.49, 13.06, 147.77), (1024, 8, 8, 180.97, 10.86, 88.59),
+                                (1024, 4, 16, 218.01, 16.92, 228.8), (8192, 8, 4, 322.69, 9.29, 50.65)]),
+        ["in/out", "TP", "clients"], None, moe=True)
+
 # 15. DeepSeek-R1-0528 on 8 x MI325X under SGLang v0.5.19 (lmsysorg/sglang:v0.5.19-rocm700-mi30x), SemiAnalysis's
 #     InferenceX curve published 2026-09-10 (after PR #2949's image bump: "launch flags ... unchanged"), as
 #     SemiAnalysisAI/InferenceX PR #3318 (2026-09-20) quotes it, "Mean latency": mean TTFT and TPOT, output
