@@ -564,7 +564,7 @@ def inferencex_r1_b200_trt(rows):
         out.append((["--model", "deepseek-r1", "--hw", "b200", "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
                      "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{isl * 8 // 10},{isl}",
                      "--gen", "uniform:819,1024", "--kv-dtype", "fp8_e4m3", "--prefix-caching", "off", "--max-batched-tokens",
-                     str(tokens), "--graph-max-batch", str(c), "--kv-memory-fraction", "0.8"],
+                     str(tokens), "--graph-max-batch", str(c), "--graph-padding", "on", "--kv-memory-fraction", "0.8"],
                     means(ttft, tpot, out_per_gpu * tp), [f"{isl // 1024}k/1k", tp, c], "fp8"))
     return out
 

@@ -132,9 +132,12 @@ void Simulation::arrive(Ps t) {
   rep.know_group(q);
   // An engine that schedules one step ahead fixed the next step's batch when the running
   // step started: the request waits for the one after (docs/serving.md#host-time). One that
-  // reads its socket only every few steps holds it until then (docs/serving.md#recv-interval).
+  // reads its socket only every few steps holds it until then (docs/serving.md#recv-interval),
+  // also when it arrives as a step ends with more to run (the next step starts at that instant:
+  // the engine's loop reads before it, gated).
   const EngineConfig& e = tier(rep).engine;
-  if (rep.busy && (e.overlap_scheduling || e.recv_interval > 1)) {
+  const bool gated = e.recv_interval > 1 && (rep.busy || (rep.ahead && rep.busy_until == t));
+  if ((rep.busy && e.overlap_scheduling) || gated) {
     rep.incoming.push_back(qi);
     rep.incoming_changed(q, 1);
   } else {

@@ -240,6 +240,13 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
     throw InputError(fmt::format("--num-scheduler-steps: {} with speculative decoding (--draft): vLLM 0.6 runs multi-step without it; "
                                  "drop one of them", cfg.engine.scheduler_steps));
   }
+  // SGLang's decode servers read the requests handed to them (their pre-allocation, which the
+  // prefill waits for) through the same gated loop: not modelled (docs/serving.md#recv-interval).
+  if (cfg.engine.recv_interval > 1 && cfg.disagg.on()) {
+    throw InputError(fmt::format("--scheduler-recv-interval: {} with --disagg: a decode server reading its hand-overs every few steps "
+                                 "delays the prefill it waits for, which is not modelled; drop one of them",
+                                 cfg.engine.recv_interval));
+  }
   // Room for a cache block on every kind of instance.
   for (const bool decode : {false, true}) {
     if (decode && !dg.on()) break;

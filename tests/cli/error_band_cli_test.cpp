@@ -178,14 +178,15 @@ TEST(ErrorBandCli, AClassWithoutRowsBorrowsItsPools) {
   // 59 TTFTs are vLLM's 22: 0.8.4's 16 (DGX TP 8: -39 -25 -24 -20; DGX EP 8: -69 -31 -29 -29;
   // Nebius TP 8: -88 -22 -22 -26; Nebius EP 8: -71 -51 -47 -30), November 2025's 3 (-33 -27 -27)
   // and gpustack's 0.11.0 bursts 3 (-16 -28 -32); TensorRT-LLM's 11, 0.21's 6 (-41 -34 -34 -21 -53
-  // -44) and InferenceX's 1.3.0rc14 on the B200 5 (-55 -48 -48 -45 -34); SGLang's 26,
+  // -44) and InferenceX's 1.3.0rc14 on the B200 5 (-55 -47 -48 -44 -33); SGLang's 26,
   // bench_one_batch's 2 (-54, +4), gpustack's 0.5.3 bursts 4 (-9 -23 -24 -29), InferenceX's 0.5.12
-  // clients on the H200 10 (1k/1k at 4-64: -30 -23 -17 -34 -23; 8k/1k: +5 -3 -13 -13 -38) and on the
-  // B200 10 (1k/1k at 1-64: -34 -16 -25 -32 -13 -15 -60; 8k/1k: -56 at TP 8, -59 -54 at TP 4),
-  // docs/serving.md's tables. Sorted: -88 -71 -69 -60 -59 -56 -55 -54 -54 -53 -51 -48 -48 -47 -45
-  // -44 -41 -39 -37 -34 -34 -34 -34 -33 -33 -32 -32 -31 -30 | -30.11 | -29 -29 -29 -28 -27 -27 -26
+  // clients on the H200 10 (1k/1k at 4-64: -30 -23 -17 -34 -23; 8k/1k: +5 -3 -13 -13 -37) and on the
+  // B200 10 (1k/1k at 1-64: -33 -16 -25 -32 -13 -15 -60; 8k/1k: -56 at TP 8, -59 -54 at TP 4),
+  // docs/serving.md's tables. Sorted: -88 -71 -69 -60 -59 -56 -55 -54 -54 -53 -51 -48 -47 -47 -44
+  // -44 -41 -39 -37 -34 -34 -34 -33 -33 -33 -32 -32 -31 -30 | -30.11 | -29 -29 -29 -28 -27 -27 -26
   // -25 -25 -24 -24 -23 -23 -23 -22 -22 -21 -20 -17 -16 -16 -15 -13 -13 -13 -9 -3 +4 +5: a median
-  // of -30.1%, the middle one of 59 (vLLM 0.8.4's Nebius EP 8 at ShareGPT, 94.5 against 135 ms),
+  // of -30.1%, the middle one of 59 (two rows at -30.11: vLLM 0.8.4's Nebius EP 8 at ShareGPT, 94.5
+  // against 135 ms, and InferenceX's H200 1k/1k at 4 clients, 110 against 158 ms),
   // the highest +5% (InferenceX's H200 8k/1k at 4 clients, 392 against 373 ms: +5.05% before
   // rounding). Its TPOTs (ITLs among them) are vLLM's 16 + 3, TensorRT-LLM's 3 + 6 + 5 and SGLang's
   // 2 + 4 + 10 + 10; its throughputs vLLM's 16 + 3, TensorRT-LLM's 5 and SGLang's 4 + 10 + 10. No

@@ -1,4 +1,5 @@
 // `ridgeline serve` from the command line: the contract's keys, files, sweeps, bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -775,6 +776,27 @@ TEST(ServeCli, SglangReadsNewRequestsEveryNDecodeSteps) {
     EXPECT_NEAR(ttft_b(j), start[static_cast<std::size_t>(prompts[1]) + 1] - 0.2, 1e-9) << n;  // its first token as its step ends
     const auto leapt = run_json(base + flags);
     EXPECT_DOUBLE_EQ(ttft_b(leapt), ttft_b(j)) << n;
+    if (n != 1) continue;
+    // B sent exactly as step 33 starts (A's steps are the same in every run until B is read): the
+    // step that ended then leaves A to run, so the loop that launches step 33 reads first, at a
+    // count of 33 mod 10 = 3, and B waits for step 40 as before: its prompt runs in step 41. (Read
+    // every step, it would run in step 33 itself.)
+    const std::string edge = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge.csv";
+    std::ofstream(edge) << "timestamp_s,input_tokens,output_tokens\n0,100,200\n" << fmt::format("{:.12f}", start[33]) << ",100,4\n";
+    const std::string edge_steps = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge_steps.csv";
+    run_json("serve --engine sglang --model llama-3.1-8b --hw h100-sxm --front-end '0 s' --trace " + edge +
+             " --scheduler-recv-interval 10 --steps-out " + edge_steps);
+    std::ifstream steps(edge_steps);
+    std::getline(steps, line);
+    int index = 0, second = -1;
+    while (std::getline(steps, line)) {
+      std::vector<std::string> cells;
+      std::stringstream ss(line);
+      for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+      if (index > 0 && std::stod(cells[5]) > 0 && second < 0) second = index;
+      ++index;
+    }
+    EXPECT_EQ(second, 41);
   }
 }
 
@@ -889,6 +911,7 @@ TEST(ServeCli, BadInput) {
            {kSmall + " --qps 1 --scheduler-recv-interval 10", "--scheduler-recv-interval"},
            {kSmall + " --qps 1 --engine sglang --scheduler-recv-interval 0", "--scheduler-recv-interval"},
            {kSmall + " --qps 1 --engine sglang --scheduler-recv-interval 1001", "--scheduler-recv-interval"},
+           {kSmall + " --qps 1 --engine sglang --scheduler-recv-interval 10 --disagg 1:1", "--scheduler-recv-interval"},
            {kSmall + " --qps 1 --eager-host 2ms", "--eager-host"},
            {kSmall + " --qps 1 --eager-host fast", "--eager-host"},
            {kSmall + " --qps 1 --compiled-host 2ms", "--compiled-host"},
