@@ -355,7 +355,9 @@ std::string html_serving_report(const json& j) {
                                           {"step_overhead_s", "host time per step", Field::time},
                                           {"per_request_overhead_s", "host time per request in a step", Field::time},
                                            {"front_end_s", "server front end per request", Field::time},
-                                          {"overlap_scheduling", "host overlapped with the device"}, {"preemption", "preemption"},
+                                          {"overlap_scheduling", "host overlapped with the device"},
+                                          {"scheduler_recv_interval", "new requests read every (decode steps; 1: every step)"},
+                                          {"preemption", "preemption"},
                                           {"sources", "sources"}}}});
   auto stat = [&](const char* key, const char* q) {
     return j.contains(key) && j[key].is_object() ? json_number(j[key], q) : 0.0;

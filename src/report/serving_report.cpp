@@ -395,14 +395,17 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
                              {"decodes", ps.decodes}, {"decode_context", ps.decode_context}, {"launch_tokens", ps.launch_tokens}});
   }
-  // A mean request's time by part (means add up: TTFT = front end + queue + its prompt's steps
-  // + its first token's output lag).
+  // A mean request's time by part (means add up: TTFT = front end + unread + queue + its
+  // prompt's steps + its first token's output lag).
   j["request"] = {{"front_end_s", r.engine.front_end_s},
-                  {"queue_s", r.queue.mean},
+                  {"unread_s", r.unread_s},
+                  {"queue_s", std::max(0.0, r.queue.mean - r.unread_s)},
                   {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean - r.output_lag_s)},
                   {"output_s", r.output_lag_s},
                   {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)},
-                  {"sources", {{"front_end", r.engine.front_end_source}, {"queue", "the simulation"}, {"prefill", "the simulated steps"},
+                  {"sources", {{"front_end", r.engine.front_end_source},
+                               {"unread", r.engine.recv_interval > 1 ? serving::kUnreadSource : "none: read every step"},
+                               {"queue", "the simulation"}, {"prefill", "the simulated steps"},
                                {"output", serving::engine_outputs_next_step(r.engine) ? serving::kOutputLagSource : "none: sent as computed"},
                                {"decode", "the simulated steps"}}}};
   if (cfg.spec.on()) {
@@ -701,11 +704,15 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   if (r.measured_requests > 0) {
     const double fe = r.engine.front_end_s;
     const bool lag = serving::engine_outputs_next_step(r.engine);
-    s += fmt::format("a mean request: front end {}, queue {}, its prompt's steps {}{} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
-                     t(r.queue.mean), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean - r.output_lag_s)),
+    const bool unread = r.engine.recv_interval > 1;
+    s += fmt::format("a mean request: front end {}, {}queue {}, its prompt's steps {}{} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
+                     unread ? fmt::format("unread {} (new requests read every {} decode steps), ", t(r.unread_s), r.engine.recv_interval)
+                            : std::string(),
+                     t(std::max(0.0, r.queue.mean - r.unread_s)), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean - r.output_lag_s)),
                      lag ? fmt::format(", its first token sent during the next step {}", t(r.output_lag_s)) : std::string(), t(r.ttft.mean),
                      t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
     if (fe > 0) s += fmt::format("  front end: {}\n", r.engine.front_end_source);
+    if (unread) s += fmt::format("  unread: {}\n", serving::kUnreadSource);
     if (lag) s += fmt::format("  output: {}\n", serving::kOutputLagSource);
   }
   if (cfg.spec.on() && r.speculation.plain_s > 0) {

@@ -60,6 +60,9 @@ struct Req {
   // that computed it its first token reached the client, and whether its end is recorded (a
   // sequence that ends inside a multi-step window is, while it keeps its place in the batch).
   Ps first_lag = 0;
+  // How long the scheduler left it unread after it reached it (SGLang's --scheduler-recv-interval:
+  // Simulation::start_step); 0 on an engine that reads every step.
+  Ps unread = 0;
   bool recorded = false;
   std::uint32_t version = 0;  // bumped when it leaves decode: heap entries of an older version are stale
   Phase phase = Phase::waiting;

@@ -274,6 +274,7 @@ class Simulation {
   bool itl_on_ = false;  // inter-token latencies recorded: not lean, or an SLO target on them
   double input_tokens_ = 0, output_tokens_ = 0, cached_tokens_ = 0, output_tokens_all_ = 0, all_e2e_sum_ = 0;
   double output_lag_sum_ = 0;  // measured requests: their first token's time from its step's end to the client
+  double unread_sum_ = 0;      // measured requests: their time unread by the scheduler (Req::unread)
   // Requests in the system neither running nor waiting, less those running out of it: ended on
   // the engine with their end not yet sent, less those whose end was sent while their place in a
   // multi-step window runs on (engine_outputs_next_step). In the system = running + waiting + this.

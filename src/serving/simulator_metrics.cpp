@@ -65,7 +65,10 @@ void Simulation::record_end(std::int32_t qi, Ps t) {
   rec.first_lag_s = to_s(q.first_lag);
   rec.end_lag_s = to_s(t - q.last_token);
   rec.warmup = q.warmup;
-  if (!q.warmup) output_lag_sum_ += rec.first_lag_s;
+  if (!q.warmup) {
+    output_lag_sum_ += rec.first_lag_s;
+    unread_sum_ += to_s(q.unread);
+  }
   record(rec, t);
   if (q.phase == Phase::done) free_slots_.push_back(qi);
 }
@@ -244,7 +247,10 @@ void Simulation::summarise() {
   r.ttft = ttft_.summary();
   r.tpot = tpot_.summary();
   r.e2e = e2e_.summary();
-  if (measured_ > 0) r.output_lag_s = output_lag_sum_ / static_cast<double>(measured_);
+  if (measured_ > 0) {
+    r.output_lag_s = output_lag_sum_ / static_cast<double>(measured_);
+    r.unread_s = unread_sum_ / static_cast<double>(measured_);
+  }
   if (itl_on_) r.itl = itl_.summary();
   if (!cfg_.lean) {
     r.queue = queue_.summary();

@@ -127,6 +127,7 @@ void Simulation::start_step(Replica& r, Ps t) {
   };
   const auto take_incoming = [&] {
     for (const std::int32_t qi : r.incoming) {
+      if (every > 1) pool_[qi].unread = t - pool_[qi].arrival - front_end_;  // reached the scheduler, then read now
       r.waiting.push_back(qi);
       r.incoming_changed(pool_[qi], -1);
       r.waiting_changed(pool_[qi], 1);

@@ -766,6 +766,12 @@ TEST(ServeCli, SglangReadsNewRequestsEveryNDecodeSteps) {
     ASSERT_GT(during, 10);
     const int taken = n == 1 ? during + 1 : (during / n + 1) * n;
     EXPECT_EQ(prompts[1], taken + 1) << "n " << n << ", B arrives in step " << during;
+    // Read every step, nothing is held unread (JSON request.unread_s); at n = 10 B reaches the
+    // scheduler at 0.2 s and is read as step `taken` starts, A (sent to an idle engine) at once:
+    // the mean of the two, (start[taken] - 0.2) / 2, part of the queue (the parts add up to TTFT).
+    const double unread = n == 1 ? 0 : (start[static_cast<std::size_t>(taken)] - 0.2) / 2;
+    EXPECT_NEAR(j["request"]["unread_s"].get<double>(), unread, 1e-9) << n;
+    EXPECT_NEAR(j["request"]["unread_s"].get<double>() + j["request"]["queue_s"].get<double>(), j["queue_s"]["mean"].get<double>(), 1e-9) << n;
     // B's TTFT (the rows in the order requests end: found by id).
     const auto ttft_b = [](const nlohmann::json& r) {
       for (std::size_t i = 0; i < r["requests"]["id"].size(); ++i) {

@@ -460,6 +460,10 @@ inline constexpr const char* kOutputLagSource =
     "vLLM V0's asynchronous output processor: a step's outputs processed and sent once the next step is scheduled and launched "
     "(vllm/engine/async_llm_engine.py step_async, worker/model_runner.py async_callback, PR #7049; multi-step: a sequence's "
     "end during the window's next step, the others' tokens after the window, worker/multi_step_model_runner.py, v0.6.0)";
+/// Where a request's time unread by the scheduler comes from (EngineConfig::recv_interval).
+inline constexpr const char* kUnreadSource =
+    "SGLang's --scheduler-recv-interval: the loop reads new requests once its last batches weigh the interval, a decode step 1, a "
+    "step with prompt tokens 1000 (python/sglang/srt/managers/scheduler_recv_skipper.py, SchedulerRecvSkipper)";
 /// The share of the scheduler's host time a decode step pays on average: 1 / scheduler_steps.
 constexpr double decode_schedule_share(const EngineConfig& e) noexcept {
   return e.scheduler_steps > 1 ? 1.0 / static_cast<double>(e.scheduler_steps) : 1.0;

@@ -367,6 +367,11 @@ struct ServingResult {
   /// to the client (an engine whose outputs go out during the next step, engine_outputs_next_step:
   /// vLLM V0); part of TTFT.
   double output_lag_s = 0;
+  /// The measured requests' mean time from reaching the scheduler to its reading them, part of
+  /// their queue: SGLang's --scheduler-recv-interval (EngineConfig::recv_interval) holds a request
+  /// sent among decode steps unread until the count (docs/serving.md#recv-interval); 0 when the
+  /// engine reads every step.
+  double unread_s = 0;
   std::int64_t preemptions = 0;
   double generated_tokens = 0;        ///< output tokens of the requests served, warm-up requests included (not those of a request refused after a preemption)
   double prefix_hit_rate = 0;         ///< prompt tokens found cached over prompt tokens
