@@ -121,18 +121,12 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
   // next norm), sized by pricing the plan merged. Both in CUDA graphs, whatever the plan's
   // setting: the launches are the cuda-graphs rule's.
   if (steps >= 1 && !cfg.forward.merged_kernels) {
-    // Kernels of a decode step, each paying its class's fixed time (ops::TimeParts::kernels).
-    const auto step_kernels = [](const model::Graph& g) {
-      double n = 0;
-      for (int i = 0; i < g.op_count; ++i) n += g.repeat(i) * ops::TimeParts::kernels_of(g.ops[i].cost.launches);
-      return n;
-    };
     InferenceConfig graphed = cfg;
     graphed.cuda_graphs = true;
-    const double e2e = run(graphed), kernels = step_kernels(alt->decode_graph);
+    const double e2e = run(graphed), kernels = alt->decode_graph.kernels();
     const double fixed = alt->decode_total.kernel_fixed_s, total = alt->decode_total.t_realistic_s;
     graphed.forward.merged_kernels = true;
-    const double gain = e2e - run(graphed), merged_kernels = step_kernels(alt->decode_graph);
+    const double gain = e2e - run(graphed), merged_kernels = alt->decode_graph.kernels();
     if (fixed > 0.1 * total && gain > 0 && kernels > merged_kernels) {
       out.push_back({"kernel-boundaries",
                      fmt::format("{} of every {} decode step (in a CUDA graph) is its {:.0f} kernels' fixed times ({} a kernel on "

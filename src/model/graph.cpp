@@ -1,5 +1,7 @@
 #include "ridgeline/model/graph.hpp"
 
+#include "ridgeline/ops/estimate.hpp"
+
 namespace ridgeline::model {
 
 std::string_view name(OpClass c) noexcept {
@@ -23,6 +25,12 @@ std::string_view name(Block b) noexcept {
     case Block::head: return "head";
   }
   return "attention";
+}
+
+double Graph::kernels() const noexcept {
+  double n = 0;
+  for (int i = 0; i < op_count; ++i) n += repeat(i) * ops::TimeParts::kernels_of(ops[i].cost.launches);
+  return n;
 }
 
 int Graph::begin_group(const char* group_name, double rep) noexcept {

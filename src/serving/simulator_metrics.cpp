@@ -421,8 +421,7 @@ void compose_step(const model::ModelConfig& m, const hw::System& sys, const mode
   c.device_s = t.t_realistic_s;
   c.kernel_fixed_s = t.kernel_fixed_s;
   c.link_latency_s = t.link_latency_s;
-  c.kernels = 0;
-  for (int i = 0; i < g->op_count; ++i) c.kernels += g->repeat(i) * g->ops[i].cost.launches;
+  c.kernels = g->kernels();
 }
 
 }  // namespace

@@ -189,6 +189,9 @@ struct Graph {
   GraphOp& add(const char* name, OpClass cls, Block block, const ops::Cost& cost) noexcept;
   /// Repeats of op i (its group's repeat).
   double repeat(int i) const noexcept { return groups[ops[i].group].repeat; }
+  /// Kernels of a pass, each paying its class's fixed time: every op's launches, at least one
+  /// (ops::TimeParts::kernels_of), over its repeats.
+  double kernels() const noexcept;
 };
 
 // Inline: called for every op of every graph built.
