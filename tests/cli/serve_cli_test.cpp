@@ -681,6 +681,21 @@ TEST(ServeCli, RequestsOutCsvAndJsonl) {
   EXPECT_EQ(rows, 20);
 }
 
+// The rows of a --steps-out CSV after its header, each cut at its commas.
+std::vector<std::vector<std::string>> steps_rows(const std::string& csv) {
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
 // Every step of a closed loop of one client, 2 requests of 100 prompt and 4 output tokens on
 // vLLM (the 0.14+ preset): each request a prompt step (its 100 tokens, one chunk, no decodes:
 // the first output token) and 3 decode steps of one sequence at contexts 101, 102 and 103 (the
@@ -696,14 +711,8 @@ TEST(ServeCli, StepsOutListsEveryStep) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "step,replica,start_s,period_s,device_s,prompt_tokens,prompt_chunks,decodes,decode_context,launch");
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream ss(line);
-    for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
-    ASSERT_EQ(cells.size(), 10u) << line;
-    rows.push_back(cells);
-  }
+  const std::vector<std::vector<std::string>> rows = steps_rows(csv);
+  for (const auto& cells : rows) ASSERT_EQ(cells.size(), 10u);
   ASSERT_EQ(rows.size(), 8u);
   EXPECT_EQ(j["steps"]["total"], 8);
   const auto num = [&](std::size_t i, std::size_t col) { return std::stod(rows[i][col]); };
@@ -741,24 +750,20 @@ TEST(ServeCli, SglangReadsNewRequestsEveryNDecodeSteps) {
   const std::string trace = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_trace.csv";
   std::ofstream(trace) << "timestamp_s,input_tokens,output_tokens\n0,100,200\n0.2,100,4\n";
   const std::string base = "serve --engine sglang --model llama-3.1-8b --hw h100-sxm --front-end '0 s' --per-request --trace " + trace;
+  std::vector<double> read_every_step;  // the step starts of the run read every step
   for (const int n : {1, 10}) {
     const std::string csv = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_steps.csv";
     const std::string flags = " --scheduler-recv-interval " + std::to_string(n);
     const auto j = run_json(base + flags + " --steps-out " + csv);
     EXPECT_EQ(j["engine"]["scheduler_recv_interval"], n);
-    std::ifstream in(csv);
-    std::string line;
-    std::getline(in, line);
     std::vector<double> start;
     std::vector<int> prompts;  // the steps with prompt tokens
-    while (std::getline(in, line)) {
-      std::vector<std::string> cells;
-      std::stringstream ss(line);
-      for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
-      ASSERT_EQ(cells.size(), 10u) << line;
+    for (const auto& cells : steps_rows(csv)) {
+      ASSERT_EQ(cells.size(), 10u);
       if (std::stod(cells[5]) > 0) prompts.push_back(static_cast<int>(start.size()));
       start.push_back(std::stod(cells[2]));
     }
+    if (n == 1) read_every_step = start;
     ASSERT_EQ(prompts.size(), 2u);
     EXPECT_EQ(prompts[0], 0);
     int during = 0;  // the step B arrives in
@@ -782,28 +787,23 @@ TEST(ServeCli, SglangReadsNewRequestsEveryNDecodeSteps) {
     EXPECT_NEAR(ttft_b(j), start[static_cast<std::size_t>(prompts[1]) + 1] - 0.2, 1e-9) << n;  // its first token as its step ends
     const auto leapt = run_json(base + flags);
     EXPECT_DOUBLE_EQ(ttft_b(leapt), ttft_b(j)) << n;
-    if (n != 1) continue;
-    // B sent exactly as step 33 starts (A's steps are the same in every run until B is read): the
-    // step that ended then leaves A to run, so the loop that launches step 33 reads first, at a
-    // count of 33 mod 10 = 3, and B waits for step 40 as before: its prompt runs in step 41. (Read
-    // every step, it would run in step 33 itself.)
-    const std::string edge = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge.csv";
-    std::ofstream(edge) << "timestamp_s,input_tokens,output_tokens\n0,100,200\n" << fmt::format("{:.12f}", start[33]) << ",100,4\n";
-    const std::string edge_steps = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge_steps.csv";
-    run_json("serve --engine sglang --model llama-3.1-8b --hw h100-sxm --front-end '0 s' --trace " + edge +
-             " --scheduler-recv-interval 10 --steps-out " + edge_steps);
-    std::ifstream steps(edge_steps);
-    std::getline(steps, line);
-    int index = 0, second = -1;
-    while (std::getline(steps, line)) {
-      std::vector<std::string> cells;
-      std::stringstream ss(line);
-      for (std::string c; std::getline(ss, c, ',');) cells.push_back(c);
-      if (index > 0 && std::stod(cells[5]) > 0 && second < 0) second = index;
-      ++index;
-    }
-    EXPECT_EQ(second, 41);
   }
+  // B sent exactly as step 33 starts (A's steps are the same in every run until B is read): the
+  // step that ended then leaves A to run, so the loop that launches step 33 reads first, at a
+  // count of 33 mod 10 = 3, and B waits for step 40 as before: its prompt runs in step 41. (Read
+  // every step, it would run in step 33 itself.)
+  ASSERT_GT(read_every_step.size(), 33u);
+  const std::string edge = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge.csv";
+  std::ofstream(edge) << "timestamp_s,input_tokens,output_tokens\n0,100,200\n" << fmt::format("{:.12f}", read_every_step[33]) << ",100,4\n";
+  const std::string edge_steps = std::string(RIDGELINE_TMP_DIR) + "/recv_interval_edge_steps.csv";
+  run_json("serve --engine sglang --model llama-3.1-8b --hw h100-sxm --front-end '0 s' --trace " + edge +
+           " --scheduler-recv-interval 10 --steps-out " + edge_steps);
+  const std::vector<std::vector<std::string>> rows = steps_rows(edge_steps);
+  int second = -1;  // the second step with prompt tokens
+  for (std::size_t i = 1; i < rows.size() && second < 0; ++i) {
+    if (std::stod(rows[i][5]) > 0) second = static_cast<int>(i);
+  }
+  EXPECT_EQ(second, 41);
 }
 
 // Streaming the steps prices each one on its own, without leaping over the quiet ones: the
