@@ -485,20 +485,26 @@ INFX_SOURCE = ("SemiAnalysisAI/InferenceX PRs #3173 and #3288 (the curve publish
                "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
 
 
-def inferencex_r1(isl, lo, max_running, rows):
-    return [(["--model", "deepseek-r1", "--hw", "h200", "--tp", "8", "--concurrency", str(c), "--requests", str(12 * c),
-              "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
-              "--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs", str(max_running),
-              "--graph-max-batch", str(max_running), "--prefix-caching", "off"],
+def inferencex_client(hw, tp, c, isl):
+    """InferenceX's client as `serve` runs it (DeepSeek-R1, the 1k outputs of its runs): C clients, 10·C measured
+    requests after 2·C warm-up ones awaited on their own, lengths uniform in [0.8 L, L]."""
+    return ["--model", "deepseek-r1", "--hw", hw, "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
+            "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{isl * 8 // 10},{isl}",
+            "--gen", "uniform:819,1024"]
+
+
+def inferencex_r1(isl, max_running, rows):
+    return [(inferencex_client("h200", 8, c, isl) + ["--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs",
+                                                     str(max_running), "--graph-max-batch", str(max_running), "--prefix-caching", "off"],
              means(ttft, tpot, out_per_gpu * 8), [f"{isl // 1024}k/1k", c], "fp8")
             for c, ttft, tpot, out_per_gpu in rows]
 
 
 add_set("inferencex-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 4-64 clients (SGLang 0.5.12, TP 8; means)", INFX_SOURCE,
         "SGLang 0.5.12 (the sglang preset)", "sglang", "mean",
-        inferencex_r1(1024, 819, 512, [(4, 157.77, 9.7, 49.17), (8, 165.36, 11.73, 82.37), (16, 197.84, 15.28, 126.62),
+        inferencex_r1(1024, 512, [(4, 157.77, 9.7, 49.17), (8, 165.36, 11.73, 82.37), (16, 197.84, 15.28, 126.62),
                                        (32, 307.02, 21.8, 177.14), (64, 359.75, 29.77, 259.8)]) +
-        inferencex_r1(8192, 6553, 256, [(4, 373.26, 10.94, 43.12), (8, 490.53, 13.88, 68.33), (16, 688.2, 20.02, 93.89),
+        inferencex_r1(8192, 256, [(4, 373.26, 10.94, 43.12), (8, 490.53, 13.88, 68.33), (16, 688.2, 20.02, 93.89),
                                         (32, 979.34, 31.37, 121.01), (64, 2245.58, 49.33, 150.98)]),
         ["in/out", "clients"], None, moe=True)
 
@@ -520,13 +526,10 @@ INFX_B200_SOURCE = ("SemiAnalysisAI/InferenceX PR #3363 (its baseline: the curve
 
 
 def inferencex_r1_b200(isl, tp, rows):
-    lo = isl * 8 // 10
     flags = (["--max-batched-tokens", "32768", "--kv-memory-fraction", "0.82", "--max-num-seqs", "128", "--graph-max-batch", "128"]
              if tp == 8 else
              ["--max-batched-tokens", "8192", "--kv-memory-fraction", "0.95", "--max-num-seqs", "32", "--graph-max-batch", "32"])
-    return [(["--model", "deepseek-r1", "--hw", "b200", "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
-              "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{lo},{isl}", "--gen", "uniform:819,1024",
-              "--kv-dtype", "fp8_e4m3", "--prefix-caching", "off",
+    return [(inferencex_client("b200", tp, c, isl) + ["--kv-dtype", "fp8_e4m3", "--prefix-caching", "off",
               "--scheduler-recv-interval", str(30 if tp == 8 and c >= 16 else 10)] + flags,
              means(ttft, tpot, out_per_gpu * tp), [f"{isl // 1024}k/1k", tp, c], "fp8")
             for c, ttft, tpot, out_per_gpu in rows]
@@ -561,9 +564,7 @@ def inferencex_r1_b200_trt(rows):
     out = []
     for isl, tp, c, ttft, tpot, out_per_gpu in rows:
         tokens = max(8192, (c + isl + 64 + 63) // 64 * 64)
-        out.append((["--model", "deepseek-r1", "--hw", "b200", "--tp", str(tp), "--concurrency", str(c), "--requests", str(12 * c),
-                     "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", f"uniform:{isl * 8 // 10},{isl}",
-                     "--gen", "uniform:819,1024", "--kv-dtype", "fp8_e4m3", "--prefix-caching", "off", "--max-batched-tokens",
+        out.append((inferencex_client("b200", tp, c, isl) + ["--kv-dtype", "fp8_e4m3", "--prefix-caching", "off", "--max-batched-tokens",
                      str(tokens), "--graph-max-batch", str(c), "--graph-padding", "on", "--kv-memory-fraction", "0.8"],
                     means(ttft, tpot, out_per_gpu * tp), [f"{isl // 1024}k/1k", tp, c], "fp8"))
     return out
@@ -590,10 +591,8 @@ INFX_MI325X_SOURCE = ("SemiAnalysisAI/InferenceX PR #3318 (its baseline: the cur
                       "benchmark_serving.py at a fixed concurrency, random lengths in [0.8 L, L], 10 x C requests")
 add_set("inferencex-sglang-deepseek-r1-mi325x", "DeepSeek-R1 on 8 x MI325X at 4-64 clients (SGLang 0.5.19 on ROCm 7.0, TP 8; means)",
         INFX_MI325X_SOURCE, "SGLang 0.5.19 (the sglang preset, AITER's kernels)", "sglang", "mean",
-        [(["--model", "deepseek-r1", "--hw", "mi325x", "--tp", "8", "--concurrency", str(c), "--requests", str(12 * c),
-           "--warmup-requests", str(2 * c), "--warmup-drain", "on", "--prompt", "uniform:6553,8192", "--gen", "uniform:819,1024",
-           "--kv-dtype", "fp8_e4m3", "--max-batched-tokens", "131072", "--kv-memory-fraction", "0.8", "--graph-max-batch", "128",
-           "--prefix-caching", "off"],
+        [(inferencex_client("mi325x", 8, c, 8192) + ["--kv-dtype", "fp8_e4m3", "--max-batched-tokens", "131072", "--kv-memory-fraction", "0.8",
+                                                     "--graph-max-batch", "128", "--prefix-caching", "off"],
           means(ttft, tpot, out_per_gpu * 8), ["8k/1k", c], "fp8")
          for c, ttft, tpot, out_per_gpu in [(4, 1025.49, 18.53, 24.91), (8, 1026.66, 21.56, 43.38), (16, 1163.49, 26.75, 69.39),
                                             (32, 1363.26, 39.45, 95.57), (64, 1917.85, 66.55, 114.89)]],
