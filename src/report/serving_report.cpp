@@ -131,6 +131,17 @@ std::string run_class(const model::ModelConfig& m, const hw::System& sys, const 
   return answer_class(serving::band_name(r.engine.ref()), m, cfg.forward, sys.chip);
 }
 
+// A mean request's time by part, as the text and the JSON give it (means add up: TTFT = front
+// end + unread + queue + its prompt's steps + its first token's output lag; E2E = TTFT + its
+// decode steps).
+struct RequestParts {
+  double queue_s, prefill_s, decode_s;
+};
+RequestParts request_parts(const serving::ServingResult& r) {
+  return {std::max(0.0, r.queue.mean - r.unread_s), std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean - r.output_lag_s),
+          std::max(0.0, r.e2e.mean - r.ttft.mean)};
+}
+
 }  // namespace
 
 std::string engine_label(const serving::EngineConfig& e) {
@@ -395,14 +406,14 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
     j["prompt_step"].update({{"steps", ps.steps}, {"chunks", ps.chunks}, {"chunk_tokens", ps.chunk_tokens}, {"chunk_context", ps.chunk_context},
                              {"decodes", ps.decodes}, {"decode_context", ps.decode_context}, {"launch_tokens", ps.launch_tokens}});
   }
-  // A mean request's time by part (means add up: TTFT = front end + unread + queue + its
-  // prompt's steps + its first token's output lag).
+  // A mean request's time by part (request_parts).
+  const RequestParts parts = request_parts(r);
   j["request"] = {{"front_end_s", r.engine.front_end_s},
                   {"unread_s", r.unread_s},
-                  {"queue_s", std::max(0.0, r.queue.mean - r.unread_s)},
-                  {"prefill_s", std::max(0.0, r.ttft.mean - r.engine.front_end_s - r.queue.mean - r.output_lag_s)},
+                  {"queue_s", parts.queue_s},
+                  {"prefill_s", parts.prefill_s},
                   {"output_s", r.output_lag_s},
-                  {"decode_s", std::max(0.0, r.e2e.mean - r.ttft.mean)},
+                  {"decode_s", parts.decode_s},
                   {"sources", {{"front_end", r.engine.front_end_source},
                                {"unread", r.engine.recv_interval > 1 ? serving::kUnreadSource : "none: read every step"},
                                {"queue", "the simulation"}, {"prefill", "the simulated steps"},
@@ -705,12 +716,13 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     const double fe = r.engine.front_end_s;
     const bool lag = serving::engine_outputs_next_step(r.engine);
     const bool unread = r.engine.recv_interval > 1;
+    const RequestParts request = request_parts(r);
     s += fmt::format("a mean request: front end {}, {}queue {}, its prompt's steps {}{} (TTFT {}), then its decode steps {} (E2E {})\n", t(fe),
                      unread ? fmt::format("unread {} (new requests read every {} decode steps), ", t(r.unread_s), r.engine.recv_interval)
                             : std::string(),
-                     t(std::max(0.0, r.queue.mean - r.unread_s)), t(std::max(0.0, r.ttft.mean - fe - r.queue.mean - r.output_lag_s)),
+                     t(request.queue_s), t(request.prefill_s),
                      lag ? fmt::format(", its first token sent during the next step {}", t(r.output_lag_s)) : std::string(), t(r.ttft.mean),
-                     t(std::max(0.0, r.e2e.mean - r.ttft.mean)), t(r.e2e.mean));
+                     t(request.decode_s), t(r.e2e.mean));
     if (fe > 0) s += fmt::format("  front end: {}\n", r.engine.front_end_source);
     if (unread) s += fmt::format("  unread: {}\n", serving::kUnreadSource);
     if (lag) s += fmt::format("  output: {}\n", serving::kOutputLagSource);
