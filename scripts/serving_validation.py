@@ -286,11 +286,13 @@ for m, hw, tp, dt, isl, osl, n, tps in [
     # Without chunked prefill (the 0.20 default) trtllm-bench raises the budget to hold the longest prompt and
     # a token for every sequence: max(heuristic, max_isl + max_batch_size) (tensorrt_llm/bench/benchmark/utils/
     # general.py, get_settings).
+    # 0.20's LlamaDecoderLayer ran each all-reduce apart from the norm after it: TensorRT-LLM fused them for Llama 3
+    # from PR #6205 (2025-07-20), after 0.20 (docs/serving.md#allreduce-norm).
     bs, tokens = trtllm_bench_sizes(m, hw, tp, dt, isl, osl)
     tokens = max(tokens, isl + bs)
     T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
                  "--max-num-seqs", str(bs), "--max-batched-tokens", str(tokens), "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
-                 "--prompt", str(isl), "--gen", str(osl)], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
+                 "--prompt", str(isl), "--gen", str(osl), "--allreduce-fusion", "off"], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
 add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",
         "TensorRT-LLM 0.20 (PyTorch backend)", "trtllm", "mean", T20, ["model", "GPU", "TP", "dtype", "in/out"], None)
@@ -414,12 +416,13 @@ add_set("vllm-0.11-deepseek-r1", "DeepSeek-R1 on 8 x H200, 8-32 clients (vLLM ma
 #     1000 in / 100 out; PR #14764 (2025-12-10, DeepSeek-V3.1: the same architecture) with
 #     --enable-flashinfer-allreduce-fusion, which the PR made the default: batch 16, 512 in / 512 out (without
 #     it: prefill 288.27 ms). Runs whose GPU is not named (PR #3236), with torch.compile (DataCrunch's guide)
-#     or whose command is not shown (PR #5662) are left out.
+#     or whose command is not shown (PR #5662) are left out. April's main ran each all-reduce apart from the norm
+#     after it on Hopper (--allreduce-fusion off: PR #14764 brought the fusion there).
 SGL_ONE_BATCH = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--concurrency", str(b), "--requests", str(b),
-                   "--prompt", str(isl), "--gen", str(osl), "--front-end", "0 s"], {"ttft": pre_ms / 1e3, "tpot": dec_ms / 1e3},
-                  [run, b, f"{isl}/{osl}"], "fp8")
-                 for run, b, isl, osl, pre_ms, dec_ms in [("PR #5432, April 2025", 1, 1000, 100, 179.55, 17.20),
-                                                         ("PR #14764, December 2025", 16, 512, 512, 288.94, 16.20)]]
+                   "--prompt", str(isl), "--gen", str(osl), "--front-end", "0 s", "--allreduce-fusion", fusion],
+                  {"ttft": pre_ms / 1e3, "tpot": dec_ms / 1e3}, [run, b, f"{isl}/{osl}"], "fp8")
+                 for run, b, isl, osl, pre_ms, dec_ms, fusion in [("PR #5432, April 2025", 1, 1000, 100, 179.55, 17.20, "off"),
+                                                                 ("PR #14764, December 2025", 16, 512, 512, 288.94, 16.20, "on")]]
 add_set("sglang-one-batch-deepseek", "One batch, DeepSeek-V3 on 8 x H200 (SGLang bench_one_batch, TP 8; the prefill, the median decode step)",
         "sgl-project/sglang PRs #5432 (2025-04-15, DeepSeek-V3) and #14764 (2025-12-10, DeepSeek-V3.1: the same architecture): "
         "python -m sglang.bench_one_batch --tp 8, "
@@ -443,17 +446,19 @@ add_set("sglang-one-batch-deepseek", "One batch, DeepSeek-V3 on 8 x H200 (SGLang
 #     median 19.0 s, p99 21.4 s in a run of 22.1 s: nearly every first token at the run's end, which
 #     neither the prefill of 127k tokens nor a queue taking requests in turn explains, and SGLang's same
 #     run took 3.6 s; what held them is not recorded), their ShareGPT runs (which requests vllm bench
-#     sampled is not recorded) and TensorRT-LLM 1.0's (ShareGPT only).
+#     sampled is not recorded) and TensorRT-LLM 1.0's (ShareGPT only). SGLang 0.5.3 ran each all-reduce apart from
+#     the norm after it (--allreduce-fusion off): its auto rule wants no DP attention, which --enable-dp-attention asks
+#     for, and Hopper had none before PR #14764 (December 2025).
 GPUSTACK_R1 = [(32000, 31999, 100, 100), (4000, 3995, 200, 500), (2000, 1997, 100, 500), (128, 127, 4, 1000)]
 GPUSTACK_SOURCE = ("gpustack/gpustack docs/performance-lab/deepseek-r1/h200.md (commit a5c9faf): vllm bench serve, random "
                    "prompts of fixed lengths, every request at once")
 
 
-def gpustack_r1(measured):
+def gpustack_r1(measured, flags=()):
     """The rows of one engine's runs: `measured` maps the nominal input length to (TTFT ms, TPOT ms, output tok/s),
-    the lengths it leaves out having none."""
+    the lengths it leaves out having none; `flags`, the engine's run's."""
     return [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
-              "--prompt", str(isl), "--gen", str(osl)], means(*measured[nominal]), [f"{nominal}/{osl}", n], "fp8")
+              "--prompt", str(isl), "--gen", str(osl), *flags], means(*measured[nominal]), [f"{nominal}/{osl}", n], "fp8")
             for nominal, isl, osl, n in GPUSTACK_R1 if nominal in measured]
 
 
@@ -464,7 +469,7 @@ add_set("gpustack-vllm-deepseek-r1", "DeepSeek-R1 on 8 x H200, every request at 
 add_set("gpustack-sglang-deepseek-r1", "DeepSeek-R1 on 8 x H200, every request at once (SGLang 0.5.3, TP 8; means)", GPUSTACK_SOURCE,
         "SGLang 0.5.3 (the sglang preset)", "sglang", "mean",
         gpustack_r1({32000: (98133.46, 198.62, 49.89), 4000: (62808.37, 107.91, 767.42), 2000: (27248.86, 154.49, 907.31),
-                     128: (3626.25, 802.48, 624.94)}), ["in/out", "requests"], None, moe=True)
+                     128: (3626.25, 802.48, 624.94)}, ["--allreduce-fusion", "off"]), ["in/out", "requests"], None, moe=True)
 
 
 # 14. DeepSeek-R1-0528 on 8 x H200 under SGLang v0.5.12 (lmsysorg/sglang:v0.5.12-cu130), SemiAnalysis's InferenceX

@@ -32,7 +32,7 @@ struct ServeFlags {
   ForwardFlags fw;
   bool json = false, cuda_graphs = false, eager = false, per_request = false;
   std::string engine = "vllm";
-  std::string num_scheduler_steps, recv_interval;
+  std::string num_scheduler_steps, recv_interval, allreduce_fusion;
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
   std::string preemption, step_overhead, front_end, eager_host, compiled_host, mixed_chunk, graph_max_batch, graph_padding, graph_sizes;
   WorkloadFlags load;
@@ -90,6 +90,14 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.chunked_prefill.empty()) e.chunked_prefill = on_off(f.chunked_prefill, "--chunked-prefill");
   if (!f.num_scheduler_steps.empty()) e.scheduler_steps = parse_positive_int(f.num_scheduler_steps, "--num-scheduler-steps");
   if (!f.recv_interval.empty()) e.recv_interval = parse_positive_int(f.recv_interval, "--scheduler-recv-interval");
+  if (!f.allreduce_fusion.empty()) {
+    // On where the preset has it off: SGLang's fused kernel up to its 2048 tokens, the others'
+    // wherever their own all-reduce runs.
+    e.allreduce_norm = on_off(f.allreduce_fusion, "--allreduce-fusion");
+    e.allreduce_norm_max_tokens = !e.allreduce_norm                          ? 0
+                                  : *kind == serving::EngineKind::sglang     ? 2048
+                                                                             : e.allreduce_norm_max_tokens;
+  }
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");
   if (!f.kv_blocks.empty()) e.kv_blocks_override = parse_positive_int(f.kv_blocks, "--kv-blocks");
   if (!f.kv_memory_fraction.empty()) e.kv_memory_fraction = parse_number(f.kv_memory_fraction, "--kv-memory-fraction");
@@ -338,6 +346,8 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
   s->add_option("--num-scheduler-steps", f->num_scheduler_steps, "vllm@0.6: decode steps per scheduler call (multi-step scheduling; default 1)");
   s->add_option("--scheduler-recv-interval", f->recv_interval,
                 "sglang: the scheduler reads new requests every n decode steps (at once after a step with prompt tokens, or idle; default 1)");
+  s->add_option("--allreduce-fusion", f->allreduce_fusion,
+                "on or off: each layer's all-reduce adds the residual and RMS-normalises in its kernel (engine and model default)");
   s->add_option("--kv-block", f->kv_block, "tokens per KV cache block (engine default)");
   s->add_option("--kv-blocks", f->kv_blocks, "KV cache blocks per replica instead of what memory leaves (vLLM num_gpu_blocks_override)");
   s->add_option("--kv-memory-fraction", f->kv_memory_fraction, "fraction of memory for the engine / the cache (engine default)");

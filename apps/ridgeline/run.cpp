@@ -189,7 +189,7 @@ constexpr ValueKind kValueKinds[] = {
     {"search train", "--tokens", "COUNT"}, {"", "--days", "DAYS"}, {"", "--price", "USD/h|CHIP=USD/h"},
     {"", "--requests", "INT"}, {"", "--draft", "MODEL|config.json|mtp"}, {"", "--spec-tokens", "INT"}, {"search serve", "--spec-tokens", "INT[,INT...]"},
     {"", "--accept", "RATE[,RATE...]"}, {"", "--accept-spread", "SD"}, {"", "--disagg", "P:D"}, {"search serve", "--disagg", "off|on|both"},
-    {"", "--disagg-link-bw", "BANDWIDTH"}, {"", "--disagg-decode", "KEY=N[,KEY=N...]"}, {"", "--decode-tp", "INT[,INT...]|same"}, {"", "--decode-ep", "INT[,INT...]|same"}, {"", "--disagg-split", "match|search"}, {"", "--kv-transfer", "after|layerwise"}, {"", "--warmup-requests", "INT"}, {"", "--warmup-drain", "on|off"}, {"", "--seed", "INT"}, {"", "--max-num-seqs", "INT"}, {"", "--num-scheduler-steps", "INT"}, {"", "--scheduler-recv-interval", "INT"},
+    {"", "--disagg-link-bw", "BANDWIDTH"}, {"", "--disagg-decode", "KEY=N[,KEY=N...]"}, {"", "--decode-tp", "INT[,INT...]|same"}, {"", "--decode-ep", "INT[,INT...]|same"}, {"", "--disagg-split", "match|search"}, {"", "--kv-transfer", "after|layerwise"}, {"", "--warmup-requests", "INT"}, {"", "--warmup-drain", "on|off"}, {"", "--seed", "INT"}, {"", "--max-num-seqs", "INT"}, {"", "--num-scheduler-steps", "INT"}, {"", "--scheduler-recv-interval", "INT"}, {"", "--allreduce-fusion", "on|off"},
     {"", "--max-batched-tokens", "INT"}, {"", "--kv-block", "INT"}, {"", "--kv-blocks", "INT"}, {"", "--replicas", "INT|auto"},
     {"", "--top", "INT"}, {"", "--threads", "INT"}, {"", "--chips-max", "INT"}, {"", "--batch-max", "INT"}, {"", "--tp-max", "INT"},
     {"", "--pp-max", "INT"}, {"", "--cp-max", "INT"}, {"", "--vpp-max", "INT"}, {"", "--micro-batch-max", "INT"},

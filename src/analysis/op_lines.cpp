@@ -235,6 +235,46 @@ double Envelope::at(double B) const noexcept {
   return a[k] + s[k] * B;
 }
 
+namespace {
+
+// Where a collective's bytes, c1's at x1 and c2's at x2, reach `limit`.
+double limit_x(const model::CollectiveOp& c1, const model::CollectiveOp& c2, double x1, double x2, double limit) noexcept {
+  return x1 + (limit - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
+}
+
+// An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options (a
+// finite limit), the bytes growing with x as every graph's do.
+bool engine_rule(const model::CollectiveOp& c1, const model::CollectiveOp& c2, double x1, double x2) noexcept {
+  const bool grows = (c2.bytes - c1.bytes) * (x2 - x1) > 0;
+  return c1.custom_max > 0 && std::isfinite(c1.custom_max) && c2.custom_max == c1.custom_max && grows;
+}
+
+}  // namespace
+
+bool fit_norm_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const ops::Rates& r, bool graphs,
+                     SwitchLine& out, double& at) noexcept {
+  const model::GraphOp& op1 = g1.ops[i];
+  const model::GraphOp& op2 = g2.ops[i];
+  if (op1.collective < 0 || op2.collective < 0 || x2 == x1) return false;
+  const model::CollectiveOp& c1 = g1.collectives[op1.collective];
+  const model::CollectiveOp& c2 = g2.collectives[op2.collective];
+  if (!c1.fused_norm || !c2.fused_norm || !engine_rule(c1, c2, x1, x2)) return false;
+  out.count = 2;
+  out.rep = g1.repeat(i);
+  out.lines[0] = OpLine{};
+  out.lines[0].rep = out.rep;
+  model::GraphOp n1 = op1, n2 = op2;
+  n1.kernel = n2.kernel = hw::KernelClass::norm;
+  out.lines[1] = fit_costs(c1.norm, c2.norm, x1, x2, n1, n2, r, graphs, out.rep);
+  // Nothing below x*, the norm's kernel from it: a choice line of slope 1 through 0 a billionth
+  // of x* early (the all-reduce's own hand-over, fit_switch), against 0.
+  at = limit_x(c1, c2, x1, x2, c1.custom_max);
+  out.t1[0] = 1;
+  out.t0[0] = -at * (1 - 1e-9);
+  out.t1[1] = out.t0[1] = 0;
+  return true;
+}
+
 bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const comm::Wiring& wr,
                 const ops::Rates& r, bool graphs, SwitchLine& out) noexcept {
   const model::GraphOp& op1 = g1.ops[i];
@@ -244,9 +284,7 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   const model::CollectiveOp& c2 = g2.collectives[op2.collective];
   // The bytes growing with x, as every graph's do.
   const bool grows = (c2.bytes - c1.bytes) * (x2 - x1) > 0;
-  // An engine's all-reduce rule (CollectiveOp::custom_max): its own kernel, then NCCL's options
-  // (a finite limit).
-  const bool engine = c1.custom_max > 0 && std::isfinite(c1.custom_max) && c2.custom_max == c1.custom_max && grows;
+  const bool engine = engine_rule(c1, c2, x1, x2);
   // DeepEP's (CollectiveOp::deepep_ll_max): its low-latency kernel on the pairs' bytes, then its
   // normal kernel on normal_share of them, each its all-to-all (direct).
   const bool deepep = c1.deepep_ll_max > 0 && std::isfinite(c1.deepep_ll_max) && c2.deepep_ll_max == c1.deepep_ll_max &&
@@ -264,6 +302,10 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
   out.count = n;
   out.rep = g1.repeat(i);
   model::GraphOp o1 = op1, o2 = op2;
+  // An all-reduce with the norm after it in its kernel (CollectiveOp::fused_norm): the norm's
+  // work in the engine's fused kernel; past its limit, NCCL's all-reduce alone, the norm a kernel
+  // of its own (fit_norm_switch).
+  const bool fused = c1.fused_norm && c2.fused_norm;
   for (int o = 0; o < n; ++o) {
     const double share = deepep && o == 1 ? c1.normal_share : 1;
     const comm::Priced p1 = comm::price(wr, c1.group, c1.kind, c1.bytes * share, c1.dtype, opts[o]);
@@ -271,7 +313,8 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
     // As the graph holds it: in compact form.
     ops::OpCost k1, k2;
     if (!ops::OpCost::compact(p1.cost, k1) || !ops::OpCost::compact(p2.cost, k2)) return false;
-    if (engine) o1.kernel = o2.kernel = o == 0 ? hw::KernelClass::allreduce_custom : hw::KernelClass::collective;
+    if (fused && !(engine && o > 0)) k1.add_work(c1.norm), k2.add_work(c2.norm);
+    if (engine) o1.kernel = o2.kernel = o > 0 ? hw::KernelClass::collective : fused ? hw::KernelClass::allreduce_norm : hw::KernelClass::allreduce_custom;
     if (deepep) o1.kernel = o2.kernel = model::deepep_kernel(op1.kernel, c1.group, o == 1);
     out.lines[o] = fit_costs(k1, k2, x1, x2, o1, o2, r, graphs, out.rep);
     out.t1[o] = (p2.time_s - p1.time_s) / (x2 - x1);
@@ -283,8 +326,7 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
     // normal one). Its choice line is made to cross NCCL's fastest at x* more steeply than any
     // of NCCL's lines (K > their slopes: below them all before x*, above after); its priced
     // line stays its own.
-    const double limit = engine ? c1.custom_max : c1.deepep_ll_max;
-    const double xs = x1 + (limit - c1.bytes) * (x2 - x1) / (c2.bytes - c1.bytes);
+    const double xs = limit_x(c1, c2, x1, x2, engine ? c1.custom_max : c1.deepep_ll_max);
     double at = std::numeric_limits<double>::infinity(), steepest = 0;
     for (int o = 1; o < n; ++o) at = std::min(at, out.t0[o] + out.t1[o] * xs), steepest = std::max(steepest, std::abs(out.t1[o]));
     // A hair above at x* itself: from the limit on, NCCL (as the graph decides, bytes >= limit);

@@ -111,6 +111,7 @@ std::string_view name(KernelClass k) noexcept {
     case KernelClass::attention_decode_mla: return "attention_decode_mla";
     case KernelClass::attention_combine: return "attention_combine";
     case KernelClass::gemm_expert_onestage: return "gemm_expert_onestage";
+    case KernelClass::allreduce_norm: return "allreduce_norm";
   }
   return "other";
 }

@@ -47,10 +47,21 @@ struct Ctx {  // NOLINT: aggregate, initialised positionally in build_forward
     ops::Cost cost;
     int index = -1;  // its terms in Graph::collectives
     double ll_max = 0, share = 1;  // DeepEP's (CollectiveOp)
+    bool fused = false;            // with a norm in its kernel (CollectiveOp::fused_norm)
   } last{};
   // The expert GEMM being built reads its activations in its weights' fp8 (DeepGEMM's grouped
   // kernels: quantised before it, or delivered so by DeepEP's dispatch).
   bool expert_a_fp8 = false;
+  // A layer's norm whose kernel the next tensor-parallel all-reduce runs
+  // (ForwardConfig::allreduce_norm): its cost, weights and name, held until that all-reduce.
+  struct {
+    bool held = false;
+    ops::Cost cost;
+    double params = 0, weight_bytes = 0;
+    const char* name = "";      // the norm's, where it runs apart
+    const char* op_name = "";   // the fused all-reduce's
+    Block block = Block::attention;
+  } norm_held{};
 };
 
 double wbytes(DType t, double scale_bits) { return bytes(t) + scale_bits / 8; }
@@ -215,15 +226,21 @@ GraphOp& gemm_16bit(Ctx& c, const char* name, Block block, double m_rows, double
   return op;
 }
 
-// `residual`: the residual add fused in front of the norm (ops::add_residual).
-GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params, bool residual = false) {
+// A norm's work; `residual`: the residual add fused in front of it (ops::add_residual).
+Cost norm_cost(const Ctx& c, double rows, double cols, bool residual) {
   ops::RowsShape s{rows, cols, c.act, DType::fp32};
   Cost cost = c.m.norm == NormKind::rmsnorm ? ops::rmsnorm_cost(s) : ops::layernorm_cost(s);
   if (residual) ops::add_residual(cost, s);
-  GraphOp& op = c.g.add(name, OpClass::norm, block, cost);
-  const double per = c.m.norm == NormKind::rmsnorm || !c.m.norm_bias ? 1 : 2;  // gamma (and beta)
-  op.params = op.active_params = per * params;
-  op.weight_bytes = per * cols * bytes(c.act);
+  return cost;
+}
+
+// Its weights: gamma (and beta) of `params` values, `cols` of them on each chip.
+double norm_params(const Ctx& c, double params) { return (c.m.norm == NormKind::rmsnorm || !c.m.norm_bias ? 1 : 2) * params; }
+
+GraphOp& norm(Ctx& c, const char* name, Block block, double rows, double cols, double params, bool residual = false) {
+  GraphOp& op = c.g.add(name, OpClass::norm, block, norm_cost(c, rows, cols, residual));
+  op.params = op.active_params = norm_params(c, params);
+  op.weight_bytes = norm_params(c, cols) * bytes(c.act);
   return op;
 }
 
@@ -255,19 +272,46 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
   elementwise(c, name, block, rows, cols, 2, drop ? 1 + 1.0 / bytes(c.act) : 1, drop ? 3 : 1);
 }
 
+// Whether this pass's layers run each tensor-parallel all-reduce and the residual add + RMSNorm
+// after it as one kernel (ForwardConfig::allreduce_norm): the engine fuses them, the layer has
+// them so (merged kernels, an RMSNorm after each all-reduce with nothing between), and the
+// all-reduce is the engine's, the tensor-parallel group's over every token (no sequence, context
+// or attention data parallelism). Whatever the pass's size: past the fused kernel's limit the
+// all-reduce op holds NCCL's kernel and the norm's (collective).
+bool fuses_norm(const Ctx& c) {
+  const ForwardConfig& f = c.f;
+  if (!f.allreduce_norm || !f.merged_kernels || f.sequence_parallel || f.training || f.cp > 1 || c.ep > 1 || c.tp_group.size <= 1) return false;
+  return c.m.norm == NormKind::rmsnorm && !c.m.sandwich_norms && !c.m.parallel_block && f.algo == comm::Algo::direct;
+}
+
+// The bytes below which the engine's own kernel runs a layer's all-reduce: its fused kernel's
+// tokens where it has its own limit (ForwardConfig::allreduce_norm_max_tokens), else its
+// all-reduce's (ForwardConfig::custom_allreduce_max_bytes).
+double fused_max_bytes(const Ctx& c) {
+  const double token_bytes = static_cast<double>(c.m.hidden) * bytes(c.act);
+  return c.f.allreduce_norm_max_tokens > 0 ? c.f.allreduce_norm_max_tokens * token_bytes + 1 : c.f.custom_allreduce_max_bytes;
+}
+
 // Returns the op made (null for a group of one chip).
 // `ll_max` > 0: DeepEP's all-to-all of `bytes_` of token-expert pairs (CollectiveOp::deepep_ll_max,
-// normal_share `share`), else the collective of `bytes_`.
+// normal_share `share`), else the collective of `bytes_`. `norm`: an all-reduce that also adds
+// the residual and RMS-normalises (ForwardConfig::allreduce_norm), the norm's work: in the
+// engine's own kernel (allreduce_norm) below its fused limit, which replaces its all-reduce
+// limit; past it the norm is its own kernel after NCCL's, which the caller adds (or, where the
+// graph keeps its ops in place, ForwardConfig::allreduce_norm_in_place, the op holds).
 GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind, double bytes_, const comm::Placement& group,
-                comm::Algo algo, double ll_max = 0, double share = 1) {
+                comm::Algo algo, double ll_max = 0, double share = 1, const ops::OpCost* norm = nullptr) {
   if (group.size <= 1) return nullptr;
   // An engine's own all-reduce up to its size limit, NCCL from it.
-  const double custom_max = kind == comm::Collective::all_reduce && algo == comm::Algo::direct ? c.f.custom_allreduce_max_bytes : 0;
+  const bool engine = kind == comm::Collective::all_reduce && algo == comm::Algo::direct;
+  const double custom_max = !engine ? 0 : norm != nullptr ? fused_max_bytes(c) : c.f.custom_allreduce_max_bytes;
   if (custom_max > 0 && bytes_ >= custom_max) algo = comm::Algo::automatic;
+  const bool fused = norm != nullptr;
   auto& l = c.last;
-  if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_ || l.ll_max != ll_max || l.share != share) {
-    CollectiveOp op{kind, algo, c.act, group, bytes_, custom_max, ll_max, share};
-    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, op.moved(bytes_), c.act, algo).cost, -1, ll_max, share};
+  if (l.group != &group || l.kind != kind || l.algo != algo || l.bytes != bytes_ || l.ll_max != ll_max || l.share != share ||
+      l.fused != fused) {
+    CollectiveOp op{kind, algo, c.act, group, bytes_, custom_max, ll_max, share, fused, fused ? *norm : ops::OpCost{}};
+    l = {kind, algo, bytes_, &group, comm::price(c.wiring, group, kind, op.moved(bytes_), c.act, algo).cost, -1, ll_max, share, fused};
     if (c.g.collective_count < Graph::kMaxCollectives) {
       l.index = c.g.collective_count++;
       c.g.collectives[l.index] = op;
@@ -275,13 +319,47 @@ GraphOp* collective(Ctx& c, const char* name, Block block, comm::Collective kind
   }
   GraphOp& op = c.g.add(name, OpClass::comm, block, l.cost);
   op.collective = static_cast<std::int8_t>(l.index);
-  // A serving engine's own all-reduce (peers' buffers read over NVLink in one or two shots).
-  if (kind == comm::Collective::all_reduce && algo == comm::Algo::direct) op.kernel = hw::KernelClass::allreduce_custom;
+  // A serving engine's own all-reduce (peers' buffers read over NVLink in one or two shots),
+  // with the norm's work in its kernel where it fuses it.
+  if (engine && algo == comm::Algo::direct) op.kernel = fused ? hw::KernelClass::allreduce_norm : hw::KernelClass::allreduce_custom;
+  if (fused && (algo == comm::Algo::direct || c.f.allreduce_norm_in_place)) {
+    op.cost.add_work(*norm);
+    if (algo != comm::Algo::direct) op.cost.launches += 1;
+  }
   return &op;
 }
 
 void tp_allreduce(Ctx& c, const char* name, Block block) {
-  collective(c, name, block, comm::Collective::all_reduce, c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act), c.tp_group, c.f.algo);
+  auto& held = c.norm_held;
+  const double bytes_ = c.tokens * static_cast<double>(c.m.hidden) * bytes(c.act);
+  ops::OpCost fused;
+  const bool fusing = held.held && ops::OpCost::compact(held.cost, fused);
+  GraphOp* op = collective(c, name, block, comm::Collective::all_reduce, bytes_, c.tp_group, c.f.algo, 0, 1, fusing ? &fused : nullptr);
+  if (!held.held) return;
+  held.held = false;
+  // Past the fused kernel's limit the norm is a kernel of its own after NCCL's (and where no
+  // compact cost holds it).
+  const bool inside = op != nullptr && fusing && (op->kernel == hw::KernelClass::allreduce_norm || c.f.allreduce_norm_in_place);
+  if (!inside) {
+    GraphOp& n = c.g.add(held.name, OpClass::norm, held.block, held.cost);
+    n.params = n.active_params = held.params;
+    n.weight_bytes = held.weight_bytes;
+    return;
+  }
+  op->name = held.op_name;
+  op->params = op->active_params = held.params;
+  op->weight_bytes = held.weight_bytes;
+}
+
+// A layer's norm after a tensor-parallel all-reduce (its residual add inside with merged
+// kernels): held for the next all-reduce's kernel, `op_name`, where the pass fuses them
+// (fuses_norm), else a kernel of its own.
+void layer_norm(Ctx& c, const char* name, const char* fused_name, const char* op_name, Block block, double rows, double cols, double params) {
+  if (!fuses_norm(c)) {
+    residual_norm(c, name, fused_name, block, rows, cols, params);
+    return;
+  }
+  c.norm_held = {true, norm_cost(c, rows, cols, true), norm_params(c, params), norm_params(c, cols) * bytes(c.act), fused_name, op_name, block};
 }
 
 // Tokens of the ops outside the tensor-parallel region (norms, residuals).
@@ -381,7 +459,7 @@ void attention_block(Ctx& c, double window) {
   const ModelConfig& m = c.m;
   const double h = static_cast<double>(m.hidden), H = static_cast<double>(m.heads), T = c.tokens;
   const double hd = static_cast<double>(m.head_dim);
-  residual_norm(c, "input_norm", "add_input_norm", Block::attention, outer_tokens(c), h, h);
+  layer_norm(c, "input_norm", "add_input_norm", "attn_allreduce_norm", Block::attention, outer_tokens(c), h, h);
   tp_enter(c, "attn_allgather", Block::attention);
   ops::AttentionShape a;
   a.batch = c.batch;
@@ -946,14 +1024,9 @@ void moe_mlp(Ctx& c) {
   if (onestage && !c.g.overflow && c.g.op_count >= 2 && &down == &c.g.ops[c.g.op_count - 1] && &gate_up == &c.g.ops[c.g.op_count - 2]) {
     const double kept = pairs * Ip * bytes(c.act);
     ops::OpCost& a = gate_up.cost;
-    const ops::OpCost& b = down.cost;
-    a.matrix_flops += b.matrix_flops;
-    a.vector_flops += b.vector_flops;
-    a.special_ops += b.special_ops;
-    a.matrix_pad_flops += b.matrix_pad_flops;
-    a.main_pad_bytes += b.main_pad_bytes;
-    a.main_bytes += b.main_bytes - 2 * kept;
-    a.main_store_bytes += b.main_store_bytes - kept;
+    a.add_work(down.cost);
+    a.main_bytes -= 2 * kept;
+    a.main_store_bytes -= kept;
     gate_up.name = "experts";
     gate_up.expert_bytes += down.expert_bytes;
     gate_up.weight_bytes += down.weight_bytes;
@@ -992,7 +1065,7 @@ void layer(Ctx& c, bool moe, double window) {
     // the residual by an add of its own (the MLP's then by the next norm's, or its own add).
     if (c.f.merged_kernels) residual_add(c, "attn_residual", Block::attention, outer_tokens(c), h);
   } else {
-    residual_norm(c, "post_attention_norm", "add_post_attention_norm", Block::mlp, outer_tokens(c), h, h);
+    layer_norm(c, "post_attention_norm", "add_post_attention_norm", "mlp_allreduce_norm", Block::mlp, outer_tokens(c), h, h);
     tp_enter(c, "mlp_allgather", moe ? Block::moe : Block::mlp);
   }
   const char* act = c.m.mlp == MlpKind::gated_gelu ? "gelu_mul" : (c.m.mlp == MlpKind::gelu ? "gelu" : "silu_mul");

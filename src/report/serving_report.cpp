@@ -208,6 +208,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"gathered_dense", e.gathered_dense},
           {"fused_qkv_a", e.fused_qkv_a},
           {"fuse_shared_experts", e.fuse_shared_experts},
+          {"allreduce_norm", e.allreduce_norm},
+          {"allreduce_norm_max_tokens", e.allreduce_norm_max_tokens},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
                    : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"

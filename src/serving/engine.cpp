@@ -842,6 +842,44 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
 // newer.
 constexpr double kSglangMlaEagerHostS = 56.3e-6;
 
+// Whether the engine's model code runs each layer's all-reduce with the residual add and RMSNorm
+// after it in one kernel (EngineConfig::allreduce_norm; docs/serving.md#allreduce-norm):
+// - TensorRT-LLM's PyTorch backend (tensorrt_llm/_torch/models): DeepseekV3DecoderLayer's
+//   enable_fusion, on unless TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED, off under attention data
+//   parallelism (PRE_MOE_FUSION and POST_MOE_FUSION, PRE_MLP_FUSION and POST_MLP_FUSION with a
+//   tensor-parallel group); LlamaDecoderLayer's, unless TRTLLM_LLAMA_EAGER_FUSION_DISABLED and
+//   only for hidden_size > 4096 ("Disable fusion for small models due to accuracy issues"),
+//   each AllReduce called with AllReduceFusionOp.RESIDUAL_RMS_NORM (its next layer's input norm,
+//   the last layer's the model's final norm); wherever its AUTO strategy runs its own kernels;
+//   not the TensorRT engine flow (trtllm@0.15);
+// - SGLang 0.4+ as its main line since December 2025 (server_args.py: enable_flashinfer_allreduce
+//   _fusion turned on for DeepseekV3ForCausalLM, GptOssForCausalLM, Glm4MoeForCausalLM,
+//   Qwen3MoeForCausalLM and others on is_sm90_supported() or is_sm100_supported(), one node, no
+//   DP attention, no all-to-all backend, not an H20: PR #14764, dropped on SM90 by PR #23402
+//   and restored by PR #28789, June 2026; on SM100 for DeepSeek-V3 from PR #7775's path), up to
+//   FUSE_ALLREDUCE_MAX_BATCH_SIZE = 2048 tokens (layers/communicator.py,
+//   apply_flashinfer_allreduce_fusion: FlashInfer's trtllm_allreduce_fusion);
+// - vLLM: its fusion pass is on at -O2 from PR #34299 (February 2026, 0.17), which the presets
+//   (0.14+ among them, 0.14-0.16 without it) do not follow.
+void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
+  e.allreduce_norm = false;
+  e.allreduce_norm_max_tokens = 0;
+  if (tp <= 1) return;
+  if (e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref())) {
+    e.allreduce_norm = m.model_type == "deepseek_v3" || (m.model_type == "llama" && m.hidden > 4096);
+    return;
+  }
+  if (e.kind != EngineKind::sglang || is_sglang_03(e.ref())) return;
+  static constexpr std::string_view kFused[] = {"deepseek_v3", "gpt_oss", "glm4_moe", "qwen3_moe"};
+  const hw::Arch arch = hw::arch_of(chip);
+  const bool sm90_or_100 = arch.isa == hw::Arch::Isa::cuda && ((arch.major == 9 && arch.minor == 0) || arch.major == 10);
+  const bool one_node = tp <= std::max(1, chip.chips_per_node);
+  if (sm90_or_100 && one_node && std::find(std::begin(kFused), std::end(kFused), m.model_type) != std::end(kFused)) {
+    e.allreduce_norm = true;
+    e.allreduce_norm_max_tokens = 2048;
+  }
+}
+
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
   if (m.is_mla() && e.kind == EngineKind::sglang && !is_sglang_03(e.ref())) {
@@ -876,6 +914,7 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
                                              chip.peak(hw::Unit::matrix, DType::fp4) == 0;
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
+  allreduce_norm_rule(e, chip, tp, m);
   return e;
 }
 
@@ -997,6 +1036,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   f.gathered_dense = e.gathered_dense;
   f.fused_qkv_a = e.fused_qkv_a;
   f.fuse_shared_experts = e.fuse_shared_experts;
+  // (SGLang's auto rule wants no all-to-all backend: moe_a2a_backend == "none".)
+  f.allreduce_norm = e.allreduce_norm && !(e.kind == EngineKind::sglang && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep);
+  f.allreduce_norm_max_tokens = static_cast<double>(e.allreduce_norm_max_tokens);
   f.sampler = e.sampler;
   f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;

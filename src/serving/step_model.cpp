@@ -194,6 +194,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   host_priced_ = host_launch_s(HostLaunches{1, 1, 1, 1}, host_) > 0;
   launches_ = {};
   op_launches_ = {};
+  launch_step_count_ = 0;
   const double window = static_cast<double>(m.sliding_window);
   const model::StepMix m1 = fit_mix(ep_, 1, window), m2 = fit_mix(ep_, 2, window);
   // Under the routing model the imbalance changes with the step's tokens: the expert part is
@@ -201,6 +202,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // at F(tokens) times the tokens (base).
   routing_ = model::routing_imbalance(m, f);
   model::ForwardConfig fit = f;
+  fit.allreduce_norm_in_place = true;  // the ops in their places at both sizes (analysis::fit_switch prices each side)
   if (routing_.model()) {
     fit.expert_imbalance = 1;
     // DeepEP's kernel switches where a chip's own tokens reach its low-latency limit: in the
@@ -245,18 +247,27 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
                     : op1.all_groups ? kAllGroups
                                      : static_cast<int>(op1.scale);
       const bool in_op = in_attention_op(op1);
+      const bool in_graphs = graphs && !(kind == GraphMode::piecewise && in_op);
+      const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
+      // A collective whose kernel changes with its size; an all-reduce with the norm in its kernel
+      // below the engine's limit runs the norm as a kernel of its own past it (the graphs hold
+      // both in the op, ForwardConfig::allreduce_norm_in_place): one switch line more, and in the
+      // eager variant a launch more from that x.
+      const bool switched = switch_counts[q] < analysis::Envelope::kMaxSwitches &&
+                            analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, in_graphs, switches[q][switch_counts[q]]);
+      double norm_at = 0;
+      if (switched) ++switch_counts[q];
+      const bool norm_apart = switched && switch_counts[q] < analysis::Envelope::kMaxSwitches &&
+                              (graphs || launch_step_count_ < kMaxLaunchSteps) &&
+                              analysis::fit_norm_switch(g1_, g2_, i, x1, x2, rates, in_graphs, switches[q][switch_counts[q]], norm_at);
+      if (norm_apart) ++switch_counts[q];
       if (!graphs) {
         const int own = op1.attention_op == model::GraphOp::InAttentionOp::own ? 0 : 1;
         (in_op ? op_launches_[static_cast<std::size_t>(own)] : launches_)[static_cast<std::size_t>(q)] +=
-            op1.cost.launches * g1_.repeat(i);
+            (norm_apart ? 1 : op1.cost.launches) * g1_.repeat(i);
+        if (norm_apart) launch_steps_[static_cast<std::size_t>(launch_step_count_++)] = {op1.scale, q == 2 || q == 4, norm_at, g1_.repeat(i)};
       }
-      const bool in_graphs = graphs && !(kind == GraphMode::piecewise && in_op);
-      const double x1 = quantity(op1.scale, m1, ep_), x2 = quantity(op1.scale, m2, ep_);
-      if (switch_counts[q] < analysis::Envelope::kMaxSwitches &&
-          analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, in_graphs, switches[q][switch_counts[q]])) {
-        ++switch_counts[q];
-        continue;
-      }
+      if (switched) continue;
       const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, in_graphs, g1_.repeat(i));
       if (l.apart()) {
         v.apart_quantity[v.apart_count] = static_cast<std::uint8_t>(q);
@@ -549,7 +560,13 @@ HostLaunches StepModel::eager_launches(const model::StepMix& mix, GraphMode mode
   const auto present = [&](const std::array<double, kQuantities>& l) {
     return l[0] + l[1] + l[kAllGroups] + l[kGathered] + l[kGatheredSeqs] + (prefill ? l[2] + l[4] : 0) + (decode ? l[3] : 0);
   };
-  if (mode == GraphMode::eager) n.other = present(launches_);
+  if (mode == GraphMode::eager) {
+    n.other = present(launches_);
+    for (int i = 0; i < launch_step_count_; ++i) {
+      const LaunchStep& l = launch_steps_[static_cast<std::size_t>(i)];
+      if ((!l.prefill || prefill) && quantity(l.scale, mix, ep_) >= l.at) n.other += l.rep;
+    }
+  }
   // The rest of the engine's attention op (MLA's under vLLM), launched from its Python in both
   // modes: its own kernels and the projections it holds.
   n.mla_op = present(op_launches_[0]);

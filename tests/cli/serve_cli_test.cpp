@@ -54,6 +54,38 @@ TEST(ServeCli, ItlTargetsAndBadSloKeys) {
   }
 }
 
+TEST(ServeCli, EachAllReduceRunsItsNormWhereTheEngineFusesThem) {
+  // docs/serving.md#allreduce-norm. DeepSeek-V3 at TP 8 on H200s decoding: TensorRT-LLM's
+  // PyTorch backend runs each of the 61 layers' two all-reduces with the norm after it, 122
+  // kernels fewer a step than with --allreduce-fusion off; vLLM's presets fuse none, and the flag
+  // turns it on (its own all-reduce's limit, no token cap of its own). SGLang's rule wants its
+  // model list and compute capability 9.0 or 10.x: gpt-oss on H100s fuses, on A100s not,
+  // Llama-3.1-70B nowhere. A bad value: exit 2, one line.
+  const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine ";
+  const auto trt = run_json(q + "trtllm");
+  const auto off = run_json(q + "trtllm --allreduce-fusion off");
+  EXPECT_EQ(trt["engine"]["allreduce_norm"], true);
+  EXPECT_EQ(trt["engine"]["allreduce_norm_max_tokens"], 0);
+  EXPECT_EQ(off["engine"]["allreduce_norm"], false);
+  EXPECT_EQ(off["decode_step"]["kernels"].get<double>() - trt["decode_step"]["kernels"].get<double>(), 122);
+  EXPECT_GT(trt["decode_step"]["by_kernel_class_s"]["allreduce_norm"].get<double>(), 0);
+  EXPECT_FALSE(off["decode_step"]["by_kernel_class_s"].contains("allreduce_norm"));
+  EXPECT_EQ(run_json(q + "vllm")["engine"]["allreduce_norm"], false);
+  const auto on = run_json(q + "vllm --allreduce-fusion on");
+  EXPECT_EQ(on["engine"]["allreduce_norm"], true);
+  EXPECT_EQ(on["engine"]["allreduce_norm_max_tokens"], 0);
+  EXPECT_EQ(run_json(q + "sglang")["engine"]["allreduce_norm_max_tokens"], 2048);
+  const std::string llama = "serve --model llama-3.1-70b --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine sglang --hw ";
+  EXPECT_EQ(run_json(llama + "h200")["engine"]["allreduce_norm"], false);
+  const std::string oss = "serve --model gpt-oss-120b --tp 2 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine sglang --hw ";
+  EXPECT_EQ(run_json(oss + "h100-sxm")["engine"]["allreduce_norm"], true);
+  EXPECT_EQ(run_json(oss + "a100-80gb")["engine"]["allreduce_norm"], false);
+  const auto r = run(q + "trtllm --allreduce-fusion maybe");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--allreduce-fusion: 'maybe' is not on or off"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(ServeCli, NvlsIsRefusedForAnEngineWhoseNcclHasItOff) {
   // SGLang sets NCCL_NVLS_ENABLE=0 (docs/serving.md#all-reduce): `--algo nvls` cannot be its
   // all-reduce. Exit 2, one line naming the flag and why; vLLM on the same 8 H100s takes it.
@@ -293,21 +325,30 @@ TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   // the routed experts' kernel: 1877 - 58 x 6 = 1529; each of the 61 layers' q_a_proj and
   // kv_a_proj, two GEMMs each after its input's quantisation under vLLM 0.8, one under SGLang:
   // 1529 - 61 x 2 = 1407; a prompt adds each layer's keys' assembly for MLA's prefill, 1407 +
-  // 61), so 82.6 ms / 1468 = 56.3 us a kernel. A one-token prompt's step (SGLang prefills
-  // eagerly): 1468 x 56.3 us = 82.6484 ms on the host, over its device's ~11 ms, so the TTFT is
-  // that plus the front end (4 ms) and one step's host time beside it (0.4 ms + 1.1 us a request
-  // under the overlap: hidden).
+  // 61), so 82.6 ms / 1468 = 56.3 us a kernel (PR #12160 is of October 2025, before SGLang
+  // fused the all-reduces with their norms on Hopper, PR #14764: the kernels it ran are these).
+  // A one-token prompt's step (SGLang prefills eagerly) under --allreduce-fusion off: 1468 x
+  // 56.3 us = 82.6484 ms on the host, over its device's ~11 ms, so the TTFT is that plus the
+  // front end (4 ms) and one step's host time beside it (0.4 ms + 1.1 us a request under the
+  // overlap: hidden). The preset fuses them (SGLang's main line since PR #28789): each of the 61
+  // layers' two norms after an all-reduce runs inside it, 1468 - 122 = 1346 kernels, 75.7798 ms.
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --prompt 1 --gen 20 --concurrency 1 --requests 1 --engine ";
-  const auto sgl = run_json(q + "sglang");
+  const auto sgl = run_json(q + "sglang --allreduce-fusion off");
   EXPECT_DOUBLE_EQ(sgl["engine"]["eager_host_s"].get<double>(), 56.3e-6);
   EXPECT_NE(sgl["engine"]["eager_host_source"].get<std::string>().find("#12160"), std::string::npos);
   EXPECT_EQ(sgl["prompt_step"]["launch"], "eager");
   EXPECT_DOUBLE_EQ(sgl["prompt_step"]["host_launches"].get<double>(), 1468);
   EXPECT_EQ(sgl["engine"]["fuse_shared_experts"], true);
   EXPECT_EQ(sgl["engine"]["fused_qkv_a"], true);
+  EXPECT_EQ(sgl["engine"]["allreduce_norm"], false);
   EXPECT_NEAR(sgl["prompt_step"]["eager_host_s"].get<double>(), 82.6484e-3, 1e-12);
   ASSERT_LT(sgl["prompt_step"]["device_s"].get<double>(), 82.6484e-3);
   EXPECT_GT(sgl["ttft_s"]["mean"].get<double>(), 82.6484e-3 + 4e-3);
+  const auto fused = run_json(q + "sglang");
+  EXPECT_EQ(fused["engine"]["allreduce_norm"], true);
+  EXPECT_EQ(fused["engine"]["allreduce_norm_max_tokens"], 2048);
+  EXPECT_DOUBLE_EQ(fused["prompt_step"]["host_launches"].get<double>(), 1346);
+  EXPECT_NEAR(fused["prompt_step"]["eager_host_s"].get<double>(), 75.7798e-3, 1e-12);
   // Only an MLA model and only SGLang 0.4+: Llama under SGLang, DeepSeek under SGLang 0.3 and
   // under TensorRT-LLM keep the 25 us of SGLang's Llama-3-8B step (PR #1401).
   const std::string llama = "serve --model llama-3.1-8b --hw h100-sxm --prompt 1 --gen 4 --concurrency 1 --requests 1 --engine ";
@@ -316,10 +357,10 @@ TEST(ServeCli, SglangLaunchesAnMlaModelsKernelsAtItsOwnHostTime) {
   const auto trt = run_json(q + "trtllm");
   EXPECT_DOUBLE_EQ(trt["engine"]["eager_host_s"].get<double>(), 25e-6);
   EXPECT_EQ(trt["engine"]["fuse_shared_experts"], false);
-  // --eager-host still sets it: 1468 x 10 us = 14.68 ms.
+  // --eager-host still sets it: 1346 x 10 us = 13.46 ms.
   const auto given = run_json(q + "sglang --eager-host 10us");
   EXPECT_EQ(given["engine"]["eager_host_source"], "--eager-host");
-  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 14.68e-3, 1e-12);
+  EXPECT_NEAR(given["prompt_step"]["eager_host_s"].get<double>(), 13.46e-3, 1e-12);
 }
 
 TEST(ServeCli, TheTensorRtEngineFlowSaysHowItRunsAndQuotesItsOwnClass) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <memory>
+#include <string_view>
 
 #include "ridgeline/io/model_file.hpp"
 #include "ridgeline/model/transformer.hpp"
@@ -192,6 +193,69 @@ TEST(Graph, OlmoGathersQAndKToNormThem) {
   build_forward(olmo, one, testing::catalog_system("h100-sxm"), {1, 1, 100}, *g);
   EXPECT_EQ(count_named(*g, "q_norm_allgather"), 0);
   EXPECT_EQ(count_named(*g, "q_norm"), 64);
+}
+
+TEST(Graph, AnAllReduceThatNormalisesRunsTheNormInItsKernel) {
+  // Llama-3.1-70B at TP 4 on H100s, 8 tokens, merged kernels, the engine's own all-reduce under
+  // 1 MB (TensorRT-LLM's rule at TP 3-4). Each layer's all-reduce carries the norm after it
+  // (ForwardConfig::allreduce_norm): the 80 layers' two norms run inside them, 160 kernels
+  // fewer, the same weights (the norms' gamma held by the fused ops). A fused op costs the
+  // all-reduce and the norm: the norm reads the sum and the residual and writes both, 4 x 8 x
+  // 8192 x 2 B = 524288 B, and its weights, 8192 x 2 = 16384 B: 540672 B.
+  const ModelConfig m = io::bundled_model("llama-3.1-70b");
+  const hw::System sys = testing::catalog_system("h100-sxm");
+  ForwardConfig f;
+  f.tp = 4;
+  f.merged_kernels = true;
+  f.algo = comm::Algo::direct;
+  f.custom_allreduce_max_bytes = 1e6;
+  auto plain = std::make_unique<Graph>(), fused = std::make_unique<Graph>(), past = std::make_unique<Graph>();
+  build_forward(m, f, sys, {8, 1, 100}, *plain);
+  f.allreduce_norm = true;
+  build_forward(m, f, sys, {8, 1, 100}, *fused);
+  EXPECT_EQ(plain->kernels() - fused->kernels(), 160);
+  auto weights = [](const Graph& g) {
+    double p = 0, w = 0;
+    for (int i = 0; i < g.op_count; ++i) p += g.repeat(i) * g.ops[i].params, w += g.repeat(i) * g.ops[i].weight_bytes;
+    return std::array<double, 2>{p, w};
+  };
+  EXPECT_EQ(weights(*plain), weights(*fused));
+  EXPECT_EQ(count_named(*fused, "add_input_norm") + count_named(*fused, "add_post_attention_norm"), 0);
+  EXPECT_EQ(count_named(*fused, "attn_allreduce_norm"), 80);
+  EXPECT_EQ(count_named(*fused, "mlp_allreduce_norm"), 80);
+  EXPECT_EQ(count_named(*fused, "add_final_norm"), 1);  // after the last all-reduce, apart (the embedding's is too)
+  const auto op = [](const Graph& g, std::string_view name) -> const GraphOp& {
+    for (int i = 0; i < g.op_count; ++i)
+      if (g.ops[i].name == name) return g.ops[i];
+    return g.ops[0];
+  };
+  const GraphOp& ar = op(*plain, "attn_allreduce");
+  const GraphOp& fa = op(*fused, "attn_allreduce_norm");
+  EXPECT_EQ(ar.kernel, hw::KernelClass::allreduce_custom);
+  EXPECT_EQ(fa.kernel, hw::KernelClass::allreduce_norm);
+  EXPECT_NEAR(fa.cost.main_bytes - ar.cost.main_bytes, 540672, 1e-6);
+  EXPECT_EQ(fa.cost.launches, ar.cost.launches);
+  EXPECT_EQ(fa.cost.link_bytes, ar.cost.link_bytes);
+  EXPECT_EQ(fa.weight_bytes, 16384);
+  // 64 tokens move 64 x 8192 x 2 = 1048576 B, past the 1 MB limit: NCCL's all-reduce, the norms
+  // kernels of their own again, as unfused.
+  build_forward(m, f, sys, {64, 1, 100}, *past);
+  auto unfused = std::make_unique<Graph>();
+  f.allreduce_norm = false;
+  build_forward(m, f, sys, {64, 1, 100}, *unfused);
+  EXPECT_EQ(past->kernels(), unfused->kernels());
+  EXPECT_EQ(count_named(*past, "add_post_attention_norm"), 80);
+  EXPECT_EQ(count_named(*past, "attn_allreduce_norm"), 0);
+  // SGLang's fused kernel takes up to 2048 tokens whatever its all-reduce's limit: 64 fuse.
+  f.allreduce_norm = true;
+  f.allreduce_norm_max_tokens = 2048;
+  build_forward(m, f, sys, {64, 1, 100}, *past);
+  EXPECT_EQ(unfused->kernels() - past->kernels(), 160);
+  EXPECT_EQ(op(*past, "mlp_allreduce_norm").kernel, hw::KernelClass::allreduce_norm);
+  // No fusion without merged kernels (no add + norm kernel to fold) or past one chip.
+  f.merged_kernels = false;
+  build_forward(m, f, sys, {8, 1, 100}, *past);
+  EXPECT_EQ(count_named(*past, "attn_allreduce_norm"), 0);
 }
 
 }  // namespace

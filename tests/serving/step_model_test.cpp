@@ -52,7 +52,9 @@ struct Fixture {
 // `naive`: attention materialises its scores (its lines read the scores and positions counts).
 // `allreduce`: 0 the fastest collective at each size; 1 an engine's own all-reduce under 8 MiB
 // and NCCL from there (vLLM's); 2 under 500 kB, then NCCL without NVLS (ForwardConfig::nccl_nvls);
-// 3 the engine's own at every size (no limit).
+// 3 the engine's own at every size (no limit); 4 as 2, each all-reduce with the norm after it in
+// its kernel (ForwardConfig::allreduce_norm: TensorRT-LLM's); 5 as 1, the norm in the kernel of
+// an all-reduce of up to 2048 tokens, the engine's own up to there (SGLang's).
 // `eager_host`: ForwardConfig::eager_host_s, the host's time per kernel it launches itself.
 // `mla_op`: ForwardConfig::mla_op (0 attention alone, 1 absorbed, 2 projections: what MLA's
 // attention op holds, launched from the engine's Python outside whole graphs), its kernels at
@@ -87,8 +89,10 @@ std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0
   if (naive) fx->f.attention = ops::AttentionImpl::naive;
   if (allreduce > 0) {
     fx->f.algo = comm::Algo::direct;
-    fx->f.custom_allreduce_max_bytes = allreduce == 1 ? 8 * 1024 * 1024 : allreduce == 2 ? 500e3 : 0;
-    fx->f.nccl_nvls = allreduce != 2;
+    fx->f.custom_allreduce_max_bytes = allreduce == 1 || allreduce == 5 ? 8 * 1024 * 1024 : allreduce == 2 || allreduce == 4 ? 500e3 : 0;
+    fx->f.nccl_nvls = allreduce != 2 && allreduce != 4;
+    fx->f.allreduce_norm = allreduce >= 4;
+    fx->f.allreduce_norm_max_tokens = allreduce == 5 ? 2048 : 0;
   }
   if (pad > 0) {
     // TensorRT-LLM's 1, 2, 4, steps of 8 to 128, 256, 512; SGLang's 1-8, steps of 2 to 32, of 4
@@ -142,7 +146,7 @@ void expect_as_graph(Fixture& fx, const model::StepMix& mix, double imbalance, d
 RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
   const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
   auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 25e-6, 1e-3),
+                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 6), *rc::gen::element(0.0, 25e-6, 1e-3),
                     *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
                     *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3),
                     *rc::gen::inRange(0, 5));
@@ -187,6 +191,30 @@ TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {
   at512.add_prefill(512, 512, 0);
   EXPECT_NEAR(fx->step->time(at511, GraphMode::eager) / plain->step->time(at511, GraphMode::eager), 1, kExact);
   EXPECT_GT(std::abs(fx->step->time(at512, GraphMode::eager) / plain->step->time(at512, GraphMode::eager) - 1), 1e-3);
+}
+
+TEST(StepModel, AnAllReduceThatNormalisesHandsTheNormBackAtItsLimit) {
+  // Llama-3.1-70B at TP 4 on H100s, merged kernels. TensorRT-LLM's rule (allreduce 4): its own
+  // all-reduce with the norm inside under 500 kB, 16384 B a token: 30 tokens (491520 B) fused, 31
+  // (507904 B) in NCCL with the norm a kernel of its own after it. SGLang's (5): the fused kernel
+  // up to 2048 tokens, past it its custom all-reduce (8 MiB: 512 tokens) gives way to NCCL too.
+  // The step model prices each step as the step's graph built op by op, the host's launches with
+  // it: eagerly at 25 us a kernel the 160 norms launch at 31 tokens and not at 30.
+  for (const int rule : {4, 5}) {
+    auto fx = fixture(kPlans[1], true, 132, 1, false, rule, 25e-6);
+    const double limit = rule == 4 ? 30 : 2048;
+    for (const double q : {limit - 1, limit, limit + 1, 4 * limit}) {
+      model::StepMix mix;
+      mix.add_prefill(q, q, 0);
+      for (const GraphMode mode : {GraphMode::eager, GraphMode::piecewise}) {
+        EXPECT_NEAR(fx->step->time(mix, mode) / reference(*fx, mix, mode), 1, kExact) << rule << " " << q;
+      }
+    }
+    model::StepMix at, past;
+    at.add_prefill(limit, limit, 0);
+    past.add_prefill(limit + 1, limit + 1, 0);
+    EXPECT_EQ(fx->step->eager_kernels(past, GraphMode::eager) - fx->step->eager_kernels(at, GraphMode::eager), 160) << rule;
+  }
 }
 
 TEST(StepModel, GatheredTokensArePricedAsTheStepGraphWhateverTheBusiestChipsShare) {

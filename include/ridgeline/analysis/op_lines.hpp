@@ -145,6 +145,14 @@ struct SwitchLine {
 bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const comm::Wiring& wr,
                 const ops::Rates& r, bool graphs, SwitchLine& out) noexcept;
 
+/// Op i of g1 and g2 (at x1 and x2) when it is an engine's all-reduce with the norm after it in
+/// its kernel below the engine's limit (model::CollectiveOp::fused_norm): the norm's own kernel
+/// after NCCL's past the limit, as a SwitchLine of two options, nothing below the x where the
+/// limit falls (`at`) and the norm's line from it; false otherwise. fit_switch prices the
+/// all-reduce, the norm's work in the fused kernel's line.
+bool fit_norm_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const ops::Rates& r, bool graphs,
+                     SwitchLine& out, double& at) noexcept;
+
 /// Σ rep·max(lines) over a set of ops, as pieces a + s·x starting at x (ascending).
 struct Envelope {
   /// Switch lines kept in an envelope (each op of a graph has at most one).

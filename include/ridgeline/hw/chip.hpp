@@ -70,7 +70,10 @@ struct LinkSpec {
 /// the vocabulary) and `attention_combine` (the merge of a split-KV decode's partial outputs,
 /// AITER's reduce after its persistent MLA decode: model::ForwardConfig::mla_persistent) refine
 /// pointwise; `allreduce_custom` (the serving engines' own one- and
-/// two-shot all-reduce over NVLink), `deepep_dispatch` and `deepep_combine` (DeepEP's
+/// two-shot all-reduce over NVLink), `allreduce_norm` (the engines' all-reduce that adds the
+/// residual and RMS-normalises the sum in the same kernel, FlashInfer's and TensorRT-LLM's
+/// kARResidualRMSNorm: model::ForwardConfig::allreduce_norm; taking allreduce_custom's figures
+/// where it has none), `deepep_dispatch` and `deepep_combine` (DeepEP's
 /// expert-parallel all-to-alls, ForwardConfig::MoeA2A::deepep: its low-latency kernels, and its
 /// normal ones across scale-up domains) and `deepep_intranode_dispatch` and
 /// `deepep_intranode_combine` (DeepEP's normal kernels inside one scale-up domain, intranode.cu's,
@@ -81,15 +84,15 @@ enum class KernelClass : std::uint8_t {
   attention_decode, gemm_expert, norm, sampling, allreduce_custom, gemm_scaled, gemm_scaled_deepgemm,
   gemm_expert_scaled, deepep_dispatch, deepep_combine, gemm_expert_deepgemm, deepep_intranode_dispatch,
   deepep_intranode_combine, quant, routing, routing_compiled, gemm_expert_w4a16, gemm_fp8, attention_decode_mla,
-  attention_combine, gemm_expert_onestage
+  attention_combine, gemm_expert_onestage, allreduce_norm
 };
-inline constexpr int kKernelClassCount = 27;
+inline constexpr int kKernelClassCount = 28;
 /// "other", "gemm", "attention", "pointwise", "collective", "attention_backward",
 /// "attention_decode", "gemm_expert", "norm", "sampling", "allreduce_custom", "gemm_scaled",
 /// "gemm_scaled_deepgemm", "gemm_expert_scaled", "deepep_dispatch", "deepep_combine",
 /// "gemm_expert_deepgemm", "deepep_intranode_dispatch", "deepep_intranode_combine", "quant",
 /// "routing", "routing_compiled", "gemm_expert_w4a16", "gemm_fp8", "attention_decode_mla",
-/// "attention_combine", "gemm_expert_onestage".
+/// "attention_combine", "gemm_expert_onestage", "allreduce_norm".
 std::string_view name(KernelClass k) noexcept;
 /// The class whose figures `k` takes where it has none of its own (`k` itself for the
 /// classes gemm, attention, pointwise, collective and other).
@@ -113,6 +116,7 @@ constexpr KernelClass parent(KernelClass k) noexcept {
     case KernelClass::routing_compiled:
     case KernelClass::attention_combine: return KernelClass::pointwise;
     case KernelClass::allreduce_custom:
+    case KernelClass::allreduce_norm:
     case KernelClass::deepep_dispatch:
     case KernelClass::deepep_combine:
     case KernelClass::deepep_intranode_dispatch:
@@ -129,9 +133,11 @@ constexpr KernelClass parent(KernelClass k) noexcept {
 /// the 1x128 fp8 quantisation kernels before block-scaled GEMMs take the norms' (a row kernel
 /// that reduces, then scales and writes); MLA's decode kernel takes the decode kernels'; AITER's
 /// one-stage fused MoE takes its two-stage one's (gemm_expert_scaled: the same experts and block
-/// scales), and through it gemm_expert's.
+/// scales), and through it gemm_expert's; the all-reduce fused with the norm after it takes the
+/// engines' all-reduce's (the same one- and two-shot exchange over NVLink).
 constexpr KernelClass fallback(KernelClass k) noexcept {
   switch (k) {
+    case KernelClass::allreduce_norm: return KernelClass::allreduce_custom;
     case KernelClass::quant: return KernelClass::norm;
     case KernelClass::gemm_expert_onestage: return KernelClass::gemm_expert_scaled;
     case KernelClass::attention_decode_mla: return KernelClass::attention_decode;

@@ -135,6 +135,11 @@ struct CollectiveOp {
   /// chip) holding one of its experts: `normal_share` of the pairs' bytes. 0: not DeepEP.
   double deepep_ll_max = 0;
   double normal_share = 1;
+  /// An all-reduce that adds the residual and RMS-normalises in the same kernel
+  /// (ForwardConfig::allreduce_norm): the norm's work, which every option of the collective
+  /// does too (NCCL's, past custom_max, in a kernel of its own after it).
+  bool fused_norm = false;
+  ops::OpCost norm{};
   /// The bytes this collective moves at `pair_bytes` of pairs (DeepEP's kernel for the size).
   double moved(double pair_bytes) const noexcept {
     return deepep_normal(pair_bytes, deepep_ll_max) ? pair_bytes * normal_share : pair_bytes;

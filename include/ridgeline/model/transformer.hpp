@@ -39,6 +39,29 @@ struct ForwardConfig {
   /// many bytes or more runs in NCCL instead, the fastest of its algorithms for the size (vLLM's
   /// CustomAllreduce up to 8 MiB; docs/serving.md#all-reduce). 0: no limit.
   double custom_allreduce_max_bytes = 0;
+  /// Each tensor-parallel all-reduce of a layer and the residual add + RMSNorm after it run as one
+  /// kernel (FlashInfer's trtllm_allreduce_fusion and TensorRT-LLM's AllReduce with
+  /// RESIDUAL_RMS_NORM: the peers' partial sums read, summed, added to the residual and
+  /// normalised in registers; serving::EngineConfig::allreduce_norm, docs/serving.md#allreduce-norm).
+  /// It holds where the all-reduce is the engine's own kernel (custom_allreduce_max_bytes), with
+  /// merged kernels, RMSNorm, neither sequence nor attention data parallelism: the norm is no
+  /// kernel of its own, its bytes and FLOPs are the all-reduce's, now of class allreduce_norm.
+  /// The first layer's input norm follows the embedding's all-reduce unfused and the last layer's
+  /// all-reduce fuses the final norm in the engines; the graph, whose layers are one layer
+  /// repeated, fuses each layer's input norm into its attention's all-reduce and its
+  /// post-attention norm into its MLP's (the same kernels and bytes) and leaves the final norm
+  /// apart. Where an all-reduce runs NCCL's kernels (past the limit), the norm runs apart.
+  bool allreduce_norm = false;
+  /// Where allreduce_norm holds, the tokens of a pass up to which the fused kernel runs, in place
+  /// of the engine's own all-reduce limit: SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE, 2048 (its
+  /// FlashInfer workspace; past it, its custom all-reduce and the norm's own kernel). 0: the
+  /// engine's all-reduce limit (TensorRT-LLM).
+  double allreduce_norm_max_tokens = 0;
+  /// Past the fused kernel's limit, the norm's work kept in the all-reduce's op (its kernel
+  /// counted, its time inside the op's) rather than an op of its own: the graphs a step model
+  /// fits its lines to, whose ops keep their places at any size (serving::StepModel, whose
+  /// lines add the norm's own kernel to NCCL's: analysis::fit_switch).
+  bool allreduce_norm_in_place = false;
   /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: SGLang sets
   /// NCCL_NVLS_ENABLE=0 (vLLM's NCCL_CUMEM_ENABLE=0 of 0.5-0.10 does not: NCCL's NVLS asks for
   /// NCCL_NVLS_ENABLE, more than two GPUs and multicast support; docs/serving.md#all-reduce).

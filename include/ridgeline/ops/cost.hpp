@@ -177,6 +177,17 @@ struct OpCost {
   Cost expand() const noexcept;
   double total_flops() const noexcept { return matrix_flops + vector_flops; }
   double total_link_bytes() const noexcept { return link_bytes; }
+  /// Adds `o`'s work, done in the same kernel: its FLOPs (in this cost's dtypes), main-memory
+  /// bytes and stores, special-function ops and pads; not its launches or link traffic.
+  void add_work(const OpCost& o) noexcept {
+    matrix_flops += o.matrix_flops;
+    vector_flops += o.vector_flops;
+    special_ops += o.special_ops;
+    matrix_pad_flops += o.matrix_pad_flops;
+    main_pad_bytes += o.main_pad_bytes;
+    main_bytes += o.main_bytes;
+    main_store_bytes += o.main_store_bytes;
+  }
 };
 
 // Without branches on the values (bitwise | and selects): this runs for every op built.

@@ -186,6 +186,17 @@ struct EngineConfig {
   /// fp4); set by the model's preset, the graph fusing where its layout allows
   /// (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
+  /// Each layer's tensor-parallel all-reduce runs the residual add and RMSNorm after it in its
+  /// kernel (model::ForwardConfig::allreduce_norm, docs/serving.md#allreduce-norm), as the
+  /// engine's model code calls it by default; set by the model's preset: TensorRT-LLM's PyTorch
+  /// backend for DeepSeek-V3's architecture and for Llama of hidden width over 4096; SGLang
+  /// 0.4+ for DeepseekV3ForCausalLM, GptOssForCausalLM, Glm4MoeForCausalLM and
+  /// Qwen3MoeForCausalLM on compute capability 9.0 and 10.x, within one node. The graph fuses
+  /// where the layer allows (no attention data parallelism among them).
+  bool allreduce_norm = false;
+  /// Where allreduce_norm holds, the tokens of a pass up to which it runs (model::ForwardConfig::
+  /// allreduce_norm_max_tokens): SGLang's 2048; 0, TensorRT-LLM's, wherever its own all-reduce runs.
+  std::int64_t allreduce_norm_max_tokens = 0;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.

@@ -224,6 +224,17 @@ class StepModel {
   // The eager variant's kernel launches by quantity (kQuantities: present in every step, with
   // prefill positions, with decode tokens, with prefill tokens, the expert part), attention kernels not counted.
   std::array<double, kQuantities> launches_{};
+  /// Launches the eager variant adds past an x of an op's scale: an engine's all-reduce with the
+  /// norm in its kernel below its limit (model::CollectiveOp::fused_norm) runs the norm as a
+  /// kernel of its own after NCCL's past it (analysis::fit_norm_switch).
+  struct LaunchStep {
+    model::Scale scale = model::Scale::tokens;
+    bool prefill = false;  // its quantity is present only with prefill tokens (as launches_'s)
+    double at = 0, rep = 0;
+  };
+  static constexpr int kMaxLaunchSteps = 16;
+  std::array<LaunchStep, kMaxLaunchSteps> launch_steps_{};
+  int launch_step_count_ = 0;
   /// The kernels of the ops inside MLA's attention op (model::GraphOp::attention_op: [0] its own,
   /// [1] the projections it holds), by quantity, launched from Python in every step but a whole
   /// graph; not in launches_.
