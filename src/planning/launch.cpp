@@ -152,6 +152,10 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag("--max-num-batched-tokens", num(e.max_batched_tokens));
   b.flag(e.chunked_prefill ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill");
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
+  if (e.allreduce_norm && !decode) {
+    c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): vLLM's compilation pass fuses them at "
+                           "-O2 from 0.17 (PR #34299); the release followed runs them apart");
+  }
   b.flag("--block-size", num(e.kv_block));
   b.flag("--gpu-memory-utilization", num(e.kv_memory_fraction));
   // Each rank's EngineCore sizes its own cache and applies the override to it
@@ -268,6 +272,15 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   }
   if (!old && !e.overlap_scheduling) b.flag("--disable-overlap-schedule");
   if (e.recv_interval > 1) b.flag("--scheduler-recv-interval", num(e.recv_interval));  // (validate: not SGLang 0.3)
+  // Each all-reduce with the norm after it in FlashInfer's fused kernel where the run had it and
+  // SGLang's auto rule does not (docs/serving.md#allreduce-norm); the other way, no flag of the
+  // release followed turns its rule off.
+  if (e.allreduce_norm && !e.allreduce_norm_default) b.flag("--enable-flashinfer-allreduce-fusion");
+  if (!e.allreduce_norm && e.allreduce_norm_default && !decode) {
+    c.plan.notes.push_back("all-reduce and norm apart, as simulated (--allreduce-fusion off): SGLang fuses them for this model on this GPU "
+                           "unasked, and the release's flags have no switch to stop it (its later --enforce-disable-flashinfer-allreduce-"
+                           "fusion does)");
+  }
   if (old && e.overlap_scheduling) b.flag("--enable-overlap-schedule");
   if (e.preemption == serving::Preemption::swap && !decode) c.plan.notes.push_back("preemption by swapping: SGLang retracts requests and recomputes them");
   const model::Speculation& sp = c.cfg.spec;
@@ -338,6 +351,15 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.yaml("cuda_graph_config.enable_padding", e.graph_exact_sizes ? "false" : "true");
   }
   b.yaml("disable_overlap_scheduler", e.overlap_scheduling ? "false" : "true");
+  // Its model code fuses each all-reduce with the norm after it for DeepSeek-V3 and for Llama of
+  // hidden > 4096 unless the model's switch says not (docs/serving.md#allreduce-norm).
+  if (!e.allreduce_norm && e.allreduce_norm_default) {
+    w.env.push_back({c.m.model_type == "deepseek_v3" ? "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED" : "TRTLLM_LLAMA_EAGER_FUSION_DISABLED", "1"});
+  }
+  if (e.allreduce_norm && !e.allreduce_norm_default && !decode) {
+    c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): TensorRT-LLM's model code fuses them for "
+                           "DeepSeek-V3 and Llama of hidden > 4096 only, so this model runs them apart");
+  }
   if (f.ep > 1) {
     // Attention data parallelism in TensorRT-LLM spans every GPU (attention TP 1).
     if (f.tp == 1) b.yaml("enable_attention_dp", "true");

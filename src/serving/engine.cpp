@@ -915,6 +915,7 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
   allreduce_norm_rule(e, chip, tp, m);
+  e.allreduce_norm_default = e.allreduce_norm;
   return e;
 }
 

@@ -560,6 +560,49 @@ TEST(Launch, OnRocmTheScriptSwitchesAitersKernelsOnAsThePresetRanThem) {
   EXPECT_FALSE(config(EngineKind::vllm, h100, 8).engine.rocm_aiter);
 }
 
+TEST(Launch, TheScriptAsksTheEngineForTheRunsAllReduceFusion) {
+  // docs/serving.md#allreduce-norm: where the run's fusion of each all-reduce with the norm after
+  // it differs from what the engine's model code does unasked, the script asks for the run's.
+  // TensorRT-LLM fuses DeepSeek-R1's unasked: run apart, its worker exports
+  // TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1 (Llama-3.1-70B's: TRTLLM_LLAMA_EAGER_FUSION_DISABLED);
+  // run fused, nothing. SGLang fuses DeepSeek's unasked and not Llama's: Llama run fused gets
+  // --enable-flashinfer-allreduce-fusion; DeepSeek run apart a note (no flag of the release
+  // stops its rule). vLLM's presets fuse nothing: a run fused gets a note.
+  hw::System h200 = testing::catalog_system("h200");
+  h200.chips = 8;
+  const model::ModelConfig r1 = io::resolve_model("deepseek-r1"), llama = io::resolve_model("llama-3.1-70b");
+  const auto cfg = [&](EngineKind k, const model::ModelConfig& m, bool fused) {
+    serving::ServeConfig c = config(k, h200, 8);
+    c.engine = serving::engine_preset(k, h200.chip, 8, m);
+    c.engine.allreduce_norm = fused;
+    return c;
+  };
+  const auto has_note = [](const LaunchPlan& p, const char* lead) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.rfind(lead, 0) == 0; });
+  };
+  for (const bool deepseek : {true, false}) {
+    const model::ModelConfig& m = deepseek ? r1 : llama;
+    const char* var = deepseek ? "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED" : "TRTLLM_LLAMA_EAGER_FUSION_DISABLED";
+    EXPECT_TRUE(cfg(EngineKind::trtllm, m, true).engine.allreduce_norm_default) << var;
+    const LaunchPlan apart = launch_plan(m, cfg(EngineKind::trtllm, m, false), LaunchTarget::trtllm, {"m", ""});
+    ASSERT_EQ(apart.workers[0].env.size(), 1u) << var;
+    EXPECT_EQ(apart.workers[0].env[0].flag, var);
+    EXPECT_EQ(apart.workers[0].env[0].value, "1");
+    EXPECT_TRUE(launch_plan(m, cfg(EngineKind::trtllm, m, true), LaunchTarget::trtllm, {"m", ""}).workers[0].env.empty()) << var;
+  }
+  const auto flagged = [](const LaunchPlan& p) {
+    const auto& a = p.workers[0].args;
+    return std::any_of(a.begin(), a.end(), [](const LaunchArg& x) { return x.flag == "--enable-flashinfer-allreduce-fusion"; });
+  };
+  const LaunchPlan sgl_llama = launch_plan(llama, cfg(EngineKind::sglang, llama, true), LaunchTarget::sglang, {"m", ""});
+  expect_listed(sgl_llama);
+  EXPECT_TRUE(flagged(sgl_llama));
+  EXPECT_FALSE(flagged(launch_plan(r1, cfg(EngineKind::sglang, r1, true), LaunchTarget::sglang, {"m", ""})));
+  EXPECT_TRUE(has_note(launch_plan(r1, cfg(EngineKind::sglang, r1, false), LaunchTarget::sglang, {"m", ""}), "all-reduce and norm apart"));
+  EXPECT_TRUE(has_note(launch_plan(llama, cfg(EngineKind::vllm, llama, true), LaunchTarget::vllm, {"m", ""}), "all-reduces fused"));
+  EXPECT_FALSE(has_note(launch_plan(llama, cfg(EngineKind::vllm, llama, false), LaunchTarget::vllm, {"m", ""}), "all-reduces fused"));
+}
+
 TEST(Launch, AnotherEngineThanTheSimulationsIsRefused) {
   const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
   const hw::System sys = testing::catalog_system("h100-sxm");

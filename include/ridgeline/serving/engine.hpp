@@ -197,6 +197,9 @@ struct EngineConfig {
   /// Where allreduce_norm holds, the tokens of a pass up to which it runs (model::ForwardConfig::
   /// allreduce_norm_max_tokens): SGLang's 2048; 0, TensorRT-LLM's, wherever its own all-reduce runs.
   std::int64_t allreduce_norm_max_tokens = 0;
+  /// What the engine's model code does unasked for this model and chip (the rule's allreduce_norm,
+  /// before --allreduce-fusion): where a run differs, --emit asks the engine for the run's.
+  bool allreduce_norm_default = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
