@@ -281,6 +281,8 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
 bool fuses_norm(const Ctx& c) {
   const ForwardConfig& f = c.f;
   if (!f.allreduce_norm || !f.merged_kernels || f.sequence_parallel || f.training || f.cp > 1 || c.ep > 1 || c.tp_group.size <= 1) return false;
+  // (Not where MLA's attention op holds o_proj's all-reduce, vLLM 0.8's: the norm would be the op's.)
+  if (c.m.is_mla() && f.mla_op == ForwardConfig::MlaOp::projections) return false;
   return c.m.norm == NormKind::rmsnorm && !c.m.sandwich_norms && !c.m.parallel_block && f.algo == comm::Algo::direct;
 }
 

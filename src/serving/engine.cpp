@@ -855,7 +855,7 @@ constexpr double kSglangMlaEagerHostS = 56.3e-6;
 // - SGLang 0.4+ as its main line since December 2025 (server_args.py: enable_flashinfer_allreduce
 //   _fusion turned on for DeepseekV3ForCausalLM, GptOssForCausalLM, Glm4MoeForCausalLM,
 //   Qwen3MoeForCausalLM and others on is_sm90_supported() or is_sm100_supported(), one node, no
-//   DP attention, no all-to-all backend, not an H20: PR #14764, dropped on SM90 by PR #23402
+//   DP attention, no all-to-all backend, not an H20 (no catalog chip): PR #14764, dropped on SM90 by PR #23402
 //   and restored by PR #28789, June 2026; on SM100 for DeepSeek-V3 from PR #7775's path), up to
 //   FUSE_ALLREDUCE_MAX_BATCH_SIZE = 2048 tokens (layers/communicator.py,
 //   apply_flashinfer_allreduce_fusion: FlashInfer's trtllm_allreduce_fusion);
@@ -1021,8 +1021,12 @@ model::ForwardConfig::RankPad rank_padding(const EngineConfig& e) noexcept {
   }
 }
 
-model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept {
+model::ForwardConfig draft_forward(model::ForwardConfig f, bool mtp) noexcept {
   f.sampling = model::ForwardConfig::Sampling::greedy;
+  // A draft model's layers run their all-reduces apart from their norms: TensorRT-LLM's rule
+  // wants DeepSeek-V3 or a Llama wider than 4096, SGLang's list holds no draft (EAGLE heads,
+  // small Llamas); the target's own MTP layers are its decoder layers, fused as it is.
+  if (!mtp) f.allreduce_norm = false;
   return f;
 }
 

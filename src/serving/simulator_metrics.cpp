@@ -458,10 +458,11 @@ void Simulation::compose_decode_step(ServingResult& r) const {
     // The draft's passes (as draft_time prices them) and the plain step, at the same batch and
     // context.
     auto g = std::make_unique<model::Graph>();
+    const model::ForwardConfig fd = draft_forward(f, cfg_.spec.mtp);
     auto step = [&](const model::ModelConfig& m, double queries, double kv) {
       const model::StepMix mix = batch(queries, kv);
       analysis::PhaseTimes t;
-      step_reference(m, sys_, f, mix, graphs(mix.decode_seqs, mix.decode_tokens), *g, t);
+      step_reference(m, sys_, &m == cfg_.spec.draft ? fd : f, mix, graphs(mix.decode_seqs, mix.decode_tokens), *g, t);
       return t.t_realistic_s;
     };
     SpeculationCost& s = r.speculation;

@@ -74,7 +74,7 @@ Tier::Tier(const model::ModelConfig& m, const hw::System& sys, const ServeConfig
   step.prepare(m, sys, f);
   if (cfg.spec.on()) {
     draft = std::make_unique<StepModel>();
-    draft->prepare(*cfg.spec.draft, sys, draft_forward(f));
+    draft->prepare(*cfg.spec.draft, sys, draft_forward(f, cfg.spec.mtp));
   }
   ctx.window = static_cast<double>(m.sliding_window);
   ctx.partial_reuse = engine.partial_reuse;

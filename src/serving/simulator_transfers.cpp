@@ -214,7 +214,7 @@ void disagg_rates(const model::ModelConfig& m, const hw::System& sys, const Serv
   if (cfg.spec.on()) {
     // The draft's k passes, as the simulator prices them: with ranks, each rank's equal share,
     // launched by its own tokens.
-    step->prepare(*cfg.spec.draft, sys, draft_forward(f));
+    step->prepare(*cfg.spec.draft, sys, draft_forward(f, cfg.spec.mtp));
     StepTimeMemo memo[2];
     const std::size_t n = dranks > 1 ? static_cast<std::size_t>(dranks) : 0;
     const std::vector<model::StepMix> first_ranks(n, step->group_share(first)), rest_ranks(n, step->group_share(rest));

@@ -253,7 +253,9 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
       // below the engine's limit runs the norm as a kernel of its own past it (the graphs hold
       // both in the op, ForwardConfig::allreduce_norm_in_place): one switch line more, and in the
       // eager variant a launch more from that x.
-      const bool switched = switch_counts[q] < analysis::Envelope::kMaxSwitches &&
+      // (A fused all-reduce takes two slots or none: its op line, the norm's work in it, otherwise.)
+      const bool fused = op1.collective >= 0 && g1_.collectives[op1.collective].fused_norm;
+      const bool switched = switch_counts[q] + (fused ? 1 : 0) < analysis::Envelope::kMaxSwitches &&
                             analysis::fit_switch(g1_, g2_, i, x1, x2, wiring, rates, in_graphs, switches[q][switch_counts[q]]);
       double norm_at = 0;
       if (switched) ++switch_counts[q];
@@ -265,7 +267,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         const int own = op1.attention_op == model::GraphOp::InAttentionOp::own ? 0 : 1;
         (in_op ? op_launches_[static_cast<std::size_t>(own)] : launches_)[static_cast<std::size_t>(q)] +=
             (norm_apart ? 1 : op1.cost.launches) * g1_.repeat(i);
-        if (norm_apart) launch_steps_[static_cast<std::size_t>(launch_step_count_++)] = {op1.scale, q == 2 || q == 4, norm_at, g1_.repeat(i)};
+        // (From where the switch line hands over: a billionth of x* early.)
+        if (norm_apart) launch_steps_[static_cast<std::size_t>(launch_step_count_++)] = {op1.scale, q == 2 || q == 4, norm_at * (1 - 1e-9), g1_.repeat(i)};
       }
       if (switched) continue;
       const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, in_graphs, g1_.repeat(i));

@@ -60,7 +60,7 @@ TEST(ServeCli, EachAllReduceRunsItsNormWhereTheEngineFusesThem) {
   // kernels fewer a step than with --allreduce-fusion off; vLLM's presets fuse none, and the flag
   // turns it on (its own all-reduce's limit, no token cap of its own). SGLang's rule wants its
   // model list and compute capability 9.0 or 10.x: gpt-oss on H100s fuses, on A100s not,
-  // Llama-3.1-70B nowhere. A bad value: exit 2, one line.
+  // Llama-3.1-70B nowhere. A draft model never. A bad value: exit 2, one line.
   const std::string q = "serve --model deepseek-v3 --hw h200 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine ";
   const auto trt = run_json(q + "trtllm");
   const auto off = run_json(q + "trtllm --allreduce-fusion off");
@@ -80,6 +80,13 @@ TEST(ServeCli, EachAllReduceRunsItsNormWhereTheEngineFusesThem) {
   const std::string oss = "serve --model gpt-oss-120b --tp 2 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine sglang --hw ";
   EXPECT_EQ(run_json(oss + "h100-sxm")["engine"]["allreduce_norm"], true);
   EXPECT_EQ(run_json(oss + "a100-80gb")["engine"]["allreduce_norm"], false);
+  // A draft model runs its all-reduces apart (TensorRT-LLM's rule wants a Llama wider than 4096;
+  // Llama-3.2-1B is 2048): its passes price the same whatever the target's, which differ.
+  const std::string spec = "serve --model llama-3.1-70b --hw h100-sxm --tp 4 --engine trtllm --draft llama-3.2-1b --spec-tokens 4 "
+                           "--accept 0.7 --concurrency 1 --requests 2 --prompt 64 --gen 16";
+  const auto s_on = run_json(spec), s_off = run_json(spec + " --allreduce-fusion off");
+  EXPECT_EQ(s_on["speculation"]["draft_s"].get<double>(), s_off["speculation"]["draft_s"].get<double>());
+  EXPECT_LT(s_on["speculation"]["verify_s"].get<double>(), s_off["speculation"]["verify_s"].get<double>());
   const auto r = run(q + "trtllm --allreduce-fusion maybe");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--allreduce-fusion: 'maybe' is not on or off"), std::string::npos) << r.err;

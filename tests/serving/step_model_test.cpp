@@ -143,13 +143,9 @@ void expect_as_graph(Fixture& fx, const model::StepMix& mix, double imbalance, d
   }
 }
 
-RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
-  const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
-  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 6), *rc::gen::element(0.0, 25e-6, 1e-3),
-                    *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
-                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3),
-                    *rc::gen::inRange(0, 5));
+// A step drawn at random (decodes of 1-4 tokens, prompt chunks after cached context) priced by
+// `fx`'s step model and by its graph built op by op, in every launch mode.
+void check_random_step(Fixture* fx) {
   const double window = static_cast<double>(fx->m.sliding_window);
   model::StepMix mix;
   mix.fused_attention = *rc::gen::arbitrary<bool>();
@@ -169,6 +165,29 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
     RC_ASSERT(fx->g->overflow == false);
     RC_ASSERT(std::abs(fx->step->time(mix, mode) / ref - 1) < kExact);
   }
+}
+
+RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
+  const Plan& p = kPlans[*rc::gen::inRange<std::size_t>(0, std::size(kPlans))];
+  auto fx = fixture(p, *rc::gen::arbitrary<bool>(), *rc::gen::element(0, 108, 132), *rc::gen::element(1.0, 0.0),
+                    *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 6), *rc::gen::element(0.0, 25e-6, 1e-3),
+                    *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
+                    *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3),
+                    *rc::gen::inRange(0, 5));
+  check_random_step(fx.get());
+}
+
+RC_GTEST_PROP(StepModel, FusedAllReducesEqualTheStepGraphBuiltOpByOp, ()) {
+  // The same on the plans with a tensor-parallel group (no attention data parallelism), merged
+  // kernels and each all-reduce with its norm inside below the engine's limit (allreduce 4 and
+  // 5: TensorRT-LLM's and SGLang's rules), vLLM 0.8's MLA op among the draws (mla_op 2, where
+  // the norm stays apart).
+  const Plan& p = kPlans[*rc::gen::element<std::size_t>(1, 3, 4, 6)];
+  auto fx = fixture(p, true, *rc::gen::element(0, 132), 1, false, *rc::gen::inRange(4, 6), *rc::gen::element(0.0, 25e-6, 1e-3),
+                    *rc::gen::element(0.0, 9.1e-6), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6), *rc::gen::arbitrary<bool>(),
+                    false, *rc::gen::element(0.0, 117.7e-6), *rc::gen::element(0, 1, 2));
+  RC_ASSERT(fx->f.allreduce_norm);
+  check_random_step(fx.get());
 }
 
 TEST(StepModel, AnEnginesAllReduceChangesKernelAtItsLimitAsTheStepGraphDoes) {

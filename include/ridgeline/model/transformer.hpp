@@ -44,7 +44,8 @@ struct ForwardConfig {
   /// RESIDUAL_RMS_NORM: the peers' partial sums read, summed, added to the residual and
   /// normalised in registers; serving::EngineConfig::allreduce_norm, docs/serving.md#allreduce-norm).
   /// It holds where the all-reduce is the engine's own kernel (custom_allreduce_max_bytes), with
-  /// merged kernels, RMSNorm, neither sequence nor attention data parallelism: the norm is no
+  /// merged kernels, RMSNorm, neither sequence nor attention data parallelism (nor MLA's attention
+  /// op holding o_proj's all-reduce, MlaOp::projections): the norm is no
   /// kernel of its own, its bytes and FLOPs are the all-reduce's, now of class allreduce_norm.
   /// The first layer's input norm follows the embedding's all-reduce unfused and the last layer's
   /// all-reduce fuses the final norm in the engines; the graph, whose layers are one layer
@@ -54,8 +55,9 @@ struct ForwardConfig {
   bool allreduce_norm = false;
   /// Where allreduce_norm holds, the tokens of a pass up to which the fused kernel runs, in place
   /// of the engine's own all-reduce limit: SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE, 2048 (its
-  /// FlashInfer workspace; past it, its custom all-reduce and the norm's own kernel). 0: the
-  /// engine's all-reduce limit (TensorRT-LLM).
+  /// FlashInfer workspace; past it, NCCL's all-reduce and the norm's own kernel: its custom
+  /// all-reduce stops at 8 MiB, which 2048 tokens of its fused models' widths, 2048 or more,
+  /// reach). 0: the engine's all-reduce limit (TensorRT-LLM).
   double allreduce_norm_max_tokens = 0;
   /// Past the fused kernel's limit, the norm's work kept in the all-reduce's op (its kernel
   /// counted, its time inside the op's) rather than an op of its own: the graphs a step model

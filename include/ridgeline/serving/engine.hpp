@@ -358,8 +358,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
 /// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)
 /// sampled greedily, whatever the clients ask: vLLM V1's drafters take the argmax of their
 /// logits (vllm/v1/spec_decode/eagle.py). A target's verification at a temperature (vLLM's
-/// RejectionSampler) is not modelled (docs/serving.md#sampling).
-model::ForwardConfig draft_forward(model::ForwardConfig f) noexcept;
+/// RejectionSampler) is not modelled (docs/serving.md#sampling). A draft model (not `mtp`, the
+/// target's own MTP layers) runs each all-reduce apart from its norm (docs/serving.md#allreduce-norm).
+model::ForwardConfig draft_forward(model::ForwardConfig f, bool mtp) noexcept;
 /// The capture list a batch pads to (docs/serving.md#graph-padding): with no list given, the
 /// engine's own up to graph_max_batch where it pads (TensorRT-LLM's PyTorch backend with padding
 /// on, vLLM V0 and V1 on GPUs, SGLang; none for eager decode, exact sizes or the TensorRT engine
