@@ -277,7 +277,8 @@ void residual_add(Ctx& c, const char* name, Block block, double rows, double col
 // them so (merged kernels, an RMSNorm after each all-reduce with nothing between), and the
 // all-reduce is the engine's, the tensor-parallel group's over every token (no sequence, context
 // or attention data parallelism). Whatever the pass's size: past the fused kernel's limit the
-// all-reduce op holds NCCL's kernel and the norm's (collective).
+// norm is its own op after NCCL's all-reduce (tp_allreduce), or the all-reduce's op holds both
+// where the graph keeps its ops in place (ForwardConfig::allreduce_norm_in_place).
 bool fuses_norm(const Ctx& c) {
   const ForwardConfig& f = c.f;
   if (!f.allreduce_norm || !f.merged_kernels || f.sequence_parallel || f.training || f.cp > 1 || c.ep > 1 || c.tp_group.size <= 1) return false;
