@@ -94,6 +94,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     // On where the preset has it off: SGLang's fused kernel up to its 2048 tokens, the others'
     // wherever their own all-reduce runs.
     e.allreduce_norm = on_off(f.allreduce_fusion, "--allreduce-fusion");
+    e.allreduce_norm_source = "--allreduce-fusion";
     e.allreduce_norm_max_tokens = !e.allreduce_norm                          ? 0
                                   : *kind == serving::EngineKind::sglang     ? 2048
                                                                              : e.allreduce_norm_max_tokens;

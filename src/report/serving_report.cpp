@@ -210,6 +210,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"fuse_shared_experts", e.fuse_shared_experts},
           {"allreduce_norm", e.allreduce_norm},
           {"allreduce_norm_max_tokens", e.allreduce_norm_max_tokens},
+          {"allreduce_norm_source", e.allreduce_norm_source},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
                    : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"
@@ -584,6 +585,12 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                    e.chunked_prefill ? "chunked prefill" : "whole prompts", e.kv_block,
                    e.prefix_caching ? "prefix caching" : "no prefix caching", graphs_text(e));
   s += engine_host_text(m, e, "        ");
+  if (e.allreduce_norm) {
+    s += fmt::format("        each all-reduce with the residual add and RMSNorm after it as one kernel {} ({}; docs/serving.md#allreduce-norm)\n",
+                     e.allreduce_norm_max_tokens > 0 ? fmt::format("up to {} tokens a step", e.allreduce_norm_max_tokens)
+                                                     : std::string("wherever the engine's own all-reduce runs"),
+                     e.allreduce_norm_source);
+  }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {
     // The rates as given, and each position's given the ones before where that differs.

@@ -867,6 +867,11 @@ void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t
   if (tp <= 1) return;
   if (e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref())) {
     e.allreduce_norm = m.model_type == "deepseek_v3" || (m.model_type == "llama" && m.hidden > 4096);
+    if (e.allreduce_norm) {
+      e.allreduce_norm_source = m.model_type == "deepseek_v3"
+                                    ? "TensorRT-LLM's DeepseekV3DecoderLayer.enable_fusion, TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED unset"
+                                    : "TensorRT-LLM's LlamaDecoderLayer.enable_fusion, hidden_size > 4096 (PR #6205)";
+    }
     return;
   }
   if (e.kind != EngineKind::sglang || is_sglang_03(e.ref())) return;
@@ -877,6 +882,8 @@ void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t
   if (sm90_or_100 && one_node && std::find(std::begin(kFused), std::end(kFused), m.model_type) != std::end(kFused)) {
     e.allreduce_norm = true;
     e.allreduce_norm_max_tokens = 2048;
+    e.allreduce_norm_source = "SGLang's server_args.py enable_flashinfer_allreduce_fusion for the model on SM90/SM100, "
+                              "FUSE_ALLREDUCE_MAX_BATCH_SIZE in layers/communicator.py";
   }
 }
 

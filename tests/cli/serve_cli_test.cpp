@@ -67,6 +67,16 @@ TEST(ServeCli, EachAllReduceRunsItsNormWhereTheEngineFusesThem) {
   EXPECT_EQ(trt["engine"]["allreduce_norm"], true);
   EXPECT_EQ(trt["engine"]["allreduce_norm_max_tokens"], 0);
   EXPECT_EQ(off["engine"]["allreduce_norm"], false);
+  EXPECT_NE(trt["engine"]["allreduce_norm_source"].get<std::string>().find("DeepseekV3DecoderLayer.enable_fusion"), std::string::npos);
+  EXPECT_EQ(off["engine"]["allreduce_norm_source"], "--allreduce-fusion");
+  // The text says it under the engine, with its source (and nothing where nothing fuses).
+  const RunResult text = run(q + "trtllm");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("        each all-reduce with the residual add and RMSNorm after it as one kernel wherever the engine's own "
+                          "all-reduce runs (TensorRT-LLM's DeepseekV3DecoderLayer.enable_fusion"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(run(q + "trtllm --allreduce-fusion off").out.find("each all-reduce with"), std::string::npos);
   EXPECT_EQ(off["decode_step"]["kernels"].get<double>() - trt["decode_step"]["kernels"].get<double>(), 122);
   EXPECT_GT(trt["decode_step"]["by_kernel_class_s"]["allreduce_norm"].get<double>(), 0);
   EXPECT_FALSE(off["decode_step"]["by_kernel_class_s"].contains("allreduce_norm"));

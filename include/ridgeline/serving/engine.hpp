@@ -200,6 +200,8 @@ struct EngineConfig {
   /// What the engine's model code does unasked for this model and chip (the rule's allreduce_norm,
   /// before --allreduce-fusion): where a run differs, --emit asks the engine for the run's.
   bool allreduce_norm_default = false;
+  /// Where allreduce_norm comes from: the engine's rule (its code) or "--allreduce-fusion".
+  std::string allreduce_norm_source;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
