@@ -91,12 +91,12 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.num_scheduler_steps.empty()) e.scheduler_steps = parse_positive_int(f.num_scheduler_steps, "--num-scheduler-steps");
   if (!f.recv_interval.empty()) e.recv_interval = parse_positive_int(f.recv_interval, "--scheduler-recv-interval");
   if (!f.allreduce_fusion.empty()) {
-    // On where the preset has it off: SGLang's fused kernel up to its 2048 tokens, the others'
-    // wherever their own all-reduce runs.
+    // On where the preset has it off: SGLang's fused kernel up to its own limit of tokens, the
+    // others' wherever their own all-reduce runs.
     e.allreduce_norm = on_off(f.allreduce_fusion, "--allreduce-fusion");
     e.allreduce_norm_source = "--allreduce-fusion";
     e.allreduce_norm_max_tokens = !e.allreduce_norm                          ? 0
-                                  : *kind == serving::EngineKind::sglang     ? 2048
+                                  : *kind == serving::EngineKind::sglang     ? serving::kSglangFusedAllreduceMaxTokens
                                                                              : e.allreduce_norm_max_tokens;
   }
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");

@@ -268,9 +268,9 @@ bool fit_norm_switch(const model::Graph& g1, const model::Graph& g2, int i, doub
   out.lines[1] = fit_costs(c1.norm, c2.norm, x1, x2, n1, n2, r, graphs, out.rep);
   // Nothing below x*, the norm's kernel from it: a choice line of slope 1 through 0 a billionth
   // of x* early (the all-reduce's own hand-over, fit_switch), against 0.
-  at = limit_x(c1, c2, x1, x2, c1.custom_max);
+  at = limit_x(c1, c2, x1, x2, c1.custom_max) * (1 - 1e-9);
   out.t1[0] = 1;
-  out.t0[0] = -at * (1 - 1e-9);
+  out.t0[0] = -at;
   out.t1[1] = out.t0[1] = 0;
   return true;
 }

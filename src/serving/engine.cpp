@@ -881,7 +881,7 @@ void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t
   const bool one_node = tp <= std::max(1, chip.chips_per_node);
   if (sm90_or_100 && one_node && std::find(std::begin(kFused), std::end(kFused), m.model_type) != std::end(kFused)) {
     e.allreduce_norm = true;
-    e.allreduce_norm_max_tokens = 2048;
+    e.allreduce_norm_max_tokens = kSglangFusedAllreduceMaxTokens;
     e.allreduce_norm_source = "SGLang's server_args.py enable_flashinfer_allreduce_fusion for the model on SM90/SM100, "
                               "FUSE_ALLREDUCE_MAX_BATCH_SIZE in layers/communicator.py";
   }

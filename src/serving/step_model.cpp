@@ -202,7 +202,7 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
   // at F(tokens) times the tokens (base).
   routing_ = model::routing_imbalance(m, f);
   model::ForwardConfig fit = f;
-  fit.allreduce_norm_in_place = true;  // the ops in their places at both sizes (analysis::fit_switch prices each side)
+  fit.allreduce_norm_in_place = true;  // the ops in their places at both sizes (analysis::fit_switch, fit_norm_switch price each side)
   if (routing_.model()) {
     fit.expert_imbalance = 1;
     // DeepEP's kernel switches where a chip's own tokens reach its low-latency limit: in the
@@ -267,8 +267,8 @@ void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, cons
         const int own = op1.attention_op == model::GraphOp::InAttentionOp::own ? 0 : 1;
         (in_op ? op_launches_[static_cast<std::size_t>(own)] : launches_)[static_cast<std::size_t>(q)] +=
             (norm_apart ? 1 : op1.cost.launches) * g1_.repeat(i);
-        // (From where the switch line hands over: a billionth of x* early.)
-        if (norm_apart) launch_steps_[static_cast<std::size_t>(launch_step_count_++)] = {op1.scale, q == 2 || q == 4, norm_at * (1 - 1e-9), g1_.repeat(i)};
+        // (From where the switch line hands over.)
+        if (norm_apart) launch_steps_[static_cast<std::size_t>(launch_step_count_++)] = {op1.scale, q == 2 || q == 4, norm_at, g1_.repeat(i)};
       }
       if (switched) continue;
       const analysis::OpLine l = analysis::fit_costs(op1.cost, op2.cost, x1, x2, op1, op2, rates, in_graphs, g1_.repeat(i));

@@ -147,9 +147,10 @@ bool fit_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1
 
 /// Op i of g1 and g2 (at x1 and x2) when it is an engine's all-reduce with the norm after it in
 /// its kernel below the engine's limit (model::CollectiveOp::fused_norm): the norm's own kernel
-/// after NCCL's past the limit, as a SwitchLine of two options, nothing below the x where the
-/// limit falls (`at`) and the norm's line from it; false otherwise. fit_switch prices the
-/// all-reduce, the norm's work in the fused kernel's line.
+/// after NCCL's past the limit, as a SwitchLine of two options, nothing below `at` and the
+/// norm's line from it, `at` the x where the switch hands over (a billionth of the limit's x
+/// early, as fit_switch's all-reduce does); false otherwise. fit_switch prices the all-reduce,
+/// the norm's work in the fused kernel's line.
 bool fit_norm_switch(const model::Graph& g1, const model::Graph& g2, int i, double x1, double x2, const ops::Rates& r, bool graphs,
                      SwitchLine& out, double& at) noexcept;
 

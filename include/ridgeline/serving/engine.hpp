@@ -85,6 +85,11 @@ enum class MemoryRule : std::uint8_t {
   of_free    ///< TensorRT-LLM free_gpu_memory_fraction f: f·(C - W - A - R)
 };
 
+/// SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE (python/sglang/srt/layers/communicator.py): the tokens
+/// of a pass up to which it runs each all-reduce with the norm after it in FlashInfer's fused
+/// kernel (EngineConfig::allreduce_norm_max_tokens).
+inline constexpr std::int64_t kSglangFusedAllreduceMaxTokens = 2048;
+
 struct EngineConfig {
   EngineKind kind = EngineKind::vllm;
   int version = 0;                         ///< EngineRef::version of the preset
@@ -195,7 +200,8 @@ struct EngineConfig {
   /// where the layer allows (no attention data parallelism among them).
   bool allreduce_norm = false;
   /// Where allreduce_norm holds, the tokens of a pass up to which it runs (model::ForwardConfig::
-  /// allreduce_norm_max_tokens): SGLang's 2048; 0, TensorRT-LLM's, wherever its own all-reduce runs.
+  /// allreduce_norm_max_tokens): SGLang's kSglangFusedAllreduceMaxTokens; 0, TensorRT-LLM's,
+  /// wherever its own all-reduce runs.
   std::int64_t allreduce_norm_max_tokens = 0;
   /// What the engine's model code does unasked for this model and chip (the rule's allreduce_norm,
   /// before --allreduce-fusion): where a run differs, --emit asks the engine for the run's.
