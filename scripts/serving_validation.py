@@ -273,6 +273,11 @@ def trtllm_bench_sizes(model, hw, tp, dtype, isl, osl, kv_fraction=0.95):
             round_up(raw_token, [(4096, 256), (8192, 512), (math.inf, 1024)], 2048))
 
 
+# TensorRT-LLM before 1.2 launched its kernels with programmatic dependent launch only when asked (TRTLLM_ENABLE_PDL=1:
+# getEnvEnablePDL read it as opt-in, and the PyTorch backend's DeepSeek guide, examples/models/core/deepseek_v3/README.md,
+# exports it by hand); 1.2.0 turned it on by default (NVIDIA/TensorRT-LLM issue #16330): these releases' rows run
+# --pdl off, as the trtllm preset follows 1.2+ (docs/cost-model.md#pdl). No run here set the variable.
+PDL_OFF = ["--pdl", "off"]
 T20 = []
 for m, hw, tp, dt, isl, osl, n, tps in [
         ("llama-3.1-8b", "h100-sxm", 1, "fp8", 128, 2048, 3000, 21841.15), ("llama-3.1-8b", "h200", 1, "fp8", 128, 2048, 3000, 23326.38),
@@ -292,7 +297,7 @@ for m, hw, tp, dt, isl, osl, n, tps in [
     tokens = max(tokens, isl + bs)
     T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
                  "--max-num-seqs", str(bs), "--max-batched-tokens", str(tokens), "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
-                 "--prompt", str(isl), "--gen", str(osl), "--allreduce-fusion", "off"], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
+                 "--prompt", str(isl), "--gen", str(osl), "--allreduce-fusion", "off", *PDL_OFF], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
 add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",
         "TensorRT-LLM 0.20 (PyTorch backend)", "trtllm", "mean", T20, ["model", "GPU", "TP", "dtype", "in/out"], None)
@@ -368,7 +373,7 @@ add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 r
 #    Its ShareGPT run is left out too (mean TPOT 131.7 ms, against 28.7-66.6 ms in the fixed-length runs; not
 #    read further).
 DSR_TRT = [dgx_h200_deepseek(["--experts", "ep", "--max-batched-tokens", "11000", "--kv-memory-fraction", "0.8", "--graph-max-batch",
-                              "256", "--graph-padding", "on"], isl, osl, {"tpot": tpot / 1e3})
+                              "256", "--graph-padding", "on", *PDL_OFF], isl, osl, {"tpot": tpot / 1e3})
            for isl, osl, tpot in [(1000, 2000, 28.70), (5000, 1000, 38.59), (10000, 500, 66.64)]]
 add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorRT-LLM, April 2025, PyTorch backend, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the trt- files: "
@@ -382,7 +387,7 @@ add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorR
 #     over 4 x 2 GPUs) is left out: no ridgeline layout splits them so. The B200 rows are left out too:
 #     nvidia/DeepSeek-R1-FP4 keeps some GEMMs out of fp4, which --weight-dtype fp4 does not.
 DSR_TRT21 = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *(["--experts", "ep"] if ep == 8 else []),
-               "--concurrency", str(c), "--requests", str(4 * c), "--prompt", str(isl), "--gen", str(osl)],
+               "--concurrency", str(c), "--requests", str(4 * c), "--prompt", str(isl), "--gen", str(osl), *PDL_OFF],
               {"ttft": ttft, "itl": itl}, [c, f"{isl}/{osl}", "8" if ep == 8 else "None"], "fp8")
              for c, isl, osl, ep, itl, ttft in [(1, 1600, 600, 1, 0.01378, 0.16463), (1, 1600, 600, 8, 0.011, 0.12411),
                                                 (1, 8192, 600, 1, 0.01453, 0.51583), (1, 8192, 600, 8, 0.01178, 0.35281),

@@ -32,7 +32,7 @@ struct ServeFlags {
   ForwardFlags fw;
   bool json = false, cuda_graphs = false, eager = false, per_request = false;
   std::string engine = "vllm";
-  std::string num_scheduler_steps, recv_interval, allreduce_fusion;
+  std::string num_scheduler_steps, recv_interval, allreduce_fusion, pdl;
   std::string max_num_seqs, max_batched_tokens, chunked_prefill, kv_block, kv_blocks, kv_memory_fraction, prefix_caching;
   std::string preemption, step_overhead, front_end, eager_host, compiled_host, mixed_chunk, graph_max_batch, graph_padding, graph_sizes;
   WorkloadFlags load;
@@ -98,6 +98,10 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     e.allreduce_norm_max_tokens = !e.allreduce_norm                          ? 0
                                   : *kind == serving::EngineKind::sglang     ? serving::kSglangFusedAllreduceMaxTokens
                                                                              : e.allreduce_norm_max_tokens;
+  }
+  if (!f.pdl.empty()) {
+    e.pdl = on_off(f.pdl, "--pdl");
+    e.pdl_source = "--pdl";
   }
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");
   if (!f.kv_blocks.empty()) e.kv_blocks_override = parse_positive_int(f.kv_blocks, "--kv-blocks");
@@ -349,6 +353,9 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
                 "sglang: the scheduler reads new requests every n decode steps (at once after a step with prompt tokens, or idle; default 1)");
   s->add_option("--allreduce-fusion", f->allreduce_fusion,
                 "on or off: each layer's all-reduce adds the residual and RMS-normalises in its kernel (engine and model default)");
+  s->add_option("--pdl", f->pdl,
+                "on or off: the engine launches its own kernels with programmatic dependent launch, each dispatched while the one "
+                "before drains (engine default: trtllm on, as 1.2+ runs)");
   s->add_option("--kv-block", f->kv_block, "tokens per KV cache block (engine default)");
   s->add_option("--kv-blocks", f->kv_blocks, "KV cache blocks per replica instead of what memory leaves (vLLM num_gpu_blocks_override)");
   s->add_option("--kv-memory-fraction", f->kv_memory_fraction, "fraction of memory for the engine / the cache (engine default)");

@@ -601,8 +601,8 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
   if (root["efficiency"]) {
     YAML::Node e = root["efficiency"];
     // The chip-wide figures, then every kernel class by name (hw::name), in the enum's order.
-    std::array<std::string_view, 5 + hw::kKernelClassCount - 1> keys{"matrix", "vector", "memory", "link", "overhead"};
-    for (int k = 1; k < hw::kKernelClassCount; ++k) keys[static_cast<std::size_t>(4 + k)] = hw::name(static_cast<hw::KernelClass>(k));
+    std::array<std::string_view, 6 + hw::kKernelClassCount - 1> keys{"matrix", "vector", "memory", "link", "overhead", "pdl_overlap"};
+    for (int k = 1; k < hw::kKernelClassCount; ++k) keys[static_cast<std::size_t>(5 + k)] = hw::name(static_cast<hw::KernelClass>(k));
     r.check_map(e, "efficiency", keys);
     if (e["matrix"]) c.efficiency.matrix = r.fraction(e["matrix"], "efficiency.matrix");
     if (e["vector"]) c.efficiency.vector = r.fraction(e["vector"], "efficiency.vector");
@@ -612,6 +612,12 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       c.efficiency.overhead_s = r.quantity(e["overhead"], Quantity::time, "efficiency.overhead", false);
       if (c.efficiency.overhead_s > 1e-3) {
         r.fail("efficiency.overhead", fmt::format("{} s per kernel: expected at most 1 ms", c.efficiency.overhead_s));
+      }
+    }
+    if (e["pdl_overlap"]) {
+      c.efficiency.pdl_overlap_s = r.quantity(e["pdl_overlap"], Quantity::time, "efficiency.pdl_overlap", false);
+      if (c.efficiency.pdl_overlap_s > 1e-3) {
+        r.fail("efficiency.pdl_overlap", fmt::format("{} s per kernel: expected at most 1 ms", c.efficiency.pdl_overlap_s));
       }
     }
     // Per kernel class: fractions that refine the chip-wide ones, and a fixed time per kernel.
@@ -749,6 +755,7 @@ std::string chip_yaml(const hw::ChipSpec& c, std::string_view notes, std::string
   y += fmt::format("efficiency:\n  matrix: {:.17g}\n  vector: {:.17g}\n  memory: {:.17g}\n  link: {:.17g}\n", e.matrix,
                    e.vector, e.memory, e.link);
   if (e.overhead_s > 0) y += fmt::format("  overhead: {:.17g} s\n", e.overhead_s);
+  if (e.pdl_overlap_s > 0) y += fmt::format("  pdl_overlap: {:.17g} s\n", e.pdl_overlap_s);
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = e.kernel[k];
     if (ce == hw::ClassEfficiency{}) continue;

@@ -72,7 +72,7 @@ int link_times(const Cost& c, const Rates& r, double* per_link) noexcept {
 
 }  // namespace
 
-Rates::Rates(const hw::ChipSpec& chip) noexcept {
+Rates::Rates(const hw::ChipSpec& chip, bool pdl) noexcept {
   for (int d = 0; d < kDTypeCount; ++d) {
     s_per_flop[0][d] = chip.matrix_flops_per_s[d] > 0 ? 1 / chip.matrix_flops_per_s[d] : kInf;
     s_per_flop[1][d] = chip.vector_flops_per_s[d] > 0 ? 1 / chip.vector_flops_per_s[d] : kInf;
@@ -119,6 +119,10 @@ Rates::Rates(const hw::ChipSpec& chip) noexcept {
     achievable[k].overlap_vector = hw::overlaps_vector(static_cast<hw::KernelClass>(k));
     achievable[k].fill_k = own ? hw::fill_k(e, static_cast<hw::KernelClass>(k)) : 0;
     achievable[k].k_loop_s = own ? e.kernel[k].k_loop_s : 0;
+    // Programmatic dependent launch hides part of each boundary, never more than the boundary.
+    if (pdl && hw::pdl_class(static_cast<hw::KernelClass>(k))) {
+      achievable[k].overhead_s -= std::min({e.pdl_overlap_s, e.overhead_s, achievable[k].overhead_s});
+    }
   }
 }
 

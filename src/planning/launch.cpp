@@ -112,6 +112,14 @@ void pairs_note(Context& c, const model::ForwardConfig& f, const EngineConfig& e
   }
 }
 
+// A run with programmatic dependent launch (--pdl on) on an engine whose kernels the preset
+// launches without it: no switch of the release does it (docs/cost-model.md#pdl).
+void pdl_note(Context& c, const char* engine) {
+  c.plan.notes.push_back(fmt::format("kernels launched with programmatic dependent launch, as simulated (--pdl on): {} decides that per kernel "
+                                     "in its own code, which no flag of the release followed changes",
+                                     engine));
+}
+
 void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& e, LaunchWorker& w, bool decode) {
   WorkerBuilder b(c.cli, w);
   b.flag("--port", num(w.port));
@@ -152,6 +160,7 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag("--max-num-batched-tokens", num(e.max_batched_tokens));
   b.flag(e.chunked_prefill ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill");
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
+  if (e.pdl && !decode) pdl_note(c, "vLLM");
   if (e.allreduce_norm && !decode) {
     c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): vLLM's compilation pass fuses them at "
                            "-O2 from 0.17 (PR #34299); the release followed runs them apart");
@@ -281,6 +290,7 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
                            "unasked, and the release's flags have no switch to stop it (its later --enforce-disable-flashinfer-allreduce-"
                            "fusion does)");
   }
+  if (e.pdl && !decode) pdl_note(c, "SGLang");
   if (old && e.overlap_scheduling) b.flag("--enable-overlap-schedule");
   if (e.preemption == serving::Preemption::swap && !decode) c.plan.notes.push_back("preemption by swapping: SGLang retracts requests and recomputes them");
   const model::Speculation& sp = c.cfg.spec;
@@ -356,6 +366,9 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   if (!e.allreduce_norm && e.allreduce_norm_default) {
     w.env.push_back({c.m.model_type == "deepseek_v3" ? "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED" : "TRTLLM_LLAMA_EAGER_FUSION_DISABLED", "1"});
   }
+  // Programmatic dependent launch, on by default from 1.2 (docs/cost-model.md#pdl): off where the
+  // run had it off.
+  if (!e.pdl) w.env.push_back({"TRTLLM_ENABLE_PDL", "0"});
   if (e.allreduce_norm && !e.allreduce_norm_default && !decode) {
     c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): TensorRT-LLM's model code fuses them for "
                            "DeepSeek-V3 and Llama of hidden > 4096 only, so this model runs them apart");

@@ -1,6 +1,7 @@
 // `serve` reports: text, JSON, per-request rows.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ridgeline/core/error.hpp"
@@ -211,6 +212,8 @@ json engine_json(const serving::EngineConfig& e) {
           {"allreduce_norm", e.allreduce_norm},
           {"allreduce_norm_max_tokens", e.allreduce_norm_max_tokens},
           {"allreduce_norm_source", e.allreduce_norm_source},
+          {"pdl", e.pdl},
+          {"pdl_source", e.pdl_source},
           {"sampler", e.sampler == model::ForwardConfig::Sampler::probs ? "probs" : "argmax"},
           {"draw", e.draw == model::ForwardConfig::Draw::flashinfer    ? "flashinfer"
                    : e.draw == model::ForwardConfig::Draw::multinomial ? "multinomial"
@@ -590,6 +593,14 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
                      e.allreduce_norm_max_tokens > 0 ? fmt::format("up to {} tokens a step", e.allreduce_norm_max_tokens)
                                                      : std::string("wherever the engine's own all-reduce runs"),
                      e.allreduce_norm_source);
+  }
+  if (e.pdl) {
+    const hw::EfficiencySpec& eff = sys.chip.efficiency;
+    const double hidden = std::min(eff.pdl_overlap_s, eff.overhead_s);
+    s += fmt::format("        its own kernels launched with programmatic dependent launch, {} ({}; docs/cost-model.md#pdl)\n",
+                     hidden > 0 ? fmt::format("each dispatched while the one before drains: {} of its boundary hidden", t(hidden))
+                                : fmt::format("which no measurement on the {} says hides anything: none priced", sys.chip.name),
+                     e.pdl_source);
   }
   const serving::ServeMemory& mem = r.memory;
   if (cfg.spec.on()) {

@@ -114,6 +114,10 @@ std::string chip_text(const hw::ChipSpec& c) {
     out += fmt::format("kernel boundary {} per kernel on the device, inside a CUDA graph too (realistic figures only)\n",
                        time_or_na(c.efficiency.overhead_s));
   }
+  if (c.efficiency.pdl_overlap_s > 0) {
+    out += fmt::format("PDL overlap     {} of a boundary hidden where an engine launches a kernel with programmatic dependent launch\n",
+                       time_or_na(std::min(c.efficiency.pdl_overlap_s, c.efficiency.overhead_s)));
+  }
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = c.efficiency.kernel[k];
     if (ce == hw::ClassEfficiency{}) continue;

@@ -515,6 +515,13 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
   // grouped problem is not flagged contiguous there), 128 above.
   e.expert_tiles.swap_below = chip.sms == 78 ? 64 : 32;
   e.expert_tiles.small_upto = 64;
+  // Programmatic dependent launch of its own kernels: getEnvEnablePDL() (cpp/tensorrt_llm/common/
+  // envUtils.cpp) reads TRTLLM_ENABLE_PDL, opt-in in the PyTorch backend's first releases (its
+  // DeepSeek guides export TRTLLM_ENABLE_PDL=1) and on unless set to 0 by 1.2.0 ("TRTLLM_ENABLE_PDL
+  // defaults to 1", NVIDIA/TensorRT-LLM issue #16330, 1.2.0; envUtils.cpp at 02734d9: enablePDL =
+  // true): the preset follows 1.2+, --pdl off an earlier release.
+  e.pdl = true;
+  e.pdl_source = "TensorRT-LLM's getEnvEnablePDL, TRTLLM_ENABLE_PDL unset: on from 1.2 (issue #16330)";
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
@@ -1051,6 +1058,7 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // (SGLang's auto rule wants no all-to-all backend: moe_a2a_backend == "none".)
   f.allreduce_norm = e.allreduce_norm && !(e.kind == EngineKind::sglang && e.moe_a2a == model::ForwardConfig::MoeA2A::deepep);
   f.allreduce_norm_max_tokens = static_cast<double>(e.allreduce_norm_max_tokens);
+  f.pdl = e.pdl;
   f.sampler = e.sampler;
   f.draw = e.draw;
   f.eager_host_s = e.eager_host_s;

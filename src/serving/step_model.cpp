@@ -159,7 +159,7 @@ std::string_view name(GraphMode g) noexcept {
 }
 
 void StepModel::prepare(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f) noexcept {
-  const ops::Rates rates(sys.chip);
+  const ops::Rates rates(sys.chip, f.pdl);
   model_ = &m;
   ep_ = static_cast<double>(f.ep);
   ep_size_ = static_cast<double>(f.ep_size());
@@ -597,7 +597,7 @@ double StepModel::eager_host_s(const model::StepMix& mix, GraphMode mode) const 
 void step_reference(const model::ModelConfig& m, const hw::System& sys, const model::ForwardConfig& f,
                     const model::StepMix& mix, GraphMode mode, model::Graph& g, analysis::PhaseTimes& out, double busiest,
                     std::array<double, hw::kKernelClassCount>* by_class) noexcept {
-  const ops::Rates rates(sys.chip);
+  const ops::Rates rates(sys.chip, f.pdl);
   // A graph padded to its captured size: built on the padded rows, as StepModel::base prices it.
   model::StepMix pad;
   const bool pads = pad_rows(f, mix, mode, pad, busiest);

@@ -103,6 +103,43 @@ TEST(ServeCli, EachAllReduceRunsItsNormWhereTheEngineFusesThem) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+TEST(ServeCli, TensorRtLlmLaunchesItsOwnKernelsWithProgrammaticDependentLaunch) {
+  // docs/cost-model.md#pdl. DeepSeek-V3 at TP 8 on B200s decoding under TensorRT-LLM (1.2+: on
+  // unasked): each of its own kernels hides 0.5 us of its boundary (b200.yaml's pdl_overlap, under
+  // its 0.8 us boundary). The step's 122 fused all-reduces (2 x 61 layers, #allreduce-norm) lose
+  // 122 x 0.5 us = 61 us against --pdl off; its PyTorch elementwise ops and cuBLAS GEMMs nothing.
+  // On H200s no measurement says what it hides: nothing priced, the step the same. A bad value:
+  // exit 2, one line.
+  const std::string q = "serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine trtllm --hw ";
+  const auto on = run_json(q + "b200"), off = run_json(q + "b200 --pdl off");
+  EXPECT_EQ(on["engine"]["pdl"], true);
+  EXPECT_NE(on["engine"]["pdl_source"].get<std::string>().find("getEnvEnablePDL"), std::string::npos);
+  EXPECT_EQ(off["engine"]["pdl"], false);
+  EXPECT_EQ(off["engine"]["pdl_source"], "--pdl");
+  const auto& c_on = on["decode_step"]["by_kernel_class_s"];
+  const auto& c_off = off["decode_step"]["by_kernel_class_s"];
+  EXPECT_NEAR(c_off["allreduce_norm"].get<double>() - c_on["allreduce_norm"].get<double>(), 122 * 0.5e-6, 1e-12);
+  EXPECT_EQ(c_off["pointwise"].get<double>(), c_on["pointwise"].get<double>());
+  EXPECT_EQ(c_off["gemm"].get<double>(), c_on["gemm"].get<double>());
+  EXPECT_EQ(on["decode_step"]["kernels"], off["decode_step"]["kernels"]);
+  const RunResult text = run(q + "b200");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_NE(text.out.find("        its own kernels launched with programmatic dependent launch, each dispatched while the one before "
+                          "drains: 500 ns of its boundary hidden (TensorRT-LLM's getEnvEnablePDL"),
+            std::string::npos)
+      << text.out;
+  EXPECT_EQ(run(q + "b200 --pdl off").out.find("programmatic dependent launch"), std::string::npos);
+  const auto h_on = run_json(q + "h200"), h_off = run_json(q + "h200 --pdl off");
+  EXPECT_EQ(h_on["decode_step"]["device_s"], h_off["decode_step"]["device_s"]);
+  EXPECT_NE(run(q + "h200").out.find("which no measurement on the h200 says hides anything: none priced"), std::string::npos);
+  EXPECT_EQ(run_json("serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine vllm --hw b200")["engine"]["pdl"],
+            false);
+  const auto r = run(q + "b200 --pdl maybe");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--pdl: 'maybe' is not on or off"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(ServeCli, NvlsIsRefusedForAnEngineWhoseNcclHasItOff) {
   // SGLang sets NCCL_NVLS_ENABLE=0 (docs/serving.md#all-reduce): `--algo nvls` cannot be its
   // all-reduce. Exit 2, one line naming the flag and why; vLLM on the same 8 H100s takes it.

@@ -164,6 +164,8 @@ TEST(HardwareFile, ChipYamlRoundTrips) {
     EXPECT_EQ(a.chips_per_node, b.chips_per_node);
     EXPECT_EQ(a.efficiency.matrix, b.efficiency.matrix);
     EXPECT_EQ(a.efficiency.memory, b.efficiency.memory);
+    EXPECT_EQ(a.efficiency.overhead_s, b.efficiency.overhead_s);
+    EXPECT_EQ(a.efficiency.pdl_overlap_s, b.efficiency.pdl_overlap_s);
     EXPECT_EQ(a.efficiency.kernel, b.efficiency.kernel);
     EXPECT_EQ(a.sources, b.sources);
   };
@@ -205,6 +207,14 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {gemm: {overhead: 4}}\n").find("efficiency.gemm.overhead"),
             std::string::npos);
   EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {kernels: {}}\n").find("kernels"), std::string::npos);
+  // What programmatic dependent launch hides of a boundary (docs/cost-model.md#pdl): a time, at
+  // most 1 ms, written back as read.
+  const hw::ChipSpec p = parse_chip_yaml(std::string(kMinimal) + "efficiency:\n  overhead: 0.8 us\n  pdl_overlap: 0.5 us\n", "toy.yaml");
+  EXPECT_DOUBLE_EQ(p.efficiency.pdl_overlap_s, 0.5e-6);
+  EXPECT_DOUBLE_EQ(parse_chip_yaml(chip_yaml(p, "", ""), "back.yaml").efficiency.pdl_overlap_s, 0.5e-6);
+  EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {pdl_overlap: 2 ms}\n")
+                .find("efficiency.pdl_overlap: 0.002 s per kernel: expected at most 1 ms"),
+            std::string::npos);
 }
 
 TEST(HardwareFile, MeasuredMatmulRates) {
@@ -397,10 +407,10 @@ TEST(HardwareFile, ErrorsNameTheKeyPath) {
     return s;
   };
   EXPECT_NE(chip_error_of(base + "colour: red\n").find("colour: unknown key"), std::string::npos);
-  // An efficiency key that is no figure and no kernel class: the five chip-wide figures, then
+  // An efficiency key that is no figure and no kernel class: the six chip-wide figures, then
   // every class but `other`, in hw::KernelClass's order.
   EXPECT_NE(chip_error_of(base + "efficiency: {gemm_experts: {matrix: 0.5}}\n")
-                .find("efficiency.gemm_experts: unknown key: expected one of matrix, vector, memory, link, overhead, gemm, attention, "
+                .find("efficiency.gemm_experts: unknown key: expected one of matrix, vector, memory, link, overhead, pdl_overlap, gemm, attention, "
                       "pointwise, collective, attention_backward, attention_decode, gemm_expert, norm, sampling, allreduce_custom, "
                       "gemm_scaled, gemm_scaled_deepgemm, gemm_expert_scaled"),
             std::string::npos);

@@ -88,6 +88,35 @@ TEST(Estimate, KernelClassEfficiencyAndOverhead) {
   EXPECT_DOUBLE_EQ(estimate(tiny, chip, hw::KernelClass::gemm).t_realistic_s, 3e-6 + 1e-9 / 0.9);
 }
 
+// Programmatic dependent launch (docs/cost-model.md#pdl): an engine that launches its own
+// kernels with it hides the chip's pdl_overlap of each one's fixed time, never more than the
+// kernel boundary nor than the fixed time itself; cuBLAS's GEMMs and PyTorch's elementwise ops
+// (hw::pdl_class) keep theirs. Toy chip: a 1 us boundary, 0.4 us hidden.
+TEST(Estimate, ProgrammaticDependentLaunchHidesPartOfTheEnginesOwnKernelsBoundaries) {
+  hw::ChipSpec chip = toy_chip();
+  chip.efficiency.overhead_s = 1e-6;
+  chip.efficiency.pdl_overlap_s = 0.4e-6;
+  auto& k = chip.efficiency.kernel;
+  k[static_cast<int>(hw::KernelClass::norm)].overhead_s = 2e-6;
+  k[static_cast<int>(hw::KernelClass::quant)].overhead_s = 0.3e-6;
+  k[static_cast<int>(hw::KernelClass::gemm)].overhead_s = 3e-6;
+  const auto fixed = [](const Rates& r, hw::KernelClass c) { return r.achievable[static_cast<int>(c)].overhead_s; };
+  const Rates off(chip), on(chip, true);
+  EXPECT_DOUBLE_EQ(fixed(off, hw::KernelClass::norm), 2e-6);
+  EXPECT_NEAR(fixed(on, hw::KernelClass::norm), 1.6e-6, 1e-18);             // 2 - 0.4
+  EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::quant), 0);                    // 0.3 < 0.4: all of it
+  EXPECT_NEAR(fixed(on, hw::KernelClass::attention_decode), 0.6e-6, 1e-18);  // the chip's 1 - 0.4
+  EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::gemm), 3e-6);                  // cuBLAS: not launched so
+  EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::pointwise), 1e-6);             // PyTorch's ops
+  EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::collective), 1e-6);            // NCCL
+  // At most the boundary: with 0.25 us of it, 0.25 of norm's 2 us hidden.
+  chip.efficiency.overhead_s = 0.25e-6;
+  EXPECT_NEAR(fixed(Rates(chip, true), hw::KernelClass::norm), 1.75e-6, 1e-18);
+  // A chip with no measured figure hides nothing.
+  chip.efficiency.pdl_overlap_s = 0;
+  EXPECT_DOUBLE_EQ(fixed(Rates(chip, true), hw::KernelClass::norm), 2e-6);
+}
+
 // An op of several kernels (Cost::launches) pays each one's fixed time, in the realistic and
 // upper times (docs/cost-model.md#kernel-boundaries). Toy chip: 1 TB/s at 0.9, launches 2 us.
 TEST(Estimate, AnOpOfSeveralKernelsPaysEachOnesFixedTime) {

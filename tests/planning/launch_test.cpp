@@ -603,6 +603,38 @@ TEST(Launch, TheScriptAsksTheEngineForTheRunsAllReduceFusion) {
   EXPECT_FALSE(has_note(launch_plan(llama, cfg(EngineKind::vllm, llama, false), LaunchTarget::vllm, {"m", ""}), "all-reduces fused"));
 }
 
+TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
+  // docs/cost-model.md#pdl: TensorRT-LLM launches its own kernels with PDL unasked from 1.2, as
+  // the preset does; a run with --pdl off exports TRTLLM_ENABLE_PDL=0, a run with it on nothing.
+  // vLLM's and SGLang's presets launch none so: a run with it on gets a note, no flag.
+  hw::System b200 = testing::catalog_system("b200");
+  b200.chips = 8;
+  const model::ModelConfig r1 = io::resolve_model("deepseek-r1");
+  const auto cfg = [&](EngineKind k, bool pdl) {
+    serving::ServeConfig c = config(k, b200, 8);
+    c.engine = serving::engine_preset(k, b200.chip, 8, r1);
+    c.engine.pdl = pdl;
+    return c;
+  };
+  EXPECT_TRUE(serving::engine_preset(EngineKind::trtllm, b200.chip, 8, r1).pdl);
+  EXPECT_FALSE(serving::engine_preset(EngineKind::sglang, b200.chip, 8, r1).pdl);
+  EXPECT_FALSE(serving::engine_preset(EngineKind::vllm, b200.chip, 8, r1).pdl);
+  const LaunchPlan off = launch_plan(r1, cfg(EngineKind::trtllm, false), LaunchTarget::trtllm, {"m", ""});
+  expect_listed(off);
+  ASSERT_EQ(off.workers[0].env.size(), 1u);
+  EXPECT_EQ(off.workers[0].env[0].flag, "TRTLLM_ENABLE_PDL");
+  EXPECT_EQ(off.workers[0].env[0].value, "0");
+  EXPECT_TRUE(launch_plan(r1, cfg(EngineKind::trtllm, true), LaunchTarget::trtllm, {"m", ""}).workers[0].env.empty());
+  const auto has_note = [](const LaunchPlan& p) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.rfind("kernels launched with programmatic", 0) == 0; });
+  };
+  for (const EngineKind k : {EngineKind::vllm, EngineKind::sglang}) {
+    const LaunchTarget t = k == EngineKind::vllm ? LaunchTarget::vllm : LaunchTarget::sglang;
+    EXPECT_TRUE(has_note(launch_plan(r1, cfg(k, true), t, {"m", ""})));
+    EXPECT_FALSE(has_note(launch_plan(r1, cfg(k, false), t, {"m", ""})));
+  }
+}
+
 TEST(Launch, AnotherEngineThanTheSimulationsIsRefused) {
   const model::ModelConfig m = io::resolve_model("llama-3.1-8b");
   const hw::System sys = testing::catalog_system("h100-sxm");

@@ -66,14 +66,18 @@ struct Fixture {
 // 1 by sequences, the padding one row repeated (TensorRT-LLM's list with padding on); 2 by
 // sequences, leftover rows (SGLang's list under speculative decoding); 3 by tokens, leftover
 // rows (vLLM V1); 4 by tokens, one row repeated (vLLM V0).
+// `pdl`: the engine's own kernels launched with programmatic dependent launch (ForwardConfig::
+// pdl), hiding 0.5 us of each of their boundaries (the chip's pdl_overlap_s set so here).
 std::unique_ptr<Fixture> fixture(const Plan& p, bool merged = false, int sms = 0, double imbalance = 1, bool naive = false,
                                  int allreduce = 0, double eager_host = 0, double compiled_host = 0, int mla_op = 0,
                                  double mla_op_host = 0, bool deepgemm = false, bool pad_v = false, double mla_op_call = 0,
-                                 int pad = 0) {
+                                 int pad = 0, bool pdl = false) {
   auto fx = std::make_unique<Fixture>();
   fx->m = io::bundled_model(p.model);
   fx->sys = testing::catalog_system(p.hw);
   fx->sys.chip.sms = sms;
+  if (pdl) fx->sys.chip.efficiency.pdl_overlap_s = 0.5e-6;
+  fx->f.pdl = pdl;
   fx->f.tp = p.tp;
   fx->f.ep = p.ep;
   fx->f.fuse_shared_experts = p.fuse_shared;
@@ -173,7 +177,7 @@ RC_GTEST_PROP(StepModel, EqualsTheStepGraphBuiltOpByOp, ()) {
                     *rc::gen::arbitrary<bool>(), *rc::gen::inRange(0, 6), *rc::gen::element(0.0, 25e-6, 1e-3),
                     *rc::gen::element(0.0, 9.1e-6, 0.3e-3), *rc::gen::inRange(0, 3), *rc::gen::element(0.0, 43.2e-6, 1e-3),
                     *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::element(0.0, 117.7e-6, 2e-3),
-                    *rc::gen::inRange(0, 5));
+                    *rc::gen::inRange(0, 5), *rc::gen::arbitrary<bool>());
   check_random_step(fx.get());
 }
 

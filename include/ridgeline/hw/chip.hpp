@@ -150,6 +150,30 @@ constexpr KernelClass fallback(KernelClass k) noexcept {
   }
 }
 
+/// The classes whose kernels an engine that launches with programmatic dependent launch runs
+/// with it (model::ForwardConfig::pdl, docs/cost-model.md#pdl): its own CUDA kernels (norms,
+/// quantisation, attention, its block-scaled and grouped GEMMs, its all-reduces), not cuBLAS's
+/// GEMMs (`gemm`), PyTorch's elementwise ops (`pointwise`), Triton's fused MoE
+/// (`gemm_expert_scaled`), NCCL's or DeepEP's collectives, the routing kernels (TensorRT-LLM
+/// turned PDL off in its MoE routing: TRTLLM_ENABLE_TRTLLMGEN_MOE_ROUTING_RENORM_PDL, unset by
+/// default, NVIDIA/TensorRT-LLM PR #11994) or AITER's ROCm kernels.
+constexpr bool pdl_class(KernelClass k) noexcept {
+  switch (k) {
+    case KernelClass::attention:
+    case KernelClass::attention_decode:
+    case KernelClass::norm:
+    case KernelClass::quant:
+    case KernelClass::gemm_scaled:
+    case KernelClass::gemm_scaled_deepgemm:
+    case KernelClass::gemm_expert:
+    case KernelClass::gemm_expert_deepgemm:
+    case KernelClass::gemm_expert_w4a16:
+    case KernelClass::allreduce_custom:
+    case KernelClass::allreduce_norm: return true;
+    default: return false;
+  }
+}
+
 /// DeepEP's kernel class for an all-to-all of its direction (`k`, any of its four classes):
 /// the normal kernels' inside one scale-up domain (`normal_in_domain`), else the low-latency
 /// kernels', whose figures the normal kernels across domains take (docs/serving.md#deepep).
@@ -223,6 +247,12 @@ struct EfficiencySpec {
   /// graph too. Distinct from launch_overhead_s, the host's cost of issuing a kernel, which
   /// graphs remove. A class's own `overhead_s` replaces it (docs/cost-model.md#efficiency).
   double overhead_s = 0;
+  /// Of each kernel boundary, seconds that programmatic dependent launch (PDL, SM90+) hides:
+  /// a kernel launched with it is dispatched and runs its prologue while the one before it
+  /// drains, up to that kernel's `griddepcontrol.wait` (0: not measured on the chip, nothing
+  /// hidden). Only kernels an engine launches so (pdl_class, model::ForwardConfig::pdl);
+  /// docs/cost-model.md#pdl.
+  double pdl_overlap_s = 0;
   /// Per kernel class (index KernelClass; `other` is unused): measured or published figures
   /// that refine the chip-wide ones.
   std::array<ClassEfficiency, kKernelClassCount> kernel{};

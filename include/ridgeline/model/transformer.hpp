@@ -64,6 +64,12 @@ struct ForwardConfig {
   /// fits its lines to, whose ops keep their places at any size (serving::StepModel, whose
   /// lines add the norm's own kernel to NCCL's: analysis::fit_switch).
   bool allreduce_norm_in_place = false;
+  /// The engine launches its own kernels with programmatic dependent launch (PDL): each
+  /// kernel of those classes (hw::pdl_class) is dispatched while the one before it drains,
+  /// hiding the chip's pdl_overlap_s of its boundary (ops::Rates with pdl; TensorRT-LLM 1.2+,
+  /// TRTLLM_ENABLE_PDL on by default: serving::EngineConfig::pdl, docs/cost-model.md#pdl).
+  /// Priced where a serving step is (serving::StepModel); `infer`'s static engine has none.
+  bool pdl = false;
   /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: SGLang sets
   /// NCCL_NVLS_ENABLE=0 (vLLM's NCCL_CUMEM_ENABLE=0 of 0.5-0.10 does not: NCCL's NVLS asks for
   /// NCCL_NVLS_ENABLE, more than two GPUs and multicast support; docs/serving.md#all-reduce).

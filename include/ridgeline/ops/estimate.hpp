@@ -111,7 +111,10 @@ struct Rates {
   std::array<Achievable, hw::kKernelClassCount> achievable{};
 
   Rates() = default;  ///< all zero: assign a chip's before use
-  explicit Rates(const hw::ChipSpec& chip) noexcept;
+  /// The chip's rates; with `pdl`, the classes an engine launches with programmatic dependent
+  /// launch (hw::pdl_class) lose the part of each kernel's fixed time it hides: the chip's
+  /// pdl_overlap_s, at most its kernel boundary (docs/cost-model.md#pdl).
+  explicit Rates(const hw::ChipSpec& chip, bool pdl = false) noexcept;
 };
 
 /// The five times whose max, sum and efficiency-scaled max make an op's lower, upper and
