@@ -273,10 +273,11 @@ def trtllm_bench_sizes(model, hw, tp, dtype, isl, osl, kv_fraction=0.95):
             round_up(raw_token, [(4096, 256), (8192, 512), (math.inf, 1024)], 2048))
 
 
-# TensorRT-LLM before 1.2 launched its kernels with programmatic dependent launch only when asked (TRTLLM_ENABLE_PDL=1:
-# getEnvEnablePDL read it as opt-in, and the PyTorch backend's DeepSeek guide, examples/models/core/deepseek_v3/README.md,
-# exports it by hand); 1.2.0 turned it on by default (NVIDIA/TensorRT-LLM issue #16330): these releases' rows run
-# --pdl off, as the trtllm preset follows 1.2+ (docs/cost-model.md#pdl). No run here set the variable.
+# TensorRT-LLM's early PyTorch-backend releases launched its kernels with programmatic dependent launch only when
+# asked (TRTLLM_ENABLE_PDL=1: an early getEnvEnablePDL read it as opt-in, and the DeepSeek guide,
+# examples/models/core/deepseek_v3/README.md, exports it by hand); 1.2.0 runs with it on (NVIDIA/TensorRT-LLM issue
+# #16330). These releases' rows (0.20, 0.21, April 2025's main) run --pdl off, as trtllm@1.1 would; the trtllm
+# preset follows 1.2+ (docs/cost-model.md#pdl). No run here set the variable.
 PDL_OFF = ["--pdl", "off"]
 T20 = []
 for m, hw, tp, dt, isl, osl, n, tps in [

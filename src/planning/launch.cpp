@@ -116,7 +116,8 @@ void pairs_note(Context& c, const model::ForwardConfig& f, const EngineConfig& e
 // launches without it: no switch of the release does it (docs/cost-model.md#pdl).
 void pdl_note(Context& c, const char* engine) {
   c.plan.notes.push_back(fmt::format("kernels launched with programmatic dependent launch, as simulated (--pdl on): {} decides that per kernel "
-                                     "in its own code, which no flag of the release followed changes",
+                                     "in its own code and FlashInfer's (which turns it on by itself on SM90+), not by a flag of the release "
+                                     "followed, so its kernels may not all run so",
                                      engine));
 }
 
@@ -366,9 +367,9 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   if (!e.allreduce_norm && e.allreduce_norm_default) {
     w.env.push_back({c.m.model_type == "deepseek_v3" ? "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED" : "TRTLLM_LLAMA_EAGER_FUSION_DISABLED", "1"});
   }
-  // Programmatic dependent launch, on by default from 1.2 (docs/cost-model.md#pdl): off where the
-  // run had it off.
-  if (!e.pdl) w.env.push_back({"TRTLLM_ENABLE_PDL", "0"});
+  // Programmatic dependent launch as the run had it, said either way: on by default in 1.2.0,
+  // opt-in before (docs/cost-model.md#pdl), so the script runs as simulated on either.
+  w.env.push_back({"TRTLLM_ENABLE_PDL", e.pdl ? "1" : "0"});
   if (e.allreduce_norm && !e.allreduce_norm_default && !decode) {
     c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): TensorRT-LLM's model code fuses them for "
                            "DeepSeek-V3 and Llama of hidden > 4096 only, so this model runs them apart");
@@ -436,7 +437,9 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
                                  serving::name(e.kind), name(target)));
   }
   const std::string preset = serving::name(e.ref());
-  const io::EngineCliSpec* cli = io::engine_cli(preset);
+  // TensorRT-LLM 0.19-1.1 (trtllm@1.1) take the PyTorch backend's flag list, read from both copies.
+  const bool opt_in_pdl = e.kind == serving::EngineKind::trtllm && e.version == serving::kTrtllmOptInPdlVersion;
+  const io::EngineCliSpec* cli = io::engine_cli(opt_in_pdl ? std::string("trtllm") : preset);
   if (cli == nullptr) {
     // Why there is none: TensorRT-LLM's TensorRT engine flow is built, not launched by flags.
     const char* why = e.kind == serving::EngineKind::trtllm
@@ -448,7 +451,7 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
   }
   LaunchPlan plan;
   plan.target = target;
-  plan.preset = preset;
+  plan.preset = cli->preset;  // the flag list's (trtllm@1.1 launches as trtllm's list says)
   plan.release = cli->release;
   plan.flags_source = cli->source;
   plan.model = names.model;

@@ -1,6 +1,5 @@
 #include "ridgeline/report/json.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -100,7 +99,7 @@ json chip_json(const hw::ChipSpec& c) {
                      {"memory", c.efficiency.memory},
                      {"link", c.efficiency.link},
                      {"overhead_s", c.efficiency.overhead_s},
-                     {"pdl_overlap_s", std::min(c.efficiency.pdl_overlap_s, c.efficiency.overhead_s)}};
+                     {"pdl_overlap_s", c.efficiency.pdl_overlap_s}};
   // Per kernel class, the fractions in effect (the class's own or the chip-wide) and the
   // fixed time per kernel. gemm_fp8 only where the chip's fp8 GEMMs run at it (elsewhere gemm's
   // figures price them: hw::fp8_gemm_class).

@@ -598,8 +598,10 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
     const hw::EfficiencySpec& eff = sys.chip.efficiency;
     const double hidden = std::min(eff.pdl_overlap_s, eff.overhead_s);
     s += fmt::format("        its own kernels launched with programmatic dependent launch, {} ({}; docs/cost-model.md#pdl)\n",
-                     hidden > 0 ? fmt::format("each dispatched while the one before drains: {} of its boundary hidden", t(hidden))
-                                : fmt::format("which no measurement on the {} says hides anything: none priced", sys.chip.name),
+                     hidden > 0                ? fmt::format("each dispatched while the one before drains: {} of its boundary hidden", t(hidden))
+                     : eff.pdl_overlap_s > 0 ? fmt::format("whose boundary on the {} is none: nothing to hide", sys.chip.name)
+                                             : fmt::format("which no measurement found for the {} says hides anything: none priced",
+                                                           sys.chip.name),
                      e.pdl_source);
   }
   const serving::ServeMemory& mem = r.memory;

@@ -464,16 +464,17 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   return e;
 }
 
-EngineConfig trtllm(const hw::ChipSpec& chip) {
+EngineConfig trtllm(const hw::ChipSpec& chip, int version = 0) {
   EngineConfig e;
   e.kind = EngineKind::trtllm;
+  e.version = version;
   // AllReduceStrategy AUTO (cpp/tensorrt_llm/thop/allreduceOp.cpp, getRuntimeStrategy, 2025):
   // its own kernels within the workspace (getMaxRequiredWorkspaceSize: 16 MB at TP 2, else
   // 8 MB) at TP 2, under 1 MB at TP 3-4 and under 500 kB past 4; NCCL otherwise. At TP 2 up
   // to the workspace's 16e6 bytes inclusive (`messageSizeBytes <= maxWorkspaceSize`): NCCL from
   // the byte past it.
   e.custom_allreduce_max_bytes = {16e6 + 1, 1e6, 500e3};
-  e.releases = "PyTorch backend, 0.19+";
+  e.releases = version == kTrtllmOptInPdlVersion ? "PyTorch backend, 0.19-1.1" : "PyTorch backend, 1.2+";
   e.policy = StepPolicy::generation_first;
   e.admission = Admission::completion;  // GUARANTEED_NO_EVICT
   e.preemption = Preemption::recompute;  // never needed: nothing is admitted without its blocks to completion
@@ -516,12 +517,15 @@ EngineConfig trtllm(const hw::ChipSpec& chip) {
   e.expert_tiles.swap_below = chip.sms == 78 ? 64 : 32;
   e.expert_tiles.small_upto = 64;
   // Programmatic dependent launch of its own kernels: getEnvEnablePDL() (cpp/tensorrt_llm/common/
-  // envUtils.cpp) reads TRTLLM_ENABLE_PDL, opt-in in the PyTorch backend's first releases (its
-  // DeepSeek guides export TRTLLM_ENABLE_PDL=1) and on unless set to 0 by 1.2.0 ("TRTLLM_ENABLE_PDL
-  // defaults to 1", NVIDIA/TensorRT-LLM issue #16330, 1.2.0; envUtils.cpp at 02734d9: enablePDL =
-  // true): the preset follows 1.2+, --pdl off an earlier release.
-  e.pdl = true;
-  e.pdl_source = "TensorRT-LLM's getEnvEnablePDL, TRTLLM_ENABLE_PDL unset: on from 1.2 (issue #16330)";
+  // envUtils.cpp) reads TRTLLM_ENABLE_PDL. An early PyTorch-backend copy read it as opt-in
+  // (`enablePDL = getBoolEnv("TRTLLM_ENABLE_PDL")`, beside the UCX KV-cache switches of 2025),
+  // and its DeepSeek guide exports TRTLLM_ENABLE_PDL=1 by hand; 1.2.0 runs with it on unless set
+  // to 0 ("TRTLLM_ENABLE_PDL defaults to 1", NVIDIA/TensorRT-LLM issue #16330, against 1.2.0;
+  // envUtils.cpp at 02734d9: `enablePDL = true`). Which release turned it on was not found:
+  // trtllm@1.1 (0.19-1.1) takes it off, the preset (1.2+) on.
+  e.pdl = version != kTrtllmOptInPdlVersion;
+  e.pdl_source = e.pdl ? "TensorRT-LLM's getEnvEnablePDL, TRTLLM_ENABLE_PDL unset: on in 1.2.0 (issue #16330)"
+                       : "TensorRT-LLM's getEnvEnablePDL, TRTLLM_ENABLE_PDL unset: opt-in before 1.2 (trtllm@1.1)";
   e.sources =
       "TensorRT-LLM (PyTorch backend, trtllm-serve 1.x): tensorrt_llm/llmapi/llm_args.py and builder.py BuildConfig "
       "(max_num_tokens 8192, max_batch_size 2048, chunked prefill off, cuda_graph_config: batches 1-32, 64, 128, no padding), "
@@ -560,6 +564,9 @@ EngineConfig trtllm_engines(const hw::ChipSpec& chip) {
   EngineConfig e = trtllm(chip);
   e.version = kTrtllmEnginesVersion;
   e.releases = "TensorRT engine flow, C++ executor, 0.9-0.15";
+  // Its plugins' getEnvEnablePDL read TRTLLM_ENABLE_PDL as opt-in then (docs/cost-model.md#pdl).
+  e.pdl = false;
+  e.pdl_source.clear();
   e.kv_block = 64;
   e.prefix_caching = false;
   e.partial_reuse = false;
@@ -639,7 +646,8 @@ namespace {
 // The releases each family's presets cover (parse_engine maps any release inside to its preset).
 constexpr std::string_view kVllmReleases = "0.6 (V0), 0.8, 0.9-0.10, 0.11-0.13 and 0.14+";
 constexpr std::string_view kSglangReleases = "0.3 and 0.4+";
-constexpr std::string_view kTrtllmReleases = "the TensorRT engine flow of 0.9-0.15 (trtllm@0.15) and the PyTorch backend (0.19+)";
+constexpr std::string_view kTrtllmReleases =
+    "the TensorRT engine flow of 0.9-0.15 (trtllm@0.15) and the PyTorch backend (0.19-1.1, trtllm@1.1; 1.2+)";
 
 }  // namespace
 
@@ -706,10 +714,11 @@ std::optional<EngineRef> parse_engine(std::string_view s) {
         throw InputError(fmt::format("--engine {}: TensorRT-LLM 0.16-0.18 is not modelled: the TensorRT engine flow's defaults "
                                      "changed over them (paged context FMHA and with it chunked context, KV block reuse from 0.17, "
                                      "blocks of 32 tokens by February 2025); expected trtllm@0.15 with --chunked-prefill, "
-                                     "--prefix-caching and --kv-block as the release sets them, or trtllm (the PyTorch backend, 0.19+)",
+                                     "--prefix-caching and --kv-block as the release sets them, or trtllm@1.1 and trtllm (the PyTorch backend, 0.19-1.1 and 1.2+)",
                                      given));
       }
       if (release < 16) e.version = kTrtllmEnginesVersion;
+      else if (release < 1002) e.version = kTrtllmOptInPdlVersion;
       break;
     case EngineKind::static_batch: break;
   }
@@ -727,7 +736,7 @@ EngineConfig preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp)
   switch (engine.kind) {
     case EngineKind::vllm: return is_vllm_v0(engine) ? vllm_v0(chip) : vllm(chip, engine.version);
     case EngineKind::sglang: return sglang(chip, tp, engine.version);
-    case EngineKind::trtllm: return is_trtllm_engines(engine) ? trtllm_engines(chip) : trtllm(chip);
+    case EngineKind::trtllm: return is_trtllm_engines(engine) ? trtllm_engines(chip) : trtllm(chip, engine.version);
     case EngineKind::static_batch: return static_batch(chip);
   }
   return vllm(chip, engine.version);

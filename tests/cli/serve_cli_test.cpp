@@ -131,7 +131,21 @@ TEST(ServeCli, TensorRtLlmLaunchesItsOwnKernelsWithProgrammaticDependentLaunch) 
   EXPECT_EQ(run(q + "b200 --pdl off").out.find("programmatic dependent launch"), std::string::npos);
   const auto h_on = run_json(q + "h200"), h_off = run_json(q + "h200 --pdl off");
   EXPECT_EQ(h_on["decode_step"]["device_s"], h_off["decode_step"]["device_s"]);
-  EXPECT_NE(run(q + "h200").out.find("which no measurement on the h200 says hides anything: none priced"), std::string::npos);
+  EXPECT_NE(run(q + "h200").out.find("which no measurement found for the h200 says hides anything: none priced"), std::string::npos);
+  // TensorRT-LLM 0.19-1.1 (trtllm@1.1) asked for it (TRTLLM_ENABLE_PDL opt-in): off, and its step the
+  // one --pdl off gives.
+  const auto old = run_json("serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine trtllm@0.20 --hw b200");
+  EXPECT_EQ(old["engine"]["pdl"], false);
+  EXPECT_EQ(old["engine"]["name"], "trtllm@1.1");
+  EXPECT_EQ(old["decode_step"]["device_s"], off["decode_step"]["device_s"]);
+  // Not a CUDA GPU of compute capability 9.0 or later: refused, one line.
+  const auto amd = run("serve --model llama-3.1-8b --hw mi300x --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine vllm --pdl on");
+  EXPECT_EQ(amd.status, 2);
+  EXPECT_NE(amd.err.find("--pdl on: programmatic dependent launch needs an NVIDIA GPU of compute capability 9.0 or later, and mi300x is "
+                         "gfx942"),
+            std::string::npos)
+      << amd.err;
+  EXPECT_EQ(std::count(amd.err.begin(), amd.err.end(), '\n'), 1) << amd.err;
   EXPECT_EQ(run_json("serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine vllm --hw b200")["engine"]["pdl"],
             false);
   const auto r = run(q + "b200 --pdl maybe");

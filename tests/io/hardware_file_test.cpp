@@ -215,6 +215,12 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(chip_error_of(std::string(kMinimal) + "efficiency: {pdl_overlap: 2 ms}\n")
                 .find("efficiency.pdl_overlap: 0.002 s per kernel: expected at most 1 ms"),
             std::string::npos);
+  // CUDA's, from compute capability 9.0: an A100's file (sm_80) may not carry it.
+  std::string a100 = std::string(kMinimal) + "efficiency: {pdl_overlap: 0.5 us}\n";
+  a100.replace(a100.find("vendor: test"), 12, "vendor: nvidia\narch: sm_80");
+  EXPECT_NE(chip_error_of(a100).find("efficiency.pdl_overlap: 5e-07 s on arch sm_80: programmatic dependent launch needs an NVIDIA GPU"),
+            std::string::npos)
+      << chip_error_of(a100);
 }
 
 TEST(HardwareFile, MeasuredMatmulRates) {

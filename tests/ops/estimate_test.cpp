@@ -109,6 +109,10 @@ TEST(Estimate, ProgrammaticDependentLaunchHidesPartOfTheEnginesOwnKernelsBoundar
   EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::gemm), 3e-6);                  // cuBLAS: not launched so
   EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::pointwise), 1e-6);             // PyTorch's ops
   EXPECT_DOUBLE_EQ(fixed(on, hw::KernelClass::collective), 1e-6);            // NCCL
+  // A class of the engine's own kernels that takes a fixed time from a class that is not:
+  // DeepGEMM's grouped GEMMs from gemm_expert, from gemm (cuBLAS, hw::fallback), 3 - 0.4.
+  EXPECT_DOUBLE_EQ(fixed(off, hw::KernelClass::gemm_expert_deepgemm), 3e-6);
+  EXPECT_NEAR(fixed(on, hw::KernelClass::gemm_expert_deepgemm), 2.6e-6, 1e-18);
   // At most the boundary: with 0.25 us of it, 0.25 of norm's 2 us hidden.
   chip.efficiency.overhead_s = 0.25e-6;
   EXPECT_NEAR(fixed(Rates(chip, true), hw::KernelClass::norm), 1.75e-6, 1e-18);

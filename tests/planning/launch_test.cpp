@@ -584,11 +584,14 @@ TEST(Launch, TheScriptAsksTheEngineForTheRunsAllReduceFusion) {
     const model::ModelConfig& m = deepseek ? r1 : llama;
     const char* var = deepseek ? "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED" : "TRTLLM_LLAMA_EAGER_FUSION_DISABLED";
     EXPECT_TRUE(cfg(EngineKind::trtllm, m, true).engine.allreduce_norm_default) << var;
+    // (Beside TRTLLM_ENABLE_PDL, which every TensorRT-LLM script says: #pdl.)
     const LaunchPlan apart = launch_plan(m, cfg(EngineKind::trtllm, m, false), LaunchTarget::trtllm, {"m", ""});
-    ASSERT_EQ(apart.workers[0].env.size(), 1u) << var;
+    ASSERT_EQ(apart.workers[0].env.size(), 2u) << var;
     EXPECT_EQ(apart.workers[0].env[0].flag, var);
     EXPECT_EQ(apart.workers[0].env[0].value, "1");
-    EXPECT_TRUE(launch_plan(m, cfg(EngineKind::trtllm, m, true), LaunchTarget::trtllm, {"m", ""}).workers[0].env.empty()) << var;
+    const LaunchPlan fused = launch_plan(m, cfg(EngineKind::trtllm, m, true), LaunchTarget::trtllm, {"m", ""});
+    ASSERT_EQ(fused.workers[0].env.size(), 1u) << var;
+    EXPECT_EQ(fused.workers[0].env[0].flag, "TRTLLM_ENABLE_PDL");
   }
   const auto flagged = [](const LaunchPlan& p) {
     const auto& a = p.workers[0].args;
@@ -604,9 +607,10 @@ TEST(Launch, TheScriptAsksTheEngineForTheRunsAllReduceFusion) {
 }
 
 TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
-  // docs/cost-model.md#pdl: TensorRT-LLM launches its own kernels with PDL unasked from 1.2, as
-  // the preset does; a run with --pdl off exports TRTLLM_ENABLE_PDL=0, a run with it on nothing.
-  // vLLM's and SGLang's presets launch none so: a run with it on gets a note, no flag.
+  // docs/cost-model.md#pdl: TensorRT-LLM 1.2 launches its own kernels with PDL unasked, as the
+  // preset does, and releases before only when asked (trtllm@1.1): the script says the run's
+  // either way, TRTLLM_ENABLE_PDL=1 or 0. vLLM's and SGLang's presets launch none so: a run with
+  // it on gets a note, no flag.
   hw::System b200 = testing::catalog_system("b200");
   b200.chips = 8;
   const model::ModelConfig r1 = io::resolve_model("deepseek-r1");
@@ -624,7 +628,20 @@ TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
   ASSERT_EQ(off.workers[0].env.size(), 1u);
   EXPECT_EQ(off.workers[0].env[0].flag, "TRTLLM_ENABLE_PDL");
   EXPECT_EQ(off.workers[0].env[0].value, "0");
-  EXPECT_TRUE(launch_plan(r1, cfg(EngineKind::trtllm, true), LaunchTarget::trtllm, {"m", ""}).workers[0].env.empty());
+  const LaunchPlan on = launch_plan(r1, cfg(EngineKind::trtllm, true), LaunchTarget::trtllm, {"m", ""});
+  ASSERT_EQ(on.workers[0].env.size(), 1u);
+  EXPECT_EQ(on.workers[0].env[0].value, "1");
+  // TensorRT-LLM 0.19-1.1 (trtllm@1.1): opt-in, its preset off; the engine flow of 0.9-0.15 too.
+  EXPECT_FALSE(serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmOptInPdlVersion}, b200.chip, 8, r1).pdl);
+  // Its script takes the PyTorch backend's flag list and says the run's off.
+  serving::ServeConfig c11 = config(EngineKind::trtllm, b200, 8);
+  c11.engine = serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmOptInPdlVersion}, b200.chip, 8, r1);
+  const LaunchPlan p11 = launch_plan(r1, c11, LaunchTarget::trtllm, {"m", ""});
+  expect_listed(p11);
+  EXPECT_EQ(p11.preset, "trtllm");
+  ASSERT_EQ(p11.workers[0].env.size(), 1u);
+  EXPECT_EQ(p11.workers[0].env[0].value, "0");
+  EXPECT_FALSE(serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmEnginesVersion}, b200.chip, 8, r1).pdl);
   const auto has_note = [](const LaunchPlan& p) {
     return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.rfind("kernels launched with programmatic", 0) == 0; });
   };

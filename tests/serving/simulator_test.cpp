@@ -700,8 +700,15 @@ TEST(Engine, ReleasesMapToThePresetCoveringThem) {
   const EngineConfig sg = engine_preset(EngineRef{EngineKind::sglang, 0}, h100().chip, 4);
   EXPECT_DOUBLE_EQ(sg.step_overhead_s, 0.4e-3);
   EXPECT_DOUBLE_EQ(sg.per_request_overhead_s, 1.1e-6);
-  EXPECT_EQ(*parse_engine("trtllm@1.1"), (EngineRef{EngineKind::trtllm, 0}));
-  EXPECT_EQ(*parse_engine("trtllm@0.20"), (EngineRef{EngineKind::trtllm, 0}));  // the PyTorch backend, opt-in then
+  // The PyTorch backend: 0.19-1.1 before programmatic dependent launch ran unasked (trtllm@1.1,
+  // docs/cost-model.md#pdl), 1.2+ the preset; one class for both.
+  EXPECT_EQ(*parse_engine("trtllm@1.1"), (EngineRef{EngineKind::trtllm, kTrtllmOptInPdlVersion}));
+  EXPECT_EQ(*parse_engine("trtllm@0.20"), (EngineRef{EngineKind::trtllm, kTrtllmOptInPdlVersion}));
+  EXPECT_EQ(*parse_engine("trtllm@0.19"), (EngineRef{EngineKind::trtllm, kTrtllmOptInPdlVersion}));
+  EXPECT_EQ(*parse_engine("trtllm@1.2"), (EngineRef{EngineKind::trtllm, 0}));
+  EXPECT_EQ(*parse_engine("trtllm@1.3.0"), (EngineRef{EngineKind::trtllm, 0}));
+  EXPECT_EQ(name(EngineRef{EngineKind::trtllm, kTrtllmOptInPdlVersion}), "trtllm@1.1");
+  EXPECT_EQ(band_name(EngineRef{EngineKind::trtllm, kTrtllmOptInPdlVersion}), "trtllm");
   // 0.9-0.15: the TensorRT engine flow under the C++ executor, a preset and a class of its own;
   // 0.16-0.18 changed that flow's defaults and are refused, as is 0.8's GptManager.
   EXPECT_EQ(*parse_engine("trtllm@0.9"), (EngineRef{EngineKind::trtllm, 15}));

@@ -108,10 +108,11 @@ let long = null; // started on first use
 
 const DTYPES = ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'fp4'];
 // The engines' presets, each release range as `serve --engine` takes it (its help lists them).
-const ENGINES = ['vllm', 'vllm@0.13', 'vllm@0.10', 'vllm@0.8', 'vllm@0.6', 'sglang', 'sglang@0.3', 'trtllm', 'trtllm@0.15', 'static'];
+const ENGINES = ['vllm', 'vllm@0.13', 'vllm@0.10', 'vllm@0.8', 'vllm@0.6', 'sglang', 'sglang@0.3', 'trtllm', 'trtllm@1.1', 'trtllm@0.15', 'static'];
 const ENGINE_NAMES = {
   vllm: 'vLLM 0.14+', 'vllm@0.13': 'vLLM 0.11-0.13', 'vllm@0.10': 'vLLM 0.9-0.10', 'vllm@0.8': 'vLLM 0.8', 'vllm@0.6': 'vLLM 0.6 (V0)',
-  sglang: 'SGLang 0.4+', 'sglang@0.3': 'SGLang 0.3', trtllm: 'TensorRT-LLM 0.19+ (PyTorch)', 'trtllm@0.15': 'TensorRT-LLM 0.9-0.15 (engines)',
+  sglang: 'SGLang 0.4+', 'sglang@0.3': 'SGLang 0.3', trtllm: 'TensorRT-LLM 1.2+ (PyTorch)', 'trtllm@1.1': 'TensorRT-LLM 0.19-1.1 (PyTorch, no PDL)',
+  'trtllm@0.15': 'TensorRT-LLM 0.9-0.15 (engines)',
   static: 'static batches',
 };
 const POW2 = (max) => Array.from({ length: Math.log2(max) + 1 }, (_, i) => String(2 ** i));

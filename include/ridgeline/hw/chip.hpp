@@ -151,12 +151,12 @@ constexpr KernelClass fallback(KernelClass k) noexcept {
 }
 
 /// The classes whose kernels an engine that launches with programmatic dependent launch runs
-/// with it (model::ForwardConfig::pdl, docs/cost-model.md#pdl): its own CUDA kernels (norms,
-/// quantisation, attention, its block-scaled and grouped GEMMs, its all-reduces), not cuBLAS's
-/// GEMMs (`gemm`), PyTorch's elementwise ops (`pointwise`), Triton's fused MoE
-/// (`gemm_expert_scaled`), NCCL's or DeepEP's collectives, the routing kernels (TensorRT-LLM
-/// turned PDL off in its MoE routing: TRTLLM_ENABLE_TRTLLMGEN_MOE_ROUTING_RENORM_PDL, unset by
-/// default, NVIDIA/TensorRT-LLM PR #11994) or AITER's ROCm kernels.
+/// with it (model::ForwardConfig::pdl, docs/cost-model.md#pdl): TensorRT-LLM's own CUDA kernels
+/// (norms, quantisation, attention, its block-scaled and grouped GEMMs, its all-reduces); not
+/// cuBLAS's GEMMs (`gemm`, `gemm_fp8`), PyTorch's elementwise ops (`pointwise`, `sampling`),
+/// Triton's fused MoE (`gemm_expert_scaled`), NCCL's or DeepEP's collectives, AITER's ROCm
+/// kernels, nor the routing kernels (TensorRT-LLM turned PDL off by default in its Renormalize
+/// routing, NVIDIA/TensorRT-LLM PR #11994; its DeepSeek routing's not found).
 constexpr bool pdl_class(KernelClass k) noexcept {
   switch (k) {
     case KernelClass::attention:

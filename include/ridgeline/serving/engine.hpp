@@ -25,7 +25,8 @@ std::string_view name(EngineKind k) noexcept;
 /// project models, else major·1000 + minor of the first release of a preset whose defaults
 /// differ (vLLM 0.8, MLA's projections inside its eager attention op: 8; 0.9-0.10, piecewise
 /// decode graphs: 10; 0.11-0.13, before async scheduling became the default: 13; vLLM 0.6, the
-/// V0 engine: 6).
+/// V0 engine: 6; TensorRT-LLM's PyTorch backend to 1.1, before programmatic dependent launch
+/// by default: 1001, the last release of the bucket, as it is named).
 struct EngineRef {
   EngineKind kind = EngineKind::vllm;
   int version = 0;
@@ -38,6 +39,10 @@ struct EngineRef {
 /// TensorRT-LLM's TensorRT engine flow of 0.9-0.15 (trtllm-build engines, no Python runtime).
 inline constexpr int kVllmV0Version = 6;
 inline constexpr int kTrtllmEnginesVersion = 15;
+/// TensorRT-LLM's PyTorch backend before programmatic dependent launch ran by default
+/// (`trtllm@1.1`: 0.19-1.1, TRTLLM_ENABLE_PDL opt-in; docs/cost-model.md#pdl): the `trtllm`
+/// preset otherwise.
+inline constexpr int kTrtllmOptInPdlVersion = 1001;
 constexpr bool is_vllm_v0(EngineRef e) noexcept { return e.kind == EngineKind::vllm && e.version == kVllmV0Version; }
 constexpr bool is_trtllm_engines(EngineRef e) noexcept {
   return e.kind == EngineKind::trtllm && e.version == kTrtllmEnginesVersion;
