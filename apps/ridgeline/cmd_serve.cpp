@@ -103,8 +103,7 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     e.pdl = on_off(f.pdl, "--pdl");
     e.pdl_source = "--pdl";
     // CUDA's, from compute capability 9.0 (a chip whose file names no arch is taken at its word).
-    const hw::Arch a = hw::arch_of(sys.chip);
-    if (e.pdl && a.isa != hw::Arch::Isa::none && (a.isa != hw::Arch::Isa::cuda || a.major < 9)) {
+    if (e.pdl && !hw::supports_pdl(sys.chip)) {
       throw InputError(fmt::format("--pdl on: programmatic dependent launch needs an NVIDIA GPU of compute capability 9.0 or later, and "
                                    "{} is {}; expected --pdl off there",
                                    sys.chip.name, sys.chip.arch));

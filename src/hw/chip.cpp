@@ -69,6 +69,11 @@ bool is_rocm_gpu(const ChipSpec& c) noexcept {
   return c.kind == "gpu" && (a.isa == Arch::Isa::hip || (a.isa == Arch::Isa::none && vendor_is(c, "amd")));
 }
 
+bool supports_pdl(const ChipSpec& c) noexcept {
+  const Arch a = arch_of(c);
+  return a.isa == Arch::Isa::none || (a.isa == Arch::Isa::cuda && a.major >= 9);
+}
+
 bool runs_deepgemm(const ChipSpec& c) noexcept {
   const Arch a = arch_of(c);
   if (a.isa == Arch::Isa::none) return vendor_is(c, "nvidia") && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp8_e4m3) > 0;

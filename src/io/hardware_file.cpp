@@ -620,8 +620,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
         r.fail("efficiency.pdl_overlap", fmt::format("{} s per kernel: expected at most 1 ms", c.efficiency.pdl_overlap_s));
       }
       // Programmatic dependent launch is CUDA's from compute capability 9.0.
-      const std::optional<hw::Arch> a = c.arch.empty() ? std::nullopt : hw::parse_arch(c.arch);
-      if (a && c.efficiency.pdl_overlap_s > 0 && (a->isa != hw::Arch::Isa::cuda || a->major < 9)) {
+      if (c.efficiency.pdl_overlap_s > 0 && !hw::supports_pdl(c)) {
         r.fail("efficiency.pdl_overlap", fmt::format("{} s on arch {}: programmatic dependent launch needs an NVIDIA GPU of compute "
                                                      "capability 9.0 or later (sm_90, sm_100)",
                                                      c.efficiency.pdl_overlap_s, c.arch));

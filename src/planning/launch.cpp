@@ -161,7 +161,7 @@ void vllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig& 
   b.flag("--max-num-batched-tokens", num(e.max_batched_tokens));
   b.flag(e.chunked_prefill ? "--enable-chunked-prefill" : "--no-enable-chunked-prefill");
   b.flag(e.prefix_caching ? "--enable-prefix-caching" : "--no-enable-prefix-caching");
-  if (e.pdl && !decode) pdl_note(c, "vLLM");
+  if (e.pdl && !e.pdl_default && !decode) pdl_note(c, "vLLM");
   if (e.allreduce_norm && !decode) {
     c.plan.notes.push_back("all-reduces fused with their norms, as simulated (--allreduce-fusion on): vLLM's compilation pass fuses them at "
                            "-O2 from 0.17 (PR #34299); the release followed runs them apart");
@@ -291,7 +291,16 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
                            "unasked, and the release's flags have no switch to stop it (its later --enforce-disable-flashinfer-allreduce-"
                            "fusion does)");
   }
-  if (e.pdl && !decode) pdl_note(c, "SGLang");
+  // Programmatic dependent launch: its 0.4+ launcher turns it on for FlashInfer's kernels unless
+  // TRTLLM_ENABLE_PDL is 0 (docs/cost-model.md#pdl); its sgl-kernel norms keep it on SM90+.
+  if (!e.pdl && e.pdl_default) {
+    w.env.push_back({"TRTLLM_ENABLE_PDL", "0"});
+    if (!decode) {
+      c.plan.notes.push_back("kernels launched without programmatic dependent launch, as simulated (--pdl off): TRTLLM_ENABLE_PDL=0 "
+                             "stops FlashInfer's; SGLang's own norms still launch with it on SM90+, which no flag changes");
+    }
+  }
+  if (e.pdl && !e.pdl_default && !decode) pdl_note(c, "SGLang");
   if (old && e.overlap_scheduling) b.flag("--enable-overlap-schedule");
   if (e.preemption == serving::Preemption::swap && !decode) c.plan.notes.push_back("preemption by swapping: SGLang retracts requests and recomputes them");
   const model::Speculation& sp = c.cfg.spec;

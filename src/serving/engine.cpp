@@ -376,6 +376,15 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.version = version;
   const bool v03 = is_sglang_03(e.ref());
   e.releases = v03 ? "0.3" : "0.4+";
+  // Programmatic dependent launch (docs/cost-model.md#pdl): its launcher sets TRTLLM_ENABLE_PDL=1
+  // unless given 0, "flashinfer uses this environment variable for various kernels from MoE to
+  // quant kernels" (python/sglang/srt/entrypoints/engine.py, _set_envs_and_config), and its own
+  // sgl-kernel norms take enable_pdl=is_arch_support_pdl() on SM90+ (PR #5981, May 2025); the
+  // 0.3 line had neither.
+  e.pdl = !v03;
+  if (e.pdl) {
+    e.pdl_source = "SGLang's launcher: TRTLLM_ENABLE_PDL=1 for FlashInfer's kernels (engine.py), sgl-kernel's on SM90+ (PR #5981)";
+  }
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;
   e.preemption = Preemption::recompute;  // retraction: the request's cache is freed and it is queued again
@@ -807,6 +816,13 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   check_runs_on(engine, chip);
   EngineConfig e = preset(engine, chip, tp);
   set_draw(e);
+  // Programmatic dependent launch is CUDA's from compute capability 9.0: elsewhere no engine runs
+  // it (a chip whose file names no arch is taken as the engine's default).
+  if (e.pdl && !hw::supports_pdl(chip)) {
+    e.pdl = false;
+    e.pdl_source.clear();
+  }
+  e.pdl_default = e.pdl;
   // Expert parallelism between attention data-parallel ranks without an all-to-all backend: the
   // ranks' tokens gathered to every GPU and the outputs reduce-scattered (docs/serving.md#deepep):
   // vLLM's --all2all-backend allgather_reducescatter (the default from PR #23964, September 2025,

@@ -146,7 +146,16 @@ TEST(ServeCli, TensorRtLlmLaunchesItsOwnKernelsWithProgrammaticDependentLaunch) 
             std::string::npos)
       << amd.err;
   EXPECT_EQ(std::count(amd.err.begin(), amd.err.end(), '\n'), 1) << amd.err;
-  EXPECT_EQ(run_json("serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine vllm --hw b200")["engine"]["pdl"],
+  // vLLM's preset launches none so; SGLang's launcher has FlashInfer's kernels launched so
+  // (TRTLLM_ENABLE_PDL=1), SGLang 0.3 had none; no preset on an A100 (compute capability 8.0).
+  const std::string other = "serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --hw b200 --engine ";
+  EXPECT_EQ(run_json(other + "vllm")["engine"]["pdl"], false);
+  const auto sg = run_json(other + "sglang");
+  EXPECT_EQ(sg["engine"]["pdl"], true);
+  EXPECT_NE(sg["engine"]["pdl_source"].get<std::string>().find("TRTLLM_ENABLE_PDL=1"), std::string::npos);
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --concurrency 1 --requests 1 --prompt 64 --gen 8 --hw b200 --engine sglang@0.3")["engine"]["pdl"],
+            false);
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --concurrency 1 --requests 1 --prompt 64 --gen 8 --hw a100-80gb --engine trtllm")["engine"]["pdl"],
             false);
   const auto r = run(q + "b200 --pdl maybe");
   EXPECT_EQ(r.status, 2);

@@ -609,8 +609,7 @@ TEST(Launch, TheScriptAsksTheEngineForTheRunsAllReduceFusion) {
 TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
   // docs/cost-model.md#pdl: TensorRT-LLM 1.2 launches its own kernels with PDL unasked, as the
   // preset does, and releases before only when asked (trtllm@1.1): the script says the run's
-  // either way, TRTLLM_ENABLE_PDL=1 or 0. vLLM's and SGLang's presets launch none so: a run with
-  // it on gets a note, no flag.
+  // either way, TRTLLM_ENABLE_PDL=1 or 0. SGLang's and vLLM's below.
   hw::System b200 = testing::catalog_system("b200");
   b200.chips = 8;
   const model::ModelConfig r1 = io::resolve_model("deepseek-r1");
@@ -621,8 +620,11 @@ TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
     return c;
   };
   EXPECT_TRUE(serving::engine_preset(EngineKind::trtllm, b200.chip, 8, r1).pdl);
-  EXPECT_FALSE(serving::engine_preset(EngineKind::sglang, b200.chip, 8, r1).pdl);
+  EXPECT_TRUE(serving::engine_preset(EngineKind::sglang, b200.chip, 8, r1).pdl);
   EXPECT_FALSE(serving::engine_preset(EngineKind::vllm, b200.chip, 8, r1).pdl);
+  // Not a CUDA GPU of compute capability 9.0 or later: no engine's preset has it.
+  EXPECT_FALSE(serving::engine_preset(EngineKind::trtllm, testing::catalog_system("a100-80gb").chip, 8, r1).pdl);
+  EXPECT_FALSE(serving::engine_preset(EngineKind::sglang, testing::catalog_system("mi300x").chip, 8, r1).pdl);
   const LaunchPlan off = launch_plan(r1, cfg(EngineKind::trtllm, false), LaunchTarget::trtllm, {"m", ""});
   expect_listed(off);
   ASSERT_EQ(off.workers[0].env.size(), 1u);
@@ -642,14 +644,23 @@ TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
   ASSERT_EQ(p11.workers[0].env.size(), 1u);
   EXPECT_EQ(p11.workers[0].env[0].value, "0");
   EXPECT_FALSE(serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmEnginesVersion}, b200.chip, 8, r1).pdl);
-  const auto has_note = [](const LaunchPlan& p) {
-    return std::any_of(p.notes.begin(), p.notes.end(), [](const std::string& n) { return n.rfind("kernels launched with programmatic", 0) == 0; });
+  const auto has_note = [](const LaunchPlan& p, const char* lead) {
+    return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.rfind(lead, 0) == 0; });
   };
-  for (const EngineKind k : {EngineKind::vllm, EngineKind::sglang}) {
-    const LaunchTarget t = k == EngineKind::vllm ? LaunchTarget::vllm : LaunchTarget::sglang;
-    EXPECT_TRUE(has_note(launch_plan(r1, cfg(k, true), t, {"m", ""})));
-    EXPECT_FALSE(has_note(launch_plan(r1, cfg(k, false), t, {"m", ""})));
-  }
+  // vLLM's preset launches none so: a run with it on gets a note.
+  EXPECT_TRUE(has_note(launch_plan(r1, cfg(EngineKind::vllm, true), LaunchTarget::vllm, {"m", ""}), "kernels launched with programmatic"));
+  EXPECT_FALSE(has_note(launch_plan(r1, cfg(EngineKind::vllm, false), LaunchTarget::vllm, {"m", ""}), "kernels launched with programmatic"));
+  // SGLang's launcher turns it on for FlashInfer's kernels unless TRTLLM_ENABLE_PDL is 0: a run
+  // with it off exports that, with a note (its own norms keep it); on, nothing.
+  const LaunchPlan sg_off = launch_plan(r1, cfg(EngineKind::sglang, false), LaunchTarget::sglang, {"m", ""});
+  expect_listed(sg_off);
+  ASSERT_EQ(sg_off.workers[0].env.size(), 1u);
+  EXPECT_EQ(sg_off.workers[0].env[0].flag, "TRTLLM_ENABLE_PDL");
+  EXPECT_EQ(sg_off.workers[0].env[0].value, "0");
+  EXPECT_TRUE(has_note(sg_off, "kernels launched without programmatic"));
+  const LaunchPlan sg_on = launch_plan(r1, cfg(EngineKind::sglang, true), LaunchTarget::sglang, {"m", ""});
+  EXPECT_TRUE(sg_on.workers[0].env.empty());
+  EXPECT_FALSE(has_note(sg_on, "kernels launched"));
 }
 
 TEST(Launch, AnotherEngineThanTheSimulationsIsRefused) {

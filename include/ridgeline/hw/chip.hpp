@@ -152,7 +152,8 @@ constexpr KernelClass fallback(KernelClass k) noexcept {
 
 /// The classes whose kernels an engine that launches with programmatic dependent launch runs
 /// with it (model::ForwardConfig::pdl, docs/cost-model.md#pdl): TensorRT-LLM's own CUDA kernels
-/// (norms, quantisation, attention, its block-scaled and grouped GEMMs, its all-reduces); not
+/// (norms, quantisation, attention, its block-scaled and grouped GEMMs, its all-reduces), taken
+/// for SGLang's too (FlashInfer's under its launcher's TRTLLM_ENABLE_PDL=1, its own norms); not
 /// cuBLAS's GEMMs (`gemm`, `gemm_fp8`), PyTorch's elementwise ops (`pointwise`, `sampling`),
 /// Triton's fused MoE (`gemm_expert_scaled`), NCCL's or DeepEP's collectives, AITER's ROCm
 /// kernels, nor the routing kernels (TensorRT-LLM turned PDL off by default in its Renormalize
@@ -551,6 +552,10 @@ bool may_be_nvidia_gpu(const ChipSpec& c) noexcept;
 /// the validation table's classes (io::answer_class).
 bool is_rocm_gpu(const ChipSpec& c) noexcept;
 
+/// Whether kernels on the chip may be launched with programmatic dependent launch: a CUDA GPU
+/// of compute capability 9.0 or later, or a chip whose file names no instruction set (`arch`),
+/// taken at its word (docs/cost-model.md#pdl).
+bool supports_pdl(const ChipSpec& c) noexcept;
 /// Whether DeepGEMM's kernels run on the chip (the engines' block-fp8 GEMMs and grouped
 /// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA of compute
 /// capability 9.x and 10.x alone, the architectures its kernels are built for

@@ -214,12 +214,16 @@ struct EngineConfig {
   /// Where allreduce_norm comes from: the engine's rule (its code) or "--allreduce-fusion".
   std::string allreduce_norm_source;
   /// The engine launches its own kernels with programmatic dependent launch (model::
-  /// ForwardConfig::pdl, docs/cost-model.md#pdl): TensorRT-LLM's PyTorch backend, whose
-  /// TRTLLM_ENABLE_PDL is on by default from 1.2; it hides part of each of those kernels'
-  /// boundaries on a chip whose file measures how much (hw::EfficiencySpec::pdl_overlap_s).
+  /// ForwardConfig::pdl, docs/cost-model.md#pdl): TensorRT-LLM's PyTorch backend (TRTLLM_ENABLE_PDL
+  /// on in 1.2.0) and SGLang 0.4+ (its launcher sets it for FlashInfer's kernels), on a chip that
+  /// runs it (hw::supports_pdl); it hides part of each of those kernels' boundaries where the
+  /// chip's file measures how much (hw::EfficiencySpec::pdl_overlap_s).
   bool pdl = false;
   /// Where pdl comes from: the engine's default (its code) or "--pdl".
   std::string pdl_source;
+  /// What the engine does unasked on this chip (pdl before --pdl): where a run differs, --emit
+  /// asks the engine for the run's.
+  bool pdl_default = false;
   /// MXFP4 experts padded to a multiple of this (model::ForwardConfig::mxfp4_expert_align): 256
   /// under vLLM (0.10.1+) and SGLang (0.4+) on chips that multiply fp4 (Blackwell), where both
   /// run them in FlashInfer's trtllm-gen MoE; 0 elsewhere.
