@@ -276,9 +276,8 @@ def trtllm_bench_sizes(model, hw, tp, dtype, isl, osl, kv_fraction=0.95):
 # TensorRT-LLM's early PyTorch-backend releases launched its kernels with programmatic dependent launch only when
 # asked (TRTLLM_ENABLE_PDL=1: an early getEnvEnablePDL read it as opt-in, and the DeepSeek guide,
 # examples/models/core/deepseek_v3/README.md, exports it by hand); 1.2.0 runs with it on (NVIDIA/TensorRT-LLM issue
-# #16330). These releases' rows (0.20, 0.21, April 2025's main) run --pdl off, as trtllm@1.1 would; the trtllm
-# preset follows 1.2+ (docs/cost-model.md#pdl). No run here set the variable.
-PDL_OFF = ["--pdl", "off"]
+# #16330). These releases' rows (0.20, 0.21, April 2025's main) run the trtllm@1.1 preset (0.19-1.1), PDL off; the
+# trtllm preset follows 1.2+ (docs/cost-model.md#pdl). No run here set the variable.
 T20 = []
 for m, hw, tp, dt, isl, osl, n, tps in [
         ("llama-3.1-8b", "h100-sxm", 1, "fp8", 128, 2048, 3000, 21841.15), ("llama-3.1-8b", "h200", 1, "fp8", 128, 2048, 3000, 23326.38),
@@ -298,10 +297,10 @@ for m, hw, tp, dt, isl, osl, n, tps in [
     tokens = max(tokens, isl + bs)
     T20.append((["--model", m, "--hw", hw, "--tp", str(tp), "--weight-dtype", dt, "--kv-dtype", "fp8", "--kv-memory-fraction", "0.95",
                  "--max-num-seqs", str(bs), "--max-batched-tokens", str(tokens), "--graph-sizes", V20_GRAPHS, "--qps", "1e6", "--arrival", "constant", "--requests", str(n),
-                 "--prompt", str(isl), "--gen", str(osl), "--allreduce-fusion", "off", *PDL_OFF], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
+                 "--prompt", str(isl), "--gen", str(osl), "--allreduce-fusion", "off"], {"output_tps": tps}, [m, hw, tp, dt, f"{isl}/{osl}"], dt))
 add_set("trtllm-0.20-throughput", "Every request at once, fixed lengths (TensorRT-LLM 0.20, PyTorch backend; output tokens/s)",
         "NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v0.20 version): trtllm-bench throughput, total output tokens/s",
-        "TensorRT-LLM 0.20 (PyTorch backend)", "trtllm", "mean", T20, ["model", "GPU", "TP", "dtype", "in/out"], None)
+        "TensorRT-LLM 0.20 (PyTorch backend: the trtllm@1.1 preset)", "trtllm@1.1", "mean", T20, ["model", "GPU", "TP", "dtype", "in/out"], None)
 
 # 7. DeepSeek-R1 (fp8 block-scaled MoE with MLA) on 8 x H200, vLLM 0.8.4 at TP 8 without prefix caching, 50 requests
 #    of fixed lengths at 10 requests/s Poisson (simon-mo/vLLM-Benchmark @d538cdc, saved-results/v0.8.4/deepseek-r1/h200/
@@ -374,12 +373,12 @@ add_set("vllm-0.8-deepseek-r1-nebius", "DeepSeek-R1 on Nebius's 8 x H200 at 10 r
 #    Its ShareGPT run is left out too (mean TPOT 131.7 ms, against 28.7-66.6 ms in the fixed-length runs; not
 #    read further).
 DSR_TRT = [dgx_h200_deepseek(["--experts", "ep", "--max-batched-tokens", "11000", "--kv-memory-fraction", "0.8", "--graph-max-batch",
-                              "256", "--graph-padding", "on", *PDL_OFF], isl, osl, {"tpot": tpot / 1e3})
+                              "256", "--graph-padding", "on"], isl, osl, {"tpot": tpot / 1e3})
            for isl, osl, tpot in [(1000, 2000, 28.70), (5000, 1000, 38.59), (10000, 500, 66.64)]]
 add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorRT-LLM, April 2025, PyTorch backend, TP 8, EP 8; means)",
         "simon-mo/vLLM-Benchmark (commit d538cdc), saved-results/v0.8.4/deepseek-r1/h200/2025-04-18 (DGX H200), the trt- files: "
         "trtllm-serve (trt-guide.md), benchmark_serving.py, 50 requests",
-        "TensorRT-LLM main of 2025-04-18 (the PyTorch backend: the trtllm preset)", "trtllm", "mean", DSR_TRT, ["in/out"], None,
+        "TensorRT-LLM main of 2025-04-18 (the PyTorch backend: the trtllm@1.1 preset)", "trtllm@1.1", "mean", DSR_TRT, ["in/out"], None,
         moe=True)
 
 # 10. TensorRT-LLM v0.21.0rc2 (built from source), DeepSeek-R1 FP8 on 8 x H200, trtllm-serve at TP 8 with the
@@ -388,14 +387,14 @@ add_set("trtllm-deepseek-r1", "DeepSeek-R1 on 8 x H200 at 10 requests/s (TensorR
 #     over 4 x 2 GPUs) is left out: no ridgeline layout splits them so. The B200 rows are left out too:
 #     nvidia/DeepSeek-R1-FP4 keeps some GEMMs out of fp4, which --weight-dtype fp4 does not.
 DSR_TRT21 = [(["--model", "deepseek-v3", "--hw", "h200", "--tp", "8", *(["--experts", "ep"] if ep == 8 else []),
-               "--concurrency", str(c), "--requests", str(4 * c), "--prompt", str(isl), "--gen", str(osl), *PDL_OFF],
+               "--concurrency", str(c), "--requests", str(4 * c), "--prompt", str(isl), "--gen", str(osl)],
               {"ttft": ttft, "itl": itl}, [c, f"{isl}/{osl}", "8" if ep == 8 else "None"], "fp8")
              for c, isl, osl, ep, itl, ttft in [(1, 1600, 600, 1, 0.01378, 0.16463), (1, 1600, 600, 8, 0.011, 0.12411),
                                                 (1, 8192, 600, 1, 0.01453, 0.51583), (1, 8192, 600, 8, 0.01178, 0.35281),
                                                 (8, 1600, 600, 1, 0.01818, 0.69481), (8, 1600, 600, 8, 0.01642, 0.47733)]]
 add_set("trtllm-0.21-deepseek-r1", "DeepSeek-R1 FP8 on 8 x H200, 1 and 8 clients (TensorRT-LLM 0.21.0rc2, TP 8; p50)",
         "NVIDIA/TensorRT-LLM issue #5929 (2025-07-10): LLMPerf against trtllm-serve, v0.21.0rc2 built from source, ITL and TTFT p50",
-        "TensorRT-LLM 0.21 (PyTorch backend: the trtllm preset)", "trtllm", "p50", DSR_TRT21, ["clients", "in/out", "EP"], None,
+        "TensorRT-LLM 0.21 (PyTorch backend: the trtllm@1.1 preset)", "trtllm@1.1", "p50", DSR_TRT21, ["clients", "in/out", "EP"], None,
         moe=True)
 
 

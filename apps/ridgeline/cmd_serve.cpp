@@ -104,9 +104,11 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     e.pdl_source = "--pdl";
     // CUDA's, from compute capability 9.0 (a chip whose file names no arch is taken at its word).
     if (e.pdl && !hw::supports_pdl(sys.chip)) {
+      const hw::ChipSpec& c = sys.chip;
+      const bool vowel = !c.vendor.empty() && std::string_view("aeiou").find(c.vendor.front()) != std::string_view::npos;
       throw InputError(fmt::format("--pdl on: programmatic dependent launch needs an NVIDIA GPU of compute capability 9.0 or later, and "
                                    "{} is {}; expected --pdl off there",
-                                   sys.chip.name, sys.chip.arch));
+                                   c.name, !c.arch.empty() ? c.arch : fmt::format("{} {} {}", vowel ? "an" : "a", c.vendor, c.kind)));
     }
   }
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");
@@ -361,7 +363,7 @@ void add_serve_flags(CLI::App* s, ServeFlags* f) {
                 "on or off: each layer's all-reduce adds the residual and RMS-normalises in its kernel (engine and model default)");
   s->add_option("--pdl", f->pdl,
                 "on or off: the engine launches its own kernels with programmatic dependent launch, each dispatched while the one "
-                "before drains (engine default: trtllm on, as 1.2+ runs)");
+                "before drains (engine default: trtllm 1.2+ and sglang 0.4+ on, on NVIDIA GPUs of compute capability 9.0+)");
   s->add_option("--kv-block", f->kv_block, "tokens per KV cache block (engine default)");
   s->add_option("--kv-blocks", f->kv_blocks, "KV cache blocks per replica instead of what memory leaves (vLLM num_gpu_blocks_override)");
   s->add_option("--kv-memory-fraction", f->kv_memory_fraction, "fraction of memory for the engine / the cache (engine default)");

@@ -101,7 +101,7 @@ Emitted write_launch(planning::LaunchTarget target, const std::string& dir, cons
     workers.push_back({{"role", std::string(name(w.role))}, {"instances", w.instances}, {"gpus_per_instance", w.gpus_per_instance},
                        {"env", env}, {"command", report::launch_command(w)}});
   }
-  e.json = {{"dir", dir},       {"engine", std::string(name(plan.target))}, {"preset", plan.preset}, {"release", plan.release},
+  e.json = {{"dir", dir},       {"engine", std::string(name(plan.target))}, {"preset", plan.preset}, {"flags_preset", plan.flags_preset}, {"release", plan.release},
             {"model", plan.model}, {"workers", workers}, {"files", names_json}, {"notes", plan.notes}};
   return e;
 }

@@ -71,7 +71,7 @@ bool is_rocm_gpu(const ChipSpec& c) noexcept {
 
 bool supports_pdl(const ChipSpec& c) noexcept {
   const Arch a = arch_of(c);
-  return a.isa == Arch::Isa::none || (a.isa == Arch::Isa::cuda && a.major >= 9);
+  return c.kind == "gpu" && ((a.isa == Arch::Isa::cuda && a.major >= 9) || (a.isa == Arch::Isa::none && may_be_nvidia_gpu(c)));
 }
 
 bool runs_deepgemm(const ChipSpec& c) noexcept {

@@ -297,7 +297,8 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     w.env.push_back({"TRTLLM_ENABLE_PDL", "0"});
     if (!decode) {
       c.plan.notes.push_back("kernels launched without programmatic dependent launch, as simulated (--pdl off): TRTLLM_ENABLE_PDL=0 "
-                             "stops FlashInfer's; SGLang's own norms still launch with it on SM90+, which no flag changes");
+                             "stops FlashInfer's where the launcher respects it (some 0.5 releases set it to 1 whatever is given); "
+                             "SGLang's own norms still launch with it on SM90+, which no flag changes");
     }
   }
   if (e.pdl && !e.pdl_default && !decode) pdl_note(c, "SGLang");
@@ -460,7 +461,8 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
   }
   LaunchPlan plan;
   plan.target = target;
-  plan.preset = cli->preset;  // the flag list's (trtllm@1.1 launches as trtllm's list says)
+  plan.preset = preset;
+  plan.flags_preset = cli->preset;  // trtllm@1.1 launches as trtllm's list says
   plan.release = cli->release;
   plan.flags_source = cli->source;
   plan.model = names.model;
@@ -511,8 +513,8 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
 }
 
 std::string unlisted(const LaunchPlan& plan) {
-  const io::EngineCliSpec* cli = io::engine_cli(plan.preset);
-  if (cli == nullptr) return "preset " + plan.preset;
+  const io::EngineCliSpec* cli = io::engine_cli(plan.flags_preset);
+  if (cli == nullptr) return "preset " + plan.flags_preset;
   for (const LaunchWorker& w : plan.workers) {
     for (const LaunchArg& a : w.args) {
       if (!cli->has_flag(a.flag)) return a.flag;

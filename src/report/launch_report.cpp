@@ -66,8 +66,8 @@ std::vector<LaunchFile> launch_files(const planning::LaunchPlan& plan, const std
   if (!heading.empty()) readme += "\n";
   std::int64_t gpus = 0;
   for (const planning::LaunchWorker& w : plan.workers) gpus += w.instances * w.gpus_per_instance;
-  readme += fmt::format("Engine: {} {} (the `{}` preset the simulation ran). Model: {}. Fleet: {} GPUs.\n\n", engine, plan.release,
-                        plan.preset, plan.model, gpus);
+  readme += fmt::format("Engine: {}, its flags as {} lists them (the `{}` preset the simulation ran). Model: {}. Fleet: {} GPUs.\n\n",
+                        engine, plan.release, plan.preset, plan.model, gpus);
   readme += "| instances | role | GPUs each | port | script |\n| --- | --- | --- | --- | --- |\n";
   for (const planning::LaunchWorker& w : plan.workers) {
     readme += fmt::format("| {} | {} | {} | {} | `{}.sh` |\n", w.instances, name(w.role), w.gpus_per_instance, w.port, name(w.role));

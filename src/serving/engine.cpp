@@ -376,14 +376,15 @@ EngineConfig sglang(const hw::ChipSpec& chip, std::int64_t tp, int version) {
   e.version = version;
   const bool v03 = is_sglang_03(e.ref());
   e.releases = v03 ? "0.3" : "0.4+";
-  // Programmatic dependent launch (docs/cost-model.md#pdl): its launcher sets TRTLLM_ENABLE_PDL=1
-  // unless given 0, "flashinfer uses this environment variable for various kernels from MoE to
-  // quant kernels" (python/sglang/srt/entrypoints/engine.py, _set_envs_and_config), and its own
-  // sgl-kernel norms take enable_pdl=is_arch_support_pdl() on SM90+ (PR #5981, May 2025); the
-  // 0.3 line had neither.
+  // Programmatic dependent launch (docs/cost-model.md#pdl): its own sgl-kernel norms take
+  // enable_pdl=is_arch_support_pdl() on SM90+ (PR #5981, May 2025), and from the 0.5 line its
+  // launcher sets TRTLLM_ENABLE_PDL=1 ("flashinfer uses this environment variable for various
+  // kernels from MoE to quant kernels", python/sglang/srt/entrypoints/engine.py,
+  // _set_envs_and_config: unconditionally in a copy of about 0.5.1, unless given 0 in later
+  // ones); the 0.3 line had neither.
   e.pdl = !v03;
   if (e.pdl) {
-    e.pdl_source = "SGLang's launcher: TRTLLM_ENABLE_PDL=1 for FlashInfer's kernels (engine.py), sgl-kernel's on SM90+ (PR #5981)";
+    e.pdl_source = "SGLang's sgl-kernel norms on SM90+ (PR #5981), its launcher's TRTLLM_ENABLE_PDL=1 for FlashInfer's kernels (engine.py, 0.5+)";
   }
   e.policy = StepPolicy::prefill_first;
   e.admission = Admission::ratio_reserve;

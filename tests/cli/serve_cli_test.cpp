@@ -146,6 +146,12 @@ TEST(ServeCli, TensorRtLlmLaunchesItsOwnKernelsWithProgrammaticDependentLaunch) 
             std::string::npos)
       << amd.err;
   EXPECT_EQ(std::count(amd.err.begin(), amd.err.end(), '\n'), 1) << amd.err;
+  // Nor a CPU or a TPU, whose files name no arch: refused, and no preset has it there.
+  const auto cpu = run("serve --model llama-3.1-8b --hw epyc-9654 --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine vllm --pdl on");
+  EXPECT_EQ(cpu.status, 2);
+  EXPECT_NE(cpu.err.find("and epyc-9654 is an amd cpu; expected --pdl off there"), std::string::npos) << cpu.err;
+  EXPECT_EQ(run_json("serve --model llama-3.1-8b --hw tpu-v6e --concurrency 1 --requests 1 --prompt 64 --gen 8 --engine sglang")["engine"]["pdl"],
+            false);
   // vLLM's preset launches none so; SGLang's launcher has FlashInfer's kernels launched so
   // (TRTLLM_ENABLE_PDL=1), SGLang 0.3 had none; no preset on an A100 (compute capability 8.0).
   const std::string other = "serve --model deepseek-v3 --tp 8 --concurrency 1 --requests 1 --prompt 64 --gen 8 --hw b200 --engine ";

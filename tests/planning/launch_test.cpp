@@ -46,8 +46,8 @@ bool listed(const nlohmann::json& list, const char* field, const std::string& it
 // Whether every flag, key and (where the list has them) value of `p` is in the file's lists.
 void expect_listed(const LaunchPlan& p) {
   static const std::map<std::string, nlohmann::json> lists = data_lists();
-  ASSERT_TRUE(lists.count(p.preset)) << p.preset;
-  const nlohmann::json& l = lists.at(p.preset);
+  ASSERT_TRUE(lists.count(p.flags_preset)) << p.flags_preset;
+  const nlohmann::json& l = lists.at(p.flags_preset);
   const nlohmann::json choices = l.value("choices", nlohmann::json::object());
   auto value_ok = [&](const std::string& key, const std::string& v) {
     return !choices.contains(key) || std::find(choices[key].begin(), choices[key].end(), v) != choices[key].end();
@@ -640,7 +640,8 @@ TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
   c11.engine = serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmOptInPdlVersion}, b200.chip, 8, r1);
   const LaunchPlan p11 = launch_plan(r1, c11, LaunchTarget::trtllm, {"m", ""});
   expect_listed(p11);
-  EXPECT_EQ(p11.preset, "trtllm");
+  EXPECT_EQ(p11.preset, "trtllm@1.1");
+  EXPECT_EQ(p11.flags_preset, "trtllm");
   ASSERT_EQ(p11.workers[0].env.size(), 1u);
   EXPECT_EQ(p11.workers[0].env[0].value, "0");
   EXPECT_FALSE(serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmEnginesVersion}, b200.chip, 8, r1).pdl);

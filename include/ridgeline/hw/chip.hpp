@@ -553,8 +553,9 @@ bool may_be_nvidia_gpu(const ChipSpec& c) noexcept;
 bool is_rocm_gpu(const ChipSpec& c) noexcept;
 
 /// Whether kernels on the chip may be launched with programmatic dependent launch: a CUDA GPU
-/// of compute capability 9.0 or later, or a chip whose file names no instruction set (`arch`),
-/// taken at its word (docs/cost-model.md#pdl).
+/// of compute capability 9.0 or later, or a GPU that may be NVIDIA's whose file names no
+/// instruction set (`arch`), taken at its word; never a TPU, a CPU or an AMD GPU
+/// (docs/cost-model.md#pdl).
 bool supports_pdl(const ChipSpec& c) noexcept;
 /// Whether DeepGEMM's kernels run on the chip (the engines' block-fp8 GEMMs and grouped
 /// experts, hw::KernelClass::gemm_scaled_deepgemm, gemm_expert_deepgemm): CUDA of compute

@@ -66,8 +66,8 @@ struct ForwardConfig {
   bool allreduce_norm_in_place = false;
   /// The engine launches its own kernels with programmatic dependent launch (PDL): each
   /// kernel of those classes (hw::pdl_class) is dispatched while the one before it drains,
-  /// hiding the chip's pdl_overlap_s of its boundary (ops::Rates with pdl; TensorRT-LLM 1.2+,
-  /// TRTLLM_ENABLE_PDL on by default: serving::EngineConfig::pdl, docs/cost-model.md#pdl).
+  /// hiding the chip's pdl_overlap_s of its boundary (ops::Rates with pdl; TensorRT-LLM 1.2+ and
+  /// SGLang 0.4+ by default: serving::EngineConfig::pdl, docs/cost-model.md#pdl).
   /// Priced where a serving step is (serving::StepModel); `infer`'s static engine has none.
   bool pdl = false;
   /// NCCL may reduce in the switches (NVLS). Off where the engine turns it off: SGLang sets

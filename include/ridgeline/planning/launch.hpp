@@ -55,8 +55,9 @@ struct LaunchWorker {
 /// A fleet as one engine launches it.
 struct LaunchPlan {
   LaunchTarget target = LaunchTarget::vllm;
-  std::string preset;   ///< the preset the simulation ran: "vllm", "vllm@0.13", ...
-  std::string release;  ///< the engine release its flags follow: "0.14"
+  std::string preset;   ///< the preset the simulation ran: "vllm", "vllm@0.13", "trtllm@1.1", ...
+  std::string flags_preset;  ///< the preset whose flag list the launch follows (trtllm@1.1: trtllm's)
+  std::string release;  ///< the release that flag list was read from: "0.14"
   std::string flags_source;  ///< where the flag list was read
   std::string model;    ///< the model as the engine loads it (a Hugging Face repository or a path)
   std::vector<LaunchWorker> workers;
