@@ -102,7 +102,8 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
   if (!f.pdl.empty()) {
     e.pdl = on_off(f.pdl, "--pdl");
     e.pdl_source = "--pdl";
-    // CUDA's, from compute capability 9.0 (a chip whose file names no arch is taken at its word).
+    // CUDA's, from compute capability 9.0 (hw::supports_pdl: a GPU file naming no arch that may be
+    // NVIDIA's is taken at its word).
     if (e.pdl && !hw::supports_pdl(sys.chip)) {
       const hw::ChipSpec& c = sys.chip;
       const bool vowel = !c.vendor.empty() && std::string_view("aeiou").find(c.vendor.front()) != std::string_view::npos;

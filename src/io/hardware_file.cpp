@@ -621,9 +621,11 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
       }
       // Programmatic dependent launch is CUDA's from compute capability 9.0.
       if (c.efficiency.pdl_overlap_s > 0 && !hw::supports_pdl(c)) {
-        r.fail("efficiency.pdl_overlap", fmt::format("{} s on arch {}: programmatic dependent launch needs an NVIDIA GPU of compute "
+        r.fail("efficiency.pdl_overlap", fmt::format("{} s on {}: programmatic dependent launch needs an NVIDIA GPU of compute "
                                                      "capability 9.0 or later (sm_90, sm_100)",
-                                                     c.efficiency.pdl_overlap_s, c.arch));
+                                                     c.efficiency.pdl_overlap_s,
+                                                     c.arch.empty() ? fmt::format("a {} {} naming no arch", c.vendor, c.kind)
+                                                                    : "arch " + c.arch));
       }
     }
     // Per kernel class: fractions that refine the chip-wide ones, and a fixed time per kernel.

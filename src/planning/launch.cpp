@@ -291,8 +291,9 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
                            "unasked, and the release's flags have no switch to stop it (its later --enforce-disable-flashinfer-allreduce-"
                            "fusion does)");
   }
-  // Programmatic dependent launch: its 0.4+ launcher turns it on for FlashInfer's kernels unless
-  // TRTLLM_ENABLE_PDL is 0 (docs/cost-model.md#pdl); its sgl-kernel norms keep it on SM90+.
+  // Programmatic dependent launch: its 0.5+ launcher turns it on for FlashInfer's kernels (unless
+  // TRTLLM_ENABLE_PDL is 0, in the later releases; docs/cost-model.md#pdl); its sgl-kernel norms
+  // keep it on SM90+.
   if (!e.pdl && e.pdl_default) {
     w.env.push_back({"TRTLLM_ENABLE_PDL", "0"});
     if (!decode) {

@@ -221,6 +221,12 @@ TEST(HardwareFile, KernelClassEfficiencies) {
   EXPECT_NE(chip_error_of(a100).find("efficiency.pdl_overlap: 5e-07 s on arch sm_80: programmatic dependent launch needs an NVIDIA GPU"),
             std::string::npos)
       << chip_error_of(a100);
+  // Nor a chip that names no arch and is no GPU NVIDIA's may be: a TPU.
+  std::string tpu = std::string(kMinimal) + "efficiency: {pdl_overlap: 0.5 us}\n";
+  tpu.replace(tpu.find("vendor: test\nkind: gpu"), 22, "vendor: google\nkind: tpu");
+  EXPECT_NE(chip_error_of(tpu).find("efficiency.pdl_overlap: 5e-07 s on a google tpu naming no arch: programmatic dependent launch needs"),
+            std::string::npos)
+      << chip_error_of(tpu);
 }
 
 TEST(HardwareFile, MeasuredMatmulRates) {
