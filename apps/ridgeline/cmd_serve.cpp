@@ -106,10 +106,9 @@ serving::EngineConfig engine_config(const ServeFlags& f, const model::ModelConfi
     // NVIDIA's is taken at its word).
     if (e.pdl && !hw::supports_pdl(sys.chip)) {
       const hw::ChipSpec& c = sys.chip;
-      const bool vowel = !c.vendor.empty() && std::string_view("aeiou").find(c.vendor.front()) != std::string_view::npos;
       throw InputError(fmt::format("--pdl on: programmatic dependent launch needs an NVIDIA GPU of compute capability 9.0 or later, and "
                                    "{} is {}; expected --pdl off there",
-                                   c.name, !c.arch.empty() ? c.arch : fmt::format("{} {} {}", vowel ? "an" : "a", c.vendor, c.kind)));
+                                   c.name, !c.arch.empty() ? c.arch : hw::vendor_and_kind(c)));
     }
   }
   if (!f.kv_block.empty()) e.kv_block = parse_positive_int(f.kv_block, "--kv-block");

@@ -51,6 +51,11 @@ std::optional<Arch> parse_arch(std::string_view text) noexcept {
 
 Arch arch_of(const ChipSpec& c) noexcept { return parse_arch(c.arch).value_or(Arch{}); }
 
+std::string vendor_and_kind(const ChipSpec& c) {
+  const bool vowel = !c.vendor.empty() && std::string_view("aeiou").find(c.vendor.front()) != std::string_view::npos;
+  return std::string(vowel ? "an " : "a ") + c.vendor + " " + c.kind;
+}
+
 bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept {
   if (c.vendor.size() != vendor.size()) return false;
   for (std::size_t i = 0; i < vendor.size(); ++i) {

@@ -624,7 +624,7 @@ hw::ChipSpec parse_chip_yaml(std::string_view text, std::string_view source) {
         r.fail("efficiency.pdl_overlap", fmt::format("{} s on {}: programmatic dependent launch needs an NVIDIA GPU of compute "
                                                      "capability 9.0 or later (sm_90, sm_100)",
                                                      c.efficiency.pdl_overlap_s,
-                                                     c.arch.empty() ? fmt::format("a {} {} naming no arch", c.vendor, c.kind)
+                                                     c.arch.empty() ? hw::vendor_and_kind(c) + " naming no arch"
                                                                     : "arch " + c.arch));
       }
     }

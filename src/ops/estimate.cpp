@@ -121,7 +121,7 @@ Rates::Rates(const hw::ChipSpec& chip, bool pdl) noexcept {
     achievable[k].k_loop_s = own ? e.kernel[k].k_loop_s : 0;
     // Programmatic dependent launch hides part of each boundary, never more than the boundary.
     if (pdl && hw::pdl_class(static_cast<hw::KernelClass>(k))) {
-      achievable[k].overhead_s -= std::min({e.pdl_overlap_s, e.overhead_s, achievable[k].overhead_s});
+      achievable[k].overhead_s -= std::min(e.pdl_hidden_s(), achievable[k].overhead_s);
     }
   }
 }

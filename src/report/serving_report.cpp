@@ -596,7 +596,7 @@ std::string serving_text(const model::ModelConfig& m, const hw::System& sys, con
   }
   if (e.pdl) {
     const hw::EfficiencySpec& eff = sys.chip.efficiency;
-    const double hidden = std::min(eff.pdl_overlap_s, eff.overhead_s);
+    const double hidden = eff.pdl_hidden_s();
     s += fmt::format("        its own kernels launched with programmatic dependent launch, {} ({}; docs/cost-model.md#pdl)\n",
                      hidden > 0                ? fmt::format("each dispatched while the one before drains: {} of its boundary hidden", t(hidden))
                      : eff.pdl_overlap_s > 0 ? fmt::format("whose boundary on the {} is none: nothing to hide", sys.chip.name)

@@ -116,7 +116,7 @@ std::string chip_text(const hw::ChipSpec& c) {
   }
   if (c.efficiency.pdl_overlap_s > 0) {
     out += fmt::format("PDL overlap     {} of a boundary hidden where an engine launches a kernel with programmatic dependent launch\n",
-                       time_or_na(std::min(c.efficiency.pdl_overlap_s, c.efficiency.overhead_s)));
+                       time_or_na(c.efficiency.pdl_hidden_s()));
   }
   for (int k = 1; k < hw::kKernelClassCount; ++k) {
     const hw::ClassEfficiency& ce = c.efficiency.kernel[k];

@@ -807,10 +807,9 @@ bool runs_on(EngineRef engine, const hw::ChipSpec& chip) noexcept {
 
 void check_runs_on(EngineRef engine, const hw::ChipSpec& chip) {
   if (runs_on(engine, chip)) return;
-  const bool vowel = !chip.vendor.empty() && std::string_view("aeiou").find(chip.vendor.front()) != std::string_view::npos;
-  throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {} {} {}; expected --engine vllm or sglang "
+  throw InputError(fmt::format("--engine {}: TensorRT-LLM runs on NVIDIA GPUs, and {} is {}; expected --engine vllm or sglang "
                                "there, or an NVIDIA GPU",
-                               name(engine), chip.name, vowel ? "an" : "a", chip.vendor, chip.kind));
+                               name(engine), chip.name, hw::vendor_and_kind(chip)));
 }
 
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp) {

@@ -254,6 +254,9 @@ struct EfficiencySpec {
   /// hidden). Only kernels an engine launches so (pdl_class, model::ForwardConfig::pdl);
   /// docs/cost-model.md#pdl.
   double pdl_overlap_s = 0;
+  /// What programmatic dependent launch hides of a boundary: pdl_overlap_s, at most the
+  /// boundary itself (overhead_s).
+  double pdl_hidden_s() const noexcept { return pdl_overlap_s < overhead_s ? pdl_overlap_s : overhead_s; }
   /// Per kernel class (index KernelClass; `other` is unused): measured or published figures
   /// that refine the chip-wide ones.
   std::array<ClassEfficiency, kKernelClassCount> kernel{};
@@ -541,6 +544,8 @@ Arch arch_of(const ChipSpec& c) noexcept;
 
 /// Whether the chip's `vendor` is `vendor` (given in lower case), whatever its case.
 bool vendor_is(const ChipSpec& c, std::string_view vendor) noexcept;
+/// The chip as its vendor and kind, with its article, for messages: "an amd gpu", "a google tpu".
+std::string vendor_and_kind(const ChipSpec& c);
 
 /// Whether the chip may be an NVIDIA GPU: a GPU not known to be another vendor's (no HIP `arch`,
 /// not vendor amd; a file of its own or an ERT roofline is let through). What CUDA-only engines
