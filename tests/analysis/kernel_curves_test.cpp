@@ -501,25 +501,37 @@ TEST(KernelCurves, DeepGemmsFitFindsEachTilesFillWhereItsPointsVaryK) {
 
 TEST(KernelCurves, AGroupedOrScaledGemmFindsItsOwnMatrixRateWhereItsPointsHideIt) {
   // matmul m x 4096 x 4096 in bf16 on the toy chip (100 TFLOP/s, chip-wide matrix 0.8 and
-  // memory 0.9, 1 TB/s): bytes 4·4096·m + 2·4096² (33.554 MB of weights). A block-scaled GEMM
-  // class made as 3 us + max(bytes / 0.85 TB/s, FLOPs / 0.4 x 100 TFLOP/s): m = 1, 2, 4 stream
-  // their weights; m = 64 (2.147 GFLOP, 34.603 MB) takes 3 + 53.687 = 56.687 us on the matrix,
-  // but at the chip-wide 80 TFLOP/s its 26.8 us sit under its 38.4 us of memory, so a fit
-  // started there never frees the matrix (its best: residuals of several percent). The second
-  // start, at half the matrix rate, finds 3 us, memory 0.85 and matrix 0.4 exactly.
-  auto mm = [](double m) {
-    const double bytes = 4 * 4096 * m + 2.0 * 4096 * 4096, flops = 2 * m * 4096 * 4096;
-    return gemm_point(m, 4096, 4096, DType::bf16, 3e-6 + std::max(bytes / 0.85e12, flops / 40e12));
+  // memory 0.9, 1 TB/s): bytes 4·4096·m + 2·4096² (33.554 MB of weights). A block-scaled or
+  // grouped GEMM class made as 3 us + max(bytes / 0.85 TB/s, FLOPs / f x 100 TFLOP/s), its
+  // points m = 1, 2, 4 streaming their weights and one more, m_top, on its products:
+  // - f = 0.4, m_top = 64 (2.147 GFLOP, 34.603 MB): 3 + 53.687 = 56.687 us. At the chip-wide
+  //   80 TFLOP/s its 26.8 us sit under its 38.4 us of memory at the start's 0.9, so a fit
+  //   started there never frees the matrix (its best: residuals of several percent); the start
+  //   at half the rate finds it.
+  // - f = 0.06, m_top = 16 (0.537 GFLOP, 33.817 MB): 3 + 89.478 = 92.478 us. From the chip-wide
+  //   rate (6.711 us), half of it (13.422) or a quarter (26.844) its products sit under its
+  //   37.574 us of memory at 0.9; from an eighth (53.687 us) they bind (trtllm-gen's NVFP4
+  //   MoE on a B200, 0.19 of its peak, was such a class).
+  // Each fit finds 3 us, memory 0.85 and its f exactly.
+  struct Case {
+    double f, m_top, t_top;
   };
-  ASSERT_NEAR(mm(64).time_s, 56.687e-6, 1e-9);
-  const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph, {mm(1), mm(2), mm(4), mm(64)});
-  const auto fits = analysis::fit_curves(c);
-  ASSERT_EQ(fits.size(), 1u);
-  EXPECT_TRUE(fits[0].fitted);
-  EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
-  EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
-  EXPECT_NEAR(fits[0].efficiency.matrix, 0.4, 0.4 * 1e-6);
-  EXPECT_NEAR(fits[0].rms_residual, 0, 1e-6);
+  for (const Case& k : {Case{0.4, 64, 56.687e-6}, Case{0.06, 16, 92.478e-6}}) {
+    SCOPED_TRACE(k.f);
+    auto mm = [&k](double m) {
+      const double bytes = 4 * 4096 * m + 2.0 * 4096 * 4096, flops = 2 * m * 4096 * 4096;
+      return gemm_point(m, 4096, 4096, DType::bf16, 3e-6 + std::max(bytes / 0.85e12, flops / (k.f * 100e12)));
+    };
+    ASSERT_NEAR(mm(k.m_top).time_s, k.t_top, 1e-9);
+    const hw::ChipSpec c = with_curve(KernelClass::gemm_scaled, hw::CurveTiming::graph, {mm(1), mm(2), mm(4), mm(k.m_top)});
+    const auto fits = analysis::fit_curves(c);
+    ASSERT_EQ(fits.size(), 1u);
+    EXPECT_TRUE(fits[0].fitted);
+    EXPECT_NEAR(fits[0].efficiency.overhead_s, 3e-6, 3e-6 * 1e-6);
+    EXPECT_NEAR(fits[0].efficiency.memory, 0.85, 0.85 * 1e-6);
+    EXPECT_NEAR(fits[0].efficiency.matrix, k.f, k.f * 1e-6);
+    EXPECT_NEAR(fits[0].rms_residual, 0, 1e-6);
+  }
 }
 
 TEST(KernelCurves, AGemmWhoseMatrixAndMemoryTimesAreNearEqualFindsItsOverlapShare) {
@@ -847,15 +859,17 @@ TEST(KernelCurves, TheB200PricesAOneTokenMoeAtTrtllmGensCurve) {
   // as FlashInfer PR #4048 timed trtllm-gen's fused MoE (37 us): a point of 32 experts, top 1.
   // One expert touched (32 x (1 - 31/32)). Its gate-up GEMM reads the expert's 7168 x 4096
   // weights at 0.5625 B (4 bits and an e4m3 scale per 16) = 16515072 B, the bf16 row 7168 x 2 =
-  // 14336 and writes 4096 x 2 = 8192: 16537600 B at the gemm_expert fit (17.54 us, memory
-  // 0.7533 of 8 TB/s = 6.0264 TB/s): 17.54 + 2.744192 = 20.284192 us. The down GEMM: 2048 x
-  // 7168 x 0.5625 = 8257536 + 2048 x 2 + 7168 x 2 = 8275968 B: 17.54 + 1.373285 = 18.913285 us.
-  // Three pointwise kernels at the chip's boundary (0.8 us) and 90% of 8 TB/s: the top-k's 32
-  // fp32 logits (128 B), SwiGLU (2 x 2048 x 2 in, 2048 x 2 out: 12288 B), the weighted sum
-  // (7168 x 2 in and out: 28672 B): 2.4 + 41088 / 7.2e12 = 2.405707 us. In all 41.603184 us.
+  // 14336 and writes 4096 x 2 = 8192: 16537600 B at the gemm_expert fit (17.86 us, memory
+  // 0.7841 of 8 TB/s = 6.2728 TB/s): 17.86 + 2.636398 = 20.496398 us. The down GEMM: 2048 x
+  // 7168 x 0.5625 = 8257536 + 2048 x 2 + 7168 x 2 = 8275968 B: 17.86 + 1.319342 = 19.179342 us.
+  // Their products (2 x 7168 x 4096 and 2 x 2048 x 7168 FLOPs at the fit's matrix 0.1876 of
+  // 9 PFLOP/s fp4: 0.035 and 0.017 us) bind on neither. Three pointwise kernels at the chip's
+  // boundary (0.8 us) and 90% of 8 TB/s: the top-k's 32 fp32 logits (128 B), SwiGLU (2 x 2048 x
+  // 2 in, 2048 x 2 out: 12288 B), the weighted sum (7168 x 2 in and out: 28672 B): 2.4 + 41088 /
+  // 7.2e12 = 2.405707 us. In all 42.081447 us.
   // The cuBLAS GEMM figures that priced the experts before (5.092 us, memory 0.7579) gave 16.68.
   EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert, hw::CurveTiming::graph, moe(1, 7168, 2048, 32, 1, DType::fp4, 37e-6)),
-              41.603184e-6, 41.603184e-6 * 1e-4);
+              42.081447e-6, 42.081447e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPrefillRate) {
@@ -863,29 +877,29 @@ TEST(KernelCurves, TheB200PricesMxfp4ExpertsWithBf16RowsAtTrtllmGensMeasuredPref
   // MXFP4 weights (4 bits and an 8-bit scale a 32: 0.53125 B) and bf16 rows, 2048 tokens
   // (flashinfer-ai/flashinfer issue #2671, FlashInfer 0.6.0: 1.589 ms). The class
   // gemm_expert_w4a16 on the B200: matrix 0.1371 of the bf16 peak (2.25 PFLOP/s: 308.475
-  // TFLOP/s), gemm_expert's memory 0.7533 of 8 TB/s and 17.54 us. Pairs 2048 x 4 = 8192, every
+  // TFLOP/s), gemm_expert's memory 0.7841 of 8 TB/s and 17.86 us. Pairs 2048 x 4 = 8192, every
   // expert touched (128 (1 - (124/128)^2048) = 128 to double precision):
   //  top-k, a softmax over 2048 x 128 bf16: 2 x 524288 B at the chip's 0.8 us and 90% of 8 TB/s:
   //    0.945636 us;
   //  gate-up: 2 x 8192 x 3072 x 6144 = 309237645312 FLOPs, 1002.472308 us, over its bytes'
   //    (8192 x 3072 x 2 in, 128 x 6144 x 3072 x 0.53125 of weights, 8192 x 6144 x 2 out:
-  //    1434451968 B, 238.028005 us): 17.54 + 1002.472308 = 1020.012308 us;
+  //    1434451968 B, 228.677332 us): 17.86 + 1002.472308 = 1020.332308 us;
   //  SiLU-and-mul: 8192 x 6144 x 2 in, 8192 x 3072 x 2 out: 150994944 B: 0.8 + 20.971520 =
   //    21.771520 us;
-  //  down: 154618822656 FLOPs, 501.236154 us (bytes 742391808, 123.189932 us): 518.776154 us;
+  //  down: 154618822656 FLOPs, 501.236154 us (bytes 742391808, 118.351755 us): 519.096154 us;
   //  weighted sum: 4 x 2048 x 3072 x 2 in, 2048 x 3072 x 2 out: 62914560 B: 9.538133 us.
-  // In all 1571.043751 us against the measured 1589 (the fit's two points, 1.1% each way).
+  // In all 1571.683751 us against the measured 1589 (the fit's two points, 1.1% each way).
   EXPECT_NEAR(priced_on("b200", KernelClass::gemm_expert_w4a16, hw::CurveTiming::graph,
                         moe(2048, 3072, 3072, 128, 4, DType::fp4, 1.589e-3)),
-              1571.043751e-6, 1571.043751e-6 * 1e-5);
+              1571.683751e-6, 1571.683751e-6 * 1e-5);
   // The GB200 NVL72's file holds the same curve (the same SM100 kernel, none measured on it),
   // fitted on its 2.5 PFLOP/s: matrix 0.1234, 308.5 TFLOP/s against the B200's 308.475, its
   // other figures the B200's (gemm_expert's curve too) or the same chip-wide ones (0.8 us, 90% of
-  // 8 TB/s): its products 1503.587 us where the B200 takes 1503.708, 1570.922 us, the B200's
+  // 8 TB/s): its products 1503.587 us where the B200 takes 1503.708, 1571.562 us, the B200's
   // time within 1e-4.
   EXPECT_NEAR(priced_on("gb200-nvl72", KernelClass::gemm_expert_w4a16, hw::CurveTiming::graph,
                         moe(2048, 3072, 3072, 128, 4, DType::fp4, 1.589e-3)),
-              1571.043751e-6, 1571.043751e-6 * 1e-4);
+              1571.683751e-6, 1571.683751e-6 * 1e-4);
 }
 
 TEST(KernelCurves, TheH200PricesSglangsBlockFp8FusedMoeAtItsMeasuredPrefillTime) {
