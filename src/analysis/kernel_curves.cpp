@@ -548,11 +548,12 @@ CurveFit fit_held(const std::vector<Row>& rows, const hw::ChipSpec& chip, Kernel
   // A fit frees only the parts its points bind on: a grouped or block-scaled GEMM class
   // starting from the chip-wide matrix rate may never let its largest points bind on the
   // matrix, though they run far below it (vLLM's fused MoE at 1024 tokens). Starts at a half,
-  // a quarter and an eighth of that rate let them (trtllm-gen's NVFP4 MoE on a B200 runs at
-  // 0.19 of the fp4 peak, under the half-rate start's reach); each fit is kept when it brings
-  // the rms residual of the best before it down by a tenth or more (a fraction freed for a
-  // point or two of noise is not). cuBLAS's class starts at the chip's measured rate, the best
-  // shape's, and needs none.
+  // a quarter and an eighth of the first start's rate (the class's figure in the file, else
+  // the chip-wide one) let them (trtllm-gen's NVFP4 MoE on a B200 runs at 0.19 of the fp4
+  // peak, under the half-rate start's reach); each fit is kept when it brings the rms residual
+  // of the best before it down by a tenth or more (a fraction freed for a point or two of
+  // noise is not). cuBLAS's class starts at the chip's measured rate, the best shape's, and
+  // needs none.
   if (cls != KernelClass::gemm && rows.size() >= 2) {
     for (int start = 0; start < 3; ++start) {
       x[kMatrix] *= 2;
