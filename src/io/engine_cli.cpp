@@ -36,6 +36,7 @@ EngineCliSpec parse(std::string_view text, std::string_view path) {
     *field = it->get<std::string>();
   }
   s.command = strings(j, "command", path);
+  s.also_presets = strings(j, "also_presets", path);
   s.flags = strings(j, "flags", path);
   s.yaml_keys = strings(j, "yaml_keys", path);
   if (const auto it = j.find("choices"); it != j.end() && it->is_object()) {
@@ -72,7 +73,7 @@ const std::vector<EngineCliSpec>& engine_clis() {
 
 const EngineCliSpec* engine_cli(std::string_view preset) {
   for (const EngineCliSpec& s : engine_clis()) {
-    if (s.preset == preset) return &s;
+    if (s.preset == preset || std::find(s.also_presets.begin(), s.also_presets.end(), preset) != s.also_presets.end()) return &s;
   }
   return nullptr;
 }

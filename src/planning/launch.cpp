@@ -448,9 +448,9 @@ LaunchPlan launch_plan(const model::ModelConfig& m, const serving::ServeConfig& 
                                  serving::name(e.kind), name(target)));
   }
   const std::string preset = serving::name(e.ref());
-  // TensorRT-LLM 0.19-1.1 (trtllm@1.1) take the PyTorch backend's flag list, read from both copies.
-  const bool opt_in_pdl = e.kind == serving::EngineKind::trtllm && e.version == serving::kTrtllmOptInPdlVersion;
-  const io::EngineCliSpec* cli = io::engine_cli(opt_in_pdl ? std::string("trtllm") : preset);
+  // A list may serve other releases' presets (trtllm@1.1 takes the PyTorch backend's, read from
+  // both copies: data/engines, also_presets).
+  const io::EngineCliSpec* cli = io::engine_cli(preset);
   if (cli == nullptr) {
     // Why there is none: TensorRT-LLM's TensorRT engine flow is built, not launched by flags.
     const char* why = e.kind == serving::EngineKind::trtllm

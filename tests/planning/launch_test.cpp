@@ -102,6 +102,12 @@ TEST(EngineLists, EveryPresetHasAListWithItsSource) {
     EXPECT_EQ(unique.size(), s->flags.size()) << preset << ": a flag listed twice";
   }
   EXPECT_EQ(io::engine_cli("vllm@0.8"), nullptr);
+  // TensorRT-LLM 0.19-1.1 launch by the PyTorch backend's list, read from both copies of its
+  // serve.py (data/engines/trtllm-1.0.json: also_presets); the TensorRT flow has none.
+  const io::EngineCliSpec* opt_in = io::engine_cli("trtllm@1.1");
+  ASSERT_NE(opt_in, nullptr);
+  EXPECT_EQ(opt_in->preset, "trtllm");
+  EXPECT_EQ(io::engine_cli("trtllm@0.15"), nullptr);
 }
 
 // Llama-3.1-70B at TP 4 on H100s, vLLM 0.14+: the preset of a GPU of 70 GiB or more (not an

@@ -14,6 +14,9 @@ namespace ridgeline::io {
 struct EngineCliSpec {
   std::string engine;   ///< "vllm", "sglang", "trtllm"
   std::string preset;   ///< the preset it belongs to, as --engine names it: "vllm", "vllm@0.13", "sglang@0.3", ...
+  /// Presets of other releases it serves too, its flags being theirs (trtllm's list, read from
+  /// both the 0.19-0.20 serve.py and the 1.x one, for trtllm@1.1).
+  std::vector<std::string> also_presets;
   std::string release;  ///< the release the list is of, e.g. "0.14"
   std::vector<std::string> command;  ///< the program and its subcommand: {"vllm", "serve"}
   std::string source;   ///< where the flags were read
@@ -29,7 +32,7 @@ struct EngineCliSpec {
 };
 
 /// The list of the preset named `preset` ("vllm", "vllm@0.13", "sglang", "sglang@0.3",
-/// "trtllm"), or nullptr.
+/// "trtllm"), or the one serving it too (trtllm@1.1: trtllm's), or nullptr.
 const EngineCliSpec* engine_cli(std::string_view preset);
 /// Every embedded list.
 const std::vector<EngineCliSpec>& engine_clis();
