@@ -1173,15 +1173,17 @@ TEST(KernelCurves, TheCatalogsFiguresAreItsCurvesFits) {
 
 TEST(KernelCurves, EachCatalogFitIsFoundFromTheChipWideFigures) {
   // The fit starts from the class's figures as its file gives them: each catalog class's fit
-  // found again with its fractions and fixed time cleared (the chip-wide figures, the restarts
-  // at a half, a quarter and an eighth of the matrix rate) is the one its file keeps, so no
-  // figure of the catalog stands only because the fit started at it. Its other figures (the
-  // overlap share, a tile's fill or work, a K loop's time, cuBLAS's share of the measured rate)
-  // stay: each is held in turn on a grid or says how the class is fitted. Within 1%: the
-  // MI300X's CK block-scaled GEMM (its K loop's time held) settles 0.8% off its fixed time
-  // (3.859 against 3.890 us; matrix and memory 0.2% off), a shallow valley; the B200's fused
-  // MoE fitted from the chip-wide rate with one restart missed its matrix fraction altogether
-  // (30% at 4096 tokens).
+  // found again with its fractions, fixed time and cuBLAS's share of the measured rate cleared
+  // is the one its file keeps, so no figure of the catalog stands only because the fit started
+  // at it. A cleared class starts from what it takes with none of its own (hw::class_efficiency:
+  // its fallback's, refitted first where that class has curves, else the chip-wide figures),
+  // then the restarts at a half, a quarter and an eighth of that matrix rate. Its other figures
+  // (the overlap share, a tile's fill or work, a K loop's time) stay: each is held in turn on a
+  // grid or says how the class is fitted. Within 1%, the fixed time within 2%: the MI300X's CK
+  // block-scaled GEMM (its K loop's time held) settles 0.8% off its fixed time (3.859 against
+  // 3.890 us; matrix and memory 0.2% off), a shallow valley; the B200's fused MoE fitted from
+  // the chip-wide rate with one restart missed its matrix fraction altogether (30% at 4096
+  // tokens).
   for (const io::CatalogEntry& e : io::catalog()) {
     const hw::ChipSpec c = io::catalog_chip(e.name);
     if (c.curves.empty()) continue;
@@ -1189,16 +1191,17 @@ TEST(KernelCurves, EachCatalogFitIsFoundFromTheChipWideFigures) {
     hw::ChipSpec fresh = c;
     for (const analysis::CurveFit& f : kept) {
       hw::ClassEfficiency& k = fresh.efficiency.kernel[static_cast<int>(f.cls)];
-      k.matrix = k.vector = k.memory = k.link = k.overhead_s = 0;
+      k.matrix = k.vector = k.memory = k.link = k.overhead_s = k.matmul = 0;
     }
     const std::vector<analysis::CurveFit> found = analysis::fit_curves(fresh);
     ASSERT_EQ(found.size(), kept.size()) << e.name;
     for (std::size_t i = 0; i < kept.size(); ++i) {
       SCOPED_TRACE(e.name + " " + std::string(hw::name(kept[i].cls)));
       const hw::ClassEfficiency &f = found[i].efficiency, &k = kept[i].efficiency;
+      EXPECT_EQ(found[i].cls, kept[i].cls);
       EXPECT_TRUE(found[i].fitted);
-      EXPECT_NEAR(f.overhead_s, k.overhead_s, 1e-2 * k.overhead_s + 1e-12);
-      for (auto [a, b] : {std::pair{f.matrix, k.matrix}, {f.vector, k.vector}, {f.memory, k.memory}, {f.link, k.link}}) {
+      EXPECT_NEAR(f.overhead_s, k.overhead_s, 2e-2 * k.overhead_s + 1e-12);
+      for (auto [a, b] : {std::pair{f.matrix, k.matrix}, {f.vector, k.vector}, {f.memory, k.memory}, {f.link, k.link}, {f.matmul, k.matmul}}) {
         EXPECT_NEAR(a, b, 1e-2 * b + 1e-12);
       }
     }

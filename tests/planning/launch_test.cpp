@@ -108,6 +108,21 @@ TEST(EngineLists, EveryPresetHasAListWithItsSource) {
   ASSERT_NE(opt_in, nullptr);
   EXPECT_EQ(opt_in->preset, "trtllm");
   EXPECT_EQ(io::engine_cli("trtllm@0.15"), nullptr);
+  // Every name a list serves is a preset as launch_plan spells it (serving::name of what
+  // --engine parses it to: an alias such as "trtllm@0.20" would never be looked up), and no
+  // name is served by two lists.
+  std::map<std::string, int> served;
+  for (const io::EngineCliSpec& l : io::engine_clis()) {
+    std::vector<std::string> names = l.also_presets;
+    names.push_back(l.preset);
+    for (const std::string& n : names) {
+      const std::optional<serving::EngineRef> ref = serving::parse_engine(n);
+      ASSERT_TRUE(ref.has_value()) << n;
+      EXPECT_EQ(serving::name(*ref), n);
+      ++served[n];
+    }
+  }
+  for (const auto& [n, count] : served) EXPECT_EQ(count, 1) << n << ": served by more than one list";
 }
 
 // Llama-3.1-70B at TP 4 on H100s, vLLM 0.14+: the preset of a GPU of 70 GiB or more (not an
