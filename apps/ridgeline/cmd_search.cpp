@@ -193,7 +193,9 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
                   "headroom: meet every --slo target with this fraction to spare, e.g. 0.1 or 10%; or band: each deployment's targets "
                   "tightened by its class's median error in the validation table, where its class runs optimistic")
       ->type_name("FRACTION");
-  app->add_option("--price", f->prices, "CHIP=USD/h, e.g. h100-sxm=2.5/h (repeatable; default: the chip file's price_per_hour)");
+  app->add_option("--price", f->prices,
+                  "USD per GPU-hour for every chip, e.g. 2.5/h, or CHIP=USD/h for one chip of --hw, e.g. h100-sxm=2.5/h (repeatable; default: the "
+                  "chip file's price_per_hour)");
   app->add_option("--max-gpus", f->max_gpus, "largest fleet")->capture_default_str();
   app->add_option("--max-rate", f->max_rate, "on: each feasible deployment's largest rate within the SLOs (open loop)")->capture_default_str();
   app->add_option("--pareto", f->pareto,
@@ -250,7 +252,22 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
   }
   for (const std::string& p : v->prices) {
     const std::size_t eq = p.find('=');
-    if (eq == std::string::npos) throw InputError(fmt::format("--price: '{}' is not CHIP=USD/h, as in h100-sxm=2.5/h", p));
+    if (eq == std::string::npos) {
+      // One USD/h for every chip of the search, as `train` takes it (the help said USD/h and the
+      // search refused it).
+      for (const planning::ChipChoice& c : s.chips) {
+        if (p == c.arg || p == c.sys.chip.name) throw InputError(fmt::format("--price: '{}' names a chip without its price: expected CHIP=USD/h, as in {}=2.5/h", p, p));
+        if (c.price_source == "--price") {
+          throw InputError(fmt::format("--price: '{}' prices {} again: give each chip one price (CHIP=USD/h), or one USD/h for all", p, c.arg));
+        }
+      }
+      const double usd = parse_usd_per_hour(p, "--price");
+      for (planning::ChipChoice& c : s.chips) {
+        c.usd_per_hour = usd;
+        c.price_source = "--price";
+      }
+      continue;
+    }
     const std::string chip = p.substr(0, eq);
     std::size_t k = 0;
     while (k < s.chips.size() && s.chips[k].sys.chip.name != chip && s.chips[k].arg != chip) ++k;

@@ -10,6 +10,7 @@
 #include "ridgeline/core/error.hpp"
 #include "ridgeline/core/memory.hpp"
 #include "ridgeline/core/units.hpp"
+#include "ridgeline/ops/estimate.hpp"
 #include "simulation.hpp"
 
 namespace ridgeline::serving {
@@ -246,6 +247,16 @@ void validate(const model::ModelConfig& m, const hw::System& sys, const ServeCon
     throw InputError(fmt::format("--scheduler-recv-interval: {} with --disagg: a decode server reading its hand-overs every few steps "
                                  "delays the prefill it waits for, which is not modelled; drop one of them",
                                  cfg.engine.recv_interval));
+  }
+  // A rate on the chip for every kernel: a dtype its units lack (a T4's bf16, an A100's fp8)
+  // priced the steps at no rate, NaN seconds, which the run reported as a step past the time it
+  // simulates (ops::check_supported names it, as `infer` does). Decode instances of their own
+  // run the same dtypes on the same chip.
+  {
+    const InstancePlan p = instance_plan(cfg, false);
+    auto graph = std::make_unique<model::Graph>();
+    model::build_forward(m, engine_forward(p.forward, p.engine), sys, {static_cast<double>(p.forward.ep), 1, 1}, *graph);
+    for (int i = 0; i < graph->op_count; ++i) ops::check_supported(graph->ops[i].cost.expand(), sys.chip);
   }
   // Room for a cache block on every kind of instance.
   for (const bool decode : {false, true}) {

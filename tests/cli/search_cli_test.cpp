@@ -211,6 +211,11 @@ TEST(SearchServeCli, BestIsWhatServeGivesWithItsCommand) {
   EXPECT_EQ(s["output_tokens_per_s"], b["output_tokens_per_s"]);
   EXPECT_EQ(s["gpus"], b["gpus"]);
   EXPECT_EQ(s["slo_attainment"], b["slo_attainment"]);
+  // One USD/h prices every chip of the search, as `train --price` does (the help offered it and
+  // the search refused it): $2/h a GPU whichever chip is best.
+  auto one = run_json(kServe + " --hw h100-sxm,a100-80gb --tp 1 --price 2/h");
+  EXPECT_EQ(one["ranked_by"], "usd_per_hour");
+  EXPECT_NEAR(one["best"]["usd_per_hour"].get<double>(), 2 * one["best"]["gpus"].get<double>(), 1e-12);
   // Its engine's host components are the ones its command runs, each with its source.
   ASSERT_TRUE(j["best_engine"].is_object());
   EXPECT_FALSE(j["best_engine"]["host_source"].get<std::string>().empty());
@@ -573,7 +578,9 @@ TEST(SearchServeCli, BadInput) {
            {kServe + " --hw h100-sxm --price h100-sxm=2.5EUR/h", "USD"},
            {kServe + " --hw h100-sxm --price h100-sxm=-1/h", "positive"},
            {kServe + " --hw h100-sxm --price b200=2/h", "b200"},
-           {kServe + " --hw h100-sxm --price h100-sxm", "CHIP=USD/h"},
+           {kServe + " --hw h100-sxm --price h100-sxm", "'h100-sxm' names a chip without its price: expected CHIP=USD/h"},
+           {kServe + " --hw h100-sxm,a100-80gb --price 2/h --price h100-sxm=3/h", "h100-sxm is priced twice"},
+           {kServe + " --hw h100-sxm,a100-80gb --price a100-80gb=3/h --price 2/h", "'2/h' prices a100-80gb again"},
            {kServe + " --hw h100-sxm,a100-80gb --price h100-sxm=2/h", "a100-80gb"},
            {kServe + " --hw h100-sxm --qps 5,6", "--qps"},
            {kServe + " --hw h100-sxm --tp 0", "--tp"},

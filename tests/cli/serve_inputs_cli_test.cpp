@@ -97,6 +97,21 @@ TEST(ServeInputsCli, StepsPastTheSimulatedTimeAreAnError) {
              "simulated time overflows: the KV transfer of request 0 (1.31e+10 bytes at 1e+03 B/s)");
 }
 
+TEST(ServeInputsCli, ADtypeTheChipCannotMultiplyIsRefused) {
+  // A T4 (sm_75) has no bf16 matrix rate, and Llama-2-7B's checkpoint is bf16; an A100 has no
+  // fp8. Both steps were priced at no rate, NaN seconds, and the run said "simulated time
+  // overflows: a step of replica 0 (...) lasts -nan s". Now the dtype is named, as `infer`
+  // names it, under any engine and disaggregated too.
+  const std::string t4 = "serve --model llama-2-7b --hw t4 --concurrency 2 --requests 4 --prompt 200 --gen 20";
+  for (const std::string more : {"", " --engine sglang", " --engine trtllm", " --engine static", " --disagg 1:1"}) {
+    expect_bad(t4 + more, "--hw t4: the matrix unit has no bf16 rate");
+  }
+  expect_bad("serve --model llama-3.1-8b --hw a100-80gb --weight-dtype fp8_e4m3 --compute-dtype fp8_e4m3 --qps 1 --requests 3",
+             "--hw a100-80gb: the matrix unit has no fp8_e4m3 rate");
+  // In fp16, which the T4 multiplies, the run is served.
+  EXPECT_EQ(run_json(t4 + " --weight-dtype fp16 --act-dtype fp16")["measured_requests"], 4);
+}
+
 TEST(ServeInputsCli, ARunPastTheSimulatedTimeEndsInsteadOfHanging) {
   // At 1e6 B/s a step lasts >= 16060 s: 1000 requests need weeks of steps. The timeline's
   // bucket widths doubled past int64 and the run hung (5 minutes of CPU, killed); now the step
