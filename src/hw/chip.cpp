@@ -85,6 +85,12 @@ bool runs_deepgemm(const ChipSpec& c) noexcept {
   return a.isa == Arch::Isa::cuda && (a.major == 9 || a.major == 10);
 }
 
+bool is_sm100_family(const ChipSpec& c) noexcept {
+  const Arch a = arch_of(c);
+  if (a.isa == Arch::Isa::none) return vendor_is(c, "nvidia") && c.kind == "gpu" && c.peak(Unit::matrix, DType::fp4) > 0;
+  return a.isa == Arch::Isa::cuda && a.major == 10;
+}
+
 bool runs_aiter(const ChipSpec& c) noexcept {
   const Arch a = arch_of(c);
   return a.isa == Arch::Isa::hip && a.major == 9 && (a.minor >= 4 || (a.minor == 0 && a.stepping == 0xa));

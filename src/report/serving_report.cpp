@@ -209,6 +209,7 @@ json engine_json(const serving::EngineConfig& e) {
           {"gathered_dense", e.gathered_dense},
           {"fused_qkv_a", e.fused_qkv_a},
           {"fuse_shared_experts", e.fuse_shared_experts},
+          {"moe_backend", e.moe_backend.empty() ? json(nullptr) : json(std::string(e.moe_backend))},
           {"allreduce_norm", e.allreduce_norm},
           {"allreduce_norm_max_tokens", e.allreduce_norm_max_tokens},
           {"allreduce_norm_source", e.allreduce_norm_source},

@@ -947,12 +947,25 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // an nvidia GPU with bf16 matrix units (8.0's first) that does not multiply fp4 (Blackwell's).
   const hw::Arch arch = hw::arch_of(chip);
   const bool fusing_chip =
-      arch.isa == hw::Arch::Isa::cuda  ? arch.at_least(8, 0) && arch.major != 10
-      : arch.isa == hw::Arch::Isa::hip ? arch.at_least(9, 4)
-                                       : chip.kind == "gpu" && hw::vendor_is(chip, "nvidia") && chip.peak(hw::Unit::matrix, DType::bf16) > 0 &&
-                                             chip.peak(hw::Unit::matrix, DType::fp4) == 0;
+      !hw::is_sm100_family(chip) && (arch.isa == hw::Arch::Isa::cuda  ? arch.at_least(8, 0)
+                                     : arch.isa == hw::Arch::Isa::hip ? arch.at_least(9, 4)
+                                                                      : chip.kind == "gpu" && hw::vendor_is(chip, "nvidia") &&
+                                                                            chip.peak(hw::Unit::matrix, DType::bf16) > 0);
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
+  // TensorRT-LLM's MoE backend: its default, CUTLASS, runs fp8 block-scaled experts on SM90
+  // alone; for DeepSeek's fp8 checkpoints on B200/GB200 its DeepSeek-R1 deployment guide's "MoE
+  // Backend Support Matrix" gives DEEPGEMM at EP <= 8 (WIDEEP without EPLB past it, which the
+  // launch says), and "The default moe backend is CUTLASS, so for the combination which is not
+  // supported by CUTLASS, one must set the moe_config.backend explicitly to run the model"
+  // (docs/source/deployment-guide/quick-start-recipe-for-deepseek-r1-on-trtllm.md). FlashInfer's
+  // port of the same CUTLASS MoE refuses them on any arch but 9.0: "FP8 block scaling not yet
+  // implemented for Blackwell" (flashinfer/fused_moe/core.py, cutlass_fused_moe). The TensorRT
+  // engine flow (trtllm@0.15) has no such backends.
+  e.moe_backend = e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref()) && hw::is_sm100_family(chip) && m.is_moe() && m.quantized &&
+                          is_fp8(m.quant.dtype) && m.quant.scale_bits_per_weight > 0
+                      ? "DEEPGEMM"
+                      : "";
   allreduce_norm_rule(e, chip, tp, m);
   e.allreduce_norm_default = e.allreduce_norm;
   return e;

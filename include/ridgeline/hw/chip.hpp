@@ -571,6 +571,12 @@ bool supports_pdl(const ChipSpec& c) noexcept;
 /// vendor is nvidia and its matrix units multiply fp8 (docs/hardware.md#arch).
 bool runs_deepgemm(const ChipSpec& c) noexcept;
 
+/// Whether the chip is datacenter Blackwell, CUDA of compute capability 10.x (B200, B300, GB200):
+/// the engines' is_sm100_supported and TensorRT-LLM's kernels built for SM100, which choose
+/// their kernels there apart from Hopper's. A chip file that names no `arch` is taken for one
+/// when its vendor is nvidia, it is a GPU and its matrix units multiply fp4 (docs/hardware.md#arch).
+bool is_sm100_family(const ChipSpec& c) noexcept;
+
 /// Whether the ROCm engines' AITER kernels run on the chip: the gfx9 targets vLLM lists
 /// (vllm/_aiter_ops.py is_aiter_found_and_supported, vllm/platforms/rocm.py on_gfx9: gfx90a,
 /// gfx942, gfx950), taken as HIP 9.0 of stepping a and 9.4 up.

@@ -196,6 +196,14 @@ struct EngineConfig {
   /// fp4); set by the model's preset, the graph fusing where its layout allows
   /// (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
+  /// TensorRT-LLM's MoE backend (its LLM-API `moe_config.backend`) where its default, CUTLASS,
+  /// does not run the checkpoint's experts: DeepSeek's fp8 block-scaled experts on datacenter
+  /// Blackwell (hw::is_sm100_family; CUTLASS's block-scaled grouped GEMMs are SM90's), which the
+  /// PyTorch backend's DeepSeek-R1 deployment guide runs in DEEPGEMM (WIDEEP past an expert-
+  /// parallel size of 8); empty elsewhere (the default). Set by the model's preset; the launch
+  /// file names it (planning::launch_plan), and the step prices DeepGEMM's grouped GEMMs either
+  /// way (hw::KernelClass::gemm_expert_deepgemm, docs/deploy.md#moe-backend).
+  std::string_view moe_backend;
   /// Each layer's tensor-parallel all-reduce runs the residual add and RMSNorm after it in its
   /// kernel (model::ForwardConfig::allreduce_norm, docs/serving.md#allreduce-norm), as the
   /// engine's model code calls it by default; set by the model's preset: TensorRT-LLM's PyTorch
