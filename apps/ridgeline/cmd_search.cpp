@@ -261,6 +261,10 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
           throw InputError(fmt::format("--price: '{}' prices {} again: give each chip one price (CHIP=USD/h), or one USD/h for all", p, c.arg));
         }
       }
+      if (p.empty() || !(std::isdigit(static_cast<unsigned char>(p[0])) != 0 || p[0] == '.' || p[0] == '$')) {
+        throw InputError(fmt::format("--price: '{}' is neither USD/h nor CHIP=USD/h (as in 2.5/h, or h100-sxm=2.5/h for one chip of --hw {})", p,
+                                     v->hw.hw));
+      }
       const double usd = parse_usd_per_hour(p, "--price");
       for (planning::ChipChoice& c : s.chips) {
         c.usd_per_hour = usd;

@@ -373,21 +373,20 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     b.yaml("cuda_graph_config.enable_padding", e.graph_exact_sizes ? "false" : "true");
   }
   b.yaml("disable_overlap_scheduler", e.overlap_scheduling ? "false" : "true");
-  // The MoE backend where the default (CUTLASS) does not run the experts (EngineConfig::
-  // moe_backend): DeepSeek's fp8 blocks on datacenter Blackwell, DEEPGEMM, or WIDEEP (without
-  // EPLB) past an expert-parallel size of 8, as the DeepSeek-R1 deployment guide's matrix says.
-  // (Weights asked in another dtype than the checkpoint's fp8 blocks are another checkpoint's,
-  // the note above says: its experts are not block fp8.)
-  if (!e.moe_backend.empty() && !asked_weights(c.m, f)) {
-    const bool wide = f.ep_size() > 8;
-    b.yaml("moe_config.backend", wide ? "WIDEEP" : std::string(e.moe_backend));
-    if (!decode) {
-      c.plan.notes.push_back(fmt::format(
-          "moe_config.backend {}: TensorRT-LLM's default MoE backend (CUTLASS) runs fp8 block-scaled experts on Hopper alone; its "
-          "DeepSeek-R1 deployment guide runs them in DEEPGEMM on B200/GB200 up to EP 8 and in WIDEEP (without EPLB) past it. "
-          "The simulation priced DeepGEMM's grouped GEMMs{}",
-          wide ? "WIDEEP" : e.moe_backend, wide ? ", not WIDEEP's own all-to-all" : ""));
-    }
+  // The MoE backend where the default does not run the experts (EngineConfig::moe_backend, as
+  // serving::moe_backend resolves it for this instance's layout): fp8 blocks on datacenter
+  // Blackwell, DEEPGEMM, or WIDEEP past an expert-parallel size of 8; each instance's own.
+  if (const std::string_view backend = serving::moe_backend(e, c.m, f); !backend.empty()) {
+    b.yaml("moe_config.backend", std::string(backend));
+    const std::string note =
+        backend == "WIDEEP"
+            ? "moe_config.backend WIDEEP: TensorRT-LLM's default MoE backend runs fp8 block-scaled experts on Hopper (SM90) alone; its "
+              "DeepSeek-R1 deployment guide runs them in WIDEEP (without EPLB) on the GB200 NVL72 past an expert-parallel size of 8. "
+              "The simulation priced DeepGEMM's grouped GEMMs, not WIDEEP's own all-to-all"
+            : fmt::format("moe_config.backend {}: TensorRT-LLM's default MoE backend runs fp8 block-scaled experts on Hopper (SM90) alone; "
+                          "its DeepSeek-R1 deployment guide runs them in DEEPGEMM on B200/GB200 up to an expert-parallel size of 8",
+                          backend);
+    if (std::find(c.plan.notes.begin(), c.plan.notes.end(), note) == c.plan.notes.end()) c.plan.notes.push_back(note);
   }
   // Its model code fuses each all-reduce with the norm after it for DeepSeek-V3 and for Llama of
   // hidden > 4096 unless the model's switch says not (docs/serving.md#allreduce-norm).

@@ -919,6 +919,12 @@ void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t
   }
 }
 
+std::string_view moe_backend(const EngineConfig& e, const model::ModelConfig& m, const model::ForwardConfig& f) noexcept {
+  if (e.moe_backend.empty()) return {};
+  if (f.precision.weight && *f.precision.weight != (m.quantized ? m.quant.dtype : m.weight_dtype)) return {};
+  return f.ep_size() > 8 ? "WIDEEP" : e.moe_backend;
+}
+
 EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int64_t tp, const model::ModelConfig& m) {
   EngineConfig e = engine_preset(engine, chip, tp);
   if (m.is_mla() && e.kind == EngineKind::sglang && !is_sglang_03(e.ref())) {
@@ -953,15 +959,17 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
                                                                             chip.peak(hw::Unit::matrix, DType::bf16) > 0);
   e.fuse_shared_experts = e.kind == EngineKind::sglang && !is_sglang_03(e.ref()) && fusing_chip && m.model_type == "deepseek_v3" &&
                           m.moe.experts == 256 && m.moe.shared_experts == 1;
-  // TensorRT-LLM's MoE backend: its default, CUTLASS, runs fp8 block-scaled experts on SM90
-  // alone; for DeepSeek's fp8 checkpoints on B200/GB200 its DeepSeek-R1 deployment guide's "MoE
-  // Backend Support Matrix" gives DEEPGEMM at EP <= 8 (WIDEEP without EPLB past it, which the
-  // launch says), and "The default moe backend is CUTLASS, so for the combination which is not
-  // supported by CUTLASS, one must set the moe_config.backend explicitly to run the model"
-  // (docs/source/deployment-guide/quick-start-recipe-for-deepseek-r1-on-trtllm.md). FlashInfer's
-  // port of the same CUTLASS MoE refuses them on any arch but 9.0: "FP8 block scaling not yet
-  // implemented for Blackwell" (flashinfer/fused_moe/core.py, cutlass_fused_moe). The TensorRT
-  // engine flow (trtllm@0.15) has no such backends.
+  // TensorRT-LLM's MoE backend: its default, CUTLASS (AUTO from the 1.2 line, which picks
+  // CUTLASS for every model but gpt-oss: _torch/model_config.py resolve_moe_backend), runs fp8
+  // block-scaled grouped GEMMs on SM90 alone; for DeepSeek's fp8 checkpoints its DeepSeek-R1
+  // deployment guide's "MoE Backend Support Matrix" gives DEEPGEMM on B200/GB200 at EP <= 8 and
+  // WIDEEP (without EPLB) on the GB200 NVL72 past it, and "The default moe backend is CUTLASS, so
+  // for the combination which is not supported by CUTLASS, one must set the moe_config.backend
+  // explicitly to run the model" (docs/source/deployment-guide/quick-start-recipe-for-deepseek-
+  // r1-on-trtllm.md). FlashInfer's port of the same CUTLASS MoE refuses fp8 blocks on any arch
+  // but 9.0: "FP8 block scaling not yet implemented for Blackwell" (flashinfer/fused_moe/core.py,
+  // cutlass_fused_moe). The limit is the kernel's, so any checkpoint's fp8 blocks take it. The
+  // TensorRT engine flow (trtllm@0.15) has no such backends.
   e.moe_backend = e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref()) && hw::is_sm100_family(chip) && m.is_moe() && m.quantized &&
                           is_fp8(m.quant.dtype) && m.quant.scale_bits_per_weight > 0
                       ? "DEEPGEMM"
@@ -1127,7 +1135,9 @@ model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& 
   // keep them fp8 (bmm_fp8 on a per-tensor requantisation; fp8_block_scaling_bmm).
   f.absorb_dequantised = e.kind == EngineKind::vllm || (e.kind == EngineKind::sglang && !is_sglang_03(e.ref()));
   // TensorRT-LLM's CUTLASS MoE expands the rows before its grouped GEMMs (runMoe:
-  // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows).
+  // expandInputRowsKernelLauncher, then BlockScaleFC1 on the permuted bf16 rows); its DEEPGEMM
+  // backend, which runs fp8 blocks on Blackwell (EngineConfig::moe_backend), permutes the rows
+  // before DeepGEMM's grouped GEMMs too (fused_moe_deepgemm.py), taken as the same copy.
   f.moe_expand_rows = e.kind == EngineKind::trtllm;
   // AITER's fused MoE on ROCm (its CK two-stage kernels: the activation in stage 1's epilogue,
   // the routed weights and the sum over k in stage 2's).

@@ -31,6 +31,8 @@ namespace detail {
 
 EngineConfig resolved_engine(const model::ModelConfig& m, const InstancePlan& plan, const ServeMemory& mem) {
   EngineConfig e = plan.engine;
+  // TensorRT-LLM's MoE backend for this layout, as its launch file writes it.
+  e.moe_backend = moe_backend(e, m, plan.forward);
   // Attention data-parallel groups: SGLang runs a scheduler per rank (docs/serving.md#moe-layouts),
   // each sizing its own request pool from its own cache, and its admission is more cautious:
   // schedule_conservativeness x 0.3 (server_args.py _handle_data_parallelism), which scales the

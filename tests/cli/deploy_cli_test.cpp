@@ -168,6 +168,21 @@ TEST(EmitCli, DeepSeekR1OnTheMi300xLoadsItsRepositoryWithAitersKernelsOn) {
   EXPECT_TRUE(h["emitted"]["workers"][0]["env"].empty());
 }
 
+TEST(EmitCli, DeepSeekR1OnB200sNamesTensorRtLlmsMoeBackend) {
+  // docs/deploy.md#moe-backend: the file TensorRT-LLM reads has moe_config.backend DEEPGEMM for
+  // DeepSeek-R1's fp8 blocks on B200s, and the run's JSON says the same; on H200s neither.
+  const std::string dir = cleared_path("emit_trt_moe");
+  const std::string run_args = " --engine trtllm --model deepseek-r1 --tp 8 --concurrency 1 --requests 2 --prompt 64 --gen 4 --emit trtllm --emit-dir ";
+  const auto j = run_json("serve --hw b200" + run_args + dir);
+  EXPECT_EQ(j["engine"]["moe_backend"], "DEEPGEMM");
+  EXPECT_NE(slurp(dir + "/replica-extra-llm-api-config.yml").find("\nmoe_config:\n  backend: DEEPGEMM\n"), std::string::npos)
+      << slurp(dir + "/replica-extra-llm-api-config.yml");
+  const std::string h200 = cleared_path("emit_trt_moe_h200");
+  const auto h = run_json("serve --hw h200" + run_args + h200);
+  EXPECT_TRUE(h["engine"]["moe_backend"].is_null());
+  EXPECT_EQ(slurp(h200 + "/replica-extra-llm-api-config.yml").find("moe_config"), std::string::npos);
+}
+
 TEST(EmitCli, BadEmitFlags) {
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit dynamo", "--emit: 'dynamo' is not an engine");
   expect_bad("serve --model llama-3.1-8b --hw h100-sxm --qps 2 --emit sglang", "--emit sglang: the simulation ran vllm");

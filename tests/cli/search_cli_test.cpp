@@ -579,6 +579,7 @@ TEST(SearchServeCli, BadInput) {
            {kServe + " --hw h100-sxm --price h100-sxm=-1/h", "positive"},
            {kServe + " --hw h100-sxm --price b200=2/h", "b200"},
            {kServe + " --hw h100-sxm --price h100-sxm", "'h100-sxm' names a chip without its price: expected CHIP=USD/h"},
+           {kServe + " --hw h100-sxm --price b200", "'b200' is neither USD/h nor CHIP=USD/h"},
            {kServe + " --hw h100-sxm,a100-80gb --price 2/h --price h100-sxm=3/h", "h100-sxm is priced twice"},
            {kServe + " --hw h100-sxm,a100-80gb --price a100-80gb=3/h --price 2/h", "'2/h' prices a100-80gb again"},
            {kServe + " --hw h100-sxm,a100-80gb --price h100-sxm=2/h", "a100-80gb"},

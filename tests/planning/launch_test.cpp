@@ -686,51 +686,75 @@ TEST(Launch, TheScriptTurnsProgrammaticDependentLaunchOffWhereTheRunHadItOff) {
 }
 
 TEST(Launch, TrtllmNamesTheMoeBackendWhereItsDefaultDoesNotRunTheExperts) {
-  // docs/deploy.md#moe-backend: TensorRT-LLM's default MoE backend, CUTLASS, runs fp8 block-scaled
-  // experts on Hopper alone. DeepSeek-R1's fp8 checkpoint on B200s (arch sm_100) and on a GB200
-  // NVL72 (sm_100) takes DEEPGEMM up to EP 8, WIDEEP past it (with a note); on H200s (sm_90),
-  // Llama's 16-bit checkpoint on B200s, DeepSeek on B200s in fp4 by flag (NVFP4, not block fp8) and
-  // the TensorRT engine flow nothing. A file without `arch` is taken for Blackwell by its fp4
-  // products: the B200's with `arch` cleared still is, the H200's is not.
+  // docs/deploy.md#moe-backend: TensorRT-LLM's default MoE backend runs fp8 block-scaled experts
+  // on Hopper alone. DeepSeek-R1's fp8 checkpoint on B200s (arch sm_100) and on a GB200 NVL72
+  // (sm_100) takes DEEPGEMM up to EP 8 and WIDEEP past it, each with its note; on H200s (sm_90),
+  // Llama's 16-bit checkpoint on B200s, DeepSeek on B200s in fp4 by flag (another checkpoint,
+  // NVFP4) and the TensorRT engine flow nothing. trtllm@1.1 takes the PyTorch backend's list and
+  // the same backend. Any checkpoint's fp8 blocks do (the limit is the kernel's): Qwen3-30B-A3B
+  // with a [128, 128] fp8 quantization_config too. A file without `arch` is taken for Blackwell
+  // by its fp4 products: the B200's with `arch` cleared still is, the H200's is not. The run's
+  // JSON (its resolved engine, serving::moe_backend) says what the launch writes.
   const model::ModelConfig r1 = io::resolve_model("deepseek-r1"), llama = io::resolve_model("llama-3.1-70b");
-  const auto backend = [](const LaunchPlan& p) { return yaml(p.workers[0], "moe_config.backend"); };
-  const auto plan = [&](const model::ModelConfig& m, hw::System sys, std::int64_t tp, std::int64_t ep) {
+  model::ModelConfig qwen_fp8 = io::resolve_model("qwen3-30b-a3b");
+  qwen_fp8.quantized = true;
+  qwen_fp8.quant.dtype = DType::fp8_e4m3;
+  qwen_fp8.quant.scale_bits_per_weight = 32.0 / (128 * 128);
+  const auto backend = [](const LaunchPlan& p, std::size_t worker = 0) { return yaml(p.workers[worker], "moe_config.backend"); };
+  const auto has_note = [](const LaunchPlan& p, const char* lead) {
+    return std::count_if(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.rfind(lead, 0) == 0; });
+  };
+  const auto run = [&](const model::ModelConfig& m, hw::System sys, std::int64_t tp, std::int64_t ep, EngineRef engine = EngineKind::trtllm) {
     sys.chips = static_cast<int>(tp * ep);
-    serving::ServeConfig c = config(EngineKind::trtllm, sys, tp, ep);
-    c.engine = serving::engine_preset(EngineKind::trtllm, sys.chip, tp, m);
+    serving::ServeConfig c = config(engine, sys, tp, ep);
+    c.engine = serving::engine_preset(engine, sys.chip, tp, m);
+    return c;
+  };
+  const auto plan = [&](const model::ModelConfig& m, const serving::ServeConfig& c) {
     const LaunchPlan p = launch_plan(m, c, LaunchTarget::trtllm, {"m", ""});
     expect_listed(p);
+    // The run's engine, resolved for its layout, names the same backend.
+    const std::string_view resolved = serving::moe_backend(c.engine, m, c.forward);
+    EXPECT_EQ(backend(p), resolved.empty() ? "<absent>" : std::string(resolved));
     return p;
   };
   hw::System b200 = testing::catalog_system("b200"), h200 = testing::catalog_system("h200"), gb200 = testing::catalog_system("gb200-nvl72");
   EXPECT_EQ(b200.chip.arch, "sm_100");
   EXPECT_EQ(h200.chip.arch, "sm_90");
   EXPECT_EQ(serving::engine_preset(EngineKind::trtllm, b200.chip, 8, r1).moe_backend, "DEEPGEMM");
-  EXPECT_EQ(backend(plan(r1, b200, 8, 1)), "DEEPGEMM");
-  const LaunchPlan wide = plan(r1, gb200, 1, 16);
+  const LaunchPlan deepgemm = plan(r1, run(r1, b200, 8, 1));
+  EXPECT_EQ(backend(deepgemm), "DEEPGEMM");
+  EXPECT_EQ(has_note(deepgemm, "moe_config.backend DEEPGEMM"), 1);
+  const LaunchPlan wide = plan(r1, run(r1, gb200, 1, 16));
   EXPECT_EQ(backend(wide), "WIDEEP");
-  EXPECT_TRUE(std::any_of(wide.notes.begin(), wide.notes.end(), [](const std::string& n) {
-    return n.rfind("moe_config.backend WIDEEP", 0) == 0 && n.find("not WIDEEP's own all-to-all") != std::string::npos;
-  }));
-  EXPECT_EQ(backend(plan(r1, gb200, 1, 8)), "DEEPGEMM");
-  EXPECT_EQ(backend(plan(r1, h200, 8, 1)), "<absent>");
-  EXPECT_EQ(backend(plan(llama, b200, 8, 1)), "<absent>");
-  {
-    b200.chips = 8;
-    serving::ServeConfig fp4 = config(EngineKind::trtllm, b200, 8);
-    fp4.engine = serving::engine_preset(EngineKind::trtllm, b200.chip, 8, r1);
-    fp4.forward.precision.weight = DType::fp4;
-    EXPECT_EQ(yaml(launch_plan(r1, fp4, LaunchTarget::trtllm, {"m", ""}).workers[0], "moe_config.backend"), "<absent>");
-  }
+  EXPECT_EQ(has_note(wide, "moe_config.backend WIDEEP"), 1);
+  EXPECT_EQ(backend(plan(r1, run(r1, gb200, 1, 8))), "DEEPGEMM");
+  EXPECT_EQ(backend(plan(r1, run(r1, h200, 8, 1))), "<absent>");
+  EXPECT_EQ(backend(plan(llama, run(llama, b200, 8, 1))), "<absent>");
+  EXPECT_EQ(backend(plan(qwen_fp8, run(qwen_fp8, b200, 4, 1))), "DEEPGEMM");
+  EXPECT_EQ(backend(plan(r1, run(r1, b200, 8, 1, EngineRef{EngineKind::trtllm, serving::kTrtllmOptInPdlVersion}))), "DEEPGEMM");
+  serving::ServeConfig fp4 = run(r1, b200, 8, 1);
+  fp4.forward.precision.weight = DType::fp4;
+  EXPECT_EQ(backend(plan(r1, fp4)), "<absent>");
   EXPECT_EQ(serving::engine_preset(serving::EngineRef{EngineKind::trtllm, serving::kTrtllmEnginesVersion}, b200.chip, 8, r1).moe_backend, "");
+  // Disaggregated: each instance's own, each note once. Prefill at EP 8, decode at EP 16.
+  serving::ServeConfig dg = run(r1, gb200, 1, 8);
+  dg.disagg.prefill = dg.disagg.decode = 1;
+  dg.disagg.decode_ep = 16;
+  const LaunchPlan both = launch_plan(r1, dg, LaunchTarget::trtllm, {"m", ""});
+  expect_listed(both);
+  ASSERT_EQ(both.workers.size(), 2u);
+  EXPECT_EQ(backend(both, 0), "DEEPGEMM");
+  EXPECT_EQ(backend(both, 1), "WIDEEP");
+  EXPECT_EQ(has_note(both, "moe_config.backend DEEPGEMM"), 1);
+  EXPECT_EQ(has_note(both, "moe_config.backend WIDEEP"), 1);
   hw::System unnamed_b200 = b200, unnamed_h200 = h200;
   unnamed_b200.chip.arch.clear();
   unnamed_h200.chip.arch.clear();
   EXPECT_TRUE(hw::is_sm100_family(unnamed_b200.chip));
   EXPECT_FALSE(hw::is_sm100_family(unnamed_h200.chip));
-  EXPECT_EQ(backend(plan(r1, unnamed_b200, 8, 1)), "DEEPGEMM");
-  EXPECT_EQ(backend(plan(r1, unnamed_h200, 8, 1)), "<absent>");
-  // Not a chip TensorRT-LLM runs on, whatever its arch says: no NVIDIA file.
+  EXPECT_EQ(backend(plan(r1, run(r1, unnamed_b200, 8, 1))), "DEEPGEMM");
+  EXPECT_EQ(backend(plan(r1, run(r1, unnamed_h200, 8, 1))), "<absent>");
   EXPECT_FALSE(hw::is_sm100_family(testing::catalog_system("mi325x").chip));
 }
 

@@ -574,7 +574,8 @@ bool runs_deepgemm(const ChipSpec& c) noexcept;
 /// Whether the chip is datacenter Blackwell, CUDA of compute capability 10.x (B200, B300, GB200):
 /// the engines' is_sm100_supported and TensorRT-LLM's kernels built for SM100, which choose
 /// their kernels there apart from Hopper's. A chip file that names no `arch` is taken for one
-/// when its vendor is nvidia, it is a GPU and its matrix units multiply fp4 (docs/hardware.md#arch).
+/// when its vendor is nvidia, it is a GPU and its matrix units multiply fp4, as an RTX Blackwell
+/// card (12.x) without `arch` would be too (docs/hardware.md#arch).
 bool is_sm100_family(const ChipSpec& c) noexcept;
 
 /// Whether the ROCm engines' AITER kernels run on the chip: the gfx9 targets vLLM lists

@@ -196,13 +196,13 @@ struct EngineConfig {
   /// fp4); set by the model's preset, the graph fusing where its layout allows
   /// (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
-  /// TensorRT-LLM's MoE backend (its LLM-API `moe_config.backend`) where its default, CUTLASS,
-  /// does not run the checkpoint's experts: DeepSeek's fp8 block-scaled experts on datacenter
-  /// Blackwell (hw::is_sm100_family; CUTLASS's block-scaled grouped GEMMs are SM90's), which the
-  /// PyTorch backend's DeepSeek-R1 deployment guide runs in DEEPGEMM (WIDEEP past an expert-
-  /// parallel size of 8); empty elsewhere (the default). Set by the model's preset; the launch
-  /// file names it (planning::launch_plan), and the step prices DeepGEMM's grouped GEMMs either
-  /// way (hw::KernelClass::gemm_expert_deepgemm, docs/deploy.md#moe-backend).
+  /// TensorRT-LLM's MoE backend (its LLM-API `moe_config.backend`) where its default does not
+  /// run the checkpoint's experts: fp8 block-scaled experts (DeepSeek's, any checkpoint with a
+  /// `weight_block_size`) on datacenter Blackwell (hw::is_sm100_family), whose CUTLASS grouped
+  /// GEMMs over fp8 blocks are SM90's: DEEPGEMM, as the PyTorch backend's DeepSeek-R1 deployment
+  /// guide runs them up to an expert-parallel size of 8; empty elsewhere. The preset sets it from
+  /// the checkpoint; a run resolves it for its own layout (moe_backend()), which the launch file
+  /// writes and the JSON reports (docs/deploy.md#moe-backend).
   std::string_view moe_backend;
   /// Each layer's tensor-parallel all-reduce runs the residual add and RMSNorm after it in its
   /// kernel (model::ForwardConfig::allreduce_norm, docs/serving.md#allreduce-norm), as the
@@ -387,6 +387,12 @@ bool ranks_run_eagerly(const EngineConfig& e, std::int64_t ep) noexcept;
 bool graphs_need_equal_ranks(const EngineConfig& e) noexcept;
 /// The forward pass `f` as the engine runs it: its own all-reduce and merged kernels.
 model::ForwardConfig engine_forward(model::ForwardConfig f, const EngineConfig& e) noexcept;
+/// TensorRT-LLM's MoE backend for a run's layout `f` of model `m` (EngineConfig::moe_backend):
+/// the preset's, WIDEEP past an expert-parallel size of 8 (the deployment guide names it, without
+/// EPLB, on the GB200 NVL72; taken for any such Blackwell fleet), and none where the weights are
+/// asked in another dtype than the checkpoint's (another checkpoint, whose experts are not fp8
+/// blocks). Empty: the engine's default.
+std::string_view moe_backend(const EngineConfig& e, const model::ModelConfig& m, const model::ForwardConfig& f) noexcept;
 /// The forward pass of a draft model's proposals: `f` (the target's, through engine_forward)
 /// sampled greedily, whatever the clients ask: vLLM V1's drafters take the argmax of their
 /// logits (vllm/v1/spec_decode/eagle.py). A target's verification at a temperature (vLLM's
