@@ -822,9 +822,18 @@ hw::ChipSpec catalog_chip(std::string_view name) {
       return c;
     }
   }
-  std::string names;
-  for (const auto& e : catalog()) names += (names.empty() ? "" : ", ") + e.name;
-  throw InputError(fmt::format("--hw: unknown hardware '{}': expected a catalog name ({}) or a .yaml file", name, names));
+  // A family's name without its variant ("h100", "A100") names the catalog's chips it begins.
+  std::string names, begun;
+  std::size_t n_begun = 0;
+  for (const auto& e : catalog()) {
+    names += (names.empty() ? "" : ", ") + e.name;
+    if (!want.empty() && e.name.rfind(want, 0) == 0) {
+      begun += (begun.empty() ? "" : " or ") + e.name;
+      ++n_begun;
+    }
+  }
+  throw InputError(fmt::format("--hw: unknown hardware '{}'{}: expected a catalog name ({}) or a .yaml file", name,
+                               n_begun > 0 ? fmt::format(" (did you mean {}?)", begun) : "", names));
 }
 
 hw::ChipSpec resolve_chip(std::string_view hw) {

@@ -89,7 +89,8 @@ json models_json(const std::vector<ModelRow>& rows) {
                  {"experts", m.moe.experts},
                  {"experts_per_token", m.moe.experts_per_token},
                  {"mla", m.is_mla()},
-                 {"max_positions", m.max_positions}});
+                 {"max_positions", m.max_positions},
+                 {"repository", m.hf_repo.empty() ? json(nullptr) : json(m.hf_repo)}});
   }
   return a;
 }

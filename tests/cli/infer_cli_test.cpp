@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include "cli/cli_harness.hpp"
 
@@ -246,6 +247,30 @@ TEST(ModelsCli, ListsTheBundledModels) {
   auto j = run_json("models");
   ASSERT_EQ(j.size(), 19u);
   for (const auto& m : j) EXPECT_GT(m["params"].get<double>(), 1e9) << m;
+}
+
+TEST(ModelsCli, AHuggingFaceRepositoryNamesItsBundledModel) {
+  // A repository as its page names it, in any case, is the bundled model whose config.json came
+  // from it (`_source`): the same run as the bundled name. Another repository is refused, naming
+  // the bundled model whose repository it extends; a catalog chip's family names its chips.
+  const auto models = run_json("models --json");
+  std::map<std::string, nlohmann::json> repo;
+  for (const auto& m : models) repo[m["name"]] = m["repository"];
+  EXPECT_EQ(repo.at("llama-3.1-8b"), "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(repo.at("deepseek-r1"), "deepseek-ai/DeepSeek-R1");
+  EXPECT_TRUE(repo.at("gpt3-175b").is_null());  // a paper's table, no repository
+  const std::string load = " --hw h100-sxm --qps 1 --requests 3 --prompt 64 --gen 4";
+  const auto by_repo = run_json("serve --model META-LLAMA/llama-3.1-8b" + load);
+  const auto by_name = run_json("serve --model llama-3.1-8b" + load);
+  EXPECT_EQ(by_repo["model"], "llama-3.1-8b");
+  EXPECT_EQ(by_repo["ttft_s"], by_name["ttft_s"]);
+  expect_bad("serve --model meta-llama/Llama-3.1-8B-Instruct" + load,
+             "--model: 'meta-llama/Llama-3.1-8B-Instruct' is neither a file nor the repository of a bundled model; the bundled "
+             "llama-3.1-8b (meta-llama/Llama-3.1-8B) has the repository it extends");
+  expect_bad("serve --model nosuch/model" + load, "--model: 'nosuch/model' is neither a file nor the repository of a bundled model: give");
+  expect_bad("serve --model llama-3.1-8b --draft nosuch/draft --spec-tokens 1 --accept 0.5 --qps 1 --requests 3", "--draft: 'nosuch/draft'");
+  expect_bad("serve --model llama-3.1-8b --hw h100 --qps 1 --requests 3", "--hw: unknown hardware 'h100' (did you mean h100-pcie or h100-sxm?)");
+  expect_bad("infer --model llama-3.1-8b --hw A100", "unknown hardware 'A100' (did you mean a100-40gb or a100-80gb?)");
 }
 
 TEST(BlockCli, SeedAndExactShapes) {
