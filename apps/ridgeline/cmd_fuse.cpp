@@ -28,7 +28,7 @@ void register_fuse(CLI::App& root, std::vector<Command>& commands) {
   add_hardware_flags(c, f->hw);
   hide_flags(c, {"--chips"});
   c->add_flag("--json", f->json, "JSON on stdout");
-  c->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  c->add_option("--model", f->model, "bundled model, its Hugging Face repository (ORG/NAME), or config.json")->capture_default_str();
   c->add_option("--tokens", f->tokens, "tokens of one forward pass on one chip")->capture_default_str();
   c->add_option("--tp", f->tp, "tensor parallelism")->capture_default_str();
   c->add_flag("--dit", f->dit, "add DiT AdaLN chains (LayerNorm + modulate, gate x residual)");

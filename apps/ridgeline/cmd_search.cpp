@@ -164,7 +164,7 @@ void add_serve_search_flags(CLI::App* app, ServeSearchFlags* f) {
   hide_flags(app, {"--chips"});
   add_workload_flags(app, f->load);
   app->add_flag("--json", f->json, "JSON on stdout");
-  app->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  app->add_option("--model", f->model, "bundled model, its Hugging Face repository (ORG/NAME), or config.json")->capture_default_str();
   app->add_option("--tp", f->tp, "tensor parallelism to try, comma-separated (default: 1, 2, 4, 8 within a node)");
   app->add_option("--ep", f->ep, "expert parallelism to try (default: 1; MoE: powers of two within a node)");
   app->add_option("--experts", f->experts,
@@ -261,9 +261,12 @@ void fleet_run(ServeSearchFlags* v, FleetRun& run) {
           throw InputError(fmt::format("--price: '{}' prices {} again: give each chip one price (CHIP=USD/h), or one USD/h for all", p, c.arg));
         }
       }
-      if (p.empty() || !(std::isdigit(static_cast<unsigned char>(p[0])) != 0 || p[0] == '.' || p[0] == '$')) {
-        throw InputError(fmt::format("--price: '{}' is neither USD/h nor CHIP=USD/h (as in 2.5/h, or h100-sxm=2.5/h for one chip of --hw {})", p,
-                                     v->hw.hw));
+      // (A value that begins with a letter, past spaces and a dollar sign, is a word: a chip's
+      // name without its price or a typo, said so; a price's own faults are parse_usd_per_hour's.)
+      const std::size_t first = p.find_first_not_of(" $");
+      if (first == std::string::npos || std::isalpha(static_cast<unsigned char>(p[first])) != 0) {
+        throw InputError(fmt::format("--price: '{}' is neither USD/h nor CHIP=USD/h (as in 2.5/h, or {}=2.5/h for one chip of --hw)", p,
+                                     s.chips.front().arg));
       }
       const double usd = parse_usd_per_hour(p, "--price");
       for (planning::ChipChoice& c : s.chips) {
@@ -486,7 +489,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   add_hardware_flags(t, f->hw);
   hide_flags(t, {"--chips"});
   t->add_flag("--json", f->json, "JSON on stdout");
-  t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  t->add_option("--model", f->model, "bundled model, its Hugging Face repository (ORG/NAME), or config.json")->capture_default_str();
   t->add_option("--gpus", f->gpus, "GPUs")->required();
   t->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the chip file's)");
   t->add_option("--seq", f->seq, "sequence length")->capture_default_str();
@@ -643,7 +646,7 @@ void register_search(CLI::App& root, std::vector<Command>& commands) {
   add_hardware_flags(i, g->hw);
   hide_flags(i, {"--chips"});
   i->add_flag("--json", g->json, "JSON on stdout");
-  i->add_option("--model", g->model, "bundled model or config.json")->capture_default_str();
+  i->add_option("--model", g->model, "bundled model, its Hugging Face repository (ORG/NAME), or config.json")->capture_default_str();
   i->add_option("--chips-max", g->chips_max, "most chips per replica (tp x ep)")->capture_default_str();
   i->add_option("--prompt", g->prompt, "prompt tokens per sequence")->capture_default_str();
   i->add_option("--gen", g->gen, "generated tokens per sequence")->capture_default_str();

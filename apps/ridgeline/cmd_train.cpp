@@ -46,7 +46,7 @@ void add_train_flags(CLI::App* t, Flags* f) {
   add_hardware_flags(t, f->hw);
   hide_flags(t, {"--chips"});  // training takes --gpus
   t->add_flag("--json", f->json, "JSON on stdout");
-  t->add_option("--model", f->model, "bundled model or config.json")->capture_default_str();
+  t->add_option("--model", f->model, "bundled model, its Hugging Face repository (ORG/NAME), or config.json")->capture_default_str();
   t->add_option("--gpus", f->gpus, "GPUs")->capture_default_str();
   t->add_option("--gpus-per-node", f->gpus_per_node, "GPUs per node (default: the chip file's)");
   t->add_option("--tp", f->tp, "tensor parallelism")->capture_default_str();

@@ -183,7 +183,7 @@ report::RunReport run_goal(const RunFlags& f, const hw::ChipSpec& chip, const Ha
 }
 
 void add_forward_flags(CLI::App* app, ForwardFlags& f) {
-  app->add_option("--model", f.model, "bundled model name (see `ridgeline models`) or a config.json")->capture_default_str();
+  app->add_option("--model", f.model, "bundled model name (see `ridgeline models`), its Hugging Face repository (ORG/NAME) or a config.json")->capture_default_str();
   app->add_option("--tp", f.tp, "tensor-parallel degree (default --chips / --ep)");
   app->add_option("--ep", f.ep, "expert-parallel groups (attention data-parallel across them)")->capture_default_str();
   app->add_option("--experts", f.experts,

@@ -822,18 +822,15 @@ hw::ChipSpec catalog_chip(std::string_view name) {
       return c;
     }
   }
-  // A family's name without its variant ("h100", "A100") names the catalog's chips it begins.
-  std::string names, begun;
-  std::size_t n_begun = 0;
+  // A family's name without its variant ("h100", "A100") names the catalog's chips it begins; a
+  // name that runs past a catalog name ("h100-sxm5") names that one.
+  std::string names, close;
   for (const auto& e : catalog()) {
     names += (names.empty() ? "" : ", ") + e.name;
-    if (!want.empty() && e.name.rfind(want, 0) == 0) {
-      begun += (begun.empty() ? "" : " or ") + e.name;
-      ++n_begun;
-    }
+    if (!want.empty() && (e.name.rfind(want, 0) == 0 || want.rfind(e.name, 0) == 0)) close += (close.empty() ? "" : " or ") + e.name;
   }
   throw InputError(fmt::format("--hw: unknown hardware '{}'{}: expected a catalog name ({}) or a .yaml file", name,
-                               n_begun > 0 ? fmt::format(" (did you mean {}?)", begun) : "", names));
+                               close.empty() ? "" : fmt::format(" (did you mean {}?)", close), names));
 }
 
 hw::ChipSpec resolve_chip(std::string_view hw) {

@@ -617,13 +617,12 @@ model::ModelConfig resolve_model(std::string_view model) {
   std::error_code ec;
   const std::string text(model);
   const bool json = model.size() > 5 && model.substr(model.size() - 5) == ".json";
-  // A Hugging Face repository named as its page names it ("meta-llama/Llama-3.1-8B": one slash,
-  // no file of that name) is the bundled model whose config.json came from it (`_source`,
+  // A Hugging Face repository named as its page names it ("meta-llama/Llama-3.1-8B": repo_id, no
+  // file of that name) is the bundled model whose config.json came from it (`_source`,
   // ModelConfig::hf_repo), whatever its case; another repository is an error that says so, and
   // names the bundled one whose repository it extends ("...-Instruct" of the same architecture
   // is the user's to confirm: a suffix may name another quantisation).
-  if (!json && std::count(model.begin(), model.end(), '/') == 1 && model.front() != '/' && model.back() != '/' &&
-      !std::filesystem::exists(text, ec)) {
+  if (!json && repo_id(model) && !std::filesystem::exists(text, ec)) {
     const std::string want = ascii_lower(model);
     std::string extends;
     for (const auto& f : embedded_files()) {
@@ -635,11 +634,14 @@ model::ModelConfig resolve_model(std::string_view model) {
         m.name = stem_of(f.path);
         return m;
       }
-      if (want.rfind(repo, 0) == 0 && repo.size() > extends.size()) extends = stem_of(f.path) + " (" + m.hf_repo + ")";
+      // (extends: its name and then a word of its own, as "-Instruct"; "V3.2" does not extend "V3")
+      if (want.size() > repo.size() && want.rfind(repo, 0) == 0 && (want[repo.size()] == '-' || want[repo.size()] == '_')) {
+        extends = stem_of(f.path) + " (" + m.hf_repo + ")";
+      }
     }
-    throw InputError(fmt::format("--model: '{}' is neither a file nor the repository of a bundled model{}: give its config.json, or a bundled "
-                                 "name (`ridgeline models --json` gives each one's repository)",
-                                 model, extends.empty() ? "" : fmt::format("; the bundled {} has the repository it extends", extends)));
+    throw InputError(fmt::format("--model: '{}' is neither a file nor the repository of a bundled model{}: give the repository's config.json, "
+                                 "or a bundled name (`ridgeline models --json` gives each one's repository)",
+                                 model, extends.empty() ? "" : fmt::format("; it extends the repository of the bundled {}", extends)));
   }
   const bool file = json || model.find('/') != std::string_view::npos || std::filesystem::exists(text, ec);
   return file ? load_model_file(text) : bundled_model(model);

@@ -459,6 +459,7 @@ json serving_json(const model::ModelConfig& m, const hw::System& sys, const serv
                    {"prefill_tp", cfg.forward.tp}, {"prefill_ep", cfg.forward.ep},
                    {"decode_tp", x.decode_tp}, {"decode_ep", x.decode_ep},
                    {"decode_max_num_seqs", x.decode_engine.max_num_seqs}, {"decode_max_batched_tokens", x.decode_engine.max_batched_tokens},
+                   {"decode_moe_backend", x.decode_engine.moe_backend.empty() ? json(nullptr) : json(std::string(x.decode_engine.moe_backend))},
                    {"decode_memory", memory_json(x.decode_memory)},
                    {"kv_transfer", cfg.disagg.layerwise ? "layerwise" : "after"},
                    {"link", x.link}, {"link_Bps", x.link_Bps}, {"link_latency_s", x.link_latency_s},

@@ -970,8 +970,10 @@ EngineConfig engine_preset(EngineRef engine, const hw::ChipSpec& chip, std::int6
   // but 9.0: "FP8 block scaling not yet implemented for Blackwell" (flashinfer/fused_moe/core.py,
   // cutlass_fused_moe). The limit is the kernel's, so any checkpoint's fp8 blocks take it. The
   // TensorRT engine flow (trtllm@0.15) has no such backends.
+  // (DeepGEMM's grouped GEMMs take 128 x 128 weight blocks: a checkpoint of other blocks is
+  // left to the engine.)
   e.moe_backend = e.kind == EngineKind::trtllm && !is_trtllm_engines(e.ref()) && hw::is_sm100_family(chip) && m.is_moe() && m.quantized &&
-                          is_fp8(m.quant.dtype) && m.quant.scale_bits_per_weight > 0
+                          is_fp8(m.quant.dtype) && m.quant.scale_bits_per_weight == 32.0 / (128 * 128)
                       ? "DEEPGEMM"
                       : "";
   allreduce_norm_rule(e, chip, tp, m);

@@ -177,9 +177,17 @@ TEST(EmitCli, DeepSeekR1OnB200sNamesTensorRtLlmsMoeBackend) {
   EXPECT_EQ(j["engine"]["moe_backend"], "DEEPGEMM");
   EXPECT_NE(slurp(dir + "/replica-extra-llm-api-config.yml").find("\nmoe_config:\n  backend: DEEPGEMM\n"), std::string::npos)
       << slurp(dir + "/replica-extra-llm-api-config.yml");
+  // Disaggregated, the decode instances' own: prefill at EP 8, decode at EP 16 on a GB200 NVL72.
+  const std::string dg = cleared_path("emit_trt_moe_disagg");
+  const auto d = run_json("serve --hw gb200-nvl72 --engine trtllm --model deepseek-r1 --tp 1 --ep 8 --disagg 1:1 --disagg-decode ep=16 "
+                          "--concurrency 1 --requests 2 --prompt 64 --gen 4 --emit trtllm --emit-dir " + dg);
+  EXPECT_EQ(d["engine"]["moe_backend"], "DEEPGEMM");
+  EXPECT_EQ(d["disagg"]["decode_moe_backend"], "WIDEEP");
+  EXPECT_NE(slurp(dg + "/decode-extra-llm-api-config.yml").find("\nmoe_config:\n  backend: WIDEEP\n"), std::string::npos);
   const std::string h200 = cleared_path("emit_trt_moe_h200");
   const auto h = run_json("serve --hw h200" + run_args + h200);
   EXPECT_TRUE(h["engine"]["moe_backend"].is_null());
+  EXPECT_TRUE(h["disagg"].is_null());
   EXPECT_EQ(slurp(h200 + "/replica-extra-llm-api-config.yml").find("moe_config"), std::string::npos);
 }
 

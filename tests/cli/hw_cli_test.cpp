@@ -17,6 +17,17 @@ TEST(HwCli, ListHasNameVendorKind) {
   }
 }
 
+TEST(HwCli, AFamilyOrAVariantNamesTheCatalogChipsItCouldMean) {
+  // A name that begins catalog names (the family, any case) or runs past one (a variant's full
+  // name) is refused with them; one like none of them with the list alone.
+  expect_bad("serve --model llama-3.1-8b --hw h100 --qps 1 --requests 3", "--hw: unknown hardware 'h100' (did you mean h100-pcie or h100-sxm?)");
+  expect_bad("infer --model llama-3.1-8b --hw A100", "unknown hardware 'A100' (did you mean a100-40gb or a100-80gb?)");
+  expect_bad("infer --model llama-3.1-8b --hw h100-sxm5", "unknown hardware 'h100-sxm5' (did you mean h100-sxm?)");
+  const RunResult none = run("infer --model llama-3.1-8b --hw x9");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.err.find("did you mean"), std::string::npos) << none.err;
+}
+
 TEST(HwCli, ShowHasTheContractKeys) {
   auto j = run_json("hw show H100-SXM");
   for (const char* k : {"name", "peak_flops_per_s", "sparse_factor", "write_allocate", "vector_flops_per_s", "memory", "links",

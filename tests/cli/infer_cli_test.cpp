@@ -252,7 +252,7 @@ TEST(ModelsCli, ListsTheBundledModels) {
 TEST(ModelsCli, AHuggingFaceRepositoryNamesItsBundledModel) {
   // A repository as its page names it, in any case, is the bundled model whose config.json came
   // from it (`_source`): the same run as the bundled name. Another repository is refused, naming
-  // the bundled model whose repository it extends; a catalog chip's family names its chips.
+  // the bundled model whose repository it extends.
   const auto models = run_json("models --json");
   std::map<std::string, nlohmann::json> repo;
   for (const auto& m : models) repo[m["name"]] = m["repository"];
@@ -265,12 +265,16 @@ TEST(ModelsCli, AHuggingFaceRepositoryNamesItsBundledModel) {
   EXPECT_EQ(by_repo["model"], "llama-3.1-8b");
   EXPECT_EQ(by_repo["ttft_s"], by_name["ttft_s"]);
   expect_bad("serve --model meta-llama/Llama-3.1-8B-Instruct" + load,
-             "--model: 'meta-llama/Llama-3.1-8B-Instruct' is neither a file nor the repository of a bundled model; the bundled "
-             "llama-3.1-8b (meta-llama/Llama-3.1-8B) has the repository it extends");
+             "--model: 'meta-llama/Llama-3.1-8B-Instruct' is neither a file nor the repository of a bundled model; it extends the "
+             "repository of the bundled llama-3.1-8b (meta-llama/Llama-3.1-8B)");
+  // A name that continues past a repository's without a word of its own extends none of them.
+  const RunResult v32 = run("serve --model deepseek-ai/DeepSeek-V3.2-Exp" + load);
+  EXPECT_EQ(v32.status, 2);
+  EXPECT_EQ(v32.err.find("extends"), std::string::npos) << v32.err;
   expect_bad("serve --model nosuch/model" + load, "--model: 'nosuch/model' is neither a file nor the repository of a bundled model: give");
   expect_bad("serve --model llama-3.1-8b --draft nosuch/draft --spec-tokens 1 --accept 0.5 --qps 1 --requests 3", "--draft: 'nosuch/draft'");
-  expect_bad("serve --model llama-3.1-8b --hw h100 --qps 1 --requests 3", "--hw: unknown hardware 'h100' (did you mean h100-pcie or h100-sxm?)");
-  expect_bad("infer --model llama-3.1-8b --hw A100", "unknown hardware 'A100' (did you mean a100-40gb or a100-80gb?)");
+  // Neither a repository nor a file: a path as before.
+  expect_bad("serve --model ./nosuch" + load, "./nosuch: cannot open");
 }
 
 TEST(BlockCli, SeedAndExactShapes) {

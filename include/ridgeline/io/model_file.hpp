@@ -21,7 +21,9 @@ std::vector<std::string> bundled_model_names();
 /// A bundled model by name (case-insensitive); throws InputError listing the names.
 model::ModelConfig bundled_model(std::string_view name);
 
-/// `--model` resolution: a path ending in .json (or containing '/') is read as a file,
+/// `--model` resolution: a Hugging Face repository id ("ORG/NAME", no file of that name) is the
+/// bundled model whose config.json came from it (else an InputError naming the bundled model
+/// whose repository it extends); a path ending in .json (or containing '/') is read as a file;
 /// anything else is a bundled name.
 model::ModelConfig resolve_model(std::string_view model);
 
