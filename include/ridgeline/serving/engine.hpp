@@ -197,8 +197,8 @@ struct EngineConfig {
   /// (docs/serving.md#fused-shared-expert).
   bool fuse_shared_experts = false;
   /// TensorRT-LLM's MoE backend (its LLM-API `moe_config.backend`) where its default does not
-  /// run the checkpoint's experts: fp8 block-scaled experts (DeepSeek's, any checkpoint with a
-  /// `weight_block_size`) on datacenter Blackwell (hw::is_sm100_family), whose CUTLASS grouped
+  /// run the checkpoint's experts: fp8 experts in 128 x 128 blocks (DeepSeek's, any checkpoint of
+  /// such blocks: DeepGEMM's) on datacenter Blackwell (hw::is_sm100_family), whose CUTLASS grouped
   /// GEMMs over fp8 blocks are SM90's: DEEPGEMM, as the PyTorch backend's DeepSeek-R1 deployment
   /// guide runs them up to an expert-parallel size of 8; empty elsewhere. The preset sets it from
   /// the checkpoint; a run resolves it for its own layout (moe_backend()), which the launch file
