@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -285,6 +286,12 @@ std::string format_quantity(double value, Quantity kind) {
 }
 
 double parse_usd_per_hour(std::string_view s, std::string_view what) {
+  // A word (a chip's name without its price, a typo) is no price: said so, where the rules below
+  // would name a missing time unit.
+  const std::size_t first = s.find_first_not_of(" $");
+  if (first == std::string_view::npos || std::isalpha(static_cast<unsigned char>(s[first])) != 0) {
+    throw InputError(fmt::format("{}: '{}' is not a price: expected US dollars per hour, as in 2.5/h", what, s));
+  }
   const std::size_t slash = s.find('/');
   if (slash == std::string_view::npos) {
     throw InputError(fmt::format("{}: '{}' has no time unit: expected a price per hour, as in 2.5/h", what, s));

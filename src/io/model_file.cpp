@@ -622,8 +622,16 @@ model::ModelConfig resolve_model(std::string_view model) {
   // ModelConfig::hf_repo), whatever its case; another repository is an error that says so, and
   // names the bundled one whose repository it extends ("...-Instruct" of the same architecture
   // is the user's to confirm: a suffix may name another quantisation).
-  if (!json && repo_id(model) && !std::filesystem::exists(text, ec)) {
-    const std::string want = ascii_lower(model);
+  // (As a browser shows it, too: its page's address, or the name with a slash after it.)
+  std::string_view asked = model;
+  if (!std::filesystem::exists(text, ec)) {
+    for (const std::string_view site : {"https://huggingface.co/", "http://huggingface.co/", "huggingface.co/"}) {
+      if (asked.rfind(site, 0) == 0) asked.remove_prefix(site.size());
+    }
+    if (!asked.empty() && asked.back() == '/') asked.remove_suffix(1);
+  }
+  if (!json && repo_id(asked) && !std::filesystem::exists(text, ec)) {
+    const std::string want = ascii_lower(asked);
     std::string extends;
     for (const auto& f : embedded_files()) {
       if (!is_model(f)) continue;

@@ -264,6 +264,9 @@ TEST(ModelsCli, AHuggingFaceRepositoryNamesItsBundledModel) {
   const auto by_name = run_json("serve --model llama-3.1-8b" + load);
   EXPECT_EQ(by_repo["model"], "llama-3.1-8b");
   EXPECT_EQ(by_repo["ttft_s"], by_name["ttft_s"]);
+  // Its page's address and the name with a slash after it, as a browser shows them.
+  EXPECT_EQ(run_json("serve --model https://huggingface.co/meta-llama/Llama-3.1-8B" + load)["model"], "llama-3.1-8b");
+  EXPECT_EQ(run_json("serve --model meta-llama/Llama-3.1-8B/" + load)["model"], "llama-3.1-8b");
   expect_bad("serve --model meta-llama/Llama-3.1-8B-Instruct" + load,
              "--model: 'meta-llama/Llama-3.1-8B-Instruct' is neither a file nor the repository of a bundled model; it extends the "
              "repository of the bundled llama-3.1-8b (meta-llama/Llama-3.1-8B)");

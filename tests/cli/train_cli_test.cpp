@@ -104,7 +104,8 @@ TEST(TrainCli, WholeRunFromTokensDaysAndPrice) {
            {"train --model llama-2-7b --gpus 8 --tokens 1e19", "--tokens"},
            {"train --model llama-2-7b --gpus 8 --days 0", "--days"},
            {"train --model llama-2-7b --gpus 8 --days 1 --price 2", "--price"},
-           {"train --model llama-2-7b --gpus 8 --hw h100-sxm --days 1 --price h200=2/h", "not a chip trained on"}}) {
+           {"train --model llama-2-7b --gpus 8 --hw h100-sxm --days 1 --price h200=2/h", "not a chip trained on"},
+           {"train --model llama-2-7b --gpus 8 --hw h100-sxm --days 1 --price b200", "--price: 'b200' is not a price"}}) {
     RunResult r = run(args);
     EXPECT_EQ(r.status, 2) << args << "\n" << r.err;
     EXPECT_NE(r.err.find(mention), std::string::npos) << args << ": " << r.err;

@@ -81,6 +81,22 @@ TEST(Units, PricesPerHour) {
   for (const char* bad : {"2.5", "2.5/min", "2.5 EUR/h", "-1/h", "0/h", "inf/h", "abc/h", "/h"}) {
     EXPECT_THROW(parse_usd_per_hour(bad, "--price"), InputError) << bad;
   }
+  // A word is no price (it said "has no time unit" for a chip's name), a number without a unit
+  // still wants its unit.
+  for (const char* word : {"b200", " $h100-sxm", "", "$"}) {
+    try {
+      parse_usd_per_hour(word, "--price");
+      ADD_FAILURE() << word;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a price: expected US dollars per hour"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    parse_usd_per_hour("2.5", "--price");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no time unit"), std::string::npos) << e.what();
+  }
 }
 
 // Counts take a bare decimal prefix (token budgets: 15T); nothing else follows the number.
