@@ -176,7 +176,7 @@ std::vector<Advice> advise_inference(const model::ModelConfig& m, const hw::Syst
   }
   // Seed 003: weights in 8 bits halve the linear layers' bytes and the critical batch (the
   // embedding and the LM head stay 16-bit: docs/models.md#quantised-weights).
-  const DType w = cfg.forward.precision.weight.value_or(m.quantized ? m.quant.dtype : m.weight_dtype);
+  const DType w = cfg.forward.precision.weight.value_or(m.checkpoint_dtype());
   if (bytes(w) >= 2 && r.decode_total.bound == ops::Bound::memory && steps >= 1) {
     InferenceConfig q = cfg;
     q.forward.precision.weight = DType::fp8_e4m3;

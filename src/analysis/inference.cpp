@@ -500,7 +500,7 @@ void infer_details(const model::ModelConfig& m, const hw::System& sys, const Inf
     const std::int64_t width = m.is_moe() ? m.moe.intermediate : m.intermediate;
     op.n = std::max<std::int64_t>(1, width / f.tp);
     op.a_dtype = f.precision.activation;
-    DType w = f.precision.weight.value_or(m.quantized ? m.quant.dtype : m.weight_dtype);
+    DType w = f.precision.weight.value_or(m.checkpoint_dtype());
     op.b_dtype = w;
     op.out_dtype = f.precision.activation;
     if (f.precision.compute) op.compute_dtype = f.precision.compute;

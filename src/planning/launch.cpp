@@ -64,12 +64,17 @@ struct Context {
   bool disagg = false;
 };
 
+// A note added once: each worker of a fleet (prefill and decode, replicas) may reach it.
+void note_once(LaunchPlan& plan, std::string note) {
+  if (std::find(plan.notes.begin(), plan.notes.end(), note) == plan.notes.end()) plan.notes.push_back(std::move(note));
+}
+
 // The weights as simulated against the checkpoint: nullopt when they are the checkpoint's own
 // (nothing to ask of the engine), else the dtype asked.
 std::optional<DType> asked_weights(const model::ModelConfig& m, const model::ForwardConfig& f) {
   if (!f.precision.weight) return std::nullopt;
   const DType w = *f.precision.weight;
-  if (m.quantized ? w == m.quant.dtype : w == m.weight_dtype) return std::nullopt;
+  if (w == m.checkpoint_dtype()) return std::nullopt;
   return w;
 }
 
@@ -219,20 +224,17 @@ void sglang_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
     // TP size from PR #23996, April 2026). Its shared experts have no such flag.
     const model::ForwardConfig run = serving::engine_forward(f, e);
     const double gpus = static_cast<double>(f.tp * f.ep), shared = static_cast<double>(c.m.moe.shared_intermediate);
-    const auto note_once = [&](std::string note) {
-      if (std::find(c.plan.notes.begin(), c.plan.notes.end(), note) == c.plan.notes.end()) c.plan.notes.push_back(std::move(note));
-    };
     if (run.gathered_dense && c.m.is_moe()) {
       if (c.m.moe_layer_count() < c.m.layers && !model::gathers_dense_mlp(c.m, run, static_cast<double>(c.m.intermediate))) {
         b.flag("--moe-dense-tp-size", num(f.tp));
         if (f.tp > 1) {
-          note_once(fmt::format("dense layers: --moe-dense-tp-size {} (each attention group's TP, as simulated) needs an SGLang of "
+          note_once(c.plan, fmt::format("dense layers: --moe-dense-tp-size {} (each attention group's TP, as simulated) needs an SGLang of "
                                 "April 2026 or later (PR #23996); before it only 1, each GPU running them whole on its own rows",
                                 f.tp));
         }
       }
       if (c.m.moe.shared_experts > 0 && e.moe_a2a != model::ForwardConfig::MoeA2A::deepep && !model::gathers_dense_mlp(c.m, run, shared)) {
-        note_once(fmt::format("shared experts: SGLang splits them over all {:g} GPUs, {:g} columns each, which cuts the checkpoint's "
+        note_once(c.plan, fmt::format("shared experts: SGLang splits them over all {:g} GPUs, {:g} columns each, which cuts the checkpoint's "
                               "128-column fp8 blocks and its fp8 layers refuse; the simulation priced them on each group's own rows, {}; "
                               "under --moe-a2a deepep SGLang runs them whole on each GPU and loads them",
                               gpus, shared / gpus, f.tp > 1 ? fmt::format("split over its {} GPUs", f.tp) : std::string("whole on each GPU")));
@@ -378,7 +380,7 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
   // Blackwell, DEEPGEMM, or WIDEEP past an expert-parallel size of 8; each instance's own.
   if (const std::string_view backend = serving::moe_backend(e, c.m, f); !backend.empty()) {
     b.yaml("moe_config.backend", std::string(backend));
-    const std::string note =
+    std::string note =
         backend == "WIDEEP"
             ? "moe_config.backend WIDEEP: TensorRT-LLM's default MoE backend runs fp8 block-scaled experts on Hopper (SM90) alone; its "
               "DeepSeek-R1 deployment guide runs them in WIDEEP (without EPLB) on the GB200 NVL72 past an expert-parallel size of 8. "
@@ -386,7 +388,7 @@ void trtllm_worker(Context& c, const model::ForwardConfig& f, const EngineConfig
             : fmt::format("moe_config.backend {}: TensorRT-LLM's default MoE backend runs fp8 block-scaled experts on Hopper (SM90) alone; "
                           "its DeepSeek-R1 deployment guide runs them in DEEPGEMM on B200/GB200 up to an expert-parallel size of 8",
                           backend);
-    if (std::find(c.plan.notes.begin(), c.plan.notes.end(), note) == c.plan.notes.end()) c.plan.notes.push_back(note);
+    note_once(c.plan, std::move(note));
   }
   // Its model code fuses each all-reduce with the norm after it for DeepSeek-V3 and for Llama of
   // hidden > 4096 unless the model's switch says not (docs/serving.md#allreduce-norm).

@@ -258,7 +258,7 @@ std::string inference_text(const model::ModelConfig& m, const hw::System& sys, c
   {
     const auto& p = cfg.forward.precision;
     out += fmt::format("dtypes: weights {}, activations {}, KV cache {}, GEMMs in {}\n\n",
-                       p.weight ? std::string(name(*p.weight)) : std::string(name(m.quantized ? m.quant.dtype : m.weight_dtype)),
+                       p.weight ? std::string(name(*p.weight)) : std::string(name(m.checkpoint_dtype())),
                        name(p.activation), name(p.kv_cache.value_or(p.activation)), gemm_compute(r.prefill_graph));
   }
   out += fmt::format("{:<22} {:>12} {:>12} {:>12}  {}\n", "", "lower", "realistic", "upper", "bound");

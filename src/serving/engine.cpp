@@ -921,7 +921,7 @@ void allreduce_norm_rule(EngineConfig& e, const hw::ChipSpec& chip, std::int64_t
 
 std::string_view moe_backend(const EngineConfig& e, const model::ModelConfig& m, const model::ForwardConfig& f) noexcept {
   if (e.moe_backend.empty()) return {};
-  if (f.precision.weight && *f.precision.weight != (m.quantized ? m.quant.dtype : m.weight_dtype)) return {};
+  if (f.precision.weight && *f.precision.weight != m.checkpoint_dtype()) return {};
   return f.ep_size() > 8 ? "WIDEEP" : e.moe_backend;
 }
 

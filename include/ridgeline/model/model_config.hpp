@@ -119,6 +119,9 @@ struct ModelConfig {
 
   bool is_moe() const noexcept { return moe.experts > 0; }
   bool is_mla() const noexcept { return mla.kv_lora_rank > 0; }
+  /// The dtype the checkpoint stores its weights in: the quantised modules' format where there
+  /// are some (their experts' alone, quant.experts_only), else weight_dtype.
+  DType checkpoint_dtype() const noexcept { return quantized ? quant.dtype : weight_dtype; }
   /// Whether layer `i` (0-based) has a MoE MLP.
   bool moe_layer(std::int64_t i) const noexcept {
     if (moe.freq_from_one) return is_moe() && i >= moe.first_dense_layers && (i + 1) % moe.layer_freq == 0;
